@@ -1,0 +1,67 @@
+# The two commands a user needs: `make demo` (main job) and `make test` (tests).
+# Both do all set-up themselves: Debian packages via apt-get when missing, Python
+# packages pinned in requirements.lock into .venv.
+
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+P4SRC  := p4src/alinea.p4
+BUILD  := build
+APT_PKGS := cpp iproute2 python3-venv tcpdump
+
+.PHONY: setup sysdeps test lint pytest p4 bench demo fuzz clean
+
+setup: $(STAMP)
+
+sysdeps:
+	@missing=""; \
+	command -v cpp >/dev/null || missing="$$missing cpp"; \
+	command -v ip >/dev/null || missing="$$missing iproute2"; \
+	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
+	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	if [ -n "$$missing" ]; then \
+	  if [ "$$(id -u)" = 0 ]; then \
+	    echo "installing Debian packages:$$missing"; \
+	    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$missing; \
+	  else echo "please install (apt-get):$$missing" >&2; exit 1; fi; \
+	fi
+
+$(STAMP): requirements.lock pyproject.toml | sysdeps
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip==23.2.1 setuptools==65.5.0 wheel==0.45.1
+	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+lint: setup
+	$(VENV)/bin/ruff check .
+
+pytest: setup
+	$(VENV)/bin/pytest -q
+
+test: setup lint pytest
+
+p4: setup
+	@mkdir -p $(BUILD)
+	@if command -v p4c >/dev/null; then \
+	  echo "p4c found: compiling $(P4SRC) for BMv2"; \
+	  p4c --target bmv2 --arch v1model --std p4-16 -I p4src/include \
+	      -o $(BUILD) --p4runtime-files $(BUILD)/alinea.p4info.txtpb $(P4SRC); \
+	else \
+	  echo "p4c not on PATH: checking with p4switch's front end"; \
+	  $(VENV)/bin/hbh p4 check $(P4SRC) && \
+	  $(VENV)/bin/hbh p4 info $(P4SRC) -o $(BUILD)/alinea.p4info.txtpb; \
+	fi
+
+bench: setup
+	$(PY) -m tests.bench.run --out docs/performance.md
+
+fuzz: setup
+	$(PY) -m tests.bench.fuzz --frames 1000000
+
+demo: setup p4
+	$(VENV)/bin/hbh demo
+
+clean:
+	rm -rf $(BUILD) .pytest_cache

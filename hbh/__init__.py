@@ -1,0 +1,1 @@
+"""The `hbh` command: one entry point that gathers the sub-commands of every layer."""

@@ -1,0 +1,3 @@
+from hbh.cli import main
+
+raise SystemExit(main())
