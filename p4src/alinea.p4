@@ -1,0 +1,612 @@
+/*
+ * alinea.p4 -- hop-by-hop ALINEA data plane (P4_16, v1model).
+ *
+ * Routes IPv4 like a router and models, per INGRESS port p, the buffer
+ * of the paper's "incoming interface": occupancy[p] counts the packets
+ * that arrived on p and are still queued in this switch.  A packet is
+ * admitted while occupancy[p] < capacity(p), otherwise dropped
+ * (overflow).  Every report_interval_us, at the next IPv4 arrival on p,
+ * an ingress-to-egress clone leaves through p itself, rewritten in
+ * egress into an ALINEA report (EtherType 0x88B5) for the upstream
+ * neighbour.  Reports arriving from a downstream neighbour go to the
+ * controller (packet-in), never further.
+ *
+ * docs/dataplane.md explains the design; docs/wire-format.md gives the
+ * byte layout of the report and of the packet-in/out metadata.
+ *
+ * Build-time parameters (override with -D):
+ *   CPU_PORT -- the port BMv2 was started with as --cpu-port (255).
+ */
+
+#include <core.p4>
+#include <v1model.p4>
+
+/* ------------------------------------------------------------------ */
+/* Build-time parameters and sizes                                     */
+/* ------------------------------------------------------------------ */
+
+#ifndef CPU_PORT
+#define CPU_PORT 255
+#endif
+
+/* Cells of every per-port register and counter: one per 9-bit port. */
+#define PORT_COUNT 512
+/* Routes in ipv4_lpm. */
+#define IPV4_LPM_SIZE 1024
+/* The clone session that reports on port p is REPORT_SESSION_BASE + p;
+   its one replica must go out of port p. */
+#define REPORT_SESSION_BASE 1000
+/* Id of the user-metadata field list kept in report clones. */
+#define REPORT_FIELD_LIST 1
+/* Bytes of an Ethernet header and of an ALINEA report header. */
+#define ETH_HDR_BYTES 14
+#define REPORT_HDR_BYTES 32
+
+typedef bit<9>  port_t;
+typedef bit<48> mac_t;
+typedef bit<32> ipv4_addr_t;
+
+const port_t  PORT_CPU = CPU_PORT;
+
+const bit<16> ETHERTYPE_IPV4   = 0x0800;
+/* IEEE 802 local experimental EtherType 1: not assigned to anyone. */
+const bit<16> ETHERTYPE_ALINEA = 0x88B5;
+const bit<8>  IPPROTO_UDP      = 17;
+
+const bit<4>  ALINEA_VERSION        = 1;
+const bit<4>  ALINEA_MSG_OCCUPANCY  = 1;
+/* Report flag: at least one overflow drop since the previous report. */
+const bit<8>  ALINEA_FLAG_OVERFLOW  = 0x01;
+
+/* A report frame is exactly the Ethernet and report headers. */
+const bit<32> REPORT_FRAME_BYTES = ETH_HDR_BYTES + REPORT_HDR_BYTES;
+
+/* standard_metadata.instance_type values (BMv2 numbering). */
+const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
+const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
+
+/* Parser errors of our own, on top of core.p4's. */
+error {
+    IPv4HeaderUnsupported   // IPv4 version != 4 or options present (IHL != 5)
+}
+
+/* ------------------------------------------------------------------ */
+/* Headers                                                             */
+/* ------------------------------------------------------------------ */
+
+/* Metadata in front of a frame sent to the controller (P4Runtime
+   PacketIn.metadata). */
+@controller_header("packet_in")
+header packet_in_t {
+    port_t ingress_port;    // port the frame arrived on
+    bit<7> _pad;            // zero, pads the header to 2 bytes
+}
+
+/* Metadata in front of a frame from the controller (P4Runtime
+   PacketOut.metadata): the frame is sent, unchanged, out of
+   egress_port. */
+@controller_header("packet_out")
+header packet_out_t {
+    port_t egress_port;     // port to send the frame out of
+    bit<7> _pad;            // zero, pads the header to 2 bytes
+}
+
+header ethernet_t {
+    mac_t   dstAddr;
+    mac_t   srcAddr;
+    bit<16> etherType;
+}
+
+/*
+ * ALINEA occupancy report, 32 bytes, network byte order, right after
+ * the Ethernet header (EtherType 0x88B5).  See docs/wire-format.md.
+ */
+header alinea_report_t {
+    bit<4>  version;        // ALINEA_VERSION
+    bit<4>  msg_type;       // ALINEA_MSG_OCCUPANCY
+    bit<8>  flags;          // ALINEA_FLAG_* bits, others zero
+    bit<16> node_id;        // reporting switch (configured per port)
+    bit<16> port;           // reporting switch's port whose buffer this is
+    bit<32> occupancy;      // packets of this port's arrivals queued now
+    bit<32> capacity;       // packets the port's buffer admits
+    bit<48> timestamp;      // µs since the switch started, when built
+    bit<32> seq;            // per port, 1 for the first report, +1 each
+    bit<32> drops;          // overflow drops on this port since last report
+    bit<32> interval_us;    // configured minimum report interval, µs
+}
+
+header ipv4_t {
+    bit<4>      version;
+    bit<4>      ihl;
+    bit<8>      diffserv;
+    bit<16>     totalLen;
+    bit<16>     identification;
+    bit<3>      flags;
+    bit<13>     fragOffset;
+    bit<8>      ttl;
+    bit<8>      protocol;
+    bit<16>     hdrChecksum;
+    ipv4_addr_t srcAddr;
+    ipv4_addr_t dstAddr;
+}
+
+header udp_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+    bit<16> len;
+    bit<16> checksum;
+}
+
+struct headers_t {
+    packet_out_t    packet_out;
+    packet_in_t     packet_in;
+    ethernet_t      ethernet;
+    alinea_report_t report;
+    ipv4_t          ipv4;
+    udp_t           udp;
+}
+
+/*
+ * User metadata.  The fields marked @field_list(REPORT_FIELD_LIST) are
+ * the ones an ingress-to-egress report clone keeps (all others are 0 in
+ * the clone): the port to report on and its configuration.
+ */
+struct metadata_t {
+    bit<1>  modelled;       // port_config has an entry for the arrival port
+    bit<1>  admitted;       // this packet holds a slot of occupancy[ingress_port]
+    bit<1>  report_due;     // the arrival port's report interval has elapsed
+    @field_list(REPORT_FIELD_LIST)
+    port_t  report_port;    // port whose buffer is modelled (= ingress_port)
+    @field_list(REPORT_FIELD_LIST)
+    bit<32> capacity;       // set_port.capacity_pkts
+    @field_list(REPORT_FIELD_LIST)
+    bit<32> report_interval_us;
+    @field_list(REPORT_FIELD_LIST)
+    bit<16> node_id;
+    @field_list(REPORT_FIELD_LIST)
+    mac_t   port_mac;       // MAC address of report_port
+    @field_list(REPORT_FIELD_LIST)
+    mac_t   upstream_mac;   // MAC address of the neighbour behind report_port
+}
+
+/* ------------------------------------------------------------------ */
+/* Per-port state shared by ingress and egress (indexed by port)       */
+/* ------------------------------------------------------------------ */
+
+/* Packets that arrived on port p and are still queued in this switch. */
+register<bit<32>>(PORT_COUNT) occupancy;
+/* ingress_global_timestamp (µs) of the packet that triggered p's last report. */
+register<bit<48>>(PORT_COUNT) last_report_ts;
+/* Sequence number of p's last report. */
+register<bit<32>>(PORT_COUNT) report_seq;
+/* Overflow drops on p since p's last report. */
+register<bit<32>>(PORT_COUNT) overflow_drops;
+
+/* ------------------------------------------------------------------ */
+/* Parser                                                              */
+/* ------------------------------------------------------------------ */
+
+parser MyParser(packet_in pkt,
+                out headers_t hdr,
+                inout metadata_t meta,
+                inout standard_metadata_t standard_metadata) {
+
+    state start {
+        transition select(standard_metadata.ingress_port) {
+            PORT_CPU: parse_packet_out;
+            default:  parse_ethernet;
+        }
+    }
+
+    state parse_packet_out {
+        pkt.extract(hdr.packet_out);
+        transition parse_ethernet;
+    }
+
+    state parse_ethernet {
+        pkt.extract(hdr.ethernet);
+        transition select(hdr.ethernet.etherType) {
+            ETHERTYPE_IPV4:   parse_ipv4;
+            ETHERTYPE_ALINEA: parse_report;
+            default:          accept;
+        }
+    }
+
+    state parse_report {
+        pkt.extract(hdr.report);
+        transition accept;
+    }
+
+    state parse_ipv4 {
+        pkt.extract(hdr.ipv4);
+        verify(hdr.ipv4.version == 4w4 && hdr.ipv4.ihl == 4w5,
+               error.IPv4HeaderUnsupported);
+        /* Only a first (or unfragmented) fragment carries the UDP header. */
+        transition select(hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
+            (13w0, IPPROTO_UDP): parse_udp;
+            default:             accept;
+        }
+    }
+
+    state parse_udp {
+        pkt.extract(hdr.udp);
+        transition accept;
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Checksum verification                                               */
+/* ------------------------------------------------------------------ */
+
+control MyVerifyChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        verify_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version,
+              hdr.ipv4.ihl,
+              hdr.ipv4.diffserv,
+              hdr.ipv4.totalLen,
+              hdr.ipv4.identification,
+              hdr.ipv4.flags,
+              hdr.ipv4.fragOffset,
+              hdr.ipv4.ttl,
+              hdr.ipv4.protocol,
+              hdr.ipv4.srcAddr,
+              hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum,
+            HashAlgorithm.csum16);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Ingress                                                             */
+/* ------------------------------------------------------------------ */
+
+control MyIngress(inout headers_t hdr,
+                  inout metadata_t meta,
+                  inout standard_metadata_t standard_metadata) {
+
+    /* Every frame received, per ingress port. */
+    counter(PORT_COUNT, CounterType.packets_and_bytes) rx;
+    /* Drops, one array per reason, each indexed by INGRESS port. */
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_parser_error;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_bad_checksum;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_unsupported;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_spoofed_report;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_no_route;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_ttl_expired;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_overflow;
+
+    /* --- drops, one action per reason --- */
+
+    action discard_parser_error() {
+        mark_to_drop(standard_metadata);
+        drop_parser_error.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    action discard_bad_checksum() {
+        mark_to_drop(standard_metadata);
+        drop_bad_checksum.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    /* Neither IPv4 nor an ALINEA report (ARP, IPv6, ...): no L2 switching. */
+    action discard_unsupported() {
+        mark_to_drop(standard_metadata);
+        drop_unsupported.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    action discard_ttl_expired() {
+        mark_to_drop(standard_metadata);
+        drop_ttl_expired.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    /* The arrival port's modelled buffer is full.  Also counts the drop
+       for the next report (read and write in one action: atomic in BMv2). */
+    action discard_overflow() {
+        mark_to_drop(standard_metadata);
+        drop_overflow.count((bit<32>)standard_metadata.ingress_port);
+        @atomic {
+            bit<32> n;
+            overflow_drops.read(n, (bit<32>)standard_metadata.ingress_port);
+            overflow_drops.write((bit<32>)standard_metadata.ingress_port, n + 1);
+        }
+    }
+
+    /* --- packet-out from the controller --- */
+
+    /* Send the controller's frame, without its packet_out header, out of
+       the port it names.  No routing, no buffer model. */
+    action send_from_cpu() {
+        standard_metadata.egress_spec = hdr.packet_out.egress_port;
+        hdr.packet_out.setInvalid();
+    }
+
+    /* --- ALINEA reports from neighbours --- */
+
+    /* The port faces an ALINEA neighbour: hand the report to the
+       controller with the port it came in on. */
+    action report_to_cpu() {
+        hdr.packet_in.setValid();
+        hdr.packet_in.ingress_port = standard_metadata.ingress_port;
+        hdr.packet_in._pad = 0;
+        standard_metadata.egress_spec = PORT_CPU;
+    }
+
+    /* A report on a port that faces no ALINEA neighbour (e.g. a host):
+       spoofed, dropped. */
+    action drop_spoofed() {
+        mark_to_drop(standard_metadata);
+        drop_spoofed_report.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    /* One entry per neighbour-facing port. */
+    table report_ingress {
+        key = {
+            standard_metadata.ingress_port : exact;
+        }
+        actions = {
+            report_to_cpu;
+            @defaultonly drop_spoofed;
+        }
+        const default_action = drop_spoofed();
+        size = PORT_COUNT;
+    }
+
+    /* --- per-port buffer model --- */
+
+    /* The arrival port is modelled: copy its configuration to metadata
+       (the report fields are kept in report clones). */
+    action set_port(bit<32> capacity_pkts,
+                    bit<32> report_interval_us,
+                    bit<16> node_id,
+                    mac_t   port_mac,
+                    mac_t   upstream_mac) {
+        meta.modelled = 1;
+        meta.report_port = standard_metadata.ingress_port;
+        meta.capacity = capacity_pkts;
+        meta.report_interval_us = report_interval_us;
+        meta.node_id = node_id;
+        meta.port_mac = port_mac;
+        meta.upstream_mac = upstream_mac;
+    }
+
+    /* One entry per modelled (and reported) port; no entry: not modelled. */
+    table port_config {
+        key = {
+            standard_metadata.ingress_port : exact;
+        }
+        actions = {
+            set_port;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = PORT_COUNT;
+    }
+
+    /* Take a slot of the arrival port's buffer if one is free.  Read, test
+       and write in one action: BMv2 holds the register's lock for the
+       whole action, so egress's release cannot interleave. */
+    action admit() {
+        @atomic {
+            bit<32> occ;
+            occupancy.read(occ, (bit<32>)standard_metadata.ingress_port);
+            meta.admitted = (occ < meta.capacity) ? 1w1 : 1w0;
+            occupancy.write((bit<32>)standard_metadata.ingress_port,
+                            occ + (bit<32>)meta.admitted);
+        }
+    }
+
+    /* Is a report on the arrival port due?  If so, restart its interval
+       now, in the same action, so that one packet only triggers it. */
+    action check_report_due() {
+        @atomic {
+            bit<48> last;
+            last_report_ts.read(last, (bit<32>)standard_metadata.ingress_port);
+            bool due = standard_metadata.ingress_global_timestamp - last
+                       >= (bit<48>)meta.report_interval_us;
+            last_report_ts.write((bit<32>)standard_metadata.ingress_port,
+                                 due ? standard_metadata.ingress_global_timestamp : last);
+            meta.report_due = due ? 1w1 : 1w0;
+        }
+    }
+
+    /* Clone this packet (as received) to the arrival port's report
+       session; egress turns the clone into the report. */
+    action request_report() {
+        clone_preserving_field_list(CloneType.I2E,
+            REPORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
+            REPORT_FIELD_LIST);
+    }
+
+    /* --- IPv4 routing --- */
+
+    action ipv4_forward(mac_t dst_mac, mac_t src_mac, port_t port) {
+        hdr.ethernet.dstAddr = dst_mac;
+        hdr.ethernet.srcAddr = src_mac;
+        standard_metadata.egress_spec = port;
+    }
+
+    /* No route (the default), or a route that discards. */
+    action drop() {
+        mark_to_drop(standard_metadata);
+        drop_no_route.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    table ipv4_lpm {
+        key = {
+            hdr.ipv4.dstAddr : lpm;
+        }
+        actions = {
+            ipv4_forward;
+            drop;
+        }
+        const default_action = drop();
+        size = IPV4_LPM_SIZE;
+    }
+
+    apply {
+        rx.count((bit<32>)standard_metadata.ingress_port);
+
+        if (standard_metadata.parser_error != error.NoError) {
+            discard_parser_error();
+        } else if (standard_metadata.checksum_error == 1w1) {
+            discard_bad_checksum();
+        } else if (hdr.packet_out.isValid()) {
+            send_from_cpu();
+        } else if (hdr.report.isValid()) {
+            /* Reports are never forwarded: to the controller or dropped. */
+            report_ingress.apply();
+        } else if (hdr.ipv4.isValid()) {
+            port_config.apply();
+            /* Any IPv4 arrival on a modelled port may trigger its report,
+               whatever becomes of the packet itself. */
+            if (meta.modelled == 1w1) {
+                check_report_due();
+                if (meta.report_due == 1w1) {
+                    request_report();
+                }
+            }
+            switch (ipv4_lpm.apply().action_run) {
+                ipv4_forward: {
+                    if (hdr.ipv4.ttl <= 8w1) {
+                        discard_ttl_expired();
+                    } else {
+                        hdr.ipv4.ttl = hdr.ipv4.ttl - 8w1;
+                        if (meta.modelled == 1w1) {
+                            admit();
+                            if (meta.admitted == 1w0) {
+                                discard_overflow();
+                            }
+                        }
+                    }
+                }
+            }
+        } else {
+            discard_unsupported();
+        }
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Egress                                                              */
+/* ------------------------------------------------------------------ */
+
+control MyEgress(inout headers_t hdr,
+                 inout metadata_t meta,
+                 inout standard_metadata_t standard_metadata) {
+
+    /* Every frame sent, per egress port (reports and packet-ins too). */
+    counter(PORT_COUNT, CounterType.packets_and_bytes) tx;
+
+    /* An admitted packet leaves the queue: free its slot of the buffer of
+       the port it arrived on (ingress_port is kept for NORMAL packets).
+       Read and write in one action: atomic against ingress's admit. */
+    action release() {
+        @atomic {
+            bit<32> occ;
+            occupancy.read(occ, (bit<32>)standard_metadata.ingress_port);
+            occupancy.write((bit<32>)standard_metadata.ingress_port,
+                            (occ == 0) ? 32w0 : occ - 1);
+        }
+    }
+
+    /* Turn a report clone (the triggering packet as received, with the
+       field list of metadata) into the ALINEA report for
+       meta.report_port, addressed to the upstream neighbour. */
+    action build_report() {
+        bit<32> idx = (bit<32>)meta.report_port;
+        bit<32> occ;
+        bit<32> drops;
+        bit<32> seq;
+
+        occupancy.read(occ, idx);
+        @atomic {
+            overflow_drops.read(drops, idx);
+            overflow_drops.write(idx, 0);
+        }
+        @atomic {
+            report_seq.read(seq, idx);
+            seq = seq + 1;
+            report_seq.write(idx, seq);
+        }
+
+        hdr.packet_out.setInvalid();
+        hdr.packet_in.setInvalid();
+        hdr.ipv4.setInvalid();
+        hdr.udp.setInvalid();
+
+        hdr.ethernet.setValid();
+        hdr.ethernet.dstAddr = meta.upstream_mac;
+        hdr.ethernet.srcAddr = meta.port_mac;
+        hdr.ethernet.etherType = ETHERTYPE_ALINEA;
+
+        hdr.report.setValid();
+        hdr.report.version = ALINEA_VERSION;
+        hdr.report.msg_type = ALINEA_MSG_OCCUPANCY;
+        hdr.report.flags = (drops == 0) ? 8w0 : ALINEA_FLAG_OVERFLOW;
+        hdr.report.node_id = meta.node_id;
+        hdr.report.port = (bit<16>)meta.report_port;
+        hdr.report.occupancy = occ;
+        hdr.report.capacity = meta.capacity;
+        hdr.report.timestamp = standard_metadata.egress_global_timestamp;
+        hdr.report.seq = seq;
+        hdr.report.drops = drops;
+        hdr.report.interval_us = meta.report_interval_us;
+
+        /* Drop the clone's payload: the frame is the two headers only. */
+        truncate(REPORT_FRAME_BYTES);
+    }
+
+    apply {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
+            build_report();
+        } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL
+                   && meta.admitted == 1w1) {
+            release();
+        }
+        tx.count((bit<32>)standard_metadata.egress_port);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Checksum update                                                     */
+/* ------------------------------------------------------------------ */
+
+control MyComputeChecksum(inout headers_t hdr, inout metadata_t meta) {
+    apply {
+        update_checksum(hdr.ipv4.isValid(),
+            { hdr.ipv4.version,
+              hdr.ipv4.ihl,
+              hdr.ipv4.diffserv,
+              hdr.ipv4.totalLen,
+              hdr.ipv4.identification,
+              hdr.ipv4.flags,
+              hdr.ipv4.fragOffset,
+              hdr.ipv4.ttl,
+              hdr.ipv4.protocol,
+              hdr.ipv4.srcAddr,
+              hdr.ipv4.dstAddr },
+            hdr.ipv4.hdrChecksum,
+            HashAlgorithm.csum16);
+    }
+}
+
+/* ------------------------------------------------------------------ */
+/* Deparser                                                            */
+/* ------------------------------------------------------------------ */
+
+control MyDeparser(packet_out pkt, in headers_t hdr) {
+    apply {
+        pkt.emit(hdr.packet_in);
+        pkt.emit(hdr.ethernet);
+        pkt.emit(hdr.report);
+        pkt.emit(hdr.ipv4);
+        pkt.emit(hdr.udp);
+    }
+}
+
+V1Switch(MyParser(),
+         MyVerifyChecksum(),
+         MyIngress(),
+         MyEgress(),
+         MyComputeChecksum(),
+         MyDeparser()) main;
