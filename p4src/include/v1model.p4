@@ -365,7 +365,8 @@ extern void recirculate<T>(in T data);
 
 /*
  * When the packet leaves the switch, keep at most its first `length`
- * bytes (after deparsing).  Applies to the instance that called it.
+ * bytes (after deparsing).  Applies to the instance that called it;
+ * when called several times, the smallest length wins.
  */
 extern void truncate(in bit<32> length);
 
