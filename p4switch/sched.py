@@ -1,0 +1,444 @@
+"""Time for the switch: one injected scheduler, integer nanoseconds.
+
+Why: the same switch objects run in virtual time (the ``sim`` binding, deterministic and
+faster than real time) and in real time (the ``netns`` binding). They never read a clock or
+sleep themselves; they ask a :class:`Scheduler` for ``now_ns()`` and register callbacks.
+
+Ordering and lateness (both schedulers):
+
+* Events run in order of their due time; events due at the same time run in the order they
+  were scheduled (a sequence number breaks ties), so runs are reproducible.
+* A callback scheduled for a time already in the past is *late*: it runs as soon as possible,
+  before events due later, and late events among themselves run in due-time order. Time never
+  goes backwards: in :class:`VirtualScheduler` ``now_ns()`` stays at the current time while a
+  late callback runs; in :class:`RealtimeScheduler` ``now_ns()`` is the real clock, which is
+  at or after the due time (the loop can be late when busy; all due callbacks then run back to
+  back in due-time order).
+* Exceptions: a virtual-time callback's exception propagates out of ``run*``/``step`` (a bug
+  must stop a simulation); a real-time loop logs it and keeps serving (one bad packet must not
+  stop the switch) - see ``RealtimeScheduler(on_error=...)``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import heapq
+import itertools
+import logging
+import os
+import selectors
+import threading
+import time
+from collections import deque
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, Protocol
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Handle", "Scheduler", "TimerHandle", "VirtualScheduler", "RealtimeScheduler"]
+
+
+class Handle(Protocol):
+    """A scheduled callback that can be cancelled before it runs."""
+
+    def cancel(self) -> None: ...
+
+
+class Scheduler(Protocol):
+    """What core objects use for time: integer ns and callbacks (no threads, no sleep)."""
+
+    def now_ns(self) -> int: ...
+
+    def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> Handle: ...
+
+    def call_later(self, dt_ns: int, fn: Callable[..., Any], *args: Any) -> Handle: ...
+
+
+_PENDING, _CANCELLED, _DONE = 0, 1, 2
+
+
+class TimerHandle:
+    """A scheduled callback; ``when`` is its due time in ns."""
+
+    __slots__ = ("when", "_fn", "_args", "_state", "_owner")
+
+    def __init__(self, when: int, fn: Callable[..., Any], args: tuple, owner: _EventHeap) -> None:
+        self.when = when
+        self._fn = fn
+        self._args = args
+        self._state = _PENDING
+        self._owner = owner
+
+    @property
+    def cancelled(self) -> bool:
+        return self._state == _CANCELLED
+
+    def cancel(self) -> None:
+        """Cancel; harmless if it already ran (or started) or was cancelled."""
+        if self._state == _PENDING:
+            self._state = _CANCELLED
+            self._owner.forget()
+
+    def _run(self) -> None:
+        self._fn(*self._args)
+
+    def __repr__(self) -> str:
+        state = ("pending", "cancelled", "done")[self._state]
+        return f"<TimerHandle when={self.when} fn={getattr(self._fn, '__qualname__', self._fn)} {state}>"
+
+
+def _check_time(value: int, what: str) -> int:
+    """Integer ns only: a float here means a unit bug somewhere, say so at once."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} must be an int number of nanoseconds, got {value!r}")
+    return value
+
+
+class _EventHeap:
+    """Deterministic timer heap shared by both schedulers (keys: due time, insertion number)."""
+
+    def __init__(self) -> None:
+        self._heap: list[tuple[int, int, TimerHandle]] = []
+        self._seq = itertools.count()
+        self._live = 0
+
+    def push(self, t_ns: int, fn: Callable[..., Any], args: tuple) -> TimerHandle:
+        handle = TimerHandle(t_ns, fn, args, self)
+        heapq.heappush(self._heap, (t_ns, next(self._seq), handle))
+        self._live += 1
+        return handle
+
+    def forget(self) -> None:
+        self._live -= 1
+
+    def _drop_cancelled_top(self) -> None:
+        heap = self._heap
+        while heap and heap[0][2].cancelled:
+            heapq.heappop(heap)
+
+    def next_due(self) -> int | None:
+        self._drop_cancelled_top()
+        return self._heap[0][0] if self._heap else None
+
+    def pop(self) -> TimerHandle | None:
+        self._drop_cancelled_top()
+        if not self._heap:
+            return None
+        handle = heapq.heappop(self._heap)[2]
+        handle._state = _DONE
+        self._live -= 1
+        return handle
+
+    def __len__(self) -> int:
+        return self._live
+
+
+class VirtualScheduler:
+    """Deterministic virtual time: nothing happens between events, time jumps to the next one."""
+
+    def __init__(self, start_ns: int = 0) -> None:
+        self._now = _check_time(start_ns, "start_ns")
+        self._events = _EventHeap()
+
+    def now_ns(self) -> int:
+        return self._now
+
+    def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        return self._events.push(_check_time(t_ns, "t_ns"), fn, args)
+
+    def call_later(self, dt_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        if _check_time(dt_ns, "dt_ns") < 0:
+            raise ValueError(f"dt_ns must be >= 0, got {dt_ns}")
+        return self.call_at(self._now + dt_ns, fn, *args)
+
+    def pending(self) -> int:
+        """Number of scheduled, not cancelled, not yet run callbacks."""
+        return len(self._events)
+
+    def next_event_ns(self) -> int | None:
+        """Due time of the next pending callback (None when idle)."""
+        return self._events.next_due()
+
+    def step(self) -> bool:
+        """Run the next callback (advancing time to it); False when nothing is pending."""
+        handle = self._events.pop()
+        if handle is None:
+            return False
+        self._now = max(self._now, handle.when)
+        handle._run()
+        return True
+
+    def run_until(self, t_ns: int) -> int:
+        """Run every callback due at or before ``t_ns``, then set the clock to ``t_ns``.
+
+        Returns the number of callbacks run. Callbacks scheduled meanwhile for times
+        <= t_ns run too (that is what "until" means for a simulation).
+        """
+        _check_time(t_ns, "t_ns")
+        count = 0
+        while True:
+            due = self._events.next_due()
+            if due is None or due > t_ns:
+                break
+            self.step()
+            count += 1
+        self._now = max(self._now, t_ns)
+        return count
+
+    def run_for(self, dt_ns: int) -> int:
+        """``run_until(now + dt_ns)``."""
+        if _check_time(dt_ns, "dt_ns") < 0:
+            raise ValueError(f"dt_ns must be >= 0, got {dt_ns}")
+        return self.run_until(self._now + dt_ns)
+
+    def run(self, max_events: int | None = None) -> int:
+        """Run until nothing is pending (or ``max_events`` ran); returns the count run."""
+        count = 0
+        while (max_events is None or count < max_events) and self.step():
+            count += 1
+        return count
+
+
+class RealtimeScheduler:
+    """The same calls on the wall clock, executed on ONE loop thread that this object owns.
+
+    Why one thread: the switch state is touched only by callbacks on this loop, so the
+    core needs no locks. Other threads (gRPC, Thrift handlers) hand work over with
+    :meth:`call_soon_threadsafe` or :meth:`run_sync`. File descriptors (AF_PACKET sockets) are
+    watched with ``selectors`` on the same loop (:meth:`add_reader`), so no reader threads.
+
+    ``now_ns()`` is ``time.monotonic_ns()`` minus the value at construction: the switch clock
+    starts at 0, as BMv2's does. ``call_at``/``call_later`` are safe from any thread.
+    """
+
+    #: at most this many timer callbacks run between two polls of the file descriptors
+    MAX_TIMERS_PER_TURN = 256
+
+    def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
+        self._origin = time.monotonic_ns()
+        self._wall_origin_ns = time.time_ns()
+        self._events = _EventHeap()
+        self._lock = threading.Lock()
+        self._soon: deque[tuple[Callable[..., Any], tuple]] = deque()
+        self._selector = selectors.DefaultSelector()
+        self._wake_r, self._wake_w = os.pipe()
+        os.set_blocking(self._wake_r, False)
+        os.set_blocking(self._wake_w, False)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._thread: threading.Thread | None = None
+        self._running = False
+        self._closed = False
+        self._on_error = on_error or self._log_error
+
+    # ---- clock -------------------------------------------------------------------------
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self._origin
+
+    @property
+    def wall_origin_ns(self) -> int:
+        """Wall-clock time (ns since the Unix epoch) at which ``now_ns()`` was 0."""
+        return self._wall_origin_ns
+
+    # ---- scheduling --------------------------------------------------------------------
+    def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        _check_time(t_ns, "t_ns")
+        with self._lock:
+            earliest = self._events.next_due()
+            handle = self._events.push(t_ns, fn, args)
+        if not self.in_loop_thread() and (earliest is None or t_ns < earliest):
+            self._wake()
+        return handle
+
+    def call_later(self, dt_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
+        if _check_time(dt_ns, "dt_ns") < 0:
+            raise ValueError(f"dt_ns must be >= 0, got {dt_ns}")
+        return self.call_at(self.now_ns() + dt_ns, fn, *args)
+
+    def call_soon_threadsafe(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Run ``fn(*args)`` on the loop thread as soon as possible (FIFO among such calls)."""
+        self._soon.append((fn, args))
+        self._wake()
+
+    def pending(self) -> int:
+        with self._lock:
+            return len(self._events) + len(self._soon)
+
+    def run_sync(self, fn: Callable[..., Any], *args: Any, timeout: float | None = 5.0) -> Any:
+        """Run ``fn(*args)`` on the loop thread and return its result (or re-raise its error).
+
+        Called from the loop thread itself it simply calls ``fn`` (no deadlock). Raises
+        ``TimeoutError`` when the loop did not finish the call within ``timeout`` seconds and
+        ``RuntimeError`` when the loop is not running.
+        """
+        if self.in_loop_thread():
+            return fn(*args)
+        if not self._running:
+            raise RuntimeError("RealtimeScheduler.run_sync: the loop is not running (call start() first)")
+        future: Future = Future()
+
+        def call() -> None:
+            if not future.set_running_or_notify_cancel():
+                return
+            try:
+                future.set_result(fn(*args))
+            except BaseException as exc:  # handed to the waiting thread, which re-raises
+                future.set_exception(exc)
+
+        self.call_soon_threadsafe(call)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            name = getattr(fn, "__qualname__", repr(fn))
+            raise TimeoutError(f"RealtimeScheduler.run_sync: {name} did not complete within {timeout} s") from None
+
+    def wait_until(self, predicate: Callable[[], bool], timeout: float, poll: float = 0.005) -> bool:
+        """Poll ``predicate`` (evaluated on the loop thread) until true or ``timeout`` seconds.
+
+        For tests and adapters in other threads: returns the last value, never blocks longer
+        than ``timeout`` (plus one evaluation).
+        """
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.run_sync(predicate, timeout=max(timeout, 0.1)):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(poll)
+
+    # ---- file descriptors --------------------------------------------------------------
+    def add_reader(self, fd: Any, callback: Callable[..., Any], *args: Any) -> None:
+        """Call ``callback(*args)`` on the loop thread whenever ``fd`` is readable."""
+        if self._closed:
+            raise RuntimeError("RealtimeScheduler.add_reader: the scheduler is stopped")
+        if self._running and not self.in_loop_thread():
+            self.run_sync(self.add_reader, fd, callback, *args)
+            return
+        key = self._registered(fd)
+        if key is not None:
+            self._selector.modify(fd, selectors.EVENT_READ, (callback, args))
+        else:
+            self._selector.register(fd, selectors.EVENT_READ, (callback, args))
+
+    def remove_reader(self, fd: Any) -> bool:
+        """Stop watching ``fd``; returns whether it was watched."""
+        if self._running and not self.in_loop_thread():
+            return self.run_sync(self.remove_reader, fd)
+        if self._registered(fd) is None:
+            return False
+        self._selector.unregister(fd)
+        return True
+
+    def _registered(self, fd: Any) -> selectors.SelectorKey | None:
+        try:
+            return self._selector.get_key(fd)
+        except KeyError:
+            return None
+
+    # ---- thread ------------------------------------------------------------------------
+    def start(self) -> None:
+        """Start the loop thread (once)."""
+        if self._closed:
+            raise RuntimeError("RealtimeScheduler: cannot start after stop()")
+        if self._thread is not None:
+            raise RuntimeError("RealtimeScheduler: already started")
+        self._running = True
+        self._thread = threading.Thread(target=self._loop, name="p4switch-loop", daemon=True)
+        self._thread.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop the loop, join its thread (bounded by ``timeout``) and close the selector."""
+        if self._closed:
+            return
+        self._running = False
+        self._wake()
+        thread = self._thread
+        if thread is not None and thread is not threading.current_thread():
+            thread.join(timeout)
+            if thread.is_alive():
+                raise TimeoutError(f"RealtimeScheduler.stop: loop thread did not stop within {timeout} s")
+        self._closed = True
+        self._selector.close()
+        os.close(self._wake_r)
+        os.close(self._wake_w)
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    @property
+    def closed(self) -> bool:
+        """True after stop(): the selector is gone, readers cannot be added or removed."""
+        return self._closed
+
+    def in_loop_thread(self) -> bool:
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    def __enter__(self) -> RealtimeScheduler:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    # ---- the loop ----------------------------------------------------------------------
+    def _wake(self) -> None:
+        with contextlib.suppress(OSError):  # pipe full (a wake-up is pending anyway) or closed
+            os.write(self._wake_w, b"\0")
+
+    def _loop(self) -> None:
+        while self._running:
+            self._run_soon()
+            self._poll(self._timeout_s())
+            self._run_due_timers()
+
+    def _timeout_s(self) -> float | None:
+        if self._soon:
+            return 0.0
+        with self._lock:
+            due = self._events.next_due()
+        if due is None:
+            return None
+        return max(0, due - self.now_ns()) / 1e9
+
+    def _poll(self, timeout: float | None) -> None:
+        for key, _mask in self._selector.select(timeout):
+            if key.data is None:
+                self._drain_wake_pipe()
+                continue
+            callback, args = key.data
+            self._guarded(callback, args)
+
+    def _drain_wake_pipe(self) -> None:
+        try:
+            while os.read(self._wake_r, 4096):
+                pass
+        except BlockingIOError:
+            pass
+
+    def _run_soon(self) -> None:
+        for _ in range(len(self._soon)):
+            fn, args = self._soon.popleft()
+            self._guarded(fn, args)
+
+    def _run_due_timers(self) -> None:
+        now = self.now_ns()
+        for _ in range(self.MAX_TIMERS_PER_TURN):
+            with self._lock:
+                due = self._events.next_due()
+                if due is None or due > now:
+                    return
+                handle = self._events.pop()
+            if handle is not None:
+                self._guarded(handle._run, ())
+
+    def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            self._on_error(exc)
+
+    @staticmethod
+    def _log_error(exc: BaseException) -> None:
+        log.error("p4switch loop: callback failed: %r", exc, exc_info=exc)
