@@ -1,0 +1,176 @@
+"""Link model and in-memory links on virtual time: serialization, delay, FIFO, exactness."""
+
+from __future__ import annotations
+
+import pytest
+
+from p4switch.link import InMemoryLink, LinkModel, Transmitter
+from p4switch.sched import VirtualScheduler
+from p4switch.tm import TMItem, TrafficManager
+
+NS = 1_000_000_000
+
+
+class Sink:
+    def __init__(self, sched: VirtualScheduler) -> None:
+        self.sched = sched
+        self.got: list[tuple[int, bytes]] = []
+
+    def receive(self, frame: bytes) -> None:
+        self.got.append((self.sched.now_ns(), frame))
+
+
+def ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def test_wire_time_counts_ethernet_overhead_and_padding() -> None:
+    m = LinkModel(bitrate_bps=2_000_000)
+    assert m.wire_time_ns(1000) == ceil_div(8 * (1000 + 24) * NS, 2_000_000)
+    assert m.wire_time_ns(10) == m.wire_time_ns(60)  # padded to the 60-byte minimum
+    assert m.wire_time_ns(61) > m.wire_time_ns(60)
+    raw = LinkModel(bitrate_bps=8_000_000, overhead_bytes=0, min_frame_bytes=0)
+    assert raw.wire_time_ns(1000) == 1_000_000  # 8000 bits at 8 Mb/s
+    assert LinkModel(bitrate_bps=0).wire_time_ns(1500) == 0  # infinite rate
+
+
+def test_link_model_rejects_bad_values() -> None:
+    with pytest.raises(ValueError, match="bitrate_bps"):
+        LinkModel(bitrate_bps=-1)
+    with pytest.raises(ValueError, match="delay_ns"):
+        LinkModel(delay_ns=1.5)  # type: ignore[arg-type]
+
+
+def test_single_frame_arrives_after_serialization_plus_delay() -> None:
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    link = InMemoryLink(s, a, b, bitrate=2_000_000, delay_ns=3_000_000)
+    frame = bytes(1000)
+    busy = link.send(a, frame)
+    assert busy == link.model.wire_time_ns(1000)
+    s.run()
+    assert b.got == [(busy + 3_000_000, frame)]
+    assert a.got == []
+
+
+def test_back_to_back_frames_queue_in_fifo_order() -> None:
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    delay = 1_000_000
+    link = InMemoryLink(s, a, b, bitrate=10_000_000, delay_ns=delay)
+    sizes = [1500, 64, 1000, 64, 1500]
+    busy = [link.send(a, bytes([i]) * n) for i, n in enumerate(sizes)]
+    s.run()
+    ends, t = [], 0
+    for n in sizes:
+        t += ceil_div(8 * (n + 24) * NS, 10_000_000)
+        ends.append(t)
+    assert [f[0] for _, f in b.got] == list(range(5))  # no overtaking, even small behind big
+    assert [t for t, _ in b.got] == [e + delay for e in ends]
+    assert busy == ends  # each send returns how long until the transmitter is free
+
+
+def test_full_duplex_directions_are_independent() -> None:
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    link = InMemoryLink(s, a, b, bitrate=1_000_000, delay_ns=500)
+    for _ in range(3):
+        link.send(a, bytes(100))
+        link.send(b, bytes(100))
+    s.run()
+    assert [t for t, _ in a.got] == [t for t, _ in b.got]
+    assert link.stats["a->b"].delivered == link.stats["b->a"].delivered == 3
+
+
+def test_saturated_link_delivers_exact_bit_rate() -> None:
+    # 7 Mb/s: a 100-byte frame (124 wire bytes = 992 bits) takes 141714.28... ns. Rounding each
+    # frame up would lose ~0.3 ns per frame; the transmitter carries the remainder instead.
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    rate, n = 7_000_000, 20_000
+    link = InMemoryLink(s, a, b, bitrate=rate, delay_ns=0)
+    for _ in range(n):
+        link.send(a, bytes(100))
+    s.run()
+    total_bits = n * 8 * (100 + 24)
+    assert b.got[-1][0] == ceil_div(total_bits * NS, rate)
+    assert b.got[-1][0] < n * link.model.wire_time_ns(100)
+
+
+def test_idle_gap_restarts_serialization_at_send_time() -> None:
+    tx = Transmitter(LinkModel(bitrate_bps=3_000_000))
+    _, end1 = tx.transmit(0, 100)
+    start2, end2 = tx.transmit(end1 + 10_000, 100)
+    assert start2 == end1 + 10_000
+    assert end2 - start2 == LinkModel(bitrate_bps=3_000_000).wire_time_ns(100)
+
+
+def test_loss_hook_drops_in_transit_but_frame_occupies_wire() -> None:
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    lose = {1, 3}
+    counter = iter(range(100))
+    link = InMemoryLink(s, a, b, bitrate=1_000_000, delay_ns=0,
+                        loss=lambda frame, direction: next(counter) in lose)
+    for i in range(5):
+        link.send(a, bytes([i]) * 100)
+    s.run()
+    wire = link.model.wire_time_ns(100)
+    assert [(t, f[0]) for t, f in b.got] == [(wire, 0), (3 * wire, 2), (5 * wire, 4)]
+    st = link.stats["a->b"]
+    assert (st.sent, st.delivered, st.lost) == (5, 3, 2)
+
+
+def test_infinite_link_with_zero_delay_keeps_order() -> None:
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    link = InMemoryLink(s, a, b)
+    for i in range(4):
+        assert link.send(a, bytes([i])) == 0
+    s.run()
+    assert b.got == [(0, bytes([i])) for i in range(4)]
+
+
+def test_send_from_a_stranger_is_refused() -> None:
+    s = VirtualScheduler()
+    a, b = Sink(s), Sink(s)
+    link = InMemoryLink(s, a, b)
+    with pytest.raises(ValueError, match="not an end of this link"):
+        link.send(Sink(s), b"x")
+
+
+def test_tm_paced_by_link_never_backlogs_the_wire() -> None:
+    """TM service returns the link's busy time: departures are exactly back to back."""
+    s = VirtualScheduler()
+    switch_port, host = Sink(s), Sink(s)
+    link = InMemoryLink(s, switch_port, host, bitrate=2_000_000, delay_ns=3_000_000)
+    send = link.sender(switch_port)
+    backlog: list[int] = []
+
+    def service(port: int, item: TMItem) -> int:
+        busy = send(item.packet)
+        backlog.append(busy)
+        return busy
+
+    tm = TrafficManager(s, service)
+    for i in range(50):
+        tm.enqueue(1, TMItem(packet=bytes([i]) * 1000))
+    s.run()
+    wire = link.model.wire_time_ns(1000)
+    assert set(backlog) == {wire}  # the link never had a frame waiting behind another
+    assert [t for t, _ in host.got] == [3_000_000 + (k + 1) * wire for k in range(50)]
+
+
+def test_tm_paced_by_link_keeps_exact_rate_with_fractional_wire_time() -> None:
+    s = VirtualScheduler()
+    switch_port, host = Sink(s), Sink(s)
+    rate, n, delay = 7_000_000, 3000, 1000
+    link = InMemoryLink(s, switch_port, host, bitrate=rate, delay_ns=delay)
+    send = link.sender(switch_port)
+    tm = TrafficManager(s, lambda port, item: send(item.packet))
+    tm.set_queue_depth(0, n)
+    for _ in range(n):
+        tm.enqueue(0, TMItem(packet=bytes(100)))
+    s.run()
+    assert len(host.got) == n
+    assert host.got[-1][0] == ceil_div(n * 8 * (100 + 24) * NS, rate) + delay
