@@ -1,0 +1,233 @@
+"""Switch ports: the protocol the switch sees, and AF_PACKET ports on real interfaces.
+
+Why: the switch core only needs ``send(frame)`` and a receive callback; in the ``sim``
+binding a port is attached to an :class:`~p4switch.link.InMemoryLink`, in the ``netns``
+binding to a Linux interface through a raw packet socket read on the
+:class:`~p4switch.sched.RealtimeScheduler` loop (no reader threads).
+
+``send`` returns the wire time in ns (how long the port's transmitter is busy with the
+frame); the traffic manager waits that long before serving the port again. A
+:class:`PacketSocketPort` returns its :class:`~p4switch.link.LinkModel`'s wire time when
+given one (the TM then paces the port at that bit rate; a veth pair has no rate of its own),
+else 0.
+
+Receive notes: the kernel strips a VLAN tag from received frames into packet auxdata (not
+re-inserted here); frames this socket sends are seen again as PACKET_OUTGOING copies and are
+ignored (also filtered by PACKET_IGNORE_OUTGOING where the kernel supports it).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import re
+import socket
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Protocol
+
+from p4switch.link import InMemoryLink, LinkModel
+from p4switch.sched import RealtimeScheduler
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Port", "PortError", "PortStats", "LinkPort", "PacketSocketPort", "parse_interface_spec", "ReceiveFn"]
+
+ETH_P_ALL = 0x0003
+SOL_PACKET = 263
+PACKET_ADD_MEMBERSHIP = 1
+PACKET_MR_PROMISC = 1
+PACKET_OUTGOING = 4
+PACKET_IGNORE_OUTGOING = 23
+MAX_PORT = 510  # 511 is v1model's default drop port
+MAX_FRAME = 65536
+MIN_FRAME = 14  # an Ethernet header; shorter frames cannot be sent by a raw socket
+
+ReceiveFn = Callable[[int, bytes], None]
+
+
+class PortError(Exception):
+    """A port cannot be created or configured; the message names the port and interface."""
+
+
+class Port(Protocol):
+    """A switch port as the switch core sees it."""
+
+    number: int
+    name: str
+    on_receive: ReceiveFn | None
+
+    def send(self, frame: bytes) -> int: ...
+
+
+_SPEC = re.compile(r"^(\d+)@(\S+)$")
+_IFNAME_MAX = 15  # IFNAMSIZ - 1
+
+
+def parse_interface_spec(spec: str) -> tuple[int, str]:
+    """Parse a simple_switch ``-i`` value ``<port>@<interface>``, e.g. ``"1@veth1"``."""
+    m = _SPEC.match(spec.strip()) if isinstance(spec, str) else None
+    if m is None:
+        raise PortError(f"bad interface spec {spec!r}: expected <port>@<interface>, e.g. 1@veth1")
+    number, ifname = int(m.group(1)), m.group(2)
+    if number > MAX_PORT:
+        raise PortError(f"bad interface spec {spec!r}: port {number} out of range 0..{MAX_PORT}")
+    if len(ifname) > _IFNAME_MAX or "/" in ifname:
+        raise PortError(f"bad interface spec {spec!r}: {ifname!r} is not a valid interface name")
+    return number, ifname
+
+
+@dataclass(slots=True)
+class PortStats:
+    rx_frames: int = 0
+    tx_frames: int = 0
+    tx_dropped: int = 0
+    rx_ignored_outgoing: int = 0
+
+
+class LinkPort:
+    """A switch port on an :class:`~p4switch.link.InMemoryLink` (the ``sim`` binding).
+
+    It is the link's endpoint (``receive``) and the switch's port (``send`` returns the
+    link's busy time, which the TM waits). Create it, create the link with it as one end,
+    then ``attach(link)``.
+    """
+
+    def __init__(self, number: int, name: str, on_receive: ReceiveFn | None = None) -> None:
+        self.number = number
+        self.name = name
+        self.on_receive = on_receive
+        self.link: InMemoryLink | None = None
+        self.stats = PortStats()
+
+    def attach(self, link: InMemoryLink) -> None:
+        link.direction_from(self)  # raises unless this port is an end of that link
+        self.link = link
+
+    def receive(self, frame: bytes) -> None:
+        self.stats.rx_frames += 1
+        if self.on_receive is not None:
+            self.on_receive(self.number, frame)
+
+    def send(self, frame: bytes) -> int:
+        if self.link is None:
+            self.stats.tx_dropped += 1  # an unconnected port, like a cable-less NIC
+            return 0
+        self.stats.tx_frames += 1
+        return self.link.send(self, frame)
+
+    def __repr__(self) -> str:
+        return f"<LinkPort {self.number} {self.name}>"
+
+
+class PacketSocketPort:
+    """A switch port on a Linux interface through an AF_PACKET/SOCK_RAW socket.
+
+    The socket is bound to the interface, set promiscuous (PACKET_ADD_MEMBERSHIP), made
+    non-blocking and watched by ``sched.add_reader``; each wake-up reads at most ``batch``
+    frames so that one busy port cannot starve the others and the timers. ``on_receive(number,
+    frame)`` is called on the loop thread. A full socket send buffer drops the frame (counted
+    in ``stats.tx_dropped``), as a NIC queue would.
+    """
+
+    def __init__(
+        self,
+        number: int,
+        ifname: str,
+        sched: RealtimeScheduler,
+        on_receive: ReceiveFn | None = None,
+        batch: int = 64,
+        link: LinkModel | None = None,
+        rcvbuf: int = 4 << 20,
+    ) -> None:
+        if batch < 1:
+            raise PortError(f"port {number} ({ifname}): batch must be >= 1, got {batch}")
+        self.number = number
+        self.name = ifname
+        self.on_receive = on_receive
+        self.batch = batch
+        self.link = link
+        self.stats = PortStats()
+        self._sched = sched
+        self._closed = False
+        self._sock = self._open(number, ifname, rcvbuf)
+        try:
+            sched.add_reader(self._sock.fileno(), self._on_readable)
+        except Exception:
+            self._sock.close()
+            raise
+
+    @staticmethod
+    def _open(number: int, ifname: str, rcvbuf: int) -> socket.socket:
+        try:
+            ifindex = socket.if_nametoindex(ifname)
+        except OSError:
+            raise PortError(f"port {number}: interface {ifname!r} does not exist") from None
+        try:
+            sock = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        except PermissionError:
+            raise PortError(f"port {number} ({ifname}): raw packet sockets need root or CAP_NET_RAW") from None
+        try:
+            sock.bind((ifname, ETH_P_ALL))
+            mreq = struct.pack("iHH8s", ifindex, PACKET_MR_PROMISC, 0, b"")
+            sock.setsockopt(SOL_PACKET, PACKET_ADD_MEMBERSHIP, mreq)
+            with contextlib.suppress(OSError):  # older kernel: _on_readable's pkttype check filters them
+                sock.setsockopt(SOL_PACKET, PACKET_IGNORE_OUTGOING, 1)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+            sock.setblocking(False)
+        except OSError as exc:
+            sock.close()
+            raise PortError(f"port {number} ({ifname}): cannot open packet socket: {exc.strerror}") from None
+        return sock
+
+    def _on_readable(self) -> None:
+        for _ in range(self.batch):
+            try:
+                frame, addr = self._sock.recvfrom(MAX_FRAME)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError as exc:
+                if exc.errno == errno.ENETDOWN:
+                    return  # interface went down; frames will come again when it is up
+                raise
+            if addr[2] == PACKET_OUTGOING:
+                self.stats.rx_ignored_outgoing += 1
+                continue
+            self.stats.rx_frames += 1
+            if self.on_receive is not None:
+                self.on_receive(self.number, frame)
+
+    def send(self, frame: bytes) -> int:
+        """Transmit ``frame``; returns the modelled wire time in ns (0 without a link model)."""
+        if len(frame) < MIN_FRAME:
+            raise PortError(f"port {self.number} ({self.name}): frame of {len(frame)} bytes is shorter than "
+                            f"an Ethernet header ({MIN_FRAME} bytes)")
+        try:
+            self._sock.send(frame)
+            self.stats.tx_frames += 1
+        except (BlockingIOError, InterruptedError):
+            self.stats.tx_dropped += 1
+        except OSError as exc:
+            if exc.errno not in (errno.ENETDOWN, errno.ENOBUFS, errno.ENXIO):
+                raise PortError(f"port {self.number} ({self.name}): send failed: {exc.strerror}") from None
+            self.stats.tx_dropped += 1
+        return self.link.wire_time_ns(len(frame)) if self.link is not None else 0
+
+    def fileno(self) -> int:
+        return self._sock.fileno()
+
+    def close(self) -> None:
+        """Stop reading and close the socket (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if not self._sched.closed:
+                self._sched.remove_reader(self._sock.fileno())
+        finally:
+            self._sock.close()
+
+    def __repr__(self) -> str:
+        return f"<PacketSocketPort {self.number}@{self.name}>"
