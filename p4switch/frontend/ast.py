@@ -868,3 +868,5 @@ class Program(Node):
     """A whole preprocessed compilation unit (the user file and everything it includes)."""
 
     declarations: list[Declaration] = field(default_factory=list)
+    # The PreprocessedSource it was parsed from (file list, original lines); set by the parser.
+    preprocessed: Any = field(default=None, repr=False, compare=False, metadata={"annotation": True})

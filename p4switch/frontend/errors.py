@@ -28,6 +28,8 @@ class SourceLoc:
     end_col: int = 0
 
     def __str__(self) -> str:
+        if self.line <= 0:
+            return self.file
         return f"{self.file}:{self.line}:{self.col}"
 
     def to(self, other: SourceLoc) -> SourceLoc:
@@ -143,7 +145,7 @@ def _lines_for(loc: SourceLoc, source_lines: SourceLines) -> Sequence[str] | Non
 
 
 def _render_one(loc: SourceLoc, head: str, source_lines: SourceLines) -> list[str]:
-    out = [f"{loc}: {head}" if loc.line > 0 else head]
+    out = [head if loc is UNKNOWN_LOC or not loc.file else f"{loc}: {head}"]
     lines = _lines_for(loc, source_lines) if loc.line > 0 else None
     if lines is None or not 1 <= loc.line <= len(lines):
         return out
