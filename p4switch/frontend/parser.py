@@ -10,6 +10,7 @@ expected tokens written as P4 text (``';'``, ``identifier``), never lark termina
 from __future__ import annotations
 
 import functools
+import os
 import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -679,6 +680,22 @@ class _TokenListLexer(Lexer):
         return iter(data)
 
 
+def _cache_file() -> str | bool:
+    """Where lark keeps the analysed LALR tables (building them costs ~0.4 s).
+
+    A per-user cache directory, keyed by lark on the grammar text; ``False`` (no cache)
+    when P4SWITCH_NO_GRAMMAR_CACHE=1 or the directory cannot be created.
+    """
+    if os.environ.get("P4SWITCH_NO_GRAMMAR_CACHE") == "1":
+        return False
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "p4switch"
+    try:
+        base.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return False
+    return str(base / "p4-grammar.lark-cache")
+
+
 @functools.lru_cache(maxsize=1)
 def _lark() -> tuple[Lark, L.Classifier, dict[str, str]]:
     parser = Lark(
@@ -689,6 +706,7 @@ def _lark() -> tuple[Lark, L.Classifier, dict[str, str]]:
         keep_all_tokens=True,
         maybe_placeholders=True,
         transformer=AstBuilder(),
+        cache=_cache_file(),
     )
     literals = L.literal_terminals(parser.terminals)
     display = {name: f"'{text}'" for text, name in literals.items()}
