@@ -713,6 +713,12 @@ def _lark() -> tuple[Lark, L.Classifier, dict[str, str]]:
     return parser, L.Classifier(literals), display
 
 
+_EXPRESSION_STARTS = frozenset({"identifier", "integer", "'('", "'!'", "'-'", "'~'"})
+# Further tokens that only start expressions; folded into "an expression" with the above.
+_OPERAND_ONLY = frozenset({"'+'", "'true'", "'false'", "'this'", "string literal", "'{#}'", "'{'", "'.'",
+                           "type name", "'error'", "'apply'", "'key'", "'actions'", "'state'", "'entries'",
+                           "'type'", "'priority'"})
+
 _DISPLAY = {
     L.IDENTIFIER: "identifier",
     L.TYPE_IDENTIFIER: "type name",
@@ -725,11 +731,14 @@ _DISPLAY = {
     "$END": "end of file",
 }
 # Order in which expected tokens are listed: closers and separators first.
-_PREFERRED = ["';'", "')'", "'}'", "']'", "'>'", "','", "'='", "':'", "'('", "'{'", "identifier", "type name"]
+_PREFERRED = ["an expression", "';'", "')'", "'}'", "']'", "'>'", "','", "'='", "':'", "'('", "'{'", "identifier", "type name"]
 
 
 def _describe_expected(expected: Iterable[str], display: dict[str, str], limit: int = 6) -> list[str]:
+    """Expected terminals as P4 text, most useful first; expression starters summarised."""
     names = sorted({display.get(e) or _DISPLAY.get(e, e) for e in expected})
+    if set(names) >= _EXPRESSION_STARTS:
+        names = ["an expression"] + [n for n in names if n not in _EXPRESSION_STARTS and n not in _OPERAND_ONLY]
     ordered = [p for p in _PREFERRED if p in names] + [n for n in names if n not in _PREFERRED]
     return ordered[:limit] + (["..."] if len(ordered) > limit else [])
 
@@ -744,29 +753,59 @@ def _describe_token(tok: Token) -> str:
     return f"'{tok}'"
 
 
+_UNKNOWN_TYPE = "unknown type '{}' (no header, struct, enum, typedef, extern, parser or control declares it)"
+# Tokens after which a missing ';' is the likely mistake (they can end a statement).
+_ENDS_OPERAND = frozenset({")", "]", ">", "true", "false", "this", "exit", "return"})
+
+
+def _acceptable(exc: UnexpectedToken) -> set[str]:
+    """The terminals that would have been accepted where the error occurred.
+
+    LALR tables merge look-aheads, so ``exc.expected`` may list tokens that cannot follow
+    here; lark's interactive parser tries each terminal on a copy and knows for sure.
+    """
+    parser = getattr(exc, "interactive_parser", None)
+    if parser is not None:
+        try:
+            accepted = set(parser.accepts())
+            if accepted:
+                return accepted
+        except Exception:  # noqa: BLE001 - any failure: fall back to the table's view
+            pass
+    return set(exc.expected)
+
+
+def _after(tok: L.P4Token) -> SourceLoc:
+    loc = tok.loc
+    return SourceLoc(loc.file, loc.end_line, loc.end_col + 1, loc.end_line, loc.end_col + 1)
+
+
 def _syntax_error(exc: UnexpectedToken, tokens: Sequence[L.P4Token], display: dict[str, str]) -> P4Error:
     tok = exc.token
     index = _token_index(tokens, tok)
     prev = tokens[index - 1] if index > 0 else None
-    expected = _describe_expected(exc.expected, display)
+    nxt = tokens[index + 1] if index + 1 < len(tokens) else None
+    accepted = _acceptable(exc)
+    expected = _describe_expected(accepted, display)
     found = _describe_token(tok)
-    here = getattr(tok, "loc", None) or (prev.loc if prev is not None else None)
-    if prev is not None and prev.type == L.IDENTIFIER and tok.type in (L.IDENTIFIER, L.TYPE_IDENTIFIER):
-        return P4Error(prev.loc, f"unknown type '{prev}' (no header, struct, enum, typedef, extern, "
-                                 "parser or control declares it)")
-    if "';'" in expected and prev is not None:
-        after = SourceLoc(prev.loc.file, prev.loc.end_line, prev.loc.end_col + 1,
-                          prev.loc.end_line, prev.loc.end_col + 1)
-        return P4Error(after, f"expected ';' before {found}")
+    at_end = tok.type == "$END"
+    here = _after(prev) if (at_end or getattr(tok, "loc", None) is None) and prev is not None else tok.loc
+    names = (L.IDENTIFIER, L.TYPE_IDENTIFIER)
+    if prev is not None and prev.type == L.IDENTIFIER and tok.type in names:
+        return P4Error(prev.loc, _UNKNOWN_TYPE.format(prev))
+    if tok.type == L.IDENTIFIER and nxt is not None and nxt.type in names and L.TYPE_IDENTIFIER in accepted:
+        return P4Error(tok.loc, _UNKNOWN_TYPE.format(tok))
+    ends_operand = prev is not None and (prev.type in (*names, L.INTEGER, L.STRING_LITERAL, L.R_ANGLE_SHIFT)
+                                         or str(prev) in _ENDS_OPERAND)
+    if "';'" in expected and prev is not None and (ends_operand or len(expected) == 1):
+        return P4Error(_after(prev), f"expected ';' before {found}")
+    if tok.type not in (*names, "$END", L.ANNOTATION) and str(tok).isidentifier() and "identifier" in expected:
+        return P4Error(here, f"'{tok}' is a keyword and cannot be used as a name here")
     if len(expected) == 1:
         return P4Error(here, f"expected {expected[0]} before {found}")
     msg = f"unexpected {found}"
-    if tok.type not in (L.IDENTIFIER, "$END") and str(tok).isidentifier() and tok.type != L.TYPE_IDENTIFIER:
-        msg += f" ('{tok}' is a keyword)"
     if expected:
         msg += "; expected " + ("one of " if len(expected) > 1 else "") + ", ".join(expected)
-    if tok.type == "$END" and prev is not None:
-        here = SourceLoc(prev.loc.file, prev.loc.end_line, prev.loc.end_col, prev.loc.end_line, prev.loc.end_col)
     return P4Error(here, msg)
 
 
