@@ -1,0 +1,1272 @@
+"""P4Info of a checked v1model program, with ids as p4c assigns them.
+
+P4Info is the contract between the program and every P4Runtime client, so it follows
+what p4c's P4Runtime serializer emits for v1model (facts from the P4Runtime
+specification and from P4Info files p4c produced), not a design of our own:
+
+* **Names.** ``preamble.name`` is the fully qualified control-plane name
+  (``MyIngress.ipv4_lpm``; see :mod:`p4switch.frontend.check.names`); ``alias`` is its
+  shortest suffix of dot-separated components that no other P4Info object shares.
+* **Ids.** The top byte is the resource type (``P4Ids.Prefix``: ACTION 0x01, TABLE 0x02,
+  VALUE_SET 0x03, CONTROLLER_HEADER 0x04, ACTION_PROFILE 0x11, COUNTER 0x12,
+  DIRECT_COUNTER 0x13, METER 0x14, DIRECT_METER 0x15, REGISTER 0x16, DIGEST 0x17); the
+  low 24 bits are Bob Jenkins' one-at-a-time hash of the name, linearly probed on a
+  collision. ``@id(N)`` overrides (N with or without the prefix byte). A controller
+  header's id hashes its header *type* name while its P4Info name is the
+  ``@controller_header`` string, as p4c does. Ids are thus stable across runs and
+  across unrelated edits of the program.
+* **Contents.** Tables (match fields in key order, ``selector`` keys left out as p4c
+  does -- they feed the selector's hash, the control plane never matches on them),
+  every action a table lists or the program calls, extern instances (counters, meters,
+  registers, action profiles/selectors, their direct variants), digests named after
+  their data type, parser value sets, ``@controller_header`` headers, and ``type_info``
+  for every named type a field refers to. ``@name``/``@id`` are consumed, ``@brief``/
+  ``@description`` become ``doc``, other annotations are kept as text.
+
+The input is the checker's annotated AST (``CheckedProgram.program``): expression and
+TypeRef ``.type``, name ``.decl``. Problems a P4Runtime client could not live with
+(duplicate names or ids, non-constant sizes) are :class:`P4Error` at the construct.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from google.protobuf import json_format, text_format
+from google.protobuf.message import DecodeError
+from p4.config.v1 import p4info_pb2, p4types_pb2
+
+from p4switch.frontend import ast
+from p4switch.frontend import types as T
+from p4switch.frontend.check.names import local_name, qualify
+from p4switch.frontend.errors import UNKNOWN_LOC, P4Error, SourceLoc
+
+ARCH = "v1model"
+#: table size when the program gives none (p4c's default)
+DEFAULT_TABLE_SIZE = 1024
+
+PREFIX_ACTION = p4info_pb2.P4Ids.ACTION
+PREFIX_TABLE = p4info_pb2.P4Ids.TABLE
+PREFIX_VALUE_SET = p4info_pb2.P4Ids.VALUE_SET
+PREFIX_CONTROLLER_HEADER = p4info_pb2.P4Ids.CONTROLLER_HEADER
+PREFIX_ACTION_PROFILE = p4info_pb2.P4Ids.ACTION_PROFILE
+PREFIX_COUNTER = p4info_pb2.P4Ids.COUNTER
+PREFIX_DIRECT_COUNTER = p4info_pb2.P4Ids.DIRECT_COUNTER
+PREFIX_METER = p4info_pb2.P4Ids.METER
+PREFIX_DIRECT_METER = p4info_pb2.P4Ids.DIRECT_METER
+PREFIX_REGISTER = p4info_pb2.P4Ids.REGISTER
+PREFIX_DIGEST = p4info_pb2.P4Ids.DIGEST
+
+_KIND_OF_PREFIX = {
+    PREFIX_ACTION: "action", PREFIX_TABLE: "table", PREFIX_VALUE_SET: "value set",
+    PREFIX_CONTROLLER_HEADER: "controller header", PREFIX_ACTION_PROFILE: "action profile",
+    PREFIX_COUNTER: "counter", PREFIX_DIRECT_COUNTER: "direct counter", PREFIX_METER: "meter",
+    PREFIX_DIRECT_METER: "direct meter", PREFIX_REGISTER: "register", PREFIX_DIGEST: "digest",
+}
+
+_MATCH_TYPES = {
+    "exact": p4info_pb2.MatchField.EXACT,
+    "lpm": p4info_pb2.MatchField.LPM,
+    "ternary": p4info_pb2.MatchField.TERNARY,
+    "range": p4info_pb2.MatchField.RANGE,
+    "optional": p4info_pb2.MatchField.OPTIONAL,
+}
+_COUNTER_UNITS = {
+    "packets": p4info_pb2.CounterSpec.PACKETS,
+    "bytes": p4info_pb2.CounterSpec.BYTES,
+    "packets_and_bytes": p4info_pb2.CounterSpec.BOTH,
+}
+_METER_UNITS = {"packets": p4info_pb2.MeterSpec.PACKETS, "bytes": p4info_pb2.MeterSpec.BYTES}
+
+#: v1model extern types that P4Info describes, with their constructor parameter names
+_EXTERN_CTORS = {
+    "counter": ("size", "type"),
+    "direct_counter": ("type",),
+    "meter": ("size", "type"),
+    "direct_meter": ("type",),
+    "register": ("size",),
+    "action_profile": ("size",),
+    "action_selector": ("algorithm", "size", "outputWidth"),
+}
+#: annotations P4Info does not repeat as text: consumed (@name, @id) or moved to ``doc``
+_CONSUMED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
+
+
+# =========================================================================== ids
+
+
+def jenkins_one_at_a_time(data: bytes) -> int:
+    """Bob Jenkins' one-at-a-time hash (32 bits), the hash p4c derives P4Info ids from."""
+    h = 0
+    for byte in data:
+        h = (h + byte) & 0xFFFFFFFF
+        h = (h + (h << 10)) & 0xFFFFFFFF
+        h ^= h >> 6
+    h = (h + (h << 3)) & 0xFFFFFFFF
+    h ^= h >> 11
+    return (h + (h << 15)) & 0xFFFFFFFF
+
+
+def hashed_id(prefix: int, name: str) -> int:
+    """The id p4c gives ``name`` of resource type ``prefix`` when nothing collides."""
+    return (prefix << 24) | (jenkins_one_at_a_time(name.encode()) & 0xFFFFFF)
+
+
+@dataclass(eq=False)
+class Symbol:
+    """One P4Info object that needs an id: its resource prefix, its P4Info name, the name
+    its id is hashed from, and an ``@id`` if the program gave one."""
+
+    prefix: int
+    name: str
+    loc: SourceLoc
+    explicit_id: int | None = None
+    hash_name: str = ""
+    id: int = 0
+
+    @property
+    def kind(self) -> str:
+        return _KIND_OF_PREFIX.get(self.prefix, "object")
+
+
+def assign_ids(symbols: Iterable[Symbol]) -> None:
+    """Give every symbol its id: ``@id`` ones first (checked for clashes), then the hashed
+    ones in name order, each probing linearly past ids already taken."""
+    syms = list(symbols)
+    taken: dict[int, Symbol] = {}
+    for s in syms:
+        if s.explicit_id is None:
+            continue
+        other = taken.get(s.explicit_id)
+        if other is not None:
+            raise P4Error(s.loc, f"@id 0x{s.explicit_id:08x} of {s.kind} '{s.name}' is already "
+                                 f"the id of {other.kind} '{other.name}'")
+        s.id = s.explicit_id
+        taken[s.id] = s
+    pending = [s for s in syms if s.explicit_id is None]
+    for s in sorted(pending, key=lambda s: (s.prefix, s.hash_name or s.name)):
+        low = jenkins_one_at_a_time((s.hash_name or s.name).encode()) & 0xFFFFFF
+        for _ in range(1 << 24):
+            candidate = (s.prefix << 24) | low
+            if candidate not in taken:
+                break
+            low = (low + 1) & 0xFFFFFF
+        else:  # pragma: no cover - 16M objects of one kind
+            raise P4Error(s.loc, f"no free P4Info id left for {s.kind} '{s.name}'")
+        s.id = candidate
+        taken[candidate] = s
+
+
+def explicit_id(annotations: list[ast.Annotation], prefix: int | None, what: str) -> int | None:
+    """The value of ``@id(N)`` in ``annotations``; for a top-level object (``prefix`` given)
+    N may omit the resource-type byte, which is then added."""
+    ann = ast.find_annotation(annotations, "id")
+    if ann is None:
+        return None
+    value = _annotation_int(ann)
+    if value is None or value <= 0 or value > 0xFFFFFFFF:
+        raise P4Error(ann.loc, f"@id of {what} must be a positive 32-bit integer, not '{ann.body}'")
+    if prefix is None:
+        return value
+    top = value >> 24
+    if top == 0:
+        return (prefix << 24) | value
+    if top != prefix:
+        raise P4Error(ann.loc, f"@id 0x{value:08x} of {what} has resource-type byte 0x{top:02x}; "
+                               f"a {_KIND_OF_PREFIX[prefix]} id needs 0x{prefix:02x}")
+    return value
+
+
+def _annotation_int(ann: ast.Annotation) -> int | None:
+    if ann.args and len(ann.args) == 1:
+        arg = ann.args[0]
+        if isinstance(arg.const_value, int) and not isinstance(arg.const_value, bool):
+            return arg.const_value
+        if isinstance(arg, ast.IntLiteral):
+            return arg.value
+    if len(ann.tokens) == 1:
+        try:
+            return int(ann.tokens[0].replace("_", ""), 0)
+        except ValueError:
+            return None
+    return None
+
+
+def field_ids(explicit: list[int | None], what: str, locs: list[SourceLoc]) -> list[int]:
+    """Ids of the fields of one object (match fields, params, metadata): ``@id`` values as
+    given, the others the smallest unused ids from 1 in order."""
+    used: dict[int, int] = {}
+    for i, value in enumerate(explicit):
+        if value is None:
+            continue
+        if value in used:
+            raise P4Error(locs[i], f"@id({value}) used twice in {what}")
+        used[value] = i
+    out: list[int] = []
+    nxt = 1
+    for value in explicit:
+        if value is None:
+            while nxt in used:
+                nxt += 1
+            used[nxt] = len(out)
+            value = nxt
+        out.append(value)
+    return out
+
+
+def aliases(names: Iterable[str]) -> dict[str, str]:
+    """Each name's shortest suffix of dot-separated components that no other name in
+    ``names`` ends with (the whole name when every shorter suffix is shared)."""
+    distinct = sorted(set(names))
+    count: dict[tuple[str, ...], int] = {}
+    parts = {n: tuple(n.split(".")) for n in distinct}
+    for p in parts.values():
+        for k in range(1, len(p) + 1):
+            count[p[-k:]] = count.get(p[-k:], 0) + 1
+    out = {}
+    for n, p in parts.items():
+        k = next((k for k in range(1, len(p) + 1) if count[p[-k:]] == 1), len(p))
+        out[n] = ".".join(p[-k:])
+    return out
+
+
+# =========================================================================== values
+
+
+def canonical_bytes(value: int, width: int) -> bytes:
+    """P4Runtime's canonical binary string of ``value`` (two's complement in ``width``
+    bits): big-endian, no leading zero bytes, at least one byte."""
+    v = value & ((1 << width) - 1) if width > 0 else value
+    return v.to_bytes(max(1, (v.bit_length() + 7) // 8), "big")
+
+
+def _const_value(expr: ast.Expression) -> Any:
+    """The compile-time value of ``expr``: the checker's ``const_value``, or a literal's
+    value, or the member name of an enum constant (what extern constructors take)."""
+    if expr.const_value is not None:
+        v = expr.const_value
+        return getattr(v, "member", v)  # SymbolicValue -> member name
+    if isinstance(expr, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral):
+        return expr.value
+    if isinstance(expr, ast.CastExpr):
+        return _const_value(expr.expr)
+    if isinstance(expr, ast.TypeMemberExpr | ast.MemberExpr):
+        return expr.member
+    if isinstance(expr, ast.PathExpr) and isinstance(expr.decl, ast.ConstDecl):
+        return _const_value(expr.decl.value)
+    return None
+
+
+def _const_int(expr: ast.Expression, what: str) -> int:
+    v = _const_value(expr)
+    if isinstance(v, bool) or not isinstance(v, int):
+        raise P4Error(expr.loc, f"{what} must be a compile-time integer constant")
+    return v
+
+
+# =========================================================================== text
+
+
+_NO_SPACE_BEFORE = frozenset({",", ")", "]", ">", "<", "."})
+_NO_SPACE_AFTER = frozenset({"(", "[", "<", "."})
+
+
+def annotation_text(ann: ast.Annotation) -> str:
+    """``@name`` or ``@name(body)`` with the body's tokens spaced as P4 is usually written."""
+    if not ann.tokens:
+        return f"@{ann.name}"
+    body = ""
+    for tok in ann.tokens:
+        if body and tok not in _NO_SPACE_BEFORE and body[-1] not in _NO_SPACE_AFTER:
+            body += " "
+        body += tok
+    return f"@{ann.name}({body})"
+
+
+def expr_text(e: ast.Expression) -> str:
+    """An expression as P4 source text (the name p4c gives a key without ``@name``)."""
+    if isinstance(e, ast.PathExpr):
+        return ("." if e.global_scope else "") + e.name
+    if isinstance(e, ast.MemberExpr):
+        return f"{expr_text(e.expr)}.{e.member}"
+    if isinstance(e, ast.TypeMemberExpr):
+        return f"{_typeref_text(e.type_ref)}.{e.member}"
+    if isinstance(e, ast.IndexExpr):
+        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
+    if isinstance(e, ast.SliceExpr):
+        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
+    if isinstance(e, ast.CallExpr):
+        args = ", ".join(expr_text(a.value) for a in e.args)
+        return f"{expr_text(e.method)}({args})"
+    if isinstance(e, ast.IntLiteral):
+        return e.text or str(e.value)
+    if isinstance(e, ast.BoolLiteral):
+        return "true" if e.value else "false"
+    if isinstance(e, ast.StringLiteral):
+        return f'"{e.value}"'
+    if isinstance(e, ast.CastExpr):
+        return f"({_typeref_text(e.type_ref)}){expr_text(e.expr)}"
+    if isinstance(e, ast.UnaryExpr):
+        return f"{e.op}{expr_text(e.operand)}"
+    if isinstance(e, ast.BinaryExpr):
+        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
+    if isinstance(e, ast.ConditionalExpr):
+        return f"{expr_text(e.cond)} ? {expr_text(e.if_true)} : {expr_text(e.if_false)}"
+    return type(e).__name__
+
+
+def _typeref_text(tr: ast.TypeRef) -> str:
+    if tr.type is not None:
+        return str(tr.type)
+    if isinstance(tr, ast.TypeName):
+        return tr.name
+    if isinstance(tr, ast.BitsType):
+        return f"{'int' if tr.signed else 'bit'}<{expr_text(tr.width)}>"
+    return type(tr).__name__
+
+
+# =========================================================================== model
+
+
+@dataclass(eq=False)
+class _Action:
+    sym: Symbol
+    decl: ast.ActionDecl
+
+
+@dataclass(eq=False)
+class _Table:
+    sym: Symbol
+    decl: ast.TableDecl
+    actions: list[tuple[ast.ActionRef, _Action]] = field(default_factory=list)
+    default: tuple[ast.ValueProperty, _Action, list[ast.Argument]] | None = None
+    implementation: _Extern | None = None
+    direct: list[_Extern] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Extern:
+    """An extern instance: counter, meter, register, action profile/selector, direct_*."""
+
+    sym: Symbol
+    kind: str
+    decl: ast.Node
+    annotations: list[ast.Annotation]
+    args: dict[str, ast.Expression]
+    type_args: tuple[T.Type, ...] = ()
+    tables: list[_Table] = field(default_factory=list)
+
+
+@dataclass(eq=False)
+class _Digest:
+    sym: Symbol
+    type: T.Type
+
+
+@dataclass(eq=False)
+class _ValueSet:
+    sym: Symbol
+    decl: ast.ValueSetDecl
+
+
+@dataclass(eq=False)
+class _ControllerHeader:
+    sym: Symbol
+    decl: ast.HeaderDecl
+
+
+@dataclass
+class _Scope:
+    """Names visible in a block, for uses the checker left without ``.decl``."""
+
+    prefix: str | None
+    locals: dict[str, ast.Declaration]
+
+
+# =========================================================================== collection
+
+
+class _Collector:
+    """Walks the program from ``main`` and gathers every P4Info object (pass 1)."""
+
+    def __init__(self, program: ast.Program) -> None:
+        self.program = program
+        self.globals: dict[str, ast.Declaration] = {}
+        for d in program.declarations:
+            self.globals.setdefault(d.name, d)
+        self.global_ids = {id(d) for d in program.declarations}
+        self.tables: list[_Table] = []
+        self.actions: dict[tuple[int, str], _Action] = {}
+        self.externs: dict[tuple[int, str | None], _Extern] = {}
+        self.digests: dict[str, _Digest] = {}
+        self.value_sets: list[_ValueSet] = []
+        self.headers: list[_ControllerHeader] = []
+        self._inline = 0
+
+    # ------------------------------------------------------------------ symbols
+
+    def symbols(self) -> Iterator[Symbol]:
+        yield from (t.sym for t in self.tables)
+        yield from (a.sym for a in self.actions.values())
+        yield from (e.sym for e in self.externs.values() if self._emitted(e))
+        yield from (d.sym for d in self.digests.values())
+        yield from (v.sym for v in self.value_sets)
+        yield from (h.sym for h in self.headers)
+
+    @staticmethod
+    def _emitted(e: _Extern) -> bool:
+        """Direct resources no table uses have no place in P4Info."""
+        return e.kind not in ("direct_counter", "direct_meter") or bool(e.tables)
+
+    def _symbol(self, prefix: int, name: str, decl: ast.Declaration | ast.Node,
+                annotations: list[ast.Annotation], hash_name: str = "") -> Symbol:
+        what = f"{_KIND_OF_PREFIX[prefix]} '{name}'"
+        return Symbol(prefix, name, decl.loc, explicit_id(annotations, prefix, what), hash_name)
+
+    # ------------------------------------------------------------------ program
+
+    def collect(self) -> ast.InstantiationDecl:
+        """Gather everything; returns the ``main`` instantiation."""
+        main = self._main()
+        for d in self.program.declarations:
+            if isinstance(d, ast.InstantiationDecl) and d is not main and self._extern_kind(d.type_ref):
+                self._extern(d, None, d.annotations, d.type_ref, d.args)
+            elif isinstance(d, ast.HeaderDecl):
+                self._controller_header(d)
+        for arg in main.args:
+            self._package_arg(arg.value)
+        return main
+
+    def _main(self) -> ast.InstantiationDecl:
+        for d in self.program.declarations:
+            if isinstance(d, ast.InstantiationDecl) and d.name == "main":
+                return d
+        raise P4Error(self.program.loc, "the program has no package instantiation named 'main' "
+                                        "(e.g. 'V1Switch(...) main;'), so it has no pipeline")
+
+    def _package_arg(self, value: ast.Expression) -> None:
+        """A block bound in ``main``: ``MyIngress()`` (named after the declaration) or a
+        top-level instance ``MyIngress() ig;`` (named after the instance)."""
+        if isinstance(value, ast.ConstructorCallExpr):
+            decl = self._decl_of_typeref(value.type_ref)
+            if isinstance(decl, ast.ControlDecl | ast.ParserDecl):
+                self._block(decl, local_name(decl))
+        elif isinstance(value, ast.PathExpr):
+            inst = self._resolve(value, None)
+            if isinstance(inst, ast.InstantiationDecl):
+                decl = self._decl_of_typeref(inst.type_ref)
+                if isinstance(decl, ast.ControlDecl | ast.ParserDecl):
+                    self._block(decl, qualify(None, inst))
+
+    # ------------------------------------------------------------------ name resolution
+
+    def _decl_of_typeref(self, tr: ast.TypeRef) -> ast.Declaration | None:
+        if isinstance(tr, ast.SpecializedType):
+            tr = tr.base
+        if not isinstance(tr, ast.TypeName):
+            return None
+        if tr.decl is not None:
+            return tr.decl
+        t = tr.type
+        if isinstance(t, T.NominalType) and isinstance(t.decl, ast.Declaration):
+            return t.decl
+        return self.globals.get(tr.name)
+
+    def _resolve(self, path: ast.PathExpr, scope: _Scope | None) -> ast.Declaration | None:
+        if path.decl is not None:
+            return path.decl
+        if scope is not None and not path.global_scope and path.name in scope.locals:
+            return scope.locals[path.name]
+        return self.globals.get(path.name)
+
+    def _extern_kind(self, tr: ast.TypeRef) -> str | None:
+        decl = self._decl_of_typeref(tr)
+        if isinstance(decl, ast.ExternDecl) and decl.name in _EXTERN_CTORS:
+            return decl.name
+        return None
+
+    # ------------------------------------------------------------------ blocks
+
+    def _block(self, decl: ast.ControlDecl | ast.ParserDecl, prefix: str) -> None:
+        scope = _Scope(prefix, {d.name: d for d in decl.locals})
+        for local in decl.locals:
+            if isinstance(local, ast.InstantiationDecl):
+                self._instance(local, scope)
+            elif isinstance(local, ast.ValueSetDecl):
+                self._value_set(local, prefix)
+        for local in decl.locals:
+            if isinstance(local, ast.TableDecl):
+                self._table(local, scope)
+        if isinstance(decl, ast.ControlDecl):
+            self._scan_body(decl.body, scope)
+
+    def _instance(self, inst: ast.InstantiationDecl, scope: _Scope) -> None:
+        decl = self._decl_of_typeref(inst.type_ref)
+        if isinstance(decl, ast.ControlDecl | ast.ParserDecl):
+            self._block(decl, qualify(scope.prefix, inst))
+        elif self._extern_kind(inst.type_ref):
+            self._extern(inst, scope.prefix, inst.annotations, inst.type_ref, inst.args)
+
+    def _scan_body(self, body: ast.Node, scope: _Scope) -> None:
+        """Actions called directly and digests sent, in ``body`` and in the actions it
+        calls (transitively)."""
+        todo = [body]
+        seen: set[int] = set()
+        while todo:
+            node = todo.pop()
+            if id(node) in seen:
+                continue
+            seen.add(id(node))
+            for n in ast.walk(node):
+                if not isinstance(n, ast.CallExpr) or not isinstance(n.method, ast.PathExpr):
+                    continue
+                target = self._resolve(n.method, scope)
+                if isinstance(target, ast.ActionDecl):
+                    self._action(target, scope)
+                    todo.append(target.body)
+                elif isinstance(target, ast.ExternFunctionDecl) and target.name == "digest":
+                    self._digest(n)
+
+    # ------------------------------------------------------------------ actions
+
+    def _action(self, decl: ast.ActionDecl, scope: _Scope | None) -> _Action | None:
+        if ast.find_annotation(decl.annotations, "hidden") is not None:
+            return None
+        prefix = None if id(decl) in self.global_ids or scope is None else scope.prefix
+        name = qualify(prefix, decl)
+        key = (id(decl), name)
+        action = self.actions.get(key)
+        if action is None:
+            action = _Action(self._symbol(PREFIX_ACTION, name, decl, decl.annotations), decl)
+            self.actions[key] = action
+        return action
+
+    def _action_of_ref(self, path: ast.PathExpr, scope: _Scope, what: str) -> _Action | None:
+        decl = self._resolve(path, scope)
+        if not isinstance(decl, ast.ActionDecl):
+            raise P4Error(path.loc, f"{what}: '{path.name}' is not an action")
+        return self._action(decl, scope)
+
+    # ------------------------------------------------------------------ tables
+
+    def _table(self, decl: ast.TableDecl, scope: _Scope) -> None:
+        if ast.find_annotation(decl.annotations, "hidden") is not None:
+            return
+        name = qualify(scope.prefix, decl)
+        table = _Table(self._symbol(PREFIX_TABLE, name, decl, decl.annotations), decl)
+        self.tables.append(table)
+        if decl.actions is not None:
+            for ref in decl.actions.actions:
+                action = self._action_of_ref(ref.name, scope, f"table '{name}'")
+                if action is not None:
+                    table.actions.append((ref, action))
+        self._table_default(table, scope)
+        for prop in decl.properties:
+            if isinstance(prop, ast.ValueProperty) and prop.name in ("implementation", "counters", "meters"):
+                self._table_resource(table, prop, scope)
+
+    def _table_default(self, table: _Table, scope: _Scope) -> None:
+        prop = table.decl.default_action
+        if prop is None:
+            return
+        value = prop.value
+        args: list[ast.Argument] = []
+        if isinstance(value, ast.CallExpr):
+            args, value = value.args, value.method
+        if not isinstance(value, ast.PathExpr):
+            raise P4Error(prop.value.loc, f"default_action of table '{table.sym.name}' must name an action")
+        action = self._action_of_ref(value, scope, f"default_action of table '{table.sym.name}'")
+        if action is not None:
+            table.default = (prop, action, args)
+
+    def _table_resource(self, table: _Table, prop: ast.ValueProperty, scope: _Scope) -> None:
+        """``implementation``/``counters``/``meters``: a named instance or an inline
+        constructor call (named after the table, as p4c names anonymous instances)."""
+        value = prop.value
+        if isinstance(value, ast.PathExpr):
+            inst = self._resolve(value, scope)
+            ext = self.externs.get((id(inst), scope.prefix)) or self.externs.get((id(inst), None))
+            if ext is None:
+                raise P4Error(value.loc, f"table '{table.sym.name}': {prop.name} '{value.name}' is "
+                                         "not an action profile, direct counter or direct meter instance")
+        else:
+            type_ref, args = self._inline_ctor(value)
+            if type_ref is None or not self._extern_kind(type_ref):
+                raise P4Error(value.loc, f"table '{table.sym.name}': unsupported {prop.name} value")
+            ext = self._extern(value, scope.prefix, prop.annotations, type_ref, args,
+                               name=table.sym.name)
+        self._attach(table, prop, ext)
+
+    @staticmethod
+    def _inline_ctor(value: ast.Expression) -> tuple[ast.TypeRef | None, list[ast.Argument]]:
+        if isinstance(value, ast.ConstructorCallExpr):
+            return value.type_ref, value.args
+        if isinstance(value, ast.CallExpr) and isinstance(value.method, ast.PathExpr):
+            tr = ast.TypeName(loc=value.method.loc, name=value.method.name)
+            tr.decl = value.method.decl
+            return tr, value.args
+        return None, []
+
+    def _attach(self, table: _Table, prop: ast.ValueProperty, ext: _Extern) -> None:
+        wanted = {"implementation": ("action_profile", "action_selector"),
+                  "counters": ("direct_counter",), "meters": ("direct_meter",)}[prop.name]
+        if ext.kind not in wanted:
+            raise P4Error(prop.value.loc, f"table '{table.sym.name}': {prop.name} needs a "
+                                          f"{' or '.join(wanted)}, not a {ext.kind}")
+        if ext.kind.startswith("direct_") and ext.tables:
+            raise P4Error(prop.value.loc, f"{ext.kind} '{ext.sym.name}' is already attached to table "
+                                          f"'{ext.tables[0].sym.name}'; a direct resource serves one table")
+        ext.tables.append(table)
+        if prop.name == "implementation":
+            table.implementation = ext
+        else:
+            table.direct.append(ext)
+
+    # ------------------------------------------------------------------ externs
+
+    def _extern(self, node: ast.Node, prefix: str | None, annotations: list[ast.Annotation],
+                type_ref: ast.TypeRef, args: list[ast.Argument], name: str | None = None) -> _Extern:
+        kind = self._extern_kind(type_ref) or ""
+        if name is None:
+            assert isinstance(node, ast.Declaration)
+            name = qualify(prefix, node)
+        prefix_byte = {
+            "counter": PREFIX_COUNTER, "direct_counter": PREFIX_DIRECT_COUNTER,
+            "meter": PREFIX_METER, "direct_meter": PREFIX_DIRECT_METER,
+            "register": PREFIX_REGISTER, "action_profile": PREFIX_ACTION_PROFILE,
+            "action_selector": PREFIX_ACTION_PROFILE,
+        }[kind]
+        ext = _Extern(self._symbol(prefix_byte, name, node, annotations), kind, node, annotations,
+                      _ctor_args(kind, args, node.loc), _type_args(type_ref))
+        key = (id(node), prefix) if isinstance(node, ast.Declaration) else (id(node), f"#{self._inline}")
+        self._inline += 1
+        self.externs[key] = ext
+        return ext
+
+    # ------------------------------------------------------------------ digests
+
+    def _digest(self, call: ast.CallExpr) -> None:
+        t = call.type_args[0].type if call.type_args else None
+        if t is None and len(call.args) == 2:
+            t = call.args[1].value.type
+        if t is None:
+            raise P4Error(call.loc, "digest: the type of the data is unknown (was the program checked?)")
+        if not isinstance(t, T.StructType | T.HeaderType) or not t.name:
+            raise P4Error(call.loc, f"digest data of type {t}: P4Info names a digest after its type, "
+                                    "so the data must be a named struct or header "
+                                    "(write digest<MyStruct_t>(receiver, {...}))")
+        name = str(t)
+        if name not in self.digests:
+            decl = t.decl if isinstance(t.decl, ast.Declaration) else call
+            anns = t.decl.annotations if isinstance(t.decl, ast.Declaration) else []
+            self.digests[name] = _Digest(self._symbol(PREFIX_DIGEST, name, decl, anns), t)
+
+    # ------------------------------------------------------------------ parser objects
+
+    def _value_set(self, decl: ast.ValueSetDecl, prefix: str) -> None:
+        if ast.find_annotation(decl.annotations, "hidden") is None:
+            name = qualify(prefix, decl)
+            self.value_sets.append(_ValueSet(self._symbol(PREFIX_VALUE_SET, name, decl, decl.annotations), decl))
+
+    def _controller_header(self, decl: ast.HeaderDecl) -> None:
+        ann = ast.find_annotation(decl.annotations, "controller_header")
+        if ann is None:
+            return
+        name = ann.string_arg()
+        if not name:
+            raise P4Error(ann.loc, f'@controller_header on header \'{decl.name}\' needs a string '
+                                   'argument: @controller_header("packet_in") or ("packet_out")')
+        for other in self.headers:
+            if other.sym.name == name:
+                raise P4Error(ann.loc, f"headers '{other.decl.name}' and '{decl.name}' are both "
+                                       f'@controller_header("{name}"); P4Runtime allows one')
+        sym = self._symbol(PREFIX_CONTROLLER_HEADER, name, decl, decl.annotations, local_name(decl))
+        self.headers.append(_ControllerHeader(sym, decl))
+
+
+def _ctor_args(kind: str, args: list[ast.Argument], loc: SourceLoc) -> dict[str, ast.Expression]:
+    """Constructor arguments by parameter name (positional or named)."""
+    names = _EXTERN_CTORS.get(kind, ())
+    out: dict[str, ast.Expression] = {}
+    for i, a in enumerate(args):
+        key = a.name if a.name is not None else (names[i] if i < len(names) else f"#{i}")
+        out[key] = a.value
+    for n in names:
+        if n not in out:
+            raise P4Error(loc, f"{kind} instance: missing constructor argument '{n}'")
+    return out
+
+
+def _type_args(type_ref: ast.TypeRef) -> tuple[T.Type, ...]:
+    t = type_ref.type
+    if isinstance(t, T.ExternType) and t.type_args:
+        return t.type_args
+    if isinstance(type_ref, ast.SpecializedType):
+        return tuple(a.type for a in type_ref.args if a.type is not None)
+    return ()
+
+
+# =========================================================================== emission
+
+
+class _Emitter:
+    """Turns the collected objects into the P4Info message (pass 3, after ids)."""
+
+    def __init__(self, program: ast.Program, col: _Collector) -> None:
+        self.program = program
+        self.col = col
+        self.info = p4info_pb2.P4Info()
+        self.alias = aliases(s.name for s in col.symbols())
+
+    # ------------------------------------------------------------------ shared pieces
+
+    def preamble(self, msg: p4info_pb2.Preamble, sym: Symbol, annotations: list[ast.Annotation]) -> None:
+        msg.id = sym.id
+        msg.name = sym.name
+        msg.alias = self.alias[sym.name]
+        _annotate(msg, annotations)
+        for key, attr in (("brief", "brief"), ("description", "description")):
+            ann = ast.find_annotation(annotations, key)
+            if ann is not None and ann.string_arg() is not None:
+                setattr(msg.doc, attr, ann.string_arg())
+
+    def typed_width(self, t: T.Type | None, msg: Any, loc: SourceLoc, what: str) -> None:
+        """Set ``bitwidth`` and, for named types, ``type_name`` of a match field, action
+        parameter or packet metadata (P4Runtime's rules for constrained values)."""
+        if t is None:
+            raise P4Error(loc, f"{what}: no type (was the program checked?)")
+        if isinstance(t, T.NewType):
+            msg.type_name.name = t.name
+            self.new_type(t)
+            msg.bitwidth = _translated_width(t)
+        elif isinstance(t, T.EnumType):
+            msg.type_name.name = t.name
+            self.enum_type(t)
+            msg.bitwidth = t.underlying.width if t.underlying is not None else 0
+        elif isinstance(t, T.BitType | T.IntType):
+            msg.bitwidth = t.width
+        elif isinstance(t, T.BoolType):
+            msg.bitwidth = 1
+        elif isinstance(t, T.ErrorType):
+            self.error_type()
+        else:
+            raise P4Error(loc, f"{what} has type {t}; P4Runtime carries only bit<W>, int<W>, bool, "
+                               "enums and 'type' types")
+
+    # ------------------------------------------------------------------ type_info
+
+    def type_spec(self, t: T.Type, spec: p4types_pb2.P4DataTypeSpec) -> None:
+        """Describe ``t`` in ``spec``, registering named types in ``type_info``."""
+        if isinstance(t, T.BitType | T.IntType | T.VarbitType):
+            _bitstring(t, spec.bitstring)
+        elif isinstance(t, T.BoolType):
+            spec.bool.SetInParent()
+        elif isinstance(t, T.HeaderType):
+            spec.header.name = str(t)
+            self.header_type(t)
+        elif isinstance(t, T.HeaderUnionType):
+            spec.header_union.name = str(t)
+            self.union_type(t)
+        elif isinstance(t, T.StructType):
+            spec.struct.name = str(t)
+            self.struct_type(t)
+        elif isinstance(t, T.HeaderStackType):
+            self._stack_spec(t, spec)
+        elif isinstance(t, T.TupleType):
+            spec.tuple.SetInParent()
+            for e in t.elements:
+                self.type_spec(e, spec.tuple.members.add())
+        elif isinstance(t, T.EnumType):
+            (spec.serializable_enum if t.underlying is not None else spec.enum).name = t.name
+            self.enum_type(t)
+        elif isinstance(t, T.ErrorType):
+            spec.error.SetInParent()
+            self.error_type()
+        elif isinstance(t, T.NewType):
+            spec.new_type.name = t.name
+            self.new_type(t)
+        else:
+            raise P4Error(UNKNOWN_LOC, f"type {t} cannot be described in P4Info")
+
+    def _stack_spec(self, t: T.HeaderStackType, spec: p4types_pb2.P4DataTypeSpec) -> None:
+        if isinstance(t.element, T.HeaderUnionType):
+            spec.header_union_stack.header_union.name = str(t.element)
+            spec.header_union_stack.size = t.size
+            self.union_type(t.element)
+        else:
+            assert isinstance(t.element, T.HeaderType)
+            spec.header_stack.header.name = str(t.element)
+            spec.header_stack.size = t.size
+            self.header_type(t.element)
+
+    def struct_type(self, t: T.StructType) -> None:
+        name = str(t)
+        structs = self.info.type_info.structs
+        if name in structs:
+            return
+        msg = structs[name]
+        _annotate(msg, _decl_annotations(t))
+        for fname, ftype in t.fields:
+            m = msg.members.add()
+            m.name = fname
+            self.type_spec(ftype, m.type_spec)
+
+    def header_type(self, t: T.HeaderType) -> None:
+        name = str(t)
+        headers = self.info.type_info.headers
+        if name in headers:
+            return
+        msg = headers[name]
+        _annotate(msg, _decl_annotations(t))
+        for fname, ftype in t.fields:
+            m = msg.members.add()
+            m.name = fname
+            _bitstring(T.underlying(ftype), m.type_spec)
+
+    def union_type(self, t: T.HeaderUnionType) -> None:
+        name = str(t)
+        unions = self.info.type_info.header_unions
+        if name in unions:
+            return
+        msg = unions[name]
+        _annotate(msg, _decl_annotations(t))
+        for fname, ftype in t.fields:
+            m = msg.members.add()
+            m.name = fname
+            m.header.name = str(ftype)
+            if isinstance(ftype, T.HeaderType):
+                self.header_type(ftype)
+
+    def enum_type(self, t: T.EnumType) -> None:
+        ti = self.info.type_info
+        if t.underlying is None:
+            if t.name not in ti.enums:
+                msg = ti.enums[t.name]
+                _annotate(msg, _decl_annotations(t))
+                for m in t.members:
+                    msg.members.add().name = m
+            return
+        if t.name in ti.serializable_enums:
+            return
+        msg = ti.serializable_enums[t.name]
+        _annotate(msg, _decl_annotations(t))
+        width = t.underlying.width
+        msg.underlying_type.bitwidth = width
+        for m, value in t.values:
+            member = msg.members.add()
+            member.name = m
+            member.value = (value & ((1 << width) - 1)).to_bytes((width + 7) // 8, "big")
+
+    def error_type(self) -> None:
+        ti = self.info.type_info
+        if ti.HasField("error"):
+            return
+        ti.error.SetInParent()
+        for d in self.program.declarations:
+            if isinstance(d, ast.ErrorDecl):
+                for m in d.members:
+                    if m.name not in ti.error.members:
+                        ti.error.members.append(m.name)
+
+    def new_type(self, t: T.NewType) -> None:
+        new_types = self.info.type_info.new_types
+        if t.name in new_types:
+            return
+        msg = new_types[t.name]
+        anns = _decl_annotations(t)
+        _annotate(msg, [a for a in anns if a.name != "p4runtime_translation"])
+        translation = _translation(t)
+        if translation is None:
+            base = t.base
+            while isinstance(base, T.NewType):
+                base = base.base
+            self.type_spec(base, msg.original_type)
+            return
+        uri, sdn = translation
+        msg.translated_type.uri = uri
+        if sdn is None:
+            msg.translated_type.sdn_string.SetInParent()
+        else:
+            msg.translated_type.sdn_bitwidth = sdn
+
+    # ------------------------------------------------------------------ objects
+
+    def emit(self, pkg_name: str | None) -> p4info_pb2.P4Info:
+        self.pkg_info(pkg_name)
+        for t in self.col.tables:
+            self.table(t)
+        for a in self.col.actions.values():
+            self.action(a)
+        for e in self.col.externs.values():
+            if self.col._emitted(e):
+                self.extern(e)
+        for h in self.col.headers:
+            self.controller_header(h)
+        for v in self.col.value_sets:
+            self.value_set(v)
+        for d in self.col.digests.values():
+            msg = self.info.digests.add()
+            self.preamble(msg.preamble, d.sym, [])
+            self.type_spec(d.type, msg.type_spec)
+        return self.info
+
+    def pkg_info(self, name: str | None) -> None:
+        pkg = self.info.pkg_info
+        pkg.arch = ARCH
+        if name:
+            pkg.name = name
+        main = next((d for d in self.program.declarations
+                     if isinstance(d, ast.InstantiationDecl) and d.name == "main"), None)
+        ann = ast.find_annotation(main.annotations, "pkginfo") if main is not None else None
+        for kv in (ann.kv or []) if ann is not None else []:
+            value = _const_value(kv.value)
+            if kv.name in ("name", "version", "arch", "organization", "contact", "url") and isinstance(value, str):
+                setattr(pkg, kv.name, value)
+
+    def table(self, t: _Table) -> None:
+        msg = self.info.tables.add()
+        decl = t.decl
+        self.preamble(msg.preamble, t.sym, decl.annotations)
+        self.match_fields(t, msg)
+        for ref, action in t.actions:
+            r = msg.action_refs.add()
+            r.id = action.sym.id
+            if ast.find_annotation(ref.annotations, "defaultonly") is not None:
+                r.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
+            elif ast.find_annotation(ref.annotations, "tableonly") is not None:
+                r.scope = p4info_pb2.ActionRef.TABLE_ONLY
+            _annotate(r, ref.annotations)
+        if t.default is not None:
+            prop, action, args = t.default
+            if prop.is_const:
+                msg.const_default_action_id = action.sym.id
+            self.initial_default(msg, action, args, t.sym.name)
+        if t.implementation is not None:
+            msg.implementation_id = t.implementation.sym.id
+        msg.direct_resource_ids.extend(e.sym.id for e in t.direct)
+        size = decl.prop("size")
+        msg.size = (_const_int(size.value, f"size of table '{t.sym.name}'")
+                    if isinstance(size, ast.ValueProperty) else DEFAULT_TABLE_SIZE)
+        timeout = decl.prop("support_timeout")
+        if isinstance(timeout, ast.ValueProperty) and _const_value(timeout.value) is True:
+            msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
+        entries = decl.entries
+        if entries is not None:
+            msg.is_const_table = entries.is_const
+            msg.has_initial_entries = bool(entries.entries) or entries.is_const
+
+    def match_fields(self, t: _Table, msg: p4info_pb2.Table) -> None:
+        key = t.decl.key
+        elements = [k for k in (key.elements if key else []) if k.match_kind.name != "selector"]
+        ids = field_ids([explicit_id(k.annotations, None, "a key element") for k in elements],
+                        f"the key of table '{t.sym.name}'", [k.loc for k in elements])
+        for fid, k in zip(ids, elements):
+            mf = msg.match_fields.add()
+            mf.id = fid
+            given = ast.find_annotation(k.annotations, "name")
+            mf.name = given.string_arg() if given is not None and given.string_arg() else expr_text(k.expr)
+            self.typed_width(k.expr.type, mf, k.loc, f"key '{mf.name}' of table '{t.sym.name}'")
+            kind = k.match_kind.name
+            if kind in _MATCH_TYPES:
+                mf.match_type = _MATCH_TYPES[kind]
+            else:
+                mf.other_match_type = kind
+            _annotate(mf, k.annotations)
+
+    def initial_default(self, msg: p4info_pb2.Table, action: _Action, args: list[ast.Argument],
+                        table: str) -> None:
+        call = msg.initial_default_action
+        call.action_id = action.sym.id
+        params = action.decl.params
+        cp_ids = self.param_ids(action)
+        for param, arg in zip(params, args):
+            if param.direction is not None:
+                continue
+            value = _const_value(arg.value)
+            if isinstance(value, bool):
+                value = int(value)
+            if not isinstance(value, int):
+                raise P4Error(arg.loc, f"default action of table '{table}': argument '{param.name}' "
+                                       "must be a compile-time constant")
+            width = T.width_of(T.underlying(param.type_ref.type)) if param.type_ref.type else 0
+            a = call.arguments.add()
+            a.param_id = cp_ids[id(param)]
+            a.value = canonical_bytes(value, width)
+
+    def param_ids(self, action: _Action) -> dict[int, int]:
+        params = [p for p in action.decl.params if p.direction is None]
+        ids = field_ids([explicit_id(p.annotations, None, "a parameter") for p in params],
+                        f"the parameters of action '{action.sym.name}'", [p.loc for p in params])
+        return {id(p): i for p, i in zip(params, ids)}
+
+    def action(self, a: _Action) -> None:
+        msg = self.info.actions.add()
+        self.preamble(msg.preamble, a.sym, a.decl.annotations)
+        ids = self.param_ids(a)
+        for p in a.decl.params:
+            if p.direction is not None:
+                continue
+            pm = msg.params.add()
+            pm.id = ids[id(p)]
+            pm.name = local_name(p)
+            self.typed_width(p.type_ref.type, pm, p.loc, f"parameter '{p.name}' of action '{a.sym.name}'")
+            _annotate(pm, p.annotations)
+            _document(pm, p.annotations)
+
+    def extern(self, e: _Extern) -> None:
+        what = f"{e.kind} '{e.sym.name}'"
+        if e.kind in ("counter", "direct_counter"):
+            msg = self.info.counters.add() if e.kind == "counter" else self.info.direct_counters.add()
+            msg.spec.unit = _unit(e.args["type"], _COUNTER_UNITS, what)
+        elif e.kind in ("meter", "direct_meter"):
+            msg = self.info.meters.add() if e.kind == "meter" else self.info.direct_meters.add()
+            msg.spec.unit = _unit(e.args["type"], _METER_UNITS, what)
+        elif e.kind == "register":
+            msg = self.info.registers.add()
+            if not e.type_args:
+                raise P4Error(e.sym.loc, f"{what}: the cell type is unknown (was the program checked?)")
+            self.type_spec(e.type_args[0], msg.type_spec)
+        else:
+            msg = self.info.action_profiles.add()
+            msg.table_ids.extend(t.sym.id for t in e.tables)
+            msg.with_selector = e.kind == "action_selector"
+            group = ast.find_annotation(e.annotations, "max_group_size")
+            if group is not None:
+                value = _annotation_int(group)
+                if value is None:
+                    raise P4Error(group.loc, f"@max_group_size of {what} must be an integer")
+                msg.max_group_size = value
+        self.preamble(msg.preamble, e.sym, e.annotations)
+        if "size" in e.args:
+            msg.size = _const_int(e.args["size"], f"size of {what}")
+        if e.kind.startswith("direct_"):
+            msg.direct_table_id = e.tables[0].sym.id
+        index = e.type_args[1] if e.kind == "register" and len(e.type_args) > 1 else None
+        if isinstance(index, T.NewType):
+            msg.index_type_name.name = index.name
+            self.new_type(index)
+
+    def controller_header(self, h: _ControllerHeader) -> None:
+        msg = self.info.controller_packet_metadata.add()
+        self.preamble(msg.preamble, h.sym, h.decl.annotations)
+        fields = h.decl.fields
+        ids = field_ids([explicit_id(f.annotations, None, "a header field") for f in fields],
+                        f"controller header '{h.sym.name}'", [f.loc for f in fields])
+        for fid, f in zip(ids, fields):
+            md = msg.metadata.add()
+            md.id = fid
+            md.name = local_name(f)
+            self.typed_width(f.type_ref.type, md, f.loc, f"field '{f.name}' of header '{h.decl.name}'")
+            _annotate(md, f.annotations)
+
+    def value_set(self, v: _ValueSet) -> None:
+        msg = self.info.value_sets.add()
+        self.preamble(msg.preamble, v.sym, v.decl.annotations)
+        msg.size = _const_int(v.decl.size, f"size of value set '{v.sym.name}'")
+        t = v.decl.element_type.type
+        if isinstance(t, T.StructType):
+            decl_fields = _struct_field_decls(t)
+            ids = field_ids([explicit_id(decl_fields[n].annotations, None, "a field") if n in decl_fields
+                             else None for n, _ in t.fields],
+                            f"value set '{v.sym.name}'", [v.decl.loc] * len(t.fields))
+            for fid, (fname, ftype) in zip(ids, t.fields):
+                fdecl = decl_fields.get(fname)
+                self._value_set_field(msg, fid, fname, ftype, fdecl.annotations if fdecl else [], v)
+        else:
+            self._value_set_field(msg, 1, "", t, [], v)
+
+    def _value_set_field(self, msg: p4info_pb2.ValueSet, fid: int, name: str, t: T.Type | None,
+                         annotations: list[ast.Annotation], v: _ValueSet) -> None:
+        mf = msg.match.add()
+        mf.id = fid
+        if name:
+            mf.name = name
+        self.typed_width(t, mf, v.decl.loc, f"value set '{v.sym.name}'")
+        ann = ast.find_annotation(annotations, "match")
+        kind = (ann.tokens[0] if ann is not None and ann.tokens else "exact")
+        if kind in _MATCH_TYPES:
+            mf.match_type = _MATCH_TYPES[kind]
+        else:
+            mf.other_match_type = kind
+        _annotate(mf, [a for a in annotations if a.name != "match"])
+
+
+# =========================================================================== helpers
+
+
+def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:
+    """Copy annotations into ``msg``: ``@a[k=v]`` as structured ones, the rest as text."""
+    for ann in annotations:
+        if ann.name in _CONSUMED_ANNOTATIONS:
+            continue
+        if ann.kv is not None:
+            sa = msg.structured_annotations.add()
+            sa.name = ann.name
+            sa.kv_pair_list.SetInParent()
+            for kv in ann.kv:
+                pair = sa.kv_pair_list.kv_pairs.add()
+                pair.key = kv.name
+                _expression(_const_value(kv.value), pair.value, kv.value)
+        else:
+            msg.annotations.append(annotation_text(ann))
+
+
+def _expression(value: Any, out: p4types_pb2.Expression, node: ast.Expression) -> None:
+    if isinstance(value, bool):
+        out.bool_value = value
+    elif isinstance(value, int):
+        out.int64_value = value
+    elif isinstance(value, str):
+        out.string_value = value
+    else:
+        raise P4Error(node.loc, "a structured annotation value must be a string, integer or boolean constant")
+
+
+def _document(msg: Any, annotations: list[ast.Annotation]) -> None:
+    for key in ("brief", "description"):
+        ann = ast.find_annotation(annotations, key)
+        if ann is not None and ann.string_arg() is not None:
+            setattr(msg.doc, key, ann.string_arg())
+
+
+def _decl_annotations(t: T.NominalType) -> list[ast.Annotation]:
+    return list(t.decl.annotations) if isinstance(t.decl, ast.Declaration) else []
+
+
+def _struct_field_decls(t: T.StructLikeType) -> dict[str, ast.StructField]:
+    if isinstance(t.decl, ast.StructLikeDecl):
+        return {f.name: f for f in t.decl.fields}
+    return {}
+
+
+def _bitstring(t: T.Type, spec: Any) -> None:
+    if isinstance(t, T.BitType):
+        spec.bit.bitwidth = t.width
+    elif isinstance(t, T.IntType):
+        spec.int.bitwidth = t.width
+    elif isinstance(t, T.VarbitType):
+        spec.varbit.max_bitwidth = t.max_width
+    elif isinstance(t, T.BoolType):
+        spec.bit.bitwidth = 1
+    else:
+        raise P4Error(UNKNOWN_LOC, f"type {t} is not a bit string")
+
+
+def _unit(expr: ast.Expression, units: dict[str, int], what: str) -> int:
+    member = _const_value(expr)
+    if member not in units:
+        raise P4Error(expr.loc, f"{what}: unknown counter/meter type '{expr_text(expr)}' "
+                                f"(expected one of {', '.join(units)})")
+    return units[member]
+
+
+def _translation(t: T.NewType) -> tuple[str, int | None] | None:
+    """``@p4runtime_translation("uri", W | bit<W> | string)`` on a ``type``: (uri, W or
+    None for string), or None when the type is not translated."""
+    ann = ast.find_annotation(_decl_annotations(t), "p4runtime_translation")
+    if ann is None:
+        return None
+    toks = [tok for tok in ann.tokens if tok != ","]
+    if len(toks) < 2 or not toks[0].startswith('"'):
+        raise P4Error(ann.loc, '@p4runtime_translation needs ("uri", width), ("uri", bit<W>) '
+                               'or ("uri", string)')
+    uri = toks[0][1:-1]
+    rest = toks[1:]
+    if rest == ["string"]:
+        return uri, None
+    digits = [tok for tok in rest if tok not in ("bit", "<", ">")]
+    try:
+        return uri, int(digits[0], 0) if len(digits) == 1 else int("x")
+    except ValueError:
+        raise P4Error(ann.loc, f"@p4runtime_translation of type '{t.name}': cannot read the "
+                               f"controller width from '{ann.body}'") from None
+
+
+def _translated_width(t: T.NewType) -> int:
+    """P4Info ``bitwidth`` of a value of ``type`` t: the translation's width if t is
+    translated (0 for strings), else the width of the bit type underneath."""
+    translation = _translation(t)
+    if translation is not None:
+        return translation[1] or 0
+    return T.width_of(t.base)
+
+
+def _program_of(checked: Any) -> ast.Program:
+    """The annotated AST: the ``program`` of a ``CheckedProgram``, or a Program itself."""
+    program = checked if isinstance(checked, ast.Program) else getattr(checked, "program", None)
+    if not isinstance(program, ast.Program):
+        raise TypeError(f"build_p4info needs a CheckedProgram (or ast.Program), not {type(checked).__name__}")
+    return program
+
+
+# =========================================================================== API
+
+
+def build_p4info(checked: Any, name: str | None = None) -> p4info_pb2.P4Info:
+    """The P4Info of a checked v1model program.
+
+    ``checked`` is the checker's ``CheckedProgram`` (its annotated ``program`` is read).
+    ``name`` becomes ``pkg_info.name``; by default the stem of the program's file
+    (``@pkginfo(name=...)`` on ``main`` wins over both).
+    """
+    program = _program_of(checked)
+    col = _Collector(program)
+    main = col.collect()
+    symbols = list(col.symbols())
+    _check_unique_names(symbols)
+    assign_ids(symbols)
+    if name is None and main.loc.file and not main.loc.file.startswith("<"):
+        name = Path(main.loc.file).stem  # the user's file, not an included one
+    return _Emitter(program, col).emit(name)
+
+
+def _check_unique_names(symbols: list[Symbol]) -> None:
+    seen: dict[tuple[int, str], Symbol] = {}
+    for s in symbols:
+        other = seen.setdefault((s.prefix, s.name), s)
+        if other is not s:
+            raise P4Error(s.loc, f"two {s.kind}s are named '{s.name}' (the other is at {other.loc}); "
+                                 "P4Runtime needs unique names -- rename one or give it @name")
+
+
+FORMATS = ("text", "binary", "json")
+
+
+def serialize_p4info(p4info: p4info_pb2.P4Info, fmt: str = "text") -> bytes:
+    """``p4info`` as protobuf text format, binary wire format or JSON."""
+    if fmt == "text":
+        return text_format.MessageToString(p4info).encode()
+    if fmt == "binary":
+        return p4info.SerializeToString()
+    if fmt == "json":
+        return json_format.MessageToJson(p4info).encode()
+    raise ValueError(f"unknown P4Info format '{fmt}' (expected one of {', '.join(FORMATS)})")
+
+
+def write_p4info(p4info: p4info_pb2.P4Info, path: str | Path, fmt: str = "text") -> None:
+    """Write ``p4info`` to ``path`` in ``fmt`` ("text", "binary" or "json")."""
+    Path(path).write_bytes(serialize_p4info(p4info, fmt))
+
+
+def read_p4info(path: str | Path, fmt: str | None = None) -> p4info_pb2.P4Info:
+    """Read a P4Info file; ``fmt`` defaults from the suffix (.bin/.pb binary, .json JSON,
+    anything else text)."""
+    p = Path(path)
+    if fmt is None:
+        fmt = {".bin": "binary", ".pb": "binary", ".json": "json"}.get(p.suffix, "text")
+    msg = p4info_pb2.P4Info()
+    try:
+        if fmt == "binary":
+            msg.ParseFromString(p.read_bytes())
+        elif fmt == "json":
+            json_format.Parse(p.read_text(), msg)
+        elif fmt == "text":
+            text_format.Parse(p.read_text(), msg)
+        else:
+            raise ValueError(f"unknown P4Info format '{fmt}' (expected one of {', '.join(FORMATS)})")
+    except (text_format.ParseError, json_format.ParseError, DecodeError) as exc:
+        raise ValueError(f"{p}: not a {fmt} P4Info: {exc}") from None
+    return msg
