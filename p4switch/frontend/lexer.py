@@ -140,7 +140,7 @@ def scan_raw(pp: PreprocessedSource) -> list[RawToken]:
         text = m.group()
         col = m.start() - line_start + 1
         if kind == "bad":
-            raise P4Error(_pp_loc(pp, line, col, 1), _bad_char_message(text))
+            raise P4Error(_pp_loc(pp, line, col, text), _bad_char_message(text))
         out.append(RawToken(kind, text, m.start(), line, col))  # type: ignore[arg-type]
     return out
 
@@ -153,9 +153,19 @@ def _bad_char_message(ch: str) -> str:
     return f"unexpected character '{ch}'"
 
 
-def _pp_loc(pp: PreprocessedSource, line: int, col: int, length: int) -> SourceLoc:
+def _pp_loc(pp: PreprocessedSource, line: int, col: int, text: str) -> SourceLoc:
+    """Original location of ``text`` seen at cpp-output ``line``:``col``.
+
+    cpp only ever shrinks blank runs, so the original column is at or after ``col``:
+    the first occurrence of ``text`` from there is taken.
+    """
     file, oline = pp.origin(line)
-    return SourceLoc(file, oline, col, oline, col + length - 1)
+    lines = pp.source_lines(file)
+    if lines is not None and 1 <= oline <= len(lines):
+        idx = lines[oline - 1].find(text, col - 1)
+        if idx >= 0:
+            col = idx + 1
+    return SourceLoc(file, oline, col, oline, col + len(text) - 1)
 
 
 def _matching(raw: Sequence[RawToken], i: int, open_: str, close: str) -> int:
@@ -182,8 +192,8 @@ def collapse_annotations(raw: list[RawToken], pp: PreprocessedSource) -> list[Ra
             out.append(t)
             i += 1
             continue
-        if i + 1 >= n or raw[i + 1].kind != "id":
-            raise P4Error(_pp_loc(pp, t.line, t.col, 1), "expected an annotation name after '@'")
+        if i + 1 >= n or raw[i + 1].kind != "id" or raw[i + 1].pos != t.pos + 1:
+            raise P4Error(_pp_loc(pp, t.line, t.col, "@"), "expected an annotation name right after '@'")
         name = raw[i + 1]
         ann = RawToken("ann", name.text, t.pos, t.line, t.col, body=[], body_kind="")
         i += 2
@@ -191,7 +201,7 @@ def collapse_annotations(raw: list[RawToken], pp: PreprocessedSource) -> list[Ra
             open_, close = raw[i].text, ")" if raw[i].text == "(" else "]"
             j = _matching(raw, i, open_, close)
             if j < 0:
-                raise P4Error(_pp_loc(pp, raw[i].line, raw[i].col, 1),
+                raise P4Error(_pp_loc(pp, raw[i].line, raw[i].col, open_),
                               f"unterminated annotation body: missing '{close}' for '@{name.text}{open_}'")
             ann.body = raw[i + 1:j]
             ann.body_kind = "paren" if open_ == "(" else "bracket"
