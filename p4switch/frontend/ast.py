@@ -237,10 +237,12 @@ class Expression(Node):
 
 @dataclass(eq=False, kw_only=True)
 class IntLiteral(Expression):
-    """An integer literal: ``5``, ``0x1F``, ``8w5``, ``8s-?``, ``0b101``, ``0o17``.
+    """An integer literal: ``5``, ``0x1F``, ``8w5``, ``8s5``, ``0b101``, ``0o17``, ``1_000``.
 
     ``width`` is None for an unsized literal (type ``int``); ``signed`` is True for ``s``.
-    ``text`` is the literal as written.
+    ``value`` is the non-negative magnitude as written (a minus sign is a UnaryExpr; no
+    truncation to ``width`` -- overflow is the checker's to report). ``text`` is the
+    literal as written.
     """
 
     value: int
