@@ -1,0 +1,85 @@
+"""The checker: the passes in order, over one shared state."""
+
+from __future__ import annotations
+
+from p4switch.frontend import ast
+from p4switch.frontend.check.blocks import BlockChecker
+from p4switch.frontend.check.calls import CallChecker
+from p4switch.frontend.check.collect import Collector
+from p4switch.frontend.check.exprs import ExprChecker
+from p4switch.frontend.check.program import CheckedProgram, Summarizer
+from p4switch.frontend.check.resolve import TypeResolver
+from p4switch.frontend.check.stmts import StmtChecker
+from p4switch.frontend.check.tables import TableChecker
+from p4switch.frontend.errors import P4Error, P4ErrorGroup, iter_errors
+
+
+class CheckErrors(P4ErrorGroup):
+    """All the errors the checker found (``errors``), sorted by position."""
+
+
+_TYPE_LIKE = (
+    ast.TypedefDecl, ast.NewTypeDecl, ast.StructLikeDecl, ast.EnumDecl, ast.ExternDecl,
+    ast.ParserTypeDecl, ast.ControlTypeDecl, ast.PackageTypeDecl, ast.ExternFunctionDecl,
+)
+
+
+class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, TableChecker, BlockChecker):
+    def run(self) -> CheckedProgram:
+        self.collect()  # pass 1: scopes
+        self.resolve_declarations()  # pass 2: types of declarations and signatures
+        self.check_bodies()  # pass 3: expressions, statements, tables, instances
+        if self.main is None and not self.diag.errors:
+            self.diag.warning(None, "the program has no 'main' package instantiation")
+        summary = Summarizer(self).build()  # pass 4: names, instances, digests
+        self._raise()
+        return summary
+
+    def resolve_declarations(self) -> None:
+        for d in self.program.declarations:
+            if isinstance(d, _TYPE_LIKE):
+                self.decl_type(d)
+                if isinstance(d, ast.ExternDecl):
+                    for m in d.methods:
+                        self.decl_type(m)
+            elif isinstance(d, ast.ParserDecl | ast.ControlDecl | ast.ActionDecl | ast.FunctionDecl):
+                self.decl_type(d)
+
+    def check_bodies(self) -> None:
+        for d in self.program.declarations:
+            if isinstance(d, ast.ConstDecl):
+                self.check_const_decl(d)
+            elif isinstance(d, ast.InstantiationDecl):
+                self.decl_type(d)
+            elif isinstance(d, ast.ActionDecl):
+                self.check_action(d, None)
+            elif isinstance(d, ast.FunctionDecl):
+                self.check_function(d)
+            elif isinstance(d, ast.ParserDecl):
+                self.check_parser(d)
+            elif isinstance(d, ast.ControlDecl):
+                self.check_control(d)
+            elif isinstance(d, ast.VarDecl):
+                self.error(d.loc, f"variable '{d.name}' cannot be declared at top level (use a constant)")
+            elif isinstance(d, ast.TableDecl):
+                self.error(d.loc, f"table '{d.name}' must be declared inside a control")
+            elif isinstance(d, ast.ValueSetDecl):
+                self.error(d.loc, f"value set '{d.name}' must be declared inside a parser")
+
+    def _raise(self) -> None:
+        if self.diag.errors:
+            errs = sorted(self.diag.errors, key=lambda e: (e.loc.file, e.loc.line, e.loc.col))
+            raise CheckErrors(errs)
+
+
+def check_program(program: ast.Program) -> CheckedProgram:
+    """Check ``program`` and annotate it in place (the IR); raise :class:`CheckErrors`
+    with every error found."""
+    checker = Checker(program)
+    try:
+        return checker.run()
+    except CheckErrors:
+        raise
+    except P4Error as err:  # the diagnostic bag's limit was reached
+        errs = checker.diag.errors or list(iter_errors(err))
+        raise CheckErrors(sorted(errs, key=lambda e: (e.loc.file, e.loc.line, e.loc.col))) from None

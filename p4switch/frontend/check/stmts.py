@@ -1,0 +1,348 @@
+"""Pass 3c: statements, and the bodies of actions, functions, parsers and controls.
+
+Blocks get a scope each and declare their variables as they meet them, so a variable is
+only visible after its declaration. Parser states are visible to every transition of
+their parser; ``accept`` and ``reject`` are implicit.
+"""
+
+from __future__ import annotations
+
+from p4switch.frontend import ast
+from p4switch.frontend import types as T
+from p4switch.frontend.check.core import ACCEPT_STATE, REJECT_STATE, UNKNOWN, Core, Ctx, is_unknown
+from p4switch.frontend.check.scopes import Scope
+
+_BAD_VAR_TYPES = (T.InfIntType, T.VoidType, T.ExternType, T.BlockType, T.StringType, T.TableType)
+
+
+class StmtChecker(Core):
+    # ------------------------------------------------------------------ statements
+
+    def check_block(self, b: ast.BlockStmt, ctx: Ctx) -> None:
+        inner = ctx.with_(scope=Scope(ctx.scope, "block", b, ctx.limit), limit=None)
+        for s in b.stmts:
+            self.check_stmt(s, inner)
+
+    def check_stmt(self, s: ast.Statement, ctx: Ctx) -> None:
+        handler = _STMTS.get(type(s))
+        if handler is not None:
+            handler(self, s, ctx)
+        elif isinstance(s, ast.Declaration):
+            self.error(s.loc, f"'{s.name}' cannot be declared inside a block")
+        else:
+            self.error(s.loc, f"unsupported statement {type(s).__name__}")
+
+    def _assign(self, s: ast.AssignStmt, ctx: Ctx) -> None:
+        lt = self.check_expr(s.lhs, ctx)
+        if not is_unknown(lt):
+            problem = self.lvalue_problem(s.lhs)
+            if problem is not None:
+                self.error(s.lhs.loc, f"cannot assign to {problem}")
+        self.check_expr(s.rhs, ctx, None if is_unknown(lt) else lt)
+
+    def _call_stmt(self, s: ast.CallStmt, ctx: Ctx) -> None:
+        t = self.check_expr(s.call, ctx)
+        if s.call.call_kind is None and not is_unknown(t):
+            self.error(s.loc, "this expression is not a call")
+
+    def _block_stmt(self, s: ast.BlockStmt, ctx: Ctx) -> None:
+        self.check_block(s, ctx)
+
+    def _if(self, s: ast.IfStmt, ctx: Ctx) -> None:
+        ct = self.check_expr(s.cond, ctx)
+        if not isinstance(ct, T.BoolType) and not is_unknown(ct):
+            hint = " (compare it, e.g. x == 1)" if T.is_integer(ct) else ""
+            self.error(s.cond.loc, f"condition must be bool, got {ct}{hint}")
+        self.check_stmt(s.then, ctx)
+        if s.else_ is not None:
+            self.check_stmt(s.else_, ctx)
+
+    def _return(self, s: ast.ReturnStmt, ctx: Ctx) -> None:
+        if ctx.in_function:
+            ret = self.decl_type(ctx.callable).return_type  # type: ignore[union-attr]
+            if s.value is None:
+                if not isinstance(ret, T.VoidType) and not is_unknown(ret):
+                    self.error(s.loc, f"return needs a value of type {ret}")
+            elif isinstance(ret, T.VoidType):
+                self.error(s.value.loc, f"function '{ctx.callable.name}' returns void: return takes no value")
+            else:
+                self.check_expr(s.value, ctx, ret)
+            return
+        if ctx.in_parser:
+            self.error(s.loc, "return is not allowed in a parser")
+        elif s.value is not None:
+            where = "an action" if ctx.in_action else "a control"
+            self.error(s.value.loc, f"return in {where} cannot have a value")
+
+    def _exit(self, s: ast.ExitStmt, ctx: Ctx) -> None:
+        if ctx.in_parser:
+            self.error(s.loc, "exit is not allowed in a parser")
+        elif ctx.in_function:
+            self.error(s.loc, "exit is not allowed in a function")
+
+    def _empty(self, s: ast.Statement, ctx: Ctx) -> None:
+        return
+
+    def _var(self, d: ast.VarDecl, ctx: Ctx) -> None:
+        self.check_var(d, ctx)
+        ctx.scope.declare(d, self.diag)
+        self.decl_ctx[d] = ctx
+
+    def check_var(self, d: ast.VarDecl, ctx: Ctx) -> None:
+        t = self.resolve(d.type_ref, ctx)
+        self.decl_types[d] = t
+        if isinstance(t, _BAD_VAR_TYPES):
+            self.error(d.type_ref.loc, f"variable '{d.name}' cannot have type {t}")
+            self.decl_types[d] = UNKNOWN
+            t = UNKNOWN
+        if d.init is not None:
+            self.check_expr(d.init, ctx, None if is_unknown(t) else t)
+
+    def _const(self, d: ast.ConstDecl, ctx: Ctx) -> None:
+        self.decl_ctx[d] = ctx
+        self.check_const_decl(d, ctx)
+        ctx.scope.declare(d, self.diag)
+
+    def _transition_stmt(self, s: ast.TransitionStmt, ctx: Ctx) -> None:
+        self.error(s.loc, "transition must be the last statement of a parser state")
+
+    # ------------------------------------------------------------------ switch
+
+    def _switch(self, s: ast.SwitchStmt, ctx: Ctx) -> None:
+        if ctx.in_parser:
+            self.error(s.loc, "switch is not allowed in a parser")
+        elif ctx.in_action:
+            self.error(s.loc, "switch is not allowed in an action")
+        t = self.check_expr(s.expr, ctx)
+        if isinstance(t, T.ActionEnumType):
+            self._action_cases(s, t, ctx)
+        elif not is_unknown(t):
+            base = T.underlying(t)
+            if not isinstance(base, T.BitType | T.IntType | T.EnumType | T.ErrorType):
+                self.error(s.expr.loc, f"switch needs a table's action_run or a bit<W>, int<W>, enum or error "
+                                       f"value, got {t}")
+            else:
+                self._value_cases(s, t, ctx)
+        for i, case in enumerate(s.cases):
+            if case.body is not None:
+                self.check_block(case.body, ctx)
+            elif i == len(s.cases) - 1:
+                self.error(case.loc, "the last case of a switch must have a body")
+
+    def _action_cases(self, s: ast.SwitchStmt, t: T.ActionEnumType, ctx: Ctx) -> None:
+        table_actions = [d for _, d in self.table_actions.get(t.decl, ())]
+        seen: set[object] = set()
+        for case in s.cases:
+            label = case.label
+            if isinstance(label, ast.DefaultExpr):
+                key: object = "default"
+                label.type = t
+            elif isinstance(label, ast.PathExpr):
+                found = self.lookup(label.name, ctx, label.global_scope)
+                d = next((x for x in found.decls if x in table_actions), None)
+                if d is None:
+                    self.error(label.loc, f"'{label.name}' is not an action of table '{t.name}'")
+                    continue
+                label.decl = d
+                label.type = t
+                key = d
+            else:
+                self.error(label.loc, f"a case of a switch on action_run must name an action of table '{t.name}'")
+                continue
+            if key in seen:
+                self.error(label.loc, "duplicate switch case")
+            seen.add(key)
+
+    def _value_cases(self, s: ast.SwitchStmt, t: T.Type, ctx: Ctx) -> None:
+        seen: set[object] = set()
+        for case in s.cases:
+            label = case.label
+            if isinstance(label, ast.DefaultExpr):
+                label.type = t
+                continue
+            self.check_expr(label, ctx, t)
+            v = label.const_value
+            if v is None:
+                if not is_unknown(label.type):
+                    self.error(label.loc, "a switch case label must be a compile-time constant")
+            elif v in seen:
+                self.error(label.loc, "duplicate switch case")
+            seen.add(v)
+
+    # ------------------------------------------------------------------ callables
+
+    def check_action(self, a: ast.ActionDecl, block: ast.Declaration | None) -> None:
+        ctx = Ctx(self.scope_of[a], block=block, callable=a, prefix=self.block_prefix(block))
+        seen_directionless = False
+        for p in a.params:
+            t = self.decl_type(p)
+            if p.direction is None:
+                seen_directionless = True
+                if isinstance(t, T.InfIntType | T.ExternType | T.BlockType):
+                    self.error(p.type_ref.loc, f"action parameter '{p.name}' cannot have type {t}")
+            elif seen_directionless:
+                self.error(p.loc, f"parameter '{p.name}' of action '{a.name}' has a direction, but follows a "
+                                  "directionless (control-plane) parameter")
+        self.check_block(a.body, ctx)
+
+    def check_function(self, f: ast.FunctionDecl) -> None:
+        ctx = Ctx(self.scope_of[f], callable=f)
+        self.params_of(f)
+        ret = self.decl_type(f)
+        self.check_block(f.body, ctx)
+        rt = getattr(ret, "return_type", T.VOID)
+        if not isinstance(rt, T.VoidType) and not is_unknown(rt) and not always_returns(f.body):
+            self.error(f.loc, f"function '{f.name}' does not return a value on every path")
+
+    # ------------------------------------------------------------------ parsers
+
+    def check_parser(self, p: ast.ParserDecl) -> None:
+        self.params_of(p)
+        self.decl_type(p)
+        states = self.parser_states.get(p, {})
+        ctx = Ctx(self.scope_of[p], block=p, states=states, prefix=self.block_prefix(p))
+        for local in p.locals:
+            lctx = self.decl_ctx.get(local, ctx)
+            if isinstance(local, ast.VarDecl):
+                self.check_var(local, lctx)
+            elif isinstance(local, ast.ConstDecl):
+                self.check_const_decl(local, lctx)
+            elif isinstance(local, ast.InstantiationDecl | ast.ValueSetDecl):
+                self.decl_type(local)
+            else:
+                self.error(local.loc, f"'{local.name}' cannot be declared in a parser")
+        for st in p.states:
+            sctx = ctx.with_(scope=Scope(ctx.scope, "state", st))
+            for s in st.stmts:
+                self.check_stmt(s, sctx)
+            if st.transition is not None:
+                self.check_transition(st.transition, sctx)
+
+    def check_transition(self, tr: ast.TransitionStmt, ctx: Ctx) -> None:
+        target = tr.target
+        if isinstance(target, ast.PathExpr):
+            self.resolve_state(target, ctx)
+        elif isinstance(target, ast.SelectExpr):
+            self.check_select(target, ctx)
+        else:
+            self.error(target.loc, "a transition goes to a state name or a select expression")
+
+    def resolve_state(self, target: ast.PathExpr, ctx: Ctx) -> None:
+        name = target.name
+        states = ctx.states or {}
+        d = {"accept": ACCEPT_STATE, "reject": REJECT_STATE}.get(name) or states.get(name)
+        if d is None:
+            self.error(target.loc, f"unknown parser state '{name}'")
+            target.type = UNKNOWN
+            return
+        target.decl = d
+        target.type = T.StateType(name, None if d in (ACCEPT_STATE, REJECT_STATE) else d)
+
+    def check_select(self, sel: ast.SelectExpr, ctx: Ctx) -> None:
+        types = [self.check_expr(x, ctx) for x in sel.selectors]
+        for x, t in zip(sel.selectors, types):
+            if isinstance(t, T.InfIntType):
+                self.error(x.loc, "a select expression needs a width: cast the int value")
+        sel.type = T.StateType("select")
+        default_seen = False
+        for case in sel.cases:
+            self.resolve_state(case.state, ctx)
+            if default_seen:
+                self.diag.warning(case.loc, "this select case is unreachable (after default)")
+            keys = case.keys
+            if len(keys) == 1 and isinstance(keys[0], ast.DefaultExpr | ast.DontCareExpr):
+                keys[0].type = types[0] if len(types) == 1 else T.TupleType(tuple(types))
+                default_seen = True
+                continue
+            if len(keys) != len(types):
+                self.error(case.loc, f"wrong number of keyset expressions: the select has {len(types)} "
+                                     f"selector(s), this case has {len(keys)}")
+                continue
+            for k, t in zip(keys, types):
+                if not is_unknown(t):
+                    self.check_keyset(k, t, ctx, value_set_ok=True)
+
+    def check_keyset(self, k: ast.Expression, t: T.Type, ctx: Ctx, value_set_ok: bool) -> None:
+        """Type one keyset expression against the key (or selector) type ``t``."""
+        if isinstance(k, ast.DefaultExpr | ast.DontCareExpr):
+            k.type = t
+            return
+        if isinstance(k, ast.MaskExpr):
+            parts = (k.value, k.mask)
+        elif isinstance(k, ast.RangeExpr):
+            parts = (k.lo, k.hi)
+        else:
+            if isinstance(k, ast.PathExpr) and self._value_set_key(k, t, ctx, value_set_ok):
+                return
+            parts = (k,)
+        for x in parts:
+            self.check_expr(x, ctx, t)
+            if x.const_value is None and not is_unknown(x.type):
+                self.error(x.loc, "keyset expression must be a compile-time constant")
+        if k not in parts:
+            k.type = t
+
+    def _value_set_key(self, k: ast.PathExpr, t: T.Type, ctx: Ctx, ok: bool) -> bool:
+        found = self.lookup(k.name, ctx, k.global_scope)
+        d = found.decls[0] if found.decls else None
+        if not isinstance(d, ast.ValueSetDecl):
+            return False
+        k.decl = d
+        vt = self.decl_type(d)
+        k.type = vt
+        if not ok:
+            self.error(k.loc, f"value set '{k.name}' can only be used in a select case")
+        elif isinstance(vt, T.ValueSetType) and vt.element != t and not is_unknown(vt.element):
+            self.error(k.loc, f"value set '{k.name}' holds {vt.element}, but the selector has type {t}")
+        return True
+
+    # ------------------------------------------------------------------ controls
+
+    def check_control(self, c: ast.ControlDecl) -> None:
+        self.params_of(c)
+        self.decl_type(c)
+        ctx = Ctx(self.scope_of[c], block=c, prefix=self.block_prefix(c))
+        for local in c.locals:
+            lctx = self.decl_ctx.get(local, ctx)
+            if isinstance(local, ast.ActionDecl):
+                self.check_action(local, c)
+            elif isinstance(local, ast.TableDecl):
+                self.check_table(local, lctx)
+            elif isinstance(local, ast.InstantiationDecl):
+                self.decl_type(local)
+            elif isinstance(local, ast.VarDecl):
+                self.check_var(local, lctx)
+            elif isinstance(local, ast.ConstDecl):
+                self.check_const_decl(local, lctx)
+            else:
+                self.error(local.loc, f"'{local.name}' cannot be declared in a control")
+        self.check_block(c.body, ctx)
+
+
+def always_returns(s: ast.Statement | None) -> bool:
+    """Whether every path through ``s`` ends in ``return`` or ``exit``."""
+    if isinstance(s, ast.ReturnStmt | ast.ExitStmt):
+        return True
+    if isinstance(s, ast.BlockStmt):
+        return any(always_returns(x) for x in s.stmts)
+    if isinstance(s, ast.IfStmt):
+        return s.else_ is not None and always_returns(s.then) and always_returns(s.else_)
+    if isinstance(s, ast.SwitchStmt):
+        has_default = any(isinstance(c.label, ast.DefaultExpr) for c in s.cases)
+        return has_default and all(c.body is None or always_returns(c.body) for c in s.cases)
+    return False
+
+
+_STMTS = {
+    ast.AssignStmt: StmtChecker._assign,
+    ast.CallStmt: StmtChecker._call_stmt,
+    ast.BlockStmt: StmtChecker._block_stmt,
+    ast.IfStmt: StmtChecker._if,
+    ast.SwitchStmt: StmtChecker._switch,
+    ast.ReturnStmt: StmtChecker._return,
+    ast.ExitStmt: StmtChecker._exit,
+    ast.EmptyStmt: StmtChecker._empty,
+    ast.VarDecl: StmtChecker._var,
+    ast.ConstDecl: StmtChecker._const,
+    ast.TransitionStmt: StmtChecker._transition_stmt,
+}
