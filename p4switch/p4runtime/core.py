@@ -1,0 +1,473 @@
+"""P4RuntimeCore: the ``p4.v1.P4Runtime`` service as plain method calls (sans-I/O).
+
+Every RPC is a method taking the request protobuf and returning the response or
+raising P4RuntimeError (code, message, per-item ``p4.v1.Error`` details). The
+gRPC binding (server.py) marshals calls onto the switch loop; the simulation
+calls the methods directly. Nothing here blocks, sleeps or reads a clock: time
+comes from the injected scheduler (``now_ns()``, ``call_at(t_ns, fn)``), which
+also drives the digest timers.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from importlib import metadata as importlib_metadata
+from typing import Any, Protocol
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
+from p4switch.state.bytestrings import decode_unsigned, encode_unsigned, fits_unsigned
+from p4switch.state.digests import DigestBuffer, DigestList
+from p4switch.state.errors import Code, StateError
+from p4switch.state.runtime import RuntimeState
+
+from .arbitration import Arbitration, StreamSession, check_role, election_id_of, to_uint128
+from .device import Device, PipelineLoadError
+from .errors import P4RuntimeError, to_p4_error
+from .p4data import encode_p4data
+from .reads import read_entity
+from .writes import apply_update
+
+log = logging.getLogger(__name__)
+FPC = pb.SetForwardingPipelineConfigRequest
+GET = pb.GetForwardingPipelineConfigRequest
+READ_CHUNK = 256  # entities per ReadResponse message
+
+
+class _Handle(Protocol):
+    def cancel(self) -> None: ...
+
+
+class Scheduler(Protocol):
+    def now_ns(self) -> int: ...
+
+    def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> _Handle: ...
+
+
+@dataclass
+class ReadResult:
+    """Responses to stream back, then ``error`` (None: status OK)."""
+
+    responses: list[pb.ReadResponse]
+    error: P4RuntimeError | None = None
+
+
+@dataclass
+class _Saved:
+    """A VERIFY_AND_SAVE'd config: Read/Write address its shadow state until COMMIT."""
+
+    config: pb.ForwardingPipelineConfig
+    state: RuntimeState
+    log: list[pb.Update] = field(default_factory=list)
+
+
+def api_version() -> str:
+    """The P4Runtime API version of the installed ``p4runtime`` protobuf package."""
+    try:
+        return importlib_metadata.version("p4runtime")
+    except importlib_metadata.PackageNotFoundError:
+        return "1.4.1"
+
+
+class P4RuntimeCore:
+    def __init__(self, device: Device,
+                 state_factory: Callable[[p4info_pb2.P4Info], RuntimeState] = RuntimeState.from_p4info,
+                 device_id: int = 1, scheduler: Scheduler | None = None) -> None:
+        self.device = device
+        self.state_factory = state_factory
+        self.device_id = device_id
+        self.scheduler = scheduler
+        self.arbitration = Arbitration(device_id)
+        self.api_version = api_version()
+        self._config: pb.ForwardingPipelineConfig | None = None
+        self._saved: _Saved | None = None
+        self._timer: _Handle | None = None
+        self._timer_at: int | None = None
+        self._attached: RuntimeState | None = None
+        self.dropped_packet_ins = 0
+        self.dropped_digest_lists = 0
+
+    # ------------------------------------------------------------ helpers
+
+    def now_ns(self) -> int:
+        return self.scheduler.now_ns() if self.scheduler is not None else 0
+
+    @property
+    def state(self) -> RuntimeState | None:
+        """The state Read/Write address (a saved, uncommitted config's shadow state first)."""
+        self._sync()
+        if self._saved is not None:
+            return self._saved.state
+        return self.device.state
+
+    def _sync(self) -> None:
+        """Watch the digests of the device's state, however its pipeline was loaded."""
+        st = self.device.state
+        if st is not self._attached and st is not None:
+            self._attach(st)
+
+    def _check_device(self, device_id: int) -> None:
+        if device_id != self.device_id:
+            raise P4RuntimeError(Code.NOT_FOUND, f"unknown device id {device_id} (this server is device {self.device_id})")
+
+    def _require_primary(self, req: pb.WriteRequest | FPC) -> None:
+        self._check_device(req.device_id)
+        check_role(req.role, req.role_id)
+        if not self.arbitration.is_primary(election_id_of(req)):
+            raise P4RuntimeError(Code.PERMISSION_DENIED,
+                                 "not the primary client: open a StreamChannel with the highest election id and use it")
+
+    def _require_state(self) -> RuntimeState:
+        st = self.state
+        if st is None:
+            raise P4RuntimeError(Code.FAILED_PRECONDITION, "no forwarding pipeline config has been set")
+        return st
+
+    # -------------------------------------------------------------- RPCs
+
+    def capabilities(self, req: pb.CapabilitiesRequest | None = None) -> pb.CapabilitiesResponse:
+        return pb.CapabilitiesResponse(p4runtime_api_version=self.api_version)
+
+    def set_forwarding_pipeline_config(self, req: FPC) -> pb.SetForwardingPipelineConfigResponse:
+        self._require_primary(req)
+        action = req.action
+        if action == FPC.VERIFY:
+            self._verify(req)
+        elif action == FPC.VERIFY_AND_SAVE:
+            self._saved = _Saved(_copy(req.config), self._verify(req))
+        elif action == FPC.VERIFY_AND_COMMIT:
+            self._verify(req)
+            self._commit(req.config, [])
+        elif action == FPC.COMMIT:
+            if req.HasField("config"):
+                raise P4RuntimeError(Code.INVALID_ARGUMENT, "COMMIT takes no config (it commits the saved one)")
+            if self._saved is None:
+                raise P4RuntimeError(Code.NOT_FOUND, "COMMIT: no config was saved with VERIFY_AND_SAVE")
+            self._commit(self._saved.config, self._saved.log)
+        elif action == FPC.RECONCILE_AND_COMMIT:
+            raise P4RuntimeError(Code.UNIMPLEMENTED, "RECONCILE_AND_COMMIT is not supported; use VERIFY_AND_COMMIT")
+        else:
+            raise P4RuntimeError(Code.INVALID_ARGUMENT, f"pipeline config action {FPC.Action.Name(action)} is not valid")
+        return pb.SetForwardingPipelineConfigResponse()
+
+    def get_forwarding_pipeline_config(self, req: pb.GetForwardingPipelineConfigRequest) -> pb.GetForwardingPipelineConfigResponse:
+        self._check_device(req.device_id)
+        cfg = self._saved.config if self._saved is not None else self._config
+        if cfg is None and self.device.state is not None:  # pipeline loaded by other means
+            cfg = pb.ForwardingPipelineConfig(p4info=self.device.state.p4info)
+        resp = pb.GetForwardingPipelineConfigResponse()
+        if cfg is None:
+            return resp
+        rt = req.response_type
+        if rt not in (GET.ALL, GET.COOKIE_ONLY, GET.P4INFO_AND_COOKIE, GET.DEVICE_CONFIG_AND_COOKIE):
+            raise P4RuntimeError(Code.INVALID_ARGUMENT, f"unknown response type {rt}")
+        resp.config.SetInParent()
+        if rt in (GET.ALL, GET.P4INFO_AND_COOKIE):
+            resp.config.p4info.CopyFrom(cfg.p4info)
+        if rt in (GET.ALL, GET.DEVICE_CONFIG_AND_COOKIE):
+            resp.config.p4_device_config = cfg.p4_device_config
+        if cfg.HasField("cookie"):
+            resp.config.cookie.CopyFrom(cfg.cookie)
+        return resp
+
+    def write(self, req: pb.WriteRequest) -> pb.WriteResponse:
+        self._require_primary(req)
+        st = self._require_state()
+        atomic = req.atomicity in (pb.WriteRequest.ROLLBACK_ON_ERROR, pb.WriteRequest.DATAPLANE_ATOMIC)
+        if not atomic and req.atomicity != pb.WriteRequest.CONTINUE_ON_ERROR:
+            raise P4RuntimeError(Code.INVALID_ARGUMENT, f"unknown atomicity {req.atomicity}")
+        errors, undos, failed = [], [], None
+        for i, update in enumerate(req.updates):
+            try:
+                undos.append(apply_update(st, update))
+                errors.append(to_p4_error(Code.OK))
+                if self._saved is not None:
+                    self._saved.log.append(_copy(update))
+            except StateError as e:
+                errors.append(to_p4_error(e.code, e.message))
+                failed = i if failed is None else failed
+                if atomic:
+                    break
+        if failed is None:
+            return pb.WriteResponse()
+        if atomic:
+            errors = self._roll_back(undos, errors, failed, len(req.updates))
+        nfail = sum(1 for e in errors if e.canonical_code != Code.OK)
+        raise P4RuntimeError(Code.UNKNOWN, f"Write failure: {nfail} of {len(req.updates)} update(s) failed", errors)
+
+    def _roll_back(self, undos: list, errors: list, failed: int, n: int) -> list[pb.Error]:
+        """All-or-none: undo what was applied; the others are reported ABORTED."""
+        for undo in reversed(undos):
+            undo()
+        if self._saved is not None:
+            del self._saved.log[len(self._saved.log) - len(undos):]
+        out = []
+        for i in range(n):
+            if i == failed:
+                out.append(errors[i])
+            else:
+                why = "rolled back" if i < failed else "not attempted"
+                out.append(to_p4_error(Code.ABORTED, f"{why}: update {failed} of the batch failed"))
+        return out
+
+    def read(self, req: pb.ReadRequest) -> ReadResult:
+        self._check_device(req.device_id)
+        check_role(req.role)
+        st = self._require_state()
+        now = self.now_ns()
+        entities: list[pb.Entity] = []
+        errors, failed = [], False
+        for ent in req.entities:
+            try:
+                entities.extend(read_entity(st, ent, now))
+                errors.append(to_p4_error(Code.OK))
+            except StateError as e:
+                errors.append(to_p4_error(e.code, e.message))
+                failed = True
+        responses = [pb.ReadResponse(entities=entities[i:i + READ_CHUNK]) for i in range(0, len(entities), READ_CHUNK)]
+        if not responses:
+            responses = [pb.ReadResponse()]
+        err = None
+        if failed:
+            nfail = sum(1 for e in errors if e.canonical_code != Code.OK)
+            err = P4RuntimeError(Code.UNKNOWN, f"Read failure: {nfail} of {len(errors)} request(s) failed", errors)
+        return ReadResult(responses, err)
+
+    # ---------------------------------------------------- pipeline config
+
+    def _verify(self, req: FPC) -> RuntimeState:
+        if not req.HasField("config") or not req.config.HasField("p4info"):
+            raise P4RuntimeError(Code.INVALID_ARGUMENT, f"{FPC.Action.Name(req.action)} needs a config with a P4Info")
+        try:
+            state = self.state_factory(req.config.p4info)
+        except StateError as e:
+            raise P4RuntimeError(Code.INVALID_ARGUMENT, f"P4Info rejected: {e.message}") from None
+        verify = getattr(self.device, "verify_pipeline", None)
+        if verify is not None:
+            try:
+                verify(req.config.p4info, req.config.p4_device_config)
+            except PipelineLoadError as e:
+                raise P4RuntimeError(Code.INVALID_ARGUMENT, f"pipeline rejected by the device: {e}") from None
+        return state
+
+    def _commit(self, config: pb.ForwardingPipelineConfig, replay: list[pb.Update]) -> None:
+        try:
+            self.device.load_pipeline(config.p4info, config.p4_device_config)
+        except PipelineLoadError as e:
+            raise P4RuntimeError(Code.INVALID_ARGUMENT, f"pipeline rejected by the device: {e}") from None
+        if self.device.state is None:
+            self.device.state = self.state_factory(config.p4info)
+        self._config = _copy(config)
+        self._saved = None
+        for update in replay:  # COMMIT replays the writes made since VERIFY_AND_SAVE
+            try:
+                apply_update(self.device.state, update)
+            except StateError as e:
+                log.warning("COMMIT: replayed update refused: %s", e)
+        self._attach(self.device.state)
+
+    # ---------------------------------------------------------- streams
+
+    def open_stream(self, send: Callable[[pb.StreamMessageResponse], None]) -> StreamSession:
+        return StreamSession(send)
+
+    def stream_message(self, s: StreamSession, req: pb.StreamMessageRequest) -> None:
+        """One message from a client; raises P4RuntimeError to terminate that stream."""
+        if s.closed:
+            return
+        kind = req.WhichOneof("update")
+        if kind == "arbitration":
+            self._arbitrate(s, req.arbitration)
+        elif kind == "packet":
+            self._packet_out(s, req.packet)
+        elif kind == "digest_ack":
+            self._digest_ack(s, req.digest_ack)
+        else:
+            err = pb.StreamError(canonical_code=Code.UNIMPLEMENTED, message=f"stream message '{kind}' not supported")
+            err.other.other.CopyFrom(req.other)
+            s.send(pb.StreamMessageResponse(error=err))
+
+    def close_stream(self, s: StreamSession) -> None:
+        if s.closed:
+            return
+        s.closed = True
+        self._notify(self.arbitration.remove(s))
+
+    def _arbitrate(self, s: StreamSession, upd: pb.MasterArbitrationUpdate) -> None:
+        try:
+            notify = self.arbitration.update(s, upd)
+        except P4RuntimeError:
+            self.close_stream(s)
+            raise
+        self._notify(notify)
+
+    def _notify(self, sessions: list[StreamSession]) -> None:
+        for t in sessions:
+            upd = pb.MasterArbitrationUpdate(device_id=self.device_id)
+            if self.arbitration.election_id_past is not None:
+                upd.election_id.CopyFrom(to_uint128(self.arbitration.election_id_past))
+            code, message = self.arbitration.status_for(t)
+            upd.status.code = int(code)
+            upd.status.message = message
+            t.send(pb.StreamMessageResponse(arbitration=upd))
+
+    def _stream_error(self, s: StreamSession, code: Code, message: str, packet: pb.PacketOut | None = None,
+                      ack: pb.DigestListAck | None = None) -> None:
+        err = pb.StreamError(canonical_code=int(code), message=message)
+        if packet is not None:
+            err.packet_out.packet_out.CopyFrom(packet)
+        if ack is not None:
+            err.digest_list_ack.digest_list_ack.CopyFrom(ack)
+        s.send(pb.StreamMessageResponse(error=err))
+
+    def _packet_out(self, s: StreamSession, pkt: pb.PacketOut) -> None:
+        if self.arbitration.primary is not s:
+            self._stream_error(s, Code.PERMISSION_DENIED, "only the primary client may send packet-outs", packet=pkt)
+            return
+        st = self.device.state
+        if st is None:
+            self._stream_error(s, Code.FAILED_PRECONDITION, "no forwarding pipeline config has been set", packet=pkt)
+            return
+        try:
+            metadata = self._decode_packet_out(st, pkt)
+            self.device.packet_out(pkt.payload, metadata)
+        except (StateError, ValueError) as e:
+            code = e.code if isinstance(e, StateError) else Code.INVALID_ARGUMENT
+            self._stream_error(s, code, str(getattr(e, "message", e)), packet=pkt)
+
+    def _decode_packet_out(self, st: RuntimeState, pkt: pb.PacketOut) -> dict[str, int]:
+        header = st.packet_out
+        fields = header.by_id if header is not None else {}
+        out: dict[str, int] = {}
+        for md in pkt.metadata:
+            f = fields.get(md.metadata_id)
+            if f is None:
+                raise StateError(Code.INVALID_ARGUMENT, f"packet-out: unknown metadata id {md.metadata_id}")
+            if f.name in out:
+                raise StateError(Code.INVALID_ARGUMENT, f"packet-out: metadata '{f.name}' given twice")
+            out[f.name] = decode_unsigned(md.value, f.bitwidth, f"packet-out metadata '{f.name}'")
+        missing = [f.name for f in fields.values() if f.name not in out]
+        if missing:
+            raise StateError(Code.INVALID_ARGUMENT, f"packet-out: metadata {', '.join(missing)} missing")
+        return out
+
+    def _digest_ack(self, s: StreamSession, ack: pb.DigestListAck) -> None:
+        if self.arbitration.primary is not s:
+            self._stream_error(s, Code.PERMISSION_DENIED, "only the primary client acknowledges digests", ack=ack)
+            return
+        st = self.device.state
+        buf = st.digests.get(ack.digest_id) if st is not None else None
+        if buf is None:
+            self._stream_error(s, Code.INVALID_ARGUMENT, f"digest ack: unknown digest id {ack.digest_id}", ack=ack)
+            return
+        buf.ack(ack.list_id)
+        self._reschedule()
+
+    # ------------------------------------------------------ device side
+
+    def packet_in(self, payload: bytes, metadata: Mapping[str, int]) -> bool:
+        """The pipeline sent a packet to the CPU port; False if no primary took it.
+
+        ``metadata`` maps the packet_in controller header's field names to ints;
+        a wrong name or an oversized value is a device bug and raises ValueError.
+        """
+        primary = self.arbitration.primary
+        if primary is None:
+            self.dropped_packet_ins += 1
+            return False
+        msg = pb.PacketIn(payload=payload)
+        self._sync()
+        st = self.device.state
+        header = st.packet_in if st is not None else None
+        fields = header.fields if header is not None else ()
+        names = {f.name for f in fields}
+        for name in metadata:
+            if name not in names:
+                raise ValueError(f"packet_in has no metadata field '{name}'")
+        for f in fields:
+            if f.name not in metadata:
+                raise ValueError(f"packet_in metadata '{f.name}' missing")
+            value = metadata[f.name]
+            if not fits_unsigned(value, f.bitwidth):
+                raise ValueError(f"packet_in metadata '{f.name}': {value} does not fit bit<{f.bitwidth}>")
+            msg.metadata.add(metadata_id=f.id, value=encode_unsigned(value))
+        primary.send(pb.StreamMessageResponse(packet=msg))
+        return True
+
+    def poll(self, now_ns: int | None = None) -> int:
+        """Send the digest lists that are due to the primary; returns how many left."""
+        self._sync()
+        st = self.device.state
+        if st is None:
+            return 0
+        now = self.now_ns() if now_ns is None else now_ns
+        sent = 0
+        for buf in st.digests.values():
+            for dl in buf.poll(now):
+                sent += self._send_digest(st, dl)
+        self._reschedule()
+        return sent
+
+    def next_deadline_ns(self) -> int | None:
+        st = self.device.state
+        if st is None:
+            return None
+        times = [t for t in (b.next_deadline_ns() for b in st.digests.values()) if t is not None]
+        return min(times) if times else None
+
+    def _attach(self, st: RuntimeState) -> None:
+        """Watch the new pipeline's digest buffers (their additions may make a list due)."""
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = None, None
+        for buf in st.digests.values():
+            buf.listener = self._on_digest
+        self._attached = st
+
+    def _on_digest(self, buf: DigestBuffer) -> None:
+        cfg = buf.config
+        if cfg is not None and (cfg.max_timeout_ns == 0 or 0 < cfg.max_list_size <= buf.pending()):
+            self.poll()
+        else:
+            self._reschedule()
+
+    def _reschedule(self) -> None:
+        if self.scheduler is None:
+            return
+        deadline = self.next_deadline_ns()
+        if deadline == self._timer_at:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer, self._timer_at = None, deadline
+        if deadline is not None:
+            self._timer = self.scheduler.call_at(max(deadline, self.now_ns()), self._on_timer)
+
+    def _on_timer(self) -> None:
+        self._timer, self._timer_at = None, None
+        self.poll()
+
+    def _send_digest(self, st: RuntimeState, dl: DigestList) -> int:
+        primary = self.arbitration.primary
+        if primary is None:
+            self.dropped_digest_lists += 1
+            return 0
+        spec = st.digest_specs[dl.digest_id]
+        msg = pb.DigestList(digest_id=dl.digest_id, list_id=dl.list_id, timestamp=dl.timestamp_ns)
+        try:
+            msg.data.extend(encode_p4data(d, spec, st.p4info, f"digest {dl.digest_id}") for d in dl.data)
+        except (StateError, TypeError, ValueError) as e:
+            log.warning("digest list %d of digest 0x%08x dropped: %s", dl.list_id, dl.digest_id, e)
+            self.dropped_digest_lists += 1
+            return 0
+        primary.send(pb.StreamMessageResponse(digest=msg))
+        return 1
+
+
+def _copy(msg: Any) -> Any:
+    out = type(msg)()
+    out.CopyFrom(msg)
+    return out

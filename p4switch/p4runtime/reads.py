@@ -1,0 +1,277 @@
+"""Serving one ``p4.v1.Entity`` of a ReadRequest, with P4Runtime's wildcards.
+
+Wildcards: table_id 0 = all tables; no match = all entries of the table;
+counter/meter/register id 0 = all instances, index unset = all cells; PRE and
+digest id 0 = all. Direct resources of a table entry are returned only when the
+request sets the matching field (``counter_data``, ``meter_config``...).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+from p4.v1 import p4runtime_pb2 as pb
+
+from p4switch.state.errors import Code, StateError, invalid, not_found
+from p4switch.state.externs import CounterUnit, check_index
+from p4switch.state.runtime import RuntimeState, bitstring_width
+from p4switch.state.tables import TableEntry, TableState
+
+from .p4data import encode_p4data
+from .translate import (
+    decode_match,
+    encode_action,
+    encode_clone_session,
+    encode_counter_data,
+    encode_match,
+    encode_meter_config,
+    encode_meter_counter_data,
+    encode_multicast_group,
+)
+
+
+def read_entity(state: RuntimeState, entity: pb.Entity, now_ns: int) -> list[pb.Entity]:
+    kind = entity.WhichOneof("entity")
+    if kind is None:
+        raise invalid("read request entity has no type set")
+    handler = _HANDLERS.get(kind)
+    if handler is None:
+        raise StateError(Code.UNIMPLEMENTED, f"reading {kind} is not supported")
+    return handler(state, getattr(entity, kind), now_ns)
+
+
+def _get(objects: dict[int, Any], ident: int, what: str) -> Any:
+    obj = objects.get(ident)
+    if obj is None:
+        raise not_found(f"no {what} with id 0x{ident:08x}")
+    return obj
+
+
+# ------------------------------------------------------------- table entries
+
+
+def _tables(state: RuntimeState, te: pb.TableEntry) -> Iterable[TableState]:
+    if te.table_id:
+        return [_get(state.tables, te.table_id, "table")]
+    if (te.match or te.HasField("action") or te.priority or te.controller_metadata or te.metadata
+            or te.is_default_action):
+        raise invalid("reading with table_id 0 (all tables) allows no other filter")
+    return list(state.tables.values())
+
+
+def _selected(table: TableState, te: pb.TableEntry) -> list[TableEntry]:
+    if te.is_default_action:
+        return [table.default_entry]
+    if te.match:
+        canon = table.canonical_match(decode_match(table, te.match))
+        if te.priority:
+            e = table.find(canon, te.priority)
+            return [e] if e is not None else []
+        return [e for e in table if e.match == canon]
+    return list(table)
+
+
+def _filtered(entries: list[TableEntry], te: pb.TableEntry) -> Iterable[TableEntry]:
+    action_id = te.action.action.action_id if te.action.WhichOneof("type") == "action" else 0
+    for e in entries:
+        if action_id and (e.action is None or e.action.action_id != action_id):
+            continue
+        if te.priority and e.priority != te.priority:
+            continue
+        if te.controller_metadata and e.controller_metadata != te.controller_metadata:
+            continue
+        if te.metadata and e.metadata != te.metadata:
+            continue
+        yield e
+
+
+def encode_table_entry(state: RuntimeState, table: TableState, entry: TableEntry, want: pb.TableEntry | None,
+                       now_ns: int) -> pb.TableEntry:
+    """Full entry; ``want`` (the read request) selects the direct-resource fields."""
+    out = pb.TableEntry(table_id=table.id, priority=entry.priority, controller_metadata=entry.controller_metadata,
+                        metadata=entry.metadata, idle_timeout_ns=entry.idle_timeout_ns, is_const=entry.is_const,
+                        is_default_action=entry.is_default)
+    out.match.extend(encode_match(table, entry.match))
+    if entry.action is not None:
+        out.action.action.CopyFrom(encode_action(state, entry.action))
+    if want is None:
+        return out
+    if want.HasField("counter_data") and entry.direct_counter is not None:
+        out.counter_data.CopyFrom(_counter_data(table.info.direct_counter.unit, *entry.direct_counter.snapshot()))
+    meter = entry.direct_meter
+    if want.HasField("meter_config") and meter is not None and meter.config is not None:
+        out.meter_config.CopyFrom(encode_meter_config(meter.config))
+    if want.HasField("meter_counter_data") and meter is not None:
+        out.meter_counter_data.CopyFrom(encode_meter_counter_data(meter))
+    if want.HasField("time_since_last_hit"):
+        out.time_since_last_hit.elapsed_ns = max(0, now_ns - entry.last_hit_ns)
+    return out
+
+
+def entry_key(table: TableState, entry: TableEntry) -> pb.TableEntry:
+    """Only the key fields, as in DirectCounterEntry/DirectMeterEntry answers."""
+    out = pb.TableEntry(table_id=table.id, priority=entry.priority, is_default_action=entry.is_default)
+    out.match.extend(encode_match(table, entry.match))
+    return out
+
+
+def _read_table_entries(state: RuntimeState, te: pb.TableEntry, now_ns: int) -> list[pb.Entity]:
+    out = []
+    for table in _tables(state, te):
+        for e in _filtered(_selected(table, te), te):
+            out.append(pb.Entity(table_entry=encode_table_entry(state, table, e, te, now_ns)))
+    return out
+
+
+# ------------------------------------------------------------------ counters
+
+
+def _counter_data(unit: CounterUnit, packets: int, nbytes: int) -> pb.CounterData:
+    """Only the units the counter keeps (read-write symmetry for PACKETS/BYTES counters)."""
+    return encode_counter_data(packets if unit != CounterUnit.BYTES else 0,
+                               nbytes if unit != CounterUnit.PACKETS else 0)
+
+
+def _read_counters(state: RuntimeState, ce: pb.CounterEntry, now_ns: int) -> list[pb.Entity]:
+    arrays = [_get(state.counters, ce.counter_id, "counter")] if ce.counter_id else state.counters.values()
+    out = []
+    for arr in arrays:
+        if ce.counter_id and ce.HasField("index"):
+            indices: Iterable[int] = [check_index(arr.name, ce.index.index, arr.size)]
+        else:
+            indices = range(arr.size)
+        for i in indices:
+            data = _counter_data(arr.unit, arr.packets[i], arr.bytes[i])
+            out.append(pb.Entity(counter_entry=pb.CounterEntry(counter_id=arr.id, index=pb.Index(index=i), data=data)))
+    return out
+
+
+def _direct_targets(state: RuntimeState, te: pb.TableEntry, has: Callable[[TableState], bool],
+                    what: str) -> Iterable[tuple[TableState, TableEntry]]:
+    if not te.table_id:
+        return [(t, e) for t in state.tables.values() if has(t) for e in t]
+    table = _get(state.tables, te.table_id, "table")
+    if not has(table):
+        raise invalid(f"table '{table.name}' has no {what}")
+    if te.is_default_action:
+        return [(table, table.default_entry)]
+    if not te.match:
+        return [(table, e) for e in table]
+    e = table.get(decode_match(table, te.match), te.priority)
+    if e is None:
+        raise not_found(f"{what}: table '{table.name}' has no such entry")
+    return [(table, e)]
+
+
+def _read_direct_counters(state: RuntimeState, dce: pb.DirectCounterEntry, now_ns: int) -> list[pb.Entity]:
+    out = []
+    targets = _direct_targets(state, dce.table_entry, lambda t: t.info.direct_counter is not None, "direct counter")
+    for table, e in targets:
+        data = _counter_data(table.info.direct_counter.unit, *e.direct_counter.snapshot())
+        msg = pb.DirectCounterEntry(table_entry=entry_key(table, e), data=data)
+        out.append(pb.Entity(direct_counter_entry=msg))
+    return out
+
+
+# -------------------------------------------------------------------- meters
+
+
+def _read_meters(state: RuntimeState, me: pb.MeterEntry, now_ns: int) -> list[pb.Entity]:
+    arrays = [_get(state.meters, me.meter_id, "meter")] if me.meter_id else state.meters.values()
+    out = []
+    for arr in arrays:
+        if me.meter_id and me.HasField("index"):
+            indices: Iterable[int] = [check_index(arr.name, me.index.index, arr.size)]
+        else:
+            indices = range(arr.size)
+        for i in indices:
+            msg = pb.MeterEntry(meter_id=arr.id, index=pb.Index(index=i))
+            cfg = arr.config(i)
+            if cfg is not None:
+                msg.config.CopyFrom(encode_meter_config(cfg))
+            if me.HasField("counter_data"):
+                msg.counter_data.CopyFrom(encode_meter_counter_data(arr.cell(i)))
+            out.append(pb.Entity(meter_entry=msg))
+    return out
+
+
+def _read_direct_meters(state: RuntimeState, dme: pb.DirectMeterEntry, now_ns: int) -> list[pb.Entity]:
+    out = []
+    targets = _direct_targets(state, dme.table_entry, lambda t: t.info.direct_meter is not None, "direct meter")
+    for table, e in targets:
+        msg = pb.DirectMeterEntry(table_entry=entry_key(table, e))
+        if e.direct_meter.config is not None:
+            msg.config.CopyFrom(encode_meter_config(e.direct_meter.config))
+        if dme.HasField("counter_data"):
+            msg.counter_data.CopyFrom(encode_meter_counter_data(e.direct_meter))
+        out.append(pb.Entity(direct_meter_entry=msg))
+    return out
+
+
+# ----------------------------------------------------------------- registers
+
+
+def _read_registers(state: RuntimeState, re: pb.RegisterEntry, now_ns: int) -> list[pb.Entity]:
+    arrays = [_get(state.registers, re.register_id, "register")] if re.register_id else state.registers.values()
+    out = []
+    for arr in arrays:
+        spec = state.register_specs[arr.id]
+        if bitstring_width(spec) is None:
+            raise StateError(Code.UNIMPLEMENTED, f"register '{arr.name}': only bit<W>, int<W> and bool cells are readable")
+        if re.register_id and re.HasField("index"):
+            indices: Iterable[int] = [check_index(arr.name, re.index.index, arr.size)]
+        else:
+            indices = range(arr.size)
+        for i in indices:
+            value = arr.get(i)
+            data = encode_p4data(bool(value) if spec.HasField("bool") else value, spec, state.p4info)
+            msg = pb.RegisterEntry(register_id=arr.id, index=pb.Index(index=i), data=data)
+            out.append(pb.Entity(register_entry=msg))
+    return out
+
+
+# ----------------------------------------------------------------- PRE, digests
+
+
+def _read_pre(state: RuntimeState, pe: pb.PacketReplicationEngineEntry, now_ns: int) -> list[pb.Entity]:
+    kind = pe.WhichOneof("type")
+    out = []
+    if kind in (None, "clone_session_entry"):
+        sid = pe.clone_session_entry.session_id
+        sessions = [state.pre.clone_sessions[sid]] if sid in state.pre.clone_sessions else []
+        for s in sessions if sid else state.pre.clone_sessions.values():
+            msg = pb.PacketReplicationEngineEntry(clone_session_entry=encode_clone_session(s))
+            out.append(pb.Entity(packet_replication_engine_entry=msg))
+    if kind in (None, "multicast_group_entry"):
+        gid = pe.multicast_group_entry.multicast_group_id
+        groups = [state.pre.multicast_groups[gid]] if gid in state.pre.multicast_groups else []
+        for g in groups if gid else state.pre.multicast_groups.values():
+            msg = pb.PacketReplicationEngineEntry(multicast_group_entry=encode_multicast_group(g))
+            out.append(pb.Entity(packet_replication_engine_entry=msg))
+    return out
+
+
+def _read_digests(state: RuntimeState, de: pb.DigestEntry, now_ns: int) -> list[pb.Entity]:
+    bufs = [_get(state.digests, de.digest_id, "digest")] if de.digest_id else state.digests.values()
+    out = []
+    for buf in bufs:
+        if buf.config is None:
+            continue
+        c = buf.config
+        cfg = pb.DigestEntry.Config(max_timeout_ns=c.max_timeout_ns, max_list_size=c.max_list_size,
+                                    ack_timeout_ns=c.ack_timeout_ns)
+        out.append(pb.Entity(digest_entry=pb.DigestEntry(digest_id=buf.id, config=cfg)))
+    return out
+
+
+_HANDLERS: dict[str, Callable[[RuntimeState, Any, int], list[pb.Entity]]] = {
+    "table_entry": _read_table_entries,
+    "counter_entry": _read_counters,
+    "direct_counter_entry": _read_direct_counters,
+    "meter_entry": _read_meters,
+    "direct_meter_entry": _read_direct_meters,
+    "register_entry": _read_registers,
+    "packet_replication_engine_entry": _read_pre,
+    "digest_entry": _read_digests,
+}
