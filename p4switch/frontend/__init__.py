@@ -40,8 +40,12 @@ def checker_available() -> bool:
     return _check_program() is not None
 
 
-def check(program: ast.Program) -> Any:
-    """Run the checker on a parsed program and return its ``CheckedProgram``."""
+def check_program(program: ast.Program) -> Any:
+    """Run the checker on a parsed program and return its ``CheckedProgram``.
+
+    (Not called ``check``: that name is the ``p4switch.frontend.check`` sub-package, which
+    replaces a same-named package attribute as soon as it is imported.)
+    """
     fn = _check_program()
     if fn is None:
         raise NotImplementedError("the P4 checker (p4switch.frontend.check) is not installed yet")
@@ -56,4 +60,4 @@ def compile_file(
     While the checker pass is absent this returns the parsed ``ast.Program``.
     """
     program = parse_file(path, include_dirs, defines)
-    return check(program) if checker_available() else program
+    return check_program(program) if checker_available() else program

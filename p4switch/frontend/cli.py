@@ -75,7 +75,7 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
 
 def _front_end(args: argparse.Namespace) -> tuple[Any, Any] | None:
     """Parse and check; returns (program, checked) or None if the checker is missing."""
-    from p4switch.frontend import check, checker_available
+    from p4switch.frontend import check_program, checker_available
     from p4switch.frontend.parser import parse_preprocessed
     from p4switch.frontend.preprocess import preprocess_file
 
@@ -85,7 +85,7 @@ def _front_end(args: argparse.Namespace) -> tuple[Any, Any] | None:
     program = parse_preprocessed(pp)
     if not checker_available():
         return program, None
-    checked = check(program)
+    checked = check_program(program)
     for w in getattr(checked, "warnings", None) or []:
         _print_diagnostics(w)
     return program, checked
