@@ -129,7 +129,7 @@ class CallChecker(Core):
             self.error(m.loc, f"'{bt.name}.{m.member}' cannot be called")
             self._type_args_loosely(call, ctx)
             return UNKNOWN
-        mt = self.value_member(m, bt, ctx)
+        mt = self.value_member(m, bt, ctx, called=True)
         m.type = mt
         if is_unknown(mt):
             self._type_args_loosely(call, ctx)

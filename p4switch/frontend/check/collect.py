@@ -27,9 +27,9 @@ class Collector(Core):
             if isinstance(decl, ast.MatchKindDecl):
                 for m in decl.members:
                     self.match_kinds.setdefault(m.name, m)
-                    self.decl_ctx[m] = Ctx(g, g.declare(m, self.diag))
+                    self.decl_ctx[m] = Ctx(g, self.declare(g, m))
                 continue
-            ordinal = g.declare(decl, self.diag)
+            ordinal = self.declare(g, decl)
             ctx = Ctx(g, ordinal)
             self.decl_ctx[decl] = ctx
             self.block_of[decl] = None
@@ -38,7 +38,7 @@ class Collector(Core):
     def _collect_ids(self, members: list[ast.IdDecl], into: dict[str, ast.IdDecl], what: str) -> None:
         for m in members:
             if m.name in into:
-                self.error(m.loc, f"duplicate {what} member '{m.name}'")
+                self.error(self.name_loc(m), f"duplicate {what} member '{m.name}'")
             else:
                 into[m.name] = m
 
@@ -46,7 +46,7 @@ class Collector(Core):
                           parent: Scope, limit: int | None) -> Scope:
         s = Scope(parent, "type_params", owner, limit)
         for tp in params:
-            s.declare(tp, self.diag)
+            self.declare(s, tp)
             self.decl_ctx[tp] = Ctx(s)
         return s
 
@@ -54,7 +54,7 @@ class Collector(Core):
                      limit: int | None = None) -> Scope:
         s = Scope(parent, "params", owner, limit)
         for p in params:
-            s.declare(p, self.diag)
+            self.declare(s, p)
             self.decl_ctx[p] = Ctx(s)
         self.scope_of[owner] = s
         return s
@@ -78,7 +78,7 @@ class Collector(Core):
             locals_ = Scope(ps, "locals", decl)
             self.scope_of[decl] = locals_
             for local in decl.locals:
-                n = locals_.declare(local, self.diag)
+                n = self.declare(locals_, local)
                 self.decl_ctx[local] = Ctx(locals_, n, block=decl)
                 self.block_of[local] = decl
                 self._collect_decl(local, locals_, n, decl)
@@ -107,9 +107,9 @@ class Collector(Core):
         for st in parser.states:
             self.block_of[st] = parser
             if st.name in _IMPLICIT_STATES:
-                self.error(st.loc, f"state '{st.name}' is implicit and cannot be declared")
+                self.error(self.name_loc(st), f"state '{st.name}' is implicit and cannot be declared")
             elif st.name in states:
-                self.error(st.loc, f"duplicate parser state '{st.name}' in parser '{parser.name}'")
+                self.error(self.name_loc(st), f"duplicate parser state '{st.name}' in parser '{parser.name}'")
             else:
                 states[st.name] = st
         if "start" not in states:

@@ -6,6 +6,7 @@ lives in its own module while they share the scopes, memo tables and diagnostics
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 
 from p4switch.frontend import ast
@@ -141,6 +142,28 @@ class Core:
 
     def error(self, loc: SourceLoc | None, message: str) -> None:
         self.diag.error(loc, message)
+
+    def declare(self, scope: Scope, decl: ast.Declaration) -> int:
+        """Declare ``decl`` in ``scope``; a duplicate is reported at its name."""
+        return scope.declare(decl, self.diag, where=self.name_loc)
+
+    def name_loc(self, decl: ast.Declaration) -> SourceLoc:
+        """The location of ``decl``'s name token (the AST only spans the whole
+        declaration): the first whole-word occurrence of the name, outside string
+        literals, from the declaration's start; the declaration's start if not found."""
+        loc = decl.loc
+        pp = getattr(self.program, "preprocessed", None)
+        lines = pp.source_lines(loc.file) if pp is not None and loc.line > 0 else None
+        if not lines:
+            return loc
+        pattern = re.compile(rf"(?<![\w\"]){re.escape(decl.name)}(?![\w\"])")
+        last = loc.end_line if loc.end_line >= loc.line else loc.line
+        for line in range(loc.line, min(last, len(lines)) + 1):
+            start = loc.col - 1 if line == loc.line else 0
+            m = pattern.search(lines[line - 1], start)
+            if m is not None:
+                return SourceLoc(loc.file, line, m.start() + 1, line, m.end())
+        return loc
 
     # ------------------------------------------------------------------ names
 

@@ -47,8 +47,10 @@ def builtin_method(name: str, owner: T.Type, params: tuple[T.Parameter, ...] = (
 class ExprChecker(Core):
     # ------------------------------------------------------------------ entry points
 
-    def check_expr(self, e: ast.Expression, ctx: Ctx, expected: T.Type | None = None) -> T.Type:
-        """Type ``e`` (setting ``e.type``/``e.const_value``), then convert it to ``expected``."""
+    def check_expr(self, e: ast.Expression, ctx: Ctx, expected: T.Type | None = None,
+                   at: SourceLoc | None = None) -> T.Type:
+        """Type ``e`` (setting ``e.type``/``e.const_value``), then convert it to ``expected``;
+        a failed conversion is reported at ``at`` (default: ``e``)."""
         handler = _HANDLERS.get(type(e))
         if handler is None:
             self.error(e.loc, f"unsupported expression {type(e).__name__}")
@@ -57,7 +59,7 @@ class ExprChecker(Core):
             t = handler(self, e, ctx, expected)
         e.type = t
         if expected is not None and not is_unknown(t):
-            self.coerce(e, expected)
+            self.coerce(e, expected, at)
         return e.type
 
     def const_int(self, e: ast.Expression, ctx: Ctx, what: str) -> int | None:
@@ -70,8 +72,9 @@ class ExprChecker(Core):
             self.error(e.loc, f"{what} must be a compile-time constant integer")
         return None
 
-    def coerce(self, e: ast.Expression, target: T.Type) -> bool:
+    def coerce(self, e: ast.Expression, target: T.Type, at: SourceLoc | None = None) -> bool:
         """Convert ``e`` (already typed) to ``target`` where P4 converts implicitly."""
+        loc = at or e.loc
         src = e.type
         if is_unknown(src, target) or src == target:
             return True
@@ -80,10 +83,10 @@ class ExprChecker(Core):
         if isinstance(src, T.InfIntType) and _fixed(target):
             v = e.const_value
             if not isinstance(v, int):
-                self.error(e.loc, f"an int value must be a compile-time constant to convert to {target}")
+                self.error(loc, f"an int value must be a compile-time constant to convert to {target}")
                 return False
             if not V.fits(v, target):
-                self.error(e.loc, f"value {v} does not fit in {target}")
+                self.error(loc, f"value {v} does not fit in {target}")
                 return False
             e.type = target
             return True
@@ -95,11 +98,11 @@ class ExprChecker(Core):
             e.type = target
             return True
         if isinstance(e, ast.ConditionalExpr) and isinstance(src, T.InfIntType):
-            ok = self.coerce(e.if_true, target) and self.coerce(e.if_false, target)
+            ok = self.coerce(e.if_true, target, at) and self.coerce(e.if_false, target, at)
             if ok:
                 e.type = target
             return ok
-        self.error(e.loc, self.mismatch_message(target, src, expected=True))
+        self.error(loc, self.mismatch_message(target, src, expected=True))
         return False
 
     def mismatch_message(self, a: T.Type, b: T.Type, expected: bool = False) -> str:
@@ -203,7 +206,7 @@ class ExprChecker(Core):
         self.error(e.loc, f"type {t} has no member '{m}'")
         return UNKNOWN
 
-    def value_member(self, e: ast.MemberExpr, base: T.Type, ctx: Ctx) -> T.Type:
+    def value_member(self, e: ast.MemberExpr, base: T.Type, ctx: Ctx, called: bool = False) -> T.Type:
         m = e.member
         if isinstance(base, T.StructLikeType):
             ft = base.field_type(m)
@@ -218,7 +221,8 @@ class ExprChecker(Core):
             if m in SIZE_METHODS:
                 return builtin_method(m, base, ret=T.INFINT)
             kind = {T.HeaderType: "header", T.HeaderUnionType: "header union"}.get(type(base), "struct")
-            self.error(e.loc, f"{kind} '{base}' has no field '{m}'")
+            what = "field or method" if called else "field"
+            self.error(e.loc, f"{kind} '{base}' has no {what} '{m}'")
             return UNKNOWN
         if isinstance(base, T.HeaderStackType):
             return self._stack_member(e, base, ctx)
@@ -695,4 +699,3 @@ _HANDLERS: dict[type, Callable[..., T.Type]] = {
     ast.ConstructorCallExpr: ExprChecker._ctor_call,
 }
 
-__all__ = ["ExprChecker", "SourceLoc"]

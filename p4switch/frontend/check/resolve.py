@@ -231,7 +231,7 @@ class TypeResolver(Core):
             ft = self.resolve(f.type_ref, ctx)
             self.decl_types[f] = ft
             if f.name in seen:
-                self.error(f.loc, f"duplicate field '{f.name}' in '{d.name}'")
+                self.error(self.name_loc(f), f"duplicate field '{f.name}' in '{d.name}'")
                 continue
             seen[f.name] = f
             fields.append((f.name, ft))
@@ -271,7 +271,7 @@ class TypeResolver(Core):
         values: list[tuple[str, int]] = []
         for m in d.members:
             if m.name in names:
-                self.error(m.loc, f"duplicate member '{m.name}' in enum '{d.name}'")
+                self.error(self.name_loc(m), f"duplicate member '{m.name}' in enum '{d.name}'")
                 continue
             names.append(m.name)
             if underlying is not None:

@@ -9,11 +9,11 @@ parent's declarations that come before that owner.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from p4switch.frontend import ast
-from p4switch.frontend.errors import DiagnosticBag, Note
+from p4switch.frontend.errors import DiagnosticBag, Note, SourceLoc
 
 #: declarations that may share a name when their parameter counts differ
 OVERLOADABLE = (ast.ExternFunctionDecl, ast.FunctionDecl, ast.MethodDecl)
@@ -42,7 +42,8 @@ class Scope:
         self.order: dict[int, int] = {}
         self.count = 0
 
-    def declare(self, decl: ast.Declaration, diag: DiagnosticBag, name: str | None = None) -> int:
+    def declare(self, decl: ast.Declaration, diag: DiagnosticBag, name: str | None = None,
+                where: Callable[[ast.Declaration], SourceLoc] | None = None) -> int:
         """Add ``decl`` (under ``name``, default its own); report a duplicate. Returns its ordinal."""
         key = decl.name if name is None else name
         ordinal = self.count
@@ -52,8 +53,9 @@ class Scope:
         if existing:
             clash = _clash(existing, decl)
             if clash is not None:
-                diag.error(decl.loc, f"duplicate declaration of '{key}'",
-                           [Note("previous declaration here", clash.loc)])
+                at = where or (lambda d: d.loc)
+                diag.error(at(decl), f"duplicate declaration of '{key}'",
+                           [Note("previous declaration here", at(clash))])
                 return ordinal
             existing.append(decl)
         else:

@@ -38,7 +38,7 @@ class StmtChecker(Core):
             problem = self.lvalue_problem(s.lhs)
             if problem is not None:
                 self.error(s.lhs.loc, f"cannot assign to {problem}")
-        self.check_expr(s.rhs, ctx, None if is_unknown(lt) else lt)
+        self.check_expr(s.rhs, ctx, None if is_unknown(lt) else lt, at=s.loc)
 
     def _call_stmt(self, s: ast.CallStmt, ctx: Ctx) -> None:
         t = self.check_expr(s.call, ctx)
@@ -72,7 +72,7 @@ class StmtChecker(Core):
             self.error(s.loc, "return is not allowed in a parser")
         elif s.value is not None:
             where = "an action" if ctx.in_action else "a control"
-            self.error(s.value.loc, f"return in {where} cannot have a value")
+            self.error(s.loc, f"return in {where} cannot have a value")
 
     def _exit(self, s: ast.ExitStmt, ctx: Ctx) -> None:
         if ctx.in_parser:
@@ -85,7 +85,7 @@ class StmtChecker(Core):
 
     def _var(self, d: ast.VarDecl, ctx: Ctx) -> None:
         self.check_var(d, ctx)
-        ctx.scope.declare(d, self.diag)
+        self.declare(ctx.scope, d)
         self.decl_ctx[d] = ctx
 
     def check_var(self, d: ast.VarDecl, ctx: Ctx) -> None:
@@ -101,7 +101,7 @@ class StmtChecker(Core):
     def _const(self, d: ast.ConstDecl, ctx: Ctx) -> None:
         self.decl_ctx[d] = ctx
         self.check_const_decl(d, ctx)
-        ctx.scope.declare(d, self.diag)
+        self.declare(ctx.scope, d)
 
     def _transition_stmt(self, s: ast.TransitionStmt, ctx: Ctx) -> None:
         self.error(s.loc, "transition must be the last statement of a parser state")
