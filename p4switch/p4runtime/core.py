@@ -333,10 +333,16 @@ class P4RuntimeCore:
             return
         try:
             metadata = self._decode_packet_out(st, pkt)
+        except StateError as e:
+            self._stream_error(s, e.code, e.message, packet=pkt)
+            return
+        try:
             self.device.packet_out(pkt.payload, metadata)
-        except (StateError, ValueError) as e:
-            code = e.code if isinstance(e, StateError) else Code.INVALID_ARGUMENT
-            self._stream_error(s, code, str(getattr(e, "message", e)), packet=pkt)
+        except ValueError as e:  # the device refuses this packet (e.g. bad port)
+            self._stream_error(s, Code.INVALID_ARGUMENT, f"packet-out refused: {e}", packet=pkt)
+        except Exception as e:  # a device bug must not end the controller's session
+            log.exception("device.packet_out failed")
+            self._stream_error(s, Code.INTERNAL, f"packet-out failed: {type(e).__name__}: {e}", packet=pkt)
 
     def _decode_packet_out(self, st: RuntimeState, pkt: pb.PacketOut) -> dict[str, int]:
         header = st.packet_out

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
@@ -132,36 +133,37 @@ class RuntimeState:
         return st
 
     # ------------------------------------------------------- name indexes
+    # (built on first use; the id dicts do not change after from_p4info)
 
-    @property
+    @cached_property
     def tables_by_name(self) -> dict[str, TableState]:
         return {t.name: t for t in self.tables.values()}
 
-    @property
+    @cached_property
     def actions_by_name(self) -> dict[str, ActionInfo]:
         return {a.name: a for a in self.actions.values()}
 
-    @property
+    @cached_property
     def counters_by_name(self) -> dict[str, CounterArray]:
         return {c.name: c for c in self.counters.values()}
 
-    @property
+    @cached_property
     def direct_counters_by_name(self) -> dict[str, DirectCounterInfo]:
         return {c.name: c for c in self.direct_counters.values()}
 
-    @property
+    @cached_property
     def meters_by_name(self) -> dict[str, MeterArray]:
         return {m.name: m for m in self.meters.values()}
 
-    @property
+    @cached_property
     def direct_meters_by_name(self) -> dict[str, DirectMeterInfo]:
         return {m.name: m for m in self.direct_meters.values()}
 
-    @property
+    @cached_property
     def registers_by_name(self) -> dict[str, RegisterArray]:
         return {r.name: r for r in self.registers.values()}
 
-    @property
+    @cached_property
     def digests_by_name(self) -> dict[str, DigestBuffer]:
         return {d.name: d for d in self.digests.values()}
 

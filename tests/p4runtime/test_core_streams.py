@@ -168,3 +168,51 @@ def test_digest_entry_insert_modify_delete_codes():
                       delete(digest_entry=pb.DigestEntry(digest_id=did)))
     assert error_codes(err) == [Code.NOT_FOUND, Code.OK, Code.ALREADY_EXISTS, Code.OK, Code.NOT_FOUND]
     assert not device.state.digests[did].add((1, 1), 0)  # disabled again
+
+
+def test_zero_election_id_is_valid_and_differs_from_unset():
+    core = new_core()
+    a, b = Client(core), Client(core)
+    a.arbitrate(None)
+    b.arbitrate(0)  # {high: 0, low: 0} is a real election id (spec: unlike an unset one)
+    assert b.last_status() == OK and a.last_status() == ALREADY_EXISTS
+    raises_code(Code.INVALID_ARGUMENT, Client(core).arbitrate, 0)  # but it is taken
+
+
+def test_only_the_default_role_is_served():
+    core = new_core()
+    c = Client(core)
+    req = pb.StreamMessageRequest()
+    req.arbitration.device_id = 7
+    req.arbitration.role.name = "monitor"
+    raises_code(Code.NOT_FOUND, core.stream_message, c.session, req)
+    core2, _, primary, _, _ = setup_core()
+    w = pb.WriteRequest(device_id=1, role="monitor", election_id=pb.Uint128(low=10))
+    raises_code(Code.NOT_FOUND, core2.write, w)
+
+
+def test_device_failing_on_packet_out_reports_but_keeps_the_session():
+    core, device, c, _, _ = setup_core()
+
+    def broken(payload, metadata):
+        raise RuntimeError("boom")
+    device.packet_out = broken
+    c.packet_out(b"x", egress_port=1, pad=0)
+    assert c.of("error")[-1].canonical_code == Code.INTERNAL and "boom" in c.of("error")[-1].message
+    assert not c.session.closed and core.arbitration.primary is c.session
+
+
+def test_pipeline_loaded_by_other_means_is_served():
+    p4info, ids = demo_p4info()
+    device = NullDevice()
+    device.load_pipeline(p4info, b"")  # e.g. the switch started with a program
+    sched = FakeScheduler()
+    core = P4RuntimeCore(device, device_id=1, scheduler=sched)
+    c = Client(core)
+    c.arbitrate(1)
+    got = core.get_forwarding_pipeline_config(pb.GetForwardingPipelineConfigRequest(device_id=1))
+    assert got.config.p4info == p4info and not got.config.HasField("cookie")
+    cfg = pb.DigestEntry.Config(max_timeout_ns=0, max_list_size=1)
+    c.write(insert(digest_entry=pb.DigestEntry(digest_id=ids["learn_t"], config=cfg)))
+    device.state.digests[ids["learn_t"]].add((1, 2), 0)
+    assert len(c.of("digest")) == 1

@@ -285,3 +285,22 @@ def test_device_rejection_is_invalid_argument_with_its_message():
     err = raises_code(Code.INVALID_ARGUMENT, c.set_pipeline, p4info, device_config=b"x")
     assert "bad blob" in err.message
     assert core.device.state is None
+
+
+def test_idle_timeout_rules_and_time_since_last_hit():
+    sched_core, device, c, _, ids = setup_core()
+    te = lpm_entry(ids, 0x0A000000, 8, 1)
+    te.idle_timeout_ns = 1000  # ipv4_lpm does not support idle timeout
+    err = raises_code(Code.UNKNOWN, c.write, insert(table_entry=te))
+    assert error_codes(err) == [Code.INVALID_ARGUMENT]
+    te.idle_timeout_ns = 0
+    te.time_since_last_hit.elapsed_ns = 5
+    assert error_codes(raises_code(Code.UNKNOWN, c.write, insert(table_entry=te))) == [Code.INVALID_ARGUMENT]
+    te.ClearField("time_since_last_hit")
+    c.write(insert(table_entry=te))
+    q = pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])
+    q.time_since_last_hit.SetInParent()
+    (got,) = c.read(pb.Entity(table_entry=q))
+    assert got.table_entry.HasField("time_since_last_hit")
+    (plain,) = c.read(pb.Entity(table_entry=pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])))
+    assert not plain.table_entry.HasField("time_since_last_hit") and not plain.table_entry.HasField("counter_data")
