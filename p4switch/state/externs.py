@@ -161,10 +161,12 @@ class MeterCell:
     stays exact in integers. Buckets start full at the first packet (RFC 2698).
     """
 
-    __slots__ = ("config", "meter_type", "_tc", "_tp", "_last_ns", "colors")
+    __slots__ = ("config", "meter_type", "unit", "_tc", "_tp", "_last_ns", "colors")
 
-    def __init__(self, meter_type: MeterType = MeterType.TWO_RATE_THREE_COLOR) -> None:
+    def __init__(self, meter_type: MeterType = MeterType.TWO_RATE_THREE_COLOR,
+                 unit: MeterUnit = MeterUnit.PACKETS) -> None:
         self.meter_type = meter_type
+        self.unit = unit
         self.config: MeterConfig | None = None
         self._tc = 0
         self._tp = 0
@@ -180,10 +182,10 @@ class MeterCell:
         for c in self.colors:
             c.set(0, 0)
 
-    def execute(self, now_ns: int, units: int, nbytes: int | None = None) -> int:
-        """Colour of a packet costing ``units`` (1 for packet meters, its length for byte meters)."""
-        color = self._mark(now_ns, units)
-        self.colors[color].count(units if nbytes is None else nbytes)
+    def execute(self, now_ns: int, nbytes: int) -> int:
+        """Colour of a packet of ``nbytes`` (it costs 1 in a packet meter, nbytes in a byte meter)."""
+        color = self._mark(now_ns, nbytes if self.unit == MeterUnit.BYTES else 1)
+        self.colors[color].count(nbytes)
         return color
 
     def _mark(self, now_ns: int, units: int) -> int:
@@ -255,7 +257,7 @@ class MeterArray:
         check_index(self.name, index, self.size)
         c = self.cells.get(index)
         if c is None:
-            c = self.cells[index] = MeterCell(self.meter_type)
+            c = self.cells[index] = MeterCell(self.meter_type, self.unit)
         return c
 
     def execute(self, index: int, now_ns: int, nbytes: int) -> int:
@@ -264,9 +266,8 @@ class MeterArray:
             return GREEN
         c = self.cells.get(index)
         if c is None:
-            c = self.cells[index] = MeterCell(self.meter_type)
-        units = nbytes if self.unit == MeterUnit.BYTES else 1
-        return c.execute(now_ns, units, nbytes)
+            c = self.cells[index] = MeterCell(self.meter_type, self.unit)
+        return c.execute(now_ns, nbytes)
 
     def configure(self, index: int, config: MeterConfig | None) -> None:
         if config is not None:

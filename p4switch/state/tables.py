@@ -479,7 +479,7 @@ class TableState:
                 entry.direct_counter.set(*counter_data)
         if self.info.direct_meter is not None:
             if entry.direct_meter is None:
-                entry.direct_meter = MeterCell(self.info.direct_meter.meter_type)
+                entry.direct_meter = MeterCell(self.info.direct_meter.meter_type, self.info.direct_meter.unit)
             if meter_config is not None or not initial:
                 entry.direct_meter.configure(meter_config)
 

@@ -152,3 +152,11 @@ def test_digest_cache_expires_after_ack_timeout():
     d.add(("b",), 1001)
     d.poll(1001)
     assert d.add(("b",), 1002)
+
+
+def test_byte_meter_charges_packet_length():
+    m = MeterArray(6, "bytes", MeterUnit.BYTES, MeterType.TWO_RATE_THREE_COLOR, 1)
+    m.configure(0, MeterConfig(cir=1000, cburst=3000, pir=2000, pburst=4500))
+    colors = [m.execute(0, 0, 1500) for _ in range(4)]
+    assert colors == [GREEN, GREEN, YELLOW, RED]  # 3000 committed bytes, 4500 peak bytes
+    assert m.cell(0).colors[GREEN].bytes == 3000
