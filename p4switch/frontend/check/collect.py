@@ -113,5 +113,5 @@ class Collector(Core):
             else:
                 states[st.name] = st
         if "start" not in states:
-            self.error(parser.loc, f"parser '{parser.name}' has no 'start' state")
+            self.error(self.name_loc(parser), f"parser '{parser.name}' has no 'start' state")
         self.parser_states[parser] = states

@@ -192,7 +192,7 @@ class StmtChecker(Core):
         self.check_block(f.body, ctx)
         rt = getattr(ret, "return_type", T.VOID)
         if not isinstance(rt, T.VoidType) and not is_unknown(rt) and not always_returns(f.body):
-            self.error(f.loc, f"function '{f.name}' does not return a value on every path")
+            self.error(self.name_loc(f), f"function '{f.name}' does not return a value on every path")
 
     # ------------------------------------------------------------------ parsers
 
