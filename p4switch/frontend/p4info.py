@@ -41,7 +41,7 @@ from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
-from p4switch.frontend.check.names import local_name, qualify
+from p4switch.frontend.check.names import local_name
 from p4switch.frontend.errors import UNKNOWN_LOC, P4Error, SourceLoc
 
 ARCH = "v1model"
@@ -243,30 +243,6 @@ def canonical_bytes(value: int, width: int) -> bytes:
     return v.to_bytes(max(1, (v.bit_length() + 7) // 8), "big")
 
 
-def _const_value(expr: ast.Expression) -> Any:
-    """The compile-time value of ``expr``: the checker's ``const_value``, or a literal's
-    value, or the member name of an enum constant (what extern constructors take)."""
-    if expr.const_value is not None:
-        v = expr.const_value
-        return getattr(v, "member", v)  # SymbolicValue -> member name
-    if isinstance(expr, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral):
-        return expr.value
-    if isinstance(expr, ast.CastExpr):
-        return _const_value(expr.expr)
-    if isinstance(expr, ast.TypeMemberExpr | ast.MemberExpr):
-        return expr.member
-    if isinstance(expr, ast.PathExpr) and isinstance(expr.decl, ast.ConstDecl):
-        return _const_value(expr.decl.value)
-    return None
-
-
-def _const_int(expr: ast.Expression, what: str) -> int:
-    v = _const_value(expr)
-    if isinstance(v, bool) or not isinstance(v, int):
-        raise P4Error(expr.loc, f"{what} must be a compile-time integer constant")
-    return v
-
-
 # =========================================================================== text
 
 
@@ -286,65 +262,17 @@ def annotation_text(ann: ast.Annotation) -> str:
     return f"@{ann.name}({body})"
 
 
-def expr_text(e: ast.Expression) -> str:
-    """An expression as P4 source text (the name p4c gives a key without ``@name``)."""
-    if isinstance(e, ast.PathExpr):
-        return ("." if e.global_scope else "") + e.name
-    if isinstance(e, ast.MemberExpr):
-        return f"{expr_text(e.expr)}.{e.member}"
-    if isinstance(e, ast.TypeMemberExpr):
-        return f"{_typeref_text(e.type_ref)}.{e.member}"
-    if isinstance(e, ast.IndexExpr):
-        return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
-    if isinstance(e, ast.SliceExpr):
-        return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
-    if isinstance(e, ast.CallExpr):
-        args = ", ".join(expr_text(a.value) for a in e.args)
-        return f"{expr_text(e.method)}({args})"
-    if isinstance(e, ast.IntLiteral):
-        return e.text or str(e.value)
-    if isinstance(e, ast.BoolLiteral):
-        return "true" if e.value else "false"
-    if isinstance(e, ast.StringLiteral):
-        return f'"{e.value}"'
-    if isinstance(e, ast.CastExpr):
-        return f"({_typeref_text(e.type_ref)}){expr_text(e.expr)}"
-    if isinstance(e, ast.UnaryExpr):
-        return f"{e.op}{expr_text(e.operand)}"
-    if isinstance(e, ast.BinaryExpr):
-        return f"{expr_text(e.left)} {e.op} {expr_text(e.right)}"
-    if isinstance(e, ast.ConditionalExpr):
-        return f"{expr_text(e.cond)} ? {expr_text(e.if_true)} : {expr_text(e.if_false)}"
-    return type(e).__name__
-
-
-def _typeref_text(tr: ast.TypeRef) -> str:
-    if tr.type is not None:
-        return str(tr.type)
-    if isinstance(tr, ast.TypeName):
-        return tr.name
-    if isinstance(tr, ast.BitsType):
-        return f"{'int' if tr.signed else 'bit'}<{expr_text(tr.width)}>"
-    return type(tr).__name__
-
-
 # =========================================================================== model
 
 
 @dataclass(eq=False)
 class _Action:
     sym: Symbol
-    decl: ast.ActionDecl
+    info: Any  # check.ActionInfo
 
-
-@dataclass(eq=False)
-class _Table:
-    sym: Symbol
-    decl: ast.TableDecl
-    actions: list[tuple[ast.ActionRef, _Action]] = field(default_factory=list)
-    default: tuple[ast.ValueProperty, _Action, list[ast.Argument]] | None = None
-    implementation: _Extern | None = None
-    direct: list[_Extern] = field(default_factory=list)
+    @property
+    def decl(self) -> ast.ActionDecl:
+        return self.info.decl
 
 
 @dataclass(eq=False)
@@ -352,324 +280,196 @@ class _Extern:
     """An extern instance: counter, meter, register, action profile/selector, direct_*."""
 
     sym: Symbol
-    kind: str
-    decl: ast.Node
+    info: Any  # check.InstanceInfo
     annotations: list[ast.Annotation]
-    args: dict[str, ast.Expression]
-    type_args: tuple[T.Type, ...] = ()
     tables: list[_Table] = field(default_factory=list)
 
+    @property
+    def kind(self) -> str:
+        return self.info.extern
+
+    def arg(self, name: str) -> Any:
+        """The constant constructor argument ``name`` (an enum member by its name)."""
+        names = _EXTERN_CTORS[self.kind]
+        args = self.info.args
+        value = args[names.index(name)] if names.index(name) < len(args) else None
+        if value is None:
+            raise P4Error(self.sym.loc, f"{self.kind} '{self.sym.name}': constructor argument "
+                                        f"'{name}' must be a compile-time constant")
+        return getattr(value, "member", value)  # SymbolicValue -> member name
+
 
 @dataclass(eq=False)
-class _Digest:
+class _Table:
     sym: Symbol
-    type: T.Type
+    info: Any  # check.TableInfo
+    actions: list[tuple[Any, _Action]] = field(default_factory=list)  # (TableActionInfo, action)
+    default: _Action | None = None
+    implementation: _Extern | None = None
+    direct: list[_Extern] = field(default_factory=list)
+
+    @property
+    def decl(self) -> ast.TableDecl:
+        return self.info.decl
 
 
 @dataclass(eq=False)
-class _ValueSet:
+class _Named:
+    """A digest, value set or controller header: a symbol and what describes it."""
+
     sym: Symbol
-    decl: ast.ValueSetDecl
-
-
-@dataclass(eq=False)
-class _ControllerHeader:
-    sym: Symbol
-    decl: ast.HeaderDecl
-
-
-@dataclass
-class _Scope:
-    """Names visible in a block, for uses the checker left without ``.decl``."""
-
-    prefix: str | None
-    locals: dict[str, ast.Declaration]
+    info: Any
 
 
 # =========================================================================== collection
 
 
 class _Collector:
-    """Walks the program from ``main`` and gathers every P4Info object (pass 1)."""
+    """Picks the P4Info objects out of the checker's summary (pass 1).
 
-    def __init__(self, program: ast.Program) -> None:
-        self.program = program
-        self.globals: dict[str, ast.Declaration] = {}
-        for d in program.declarations:
-            self.globals.setdefault(d.name, d)
-        self.global_ids = {id(d) for d in program.declarations}
+    Names come from the ``CheckedProgram`` so that P4Info and the pipeline agree on them.
+    Actions are the ones P4Info has room for: listed by a table or called by the program
+    (p4c drops the others as unused); direct resources no table uses are left out too.
+    """
+
+    def __init__(self, checked: Any) -> None:
+        self.checked = checked
+        self.program: ast.Program = checked.program
         self.tables: list[_Table] = []
-        self.actions: dict[tuple[int, str], _Action] = {}
-        self.externs: dict[tuple[int, str | None], _Extern] = {}
-        self.digests: dict[str, _Digest] = {}
-        self.value_sets: list[_ValueSet] = []
-        self.headers: list[_ControllerHeader] = []
-        self._inline = 0
-
-    # ------------------------------------------------------------------ symbols
+        self.actions: dict[str, _Action] = {}
+        self.externs: dict[int, _Extern] = {}
+        self.digests: list[_Named] = []
+        self.value_sets: list[_Named] = []
+        self.headers: list[_Named] = []
 
     def symbols(self) -> Iterator[Symbol]:
         yield from (t.sym for t in self.tables)
         yield from (a.sym for a in self.actions.values())
-        yield from (e.sym for e in self.externs.values() if self._emitted(e))
-        yield from (d.sym for d in self.digests.values())
-        yield from (v.sym for v in self.value_sets)
-        yield from (h.sym for h in self.headers)
+        yield from (e.sym for e in self.externs.values())
+        for group in (self.digests, self.value_sets, self.headers):
+            yield from (n.sym for n in group)
 
     @staticmethod
-    def _emitted(e: _Extern) -> bool:
-        """Direct resources no table uses have no place in P4Info."""
-        return e.kind not in ("direct_counter", "direct_meter") or bool(e.tables)
-
-    def _symbol(self, prefix: int, name: str, decl: ast.Declaration | ast.Node,
-                annotations: list[ast.Annotation], hash_name: str = "") -> Symbol:
+    def _symbol(prefix: int, name: str, node: ast.Node, annotations: list[ast.Annotation],
+                hash_name: str = "") -> Symbol:
         what = f"{_KIND_OF_PREFIX[prefix]} '{name}'"
-        return Symbol(prefix, name, decl.loc, explicit_id(annotations, prefix, what), hash_name)
-
-    # ------------------------------------------------------------------ program
+        return Symbol(prefix, name, node.loc, explicit_id(annotations, prefix, what), hash_name)
 
     def collect(self) -> ast.InstantiationDecl:
         """Gather everything; returns the ``main`` instantiation."""
-        main = self._main()
-        for d in self.program.declarations:
-            if isinstance(d, ast.InstantiationDecl) and d is not main and self._extern_kind(d.type_ref):
-                self._extern(d, None, d.annotations, d.type_ref, d.args)
-            elif isinstance(d, ast.HeaderDecl):
-                self._controller_header(d)
-        for arg in main.args:
-            self._package_arg(arg.value)
-        return main
-
-    def _main(self) -> ast.InstantiationDecl:
-        for d in self.program.declarations:
-            if isinstance(d, ast.InstantiationDecl) and d.name == "main":
-                return d
-        raise P4Error(self.program.loc, "the program has no package instantiation named 'main' "
-                                        "(e.g. 'V1Switch(...) main;'), so it has no pipeline")
-
-    def _package_arg(self, value: ast.Expression) -> None:
-        """A block bound in ``main``: ``MyIngress()`` (named after the declaration) or a
-        top-level instance ``MyIngress() ig;`` (named after the instance)."""
-        if isinstance(value, ast.ConstructorCallExpr):
-            decl = self._decl_of_typeref(value.type_ref)
-            if isinstance(decl, ast.ControlDecl | ast.ParserDecl):
-                self._block(decl, local_name(decl))
-        elif isinstance(value, ast.PathExpr):
-            inst = self._resolve(value, None)
-            if isinstance(inst, ast.InstantiationDecl):
-                decl = self._decl_of_typeref(inst.type_ref)
-                if isinstance(decl, ast.ControlDecl | ast.ParserDecl):
-                    self._block(decl, qualify(None, inst))
-
-    # ------------------------------------------------------------------ name resolution
-
-    def _decl_of_typeref(self, tr: ast.TypeRef) -> ast.Declaration | None:
-        if isinstance(tr, ast.SpecializedType):
-            tr = tr.base
-        if not isinstance(tr, ast.TypeName):
-            return None
-        if tr.decl is not None:
-            return tr.decl
-        t = tr.type
-        if isinstance(t, T.NominalType) and isinstance(t.decl, ast.Declaration):
-            return t.decl
-        return self.globals.get(tr.name)
-
-    def _resolve(self, path: ast.PathExpr, scope: _Scope | None) -> ast.Declaration | None:
-        if path.decl is not None:
-            return path.decl
-        if scope is not None and not path.global_scope and path.name in scope.locals:
-            return scope.locals[path.name]
-        return self.globals.get(path.name)
-
-    def _extern_kind(self, tr: ast.TypeRef) -> str | None:
-        decl = self._decl_of_typeref(tr)
-        if isinstance(decl, ast.ExternDecl) and decl.name in _EXTERN_CTORS:
-            return decl.name
-        return None
-
-    # ------------------------------------------------------------------ blocks
-
-    def _block(self, decl: ast.ControlDecl | ast.ParserDecl, prefix: str) -> None:
-        scope = _Scope(prefix, {d.name: d for d in decl.locals})
-        for local in decl.locals:
-            if isinstance(local, ast.InstantiationDecl):
-                self._instance(local, scope)
-            elif isinstance(local, ast.ValueSetDecl):
-                self._value_set(local, prefix)
-        for local in decl.locals:
-            if isinstance(local, ast.TableDecl):
-                self._table(local, scope)
-        if isinstance(decl, ast.ControlDecl):
-            self._scan_body(decl.body, scope)
-
-    def _instance(self, inst: ast.InstantiationDecl, scope: _Scope) -> None:
-        decl = self._decl_of_typeref(inst.type_ref)
-        if isinstance(decl, ast.ControlDecl | ast.ParserDecl):
-            self._block(decl, qualify(scope.prefix, inst))
-        elif self._extern_kind(inst.type_ref):
-            self._extern(inst, scope.prefix, inst.annotations, inst.type_ref, inst.args)
-
-    def _scan_body(self, body: ast.Node, scope: _Scope) -> None:
-        """Actions called directly and digests sent, in ``body`` and in the actions it
-        calls (transitively)."""
-        todo = [body]
-        seen: set[int] = set()
-        while todo:
-            node = todo.pop()
-            if id(node) in seen:
-                continue
-            seen.add(id(node))
-            for n in ast.walk(node):
-                if not isinstance(n, ast.CallExpr) or not isinstance(n.method, ast.PathExpr):
-                    continue
-                target = self._resolve(n.method, scope)
-                if isinstance(target, ast.ActionDecl):
-                    self._action(target, scope)
-                    todo.append(target.body)
-                elif isinstance(target, ast.ExternFunctionDecl) and target.name == "digest":
-                    self._digest(n)
+        c = self.checked
+        if c.main is None:
+            raise P4Error(self.program.loc, "the program has no package instantiation named 'main' "
+                                            "(e.g. 'V1Switch(...) main;'), so it has no pipeline")
+        for inst in c.instances:
+            if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter"):
+                self._extern(inst, _annotations(inst.decl))
+        for t in c.tables:
+            if not _hidden(t.decl):
+                self._table(t)
+        self._called_actions()
+        for d in c.digests:
+            self._digest(d)
+        for v in c.value_sets:
+            if not _hidden(v.decl):
+                self.value_sets.append(_Named(self._symbol(PREFIX_VALUE_SET, v.fqn, v.decl, v.decl.annotations), v))
+        for decl in self.program.declarations:
+            if isinstance(decl, ast.HeaderDecl):
+                self._controller_header(decl)
+        return c.main
 
     # ------------------------------------------------------------------ actions
 
-    def _action(self, decl: ast.ActionDecl, scope: _Scope | None) -> _Action | None:
-        if ast.find_annotation(decl.annotations, "hidden") is not None:
+    def _action(self, info: Any) -> _Action | None:
+        if _hidden(info.decl):
             return None
-        prefix = None if id(decl) in self.global_ids or scope is None else scope.prefix
-        name = qualify(prefix, decl)
-        key = (id(decl), name)
-        action = self.actions.get(key)
+        action = self.actions.get(info.fqn)
         if action is None:
-            action = _Action(self._symbol(PREFIX_ACTION, name, decl, decl.annotations), decl)
-            self.actions[key] = action
+            sym = self._symbol(PREFIX_ACTION, info.fqn, info.decl, info.decl.annotations)
+            action = self.actions[info.fqn] = _Action(sym, info)
         return action
 
-    def _action_of_ref(self, path: ast.PathExpr, scope: _Scope, what: str) -> _Action | None:
-        decl = self._resolve(path, scope)
-        if not isinstance(decl, ast.ActionDecl):
-            raise P4Error(path.loc, f"{what}: '{path.name}' is not an action")
-        return self._action(decl, scope)
+    def _called_actions(self) -> None:
+        """Actions the program calls directly, from apply blocks and from other actions."""
+        by_decl = {(id(a.decl), a.block): a for a in self.checked.actions}
+        for block in self.checked.blocks:
+            if not isinstance(block.decl, ast.ControlDecl):
+                continue
+            todo: list[ast.Node] = [block.decl.body]
+            seen: set[int] = set()
+            while todo:
+                node = todo.pop()
+                for n in ast.walk(node):
+                    target = n.method.decl if isinstance(n, ast.CallExpr) and isinstance(n.method, ast.PathExpr) else None
+                    if not isinstance(target, ast.ActionDecl) or id(target) in seen:
+                        continue
+                    seen.add(id(target))
+                    info = by_decl.get((id(target), block.fqn)) or by_decl.get((id(target), None))
+                    if info is not None:
+                        self._action(info)
+                        todo.append(target.body)
 
     # ------------------------------------------------------------------ tables
 
-    def _table(self, decl: ast.TableDecl, scope: _Scope) -> None:
-        if ast.find_annotation(decl.annotations, "hidden") is not None:
-            return
-        name = qualify(scope.prefix, decl)
-        table = _Table(self._symbol(PREFIX_TABLE, name, decl, decl.annotations), decl)
+    def _table(self, info: Any) -> None:
+        table = _Table(self._symbol(PREFIX_TABLE, info.fqn, info.decl, info.decl.annotations), info)
         self.tables.append(table)
-        if decl.actions is not None:
-            for ref in decl.actions.actions:
-                action = self._action_of_ref(ref.name, scope, f"table '{name}'")
-                if action is not None:
-                    table.actions.append((ref, action))
-        self._table_default(table, scope)
-        for prop in decl.properties:
-            if isinstance(prop, ast.ValueProperty) and prop.name in ("implementation", "counters", "meters"):
-                self._table_resource(table, prop, scope)
+        for ref in info.actions:
+            action = self._action(ref.action)
+            if action is not None:
+                table.actions.append((ref, action))
+        if info.default_action is not None:
+            table.default = self._action(info.default_action.action)
+        for prop, inst in (("implementation", info.implementation), ("counters", info.direct_counter),
+                           ("meters", info.direct_meter)):
+            if inst is not None:
+                self._attach(table, prop, inst)
 
-    def _table_default(self, table: _Table, scope: _Scope) -> None:
-        prop = table.decl.default_action
-        if prop is None:
-            return
-        value = prop.value
-        args: list[ast.Argument] = []
-        if isinstance(value, ast.CallExpr):
-            args, value = value.args, value.method
-        if not isinstance(value, ast.PathExpr):
-            raise P4Error(prop.value.loc, f"default_action of table '{table.sym.name}' must name an action")
-        action = self._action_of_ref(value, scope, f"default_action of table '{table.sym.name}'")
-        if action is not None:
-            table.default = (prop, action, args)
-
-    def _table_resource(self, table: _Table, prop: ast.ValueProperty, scope: _Scope) -> None:
-        """``implementation``/``counters``/``meters``: a named instance or an inline
-        constructor call (named after the table, as p4c names anonymous instances)."""
-        value = prop.value
-        if isinstance(value, ast.PathExpr):
-            inst = self._resolve(value, scope)
-            ext = self.externs.get((id(inst), scope.prefix)) or self.externs.get((id(inst), None))
-            if ext is None:
-                raise P4Error(value.loc, f"table '{table.sym.name}': {prop.name} '{value.name}' is "
-                                         "not an action profile, direct counter or direct meter instance")
-        else:
-            type_ref, args = self._inline_ctor(value)
-            if type_ref is None or not self._extern_kind(type_ref):
-                raise P4Error(value.loc, f"table '{table.sym.name}': unsupported {prop.name} value")
-            ext = self._extern(value, scope.prefix, prop.annotations, type_ref, args,
-                               name=table.sym.name)
-        self._attach(table, prop, ext)
-
-    @staticmethod
-    def _inline_ctor(value: ast.Expression) -> tuple[ast.TypeRef | None, list[ast.Argument]]:
-        if isinstance(value, ast.ConstructorCallExpr):
-            return value.type_ref, value.args
-        if isinstance(value, ast.CallExpr) and isinstance(value.method, ast.PathExpr):
-            tr = ast.TypeName(loc=value.method.loc, name=value.method.name)
-            tr.decl = value.method.decl
-            return tr, value.args
-        return None, []
-
-    def _attach(self, table: _Table, prop: ast.ValueProperty, ext: _Extern) -> None:
+    def _attach(self, table: _Table, prop: str, inst: Any) -> None:
+        """Hang an instance the table names in ``prop`` on it (an inline constructor call
+        takes the property's annotations, e.g. its ``@id``)."""
+        node = table.decl.prop(prop)
+        loc = node.loc if node is not None else table.sym.loc
         wanted = {"implementation": ("action_profile", "action_selector"),
-                  "counters": ("direct_counter",), "meters": ("direct_meter",)}[prop.name]
-        if ext.kind not in wanted:
-            raise P4Error(prop.value.loc, f"table '{table.sym.name}': {prop.name} needs a "
-                                          f"{' or '.join(wanted)}, not a {ext.kind}")
+                  "counters": ("direct_counter",), "meters": ("direct_meter",)}[prop]
+        if inst.extern not in wanted:
+            raise P4Error(loc, f"table '{table.sym.name}': {prop} needs a {' or '.join(wanted)}, "
+                               f"not a {inst.extern}")
+        inline = isinstance(inst.decl, ast.ConstructorCallExpr)
+        annotations = (node.annotations if node is not None else []) if inline else _annotations(inst.decl)
+        ext = self.externs.get(id(inst.decl)) or self._extern(inst, annotations)
         if ext.kind.startswith("direct_") and ext.tables:
-            raise P4Error(prop.value.loc, f"{ext.kind} '{ext.sym.name}' is already attached to table "
-                                          f"'{ext.tables[0].sym.name}'; a direct resource serves one table")
+            raise P4Error(loc, f"{ext.kind} '{ext.sym.name}' is already attached to table "
+                               f"'{ext.tables[0].sym.name}'; a direct resource serves one table")
         ext.tables.append(table)
-        if prop.name == "implementation":
-            table.implementation = ext
-        else:
+        if ext.kind.startswith("direct_"):
             table.direct.append(ext)
+        else:
+            table.implementation = ext
 
-    # ------------------------------------------------------------------ externs
-
-    def _extern(self, node: ast.Node, prefix: str | None, annotations: list[ast.Annotation],
-                type_ref: ast.TypeRef, args: list[ast.Argument], name: str | None = None) -> _Extern:
-        kind = self._extern_kind(type_ref) or ""
-        if name is None:
-            assert isinstance(node, ast.Declaration)
-            name = qualify(prefix, node)
-        prefix_byte = {
+    def _extern(self, inst: Any, annotations: list[ast.Annotation]) -> _Extern:
+        prefix = {
             "counter": PREFIX_COUNTER, "direct_counter": PREFIX_DIRECT_COUNTER,
             "meter": PREFIX_METER, "direct_meter": PREFIX_DIRECT_METER,
             "register": PREFIX_REGISTER, "action_profile": PREFIX_ACTION_PROFILE,
             "action_selector": PREFIX_ACTION_PROFILE,
-        }[kind]
-        ext = _Extern(self._symbol(prefix_byte, name, node, annotations), kind, node, annotations,
-                      _ctor_args(kind, args, node.loc), _type_args(type_ref))
-        key = (id(node), prefix) if isinstance(node, ast.Declaration) else (id(node), f"#{self._inline}")
-        self._inline += 1
-        self.externs[key] = ext
+        }[inst.extern]
+        ext = _Extern(self._symbol(prefix, inst.fqn, inst.decl, annotations), inst, annotations)
+        self.externs[id(inst.decl)] = ext
         return ext
 
-    # ------------------------------------------------------------------ digests
+    # ------------------------------------------------------------------ the rest
 
-    def _digest(self, call: ast.CallExpr) -> None:
-        t = call.type_args[0].type if call.type_args else None
-        if t is None and len(call.args) == 2:
-            t = call.args[1].value.type
-        if t is None:
-            raise P4Error(call.loc, "digest: the type of the data is unknown (was the program checked?)")
+    def _digest(self, d: Any) -> None:
+        t = d.type
+        loc = d.calls[0].loc if d.calls else self.program.loc
         if not isinstance(t, T.StructType | T.HeaderType) or not t.name:
-            raise P4Error(call.loc, f"digest data of type {t}: P4Info names a digest after its type, "
-                                    "so the data must be a named struct or header "
-                                    "(write digest<MyStruct_t>(receiver, {...}))")
-        name = str(t)
-        if name not in self.digests:
-            decl = t.decl if isinstance(t.decl, ast.Declaration) else call
-            anns = t.decl.annotations if isinstance(t.decl, ast.Declaration) else []
-            self.digests[name] = _Digest(self._symbol(PREFIX_DIGEST, name, decl, anns), t)
-
-    # ------------------------------------------------------------------ parser objects
-
-    def _value_set(self, decl: ast.ValueSetDecl, prefix: str) -> None:
-        if ast.find_annotation(decl.annotations, "hidden") is None:
-            name = qualify(prefix, decl)
-            self.value_sets.append(_ValueSet(self._symbol(PREFIX_VALUE_SET, name, decl, decl.annotations), decl))
+            raise P4Error(loc, f"digest data of type {t}: P4Info names a digest after its type, "
+                               "so the data must be a named struct or header "
+                               "(write digest<MyStruct_t>(receiver, {...}))")
+        anns = _decl_annotations(t)
+        node = t.decl if isinstance(t.decl, ast.Declaration) else d.calls[0]
+        self.digests.append(_Named(self._symbol(PREFIX_DIGEST, d.name, node, anns), d))
 
     def _controller_header(self, decl: ast.HeaderDecl) -> None:
         ann = ast.find_annotation(decl.annotations, "controller_header")
@@ -677,36 +477,22 @@ class _Collector:
             return
         name = ann.string_arg()
         if not name:
-            raise P4Error(ann.loc, f'@controller_header on header \'{decl.name}\' needs a string '
+            raise P4Error(ann.loc, f"@controller_header on header '{decl.name}' needs a string "
                                    'argument: @controller_header("packet_in") or ("packet_out")')
         for other in self.headers:
             if other.sym.name == name:
-                raise P4Error(ann.loc, f"headers '{other.decl.name}' and '{decl.name}' are both "
+                raise P4Error(ann.loc, f"headers '{other.info.name}' and '{decl.name}' are both "
                                        f'@controller_header("{name}"); P4Runtime allows one')
         sym = self._symbol(PREFIX_CONTROLLER_HEADER, name, decl, decl.annotations, local_name(decl))
-        self.headers.append(_ControllerHeader(sym, decl))
+        self.headers.append(_Named(sym, decl))
 
 
-def _ctor_args(kind: str, args: list[ast.Argument], loc: SourceLoc) -> dict[str, ast.Expression]:
-    """Constructor arguments by parameter name (positional or named)."""
-    names = _EXTERN_CTORS.get(kind, ())
-    out: dict[str, ast.Expression] = {}
-    for i, a in enumerate(args):
-        key = a.name if a.name is not None else (names[i] if i < len(names) else f"#{i}")
-        out[key] = a.value
-    for n in names:
-        if n not in out:
-            raise P4Error(loc, f"{kind} instance: missing constructor argument '{n}'")
-    return out
+def _hidden(decl: ast.Declaration) -> bool:
+    return ast.find_annotation(decl.annotations, "hidden") is not None
 
 
-def _type_args(type_ref: ast.TypeRef) -> tuple[T.Type, ...]:
-    t = type_ref.type
-    if isinstance(t, T.ExternType) and t.type_args:
-        return t.type_args
-    if isinstance(type_ref, ast.SpecializedType):
-        return tuple(a.type for a in type_ref.args if a.type is not None)
-    return ()
+def _annotations(node: ast.Node) -> list[ast.Annotation]:
+    return list(node.annotations) if isinstance(node, ast.Declaration) else []
 
 
 # =========================================================================== emission
@@ -901,16 +687,15 @@ class _Emitter:
         for a in self.col.actions.values():
             self.action(a)
         for e in self.col.externs.values():
-            if self.col._emitted(e):
-                self.extern(e)
+            self.extern(e)
         for h in self.col.headers:
             self.controller_header(h)
         for v in self.col.value_sets:
             self.value_set(v)
-        for d in self.col.digests.values():
+        for d in self.col.digests:
             msg = self.info.digests.add()
-            self.preamble(msg.preamble, d.sym, [])
-            self.type_spec(d.type, msg.type_spec)
+            self.preamble(msg.preamble, d.sym, _decl_annotations(d.info.type))
+            self.type_spec(d.info.type, msg.type_spec)
         return self.info
 
     def pkg_info(self, name: str | None) -> None:
@@ -918,83 +703,75 @@ class _Emitter:
         pkg.arch = ARCH
         if name:
             pkg.name = name
-        main = next((d for d in self.program.declarations
-                     if isinstance(d, ast.InstantiationDecl) and d.name == "main"), None)
-        ann = ast.find_annotation(main.annotations, "pkginfo") if main is not None else None
-        for kv in (ann.kv or []) if ann is not None else []:
-            value = _const_value(kv.value)
-            if kv.name in ("name", "version", "arch", "organization", "contact", "url") and isinstance(value, str):
-                setattr(pkg, kv.name, value)
+        ann = ast.find_annotation(self.col.checked.main.annotations, "pkginfo")
+        for key, value in _key_values(ann).items() if ann is not None else ():
+            if key not in ("name", "version", "arch", "organization", "contact", "url"):
+                raise P4Error(ann.loc, f"@pkginfo: unknown key '{key}'")
+            setattr(pkg, key, value)
 
     def table(self, t: _Table) -> None:
         msg = self.info.tables.add()
-        decl = t.decl
-        self.preamble(msg.preamble, t.sym, decl.annotations)
+        info = t.info
+        self.preamble(msg.preamble, t.sym, t.decl.annotations)
         self.match_fields(t, msg)
         for ref, action in t.actions:
             r = msg.action_refs.add()
             r.id = action.sym.id
-            if ast.find_annotation(ref.annotations, "defaultonly") is not None:
+            if ref.default_only:
                 r.scope = p4info_pb2.ActionRef.DEFAULT_ONLY
-            elif ast.find_annotation(ref.annotations, "tableonly") is not None:
+            elif ref.table_only:
                 r.scope = p4info_pb2.ActionRef.TABLE_ONLY
-            _annotate(r, ref.annotations)
+            _annotate(r, ref.ref.annotations)
         if t.default is not None:
-            prop, action, args = t.default
-            if prop.is_const:
-                msg.const_default_action_id = action.sym.id
-            self.initial_default(msg, action, args, t.sym.name)
+            if info.default_action.is_const:
+                msg.const_default_action_id = t.default.sym.id
+            self.initial_default(msg, t, info.default_action.args)
         if t.implementation is not None:
             msg.implementation_id = t.implementation.sym.id
         msg.direct_resource_ids.extend(e.sym.id for e in t.direct)
-        size = decl.prop("size")
-        msg.size = (_const_int(size.value, f"size of table '{t.sym.name}'")
-                    if isinstance(size, ast.ValueProperty) else DEFAULT_TABLE_SIZE)
-        timeout = decl.prop("support_timeout")
-        if isinstance(timeout, ast.ValueProperty) and _const_value(timeout.value) is True:
+        msg.size = info.size if info.size is not None else DEFAULT_TABLE_SIZE
+        if info.facts.support_timeout:
             msg.idle_timeout_behavior = p4info_pb2.Table.NOTIFY_CONTROL
-        entries = decl.entries
+        entries = t.decl.entries
         if entries is not None:
-            msg.is_const_table = entries.is_const
-            msg.has_initial_entries = bool(entries.entries) or entries.is_const
+            msg.is_const_table = info.entries_const
+            msg.has_initial_entries = True
 
     def match_fields(self, t: _Table, msg: p4info_pb2.Table) -> None:
-        key = t.decl.key
-        elements = [k for k in (key.elements if key else []) if k.match_kind.name != "selector"]
-        ids = field_ids([explicit_id(k.annotations, None, "a key element") for k in elements],
-                        f"the key of table '{t.sym.name}'", [k.loc for k in elements])
-        for fid, k in zip(ids, elements):
+        keys = [k for k in t.info.keys if k.match_kind != "selector"]
+        ids = field_ids([explicit_id(k.element.annotations, None, "a key element") for k in keys],
+                        f"the key of table '{t.sym.name}'", [k.element.loc for k in keys])
+        for fid, k in zip(ids, keys):
             mf = msg.match_fields.add()
             mf.id = fid
-            given = ast.find_annotation(k.annotations, "name")
-            mf.name = given.string_arg() if given is not None and given.string_arg() else expr_text(k.expr)
-            self.typed_width(k.expr.type, mf, k.loc, f"key '{mf.name}' of table '{t.sym.name}'")
-            kind = k.match_kind.name
-            if kind in _MATCH_TYPES:
-                mf.match_type = _MATCH_TYPES[kind]
+            mf.name = k.name
+            self.typed_width(k.type, mf, k.element.loc, f"key '{k.name}' of table '{t.sym.name}'")
+            if k.match_kind in _MATCH_TYPES:
+                mf.match_type = _MATCH_TYPES[k.match_kind]
             else:
-                mf.other_match_type = kind
-            _annotate(mf, k.annotations)
+                mf.other_match_type = k.match_kind
+            _annotate(mf, k.element.annotations)
 
-    def initial_default(self, msg: p4info_pb2.Table, action: _Action, args: list[ast.Argument],
-                        table: str) -> None:
+    def initial_default(self, msg: p4info_pb2.Table, t: _Table, args: list[Any]) -> None:
+        """The default action the table starts with (what the program wrote, const or
+        not), arguments as canonical byte strings."""
+        action = t.default
+        assert action is not None
         call = msg.initial_default_action
         call.action_id = action.sym.id
-        params = action.decl.params
-        cp_ids = self.param_ids(action)
-        for param, arg in zip(params, args):
-            if param.direction is not None:
-                continue
-            value = _const_value(arg.value)
+        ids = self.param_ids(action)
+        params = [p for p in action.decl.params if p.direction is None]
+        for param, value in zip(params, args):
+            value = getattr(value, "member", value)
             if isinstance(value, bool):
                 value = int(value)
             if not isinstance(value, int):
-                raise P4Error(arg.loc, f"default action of table '{table}': argument '{param.name}' "
-                                       "must be a compile-time constant")
-            width = T.width_of(T.underlying(param.type_ref.type)) if param.type_ref.type else 0
+                raise P4Error(t.info.default_action.expr.loc,
+                              f"default action of table '{t.sym.name}': argument '{param.name}' "
+                              "must be a compile-time constant")
             a = call.arguments.add()
-            a.param_id = cp_ids[id(param)]
-            a.value = canonical_bytes(value, width)
+            a.param_id = ids[id(param)]
+            a.value = canonical_bytes(value, T.width_of(T.underlying(param.type_ref.type)))
 
     def param_ids(self, action: _Action) -> dict[int, int]:
         params = [p for p in action.decl.params if p.direction is None]
@@ -1020,15 +797,15 @@ class _Emitter:
         what = f"{e.kind} '{e.sym.name}'"
         if e.kind in ("counter", "direct_counter"):
             msg = self.info.counters.add() if e.kind == "counter" else self.info.direct_counters.add()
-            msg.spec.unit = _unit(e.args["type"], _COUNTER_UNITS, what)
+            msg.spec.unit = _unit(e.arg("type"), _COUNTER_UNITS, what, e.sym.loc)
         elif e.kind in ("meter", "direct_meter"):
             msg = self.info.meters.add() if e.kind == "meter" else self.info.direct_meters.add()
-            msg.spec.unit = _unit(e.args["type"], _METER_UNITS, what)
+            msg.spec.unit = _unit(e.arg("type"), _METER_UNITS, what, e.sym.loc)
         elif e.kind == "register":
             msg = self.info.registers.add()
-            if not e.type_args:
-                raise P4Error(e.sym.loc, f"{what}: the cell type is unknown (was the program checked?)")
-            self.type_spec(e.type_args[0], msg.type_spec)
+            if not e.info.type_args:
+                raise P4Error(e.sym.loc, f"{what}: the cell type is unknown")
+            self.type_spec(e.info.type_args[0], msg.type_spec)
         else:
             msg = self.info.action_profiles.add()
             msg.table_ids.extend(t.sym.id for t in e.tables)
@@ -1040,53 +817,59 @@ class _Emitter:
                     raise P4Error(group.loc, f"@max_group_size of {what} must be an integer")
                 msg.max_group_size = value
         self.preamble(msg.preamble, e.sym, e.annotations)
-        if "size" in e.args:
-            msg.size = _const_int(e.args["size"], f"size of {what}")
+        if "size" in _EXTERN_CTORS[e.kind]:
+            size = e.arg("size")
+            if isinstance(size, bool) or not isinstance(size, int):
+                raise P4Error(e.sym.loc, f"size of {what} must be an integer")
+            msg.size = size
         if e.kind.startswith("direct_"):
             msg.direct_table_id = e.tables[0].sym.id
-        index = e.type_args[1] if e.kind == "register" and len(e.type_args) > 1 else None
+        index = e.info.type_args[1] if e.kind == "register" and len(e.info.type_args) > 1 else None
         if isinstance(index, T.NewType):
             msg.index_type_name.name = index.name
             self.new_type(index)
 
-    def controller_header(self, h: _ControllerHeader) -> None:
+    def controller_header(self, h: _Named) -> None:
         msg = self.info.controller_packet_metadata.add()
-        self.preamble(msg.preamble, h.sym, h.decl.annotations)
-        fields = h.decl.fields
+        decl: ast.HeaderDecl = h.info
+        self.preamble(msg.preamble, h.sym, decl.annotations)
+        fields = decl.fields
         ids = field_ids([explicit_id(f.annotations, None, "a header field") for f in fields],
                         f"controller header '{h.sym.name}'", [f.loc for f in fields])
         for fid, f in zip(ids, fields):
             md = msg.metadata.add()
             md.id = fid
             md.name = local_name(f)
-            self.typed_width(f.type_ref.type, md, f.loc, f"field '{f.name}' of header '{h.decl.name}'")
+            self.typed_width(f.type_ref.type, md, f.loc, f"field '{f.name}' of header '{decl.name}'")
             _annotate(md, f.annotations)
 
-    def value_set(self, v: _ValueSet) -> None:
+    def value_set(self, v: _Named) -> None:
+        """A parser value set: one match field per struct field (``@match(kind)``, default
+        exact), or a single unnamed one for a bit<W> element."""
         msg = self.info.value_sets.add()
-        self.preamble(msg.preamble, v.sym, v.decl.annotations)
-        msg.size = _const_int(v.decl.size, f"size of value set '{v.sym.name}'")
-        t = v.decl.element_type.type
+        info = v.info
+        self.preamble(msg.preamble, v.sym, info.decl.annotations)
+        msg.size = info.size
+        t = info.element
         if isinstance(t, T.StructType):
-            decl_fields = _struct_field_decls(t)
-            ids = field_ids([explicit_id(decl_fields[n].annotations, None, "a field") if n in decl_fields
-                             else None for n, _ in t.fields],
-                            f"value set '{v.sym.name}'", [v.decl.loc] * len(t.fields))
-            for fid, (fname, ftype) in zip(ids, t.fields):
-                fdecl = decl_fields.get(fname)
-                self._value_set_field(msg, fid, fname, ftype, fdecl.annotations if fdecl else [], v)
+            decls = _struct_field_decls(t)
+            anns = [decls[n].annotations if n in decls else [] for n, _ in t.fields]
+            ids = field_ids([explicit_id(a, None, "a field") for a in anns],
+                            f"value set '{v.sym.name}'", [info.decl.loc] * len(anns))
+            for fid, (fname, ftype), a in zip(ids, t.fields, anns):
+                self._value_set_field(msg, fid, fname, ftype, a, v)
         else:
             self._value_set_field(msg, 1, "", t, [], v)
 
-    def _value_set_field(self, msg: p4info_pb2.ValueSet, fid: int, name: str, t: T.Type | None,
-                         annotations: list[ast.Annotation], v: _ValueSet) -> None:
+    def _value_set_field(self, msg: p4info_pb2.ValueSet, fid: int, name: str, t: T.Type,
+                         annotations: list[ast.Annotation], v: _Named) -> None:
         mf = msg.match.add()
         mf.id = fid
         if name:
             mf.name = name
-        self.typed_width(t, mf, v.decl.loc, f"value set '{v.sym.name}'")
+        self.typed_width(t, mf, v.info.decl.loc, f"value set '{v.sym.name}'")
         ann = ast.find_annotation(annotations, "match")
-        kind = (ann.tokens[0] if ann is not None and ann.tokens else "exact")
+        kind = ann.tokens[0] if ann is not None and ann.tokens else "exact"
         if kind in _MATCH_TYPES:
             mf.match_type = _MATCH_TYPES[kind]
         else:
@@ -1109,7 +892,10 @@ def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:
             for kv in ann.kv:
                 pair = sa.kv_pair_list.kv_pairs.add()
                 pair.key = kv.name
-                _expression(_const_value(kv.value), pair.value, kv.value)
+                value = kv.value.const_value
+                if value is None and isinstance(kv.value, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral):
+                    value = kv.value.value
+                _expression(value, pair.value, kv.value)
         else:
             msg.annotations.append(annotation_text(ann))
 
@@ -1123,6 +909,25 @@ def _expression(value: Any, out: p4types_pb2.Expression, node: ast.Expression) -
         out.string_value = value
     else:
         raise P4Error(node.loc, "a structured annotation value must be a string, integer or boolean constant")
+
+
+def _key_values(ann: ast.Annotation) -> dict[str, str]:
+    """``@a(k="v", ...)`` or ``@a[k="v", ...]`` as a dict of string values."""
+    if ann.kv is not None:
+        pairs = [(kv.name, kv.value.value if isinstance(kv.value, ast.StringLiteral) else None)
+                 for kv in ann.kv]
+    else:
+        toks = [t for t in ann.tokens if t != ","]
+        if len(toks) % 3 or any(toks[i + 1] != "=" for i in range(0, len(toks), 3)):
+            raise P4Error(ann.loc, f'@{ann.name} takes key="value" pairs')
+        pairs = [(toks[i], toks[i + 2][1:-1] if toks[i + 2].startswith('"') else None)
+                 for i in range(0, len(toks), 3)]
+    out = {}
+    for key, value in pairs:
+        if value is None:
+            raise P4Error(ann.loc, f"@{ann.name}: the value of '{key}' must be a string")
+        out[key] = value
+    return out
 
 
 def _document(msg: Any, annotations: list[ast.Annotation]) -> None:
@@ -1155,11 +960,10 @@ def _bitstring(t: T.Type, spec: Any) -> None:
         raise P4Error(UNKNOWN_LOC, f"type {t} is not a bit string")
 
 
-def _unit(expr: ast.Expression, units: dict[str, int], what: str) -> int:
-    member = _const_value(expr)
+def _unit(member: Any, units: dict[str, int], what: str, loc: SourceLoc) -> int:
     if member not in units:
-        raise P4Error(expr.loc, f"{what}: unknown counter/meter type '{expr_text(expr)}' "
-                                f"(expected one of {', '.join(units)})")
+        raise P4Error(loc, f"{what}: unknown counter/meter type '{member}' "
+                           f"(expected one of {', '.join(units)})")
     return units[member]
 
 
@@ -1194,26 +998,21 @@ def _translated_width(t: T.NewType) -> int:
     return T.width_of(t.base)
 
 
-def _program_of(checked: Any) -> ast.Program:
-    """The annotated AST: the ``program`` of a ``CheckedProgram``, or a Program itself."""
-    program = checked if isinstance(checked, ast.Program) else getattr(checked, "program", None)
-    if not isinstance(program, ast.Program):
-        raise TypeError(f"build_p4info needs a CheckedProgram (or ast.Program), not {type(checked).__name__}")
-    return program
-
-
 # =========================================================================== API
 
 
 def build_p4info(checked: Any, name: str | None = None) -> p4info_pb2.P4Info:
     """The P4Info of a checked v1model program.
 
-    ``checked`` is the checker's ``CheckedProgram`` (its annotated ``program`` is read).
-    ``name`` becomes ``pkg_info.name``; by default the stem of the program's file
-    (``@pkginfo(name=...)`` on ``main`` wins over both).
+    ``checked`` is the checker's ``CheckedProgram``: its summary (fully qualified names,
+    tables, instances, digests) and annotated AST are read. ``name`` becomes
+    ``pkg_info.name``; by default the stem of the program's file (``@pkginfo(name=...)``
+    on ``main`` wins over both).
     """
-    program = _program_of(checked)
-    col = _Collector(program)
+    if not hasattr(checked, "program") or not hasattr(checked, "tables"):
+        raise TypeError(f"build_p4info needs the checker's CheckedProgram, not {type(checked).__name__}")
+    program = checked.program
+    col = _Collector(checked)
     main = col.collect()
     symbols = list(col.symbols())
     _check_unique_names(symbols)
