@@ -23,9 +23,12 @@ specification and from P4Info files p4c produced), not a design of our own:
   for every named type a field refers to. ``@name``/``@id`` are consumed, ``@brief``/
   ``@description`` become ``doc``, other annotations are kept as text.
 
-The input is the checker's annotated AST (``CheckedProgram.program``): expression and
-TypeRef ``.type``, name ``.decl``. Problems a P4Runtime client could not live with
-(duplicate names or ids, non-constant sizes) are :class:`P4Error` at the construct.
+The input is the checker's ``CheckedProgram``: its summary gives the objects and their
+fully qualified names (so P4Info and the pipeline agree on every name -- an inline
+``counters = direct_counter(...)`` is ``<table>.counters`` there and here), its
+annotated AST the types. Problems a P4Runtime client could not live with (duplicate ids,
+two ``packet_in`` headers, a direct resource on two tables, a digest of an unnamed type)
+are :class:`P4Error` at the construct.
 """
 
 from __future__ import annotations
@@ -390,24 +393,24 @@ class _Collector:
         return action
 
     def _called_actions(self) -> None:
-        """Actions the program calls directly, from apply blocks and from other actions."""
+        """Actions the program calls: from apply blocks, and from the bodies of actions
+        already included (transitively)."""
         by_decl = {(id(a.decl), a.block): a for a in self.checked.actions}
-        for block in self.checked.blocks:
-            if not isinstance(block.decl, ast.ControlDecl):
+        todo: list[tuple[ast.Node, str | None]] = [
+            (b.decl.body, b.fqn) for b in self.checked.blocks if isinstance(b.decl, ast.ControlDecl)]
+        todo += [(a.decl.body, a.info.block) for a in self.actions.values()]
+        seen: set[tuple[int, str | None]] = set()
+        while todo:
+            node, block = todo.pop()
+            if (id(node), block) in seen:
                 continue
-            todo: list[ast.Node] = [block.decl.body]
-            seen: set[int] = set()
-            while todo:
-                node = todo.pop()
-                for n in ast.walk(node):
-                    target = n.method.decl if isinstance(n, ast.CallExpr) and isinstance(n.method, ast.PathExpr) else None
-                    if not isinstance(target, ast.ActionDecl) or id(target) in seen:
-                        continue
-                    seen.add(id(target))
-                    info = by_decl.get((id(target), block.fqn)) or by_decl.get((id(target), None))
-                    if info is not None:
-                        self._action(info)
-                        todo.append(target.body)
+            seen.add((id(node), block))
+            for n in ast.walk(node):
+                if isinstance(n, ast.CallExpr) and isinstance(n.method, ast.PathExpr) \
+                        and isinstance(n.method.decl, ast.ActionDecl):
+                    info = by_decl.get((id(n.method.decl), block)) or by_decl.get((id(n.method.decl), None))
+                    if info is not None and self._action(info) is not None:
+                        todo.append((info.decl.body, info.block))
 
     # ------------------------------------------------------------------ tables
 
@@ -544,7 +547,7 @@ class _Emitter:
 
     # ------------------------------------------------------------------ type_info
 
-    def type_spec(self, t: T.Type, spec: p4types_pb2.P4DataTypeSpec) -> None:
+    def type_spec(self, t: T.Type, spec: p4types_pb2.P4DataTypeSpec, loc: SourceLoc = UNKNOWN_LOC) -> None:
         """Describe ``t`` in ``spec``, registering named types in ``type_info``."""
         if isinstance(t, T.BitType | T.IntType | T.VarbitType):
             _bitstring(t, spec.bitstring)
@@ -575,7 +578,7 @@ class _Emitter:
             spec.new_type.name = t.name
             self.new_type(t)
         else:
-            raise P4Error(UNKNOWN_LOC, f"type {t} cannot be described in P4Info")
+            raise P4Error(loc, f"type {t} cannot be described in P4Info")
 
     def _stack_spec(self, t: T.HeaderStackType, spec: p4types_pb2.P4DataTypeSpec) -> None:
         if isinstance(t.element, T.HeaderUnionType):
@@ -695,7 +698,7 @@ class _Emitter:
         for d in self.col.digests:
             msg = self.info.digests.add()
             self.preamble(msg.preamble, d.sym, _decl_annotations(d.info.type))
-            self.type_spec(d.info.type, msg.type_spec)
+            self.type_spec(d.info.type, msg.type_spec, d.sym.loc)
         return self.info
 
     def pkg_info(self, name: str | None) -> None:
@@ -805,7 +808,7 @@ class _Emitter:
             msg = self.info.registers.add()
             if not e.info.type_args:
                 raise P4Error(e.sym.loc, f"{what}: the cell type is unknown")
-            self.type_spec(e.info.type_args[0], msg.type_spec)
+            self.type_spec(e.info.type_args[0], msg.type_spec, e.sym.loc)
         else:
             msg = self.info.action_profiles.add()
             msg.table_ids.extend(t.sym.id for t in e.tables)

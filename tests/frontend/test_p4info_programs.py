@@ -594,3 +594,15 @@ def test_digests_are_named_after_their_struct_once(tmp_path):
     assert [m.name for m in members] == ["a", "hdr"]
     assert members[1].type_spec.header.name == "h_t"
     assert [m.type_spec.bit.bitwidth for m in info.type_info.headers["h_t"].members] == [8]
+
+
+def test_actions_called_by_table_actions_are_included_unused_ones_not(tmp_path):
+    body = """
+    action inner(bit<8> v) { hdr.h.f = v; }
+    action outer(bit<8> v) { inner(v); }
+    action never() { }
+    table t { key = { hdr.h.f : exact; } actions = { outer; } }
+    apply { t.apply(); }
+    """
+    info = _build(tmp_path, body)
+    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.inner"}
