@@ -504,9 +504,10 @@ class ExprChecker(Core):
         if not isinstance(ct, T.BoolType) and not is_unknown(ct):
             self.error(e.cond.loc, f"condition of '?:' must be bool, got {ct}")
         want = expected if expected is not None and not isinstance(expected, T.TypeVar) else None
+        before = len(self.diag.errors)
         at = self.check_expr(e.if_true, ctx, want)
         bt = self.check_expr(e.if_false, ctx, want)
-        if is_unknown(ct, at, bt):
+        if is_unknown(ct, at, bt) or len(self.diag.errors) > before:
             return UNKNOWN
         cast = ast.BinaryExpr(loc=e.loc, op="?:", left=e.if_true, right=e.if_false)
         t = self._same_operands(cast, at, bt)
