@@ -15,9 +15,10 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.frontend import checker_available, compile_file
 from p4switch.frontend.p4info import build_p4info, read_p4info, write_p4info
+from tests.frontend.test_p4info_programs import assert_ids_well_formed
 
 ROOT = Path(__file__).resolve().parents[2]
-PROGRAMS = [ROOT / "p4src" / "alinea.p4", ROOT / "tests" / "p4programs" / "features.p4"]
+PROGRAMS = [ROOT / "p4src" / "alinea.p4", *sorted((ROOT / "tests" / "p4programs").glob("*.p4"))]
 
 pytestmark = pytest.mark.skipif(not checker_available(), reason="the checker is not installed yet")
 
@@ -43,6 +44,7 @@ def test_context_resolves_every_object_by_name_and_alias(written):
     from p4runtime_sh.context import Context, P4Type
 
     info, path = written
+    assert_ids_well_formed(info)
     ctx = Context()
     ctx.set_p4info(_load_like_the_shell(path))
     assert ctx.p4info == info
@@ -76,26 +78,41 @@ def test_shell_builds_entries_for_every_table_and_action(written, monkeypatch):
     monkeypatch.setattr(shell, "context", Context())
     shell.context.set_p4info(_load_like_the_shell(path))
     actions = {a.preamble.id: a for a in info.actions}
+    profiles = {p.preamble.id: p for p in info.action_profiles}
     built = 0
     for t in info.tables:
         for ref in t.action_refs:
             if ref.scope == p4info_pb2.ActionRef.DEFAULT_ONLY:
                 continue
             action = actions[ref.id]
-            te = shell.TableEntry(t.preamble.name)(action=action.preamble.name)
+            if t.implementation_id:
+                # indirect table: the action goes into a member of the action profile
+                te = shell.TableEntry(t.preamble.name)
+                te.member_id = 1
+                member = shell.ActionProfileMember(profiles[t.implementation_id].preamble.name)(
+                    member_id=1, action=action.preamble.name)
+                _set_params(member.action, action)
+                assert member.msg().action.action_id == action.preamble.id
+            else:
+                te = shell.TableEntry(t.preamble.name)(action=action.preamble.name)
+                _set_params(te.action, action)
             for mf in t.match_fields:
                 te.match[mf.name] = _match_value(mf)
-            for p in action.params:
-                te.action[p.name] = "1"
-            if any(mf.match_type != MF.EXACT and mf.match_type != MF.LPM for mf in t.match_fields):
+            if any(mf.match_type not in (MF.EXACT, MF.LPM) for mf in t.match_fields):
                 te.priority = 1
             msg = te.msg()
             assert msg.table_id == t.preamble.id
             assert [m.field_id for m in msg.match] == [mf.id for mf in t.match_fields]
-            assert msg.action.action.action_id == action.preamble.id
-            assert [p.param_id for p in msg.action.action.params] == [p.id for p in action.params]
+            if not t.implementation_id:
+                assert msg.action.action.action_id == action.preamble.id
+                assert [p.param_id for p in msg.action.action.params] == [p.id for p in action.params]
             built += 1
     assert built >= len(info.tables)
+
+
+def _set_params(shell_action, action: p4info_pb2.Action) -> None:
+    for p in action.params:
+        shell_action[p.name] = "1"
 
 
 def test_shell_builds_packet_out_and_digest_entries(written, monkeypatch):
