@@ -985,11 +985,10 @@ def _translation(t: T.NewType) -> tuple[str, int | None] | None:
     if rest == ["string"]:
         return uri, None
     digits = [tok for tok in rest if tok not in ("bit", "<", ">")]
-    try:
-        return uri, int(digits[0], 0) if len(digits) == 1 else int("x")
-    except ValueError:
-        raise P4Error(ann.loc, f"@p4runtime_translation of type '{t.name}': cannot read the "
-                               f"controller width from '{ann.body}'") from None
+    if len(digits) == 1 and digits[0].isdigit():
+        return uri, int(digits[0])
+    raise P4Error(ann.loc, f"@p4runtime_translation of type '{t.name}': cannot read the "
+                           f"controller width from '{ann.body}'")
 
 
 def _translated_width(t: T.NewType) -> int:
