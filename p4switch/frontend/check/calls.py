@@ -288,7 +288,7 @@ class CallChecker(Core):
                     continue
                 assign[i] = a
             missing = [p.name for i, p in enumerate(params) if i not in assign and not p.has_default]
-            if missing:
+            if missing and ok:
                 self.error(call.loc, f"missing argument for parameter '{missing[0]}' of '{callee}'")
                 ok = False
             return assign if ok else None
@@ -340,7 +340,7 @@ class CallChecker(Core):
                 self.error(v.loc, f"argument '{p.name}' of '{callee}': " + self.mismatch_message(ptype, at, True))
                 return
         else:
-            self.check_expr(v, ctx, ptype)
+            self.check_expr(v, ctx, ptype, context=f"argument '{p.name}' of '{callee}': ")
         if is_unknown(v.type):
             return
         if writable:

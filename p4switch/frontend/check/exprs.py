@@ -48,9 +48,10 @@ class ExprChecker(Core):
     # ------------------------------------------------------------------ entry points
 
     def check_expr(self, e: ast.Expression, ctx: Ctx, expected: T.Type | None = None,
-                   at: SourceLoc | None = None) -> T.Type:
+                   at: SourceLoc | None = None, context: str = "") -> T.Type:
         """Type ``e`` (setting ``e.type``/``e.const_value``), then convert it to ``expected``;
-        a failed conversion is reported at ``at`` (default: ``e``)."""
+        a failed conversion is reported at ``at`` (default: ``e``), its message prefixed
+        with ``context``."""
         handler = _HANDLERS.get(type(e))
         if handler is None:
             self.error(e.loc, f"unsupported expression {type(e).__name__}")
@@ -59,7 +60,7 @@ class ExprChecker(Core):
             t = handler(self, e, ctx, expected)
         e.type = t
         if expected is not None and not is_unknown(t):
-            self.coerce(e, expected, at)
+            self.coerce(e, expected, at, context)
         return e.type
 
     def const_int(self, e: ast.Expression, ctx: Ctx, what: str) -> int | None:
@@ -72,7 +73,8 @@ class ExprChecker(Core):
             self.error(e.loc, f"{what} must be a compile-time constant integer")
         return None
 
-    def coerce(self, e: ast.Expression, target: T.Type, at: SourceLoc | None = None) -> bool:
+    def coerce(self, e: ast.Expression, target: T.Type, at: SourceLoc | None = None,
+               context: str = "") -> bool:
         """Convert ``e`` (already typed) to ``target`` where P4 converts implicitly."""
         loc = at or e.loc
         src = e.type
@@ -83,10 +85,10 @@ class ExprChecker(Core):
         if isinstance(src, T.InfIntType) and _fixed(target):
             v = e.const_value
             if not isinstance(v, int):
-                self.error(loc, f"an int value must be a compile-time constant to convert to {target}")
+                self.error(loc, f"{context}an int value must be a compile-time constant to convert to {target}")
                 return False
             if not V.fits(v, target):
-                self.error(loc, f"value {v} does not fit in {target}")
+                self.error(loc, f"{context}value {v} does not fit in {target}")
                 return False
             e.type = target
             return True
@@ -98,11 +100,11 @@ class ExprChecker(Core):
             e.type = target
             return True
         if isinstance(e, ast.ConditionalExpr) and isinstance(src, T.InfIntType):
-            ok = self.coerce(e.if_true, target, at) and self.coerce(e.if_false, target, at)
+            ok = self.coerce(e.if_true, target, at, context) and self.coerce(e.if_false, target, at, context)
             if ok:
                 e.type = target
             return ok
-        self.error(loc, self.mismatch_message(target, src, expected=True))
+        self.error(loc, context + self.mismatch_message(target, src, expected=True))
         return False
 
     def mismatch_message(self, a: T.Type, b: T.Type, expected: bool = False) -> str:
