@@ -1,6 +1,7 @@
 """Pass 4: the program summary later stages read -- :class:`CheckedProgram`.
 
-It walks the blocks the ``main`` package binds (and the sub-blocks they instantiate),
+It walks the blocks the ``main`` package binds (and the sub-blocks they instantiate;
+every top-level parser and control when there is no ``main``),
 naming every table, action, extern instance and value set by its fully qualified name
 (see ``names.py`` for the rules), and gathers digests and ``@controller_header`` headers.
 """
@@ -203,7 +204,7 @@ class Summarizer:
             if isinstance(d, ast.InstantiationDecl) and isinstance(c.decl_types.get(d), T.ExternType):
                 self._instance(d, None)
         main_args = self._main_args()
-        for b in main_args.values():
+        for b in main_args.values() if c.main is not None else self._all_blocks():
             self._walk(b)
         package = c.decl_types.get(c.main) if c.main is not None else None
         return CheckedProgram(
@@ -235,6 +236,15 @@ class Summarizer:
             else:
                 fqn = qualify(None, decl)
             out[p.name] = BlockInfo(fqn, decl, t, p.name, arg)
+        return out
+
+    def _all_blocks(self) -> list[BlockInfo]:
+        """Without ``main`` (a library, a test snippet): every top-level parser/control."""
+        out = []
+        for d in self.c.program.declarations:
+            t = self.c.decl_types.get(d)
+            if isinstance(d, ast.ParserDecl | ast.ControlDecl) and isinstance(t, T.ParserType | T.ControlType):
+                out.append(BlockInfo(qualify(None, d), d, t, None, None))
         return out
 
     def _walk(self, b: BlockInfo) -> None:
