@@ -1,0 +1,490 @@
+"""The v1model pipeline: load a checked program once, then run packets through it.
+
+:func:`load_pipeline` compiles the six blocks of the ``V1Switch`` package instance
+``main`` (parser, verify checksum, ingress, egress, compute checksum, deparser) into
+closures over one PHV layout, binding tables and externs to the ``RuntimeState``.
+:class:`V1Pipeline` then offers the per-packet steps the switch (the v1model
+architecture around the traffic manager) strings together.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from p4switch.frontend import ast
+from p4switch.frontend import types as T
+from p4switch.state import RuntimeState
+
+from .blocks import BlockCompiler, BlockInstance, block_decl_of
+from .calls import CallCompiler
+from .exprs import ExprCompiler, is_aggregate
+from .externs import ExternCompiler
+from .layout import (
+    SLOT_CURSOR,
+    SLOT_DATA,
+    SLOT_OUT,
+    SLOT_PKT,
+    HeaderS,
+    ScalarS,
+    SlotAllocator,
+    Storage,
+    StructS,
+    VarbitS,
+    find_path,
+    iter_headers,
+)
+from .packet import (
+    PKT_INSTANCE_TYPE_EGRESS_CLONE,
+    PKT_INSTANCE_TYPE_INGRESS_CLONE,
+    PKT_INSTANCE_TYPE_RECIRC,
+    PKT_INSTANCE_TYPE_RESUBMIT,
+    CloneRequest,
+    ExitSignal,
+    Packet,
+    ParserReject,
+    PreserveRequest,
+    ReturnSignal,
+)
+from .packetio import PacketIOCompiler
+from .parser import ParserCompiler
+from .scope import PacketArg, PipelineError, Scope, ValueSet
+from .stmts import StmtCompiler
+from .tables import CompiledTable, TableCompiler
+
+V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
+               "ParserTimeout", "ParserInvalidArgument")
+
+
+class PipelineRuntimeError(RuntimeError):
+    """A packet made compiled code fail (a pipeline bug or an unsupported corner); the
+    message names the block. The switch should count and drop the packet."""
+
+
+def program_of(checked: Any) -> ast.Program:
+    """The annotated AST of a CheckedProgram (or an ast.Program itself)."""
+    if isinstance(checked, ast.Program):
+        return checked
+    for attr in ("program", "ast", "tree"):
+        p = getattr(checked, attr, None)
+        if isinstance(p, ast.Program):
+            return p
+    raise TypeError(f"load_pipeline: expected a CheckedProgram or ast.Program, got {type(checked).__name__}")
+
+
+class _Compiler(ExprCompiler, StmtCompiler, CallCompiler, ExternCompiler, TableCompiler, PacketIOCompiler,
+                ParserCompiler, BlockCompiler):
+    """All compiler mixins over one program, P4Info and RuntimeState."""
+
+    def __init__(self, program: ast.Program, state: RuntimeState, rng: random.Random) -> None:
+        self.program = program
+        self.state = state
+        self.rng = rng
+        self.alloc = SlotAllocator()
+        self.private_state: dict[str, Any] = {}
+        self.value_sets: dict[str, ValueSet] = {}
+        self.error_names = _error_names(program)
+        self.error_codes = {n: i for i, n in enumerate(self.error_names)}
+        self.root = Scope(None, None, resolver=self.resolve_global)
+        self.std: StructS = StructS(T.VOID, 0, 0)
+
+    def digest_for_type(self, t: T.Type, call: ast.Node) -> Any:
+        bufs = self.state.digests_by_name
+        name = getattr(t, "name", None) or str(t)
+        if name in bufs:
+            return bufs[name]
+        for cand, buf in bufs.items():
+            if cand.rsplit(".", 1)[-1] == name:
+                return buf
+        if len(bufs) == 1:
+            return next(iter(bufs.values()))
+        if not bufs:
+            return None
+        raise PipelineError(call.loc, f"pipeline: no P4Info digest for type {name} (have: {', '.join(bufs)})")
+
+
+def _error_names(program: ast.Program) -> list[str]:
+    names = list(CORE_ERRORS)
+    for d in program.declarations:
+        if isinstance(d, ast.ErrorDecl):
+            for m in d.members:
+                if m.name not in names:
+                    names.append(m.name)
+    return names
+
+
+def _find_main(program: ast.Program) -> ast.InstantiationDecl:
+    mains = [d for d in program.declarations if isinstance(d, ast.InstantiationDecl) and d.name == "main"]
+    if not mains:
+        raise PipelineError(None, "pipeline: the program has no package instance named 'main'")
+    return mains[-1]
+
+
+def _field_lists(meta: Storage, meta_type: T.Type) -> dict[int, list[Storage]]:
+    """``@field_list(N)`` annotated user-metadata fields, per N."""
+    out: dict[int, list[Storage]] = {}
+    decl = getattr(meta_type, "decl", None)
+    if not isinstance(decl, ast.StructDecl) or not isinstance(meta, StructS):
+        return out
+    for f in decl.fields:
+        for ann in f.annotations:
+            if ann.name != "field_list":
+                continue
+            for ident in _annotation_ints(ann):
+                st = meta.fields.get(f.name)
+                if st is not None:
+                    out.setdefault(ident, []).append(st)
+    return out
+
+
+def _annotation_ints(ann: ast.Annotation) -> list[int]:
+    vals: list[int] = []
+    if ann.args:
+        for a in ann.args:
+            v = a.const_value if isinstance(a.const_value, int) else getattr(a, "value", None)
+            if isinstance(v, int) and not isinstance(v, bool):
+                vals.append(v)
+        if vals:
+            return vals
+    for tok in ann.tokens:
+        try:
+            vals.append(int(tok.replace("_", ""), 0))
+        except ValueError:
+            continue
+    return vals
+
+
+class V1Pipeline:
+    """A loaded v1model program. See the package docstring for the API contract."""
+
+    def __init__(self, program: ast.Program, p4info: p4info_pb2.P4Info, state: RuntimeState,
+                 seed: int | None = None) -> None:
+        self.program = program
+        self.p4info = p4info
+        self.state = state
+        self.rng = random.Random(seed)
+        cc = _Compiler(program, state, self.rng)
+        self._cc = cc
+        blocks = self._package_blocks(cc)
+        parser_decl = blocks["parser"][0]
+        if not isinstance(parser_decl, ast.ParserDecl) or len(parser_decl.params) != 4:
+            raise PipelineError(parser_decl.loc, "pipeline: the v1model parser takes (packet_in, hdr, meta, standard_metadata)")
+        _, hp, mp, sp = parser_decl.params
+        self.root_names = (hp.name, mp.name, sp.name)
+        self.hdr = cc.alloc.allocate(hp.type_ref.type, hp.name)
+        self.meta = cc.alloc.allocate(mp.type_ref.type, mp.name)
+        std = cc.alloc.allocate(sp.type_ref.type, sp.name)
+        if not isinstance(std, StructS):
+            raise PipelineError(sp.loc, "pipeline: standard_metadata must be a struct")
+        self.std = cc.std = std
+        self.field_lists = _field_lists(self.meta, mp.type_ref.type)
+        self.instances: dict[str, BlockInstance] = {}
+        for role in V1SWITCH_ROLES:
+            decl, args = blocks[role]
+            self.instances[role] = cc.instantiate_block(decl, decl.name, self._role_params(role, decl), args)
+        self.value_sets: dict[str, ValueSet] = cc.value_sets
+        self.error_names = cc.error_names
+        self.error_codes = cc.error_codes
+        self.template: list = list(cc.alloc.initial)
+        self.slot_names = cc.alloc.names
+        self.std_slots = {n: s.start for n, s in std.fields.items()}
+        self.std_masks = {n: ((1 << s.width) - 1 if isinstance(s, ScalarS) and s.width else -1)
+                          for n, s in std.fields.items()}
+        self._bodies = {role: inst.callee.body for role, inst in self.instances.items()}
+        self._meta_range = (self.meta.start, self.meta.end)
+        self._std_range = (std.start, std.end)
+        s = self.std_slots
+        self._s_ingress_port = s["ingress_port"]
+        self._s_instance_type = s["instance_type"]
+        self._s_packet_length = s["packet_length"]
+        self._s_igts = s.get("ingress_global_timestamp")
+        self._s_egts = s.get("egress_global_timestamp")
+        self._s_parser_error = s.get("parser_error")
+
+    # ------------------------------------------------------------------ loading
+
+    def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
+        main = _find_main(cc.program)
+        args = [a.value for a in main.args]
+        if len(args) != 6:
+            raise PipelineError(main.loc, f"pipeline: V1Switch takes 6 blocks, main has {len(args)}")
+        out = {}
+        for role, arg in zip(V1SWITCH_ROLES, args):
+            decl, ctor_args = block_decl_of(arg, cc.root)
+            if decl is None:
+                decl = _by_name(cc.program, arg)
+            if decl is None:
+                raise PipelineError(arg.loc, f"pipeline: cannot find the {role} block of main")
+            out[role] = (decl, ctor_args)
+        return out
+
+    def _role_params(self, role: str, decl: Any) -> dict[ast.Param, Any]:
+        data = {"parser": ("in", self.hdr, self.meta, self.std),
+                "verify_checksum": (self.hdr, self.meta),
+                "ingress": (self.hdr, self.meta, self.std),
+                "egress": (self.hdr, self.meta, self.std),
+                "compute_checksum": (self.hdr, self.meta),
+                "deparser": ("out", self.hdr)}[role]
+        if len(decl.params) != len(data):
+            raise PipelineError(decl.loc, f"pipeline: the {role} block {decl.name} takes {len(data)} parameters")
+        out: dict[ast.Param, Any] = {}
+        for prm, d in zip(decl.params, data):
+            out[prm] = PacketArg(d) if isinstance(d, str) else d
+        return out
+
+    # ------------------------------------------------------------------ packets
+
+    def new_packet(self, data: bytes, ingress_port: int, now_us: int, instance_type: int = 0) -> Packet:
+        """A packet received on ``ingress_port`` at ``now_us`` (µs)."""
+        pkt = Packet(self, bytes(data), now_us)
+        p = pkt.phv
+        p[SLOT_PKT] = pkt
+        p[SLOT_DATA] = pkt.data
+        p[self._s_ingress_port] = ingress_port & 0x1FF
+        p[self._s_instance_type] = instance_type
+        p[self._s_packet_length] = len(pkt.data)
+        return pkt
+
+    def parse(self, pkt: Packet) -> None:
+        """Run the parser only (sets parser_error on a parser error, never raises for bad input)."""
+        p = pkt.phv
+        p[SLOT_CURSOR] = 0
+        try:
+            self._bodies["parser"](p)
+        except ParserReject as r:
+            if r.code is not None and self._s_parser_error is not None:
+                p[self._s_parser_error] = r.code
+        except Exception as exc:  # noqa: BLE001 - reported with the block name
+            raise PipelineRuntimeError(f"parser: {type(exc).__name__}: {exc}") from exc
+        pkt.payload_offset = min(len(pkt.data), (p[SLOT_CURSOR] + 7) >> 3)
+        pkt.parsed = True
+
+    def run_ingress(self, pkt: Packet) -> None:
+        """Parser, checksum verification and ingress; sets ingress_global_timestamp."""
+        p = pkt.phv
+        if self._s_igts is not None:
+            p[self._s_igts] = pkt.now_us & 0xFFFFFFFFFFFF
+        self.parse(pkt)
+        self._run_control("verify_checksum", p)
+        self._run_control("ingress", p)
+
+    def run_egress(self, pkt: Packet, egress_port: int, now_us: int, enq_timestamp: int = 0,
+                   enq_qdepth: int = 0, deq_timedelta: int = 0, deq_qdepth: int = 0,
+                   egress_rid: int = 0) -> None:
+        """Egress and checksum computation for a packet leaving the queue of ``egress_port``.
+
+        Clears a clone request left from ingress (the switch has consumed it), so
+        ``pkt.clone_request`` afterwards is egress's (E2E) one.
+        """
+        p = pkt.phv
+        pkt.now_us = now_us
+        pkt.clone_request = None
+        pkt.recirculate = None
+        for name, value in (("egress_port", egress_port), ("egress_global_timestamp", now_us),
+                            ("enq_timestamp", enq_timestamp), ("enq_qdepth", enq_qdepth),
+                            ("deq_timedelta", deq_timedelta), ("deq_qdepth", deq_qdepth),
+                            ("egress_rid", egress_rid)):
+            slot = self.std_slots.get(name)
+            if slot is not None:
+                p[slot] = value & self.std_masks[name]
+        self._run_control("egress", p)
+        self._run_control("compute_checksum", p)
+
+    def _run_control(self, role: str, p: list) -> None:
+        body = self._bodies[role]
+        if body is None:
+            return
+        try:
+            body(p)
+        except (ExitSignal, ReturnSignal):
+            pass
+        except ParserReject as r:  # a stack .next/.last out of bounds outside the parser
+            raise PipelineRuntimeError(f"{role}: header stack index out of bounds (error {r.code})") from r
+        except Exception as exc:  # noqa: BLE001 - reported with the block name
+            raise PipelineRuntimeError(f"{role}: {type(exc).__name__}: {exc}") from exc
+
+    def deparse(self, pkt: Packet) -> bytes:
+        """Valid headers as the deparser emits them, then the unparsed payload (no truncation)."""
+        p = pkt.phv
+        out: list[bytes] = []
+        p[SLOT_OUT] = out
+        self._run_control("deparser", p)
+        p[SLOT_OUT] = None
+        return b"".join(out) + pkt.payload
+
+    # ------------------------------------------------------------------ copies
+
+    def copy_packet(self, pkt: Packet) -> Packet:
+        """An independent copy (PHV, payload, records except digests): a multicast replica
+        or a unicast copy; the switch sets ``egress_rid``/``instance_type`` as needed."""
+        new = Packet(self, pkt.data, pkt.now_us)
+        new.phv = list(pkt.phv)
+        new.phv[SLOT_PKT] = new
+        new.payload_offset = pkt.payload_offset
+        new.parsed = pkt.parsed
+        new.clone_request = pkt.clone_request
+        new.resubmit = pkt.resubmit
+        new.recirculate = pkt.recirculate
+        new.truncate_len = pkt.truncate_len
+        return new
+
+    def copy_for_clone(self, pkt: Packet, kind: str = "I2E", field_list_id: int | None = None, *,
+                       slots: tuple[int, ...] | None = None, now_us: int | None = None) -> Packet:
+        """The clone BMv2 makes at the end of ingress (I2E) or egress (E2E).
+
+        I2E: the ORIGINAL received bytes, re-parsed (with the original ingress_port, so the
+        parser takes the same path), then all user and standard metadata reset to 0 except
+        the field list's fields (their values at the end of ingress), instance_type = 1 and
+        packet_length. E2E: the same from the packet as deparsed at the end of egress,
+        instance_type = 2. The clone session's port is set by the switch (run_egress).
+        """
+        if kind == "I2E":
+            data, itype = pkt.data, PKT_INSTANCE_TYPE_INGRESS_CLONE
+        elif kind == "E2E":
+            data, itype = self.deparse(pkt), PKT_INSTANCE_TYPE_EGRESS_CLONE
+        else:
+            raise ValueError(f"clone kind must be 'I2E' or 'E2E', not {kind!r}")
+        new = self.new_packet(data, pkt.phv[self._s_ingress_port], pkt.now_us if now_us is None else now_us, itype)
+        self.parse(new)
+        perr = new.phv[self._s_parser_error] if self._s_parser_error is not None else 0
+        self._reset_metadata(new)
+        if self._s_parser_error is not None:
+            new.phv[self._s_parser_error] = perr
+        self._preserve(pkt, new, field_list_id, slots)
+        new.phv[self._s_instance_type] = itype
+        new.phv[self._s_packet_length] = len(data)
+        return new
+
+    def copy_for_request(self, pkt: Packet, req: CloneRequest, now_us: int | None = None) -> Packet:
+        """:meth:`copy_for_clone` for a recorded ``pkt.clone_request``."""
+        return self.copy_for_clone(pkt, req.kind, req.field_list, slots=req.slots, now_us=now_us)
+
+    def copy_for_resubmit(self, pkt: Packet, now_us: int | None = None) -> Packet:
+        """The resubmitted packet: the original bytes, same ingress_port, instance_type 6,
+        metadata reset except the field list of ``pkt.resubmit``; run_ingress parses it."""
+        req = pkt.resubmit or PreserveRequest()
+        new = self.new_packet(pkt.data, pkt.phv[self._s_ingress_port], pkt.now_us if now_us is None else now_us,
+                              PKT_INSTANCE_TYPE_RESUBMIT)
+        self._preserve(pkt, new, req.field_list, req.slots)
+        return new
+
+    def copy_for_recirculate(self, pkt: Packet, now_us: int | None = None) -> Packet:
+        """The recirculated packet: the frame as deparsed after egress, instance_type 4,
+        the same ingress_port, metadata reset except the field list of ``pkt.recirculate``."""
+        req = pkt.recirculate or PreserveRequest()
+        new = self.new_packet(self.deparse(pkt), pkt.phv[self._s_ingress_port],
+                              pkt.now_us if now_us is None else now_us, PKT_INSTANCE_TYPE_RECIRC)
+        self._preserve(pkt, new, req.field_list, req.slots)
+        return new
+
+    def _reset_metadata(self, pkt: Packet) -> None:
+        p = pkt.phv
+        for a, b in (self._meta_range, self._std_range):
+            p[a:b] = self.template[a:b]
+
+    def _preserve(self, src: Packet, dst: Packet, field_list_id: int | None,
+                  slots: tuple[int, ...] | None) -> None:
+        if field_list_id is not None:
+            if field_list_id not in self.field_lists:
+                raise ValueError(f"no user metadata field is annotated @field_list({field_list_id})")
+            for st in self.field_lists[field_list_id]:
+                dst.phv[st.start:st.end] = src.phv[st.start:st.end]
+        if slots:
+            for s in slots:
+                dst.phv[s] = src.phv[s]
+
+    # ------------------------------------------------------------------ inspection
+
+    def _root(self, path: str) -> tuple[Storage, str]:
+        head, _, rest = path.partition(".")
+        roots = {self.root_names[0]: self.hdr, self.root_names[1]: self.meta, self.root_names[2]: self.std,
+                 "hdr": self.hdr, "meta": self.meta, "standard_metadata": self.std, "std": self.std}
+        if head not in roots:
+            raise KeyError(f"path must start with one of {', '.join(sorted(roots))}: {path!r}")
+        return roots[head], rest
+
+    def storage_at(self, path: str) -> Storage:
+        root, rest = self._root(path)
+        return find_path(root, rest)
+
+    def read_path(self, pkt: Packet, path: str) -> Any:
+        st = self.storage_at(path)
+        p = pkt.phv
+        if isinstance(st, ScalarS | VarbitS):
+            return p[st.start]
+        if isinstance(st, HeaderS):
+            if not p[st.valid]:
+                return None
+            return {n: p[f.start] for n, f in st.fields.items()}
+        return p[st.start:st.end]
+
+    def write_path(self, pkt: Packet, path: str, value: int) -> None:
+        st = self.storage_at(path)
+        if not isinstance(st, ScalarS):
+            raise KeyError(f"{path!r} is not a scalar field")
+        pkt.phv[st.start] = value & ((1 << st.width) - 1) if st.width and not st.signed else value
+
+    def header_valid(self, pkt: Packet, path: str) -> bool:
+        st = self.storage_at(path)
+        hs = list(iter_headers(st))
+        if not isinstance(st, HeaderS):
+            raise KeyError(f"{path!r} is not a header")
+        return bool(pkt.phv[hs[0].valid])
+
+    def table(self, name: str) -> CompiledTable:
+        """A compiled table by P4Info name (for tests and tools)."""
+        for inst in self.instances.values():
+            for v in _scope_values(inst.scope):
+                if isinstance(v, CompiledTable) and v.name == name:
+                    return v
+        raise KeyError(name)
+
+    @property
+    def controller_headers(self) -> dict[str, Storage]:
+        """Headers annotated ``@controller_header("packet_in"|"packet_out")``, by that name."""
+        out: dict[str, Storage] = {}
+        if isinstance(self.hdr, StructS):
+            for h in iter_headers(self.hdr):
+                decl = getattr(h.type, "decl", None)
+                ann = ast.find_annotation(getattr(decl, "annotations", []), "controller_header")
+                if ann is not None and ann.string_arg():
+                    out[ann.string_arg()] = h  # type: ignore[index]
+        return out
+
+    def error_name(self, code: int) -> str:
+        return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
+
+
+def _scope_values(sc: Scope) -> list[Any]:
+    return list(sc._map.values())
+
+
+def _by_name(program: ast.Program, arg: ast.Expression) -> Any:
+    name = None
+    if isinstance(arg, ast.ConstructorCallExpr):
+        name = getattr(arg.type_ref, "name", None) or getattr(getattr(arg.type_ref, "base", None), "name", None)
+    elif isinstance(arg, ast.PathExpr):
+        name = arg.name
+    for d in program.declarations:
+        if isinstance(d, ast.ParserDecl | ast.ControlDecl) and d.name == name:
+            return d
+        if isinstance(d, ast.InstantiationDecl) and d.name == name:
+            return block_decl_of(d, None)[0]  # type: ignore[arg-type]
+    return None
+
+
+def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, *,
+                  seed: int | None = None) -> V1Pipeline:
+    """Compile a checked v1model program against ``state`` (built from ``p4info``).
+
+    Installs the program's ``const entries`` (and default actions P4Info leaves unset)
+    into ``state``. Raises :class:`~.scope.PipelineError` (a located P4Error) for
+    constructs the pipeline cannot run or objects missing from the P4Info.
+    """
+    return V1Pipeline(program_of(checked), p4info, state, seed)
+
+
+__all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate"]
