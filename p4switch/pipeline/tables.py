@@ -132,6 +132,8 @@ class TableCompiler:
 
     def _table_key(self, decl: ast.TableDecl, sc: Scope, tstate: TableState) -> E | None:
         elems = decl.key.elements if decl.key is not None else []
+        # action_selector inputs are not match fields (P4Info omits them)
+        elems = [ke for ke in elems if ke.match_kind.name != "selector"]
         if len(elems) != len(tstate.fields):
             raise PipelineError(decl.loc, f"pipeline: table '{tstate.name}' has {len(elems)} key fields, "
                                           f"the P4Info {len(tstate.fields)}")

@@ -1,0 +1,178 @@
+"""alinea.p4 through the pipeline: routing, drops and their counters, the buffer model,
+report clones and the report egress builds (docs/dataplane.md, docs/wire-format.md)."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from scapy.layers.inet import IP, UDP
+from scapy.layers.l2 import Ether
+from scapy.packet import Raw
+
+from p4switch.pipeline import CloneRequest
+from p4switch.state import Lpm
+
+from .helpers import ALINEA, Loaded, ingress, load, through
+
+HOST_MAC = "02:00:00:00:00:09"
+PORT_MAC = 0x020000000101
+UP_MAC = 0x020000000201
+NEXT_MAC = 0x020000000302
+SELF_MAC = 0x020000000301
+
+
+@pytest.fixture
+def sw() -> Loaded:
+    sw = load(ALINEA)
+    sw.table("MyIngress.ipv4_lpm").insert({"hdr.ipv4.dstAddr": Lpm(0x0A000200, 24)},
+                                          sw.action_id("MyIngress.ipv4_forward"), (NEXT_MAC, SELF_MAC, 2))
+    return sw
+
+
+def configure_port(sw: Loaded, port: int, capacity: int, interval_us: int, node_id: int = 7) -> None:
+    sw.table("MyIngress.port_config").insert({"standard_metadata.ingress_port": port},
+                                             sw.action_id("MyIngress.set_port"),
+                                             (capacity, interval_us, node_id, PORT_MAC, UP_MAC))
+
+
+def udp_frame(dst: str = "10.0.2.2", ttl: int = 64, payload: bytes = b"x" * 64) -> Ether:
+    return Ether(dst="02:00:00:00:03:01", src=HOST_MAC) / IP(src="10.0.1.1", dst=dst, ttl=ttl) / \
+        UDP(sport=1234, dport=5678) / Raw(payload)
+
+
+def counter(sw: Loaded, name: str, index: int) -> int:
+    return sw.state.counters_by_name[name].packets[index]
+
+
+def register(sw: Loaded, name: str, index: int) -> int:
+    return sw.state.registers_by_name[name].cells[index]
+
+
+def test_forwards_with_ttl_decremented_and_checksum_recomputed(sw: Loaded) -> None:
+    frame = udp_frame(ttl=64)
+    pkt, out = through(sw, bytes(frame), port=1)
+    assert out is not None and pkt.std("egress_spec") == 2
+    expected = frame.copy()
+    expected[Ether].dst = "02:00:00:00:03:02"
+    expected[Ether].src = "02:00:00:00:03:01"
+    expected[IP].ttl = 63
+    del expected[IP].chksum  # scapy recomputes it
+    assert out == bytes(Ether(bytes(expected)))
+    assert counter(sw, "MyIngress.rx", 1) == 1
+    assert counter(sw, "MyEgress.tx", 2) == 1
+
+
+def test_bad_ipv4_checksum_is_dropped_and_counted(sw: Loaded) -> None:
+    frame = bytearray(bytes(udp_frame()))
+    frame[24] ^= 0xFF  # corrupt the IPv4 header checksum
+    pkt, out = through(sw, bytes(frame), port=1)
+    assert out is None and pkt.std("checksum_error") == 1
+    assert counter(sw, "MyIngress.drop_bad_checksum", 1) == 1
+
+
+def test_no_route_is_dropped_and_counted(sw: Loaded) -> None:
+    pkt, out = through(sw, bytes(udp_frame(dst="192.0.2.1")), port=3)
+    assert out is None and pkt.marked_to_drop
+    assert counter(sw, "MyIngress.drop_no_route", 3) == 1
+    assert counter(sw, "MyIngress.drop_no_route", 1) == 0
+
+
+def test_ttl_expiry_is_dropped_and_counted(sw: Loaded) -> None:
+    pkt, out = through(sw, bytes(udp_frame(ttl=1)), port=1)
+    assert out is None
+    assert counter(sw, "MyIngress.drop_ttl_expired", 1) == 1
+
+
+def report_frame(port_field: int = 4) -> bytes:
+    report = struct.pack("!BBHHIIHIIII", 0x11, 0, 9, port_field, 5, 200, 0, 1, 1, 0, 1000)
+    return bytes.fromhex("020000000301" "020000000401" "88b5") + report
+
+
+def test_report_from_a_non_neighbour_port_is_dropped_and_counted(sw: Loaded) -> None:
+    pkt, out = through(sw, report_frame(), port=4)
+    assert out is None
+    assert counter(sw, "MyIngress.drop_spoofed_report", 4) == 1
+
+
+def test_report_from_a_neighbour_goes_to_the_cpu_with_packet_in(sw: Loaded) -> None:
+    sw.table("MyIngress.report_ingress").insert({"standard_metadata.ingress_port": 4},
+                                                sw.action_id("MyIngress.report_to_cpu"))
+    frame = report_frame()
+    pkt, out = through(sw, frame, port=4)
+    assert pkt.std("egress_spec") == 255 and out is not None
+    # packet_in header: ingress_port (9 bits) then 7 zero bits, in front of the frame
+    assert int.from_bytes(out[:2], "big") == 4 << 7
+    assert out[2:] == frame
+
+
+def test_admission_counts_occupancy_and_drops_overflow(sw: Loaded) -> None:
+    configure_port(sw, 1, capacity=2, interval_us=10**9)
+    pkts = [ingress(sw, bytes(udp_frame()), 1, now_us=100 + i) for i in range(3)]
+    assert [p.get("meta.admitted") for p in pkts] == [1, 1, 0]
+    assert [p.marked_to_drop for p in pkts] == [False, False, True]
+    assert register(sw, "occupancy", 1) == 2
+    assert register(sw, "overflow_drops", 1) == 1
+    assert counter(sw, "MyIngress.drop_overflow", 1) == 1
+    # the admitted packets leave: egress releases their slots
+    for p in pkts[:2]:
+        sw.pipeline.run_egress(p, 2, 500)
+    assert register(sw, "occupancy", 1) == 0
+
+
+def test_packets_from_unmodelled_ports_are_not_admitted(sw: Loaded) -> None:
+    pkt = ingress(sw, bytes(udp_frame()), 5)
+    assert pkt.get("meta.modelled") == 0 and pkt.get("meta.admitted") == 0
+    assert not pkt.marked_to_drop and register(sw, "occupancy", 5) == 0
+
+
+def test_clone_requested_only_when_the_report_interval_elapsed(sw: Loaded) -> None:
+    configure_port(sw, 1, capacity=100, interval_us=1000)
+    first = ingress(sw, bytes(udp_frame()), 1, now_us=5000)
+    soon = ingress(sw, bytes(udp_frame()), 1, now_us=5500)
+    later = ingress(sw, bytes(udp_frame()), 1, now_us=6000)
+    assert first.clone_request == CloneRequest("I2E", 1001, 1)
+    assert soon.clone_request is None
+    assert later.clone_request == CloneRequest("I2E", 1001, 1)
+    assert register(sw, "last_report_ts", 1) == 6000
+
+
+def test_report_clone_is_built_in_egress_and_truncated(sw: Loaded) -> None:
+    configure_port(sw, 1, capacity=200, interval_us=1000, node_id=7)
+    pl = sw.pipeline
+    pkt = ingress(sw, bytes(udp_frame()), 1, now_us=5000)
+    assert pkt.clone_request is not None
+    clone = pl.copy_for_request(pkt, pkt.clone_request)
+    assert clone.std("instance_type") == 1
+    assert clone.get("meta.admitted") == 0  # not in the field list: reset
+    assert clone.get("meta.capacity") == 200  # in the field list: kept
+    pl.run_egress(clone, 1, 5100)
+    frame = pl.deparse(clone)[: clone.truncate_len]
+    assert len(frame) == 46 == clone.truncate_len
+    assert frame[:14] == UP_MAC.to_bytes(6, "big") + PORT_MAC.to_bytes(6, "big") + b"\x88\xb5"
+    vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval = struct.unpack(
+        "!BBHHIIHIIII", frame[14:])
+    assert (vt, flags, node, port, cap, seq, drops, interval) == (0x11, 0, 7, 1, 200, 1, 0, 1000)
+    assert occ == register(sw, "occupancy", 1) == 1  # the original packet holds a slot
+    assert (ts_hi << 32) | ts_lo == 5100
+    assert register(sw, "report_seq", 1) == 1
+
+
+@pytest.mark.parametrize("length", [0, 1, 13, 14, 20, 33, 34, 41])
+def test_truncated_frames_never_raise(sw: Loaded, length: int) -> None:
+    data = bytes(udp_frame())[:length]
+    pkt, out = through(sw, data, port=1)
+    if length < 14:
+        assert sw.pipeline.error_name(pkt.std("parser_error")) == "PacketTooShort"
+    assert pkt.marked_to_drop and out is None
+
+
+def test_garbage_frames_never_raise(sw: Loaded) -> None:
+    import random
+
+    rng = random.Random(7)
+    for _ in range(300):
+        data = bytes(rng.getrandbits(8) for _ in range(rng.randrange(0, 80)))
+        if rng.random() < 0.5 and len(data) > 14:
+            data = data[:12] + rng.choice([b"\x08\x00", b"\x88\xb5"]) + data[14:]
+        through(sw, data, port=rng.randrange(0, 512))
