@@ -94,7 +94,8 @@ def expr(src: str, **ops: Any) -> E:
     """A closure evaluating the template ``src`` (``{name}`` marks an operand).
 
     Operands that are :class:`E` are rendered by shape; any other value is bound as a
-    constant. If every E operand is constant the template is evaluated now (folding).
+    constant. If every operand is constant and none is callable (a callable operand may
+    be impure: a register read, a random draw), the template is evaluated now (folding).
     """
     shapes, names, values, body = _render(src, ops)
     key = (src, tuple(names), shapes)
@@ -103,7 +104,7 @@ def expr(src: str, **ops: Any) -> E:
         fac = eval(f"lambda {', '.join(names) or '_'}: lambda p: {body}", dict(_HELPERS))  # noqa: S307
         _expr_cache[key] = fac
     fn = fac(*values) if names else fac(None)
-    if all(s in ("c", "k") for s in shapes):
+    if all(s == "c" or (s == "k" and not callable(v)) for s, v in zip(shapes, values)):
         return E.const(fn(None))
     return E.func(fn)
 
