@@ -1,0 +1,252 @@
+"""``p4switch``: run a P4_16 v1model program on Linux interfaces, like ``simple_switch_grpc``.
+
+    p4switch [options] [FILE.p4]
+    p4switch -i 1@veth1 -i 2@veth3 --cpu-port 255 p4src/alinea.p4
+    p4switch -i 1@veth1 --no-p4             # wait for SetForwardingPipelineConfig
+    p4switch --device-config build/alinea.p4switch.bin p4src/alinea.p4   # write it and exit
+
+Differences from simple_switch_grpc, on purpose: the program is P4 source (compiled by
+p4switch's own front end at start-up), not a BMv2 JSON; the P4Runtime device config is the
+preprocessed source (``--device-config`` writes it); the CPU port defaults to 255
+(``alinea.p4``'s ``CPU_PORT``) where BMv2 has none unless ``--cpu-port`` is given (pass
+``--cpu-port none`` for BMv2's behaviour); gRPC listens on loopback by default; the device id
+defaults to 0, as BMv2's. A BMv2-style ``--`` between the switch and the gRPC options is
+accepted and ignored.
+
+Errors (bad ``-i`` spec, missing interface, P4 errors with ``file:line:col``, an address in use)
+print one clear message and exit non-zero, never a traceback (``P4SWITCH_TRACEBACK=1`` shows
+one for internal errors). SIGINT/SIGTERM stop the servers, close the ports, flush the pcaps.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+LOG_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
+              "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
+              "off": logging.CRITICAL + 10}
+
+
+def _port_number(text: str) -> int:
+    try:
+        value = int(text, 0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a port number: {text!r}") from None
+    if not 0 <= value <= 510:
+        raise argparse.ArgumentTypeError(f"port {value} out of range 0..510 (511 is the drop port)")
+    return value
+
+
+def _cpu_port(text: str) -> int | None:
+    if text.lower() in ("none", "off", "-1"):
+        return None
+    return _port_number(text)
+
+
+def _tcp_port(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a TCP port: {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"TCP port {value} out of range 0..65535")
+    return value
+
+
+def _interface(text: str) -> tuple[int, str]:
+    from p4switch.ports import PortError, parse_interface_spec
+
+    try:
+        return parse_interface_spec(text)
+    except PortError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="p4switch",
+        description="Run a P4_16 v1model program (P4 source) on Linux interfaces, with a P4Runtime gRPC "
+                    "server and the BMv2 SimpleSwitch Thrift queue calls, like simple_switch_grpc.",
+        epilog="Example: p4switch -i 1@veth1 -i 2@veth3 --cpu-port 255 p4src/alinea.p4")
+    p.add_argument("program", nargs="?", metavar="FILE.p4",
+                   help="P4_16 program to run (omit with --no-p4 to wait for SetForwardingPipelineConfig)")
+    p.add_argument("-i", "--interface", dest="interfaces", action="append", default=[], type=_interface,
+                   metavar="PORT@IFACE", help="attach switch port PORT to Linux interface IFACE (repeatable)")
+    p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0, as BMv2)")
+    p.add_argument("--grpc-server-addr", default="127.0.0.1:9559", metavar="HOST:PORT",
+                   help="P4Runtime gRPC address (default 127.0.0.1:9559)")
+    p.add_argument("--no-grpc", action="store_true", help="do not start the P4Runtime gRPC server")
+    p.add_argument("--thrift-port", type=_tcp_port, default=9090,
+                   help="BMv2 Thrift runtime port on 127.0.0.1 (default 9090; 0 picks a free one)")
+    p.add_argument("--no-thrift", action="store_true", help="do not start the Thrift server")
+    p.add_argument("--cpu-port", type=_cpu_port, default=255, metavar="PORT|none",
+                   help="port whose frames go to/come from the controller (packet-in/out); default 255 "
+                        "(alinea.p4's CPU_PORT; BMv2 has none by default: 'none')")
+    p.add_argument("--pcap", metavar="DIR", help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR")
+    p.add_argument("--log-console", action="store_true", help="log to standard error")
+    p.add_argument("--log-file", metavar="FILE", help="log to FILE")
+    p.add_argument("--log-level", choices=sorted(LOG_LEVELS), default="info",
+                   help="log level (default info; 'debug'/'trace' log every drop)")
+    p.add_argument("--no-p4", action="store_true",
+                   help="start without a program and wait for the controller's SetForwardingPipelineConfig")
+    p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
+                   help="add DIR to the P4 #include search path")
+    p.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="define a preprocessor macro for the P4 program")
+    p.add_argument("--device-config", metavar="OUT",
+                   help="write the P4Runtime device config of FILE.p4 (its preprocessed source) to OUT and exit; "
+                        "with --p4info also its P4Info")
+    p.add_argument("--p4info", metavar="OUT", help="with --device-config: also write the P4Info (text format)")
+    p.add_argument("--queue-depth", type=int, default=64, help="egress queue depth in packets (default 64)")
+    p.add_argument("--queue-rate", type=int, default=0, metavar="PPS",
+                   help="egress queue rate in packets/s (default 0: unlimited)")
+    p.add_argument("--priority-queues", type=int, default=1, help="priority queues per port (1..8, default 1)")
+    p.add_argument("--seed", type=int, help="seed of the program's random() extern")
+    return p
+
+
+def _normalise(argv: Sequence[str]) -> list[str]:
+    """Drop BMv2's ``--`` separator (simple_switch_grpc takes target options after it)."""
+    return [a for a in argv if a != "--"]
+
+
+def _setup_logging(args: argparse.Namespace) -> None:
+    level = LOG_LEVELS[args.log_level]
+    root = logging.getLogger()
+    root.setLevel(level)
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    handlers: list[logging.Handler] = []
+    if args.log_console:
+        handlers.append(logging.StreamHandler(sys.stderr))
+    if args.log_file:
+        handlers.append(logging.FileHandler(args.log_file))
+    if not handlers:  # warnings and errors always reach the user
+        h = logging.StreamHandler(sys.stderr)
+        h.setLevel(logging.WARNING)
+        handlers.append(h)
+    for h in handlers:
+        h.setFormatter(fmt)
+        root.addHandler(h)
+
+
+def _write_device_config(args: argparse.Namespace) -> int:
+    from p4switch.device import compile_file
+
+    if not args.program:
+        print("p4switch: error: --device-config needs FILE.p4", file=sys.stderr)
+        return EXIT_USAGE
+    program = compile_file(args.program, args.include_dirs, args.defines)
+    _write(args.device_config, program.device_config)
+    if args.p4info:
+        from google.protobuf import text_format
+
+        _write(args.p4info, text_format.MessageToString(program.p4info).encode())
+    return EXIT_OK
+
+
+def _write(path: str, data: bytes) -> None:
+    out = Path(path)
+    if out.parent and not out.parent.exists():
+        out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(data)
+
+
+def _options(args: argparse.Namespace) -> Any:
+    from p4switch.switch import SwitchOptions
+
+    return SwitchOptions(
+        device_id=args.device_id, cpu_port=args.cpu_port, interfaces=list(args.interfaces),
+        program=None if args.no_p4 else args.program, include_dirs=list(args.include_dirs),
+        defines=list(args.defines), grpc_addr=None if args.no_grpc else args.grpc_server_addr,
+        thrift_port=None if args.no_thrift else args.thrift_port, pcap_dir=args.pcap,
+        queue_depth=args.queue_depth, queue_rate_pps=args.queue_rate, priority_queues=args.priority_queues,
+        seed=args.seed)
+
+
+def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
+    if args.program and args.no_p4:
+        parser.error("give either FILE.p4 or --no-p4, not both")
+    if not args.program and not args.no_p4 and not args.device_config:
+        parser.error("no P4 program: give FILE.p4, or --no-p4 to wait for the controller's pipeline")
+    if args.p4info and not args.device_config:
+        parser.error("--p4info is only used with --device-config")
+    if args.program and Path(args.program).suffix.lower() == ".json":
+        parser.error(f"{args.program}: p4switch runs P4_16 source (FILE.p4), not a BMv2 JSON")
+    if not 0 <= args.queue_depth < (1 << 19):
+        parser.error(f"--queue-depth {args.queue_depth} out of range 0..{(1 << 19) - 1}")
+    if args.queue_rate < 0:
+        parser.error(f"--queue-rate {args.queue_rate} must be >= 0")
+    if not 1 <= args.priority_queues <= 8:
+        parser.error(f"--priority-queues {args.priority_queues} out of range 1..8")
+
+
+def _serve(args: argparse.Namespace) -> int:
+    from p4switch.switch import Switch
+
+    switch = Switch.from_args(_options(args))
+
+    def on_signal(signum: int, _frame: Any) -> None:
+        logging.getLogger(__name__).info("signal %d: stopping", signum)
+        switch.stop()
+
+    old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        ports = ", ".join(f"{n}@{p.name}" for n, p in sorted(switch.ports.items())) or "none"
+        grpc = switch.options.grpc_addr or "off"
+        thrift = f"127.0.0.1:{switch.thrift_server.port}" if switch.thrift_server else "off"
+        program = args.program if not args.no_p4 else "none (waiting for SetForwardingPipelineConfig)"
+        print(f"p4switch: running {program}; ports {ports}; P4Runtime {grpc} (device {args.device_id}); "
+              f"Thrift {thrift}; CPU port {switch.options.cpu_port}", file=sys.stderr, flush=True)
+        switch.run_forever()
+    finally:
+        for s, h in old.items():
+            signal.signal(s, h)
+        switch.close()
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``p4switch`` console script; returns the exit status."""
+    parser = build_parser()
+    args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
+    _validate(args, parser)
+    from p4switch.frontend.errors import P4Error, format_error
+    from p4switch.p4runtime.device import PipelineLoadError
+    from p4switch.ports import PortError
+    from p4switch.switch import SwitchError
+
+    try:
+        if args.device_config:
+            return _write_device_config(args)
+        _setup_logging(args)
+        return _serve(args)
+    except P4Error as err:
+        print(format_error(err), file=sys.stderr)
+        return EXIT_ERROR
+    except (PortError, SwitchError, PipelineLoadError) as exc:
+        print(f"p4switch: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except OSError as exc:
+        print(f"p4switch: error: {exc.strerror or exc}{f': {exc.filename}' if exc.filename else ''}",
+              file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        return EXIT_OK
+    except Exception as exc:
+        if os.environ.get("P4SWITCH_TRACEBACK") == "1":
+            raise
+        print(f"p4switch: internal error: {type(exc).__name__}: {exc} (set P4SWITCH_TRACEBACK=1 for details)",
+              file=sys.stderr)
+        return EXIT_INTERNAL
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,312 @@
+"""The P4Runtime device binding of p4switch: pipeline (re)loads and controller packets.
+
+Why: the P4Runtime core (``p4switch.p4runtime``) never runs packets; it hands this device the
+``ForwardingPipelineConfig`` a controller pushed and the packet-outs it received, and gets
+packet-ins back. This module turns those into the v1model architecture's terms.
+
+**Device config.** BMv2 takes its JSON as the ``p4_device_config``; p4switch takes the P4
+program itself: the *preprocessed* P4_16 source as UTF-8 text, with the C preprocessor's
+line markers (``# 42 "p4src/alinea.p4"``), so that the switch needs no include files and
+errors still point at the lines the user wrote. :func:`device_config_for` makes it from a
+``.p4`` file (``p4switch --device-config OUT FILE.p4`` writes it, conventionally
+``build/alinea.p4switch.bin`` next to ``build/alinea.p4info.txtpb``). A config is accepted
+only if the P4Info the front end builds from it names the same objects with the same ids as
+the pushed P4Info (a P4Info from another program version would silently misaddress tables).
+
+**Controller headers.** ``packet_out`` metadata become the ``@controller_header("packet_out")``
+header, packed MSB first in P4Info field order, in front of the payload, and the frame enters
+ingress on the CPU port (the program parses it, as on BMv2). A frame the pipeline sends to the
+CPU port starts with the ``packet_in`` header, which is split off into metadata.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+
+from p4switch.p4runtime.device import PipelineLoadError
+from p4switch.state.runtime import ControllerHeader, RuntimeState
+
+log = logging.getLogger(__name__)
+
+__all__ = ["CompiledProgram", "P4SwitchDevice", "PipelineHolder", "compile_device_config", "compile_file",
+           "device_config_for", "p4info_mismatch", "pack_controller_header", "split_controller_header"]
+
+DEVICE_CONFIG_NAME = "<device config>"
+# P4Info object kinds whose names and ids must agree between pushed and built P4Info.
+_KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters", "meters", "direct_meters",
+          "controller_packet_metadata", "value_sets", "registers", "digests")
+
+
+# ---------------------------------------------------------------------------------------------
+# Compiling a program
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class CompiledProgram:
+    """A checked program and the P4Info the front end built for it."""
+
+    checked: Any
+    p4info: p4info_pb2.P4Info
+    device_config: bytes
+
+
+def _relines(text: str, line_map: Sequence[tuple[str, int]]) -> str:
+    """Preprocessed text, blank lines left out, with a line marker before every line whose
+    origin is not the line after the previous one's (what cpp does), so that every position
+    survives the round trip through the device config."""
+    out: list[str] = []
+    prev: tuple[str, int] | None = None
+    for i, line in enumerate(text.split("\n")):
+        if not line.strip():
+            continue
+        origin = line_map[i] if i < len(line_map) else ("<unknown>", i + 1)
+        if prev is None or origin != (prev[0], prev[1] + 1):
+            name = origin[0].replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f'# {origin[1]} "{name}"')
+        out.append(line)
+        prev = origin
+    return "\n".join(out) + "\n"
+
+
+def device_config_for(path: str | Path, include_dirs: Iterable[str | Path] = (),
+                      defines: Iterable[str] = ()) -> bytes:
+    """The p4switch device config of the ``.p4`` file at ``path`` (raises P4Error)."""
+    from p4switch.frontend.preprocess import preprocess_file
+
+    pp = preprocess_file(path, list(include_dirs), list(defines))
+    return _relines(pp.text, pp.line_map).encode("utf-8")
+
+
+def _front_end(pp: Any) -> tuple[Any, p4info_pb2.P4Info]:
+    from p4switch.frontend.check import check_program
+    from p4switch.frontend.p4info import build_p4info
+    from p4switch.frontend.parser import parse_preprocessed
+
+    checked = check_program(parse_preprocessed(pp))
+    return checked, build_p4info(checked)
+
+
+def compile_device_config(device_config: bytes) -> CompiledProgram:
+    """Run the front end on a device config; PipelineLoadError says what is wrong with it."""
+    from p4switch.frontend.errors import P4Error, format_error
+    from p4switch.frontend.preprocess import no_preprocess
+
+    if not device_config:
+        raise PipelineLoadError("empty p4_device_config: p4switch needs the preprocessed P4 program "
+                                "(make it with `p4switch --device-config OUT FILE.p4`)")
+    try:
+        text = device_config.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PipelineLoadError(f"p4_device_config is not UTF-8 text (byte {exc.start}): p4switch takes the "
+                                "preprocessed P4 source, not a BMv2 JSON or binary") from None
+    if text.lstrip().startswith("{"):
+        raise PipelineLoadError("p4_device_config looks like a BMv2 JSON; p4switch takes the preprocessed P4 "
+                                "source (make it with `p4switch --device-config OUT FILE.p4`)")
+    try:
+        checked, p4info = _front_end(no_preprocess(text, DEVICE_CONFIG_NAME))
+    except P4Error as err:
+        raise PipelineLoadError(f"the P4 program in p4_device_config has errors:\n{format_error(err)}") from None
+    return CompiledProgram(checked, p4info, device_config)
+
+
+def compile_file(path: str | Path, include_dirs: Iterable[str | Path] = (),
+                 defines: Iterable[str] = ()) -> CompiledProgram:
+    """Front end on a ``.p4`` file (raises P4Error with file:line:col)."""
+    config = device_config_for(path, include_dirs, defines)
+    from p4switch.frontend.preprocess import no_preprocess
+
+    checked, p4info = _front_end(no_preprocess(config.decode("utf-8"), str(path)))
+    return CompiledProgram(checked, p4info, config)
+
+
+def _objects(p4info: p4info_pb2.P4Info) -> dict[str, dict[str, int]]:
+    return {kind: {o.preamble.name: o.preamble.id for o in getattr(p4info, kind)} for kind in _KINDS}
+
+
+def p4info_mismatch(pushed: p4info_pb2.P4Info, built: p4info_pb2.P4Info, limit: int = 5) -> str | None:
+    """None when both P4Infos name the same objects with the same ids, else what differs."""
+    problems: list[str] = []
+    a, b = _objects(pushed), _objects(built)
+    for kind in _KINDS:
+        for name in sorted(a[kind].keys() - b[kind].keys()):
+            problems.append(f"{kind[:-1]} '{name}' is in the P4Info but not in the program")
+        for name in sorted(b[kind].keys() - a[kind].keys()):
+            problems.append(f"{kind[:-1]} '{name}' is in the program but not in the P4Info")
+        for name in sorted(a[kind].keys() & b[kind].keys()):
+            if a[kind][name] != b[kind][name]:
+                problems.append(f"{kind[:-1]} '{name}' has id 0x{a[kind][name]:08x} in the P4Info but "
+                                f"0x{b[kind][name]:08x} in the program")
+    if not problems:
+        return None
+    more = f" (and {len(problems) - limit} more)" if len(problems) > limit else ""
+    return ("the P4Info does not match the program in p4_device_config: " + "; ".join(problems[:limit]) + more)
+
+
+# ---------------------------------------------------------------------------------------------
+# Controller headers
+# ---------------------------------------------------------------------------------------------
+
+
+def pack_controller_header(header: ControllerHeader | None, values: dict[str, int]) -> bytes:
+    """The header's bytes: fields in P4Info order, MSB first (missing fields are 0)."""
+    if header is None:
+        return b""
+    acc, bits = 0, 0
+    for f in header.fields:
+        v = values.get(f.name, 0)
+        if v < 0 or v >> f.bitwidth:
+            raise ValueError(f"{header.name} metadata '{f.name}': {v} does not fit bit<{f.bitwidth}>")
+        acc, bits = (acc << f.bitwidth) | v, bits + f.bitwidth
+    if bits % 8:
+        raise ValueError(f"controller header '{header.name}' is {bits} bits, not a whole number of bytes")
+    return acc.to_bytes(bits // 8, "big")
+
+
+def split_controller_header(header: ControllerHeader | None, frame: bytes) -> tuple[dict[str, int], bytes] | None:
+    """(metadata, payload) of a frame starting with ``header``; None if the frame is shorter."""
+    if header is None:
+        return {}, frame
+    bits = sum(f.bitwidth for f in header.fields)
+    nbytes = (bits + 7) // 8
+    if len(frame) < nbytes:
+        return None
+    acc = int.from_bytes(frame[:nbytes], "big") >> (nbytes * 8 - bits)
+    values: dict[str, int] = {}
+    for f in reversed(header.fields):
+        values[f.name] = acc & ((1 << f.bitwidth) - 1)
+        acc >>= f.bitwidth
+    return {f.name: values[f.name] for f in header.fields}, frame[nbytes:]
+
+
+# ---------------------------------------------------------------------------------------------
+# The device
+# ---------------------------------------------------------------------------------------------
+
+
+class PipelineHolder:
+    """The running pipeline and its state, shared by the device and the architecture core.
+
+    Why an object of its own: a pipeline swap must replace both at once, and every reader (the
+    core, per packet) then sees the new pair - on one loop thread that is atomic.
+    """
+
+    def __init__(self) -> None:
+        self.pipeline: Any = None
+        self.state: RuntimeState | None = None
+        self.program: CompiledProgram | None = None
+        self.generation = 0
+
+    def swap(self, pipeline: Any, state: RuntimeState, program: CompiledProgram | None) -> None:
+        self.pipeline, self.state, self.program = pipeline, state, program
+        self.generation += 1
+
+
+PacketInSink = Callable[[bytes, dict[str, int]], Any]
+
+
+class P4SwitchDevice:
+    """Implements ``p4switch.p4runtime.device.Device`` for a p4switch.
+
+    ``inject(port, frame)`` makes a frame enter ingress as if received on ``port`` (the
+    architecture core's ``receive``); ``cpu_port`` None means packet I/O with the controller is
+    off (like BMv2 without ``--cpu-port``). ``on_load`` is called after every swap; ``seed``
+    seeds the pipeline's ``random`` extern (None: not reproducible).
+    """
+
+    def __init__(self, holder: PipelineHolder, inject: Callable[[int, bytes], None], cpu_port: int | None,
+                 on_load: Callable[[], None] | None = None, seed: int | None = None) -> None:
+        self.holder = holder
+        self.seed = seed
+        self.inject = inject
+        self.cpu_port = cpu_port
+        self.on_load = on_load
+        self.packet_in_sink: PacketInSink | None = None
+        self._cache: tuple[bytes, CompiledProgram] | None = None
+        self.packet_outs = 0
+        self.packet_ins = 0
+        self.packet_ins_dropped = 0
+
+    @property
+    def state(self) -> RuntimeState | None:
+        return self.holder.state
+
+    @state.setter
+    def state(self, value: RuntimeState | None) -> None:
+        # The core assigns a state only when load_pipeline left none; ours always sets one.
+        self.holder.state = value
+
+    # ---- pipeline -----------------------------------------------------------------------
+    def _compiled(self, device_config: bytes) -> CompiledProgram:
+        """Compile once per distinct config (VERIFY then COMMIT pushes the same bytes twice)."""
+        digest = hashlib.sha256(device_config).digest()
+        if self._cache is not None and self._cache[0] == digest:
+            return self._cache[1]
+        program = compile_device_config(device_config)
+        self._cache = (digest, program)
+        return program
+
+    def verify_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        program = self._compiled(device_config)
+        reason = p4info_mismatch(p4info, program.p4info)
+        if reason:
+            raise PipelineLoadError(reason)
+
+    def load_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        self.verify_pipeline(p4info, device_config)
+        self.install(self._compiled(device_config), p4info)
+
+    def install(self, program: CompiledProgram, p4info: p4info_pb2.P4Info | None = None) -> RuntimeState:
+        """Build a fresh state and pipeline for ``program`` and swap them in (atomically)."""
+        from p4switch.frontend.errors import P4Error, format_error
+        from p4switch.pipeline import load_pipeline
+        from p4switch.state.errors import StateError
+
+        info = p4info if p4info is not None else program.p4info
+        try:
+            state = RuntimeState.from_p4info(info)
+            pipeline = load_pipeline(program.checked, info, state, seed=self.seed)
+        except P4Error as err:
+            raise PipelineLoadError(f"cannot build the pipeline:\n{format_error(err)}") from None
+        except StateError as exc:
+            raise PipelineLoadError(f"cannot build the pipeline: {exc.message}") from None
+        except (ValueError, NotImplementedError) as exc:
+            raise PipelineLoadError(f"cannot build the pipeline: {exc}") from None
+        self.holder.swap(pipeline, state, program)
+        log.info("pipeline loaded: %s (generation %d)", info.pkg_info.name or "program", self.holder.generation)
+        if self.on_load is not None:
+            self.on_load()
+        return state
+
+    # ---- controller packets -------------------------------------------------------------
+    def packet_out(self, payload: bytes, metadata: dict[str, int]) -> None:
+        """A PacketOut: the packet_out header + payload enter ingress on the CPU port."""
+        if self.cpu_port is None:
+            raise ValueError("packet-out refused: the switch has no CPU port (start it with --cpu-port N)")
+        state = self.holder.state
+        header = state.packet_out if state is not None else None
+        frame = pack_controller_header(header, metadata) + bytes(payload)
+        self.packet_outs += 1
+        self.inject(self.cpu_port, frame)
+
+    def frame_to_cpu(self, frame: bytes) -> bool:
+        """A frame the pipeline sent to the CPU port: split off packet_in, hand it over."""
+        state = self.holder.state
+        header = state.packet_in if state is not None else None
+        split = split_controller_header(header, frame)
+        if split is None or self.packet_in_sink is None:
+            self.packet_ins_dropped += 1
+            return False
+        metadata, payload = split
+        self.packet_ins += 1
+        taken = self.packet_in_sink(payload, metadata)
+        if taken is False:
+            self.packet_ins_dropped += 1
+        return taken is not False

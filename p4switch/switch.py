@@ -1,0 +1,315 @@
+"""A whole p4switch: scheduler, ports, traffic manager, pipeline, P4Runtime and Thrift.
+
+Why: the pieces (``sched``, ``tm``, ``ports``/``link``, ``pcap``, ``pipeline``, ``state``,
+``p4runtime``, ``thrift_server``) are each usable alone; this module wires them the way
+``simple_switch_grpc`` is wired, once, for both bindings:
+
+* **sim** - ``Switch(VirtualScheduler())`` with :meth:`Switch.add_link_port` ports on
+  in-memory links; the P4Runtime core (``switch.p4rt``) is called in-process.
+* **netns** - :meth:`Switch.from_args` (the ``p4switch`` command): a ``RealtimeScheduler``,
+  AF_PACKET ports, the gRPC server and the Thrift server on loopback. Every switch callback
+  runs on the scheduler's loop thread; the servers hand their work to it (``run_sync``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import socket
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
+from p4switch.link import LinkModel
+from p4switch.p4runtime.core import P4RuntimeCore
+from p4switch.pcap import PortCapture
+from p4switch.ports import LinkPort, PacketSocketPort, Port, PortError
+from p4switch.sched import RealtimeScheduler, Scheduler, VirtualScheduler
+from p4switch.tm import DEFAULT_QUEUE_DEPTH, TrafficManager
+from p4switch.v1model_arch import DropCause, V1ModelSwitchCore
+
+log = logging.getLogger(__name__)
+
+__all__ = ["Switch", "SwitchOptions", "SwitchError", "DEFAULT_CPU_PORT", "DEFAULT_GRPC_ADDR",
+           "DEFAULT_THRIFT_PORT"]
+
+DEFAULT_CPU_PORT = 255  # alinea.p4's CPU_PORT; BMv2 itself has no CPU port unless given one
+DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
+DEFAULT_THRIFT_PORT = 9090
+PCAP_FLUSH_NS = 200_000_000  # real time only: captures readable while the switch runs
+
+
+class SwitchError(Exception):
+    """The switch cannot be assembled as asked; the message says what and why."""
+
+
+@dataclass
+class SwitchOptions:
+    """Everything a switch is configured with (the CLI fills it from its options)."""
+
+    device_id: int = 0
+    cpu_port: int | None = DEFAULT_CPU_PORT
+    interfaces: list[tuple[int, str]] = field(default_factory=list)
+    program: str | None = None
+    include_dirs: list[str] = field(default_factory=list)
+    defines: list[str] = field(default_factory=list)
+    grpc_addr: str | None = DEFAULT_GRPC_ADDR
+    thrift_host: str = "127.0.0.1"
+    thrift_port: int | None = DEFAULT_THRIFT_PORT
+    pcap_dir: str | None = None
+    queue_depth: int = DEFAULT_QUEUE_DEPTH
+    queue_rate_pps: int = 0
+    priority_queues: int = 1
+    port_bitrate_bps: int = 0  # 0: no wire model on AF_PACKET ports (the veth paces itself)
+    seed: int | None = None
+
+
+class Switch:
+    """One v1model switch. Build it, add ports, load a program (or let a controller push one)."""
+
+    def __init__(self, sched: Scheduler, options: SwitchOptions | None = None) -> None:
+        self.options = opts = options or SwitchOptions()
+        self.sched = sched
+        self.realtime = isinstance(sched, RealtimeScheduler)
+        self.ports: dict[int, Port] = {}
+        self.holder = PipelineHolder()
+        self.tm = TrafficManager(sched, lambda port, item: self.core.service(port, item),
+                                 num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
+                                 default_rate_pps=opts.queue_rate_pps)
+        self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
+                                      cpu_port=opts.cpu_port)
+        self.device = P4SwitchDevice(self.holder, self.core.receive, opts.cpu_port, seed=opts.seed)
+        self.p4rt = P4RuntimeCore(self.device, device_id=opts.device_id, scheduler=sched)
+        self.device.packet_in_sink = self.p4rt.packet_in
+        self.capture: PortCapture | None = None
+        if opts.pcap_dir:
+            epoch = sched.wall_origin_ns if isinstance(sched, RealtimeScheduler) else 0
+            self.capture = PortCapture(opts.pcap_dir, sched.now_ns, epoch_ns=epoch)
+        self.grpc_server: Any = None
+        self.thrift_server: Any = None
+        self._stop = threading.Event()
+        self._closed = False
+        self._flush_handle: Any = None
+
+    # ---- construction for the netns binding --------------------------------------------------
+    @classmethod
+    def from_args(cls, options: SwitchOptions) -> Switch:
+        """A real-time switch on real interfaces with its servers started (like simple_switch_grpc).
+
+        Raises PortError (interface), P4Error (program), SwitchError/OSError (addresses); on any
+        failure everything already opened is closed again.
+        """
+        sched = RealtimeScheduler()
+        switch = cls(sched, options)
+        try:
+            switch._check_interfaces(options.interfaces)
+            if options.program:
+                switch.load_program(options.program, options.include_dirs, options.defines)
+            sched.start()
+            for number, ifname in options.interfaces:
+                sched.run_sync(switch.add_interface, number, ifname)
+            switch.start_servers()
+        except BaseException:
+            switch.close()
+            raise
+        return switch
+
+    def _check_interfaces(self, interfaces: Sequence[tuple[int, str]]) -> None:
+        seen: dict[int, str] = {}
+        names: dict[str, int] = {}
+        for number, ifname in interfaces:
+            if number == self.options.cpu_port:
+                raise SwitchError(f"-i {number}@{ifname}: port {number} is the CPU port (--cpu-port); "
+                                  "choose another port number")
+            if number in seen:
+                raise SwitchError(f"-i {number}@{ifname}: port {number} is already {number}@{seen[number]}")
+            if ifname in names:
+                raise SwitchError(f"-i {number}@{ifname}: interface {ifname} is already port {names[ifname]}")
+            seen[number], names[ifname] = ifname, number
+
+    # ---- ports ----------------------------------------------------------------------------------
+    def add_port(self, port: Port) -> Port:
+        """Attach a port object (anything with number, name, send(frame) -> ns, on_receive)."""
+        if port.number in self.ports:
+            raise SwitchError(f"port {port.number} already exists ({self.ports[port.number].name})")
+        if port.number == self.options.cpu_port:
+            raise SwitchError(f"port {port.number} is the CPU port")
+        port.on_receive = self._on_receive
+        self.ports[port.number] = port
+        return port
+
+    def add_link_port(self, number: int, name: str | None = None) -> LinkPort:
+        """An in-memory port (sim binding); attach it to an InMemoryLink afterwards."""
+        return self.add_port(LinkPort(number, name or f"port{number}"))  # type: ignore[return-value]
+
+    def add_interface(self, number: int, ifname: str) -> PacketSocketPort:
+        """An AF_PACKET port on a Linux interface (real time only; on the loop thread)."""
+        if not isinstance(self.sched, RealtimeScheduler):
+            raise SwitchError("interfaces need a RealtimeScheduler")
+        link = LinkModel(bitrate_bps=self.options.port_bitrate_bps) if self.options.port_bitrate_bps else None
+        port = PacketSocketPort(number, ifname, self.sched, link=link)
+        try:
+            return self.add_port(port)  # type: ignore[return-value]
+        except SwitchError:
+            port.close()
+            raise
+
+    def _on_receive(self, number: int, frame: bytes) -> None:
+        if self.capture is not None:
+            self.capture.record_in(self.ports[number].name, frame)
+        self.core.receive(number, frame)
+
+    def _emit(self, number: int, frame: bytes) -> int:
+        port = self.ports.get(number)
+        if port is None:
+            self.core.drops[DropCause.NO_PORT] += 1
+            return 0
+        if self.capture is not None:
+            self.capture.record_out(port.name, frame)
+        try:
+            return port.send(frame)
+        except PortError as exc:
+            self.core.drops["port_send_error"] += 1
+            log.warning("%s", exc)
+            return 0
+
+    def _to_cpu(self, frame: bytes) -> bool:
+        return self.device.frame_to_cpu(frame)
+
+    def inject(self, port: int, frame: bytes) -> None:
+        """A frame enters ingress as if received on ``port`` (tests, tools)."""
+        self.core.receive(port, frame)
+
+    # ---- program ----------------------------------------------------------------------------------
+    def load_program(self, path: str | Path, include_dirs: Iterable[str] = (),
+                     defines: Iterable[str] = ()) -> CompiledProgram:
+        """Compile a .p4 file and run it (what ``p4switch FILE.p4`` does before any controller).
+
+        A controller may later replace it with SetForwardingPipelineConfig; Read/Write work on
+        it meanwhile (as with simple_switch_grpc started with a JSON).
+        """
+        program = compile_file(path, include_dirs, defines)
+        if self.realtime and self.sched.running:  # type: ignore[union-attr]
+            self.sched.run_sync(self.device.install, program, timeout=60)  # type: ignore[union-attr]
+        else:
+            self.device.install(program)
+        return program
+
+    @property
+    def state(self) -> Any:
+        return self.holder.state
+
+    @property
+    def pipeline(self) -> Any:
+        return self.holder.pipeline
+
+    # ---- servers (real time) ------------------------------------------------------------------------
+    def _run_in_loop(self, fn: Any) -> Any:
+        return self.sched.run_sync(fn, timeout=60)  # type: ignore[union-attr]
+
+    def start_servers(self) -> None:
+        """Start the P4Runtime gRPC and the Thrift servers (as configured), and pcap flushing."""
+        if not isinstance(self.sched, RealtimeScheduler):
+            raise SwitchError("servers need a RealtimeScheduler (call the P4Runtime core in-process instead)")
+        opts = self.options
+        if opts.grpc_addr:
+            from p4switch.p4runtime.server import P4RuntimeServer
+
+            _check_tcp_free(opts.grpc_addr, "P4Runtime gRPC server (--grpc-server-addr)")
+            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, run_in_loop=self._run_in_loop)
+            try:
+                server.start()
+            except (OSError, RuntimeError) as exc:
+                raise SwitchError(f"P4Runtime gRPC server cannot listen on {opts.grpc_addr}: {exc}") from None
+            self.grpc_server = server
+            log.info("P4Runtime gRPC server listening on %s", opts.grpc_addr)
+        if opts.thrift_port is not None:
+            from p4switch.thrift_server import ThriftServer
+
+            thrift = ThriftServer(opts.thrift_host, opts.thrift_port, tm=self.tm, run_in_loop=self._run_in_loop,
+                                  clock=self.sched.now_ns, epoch_ns=self.sched.wall_origin_ns)
+            try:
+                thrift.start()
+            except OSError as exc:
+                raise SwitchError(str(exc.strerror or exc)) from None
+            self.thrift_server = thrift
+            log.info("Thrift server listening on %s:%d", opts.thrift_host, thrift.port)
+        if self.capture is not None:
+            self.sched.call_soon_threadsafe(self._flush_pcaps)
+
+    def _flush_pcaps(self) -> None:
+        if self.capture is None or self._closed:
+            return
+        self.capture.flush()
+        self._flush_handle = self.sched.call_later(PCAP_FLUSH_NS, self._flush_pcaps)
+
+    # ---- running ------------------------------------------------------------------------------------
+    def run_forever(self) -> None:
+        """Serve until :meth:`stop` (real time: blocks this thread; virtual: runs all events)."""
+        if isinstance(self.sched, VirtualScheduler):
+            self.sched.run()
+            return
+        if not self.sched.running:  # type: ignore[union-attr]
+            self.sched.start()  # type: ignore[union-attr]
+        while not self._stop.wait(0.5):
+            pass
+
+    def stop(self) -> None:
+        """Make :meth:`run_forever` return (safe from a signal handler or any thread)."""
+        self._stop.set()
+
+    def close(self) -> None:
+        """Stop servers, close ports and flush captures (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        self._stop.set()
+        for server, stop in ((self.grpc_server, "stop"), (self.thrift_server, "stop")):
+            if server is not None:
+                with contextlib.suppress(Exception):
+                    getattr(server, stop)()
+        rt = self.sched if isinstance(self.sched, RealtimeScheduler) else None
+        for port in list(self.ports.values()):
+            closer = getattr(port, "close", None)
+            if closer is None:
+                continue
+            with contextlib.suppress(Exception):
+                if rt is not None and rt.running:
+                    rt.run_sync(closer)
+                else:
+                    closer()
+        if rt is not None and not rt.closed:
+            with contextlib.suppress(Exception):
+                rt.stop()
+        if self.capture is not None:
+            self.capture.close()
+        drops = self.core.drop_counts()
+        if drops:
+            log.info("drops by cause: %s", ", ".join(f"{k}={v}" for k, v in sorted(drops.items())))
+
+    def __enter__(self) -> Switch:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def _check_tcp_free(addr: str, what: str) -> None:
+    """Refuse an address another process listens on (gRPC binds with SO_REUSEPORT, so two
+    switches on one port would otherwise split the clients silently)."""
+    host, sep, port_text = addr.rpartition(":")
+    if not sep or not port_text.isdigit():
+        raise SwitchError(f"{what}: bad address {addr!r}, expected HOST:PORT")
+    host = host.strip("[]") or "0.0.0.0"
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((host, int(port_text)))
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise SwitchError(f"{what}: address {addr} is already in use (another switch running?)") from None
+            raise SwitchError(f"{what}: cannot bind {addr}: {exc.strerror}") from None

@@ -1,0 +1,232 @@
+"""Network-namespace fixtures for tests and benchmarks that run a real p4switch.
+
+Why a module of its own: every netns test needs the same careful plumbing - unique names
+(several runs may share a machine), addresses only on the test's own veths, cleanup even when
+the test fails, and every wait bounded. Hosts live in their own namespaces; the switch runs in
+the root namespace on the root-side ends of the veth pairs (like Mininet's switches).
+
+Sockets of a host are opened by a helper thread that entered the host's namespace (``setns``
+acts on the calling thread only), so tests send and capture frames in-process without
+``ip netns exec`` subprocesses; a socket stays in the namespace it was created in.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import shutil
+import socket
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+
+ETH_P_ALL = 0x0003
+CLONE_NEWNET = 0x40000000
+NETNS_DIR = "/run/netns"
+
+
+def netns_available() -> str | None:
+    """None when namespaces can be used here, else the reason to skip."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, veth pairs, raw sockets)"
+    if shutil.which("ip") is None:
+        return "needs iproute2's `ip`"
+    probe = f"p4probe{uuid.uuid4().hex[:6]}"
+    proc = subprocess.run(["ip", "netns", "add", probe], capture_output=True, text=True, timeout=10)
+    if proc.returncode != 0:
+        return f"`ip netns add` failed: {proc.stderr.strip()}"
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, timeout=10)
+    return None
+
+
+_SKIP_REASON: list[str | None] = []
+
+
+def require_netns() -> None:
+    """Skip the calling test cleanly when namespaces are unavailable (checked once)."""
+    if not _SKIP_REASON:
+        _SKIP_REASON.append(netns_available())
+    if _SKIP_REASON[0] is not None:
+        pytest.skip(_SKIP_REASON[0])
+
+
+def run(*cmd: str, ns: str | None = None, check: bool = True, timeout: float = 10) -> str:
+    """Run a command (in namespace ``ns``), bounded in time; the error names the command."""
+    full = ["ip", "netns", "exec", ns, *cmd] if ns else list(cmd)
+    proc = subprocess.run(full, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(full)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return proc.stdout
+
+
+def in_netns(ns: str, fn: Callable[[], Any], timeout: float = 10) -> Any:
+    """Run ``fn`` in a thread that entered namespace ``ns`` and return its result."""
+    libc = ctypes.CDLL("libc.so.6", use_errno=True)
+    box: dict[str, Any] = {}
+
+    def body() -> None:
+        fd = os.open(f"{NETNS_DIR}/{ns}", os.O_RDONLY)
+        try:
+            if libc.setns(fd, CLONE_NEWNET) != 0:
+                raise OSError(ctypes.get_errno(), f"setns({ns}) failed")
+            box["value"] = fn()
+        except BaseException as exc:  # handed to the caller
+            box["error"] = exc
+        finally:
+            os.close(fd)
+
+    t = threading.Thread(target=body, name=f"in-netns-{ns}")
+    t.start()
+    t.join(timeout)
+    if t.is_alive():
+        raise TimeoutError(f"in_netns({ns}) did not finish within {timeout} s")
+    if "error" in box:
+        raise box["error"]
+    return box["value"]
+
+
+def raw_socket(ns: str, ifname: str) -> socket.socket:
+    """An AF_PACKET socket bound to ``ifname`` inside namespace ``ns``."""
+
+    def open_it() -> socket.socket:
+        s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+        s.bind((ifname, ETH_P_ALL))
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4 << 20)
+        return s
+
+    return in_netns(ns, open_it)
+
+
+def udp_socket(ns: str, addr: tuple[str, int] | None = None) -> socket.socket:
+    """A UDP socket created inside namespace ``ns`` (bound to ``addr`` if given)."""
+
+    def open_it() -> socket.socket:
+        s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        if addr is not None:
+            s.bind(addr)
+        return s
+
+    return in_netns(ns, open_it)
+
+
+def recv_until(sock: socket.socket, accept: Callable[[bytes], bool], timeout: float,
+               max_frames: int = 100_000) -> list[tuple[float, bytes]]:
+    """Frames (monotonic arrival time, bytes) read until ``accept`` is true for one, or timeout.
+
+    Returns everything read; the last element is the accepted frame when one came.
+    """
+    out: list[tuple[float, bytes]] = []
+    deadline = time.monotonic() + timeout
+    for _ in range(max_frames):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        sock.settimeout(left)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            break
+        out.append((time.monotonic(), data))
+        if accept(data):
+            break
+    return out
+
+
+def collect(sock: socket.socket, keep: Callable[[bytes], bool], duration: float,
+            max_frames: int = 1_000_000) -> list[tuple[float, bytes]]:
+    """Every frame ``keep`` accepts during ``duration`` seconds (with arrival times)."""
+    out: list[tuple[float, bytes]] = []
+    deadline = time.monotonic() + duration
+    for _ in range(max_frames):
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+        sock.settimeout(left)
+        try:
+            data = sock.recv(65536)
+        except TimeoutError:
+            break
+        if keep(data):
+            out.append((time.monotonic(), data))
+    return out
+
+
+def mac_of(ns: str | None, ifname: str) -> str:
+    path = f"/sys/class/net/{ifname}/address"
+    if ns is None:
+        with open(path) as f:
+            return f.read().strip()
+    return run("cat", path, ns=ns).strip()
+
+
+@dataclass
+class Host:
+    """A host namespace with one interface ``eth0`` joined to switch port ``port``."""
+
+    name: str  # namespace name
+    port: int
+    ip: str
+    prefix: int
+    gateway: str
+    switch_if: str  # root-side veth name (the switch's interface)
+    mac: str = ""
+    gw_mac: str = ""
+    ifname: str = "eth0"
+
+
+@dataclass
+class Topology:
+    """Uniquely named host namespaces, each joined by a veth pair to the root namespace."""
+
+    tag: str = field(default_factory=lambda: f"p4t{uuid.uuid4().hex[:5]}")
+    hosts: dict[str, Host] = field(default_factory=dict)
+    _namespaces: list[str] = field(default_factory=list)
+    _links: list[str] = field(default_factory=list)
+
+    def add_host(self, short: str, port: int, ip: str, prefix: int, gateway: str, gw_mac: str) -> Host:
+        """Namespace ``<tag>-<short>`` with eth0 = ``ip/prefix``, default route via ``gateway``
+        (whose MAC is set statically: the switch answers no ARP) and IPv6 off (no noise)."""
+        ns = f"{self.tag}-{short}"
+        sw_if = f"{self.tag}s{port}"
+        run("ip", "netns", "add", ns)
+        self._namespaces.append(ns)
+        run("ip", "link", "add", sw_if, "type", "veth", "peer", "name", f"{self.tag}h{port}")
+        self._links.append(sw_if)
+        run("ip", "link", "set", f"{self.tag}h{port}", "netns", ns)
+        run("ip", "-n", ns, "link", "set", f"{self.tag}h{port}", "name", "eth0")
+        for where, ifname in ((None, sw_if), (ns, "eth0")):
+            run("sysctl", "-q", "-w", f"net.ipv6.conf.{ifname}.disable_ipv6=1", ns=where, check=False)
+        run("ip", "link", "set", sw_if, "up")
+        run("ip", "-n", ns, "link", "set", "lo", "up")
+        run("ip", "-n", ns, "link", "set", "eth0", "up")
+        run("ip", "-n", ns, "addr", "add", f"{ip}/{prefix}", "dev", "eth0")
+        run("ip", "-n", ns, "route", "add", "default", "via", gateway, "dev", "eth0")
+        run("ip", "-n", ns, "neigh", "replace", gateway, "lladdr", gw_mac, "dev", "eth0", "nud", "permanent")
+        host = Host(ns, port, ip, prefix, gateway, sw_if, mac_of(ns, "eth0"), gw_mac)
+        self.hosts[short] = host
+        return host
+
+    def close(self) -> None:
+        """Delete what was created (idempotent, never raises: it runs in finalizers)."""
+        for ns in self._namespaces:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=10)
+        for link in self._links:
+            subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=10)
+        self._namespaces.clear()
+        self._links.clear()
+
+
+@contextlib.contextmanager
+def topology() -> Iterator[Topology]:
+    topo = Topology()
+    try:
+        yield topo
+    finally:
+        topo.close()
