@@ -150,3 +150,16 @@ def test_extract_needs_a_header_and_exit_return_rules() -> None:
     assert "does not return a value" in one_error("bit<8> f(in bit<8> x) { if (x == 0) { return 1; } }").message
     assert errors("bit<8> f(in bit<8> x) { if (x == 0) { return 1; } else { return x; } }") == []
     assert "returns void" in one_error("void g() { return 1; }").message
+
+
+def test_serialized_data_needs_widths() -> None:
+    e = one_error(in_control("hash(m.y, HashAlgorithm.crc16, 32w0, {hdr.h.a, 5}, 32w1024);"))
+    assert "has type int" in e.message and "argument 'data' of 'hash'" in e.message
+    src = in_control("hash(m.y, HashAlgorithm.crc16, 32w0, {hdr.h.a, 5}, 32w1024);")
+    assert (e.line, e.col) == pos(src, "5}")
+
+
+def test_instances_carry_their_type() -> None:
+    cp = check(in_control("", ACTIONS))
+    (inst,) = [d for d in cp.program.declarations[-1].locals if isinstance(d, ast.InstantiationDecl)]
+    assert inst.instance_type == cp.instance("C.r").type and str(inst.instance_type) == "register<bit<32>>"

@@ -27,6 +27,8 @@ IR contract (in addition to the one in ``ast.py``):
   ``(types.Parameter, Expression | None)`` per callee parameter in parameter order (None:
   the default applies) and ``type_arg_types`` (types bound to the callee's type params).
 * A ``CallExpr`` of an action used as ``default_action`` has ``call_kind`` ACTION.
+* ``InstantiationDecl.instance_type`` is the type of the instance (an ``ExternType`` with
+  its type arguments, inferred ones included, or the parser/control/package type).
 * Switch labels on ``action_run`` have ``decl`` = the ActionDecl.
 * ``Checker.table_facts`` / ``TableInfo.facts`` summarize a table's properties.
 """

@@ -26,6 +26,7 @@ class BlockChecker(Core):
     def instance_type(self, d: ast.InstantiationDecl) -> T.Type:
         ctx = self.decl_ctx.get(d) or Ctx(self.global_scope)
         t = self.construct(d, d.type_ref, ctx, d.name)
+        d.instance_type = t
         if d.initializer:
             self.error(d.initializer[0].loc, "initializer blocks (abstract methods) are not supported")
         if isinstance(t, T.PackageType) and d.name == "main" and self.block_of.get(d) is None:

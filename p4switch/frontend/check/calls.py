@@ -334,6 +334,8 @@ class CallChecker(Core):
                 self.error(v.loc, f"argument '{p.name}' of '{callee}': " + self.mismatch_message(want, at, True))
                 return
             generic.append((v, p))
+            if isinstance(v, ast.ListExpr):
+                self._sized_elements(v, p, callee)
         elif writable:
             at = self.check_expr(v, ctx)
             if at != ptype and not is_unknown(at, ptype):
@@ -349,6 +351,16 @@ class CallChecker(Core):
                 self.error(v.loc, f"cannot pass {problem} to {direction} parameter '{p.name}' of '{callee}'")
         elif extern and direction is None and v.const_value is None and _needs_const(v.type):
             self.error(v.loc, f"argument '{p.name}' of '{callee}' must be a compile-time constant")
+
+    def _sized_elements(self, v: ast.ListExpr, p: T.Parameter, callee: str) -> None:
+        """A list given to a generic parameter is serialized (hash, digest, checksum
+        data): every element needs a width."""
+        for x in v.elements:
+            if isinstance(x.type, T.InfIntType):
+                self.error(x.loc, f"an element of argument '{p.name}' of '{callee}' has type int: "
+                                  "give it a width (e.g. 8w5 or (bit<8>)5)")
+            elif isinstance(x, ast.ListExpr):
+                self._sized_elements(x, p, callee)
 
     def unify(self, p: T.Type, a: T.Type, binding: dict[T.TypeVar, T.Type]) -> bool:
         """Make parameter type ``p`` (with type variables) match argument type ``a``."""

@@ -14,8 +14,9 @@ from p4switch.frontend import types as T
 from p4switch.frontend.check.core import Core, Ctx, describe_decl, is_unknown
 
 _KEY_TYPES = (T.BitType, T.IntType, T.BoolType, T.EnumType, T.ErrorType, T.VarbitType)
-_STANDARD = ("key", "actions", "default_action", "entries", "size", "implementation", "counters",
-             "meters", "support_timeout")
+#: properties other than the standard ones that v1model/BMv2 know
+_KNOWN_OTHER = ("largest_priority_wins", "priority_delta", "psa_direct_counter", "psa_direct_meter",
+                "psa_implementation", "psa_idle_timeout")
 _MASKABLE = ("ternary", "lpm")
 _WILDCARD = ("ternary", "lpm", "range", "optional")
 
@@ -241,6 +242,8 @@ class TableChecker(Core):
         elif name in ("key", "actions", "entries"):
             self.error(p.loc, f"malformed table property '{name}'")
         else:
+            if name not in _KNOWN_OTHER:
+                self.diag.warning(p.loc, f"unknown table property '{name}' in table '{facts.fqn}' (ignored)")
             self.check_expr(p.value, ctx)
             facts.other[name] = p
 
