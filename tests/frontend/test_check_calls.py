@@ -163,3 +163,10 @@ def test_instances_carry_their_type() -> None:
     cp = check(in_control("", ACTIONS))
     (inst,) = [d for d in cp.program.declarations[-1].locals if isinstance(d, ast.InstantiationDecl)]
     assert inst.instance_type == cp.instance("C.r").type and str(inst.instance_type) == "register<bit<32>>"
+
+
+def test_static_assert_is_evaluated_by_the_checker() -> None:
+    assert errors("const bit<8> K = 3;\nconst bool ok = static_assert(K == 3, \"K is 3\");") == []
+    e = one_error("const bit<8> K = 3;\nconst bool ok = static_assert(K == 4, \"K must be 4\");")
+    assert e.message == "static assertion failed: K must be 4"
+    assert "compile-time constant" in one_error(in_control("static_assert(m.f);")).message

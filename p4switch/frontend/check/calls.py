@@ -98,7 +98,21 @@ class CallChecker(Core):
         ret = self.bind_args(call, d.name, ft.params, ft.type_params, ctx, ft.return_type, extern)
         if extern and d.name == "digest":
             self.digest_calls.append(call)
+        if extern and d.name == "static_assert":
+            self._static_assert(call)
         return ret
+
+    def _static_assert(self, call: ast.CallExpr) -> None:
+        """``static_assert(check[, message])`` is evaluated now: false is an error."""
+        if not call.args:
+            return
+        cond = call.args[0].value.const_value
+        if cond is False:
+            msg = call.args[1].value.const_value if len(call.args) > 1 else None
+            self.error(call.loc, f"static assertion failed{': ' + msg if isinstance(msg, str) else ''}")
+        elif cond is None and not is_unknown(call.args[0].value.type):
+            self.error(call.args[0].value.loc, "the condition of static_assert must be a compile-time constant")
+        call.const_value = True
 
     def _size_builtin(self, call: ast.CallExpr, name: str, arg: ast.Expression, ctx: Ctx) -> T.Type:
         t = self.check_expr(arg, ctx)
