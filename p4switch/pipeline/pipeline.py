@@ -203,6 +203,10 @@ class V1Pipeline:
         self._s_igts = s.get("ingress_global_timestamp")
         self._s_egts = s.get("egress_global_timestamp")
         self._s_parser_error = s.get("parser_error")
+        self._egress_fields = tuple(
+            (s.get(n, -1), self.std_masks.get(n, 0))
+            for n in ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
+                      "deq_qdepth", "egress_rid"))
 
     # ------------------------------------------------------------------ loading
 
@@ -283,13 +287,10 @@ class V1Pipeline:
         pkt.now_us = now_us
         pkt.clone_request = None
         pkt.recirculate = None
-        for name, value in (("egress_port", egress_port), ("egress_global_timestamp", now_us),
-                            ("enq_timestamp", enq_timestamp), ("enq_qdepth", enq_qdepth),
-                            ("deq_timedelta", deq_timedelta), ("deq_qdepth", deq_qdepth),
-                            ("egress_rid", egress_rid)):
-            slot = self.std_slots.get(name)
-            if slot is not None:
-                p[slot] = value & self.std_masks[name]
+        values = (egress_port, now_us, enq_timestamp, enq_qdepth, deq_timedelta, deq_qdepth, egress_rid)
+        for (slot, mask), value in zip(self._egress_fields, values):
+            if slot >= 0:
+                p[slot] = value & mask
         self._run_control("egress", p)
         self._run_control("compute_checksum", p)
 

@@ -322,28 +322,36 @@ def _make_apply(ct: CompiledTable, mode: str) -> Fn:
 
         return apply_plain
 
-    def apply(p: list) -> Any:
+    extra = counted or meter_slot is not None or idle
+    default = tstate  # the default entry is read per packet: the control plane may change it
+
+    def run(p: list) -> tuple[bool, Any]:
         e = lookup(keyf(p))
-        hit = e is not None
-        if hit:
-            if counted or meter_slot is not None or idle:
+        if e is not None:
+            if extra:
                 _on_hit(p, e, counted, meter_slot, idle)
+            act = e.action
+            hit = True
         else:
             if meter_slot is not None:
                 p[meter_slot] = 0
-            e = tstate.default_entry
-        act = e.action
+            act = default.default_entry.action
+            hit = False
         if act is not None:
             runners[act.action_id](p, act.params)
-        if mode == "hit":
-            return hit
-        if mode == "miss":
-            return not hit
-        if mode == "action_run":
-            return act.action_id if act is not None else 0
-        return None
+        return hit, act
 
-    return apply
+    if mode == "hit":
+        return lambda p: run(p)[0]
+    if mode == "miss":
+        return lambda p: not run(p)[0]
+    if mode == "action_run":
+        def action_run(p: list) -> int:
+            act = run(p)[1]
+            return act.action_id if act is not None else 0
+
+        return action_run
+    return run
 
 
 def _on_hit(p: list, e: Any, counted: bool, meter_slot: int | None, idle: bool) -> None:
