@@ -110,9 +110,8 @@ class CallChecker(Core):
         if cond is False:
             msg = call.args[1].value.const_value if len(call.args) > 1 else None
             self.error(call.loc, f"static assertion failed{': ' + msg if isinstance(msg, str) else ''}")
-        elif cond is None and not is_unknown(call.args[0].value.type):
-            self.error(call.args[0].value.loc, "the condition of static_assert must be a compile-time constant")
-        call.const_value = True
+        if cond is not None:
+            call.const_value = True
 
     def _size_builtin(self, call: ast.CallExpr, name: str, arg: ast.Expression, ctx: Ctx) -> T.Type:
         t = self.check_expr(arg, ctx)
