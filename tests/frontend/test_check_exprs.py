@@ -196,3 +196,11 @@ def test_names_must_be_declared_before_use() -> None:
     assert "used before its declaration" in e.message
     e = one_error(stmts("m.x = v; bit<8> v = 1;"))
     assert e.message == "unknown identifier 'v'"
+
+
+def test_numeric_annotation_arguments_are_folded() -> None:
+    cp = check("const bit<8> FL = 3;\nstruct fl_t { @field_list(FL, 1 + 1) bit<8> a; }\n" + stmts(""))
+    (s,) = [d for d in cp.program.declarations if isinstance(d, ast.StructDecl) and d.name == "fl_t"]
+    assert [a.const_value for a in s.fields[0].annotations[0].args] == [3, 2]
+    assert one_error("struct fl2_t { @field_list(nope) bit<8> a; }").message == "unknown identifier 'nope'"
+    assert "must be a compile-time constant" in one_error("struct fl3_t { @field_list(true) bit<8> a; }").message

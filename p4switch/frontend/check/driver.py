@@ -6,6 +6,7 @@ from p4switch.frontend import ast
 from p4switch.frontend.check.blocks import BlockChecker
 from p4switch.frontend.check.calls import CallChecker
 from p4switch.frontend.check.collect import Collector
+from p4switch.frontend.check.core import Ctx
 from p4switch.frontend.check.exprs import ExprChecker
 from p4switch.frontend.check.program import CheckedProgram, Summarizer
 from p4switch.frontend.check.resolve import TypeResolver
@@ -24,11 +25,15 @@ _TYPE_LIKE = (
 )
 
 
+_NUMERIC_ANNOTATIONS = ("field_list", "id", "priority")
+
+
 class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, TableChecker, BlockChecker):
     def run(self) -> CheckedProgram:
         self.collect()  # pass 1: scopes
         self.resolve_declarations()  # pass 2: types of declarations and signatures
         self.check_bodies()  # pass 3: expressions, statements, tables, instances
+        self.check_annotations()
         if self.main is None and not self.diag.errors:
             self.diag.warning(None, "the program has no 'main' package instantiation")
         summary = Summarizer(self).build()  # pass 4: names, instances, digests
@@ -65,6 +70,17 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
                 self.error(d.loc, f"table '{d.name}' must be declared inside a control")
             elif isinstance(d, ast.ValueSetDecl):
                 self.error(d.loc, f"value set '{d.name}' must be declared inside a parser")
+
+    def check_annotations(self) -> None:
+        """Fold the arguments of the annotations whose values later stages use as numbers
+        (``@field_list(N)``, ``@id(N)``, ``@priority(N)``): they must be constants."""
+        ctx = Ctx(self.global_scope)
+        for node in ast.walk(self.program):
+            for ann in getattr(node, "annotations", ()):
+                if ann.name not in _NUMERIC_ANNOTATIONS or not ann.args:
+                    continue
+                for arg in ann.args:
+                    self.const_int(arg, ctx, f"the argument of @{ann.name}")
 
     def _raise(self) -> None:
         if self.diag.errors:
