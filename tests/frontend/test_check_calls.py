@@ -170,3 +170,14 @@ def test_static_assert_is_evaluated_by_the_checker() -> None:
     e = one_error("const bit<8> K = 3;\nconst bool ok = static_assert(K == 4, \"K must be 4\");")
     assert e.message == "static assertion failed: K must be 4"
     assert "compile-time constant" in one_error(in_control("static_assert(m.f);")).message
+
+
+def test_default_parameter_values() -> None:
+    cp = check("bit<8> f(in bit<8> a, in bit<8> b = 7) { return a + b; }\n" + in_control("m.x = f(1); m.x = f(1, 2);"))
+    (f1, f2) = [c for c in calls(cp, ast.CallKind.FUNCTION)]
+    assert f1.bound_args[1][1] is None and f1.bound_args[1][0].has_default
+    default = f1.bound_args[1][0].decl.default
+    assert default.type == T.BitType(8) and default.const_value == 7
+    assert "does not fit" in one_error("bit<8> g(in bit<8> a = 300) { return a; }").message
+    assert "expected 1 to 2, got 3" in one_error(
+        "bit<8> f(in bit<8> a, in bit<8> b = 7) { return a + b; }\n" + in_control("m.x = f(1, 2, 3);")).message

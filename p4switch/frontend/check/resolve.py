@@ -183,7 +183,9 @@ class TypeResolver(Core):
             return T.TableType(d.name, d)
         if isinstance(d, ast.ValueSetDecl):
             return self._value_set(d)
-        if isinstance(d, ast.Param | ast.VarDecl | ast.ConstDecl | ast.StructField):
+        if isinstance(d, ast.Param):
+            return self._param_type(d)
+        if isinstance(d, ast.VarDecl | ast.ConstDecl | ast.StructField):
             return self.resolve(d.type_ref, self._ctx(d))
         if isinstance(d, ast.ParserState):
             return T.StateType(d.name, d)
@@ -194,6 +196,15 @@ class TypeResolver(Core):
         if isinstance(d, ast.InstantiationDecl):
             return self.instance_type(d)
         return UNKNOWN
+
+    def _param_type(self, p: ast.Param) -> T.Type:
+        ctx = self._ctx(p)
+        t = self.resolve(p.type_ref, ctx)
+        if p.default is not None:
+            self.check_expr(p.default, ctx, None if is_unknown(t) else t)
+            if p.default.const_value is None and not is_unknown(p.default.type):
+                self.error(p.default.loc, f"the default value of parameter '{p.name}' must be a compile-time constant")
+        return t
 
     def params_of(self, decl: ast.Node) -> tuple[T.Parameter, ...]:
         return tuple(self.parameter(p) for p in getattr(decl, "params", ()))
