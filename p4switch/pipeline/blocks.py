@@ -76,8 +76,7 @@ class BlockCompiler:
                 else:
                     bound = self.alloc.allocate(t, f"{prefix}.{prm.name}")  # type: ignore[attr-defined]
             sc.bind(prm, bound)
-            if isinstance(bound, Storage):
-                slots.append(ParamSlot(prm, bound, prm.direction))
+            slots.append(ParamSlot(prm, bound if isinstance(bound, Storage) else None, prm.direction))
         inits = self.declare_locals(decl.locals, sc)
         if isinstance(decl, ast.ParserDecl):
             body = self.parser_body(decl, sc, inits)  # type: ignore[attr-defined]

@@ -27,7 +27,11 @@ PKT_INSTANCE_TYPE_RESUBMIT = 6
 
 
 class ExitSignal(Exception):
-    """``exit``: ends the current top-level control (raised, never per statement checked)."""
+    """``exit``: ends the current top-level control (raised, never per statement checked).
+
+    Preallocated signals are raised ``.with_traceback(None)``: re-raising an instance
+    otherwise chains every raise's traceback onto it (a leak per packet).
+    """
 
 
 class ReturnSignal(Exception):

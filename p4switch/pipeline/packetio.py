@@ -92,7 +92,7 @@ def make_extractor(h: HeaderS, too_short: ParserReject, dynamic: bool) -> Callab
             f"        c = p[{SLOT_CURSOR}]\n"
             f"        d = p[{SLOT_DATA}]\n"
             f"        if c + {width} > len(d) * 8:\n"
-            "            raise PTS\n"
+            "            raise PTS.with_traceback(None)\n"
             "        if c & 7:\n"
             f"            v = _read_bits(d, c, {width})\n"
             "        else:\n"
@@ -228,12 +228,12 @@ class PacketIOCompiler:
         def extract_varbit(p: list) -> None:
             n = sizef(p)
             if n > maxw:
-                raise hts
+                raise hts.with_traceback(None)
             c = p[SLOT_CURSOR]
             d = p[SLOT_DATA]
             total = fixed + n
             if c + total > len(d) * 8:
-                raise pts
+                raise pts.with_traceback(None)
             v = read_bits(d, c, total)
             shift = total
             for f in fields:
@@ -259,7 +259,7 @@ class PacketIOCompiler:
         def advance(p: list) -> None:
             c = p[SLOT_CURSOR] + n(p)
             if c > len(p[SLOT_DATA]) * 8:
-                raise pts
+                raise pts.with_traceback(None)
             p[SLOT_CURSOR] = c
 
         return advance
@@ -275,7 +275,7 @@ class PacketIOCompiler:
             c = p[SLOT_CURSOR]
             d = p[SLOT_DATA]
             if c + width > len(d) * 8:
-                raise pts
+                raise pts.with_traceback(None)
             return read_bits(d, c, width)
 
         u = T.underlying(t)

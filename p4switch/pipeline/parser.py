@@ -66,7 +66,7 @@ class ParserCompiler:
                 st = st.run(p)
                 steps += 1
                 if steps > MAX_PARSER_STEPS:
-                    raise timeout
+                    raise timeout.with_traceback(None)
 
         return parse
 
@@ -148,7 +148,7 @@ class ParserCompiler:
                 k = keyf(p)
                 if k in lookup:
                     return lookup[k]
-                raise nomatch
+                raise nomatch.with_traceback(None)
 
             return select_dict
         single = n == 1
@@ -159,7 +159,7 @@ class ParserCompiler:
             for tests, target in cases:
                 if _matches(tests, kt):
                     return target
-            raise nomatch
+            raise nomatch.with_traceback(None)
 
         return select_general
 
@@ -200,7 +200,7 @@ def _raising(exc: ParserReject) -> State:
     st = State("nomatch")
 
     def run(p: list) -> State | None:
-        raise exc
+        raise exc.with_traceback(None)
 
     st.run = run
     return st

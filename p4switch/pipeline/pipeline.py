@@ -259,6 +259,7 @@ class V1Pipeline:
         try:
             self._bodies["parser"](p)
         except ParserReject as r:
+            r.__traceback__ = None  # preallocated instances must not keep frames alive
             if r.code is not None and self._s_parser_error is not None:
                 p[self._s_parser_error] = r.code
         except Exception as exc:  # noqa: BLE001 - reported with the block name
@@ -300,8 +301,8 @@ class V1Pipeline:
             return
         try:
             body(p)
-        except (ExitSignal, ReturnSignal):
-            pass
+        except (ExitSignal, ReturnSignal) as sig:
+            sig.__traceback__ = None  # preallocated instances must not keep frames alive
         except ParserReject as r:  # a stack .next/.last out of bounds outside the parser
             raise PipelineRuntimeError(f"{role}: header stack index out of bounds (error {r.code})") from r
         except Exception as exc:  # noqa: BLE001 - reported with the block name

@@ -36,8 +36,10 @@ def contains(node: ast.Node, kind: type) -> bool:
 
 @dataclass(eq=False)
 class ParamSlot:
+    """A parameter and its storage (None for a packet_in/packet_out parameter)."""
+
     decl: ast.Param
-    storage: Storage
+    storage: Storage | None
     direction: str | None
 
 
@@ -83,14 +85,14 @@ class StmtCompiler:
 
     def _s_ExitStmt(self, s: ast.ExitStmt, sc: Scope) -> Fn | None:
         def do_exit(p: list) -> None:
-            raise EXIT
+            raise EXIT.with_traceback(None)
 
         return do_exit
 
     def _s_ReturnStmt(self, s: ast.ReturnStmt, sc: Scope) -> Fn | None:
         if s.value is None:
             def do_return(p: list) -> None:
-                raise RETURN
+                raise RETURN.with_traceback(None)
 
             return do_return
         if is_aggregate(s.value.type):
@@ -312,6 +314,8 @@ class StmtCompiler:
         copy_in: list[Fn | None] = []
         copy_out: list[Fn | None] = []
         for ps, arg in zip(callee.params, bound):
+            if ps.storage is None:  # the packet: shared, nothing to copy
+                continue
             if arg is None:
                 if ps.decl.default is not None:
                     copy_in.append(self.assign_to(ps.storage, ps.decl.default, sc, loc))

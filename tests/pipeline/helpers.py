@@ -31,14 +31,14 @@ class Loaded:
 
 
 @functools.lru_cache(maxsize=16)
-def _compiled(path: str, defines: tuple[str, ...]):
+def compiled(path: str, defines: tuple[str, ...]):
     checked = compile_file(path, INCLUDE, defines)
     return checked, build_p4info(checked)
 
 
 def load(path: str | Path, defines: tuple[str, ...] = (), seed: int = 1) -> Loaded:
     """A fresh pipeline and state for a program (compiled once per test session)."""
-    checked, info = _compiled(str(path), defines)
+    checked, info = compiled(str(path), defines)
     state = RuntimeState.from_p4info(info)
     return Loaded(load_pipeline(checked, info, state, seed=seed), state)
 
