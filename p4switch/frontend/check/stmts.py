@@ -59,7 +59,7 @@ class StmtChecker(Core):
 
     def _return(self, s: ast.ReturnStmt, ctx: Ctx) -> None:
         if ctx.in_function:
-            ret = self.decl_type(ctx.callable).return_type  # type: ignore[union-attr]
+            ret = getattr(self.decl_type(ctx.callable), "return_type", UNKNOWN)
             if s.value is None:
                 if not isinstance(ret, T.VoidType) and not is_unknown(ret):
                     self.error(s.loc, f"return needs a value of type {ret}")
