@@ -1,0 +1,279 @@
+"""A small name-based P4Runtime controller for switch tests and benchmarks.
+
+Why: tests of the assembled switch speak P4Runtime the way a controller does (table entries,
+clone sessions, counters, packet-in/out, digests by P4Info *name*), either in-process on the
+switch's ``P4RuntimeCore`` (sim binding) or over gRPC (netns binding), with one API.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import Any
+
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
+FPC = pb.SetForwardingPipelineConfigRequest
+MATCH_KIND = p4info_pb2.MatchField
+
+
+def enc(value: int, bitwidth: int | None = None) -> bytes:
+    """Canonical (shortest) big-endian bytestring of a non-negative int."""
+    return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
+
+
+def dec(data: bytes) -> int:
+    return int.from_bytes(data, "big")
+
+
+class Names:
+    """P4Info lookups by name: ids, match fields, parameters, controller metadata."""
+
+    def __init__(self, p4info: p4info_pb2.P4Info) -> None:
+        self.p4info = p4info
+        self.tables = {t.preamble.name: t for t in p4info.tables}
+        self.actions = {a.preamble.name: a for a in p4info.actions}
+        self.counters = {c.preamble.name: c for c in p4info.counters}
+        self.meters = {m.preamble.name: m for m in p4info.meters}
+        self.digests = {d.preamble.name: d for d in p4info.digests}
+        self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
+
+    def table_entry(self, table: str, match: Mapping[str, Any], action: str | None = None,
+                    params: Mapping[str, int] | None = None, priority: int = 0) -> pb.TableEntry:
+        """``match`` values: int (exact/optional), (value, prefix_len) (lpm), (value, mask)
+        (ternary), (low, high) for range."""
+        t = self.tables[table]
+        fields = {f.name: f for f in t.match_fields}
+        te = pb.TableEntry(table_id=t.preamble.id, priority=priority)
+        for name, value in match.items():
+            f = fields[name]
+            m = te.match.add(field_id=f.id)
+            if f.match_type == MATCH_KIND.EXACT:
+                m.exact.value = enc(value)
+            elif f.match_type == MATCH_KIND.LPM:
+                m.lpm.value, m.lpm.prefix_len = enc(value[0]), value[1]
+            elif f.match_type == MATCH_KIND.TERNARY:
+                m.ternary.value, m.ternary.mask = enc(value[0]), enc(value[1])
+            elif f.match_type == MATCH_KIND.RANGE:
+                m.range.low, m.range.high = enc(value[0]), enc(value[1])
+            else:
+                m.optional.value = enc(value)
+        if action is not None:
+            a = self.actions[action]
+            te.action.action.action_id = a.preamble.id
+            pids = {p.name: p.id for p in a.params}
+            for pname, pvalue in (params or {}).items():
+                te.action.action.params.add(param_id=pids[pname], value=enc(pvalue))
+        return te
+
+    def counter_entry(self, counter: str, index: int | None = None) -> pb.CounterEntry:
+        ce = pb.CounterEntry(counter_id=self.counters[counter].preamble.id)
+        if index is not None:
+            ce.index.index = index
+        return ce
+
+    def packet_out(self, payload: bytes, metadata: Mapping[str, int]) -> pb.PacketOut:
+        ids = {m.name: m.id for m in self.cpm["packet_out"].metadata}
+        po = pb.PacketOut(payload=payload)
+        for name, value in metadata.items():
+            po.metadata.add(metadata_id=ids[name], value=enc(value))
+        return po
+
+    def packet_in_metadata(self, pin: pb.PacketIn) -> dict[str, int]:
+        names = {m.id: m.name for m in self.cpm["packet_in"].metadata}
+        return {names[m.metadata_id]: dec(m.value) for m in pin.metadata}
+
+
+def clone_session(session_id: int, replicas: Iterable[tuple[int, int]], packet_length_bytes: int = 0) -> pb.Entity:
+    e = pb.Entity()
+    cs = e.packet_replication_engine_entry.clone_session_entry
+    cs.session_id = session_id
+    cs.packet_length_bytes = packet_length_bytes
+    for port, instance in replicas:
+        cs.replicas.add(egress_port=port, instance=instance)
+    return e
+
+
+def multicast_group(group_id: int, replicas: Iterable[tuple[int, int]]) -> pb.Entity:
+    e = pb.Entity()
+    mg = e.packet_replication_engine_entry.multicast_group_entry
+    mg.multicast_group_id = group_id
+    for port, instance in replicas:
+        mg.replicas.add(egress_port=port, instance=instance)
+    return e
+
+
+def update(kind: int, entity: pb.Entity | pb.TableEntry | pb.CounterEntry | pb.DigestEntry | pb.MeterEntry
+           ) -> pb.Update:
+    if not isinstance(entity, pb.Entity):
+        field = {pb.TableEntry: "table_entry", pb.CounterEntry: "counter_entry", pb.DigestEntry: "digest_entry",
+                 pb.MeterEntry: "meter_entry"}[type(entity)]
+        entity = pb.Entity(**{field: entity})
+    return pb.Update(type=kind, entity=entity)
+
+
+class _ClientBase:
+    """Common request building; subclasses provide _call(method, request) and the stream."""
+
+    device_id: int
+    election: tuple[int, int]
+    names: Names | None = None
+    received: list[pb.StreamMessageResponse]
+
+    def _stamp(self, req: Any) -> Any:
+        req.device_id = self.device_id
+        req.election_id.high, req.election_id.low = self.election
+        return req
+
+    def set_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
+        req = self._stamp(FPC(action=FPC.VERIFY_AND_COMMIT))
+        req.config.p4info.CopyFrom(p4info)
+        req.config.p4_device_config = device_config
+        self._call("set_forwarding_pipeline_config", req)
+        self.names = Names(p4info)
+
+    def use_p4info(self, p4info: p4info_pb2.P4Info) -> None:
+        self.names = Names(p4info)
+
+    def write(self, *updates: pb.Update, atomicity: int = 0) -> None:
+        req = self._stamp(pb.WriteRequest(atomicity=atomicity))
+        req.updates.extend(updates)
+        self._call("write", req)
+
+    def insert(self, entity: Any) -> None:
+        self.write(update(pb.Update.INSERT, entity))
+
+    def modify(self, entity: Any) -> None:
+        self.write(update(pb.Update.MODIFY, entity))
+
+    def delete(self, entity: Any) -> None:
+        self.write(update(pb.Update.DELETE, entity))
+
+    def insert_entry(self, table: str, match: Mapping[str, Any], action: str,
+                     params: Mapping[str, int] | None = None, priority: int = 0) -> None:
+        assert self.names is not None, "set_pipeline/use_p4info first"
+        self.insert(self.names.table_entry(table, match, action, params, priority))
+
+    def read_counter(self, counter: str, index: int) -> tuple[int, int]:
+        assert self.names is not None
+        ents = self.read(pb.Entity(counter_entry=self.names.counter_entry(counter, index)))
+        data = ents[0].counter_entry.data
+        return data.packet_count, data.byte_count
+
+    def send_packet_out(self, payload: bytes, **metadata: int) -> None:
+        assert self.names is not None
+        self._stream_send(pb.StreamMessageRequest(packet=self.names.packet_out(payload, metadata)))
+
+    def ack_digest(self, digest_id: int, list_id: int) -> None:
+        self._stream_send(pb.StreamMessageRequest(digest_ack=pb.DigestListAck(digest_id=digest_id, list_id=list_id)))
+
+    def of(self, kind: str) -> list[Any]:
+        return [getattr(m, kind) for m in list(self.received) if m.WhichOneof("update") == kind]
+
+    def _arbitration_request(self) -> pb.StreamMessageRequest:
+        req = pb.StreamMessageRequest()
+        req.arbitration.device_id = self.device_id
+        req.arbitration.election_id.high, req.arbitration.election_id.low = self.election
+        return req
+
+    # provided by subclasses
+    def _call(self, method: str, req: Any) -> Any:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _stream_send(self, req: pb.StreamMessageRequest) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def read(self, *entities: pb.Entity) -> list[pb.Entity]:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+
+class InProcessController(_ClientBase):
+    """A primary client calling a ``P4RuntimeCore`` directly (the sim binding)."""
+
+    def __init__(self, core: Any, election: tuple[int, int] = (0, 1)) -> None:
+        self.core = core
+        self.device_id = core.device_id
+        self.election = election
+        self.received = []
+        self.session = core.open_stream(self.received.append)
+        core.stream_message(self.session, self._arbitration_request())
+        state = core.device.state
+        if state is not None:
+            self.names = Names(state.p4info)
+
+    def _call(self, method: str, req: Any) -> Any:
+        return getattr(self.core, method)(req)
+
+    def _stream_send(self, req: pb.StreamMessageRequest) -> None:
+        self.core.stream_message(self.session, req)
+
+    def read(self, *entities: pb.Entity) -> list[pb.Entity]:
+        result = self.core.read(pb.ReadRequest(device_id=self.device_id, entities=entities))
+        if result.error is not None:
+            raise result.error
+        return [e for r in result.responses for e in r.entities]
+
+
+class GrpcController(_ClientBase):
+    """A primary client over gRPC (the netns binding); a thread collects stream messages."""
+
+    def __init__(self, addr: str, device_id: int = 0, election: tuple[int, int] = (0, 1),
+                 timeout: float = 10.0) -> None:
+        import grpc
+        from p4.v1 import p4runtime_pb2_grpc
+
+        self.device_id = device_id
+        self.election = election
+        self.timeout = timeout
+        self.received = []
+        self._channel = grpc.insecure_channel(addr)
+        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
+        self._out: queue.Queue = queue.Queue()
+        self._stream = self._stub.StreamChannel(self._requests())
+        self._reader = threading.Thread(target=self._read_stream, daemon=True, name="grpc-controller")
+        self._reader.start()
+        self._stream_send(self._arbitration_request())
+        self.wait_for(lambda: any(m.WhichOneof("update") == "arbitration" for m in self.received), timeout)
+
+    def _requests(self) -> Iterator[pb.StreamMessageRequest]:
+        while True:
+            item = self._out.get()
+            if item is None:
+                return
+            yield item
+
+    def _read_stream(self) -> None:
+        try:
+            for msg in self._stream:
+                self.received.append(msg)
+        except Exception:  # noqa: BLE001 - the stream ends when the channel closes
+            return
+
+    def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if predicate():
+                return True
+            time.sleep(0.01)
+        return predicate()
+
+    _METHODS = {"set_forwarding_pipeline_config": "SetForwardingPipelineConfig", "write": "Write"}
+
+    def _call(self, method: str, req: Any) -> Any:
+        return getattr(self._stub, self._METHODS[method])(req, timeout=self.timeout)
+
+    def _stream_send(self, req: pb.StreamMessageRequest) -> None:
+        self._out.put(req)
+
+    def read(self, *entities: pb.Entity) -> list[pb.Entity]:
+        req = pb.ReadRequest(device_id=self.device_id, entities=entities)
+        return [e for r in self._stub.Read(req, timeout=self.timeout) for e in r.entities]
+
+    def close(self) -> None:
+        self._out.put(None)
+        self._channel.close()
+        self._reader.join(2)

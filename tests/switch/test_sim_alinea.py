@@ -1,0 +1,181 @@
+"""alinea.p4 on a whole switch in virtual time: forwarding, reports, admission, queue rates.
+
+The pipeline, routes and clone sessions come through the in-process P4Runtime core, frames
+travel over in-memory links, time is virtual (so rates and intervals are exact properties).
+"""
+
+from __future__ import annotations
+
+import pytest
+from p4.config.v1 import p4info_pb2
+from scapy.all import IP, UDP, Ether
+
+from p4switch.p4runtime import P4RuntimeError
+from tests.switch.simnet import (
+    HOST_MAC,
+    NODE_ID,
+    SWITCH_MAC,
+    configure_alinea,
+    parse_report,
+    sim_switch,
+    udp_frame,
+)
+
+US = 1000
+MS = 1_000_000
+
+
+def test_forwarding_decrements_ttl_rewrites_macs_and_keeps_a_valid_checksum() -> None:
+    net = sim_switch()
+    configure_alinea(net.ctl)
+    sent = udp_frame(1, 2, ttl=17, payload=b"hello" * 20)
+    net.hosts[1].send_at(0, sent)
+    net.sched.run()
+    (_, got), = net.hosts[2].got
+    pkt, orig = Ether(got), Ether(sent)
+    assert pkt[IP].ttl == 16
+    assert pkt.dst == "02:00:00:00:00:02" and pkt.src == "02:00:00:00:01:02"
+    assert pkt[UDP].load == orig[UDP].load
+    chk = pkt[IP].chksum
+    del pkt[IP].chksum
+    assert IP(bytes(pkt[IP]))[IP].chksum == chk  # scapy recomputes: the switch's checksum is right
+    assert net.hosts[1].got == []  # not modelled: no report
+
+
+def test_reports_go_back_out_the_arrival_port_at_the_configured_interval() -> None:
+    interval_us = 1000
+    net = sim_switch()
+    configure_alinea(net.ctl, modelled={1: (200, interval_us)})
+    gap_ns = 100 * US
+    n = 100  # 10 ms of traffic, one packet every 100 µs
+    for i in range(n):
+        net.hosts[1].send_at(i * gap_ns, udp_frame(1, 2))
+    net.sched.run()
+    reports = [(t, parse_report(f)) for t, f in net.hosts[1].frames(0x88B5)]
+    assert len(net.hosts[2].got) == n
+    assert len(reports) >= 9
+    for _, r in reports:
+        assert (r.version, r.msg_type, r.node_id, r.port) == (1, 1, NODE_ID, 1)
+        assert (r.capacity, r.interval_us, r.length) == (200, interval_us, 46)
+        assert (r.dst, r.src) == (HOST_MAC[1], SWITCH_MAC[1])
+        assert r.flags == 0 and r.drops == 0
+    assert [r.seq for _, r in reports] == list(range(1, len(reports) + 1))
+    stamps = [r.timestamp for _, r in reports]
+    for a, b in zip(stamps, stamps[1:]):
+        # at the first arrival after the interval: never earlier, at most one packet gap later
+        assert interval_us <= b - a < interval_us + gap_ns // US + 10
+
+
+def test_admission_drops_exactly_when_occupancy_reaches_capacity() -> None:
+    capacity = 8
+    net = sim_switch()
+    configure_alinea(net.ctl, modelled={1: (capacity, 1_000_000)})
+    net.switch.tm.set_queue_rate(2, 1000)  # 1 packet/ms: the queue builds up
+    occupancy = net.switch.state.registers_by_name["occupancy"]
+    dropped = net.switch.state.counters_by_name["MyIngress.drop_overflow"]
+    port_in = net.switch.ports[1]
+    decisions = []
+    t = 0
+    for _ in range(60):
+        t += 50 * US  # 20 packets/ms offered, 1 packet/ms served
+        net.sched.run_until(t)
+        occ_before = occupancy.read(1)
+        drops_before = dropped.read(1)[0]
+        port_in.receive(udp_frame(1, 2))  # arrives at the switch now
+        decisions.append((occ_before, dropped.read(1)[0] - drops_before))
+        assert occupancy.read(1) <= capacity
+    assert any(d for _, d in decisions) and not all(d for _, d in decisions)
+    for occ_before, was_dropped in decisions:
+        assert was_dropped == (1 if occ_before >= capacity else 0)
+    net.sched.run()
+    admitted = sum(1 for _, d in decisions if not d)
+    assert len(net.hosts[2].got) == admitted
+    assert occupancy.read(1) == 0  # every admitted packet released its slot
+
+
+def _arrival_rate(times_ns: list[int]) -> float:
+    return (len(times_ns) - 1) * 1e9 / (times_ns[-1] - times_ns[0])
+
+
+@pytest.mark.parametrize(("first", "second"), [(1000, 4000), (5000, 2000)])
+def test_set_queue_rate_changes_the_egress_rate(first: int, second: int) -> None:
+    net = sim_switch()
+    configure_alinea(net.ctl)  # port 1 not modelled: no admission drops
+    tm = net.switch.tm
+    tm.set_queue_depth(2, 1000)
+    tm.set_queue_rate(2, first)
+    for i in range(400):
+        net.hosts[1].send_at(i * 10 * US, udp_frame(1, 2))  # 100 kpps offered
+    net.sched.run_until(50 * MS)
+    before = [t for t, _ in net.hosts[2].got]
+    tm.set_queue_rate(2, second)
+    net.sched.run()
+    after = [t for t, _ in net.hosts[2].got][len(before):]
+    assert _arrival_rate(before[5:]) == pytest.approx(first, rel=0.01)
+    assert _arrival_rate(after[5:]) == pytest.approx(second, rel=0.01)
+    assert len(before) + len(after) == 400
+
+
+def test_reports_from_neighbours_reach_the_controller_and_spoofed_ones_are_counted() -> None:
+    net = sim_switch()
+    configure_alinea(net.ctl, neighbours=(2,))
+    report = bytes.fromhex("020000000101020000000201" "88b5" "1100000200010000008c000000c8000000" "12d687"
+                           "0000002a0000000000002710")
+    assert len(report) == 46
+    net.hosts[2].send_at(0, report)   # neighbour-facing port: to the controller
+    net.hosts[1].send_at(US, report)  # a host port: spoofed, dropped
+    net.sched.run()
+    (pin,) = net.ctl.of("packet")
+    assert pin.payload == report
+    assert net.ctl.names.packet_in_metadata(pin) == {"ingress_port": 2, "_pad": 0}
+    assert net.ctl.read_counter("MyIngress.drop_spoofed_report", 1)[0] == 1
+    assert net.ctl.read_counter("MyIngress.drop_spoofed_report", 2)[0] == 0
+    assert net.hosts[1].got == [] and net.hosts[2].got == []
+
+
+def test_packet_out_leaves_unchanged_on_the_named_port() -> None:
+    net = sim_switch()
+    frame = udp_frame(1, 2, ttl=5)
+    net.ctl.send_packet_out(frame, egress_port=2, _pad=0)
+    net.sched.run()
+    assert [f for _, f in net.hosts[2].got] == [frame]
+    assert net.ctl.read_counter("MyIngress.rx", 255)[0] == 1
+
+
+def test_pipeline_reload_resets_state_and_bad_configs_are_refused() -> None:
+    net = sim_switch()
+    configure_alinea(net.ctl)
+    net.hosts[1].send_at(0, udp_frame(1, 2))
+    net.sched.run()
+    assert net.ctl.read_counter("MyIngress.rx", 1)[0] == 1
+    old = net.switch.state
+    net.ctl.set_pipeline(net.program.p4info, net.program.device_config)
+    assert net.switch.state is not old
+    assert net.ctl.read_counter("MyIngress.rx", 1)[0] == 0
+    net.hosts[1].send_at(net.sched.now_ns(), udp_frame(1, 2))
+    net.sched.run()
+    assert len(net.hosts[2].got) == 1  # no route any more: dropped
+    # a P4Info that does not belong to the program
+    wrong = p4info_pb2.P4Info()
+    wrong.CopyFrom(net.program.p4info)
+    wrong.tables[0].preamble.id ^= 1
+    with pytest.raises(P4RuntimeError, match="does not match the program") as exc:
+        net.ctl.set_pipeline(wrong, net.program.device_config)
+    assert exc.value.code == 3  # INVALID_ARGUMENT
+    with pytest.raises(P4RuntimeError, match="BMv2 JSON"):
+        net.ctl.set_pipeline(net.program.p4info, b'{"program": "x.p4"}')
+    with pytest.raises(P4RuntimeError, match="not UTF-8"):
+        net.ctl.set_pipeline(net.program.p4info, b"\xff\xfe")
+    broken = net.program.device_config.replace(b"hdr.ipv4.ttl - 8w1", b"hdr.ipv4.ttl - nosuch")
+    with pytest.raises(P4RuntimeError, match=r"alinea\.p4:\d+:\d+: error: unknown identifier 'nosuch'"):
+        net.ctl.set_pipeline(net.program.p4info, broken)
+    assert net.ctl.read_counter("MyIngress.rx", 1)[0] == 1  # the running pipeline was kept
+
+
+def test_frames_before_any_pipeline_are_dropped_and_counted() -> None:
+    from p4switch.sched import VirtualScheduler
+    from p4switch.switch import Switch
+
+    sw = Switch(VirtualScheduler())
+    sw.inject(1, udp_frame(1, 2))
+    assert sw.core.drop_counts() == {"no_pipeline": 1}
