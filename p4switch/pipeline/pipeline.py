@@ -16,6 +16,7 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
+from p4switch.frontend.check.names import qualify
 from p4switch.state import RuntimeState
 
 from .blocks import BlockCompiler, BlockInstance, block_decl_of
@@ -161,8 +162,9 @@ class V1Pipeline:
     """A loaded v1model program. See the package docstring for the API contract."""
 
     def __init__(self, program: ast.Program, p4info: p4info_pb2.P4Info, state: RuntimeState,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, checked: Any = None) -> None:
         self.program = program
+        self.checked = checked
         self.p4info = p4info
         self.state = state
         self.rng = random.Random(seed)
@@ -184,9 +186,12 @@ class V1Pipeline:
         self.instances: dict[str, BlockInstance] = {}
         for role in V1SWITCH_ROLES:
             decl, args = blocks[role]
-            self.instances[role] = cc.instantiate_block(decl, decl.name, self._role_params(role, decl), args)
+            prefix = self._block_fqn(decl)
+            self.instances[role] = cc.instantiate_block(decl, prefix, self._role_params(role, decl), args)
         self.value_sets: dict[str, ValueSet] = cc.value_sets
         self.error_names = cc.error_names
+        self.enum_names = {d.name: [m.name for m in d.members] for d in program.declarations
+                           if isinstance(d, ast.EnumDecl)}
         self.error_codes = cc.error_codes
         self.template: list = list(cc.alloc.initial)
         self.slot_names = cc.alloc.names
@@ -224,6 +229,13 @@ class V1Pipeline:
                 raise PipelineError(arg.loc, f"pipeline: cannot find the {role} block of main")
             out[role] = (decl, ctor_args)
         return out
+
+    def _block_fqn(self, decl: Any) -> str:
+        """The P4Info name prefix of a block bound in main: the checker's when known."""
+        for info in (getattr(self.checked, "main_args", None) or {}).values():
+            if getattr(info, "decl", None) is decl and isinstance(getattr(info, "fqn", None), str):
+                return info.fqn
+        return qualify(None, decl)
 
     def _role_params(self, role: str, decl: Any) -> dict[ast.Param, Any]:
         data = {"parser": ("in", self.hdr, self.meta, self.std),
@@ -486,7 +498,8 @@ def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, 
     into ``state``. Raises :class:`~.scope.PipelineError` (a located P4Error) for
     constructs the pipeline cannot run or objects missing from the P4Info.
     """
-    return V1Pipeline(program_of(checked), p4info, state, seed)
+    program = program_of(checked)
+    return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None)
 
 
 __all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate"]

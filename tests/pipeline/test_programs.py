@@ -11,7 +11,7 @@ from p4switch.frontend.p4info import build_p4info
 from p4switch.pipeline import PipelineError, load_pipeline
 from p4switch.state import RuntimeState
 
-from .helpers import ALINEA, PROGRAMS, compiled, load, through
+from .helpers import ALINEA, PROGRAMS, compiled, load, load_source, through
 
 ALL = sorted(PROGRAMS.glob("*.p4")) + [ALINEA]
 
@@ -63,3 +63,13 @@ def test_repeated_parser_errors_and_exits_do_not_accumulate_tracebacks() -> None
     while tb is not None:
         depth, tb = depth + 1, tb.tb_next
     assert depth < 10
+
+
+def test_blocks_bound_through_named_instances_use_the_instance_name() -> None:
+    source = (PROGRAMS / "skeleton.p4").read_text()
+    main = source[source.index("V1Switch("):]
+    renamed = main.replace("MyIngress()", "ig_inst")
+    source = source.replace(main, "MyIngress() ig_inst;\n" + renamed)
+    sw = load_source(source)
+    assert list(sw.state.tables_by_name) == ["ig_inst.routes"]
+    assert sw.pipeline.instances["ingress"].scope.prefix == "ig_inst"
