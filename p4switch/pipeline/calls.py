@@ -12,7 +12,7 @@ from typing import Any
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
 
-from .exprs import DynRef, flat_size, header_storage, union_storage
+from .exprs import DynRef, header_storage, union_storage
 from .layout import HeaderS, StackS, StructS, UnionS
 from .scope import PipelineError, Scope
 from .stmts import Callee
@@ -257,4 +257,4 @@ def _valid_offsets(st: Any) -> list[int]:
     return out
 
 
-__all__ = ["CallCompiler", "method_name", "method_target", "flat_size"]
+__all__ = ["CallCompiler", "method_name", "method_target"]

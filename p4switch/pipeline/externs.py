@@ -33,7 +33,6 @@ from .layout import (
     SLOT_CURSOR,
     SLOT_DATA,
     SLOT_PKT,
-    HeaderS,
     ScalarS,
     Storage,
     StructS,
@@ -138,7 +137,7 @@ class ExternCompiler:
                 pass
         return [a.value for a in call.args]
 
-    def _out_store(self, arg: ast.Expression | None, value: E, sc: Scope, width_of_result: bool = True) -> Fn | None:
+    def _out_store(self, arg: ast.Expression | None, value: E, sc: Scope) -> Fn | None:
         """Store ``value`` (already wrapped) into the out argument ``arg``."""
         if arg is None or isinstance(arg, ast.DontCareExpr):
             return None
@@ -589,4 +588,4 @@ def tuple_packer(t: T.Type) -> Callable[[list, int], tuple[Any, int]]:
     return lambda vals, i: (vals[i], i + 1)
 
 
-__all__ = ["ExternCompiler", "ExternInst", "tuple_packer", "HeaderS"]
+__all__ = ["ExternCompiler", "ExternInst", "tuple_packer"]

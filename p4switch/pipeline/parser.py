@@ -19,7 +19,7 @@ from p4switch.frontend import ast
 
 from .packet import ParserReject
 from .scope import PipelineError, Scope, ValueSet
-from .templates import E, Fn, expr
+from .templates import Fn, expr
 
 MAX_PARSER_STEPS = 4096  # state visits before ParserTimeout
 
@@ -238,4 +238,4 @@ def _as_dict(cases: list[tuple[list[tuple], State | None]], n: int) -> tuple[dic
     return lookup, None, False
 
 
-__all__ = ["ParserCompiler", "State", "E"]
+__all__ = ["ParserCompiler", "State"]

@@ -22,10 +22,10 @@ from p4switch.frontend import ast
 from p4switch.frontend import types as T
 
 from .exprs import DynRef, SliceRef, is_aggregate, mask_of
-from .layout import HeaderS, ScalarS, SlotAllocator, Storage, VarbitS, iter_headers, scalar_info
+from .layout import ScalarS, SlotAllocator, Storage, VarbitS, iter_headers, scalar_info
 from .packet import EXIT, ReturnSignal
 from .scope import Const, PipelineError, Scope
-from .templates import E, Fn, seq, stmt
+from .templates import E, Fn, expr, seq, stmt
 
 RETURN = ReturnSignal()
 
@@ -272,7 +272,7 @@ class StmtCompiler:
             m = mask_of(ref.hi - ref.lo + 1)
             hole = mask_of(width) ^ (m << ref.lo)
             cur = self.read_ref(ref.base, loc)  # type: ignore[attr-defined]
-            new = E.func(stmt_expr_slice(cur, v, hole, m, ref.lo))
+            new = expr("({c} & {h}) | (({v} & {m}) << {lo})", c=cur, v=v, h=hole, m=m, lo=ref.lo)
             if signed:
                 new = self.wrap_signed(new, width)  # type: ignore[attr-defined]
             return self.store_scalar(ref.base, new, loc)
@@ -289,12 +289,26 @@ class StmtCompiler:
             st = self.alloc.allocate(prm.type_ref.type, f"{name}.{prm.name}")
             csc.bind(prm, st)
             params.append(ParamSlot(prm, st, prm.direction))
-        body = self.block(decl.body.stmts, csc)
+        stmts = decl.body.stmts
+        tail: Fn | None = None
+        if (isinstance(decl, ast.FunctionDecl) and stmts and isinstance(stmts[-1], ast.ReturnStmt)
+                and stmts[-1].value is not None
+                and not any(contains(x, ast.ReturnStmt) for x in stmts[:-1])):
+            # the common `...; return e;` shape: no exception per call
+            value = stmts[-1].value
+            stmts = stmts[:-1]
+        else:
+            value = None
+        body = self.block(stmts, csc)
+        if value is not None:
+            tail = self.agg(value, csc) if is_aggregate(value.type) else self.scalar(value, csc).fn()  # type: ignore[attr-defined]
         ret_type = getattr(decl, "return_type", None)
         ret_t = ret_type.type if ret_type is not None else None
         if body is not None and contains(decl.body, ast.ReturnStmt) and not isinstance(decl, ast.FunctionDecl):
             body = catch_return(body)
         callee = Callee(name, params, body, decl, ret_t)
+        if tail is not None:
+            callee.extra["tail"] = tail
         data = [ps for ps in params if ps.direction is None]
         if data and all(isinstance(ps.storage, ScalarS) for ps in data):
             starts = [ps.storage.start for ps in data]
@@ -332,11 +346,25 @@ class StmtCompiler:
         post = seq(copy_out)
         body = callee.body
         if want == "none":
+            if callee.extra.get("tail") is not None:  # evaluated for its side effects, if any
+                return seq([pre, body, callee.extra["tail"], post]) or _noop
             if isinstance(callee.decl, ast.FunctionDecl) and body is not None and contains(
                     callee.decl.body, ast.ReturnStmt):
                 body = catch_return(body)
             return seq([pre, body, post]) or _noop
         run_body = body or _noop
+        tail = callee.extra.get("tail")
+        if tail is not None:
+            def call_with_tail(p: list) -> Any:
+                if pre is not None:
+                    pre(p)
+                run_body(p)
+                result = tail(p)
+                if post is not None:
+                    post(p)
+                return result
+
+            return call_with_tail
 
         def call_with_result(p: list) -> Any:
             if pre is not None:
@@ -377,12 +405,6 @@ class StmtCompiler:
 
             return back
         raise PipelineError(arg.loc, "pipeline: unsupported out argument")
-
-
-def stmt_expr_slice(cur: E, v: E, hole: int, m: int, lo: int) -> Fn:
-    from .templates import expr
-
-    return expr("({c} & {h}) | (({v} & {m}) << {lo})", c=cur, v=v, h=hole, m=m, lo=lo).fn()
 
 
 def catch_return(body: Fn) -> Fn:
@@ -449,6 +471,3 @@ def bind_arguments(params: list[ast.Param], args: list[ast.Argument], loc: Any) 
             pos += 1
     return out
 
-
-def header_valid_slots(st: Storage) -> list[int]:
-    return [h.valid for h in iter_headers(st)] if not isinstance(st, HeaderS) else [st.valid]

@@ -30,7 +30,7 @@ header out_t {
     bit<16> cat; bit<4> hi_nibble; bit<4> lo_nibble;
     bit<8> lt; bit<8> slt; bit<8> bigger;
     bit<16> widened; bit<8> divided; bit<8> remainder; bit<8> patched;
-    bit<8> fmax; bit<8> sw1; bit<8> sw2; bit<8> same; bit<8> logic;
+    bit<8> fmax; bit<8> sw1; bit<8> sw2; bit<8> same; bit<8> logic; bit<8> dbl;
 }
 
 struct headers_t { in_t inp; out_t res; in_t copy; }
@@ -41,6 +41,11 @@ bit<8> max8(in bit<8> x, in bit<8> y) {
         return x;
     }
     return y;
+}
+
+bit<8> twice(in bit<8> v) {
+    bit<8> t = v + v;
+    return t;
 }
 
 parser P(packet_in pkt, out headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) {
@@ -104,6 +109,7 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         hdr.copy.setInvalid();
         bool both = (a != 0 && b != 0) || !(c < 0);
         hdr.res.logic = both ? 8w1 : 8w0;
+        hdr.res.dbl = twice(a);
         sm.egress_spec = 1;
     }
 }
@@ -117,8 +123,11 @@ control D(packet_out pkt, in headers_t hdr) {
 V1Switch(P(), VC(), I(), E(), CC(), D()) main;
 """
 
-OUT_FORMAT = "!" + "B" * 5 + "b" * 5 + "BBb" + "BBbb" + "BBB" + "H" + "B" + "B" * 3 + "HBBB" + "B" * 5
-OUT_NAMES = ["add", "sub", "mul", "sat_add", "sat_sub", "sadd", "ssub", "smul", "ssat_add", "ssat_sub", "shl", "shr", "sshr", "neg", "inv", "sneg", "sinv", "band", "bor", "bxor", "cat", "nibbles", "lt", "slt", "bigger", "widened", "divided", "remainder", "patched", "fmax", "sw1", "sw2", "same", "logic"]
+OUT_FORMAT = "!" + "B" * 5 + "b" * 5 + "BBb" + "BBbb" + "BBB" + "H" + "B" + "B" * 3 + "HBBB" + "B" * 6
+OUT_NAMES = ["add", "sub", "mul", "sat_add", "sat_sub", "sadd", "ssub", "smul", "ssat_add", "ssat_sub",
+             "shl", "shr", "sshr", "neg", "inv", "sneg", "sinv", "band", "bor", "bxor", "cat", "nibbles",
+             "lt", "slt", "bigger", "widened", "divided", "remainder", "patched", "fmax", "sw1", "sw2",
+             "same", "logic", "dbl"]
 
 
 def s8(x: int) -> int:
@@ -139,7 +148,7 @@ def reference(a: int, b: int, c: int, d: int, sh: int) -> dict[str, int]:
         "widened": c & 0xFFFF, "divided": a // (b | 1), "remainder": a % (b | 1),
         "patched": (a & 0xF0) | (b >> 4),
         "fmax": max(a, b), "sw1": b, "sw2": a, "same": 1,
-        "logic": int((a != 0 and b != 0) or not c < 0),
+        "logic": int((a != 0 and b != 0) or not c < 0), "dbl": (2 * a) & 0xFF,
     }
 
 
@@ -160,11 +169,11 @@ def cases() -> list[tuple[int, int, int, int, int]]:
 
 
 def test_operators_match_the_reference(sw: Loaded) -> None:
-    assert struct.calcsize(OUT_FORMAT) == 36 and len(OUT_NAMES) == len(OUT_FORMAT) - 1
+    assert struct.calcsize(OUT_FORMAT) == 37 and len(OUT_NAMES) == len(OUT_FORMAT) - 1
     for a, b, c, d, sh in cases():
         frame = struct.pack("!BBbbB", a, b, c, d, sh)
         _, out = through(sw, frame, 0)
         assert out is not None and out[:5] == frame  # the input header, then the results
-        got = dict(zip(OUT_NAMES, struct.unpack(OUT_FORMAT, out[5:41])))
-        assert len(out) == 41  # the invalidated copy is not emitted
+        got = dict(zip(OUT_NAMES, struct.unpack(OUT_FORMAT, out[5:42])))
+        assert len(out) == 42  # the invalidated copy is not emitted
         assert got == reference(a, b, c, d, sh), (a, b, c, d, sh)
