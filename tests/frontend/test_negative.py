@@ -16,17 +16,8 @@ NEGATIVE = Path(__file__).resolve().parents[1] / "p4programs" / "negative"
 EXPECT = re.compile(r"//\s*expect:\s*(\d+):(\d+):\s*(.+?)\s*$")
 PROGRAMS = sorted(NEGATIVE.glob("*.p4"))
 
-#: expectations the parser does not meet yet, with why (strict: the mark must go once it does)
-KNOWN = {
-    "syntax_missing_semicolon": "the parser reports a missing ';' after the previous token "
-                                "(clang style), the README asks for the next token (bison style)",
-}
-
-
 def _param(path: Path) -> object:
-    reason = KNOWN.get(path.stem)
-    marks = [pytest.mark.xfail(reason=reason, strict=True)] if reason else []
-    return pytest.param(path, id=path.stem, marks=marks)
+    return pytest.param(path, id=path.stem)
 
 
 def expectation(path: Path) -> tuple[int, int, str]:

@@ -1,4 +1,4 @@
-// expect: 65:9: routes
+// expect: 64:29: ';' before 'routes'
 #include <core.p4>
 #include <v1model.p4>
 
