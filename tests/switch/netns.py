@@ -230,3 +230,86 @@ def topology() -> Iterator[Topology]:
         yield topo
     finally:
         topo.close()
+
+
+# ---- a p4switch process ------------------------------------------------------------------------
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def free_tcp_port() -> int:
+    """A loopback TCP port nobody listens on right now (the kernel picks it)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_tcp(port: int, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+@dataclass
+class SwitchProcess:
+    """``p4switch`` run as a subprocess of its CLI, with its own gRPC and Thrift ports."""
+
+    args: list[str]
+    log_path: str
+    grpc_port: int = field(default_factory=free_tcp_port)
+    thrift_port: int = field(default_factory=free_tcp_port)
+    proc: subprocess.Popen | None = None
+    cpu: int | None = None
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    def command(self) -> list[str]:
+        import sys
+
+        cmd = [sys.executable, "-m", "p4switch.cli", "--grpc-server-addr", self.grpc_addr,
+               "--thrift-port", str(self.thrift_port), "--log-file", self.log_path, *self.args]
+        if self.cpu is not None and shutil.which("taskset"):
+            cmd = ["taskset", "-c", str(self.cpu), *cmd]
+        return cmd
+
+    def start(self, timeout: float = 30) -> SwitchProcess:
+        """Start and wait until both servers accept connections (bounded)."""
+        self._stderr = open(self.log_path + ".stderr", "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=self._stderr)
+        deadline = time.monotonic() + timeout
+        for port in (self.grpc_port, self.thrift_port):
+            if not wait_tcp(port, max(0.1, deadline - time.monotonic())):
+                self.stop()
+                raise RuntimeError(f"p4switch did not start listening on {port} within {timeout} s:\n{self.output()}")
+            if self.proc.poll() is not None:
+                raise RuntimeError(f"p4switch exited with {self.proc.returncode}:\n{self.output()}")
+        return self
+
+    def output(self) -> str:
+        text = ""
+        for path in (self.log_path + ".stderr", self.log_path):
+            with contextlib.suppress(OSError), open(path) as f:
+                text += f.read()
+        return text[-4000:]
+
+    def stop(self, timeout: float = 10) -> int | None:
+        """SIGTERM, wait (bounded), SIGKILL if needed; returns the exit status."""
+        if self.proc is None:
+            return None
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        with contextlib.suppress(Exception):
+            self._stderr.close()
+        return self.proc.returncode
