@@ -118,7 +118,8 @@ def _normalise(argv: Sequence[str]) -> list[str]:
     return [a for a in argv if a != "--"]
 
 
-def _setup_logging(args: argparse.Namespace) -> None:
+def _setup_logging(args: argparse.Namespace) -> list[logging.Handler]:
+    """Root handlers as asked (returned, so main() can remove them: it may run in-process)."""
     level = LOG_LEVELS[args.log_level]
     root = logging.getLogger()
     root.setLevel(level)
@@ -135,6 +136,7 @@ def _setup_logging(args: argparse.Namespace) -> None:
     for h in handlers:
         h.setFormatter(fmt)
         root.addHandler(h)
+    return handlers
 
 
 def _write_device_config(args: argparse.Namespace) -> int:
@@ -223,10 +225,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     from p4switch.ports import PortError
     from p4switch.switch import SwitchError
 
+    root = logging.getLogger()
+    old_level, handlers = root.level, []
     try:
         if args.device_config:
             return _write_device_config(args)
-        _setup_logging(args)
+        handlers = _setup_logging(args)
         return _serve(args)
     except P4Error as err:
         print(format_error(err), file=sys.stderr)
@@ -246,6 +250,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"p4switch: internal error: {type(exc).__name__}: {exc} (set P4SWITCH_TRACEBACK=1 for details)",
               file=sys.stderr)
         return EXIT_INTERNAL
+    finally:
+        for h in handlers:
+            root.removeHandler(h)
+            h.close()
+        root.setLevel(old_level)
 
 
 if __name__ == "__main__":
