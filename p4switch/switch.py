@@ -18,6 +18,7 @@ import errno
 import logging
 import socket
 import threading
+from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,67 @@ PCAP_FLUSH_NS = 200_000_000  # real time only: captures readable while the switc
 
 class SwitchError(Exception):
     """The switch cannot be assembled as asked; the message says what and why."""
+
+
+class _ReadyHandle:
+    __slots__ = ("fn", "args", "cancelled")
+
+    def __init__(self, fn: Any, args: tuple) -> None:
+        self.fn, self.args, self.cancelled = fn, args, False
+
+    def cancel(self) -> None:
+        self.cancelled = True
+
+
+class EagerTimers:
+    """The traffic manager's view of a real-time loop: work due *now* runs right after the
+    current callback instead of in the loop's next turn.
+
+    Why: the real-time loop reads up to a batch of frames per port per turn but runs a timer
+    scheduled "now" only in its next turn, and the TM serves one packet per wake-up; egress
+    would then get one packet per turn against a batch of ingress, the queues would fill and
+    drop even with no rate limit set. Here a call due at or before ``now`` goes to a ready
+    list that :meth:`drain` runs (after every received frame, and from a loop timer otherwise),
+    so egress keeps pace and overload shows up where it does on a real switch: at the ports'
+    receive buffers. Future times go to the loop's timers unchanged.
+    """
+
+    MAX_PER_DRAIN = 1024
+
+    def __init__(self, sched: RealtimeScheduler) -> None:
+        self._sched = sched
+        self._ready: deque[_ReadyHandle] = deque()
+        self._drain_armed = False
+
+    def now_ns(self) -> int:
+        return self._sched.now_ns()
+
+    def call_later(self, dt_ns: int, fn: Any, *args: Any) -> Any:
+        return self.call_at(self._sched.now_ns() + dt_ns, fn, *args)
+
+    def call_at(self, t_ns: int, fn: Any, *args: Any) -> Any:
+        if t_ns > self._sched.now_ns():
+            return self._sched.call_at(t_ns, fn, *args)
+        handle = _ReadyHandle(fn, args)
+        self._ready.append(handle)
+        if not self._drain_armed:
+            self._drain_armed = True
+            self._sched.call_at(0, self.drain)  # in the past: runs in this loop turn
+        return handle
+
+    def drain(self) -> None:
+        """Run ready work (bounded; the rest gets another turn)."""
+        self._drain_armed = False
+        ready = self._ready
+        for _ in range(self.MAX_PER_DRAIN):
+            if not ready:
+                return
+            handle = ready.popleft()
+            if not handle.cancelled:
+                handle.fn(*handle.args)
+        if ready and not self._drain_armed:
+            self._drain_armed = True
+            self._sched.call_at(0, self.drain)
 
 
 @dataclass
@@ -77,7 +139,8 @@ class Switch:
         self.realtime = isinstance(sched, RealtimeScheduler)
         self.ports: dict[int, Port] = {}
         self.holder = PipelineHolder()
-        self.tm = TrafficManager(sched, lambda port, item: self.core.service(port, item),
+        self.eager = EagerTimers(sched) if isinstance(sched, RealtimeScheduler) else None
+        self.tm = TrafficManager(self.eager or sched, lambda port, item: self.core.service(port, item),
                                  num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
                                  default_rate_pps=opts.queue_rate_pps)
         self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
@@ -162,6 +225,8 @@ class Switch:
         if self.capture is not None:
             self.capture.record_in(self.ports[number].name, frame)
         self.core.receive(number, frame)
+        if self.eager is not None:
+            self.eager.drain()
 
     def _emit(self, number: int, frame: bytes) -> int:
         port = self.ports.get(number)
