@@ -346,3 +346,24 @@ def test_p4runtime_shell_pushes_the_pipeline_and_drives_the_switch(tmp_path: Pat
     assert [f[14:25] for _, f in got] == [b"packet-out!"]
     counted = {int(c.get("index", {}).get("index", 0)) for c in out["rx_counter"]}
     assert {2, 255} <= counted  # the report on port 2, the packet-out on the CPU port
+
+
+def test_a_burst_without_rate_limit_is_forwarded_completely(bed: Bed) -> None:
+    """Egress keeps pace with ingress: a burst larger than the queue depth (64) is not
+    tail-dropped by the traffic manager when no queue rate is set."""
+    tx = N.raw_socket(bed.host(1).name, "eth0")
+    try:
+        frames = [udp_frame(bed, 1, 2, i) for i in range(8)]
+        for i in range(2000):
+            tx.send(frames[i % 8])
+    finally:
+        tx.close()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        if bed.ctl.read_counter("MyEgress.tx", 2)[0] >= 2000:
+            break
+        time.sleep(0.1)
+    rx, fwd = bed.ctl.read_counter("MyIngress.rx", 1)[0], bed.ctl.read_counter("MyEgress.tx", 2)[0]
+    other = bed.ctl.read_counter("MyIngress.drop_unsupported", 1)[0]  # stray non-IPv4 frames, if any
+    assert rx - other >= 2000
+    assert fwd == rx - other
