@@ -61,6 +61,18 @@ def _tcp_port(text: str) -> int:
     return value
 
 
+def _bitrate(text: str) -> tuple[int | None, int]:
+    port_text, sep, rate_text = text.rpartition("=")
+    try:
+        rate = int(float(rate_text))
+        port = _port_number(port_text) if sep else None
+    except (ValueError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"bad --port-bitrate {text!r}: expected [PORT=]BPS, e.g. 2=2000000") from None
+    if rate <= 0:
+        raise argparse.ArgumentTypeError(f"bad --port-bitrate {text!r}: the rate must be > 0 bits/s")
+    return port, rate
+
+
 def _interface(text: str) -> tuple[int, str]:
     from p4switch.ports import PortError, parse_interface_spec
 
@@ -109,6 +121,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-rate", type=int, default=0, metavar="PPS",
                    help="egress queue rate in packets/s (default 0: unlimited)")
     p.add_argument("--priority-queues", type=int, default=1, help="priority queues per port (1..8, default 1)")
+    p.add_argument("--port-bitrate", dest="port_bitrates", action="append", default=[], type=_bitrate,
+                   metavar="[PORT=]BPS",
+                   help="model a link of BPS bits/s on PORT (or on every port): the port does not send faster, "
+                        "frames wait in its egress queue (repeatable; veth pairs have no rate of their own)")
     p.add_argument("--seed", type=int, help="seed of the program's random() extern")
     return p
 
@@ -170,7 +186,8 @@ def _options(args: argparse.Namespace) -> Any:
         defines=list(args.defines), grpc_addr=None if args.no_grpc else args.grpc_server_addr,
         thrift_port=None if args.no_thrift else args.thrift_port, pcap_dir=args.pcap,
         queue_depth=args.queue_depth, queue_rate_pps=args.queue_rate, priority_queues=args.priority_queues,
-        seed=args.seed)
+        port_bitrate_bps=next((r for p, r in reversed(args.port_bitrates) if p is None), 0),
+        port_bitrates={p: r for p, r in args.port_bitrates if p is not None}, seed=args.seed)
 
 
 def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

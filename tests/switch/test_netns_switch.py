@@ -228,11 +228,11 @@ def simple_switch_cli(thrift_port: int, *commands: str) -> str:
     return proc.stdout
 
 
-def measure_rate(b: Bed, pps_offered: float, duration: float) -> float:
+def measure_rate(b: Bed, pps_offered: float, duration: float, size: int = 64) -> float:
     rx = N.raw_socket(b.host(2).name, "eth0")
     tx = N.raw_socket(b.host(1).name, "eth0")
     try:
-        frames = [udp_frame(b, 1, 2, i) for i in range(16)]
+        frames = [udp_frame(b, 1, 2, i, size) for i in range(16)]
         import threading
 
         t = threading.Thread(target=blast, args=(tx, frames, pps_offered, duration))
@@ -255,6 +255,23 @@ def test_simple_switch_cli_set_queue_rate_changes_the_measured_egress_rate(bed: 
     fast = measure_rate(bed, 1500, 1.5)
     assert slow == pytest.approx(200, rel=0.15)
     assert fast == pytest.approx(600, rel=0.15)
+
+
+def test_port_bitrate_paces_a_port_like_a_link_of_that_rate(tmp_path: Path) -> None:
+    b = start_bed(tmp_path, ["--port-bitrate", "2=2000000"])
+    try:
+        b.ctl = GrpcController(b.switch.grpc_addr, device_id=0)
+        b.ctl.use_p4info(program(str(ALINEA)).p4info)
+        install_routes(b)
+        rate = measure_rate(b, 800, 1.5, size=1000)
+    finally:
+        if b.ctl is not None:
+            b.ctl.close()
+        b.switch.stop()
+        b.topo.close()
+    frame_bytes = len(udp_frame(b, 1, 2, 0, 1000))
+    wire_bits = 8 * (frame_bytes + 24)  # Ethernet preamble, FCS and gap (p4switch.link.LinkModel)
+    assert rate == pytest.approx(2_000_000 / wire_bits, rel=0.15)
 
 
 SHELL_SCRIPT = r'''
