@@ -42,6 +42,7 @@ DEFAULT_CPU_PORT = 255  # alinea.p4's CPU_PORT; BMv2 itself has no CPU port unle
 DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 DEFAULT_THRIFT_PORT = 9090
 PCAP_FLUSH_NS = 200_000_000  # real time only: captures readable while the switch runs
+STATS_LOG_NS = 10_000_000_000  # real time only: drop counters logged when they change
 
 
 class SwitchError(Exception):
@@ -324,6 +325,16 @@ class Switch:
             log.info("Thrift server listening on %s:%d", opts.thrift_host, thrift.port)
         if self.capture is not None:
             self.sched.call_soon_threadsafe(self._flush_pcaps)
+        self.sched.call_soon_threadsafe(self._log_stats, {})
+
+    def _log_stats(self, last: dict[str, int]) -> None:
+        """Every STATS_LOG_NS, the drop counters by cause when they changed (real time)."""
+        if self._closed:
+            return
+        drops = self.core.drop_counts()
+        if drops != last:
+            log.info("drops by cause: %s", ", ".join(f"{k}={v}" for k, v in sorted(drops.items())))
+        self.sched.call_later(STATS_LOG_NS, self._log_stats, drops)
 
     def _flush_pcaps(self) -> None:
         if self.capture is None or self._closed:

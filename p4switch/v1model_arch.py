@@ -127,6 +127,8 @@ class V1ModelSwitchCore:
     def receive(self, port: int, frame: bytes) -> None:
         """A frame arrived on ``port``: run it through ingress now."""
         self.stats["rx"] += 1
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("port %d: received %d bytes: %s", port, len(frame), frame[:64].hex())
         pipeline = self.holder.pipeline
         if pipeline is None:
             self._drop(DropCause.NO_PIPELINE, port)
@@ -197,6 +199,8 @@ class V1ModelSwitchCore:
         if egress_spec == self.drop_port:
             self._drop(DropCause.INGRESS_DROP, pkt.std("ingress_port"))
             return
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("port %d: ingress done, unicast to port %d", pkt.std("ingress_port"), egress_spec)
         self._enqueue(egress_spec, _Job(pkt), self._priority(pkt))
 
     def _multicast(self, pkt: Packet, mgid: int) -> None:
@@ -282,6 +286,9 @@ class V1ModelSwitchCore:
             limit = job.trunc if limit is None else min(limit, job.trunc)
         if limit is not None and limit < len(frame):
             frame = frame[:limit]
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug("port %d: sending %d bytes (%s): %s", port, len(frame),
+                      INSTANCE_TYPES.get(pkt.std("instance_type"), "?"), frame[:64].hex())
         if port == self.cpu_port:
             self.stats["to_cpu"] += 1
             if self.to_cpu(frame) is False:
