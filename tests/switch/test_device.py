@@ -1,0 +1,71 @@
+"""The P4Runtime device binding: device configs, P4Info agreement, controller headers."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from p4switch.device import (
+    P4SwitchDevice,
+    PipelineHolder,
+    compile_device_config,
+    device_config_for,
+    p4info_mismatch,
+    pack_controller_header,
+    split_controller_header,
+)
+from p4switch.p4runtime.device import PipelineLoadError
+from p4switch.state import RuntimeState
+from tests.switch.simnet import ALINEA, program
+
+
+def alinea_state() -> RuntimeState:
+    return RuntimeState.from_p4info(program(str(ALINEA)).p4info)
+
+
+def test_controller_headers_pack_as_the_wire_format_says() -> None:
+    st = alinea_state()
+    assert pack_controller_header(st.packet_in, {"ingress_port": 1, "_pad": 0}) == b"\x00\x80"
+    assert pack_controller_header(st.packet_out, {"egress_port": 511}) == b"\xff\x80"
+    assert split_controller_header(st.packet_in, b"\x00\x80rest") == ({"ingress_port": 1, "_pad": 0}, b"rest")
+    assert split_controller_header(st.packet_in, b"\x01") is None
+    assert split_controller_header(None, b"abc") == ({}, b"abc")
+    with pytest.raises(ValueError, match="does not fit bit<9>"):
+        pack_controller_header(st.packet_out, {"egress_port": 512})
+
+
+def test_device_config_keeps_positions_of_included_files(tmp_path: Path) -> None:
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "extra.h").write_text("// a header\nconst bit<8> GOOD = 1;\nconst bit<8> BAD = nosuch;\n")
+    main = tmp_path / "prog.p4"
+    main.write_text(ALINEA.read_text().replace("#include <v1model.p4>", "#include <v1model.p4>\n#include \"extra.h\""))
+    config = device_config_for(main, [inc])
+    with pytest.raises(PipelineLoadError, match=r"extra\.h:3:\d+: error: .*nosuch"):
+        compile_device_config(config)
+
+
+def test_p4info_mismatch_names_what_differs() -> None:
+    info = program(str(ALINEA)).p4info
+    other = type(info)()
+    other.CopyFrom(info)
+    assert p4info_mismatch(info, other) is None
+    other.tables[0].preamble.id += 1
+    del other.actions[0]
+    msg = p4info_mismatch(other, info)
+    assert f"table '{info.tables[0].preamble.name}' has id" in msg
+    assert f"action '{info.actions[0].preamble.name}' is in the program but not in the P4Info" in msg
+
+
+def test_packet_out_needs_a_cpu_port_and_goes_in_on_it() -> None:
+    holder = PipelineHolder()
+    got: list[tuple[int, bytes]] = []
+    device = P4SwitchDevice(holder, lambda port, frame: got.append((port, frame)), cpu_port=None)
+    with pytest.raises(ValueError, match="no CPU port"):
+        device.packet_out(b"x", {"egress_port": 1, "_pad": 0})
+    device = P4SwitchDevice(holder, lambda port, frame: got.append((port, frame)), cpu_port=255)
+    device.install(program(str(ALINEA)))
+    device.packet_out(b"frame", {"egress_port": 3, "_pad": 0})
+    assert got == [(255, b"\x01\x80frame")]
+    assert holder.generation == 1 and device.state is holder.state
