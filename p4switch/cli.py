@@ -105,8 +105,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pcap", metavar="DIR", help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR")
     p.add_argument("--log-console", action="store_true", help="log to standard error")
     p.add_argument("--log-file", metavar="FILE", help="log to FILE")
-    p.add_argument("--log-level", choices=sorted(LOG_LEVELS), default="info",
-                   help="log level (default info; 'debug'/'trace' log every drop)")
+    p.add_argument("-L", "--log-level", choices=sorted(LOG_LEVELS), default="info",
+                   help="log level (default info; 'debug'/'trace' log every packet and drop: slow)")
     p.add_argument("--no-p4", action="store_true",
                    help="start without a program and wait for the controller's SetForwardingPipelineConfig")
     p.add_argument("-I", dest="include_dirs", action="append", default=[], metavar="DIR",
