@@ -29,11 +29,14 @@ drop check, recirculate (the deparsed frame re-enters ingress, ``instance_type``
 truncate (the smaller of ``truncate()`` and the clone session's length), and the frame leaves:
 to the controller if the egress port is the CPU port, else on the port's link.
 
+So a clone is made even when the original is then resubmitted, multicast or dropped, and
+resubmit wins over multicast and unicast.
+
 Choices where BMv2 is silent or different: a resubmitted or recirculated packet re-enters
 ingress through the scheduler (like BMv2's input queue); a chain of resubmits is cut after
-``max_reentries`` (counted; recirculation passes the queues, so it is paced, not cut); a recirculated packet keeps its ingress port unless
-``recirc_port`` is given; a packet whose block raises (a pipeline bug) is dropped and counted,
-never taken down with the switch.
+``max_reentries`` (counted; recirculation passes the queues, so it is paced, not cut); a
+recirculated packet keeps its ingress port unless ``recirc_port`` is given; a packet whose
+block raises (a pipeline bug) is dropped and counted, never taken down with the switch.
 """
 
 from __future__ import annotations

@@ -179,3 +179,15 @@ def test_frames_before_any_pipeline_are_dropped_and_counted() -> None:
     sw = Switch(VirtualScheduler())
     sw.inject(1, udp_frame(1, 2))
     assert sw.core.drop_counts() == {"no_pipeline": 1}
+
+
+def test_a_dropped_packet_still_triggers_its_report_clone() -> None:
+    net = sim_switch()
+    configure_alinea(net.ctl, ports=(2,), modelled={1: (200, 0)})  # no route back to 10.0.1.0/24 ...
+    net.hosts[1].send_at(0, udp_frame(1, 1))  # ... so this one is dropped (no route)
+    net.sched.run()
+    (_, frame), = net.hosts[1].got
+    report = parse_report(frame)
+    assert (report.port, report.seq, report.occupancy) == (1, 1, 0)
+    assert net.ctl.read_counter("MyIngress.drop_no_route", 1)[0] == 1
+    assert net.switch.core.drop_counts() == {"ingress_mark_to_drop": 1}
