@@ -170,7 +170,7 @@ def _netns_reason() -> str | None:
 
 
 def _start(tmp: Path, cpu: int | None):  # -> (Topology, SwitchProcess, GrpcController)
-    from tests.switch.controller import GrpcController
+    from controlplane.p4runtime_client import GrpcController
     from tests.switch.netns import SwitchProcess, Topology
     from tests.switch.simnet import program
 
@@ -294,8 +294,8 @@ def bench_latency(rep: Report, tmp: Path, count: int) -> None:
 def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
     from p4.v1 import p4runtime_pb2 as pb
 
+    from controlplane.p4runtime_client import InProcessController, update
     from tests.bench.fuzz import configured_switch
-    from tests.switch.controller import InProcessController, update
 
     def entry_updates(names) -> list[pb.Update]:  # noqa: ANN001
         return [update(pb.Update.INSERT, names.table_entry(

@@ -12,11 +12,11 @@ import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controlplane.p4runtime_client import InProcessController, clone_session
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.link import InMemoryLink
 from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
-from tests.switch.controller import InProcessController, clone_session
 
 ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.p4runtime_client import GrpcController, clone_session
 from tests.switch import netns as N
-from tests.switch.controller import GrpcController, clone_session
 from tests.switch.simnet import ALINEA, ip_int, parse_report, program
 
 pytestmark = pytest.mark.netns

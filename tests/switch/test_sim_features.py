@@ -12,7 +12,7 @@ import struct
 from p4.v1 import p4runtime_pb2 as pb
 from scapy.all import IP, UDP, Ether
 
-from tests.switch.controller import multicast_group
+from controlplane.p4runtime_client import multicast_group
 from tests.switch.simnet import FEATURES, ip_int, sim_switch
 
 PORTS = (1, 2, 3)

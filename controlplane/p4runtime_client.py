@@ -1,8 +1,10 @@
-"""A small name-based P4Runtime controller for switch tests and benchmarks.
+"""A name-based P4Runtime client, in the spirit of p4runtime-shell's P4Info-driven helpers.
 
-Why: tests of the assembled switch speak P4Runtime the way a controller does (table entries,
-clone sessions, counters, packet-in/out, digests by P4Info *name*), either in-process on the
-switch's ``P4RuntimeCore`` (sim binding) or over gRPC (netns binding), with one API.
+Why not p4runtime-shell itself: it keeps one global client, so one switch per process, and
+the project's controllers drive many switches. This client speaks P4Runtime by P4Info *name*
+(table entries, clone sessions, counters, packet-in/out, digests) either in-process on a
+switch's ``P4RuntimeCore`` (sim binding) or over gRPC (netns binding, or real BMv2), with one
+API.
 """
 
 from __future__ import annotations
@@ -20,7 +22,11 @@ FPC = pb.SetForwardingPipelineConfigRequest
 MATCH_KIND = p4info_pb2.MatchField
 
 
-def enc(value: int, bitwidth: int | None = None) -> bytes:
+class ClientError(Exception):
+    """A request named something the P4Info does not have, or came before a pipeline."""
+
+
+def enc(value: int) -> bytes:
     """Canonical (shortest) big-endian bytestring of a non-negative int."""
     return value.to_bytes(max(1, (value.bit_length() + 7) // 8), "big")
 
@@ -45,11 +51,11 @@ class Names:
                     params: Mapping[str, int] | None = None, priority: int = 0) -> pb.TableEntry:
         """``match`` values: int (exact/optional), (value, prefix_len) (lpm), (value, mask)
         (ternary), (low, high) for range."""
-        t = self.tables[table]
+        t = _lookup(self.tables, table, "table")
         fields = {f.name: f for f in t.match_fields}
         te = pb.TableEntry(table_id=t.preamble.id, priority=priority)
         for name, value in match.items():
-            f = fields[name]
+            f = _lookup(fields, name, f"match field of {table}")
             m = te.match.add(field_id=f.id)
             if f.match_type == MATCH_KIND.EXACT:
                 m.exact.value = enc(value)
@@ -62,29 +68,38 @@ class Names:
             else:
                 m.optional.value = enc(value)
         if action is not None:
-            a = self.actions[action]
+            a = _lookup(self.actions, action, "action")
             te.action.action.action_id = a.preamble.id
             pids = {p.name: p.id for p in a.params}
             for pname, pvalue in (params or {}).items():
-                te.action.action.params.add(param_id=pids[pname], value=enc(pvalue))
+                pid = _lookup(pids, pname, f"parameter of {action}")
+                te.action.action.params.add(param_id=pid, value=enc(pvalue))
         return te
 
     def counter_entry(self, counter: str, index: int | None = None) -> pb.CounterEntry:
-        ce = pb.CounterEntry(counter_id=self.counters[counter].preamble.id)
+        ce = pb.CounterEntry(counter_id=_lookup(self.counters, counter, "counter").preamble.id)
         if index is not None:
             ce.index.index = index
         return ce
 
     def packet_out(self, payload: bytes, metadata: Mapping[str, int]) -> pb.PacketOut:
-        ids = {m.name: m.id for m in self.cpm["packet_out"].metadata}
+        ids = {m.name: m.id for m in _lookup(self.cpm, "packet_out", "controller header").metadata}
         po = pb.PacketOut(payload=payload)
         for name, value in metadata.items():
-            po.metadata.add(metadata_id=ids[name], value=enc(value))
+            po.metadata.add(metadata_id=_lookup(ids, name, "packet_out metadata"), value=enc(value))
         return po
 
     def packet_in_metadata(self, pin: pb.PacketIn) -> dict[str, int]:
         names = {m.id: m.name for m in self.cpm["packet_in"].metadata}
         return {names[m.metadata_id]: dec(m.value) for m in pin.metadata}
+
+
+def _lookup(mapping: Mapping[str, Any], name: str, what: str) -> Any:
+    try:
+        return mapping[name]
+    except KeyError:
+        known = ", ".join(sorted(mapping)) or "none"
+        raise ClientError(f"unknown {what} {name!r} (known: {known})") from None
 
 
 def clone_session(session_id: int, replicas: Iterable[tuple[int, int]], packet_length_bytes: int = 0) -> pb.Entity:
@@ -120,8 +135,18 @@ class _ClientBase:
 
     device_id: int
     election: tuple[int, int]
-    names: Names | None = None
+    _names: Names | None = None
     received: list[pb.StreamMessageResponse]
+
+    @property
+    def names(self) -> Names:
+        if self._names is None:
+            raise ClientError("no P4Info yet: call set_pipeline() or use_p4info() first")
+        return self._names
+
+    @names.setter
+    def names(self, value: Names) -> None:
+        self._names = value
 
     def _stamp(self, req: Any) -> Any:
         req.device_id = self.device_id
@@ -154,17 +179,14 @@ class _ClientBase:
 
     def insert_entry(self, table: str, match: Mapping[str, Any], action: str,
                      params: Mapping[str, int] | None = None, priority: int = 0) -> None:
-        assert self.names is not None, "set_pipeline/use_p4info first"
         self.insert(self.names.table_entry(table, match, action, params, priority))
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
-        assert self.names is not None
         ents = self.read(pb.Entity(counter_entry=self.names.counter_entry(counter, index)))
         data = ents[0].counter_entry.data
         return data.packet_count, data.byte_count
 
     def send_packet_out(self, payload: bytes, **metadata: int) -> None:
-        assert self.names is not None
         self._stream_send(pb.StreamMessageRequest(packet=self.names.packet_out(payload, metadata)))
 
     def ack_digest(self, digest_id: int, list_id: int) -> None:
