@@ -8,11 +8,12 @@ P4Runtime core; table entries and clone sessions are P4Runtime writes too.
 from __future__ import annotations
 
 import functools
-import struct
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controlplane.p4runtime_client import InProcessController, clone_session
+from controlplane import dataplane_config as dp
+from controlplane.p4runtime_client import InProcessController
+from controlplane.report import FRAME_BYTES, Report, decode
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.link import InMemoryLink
 from p4switch.sched import VirtualScheduler
@@ -22,8 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"
 FEATURES = ROOT / "tests" / "p4programs" / "features.p4"
 
-REPORT = struct.Struct("!BBHHIIHIIII")  # version/type, flags, node, port, occ, cap, ts(hi16), ts(lo32), seq, drops, interval
-ETH_ALINEA = 0x88B5
 
 
 @functools.lru_cache(maxsize=4)
@@ -36,8 +35,7 @@ def mac(n: int) -> bytes:
     return n.to_bytes(6, "big")
 
 
-def mac_int(text: str) -> int:
-    return int(text.replace(":", ""), 16)
+mac_int = dp.mac_int
 
 
 @dataclass
@@ -98,11 +96,7 @@ SWITCH_MAC = {1: 0x02_00_00_00_01_01, 2: 0x02_00_00_00_01_02}
 HOST_MAC = {1: 0x02_00_00_00_00_01, 2: 0x02_00_00_00_00_02}
 HOST_IP = {1: "10.0.1.1", 2: "10.0.2.1"}
 NODE_ID = 7
-
-
-def ip_int(text: str) -> int:
-    a, b, c, d = (int(x) for x in text.split("."))
-    return (a << 24) | (b << 16) | (c << 8) | d
+ip_int = dp.ip_int
 
 
 def configure_alinea(ctl: InProcessController | object, ports: tuple[int, ...] = (1, 2), *,
@@ -111,16 +105,12 @@ def configure_alinea(ctl: InProcessController | object, ports: tuple[int, ...] =
     """Routes 10.0.<p>.0/24 -> port p; ``modelled`` = {port: (capacity, interval_us)} gets a
     port_config entry and its report clone session; ``neighbours`` get report_ingress entries."""
     for p in ports:
-        ctl.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (ip_int(f"10.0.{p}.0"), 24)},
-                         "MyIngress.ipv4_forward", {"dst_mac": HOST_MAC[p], "src_mac": SWITCH_MAC[p], "port": p})
+        dp.add_route(ctl, ip_int(f"10.0.{p}.0"), 24, p, dst_mac=HOST_MAC[p], src_mac=SWITCH_MAC[p])
     for p, (capacity, interval) in (modelled or {}).items():
-        ctl.insert_entry("MyIngress.port_config", {"standard_metadata.ingress_port": p}, "MyIngress.set_port",
-                         {"capacity_pkts": capacity, "report_interval_us": interval, "node_id": NODE_ID,
-                          "port_mac": SWITCH_MAC[p], "upstream_mac": HOST_MAC[p]})
-        ctl.insert(clone_session(1000 + p, [(p, 1)]))
+        dp.model_port(ctl, p, capacity_pkts=capacity, report_interval_us=interval, node_id=NODE_ID,
+                      port_mac=SWITCH_MAC[p], upstream_mac=HOST_MAC[p])
     for p in neighbours:
-        ctl.insert_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": p},
-                         "MyIngress.report_to_cpu")
+        dp.accept_reports(ctl, p)
 
 
 def udp_frame(src: int, dst: int, ttl: int = 64, payload: bytes = b"x" * 64, sport: int = 1234,
@@ -132,34 +122,10 @@ def udp_frame(src: int, dst: int, ttl: int = 64, payload: bytes = b"x" * 64, spo
                  / IP(src=HOST_IP[src], dst=HOST_IP[dst], ttl=ttl) / UDP(sport=sport, dport=dport) / payload)
 
 
-def _mac_text(value: int) -> str:
-    return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))
-
-
-@dataclass(frozen=True)
-class Report:
-    """An ALINEA report as docs/wire-format.md lays it out."""
-
-    dst: int
-    src: int
-    version: int
-    msg_type: int
-    flags: int
-    node_id: int
-    port: int
-    occupancy: int
-    capacity: int
-    timestamp: int
-    seq: int
-    drops: int
-    interval_us: int
-    length: int
+_mac_text = dp.mac_text
 
 
 def parse_report(frame: bytes) -> Report:
-    """Parse an ALINEA report frame with struct, per the wire format (raises ValueError)."""
-    if len(frame) < 46 or int.from_bytes(frame[12:14], "big") != ETH_ALINEA:
-        raise ValueError(f"not an ALINEA report frame ({len(frame)} bytes)")
-    vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval = REPORT.unpack_from(frame, 14)
-    return Report(int.from_bytes(frame[0:6], "big"), int.from_bytes(frame[6:12], "big"), vt >> 4, vt & 0xF, flags,
-                  node, port, occ, cap, (ts_hi << 32) | ts_lo, seq, drops, interval, len(frame))
+    """Decode with the project's codec and check the frame is exactly a report (46 bytes)."""
+    assert len(frame) == FRAME_BYTES, f"report frame of {len(frame)} bytes"
+    return decode(frame)

@@ -167,9 +167,9 @@ def test_reports_arrive_back_in_h1_at_the_interval_and_pcaps_are_readable(bed: B
     for r in parsed:
         assert (r.version, r.msg_type, r.node_id, r.port, r.capacity, r.interval_us) == (1, 1, NODE_ID, 1, 200,
                                                                                           interval_us)
-        assert r.dst == mac_int(bed.host(1).mac) and r.src == mac_int(SWITCH_MAC[1])
+        assert r.dst_mac == mac_int(bed.host(1).mac) and r.src_mac == mac_int(SWITCH_MAC[1])
     assert [r.seq for r in parsed] == list(range(parsed[0].seq, parsed[0].seq + len(parsed)))
-    gaps = [b.timestamp - a.timestamp for a, b in zip(parsed, parsed[1:])]
+    gaps = [b.timestamp_us - a.timestamp_us for a, b in zip(parsed, parsed[1:])]
     # triggered at ingress at least interval_us apart; stamped in egress, so the queueing
     # jitter of the real-time loop (well under 5 ms here) shows up in single gaps
     assert all(interval_us - 5_000 <= g < interval_us + 20_000 for g in gaps), gaps

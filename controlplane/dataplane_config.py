@@ -1,0 +1,60 @@
+"""What a controller writes so that p4src/alinea.p4 routes, models buffers and reports.
+
+Everything the program needs from the control plane is a table entry or a clone session
+(BMv2's P4Runtime server has no register writes); docs/dataplane.md explains each. The
+names here are the P4Info names, so a wrong one fails at once with the client's error.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from controlplane.p4runtime_client import clone_session
+
+#: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
+REPORT_SESSION_BASE = 1000
+
+
+def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> None:
+    """IPv4 route: ``prefix/prefix_len`` leaves through ``port`` with the given MACs."""
+    client.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (prefix, prefix_len)},
+                        "MyIngress.ipv4_forward", {"dst_mac": dst_mac, "src_mac": src_mac, "port": port})
+
+
+def model_port(client: Any, port: int, *, capacity_pkts: int, report_interval_us: int, node_id: int,
+               port_mac: int, upstream_mac: int) -> None:
+    """Model the buffer behind ``port`` and report its occupancy to the neighbour feeding it."""
+    client.insert_entry("MyIngress.port_config", {"standard_metadata.ingress_port": port}, "MyIngress.set_port",
+                        {"capacity_pkts": capacity_pkts, "report_interval_us": report_interval_us,
+                         "node_id": node_id, "port_mac": port_mac, "upstream_mac": upstream_mac})
+    client.insert(clone_session(REPORT_SESSION_BASE + port, [(port, 1)]))
+
+
+def accept_reports(client: Any, port: int) -> None:
+    """Reports arriving on ``port`` come from a downstream neighbour: hand them to the controller."""
+    client.insert_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": port},
+                        "MyIngress.report_to_cpu")
+
+
+def ip_int(text: str) -> int:
+    """Dotted quad to int, with an error naming the bad address."""
+    parts = text.split(".")
+    if len(parts) != 4 or not all(p.isdigit() and int(p) < 256 for p in parts):
+        raise ValueError(f"not an IPv4 address: {text!r}")
+    a, b, c, d = (int(p) for p in parts)
+    return (a << 24) | (b << 16) | (c << 8) | d
+
+
+def mac_int(text: str) -> int:
+    """aa:bb:cc:dd:ee:ff to int, with an error naming the bad address."""
+    parts = text.split(":")
+    if len(parts) != 6 or not all(len(p) == 2 for p in parts):
+        raise ValueError(f"not a MAC address: {text!r}")
+    try:
+        return int("".join(parts), 16)
+    except ValueError:
+        raise ValueError(f"not a MAC address: {text!r}") from None
+
+
+def mac_text(value: int) -> str:
+    return ":".join(f"{b:02x}" for b in value.to_bytes(6, "big"))

@@ -1,0 +1,65 @@
+"""The report codec against the documented wire format (docs/wire-format.md is the oracle)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from controlplane import dataplane_config as dp
+from controlplane.report import FRAME_BYTES, Report, ReportError, decode, encode
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "wire-format.md"
+
+
+def documented_example() -> bytes:
+    """The hex dump of the example report frame in the wire-format document."""
+    text = DOC.read_text()
+    block = text[text.index("### Example"):]
+    block = block[block.index("```") + 3:]
+    block = block[:block.index("```")]
+    data = b""
+    for line in block.strip().splitlines():
+        data += bytes.fromhex(" ".join(line.split()[1:]))
+    return data
+
+
+def test_documented_example_decodes_to_the_documented_values() -> None:
+    frame = documented_example()
+    assert len(frame) == FRAME_BYTES
+    r = decode(frame)
+    assert (r.node_id, r.port, r.occupancy, r.capacity) == (2, 1, 140, 200)
+    assert (r.timestamp_us, r.seq, r.drops, r.interval_us, r.flags) == (1_234_567, 42, 0, 10_000, 0)
+    assert r.dst_mac == dp.mac_int("02:00:00:00:01:01") and r.src_mac == dp.mac_int("02:00:00:00:02:01")
+    assert r.fraction == pytest.approx(0.7)
+    assert encode(r) == frame
+
+
+def test_encode_decode_round_trip_keeps_every_field_and_48_bit_timestamp() -> None:
+    r = Report(node_id=65535, port=511, occupancy=2**32 - 1, capacity=7, timestamp_us=2**48 - 1, seq=2**31,
+               drops=3, interval_us=5, flags=1, dst_mac=2**48 - 1, src_mac=1)
+    assert decode(encode(r)) == r
+    assert decode(encode(r) + b"\x00" * 14) == r  # NIC padding to 60 bytes is ignored
+
+
+@pytest.mark.parametrize(("frame", "message"), [
+    (b"\x00" * 12 + b"\x08\x00" + b"\x00" * 32, "not an ALINEA frame"),
+    (b"\x00" * 12 + b"\x88\xb5" + b"\x10" * 10, "46"),
+    (b"\x00" * 12 + b"\x88\xb5" + b"\x21" + b"\x00" * 31, "version 2"),
+])
+def test_malformed_frames_are_rejected_with_a_reason(frame: bytes, message: str) -> None:
+    with pytest.raises(ReportError, match=message):
+        decode(frame)
+
+
+@pytest.mark.parametrize("bad", ["10.0.0", "10.0.0.256", "a.b.c.d", ""])
+def test_bad_ipv4_address_is_named(bad: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(repr(bad))):
+        dp.ip_int(bad)
+
+
+@pytest.mark.parametrize("bad", ["02:00:00:00:00", "zz:00:00:00:00:00", "0200.0000.0001"])
+def test_bad_mac_address_is_named(bad: str) -> None:
+    with pytest.raises(ValueError, match=re.escape(repr(bad))):
+        dp.mac_int(bad)
