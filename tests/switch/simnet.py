@@ -8,16 +8,16 @@ P4Runtime core; table entries and clone sessions are P4Runtime writes too.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from controlplane import dataplane_config as dp
 from controlplane.p4runtime_client import InProcessController
 from controlplane.report import FRAME_BYTES, Report, decode
 from p4switch.device import CompiledProgram, compile_file
-from p4switch.link import InMemoryLink
 from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
+from topo.sim import SimHost, attach_host
 
 ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"
@@ -39,31 +39,6 @@ mac_int = dp.mac_int
 
 
 @dataclass
-class SimHost:
-    """A link endpoint that records (virtual ns, frame) of everything it receives."""
-
-    name: str
-    sched: VirtualScheduler
-    got: list[tuple[int, bytes]] = field(default_factory=list)
-    link: InMemoryLink | None = None
-
-    def receive(self, frame: bytes) -> None:
-        self.got.append((self.sched.now_ns(), frame))
-
-    def send(self, frame: bytes) -> None:
-        assert self.link is not None
-        self.link.send(self, frame)
-
-    def send_at(self, t_ns: int, frame: bytes) -> None:
-        self.sched.call_at(t_ns, self.send, frame)
-
-    def frames(self, ethertype: int | None = None) -> list[tuple[int, bytes]]:
-        if ethertype is None:
-            return list(self.got)
-        return [(t, f) for t, f in self.got if len(f) >= 14 and int.from_bytes(f[12:14], "big") == ethertype]
-
-
-@dataclass
 class SimNet:
     sched: VirtualScheduler
     switch: Switch
@@ -79,11 +54,7 @@ def sim_switch(path: Path = ALINEA, ports: tuple[int, ...] = (1, 2), bitrate: in
     sw = Switch(sched, options or SwitchOptions(seed=1))
     hosts: dict[int, SimHost] = {}
     for n in ports:
-        port = sw.add_link_port(n, f"s1-eth{n}")
-        host = SimHost(f"h{n}", sched)
-        host.link = InMemoryLink(sched, host, port, bitrate=bitrate, delay_ns=delay_ns)
-        port.attach(host.link)
-        hosts[n] = host
+        hosts[n] = attach_host(sw, sched, n, f"h{n}", bitrate=bitrate, delay_ns=delay_ns)
     prog = program(str(path))
     ctl = InProcessController(sw.p4rt)
     ctl.set_pipeline(prog.p4info, prog.device_config)
