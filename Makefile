@@ -51,7 +51,9 @@ p4: setup
 	else \
 	  echo "p4c not on PATH: checking with p4switch's front end"; \
 	  $(VENV)/bin/hbh p4 check $(P4SRC) && \
-	  $(VENV)/bin/hbh p4 info $(P4SRC) -o $(BUILD)/alinea.p4info.txtpb; \
+	  $(VENV)/bin/hbh p4 info $(P4SRC) -o $(BUILD)/alinea.p4info.txtpb && \
+	  $(VENV)/bin/p4switch --device-config $(BUILD)/alinea.p4switch.bin $(P4SRC) && \
+	  echo "wrote $(BUILD)/alinea.p4info.txtpb and $(BUILD)/alinea.p4switch.bin (P4Runtime device config)"; \
 	fi
 
 bench: setup

@@ -156,7 +156,10 @@ def _search_path(include_dirs: Sequence[str | Path]) -> list[str]:
 
 def _run(cmd: list[str], stdin_text: str | None) -> subprocess.CompletedProcess[str]:
     try:
-        return subprocess.run(cmd, input=stdin_text, capture_output=True, text=True, timeout=60, check=False)
+        # Undecodable bytes in an included file must not crash the front end: they become
+        # U+FFFD and then a lexical error at their place.
+        return subprocess.run(cmd, input=stdin_text, capture_output=True, text=True, encoding="utf-8",
+                              errors="replace", timeout=60, check=False)
     except OSError as exc:
         raise P4Error(None, f"cannot run the C preprocessor: {exc}") from None
     except subprocess.TimeoutExpired:
@@ -182,6 +185,18 @@ def _finish(
     return PreprocessedSource(text=text, line_map=line_map, main_file=main_file, warnings=warnings)
 
 
+def _check_utf8(path: Path) -> None:
+    """P4 sources are text: point at the first byte that is not UTF-8."""
+    data = path.read_bytes()
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise P4Error(SourceLoc(str(path), line, col, line, col),
+                      f"not UTF-8 text (byte 0x{data[exc.start]:02x}); is this a P4 source file?") from None
+
+
 def preprocess_file(
     path: str | Path,
     include_dirs: Sequence[str | Path] = (),
@@ -197,6 +212,7 @@ def preprocess_file(
     if not p.is_file():
         reason = "is a directory" if p.is_dir() else "no such file"
         raise P4Error(SourceLoc(name, 0, 0), f"cannot open P4 source: {reason}")
+    _check_utf8(p)
     dirs = _search_path(include_dirs)
     proc = _run([*_cpp_command(cpp, dirs, defines), name], None)
     return _finish(proc, name, dirs, None)
