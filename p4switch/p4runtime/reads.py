@@ -2,8 +2,12 @@
 
 Wildcards: table_id 0 = all tables; no match = all entries of the table;
 counter/meter/register id 0 = all instances, index unset = all cells; PRE and
-digest id 0 = all. Direct resources of a table entry are returned only when the
-request sets the matching field (``counter_data``, ``meter_config``...).
+digest id 0 = all; action profile id 0 = all profiles, member/group id 0 = all of
+them; value set id 0 = all value sets. Direct resources of a table entry are
+returned only when the request sets the matching field (``counter_data``,
+``meter_config``...). A read naming an id that is not programmed (a member, a
+group, a clone session...) answers nothing rather than an error, like a table
+read with a match no entry has.
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from p4switch.state.errors import Code, StateError, invalid, not_found
 from p4switch.state.externs import CounterUnit, check_index
+from p4switch.state.profiles import ActionProfileState
 from p4switch.state.runtime import RuntimeState, bitstring_width
 from p4switch.state.tables import TableEntry, TableState
 
@@ -24,10 +29,12 @@ from .translate import (
     encode_action,
     encode_clone_session,
     encode_counter_data,
+    encode_field_matches,
     encode_match,
     encode_meter_config,
     encode_meter_counter_data,
     encode_multicast_group,
+    encode_table_action,
 )
 
 
@@ -75,7 +82,7 @@ def _selected(table: TableState, te: pb.TableEntry) -> list[TableEntry]:
 def _filtered(entries: list[TableEntry], te: pb.TableEntry) -> Iterable[TableEntry]:
     action_id = te.action.action.action_id if te.action.WhichOneof("type") == "action" else 0
     for e in entries:
-        if action_id and (e.action is None or e.action.action_id != action_id):
+        if action_id and getattr(e.action, "action_id", None) != action_id:
             continue
         if te.priority and e.priority != te.priority:
             continue
@@ -94,7 +101,7 @@ def encode_table_entry(state: RuntimeState, table: TableState, entry: TableEntry
                         is_default_action=entry.is_default)
     out.match.extend(encode_match(table, entry.match))
     if entry.action is not None:
-        out.action.action.CopyFrom(encode_action(state, entry.action))
+        out.action.CopyFrom(encode_table_action(state, entry.action))
     if want is None:
         return out
     if want.HasField("counter_data") and entry.direct_counter is not None:
@@ -265,6 +272,54 @@ def _read_digests(state: RuntimeState, de: pb.DigestEntry, now_ns: int) -> list[
     return out
 
 
+# ------------------------------------------------------------ action profiles
+
+
+def _profiles(state: RuntimeState, profile_id: int, ident: int, what: str) -> list[ActionProfileState]:
+    if profile_id:
+        return [_get(state.action_profiles, profile_id, "action profile")]
+    if ident:
+        raise invalid(f"reading a {what} id needs its action profile id (0 means all profiles)")
+    return list(state.action_profiles.values())
+
+
+def _read_profile_members(state: RuntimeState, m: pb.ActionProfileMember, now_ns: int) -> list[pb.Entity]:
+    out = []
+    for prof in _profiles(state, m.action_profile_id, m.member_id, "member"):
+        members = [prof.members[m.member_id]] if m.member_id in prof.members else []
+        for mem in members if m.member_id else prof.members.values():
+            msg = pb.ActionProfileMember(action_profile_id=prof.id, member_id=mem.member_id,
+                                         action=encode_action(state, mem.action))
+            out.append(pb.Entity(action_profile_member=msg))
+    return out
+
+
+def _read_profile_groups(state: RuntimeState, g: pb.ActionProfileGroup, now_ns: int) -> list[pb.Entity]:
+    out = []
+    for prof in _profiles(state, g.action_profile_id, g.group_id, "group"):
+        groups = [prof.groups[g.group_id]] if g.group_id in prof.groups else []
+        for grp in groups if g.group_id else prof.groups.values():
+            msg = pb.ActionProfileGroup(action_profile_id=prof.id, group_id=grp.group_id, max_size=grp.max_size)
+            for mid, weight in grp.members:
+                msg.members.add(member_id=mid, weight=weight)
+            out.append(pb.Entity(action_profile_group=msg))
+    return out
+
+
+# ---------------------------------------------------------------- value sets
+
+
+def _read_value_sets(state: RuntimeState, vse: pb.ValueSetEntry, now_ns: int) -> list[pb.Entity]:
+    sets = [_get(state.value_sets, vse.value_set_id, "value set")] if vse.value_set_id else state.value_sets.values()
+    out = []
+    for vs in sets:
+        msg = pb.ValueSetEntry(value_set_id=vs.id)
+        for member in vs.members:
+            msg.members.add().match.extend(encode_field_matches(vs.fields, member))
+        out.append(pb.Entity(value_set_entry=msg))
+    return out
+
+
 _HANDLERS: dict[str, Callable[[RuntimeState, Any, int], list[pb.Entity]]] = {
     "table_entry": _read_table_entries,
     "counter_entry": _read_counters,
@@ -274,4 +329,7 @@ _HANDLERS: dict[str, Callable[[RuntimeState, Any, int], list[pb.Entity]]] = {
     "register_entry": _read_registers,
     "packet_replication_engine_entry": _read_pre,
     "digest_entry": _read_digests,
+    "action_profile_member": _read_profile_members,
+    "action_profile_group": _read_profile_groups,
+    "value_set_entry": _read_value_sets,
 }

@@ -16,22 +16,29 @@ from p4switch.state.bytestrings import decode_unsigned, encode_unsigned
 from p4switch.state.errors import Code, StateError, invalid
 from p4switch.state.externs import MeterCell, MeterConfig
 from p4switch.state.pre import CloneSession, MulticastGroup, Replica
+from p4switch.state.profiles import ActionSet, GroupRef, IndirectAction, MemberRef, WeightedAction
 from p4switch.state.runtime import RuntimeState
-from p4switch.state.tables import Exact, Lpm, Match, OptionalMatch, Range, TableState, Ternary
+from p4switch.state.tables import Exact, Lpm, Match, MatchFieldInfo, OptionalMatch, Range, TableState, Ternary
 
 # ------------------------------------------------------------------ matches
 
 
 def decode_match(table: TableState, fms: Sequence[pb.FieldMatch]) -> dict[int, Match]:
+    return decode_field_matches(f"table '{table.name}'", table.fields, fms)
+
+
+def decode_field_matches(where: str, field_infos: Sequence[MatchFieldInfo],
+                         fms: Sequence[pb.FieldMatch]) -> dict[int, Match]:
+    """FieldMatch messages of a table entry or value set member -> {field id: Match}."""
     out: dict[int, Match] = {}
-    fields = {f.id: f for f in table.fields}
+    fields = {f.id: f for f in field_infos}
     for fm in fms:
         f = fields.get(fm.field_id)
         if f is None:
-            raise invalid(f"table '{table.name}' has no match field id {fm.field_id}")
+            raise invalid(f"{where} has no match field id {fm.field_id}")
         if fm.field_id in out:
-            raise invalid(f"table '{table.name}': match field '{f.name}' given twice")
-        what = f"table '{table.name}' field '{f.name}'"
+            raise invalid(f"{where}: match field '{f.name}' given twice")
+        what = f"{where} field '{f.name}'"
         kind = fm.WhichOneof("field_match_type")
         w = f.bitwidth
         if kind == "exact":
@@ -53,8 +60,12 @@ def decode_match(table: TableState, fms: Sequence[pb.FieldMatch]) -> dict[int, M
 
 
 def encode_match(table: TableState, match: Sequence[Match | None]) -> list[pb.FieldMatch]:
+    return encode_field_matches(table.fields, match)
+
+
+def encode_field_matches(fields: Sequence[MatchFieldInfo], match: Sequence[Match | None]) -> list[pb.FieldMatch]:
     out = []
-    for f, m in zip(table.fields, match):
+    for f, m in zip(fields, match):
         if m is None:
             continue  # don't care: omitted
         fm = pb.FieldMatch(field_id=f.id)
@@ -102,15 +113,51 @@ def encode_action(state: RuntimeState, call: ActionCall) -> pb.Action:
     return out
 
 
-def decode_table_action(table: TableState, state: RuntimeState, ta: pb.TableAction) -> tuple[int, tuple[int, ...]]:
+def decode_table_action(table: TableState, state: RuntimeState,
+                        ta: pb.TableAction) -> tuple[int | IndirectAction, tuple[int, ...]]:
+    """(action id, params) for a direct action, else (MemberRef/GroupRef/ActionSet, ()).
+
+    Whether the kind suits the table is the table's check (INVALID_ARGUMENT if not)."""
     kind = ta.WhichOneof("type")
     if kind == "action":
         return decode_action(state, ta.action)
-    if kind is None:
-        raise invalid(f"table '{table.name}': empty table action")
-    if table.info.implementation_id:
-        raise StateError(Code.UNIMPLEMENTED, f"table '{table.name}': action profile programming ({kind}) is not supported")
-    raise invalid(f"table '{table.name}' is a direct table: '{kind}' is not allowed")
+    if kind == "action_profile_member_id":
+        return MemberRef(ta.action_profile_member_id), ()
+    if kind == "action_profile_group_id":
+        return GroupRef(ta.action_profile_group_id), ()
+    if kind == "action_profile_action_set":
+        actions = []
+        for i, apa in enumerate(ta.action_profile_action_set.action_profile_actions):
+            where = f"table '{table.name}' one-shot action {i}"
+            check_watch(apa.watch, apa.watch_port, where)
+            if not apa.HasField("action"):
+                raise invalid(f"{where}: action missing")
+            aid, params = decode_action(state, apa.action)
+            actions.append(WeightedAction(ActionCall(aid, params), apa.weight))
+        return ActionSet(actions), ()
+    raise invalid(f"table '{table.name}': empty table action")
+
+
+def encode_table_action(state: RuntimeState, call: ActionCall | IndirectAction) -> pb.TableAction:
+    out = pb.TableAction()
+    if isinstance(call, ActionCall):
+        out.action.CopyFrom(encode_action(state, call))
+    elif isinstance(call, MemberRef):
+        out.action_profile_member_id = call.member_id
+    elif isinstance(call, GroupRef):
+        out.action_profile_group_id = call.group_id
+    else:
+        out.action_profile_action_set.SetInParent()
+        for wa in call.actions:
+            out.action_profile_action_set.action_profile_actions.add(
+                action=encode_action(state, wa.action), weight=wa.weight)
+    return out
+
+
+def check_watch(watch: int, watch_port: bytes, where: str) -> None:
+    """p4switch has no port liveness: watch ports are refused as the spec asks of such targets."""
+    if watch or watch_port:
+        raise StateError(Code.UNIMPLEMENTED, f"{where}: watch ports are not supported by p4switch")
 
 
 # ------------------------------------------------------- counters / meters

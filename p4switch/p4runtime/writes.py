@@ -15,14 +15,19 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4switch.state.digests import DigestConfig
 from p4switch.state.errors import Code, StateError, invalid, not_found
 from p4switch.state.externs import check_index
+from p4switch.state.profiles import ActionProfileState
 from p4switch.state.runtime import RuntimeState, bitstring_width
 from p4switch.state.tables import TableEntry, TableState
+from p4switch.state.value_sets import ValueSetState
 
 from .p4data import decode_p4data
 from .translate import (
     check_meter_counter_data,
+    check_watch,
+    decode_action,
     decode_clone_session,
     decode_counter_data,
+    decode_field_matches,
     decode_match,
     decode_meter_config,
     decode_multicast_group,
@@ -125,7 +130,7 @@ def _match_entry(state: RuntimeState, table: TableState, utype: int, te: pb.Tabl
     existing = table.get(match, te.priority)
     snap = existing.snapshot() if existing is not None else None
     entry = table.modify(match, te.priority, action_id=action_id, params=params, **opts)
-    return lambda: entry.restore(snap), entry
+    return lambda: table.restore_snapshot(entry, snap), entry
 
 
 def find_entry(state: RuntimeState, te: pb.TableEntry, what: str) -> tuple[TableState, TableEntry]:
@@ -299,6 +304,56 @@ def _digest_entry(state: RuntimeState, utype: int, de: pb.DigestEntry) -> Undo:
     return lambda: buf.configure(old)
 
 
+# ------------------------------------------------------------ action profiles
+
+
+def _profile_member(state: RuntimeState, utype: int, m: pb.ActionProfileMember) -> Undo:
+    prof: ActionProfileState = lookup_id(state.action_profiles, m.action_profile_id, "action profile")
+    mid = m.member_id
+    if utype == DELETE:
+        member = prof.delete_member(mid)
+        return lambda: prof.restore_member(member)
+    if not m.HasField("action"):
+        raise invalid(f"action profile '{prof.name}' member {mid}: action missing")
+    action_id, params = decode_action(state, m.action)
+    if utype == INSERT:
+        prof.insert_member(mid, action_id, params)
+        return lambda: prof.drop_member(mid)
+    old = prof.modify_member(mid, action_id, params)
+    return lambda: prof.set_member_action(mid, old)
+
+
+def _profile_group(state: RuntimeState, utype: int, g: pb.ActionProfileGroup) -> Undo:
+    prof: ActionProfileState = lookup_id(state.action_profiles, g.action_profile_id, "action profile")
+    gid = g.group_id
+    if utype == DELETE:
+        group = prof.delete_group(gid)
+        return lambda: prof.put_group(group)
+    members = []
+    for gm in g.members:
+        check_watch(gm.watch, gm.watch_port, f"action selector '{prof.name}' group {gid} member {gm.member_id}")
+        members.append((gm.member_id, gm.weight))
+    if utype == INSERT:
+        prof.insert_group(gid, members, g.max_size)
+        return lambda: prof.drop_group(gid)
+    old = prof.modify_group(gid, members, g.max_size)
+    return lambda: prof.put_group(old)
+
+
+# ---------------------------------------------------------------- value sets
+
+
+def _value_set_entry(state: RuntimeState, utype: int, vse: pb.ValueSetEntry) -> Undo:
+    vs: ValueSetState = lookup_id(state.value_sets, vse.value_set_id, "value set")
+    if utype != MODIFY:
+        raise invalid(f"value set '{vs.name}' can only be modified as a whole (MODIFY), "
+                      f"not {pb.Update.Type.Name(utype)}")
+    where = f"value set '{vs.name}'"
+    members = [decode_field_matches(where, vs.fields, m.match) for m in vse.members]
+    old = vs.set_members(members)
+    return lambda: vs.restore(old)
+
+
 _HANDLERS: dict[str, Callable[[RuntimeState, int, Any], Undo]] = {
     "table_entry": _table_entry,
     "counter_entry": _counter_entry,
@@ -308,4 +363,7 @@ _HANDLERS: dict[str, Callable[[RuntimeState, int, Any], Undo]] = {
     "register_entry": _register_entry,
     "packet_replication_engine_entry": _pre_entry,
     "digest_entry": _digest_entry,
+    "action_profile_member": _profile_member,
+    "action_profile_group": _profile_group,
+    "value_set_entry": _value_set_entry,
 }

@@ -42,8 +42,13 @@ Design
 * **Tables** (``tables.py``): key tuple (P4Info field order; ``selector`` keys excluded),
   ``RuntimeState`` lookup, default entry on a miss, direct counter/meter on a hit, action
   dispatch by P4Info id. ``const entries`` (and a default action P4Info leaves unset) are
-  installed into the state at load time. Tables with an action profile/selector only run
-  their default action (the state has no members/groups yet).
+  installed into the state at load time. Indirect tables (``implementation =
+  action_profile(N)`` / ``action_selector(algo, N, W)``, a constructor call or an
+  instance) run the member their entry names; for a group or a one-shot set the
+  ``selector`` key fields (concatenated MSB first, in key order) are hashed with the
+  selector's algorithm, cut to ``W`` bits, and the state's ``ActionProfileState.choose``
+  picks the member (hash modulo the sum of weights over the members in group order:
+  BMv2's ``hash % group_size`` when all weights are 1). An empty group is a miss.
 * **Externs** (``externs.py``): register, counter, meter, direct_counter, direct_meter,
   hash (``base + h % max``, base when max is 0), checksums (csum16, crc16, crc32, xor16,
   identity, random; ``*_with_payload`` over the unparsed payload), random, digest (into
@@ -82,7 +87,9 @@ API for the architecture (switch) layer
       ``copy_for_recirculate(pkt, now_us=None)`` (deparsed frame, instance_type 4);
     * ``copy_packet(pkt) -> Packet``: an independent copy (multicast replicas);
     * ``std_slots``/``std_masks`` (standard_metadata fields), ``value_sets`` (parser value
-      sets by P4Info name: ``.add(value | (value, mask), ...)``, ``.clear()``),
+      sets by P4Info name: ``.add(value | (value, mask), ...)``, ``.clear()``; backed by
+      the state's ``ValueSetState`` that P4Runtime writes, so a mask is refused (ValueError)
+      on a field the P4Info makes exact; sets the P4Info lacks get private ternary state),
       ``field_lists``, ``error_names``/``error_name(code)``, ``controller_headers``,
       ``table(name)``, ``state``.
 

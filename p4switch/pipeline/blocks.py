@@ -148,7 +148,14 @@ class BlockCompiler:
         else:
             widths = (scalar_info(et)[0],)
         size = d.size.const_value if isinstance(d.size.const_value, int) else 0
-        vs = ValueSet(name, size, widths)
+        backing = self.state.value_sets_by_name.get(name)  # type: ignore[attr-defined]
+        if backing is None:
+            vs = ValueSet.private(name, size, widths)
+        else:
+            if len(backing.fields) != len(widths) or any(f.bitwidth != w for f, w in zip(backing.fields, widths)):
+                raise PipelineError(d.loc, f"pipeline: value set '{name}' has components of widths {list(widths)}, "
+                                           f"the P4Info {[f.bitwidth for f in backing.fields]}")
+            vs = ValueSet(name, widths, backing)
         self.value_sets[name] = vs
         return vs
 

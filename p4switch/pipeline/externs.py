@@ -161,7 +161,10 @@ class ExternCompiler:
 
     def concat(self, e: ast.Expression, sc: Scope) -> tuple[E, int]:
         """The bit concatenation of a field list / struct / header (MSB first), and its width."""
-        leaves = self.leaves(e, sc)
+        return self.concat_leaves(self.leaves(e, sc))
+
+    def concat_leaves(self, leaves: list[tuple[E, int, bool]]) -> tuple[E, int]:
+        """The bit concatenation of (value, width, signed) leaves, MSB first, and its width."""
         total = sum(w for _, w, _ in leaves)
         if not leaves:
             return E.const(0), 0

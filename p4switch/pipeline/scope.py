@@ -11,12 +11,15 @@ lazily in the root scope on first use.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from p4switch.frontend import ast
 from p4switch.frontend.check.names import qualify
 from p4switch.frontend.errors import P4Error
+from p4switch.state.errors import StateError
+from p4switch.state.tables import Exact, Lpm, MatchFieldInfo, MatchKind, OptionalMatch, Range, Ternary
+from p4switch.state.value_sets import ValueSetState
 
 
 class PipelineError(P4Error):
@@ -37,35 +40,64 @@ class PacketArg:
     kind: str  # "in" or "out"
 
 
-@dataclass(eq=False)
 class ValueSet:
-    """A parser ``value_set``: members are tuples of (value, mask) per component.
+    """A parser ``value_set``, backed by the ``ValueSetState`` the control plane writes.
 
-    Filled by the control plane through ``V1Pipeline.value_sets[name]``.
+    ``V1Pipeline.value_sets[name]`` is this object; P4Runtime ``ValueSetEntry`` writes go
+    to ``state`` (the RuntimeState's, or a private one for a value set the P4Info does not
+    list), so both see the same members. ``widths`` are the components' bit widths.
     """
 
-    name: str
-    size: int
-    widths: tuple[int, ...]
-    members: list[tuple[tuple[int, int], ...]] = field(default_factory=list)
+    def __init__(self, name: str, widths: tuple[int, ...], state: ValueSetState) -> None:
+        self.name = name
+        self.widths = widths
+        self.state = state
+        self.size = state.size
+        self.matches = state.matches  # key tuple -> bool, per packet
+
+    @classmethod
+    def private(cls, name: str, size: int, widths: tuple[int, ...]) -> ValueSet:
+        fields = [MatchFieldInfo(i + 1, f"f{i}", w, MatchKind.TERNARY) for i, w in enumerate(widths)]
+        return cls(name, widths, ValueSetState(0, name, fields, size))
+
+    @property
+    def members(self) -> list:
+        return self.state.members
 
     def add(self, *components: int | tuple[int, int]) -> None:
-        """Add a member: one int (exact) or (value, mask) per component."""
+        """Add a member: one int (exact) or (value, mask) per component; ValueError if refused."""
         if len(components) != len(self.widths):
             raise ValueError(f"value_set {self.name}: {len(self.widths)} component(s) expected")
-        if self.size and len(self.members) >= self.size:
-            raise ValueError(f"value_set {self.name} is full ({self.size})")
-        member = []
-        for c, w in zip(components, self.widths):
-            value, mask = (c, (1 << w) - 1) if isinstance(c, int) else c
-            member.append((value & mask, mask))
-        self.members.append(tuple(member))
+        match: dict[int | str, Any] = {}
+        for f, c in zip(self.state.fields, components):
+            m = _component_match(f, c)
+            if m is not None:
+                match[f.id] = m
+        try:
+            self.state.add(match)
+        except StateError as e:
+            raise ValueError(f"value_set {self.name}: {e.message}") from None
 
     def clear(self) -> None:
-        self.members.clear()
+        self.state.clear()
 
-    def matches(self, key: tuple[int, ...]) -> bool:
-        return any(all((k & m) == v for k, (v, m) in zip(key, member)) for member in self.members)
+
+def _component_match(f: MatchFieldInfo, c: int | tuple[int, int]) -> Any:
+    """The pipeline API's int or (value, mask) as a match of the field's P4Info kind."""
+    value, mask = (c, f.full_mask) if isinstance(c, int) else c
+    value &= mask & f.full_mask
+    mask &= f.full_mask
+    if f.kind == MatchKind.TERNARY:
+        return Ternary(value, mask) if mask else None
+    if mask != f.full_mask:
+        raise ValueError(f"value set field '{f.name}' is {f.kind.name.lower()}: a mask is not allowed")
+    if f.kind == MatchKind.LPM:
+        return Lpm(value, f.bitwidth)
+    if f.kind == MatchKind.RANGE:
+        return Range(value, value)
+    if f.kind == MatchKind.OPTIONAL:
+        return OptionalMatch(value)
+    return Exact(value)
 
 
 class Scope:

@@ -6,6 +6,14 @@ entry, count the hit in the entry's direct counter / execute its direct meter, t
 the action through a dict from P4Info action id to a runner that writes the entry's
 action data into the action's parameter slots. ``const entries`` are installed into the
 state when the pipeline is loaded (entries already present are kept).
+
+Indirect tables (``implementation = action_profile(N)`` or ``action_selector(algo, N, W)``)
+hold member/group references; on a hit the state's ``ActionProfileState.choose`` turns
+the reference into the member's action. For a group (or a one-shot action set) the
+``selector`` key fields, concatenated MSB first in key order like ``hash()``'s data, are
+hashed with the selector's algorithm and cut to its output width ``W``; the state picks
+the member from that value (``profiles.py`` documents how). An entry whose group is
+empty is treated as a miss: the default action runs and ``hit`` is false.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ class CompiledTable:
     ids_by_decl: dict[ast.ActionDecl, int]
     direct_counter: bool = False
     meter_slot: int | None = None
+    selector_hash: Fn | None = None  # indirect tables: hash of the selector fields
     applies: dict[str, Fn] = field(default_factory=dict)
 
 
@@ -110,8 +119,46 @@ class TableCompiler:
         meter = self._direct_extern(decl, sc, "meters")
         if meter is not None or tstate.info.direct_meter is not None:
             ct.meter_slot = self.direct_meter_slot(meter) if meter is not None else None
+        if tstate.profile is not None:
+            ct.selector_hash = self._selector_hash(decl, sc, tstate)
         self._install_defaults(ct, sc)
         return ct
+
+    def _selector_hash(self, decl: ast.TableDecl, sc: Scope, tstate: TableState) -> Fn:
+        """Hash of the ``selector`` key fields with the action selector's algorithm (0 for a
+        plain action profile, which has no groups)."""
+        kind, args = self._implementation(decl, sc)
+        with_selector = tstate.profile.info.with_selector  # type: ignore[union-attr]
+        if (kind == "action_selector") != with_selector:
+            raise PipelineError(decl.loc, f"pipeline: table '{tstate.name}' is implemented by an {kind}, but the "
+                                          f"P4Info says {'a selector' if with_selector else 'no selector'}")
+        if not with_selector:
+            return lambda p: 0
+        if len(args) < 3:
+            raise PipelineError(decl.loc, "pipeline: action_selector(algorithm, size, outputWidth) expected")
+        _, algo = self.algo_of(args[0], sc)  # type: ignore[attr-defined]
+        width = self._ctor_int(args, 2, decl)  # type: ignore[attr-defined]
+        elems = [ke for ke in (decl.key.elements if decl.key is not None else [])
+                 if ke.match_kind.name == "selector"]
+        leaves = [leaf for ke in elems for leaf in self.leaves(ke.expr, sc)]  # type: ignore[attr-defined]
+        data, nbits = self.concat_leaves(leaves)  # type: ignore[attr-defined]
+        h = expr("{algo}({d}, {n})", algo=algo, d=data, n=nbits)
+        if width > 0:
+            h = expr("{h} & {m}", h=h, m=(1 << width) - 1)
+        return h.fn()
+
+    def _implementation(self, decl: ast.TableDecl, sc: Scope) -> tuple[str, list[ast.Expression]]:
+        """(extern kind, constructor arguments) of the table's ``implementation`` property."""
+        p = decl.prop("implementation")
+        value = p.value if isinstance(p, ast.ValueProperty) else None
+        if isinstance(value, ast.ConstructorCallExpr):
+            return getattr(value.type_ref, "name", ""), [a.value for a in value.args]
+        if isinstance(value, ast.PathExpr):
+            inst = sc.find(value.decl) if value.decl is not None else None
+            if isinstance(inst, ExternInst) and inst.decl is not None:
+                return inst.kind, [a.value for a in inst.decl.args]
+        raise PipelineError(decl.loc, "pipeline: the table's implementation must be an action_profile or "
+                                      "action_selector instance")
 
     def _direct_extern(self, decl: ast.TableDecl, sc: Scope, prop: str) -> ExternInst | None:
         p = decl.prop(prop)
@@ -304,6 +351,8 @@ def _action_id(fqn: str, names: dict[str, int]) -> int | None:
 
 def _make_apply(ct: CompiledTable, mode: str) -> Fn:
     """The apply closure; ``mode``: "none", "hit", "miss" or "action_run"."""
+    if ct.selector_hash is not None:
+        return _with_mode(_indirect_run(ct), mode)
     tstate = ct.tstate
     lookup = tstate.lookup
     runners = ct.runners
@@ -341,6 +390,11 @@ def _make_apply(ct: CompiledTable, mode: str) -> Fn:
             runners[act.action_id](p, act.params)
         return hit, act
 
+    return _with_mode(run, mode)
+
+
+def _with_mode(run: Any, mode: str) -> Fn:
+    """``run(p) -> (hit, action call)`` adapted to what the apply is used for."""
     if mode == "hit":
         return lambda p: run(p)[0]
     if mode == "miss":
@@ -351,6 +405,38 @@ def _make_apply(ct: CompiledTable, mode: str) -> Fn:
             return act.action_id if act is not None else 0
 
         return action_run
+    return run
+
+
+def _indirect_run(ct: CompiledTable) -> Any:
+    """Lookup, then the member the entry's reference resolves to (hashing for groups)."""
+    tstate = ct.tstate
+    lookup = tstate.lookup
+    runners = ct.runners
+    keyf = ct.key.fn() if ct.key is not None else (lambda p: ())
+    choose = tstate.profile.choose  # type: ignore[union-attr]
+    hashf = ct.selector_hash
+    counted = ct.direct_counter
+    meter_slot = ct.meter_slot
+    idle = tstate.info.supports_idle_timeout
+    extra = counted or meter_slot is not None or idle
+
+    def run(p: list) -> tuple[bool, Any]:
+        e = lookup(keyf(p))
+        act = choose(e.action, hashf, p) if e is not None else None
+        if act is not None:
+            if extra:
+                _on_hit(p, e, counted, meter_slot, idle)
+            hit = True
+        else:
+            if meter_slot is not None:
+                p[meter_slot] = 0
+            act = tstate.default_entry.action
+            hit = False
+        if act is not None:
+            runners[act.action_id](p, act.params)
+        return hit, act
+
     return run
 
 

@@ -1,7 +1,8 @@
 """Runtime state of a P4 pipeline, keyed by P4Info ids and names.
 
-The pipeline reads it (table lookups, counter and meter updates, PRE, digests);
-the P4Runtime server writes it. See ``runtime.RuntimeState``.
+The pipeline reads it (table lookups, action profile members and groups, value
+sets, counter and meter updates, PRE, digests); the P4Runtime server writes it.
+See ``runtime.RuntimeState``.
 """
 
 from .actions import ActionCall, ActionInfo, ParamInfo
@@ -22,6 +23,17 @@ from .externs import (
     RegisterArray,
 )
 from .pre import CloneSession, MulticastGroup, PacketReplicationEngine, PreLimits, Replica
+from .profiles import (
+    ActionProfileInfo,
+    ActionProfileState,
+    ActionSet,
+    Group,
+    GroupRef,
+    IndirectAction,
+    Member,
+    MemberRef,
+    WeightedAction,
+)
 from .runtime import ControllerHeader, PacketMetadataField, RuntimeState
 from .tables import (
     Exact,
@@ -35,6 +47,7 @@ from .tables import (
     TableState,
     Ternary,
 )
+from .value_sets import ValueSetState
 
 __all__ = [
     "ActionCall", "ActionInfo", "ParamInfo", "DigestBuffer", "DigestConfig", "DigestList", "Code",
@@ -42,5 +55,6 @@ __all__ = [
     "MeterCell", "MeterConfig", "MeterType", "MeterUnit", "RegisterArray", "CloneSession", "MulticastGroup",
     "PacketReplicationEngine", "PreLimits", "Replica", "ControllerHeader", "PacketMetadataField",
     "RuntimeState", "Exact", "Lpm", "Match", "MatchKind", "OptionalMatch", "Range", "TableEntry",
-    "TableInfo", "TableState", "Ternary",
+    "TableInfo", "TableState", "Ternary", "ActionProfileInfo", "ActionProfileState", "ActionSet", "Group",
+    "GroupRef", "IndirectAction", "Member", "MemberRef", "WeightedAction", "ValueSetState",
 ]

@@ -2,7 +2,9 @@
 
 Built from a ``p4info_pb2.P4Info`` alone, so the P4Runtime server, the pipeline
 and tests share one model without depending on the front end. Every object is
-indexed by its P4Info id and by its fully qualified name.
+indexed by its P4Info id and by its fully qualified name. Action profiles and
+selectors (``profiles.py``) are linked both ways with the tables they implement;
+parser value sets (``value_sets.py``) are read by the parser.
 """
 
 from __future__ import annotations
@@ -28,7 +30,9 @@ from .externs import (
     RegisterArray,
 )
 from .pre import PacketReplicationEngine, PreLimits
+from .profiles import ActionProfileInfo, ActionProfileState
 from .tables import TableInfo, TableState
+from .value_sets import ValueSetState
 
 __all__ = ["RuntimeState", "ControllerHeader", "PacketMetadataField",
            "decode_unsigned", "encode_unsigned", "decode_signed", "encode_signed"]
@@ -82,6 +86,8 @@ class RuntimeState:
         self.p4info = p4info
         self.actions: dict[int, ActionInfo] = {}
         self.tables: dict[int, TableState] = {}
+        self.action_profiles: dict[int, ActionProfileState] = {}
+        self.value_sets: dict[int, ValueSetState] = {}
         self.counters: dict[int, CounterArray] = {}
         self.direct_counters: dict[int, DirectCounterInfo] = {}
         self.meters: dict[int, MeterArray] = {}
@@ -111,6 +117,11 @@ class RuntimeState:
                 dm.direct_table_id)
         for t in p4info.tables:
             st.tables[t.preamble.id] = st._build_table(t)
+        for ap in p4info.action_profiles:
+            st.action_profiles[ap.preamble.id] = st._build_profile(ap)
+        st._check_indirect_tables()
+        for vs in p4info.value_sets:
+            st.value_sets[vs.preamble.id] = ValueSetState.from_p4info(vs)
         for c in p4info.counters:
             st.counters[c.preamble.id] = CounterArray(c.preamble.id, c.preamble.name, CounterUnit(c.spec.unit), c.size)
         for m in p4info.meters:
@@ -138,6 +149,14 @@ class RuntimeState:
     @cached_property
     def tables_by_name(self) -> dict[str, TableState]:
         return {t.name: t for t in self.tables.values()}
+
+    @cached_property
+    def action_profiles_by_name(self) -> dict[str, ActionProfileState]:
+        return {p.name: p for p in self.action_profiles.values()}
+
+    @cached_property
+    def value_sets_by_name(self) -> dict[str, ValueSetState]:
+        return {v.name: v for v in self.value_sets.values()}
 
     @cached_property
     def actions_by_name(self) -> dict[str, ActionInfo]:
@@ -184,6 +203,29 @@ class RuntimeState:
                 raise invalid(f"P4Info table '{t.preamble.name}': unknown direct resource id 0x{rid:08x}")
         info = TableInfo.from_p4info(t, self.actions, counter, meter)
         return TableState(info, self.actions)
+
+    def _build_profile(self, ap: p4info_pb2.ActionProfile) -> ActionProfileState:
+        info = ActionProfileInfo.from_p4info(ap)
+        tables = []
+        for tid in info.table_ids:
+            table = self.tables.get(tid)
+            if table is None:
+                raise invalid(f"P4Info action profile '{info.name}': unknown table id 0x{tid:08x}")
+            if table.info.implementation_id != info.id:
+                raise invalid(f"P4Info action profile '{info.name}' lists table '{table.name}', whose "
+                              "implementation is another")
+            tables.append(table)
+        profile = ActionProfileState(info, self.actions, tables)
+        for table in tables:
+            table.profile = profile
+        return profile
+
+    def _check_indirect_tables(self) -> None:
+        for table in self.tables.values():
+            impl = table.info.implementation_id
+            if impl and table.profile is None:
+                what = "unknown" if impl not in self.action_profiles else "not listing this table"
+                raise invalid(f"P4Info table '{table.name}': implementation 0x{impl:08x} is an {what} action profile")
 
     def _check_direct_tables(self) -> None:
         for res in list(self.direct_counters.values()) + list(self.direct_meters.values()):

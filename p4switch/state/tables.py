@@ -7,6 +7,12 @@ maps the masked key to the entries; groups are visited from the highest rank
 down (rank = priority for ternary/range/optional tables, prefix length for LPM
 tables) and the visit stops once no group can beat the best hit. The grouping is
 rebuilt lazily after writes, never per packet. All-exact tables use one dict.
+
+Indirect tables (an action profile or selector ``implementation``) hold a
+``MemberRef``/``GroupRef``/``ActionSet`` (``profiles.py``) as an entry's action instead
+of an ``ActionCall``; the table tells its ``profile`` which references its entries make,
+so that a member or group in use cannot be deleted. Their default entry is the
+program's (P4Runtime makes it constant for indirect tables).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from .actions import ActionCall, ActionInfo
 from .bytestrings import decode_unsigned, fits_unsigned
 from .errors import Code, StateError, invalid, not_found
 from .externs import CounterCell, DirectCounterInfo, DirectMeterInfo, MeterCell, MeterConfig
+from .profiles import ActionProfileState, ActionSet, GroupRef, IndirectAction, MemberRef, WeightedAction
 
 MAX_PRIORITY = (1 << 31) - 1  # TableEntry.priority is an int32
 
@@ -245,6 +252,7 @@ class TableState:
         self._exact: dict[tuple[int, ...], TableEntry] = {}
         self._groups: list[_Group] = []
         self._dirty = False
+        self.profile: ActionProfileState | None = None  # set by RuntimeState for indirect tables
         self.default_entry = self._new_default()
 
     # ------------------------------------------------------------ reading
@@ -286,11 +294,12 @@ class TableState:
 
     # ------------------------------------------------------------ writing
 
-    def insert(self, match: Mapping[int | str, Match | int], action_id: int, params: Sequence[int] = (),
-               priority: int = 0, *, controller_metadata: int = 0, metadata: bytes = b"",
-               idle_timeout_ns: int = 0, counter_data: tuple[int, int] | None = None,
+    def insert(self, match: Mapping[int | str, Match | int], action_id: int | IndirectAction,
+               params: Sequence[int] = (), priority: int = 0, *, controller_metadata: int = 0,
+               metadata: bytes = b"", idle_timeout_ns: int = 0, counter_data: tuple[int, int] | None = None,
                meter_config: MeterConfig | None = None) -> TableEntry:
-        """P4Runtime INSERT (``counter_data`` is ``(packets, bytes)``)."""
+        """P4Runtime INSERT (``counter_data`` is ``(packets, bytes)``); ``action_id`` is an action
+        id, or for an indirect table a MemberRef/GroupRef/ActionSet (``params`` unused)."""
         if self.info.is_const:
             raise StateError(Code.PERMISSION_DENIED, f"table '{self.name}' is const: entries cannot be inserted")
         if not self.fields:
@@ -317,7 +326,8 @@ class TableState:
         return entry
 
     def modify(self, match: Mapping[int | str, Match | int], priority: int = 0, *,
-               action_id: int | None = None, params: Sequence[int] = (), controller_metadata: int = 0,
+               action_id: int | IndirectAction | None = None, params: Sequence[int] = (),
+               controller_metadata: int = 0,
                metadata: bytes = b"", idle_timeout_ns: int = 0, counter_data: tuple[int, int] | None = None,
                meter_config: MeterConfig | None = None) -> TableEntry:
         """P4Runtime MODIFY: unset action keeps it, unset meter config resets it, unset counter keeps it."""
@@ -328,7 +338,7 @@ class TableState:
         call = None if action_id is None else self._check_action(action_id, params, default=False)
         self._check_resources(counter_data, meter_config)
         if call is not None:
-            entry.action = call
+            self._replace_action(entry, call)
         if not entry.is_const:
             self._set_attrs(entry, controller_metadata, metadata, idle_timeout_ns)
         self._set_resources(entry, counter_data, meter_config, initial=False)
@@ -364,6 +374,9 @@ class TableState:
         entry = self.default_entry
         if action_id is not None and self.info.const_default_action_id:
             raise StateError(Code.PERMISSION_DENIED, f"table '{self.name}' has a const default action")
+        if action_id is not None and self.info.implementation_id:
+            raise StateError(Code.PERMISSION_DENIED, f"table '{self.name}' is implemented by an action profile: "
+                                                     "P4Runtime keeps its default entry constant")
         call = self.info.initial_default if action_id is None else self._check_action(action_id, params, default=True)
         self._check_resources(counter_data, meter_config)
         entry.action = call
@@ -377,6 +390,8 @@ class TableState:
     def discard(self, entry: TableEntry) -> None:
         """Remove an entry object (no rule checks: used by DELETE and by rollbacks)."""
         del self._entries[entry.key]
+        if self.profile is not None:
+            self.profile.account(entry.action, -1)
         if self._exact_only:
             del self._exact[tuple(m.value for m in entry.match)]
         self._dirty = True
@@ -385,49 +400,16 @@ class TableState:
         """Put back an entry object removed by ``discard`` (rollback of a DELETE)."""
         self._add(entry)
 
+    def restore_snapshot(self, entry: TableEntry, snap: tuple) -> None:
+        """Undo a MODIFY: ``snap`` from ``entry.snapshot()`` taken before it."""
+        self._replace_action(entry, snap[0])
+        entry.restore(snap)
+
     # ------------------------------------------------------------ helpers
 
     def canonical_match(self, match: Mapping[int | str, Match | int]) -> tuple[Match | None, ...]:
         """Validate a match (by field id or name; ints mean Exact) -> P4Info-ordered tuple."""
-        out: list[Match | None] = [None] * len(self.fields)
-        for key, m in match.items():
-            idx = self._by_id.get(key) if isinstance(key, int) else self._by_name.get(key)
-            if idx is None:
-                raise invalid(f"table '{self.name}' has no match field {key!r}")
-            if out[idx] is not None:
-                raise invalid(f"table '{self.name}': match field '{self.fields[idx].name}' given twice")
-            out[idx] = self._check_field(self.fields[idx], Exact(m) if isinstance(m, int) else m)
-        for f, m in zip(self.fields, out):
-            if m is None and f.kind == MatchKind.EXACT:
-                raise invalid(f"table '{self.name}': exact match field '{f.name}' missing")
-        return tuple(out)
-
-    def _check_field(self, f: MatchFieldInfo, m: Match) -> Match | None:
-        where = f"table '{self.name}' field '{f.name}'"
-        kind = _KIND_OF.get(type(m))
-        if kind != f.kind:
-            raise invalid(f"{where} is {f.kind.name.lower()}, got a {type(m).__name__} match")
-        w = f.bitwidth
-        values = (m.low, m.high) if isinstance(m, Range) else (m.value,)
-        for v in values + ((m.mask,) if isinstance(m, Ternary) else ()):
-            if not isinstance(v, int) or not fits_unsigned(v, w):
-                raise invalid(f"{where}: {v!r} does not fit bit<{w}>")
-        if isinstance(m, Lpm):
-            if not 0 < m.prefix_len <= w:
-                raise invalid(f"{where}: prefix length {m.prefix_len} not in 1..{w} (omit the field for don't care)")
-            if m.value & (f.full_mask >> m.prefix_len):
-                raise invalid(f"{where}: value 0x{m.value:x} has bits set beyond the /{m.prefix_len} prefix")
-        elif isinstance(m, Ternary):
-            if m.mask == 0:
-                raise invalid(f"{where}: mask 0 (omit the field for don't care)")
-            if m.value & ~m.mask:
-                raise invalid(f"{where}: value 0x{m.value:x} has bits outside mask 0x{m.mask:x}")
-        elif isinstance(m, Range):
-            if m.low > m.high:
-                raise invalid(f"{where}: range low {m.low} > high {m.high}")
-            if m.low == 0 and m.high == f.full_mask:
-                raise invalid(f"{where}: the full range must be omitted (don't care)")
-        return m
+        return canonical_match(f"table '{self.name}'", self.fields, self._by_id, self._by_name, match)
 
     def _check_priority(self, priority: int) -> None:
         if self.needs_priority:
@@ -436,9 +418,26 @@ class TableState:
         elif priority != 0:
             raise invalid(f"table '{self.name}' has no ternary/range/optional field: priority must be 0, got {priority}")
 
-    def _check_action(self, action_id: int, params: Sequence[int], default: bool) -> ActionCall:
+    def _check_action(self, action_id: int | IndirectAction, params: Sequence[int],
+                      default: bool) -> ActionCall | IndirectAction:
+        if isinstance(action_id, MemberRef | GroupRef | ActionSet):
+            return self._check_indirect(action_id)
         if self.info.implementation_id:
-            raise invalid(f"table '{self.name}' is implemented by an action profile: direct actions are not allowed")
+            raise invalid(f"table '{self.name}' is implemented by an action profile: direct actions are not allowed "
+                          "(use a member id, a group id or a one-shot action set)")
+        return self._check_direct(action_id, params, default)
+
+    def _check_indirect(self, ref: IndirectAction) -> IndirectAction:
+        if self.profile is None:
+            kind = {MemberRef: "action_profile_member_id", GroupRef: "action_profile_group_id"}.get(
+                type(ref), "action_profile_action_set")
+            raise invalid(f"table '{self.name}' is a direct table: '{kind}' is not allowed")
+        if isinstance(ref, ActionSet):
+            ref = ActionSet([WeightedAction(self._check_direct(wa.action.action_id, wa.action.params, False),
+                                            wa.weight) for wa in ref.actions])
+        return self.profile.check_ref(ref, self.name)
+
+    def _check_direct(self, action_id: int, params: Sequence[int], default: bool) -> ActionCall:
         scope = self.info.action_scopes.get(action_id)
         if scope is None:
             raise invalid(f"action id 0x{action_id:08x} is not an action of table '{self.name}'")
@@ -504,7 +503,15 @@ class TableState:
         self._set_resources(entry, None, None, initial=True)
         return entry
 
+    def _replace_action(self, entry: TableEntry, call: ActionCall | IndirectAction | None) -> None:
+        if self.profile is not None and not entry.is_default:
+            self.profile.account(entry.action, -1)
+            self.profile.account(call, +1)
+        entry.action = call
+
     def _add(self, entry: TableEntry) -> None:
+        if self.profile is not None:
+            self.profile.account(entry.action, +1)
         self._index_fields(entry)
         self._entries[entry.key] = entry
         if self._exact_only:
@@ -546,6 +553,53 @@ class TableState:
 
     def _describe(self, entry: TableEntry) -> str:
         return f"{_fmt(self.fields, entry.match)} priority {entry.priority}"
+
+
+def canonical_match(where: str, fields: Sequence[MatchFieldInfo], by_id: Mapping[int, int],
+                    by_name: Mapping[str, int], match: Mapping[int | str, Match | int]) -> tuple[Match | None, ...]:
+    """Validate a match given by field id or name (ints mean Exact) -> a tuple in field order,
+    None for don't care. ``where`` names the table or value set in errors."""
+    out: list[Match | None] = [None] * len(fields)
+    for key, m in match.items():
+        idx = by_id.get(key) if isinstance(key, int) else by_name.get(key)
+        if idx is None:
+            raise invalid(f"{where} has no match field {key!r}")
+        if out[idx] is not None:
+            raise invalid(f"{where}: match field '{fields[idx].name}' given twice")
+        out[idx] = check_match_field(f"{where} field '{fields[idx].name}'", fields[idx],
+                                     Exact(m) if isinstance(m, int) else m)
+    for f, m in zip(fields, out):
+        if m is None and f.kind == MatchKind.EXACT:
+            raise invalid(f"{where}: exact match field '{f.name}' missing")
+    return tuple(out)
+
+
+def check_match_field(where: str, f: MatchFieldInfo, m: Match) -> Match:
+    """P4Runtime's match-format rules for one field (don't care must be omitted)."""
+    kind = _KIND_OF.get(type(m))
+    if kind != f.kind:
+        raise invalid(f"{where} is {f.kind.name.lower()}, got a {type(m).__name__} match")
+    w = f.bitwidth
+    values = (m.low, m.high) if isinstance(m, Range) else (m.value,)
+    for v in values + ((m.mask,) if isinstance(m, Ternary) else ()):
+        if not isinstance(v, int) or not fits_unsigned(v, w):
+            raise invalid(f"{where}: {v!r} does not fit bit<{w}>")
+    if isinstance(m, Lpm):
+        if not 0 < m.prefix_len <= w:
+            raise invalid(f"{where}: prefix length {m.prefix_len} not in 1..{w} (omit the field for don't care)")
+        if m.value & (f.full_mask >> m.prefix_len):
+            raise invalid(f"{where}: value 0x{m.value:x} has bits set beyond the /{m.prefix_len} prefix")
+    elif isinstance(m, Ternary):
+        if m.mask == 0:
+            raise invalid(f"{where}: mask 0 (omit the field for don't care)")
+        if m.value & ~m.mask:
+            raise invalid(f"{where}: value 0x{m.value:x} has bits outside mask 0x{m.mask:x}")
+    elif isinstance(m, Range):
+        if m.low > m.high:
+            raise invalid(f"{where}: range low {m.low} > high {m.high}")
+        if m.low == 0 and m.high == f.full_mask:
+            raise invalid(f"{where}: the full range must be omitted (don't care)")
+    return m
 
 
 def _fmt(fields: Sequence[MatchFieldInfo], match: Sequence[Match | None]) -> str:

@@ -118,6 +118,34 @@ class P4InfoBuilder:
             c.metadata.add(id=i, name=fname, bitwidth=width)
         return c.preamble.id
 
+    def action_profile(self, name: str, tables: Sequence[str], size: int, *, selector: bool = False,
+                       max_group_size: int = 0, sum_of_members: bool = False,
+                       max_member_weight: int | None = None) -> int:
+        """An action profile/selector implementing ``tables`` (their implementation_id is set)."""
+        ap = self.p4info.action_profiles.add()
+        ap.preamble.id = self._id(P.ACTION_PROFILE, name)
+        ap.preamble.name = name
+        ap.with_selector = selector
+        ap.size = size
+        ap.max_group_size = max_group_size
+        if sum_of_members:
+            ap.sum_of_members.SetInParent()
+            if max_member_weight is not None:
+                ap.sum_of_members.max_member_weight = max_member_weight
+        for tname in tables:
+            ap.table_ids.append(self.ids[tname])
+            next(t for t in self.p4info.tables if t.preamble.name == tname).implementation_id = ap.preamble.id
+        return ap.preamble.id
+
+    def value_set(self, name: str, fields: Sequence[tuple[str, int, int]], size: int) -> int:
+        vs = self.p4info.value_sets.add()
+        vs.preamble.id = self._id(P.VALUE_SET, name)
+        vs.preamble.name = name
+        for i, (fname, width, kind) in enumerate(fields, start=1):
+            vs.match.add(id=i, name=fname, bitwidth=width, match_type=kind)
+        vs.size = size
+        return vs.preamble.id
+
     def build(self) -> p4i.P4Info:
         out = p4i.P4Info()
         out.CopyFrom(self.p4info)

@@ -233,10 +233,9 @@ def test_clone_sessions_and_multicast_through_pre_entries():
 
 def test_unsupported_entities_are_unimplemented():
     core, device, c, _, ids = setup_core()
-    err = raises_code(Code.UNKNOWN, c.write,
-                      insert(action_profile_member=pb.ActionProfileMember(action_profile_id=1, member_id=1)))
+    err = raises_code(Code.UNKNOWN, c.write, insert(extern_entry=pb.ExternEntry(extern_type_id=1, extern_id=1)))
     assert error_codes(err) == [Code.UNIMPLEMENTED]
-    err = raises_code(Code.UNKNOWN, c.read, pb.Entity(value_set_entry=pb.ValueSetEntry()))
+    err = raises_code(Code.UNKNOWN, c.read, pb.Entity(extern_entry=pb.ExternEntry()))
     assert error_codes(err) == [Code.UNIMPLEMENTED]
 
 
