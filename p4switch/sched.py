@@ -22,11 +22,13 @@ Ordering and lateness (both schedulers):
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import heapq
 import itertools
 import logging
 import os
 import selectors
+import sys
 import threading
 import time
 from collections import deque
@@ -210,10 +212,26 @@ class RealtimeScheduler:
 
     ``now_ns()`` is ``time.monotonic_ns()`` minus the value at construction: the switch clock
     starts at 0, as BMv2's does. ``call_at``/``call_later`` are safe from any thread.
+
+    One loop turn: the :meth:`call_soon_threadsafe` calls, then every due timer - including
+    timers that those callbacks schedule for now (the TM re-arms a port's service that way, so
+    a backlog drains within one turn) - up to a budget of ``MAX_TIMERS_PER_TURN`` callbacks or
+    ``TURN_BUDGET_NS``, then one poll of the file descriptors. The poll does not block when
+    the budget ran out or the next timer is due within ``SPIN_NS`` (a short spin, yielding
+    the core each time round, because a wake-up from sleep costs tens of µs); otherwise it
+    blocks until a reader is ready or the next timer's time, which a Linux timerfd delivers
+    with kernel timer precision (epoll's own timeout is in whole ms, up to 1 ms late).
+    CPU trade-off: an idle switch sleeps; a timer at most ``SPIN_NS`` away is waited for by
+    spinning, i.e. at most ``SPIN_NS`` of CPU per timer. Without a timerfd (not Linux) the
+    wait falls back to epoll's millisecond resolution.
     """
 
     #: at most this many timer callbacks run between two polls of the file descriptors
-    MAX_TIMERS_PER_TURN = 256
+    MAX_TIMERS_PER_TURN = 1024
+    #: ... and at most this long (ns) is spent on timers before the readers are polled again
+    TURN_BUDGET_NS = 5_000_000
+    #: a timer due within this many ns is waited for by spinning instead of sleeping
+    SPIN_NS = 50_000
 
     def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
         self._origin = time.monotonic_ns()
@@ -225,7 +243,12 @@ class RealtimeScheduler:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
-        self._selector.register(self._wake_r, selectors.EVENT_READ, None)
+        self._selector.register(self._wake_r, selectors.EVENT_READ, (self._drain_wake_pipe, ()))
+        self._timerfd = _TimerFd.open()
+        self._in_timers = False
+        self._armed_ns: int | None = None  # due time (ns, switch clock) the timerfd is armed for
+        if self._timerfd is not None:
+            self._selector.register(self._timerfd.fileno(), selectors.EVENT_READ, (self._timer_fired, ()))
         self._thread: threading.Thread | None = None
         self._running = False
         self._closed = False
@@ -362,10 +385,17 @@ class RealtimeScheduler:
         self._selector.close()
         os.close(self._wake_r)
         os.close(self._wake_w)
+        if self._timerfd is not None:
+            self._timerfd.close()
 
     @property
     def running(self) -> bool:
         return self._running
+
+    @property
+    def precise_wait(self) -> bool:
+        """True when waits use a timerfd (sub-ms precision), False on epoll's ms timeout."""
+        return self._timerfd is not None
 
     @property
     def closed(self) -> bool:
@@ -390,23 +420,31 @@ class RealtimeScheduler:
     def _loop(self) -> None:
         while self._running:
             self._run_soon()
-            self._poll(self._timeout_s())
-            self._run_due_timers()
+            more = self._run_due_timers()
+            self._poll(0.0 if more else self._wait_s())
 
-    def _timeout_s(self) -> float | None:
+    def _wait_s(self) -> float | None:
+        """How long the next poll may block: 0 to spin, None to block (the timerfd wakes us)."""
         if self._soon:
             return 0.0
         with self._lock:
             due = self._events.next_due()
         if due is None:
             return None
-        return max(0, due - self.now_ns()) / 1e9
+        delta = due - self.now_ns()
+        if delta <= self.SPIN_NS:
+            if delta > 0:
+                os.sched_yield()  # spinning: let other runnable threads and processes have the core
+            return 0.0
+        if self._timerfd is not None:
+            if due != self._armed_ns:
+                self._timerfd.arm(self._origin + due)
+                self._armed_ns = due
+            return None
+        return delta / 1e9  # no timerfd: epoll rounds up to whole milliseconds
 
     def _poll(self, timeout: float | None) -> None:
         for key, _mask in self._selector.select(timeout):
-            if key.data is None:
-                self._drain_wake_pipe()
-                continue
             callback, args = key.data
             self._guarded(callback, args)
 
@@ -417,21 +455,65 @@ class RealtimeScheduler:
         except BlockingIOError:
             pass
 
+    def _timer_fired(self) -> None:
+        if self._timerfd is not None:
+            self._timerfd.clear()
+        self._armed_ns = None
+
     def _run_soon(self) -> None:
         for _ in range(len(self._soon)):
             fn, args = self._soon.popleft()
             self._guarded(fn, args)
 
-    def _run_due_timers(self) -> None:
-        now = self.now_ns()
+    def run_due(self) -> bool:
+        """Run the timers due now, right away, from inside a loop callback.
+
+        For a callback that handles a batch of items (a port reading many frames per wake-up):
+        calling this between items runs the work an item scheduled for now (the TM's service
+        of the packet just queued) before the next item, as the loop would between two
+        wake-ups; so a batch does not pile up in the TM queues. Same budget as a loop turn;
+        returns True when the budget ran out. A no-op when called from a timer callback.
+        """
+        if self._running and not self.in_loop_thread():
+            raise RuntimeError("RealtimeScheduler.run_due: call it on the loop thread")
+        if self._in_timers:
+            return False
+        return self._run_due_timers()
+
+    def _run_due_timers(self) -> bool:
+        """Run every timer that is due, in due-time order, including those that the callbacks
+        run here schedule for now; stop after MAX_TIMERS_PER_TURN callbacks or TURN_BUDGET_NS.
+
+        Returns True when the budget ended the turn (timers may still be due): the loop then
+        polls the readers without blocking and comes back. Why: a packet served by the TM
+        re-arms the port's service at "now"; running it in this turn lets egress drain a whole
+        batch of ingress, and the budget keeps a callback that re-arms itself for "now" forever
+        from starving the readers.
+        """
+        self._in_timers = True
+        try:
+            return self._run_timers_bounded()
+        finally:
+            self._in_timers = False
+
+    def _run_timers_bounded(self) -> bool:
+        start = now = self.now_ns()
         for _ in range(self.MAX_TIMERS_PER_TURN):
             with self._lock:
                 due = self._events.next_due()
-                if due is None or due > now:
-                    return
+                if due is None:
+                    return False
+                if due > now:
+                    now = self.now_ns()
+                    if due > now:
+                        return False
                 handle = self._events.pop()
             if handle is not None:
                 self._guarded(handle._run, ())
+            now = self.now_ns()
+            if now - start >= self.TURN_BUDGET_NS:
+                return True
+        return True
 
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
         try:
@@ -442,3 +524,63 @@ class RealtimeScheduler:
     @staticmethod
     def _log_error(exc: BaseException) -> None:
         log.error("p4switch loop: callback failed: %r", exc, exc_info=exc)
+
+
+class _TimeSpec(ctypes.Structure):
+    _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+
+class _ITimerSpec(ctypes.Structure):
+    _fields_ = [("it_interval", _TimeSpec), ("it_value", _TimeSpec)]
+
+
+class _TimerFd:
+    """A Linux timerfd on CLOCK_MONOTONIC (the clock of ``time.monotonic_ns``), via libc.
+
+    Why: ``epoll_wait`` (behind ``selectors``) takes whole milliseconds, so a timer due in
+    0.2 ms would fire up to 1 ms late; a timerfd armed at an absolute nanosecond time becomes
+    readable when it expires (kernel hrtimer), so the loop blocks in the same epoll call as for
+    the sockets and wakes at the timer's time plus the kernel's wake-up latency. Python 3.11
+    has no ``os.timerfd_create``, hence ctypes.
+    """
+
+    CLOCK_MONOTONIC = 1
+    TFD_TIMER_ABSTIME = 1
+
+    def __init__(self, libc: ctypes.CDLL, fd: int) -> None:
+        self._libc = libc
+        self._fd = fd
+
+    @classmethod
+    def open(cls) -> _TimerFd | None:
+        """A non-blocking timerfd, or None where there is none (not Linux, no libc symbol)."""
+        if not sys.platform.startswith("linux"):
+            return None
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            create = libc.timerfd_create
+            libc.timerfd_settime.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.POINTER(_ITimerSpec),
+                                             ctypes.c_void_p]
+        except (OSError, AttributeError):
+            return None
+        fd = create(cls.CLOCK_MONOTONIC, os.O_NONBLOCK | os.O_CLOEXEC)
+        return cls(libc, fd) if fd >= 0 else None
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def arm(self, t_monotonic_ns: int) -> None:
+        """Expire once at ``t_monotonic_ns`` (absolute; a time in the past expires at once)."""
+        t = max(t_monotonic_ns, 1)  # all zeros would disarm it
+        spec = _ITimerSpec(_TimeSpec(0, 0), _TimeSpec(t // 1_000_000_000, t % 1_000_000_000))
+        if self._libc.timerfd_settime(self._fd, self.TFD_TIMER_ABSTIME, ctypes.byref(spec), None) != 0:
+            err = ctypes.get_errno()
+            raise OSError(err, f"timerfd_settime: {os.strerror(err)}")
+
+    def clear(self) -> None:
+        """Consume the expiration so the fd is no longer readable."""
+        with contextlib.suppress(BlockingIOError):
+            os.read(self._fd, 8)
+
+    def close(self) -> None:
+        os.close(self._fd)

@@ -229,3 +229,193 @@ def test_realtime_stop_is_idempotent_and_final() -> None:
     s.stop()
     with pytest.raises(RuntimeError, match="after stop"):
         s.start()
+
+
+# ---- real time: one loop turn, budget, precise waits, run_due ------------------------------
+
+
+def _readable_pair() -> tuple[socket.socket, socket.socket]:
+    a, b = socket.socketpair()
+    a.setblocking(False)
+    return a, b
+
+
+def test_realtime_timers_scheduled_now_by_timers_run_before_the_next_poll(loop: RealtimeScheduler) -> None:
+    """A chain of timers, each scheduling the next for now (as the TM re-arms a port), runs
+    within one turn: a reader that is already readable sees the whole chain done."""
+    a, b = _readable_pair()
+    chain: list[int] = []
+    seen_by_reader: list[int] = []
+
+    def link(n: int) -> None:
+        chain.append(n)
+        if n < 50:
+            loop.call_at(loop.now_ns(), link, n + 1)
+
+    def readable() -> None:
+        a.recv(100)
+        seen_by_reader.append(len(chain))
+
+    try:
+        def scenario() -> None:
+            loop.add_reader(a.fileno(), readable)
+            b.send(b"x")
+            loop.call_at(loop.now_ns(), link, 1)
+
+        loop.run_sync(scenario)
+        assert loop.wait_until(lambda: seen_by_reader != [], timeout=5)
+        assert seen_by_reader[0] == 50
+        assert loop.errors == []  # type: ignore[attr-defined]
+        assert chain == list(range(1, 51))
+    finally:
+        loop.remove_reader(a.fileno())
+        a.close()
+        b.close()
+
+
+def test_realtime_budget_keeps_a_runaway_timer_from_starving_readers(loop: RealtimeScheduler) -> None:
+    a, b = _readable_pair()
+    runs = [0]
+    stop = [False]
+    got: list[int] = []
+
+    def runaway() -> None:  # re-arms itself for now, forever
+        runs[0] += 1
+        if not stop[0]:
+            loop.call_at(loop.now_ns(), runaway)
+
+    def readable() -> None:
+        a.recv(100)
+        got.append(runs[0])
+
+    try:
+        loop.run_sync(lambda: loop.add_reader(a.fileno(), readable))
+        loop.call_soon_threadsafe(runaway)
+        assert loop.wait_until(lambda: runs[0] > 3 * loop.MAX_TIMERS_PER_TURN, timeout=5)
+        b.send(b"x")
+        assert loop.wait_until(lambda: got != [], timeout=5)
+        assert got[0] > 0  # the reader ran while the runaway was still going
+    finally:
+        stop[0] = True
+        loop.wait_until(lambda: loop.pending() == 0, timeout=5)
+        loop.remove_reader(a.fileno())
+        a.close()
+        b.close()
+
+
+def test_realtime_sub_millisecond_timers_are_not_rounded_to_epoll_milliseconds(loop: RealtimeScheduler) -> None:
+    """Timers 200 µs apart: the median lateness stays well below the 0.8 ms that epoll's
+    millisecond timeout (rounded up) would add to each of them."""
+    if not loop.precise_wait:
+        pytest.skip("no timerfd on this platform: waits have epoll's millisecond resolution")
+    late: list[int] = []
+
+    def tick(due: int, left: int) -> None:
+        now = loop.now_ns()
+        late.append(now - due)
+        if left:
+            loop.call_at(now + 200_000, tick, now + 200_000, left - 1)
+
+    start = loop.now_ns() + 200_000
+    loop.call_at(start, tick, start, 60)
+    assert loop.wait_until(lambda: len(late) == 61, timeout=5)
+    assert min(late) >= 0
+    assert sorted(late)[len(late) // 2] < 400_000
+
+
+def test_realtime_earlier_timer_from_another_thread_interrupts_a_long_wait(loop: RealtimeScheduler) -> None:
+    ran: list[str] = []
+    loop.call_later(3_000_000_000, ran.append, "late")
+    time.sleep(0.02)  # the loop now sleeps towards the 3 s timer
+    t0 = time.monotonic()
+    loop.call_later(20_000_000, ran.append, "early")
+    assert loop.wait_until(lambda: ran == ["early"], timeout=2)
+    assert time.monotonic() - t0 < 1.0
+
+
+def test_realtime_tm_rate_above_one_kpps_is_kept(loop: RealtimeScheduler) -> None:
+    """A backlogged queue at 5000 pps is served at that rate (slots 200 µs apart), which
+    needs timers that fire between loop turns with sub-ms precision."""
+    from p4switch.tm import TMItem, TrafficManager
+
+    served: list[int] = []
+    tm = TrafficManager(loop, lambda port, item: served.append(loop.now_ns()) or 0,
+                        default_depth=1000, default_rate_pps=5000)
+    loop.run_sync(lambda: [tm.enqueue(1, TMItem(i)) for i in range(300)])
+    assert loop.wait_until(lambda: len(served) == 300, timeout=5)
+    rate = (len(served) - 1) * 1e9 / (served[-1] - served[0])
+    assert rate == pytest.approx(5000, rel=0.1)
+
+
+def test_realtime_run_due_serves_each_item_of_a_batch_before_the_next(loop: RealtimeScheduler) -> None:
+    """A reader handling a batch (like a port reading many frames per wake-up) calls
+    run_due() after each item: what the item queued is served before the next item, so the
+    TM queue never holds more than the packet just queued."""
+    from p4switch.tm import TMItem, TrafficManager
+
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    a.setblocking(False)
+    served: list[int] = []
+    tm = TrafficManager(loop, lambda port, item: served.append(item.packet) or 0, default_depth=8)
+
+    def readable() -> None:
+        for _ in range(64):
+            try:
+                data = a.recv(16)
+            except BlockingIOError:
+                return
+            tm.enqueue(2, TMItem(int.from_bytes(data, "big")))
+            loop.run_due()
+
+    try:
+        for i in range(200):
+            b.send(i.to_bytes(2, "big"))
+        loop.run_sync(lambda: loop.add_reader(a.fileno(), readable))
+        assert loop.wait_until(lambda: len(served) == 200, timeout=5)
+        stats = loop.run_sync(lambda: tm.stats(2))
+        assert loop.errors == []  # type: ignore[attr-defined]
+        assert served == list(range(200))
+        assert stats.dropped_full == 0 and stats.max_depth == 1
+    finally:
+        loop.remove_reader(a.fileno())
+        a.close()
+        b.close()
+
+
+def test_realtime_run_due_is_for_the_loop_thread_and_not_reentrant(loop: RealtimeScheduler) -> None:
+    with pytest.raises(RuntimeError, match="loop thread"):
+        loop.run_due()
+    log: list[str] = []
+
+    def timer() -> None:
+        log.append("timer")
+        assert loop.run_due() is False  # nested in a timer: no-op
+        log.append("timer done")
+
+    def caller() -> None:
+        loop.call_at(0, timer)
+        loop.call_at(loop.now_ns() + 10_000_000_000, log.append, "future")
+        log.append("before")
+        loop.run_due()
+        log.append("after")
+
+    loop.run_sync(caller)
+    assert log == ["before", "timer", "timer done", "after"]
+    assert loop.errors == []  # type: ignore[attr-defined]
+
+
+def test_realtime_due_timers_keep_order_and_cancelled_ones_stay_out(loop: RealtimeScheduler) -> None:
+    log: list[str] = []
+
+    def scenario() -> None:
+        now = loop.now_ns()
+        loop.call_at(now, log.append, "now-1")
+        dropped = loop.call_at(now, log.append, "cancelled")
+        loop.call_at(now - 1000, log.append, "late")
+        loop.call_at(now, log.append, "now-2")
+        dropped.cancel()
+        log.append("caller")  # nothing runs re-entrantly inside call_at
+
+    loop.run_sync(scenario)
+    assert loop.wait_until(lambda: len(log) == 4, timeout=2)
+    assert log == ["caller", "late", "now-1", "now-2"]
