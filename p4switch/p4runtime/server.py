@@ -5,13 +5,17 @@ switch loop, so every call goes through ``run_in_loop(fn) -> result`` (run fn on
 the loop thread, wait, return or re-raise). Each StreamChannel gets an outbound
 queue that the core's ``send`` fills (from the loop thread) and the handler
 drains; a reader thread feeds inbound messages to the core. Listens only on
-the given address (loopback by default).
+the given address (loopback by default), without SO_REUSEPORT: grpcio sets it by
+default, and two switches on one port would then share the clients silently; a busy
+port is a :class:`ServerBindError` instead.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import queue
+import socket
 import threading
 from collections.abc import Callable, Iterator
 from concurrent import futures
@@ -30,6 +34,10 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 _GRPC_CODE = {sc.value[0]: sc for sc in grpc.StatusCode}
 _END = object()
+
+
+class ServerBindError(OSError):
+    """The server cannot listen on its address; the message names the address and why."""
 
 
 class _Abort:
@@ -160,11 +168,16 @@ class P4RuntimeServer:
         """Start serving; returns the bound port (useful with a ``:0`` address)."""
         if self._server is not None:
             raise RuntimeError("P4Runtime server already started")
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="p4rt"))
+        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="p4rt"),
+                             options=[("grpc.so_reuseport", 0)])
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), server)
-        port = server.add_insecure_port(self.address)
+        try:
+            port = server.add_insecure_port(self.address)
+        except RuntimeError:  # grpcio says only "Failed to bind"; find out why
+            port = 0
         if port == 0:
-            raise OSError(f"P4Runtime server cannot listen on {self.address}")
+            server.stop(None)
+            raise _bind_error(self.address)
         server.start()
         self._server, self.port = server, port
         return port
@@ -173,3 +186,29 @@ class P4RuntimeServer:
         if self._server is not None:
             self._server.stop(grace).wait(timeout=(grace or 0) + 5)
             self._server = None
+
+
+def _bind_error(address: str) -> ServerBindError:
+    """Why ``address`` cannot be bound, found by binding it with a plain socket (grpcio's own
+    reason only goes to its log). EADDRINUSE is reported as such, with errno set."""
+    what = f"P4Runtime server cannot listen on {address}"
+    host, sep, port_text = address.rpartition(":")
+    if not sep or not port_text.isdigit():
+        return ServerBindError(f"{what}: expected HOST:PORT")
+    host = host.strip("[]") or "0.0.0.0"
+    try:
+        infos = socket.getaddrinfo(host, int(port_text), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, OverflowError) as exc:
+        return ServerBindError(f"{what}: cannot resolve {host!r}: {getattr(exc, 'strerror', None) or exc}")
+    for family, kind, proto, _name, sockaddr in infos:
+        try:
+            with socket.socket(family, kind, proto) as s:
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as gRPC: TIME_WAIT is no conflict
+                s.bind(sockaddr)
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                err = ServerBindError(f"{what}: address already in use (another switch or server listens there)")
+                err.errno = errno.EADDRINUSE
+                return err
+            return ServerBindError(f"{what}: {exc.strerror or exc}")
+    return ServerBindError(f"{what}: gRPC could not bind it (GRPC_VERBOSITY=debug shows its reason)")
