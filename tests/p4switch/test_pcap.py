@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -87,3 +89,17 @@ def test_bad_files_are_named(tmp_path: Path) -> None:
     cut.write_bytes(cut.read_bytes()[:-10])
     with pytest.raises(PcapError, match="cut.pcap: truncated record data"):
         read_pcap(cut)
+
+
+@pytest.mark.skipif(shutil.which("tcpdump") is None, reason="tcpdump not installed (make sysdeps installs it)")
+def test_writer_output_reads_back_in_tcpdump(tmp_path: Path) -> None:
+    """libpcap's reader (what tcpdump, tshark and Wireshark use) accepts our files."""
+    path = tmp_path / "x.pcap"
+    with PcapWriter(path) as w:
+        for i, f in enumerate(frames()):
+            w.write(f, i * 1_000_000)
+    out = subprocess.run(["tcpdump", "-nn", "-e", "-r", str(path)], capture_output=True, text=True, timeout=30)
+    assert out.returncode == 0, out.stderr
+    lines = [line for line in out.stdout.splitlines() if not line.startswith("\t")]  # hex dumps follow
+    assert len(lines) == len(frames())
+    assert all("02:00:00:00:00:01 > 02:00:00:00:00:02" in line and "0x88b5" in line for line in lines)
