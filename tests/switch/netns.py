@@ -122,6 +122,18 @@ def recv_until(sock: socket.socket, accept: Callable[[bytes], bool], timeout: fl
 
     Returns everything read; the last element is the accepted frame when one came.
     """
+    return _receive(sock, lambda _: True, accept, timeout, max_frames)
+
+
+def collect(sock: socket.socket, keep: Callable[[bytes], bool], duration: float,
+            max_frames: int = 1_000_000) -> list[tuple[float, bytes]]:
+    """Every frame ``keep`` accepts during ``duration`` seconds (with arrival times)."""
+    return _receive(sock, keep, lambda _: False, duration, max_frames)
+
+
+def _receive(sock: socket.socket, keep: Callable[[bytes], bool], stop: Callable[[bytes], bool],
+             timeout: float, max_frames: int) -> list[tuple[float, bytes]]:
+    """The one bounded receive loop: at most ``max_frames`` frames and ``timeout`` seconds."""
     out: list[tuple[float, bytes]] = []
     deadline = time.monotonic() + timeout
     for _ in range(max_frames):
@@ -133,28 +145,10 @@ def recv_until(sock: socket.socket, accept: Callable[[bytes], bool], timeout: fl
             data = sock.recv(65536)
         except TimeoutError:
             break
-        out.append((time.monotonic(), data))
-        if accept(data):
-            break
-    return out
-
-
-def collect(sock: socket.socket, keep: Callable[[bytes], bool], duration: float,
-            max_frames: int = 1_000_000) -> list[tuple[float, bytes]]:
-    """Every frame ``keep`` accepts during ``duration`` seconds (with arrival times)."""
-    out: list[tuple[float, bytes]] = []
-    deadline = time.monotonic() + duration
-    for _ in range(max_frames):
-        left = deadline - time.monotonic()
-        if left <= 0:
-            break
-        sock.settimeout(left)
-        try:
-            data = sock.recv(65536)
-        except TimeoutError:
-            break
         if keep(data):
             out.append((time.monotonic(), data))
+        if stop(data):
+            break
     return out
 
 
