@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes
 import os
+import random
 import shutil
 import socket
+import struct
 import subprocess
 import threading
 import uuid
@@ -15,7 +17,23 @@ from typing import Any
 import pytest
 
 from p4switch.link import InMemoryLink, LinkModel
-from p4switch.ports import LinkPort, PacketSocketPort, PortError, parse_interface_spec
+from p4switch.ports import (
+    VIRTIO_NET_HDR_F_NEEDS_CSUM,
+    VIRTIO_NET_HDR_GSO_ACCECN,
+    VIRTIO_NET_HDR_GSO_TCPV4,
+    VIRTIO_NET_HDR_GSO_TCPV6,
+    VIRTIO_NET_HDR_GSO_UDP,
+    VIRTIO_NET_HDR_GSO_UDP_L4,
+    LinkPort,
+    OffloadError,
+    PacketSocketPort,
+    PortError,
+    VirtioNetHdr,
+    complete_checksum,
+    crc32c,
+    parse_interface_spec,
+    segment,
+)
 from p4switch.sched import RealtimeScheduler, VirtualScheduler
 
 ETH_P_ALL = 0x0003
@@ -204,6 +222,291 @@ def test_port_is_promiscuous(veth_ns: str) -> None:
         assert "promiscuity 1" in out
         peer.send(frame(5))  # dst 02:00:00:00:00:02 is not vport's address
         assert sched.wait_until(lambda: len(got) == 1, timeout=5)
+    finally:
+        if port is not None:
+            sched.run_sync(port.close)
+        if peer is not None:
+            peer.close()
+        sched.stop()
+
+
+# ---- finishing checksum and segmentation offloads (virtio_net_hdr) ------------------------------
+
+def ones_complement_checksum(data: bytes) -> int:
+    """Reference: RFC 1071 word by word, 0 sent as 0xFFFF (as the kernel's skb_checksum_help)."""
+    if len(data) % 2:
+        data += b"\x00"
+    total = 0
+    for i in range(0, len(data), 2):
+        total += data[i] << 8 | data[i + 1]
+        total = (total & 0xFFFF) + (total >> 16)
+    return (~total & 0xFFFF) or 0xFFFF
+
+
+def pseudo_partial(src: bytes, dst: bytes, proto: int, l4_len: int) -> int:
+    """What a host's kernel leaves in a CHECKSUM_PARTIAL field: the folded pseudo-header sum."""
+    return ~ones_complement_checksum(src + dst + struct.pack("!HH", proto, l4_len) if len(src) == 4 else
+                                     src + dst + struct.pack("!IxxxB", l4_len, proto)) & 0xFFFF
+
+
+def l4_checksum_ok(frame: bytes) -> bool:
+    """A receiver's check (scapy recomputes the transport checksum from scratch)."""
+    from scapy.all import SCTP, TCP, UDP, Ether
+
+    pkt = Ether(frame)
+    for layer in (TCP, UDP, SCTP):
+        if layer in pkt:
+            again = Ether(frame)
+            del again[layer].chksum
+            return Ether(bytes(again))[layer].chksum == pkt[layer].chksum
+    raise AssertionError("no transport header")
+
+
+def partial_frame(pkt: Any, proto: Any) -> tuple[bytearray, int, int]:
+    """``pkt`` as a host's kernel hands it to a device: checksum field = pseudo-header sum."""
+    from scapy.all import IP, TCP, Ether, IPv6
+
+    frame = bytearray(bytes(pkt))
+    pkt = Ether(bytes(frame))  # parsed: every field has its value
+    ip = pkt[IP] if IP in pkt else pkt[IPv6]
+    l4 = 14 + (ip.ihl * 4 if IP in pkt else 40)
+    offset = 16 if proto is TCP else 6
+    src, dst = (socket.inet_pton(socket.AF_INET if IP in pkt else socket.AF_INET6, a) for a in (ip.src, ip.dst))
+    struct.pack_into("!H", frame, l4 + offset, pseudo_partial(src, dst, 6 if proto is TCP else 17, len(frame) - l4))
+    return frame, l4, offset
+
+
+@pytest.mark.parametrize("ipv6", [False, True])
+@pytest.mark.parametrize("proto_name", ["UDP", "TCP"])
+@pytest.mark.parametrize("size", [0, 1, 17, 1400])
+def test_complete_checksum_gives_what_the_receiver_checks(ipv6: bool, proto_name: str, size: int) -> None:
+    import scapy.all as S
+
+    proto = getattr(S, proto_name)
+    ip = S.IPv6(src="fd00::1", dst="fd00::2") if ipv6 else S.IP(src="10.0.1.1", dst="10.0.2.1")
+    pkt = S.Ether(dst="02:00:00:00:01:01", src="02:00:00:00:00:01") / ip / proto(sport=40000, dport=5000) / \
+        random.Random(size).randbytes(size)
+    frame, l4, offset = partial_frame(pkt, proto)
+    assert not l4_checksum_ok(bytes(frame))  # the premise: unfinished
+    complete_checksum(frame, l4, offset)
+    assert l4_checksum_ok(bytes(frame))
+    assert bytes(frame) == bytes(pkt)  # what scapy computes from scratch
+
+
+def test_complete_checksum_matches_the_word_by_word_sum_anywhere() -> None:
+    """No protocol is parsed: any region, any field position, odd or even lengths."""
+    rng = random.Random(7)
+    for _ in range(300):
+        frame = bytearray(rng.randbytes(rng.randrange(20, 300)))
+        frame[12:14] = b"\x88\xb5"  # not IP: the Internet checksum applies whatever the offset
+        start = rng.randrange(14, len(frame) - 2)
+        offset = rng.randrange(0, len(frame) - start - 1)
+        expected = bytearray(frame)
+        expected[start + offset:start + offset + 2] = ones_complement_checksum(
+            bytes(frame[start:])).to_bytes(2, "big")
+        complete_checksum(frame, start, offset)
+        assert frame == expected
+
+
+def test_a_zero_checksum_is_sent_as_ffff_like_the_kernel() -> None:
+    frame = bytearray(b"\x00" * 14 + b"\x12\x34\x00\x00\xab\xcd")
+    # choose the last word so that the whole sum is 0xFFFF: the checksum computes to 0
+    total = sum(int.from_bytes(frame[i:i + 2], "big") for i in range(14, len(frame), 2)) % 0xFFFF
+    frame += (0xFFFF - total).to_bytes(2, "big")
+    complete_checksum(frame, 14, 2)
+    assert frame[16:18] == b"\xff\xff"
+    assert sum(int.from_bytes(frame[i:i + 2], "big") for i in range(14, len(frame), 2)) % 0xFFFF == 0  # verifies
+
+
+def test_sctp_gets_a_crc32c_not_an_internet_checksum() -> None:
+    from scapy.all import IP, SCTP, Ether, SCTPChunkData
+
+    # RFC 3720 B.4 test vectors
+    assert crc32c(bytes(32)) == 0x8A9136AA
+    assert crc32c(b"\xff" * 32) == 0x62A8AB43
+    assert crc32c(bytes(range(32))) == 0x46DD794E
+    pkt = Ether() / IP(src="10.0.1.1", dst="10.0.2.1") / SCTP(sport=1, dport=2, tag=7) / SCTPChunkData(data=b"x" * 33)
+    frame = bytearray(bytes(pkt))
+    frame[42:46] = bytes(4)  # as the kernel leaves it for the device
+    complete_checksum(frame, 34, 8)
+    assert bytes(frame) == bytes(pkt)
+
+
+def test_checksum_offsets_outside_the_frame_are_an_error() -> None:
+    with pytest.raises(OffloadError, match=r"checksum field at 50\+6 is not inside the 40-byte frame") as info:
+        complete_checksum(bytearray(40), 50, 6)
+    assert info.value.cause == "bad_csum_offsets"
+    with pytest.raises(OffloadError, match="not inside"):
+        complete_checksum(bytearray(40), 34, 5)  # the field's second byte would be byte 40
+
+
+def test_virtio_net_hdr_round_trip() -> None:
+    h = VirtioNetHdr(1, 0x81, 66, 1448, 34, 16)
+    assert len(h.pack()) == 10
+    assert VirtioNetHdr.unpack(h.pack()) == h and h.needs_csum
+    assert not VirtioNetHdr().needs_csum
+
+
+def super_frame(ipv6: bool, tcp: bool, size: int, flags: str = "PA", seq: int = 1000) -> tuple[bytearray, int]:
+    import scapy.all as S
+
+    ip = S.IPv6(src="fd00::1", dst="fd00::2") if ipv6 else S.IP(src="10.0.1.1", dst="10.0.2.1", id=65534, flags="DF")
+    l4 = S.TCP(sport=40000, dport=5000, seq=seq, flags=flags, options=[("NOP", None), ("NOP", None),
+                                                                         ("Timestamp", (1, 2))]) \
+        if tcp else S.UDP(sport=40000, dport=5000)
+    pkt = S.Ether(dst="02:00:00:00:01:01", src="02:00:00:00:00:01") / ip / l4 / random.Random(size).randbytes(size)
+    frame, start, _ = partial_frame(pkt, S.TCP if tcp else S.UDP)
+    return frame, start
+
+
+def check_segments(segs: list[bytes], original: bytearray, l4: int, mss: int, tcp: bool) -> None:
+    from scapy.all import IP, TCP, UDP, Ether, IPv6
+
+    thlen = (original[l4 + 12] >> 4) * 4 if tcp else 8
+    payload = bytes(original[l4 + thlen:])
+    assert len(segs) == -(-len(payload) // mss)
+    assert b"".join(s[l4 + thlen:] for s in segs) == payload
+    for i, seg in enumerate(segs):
+        assert len(seg) <= l4 + thlen + mss
+        assert seg[:l4 + thlen][:14] == original[:14]
+        assert l4_checksum_ok(seg), i
+        pkt = Ether(seg)
+        if IP in pkt:
+            assert pkt[IP].len == len(seg) - 14
+            assert pkt[IP].id == (65534 + i) & 0xFFFF  # +1 per segment, wrapping
+            again = Ether(seg)
+            del again[IP].chksum
+            assert Ether(bytes(again))[IP].chksum == pkt[IP].chksum
+        else:
+            assert pkt[IPv6].plen == len(seg) - 54
+        if tcp:
+            assert pkt[TCP].seq == 1000 + i * mss
+            assert pkt[TCP].options == Ether(bytes(original))[TCP].options
+        else:
+            assert pkt[UDP].len == len(seg) - l4
+
+
+@pytest.mark.parametrize("ipv6", [False, True])
+def test_tcp_gso_frames_are_cut_like_the_kernel(ipv6: bool) -> None:
+    from scapy.all import TCP, Ether
+
+    frame, l4 = super_frame(ipv6, True, 5000, flags="FPAC")
+    gso = VIRTIO_NET_HDR_GSO_TCPV6 if ipv6 else VIRTIO_NET_HDR_GSO_TCPV4
+    segs = segment(frame, VirtioNetHdr(VIRTIO_NET_HDR_F_NEEDS_CSUM, gso, 0, 1448, l4, 16))
+    check_segments(segs, frame, l4, 1448, tcp=True)
+    flags = [str(Ether(s)[TCP].flags) for s in segs]
+    assert flags == ["AC", "A", "A", "FPA"]  # FIN/PSH on the last only, CWR on the first only
+
+
+def test_tcp_gso_with_accecn_keeps_cwr_on_every_segment() -> None:
+    from scapy.all import TCP, Ether
+
+    frame, l4 = super_frame(False, True, 3000, flags="AC")
+    segs = segment(frame, VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_TCPV4 | VIRTIO_NET_HDR_GSO_ACCECN, 0, 1000, l4, 16))
+    assert [str(Ether(s)[TCP].flags) for s in segs] == ["AC", "AC", "AC"]
+
+
+@pytest.mark.parametrize("ipv6", [False, True])
+def test_udp_gso_frames_are_cut_into_datagrams(ipv6: bool) -> None:
+    frame, l4 = super_frame(ipv6, False, 4001)
+    segs = segment(frame, VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_UDP_L4, 0, 1000, l4, 6))
+    check_segments(segs, frame, l4, 1000, tcp=False)
+    assert [len(s) - l4 - 8 for s in segs] == [1000, 1000, 1000, 1000, 1]
+
+
+def test_gso_without_needs_csum_still_gets_right_checksums() -> None:
+    frame, l4 = super_frame(False, True, 2000)
+    frame[l4 + 16:l4 + 18] = b"\xde\xad"  # whatever was there is not used
+    check_segments(segment(frame, VirtioNetHdr(0, VIRTIO_NET_HDR_GSO_TCPV4, 0, 1448)), frame, l4, 1448, tcp=True)
+
+
+@pytest.mark.parametrize(
+    ("make", "cause", "match"),
+    [
+        (lambda f, l4: VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_UDP, 0, 1000, l4, 6), "gso_unsupported", "type 0x03"),
+        (lambda f, l4: VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_TCPV4, 0, 0, l4, 16), "bad_gso", "gso_size 0"),
+        (lambda f, l4: VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_TCPV6, 0, 1000, l4, 16), "gso_unsupported",
+         "without a TCP header"),
+        (lambda f, l4: VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_UDP_L4, 0, 1000, l4, 6), "gso_unsupported",
+         "without a UDP header"),
+        (lambda f, l4: VirtioNetHdr(1, VIRTIO_NET_HDR_GSO_TCPV4, 0, 1000, l4 + 8, 16), "gso_unsupported",
+         "a tunnel"),
+    ],
+)
+def test_gso_frames_that_cannot_be_cut_are_refused_with_the_reason(make: Callable, cause: str, match: str) -> None:
+    frame, l4 = super_frame(False, True, 3000)
+    with pytest.raises(OffloadError, match=match) as info:
+        segment(frame, make(frame, l4))
+    assert info.value.cause == cause
+
+
+@pytest.mark.netns
+@needs_netns
+def test_port_finishes_the_checksum_of_kernel_udp(veth_ns: str) -> None:
+    """A kernel UDP socket sends over vpeer (checksum offload on, as veth has by default);
+    the port hands the pipeline the frame with its checksum done."""
+    ip("-n", veth_ns, "addr", "add", "10.200.0.1/24", "dev", "vpeer")
+    mac = subprocess.run(["ip", "netns", "exec", veth_ns, "cat", "/sys/class/net/vport/address"],
+                         capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    ip("-n", veth_ns, "neigh", "replace", "10.200.0.2", "lladdr", mac, "dev", "vpeer", "nud", "permanent")
+    sched = RealtimeScheduler()
+    sched.start()
+    got: list[bytes] = []
+
+    def is_ours(d: bytes) -> bool:
+        return len(d) >= 42 and d[12:14] == b"\x08\x00" and d[23] == 17 and d[36:38] == (5999).to_bytes(2, "big")
+
+    port = sender = None
+    try:
+        def open_both() -> tuple[PacketSocketPort, socket.socket]:
+            p = PacketSocketPort(1, "vport", sched, on_receive=lambda n, d: is_ours(d) and got.append(d))
+            return p, socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+
+        port, sender = in_netns(veth_ns, open_both)
+        assert port.vnet_hdr
+        for size in (1, 100, 1001):
+            sender.sendto(b"u" * size, ("10.200.0.2", 5999))
+        assert sched.wait_until(lambda: len(got) == 3, timeout=5)
+        assert all(l4_checksum_ok(d) for d in got)
+        assert port.stats.rx_csum_completed >= 3  # they came unfinished: the premise holds
+        assert port.stats.rx_dropped == {}
+    finally:
+        if port is not None:
+            sched.run_sync(port.close)
+        if sender is not None:
+            sender.close()
+        sched.stop()
+
+
+@pytest.mark.netns
+@needs_netns
+def test_a_frame_longer_than_the_receive_buffer_is_dropped_counted_and_logged(
+        veth_ns: str, caplog: pytest.LogCaptureFixture) -> None:
+    sched = RealtimeScheduler()
+    sched.start()
+    got: list[bytes] = []
+    port = peer = None
+    try:
+        def open_both() -> tuple[PacketSocketPort, socket.socket]:
+            p = PacketSocketPort(4, "vport", sched, on_receive=lambda n, d: is_test_frame(d) and got.append(d))
+            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+            s.bind(("vpeer", ETH_P_ALL))
+            return p, s
+
+        port, peer = in_netns(veth_ns, open_both)
+
+        def shrink() -> None:  # a small buffer stands in for a frame longer than 128 KiB
+            port._buf = bytearray(300)
+            port._view = memoryview(port._buf)
+
+        sched.run_sync(shrink)
+        with caplog.at_level("WARNING", logger="p4switch.ports"):
+            peer.send(frame(1, 500))
+            peer.send(frame(2, 100))
+            assert sched.wait_until(lambda: len(got) == 1, timeout=5)
+        assert int.from_bytes(got[0][14:18], "big") == 2 and len(got[0]) == 100
+        assert port.stats.rx_dropped == {"truncated": 1}
+        assert "port 4 (vport): received frame dropped (truncated): a frame of 500 bytes" in caplog.text
     finally:
         if port is not None:
             sched.run_sync(port.close)
