@@ -17,23 +17,20 @@ from typing import Any
 import pytest
 
 from p4switch.link import InMemoryLink, LinkModel
-from p4switch.ports import (
+from p4switch.offload import (
     VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_ACCECN,
     VIRTIO_NET_HDR_GSO_TCPV4,
     VIRTIO_NET_HDR_GSO_TCPV6,
     VIRTIO_NET_HDR_GSO_UDP,
     VIRTIO_NET_HDR_GSO_UDP_L4,
-    LinkPort,
     OffloadError,
-    PacketSocketPort,
-    PortError,
     VirtioNetHdr,
     complete_checksum,
     crc32c,
-    parse_interface_spec,
     segment,
 )
+from p4switch.ports import LinkPort, PacketSocketPort, PortError, parse_interface_spec
 from p4switch.sched import RealtimeScheduler, VirtualScheduler
 
 ETH_P_ALL = 0x0003
