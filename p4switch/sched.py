@@ -98,10 +98,22 @@ def _check_time(value: int, what: str) -> int:
 
 
 class _EventHeap:
-    """Deterministic timer heap shared by both schedulers (keys: due time, insertion number)."""
+    """Deterministic timer queue shared by both schedulers (keys: due time, insertion number).
+
+    Entries are ``(due, seq, handle)`` tuples, popped in key order. Why two containers: a
+    callback scheduled for the current virtual time (the TM serving a port whose queue was
+    empty) is due before everything the heap holds except entries due now and scheduled
+    earlier; sifting it through a heap of thousands of future events and out again costs more
+    than the rest of its bookkeeping. :meth:`push_now` appends such entries to a FIFO instead,
+    which stays sorted by key (time never goes back, ``seq`` grows), and :meth:`pop` takes
+    the smaller of the two heads, so the order is exactly that of one heap.
+    """
+
+    __slots__ = ("_heap", "_due_now", "_seq", "_live")
 
     def __init__(self) -> None:
         self._heap: list[tuple[int, int, TimerHandle]] = []
+        self._due_now: deque[tuple[int, int, TimerHandle]] = deque()
         self._seq = itertools.count()
         self._live = 0
 
@@ -111,26 +123,44 @@ class _EventHeap:
         self._live += 1
         return handle
 
+    def push_now(self, t_ns: int, fn: Callable[..., Any], args: tuple) -> TimerHandle:
+        """Like :meth:`push` for ``t_ns`` = the current virtual time (no earlier time will
+        be pushed here afterwards): O(1) instead of a heap insertion."""
+        handle = TimerHandle(t_ns, fn, args, self)
+        self._due_now.append((t_ns, next(self._seq), handle))
+        self._live += 1
+        return handle
+
     def forget(self) -> None:
         self._live -= 1
 
-    def _drop_cancelled_top(self) -> None:
-        heap = self._heap
-        while heap and heap[0][2].cancelled:
+    def _drop_cancelled_heads(self) -> None:
+        heap, now = self._heap, self._due_now
+        while heap and heap[0][2]._state == _CANCELLED:
             heapq.heappop(heap)
+        while now and now[0][2]._state == _CANCELLED:
+            now.popleft()
 
     def next_due(self) -> int | None:
-        self._drop_cancelled_top()
-        return self._heap[0][0] if self._heap else None
+        self._drop_cancelled_heads()
+        heap, now = self._heap, self._due_now
+        if now:
+            return now[0][0] if not heap or now[0] < heap[0] else heap[0][0]
+        return heap[0][0] if heap else None
 
     def pop(self) -> TimerHandle | None:
-        self._drop_cancelled_top()
-        if not self._heap:
-            return None
-        handle = heapq.heappop(self._heap)[2]
-        handle._state = _DONE
-        self._live -= 1
-        return handle
+        heap, now = self._heap, self._due_now
+        while True:
+            if now and (not heap or now[0] < heap[0]):
+                handle = now.popleft()[2]
+            elif heap:
+                handle = heapq.heappop(heap)[2]
+            else:
+                return None
+            if handle._state == _PENDING:
+                handle._state = _DONE
+                self._live -= 1
+                return handle
 
     def __len__(self) -> int:
         return self._live
@@ -147,7 +177,11 @@ class VirtualScheduler:
         return self._now
 
     def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
-        return self._events.push(_check_time(t_ns, "t_ns"), fn, args)
+        if type(t_ns) is not int:  # noqa: E721 - the fast path; _check_time says what is wrong
+            _check_time(t_ns, "t_ns")
+        if t_ns == self._now:
+            return self._events.push_now(t_ns, fn, args)
+        return self._events.push(t_ns, fn, args)
 
     def call_later(self, dt_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
         if _check_time(dt_ns, "dt_ns") < 0:
@@ -167,8 +201,9 @@ class VirtualScheduler:
         handle = self._events.pop()
         if handle is None:
             return False
-        self._now = max(self._now, handle.when)
-        handle._run()
+        if handle.when > self._now:
+            self._now = handle.when
+        handle._fn(*handle._args)
         return True
 
     def run_until(self, t_ns: int) -> int:
@@ -179,11 +214,12 @@ class VirtualScheduler:
         """
         _check_time(t_ns, "t_ns")
         count = 0
+        next_due, step = self._events.next_due, self.step
         while True:
-            due = self._events.next_due()
+            due = next_due()
             if due is None or due > t_ns:
                 break
-            self.step()
+            step()
             count += 1
         self._now = max(self._now, t_ns)
         return count
@@ -197,7 +233,8 @@ class VirtualScheduler:
     def run(self, max_events: int | None = None) -> int:
         """Run until nothing is pending (or ``max_events`` ran); returns the count run."""
         count = 0
-        while (max_events is None or count < max_events) and self.step():
+        step = self.step
+        while (max_events is None or count < max_events) and step():
             count += 1
         return count
 
