@@ -78,9 +78,8 @@ class Switch:
         self.ports: dict[int, Port] = {}
         self._wire_free: dict[int, int] = {}
         self.holder = PipelineHolder()
-        self.tm = TrafficManager(sched, lambda port, item: self.core.service(port, item),
-                                 num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
-                                 default_rate_pps=opts.queue_rate_pps)
+        self.tm = TrafficManager(sched, num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
+                                 default_rate_pps=opts.queue_rate_pps)  # served by the core below
         self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
                                       cpu_port=opts.cpu_port)
         self.device = P4SwitchDevice(self.holder, self.core.receive, opts.cpu_port, seed=opts.seed)

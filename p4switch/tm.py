@@ -155,13 +155,15 @@ class TrafficManager:
     """Egress queues of a switch, served on an injected scheduler.
 
     ``service(port, item) -> int`` is called on the scheduler for every dequeued item and
-    returns how long (ns) the port's transmitter is busy with it.
+    returns how long (ns) the port's transmitter is busy with it. It may be bound later with
+    :meth:`bind_service` (a switch builds its TM before the core that serves it), but before
+    the first packet is served.
     """
 
     def __init__(
         self,
         sched: Scheduler,
-        service: ServiceFn,
+        service: ServiceFn | None = None,
         num_ports: int = 512,
         num_priorities: int = 1,
         default_depth: int = DEFAULT_QUEUE_DEPTH,
@@ -172,12 +174,16 @@ class TrafficManager:
         if not 1 <= num_priorities <= 8:
             raise ValueError(f"num_priorities must be in 1..8, got {num_priorities}")
         self._sched = sched
-        self._service = service
+        self._service: ServiceFn | None = service
         self.num_ports = num_ports
         self.num_priorities = num_priorities
         self._default_depth = self._check_depth(default_depth)
         self._default_pps = self._check_rate(default_rate_pps)
         self._ports: dict[int, _Port] = {}
+
+    def bind_service(self, service: ServiceFn) -> None:
+        """Set the service callback (called directly per packet: no wrapper in between)."""
+        self._service = service
 
     # ---- configuration (simple_switch's set_queue_depth / set_queue_rate) ---------------
     def set_queue_depth(self, port: int, depth: int, prio: int | None = None) -> None:
@@ -239,14 +245,18 @@ class TrafficManager:
         return PortStats(s.enqueued, s.dequeued, s.dropped_full, s.max_depth)
 
     # ---- data path ---------------------------------------------------------------------
+    # Runs per packet: argument checks take a fast path for the common valid case and only
+    # fall back to the _check_* helpers (which build the error message) when it fails.
     def enqueue(self, port: int, item: TMItem, prio: int = 0) -> bool:
         """Queue ``item`` for ``port``; False (and counted) when that queue is full."""
         if not isinstance(item, TMItem):
             raise TypeError(f"TrafficManager.enqueue expects a TMItem, got {type(item).__name__}")
-        self._check_prio(prio)
-        p = self._port(port)
+        if type(prio) is not int or not 0 <= prio < self.num_priorities:  # noqa: E721
+            self._check_prio(prio)
+        p = self._ports.get(port) or self._port(port)
         q = p.queues[prio]
-        if len(q.items) >= q.limit:
+        items = q.items
+        if len(items) >= q.limit:
             p.stats.dropped_full += 1
             return False
         now = self._sched.now_ns()
@@ -254,13 +264,15 @@ class TrafficManager:
         item.enq_ns = now
         item.enq_timestamp_us = now // 1000
         item.enq_qdepth = p.occupancy
-        if not q.items:
+        if not items and q.pps:
             q.on_becomes_busy(now)
-        q.items.append(item)
+        items.append(item)
         p.occupancy += 1
-        p.stats.enqueued += 1
-        p.stats.max_depth = max(p.stats.max_depth, p.occupancy)
-        self._schedule(port)
+        stats = p.stats
+        stats.enqueued += 1
+        if p.occupancy > stats.max_depth:
+            stats.max_depth = p.occupancy
+        self._arm(port, p)
         return True
 
     def _serve(self, port: int) -> None:
@@ -269,55 +281,74 @@ class TrafficManager:
         now = self._sched.now_ns()
         q = self._eligible(p, now)
         if q is None:
-            self._schedule(port)
+            self._arm(port, p)
             return
         item = q.items.popleft()
         p.occupancy -= 1
         p.stats.dequeued += 1
-        q.on_serve(now)
+        if q.pps:
+            q.on_serve(now)
         item.deq_ns = now
         item.deq_timedelta_us = now // 1000 - item.enq_timestamp_us
         item.deq_qdepth = p.occupancy
         p.wire_free_ns = now
         try:
             wire_ns = self._service(port, item)
-            if isinstance(wire_ns, bool) or not isinstance(wire_ns, int) or wire_ns < 0:
-                raise ValueError(f"TM service callback must return a wire time in int ns >= 0, got {wire_ns!r}")
+            if type(wire_ns) is not int or wire_ns < 0:  # noqa: E721 - fast path of the full check
+                wire_ns = self._check_wire_ns(wire_ns)
             p.wire_free_ns = now + wire_ns
         finally:
-            self._schedule(port)
+            self._arm(port, p)
+
+    @staticmethod
+    def _check_wire_ns(wire_ns: Any) -> int:
+        if isinstance(wire_ns, bool) or not isinstance(wire_ns, int) or wire_ns < 0:
+            raise ValueError(f"TM service callback must return a wire time in int ns >= 0, got {wire_ns!r}")
+        return wire_ns
 
     def _eligible(self, p: _Port, now: int) -> _Queue | None:
         if p.wire_free_ns > now:
             return None
         for q in reversed(p.queues):  # strict priority: highest number first
             if q.items:
+                if not q.pps:
+                    return q
                 nxt = q.next_allowed()
                 if nxt is None or nxt <= now:
                     return q
         return None
 
     def _schedule(self, port: int) -> None:
-        """(Re)arm the port's single wake-up at the earliest time a queue may be served."""
+        """(Re)arm the wake-up of ``port`` if it exists (after a configuration change)."""
         p = self._ports.get(port)
-        if p is None:
-            return
+        if p is not None:
+            self._arm(port, p)
+
+    def _arm(self, port: int, p: _Port) -> None:
+        """(Re)arm the port's single wake-up at the earliest time a queue may be served."""
         t = None
         for q in p.queues:
             if q.items:
-                nxt = q.next_allowed()
-                ready = p.wire_free_ns if nxt is None else max(p.wire_free_ns, nxt)
-                t = ready if t is None else min(t, ready)
+                ready = p.wire_free_ns
+                if q.pps:
+                    nxt = q.next_allowed()
+                    if nxt is not None and nxt > ready:
+                        ready = nxt
+                if t is None or ready < t:
+                    t = ready
+        wake = p.wake
         if t is None:
-            if p.wake is not None:
-                p.wake.cancel()
+            if wake is not None:
+                wake.cancel()
                 p.wake = None
             return
-        t = max(t, self._sched.now_ns())
-        if p.wake is not None:
+        now = self._sched.now_ns()
+        if t < now:
+            t = now
+        if wake is not None:
             if p.wake_at <= t:
                 return
-            p.wake.cancel()
+            wake.cancel()
         p.wake_at = t
         p.wake = self._sched.call_at(t, self._serve, port)
 

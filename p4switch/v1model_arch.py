@@ -72,7 +72,7 @@ INSTANCE_TYPES = {PKT_INSTANCE_TYPE_NORMAL: "NORMAL", PKT_INSTANCE_TYPE_INGRESS_
                   PKT_INSTANCE_TYPE_EGRESS_CLONE: "EGRESS_CLONE", PKT_INSTANCE_TYPE_COALESCED: "COALESCED",
                   PKT_INSTANCE_TYPE_RECIRC: "RECIRC", PKT_INSTANCE_TYPE_REPLICATION: "REPLICATION",
                   PKT_INSTANCE_TYPE_RESUBMIT: "RESUBMIT"}
-_STD_WIDTH_MASK = {"enq_timestamp": (1 << 32) - 1, "deq_timedelta": (1 << 32) - 1}
+_MASK32 = (1 << 32) - 1  # enq_timestamp, deq_timedelta: bit<32> in standard_metadata
 _MAX_LOGGED_ERRORS = 20
 
 
@@ -91,10 +91,12 @@ class DropCause:
 
 
 @dataclass(slots=True)
-class _Job:
-    """What waits in the TM: the packet and the per-copy facts egress needs."""
+class _Job(TMItem):
+    """What waits in the TM: the packet (``packet``) and the per-copy facts egress needs.
 
-    pkt: Packet
+    A TMItem itself, so that queueing a packet costs one object, not a wrapper in a wrapper.
+    """
+
     egress_rid: int = 0
     trunc: int | None = None  # clone session packet_length_bytes (None: no truncation)
 
@@ -104,7 +106,7 @@ class V1ModelSwitchCore:
 
     ``holder`` has ``.pipeline`` and ``.state`` (swapped together on a pipeline load, see
     ``p4switch.device.PipelineHolder``). ``tm`` None builds a TrafficManager served by this core;
-    a TM given must have ``core.service`` as its service callback (bound late, e.g. a lambda).
+    a TM given is bound to ``core.service`` (``TrafficManager.bind_service``).
     ``emit(port, frame)`` transmits and returns the wire time in ns; ``to_cpu(frame)`` takes a
     frame for the controller (packet_in header first) and returns False if nobody took it.
     """
@@ -121,7 +123,8 @@ class V1ModelSwitchCore:
         self.drop_port = drop_port
         self.recirc_port = recirc_port
         self.max_reentries = max_reentries
-        self.tm = tm if tm is not None else TrafficManager(sched, self.service)
+        self.tm = tm if tm is not None else TrafficManager(sched)
+        self.tm.bind_service(self.service)
         self.drops: Counter[str] = Counter()
         self.stats: Counter[str] = Counter()
         self._errors_logged = 0
@@ -150,17 +153,15 @@ class V1ModelSwitchCore:
         self.stats["packet_out"] += 1
         self.receive(self.cpu_port, frame)
 
-    def service(self, port: int, item: TMItem) -> int:
+    def service(self, port: int, job: _Job) -> int:
         """TM callback: egress for one dequeued packet; returns the port's wire time (ns)."""
-        job: _Job = item.packet
-        pkt = job.pkt
+        pkt = job.packet
         pipeline = pkt.pipeline  # the pipeline it entered with, even across a reload
         now_us = self.sched.now_ns() // 1000
         try:
-            pkt.set_std("egress_spec", 0)
-            pipeline.run_egress(pkt, port, now_us, item.enq_timestamp_us & _STD_WIDTH_MASK["enq_timestamp"],
-                                item.enq_qdepth, item.deq_timedelta_us & _STD_WIDTH_MASK["deq_timedelta"],
-                                item.deq_qdepth, job.egress_rid)
+            pkt.phv[pipeline.std_slots["egress_spec"]] = 0
+            pipeline.run_egress(pkt, port, now_us, job.enq_timestamp_us & _MASK32, job.enq_qdepth,
+                                job.deq_timedelta_us & _MASK32, job.deq_qdepth, job.egress_rid)
         except PipelineRuntimeError as exc:
             self._pipeline_error("egress", exc)
             return 0
@@ -194,11 +195,12 @@ class V1ModelSwitchCore:
             self._reenter(lambda: pipeline.copy_for_resubmit(pkt, now_us=self.sched.now_ns() // 1000),
                           reentries, "resubmit")
             return
-        mgid = pkt.std("mcast_grp") if "mcast_grp" in pipeline.std_slots else 0
-        if mgid:
-            self._multicast(pkt, mgid)
+        phv, slots = pkt.phv, pipeline.std_slots
+        mcast_slot = slots.get("mcast_grp")
+        if mcast_slot is not None and phv[mcast_slot]:
+            self._multicast(pkt, phv[mcast_slot])
             return
-        egress_spec = pkt.std("egress_spec")
+        egress_spec = phv[slots["egress_spec"]]
         if egress_spec == self.drop_port:
             self._drop(DropCause.INGRESS_DROP, pkt.std("ingress_port"))
             return
@@ -240,7 +242,7 @@ class V1ModelSwitchCore:
         if not 0 <= port < self.tm.num_ports:
             self._drop(DropCause.NO_PORT, port)
             return
-        if not self.tm.enqueue(port, TMItem(job), prio):
+        if not self.tm.enqueue(port, job, prio):
             self._drop(DropCause.TM_FULL, port)
 
     def _priority(self, pkt: Packet) -> int:
