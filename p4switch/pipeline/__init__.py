@@ -14,9 +14,9 @@ Design
   plus a validity slot per header instance and a ``nextIndex`` slot per header stack.
   Aggregates are flattened depth-first, so each occupies a contiguous slot range (copy =
   one slice assignment). Stacks have equal element strides (``stack[i]`` = element 0's
-  slot + ``i * stride``). The first four slots hold the packet context (the Packet, the
-  received bytes, the parser cursor in bits, the deparser output) so that every closure
-  takes a single argument. A packet's PHV is ``template[:]``.
+  slot + ``i * stride``). The first four slots hold the packet context (the Packet while
+  a block runs, the received bytes, the parser cursor in bits, the deparser output) so that
+  every closure takes a single argument. A packet's PHV is ``template[:]``.
 * **Values** (``exprs.py``): ``bit<w>`` are ints in ``[0, 2**w)``; ``int<w>`` are held
   *signed* (wrap with ``((x + h) & m) - h``); ``bool`` is a Python bool (0/1 in slots is
   equivalent); ``error`` members are numbered in declaration order (``NoError`` = 0, core

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from p4switch.frontend import types as T
 
 # Per-packet context kept in the PHV itself (closures take only the PHV).
-SLOT_PKT = 0  # the Packet object (externs record clone/digest/truncate requests on it)
+SLOT_PKT = 0  # the Packet object while a block runs (externs record clone/digest/... requests on it)
 SLOT_DATA = 1  # the received bytes being parsed
 SLOT_CURSOR = 2  # parser cursor, in bits from the start of SLOT_DATA
 SLOT_OUT = 3  # deparser output: list of byte strings

@@ -257,7 +257,6 @@ class V1Pipeline:
         """A packet received on ``ingress_port`` at ``now_us`` (µs)."""
         pkt = Packet(self, bytes(data), now_us)
         p = pkt.phv
-        p[SLOT_PKT] = pkt
         p[SLOT_DATA] = pkt.data
         p[self._s_ingress_port] = ingress_port & 0x1FF
         p[self._s_instance_type] = instance_type
@@ -268,6 +267,7 @@ class V1Pipeline:
         """Run the parser only (sets parser_error on a parser error, never raises for bad input)."""
         p = pkt.phv
         p[SLOT_CURSOR] = 0
+        p[SLOT_PKT] = pkt
         try:
             self._bodies["parser"](p)
         except ParserReject as r:
@@ -276,6 +276,8 @@ class V1Pipeline:
                 p[self._s_parser_error] = r.code
         except Exception as exc:  # noqa: BLE001 - reported with the block name
             raise PipelineRuntimeError(f"parser: {type(exc).__name__}: {exc}") from exc
+        finally:
+            p[SLOT_PKT] = None  # see _run_control
         pkt.payload_offset = min(len(pkt.data), (p[SLOT_CURSOR] + 7) >> 3)
         pkt.parsed = True
 
@@ -285,8 +287,8 @@ class V1Pipeline:
         if self._s_igts is not None:
             p[self._s_igts] = pkt.now_us & 0xFFFFFFFFFFFF
         self.parse(pkt)
-        self._run_control("verify_checksum", p)
-        self._run_control("ingress", p)
+        self._run_control("verify_checksum", pkt)
+        self._run_control("ingress", pkt)
 
     def run_egress(self, pkt: Packet, egress_port: int, now_us: int, enq_timestamp: int = 0,
                    enq_qdepth: int = 0, deq_timedelta: int = 0, deq_qdepth: int = 0,
@@ -304,13 +306,18 @@ class V1Pipeline:
         for (slot, mask), value in zip(self._egress_fields, values):
             if slot >= 0:
                 p[slot] = value & mask
-        self._run_control("egress", p)
-        self._run_control("compute_checksum", p)
+        self._run_control("egress", pkt)
+        self._run_control("compute_checksum", pkt)
 
-    def _run_control(self, role: str, p: list) -> None:
+    def _run_control(self, role: str, pkt: Packet) -> None:
         body = self._bodies[role]
         if body is None:
             return
+        p = pkt.phv
+        # The PHV points to its packet only while a block runs (externs record requests on
+        # it): a lasting Packet <-> PHV cycle would leave every packet to the cyclic GC
+        # instead of being freed by reference counting when the switch lets go of it.
+        p[SLOT_PKT] = pkt
         try:
             body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -319,13 +326,15 @@ class V1Pipeline:
             raise PipelineRuntimeError(f"{role}: header stack index out of bounds (error {r.code})") from r
         except Exception as exc:  # noqa: BLE001 - reported with the block name
             raise PipelineRuntimeError(f"{role}: {type(exc).__name__}: {exc}") from exc
+        finally:
+            p[SLOT_PKT] = None
 
     def deparse(self, pkt: Packet) -> bytes:
         """Valid headers as the deparser emits them, then the unparsed payload (no truncation)."""
         p = pkt.phv
         out: list[bytes] = []
         p[SLOT_OUT] = out
-        self._run_control("deparser", p)
+        self._run_control("deparser", pkt)
         p[SLOT_OUT] = None
         return b"".join(out) + pkt.payload
 
@@ -336,7 +345,6 @@ class V1Pipeline:
         or a unicast copy; the switch sets ``egress_rid``/``instance_type`` as needed."""
         new = Packet(self, pkt.data, pkt.now_us)
         new.phv = list(pkt.phv)
-        new.phv[SLOT_PKT] = new
         new.payload_offset = pkt.payload_offset
         new.parsed = pkt.parsed
         new.clone_request = pkt.clone_request
