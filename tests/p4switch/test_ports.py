@@ -12,6 +12,7 @@ import subprocess
 import threading
 import uuid
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pytest
@@ -143,27 +144,46 @@ def is_test_frame(data: bytes) -> bool:
     return data[12:14] == TEST_ETHERTYPE
 
 
+def raw_peer() -> socket.socket:
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind(("vpeer", ETH_P_ALL))
+    s.settimeout(2.0)
+    return s
+
+
+@contextmanager
+def port_and_peer(ns: str, number: int, on_receive: Callable[[int, bytes], Any],
+                  peer: Callable[[], socket.socket] = raw_peer, **port_options: Any
+                  ) -> Iterator[tuple[RealtimeScheduler, PacketSocketPort, socket.socket]]:
+    """A running loop, a port on ``vport`` and a peer socket, both opened in ``ns``; all closed after."""
+    sched = RealtimeScheduler()
+    sched.start()
+    port = sock = None
+    try:
+        def open_both() -> tuple[PacketSocketPort, socket.socket]:
+            return PacketSocketPort(number, "vport", sched, on_receive=on_receive, **port_options), peer()
+
+        port, sock = in_netns(ns, open_both)
+        yield sched, port, sock
+    finally:
+        if port is not None:
+            sched.run_sync(port.close)
+        if sock is not None:
+            sock.close()
+        sched.stop()
+
+
 @pytest.mark.netns
 @needs_netns
 def test_packet_socket_port_receives_and_sends(veth_ns: str) -> None:
-    sched = RealtimeScheduler()
-    sched.start()
     got: list[tuple[int, bytes, str]] = []
 
     def on_receive(number: int, data: bytes) -> None:
         if is_test_frame(data):
             got.append((number, data, threading.current_thread().name))
 
-    def open_both() -> tuple[PacketSocketPort, socket.socket]:
-        port = PacketSocketPort(7, "vport", sched, on_receive=on_receive, batch=4,
-                                link=LinkModel(bitrate_bps=10_000_000))
-        peer = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-        peer.bind(("vpeer", ETH_P_ALL))
-        peer.settimeout(2.0)
-        return port, peer
-
-    port, peer = in_netns(veth_ns, open_both)
-    try:
+    with port_and_peer(veth_ns, 7, on_receive, batch=4, link=LinkModel(bitrate_bps=10_000_000)) as (
+            sched, port, peer):
         # peer -> port: more frames than one batch, all arrive in order on the loop thread
         n = 20
         for i in range(n):
@@ -192,39 +212,20 @@ def test_packet_socket_port_receives_and_sends(veth_ns: str) -> None:
 
         with pytest.raises(PortError, match="shorter than an Ethernet header"):
             sched.run_sync(port.send, b"\x00" * 5)
-    finally:
-        sched.run_sync(port.close)
-        peer.close()
-        sched.stop()
 
 
 @pytest.mark.netns
 @needs_netns
 def test_port_is_promiscuous(veth_ns: str) -> None:
     """Frames to a MAC that is not the interface's still reach the switch port."""
-    sched = RealtimeScheduler()
-    sched.start()
     got: list[bytes] = []
-    port = peer = None
-    try:
-        def open_both() -> tuple[PacketSocketPort, socket.socket]:
-            p = PacketSocketPort(1, "vport", sched, on_receive=lambda n, d: is_test_frame(d) and got.append(d))
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind(("vpeer", ETH_P_ALL))
-            return p, s
-
-        port, peer = in_netns(veth_ns, open_both)
+    with port_and_peer(veth_ns, 1, lambda n, d: is_test_frame(d) and got.append(d)) as (
+            sched, port, peer):
         out = subprocess.run(["ip", "-n", veth_ns, "-d", "link", "show", "vport"], capture_output=True,
                              text=True, timeout=10).stdout
         assert "promiscuity 1" in out
         peer.send(frame(5))  # dst 02:00:00:00:00:02 is not vport's address
         assert sched.wait_until(lambda: len(got) == 1, timeout=5)
-    finally:
-        if port is not None:
-            sched.run_sync(port.close)
-        if peer is not None:
-            peer.close()
-        sched.stop()
 
 
 # ---- finishing checksum and segmentation offloads (virtio_net_hdr) ------------------------------
@@ -446,20 +447,13 @@ def test_port_finishes_the_checksum_of_kernel_udp(veth_ns: str) -> None:
     mac = subprocess.run(["ip", "netns", "exec", veth_ns, "cat", "/sys/class/net/vport/address"],
                          capture_output=True, text=True, timeout=10, check=True).stdout.strip()
     ip("-n", veth_ns, "neigh", "replace", "10.200.0.2", "lladdr", mac, "dev", "vpeer", "nud", "permanent")
-    sched = RealtimeScheduler()
-    sched.start()
     got: list[bytes] = []
 
     def is_ours(d: bytes) -> bool:
         return len(d) >= 42 and d[12:14] == b"\x08\x00" and d[23] == 17 and d[36:38] == (5999).to_bytes(2, "big")
 
-    port = sender = None
-    try:
-        def open_both() -> tuple[PacketSocketPort, socket.socket]:
-            p = PacketSocketPort(1, "vport", sched, on_receive=lambda n, d: is_ours(d) and got.append(d))
-            return p, socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-
-        port, sender = in_netns(veth_ns, open_both)
+    with port_and_peer(veth_ns, 1, lambda n, d: is_ours(d) and got.append(d),
+                       peer=lambda: socket.socket(socket.AF_INET, socket.SOCK_DGRAM)) as (sched, port, sender):
         assert port.vnet_hdr
         for size in (1, 100, 1001):
             sender.sendto(b"u" * size, ("10.200.0.2", 5999))
@@ -467,30 +461,15 @@ def test_port_finishes_the_checksum_of_kernel_udp(veth_ns: str) -> None:
         assert all(l4_checksum_ok(d) for d in got)
         assert port.stats.rx_csum_completed >= 3  # they came unfinished: the premise holds
         assert port.stats.rx_dropped == {}
-    finally:
-        if port is not None:
-            sched.run_sync(port.close)
-        if sender is not None:
-            sender.close()
-        sched.stop()
 
 
 @pytest.mark.netns
 @needs_netns
 def test_a_frame_longer_than_the_receive_buffer_is_dropped_counted_and_logged(
         veth_ns: str, caplog: pytest.LogCaptureFixture) -> None:
-    sched = RealtimeScheduler()
-    sched.start()
     got: list[bytes] = []
-    port = peer = None
-    try:
-        def open_both() -> tuple[PacketSocketPort, socket.socket]:
-            p = PacketSocketPort(4, "vport", sched, on_receive=lambda n, d: is_test_frame(d) and got.append(d))
-            s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
-            s.bind(("vpeer", ETH_P_ALL))
-            return p, s
-
-        port, peer = in_netns(veth_ns, open_both)
+    with port_and_peer(veth_ns, 4, lambda n, d: is_test_frame(d) and got.append(d)) as (
+            sched, port, peer):
 
         def shrink() -> None:  # a small buffer stands in for a frame longer than 128 KiB
             port._buf = bytearray(300)
@@ -504,9 +483,3 @@ def test_a_frame_longer_than_the_receive_buffer_is_dropped_counted_and_logged(
         assert int.from_bytes(got[0][14:18], "big") == 2 and len(got[0]) == 100
         assert port.stats.rx_dropped == {"truncated": 1}
         assert "port 4 (vport): received frame dropped (truncated): a frame of 500 bytes" in caplog.text
-    finally:
-        if port is not None:
-            sched.run_sync(port.close)
-        if peer is not None:
-            peer.close()
-        sched.stop()
