@@ -1,23 +1,20 @@
 """``hbh p4 ...``: check a P4_16 program, write its P4Info.
 
 Errors in the program print as ``file:line:col: error: message`` with the source line and
-a caret, and the command exits 1; a pass that is not installed yet exits 2 with a clear
-message. Internal failures print one line (exit 3) unless ``P4SWITCH_TRACEBACK=1``.
+a caret, and the command exits 1; bad usage exits 2 (argparse). Internal failures print
+one line (exit 3) unless ``P4SWITCH_TRACEBACK=1``.
 """
 
 from __future__ import annotations
 
 import argparse
-import importlib
-import importlib.util
 import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-EXIT_OK, EXIT_ERRORS, EXIT_MISSING, EXIT_INTERNAL = 0, 1, 2, 3
-P4INFO_MODULE = "p4switch.frontend.p4info"
+EXIT_OK, EXIT_ERRORS, EXIT_INTERNAL = 0, 1, 3
 
 
 def register(subparsers: Any) -> None:
@@ -73,46 +70,33 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
     return run
 
 
-def _front_end(args: argparse.Namespace) -> tuple[Any, Any] | None:
-    """Parse and check; returns (program, checked) or None if the checker is missing."""
-    from p4switch.frontend import check_program, checker_available
+def _front_end(args: argparse.Namespace) -> Any:
+    """Preprocess, parse and check; returns the ``CheckedProgram`` (warnings printed)."""
+    from p4switch.frontend import check_program
     from p4switch.frontend.parser import parse_preprocessed
     from p4switch.frontend.preprocess import preprocess_file
 
     pp = preprocess_file(args.file, args.include_dirs, args.defines)
     for w in pp.warnings:
         _print_diagnostics(w)
-    program = parse_preprocessed(pp)
-    if not checker_available():
-        return program, None
-    checked = check_program(program)
-    for w in getattr(checked, "warnings", None) or []:
+    checked = check_program(parse_preprocessed(pp))
+    for w in checked.warnings:
         _print_diagnostics(w)
-    return program, checked
+    return checked
 
 
 @_guarded
 def run_check(args: argparse.Namespace) -> int:
-    program, checked = _front_end(args)
-    if checked is None:
-        print(f"{args.file}: parsed {len(program.declarations)} declarations; "
-              "type checking is not available yet (p4switch.frontend.check)", file=sys.stderr)
-        return EXIT_MISSING
+    _front_end(args)
     print(f"{args.file}: ok")
     return EXIT_OK
 
 
 @_guarded
 def run_info(args: argparse.Namespace) -> int:
-    _program, checked = _front_end(args)
-    if checked is None:
-        print("error: P4Info needs the type checker (p4switch.frontend.check), "
-              "which is not implemented yet", file=sys.stderr)
-        return EXIT_MISSING
-    if importlib.util.find_spec(P4INFO_MODULE) is None:
-        print(f"error: P4Info generation ({P4INFO_MODULE}) is not implemented yet", file=sys.stderr)
-        return EXIT_MISSING
-    p4info = importlib.import_module(P4INFO_MODULE).build_p4info(checked)
+    from p4switch.frontend.p4info import build_p4info
+
+    p4info = build_p4info(_front_end(args))
     data = _serialize(p4info, args.format)
     try:
         Path(args.output).write_bytes(data)

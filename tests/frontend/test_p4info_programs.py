@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from p4switch.frontend import ast, checker_available, compile_file
+from p4switch.frontend import ast, compile_file
 from p4switch.frontend.errors import P4Error
 from p4switch.frontend.p4info import (
     PREFIX_ACTION,
@@ -35,7 +35,6 @@ FEATURES = ROOT / "tests" / "p4programs" / "features.p4"
 MF = p4info_pb2.MatchField
 REF = p4info_pb2.ActionRef
 
-pytestmark = pytest.mark.skipif(not checker_available(), reason="the checker is not installed yet")
 
 
 def _compile(path: Path):

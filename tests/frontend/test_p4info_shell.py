@@ -13,14 +13,13 @@ import google.protobuf.text_format
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from p4switch.frontend import checker_available, compile_file
+from p4switch.frontend import compile_file
 from p4switch.frontend.p4info import build_p4info, read_p4info, write_p4info
 from tests.frontend.test_p4info_programs import assert_ids_well_formed
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = [ROOT / "p4src" / "alinea.p4", *sorted((ROOT / "tests" / "p4programs").glob("*.p4"))]
 
-pytestmark = pytest.mark.skipif(not checker_available(), reason="the checker is not installed yet")
 
 MF = p4info_pb2.MatchField
 
