@@ -121,6 +121,11 @@ class ParserCompiler:
                 ks = list(ks[0].elements)
             if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.DefaultExpr | ast.DontCareExpr):
                 ks = ks * n
+            if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.PathExpr):
+                vs = sc.find(ks[0].decl) if ks[0].decl is not None else None
+                if isinstance(vs, ValueSet):  # one value set of structs against the whole tuple
+                    cases.append(([("vs_tuple", vs)], self._target(case.state, states, reject)))
+                    continue
             if len(ks) != n:
                 raise PipelineError(case.loc, f"pipeline: keyset has {len(ks)} components, select has {n}")
             tests = [self._keyset(k, sel.selectors[i], sc) for i, k in enumerate(ks)]
@@ -207,6 +212,8 @@ def _raising(exc: ParserReject) -> State:
 
 
 def _matches(tests: list[tuple], key: tuple) -> bool:
+    if tests[0][0] == "vs_tuple":
+        return tests[0][1].matches(key)
     for t, k in zip(tests, key):
         kind = t[0]
         if kind == "any":

@@ -254,6 +254,9 @@ class StmtChecker(Core):
                 keys[0].type = types[0] if len(types) == 1 else T.TupleType(tuple(types))
                 default_seen = True
                 continue
+            if len(keys) == 1 and len(types) > 1 and isinstance(keys[0], ast.PathExpr) and self._value_set_key(
+                    keys[0], T.TupleType(tuple(types)), ctx, True):
+                continue  # one value set whose struct elements match the whole selector tuple
             if len(keys) != len(types):
                 self.error(case.loc, f"wrong number of keyset expressions: the select has {len(types)} "
                                      f"selector(s), this case has {len(keys)}")
@@ -292,7 +295,7 @@ class StmtChecker(Core):
         k.type = vt
         if not ok:
             self.error(k.loc, f"value set '{k.name}' can only be used in a select case")
-        elif isinstance(vt, T.ValueSetType) and vt.element != t and not is_unknown(vt.element):
+        elif isinstance(vt, T.ValueSetType) and not is_unknown(vt.element) and not _value_set_fits(vt.element, t):
             self.error(k.loc, f"value set '{k.name}' holds {vt.element}, but the selector has type {t}")
         return True
 
@@ -346,3 +349,14 @@ _STMTS = {
     ast.ConstDecl: StmtChecker._const,
     ast.TransitionStmt: StmtChecker._transition_stmt,
 }
+
+
+def _value_set_fits(element: T.Type, selector: T.Type) -> bool:
+    """A value set matches a selector of its element type, or a struct whose fields (e.g. with
+    ``@match`` kinds) have the selector's component types in order (one selector or a tuple)."""
+    if element == selector:
+        return True
+    if not isinstance(element, T.StructType):
+        return False
+    wanted = selector.elements if isinstance(selector, T.TupleType) else (selector,)
+    return tuple(ft for _, ft in element.fields) == tuple(wanted)
