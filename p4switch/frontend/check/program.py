@@ -325,7 +325,7 @@ class Summarizer:
             if node is None:
                 return None
             if isinstance(node, ast.ConstructorCallExpr):
-                return self._instance(node, prefix, f"{fqn}.{role}")
+                return self._instance(node, prefix, _inline_instance_name(t, role, fqn, prefix))
             return self.instances.get(id(node)) or self._instance(node, self._prefix_of(node, prefix))
 
         self.tables.append(TableInfo(
@@ -381,3 +381,17 @@ def name_annotation_key(el: ast.KeyElement) -> str:
 
 
 __all__ = ["CheckedProgram", "name_annotation"]
+
+
+def _inline_instance_name(table: ast.TableDecl, role: str, fqn: str, prefix: str | None) -> str:
+    """Name of an instance constructed in a table property (``implementation = action_selector(...)``):
+    the property's ``@name`` as p4c uses it (relative to the control, or absolute with a leading
+    dot), else ``<table>.<property>``."""
+    prop = next((p for p in table.properties if p.name == role), None)
+    ann = ast.find_annotation(prop.annotations, "name") if prop is not None else None
+    given = ann.string_arg() if ann is not None else None
+    if given is None:
+        return f"{fqn}.{role}"
+    if given.startswith("."):
+        return given[1:]
+    return f"{prefix}.{given}" if prefix else given
