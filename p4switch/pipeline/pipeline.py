@@ -10,6 +10,7 @@ architecture around the traffic manager) strings together.
 from __future__ import annotations
 
 import random
+from collections.abc import Callable
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
@@ -208,10 +209,10 @@ class V1Pipeline:
         self._s_igts = s.get("ingress_global_timestamp")
         self._s_egts = s.get("egress_global_timestamp")
         self._s_parser_error = s.get("parser_error")
-        self._egress_fields = tuple(
-            (s.get(n, -1), self.std_masks.get(n, 0))
-            for n in ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
-                      "deq_qdepth", "egress_rid"))
+        self._set_egress_fields = _std_setter(
+            [(s.get(n), self.std_masks.get(n, 0))
+             for n in ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
+                       "deq_qdepth", "egress_rid")])
 
     # ------------------------------------------------------------------ loading
 
@@ -298,14 +299,11 @@ class V1Pipeline:
         Clears a clone request left from ingress (the switch has consumed it), so
         ``pkt.clone_request`` afterwards is egress's (E2E) one.
         """
-        p = pkt.phv
         pkt.now_us = now_us
         pkt.clone_request = None
         pkt.recirculate = None
-        values = (egress_port, now_us, enq_timestamp, enq_qdepth, deq_timedelta, deq_qdepth, egress_rid)
-        for (slot, mask), value in zip(self._egress_fields, values):
-            if slot >= 0:
-                p[slot] = value & mask
+        self._set_egress_fields(pkt.phv, egress_port, now_us, enq_timestamp, enq_qdepth, deq_timedelta, deq_qdepth,
+                                egress_rid)
         self._run_control("egress", pkt)
         self._run_control("compute_checksum", pkt)
 
@@ -336,7 +334,8 @@ class V1Pipeline:
         p[SLOT_OUT] = out
         self._run_control("deparser", pkt)
         p[SLOT_OUT] = None
-        return b"".join(out) + pkt.payload
+        out.append(pkt.payload)
+        return b"".join(out)
 
     # ------------------------------------------------------------------ copies
 
@@ -478,6 +477,19 @@ class V1Pipeline:
 
     def error_name(self, code: int) -> str:
         return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
+
+
+def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:
+    """``set(phv, v0, v1, ...)`` storing ``v_i & mask_i`` into slot ``i`` of ``fields``
+    ((slot, mask) pairs; slot None: the program's standard_metadata lacks the field, the
+    value is ignored). Generated once because it runs per packet: straight-line stores cost
+    a third of a loop over the pairs."""
+    params = [f"v{i}" for i in range(len(fields))]
+    body = [f"    p[{slot}] = v{i} & {mask}" for i, (slot, mask) in enumerate(fields) if slot is not None]
+    src = f"def set_fields(p, {', '.join(params)}):\n" + ("\n".join(body) or "    pass") + "\n"
+    namespace: dict[str, Any] = {}
+    exec(src, namespace)  # noqa: S102 - source built above from ints only
+    return namespace["set_fields"]
 
 
 def _scope_values(sc: Scope) -> list[Any]:
