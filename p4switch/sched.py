@@ -233,8 +233,14 @@ class VirtualScheduler:
     def run(self, max_events: int | None = None) -> int:
         """Run until nothing is pending (or ``max_events`` ran); returns the count run."""
         count = 0
-        step = self.step
-        while (max_events is None or count < max_events) and step():
+        pop = self._events.pop
+        while max_events is None or count < max_events:
+            handle = pop()  # step() inlined: this loop runs every event of a simulation
+            if handle is None:
+                break
+            if handle.when > self._now:
+                self._now = handle.when
+            handle._fn(*handle._args)
             count += 1
         return count
 
@@ -287,6 +293,7 @@ class RealtimeScheduler:
         if self._timerfd is not None:
             self._selector.register(self._timerfd.fileno(), selectors.EVENT_READ, (self._timer_fired, ()))
         self._thread: threading.Thread | None = None
+        self._loop_ident: int | None = None  # threading.get_ident() of the loop while it runs
         self._running = False
         self._closed = False
         self._on_error = on_error or self._log_error
@@ -302,11 +309,15 @@ class RealtimeScheduler:
 
     # ---- scheduling --------------------------------------------------------------------
     def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
-        _check_time(t_ns, "t_ns")
+        if type(t_ns) is not int:  # noqa: E721 - the fast path; _check_time says what is wrong
+            _check_time(t_ns, "t_ns")
+        if threading.get_ident() == self._loop_ident:  # the loop looks at its timers before it sleeps
+            with self._lock:
+                return self._events.push(t_ns, fn, args)
         with self._lock:
             earliest = self._events.next_due()
             handle = self._events.push(t_ns, fn, args)
-        if not self.in_loop_thread() and (earliest is None or t_ns < earliest):
+        if earliest is None or t_ns < earliest:
             self._wake()
         return handle
 
@@ -440,7 +451,7 @@ class RealtimeScheduler:
         return self._closed
 
     def in_loop_thread(self) -> bool:
-        return self._thread is not None and threading.current_thread() is self._thread
+        return threading.get_ident() == self._loop_ident
 
     def __enter__(self) -> RealtimeScheduler:
         self.start()
@@ -455,10 +466,14 @@ class RealtimeScheduler:
             os.write(self._wake_w, b"\0")
 
     def _loop(self) -> None:
-        while self._running:
-            self._run_soon()
-            more = self._run_due_timers()
-            self._poll(0.0 if more else self._wait_s())
+        self._loop_ident = threading.get_ident()
+        try:
+            while self._running:
+                self._run_soon()
+                more = self._run_due_timers()
+                self._poll(0.0 if more else self._wait_s())
+        finally:
+            self._loop_ident = None  # a later thread may get the same ident
 
     def _wait_s(self) -> float | None:
         """How long the next poll may block: 0 to spin, None to block (the timerfd wakes us)."""
@@ -546,7 +561,7 @@ class RealtimeScheduler:
                         return False
                 handle = self._events.pop()
             if handle is not None:
-                self._guarded(handle._run, ())
+                self._guarded(handle._fn, handle._args)
             now = self.now_ns()
             if now - start >= self.TURN_BUDGET_NS:
                 return True

@@ -272,7 +272,7 @@ class TrafficManager:
         stats.enqueued += 1
         if p.occupancy > stats.max_depth:
             stats.max_depth = p.occupancy
-        self._arm(port, p)
+        self._arm(port, p, now)
         return True
 
     def _serve(self, port: int) -> None:
@@ -324,8 +324,9 @@ class TrafficManager:
         if p is not None:
             self._arm(port, p)
 
-    def _arm(self, port: int, p: _Port) -> None:
-        """(Re)arm the port's single wake-up at the earliest time a queue may be served."""
+    def _arm(self, port: int, p: _Port, now: int | None = None) -> None:
+        """(Re)arm the port's single wake-up at the earliest time a queue may be served
+        (``now``: the caller's reading of the clock in this callback, if it has one)."""
         t = None
         for q in p.queues:
             if q.items:
@@ -342,7 +343,8 @@ class TrafficManager:
                 wake.cancel()
                 p.wake = None
             return
-        now = self._sched.now_ns()
+        if now is None:
+            now = self._sched.now_ns()
         if t < now:
             t = now
         if wake is not None:
