@@ -12,7 +12,7 @@ read with a match no entry has.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from p4.v1 import p4runtime_pb2 as pb
@@ -140,17 +140,21 @@ def _counter_data(unit: CounterUnit, packets: int, nbytes: int) -> pb.CounterDat
                                nbytes if unit != CounterUnit.PACKETS else 0)
 
 
-def _read_counters(state: RuntimeState, ce: pb.CounterEntry, now_ns: int) -> list[pb.Entity]:
-    arrays = [_get(state.counters, ce.counter_id, "counter")] if ce.counter_id else state.counters.values()
-    out = []
-    for arr in arrays:
-        if ce.counter_id and ce.HasField("index"):
-            indices: Iterable[int] = [check_index(arr.name, ce.index.index, arr.size)]
+def _cells(arrays: Mapping[int, Any], array_id: int, entry: Any, what: str) -> Iterator[tuple[Any, int]]:
+    """(array, index) pairs a read names: id 0 = every array, no index = every cell (P4Runtime
+    wildcards); an index is only meaningful with an id."""
+    for arr in [_get(arrays, array_id, what)] if array_id else arrays.values():
+        if array_id and entry.HasField("index"):
+            yield arr, check_index(arr.name, entry.index.index, arr.size)
         else:
-            indices = range(arr.size)
-        for i in indices:
-            data = _counter_data(arr.unit, arr.packets[i], arr.bytes[i])
-            out.append(pb.Entity(counter_entry=pb.CounterEntry(counter_id=arr.id, index=pb.Index(index=i), data=data)))
+            yield from ((arr, i) for i in range(arr.size))
+
+
+def _read_counters(state: RuntimeState, ce: pb.CounterEntry, now_ns: int) -> list[pb.Entity]:
+    out = []
+    for arr, i in _cells(state.counters, ce.counter_id, ce, "counter"):
+        data = _counter_data(arr.unit, arr.packets[i], arr.bytes[i])
+        out.append(pb.Entity(counter_entry=pb.CounterEntry(counter_id=arr.id, index=pb.Index(index=i), data=data)))
     return out
 
 
@@ -185,21 +189,15 @@ def _read_direct_counters(state: RuntimeState, dce: pb.DirectCounterEntry, now_n
 
 
 def _read_meters(state: RuntimeState, me: pb.MeterEntry, now_ns: int) -> list[pb.Entity]:
-    arrays = [_get(state.meters, me.meter_id, "meter")] if me.meter_id else state.meters.values()
     out = []
-    for arr in arrays:
-        if me.meter_id and me.HasField("index"):
-            indices: Iterable[int] = [check_index(arr.name, me.index.index, arr.size)]
-        else:
-            indices = range(arr.size)
-        for i in indices:
-            msg = pb.MeterEntry(meter_id=arr.id, index=pb.Index(index=i))
-            cfg = arr.config(i)
-            if cfg is not None:
-                msg.config.CopyFrom(encode_meter_config(cfg))
-            if me.HasField("counter_data"):
-                msg.counter_data.CopyFrom(encode_meter_counter_data(arr.cell(i)))
-            out.append(pb.Entity(meter_entry=msg))
+    for arr, i in _cells(state.meters, me.meter_id, me, "meter"):
+        msg = pb.MeterEntry(meter_id=arr.id, index=pb.Index(index=i))
+        cfg = arr.config(i)
+        if cfg is not None:
+            msg.config.CopyFrom(encode_meter_config(cfg))
+        if me.HasField("counter_data"):
+            msg.counter_data.CopyFrom(encode_meter_counter_data(arr.cell(i)))
+        out.append(pb.Entity(meter_entry=msg))
     return out
 
 
@@ -220,21 +218,14 @@ def _read_direct_meters(state: RuntimeState, dme: pb.DirectMeterEntry, now_ns: i
 
 
 def _read_registers(state: RuntimeState, re: pb.RegisterEntry, now_ns: int) -> list[pb.Entity]:
-    arrays = [_get(state.registers, re.register_id, "register")] if re.register_id else state.registers.values()
     out = []
-    for arr in arrays:
+    for arr, i in _cells(state.registers, re.register_id, re, "register"):
         spec = state.register_specs[arr.id]
         if bitstring_width(spec) is None:
             raise StateError(Code.UNIMPLEMENTED, f"register '{arr.name}': only bit<W>, int<W> and bool cells are readable")
-        if re.register_id and re.HasField("index"):
-            indices: Iterable[int] = [check_index(arr.name, re.index.index, arr.size)]
-        else:
-            indices = range(arr.size)
-        for i in indices:
-            value = arr.get(i)
-            data = encode_p4data(bool(value) if spec.HasField("bool") else value, spec, state.p4info)
-            msg = pb.RegisterEntry(register_id=arr.id, index=pb.Index(index=i), data=data)
-            out.append(pb.Entity(register_entry=msg))
+        value = arr.get(i)
+        data = encode_p4data(bool(value) if spec.HasField("bool") else value, spec, state.p4info)
+        out.append(pb.Entity(register_entry=pb.RegisterEntry(register_id=arr.id, index=pb.Index(index=i), data=data)))
     return out
 
 
