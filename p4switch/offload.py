@@ -22,6 +22,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
+from p4switch.pipeline.algorithms import reflected_crc_table
+
 # struct virtio_net_hdr (include/uapi/linux/virtio_net.h), in host byte order for a packet socket
 VNET_HDR_LEN = 10
 VIRTIO_NET_HDR_F_NEEDS_CSUM = 1
@@ -119,23 +121,13 @@ def _complete_crc32c(frame: Buffer, csum_start: int, at: int) -> None:
     struct.pack_into("<I", frame, at, crc32c(frame[csum_start:]))  # RFC 9260 B: sent least significant byte first
 
 
-def _crc32c_table() -> list[int]:
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
-        table.append(c)
-    return table
-
-
 _CRC32C: list[int] = []
 
 
 def crc32c(data: bytes | Buffer) -> int:
     """CRC32c (Castagnoli, reflected, as SCTP and iSCSI use it); slow, SCTP frames only."""
     if not _CRC32C:
-        _CRC32C.extend(_crc32c_table())
+        _CRC32C.extend(reflected_crc_table(0x82F63B78))
     table, crc = _CRC32C, 0xFFFFFFFF
     for byte in bytes(data):
         crc = table[(crc ^ byte) & 0xFF] ^ (crc >> 8)

@@ -57,17 +57,18 @@ def csum16(value: int, nbits: int) -> int:
     return csum16_bytes(to_bytes(value, nbits, 16))
 
 
-def _crc16_table() -> list[int]:
+def reflected_crc_table(poly: int) -> list[int]:
+    """Byte-at-a-time table of a reflected CRC with the (bit-reversed) polynomial ``poly``."""
     table = []
     for i in range(256):
         c = i
         for _ in range(8):
-            c = (c >> 1) ^ 0xA001 if c & 1 else c >> 1
+            c = (c >> 1) ^ poly if c & 1 else c >> 1
         table.append(c)
     return table
 
 
-_CRC16_TABLE = _crc16_table()
+_CRC16_TABLE = reflected_crc_table(0xA001)
 
 
 def crc16_bytes(data: bytes, crc: int = 0) -> int:
