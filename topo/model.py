@@ -1,0 +1,212 @@
+"""A topology as the backends use it: nodes, links, flows, ALINEA parameters, events.
+
+Why a model apart from the YAML: both backends (sim, netns) and the runner read the same
+resolved, validated objects; the loader (``topo.schema``) is the only code that knows the
+file format. Everything derived -- port numbers, addresses, routes -- is computed here, once,
+deterministically (so two runs of the same file build the same network).
+
+Addressing (documented in docs/topologies.md):
+
+* a switch's ports are numbered 1, 2, ... in the order its links appear in the file;
+* node ids are 1-based positions in the file's ``nodes`` mapping; a switch port's MAC is
+  ``02:00:00:00:<node id>:<port>``, a host's ``02:00:00:01:<node id>:00``;
+* a host's IPv4 address is ``10.0.<node id>.1`` (routes are /32 per host);
+* routes are shortest paths by hop count, ties broken by neighbour name, computed per
+  destination so that every switch's next hop agrees with every flow's path.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+from controlplane.params import LawParams, PortParams
+
+__all__ = ["Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS"]
+
+#: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
+CONTROLS = ("alinea", "fixed")
+
+
+@dataclass(frozen=True)
+class Node:
+    name: str
+    kind: Literal["host", "switch"]
+    index: int  # 1-based position in the file: node id, addresses
+    receive_buffer: int | None = None  # hosts: application buffer (packets); None: no buffer, no reports
+    playout_bps: float | None = None  # hosts: rate the application drains that buffer at
+    line: int = 0
+
+    @property
+    def is_switch(self) -> bool:
+        return self.kind == "switch"
+
+
+@dataclass(frozen=True)
+class Link:
+    a: str
+    b: str
+    rate_bps: float
+    delay_ns: int
+    buffer: int  # packets: the modelled incoming buffer at each end (switch port or host)
+    line: int = 0
+
+    @property
+    def ends(self) -> tuple[str, str]:
+        return (self.a, self.b)
+
+    def other(self, name: str) -> str:
+        return self.b if name == self.a else self.a
+
+
+@dataclass(frozen=True)
+class Flow:
+    name: str
+    src: str
+    dst: str
+    control: str  # one of CONTROLS
+    start_ns: int
+    stop_ns: int | None  # None: until the end of the run
+    packet_size: int  # bytes of the whole frame (Ethernet header included)
+    r_max_bps: float | None = None  # the connection's R_max (ALINEA), None: the links decide
+    rate_bps: float | None = None  # fixed: the sending rate
+    path: tuple[str, ...] = ()  # node names src .. dst, filled by Topology
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Event:
+    """A change during a run: a link's rate, or ALINEA parameters of some directed links."""
+
+    at_ns: int
+    kind: Literal["link_rate", "alinea"]
+    link: tuple[str, str] | None = None  # link_rate
+    rate_bps: float | None = None  # link_rate
+    targets: tuple[tuple[str, str], ...] = ()  # alinea: (node, toward) pairs it applies to
+    law_changes: tuple[tuple[str, float], ...] = ()  # alinea: LawParams field -> value
+    interval_us: int | None = None  # alinea: new report interval of the targets' downstream ports
+    line: int = 0
+
+
+@dataclass(frozen=True)
+class Options:
+    report_loss: float = 0.0  # fraction of ALINEA reports lost at random on every link
+
+
+@dataclass
+class Topology:
+    """The resolved topology. ``law`` and ``ports`` are keyed by directed link.
+
+    * ``law[(u, v)]`` -- the parameters of the law ``u`` runs on ``v``'s reports (``u`` sets its
+      rate toward ``v``); present for every directed link whose downstream end ``v`` reports
+      (a switch, or a host with a receive buffer).
+    * ``ports[(v, u)]`` -- ``v``'s modelled incoming buffer on the link from ``u`` (capacity =
+      the link's buffer, report interval); present for every switch ``v`` and neighbour ``u``.
+    """
+
+    name: str
+    source: str
+    nodes: dict[str, Node]
+    links: list[Link]
+    flows: list[Flow]
+    law: dict[tuple[str, str], LawParams]
+    ports: dict[tuple[str, str], PortParams]
+    events: list[Event] = field(default_factory=list)
+    options: Options = field(default_factory=Options)
+    description: str = ""
+
+    def __post_init__(self) -> None:
+        self._port_numbers: dict[tuple[str, str], int] = {}
+        counters: dict[str, int] = {}
+        for link in self.links:
+            for end, other in ((link.a, link.b), (link.b, link.a)):
+                counters[end] = counters.get(end, 0) + 1
+                self._port_numbers[(end, other)] = counters[end]
+        self._next_hop = {dst: self._tree_toward(dst) for dst, n in self.nodes.items() if not n.is_switch}
+
+    # ---- structure -------------------------------------------------------------------------------
+    @property
+    def switches(self) -> list[Node]:
+        return [n for n in self.nodes.values() if n.is_switch]
+
+    @property
+    def hosts(self) -> list[Node]:
+        return [n for n in self.nodes.values() if not n.is_switch]
+
+    def neighbours(self, name: str) -> list[str]:
+        return [link.other(name) for link in self.links if name in link.ends]
+
+    def link_between(self, a: str, b: str) -> Link:
+        for link in self.links:
+            if {a, b} == set(link.ends):
+                return link
+        raise KeyError(f"no link between {a} and {b}")
+
+    def port(self, node: str, neighbour: str) -> int:
+        """``node``'s port number on the link to ``neighbour`` (hosts have one port, 1)."""
+        return self._port_numbers[(node, neighbour)]
+
+    def neighbour_on(self, node: str, port: int) -> str:
+        for (n, other), number in self._port_numbers.items():
+            if n == node and number == port:
+                return other
+        raise KeyError(f"{node} has no port {port}")
+
+    def reports(self, name: str) -> bool:
+        """Does ``name`` report its buffer occupancy upstream (switches, hosts with a buffer)?"""
+        node = self.nodes[name]
+        return node.is_switch or node.receive_buffer is not None
+
+    # ---- addresses -------------------------------------------------------------------------------
+    def mac(self, node: str, neighbour: str | None = None) -> int:
+        n = self.nodes[node]
+        if n.is_switch:
+            if neighbour is None:
+                raise ValueError(f"switch {node}: a MAC belongs to a port, name the neighbour")
+            return (0x02_00_00_00 << 16) | (n.index << 8) | self.port(node, neighbour)
+        return (0x02_00_00_01 << 16) | (n.index << 8)
+
+    def ip(self, host: str) -> int:
+        return (10 << 24) | (self.nodes[host].index << 8) | 1
+
+    # ---- routes ----------------------------------------------------------------------------------
+    def _tree_toward(self, dst: str) -> dict[str, str]:
+        """Next hop toward ``dst`` from every node that can reach it (BFS from dst, ties by name).
+
+        Hosts never forward, so they are leaves of the tree (except ``dst`` itself).
+        """
+        nxt: dict[str, str] = {}
+        dist = {dst: 0}
+        queue = deque([dst])
+        while queue:
+            cur = queue.popleft()
+            if cur != dst and not self.nodes[cur].is_switch:
+                continue
+            for nb in sorted(self.neighbours(cur)):
+                if nb not in dist:
+                    dist[nb] = dist[cur] + 1
+                    nxt[nb] = cur
+                    queue.append(nb)
+        return nxt
+
+    def next_hop(self, node: str, dst_host: str) -> str | None:
+        return self._next_hop[dst_host].get(node)
+
+    def path(self, src: str, dst: str) -> tuple[str, ...] | None:
+        """Node names from ``src`` to host ``dst`` along the routes, None if unreachable."""
+        hops = [src]
+        while hops[-1] != dst:
+            nxt = self.next_hop(hops[-1], dst)
+            if nxt is None or len(hops) > len(self.nodes):
+                return None
+            hops.append(nxt)
+        return tuple(hops)
+
+    def directed_links(self) -> list[tuple[str, str]]:
+        """Every (upstream, downstream) pair that some flow uses, in a stable order."""
+        seen: dict[tuple[str, str], None] = {}
+        for flow in self.flows:
+            for u, v in zip(flow.path, flow.path[1:]):
+                seen[(u, v)] = None
+        return list(seen)
