@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from controlplane.p4runtime_client import clone_session
+from controlplane.params import LawParams, law_to_action
 
 #: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
 REPORT_SESSION_BASE = 1000
@@ -30,10 +31,16 @@ def model_port(client: Any, port: int, *, capacity_pkts: int, report_interval_us
     client.insert(clone_session(REPORT_SESSION_BASE + port, [(port, 1)]))
 
 
-def accept_reports(client: Any, port: int) -> None:
-    """Reports arriving on ``port`` come from a downstream neighbour: hand them to the controller."""
-    client.insert_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": port},
-                        "MyIngress.report_to_cpu")
+def accept_reports(client: Any, port: int, law: LawParams | None = None) -> None:
+    """Reports arriving on ``port`` come from a downstream neighbour: hand them to the controller,
+    with the parameters of the law that regulates this switch's rate out of ``port``."""
+    client.insert(report_entry(client, port, law or LawParams()))
+
+
+def report_entry(client: Any, port: int, law: LawParams) -> Any:
+    """The ``report_ingress`` entry of ``port`` holding ``law`` (for INSERT or MODIFY)."""
+    return client.names.table_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": port},
+                                    "MyIngress.report_to_cpu", law_to_action(law))
 
 
 def ip_int(text: str) -> int:

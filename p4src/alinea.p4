@@ -78,8 +78,18 @@ error {
    PacketIn.metadata). */
 @controller_header("packet_in")
 header packet_in_t {
-    port_t ingress_port;    // port the frame arrived on
-    bit<7> _pad;            // zero, pads the header to 2 bytes
+    port_t  ingress_port;   // port the frame arrived on
+    bit<7>  _pad;           // zero, pads the first two bytes
+    /* For a report: the ALINEA law parameters the control plane stored
+       for the port it arrived on (MyIngress.report_ingress), so that the
+       switch agent always runs with what the switch holds. */
+    bit<32> o_min_ppm;      // O_min, parts per million of the buffer
+    bit<32> o_max_ppm;      // O_max, parts per million of the buffer
+    bit<48> w_max_bps;      // W_max, b/s per unit of occupancy error
+    bit<48> w_min_bps;      // W_min, b/s per unit of occupancy error
+    bit<48> k_p_bps;        // PI damping gain, b/s per unit (0: none)
+    bit<48> r_max_bps;      // R_max, b/s
+    bit<48> r_floor_bps;    // rate floor, b/s
 }
 
 /* Metadata in front of a frame from the controller (P4Runtime
@@ -323,11 +333,25 @@ control MyIngress(inout headers_t hdr,
     /* --- ALINEA reports from neighbours --- */
 
     /* The port faces an ALINEA neighbour: hand the report to the
-       controller with the port it came in on. */
-    action report_to_cpu() {
+       controller with the port it came in on and the law parameters
+       stored for that port (the egress port toward that neighbour). */
+    action report_to_cpu(bit<32> o_min_ppm,
+                         bit<32> o_max_ppm,
+                         bit<48> w_max_bps,
+                         bit<48> w_min_bps,
+                         bit<48> k_p_bps,
+                         bit<48> r_max_bps,
+                         bit<48> r_floor_bps) {
         hdr.packet_in.setValid();
         hdr.packet_in.ingress_port = standard_metadata.ingress_port;
         hdr.packet_in._pad = 0;
+        hdr.packet_in.o_min_ppm = o_min_ppm;
+        hdr.packet_in.o_max_ppm = o_max_ppm;
+        hdr.packet_in.w_max_bps = w_max_bps;
+        hdr.packet_in.w_min_bps = w_min_bps;
+        hdr.packet_in.k_p_bps = k_p_bps;
+        hdr.packet_in.r_max_bps = r_max_bps;
+        hdr.packet_in.r_floor_bps = r_floor_bps;
         standard_metadata.egress_spec = PORT_CPU;
     }
 
@@ -338,7 +362,8 @@ control MyIngress(inout headers_t hdr,
         drop_spoofed_report.count((bit<32>)standard_metadata.ingress_port);
     }
 
-    /* One entry per neighbour-facing port. */
+    /* One entry per neighbour-facing port, holding the ALINEA parameters
+       of the law that regulates this switch's rate out of that port. */
     table report_ingress {
         key = {
             standard_metadata.ingress_port : exact;

@@ -27,6 +27,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controlplane import dataplane_config as dp
+
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = {"alinea": ROOT / "p4src" / "alinea.p4", "features": ROOT / "tests" / "p4programs" / "features.p4"}
 PORTS = (1, 2, 3)
@@ -139,7 +141,7 @@ def configured_switch(name: str):  # -> (Switch, VirtualScheduler, sink list)
                          {"capacity_pkts": 16, "report_interval_us": 0, "node_id": 1, "port_mac": 0x020000000101,
                           "upstream_mac": 0x020000000001})
         ctl.insert(clone_session(1001, [(1, 1)]))
-        ctl.insert_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": 2}, "MyIngress.report_to_cpu")
+        dp.accept_reports(ctl, 2)
     else:
         ctl.insert(multicast_group(1, [(p, 0) for p in PORTS]))
         ctl.insert(multicast_group(2, [(2, 5), (3, 6)]))

@@ -171,7 +171,8 @@ def test_alinea_controller_headers(alinea):
     cpm = by_name(alinea.controller_packet_metadata)
     assert set(cpm) == {"packet_in", "packet_out"}
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_in"].metadata] == [
-        (1, "ingress_port", 9), (2, "_pad", 7)]
+        (1, "ingress_port", 9), (2, "_pad", 7), (3, "o_min_ppm", 32), (4, "o_max_ppm", 32),
+        (5, "w_max_bps", 48), (6, "w_min_bps", 48), (7, "k_p_bps", 48), (8, "r_max_bps", 48), (9, "r_floor_bps", 48)]
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_out"].metadata] == [
         (1, "egress_port", 9), (2, "_pad", 7)]
     assert cpm["packet_in"].preamble.annotations == ['@controller_header("packet_in")']

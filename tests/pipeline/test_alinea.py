@@ -15,6 +15,8 @@ from p4switch.state import Lpm
 
 from .helpers import ALINEA, Loaded, ingress, load, through
 
+PACKET_IN_BYTES = 40  # 9 + 7 bits, two 32-bit and five 48-bit law parameters
+
 HOST_MAC = "02:00:00:00:00:09"
 PORT_MAC = 0x020000000101
 UP_MAC = 0x020000000201
@@ -96,14 +98,17 @@ def test_report_from_a_non_neighbour_port_is_dropped_and_counted(sw: Loaded) -> 
 
 
 def test_report_from_a_neighbour_goes_to_the_cpu_with_packet_in(sw: Loaded) -> None:
+    law = (150_000, 800_000, 8_000_000, 500_000, 24_000_000, 1_800_000, 40_000)
     sw.table("MyIngress.report_ingress").insert({"standard_metadata.ingress_port": 4},
-                                                sw.action_id("MyIngress.report_to_cpu"))
+                                                sw.action_id("MyIngress.report_to_cpu"), law)
     frame = report_frame()
     pkt, out = through(sw, frame, port=4)
     assert pkt.std("egress_spec") == 255 and out is not None
-    # packet_in header: ingress_port (9 bits) then 7 zero bits, in front of the frame
+    # packet_in header: ingress_port (9 bits), 7 zero bits, then the port's law parameters
     assert int.from_bytes(out[:2], "big") == 4 << 7
-    assert out[2:] == frame
+    assert struct.unpack("!II", out[2:10]) == law[:2]
+    assert [int.from_bytes(out[10 + 6 * i:16 + 6 * i], "big") for i in range(5)] == list(law[2:])
+    assert out[PACKET_IN_BYTES:] == frame
 
 
 def test_admission_counts_occupancy_and_drops_overflow(sw: Loaded) -> None:

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 
+from controlplane import dataplane_config as dp
 from controlplane.p4runtime_client import GrpcController, clone_session
 from tests.switch import netns as N
 from tests.switch.simnet import ALINEA, ip_int, parse_report, program
@@ -196,8 +197,7 @@ def install_routes_modelled(b: Bed, modelled: dict[int, tuple[int, int]]) -> Non
 
 
 def test_report_on_a_non_neighbour_port_is_dropped_and_counted(bed: Bed) -> None:
-    bed.ctl.insert_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": 2},
-                         "MyIngress.report_to_cpu")
+    dp.accept_reports(bed.ctl, 2)
     report = (bytes.fromhex(SWITCH_MAC[1].replace(":", "")) + bytes.fromhex(bed.host(1).mac.replace(":", ""))
               + b"\x88\xb5" + bytes([0x11, 0]) + struct.pack("!HHIIHIIII", 9, 1, 5, 200, 0, 1, 1, 0, 1000))
     before = bed.ctl.read_counter("MyIngress.drop_spoofed_report", 1)[0]
@@ -278,6 +278,7 @@ SHELL_SCRIPT = r'''
 import json, sys, time
 from google.protobuf import json_format
 from p4runtime_sh import shell as sh
+from controlplane.params import LawParams, law_to_action
 from tests.switch import netns as N
 
 addr, p4info, config, h1mac, h2mac, h2ns = sys.argv[1:7]
@@ -303,6 +304,8 @@ try:
     out["deleted"] = read()
     ri = sh.TableEntry("MyIngress.report_ingress")(action="MyIngress.report_to_cpu")
     ri.match["standard_metadata.ingress_port"] = "2"
+    for name, value in law_to_action(LawParams()).items():
+        ri.action[name] = str(value)
     ri.insert()
 
     packet_in = sh.PacketIn()

@@ -10,6 +10,7 @@ import pytest
 from p4.config.v1 import p4info_pb2
 from scapy.all import IP, UDP, Ether
 
+from controlplane.params import LawParams, law_to_action
 from p4switch.p4runtime import P4RuntimeError
 from tests.switch.simnet import (
     HOST_MAC,
@@ -127,7 +128,7 @@ def test_reports_from_neighbours_reach_the_controller_and_spoofed_ones_are_count
     net.sched.run()
     (pin,) = net.ctl.of("packet")
     assert pin.payload == report
-    assert net.ctl.names.packet_in_metadata(pin) == {"ingress_port": 2, "_pad": 0}
+    assert net.ctl.names.packet_in_metadata(pin) == {"ingress_port": 2, "_pad": 0, **law_to_action(LawParams())}
     assert net.ctl.read_counter("MyIngress.drop_spoofed_report", 1)[0] == 1
     assert net.ctl.read_counter("MyIngress.drop_spoofed_report", 2)[0] == 0
     assert net.hosts[1].got == [] and net.hosts[2].got == []

@@ -1,0 +1,110 @@
+"""The adaptive ALINEA rate law (Chen, Shyu, Zhan, Peeta), one module for switches and hosts.
+
+On each control message (occupancy report) from the downstream node, for interval k::
+
+    1. R = R + W·(O − O(k)) [− K_P·(O(k) − O(k−1)) once O has reached O_max];  R = min(R, R_max)
+    2. if O < O(k) < O_max:  O = O(k);  W = max(W / 2, W_min)
+    3. if O(k) > O_max:      O = O_max; W = W_min
+
+with O = O_min and W = W_max at the start. ``R`` is the node's outgoing rate toward the
+reporting neighbour (bits/s), ``O`` the desired occupancy of that neighbour's incoming buffer
+and ``O(k)`` the reported occupancy, both fractions of the buffer. Steps 1-3 are the paper's
+rule exactly; what the paper leaves open is chosen here and argued in docs/alinea.md:
+
+* **Floor.** ``R`` never goes below ``r_floor`` (> 0): reports are triggered by arrivals, so a
+  node that stopped sending would never hear from its neighbour again.
+* **Damping (``k_p``).** The occupancy of a buffer integrates the rate difference, so step 1
+  alone (an integral controller) leaves the loop marginally stable around O_max: it keeps
+  oscillating, and with the report delay it grows. The PI-ALINEA term ``−K_P·(O(k) − O(k−1))``
+  (Wang, Kosmatopoulos, Papageorgiou, Papamichail, IEEE T-ITS 2014) damps it. It is applied only
+  once O has reached O_max: before that, step 2's O = O(k) already acts on the change of
+  occupancy and the paper's start-up ramp is kept as written. ``k_p = 0`` is the paper's law.
+* **Overflow.** A report whose OVERFLOW flag is set (drops since the previous report) is read as
+  a full buffer (O(k) = 1, so step 3 applies) and the rate is also cut by ``OVERFLOW_CUT``.
+* **Stale feedback.** :meth:`AlineaLaw.on_silence` is called by the owner when no report came
+  for a while: the rate is held for ``STALE_HOLD_INTERVALS`` report intervals (lost reports),
+  then halved at each further interval down to the floor, and the next report restarts the
+  adaptation (O = O_min, W = W_max), as at the start.
+
+The object is a pure state machine: reports and the time in, the rate out.
+"""
+
+from __future__ import annotations
+
+from controlplane.params import LawParams, validate_law
+
+__all__ = ["AlineaLaw", "OVERFLOW_CUT", "STALE_HOLD_INTERVALS"]
+
+#: Multiplicative rate cut on a report that says the buffer overflowed.
+OVERFLOW_CUT = 0.5
+#: Report intervals without a report before the rate starts to decay.
+STALE_HOLD_INTERVALS = 20
+
+
+class AlineaLaw:
+    """One law instance: one node regulating its rate toward one downstream neighbour."""
+
+    def __init__(self, params: LawParams, rate: float | None = None) -> None:
+        self.params = validate_law(params)
+        self.rate = params.r_floor if rate is None else self._clamp(rate)
+        self.o = params.o_min
+        self.w = params.w_max
+        self.last_occupancy: float | None = None
+        self.reports = 0
+        self.stale = False
+
+    # ---- the rule ----------------------------------------------------------------------------
+    def on_report(self, occupancy: float, overflow: bool = False) -> float:
+        """Apply one report (``occupancy`` as a fraction of the buffer); returns the new rate."""
+        p = self.params
+        if self.stale:
+            self.restart()
+        occ = 1.0 if overflow else max(0.0, occupancy)
+        rate = self.rate + self.w * (self.o - occ)
+        if p.k_p and self.o >= p.o_max and self.last_occupancy is not None:
+            rate -= p.k_p * (occ - self.last_occupancy)
+        if overflow:
+            rate = min(rate, self.rate * OVERFLOW_CUT)
+        self.rate = self._clamp(rate)
+        if self.o < occ < p.o_max:
+            self.o = occ
+            self.w = max(self.w / 2, p.w_min)
+        elif occ > p.o_max:
+            self.o = p.o_max
+            self.w = p.w_min
+        self.last_occupancy = occ
+        self.reports += 1
+        return self.rate
+
+    def on_silence(self, silent_intervals: int) -> float:
+        """No report for ``silent_intervals`` report intervals (called once per interval)."""
+        if silent_intervals > STALE_HOLD_INTERVALS:
+            self.stale = True
+            self.rate = self._clamp(self.rate / 2)
+        return self.rate
+
+    def restart(self) -> None:
+        """Start the adaptation again (O = O_min, W = W_max), keeping the current rate."""
+        self.o, self.w = self.params.o_min, self.params.w_max
+        self.last_occupancy = None
+        self.stale = False
+
+    # ---- parameters ----------------------------------------------------------------------------
+    def set_params(self, params: LawParams) -> None:
+        """New parameters, effective from the next report.
+
+        The state is carried over into the new ranges: a target pinned at the old O_max stays
+        pinned at the new one (the loop keeps regulating), otherwise O and W are clamped into
+        [O_min, O_max] and [W_min, W_max]; the rate is clamped into [floor, R_max] now.
+        """
+        validate_law(params)
+        if params == self.params:
+            return
+        pinned = self.o >= self.params.o_max
+        self.params = params
+        self.o = params.o_max if pinned else min(max(self.o, params.o_min), params.o_max)
+        self.w = min(max(self.w, params.w_min), params.w_max)
+        self.rate = self._clamp(self.rate)
+
+    def _clamp(self, rate: float) -> float:
+        return min(max(rate, self.params.r_floor), self.params.r_max)
