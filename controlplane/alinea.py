@@ -21,9 +21,9 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/aline
   occupancy and the paper's start-up ramp is kept as written. ``k_p = 0`` is the paper's law.
 * **Overflow.** A report whose OVERFLOW flag is set (drops since the previous report) is read as
   a full buffer (O(k) = 1, so step 3 applies) and the rate is also cut by ``OVERFLOW_CUT``.
-* **Stale feedback.** :meth:`AlineaLaw.on_silence` is called by the owner when no report came
-  for a while: the rate is held for ``STALE_HOLD_INTERVALS`` report intervals (lost reports),
-  then halved at each further interval down to the floor, and the next report restarts the
+* **Stale feedback.** The owner calls :meth:`AlineaLaw.tick` periodically: when no report came
+  for ``STALE_HOLD_INTERVALS`` report intervals (lost reports are tolerated that long), the rate
+  is halved at each further interval down to the floor, and the next report restarts the
   adaptation (O = O_min, W = W_max), as at the start.
 
 The object is a pure state machine: reports and the time in, the rate out.
@@ -52,11 +52,21 @@ class AlineaLaw:
         self.last_occupancy: float | None = None
         self.reports = 0
         self.stale = False
+        self.last_report_ns: int | None = None
+        self.interval_ns = 0
+        self._silent = 0
 
     # ---- the rule ----------------------------------------------------------------------------
-    def on_report(self, occupancy: float, overflow: bool = False) -> float:
-        """Apply one report (``occupancy`` as a fraction of the buffer); returns the new rate."""
+    def on_report(self, occupancy: float, overflow: bool = False, now_ns: int | None = None,
+                  interval_ns: int = 0, packet: float = 0.0) -> float:
+        """Apply one report (``occupancy`` as a fraction of the buffer); returns the new rate.
+
+        ``now_ns`` and the report's ``interval_ns`` let :meth:`tick` notice when reports stop;
+        ``packet`` is one packet as a fraction of the buffer (1 / capacity), for the resting rule.
+        """
         p = self.params
+        if now_ns is not None:
+            self.last_report_ns, self.interval_ns, self._silent = now_ns, interval_ns, 0
         if self.stale:
             self.restart()
         occ = 1.0 if overflow else max(0.0, occupancy)
@@ -69,6 +79,9 @@ class AlineaLaw:
         if self.o < occ < p.o_max:
             self.o = occ
             self.w = max(self.w / 2, p.w_min)
+        elif packet and abs(occ - self.o) < packet / 2 and self.o < p.o_max:
+            self.o = min(self.o + packet, p.o_max)  # at rest on the target: raise it by one packet
+            self.w = max(self.w / 2, p.w_min)
         elif occ > p.o_max:
             self.o = p.o_max
             self.w = p.w_min
@@ -76,12 +89,25 @@ class AlineaLaw:
         self.reports += 1
         return self.rate
 
-    def on_silence(self, silent_intervals: int) -> float:
-        """No report for ``silent_intervals`` report intervals (called once per interval)."""
-        if silent_intervals > STALE_HOLD_INTERVALS:
-            self.stale = True
-            self.rate = self._clamp(self.rate / 2)
-        return self.rate
+    def tick(self, now_ns: int) -> bool:
+        """Called periodically by the owner; True if the rate changed because reports stopped.
+
+        Each whole report interval of silence beyond ``STALE_HOLD_INTERVALS`` halves the rate
+        (down to the floor) once.
+        """
+        if self.last_report_ns is None or self.interval_ns <= 0:
+            return False
+        silent = (now_ns - self.last_report_ns) // self.interval_ns
+        if silent <= self._silent:
+            return False
+        changed = False
+        for n in range(self._silent + 1, silent + 1):
+            if n > STALE_HOLD_INTERVALS:
+                self.stale = True
+                before, self.rate = self.rate, self._clamp(self.rate / 2)
+                changed = changed or self.rate != before
+        self._silent = silent
+        return changed
 
     def restart(self) -> None:
         """Start the adaptation again (O = O_min, W = W_max), keeping the current rate."""

@@ -9,26 +9,43 @@ from __future__ import annotations
 
 from typing import Any
 
-from controlplane.p4runtime_client import clone_session
+from p4.v1 import p4runtime_pb2 as pb
+
+from controlplane.p4runtime_client import clone_session, update
 from controlplane.params import LawParams, law_to_action
 
 #: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
 REPORT_SESSION_BASE = 1000
 
 
-def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> None:
+def route_update(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> pb.Update:
     """IPv4 route: ``prefix/prefix_len`` leaves through ``port`` with the given MACs."""
-    client.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (prefix, prefix_len)},
-                        "MyIngress.ipv4_forward", {"dst_mac": dst_mac, "src_mac": src_mac, "port": port})
+    return update(pb.Update.INSERT, client.names.table_entry(
+        "MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (prefix, prefix_len)}, "MyIngress.ipv4_forward",
+        {"dst_mac": dst_mac, "src_mac": src_mac, "port": port}))
 
 
-def model_port(client: Any, port: int, *, capacity_pkts: int, report_interval_us: int, node_id: int,
-               port_mac: int, upstream_mac: int) -> None:
-    """Model the buffer behind ``port`` and report its occupancy to the neighbour feeding it."""
-    client.insert_entry("MyIngress.port_config", {"standard_metadata.ingress_port": port}, "MyIngress.set_port",
-                        {"capacity_pkts": capacity_pkts, "report_interval_us": report_interval_us,
-                         "node_id": node_id, "port_mac": port_mac, "upstream_mac": upstream_mac})
-    client.insert(clone_session(REPORT_SESSION_BASE + port, [(port, 1)]))
+def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> None:
+    client.write(route_update(client, prefix, prefix_len, port, dst_mac, src_mac))
+
+
+def port_config_entry(client: Any, port: int, *, capacity_pkts: int, report_interval_us: int, node_id: int,
+                      port_mac: int, upstream_mac: int) -> pb.TableEntry:
+    return client.names.table_entry(
+        "MyIngress.port_config", {"standard_metadata.ingress_port": port}, "MyIngress.set_port",
+        {"capacity_pkts": capacity_pkts, "report_interval_us": report_interval_us, "node_id": node_id,
+         "port_mac": port_mac, "upstream_mac": upstream_mac})
+
+
+def model_port_updates(client: Any, port: int, **config: int) -> list[pb.Update]:
+    """Model the buffer behind ``port`` and report its occupancy to the neighbour feeding it:
+    its ``port_config`` entry and the clone session that carries its reports."""
+    return [update(pb.Update.INSERT, port_config_entry(client, port, **config)),
+            update(pb.Update.INSERT, clone_session(REPORT_SESSION_BASE + port, [(port, 1)]))]
+
+
+def model_port(client: Any, port: int, **config: int) -> None:
+    client.write(*model_port_updates(client, port, **config))
 
 
 def accept_reports(client: Any, port: int, law: LawParams | None = None) -> None:

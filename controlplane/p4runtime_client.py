@@ -213,14 +213,19 @@ class _ClientBase:
 
 
 class InProcessController(_ClientBase):
-    """A primary client calling a ``P4RuntimeCore`` directly (the sim binding)."""
+    """A primary client calling a ``P4RuntimeCore`` directly (the sim binding).
 
-    def __init__(self, core: Any, election: tuple[int, int] = (0, 1)) -> None:
+    Stream messages are kept in ``received`` unless ``on_message`` is given, in which case each
+    one is handed to it instead (an agent that runs for hours should not keep them all).
+    """
+
+    def __init__(self, core: Any, election: tuple[int, int] = (0, 1),
+                 on_message: Callable[[pb.StreamMessageResponse], None] | None = None) -> None:
         self.core = core
         self.device_id = core.device_id
         self.election = election
         self.received = []
-        self.session = core.open_stream(self.received.append)
+        self.session = core.open_stream(on_message or self.received.append)
         core.stream_message(self.session, self._arbitration_request())
         state = core.device.state
         if state is not None:

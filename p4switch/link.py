@@ -17,7 +17,7 @@ exactly its bit rate over long runs.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 from p4switch.sched import Scheduler
@@ -104,6 +104,7 @@ class LinkStats:
     sent: int = 0
     delivered: int = 0
     lost: int = 0
+    sent_bytes: int = 0
 
 
 LossHook = Callable[[bytes, str], bool]
@@ -154,12 +155,20 @@ class InMemoryLink:
         _start, end = self._tx[direction].transmit(now, len(data))
         stats = self.stats[direction]
         stats.sent += 1
+        stats.sent_bytes += len(data)
         if self.loss is not None and self.loss(data, direction):
             stats.lost += 1
         else:
             target = self.b_end if direction == "a->b" else self.a_end
             self._sched.call_at(end + self.model.delay_ns, self._deliver, target, data, stats)
         return end - now
+
+    def set_bitrate(self, bitrate_bps: int) -> None:
+        """Change the bit rate of both directions from now on (a frame on the wire finishes at the
+        old rate): how a topology's timed link-rate event acts."""
+        self.model = replace(self.model, bitrate_bps=bitrate_bps)
+        for tx in self._tx.values():
+            tx.model = self.model
 
     def sender(self, from_end: Endpoint) -> Callable[[bytes], int]:
         """A ``send(frame) -> wire ns`` function bound to one end (for a port object)."""

@@ -1,8 +1,7 @@
-"""The virtual-time binding: hosts and switches joined by in-memory links.
+"""Test hosts for a single switch on in-memory links (the sim binding's smallest form).
 
-Every object here runs on a ``VirtualScheduler``: deterministic, in-process, and much
-faster than real time. The same ``Switch`` object runs between network namespaces in the
-netns binding; only the ports and the scheduler differ.
+A :class:`SimHost` records every frame it receives; the experiment backend
+(:mod:`topo.simnet`) has the real hosts (senders, receivers, ALINEA reports).
 """
 
 from __future__ import annotations

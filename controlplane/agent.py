@@ -1,0 +1,164 @@
+"""The switch agent's core: reports and parameter changes in, queue commands out (sans-I/O).
+
+One agent per switch. For every egress port that faces a reporting neighbour it keeps one
+:class:`~controlplane.alinea.AlineaLaw`; each report the switch hands up (packet-in) carries
+the occupancy of the neighbour's buffer *and* the law parameters the switch holds for that port
+(``MyIngress.report_ingress``), so a parameter written by anyone takes effect at the next report.
+The law's rate (bits/s) becomes that port's egress queue rate in packets per second, the unit of
+BMv2's ``set_queue_rate``.
+
+Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
+P4Runtime client, a Thrift queue client and a scheduler, in either binding.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from controlplane.alinea import AlineaLaw
+from controlplane.params import LawParams, PortParams, law_from_metadata
+from controlplane.report import Report
+
+__all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
+           "LawTrace", "SwitchAgentCore", "rate_to_pps"]
+
+
+@dataclass(frozen=True)
+class SetQueueRate:
+    port: int
+    pps: int
+
+
+@dataclass(frozen=True)
+class SetQueueDepth:
+    port: int
+    depth: int
+
+
+Command = SetQueueRate | SetQueueDepth
+
+
+@dataclass(frozen=True)
+class Route:
+    prefix: int
+    prefix_len: int
+    port: int
+    dst_mac: int
+    src_mac: int
+
+
+@dataclass(frozen=True)
+class ModelledPort:
+    """An ingress port whose buffer the switch models and reports upstream."""
+
+    port: int
+    params: PortParams
+    port_mac: int
+    upstream_mac: int
+
+
+@dataclass(frozen=True)
+class RegulatedPort:
+    """An egress port toward a reporting neighbour: its law's initial parameters."""
+
+    port: int
+    law: LawParams
+    packet_bytes: int  # converts the law's b/s into the queue's packets/s
+    # Rate-limit the port from the start (traffic is expected on it); otherwise the queue stays
+    # unlimited until the first report, so that reports sent upstream through a port that
+    # carries no data are not held back by a floor rate.
+    limit_at_start: bool = True
+
+
+@dataclass(frozen=True)
+class SwitchPlan:
+    """Everything an agent installs on its switch, derived from the topology."""
+
+    name: str
+    node_id: int
+    routes: tuple[Route, ...] = ()
+    modelled: tuple[ModelledPort, ...] = ()
+    regulated: tuple[RegulatedPort, ...] = ()
+    queue_depths: tuple[tuple[int, int], ...] = ()  # (port, depth in packets)
+
+
+@dataclass(frozen=True)
+class LawTrace:
+    """One report as the agent applied it: for time series and figures."""
+
+    t_ns: int
+    port: int
+    occupancy: int
+    capacity: int
+    drops: int
+    rate_bps: float
+    pps: int
+    o: float
+    w: float
+
+
+def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
+    """Queue rate for ``rate_bps`` of ``packet_bytes`` packets; never 0 (BMv2: 0 = unlimited)."""
+    return max(1, round(rate_bps / (8 * packet_bytes)))
+
+
+@dataclass
+class _PortLaw:
+    law: AlineaLaw
+    packet_bytes: int
+    pps: int
+    rejected_params: int = 0
+
+
+@dataclass
+class SwitchAgentCore:
+    plan: SwitchPlan
+    on_trace: Callable[[LawTrace], None] | None = None
+    ports: dict[int, _PortLaw] = field(default_factory=dict)
+
+    def start(self) -> list[Command]:
+        """The commands that set up the queues: depths, then each regulated port's initial rate."""
+        cmds: list[Command] = [SetQueueDepth(p, d) for p, d in self.plan.queue_depths]
+        for reg in self.plan.regulated:
+            law = AlineaLaw(reg.law)
+            pl = self.ports[reg.port] = _PortLaw(law, reg.packet_bytes, 0)
+            if reg.limit_at_start:
+                pl.pps = rate_to_pps(law.rate, reg.packet_bytes)
+                cmds.append(SetQueueRate(reg.port, pl.pps))
+        return cmds
+
+    def on_report(self, now_ns: int, port: int, metadata: dict[str, int], report: Report) -> list[Command]:
+        """A report arrived on ``port`` with the packet-in ``metadata`` (law parameters)."""
+        pl = self.ports.get(port)
+        if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
+            pl = self.ports[port] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
+        try:
+            pl.law.set_params(law_from_metadata(metadata))
+        except ValueError:
+            pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
+        rate = pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
+                                1 / report.capacity if report.capacity else 0.0)
+        cmds = self._actuate(port, pl)
+        if self.on_trace is not None:
+            self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, rate, pl.pps,
+                                   pl.law.o, pl.law.w))
+        return cmds
+
+    def on_tick(self, now_ns: int) -> list[Command]:
+        """Called periodically: lets laws whose reports stopped decay their rate."""
+        cmds: list[Command] = []
+        for port, pl in self.ports.items():
+            if pl.law.tick(now_ns):
+                cmds.extend(self._actuate(port, pl))
+        return cmds
+
+    def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
+        pps = rate_to_pps(pl.law.rate, pl.packet_bytes)
+        if pps == pl.pps:
+            return []
+        pl.pps = pps
+        return [SetQueueRate(port, pps)]
+
+    def _default_bytes(self) -> int:
+        return self.plan.regulated[0].packet_bytes if self.plan.regulated else 1000

@@ -1,0 +1,99 @@
+"""A switch agent bound to its switch: P4Runtime for tables and reports, Thrift for queues.
+
+The same class serves both bindings; only what it is given differs:
+
+* sim -- an ``InProcessController`` on the switch's P4Runtime core, ``queues.in_process``,
+  a ``VirtualScheduler``;
+* netns / real BMv2 -- a ``GrpcController`` (its stream messages arrive on a reader thread
+  and are handed to the scheduler's loop), ``queues.connect``, a ``RealtimeScheduler``.
+
+The agent is the switch's primary controller: it pushes the pipeline, installs what the plan
+says (routes, modelled ports with their clone sessions, report ports holding the law
+parameters) and then reacts to reports. It uses the project's multi-switch client, never
+p4runtime-shell's single global one.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from p4.v1 import p4runtime_pb2 as pb
+
+from controlplane import dataplane_config as dp
+from controlplane.agent import Command, LawTrace, SetQueueDepth, SetQueueRate, SwitchAgentCore, SwitchPlan
+from controlplane.queues import QueueClient, QueueError
+from controlplane.report import ReportError, decode
+
+log = logging.getLogger(__name__)
+
+__all__ = ["SwitchAgent"]
+
+
+class SwitchAgent:
+    def __init__(self, plan: SwitchPlan, client: Any, queues: QueueClient, sched: Any, *,
+                 tick_ns: int = 10_000_000, on_trace: Callable[[LawTrace], None] | None = None) -> None:
+        self.plan = plan
+        self.client = client
+        self.queues = queues
+        self.sched = sched
+        self.tick_ns = tick_ns
+        self.core = SwitchAgentCore(plan, on_trace)
+        self.errors: list[str] = []
+        self.bad_reports = 0
+        self._tick_handle: Any = None
+
+    def install(self, p4info: Any, device_config: bytes) -> None:
+        """Push the pipeline and everything the plan says; set the queues; start ticking."""
+        c = self.client
+        c.set_pipeline(p4info, device_config)
+        updates = [dp.route_update(c, r.prefix, r.prefix_len, r.port, r.dst_mac, r.src_mac) for r in self.plan.routes]
+        for m in self.plan.modelled:
+            updates += dp.model_port_updates(c, m.port, capacity_pkts=m.params.capacity,
+                                             report_interval_us=m.params.interval_us, node_id=self.plan.node_id,
+                                             port_mac=m.port_mac, upstream_mac=m.upstream_mac)
+        for reg in self.plan.regulated:
+            updates.append(pb.Update(type=pb.Update.INSERT,
+                                     entity=pb.Entity(table_entry=dp.report_entry(c, reg.port, reg.law))))
+        if updates:
+            c.write(*updates)
+        self.apply(self.core.start())
+        self._tick_handle = self.sched.call_later(self.tick_ns, self._tick)
+
+    # ---- events -----------------------------------------------------------------------------------
+    def on_stream_message(self, msg: pb.StreamMessageResponse) -> None:
+        """The client's stream callback: a packet-in is handled on the scheduler, not inside the
+        switch's pipeline run that produced it."""
+        if msg.WhichOneof("update") == "packet":
+            self.sched.call_later(0, self.handle_packet_in, msg.packet)
+
+    def handle_packet_in(self, pin: pb.PacketIn) -> None:
+        meta = self.client.names.packet_in_metadata(pin)
+        try:
+            report = decode(pin.payload)
+        except ReportError as exc:
+            self.bad_reports += 1
+            log.warning("%s: packet-in on port %s is not a report: %s", self.plan.name, meta.get("ingress_port"), exc)
+            return
+        self.apply(self.core.on_report(self.sched.now_ns(), meta["ingress_port"], meta, report))
+
+    def _tick(self) -> None:
+        self.apply(self.core.on_tick(self.sched.now_ns()))
+        self._tick_handle = self.sched.call_later(self.tick_ns, self._tick)
+
+    def apply(self, commands: list[Command]) -> None:
+        for cmd in commands:
+            try:
+                if isinstance(cmd, SetQueueRate):
+                    self.queues.set_queue_rate(cmd.port, cmd.pps)
+                elif isinstance(cmd, SetQueueDepth):
+                    self.queues.set_queue_depth(cmd.port, cmd.depth)
+            except QueueError as exc:
+                self.errors.append(str(exc))
+                log.error("%s", exc)
+
+    def stop(self) -> None:
+        if self._tick_handle is not None:
+            self._tick_handle.cancel()
+            self._tick_handle = None

@@ -1,0 +1,51 @@
+"""From a topology to what each switch agent installs (routes, modelled ports, regulated ports).
+
+Both backends build their agents from these plans, so a switch is configured identically in
+the simulator, between namespaces and on real BMv2.
+"""
+
+from __future__ import annotations
+
+from controlplane.agent import ModelledPort, RegulatedPort, Route, SwitchPlan
+from topo.model import Topology
+
+__all__ = ["switch_plan", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM"]
+
+#: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
+QUEUE_HEADROOM = 64
+
+
+def neighbour_mac(topo: Topology, node: str, neighbour: str) -> int:
+    """The MAC address ``node`` sends to on its link to ``neighbour``."""
+    if topo.nodes[neighbour].is_switch:
+        return topo.mac(neighbour, node)
+    return topo.mac(neighbour)
+
+
+def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> int:
+    """The packet size of the flows crossing u -> v (the largest), for rate -> packets/s."""
+    sizes = [f.packet_size for f in topo.flows if any(a == u and b == v for a, b in zip(f.path, f.path[1:]))]
+    return max(sizes) if sizes else default
+
+
+def switch_plan(topo: Topology, name: str) -> SwitchPlan:
+    node = topo.nodes[name]
+    if not node.is_switch:
+        raise ValueError(f"{name} is not a switch")
+    routes = []
+    for host in topo.hosts:
+        nxt = topo.next_hop(name, host.name)
+        if nxt is None:
+            continue
+        routes.append(Route(topo.ip(host.name), 32, topo.port(name, nxt), neighbour_mac(topo, name, nxt),
+                            topo.mac(name, nxt)))
+    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
+                                  neighbour_mac(topo, name, u))
+                     for u in topo.neighbours(name) if (name, u) in topo.ports)
+    used = set(topo.directed_links())
+    regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
+                                    limit_at_start=(name, v) in used)
+                      for v in topo.neighbours(name) if (name, v) in topo.law)
+    depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
+    return SwitchPlan(name=name, node_id=node.index, routes=tuple(routes), modelled=modelled, regulated=regulated,
+                      queue_depths=tuple((topo.port(name, u), depth) for u in topo.neighbours(name)))

@@ -1,0 +1,125 @@
+"""What an experiment records, the same way in both backends, and its CSV files.
+
+Rows are kept in memory as plain tuples during the run (cheap to append) and written once at
+the end in a fixed order with fixed number formats, so the same run writes byte-identical
+files. Times in files are seconds with 6 decimals (µs).
+
+Files (docs/results.md explains each column):
+
+* ``laws.csv`` -- every report a law applied: who regulates whom, the reported occupancy, the
+  rate it set, its O and W;
+* ``flows.csv`` -- per flow and per sampling period: packets sent and received, rates, mean
+  one-way delay;
+* ``buffers.csv`` -- receiving hosts' application buffers, sampled;
+* ``links.csv`` -- bytes carried per directed link, sampled (cumulative);
+* ``drops.csv`` -- drop counters per switch, port and reason, sampled (cumulative);
+* ``packets_<flow>.csv`` -- every packet received: sequence number, send and receive time,
+  one-way delay.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+
+__all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample"]
+
+
+@dataclass(frozen=True, slots=True)
+class LawRow:
+    t_ns: int
+    node: str
+    toward: str
+    occupancy: int
+    capacity: int
+    drops: int
+    rate_bps: float
+    o: float
+    w: float
+
+    @property
+    def fraction(self) -> float:
+        return self.occupancy / self.capacity if self.capacity else 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class FlowSample:
+    t_ns: int
+    flow: str
+    sent: int  # cumulative packets
+    received: int  # cumulative packets
+    owd_sum_ns: int  # cumulative, over received packets
+
+
+@dataclass(frozen=True, slots=True)
+class BufferSample:
+    t_ns: int
+    host: str
+    occupancy: int
+    capacity: int
+    played: int  # cumulative packets handed to the application
+    dropped: int  # cumulative arrivals refused (buffer full)
+
+
+@dataclass(frozen=True, slots=True)
+class LinkSample:
+    t_ns: int
+    src: str
+    dst: str
+    bytes: int  # cumulative
+    rate_bps: float  # the link's rate at that time
+
+
+@dataclass(frozen=True, slots=True)
+class DropSample:
+    t_ns: int
+    switch: str
+    port: int
+    reason: str
+    packets: int  # cumulative
+
+
+@dataclass
+class Recorder:
+    laws: list[LawRow] = field(default_factory=list)
+    flows: list[FlowSample] = field(default_factory=list)
+    buffers: list[BufferSample] = field(default_factory=list)
+    links: list[LinkSample] = field(default_factory=list)
+    drops: list[DropSample] = field(default_factory=list)
+    packets: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)  # flow -> (seq, sent, recv)
+
+    def write(self, out: Path) -> list[Path]:
+        out.mkdir(parents=True, exist_ok=True)
+        written = [
+            _write(out / "laws.csv", ["t_s", "node", "toward", "occupancy_pkts", "capacity_pkts", "fraction",
+                                      "drops", "rate_bps", "target_o", "weight_w"],
+                   ([_t(r.t_ns), r.node, r.toward, r.occupancy, r.capacity, f"{r.fraction:.4f}", r.drops,
+                     f"{r.rate_bps:.0f}", f"{r.o:.4f}", f"{r.w:.0f}"] for r in self.laws)),
+            _write(out / "flows.csv", ["t_s", "flow", "sent_pkts", "received_pkts", "owd_sum_ns"],
+                   ([_t(s.t_ns), s.flow, s.sent, s.received, s.owd_sum_ns] for s in self.flows)),
+            _write(out / "buffers.csv", ["t_s", "host", "occupancy_pkts", "capacity_pkts", "played_pkts",
+                                         "dropped_pkts"],
+                   ([_t(s.t_ns), s.host, s.occupancy, s.capacity, s.played, s.dropped] for s in self.buffers)),
+            _write(out / "links.csv", ["t_s", "from", "to", "bytes", "rate_bps"],
+                   ([_t(s.t_ns), s.src, s.dst, s.bytes, f"{s.rate_bps:.0f}"] for s in self.links)),
+            _write(out / "drops.csv", ["t_s", "switch", "port", "reason", "packets"],
+                   ([_t(s.t_ns), s.switch, s.port, s.reason, s.packets] for s in self.drops)),
+        ]
+        for flow, rows in sorted(self.packets.items()):
+            written.append(_write(out / f"packets_{flow}.csv", ["seq", "sent_s", "received_s", "owd_us"],
+                                  ([seq, _t(sent), _t(recv), f"{(recv - sent) / 1000:.1f}"]
+                                   for seq, sent, recv in rows)))
+        return written
+
+
+def _t(ns: int) -> str:
+    return f"{ns / 1e9:.6f}"
+
+
+def _write(path: Path, header: list[str], rows: object) -> Path:
+    with path.open("w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(header)
+        w.writerows(rows)  # type: ignore[arg-type]
+    return path

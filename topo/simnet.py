@@ -1,0 +1,332 @@
+"""The simulator backend: a whole topology in virtual time, in one process.
+
+Every switch is a p4switch running ``p4src/alinea.p4``; hosts, switch agents and links share
+one :class:`~p4switch.sched.VirtualScheduler`. Each agent reaches its switch's P4Runtime core
+and Thrift processor in-process through the same client code the netns backend uses over the
+network (:class:`~controlplane.p4runtime_client.InProcessController`,
+:func:`controlplane.queues.in_process`). Everything is deterministic: the only randomness is
+one ``random.Random(seed)`` (report loss, start jitter), drawn in event order.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controlplane import params_io
+from controlplane.agent import LawTrace
+from controlplane.p4runtime_client import InProcessController
+from controlplane.params import PortParams
+from controlplane.queues import in_process
+from controlplane.report import decode as decode_report
+from controlplane.report import encode, is_report
+from controlplane.switch_agent import SwitchAgent
+from hosts.datagram import DatagramError, FrameTemplate, parse
+from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
+from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
+from p4switch.device import CompiledProgram, compile_file
+from p4switch.link import InMemoryLink, LinkModel
+from p4switch.sched import VirtualScheduler
+from p4switch.switch import Switch, SwitchOptions
+from topo.model import Event, Flow, Node, Topology
+from topo.plan import neighbour_mac, switch_plan
+from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
+
+__all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS"]
+
+ROOT = Path(__file__).resolve().parents[1]
+PROGRAM = ROOT / "p4src" / "alinea.p4"
+START_JITTER_NS = 1_000_000  # each flow starts up to 1 ms late, drawn from the seed
+SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
+DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
+AGENT_TICK_NS = 10_000_000
+DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",
+                 "drop_no_route", "drop_ttl_expired", "drop_overflow")
+
+_program_cache: dict[str, CompiledProgram] = {}
+
+
+def alinea_program() -> CompiledProgram:
+    key = str(PROGRAM)
+    if key not in _program_cache:
+        _program_cache[key] = compile_file(PROGRAM)
+    return _program_cache[key]
+
+
+class SimHostNode:
+    """An end host on one link: ALINEA or fixed senders, a receiver with its buffer and reports."""
+
+    def __init__(self, net: SimNetwork, node: Node) -> None:
+        self.net = net
+        self.node = node
+        self.sched = net.sched
+        topo = net.topo
+        (self.switch,) = topo.neighbours(node.name)
+        self.link: InMemoryLink | None = None
+        self.flow_ids = {f.name: i + 1 for i, f in enumerate(topo.flows)}
+        self.records: dict[int, FlowRecord] = {}
+        self.sent: dict[str, int] = {}
+        self.templates: dict[str, FrameTemplate] = {}
+        self.alinea: AlineaHostSender | None = None
+        self.fixed: list[FixedSender] = []
+        self._handles: dict[int, Any] = {}
+        self.buffer: PlayoutBuffer | None = None
+        self.reporter: HostReporter | None = None
+        self._setup_senders()
+        self._setup_receiver()
+
+    # ---- set-up -----------------------------------------------------------------------------------
+    def _sender_flow(self, f: Flow) -> SenderFlow:
+        start = f.start_ns + self.net.rng.randrange(START_JITTER_NS)
+        self.templates[f.name] = FrameTemplate(
+            src_mac=self.net.topo.mac(self.node.name), dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
+            src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.dst), flow=self.flow_ids[f.name],
+            size=f.packet_size)
+        self.sent[f.name] = 0
+        return SenderFlow(self.flow_ids[f.name], f.name, start, f.stop_ns)
+
+    def _setup_senders(self) -> None:
+        mine = [f for f in self.net.topo.flows if f.src == self.node.name]
+        alinea = [self._sender_flow(f) for f in mine if f.control == "alinea"]
+        if alinea:
+            law = self.net.topo.law[(self.node.name, self.switch)]
+            size = max(f.packet_size for f in mine if f.control == "alinea")
+            self.alinea = AlineaHostSender(law, size, alinea)
+        for f in mine:
+            if f.control == "fixed":
+                self.fixed.append(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size))
+
+    def _setup_receiver(self) -> None:
+        topo = self.net.topo
+        if self.node.receive_buffer is None or self.node.playout_bps is None:
+            return
+        size = max((f.packet_size for f in topo.flows if f.dst == self.node.name), default=1000)
+        self.buffer = PlayoutBuffer(self.node.receive_buffer, self.node.playout_bps, size)
+        port = topo.ports.get((self.node.name, self.switch), PortParams(self.node.receive_buffer))
+        self.reporter = HostReporter(node_id=self.node.index, capacity=self.node.receive_buffer,
+                                     interval_us=port.interval_us, src_mac=topo.mac(self.node.name),
+                                     dst_mac=neighbour_mac(topo, self.node.name, self.switch))
+
+    def start(self) -> None:
+        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed)
+        for sender in senders:
+            self._arm(sender)
+        if self.alinea is not None:
+            self.sched.call_later(AGENT_TICK_NS, self._tick)
+
+    # ---- sending ----------------------------------------------------------------------------------
+    def _arm(self, sender: Any) -> None:
+        old = self._handles.pop(id(sender), None)
+        if old is not None:
+            old.cancel()
+        now = self.sched.now_ns()
+        t = sender.next_send_ns(now)
+        if t is not None:
+            self._handles[id(sender)] = self.sched.call_at(max(t, now), self._send, sender)
+
+    def _send(self, sender: Any) -> None:
+        self._handles.pop(id(sender), None)
+        now = self.sched.now_ns()
+        flow = sender.take(now)
+        if flow is not None and self.link is not None:
+            seq = flow.take_seq()
+            self.link.send(self, self.templates[flow.name].frame(seq, now))
+            self.sent[flow.name] += 1
+        self._arm(sender)
+
+    def _tick(self) -> None:
+        assert self.alinea is not None
+        before = self.alinea.pacer.rate_bps
+        self.alinea.tick(self.sched.now_ns())
+        if self.alinea.pacer.rate_bps != before:
+            self._arm(self.alinea)
+        self.sched.call_later(AGENT_TICK_NS, self._tick)
+
+    # ---- receiving --------------------------------------------------------------------------------
+    def receive(self, frame: bytes) -> None:
+        now = self.sched.now_ns()
+        if is_report(frame):
+            self._on_report(now, frame)
+            return
+        try:
+            d = parse(frame)
+        except DatagramError:
+            return
+        rec = self.records.get(d.flow)
+        if rec is None:
+            rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])
+        if self.buffer is not None and not self.buffer.on_arrival(now):
+            self.net.counts["receiver_overflow"] += 1
+        else:
+            rec.on_packet(d.seq, d.ts_ns, now, d.size)
+        if self.reporter is not None and self.buffer is not None:
+            report = self.reporter.on_arrival(now, self.buffer.occupancy, self.buffer.dropped)
+            if report is not None and self.link is not None:
+                self.link.send(self, encode(report))
+
+    def _on_report(self, now: int, frame: bytes) -> None:
+        if self.alinea is None:
+            return
+        report = decode_report(frame)
+        rate = self.alinea.on_report(now, report)
+        law = self.alinea.law
+        self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy, report.capacity,
+                                             report.drops, rate, law.o, law.w))
+        self._arm(self.alinea)
+
+
+@dataclass
+class _SwitchNode:
+    switch: Switch
+    agent: SwitchAgent
+    client: InProcessController
+
+
+class SimNetwork:
+    """Build with :meth:`build`, then :meth:`run_until`; results in ``recorder``."""
+
+    def __init__(self, topo: Topology, seed: int = 1, program: CompiledProgram | None = None) -> None:
+        self.topo = topo
+        self.seed = seed
+        self.rng = random.Random(seed)
+        self.sched = VirtualScheduler()
+        self.program = program or alinea_program()
+        self.recorder = Recorder()
+        self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
+        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0}
+        self.switches: dict[str, _SwitchNode] = {}
+        self.hosts: dict[str, SimHostNode] = {}
+        self.links: dict[tuple[str, str], InMemoryLink] = {}
+        self._ends: dict[tuple[str, str], Any] = {}
+
+    # ---- construction ------------------------------------------------------------------------------
+    def build(self) -> SimNetwork:
+        topo = self.topo
+        for node in topo.switches:
+            sw = Switch(self.sched, SwitchOptions(seed=self.seed, grpc_addr=None, thrift_port=None))
+            for nb in topo.neighbours(node.name):
+                port = topo.port(node.name, nb)
+                self._ends[(node.name, nb)] = sw.add_link_port(port, f"{node.name}-eth{port}")
+            self.switches[node.name] = _SwitchNode(sw, None, None)  # type: ignore[arg-type]
+        for node in topo.hosts:
+            host = self.hosts[node.name] = SimHostNode(self, node)
+            self._ends[(node.name, host.switch)] = host
+        for link in topo.links:
+            a, b = self._ends[(link.a, link.b)], self._ends[(link.b, link.a)]
+            model = LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns, overhead_bytes=0,
+                              min_frame_bytes=0)
+            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook())
+            for end in (a, b):
+                if isinstance(end, SimHostNode):
+                    end.link = mem
+                else:
+                    end.attach(mem)
+            self.links[(link.a, link.b)] = self.links[(link.b, link.a)] = mem
+        for node in topo.switches:
+            self._start_agent(node.name)
+        for ev in topo.events:
+            self.sched.call_at(ev.at_ns, self._apply_event, ev)
+        for host in self.hosts.values():
+            host.start()
+        self.sched.call_at(0, self._sample)
+        self.sched.call_at(0, self._sample_drops)
+        return self
+
+    def _loss_hook(self) -> Callable[[bytes, str], bool] | None:
+        p = self.topo.options.report_loss
+        if p <= 0:
+            return None
+
+        def lose(frame: bytes, _direction: str) -> bool:
+            if is_report(frame) and self.rng.random() < p:
+                self.counts["reports_lost"] += 1
+                return True
+            return False
+
+        return lose
+
+    def _start_agent(self, name: str) -> None:
+        node = self.switches[name]
+        plan = switch_plan(self.topo, name)
+        agent_box: list[SwitchAgent] = []
+        client = InProcessController(node.switch.p4rt,
+                                     on_message=lambda m: agent_box and agent_box[0].on_stream_message(m))
+        agent = SwitchAgent(plan, client, in_process(node.switch, name), self.sched, tick_ns=AGENT_TICK_NS,
+                            on_trace=self._law_trace(name))
+        agent_box.append(agent)
+        node.agent, node.client = agent, client
+        agent.install(self.program.p4info, self.program.device_config)
+
+    def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
+        def trace(t: LawTrace) -> None:
+            toward = self.topo.neighbour_on(name, t.port)
+            self.recorder.laws.append(LawRow(t.t_ns, name, toward, t.occupancy, t.capacity, t.drops, t.rate_bps,
+                                             t.o, t.w))
+
+        return trace
+
+    # ---- events -------------------------------------------------------------------------------------
+    def _apply_event(self, ev: Event) -> None:
+        if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None:
+            self.links[ev.link].set_bitrate(round(ev.rate_bps))
+            return
+        for u, v in ev.targets:
+            if u in self.switches:
+                params_io.apply_law_changes(self.switches[u].client, self.topo.port(u, v), dict(ev.law_changes))
+            elif self.hosts[u].alinea is not None:
+                sender = self.hosts[u].alinea
+                sender.law.set_params(sender.law.params.with_changes(**dict(ev.law_changes)))
+            if ev.interval_us is not None and v in self.switches:
+                params_io.apply_port_changes(self.switches[v].client, self.topo.port(v, u),
+                                                {"interval_us": ev.interval_us})
+            elif ev.interval_us is not None and self.hosts[v].reporter is not None:
+                self.hosts[v].reporter.interval_us = ev.interval_us
+
+    # ---- sampling -----------------------------------------------------------------------------------
+    def _sample(self) -> None:
+        now = self.sched.now_ns()
+        rec = self.recorder
+        for f in self.topo.flows:
+            src, dst = self.hosts[f.src], self.hosts[f.dst]
+            r = dst.records.get(src.flow_ids[f.name])
+            rec.flows.append(FlowSample(now, f.name, src.sent.get(f.name, 0), r.received if r else 0,
+                                        r.owd_sum_ns if r else 0))
+        for name, host in self.hosts.items():
+            if host.buffer is not None:
+                host.buffer.drain(now)
+                b = host.buffer
+                rec.buffers.append(BufferSample(now, name, b.occupancy, b.capacity, b.played, b.dropped))
+        for link in self.topo.links:
+            for u, v in ((link.a, link.b), (link.b, link.a)):
+                mem = self.links[(u, v)]
+                stats = mem.stats[mem.direction_from(self._ends[(u, v)])]
+                rec.links.append(LinkSample(now, u, v, stats.sent_bytes, mem.model.bitrate_bps))
+        self.sched.call_later(SAMPLE_NS, self._sample)
+
+    def _sample_drops(self) -> None:
+        now = self.sched.now_ns()
+        for name, node in self.switches.items():
+            for reason in DROP_COUNTERS:
+                for port in sorted(node.switch.ports):
+                    packets, _ = node.client.read_counter(f"MyIngress.{reason}", port)
+                    if packets:
+                        self.recorder.drops.append(DropSample(now, name, port, reason.removeprefix("drop_"), packets))
+            tm_full = sum(node.switch.tm.stats(p).dropped_full for p in node.switch.ports)
+            if tm_full:
+                self.recorder.drops.append(DropSample(now, name, 0, "egress_queue_full", tm_full))
+        self.sched.call_later(DROP_SAMPLE_NS, self._sample_drops)
+
+    # ---- running ------------------------------------------------------------------------------------
+    def run_until(self, t_ns: int) -> None:
+        self.sched.run_until(t_ns)
+
+    def finish(self) -> None:
+        """Final samples at the current time, and per-packet records into the recorder."""
+        self._sample()
+        self._sample_drops()
+        for host in self.hosts.values():
+            for rec in host.records.values():
+                self.recorder.packets[rec.name] = rec.packets
