@@ -46,6 +46,7 @@ class Names:
         self.meters = {m.preamble.name: m for m in p4info.meters}
         self.digests = {d.preamble.name: d for d in p4info.digests}
         self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
+        self._packet_in_names: dict[int, str] | None = None
 
     def table_entry(self, table: str, match: Mapping[str, Any], action: str | None = None,
                     params: Mapping[str, int] | None = None, priority: int = 0) -> pb.TableEntry:
@@ -90,8 +91,10 @@ class Names:
         return po
 
     def packet_in_metadata(self, pin: pb.PacketIn) -> dict[str, int]:
-        names = {m.id: m.name for m in self.cpm["packet_in"].metadata}
-        return {names[m.metadata_id]: dec(m.value) for m in pin.metadata}
+        names = self._packet_in_names
+        if names is None:
+            names = self._packet_in_names = {m.id: m.name for m in self.cpm["packet_in"].metadata}
+        return {names[m.metadata_id]: int.from_bytes(m.value, "big") for m in pin.metadata}
 
 
 def _lookup(mapping: Mapping[str, Any], name: str, what: str) -> Any:
@@ -248,7 +251,10 @@ class GrpcController(_ClientBase):
     """A primary client over gRPC (the netns binding); a thread collects stream messages."""
 
     def __init__(self, addr: str, device_id: int = 0, election: tuple[int, int] = (0, 1),
-                 timeout: float = 10.0) -> None:
+                 timeout: float = 10.0, *, stream: bool = True,
+                 on_message: Callable[[pb.StreamMessageResponse], None] | None = None) -> None:
+        """``stream=False``: no StreamChannel, no arbitration -- enough for Read (a monitor).
+        ``on_message`` is called on the reader thread for each stream message."""
         import grpc
         from p4.v1 import p4runtime_pb2_grpc
 
@@ -256,15 +262,33 @@ class GrpcController(_ClientBase):
         self.election = election
         self.timeout = timeout
         self.received = []
+        self.on_message = on_message
         self._channel = grpc.insecure_channel(addr)
-        grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        try:
+            grpc.channel_ready_future(self._channel).result(timeout=timeout)
+        except grpc.FutureTimeoutError:
+            self._channel.close()
+            raise ClientError(f"no P4Runtime server answered at {addr} within {timeout:g} s") from None
         self._stub = p4runtime_pb2_grpc.P4RuntimeStub(self._channel)
         self._out: queue.Queue = queue.Queue()
+        self._reader: threading.Thread | None = None
+        if not stream:
+            return
         self._stream = self._stub.StreamChannel(self._requests())
         self._reader = threading.Thread(target=self._read_stream, daemon=True, name="grpc-controller")
         self._reader.start()
         self._stream_send(self._arbitration_request())
         self.wait_for(lambda: any(m.WhichOneof("update") == "arbitration" for m in self.received), timeout)
+
+    def fetch_p4info(self) -> p4info_pb2.P4Info:
+        """The P4Info of the pipeline the switch runs (GetForwardingPipelineConfig)."""
+        req = pb.GetForwardingPipelineConfigRequest(
+            device_id=self.device_id, response_type=pb.GetForwardingPipelineConfigRequest.P4INFO_AND_COOKIE)
+        resp = self._stub.GetForwardingPipelineConfig(req, timeout=self.timeout)
+        if not resp.config.HasField("p4info"):
+            raise ClientError("the switch has no pipeline yet (nothing pushed with SetForwardingPipelineConfig)")
+        self.names = Names(resp.config.p4info)
+        return resp.config.p4info
 
     def _requests(self) -> Iterator[pb.StreamMessageRequest]:
         while True:
@@ -276,7 +300,10 @@ class GrpcController(_ClientBase):
     def _read_stream(self) -> None:
         try:
             for msg in self._stream:
-                self.received.append(msg)
+                if self.on_message is None or msg.WhichOneof("update") != "packet":
+                    self.received.append(msg)  # with on_message, packets are not also kept
+                if self.on_message is not None:
+                    self.on_message(msg)
         except Exception:  # noqa: BLE001 - the stream ends when the channel closes
             return
 
@@ -303,4 +330,5 @@ class GrpcController(_ClientBase):
     def close(self) -> None:
         self._out.put(None)
         self._channel.close()
-        self._reader.join(2)
+        if self._reader is not None:
+            self._reader.join(2)

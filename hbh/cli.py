@@ -15,6 +15,8 @@ import sys
 # `hbh --help` stays fast and a broken optional layer cannot hide the others.
 COMMAND_MODULES: tuple[str, ...] = (
     "p4switch.frontend.cli",
+    "topo.runner",
+    "controlplane.params_cli",
     "hbh.demo",
 )
 

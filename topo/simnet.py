@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from p4.v1 import p4runtime_pb2 as pb
+
 from controlplane import params_io
 from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
@@ -54,6 +56,19 @@ def alinea_program() -> CompiledProgram:
     if key not in _program_cache:
         _program_cache[key] = compile_file(PROGRAM)
     return _program_cache[key]
+
+
+def read_drop_counters(client: Any, ports: list[int]) -> list[tuple[str, int, int]]:
+    """(reason, port, packets) of every non-zero drop counter cell of ``ports``, in one Read."""
+    names = {client.names.counters[f"MyIngress.{r}"].preamble.id: r.removeprefix("drop_") for r in DROP_COUNTERS}
+    entities = [pb.Entity(counter_entry=client.names.counter_entry(f"MyIngress.{r}", p))
+                for r in DROP_COUNTERS for p in ports]
+    out = []
+    for ent in client.read(*entities):
+        ce = ent.counter_entry
+        if ce.data.packet_count:
+            out.append((names[ce.counter_id], ce.index.index, ce.data.packet_count))
+    return out
 
 
 class SimHostNode:
@@ -309,11 +324,8 @@ class SimNetwork:
     def _sample_drops(self) -> None:
         now = self.sched.now_ns()
         for name, node in self.switches.items():
-            for reason in DROP_COUNTERS:
-                for port in sorted(node.switch.ports):
-                    packets, _ = node.client.read_counter(f"MyIngress.{reason}", port)
-                    if packets:
-                        self.recorder.drops.append(DropSample(now, name, port, reason.removeprefix("drop_"), packets))
+            for reason, port, packets in read_drop_counters(node.client, sorted(node.switch.ports)):
+                self.recorder.drops.append(DropSample(now, name, port, reason, packets))
             tm_full = sum(node.switch.tm.stats(p).dropped_full for p in node.switch.ports)
             if tm_full:
                 self.recorder.drops.append(DropSample(now, name, 0, "egress_queue_full", tm_full))

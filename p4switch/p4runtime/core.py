@@ -384,23 +384,29 @@ class P4RuntimeCore:
         if primary is None:
             self.dropped_packet_ins += 1
             return False
-        msg = pb.PacketIn(payload=payload)
         self._sync()
         st = self.device.state
         header = st.packet_in if st is not None else None
         fields = header.fields if header is not None else ()
-        names = {f.name for f in fields}
-        for name in metadata:
-            if name not in names:
-                raise ValueError(f"packet_in has no metadata field '{name}'")
+        if len(metadata) != len(fields):
+            names = {f.name for f in fields}
+            for name in metadata:
+                if name not in names:
+                    raise ValueError(f"packet_in has no metadata field '{name}'")
+        resp = pb.StreamMessageResponse()  # filled in place: no copy of a finished PacketIn
+        msg = resp.packet
+        msg.payload = payload
+        add = msg.metadata.add
         for f in fields:
-            if f.name not in metadata:
+            value = metadata.get(f.name)
+            if value is None:
                 raise ValueError(f"packet_in metadata '{f.name}' missing")
-            value = metadata[f.name]
             if not fits_unsigned(value, f.bitwidth):
                 raise ValueError(f"packet_in metadata '{f.name}': {value} does not fit bit<{f.bitwidth}>")
-            msg.metadata.add(metadata_id=f.id, value=encode_unsigned(value))
-        primary.send(pb.StreamMessageResponse(packet=msg))
+            m = add()
+            m.metadata_id = f.id
+            m.value = encode_unsigned(value)
+        primary.send(resp)
         return True
 
     def poll(self, now_ns: int | None = None) -> int:

@@ -1,0 +1,205 @@
+"""`hbh params set|show`: the ALINEA parameters of a running switch, over P4Runtime.
+
+``set`` checks every value it was given before it connects (a fraction outside (0, 1], a rate
+<= 0, O_min above O_max, W_min above W_max, a port out of range: one line naming the parameter
+and the value, exit 2); after connecting it reads what the port holds, merges, validates the
+whole set again (e.g. a new O_min against the switch's O_max) and only then writes one MODIFY.
+A port the switch has no entry for is refused the same way, before anything is written.
+
+To write, the tool becomes the primary controller for a moment (election id
+``PARAMS_ELECTION_ID``, above any agent's); the agent gets the primary role back when the tool
+disconnects, and applies the change at the next report it receives.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from controlplane.params import LawParams, ParamError, PortParams, validate_port
+from controlplane.units import (
+    UnitError,
+    format_duration,
+    format_rate,
+    parse_duration_ns,
+    parse_fraction,
+    parse_rate,
+)
+
+__all__ = ["register", "PARAMS_ELECTION_ID", "parse_changes"]
+
+PARAMS_ELECTION_ID = (1, 0)
+MAX_PORT = 510  # 511 is BMv2's drop port
+
+# option -> (LawParams/PortParams field, parser)
+_LAW_OPTIONS = {"o_min": parse_fraction, "o_max": parse_fraction, "w_max": parse_rate, "w_min": parse_rate,
+                "k_p": parse_rate, "r_max": parse_rate, "r_floor": parse_rate}
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("params", help="show or change the ALINEA parameters a running switch holds",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ps = p.add_subparsers(dest="params_command", metavar="{set,show}")
+    ps.required = True
+    for name, helptext in (("set", "change parameters of one port"), ("show", "list every port's parameters")):
+        q = ps.add_parser(name, help=helptext)
+        q.add_argument("--grpc-addr", required=True, help="the switch's P4Runtime address, HOST:PORT")
+        q.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
+        q.set_defaults(func=_set if name == "set" else _show)
+        if name == "set":
+            q.add_argument("--port", required=True, help="switch port: the egress port toward the reporting "
+                                                         "neighbour (law) and/or the modelled ingress port")
+            q.add_argument("--o-min", help="O_min, fraction of the downstream buffer (e.g. 15%% or 0.15)")
+            q.add_argument("--o-max", help="O_max, the target occupancy (e.g. 70%%)")
+            q.add_argument("--w-max", help="W_max, rate per unit of occupancy error (e.g. 8Mbps)")
+            q.add_argument("--w-min", help="W_min (e.g. 500kbps)")
+            q.add_argument("--k-p", help="PI damping gain, rate per unit of occupancy change (0: the paper's law)")
+            q.add_argument("--r-max", help="R_max, e.g. 1.8Mbps")
+            q.add_argument("--r-floor", help="rate floor, e.g. 40kbps")
+            q.add_argument("--capacity", help="buffer capacity of the modelled ingress port, packets")
+            q.add_argument("--interval", help="report interval of the modelled ingress port, e.g. 10ms")
+
+
+def parse_changes(args: argparse.Namespace) -> tuple[int, dict[str, float], dict[str, int]]:
+    """(port, law changes, port changes) from the options; ParamError/UnitError if any is invalid."""
+    port = _port(args.port)
+    law: dict[str, float] = {}
+    for name, parse in _LAW_OPTIONS.items():
+        text = getattr(args, name)
+        if text is not None:
+            law[name] = parse(text, f"--{name.replace('_', '-')}")
+    model: dict[str, int] = {}
+    if args.capacity is not None:
+        try:
+            model["capacity"] = int(args.capacity)
+        except ValueError:
+            raise ParamError(f"--capacity = {args.capacity!r}: must be a whole number of packets >= 1") from None
+    if args.interval is not None:
+        ns = parse_duration_ns(args.interval, "--interval")
+        if ns < 0 or ns % 1000:
+            raise ParamError(f"--interval = {args.interval!r}: must be >= 0 and a whole number of µs")
+        model["interval_us"] = ns // 1000
+    if not law and not model:
+        raise ParamError("nothing to set: give at least one of --o-min --o-max --w-max --w-min --k-p --r-max "
+                         "--r-floor --capacity --interval")
+    _check_alone(law, model)
+    return port, law, model
+
+
+def _port(text: str) -> int:
+    try:
+        port = int(text)
+    except ValueError:
+        raise ParamError(f"--port = {text!r}: not a port number") from None
+    if not 0 <= port <= MAX_PORT:
+        raise ParamError(f"--port = {port}: a switch port is 0..{MAX_PORT}")
+    return port
+
+
+def _check_alone(law: dict[str, float], model: dict[str, int]) -> None:
+    """Each value on its own, and pairs given together, before any connection is made."""
+    for name in ("o_min", "o_max"):
+        if name in law and not 0 < law[name] <= 1:
+            raise ParamError(f"--{name.replace('_', '-')} = {law[name]:g}: a fraction must be in (0, 1]")
+    for name in ("w_max", "w_min", "r_max", "r_floor"):
+        if name in law and not law[name] > 0:
+            raise ParamError(f"--{name.replace('_', '-')} = {law[name]:g}: must be > 0")
+    if "k_p" in law and law["k_p"] < 0:
+        raise ParamError(f"--k-p = {law['k_p']:g}: must be >= 0")
+    for low, high in (("o_min", "o_max"), ("w_min", "w_max"), ("r_floor", "r_max")):
+        if low in law and high in law and law[low] > law[high]:
+            raise ParamError(f"--{low.replace('_', '-')} = {law[low]:g} is above --{high.replace('_', '-')} = "
+                             f"{law[high]:g}")
+    if model:
+        validate_port(PortParams(model.get("capacity", 1), model.get("interval_us", 0)))
+
+
+def _connect(args: argparse.Namespace, write: bool) -> Any:
+    from controlplane.p4runtime_client import GrpcController
+
+    ctl = GrpcController(args.grpc_addr, args.device_id, election=PARAMS_ELECTION_ID, timeout=5.0, stream=write)
+    ctl.fetch_p4info()
+    return ctl
+
+
+def _set(args: argparse.Namespace) -> int:
+    try:
+        port, law, model = parse_changes(args)
+    except (ParamError, UnitError) as exc:
+        print(f"hbh params set: {exc}", file=sys.stderr)
+        return 2
+    from controlplane import params_io
+
+    try:
+        ctl = _connect(args, write=True)
+    except Exception as exc:  # noqa: BLE001 - ClientError, grpc.RpcError: one line, not a traceback
+        print(f"hbh params set: {args.grpc_addr}: {_rpc_message(exc)}", file=sys.stderr)
+        return 1
+    try:
+        state = params_io.read_ports(ctl).get(port, params_io.PortState(port))
+        new_law = params_io.merged_law(state.law, port, law) if law else None
+        new_model = params_io.merged_port(state.model, port, model) if model else None
+        if new_law is not None:
+            params_io.apply_law_changes(ctl, port, law)
+        if new_model is not None:
+            params_io.apply_port_changes(ctl, port, model)
+    except ParamError as exc:
+        print(f"hbh params set: {exc} (nothing written)", file=sys.stderr)
+        return 2
+    except Exception as exc:  # noqa: BLE001
+        print(f"hbh params set: {args.grpc_addr}: {_rpc_message(exc)}", file=sys.stderr)
+        return 1
+    finally:
+        ctl.close()
+    print(f"port {port}: " + ", ".join(_describe(new_law, new_model)))
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from controlplane import params_io
+
+    try:
+        ctl = _connect(args, write=False)
+        ports = params_io.read_ports(ctl)
+        ctl.close()
+    except Exception as exc:  # noqa: BLE001
+        print(f"hbh params show: {args.grpc_addr}: {_rpc_message(exc)}", file=sys.stderr)
+        return 1
+    print(format_ports(ports))
+    return 0
+
+
+def format_ports(ports: dict[int, Any]) -> str:
+    head = f"{'port':>4}  {'O_min':>6} {'O_max':>6} {'W_max':>9} {'W_min':>9} {'k_p':>9} {'R_max':>9} {'floor':>9}" \
+           f"  {'capacity':>8} {'interval':>8}"
+    lines = [head]
+    for port, st in sorted(ports.items()):
+        law = st.law
+        cells = (["-"] * 7 if law is None else
+                 [f"{100 * law.o_min:.1f}%", f"{100 * law.o_max:.1f}%", format_rate(law.w_max), format_rate(law.w_min),
+                  format_rate(law.k_p), format_rate(law.r_max), format_rate(law.r_floor)])
+        model = st.model
+        mcells = ["-", "-"] if model is None else [str(model.capacity), format_duration(model.interval_us * 1000)]
+        lines.append(f"{port:>4}  {cells[0]:>6} {cells[1]:>6} {cells[2]:>9} {cells[3]:>9} {cells[4]:>9} "
+                     f"{cells[5]:>9} {cells[6]:>9}  {mcells[0]:>8} {mcells[1]:>8}")
+    return "\n".join(lines)
+
+
+def _describe(law: LawParams | None, model: PortParams | None) -> list[str]:
+    out = []
+    if law is not None:
+        out.append(f"O_min {100 * law.o_min:g}% O_max {100 * law.o_max:g}% W_max {format_rate(law.w_max)} "
+                   f"W_min {format_rate(law.w_min)} k_p {format_rate(law.k_p)} R_max {format_rate(law.r_max)} "
+                   f"floor {format_rate(law.r_floor)}")
+    if model is not None:
+        out.append(f"capacity {model.capacity} packets, report interval {format_duration(model.interval_us * 1000)}")
+    return out
+
+
+def _rpc_message(exc: BaseException) -> str:
+    details = getattr(exc, "details", None)
+    code = getattr(exc, "code", None)
+    if callable(details) and callable(code):
+        return f"{code().name}: {details()}"
+    return str(exc)

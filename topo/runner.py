@@ -1,0 +1,147 @@
+"""`hbh run TOPO`: one experiment, its time series, summary and figures.
+
+The backend runs the network; this module drives it in slices of virtual time (for the
+progress bar), then writes ``DIR/*.csv`` (:mod:`topo.record`), ``DIR/summary.json``
+(:mod:`topo.summary`) and ``DIR/*.png`` (:mod:`topo.plots`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from controlplane.units import UnitError, parse_duration_ns
+
+__all__ = ["register", "run_experiment", "RunResult"]
+
+SLICE_NS = 250_000_000
+
+
+class RunResult:
+    def __init__(self, summary: dict[str, Any], recorder: Any, files: list[Path]) -> None:
+        self.summary = summary
+        self.recorder = recorder
+        self.files = files
+
+
+def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None = None, *, progress: bool = False,
+                   plots: bool = True, backend: str = "sim") -> RunResult:
+    """Run ``topo`` for ``duration_ns`` of (virtual) time; write results to ``out`` if given."""
+    if backend != "sim":
+        raise ValueError(f"backend {backend!r}: only 'sim' is available (netns comes with the real-process issue)")
+    from topo.simnet import SimNetwork
+
+    net = SimNetwork(topo, seed=seed).build()
+    wall0 = time.perf_counter()
+    bar = _bar(duration_ns, topo.name) if progress else None
+    t = 0
+    while t < duration_ns:
+        t = min(duration_ns, t + SLICE_NS)
+        net.run_until(t)
+        if bar is not None:
+            wall = time.perf_counter() - wall0
+            bar.update(SLICE_NS / 1e9 if t % SLICE_NS == 0 else (t % SLICE_NS) / 1e9)
+            bar.set_postfix_str(f"wall {wall:.1f}s, {t / 1e9 / wall if wall else 0:.1f}x real time")
+    if bar is not None:
+        bar.close()
+    net.finish()
+    wall = time.perf_counter() - wall0
+    from topo.summary import summarize
+
+    summary = summarize(topo, net.recorder, duration_ns,
+                        {"backend": backend, "seed": seed, "reports_lost_on_links": net.counts["reports_lost"]})
+    summary["performance"] = {"wall_s": round(wall, 3), "speedup": round(duration_ns / 1e9 / wall, 2),
+                              "packet_hops": sum(s.sent for s in _link_stats(net)),
+                              "packet_hops_per_wall_s": round(sum(s.sent for s in _link_stats(net)) / wall)}
+    files: list[Path] = []
+    if out is not None:
+        files = net.recorder.write(out)
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, sort_keys=True) + "\n")
+        files.append(out / "summary.json")
+        if plots:
+            from topo.plots import plot_run
+
+            files += plot_run(net.recorder, summary, out, topo.name)
+    return RunResult(summary, net.recorder, files)
+
+
+def _link_stats(net: Any) -> list[Any]:
+    seen: dict[int, Any] = {}
+    for link in net.links.values():
+        seen[id(link)] = link
+    return [s for link in seen.values() for s in link.stats.values()]
+
+
+def _bar(duration_ns: int, name: str) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=duration_ns / 1e9, unit="s", desc=f"{name} (virtual time)", file=sys.stderr,
+                bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s [{postfix}]")
+
+
+# ---- command line ------------------------------------------------------------------------------------
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("run", help="run one experiment on a topology file",
+                       description="Run a topology (topo/*.yaml) and write CSV time series, summary.json and "
+                                   "figures to --out.")
+    p.add_argument("topology", help="topology file, e.g. topo/paper-5router.yaml")
+    p.add_argument("--duration", default="60s", help="length of the run (virtual time in the simulator), e.g. 60s")
+    p.add_argument("--seed", type=int, default=1, help="random seed (report loss, start jitter)")
+    p.add_argument("--out", default=None, help="results directory (default results/<topology>)")
+    p.add_argument("--backend", default="sim", choices=["sim"], help="sim: virtual time, in one process")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    from topo.schema import TopologyError, load_topology
+
+    try:
+        duration = parse_duration_ns(args.duration, "--duration")
+        if duration <= 0:
+            raise UnitError(f"--duration: must be > 0, got {args.duration!r}")
+        topo = load_topology(args.topology)
+    except (UnitError, TopologyError, OSError) as exc:
+        print(f"hbh run: {exc}", file=sys.stderr)
+        return 2
+    out = Path(args.out or f"results/{topo.name}")
+    result = run_experiment(topo, duration, args.seed, out, progress=not args.no_progress, plots=not args.no_plots)
+    print(format_summary(result.summary))
+    print(f"\nresults: {out}/ (laws.csv, flows.csv, buffers.csv, links.csv, drops.csv, packets_*.csv, "
+          f"summary.json{', *.png' if not args.no_plots else ''})")
+    return 0
+
+
+def format_summary(s: dict[str, Any]) -> str:
+    lines = [f"{s['topology']}: {s['duration_s']:g} s, seed {s.get('seed')}, backend {s.get('backend')}"]
+    loss = s["loss"]
+    lines.append(f"loss: {loss['total']} packets (sent {loss['data_packets_sent']}, received "
+                 f"{loss['data_packets_received']}; dropped in the network {loss['dropped_in_network']}, "
+                 f"receiver buffer overflow {loss['receiver_buffer_overflow']}, missing sequence numbers "
+                 f"{loss['lost_by_sequence']}; reordered {loss['reordered']})")
+    lines.append(f"{'buffer':<14}{'target':>8}{'mean':>8}{'std':>7}{'max':>7}{'conv. (s)':>10}")
+    for name, b in s["buffers"].items():
+        conv = "-" if b["convergence_s"] is None else f"{b['convergence_s']:.2f}"
+        lines.append(f"{name:<14}{100 * b['target']:>7.1f}%{100 * b['mean']:>7.1f}%{100 * b['std']:>6.2f}"
+                     f"{100 * b['max']:>6.1f}%{conv:>10}")
+    for name, f in s["flows"].items():
+        owd = f["owd_ms"]
+        lines.append(f"flow {name} {f['src']}->{f['dst']} ({f['control']}): goodput {f['goodput_bps'] / 1e6:.3f} Mb/s, "
+                     f"one-way delay p50 {owd['p50']:.1f} ms, p99 {owd['p99']:.1f} ms")
+    for ev in s["events"]:
+        if ev.get("reaction_s") is not None:
+            lines.append(f"event at {ev['at_s']:g} s, link {ev['link']} -> {ev['rate_bps'] / 1e6:g} Mb/s: "
+                         f"{ev['regulator']} cut its rate after {1000 * ev['reaction_s']:.1f} ms "
+                         f"({ev['reaction_intervals']} report intervals); {ev['buffer']} peaked at "
+                         f"{100 * ev['max_occupancy_after']:.1f}%, back within 3 points after "
+                         f"{ev['recovery_s'] if ev['recovery_s'] is not None else '-'} s")
+    perf = s.get("performance", {})
+    if perf:
+        lines.append(f"wall time {perf['wall_s']:.1f} s ({perf['speedup']:.1f}x real time, "
+                     f"{perf['packet_hops_per_wall_s']:,} packet-hops/s)")
+    return "\n".join(lines)

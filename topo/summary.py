@@ -1,0 +1,247 @@
+"""The numbers a run is judged by, computed from what the recorder kept (summary.json).
+
+Definitions (docs/results.md repeats them next to the results):
+
+* **loss** -- data packets the sources sent that were dropped anywhere: switch drop counters (by
+  reason), egress queues that were full, receivers' full buffers; plus sequence numbers that
+  never arrived (``lost_by_sequence``, which also catches a packet lost on a link). Reordering
+  is counted apart and is not loss.
+* **occupancy** of each regulated buffer (``v<-u``: node v's buffer fed by u), as reported to
+  u, over the second half of the run (or of the time before the first event): mean and
+  standard deviation in percentage points, against the target (the law's O_max).
+* **convergence** -- the first time from which a buffer stays within ``BAND`` points of its
+  target until the end of the steady window; the run's is the largest over buffers.
+* **goodput** -- bits the destination's application took (played out) per second over the
+  second half; without a playout buffer, bits received.
+* **utilisation** of a directed link -- bits carried over the second half / what its rate
+  allowed in that time.
+* **one-way delay** -- per received packet, receive time minus send time (p50, p99, mean).
+* **reaction** to a link-rate drop on u->v -- the time until the rate into u (set by the hop
+  that feeds u) first falls ``REACTION_DROP`` below its value at the event, also in report
+  intervals; **recovery** -- the time until u's buffer is back within ``BAND`` points of its
+  target and stays there.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from topo.model import Topology
+from topo.record import LawRow, Recorder
+
+__all__ = ["summarize", "BAND", "REACTION_DROP"]
+
+BAND = 0.03  # 3 percentage points
+REACTION_DROP = 0.05
+
+
+@dataclass
+class _Window:
+    start_ns: int
+    end_ns: int
+
+    def has(self, t: int) -> bool:
+        return self.start_ns <= t <= self.end_ns
+
+
+def _buffer_name(u: str, v: str) -> str:
+    return f"{v}<-{u}"
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    s = sorted(values)
+    k = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
+    return s[k]
+
+
+def _targets(topo: Topology) -> dict[tuple[str, str], float]:
+    """O_max of every law at the end of the run (timed events applied)."""
+    targets = {k: p.o_max for k, p in topo.law.items()}
+    for ev in topo.events:
+        changes = dict(ev.law_changes)
+        if "o_max" in changes:
+            for key in ev.targets:
+                targets[key] = changes["o_max"]
+    return targets
+
+
+def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
+    first_event = min((ev.at_ns for ev in topo.events), default=duration_ns)
+    steady = _Window(first_event // 2, first_event)
+    half = _Window(duration_ns // 2, duration_ns)
+    out: dict[str, Any] = {"topology": topo.name, "duration_s": duration_ns / 1e9}
+    out.update(extra or {})
+    out["loss"] = _loss(topo, rec)
+    out["buffers"] = _buffers(topo, rec, steady)
+    conv = [b["convergence_s"] for b in out["buffers"].values()]
+    out["convergence_s"] = None if not conv or None in conv else max(conv)
+    out["flows"] = _flows(topo, rec, half)
+    out["links"] = _links(rec, half)
+    out["events"] = [_reaction(topo, rec, ev, duration_ns) for ev in topo.events if ev.kind == "link_rate"]
+    return out
+
+
+def _loss(topo: Topology, rec: Recorder) -> dict[str, Any]:
+    final: dict[tuple[str, int, str], int] = {}
+    for d in rec.drops:
+        final[(d.switch, d.port, d.reason)] = d.packets
+    by_reason: dict[str, int] = {}
+    for (_sw, _port, reason), n in sorted(final.items()):
+        if reason != "spoofed_report":
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    sent = {f.name: 0 for f in topo.flows}
+    received = dict(sent)
+    for s in rec.flows:
+        sent[s.flow], received[s.flow] = s.sent, s.received
+    overflow = sum(b.dropped for b in _last_by(rec.buffers, "host").values())
+    lost_seq = sum(_lost_by_sequence(rows) for rows in rec.packets.values())
+    dropped = sum(by_reason.values()) + overflow
+    return {"data_packets_sent": sum(sent.values()), "data_packets_received": sum(received.values()),
+            "dropped_in_network": sum(by_reason.values()), "dropped_by_reason": by_reason,
+            "receiver_buffer_overflow": overflow, "lost_by_sequence": lost_seq,
+            "reordered": sum(_reordered(rows) for rows in rec.packets.values()),
+            "total": max(dropped, lost_seq)}
+
+
+def _lost_by_sequence(rows: list[tuple[int, int, int]]) -> int:
+    if not rows:
+        return 0
+    seqs = {seq for seq, _, _ in rows}
+    return max(seqs) + 1 - len(seqs)
+
+
+def _reordered(rows: list[tuple[int, int, int]]) -> int:
+    highest, n = -1, 0
+    for seq, _, _ in rows:
+        if seq < highest:
+            n += 1
+        highest = max(highest, seq)
+    return n
+
+
+def _last_by(rows: list[Any], attr: str) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for r in rows:
+        out[getattr(r, attr)] = r
+    return out
+
+
+def _law_rows(rec: Recorder) -> dict[tuple[str, str], list[LawRow]]:
+    out: dict[tuple[str, str], list[LawRow]] = {}
+    for r in rec.laws:
+        out.setdefault((r.node, r.toward), []).append(r)
+    return out
+
+
+def _convergence(rows: list[LawRow], target: float, end_ns: int) -> float | None:
+    inside_since: int | None = None
+    for r in rows:
+        if r.t_ns > end_ns:
+            break
+        if abs(r.fraction - target) <= BAND:
+            if inside_since is None:
+                inside_since = r.t_ns
+        else:
+            inside_since = None
+    return None if inside_since is None else inside_since / 1e9
+
+
+def _buffers(topo: Topology, rec: Recorder, steady: _Window) -> dict[str, Any]:
+    targets = _targets(topo)
+    out: dict[str, Any] = {}
+    for (u, v), rows in sorted(_law_rows(rec).items(), key=lambda kv: _path_order(topo, kv[0])):
+        window = [r.fraction for r in rows if steady.has(r.t_ns)]
+        target = targets[(u, v)]
+        mean = statistics.fmean(window) if window else 0.0
+        std = statistics.pstdev(window) if len(window) > 1 else 0.0
+        out[_buffer_name(u, v)] = {
+            "node": v, "fed_by": u, "target": target, "mean": round(mean, 4), "std": round(std, 4),
+            "max": round(max((r.fraction for r in rows), default=0.0), 4),
+            "within_band": bool(window) and abs(mean - target) <= BAND and std <= BAND,
+            "convergence_s": _convergence(rows, target, steady.end_ns), "reports": len(rows)}
+    return out
+
+
+def _path_order(topo: Topology, key: tuple[str, str]) -> tuple[int, str, str]:
+    for f in topo.flows:
+        if key[0] in f.path and key[1] in f.path:
+            return (f.path.index(key[1]), key[0], key[1])
+    return (len(topo.nodes), key[0], key[1])
+
+
+def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    buffers = {}
+    for b in rec.buffers:
+        buffers.setdefault(b.host, []).append(b)
+    for f in topo.flows:
+        rows = rec.packets.get(f.name, [])
+        owd = [(recv - sent) / 1e6 for _, sent, recv in rows]
+        in_half = [r for r in rows if half.has(r[2])]
+        secs = (half.end_ns - half.start_ns) / 1e9
+        received_bps = sum(f.packet_size * 8 for _ in in_half) / secs if secs else 0.0
+        goodput = received_bps
+        samples = [b for b in buffers.get(f.dst, []) if half.has(b.t_ns)]
+        if len(samples) > 1:
+            played = samples[-1].played - samples[0].played
+            span = (samples[-1].t_ns - samples[0].t_ns) / 1e9
+            goodput = played * f.packet_size * 8 / span if span else 0.0
+        sent = [s for s in rec.flows if s.flow == f.name and half.has(s.t_ns)]
+        send_bps = ((sent[-1].sent - sent[0].sent) * f.packet_size * 8 / ((sent[-1].t_ns - sent[0].t_ns) / 1e9)
+                    if len(sent) > 1 and sent[-1].t_ns > sent[0].t_ns else 0.0)
+        out[f.name] = {"src": f.src, "dst": f.dst, "control": f.control, "received": len(rows),
+                       "send_bps": round(send_bps), "receive_bps": round(received_bps), "goodput_bps": round(goodput),
+                       "owd_ms": {"mean": round(statistics.fmean(owd), 3) if owd else None,
+                                  "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
+    return out
+
+
+def _links(rec: Recorder, half: _Window) -> dict[str, Any]:
+    by: dict[tuple[str, str], list[Any]] = {}
+    for s in rec.links:
+        if half.has(s.t_ns):
+            by.setdefault((s.src, s.dst), []).append(s)
+    out: dict[str, Any] = {}
+    for (u, v), rows in sorted(by.items()):
+        if len(rows) < 2 or rows[-1].bytes == rows[0].bytes:
+            continue
+        allowed = sum(a.rate_bps * (b.t_ns - a.t_ns) / 1e9 for a, b in zip(rows, rows[1:]))
+        carried = (rows[-1].bytes - rows[0].bytes) * 8
+        out[f"{u}->{v}"] = {"utilisation": round(carried / allowed, 4) if allowed else None,
+                            "carried_bps": round(carried / ((rows[-1].t_ns - rows[0].t_ns) / 1e9))}
+    return out
+
+
+def _reaction(topo: Topology, rec: Recorder, ev: Any, duration_ns: int) -> dict[str, Any]:
+    a, b = ev.link
+    flow = next((f for f in topo.flows if a in f.path and b in f.path), None)
+    result: dict[str, Any] = {"at_s": ev.at_ns / 1e9, "kind": "link_rate", "link": f"{a}-{b}",
+                              "rate_bps": ev.rate_bps}
+    if flow is None:
+        return result
+    u, v = (a, b) if flow.path.index(a) < flow.path.index(b) else (b, a)
+    i = flow.path.index(u)
+    if i == 0:
+        return result
+    feeder = flow.path[i - 1]
+    rows = _law_rows(rec).get((feeder, u), [])
+    before = [r for r in rows if r.t_ns <= ev.at_ns]
+    after = [r for r in rows if r.t_ns > ev.at_ns]
+    if not before or not after:
+        return result
+    rate0 = before[-1].rate_bps
+    hit = next((r for r in after if r.rate_bps <= rate0 * (1 - REACTION_DROP)), None)
+    interval_us = topo.ports[(u, feeder)].interval_us if (u, feeder) in topo.ports else 0
+    target = _targets(topo)[(feeder, u)]
+    recovered = _convergence(after, target, duration_ns)
+    result.update({"regulator": feeder, "buffer": _buffer_name(feeder, u), "rate_before_bps": round(rate0),
+                   "reaction_s": None if hit is None else round((hit.t_ns - ev.at_ns) / 1e9, 4),
+                   "reaction_intervals": (None if hit is None or not interval_us
+                                          else round((hit.t_ns - ev.at_ns) / 1e3 / interval_us, 2)),
+                   "max_occupancy_after": round(max(r.fraction for r in after), 4),
+                   "recovery_s": None if recovered is None else round(recovered - ev.at_ns / 1e9, 4)})
+    return result
