@@ -142,3 +142,5 @@ class Doc:
             return parse(value, path)
         except UnitError as exc:
             raise TopologyError(f"{self.source}:{self.line(node)}: {_one_line(str(exc))}") from None
+        except (OverflowError, ValueError):  # 1e400, .inf or .nan where a whole number is needed
+            raise self.error(node, path, f"{value!r} is not a usable number") from None
