@@ -43,6 +43,9 @@ FRACTION_KEYS = ("o_min", "o_max")
 NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
 PACKET_SIZE_RANGE = (64, 9000)
 MAX_INTERVAL_US = (1 << 32) - 1
+#: A node id is one byte of the addresses topo.model derives; with no duplicate links a switch
+#: then has at most 254 ports, which fits its one-byte port field too.
+MAX_ID = 255
 
 DirectedLink = tuple[str, str]
 
@@ -252,6 +255,10 @@ class _Loader:
         entries = self.doc.mapping(self.top["nodes"].value, "nodes")
         if not entries:
             raise self.doc.error(self.top["nodes"].value, "nodes", "no nodes")
+        if len(entries) > MAX_ID:
+            extra = list(entries.values())[MAX_ID]
+            raise self.doc.error(extra.key_node, f"nodes.{extra.key}",
+                                 f"more than {MAX_ID} nodes (a node id is one byte of its MAC and IPv4 addresses)")
         return {name: self._node(entry, index) for index, (name, entry) in enumerate(entries.items(), start=1)}
 
     def _node(self, entry: Entry, index: int) -> Node:
@@ -279,9 +286,8 @@ class _Loader:
         seen: dict[frozenset[str], int] = {}
         host_link: dict[str, int] = {}
         for i, item in enumerate(self.doc.sequence(self.top["links"].value, "links")):
-            link = self._link(item, f"links[{i}]")
+            link, ends_node = self._link(item, f"links[{i}]")
             pair = frozenset(link.ends)
-            ends_node = self.doc.mapping(item, f"links[{i}]")["ends"].value
             if pair in seen:
                 raise self.doc.error(ends_node, f"links[{i}].ends",
                                      f"duplicate link {link.a} -- {link.b} (first: links[{seen[pair]}])")
@@ -301,7 +307,8 @@ class _Loader:
                                              f"host {node.name} has no link (a host has exactly one link)")
         return links
 
-    def _link(self, item: YamlNode, path: str) -> Link:
+    def _link(self, item: YamlNode, path: str) -> tuple[Link, YamlNode]:
+        """The link and its ``ends`` node (where errors about the pair point)."""
         fields = self.doc.mapping(item, path, LINK_KEYS, required=("ends",))
         ends = self.doc.sequence(fields["ends"].value, f"{path}.ends")
         if len(ends) != 2:
@@ -313,7 +320,7 @@ class _Loader:
         rate = self._rate(fields["rate"].value, f"{path}.rate") if "rate" in fields else d.rate_bps
         delay = self._duration(fields["delay"].value, f"{path}.delay") if "delay" in fields else d.delay_ns
         buffer = self._capacity(fields["buffer"].value, f"{path}.buffer") if "buffer" in fields else d.buffer
-        return Link(a, b, rate, delay, buffer, line=self.doc.line(item))
+        return Link(a, b, rate, delay, buffer, line=self.doc.line(item)), fields["ends"].value
 
     # ---- flows -----------------------------------------------------------------------------------
     def _flows(self) -> tuple[list[Flow], list[YamlNode]]:

@@ -328,3 +328,10 @@ def test_negative_event_time():
 def test_unusable_numbers_are_refused(key, value):
     text = BASE.replace("r_max: 1.5Mbps", f"{key}: {value}")
     expect_error(text, value, f"flows[0].{key}", "")
+
+
+def test_node_ids_fit_one_byte():
+    names = [f"H{i}" for i in range(256)]
+    text = "nodes:\n" + "".join(f"  {n}: {{kind: host}}\n" for n in names) + "links: []\n"
+    expect_error(text, "H255:", "nodes.H255", "more than 255 nodes")
+
