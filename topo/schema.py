@@ -1,0 +1,562 @@
+"""The topology file format (docs/topologies.md): YAML in, a resolved ``topo.model.Topology`` out.
+
+Why a hand-written walker rather than a schema library: every complaint must name the file, the
+line and the key path (``FILE:LINE: links[3].rate: ...``), and the values use the project's own
+unit parsers; PyYAML's composed node tree keeps the lines, ``topo.yaml_tree`` walks it.
+
+The loader does all resolution once, so backends never see defaults or selectors: every
+directed link whose far end reports gets its final ``LawParams`` (r_max derived from the flows),
+every switch port its ``PortParams``, every flow its path, every event its targets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from yaml.nodes import Node as YamlNode
+
+from controlplane.params import LawParams, ParamError, PortParams, validate_law, validate_port
+from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
+from topo.model import CONTROLS, Event, Flow, Link, Node, Options, Topology
+from topo.yaml_tree import Doc, Entry, TopologyError, compose
+
+__all__ = ["TopologyError", "load_topology", "load_topology_text"]
+
+TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "alinea", "events", "options")
+DEFAULT_KEYS = ("link", "packet_size", "alinea")
+LINK_KEYS = ("ends", "rate", "delay", "buffer")
+NODE_KEYS = ("kind", "receive_buffer", "playout")
+FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate")
+EVENT_KEYS = ("at", "link", "rate", "alinea")
+OPTION_KEYS = ("report_loss",)
+#: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
+DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
+#: Law keys an override or an event may set.
+LAW_KEYS = DEFAULT_LAW_KEYS + ("r_max",)
+SELECTOR_KEYS = ("node", "toward")
+FRACTION_KEYS = ("o_min", "o_max")
+
+NAME_RE = re.compile(r"[A-Za-z][A-Za-z0-9_-]*")
+PACKET_SIZE_RANGE = (64, 9000)
+MAX_INTERVAL_US = (1 << 32) - 1
+#: A node id is one byte of the addresses topo.model derives; with no duplicate links a switch
+#: then has at most 254 ports, which fits its one-byte port field too.
+MAX_ID = 255
+
+DirectedLink = tuple[str, str]
+
+
+def load_topology(path: str | Path) -> Topology:
+    """Read, validate and resolve the topology file at ``path``."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TopologyError(f"{path}: cannot read the topology file: {exc}") from None
+    return load_topology_text(text, str(path))
+
+
+def load_topology_text(text: str, source: str) -> Topology:
+    """Like :func:`load_topology` for text already read; ``source`` names it in errors."""
+    doc = Doc(source)
+    top = doc.mapping(compose(text, source), "", TOP_KEYS, required=("nodes", "links"))
+    return _Loader(doc, top).load()
+
+
+# ---- where a law value came from (so an invalid combination is blamed on the right line) ----------
+@dataclass(frozen=True)
+class _Origin:
+    """The setting that gave a law its value; the highest ``rank`` among the fields involved is blamed."""
+
+    rank: int
+    path: str
+    line: int
+
+
+_BUILTIN = _Origin(0, "(built-in default)", 1)
+_DERIVED_RANK = 1
+_DEFAULTS_RANK = 2
+_OVERRIDE_RANK = 3  # + the override's index: later overrides win the blame
+
+
+@dataclass
+class _Draft:
+    """A law being resolved: its values, interval and the origin of each."""
+
+    values: dict[str, float]
+    origins: dict[str, _Origin]
+    interval_us: int
+    interval_origin: _Origin
+
+    def apply(self, changes: dict[str, tuple[float, int]], path: str, rank: int) -> None:
+        for key, (value, line) in changes.items():
+            self.values[key] = value
+            self.origins[key] = _Origin(rank, path, line)
+
+
+@dataclass
+class _Selector:
+    """An ``alinea`` override or an alinea event: which directed laws, and what to change."""
+
+    path: str
+    line: int
+    node: str | None
+    toward: str | None
+    law: dict[str, tuple[float, int]]  # key -> (value, line of the key)
+    interval: tuple[int, int] | None  # (µs, line)
+
+    def matches(self, link: DirectedLink) -> bool:
+        return (self.node is None or link[0] == self.node) and (self.toward is None or link[1] == self.toward)
+
+
+@dataclass
+class _Defaults:
+    rate_bps: float = 2.0e6
+    delay_ns: int = 3_000_000
+    buffer: int = 200
+    packet_size: int = 1000
+    law: dict[str, tuple[float, int]] = field(default_factory=dict)
+    interval: tuple[int, int] | None = None
+    law_path: str = "defaults.alinea"
+
+
+class _Loader:
+    """One file's resolution; each section is read by its own method, in dependency order."""
+
+    def __init__(self, doc: Doc, top: dict[str, Entry]) -> None:
+        self.doc = doc
+        self.top = top
+        self.nodes: dict[str, Node] = {}
+        self.links: list[Link] = []
+        self.defaults = _Defaults()
+
+    def load(self) -> Topology:
+        self.defaults = self._defaults()
+        self.nodes = self._nodes()
+        self.links = self._links()
+        flows, flow_nodes = self._flows()
+        skeleton = Topology(self._name(), self.doc.source, self.nodes, self.links, [], {}, {})
+        flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
+        law, intervals = self._laws(skeleton, flows)
+        ports = self._ports(skeleton, intervals)
+        events = self._events(skeleton, law)
+        return Topology(
+            name=skeleton.name, source=self.doc.source, nodes=self.nodes, links=self.links, flows=flows,
+            law=law, ports=ports, events=events, options=self._options(), description=self._description())
+
+    # ---- small typed readers ---------------------------------------------------------------------
+    def _rate(self, node: YamlNode, path: str) -> float:
+        value = self.doc.unit(node, path, parse_rate)
+        if not (math.isfinite(value) and value > 0):
+            raise self.doc.error(node, path, f"rate = {value:g} b/s: must be > 0")
+        return value
+
+    def _duration(self, node: YamlNode, path: str) -> int:
+        value = self.doc.unit(node, path, parse_duration_ns)
+        if value < 0:
+            raise self.doc.error(node, path, f"{value} ns: must be >= 0")
+        return value
+
+    def _capacity(self, node: YamlNode, path: str) -> int:
+        value = self.doc.integer(node, path, "packets")
+        try:
+            validate_port(PortParams(capacity=value))
+        except ParamError as exc:
+            raise self.doc.error(node, path, str(exc)) from None
+        return value
+
+    def _interval_us(self, node: YamlNode, path: str) -> int:
+        ns = self._duration(node, path)
+        if ns % 1000:
+            raise self.doc.error(node, path, f"{ns} ns is not a whole number of microseconds")
+        if ns // 1000 > MAX_INTERVAL_US:
+            raise self.doc.error(node, path, f"{ns // 1000} us does not fit 32 bits of microseconds")
+        return ns // 1000
+
+    def _node_ref(self, node: YamlNode, path: str) -> str:
+        name = self.doc.text(node, path)
+        if name not in self.nodes:
+            raise self.doc.error(node, path, f"unknown node {name!r} (nodes: {', '.join(self.nodes)})")
+        return name
+
+    def _law_values(self, entries: dict[str, Entry], path: str, keys: tuple[str, ...]) -> dict[str, tuple[float, int]]:
+        out: dict[str, tuple[float, int]] = {}
+        for key in keys:
+            if key in entries:
+                parse = parse_fraction if key in FRACTION_KEYS else parse_rate
+                value = self.doc.unit(entries[key].value, f"{path}.{key}", parse)
+                out[key] = (value, self.doc.line(entries[key].key_node))
+        return out
+
+    def _interval_entry(self, entries: dict[str, Entry], path: str) -> tuple[int, int] | None:
+        if "interval" not in entries:
+            return None
+        entry = entries["interval"]
+        return self._interval_us(entry.value, f"{path}.interval"), self.doc.line(entry.key_node)
+
+    # ---- name, description, defaults --------------------------------------------------------------
+    def _name(self) -> str:
+        if "name" in self.top:
+            return self.doc.text(self.top["name"].value, "name")
+        return Path(self.doc.source).stem
+
+    def _description(self) -> str:
+        if "description" not in self.top:
+            return ""
+        value = self.doc.scalar(self.top["description"].value, "description")
+        if not isinstance(value, str):
+            raise self.doc.error(self.top["description"].value, "description", f"expected text, got {value!r}")
+        return value
+
+    def _defaults(self) -> _Defaults:
+        d = _Defaults()
+        if "defaults" not in self.top:
+            return d
+        entries = self.doc.mapping(self.top["defaults"].value, "defaults", DEFAULT_KEYS)
+        if "link" in entries:
+            link = self.doc.mapping(entries["link"].value, "defaults.link", LINK_KEYS[1:])
+            if "rate" in link:
+                d.rate_bps = self._rate(link["rate"].value, "defaults.link.rate")
+            if "delay" in link:
+                d.delay_ns = self._duration(link["delay"].value, "defaults.link.delay")
+            if "buffer" in link:
+                d.buffer = self._capacity(link["buffer"].value, "defaults.link.buffer")
+        if "packet_size" in entries:
+            d.packet_size = self._packet_size(entries["packet_size"].value, "defaults.packet_size")
+        if "alinea" in entries:
+            law = self.doc.mapping(entries["alinea"].value, d.law_path, DEFAULT_LAW_KEYS + ("interval",))
+            d.law = self._law_values(law, d.law_path, DEFAULT_LAW_KEYS)
+            d.interval = self._interval_entry(law, d.law_path)
+            self._check_default_law(d, entries["alinea"].value)
+        return d
+
+    def _check_default_law(self, d: _Defaults, node: YamlNode) -> None:
+        """The defaults must be valid on their own (r_max aside: it is derived per link)."""
+        values = {k: v for k, (v, _) in d.law.items()}
+        floor = values.get("r_floor", LawParams().r_floor)
+        try:
+            validate_law(LawParams(**values, r_max=max(LawParams().r_max, floor)))
+        except ParamError as exc:
+            raise self.doc.error(node, d.law_path, str(exc)) from None
+
+    def _packet_size(self, node: YamlNode, path: str) -> int:
+        size = self.doc.unit(node, path, parse_bytes)
+        lo, hi = PACKET_SIZE_RANGE
+        if not lo <= size <= hi:
+            raise self.doc.error(node, path, f"{size} bytes: a packet is {lo} to {hi} bytes (the whole frame)")
+        return size
+
+    # ---- nodes and links ---------------------------------------------------------------------------
+    def _nodes(self) -> dict[str, Node]:
+        entries = self.doc.mapping(self.top["nodes"].value, "nodes")
+        if not entries:
+            raise self.doc.error(self.top["nodes"].value, "nodes", "no nodes")
+        if len(entries) > MAX_ID:
+            extra = list(entries.values())[MAX_ID]
+            raise self.doc.error(extra.key_node, f"nodes.{extra.key}",
+                                 f"more than {MAX_ID} nodes (a node id is one byte of its MAC and IPv4 addresses)")
+        return {name: self._node(entry, index) for index, (name, entry) in enumerate(entries.items(), start=1)}
+
+    def _node(self, entry: Entry, index: int) -> Node:
+        path = f"nodes.{entry.key}"
+        if not NAME_RE.fullmatch(entry.key):
+            raise self.doc.error(entry.key_node, path,
+                                 f"bad node name {entry.key!r} (a letter, then letters, digits, '_' or '-')")
+        fields = self.doc.mapping(entry.value, path, NODE_KEYS, required=("kind",))
+        kind = self.doc.text(fields["kind"].value, f"{path}.kind")
+        if kind not in ("host", "switch"):
+            raise self.doc.error(fields["kind"].value, f"{path}.kind", f"unknown kind {kind!r} (use host or switch)")
+        for key in ("receive_buffer", "playout"):
+            if key in fields and kind != "host":
+                raise self.doc.error(fields[key].key_node, f"{path}.{key}", f"only hosts have a {key}")
+        if ("receive_buffer" in fields) != ("playout" in fields):
+            raise self.doc.error(entry.key_node, path, "give both receive_buffer and playout, or neither")
+        buffer = playout = None
+        if "receive_buffer" in fields:
+            buffer = self._capacity(fields["receive_buffer"].value, f"{path}.receive_buffer")
+            playout = self._rate(fields["playout"].value, f"{path}.playout")
+        return Node(entry.key, kind, index, buffer, playout, line=self.doc.line(entry.key_node))  # type: ignore[arg-type]
+
+    def _links(self) -> list[Link]:
+        links: list[Link] = []
+        seen: dict[frozenset[str], int] = {}
+        host_link: dict[str, int] = {}
+        for i, item in enumerate(self.doc.sequence(self.top["links"].value, "links")):
+            link, ends_node = self._link(item, f"links[{i}]")
+            pair = frozenset(link.ends)
+            if pair in seen:
+                raise self.doc.error(ends_node, f"links[{i}].ends",
+                                     f"duplicate link {link.a} -- {link.b} (first: links[{seen[pair]}])")
+            seen[pair] = i
+            for end in link.ends:
+                if self.nodes[end].is_switch:
+                    continue
+                if end in host_link:
+                    raise self.doc.error(ends_node, f"links[{i}].ends",
+                                         f"host {end} already has a link (links[{host_link[end]}]); "
+                                         "a host has exactly one link")
+                host_link[end] = i
+            links.append(link)
+        for node in self.nodes.values():
+            if not node.is_switch and node.name not in host_link:
+                raise self.doc.error_at_line(node.line, f"nodes.{node.name}",
+                                             f"host {node.name} has no link (a host has exactly one link)")
+        return links
+
+    def _link(self, item: YamlNode, path: str) -> tuple[Link, YamlNode]:
+        """The link and its ``ends`` node (where errors about the pair point)."""
+        fields = self.doc.mapping(item, path, LINK_KEYS, required=("ends",))
+        ends = self.doc.sequence(fields["ends"].value, f"{path}.ends")
+        if len(ends) != 2:
+            raise self.doc.error(fields["ends"].value, f"{path}.ends", f"a link has two ends, got {len(ends)}")
+        a, b = (self._node_ref(n, f"{path}.ends") for n in ends)
+        if a == b:
+            raise self.doc.error(fields["ends"].value, f"{path}.ends", f"a link joins two distinct nodes, got {a} twice")
+        d = self.defaults
+        rate = self._rate(fields["rate"].value, f"{path}.rate") if "rate" in fields else d.rate_bps
+        delay = self._duration(fields["delay"].value, f"{path}.delay") if "delay" in fields else d.delay_ns
+        buffer = self._capacity(fields["buffer"].value, f"{path}.buffer") if "buffer" in fields else d.buffer
+        return Link(a, b, rate, delay, buffer, line=self.doc.line(item)), fields["ends"].value
+
+    # ---- flows -----------------------------------------------------------------------------------
+    def _flows(self) -> tuple[list[Flow], list[YamlNode]]:
+        if "flows" not in self.top:
+            return [], []
+        items = self.doc.sequence(self.top["flows"].value, "flows")
+        flows: list[Flow] = []
+        names: dict[str, int] = {}
+        for i, item in enumerate(items):
+            flow = self._flow(item, f"flows[{i}]", i)
+            if flow.name in names:
+                fields = self.doc.mapping(item, f"flows[{i}]")
+                where = fields["name"].value if "name" in fields else item
+                raise self.doc.error(where, f"flows[{i}].name",
+                                     f"duplicate flow name {flow.name!r} (first: flows[{names[flow.name]}])")
+            names[flow.name] = i
+            flows.append(flow)
+        return flows, items
+
+    def _flow(self, item: YamlNode, path: str, i: int) -> Flow:
+        f = self.doc.mapping(item, path, FLOW_KEYS, required=("src", "dst", "control"))
+        name = self.doc.text(f["name"].value, f"{path}.name") if "name" in f else f"f{i + 1}"
+        src, dst = (self._host_ref(f[k].value, f"{path}.{k}") for k in ("src", "dst"))
+        if src == dst:
+            raise self.doc.error(f["dst"].value, f"{path}.dst", f"src and dst are both {src}")
+        control = self.doc.text(f["control"].value, f"{path}.control")
+        if control not in CONTROLS:
+            raise self.doc.error(f["control"].value, f"{path}.control",
+                                 f"unknown control {control!r} (known: {', '.join(CONTROLS)})")
+        start = self._duration(f["start"].value, f"{path}.start") if "start" in f else 0
+        stop = self._duration(f["stop"].value, f"{path}.stop") if "stop" in f else None
+        if stop is not None and stop <= start:
+            raise self.doc.error(f["stop"].value, f"{path}.stop", f"stop ({stop} ns) must be after start ({start} ns)")
+        size = self._packet_size(f["packet_size"].value, f"{path}.packet_size") if "packet_size" in f \
+            else self.defaults.packet_size
+        rate = self._flow_rate(item, f, path, control)
+        r_max = None
+        if "r_max" in f:
+            if control == "fixed":
+                raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
+                                     "a fixed flow has no r_max (it sends at its rate)")
+            r_max = self._rate(f["r_max"].value, f"{path}.r_max")
+        return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
+                    line=self.doc.line(item))
+
+    def _flow_rate(self, item: YamlNode, f: dict[str, Entry], path: str, control: str) -> float | None:
+        if control == "fixed":
+            if "rate" not in f:
+                raise self.doc.error(item, path, "a fixed flow needs a rate (e.g. rate: 500kbps)")
+            return self._rate(f["rate"].value, f"{path}.rate")
+        if "rate" in f:
+            raise self.doc.error(f["rate"].key_node, f"{path}.rate",
+                                 f"only fixed flows have a rate (an {control} flow's rate is set by its control; "
+                                 "use r_max to cap it)")
+        return None
+
+    def _host_ref(self, node: YamlNode, path: str) -> str:
+        name = self._node_ref(node, path)
+        if self.nodes[name].is_switch:
+            raise self.doc.error(node, path, f"{name} is a switch; flows run between hosts")
+        return name
+
+    def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
+        path = skeleton.path(flow.src, flow.dst)
+        if path is None:
+            raise self.doc.error(item, f"flows[{i}]", f"no path from {flow.src} to {flow.dst}")
+        return dataclasses.replace(flow, path=path)
+
+    # ---- ALINEA laws and ports -------------------------------------------------------------------
+    def _law_links(self, topo: Topology) -> list[DirectedLink]:
+        """Every directed link (u, v) whose downstream end v reports, in file order of the links."""
+        out: list[DirectedLink] = []
+        for link in self.links:
+            out += [(u, v) for u, v in ((link.a, link.b), (link.b, link.a)) if topo.reports(v)]
+        return out
+
+    def _selectors(self, topo: Topology) -> list[_Selector]:
+        if "alinea" not in self.top:
+            return []
+        items = self.doc.sequence(self.top["alinea"].value, "alinea")
+        law_links = self._law_links(topo)
+        return [self._selector(item, f"alinea[{i}]", law_links) for i, item in enumerate(items)]
+
+    def _selector(self, item: YamlNode, path: str, law_links: list[DirectedLink],
+                  entries: dict[str, Entry] | None = None) -> _Selector:
+        if entries is None:
+            entries = self.doc.mapping(item, path, SELECTOR_KEYS + LAW_KEYS + ("interval",))
+        refs = {k: self._node_ref(entries[k].value, f"{path}.{k}") if k in entries else None for k in SELECTOR_KEYS}
+        sel = _Selector(path, self.doc.line(item), refs["node"], refs["toward"],
+                        self._law_values(entries, path, LAW_KEYS), self._interval_entry(entries, path))
+        if sel.node is None and sel.toward is None:
+            raise self.doc.error(item, path, "name node, toward or both (which laws to change)")
+        if not sel.law and sel.interval is None:
+            raise self.doc.error(item, path, f"changes nothing (set some of: {', '.join(LAW_KEYS)}, interval)")
+        if not any(sel.matches(link) for link in law_links):
+            raise self.doc.error(item, path, f"matches no law: {self._describe(sel)} "
+                                             "(a law runs on u toward a neighbour v that reports: "
+                                             "a switch, or a host with a receive_buffer)")
+        return sel
+
+    @staticmethod
+    def _describe(sel: _Selector) -> str:
+        return " ".join(p for p in (f"node {sel.node}" if sel.node else "",
+                                    f"toward {sel.toward}" if sel.toward else "") if p)
+
+    def _laws(self, topo: Topology, flows: list[Flow]) -> tuple[dict[DirectedLink, LawParams], dict[DirectedLink, int]]:
+        law: dict[DirectedLink, LawParams] = {}
+        intervals: dict[DirectedLink, int] = {}
+        selectors = self._selectors(topo)
+        for link in self._law_links(topo):
+            draft = self._draft(link, flows)
+            for rank, sel in enumerate(selectors, start=_OVERRIDE_RANK):
+                if sel.matches(link):
+                    draft.apply(sel.law, sel.path, rank)
+                    if sel.interval is not None:
+                        draft.interval_us = sel.interval[0]
+                        draft.interval_origin = _Origin(rank, sel.path, sel.interval[1])
+            law[link] = self._validated(link, draft)
+            intervals[link] = draft.interval_us
+        return law, intervals
+
+    def _draft(self, link: DirectedLink, flows: list[Flow]) -> _Draft:
+        d = self.defaults
+        builtin = LawParams()
+        values = {k: getattr(builtin, k) for k in DEFAULT_LAW_KEYS}
+        origins = dict.fromkeys(DEFAULT_LAW_KEYS, _BUILTIN)
+        for key, (value, line) in d.law.items():
+            values[key] = value
+            origins[key] = _Origin(_DEFAULTS_RANK, d.law_path, line)
+        values["r_max"], origins["r_max"] = self._derived_r_max(link, flows)
+        interval, interval_origin = PortParams().interval_us, _BUILTIN
+        if d.interval is not None:
+            interval, interval_origin = d.interval[0], _Origin(_DEFAULTS_RANK, d.law_path, d.interval[1])
+        return _Draft(values, origins, interval, interval_origin)
+
+    def _derived_r_max(self, link: DirectedLink, flows: list[Flow]) -> tuple[float, _Origin]:
+        """min(link rate, sum of the crossing flows' caps) when every crossing flow has a cap.
+
+        A flow's cap is its r_max (alinea) or its rate (fixed): a fixed flow's packets cross
+        the link too, so the regulated aggregate must leave room for them.
+        """
+        index = next(i for i, ln in enumerate(self.links) if set(ln.ends) == set(link))
+        wire = self.links[index]
+        link_origin = _Origin(_DERIVED_RANK, f"links[{index}]", wire.line)
+        crossing = [(i, f) for i, f in enumerate(flows) if link in zip(f.path, f.path[1:])]
+        caps = [f.r_max_bps if f.r_max_bps is not None else f.rate_bps for _, f in crossing]
+        if not crossing or any(c is None for c in caps):
+            return wire.rate_bps, link_origin
+        total = sum(c for c in caps if c is not None)
+        if total >= wire.rate_bps:
+            return wire.rate_bps, link_origin
+        first, flow = crossing[0]
+        return total, _Origin(_DERIVED_RANK, f"flows[{first}]", flow.line)
+
+    def _validated(self, link: DirectedLink, draft: _Draft) -> LawParams:
+        try:
+            return validate_law(LawParams(**draft.values))
+        except ParamError as exc:
+            involved = [k for k in draft.values if re.search(rf"\b{k} = ", str(exc))] or list(draft.values)
+            origin = max((draft.origins[k] for k in involved), key=lambda o: o.rank)
+            raise self.doc.error_at_line(origin.line, origin.path, f"{exc} (law {link[0]}->{link[1]})") from None
+
+    def _ports(self, topo: Topology, intervals: dict[DirectedLink, int]) -> dict[DirectedLink, PortParams]:
+        ports: dict[DirectedLink, PortParams] = {}
+        for switch in topo.switches:
+            for nb in topo.neighbours(switch.name):
+                capacity = topo.link_between(switch.name, nb).buffer
+                ports[(switch.name, nb)] = validate_port(PortParams(capacity, intervals[(nb, switch.name)]))
+        return ports
+
+    # ---- events and options ----------------------------------------------------------------------
+    def _events(self, topo: Topology, law: dict[DirectedLink, LawParams]) -> list[Event]:
+        if "events" not in self.top:
+            return []
+        items = self.doc.sequence(self.top["events"].value, "events")
+        parsed = [self._event(topo, item, f"events[{i}]") for i, item in enumerate(items)]
+        order = sorted(range(len(parsed)), key=lambda i: parsed[i].at_ns)
+        running = dict(law)
+        for i in order:
+            self._check_event_law(parsed[i], f"events[{i}].alinea", running)
+        return [parsed[i] for i in order]
+
+    def _event(self, topo: Topology, item: YamlNode, path: str) -> Event:
+        f = self.doc.mapping(item, path, EVENT_KEYS, required=("at",))
+        at = self._duration(f["at"].value, f"{path}.at")
+        line = self.doc.line(item)
+        if "link" in f:
+            if "alinea" in f:
+                raise self.doc.error(f["alinea"].key_node, f"{path}.alinea",
+                                     "an event changes a link or alinea, not both")
+            if "rate" not in f:
+                raise self.doc.error(item, path, "a link event needs a rate (e.g. rate: 1Mbps)")
+            wire = self._event_link(f["link"].value, f"{path}.link", topo)
+            return Event(at, "link_rate", link=wire.ends, rate_bps=self._rate(f["rate"].value, f"{path}.rate"),
+                         line=line)
+        if "alinea" in f:
+            if "rate" in f:
+                raise self.doc.error(f["rate"].key_node, f"{path}.rate", "rate belongs to a link event (link: [A, B])")
+            sel_path = f"{path}.alinea"
+            entries = self.doc.mapping(f["alinea"].value, sel_path, SELECTOR_KEYS + LAW_KEYS + ("interval",))
+            sel = self._selector(f["alinea"].value, sel_path, self._law_links(topo), entries)
+            targets = tuple(t for t in self._law_links(topo) if sel.matches(t))
+            changes = tuple((k, v) for k, (v, _) in sel.law.items())
+            return Event(at, "alinea", targets=targets, law_changes=changes,
+                         interval_us=sel.interval[0] if sel.interval else None, line=line)
+        raise self.doc.error(item, path, "an event needs link (with rate) or alinea")
+
+    def _event_link(self, node: YamlNode, path: str, topo: Topology) -> Link:
+        ends = self.doc.sequence(node, path)
+        if len(ends) != 2:
+            raise self.doc.error(node, path, f"a link has two ends, got {len(ends)}")
+        a, b = (self._node_ref(n, path) for n in ends)
+        try:
+            return topo.link_between(a, b)
+        except KeyError:
+            raise self.doc.error(node, path, f"no link between {a} and {b}") from None
+
+    def _check_event_law(self, event: Event, path: str, running: dict[DirectedLink, LawParams]) -> None:
+        """Apply an alinea event on top of earlier ones; each target must stay valid."""
+        if event.kind != "alinea" or not event.law_changes:
+            return
+        for target in event.targets:
+            try:
+                running[target] = running[target].with_changes(**dict(event.law_changes))
+            except ParamError as exc:
+                raise self.doc.error_at_line(event.line, path,
+                                             f"{exc} (law {target[0]}->{target[1]} from {event.at_ns / 1e9:g}s)") from None
+
+    def _options(self) -> Options:
+        if "options" not in self.top:
+            return Options()
+        entries = self.doc.mapping(self.top["options"].value, "options", OPTION_KEYS)
+        if "report_loss" not in entries:
+            return Options()
+        node = entries["report_loss"].value
+        loss = self.doc.unit(node, "options.report_loss", parse_fraction)
+        if not 0 <= loss < 1:
+            raise self.doc.error(node, "options.report_loss", f"{loss:g}: a loss fraction must be in [0, 1)")
+        return Options(report_loss=loss)
