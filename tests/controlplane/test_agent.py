@@ -1,0 +1,76 @@
+"""The switch agent's core: packet-in metadata carries the law parameters, commands come out."""
+
+from __future__ import annotations
+
+from controlplane.agent import RegulatedPort, SetQueueDepth, SetQueueRate, SwitchAgentCore, SwitchPlan, rate_to_pps
+from controlplane.alinea import STALE_HOLD_INTERVALS
+from controlplane.params import LawParams, law_to_action
+from controlplane.report import Report
+
+LAW = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
+MS = 1_000_000
+
+
+def report(occ: int, drops: int = 0, cap: int = 200) -> Report:
+    return Report(node_id=2, port=1, occupancy=occ, capacity=cap, timestamp_us=0, seq=1, drops=drops,
+                  interval_us=10_000)
+
+
+def meta(law: LawParams, port: int = 2) -> dict[str, int]:
+    return {"ingress_port": port, "_pad": 0, **law_to_action(law)}
+
+
+def core(limit: bool = True) -> SwitchAgentCore:
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000, limit_at_start=limit),),
+                      queue_depths=((1, 264), (2, 264)))
+    return SwitchAgentCore(plan)
+
+
+def test_start_sets_depths_and_the_floor_rate_of_regulated_ports() -> None:
+    assert core().start() == [SetQueueDepth(1, 264), SetQueueDepth(2, 264), SetQueueRate(2, 5)]
+    assert core(limit=False).start() == [SetQueueDepth(1, 264), SetQueueDepth(2, 264)]
+
+
+def test_a_report_moves_the_queue_rate_in_packets_per_second() -> None:
+    c = core()
+    c.start()
+    cmds = c.on_report(0, 2, meta(LAW), report(0))
+    rate = 4e4 + 8e6 * 0.15
+    assert cmds == [SetQueueRate(2, rate_to_pps(rate, 1000))]
+    assert c.on_report(MS, 2, meta(LAW), report(30)) == []  # on O_min: the rate does not move
+
+
+def test_parameters_written_on_the_switch_take_effect_at_the_next_report() -> None:
+    c = core()
+    c.start()
+    c.on_report(0, 2, meta(LAW.with_changes(r_max=5e5)), report(0))
+    assert c.ports[2].law.params.r_max == 5e5 and c.ports[2].law.rate == 5e5
+
+
+def test_invalid_parameters_on_the_switch_keep_the_last_good_ones() -> None:
+    c = core()
+    c.start()
+    bad = meta(LAW) | {"o_min_ppm": 900_000, "o_max_ppm": 100_000}
+    c.on_report(0, 2, bad, report(0))
+    assert c.ports[2].law.params == LAW and c.ports[2].rejected_params == 1
+
+
+def test_a_report_on_an_unplanned_port_starts_a_law_from_what_the_switch_holds() -> None:
+    c = core()
+    c.start()
+    cmds = c.on_report(0, 7, meta(LAW, 7), report(0))
+    assert 7 in c.ports and cmds and cmds[0].port == 7
+
+
+def test_silent_port_decays_to_the_floor() -> None:
+    c = core()
+    c.start()
+    c.on_report(0, 2, meta(LAW), report(0))
+    high = c.ports[2].pps
+    assert c.on_tick(STALE_HOLD_INTERVALS * 10 * MS) == []
+    out = c.on_tick((STALE_HOLD_INTERVALS + 30) * 10 * MS)
+    assert out and out[-1].pps < high and out[-1].pps == rate_to_pps(LAW.r_floor, 1000)
+
+
+def test_pps_never_zero_because_zero_means_unlimited_on_bmv2() -> None:
+    assert rate_to_pps(1.0, 1500) == 1

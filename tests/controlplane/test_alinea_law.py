@@ -1,0 +1,145 @@
+"""The ALINEA law: the paper's rule step by step, and its invariants on any report sequence."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controlplane.alinea import OVERFLOW_CUT, STALE_HOLD_INTERVALS, AlineaLaw
+from controlplane.params import LawParams, ParamError
+
+PAPER = LawParams(o_min=0.15, o_max=0.8, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
+
+
+def test_hand_worked_sequence_follows_the_pseudo_code() -> None:
+    """Worked by hand from SOURCES.md A: R += W(O - O(k)), clamp; O/W adaptation."""
+    law = AlineaLaw(PAPER)
+    assert (law.rate, law.o, law.w) == (4e4, 0.15, 8e6)
+    steps = [  # O(k) -> (R, O, W) after the report
+        (0.00, (1.24e6, 0.15, 8e6)),   # R = 4e4 + 8e6*0.15
+        (0.10, (1.64e6, 0.15, 8e6)),   # R += 8e6*0.05
+        (0.30, (0.44e6, 0.30, 4e6)),   # R += 8e6*(0.15-0.30); O < 0.3 < O_max: O = 0.3, W/2
+        (0.25, (0.64e6, 0.30, 4e6)),   # R += 4e6*0.05; O(k) below O: no adaptation
+        (0.90, (4e4, 0.80, 5e5)),      # R += 4e6*(0.3-0.9) < floor; O(k) > O_max: O = O_max, W = W_min
+        (0.50, (1.9e5, 0.80, 5e5)),    # R += 5e5*0.3
+        (0.00, (5.9e5, 0.80, 5e5)),    # R += 5e5*0.8
+        (0.00, (9.9e5, 0.80, 5e5)),
+        (0.00, (1.39e6, 0.80, 5e5)),
+        (0.00, (1.79e6, 0.80, 5e5)),
+        (0.00, (2e6, 0.80, 5e5)),      # clamped to R_max
+    ]
+    for occ, (rate, o, w) in steps:
+        law.on_report(occ)
+        assert law.rate == pytest.approx(rate)
+        assert (law.o, law.w) == (pytest.approx(o), w)
+
+
+def test_w_is_halved_at_most_down_to_w_min() -> None:
+    law = AlineaLaw(PAPER)
+    for occ in (0.2, 0.3, 0.4, 0.5, 0.6, 0.7):
+        law.on_report(occ)
+    assert law.w == PAPER.w_min and law.o == 0.7
+
+
+def test_damping_term_acts_only_once_the_target_reached_o_max() -> None:
+    p = PAPER.with_changes(k_p=1e7)
+    law, plain = AlineaLaw(p, rate=1.5e6), AlineaLaw(PAPER, rate=1.5e6)
+    for a in (law, plain):
+        a.on_report(0.16)
+        a.on_report(0.17)  # O rises to 0.17 < O_max: the paper's rule alone, in both
+    assert law.rate == plain.rate
+    for a in (law, plain):
+        a.on_report(0.81)  # O = O_max from here on
+        a.on_report(0.805)
+    # the report after pinning: R -= k_p * (0.805 - 0.81): the falling occupancy slows the cut
+    assert plain.rate == pytest.approx(97_500)
+    assert law.rate == pytest.approx(plain.rate + 1e7 * 0.005)
+
+
+def test_overflow_reads_as_a_full_buffer_and_cuts_the_rate() -> None:
+    law = AlineaLaw(PAPER, rate=1.6e6)
+    law.on_report(0.5, overflow=True)
+    assert law.o == PAPER.o_max and law.w == PAPER.w_min
+    assert law.rate <= 1.6e6 * OVERFLOW_CUT
+
+
+def test_resting_on_the_target_raises_it_by_one_packet() -> None:
+    law = AlineaLaw(PAPER)
+    law.on_report(0.3)  # O = 0.3
+    law.on_report(0.3, packet=1 / 200)
+    assert law.o == pytest.approx(0.305)
+    law.on_report(0.2, packet=1 / 200)  # below the target: nothing moves
+    assert law.o == pytest.approx(0.305)
+
+
+def test_silence_holds_then_halves_the_rate_and_the_next_report_restarts() -> None:
+    law = AlineaLaw(PAPER, rate=1.6e6)
+    law.on_report(0.15, now_ns=0, interval_ns=10_000_000)  # on the target: R unchanged
+    rate = law.rate
+    assert not law.tick(STALE_HOLD_INTERVALS * 10_000_000)
+    assert law.rate == rate
+    assert law.tick((STALE_HOLD_INTERVALS + 2) * 10_000_000)
+    assert law.rate == pytest.approx(rate / 4)
+    law.on_report(0.0, now_ns=(STALE_HOLD_INTERVALS + 3) * 10_000_000, interval_ns=10_000_000)
+    assert law.w == PAPER.w_max  # adaptation restarted: O = O_min, W = W_max before applying
+
+
+def test_live_parameter_change_keeps_a_pinned_target_pinned() -> None:
+    law = AlineaLaw(PAPER)
+    law.on_report(0.9)
+    law.set_params(PAPER.with_changes(o_max=0.6, w_min=1e5))
+    assert law.o == 0.6 and law.w == 5e5
+    law.set_params(PAPER.with_changes(r_max=1e5))
+    assert law.rate <= 1e5
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"o_min": 0.9}, "o_min = 0.9 is above o_max = 0.8"),
+    ({"w_min": 9e6}, "w_min = 9e+06 is above w_max = 8e+06"),
+    ({"o_max": 1.5}, "o_max = 1.5: a fraction must be in (0, 1]"),
+    ({"r_max": 0}, "r_max = 0: must be > 0"),
+    ({"r_floor": 3e6}, "r_floor = 3e+06 is above r_max = 2e+06"),
+    ({"k_p": -1}, "k_p = -1: must be >= 0"),
+])
+def test_invalid_parameters_are_refused_with_their_name(changes: dict, message: str) -> None:
+    with pytest.raises(ParamError, match=message.replace("(", r"\(").replace(")", r"\)").replace("+", r"\+")):
+        PAPER.with_changes(**changes)
+
+
+fractions = st.floats(0.01, 1.0)
+
+
+@st.composite
+def law_params(draw: st.DrawFn) -> LawParams:
+    o_min = draw(fractions)
+    o_max = draw(st.floats(o_min, 1.0))
+    w_min = draw(st.floats(1e3, 1e7))
+    w_max = draw(st.floats(w_min, 1e8))
+    r_floor = draw(st.floats(1e3, 1e6))
+    r_max = draw(st.floats(r_floor, 1e9))
+    k_p = draw(st.sampled_from([0.0, 1e6, 5e7]))
+    return LawParams(o_min, o_max, w_max, w_min, r_max, r_floor, k_p)
+
+
+reports = st.lists(st.tuples(st.floats(0.0, 1.2), st.booleans(), st.sampled_from([0.0, 1 / 200])), max_size=60)
+
+
+@settings(max_examples=200, deadline=None)
+@given(law_params(), reports)
+def test_state_stays_in_its_ranges(p: LawParams, seq: list[tuple[float, bool, float]]) -> None:
+    law = AlineaLaw(p)
+    for occ, overflow, packet in seq:
+        law.on_report(occ, overflow, packet=packet)
+        assert p.o_min <= law.o <= p.o_max
+        assert p.w_min <= law.w <= p.w_max
+        assert p.r_floor <= law.rate <= p.r_max
+
+
+@settings(max_examples=100, deadline=None)
+@given(law_params(), reports)
+def test_identical_reports_give_identical_outputs(p: LawParams, seq: list[tuple[float, bool, float]]) -> None:
+    a, b = AlineaLaw(p), AlineaLaw(p)
+    out_a = [(a.on_report(o, f, packet=k), a.o, a.w) for o, f, k in seq]
+    out_b = [(b.on_report(o, f, packet=k), b.o, b.w) for o, f, k in seq]
+    assert out_a == out_b
