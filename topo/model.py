@@ -102,7 +102,8 @@ class Topology:
       rate toward ``v``); present for every directed link whose downstream end ``v`` reports
       (a switch, or a host with a receive buffer).
     * ``ports[(v, u)]`` -- ``v``'s modelled incoming buffer on the link from ``u`` (capacity =
-      the link's buffer, report interval); present for every switch ``v`` and neighbour ``u``.
+      the link's buffer, report interval); present for every switch ``v`` and neighbour ``u``,
+      and for a receiving host ``v`` (capacity = its receive buffer).
     """
 
     name: str

@@ -8,6 +8,7 @@ progress bar), then writes ``DIR/*.csv`` (:mod:`topo.record`), ``DIR/summary.jso
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 import time
@@ -42,6 +43,10 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
     while t < duration_ns:
         t = min(duration_ns, t + SLICE_NS)
         net.run_until(t)
+        # What the run keeps (records, switch state) is long-lived: move it out of the cyclic
+        # collector's view so that its passes do not rescan it (measured: a 60 s run slowed
+        # down by ~1.5x towards its end without this).
+        gc.freeze()
         if bar is not None:
             wall = time.perf_counter() - wall0
             bar.update(SLICE_NS / 1e9 if t % SLICE_NS == 0 else (t % SLICE_NS) / 1e9)
@@ -79,7 +84,8 @@ def _link_stats(net: Any) -> list[Any]:
 def _bar(duration_ns: int, name: str) -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=duration_ns / 1e9, unit="s", desc=f"{name} (virtual time)", file=sys.stderr,
+    return tqdm(total=duration_ns / 1e9, unit="s", desc=f"{name} (virtual time)", file=sys.stderr, disable=None,
+                mininterval=0.5,
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s [{postfix}]")
 
 

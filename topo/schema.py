@@ -489,6 +489,10 @@ class _Loader:
             for nb in topo.neighbours(switch.name):
                 capacity = topo.link_between(switch.name, nb).buffer
                 ports[(switch.name, nb)] = validate_port(PortParams(capacity, intervals[(nb, switch.name)]))
+        for host in topo.hosts:  # a receiving host reports its application buffer like a switch port
+            if host.receive_buffer is not None:
+                (nb,) = topo.neighbours(host.name)
+                ports[(host.name, nb)] = validate_port(PortParams(host.receive_buffer, intervals[(nb, host.name)]))
         return ports
 
     # ---- events and options ----------------------------------------------------------------------

@@ -21,7 +21,6 @@ from p4.v1 import p4runtime_pb2 as pb
 from controlplane import params_io
 from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
-from controlplane.params import PortParams
 from controlplane.queues import in_process
 from controlplane.report import decode as decode_report
 from controlplane.report import encode, is_report
@@ -120,7 +119,7 @@ class SimHostNode:
             return
         size = max((f.packet_size for f in topo.flows if f.dst == self.node.name), default=1000)
         self.buffer = PlayoutBuffer(self.node.receive_buffer, self.node.playout_bps, size)
-        port = topo.ports.get((self.node.name, self.switch), PortParams(self.node.receive_buffer))
+        port = topo.ports[(self.node.name, self.switch)]
         self.reporter = HostReporter(node_id=self.node.index, capacity=self.node.receive_buffer,
                                      interval_us=port.interval_us, src_mac=topo.mac(self.node.name),
                                      dst_mac=neighbour_mac(topo, self.node.name, self.switch))

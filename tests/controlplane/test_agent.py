@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from controlplane.agent import RegulatedPort, SetQueueDepth, SetQueueRate, SwitchAgentCore, SwitchPlan, rate_to_pps
+from controlplane.agent import (
+    RegulatedPort,
+    SetQueueDepth,
+    SetQueueRate,
+    SwitchAgentCore,
+    SwitchPlan,
+    rate_to_pps,
+)
 from controlplane.alinea import STALE_HOLD_INTERVALS
 from controlplane.params import LawParams, law_to_action
 from controlplane.report import Report

@@ -35,7 +35,8 @@ def test_file_defaults_apply_everywhere():
     assert t.links[1].rate_bps == 3e6  # the link's own value wins
     assert t.flows[0].packet_size == 1500
     assert all(p.o_max == 0.7 for p in t.law.values())
-    assert all(p.interval_us == 2000 and p.capacity == 50 for p in t.ports.values())
+    assert all(p.interval_us == 2000 for p in t.ports.values())
+    assert all(p.capacity == (t.nodes[v].receive_buffer or 50) for (v, _), p in t.ports.items())
 
 
 def test_nodes_links_and_flows_remember_their_lines():
