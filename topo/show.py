@@ -61,6 +61,9 @@ def _laws_and_ports(t: Topology) -> list[str]:
                    f"r_floor {format_rate(p.r_floor)}")
     out.append("ports (switch <- neighbour):")
     out += [f"  {v} <- {u}: capacity {p.capacity}, interval {p.interval_us} us" for (v, u), p in t.ports.items()]
+    out.append("host receive buffers (host <- neighbour):")
+    out += [f"  {h} <- {u}: capacity {p.capacity}, interval {p.interval_us} us"
+            for (h, u), p in t.host_buffers.items()]
     return out
 
 

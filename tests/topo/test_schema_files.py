@@ -38,6 +38,9 @@ def test_shipped_file_is_complete_and_consistent(name):
     h2 = t.nodes["H2"]
     assert (h2.receive_buffer, h2.playout_bps) == (200, 1.6e6)
     assert not t.reports("H1")
+    [(host, nb)] = t.host_buffers
+    assert host == "H2" and nb == flow.path[-2]
+    assert t.host_buffers[(host, nb)].capacity == 200 and t.host_buffers[(host, nb)].interval_us == 10_000
 
 
 def test_paper_1router():

@@ -120,3 +120,10 @@ def test_yaml_anchors_are_followed():
     text = BASE.replace("  - {ends: [H1, R1]}", "  - {ends: [H1, R1], rate: &fast 4Mbps}").replace(
         "rate: 3Mbps", "rate: *fast")
     assert load(text).links[1].rate_bps == 4e6
+
+
+def test_a_reporting_host_keeps_its_buffer_and_report_interval():
+    t = load(BASE + "alinea:\n  - {toward: H2, interval: 2ms}\n")
+    assert set(t.host_buffers) == {("H2", "R2")}
+    assert t.host_buffers[("H2", "R2")].capacity == 100 and t.host_buffers[("H2", "R2")].interval_us == 2000
+    assert ("H2", "R2") not in t.ports and t.ports[("R2", "H2")].interval_us == 10_000

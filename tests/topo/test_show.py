@@ -17,7 +17,7 @@ def test_show_prints_every_law_port_and_event(capsys):
     t = load_topology(path)
     laws = [line for line in out.splitlines() if " -> " in line and "o_min" in line]
     ports = [line for line in out.splitlines() if "capacity" in line and "<-" in line]
-    assert len(laws) == len(t.law) and len(ports) == len(t.ports)
+    assert len(laws) == len(t.law) and len(ports) == len(t.ports) + len(t.host_buffers)
     assert "R5 -> H2: o_min 0.15, o_max 0.95" in out
     assert "30s: link R3 -- R4 rate 1Mbps" in out
     assert "H2: host, id 7, 10.0.7.1 02:00:00:01:07:00" in out
