@@ -7,6 +7,7 @@ shows the text and what was expected; callers add *where* (file:line, option nam
 
 from __future__ import annotations
 
+import math
 import re
 
 __all__ = ["UnitError", "parse_rate", "parse_duration_ns", "parse_fraction", "parse_bytes", "format_rate",
@@ -27,13 +28,20 @@ def _split(text: object, what: str, example: str) -> tuple[float, str]:
     if isinstance(text, bool):
         raise UnitError(f"{what}: expected e.g. {example}, got {text!r}")
     if isinstance(text, int | float):
+        if not math.isfinite(text):
+            raise UnitError(f"{what}: expected a finite number, got {text!r}")
         return float(text), ""
     if not isinstance(text, str):
         raise UnitError(f"{what}: expected e.g. {example}, got {text!r}")
     m = re.fullmatch(rf"\s*{_NUMBER}\s*([A-Za-zµ/%]*)\s*", text)
     if m is None:
         raise UnitError(f"{what}: expected e.g. {example}, got {text!r}")
-    value = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1)
+    try:
+        value = float(m.group(1)) * (10 ** int(m.group(2)) if m.group(2) else 1)
+    except OverflowError:
+        value = math.inf
+    if not math.isfinite(value):
+        raise UnitError(f"{what}: {text!r} is too large")
     return value, m.group(3)
 
 

@@ -102,8 +102,10 @@ class Topology:
       rate toward ``v``); present for every directed link whose downstream end ``v`` reports
       (a switch, or a host with a receive buffer).
     * ``ports[(v, u)]`` -- ``v``'s modelled incoming buffer on the link from ``u`` (capacity =
-      the link's buffer, report interval); present for every switch ``v`` and neighbour ``u``,
-      and for a receiving host ``v`` (capacity = its receive buffer).
+      the link's buffer, report interval); present for every switch ``v`` and neighbour ``u``.
+    * ``host_buffers[(h, u)]`` -- the same for a host ``h`` with a receive buffer, on its one
+      link from ``u``: capacity = ``receive_buffer``, interval = that of the law ``(u, h)``.
+      Kept apart from ``ports`` (switch ports only) so a host's report interval is not lost.
     """
 
     name: str
@@ -116,6 +118,7 @@ class Topology:
     events: list[Event] = field(default_factory=list)
     options: Options = field(default_factory=Options)
     description: str = ""
+    host_buffers: dict[tuple[str, str], PortParams] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._port_numbers: dict[tuple[str, str], int] = {}

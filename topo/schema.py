@@ -143,10 +143,12 @@ class _Loader:
         flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
         law, intervals = self._laws(skeleton, flows)
         ports = self._ports(skeleton, intervals)
+        host_buffers = self._host_buffers(skeleton, intervals)
         events = self._events(skeleton, law)
         return Topology(
             name=skeleton.name, source=self.doc.source, nodes=self.nodes, links=self.links, flows=flows,
-            law=law, ports=ports, events=events, options=self._options(), description=self._description())
+            law=law, ports=ports, events=events, options=self._options(), description=self._description(),
+            host_buffers=host_buffers)
 
     # ---- small typed readers ---------------------------------------------------------------------
     def _rate(self, node: YamlNode, path: str) -> float:
@@ -489,11 +491,16 @@ class _Loader:
             for nb in topo.neighbours(switch.name):
                 capacity = topo.link_between(switch.name, nb).buffer
                 ports[(switch.name, nb)] = validate_port(PortParams(capacity, intervals[(nb, switch.name)]))
-        for host in topo.hosts:  # a receiving host reports its application buffer like a switch port
-            if host.receive_buffer is not None:
-                (nb,) = topo.neighbours(host.name)
-                ports[(host.name, nb)] = validate_port(PortParams(host.receive_buffer, intervals[(nb, host.name)]))
         return ports
+
+    def _host_buffers(self, topo: Topology, intervals: dict[DirectedLink, int]) -> dict[DirectedLink, PortParams]:
+        """A reporting host's receive buffer, like a switch port: its capacity and report interval."""
+        out: dict[DirectedLink, PortParams] = {}
+        for host in topo.hosts:
+            if host.receive_buffer is not None:
+                [nb] = topo.neighbours(host.name)
+                out[(host.name, nb)] = validate_port(PortParams(host.receive_buffer, intervals[(nb, host.name)]))
+        return out
 
     # ---- events and options ----------------------------------------------------------------------
     def _events(self, topo: Topology, law: dict[DirectedLink, LawParams]) -> list[Event]:

@@ -119,7 +119,7 @@ class SimHostNode:
             return
         size = max((f.packet_size for f in topo.flows if f.dst == self.node.name), default=1000)
         self.buffer = PlayoutBuffer(self.node.receive_buffer, self.node.playout_bps, size)
-        port = topo.ports[(self.node.name, self.switch)]
+        port = topo.host_buffers[(self.node.name, self.switch)]
         self.reporter = HostReporter(node_id=self.node.index, capacity=self.node.receive_buffer,
                                      interval_us=port.interval_us, src_mac=topo.mac(self.node.name),
                                      dst_mac=neighbour_mac(topo, self.node.name, self.switch))

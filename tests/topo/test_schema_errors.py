@@ -335,3 +335,13 @@ def test_node_ids_fit_one_byte():
     text = "nodes:\n" + "".join(f"  {n}: {{kind: host}}\n" for n in names) + "links: []\n"
     expect_error(text, "H255:", "nodes.H255", "more than 255 nodes")
 
+
+
+def test_a_link_slower_than_the_floor_blames_the_link():
+    text = BASE.replace("{ends: [R2, H2]}", "{ends: [R2, H2], rate: 30kbps}")
+    expect_error(text, "30kbps", "links[2]", "r_floor = 40000 is above r_max = 30000 (law R2->H2)")
+
+
+def test_block_style_values_point_at_their_own_line():
+    text = BASE.replace("  - {ends: [R2, H2]}", "  - ends: [R2, H2]\n    delay: 1ms\n    buffer: many")
+    expect_error(text, "buffer: many", "links[2].buffer", "expected a whole number of packets, got 'many'")

@@ -23,7 +23,7 @@ def test_shipped_file_is_complete_and_consistent(name):
     assert t.name == name and t.description
     directed = [(u, v) for link in t.links for u, v in (link.ends, link.ends[::-1])]
     assert set(t.law) == {(u, v) for u, v in directed if t.reports(v)}
-    assert set(t.ports) == {(v, u) for u, v in directed if t.reports(v)}
+    assert set(t.ports) == {(v, u) for u, v in directed if t.nodes[v].is_switch}
     for port in t.ports.values():
         assert port.capacity == 200 and port.interval_us == 10_000
     for p in t.law.values():
@@ -39,6 +39,9 @@ def test_shipped_file_is_complete_and_consistent(name):
     h2 = t.nodes["H2"]
     assert (h2.receive_buffer, h2.playout_bps) == (200, 1.2e6)
     assert not t.reports("H1")
+    [(host, nb)] = t.host_buffers
+    assert host == "H2" and nb == flow.path[-2]
+    assert t.host_buffers[(host, nb)].capacity == 200 and t.host_buffers[(host, nb)].interval_us == 10_000
 
 
 def test_paper_1router():

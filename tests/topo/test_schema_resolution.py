@@ -35,8 +35,7 @@ def test_file_defaults_apply_everywhere():
     assert t.links[1].rate_bps == 3e6  # the link's own value wins
     assert t.flows[0].packet_size == 1500
     assert all(p.o_max == 0.7 for p in t.law.values())
-    assert all(p.interval_us == 2000 for p in t.ports.values())
-    assert all(p.capacity == (t.nodes[v].receive_buffer or 50) for (v, _), p in t.ports.items())
+    assert all(p.interval_us == 2000 and p.capacity == 50 for p in t.ports.values())
 
 
 def test_nodes_links_and_flows_remember_their_lines():
@@ -121,3 +120,10 @@ def test_yaml_anchors_are_followed():
     text = BASE.replace("  - {ends: [H1, R1]}", "  - {ends: [H1, R1], rate: &fast 4Mbps}").replace(
         "rate: 3Mbps", "rate: *fast")
     assert load(text).links[1].rate_bps == 4e6
+
+
+def test_a_reporting_host_keeps_its_buffer_and_report_interval():
+    t = load(BASE + "alinea:\n  - {toward: H2, interval: 2ms}\n")
+    assert set(t.host_buffers) == {("H2", "R2")}
+    assert t.host_buffers[("H2", "R2")].capacity == 100 and t.host_buffers[("H2", "R2")].interval_us == 2000
+    assert ("H2", "R2") not in t.ports and t.ports[("R2", "H2")].interval_us == 10_000

@@ -1,0 +1,30 @@
+"""The example in docs/topologies.md is a valid file that means what the doc says."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from topo.schema import load_topology_text
+
+DOC = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
+
+
+def format_example() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## The format", 1)[1]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_documented_example_loads():
+    t = load_topology_text(format_example(), "docs/topologies.md")
+    assert t.name == "paper-5router" and list(t.nodes) == ["H1", "R1", "H2"]
+    assert [f.name for f in t.flows] == ["f1", "bg"]
+    # f1 (r_max 1.8 Mb/s) and bg (fixed 500 kb/s) cross R1 -> H2, a 3 Mb/s link.
+    assert t.law[("R1", "H2")].r_max == 2.3e6
+    assert t.law[("R1", "H2")].o_max == 0.95 and t.law[("R1", "H2")].w_min == 1e6
+    assert t.ports[("R1", "H1")].interval_us == 10_000
+    assert [e.kind for e in t.events] == ["alinea", "link_rate"]
+    assert t.options.report_loss == 0.1

@@ -1,0 +1,106 @@
+"""``python -m topo.show FILE...``: print a topology as the loader resolved it.
+
+Why: the file states defaults, selectors and derived values (r_max, ports, routes); this shows
+what the backends will actually get, so a file can be checked without running it, and the
+resolved values quoted in docs/topologies.md come from a command. A broken file prints its
+one-line ``FILE:LINE: PATH: ...`` error and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from controlplane.units import format_duration, format_rate
+from topo.model import Topology
+from topo.schema import TopologyError, load_topology
+
+__all__ = ["describe", "main"]
+
+
+def _ipv4(value: int) -> str:
+    return ".".join(str((value >> s) & 0xFF) for s in (24, 16, 8, 0))
+
+
+def _mac(value: int) -> str:
+    return ":".join(f"{(value >> s) & 0xFF:02x}" for s in range(40, -1, -8))
+
+
+def _nodes(t: Topology) -> list[str]:
+    out = ["nodes:"]
+    for n in t.nodes.values():
+        if n.is_switch:
+            ports = ", ".join(f"{t.port(n.name, nb)}->{nb} {_mac(t.mac(n.name, nb))}" for nb in t.neighbours(n.name))
+            out.append(f"  {n.name}: switch, id {n.index}, ports {ports}")
+        else:
+            buffer = (f", receive_buffer {n.receive_buffer}, playout {format_rate(n.playout_bps or 0)}"
+                      if n.receive_buffer is not None else "")
+            out.append(f"  {n.name}: host, id {n.index}, {_ipv4(t.ip(n.name))} {_mac(t.mac(n.name))}{buffer}")
+    return out
+
+
+def _links_and_flows(t: Topology) -> list[str]:
+    out = ["links:"]
+    out += [f"  {ln.a} -- {ln.b}: {format_rate(ln.rate_bps)}, {format_duration(ln.delay_ns)}, buffer {ln.buffer}"
+            for ln in t.links]
+    out.append("flows:")
+    for f in t.flows:
+        cap = f"rate {format_rate(f.rate_bps)}" if f.rate_bps is not None else (
+            f"r_max {format_rate(f.r_max_bps)}" if f.r_max_bps is not None else "r_max (none)")
+        stop = format_duration(f.stop_ns) if f.stop_ns is not None else "end"
+        out.append(f"  {f.name}: {f.control} {' -> '.join(f.path)}, {cap}, {f.packet_size} B, "
+                   f"{format_duration(f.start_ns)} .. {stop}")
+    return out
+
+
+def _laws_and_ports(t: Topology) -> list[str]:
+    out = ["laws (u -> v: u's rate toward v, on v's reports):"]
+    for (u, v), p in t.law.items():
+        out.append(f"  {u} -> {v}: o_min {p.o_min:g}, o_max {p.o_max:g}, w_max {format_rate(p.w_max)}, "
+                   f"w_min {format_rate(p.w_min)}, k_p {format_rate(p.k_p)}, r_max {format_rate(p.r_max)}, "
+                   f"r_floor {format_rate(p.r_floor)}")
+    out.append("ports (switch <- neighbour):")
+    out += [f"  {v} <- {u}: capacity {p.capacity}, interval {p.interval_us} us" for (v, u), p in t.ports.items()]
+    out.append("host receive buffers (host <- neighbour):")
+    out += [f"  {h} <- {u}: capacity {p.capacity}, interval {p.interval_us} us"
+            for (h, u), p in t.host_buffers.items()]
+    return out
+
+
+def _events(t: Topology) -> list[str]:
+    out = ["events:"]
+    for e in t.events:
+        when = format_duration(e.at_ns)
+        if e.kind == "link_rate" and e.link is not None:
+            out.append(f"  {when}: link {e.link[0]} -- {e.link[1]} rate {format_rate(e.rate_bps or 0)}")
+        else:
+            targets = ", ".join(f"{u}->{v}" for u, v in e.targets)
+            changes = ", ".join(f"{k} {v:g}" for k, v in e.law_changes)
+            interval = f", interval {e.interval_us} us" if e.interval_us is not None else ""
+            out.append(f"  {when}: alinea {targets}: {changes}{interval}")
+    return out
+
+
+def describe(t: Topology) -> str:
+    """Every resolved value of ``t``, one item a line."""
+    head = [f"{t.name} ({t.source})" + (f": {t.description}" if t.description else ""),
+            f"options: report_loss {t.options.report_loss:g}"]
+    return "\n".join(head + _nodes(t) + _links_and_flows(t) + _laws_and_ports(t) + _events(t)) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m topo.show", description=__doc__.splitlines()[0])
+    parser.add_argument("files", nargs="+", help="topology YAML files")
+    args = parser.parse_args(argv)
+    status = 0
+    for path in args.files:
+        try:
+            sys.stdout.write(describe(load_topology(path)))
+        except TopologyError as exc:
+            print(exc, file=sys.stderr)
+            status = 1
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())
