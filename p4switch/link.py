@@ -163,6 +163,10 @@ class InMemoryLink:
             self._sched.call_at(end + self.model.delay_ns, self._deliver, target, data, stats)
         return end - now
 
+    def backlog_ns(self, from_end: Endpoint, now_ns: int) -> int:
+        """How long the frames already handed to this side still occupy its transmitter."""
+        return max(0, self._tx[self.direction_from(from_end)].free_at_ns - now_ns)
+
     def set_bitrate(self, bitrate_bps: int) -> None:
         """Change the bit rate of both directions from now on (a frame on the wire finishes at the
         old rate): how a topology's timed link-rate event acts."""

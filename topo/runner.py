@@ -59,6 +59,8 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
 
     summary = summarize(topo, net.recorder, duration_ns,
                         {"backend": backend, "seed": seed, "reports_lost_on_links": net.counts["reports_lost"]})
+    summary["loss"]["host_tx_queue_full"] = net.counts["host_tx_queue_full"]
+    summary["loss"]["total"] += net.counts["host_tx_queue_full"]
     summary["performance"] = {"wall_s": round(wall, 3), "speedup": round(duration_ns / 1e9 / wall, 2),
                               "packet_hops": sum(s.sent for s in _link_stats(net)),
                               "packet_hops_per_wall_s": round(sum(s.sent for s in _link_stats(net)) / wall)}

@@ -44,6 +44,7 @@ START_JITTER_NS = 1_000_000  # each flow starts up to 1 ms late, drawn from the 
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
+HOST_TX_QUEUE = 1000  # packets a host's NIC queue holds (Linux's default txqueuelen)
 DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",
                  "drop_no_route", "drop_ttl_expired", "drop_overflow")
 
@@ -147,8 +148,12 @@ class SimHostNode:
         flow = sender.take(now)
         if flow is not None and self.link is not None:
             seq = flow.take_seq()
-            self.link.send(self, self.templates[flow.name].frame(seq, now))
+            frame = self.templates[flow.name].frame(seq, now)
             self.sent[flow.name] += 1
+            if self.link.backlog_ns(self, now) > HOST_TX_QUEUE * self.link.model.wire_time_ns(len(frame)):
+                self.net.counts["host_tx_queue_full"] += 1  # a sender faster than its NIC: like a full qdisc
+            else:
+                self.link.send(self, frame)
         self._arm(sender)
 
     def _tick(self) -> None:
@@ -210,7 +215,7 @@ class SimNetwork:
         self.program = program or alinea_program()
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
-        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0}
+        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0}
         self.switches: dict[str, _SwitchNode] = {}
         self.hosts: dict[str, SimHostNode] = {}
         self.links: dict[tuple[str, str], InMemoryLink] = {}

@@ -79,6 +79,8 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
     out["buffers"] = _buffers(topo, rec, steady)
     conv = [b["convergence_s"] for b in out["buffers"].values()]
     out["convergence_s"] = None if not conv or None in conv else max(conv)
+    out["rates"] = {f"{u}->{v}": {"max_bps": round(max(r.rate_bps for r in rows)), "final_bps": round(rows[-1].rate_bps)}
+                    for (u, v), rows in sorted(_law_rows(rec).items())}
     out["flows"] = _flows(topo, rec, half)
     out["links"] = _links(rec, half)
     out["events"] = [_reaction(topo, rec, ev, duration_ns) for ev in topo.events if ev.kind == "link_rate"]
