@@ -22,6 +22,15 @@ FPC = pb.SetForwardingPipelineConfigRequest
 MATCH_KIND = p4info_pb2.MatchField
 
 
+def uint128(msg: Any) -> int:
+    """A P4Runtime Uint128 as an int."""
+    return (msg.high << 64) | msg.low
+
+
+def uint128_of(pair: tuple[int, int]) -> int:
+    return (pair[0] << 64) | pair[1]
+
+
 class ClientError(Exception):
     """A request named something the P4Info does not have, or came before a pipeline."""
 
@@ -198,6 +207,13 @@ class _ClientBase:
     def of(self, kind: str) -> list[Any]:
         return [getattr(m, kind) for m in list(self.received) if m.WhichOneof("update") == kind]
 
+    def rearbitrate(self, above: int | None = None) -> None:
+        """Send the arbitration request again, with an election id above ``above`` if given (the
+        server accepts a primary only at or above the highest election id it has seen)."""
+        if above is not None and uint128_of(self.election) <= above:
+            self.election = ((above + 1) >> 64, (above + 1) & ((1 << 64) - 1))
+        self._stream_send(self._arbitration_request())
+
     def _arbitration_request(self) -> pb.StreamMessageRequest:
         req = pb.StreamMessageRequest()
         req.arbitration.device_id = self.device_id
@@ -279,6 +295,21 @@ class GrpcController(_ClientBase):
         self._reader.start()
         self._stream_send(self._arbitration_request())
         self.wait_for(lambda: any(m.WhichOneof("update") == "arbitration" for m in self.received), timeout)
+
+    def become_primary(self, timeout: float = 5.0) -> None:
+        """Make this client the primary, above whatever election id the switch has seen."""
+        def status() -> tuple[int, int] | None:
+            arb = [m.arbitration for m in list(self.received) if m.WhichOneof("update") == "arbitration"]
+            return (arb[-1].status.code, uint128(arb[-1].election_id)) if arb else None
+
+        st = status()
+        if st is not None and st[0] != 0:
+            self.received.clear()
+            self.rearbitrate(above=st[1])
+            self.wait_for(lambda: status() is not None, timeout)
+            st = status()
+        if st is None or st[0] != 0:
+            raise ClientError(f"could not become the primary controller (arbitration status {st})")
 
     def fetch_p4info(self) -> p4info_pb2.P4Info:
         """The P4Info of the pipeline the switch runs (GetForwardingPipelineConfig)."""

@@ -7,8 +7,9 @@ whole set again (e.g. a new O_min against the switch's O_max) and only then writ
 A port the switch has no entry for is refused the same way, before anything is written.
 
 To write, the tool becomes the primary controller for a moment (election id
-``PARAMS_ELECTION_ID``, above any agent's); the agent gets the primary role back when the tool
-disconnects, and applies the change at the next report it receives.
+``PARAMS_ELECTION_ID``, or just above the highest the switch has seen); when it disconnects the
+switch has no primary, the agent asks again above that id and is primary again, and applies the
+change at the next report it receives.
 """
 
 from __future__ import annotations
@@ -119,7 +120,13 @@ def _connect(args: argparse.Namespace, write: bool) -> Any:
     from controlplane.p4runtime_client import GrpcController
 
     ctl = GrpcController(args.grpc_addr, args.device_id, election=PARAMS_ELECTION_ID, timeout=5.0, stream=write)
-    ctl.fetch_p4info()
+    try:
+        if write:
+            ctl.become_primary()
+        ctl.fetch_p4info()
+    except BaseException:
+        ctl.close()
+        raise
     return ctl
 
 

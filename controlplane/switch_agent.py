@@ -23,12 +23,15 @@ from p4.v1 import p4runtime_pb2 as pb
 
 from controlplane import dataplane_config as dp
 from controlplane.agent import Command, LawTrace, SetQueueDepth, SetQueueRate, SwitchAgentCore, SwitchPlan
+from controlplane.p4runtime_client import uint128
 from controlplane.queues import QueueClient, QueueError
 from controlplane.report import ReportError, decode
 
 log = logging.getLogger(__name__)
 
 __all__ = ["SwitchAgent"]
+
+NOT_FOUND = 5  # google.rpc.Code: arbitration update "there is no primary"
 
 
 class SwitchAgent:
@@ -65,8 +68,19 @@ class SwitchAgent:
     def on_stream_message(self, msg: pb.StreamMessageResponse) -> None:
         """The client's stream callback: a packet-in is handled on the scheduler, not inside the
         switch's pipeline run that produced it."""
-        if msg.WhichOneof("update") == "packet":
-            self.sched.call_later(0, self.handle_packet_in, msg.packet)
+        kind = msg.WhichOneof("update")
+        if kind == "arbitration" and msg.arbitration.status.code == NOT_FOUND:
+            # The primary (e.g. `hbh params set`) left and nobody is primary. P4Runtime promotes no
+            # one by itself and only accepts an election id >= the highest it has seen, so the
+            # agent asks again above that id (PI and p4switch alike).
+            self.client.rearbitrate(above=uint128(msg.arbitration.election_id))
+            return
+        if kind == "packet":
+            soon = getattr(self.sched, "call_soon_threadsafe", None)  # gRPC: from the client's reader thread
+            if soon is not None:
+                soon(self.handle_packet_in, msg.packet)
+            else:
+                self.sched.call_later(0, self.handle_packet_in, msg.packet)
 
     def handle_packet_in(self, pin: pb.PacketIn) -> None:
         meta = self.client.names.packet_in_metadata(pin)
