@@ -10,7 +10,7 @@ P4SRC  := p4src/alinea.p4
 BUILD  := build
 APT_PKGS := cpp iproute2 python3-venv tcpdump
 
-.PHONY: setup sysdeps test lint pytest p4 bench demo fuzz clean
+.PHONY: setup sysdeps test lint pytest p4 bench demo fuzz results clean
 
 setup: $(STAMP)
 
@@ -64,6 +64,9 @@ fuzz: setup
 
 demo: setup p4
 	$(VENV)/bin/hbh demo
+
+results: setup
+	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures
 
 clean:
 	rm -rf $(BUILD) .pytest_cache
