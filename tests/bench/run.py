@@ -372,6 +372,9 @@ def main(argv: list[str] | None = None) -> int:
     rep = Report()
     bench_front_end(rep, 3 if args.quick else 10)
     bench_pipeline(rep, args.seed, 5_000 if args.quick else 50_000)
+    from tests.bench.sim_bench import bench_simulator
+
+    bench_simulator(rep, args.quick)
     reason = _netns_reason()
     with tempfile.TemporaryDirectory(prefix="p4bench") as tmpdir:
         tmp = Path(tmpdir)
