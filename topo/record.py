@@ -50,6 +50,7 @@ class FlowSample:
     sent: int  # cumulative packets
     received: int  # cumulative packets
     owd_sum_ns: int  # cumulative, over received packets
+    packet_bytes: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +97,8 @@ class Recorder:
                                       "drops", "rate_bps", "target_o", "weight_w"],
                    ([_t(r.t_ns), r.node, r.toward, r.occupancy, r.capacity, f"{r.fraction:.4f}", r.drops,
                      f"{r.rate_bps:.0f}", f"{r.o:.4f}", f"{r.w:.0f}"] for r in self.laws)),
-            _write(out / "flows.csv", ["t_s", "flow", "sent_pkts", "received_pkts", "owd_sum_ns"],
-                   ([_t(s.t_ns), s.flow, s.sent, s.received, s.owd_sum_ns] for s in self.flows)),
+            _write(out / "flows.csv", ["t_s", "flow", "sent_pkts", "received_pkts", "send_rate_bps",
+                                       "receive_rate_bps", "owd_mean_ms"], _flow_rows(self.flows)),
             _write(out / "buffers.csv", ["t_s", "host", "occupancy_pkts", "capacity_pkts", "played_pkts",
                                          "dropped_pkts"],
                    ([_t(s.t_ns), s.host, s.occupancy, s.capacity, s.played, s.dropped] for s in self.buffers)),
@@ -111,6 +112,22 @@ class Recorder:
                                   ([seq, _t(sent), _t(recv), f"{(recv - sent) / 1000:.1f}"]
                                    for seq, sent, recv in rows)))
         return written
+
+
+def _flow_rows(samples: list[FlowSample]) -> list[list[object]]:
+    """Cumulative samples -> per-period rates and mean one-way delay (first period from t = 0)."""
+    rows: list[list[object]] = []
+    last: dict[str, FlowSample] = {}
+    for s in samples:
+        p = last.get(s.flow, FlowSample(0, s.flow, 0, 0, 0, s.packet_bytes))
+        dt = (s.t_ns - p.t_ns) / 1e9
+        got = s.received - p.received
+        rows.append([_t(s.t_ns), s.flow, s.sent, s.received,
+                     f"{(s.sent - p.sent) * 8 * s.packet_bytes / dt:.0f}" if dt > 0 else "",
+                     f"{got * 8 * s.packet_bytes / dt:.0f}" if dt > 0 else "",
+                     f"{(s.owd_sum_ns - p.owd_sum_ns) / got / 1e6:.3f}" if got else ""])
+        last[s.flow] = s
+    return rows
 
 
 def _t(ns: int) -> str:

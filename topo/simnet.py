@@ -312,7 +312,7 @@ class SimNetwork:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
             r = dst.records.get(src.flow_ids[f.name])
             rec.flows.append(FlowSample(now, f.name, src.sent.get(f.name, 0), r.received if r else 0,
-                                        r.owd_sum_ns if r else 0))
+                                        r.owd_sum_ns if r else 0, f.packet_size))
         for name, host in self.hosts.items():
             if host.buffer is not None:
                 host.buffer.drain(now)
