@@ -8,7 +8,6 @@ nothing, and the agent runs with the new parameters from the next report the swi
 from __future__ import annotations
 
 import struct
-import time
 from pathlib import Path
 
 import pytest
@@ -33,15 +32,6 @@ SW_MAC = {1: 0x020000000101, 2: 0x020000000102}
 def report_frame(dst_mac: str, src_mac: str, occupancy: int) -> bytes:
     eth = bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex(src_mac.replace(":", "")) + b"\x88\xb5"
     return eth + struct.pack("!BBHHIIHIIII", 0x11, 0, 9, 1, occupancy, 200, 0, 1, 1, 0, 10_000)
-
-
-def wait(pred, timeout: float) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if pred():
-            return True
-        time.sleep(0.02)
-    return pred()
 
 
 def test_params_set_show_and_the_agent_applies_them_at_the_next_report(tmp_path: Path, capsys) -> None:
@@ -89,7 +79,7 @@ def test_params_set_show_and_the_agent_applies_them_at_the_next_report(tmp_path:
             tx = N.raw_socket(h2.name, "eth0")
             try:
                 tx.send(report_frame("02:00:00:00:01:02", h2.mac, occupancy=100))
-                assert wait(lambda: agent.core.ports[2].law.reports > 0, 5.0), sw.output()
+                assert ctl.wait_for(lambda: agent.core.ports[2].law.reports > 0, 5.0), sw.output()
             finally:
                 tx.close()
             # ... and from that report on it runs with what the switch holds.
