@@ -81,6 +81,9 @@ class SwitchPlan:
     modelled: tuple[ModelledPort, ...] = ()
     regulated: tuple[RegulatedPort, ...] = ()
     queue_depths: tuple[tuple[int, int], ...] = ()  # (port, depth in packets)
+    # False: end-to-end mode -- reports are still received and traced (measurement), but no
+    # queue rate is ever set: the queues are served at the links' rates.
+    actuate: bool = True
 
 
 @dataclass(frozen=True)
@@ -123,7 +126,7 @@ class SwitchAgentCore:
         for reg in self.plan.regulated:
             law = AlineaLaw(reg.law)
             pl = self.ports[reg.port] = _PortLaw(law, reg.packet_bytes, 0)
-            if reg.limit_at_start:
+            if reg.limit_at_start and self.plan.actuate:
                 pl.pps = rate_to_pps(law.rate, reg.packet_bytes)
                 cmds.append(SetQueueRate(reg.port, pl.pps))
         return cmds
@@ -155,7 +158,7 @@ class SwitchAgentCore:
 
     def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
         pps = rate_to_pps(pl.law.rate, pl.packet_bytes)
-        if pps == pl.pps:
+        if pps == pl.pps or not self.plan.actuate:
             return []
         pl.pps = pps
         return [SetQueueRate(port, pps)]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from controlplane.agent import ModelledPort, RegulatedPort, Route, SwitchPlan
 from topo.model import Topology
 
-__all__ = ["switch_plan", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM"]
+__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
 QUEUE_HEADROOM = 64
@@ -26,6 +26,13 @@ def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> in
     """The packet size of the flows crossing u -> v (the largest), for rate -> packets/s."""
     sizes = [f.packet_size for f in topo.flows if any(a == u and b == v for a, b in zip(f.path, f.path[1:]))]
     return max(sizes) if sizes else default
+
+
+def network_mode(topo: Topology) -> str:
+    """``hop-by-hop`` when some flow is ALINEA-controlled (switches regulate their egress rates),
+    else ``end-to-end``: the same data plane and buffers, reports kept for measurement, no
+    queue rate ever set (the sources' own control, e.g. CVIHIS, is all there is)."""
+    return "hop-by-hop" if any(f.control == "alinea" for f in topo.flows) else "end-to-end"
 
 
 def switch_plan(topo: Topology, name: str) -> SwitchPlan:
@@ -48,4 +55,5 @@ def switch_plan(topo: Topology, name: str) -> SwitchPlan:
                       for v in topo.neighbours(name) if (name, v) in topo.law)
     depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
     return SwitchPlan(name=name, node_id=node.index, routes=tuple(routes), modelled=modelled, regulated=regulated,
-                      queue_depths=tuple((topo.port(name, u), depth) for u in topo.neighbours(name)))
+                      queue_depths=tuple((topo.port(name, u), depth) for u in topo.neighbours(name)),
+                      actuate=network_mode(topo) == "hop-by-hop")

@@ -81,3 +81,12 @@ def test_silent_port_decays_to_the_floor() -> None:
 
 def test_pps_never_zero_because_zero_means_unlimited_on_bmv2() -> None:
     assert rate_to_pps(1.0, 1500) == 1
+
+
+def test_end_to_end_mode_traces_reports_but_never_sets_a_rate() -> None:
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000),), queue_depths=((2, 264),), actuate=False)
+    traces = []
+    c = SwitchAgentCore(plan, traces.append)
+    assert c.start() == [SetQueueDepth(2, 264)]
+    assert c.on_report(0, 2, meta(LAW), report(0)) == []
+    assert len(traces) == 1 and traces[0].occupancy == 0
