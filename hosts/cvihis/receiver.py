@@ -1,0 +1,264 @@
+"""The CVIHIS receiver: one-way delays in, rate commands out (sans-I/O).
+
+The receiver decides; the sender only obeys. Per data packet it measures the one-way delay
+(OWD) from the sender's timestamp. Clocks are not synchronised, so every delay is kept
+*relative to the first OWD seen* (an exact integer difference): a constant clock offset then
+cancels out of every quantity the decisions use, bit for bit.
+
+Once per update interval (the sender's RTT, clamped) it places the interval's mean OWD in
+one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a command; a loss
+(from sequence numbers) emits an MD command at once, at most once per RTT. In real-time
+mode (RTM) minDelay is pushed up by PF every update and falls back to any lower OWD, so the
+areas drift up and the flow competes; in backward-loading mode (BLM) minDelay is the
+smallest OWD ever, so the flow yields. The mode can change at any time without touching
+the delay history.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+
+from hosts.cvihis.areas import AREAS, Command, classify, decide, gradient_sign, step_packets
+from hosts.cvihis.params import CvihisParams
+from hosts.cvihis.seqtrack import Arrival, SeqTracker
+from hosts.cvihis.wire import Feedback
+
+
+class Mode(Enum):
+    """BLM yields to competing traffic (like LEDBAT); RTM competes for a fair share."""
+
+    BLM = "blm"
+    RTM = "rtm"
+
+
+def parse_mode(mode: Mode | str) -> Mode:
+    """``Mode`` from a Mode or its name; a clear ValueError otherwise."""
+    if isinstance(mode, Mode):
+        return mode
+    try:
+        return Mode(str(mode).lower())
+    except ValueError:
+        raise ValueError(f"CVIHIS mode: {mode!r} is not 'blm' or 'rtm'") from None
+
+
+class CvihisReceiver:
+    """Receiver state machine; call ``on_data`` per packet and ``on_timer`` at ``next_update_ns``."""
+
+    def __init__(self, params: CvihisParams, mode: Mode | str = Mode.BLM) -> None:
+        self.params = params
+        self._mode = parse_mode(mode)
+        self._seq = SeqTracker(params.reorder_window)
+        self._ref: int | None = None  # first OWD: every delay below is relative to it
+        self._min = 0  # smallest relative OWD ever (BLM's minDelay)
+        self._rtm_min = 0.0  # RTM's pushed minDelay (relative)
+        self._max: float | None = None  # maxDelay EWMA (relative); None until the first loss
+        self._rtt_hint = 0  # sender's latest RTT estimate (0: none yet)
+        self._min_rtt_hint = 0
+        self._last_in_order: int | None = None
+        self._grad_sum = 0
+        self._owd_sum = 0
+        self._owd_count = 0
+        self._echo_ts = 0
+        self._echo_arrival = 0
+        self._next_update: int | None = None
+        self._last_md_ns: int | None = None
+        self._fb_seq = 0
+        self._bytes = 0
+        self._histogram = [0] * AREAS
+        self._last: Feedback | None = None
+
+    # ----------------------------------------------------------------- events
+    def on_data(self, now_ns: int, seq: int, send_ts_ns: int, size_bytes: int,
+                rtt_ns_hint: int) -> list[Feedback]:
+        """Account one data packet; returns the feedback to send back now (maybe none)."""
+        _check_int("now_ns", now_ns)
+        _check_int("seq", seq)
+        _check_int("send_ts_ns", send_ts_ns, 0)
+        _check_int("size_bytes", size_bytes, 0)
+        _check_int("rtt_ns_hint", rtt_ns_hint, 0)
+        owd = now_ns - send_ts_ns
+        if self._ref is None:
+            self._ref = owd
+        rel = owd - self._ref
+        result = self._seq.on_packet(seq, rel)
+        if result.arrival is Arrival.DUPLICATE:
+            return []
+        self._bytes += size_bytes
+        self._take_rtt_hint(rtt_ns_hint)
+        self._take_delay(rel, result.arrival is Arrival.IN_ORDER)
+        self._echo_ts, self._echo_arrival = send_ts_ns, now_ns
+        if self._next_update is None:
+            self._next_update = now_ns + self._interval()
+        out: list[Feedback] = []
+        if result.newly_lost:
+            assert result.loss_owd is not None
+            self._take_loss(result.loss_owd)
+            if self._md_allowed(now_ns):
+                self._last_md_ns = now_ns
+                out.append(self._feedback(now_ns, Command.MD, None, 0))
+        if now_ns >= self._next_update:
+            out.append(self._update(now_ns))
+        return out
+
+    def on_timer(self, now_ns: int) -> list[Feedback]:
+        """Emit the periodic decision if it is due and the interval saw data."""
+        _check_int("now_ns", now_ns)
+        if self._next_update is None or now_ns < self._next_update:
+            return []
+        if not self._owd_count:  # nothing measured: no decision, wait one more interval
+            self._next_update = now_ns + self._interval()
+            return []
+        return [self._update(now_ns)]
+
+    def set_mode(self, mode: Mode | str) -> None:
+        """Switch BLM <-> RTM on the fly; the delay history and counters are kept."""
+        self._mode = parse_mode(mode)
+
+    # ----------------------------------------------------------------- read-only state
+    @property
+    def mode(self) -> Mode:
+        return self._mode
+
+    @property
+    def next_update_ns(self) -> int | None:
+        """When ``on_timer`` should next be called (None until the first packet)."""
+        return self._next_update
+
+    @property
+    def received(self) -> int:
+        return self._seq.received
+
+    @property
+    def received_bytes(self) -> int:
+        return self._bytes
+
+    @property
+    def lost(self) -> int:
+        return self._seq.lost
+
+    @property
+    def reordered(self) -> int:
+        return self._seq.reordered
+
+    @property
+    def late(self) -> int:
+        """Packets that arrived after being declared lost (also counted in ``reordered``)."""
+        return self._seq.late
+
+    @property
+    def duplicates(self) -> int:
+        return self._seq.duplicates
+
+    @property
+    def min_delay_ns(self) -> float | None:
+        """minDelay in use (receiver clock minus sender clock; offset included)."""
+        return None if self._ref is None else self._ref + self._current_min()
+
+    @property
+    def max_delay_ns(self) -> float | None:
+        """maxDelay in use (same units as ``min_delay_ns``)."""
+        return None if self._ref is None else self._ref + self._current_max()
+
+    @property
+    def area_histogram(self) -> tuple[int, ...]:
+        """How many periodic decisions fell in each area 0..6."""
+        return tuple(self._histogram)
+
+    @property
+    def last_command(self) -> Feedback | None:
+        return self._last
+
+    # ----------------------------------------------------------------- internals
+    def _take_rtt_hint(self, hint: int) -> None:
+        if hint > 0:
+            self._rtt_hint = hint
+            self._min_rtt_hint = hint if not self._min_rtt_hint else min(self._min_rtt_hint, hint)
+
+    def _take_delay(self, rel: int, in_order: bool) -> None:
+        self._min = min(self._min, rel)
+        self._rtm_min = min(self._rtm_min, rel)
+        if in_order:
+            if self._last_in_order is not None:
+                self._grad_sum += rel - self._last_in_order
+            self._last_in_order = rel
+        self._owd_sum += rel
+        self._owd_count += 1
+
+    def _take_loss(self, loss_rel: int) -> None:
+        """maxDelay follows the OWD of the last packet before each loss (EWMA)."""
+        if self._max is None:
+            self._max = float(loss_rel)
+        else:
+            self._max += self.params.max_delay_gain * (loss_rel - self._max)
+
+    def _md_allowed(self, now_ns: int) -> bool:
+        guard = self._rtt_hint or self.params.initial_rtt_ns
+        return self._last_md_ns is None or now_ns - self._last_md_ns >= guard
+
+    def _current_min(self) -> float:
+        return self._rtm_min if self._mode is Mode.RTM else float(self._min)
+
+    def _current_max(self) -> float:
+        """maxDelay from losses; before the first one, ``initial_span_ns`` above minDelay.
+
+        Anchoring the guess to the minDelay in use (not the smallest OWD ever) lets an RTM
+        flow's areas drift up as a whole until it meets a real loss and learns maxDelay.
+        """
+        if self._max is None:
+            return self._current_min() + self.params.initial_span_ns
+        return self._max
+
+    def _interval(self) -> int:
+        p = self.params
+        if not self._rtt_hint:
+            return p.initial_update_interval_ns
+        return min(max(self._rtt_hint, p.update_interval_min_ns), p.update_interval_max_ns)
+
+    def _update(self, now_ns: int) -> Feedback:
+        """The periodic decision: area of the mean OWD, gradient, command; then RTM's push."""
+        mean = self._owd_sum / self._owd_count
+        area = classify(mean, self._current_min(), self._current_max(), self.params)
+        gradient = gradient_sign(self._grad_sum, self.params.gradient_deadband_ns)
+        command = decide(area, gradient)
+        self._histogram[area] += 1
+        if self._mode is Mode.RTM:
+            self._push_min()
+        self._grad_sum = self._owd_sum = self._owd_count = 0
+        self._next_update = now_ns + self._interval()
+        return self._feedback(now_ns, command, area, gradient)
+
+    def _push_min(self) -> None:
+        """RTM: multiply minDelay by PF, on an offset-free estimate of the absolute OWD.
+
+        The absolute OWD of the pushed value is estimated as half the smallest RTT the
+        sender reported plus how far the push has already lifted it above the smallest OWD
+        seen; multiplying that estimate by PF keeps the push independent of clock offsets.
+        """
+        if not self._min_rtt_hint:
+            return
+        absolute = self._min_rtt_hint / 2 + (self._rtm_min - self._min)
+        self._rtm_min += (self.params.pf - 1) * absolute
+
+    def _feedback(self, now_ns: int, command: Command, area: int | None, gradient: int) -> Feedback:
+        self._fb_seq += 1
+        fb = Feedback(
+            fb_seq=self._fb_seq,
+            command=command,
+            area=area,
+            step_milli=round(step_packets(command, self.params) * 1000),
+            gradient=gradient,
+            loss=command is Command.MD,
+            rtm=self._mode is Mode.RTM,
+            echo_ts_ns=self._echo_ts,
+            echo_delay_ns=max(0, now_ns - self._echo_arrival),
+            lost_total=self._seq.lost,
+        )
+        self._last = fb
+        return fb
+
+
+def _check_int(name: str, value: object, lo: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ValueError(f"CvihisReceiver: {name} must be an integer, got {value!r}")
+    if lo is not None and value < lo:
+        raise ValueError(f"CvihisReceiver: {name} must be >= {lo}, got {value!r}")
