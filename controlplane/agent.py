@@ -133,6 +133,10 @@ class SwitchAgentCore:
 
     def on_report(self, now_ns: int, port: int, metadata: dict[str, int], report: Report) -> list[Command]:
         """A report arrived on ``port`` with the packet-in ``metadata`` (law parameters)."""
+        if not self.plan.actuate:  # end-to-end mode: a measurement, no law
+            if self.on_trace is not None:
+                self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, 0.0, 0, 0.0, 0.0))
+            return []
         pl = self.ports.get(port)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[port] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
@@ -152,7 +156,7 @@ class SwitchAgentCore:
         """Called periodically: lets laws whose reports stopped decay their rate."""
         cmds: list[Command] = []
         for port, pl in self.ports.items():
-            if pl.law.tick(now_ns):
+            if self.plan.actuate and pl.law.tick(now_ns):
                 cmds.extend(self._actuate(port, pl))
         return cmds
 

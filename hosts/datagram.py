@@ -7,7 +7,7 @@ Header (network byte order, right after the UDP header)::
 
     0  magic   2 bytes  0x4842 ("HB")
     2  version 1 byte   1
-    3  flags   1 byte   0
+    3  kind    1 byte   0 = data, 1 = CVIHIS feedback (its 32 bytes follow the header)
     4  flow    2 bytes  flow id
     6  rtt     2 bytes  sender's RTT estimate in units of 100 µs (0 = unknown; CVIHIS)
     8  seq     4 bytes  per flow, 0, 1, 2, ...
@@ -23,7 +23,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "Datagram", "FrameTemplate", "parse", "DatagramError"]
+__all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "KIND_DATA", "KIND_FEEDBACK", "Datagram", "FrameTemplate", "parse",
+           "DatagramError"]
 
 MAGIC = 0x4842
 VERSION = 1
@@ -39,6 +40,10 @@ class DatagramError(ValueError):
     """Not one of our datagrams."""
 
 
+KIND_DATA = 0
+KIND_FEEDBACK = 1
+
+
 @dataclass(frozen=True, slots=True)
 class Datagram:
     flow: int
@@ -48,6 +53,12 @@ class Datagram:
     size: int
     src_ip: int
     dst_ip: int
+    kind: int = KIND_DATA
+    frame: bytes = b""
+
+    def payload(self, n: int) -> bytes:
+        """The ``n`` bytes after the header (a feedback message)."""
+        return self.frame[OFFSET + HEADER_BYTES:OFFSET + HEADER_BYTES + n]
 
 
 def _checksum(data: bytes) -> int:
@@ -61,20 +72,26 @@ class FrameTemplate:
     """The fixed part of one flow's frames; :meth:`frame` fills in the per-packet fields."""
 
     def __init__(self, *, src_mac: int, dst_mac: int, src_ip: int, dst_ip: int, flow: int, size: int,
-                 ttl: int = 64) -> None:
+                 ttl: int = 64, kind: int = KIND_DATA) -> None:
         if not MIN_FRAME_BYTES <= size <= 9000:
             raise ValueError(f"packet size {size} bytes: must be {MIN_FRAME_BYTES}..9000")
         self.flow = flow
         self.size = size
+        self.kind = kind
         eth = dst_mac.to_bytes(6, "big") + src_mac.to_bytes(6, "big") + b"\x08\x00"
         ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, size - ETH, 0, 0x4000, ttl, 17, 0, src_ip, dst_ip))
         struct.pack_into("!H", ip, 10, _checksum(bytes(ip)))
         udp = struct.pack("!HHHH", DATA_PORT + flow % 1000, DATA_PORT, size - ETH - IP, 0)
         self._buf = bytearray(eth + bytes(ip) + udp + bytes(size - OFFSET))
 
-    def frame(self, seq: int, ts_ns: int, rtt_100us: int = 0) -> bytes:
-        _HDR.pack_into(self._buf, OFFSET, MAGIC, VERSION, 0, self.flow, min(rtt_100us, 0xFFFF), seq & 0xFFFF_FFFF,
-                       ts_ns & 0xFFFF_FFFF_FFFF_FFFF)
+    def frame(self, seq: int, ts_ns: int, rtt_100us: int = 0, payload: bytes = b"") -> bytes:
+        _HDR.pack_into(self._buf, OFFSET, MAGIC, VERSION, self.kind, self.flow, min(rtt_100us, 0xFFFF),
+                       seq & 0xFFFF_FFFF, ts_ns & 0xFFFF_FFFF_FFFF_FFFF)
+        if payload:
+            start = OFFSET + HEADER_BYTES
+            if start + len(payload) > self.size:
+                raise ValueError(f"payload of {len(payload)} bytes does not fit a {self.size}-byte frame")
+            self._buf[start:start + len(payload)] = payload
         return bytes(self._buf)
 
 
@@ -82,8 +99,8 @@ def parse(frame: bytes) -> Datagram:
     """The datagram in ``frame``; DatagramError if it is not one of ours."""
     if len(frame) < MIN_FRAME_BYTES or frame[12:14] != b"\x08\x00" or frame[ETH + 9] != 17:
         raise DatagramError("not an IPv4/UDP frame")
-    magic, version, _flags, flow, rtt, seq, ts = _HDR.unpack_from(frame, OFFSET)
+    magic, version, kind, flow, rtt, seq, ts = _HDR.unpack_from(frame, OFFSET)
     if magic != MAGIC or version != VERSION:
         raise DatagramError("no hbh datagram header")
     src_ip, dst_ip = struct.unpack_from("!II", frame, ETH + 12)
-    return Datagram(flow, seq, ts, rtt, len(frame), src_ip, dst_ip)
+    return Datagram(flow, seq, ts, rtt, len(frame), src_ip, dst_ip, kind, frame)

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from hbh.cli import main
 from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.schema import load_topology, load_topology_text
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -20,18 +20,39 @@ def test_demo_prints_the_summary_beside_the_paper(tmp_path: Path, capsys) -> Non
         assert (tmp_path / name).stat().st_size > 0
 
 
-def test_a_sender_that_ignores_reports_fills_the_buffer_and_every_drop_is_counted() -> None:
+def test_a_sender_that_ignores_reports_fills_its_buffer_and_every_drop_is_counted() -> None:
+    """Hop-by-hop network (one ALINEA flow), plus a fixed-rate source that ignores R1's reports."""
+    t = load_topology_text("""
+nodes:
+  H1: {kind: host}
+  H3: {kind: host}
+  R1: {kind: switch}
+  H2: {kind: host, receive_buffer: 200, playout: 1.2Mbps}
+links:
+  - {ends: [H1, R1]}
+  - {ends: [H3, R1]}
+  - {ends: [R1, H2]}
+flows:
+  - {name: fixed, src: H1, dst: H2, control: fixed, rate: 1.5Mbps}
+  - {name: reg, src: H3, dst: H2, control: alinea}
+""", "overload.yaml")
+    r = run_experiment(t, 6_000_000_000, seed=1, plots=False)
+    s, rec = r.summary, r.recorder
+    h1 = [row for row in rec.laws if (row.node, row.toward) == ("H1", "R1")]
+    assert h1 and all(row.rate_bps == 0 for row in h1)  # H1 runs no law: R1's reports are only measured
+    assert max(row.occupancy for row in h1) == 200 and any(row.drops for row in h1)
+    assert s["buffers"]["H2<-R1"]["max"] < 1.0  # R1 still regulates its output toward H2
+    drops = s["loss"]["dropped_by_reason"]
+    assert drops.get("overflow", 0) > 0 and s["loss"]["receiver_buffer_overflow"] == 0
+    sent, received = s["loss"]["data_packets_sent"], s["loss"]["data_packets_received"]
+    assert 0 <= sent - received - drops["overflow"] <= 2 * 200 + 4  # the rest is in R1's buffers or on a wire
+
+
+def test_only_fixed_flows_make_an_end_to_end_network_whose_drops_are_counted() -> None:
     t = load_topology(ROOT / "topo" / "paper-1router.yaml")
     (flow,) = t.flows
     t.flows = [dataclasses.replace(flow, control="fixed", rate_bps=1.9e6, r_max_bps=None)]
-    r = run_experiment(t, 6_000_000_000, seed=1, plots=False)
-    s, rec = r.summary, r.recorder
-    reports = [row for row in rec.laws if (row.node, row.toward) == ("H1", "R1")]
-    assert reports == []  # H1 runs no law: a fixed flow
-    r1 = s["buffers"]["H2<-R1"]
-    assert r1["max"] < 1.0  # R1 still regulates its output toward H2
-    drops = s["loss"]["dropped_by_reason"]
-    assert drops.get("overflow", 0) > 0  # R1's modelled input buffer overflows: admission drops
-    sent, received = s["loss"]["data_packets_sent"], s["loss"]["data_packets_received"]
-    assert s["loss"]["host_tx_queue_full"] == 0  # 1.9 Mb/s fits H1's 2 Mb/s link
-    assert 0 <= sent - received - drops["overflow"] <= 200 + 2  # the rest is still in R1's buffer or on a wire
+    s = run_experiment(t, 6_000_000_000, seed=1, plots=False).summary
+    assert all(r["max_bps"] == 0 for r in s["rates"].values())  # nobody regulates: reports only measured
+    assert s["loss"]["receiver_buffer_overflow"] > 0  # R1 forwards at the link's rate: H2's buffer overflows
+    assert s["loss"]["total"] == s["loss"]["receiver_buffer_overflow"] == s["loss"]["lost_by_sequence"]

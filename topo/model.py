@@ -23,10 +23,12 @@ from typing import Literal
 
 from controlplane.params import LawParams, PortParams
 
-__all__ = ["Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS"]
+__all__ = ["Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
-CONTROLS = ("alinea", "fixed")
+CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm")
+#: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
+CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,7 @@ class Node:
     receive_buffer: int | None = None  # hosts: application buffer (packets); None: no buffer, no reports
     playout_bps: float | None = None  # hosts: rate the application drains that buffer at
     line: int = 0
+    clock_offset_ns: int = 0  # hosts: added to every clock reading of the host (timestamps)
 
     @property
     def is_switch(self) -> bool:
@@ -80,12 +83,14 @@ class Event:
     """A change during a run: a link's rate, or ALINEA parameters of some directed links."""
 
     at_ns: int
-    kind: Literal["link_rate", "alinea"]
+    kind: Literal["link_rate", "alinea", "mode"]
     link: tuple[str, str] | None = None  # link_rate
     rate_bps: float | None = None  # link_rate
     targets: tuple[tuple[str, str], ...] = ()  # alinea: (node, toward) pairs it applies to
     law_changes: tuple[tuple[str, float], ...] = ()  # alinea: LawParams field -> value
     interval_us: int | None = None  # alinea: new report interval of the targets' downstream ports
+    flow: str | None = None  # mode: the CVIHIS flow whose receiver switches mode
+    mode: str | None = None  # mode: "rtm" or "blm"
     line: int = 0
 
 

@@ -21,7 +21,7 @@ from yaml.nodes import Node as YamlNode
 
 from controlplane.params import LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
-from topo.model import CONTROLS, Event, Flow, Link, Node, Options, Topology
+from topo.model import CONTROLS, CVIHIS_CONTROLS, Event, Flow, Link, Node, Options, Topology
 from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text"]
@@ -29,9 +29,9 @@ __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "alinea", "events", "options")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer")
-NODE_KEYS = ("kind", "receive_buffer", "playout")
+NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate")
-EVENT_KEYS = ("at", "link", "rate", "alinea")
+EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 OPTION_KEYS = ("report_loss",)
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
@@ -141,6 +141,7 @@ class _Loader:
         flows, flow_nodes = self._flows()
         skeleton = Topology(self._name(), self.doc.source, self.nodes, self.links, [], {}, {})
         flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
+        self._flows_by_name = flows
         law, intervals = self._laws(skeleton, flows)
         ports = self._ports(skeleton, intervals)
         host_buffers = self._host_buffers(skeleton, intervals)
@@ -281,7 +282,21 @@ class _Loader:
         if "receive_buffer" in fields:
             buffer = self._capacity(fields["receive_buffer"].value, f"{path}.receive_buffer")
             playout = self._rate(fields["playout"].value, f"{path}.playout")
-        return Node(entry.key, kind, index, buffer, playout, line=self.doc.line(entry.key_node))  # type: ignore[arg-type]
+        offset = 0
+        if "clock_offset" in fields:
+            if kind != "host":
+                raise self.doc.error(fields["clock_offset"].key_node, f"{path}.clock_offset",
+                                     "only hosts have a clock_offset")
+            offset = self._signed_duration(fields["clock_offset"].value, f"{path}.clock_offset")
+        return Node(entry.key, kind, index, buffer, playout, line=self.doc.line(entry.key_node),  # type: ignore[arg-type]
+                    clock_offset_ns=offset)
+
+    def _signed_duration(self, node: YamlNode, path: str) -> int:
+        """A duration that may be negative (a clock offset): ``-1s``, ``250ms``."""
+        text = node.value if isinstance(node.value, str) else None
+        if text is not None and text.strip().startswith("-"):
+            return -self._duration(type(node)(node.tag, text.strip()[1:], node.start_mark, node.end_mark), path)
+        return self._duration(node, path)
 
     def _links(self) -> list[Link]:
         links: list[Link] = []
@@ -537,7 +552,25 @@ class _Loader:
             changes = tuple((k, v) for k, (v, _) in sel.law.items())
             return Event(at, "alinea", targets=targets, law_changes=changes,
                          interval_us=sel.interval[0] if sel.interval else None, line=line)
-        raise self.doc.error(item, path, "an event needs link (with rate) or alinea")
+        if "flow" in f or "mode" in f:
+            return self._mode_event(f, item, path, at, line)
+        raise self.doc.error(item, path, "an event needs link (with rate), alinea, or flow (with mode)")
+
+    def _mode_event(self, f: dict[str, Entry], item: YamlNode, path: str, at: int, line: int) -> Event:
+        if "flow" not in f or "mode" not in f:
+            raise self.doc.error(item, path, "a mode event needs flow and mode (e.g. flow: f1, mode: rtm)")
+        name = self.doc.text(f["flow"].value, f"{path}.flow")
+        flow = next((fl for fl in self._flows_by_name if fl.name == name), None)
+        if flow is None:
+            known = ", ".join(fl.name for fl in self._flows_by_name) or "none"
+            raise self.doc.error(f["flow"].value, f"{path}.flow", f"unknown flow {name!r} (flows: {known})")
+        if flow.control not in CVIHIS_CONTROLS:
+            raise self.doc.error(f["flow"].value, f"{path}.flow",
+                                 f"flow {name} is {flow.control}: only CVIHIS flows have a mode")
+        mode = self.doc.text(f["mode"].value, f"{path}.mode")
+        if mode not in ("rtm", "blm"):
+            raise self.doc.error(f["mode"].value, f"{path}.mode", f"unknown mode {mode!r} (use rtm or blm)")
+        return Event(at, "mode", flow=name, mode=mode, line=line)
 
     def _event_link(self, node: YamlNode, path: str, topo: Topology) -> Link:
         ends = self.doc.sequence(node, path)

@@ -10,6 +10,8 @@ one ``random.Random(seed)`` (report loss, start jitter), drawn in event order.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import random
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -25,14 +27,17 @@ from controlplane.queues import in_process
 from controlplane.report import decode as decode_report
 from controlplane.report import encode, is_report
 from controlplane.switch_agent import SwitchAgent
-from hosts.datagram import DatagramError, FrameTemplate, parse
+from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
+from hosts.cvihis.wire import FEEDBACK_BYTES
+from hosts.cvihis_host import CvihisSink, CvihisSource
+from hosts.datagram import HEADER_BYTES, KIND_FEEDBACK, OFFSET, DatagramError, FrameTemplate, parse
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.link import InMemoryLink, LinkModel
 from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
-from topo.model import Event, Flow, Node, Topology
+from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
 from topo.plan import neighbour_mac, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 
@@ -44,6 +49,7 @@ START_JITTER_NS = 1_000_000  # each flow starts up to 1 ms late, drawn from the 
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
+FEEDBACK_FRAME_BYTES = OFFSET + HEADER_BYTES + FEEDBACK_BYTES  # Ethernet/IPv4/UDP, our header, the feedback
 HOST_TX_QUEUE = 1000  # packets a host's NIC queue holds (Linux's default txqueuelen)
 DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",
                  "drop_no_route", "drop_ttl_expired", "drop_overflow")
@@ -87,6 +93,11 @@ class SimHostNode:
         self.templates: dict[str, FrameTemplate] = {}
         self.alinea: AlineaHostSender | None = None
         self.fixed: list[FixedSender] = []
+        self.cvihis: dict[int, CvihisSource] = {}  # flow id -> source
+        self.sinks: dict[int, CvihisSink] = {}  # flow id -> receiver (this host is the destination)
+        self._feedback: dict[int, FrameTemplate] = {}
+        self._sink_timers: dict[int, Any] = {}
+        self.offset = node.clock_offset_ns
         self._handles: dict[int, Any] = {}
         self.buffer: PlayoutBuffer | None = None
         self.reporter: HostReporter | None = None
@@ -113,6 +124,18 @@ class SimHostNode:
         for f in mine:
             if f.control == "fixed":
                 self.fixed.append(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size))
+            elif f.control in CVIHIS_CONTROLS:
+                self.cvihis[self.flow_ids[f.name]] = CvihisSource(self._sender_flow(f), self.net.cvihis_params(f),
+                                                                  self.offset)
+        for f in self.net.topo.flows:
+            if f.dst == self.node.name and f.control in CVIHIS_CONTROLS:
+                fid = self.flow_ids[f.name]
+                self.sinks[fid] = CvihisSink(self.net.cvihis_params(f), f.control.removeprefix("cvihis-"), self.offset)
+                self._feedback[fid] = FrameTemplate(
+                    src_mac=self.net.topo.mac(self.node.name),
+                    dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
+                    src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.src), flow=fid,
+                    size=FEEDBACK_FRAME_BYTES, kind=KIND_FEEDBACK)
 
     def _setup_receiver(self) -> None:
         topo = self.net.topo
@@ -126,7 +149,7 @@ class SimHostNode:
                                      dst_mac=neighbour_mac(topo, self.node.name, self.switch))
 
     def start(self) -> None:
-        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed)
+        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values())
         for sender in senders:
             self._arm(sender)
         if self.alinea is not None:
@@ -147,8 +170,11 @@ class SimHostNode:
         now = self.sched.now_ns()
         flow = sender.take(now)
         if flow is not None and self.link is not None:
-            seq = flow.take_seq()
-            frame = self.templates[flow.name].frame(seq, now)
+            if isinstance(sender, CvihisSource):
+                seq, ts, rtt = sender.stamp(now)
+            else:
+                seq, ts, rtt = flow.take_seq(), now + self.offset, 0
+            frame = self.templates[flow.name].frame(seq, ts, rtt)
             self.sent[flow.name] += 1
             if self.link.backlog_ns(self, now) > HOST_TX_QUEUE * self.link.model.wire_time_ns(len(frame)):
                 self.net.counts["host_tx_queue_full"] += 1  # a sender faster than its NIC: like a full qdisc
@@ -174,22 +200,62 @@ class SimHostNode:
             d = parse(frame)
         except DatagramError:
             return
+        if d.kind == KIND_FEEDBACK:
+            self._on_feedback(now, d)
+            return
         rec = self.records.get(d.flow)
         if rec is None:
             rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])
         if self.buffer is not None and not self.buffer.on_arrival(now):
             self.net.counts["receiver_overflow"] += 1
         else:
-            rec.on_packet(d.seq, d.ts_ns, now, d.size)
+            rec.on_packet(d.seq, d.ts_ns - self.net.offset_of_flow(d.flow), now, d.size)
+            sink = self.sinks.get(d.flow)
+            if sink is not None:
+                self._send_feedback(d.flow, sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
         if self.reporter is not None and self.buffer is not None:
             report = self.reporter.on_arrival(now, self.buffer.occupancy, self.buffer.dropped)
             if report is not None and self.link is not None:
                 self.link.send(self, encode(report))
 
-    def _on_report(self, now: int, frame: bytes) -> None:
-        if self.alinea is None:
+    # ---- CVIHIS ---------------------------------------------------------------------------------------
+    def _send_feedback(self, fid: int, feedbacks: list[Feedback]) -> None:
+        now = self.sched.now_ns()
+        for fb in feedbacks:
+            if self.link is not None:
+                self.link.send(self, self._feedback[fid].frame(fb.fb_seq, now + self.offset, 0, encode_feedback(fb)))
+        self._arm_sink(fid)
+
+    def _arm_sink(self, fid: int) -> None:
+        t = self.sinks[fid].next_timer_ns()
+        old = self._sink_timers.pop(fid, None)
+        if old is not None:
+            old.cancel()
+        if t is not None:
+            self._sink_timers[fid] = self.sched.call_at(max(t, self.sched.now_ns()), self._sink_timer, fid)
+
+    def _sink_timer(self, fid: int) -> None:
+        self._sink_timers.pop(fid, None)
+        self._send_feedback(fid, self.sinks[fid].on_timer(self.sched.now_ns()))
+
+    def _on_feedback(self, now: int, d: Any) -> None:
+        source = self.cvihis.get(d.flow)
+        if source is None:
             return
+        try:
+            fb = decode_feedback(d.payload(FEEDBACK_BYTES))
+        except FeedbackError:
+            self.net.counts["bad_feedback"] += 1
+            return
+        source.on_feedback(now, fb)
+        self._arm(source)
+
+    def _on_report(self, now: int, frame: bytes) -> None:
         report = decode_report(frame)
+        if self.alinea is None:  # no law here: the report is kept as a measurement (rate 0)
+            self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy,
+                                                 report.capacity, report.drops, 0.0, 0.0, 0.0))
+            return
         rate = self.alinea.on_report(now, report)
         law = self.alinea.law
         self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy, report.capacity,
@@ -215,11 +281,25 @@ class SimNetwork:
         self.program = program or alinea_program()
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
-        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0}
+        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0,
+                                       "bad_feedback": 0}
         self.switches: dict[str, _SwitchNode] = {}
         self.hosts: dict[str, SimHostNode] = {}
         self.links: dict[tuple[str, str], InMemoryLink] = {}
         self._ends: dict[tuple[str, str], Any] = {}
+
+    def cvihis_params(self, f: Flow) -> CvihisParams:
+        """A CVIHIS flow's parameters: the defaults, its packet size, at most its first link's rate
+        (or its r_max)."""
+        cap = min(f.r_max_bps or math.inf, self.topo.link_between(f.path[0], f.path[1]).rate_bps)
+        base = CvihisParams()
+        return dataclasses.replace(base, packet_size_bytes=f.packet_size, max_rate_bps=cap,
+                                   initial_rate_bps=min(base.initial_rate_bps, cap),
+                                   min_rate_bps=min(base.min_rate_bps, cap))
+
+    def offset_of_flow(self, fid: int) -> int:
+        """The clock offset of a flow's source (timestamps in records are in true time)."""
+        return self.topo.nodes[self.topo.flows[fid - 1].src].clock_offset_ns
 
     # ---- construction ------------------------------------------------------------------------------
     def build(self) -> SimNetwork:
@@ -291,6 +371,10 @@ class SimNetwork:
     def _apply_event(self, ev: Event) -> None:
         if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None:
             self.links[ev.link].set_bitrate(round(ev.rate_bps))
+            return
+        if ev.kind == "mode" and ev.flow is not None and ev.mode is not None:
+            flow = next(f for f in self.topo.flows if f.name == ev.flow)
+            self.hosts[flow.dst].sinks[self.topo.flows.index(flow) + 1].core.set_mode(ev.mode)
             return
         for u, v in ev.targets:
             if u in self.switches:

@@ -89,4 +89,4 @@ def test_end_to_end_mode_traces_reports_but_never_sets_a_rate() -> None:
     c = SwitchAgentCore(plan, traces.append)
     assert c.start() == [SetQueueDepth(2, 264)]
     assert c.on_report(0, 2, meta(LAW), report(0)) == []
-    assert len(traces) == 1 and traces[0].occupancy == 0
+    assert len(traces) == 1 and traces[0].occupancy == 0 and traces[0].rate_bps == 0

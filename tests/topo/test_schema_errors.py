@@ -183,7 +183,8 @@ def test_flow_with_no_path():
 
 def test_unknown_control_lists_the_known_ones():
     text = BASE.replace("control: alinea", "control: cvihis")
-    expect_error(text, "cvihis", "flows[0].control", "unknown control 'cvihis' (known: alinea, fixed)")
+    expect_error(text, "cvihis", "flows[0].control",
+                 "unknown control 'cvihis' (known: alinea, fixed, cvihis-rtm, cvihis-blm)")
 
 
 def test_fixed_flow_without_rate():
@@ -298,7 +299,7 @@ def test_link_event_without_rate():
 
 
 def test_event_without_a_change():
-    expect_error(with_lines("events:", "  - {at: 1s}"), "at: 1s", "events[0]", "needs link (with rate) or alinea")
+    expect_error(with_lines("events:", "  - {at: 1s}"), "at: 1s", "events[0]", "needs link (with rate), alinea, or flow (with mode)")
 
 
 def test_alinea_event_invalid_against_the_resolved_law():
