@@ -180,3 +180,32 @@ def test_blm_flow_alone_settles_below_the_drop_point() -> None:
     assert throughput_pps(flow, 30 * S, 60 * S) >= 0.9 * C_PPS
     late_queue = [q for t, q in net.queue_samples if t >= 30 * S]
     assert max(late_queue) < DEPTH
+
+
+def report() -> str:
+    """The closed-loop numbers quoted in docs/cvihis.md (python -m tests.hosts.test_cvihis_loop)."""
+    lines = [f"bottleneck {C_PPS:.0f} pkt/s, drop-tail depth {DEPTH} packets, base RTT 40 ms, default params",
+             "| scenario | window (s) | delivered pkt/s per flow | share of C | Jain | drops (whole run) | queue avg / max in window |",
+             "|---|---|---|---|---|---|---|"]
+    scenarios = [
+        ("1 RTM", [Flow(Mode.RTM, clock_offset_ns=123_456_789)], 60, (30, 60)),
+        ("1 BLM", [Flow(Mode.BLM)], 60, (30, 60)),
+        ("BLM, RTM joins at 20 s", [Flow(Mode.BLM), Flow(Mode.RTM, start_ns=20 * S, clock_offset_ns=5 * S)],
+         80, (50, 80)),
+        ("3 RTM, starts 0/10/20 s",
+         [Flow(Mode.RTM, start_ns=k * 10 * S, clock_offset_ns=(-1) ** k * k * 7 * MS) for k in range(3)],
+         150, (100, 150)),
+    ]
+    for name, flows, until, (a, b) in scenarios:
+        net = Bottleneck(C_PPS, DEPTH, flows, PARAMS)
+        net.run(until * S)
+        rates = [throughput_pps(f, a * S, b * S) for f in flows]
+        queue = [q for t, q in net.queue_samples if a * S <= t < b * S]
+        lines.append(f"| {name} | {a}-{b} | {', '.join(f'{r:.0f}' for r in rates)} | "
+                     f"{sum(rates) / C_PPS:.1%} | {jain(rates):.4f} | {net.drops} | "
+                     f"{sum(queue) / len(queue):.1f} / {max(queue)} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(report())
