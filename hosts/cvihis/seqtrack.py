@@ -2,8 +2,8 @@
 
 A gap in the sequence numbers is only *missing* at first: a packet that fills it later was
 reordered, not lost, and must never cost the sender a multiplicative decrease. A missing
-number becomes a loss once ``reorder_window`` higher numbers have arrived (TCP's three
-duplicate ACKs, counted in packets). A packet that arrives after it was declared lost is
+number becomes a loss once a number at least ``reorder_window`` above it has arrived (TCP's
+three-duplicate-ACK threshold, as a sequence distance). A packet that arrives after it was declared lost is
 "late": the loss is taken back (lost - 1) and it counts as reordered, since the rate
 decision it caused cannot be undone.
 
