@@ -51,7 +51,7 @@ class CvihisSender:
         self.feedbacks += 1
         self._last_fb_seq = fb.fb_seq % U32
         self._take_rtt(now_ns - fb.echo_ts_ns - fb.echo_delay_ns)
-        if fb.command is Command.MD:
+        if fb.command == Command.MD:  # == not is: a plain int 5 from a caller counts too
             self._multiplicative_decrease(now_ns)
         else:
             self._step(fb.step)

@@ -2,15 +2,16 @@
 
 A gap in the sequence numbers is only *missing* at first: a packet that fills it later was
 reordered, not lost, and must never cost the sender a multiplicative decrease. A missing
-number becomes a loss once ``reorder_window`` higher numbers have arrived (TCP's three
-duplicate ACKs, counted in packets). A packet that arrives after it was declared lost is
+number becomes a loss once a number at least ``reorder_window`` above it has arrived (TCP's
+three-duplicate-ACK threshold, as a sequence distance). A packet that arrives after it was declared lost is
 "late": the loss is taken back (lost - 1) and it counts as reordered, since the rate
 decision it caused cannot be undone.
 
 Memory is bounded: missing numbers all lie within the last ``reorder_window`` numbers (older
 ones are lost), and only the last ``LATE_MEMORY`` lost ranges are remembered. Sequence
-numbers are unbounded integers (the caller unwraps any wire field); the first packet
-received defines the start, so nothing before it counts as lost.
+numbers are unbounded integers (the caller unwraps any wire field). The lowest number
+received so far is the start: nothing before it counts as lost, and a packet older than it
+is reordered (numbers between it and the start become missing).
 """
 
 from __future__ import annotations
@@ -54,6 +55,7 @@ class SeqTracker:
         self._window = reorder_window
         self._highest: int | None = None
         self._highest_owd = 0
+        self._lowest = 0  # lowest number seen (valid once _highest is set)
         self._gaps: list[_Gap] = []
         self._lost_ranges: deque[tuple[int, int]] = deque(maxlen=LATE_MEMORY)
         self.received = 0
@@ -74,6 +76,12 @@ class SeqTracker:
             self.received += 1
             lost, loss_owd = self._declare_losses()
             return SeqResult(Arrival.IN_ORDER, lost, loss_owd)
+        if seq < self._lowest:
+            self._before_start(seq, owd)
+            self.received += 1
+            self.reordered += 1
+            lost, loss_owd = self._declare_losses()
+            return SeqResult(Arrival.REORDERED, lost, loss_owd)
         if self._fill_gap(seq):
             self.received += 1
             self.reordered += 1
@@ -87,8 +95,16 @@ class SeqTracker:
         self.duplicates += 1
         return SeqResult(Arrival.DUPLICATE)
 
+    def _before_start(self, seq: int, owd: int) -> None:
+        """A packet older than every one seen: what lies between it and them is missing."""
+        if seq + 1 < self._lowest:
+            self._gaps.insert(0, _Gap(seq + 1, self._lowest, owd))
+        self._lowest = seq
+
     def _advance(self, seq: int, owd: int) -> None:
-        if self._highest is not None and seq > self._highest + 1:
+        if self._highest is None:
+            self._lowest = seq
+        elif seq > self._highest + 1:
             self._gaps.append(_Gap(self._highest + 1, seq, self._highest_owd))
         self._highest = seq
         self._highest_owd = owd
