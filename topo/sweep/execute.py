@@ -24,7 +24,7 @@ from typing import Any
 
 from topo.sweep.task import RunSpec, run_one
 
-__all__ = ["serial_runs", "ray_runs", "OBJECT_STORE_BYTES"]
+__all__ = ["serial_runs", "ray_runs", "ray_session", "OBJECT_STORE_BYTES"]
 
 #: Ray's smallest object store is 75 MiB; a run's arguments and summary are a few kB.
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
@@ -44,7 +44,7 @@ def ray_runs(source: str, text: str, specs: list[RunSpec], *, address: str | Non
         return
     import ray
 
-    with _ray_session(address, jobs, temp_root):
+    with ray_session(address, jobs, temp_root):
         task = ray.remote(num_cpus=1, max_retries=0)(run_one)
         text_ref = ray.put(text)
         pending = {task.remote(source, text_ref, spec): spec for spec in specs}
@@ -76,7 +76,7 @@ def _raise_interrupt(signum: int, frame: Any) -> None:
 
 
 @contextmanager
-def _ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -> Iterator[None]:
+def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -> Iterator[None]:
     import ray
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # never phone home (CI, air-gapped clusters)

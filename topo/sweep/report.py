@@ -157,7 +157,7 @@ def plot_sweep(out: Path, agg: list[dict[str, Any]], params: list[str], swept: l
 
 def _lines(agg: list[dict[str, Any]], params: list[str], x: str) -> dict[str, list[dict[str, Any]]]:
     """Points grouped into lines: same control and same values of every parameter but ``x``."""
-    others = [p for p in params if p != x]
+    others = sorted((p for p in params if p != x), key=lambda p: p != "control")  # control first
     lines: dict[str, list[dict[str, Any]]] = {}
     for a in agg:
         label = ", ".join(f"{p}={a['params'][p]}" if p != "control" else a["params"][p] for p in others)
