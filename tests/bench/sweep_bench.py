@@ -29,6 +29,7 @@ def bench_sweep(rep: Any, duration: str, noop_tasks: int) -> None:
     from topo.sweep.run import plan_sweep, run_sweep
 
     section = "hbh sweep (paper-1router, 16 runs)"
+    load = os.getloadavg()[0]
     sweep = plan_sweep(TOPO, SETS, None, SEEDS, duration)
     with tempfile.TemporaryDirectory(prefix="sweepbench") as tmp:
         t0 = time.perf_counter()
@@ -67,7 +68,7 @@ def bench_sweep(rep: Any, duration: str, noop_tasks: int) -> None:
         session.__exit__(None, None, None)
         stopped = time.perf_counter() - t0
     rep.add(section, f"local Ray start ({WORKERS} CPUs, 80 MiB object store, no dashboard) / shutdown",
-            f"{started:.1f} s / {stopped:.1f} s", f"load average at start {os.getloadavg()[0]:.1f} "
+            f"{started:.1f} s / {stopped:.1f} s", f"load average before the section {load:.1f} "
             f"on {os.cpu_count()} CPUs (a shared machine slows the start)")
     rep.add(section, f"Ray per-task overhead: {noop_tasks} no-op tasks submitted at once, {WORKERS} workers",
             f"{batch / noop_tasks * 1e3:.2f} ms/task", f"first task (worker start) {warm:.2f} s")
