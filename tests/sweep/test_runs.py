@@ -3,9 +3,11 @@ refusals before anything runs, and no Ray process left behind (also after Ctrl-C
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -156,3 +158,56 @@ def test_ctrl_c_on_a_ray_sweep_leaves_no_ray_process(tmp_path, ray_root):
     for pid in leftover:  # clean up whatever the test found, then fail
         os.kill(pid, signal.SIGKILL)
     assert leftover == []
+
+
+def test_an_address_nobody_answers_on_is_refused_in_seconds(tmp_path, capsys):
+    with socket.socket() as s:  # a loopback port that is free, so nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    assert main(["sweep", TOPO, "--out", str(tmp_path / "o"), "--address", f"127.0.0.1:{port}",
+                 "--no-progress"]) == 2
+    err = capsys.readouterr().err
+    assert f"--address 127.0.0.1:{port}: no Ray head answers there" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_a_sweep_joins_a_running_cluster_and_leaves_it_running(tmp_path, ray_root):
+    """`ray start --head` on loopback (Ray's single-machine mode, no token), then --address."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
+           "RAY_AUTH_MODE": "disabled"}
+    ray_bin = str(Path(sys.executable).parent / "ray")
+    head = subprocess.Popen([ray_bin, "start", "--head", "--block", "--node-ip-address", "127.0.0.1", "--port",
+                             str(port), "--temp-dir", str(ray_root), "--num-cpus", "2", "--include-dashboard=false"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and head.poll() is None:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.5)
+        out = tmp_path / "joined"
+        done = subprocess.run([sys.executable, "-m", "hbh", "sweep", TOPO, "--set", "alinea.o_max=0.6,0.9",
+                               "--seeds", "1-2", "--duration", "2s", "--out", str(out), "--address",
+                               f"127.0.0.1:{port}", "--no-progress", "--no-plots"], env=env, timeout=300,
+                              capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert head.poll() is None  # a joined cluster is not stopped by the sweep
+        run_sweep(small_sweep(), tmp_path / "serial", serial=True, progress=False, plots=False)
+        assert (out / "runs.csv").read_text() == (tmp_path / "serial" / "runs.csv").read_text()
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(head.pid, signal.SIGTERM)
+        try:
+            head.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(head.pid, signal.SIGKILL)
+        deadline = time.monotonic() + 30
+        while processes_under(str(ray_root)) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        for pid in processes_under(str(ray_root)):
+            os.kill(pid, signal.SIGKILL)

@@ -60,8 +60,12 @@ def _main(args: argparse.Namespace) -> int:
           f"({'serial' if args.serial else 'Ray ' + (args.address or 'local')}), results in {out}/",
           file=sys.stderr)
     command = _command(args)
-    result = run_sweep(sweep, out, serial=args.serial, address=args.address, jobs=args.jobs,
-                       progress=not args.no_progress, plots=not args.no_plots, command=command)
+    try:
+        result = run_sweep(sweep, out, serial=args.serial, address=args.address, jobs=args.jobs,
+                           progress=not args.no_progress, plots=not args.no_plots, command=command)
+    except SweepError as exc:  # Ray could not start or be joined
+        print(f"hbh sweep: {exc}", file=sys.stderr)
+        return 2
     print(f"ran {result.ran} runs ({result.skipped} already finished), {len(result.failures)} failed; "
           f"wrote {', '.join(str(f) for f in result.files)}")
     return 1 if result.failures else 0

@@ -16,18 +16,21 @@ import logging
 import os
 import shutil
 import signal
+import socket
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from topo.sweep.grammar import SweepError
 from topo.sweep.task import RunSpec, run_one
 
 __all__ = ["serial_runs", "ray_runs", "ray_session", "OBJECT_STORE_BYTES"]
 
 #: Ray's smallest object store is 75 MiB; a run's arguments and summary are a few kB.
 OBJECT_STORE_BYTES = 80 * 1024 * 1024
+PROBE_TIMEOUT_S = 5.0
 
 Result = tuple[RunSpec, dict[str, Any]]
 
@@ -85,14 +88,11 @@ def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -
     try:
         if address is None:
             os.environ.pop("RAY_ADDRESS", None)  # no --address: always a private local instance
+            _loopback_only(ray)
             # A short private directory: the session's sockets live below it (108-byte path limit),
             # and every process of this instance carries it on its command line.
             temp_dir = tempfile.mkdtemp(prefix="hbh-ray-", dir=temp_root)
-            ray.init(num_cpus=jobs or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES,
-                     include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
-                     _temp_dir=temp_dir)
-        else:
-            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+        _init(ray, address, jobs, temp_dir)
         yield
     finally:
         try:
@@ -101,3 +101,44 @@ def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -
             signal.signal(signal.SIGTERM, previous)
             if temp_dir is not None:
                 shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _probe(address: str) -> None:
+    """Fail in seconds on a HOST:PORT nobody listens on (ray.init would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", ray:// client addresses: Ray's own resolution
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SweepError(f"--address {address}: no Ray head answers there ({exc.strerror or exc}); "
+                         "start one with `ray start --head`") from None
+
+
+def _loopback_only(ray: Any) -> None:
+    """Keep a private instance on 127.0.0.1: Ray otherwise advertises (and dials) this machine's
+    outward address even for a local instance. Ray's own switch for that is the single-machine
+    mode it uses on macOS and Windows; set for this process and inherited by its workers."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _init(ray: Any, address: str | None, jobs: int | None, temp_dir: str | None) -> None:
+    """Start the private local instance (address None) or join ``address``; one-line SweepError if not."""
+    try:
+        if address is None:
+            # address="local": a new instance even when another runs on this machine (ray.init()
+            # without an address joins the latest cluster started here); on loopback only.
+            ray.init(address="local", num_cpus=jobs or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES,
+                     include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                     _temp_dir=temp_dir, _node_ip_address="127.0.0.1")
+        else:
+            _probe(address)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    except SweepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- Ray raises many kinds; the user needs one line
+        what = f"--address {address}: cannot join the Ray cluster" if address else "cannot start a local Ray instance"
+        raise SweepError(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
