@@ -16,6 +16,7 @@ import sys
 COMMAND_MODULES: tuple[str, ...] = (
     "p4switch.frontend.cli",
     "topo.runner",
+    "topo.sweep.cli",
     "controlplane.params_cli",
     "hbh.demo",
 )

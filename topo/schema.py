@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -60,10 +61,17 @@ def load_topology(path: str | Path) -> Topology:
     return load_topology_text(text, str(path))
 
 
-def load_topology_text(text: str, source: str) -> Topology:
-    """Like :func:`load_topology` for text already read; ``source`` names it in errors."""
-    doc = Doc(source)
-    top = doc.mapping(compose(text, source), "", TOP_KEYS, required=("nodes", "links"))
+def load_topology_text(text: str, source: str, edit: Callable[[YamlNode], dict[int, str]] | None = None) -> Topology:
+    """Like :func:`load_topology` for text already read; ``source`` names it in errors.
+
+    ``edit`` changes the composed YAML tree before it is read (``hbh sweep``'s points), so an
+    edited value passes exactly the checks a file's value does; it returns the labels of the
+    lines it gave its new nodes (see :class:`topo.yaml_tree.Doc`).
+    """
+    root = compose(text, source)
+    labels = edit(root) if edit is not None else {}
+    doc = Doc(source, labels)
+    top = doc.mapping(root, "", TOP_KEYS, required=("nodes", "links"))
     return _Loader(doc, top).load()
 
 

@@ -67,16 +67,22 @@ def compose(text: str, source: str) -> Node:
 class Doc:
     """The walker: type checks and value conversions that know the file name."""
 
-    def __init__(self, source: str) -> None:
+    def __init__(self, source: str, labels: dict[int, str] | None = None) -> None:
+        """``labels``: lines past the end of the text that name where a node added to the tree
+        came from (``hbh sweep``'s ``--set``); errors there say that name instead of FILE:LINE."""
         self.source = source
+        self.labels = labels or {}
         self._constructor = yaml.constructor.SafeConstructor()
 
     # ---- errors ----------------------------------------------------------------------------------
+    def where(self, line: int) -> str:
+        return self.labels.get(line) or f"{self.source}:{line}"
+
     def error(self, node: Node, path: str, what: str) -> TopologyError:
-        return TopologyError(f"{self.source}:{node.start_mark.line + 1}: {path}: {_one_line(what)}")
+        return TopologyError(f"{self.where(node.start_mark.line + 1)}: {path}: {_one_line(what)}")
 
     def error_at_line(self, line: int, path: str, what: str) -> TopologyError:
-        return TopologyError(f"{self.source}:{line}: {path}: {_one_line(what)}")
+        return TopologyError(f"{self.where(line)}: {path}: {_one_line(what)}")
 
     @staticmethod
     def line(node: Node) -> int:
@@ -141,6 +147,6 @@ class Doc:
         try:
             return parse(value, path)
         except UnitError as exc:
-            raise TopologyError(f"{self.source}:{self.line(node)}: {_one_line(str(exc))}") from None
+            raise TopologyError(f"{self.where(self.line(node))}: {_one_line(str(exc))}") from None
         except (OverflowError, ValueError):  # 1e400, .inf or .nan where a whole number is needed
             raise self.error(node, path, f"{value!r} is not a usable number") from None

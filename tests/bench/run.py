@@ -16,7 +16,9 @@ produced it. Measured:
 4. added latency per packet: one frame at a time h1 -> h2 through p4switch, minus the same
    over a direct veth pair (both measured with the same raw-socket code);
 5. P4Runtime table inserts/s: in-process core, and over gRPC (one update per Write, and
-   batches of 100).
+   batches of 100);
+6. ``hbh sweep``: a 16-run sweep of paper-1router, serial vs local Ray with 2 workers, and
+   Ray's per-task overhead (tests/bench/sweep_bench.py).
 
 Parts 3-5 (gRPC) need root and network namespaces; without them those rows say why they were
 skipped.
@@ -384,6 +386,9 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rep.add("p4switch between namespaces", "packets/s and added latency", "skipped", reason)
         bench_inserts(rep, tmp, 200 if args.quick else 1000, reason is None)
+    from tests.bench.sweep_bench import bench_sweep
+
+    bench_sweep(rep, "2s" if args.quick else "10s", 100 if args.quick else 1000)
     write(rep, ROOT / args.out if not Path(args.out).is_absolute() else Path(args.out), command, args.seed)
     return 0
 

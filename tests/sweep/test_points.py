@@ -1,0 +1,105 @@
+"""A point's topology: the file with the point's values, read (and refused) by the loader itself."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topo.schema import TopologyError, load_topology_text
+from topo.sweep.grammar import SweepError, parse_settings
+from topo.sweep.points import Base, grid, point_topology
+
+ROOT = Path(__file__).resolve().parents[2]
+#: H1 -- R1 -- R2 -- H2; one override on R1, an alinea flow and a fixed one.
+TEXT = """\
+defaults:
+  alinea: {o_max: 70%, interval: 10ms}
+nodes:
+  H1: {kind: host}
+  R1: {kind: switch}
+  R2: {kind: switch}
+  H2: {kind: host, receive_buffer: 100, playout: 1Mbps}
+  H3: {kind: host}
+links:
+  - {ends: [H1, R1]}
+  - {ends: [R1, R2], rate: 3Mbps}
+  - {ends: [R2, H2]}
+  - {ends: [R2, H3]}
+flows:
+  - {name: a, src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}
+  - {name: b, src: H1, dst: H3, control: fixed, rate: 300kbps}
+alinea:
+  - {toward: R2, o_max: 90%}
+"""
+
+
+@pytest.fixture
+def base() -> Base:
+    return Base("t.yaml", TEXT, load_topology_text(TEXT, "t.yaml"))
+
+
+def one(base: Base, setting: str, control: str | None = None):
+    [point] = grid(parse_settings([setting]), (control,) if control else None)
+    return point_topology(base, point)
+
+
+def test_every_law_gets_the_value_even_over_a_file_override(base):
+    t = one(base, "alinea.o_max=0.5")
+    assert t.law and {p.o_max for p in t.law.values()} == {0.5}
+
+
+def test_a_selector_changes_only_its_laws(base):
+    t = one(base, "alinea[toward=R2].interval=5ms")
+    assert {p.interval_us for (v, _), p in t.ports.items() if v == "R2"} == {5000}
+    assert {p.interval_us for (v, _), p in t.ports.items() if v != "R2"} == {10_000}
+    assert t.law[("R1", "R2")] == base.topo.law[("R1", "R2")]
+
+
+def test_links_flows_nodes_options(base):
+    assert one(base, "link[R2-H2].rate=1Mbps").link_between("R2", "H2").rate_bps == 1e6
+    assert {ln.buffer for ln in one(base, "link.buffer=50").links} == {50}
+    assert one(base, "flow[a].r_max=1Mbps").flows[0].r_max_bps == 1e6
+    assert one(base, "node[H2].playout=800kbps").nodes["H2"].playout_bps == 8e5
+    assert one(base, "options.report_loss=5%").options.report_loss == pytest.approx(0.05)
+
+
+def test_controls_replace_every_flows_control_and_carry_the_cap(base):
+    t = one(base, "options.report_loss=0", control="fixed")
+    assert [(f.control, f.rate_bps) for f in t.flows] == [("fixed", 1.5e6), ("fixed", 3e5)]
+    t = one(base, "options.report_loss=0", control="alinea")
+    assert [(f.control, f.r_max_bps) for f in t.flows] == [("alinea", 1.5e6), ("alinea", 3e5)]
+
+
+def test_the_base_file_is_not_changed_by_a_point(base):
+    one(base, "alinea.o_max=0.5")
+    assert load_topology_text(TEXT, "t.yaml").law == base.topo.law
+
+
+@pytest.mark.parametrize(("setting", "needle"), [
+    ("alinea.o_max=1.5", "o_max = 1.5: a fraction must be in (0, 1]"),
+    ("alinea.o_min=95%", "o_min = 0.95 is above o_max"),
+    ("alinea[node=R9].o_max=0.5", "unknown node 'R9'"),
+    ("link.buffer=0", "capacity = 0"),
+    ("link[R1-H2].rate=1Mbps", "no link between R1 and H2"),
+    ("flow[zz].r_max=1Mbps", "unknown flow 'zz'"),
+    ("flow[b].r_max=1Mbps", "a fixed flow has no r_max"),
+    ("options.report_loss=1", "a loss fraction must be in [0, 1)"),
+    ("alinea.interval=1.5us", "not a whole number of microseconds"),
+    ("link.rate=fast", "link"),
+])
+def test_an_invalid_point_is_refused_naming_the_setting(base, setting, needle):
+    with pytest.raises(SweepError) as info:
+        one(base, setting)
+    message = str(info.value)
+    assert needle in message and "\n" not in message
+    assert f"--set {setting}" in message
+
+
+def test_the_message_is_the_files_own(base):
+    """The same value written into the file gives the same complaint (minus where it is)."""
+    with pytest.raises(SweepError) as swept:
+        one(base, "options.report_loss=1")
+    with pytest.raises(TopologyError) as written:
+        load_topology_text(TEXT + "options: {report_loss: 1}\n", "t.yaml")
+    assert str(written.value).split(": ", 1)[1] in str(swept.value)

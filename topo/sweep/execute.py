@@ -1,0 +1,144 @@
+"""Where a sweep's runs execute: in this process one after another, or as Ray tasks.
+
+Both yield ``(spec, result)`` as runs finish and call the same :func:`topo.sweep.task.run_one`,
+so a sweep's results do not depend on which was used (runs are deterministic by seed).
+
+Ray, local (no ``--address``): a private instance on this machine with ``jobs`` CPUs, a small
+object store, no dashboard and no usage reporting, in its own temporary directory; it is shut
+down when the sweep ends, fails or is interrupted (Ctrl-C, SIGTERM), so no Ray process outlives
+the command. With ``--address`` the sweep joins an existing cluster and only disconnects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import shutil
+import signal
+import socket
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from topo.sweep.grammar import SweepError
+from topo.sweep.task import RunSpec, run_one
+
+__all__ = ["serial_runs", "ray_runs", "ray_session", "OBJECT_STORE_BYTES"]
+
+#: Ray's smallest object store is 75 MiB; a run's arguments and summary are a few kB.
+OBJECT_STORE_BYTES = 80 * 1024 * 1024
+PROBE_TIMEOUT_S = 5.0
+
+Result = tuple[RunSpec, dict[str, Any]]
+
+
+def serial_runs(source: str, text: str, specs: list[RunSpec]) -> Iterator[Result]:
+    for spec in specs:
+        yield spec, run_one(source, text, spec)
+
+
+def ray_runs(source: str, text: str, specs: list[RunSpec], *, address: str | None = None, jobs: int | None = None,
+             temp_root: Path | None = None) -> Iterator[Result]:
+    """Run every spec as a Ray task; results in the order they finish."""
+    if not specs:
+        return
+    import ray
+
+    with ray_session(address, jobs, temp_root):
+        task = ray.remote(num_cpus=1, max_retries=0)(run_one)
+        text_ref = ray.put(text)
+        pending = {task.remote(source, text_ref, spec): spec for spec in specs}
+        try:
+            while pending:
+                done, _ = ray.wait(list(pending), num_returns=1)
+                for ref in done:
+                    spec = pending.pop(ref)
+                    yield spec, _get(ray, ref)
+        finally:
+            for ref in pending:
+                _cancel(ray, ref)
+
+
+def _get(ray: Any, ref: Any) -> dict[str, Any]:
+    try:
+        return ray.get(ref)
+    except Exception as exc:  # noqa: BLE001 -- a worker that died: this run failed, the others go on
+        return {"error": f"Ray: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}"}
+
+
+def _cancel(ray: Any, ref: Any) -> None:
+    with contextlib.suppress(Exception):  # already finished, or the cluster is going away
+        ray.cancel(ref, force=True)
+
+
+def _raise_interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -> Iterator[None]:
+    import ray
+
+    os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # never phone home (CI, air-gapped clusters)
+    temp_dir = None
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    try:
+        if address is None:
+            os.environ.pop("RAY_ADDRESS", None)  # no --address: always a private local instance
+            _loopback_only(ray)
+            # A short private directory: the session's sockets live below it (108-byte path limit),
+            # and every process of this instance carries it on its command line.
+            temp_dir = tempfile.mkdtemp(prefix="hbh-ray-", dir=temp_root)
+        _init(ray, address, jobs, temp_dir)
+        yield
+    finally:
+        try:
+            ray.shutdown()
+        finally:
+            signal.signal(signal.SIGTERM, previous)
+            if temp_dir is not None:
+                shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _probe(address: str) -> None:
+    """Fail in seconds on a HOST:PORT nobody listens on (ray.init would retry for minutes)."""
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or "://" in address:
+        return  # "auto", ray:// client addresses: Ray's own resolution
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S).close()
+    except OSError as exc:
+        raise SweepError(f"--address {address}: no Ray head answers there ({exc.strerror or exc}); "
+                         "start one with `ray start --head`") from None
+
+
+def _loopback_only(ray: Any) -> None:
+    """Keep a private instance on 127.0.0.1: Ray otherwise advertises (and dials) this machine's
+    outward address even for a local instance. Ray's own switch for that is the single-machine
+    mode it uses on macOS and Windows; set for this process and inherited by its workers."""
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    from ray._private import ray_constants
+
+    ray_constants.ENABLE_RAY_CLUSTER = False
+
+
+def _init(ray: Any, address: str | None, jobs: int | None, temp_dir: str | None) -> None:
+    """Start the private local instance (address None) or join ``address``; one-line SweepError if not."""
+    try:
+        if address is None:
+            # address="local": a new instance even when another runs on this machine (ray.init()
+            # without an address joins the latest cluster started here); on loopback only.
+            ray.init(address="local", num_cpus=jobs or os.cpu_count() or 1, object_store_memory=OBJECT_STORE_BYTES,
+                     include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING,
+                     _temp_dir=temp_dir, _node_ip_address="127.0.0.1")
+        else:
+            _probe(address)
+            ray.init(address=address, log_to_driver=False, logging_level=logging.WARNING)
+    except SweepError:
+        raise
+    except Exception as exc:  # noqa: BLE001 -- Ray raises many kinds; the user needs one line
+        what = f"--address {address}: cannot join the Ray cluster" if address else "cannot start a local Ray instance"
+        raise SweepError(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None

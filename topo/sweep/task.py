@@ -1,0 +1,65 @@
+"""One sweep run, as a Ray task or a plain call: a point's topology, simulated for one seed.
+
+Why the arguments are the file's text and the point (not a resolved Topology): they are small
+and plain to ship to a worker on another machine, and the worker resolves the point through
+the same :func:`topo.sweep.points.point_topology` the driver validated it with.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from topo.sweep.points import Base, Point
+
+__all__ = ["RunSpec", "run_key", "run_one"]
+
+#: Bump when what a run computes changes, so that old result files are not reused.
+RESULT_VERSION = 1
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One simulator run of a sweep: a point, a seed, and its stable key (the result file's name)."""
+
+    key: str
+    point: Point
+    seed: int
+    duration_ns: int
+
+
+def run_key(text: str, point: Point, seed: int, duration_ns: int) -> str:
+    """A stable hash of everything that decides a run's result: file text, point, seed, duration."""
+    ident = {"version": RESULT_VERSION, "topology_sha256": hashlib.sha256(text.encode()).hexdigest(),
+             "params": [[s.target, list(s.selector), s.key, v] for s, v in point.values],
+             "control": point.control, "seed": seed, "duration_ns": duration_ns}
+    return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
+
+
+_BASES: dict[str, Base] = {}
+
+
+def _base(source: str, text: str) -> Base:
+    """The resolved base file, kept per worker process (a worker runs many points of one file)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    if digest not in _BASES:
+        from topo.schema import load_topology_text
+
+        _BASES.clear()
+        _BASES[digest] = Base(source, text, load_topology_text(text, source))
+    return _BASES[digest]
+
+
+def run_one(source: str, text: str, spec: RunSpec) -> dict[str, Any]:
+    """The run's summary, or its error as one line; never raises (one failed run must not stop a sweep)."""
+    try:
+        from topo.runner import run_experiment
+        from topo.sweep.points import point_topology
+
+        topo = point_topology(_base(source, text), spec.point)
+        result = run_experiment(topo, spec.duration_ns, spec.seed, out=None, progress=False, plots=False)
+        return {"summary": result.summary}
+    except Exception as exc:  # noqa: BLE001 -- reported with the run's parameters, the others go on
+        return {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
