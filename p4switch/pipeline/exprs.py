@@ -186,7 +186,10 @@ class ExprCompiler:
             base = self.ref_of(e.expr, sc)
             if base is None:
                 return None
-            return SliceRef(base, self._int_const(e.hi, sc), self._int_const(e.lo, sc))  # type: ignore[arg-type]
+            hi, lo = int(self._int_const(e.hi, sc)), int(self._int_const(e.lo, sc))
+            if isinstance(base, SliceRef):  # x[a:b][c:d] is x[b+c:b+d]: one slice of the field
+                return SliceRef(base.base, base.lo + hi, base.lo + lo)
+            return SliceRef(base, hi, lo)
         return None
 
     def _member_ref(self, base: Ref, e: ast.MemberExpr) -> Ref | None:

@@ -23,7 +23,7 @@ from p4switch.frontend import types as T
 
 from .exprs import DynRef, SliceRef, is_aggregate, mask_of
 from .layout import ScalarS, SlotAllocator, Storage, VarbitS, iter_headers, scalar_info
-from .packet import EXIT, ReturnSignal
+from .packet import EXIT, ExitSignal, ReturnSignal
 from .scope import Const, PipelineError, Scope
 from .templates import E, Fn, expr, seq, stmt
 
@@ -228,8 +228,8 @@ class StmtCompiler:
             a, n = ref.rel.start, ref.rel.end - ref.rel.start
 
             def store_dyn_agg(p: list) -> None:
+                o = base(p)  # the target's index first: P4 evaluates left to right
                 vals = fa(p)
-                o = base(p)
                 if o >= 0:
                     p[a + o:a + o + n] = vals
 
@@ -260,8 +260,8 @@ class StmtCompiler:
             f = v.fn()
 
             def store_dyn(p: list) -> None:
+                o = base(p)  # the target's index first: P4 evaluates left to right
                 x = f(p)
-                o = base(p)
                 if o >= 0:
                     p[s + o] = x
 
@@ -344,7 +344,7 @@ class StmtCompiler:
                 copy_out.append(self.copy_back(arg, ps.storage, sc, loc))
         pre = seq(copy_in)
         post = seq(copy_out)
-        body = callee.body
+        body = copy_out_on_exit(callee.body, post)
         if want == "none":
             if callee.extra.get("tail") is not None:  # evaluated for its side effects, if any
                 return seq([pre, body, callee.extra["tail"], post]) or _noop
@@ -405,6 +405,26 @@ class StmtCompiler:
 
             return back
         raise PipelineError(arg.loc, "pipeline: unsupported out argument")
+
+
+def copy_out_on_exit(body: Fn | None, post: Fn | None) -> Fn | None:
+    """``body`` that still copies out its out/inout parameters when an ``exit`` leaves it.
+
+    Why: P4_16 (and p4c/BMv2) copy out the directional parameters of every call on the way
+    out, ``exit`` included; the normal path's ``post`` runs after the body, so only the exit
+    path needs this. A try costs nothing in CPython 3.11 until something is raised.
+    """
+    if body is None or post is None:
+        return body
+
+    def run(p: list) -> None:
+        try:
+            body(p)
+        except ExitSignal:
+            post(p)
+            raise
+
+    return run
 
 
 def catch_return(body: Fn) -> Fn:
