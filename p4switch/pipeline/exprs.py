@@ -323,6 +323,9 @@ class ExprCompiler:
         if r is not None:
             return self.read_ref(r, e.loc)
         m = e.member
+        look = _lookahead_path(e)
+        if look is not None:  # pkt.lookahead<T>().f[.g]: the field's bits, nothing extracted
+            return self.lookahead_field(look[0], look[1], sc)  # type: ignore[attr-defined]
         if isinstance(e.expr, ast.CallExpr) and m in ("hit", "miss"):
             return self.table_apply_result(e.expr, sc, m)  # type: ignore[attr-defined]
         base_t = e.expr.type
@@ -587,3 +590,16 @@ def header_storage(st: Storage | DynRef) -> HeaderS | None:
 def union_storage(st: Storage | DynRef) -> UnionS | None:
     rel = st.rel if isinstance(st, DynRef) else st
     return rel if isinstance(rel, UnionS) else None
+
+
+def _lookahead_path(e: ast.MemberExpr) -> tuple[ast.CallExpr, list[str]] | None:
+    """(the lookahead call, member names) for ``pkt.lookahead<T>().a.b``, else None."""
+    path: list[str] = []
+    x: ast.Expression = e
+    while isinstance(x, ast.MemberExpr):
+        path.insert(0, x.member)
+        x = x.expr
+    if (isinstance(x, ast.CallExpr) and x.call_kind == ast.CallKind.PACKET_METHOD
+            and isinstance(x.method, ast.MemberExpr) and x.method.member == "lookahead"):
+        return x, path
+    return None

@@ -219,6 +219,7 @@ class PacketIOCompiler:
     def _extract_varbit(self, h: HeaderS, size: E, call: ast.CallExpr) -> Fn:
         pts = self.too_short()
         hts = ParserReject(self.error_code("HeaderTooShort"))  # type: ignore[attr-defined]
+        bad = ParserReject(self.error_code("ParserInvalidArgument"))  # type: ignore[attr-defined]
         fixed = h.fixed_width
         fields = list(h.fields.values())
         maxw = sum(f.max_width for f in fields if isinstance(f, VarbitS))
@@ -227,6 +228,8 @@ class PacketIOCompiler:
 
         def extract_varbit(p: list) -> None:
             n = sizef(p)
+            if n % 8:  # BMv2 extracts whole bytes only: a size like 7 bits is an invalid argument
+                raise bad.with_traceback(None)
             if n > maxw:
                 raise hts.with_traceback(None)
             c = p[SLOT_CURSOR]
@@ -291,6 +294,47 @@ class PacketIOCompiler:
         if want == "value":
             raise PipelineError(call.loc, f"pipeline: lookahead<{t}> is not a scalar")
         return lambda p: split(peek(p), width)
+
+    def lookahead_field(self, call: ast.CallExpr, path: list[str], sc: Scope) -> E:
+        """``pkt.lookahead<T>().f``: the bits of field ``f`` of ``T`` ahead of the cursor.
+
+        Why not via the whole ``T`` value: a scalar context needs one field. The packet must
+        still hold all of ``T`` (else PacketTooShort), as on BMv2, where p4c peeks the whole
+        ``T`` into a temporary and reads the field from it.
+        """
+        t = call.type_args[0].type if call.type_args and call.type_args[0].type is not None else call.type
+        offset, ft = 0, t
+        for name in path:
+            u = T.underlying(ft)
+            while isinstance(u, T.NewType):
+                u = u.base
+            if not isinstance(u, T.StructLikeType):
+                raise PipelineError(call.loc, f"pipeline: lookahead<{t}>(): '{name}' of a non-struct type")
+            for fname, ftype in u.fields:
+                if fname == name:
+                    ft = ftype
+                    break
+                offset += T.width_of(ftype)
+            else:
+                raise PipelineError(call.loc, f"pipeline: lookahead<{t}>() has no field '{name}'")
+        width = T.width_of(ft)
+        end = T.width_of(t)
+        pts = self.too_short()
+        mask = (1 << width) - 1
+        signed = isinstance(T.underlying(ft), T.IntType)
+        is_bool = isinstance(T.underlying(ft), T.BoolType)
+
+        def peek_field(p: list) -> Any:
+            c = p[SLOT_CURSOR]
+            d = p[SLOT_DATA]
+            if c + end > len(d) * 8:
+                raise pts.with_traceback(None)
+            v = read_bits(d, c + offset, width) & mask
+            if signed:
+                return _sx(v, width)
+            return v == 1 if is_bool else v
+
+        return E.func(peek_field)
 
     # ------------------------------------------------------------------ emit
 

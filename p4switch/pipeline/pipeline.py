@@ -409,9 +409,8 @@ class V1Pipeline:
     def _preserve(self, src: Packet, dst: Packet, field_list_id: int | None,
                   slots: tuple[int, ...] | None) -> None:
         if field_list_id is not None:
-            if field_list_id not in self.field_lists:
-                raise ValueError(f"no user metadata field is annotated @field_list({field_list_id})")
-            for st in self.field_lists[field_list_id]:
+            # A list no field is annotated with is empty (BMv2): the copy keeps no metadata.
+            for st in self.field_lists.get(field_list_id, ()):
                 dst.phv[st.start:st.end] = src.phv[st.start:st.end]
         if slots:
             for s in slots:
