@@ -626,7 +626,7 @@ def _dynamic_concat(leaves: list[tuple[E, Any, bool]]) -> tuple[E, E]:
 
     def value(p: list) -> int:
         acc = 0
-        for f, ls, w, signed in parts:
+        for f, ls, w, _signed in parts:
             n = p[ls] if ls is not None else w
             acc = (acc << n) | (f(p) & mask_of(n))
         return acc
