@@ -19,7 +19,7 @@ from p4switch.frontend import types as T
 
 from .externs import ExternInst
 from .layout import Storage
-from .scope import Const, PacketArg, PipelineError, Scope, ValueSet
+from .scope import Const, PacketArg, PipelineError, Scope, ValueSet, located
 from .stmts import Callee, ParamSlot, catch_return, contains
 from .tables import ActionBinding
 from .templates import seq
@@ -74,7 +74,8 @@ class BlockCompiler:
                 if isinstance(t, T.ExternType) and t.name in ("packet_in", "packet_out"):
                     bound = PacketArg("in" if t.name == "packet_in" else "out")
                 else:
-                    bound = self.alloc.allocate(t, f"{prefix}.{prm.name}")  # type: ignore[attr-defined]
+                    with located(prm.loc, f"parameter '{prm.name}'"):
+                        bound = self.alloc.allocate(t, f"{prefix}.{prm.name}")  # type: ignore[attr-defined]
             sc.bind(prm, bound)
             slots.append(ParamSlot(prm, bound if isinstance(bound, Storage) else None, prm.direction))
         inits = self.declare_locals(decl.locals, sc)

@@ -56,7 +56,7 @@ def _sx(x: int, w: int) -> int:
 def _field_specs(h: HeaderS) -> list[tuple[int, int, bool]]:
     """(slot offset from the header's validity slot, width, signed) per field."""
     out = []
-    for f in h.fields.values():
+    for f in h.leaf_fields():
         if not isinstance(f, ScalarS):
             raise ValueError("varbit")
         out.append((f.slot - h.valid, f.width, f.signed))
@@ -141,7 +141,7 @@ def make_emitter(h: HeaderS) -> Fn:
 def header_bits(h: HeaderS, p: list, o: int = 0) -> tuple[int, int]:
     """(value, width) of a header's current contents (varbit fields at their length)."""
     acc, n = 0, 0
-    for f in h.fields.values():
+    for f in h.leaf_fields():
         if isinstance(f, VarbitS):
             w = p[f.len_slot + o]
             acc = (acc << w) | (p[f.slot + o] & ((1 << w) - 1))
@@ -221,7 +221,7 @@ class PacketIOCompiler:
         hts = ParserReject(self.error_code("HeaderTooShort"))  # type: ignore[attr-defined]
         bad = ParserReject(self.error_code("ParserInvalidArgument"))  # type: ignore[attr-defined]
         fixed = h.fixed_width
-        fields = list(h.fields.values())
+        fields = h.leaf_fields()
         maxw = sum(f.max_width for f in fields if isinstance(f, VarbitS))
         sizef = size.fn()
         valid = h.valid

@@ -52,7 +52,7 @@ from .packet import (
 )
 from .packetio import PacketIOCompiler
 from .parser import ParserCompiler
-from .scope import PacketArg, PipelineError, Scope, ValueSet
+from .scope import PacketArg, PipelineError, Scope, ValueSet, located
 from .stmts import StmtCompiler
 from .tables import CompiledTable, TableCompiler
 
@@ -177,9 +177,12 @@ class V1Pipeline:
             raise PipelineError(parser_decl.loc, "pipeline: the v1model parser takes (packet_in, hdr, meta, standard_metadata)")
         _, hp, mp, sp = parser_decl.params
         self.root_names = (hp.name, mp.name, sp.name)
-        self.hdr = cc.alloc.allocate(hp.type_ref.type, hp.name)
-        self.meta = cc.alloc.allocate(mp.type_ref.type, mp.name)
-        std = cc.alloc.allocate(sp.type_ref.type, sp.name)
+        with located(hp.loc, f"parameter '{hp.name}'"):
+            self.hdr = cc.alloc.allocate(hp.type_ref.type, hp.name)
+        with located(mp.loc, f"parameter '{mp.name}'"):
+            self.meta = cc.alloc.allocate(mp.type_ref.type, mp.name)
+        with located(sp.loc, f"parameter '{sp.name}'"):
+            std = cc.alloc.allocate(sp.type_ref.type, sp.name)
         if not isinstance(std, StructS):
             raise PipelineError(sp.loc, "pipeline: standard_metadata must be a struct")
         self.std = cc.std = std

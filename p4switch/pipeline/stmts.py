@@ -24,7 +24,7 @@ from p4switch.frontend import types as T
 from .exprs import DynRef, SliceRef, is_aggregate, mask_of
 from .layout import ScalarS, SlotAllocator, Storage, VarbitS, iter_headers, scalar_info
 from .packet import EXIT, ExitSignal, ReturnSignal
-from .scope import Const, PipelineError, Scope
+from .scope import Const, PipelineError, Scope, located
 from .templates import E, Fn, expr, seq, stmt
 
 RETURN = ReturnSignal()
@@ -75,7 +75,9 @@ class StmtCompiler:
         method = getattr(self, "_s_" + type(s).__name__, None)
         if method is None:
             raise PipelineError(s.loc, f"pipeline: unsupported statement {type(s).__name__}")
-        return method(s, sc)
+        with located(s.loc, "this statement"):
+            return method(s, sc)
+        return None  # not reached: located() re-raises
 
     def _s_BlockStmt(self, s: ast.BlockStmt, sc: Scope) -> Fn | None:
         return self.block(s.stmts, sc)
@@ -286,7 +288,8 @@ class StmtCompiler:
         csc.in_parser = sc.in_parser
         params = []
         for prm in decl.params:
-            st = self.alloc.allocate(prm.type_ref.type, f"{name}.{prm.name}")
+            with located(prm.loc, f"parameter '{prm.name}'"):
+                st = self.alloc.allocate(prm.type_ref.type, f"{name}.{prm.name}")
             csc.bind(prm, st)
             params.append(ParamSlot(prm, st, prm.direction))
         stmts = decl.body.stmts
