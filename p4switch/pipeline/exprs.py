@@ -120,6 +120,26 @@ def header_segments(t: T.Type, base: int = 0) -> list[tuple[int, int]]:
     return out
 
 
+def next_index_offsets(t: T.Type, base: int = 0) -> list[int]:
+    """Offsets of the ``nextIndex`` slots of the header stacks inside a flattened value of
+    type ``t``: parser bookkeeping, not part of the value (``==`` ignores them)."""
+    u = t
+    while isinstance(u, T.NewType):
+        u = u.base
+    out: list[int] = []
+    if isinstance(u, T.HeaderStackType):
+        step = flat_size(u.element)
+        for i in range(u.size):
+            out += next_index_offsets(u.element, base + i * step)
+        out.append(base + u.size * step)
+    elif isinstance(u, T.StructLikeType | T.TupleType):
+        types = [ft for _, ft in u.fields] if isinstance(u, T.StructLikeType) else list(u.elements)
+        for ft in types:
+            out += next_index_offsets(ft, base)
+            base += flat_size(ft)
+    return out
+
+
 def mask_of(width: int) -> int:
     return (1 << width) - 1
 
@@ -482,11 +502,14 @@ class ExprCompiler:
         fa = self.agg(e.left, sc, e.left.type)
         fb = self.agg(e.right, sc, e.left.type)
         segs = header_segments(e.left.type)
+        nexts = next_index_offsets(e.left.type)
 
         def norm(vals: list) -> list:
             for off, n in segs:
                 if not vals[off]:
                     vals[off:off + n] = [0] * n
+            for off in nexts:
+                vals[off] = 0
             return vals
 
         if e.op == "==":

@@ -176,6 +176,8 @@ class PacketIOCompiler:
 
     def _extract(self, call: ast.CallExpr, sc: Scope) -> Fn:
         target = call.args[0].value
+        if isinstance(target, ast.DontCareExpr):
+            return self._extract_nowhere(call)
         ref = self.ref_of(target, sc)  # type: ignore[attr-defined]
         h = header_storage(ref) if ref is not None else None
         if h is None:
@@ -183,10 +185,9 @@ class PacketIOCompiler:
         siblings = self._union_siblings_of(target, sc, h)
         if len(call.args) > 1 or h.has_varbit:
             size = self.scalar(call.args[1].value, sc) if len(call.args) > 1 else E.const(0)  # type: ignore[attr-defined]
-            fn = self._extract_varbit(h, size, call)
             if isinstance(ref, DynRef):
-                raise PipelineError(call.loc, "pipeline: varbit headers in stacks are not supported")
-            return _with_siblings(fn, siblings)
+                return self._extract_varbit_stack(h, size, call, ref)
+            return _with_siblings(self._extract_varbit(h, size, call), siblings)
         if h.fixed_width % 8:
             raise PipelineError(target.loc, f"pipeline: header {h.type} is {h.fixed_width} bits, not whole bytes")
         pts = self.too_short()
@@ -209,6 +210,28 @@ class PacketIOCompiler:
             return extract_stack
         return _with_siblings(make_extractor(h, pts, dynamic=False), siblings)
 
+    def _extract_nowhere(self, call: ast.CallExpr) -> Fn:
+        """``extract<T>(_)``: the bits of a ``T`` are consumed and dropped (PacketTooShort
+        as for a real extract); nothing is stored."""
+        t = call.type_args[0].type if call.type_args and call.type_args[0].type is not None else None
+        u = T.underlying(t) if t is not None else None
+        if not isinstance(u, T.HeaderType) or len(call.args) > 1:
+            raise PipelineError(call.loc, "pipeline: extract<T>(_) needs a fixed-width header type T")
+        if any(isinstance(T.underlying(ft), T.VarbitType) for _, ft in u.fields):
+            raise PipelineError(call.loc, f"pipeline: extract<{t}>(_): a header with a varbit field has no fixed width")
+        width = T.width_of(t)
+        if width % 8:
+            raise PipelineError(call.loc, f"pipeline: header {t} is {width} bits, not whole bytes")
+        pts = self.too_short()
+
+        def extract_nowhere(p: list) -> None:
+            c = p[SLOT_CURSOR] + width
+            if c > len(p[SLOT_DATA]) * 8:
+                raise pts.with_traceback(None)
+            p[SLOT_CURSOR] = c
+
+        return extract_nowhere
+
     def _union_siblings_of(self, target: ast.Expression, sc: Scope, h: HeaderS) -> list[int]:
         if isinstance(target, ast.MemberExpr):
             parent = self.ref_of(target.expr, sc)  # type: ignore[attr-defined]
@@ -216,7 +239,26 @@ class PacketIOCompiler:
                 return [x.valid for x in parent.headers() if x is not h]
         return []
 
-    def _extract_varbit(self, h: HeaderS, size: E, call: ast.CallExpr) -> Fn:
+    def _extract_varbit_stack(self, h: HeaderS, size: E, call: ast.CallExpr, ref: DynRef) -> Fn:
+        """``extract(stack.next / stack[i], n)`` of a header with a varbit field: the
+        element's slots are element 0's plus the element offset."""
+        ex = self._extract_varbit(h, size, call)
+        base = ref.base_fn()
+        stack = ref.stack
+        is_next = ref.index.kind == "s" and ref.index.val == stack.next_slot
+        nxt = stack.next_slot
+
+        def extract_varbit_stack(p: list) -> None:
+            o = base(p)  # raises StackOutOfBounds for .next on a full stack
+            if o < 0:
+                return
+            ex(p, o)
+            if is_next:
+                p[nxt] += 1
+
+        return extract_varbit_stack
+
+    def _extract_varbit(self, h: HeaderS, size: E, call: ast.CallExpr) -> Any:
         pts = self.too_short()
         hts = ParserReject(self.error_code("HeaderTooShort"))  # type: ignore[attr-defined]
         bad = ParserReject(self.error_code("ParserInvalidArgument"))  # type: ignore[attr-defined]
@@ -226,7 +268,7 @@ class PacketIOCompiler:
         sizef = size.fn()
         valid = h.valid
 
-        def extract_varbit(p: list) -> None:
+        def extract_varbit(p: list, o: int = 0) -> None:
             n = sizef(p)
             if n % 8:  # BMv2 extracts whole bytes only: a size like 7 bits is an invalid argument
                 raise bad.with_traceback(None)
@@ -244,11 +286,11 @@ class PacketIOCompiler:
                 shift -= w
                 x = (v >> shift) & ((1 << w) - 1)
                 if isinstance(f, VarbitS):
-                    p[f.len_slot] = w
+                    p[f.len_slot + o] = w
                 elif f.signed:
                     x = _sx(x, w)
-                p[f.slot] = x
-            p[valid] = 1
+                p[f.slot + o] = x
+            p[valid + o] = 1
             p[SLOT_CURSOR] = c + total
 
         return extract_varbit
