@@ -248,3 +248,24 @@ def test_device_config_refuses_what_the_switch_refuses(tmp_path) -> None:
     assert main(["-I", INCLUDE[0], "--device-config", str(out), str(path)]) == 1
     assert not out.exists()
 
+
+
+def test_extract_into_dont_care_consumes_the_header() -> None:
+    """issue774-4: ``extract<h_t>(_)`` skips a h_t (was 'extract() needs a header')."""
+    sw = load_source(program("apply { }", parser="state start { pkt.extract<h_t>(_); pkt.extract(hdr.h);"
+                                                  " transition accept; }"))
+    assert run(sw, bytes(range(1, 10))) == bytes([5, 6, 7, 8, 9])
+    short = ingress(sw, bytes([1, 2]), 0)
+    assert sw.pipeline.error_names[short.std("parser_error")] == "PacketTooShort"
+
+
+def test_a_key_of_type_error_can_be_matched() -> None:
+    """issue1062-1: P4Info gives an error-typed key no bitwidth; the program still loads."""
+    sw = load_source(program("""
+        action to(bit<9> p) { sm.egress_spec = p; }
+        table t { key = { meta.e : exact; } actions = { to; } default_action = to(1); }
+        apply { meta.e = sm.parser_error; t.apply(); }""", meta="error e;"))
+    code = sw.pipeline.error_names.index("PacketTooShort")
+    sw.table("I.t").insert({"meta.e": code}, sw.action_id("I.to"), (5,))
+    assert ingress(sw, bytes([1]), 0).std("egress_spec") == 5
+    assert ingress(sw, bytes([1, 2, 3, 4]), 0).std("egress_spec") == 1
