@@ -123,8 +123,8 @@ class StfControl:
                 plen = int(parse_number(plen_text, where).value)
             elif num.digit_bits is None:
                 plen = f.bitwidth
-            else:
-                plen = num.digit_bits - (num.digit_bits - num.mask.bit_length() if num.wildcards else 0)
+            else:  # as p4c's runner: the digits written, less the '*' ones, are the prefix
+                plen = bin(num.mask).count("1") if num.wildcards else num.digit_bits
             plen = max(0, min(plen, f.bitwidth))
             if plen == 0:
                 return None

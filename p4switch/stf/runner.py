@@ -168,12 +168,17 @@ def run_stf_text(program: CompiledProgram, text: str, stf_name: str = "<stf>") -
     try:
         commands = parse_stf(text, stf_name)
         run = _Run(program)
-        for cmd in commands:
-            run.execute(cmd)
-    except (StfSyntaxError, StfCommandError, _Failure) as exc:
+    except StfSyntaxError as exc:
         return StfResult(False, str(exc))
     except PipelineLoadError as exc:
         return StfResult(False, " ".join(str(exc).split("\n")[:2]))
+    for cmd in commands:
+        try:
+            run.execute(cmd)
+        except (StfSyntaxError, StfCommandError, _Failure) as exc:
+            return StfResult(False, str(exc))
+        except Exception as exc:  # noqa: BLE001 - a bug here must still name the line, not kill a batch
+            return StfResult(False, f"{cmd.where}: internal error of the STF runner: {type(exc).__name__}: {exc}")
     message = run.verdict(stf_name)
     return StfResult(not message, message)
 

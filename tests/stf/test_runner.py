@@ -204,3 +204,15 @@ def test_cli_exit_codes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> N
     broken.write_text("control X( {")
     assert main([str(broken), str(good)]) == 2
     assert "broken.p4:1:" in capsys.readouterr().err
+
+
+def test_lpm_prefix_from_dont_care_digits(tmp_path: Path) -> None:
+    result = run(tmp_path, """
+add route 1 h.a:0x05 fwd(port:4)
+add mark h.c:0x12** set_b(v:0x77)
+packet 0 05 00 12ff
+packet 0 05 00 13ff
+expect 4 05 77 12ff
+expect 4 05 00 13ff
+""")
+    assert result.passed, result.message
