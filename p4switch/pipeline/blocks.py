@@ -111,20 +111,22 @@ class BlockCompiler:
         inits = []
         tables = []
         for d in decls:
-            if isinstance(d, ast.VarDecl | ast.ConstDecl):
-                inits.append(self.statement(d, sc))  # type: ignore[attr-defined]
-            elif isinstance(d, ast.ActionDecl):
-                sc.bind(d, ActionBinding(d, sc, self))
-            elif isinstance(d, ast.TableDecl):
-                tables.append(d)
-            elif isinstance(d, ast.InstantiationDecl):
-                sc.bind(d, self.instantiate(d, sc))
-            elif isinstance(d, ast.ValueSetDecl):
-                sc.bind(d, self._value_set(d, sc))
-            elif isinstance(d, ast.FunctionDecl):
-                sc.bind(d, self.compile_callee(d, sc, sc.fqn(d)))  # type: ignore[attr-defined]
+            with located(d.loc, f"declaration '{getattr(d, 'name', '?')}'"):
+                if isinstance(d, ast.VarDecl | ast.ConstDecl):
+                    inits.append(self.statement(d, sc))  # type: ignore[attr-defined]
+                elif isinstance(d, ast.ActionDecl):
+                    sc.bind(d, ActionBinding(d, sc, self))
+                elif isinstance(d, ast.TableDecl):
+                    tables.append(d)
+                elif isinstance(d, ast.InstantiationDecl):
+                    sc.bind(d, self.instantiate(d, sc))
+                elif isinstance(d, ast.ValueSetDecl):
+                    sc.bind(d, self._value_set(d, sc))
+                elif isinstance(d, ast.FunctionDecl):
+                    sc.bind(d, self.compile_callee(d, sc, sc.fqn(d)))  # type: ignore[attr-defined]
         for d in tables:
-            sc.bind(d, self.compile_table(d, sc))  # type: ignore[attr-defined]
+            with located(d.loc, f"table '{d.name}'"):
+                sc.bind(d, self.compile_table(d, sc))  # type: ignore[attr-defined]
         return seq(inits)
 
     def instantiate(self, d: ast.InstantiationDecl, sc: Scope) -> Any:

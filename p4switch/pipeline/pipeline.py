@@ -521,7 +521,9 @@ def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, 
     constructs the pipeline cannot run or objects missing from the P4Info.
     """
     program = program_of(checked)
-    return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None)
+    with located(None, "the program"):  # last resort; statements and declarations locate their own
+        return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None)
+    raise AssertionError("not reached")  # located() re-raises
 
 
 __all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate"]
