@@ -216,3 +216,11 @@ expect 4 05 77 12ff
 expect 4 05 00 13ff
 """)
     assert result.passed, result.message
+
+
+@pytest.mark.parametrize("key", ["h.valid", "hdr.h.$valid$"])
+def test_validity_keys_go_by_bmv2_names(tmp_path: Path, key: str) -> None:
+    program = PROGRAM.replace("key = { hdr.h.c : lpm; }", "key = { hdr.h.c : lpm; hdr.h.isValid() : exact; }")
+    result = run(tmp_path, f"add route 1 h.a:0x05 fwd(port:4)\nadd mark h.c:0x1234 {key}:1 set_b(v:0x88)\n"
+                           "packet 0 05 00 1234\nexpect 4 05 88 1234\n", program)
+    assert result.passed, result.message
