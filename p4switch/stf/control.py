@@ -17,7 +17,16 @@ from dataclasses import dataclass, field
 from p4switch.state.errors import StateError
 from p4switch.state.pre import CloneSession, MulticastGroup, Replica
 from p4switch.state.runtime import RuntimeState
-from p4switch.state.tables import Exact, Lpm, Match, MatchFieldInfo, MatchKind, OptionalMatch, Ternary
+from p4switch.state.tables import (
+    Exact,
+    Lpm,
+    Match,
+    MatchFieldInfo,
+    MatchKind,
+    OptionalMatch,
+    TableEntry,
+    Ternary,
+)
 
 from .script import AddCommand, Number, StfCommand, StfSyntaxError, parse_action_call, parse_number
 
@@ -63,6 +72,7 @@ class StfControl:
     state: RuntimeState
     nodes: dict[int, _McNode] = field(default_factory=dict)
     groups: dict[int, list[int]] = field(default_factory=dict)
+    entries: dict[str, TableEntry] = field(default_factory=dict)  # `add ... = ID`
 
     # ---- tables ----------------------------------------------------------------------------
     def add(self, cmd: AddCommand, where: str) -> None:
@@ -82,9 +92,11 @@ class StfControl:
         if table.needs_priority:
             priority = cmd.priority + 1 if cmd.priority is not None else 1  # P4Runtime needs >= 1
         try:
-            table.insert(match, action_id, params, priority)
+            entry = table.insert(match, action_id, params, priority)
         except StateError as exc:
             raise StfCommandError(f"{where}: {exc.message}") from None
+        if cmd.entry_id is not None:
+            self.entries[cmd.entry_id] = entry
 
     def setdefault(self, cmd: StfCommand) -> None:
         if len(cmd.args) < 2:
@@ -261,8 +273,16 @@ class StfControl:
         for i in range(reg.size):
             reg.write(i, 0)
 
-    def counter_value(self, name: str, index: int, where: str) -> tuple[int, int]:
-        """(packets, bytes) of an indirect counter cell, for ``check_counter``."""
+    def counter_value(self, name: str, index: int | str, where: str) -> tuple[int, int]:
+        """(packets, bytes) for ``check_counter``: an indirect counter's cell, or (index
+        ``$ID``) the direct counter of the entry added with ``= ID``."""
+        if isinstance(index, str):
+            entry = self.entries.get(index.lstrip("$"))
+            if entry is None:
+                raise StfCommandError(f"{where}: no entry was added with '= {index.lstrip('$')}'")
+            if entry.direct_counter is None:
+                raise StfCommandError(f"{where}: the entry {index} has no direct counter '{name}'")
+            return entry.direct_counter.snapshot()
         counters = self.state.counters_by_name
         try:
             return counters[_by_suffix(counters, name, "counter", where)].read(index)

@@ -117,14 +117,17 @@ class _Run:
         self.sched.run_for(_STEP_NS)
 
     def _check_counter(self, cmd: StfCommand) -> None:
-        """``check_counter NAME(INDEX) [packets|bytes OP VALUE]`` on an indirect counter."""
+        """``check_counter NAME(INDEX|$ID) [packets|bytes OP VALUE]``: an indirect counter's
+        cell, or the direct counter of the entry added with ``= ID``."""
         text = " ".join(cmd.args)
         name, _, rest = text.partition("(")
         index_text, _, cond = rest.partition(")")
         if not name or not index_text:
             raise StfSyntaxError(f"{cmd.where}: check_counter needs NAME(INDEX)")
-        packets, nbytes = self.control.counter_value(name.strip(), parse_number(index_text, cmd.where).value,
-                                                    cmd.where)
+        index: int | str = index_text.strip()
+        if not str(index).startswith("$"):
+            index = parse_number(index_text, cmd.where).value
+        packets, nbytes = self.control.counter_value(name.strip(), index, cmd.where)
         words = cond.split()
         kind, op, value = (words + [None, None, None])[:3] if words else ("packets", "==", "0")
         if kind not in ("packets", "bytes") or op not in _OPS or value is None:

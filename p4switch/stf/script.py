@@ -107,7 +107,7 @@ def parse_number(text: str, where: str) -> Number:
     return Number(value, mask, bits * len(digits), "*" in digits)
 
 
-_ACTION = re.compile(r"^(?P<name>[A-Za-z_$][\w$.\[\]]*)\s*\((?P<args>[^()]*)\)\s*(?:=\s*\w+)?$")
+_ACTION = re.compile(r"^(?P<name>[A-Za-z_$][\w$.\[\]]*)\s*\((?P<args>[^()]*)\)\s*(?:=\s*(?P<id>\w+))?$")
 
 
 def parse_action_call(text: str, where: str) -> tuple[str, list[tuple[str, Number]]]:
@@ -133,6 +133,7 @@ class AddCommand:
     keys: list[tuple[str, str]] = field(default_factory=list)
     action: str = ""
     args: list[tuple[str, Number]] = field(default_factory=list)
+    entry_id: str | None = None  # `= A`: check_counter NAME($A) reads this entry's direct counter
 
 
 def split_add(cmd: StfCommand) -> AddCommand:
@@ -158,4 +159,5 @@ def split_add(cmd: StfCommand) -> AddCommand:
             raise StfSyntaxError(f"{cmd.where}: key '{w}' is not field:value")
         keys.append((k, v))
     name, args = parse_action_call(action_text, cmd.where)
-    return AddCommand(table, priority, keys, name, args)
+    m = _ACTION.match(action_text.strip())
+    return AddCommand(table, priority, keys, name, args, m.group("id") if m else None)

@@ -224,3 +224,24 @@ def test_validity_keys_go_by_bmv2_names(tmp_path: Path, key: str) -> None:
     result = run(tmp_path, f"add route 1 h.a:0x05 fwd(port:4)\nadd mark h.c:0x1234 {key}:1 set_b(v:0x88)\n"
                            "packet 0 05 00 1234\nexpect 4 05 88 1234\n", program)
     assert result.passed, result.message
+
+
+def test_check_counter_reads_the_direct_counter_of_a_named_entry(tmp_path: Path) -> None:
+    program = PROGRAM.replace("    table route {", "    direct_counter(CounterType.packets_and_bytes) per_entry;\n"
+                              "    table route {\n        counters = per_entry;")
+    stf = """
+add route 1 h.a:0x05 fwd(port:4) = A
+add route 1 h.a:0x06 fwd(port:4) = B
+packet 0 05 00 0000
+packet 0 05 00 0000
+expect 4
+check_counter per_entry($A) packets == 2
+check_counter per_entry($A) bytes == 8
+check_counter per_entry($B) packets == 0
+"""
+    result = run(tmp_path, stf, program)
+    assert result.passed, result.message
+    wrong = run(tmp_path, stf.replace("($B) packets == 0", "($B) packets == 1"), program)
+    assert not wrong.passed and wrong.message.endswith("counter per_entry($B) has 0 packets, expected == 1")
+    unknown = run(tmp_path, "check_counter per_entry($Z)\n", program)
+    assert not unknown.passed and "no entry was added with '= Z'" in unknown.message
