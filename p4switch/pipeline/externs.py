@@ -249,7 +249,8 @@ class ExternCompiler:
         name = method_name(call)
         handler = getattr(self, "_ef_" + name, None)
         if handler is None:
-            raise PipelineError(call.loc, f"pipeline: unsupported extern function {name}")
+            raise PipelineError(call.loc, f"pipeline: extern function {name} has no implementation in p4switch "
+                                          "(only the externs of core.p4 and v1model.p4 run)")
         return handler(call, sc)
 
     def extern_value(self, call: ast.CallExpr, sc: Scope) -> E:
