@@ -52,10 +52,12 @@ def _by_suffix(names: Iterable[str], wanted: str, what: str, where: str) -> str:
 
 
 def _key_aliases(name: str) -> list[str]:
-    """The names a key field goes by in STF files: P4Info's, and BMv2's ``$valid$`` forms."""
-    if name.endswith(".isValid()"):
-        base = name[: -len(".isValid()")]
-        return [name, base + ".$valid$", base + ".valid", base]
+    """The names a key field goes by in STF files: P4Info's, and BMv2's ``$valid$`` forms
+    (P4Info names an ``isValid()`` key ``h.$valid$``, as p4c, or ``h.isValid()``)."""
+    for suffix in (".isValid()", ".$valid$"):
+        if name.endswith(suffix):
+            base = name[: -len(suffix)]
+            return [name, base + ".$valid$", base + ".valid", base + ".isValid()", base]
     return [name]
 
 

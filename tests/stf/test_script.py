@@ -73,3 +73,11 @@ def test_add_needs_an_action_call() -> None:
 ])
 def test_frame_matching(expected: str, frame: bytes, ok: bool) -> None:
     assert (match_frame(expected, frame) is None) == ok
+
+
+def test_validity_key_aliases_for_both_p4info_namings() -> None:
+    from p4switch.stf.control import _key_aliases
+
+    for p4info_name in ("hdr.h.isValid()", "hdr.h.$valid$"):
+        assert {"hdr.h.$valid$", "hdr.h.valid"} <= set(_key_aliases(p4info_name))
+    assert _key_aliases("hdr.h.a") == ["hdr.h.a"]
