@@ -233,7 +233,8 @@ class ExprCompiler:
 
     def _index_ref(self, base: Ref, e: ast.IndexExpr, sc: Scope) -> Ref | None:
         if isinstance(base, StackS):
-            idx = self.scalar(e.index, sc)
+            pinned = getattr(self, "pinned_indexes", {}).get(id(e.index))
+            idx = pinned if pinned is not None else self.scalar(e.index, sc)
             if idx.is_const:
                 i = idx.val
                 if not 0 <= i < base.size:

@@ -14,6 +14,7 @@ straight into the action's (contiguous) data-parameter slots: ``p[a:b] = params`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -153,10 +154,40 @@ class StmtCompiler:
         return stmt("if {c}:\n    {t}\nelse:\n    {e}", c=c, t=E.func(then), e=E.func(other))
 
     def _s_AssignStmt(self, s: ast.AssignStmt, sc: Scope) -> Fn | None:
+        pairs = compound_index_pairs(s)
+        if pairs:
+            return self._compound_assign(s, sc, pairs)
         ref = self.ref_of(s.lhs, sc)  # type: ignore[attr-defined]
         if ref is None:
             raise PipelineError(s.lhs.loc, "pipeline: cannot assign to this expression")
         return self.assign_to(ref, s.rhs, sc, s.loc, s.lhs.type)
+
+    def _compound_assign(self, s: ast.AssignStmt, sc: Scope,
+                         pairs: list[tuple[ast.Expression, ast.Expression]]) -> Fn | None:
+        """``a[i()] op= b`` (the front end writes ``a[i()] = a[i()] op b``): every run-time
+        index of ``a`` is evaluated once, before the right side, and both copies use it.
+
+        Why: P4 evaluates the left-hand side of a compound assignment once; evaluating the
+        copy again would run ``i()``'s side effects twice (p4c's opassign2-bmv2).
+        """
+        pins: dict[int, E] = getattr(self, "pinned_indexes", None) or {}
+        self.pinned_indexes = pins
+        pre: list[Fn | None] = []
+        for lhs_idx, rhs_idx in pairs:
+            st = self.alloc.allocate(lhs_idx.type or T.BitType(32), f"$opassign_index.{id(lhs_idx)}")
+            slot = E.slot(st.start)
+            pre.append(stmt("p[{t}] = {v}", t=st.start, v=self.scalar(lhs_idx, sc)))  # type: ignore[attr-defined]
+            pins[id(lhs_idx)] = pins[id(rhs_idx)] = slot
+        try:
+            ref = self.ref_of(s.lhs, sc)  # type: ignore[attr-defined]
+            if ref is None:
+                raise PipelineError(s.lhs.loc, "pipeline: cannot assign to this expression")
+            body = self.assign_to(ref, s.rhs, sc, s.loc, s.lhs.type)
+        finally:
+            for lhs_idx, rhs_idx in pairs:
+                pins.pop(id(lhs_idx), None)
+                pins.pop(id(rhs_idx), None)
+        return seq([*pre, body])
 
     def _s_CallStmt(self, s: ast.CallStmt, sc: Scope) -> Fn | None:
         return self.call_stmt(s.call, sc)  # type: ignore[attr-defined]
@@ -494,3 +525,40 @@ def bind_arguments(params: list[ast.Param], args: list[ast.Argument], loc: Any) 
             pos += 1
     return out
 
+
+_NOT_STRUCTURE = {"loc", "type", "decl", "const_value", "call_kind", "bound_args", "annotations"}
+
+
+def _same_tree(a: Any, b: Any) -> bool:
+    """Two expressions written the same (locations and checker annotations aside)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_tree(x, y) for x, y in zip(a, b))
+    if not isinstance(a, ast.Node):
+        return a == b
+    return all(_same_tree(getattr(a, f.name, None), getattr(b, f.name, None))
+               for f in dataclasses.fields(a) if f.name not in _NOT_STRUCTURE)
+
+
+def compound_index_pairs(s: ast.AssignStmt) -> list[tuple[ast.Expression, ast.Expression]]:
+    """For ``lhs = lhs' op rhs`` made from a compound assignment (``lhs op= rhs``), the
+    run-time index expressions of ``lhs`` paired with their copies in ``lhs'``; else [].
+
+    The front end marks the statement with ``compound_op`` or, as p4c's RemoveOpAssign,
+    builds the operation at the statement's own location from a copy of the left side.
+    """
+    rhs = s.rhs
+    if not isinstance(rhs, ast.BinaryExpr):
+        return []
+    marked = getattr(s, "compound_op", None) is not None or rhs.loc == s.loc
+    if not marked or not _same_tree(s.lhs, rhs.left):
+        return []
+    pairs: list[tuple[ast.Expression, ast.Expression]] = []
+    a, b = s.lhs, rhs.left
+    while isinstance(a, ast.MemberExpr | ast.IndexExpr | ast.SliceExpr):
+        if isinstance(a, ast.IndexExpr) and getattr(a.index, "const_value", None) is None \
+                and not isinstance(a.index, ast.IntLiteral):
+            pairs.append((a.index, b.index))  # type: ignore[union-attr]
+        a, b = a.expr, b.expr  # type: ignore[union-attr]
+    return pairs
