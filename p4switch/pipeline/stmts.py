@@ -153,6 +153,67 @@ class StmtCompiler:
             return stmt("if {c}:\n    {t}", c=c, t=E.func(then))
         return stmt("if {c}:\n    {t}\nelse:\n    {e}", c=c, t=E.func(then), e=E.func(other))
 
+    # ------------------------------------------------------------------ loops
+    # (the node types come from a front end with P4_16 1.2.5 loops; matched by name)
+
+    def _s_BreakStmt(self, s: Any, sc: Scope) -> Fn | None:
+        def do_break(p: list) -> None:
+            raise BREAK.with_traceback(None)
+
+        return do_break
+
+    def _s_ContinueStmt(self, s: Any, sc: Scope) -> Fn | None:
+        def do_continue(p: list) -> None:
+            raise CONTINUE.with_traceback(None)
+
+        return do_continue
+
+    def _s_ForStmt(self, s: Any, sc: Scope) -> Fn | None:
+        """``for (init; cond; updates) body``; the loop's variables live in its own scope."""
+        lsc = Scope(sc, sc.prefix)
+        lsc.in_parser = sc.in_parser
+        init = seq([self.statement(x, lsc) for x in s.init])
+        cond = self.scalar(s.cond, lsc).fn() if s.cond is not None else (lambda p: True)  # type: ignore[attr-defined]
+        updates = seq([self.statement(x, lsc) for x in s.updates]) or _noop
+        body = self.statement(s.body, lsc) or _noop
+        return _loop(init, cond, body, updates, s.loc)
+
+    def _s_ForInStmt(self, s: Any, sc: Scope) -> Fn | None:
+        """``for ([T] x in lo .. hi) body``: ``lo`` and ``hi`` evaluated once, ``x`` set to
+        each value in turn (none when ``lo > hi``)."""
+        rng = s.range
+        if not isinstance(rng, ast.RangeExpr):
+            raise PipelineError(rng.loc, "pipeline: for-in over a header stack or list is not supported "
+                                         "(iterate over an index range instead)")
+        lsc = Scope(sc, sc.prefix)
+        lsc.in_parser = sc.in_parser
+        if s.var is not None:
+            self.statement(s.var, lsc)
+            target = lsc.find(s.var)
+        else:
+            target = self.ref_of(s.target, lsc)  # type: ignore[attr-defined]
+        if target is None:
+            raise PipelineError(s.loc, "pipeline: the loop variable is not a location")
+        t = s.var.type_ref.type if s.var is not None else s.target.type
+        lo, hi = self.rhs_scalar(rng.lo, lsc, t).fn(), self.rhs_scalar(rng.hi, lsc, t).fn()
+        bounds = self.alloc.allocate(T.BitType(64), f"$for.{id(s)}.hi")
+        cur = self.alloc.allocate(t, f"$for.{id(s)}.cur")
+        set_var = self.store_scalar(target, E.slot(cur.start), s.loc)
+        c, h = cur.start, bounds.start
+
+        def init(p: list) -> None:
+            p[c] = lo(p)
+            p[h] = hi(p)
+
+        def cond(p: list) -> bool:
+            return p[c] <= p[h]
+
+        def step(p: list) -> None:
+            p[c] += 1
+
+        body = seq([set_var, self.statement(s.body, lsc)]) or _noop
+        return _loop(init, cond, body, step, s.loc)
+
     def _s_AssignStmt(self, s: ast.AssignStmt, sc: Scope) -> Fn | None:
         pairs = compound_index_pairs(s)
         if pairs:
@@ -439,6 +500,38 @@ class StmtCompiler:
 
             return back
         raise PipelineError(arg.loc, "pipeline: unsupported out argument")
+
+
+class LoopSignal(Exception):
+    """``break``/``continue``: raised by the statement, caught by the innermost loop."""
+
+
+BREAK = LoopSignal("break")
+CONTINUE = LoopSignal("continue")
+MAX_LOOP_ITERATIONS = 1 << 20  # a loop still running after this many turns is a pipeline error
+
+
+def _loop(init: Fn | None, cond: Fn, body: Fn, step: Fn, loc: Any) -> Fn:
+    """The loop closure: init; while cond: body (break/continue); step."""
+    where = f"{loc.file}:{loc.line}" if loc is not None else "a loop"
+
+    def run_loop(p: list) -> None:
+        if init is not None:
+            init(p)
+        turns = 0
+        while cond(p):
+            try:
+                body(p)
+            except LoopSignal as sig:
+                sig.__traceback__ = None  # preallocated: must not keep the packet's frames alive
+                if sig is BREAK:
+                    break
+            step(p)
+            turns += 1
+            if turns >= MAX_LOOP_ITERATIONS:
+                raise RuntimeError(f"the loop at {where} ran {turns} times without ending")
+
+    return run_loop
 
 
 def copy_out_on_exit(body: Fn | None, post: Fn | None) -> Fn | None:
