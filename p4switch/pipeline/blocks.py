@@ -101,10 +101,22 @@ class BlockCompiler:
                 arg = prm.default
             if arg is None:
                 raise PipelineError(decl.loc, f"pipeline: constructor parameter '{prm.name}' has no value")
+            instance = self._instance_arg(arg, outer)
+            if instance is not None:  # `C2(c1) c2;`: the parameter is that very instance (shared)
+                sc.bind(prm, instance)
+                continue
             v = self.scalar(arg, outer)  # type: ignore[attr-defined]
             if not v.is_const:
                 raise PipelineError(arg.loc, "pipeline: constructor arguments must be compile-time constants")
             sc.bind(prm, Const(v.val))
+
+    @staticmethod
+    def _instance_arg(arg: ast.Expression, outer: Scope) -> Any:
+        """The parser/control/extern instance a constructor argument names, else None."""
+        if not isinstance(arg, ast.PathExpr) or arg.decl is None:
+            return None
+        b = outer.find(arg.decl)
+        return b if isinstance(b, BlockInstance | ExternInst) else None
 
     def declare_locals(self, decls: list[ast.Declaration], sc: Scope) -> Any:
         """Bind a block's local declarations; returns the variable initialisations."""

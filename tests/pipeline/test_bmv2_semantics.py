@@ -346,3 +346,23 @@ def test_a_loop_that_does_not_end_drops_the_packet(monkeypatch: pytest.MonkeyPat
     monkeypatch.setattr(stmts, "MAX_LOOP_ITERATIONS", 50)
     with pytest.raises(PipelineRuntimeError, match="ran 50 times without ending"):
         ingress(sw, bytes([0, 0, 0, 0]), 0)
+
+
+def test_a_control_instance_passed_to_a_constructor_is_shared() -> None:
+    """issue1566: ``C2(c1) c2; C3(c1) c3;`` both apply the one instance c1 (its register
+    shows both calls)."""
+    types = H4 + """
+        control inc_t(inout bit<8> x);
+        control Inc(inout bit<8> x) {
+            register<bit<8>>(1) calls;
+            apply { bit<8> n; calls.read(n, 0); calls.write(0, n + 1); x = x + 1 + n; }
+        }
+        control Twice(inout bit<8> x)(inc_t c) { apply { x = x << 1; c.apply(x); } }"""
+    sw = _load_or_skip(program("""
+        Inc() inc;
+        Twice(inc) t1;
+        Twice(inc) t2;
+        apply { t1.apply(hdr.h.a); t2.apply(hdr.h.b); }""", types=types))
+    # a: 3 << 1 = 6, + 1 + 0 calls before = 7; b: 5 << 1 = 10, + 1 + 1 call before = 12
+    assert run(sw, bytes([3, 5, 0, 0])) == bytes([7, 12, 0, 0])
+
