@@ -32,7 +32,10 @@ Design
   parameter slots, and the copy-out also runs when ``exit`` leaves the call; a table writes
   the entry's action data into the action's contiguous data-parameter slots, and copies the
   directional arguments its action list binds (``setbyte(hdr.x)``) in and out around it.
-  The index of a stack element on the left of ``=`` is evaluated before the right side.
+  The index of a stack element on the left of ``=`` is evaluated before the right side,
+  and only once in a compound assignment (``a[i()] += b``, written by the front end as
+  ``a[i()] = a[i()] + b``). ``for``/``for-in`` loops are closures looping in Python;
+  ``break``/``continue`` raise (``LoopSignal``), caught by the innermost loop.
 * **Parser** (``parser.py``, ``packetio.py``): states are closures returning the next
   state; ``select`` on constant keysets is a dict lookup, otherwise ordered (value, mask) /
   range / value-set tests. ``extract`` of a fixed header is one ``int.from_bytes`` and a
