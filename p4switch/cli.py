@@ -156,12 +156,13 @@ def _setup_logging(args: argparse.Namespace) -> list[logging.Handler]:
 
 
 def _write_device_config(args: argparse.Namespace) -> int:
-    from p4switch.device import compile_file
+    from p4switch.device import build_pipeline, compile_file
 
     if not args.program:
         print("p4switch: error: --device-config needs FILE.p4", file=sys.stderr)
         return EXIT_USAGE
     program = compile_file(args.program, args.include_dirs, args.defines)
+    build_pipeline(program)  # a config the switch would refuse is not written (PipelineLoadError)
     _write(args.device_config, program.device_config)
     if args.p4info:
         from google.protobuf import text_format

@@ -35,7 +35,8 @@ from p4switch.state.runtime import ControllerHeader, RuntimeState
 
 log = logging.getLogger(__name__)
 
-__all__ = ["CompiledProgram", "P4SwitchDevice", "PipelineHolder", "compile_device_config", "compile_file",
+__all__ = ["CompiledProgram", "P4SwitchDevice", "PipelineHolder", "build_pipeline", "compile_device_config",
+           "compile_file",
            "device_config_for", "p4info_mismatch", "pack_controller_header", "split_controller_header"]
 
 DEVICE_CONFIG_NAME = "<device config>"
@@ -119,12 +120,41 @@ def compile_device_config(device_config: bytes) -> CompiledProgram:
 
 def compile_file(path: str | Path, include_dirs: Iterable[str | Path] = (),
                  defines: Iterable[str] = ()) -> CompiledProgram:
-    """Front end on a ``.p4`` file (raises P4Error with file:line:col)."""
-    config = device_config_for(path, include_dirs, defines)
-    from p4switch.frontend.preprocess import no_preprocess
+    """Front end on a ``.p4`` file (raises P4Error with file:line:col).
 
-    checked, p4info = _front_end(no_preprocess(config.decode("utf-8"), str(path)))
+    The front end reads cpp's output itself, not the device config made from it: the config's
+    text under the file's own name would make the column finder look for tokens on the
+    config's lines instead of the file's, and put columns off.
+    """
+    from p4switch.frontend.preprocess import preprocess_file
+
+    pp = preprocess_file(path, [str(d) for d in include_dirs], list(defines))
+    config = _relines(pp.text, pp.line_map).encode("utf-8")
+    checked, p4info = _front_end(pp)
     return CompiledProgram(checked, p4info, config)
+
+
+def build_pipeline(program: CompiledProgram, p4info: p4info_pb2.P4Info | None = None, *,
+                   seed: int | None = None) -> tuple[Any, RuntimeState]:
+    """A fresh state and the pipeline of ``program`` on it; PipelineLoadError says why not.
+
+    Why a function of its own: the switch (on load) and ``p4switch --device-config`` (before
+    writing a config) must accept and refuse exactly the same programs.
+    """
+    from p4switch.frontend.errors import P4Error, format_error
+    from p4switch.pipeline import load_pipeline
+    from p4switch.state.errors import StateError
+
+    info = p4info if p4info is not None else program.p4info
+    try:
+        state = RuntimeState.from_p4info(info)
+        return load_pipeline(program.checked, info, state, seed=seed), state
+    except P4Error as err:
+        raise PipelineLoadError(f"cannot build the pipeline:\n{format_error(err)}") from None
+    except StateError as exc:
+        raise PipelineLoadError(f"cannot build the pipeline: {exc.message}") from None
+    except (ValueError, NotImplementedError) as exc:
+        raise PipelineLoadError(f"cannot build the pipeline: {exc}") from None
 
 
 def _objects(p4info: p4info_pb2.P4Info) -> dict[str, dict[str, int]]:
@@ -265,20 +295,8 @@ class P4SwitchDevice:
 
     def install(self, program: CompiledProgram, p4info: p4info_pb2.P4Info | None = None) -> RuntimeState:
         """Build a fresh state and pipeline for ``program`` and swap them in (atomically)."""
-        from p4switch.frontend.errors import P4Error, format_error
-        from p4switch.pipeline import load_pipeline
-        from p4switch.state.errors import StateError
-
         info = p4info if p4info is not None else program.p4info
-        try:
-            state = RuntimeState.from_p4info(info)
-            pipeline = load_pipeline(program.checked, info, state, seed=self.seed)
-        except P4Error as err:
-            raise PipelineLoadError(f"cannot build the pipeline:\n{format_error(err)}") from None
-        except StateError as exc:
-            raise PipelineLoadError(f"cannot build the pipeline: {exc.message}") from None
-        except (ValueError, NotImplementedError) as exc:
-            raise PipelineLoadError(f"cannot build the pipeline: {exc}") from None
+        pipeline, state = build_pipeline(program, info, seed=self.seed)
         self.holder.swap(pipeline, state, program)
         log.info("pipeline loaded: %s (generation %d)", info.pkg_info.name or "program", self.holder.generation)
         if self.on_load is not None:

@@ -29,20 +29,29 @@ Design
 * **Statements** compile to closures ``f(phv)``; blocks to one closure calling them in
   order. ``exit`` and ``return`` raise (``ExitSignal``/``ReturnSignal``): free on the
   straight path. Actions, functions and sub-blocks use copy-in/copy-out through their own
-  parameter slots; a table writes the entry's action data into the action's contiguous
-  data-parameter slots.
+  parameter slots, and the copy-out also runs when ``exit`` leaves the call; a table writes
+  the entry's action data into the action's contiguous data-parameter slots, and copies the
+  directional arguments its action list binds (``setbyte(hdr.x)``) in and out around it.
+  The index of a stack element on the left of ``=`` is evaluated before the right side,
+  and only once in a compound assignment (``a[i()] += b``, written by the front end as
+  ``a[i()] = a[i()] + b``). ``for``/``for-in`` loops are closures looping in Python;
+  ``break``/``continue`` raise (``LoopSignal``), caught by the innermost loop.
 * **Parser** (``parser.py``, ``packetio.py``): states are closures returning the next
   state; ``select`` on constant keysets is a dict lookup, otherwise ordered (value, mask) /
   range / value-set tests. ``extract`` of a fixed header is one ``int.from_bytes`` and a
-  precomputed shift/mask store per field; varbit extract, ``lookahead<T>``, ``advance``,
-  ``verify``, stack ``.next``/``.last`` are supported. A parser error sets
+  precomputed shift/mask store per field; varbit extract (also into stack elements; a size
+  that is not whole bytes is ``ParserInvalidArgument``), ``extract<T>(_)`` (skips a ``T``),
+  ``lookahead<T>`` and ``lookahead<T>().field``, ``advance``, ``verify``, stack
+  ``.next``/``.last`` are supported. A header field of struct type is its fields in order. A parser error sets
   ``standard_metadata.parser_error`` and the packet continues into ingress (BMv2); the
   headers extracted so far stay valid; the bytes after the cursor are the payload.
 * **Deparser**: ``emit`` of valid headers with precomputed packing, then the payload.
 * **Tables** (``tables.py``): key tuple (P4Info field order; ``selector`` keys excluded),
   ``RuntimeState`` lookup, default entry on a miss, direct counter/meter on a hit, action
   dispatch by P4Info id. ``const entries`` (and a default action P4Info leaves unset) are
-  installed into the state at load time. Indirect tables (``implementation =
+  installed into the state at load time; their priorities follow p4c's BMv2 back end
+  (entry *i* is *i + 1* or its ``@priority(N)``, smallest wins; turned into P4Runtime's
+  larger-wins order). Indirect tables (``implementation =
   action_profile(N)`` / ``action_selector(algo, N, W)``, a constructor call or an
   instance) run the member their entry names; for a group or a one-shot set the
   ``selector`` key fields (concatenated MSB first, in key order) are hashed with the
@@ -80,7 +89,8 @@ API for the architecture (switch) layer
     * ``copy_for_clone(pkt, kind="I2E"|"E2E", field_list_id=None, *, slots=None,
       now_us=None) -> Packet``: I2E = the original bytes re-parsed, E2E = the frame as
       deparsed now; user and standard metadata reset except the field list (values at the
-      end of the block), instance_type 1/2, packet_length; ``copy_for_request(pkt, req,
+      end of the block; a list no field is annotated with is empty, as in BMv2),
+      instance_type 1/2, packet_length; ``copy_for_request(pkt, req,
       now_us=None)`` does it for a ``CloneRequest``;
     * ``copy_for_resubmit(pkt, now_us=None)`` (original bytes, instance_type 6, same
       ingress_port, ``pkt.resubmit``'s field list; run_ingress parses it) and

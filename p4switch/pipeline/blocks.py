@@ -19,7 +19,7 @@ from p4switch.frontend import types as T
 
 from .externs import ExternInst
 from .layout import Storage
-from .scope import Const, PacketArg, PipelineError, Scope, ValueSet
+from .scope import Const, PacketArg, PipelineError, Scope, ValueSet, located
 from .stmts import Callee, ParamSlot, catch_return, contains
 from .tables import ActionBinding
 from .templates import seq
@@ -74,7 +74,8 @@ class BlockCompiler:
                 if isinstance(t, T.ExternType) and t.name in ("packet_in", "packet_out"):
                     bound = PacketArg("in" if t.name == "packet_in" else "out")
                 else:
-                    bound = self.alloc.allocate(t, f"{prefix}.{prm.name}")  # type: ignore[attr-defined]
+                    with located(prm.loc, f"parameter '{prm.name}'"):
+                        bound = self.alloc.allocate(t, f"{prefix}.{prm.name}")  # type: ignore[attr-defined]
             sc.bind(prm, bound)
             slots.append(ParamSlot(prm, bound if isinstance(bound, Storage) else None, prm.direction))
         inits = self.declare_locals(decl.locals, sc)
@@ -100,30 +101,44 @@ class BlockCompiler:
                 arg = prm.default
             if arg is None:
                 raise PipelineError(decl.loc, f"pipeline: constructor parameter '{prm.name}' has no value")
+            instance = self._instance_arg(arg, outer)
+            if instance is not None:  # `C2(c1) c2;`: the parameter is that very instance (shared)
+                sc.bind(prm, instance)
+                continue
             v = self.scalar(arg, outer)  # type: ignore[attr-defined]
             if not v.is_const:
                 raise PipelineError(arg.loc, "pipeline: constructor arguments must be compile-time constants")
             sc.bind(prm, Const(v.val))
+
+    @staticmethod
+    def _instance_arg(arg: ast.Expression, outer: Scope) -> Any:
+        """The parser/control/extern instance a constructor argument names, else None."""
+        if not isinstance(arg, ast.PathExpr) or arg.decl is None:
+            return None
+        b = outer.find(arg.decl)
+        return b if isinstance(b, BlockInstance | ExternInst) else None
 
     def declare_locals(self, decls: list[ast.Declaration], sc: Scope) -> Any:
         """Bind a block's local declarations; returns the variable initialisations."""
         inits = []
         tables = []
         for d in decls:
-            if isinstance(d, ast.VarDecl | ast.ConstDecl):
-                inits.append(self.statement(d, sc))  # type: ignore[attr-defined]
-            elif isinstance(d, ast.ActionDecl):
-                sc.bind(d, ActionBinding(d, sc, self))
-            elif isinstance(d, ast.TableDecl):
-                tables.append(d)
-            elif isinstance(d, ast.InstantiationDecl):
-                sc.bind(d, self.instantiate(d, sc))
-            elif isinstance(d, ast.ValueSetDecl):
-                sc.bind(d, self._value_set(d, sc))
-            elif isinstance(d, ast.FunctionDecl):
-                sc.bind(d, self.compile_callee(d, sc, sc.fqn(d)))  # type: ignore[attr-defined]
+            with located(d.loc, f"declaration '{getattr(d, 'name', '?')}'"):
+                if isinstance(d, ast.VarDecl | ast.ConstDecl):
+                    inits.append(self.statement(d, sc))  # type: ignore[attr-defined]
+                elif isinstance(d, ast.ActionDecl):
+                    sc.bind(d, ActionBinding(d, sc, self))
+                elif isinstance(d, ast.TableDecl):
+                    tables.append(d)
+                elif isinstance(d, ast.InstantiationDecl):
+                    sc.bind(d, self.instantiate(d, sc))
+                elif isinstance(d, ast.ValueSetDecl):
+                    sc.bind(d, self._value_set(d, sc))
+                elif isinstance(d, ast.FunctionDecl):
+                    sc.bind(d, self.compile_callee(d, sc, sc.fqn(d)))  # type: ignore[attr-defined]
         for d in tables:
-            sc.bind(d, self.compile_table(d, sc))  # type: ignore[attr-defined]
+            with located(d.loc, f"table '{d.name}'"):
+                sc.bind(d, self.compile_table(d, sc))  # type: ignore[attr-defined]
         return seq(inits)
 
     def instantiate(self, d: ast.InstantiationDecl, sc: Scope) -> Any:

@@ -120,6 +120,26 @@ def header_segments(t: T.Type, base: int = 0) -> list[tuple[int, int]]:
     return out
 
 
+def next_index_offsets(t: T.Type, base: int = 0) -> list[int]:
+    """Offsets of the ``nextIndex`` slots of the header stacks inside a flattened value of
+    type ``t``: parser bookkeeping, not part of the value (``==`` ignores them)."""
+    u = t
+    while isinstance(u, T.NewType):
+        u = u.base
+    out: list[int] = []
+    if isinstance(u, T.HeaderStackType):
+        step = flat_size(u.element)
+        for i in range(u.size):
+            out += next_index_offsets(u.element, base + i * step)
+        out.append(base + u.size * step)
+    elif isinstance(u, T.StructLikeType | T.TupleType):
+        types = [ft for _, ft in u.fields] if isinstance(u, T.StructLikeType) else list(u.elements)
+        for ft in types:
+            out += next_index_offsets(ft, base)
+            base += flat_size(ft)
+    return out
+
+
 def mask_of(width: int) -> int:
     return (1 << width) - 1
 
@@ -186,7 +206,10 @@ class ExprCompiler:
             base = self.ref_of(e.expr, sc)
             if base is None:
                 return None
-            return SliceRef(base, self._int_const(e.hi, sc), self._int_const(e.lo, sc))  # type: ignore[arg-type]
+            hi, lo = int(self._int_const(e.hi, sc)), int(self._int_const(e.lo, sc))
+            if isinstance(base, SliceRef):  # x[a:b][c:d] is x[b+c:b+d]: one slice of the field
+                return SliceRef(base.base, base.lo + hi, base.lo + lo)
+            return SliceRef(base, hi, lo)
         return None
 
     def _member_ref(self, base: Ref, e: ast.MemberExpr) -> Ref | None:
@@ -210,7 +233,8 @@ class ExprCompiler:
 
     def _index_ref(self, base: Ref, e: ast.IndexExpr, sc: Scope) -> Ref | None:
         if isinstance(base, StackS):
-            idx = self.scalar(e.index, sc)
+            pinned = getattr(self, "pinned_indexes", {}).get(id(e.index))
+            idx = pinned if pinned is not None else self.scalar(e.index, sc)
             if idx.is_const:
                 i = idx.val
                 if not 0 <= i < base.size:
@@ -320,6 +344,9 @@ class ExprCompiler:
         if r is not None:
             return self.read_ref(r, e.loc)
         m = e.member
+        look = _lookahead_path(e)
+        if look is not None:  # pkt.lookahead<T>().f[.g]: the field's bits, nothing extracted
+            return self.lookahead_field(look[0], look[1], sc)  # type: ignore[attr-defined]
         if isinstance(e.expr, ast.CallExpr) and m in ("hit", "miss"):
             return self.table_apply_result(e.expr, sc, m)  # type: ignore[attr-defined]
         base_t = e.expr.type
@@ -476,11 +503,14 @@ class ExprCompiler:
         fa = self.agg(e.left, sc, e.left.type)
         fb = self.agg(e.right, sc, e.left.type)
         segs = header_segments(e.left.type)
+        nexts = next_index_offsets(e.left.type)
 
         def norm(vals: list) -> list:
             for off, n in segs:
                 if not vals[off]:
                     vals[off:off + n] = [0] * n
+            for off in nexts:
+                vals[off] = 0
             return vals
 
         if e.op == "==":
@@ -584,3 +614,16 @@ def header_storage(st: Storage | DynRef) -> HeaderS | None:
 def union_storage(st: Storage | DynRef) -> UnionS | None:
     rel = st.rel if isinstance(st, DynRef) else st
     return rel if isinstance(rel, UnionS) else None
+
+
+def _lookahead_path(e: ast.MemberExpr) -> tuple[ast.CallExpr, list[str]] | None:
+    """(the lookahead call, member names) for ``pkt.lookahead<T>().a.b``, else None."""
+    path: list[str] = []
+    x: ast.Expression = e
+    while isinstance(x, ast.MemberExpr):
+        path.insert(0, x.member)
+        x = x.expr
+    if (isinstance(x, ast.CallExpr) and x.call_kind == ast.CallKind.PACKET_METHOD
+            and isinstance(x.method, ast.MemberExpr) and x.method.member == "lookahead"):
+        return x, path
+    return None

@@ -36,6 +36,7 @@ from .layout import (
     ScalarS,
     Storage,
     StructS,
+    VarbitS,
     iter_scalars,
     scalar_info,
 )
@@ -163,8 +164,14 @@ class ExternCompiler:
         """The bit concatenation of a field list / struct / header (MSB first), and its width."""
         return self.concat_leaves(self.leaves(e, sc))
 
-    def concat_leaves(self, leaves: list[tuple[E, int, bool]]) -> tuple[E, int]:
-        """The bit concatenation of (value, width, signed) leaves, MSB first, and its width."""
+    def concat_leaves(self, leaves: list[tuple[E, Any, bool]]) -> tuple[E, Any]:
+        """The bit concatenation of (value, width, signed) leaves, MSB first, and its width.
+
+        A varbit leaf's width is a ``VarbitS`` (its length is known per packet only): then
+        the value and the width are both closures.
+        """
+        if any(isinstance(w, VarbitS) for _, w, _ in leaves):
+            return _dynamic_concat(leaves)
         total = sum(w for _, w, _ in leaves)
         if not leaves:
             return E.const(0), 0
@@ -207,10 +214,16 @@ class ExternCompiler:
                 raise PipelineError(e.loc, "pipeline: data must be fields, a list, a struct or a header")
             out = []
             for leaf in iter_scalars(ref):
-                if not isinstance(leaf, ScalarS):
-                    raise PipelineError(e.loc, "pipeline: varbit fields in a field list are not supported")
-                out.append((E.slot(leaf.slot), leaf.width, leaf.signed))
+                if isinstance(leaf, VarbitS):
+                    out.append((E.slot(leaf.slot), leaf, False))
+                elif not isinstance(leaf, ScalarS):
+                    raise PipelineError(e.loc, "pipeline: this field cannot be part of a field list")
+                else:
+                    out.append((E.slot(leaf.slot), leaf.width, leaf.signed))
             return out
+        ref = self.ref_of(e, sc) if isinstance(e, ast.MemberExpr) else None  # type: ignore[attr-defined]
+        if isinstance(ref, VarbitS):
+            return [(E.slot(ref.slot), ref, False)]
         width, signed = scalar_info(e.type)
         if not width:
             raise PipelineError(e.loc, f"pipeline: a value of type {e.type} has no bit width here")
@@ -236,7 +249,8 @@ class ExternCompiler:
         name = method_name(call)
         handler = getattr(self, "_ef_" + name, None)
         if handler is None:
-            raise PipelineError(call.loc, f"pipeline: unsupported extern function {name}")
+            raise PipelineError(call.loc, f"pipeline: extern function {name} has no implementation in p4switch "
+                                          "(only the externs of core.p4 and v1model.p4 run)")
         return handler(call, sc)
 
     def extern_value(self, call: ast.CallExpr, sc: Scope) -> E:
@@ -542,8 +556,18 @@ def _update_payload_bytes(p: list) -> bytes:
     return p[SLOT_PKT].payload
 
 
-def _payload_call(algo: Callable[[int, int], int], data: Fn, nbits: int,
+def _payload_call(algo: Callable[[int, int], int], data: Fn, nbits: Any,
                   payload: Callable[[list], bytes]) -> Fn:
+    if isinstance(nbits, E):  # varbit fields in the list: the width is known per packet
+        width = nbits.fn()
+
+        def compute_dyn(p: list) -> int:
+            pl = payload(p)
+            n = len(pl)
+            return algo((data(p) << (8 * n)) | int.from_bytes(pl, "big"), width(p) + 8 * n)
+
+        return compute_dyn
+
     def compute(p: list) -> int:
         pl = payload(p)
         n = len(pl)
@@ -592,3 +616,23 @@ def tuple_packer(t: T.Type) -> Callable[[list, int], tuple[Any, int]]:
 
 
 __all__ = ["ExternCompiler", "ExternInst", "tuple_packer"]
+
+
+def _dynamic_concat(leaves: list[tuple[E, Any, bool]]) -> tuple[E, E]:
+    """Concatenation (and total width) of leaves some of which are varbit fields."""
+    parts = [(v.fn(), w.len_slot if isinstance(w, VarbitS) else None, 0 if isinstance(w, VarbitS) else w, s)
+             for v, w, s in leaves]
+    fixed = sum(w for _, ls, w, _ in parts if ls is None)
+    lens = tuple(ls for _, ls, _, _ in parts if ls is not None)
+
+    def value(p: list) -> int:
+        acc = 0
+        for f, ls, w, _signed in parts:
+            n = p[ls] if ls is not None else w
+            acc = (acc << n) | (f(p) & mask_of(n))
+        return acc
+
+    def width(p: list) -> int:
+        return fixed + sum(p[ls] for ls in lens)
+
+    return E.func(value), E.func(width)

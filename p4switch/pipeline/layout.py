@@ -26,6 +26,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from p4switch.frontend import types as T
+from p4switch.frontend.errors import P4Error
 
 # Per-packet context kept in the PHV itself (closures take only the PHV).
 SLOT_PKT = 0  # the Packet object while a block runs (externs record clone/digest/... requests on it)
@@ -35,8 +36,15 @@ SLOT_OUT = 3  # deparser output: list of byte strings
 RESERVED = 4
 
 
-class LayoutError(Exception):
-    """A type the PHV cannot hold (e.g. a generic left unspecialised)."""
+class LayoutError(P4Error):
+    """A type the PHV cannot hold (e.g. a generic left unspecialised).
+
+    A P4Error without a location: whoever allocates the storage (a parameter, a local, a
+    statement) puts its own location on it (``scope.located``).
+    """
+
+    def __init__(self, message: str) -> None:
+        super().__init__(None, f"pipeline: {message}")
 
 
 @dataclass(eq=False)
@@ -93,14 +101,19 @@ class HeaderS(StructS):
     def valid(self) -> int:
         return self.start
 
+    def leaf_fields(self) -> list[ScalarS | VarbitS]:
+        """The header's fields on the wire, in order: a field of struct type is its own
+        fields, depth first (P4_16 allows structs of bit fields in headers)."""
+        return list(iter_scalars(self))
+
     @property
     def fixed_width(self) -> int:
         """Bits of the header without varbit contents (its size when every varbit is empty)."""
-        return sum(f.width for f in self.fields.values() if isinstance(f, ScalarS))
+        return sum(f.width for f in self.leaf_fields() if isinstance(f, ScalarS))
 
     @property
     def has_varbit(self) -> bool:
-        return any(isinstance(f, VarbitS) for f in self.fields.values())
+        return any(isinstance(f, VarbitS) for f in self.leaf_fields())
 
 
 @dataclass(eq=False)
@@ -192,6 +205,9 @@ class SlotAllocator:
 
     def _allocate_field(self, t: T.Type, name: str) -> Storage:
         st = self.allocate(t, name)
+        if isinstance(st, StructS) and not isinstance(st, HeaderS | UnionS) and all(
+                isinstance(x, ScalarS) for x in iter_scalars(st)) and not _holds_headers(st):
+            return st  # a struct of bit/int/bool fields: flattened on the wire
         if not isinstance(st, ScalarS | VarbitS):
             raise LayoutError(f"header field {name} has type {t}: only bit/int/bool/varbit fields are supported")
         return st
@@ -244,3 +260,8 @@ def find_path(st: Storage, path: str) -> Storage:
                 raise KeyError(f"no element [{idx}] in {cur.type}")
             cur = cur.elems[int(idx)]
     return cur
+
+
+def _holds_headers(st: StructS) -> bool:
+    return any(isinstance(f, HeaderS | UnionS | StackS) or (isinstance(f, StructS) and _holds_headers(f))
+               for f in st.fields.values())

@@ -56,7 +56,7 @@ def _sx(x: int, w: int) -> int:
 def _field_specs(h: HeaderS) -> list[tuple[int, int, bool]]:
     """(slot offset from the header's validity slot, width, signed) per field."""
     out = []
-    for f in h.fields.values():
+    for f in h.leaf_fields():
         if not isinstance(f, ScalarS):
             raise ValueError("varbit")
         out.append((f.slot - h.valid, f.width, f.signed))
@@ -141,7 +141,7 @@ def make_emitter(h: HeaderS) -> Fn:
 def header_bits(h: HeaderS, p: list, o: int = 0) -> tuple[int, int]:
     """(value, width) of a header's current contents (varbit fields at their length)."""
     acc, n = 0, 0
-    for f in h.fields.values():
+    for f in h.leaf_fields():
         if isinstance(f, VarbitS):
             w = p[f.len_slot + o]
             acc = (acc << w) | (p[f.slot + o] & ((1 << w) - 1))
@@ -176,6 +176,8 @@ class PacketIOCompiler:
 
     def _extract(self, call: ast.CallExpr, sc: Scope) -> Fn:
         target = call.args[0].value
+        if isinstance(target, ast.DontCareExpr):
+            return self._extract_nowhere(call)
         ref = self.ref_of(target, sc)  # type: ignore[attr-defined]
         h = header_storage(ref) if ref is not None else None
         if h is None:
@@ -183,10 +185,9 @@ class PacketIOCompiler:
         siblings = self._union_siblings_of(target, sc, h)
         if len(call.args) > 1 or h.has_varbit:
             size = self.scalar(call.args[1].value, sc) if len(call.args) > 1 else E.const(0)  # type: ignore[attr-defined]
-            fn = self._extract_varbit(h, size, call)
             if isinstance(ref, DynRef):
-                raise PipelineError(call.loc, "pipeline: varbit headers in stacks are not supported")
-            return _with_siblings(fn, siblings)
+                return self._extract_varbit_stack(h, size, call, ref)
+            return _with_siblings(self._extract_varbit(h, size, call), siblings)
         if h.fixed_width % 8:
             raise PipelineError(target.loc, f"pipeline: header {h.type} is {h.fixed_width} bits, not whole bytes")
         pts = self.too_short()
@@ -209,6 +210,28 @@ class PacketIOCompiler:
             return extract_stack
         return _with_siblings(make_extractor(h, pts, dynamic=False), siblings)
 
+    def _extract_nowhere(self, call: ast.CallExpr) -> Fn:
+        """``extract<T>(_)``: the bits of a ``T`` are consumed and dropped (PacketTooShort
+        as for a real extract); nothing is stored."""
+        t = call.type_args[0].type if call.type_args and call.type_args[0].type is not None else None
+        u = T.underlying(t) if t is not None else None
+        if not isinstance(u, T.HeaderType) or len(call.args) > 1:
+            raise PipelineError(call.loc, "pipeline: extract<T>(_) needs a fixed-width header type T")
+        if any(isinstance(T.underlying(ft), T.VarbitType) for _, ft in u.fields):
+            raise PipelineError(call.loc, f"pipeline: extract<{t}>(_): a header with a varbit field has no fixed width")
+        width = T.width_of(t)
+        if width % 8:
+            raise PipelineError(call.loc, f"pipeline: header {t} is {width} bits, not whole bytes")
+        pts = self.too_short()
+
+        def extract_nowhere(p: list) -> None:
+            c = p[SLOT_CURSOR] + width
+            if c > len(p[SLOT_DATA]) * 8:
+                raise pts.with_traceback(None)
+            p[SLOT_CURSOR] = c
+
+        return extract_nowhere
+
     def _union_siblings_of(self, target: ast.Expression, sc: Scope, h: HeaderS) -> list[int]:
         if isinstance(target, ast.MemberExpr):
             parent = self.ref_of(target.expr, sc)  # type: ignore[attr-defined]
@@ -216,17 +239,39 @@ class PacketIOCompiler:
                 return [x.valid for x in parent.headers() if x is not h]
         return []
 
-    def _extract_varbit(self, h: HeaderS, size: E, call: ast.CallExpr) -> Fn:
+    def _extract_varbit_stack(self, h: HeaderS, size: E, call: ast.CallExpr, ref: DynRef) -> Fn:
+        """``extract(stack.next / stack[i], n)`` of a header with a varbit field: the
+        element's slots are element 0's plus the element offset."""
+        ex = self._extract_varbit(h, size, call)
+        base = ref.base_fn()
+        stack = ref.stack
+        is_next = ref.index.kind == "s" and ref.index.val == stack.next_slot
+        nxt = stack.next_slot
+
+        def extract_varbit_stack(p: list) -> None:
+            o = base(p)  # raises StackOutOfBounds for .next on a full stack
+            if o < 0:
+                return
+            ex(p, o)
+            if is_next:
+                p[nxt] += 1
+
+        return extract_varbit_stack
+
+    def _extract_varbit(self, h: HeaderS, size: E, call: ast.CallExpr) -> Any:
         pts = self.too_short()
         hts = ParserReject(self.error_code("HeaderTooShort"))  # type: ignore[attr-defined]
+        bad = ParserReject(self.error_code("ParserInvalidArgument"))  # type: ignore[attr-defined]
         fixed = h.fixed_width
-        fields = list(h.fields.values())
+        fields = h.leaf_fields()
         maxw = sum(f.max_width for f in fields if isinstance(f, VarbitS))
         sizef = size.fn()
         valid = h.valid
 
-        def extract_varbit(p: list) -> None:
+        def extract_varbit(p: list, o: int = 0) -> None:
             n = sizef(p)
+            if n % 8:  # BMv2 extracts whole bytes only: a size like 7 bits is an invalid argument
+                raise bad.with_traceback(None)
             if n > maxw:
                 raise hts.with_traceback(None)
             c = p[SLOT_CURSOR]
@@ -241,11 +286,11 @@ class PacketIOCompiler:
                 shift -= w
                 x = (v >> shift) & ((1 << w) - 1)
                 if isinstance(f, VarbitS):
-                    p[f.len_slot] = w
+                    p[f.len_slot + o] = w
                 elif f.signed:
                     x = _sx(x, w)
-                p[f.slot] = x
-            p[valid] = 1
+                p[f.slot + o] = x
+            p[valid + o] = 1
             p[SLOT_CURSOR] = c + total
 
         return extract_varbit
@@ -291,6 +336,47 @@ class PacketIOCompiler:
         if want == "value":
             raise PipelineError(call.loc, f"pipeline: lookahead<{t}> is not a scalar")
         return lambda p: split(peek(p), width)
+
+    def lookahead_field(self, call: ast.CallExpr, path: list[str], sc: Scope) -> E:
+        """``pkt.lookahead<T>().f``: the bits of field ``f`` of ``T`` ahead of the cursor.
+
+        Why not via the whole ``T`` value: a scalar context needs one field. The packet must
+        still hold all of ``T`` (else PacketTooShort), as on BMv2, where p4c peeks the whole
+        ``T`` into a temporary and reads the field from it.
+        """
+        t = call.type_args[0].type if call.type_args and call.type_args[0].type is not None else call.type
+        offset, ft = 0, t
+        for name in path:
+            u = T.underlying(ft)
+            while isinstance(u, T.NewType):
+                u = u.base
+            if not isinstance(u, T.StructLikeType):
+                raise PipelineError(call.loc, f"pipeline: lookahead<{t}>(): '{name}' of a non-struct type")
+            for fname, ftype in u.fields:
+                if fname == name:
+                    ft = ftype
+                    break
+                offset += T.width_of(ftype)
+            else:
+                raise PipelineError(call.loc, f"pipeline: lookahead<{t}>() has no field '{name}'")
+        width = T.width_of(ft)
+        end = T.width_of(t)
+        pts = self.too_short()
+        mask = (1 << width) - 1
+        signed = isinstance(T.underlying(ft), T.IntType)
+        is_bool = isinstance(T.underlying(ft), T.BoolType)
+
+        def peek_field(p: list) -> Any:
+            c = p[SLOT_CURSOR]
+            d = p[SLOT_DATA]
+            if c + end > len(d) * 8:
+                raise pts.with_traceback(None)
+            v = read_bits(d, c + offset, width) & mask
+            if signed:
+                return _sx(v, width)
+            return v == 1 if is_bool else v
+
+        return E.func(peek_field)
 
     # ------------------------------------------------------------------ emit
 

@@ -18,7 +18,7 @@ from typing import Any
 from p4switch.frontend import ast
 
 from .packet import ParserReject
-from .scope import PipelineError, Scope, ValueSet
+from .scope import PipelineError, Scope, ValueSet, located
 from .templates import Fn, expr
 
 MAX_PARSER_STEPS = 4096  # state visits before ParserTimeout
@@ -51,7 +51,8 @@ class ParserCompiler:
 
         reject.run = do_reject
         for s in decl.states:
-            states[s.name].run = self._state(s, sc, states, reject)
+            with located(s.loc, f"parser state '{s.name}'"):
+                states[s.name].run = self._state(s, sc, states, reject)
         start = states.get("start")
         if start is None:
             raise PipelineError(decl.loc, f"pipeline: parser {decl.name} has no start state")

@@ -52,7 +52,7 @@ from .packet import (
 )
 from .packetio import PacketIOCompiler
 from .parser import ParserCompiler
-from .scope import PacketArg, PipelineError, Scope, ValueSet
+from .scope import PacketArg, PipelineError, Scope, ValueSet, located
 from .stmts import StmtCompiler
 from .tables import CompiledTable, TableCompiler
 
@@ -177,9 +177,12 @@ class V1Pipeline:
             raise PipelineError(parser_decl.loc, "pipeline: the v1model parser takes (packet_in, hdr, meta, standard_metadata)")
         _, hp, mp, sp = parser_decl.params
         self.root_names = (hp.name, mp.name, sp.name)
-        self.hdr = cc.alloc.allocate(hp.type_ref.type, hp.name)
-        self.meta = cc.alloc.allocate(mp.type_ref.type, mp.name)
-        std = cc.alloc.allocate(sp.type_ref.type, sp.name)
+        with located(hp.loc, f"parameter '{hp.name}'"):
+            self.hdr = cc.alloc.allocate(hp.type_ref.type, hp.name)
+        with located(mp.loc, f"parameter '{mp.name}'"):
+            self.meta = cc.alloc.allocate(mp.type_ref.type, mp.name)
+        with located(sp.loc, f"parameter '{sp.name}'"):
+            std = cc.alloc.allocate(sp.type_ref.type, sp.name)
         if not isinstance(std, StructS):
             raise PipelineError(sp.loc, "pipeline: standard_metadata must be a struct")
         self.std = cc.std = std
@@ -409,9 +412,8 @@ class V1Pipeline:
     def _preserve(self, src: Packet, dst: Packet, field_list_id: int | None,
                   slots: tuple[int, ...] | None) -> None:
         if field_list_id is not None:
-            if field_list_id not in self.field_lists:
-                raise ValueError(f"no user metadata field is annotated @field_list({field_list_id})")
-            for st in self.field_lists[field_list_id]:
+            # A list no field is annotated with is empty (BMv2): the copy keeps no metadata.
+            for st in self.field_lists.get(field_list_id, ()):
                 dst.phv[st.start:st.end] = src.phv[st.start:st.end]
         if slots:
             for s in slots:
@@ -519,7 +521,9 @@ def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, 
     constructs the pipeline cannot run or objects missing from the P4Info.
     """
     program = program_of(checked)
-    return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None)
+    with located(None, "the program"):  # last resort; statements and declarations locate their own
+        return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None)
+    raise AssertionError("not reached")  # located() re-raises
 
 
 __all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate"]

@@ -10,13 +10,14 @@ lazily in the root scope on first use.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 from p4switch.frontend import ast
 from p4switch.frontend.check.names import qualify
-from p4switch.frontend.errors import P4Error
+from p4switch.frontend.errors import UNKNOWN_LOC, P4Error
 from p4switch.state.errors import StateError
 from p4switch.state.tables import Exact, Lpm, MatchFieldInfo, MatchKind, OptionalMatch, Range, Ternary
 from p4switch.state.value_sets import ValueSetState
@@ -24,6 +25,26 @@ from p4switch.state.value_sets import ValueSetState
 
 class PipelineError(P4Error):
     """The pipeline compiler cannot realise a construct (located in the P4 source)."""
+
+
+# Exceptions that a construct the compiler does not expect can raise while it is compiled;
+# turned into a PipelineError at the statement or declaration (never a traceback on load).
+UNEXPECTED = (AttributeError, TypeError, KeyError, IndexError, ValueError, AssertionError, NotImplementedError)
+
+
+@contextmanager
+def located(loc: Any, what: str = "this construct") -> Iterator[None]:
+    """Errors raised inside get ``loc`` when they have no location of their own, and any
+    unexpected exception becomes a PipelineError at ``loc``: the user sees the innermost
+    statement or declaration the pipeline could not build."""
+    try:
+        yield
+    except P4Error as err:
+        if err.loc is UNKNOWN_LOC and loc is not None:
+            err.loc = loc
+        raise
+    except UNEXPECTED as exc:
+        raise PipelineError(loc, f"pipeline: cannot build {what} ({type(exc).__name__}: {exc})") from None
 
 
 @dataclass(frozen=True)

@@ -14,6 +14,7 @@ straight into the action's (contiguous) data-parameter slots: ``p[a:b] = params`
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -23,8 +24,8 @@ from p4switch.frontend import types as T
 
 from .exprs import DynRef, SliceRef, is_aggregate, mask_of
 from .layout import ScalarS, SlotAllocator, Storage, VarbitS, iter_headers, scalar_info
-from .packet import EXIT, ReturnSignal
-from .scope import Const, PipelineError, Scope
+from .packet import EXIT, ExitSignal, ReturnSignal
+from .scope import Const, PipelineError, Scope, located
 from .templates import E, Fn, expr, seq, stmt
 
 RETURN = ReturnSignal()
@@ -75,7 +76,9 @@ class StmtCompiler:
         method = getattr(self, "_s_" + type(s).__name__, None)
         if method is None:
             raise PipelineError(s.loc, f"pipeline: unsupported statement {type(s).__name__}")
-        return method(s, sc)
+        with located(s.loc, "this statement"):
+            return method(s, sc)
+        return None  # not reached: located() re-raises
 
     def _s_BlockStmt(self, s: ast.BlockStmt, sc: Scope) -> Fn | None:
         return self.block(s.stmts, sc)
@@ -150,11 +153,102 @@ class StmtCompiler:
             return stmt("if {c}:\n    {t}", c=c, t=E.func(then))
         return stmt("if {c}:\n    {t}\nelse:\n    {e}", c=c, t=E.func(then), e=E.func(other))
 
+    # ------------------------------------------------------------------ loops
+    # (the node types come from a front end with P4_16 1.2.5 loops; matched by name)
+
+    def _s_BreakStmt(self, s: Any, sc: Scope) -> Fn | None:
+        def do_break(p: list) -> None:
+            raise BREAK.with_traceback(None)
+
+        return do_break
+
+    def _s_ContinueStmt(self, s: Any, sc: Scope) -> Fn | None:
+        def do_continue(p: list) -> None:
+            raise CONTINUE.with_traceback(None)
+
+        return do_continue
+
+    def _s_ForStmt(self, s: Any, sc: Scope) -> Fn | None:
+        """``for (init; cond; updates) body``; the loop's variables live in its own scope."""
+        lsc = Scope(sc, sc.prefix)
+        lsc.in_parser = sc.in_parser
+        init = seq([self.statement(x, lsc) for x in s.init])
+        cond = self.scalar(s.cond, lsc).fn() if s.cond is not None else (lambda p: True)  # type: ignore[attr-defined]
+        updates = seq([self.statement(x, lsc) for x in s.updates]) or _noop
+        body = self.statement(s.body, lsc) or _noop
+        return _loop(init, cond, body, updates, s.loc)
+
+    def _s_ForInStmt(self, s: Any, sc: Scope) -> Fn | None:
+        """``for ([T] x in lo .. hi) body``: ``lo`` and ``hi`` evaluated once, ``x`` set to
+        each value in turn (none when ``lo > hi``)."""
+        rng = s.range
+        if not isinstance(rng, ast.RangeExpr):
+            raise PipelineError(rng.loc, "pipeline: for-in over a header stack or list is not supported "
+                                         "(iterate over an index range instead)")
+        lsc = Scope(sc, sc.prefix)
+        lsc.in_parser = sc.in_parser
+        if s.var is not None:
+            self.statement(s.var, lsc)
+            target = lsc.find(s.var)
+        else:
+            target = self.ref_of(s.target, lsc)  # type: ignore[attr-defined]
+        if target is None:
+            raise PipelineError(s.loc, "pipeline: the loop variable is not a location")
+        t = s.var.type_ref.type if s.var is not None else s.target.type
+        lo, hi = self.rhs_scalar(rng.lo, lsc, t).fn(), self.rhs_scalar(rng.hi, lsc, t).fn()
+        bounds = self.alloc.allocate(T.BitType(64), f"$for.{id(s)}.hi")
+        cur = self.alloc.allocate(t, f"$for.{id(s)}.cur")
+        set_var = self.store_scalar(target, E.slot(cur.start), s.loc)
+        c, h = cur.start, bounds.start
+
+        def init(p: list) -> None:
+            p[c] = lo(p)
+            p[h] = hi(p)
+
+        def cond(p: list) -> bool:
+            return p[c] <= p[h]
+
+        def step(p: list) -> None:
+            p[c] += 1
+
+        body = seq([set_var, self.statement(s.body, lsc)]) or _noop
+        return _loop(init, cond, body, step, s.loc)
+
     def _s_AssignStmt(self, s: ast.AssignStmt, sc: Scope) -> Fn | None:
+        pairs = compound_index_pairs(s)
+        if pairs:
+            return self._compound_assign(s, sc, pairs)
         ref = self.ref_of(s.lhs, sc)  # type: ignore[attr-defined]
         if ref is None:
             raise PipelineError(s.lhs.loc, "pipeline: cannot assign to this expression")
         return self.assign_to(ref, s.rhs, sc, s.loc, s.lhs.type)
+
+    def _compound_assign(self, s: ast.AssignStmt, sc: Scope,
+                         pairs: list[tuple[ast.Expression, ast.Expression]]) -> Fn | None:
+        """``a[i()] op= b`` (the front end writes ``a[i()] = a[i()] op b``): every run-time
+        index of ``a`` is evaluated once, before the right side, and both copies use it.
+
+        Why: P4 evaluates the left-hand side of a compound assignment once; evaluating the
+        copy again would run ``i()``'s side effects twice (p4c's opassign2-bmv2).
+        """
+        pins: dict[int, E] = getattr(self, "pinned_indexes", None) or {}
+        self.pinned_indexes = pins
+        pre: list[Fn | None] = []
+        for lhs_idx, rhs_idx in pairs:
+            st = self.alloc.allocate(lhs_idx.type or T.BitType(32), f"$opassign_index.{id(lhs_idx)}")
+            slot = E.slot(st.start)
+            pre.append(stmt("p[{t}] = {v}", t=st.start, v=self.scalar(lhs_idx, sc)))  # type: ignore[attr-defined]
+            pins[id(lhs_idx)] = pins[id(rhs_idx)] = slot
+        try:
+            ref = self.ref_of(s.lhs, sc)  # type: ignore[attr-defined]
+            if ref is None:
+                raise PipelineError(s.lhs.loc, "pipeline: cannot assign to this expression")
+            body = self.assign_to(ref, s.rhs, sc, s.loc, s.lhs.type)
+        finally:
+            for lhs_idx, rhs_idx in pairs:
+                pins.pop(id(lhs_idx), None)
+                pins.pop(id(rhs_idx), None)
+        return seq([*pre, body])
 
     def _s_CallStmt(self, s: ast.CallStmt, sc: Scope) -> Fn | None:
         return self.call_stmt(s.call, sc)  # type: ignore[attr-defined]
@@ -228,8 +322,8 @@ class StmtCompiler:
             a, n = ref.rel.start, ref.rel.end - ref.rel.start
 
             def store_dyn_agg(p: list) -> None:
+                o = base(p)  # the target's index first: P4 evaluates left to right
                 vals = fa(p)
-                o = base(p)
                 if o >= 0:
                     p[a + o:a + o + n] = vals
 
@@ -260,8 +354,8 @@ class StmtCompiler:
             f = v.fn()
 
             def store_dyn(p: list) -> None:
+                o = base(p)  # the target's index first: P4 evaluates left to right
                 x = f(p)
-                o = base(p)
                 if o >= 0:
                     p[s + o] = x
 
@@ -286,7 +380,8 @@ class StmtCompiler:
         csc.in_parser = sc.in_parser
         params = []
         for prm in decl.params:
-            st = self.alloc.allocate(prm.type_ref.type, f"{name}.{prm.name}")
+            with located(prm.loc, f"parameter '{prm.name}'"):
+                st = self.alloc.allocate(prm.type_ref.type, f"{name}.{prm.name}")
             csc.bind(prm, st)
             params.append(ParamSlot(prm, st, prm.direction))
         stmts = decl.body.stmts
@@ -344,7 +439,7 @@ class StmtCompiler:
                 copy_out.append(self.copy_back(arg, ps.storage, sc, loc))
         pre = seq(copy_in)
         post = seq(copy_out)
-        body = callee.body
+        body = copy_out_on_exit(callee.body, post)
         if want == "none":
             if callee.extra.get("tail") is not None:  # evaluated for its side effects, if any
                 return seq([pre, body, callee.extra["tail"], post]) or _noop
@@ -405,6 +500,58 @@ class StmtCompiler:
 
             return back
         raise PipelineError(arg.loc, "pipeline: unsupported out argument")
+
+
+class LoopSignal(Exception):
+    """``break``/``continue``: raised by the statement, caught by the innermost loop."""
+
+
+BREAK = LoopSignal("break")
+CONTINUE = LoopSignal("continue")
+MAX_LOOP_ITERATIONS = 1 << 20  # a loop still running after this many turns is a pipeline error
+
+
+def _loop(init: Fn | None, cond: Fn, body: Fn, step: Fn, loc: Any) -> Fn:
+    """The loop closure: init; while cond: body (break/continue); step."""
+    where = f"{loc.file}:{loc.line}" if loc is not None else "a loop"
+
+    def run_loop(p: list) -> None:
+        if init is not None:
+            init(p)
+        turns = 0
+        while cond(p):
+            try:
+                body(p)
+            except LoopSignal as sig:
+                sig.__traceback__ = None  # preallocated: must not keep the packet's frames alive
+                if sig is BREAK:
+                    break
+            step(p)
+            turns += 1
+            if turns >= MAX_LOOP_ITERATIONS:
+                raise RuntimeError(f"the loop at {where} ran {turns} times without ending")
+
+    return run_loop
+
+
+def copy_out_on_exit(body: Fn | None, post: Fn | None) -> Fn | None:
+    """``body`` that still copies out its out/inout parameters when an ``exit`` leaves it.
+
+    Why: P4_16 (and p4c/BMv2) copy out the directional parameters of every call on the way
+    out, ``exit`` included; the normal path's ``post`` runs after the body, so only the exit
+    path needs this. A try costs nothing in CPython 3.11 until something is raised.
+    """
+    if body is None or post is None:
+        return body
+
+    def run(p: list) -> None:
+        try:
+            body(p)
+        except ExitSignal:
+            post(p)
+            raise
+
+    return run
 
 
 def catch_return(body: Fn) -> Fn:
@@ -471,3 +618,40 @@ def bind_arguments(params: list[ast.Param], args: list[ast.Argument], loc: Any) 
             pos += 1
     return out
 
+
+_NOT_STRUCTURE = {"loc", "type", "decl", "const_value", "call_kind", "bound_args", "annotations"}
+
+
+def _same_tree(a: Any, b: Any) -> bool:
+    """Two expressions written the same (locations and checker annotations aside)."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same_tree(x, y) for x, y in zip(a, b))
+    if not isinstance(a, ast.Node):
+        return a == b
+    return all(_same_tree(getattr(a, f.name, None), getattr(b, f.name, None))
+               for f in dataclasses.fields(a) if f.name not in _NOT_STRUCTURE)
+
+
+def compound_index_pairs(s: ast.AssignStmt) -> list[tuple[ast.Expression, ast.Expression]]:
+    """For ``lhs = lhs' op rhs`` made from a compound assignment (``lhs op= rhs``), the
+    run-time index expressions of ``lhs`` paired with their copies in ``lhs'``; else [].
+
+    The front end marks the statement with ``compound_op`` or, as p4c's RemoveOpAssign,
+    builds the operation at the statement's own location from a copy of the left side.
+    """
+    rhs = s.rhs
+    if not isinstance(rhs, ast.BinaryExpr):
+        return []
+    marked = getattr(s, "compound_op", None) is not None or rhs.loc == s.loc
+    if not marked or not _same_tree(s.lhs, rhs.left):
+        return []
+    pairs: list[tuple[ast.Expression, ast.Expression]] = []
+    a, b = s.lhs, rhs.left
+    while isinstance(a, ast.MemberExpr | ast.IndexExpr | ast.SliceExpr):
+        if isinstance(a, ast.IndexExpr) and getattr(a.index, "const_value", None) is None \
+                and not isinstance(a.index, ast.IntLiteral):
+            pairs.append((a.index, b.index))  # type: ignore[union-attr]
+        a, b = a.expr, b.expr  # type: ignore[union-attr]
+    return pairs

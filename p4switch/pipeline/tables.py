@@ -67,8 +67,10 @@ class CompiledTable:
     applies: dict[str, Fn] = field(default_factory=dict)
 
 
-def _runner(callee: Callee) -> Any:
-    body = callee.body
+def _runner(callee: Callee, body: Fn | None = None) -> Any:
+    """``run(p, params)``: the entry's action data into the data-parameter slots, then the
+    body (``body``: the call with the directional arguments the action list binds)."""
+    body = callee.body if body is None else body
     rng = callee.data_range
     fix = callee.data_fix
     if body is None:
@@ -112,7 +114,10 @@ class TableCompiler:
             aid = _action_id(binding.fqn, names)
             if aid is None:
                 raise PipelineError(ref.loc, f"pipeline: action '{binding.fqn}' of table '{name}' is not in the P4Info")
-            runners[aid] = _runner(binding.callee)
+            # `setbyte(hdr.x)` in the action list binds directional parameters: copied in and
+            # out around every run, as for a direct call (and on exit).
+            call = self.invoke(binding.callee, ref.args, sc, ref.loc) if ref.args else None  # type: ignore[attr-defined]
+            runners[aid] = _runner(binding.callee, call)
             ids[binding.decl] = aid
         ct = CompiledTable(decl, name, tstate, key, runners, ids)
         ct.direct_counter = tstate.info.direct_counter is not None
@@ -242,24 +247,48 @@ class TableCompiler:
         entries = decl.entries
         if entries is None:
             return
-        n = len(entries.entries)
+        prios = self._entry_priorities(entries.entries, sc) if tstate.needs_priority else None
         for i, entry in enumerate(entries.entries):
             match = self._entry_match(entry, ct, sc)
             call = self._action_call(entry.action, ct, sc)
             if call is None:
                 raise PipelineError(entry.loc, "pipeline: const entry without an action")
-            prio = 0
-            if tstate.needs_priority:
-                if entry.priority is not None:
-                    prio = self._int_const(entry.priority, sc)  # type: ignore[attr-defined]
-                else:
-                    prio = n - i
+            prio = prios[i] if prios is not None else 0
             if tstate.get(match, prio) is not None:
                 continue
             try:
                 tstate.install_const_entry(match, call.action_id, call.params, prio)
             except StateError as err:
                 raise PipelineError(entry.loc, f"pipeline: const entry of table '{ct.name}': {err}") from None
+
+    def _entry_priorities(self, entries: list[ast.TableEntry], sc: Scope) -> list[int]:
+        """P4Runtime priorities (larger wins) of a table's ``entries``.
+
+        ``priority = N :`` is taken as it is. Otherwise p4c's BMv2 back end gives entry ``i``
+        the BMv2 priority ``i + 1`` or its ``@priority(N)`` annotation, and in BMv2 the
+        *smallest* wins; that order is turned around here (``max + 1 - b``), so a program
+        with ``@priority`` matches as on BMv2 and one without keeps the first entry first.
+        """
+        out: list[int] = []
+        bmv2: list[int] = []
+        for i, entry in enumerate(entries):
+            ann = next((a for a in entry.annotations if a.name == "priority"), None)
+            if ann is not None:
+                if not ann.args or len(ann.args) != 1:
+                    raise PipelineError(ann.loc, "pipeline: @priority needs one constant, e.g. @priority(1)")
+                value = int(self._int_const(ann.args[0], sc))  # type: ignore[attr-defined]
+                if value < 0:
+                    raise PipelineError(ann.loc, f"pipeline: @priority({value}) must not be negative")
+                bmv2.append(value)
+            else:
+                bmv2.append(i + 1)
+        top = max(bmv2, default=0) + 1
+        for entry, b in zip(entries, bmv2):
+            if entry.priority is not None:
+                out.append(int(self._int_const(entry.priority, sc)))  # type: ignore[attr-defined]
+            else:
+                out.append(top - b)
+        return out
 
     def _action_call(self, value: Any, ct: CompiledTable, sc: Scope) -> ActionCall | None:
         if isinstance(value, ast.ActionRef):
@@ -278,8 +307,9 @@ class TableCompiler:
             raise PipelineError(value.loc, f"pipeline: '{b.fqn}' is not an action of table '{ct.name}'")
         info = self.state.actions[aid]
         bound = bind_arguments(b.decl.params, args, value.loc)
+        data = [(prm, arg) for prm, arg in zip(b.decl.params, bound) if prm.direction is None]
         params = []
-        for prm, arg, pinfo in zip(b.decl.params, bound, info.params):
+        for (prm, arg), pinfo in zip(data, info.params):
             if arg is None:
                 raise PipelineError(value.loc, f"pipeline: action argument '{prm.name}' missing")
             v = self.scalar(arg, sc)  # type: ignore[attr-defined]

@@ -30,6 +30,7 @@ from .externs import CounterCell, DirectCounterInfo, DirectMeterInfo, MeterCell,
 from .profiles import ActionProfileState, ActionSet, GroupRef, IndirectAction, MemberRef, WeightedAction
 
 MAX_PRIORITY = (1 << 31) - 1  # TableEntry.priority is an int32
+UNSIZED_KEY_BITS = 32  # width of a key field P4Info gives no bitwidth (error, plain enum)
 
 
 class MatchKind(IntEnum):
@@ -144,9 +145,12 @@ def _field_info(table: str, mf: p4info_pb2.MatchField) -> MatchFieldInfo:
     if mf.WhichOneof("match") != "match_type" or mf.match_type not in MatchKind._value2member_map_:
         kind = mf.other_match_type or p4info_pb2.MatchField.MatchType.Name(mf.match_type)
         raise StateError(Code.UNIMPLEMENTED, f"P4Info table '{table}' field '{mf.name}': match kind '{kind}' unsupported")
-    if mf.bitwidth <= 0:
+    if mf.bitwidth < 0:
         raise invalid(f"P4Info table '{table}' field '{mf.name}': bitwidth {mf.bitwidth} (must be > 0)")
-    return MatchFieldInfo(mf.id, mf.name, mf.bitwidth, MatchKind(mf.match_type))
+    # bitwidth 0: a key of type error (or a plain enum), which P4Info writes without a width.
+    # The pipeline numbers such values from 0; they are held as 32 bits, as BMv2 holds errors.
+    width = mf.bitwidth or UNSIZED_KEY_BITS
+    return MatchFieldInfo(mf.id, mf.name, width, MatchKind(mf.match_type))
 
 
 def _initial_default(table: p4info_pb2.Table, actions: Mapping[int, ActionInfo],
