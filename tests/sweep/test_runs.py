@@ -138,7 +138,9 @@ def test_ctrl_c_on_a_ray_sweep_leaves_no_ray_process(tmp_path, ray_root):
     env = {**os.environ, "TMPDIR": str(ray_root)}
     cmd = [sys.executable, "-m", "hbh", "sweep", TOPO, "--set", "alinea.o_max=0.6,0.7,0.8,0.9", "--seeds", "1-4",
            "--duration", "3s", "--out", str(out), "--jobs", "2", "--no-progress", "--no-plots"]
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    log = tmp_path / "stderr.txt"
+    with log.open("w") as err:
+        proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=err)
     try:
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not list((out / "runs").glob("*.json")) and proc.poll() is None:
@@ -146,7 +148,7 @@ def test_ctrl_c_on_a_ray_sweep_leaves_no_ray_process(tmp_path, ray_root):
         assert proc.poll() is None, "the sweep ended before it could be interrupted"
         assert processes_under(str(ray_root)), "no Ray process found under the sweep's temp root"
         proc.send_signal(signal.SIGINT)
-        assert proc.wait(timeout=60) == 130
+        assert proc.wait(timeout=60) == 130, log.read_text()[-3000:]
     finally:
         if proc.poll() is None:
             proc.kill()

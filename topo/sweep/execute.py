@@ -17,7 +17,9 @@ import os
 import shutil
 import signal
 import socket
+import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -47,7 +49,7 @@ def ray_runs(source: str, text: str, specs: list[RunSpec], *, address: str | Non
         return
     import ray
 
-    with ray_session(address, jobs, temp_root):
+    with ray_session(address, jobs, temp_root) as interrupted:
         task = ray.remote(num_cpus=1, max_retries=0)(run_one)
         text_ref = ray.put(text)
         pending = {task.remote(source, text_ref, spec): spec for spec in specs}
@@ -56,16 +58,18 @@ def ray_runs(source: str, text: str, specs: list[RunSpec], *, address: str | Non
                 done, _ = ray.wait(list(pending), num_returns=1)
                 for ref in done:
                     spec = pending.pop(ref)
-                    yield spec, _get(ray, ref)
+                    yield spec, _get(ray, ref, interrupted)
         finally:
             for ref in pending:
                 _cancel(ray, ref)
 
 
-def _get(ray: Any, ref: Any) -> dict[str, Any]:
+def _get(ray: Any, ref: Any, interrupted: _Interrupt) -> dict[str, Any]:
     try:
         return ray.get(ref)
     except Exception as exc:  # noqa: BLE001 -- a worker that died: this run failed, the others go on
+        if interrupted.signum is not None:  # Ray turned our Ctrl-C into an error of the task: stop
+            raise KeyboardInterrupt(f"signal {interrupted.signum}") from None
         return {"error": f"Ray: {type(exc).__name__}: {' '.join(str(exc).split())[:500]}"}
 
 
@@ -74,17 +78,28 @@ def _cancel(ray: Any, ref: Any) -> None:
         ray.cancel(ref, force=True)
 
 
-def _raise_interrupt(signum: int, frame: Any) -> None:
-    raise KeyboardInterrupt(f"signal {signum}")
+class _Interrupt:
+    """SIGINT/SIGTERM during a Ray sweep: remembered (Ray may report it as a task error) and raised."""
+
+    def __init__(self) -> None:
+        self.signum: int | None = None
+
+    def __call__(self, signum: int, frame: Any) -> None:
+        self.signum = signum
+        raise KeyboardInterrupt(f"signal {signum}")
 
 
 @contextmanager
-def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -> Iterator[None]:
+def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -> Iterator[_Interrupt]:
+    """A connected Ray for the ``with`` body; always shut down (and the local instance stopped) after."""
     import ray
 
     os.environ["RAY_USAGE_STATS_ENABLED"] = "0"  # never phone home (CI, air-gapped clusters)
     temp_dir = None
-    previous = signal.signal(signal.SIGTERM, _raise_interrupt)
+    interrupted = _Interrupt()
+    # Signal handlers belong to the main thread; a sweep driven from another thread keeps Ray's.
+    main = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
     try:
         if address is None:
             os.environ.pop("RAY_ADDRESS", None)  # no --address: always a private local instance
@@ -93,12 +108,17 @@ def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -
             # and every process of this instance carries it on its command line.
             temp_dir = tempfile.mkdtemp(prefix="hbh-ray-", dir=temp_root)
         _init(ray, address, jobs, temp_dir)
-        yield
+        for sig in previous:  # after ray.init, which installs its own SIGTERM handler (sys.exit)
+            signal.signal(sig, interrupted)
+        yield interrupted
     finally:
         try:
             ray.shutdown()
+        except Exception as exc:  # noqa: BLE001 -- must not hide the error or Ctrl-C that got us here
+            print(f"hbh sweep: warning: Ray shutdown: {type(exc).__name__}: {exc}", file=sys.stderr)
         finally:
-            signal.signal(signal.SIGTERM, previous)
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
             if temp_dir is not None:
                 shutil.rmtree(temp_dir, ignore_errors=True)
 
