@@ -65,6 +65,8 @@ class SwitchOptions:
     priority_queues: int = 1
     port_bitrate_bps: int = 0  # 0: no wire model on AF_PACKET ports (the veth paces itself)
     port_bitrates: dict[int, int] = field(default_factory=dict)  # per port, overrides port_bitrate_bps
+    port_delay_ns: int = 0  # propagation delay modelled on every AF_PACKET port (0: none)
+    port_delays: dict[int, int] = field(default_factory=dict)  # per port, overrides port_delay_ns
     seed: int | None = None
 
 
@@ -151,7 +153,8 @@ class Switch:
         if not isinstance(self.sched, RealtimeScheduler):
             raise SwitchError("interfaces need a RealtimeScheduler")
         bitrate = self.options.port_bitrates.get(number, self.options.port_bitrate_bps)
-        link = LinkModel(bitrate_bps=bitrate) if bitrate else None
+        delay = self.options.port_delays.get(number, self.options.port_delay_ns)
+        link = LinkModel(bitrate_bps=bitrate, delay_ns=delay) if bitrate or delay else None
         port = PacketSocketPort(number, ifname, self.sched, link=link)
         try:
             return self.add_port(port)  # type: ignore[return-value]
