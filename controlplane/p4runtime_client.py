@@ -307,6 +307,28 @@ class GrpcController(_ClientBase):
         except Exception:  # noqa: BLE001 - the stream ends when the channel closes
             return
 
+    def arbitration_status(self) -> tuple[int, int] | None:
+        """(status code, election_id_past) of the last arbitration message, None before any."""
+        for msg in reversed(list(self.received)):
+            if msg.WhichOneof("update") == "arbitration":
+                a = msg.arbitration
+                return a.status.code, (a.election_id.high << 64) | a.election_id.low
+        return None
+
+    def claim_primary(self, timeout: float = 5.0) -> bool:
+        """Become primary if we are not: arbitrate again one above the highest election id the
+        switch has accepted. Why: P4Runtime keeps that id (``election_id_past``) after its
+        holder leaves, so a client with a fixed lower id could never be primary again."""
+        status = self.arbitration_status()
+        if status is None or status[0] == 0:
+            return status is not None
+        past = status[1] + 1
+        self.election = (past >> 64, past & ((1 << 64) - 1))
+        n = len(self.received)
+        self._stream_send(self._arbitration_request())
+        return self.wait_for(lambda: len(self.received) > n and (self.arbitration_status() or (1, 0))[0] == 0,
+                             timeout)
+
     def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

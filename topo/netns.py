@@ -68,6 +68,7 @@ TARGETS = ("p4switch", "bmv2")
 AGENT_ELECTION_ID = (0, 10)  # below `hbh params set` (1, 0), above `hbh shell` (0, 5)
 START_LEAD_NS = 500_000_000  # t0 this far after every host said ready
 HOST_READY_TIMEOUT_S = 60.0
+NOT_FOUND = 5  # google.rpc.Code: arbitration says there is no primary
 
 
 @dataclass
@@ -120,6 +121,7 @@ class NetnsNetwork:
         self._link_bytes: dict[tuple[str, str], tuple[str, str]] = {}  # (u, v) -> (interface, rx|tx)
         self._closed = False
         self.notices: list[str] = []
+        self._stream_lost: set[str] = set()
 
     # ---- construction ------------------------------------------------------------------------------
     def build(self) -> NetnsNetwork:
@@ -134,6 +136,11 @@ class NetnsNetwork:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.plumbing.mark()
+        self._log_handler = logging.FileHandler(self.run_dir / "logs" / "agents.log")
+        self._log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger().addHandler(self._log_handler)
+        if logging.getLogger().level > logging.INFO:
+            logging.getLogger().setLevel(logging.INFO)
         self._make_links()
         self._start_switches()
         self._spawn_hosts()  # before any gRPC channel exists: forking then is clean
@@ -244,7 +251,7 @@ class NetnsNetwork:
         for name, sw in self.switches.items():
             agent_box: list[SwitchAgent] = []
             sw.client = GrpcController(sw.spec.grpc_addr, sw.spec.device_id, election=AGENT_ELECTION_ID,
-                                       on_message=lambda m, box=agent_box: box and box[0].on_stream_message(m))
+                                       on_message=_guarded(name, agent_box))
             sw.queues = thrift_connect("127.0.0.1", sw.spec.thrift_port)
             agent = SwitchAgent(switch_plan(self.topo, name), sw.client, sw.queues, self.sched,
                                 tick_ns=AGENT_TICK_NS, on_trace=self._law_trace(name))
@@ -339,6 +346,11 @@ class NetnsNetwork:
 
     def _check_alive(self) -> None:
         for name, sw in self.switches.items():
+            reader = getattr(sw.client, "_reader", None)
+            if reader is not None and not reader.is_alive() and name not in self._stream_lost:
+                self._stream_lost.add(name)
+                self._notice(f"switch {name}: the agent's P4Runtime stream ended at {self.now_ns() / 1e9:.2f} s "
+                             "(packet-ins no longer reach it)")
             if sw.process.proc.poll() is not None:
                 raise NetnsError(f"switch {name} exited with status {sw.process.proc.returncode} during the run: "
                                  f"{sw.process.output()}")
@@ -448,13 +460,42 @@ class NetnsNetwork:
                     h.proc.wait(5)
         self.plumbing.close()
         with contextlib.suppress(Exception):
-            clean(self.prefix)  # anything that escaped (a host process that ignored SIGTERM)
+            clean(self.prefix)
+        handler = getattr(self, "_log_handler", None)
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+            handler.close()  # anything that escaped (a host process that ignored SIGTERM)
 
     def __enter__(self) -> NetnsNetwork:
         return self
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def _guarded(name: str, agent_box: list[SwitchAgent]) -> Callable[[Any], None]:
+    """The agent's stream callback, logging (not raising) its errors: an exception would end
+    the client's stream reader thread, and with it every later packet-in."""
+    def on_message(msg: Any) -> None:
+        try:
+            if agent_box and msg.WhichOneof("update") == "arbitration" and msg.arbitration.status.code == NOT_FOUND:
+                _reclaim(name, agent_box[0].client, msg.arbitration)
+            elif agent_box:
+                agent_box[0].on_stream_message(msg)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: agent failed on a stream message", name)
+
+    return on_message
+
+
+def _reclaim(name: str, client: GrpcController, arb: Any) -> None:
+    """The switch has no primary (a tool such as ``hbh params set`` took the role and left):
+    the agent arbitrates again, one above the highest election id the switch has seen (a fixed
+    lower id would stay a backup, and packet-ins go to the primary only)."""
+    past = ((arb.election_id.high << 64) | arb.election_id.low) + 1
+    client.election = (past >> 64, past & ((1 << 64) - 1))
+    client._stream_send(client._arbitration_request())
+    log.info("%s: agent takes the primary role back with election id %d", name, past)
 
 
 def _if_counter(ifname: str, counter: str) -> int:
