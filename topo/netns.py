@@ -122,6 +122,7 @@ class NetnsNetwork:
         self._closed = False
         self.notices: list[str] = []
         self._stream_lost: set[str] = set()
+        self._recording = True  # agents' law rows go to the recorder (on the agents' loop thread)
 
     # ---- construction ------------------------------------------------------------------------------
     def build(self) -> NetnsNetwork:
@@ -227,6 +228,7 @@ class NetnsNetwork:
         topo = self.topo
         return {
             "prefix": self.prefix, "runner_pid": os.getpid(), "target": self.target, "topology": topo.name,
+            "t0_monotonic_ns": self.t0_ns or None,
             "switches": {name: {
                 "grpc_addr": sw.spec.grpc_addr, "thrift_port": sw.spec.thrift_port, "device_id": sw.spec.device_id,
                 "pid": sw.process.proc.pid, "interfaces": {str(p): i for p, i in sw.spec.interfaces},
@@ -277,6 +279,8 @@ class NetnsNetwork:
 
     def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
         def trace(t: LawTrace) -> None:
+            if not self._recording:
+                return
             toward = self.topo.neighbour_on(name, t.port)
             self.recorder.laws.append(LawRow(t.t_ns - self._agent_offset, name, toward, t.occupancy, t.capacity,
                                              t.drops, t.rate_bps, t.o, t.w))
@@ -312,6 +316,7 @@ class NetnsNetwork:
         """Run time 0: a moment shortly ahead, told to every host."""
         self.t0_ns = time.monotonic_ns() + START_LEAD_NS
         self._agent_offset = self.t0_ns - (time.monotonic_ns() - self.sched.now_ns())
+        self._write_network_json()
         for h in self.hosts.values():
             assert h.proc.stdin is not None
             h.proc.stdin.write(f"start {self.t0_ns}\n")
@@ -387,6 +392,7 @@ class NetnsNetwork:
     def finish(self) -> None:
         """Final samples, the hosts' results merged into the recorder."""
         end = max(self.now_ns(), self.duration_ns)
+        self.sched.run_sync(setattr, self, "_recording", False)  # the recorder is ours from here on
         self._sample_links(end)
         self._sample_drops(end)
         deadline = time.monotonic() + 30
