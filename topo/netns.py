@@ -78,6 +78,8 @@ class _SwitchNode:
     agent: SwitchAgent | None = None
     client: GrpcController | None = None
     queues: QueueClient | None = None
+    sched: RealtimeScheduler | None = None
+    offset_ns: int = 0  # this agent's scheduler time minus run time
 
 
 @dataclass
@@ -112,9 +114,7 @@ class NetnsNetwork:
         self.plumbing = Plumbing(self.prefix)
         self.switches: dict[str, _SwitchNode] = {}
         self.hosts: dict[str, _HostProc] = {}
-        self.sched = RealtimeScheduler()
         self.t0_ns = 0  # CLOCK_MONOTONIC of run time 0
-        self._agent_offset = 0  # agent scheduler time - run time
         self._next_sample = 0
         self._next_drops = 0
         self._events = sorted((ev for ev in topo.events if ev.kind == "alinea"), key=lambda e: e.at_ns)
@@ -248,18 +248,25 @@ class NetnsNetwork:
         tmp.rename(path)
 
     def _start_agents(self) -> None:
+        """One agent per switch, each on its own RealtimeScheduler loop thread.
+
+        Why one loop each: an agent's reaction to a report is a Thrift round trip to its
+        switch; on one shared loop the five agents of paper-5router waited for each other's
+        round trips (the GIL is released while a call waits on its socket).
+        """
         program = self._program()
-        self.sched.start()
         for name, sw in self.switches.items():
+            sw.sched = RealtimeScheduler()
+            sw.sched.start()
             agent_box: list[SwitchAgent] = []
             sw.client = GrpcController(sw.spec.grpc_addr, sw.spec.device_id, election=AGENT_ELECTION_ID,
                                        on_message=_guarded(name, agent_box))
             sw.queues = thrift_connect("127.0.0.1", sw.spec.thrift_port)
-            agent = SwitchAgent(switch_plan(self.topo, name), sw.client, sw.queues, self.sched,
+            agent = SwitchAgent(switch_plan(self.topo, name), sw.client, sw.queues, sw.sched,
                                 tick_ns=AGENT_TICK_NS, on_trace=self._law_trace(name))
             agent_box.append(agent)
             sw.agent = agent
-            self.sched.run_sync(agent.install, program[0], program[1], timeout=60)
+            sw.sched.run_sync(agent.install, program[0], program[1], timeout=60)
 
     def _program(self) -> tuple[Any, bytes]:
         if self.target == "p4switch":
@@ -282,7 +289,7 @@ class NetnsNetwork:
             if not self._recording:
                 return
             toward = self.topo.neighbour_on(name, t.port)
-            self.recorder.laws.append(LawRow(t.t_ns - self._agent_offset, name, toward, t.occupancy, t.capacity,
+            self.recorder.laws.append(LawRow(t.t_ns - self.switches[name].offset_ns, name, toward, t.occupancy, t.capacity,
                                              t.drops, t.rate_bps, t.o, t.w))
 
         return trace
@@ -315,7 +322,9 @@ class NetnsNetwork:
     def _go(self) -> None:
         """Run time 0: a moment shortly ahead, told to every host."""
         self.t0_ns = time.monotonic_ns() + START_LEAD_NS
-        self._agent_offset = self.t0_ns - (time.monotonic_ns() - self.sched.now_ns())
+        for sw in self.switches.values():
+            assert sw.sched is not None
+            sw.offset_ns = self.t0_ns - (time.monotonic_ns() - sw.sched.now_ns())
         self._write_network_json()
         for h in self.hosts.values():
             assert h.proc.stdin is not None
@@ -364,11 +373,12 @@ class NetnsNetwork:
         """The switches' part of an ALINEA event (hosts apply theirs themselves, on time)."""
         for u, v in ev.targets:
             if u in self.switches:
-                client = self.switches[u].client
-                self.sched.run_sync(params_io.apply_law_changes, client, self.topo.port(u, v), dict(ev.law_changes))
+                sw = self.switches[u]
+                sw.sched.run_sync(params_io.apply_law_changes, sw.client, self.topo.port(u, v),  # type: ignore
+                                  dict(ev.law_changes))
             if ev.interval_us is not None and v in self.switches:
-                client = self.switches[v].client
-                self.sched.run_sync(params_io.apply_port_changes, client, self.topo.port(v, u),
+                sw = self.switches[v]
+                sw.sched.run_sync(params_io.apply_port_changes, sw.client, self.topo.port(v, u),  # type: ignore
                                     {"interval_us": ev.interval_us})
 
     def _sample_links(self, t_ns: int) -> None:
@@ -392,7 +402,9 @@ class NetnsNetwork:
     def finish(self) -> None:
         """Final samples, the hosts' results merged into the recorder."""
         end = max(self.now_ns(), self.duration_ns)
-        self.sched.run_sync(setattr, self, "_recording", False)  # the recorder is ours from here on
+        for sw in self.switches.values():  # the recorder is ours from here on
+            if sw.sched is not None:
+                sw.sched.run_sync(setattr, self, "_recording", False)
         self._sample_links(end)
         self._sample_drops(end)
         deadline = time.monotonic() + 30
@@ -441,15 +453,17 @@ class NetnsNetwork:
             return
         self._closed = True
         for sw in self.switches.values():
-            if sw.agent is not None:
+            if sw.agent is not None and sw.sched is not None:
                 with contextlib.suppress(Exception):
-                    self.sched.run_sync(sw.agent.stop) if self.sched.running else sw.agent.stop()
+                    sw.sched.run_sync(sw.agent.stop)
         for h in self.hosts.values():
             with contextlib.suppress(Exception):
                 if h.proc.poll() is None:
                     h.proc.terminate()
-        with contextlib.suppress(Exception):
-            self.sched.stop()
+        for sw in self.switches.values():
+            if sw.sched is not None:
+                with contextlib.suppress(Exception):
+                    sw.sched.stop()
         for sw in self.switches.values():
             for closer in (sw.client, sw.queues):
                 if closer is not None:

@@ -66,6 +66,8 @@ def p4switch_command(spec: SwitchSpec, python: str = sys.executable) -> list[str
             "--log-file", spec.log_file]
     if spec.pcap_dir:
         cmd += ["--pcap", spec.pcap_dir]
+    if spec.bitrates:  # the topology's rates count frame bytes, as the simulator's links do
+        cmd += ["--port-overhead", "0", "--port-min-frame", "0"]
     for port, bps in sorted(spec.bitrates.items()):
         cmd += ["--port-bitrate", f"{port}={bps}"]
     for port, ns in sorted(spec.delays.items()):

@@ -36,7 +36,7 @@ def test_p4switch_command_is_the_documented_one() -> None:
     assert cmd == ["python3", "-m", "p4switch.cli", "-i", "1@hbh0a1b22p1", "-i", "2@hbh0a1b22p2",
                    "--device-id", "2", "--grpc-server-addr", "127.0.0.1:50001", "--thrift-port", "9091",
                    "--cpu-port", "255", "--no-p4", "--log-file", "/tmp/run/logs/R1.log", "--pcap", "/tmp/run/pcap/R1",
-                   "--port-bitrate", "1=2000000", "--port-bitrate", "2=3000000", "--port-delay", "1=3000000ns"]
+                   "--port-overhead", "0", "--port-min-frame", "0", "--port-bitrate", "1=2000000", "--port-bitrate", "2=3000000", "--port-delay", "1=3000000ns"]
 
 
 def test_p4switch_accepts_what_the_backend_builds() -> None:
@@ -46,6 +46,7 @@ def test_p4switch_accepts_what_the_backend_builds() -> None:
     assert opts.port_bitrates == {1: 2_000_000, 2: 3_000_000}
     assert opts.port_delays == {1: 3_000_000} and opts.port_delay_ns == 0
     assert opts.interfaces == [(1, "hbh0a1b22p1"), (2, "hbh0a1b22p2")] and opts.program is None
+    assert opts.port_overhead_bytes == 0 and opts.port_min_frame_bytes == 0  # frame bytes, as the simulator
 
 
 def test_bmv2_command_is_the_documented_one() -> None:
