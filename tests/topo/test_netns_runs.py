@@ -160,3 +160,20 @@ def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
             proc.wait(10)
         if prefix:
             clean(prefix)
+
+
+def test_bmv2_one_router(tmp_path: Path) -> None:
+    """The same run on real BMv2 where p4c and simple_switch_grpc exist (docs/bmv2.md)."""
+    import shutil
+
+    N.require_netns()
+    missing = [t for t in ("p4c", "simple_switch_grpc") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"needs {' and '.join(missing)} on PATH (BMv2 and p4c are not installed here)")
+    if not (ROOT / "build/alinea.json").exists():
+        subprocess.run(["make", "p4"], cwd=ROOT, check=True, timeout=600)
+    s = run_experiment(load_topology(ONE), 20_000_000_000, out=tmp_path, plots=False, backend="netns",
+                       target="bmv2").summary
+    assert s["loss"]["total"] == 0, s["loss"]
+    for name, b in s["buffers"].items():
+        assert abs(b["mean"] - b["target"]) <= 0.05, (name, b)
