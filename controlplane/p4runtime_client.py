@@ -315,6 +315,11 @@ class GrpcController(_ClientBase):
                 return a.status.code, (a.election_id.high << 64) | a.election_id.low
         return None
 
+    def arbitrate(self, election_id: int) -> None:
+        """Send a MasterArbitrationUpdate with a new election id (used by later requests too)."""
+        self.election = (election_id >> 64, election_id & ((1 << 64) - 1))
+        self._stream_send(self._arbitration_request())
+
     def claim_primary(self, timeout: float = 5.0) -> bool:
         """Become primary if we are not: arbitrate again one above the highest election id the
         switch has accepted. Why: P4Runtime keeps that id (``election_id_past``) after its
@@ -322,10 +327,8 @@ class GrpcController(_ClientBase):
         status = self.arbitration_status()
         if status is None or status[0] == 0:
             return status is not None
-        past = status[1] + 1
-        self.election = (past >> 64, past & ((1 << 64) - 1))
         n = len(self.received)
-        self._stream_send(self._arbitration_request())
+        self.arbitrate(status[1] + 1)
         return self.wait_for(lambda: len(self.received) > n and (self.arbitration_status() or (1, 0))[0] == 0,
                              timeout)
 

@@ -513,8 +513,7 @@ def _reclaim(name: str, client: GrpcController, arb: Any) -> None:
     the agent arbitrates again, one above the highest election id the switch has seen (a fixed
     lower id would stay a backup, and packet-ins go to the primary only)."""
     past = ((arb.election_id.high << 64) | arb.election_id.low) + 1
-    client.election = (past >> 64, past & ((1 << 64) - 1))
-    client._stream_send(client._arbitration_request())
+    client.arbitrate(past)
     log.info("%s: agent takes the primary role back with election id %d", name, past)
 
 
