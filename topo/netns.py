@@ -278,10 +278,10 @@ class NetnsNetwork:
         from p4.config.v1 import p4info_pb2
 
         build = ROOT / "build"
-        for f in ("alinea.json", "alinea.p4info.txt"):
+        for f in ("alinea.json", "alinea.p4info.txtpb"):
             if not (build / f).exists():
                 raise NetnsError(f"--target bmv2: {build / f} is missing: run `make p4` (needs p4c)")
-        info = text_format.Parse((build / "alinea.p4info.txt").read_text(), p4info_pb2.P4Info())
+        info = text_format.Parse((build / "alinea.p4info.txtpb").read_text(), p4info_pb2.P4Info())
         return info, (build / "alinea.json").read_bytes()
 
     def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
