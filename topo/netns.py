@@ -216,9 +216,8 @@ class NetnsNetwork:
         for sw in self.switches.values():
             for port, ifname in sw.spec.interfaces:
                 rate, delay = sw.spec.bitrates[port], sw.spec.delays[port]
-                proc = subprocess.run(["tc", "qdisc", "replace", "dev", ifname, "root", "netem", "rate",
-                                       f"{rate}bit", "delay", f"{delay}ns", "limit", "10000"],
-                                      capture_output=True, text=True, timeout=15)
+                proc = subprocess.run(netem_command(ifname, rate, delay), capture_output=True, text=True,
+                                      timeout=15)
                 if proc.returncode != 0:
                     self._notice(f"tc netem unavailable ({proc.stderr.strip()}): link rate and delay are NOT "
                                  "emulated on BMv2 switch ports")
@@ -491,6 +490,12 @@ class NetnsNetwork:
 
     def __exit__(self, *_exc: object) -> None:
         self.close()
+
+
+def netem_command(ifname: str, rate_bps: int, delay_ns: int) -> list[str]:
+    """``tc`` emulating one direction of a link on ``ifname`` (BMv2 has no link model)."""
+    return ["tc", "qdisc", "replace", "dev", ifname, "root", "netem", "delay", f"{delay_ns // 1000}us",
+            "rate", f"{rate_bps}bit", "limit", "10000"]
 
 
 def _guarded(name: str, agent_box: list[SwitchAgent]) -> Callable[[Any], None]:

@@ -155,3 +155,11 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
                            "--duration-ns", "1", "--out", str(tmp_path / "o"), "--prefix", "hbh00000"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a host" in proc.stderr
+
+
+def test_netem_command_for_bmv2_links() -> None:
+    from topo.netns import netem_command
+
+    assert netem_command("hbh0a1b22p1", 2_000_000, 3_000_000) == [
+        "tc", "qdisc", "replace", "dev", "hbh0a1b22p1", "root", "netem", "delay", "3000us", "rate", "2000000bit",
+        "limit", "10000"]
