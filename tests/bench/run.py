@@ -385,7 +385,7 @@ def main(argv: list[str] | None = None) -> int:
             from tests.bench.netns_bench import bench_cpu_5router, bench_max_rate_1router
 
             bench_cpu_5router(rep, tmp, 10 if args.quick else 20)
-            bench_max_rate_1router(rep, tmp, 10 if args.quick else 20, (1, 2) if args.quick else (1, 2, 4, 8, 16))
+            bench_max_rate_1router(rep, tmp, 10 if args.quick else 20, (1, 2) if args.quick else (1, 2, 4, 8, 16, 32))
         else:
             rep.add("netns backend", "CPU of a paper-5router run, highest paper-1router rate", "skipped", reason)
     write(rep, ROOT / args.out if not Path(args.out).is_absolute() else Path(args.out), command, args.seed)
