@@ -58,7 +58,7 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
         net = stack.enter_context(NetnsNetwork(topo, seed, duration_ns=duration_ns, run_dir=run_dir, target=target,
                                                pcap=pcap))
         net.build()
-        if progress:
+        if out is not None:
             _print_network(net)
         return _drive(net, topo, duration_ns, seed, out, progress, plots, backend,
                       {"target": target, "notices": net.notices})
