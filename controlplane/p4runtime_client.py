@@ -296,21 +296,6 @@ class GrpcController(_ClientBase):
         self._stream_send(self._arbitration_request())
         self.wait_for(lambda: any(m.WhichOneof("update") == "arbitration" for m in self.received), timeout)
 
-    def become_primary(self, timeout: float = 5.0) -> None:
-        """Make this client the primary, above whatever election id the switch has seen."""
-        def status() -> tuple[int, int] | None:
-            arb = [m.arbitration for m in list(self.received) if m.WhichOneof("update") == "arbitration"]
-            return (arb[-1].status.code, uint128(arb[-1].election_id)) if arb else None
-
-        st = status()
-        if st is not None and st[0] != 0:
-            self.received.clear()
-            self.rearbitrate(above=st[1])
-            self.wait_for(lambda: status() is not None, timeout)
-            st = status()
-        if st is None or st[0] != 0:
-            raise ClientError(f"could not become the primary controller (arbitration status {st})")
-
     def fetch_p4info(self) -> p4info_pb2.P4Info:
         """The P4Info of the pipeline the switch runs (GetForwardingPipelineConfig)."""
         req = pb.GetForwardingPipelineConfigRequest(
@@ -337,6 +322,27 @@ class GrpcController(_ClientBase):
                     self.on_message(msg)
         except Exception:  # noqa: BLE001 - the stream ends when the channel closes
             return
+
+    def arbitration_status(self) -> tuple[int, int] | None:
+        """(status code, election_id_past) of the last arbitration message, None before any."""
+        for msg in reversed(list(self.received)):
+            if msg.WhichOneof("update") == "arbitration":
+                a = msg.arbitration
+                return a.status.code, (a.election_id.high << 64) | a.election_id.low
+        return None
+
+    def claim_primary(self, timeout: float = 5.0) -> None:
+        """Become primary if we are not: arbitrate again one above the highest election id the
+        switch has accepted. Why: P4Runtime keeps that id (``election_id_past``) after its
+        holder leaves, so a client with a fixed lower id could never be primary again."""
+        status = self.arbitration_status()
+        if status is not None and status[0] != 0:
+            n = len(self.received)
+            self.rearbitrate(above=status[1])
+            self.wait_for(lambda: len(self.received) > n and (self.arbitration_status() or (1, 0))[0] == 0, timeout)
+            status = self.arbitration_status()
+        if status is None or status[0] != 0:
+            raise ClientError(f"could not become the primary controller (arbitration status {status})")
 
     def wait_for(self, predicate: Callable[[], bool], timeout: float) -> bool:
         deadline = time.monotonic() + timeout

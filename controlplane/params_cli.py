@@ -7,9 +7,10 @@ whole set again (e.g. a new O_min against the switch's O_max) and only then writ
 A port the switch has no entry for is refused the same way, before anything is written.
 
 To write, the tool becomes the primary controller for a moment (election id
-``PARAMS_ELECTION_ID``, or just above the highest the switch has seen); when it disconnects the
-switch has no primary, the agent asks again above that id and is primary again, and applies the
-change at the next report it receives.
+``PARAMS_ELECTION_ID``, above any agent's, or one above the highest id the switch has seen when
+an agent took the role back after an earlier write); the agent takes the primary role back when
+the tool disconnects (netns runs: one above, see :mod:`topo.netns`), and applies the change at
+the next report it receives.
 """
 
 from __future__ import annotations
@@ -45,8 +46,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     ps.required = True
     for name, helptext in (("set", "change parameters of one port"), ("show", "list every port's parameters")):
         q = ps.add_parser(name, help=helptext)
-        q.add_argument("--grpc-addr", required=True, help="the switch's P4Runtime address, HOST:PORT")
-        q.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0)")
+        where = q.add_mutually_exclusive_group(required=True)
+        where.add_argument("--grpc-addr", help="the switch's P4Runtime address, HOST:PORT")
+        where.add_argument("--run", metavar="DIR", help="a running netns experiment's directory (with --switch)")
+        q.add_argument("--switch", help="with --run: the switch's name in the topology, e.g. R1")
+        q.add_argument("--device-id", type=int, default=None, help="P4Runtime device id (default 0; with --run "
+                                                                   "the switch's own)")
         q.set_defaults(func=_set if name == "set" else _show)
         if name == "set":
             q.add_argument("--port", required=True, help="switch port: the egress port toward the reporting "
@@ -116,13 +121,33 @@ def _check_alone(law: dict[str, float], model: dict[str, int]) -> None:
         validate_port(PortParams(model.get("capacity", 1), model.get("interval_us", 0)))
 
 
+def resolve_target(args: argparse.Namespace) -> None:
+    """Fill ``grpc_addr``/``device_id`` from ``--run DIR --switch NAME`` (the run's network.json)."""
+    if args.run is None:
+        if args.switch is not None:
+            raise ParamError("--switch is only used with --run DIR")
+        args.device_id = 0 if args.device_id is None else args.device_id
+        return
+    from topo.live import LiveError, switch_info
+
+    if args.switch is None:
+        raise ParamError("--run needs --switch NAME (the switch's name in the topology)")
+    try:
+        info = switch_info(args.run, args.switch)
+    except LiveError as exc:
+        raise ParamError(str(exc)) from None
+    args.grpc_addr = info["grpc_addr"]
+    if args.device_id is None:
+        args.device_id = info["device_id"]
+
+
 def _connect(args: argparse.Namespace, write: bool) -> Any:
     from controlplane.p4runtime_client import GrpcController
 
     ctl = GrpcController(args.grpc_addr, args.device_id, election=PARAMS_ELECTION_ID, timeout=5.0, stream=write)
     try:
         if write:
-            ctl.become_primary()
+            ctl.claim_primary()  # above an agent that took the role back after an earlier write
         ctl.fetch_p4info()
     except BaseException:
         ctl.close()
@@ -132,6 +157,7 @@ def _connect(args: argparse.Namespace, write: bool) -> Any:
 
 def _set(args: argparse.Namespace) -> int:
     try:
+        resolve_target(args)
         port, law, model = parse_changes(args)
     except (ParamError, UnitError) as exc:
         print(f"hbh params set: {exc}", file=sys.stderr)
@@ -166,6 +192,11 @@ def _set(args: argparse.Namespace) -> int:
 def _show(args: argparse.Namespace) -> int:
     from controlplane import params_io
 
+    try:
+        resolve_target(args)
+    except ParamError as exc:
+        print(f"hbh params show: {exc}", file=sys.stderr)
+        return 2
     try:
         ctl = _connect(args, write=False)
         ports = params_io.read_ports(ctl)

@@ -18,6 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "topo.runner",
     "topo.sweep.cli",
     "controlplane.params_cli",
+    "topo.live",
     "hbh.demo",
 )
 

@@ -73,6 +73,23 @@ def _bitrate(text: str) -> tuple[int | None, int]:
     return port, rate
 
 
+_TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
+
+
+def _delay(text: str) -> tuple[int | None, int]:
+    port_text, sep, delay_text = text.rpartition("=")
+    number = delay_text.rstrip("numsµ")
+    unit = delay_text[len(number):].replace("µ", "u") or "s"
+    try:
+        port = _port_number(port_text) if sep else None
+        delay = round(float(number) * _TIME_UNITS[unit])
+    except (ValueError, KeyError, argparse.ArgumentTypeError):
+        raise argparse.ArgumentTypeError(f"bad --port-delay {text!r}: expected [PORT=]TIME, e.g. 2=3ms") from None
+    if delay < 0:
+        raise argparse.ArgumentTypeError(f"bad --port-delay {text!r}: the delay must be >= 0")
+    return port, delay
+
+
 def _interface(text: str) -> tuple[int, str]:
     from p4switch.ports import PortError, parse_interface_spec
 
@@ -125,6 +142,15 @@ def build_parser() -> argparse.ArgumentParser:
                    metavar="[PORT=]BPS",
                    help="model a link of BPS bits/s on PORT (or on every port): the port does not send faster, "
                         "frames wait in its egress queue (repeatable; veth pairs have no rate of their own)")
+    p.add_argument("--port-delay", dest="port_delays", action="append", default=[], type=_delay,
+                   metavar="[PORT=]TIME",
+                   help="model a propagation delay of TIME (e.g. 3ms) on PORT (or on every port): frames leave "
+                        "the port that much later (repeatable; veth pairs have no delay of their own)")
+    p.add_argument("--port-overhead", type=int, default=24, metavar="BYTES",
+                   help="link model: bytes each frame adds on the wire (default 24: preamble, SFD, FCS, gap; "
+                        "0 counts frame bytes only, as the simulator's topologies do)")
+    p.add_argument("--port-min-frame", type=int, default=60, metavar="BYTES",
+                   help="link model: frames shorter than this are padded on the wire (default 60)")
     p.add_argument("--seed", type=int, help="seed of the program's random() extern")
     return p
 
@@ -188,7 +214,10 @@ def _options(args: argparse.Namespace) -> Any:
         thrift_port=None if args.no_thrift else args.thrift_port, pcap_dir=args.pcap,
         queue_depth=args.queue_depth, queue_rate_pps=args.queue_rate, priority_queues=args.priority_queues,
         port_bitrate_bps=next((r for p, r in reversed(args.port_bitrates) if p is None), 0),
-        port_bitrates={p: r for p, r in args.port_bitrates if p is not None}, seed=args.seed)
+        port_bitrates={p: r for p, r in args.port_bitrates if p is not None},
+        port_delay_ns=next((d for p, d in reversed(args.port_delays) if p is None), 0),
+        port_delays={p: d for p, d in args.port_delays if p is not None}, seed=args.seed,
+        port_overhead_bytes=args.port_overhead, port_min_frame_bytes=args.port_min_frame)
 
 
 def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -202,6 +231,9 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         parser.error(f"{args.program}: p4switch runs P4_16 source (FILE.p4), not a BMv2 JSON")
     if not 0 <= args.queue_depth < (1 << 19):
         parser.error(f"--queue-depth {args.queue_depth} out of range 0..{(1 << 19) - 1}")
+    for name in ("port_overhead", "port_min_frame"):
+        if getattr(args, name) < 0:
+            parser.error(f"--{name.replace('_', '-')} {getattr(args, name)} must be >= 0")
     if args.queue_rate < 0:
         parser.error(f"--queue-rate {args.queue_rate} must be >= 0")
     if not 1 <= args.priority_queues <= 8:

@@ -22,7 +22,7 @@ from typing import Protocol
 
 from p4switch.sched import Scheduler
 
-__all__ = ["ETHERNET_OVERHEAD_BYTES", "Endpoint", "LinkModel", "Transmitter", "InMemoryLink", "LinkStats"]
+__all__ = ["ETHERNET_OVERHEAD_BYTES", "ETHERNET_MIN_FRAME_BYTES", "Endpoint", "LinkModel", "Transmitter", "InMemoryLink", "LinkStats"]
 
 NS_PER_S = 1_000_000_000
 ETHERNET_OVERHEAD_BYTES = 24

@@ -286,10 +286,26 @@ class PacketSocketPort:
                         "; further drops are only counted" if total == _DROP_LOG_LIMIT else "")
 
     def send(self, frame: bytes) -> int:
-        """Transmit ``frame``; returns the modelled wire time in ns (0 without a link model)."""
+        """Transmit ``frame``; returns the modelled wire time in ns (0 without a link model).
+
+        With a link model that has a propagation delay, the frame is handed to the kernel that
+        much later (a timer on the loop; frames keep their order), as the far end of a long wire
+        would see it; the transmitter is still only busy for the wire time.
+        """
         if len(frame) < MIN_FRAME:
             raise PortError(f"port {self.number} ({self.name}): frame of {len(frame)} bytes is shorter than "
                             f"an Ethernet header ({MIN_FRAME} bytes)")
+        link = self.link
+        if link is not None and link.delay_ns:
+            self._sched.call_later(link.delay_ns + link.wire_time_ns(len(frame)), self._transmit, frame)
+            return link.wire_time_ns(len(frame))
+        self._transmit(frame)
+        return link.wire_time_ns(len(frame)) if link is not None else 0
+
+    def _transmit(self, frame: bytes) -> None:
+        """Hand one frame to the kernel; a full socket buffer or a downed interface drops it."""
+        if self._closed:
+            return
         try:
             self._sock.send(NO_OFFLOAD + frame if self._hdr_len else frame)
             self.stats.tx_frames += 1
@@ -299,7 +315,6 @@ class PacketSocketPort:
             if exc.errno not in (errno.ENETDOWN, errno.ENOBUFS, errno.ENXIO):
                 raise PortError(f"port {self.number} ({self.name}): send failed: {exc.strerror}") from None
             self.stats.tx_dropped += 1
-        return self.link.wire_time_ns(len(frame)) if self.link is not None else 0
 
     def fileno(self) -> int:
         return self._sock.fileno()

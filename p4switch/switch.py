@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
-from p4switch.link import LinkModel
+from p4switch.link import ETHERNET_MIN_FRAME_BYTES, ETHERNET_OVERHEAD_BYTES, LinkModel
 from p4switch.p4runtime.core import P4RuntimeCore
 from p4switch.pcap import PortCapture
 from p4switch.ports import LinkPort, PacketSocketPort, Port, PortError
@@ -65,6 +65,10 @@ class SwitchOptions:
     priority_queues: int = 1
     port_bitrate_bps: int = 0  # 0: no wire model on AF_PACKET ports (the veth paces itself)
     port_bitrates: dict[int, int] = field(default_factory=dict)  # per port, overrides port_bitrate_bps
+    port_delay_ns: int = 0  # propagation delay modelled on every AF_PACKET port (0: none)
+    port_delays: dict[int, int] = field(default_factory=dict)  # per port, overrides port_delay_ns
+    port_overhead_bytes: int = ETHERNET_OVERHEAD_BYTES  # link model: bytes added to each frame on the wire
+    port_min_frame_bytes: int = ETHERNET_MIN_FRAME_BYTES  # link model: frames padded to this length
     seed: int | None = None
 
 
@@ -151,7 +155,9 @@ class Switch:
         if not isinstance(self.sched, RealtimeScheduler):
             raise SwitchError("interfaces need a RealtimeScheduler")
         bitrate = self.options.port_bitrates.get(number, self.options.port_bitrate_bps)
-        link = LinkModel(bitrate_bps=bitrate) if bitrate else None
+        delay = self.options.port_delays.get(number, self.options.port_delay_ns)
+        link = LinkModel(bitrate_bps=bitrate, delay_ns=delay, overhead_bytes=self.options.port_overhead_bytes,
+                         min_frame_bytes=self.options.port_min_frame_bytes) if bitrate or delay else None
         port = PacketSocketPort(number, ifname, self.sched, link=link)
         try:
             return self.add_port(port)  # type: ignore[return-value]

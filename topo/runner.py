@@ -8,8 +8,10 @@ progress bar), then writes ``DIR/*.csv`` (:mod:`topo.record`), ``DIR/summary.jso
 from __future__ import annotations
 
 import argparse
+import contextlib
 import gc
 import json
+import signal
 import sys
 import time
 from pathlib import Path
@@ -20,6 +22,7 @@ from controlplane.units import UnitError, parse_duration_ns
 __all__ = ["register", "run_experiment", "RunResult"]
 
 SLICE_NS = 250_000_000
+BACKENDS = ("sim", "netns")
 
 
 class RunResult:
@@ -30,15 +33,69 @@ class RunResult:
 
 
 def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None = None, *, progress: bool = False,
-                   plots: bool = True, backend: str = "sim") -> RunResult:
-    """Run ``topo`` for ``duration_ns`` of (virtual) time; write results to ``out`` if given."""
-    if backend != "sim":
-        raise ValueError(f"backend {backend!r}: only 'sim' is available (netns comes with the real-process issue)")
-    from topo.simnet import SimNetwork
+                   plots: bool = True, backend: str = "sim", target: str = "p4switch",
+                   pcap: bool = True) -> RunResult:
+    """Run ``topo`` for ``duration_ns`` of (virtual or real) time; write results to ``out`` if given.
 
-    net = SimNetwork(topo, seed=seed).build()
+    ``backend="netns"`` runs real processes in network namespaces (root only, see
+    :mod:`topo.netns`; ``target`` p4switch or bmv2); its logs, pcaps and ``network.json`` go to
+    ``out`` (a temporary directory when None). The network is always torn down, also on errors,
+    Ctrl-C and SIGTERM.
+    """
+    if backend not in BACKENDS:
+        raise ValueError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
+    if backend == "sim":
+        from topo.simnet import SimNetwork
+
+        return _drive(SimNetwork(topo, seed=seed).build(), topo, duration_ns, seed, out, progress, plots, backend)
+    import tempfile
+
+    from topo.netns import NetnsNetwork
+
+    with contextlib.ExitStack() as stack:
+        run_dir = out if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hbh-")))
+        stack.enter_context(_sigterm_as_interrupt())
+        net = stack.enter_context(NetnsNetwork(topo, seed, duration_ns=duration_ns, run_dir=run_dir, target=target,
+                                               pcap=pcap))
+        net.build()
+        if out is not None:
+            _print_network(net)
+        return _drive(net, topo, duration_ns, seed, out, progress, plots, backend,
+                      {"target": target, "notices": net.notices})
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Any:
+    """SIGTERM unwinds like Ctrl-C, so every ``finally`` (the network's teardown) runs."""
+    def handler(_signum: int, _frame: Any) -> None:
+        raise KeyboardInterrupt("SIGTERM")
+
+    try:
+        old = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
+
+
+def _print_network(net: Any) -> None:
+    info = net.network_info()
+    print(f"netns run {info['prefix']} ({info['target']}); switches:", file=sys.stderr)
+    for name, sw in info["switches"].items():
+        ports = ", ".join(f"{p}@{i}" for p, i in sw["interfaces"].items())
+        print(f"  {name}: P4Runtime {sw['grpc_addr']} (device {sw['device_id']}), {sw['thrift_cli']}, ports {ports}",
+              file=sys.stderr)
+    print(f"  live: hbh params show --run {net.run_dir} --switch NAME; hbh shell NAME --run {net.run_dir}",
+          file=sys.stderr, flush=True)
+
+
+def _drive(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | None, progress: bool, plots: bool,
+           backend: str, extra: dict[str, Any] | None = None) -> RunResult:
     wall0 = time.perf_counter()
-    bar = _bar(duration_ns, topo.name) if progress else None
+    bar = _bar(duration_ns, topo.name, backend) if progress else None
     t = 0
     while t < duration_ns:
         t = min(duration_ns, t + SLICE_NS)
@@ -57,13 +114,15 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
     wall = time.perf_counter() - wall0
     from topo.summary import summarize
 
+    hops = net.packet_hops() if hasattr(net, "packet_hops") else sum(s.sent for s in _link_stats(net))
     summary = summarize(topo, net.recorder, duration_ns,
-                        {"backend": backend, "seed": seed, "reports_lost_on_links": net.counts["reports_lost"]})
-    summary["loss"]["host_tx_queue_full"] = net.counts["host_tx_queue_full"]
-    summary["loss"]["total"] += net.counts["host_tx_queue_full"]
+                        {"backend": backend, "seed": seed, "reports_lost_on_links": net.counts["reports_lost"],
+                         **(extra or {})})
+    host_full = net.counts.get("host_tx_queue_full", 0)
+    summary["loss"]["host_tx_queue_full"] = host_full
+    summary["loss"]["total"] += host_full
     summary["performance"] = {"wall_s": round(wall, 3), "speedup": round(duration_ns / 1e9 / wall, 2),
-                              "packet_hops": sum(s.sent for s in _link_stats(net)),
-                              "packet_hops_per_wall_s": round(sum(s.sent for s in _link_stats(net)) / wall)}
+                              "packet_hops": hops, "packet_hops_per_wall_s": round(hops / wall)}
     files: list[Path] = []
     if out is not None:
         files = net.recorder.write(out)
@@ -83,10 +142,11 @@ def _link_stats(net: Any) -> list[Any]:
     return [s for link in seen.values() for s in link.stats.values()]
 
 
-def _bar(duration_ns: int, name: str) -> Any:
+def _bar(duration_ns: int, name: str, backend: str = "sim") -> Any:
     from tqdm import tqdm
 
-    return tqdm(total=duration_ns / 1e9, unit="s", desc=f"{name} (virtual time)", file=sys.stderr, disable=None,
+    clock = "virtual time" if backend == "sim" else "real time"
+    return tqdm(total=duration_ns / 1e9, unit="s", desc=f"{name} ({clock})", file=sys.stderr, disable=None,
                 mininterval=0.5,
                 bar_format="{desc}: {percentage:3.0f}%|{bar}| {n:.1f}/{total:.1f} s [{postfix}]")
 
@@ -100,7 +160,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", default="60s", help="length of the run (virtual time in the simulator), e.g. 60s")
     p.add_argument("--seed", type=int, default=1, help="random seed (report loss, start jitter)")
     p.add_argument("--out", default=None, help="results directory (default results/<topology>)")
-    p.add_argument("--backend", default="sim", choices=["sim"], help="sim: virtual time, in one process")
+    p.add_argument("--backend", default="sim", choices=list(BACKENDS),
+                   help="sim: virtual time, in one process; netns: real processes in network namespaces, "
+                        "real time (root)")
+    p.add_argument("--target", default="p4switch", choices=["p4switch", "bmv2"],
+                   help="netns: the switch program to run (bmv2 needs p4c and simple_switch_grpc on PATH)")
+    p.add_argument("--no-pcap", action="store_true", help="netns: no per-port pcaps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=_main)
@@ -118,7 +183,33 @@ def _main(args: argparse.Namespace) -> int:
         print(f"hbh run: {exc}", file=sys.stderr)
         return 2
     out = Path(args.out or f"results/{topo.name}")
-    result = run_experiment(topo, duration, args.seed, out, progress=not args.no_progress, plots=not args.no_plots)
+    if args.backend != "sim" or args.target != "p4switch":
+        from topo.netns_plumbing import NetnsError, require_root
+        from topo.netns_switches import check_bmv2_tools
+
+        try:
+            if args.backend != "netns":
+                raise NetnsError("--target is only used with --backend netns")
+            require_root()
+            if args.target == "bmv2":
+                check_bmv2_tools()
+        except NetnsError as exc:
+            print(f"hbh run: {exc}", file=sys.stderr)
+            return 2
+    try:
+        result = run_experiment(topo, duration, args.seed, out, progress=not args.no_progress,
+                                plots=not args.no_plots, backend=args.backend, target=args.target,
+                                pcap=not args.no_pcap)
+    except KeyboardInterrupt:
+        print("hbh run: interrupted; the network was torn down", file=sys.stderr)
+        return 130
+    except Exception as exc:
+        from topo.netns_plumbing import NetnsError
+
+        if not isinstance(exc, NetnsError):
+            raise
+        print(f"hbh run: {exc}", file=sys.stderr)
+        return 2
     print(format_summary(result.summary))
     print(f"\nresults: {out}/ (laws.csv, flows.csv, buffers.csv, links.csv, drops.csv, packets_*.csv, "
           f"summary.json{', *.png' if not args.no_plots else ''})")

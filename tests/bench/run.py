@@ -386,6 +386,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rep.add("p4switch between namespaces", "packets/s and added latency", "skipped", reason)
         bench_inserts(rep, tmp, 200 if args.quick else 1000, reason is None)
+        if reason is None:
+            from tests.bench.netns_bench import bench_cpu_5router, bench_max_rate_1router
+
+            bench_cpu_5router(rep, tmp, 10 if args.quick else 20)
+            bench_max_rate_1router(rep, tmp, 10 if args.quick else 20, (1, 2) if args.quick else (1, 2, 4, 8, 16, 32))
+        else:
+            rep.add("netns backend", "CPU of a paper-5router run, highest paper-1router rate", "skipped", reason)
     from tests.bench.sweep_bench import bench_sweep
 
     bench_sweep(rep, "2s" if args.quick else "10s", 100 if args.quick else 1000)

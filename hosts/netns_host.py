@@ -1,0 +1,241 @@
+"""One end host of a netns run, as a process inside the host's network namespace.
+
+    ip netns exec NS python -m hosts.netns_host --topology T.pkl --host H1 --seed 1 \\
+        --duration-ns N --out H1.pkl --prefix hbhXXXXX [--ifname eth0]
+
+Why a process of its own: in the netns backend every host is a real machine on a real (veth)
+link. It runs the SAME host code as the simulator (:class:`topo.simnet.SimHostNode`: ALINEA or
+fixed senders, receiver with its playout buffer and reports, all sans-I/O) on a
+:class:`~p4switch.sched.RealtimeScheduler`, and sends and receives real frames on an AF_PACKET
+socket (:class:`~p4switch.ports.PacketSocketPort`). The host->switch direction of its link
+(bit rate and propagation delay) is modelled here with the link's own
+:class:`~p4switch.link.Transmitter`, exactly as the simulator's in-memory link does.
+
+Protocol with the runner, on stdin/stdout (one line each, all waits bounded by the runner):
+the host prints ``ready`` once its socket is open; the runner writes ``start T0`` where ``T0``
+is the run's time 0 on CLOCK_MONOTONIC (shared by all namespaces); the host runs until
+``T0 + duration``, samples every ``SAMPLE_NS`` on the same nominal times as the simulator,
+writes its results (a pickle the runner merges) to ``--out`` and prints ``done``. SIGTERM or
+SIGINT ends it early, results written all the same.
+"""
+
+from __future__ import annotations
+
+import argparse
+import pickle
+import random
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from p4switch.link import LinkModel, Transmitter
+from p4switch.ports import PacketSocketPort
+from p4switch.sched import RealtimeScheduler
+from topo.model import Event, Topology
+from topo.record import BufferSample, Recorder
+from topo.simnet import SAMPLE_NS, SimHostNode
+
+__all__ = ["main", "RunClock", "HostUplink"]
+
+READY, DONE = "ready", "done"
+
+
+class RunClock:
+    """The run's clock: a RealtimeScheduler seen with its 0 at the run's ``T0``.
+
+    Why: the host core asks a scheduler for ``now_ns()``; in a netns run that must be the
+    run's time (flows start at their ``start`` after T0, samples and records line up with the
+    runner's), not the time since this process started.
+    """
+
+    def __init__(self, sched: RealtimeScheduler, t0_monotonic_ns: int) -> None:
+        self.sched = sched
+        self.offset = t0_monotonic_ns - (time.monotonic_ns() - sched.now_ns())
+
+    def now_ns(self) -> int:
+        return self.sched.now_ns() - self.offset
+
+    def call_at(self, t_ns: int, fn: Any, *args: Any) -> Any:
+        return self.sched.call_at(t_ns + self.offset, fn, *args)
+
+    def call_later(self, dt_ns: int, fn: Any, *args: Any) -> Any:
+        return self.sched.call_later(dt_ns, fn, *args)
+
+
+class HostUplink:
+    """The host->switch direction of the host's link: serialization at the link's rate, then
+    the propagation delay, then the real socket (the switch->host direction is the switch's)."""
+
+    def __init__(self, clock: RunClock, port: PacketSocketPort, model: LinkModel) -> None:
+        self.clock = clock
+        self.port = port
+        self.tx = Transmitter(model)
+        self.delay_ns = model.delay_ns
+        self.sent_bytes = 0
+
+    def send(self, _endpoint: Any, frame: bytes) -> int:
+        _start, end = self.tx.transmit(self.clock.now_ns(), len(frame))
+        self.sent_bytes += len(frame)
+        self.clock.call_at(end + self.delay_ns, self.port.send, frame)
+        return end - _start
+
+
+class _HostNet:
+    """What :class:`SimHostNode` reads from its network, for one host alone."""
+
+    def __init__(self, topo: Topology, seed: int, host: str, clock: RunClock) -> None:
+        self.topo = topo
+        self.rng = random.Random(f"{seed}:{host}")
+        self.sched = clock
+        self.recorder = Recorder()
+        self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
+        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0}
+
+
+class NetnsHost:
+    """A :class:`SimHostNode` on a real interface, sampled on the simulator's nominal times."""
+
+    def __init__(self, topo: Topology, name: str, seed: int, ifname: str) -> None:
+        self.topo = topo
+        self.name = name
+        self.sched = RealtimeScheduler()
+        self.ifname = ifname
+        self.seed = seed
+        self.port: PacketSocketPort | None = None
+        self.node: SimHostNode | None = None
+        self.net: _HostNet | None = None
+        self.samples: list[dict[str, Any]] = []
+        self.finished = threading.Event()
+        self._lock = threading.Lock()
+
+    def open(self) -> None:
+        self.sched.start()
+        self.port = self.sched.run_sync(
+            lambda: PacketSocketPort(1, self.ifname, self.sched, on_receive=self._on_frame))
+
+    def start(self, t0_monotonic_ns: int, duration_ns: int) -> None:
+        self.sched.run_sync(self._start, t0_monotonic_ns, duration_ns)
+
+    def _start(self, t0: int, duration_ns: int) -> None:
+        clock = RunClock(self.sched, t0)
+        self.net = _HostNet(self.topo, self.seed, self.name, clock)
+        node = SimHostNode(self.net, self.topo.nodes[self.name])  # type: ignore[arg-type]
+        link = self.topo.link_between(self.name, node.switch)
+        assert self.port is not None
+        node.link = HostUplink(clock, self.port, LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns,
+                                                           overhead_bytes=0, min_frame_bytes=0))  # type: ignore
+        self.node = node
+        node.start()
+        for ev in self.topo.events:
+            if ev.kind == "alinea":
+                clock.call_at(ev.at_ns, self._apply_event, ev)
+        k_last = duration_ns // SAMPLE_NS
+        for k in range(k_last + 1):
+            clock.call_at(k * SAMPLE_NS, self._sample, k * SAMPLE_NS)
+        clock.call_at(duration_ns, self._end, duration_ns)
+
+    def _on_frame(self, _number: int, frame: bytes) -> None:
+        if self.node is not None:
+            self.node.receive(frame)
+
+    def _apply_event(self, ev: Event) -> None:
+        """The parts of an ALINEA event that concern this host (the runner does the switches')."""
+        node = self.node
+        assert node is not None
+        for u, v in ev.targets:
+            if u == self.name and node.alinea is not None:
+                node.alinea.law.set_params(node.alinea.law.params.with_changes(**dict(ev.law_changes)))
+            if v == self.name and ev.interval_us is not None and node.reporter is not None:
+                node.reporter.interval_us = ev.interval_us
+
+    def _sample(self, t_ns: int) -> None:
+        node = self.node
+        assert node is not None
+        buf = None
+        if node.buffer is not None:
+            node.buffer.drain(node.sched.now_ns())
+            b = node.buffer
+            buf = BufferSample(t_ns, self.name, b.occupancy, b.capacity, b.played, b.dropped)
+        self.samples.append({"t_ns": t_ns, "sent": dict(node.sent),
+                             "received": {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()},
+                             "buffer": buf})
+
+    def _end(self, t_ns: int) -> None:
+        self._sample(t_ns)
+        self.finished.set()
+
+    def results(self) -> dict[str, Any]:
+        """Everything the runner merges: samples, law rows, per-packet records, counters."""
+        def collect() -> dict[str, Any]:
+            node, net = self.node, self.net
+            if node is None or net is None:
+                return {"host": self.name, "samples": [], "laws": [], "packets": {}, "counts": {}, "uplink_bytes": 0}
+            return {"host": self.name, "samples": list(self.samples), "laws": list(net.recorder.laws),
+                    "packets": {r.name: r.packets for r in node.records.values()}, "counts": dict(net.counts),
+                    "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
+                    "port_stats": self.port.stats if self.port is not None else None}
+
+        return self.sched.run_sync(collect, timeout=10)
+
+    def close(self) -> None:
+        if self.port is not None and not self.sched.closed:
+            self.sched.run_sync(self.port.close)
+        self.sched.stop()
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m hosts.netns_host", description=__doc__.split("\n\n")[0])
+    p.add_argument("--topology", required=True, help="the run's topology (pickle written by the runner)")
+    p.add_argument("--host", required=True, help="this host's node name")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--duration-ns", type=int, required=True)
+    p.add_argument("--out", required=True, help="where to write the results (pickle)")
+    p.add_argument("--prefix", required=True, help="the run's name prefix (lets `hbh clean` find this process)")
+    p.add_argument("--ifname", default="eth0")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    topo: Topology = pickle.loads(Path(args.topology).read_bytes())
+    if args.host not in topo.nodes or topo.nodes[args.host].is_switch:
+        print(f"netns_host: --host {args.host!r}: not a host of topology {topo.name}", file=sys.stderr)
+        return 2
+    stop = threading.Event()
+    for s in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(s, lambda *_: stop.set())
+    host = NetnsHost(topo, args.host, args.seed, args.ifname)
+    try:
+        host.open()
+        print(READY, flush=True)
+        line = _read_line(stop)
+        if line is None or not line.startswith("start "):
+            return 1
+        host.start(int(line.split()[1]), args.duration_ns)
+        deadline = time.monotonic() + args.duration_ns / 1e9 + 60
+        while not stop.is_set() and not host.finished.is_set() and time.monotonic() < deadline:
+            host.finished.wait(0.1)
+        tmp = Path(args.out + ".tmp")
+        tmp.write_bytes(pickle.dumps(host.results()))
+        tmp.rename(args.out)
+        print(DONE, flush=True)
+        return 0
+    finally:
+        host.close()
+
+
+def _read_line(stop: threading.Event) -> str | None:
+    """The runner's next line on stdin (None at EOF or when told to stop)."""
+    box: list[str] = []
+    t = threading.Thread(target=lambda: box.append(sys.stdin.readline()), daemon=True)
+    t.start()
+    while t.is_alive() and not stop.is_set():
+        t.join(0.1)
+    return box[0].strip() if box and box[0] else None
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,108 @@
+"""Benchmarks of the netns backend (section of docs/performance.md, via tests/bench/run.py).
+
+* CPU cost of a netns paper-5router run per second of real time, by kind of process:
+  the switch processes, the host processes (from /proc just before they end) and the runner
+  (agents, sampling: this process).
+* The highest link rate at which paper-1router still meets its targets (zero loss, mean
+  occupancy within 5 points of target at R1 and H2): every rate of the topology (links,
+  playout, R_max and the law's rate parameters) times k = 1, 2, 4, ..., every delay and report
+  interval divided by k, until a run fails (the simulator's verdict on the same topology is
+  shown beside it).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+import resource
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime, stime
+
+
+def _self_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+def bench_cpu_5router(rep: Any, tmp: Path, seconds: int) -> None:
+    from topo.netns import NetnsNetwork
+    from topo.schema import load_topology
+
+    topo = load_topology(ROOT / "topo/paper-5router.yaml")
+    section = "netns backend"
+    with NetnsNetwork(topo, 1, duration_ns=seconds * 1_000_000_000, run_dir=tmp / "cpu5", pcap=False) as net:
+        net.build()
+        self0, wall0 = _self_cpu_s(), time.monotonic()
+        sw0 = {n: _cpu_s(s.process.proc.pid) for n, s in net.switches.items()}
+        h0 = {n: _cpu_s(h.proc.pid) for n, h in net.hosts.items()}
+        net.run_until(seconds * 1_000_000_000 - 200_000_000)
+        wall = time.monotonic() - wall0
+        switches = sum(_cpu_s(s.process.proc.pid) - sw0[n] for n, s in net.switches.items())
+        hosts = sum(_cpu_s(h.proc.pid) - h0[n] for n, h in net.hosts.items())
+        runner = _self_cpu_s() - self0
+        net.run_until(seconds * 1_000_000_000)
+        net.finish()
+    note = f"paper-5router, {seconds} s, no pcaps; CPU seconds per second of real time (1.0 = one core busy)"
+    rep.add(section, "CPU: 5 switch processes", f"{switches / wall:.2f}", note)
+    rep.add(section, "CPU: 2 host processes", f"{hosts / wall:.2f}", "")
+    rep.add(section, "CPU: runner (5 agents, sampling)", f"{runner / wall:.2f}", "")
+    rep.add(section, "CPU: total", f"{(switches + hosts + runner) / wall:.2f}",
+            f"{(switches + hosts + runner) / wall / (os.cpu_count() or 1):.0%} of this machine's "
+            f"{os.cpu_count()} cores")
+
+
+def scaled(topo: Any, k: int) -> Any:
+    """``topo`` k times faster: every rate times ``k``, every delay and report interval divided
+    by ``k``, so that the system is the same in packets and report intervals (the simulator
+    meets the targets at every ``k``; what fails in real time is the machine)."""
+    t = copy.deepcopy(topo)
+    t.links = [replace(link, rate_bps=link.rate_bps * k, delay_ns=link.delay_ns // k) for link in t.links]
+    t.ports = {key: replace(p, interval_us=max(1, p.interval_us // k)) for key, p in t.ports.items()}
+    t.host_buffers = {key: replace(p, interval_us=max(1, p.interval_us // k)) for key, p in t.host_buffers.items()}
+    t.flows = [replace(f, r_max_bps=f.r_max_bps * k if f.r_max_bps else None,
+                       rate_bps=f.rate_bps * k if f.rate_bps else None) for f in t.flows]
+    t.nodes = {n: replace(node, playout_bps=node.playout_bps * k if node.playout_bps else None)
+               for n, node in t.nodes.items()}
+    t.law = {key: replace(p, w_max=p.w_max * k, w_min=p.w_min * k, r_max=p.r_max * k, r_floor=p.r_floor * k,
+                          k_p=p.k_p * k) for key, p in t.law.items()}
+    return t
+
+
+def meets_targets(summary: dict[str, Any]) -> tuple[bool, str]:
+    worst = max(abs(b["mean"] - b["target"]) for b in summary["buffers"].values())
+    ok = summary["loss"]["total"] == 0 and worst <= 0.05
+    return ok, f"loss {summary['loss']['total']}, worst occupancy error {100 * worst:.1f} points"
+
+
+def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int, ...]) -> None:
+    from topo.runner import run_experiment
+    from topo.schema import load_topology
+
+    base = load_topology(ROOT / "topo/paper-1router.yaml")
+    best, tried = None, []
+    for k in factors:
+        topo = scaled(base, k)
+        sim_ok, _ = meets_targets(run_experiment(topo, seconds * 1_000_000_000, plots=False).summary)
+        s = run_experiment(topo, seconds * 1_000_000_000, out=tmp / f"rate{k}", plots=False, backend="netns",
+                           pcap=False).summary
+        ok, why = meets_targets(s)
+        tried.append(f"{2 * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator {'ok' if sim_ok else 'FAILS'})")
+        if not ok:
+            break
+        best = 2 * k
+    rep.add("netns backend", "paper-1router: highest link rate meeting its targets",
+            f"{best:g} Mb/s" if best else "none",
+            f"{seconds} s runs; rates x k, delays and report intervals / k; " + "; ".join(tried))

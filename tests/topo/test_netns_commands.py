@@ -1,0 +1,165 @@
+"""The netns backend's command lines, names and error messages, without starting anything.
+
+Why: the exact command lines for p4switch and BMv2 are the documented interface (a user
+pastes them from network.json); the end-to-end runs are in test_netns_runs.py (root).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from hbh.cli import main as hbh_main
+from p4switch.cli import _options as p4switch_options
+from p4switch.cli import build_parser
+from topo import netns_plumbing as plumbing
+from topo.live import SHELL_ELECTION_ID, LiveError, shell_command, switch_info
+from topo.netns_switches import SwitchSpec, bmv2_command, check_bmv2_tools, p4switch_command
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def spec(**kw: object) -> SwitchSpec:
+    base = dict(name="R1", device_id=2, interfaces=[(1, "hbh0a1b22p1"), (2, "hbh0a1b22p2")], grpc_port=50001,
+                thrift_port=9091, log_file="/tmp/run/logs/R1.log", pcap_dir="/tmp/run/pcap/R1",
+                bitrates={1: 2_000_000, 2: 3_000_000}, delays={1: 3_000_000, 2: 0})
+    base.update(kw)
+    return SwitchSpec(**base)  # type: ignore[arg-type]
+
+
+def test_p4switch_command_is_the_documented_one() -> None:
+    cmd = p4switch_command(spec(), python="python3")
+    assert cmd == ["python3", "-m", "p4switch.cli", "-i", "1@hbh0a1b22p1", "-i", "2@hbh0a1b22p2",
+                   "--device-id", "2", "--grpc-server-addr", "127.0.0.1:50001", "--thrift-port", "9091",
+                   "--cpu-port", "255", "--no-p4", "--log-file", "/tmp/run/logs/R1.log", "--pcap", "/tmp/run/pcap/R1",
+                   "--port-overhead", "0", "--port-min-frame", "0", "--port-bitrate", "1=2000000", "--port-bitrate", "2=3000000", "--port-delay", "1=3000000ns"]
+
+
+def test_p4switch_accepts_what_the_backend_builds() -> None:
+    """The p4switch CLI parses the backend's command line into the intended link models."""
+    args = build_parser().parse_args(p4switch_command(spec(), python="x")[3:])
+    opts = p4switch_options(args)
+    assert opts.port_bitrates == {1: 2_000_000, 2: 3_000_000}
+    assert opts.port_delays == {1: 3_000_000} and opts.port_delay_ns == 0
+    assert opts.interfaces == [(1, "hbh0a1b22p1"), (2, "hbh0a1b22p2")] and opts.program is None
+    assert opts.port_overhead_bytes == 0 and opts.port_min_frame_bytes == 0  # frame bytes, as the simulator
+
+
+def test_bmv2_command_is_the_documented_one() -> None:
+    assert bmv2_command(spec(pcap_dir=None)) == [
+        "simple_switch_grpc", "--device-id", "2", "-i", "1@hbh0a1b22p1", "-i", "2@hbh0a1b22p2",
+        "--thrift-port", "9091", "--log-file", "/tmp/run/logs/R1.log", "--log-flush", "--no-p4", "--",
+        "--grpc-server-addr", "127.0.0.1:50001", "--cpu-port", "255"]
+    assert "--pcap" in bmv2_command(spec())
+
+
+@pytest.mark.parametrize("text, port, ns", [("3ms", None, 3_000_000), ("2=250us", 2, 250_000), ("1=7ns", 1, 7),
+                                            ("0.5s", None, 500_000_000)])
+def test_port_delay_option(text: str, port: int | None, ns: int) -> None:
+    opts = p4switch_options(build_parser().parse_args(["--no-p4", "--port-delay", text]))
+    assert (opts.port_delays.get(port) if port is not None else opts.port_delay_ns) == ns
+
+
+@pytest.mark.parametrize("text", ["3parsecs", "x=3ms", "-1ms", "2=", "999=1ms"])
+def test_bad_port_delay_is_one_line(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--no-p4", "--port-delay", text])
+    assert exc.value.code == 2
+    assert "--port-delay" in capsys.readouterr().err
+
+
+def test_bmv2_tools_missing_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(shutil, "which", lambda name: "/usr/sbin/ip" if name == "ip" else None)
+    with pytest.raises(plumbing.NetnsError, match="p4c and simple_switch_grpc"):
+        check_bmv2_tools()
+    monkeypatch.setattr(plumbing.os, "geteuid", lambda: 0)
+    code = hbh_main(["run", str(ROOT / "topo/paper-1router.yaml"), "--backend", "netns", "--target", "bmv2",
+                     "--duration", "1s", "--out", "/nonexistent/never-written"])
+    assert code == 2
+    assert "simple_switch_grpc" in capsys.readouterr().err
+
+
+def test_not_root_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.setattr(plumbing.os, "geteuid", lambda: 1000)
+    code = hbh_main(["run", str(ROOT / "topo/paper-1router.yaml"), "--backend", "netns", "--duration", "1s",
+                     "--out", "/nonexistent/never-written"])
+    err = capsys.readouterr().err
+    assert code == 2 and "needs root" in err and "Traceback" not in err
+    assert hbh_main(["clean"]) == 2
+
+
+def test_target_without_netns_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    code = hbh_main(["run", str(ROOT / "topo/paper-1router.yaml"), "--target", "bmv2", "--duration", "1s"])
+    assert code == 2 and "--backend netns" in capsys.readouterr().err
+
+
+def test_names_carry_the_prefix_and_fit_linux() -> None:
+    prefix = plumbing.new_prefix()
+    assert plumbing.PREFIX_RE.fullmatch(prefix)
+    name = plumbing.switch_ifname(prefix, 12, 34)
+    assert name.startswith(prefix) and len(name) <= 15
+    with pytest.raises(plumbing.NetnsError, match="longer than 15"):
+        plumbing.switch_ifname(prefix, 12345, 678)
+
+
+def write_run(tmp_path: Path) -> Path:
+    net = {"switches": {"R1": {"grpc_addr": "127.0.0.1:50001", "device_id": 2, "thrift_port": 9091}}}
+    (tmp_path / "network.json").write_text(json.dumps(net))
+    return tmp_path
+
+
+def test_switches_are_found_by_name_in_the_run(tmp_path: Path) -> None:
+    run = write_run(tmp_path)
+    assert switch_info(run, "R1")["grpc_addr"] == "127.0.0.1:50001"
+    with pytest.raises(LiveError, match="'R9': not a switch.*switches: R1"):
+        switch_info(run, "R9")
+    with pytest.raises(LiveError, match="no network.json"):
+        switch_info(tmp_path / "nothing", "R1")
+
+
+def test_shell_is_a_backup_unless_asked(tmp_path: Path) -> None:
+    info = switch_info(write_run(tmp_path), "R1")
+    cmd = shell_command(info, python="py")
+    assert cmd == ["py", "-m", "p4runtime_sh", "--grpc-addr", "127.0.0.1:50001", "--device-id", "2",
+                   "--election-id", "0,5"]
+    from topo.netns import AGENT_ELECTION_ID
+
+    assert AGENT_ELECTION_ID > SHELL_ELECTION_ID  # the shell is below the agent: it keeps the primary role
+    assert shell_command(info, primary=True, python="py")[-1] == "1,0"
+
+
+def test_params_run_errors_name_the_option(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run = write_run(tmp_path)
+    assert hbh_main(["params", "show", "--run", str(run), "--switch", "R9"]) == 2
+    assert "--switch 'R9'" in capsys.readouterr().err
+    assert hbh_main(["params", "show", "--run", str(run)]) == 2
+    assert "--run needs --switch" in capsys.readouterr().err
+    assert hbh_main(["params", "set", "--grpc-addr", "127.0.0.1:1", "--switch", "R1", "--port", "1",
+                     "--o-max", "50%"]) == 2
+    assert "--switch is only used with --run" in capsys.readouterr().err
+
+
+def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
+    import pickle
+    import subprocess
+
+    from topo.schema import load_topology
+
+    topo_file = tmp_path / "t.pkl"
+    topo_file.write_bytes(pickle.dumps(load_topology(ROOT / "topo/paper-1router.yaml")))
+    proc = subprocess.run([sys.executable, "-m", "hosts.netns_host", "--topology", str(topo_file), "--host", "R1",
+                           "--duration-ns", "1", "--out", str(tmp_path / "o"), "--prefix", "hbh00000"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "not a host" in proc.stderr
+
+
+def test_netem_command_for_bmv2_links() -> None:
+    from topo.netns import netem_command
+
+    assert netem_command("hbh0a1b22p1", 2_000_000, 3_000_000) == [
+        "tc", "qdisc", "replace", "dev", "hbh0a1b22p1", "root", "netem", "delay", "3000us", "rate", "2000000bit",
+        "limit", "10000"]

@@ -1,0 +1,102 @@
+"""A netns run as a live network: ``hbh shell``, ``hbh clean``, and run directories.
+
+Why: while ``hbh run --backend netns`` runs, its switches are real P4Runtime/Thrift servers.
+The run writes ``DIR/network.json`` (every switch's gRPC address, device id, Thrift port,
+interfaces, log and pcap paths) as soon as they are up; the commands here (and ``hbh params
+--run DIR --switch NAME``) find a switch by its topology name there.
+
+``hbh shell`` opens p4runtime-shell on a switch. Its election id is (0, 5), BELOW the agent's
+(:data:`topo.netns.AGENT_ELECTION_ID`), so the shell is a backup controller: it reads
+everything (tables, counters, the P4Info it fetched from the switch) and cannot write, and the
+agent keeps running the law. ``--primary`` uses p4runtime-shell's default (1, 0) instead: the
+shell can write, the agent loses the primary role until the shell exits (its queue calls go
+over Thrift and go on; any P4Runtime write it would make is refused meanwhile).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+__all__ = ["LiveError", "load_network", "switch_info", "shell_command", "register", "SHELL_ELECTION_ID"]
+
+SHELL_ELECTION_ID = (0, 5)
+PRIMARY_ELECTION_ID = (1, 0)
+
+
+class LiveError(Exception):
+    """A run directory or switch name that does not lead to a running switch."""
+
+
+def load_network(run_dir: str | Path) -> dict[str, Any]:
+    path = Path(run_dir) / "network.json"
+    try:
+        return json.loads(path.read_text())
+    except FileNotFoundError:
+        raise LiveError(f"--run {run_dir}: no network.json there (is it the --out of a netns run?)") from None
+    except (OSError, ValueError) as exc:
+        raise LiveError(f"--run {run_dir}: cannot read {path}: {exc}") from None
+
+
+def switch_info(run_dir: str | Path, name: str) -> dict[str, Any]:
+    net = load_network(run_dir)
+    switches = net.get("switches", {})
+    if name not in switches:
+        raise LiveError(f"--switch {name!r}: not a switch of run {run_dir} (switches: "
+                        f"{', '.join(sorted(switches)) or 'none'})")
+    return switches[name]
+
+
+def shell_command(info: dict[str, Any], primary: bool = False, python: str = sys.executable) -> list[str]:
+    election = PRIMARY_ELECTION_ID if primary else SHELL_ELECTION_ID
+    return [python, "-m", "p4runtime_sh", "--grpc-addr", info["grpc_addr"], "--device-id", str(info["device_id"]),
+            "--election-id", f"{election[0]},{election[1]}"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("shell", help="p4runtime-shell on a switch of a running netns experiment",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("switch", help="the switch's name in the topology, e.g. R1")
+    p.add_argument("--run", required=True, metavar="DIR", help="the running experiment's directory (--out)")
+    p.add_argument("--primary", action="store_true",
+                   help="become the primary controller (writes allowed; the agent loses the role meanwhile)")
+    p.set_defaults(func=_shell)
+    c = sub.add_parser("clean", help="remove leftovers of netns runs that died (namespaces, veths, processes)",
+                       description="Find by name prefix and remove what netns runs killed without cleaning up "
+                                   "left behind; runs still alive are not touched.")
+    c.add_argument("--prefix", help="only this run's prefix (hbhXXXXX), even if its runner is alive")
+    c.set_defaults(func=_clean)
+
+
+def _shell(args: argparse.Namespace) -> int:
+    try:
+        info = switch_info(args.run, args.switch)
+    except LiveError as exc:
+        print(f"hbh shell: {exc}", file=sys.stderr)
+        return 2
+    cmd = shell_command(info, args.primary)
+    role = "primary (the agent loses the role meanwhile)" if args.primary else "backup (read-only)"
+    print(f"hbh shell: {args.switch} at {info['grpc_addr']}, device {info['device_id']}, as {role}", file=sys.stderr)
+    os.execv(cmd[0], cmd)
+    return 0  # pragma: no cover - execv does not return
+
+
+def _clean(args: argparse.Namespace) -> int:
+    from topo.netns_plumbing import PREFIX_RE, NetnsError, clean, require_root
+
+    if args.prefix is not None and not PREFIX_RE.fullmatch(args.prefix):
+        print(f"hbh clean: --prefix {args.prefix!r}: expected hbh and 5 hex digits, e.g. hbh1a2b3", file=sys.stderr)
+        return 2
+    try:
+        require_root()
+    except NetnsError as exc:
+        print(f"hbh clean: {exc}", file=sys.stderr)
+        return 2
+    found = clean(args.prefix)
+    print(f"hbh clean: removed {len(found.namespaces)} namespaces, {len(found.links)} interfaces, "
+          f"{len(found.pids)} processes")
+    return 0

@@ -1,0 +1,535 @@
+"""The netns backend: a topology as real processes on real (veth) links, in real time.
+
+Same interface as :class:`topo.simnet.SimNetwork` (``build()``, ``run_until(t_ns)``,
+``finish()``, ``recorder``, ``counts``, ``packet_hops()``) plus ``close()``, so
+:func:`topo.runner.run_experiment` writes the same CSVs, summary and figures. The shape is
+Mininet's:
+
+* every switch is a process in the ROOT namespace (``p4switch`` or BMv2's
+  ``simple_switch_grpc``, started ``--no-p4`` with the documented command line), its gRPC and
+  Thrift on 127.0.0.1 at free ports, its ports the root-side ends of veth pairs;
+* every host is a namespace ``PREFIX-HOST`` with one interface ``eth0`` and a process
+  (:mod:`hosts.netns_host`) running the simulator's host code on an AF_PACKET socket;
+* every switch agent runs HERE, over real gRPC (:class:`GrpcController`, packet-ins handed to
+  one :class:`RealtimeScheduler` loop) and real Thrift (:func:`controlplane.queues.connect`).
+
+Links: a switch port models its link's rate and propagation delay (``--port-bitrate``,
+``--port-delay``); a host models its own uplink. The run directory gets ``network.json``
+(every switch's addresses, ports, interfaces, logs, pcaps) as soon as the switches are up, so
+``hbh params --run DIR``, ``hbh shell --run DIR`` and ``simple_switch_CLI --thrift-port`` reach
+the live network. Run time 0 (``t0``) is one instant on CLOCK_MONOTONIC, shared by every
+process of the run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import pickle
+import select
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controlplane import params_io
+from controlplane.agent import LawTrace
+from controlplane.p4runtime_client import GrpcController
+from controlplane.queues import QueueClient
+from controlplane.queues import connect as thrift_connect
+from controlplane.switch_agent import SwitchAgent
+from p4switch.sched import RealtimeScheduler
+from topo.model import Event, Topology
+from topo.netns_plumbing import NetnsError, Plumbing, clean, new_prefix, require_root, switch_ifname
+from topo.netns_switches import (
+    START_TIMEOUT_S,
+    SwitchProcess,
+    SwitchSpec,
+    bmv2_command,
+    check_bmv2_tools,
+    free_tcp_port,
+    p4switch_command,
+    pdeathsig,
+)
+from topo.plan import switch_plan
+from topo.record import DropSample, FlowSample, LawRow, LinkSample, Recorder
+from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, SAMPLE_NS, read_drop_counters
+
+__all__ = ["NetnsNetwork", "TARGETS", "AGENT_ELECTION_ID"]
+
+log = logging.getLogger(__name__)
+ROOT = Path(__file__).resolve().parents[1]
+TARGETS = ("p4switch", "bmv2")
+AGENT_ELECTION_ID = (0, 10)  # below `hbh params set` (1, 0), above `hbh shell` (0, 5)
+START_LEAD_NS = 500_000_000  # t0 this far after every host said ready
+HOST_READY_TIMEOUT_S = 60.0
+NOT_FOUND = 5  # google.rpc.Code: arbitration says there is no primary
+
+
+@dataclass
+class _SwitchNode:
+    spec: SwitchSpec
+    process: SwitchProcess
+    agent: SwitchAgent | None = None
+    client: GrpcController | None = None
+    queues: QueueClient | None = None
+    sched: RealtimeScheduler | None = None
+    offset_ns: int = 0  # this agent's scheduler time minus run time
+
+
+@dataclass
+class _HostProc:
+    name: str
+    ns: str
+    out: Path
+    proc: subprocess.Popen
+    results: dict[str, Any] | None = None
+
+
+class NetnsNetwork:
+    """Build with :meth:`build`, then :meth:`run_until` (real time); results in ``recorder``.
+
+    Always :meth:`close` it (``with NetnsNetwork(...) as net``): that ends every process and
+    removes every namespace and interface, also after an error.
+    """
+
+    def __init__(self, topo: Topology, seed: int = 1, *, duration_ns: int, run_dir: Path,
+                 target: str = "p4switch", pcap: bool = True) -> None:
+        if target not in TARGETS:
+            raise NetnsError(f"--target {target!r}: choose one of {', '.join(TARGETS)}")
+        self.topo = topo
+        self.seed = seed
+        self.duration_ns = duration_ns
+        self.run_dir = Path(run_dir)
+        self.target = target
+        self.pcap = pcap
+        self.prefix = new_prefix()
+        self.recorder = Recorder()
+        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0}
+        self.plumbing = Plumbing(self.prefix)
+        self.switches: dict[str, _SwitchNode] = {}
+        self.hosts: dict[str, _HostProc] = {}
+        self.t0_ns = 0  # CLOCK_MONOTONIC of run time 0
+        self._next_sample = 0
+        self._next_drops = 0
+        self._events = sorted((ev for ev in topo.events if ev.kind == "alinea"), key=lambda e: e.at_ns)
+        self._link_bytes: dict[tuple[str, str], tuple[str, str]] = {}  # (u, v) -> (interface, rx|tx)
+        self._closed = False
+        self.notices: list[str] = []
+        self._stream_lost: set[str] = set()
+        self._recording = True  # agents' law rows go to the recorder (on the agents' loop thread)
+
+    # ---- construction ------------------------------------------------------------------------------
+    def build(self) -> NetnsNetwork:
+        require_root()
+        self._refuse_unsupported()
+        if self.target == "bmv2":
+            check_bmv2_tools()
+        found = clean()  # leftovers of runs that died without cleaning up
+        if found:
+            self._notice(f"removed leftovers of earlier runs: {len(found.namespaces)} namespaces, "
+                         f"{len(found.links)} interfaces, {len(found.pids)} processes")
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        (self.run_dir / "logs").mkdir(exist_ok=True)
+        self.plumbing.mark()
+        self._log_handler = logging.FileHandler(self.run_dir / "logs" / "agents.log")
+        self._log_handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        logging.getLogger().addHandler(self._log_handler)
+        if logging.getLogger().level > logging.INFO:
+            logging.getLogger().setLevel(logging.INFO)
+        self._make_links()
+        self._start_switches()
+        self._spawn_hosts()  # before any gRPC channel exists: forking then is clean
+        self._write_network_json()
+        self._start_agents()
+        self._go()
+        return self
+
+    def _notice(self, text: str) -> None:
+        self.notices.append(text)
+        print(f"hbh run (netns): {text}", file=sys.stderr, flush=True)
+
+    def _refuse_unsupported(self) -> None:
+        rate_events = [ev for ev in self.topo.events if ev.kind == "link_rate"]
+        if rate_events:
+            raise NetnsError(f"{self.topo.source}:{rate_events[0].line}: link rate events are not supported by the "
+                             "netns backend yet (a switch port's bit rate is fixed at start); use --backend sim")
+        if self.topo.options.report_loss > 0:
+            raise NetnsError(f"{self.topo.source}: report_loss is not emulated by the netns backend; "
+                             "use --backend sim")
+
+    def _make_links(self) -> None:
+        topo, pre = self.topo, self.prefix
+        for node in topo.hosts:
+            self.plumbing.add_namespace(node.name)
+        for link in topo.links:
+            na, nb = topo.nodes[link.a], topo.nodes[link.b]
+            if na.is_switch and nb.is_switch:
+                ia, ib = (switch_ifname(pre, n.index, topo.port(n.name, o.name)) for n, o in ((na, nb), (nb, na)))
+                self.plumbing.add_switch_link(ia, ib)
+                self._link_bytes[(na.name, nb.name)] = (ia, "tx")
+                self._link_bytes[(nb.name, na.name)] = (ib, "tx")
+                continue
+            sw, host = (na, nb) if na.is_switch else (nb, na)
+            end = switch_ifname(pre, sw.index, topo.port(sw.name, host.name))
+            mac = topo.mac(host.name).to_bytes(6, "big").hex(":")
+            self.plumbing.add_host_link(end, f"{pre}-{host.name}", f"{pre}{host.index}h", mac)
+            self._link_bytes[(sw.name, host.name)] = (end, "tx")
+            self._link_bytes[(host.name, sw.name)] = (end, "rx")
+
+    def _spec(self, name: str) -> SwitchSpec:
+        topo = self.topo
+        node = topo.nodes[name]
+        ports = {topo.port(name, nb): nb for nb in topo.neighbours(name)}
+        logs = self.run_dir / "logs"
+        spec = SwitchSpec(
+            name=name, device_id=node.index,
+            interfaces=[(p, switch_ifname(self.prefix, node.index, p)) for p in sorted(ports)],
+            grpc_port=free_tcp_port(), thrift_port=free_tcp_port(), log_file=str(logs / f"{name}.log"),
+            pcap_dir=str(self.run_dir / "pcap" / name) if self.pcap else None)
+        for p, nb in ports.items():
+            link = topo.link_between(name, nb)
+            spec.bitrates[p] = round(link.rate_bps)
+            spec.delays[p] = link.delay_ns
+        return spec
+
+    def _start_switches(self) -> None:
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for node in self.topo.switches:
+            spec = self._spec(node.name)
+            if spec.pcap_dir:
+                Path(spec.pcap_dir).mkdir(parents=True, exist_ok=True)
+            cmd = p4switch_command(spec) if self.target == "p4switch" else bmv2_command(spec)
+            self.switches[node.name] = _SwitchNode(spec, SwitchProcess(spec, cmd, ROOT))
+        for sw in self.switches.values():
+            sw.process.wait_ready(deadline)
+        if self.target == "bmv2":
+            self._bmv2_links()
+
+    def _bmv2_links(self) -> None:
+        """BMv2 has no link model: rate and delay by ``tc netem`` on the switch's interfaces."""
+        for sw in self.switches.values():
+            for port, ifname in sw.spec.interfaces:
+                rate, delay = sw.spec.bitrates[port], sw.spec.delays[port]
+                proc = subprocess.run(netem_command(ifname, rate, delay), capture_output=True, text=True,
+                                      timeout=15)
+                if proc.returncode != 0:
+                    self._notice(f"tc netem unavailable ({proc.stderr.strip()}): link rate and delay are NOT "
+                                 "emulated on BMv2 switch ports")
+                    return
+
+    def network_info(self) -> dict[str, Any]:
+        topo = self.topo
+        return {
+            "prefix": self.prefix, "runner_pid": os.getpid(), "target": self.target, "topology": topo.name,
+            "t0_monotonic_ns": self.t0_ns or None,
+            "switches": {name: {
+                "grpc_addr": sw.spec.grpc_addr, "thrift_port": sw.spec.thrift_port, "device_id": sw.spec.device_id,
+                "pid": sw.process.proc.pid, "interfaces": {str(p): i for p, i in sw.spec.interfaces},
+                "neighbours": {str(topo.port(name, nb)): nb for nb in topo.neighbours(name)},
+                "log_file": sw.spec.log_file, "pcap_dir": sw.spec.pcap_dir, "command": sw.process.command,
+                "thrift_cli": f"simple_switch_CLI --thrift-port {sw.spec.thrift_port}",
+                "agent_election_id": list(AGENT_ELECTION_ID)} for name, sw in self.switches.items()},
+            "hosts": {node.name: {"netns": f"{self.prefix}-{node.name}", "ifname": "eth0",
+                                  "pid": self.hosts[node.name].proc.pid if node.name in self.hosts else None}
+                      for node in topo.hosts},
+        }
+
+    def _write_network_json(self) -> None:
+        path = self.run_dir / "network.json"
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(self.network_info(), indent=1) + "\n")
+        tmp.rename(path)
+
+    def _start_agents(self) -> None:
+        """One agent per switch, each on its own RealtimeScheduler loop thread.
+
+        Why one loop each: an agent's reaction to a report is a Thrift round trip to its
+        switch; on one shared loop the five agents of paper-5router waited for each other's
+        round trips (the GIL is released while a call waits on its socket).
+        """
+        program = self._program()
+        for name, sw in self.switches.items():
+            sw.sched = RealtimeScheduler()
+            sw.sched.start()
+            agent_box: list[SwitchAgent] = []
+            sw.client = GrpcController(sw.spec.grpc_addr, sw.spec.device_id, election=AGENT_ELECTION_ID,
+                                       on_message=_guarded(name, agent_box))
+            sw.queues = thrift_connect("127.0.0.1", sw.spec.thrift_port)
+            agent = SwitchAgent(switch_plan(self.topo, name), sw.client, sw.queues, sw.sched,
+                                tick_ns=AGENT_TICK_NS, on_trace=self._law_trace(name))
+            agent_box.append(agent)
+            sw.agent = agent
+            sw.sched.run_sync(agent.install, program[0], program[1], timeout=60)
+
+    def _program(self) -> tuple[Any, bytes]:
+        if self.target == "p4switch":
+            from topo.simnet import alinea_program
+
+            prog = alinea_program()
+            return prog.p4info, prog.device_config
+        from google.protobuf import text_format
+        from p4.config.v1 import p4info_pb2
+
+        build = ROOT / "build"
+        for f in ("alinea.json", "alinea.p4info.txtpb"):
+            if not (build / f).exists():
+                raise NetnsError(f"--target bmv2: {build / f} is missing: run `make p4` (needs p4c)")
+        info = text_format.Parse((build / "alinea.p4info.txtpb").read_text(), p4info_pb2.P4Info())
+        return info, (build / "alinea.json").read_bytes()
+
+    def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
+        def trace(t: LawTrace) -> None:
+            if not self._recording:
+                return
+            toward = self.topo.neighbour_on(name, t.port)
+            self.recorder.laws.append(LawRow(t.t_ns - self.switches[name].offset_ns, name, toward, t.occupancy, t.capacity,
+                                             t.drops, t.rate_bps, t.o, t.w))
+
+        return trace
+
+    def _spawn_hosts(self) -> None:
+        hosts_dir = self.run_dir / ".netns"
+        hosts_dir.mkdir(exist_ok=True)
+        topo_file = hosts_dir / "topology.pkl"
+        topo_file.write_bytes(pickle.dumps(self.topo))
+        for node in self.topo.hosts:
+            ns = f"{self.prefix}-{node.name}"
+            out = hosts_dir / f"{node.name}.pkl"
+            with contextlib.suppress(OSError):
+                out.unlink()
+            cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "hosts.netns_host", "--topology", str(topo_file),
+                   "--host", node.name, "--seed", str(self.seed), "--duration-ns", str(self.duration_ns),
+                   "--out", str(out), "--prefix", self.prefix]
+            err = open(self.run_dir / "logs" / f"{node.name}.log", "w")  # noqa: SIM115 - the child keeps it
+            proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                    text=True, preexec_fn=pdeathsig)
+            err.close()
+            self.hosts[node.name] = _HostProc(node.name, ns, out, proc)
+        deadline = time.monotonic() + HOST_READY_TIMEOUT_S
+        for h in self.hosts.values():
+            line = _read_line(h.proc, deadline)
+            if line != "ready":
+                raise NetnsError(f"host {h.name} did not start (exit status {h.proc.poll()}); see "
+                                 f"{self.run_dir / 'logs' / (h.name + '.log')}")
+
+    def _go(self) -> None:
+        """Run time 0: a moment shortly ahead, told to every host."""
+        self.t0_ns = time.monotonic_ns() + START_LEAD_NS
+        for sw in self.switches.values():
+            assert sw.sched is not None
+            sw.offset_ns = self.t0_ns - (time.monotonic_ns() - sw.sched.now_ns())
+        self._write_network_json()
+        for h in self.hosts.values():
+            assert h.proc.stdin is not None
+            h.proc.stdin.write(f"start {self.t0_ns}\n")
+            h.proc.stdin.flush()
+
+    # ---- running ------------------------------------------------------------------------------------
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self.t0_ns
+
+    def run_until(self, t_ns: int) -> None:
+        """Sleep in real time until run time ``t_ns``, sampling and applying events on the way."""
+        while True:
+            nxt = min(self._next_sample, self._next_drops, self._events[0].at_ns if self._events else t_ns + 1)
+            if nxt > t_ns:
+                break
+            self._sleep_until(nxt)
+            while self._events and self._events[0].at_ns <= nxt:
+                self._apply_event(self._events.pop(0))
+            if self._next_sample == nxt:
+                self._sample_links(nxt)
+                self._next_sample += SAMPLE_NS
+            if self._next_drops == nxt:
+                self._sample_drops(nxt)
+                self._next_drops += DROP_SAMPLE_NS
+            self._check_alive()
+        self._sleep_until(t_ns)
+
+    def _sleep_until(self, t_ns: int) -> None:
+        left = (t_ns - self.now_ns()) / 1e9
+        if left > 0:
+            time.sleep(left)
+
+    def _check_alive(self) -> None:
+        for name, sw in self.switches.items():
+            reader = getattr(sw.client, "_reader", None)
+            if reader is not None and not reader.is_alive() and name not in self._stream_lost:
+                self._stream_lost.add(name)
+                self._notice(f"switch {name}: the agent's P4Runtime stream ended at {self.now_ns() / 1e9:.2f} s "
+                             "(packet-ins no longer reach it)")
+            if sw.process.proc.poll() is not None:
+                raise NetnsError(f"switch {name} exited with status {sw.process.proc.returncode} during the run: "
+                                 f"{sw.process.output()}")
+
+    def _apply_event(self, ev: Event) -> None:
+        """The switches' part of an ALINEA event (hosts apply theirs themselves, on time)."""
+        for u, v in ev.targets:
+            if u in self.switches:
+                sw = self.switches[u]
+                sw.sched.run_sync(params_io.apply_law_changes, sw.client, self.topo.port(u, v),  # type: ignore
+                                  dict(ev.law_changes))
+            if ev.interval_us is not None and v in self.switches:
+                sw = self.switches[v]
+                sw.sched.run_sync(params_io.apply_port_changes, sw.client, self.topo.port(v, u),  # type: ignore
+                                    {"interval_us": ev.interval_us})
+
+    def _sample_links(self, t_ns: int) -> None:
+        for link in self.topo.links:
+            for u, v in ((link.a, link.b), (link.b, link.a)):
+                ifname, way = self._link_bytes[(u, v)]
+                self.recorder.links.append(LinkSample(t_ns, u, v, _if_bytes(ifname, way), round(link.rate_bps)))
+
+    def _sample_drops(self, t_ns: int) -> None:
+        for name, sw in self.switches.items():
+            ports = [p for p, _ in sw.spec.interfaces]
+            try:
+                cells = read_drop_counters(sw.client, ports)
+            except Exception as exc:  # noqa: BLE001 - a switch that stopped answering: say so, keep running
+                self._notice(f"switch {name}: drop counters unreadable at {t_ns / 1e9:.1f} s: {exc}")
+                continue
+            for reason, port, packets in cells:
+                self.recorder.drops.append(DropSample(t_ns, name, port, reason, packets))
+
+    # ---- the end ------------------------------------------------------------------------------------
+    def finish(self) -> None:
+        """Final samples, the hosts' results merged into the recorder."""
+        end = max(self.now_ns(), self.duration_ns)
+        for sw in self.switches.values():  # the recorder is ours from here on
+            if sw.sched is not None:
+                sw.sched.run_sync(setattr, self, "_recording", False)
+        self._sample_links(end)
+        self._sample_drops(end)
+        deadline = time.monotonic() + 30
+        for h in self.hosts.values():
+            line = _read_line(h.proc, deadline)
+            if line != "done" or not h.out.exists():
+                raise NetnsError(f"host {h.name} did not hand back its results (exit status {h.proc.poll()}); "
+                                 f"see {self.run_dir / 'logs' / (h.name + '.log')}")
+            h.results = pickle.loads(h.out.read_bytes())
+        self._merge_hosts()
+
+    def _merge_hosts(self) -> None:
+        rec = self.recorder
+        results = {h.name: h.results or {} for h in self.hosts.values()}
+        flow_ids = {f.name: i + 1 for i, f in enumerate(self.topo.flows)}
+        by_t: dict[str, dict[int, dict[str, Any]]] = {n: {s["t_ns"]: s for s in r.get("samples", [])}
+                                                      for n, r in results.items()}
+        times = sorted({t for samples in by_t.values() for t in samples})
+        for t in times:
+            for f in self.topo.flows:
+                src, dst = by_t[f.src].get(t), by_t[f.dst].get(t)
+                sent = src["sent"].get(f.name, 0) if src else 0
+                received, owd = dst["received"].get(flow_ids[f.name], (0, 0)) if dst else (0, 0)
+                rec.flows.append(FlowSample(t, f.name, sent, received, owd))
+            for name in sorted(by_t):
+                s = by_t[name].get(t)
+                if s is not None and s["buffer"] is not None:
+                    rec.buffers.append(s["buffer"])
+        for r in results.values():
+            rec.laws.extend(r.get("laws", []))
+            rec.packets.update(r.get("packets", {}))
+            for k, v in r.get("counts", {}).items():
+                self.counts[k] = self.counts.get(k, 0) + v
+        rec.laws.sort(key=lambda row: row.t_ns)
+
+    def packet_hops(self) -> int:
+        """Frames carried by every link direction (from the interfaces' counters)."""
+        total = 0
+        for ifname, way in set(self._link_bytes.values()):
+            total += _if_counter(ifname, f"{way}_packets")
+        return total
+
+    def close(self) -> None:
+        """End every process, remove every namespace and interface (idempotent, never raises)."""
+        if self._closed:
+            return
+        self._closed = True
+        for sw in self.switches.values():
+            if sw.agent is not None and sw.sched is not None:
+                with contextlib.suppress(Exception):
+                    sw.sched.run_sync(sw.agent.stop)
+        for h in self.hosts.values():
+            with contextlib.suppress(Exception):
+                if h.proc.poll() is None:
+                    h.proc.terminate()
+        for sw in self.switches.values():
+            if sw.sched is not None:
+                with contextlib.suppress(Exception):
+                    sw.sched.stop()
+        for sw in self.switches.values():
+            for closer in (sw.client, sw.queues):
+                if closer is not None:
+                    with contextlib.suppress(Exception):
+                        closer.close()
+            with contextlib.suppress(Exception):
+                sw.process.stop()
+        for h in self.hosts.values():
+            with contextlib.suppress(Exception):
+                h.proc.wait(5)
+            with contextlib.suppress(Exception):
+                if h.proc.poll() is None:
+                    h.proc.kill()
+                    h.proc.wait(5)
+        self.plumbing.close()
+        with contextlib.suppress(Exception):
+            clean(self.prefix)
+        handler = getattr(self, "_log_handler", None)
+        if handler is not None:
+            logging.getLogger().removeHandler(handler)
+            handler.close()  # anything that escaped (a host process that ignored SIGTERM)
+
+    def __enter__(self) -> NetnsNetwork:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        self.close()
+
+
+def netem_command(ifname: str, rate_bps: int, delay_ns: int) -> list[str]:
+    """``tc`` emulating one direction of a link on ``ifname`` (BMv2 has no link model)."""
+    return ["tc", "qdisc", "replace", "dev", ifname, "root", "netem", "delay", f"{delay_ns // 1000}us",
+            "rate", f"{rate_bps}bit", "limit", "10000"]
+
+
+def _guarded(name: str, agent_box: list[SwitchAgent]) -> Callable[[Any], None]:
+    """The agent's stream callback, logging (not raising) its errors: an exception would end
+    the client's stream reader thread, and with it every later packet-in."""
+    def on_message(msg: Any) -> None:
+        try:
+            if agent_box:  # the agent also takes the primary role back when there is none
+                agent_box[0].on_stream_message(msg)
+        except Exception:  # noqa: BLE001
+            log.exception("%s: agent failed on a stream message", name)
+
+    return on_message
+
+
+def _if_counter(ifname: str, counter: str) -> int:
+    try:
+        return int(Path(f"/sys/class/net/{ifname}/statistics/{counter}").read_text())
+    except (OSError, ValueError):
+        return 0
+
+
+def _if_bytes(ifname: str, way: str) -> int:
+    return _if_counter(ifname, f"{way}_bytes")
+
+
+def _read_line(proc: subprocess.Popen, deadline: float) -> str | None:
+    """The child's next stdout line, waiting at most until ``deadline`` (monotonic s)."""
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], min(0.2, max(0.0, deadline - time.monotonic())))
+        if ready:
+            line = proc.stdout.readline()
+            return line.strip() if line else None
+        if proc.poll() is not None:
+            return None
+    return None

@@ -1,0 +1,146 @@
+"""Switch processes of a netns run: their command lines (p4switch or BMv2) and their lifetime.
+
+Why the command lines are built here, as plain lists: they are the documented ones
+(``p4switch -i N@veth ... --grpc-server-addr 127.0.0.1:P --thrift-port T --cpu-port 255
+--no-p4 ...``, ``simple_switch_grpc -i N@veth ... --thrift-port T --no-p4 -- --grpc-server-addr
+... --cpu-port 255``), so a user can paste them from ``network.json`` and run one switch by
+hand, and the unit tests check exactly what would be run without starting anything.
+
+Each process gets ``PR_SET_PDEATHSIG(SIGKILL)``: if the runner dies (even by SIGKILL) its
+switches die with it; the kernel objects are then found by prefix (:mod:`topo.netns_plumbing`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from topo.netns_plumbing import NetnsError
+
+__all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
+           "pdeathsig"]
+
+CPU_PORT = 255
+START_TIMEOUT_S = 60.0
+
+
+def free_tcp_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@dataclass
+class SwitchSpec:
+    """One switch of a run: what its command line says and where its files go."""
+
+    name: str
+    device_id: int
+    interfaces: list[tuple[int, str]]  # (port, root-namespace interface)
+    grpc_port: int
+    thrift_port: int
+    log_file: str
+    pcap_dir: str | None = None
+    bitrates: dict[int, int] = field(default_factory=dict)  # port -> b/s (p4switch's link model)
+    delays: dict[int, int] = field(default_factory=dict)  # port -> ns
+
+    @property
+    def grpc_addr(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+
+def p4switch_command(spec: SwitchSpec, python: str = sys.executable) -> list[str]:
+    cmd = [python, "-m", "p4switch.cli"]
+    for port, ifname in spec.interfaces:
+        cmd += ["-i", f"{port}@{ifname}"]
+    cmd += ["--device-id", str(spec.device_id), "--grpc-server-addr", spec.grpc_addr,
+            "--thrift-port", str(spec.thrift_port), "--cpu-port", str(CPU_PORT), "--no-p4",
+            "--log-file", spec.log_file]
+    if spec.pcap_dir:
+        cmd += ["--pcap", spec.pcap_dir]
+    if spec.bitrates:  # the topology's rates count frame bytes, as the simulator's links do
+        cmd += ["--port-overhead", "0", "--port-min-frame", "0"]
+    for port, bps in sorted(spec.bitrates.items()):
+        cmd += ["--port-bitrate", f"{port}={bps}"]
+    for port, ns in sorted(spec.delays.items()):
+        if ns:
+            cmd += ["--port-delay", f"{port}={ns}ns"]
+    return cmd
+
+
+def bmv2_command(spec: SwitchSpec) -> list[str]:
+    """simple_switch_grpc's own options, then ``--`` and its target (gRPC) options."""
+    cmd = ["simple_switch_grpc", "--device-id", str(spec.device_id)]
+    for port, ifname in spec.interfaces:
+        cmd += ["-i", f"{port}@{ifname}"]
+    cmd += ["--thrift-port", str(spec.thrift_port), "--log-file", spec.log_file, "--log-flush"]
+    if spec.pcap_dir:
+        cmd += ["--pcap", spec.pcap_dir]
+    cmd += ["--no-p4", "--", "--grpc-server-addr", spec.grpc_addr, "--cpu-port", str(CPU_PORT)]
+    return cmd
+
+
+def check_bmv2_tools() -> None:
+    missing = [t for t in ("p4c", "simple_switch_grpc") if shutil.which(t) is None]
+    if missing:
+        raise NetnsError(f"--target bmv2 needs {' and '.join(missing)} on PATH (see docs/bmv2.md); "
+                         "use --target p4switch otherwise")
+
+
+def pdeathsig() -> None:
+    """In the child, before exec: die with the runner (Linux)."""
+    with contextlib.suppress(Exception):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(1, signal.SIGKILL)  # PR_SET_PDEATHSIG
+
+
+def _wait_tcp(port: int, deadline: float, proc: subprocess.Popen) -> bool:
+    while time.monotonic() < deadline and proc.poll() is None:
+        with socket.socket() as s:
+            s.settimeout(0.2)
+            if s.connect_ex(("127.0.0.1", port)) == 0:
+                return True
+        time.sleep(0.05)
+    return False
+
+
+class SwitchProcess:
+    """A started switch; :meth:`stop` ends it (SIGTERM, bounded wait, then SIGKILL)."""
+
+    def __init__(self, spec: SwitchSpec, command: list[str], cwd: Path) -> None:
+        self.spec = spec
+        self.command = command
+        self._err_path = spec.log_file + ".stderr"
+        self._err = open(self._err_path, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=self._err,
+                                     stderr=self._err, preexec_fn=pdeathsig)
+
+    def wait_ready(self, deadline: float) -> None:
+        for port in (self.spec.grpc_port, self.spec.thrift_port):
+            if not _wait_tcp(port, deadline, self.proc):
+                raise NetnsError(f"switch {self.spec.name} did not start listening on 127.0.0.1:{port} "
+                                 f"(exit status {self.proc.poll()}): {self.output()}")
+
+    def output(self) -> str:
+        with contextlib.suppress(OSError):
+            return Path(self._err_path).read_text()[-2000:].strip()
+        return ""
+
+    def stop(self, timeout_s: float = 10.0) -> int | None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+        with contextlib.suppress(Exception):
+            self._err.close()
+        return self.proc.returncode
