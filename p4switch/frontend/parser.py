@@ -177,6 +177,10 @@ _INT_RE = re.compile(
 _BASES = {"x": 16, "b": 2, "o": 8, "d": 10}
 
 
+_DIGIT_BITS = {2: 1, 8: 3, 10: 4, 16: 4}
+_MAX_LITERAL_BITS = 4 * 4096  # generous: the checker's own limits (check/values.py) apply after
+
+
 def parse_int_literal(text: str, loc: SourceLoc) -> A.IntLiteral:
     """Decode ``8w0x1F``-style literals; the value is kept as written (no truncation)."""
     m = _INT_RE.match(text)
@@ -190,7 +194,13 @@ def parse_int_literal(text: str, loc: SourceLoc) -> A.IntLiteral:
     digits = digits.replace("_", "")
     if not digits:
         raise P4Error(loc, f"invalid integer literal '{text}': no digits")
+    if m.group("w") and len(m.group("w")) > 9:
+        raise P4Error(loc, f"integer literal '{text[:20]}...': its width has {len(m.group('w'))} digits; "
+                           "p4switch (like p4c) supports bit strings of at most 2048 bits")
     width = int(m.group("w")) if m.group("w") else None
+    if len(digits) * _DIGIT_BITS[base] > _MAX_LITERAL_BITS:
+        raise P4Error(loc, f"integer literal with {len(digits)} digits: p4switch reads literals of at most "
+                           f"{_MAX_LITERAL_BITS} bits")
     return A.IntLiteral(loc=loc, value=int(digits, base), width=width, signed=m.group("s") == "s", text=text)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
 
-from .checkutil import check, errors, in_control, one_error, pos
+from .checkutil import check, errors, in_control, one_error, one_warning, pos
 
 ACTIONS = """
     register<bit<32>>(16) r;
@@ -178,6 +178,6 @@ def test_default_parameter_values() -> None:
     assert f1.bound_args[1][1] is None and f1.bound_args[1][0].has_default
     default = f1.bound_args[1][0].decl.default
     assert default.type == T.BitType(8) and default.const_value == 7
-    assert "does not fit" in one_error("bit<8> g(in bit<8> a = 300) { return a; }").message
+    assert "does not fit" in one_warning("bit<8> g(in bit<8> a = 300) { return a; }").message
     assert "expected 1 to 2, got 3" in one_error(
         "bit<8> f(in bit<8> a, in bit<8> b = 7) { return a + b; }\n" + in_control("m.x = f(1, 2, 3);")).message

@@ -88,8 +88,12 @@ class ExprChecker(Core):
                 self.error(loc, f"{context}an int value must be a compile-time constant to convert to {target}")
                 return False
             if not V.fits(v, target):
-                self.error(loc, f"{context}value {v} does not fit in {target}")
-                return False
+                # p4c warns and keeps the value modulo 2**W (a negative value in a bit<W>
+                # context, a too-large mask): so do we, and const_value stays in range.
+                why = "negative value with unsigned type" if v < 0 and isinstance(target, T.BitType) \
+                    else "value does not fit"
+                self.diag.warning(loc, f"{context}{why}: {v} becomes {V.wrap(v, target)} in {target}")
+                e.const_value = V.wrap(v, target)
             e.type = target
             return True
         if isinstance(e, ast.ListExpr) and self._list_target(target, len(e.elements)):
@@ -122,6 +126,10 @@ class ExprChecker(Core):
         if e.width is None:
             e.const_value = e.value
             return T.INFINT
+        problem = V.width_problem(e.width, "the width of this literal")
+        if problem is not None:
+            self.error(e.loc, problem)
+            return UNKNOWN
         t: T.Type = T.IntType(e.width) if e.signed else T.BitType(e.width)
         if e.signed and e.width < 1:
             self.error(e.loc, "a signed literal needs a width of at least 1")
@@ -324,6 +332,10 @@ class ExprChecker(Core):
         if lo < 0 or hi < lo or (width is not None and hi >= width):
             self.error(e.loc, f"slice [{hi}:{lo}] is out of range for {base}")
             return UNKNOWN
+        problem = V.width_problem(hi - lo + 1, "this slice")
+        if problem is not None:
+            self.error(e.loc, problem)
+            return UNKNOWN
         v = e.expr.const_value
         if isinstance(v, int) and not isinstance(v, bool):
             e.const_value = (v >> lo) & ((1 << (hi - lo + 1)) - 1)
@@ -385,8 +397,8 @@ class ExprChecker(Core):
         elif not T.is_integer(t):
             self.error(e.operand.loc, f"unary '{op}' needs an integer operand, got {t}")
             return UNKNOWN
-        if e.operand.const_value is not None:
-            e.const_value = V.fold_unary(op, e.operand.const_value, t)
+        if e.operand.const_value is not None and not self.fold(e, V.fold_unary, op, e.operand.const_value, t):
+            return UNKNOWN
         return t
 
     def _binary(self, e: ast.BinaryExpr, ctx: Ctx, expected: T.Type | None) -> T.Type:
@@ -408,9 +420,20 @@ class ExprChecker(Core):
         if t is None:
             return UNKNOWN
         a, b = e.left.const_value, e.right.const_value
-        if a is not None and b is not None:
-            e.const_value = V.fold_binary(op, a, b, t, e.left.type)
+        if a is not None and b is not None and not self.fold(e, V.fold_binary, op, a, b, t, e.left.type):
+            return UNKNOWN
         return t
+
+    def fold(self, e: ast.Expression, fn: Callable[..., object], *args: object) -> bool:
+        """Set ``e.const_value`` to ``fn(*args)``; a value beyond the limits of ``values.py``
+        is reported at ``e`` (False: the caller makes ``e`` unknown, so no error follows)."""
+        try:
+            e.const_value = fn(*args)
+        except V.LimitError as exc:
+            self.error(e.loc, str(exc))
+            e.const_value = None
+            return False
+        return True
 
     def _logical(self, e: ast.BinaryExpr, ctx: Ctx) -> T.Type:
         ok = True
@@ -434,6 +457,10 @@ class ExprChecker(Core):
                 self.error(side.loc, f"'++' needs bit<W> or int<W> operands, got {t}{hint}")
                 return None
         w = lt.width + rt.width  # type: ignore[attr-defined]
+        problem = V.width_problem(w, "the concatenation")
+        if problem is not None:
+            self.error(e.loc, problem)
+            return None
         return T.IntType(w) if isinstance(lt, T.IntType) else T.BitType(w)
 
     def _shift(self, e: ast.BinaryExpr, lt: T.Type, rt: T.Type) -> T.Type | None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
+from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import TYPE_DECLS, UNKNOWN, Core, Ctx, describe_decl, is_unknown
 
 _SIMPLE = {
@@ -42,7 +43,10 @@ class TypeResolver(Core):
             t = T.TupleType(tuple(self.resolve(e, ctx) for e in tr.elements))
         elif isinstance(tr, ast.VarbitType):
             w = self.const_int(tr.width, ctx, "width of varbit")
-            t = UNKNOWN if w is None else T.VarbitType(w)
+            problem = None if w is None else V.width_problem(w, f"varbit<{w}>")
+            if problem is not None:
+                self.error(tr.width.loc, problem)
+            t = UNKNOWN if w is None or problem is not None else T.VarbitType(w)
         else:
             self.error(tr.loc, f"unsupported type syntax {type(tr).__name__}")
             t = UNKNOWN
@@ -56,6 +60,10 @@ class TypeResolver(Core):
             return UNKNOWN
         if w < (1 if tr.signed else 0):
             self.error(tr.width.loc, f"width of {kind}<{w}> must be positive")
+            return UNKNOWN
+        problem = V.width_problem(w, f"the width of {kind}<...>")
+        if problem is not None:
+            self.error(tr.width.loc, problem)
             return UNKNOWN
         return T.IntType(w) if tr.signed else T.BitType(w)
 
