@@ -21,7 +21,6 @@ from dataclasses import dataclass
 
 from p4switch.frontend import types as T
 
-
 MAX_WIDTH = 2048
 MAX_INT_BITS = 2 * MAX_WIDTH
 
