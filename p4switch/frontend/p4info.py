@@ -367,8 +367,9 @@ class _Collector:
         for inst in c.instances:
             if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter"):
                 self._extern(inst, _annotations(inst.decl))
+        applied = _applied_tables(self.program)
         for t in c.tables:
-            if not _hidden(t.decl):
+            if not _hidden(t.decl) and t.decl in applied:
                 self._table(t)
         self._called_actions()
         for d in c.digests:
@@ -394,7 +395,11 @@ class _Collector:
 
     def _called_actions(self) -> None:
         """Actions the program calls: from apply blocks, and from the bodies of actions
-        already included (transitively)."""
+        already included (transitively).
+
+        *Deliberate difference from p4c* (docs/p4switch.md): p4c inlines actions that are
+        only called directly and leaves them out of P4Info; p4switch keeps them, so that
+        P4Info ids of existing programs (alinea.p4's) do not change."""
         by_decl = {(id(a.decl), a.block): a for a in self.checked.actions}
         todo: list[tuple[ast.Node, str | None]] = [
             (b.decl.body, b.fqn) for b in self.checked.blocks if isinstance(b.decl, ast.ControlDecl)]
@@ -881,6 +886,20 @@ class _Emitter:
 
 
 # =========================================================================== helpers
+
+
+def _applied_tables(program: ast.Program) -> set[ast.TableDecl]:
+    """The tables some apply block applies. p4c removes the others (unused declarations)
+    before it writes P4Info, and with them the actions only they referenced; actions that
+    are only called directly are inlined into their callers (see ``_called_actions``)."""
+    out: set[ast.TableDecl] = set()
+    for n in ast.walk(program):
+        if isinstance(n, ast.CallExpr) and n.call_kind == ast.CallKind.TABLE_APPLY \
+                and isinstance(n.method, ast.MemberExpr):
+            d = getattr(n.method.expr, "decl", None)
+            if isinstance(d, ast.TableDecl):
+                out.add(d)
+    return out
 
 
 def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:

@@ -438,7 +438,9 @@ def test_corners_table_properties(corners):
         "I.renamed": (REF.TABLE_AND_DEFAULT, []),
         "global_name": (REF.TABLE_ONLY, ["@tableonly"]),
         "I.a4": (REF.DEFAULT_ONLY, ["@defaultonly"]),
+        "NoAction": (REF.DEFAULT_ONLY, ["@defaultonly"]),  # no default_action: p4c's implicit one
     }
+    assert actions[t_prof.initial_default_action.action_id] == "NoAction"
     assert t_prof.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
     assert tables["I.t_sel"].idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT
 
@@ -608,4 +610,4 @@ def test_actions_called_by_table_actions_are_included_unused_ones_not(tmp_path):
     apply { t.apply(); }
     """
     info = _build(tmp_path, body)
-    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.inner"}
+    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.inner", "NoAction"}

@@ -19,6 +19,7 @@ _KNOWN_OTHER = ("largest_priority_wins", "priority_delta", "psa_direct_counter",
                 "psa_implementation", "psa_idle_timeout")
 _MASKABLE = ("ternary", "lpm")
 _WILDCARD = ("ternary", "lpm", "range", "optional")
+_NOACTION = "NoAction"
 
 
 @dataclass
@@ -66,11 +67,32 @@ class TableChecker(Core):
                 props[p.name] = p
         if "actions" not in props:
             self.error(t.loc, f"table '{facts.fqn}' has no actions property")
+        elif "default_action" not in props:
+            self._implicit_noaction(t, props, ctx)
         order = ["key", "actions", "default_action", "entries"]
         for name in order + [n for n in props if n not in order]:
             p = props.get(name)
             if p is not None:
                 self._property(t, p, facts, ctx)
+
+    def _implicit_noaction(self, t: ast.TableDecl, props: dict[str, ast.TableProperty], ctx: Ctx) -> None:
+        """A table without ``default_action`` gets ``default_action = NoAction()`` (not
+        const), and ``@defaultonly NoAction`` in its actions unless it lists NoAction: the
+        rewrite p4c's front end makes (CreateBuiltins), so the IR, P4Info and runtime see
+        the table p4c's back ends see. The new nodes are located at the table's name."""
+        found = self.lookup(_NOACTION, ctx, True)
+        if not any(isinstance(d, ast.ActionDecl) for d in found.decls):
+            return  # no core.p4: nothing to add
+        actions = props["actions"]
+        loc = t.loc
+        if isinstance(actions, ast.ActionsProperty) and all(r.name.name != _NOACTION for r in actions.actions):
+            actions.actions.append(ast.ActionRef(
+                loc=loc, name=ast.PathExpr(loc=loc, name=_NOACTION, global_scope=True),
+                annotations=[ast.Annotation(loc=loc, name="defaultonly")]))
+        default = ast.ValueProperty(loc=loc, name="default_action", value=ast.CallExpr(
+            loc=loc, method=ast.PathExpr(loc=loc, name=_NOACTION, global_scope=True)))
+        t.properties.append(default)
+        props["default_action"] = default
 
     def _property(self, t: ast.TableDecl, p: ast.TableProperty, facts: TableFacts, ctx: Ctx) -> None:
         if isinstance(p, ast.KeyProperty):

@@ -1,0 +1,84 @@
+"""P4Info after the rewrites p4c's front end makes before it writes P4Info: the implicit
+``NoAction`` default action, and tables that no apply block applies left out."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from p4.config.v1 import p4info_pb2
+
+from p4switch.frontend import compile_file
+from p4switch.frontend.p4info import build_p4info
+
+from .test_p4info_programs import SKELETON
+
+REF = p4info_pb2.ActionRef
+
+
+def _info(tmp_path: Path, body: str) -> tuple[p4info_pb2.P4Info, object]:
+    src = tmp_path / "prog.p4"
+    src.write_text("#include <core.p4>\n#include <v1model.p4>\n" + SKELETON.replace("BODY", body))
+    checked = compile_file(src)
+    return build_p4info(checked), checked
+
+
+def _by_name(items):
+    return {x.preamble.name: x for x in items}
+
+
+def test_table_without_default_action_gets_noaction_as_p4c_adds_it(tmp_path):
+    body = """
+    action set(bit<8> v) { hdr.h.f = v; }
+    table t { key = { hdr.h.f : exact; } actions = { set; } }
+    apply { t.apply(); }
+    """
+    info, checked = _info(tmp_path, body)
+    actions = _by_name(info.actions)
+    noaction = actions["NoAction"]
+    assert list(noaction.preamble.annotations) == ['@noWarn("unused")']
+    t = _by_name(info.tables)["I.t"]
+    refs = {r.id: (r.scope, list(r.annotations)) for r in t.action_refs}
+    assert refs == {actions["I.set"].preamble.id: (REF.TABLE_AND_DEFAULT, []),
+                    noaction.preamble.id: (REF.DEFAULT_ONLY, ["@defaultonly"])}
+    assert t.initial_default_action.action_id == noaction.preamble.id
+    assert t.const_default_action_id == 0  # p4c's implicit default is not const
+    (table,) = checked.tables  # the IR the pipeline reads has it too
+    assert table.default_action is not None and table.default_action.action.fqn == "NoAction"
+    assert not table.default_action.is_const
+
+
+def test_table_listing_noaction_gets_no_second_ref(tmp_path):
+    body = """
+    table t { key = { hdr.h.f : exact; } actions = { NoAction; } }
+    apply { t.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    (t,) = info.tables
+    (ref,) = t.action_refs
+    assert (ref.scope, list(ref.annotations)) == (REF.TABLE_AND_DEFAULT, [])
+    assert t.initial_default_action.action_id == ref.id
+
+
+def test_written_default_action_is_kept(tmp_path):
+    body = """
+    action set(bit<8> v) { hdr.h.f = v; }
+    table t { key = { hdr.h.f : exact; } actions = { set; } default_action = set(3); }
+    apply { t.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    assert set(_by_name(info.actions)) == {"I.set"}
+    (t,) = info.tables
+    assert len(t.action_refs) == 1
+
+
+def test_table_no_apply_block_applies_is_not_in_p4info(tmp_path):
+    body = """
+    action only_unused(bit<8> v) { hdr.h.f = v; }
+    action used(bit<8> v) { hdr.h.f = v; }
+    table unused_t { key = { hdr.h.f : exact; } actions = { only_unused; } }
+    table used_t { key = { hdr.h.f : exact; } actions = { used; } }
+    apply { used_t.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    assert set(_by_name(info.tables)) == {"I.used_t"}
+    assert set(_by_name(info.actions)) == {"I.used", "NoAction"}
