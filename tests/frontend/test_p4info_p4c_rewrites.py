@@ -82,3 +82,19 @@ def test_table_no_apply_block_applies_is_not_in_p4info(tmp_path):
     info, _ = _info(tmp_path, body)
     assert set(_by_name(info.tables)) == {"I.used_t"}
     assert set(_by_name(info.actions)) == {"I.used", "NoAction"}
+
+
+def test_key_names_follow_p4c_table_key_names(tmp_path):
+    extra_field = SKELETON.replace("header h_t { bit<8> f; }",
+                                   'header h_t { bit<8> f; @name("renamed") bit<8> g; }')
+    src = tmp_path / "keys.p4"
+    body = """
+    table t {
+        key = { hdr.h.isValid() : exact; hdr.h.g : exact; hdr.h.f & 0x0F : ternary; hdr.h.f[3:0] : exact; }
+        actions = { NoAction; }
+    }
+    apply { t.apply(); }
+    """
+    src.write_text("#include <core.p4>\n#include <v1model.p4>\n" + extra_field.replace("BODY", body))
+    (t,) = build_p4info(compile_file(src)).tables
+    assert [m.name for m in t.match_fields] == ["hdr.h.$valid$", "hdr.h.renamed", "hdr.h.f & 0xf", "hdr.h.f[3:0]"]

@@ -446,7 +446,7 @@ def test_corners_table_properties(corners):
 
     t_id = tables["I.renamed_table"]
     assert [(m.name, m.bitwidth, m.match_type) for m in t_id.match_fields] == [
-        ("hdr.h.f", 8, MF.TERNARY), ("m.k", 8, MF.LPM), ("hdr.h.isValid()", 1, MF.EXACT)]
+        ("hdr.h.f", 8, MF.TERNARY), ("m.k", 8, MF.LPM), ("hdr.h.$valid$", 1, MF.EXACT)]
     assert t_id.size == 64
     assert t_id.const_default_action_id == 0
     assert actions[t_id.initial_default_action.action_id] == "I.renamed"

@@ -163,22 +163,57 @@ class CheckedProgram:
 
 
 def expr_text(e: ast.Expression) -> str:
-    """The source-like text of a key expression, as P4Info names match fields."""
+    """The name P4Info gives a key expression, as p4c's TableKeyNames pass builds it:
+    ``hdr.h.$valid$`` for ``hdr.h.isValid()``, a field's ``@name`` instead of its name
+    (a ``.``-name replaces the whole path), ``a & b``, constants in the base written."""
     if isinstance(e, ast.PathExpr):
         return ("." if e.global_scope else "") + e.name
     if isinstance(e, ast.MemberExpr):
-        return f"{expr_text(e.expr)}.{e.member}"
+        member = _member_key_name(e)
+        if member.startswith("."):
+            return member[1:]
+        return f"{expr_text(e.expr)}.{member}"
     if isinstance(e, ast.IndexExpr):
         return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
     if isinstance(e, ast.SliceExpr):
         return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
     if isinstance(e, ast.CallExpr):
-        return f"{expr_text(e.method)}()"
+        method = expr_text(e.method)
+        return method if method.endswith(VALID_KEY) and not e.args else f"{method}()"
+    if isinstance(e, ast.BinaryExpr) and e.op == "&":
+        return f"{expr_text(e.left)} & {expr_text(e.right)}"
     if isinstance(e, ast.IntLiteral):
-        return e.text or str(e.value)
+        return _literal_text(e)
     if isinstance(e, ast.TypeMemberExpr):
         return f"{e.type_ref.type}.{e.member}"
     return str(e.const_value) if e.const_value is not None else type(e).__name__
+
+
+VALID_KEY = "$valid$"
+
+
+def _member_key_name(e: ast.MemberExpr) -> str:
+    base = T.underlying(e.expr.type) if e.expr.type is not None else None
+    if e.member == "isValid" and isinstance(base, T.HeaderType | T.HeaderUnionType):
+        return VALID_KEY
+    decl = getattr(base, "decl", None)
+    if isinstance(decl, ast.StructLikeDecl):
+        for f in decl.fields:
+            if f.name == e.member:
+                return name_annotation(f) or e.member
+    return e.member
+
+
+def _literal_text(e: ast.IntLiteral) -> str:
+    """p4c prints a key constant without its width, in the base it was written in."""
+    digits = (e.text or "").split("w")[-1].split("s")[-1].lower()
+    if digits.startswith("0x"):
+        return hex(e.value)
+    if digits.startswith("0b"):
+        return bin(e.value)
+    if digits.startswith("0o"):
+        return oct(e.value)
+    return str(e.value)
 
 
 def _const_args(node: ast.Node) -> list[object]:
