@@ -367,9 +367,8 @@ class _Collector:
         for inst in c.instances:
             if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter"):
                 self._extern(inst, _annotations(inst.decl))
-        applied = _applied_tables(self.program)
         for t in c.tables:
-            if not _hidden(t.decl) and t.decl in applied:
+            if not _hidden(t.decl):
                 self._table(t)
         self._called_actions()
         for d in c.digests:
@@ -888,20 +887,6 @@ class _Emitter:
 # =========================================================================== helpers
 
 
-def _applied_tables(program: ast.Program) -> set[ast.TableDecl]:
-    """The tables some apply block applies. p4c removes the others (unused declarations)
-    before it writes P4Info, and with them the actions only they referenced; actions that
-    are only called directly are inlined into their callers (see ``_called_actions``)."""
-    out: set[ast.TableDecl] = set()
-    for n in ast.walk(program):
-        if isinstance(n, ast.CallExpr) and n.call_kind == ast.CallKind.TABLE_APPLY \
-                and isinstance(n.method, ast.MemberExpr):
-            d = getattr(n.method.expr, "decl", None)
-            if isinstance(d, ast.TableDecl):
-                out.add(d)
-    return out
-
-
 def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:
     """Copy annotations into ``msg``: ``@a[k=v]`` as structured ones, the rest as text."""
     for ann in annotations:
@@ -1026,13 +1011,17 @@ def build_p4info(checked: Any, name: str | None = None) -> p4info_pb2.P4Info:
     """The P4Info of a checked v1model program.
 
     ``checked`` is the checker's ``CheckedProgram``: its summary (fully qualified names,
-    tables, instances, digests) and annotated AST are read. ``name`` becomes
+    tables, instances, digests) and annotated AST are read. A program without ``main``
+    has an empty P4Info (as p4c writes it). ``name`` becomes
     ``pkg_info.name``; by default the stem of the program's file (``@pkginfo(name=...)``
     on ``main`` wins over both).
     """
     if not hasattr(checked, "program") or not hasattr(checked, "tables"):
         raise TypeError(f"build_p4info needs the checker's CheckedProgram, not {type(checked).__name__}")
     program = checked.program
+    if checked.main is None:
+        # p4c warns about the missing 'main' and writes an empty P4Info: nothing runs.
+        return p4info_pb2.P4Info()
     col = _Collector(checked)
     main = col.collect()
     symbols = list(col.symbols())

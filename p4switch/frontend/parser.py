@@ -9,6 +9,7 @@ expected tokens written as P4 text (``';'``, ``identifier``), never lark termina
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import re
@@ -76,6 +77,25 @@ class ExprList(list):
     pass
 
 
+class ForItems(list):
+    pass
+
+
+class AssignOp(NamedTuple):
+    """A compound assignment operator as written (``+=``) and where."""
+
+    text: str
+    loc: SourceLoc
+
+
+def _op_assign(loc: SourceLoc, lhs: A.Expression, op: AssignOp, rhs: A.Expression) -> A.AssignStmt:
+    """``lhs op= rhs`` as ``lhs = lhs op rhs`` (p4c's RemoveOpAssign): the right side reads
+    a copy of the left-hand expression, so every node of the AST stays a tree node."""
+    binop = op.text[:-1]
+    value = A.BinaryExpr(loc=loc, op=binop, left=copy.deepcopy(lhs), right=rhs)
+    return A.AssignStmt(loc=loc, lhs=lhs, rhs=value)
+
+
 class ObjInit(list):
     pass
 
@@ -105,7 +125,7 @@ def _loc(x: Any) -> SourceLoc | None:
         return x.loc
     if isinstance(x, EntryPriority):
         return x.expr.loc
-    if isinstance(x, TupleKeyset):
+    if isinstance(x, TupleKeyset | AssignOp):
         return x.loc
     if isinstance(x, list):
         for item in x:
@@ -575,6 +595,57 @@ class AstBuilder:
 
     def exit_stmt(self, c):
         return A.ExitStmt(loc=span(c))
+
+    def break_stmt(self, c):
+        return A.BreakStmt(loc=span(c))
+
+    def continue_stmt(self, c):
+        return A.ContinueStmt(loc=span(c))
+
+    def assign_op(self, c):
+        return AssignOp("".join(str(t) for t in c), span(c))
+
+    def op_assign_stmt(self, c):
+        return _op_assign(span(c), c[0], c[1], c[2])
+
+    def for_op_assign(self, c):
+        return _op_assign(span(c), c[0], c[1], c[2])
+
+    def for_assign(self, c):
+        return A.AssignStmt(loc=span(c), lhs=c[0], rhs=c[2])
+
+    def for_var(self, c):
+        return A.VarDecl(loc=span(c), type_ref=pick(c, A.TypeRef), name=pick(c, Ident).text,
+                         init=pick(c, A.Expression))
+
+    def for_call(self, c):
+        call = A.CallExpr(loc=span(c), method=c[0], args=_args(c))
+        return A.CallStmt(loc=span(c), call=call)
+
+    def for_items(self, c):
+        return ForItems(x for x in c if isinstance(x, A.Statement))
+
+    def for_stmt(self, c):
+        # children: [annotations] "for" "(" [init] ";" [cond] ";" [updates] ")" statement
+        semis = [i for i, x in enumerate(c) if str(x) == ";" and not isinstance(x, A.Node)]
+        first, second = semis[0], semis[1]
+        init = next((x for x in c[:first] if isinstance(x, ForItems)), ForItems())
+        cond = next((x for x in c[first:second] if isinstance(x, A.Expression)), None)
+        updates = next((x for x in c[second:] if isinstance(x, ForItems)), ForItems())
+        return A.ForStmt(loc=span(c), annotations=_anns(c), init=list(init), cond=cond,
+                         updates=list(updates), body=c[-1])
+
+    def for_in_stmt(self, c):
+        type_ref = pick(c, A.TypeRef)
+        exprs = [x for x in c if isinstance(x, A.Expression)]
+        rng = exprs[-1]
+        var = target = None
+        if type_ref is not None:
+            ident = pick(c, Ident)
+            var = A.VarDecl(loc=ident.loc, type_ref=type_ref, name=ident.text)
+        else:
+            target = exprs[0]
+        return A.ForInStmt(loc=span(c), annotations=_anns(c), var=var, target=target, range=rng, body=c[-1])
 
     def return_stmt(self, c):
         return A.ReturnStmt(loc=span(c), value=pick(c, A.Expression))

@@ -98,3 +98,12 @@ def test_key_names_follow_p4c_table_key_names(tmp_path):
     src.write_text("#include <core.p4>\n#include <v1model.p4>\n" + extra_field.replace("BODY", body))
     (t,) = build_p4info(compile_file(src)).tables
     assert [m.name for m in t.match_fields] == ["hdr.h.$valid$", "hdr.h.renamed", "hdr.h.f & 0xf", "hdr.h.f[3:0]"]
+
+
+def test_program_without_main_has_an_empty_p4info(tmp_path):
+    src = tmp_path / "nomain.p4"
+    src.write_text("#include <core.p4>\n#include <v1model.p4>\n"
+                   + SKELETON.replace("BODY", "apply { }").replace("V1Switch(P(), VC(), I(), E(), C(), D()) main;", ""))
+    checked = compile_file(src)
+    assert any("main" in w.message for w in checked.warnings)
+    assert build_p4info(checked) == p4info_pb2.P4Info()

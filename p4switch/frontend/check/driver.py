@@ -34,6 +34,8 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         self.resolve_declarations()  # pass 2: types of declarations and signatures
         self.check_bodies()  # pass 3: expressions, statements, tables, instances
         self.check_annotations()
+        if not self.diag.errors:
+            self.remove_unapplied_tables()
         if self.main is None and not self.diag.errors:
             self.diag.warning(None, "the program has no 'main' package instantiation")
         summary = Summarizer(self).build()  # pass 4: names, instances, digests
@@ -70,6 +72,25 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
                 self.error(d.loc, f"table '{d.name}' must be declared inside a control")
             elif isinstance(d, ast.ValueSetDecl):
                 self.error(d.loc, f"value set '{d.name}' must be declared inside a parser")
+
+    def remove_unapplied_tables(self) -> None:
+        """Remove the tables no apply block applies from their controls, with a warning, as
+        p4c's front end does (RemoveAllUnusedDeclarations): they are not in P4Info, and the
+        pipeline does not build them. Their actions stay declared (P4Info lists an action
+        only through a table or a call)."""
+        applied = {n.method.expr.decl for n in ast.walk(self.program)
+                   if isinstance(n, ast.CallExpr) and n.call_kind == ast.CallKind.TABLE_APPLY
+                   and isinstance(n.method, ast.MemberExpr) and isinstance(n.method.expr, ast.PathExpr)}
+        for d in self.program.declarations:
+            if not isinstance(d, ast.ControlDecl):
+                continue
+            kept = []
+            for x in d.locals:
+                if isinstance(x, ast.TableDecl) and x not in applied:
+                    self.diag.warning(x.loc, f"table '{x.name}' is never applied; it is removed (as p4c does)")
+                else:
+                    kept.append(x)
+            d.locals = kept
 
     def check_annotations(self) -> None:
         """Fold the arguments of the annotations whose values later stages use as numbers
