@@ -208,6 +208,14 @@ class TypeResolver(Core):
     def _param_type(self, p: ast.Param) -> T.Type:
         ctx = self._ctx(p)
         t = self.resolve(p.type_ref, ctx)
+        if p.direction is not None and isinstance(t, T.ExternType | T.StringType):
+            self.error(p.type_ref.loc, f"parameter '{p.name}': a parameter of type {t} cannot have a "
+                                       f"direction ('{p.direction}')")
+        if p.direction in ("out", "inout") and p.default is not None:
+            self.error(p.default.loc, f"parameter '{p.name}': {p.direction} parameters cannot have default values")
+        if isinstance(t, T.ParserType | T.ControlType) and isinstance(t.decl, ast.ParserDecl | ast.ControlDecl):
+            self.error(p.type_ref.loc, f"parameter '{p.name}' cannot have type {_kind_of(t)} {t.name}: "
+                                       "that is a declaration, not a type (declare a prototype)")
         if p.default is not None:
             self.check_expr(p.default, ctx, None if is_unknown(t) else t)
             if p.default.const_value is None and not is_unknown(p.default.type):
@@ -224,7 +232,22 @@ class TypeResolver(Core):
 
     def _block(self, cls: type[T.BlockType], d: ast.Declaration) -> T.Type:
         ctor = tuple(self.parameter(p) for p in getattr(d, "ctor_params", ()))
+        self._unique_block_names(d)
+        if cls is not T.PackageType:
+            for p in getattr(d, "params", ()):
+                pt = self.decl_type(p)
+                if isinstance(pt, T.ParserType | T.ControlType):
+                    self.error(p.type_ref.loc, f"parameter '{p.name}' of '{d.name}' cannot have type "
+                                               f"{_kind_of(pt)} {pt.name} (blocks are constructor parameters)")
         return cls(d.name, d, self.params_of(d), self.type_params_of(d), (), ctor)
+
+    def _unique_block_names(self, d: ast.Declaration) -> None:
+        """Type parameters share one namespace with the parameters (duplicates among the
+        parameters and constructor parameters are the collector's to report)."""
+        tparams = {tp.name for tp in getattr(d, "type_params", ())}
+        for x in [*getattr(d, "params", ()), *getattr(d, "ctor_params", ())]:
+            if x.name in tparams:
+                self.error(x.loc, f"'{x.name}' is declared twice in the signature of '{d.name}'")
 
     def _method(self, m: ast.MethodDecl) -> T.Type:
         extern = self.extern_of_method.get(m)
@@ -268,9 +291,7 @@ class TypeResolver(Core):
             ok = isinstance(ft, T.HeaderType)
         elif isinstance(d, ast.HeaderDecl):
             base = T.underlying(ft)
-            ok = isinstance(base, (*_HEADER_FIELD_TYPES, T.TypeVar)) or (
-                isinstance(base, T.StructType) and all(
-                    isinstance(T.underlying(t), _HEADER_FIELD_TYPES) for _, t in base.fields))
+            ok = isinstance(base, T.TypeVar) or _header_field_ok(base)
         else:
             ok = not isinstance(ft, T.VoidType | T.InfIntType | T.ExternType | T.BlockType | T.StringType)
         if not ok:
@@ -314,3 +335,20 @@ class TypeResolver(Core):
             return 0
         m.value.const_value = v
         return v
+
+
+def _kind_of(t: T.Type) -> str:
+    return "parser" if isinstance(t, T.ParserType) else "control"
+
+
+def _header_field_ok(t: T.Type) -> bool:
+    """A header field is a bit string, bool, serializable enum, or a struct of those
+    (nested structs allowed, as p4c allows)."""
+    base = T.underlying(t)
+    if isinstance(base, _HEADER_FIELD_TYPES):
+        return True
+    if isinstance(base, T.EnumType) and base.underlying is not None:
+        return True
+    if isinstance(base, T.StructType):
+        return all(_header_field_ok(ft) for _, ft in base.fields)
+    return False

@@ -82,7 +82,9 @@ class TableChecker(Core):
         the table p4c's back ends see. The new nodes are located at the table's name."""
         found = self.lookup(_NOACTION, ctx, True)
         if not any(isinstance(d, ast.ActionDecl) for d in found.decls):
-            return  # no core.p4: nothing to add
+            self.error(t.loc, f"table '{t.name}' has no default_action, and there is no action NoAction "
+                              "to be its implicit default (did you include core.p4?)")
+            return
         actions = props["actions"]
         loc = t.loc
         if isinstance(actions, ast.ActionsProperty) and all(r.name.name != _NOACTION for r in actions.actions):
