@@ -7,6 +7,7 @@ from p4switch.frontend.check.blocks import BlockChecker
 from p4switch.frontend.check.calls import CallChecker
 from p4switch.frontend.check.collect import Collector
 from p4switch.frontend.check.core import Ctx
+from p4switch.frontend.check.direct import instantiate_direct_calls
 from p4switch.frontend.check.exprs import ExprChecker
 from p4switch.frontend.check.program import CheckedProgram, Summarizer
 from p4switch.frontend.check.resolve import TypeResolver
@@ -30,6 +31,7 @@ _NUMERIC_ANNOTATIONS = ("field_list", "id", "priority")
 
 class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, TableChecker, BlockChecker):
     def run(self) -> CheckedProgram:
+        instantiate_direct_calls(self.program)  # p4c's InstantiateDirectCalls
         self.collect()  # pass 1: scopes
         self.resolve_declarations()  # pass 2: types of declarations and signatures
         self.check_bodies()  # pass 3: expressions, statements, tables, instances
