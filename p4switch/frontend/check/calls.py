@@ -74,7 +74,7 @@ class CallChecker(Core):
             self.error(call.loc, f"action '{d.name}' cannot be called from a parser")
         elif ctx.in_function:
             self.error(call.loc, f"action '{d.name}' cannot be called from a function")
-        elif ctx.block is None:
+        elif ctx.block is None and not ctx.in_action:
             self.error(call.loc, f"action '{d.name}' can only be called inside a control")
         if call.type_args:
             self.error(call.loc, f"action '{d.name}' takes no type arguments")

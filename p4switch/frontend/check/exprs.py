@@ -35,6 +35,21 @@ _ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|")
 _COMPARE = ("<", "<=", ">", ">=")
 
 
+def _block_fits(src: T.Type, target: T.Type) -> bool:
+    """A parser/control declaration matches a (non-generic) parser/control type with the
+    same parameter directions and types."""
+    if not (isinstance(src, T.ParserType | T.ControlType) and type(src) is type(target)):
+        return False
+    assert isinstance(target, T.BlockType)
+    if target.type_params or len(src.params) != len(target.params):
+        return False
+    return all(a.direction == b.direction and a.type == b.type for a, b in zip(src.params, target.params))
+
+
+def _serializable(t: T.Type) -> bool:
+    return isinstance(t, T.EnumType) and t.underlying is not None
+
+
 def _fixed(t: T.Type) -> bool:
     return isinstance(t, T.BitType | T.IntType)
 
@@ -96,6 +111,17 @@ class ExprChecker(Core):
                 e.const_value = V.wrap(v, target)
             e.type = target
             return True
+        if _block_fits(src, target):
+            return True  # a parser/control instance for a prototype-typed parameter: it keeps its type
+        if _serializable(src) and src.underlying == target:
+            # a serializable enum converts implicitly to its underlying type (as in p4c)
+            e.type = target
+            return True
+        if isinstance(src, T.InfIntType) and _serializable(target):
+            v = e.const_value
+            if isinstance(v, int) and V.fits(v, target.underlying):
+                e.type = target
+                return True
         if isinstance(e, ast.ListExpr) and self._list_target(target, len(e.elements)):
             return self._init_list(e, target)
         if isinstance(e, ast.StructExpr) and isinstance(target, T.StructType | T.HeaderType):
@@ -301,7 +327,7 @@ class ExprChecker(Core):
             return UNKNOWN
         v = e.index.const_value
         if isinstance(base, T.HeaderStackType):
-            if not T.is_integer(it):
+            if not T.is_integer(T.underlying(it)):
                 self.error(e.index.loc, f"header stack index must be an integer, got {it}")
                 return UNKNOWN
             if isinstance(v, int) and not 0 <= v < base.size:
@@ -481,6 +507,12 @@ class ExprChecker(Core):
 
     def _same_operands(self, e: ast.BinaryExpr, lt: T.Type, rt: T.Type) -> T.Type | None:
         if lt == rt:
+            return lt
+        if _serializable(lt) and lt.underlying == rt:
+            e.left.type = rt  # a serializable enum operand converts to its underlying type
+            return rt
+        if _serializable(rt) and rt.underlying == lt:
+            e.right.type = lt
             return lt
         if isinstance(lt, T.InfIntType) and _fixed(rt):
             return rt if self.coerce(e.left, rt) else None

@@ -1,0 +1,44 @@
+"""Conversions and calls p4c accepts: serializable enums to their underlying type (and
+int constants to serializable enums), a control declaration for a control-type
+parameter, stack indices of a ``type`` over bit<W>, and actions calling global actions."""
+
+from __future__ import annotations
+
+from .checkutil import errors, in_control, one_error
+
+ENUM = "enum bit<8> E { A = 1, B = 2 }\n"
+
+
+def test_serializable_enum_converts_to_its_underlying_type() -> None:
+    assert errors(ENUM + in_control("hdr.h.a = E.A; if (hdr.h.a == E.B) { } if (E.B == hdr.h.a) { }")) == []
+    assert "E" in one_error(ENUM + in_control("hdr.h.b = E.A;")).message  # bit<16> is not its type
+
+
+def test_int_constant_converts_to_a_serializable_enum() -> None:
+    assert errors(ENUM + in_control("E e = 2;")) == []
+
+
+def test_control_declaration_fits_a_control_type_parameter() -> None:
+    src = """
+    control proto_t(inout bit<8> x);
+    control Impl(inout bit<8> x) { apply { x = 1; } }
+    control User(inout bit<8> y)(proto_t p) { apply { p.apply(y); } }
+    control Top(inout bit<8> z) { User(Impl()) u; apply { u.apply(z); } }
+    """
+    assert errors(src) == []
+    bad = """
+    control proto_t(inout bit<8> x);
+    control Impl2(in bit<8> x) { apply { } }
+    control User(inout bit<8> y)(proto_t p) { apply { p.apply(y); } }
+    control Top(inout bit<8> z) { User(Impl2()) u; apply { u.apply(z); } }
+    """
+    assert "proto_t" in one_error(bad).message
+
+
+def test_header_stack_index_of_a_new_type() -> None:
+    assert errors("type bit<32> Index_t;\n" + in_control("Index_t i = (Index_t)1; hdr.st[i].a = 1;")) == []
+
+
+def test_global_action_may_call_a_global_action() -> None:
+    src = "action inner(inout bit<8> v) { v = 2; }\naction outer(inout bit<8> w) { inner(w); }\n"
+    assert errors(src + in_control("outer(hdr.h.a);")) == []
