@@ -308,6 +308,16 @@ enum CloneType {
 }
 
 /*
+ * An old-style checksum unit (kept for programs written against early
+ * v1model versions): get() returns the 16-bit ones' complement checksum
+ * of `data`.  Prefer verify_checksum / update_checksum.
+ */
+extern Checksum16 {
+    Checksum16();
+    bit<16> get<D>(in D data);
+}
+
+/*
  * Check a checksum after the parser (call only in VerifyChecksum):
  * when `condition` is true and the `algo` checksum of `data` is not
  * equal to `checksum`, set standard_metadata.checksum_error to 1.

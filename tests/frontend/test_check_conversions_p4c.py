@@ -4,6 +4,11 @@ parameter, stack indices of a ``type`` over bit<W>, and actions calling global a
 
 from __future__ import annotations
 
+import pytest
+
+from p4switch.frontend.errors import P4Error
+from p4switch.frontend.parser import parse_text
+
 from .checkutil import errors, in_control, one_error
 
 ENUM = "enum bit<8> E { A = 1, B = 2 }\n"
@@ -42,3 +47,20 @@ def test_header_stack_index_of_a_new_type() -> None:
 def test_global_action_may_call_a_global_action() -> None:
     src = "action inner(inout bit<8> v) { v = 2; }\naction outer(inout bit<8> w) { inner(w); }\n"
     assert errors(src + in_control("outer(hdr.h.a);")) == []
+
+
+def test_int_constructor_parameter_converts_where_a_constant_would() -> None:
+    src = "control C1(inout bit<8> b)(int a) { apply { if (b == a) { b = a + 8w1; } else { b = 1 + a; } } }"
+    assert errors(src) == []
+
+
+def test_table_and_action_may_share_a_name() -> None:
+    src = in_control("t.apply();", 'action t_a() { } @name("same") action a() { }\n'
+                     '@name("same") table t { key = { hdr.h.a : exact; } actions = { a; t_a; } }')
+    assert errors(src) == []
+
+
+def test_free_form_annotation_body_may_hold_any_text() -> None:
+    assert errors("@text(\n it's free text, isn't it?\n)\nconst bit<8> k = 1;") == []
+    with pytest.raises(P4Error, match="character"):
+        parse_text("const bit<8> k = 'a';", "chars.p4", preprocess=False)

@@ -46,6 +46,20 @@ def _block_fits(src: T.Type, target: T.Type) -> bool:
     return all(a.direction == b.direction and a.type == b.type for a, b in zip(src.params, target.params))
 
 
+def _known_at_instantiation(e: ast.Expression) -> bool:
+    """An ``int`` expression made of constants and directionless (constructor) parameters:
+    its value is known when the block is instantiated, not when it is checked."""
+    if e.const_value is not None:
+        return True
+    if isinstance(e, ast.PathExpr):
+        return isinstance(e.decl, ast.Param) and e.decl.direction is None
+    if isinstance(e, ast.BinaryExpr):
+        return _known_at_instantiation(e.left) and _known_at_instantiation(e.right)
+    if isinstance(e, ast.UnaryExpr):
+        return _known_at_instantiation(e.operand)
+    return False
+
+
 def _serializable(t: T.Type) -> bool:
     return isinstance(t, T.EnumType) and t.underlying is not None
 
@@ -99,6 +113,9 @@ class ExprChecker(Core):
             return True
         if isinstance(src, T.InfIntType) and _fixed(target):
             v = e.const_value
+            if not isinstance(v, int) and _known_at_instantiation(e):
+                e.type = target  # built from constructor parameters: a constant once instantiated
+                return True
             if not isinstance(v, int):
                 self.error(loc, f"{context}an int value must be a compile-time constant to convert to {target}")
                 return False

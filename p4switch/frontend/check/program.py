@@ -308,10 +308,13 @@ class Summarizer:
                                  else prefix)
 
     def _name(self, fqn: str, node: ast.Node) -> str:
-        other = self.fqns.get(fqn)
+        """Names are unique per kind of object (a table and an action may share one, as
+        in p4c: P4Info tells them apart by their id prefix)."""
+        key = f"{type(node).__name__}:{fqn}"
+        other = self.fqns.get(key)
         if other is not None and other is not node:
             self.c.error(node.loc, f"two objects are named '{fqn}' (use @name to rename one)")
-        self.fqns[fqn] = node
+        self.fqns[key] = node
         return fqn
 
     def _action(self, d: ast.ActionDecl, prefix: str | None) -> ActionInfo:
