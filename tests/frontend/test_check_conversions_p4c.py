@@ -64,3 +64,14 @@ def test_free_form_annotation_body_may_hold_any_text() -> None:
     assert errors("@text(\n it's free text, isn't it?\n)\nconst bit<8> k = 1;") == []
     with pytest.raises(P4Error, match="character"):
         parse_text("const bit<8> k = 'a';", "chars.p4", preprocess=False)
+
+
+def test_constant_aggregates_and_aggregate_defaults() -> None:
+    src = "struct p_t { bit<9> v; }\nconst p_t CPU = { 9w192 };\nconst p_t CPU2 = { v = 9w1 };\n"
+    assert errors(src) == []
+    assert errors("struct p_t { bit<9> v; }\ncontrol C2(inout bit<8> h, in p_t meta = { 0 }) { apply { } }") == []
+    assert "compile-time" in one_error(in_control("", "const bit<8> k = hdr.h.a;")).message
+
+
+def test_header_may_hold_several_varbit_fields() -> None:
+    assert errors("header v_t { varbit<8> a; varbit<16> b; }") == []

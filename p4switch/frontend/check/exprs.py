@@ -46,6 +46,16 @@ def _block_fits(src: T.Type, target: T.Type) -> bool:
     return all(a.direction == b.direction and a.type == b.type for a, b in zip(src.params, target.params))
 
 
+def constant_aggregate(e: ast.Expression) -> bool:
+    """A struct/list/tuple initializer whose every element is a compile-time constant (its
+    own ``const_value`` stays None: values in ``values.py`` are scalars)."""
+    if isinstance(e, ast.ListExpr):
+        return all(x.const_value is not None or constant_aggregate(x) for x in e.elements)
+    if isinstance(e, ast.StructExpr):
+        return all(f.value.const_value is not None or constant_aggregate(f.value) for f in e.fields)
+    return False
+
+
 def _known_at_instantiation(e: ast.Expression) -> bool:
     """An ``int`` expression made of constants and directionless (constructor) parameters:
     its value is known when the block is instantiated, not when it is checked."""
@@ -219,7 +229,7 @@ class ExprChecker(Core):
         ctx = ctx or self.decl_ctx.get(d) or Ctx(self.global_scope)
         t = self.decl_type(d)
         self.check_expr(d.value, ctx, t)
-        if d.value.const_value is None and not is_unknown(d.value.type):
+        if d.value.const_value is None and not is_unknown(d.value.type) and not constant_aggregate(d.value):
             self.error(d.value.loc, f"value of constant '{d.name}' must be a compile-time constant")
 
     # ------------------------------------------------------------------ members

@@ -13,6 +13,7 @@ from p4switch.frontend import ast
 from p4switch.frontend import types as T
 from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import TYPE_DECLS, UNKNOWN, Core, Ctx, describe_decl, is_unknown
+from p4switch.frontend.check.exprs import constant_aggregate
 
 _SIMPLE = {
     ast.BoolType: T.BOOL, ast.ErrorType: T.ERROR, ast.MatchKindType: T.MATCH_KIND,
@@ -218,7 +219,8 @@ class TypeResolver(Core):
                                        "that is a declaration, not a type (declare a prototype)")
         if p.default is not None:
             self.check_expr(p.default, ctx, None if is_unknown(t) else t)
-            if p.default.const_value is None and not is_unknown(p.default.type):
+            if p.default.const_value is None and not is_unknown(p.default.type) \
+                    and not constant_aggregate(p.default):
                 self.error(p.default.loc, f"the default value of parameter '{p.name}' must be a compile-time constant")
         return t
 
@@ -268,7 +270,6 @@ class TypeResolver(Core):
         ctx = Ctx(self.scope_of[d]) if d.type_params and d in self.scope_of else self._ctx(d)
         seen: dict[str, ast.StructField] = {}
         fields: list[T.Field] = []
-        varbits = 0
         for f in d.fields:
             ft = self.resolve(f.type_ref, ctx)
             self.decl_types[f] = ft
@@ -279,9 +280,6 @@ class TypeResolver(Core):
             fields.append((f.name, ft))
             if not is_unknown(ft):
                 self._check_field(d, f, ft)
-                varbits += isinstance(ft, T.VarbitType)
-        if varbits > 1:
-            self.error(d.loc, f"header '{d.name}' has more than one varbit field")
         cls = {ast.HeaderDecl: T.HeaderType, ast.HeaderUnionDecl: T.HeaderUnionType}.get(type(d), T.StructType)
         return cls(d.name, d, tuple(fields))
 
