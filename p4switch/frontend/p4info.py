@@ -340,7 +340,7 @@ class _Collector:
         self.program: ast.Program = checked.program
         self.tables: list[_Table] = []
         self.actions: dict[str, _Action] = {}
-        self.externs: dict[int, _Extern] = {}
+        self.externs: dict[str, _Extern] = {}  # by the instance's name (one decl may have several)
         self.digests: list[_Named] = []
         self.value_sets: list[_Named] = []
         self.headers: list[_Named] = []
@@ -444,7 +444,7 @@ class _Collector:
                                f"not a {inst.extern}")
         inline = isinstance(inst.decl, ast.ConstructorCallExpr)
         annotations = (node.annotations if node is not None else []) if inline else _annotations(inst.decl)
-        ext = self.externs.get(id(inst.decl)) or self._extern(inst, annotations)
+        ext = self.externs.get(inst.fqn) or self._extern(inst, annotations)
         if ext.kind.startswith("direct_") and ext.tables:
             raise P4Error(loc, f"{ext.kind} '{ext.sym.name}' is already attached to table "
                                f"'{ext.tables[0].sym.name}'; a direct resource serves one table")
@@ -462,7 +462,7 @@ class _Collector:
             "action_selector": PREFIX_ACTION_PROFILE,
         }[inst.extern]
         ext = _Extern(self._symbol(prefix, inst.fqn, inst.decl, annotations), inst, annotations)
-        self.externs[id(inst.decl)] = ext
+        self.externs[inst.fqn] = ext
         return ext
 
     # ------------------------------------------------------------------ the rest
@@ -536,7 +536,7 @@ class _Emitter:
             self.new_type(t)
             msg.bitwidth = _translated_width(t)
         elif isinstance(t, T.EnumType):
-            msg.type_name.name = t.name
+            # p4c lists a serializable enum in type_info but gives the field no type_name
             self.enum_type(t)
             msg.bitwidth = t.underlying.width if t.underlying is not None else 0
         elif isinstance(t, T.BitType | T.IntType):
@@ -778,7 +778,9 @@ class _Emitter:
                               "must be a compile-time constant")
             a = call.arguments.add()
             a.param_id = ids[id(param)]
-            a.value = canonical_bytes(value, T.width_of(T.underlying(param.type_ref.type)))
+            width = T.width_of(T.underlying(param.type_ref.type))
+            # p4c writes these values padded to the parameter's width in bytes
+            a.value = (value & ((1 << width) - 1)).to_bytes(max(1, (width + 7) // 8), "big")
 
     def param_ids(self, action: _Action) -> dict[int, int]:
         params = [p for p in action.decl.params if p.direction is None]

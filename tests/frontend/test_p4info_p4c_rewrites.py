@@ -107,3 +107,56 @@ def test_program_without_main_has_an_empty_p4info(tmp_path):
     checked = compile_file(src)
     assert any("main" in w.message for w in checked.warnings)
     assert build_p4info(checked) == p4info_pb2.P4Info()
+
+
+def test_a_control_instantiated_twice_has_two_registers_with_unique_aliases(tmp_path):
+    extra = """
+    control Sub(inout bit<8> x)(bool flag) {
+        register<bit<16>>(8) r;
+        apply { if (flag) { r.write(0, (bit<16>)x); } }
+    }
+    """
+    body = """
+    Sub(true) c1;
+    Sub(false) c2;
+    apply { c1.apply(hdr.h.f); c2.apply(hdr.h.f); }
+    """
+    src = tmp_path / "twice.p4"
+    text = SKELETON.replace("BODY", body).replace("control VC", extra + "control VC")
+    src.write_text("#include <core.p4>\n#include <v1model.p4>\n" + text)
+    info = build_p4info(compile_file(src))
+    assert {(r.preamble.name, r.preamble.alias) for r in info.registers} == {
+        ("I.c1.r", "c1.r"), ("I.c2.r", "c2.r")}
+
+
+def test_named_inline_action_profile_keeps_its_name_as_written(tmp_path):
+    body = """
+    action set(bit<8> v) { hdr.h.f = v; }
+    table t {
+        key = { hdr.h.f : exact; }
+        actions = { set; }
+        @name("ap") implementation = action_profile(32w128);
+    }
+    apply { t.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    (ap,) = info.action_profiles
+    assert ap.preamble.name == "ap"
+    assert info.tables[0].implementation_id == ap.preamble.id
+
+
+def test_serializable_enum_fields_have_no_type_name_and_defaults_are_padded(tmp_path):
+    extra = "enum bit<8> Kind { A = 1, B = 2 }\n"
+    body = """
+    action set(Kind k, bit<16> v) { hdr.h.f = (bit<8>)k; }
+    table t { key = { hdr.h.f : exact; } actions = { set; } default_action = set(Kind.B, 5); }
+    apply { t.apply(); }
+    """
+    src = tmp_path / "enum.p4"
+    src.write_text("#include <core.p4>\n#include <v1model.p4>\n" + extra + SKELETON.replace("BODY", body))
+    info = build_p4info(compile_file(src))
+    (action,) = [a for a in info.actions if a.preamble.name == "I.set"]
+    assert [(p.name, p.bitwidth, p.type_name.name) for p in action.params] == [("k", 8, ""), ("v", 16, "")]
+    assert "Kind" in info.type_info.serializable_enums
+    (t,) = info.tables
+    assert [a.value for a in t.initial_default_action.arguments] == [b"\x02", b"\x00\x05"]

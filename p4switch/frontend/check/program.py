@@ -226,7 +226,7 @@ class Summarizer:
     def __init__(self, checker) -> None:  # checker: driver.Checker
         self.c = checker
         self.actions: dict[tuple[int, str], ActionInfo] = {}
-        self.instances: dict[int, InstanceInfo] = {}
+        self.instances: dict[tuple[int, str], InstanceInfo] = {}
         self.tables: list[TableInfo] = []
         self.value_sets: list[ValueSetInfo] = []
         self.blocks: list[BlockInfo] = []
@@ -332,11 +332,12 @@ class Summarizer:
         t = d.type if isinstance(d, ast.ConstructorCallExpr) else self.c.decl_types.get(d)
         if not isinstance(t, T.ExternType):
             return None
-        info = self.instances.get(id(d))
+        name = fqn or qualify(prefix, d)  # type: ignore[arg-type]
+        # one instance per (declaration, name): a control instantiated twice has two
+        info = self.instances.get((id(d), name))
         if info is None:
-            name = fqn or qualify(prefix, d)  # type: ignore[arg-type]
             info = InstanceInfo(self._name(name, d), d, t, _const_args(d), prefix)
-            self.instances[id(d)] = info
+            self.instances[(id(d), name)] = info
         return info
 
     def _table(self, t: ast.TableDecl, prefix: str) -> None:
@@ -364,7 +365,7 @@ class Summarizer:
                 return None
             if isinstance(node, ast.ConstructorCallExpr):
                 return self._instance(node, prefix, _inline_instance_name(t, role, fqn, prefix))
-            return self.instances.get(id(node)) or self._instance(node, self._prefix_of(node, prefix))
+            return self._instance(node, self._prefix_of(node, prefix))
 
         self.tables.append(TableInfo(
             fqn, t, prefix, keys, actions, default, facts.entries, facts.entries_const, facts.size,
@@ -423,13 +424,12 @@ __all__ = ["CheckedProgram", "name_annotation"]
 
 def _inline_instance_name(table: ast.TableDecl, role: str, fqn: str, prefix: str | None) -> str:
     """Name of an instance constructed in a table property (``implementation = action_selector(...)``):
-    the property's ``@name`` as p4c uses it (relative to the control, or absolute with a leading
-    dot), else ``<table>.<property>``."""
+    the property's ``@name`` as p4c uses it (as written: p4c's P4Info names
+    ``@name("ap") implementation = action_profile(...)`` "ap", not "<control>.ap"; a leading
+    dot is dropped), else ``<table>.<property>``."""
     prop = next((p for p in table.properties if p.name == role), None)
     ann = ast.find_annotation(prop.annotations, "name") if prop is not None else None
     given = ann.string_arg() if ann is not None else None
     if given is None:
         return f"{fqn}.{role}"
-    if given.startswith("."):
-        return given[1:]
-    return f"{prefix}.{given}" if prefix else given
+    return given[1:] if given.startswith(".") else given
