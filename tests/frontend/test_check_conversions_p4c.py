@@ -19,8 +19,11 @@ def test_serializable_enum_converts_to_its_underlying_type() -> None:
     assert "E" in one_error(ENUM + in_control("hdr.h.b = E.A;")).message  # bit<16> is not its type
 
 
-def test_int_constant_converts_to_a_serializable_enum() -> None:
-    assert errors(ENUM + in_control("E e = 2;")) == []
+def test_int_constant_is_a_serializable_enum_mask_only() -> None:
+    table = ("action nop() { }\ntable t { key = { k : ternary; } actions = { nop; } "
+             "const entries = { E.A &&& 0xff : nop(); } }")
+    assert errors(ENUM + in_control("t.apply();", "E k = E.A;\n" + table)) == []
+    assert "expected E, got int" in one_error(ENUM + in_control("E e = 2;")).message
 
 
 def test_control_declaration_fits_a_control_type_parameter() -> None:
@@ -73,5 +76,6 @@ def test_constant_aggregates_and_aggregate_defaults() -> None:
     assert "compile-time" in one_error(in_control("", "const bit<8> k = hdr.h.a;")).message
 
 
-def test_header_may_hold_several_varbit_fields() -> None:
-    assert errors("header v_t { varbit<8> a; varbit<16> b; }") == []
+def test_struct_may_hold_several_varbit_fields_a_header_not() -> None:
+    assert errors("struct v_t { varbit<8> a; varbit<16> b; }") == []
+    assert "more than one varbit" in one_error("header v_t { varbit<8> a; varbit<16> b; }").message

@@ -144,11 +144,6 @@ class ExprChecker(Core):
             # a serializable enum converts implicitly to its underlying type (as in p4c)
             e.type = target
             return True
-        if isinstance(src, T.InfIntType) and _serializable(target):
-            v = e.const_value
-            if isinstance(v, int) and V.fits(v, target.underlying):
-                e.type = target
-                return True
         if isinstance(e, ast.ListExpr) and self._list_target(target, len(e.elements)):
             return self._init_list(e, target)
         if isinstance(e, ast.StructExpr) and isinstance(target, T.StructType | T.HeaderType):

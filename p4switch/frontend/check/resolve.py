@@ -280,6 +280,9 @@ class TypeResolver(Core):
             fields.append((f.name, ft))
             if not is_unknown(ft):
                 self._check_field(d, f, ft)
+        varbits = [f for f in d.fields if isinstance(self.decl_types.get(f), T.VarbitType)]
+        if isinstance(d, ast.HeaderDecl) and len(varbits) > 1:  # structs may hold several (p4c)
+            self.error(self.name_loc(varbits[1]), f"header '{d.name}' has more than one varbit field")
         cls = {ast.HeaderDecl: T.HeaderType, ast.HeaderUnionDecl: T.HeaderUnionType}.get(type(d), T.StructType)
         return cls(d.name, d, tuple(fields))
 

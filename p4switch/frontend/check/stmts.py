@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
+from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import ACCEPT_STATE, REJECT_STATE, UNKNOWN, Core, Ctx, is_unknown
 from p4switch.frontend.check.scopes import Scope
 
@@ -333,7 +334,7 @@ class StmtChecker(Core):
             k.type = t
             return
         if isinstance(k, ast.MaskExpr):
-            parts = (k.value, k.mask)
+            parts = (k.value,) if self._mask_of_enum(k, t, ctx) else (k.value, k.mask)
         elif isinstance(k, ast.RangeExpr):
             parts = (k.lo, k.hi)
         else:
@@ -346,6 +347,17 @@ class StmtChecker(Core):
                 self.error(x.loc, "keyset expression must be a compile-time constant")
         if k not in parts:
             k.type = t
+
+    def _mask_of_enum(self, k: ast.MaskExpr, t: T.Type, ctx: Ctx) -> bool:
+        """The mask of a serializable-enum key may be an int constant (``E.A &&& 0xff00``,
+        as p4c accepts); it is typed as the enum so both sides have the key's type."""
+        if isinstance(t, T.EnumType) and t.underlying is not None:
+            mt = self.check_expr(k.mask, ctx)
+            v = k.mask.const_value
+            if isinstance(mt, T.InfIntType) and isinstance(v, int) and V.fits(v, t.underlying):
+                k.mask.type = t
+                return True
+        return False
 
     def _value_set_key(self, k: ast.PathExpr, t: T.Type, ctx: Ctx, ok: bool) -> bool:
         found = self.lookup(k.name, ctx, k.global_scope)
