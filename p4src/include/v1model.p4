@@ -41,6 +41,11 @@
 #ifndef V1MODEL_VERSION
 #define V1MODEL_VERSION 20180101
 #endif
+#if V1MODEL_VERSION < 0
+#error "V1MODEL_VERSION must be a non-negative number (a date such as 20200408)"
+#elif V1MODEL_VERSION < 20180101 || V1MODEL_VERSION > 20200408
+#error "unknown V1MODEL_VERSION: this v1model.p4 knows versions 20180101 to 20200408"
+#endif
 
 /* The version, readable by the program and by the target. */
 const bit<32> __v1model_version = V1MODEL_VERSION;

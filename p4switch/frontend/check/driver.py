@@ -99,11 +99,35 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         (``@field_list(N)``, ``@id(N)``, ``@priority(N)``): they must be constants."""
         ctx = Ctx(self.global_scope)
         for node in ast.walk(self.program):
+            self._annotation_shapes(getattr(node, "annotations", ()))
             for ann in getattr(node, "annotations", ()):
                 if ann.name not in _NUMERIC_ANNOTATIONS or not ann.args:
                     continue
                 for arg in ann.args:
                     self.const_int(arg, ctx, f"the argument of @{ann.name}")
+
+    def _annotation_shapes(self, anns: list[ast.Annotation]) -> None:
+        """What p4c checks of annotations: ``@name`` takes one string; a structured
+        annotation appears once per name, its keys are unique and its values are string,
+        integer or boolean constants."""
+        structured: set[str] = set()
+        for ann in anns:
+            if ann.name == "name" and ann.string_arg() is None:
+                self.error(ann.loc, "@name takes one string argument")
+            if ann.kv is None:
+                continue
+            if ann.name not in structured and sum(a.name == ann.name for a in anns) > 1:
+                self.error(ann.loc, f"@{ann.name}: a structured annotation must be the only one of its name")
+            structured.add(ann.name)
+            keys: set[str] = set()
+            for kv in ann.kv:
+                if kv.name in keys:
+                    self.error(kv.loc, f"@{ann.name}: duplicate key '{kv.name}'")
+                keys.add(kv.name)
+                if not isinstance(kv.value, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral | ast.PathExpr
+                                  | ast.UnaryExpr | ast.BinaryExpr | ast.TypeMemberExpr | ast.MemberExpr):
+                    self.error(kv.value.loc, f"@{ann.name}: the value of '{kv.name}' must be a string, "
+                                             "integer or boolean constant")
 
     def _raise(self) -> None:
         if self.diag.errors:

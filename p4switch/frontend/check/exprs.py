@@ -307,9 +307,11 @@ class ExprChecker(Core):
 
     def _stack_member(self, e: ast.MemberExpr, base: T.HeaderStackType, ctx: Ctx) -> T.Type:
         m = e.member
+        if m in ("next", "last", "lastIndex") and not ctx.in_parser:
+            # as in p4c: these follow the parser's extraction cursor
+            self.error(e.loc, f"'.{m}' of a header stack can only be used in a parser")
+            return UNKNOWN
         if m in ("next", "last"):
-            if m == "next" and not ctx.in_parser:
-                self.error(e.loc, "'.next' of a header stack can only be used in a parser")
             return base.element
         if m in ("lastIndex", "nextIndex"):
             return BIT32

@@ -45,6 +45,8 @@ class TypeResolver(Core):
         elif isinstance(tr, ast.VarbitType):
             w = self.const_int(tr.width, ctx, "width of varbit")
             problem = None if w is None else V.width_problem(w, f"varbit<{w}>")
+            if w is not None and w < 1:
+                problem = f"width of varbit<{w}> must be positive"
             if problem is not None:
                 self.error(tr.width.loc, problem)
             t = UNKNOWN if w is None or problem is not None else T.VarbitType(w)
@@ -183,6 +185,8 @@ class TypeResolver(Core):
             return self._block(T.PackageType, d)
         if isinstance(d, ast.ActionDecl):
             return T.ActionType(d.name, d, self.params_of(d))
+        if isinstance(d, ast.FunctionDecl):
+            self._no_optional(d.params)
         if isinstance(d, ast.FunctionDecl | ast.ExternFunctionDecl):
             ret = self.resolve(d.return_type, Ctx(self.scope_of[d]) if d in self.scope_of else self._ctx(d))
             return T.FunctionType(d.name, d, self.params_of(d), ret, self.type_params_of(d))
@@ -236,12 +240,21 @@ class TypeResolver(Core):
         ctor = tuple(self.parameter(p) for p in getattr(d, "ctor_params", ()))
         self._unique_block_names(d)
         if cls is not T.PackageType:
+            self._no_optional([*getattr(d, "params", ()), *getattr(d, "ctor_params", ())])
+        if cls is not T.PackageType:
             for p in getattr(d, "params", ()):
                 pt = self.decl_type(p)
                 if isinstance(pt, T.ParserType | T.ControlType):
                     self.error(p.type_ref.loc, f"parameter '{p.name}' of '{d.name}' cannot have type "
                                                f"{_kind_of(pt)} {pt.name} (blocks are constructor parameters)")
         return cls(d.name, d, self.params_of(d), self.type_params_of(d), (), ctor)
+
+    def _no_optional(self, params: list[ast.Param]) -> None:
+        """``@optional`` is for extern functions, methods and constructors (p4c)."""
+        for p in params:
+            ann = ast.find_annotation(p.annotations, "optional")
+            if ann is not None:
+                self.error(ann.loc, f"parameter '{p.name}': @optional is only allowed on parameters of externs")
 
     def _unique_block_names(self, d: ast.Declaration) -> None:
         """Type parameters share one namespace with the parameters (duplicates among the

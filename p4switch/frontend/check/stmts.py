@@ -186,6 +186,12 @@ class StmtChecker(Core):
                                        f"value, got {t}")
             else:
                 self._value_cases(s, t, ctx)
+        seen_default = False
+        for case in s.cases:
+            if seen_default:
+                self.error(case.label.loc, "a switch label cannot follow the 'default' label")
+                break
+            seen_default = isinstance(case.label, ast.DefaultExpr)
         for i, case in enumerate(s.cases):
             if case.body is not None:
                 self.check_block(case.body, ctx)

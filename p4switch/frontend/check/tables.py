@@ -121,6 +121,9 @@ class TableChecker(Core):
                 lpm += 1
                 if lpm == 2:
                     self.error(el.match_kind.loc, f"table '{facts.fqn}' has more than one lpm key")
+            if not _nameable_key(el.expr) and ast.find_annotation(el.annotations, "name") is None:
+                self.error(el.expr.loc, "this key expression needs a @name annotation (P4Runtime names a key "
+                                        "by its expression only for fields, slices, constants, '&' and isValid())")
             facts.keys.append(KeyFact(el, kt, mk or "?"))
 
     def _match_kind(self, mk: ast.PathExpr, ctx: Ctx) -> str | None:
@@ -216,6 +219,7 @@ class TableChecker(Core):
             return
         for e in p.entries:
             self._entry(e, facts, ctx)
+        self._entry_priorities(p.entries, facts)
 
     def _entry(self, e: ast.TableEntry, facts: TableFacts, ctx: Ctx) -> None:
         keys = facts.keys
@@ -231,9 +235,26 @@ class TableChecker(Core):
         d = self._resolve_action(e.action.name, ctx)
         if not self._in_table(d, e.action.name, facts):
             return
+        ref = next(r for r, x in facts.actions if x is d)
+        if ast.find_annotation(ref.annotations, "defaultonly") is not None:
+            self.error(e.action.loc, f"action '{e.action.name.name}' is @defaultonly in table '{facts.fqn}': "
+                                     "an entry cannot use it")
         data = tuple(x for x in self.params_of(d) if x.direction is None)
         self.bind_args(e.action, e.action.name.name, data, (), ctx)
         self._constant_data_args(e.action, f"action '{e.action.name.name}'")
+
+    def _entry_priorities(self, entries: list[ast.TableEntry], facts: TableFacts) -> None:
+        """As p4c: explicit priorities only where a key needs them (ternary, range,
+        optional), and then from the first entry on."""
+        given = [e for e in entries if e.priority is not None]
+        if not given:
+            return
+        if not any(k.match_kind in ("ternary", "range", "optional") for k in facts.keys):
+            self.error(given[0].priority.loc, f"table '{facts.fqn}': its keys need no priorities "
+                                              "(no ternary, range or optional key), but an entry gives one")
+        elif entries[0].priority is None:
+            self.error(entries[0].loc, f"table '{facts.fqn}': this entry needs a priority, since later "
+                                       "entries give theirs")
 
     def _entry_key(self, k: ast.Expression, kf: KeyFact, ctx: Ctx) -> None:
         if is_unknown(kf.type):
@@ -287,3 +308,21 @@ class TableChecker(Core):
             self.error(p.value.loc, f"'{getattr(target, 'name', p.name)}' is already attached to table '{owner}'")
         self.direct_owner[target] = facts.fqn
         setattr(facts, p.name, target)
+
+
+def _nameable_key(e: ast.Expression) -> bool:
+    """Whether p4c's TableKeyNames can name key expression ``e`` (else it needs @name)."""
+    if isinstance(e, ast.PathExpr | ast.IntLiteral):
+        return True
+    if isinstance(e, ast.MemberExpr):
+        return _nameable_key(e.expr)
+    if isinstance(e, ast.IndexExpr):
+        return _nameable_key(e.expr) and _nameable_key(e.index)
+    if isinstance(e, ast.SliceExpr):
+        return _nameable_key(e.expr) and _nameable_key(e.hi) and _nameable_key(e.lo)
+    if isinstance(e, ast.BinaryExpr):
+        return e.op == "&" and _nameable_key(e.left) and _nameable_key(e.right)
+    if isinstance(e, ast.CallExpr):
+        m = e.method
+        return not e.args and isinstance(m, ast.MemberExpr) and m.member == "isValid" and _nameable_key(m.expr)
+    return False
