@@ -34,10 +34,13 @@ def test_blocks_as_parameters() -> None:
     assert errors("control X();\ncontrol B()(X x) { apply { } }") == []
 
 
-def test_control_cannot_be_instantiated_at_top_level() -> None:
-    src = "control A() { apply { } }\nA() a;"
+def test_control_instantiated_at_top_level_and_applied_is_an_error() -> None:
+    src = "control A() { apply { } }\nA() a;\ncontrol B() { apply { a.apply(); } }"
     e = one_error(src)
     assert "top level" in e.message and (e.line, e.col) == pos(src, "A() a")
+    # p4switch's extension: one only passed to a package is accepted (docs/p4switch.md)
+    ok = "control A() { apply { } }\ncontrol P_t();\npackage Pk(P_t p);\nA() a;\nPk(a) main;"
+    assert errors(ok) == []
 
 
 def test_header_fields_may_be_structs_of_bit_strings_nested() -> None:

@@ -33,9 +33,6 @@ class BlockChecker(Core):
             self.main = d
         elif d.name == "main" and self.block_of.get(d) is None and not is_unknown(t):
             self.error(d.type_ref.loc, f"'main' must be an instance of a package, not of {t}")
-        if self.block_of.get(d) is None and isinstance(t, T.ParserType | T.ControlType):
-            self.error(d.loc, f"'{d.name}': a {'parser' if isinstance(t, T.ParserType) else 'control'} "
-                              "cannot be instantiated at top level (only inside a block or as an argument)")
         return t
 
     def check_constructor_call(self, e: ast.ConstructorCallExpr, ctx: Ctx) -> T.Type:

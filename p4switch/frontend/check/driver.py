@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from p4switch.frontend import ast
+from p4switch.frontend import types as T
 from p4switch.frontend.check.blocks import BlockChecker
 from p4switch.frontend.check.calls import CallChecker
 from p4switch.frontend.check.collect import Collector
@@ -36,6 +37,7 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         self.resolve_declarations()  # pass 2: types of declarations and signatures
         self.check_bodies()  # pass 3: expressions, statements, tables, instances
         self.check_annotations()
+        self.check_top_level_blocks()
         if not self.diag.errors:
             self.remove_unapplied_tables()
         if self.main is None and not self.diag.errors:
@@ -74,6 +76,26 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
                 self.error(d.loc, f"table '{d.name}' must be declared inside a control")
             elif isinstance(d, ast.ValueSetDecl):
                 self.error(d.loc, f"value set '{d.name}' must be declared inside a parser")
+
+    def check_top_level_blocks(self) -> None:
+        """p4c refuses a parser or control instantiated at top level. p4switch accepts one
+        that is only passed to a package (``MyIngress() ig; V1Switch(..., ig, ...) main;``,
+        docs/p4switch.md) and reports any other, e.g. one applied from a control."""
+        tops = {d: t for d in self.program.declarations if isinstance(d, ast.InstantiationDecl)
+                and isinstance(t := self.decl_types.get(d), T.ParserType | T.ControlType)}
+        if not tops:
+            return
+        used_elsewhere = {n.decl for n in ast.walk(self.program) if isinstance(n, ast.PathExpr)
+                          and n.decl in tops and not self._package_argument(n)}
+        for d in tops:
+            if d in used_elsewhere:
+                kind = "parser" if isinstance(tops[d], T.ParserType) else "control"
+                self.error(d.loc, f"'{d.name}': a {kind} cannot be instantiated at top level "
+                                  "(instantiate it inside the block that applies it)")
+
+    def _package_argument(self, n: ast.PathExpr) -> bool:
+        return any(a.value is n for d in self.program.declarations if isinstance(d, ast.InstantiationDecl)
+                   and isinstance(self.decl_types.get(d), T.PackageType) for a in d.args)
 
     def remove_unapplied_tables(self) -> None:
         """Remove the tables no apply block applies from their controls, with a warning, as
