@@ -41,3 +41,34 @@ def test_unknown_v1model_version_is_an_error_in_v1model_p4(version: str) -> None
     with pytest.raises(P4Error, match="V1MODEL_VERSION") as exc:
         parse_text(f"#define V1MODEL_VERSION {version}\n#include <v1model.p4>\n", "ver.p4")
     assert exc.value.loc.file.endswith("v1model.p4") and exc.value.loc.line > 0
+
+
+def test_generic_call_needs_a_width_for_its_type_argument() -> None:
+    src = "extern void func<T>(in T x);\n" + in_control("func(5);")
+    assert "cannot infer a width" in one_error(src).message
+    assert errors("extern void func<T>(in T x);\n" + in_control("func(8w5);")) == []
+
+
+def test_apply_results_and_action_runs_cannot_be_compared() -> None:
+    table = "table tt { key = { hdr.h.a : exact; } actions = { NoAction; } }"
+    assert "cannot be compared" in one_error(in_control("if (tt.apply() == tt.apply()) { }", table)).message
+    assert "cannot be compared" in one_error(
+        in_control("if (tt.apply().action_run == tt.apply().action_run) { }", table)).message
+
+
+def test_extract_with_and_without_a_size() -> None:
+    parser = ("header v_t { bit<8> f; varbit<8> g; }\nstruct vs_t { v_t v; h_t h; }\n"
+              "parser Pv(packet_in pk, out vs_t s) { state start { BODY transition accept; } }")
+    assert "varbit" in one_error(parser.replace("BODY", "pk.extract(s.v);")).message
+    assert "varbit" in one_error(parser.replace("BODY", "pk.extract(s.h, 32w8);")).message
+    assert errors(parser.replace("BODY", "pk.extract(s.v, 32w8); pk.extract(s.h);")) == []
+
+
+def test_entries_after_the_key_and_lpm_masks_are_prefixes() -> None:
+    base = "action nop() { }\ntable t { PROPS }"
+    src = in_control("t.apply();", base.replace("PROPS", "entries = { 1 : nop(); } key = { hdr.h.a : exact; } "
+                                                           "actions = { nop; }"))
+    assert "after the key" in one_error(src).message
+    lpm = "key = { hdr.h.a : lpm; } actions = { nop; } entries = { 0x11 &&& MASK : nop(); }"
+    assert "prefix" in one_error(in_control("t.apply();", base.replace("PROPS", lpm.replace("MASK", "0xE1")))).message
+    assert errors(in_control("t.apply();", base.replace("PROPS", lpm.replace("MASK", "0xF0")))) == []

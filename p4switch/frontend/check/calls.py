@@ -189,6 +189,12 @@ class CallChecker(Core):
             return
         if method == "extract" and not isinstance(t, T.HeaderType):
             self.error(arg.loc, f"extract() needs a header (or a header stack's .next), got {t}")
+        elif method == "extract":
+            varbit = any(isinstance(ft, T.VarbitType) for _, ft in t.fields)
+            if len(call.args) == 1 and varbit:
+                self.error(arg.loc, f"header {t} has a varbit field: extract it with its size, extract(h, bits)")
+            elif len(call.args) == 2 and not varbit:
+                self.error(arg.loc, f"extract(h, bits) needs a header with a varbit field; {t} has none")
         if method == "emit" and not (T.is_struct_like(t) or isinstance(t, T.HeaderStackType)):
             self.error(arg.loc, f"emit() needs a header, header stack, header union or struct, got {t}")
 
@@ -402,6 +408,10 @@ class CallChecker(Core):
     def _unbound(self, call: ast.Node, callee: str, tvars: tuple[T.TypeVar, ...], binding: dict,
                  params: tuple[T.Parameter, ...], ret: T.Type) -> None:
         for tv in tvars:
+            if isinstance(binding.get(tv), T.InfIntType):
+                self.error(call.loc, f"cannot infer a width for type argument {tv.name} of '{callee}' from int "
+                                     "constants; give one of them a width (e.g. 16w0)")
+                continue
             if tv in binding:
                 continue
             used = T.contains_typevar(ret) and _mentions(ret, tv)

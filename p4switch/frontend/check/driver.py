@@ -7,7 +7,7 @@ from p4switch.frontend import types as T
 from p4switch.frontend.check.blocks import BlockChecker
 from p4switch.frontend.check.calls import CallChecker
 from p4switch.frontend.check.collect import Collector
-from p4switch.frontend.check.core import Ctx
+from p4switch.frontend.check.core import Ctx, is_unknown
 from p4switch.frontend.check.direct import instantiate_direct_calls
 from p4switch.frontend.check.exprs import ExprChecker
 from p4switch.frontend.check.program import CheckedProgram, Summarizer
@@ -146,10 +146,21 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
                 if kv.name in keys:
                     self.error(kv.loc, f"@{ann.name}: duplicate key '{kv.name}'")
                 keys.add(kv.name)
-                if not isinstance(kv.value, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral | ast.PathExpr
-                                  | ast.UnaryExpr | ast.BinaryExpr | ast.TypeMemberExpr | ast.MemberExpr):
-                    self.error(kv.value.loc, f"@{ann.name}: the value of '{kv.name}' must be a string, "
-                                             "integer or boolean constant")
+                self._structured_value(ann, kv)
+
+    def _structured_value(self, ann: ast.Annotation, kv: ast.KeyValue) -> None:
+        """A structured annotation's value: a string, integer or boolean constant."""
+        bad = f"@{ann.name}: the value of '{kv.name}' must be a string, integer or boolean constant"
+        if isinstance(kv.value, ast.ListExpr | ast.StructExpr):
+            self.error(kv.value.loc, bad)
+            return
+        before = len(self.diag.errors)
+        t = self.check_expr(kv.value, Ctx(self.global_scope))
+        if len(self.diag.errors) > before or is_unknown(t):
+            return
+        v = kv.value.const_value
+        if not isinstance(v, bool | int | str) or isinstance(T.underlying(t), T.EnumType):
+            self.error(kv.value.loc, bad)
 
     def _raise(self) -> None:
         if self.diag.errors:

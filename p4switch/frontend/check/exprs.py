@@ -554,7 +554,8 @@ class ExprChecker(Core):
     def _check_operator(self, e: ast.BinaryExpr, t: T.Type) -> T.Type | None:
         op = e.op
         if op in ("==", "!="):
-            if isinstance(t, T.ExternType | T.BlockType | T.TableType | T.VoidType | T.TypeOfType):
+            if isinstance(t, T.ExternType | T.BlockType | T.TableType | T.VoidType | T.TypeOfType
+                          | T.TableApplyResultType | T.ActionEnumType | T.TypeVar):
                 self.error(e.loc, f"values of type {t} cannot be compared")
                 return None
             return T.BOOL

@@ -69,6 +69,9 @@ class TableChecker(Core):
             self.error(t.loc, f"table '{facts.fqn}' has no actions property")
         elif "default_action" not in props:
             self._implicit_noaction(t, props, ctx)
+        names = [p.name for p in t.properties]
+        if "entries" in names and "key" in names and names.index("entries") < names.index("key"):
+            self.error(props["entries"].loc, f"table '{facts.fqn}': the entries must come after the key")
         order = ["key", "actions", "default_action", "entries"]
         for name in order + [n for n in props if n not in order]:
             p = props.get(name)
@@ -267,6 +270,13 @@ class TableChecker(Core):
         elif isinstance(k, ast.DontCareExpr | ast.DefaultExpr) and mk not in _WILDCARD:
             self.error(k.loc, f"a wildcard needs a ternary, lpm, range or optional key, but this key is {mk}")
         self.check_keyset(k, kf.type, ctx, value_set_ok=False)
+        if mk == "lpm" and isinstance(k, ast.MaskExpr) and isinstance(k.mask.const_value, int):
+            width = T.width_of(T.underlying(kf.type))
+            m = k.mask.const_value & ((1 << width) - 1)
+            inv = ~m & ((1 << width) - 1)
+            if inv & (inv + 1):  # the mask's ones must be a prefix
+                self.error(k.mask.loc, f"mask {k.mask.const_value:#x} of an lpm key must be a prefix "
+                                       "(ones followed by zeros)")
 
     # ------------------------------------------------------------------ others
 
