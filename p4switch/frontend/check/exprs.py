@@ -583,6 +583,9 @@ class ExprChecker(Core):
         if isinstance(t, T.InfIntType) and ((isinstance(a, int) and a < 0) or (isinstance(b, int) and b < 0)):
             self.error(e.loc, f"'{e.op}' of negative int values is not defined")
             return None
+        if isinstance(b, int) and b < 0:
+            self.error(e.right.loc, f"'{e.op}' by a negative value is not defined")
+            return None
         return t
 
     def _conditional(self, e: ast.ConditionalExpr, ctx: Ctx, expected: T.Type | None) -> T.Type:
