@@ -72,3 +72,15 @@ def test_entries_after_the_key_and_lpm_masks_are_prefixes() -> None:
     lpm = "key = { hdr.h.a : lpm; } actions = { nop; } entries = { 0x11 &&& MASK : nop(); }"
     assert "prefix" in one_error(in_control("t.apply();", base.replace("PROPS", lpm.replace("MASK", "0xE1")))).message
     assert errors(in_control("t.apply();", base.replace("PROPS", lpm.replace("MASK", "0xF0")))) == []
+
+
+def test_declaration_shapes_p4c_refuses() -> None:
+    assert "return type" in one_error("extern X {\n    void X();\n}").message
+    assert "new type" in one_error("type tuple<bit<8>> Narrow;").message
+    assert errors("type bit<8> Fine;\ntype Fine Finer;") == []
+    assert "'main' must be a package" in one_error("extern main { }").message
+
+
+def test_default_action_after_the_actions() -> None:
+    src = in_control("t.apply();", "action nop() { }\ntable t { default_action = nop; actions = { nop; } }")
+    assert "after the actions" in one_error(src).message

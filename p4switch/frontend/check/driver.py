@@ -38,6 +38,9 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         self.check_bodies()  # pass 3: expressions, statements, tables, instances
         self.check_annotations()
         self.check_top_level_blocks()
+        for d in self.program.declarations:
+            if d.name == "main" and not isinstance(d, ast.InstantiationDecl):
+                self.error(d.loc, "'main' must be a package instantiation, not a type or other declaration")
         if not self.diag.errors:
             self.remove_unapplied_tables()
         if self.main is None and not self.diag.errors:
@@ -102,12 +105,12 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         p4c's front end does (RemoveAllUnusedDeclarations): they are not in P4Info, and the
         pipeline does not build them. Their actions stay declared (P4Info lists an action
         only through a table or a call)."""
-        applied = {n.method.expr.decl for n in ast.walk(self.program)
+        controls = [d for d in self.program.declarations
+                    if isinstance(d, ast.ControlDecl) and any(isinstance(x, ast.TableDecl) for x in d.locals)]
+        applied = {n.method.expr.decl for c in controls for n in ast.walk(c.body)  # only apply blocks apply
                    if isinstance(n, ast.CallExpr) and n.call_kind == ast.CallKind.TABLE_APPLY
                    and isinstance(n.method, ast.MemberExpr) and isinstance(n.method.expr, ast.PathExpr)}
-        for d in self.program.declarations:
-            if not isinstance(d, ast.ControlDecl):
-                continue
+        for d in controls:
             kept = []
             for x in d.locals:
                 if isinstance(x, ast.TableDecl) and x not in applied:

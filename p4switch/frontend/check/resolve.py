@@ -170,7 +170,11 @@ class TypeResolver(Core):
         if isinstance(d, ast.TypedefDecl):
             return self.resolve(d.type_ref, self._ctx(d))
         if isinstance(d, ast.NewTypeDecl):
-            return T.NewType(d.name, d, self.resolve(d.type_ref, self._ctx(d)))
+            base = self.resolve(d.type_ref, self._ctx(d))
+            if not is_unknown(base) and not isinstance(base, T.BitType | T.IntType | T.BoolType | T.NewType):
+                self.error(d.type_ref.loc, f"'type {base} {d.name}': a new type needs a bit<W>, int<W>, "
+                                           "bool or another new type underneath")
+            return T.NewType(d.name, d, base)
         if isinstance(d, ast.StructLikeDecl):
             return self._struct_like(d)
         if isinstance(d, ast.EnumDecl):
@@ -266,6 +270,8 @@ class TypeResolver(Core):
 
     def _method(self, m: ast.MethodDecl) -> T.Type:
         extern = self.extern_of_method.get(m)
+        if extern is not None and m.name == extern.name and m.return_type is not None:
+            self.error(m.return_type.loc, f"constructor of '{extern.name}' cannot have a return type")
         owner = self.decl_type(extern) if extern is not None else None
         ctx = self._ctx(m)
         ret = T.VOID if m.return_type is None else self.resolve(m.return_type, ctx)

@@ -72,6 +72,10 @@ class TableChecker(Core):
         names = [p.name for p in t.properties]
         if "entries" in names and "key" in names and names.index("entries") < names.index("key"):
             self.error(props["entries"].loc, f"table '{facts.fqn}': the entries must come after the key")
+        if "default_action" in names and "actions" in names \
+                and names.index("default_action") < names.index("actions"):
+            self.error(props["default_action"].loc,
+                       f"table '{facts.fqn}': the default_action must come after the actions")
         order = ["key", "actions", "default_action", "entries"]
         for name in order + [n for n in props if n not in order]:
             p = props.get(name)
