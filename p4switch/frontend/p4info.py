@@ -364,8 +364,10 @@ class _Collector:
         if c.main is None:
             raise P4Error(self.program.loc, "the program has no package instantiation named 'main' "
                                             "(e.g. 'V1Switch(...) main;'), so it has no pipeline")
+        used = _referenced_instances(self.program)
         for inst in c.instances:
-            if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter"):
+            if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter") \
+                    and (not isinstance(inst.decl, ast.InstantiationDecl) or inst.decl in used):
                 self._extern(inst, _annotations(inst.decl))
         for t in c.tables:
             if not _hidden(t.decl):
@@ -742,7 +744,7 @@ class _Emitter:
         entries = t.decl.entries
         if entries is not None:
             msg.is_const_table = info.entries_const
-            msg.has_initial_entries = True
+            msg.has_initial_entries = bool(info.entries)  # p4c: false for an empty list
 
     def match_fields(self, t: _Table, msg: p4info_pb2.Table) -> None:
         keys = [k for k in t.info.keys if k.match_kind != "selector"]
@@ -887,6 +889,13 @@ class _Emitter:
 
 
 # =========================================================================== helpers
+
+
+def _referenced_instances(program: ast.Program) -> set[ast.Node]:
+    """Instances some expression names; p4c removes the others (unused declarations)
+    before it writes P4Info."""
+    return {n.decl for n in ast.walk(program) if isinstance(n, ast.PathExpr)
+            and isinstance(getattr(n, "decl", None), ast.InstantiationDecl)}
 
 
 def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:

@@ -160,3 +160,17 @@ def test_serializable_enum_fields_have_no_type_name_and_defaults_are_padded(tmp_
     assert "Kind" in info.type_info.serializable_enums
     (t,) = info.tables
     assert [a.value for a in t.initial_default_action.arguments] == [b"\x02", b"\x00\x05"]
+
+
+def test_unused_instances_and_empty_entries(tmp_path):
+    body = """
+    register<bit<8>>(4) unused_r;
+    register<bit<8>>(4) used_r;
+    action set(bit<8> v) { used_r.write(0, v); }
+    table t { key = { hdr.h.f : exact; } actions = { set; } const entries = { } }
+    apply { t.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    assert [r.preamble.name for r in info.registers] == ["I.used_r"]  # p4c drops unused ones
+    (t,) = info.tables
+    assert t.is_const_table and not t.has_initial_entries
