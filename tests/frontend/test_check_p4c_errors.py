@@ -84,3 +84,10 @@ def test_declaration_shapes_p4c_refuses() -> None:
 def test_default_action_after_the_actions() -> None:
     src = in_control("t.apply();", "action nop() { }\ntable t { default_action = nop; actions = { nop; } }")
     assert "after the actions" in one_error(src).message
+
+
+def test_extern_methods_declared_twice_with_the_same_parameters() -> None:
+    src = "extern E2 {\n    E2(bit<8> x);\n    void f(bit<8> a);\n    void f(bit<8> a);\n}"
+    e = one_error(src)
+    assert "declared twice" in e.message and e.line == 4
+    assert errors("extern E3 {\n    E3();\n    void f(bit<8> a);\n    void f(bit<8> a, bit<8> b);\n}") == []

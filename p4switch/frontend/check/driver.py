@@ -54,8 +54,14 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
             if isinstance(d, _TYPE_LIKE):
                 self.decl_type(d)
                 if isinstance(d, ast.ExternDecl):
+                    seen: dict[tuple, ast.MethodDecl] = {}
                     for m in d.methods:
-                        self.decl_type(m)
+                        mt = self.decl_type(m)
+                        sig = (m.name, tuple((p.direction, p.type) for p in getattr(mt, "params", ())))
+                        if sig in seen:
+                            self.error(m.loc, f"'{m.name}' of extern '{d.name}' is declared twice with the "
+                                              f"same parameters (the other is at {seen[sig].loc})")
+                        seen.setdefault(sig, m)
             elif isinstance(d, ast.ParserDecl | ast.ControlDecl | ast.ActionDecl | ast.FunctionDecl):
                 self.decl_type(d)
 
