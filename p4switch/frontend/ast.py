@@ -111,6 +111,7 @@ class Annotation(Node):
     tokens: list[str] = field(default_factory=list)
     args: list[Expression] | None = None
     kv: list[KeyValue] | None = None
+    structured: bool = False  # ``@name[e1, e2]``: a structured annotation holding expressions
 
     @property
     def body(self) -> str:

@@ -903,7 +903,16 @@ def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:
     for ann in annotations:
         if ann.name in _CONSUMED_ANNOTATIONS:
             continue
-        if ann.kv is not None:
+        if ann.structured and ann.args is not None:
+            sa = msg.structured_annotations.add()
+            sa.name = ann.name
+            sa.expression_list.SetInParent()
+            for arg in ann.args:
+                value = arg.const_value
+                if value is None and isinstance(arg, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral):
+                    value = arg.value
+                _expression(value, sa.expression_list.expressions.add(), arg)
+        elif ann.kv is not None:
             sa = msg.structured_annotations.add()
             sa.name = ann.name
             sa.kv_pair_list.SetInParent()

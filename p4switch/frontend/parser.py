@@ -745,6 +745,7 @@ def _annotation(tok: L.P4Token) -> A.Annotation:
     return A.Annotation(
         loc=tok.loc, name=str(tok), tokens=list(getattr(tok, "annotation_raw", [])),
         args=getattr(tok, "parsed_args", None), kv=getattr(tok, "parsed_kv", None),
+        structured=getattr(tok, "structured_list", False),
     )
 
 
@@ -912,6 +913,15 @@ def _parse_annotation_bodies(tokens: Sequence[L.P4Token], parser: Lark) -> None:
         try:
             result = parser.parse(list(body), start=start) if body else []
         except (UnexpectedInput, P4Error):
+            if start == "annotation_args":
+                continue
+            # a structured annotation ``@a[...]`` is key=value pairs or an expression list
+            try:
+                tok.parsed_args = parser.parse(list(body), start="annotation_args")  # type: ignore[attr-defined]
+            except (UnexpectedInput, P4Error):
+                raise P4Error(tok.loc, f"@{tok}[...]: a structured annotation holds key=value pairs "
+                                       "or a list of expressions") from None
+            tok.structured_list = True  # type: ignore[attr-defined]
             continue
         if start == "annotation_args":
             tok.parsed_args = result  # type: ignore[attr-defined]

@@ -91,3 +91,12 @@ def test_extern_methods_declared_twice_with_the_same_parameters() -> None:
     e = one_error(src)
     assert "declared twice" in e.message and e.line == 4
     assert errors("extern E3 {\n    E3();\n    void f(bit<8> a);\n    void f(bit<8> a, bit<8> b);\n}") == []
+
+
+def test_structured_expression_lists_are_constants() -> None:
+    assert errors('@a[1, "x", true]\nconst bit<8> k = 1;') == []
+    assert "cannot be compared" in one_error(
+        "extern e { e(); }\ne() t;\ne() t1;\n@a[t == t1]\nconst bit<8> k = 1;").message
+    with pytest.raises(P4Error, match="structured annotation"):
+        parse_text("@a[bar = 4 < ]\nconst bit<8> k = 1;", "sa.p4", preprocess=False)
+    assert "@deprecated takes one string" in one_error('@deprecated("a" | "b")\nconst bit<8> k = 1;').message

@@ -143,8 +143,12 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         integer or boolean constants."""
         structured: set[str] = set()
         for ann in anns:
-            if ann.name == "name" and ann.string_arg() is None:
-                self.error(ann.loc, "@name takes one string argument")
+            if ann.name in ("name", "deprecated") and ann.string_arg() is None:
+                self.error(ann.loc, f"@{ann.name} takes one string argument")
+            if ann.structured and ann.args is not None:
+                for arg in ann.args:
+                    self._structured_value(ann, ast.KeyValue(loc=arg.loc, name=str(ann.args.index(arg)),
+                                                             value=arg))
             if ann.kv is None:
                 continue
             if ann.name not in structured and sum(a.name == ann.name for a in anns) > 1:
