@@ -100,3 +100,16 @@ def test_structured_expression_lists_are_constants() -> None:
     with pytest.raises(P4Error, match="structured annotation"):
         parse_text("@a[bar = 4 < ]\nconst bit<8> k = 1;", "sa.p4", preprocess=False)
     assert "@deprecated takes one string" in one_error('@deprecated("a" | "b")\nconst bit<8> k = 1;').message
+
+
+def test_what_cannot_be_a_value_type() -> None:
+    assert "tuple element" in one_error("extern ct { ct(); }\nvoid f(tuple<ct> t) { }").message
+    assert "type argument" in one_error("parser pp<t>(in t a);\nstruct s<t> { t field; }\n"
+                                        "control c(out s<pp<bit<1>>> v) { apply { } }").message
+    table = "table tt { key = { hdr.h.a : exact; } actions = { NoAction; } }"
+    assert errors("extern void f<T>(in T a);\n" + in_control("f(tt);", table))
+
+
+def test_extern_with_abstract_methods_needs_an_initializer() -> None:
+    src = "extern g { g(); abstract void h(); }\ncontrol c() { g() inst; apply { } }"
+    assert "abstract" in one_error(src).message

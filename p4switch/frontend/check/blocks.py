@@ -65,6 +65,10 @@ class BlockChecker(Core):
         if not ctors:
             self.error(node.loc, f"extern '{t.name}' has no constructor: it cannot be instantiated")
             return UNKNOWN
+        abstract = [m.name for m in t.decl.methods if m.is_abstract]
+        if abstract and not getattr(node, "initializer", None):
+            self.error(node.loc, f"extern '{t.name}' has abstract methods ({', '.join(abstract)}): instantiate "
+                                 "it with an initializer that implements them, not a plain constructor call")
         c = self.pick_overload(node, ctors)
         ct = self.decl_type(c)
         if is_unknown(ct):

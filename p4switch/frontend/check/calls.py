@@ -385,6 +385,8 @@ class CallChecker(Core):
         """Make parameter type ``p`` (with type variables) match argument type ``a``."""
         if is_unknown(a, p):
             return True
+        if isinstance(a, T.TableType):
+            return False  # a table is no value: it cannot be passed (p4c)
         if isinstance(p, T.TypeVar):
             cur = binding.get(p)
             if cur is None or (isinstance(cur, T.InfIntType) and _fixed(a)):

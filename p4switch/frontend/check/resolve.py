@@ -42,6 +42,11 @@ class TypeResolver(Core):
             t = self._stack(tr, ctx)
         elif isinstance(tr, ast.TupleType):
             t = T.TupleType(tuple(self.resolve(e, ctx) for e in tr.elements))
+            for e, et in zip(tr.elements, t.elements):
+                if isinstance(et, T.ExternType | T.BlockType | T.TableType):
+                    self.error(e.loc, f"{et} cannot be a tuple element")
+                    t = UNKNOWN
+                    break
         elif isinstance(tr, ast.VarbitType):
             w = self.const_int(tr.width, ctx, "width of varbit")
             problem = None if w is None else V.width_problem(w, f"varbit<{w}>")
@@ -108,6 +113,11 @@ class TypeResolver(Core):
             return UNKNOWN
         if is_unknown(base, *args):
             return UNKNOWN
+        for a, at in zip(tr.args, args):
+            if isinstance(at, T.BlockType | T.TableType):
+                self.error(a.loc, f"{at} cannot be a type argument (p4c: parsers, controls, packages and "
+                                  "tables are not types of values)")
+                return UNKNOWN
         return self.specialize(base, tvars, args)
 
     def specialize(self, base: T.Type, tvars: tuple[T.TypeVar, ...], args: tuple[T.Type, ...]) -> T.Type:
