@@ -113,3 +113,12 @@ def test_what_cannot_be_a_value_type() -> None:
 def test_extern_with_abstract_methods_needs_an_initializer() -> None:
     src = "extern g { g(); abstract void h(); }\ncontrol c() { g() inst; apply { } }"
     assert "abstract" in one_error(src).message
+
+
+def test_parser_that_never_ends() -> None:
+    loop = ("parser Pl(packet_in pk, out hs_t hdr) {\n state start { transition next; }\n"
+            " state next { transition start; }\n}")
+    assert "never reaches accept or reject" in one_error(loop).message
+    ends = ("parser Pe(packet_in pk, out hs_t hdr) {\n state start { transition select(hdr.h.a) "
+            "{ 1: start; } }\n}")
+    assert errors(ends) == []  # no default: an unmatched packet is rejected

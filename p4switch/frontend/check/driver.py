@@ -39,6 +39,9 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         self.check_annotations()
         self.check_top_level_blocks()
         for d in self.program.declarations:
+            if isinstance(d, ast.ParserDecl):
+                self._parser_ends(d)
+        for d in self.program.declarations:
             if d.name == "main" and not isinstance(d, ast.InstantiationDecl):
                 self.error(d.loc, "'main' must be a package instantiation, not a type or other declaration")
         if not self.diag.errors:
@@ -85,6 +88,35 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
                 self.error(d.loc, f"table '{d.name}' must be declared inside a control")
             elif isinstance(d, ast.ValueSetDecl):
                 self.error(d.loc, f"value set '{d.name}' must be declared inside a parser")
+
+    def _parser_ends(self, d: ast.ParserDecl) -> None:
+        """A parser whose ``start`` reaches neither ``accept`` nor ``reject`` never ends (p4c
+        refuses it). A state without a transition goes to reject."""
+        states = {s.name: s for s in d.states}
+        todo, seen = ["start"], set()
+        while todo:
+            name = todo.pop()
+            if name in ("accept", "reject"):
+                return
+            st = states.get(name)
+            if st is None:
+                return  # an unknown state: reported where it is named
+            if name in seen:
+                continue
+            seen.add(name)
+            target = st.transition.target if st.transition is not None else None
+            if target is None:
+                return  # falls through to reject
+            if isinstance(target, ast.PathExpr):
+                todo.append(target.name)
+            elif isinstance(target, ast.SelectExpr):
+                todo += [c.state.name for c in target.cases]
+                return_ok = not any(isinstance(k, ast.DefaultExpr | ast.DontCareExpr)
+                                    for c in target.cases for k in c.keys)
+                if return_ok:
+                    return  # no default case: a packet that matches none is rejected
+        if "start" in states:
+            self.error(d.loc, f"parser '{d.name}' never reaches accept or reject")
 
     def check_top_level_blocks(self) -> None:
         """p4c refuses a parser or control instantiated at top level. p4switch accepts one
