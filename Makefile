@@ -10,7 +10,7 @@ P4SRC  := p4src/alinea.p4
 BUILD  := build
 APT_PKGS := cpp iproute2 python3-venv tcpdump
 
-.PHONY: setup sysdeps test lint pytest p4 bench demo fuzz results clean
+.PHONY: setup sysdeps test lint pytest p4 bench conformance demo fuzz results clean
 
 setup: $(STAMP)
 
@@ -55,6 +55,13 @@ p4: setup
 	  $(VENV)/bin/p4switch --device-config $(BUILD)/alinea.p4switch.bin $(P4SRC) && \
 	  echo "wrote $(BUILD)/alinea.p4info.txtpb and $(BUILD)/alinea.p4switch.bin (P4Runtime device config)"; \
 	fi
+
+# Conformance with p4c's corpus (not part of `make test`): P4C_TESTDATA is p4c's testdata/
+# folder, P4C_COMMIT its commit when DIR is not a git checkout. Writes docs/conformance.md.
+conformance: setup
+	@test -n "$(P4C_TESTDATA)" || { echo "usage: make conformance P4C_TESTDATA=DIR [P4C_COMMIT=SHA]" >&2; exit 2; }
+	$(PY) -m p4switch.conformance --testdata $(P4C_TESTDATA) --out docs/conformance.md --jobs 2 \
+	  $(if $(P4C_COMMIT),--commit $(P4C_COMMIT))
 
 bench: setup
 	$(PY) -m tests.bench.run --out docs/performance.md

@@ -12,6 +12,9 @@
 
 #ifndef _HBH_CORE_P4_
 #define _HBH_CORE_P4_
+/* The guard name p4c's core.p4 defines: programs and fragments test it
+   (`#ifdef _CORE_P4_`) to know the core library is in. */
+#define _CORE_P4_
 
 /*
  * Errors the parser runtime may signal.  A program may add its own

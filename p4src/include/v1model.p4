@@ -25,6 +25,8 @@
 
 #ifndef _HBH_V1MODEL_P4_
 #define _HBH_V1MODEL_P4_
+/* The guard name p4c's v1model.p4 defines: programs test it to know v1model is in. */
+#define _V1_MODEL_P4_
 
 #include "core.p4"
 
@@ -38,6 +40,11 @@
  */
 #ifndef V1MODEL_VERSION
 #define V1MODEL_VERSION 20180101
+#endif
+#if V1MODEL_VERSION < 0
+#error "V1MODEL_VERSION must be a non-negative number (a date such as 20200408)"
+#elif V1MODEL_VERSION < 20180101 || V1MODEL_VERSION > 20200408
+#error "unknown V1MODEL_VERSION: this v1model.p4 knows versions 20180101 to 20200408"
 #endif
 
 /* The version, readable by the program and by the target. */
@@ -65,6 +72,11 @@ typedef bit<9> PortId_t;
  * microseconds since the switch started; lengths are bytes; queue
  * depths are packets.  "Egress only" fields hold 0 during ingress.
  */
+/*
+ * @alias: the names BMv2 gives these fields in its JSON (`field_aliases`,
+ * filled by p4c's BMv2 back end from these annotations); simple_switch's
+ * queueing and intrinsic metadata are found under them.
+ */
 @metadata @name("standard_metadata")
 struct standard_metadata_t {
     /* Port the packet arrived on.  Read-only.  Kept into egress for
@@ -82,26 +94,35 @@ struct standard_metadata_t {
        resubmits unless preserved in a field list). */
     bit<32> packet_length;
     /* Egress only: time (µs) the packet entered its egress queue. */
+    @alias("queueing_metadata.enq_timestamp")
     bit<32> enq_timestamp;
     /* Egress only: depth of the egress queue (packets) at enqueue. */
+    @alias("queueing_metadata.enq_qdepth")
     bit<19> enq_qdepth;
     /* Egress only: time (µs) the packet spent in the egress queue. */
+    @alias("queueing_metadata.deq_timedelta")
     bit<32> deq_timedelta;
     /* Egress only: depth of the egress queue (packets) at dequeue. */
+    @alias("queueing_metadata.deq_qdepth")
     bit<19> deq_qdepth;
     /* Time (µs) the packet arrived at ingress.  Read-only. */
+    @alias("intrinsic_metadata.ingress_global_timestamp")
     bit<48> ingress_global_timestamp;
     /* Egress only: time (µs) the packet started egress.  Read-only. */
+    @alias("intrinsic_metadata.egress_global_timestamp")
     bit<48> egress_global_timestamp;
     /* Ingress writes a multicast group here; 0 means no multicast. */
+    @alias("intrinsic_metadata.mcast_grp")
     bit<16> mcast_grp;
     /* Egress only: the replication id of a multicast copy. */
+    @alias("intrinsic_metadata.egress_rid")
     bit<16> egress_rid;
     /* 1 when a verify_checksum call in VerifyChecksum found a mismatch. */
     bit<1>  checksum_error;
     /* The error the parser signalled, error.NoError when it accepted. */
     error   parser_error;
     /* Priority (egress queue) of the packet, 0 lowest; ingress may write it. */
+    @alias("intrinsic_metadata.priority")
     bit<3>  priority;
 }
 
@@ -289,6 +310,16 @@ extern action_selector {
 enum CloneType {
     I2E,    // ingress to egress: the packet as received, into egress
     E2E     // egress to egress: the packet as deparsed, into egress again
+}
+
+/*
+ * An old-style checksum unit (kept for programs written against early
+ * v1model versions): get() returns the 16-bit ones' complement checksum
+ * of `data`.  Prefer verify_checksum / update_checksum.
+ */
+extern Checksum16 {
+    Checksum16();
+    bit<16> get<D>(in D data);
 }
 
 /*

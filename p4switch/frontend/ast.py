@@ -111,6 +111,7 @@ class Annotation(Node):
     tokens: list[str] = field(default_factory=list)
     args: list[Expression] | None = None
     kv: list[KeyValue] | None = None
+    structured: bool = False  # ``@name[e1, e2]``: a structured annotation holding expressions
 
     @property
     def body(self) -> str:
@@ -496,6 +497,41 @@ class ReturnStmt(Statement):
 
 @dataclass(eq=False, kw_only=True)
 class ExitStmt(Statement):
+    pass
+
+
+@dataclass(eq=False, kw_only=True)
+class ForStmt(Statement):
+    """``for (init; cond; updates) body``: ``init`` and ``updates`` are VarDecl, AssignStmt
+    or CallStmt nodes; the loop has its own scope holding ``init``'s variables."""
+
+    init: list[Statement] = field(default_factory=list)
+    cond: Expression | None = None
+    updates: list[Statement] = field(default_factory=list)
+    body: Statement
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True)
+class ForInStmt(Statement):
+    """``for (T x in range) body`` (``var`` declared by the loop, its init None) or
+    ``for (x in range) body`` (``target`` an existing variable). ``range`` is a
+    RangeExpr ``lo .. hi`` (inclusive) or a header stack / list expression."""
+
+    var: VarDecl | None = None
+    target: PathExpr | None = None
+    range: Expression
+    body: Statement
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+@dataclass(eq=False, kw_only=True)
+class BreakStmt(Statement):
+    pass
+
+
+@dataclass(eq=False, kw_only=True)
+class ContinueStmt(Statement):
     pass
 
 

@@ -46,7 +46,7 @@ _TOKEN_RE = re.compile(
   | (?P<id>[A-Za-z_][A-Za-z0-9_]*)
   | (?P<num>[0-9][0-9A-Za-z_]*)
   | (?P<str>"(?:[^"\\\n]|\\.)*")
-  | (?P<punct>\{\#\}|&&&|\|\+\||\|-\||\.\.|<<|<=|>=|==|!=|&&|\|\||\+\+|[{}()\[\];:,.=<>+\-*/%&|^~!?@])
+  | (?P<punct>\{\#\}|&&&|\|\+\|=|\|-\|=|\|\+\||\|-\||\.\.|<<=|<<|<=|>=|==|!=|&&|\|\||\+\+|\+=|-=|\*=|/=|%=|&=|\|=|\^=|[{}()\[\];:,.=<>+\-*/%&|^~!?@])
   | (?P<bad>.)
     """,
     re.VERBOSE | re.DOTALL,
@@ -119,7 +119,8 @@ class TypeNames:
 
 
 def scan_raw(pp: PreprocessedSource) -> list[RawToken]:
-    """Split the preprocessed text into raw tokens; bad characters are errors."""
+    """Split the preprocessed text into raw tokens; characters that are no P4 token become
+    ``bad`` tokens (legal only inside a free-form annotation body, see ``reject_bad``)."""
     out: list[RawToken] = []
     line, line_start = 1, 0
     for m in _TOKEN_RE.finditer(pp.text):
@@ -139,10 +140,17 @@ def scan_raw(pp: PreprocessedSource) -> list[RawToken]:
             continue
         text = m.group()
         col = m.start() - line_start + 1
-        if kind == "bad":
-            raise P4Error(_pp_loc(pp, line, col, text), _bad_char_message(text))
         out.append(RawToken(kind, text, m.start(), line, col))  # type: ignore[arg-type]
     return out
+
+
+def reject_bad(raw: list[RawToken], pp: PreprocessedSource) -> list[RawToken]:
+    """A character that is no P4 token is an error outside annotation bodies (free-form
+    annotations, e.g. ``@text(it's free)``, may hold any text, as in p4c)."""
+    for t in raw:
+        if t.kind == "bad":
+            raise P4Error(_pp_loc(pp, t.line, t.col, t.text), _bad_char_message(t.text))
+    return raw
 
 
 def _bad_char_message(ch: str) -> str:
@@ -509,7 +517,7 @@ class _ColumnAligner:
 
 def tokenize(pp: PreprocessedSource, classifier: Classifier) -> list[P4Token]:
     """The full pipeline: raw scan, annotations, type pre-scan, classification."""
-    raw = collapse_annotations(scan_raw(pp), pp)
+    raw = reject_bad(collapse_annotations(scan_raw(pp), pp), pp)
     types = prescan_types(raw)
     return classifier.classify(raw, types, pp)
 

@@ -340,7 +340,7 @@ class _Collector:
         self.program: ast.Program = checked.program
         self.tables: list[_Table] = []
         self.actions: dict[str, _Action] = {}
-        self.externs: dict[int, _Extern] = {}
+        self.externs: dict[str, _Extern] = {}  # by the instance's name (one decl may have several)
         self.digests: list[_Named] = []
         self.value_sets: list[_Named] = []
         self.headers: list[_Named] = []
@@ -364,8 +364,10 @@ class _Collector:
         if c.main is None:
             raise P4Error(self.program.loc, "the program has no package instantiation named 'main' "
                                             "(e.g. 'V1Switch(...) main;'), so it has no pipeline")
+        used = _referenced_instances(self.program)
         for inst in c.instances:
-            if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter"):
+            if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter") \
+                    and (not isinstance(inst.decl, ast.InstantiationDecl) or inst.decl in used):
                 self._extern(inst, _annotations(inst.decl))
         for t in c.tables:
             if not _hidden(t.decl):
@@ -394,7 +396,11 @@ class _Collector:
 
     def _called_actions(self) -> None:
         """Actions the program calls: from apply blocks, and from the bodies of actions
-        already included (transitively)."""
+        already included (transitively).
+
+        *Deliberate difference from p4c* (docs/p4switch.md): p4c inlines actions that are
+        only called directly and leaves them out of P4Info; p4switch keeps them, so that
+        P4Info ids of existing programs (alinea.p4's) do not change."""
         by_decl = {(id(a.decl), a.block): a for a in self.checked.actions}
         todo: list[tuple[ast.Node, str | None]] = [
             (b.decl.body, b.fqn) for b in self.checked.blocks if isinstance(b.decl, ast.ControlDecl)]
@@ -440,7 +446,7 @@ class _Collector:
                                f"not a {inst.extern}")
         inline = isinstance(inst.decl, ast.ConstructorCallExpr)
         annotations = (node.annotations if node is not None else []) if inline else _annotations(inst.decl)
-        ext = self.externs.get(id(inst.decl)) or self._extern(inst, annotations)
+        ext = self.externs.get(inst.fqn) or self._extern(inst, annotations)
         if ext.kind.startswith("direct_") and ext.tables:
             raise P4Error(loc, f"{ext.kind} '{ext.sym.name}' is already attached to table "
                                f"'{ext.tables[0].sym.name}'; a direct resource serves one table")
@@ -458,7 +464,7 @@ class _Collector:
             "action_selector": PREFIX_ACTION_PROFILE,
         }[inst.extern]
         ext = _Extern(self._symbol(prefix, inst.fqn, inst.decl, annotations), inst, annotations)
-        self.externs[id(inst.decl)] = ext
+        self.externs[inst.fqn] = ext
         return ext
 
     # ------------------------------------------------------------------ the rest
@@ -532,7 +538,7 @@ class _Emitter:
             self.new_type(t)
             msg.bitwidth = _translated_width(t)
         elif isinstance(t, T.EnumType):
-            msg.type_name.name = t.name
+            # p4c lists a serializable enum in type_info but gives the field no type_name
             self.enum_type(t)
             msg.bitwidth = t.underlying.width if t.underlying is not None else 0
         elif isinstance(t, T.BitType | T.IntType):
@@ -738,7 +744,7 @@ class _Emitter:
         entries = t.decl.entries
         if entries is not None:
             msg.is_const_table = info.entries_const
-            msg.has_initial_entries = True
+            msg.has_initial_entries = bool(info.entries)  # p4c: false for an empty list
 
     def match_fields(self, t: _Table, msg: p4info_pb2.Table) -> None:
         keys = [k for k in t.info.keys if k.match_kind != "selector"]
@@ -774,7 +780,9 @@ class _Emitter:
                               "must be a compile-time constant")
             a = call.arguments.add()
             a.param_id = ids[id(param)]
-            a.value = canonical_bytes(value, T.width_of(T.underlying(param.type_ref.type)))
+            width = T.width_of(T.underlying(param.type_ref.type))
+            # p4c writes these values padded to the parameter's width in bytes
+            a.value = (value & ((1 << width) - 1)).to_bytes(max(1, (width + 7) // 8), "big")
 
     def param_ids(self, action: _Action) -> dict[int, int]:
         params = [p for p in action.decl.params if p.direction is None]
@@ -883,12 +891,28 @@ class _Emitter:
 # =========================================================================== helpers
 
 
+def _referenced_instances(program: ast.Program) -> set[ast.Node]:
+    """Instances some expression names; p4c removes the others (unused declarations)
+    before it writes P4Info."""
+    return {n.decl for n in ast.walk(program) if isinstance(n, ast.PathExpr)
+            and isinstance(getattr(n, "decl", None), ast.InstantiationDecl)}
+
+
 def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:
     """Copy annotations into ``msg``: ``@a[k=v]`` as structured ones, the rest as text."""
     for ann in annotations:
         if ann.name in _CONSUMED_ANNOTATIONS:
             continue
-        if ann.kv is not None:
+        if ann.structured and ann.args is not None:
+            sa = msg.structured_annotations.add()
+            sa.name = ann.name
+            sa.expression_list.SetInParent()
+            for arg in ann.args:
+                value = arg.const_value
+                if value is None and isinstance(arg, ast.IntLiteral | ast.BoolLiteral | ast.StringLiteral):
+                    value = arg.value
+                _expression(value, sa.expression_list.expressions.add(), arg)
+        elif ann.kv is not None:
             sa = msg.structured_annotations.add()
             sa.name = ann.name
             sa.kv_pair_list.SetInParent()
@@ -1007,13 +1031,17 @@ def build_p4info(checked: Any, name: str | None = None) -> p4info_pb2.P4Info:
     """The P4Info of a checked v1model program.
 
     ``checked`` is the checker's ``CheckedProgram``: its summary (fully qualified names,
-    tables, instances, digests) and annotated AST are read. ``name`` becomes
+    tables, instances, digests) and annotated AST are read. A program without ``main``
+    has an empty P4Info (as p4c writes it). ``name`` becomes
     ``pkg_info.name``; by default the stem of the program's file (``@pkginfo(name=...)``
     on ``main`` wins over both).
     """
     if not hasattr(checked, "program") or not hasattr(checked, "tables"):
         raise TypeError(f"build_p4info needs the checker's CheckedProgram, not {type(checked).__name__}")
     program = checked.program
+    if checked.main is None:
+        # p4c warns about the missing 'main' and writes an empty P4Info: nothing runs.
+        return p4info_pb2.P4Info()
     col = _Collector(checked)
     main = col.collect()
     symbols = list(col.symbols())

@@ -9,6 +9,7 @@ expected tokens written as P4 text (``';'``, ``identifier``), never lark termina
 
 from __future__ import annotations
 
+import copy
 import functools
 import os
 import re
@@ -76,6 +77,25 @@ class ExprList(list):
     pass
 
 
+class ForItems(list):
+    pass
+
+
+class AssignOp(NamedTuple):
+    """A compound assignment operator as written (``+=``) and where."""
+
+    text: str
+    loc: SourceLoc
+
+
+def _op_assign(loc: SourceLoc, lhs: A.Expression, op: AssignOp, rhs: A.Expression) -> A.AssignStmt:
+    """``lhs op= rhs`` as ``lhs = lhs op rhs`` (p4c's RemoveOpAssign): the right side reads
+    a copy of the left-hand expression, so every node of the AST stays a tree node."""
+    binop = op.text[:-1]
+    value = A.BinaryExpr(loc=loc, op=binop, left=copy.deepcopy(lhs), right=rhs)
+    return A.AssignStmt(loc=loc, lhs=lhs, rhs=value)
+
+
 class ObjInit(list):
     pass
 
@@ -105,7 +125,7 @@ def _loc(x: Any) -> SourceLoc | None:
         return x.loc
     if isinstance(x, EntryPriority):
         return x.expr.loc
-    if isinstance(x, TupleKeyset):
+    if isinstance(x, TupleKeyset | AssignOp):
         return x.loc
     if isinstance(x, list):
         for item in x:
@@ -177,6 +197,10 @@ _INT_RE = re.compile(
 _BASES = {"x": 16, "b": 2, "o": 8, "d": 10}
 
 
+_DIGIT_BITS = {2: 1, 8: 3, 10: 4, 16: 4}
+_MAX_LITERAL_BITS = 4 * 4096  # generous: the checker's own limits (check/values.py) apply after
+
+
 def parse_int_literal(text: str, loc: SourceLoc) -> A.IntLiteral:
     """Decode ``8w0x1F``-style literals; the value is kept as written (no truncation)."""
     m = _INT_RE.match(text)
@@ -190,7 +214,13 @@ def parse_int_literal(text: str, loc: SourceLoc) -> A.IntLiteral:
     digits = digits.replace("_", "")
     if not digits:
         raise P4Error(loc, f"invalid integer literal '{text}': no digits")
+    if m.group("w") and len(m.group("w")) > 9:
+        raise P4Error(loc, f"integer literal '{text[:20]}...': its width has {len(m.group('w'))} digits; "
+                           "p4switch (like p4c) supports bit strings of at most 2048 bits")
     width = int(m.group("w")) if m.group("w") else None
+    if len(digits) * _DIGIT_BITS[base] > _MAX_LITERAL_BITS:
+        raise P4Error(loc, f"integer literal with {len(digits)} digits: p4switch reads literals of at most "
+                           f"{_MAX_LITERAL_BITS} bits")
     return A.IntLiteral(loc=loc, value=int(digits, base), width=width, signed=m.group("s") == "s", text=text)
 
 
@@ -566,6 +596,57 @@ class AstBuilder:
     def exit_stmt(self, c):
         return A.ExitStmt(loc=span(c))
 
+    def break_stmt(self, c):
+        return A.BreakStmt(loc=span(c))
+
+    def continue_stmt(self, c):
+        return A.ContinueStmt(loc=span(c))
+
+    def assign_op(self, c):
+        return AssignOp("".join(str(t) for t in c), span(c))
+
+    def op_assign_stmt(self, c):
+        return _op_assign(span(c), c[0], c[1], c[2])
+
+    def for_op_assign(self, c):
+        return _op_assign(span(c), c[0], c[1], c[2])
+
+    def for_assign(self, c):
+        return A.AssignStmt(loc=span(c), lhs=c[0], rhs=c[2])
+
+    def for_var(self, c):
+        return A.VarDecl(loc=span(c), type_ref=pick(c, A.TypeRef), name=pick(c, Ident).text,
+                         init=pick(c, A.Expression))
+
+    def for_call(self, c):
+        call = A.CallExpr(loc=span(c), method=c[0], args=_args(c))
+        return A.CallStmt(loc=span(c), call=call)
+
+    def for_items(self, c):
+        return ForItems(x for x in c if isinstance(x, A.Statement))
+
+    def for_stmt(self, c):
+        # children: [annotations] "for" "(" [init] ";" [cond] ";" [updates] ")" statement
+        semis = [i for i, x in enumerate(c) if str(x) == ";" and not isinstance(x, A.Node)]
+        first, second = semis[0], semis[1]
+        init = next((x for x in c[:first] if isinstance(x, ForItems)), ForItems())
+        cond = next((x for x in c[first:second] if isinstance(x, A.Expression)), None)
+        updates = next((x for x in c[second:] if isinstance(x, ForItems)), ForItems())
+        return A.ForStmt(loc=span(c), annotations=_anns(c), init=list(init), cond=cond,
+                         updates=list(updates), body=c[-1])
+
+    def for_in_stmt(self, c):
+        type_ref = pick(c, A.TypeRef)
+        exprs = [x for x in c if isinstance(x, A.Expression)]
+        rng = exprs[-1]
+        var = target = None
+        if type_ref is not None:
+            ident = pick(c, Ident)
+            var = A.VarDecl(loc=ident.loc, type_ref=type_ref, name=ident.text)
+        else:
+            target = exprs[0]
+        return A.ForInStmt(loc=span(c), annotations=_anns(c), var=var, target=target, range=rng, body=c[-1])
+
     def return_stmt(self, c):
         return A.ReturnStmt(loc=span(c), value=pick(c, A.Expression))
 
@@ -664,6 +745,7 @@ def _annotation(tok: L.P4Token) -> A.Annotation:
     return A.Annotation(
         loc=tok.loc, name=str(tok), tokens=list(getattr(tok, "annotation_raw", [])),
         args=getattr(tok, "parsed_args", None), kv=getattr(tok, "parsed_kv", None),
+        structured=getattr(tok, "structured_list", False),
     )
 
 
@@ -831,6 +913,15 @@ def _parse_annotation_bodies(tokens: Sequence[L.P4Token], parser: Lark) -> None:
         try:
             result = parser.parse(list(body), start=start) if body else []
         except (UnexpectedInput, P4Error):
+            if start == "annotation_args":
+                continue
+            # a structured annotation ``@a[...]`` is key=value pairs or an expression list
+            try:
+                tok.parsed_args = parser.parse(list(body), start="annotation_args")  # type: ignore[attr-defined]
+            except (UnexpectedInput, P4Error):
+                raise P4Error(tok.loc, f"@{tok}[...]: a structured annotation holds key=value pairs "
+                                       "or a list of expressions") from None
+            tok.structured_list = True  # type: ignore[attr-defined]
             continue
         if start == "annotation_args":
             tok.parsed_args = result  # type: ignore[attr-defined]

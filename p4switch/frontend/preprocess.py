@@ -234,6 +234,14 @@ def preprocess_text(
 
 
 def no_preprocess(text: str, name: str = "<string>") -> PreprocessedSource:
-    """Wrap already-preprocessed (or directive-free) text without running cpp."""
+    """Wrap already-preprocessed (or directive-free) text without running cpp.
+
+    Only directive-free text is the source of ``name`` itself. Text with line markers
+    (a device config, cpp output) names its original files in them: their lines are read
+    from those files when a position must be aligned, never taken from this text, whose
+    line numbers and spacing are not the original's.
+    """
     text_out, line_map = map_lines(text, name)
-    return PreprocessedSource(text=text_out, line_map=line_map, main_file=name, sources={name: text.splitlines()})
+    has_markers = any(_MARKER.match(line) for line in text.split("\n") if line.startswith("#"))
+    sources = {} if has_markers else {name: text.splitlines()}
+    return PreprocessedSource(text=text_out, line_map=line_map, main_file=name, sources=sources)

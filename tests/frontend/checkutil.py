@@ -47,6 +47,20 @@ def one_error(snippet: str) -> Err:
     return errs[0]
 
 
+def warnings(snippet: str) -> list[Err]:
+    """The warnings for ``snippet`` (which must check without errors), those located in
+    the snippet (not the one about a missing ``main``)."""
+    checked = check(snippet)
+    return [Err(w.loc.line - PRELUDE_LINES, w.loc.col, w.message) for w in checked.warnings
+            if w.loc.line > PRELUDE_LINES]
+
+
+def one_warning(snippet: str) -> Err:
+    warns = warnings(snippet)
+    assert len(warns) == 1, warns
+    return warns[0]
+
+
 def in_control(body: str, locals_: str = "") -> str:
     """A control with hs_t/m_t/standard_metadata parameters around ``body`` (its apply)."""
     return (

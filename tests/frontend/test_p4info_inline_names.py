@@ -1,5 +1,5 @@
 """Instances constructed inside a table property are named like p4c names them: the
-property's @name (relative to the control, absolute with a leading dot), else <table>.<property>."""
+property's @name as written (p4c does not qualify it), else <table>.<property>."""
 
 from __future__ import annotations
 
@@ -17,11 +17,11 @@ def test_property_name_annotation_names_the_inline_instance() -> None:
     checked = compile_file(PROGRAM)
     info = build_p4info(checked)
     profiles = {p.preamble.name: p for p in info.action_profiles}
-    assert set(profiles) == {"I.sel_profile", "ap"}
+    assert set(profiles) == {"sel_profile", "ap"}
     tables = {t.preamble.name: t.implementation_id for t in info.tables}
-    assert tables["I.test1"] == profiles["I.sel_profile"].preamble.id
+    assert tables["I.test1"] == profiles["sel_profile"].preamble.id
     assert tables["I.test2"] == profiles["ap"].preamble.id
-    assert profiles["I.sel_profile"].with_selector and not profiles["ap"].with_selector
+    assert profiles["sel_profile"].with_selector and not profiles["ap"].with_selector
     load_pipeline(checked, info, RuntimeState.from_p4info(info))  # the pipeline finds them by those names
 
 

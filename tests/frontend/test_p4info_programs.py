@@ -252,7 +252,7 @@ def test_features_match_kinds_and_named_types(features):
     assert lfib.size == 1024  # no size property: p4c's default
     ops = tables["MyIngress.probe_ops"]
     (op,) = ops.match_fields
-    assert (op.name, op.bitwidth, op.type_name.name) == ("hdr.probe.op", 8, "ProbeOp")
+    assert (op.name, op.bitwidth, op.type_name.name) == ("hdr.probe.op", 8, "")  # p4c: serializable enum, no type_name
     enum = features.type_info.serializable_enums["ProbeOp"]
     assert enum.underlying_type.bitwidth == 8
     assert (enum.members[0].name, enum.members[0].value) == ("ECHO", b"\x01")
@@ -408,7 +408,7 @@ def test_corners_types_and_translation(corners):
     assert new_types["SdnPort_t"].translated_type.sdn_bitwidth == 32
     assert new_types["Tag_t"].original_type.bitstring.bit.bitwidth == 16
     (k,) = by_name(corners.actions)["I.a4"].params
-    assert (k.type_name.name, k.bitwidth) == ("Kind", 8)
+    assert (k.type_name.name, k.bitwidth) == ("", 8)  # p4c: no type_name for a serializable enum
     kind = corners.type_info.serializable_enums["Kind"]
     assert [(m.name, m.value) for m in kind.members] == [("A", b"\x01"), ("B", b"\x02")]
     pout = by_name(corners.controller_packet_metadata)["packet_out"]
@@ -434,18 +434,20 @@ def test_corners_table_properties(corners):
     actions = {a.preamble.id: a.preamble.name for a in corners.actions}
     t_prof = tables["I.t_prof"]
     assert [(m.name, m.match_type, m.type_name.name, m.bitwidth) for m in t_prof.match_fields] == [
-        ("m.kind", MF.EXACT, "Kind", 8), ("hdr.h.g", MF.RANGE, "", 16), ("hdr.h.tag", MF.OPTIONAL, "Tag_t", 16)]
+        ("m.kind", MF.EXACT, "", 8), ("hdr.h.g", MF.RANGE, "", 16), ("hdr.h.tag", MF.OPTIONAL, "Tag_t", 16)]
     assert {actions[r.id]: (r.scope, list(r.annotations)) for r in t_prof.action_refs} == {
         "I.renamed": (REF.TABLE_AND_DEFAULT, []),
         "global_name": (REF.TABLE_ONLY, ["@tableonly"]),
         "I.a4": (REF.DEFAULT_ONLY, ["@defaultonly"]),
+        "NoAction": (REF.DEFAULT_ONLY, ["@defaultonly"]),  # no default_action: p4c's implicit one
     }
+    assert actions[t_prof.initial_default_action.action_id] == "NoAction"
     assert t_prof.idle_timeout_behavior == p4info_pb2.Table.NOTIFY_CONTROL
     assert tables["I.t_sel"].idle_timeout_behavior == p4info_pb2.Table.NO_TIMEOUT
 
     t_id = tables["I.renamed_table"]
     assert [(m.name, m.bitwidth, m.match_type) for m in t_id.match_fields] == [
-        ("hdr.h.f", 8, MF.TERNARY), ("m.k", 8, MF.LPM), ("hdr.h.isValid()", 1, MF.EXACT)]
+        ("hdr.h.f", 8, MF.TERNARY), ("m.k", 8, MF.LPM), ("hdr.h.$valid$", 1, MF.EXACT)]
     assert t_id.size == 64
     assert t_id.const_default_action_id == 0
     assert actions[t_id.initial_default_action.action_id] == "I.renamed"
@@ -457,7 +459,7 @@ def test_corners_table_properties(corners):
     assert t_const.is_const_table and t_const.has_initial_entries
     assert actions[t_const.const_default_action_id] == "I.a1"
     args = {a.param_id: a.value for a in t_const.initial_default_action.arguments}
-    assert args == {1: b"\x07", 5: b"\x03", 2: b"\x05"}
+    assert args == {1: b"\x00\x07", 5: b"\x03", 2: b"\x00\x05"}  # padded to the width, as p4c writes them
     assert tables["I.s1.t"].size == 1024 and not tables["I.s1.t"].is_const_table
 
 
@@ -609,4 +611,4 @@ def test_actions_called_by_table_actions_are_included_unused_ones_not(tmp_path):
     apply { t.apply(); }
     """
     info = _build(tmp_path, body)
-    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.inner"}
+    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.inner", "NoAction"}

@@ -31,6 +31,14 @@ IR contract (in addition to the one in ``ast.py``):
   its type arguments, inferred ones included, or the parser/control/package type).
 * Switch labels on ``action_run`` have ``decl`` = the ActionDecl.
 * ``Checker.table_facts`` / ``TableInfo.facts`` summarize a table's properties.
+* Rewrites p4c's front end makes, so that later passes see the program p4c's back ends
+  see: a table without ``default_action`` gets ``default_action = NoAction()`` (and
+  ``@defaultonly NoAction`` in its actions unless listed; nodes located at the table); a
+  table no apply block applies is removed from its control's ``locals`` (with a warning);
+  ``lhs op= rhs`` is parsed as ``lhs = lhs op rhs`` (the right side reads a copy of lhs).
+* Loops (``ForStmt``, ``ForInStmt``, ``BreakStmt``, ``ContinueStmt``) are checked: the
+  loop has its own scope (init variables, the for-in variable, typed as declared or as the
+  element of the stack/list); ``break``/``continue`` only inside a loop body.
 """
 
 from p4switch.frontend.check.core import ACCEPT_STATE, REJECT_STATE

@@ -31,6 +31,8 @@ class BlockChecker(Core):
             self.error(d.initializer[0].loc, "initializer blocks (abstract methods) are not supported")
         if isinstance(t, T.PackageType) and d.name == "main" and self.block_of.get(d) is None:
             self.main = d
+        elif d.name == "main" and self.block_of.get(d) is None and not is_unknown(t):
+            self.error(d.type_ref.loc, f"'main' must be an instance of a package, not of {t}")
         return t
 
     def check_constructor_call(self, e: ast.ConstructorCallExpr, ctx: Ctx) -> T.Type:
@@ -63,6 +65,10 @@ class BlockChecker(Core):
         if not ctors:
             self.error(node.loc, f"extern '{t.name}' has no constructor: it cannot be instantiated")
             return UNKNOWN
+        abstract = [m.name for m in t.decl.methods if m.is_abstract]
+        if abstract and not getattr(node, "initializer", None):
+            self.error(node.loc, f"extern '{t.name}' has abstract methods ({', '.join(abstract)}): instantiate "
+                                 "it with an initializer that implements them, not a plain constructor call")
         c = self.pick_overload(node, ctors)
         ct = self.decl_type(c)
         if is_unknown(ct):

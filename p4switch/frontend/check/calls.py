@@ -74,7 +74,7 @@ class CallChecker(Core):
             self.error(call.loc, f"action '{d.name}' cannot be called from a parser")
         elif ctx.in_function:
             self.error(call.loc, f"action '{d.name}' cannot be called from a function")
-        elif ctx.block is None:
+        elif ctx.block is None and not ctx.in_action:
             self.error(call.loc, f"action '{d.name}' can only be called inside a control")
         if call.type_args:
             self.error(call.loc, f"action '{d.name}' takes no type arguments")
@@ -189,6 +189,12 @@ class CallChecker(Core):
             return
         if method == "extract" and not isinstance(t, T.HeaderType):
             self.error(arg.loc, f"extract() needs a header (or a header stack's .next), got {t}")
+        elif method == "extract":
+            varbit = any(isinstance(ft, T.VarbitType) for _, ft in t.fields)
+            if len(call.args) == 1 and varbit:
+                self.error(arg.loc, f"header {t} has a varbit field: extract it with its size, extract(h, bits)")
+            elif len(call.args) == 2 and not varbit:
+                self.error(arg.loc, f"extract(h, bits) needs a header with a varbit field; {t} has none")
         if method == "emit" and not (T.is_struct_like(t) or isinstance(t, T.HeaderStackType)):
             self.error(arg.loc, f"emit() needs a header, header stack, header union or struct, got {t}")
 
@@ -379,6 +385,8 @@ class CallChecker(Core):
         """Make parameter type ``p`` (with type variables) match argument type ``a``."""
         if is_unknown(a, p):
             return True
+        if isinstance(a, T.TableType):
+            return False  # a table is no value: it cannot be passed (p4c)
         if isinstance(p, T.TypeVar):
             cur = binding.get(p)
             if cur is None or (isinstance(cur, T.InfIntType) and _fixed(a)):
@@ -402,6 +410,10 @@ class CallChecker(Core):
     def _unbound(self, call: ast.Node, callee: str, tvars: tuple[T.TypeVar, ...], binding: dict,
                  params: tuple[T.Parameter, ...], ret: T.Type) -> None:
         for tv in tvars:
+            if isinstance(binding.get(tv), T.InfIntType):
+                self.error(call.loc, f"cannot infer a width for type argument {tv.name} of '{callee}' from int "
+                                     "constants; give one of them a width (e.g. 16w0)")
+                continue
             if tv in binding:
                 continue
             used = T.contains_typevar(ret) and _mentions(ret, tv)

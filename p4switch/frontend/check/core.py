@@ -60,6 +60,7 @@ class Ctx:
     callable: ast.Declaration | None = None  # enclosing ActionDecl / FunctionDecl
     prefix: str | None = None  # FQN prefix of the enclosing block
     states: dict[str, ast.ParserState] | None = None  # parser states (parsers only)
+    in_loop: bool = False  # inside the body of a for loop (break/continue allowed)
 
     def with_(self, **changes: object) -> Ctx:
         return replace(self, **changes)

@@ -35,6 +35,45 @@ _ARITH = ("+", "-", "*", "/", "%", "|+|", "|-|")
 _COMPARE = ("<", "<=", ">", ">=")
 
 
+def _block_fits(src: T.Type, target: T.Type) -> bool:
+    """A parser/control declaration matches a (non-generic) parser/control type with the
+    same parameter directions and types."""
+    if not (isinstance(src, T.ParserType | T.ControlType) and type(src) is type(target)):
+        return False
+    assert isinstance(target, T.BlockType)
+    if target.type_params or len(src.params) != len(target.params):
+        return False
+    return all(a.direction == b.direction and a.type == b.type for a, b in zip(src.params, target.params))
+
+
+def constant_aggregate(e: ast.Expression) -> bool:
+    """A struct/list/tuple initializer whose every element is a compile-time constant (its
+    own ``const_value`` stays None: values in ``values.py`` are scalars)."""
+    if isinstance(e, ast.ListExpr):
+        return all(x.const_value is not None or constant_aggregate(x) for x in e.elements)
+    if isinstance(e, ast.StructExpr):
+        return all(f.value.const_value is not None or constant_aggregate(f.value) for f in e.fields)
+    return False
+
+
+def _known_at_instantiation(e: ast.Expression) -> bool:
+    """An ``int`` expression made of constants and directionless (constructor) parameters:
+    its value is known when the block is instantiated, not when it is checked."""
+    if e.const_value is not None:
+        return True
+    if isinstance(e, ast.PathExpr):
+        return isinstance(e.decl, ast.Param) and e.decl.direction is None
+    if isinstance(e, ast.BinaryExpr):
+        return _known_at_instantiation(e.left) and _known_at_instantiation(e.right)
+    if isinstance(e, ast.UnaryExpr):
+        return _known_at_instantiation(e.operand)
+    return False
+
+
+def _serializable(t: T.Type) -> bool:
+    return isinstance(t, T.EnumType) and t.underlying is not None
+
+
 def _fixed(t: T.Type) -> bool:
     return isinstance(t, T.BitType | T.IntType)
 
@@ -84,12 +123,25 @@ class ExprChecker(Core):
             return True
         if isinstance(src, T.InfIntType) and _fixed(target):
             v = e.const_value
+            if not isinstance(v, int) and _known_at_instantiation(e):
+                e.type = target  # built from constructor parameters: a constant once instantiated
+                return True
             if not isinstance(v, int):
                 self.error(loc, f"{context}an int value must be a compile-time constant to convert to {target}")
                 return False
             if not V.fits(v, target):
-                self.error(loc, f"{context}value {v} does not fit in {target}")
-                return False
+                # p4c warns and keeps the value modulo 2**W (a negative value in a bit<W>
+                # context, a too-large mask): so do we, and const_value stays in range.
+                why = "negative value with unsigned type" if v < 0 and isinstance(target, T.BitType) \
+                    else "value does not fit"
+                self.diag.warning(loc, f"{context}{why}: {v} becomes {V.wrap(v, target)} in {target}")
+                e.const_value = V.wrap(v, target)
+            e.type = target
+            return True
+        if _block_fits(src, target):
+            return True  # a parser/control instance for a prototype-typed parameter: it keeps its type
+        if _serializable(src) and src.underlying == target:
+            # a serializable enum converts implicitly to its underlying type (as in p4c)
             e.type = target
             return True
         if isinstance(e, ast.ListExpr) and self._list_target(target, len(e.elements)):
@@ -122,6 +174,10 @@ class ExprChecker(Core):
         if e.width is None:
             e.const_value = e.value
             return T.INFINT
+        problem = V.width_problem(e.width, "the width of this literal")
+        if problem is not None:
+            self.error(e.loc, problem)
+            return UNKNOWN
         t: T.Type = T.IntType(e.width) if e.signed else T.BitType(e.width)
         if e.signed and e.width < 1:
             self.error(e.loc, "a signed literal needs a width of at least 1")
@@ -168,7 +224,7 @@ class ExprChecker(Core):
         ctx = ctx or self.decl_ctx.get(d) or Ctx(self.global_scope)
         t = self.decl_type(d)
         self.check_expr(d.value, ctx, t)
-        if d.value.const_value is None and not is_unknown(d.value.type):
+        if d.value.const_value is None and not is_unknown(d.value.type) and not constant_aggregate(d.value):
             self.error(d.value.loc, f"value of constant '{d.name}' must be a compile-time constant")
 
     # ------------------------------------------------------------------ members
@@ -251,9 +307,11 @@ class ExprChecker(Core):
 
     def _stack_member(self, e: ast.MemberExpr, base: T.HeaderStackType, ctx: Ctx) -> T.Type:
         m = e.member
+        if m in ("next", "last", "lastIndex") and not ctx.in_parser:
+            # as in p4c: these follow the parser's extraction cursor
+            self.error(e.loc, f"'.{m}' of a header stack can only be used in a parser")
+            return UNKNOWN
         if m in ("next", "last"):
-            if m == "next" and not ctx.in_parser:
-                self.error(e.loc, "'.next' of a header stack can only be used in a parser")
             return base.element
         if m in ("lastIndex", "nextIndex"):
             return BIT32
@@ -293,7 +351,7 @@ class ExprChecker(Core):
             return UNKNOWN
         v = e.index.const_value
         if isinstance(base, T.HeaderStackType):
-            if not T.is_integer(it):
+            if not T.is_integer(T.underlying(it)):
                 self.error(e.index.loc, f"header stack index must be an integer, got {it}")
                 return UNKNOWN
             if isinstance(v, int) and not 0 <= v < base.size:
@@ -323,6 +381,10 @@ class ExprChecker(Core):
         width = b.width if _fixed(b) else None
         if lo < 0 or hi < lo or (width is not None and hi >= width):
             self.error(e.loc, f"slice [{hi}:{lo}] is out of range for {base}")
+            return UNKNOWN
+        problem = V.width_problem(hi - lo + 1, "this slice")
+        if problem is not None:
+            self.error(e.loc, problem)
             return UNKNOWN
         v = e.expr.const_value
         if isinstance(v, int) and not isinstance(v, bool):
@@ -385,8 +447,8 @@ class ExprChecker(Core):
         elif not T.is_integer(t):
             self.error(e.operand.loc, f"unary '{op}' needs an integer operand, got {t}")
             return UNKNOWN
-        if e.operand.const_value is not None:
-            e.const_value = V.fold_unary(op, e.operand.const_value, t)
+        if e.operand.const_value is not None and not self.fold(e, V.fold_unary, op, e.operand.const_value, t):
+            return UNKNOWN
         return t
 
     def _binary(self, e: ast.BinaryExpr, ctx: Ctx, expected: T.Type | None) -> T.Type:
@@ -408,9 +470,20 @@ class ExprChecker(Core):
         if t is None:
             return UNKNOWN
         a, b = e.left.const_value, e.right.const_value
-        if a is not None and b is not None:
-            e.const_value = V.fold_binary(op, a, b, t, e.left.type)
+        if a is not None and b is not None and not self.fold(e, V.fold_binary, op, a, b, t, e.left.type):
+            return UNKNOWN
         return t
+
+    def fold(self, e: ast.Expression, fn: Callable[..., object], *args: object) -> bool:
+        """Set ``e.const_value`` to ``fn(*args)``; a value beyond the limits of ``values.py``
+        is reported at ``e`` (False: the caller makes ``e`` unknown, so no error follows)."""
+        try:
+            e.const_value = fn(*args)
+        except V.LimitError as exc:
+            self.error(e.loc, str(exc))
+            e.const_value = None
+            return False
+        return True
 
     def _logical(self, e: ast.BinaryExpr, ctx: Ctx) -> T.Type:
         ok = True
@@ -434,6 +507,10 @@ class ExprChecker(Core):
                 self.error(side.loc, f"'++' needs bit<W> or int<W> operands, got {t}{hint}")
                 return None
         w = lt.width + rt.width  # type: ignore[attr-defined]
+        problem = V.width_problem(w, "the concatenation")
+        if problem is not None:
+            self.error(e.loc, problem)
+            return None
         return T.IntType(w) if isinstance(lt, T.IntType) else T.BitType(w)
 
     def _shift(self, e: ast.BinaryExpr, lt: T.Type, rt: T.Type) -> T.Type | None:
@@ -455,6 +532,12 @@ class ExprChecker(Core):
     def _same_operands(self, e: ast.BinaryExpr, lt: T.Type, rt: T.Type) -> T.Type | None:
         if lt == rt:
             return lt
+        if _serializable(lt) and lt.underlying == rt:
+            e.left.type = rt  # a serializable enum operand converts to its underlying type
+            return rt
+        if _serializable(rt) and rt.underlying == lt:
+            e.right.type = lt
+            return lt
         if isinstance(lt, T.InfIntType) and _fixed(rt):
             return rt if self.coerce(e.left, rt) else None
         if isinstance(rt, T.InfIntType) and _fixed(lt):
@@ -471,7 +554,8 @@ class ExprChecker(Core):
     def _check_operator(self, e: ast.BinaryExpr, t: T.Type) -> T.Type | None:
         op = e.op
         if op in ("==", "!="):
-            if isinstance(t, T.ExternType | T.BlockType | T.TableType | T.VoidType | T.TypeOfType):
+            if isinstance(t, T.ExternType | T.BlockType | T.TableType | T.VoidType | T.TypeOfType
+                          | T.TableApplyResultType | T.ActionEnumType | T.TypeVar):
                 self.error(e.loc, f"values of type {t} cannot be compared")
                 return None
             return T.BOOL
@@ -498,6 +582,9 @@ class ExprChecker(Core):
         a = e.left.const_value
         if isinstance(t, T.InfIntType) and ((isinstance(a, int) and a < 0) or (isinstance(b, int) and b < 0)):
             self.error(e.loc, f"'{e.op}' of negative int values is not defined")
+            return None
+        if isinstance(b, int) and b < 0:
+            self.error(e.right.loc, f"'{e.op}' by a negative value is not defined")
             return None
         return t
 

@@ -163,22 +163,57 @@ class CheckedProgram:
 
 
 def expr_text(e: ast.Expression) -> str:
-    """The source-like text of a key expression, as P4Info names match fields."""
+    """The name P4Info gives a key expression, as p4c's TableKeyNames pass builds it:
+    ``hdr.h.$valid$`` for ``hdr.h.isValid()``, a field's ``@name`` instead of its name
+    (a ``.``-name replaces the whole path), ``a & b``, constants in the base written."""
     if isinstance(e, ast.PathExpr):
         return ("." if e.global_scope else "") + e.name
     if isinstance(e, ast.MemberExpr):
-        return f"{expr_text(e.expr)}.{e.member}"
+        member = _member_key_name(e)
+        if member.startswith("."):
+            return member[1:]
+        return f"{expr_text(e.expr)}.{member}"
     if isinstance(e, ast.IndexExpr):
         return f"{expr_text(e.expr)}[{expr_text(e.index)}]"
     if isinstance(e, ast.SliceExpr):
         return f"{expr_text(e.expr)}[{expr_text(e.hi)}:{expr_text(e.lo)}]"
     if isinstance(e, ast.CallExpr):
-        return f"{expr_text(e.method)}()"
+        method = expr_text(e.method)
+        return method if method.endswith(VALID_KEY) and not e.args else f"{method}()"
+    if isinstance(e, ast.BinaryExpr) and e.op == "&":
+        return f"{expr_text(e.left)} & {expr_text(e.right)}"
     if isinstance(e, ast.IntLiteral):
-        return e.text or str(e.value)
+        return _literal_text(e)
     if isinstance(e, ast.TypeMemberExpr):
         return f"{e.type_ref.type}.{e.member}"
     return str(e.const_value) if e.const_value is not None else type(e).__name__
+
+
+VALID_KEY = "$valid$"
+
+
+def _member_key_name(e: ast.MemberExpr) -> str:
+    base = T.underlying(e.expr.type) if e.expr.type is not None else None
+    if e.member == "isValid" and isinstance(base, T.HeaderType | T.HeaderUnionType):
+        return VALID_KEY
+    decl = getattr(base, "decl", None)
+    if isinstance(decl, ast.StructLikeDecl):
+        for f in decl.fields:
+            if f.name == e.member:
+                return name_annotation(f) or e.member
+    return e.member
+
+
+def _literal_text(e: ast.IntLiteral) -> str:
+    """p4c prints a key constant without its width, in the base it was written in."""
+    digits = (e.text or "").split("w")[-1].split("s")[-1].lower()
+    if digits.startswith("0x"):
+        return hex(e.value)
+    if digits.startswith("0b"):
+        return bin(e.value)
+    if digits.startswith("0o"):
+        return oct(e.value)
+    return str(e.value)
 
 
 def _const_args(node: ast.Node) -> list[object]:
@@ -191,7 +226,7 @@ class Summarizer:
     def __init__(self, checker) -> None:  # checker: driver.Checker
         self.c = checker
         self.actions: dict[tuple[int, str], ActionInfo] = {}
-        self.instances: dict[int, InstanceInfo] = {}
+        self.instances: dict[tuple[int, str], InstanceInfo] = {}
         self.tables: list[TableInfo] = []
         self.value_sets: list[ValueSetInfo] = []
         self.blocks: list[BlockInfo] = []
@@ -273,10 +308,13 @@ class Summarizer:
                                  else prefix)
 
     def _name(self, fqn: str, node: ast.Node) -> str:
-        other = self.fqns.get(fqn)
+        """Names are unique per kind of object (a table and an action may share one, as
+        in p4c: P4Info tells them apart by their id prefix)."""
+        key = f"{type(node).__name__}:{fqn}"
+        other = self.fqns.get(key)
         if other is not None and other is not node:
             self.c.error(node.loc, f"two objects are named '{fqn}' (use @name to rename one)")
-        self.fqns[fqn] = node
+        self.fqns[key] = node
         return fqn
 
     def _action(self, d: ast.ActionDecl, prefix: str | None) -> ActionInfo:
@@ -294,11 +332,12 @@ class Summarizer:
         t = d.type if isinstance(d, ast.ConstructorCallExpr) else self.c.decl_types.get(d)
         if not isinstance(t, T.ExternType):
             return None
-        info = self.instances.get(id(d))
+        name = fqn or qualify(prefix, d)  # type: ignore[arg-type]
+        # one instance per (declaration, name): a control instantiated twice has two
+        info = self.instances.get((id(d), name))
         if info is None:
-            name = fqn or qualify(prefix, d)  # type: ignore[arg-type]
             info = InstanceInfo(self._name(name, d), d, t, _const_args(d), prefix)
-            self.instances[id(d)] = info
+            self.instances[(id(d), name)] = info
         return info
 
     def _table(self, t: ast.TableDecl, prefix: str) -> None:
@@ -326,7 +365,7 @@ class Summarizer:
                 return None
             if isinstance(node, ast.ConstructorCallExpr):
                 return self._instance(node, prefix, _inline_instance_name(t, role, fqn, prefix))
-            return self.instances.get(id(node)) or self._instance(node, self._prefix_of(node, prefix))
+            return self._instance(node, self._prefix_of(node, prefix))
 
         self.tables.append(TableInfo(
             fqn, t, prefix, keys, actions, default, facts.entries, facts.entries_const, facts.size,
@@ -385,13 +424,12 @@ __all__ = ["CheckedProgram", "name_annotation"]
 
 def _inline_instance_name(table: ast.TableDecl, role: str, fqn: str, prefix: str | None) -> str:
     """Name of an instance constructed in a table property (``implementation = action_selector(...)``):
-    the property's ``@name`` as p4c uses it (relative to the control, or absolute with a leading
-    dot), else ``<table>.<property>``."""
+    the property's ``@name`` as p4c uses it (as written: p4c's P4Info names
+    ``@name("ap") implementation = action_profile(...)`` "ap", not "<control>.ap"; a leading
+    dot is dropped), else ``<table>.<property>``."""
     prop = next((p for p in table.properties if p.name == role), None)
     ann = ast.find_annotation(prop.annotations, "name") if prop is not None else None
     given = ann.string_arg() if ann is not None else None
     if given is None:
         return f"{fqn}.{role}"
-    if given.startswith("."):
-        return given[1:]
-    return f"{prefix}.{given}" if prefix else given
+    return given[1:] if given.startswith(".") else given

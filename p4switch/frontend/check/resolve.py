@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
+from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import TYPE_DECLS, UNKNOWN, Core, Ctx, describe_decl, is_unknown
+from p4switch.frontend.check.exprs import constant_aggregate
 
 _SIMPLE = {
     ast.BoolType: T.BOOL, ast.ErrorType: T.ERROR, ast.MatchKindType: T.MATCH_KIND,
@@ -40,9 +42,19 @@ class TypeResolver(Core):
             t = self._stack(tr, ctx)
         elif isinstance(tr, ast.TupleType):
             t = T.TupleType(tuple(self.resolve(e, ctx) for e in tr.elements))
+            for e, et in zip(tr.elements, t.elements):
+                if isinstance(et, T.ExternType | T.BlockType | T.TableType):
+                    self.error(e.loc, f"{et} cannot be a tuple element")
+                    t = UNKNOWN
+                    break
         elif isinstance(tr, ast.VarbitType):
             w = self.const_int(tr.width, ctx, "width of varbit")
-            t = UNKNOWN if w is None else T.VarbitType(w)
+            problem = None if w is None else V.width_problem(w, f"varbit<{w}>")
+            if w is not None and w < 1:
+                problem = f"width of varbit<{w}> must be positive"
+            if problem is not None:
+                self.error(tr.width.loc, problem)
+            t = UNKNOWN if w is None or problem is not None else T.VarbitType(w)
         else:
             self.error(tr.loc, f"unsupported type syntax {type(tr).__name__}")
             t = UNKNOWN
@@ -56,6 +68,10 @@ class TypeResolver(Core):
             return UNKNOWN
         if w < (1 if tr.signed else 0):
             self.error(tr.width.loc, f"width of {kind}<{w}> must be positive")
+            return UNKNOWN
+        problem = V.width_problem(w, f"the width of {kind}<...>")
+        if problem is not None:
+            self.error(tr.width.loc, problem)
             return UNKNOWN
         return T.IntType(w) if tr.signed else T.BitType(w)
 
@@ -97,6 +113,11 @@ class TypeResolver(Core):
             return UNKNOWN
         if is_unknown(base, *args):
             return UNKNOWN
+        for a, at in zip(tr.args, args):
+            if isinstance(at, T.BlockType | T.TableType):
+                self.error(a.loc, f"{at} cannot be a type argument (p4c: parsers, controls, packages and "
+                                  "tables are not types of values)")
+                return UNKNOWN
         return self.specialize(base, tvars, args)
 
     def specialize(self, base: T.Type, tvars: tuple[T.TypeVar, ...], args: tuple[T.Type, ...]) -> T.Type:
@@ -159,7 +180,11 @@ class TypeResolver(Core):
         if isinstance(d, ast.TypedefDecl):
             return self.resolve(d.type_ref, self._ctx(d))
         if isinstance(d, ast.NewTypeDecl):
-            return T.NewType(d.name, d, self.resolve(d.type_ref, self._ctx(d)))
+            base = self.resolve(d.type_ref, self._ctx(d))
+            if not is_unknown(base) and not isinstance(base, T.BitType | T.IntType | T.BoolType | T.NewType):
+                self.error(d.type_ref.loc, f"'type {base} {d.name}': a new type needs a bit<W>, int<W>, "
+                                           "bool or another new type underneath")
+            return T.NewType(d.name, d, base)
         if isinstance(d, ast.StructLikeDecl):
             return self._struct_like(d)
         if isinstance(d, ast.EnumDecl):
@@ -174,6 +199,8 @@ class TypeResolver(Core):
             return self._block(T.PackageType, d)
         if isinstance(d, ast.ActionDecl):
             return T.ActionType(d.name, d, self.params_of(d))
+        if isinstance(d, ast.FunctionDecl):
+            self._no_optional(d.params)
         if isinstance(d, ast.FunctionDecl | ast.ExternFunctionDecl):
             ret = self.resolve(d.return_type, Ctx(self.scope_of[d]) if d in self.scope_of else self._ctx(d))
             return T.FunctionType(d.name, d, self.params_of(d), ret, self.type_params_of(d))
@@ -200,9 +227,18 @@ class TypeResolver(Core):
     def _param_type(self, p: ast.Param) -> T.Type:
         ctx = self._ctx(p)
         t = self.resolve(p.type_ref, ctx)
+        if p.direction is not None and isinstance(t, T.ExternType | T.StringType):
+            self.error(p.type_ref.loc, f"parameter '{p.name}': a parameter of type {t} cannot have a "
+                                       f"direction ('{p.direction}')")
+        if p.direction in ("out", "inout") and p.default is not None:
+            self.error(p.default.loc, f"parameter '{p.name}': {p.direction} parameters cannot have default values")
+        if isinstance(t, T.ParserType | T.ControlType) and isinstance(t.decl, ast.ParserDecl | ast.ControlDecl):
+            self.error(p.type_ref.loc, f"parameter '{p.name}' cannot have type {_kind_of(t)} {t.name}: "
+                                       "that is a declaration, not a type (declare a prototype)")
         if p.default is not None:
             self.check_expr(p.default, ctx, None if is_unknown(t) else t)
-            if p.default.const_value is None and not is_unknown(p.default.type):
+            if p.default.const_value is None and not is_unknown(p.default.type) \
+                    and not constant_aggregate(p.default):
                 self.error(p.default.loc, f"the default value of parameter '{p.name}' must be a compile-time constant")
         return t
 
@@ -216,10 +252,36 @@ class TypeResolver(Core):
 
     def _block(self, cls: type[T.BlockType], d: ast.Declaration) -> T.Type:
         ctor = tuple(self.parameter(p) for p in getattr(d, "ctor_params", ()))
+        self._unique_block_names(d)
+        if cls is not T.PackageType:
+            self._no_optional([*getattr(d, "params", ()), *getattr(d, "ctor_params", ())])
+        if cls is not T.PackageType:
+            for p in getattr(d, "params", ()):
+                pt = self.decl_type(p)
+                if isinstance(pt, T.ParserType | T.ControlType):
+                    self.error(p.type_ref.loc, f"parameter '{p.name}' of '{d.name}' cannot have type "
+                                               f"{_kind_of(pt)} {pt.name} (blocks are constructor parameters)")
         return cls(d.name, d, self.params_of(d), self.type_params_of(d), (), ctor)
+
+    def _no_optional(self, params: list[ast.Param]) -> None:
+        """``@optional`` is for extern functions, methods and constructors (p4c)."""
+        for p in params:
+            ann = ast.find_annotation(p.annotations, "optional")
+            if ann is not None:
+                self.error(ann.loc, f"parameter '{p.name}': @optional is only allowed on parameters of externs")
+
+    def _unique_block_names(self, d: ast.Declaration) -> None:
+        """Type parameters share one namespace with the parameters (duplicates among the
+        parameters and constructor parameters are the collector's to report)."""
+        tparams = {tp.name for tp in getattr(d, "type_params", ())}
+        for x in [*getattr(d, "params", ()), *getattr(d, "ctor_params", ())]:
+            if x.name in tparams:
+                self.error(x.loc, f"'{x.name}' is declared twice in the signature of '{d.name}'")
 
     def _method(self, m: ast.MethodDecl) -> T.Type:
         extern = self.extern_of_method.get(m)
+        if extern is not None and m.name == extern.name and m.return_type is not None:
+            self.error(m.return_type.loc, f"constructor of '{extern.name}' cannot have a return type")
         owner = self.decl_type(extern) if extern is not None else None
         ctx = self._ctx(m)
         ret = T.VOID if m.return_type is None else self.resolve(m.return_type, ctx)
@@ -237,7 +299,6 @@ class TypeResolver(Core):
         ctx = Ctx(self.scope_of[d]) if d.type_params and d in self.scope_of else self._ctx(d)
         seen: dict[str, ast.StructField] = {}
         fields: list[T.Field] = []
-        varbits = 0
         for f in d.fields:
             ft = self.resolve(f.type_ref, ctx)
             self.decl_types[f] = ft
@@ -248,9 +309,9 @@ class TypeResolver(Core):
             fields.append((f.name, ft))
             if not is_unknown(ft):
                 self._check_field(d, f, ft)
-                varbits += isinstance(ft, T.VarbitType)
-        if varbits > 1:
-            self.error(d.loc, f"header '{d.name}' has more than one varbit field")
+        varbits = [f for f in d.fields if isinstance(self.decl_types.get(f), T.VarbitType)]
+        if isinstance(d, ast.HeaderDecl) and len(varbits) > 1:  # structs may hold several (p4c)
+            self.error(self.name_loc(varbits[1]), f"header '{d.name}' has more than one varbit field")
         cls = {ast.HeaderDecl: T.HeaderType, ast.HeaderUnionDecl: T.HeaderUnionType}.get(type(d), T.StructType)
         return cls(d.name, d, tuple(fields))
 
@@ -260,9 +321,7 @@ class TypeResolver(Core):
             ok = isinstance(ft, T.HeaderType)
         elif isinstance(d, ast.HeaderDecl):
             base = T.underlying(ft)
-            ok = isinstance(base, (*_HEADER_FIELD_TYPES, T.TypeVar)) or (
-                isinstance(base, T.StructType) and all(
-                    isinstance(T.underlying(t), _HEADER_FIELD_TYPES) for _, t in base.fields))
+            ok = isinstance(base, T.TypeVar) or _header_field_ok(base)
         else:
             ok = not isinstance(ft, T.VoidType | T.InfIntType | T.ExternType | T.BlockType | T.StringType)
         if not ok:
@@ -306,3 +365,20 @@ class TypeResolver(Core):
             return 0
         m.value.const_value = v
         return v
+
+
+def _kind_of(t: T.Type) -> str:
+    return "parser" if isinstance(t, T.ParserType) else "control"
+
+
+def _header_field_ok(t: T.Type) -> bool:
+    """A header field is a bit string, bool, serializable enum, or a struct of those
+    (nested structs allowed, as p4c allows)."""
+    base = T.underlying(t)
+    if isinstance(base, _HEADER_FIELD_TYPES):
+        return True
+    if isinstance(base, T.EnumType) and base.underlying is not None:
+        return True
+    if isinstance(base, T.StructType):
+        return all(_header_field_ok(ft) for _, ft in base.fields)
+    return False

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
+from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import ACCEPT_STATE, REJECT_STATE, UNKNOWN, Core, Ctx, is_unknown
 from p4switch.frontend.check.scopes import Scope
 
@@ -83,6 +84,68 @@ class StmtChecker(Core):
     def _empty(self, s: ast.Statement, ctx: Ctx) -> None:
         return
 
+    # ------------------------------------------------------------------ loops
+
+    def _loop_ctx(self, s: ast.Statement, ctx: Ctx) -> Ctx | None:
+        if ctx.in_parser:
+            self.error(s.loc, "a for loop is not allowed in a parser")
+            return None
+        return ctx.with_(scope=Scope(ctx.scope, "block", s, ctx.limit), limit=None)
+
+    def _for(self, s: ast.ForStmt, ctx: Ctx) -> None:
+        """``for (init; cond; updates) body``: init's variables live in the loop's scope;
+        cond must be bool; the body may ``break``/``continue``."""
+        inner = self._loop_ctx(s, ctx)
+        if inner is None:
+            return
+        for st in s.init:
+            self.check_stmt(st, inner)
+        if s.cond is not None:
+            ct = self.check_expr(s.cond, inner)
+            if not isinstance(ct, T.BoolType) and not is_unknown(ct):
+                self.error(s.cond.loc, f"loop condition must be bool, got {ct}")
+        for st in s.updates:
+            self.check_stmt(st, inner)
+        self.check_stmt(s.body, inner.with_(in_loop=True))
+
+    def _for_in(self, s: ast.ForInStmt, ctx: Ctx) -> None:
+        """``for (T x in lo .. hi)`` (bounds converted to the variable's type) or over the
+        elements of a header stack or list (the variable has the element type)."""
+        inner = self._loop_ctx(s, ctx)
+        if inner is None:
+            return
+        var_t: T.Type | None = None
+        if s.var is not None:
+            var_t = self.resolve(s.var.type_ref, inner)
+            self.decl_types[s.var] = var_t
+        elif s.target is not None:
+            var_t = self.check_expr(s.target, inner)
+            problem = None if is_unknown(var_t) else self.lvalue_problem(s.target)
+            if problem is not None:
+                self.error(s.target.loc, f"cannot assign to {problem}")
+        rng = s.range
+        if isinstance(rng, ast.RangeExpr):
+            want = None if var_t is None or is_unknown(var_t) else var_t
+            for side in (rng.lo, rng.hi):
+                self.check_expr(side, inner, want)
+            rng.type = want or rng.lo.type
+        else:
+            rt = self.check_expr(rng, inner)
+            elem = _element_type(rt)
+            if elem is None and not is_unknown(rt):
+                self.error(rng.loc, f"a for-in loop needs a range (lo .. hi), a header stack or a list, got {rt}")
+            elif elem is not None and var_t is not None and not is_unknown(var_t) and elem != var_t:
+                self.error(rng.loc, f"the loop variable has type {var_t}, but the elements have type {elem}")
+        if s.var is not None:
+            self.declare(inner.scope, s.var)
+            self.decl_ctx[s.var] = inner
+        self.check_stmt(s.body, inner.with_(in_loop=True))
+
+    def _break(self, s: ast.Statement, ctx: Ctx) -> None:
+        if not ctx.in_loop:
+            word = "break" if isinstance(s, ast.BreakStmt) else "continue"
+            self.error(s.loc, f"{word} is only allowed inside a for loop")
+
     def _var(self, d: ast.VarDecl, ctx: Ctx) -> None:
         self.check_var(d, ctx)
         self.declare(ctx.scope, d)
@@ -123,6 +186,12 @@ class StmtChecker(Core):
                                        f"value, got {t}")
             else:
                 self._value_cases(s, t, ctx)
+        seen_default = False
+        for case in s.cases:
+            if seen_default:
+                self.error(case.label.loc, "a switch label cannot follow the 'default' label")
+                break
+            seen_default = isinstance(case.label, ast.DefaultExpr)
         for i, case in enumerate(s.cases):
             if case.body is not None:
                 self.check_block(case.body, ctx)
@@ -271,7 +340,7 @@ class StmtChecker(Core):
             k.type = t
             return
         if isinstance(k, ast.MaskExpr):
-            parts = (k.value, k.mask)
+            parts = (k.value,) if self._mask_of_enum(k, t, ctx) else (k.value, k.mask)
         elif isinstance(k, ast.RangeExpr):
             parts = (k.lo, k.hi)
         else:
@@ -284,6 +353,17 @@ class StmtChecker(Core):
                 self.error(x.loc, "keyset expression must be a compile-time constant")
         if k not in parts:
             k.type = t
+
+    def _mask_of_enum(self, k: ast.MaskExpr, t: T.Type, ctx: Ctx) -> bool:
+        """The mask of a serializable-enum key may be an int constant (``E.A &&& 0xff00``,
+        as p4c accepts); it is typed as the enum so both sides have the key's type."""
+        if isinstance(t, T.EnumType) and t.underlying is not None:
+            mt = self.check_expr(k.mask, ctx)
+            v = k.mask.const_value
+            if isinstance(mt, T.InfIntType) and isinstance(v, int) and V.fits(v, t.underlying):
+                k.mask.type = t
+                return True
+        return False
 
     def _value_set_key(self, k: ast.PathExpr, t: T.Type, ctx: Ctx, ok: bool) -> bool:
         found = self.lookup(k.name, ctx, k.global_scope)
@@ -348,7 +428,23 @@ _STMTS = {
     ast.VarDecl: StmtChecker._var,
     ast.ConstDecl: StmtChecker._const,
     ast.TransitionStmt: StmtChecker._transition_stmt,
+    ast.ForStmt: StmtChecker._for,
+    ast.ForInStmt: StmtChecker._for_in,
+    ast.BreakStmt: StmtChecker._break,
+    ast.ContinueStmt: StmtChecker._break,
 }
+
+
+def _element_type(t: T.Type) -> T.Type | None:
+    """The element type a for-in loop iterates over, or None."""
+    if isinstance(t, T.HeaderStackType):
+        return t.element
+    if isinstance(t, T.ListType | T.TupleType):
+        elems = getattr(t, "elements", None)
+        if elems is not None:
+            return elems[0] if elems and all(e == elems[0] for e in elems) else None
+        return getattr(t, "element", None)
+    return None
 
 
 def _value_set_fits(element: T.Type, selector: T.Type) -> bool:

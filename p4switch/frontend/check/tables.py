@@ -19,6 +19,7 @@ _KNOWN_OTHER = ("largest_priority_wins", "priority_delta", "psa_direct_counter",
                 "psa_implementation", "psa_idle_timeout")
 _MASKABLE = ("ternary", "lpm")
 _WILDCARD = ("ternary", "lpm", "range", "optional")
+_NOACTION = "NoAction"
 
 
 @dataclass
@@ -66,11 +67,41 @@ class TableChecker(Core):
                 props[p.name] = p
         if "actions" not in props:
             self.error(t.loc, f"table '{facts.fqn}' has no actions property")
+        elif "default_action" not in props:
+            self._implicit_noaction(t, props, ctx)
+        names = [p.name for p in t.properties]
+        if "entries" in names and "key" in names and names.index("entries") < names.index("key"):
+            self.error(props["entries"].loc, f"table '{facts.fqn}': the entries must come after the key")
+        if "default_action" in names and "actions" in names \
+                and names.index("default_action") < names.index("actions"):
+            self.error(props["default_action"].loc,
+                       f"table '{facts.fqn}': the default_action must come after the actions")
         order = ["key", "actions", "default_action", "entries"]
         for name in order + [n for n in props if n not in order]:
             p = props.get(name)
             if p is not None:
                 self._property(t, p, facts, ctx)
+
+    def _implicit_noaction(self, t: ast.TableDecl, props: dict[str, ast.TableProperty], ctx: Ctx) -> None:
+        """A table without ``default_action`` gets ``default_action = NoAction()`` (not
+        const), and ``@defaultonly NoAction`` in its actions unless it lists NoAction: the
+        rewrite p4c's front end makes (CreateBuiltins), so the IR, P4Info and runtime see
+        the table p4c's back ends see. The new nodes are located at the table's name."""
+        found = self.lookup(_NOACTION, ctx, True)
+        if not any(isinstance(d, ast.ActionDecl) for d in found.decls):
+            self.error(t.loc, f"table '{t.name}' has no default_action, and there is no action NoAction "
+                              "to be its implicit default (did you include core.p4?)")
+            return
+        actions = props["actions"]
+        loc = t.loc
+        if isinstance(actions, ast.ActionsProperty) and all(r.name.name != _NOACTION for r in actions.actions):
+            actions.actions.append(ast.ActionRef(
+                loc=loc, name=ast.PathExpr(loc=loc, name=_NOACTION, global_scope=True),
+                annotations=[ast.Annotation(loc=loc, name="defaultonly")]))
+        default = ast.ValueProperty(loc=loc, name="default_action", value=ast.CallExpr(
+            loc=loc, method=ast.PathExpr(loc=loc, name=_NOACTION, global_scope=True)))
+        t.properties.append(default)
+        props["default_action"] = default
 
     def _property(self, t: ast.TableDecl, p: ast.TableProperty, facts: TableFacts, ctx: Ctx) -> None:
         if isinstance(p, ast.KeyProperty):
@@ -97,6 +128,9 @@ class TableChecker(Core):
                 lpm += 1
                 if lpm == 2:
                     self.error(el.match_kind.loc, f"table '{facts.fqn}' has more than one lpm key")
+            if not _nameable_key(el.expr) and ast.find_annotation(el.annotations, "name") is None:
+                self.error(el.expr.loc, "this key expression needs a @name annotation (P4Runtime names a key "
+                                        "by its expression only for fields, slices, constants, '&' and isValid())")
             facts.keys.append(KeyFact(el, kt, mk or "?"))
 
     def _match_kind(self, mk: ast.PathExpr, ctx: Ctx) -> str | None:
@@ -192,6 +226,7 @@ class TableChecker(Core):
             return
         for e in p.entries:
             self._entry(e, facts, ctx)
+        self._entry_priorities(p.entries, facts)
 
     def _entry(self, e: ast.TableEntry, facts: TableFacts, ctx: Ctx) -> None:
         keys = facts.keys
@@ -207,9 +242,26 @@ class TableChecker(Core):
         d = self._resolve_action(e.action.name, ctx)
         if not self._in_table(d, e.action.name, facts):
             return
+        ref = next(r for r, x in facts.actions if x is d)
+        if ast.find_annotation(ref.annotations, "defaultonly") is not None:
+            self.error(e.action.loc, f"action '{e.action.name.name}' is @defaultonly in table '{facts.fqn}': "
+                                     "an entry cannot use it")
         data = tuple(x for x in self.params_of(d) if x.direction is None)
         self.bind_args(e.action, e.action.name.name, data, (), ctx)
         self._constant_data_args(e.action, f"action '{e.action.name.name}'")
+
+    def _entry_priorities(self, entries: list[ast.TableEntry], facts: TableFacts) -> None:
+        """As p4c: explicit priorities only where a key needs them (ternary, range,
+        optional), and then from the first entry on."""
+        given = [e for e in entries if e.priority is not None]
+        if not given:
+            return
+        if not any(k.match_kind in ("ternary", "range", "optional") for k in facts.keys):
+            self.error(given[0].priority.loc, f"table '{facts.fqn}': its keys need no priorities "
+                                              "(no ternary, range or optional key), but an entry gives one")
+        elif entries[0].priority is None:
+            self.error(entries[0].loc, f"table '{facts.fqn}': this entry needs a priority, since later "
+                                       "entries give theirs")
 
     def _entry_key(self, k: ast.Expression, kf: KeyFact, ctx: Ctx) -> None:
         if is_unknown(kf.type):
@@ -222,6 +274,13 @@ class TableChecker(Core):
         elif isinstance(k, ast.DontCareExpr | ast.DefaultExpr) and mk not in _WILDCARD:
             self.error(k.loc, f"a wildcard needs a ternary, lpm, range or optional key, but this key is {mk}")
         self.check_keyset(k, kf.type, ctx, value_set_ok=False)
+        if mk == "lpm" and isinstance(k, ast.MaskExpr) and isinstance(k.mask.const_value, int):
+            width = T.width_of(T.underlying(kf.type))
+            m = k.mask.const_value & ((1 << width) - 1)
+            inv = ~m & ((1 << width) - 1)
+            if inv & (inv + 1):  # the mask's ones must be a prefix
+                self.error(k.mask.loc, f"mask {k.mask.const_value:#x} of an lpm key must be a prefix "
+                                       "(ones followed by zeros)")
 
     # ------------------------------------------------------------------ others
 
@@ -263,3 +322,21 @@ class TableChecker(Core):
             self.error(p.value.loc, f"'{getattr(target, 'name', p.name)}' is already attached to table '{owner}'")
         self.direct_owner[target] = facts.fqn
         setattr(facts, p.name, target)
+
+
+def _nameable_key(e: ast.Expression) -> bool:
+    """Whether p4c's TableKeyNames can name key expression ``e`` (else it needs @name)."""
+    if isinstance(e, ast.PathExpr | ast.IntLiteral):
+        return True
+    if isinstance(e, ast.MemberExpr):
+        return _nameable_key(e.expr)
+    if isinstance(e, ast.IndexExpr):
+        return _nameable_key(e.expr) and _nameable_key(e.index)
+    if isinstance(e, ast.SliceExpr):
+        return _nameable_key(e.expr) and _nameable_key(e.hi) and _nameable_key(e.lo)
+    if isinstance(e, ast.BinaryExpr):
+        return e.op == "&" and _nameable_key(e.left) and _nameable_key(e.right)
+    if isinstance(e, ast.CallExpr):
+        m = e.method
+        return not e.args and isinstance(m, ast.MemberExpr) and m.member == "isValid" and _nameable_key(m.expr)
+    return False

@@ -6,6 +6,13 @@ expression's type: ``0 <= v < 2**w`` for ``bit<w>``, two's complement range for
 ``int<w>``, unbounded for ``int``) and for members of serializable enums, a ``bool``, a
 ``str`` for string literals, and a :class:`SymbolicValue` for ``error`` members and
 members of plain enums (which have no numeric representation in P4).
+
+Limits (one mechanism for every place a compile-time number can grow): a width of
+``bit<W>``/``int<W>``/``varbit<W>`` (and of a literal, a slice, a concatenation) is at most
+:data:`MAX_WIDTH` bits, as in p4c; a compile-time ``int`` value is at most
+:data:`MAX_INT_BITS` bits, and a constant shift amount at most :data:`MAX_WIDTH`. Going
+past one raises :class:`LimitError`, which the checker reports at the expression; so no
+input can make constant evaluation allocate without bound.
 """
 
 from __future__ import annotations
@@ -13,6 +20,34 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from p4switch.frontend import types as T
+
+MAX_WIDTH = 2048
+MAX_INT_BITS = 2 * MAX_WIDTH
+
+
+class LimitError(ValueError):
+    """A compile-time width or value beyond p4switch's limits (see the module docstring)."""
+
+
+def width_problem(width: int, what: str) -> str | None:
+    """Why ``width`` cannot be the width of ``what``, or None when it can."""
+    if width > MAX_WIDTH:
+        return (f"{what} is {_short(width)} bits; p4switch (like p4c) supports bit strings of "
+                f"at most {MAX_WIDTH} bits")
+    return None
+
+
+def bounded(value: object) -> object:
+    """``value``, after checking that an integer stays within :data:`MAX_INT_BITS`."""
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > MAX_INT_BITS:
+        raise LimitError(f"the value of this constant expression needs {value.bit_length()} bits; "
+                         f"p4switch evaluates compile-time integers of at most {MAX_INT_BITS} bits")
+    return value
+
+
+def _short(n: int) -> str:
+    """``n`` for a message; never a conversion of a huge number to thousands of digits."""
+    return str(n) if n.bit_length() <= 64 else f"about 2**{n.bit_length() - 1}"
 
 
 @dataclass(frozen=True)
@@ -72,6 +107,9 @@ def fold_binary(op: str, a: object, b: object, t: T.Type, left_t: T.Type) -> obj
     if op == "++":
         rw = T.width_of(t) - T.width_of(left_t)
         return wrap((a << rw) | (b & ((1 << rw) - 1)), t)
+    if op in ("<<", ">>") and b > MAX_WIDTH:
+        raise LimitError(f"shift amount {_short(b)} is larger than {MAX_WIDTH}, the widest bit string "
+                         "p4switch (like p4c) supports")
     if op in ("|+|", "|-|"):
         return _saturate(a + b if op == "|+|" else a - b, t)
     if op in ("/", "%"):
@@ -85,7 +123,7 @@ def fold_binary(op: str, a: object, b: object, t: T.Type, left_t: T.Type) -> obj
         "&": lambda: a & b, "|": lambda: a | b, "^": lambda: a ^ b,
     }
     f = simple.get(op)
-    return None if f is None else wrap(f(), t)
+    return None if f is None else bounded(wrap(f(), t))
 
 
 def fold_unary(op: str, a: object, t: T.Type) -> object | None:
@@ -95,7 +133,7 @@ def fold_unary(op: str, a: object, t: T.Type) -> object | None:
     if not isinstance(a, int) or isinstance(a, bool):
         return None
     if op == "-":
-        return wrap(-a, t)
+        return bounded(wrap(-a, t))
     if op == "+":
         return a
     if op == "~":
