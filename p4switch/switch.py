@@ -242,7 +242,7 @@ class Switch:
         if opts.grpc_addr:
             from p4switch.p4runtime.server import P4RuntimeServer
 
-            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, run_in_loop=self._run_in_loop)
+            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, submit=self.sched.submit)
             try:
                 server.start()
             except OSError as exc:  # ServerBindError: the address and why (e.g. already in use)
