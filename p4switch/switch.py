@@ -140,6 +140,8 @@ class Switch:
             raise SwitchError(f"port {port.number} is the CPU port")
         port.on_receive = self._on_receive
         self.ports[port.number] = port
+        if self.capture is not None:
+            self.capture.open_port(port.name)
         return port
 
     def add_link_port(self, number: int, name: str | None = None) -> LinkPort:
