@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import errno
 import logging
 import socket
@@ -71,6 +72,18 @@ class SerialCaller:
             return fn()
 
 
+_MORE = object()
+
+
+def _step(steps: Any) -> Any:
+    """One slice of a sliced call: ``_MORE`` until the generator returns its result."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return done.value
+    return _MORE
+
+
 def _run_now(fn: Callable[[], Any]) -> Future:
     """``submit`` without a switch loop: the sans-I/O core runs at once, on the caller's thread."""
     future: Future = Future()
@@ -100,7 +113,10 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     async def _call(self, fn: Callable[[], T], context: grpc.aio.ServicerContext) -> T:
         try:
-            return await asyncio.wrap_future(self._srv.submit(fn))
+            result = await asyncio.wrap_future(self._srv.submit(fn))
+            while result is _MORE:  # a sliced Write: the next slice in a later loop turn
+                result = await asyncio.wrap_future(self._srv.submit(fn))
+            return result
         except P4RuntimeError as e:
             await _fail(context, e)
             raise  # not reached: abort raises
@@ -117,13 +133,25 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         return await self._call(lambda: self._core.capabilities(request), context)
 
     async def SetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:
-        return await self._call(lambda: self._core.set_forwarding_pipeline_config(request), context)
+        async with self._srv.write_lock:
+            return await self._call(lambda: self._core.set_forwarding_pipeline_config(request), context)
 
     async def GetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:
         return await self._call(lambda: self._core.get_forwarding_pipeline_config(request), context)
 
     async def Write(self, request: pb.WriteRequest, context: Any) -> pb.WriteResponse:
-        return await self._call(lambda: self._core.write(request), context)
+        """Run in slices of ``write_slice_ns`` of loop time, one slice per loop turn, so the
+        ports are served in between; Writes and pipeline changes run one at a time."""
+        async with self._srv.write_lock:
+            steps = self._core.write_steps(request, self._srv.write_slice_ns)
+            # shielded: a client that gives up mid-batch does not leave it half applied
+            drive = asyncio.ensure_future(self._call(lambda: _step(steps), context))
+            try:
+                return await asyncio.shield(drive)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await drive
+                raise
 
     async def Read(self, request: pb.ReadRequest, context: Any) -> AsyncIterator[pb.ReadResponse]:
         result = await self._call(lambda: self._core.read(request), context)
@@ -254,7 +282,7 @@ class P4RuntimeServer:
     def __init__(self, core: P4RuntimeCore, address: str = "127.0.0.1:9559",
                  run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
                  submit: Submit | None = None, max_streams: int = 1024, max_queue: int = 4096,
-                 stream_batch: int = 64) -> None:
+                 stream_batch: int = 64, write_slice_ns: int = 2_000_000) -> None:
         self.core = core
         self.address = address
         self._pool: ThreadPoolExecutor | None = None
@@ -267,6 +295,8 @@ class P4RuntimeServer:
         self.max_queue = max_queue
         self.stream_batch = stream_batch
         self.open_streams = 0
+        self.write_slice_ns = write_slice_ns
+        self.write_lock = asyncio.Lock()
         self.dropped_stream_messages = 0
         self.port: int | None = None
         self._server: grpc.aio.Server | None = None
