@@ -15,8 +15,11 @@ produced it. Measured:
    P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``);
 4. added latency per packet: one frame at a time h1 -> h2 through p4switch, minus the same
    over a direct veth pair (both measured with the same raw-socket code);
-5. P4Runtime table inserts/s: in-process core, and over gRPC (one update per Write, and
-   batches of 100).
+5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
+   (raw stubs, arbitration stream open, one update per Write and batches of 100:
+   ``tests/bench/p4rt_writes.py``);
+6. the soak (``tests/bench/soak.py``, ``--soak-minutes``, 10 by default): mixed load for minutes,
+   RSS/fds/threads, forwarding gaps (also around one 10,000-update Write), reconnects, errors.
 
 Parts 3-5 (gRPC) need root and network namespaces; without them those rows say why they were
 skipped.
@@ -313,20 +316,21 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
             f"{entries / dt:,.0f} /s", f"{entries} ipv4_lpm entries")
     if not grpc_ok:
         return
-    for batch in (1, 100):
-        topo, sw_proc, gctl = _start(tmp, cpu=None)
-        try:
-            ups = entry_updates(gctl.names)
-            t = time.perf_counter()
-            for i in range(0, entries, batch):
-                gctl.write(*ups[i:i + batch])
-            dt = time.perf_counter() - t
-        finally:
-            gctl.close()
-            sw_proc.stop()
-            topo.close()
+    from tests.bench.p4rt_writes import run_against_new_switch
+
+    rates = run_against_new_switch(entries, rounds=3)
+    for batch, rate in rates.median.items():
+        rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
         rep.add("P4Runtime", f"table inserts/s over gRPC, {batch} update(s) per Write",
-                f"{entries / dt:,.0f} /s", f"{entries} ipv4_lpm entries")
+                f"{rate:,.0f} /s", f"{entries} ipv4_lpm entries; raw p4runtime stubs, arbitration stream open; "
+                f"median of 3 alternated rounds ({rounds}) (tests/bench/p4rt_writes.py)")
+
+
+def bench_soak(rep: Report, minutes: float) -> None:
+    from tests.bench.soak import report_rows, run
+
+    for what, value, note in report_rows(run(minutes)):
+        rep.add(f"soak ({minutes:g} min, tests/bench/soak.py)", what, value, note)
 
 
 # ---- the document --------------------------------------------------------------------------------
@@ -367,6 +371,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="docs/performance.md")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--quick", action="store_true", help="fewer packets and shorter runs (for a smoke test)")
+    p.add_argument("--soak-minutes", type=float, default=None,
+                   help="length of the soak benchmark (10; 1 with --quick; 0 skips it)")
     args = p.parse_args(argv)
     command = "python -m tests.bench.run " + " ".join(sys.argv[1:] if argv is None else argv)
     rep = Report()
@@ -381,6 +387,13 @@ def main(argv: list[str] | None = None) -> int:
         else:
             rep.add("p4switch between namespaces", "packets/s and added latency", "skipped", reason)
         bench_inserts(rep, tmp, 200 if args.quick else 1000, reason is None)
+        soak = args.soak_minutes if args.soak_minutes is not None else (1.0 if args.quick else 10.0)
+        if soak < 0:
+            p.error(f"--soak-minutes {soak} must be >= 0")
+        if soak and reason is None:
+            bench_soak(rep, soak)
+        elif soak:
+            rep.add("soak", "soak benchmark", "skipped", reason)
     write(rep, ROOT / args.out if not Path(args.out).is_absolute() else Path(args.out), command, args.seed)
     return 0
 
