@@ -57,6 +57,7 @@ class Row:
 @dataclass
 class Report:
     sections: dict[str, list[Row]] = field(default_factory=dict)
+    load_start: float = field(default_factory=lambda: os.getloadavg()[0])
 
     def add(self, section: str, what: str, value: str, note: str = "") -> None:
         self.sections.setdefault(section, []).append(Row(what, value, note))
@@ -354,6 +355,8 @@ def write(rep: Report, out: Path, command: str, seed: int) -> None:
              f"* command: `{command}`",
              f"* machine: {machine()}",
              f"* seed: {seed}",
+             f"* load average (1 min) at start / end: {rep.load_start:.1f} / {os.getloadavg()[0]:.1f} "
+             f"(on {os.cpu_count()} CPUs: above that, other processes took CPU time from these runs)",
              f"* date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}", ""]
     for section, rows in rep.sections.items():
         lines += [f"## {section}", "", "| measurement | result | details |", "|---|---:|---|"]
