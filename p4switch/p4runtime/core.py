@@ -205,8 +205,8 @@ class P4RuntimeCore:
         for i, update in enumerate(req.updates):
             try:
                 undos.append(apply_update(st, update))
-                if saved is not None:
-                    saved.log.append(_copy(update))
+                if saved is not None:  # a fast-decoded update (wire.py) is parsed for the log
+                    saved.log.append(update.to_pb() if hasattr(update, "to_pb") else _copy(update))
             except StateError as e:
                 failures[i] = e
                 if atomic:

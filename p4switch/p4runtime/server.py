@@ -44,6 +44,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from .core import P4RuntimeCore
 from .errors import P4RuntimeError
+from .wire import parse_write_request
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -326,7 +327,12 @@ class P4RuntimeServer:
 
     async def _serve(self) -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0)])
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), server)
+        servicer = _Servicer(self)
+        # Write's requests go through the fast decoder (wire.py); registered first, so it wins
+        write = grpc.unary_unary_rpc_method_handler(servicer.Write, request_deserializer=parse_write_request,
+                                                    response_serializer=pb.WriteResponse.SerializeToString)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {"Write": write}),))
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
         try:
             port = server.add_insecure_port(self.address)
         except RuntimeError:  # grpcio says only "Failed to bind"; find out why

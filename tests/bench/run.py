@@ -330,8 +330,13 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
 def bench_soak(rep: Report, minutes: float) -> None:
     from tests.bench.soak import report_rows, run
 
-    for what, value, note in report_rows(run(minutes)):
-        rep.add(f"soak ({minutes:g} min, tests/bench/soak.py)", what, value, note)
+    section = f"soak ({minutes:g} min, tests/bench/soak.py)"
+    try:
+        rows = report_rows(run(minutes))
+    except Exception as exc:  # noqa: BLE001 - the other figures are still written
+        rows = [("soak", "FAILED", f"{type(exc).__name__}: {str(exc)[:300]}")]
+    for what, value, note in rows:
+        rep.add(section, what, value, note)
 
 
 # ---- the document --------------------------------------------------------------------------------

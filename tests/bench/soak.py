@@ -162,7 +162,7 @@ def batch_gap(topo, addr: str, p4info, frame: bytes, rate: float) -> dict:  # no
 
     from tests.bench.p4rt_writes import RawController, lpm_updates
 
-    ctl = RawController(addr, election_low=5)
+    ctl = RawController(addr, election_low=5, timeout=300)  # a loaded machine makes the batch slow
     try:
         inserts = lpm_updates(p4info, pb.Update.INSERT, 1000, first_octet=13)
         for i in range(0, 1000, 100):
