@@ -354,6 +354,11 @@ def machine() -> str:
             f"Python {platform.python_version()} ({platform.python_implementation()})")
 
 
+def _cell(text: str) -> str:
+    """One markdown table cell: no line breaks, no column separators."""
+    return " ".join(str(text).split()).replace("|", "/")
+
+
 def write(rep: Report, out: Path, command: str, seed: int) -> None:
     lines = ["# p4switch performance", "",
              "Measured by `tests/bench/run.py`; do not edit by hand (run `make bench` to refresh).", "",
@@ -365,7 +370,7 @@ def write(rep: Report, out: Path, command: str, seed: int) -> None:
              f"* date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}", ""]
     for section, rows in rep.sections.items():
         lines += [f"## {section}", "", "| measurement | result | details |", "|---|---:|---|"]
-        lines += [f"| {r.what} | {r.value} | {r.note} |" for r in rows]
+        lines += [f"| {_cell(r.what)} | {_cell(r.value)} | {_cell(r.note)} |" for r in rows]
         lines.append("")
     lines += ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
               "p4switch is an interpreter in Python and runs one loop thread.", ""]
