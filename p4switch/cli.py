@@ -243,13 +243,26 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
 def _serve(args: argparse.Namespace) -> int:
     from p4switch.switch import Switch
 
-    switch = Switch.from_args(_options(args))
+    stopping: list[int] = []
+    built: list[Switch] = []
 
     def on_signal(signum: int, _frame: Any) -> None:
         logging.getLogger(__name__).info("signal %d: stopping", signum)
-        switch.stop()
+        stopping.append(signum)
+        for sw in built:
+            sw.stop()
 
+    # installed before the servers listen: a signal sent once the ports answer stops cleanly
     old = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        switch = Switch.from_args(_options(args))
+    except BaseException:
+        for s, h in old.items():
+            signal.signal(s, h)
+        raise
+    built.append(switch)
+    if stopping:
+        switch.stop()
     try:
         ports = ", ".join(f"{n}@{p.name}" for n, p in sorted(switch.ports.items())) or "none"
         grpc = switch.options.grpc_addr or "off"

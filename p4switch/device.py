@@ -162,7 +162,15 @@ def _objects(p4info: p4info_pb2.P4Info) -> dict[str, dict[str, int]]:
 
 
 def p4info_mismatch(pushed: p4info_pb2.P4Info, built: p4info_pb2.P4Info, limit: int = 5) -> str | None:
-    """None when both P4Infos name the same objects with the same ids, else what differs."""
+    """None when both P4Infos describe the same objects, else what differs.
+
+    Names and ids must agree, and so must what the runtime state is built from: match field
+    widths and kinds, action parameter lists and widths, controller header fields, table and
+    array sizes, counter/meter units, direct resources' tables, profiles' tables. Why: the
+    state is built from the pushed P4Info while the pipeline runs the program; a P4Info that
+    declares ``dstAddr`` bit<64> would make the table take 64-bit keys the program never
+    produces. Annotations and documentation may differ (another compiler may word them so).
+    """
     problems: list[str] = []
     a, b = _objects(pushed), _objects(built)
     for kind in _KINDS:
@@ -175,9 +183,85 @@ def p4info_mismatch(pushed: p4info_pb2.P4Info, built: p4info_pb2.P4Info, limit: 
                 problems.append(f"{kind[:-1]} '{name}' has id 0x{a[kind][name]:08x} in the P4Info but "
                                 f"0x{b[kind][name]:08x} in the program")
     if not problems:
+        problems = _shape_mismatches(pushed, built)
+    if not problems:
         return None
     more = f" (and {len(problems) - limit} more)" if len(problems) > limit else ""
     return ("the P4Info does not match the program in p4_device_config: " + "; ".join(problems[:limit]) + more)
+
+
+def _fields(items: Iterable[Any], extra: Callable[[Any], Any] = lambda _f: None) -> dict[int, tuple]:
+    """id -> (name, bitwidth, extra) of match fields, parameters or controller header fields."""
+    return {f.id: (f.name, f.bitwidth, extra(f)) for f in items}
+
+
+def _match_kind(f: Any) -> str:
+    return f.other_match_type or p4info_pb2.MatchField.MatchType.Name(f.match_type)
+
+
+def _compare_fields(owner: str, what: str, a: dict[int, tuple], b: dict[int, tuple], out: list[str]) -> None:
+    for fid in sorted(a.keys() | b.keys()):
+        x, y = a.get(fid), b.get(fid)
+        if x is None or y is None:
+            name = (x or y)[0]
+            where = "P4Info" if x is not None else "program"
+            out.append(f"{owner}: {what} '{name}' (id {fid}) is only in the {where}")
+            continue
+        if x[0] != y[0]:
+            out.append(f"{owner}: {what} id {fid} is '{x[0]}' in the P4Info but '{y[0]}' in the program")
+        if x[1] != y[1]:
+            out.append(f"{owner}: {what} '{x[0]}' is bit<{x[1]}> in the P4Info but bit<{y[1]}> in the program")
+        if x[2] != y[2]:
+            out.append(f"{owner}: {what} '{x[0]}' has match kind {x[2]} in the P4Info but {y[2]} in the program")
+
+
+def _same(owner: str, what: str, x: Any, y: Any, out: list[str]) -> None:
+    if x != y:
+        out.append(f"{owner}: {what} is {x} in the P4Info but {y} in the program")
+
+
+def _shape_mismatches(pushed: p4info_pb2.P4Info, built: p4info_pb2.P4Info) -> list[str]:
+    """Differences in what the runtime state is built from, for objects both name alike."""
+    out: list[str] = []
+    by_name = {kind: {o.preamble.name: o for o in getattr(built, kind)} for kind in _KINDS}
+    for t in pushed.tables:
+        u, own = by_name["tables"][t.preamble.name], f"table '{t.preamble.name}'"
+        _compare_fields(own, "match field", _fields(t.match_fields, _match_kind),
+                        _fields(u.match_fields, _match_kind), out)
+        _same(own, "size", t.size, u.size, out)
+        _same(own, "the action list", sorted(r.id for r in t.action_refs), sorted(r.id for r in u.action_refs), out)
+        _same(own, "implementation id", t.implementation_id, u.implementation_id, out)
+        _same(own, "direct resources", sorted(t.direct_resource_ids), sorted(u.direct_resource_ids), out)
+    for x in pushed.actions:
+        y, own = by_name["actions"][x.preamble.name], f"action '{x.preamble.name}'"
+        _compare_fields(own, "parameter", _fields(x.params), _fields(y.params), out)
+    for x in pushed.controller_packet_metadata:
+        y, own = by_name["controller_packet_metadata"][x.preamble.name], f"controller header '{x.preamble.name}'"
+        _compare_fields(own, "field", _fields(x.metadata), _fields(y.metadata), out)
+    for kind in ("counters", "meters"):
+        for x in getattr(pushed, kind):
+            y, own = by_name[kind][x.preamble.name], f"{kind[:-1]} '{x.preamble.name}'"
+            _same(own, "size", x.size, y.size, out)
+            _same(own, "the unit", x.spec.unit, y.spec.unit, out)
+    for kind in ("direct_counters", "direct_meters"):
+        for x in getattr(pushed, kind):
+            y, own = by_name[kind][x.preamble.name], f"{kind[:-1]} '{x.preamble.name}'"
+            _same(own, "the table id", x.direct_table_id, y.direct_table_id, out)
+            _same(own, "the unit", x.spec.unit, y.spec.unit, out)
+    for x in pushed.registers:
+        y, own = by_name["registers"][x.preamble.name], f"register '{x.preamble.name}'"
+        _same(own, "size", x.size, y.size, out)
+        _same(own, "the cell width", x.type_spec.bitstring.bit.bitwidth, y.type_spec.bitstring.bit.bitwidth, out)
+    for x in pushed.action_profiles:
+        y, own = by_name["action_profiles"][x.preamble.name], f"action profile '{x.preamble.name}'"
+        _same(own, "size", x.size, y.size, out)
+        _same(own, "the table list", sorted(x.table_ids), sorted(y.table_ids), out)
+        _same(own, "with_selector", x.with_selector, y.with_selector, out)
+    for x in pushed.value_sets:
+        y, own = by_name["value_sets"][x.preamble.name], f"value set '{x.preamble.name}'"
+        _same(own, "size", x.size, y.size, out)
+        _compare_fields(own, "match field", _fields(x.match, _match_kind), _fields(y.match, _match_kind), out)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

@@ -105,7 +105,9 @@ class PortCapture:
     """Per-port in/out pcap files in one directory, named like BMv2's ``--pcap``.
 
     ``clock`` returns the current time in ns (a scheduler's ``now_ns``); ``epoch_ns`` is added
-    to every timestamp. Files are created on a port's first frame in that direction.
+    to every timestamp. :meth:`open_port` creates a port's two files at once (as BMv2 does at
+    start, so a capture of a port that saw no frame is an empty pcap, not a missing file);
+    a port not opened so gets its file at its first frame in that direction.
     """
 
     def __init__(self, directory: str | os.PathLike[str], clock: Callable[[], int],
@@ -127,6 +129,11 @@ class PortCapture:
 
     def path(self, name: str, direction: str) -> Path:
         return self.directory / self.file_name(name, direction)
+
+    def open_port(self, name: str) -> None:
+        """Create ``name``'s in and out files now (header only until frames come)."""
+        for direction in ("in", "out"):
+            self._writer(name, direction).flush()
 
     def record_in(self, name: str, frame: bytes) -> None:
         """A frame received by port ``name``."""

@@ -346,6 +346,20 @@ class RealtimeScheduler:
             return fn(*args)
         if not self._running:
             raise RuntimeError("RealtimeScheduler.run_sync: the loop is not running (call start() first)")
+        future = self.submit(fn, *args)
+        try:
+            return future.result(timeout)
+        except TimeoutError:
+            future.cancel()
+            name = getattr(fn, "__qualname__", repr(fn))
+            raise TimeoutError(f"RealtimeScheduler.run_sync: {name} did not complete within {timeout} s") from None
+
+    def submit(self, fn: Callable[..., Any], *args: Any) -> Future:
+        """Run ``fn(*args)`` on the loop thread; its result or error arrives in the returned Future.
+
+        Why besides :meth:`run_sync`: a caller on an asyncio loop (the P4Runtime server) must
+        not block its thread while the switch works; it awaits the future instead.
+        """
         future: Future = Future()
 
         def call() -> None:
@@ -357,12 +371,7 @@ class RealtimeScheduler:
                 future.set_exception(exc)
 
         self.call_soon_threadsafe(call)
-        try:
-            return future.result(timeout)
-        except TimeoutError:
-            future.cancel()
-            name = getattr(fn, "__qualname__", repr(fn))
-            raise TimeoutError(f"RealtimeScheduler.run_sync: {name} did not complete within {timeout} s") from None
+        return future
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float, poll: float = 0.005) -> bool:
         """Poll ``predicate`` (evaluated on the loop thread) until true or ``timeout`` seconds.

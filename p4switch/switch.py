@@ -144,6 +144,8 @@ class Switch:
             raise SwitchError(f"port {port.number} is the CPU port")
         port.on_receive = self._on_receive
         self.ports[port.number] = port
+        if self.capture is not None:
+            self.capture.open_port(port.name)
         return port
 
     def add_link_port(self, number: int, name: str | None = None) -> LinkPort:
@@ -248,7 +250,7 @@ class Switch:
         if opts.grpc_addr:
             from p4switch.p4runtime.server import P4RuntimeServer
 
-            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, run_in_loop=self._run_in_loop)
+            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, submit=self.sched.submit)
             try:
                 server.start()
             except OSError as exc:  # ServerBindError: the address and why (e.g. already in use)

@@ -50,12 +50,14 @@ from bm_runtime.simple_pre_lag import ttypes as pre_lag_ttypes
 from bm_runtime.standard import Standard
 from bm_runtime.standard import ttypes as std_ttypes
 from sswitch_runtime import SimpleSwitch
+from sswitch_runtime import ttypes as sswitch_ttypes
 from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
 
 log = logging.getLogger(__name__)
+DROP_PORT = 511
 
 __all__ = ["QueueControl", "ThriftServer", "minimal_bmv2_json"]
 
@@ -201,7 +203,15 @@ class _SimpleSwitchHandler:
             raise TApplicationException(TApplicationException.INTERNAL_ERROR,
                                         f"p4switch: {what}: the switch loop did not answer ({exc})") from None
 
+    @staticmethod
+    def _check_port(what: str, port_num: int) -> None:
+        """Port 511 is v1model's drop port: nothing is ever queued there, so a depth or rate
+        for it would be accepted and never used."""
+        if port_num == DROP_PORT:
+            raise _bad_request(f"{what}: port {DROP_PORT} is the drop port; it has no egress queue")
+
     def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
+        self._check_port(f"set_egress_queue_depth(port={port_num}, depth={depth_pkts})", port_num)
         self._call(f"set_egress_queue_depth(port={port_num}, depth={depth_pkts})",
                    lambda: self._tm.set_queue_depth(port_num, depth_pkts))
         return 0
@@ -212,6 +222,7 @@ class _SimpleSwitchHandler:
         return 0
 
     def set_egress_queue_rate(self, port_num: int, rate_pps: int) -> int:
+        self._check_port(f"set_egress_queue_rate(port={port_num}, rate={rate_pps})", port_num)
         self._call(f"set_egress_queue_rate(port={port_num}, rate={rate_pps})",
                    lambda: self._tm.set_queue_rate(port_num, rate_pps))
         return 0
@@ -227,8 +238,16 @@ class _SimpleSwitchHandler:
     def get_time_since_epoch_us(self) -> int:
         return (self._epoch_ns + self._call("get_time_since_epoch_us", self._clock)) // 1000
 
-    def _mirroring(self, method: str) -> TApplicationException:
+    def _mirroring(self, method: str) -> Exception:
+        """The IDL's InvalidMirroringOperation where the call declares it: the stock CLI prints
+        it as one line ("Invalid mirroring operation (SESSION_NOT_FOUND)") and keeps going,
+        where a TApplicationException ends it with a traceback. The reason is logged."""
         log.warning("thrift: %s", _not_supported("simple_switch", method, self._MIRRORING))
+        result_cls = getattr(SimpleSwitch, f"{method}_result", None)
+        for entry in getattr(result_cls, "thrift_spec", None) or ():
+            if entry and entry[0] != 0 and entry[1] == TType.STRUCT:
+                return sswitch_ttypes.InvalidMirroringOperation(
+                    code=sswitch_ttypes.MirroringOperationErrorCode.SESSION_NOT_FOUND)
         return TApplicationException(TApplicationException.UNKNOWN_METHOD,
                                      f"p4switch: {_not_supported('simple_switch', method, self._MIRRORING)}")
 

@@ -11,7 +11,8 @@ also drives the digest timers.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+import time
+from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from importlib import metadata as importlib_metadata
 from typing import Any, Protocol
@@ -145,7 +146,7 @@ class P4RuntimeCore:
             if req.HasField("config"):
                 raise P4RuntimeError(Code.INVALID_ARGUMENT, "COMMIT takes no config (it commits the saved one)")
             if self._saved is None:
-                raise P4RuntimeError(Code.NOT_FOUND, "COMMIT: no config was saved with VERIFY_AND_SAVE")
+                raise P4RuntimeError(Code.FAILED_PRECONDITION, "COMMIT: no config was saved with VERIFY_AND_SAVE")
             self._commit(self._saved.config, self._saved.log)
         elif action == FPC.RECONCILE_AND_COMMIT:
             raise P4RuntimeError(Code.UNIMPLEMENTED, "RECONCILE_AND_COMMIT is not supported; use VERIFY_AND_COMMIT")
@@ -174,43 +175,67 @@ class P4RuntimeCore:
         return resp
 
     def write(self, req: pb.WriteRequest) -> pb.WriteResponse:
+        """The whole batch in one call (the simulation and in-process clients)."""
+        steps = self.write_steps(req)
+        while True:
+            try:
+                next(steps)
+            except StopIteration as done:
+                return done.value
+
+    def write_steps(self, req: pb.WriteRequest, slice_ns: int | None = None) -> Generator[None, None, pb.WriteResponse]:
+        """A Write as a generator that yields after every ``slice_ns`` of work (never for
+        DATAPLANE_ATOMIC): the gRPC binding runs one slice per switch-loop turn, so ports are
+        served between slices and a 10,000-update batch does not stop forwarding for a second.
+        CONTINUE_ON_ERROR and ROLLBACK_ON_ERROR let the data plane see a batch half applied
+        (the specification says so); DATAPLANE_ATOMIC never does. Returns the response or
+        raises P4RuntimeError, as :meth:`write`."""
         self._require_primary(req)
         st = self._require_state()
         atomic = req.atomicity in (pb.WriteRequest.ROLLBACK_ON_ERROR, pb.WriteRequest.DATAPLANE_ATOMIC)
         if not atomic and req.atomicity != pb.WriteRequest.CONTINUE_ON_ERROR:
             raise P4RuntimeError(Code.INVALID_ARGUMENT, f"unknown atomicity {req.atomicity}")
-        errors, undos, failed = [], [], None
+        if req.atomicity == pb.WriteRequest.DATAPLANE_ATOMIC:
+            slice_ns = None
+        failures: dict[int, StateError] = {}  # pb.Error objects are built only when something failed
+        undos = []
+        saved = self._saved
+        clock = time.perf_counter_ns
+        t_end = clock() + slice_ns if slice_ns else None
         for i, update in enumerate(req.updates):
             try:
                 undos.append(apply_update(st, update))
-                errors.append(to_p4_error(Code.OK))
-                if self._saved is not None:
-                    self._saved.log.append(_copy(update))
+                if saved is not None:  # a fast-decoded update (wire.py) is parsed for the log
+                    saved.log.append(update.to_pb() if hasattr(update, "to_pb") else _copy(update))
             except StateError as e:
-                errors.append(to_p4_error(e.code, e.message))
-                failed = i if failed is None else failed
+                failures[i] = e
                 if atomic:
                     break
-        if failed is None:
+            if t_end is not None and clock() >= t_end:
+                yield  # the binding runs no other Write or pipeline change meanwhile
+                t_end = clock() + slice_ns
+        if not failures:
             return pb.WriteResponse()
+        n = len(req.updates)
         if atomic:
-            errors = self._roll_back(undos, errors, failed, len(req.updates))
-        nfail = sum(1 for e in errors if e.canonical_code != Code.OK)
-        raise P4RuntimeError(Code.UNKNOWN, f"Write failure: {nfail} of {len(req.updates)} update(s) failed", errors)
+            errors = self._roll_back(undos, failures, n)
+        else:
+            errors = _error_details(failures, n)
+        raise P4RuntimeError(Code.UNKNOWN, f"Write failure: {len(failures)} of {n} update(s) failed", errors)
 
-    def _roll_back(self, undos: list, errors: list, failed: int, n: int) -> list[pb.Error]:
+    def _roll_back(self, undos: list, failures: dict[int, StateError], n: int) -> list[pb.Error]:
         """All-or-none: undo what was applied; the others are reported ABORTED."""
         for undo in reversed(undos):
             undo()
         if self._saved is not None:
             del self._saved.log[len(self._saved.log) - len(undos):]
-        out = []
+        (failed,) = failures
+        out = _error_details(failures, n)
+        aborted = [to_p4_error(Code.ABORTED, f"rolled back: update {failed} failed"),
+                   to_p4_error(Code.ABORTED, f"not attempted: update {failed} failed")]
         for i in range(n):
-            if i == failed:
-                out.append(errors[i])
-            else:
-                why = "rolled back" if i < failed else "not attempted"
-                out.append(to_p4_error(Code.ABORTED, f"{why}: update {failed} of the batch failed"))
+            if i != failed:
+                out[i] = aborted[i > failed]
         return out
 
     def read(self, req: pb.ReadRequest) -> ReadResult:
@@ -477,6 +502,26 @@ class P4RuntimeCore:
             return 0
         primary.send(pb.StreamMessageResponse(digest=msg))
         return 1
+
+
+#: failing updates beyond this many get their code without a message, so that a large batch's
+#: ``grpc-status-details-bin`` stays as small as the specification's one Error per update allows
+DETAILED_ERRORS = 100
+#: longest message of one update's Error (the rest is cut, with "...")
+ERROR_MESSAGE_MAX = 160
+
+
+def _error_details(failures: dict[int, StateError], n: int) -> list[pb.Error]:
+    """One p4.v1.Error per update: OK for the applied ones (shared: no message), the failures'
+    codes with short messages (the first DETAILED_ERRORS failures only)."""
+    ok = to_p4_error(Code.OK)
+    out = [ok] * n
+    for rank, (i, e) in enumerate(sorted(failures.items())):
+        msg = e.message if rank < DETAILED_ERRORS else ""
+        if len(msg) > ERROR_MESSAGE_MAX:
+            msg = msg[:ERROR_MESSAGE_MAX - 3] + "..."
+        out[i] = to_p4_error(e.code, msg)
+    return out
 
 
 def _copy(msg: Any) -> Any:

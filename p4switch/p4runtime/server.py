@@ -1,24 +1,39 @@
-"""gRPC binding of P4RuntimeCore (``p4.v1.P4Runtime`` over grpcio).
+"""gRPC binding of P4RuntimeCore (``p4.v1.P4Runtime`` over grpcio's asyncio server).
 
-grpcio runs handlers on a thread pool; the core must only be touched from the
-switch loop, so every call goes through ``run_in_loop(fn) -> result`` (run fn on
-the loop thread, wait, return or re-raise). Each StreamChannel gets an outbound
-queue that the core's ``send`` fills (from the loop thread) and the handler
-drains; a reader thread feeds inbound messages to the core. Listens only on
-the given address (loopback by default), without SO_REUSEPORT: grpcio sets it by
-default, and two switches on one port would then share the clients silently; a busy
-port is a :class:`ServerBindError` instead.
+Why asyncio: a StreamChannel lives as long as its controller, so a thread per stream (the
+synchronous grpcio server's model) lets idle streams exhaust the worker pool until unary
+calls hang. Here one thread runs an asyncio loop with the gRPC server; a stream is two
+coroutines (a reader that hands inbound messages to the core in batches, and the handler
+that sends what the core queued for it), so any number of streams costs no thread and
+unary calls are always answered; past ``max_streams`` a new stream is refused with
+RESOURCE_EXHAUSTED.
+
+The core must only be touched on the switch loop, so every call goes through
+``submit(fn) -> concurrent.futures.Future`` (``RealtimeScheduler.submit``) and is awaited.
+Inbound stream messages are read only while the previous batch is being served and at most
+``stream_batch`` wait, and HTTP/2 BDP probing is off (the flow-control window stays at its
+64 KiB default): a controller flooding PacketOuts is held back by flow control, never
+buffered by the thousand. When a stream ends (the client closed it, or died: the kernel
+closes its socket), its session is closed at once, so a dead primary's queued messages are
+dropped and its election id is free again.
+
+Listens only on the given address (loopback by default), without SO_REUSEPORT: grpcio sets
+it by default, and two switches on one port would then share the clients silently; a busy
+port is a :class:`ServerBindError`, found by a plain socket before gRPC tries (so gRPC
+prints no log line of its own).
 """
 
 from __future__ import annotations
 
+import asyncio
+import collections
+import contextlib
 import errno
 import logging
-import queue
 import socket
 import threading
-from collections.abc import Callable, Iterator
-from concurrent import futures
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import grpc
@@ -29,11 +44,13 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from .core import P4RuntimeCore
 from .errors import P4RuntimeError
+from .wire import parse_write_request
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 _GRPC_CODE = {sc.value[0]: sc for sc in grpc.StatusCode}
 _END = object()
+Submit = Callable[[Callable[[], Any]], Future]
 
 
 class ServerBindError(OSError):
@@ -56,7 +73,29 @@ class SerialCaller:
             return fn()
 
 
-def _fail(context: grpc.ServicerContext, err: P4RuntimeError) -> None:
+_MORE = object()
+
+
+def _step(steps: Any) -> Any:
+    """One slice of a sliced call: ``_MORE`` until the generator returns its result."""
+    try:
+        next(steps)
+    except StopIteration as done:
+        return done.value
+    return _MORE
+
+
+def _run_now(fn: Callable[[], Any]) -> Future:
+    """``submit`` without a switch loop: the sans-I/O core runs at once, on the caller's thread."""
+    future: Future = Future()
+    try:
+        future.set_result(fn())
+    except BaseException as exc:  # handed to the awaiting handler
+        future.set_exception(exc)
+    return future
+
+
+async def _fail(context: grpc.aio.ServicerContext, err: P4RuntimeError) -> None:
     """End the RPC with err's code; per-item p4.v1.Error go in grpc-status-details-bin."""
     if err.details:
         status = status_pb2.Status(code=int(err.code), message=err.message)
@@ -65,7 +104,7 @@ def _fail(context: grpc.ServicerContext, err: P4RuntimeError) -> None:
             packed.Pack(d)
             status.details.append(packed)
         context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
-    context.abort(_GRPC_CODE[int(err.code)], err.message)
+    await context.abort(_GRPC_CODE[int(err.code)], err.message)
 
 
 class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
@@ -73,124 +112,259 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         self._srv = server
         self._core = server.core
 
-    def _call(self, fn: Callable[[], T], context: grpc.ServicerContext) -> T:
+    async def _call(self, fn: Callable[[], T], context: grpc.aio.ServicerContext) -> T:
         try:
-            return self._srv.run_in_loop(fn)
+            result = await asyncio.wrap_future(self._srv.submit(fn))
+            while result is _MORE:  # a sliced Write: the next slice in a later loop turn
+                result = await asyncio.wrap_future(self._srv.submit(fn))
+            return result
         except P4RuntimeError as e:
-            _fail(context, e)
+            await _fail(context, e)
             raise  # not reached: abort raises
-        except Exception as e:  # a bug must not kill the server thread silently
+        except asyncio.CancelledError:
+            raise
+        except Exception as e:  # a bug must not kill the server silently
+            if isinstance(e, grpc.aio.AbortError):
+                raise
             log.exception("P4Runtime handler failed")
-            context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
+            await context.abort(grpc.StatusCode.INTERNAL, f"internal error: {type(e).__name__}: {e}")
             raise
 
-    def Capabilities(self, request: pb.CapabilitiesRequest, context: grpc.ServicerContext) -> pb.CapabilitiesResponse:
-        return self._call(lambda: self._core.capabilities(request), context)
+    async def Capabilities(self, request: pb.CapabilitiesRequest, context: Any) -> pb.CapabilitiesResponse:
+        """Answered here: it reads no switch state, so a busy switch loop does not delay it."""
+        return self._core.capabilities(request)
 
-    def SetForwardingPipelineConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._call(lambda: self._core.set_forwarding_pipeline_config(request), context)
+    async def SetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:
+        async with self._srv.write_lock:
+            return await self._call(lambda: self._core.set_forwarding_pipeline_config(request), context)
 
-    def GetForwardingPipelineConfig(self, request: Any, context: grpc.ServicerContext) -> Any:
-        return self._call(lambda: self._core.get_forwarding_pipeline_config(request), context)
+    async def GetForwardingPipelineConfig(self, request: Any, context: Any) -> Any:
+        return await self._call(lambda: self._core.get_forwarding_pipeline_config(request), context)
 
-    def Write(self, request: pb.WriteRequest, context: grpc.ServicerContext) -> pb.WriteResponse:
-        return self._call(lambda: self._core.write(request), context)
+    async def Write(self, request: pb.WriteRequest, context: Any) -> pb.WriteResponse:
+        """Run in slices of ``write_slice_ns`` of loop time, one slice per loop turn, so the
+        ports are served in between; Writes and pipeline changes run one at a time."""
+        async with self._srv.write_lock:
+            steps = self._core.write_steps(request, self._srv.write_slice_ns)
+            # shielded: a client that gives up mid-batch does not leave it half applied
+            drive = asyncio.ensure_future(self._call(lambda: _step(steps), context))
+            try:
+                return await asyncio.shield(drive)
+            except asyncio.CancelledError:
+                with contextlib.suppress(Exception, asyncio.CancelledError):
+                    await drive
+                raise
 
-    def Read(self, request: pb.ReadRequest, context: grpc.ServicerContext) -> Iterator[pb.ReadResponse]:
-        result = self._call(lambda: self._core.read(request), context)
-        yield from result.responses
+    async def Read(self, request: pb.ReadRequest, context: Any) -> AsyncIterator[pb.ReadResponse]:
+        result = await self._call(lambda: self._core.read(request), context)
+        for response in result.responses:
+            yield response
         if result.error is not None:
-            _fail(context, result.error)
+            await _fail(context, result.error)
 
-    def StreamChannel(self, request_iterator: Iterator[pb.StreamMessageRequest],
-                      context: grpc.ServicerContext) -> Iterator[pb.StreamMessageResponse]:
-        out: queue.Queue = queue.Queue()
-        limit = self._srv.max_queue
-
-        def send(msg: pb.StreamMessageResponse) -> None:
-            # packet-ins and digests may be dropped for a slow client, arbitration never
-            if msg.WhichOneof("update") != "arbitration" and out.qsize() >= limit:
-                self._srv.dropped_stream_messages += 1
-                return
-            out.put(msg)
-
-        session = self._call(lambda: self._core.open_stream(send), context)
-        context.add_callback(lambda: out.put(_END))
-        reader = threading.Thread(target=self._read_stream, args=(request_iterator, session, out),
-                                  name="p4rt-stream-reader", daemon=True)
-        reader.start()
+    async def StreamChannel(self, request_iterator: AsyncIterator[pb.StreamMessageRequest],
+                            context: Any) -> AsyncIterator[pb.StreamMessageResponse]:
+        srv = self._srv
+        if srv.open_streams >= srv.max_streams:
+            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
+                                f"too many open StreamChannels ({srv.open_streams}; at most {srv.max_streams})")
+        srv.open_streams += 1
         try:
-            while True:
-                item = out.get()
-                if item is _END:
-                    return
-                if isinstance(item, _Abort):
-                    _fail(context, item.err)
-                yield item
+            outbox = _Outbox(asyncio.get_running_loop(), srv)
+            session = await self._call(lambda: self._core.open_stream(outbox.send), context)
+            reader = asyncio.create_task(self._read_stream(request_iterator, session, outbox))
+            try:
+                async for item in outbox.items():
+                    if isinstance(item, _Abort):
+                        await _fail(context, item.err)
+                    yield item
+            finally:
+                reader.cancel()
+                outbox.closed = True
+                srv.submit(lambda: self._core.close_stream(session))  # at once: frees a dead primary's id
         finally:
-            self._srv.run_in_loop(lambda: self._core.close_stream(session))
+            srv.open_streams -= 1
 
-    def _read_stream(self, requests: Iterator[pb.StreamMessageRequest], session: Any, out: queue.Queue) -> None:
-        """Feed inbound messages to the core. When the client half-closes, the session
-        ends and the server finishes the stream, as PI/BMv2 do (p4runtime-shell's
-        teardown waits for that)."""
+    async def _read_stream(self, requests: AsyncIterator[pb.StreamMessageRequest], session: Any,
+                           outbox: _Outbox) -> None:
+        """Hand inbound messages to the core, a batch per switch-loop call. When the client
+        half-closes, the session ends and the server finishes the stream, as PI/BMv2 do
+        (p4runtime-shell's teardown waits for that)."""
+        inbox: asyncio.Queue = asyncio.Queue(maxsize=self._srv.stream_batch)
+        feeder = asyncio.create_task(self._feed(inbox, session, outbox))
         try:
-            for req in requests:
-                try:
-                    self._srv.run_in_loop(lambda r=req: self._core.stream_message(session, r))
-                except P4RuntimeError as e:
-                    out.put(_Abort(e))
-                    return
-        except grpc.RpcError:
-            pass  # the client went away
+            async for req in requests:
+                await inbox.put(req)
+                if feeder.done():
+                    break
+        except (grpc.RpcError, asyncio.CancelledError):
+            feeder.cancel()
+            raise
         except Exception:
             log.exception("P4Runtime stream reader failed")
-        self._srv.run_in_loop(lambda: self._core.close_stream(session))
-        out.put(_END)
+        if not feeder.done():
+            await inbox.put(_END)
+            await feeder
+
+    async def _feed(self, inbox: asyncio.Queue, session: Any, outbox: _Outbox) -> None:
+        while True:
+            batch = [await inbox.get()]
+            while not inbox.empty() and len(batch) < self._srv.stream_batch:
+                batch.append(inbox.get_nowait())
+            ended = batch[-1] is _END
+            msgs = batch[:-1] if ended else batch
+            err = await asyncio.wrap_future(self._srv.submit(lambda m=msgs: self._serve_batch(session, m)))
+            if err is not None:
+                outbox.put(_Abort(err))
+                return
+            if ended:
+                await asyncio.wrap_future(self._srv.submit(lambda: self._core.close_stream(session)))
+                outbox.put(_END)
+                return
+
+    def _serve_batch(self, session: Any, msgs: list[pb.StreamMessageRequest]) -> P4RuntimeError | None:
+        """On the switch loop: the core takes each message; the first refusal ends the stream."""
+        for req in msgs:
+            try:
+                self._core.stream_message(session, req)
+            except P4RuntimeError as e:
+                return e
+        return None
+
+
+class _Outbox:
+    """What the core sends to one stream: ``send`` may be called from any thread (the switch
+    loop); items are queued on the asyncio loop. Packet-ins and digests beyond ``max_queue``
+    are dropped for a client that does not read, arbitration updates never."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, server: P4RuntimeServer) -> None:
+        self._loop = loop
+        self._srv = server
+        self._queue: collections.deque = collections.deque()
+        self._ready = asyncio.Event()
+        self.closed = False
+
+    def send(self, msg: pb.StreamMessageResponse) -> None:
+        if self.closed:
+            return
+        try:
+            self._loop.call_soon_threadsafe(self.put, msg)
+        except RuntimeError:  # the server's loop is closed: the stream is gone
+            self.closed = True
+
+    def put(self, item: Any) -> None:
+        if (isinstance(item, pb.StreamMessageResponse) and item.WhichOneof("update") != "arbitration"
+                and len(self._queue) >= self._srv.max_queue):
+            self._srv.dropped_stream_messages += 1
+            return
+        self._queue.append(item)
+        self._ready.set()
+
+    async def items(self) -> AsyncIterator[Any]:
+        """Queued items until _END."""
+        while True:
+            while not self._queue:
+                self._ready.clear()
+                await self._ready.wait()
+            item = self._queue.popleft()
+            if item is _END:
+                return
+            yield item
 
 
 class P4RuntimeServer:
-    """``start()`` binds and serves; ``stop(grace)`` ends every RPC and stream."""
+    """``start()`` binds and serves on a thread of its own; ``stop(grace)`` ends every RPC and stream.
+
+    ``submit`` runs a callable on the switch loop and returns a Future
+    (``RealtimeScheduler.submit``); ``run_in_loop`` (a blocking call, kept for callers that
+    have only that) is run on a small thread pool instead; with neither, the core is called
+    directly on the server's thread.
+    """
 
     def __init__(self, core: P4RuntimeCore, address: str = "127.0.0.1:9559",
                  run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
-                 max_workers: int = 16, max_queue: int = 4096) -> None:
+                 submit: Submit | None = None, max_streams: int = 1024, max_queue: int = 4096,
+                 stream_batch: int = 64, write_slice_ns: int = 2_000_000) -> None:
         self.core = core
         self.address = address
-        self.run_in_loop = run_in_loop or SerialCaller()
-        self.max_workers = max_workers
+        self._pool: ThreadPoolExecutor | None = None
+        if submit is None and run_in_loop is not None:
+            self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="p4rt-call")
+            pool, blocking = self._pool, run_in_loop
+            submit = lambda fn: pool.submit(blocking, fn)  # noqa: E731
+        self.submit: Submit = submit or _run_now
+        self.max_streams = max_streams
         self.max_queue = max_queue
+        self.stream_batch = stream_batch
+        self.open_streams = 0
+        self.write_slice_ns = write_slice_ns
+        self.write_lock = asyncio.Lock()
         self.dropped_stream_messages = 0
         self.port: int | None = None
-        self._server: grpc.Server | None = None
+        self._server: grpc.aio.Server | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
 
     def start(self) -> int:
         """Start serving; returns the bound port (useful with a ``:0`` address)."""
         if self._server is not None:
             raise RuntimeError("P4Runtime server already started")
-        server = grpc.server(futures.ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="p4rt"),
-                             options=[("grpc.so_reuseport", 0)])
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(_Servicer(self), server)
+        problem = _bind_problem(self.address)
+        if problem is not None:
+            raise problem
+        loop = asyncio.new_event_loop()
+        thread = threading.Thread(target=loop.run_forever, name="p4rt-grpc", daemon=True)
+        thread.start()
+        try:
+            server, port = asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=30)
+        except BaseException:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+            loop.close()
+            raise
+        self._server, self.port, self._loop, self._thread = server, port, loop, thread
+        return port
+
+    async def _serve(self) -> tuple[grpc.aio.Server, int]:
+        server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0)])
+        servicer = _Servicer(self)
+        # Write's requests go through the fast decoder (wire.py); registered first, so it wins
+        write = grpc.unary_unary_rpc_method_handler(servicer.Write, request_deserializer=parse_write_request,
+                                                    response_serializer=pb.WriteResponse.SerializeToString)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {"Write": write}),))
+        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
         try:
             port = server.add_insecure_port(self.address)
         except RuntimeError:  # grpcio says only "Failed to bind"; find out why
             port = 0
         if port == 0:
-            server.stop(None)
-            raise _bind_error(self.address)
-        server.start()
-        self._server, self.port = server, port
-        return port
+            await server.stop(None)
+            raise _bind_problem(self.address) or ServerBindError(
+                f"P4Runtime server cannot listen on {self.address}: gRPC could not bind it "
+                "(GRPC_VERBOSITY=debug shows its reason)")
+        await server.start()
+        return server, port
 
     def stop(self, grace: float | None = 1.0) -> None:
-        if self._server is not None:
-            self._server.stop(grace).wait(timeout=(grace or 0) + 5)
-            self._server = None
+        server, loop, thread = self._server, self._loop, self._thread
+        if server is None or loop is None or thread is None:
+            return
+        self._server = None
+        try:
+            asyncio.run_coroutine_threadsafe(server.stop(grace), loop).result(timeout=(grace or 0) + 5)
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(5)
+            if not thread.is_alive():
+                loop.close()
+            if self._pool is not None:
+                self._pool.shutdown(wait=False)
 
 
-def _bind_error(address: str) -> ServerBindError:
+def _bind_problem(address: str) -> ServerBindError | None:
     """Why ``address`` cannot be bound, found by binding it with a plain socket (grpcio's own
-    reason only goes to its log). EADDRINUSE is reported as such, with errno set."""
+    reason only goes to its log); None when it can be. EADDRINUSE is reported as such, with
+    errno set."""
     what = f"P4Runtime server cannot listen on {address}"
     host, sep, port_text = address.rpartition(":")
     if not sep or not port_text.isdigit():
@@ -211,4 +385,4 @@ def _bind_error(address: str) -> ServerBindError:
                 err.errno = errno.EADDRINUSE
                 return err
             return ServerBindError(f"{what}: {exc.strerror or exc}")
-    return ServerBindError(f"{what}: gRPC could not bind it (GRPC_VERBOSITY=debug shows its reason)")
+    return None

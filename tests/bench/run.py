@@ -15,10 +15,13 @@ produced it. Measured:
    P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``);
 4. added latency per packet: one frame at a time h1 -> h2 through p4switch, minus the same
    over a direct veth pair (both measured with the same raw-socket code);
-5. P4Runtime table inserts/s: in-process core, and over gRPC (one update per Write, and
-   batches of 100);
-6. ``hbh sweep``: a 16-run sweep of paper-1router, serial vs local Ray with 2 workers, and
-   Ray's per-task overhead (tests/bench/sweep_bench.py).
+5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
+   (raw stubs, arbitration stream open, one update per Write and batches of 100:
+   ``tests/bench/p4rt_writes.py``);
+6. the soak (``tests/bench/soak.py``, ``--soak-minutes``, 10 by default): mixed load for minutes,
+   RSS/fds/threads, forwarding gaps (also around one 10,000-update Write), reconnects, errors;
+7. the simulator on paper-5router (tests/bench/sim_bench.py), the netns backend
+   (tests/bench/netns_bench.py) and ``hbh sweep`` serial vs Ray (tests/bench/sweep_bench.py).
 
 Parts 3-5 (gRPC) need root and network namespaces; without them those rows say why they were
 skipped.
@@ -56,6 +59,7 @@ class Row:
 @dataclass
 class Report:
     sections: dict[str, list[Row]] = field(default_factory=dict)
+    load_start: float = field(default_factory=lambda: os.getloadavg()[0])
 
     def add(self, section: str, what: str, value: str, note: str = "") -> None:
         self.sections.setdefault(section, []).append(Row(what, value, note))
@@ -315,20 +319,26 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
             f"{entries / dt:,.0f} /s", f"{entries} ipv4_lpm entries")
     if not grpc_ok:
         return
-    for batch in (1, 100):
-        topo, sw_proc, gctl = _start(tmp, cpu=None)
-        try:
-            ups = entry_updates(gctl.names)
-            t = time.perf_counter()
-            for i in range(0, entries, batch):
-                gctl.write(*ups[i:i + batch])
-            dt = time.perf_counter() - t
-        finally:
-            gctl.close()
-            sw_proc.stop()
-            topo.close()
+    from tests.bench.p4rt_writes import run_against_new_switch
+
+    rates = run_against_new_switch(entries, rounds=3)
+    for batch, rate in rates.median.items():
+        rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
         rep.add("P4Runtime", f"table inserts/s over gRPC, {batch} update(s) per Write",
-                f"{entries / dt:,.0f} /s", f"{entries} ipv4_lpm entries")
+                f"{rate:,.0f} /s", f"{entries} ipv4_lpm entries; raw p4runtime stubs, arbitration stream open; "
+                f"median of 3 alternated rounds ({rounds}) (tests/bench/p4rt_writes.py)")
+
+
+def bench_soak(rep: Report, minutes: float) -> None:
+    from tests.bench.soak import report_rows, run
+
+    section = f"soak ({minutes:g} min, tests/bench/soak.py)"
+    try:
+        rows = report_rows(run(minutes))
+    except Exception as exc:  # noqa: BLE001 - the other figures are still written
+        rows = [("soak", "FAILED", f"{type(exc).__name__}: {str(exc)[:300]}")]
+    for what, value, note in rows:
+        rep.add(section, what, value, note)
 
 
 # ---- the document --------------------------------------------------------------------------------
@@ -346,16 +356,23 @@ def machine() -> str:
             f"Python {platform.python_version()} ({platform.python_implementation()})")
 
 
+def _cell(text: str) -> str:
+    """One markdown table cell: no line breaks, no column separators."""
+    return " ".join(str(text).split()).replace("|", "/")
+
+
 def write(rep: Report, out: Path, command: str, seed: int) -> None:
     lines = ["# p4switch performance", "",
              "Measured by `tests/bench/run.py`; do not edit by hand (run `make bench` to refresh).", "",
              f"* command: `{command}`",
              f"* machine: {machine()}",
              f"* seed: {seed}",
+             f"* load average (1 min) at start / end: {rep.load_start:.1f} / {os.getloadavg()[0]:.1f} "
+             f"(on {os.cpu_count()} CPUs: above that, other processes took CPU time from these runs)",
              f"* date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}", ""]
     for section, rows in rep.sections.items():
         lines += [f"## {section}", "", "| measurement | result | details |", "|---|---:|---|"]
-        lines += [f"| {r.what} | {r.value} | {r.note} |" for r in rows]
+        lines += [f"| {_cell(r.what)} | {_cell(r.value)} | {_cell(r.note)} |" for r in rows]
         lines.append("")
     lines += ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
               "p4switch is an interpreter in Python and runs one loop thread.", ""]
@@ -369,6 +386,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="docs/performance.md")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--quick", action="store_true", help="fewer packets and shorter runs (for a smoke test)")
+    p.add_argument("--soak-minutes", type=float, default=None,
+                   help="length of the soak benchmark (10; 1 with --quick; 0 skips it)")
     args = p.parse_args(argv)
     command = "python -m tests.bench.run " + " ".join(sys.argv[1:] if argv is None else argv)
     rep = Report()
@@ -393,6 +412,13 @@ def main(argv: list[str] | None = None) -> int:
             bench_max_rate_1router(rep, tmp, 10 if args.quick else 20, (1, 2) if args.quick else (1, 2, 4, 8, 16, 32))
         else:
             rep.add("netns backend", "CPU of a paper-5router run, highest paper-1router rate", "skipped", reason)
+        soak = args.soak_minutes if args.soak_minutes is not None else (1.0 if args.quick else 10.0)
+        if soak < 0:
+            p.error(f"--soak-minutes {soak} must be >= 0")
+        if soak and reason is None:
+            bench_soak(rep, soak)
+        elif soak:
+            rep.add("soak", "soak benchmark", "skipped", reason)
     from tests.bench.sweep_bench import bench_sweep
 
     bench_sweep(rep, "2s" if args.quick else "10s", 100 if args.quick else 1000)

@@ -253,7 +253,7 @@ def test_pipeline_config_actions_and_cookie():
     assert device.loads == loads
     req = pb.SetForwardingPipelineConfigRequest(device_id=1, action=pb.SetForwardingPipelineConfigRequest.COMMIT)
     req.election_id.low = 10
-    raises_code(Code.NOT_FOUND, core.set_forwarding_pipeline_config, req)
+    raises_code(Code.FAILED_PRECONDITION, core.set_forwarding_pipeline_config, req)  # nothing saved
     raises_code(Code.UNIMPLEMENTED, c.set_pipeline, p4info, action=pb.SetForwardingPipelineConfigRequest.RECONCILE_AND_COMMIT)
     broken = pb.SetForwardingPipelineConfigRequest()
     broken.config.p4info.CopyFrom(p4info)
@@ -303,3 +303,27 @@ def test_idle_timeout_rules_and_time_since_last_hit():
     assert got.table_entry.HasField("time_since_last_hit")
     (plain,) = c.read(pb.Entity(table_entry=pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])))
     assert not plain.table_entry.HasField("time_since_last_hit") and not plain.table_entry.HasField("counter_data")
+
+
+def test_a_large_failing_batch_has_one_short_error_per_update():
+    """10,000 failing updates: every one gets its code, the details stay small (no update
+    repeats its entry at length), so grpc-status-details-bin stays within reach of a client."""
+    from google.protobuf import any_pb2
+    from google.rpc import status_pb2
+
+    core, device, c, _, ids = setup_core()
+    entries = [lpm_entry(ids, 0x0A000000 | (i << 8), 24, 1, dmac=0xAABBCCDDEEFF) for i in range(10_000)]
+    bad = [insert(table_entry=e) for e in entries]
+    for u in bad:
+        u.entity.table_entry.action.action.params[0].value = b"\x7f\xff"  # port too wide for bit<9>
+    err = raises_code(Code.UNKNOWN, c.write, *bad)
+    assert error_codes(err) == [Code.INVALID_ARGUMENT] * 10_000
+    status = status_pb2.Status(code=2, message=err.message)
+    for d in err.details:
+        packed = any_pb2.Any()
+        packed.Pack(d)
+        status.details.append(packed)
+    per_update = len(status.SerializeToString()) / 10_000
+    assert per_update < 64  # the type URL alone is 31 bytes
+    assert all(len(d.message) <= 160 for d in err.details)
+    assert err.details[0].message  # the first failures still say why

@@ -103,3 +103,19 @@ def test_writer_output_reads_back_in_tcpdump(tmp_path: Path) -> None:
     lines = [line for line in out.stdout.splitlines() if not line.startswith("\t")]  # hex dumps follow
     assert len(lines) == len(frames())
     assert all("02:00:00:00:00:01 > 02:00:00:00:00:02" in line and "0x88b5" in line for line in lines)
+
+
+def test_switch_creates_every_ports_capture_files_at_start(tmp_path):
+    """Like BMv2's --pcap: a port that never sees a frame still has its (empty) captures."""
+    from p4switch.sched import VirtualScheduler
+    from p4switch.switch import Switch, SwitchOptions
+
+    sw = Switch(VirtualScheduler(), SwitchOptions(pcap_dir=str(tmp_path), grpc_addr=None, thrift_port=None))
+    sw.add_link_port(1, "p1")
+    sw.add_link_port(2, "p2")
+    for name in ("p1", "p2"):
+        for direction in ("in", "out"):
+            path = tmp_path / f"{name}_{direction}.pcap"
+            assert path.exists()
+            assert read_pcap(path) == []
+    sw.close()

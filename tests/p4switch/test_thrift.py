@@ -88,8 +88,17 @@ def test_cli_unsupported_calls_are_reported_and_cli_keeps_going(switch: Switch) 
     assert "Invalid device manager operation (ERROR)" in r.stdout
     assert switch.on_loop(switch.tm.queue_depth_limit, 4) == 20
 
-    r = switch.cli("mirroring_add 1 2\n")
-    assert "mirroring_session_add is not supported by p4switch" in r.stdout + r.stderr
+    r = switch.cli("mirroring_add 1 2\nset_queue_depth 21 4\n")
+    assert "Invalid mirroring operation (SESSION_NOT_FOUND)" in r.stdout  # one line, no traceback
+    assert "Traceback" not in r.stderr
+    assert switch.on_loop(switch.tm.queue_depth_limit, 4) == 21  # the CLI kept going
+
+
+def test_queue_calls_on_the_drop_port_are_refused(switch: Switch) -> None:
+    for cmd in ("set_queue_rate 100 511\n", "set_queue_depth 10 511\n"):
+        r = switch.cli(cmd)
+        assert "port 511 is the drop port" in r.stdout + r.stderr
+    assert switch.on_loop(switch.tm.queue_rate, 511) == 0
 
 
 def test_cli_reads_switch_clock(switch: Switch) -> None:

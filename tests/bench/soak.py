@@ -1,0 +1,330 @@
+"""Soak benchmark: p4switch under mixed load for minutes; does it leak or stall?
+
+    python -m tests.bench.soak [--minutes 10] [--load 0.8]
+
+Why: the failures of issue 9 showed up only under use as a user's (several controllers, a
+controller that dies, a large batch during traffic). This runs ``p4src/alinea.p4`` between two
+namespaces and, for ``--minutes``: UDP traffic h1 -> h2 at ``--load`` times the forwarding
+capacity measured first (a short overload run), a controller process that writes and deletes
+entries, reads the table and sends PacketOuts (some come back as PacketIns), SIGKILLed and
+restarted with the same election id every minute. Reported: the switch process's RSS, open file
+descriptors and threads at the start, after the first minute and at the end; the longest gap
+between two forwarded frames at the receiver (and the sender's own longest pause, which bounds
+what the switch can be blamed for); frames lost; every reconnect's time to primary; errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from google.protobuf import text_format
+
+ROOT = Path(__file__).resolve().parents[2]
+DPORT = 47001
+
+SENDER = textwrap.dedent("""
+    import json, socket, sys, time
+    ifname, hexframe, rate, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
+    frame = bytearray.fromhex(hexframe)
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+    s.bind((ifname, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
+    n, t0 = 0, time.monotonic()
+    last, pause = t0, 0.0
+    while True:
+        now = time.monotonic()
+        pause, last = max(pause, now - last), now
+        if now - t0 >= seconds:
+            break
+        due = int((now - t0) * rate)
+        burst = 0
+        while n < due and burst < 256:
+            frame[-8:] = n.to_bytes(8, "big")
+            try:
+                s.send(frame)
+            except BlockingIOError:
+                break
+            n += 1
+            burst += 1
+        if n >= due:
+            time.sleep(0.0002)
+    print(json.dumps({"sent": n, "sender_max_pause_s": pause}))
+""")
+
+RECEIVER = textwrap.dedent("""
+    import json, socket, sys, time
+    ifname, dport, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+    s.bind((ifname, 0))
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 23)
+    s.settimeout(0.2)
+    got, outs, first, last, gap, over, seqs = 0, 0, None, None, 0.0, 0, set()
+    end = time.monotonic() + seconds
+    print("ready", flush=True)
+    while time.monotonic() < end:
+        try:
+            data = s.recv(2048)
+        except TimeoutError:
+            continue
+        now = time.monotonic()
+        if len(data) < 42 or data[12:14] != b"\\x08\\x00" or data[23] != 17:
+            continue
+        port = int.from_bytes(data[36:38], "big")
+        if port == dport + 1:
+            outs += 1
+            continue
+        if port != dport:
+            continue
+        got += 1
+        if last is not None:
+            g = now - last
+            gap = max(gap, g)
+            over += g > 0.020
+        else:
+            first = now
+        last = now
+    print(json.dumps({"received": got, "packet_outs_received": outs, "max_gap_s": gap, "gaps_over_20ms": over}))
+""")
+
+
+@dataclass
+class ProcStats:
+    rss_kib: int
+    fds: int
+    threads: int
+
+
+def proc_stats(pid: int) -> ProcStats:
+    """RSS, open fds and threads of a process, from /proc."""
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    fields = {line.split(":")[0]: line.split(":")[1].strip() for line in status if ":" in line}
+    return ProcStats(int(fields["VmRSS"].split()[0]), len(os.listdir(f"/proc/{pid}/fd")), int(fields["Threads"]))
+
+
+@dataclass
+class SoakResult:
+    minutes: float
+    capacity_pps: float
+    rate_pps: float
+    stats: dict[str, ProcStats] = field(default_factory=dict)
+    sender: dict = field(default_factory=dict)
+    receiver: dict = field(default_factory=dict)
+    reconnect_s: list[float] = field(default_factory=list)
+    controller: dict = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    batch: dict = field(default_factory=dict)
+
+    def verdicts(self) -> dict[str, bool]:
+        """The done-criteria of issue 9's soak."""
+        s1, end = self.stats.get("after 1 min"), self.stats.get("end")
+        start = self.stats.get("start")
+        ok: dict[str, bool] = {}
+        if s1 and end:
+            ok["RSS within 10 % of its value after the first minute"] = abs(end.rss_kib - s1.rss_kib) <= 0.1 * s1.rss_kib
+            ok["no fd or thread growth"] = end.fds <= s1.fds and end.threads <= s1.threads
+        elif start and end:
+            ok["no fd or thread growth"] = end.fds <= start.fds and end.threads <= start.threads
+        ok["no forwarding gap above 20 ms"] = self.receiver.get("gaps_over_20ms", 1) == 0
+        ok["every reconnect accepted within 1 s"] = bool(self.reconnect_s) and max(self.reconnect_s) < 1.0
+        return ok
+
+
+def _ns_python(ns: str, script: str, *args: str) -> subprocess.Popen:
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", script, *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def _capacity(topo, frame: bytes, seconds: float, ctl) -> float:  # noqa: ANN001
+    from tests.bench.run import BLASTER
+
+    tx0 = ctl.read_counter("MyEgress.tx", 2)[0]
+    subprocess.run(["ip", "netns", "exec", topo.hosts["h1"].name, sys.executable, "-c", BLASTER, "eth0",
+                    frame.hex(), str(seconds)], capture_output=True, text=True, timeout=seconds + 30, check=True)
+    time.sleep(0.5)
+    return (ctl.read_counter("MyEgress.tx", 2)[0] - tx0) / seconds
+
+
+def batch_gap(topo, addr: str, p4info, frame: bytes, rate: float) -> dict:  # noqa: ANN001
+    """Traffic for 10 s; 2 s in, one Write of 10,000 updates (MODIFYs of 1,000 entries, ten
+    times each). Returns the receiver's figures and the Write's duration."""
+    from p4.v1 import p4runtime_pb2 as pb
+
+    from tests.bench.p4rt_writes import RawController, lpm_updates
+
+    ctl = RawController(addr, election_low=5, timeout=300)  # a loaded machine makes the batch slow
+    try:
+        inserts = lpm_updates(p4info, pb.Update.INSERT, 1000, first_octet=13)
+        for i in range(0, 1000, 100):
+            ctl.write(inserts[i:i + 100])
+        modifies = lpm_updates(p4info, pb.Update.MODIFY, 1000, first_octet=13) * 10
+        rx = _ns_python(topo.hosts["h2"].name, RECEIVER, "eth0", str(DPORT), "11")
+        rx.stdout.readline()
+        tx = _ns_python(topo.hosts["h1"].name, SENDER, "eth0", frame.hex(), str(rate), "10")
+        time.sleep(2)
+        t = time.monotonic()
+        ctl.write(modifies)
+        write_s = time.monotonic() - t
+        out = json.loads(rx.communicate(timeout=60)[0].strip().splitlines()[-1])
+        out.update(json.loads(tx.communicate(timeout=60)[0].strip().splitlines()[-1]))
+        ctl.write(lpm_updates(p4info, pb.Update.DELETE, 1000, first_octet=13))
+    finally:
+        ctl.close()
+    out["write_s"] = write_s
+    return out
+
+
+class Controllers:
+    """Runs soak_controller processes one after another, each SIGKILLed after ``period`` s."""
+
+    def __init__(self, addr: str, info_path: str, period: float, total: float) -> None:
+        self.addr, self.info_path, self.period, self.total = addr, info_path, period, total
+        self.reconnect_s: list[float] = []
+        self.totals: dict[str, int] = {}
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._run, daemon=True, name="soak-controllers")
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def join(self) -> None:
+        self._thread.join(self.total + 60)
+
+    def _run(self) -> None:
+        end = time.monotonic() + self.total
+        while time.monotonic() < end - 1:
+            life = min(self.period, end - time.monotonic())
+            self._one(life)
+
+    def _one(self, life: float) -> None:
+        env = dict(os.environ, PYTHONPATH=str(ROOT))
+        proc = subprocess.Popen([sys.executable, "-m", "tests.bench.soak_controller", self.addr, self.info_path, "10",
+                                 str(life + 30)], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
+        lines: list[str] = []
+        reader = threading.Thread(target=lambda: lines.extend(proc.stdout), daemon=True)
+        reader.start()
+        time.sleep(life)
+        proc.send_signal(signal.SIGKILL)  # the controller dies without a word
+        proc.wait(10)
+        reader.join(5)
+        last: dict = {}
+        for line in lines:
+            data = json.loads(line)
+            if "primary_after_s" in data:
+                self.reconnect_s.append(data["primary_after_s"])
+            else:
+                last = data
+        if not any("primary_after_s" in line for line in lines):
+            self.errors.append(f"a controller never became primary: {proc.stderr.read()[-300:]}")
+        for key, value in last.items():
+            if isinstance(value, int):
+                self.totals[key] = self.totals.get(key, 0) + value
+            elif key == "last_error":
+                self.errors.append(value)
+
+
+def run(minutes: float, load: float = 0.8, log: bool = True) -> SoakResult:
+    from tests.bench.run import ALINEA, _frame, _start
+    from tests.switch.simnet import program
+
+    with tempfile.TemporaryDirectory(prefix="p4soak") as tmpdir:
+        tmp = Path(tmpdir)
+        topo, sw, ctl = _start(tmp, cpu=None)
+        try:
+            frame = bytearray(_frame(topo, size=26))
+            probe = bytearray(frame)
+            probe[36:38] = (DPORT + 4).to_bytes(2, "big")  # frames still queued from it are not counted
+            capacity = _capacity(topo, bytes(probe), 3.0, ctl)
+            ctl.close()
+            rate = load * capacity
+            seconds = minutes * 60
+            res = SoakResult(minutes, capacity, rate)
+            info_path = tmp / "p4info.txt"
+            info_path.write_text(text_format.MessageToString(program(str(ALINEA)).p4info))
+            res.batch = batch_gap(topo, sw.grpc_addr, program(str(ALINEA)).p4info, bytes(frame), rate)
+            if log:
+                print(f"soak: 10,000-update Write during traffic: {res.batch}", flush=True)
+            res.stats["start"] = proc_stats(sw.proc.pid)
+            rx = _ns_python(topo.hosts["h2"].name, RECEIVER, "eth0", str(DPORT), str(seconds + 3))
+            rx.stdout.readline()  # "ready"
+            tx = _ns_python(topo.hosts["h1"].name, SENDER, "eth0", bytes(frame).hex(), str(rate), str(seconds))
+            ctls = Controllers(sw.grpc_addr, str(info_path), 60.0, seconds)
+            ctls.start()
+            t0 = time.monotonic()
+            if minutes >= 1:
+                time.sleep(max(0.0, 60 - (time.monotonic() - t0)))
+                res.stats["after 1 min"] = proc_stats(sw.proc.pid)
+                if log:
+                    print(f"soak: after 1 min {res.stats['after 1 min']}", flush=True)
+            res.sender = json.loads(tx.communicate(timeout=seconds + 120)[0].strip().splitlines()[-1])
+            res.receiver = json.loads(rx.communicate(timeout=60)[0].strip().splitlines()[-1])
+            ctls.join()
+            res.stats["end"] = proc_stats(sw.proc.pid)
+            res.reconnect_s, res.controller, res.errors = ctls.reconnect_s, ctls.totals, ctls.errors
+        finally:
+            sw.stop()
+            topo.close()
+    return res
+
+
+def report_rows(res: SoakResult) -> list[tuple[str, str, str]]:
+    """(what, value, details) rows for docs/performance.md."""
+    rows = []
+    for when, st in res.stats.items():
+        rows.append((f"switch process at {when}", f"{st.rss_kib / 1024:,.1f} MiB RSS",
+                     f"{st.fds} open fds, {st.threads} threads"))
+    rx, tx = res.receiver, res.sender
+    lost = tx.get("sent", 0) - rx.get("received", 0)
+    rows.append(("traffic h1 -> h2", f"{res.rate_pps:,.0f} pkts/s offered",
+                 f"{res.rate_pps / res.capacity_pps:.0%} of the {res.capacity_pps:,.0f} pkts/s measured first; sent "
+                 f"{tx.get('sent', 0):,}, received {rx.get('received', 0):,} (lost {lost:,})"))
+    rows.append(("longest forwarding gap at the receiver", f"{rx.get('max_gap_s', 0) * 1e3:,.1f} ms",
+                 f"{rx.get('gaps_over_20ms', 0)} gaps over 20 ms; the sender's own longest pause "
+                 f"{tx.get('sender_max_pause_s', 0) * 1e3:,.1f} ms"))
+    b = res.batch
+    if b:
+        rows.append(("longest forwarding gap around one 10,000-update Write", f"{b['max_gap_s'] * 1e3:,.1f} ms",
+                     f"10 s of traffic at the same rate, the Write ({b['write_s']:.2f} s) 2 s in; "
+                     f"{b['gaps_over_20ms']} gaps over 20 ms; sender's longest pause "
+                     f"{b['sender_max_pause_s'] * 1e3:,.1f} ms; sent {b['sent']:,}, received {b['received']:,}"))
+    rec = res.reconnect_s
+    rows.append(("controller SIGKILLed and reconnected every minute (same election id)",
+                 f"{max(rec) * 1e3:,.0f} ms worst" if rec else "none",
+                 f"{len(rec)} connections accepted as primary; median {sorted(rec)[len(rec) // 2] * 1e3:,.0f} ms"
+                 if rec else "no controller became primary"))
+    c = res.controller
+    rows.append(("controller work", f"{c.get('writes', 0):,} Writes",
+                 f"{c.get('reads', 0):,} Reads, {c.get('packet_outs', 0):,} PacketOuts, "
+                 f"{c.get('packet_ins', 0):,} PacketIns, {rx.get('packet_outs_received', 0):,} PacketOuts seen at h2"))
+    errs = "; ".join(sorted(set(res.errors)))[:300]
+    rows.append(("errors", f"{c.get('errors', 0) + len(res.errors):,}", errs or "none"))
+    for what, ok in res.verdicts().items():
+        rows.append((f"done: {what}", "yes" if ok else "NO", ""))
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.bench.soak", description=__doc__.splitlines()[0])
+    p.add_argument("--minutes", type=float, default=10.0)
+    p.add_argument("--load", type=float, default=0.8, help="fraction of the measured forwarding capacity")
+    args = p.parse_args(argv)
+    if args.minutes <= 0 or not 0 < args.load <= 1:
+        p.error(f"--minutes {args.minutes} must be > 0 and --load {args.load} in (0, 1]")
+    for what, value, note in report_rows(run(args.minutes, args.load)):
+        print(f"{what}: {value} {note}".rstrip())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,103 @@
+"""One controller of the soak benchmark, run as its own process so that it can be SIGKILLed.
+
+    python -m tests.bench.soak_controller ADDR P4INFO_TXT ELECTION_LOW SECONDS
+
+It becomes primary (printing how long that took), then loops until killed or SECONDS pass:
+inserts 50 ipv4_lpm entries (one Write), reads the table, deletes them (one Write), sends
+20 PacketOuts to the CPU port (alinea.p4 sends them back: PacketIns) and 5 out of port 2.
+Every second it prints a JSON line with its cumulative counts, so the parent knows what it
+did even after a SIGKILL.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import sys
+import time
+from pathlib import Path
+
+from google.protobuf import text_format
+from p4.config.v1 import p4info_pb2
+from p4.v1 import p4runtime_pb2 as pb
+
+from tests.bench.p4rt_writes import RawController, lpm_updates
+
+SOAK_DPORT_OUT = 47002  # UDP destination port of the PacketOuts sent out of port 2
+
+
+def packet_out(names_cpm: p4info_pb2.ControllerPacketMetadata, port: int, payload: bytes) -> pb.StreamMessageRequest:
+    msg = pb.StreamMessageRequest()
+    msg.packet.payload = payload
+    for md in names_cpm.metadata:
+        value = port if md.name == "egress_port" else 0
+        msg.packet.metadata.add(metadata_id=md.id, value=value.to_bytes(max(1, (md.bitwidth + 7) // 8), "big"))
+    return msg
+
+
+def frame(dport: int) -> bytes:
+    udp = (40000).to_bytes(2, "big") + dport.to_bytes(2, "big") + (8 + 18).to_bytes(2, "big") + bytes(2) + bytes(18)
+    ip = bytearray([0x45, 0, 0, 20 + len(udp), 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 1, 1, 10, 0, 2, 1])
+    total = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")  # alinea.p4 drops a bad header checksum
+    return bytes.fromhex("020000000002020000000102") + b"\x08\x00" + ip + udp
+
+
+def main() -> None:
+    addr, info_path, low, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+    p4info = text_format.Parse(Path(info_path).read_text(), p4info_pb2.P4Info())
+    t0 = time.monotonic()
+    ctl = RawController(addr, election_low=low, timeout=5)
+    print(json.dumps({"primary_after_s": time.monotonic() - t0}), flush=True)
+    cpm = next(c for c in p4info.controller_packet_metadata if c.preamble.name == "packet_out")
+    inserts = lpm_updates(p4info, pb.Update.INSERT, 50, first_octet=12)
+    deletes = lpm_updates(p4info, pb.Update.DELETE, 50, first_octet=12)
+    table_id = next(t.preamble.id for t in p4info.tables if t.preamble.name == "MyIngress.ipv4_lpm")
+    to_cpu = packet_out(cpm, 255, b"\x00\x00" + frame(47003))
+    to_h2 = packet_out(cpm, 2, frame(SOAK_DPORT_OUT))
+    counts = {"writes": 0, "reads": 0, "packet_outs": 0, "packet_ins": 0, "errors": 0}
+    last_report = time.monotonic()
+    end = t0 + seconds
+    # the controller killed before us may have left its entries: start clean (NOT_FOUND for the others)
+    with contextlib.suppress(Exception):
+        ctl.write(deletes)
+    while time.monotonic() < end:
+        for step in ("insert", "read", "delete"):
+            try:
+                if step == "read":
+                    req = pb.ReadRequest(device_id=0)
+                    req.entities.add().table_entry.table_id = table_id
+                    for _ in ctl.stub.Read(req, timeout=5):
+                        pass
+                    counts["reads"] += 1
+                else:
+                    ctl.write(inserts if step == "insert" else deletes)
+                    counts["writes"] += 1
+            except Exception as exc:  # noqa: BLE001 - counted and reported, the soak goes on
+                counts["errors"] += 1
+                counts["last_error"] = f"{step}: {type(exc).__name__}: {' '.join(str(exc).split())[:200]}"
+        for _ in range(20):
+            ctl.send(to_cpu)
+        for _ in range(5):
+            ctl.send(to_h2)
+        counts["packet_outs"] += 25
+        while not ctl.received.empty():
+            msg = ctl.received.get_nowait()
+            kind = msg.WhichOneof("update")
+            if kind == "packet":
+                counts["packet_ins"] += 1
+            elif kind == "error":
+                counts["errors"] += 1
+                counts["last_error"] = msg.error.message[:200]
+        time.sleep(0.05)
+        if time.monotonic() - last_report >= 1.0:
+            print(json.dumps(counts), flush=True)
+            last_report = time.monotonic()
+    print(json.dumps(counts), flush=True)
+    ctl.close()
+
+
+if __name__ == "__main__":
+    main()
