@@ -36,7 +36,7 @@ from p4switch.ports import PacketSocketPort
 from p4switch.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.record import BufferSample, Recorder
-from topo.simnet import SAMPLE_NS, SimHostNode
+from topo.simnet import SAMPLE_NS, SimHostNode, cvihis_params, new_counts, source_offset
 
 __all__ = ["main", "RunClock", "HostUplink"]
 
@@ -73,8 +73,13 @@ class HostUplink:
         self.clock = clock
         self.port = port
         self.tx = Transmitter(model)
+        self.model = model
         self.delay_ns = model.delay_ns
         self.sent_bytes = 0
+
+    def backlog_ns(self, _endpoint: Any, now_ns: int) -> int:
+        """How long frames already handed over still occupy the uplink (the host's NIC queue)."""
+        return max(0, self.tx.free_at_ns - now_ns)
 
     def send(self, _endpoint: Any, frame: bytes) -> int:
         _start, end = self.tx.transmit(self.clock.now_ns(), len(frame))
@@ -92,7 +97,13 @@ class _HostNet:
         self.sched = clock
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
-        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0}
+        self.counts: dict[str, int] = new_counts()
+
+    def cvihis_params(self, f: Any) -> Any:
+        return cvihis_params(self.topo, f)
+
+    def offset_of_flow(self, fid: int) -> int:
+        return source_offset(self.topo, fid)
 
 
 class NetnsHost:

@@ -77,6 +77,26 @@ def read_drop_counters(client: Any, ports: list[int]) -> list[tuple[str, int, in
     return out
 
 
+def cvihis_params(topo: Topology, f: Flow) -> CvihisParams:
+    """A CVIHIS flow's parameters: the defaults, its packet size, at most its first link's rate
+    (or its r_max)."""
+    cap = min(f.r_max_bps or math.inf, topo.link_between(f.path[0], f.path[1]).rate_bps)
+    base = CvihisParams()
+    return dataclasses.replace(base, packet_size_bytes=f.packet_size, max_rate_bps=cap,
+                               initial_rate_bps=min(base.initial_rate_bps, cap),
+                               min_rate_bps=min(base.min_rate_bps, cap))
+
+
+def source_offset(topo: Topology, fid: int) -> int:
+    """The clock offset of flow ``fid``'s source (timestamps in records are in true time)."""
+    return topo.nodes[topo.flows[fid - 1].src].clock_offset_ns
+
+
+def new_counts() -> dict[str, int]:
+    """The event counters a host or a network keeps (both backends)."""
+    return {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0, "bad_feedback": 0}
+
+
 class SimHostNode:
     """An end host on one link: ALINEA or fixed senders, a receiver with its buffer and reports."""
 
@@ -281,25 +301,17 @@ class SimNetwork:
         self.program = program or alinea_program()
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
-        self.counts: dict[str, int] = {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0,
-                                       "bad_feedback": 0}
+        self.counts: dict[str, int] = new_counts()
         self.switches: dict[str, _SwitchNode] = {}
         self.hosts: dict[str, SimHostNode] = {}
         self.links: dict[tuple[str, str], InMemoryLink] = {}
         self._ends: dict[tuple[str, str], Any] = {}
 
     def cvihis_params(self, f: Flow) -> CvihisParams:
-        """A CVIHIS flow's parameters: the defaults, its packet size, at most its first link's rate
-        (or its r_max)."""
-        cap = min(f.r_max_bps or math.inf, self.topo.link_between(f.path[0], f.path[1]).rate_bps)
-        base = CvihisParams()
-        return dataclasses.replace(base, packet_size_bytes=f.packet_size, max_rate_bps=cap,
-                                   initial_rate_bps=min(base.initial_rate_bps, cap),
-                                   min_rate_bps=min(base.min_rate_bps, cap))
+        return cvihis_params(self.topo, f)
 
     def offset_of_flow(self, fid: int) -> int:
-        """The clock offset of a flow's source (timestamps in records are in true time)."""
-        return self.topo.nodes[self.topo.flows[fid - 1].src].clock_offset_ns
+        return source_offset(self.topo, fid)
 
     # ---- construction ------------------------------------------------------------------------------
     def build(self) -> SimNetwork:
