@@ -102,13 +102,15 @@ class Comparison:
 
 def compare(topology: str, controls: str, seeds: str, duration: str, out: Path, *, backend: str = "sim",
             serial: bool = False, jobs: int | None = None, progress: bool = False, plots: bool = True,
-            command: str = "") -> Comparison:
+            command: str = "", sets: list[str] | None = None) -> Comparison:
     """Run every control for every seed through the sweep library; write report.md and figures."""
     from topo.sweep.run import plan_sweep, run_sweep
     from topo.sweep.store import Store
 
     chosen = _controls(controls)
-    sweep = plan_sweep(topology, [], ",".join(chosen), seeds, duration)
+    sweep = plan_sweep(topology, list(sets or []), ",".join(chosen), seeds, duration)
+    if any(len(s.values) != 1 for s in sweep.settings):
+        raise CompareError("--set: a comparison takes one value per setting (sweep several with hbh sweep)")
     _check_backend(sweep, backend)
     result = run_sweep(sweep, out, serial=serial, jobs=jobs, progress=progress, plots=False,
                        command=command or "hbh compare")
@@ -173,6 +175,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "DIR/compare_*.png overlaying the controls.")
     p.add_argument("topology", help="topology file, e.g. topo/paper-5router.yaml")
     p.add_argument("--controls", default=DEFAULT_CONTROLS, help=f"comma list (default {DEFAULT_CONTROLS})")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
+                   help="change the topology as hbh sweep's --set does, one value each (e.g. a row of "
+                        "topo/cvihis-two-bottleneck.yaml; docs/topologies.md); repeatable")
     p.add_argument("--backend", default="sim", help="sim (virtual time) or netns (when available)")
     p.add_argument("--seeds", default="1", help="seeds: N, N-M or a comma list (default 1)")
     p.add_argument("--duration", default="60s", help="virtual time of each run (default 60s)")
@@ -185,7 +190,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _main(args: argparse.Namespace) -> int:
-    command = " ".join(shlex.quote(w) for w in ["hbh", "compare", args.topology, "--controls", args.controls,
+    sets = [w for s in args.sets for w in ("--set", s)]
+    command = " ".join(shlex.quote(w) for w in ["hbh", "compare", args.topology, *sets, "--controls", args.controls,
                                                   "--backend", args.backend, "--seeds", args.seeds,
                                                   "--duration", args.duration, "--out", args.out])
     try:
@@ -193,7 +199,8 @@ def _main(args: argparse.Namespace) -> int:
             raise CompareError(f"--jobs {args.jobs}: must be >= 1")
         result = compare(args.topology, args.controls, args.seeds, args.duration, Path(args.out),
                          backend=args.backend, serial=args.serial, jobs=args.jobs,
-                         progress=not args.no_progress, plots=not args.no_plots, command=command)
+                         progress=not args.no_progress, plots=not args.no_plots, command=command,
+                         sets=args.sets)
     except (CompareError, SweepError, TopologyError) as exc:
         print(f"hbh compare: {exc}", file=sys.stderr)
         return 2

@@ -24,6 +24,8 @@ DROP = str(ROOT / "topo" / "capacity-drop.yaml")
     (["--seeds", "x"], "--seeds"),
     (["--duration=-3s"], "--duration"),
     (["--backend", "carrier-pigeon"], "--backend carrier-pigeon"),
+    (["--set", "link[R1-R2].rate=1Mbps,2Mbps"], "one value per setting"),
+    (["--set", "link[R1-R9].rate=1Mbps"], "R9"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, args: list[str], needle: str) -> None:
     assert main(["compare", P5, "--out", str(tmp_path / "o"), "--serial", *args]) == 2
