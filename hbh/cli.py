@@ -17,6 +17,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "p4switch.frontend.cli",
     "topo.runner",
     "topo.sweep.cli",
+    "topo.compare",
     "controlplane.params_cli",
     "topo.live",
     "hbh.demo",

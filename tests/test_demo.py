@@ -16,7 +16,8 @@ def test_demo_prints_the_summary_beside_the_paper(tmp_path: Path, capsys) -> Non
     assert main(["demo", "--duration", "4s", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Chen et al. report" in out and "no packet loss" in out and "R1<-H1" in out
-    for name in ("laws.csv", "summary.json", "occupancy.png", "rates.png"):
+    assert "cvihis-rtm" in out and "cvihis-blm" in out and "Jain's index" in out
+    for name in ("report.md", "runs.csv", "compare_occupancy.png", "compare_rates.png", "compare_delay.png"):
         assert (tmp_path / name).stat().st_size > 0
 
 

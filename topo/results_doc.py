@@ -70,7 +70,10 @@ def main(argv: list[str] | None = None) -> int:
             (figures / f"{name}-{png}.png").write_bytes((raw / name / f"{png}.png").read_bytes())
         runs[name] = {"title": title, "summary": result.summary, "topo": topo}
         print(f"  {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
-    Path(args.out).write_text(render(runs, figures, Path(args.out).parent))
+    from topo.results_compare import sections
+
+    text = render(runs, figures, Path(args.out).parent) + "\n".join(sections(raw)) + "\n"
+    Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
                                                    sort_keys=True))
     print(f"wrote {args.out} and {figures}/", file=sys.stderr)

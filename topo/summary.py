@@ -20,6 +20,15 @@ Definitions (docs/results.md repeats them next to the results):
   that feeds u) first falls ``REACTION_DROP`` below its value at the event, also in report
   intervals; **recovery** -- the time until u's buffer is back within ``BAND`` points of its
   target and stays there.
+* **source reaction** (end-to-end controls, where no hop sets a rate) -- the time until the
+  sending rate of the flows that cross the shrunken link, summed at their SOURCES over
+  ``SERIES_BIN_NS`` bins, first falls ``REACTION_DROP`` below its mean over the second before
+  the event.
+* **rate CV** of a flow -- standard deviation / mean of its receive rate in ``SERIES_BIN_NS``
+  bins over the second half (0: perfectly steady).
+* **series** -- per ``SERIES_BIN_NS`` bin: each flow's send and receive rate and mean one-way
+  delay, each buffer's last reported occupancy; small enough to keep in a sweep's results,
+  so ``hbh compare`` can overlay controls without keeping whole recordings.
 """
 
 from __future__ import annotations
@@ -31,10 +40,11 @@ from typing import Any
 from topo.model import Topology
 from topo.record import LawRow, Recorder
 
-__all__ = ["summarize", "BAND", "REACTION_DROP"]
+__all__ = ["summarize", "BAND", "REACTION_DROP", "SERIES_BIN_NS"]
 
 BAND = 0.03  # 3 percentage points
 REACTION_DROP = 0.05
+SERIES_BIN_NS = 500_000_000  # 0.5 s
 
 
 @dataclass
@@ -84,7 +94,67 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
     out["flows"] = _flows(topo, rec, half)
     out["links"] = _links(rec, half)
     out["events"] = [_reaction(topo, rec, ev, duration_ns) for ev in topo.events if ev.kind == "link_rate"]
+    out["series"] = _series(topo, rec, duration_ns)
+    for name, f in out["flows"].items():
+        f["rate_cv"] = _cv([v for t, v in zip(out["series"]["t_s"], out["series"]["flows"][name]["receive_bps"])
+                            if half.has(int(t * 1e9))])
+    for ev, result in zip([e for e in topo.events if e.kind == "link_rate"], out["events"]):
+        result["source_reaction_s"] = _source_reaction(topo, out["series"], ev)
     return out
+
+
+def _cv(values: list[float]) -> float | None:
+    mean = statistics.fmean(values) if values else 0.0
+    return round(statistics.pstdev(values) / mean, 4) if len(values) > 1 and mean > 0 else None
+
+
+def _series(topo: Topology, rec: Recorder, duration_ns: int) -> dict[str, Any]:
+    """Per-bin rates, delays and occupancies (bin ends at t_s)."""
+    n = max(1, -(-duration_ns // SERIES_BIN_NS))
+    ends = [min(duration_ns, (i + 1) * SERIES_BIN_NS) for i in range(n)]
+    flows: dict[str, Any] = {}
+    for f in topo.flows:
+        samples = [s for s in rec.flows if s.flow == f.name]
+        sent = _at_ends(samples, ends, lambda s: s.sent)
+        got = _at_ends(samples, ends, lambda s: s.received)
+        owd = _at_ends(samples, ends, lambda s: s.owd_sum_ns)
+        bits = f.packet_size * 8
+        prev = [0] + ends[:-1]
+        flows[f.name] = {
+            "send_bps": [round((b - a) * bits / ((e - p) / 1e9)) for a, b, p, e in zip([0] + sent, sent, prev, ends)],
+            "receive_bps": [round((b - a) * bits / ((e - p) / 1e9)) for a, b, p, e in zip([0] + got, got, prev, ends)],
+            "owd_ms": [round((o1 - o0) / (r1 - r0) / 1e6, 3) if r1 > r0 else None
+                       for o0, o1, r0, r1 in zip([0] + owd, owd, [0] + got, got)]}
+    buffers: dict[str, list[float | None]] = {}
+    for (u, v), rows in sorted(_law_rows(rec).items()):
+        buffers[_buffer_name(u, v)] = _at_ends(rows, ends, lambda r: round(r.fraction, 4), None)
+    return {"t_s": [e / 1e9 for e in ends], "flows": flows, "buffers": buffers}
+
+
+def _at_ends(rows: list[Any], ends: list[int], value: Any, initial: Any = 0) -> list[Any]:
+    """The value of the last row at or before each bin end (rows sorted by t_ns)."""
+    out, i, last = [], 0, initial
+    for end in ends:
+        while i < len(rows) and rows[i].t_ns <= end:
+            last = value(rows[i])
+            i += 1
+        out.append(last)
+    return out
+
+
+def _source_reaction(topo: Topology, series: dict[str, Any], ev: Any) -> float | None:
+    a, b = ev.link
+    names = [f.name for f in topo.flows if a in f.path and b in f.path]
+    if not names:
+        return None
+    t = series["t_s"]
+    total = [sum(series["flows"][n]["send_bps"][i] for n in names) for i in range(len(t))]
+    at = ev.at_ns / 1e9
+    before = [v for ts, v in zip(t, total) if at - 1.0 < ts <= at]
+    if not before or statistics.fmean(before) <= 0:
+        return None
+    rate0 = statistics.fmean(before)
+    return next((round(ts - at, 3) for ts, v in zip(t, total) if ts > at and v <= rate0 * (1 - REACTION_DROP)), None)
 
 
 def _loss(topo: Topology, rec: Recorder) -> dict[str, Any]:
@@ -236,6 +306,8 @@ def _reaction(topo: Topology, rec: Recorder, ev: Any, duration_ns: int) -> dict[
     if not before or not after:
         return result
     rate0 = before[-1].rate_bps
+    if rate0 <= 0:  # end to end: no hop sets a rate (reports are only measurements); see source_reaction_s
+        return result
     hit = next((r for r in after if r.rate_bps <= rate0 * (1 - REACTION_DROP)), None)
     interval_us = topo.ports[(u, feeder)].interval_us if (u, feeder) in topo.ports else 0
     target = _targets(topo)[(feeder, u)]

@@ -17,7 +17,7 @@ from topo.sweep.points import Base, Point
 __all__ = ["RunSpec", "run_key", "run_one"]
 
 #: Bump when what a run computes changes, so that old result files are not reused.
-RESULT_VERSION = 1
+RESULT_VERSION = 2  # 2: summaries carry series, rate_cv, source_reaction_s
 
 
 @dataclass(frozen=True)

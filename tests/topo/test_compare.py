@@ -1,0 +1,77 @@
+"""`hbh compare`: bad input refused in one line (exit 2); a short comparison writes its report;
+the paper-5router comparison shows ALINEA lossless beside CVIHIS, and each control's reaction."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hbh.cli import main
+from topo.compare import compare, jain, run_metrics
+
+ROOT = Path(__file__).resolve().parents[2]
+P5 = str(ROOT / "topo" / "paper-5router.yaml")
+DROP = str(ROOT / "topo" / "capacity-drop.yaml")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--controls", "alinea,tcp"], "unknown control 'tcp'"),
+    (["--controls", "alinea,alinea"], "named twice"),
+    (["--controls", "fixed"], "unknown control 'fixed'"),
+    (["--seeds", "5-1"], "--seeds"),
+    (["--seeds", "x"], "--seeds"),
+    (["--duration=-3s"], "--duration"),
+    (["--backend", "carrier-pigeon"], "--backend carrier-pigeon"),
+    (["--set", "link[R1-R2].rate=1Mbps,2Mbps"], "one value per setting"),
+    (["--set", "link[R1-R9].rate=1Mbps"], "R9"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, args: list[str], needle: str) -> None:
+    assert main(["compare", P5, "--out", str(tmp_path / "o"), "--serial", *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hbh compare: ") and needle in err and "\n" not in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "runs").exists()  # nothing ran
+
+
+def test_jain_index_bounds() -> None:
+    assert jain([3.0, 3.0, 3.0]) == pytest.approx(1.0)
+    assert jain([1.0, 0.0, 0.0]) == pytest.approx(1 / 3)
+    assert 1 / 3 < jain([2.0, 1.0, 1.0]) < 1.0
+    assert jain([0.0, 0.0]) is None
+
+
+def test_a_comparison_writes_a_report_with_every_control_and_resumes(tmp_path: Path) -> None:
+    c = compare(P5, "alinea,cvihis-rtm", "1-2", "2s", tmp_path, serial=True, plots=True)
+    assert c.failures == 0 and [len(c.metrics[k]) for k in c.controls] == [2, 2]
+    report = (tmp_path / "report.md").read_text()
+    assert "| loss (%) |" in report and "cvihis-rtm" in report and "seeds 1, 2" in report and "±" in report
+    for name in ("compare_occupancy.png", "compare_rates.png", "compare_delay.png"):
+        assert (tmp_path / name).stat().st_size > 0
+    runs = sorted(p.name for p in (tmp_path / "runs").iterdir())
+    again = compare(P5, "alinea,cvihis-rtm", "1-2", "2s", tmp_path, serial=True, plots=False)
+    assert sorted(p.name for p in (tmp_path / "runs").iterdir()) == runs and again.metrics == c.metrics
+
+
+def test_metrics_use_the_sources_rate_when_no_hop_regulates() -> None:
+    summary = json.loads(json.dumps({
+        "loss": {"total": 5, "data_packets_sent": 100}, "convergence_s": None,
+        "flows": {"a": {"goodput_bps": 1e6, "owd_ms": {"mean": 10, "p50": 9, "p99": 30}, "rate_cv": 0.1},
+                  "b": {"goodput_bps": 1e6, "owd_ms": {"mean": 20, "p50": 19, "p99": 40}, "rate_cv": 0.3}},
+        "links": {"R1->R2": {"utilisation": 0.9}, "H1->R1": {"utilisation": 0.2}},
+        "events": [{"reaction_s": None, "source_reaction_s": 0.5}]}))
+    m = run_metrics(summary, {"R1->R2": 2e6, "H1->R1": 10e6}, ["a", "b"])
+    assert m["loss_pct"] == pytest.approx(5.0) and m["utilisation"] == 0.9 and m["reaction_s"] == 0.5
+    assert m["owd_mean_ms"] == pytest.approx(15) and m["jain"] == pytest.approx(1.0)
+
+
+@pytest.mark.slow
+def test_paper_5router_alinea_is_lossless_beside_cvihis_and_every_control_reacts_to_the_drop(tmp_path: Path) -> None:
+    """capacity-drop = paper-5router with R3-R4 falling to 1 Mb/s at 30 s; 36 s runs, seed 1."""
+    c = compare(DROP, "alinea,cvihis-rtm,cvihis-blm", "1", "36s", tmp_path, serial=True, plots=False)
+    m = {k: v[0] for k, v in c.metrics.items()}
+    assert m["alinea"]["loss_packets"] == 0
+    assert m["cvihis-rtm"]["loss_packets"] > 0  # end to end: the drop is found by losing packets
+    for control in c.controls:
+        assert m[control]["reaction_s"] is not None and 0 < m[control]["reaction_s"] < 6
+        assert m[control]["utilisation"] is not None and m[control]["owd_p50_ms"] is not None

@@ -1,0 +1,211 @@
+"""``hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm --seeds 1-5 --out DIR``.
+
+Hop-by-hop ALINEA against end-to-end CVIHIS on the same topology and seeds. Why it is a thin
+layer over the sweep library (``topo.sweep.run``): a comparison IS a sweep whose only axis is
+the control, so it gets the same validation, resumable result files, Ray or serial execution
+and Student-t intervals; this module only adds the comparison's own metrics (Jain's index,
+loss in %, the bottleneck, end-to-end reaction times) and figures that overlay the controls.
+
+Exit codes: 0 every run finished; 1 some runs failed; 2 bad input (nothing ran).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from topo.model import CONTROLS
+from topo.schema import TopologyError
+from topo.sweep.grammar import SweepError
+
+__all__ = ["register", "compare", "run_metrics", "jain", "COMPARE_CONTROLS", "Comparison"]
+
+#: Controls a comparison accepts: the regulated ones (``fixed`` has no congestion control).
+COMPARE_CONTROLS = tuple(c for c in CONTROLS if c != "fixed")
+DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
+
+#: (metric key, label, format) in the report's order.
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("loss_packets", "loss (packets)", "{:.0f}"),
+    ("loss_pct", "loss (%)", "{:.3f}"),
+    ("owd_mean_ms", "OWD mean (ms)", "{:.1f}"),
+    ("owd_p50_ms", "OWD p50 (ms)", "{:.1f}"),
+    ("owd_p99_ms", "OWD p99 (ms)", "{:.1f}"),
+    ("utilisation", "bottleneck utilisation", "{:.3f}"),
+    ("goodput_kbps", "total goodput (kb/s)", "{:.0f}"),
+    ("convergence_s", "convergence (s)", "{:.2f}"),
+    ("reaction_s", "reaction to capacity drop (s)", "{:.3f}"),
+    ("rate_cv", "rate CV", "{:.3f}"),
+    ("jain", "Jain's index", "{:.4f}"),
+)
+
+
+class CompareError(ValueError):
+    """Bad input to ``hbh compare``: one line, exit 2."""
+
+
+def jain(values: list[float]) -> float | None:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 = equal shares, 1/n = one flow takes all."""
+    if not values or sum(v * v for v in values) == 0:
+        return None
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def _bottleneck(summary: dict[str, Any], rates: dict[str, float]) -> str | None:
+    """The carrying directed link with the lowest configured rate (ties: the most utilised)."""
+    carried = [(rates.get(name, float("inf")), -(link["utilisation"] or 0), name)
+               for name, link in summary["links"].items() if link["utilisation"] is not None]
+    return min(carried)[2] if carried else None
+
+
+def run_metrics(summary: dict[str, Any], link_rates: dict[str, float], active: list[str]) -> dict[str, float | None]:
+    """A run's comparison metrics; ``active`` are the flows that ran (Jain over them only)."""
+    loss = summary["loss"]
+    sent = loss["data_packets_sent"]
+    flows = [summary["flows"][n] for n in active]
+    owd = [f["owd_ms"] for f in flows if f["owd_ms"]["mean"] is not None]
+    neck = _bottleneck(summary, link_rates)
+    events = summary["events"]
+    reaction = None
+    if events:
+        ev = events[0]
+        reaction = ev.get("reaction_s") if ev.get("reaction_s") is not None else ev.get("source_reaction_s")
+    cvs = [f["rate_cv"] for f in flows if f.get("rate_cv") is not None]
+    goodputs = [float(f["goodput_bps"]) for f in flows]
+    return {"loss_packets": float(loss["total"]), "loss_pct": 100.0 * loss["total"] / sent if sent else None,
+            "owd_mean_ms": mean([o["mean"] for o in owd]), "owd_p50_ms": mean([o["p50"] for o in owd]),
+            "owd_p99_ms": mean([o["p99"] for o in owd]),
+            "utilisation": summary["links"][neck]["utilisation"] if neck else None,
+            "goodput_kbps": sum(goodputs) / 1e3, "convergence_s": summary["convergence_s"], "reaction_s": reaction,
+            "rate_cv": mean(cvs), "jain": jain(goodputs) if len(goodputs) > 1 else None}
+
+
+def mean(xs: list[float]) -> float | None:
+    return sum(xs) / len(xs) if xs else None
+
+
+@dataclass
+class Comparison:
+    """What a comparison produced: per control and seed the metrics and summaries, and the files."""
+
+    controls: tuple[str, ...]
+    seeds: tuple[int, ...]
+    metrics: dict[str, list[dict[str, float | None]]]
+    summaries: dict[str, list[dict[str, Any]]]
+    failures: int
+    files: list[Path]
+
+
+def compare(topology: str, controls: str, seeds: str, duration: str, out: Path, *, backend: str = "sim",
+            serial: bool = False, jobs: int | None = None, progress: bool = False, plots: bool = True,
+            command: str = "", sets: list[str] | None = None) -> Comparison:
+    """Run every control for every seed through the sweep library; write report.md and figures."""
+    from topo.sweep.run import plan_sweep, run_sweep
+    from topo.sweep.store import Store
+
+    chosen = _controls(controls)
+    sweep = plan_sweep(topology, list(sets or []), ",".join(chosen), seeds, duration)
+    if any(len(s.values) != 1 for s in sweep.settings):
+        raise CompareError("--set: a comparison takes one value per setting (sweep several with hbh sweep)")
+    _check_backend(sweep, backend)
+    result = run_sweep(sweep, out, serial=serial, jobs=jobs, progress=progress, plots=False,
+                       command=command or "hbh compare")
+    topo = sweep.base.topo
+    rates = _final_rates(topo)
+    active = [f.name for f in topo.flows if f.start_ns < sweep.duration_ns]
+    store = Store(out)
+    by: dict[str, list[dict[str, Any]]] = {c: [] for c in chosen}
+    for spec in sweep.runs():
+        record = store.finished(spec.key)
+        if record is not None:
+            by[spec.point.control or ""].append(record["summary"])
+    table = {c: [run_metrics(s, rates, active) for s in by[c]] for c in chosen}
+    from topo.compare_report import plot_compare, write_report
+
+    files = [write_report(out / "report.md", topo.name, chosen, sweep.seeds, sweep.duration_ns, table, by,
+                          command or "hbh compare")]
+    if plots:
+        files += plot_compare(out, topo.name, by)
+    return Comparison(chosen, sweep.seeds, table, by, len(result.failures), files + result.files)
+
+
+def _final_rates(topo: Any) -> dict[str, float]:
+    """Directed link "u->v" -> its rate at the end of the run (link-rate events applied)."""
+    out: dict[str, float] = {}
+    for link in topo.links:
+        out[f"{link.a}->{link.b}"] = out[f"{link.b}->{link.a}"] = link.rate_bps
+    for ev in sorted((e for e in topo.events if e.kind == "link_rate"), key=lambda e: e.at_ns):
+        a, b = ev.link
+        out[f"{a}->{b}"] = out[f"{b}->{a}"] = ev.rate_bps
+    return out
+
+
+def _controls(text: str) -> tuple[str, ...]:
+    names = tuple(c.strip() for c in text.split(","))
+    for name in names:
+        if name not in COMPARE_CONTROLS:
+            raise CompareError(f"--controls {text}: unknown control {name!r} (known: {', '.join(COMPARE_CONTROLS)})")
+    if len(set(names)) != len(names):
+        raise CompareError(f"--controls {text}: a control is named twice")
+    return names
+
+
+def _check_backend(sweep: Any, backend: str) -> None:
+    """Refuse a backend run_experiment refuses, with its own one line, before anything runs."""
+    if backend == "sim":
+        return
+    from topo.runner import run_experiment
+
+    try:
+        run_experiment(sweep.base.topo, 1, seed=1, plots=False, backend=backend)
+    except ValueError as exc:
+        raise CompareError(f"--backend {backend}: {exc}") from None
+    raise CompareError(f"--backend {backend}: the sweep library runs only the simulator today")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "compare", help="hop-by-hop ALINEA vs end-to-end CVIHIS on one topology, over seeds",
+        description="Run each control on TOPO (it replaces every flow's control) for every seed, through the "
+                    "sweep library (resumable), and write DIR/report.md (means with 95 %% intervals) and "
+                    "DIR/compare_*.png overlaying the controls.")
+    p.add_argument("topology", help="topology file, e.g. topo/paper-5router.yaml")
+    p.add_argument("--controls", default=DEFAULT_CONTROLS, help=f"comma list (default {DEFAULT_CONTROLS})")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
+                   help="change the topology as hbh sweep's --set does, one value each (e.g. a row of "
+                        "topo/cvihis-two-bottleneck.yaml; docs/topologies.md); repeatable")
+    p.add_argument("--backend", default="sim", help="sim (virtual time) or netns (when available)")
+    p.add_argument("--seeds", default="1", help="seeds: N, N-M or a comma list (default 1)")
+    p.add_argument("--duration", default="60s", help="virtual time of each run (default 60s)")
+    p.add_argument("--out", required=True, help="results directory (resumable)")
+    p.add_argument("--serial", action="store_true", help="no Ray: run in this process")
+    p.add_argument("--jobs", type=int, default=None, help="local Ray: number of workers")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--no-plots", action="store_true", help="skip the figures")
+    p.set_defaults(func=_main)
+
+
+def _main(args: argparse.Namespace) -> int:
+    sets = [w for s in args.sets for w in ("--set", s)]
+    command = " ".join(shlex.quote(w) for w in ["hbh", "compare", args.topology, *sets, "--controls", args.controls,
+                                                  "--backend", args.backend, "--seeds", args.seeds,
+                                                  "--duration", args.duration, "--out", args.out])
+    try:
+        if args.jobs is not None and args.jobs < 1:
+            raise CompareError(f"--jobs {args.jobs}: must be >= 1")
+        result = compare(args.topology, args.controls, args.seeds, args.duration, Path(args.out),
+                         backend=args.backend, serial=args.serial, jobs=args.jobs,
+                         progress=not args.no_progress, plots=not args.no_plots, command=command,
+                         sets=args.sets)
+    except (CompareError, SweepError, TopologyError) as exc:
+        print(f"hbh compare: {exc}", file=sys.stderr)
+        return 2
+    from topo.compare_report import format_table
+
+    print(format_table(result.controls, result.metrics))
+    print(f"wrote {', '.join(str(f) for f in result.files)}")
+    return 1 if result.failures else 0
