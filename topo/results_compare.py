@@ -15,7 +15,7 @@ from typing import Any
 from topo.compare import compare, jain
 from topo.compare_report import flow_table, markdown_table
 from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.schema import load_topology
 from topo.sweep.grammar import parse_settings
 from topo.sweep.points import Point, load_base, point_topology
 
@@ -33,23 +33,6 @@ ROWS = [
     ("5", [], [3047, 3042, 3048]),
     ("6", ["link[R2-R3].rate=10Mbps"], [3081, 3014, 3968]),
 ]
-
-BLM_VS_RTM = """
-name: blm-vs-rtm
-nodes: {H1: {kind: host}, H2: {kind: host}, R1: {kind: switch}, R2: {kind: switch}, H3: {kind: host},
-        H4: {kind: host}}
-defaults: {link: {rate: 10Mbps, delay: 5ms, buffer: 60}}
-links:
-  - {ends: [H1, R1]}
-  - {ends: [H2, R1]}
-  - {ends: [R1, R2], rate: 4Mbps, delay: 40ms}
-  - {ends: [R2, H3]}
-  - {ends: [R2, H4]}
-flows:
-  - {name: blm, src: H1, dst: H3, control: cvihis-blm}
-  - {name: rtm, src: H2, dst: H4, control: cvihis-rtm, start: 20s, stop: 50s}
-"""
-
 
 def variant(name: str, sets: list[str]) -> Any:
     """topo/NAME.yaml with ``--set`` lines applied (single values), as ``hbh sweep`` would."""
@@ -103,7 +86,7 @@ def cvihis_sections() -> list[str]:
     out += ["", f"Three RTM flows on one 4 Mb/s bottleneck (topo/cvihis-three-flows.yaml): goodputs "
             f"{', '.join(f'{x / 1e3:.0f}' for x in g)} kb/s, Jain {jain(g):.4f}, utilisation "
             f"{sum(g) / 4e6:.3f} (published: Jain > 0.99, ~100 %).", ""]
-    s = _run(load_topology_text(BLM_VS_RTM, "blm-vs-rtm.yaml"), 75)
+    s = _run(load_topology(ROOT / "topo" / "cvihis-blm-vs-rtm.yaml"), 75)
     w = {(f, a): window_rate(s, f, a, b) / 1e3 for f in ("blm", "rtm") for a, b in ((10, 20), (35, 50), (65, 75))}
     out += ["### BLM against RTM", "",
             "One BLM flow alone on a 4 Mb/s, 40 ms bottleneck; an RTM flow joins at 20 s and stops at 50 s "

@@ -15,7 +15,7 @@ import pytest
 
 from topo.compare import jain
 from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.schema import load_topology
 from topo.sweep.grammar import parse_settings
 from topo.sweep.points import Point, load_base, point_topology
 
@@ -62,32 +62,9 @@ def test_two_bottleneck_rows_match_the_published_rates(row: str, sets: list[str]
         assert abs(measured - kbps) <= 0.10 * kbps, f"{row} {name}: {measured:.0f} kb/s, published {kbps}"
 
 
-BLM_VS_RTM = """
-name: blm-vs-rtm
-nodes:
-  H1: {kind: host}
-  H2: {kind: host}
-  R1: {kind: switch}
-  R2: {kind: switch}
-  H3: {kind: host}
-  H4: {kind: host}
-defaults:
-  link: {rate: 10Mbps, delay: 5ms, buffer: 60}
-links:
-  - {ends: [H1, R1]}
-  - {ends: [H2, R1]}
-  - {ends: [R1, R2], rate: 4Mbps, delay: 40ms}
-  - {ends: [R2, H3]}
-  - {ends: [R2, H4]}
-flows:
-  - {name: blm, src: H1, dst: H3, control: cvihis-blm}
-  - {name: rtm, src: H2, dst: H4, control: cvihis-rtm, start: 20s, stop: 50s}
-"""
-
-
 @pytest.fixture(scope="module")
 def blm_vs_rtm() -> dict:
-    return run_experiment(load_topology_text(BLM_VS_RTM, "blm-vs-rtm.yaml"), 75 * S, seed=1, plots=False).summary
+    return run_experiment(load_topology(ROOT / "topo" / "cvihis-blm-vs-rtm.yaml"), 75 * S, seed=1, plots=False).summary
 
 
 @pytest.mark.slow
