@@ -83,7 +83,7 @@ def paper_comparison(topo: Any, s: dict[str, Any]) -> str:
         ("no packet loss (no buffer reaches 100 %)",
          f"{s['loss']['total']} packets lost; highest occupancy {100 * peak:.1f} %"),
         ("rates rise fast at start, then settle near the optimum",
-         f"every buffer within 3 points of its target after {s['convergence_s']} s; "
+         f"every buffer within 3 points of its target after {_seconds(s['convergence_s'])}; "
          f"goodput {flow['goodput_bps'] / 1e6:.3f} Mb/s"),
         ("nodes behind the 3 Mb/s links may send above 2 Mb/s for a while",
          f"{'yes' if above else 'no'}: laws on {', '.join(fast) or '-'} "
@@ -98,3 +98,7 @@ def paper_comparison(topo: Any, s: dict[str, Any]) -> str:
     lines += [f"{a:<{width}}  {b}" for a, b in rows]
     return "\n".join(lines)
 
+
+
+def _seconds(value: float | None) -> str:
+    return "never (within the run)" if value is None else f"{value:.2f} s"
