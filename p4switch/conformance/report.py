@@ -7,9 +7,6 @@ from dataclasses import dataclass
 from p4switch.conformance.classify import FAILURES, Section, diff_class_counts
 
 TARGETS = {"accept": 98.0, "p4info": 97.999, "stf": 97.0, "reject": 95.0}
-#: P4Info difference classes p4switch keeps on purpose (docs/p4switch.md): actions that are only
-#: called directly stay in P4Info (p4c inlines them away)
-DELIBERATE = frozenset({"actions.extra"})
 
 
 @dataclass
@@ -100,13 +97,6 @@ def render(run: Run) -> str:
         "## P4Info differences from p4c (programs per difference class)",
         "",
     ]
-    pi = run.p4info
-    only_deliberate = sum(1 for v in pi.verdicts if v.status == "different"
-                          and set(v.reason.split(", ")) <= DELIBERATE)
-    lines += [f"Identical or differing only by the deliberate difference "
-              f"({', '.join(sorted(DELIBERATE))}, see docs/p4switch.md): "
-              f"{pi.count('identical') + only_deliberate} / {len(pi)} "
-              f"({_pct(pi.count('identical') + only_deliberate, len(pi))}).", ""]
     counts = diff_class_counts(run.p4info)
     lines += [f"* **{n}** — `{c}`" for c, n in counts.most_common()] or ["* none"]
     lines += ["", "Programs with differences:", "",

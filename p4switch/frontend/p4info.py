@@ -395,28 +395,22 @@ class _Collector:
         return action
 
     def _called_actions(self) -> None:
-        """Actions the program calls: from apply blocks, and from the bodies of actions
-        already included (transitively).
+        """Actions called directly from a control's apply block.
 
-        *Deliberate difference from p4c* (docs/p4switch.md): p4c inlines actions that are
-        only called directly and leaves them out of P4Info; p4switch keeps them, so that
-        P4Info ids of existing programs (alinea.p4's) do not change."""
+        p4c's front end inlines actions called from other actions (``InlineActions``) and then
+        removes declarations nothing refers to, so an action that is only ever called by another
+        action is not in p4c's P4Info, while one called from an apply block stays (there is no
+        table to hide it in). Calls inside action bodies are therefore not followed."""
         by_decl = {(id(a.decl), a.block): a for a in self.checked.actions}
-        todo: list[tuple[ast.Node, str | None]] = [
-            (b.decl.body, b.fqn) for b in self.checked.blocks if isinstance(b.decl, ast.ControlDecl)]
-        todo += [(a.decl.body, a.info.block) for a in self.actions.values()]
-        seen: set[tuple[int, str | None]] = set()
-        while todo:
-            node, block = todo.pop()
-            if (id(node), block) in seen:
+        for b in self.checked.blocks:
+            if not isinstance(b.decl, ast.ControlDecl):
                 continue
-            seen.add((id(node), block))
-            for n in ast.walk(node):
+            for n in ast.walk(b.decl.body):
                 if isinstance(n, ast.CallExpr) and isinstance(n.method, ast.PathExpr) \
                         and isinstance(n.method.decl, ast.ActionDecl):
-                    info = by_decl.get((id(n.method.decl), block)) or by_decl.get((id(n.method.decl), None))
-                    if info is not None and self._action(info) is not None:
-                        todo.append((info.decl.body, info.block))
+                    info = by_decl.get((id(n.method.decl), b.fqn)) or by_decl.get((id(n.method.decl), None))
+                    if info is not None:
+                        self._action(info)
 
     # ------------------------------------------------------------------ tables
 

@@ -602,13 +602,15 @@ def test_digests_are_named_after_their_struct_once(tmp_path):
     assert [m.type_spec.bit.bitwidth for m in info.type_info.headers["h_t"].members] == [8]
 
 
-def test_actions_called_by_table_actions_are_included_unused_ones_not(tmp_path):
+def test_actions_called_only_by_actions_are_left_out_like_p4c_inlines_them(tmp_path):
+    """p4c's front end inlines action-to-action calls before it writes P4Info."""
     body = """
     action inner(bit<8> v) { hdr.h.f = v; }
     action outer(bit<8> v) { inner(v); }
+    action direct() { inner(8w1); }
     action never() { }
     table t { key = { hdr.h.f : exact; } actions = { outer; } }
-    apply { t.apply(); }
+    apply { t.apply(); direct(); }
     """
     info = _build(tmp_path, body)
-    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.inner", "NoAction"}
+    assert {a.preamble.name for a in info.actions} == {"I.outer", "I.direct", "NoAction"}
