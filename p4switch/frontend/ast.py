@@ -95,6 +95,24 @@ def walk(node: Node) -> Iterator[Node]:
         stack.extend(reversed(list(children(current))))
 
 
+def walk_live(node: Node) -> Iterator[Node]:
+    """Like :func:`walk`, but skips the branch of an ``if`` or ``?:`` whose condition the
+    checker folded to a constant: p4c's front end folds and removes it before it decides which
+    tables and actions are used (SimplifyControlFlow, RemoveAllUnusedDeclarations)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        if isinstance(current, IfStmt | ConditionalExpr) and isinstance(current.cond.const_value, bool):
+            taken = current.then if isinstance(current, IfStmt) else current.if_true
+            if current.cond.const_value is False:
+                taken = current.else_ if isinstance(current, IfStmt) else current.if_false
+            if taken is not None:
+                stack.append(taken)
+            continue
+        stack.extend(reversed(list(children(current))))
+
+
 # --------------------------------------------------------------------------- annotations
 
 

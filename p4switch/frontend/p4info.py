@@ -95,7 +95,8 @@ _EXTERN_CTORS = {
     "action_selector": ("algorithm", "size", "outputWidth"),
 }
 #: annotations P4Info does not repeat as text: consumed (@name, @id) or moved to ``doc``
-_CONSUMED_ANNOTATIONS = frozenset({"name", "id", "brief", "description", "hidden"})
+_CONSUMED_ANNOTATIONS = frozenset({"name", "id", "brief", "description"})
+_SELECTOR_SIZE_ANNOTATIONS = frozenset({"max_group_size", "selector_size_semantics", "max_member_weight"})
 
 
 # =========================================================================== ids
@@ -272,6 +273,9 @@ def annotation_text(ann: ast.Annotation) -> str:
 class _Action:
     sym: Symbol
     info: Any  # check.ActionInfo
+    #: a table lists it; an action only called directly has no control-plane parameters, as
+    #: p4c's RemoveActionParameters binds them at the call before P4Info is written
+    in_table: bool = False
 
     @property
     def decl(self) -> ast.ActionDecl:
@@ -364,10 +368,11 @@ class _Collector:
         if c.main is None:
             raise P4Error(self.program.loc, "the program has no package instantiation named 'main' "
                                             "(e.g. 'V1Switch(...) main;'), so it has no pipeline")
-        used = _referenced_instances(self.program)
         for inst in c.instances:
+            # p4c keeps extern instances nothing refers to (RemoveUnusedDeclarations: "they may be
+            # useful even if not referenced"); inline ones are declared by the table naming them.
             if inst.extern in _EXTERN_CTORS and inst.extern not in ("direct_counter", "direct_meter") \
-                    and (not isinstance(inst.decl, ast.InstantiationDecl) or inst.decl in used):
+                    and isinstance(inst.decl, ast.InstantiationDecl):
                 self._extern(inst, _annotations(inst.decl))
         for t in c.tables:
             if not _hidden(t.decl):
@@ -405,7 +410,7 @@ class _Collector:
         for b in self.checked.blocks:
             if not isinstance(b.decl, ast.ControlDecl):
                 continue
-            for n in ast.walk(b.decl.body):
+            for n in ast.walk_live(b.decl.body):
                 if isinstance(n, ast.CallExpr) and isinstance(n.method, ast.PathExpr) \
                         and isinstance(n.method.decl, ast.ActionDecl):
                     info = by_decl.get((id(n.method.decl), b.fqn)) or by_decl.get((id(n.method.decl), None))
@@ -420,6 +425,7 @@ class _Collector:
         for ref in info.actions:
             action = self._action(ref.action)
             if action is not None:
+                action.in_table = True
                 table.actions.append((ref, action))
         if info.default_action is not None:
             table.default = self._action(info.default_action.action)
@@ -711,6 +717,14 @@ class _Emitter:
             if key not in ("name", "version", "arch", "organization", "contact", "url"):
                 raise P4Error(ann.loc, f"@pkginfo: unknown key '{key}'")
             setattr(pkg, key, value)
+        ann = ast.find_annotation(self.col.checked.main.annotations, "platform_property")
+        props = pkg.platform_properties
+        for key, value in _key_ints(ann).items() if ann is not None else ():
+            if key not in props.DESCRIPTOR.fields_by_name:
+                raise P4Error(ann.loc, f"@platform_property: unknown key '{key}'")
+            if not 0 <= value < 2**31:
+                raise P4Error(ann.loc, f"@platform_property: {key} = {value} is out of range")
+            setattr(props, key, value)
 
     def table(self, t: _Table) -> None:
         msg = self.info.tables.add()
@@ -789,7 +803,7 @@ class _Emitter:
         self.preamble(msg.preamble, a.sym, a.decl.annotations)
         ids = self.param_ids(a)
         for p in a.decl.params:
-            if p.direction is not None:
+            if p.direction is not None or not a.in_table:
                 continue
             pm = msg.params.add()
             pm.id = ids[id(p)]
@@ -815,13 +829,12 @@ class _Emitter:
             msg = self.info.action_profiles.add()
             msg.table_ids.extend(t.sym.id for t in e.tables)
             msg.with_selector = e.kind == "action_selector"
-            group = ast.find_annotation(e.annotations, "max_group_size")
-            if group is not None:
-                value = _annotation_int(group)
-                if value is None:
-                    raise P4Error(group.loc, f"@max_group_size of {what} must be an integer")
-                msg.max_group_size = value
-        self.preamble(msg.preamble, e.sym, e.annotations)
+            if msg.with_selector:
+                self.selector_sizes(msg, e.annotations, what)
+        annotations = e.annotations
+        if e.kind in ("action_profile", "action_selector"):
+            annotations = [a for a in annotations if a.name not in _SELECTOR_SIZE_ANNOTATIONS]
+        self.preamble(msg.preamble, e.sym, annotations)
         if "size" in _EXTERN_CTORS[e.kind]:
             size = e.arg("size")
             if isinstance(size, bool) or not isinstance(size, int):
@@ -833,6 +846,31 @@ class _Emitter:
         if isinstance(index, T.NewType):
             msg.index_type_name.name = index.name
             self.new_type(index)
+
+    def selector_sizes(self, msg: Any, annotations: list[ast.Annotation], what: str) -> None:
+        """``@max_group_size``, ``@selector_size_semantics`` and ``@max_member_weight`` of an
+        action selector, as p4c reads them (the first of each; p4c ignores them, with a warning,
+        on a profile without a selector and leaves them out of the preamble's annotations)."""
+        group = ast.find_annotation(annotations, "max_group_size")
+        if group is not None:
+            msg.max_group_size = self.annotation_int(group, what)
+        semantics = ast.find_annotation(annotations, "selector_size_semantics")
+        if semantics is not None:
+            value = (semantics.string_arg() or "").upper()
+            if value not in ("SUM_OF_WEIGHTS", "SUM_OF_MEMBERS"):
+                raise P4Error(semantics.loc, f'@selector_size_semantics of {what}: expected "sum_of_weights" '
+                                             f'or "sum_of_members", not {semantics.string_arg()!r}')
+            getattr(msg, value.lower()).SetInParent()
+        weight = ast.find_annotation(annotations, "max_member_weight")
+        if weight is not None and msg.HasField("sum_of_members"):
+            msg.sum_of_members.max_member_weight = self.annotation_int(weight, what)
+
+    @staticmethod
+    def annotation_int(ann: ast.Annotation, what: str) -> int:
+        value = _annotation_int(ann)
+        if value is None:
+            raise P4Error(ann.loc, f"@{ann.name} of {what} must be an integer")
+        return value
 
     def controller_header(self, h: _Named) -> None:
         msg = self.info.controller_packet_metadata.add()
@@ -885,13 +923,6 @@ class _Emitter:
 # =========================================================================== helpers
 
 
-def _referenced_instances(program: ast.Program) -> set[ast.Node]:
-    """Instances some expression names; p4c removes the others (unused declarations)
-    before it writes P4Info."""
-    return {n.decl for n in ast.walk(program) if isinstance(n, ast.PathExpr)
-            and isinstance(getattr(n, "decl", None), ast.InstantiationDecl)}
-
-
 def _annotate(msg: Any, annotations: list[ast.Annotation]) -> None:
     """Copy annotations into ``msg``: ``@a[k=v]`` as structured ones, the rest as text."""
     for ann in annotations:
@@ -932,22 +963,35 @@ def _expression(value: Any, out: p4types_pb2.Expression, node: ast.Expression) -
         raise P4Error(node.loc, "a structured annotation value must be a string, integer or boolean constant")
 
 
-def _key_values(ann: ast.Annotation) -> dict[str, str]:
-    """``@a(k="v", ...)`` or ``@a[k="v", ...]`` as a dict of string values."""
+def _key_pairs(ann: ast.Annotation) -> list[tuple[str, str]]:
+    """``@a(k=v, ...)`` or ``@a[k=v, ...]`` as (key, value as written) pairs."""
     if ann.kv is not None:
-        pairs = [(kv.name, kv.value.value if isinstance(kv.value, ast.StringLiteral) else None)
-                 for kv in ann.kv]
-    else:
-        toks = [t for t in ann.tokens if t != ","]
-        if len(toks) % 3 or any(toks[i + 1] != "=" for i in range(0, len(toks), 3)):
-            raise P4Error(ann.loc, f'@{ann.name} takes key="value" pairs')
-        pairs = [(toks[i], toks[i + 2][1:-1] if toks[i + 2].startswith('"') else None)
-                 for i in range(0, len(toks), 3)]
+        return [(kv.name, f'"{kv.value.value}"' if isinstance(kv.value, ast.StringLiteral)
+                 else getattr(kv.value, "text", "")) for kv in ann.kv]
+    toks = [t for t in ann.tokens if t != ","]
+    if len(toks) % 3 or any(toks[i + 1] != "=" for i in range(0, len(toks), 3)):
+        raise P4Error(ann.loc, f'@{ann.name} takes key=value pairs')
+    return [(toks[i], toks[i + 2]) for i in range(0, len(toks), 3)]
+
+
+def _key_values(ann: ast.Annotation) -> dict[str, str]:
+    """``@a(k="v", ...)`` as a dict of string values."""
     out = {}
-    for key, value in pairs:
-        if value is None:
+    for key, value in _key_pairs(ann):
+        if not (len(value) >= 2 and value.startswith('"') and value.endswith('"')):
             raise P4Error(ann.loc, f"@{ann.name}: the value of '{key}' must be a string")
-        out[key] = value
+        out[key] = value[1:-1]
+    return out
+
+
+def _key_ints(ann: ast.Annotation) -> dict[str, int]:
+    """``@a(k=10, ...)`` as a dict of integer values."""
+    out = {}
+    for key, value in _key_pairs(ann):
+        try:
+            out[key] = int(value.replace("_", ""), 0)
+        except ValueError:
+            raise P4Error(ann.loc, f"@{ann.name}: the value of '{key}' must be an integer, not {value}") from None
     return out
 
 

@@ -171,6 +171,79 @@ def test_unused_instances_and_empty_entries(tmp_path):
     apply { t.apply(); }
     """
     info, _ = _info(tmp_path, body)
-    assert [r.preamble.name for r in info.registers] == ["I.used_r"]  # p4c drops unused ones
+    # p4c's RemoveUnusedDeclarations keeps extern instances nothing refers to
+    assert sorted(r.preamble.name for r in info.registers) == ["I.unused_r", "I.used_r"]
     (t,) = info.tables
     assert t.is_const_table and not t.has_initial_entries
+
+
+def test_actions_called_directly_have_no_control_plane_parameters(tmp_path):
+    """p4c's RemoveActionParameters binds a direct call's arguments inside the action."""
+    body = """
+    action both(bit<8> v) { hdr.h.f = v; }
+    action direct(bit<8> v) { hdr.h.f = v; }
+    table t { key = { hdr.h.f : exact; } actions = { both; } }
+    apply { t.apply(); direct(8w1); direct(8w2); }
+    """
+    info, _ = _info(tmp_path, body)
+    params = {a.preamble.name: [p.name for p in a.params] for a in info.actions}
+    assert params["I.both"] == ["v"] and params["I.direct"] == []
+
+
+def test_folded_branches_apply_and_call_nothing(tmp_path):
+    """A table or action used only under a constant-false condition is gone, as in p4c."""
+    body = """
+    action gone() { hdr.h.f = 1; }
+    table dead { key = { hdr.h.f : exact; } actions = { gone; } }
+    table live { key = { hdr.h.f : exact; } actions = { NoAction; } }
+    apply {
+        if (true) { live.apply(); } else { gone(); }
+        hdr.h.f = false ? (dead.apply().hit ? 8w1 : 8w2) : 8w3;
+    }
+    """
+    info, _ = _info(tmp_path, body)
+    assert [t.preamble.name for t in info.tables] == ["I.live"]
+    assert "I.gone" not in {a.preamble.name for a in info.actions}
+
+
+def test_a_table_applied_in_another_tables_key_is_kept(tmp_path):
+    body = """
+    table sub { key = { hdr.h.f : exact; } actions = { NoAction; } }
+    table top { key = { sub.apply().hit : exact @name("sub_hit"); } actions = { NoAction; } }
+    apply { top.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    assert sorted(t.preamble.name for t in info.tables) == ["I.sub", "I.top"]
+
+
+def test_selector_size_annotations_as_p4c_reads_them(tmp_path):
+    body = """
+    table t {
+        key = { hdr.h.f : selector; }
+        actions = { NoAction; }
+        @name("sel") @max_group_size(200) @selector_size_semantics("sum_of_members") @max_member_weight(40)
+        implementation = action_selector(HashAlgorithm.identity, 32w1024, 32w10);
+    }
+    table p {
+        key = { hdr.h.f : exact; }
+        actions = { NoAction; }
+        @name("prof") @max_group_size(200)
+        implementation = action_profile(32w128);
+    }
+    apply { t.apply(); p.apply(); }
+    """
+    info, _ = _info(tmp_path, body)
+    by = {a.preamble.name: a for a in info.action_profiles}
+    sel, prof = by["sel"], by["prof"]
+    assert (sel.max_group_size, sel.sum_of_members.max_member_weight) == (200, 40)
+    assert not sel.preamble.annotations
+    assert prof.max_group_size == 0 and not prof.HasField("sum_of_weights")
+
+
+def test_platform_properties_from_the_package_annotation(tmp_path):
+    src = tmp_path / "prog.p4"
+    program = SKELETON.replace("BODY", "apply { }")
+    program = program.replace("V1Switch(", "@platform_property(multicast_group_table_size = 10)\nV1Switch(", 1)
+    src.write_text("#include <core.p4>\n#include <v1model.p4>\n" + program)
+    info = build_p4info(compile_file(src))
+    assert info.pkg_info.platform_properties.multicast_group_table_size == 10

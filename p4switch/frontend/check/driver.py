@@ -145,9 +145,12 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         only through a table or a call)."""
         controls = [d for d in self.program.declarations
                     if isinstance(d, ast.ControlDecl) and any(isinstance(x, ast.TableDecl) for x in d.locals)]
-        applied = {n.method.expr.decl for c in controls for n in ast.walk(c.body)  # only apply blocks apply
-                   if isinstance(n, ast.CallExpr) and n.call_kind == ast.CallKind.TABLE_APPLY
-                   and isinstance(n.method, ast.MemberExpr) and isinstance(n.method.expr, ast.PathExpr)}
+        applied = {t for c in controls for t in _applied_tables(c.body)}  # only apply blocks apply
+        todo = list(applied)
+        while todo:  # a table applied in the key of an applied table (p4c hoists it) is applied too
+            for t in _applied_tables(todo.pop().key or []) - applied:
+                applied.add(t)
+                todo.append(t)
         for d in controls:
             kept = []
             for x in d.locals:
@@ -224,3 +227,11 @@ def check_program(program: ast.Program) -> CheckedProgram:
     except P4Error as err:  # the diagnostic bag's limit was reached
         errs = checker.diag.errors or list(iter_errors(err))
         raise CheckErrors(sorted(errs, key=lambda e: (e.loc.file, e.loc.line, e.loc.col))) from None
+
+
+def _applied_tables(node: ast.Node | list) -> set[ast.Node]:
+    """The tables ``node`` applies, outside branches the checker folded away."""
+    nodes = node if isinstance(node, list) else [node]
+    return {n.method.expr.decl for root in nodes for n in ast.walk_live(root)
+            if isinstance(n, ast.CallExpr) and n.call_kind == ast.CallKind.TABLE_APPLY
+            and isinstance(n.method, ast.MemberExpr) and isinstance(n.method.expr, ast.PathExpr)}
