@@ -122,3 +122,54 @@ def test_parser_that_never_ends() -> None:
     ends = ("parser Pe(packet_in pk, out hs_t hdr) {\n state start { transition select(hdr.h.a) "
             "{ 1: start; } }\n}")
     assert errors(ends) == []  # no default: an unmatched packet is rejected
+
+
+def test_division_by_a_negative_constant_is_refused_before_conversion() -> None:
+    src = in_control("hdr.h.a = hdr.h.a / -1;")
+    e = one_error(src)
+    assert "negative numbers" in e.message and (e.line, e.col) == pos(src, "hdr.h.a /")
+    assert "negative numbers" in one_error(in_control("hdr.h.a = -5 % hdr.h.a;")).message
+
+
+def test_run_time_division_is_refused_as_by_p4cs_bmv2_mid_end() -> None:
+    src = in_control("hdr.h.a = hdr.h.a / hdr.h.a;")
+    e = one_error(src)
+    assert "compile time" in e.message and (e.line, e.col) == pos(src, "hdr.h.a / ")
+    assert "compile time" in one_error(in_control("hdr.h.a = hdr.h.a % 8w3;")).message
+    assert "compile time" in one_error(in_control("hdr.h.a /= hdr.h.a;")).message
+    # p4c's strength reduction leaves no division for these
+    assert errors(in_control("hdr.h.a = hdr.h.a / 8w4; hdr.h.a = hdr.h.a % 8w8; hdr.h.a = 8w0 / hdr.h.a;")) == []
+    assert errors("const bit<8> K = 7 / 2;") == []
+
+
+def test_generic_arguments_p4c_refuses_once_the_type_is_bound() -> None:
+    src = "extern void f<T>(in T data);\n" + in_control('f("hi");')
+    e = one_error(src)
+    assert "string" in e.message and "direction" in e.message and (e.line, e.col) == pos(src, '"hi"')
+    src = "control D() { apply { } }\nvoid g<T>(T t) { }\n" + in_control("g(d);", "D() d;")
+    assert "cannot have type" in one_error(src).message
+    assert errors("extern void h<T>(T data);\n" + in_control('h("hi");')) == []
+
+
+def test_a_block_declaration_may_not_shadow_a_parameter() -> None:
+    src = in_control("hs_t hdr = hdr;")
+    e = one_error(src)
+    assert "shadows a parameter 'hdr'" in e.message and (e.line, e.col) == pos(src, "hdr =")
+    # a control's own locals named like its parameters only get p4c's warning
+    assert not [e for e in errors(in_control("", "bit<8> m = 1;")) if "shadows" in e.message]
+
+
+def test_lookahead_needs_a_fixed_width_type() -> None:
+    parser = ("header v_t { bit<8> f; varbit<8> g; }\n"
+              "parser P(packet_in pkt, out hs_t hdr) {\n"
+              "    state start { LOOK transition accept; }\n}\n")
+    e = one_error(parser.replace("LOOK", "pkt.lookahead<void>();"))
+    assert "void" in e.message and (e.line, e.col) == pos(parser, "LOOK")[:1] + (e.col,)
+    assert "fixed-width" in one_error(parser.replace("LOOK", "v_t v = pkt.lookahead<v_t>();")).message
+    assert errors(parser.replace("LOOK", "h_t v = pkt.lookahead<h_t>();")) == []
+
+
+def test_match_annotation_names_a_match_kind() -> None:
+    e = one_error("struct s_t {\n  @match(1+1) bit<16> f;\n}")
+    assert "match_kind" in e.message and e.line == 2
+    assert errors("struct s_t {\n  @match(ternary) bit<16> f;\n}") == []

@@ -93,8 +93,8 @@ control I(inout headers_t hdr, inout meta_t meta, inout standard_metadata_t sm) 
         hdr.res.slt = (c < d) ? 8w1 : 8w0;
         hdr.res.bigger = (a > b) ? a : b;
         hdr.res.widened = (bit<16>)(int<16>)c;
-        hdr.res.divided = a / (b | 1);
-        hdr.res.remainder = a % (b | 1);
+        hdr.res.divided = a / 8w16;  // p4c refuses a run-time division by anything else
+        hdr.res.remainder = a % 8w16;
         bit<8> x = a;
         x[3:0] = b[7:4];
         hdr.res.patched = x;
@@ -145,7 +145,7 @@ def reference(a: int, b: int, c: int, d: int, sh: int) -> dict[str, int]:
         "band": a & b, "bor": a | b, "bxor": a ^ b,
         "cat": (a << 8) | b, "nibbles": ((a >> 4) << 4) | (b & 0xF),
         "lt": int(a < b), "slt": int(c < d), "bigger": max(a, b),
-        "widened": c & 0xFFFF, "divided": a // (b | 1), "remainder": a % (b | 1),
+        "widened": c & 0xFFFF, "divided": a // 16, "remainder": a % 16,
         "patched": (a & 0xF0) | (b >> 4),
         "fmax": max(a, b), "sw1": b, "sw2": a, "same": 1,
         "logic": int((a != 0 and b != 0) or not c < 0), "dbl": (2 * a) & 0xFF,

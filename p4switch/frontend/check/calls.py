@@ -178,7 +178,22 @@ class CallChecker(Core):
         ret = self.bind_args(call, name, params, mt.type_params, ctx, T.substitute(mt.return_type, outer), True)
         if packet:
             self._check_packet_call(call, m.member, ctx)
+            if m.member == "lookahead":
+                self._check_lookahead(call)
         return ret
+
+    def _check_lookahead(self, call: ast.CallExpr) -> None:
+        """p4c's CheckCoreMethods: lookahead<T> needs a fixed-width T (no void, varbit or union)."""
+        types = getattr(call, "type_arg_types", ())
+        if len(types) != 1 or is_unknown(types[0]):
+            return
+        t = types[0]
+        loc = call.type_args[0].loc if getattr(call, "type_args", None) else call.loc
+        if isinstance(t, T.VoidType):
+            self.error(loc, "void is not a legal type argument for 'lookahead'")
+        elif _has_varbit_or_union(t):
+            self.error(loc, f"lookahead<{t}>: the type argument must be a fixed-width type "
+                            f"(no varbit field or header union)")
 
     def _check_packet_call(self, call: ast.CallExpr, method: str, ctx: Ctx) -> None:
         if not call.args:
@@ -278,6 +293,7 @@ class CallChecker(Core):
             final = T.substitute(p.type, binding)
             if isinstance(v.type, T.InfIntType) and _fixed(final):
                 self.coerce(v, final)
+            self._generic_arg_type(callee, v, p, final)
         self._unbound(call, callee, type_params, binding, params, ret)
         call.type_arg_types = tuple(binding.get(tv, UNKNOWN) for tv in type_params)
         call.bound_args = [
@@ -286,6 +302,16 @@ class CallChecker(Core):
             for i, p in enumerate(params)
         ]
         return T.substitute(ret, binding)
+
+    def _generic_arg_type(self, callee: str, v: ast.Expression, p: T.Parameter, final: T.Type) -> None:
+        """What p4c refuses once a type variable is bound: a table, action, parser, control or
+        package passed as a value, and a string or extern given to a parameter with a direction
+        (checked on the specialised declaration)."""
+        if isinstance(final, T.TableType | T.ActionType | T.BlockType):
+            self.error(v.loc, f"argument '{p.name}' of '{callee}' cannot have type {final}")
+        elif p.direction is not None and isinstance(final, T.StringType | T.ExternType):
+            self.error(v.loc, f"parameter '{p.name}' of '{callee}' has a direction ({p.direction}), "
+                              f"which a parameter of type {final} cannot have")
 
     def _assign(self, call: ast.CallExpr | ast.ConstructorCallExpr, callee: str,
                 params: tuple[T.Parameter, ...]) -> dict[int, ast.Argument] | None:
@@ -466,3 +492,13 @@ def _size_in_bits(t: T.Type, maximum: bool) -> int:
     if isinstance(t, T.HeaderStackType):
         return t.size * _size_in_bits(t.element, maximum)
     return T.width_of(t)
+
+
+def _has_varbit_or_union(t: T.Type) -> bool:
+    if isinstance(t, T.VarbitType | T.HeaderUnionType):
+        return True
+    if isinstance(t, T.HeaderStackType):
+        return _has_varbit_or_union(t.element)
+    if isinstance(t, T.StructLikeType):
+        return any(_has_varbit_or_union(ft) for _, ft in t.fields)
+    return False

@@ -164,13 +164,27 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
         """Fold the arguments of the annotations whose values later stages use as numbers
         (``@field_list(N)``, ``@id(N)``, ``@priority(N)``): they must be constants."""
         ctx = Ctx(self.global_scope)
+        kinds = {m.name for d in self.program.declarations if isinstance(d, ast.MatchKindDecl) for m in d.members}
         for node in ast.walk(self.program):
             self._annotation_shapes(getattr(node, "annotations", ()))
+            self._match_annotations(getattr(node, "annotations", ()), kinds)
             for ann in getattr(node, "annotations", ()):
                 if ann.name not in _NUMERIC_ANNOTATIONS or not ann.args:
                     continue
                 for arg in ann.args:
                     self.const_int(arg, ctx, f"the argument of @{ann.name}")
+
+    def _match_annotations(self, anns: list[ast.Annotation], kinds: set[str]) -> None:
+        """p4c's ValidateMatchAnnotations: ``@match(k)`` names one match_kind."""
+        for ann in anns:
+            if ann.name != "match":
+                continue
+            args = ann.args or []
+            if len(args) != 1:
+                self.error(ann.loc, "@match takes exactly one argument, a match_kind")
+            elif not (isinstance(args[0], ast.PathExpr) and args[0].name in kinds):
+                self.error(args[0].loc, f"@match({' '.join(ann.tokens)}): the value must be a match_kind "
+                                        f"({', '.join(sorted(kinds))})")
 
     def _annotation_shapes(self, anns: list[ast.Annotation]) -> None:
         """What p4c checks of annotations: ``@name`` takes one string; a structured

@@ -464,6 +464,8 @@ class ExprChecker(Core):
         elif op in ("<<", ">>"):
             t = self._shift(e, lt, rt)
         else:
+            if op in ("/", "%") and not self._non_negative_operands(e, lt, rt):
+                return UNKNOWN
             t = self._same_operands(e, lt, rt)
             if t is not None:
                 t = self._check_operator(e, t)
@@ -472,7 +474,23 @@ class ExprChecker(Core):
         a, b = e.left.const_value, e.right.const_value
         if a is not None and b is not None and not self.fold(e, V.fold_binary, op, a, b, t, e.left.type):
             return UNKNOWN
+        if op in ("/", "%") and e.const_value is None and not _strength_reduced(a, b):
+            # p4c's BMv2 (and p4test) mid end: StrengthReduction turns x / 2^k into a shift and
+            # x % 2^k into a mask, then CompileTimeOperations refuses any '/' or '%' left
+            self.error(e.loc, f"'{op}' could not be evaluated at compile time (BMv2 has no run-time "
+                              f"division; only by a constant power of two, which becomes a shift or mask)")
+            return UNKNOWN
         return t
+
+    def _non_negative_operands(self, e: ast.BinaryExpr, lt: T.Type, rt: T.Type) -> bool:
+        """p4c refuses '/' and '%' with a negative constant operand before any conversion:
+        ``a / -1`` on bit<8> is an error, not a division by 255."""
+        for side, t in ((e.left, lt), (e.right, rt)):
+            v = side.const_value
+            if isinstance(t, T.InfIntType) and isinstance(v, int) and not isinstance(v, bool) and v < 0:
+                self.error(e.loc, f"'{e.op}' is not defined on negative numbers ({v})")
+                return False
+        return True
 
     def fold(self, e: ast.Expression, fn: Callable[..., object], *args: object) -> bool:
         """Set ``e.const_value`` to ``fn(*args)``; a value beyond the limits of ``values.py``
@@ -789,3 +807,9 @@ _HANDLERS: dict[type, Callable[..., T.Type]] = {
     ast.ConstructorCallExpr: ExprChecker._ctor_call,
 }
 
+
+def _strength_reduced(a: object, b: object) -> bool:
+    """p4c rewrites ``x / 2^k``, ``x % 2^k`` and ``0 / x``, ``0 % x`` without a division."""
+    if isinstance(b, int) and not isinstance(b, bool) and b > 0 and b & (b - 1) == 0:
+        return True
+    return isinstance(a, int) and not isinstance(a, bool) and a == 0

@@ -46,6 +46,8 @@ class Scope:
                 where: Callable[[ast.Declaration], SourceLoc] | None = None) -> int:
         """Add ``decl`` (under ``name``, default its own); report a duplicate. Returns its ordinal."""
         key = decl.name if name is None else name
+        if name is None:
+            self._shadowed_parameter(key, decl, diag, where)
         ordinal = self.count
         self.count += 1
         self.order[id(decl)] = ordinal
@@ -61,6 +63,19 @@ class Scope:
         else:
             self.names[key] = [decl]
         return ordinal
+
+    def _shadowed_parameter(self, key: str, decl: ast.Declaration, diag: DiagnosticBag,
+                            where: Callable[[ast.Declaration], SourceLoc] | None) -> None:
+        """p4c (ResolveReferences::checkShadowing) refuses a declaration in a statement block
+        or parser state named like a parameter of an enclosing block: ``Headers h = h;`` in an
+        apply block (a control's own locals that do so only get a warning there)."""
+        if isinstance(decl, ast.Param) or self.parent is None or self.kind not in ("block", "state"):
+            return
+        param = next((d for d in self.parent.lookup(key, self.limit).decls if isinstance(d, ast.Param)), None)
+        if param is not None:
+            at = where or (lambda d: d.loc)
+            diag.error(at(decl), f"declaration of '{key}' shadows a parameter '{key}'",
+                       [Note("the parameter", param.loc)])
 
     def ordinal(self, decl: ast.Declaration) -> int | None:
         return self.order.get(id(decl))
