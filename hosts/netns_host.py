@@ -22,15 +22,18 @@ SIGINT ends it early, results written all the same.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import pickle
 import random
 import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from controlplane.report import is_report
 from p4switch.link import LinkModel, Transmitter
 from p4switch.ports import PacketSocketPort
 from p4switch.sched import RealtimeScheduler
@@ -76,6 +79,7 @@ class HostUplink:
         self.model = model
         self.delay_ns = model.delay_ns
         self.sent_bytes = 0
+        self.loss: Callable[[bytes], bool] | None = None  # True: lose the frame on the wire
 
     def backlog_ns(self, _endpoint: Any, now_ns: int) -> int:
         """How long frames already handed over still occupy the uplink (the host's NIC queue)."""
@@ -84,8 +88,14 @@ class HostUplink:
     def send(self, _endpoint: Any, frame: bytes) -> int:
         _start, end = self.tx.transmit(self.clock.now_ns(), len(frame))
         self.sent_bytes += len(frame)
-        self.clock.call_at(end + self.delay_ns, self.port.send, frame)
+        if self.loss is None or not self.loss(frame):  # a lost frame still took its wire time
+            self.clock.call_at(end + self.delay_ns, self.port.send, frame)
         return end - _start
+
+    def set_bitrate(self, bitrate_bps: int) -> None:
+        """A ``link_rate`` event on this host's link, from the next frame on."""
+        self.model = dataclasses.replace(self.model, bitrate_bps=bitrate_bps)
+        self.tx.model = self.model
 
 
 class _HostNet:
@@ -138,15 +148,36 @@ class NetnsHost:
         assert self.port is not None
         node.link = HostUplink(clock, self.port, LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns,
                                                            overhead_bytes=0, min_frame_bytes=0))  # type: ignore
+        node.link.loss = self._report_loss(self.net)  # type: ignore[union-attr]
         self.node = node
         node.start()
         for ev in self.topo.events:
             if ev.kind == "alinea":
                 clock.call_at(ev.at_ns, self._apply_event, ev)
+            elif ev.kind == "link_rate" and ev.link is not None and self.name in ev.link:
+                clock.call_at(ev.at_ns, node.link.set_bitrate, round(ev.rate_bps))  # type: ignore[union-attr]
+            elif ev.kind == "mode":  # a CVIHIS receiver switching BLM/RTM, as the simulator does it
+                fid = next(i + 1 for i, f in enumerate(self.topo.flows) if f.name == ev.flow)
+                if self.topo.flows[fid - 1].dst == self.name:
+                    clock.call_at(ev.at_ns, lambda fid=fid, mode=ev.mode: node.sinks[fid].core.set_mode(mode))
         k_last = duration_ns // SAMPLE_NS
         for k in range(k_last + 1):
             clock.call_at(k * SAMPLE_NS, self._sample, k * SAMPLE_NS)
         clock.call_at(duration_ns, self._end, duration_ns)
+
+    def _report_loss(self, net: _HostNet) -> Callable[[bytes], bool] | None:
+        """``options.report_loss`` on this host's uplink, as the simulator's links lose reports."""
+        p = self.topo.options.report_loss
+        if p <= 0:
+            return None
+
+        def lose(frame: bytes) -> bool:
+            if is_report(frame) and net.rng.random() < p:
+                net.counts["reports_lost"] += 1
+                return True
+            return False
+
+        return lose
 
     def _on_frame(self, _number: int, frame: bytes) -> None:
         if self.node is not None:

@@ -73,6 +73,21 @@ def _bitrate(text: str) -> tuple[int | None, int]:
     return port, rate
 
 
+def _link_loss(text: str) -> tuple[int, float]:
+    type_text, sep, fraction_text = text.partition("=")
+    try:
+        ethertype = int(type_text, 0)
+        fraction = float(fraction_text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"bad --link-loss {text!r}: expected ETHERTYPE=FRACTION, "
+                                         f"e.g. 0x88B5=0.1") from None
+    if not sep or not 0 <= ethertype <= 0xFFFF:
+        raise argparse.ArgumentTypeError(f"bad --link-loss {text!r}: the EtherType must be 0..0xFFFF")
+    if not 0 <= fraction < 1:
+        raise argparse.ArgumentTypeError(f"bad --link-loss {text!r}: the fraction must be in [0, 1)")
+    return ethertype, fraction
+
+
 _TIME_UNITS = {"ns": 1, "us": 1_000, "ms": 1_000_000, "s": 1_000_000_000}
 
 
@@ -151,6 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "0 counts frame bytes only, as the simulator's topologies do)")
     p.add_argument("--port-min-frame", type=int, default=60, metavar="BYTES",
                    help="link model: frames shorter than this are padded on the wire (default 60)")
+    p.add_argument("--link-loss", dest="link_loss", action="append", default=[], type=_link_loss,
+                   metavar="ETHERTYPE=FRACTION",
+                   help="p4switch extension: lose this fraction of the frames of EtherType on every port's wire "
+                        "(seeded by --seed), e.g. 0x88B5=0.1 for ALINEA reports")
+    p.add_argument("--control-socket", metavar="PATH",
+                   help="p4switch extension: a Unix socket to change port bit rates at run time and read the "
+                        "traffic manager's tail drops (docs/p4switch.md)")
     p.add_argument("--seed", type=int, help="seed of the program's random() extern")
     return p
 
@@ -217,7 +239,8 @@ def _options(args: argparse.Namespace) -> Any:
         port_bitrates={p: r for p, r in args.port_bitrates if p is not None},
         port_delay_ns=next((d for p, d in reversed(args.port_delays) if p is None), 0),
         port_delays={p: d for p, d in args.port_delays if p is not None}, seed=args.seed,
-        port_overhead_bytes=args.port_overhead, port_min_frame_bytes=args.port_min_frame)
+        port_overhead_bytes=args.port_overhead, port_min_frame_bytes=args.port_min_frame,
+        link_loss=dict(args.link_loss), control_socket=args.control_socket)
 
 
 def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:

@@ -23,6 +23,7 @@ counted in ``stats.rx_dropped`` by cause and logged (the first few per port).
 
 from __future__ import annotations
 
+import dataclasses
 import errno
 import logging
 import re
@@ -103,6 +104,7 @@ class PortStats:
     rx_frames: int = 0  # frames handed to on_receive (each GSO segment counts)
     tx_frames: int = 0
     tx_dropped: int = 0
+    tx_lost: int = 0  # frames the link model lost on the wire (--link-loss)
     rx_ignored_outgoing: int = 0
     rx_csum_completed: int = 0  # CHECKSUM_PARTIAL frames finished (segments not included)
     rx_gso_frames: int = 0  # GSO super-frames received
@@ -176,6 +178,9 @@ class PacketSocketPort:
         self.on_receive = on_receive
         self.batch = batch
         self.link = link
+        #: returns True to lose a frame on the wire (it still takes its wire time), as the
+        #: simulator's links do with report loss
+        self.loss: Callable[[bytes], bool] | None = None
         self.stats = PortStats()
         self._sched = sched
         self._closed = False
@@ -296,11 +301,21 @@ class PacketSocketPort:
             raise PortError(f"port {self.number} ({self.name}): frame of {len(frame)} bytes is shorter than "
                             f"an Ethernet header ({MIN_FRAME} bytes)")
         link = self.link
+        if self.loss is not None and self.loss(frame):
+            self.stats.tx_lost += 1
+            return link.wire_time_ns(len(frame)) if link is not None else 0
         if link is not None and link.delay_ns:
             self._sched.call_later(link.delay_ns + link.wire_time_ns(len(frame)), self._transmit, frame)
             return link.wire_time_ns(len(frame))
         self._transmit(frame)
         return link.wire_time_ns(len(frame)) if link is not None else 0
+
+    def set_bitrate(self, bitrate_bps: int) -> None:
+        """Change the modelled wire's bit rate from the next frame on (0: no rate limit)."""
+        if not isinstance(bitrate_bps, int) or isinstance(bitrate_bps, bool) or bitrate_bps < 0:
+            raise PortError(f"port {self.number} ({self.name}): bit rate must be an integer >= 0 b/s, "
+                            f"got {bitrate_bps!r}")
+        self.link = dataclasses.replace(self.link or LinkModel(), bitrate_bps=bitrate_bps)
 
     def _transmit(self, frame: bytes) -> None:
         """Hand one frame to the kernel; a full socket buffer or a downed interface drops it."""

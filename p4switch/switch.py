@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import random
 import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -69,6 +70,8 @@ class SwitchOptions:
     port_delays: dict[int, int] = field(default_factory=dict)  # per port, overrides port_delay_ns
     port_overhead_bytes: int = ETHERNET_OVERHEAD_BYTES  # link model: bytes added to each frame on the wire
     port_min_frame_bytes: int = ETHERNET_MIN_FRAME_BYTES  # link model: frames padded to this length
+    link_loss: dict[int, float] = field(default_factory=dict)  # EtherType -> fraction lost on every port's wire
+    control_socket: str | None = None  # p4switch's link-control socket (p4switch.control), None: off
     seed: int | None = None
 
 
@@ -95,6 +98,8 @@ class Switch:
             self.capture = PortCapture(opts.pcap_dir, sched.now_ns, epoch_ns=epoch)
         self.grpc_server: Any = None
         self.thrift_server: Any = None
+        self.control_server: Any = None
+        self._loss_rng = random.Random(opts.seed)
         self._stop = threading.Event()
         self._closed = False
         self._flush_handle: Any = None
@@ -161,11 +166,46 @@ class Switch:
         link = LinkModel(bitrate_bps=bitrate, delay_ns=delay, overhead_bytes=self.options.port_overhead_bytes,
                          min_frame_bytes=self.options.port_min_frame_bytes) if bitrate or delay else None
         port = PacketSocketPort(number, ifname, self.sched, link=link)
+        if self.options.link_loss:
+            port.loss = self._lose
         try:
             return self.add_port(port)  # type: ignore[return-value]
         except SwitchError:
             port.close()
             raise
+
+    def _lose(self, frame: bytes) -> bool:
+        fraction = self.options.link_loss.get(int.from_bytes(frame[12:14], "big"))
+        return fraction is not None and self._loss_rng.random() < fraction
+
+    # ---- link control (p4switch.control; on the loop thread) ------------------------------------
+    def _socket_port(self, port: Any) -> PacketSocketPort:
+        p = self.ports.get(port) if isinstance(port, int) and not isinstance(port, bool) else None
+        if not isinstance(p, PacketSocketPort):
+            known = ", ".join(str(n) for n, q in sorted(self.ports.items()) if isinstance(q, PacketSocketPort))
+            raise SwitchError(f"port {port!r} is not an interface port of this switch (ports: {known or 'none'})")
+        return p
+
+    def set_port_bitrate(self, port: int, bps: int) -> None:
+        """The wire rate of ``port`` from its next frame on (``--port-bitrate`` at run time)."""
+        p = self._socket_port(port)
+        if p.link is None:
+            p.link = LinkModel(overhead_bytes=self.options.port_overhead_bytes,
+                               min_frame_bytes=self.options.port_min_frame_bytes)
+        p.set_bitrate(bps)
+        log.info("port %d (%s): wire bit rate set to %d b/s", port, p.name, bps)
+
+    def port_bitrate(self, port: int) -> int:
+        p = self._socket_port(port)
+        return p.link.bitrate_bps if p.link is not None else 0
+
+    def link_lost(self) -> dict[str, int]:
+        """Frames each port's wire lost by ``--link-loss``, since start."""
+        return {str(n): p.stats.tx_lost for n, p in sorted(self.ports.items()) if isinstance(p, PacketSocketPort)}
+
+    def egress_drops(self) -> dict[str, int]:
+        """Frames the traffic manager tail-dropped per port (queue full), since start."""
+        return {str(n): self.tm.stats(n).dropped_full for n in sorted(self.ports)}
 
     def _on_receive(self, number: int, frame: bytes) -> None:
         if self.capture is not None:
@@ -268,6 +308,18 @@ class Switch:
                 raise SwitchError(str(exc.strerror or exc)) from None
             self.thrift_server = thrift
             log.info("Thrift server listening on %s:%d", opts.thrift_host, thrift.port)
+        if opts.control_socket:
+            from p4switch.control import ControlServer
+
+            ops = {"set_port_bitrate": self.set_port_bitrate, "port_bitrate": self.port_bitrate,
+                   "egress_drops": self.egress_drops, "link_lost": self.link_lost}
+            control = ControlServer(opts.control_socket, ops, self._run_in_loop, (SwitchError, PortError))
+            try:
+                control.start()
+            except OSError as exc:
+                raise SwitchError(f"--control-socket {opts.control_socket}: {exc.strerror or exc}") from None
+            self.control_server = control
+            log.info("link-control socket at %s", opts.control_socket)
         if self.capture is not None:
             self.sched.call_soon_threadsafe(self._flush_pcaps)
         self.sched.call_soon_threadsafe(self._log_stats, {})
@@ -308,7 +360,7 @@ class Switch:
             return
         self._closed = True
         self._stop.set()
-        for server, stop in ((self.grpc_server, "stop"), (self.thrift_server, "stop")):
+        for server, stop in ((self.grpc_server, "stop"), (self.thrift_server, "stop"), (self.control_server, "stop")):
             if server is not None:
                 with contextlib.suppress(Exception):
                     getattr(server, stop)()

@@ -42,7 +42,9 @@ from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import GrpcController
 from controlplane.queues import QueueClient
 from controlplane.queues import connect as thrift_connect
+from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
+from p4switch.control import ControlClient, ControlError
 from p4switch.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.netns_plumbing import NetnsError, Plumbing, clean, new_prefix, require_root, switch_ifname
@@ -117,7 +119,8 @@ class NetnsNetwork:
         self.t0_ns = 0  # CLOCK_MONOTONIC of run time 0
         self._next_sample = 0
         self._next_drops = 0
-        self._events = sorted((ev for ev in topo.events if ev.kind == "alinea"), key=lambda e: e.at_ns)
+        self._events = sorted((ev for ev in topo.events if ev.kind in ("alinea", "link_rate")), key=lambda e: e.at_ns)
+        self._rates = {(link.a, link.b): round(link.rate_bps) for link in topo.links}  # current, per link
         self._link_bytes: dict[tuple[str, str], tuple[str, str]] = {}  # (u, v) -> (interface, rx|tx)
         self._closed = False
         self.notices: list[str] = []
@@ -155,13 +158,10 @@ class NetnsNetwork:
         print(f"hbh run (netns): {text}", file=sys.stderr, flush=True)
 
     def _refuse_unsupported(self) -> None:
-        rate_events = [ev for ev in self.topo.events if ev.kind == "link_rate"]
-        if rate_events:
-            raise NetnsError(f"{self.topo.source}:{rate_events[0].line}: link rate events are not supported by the "
-                             "netns backend yet (a switch port's bit rate is fixed at start); use --backend sim")
-        if self.topo.options.report_loss > 0:
-            raise NetnsError(f"{self.topo.source}: report_loss is not emulated by the netns backend; "
-                             "use --backend sim")
+        """BMv2 has no per-EtherType loss on its wires (p4switch: ``--link-loss``)."""
+        if self.topo.options.report_loss > 0 and self.target == "bmv2":
+            raise NetnsError(f"{self.topo.source}: options.report_loss is emulated by p4switch's links only "
+                             "(--link-loss); BMv2 has no such loss model: use --target p4switch or --backend sim")
 
     def _make_links(self) -> None:
         topo, pre = self.topo, self.prefix
@@ -196,6 +196,11 @@ class NetnsNetwork:
             link = topo.link_between(name, nb)
             spec.bitrates[p] = round(link.rate_bps)
             spec.delays[p] = link.delay_ns
+        # a short path: a Unix socket's path is limited to 107 bytes; the switch removes it when it stops
+        spec.control_socket = f"/tmp/{self.prefix}-{name}.ctl"
+        if topo.options.report_loss > 0:
+            spec.link_loss[ETHERTYPE_ALINEA] = topo.options.report_loss
+            spec.seed = self.seed * 1000 + node.index
         return spec
 
     def _start_switches(self) -> None:
@@ -369,7 +374,10 @@ class NetnsNetwork:
                                  f"{sw.process.output()}")
 
     def _apply_event(self, ev: Event) -> None:
-        """The switches' part of an ALINEA event (hosts apply theirs themselves, on time)."""
+        """The switches' part of an event (hosts apply theirs themselves, on time)."""
+        if ev.kind == "link_rate":
+            self._set_link_rate(ev)
+            return
         for u, v in ev.targets:
             if u in self.switches:
                 sw = self.switches[u]
@@ -380,11 +388,38 @@ class NetnsNetwork:
                 sw.sched.run_sync(params_io.apply_port_changes, sw.client, self.topo.port(v, u),  # type: ignore
                                     {"interval_us": ev.interval_us})
 
+    def _set_link_rate(self, ev: Event) -> None:
+        """A link's new rate at both switch ends: p4switch's wire model through its control
+        socket, BMv2's netem (a host end is changed by the host process itself)."""
+        assert ev.link is not None and ev.rate_bps is not None
+        a, b = ev.link
+        bps = round(ev.rate_bps)
+        self._rates[(a, b) if (a, b) in self._rates else (b, a)] = bps
+        for u, v in ((a, b), (b, a)):
+            sw = self.switches.get(u)
+            if sw is None:
+                continue
+            port = self.topo.port(u, v)
+            if self.target == "p4switch":
+                client = ControlClient(sw.spec.control_socket)
+                try:
+                    client.call("set_port_bitrate", port=port, bps=bps)
+                finally:
+                    client.close()
+                continue
+            ifname = dict(sw.spec.interfaces)[port]
+            proc = subprocess.run(netem_command(ifname, bps, sw.spec.delays[port]), capture_output=True, text=True,
+                                  timeout=15)
+            if proc.returncode != 0:
+                self._notice(f"{self.topo.source}:{ev.line}: link {a}-{b} rate change not applied on BMv2 "
+                             f"({proc.stderr.strip()})")
+
     def _sample_links(self, t_ns: int) -> None:
         for link in self.topo.links:
             for u, v in ((link.a, link.b), (link.b, link.a)):
                 ifname, way = self._link_bytes[(u, v)]
-                self.recorder.links.append(LinkSample(t_ns, u, v, _if_bytes(ifname, way), round(link.rate_bps)))
+                self.recorder.links.append(LinkSample(t_ns, u, v, _if_bytes(ifname, way),
+                                                      self._rates[(link.a, link.b)]))
 
     def _sample_drops(self, t_ns: int) -> None:
         for name, sw in self.switches.items():
@@ -396,6 +431,37 @@ class NetnsNetwork:
                 continue
             for reason, port, packets in cells:
                 self.recorder.drops.append(DropSample(t_ns, name, port, reason, packets))
+            if self.target == "p4switch":
+                self._sample_egress_drops(t_ns, name, sw)
+
+    def _switch_link_lost(self) -> int:
+        """Reports the switches' wires lost (``--link-loss``), added to the hosts' own count."""
+        total = 0
+        for name, sw in self.switches.items():
+            try:
+                client = ControlClient(sw.spec.control_socket)
+                try:
+                    total += sum(client.call("link_lost").values())
+                finally:
+                    client.close()
+            except ControlError as exc:
+                self._notice(f"switch {name}: lost-report counters unreadable: {exc}")
+        return total
+
+    def _sample_egress_drops(self, t_ns: int, name: str, sw: _SwitchNode) -> None:
+        """The traffic manager's tail drops, as the simulator records them (one row per switch)."""
+        try:
+            client = ControlClient(sw.spec.control_socket)
+            try:
+                per_port = client.call("egress_drops")
+            finally:
+                client.close()
+        except ControlError as exc:
+            self._notice(f"switch {name}: egress drop counters unreadable at {t_ns / 1e9:.1f} s: {exc}")
+            return
+        total = sum(per_port.values())
+        if total:
+            self.recorder.drops.append(DropSample(t_ns, name, 0, "egress_queue_full", total))
 
     # ---- the end ------------------------------------------------------------------------------------
     def finish(self) -> None:
@@ -406,6 +472,8 @@ class NetnsNetwork:
                 sw.sched.run_sync(setattr, self, "_recording", False)
         self._sample_links(end)
         self._sample_drops(end)
+        if self.topo.options.report_loss > 0:
+            self.counts["reports_lost"] += self._switch_link_lost()
         deadline = time.monotonic() + 30
         for h in self.hosts.values():
             line = _read_line(h.proc, deadline)

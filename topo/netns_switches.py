@@ -51,6 +51,9 @@ class SwitchSpec:
     pcap_dir: str | None = None
     bitrates: dict[int, int] = field(default_factory=dict)  # port -> b/s (p4switch's link model)
     delays: dict[int, int] = field(default_factory=dict)  # port -> ns
+    control_socket: str | None = None  # p4switch's link-control socket (rates at run time, tail drops)
+    link_loss: dict[int, float] = field(default_factory=dict)  # EtherType -> fraction lost (p4switch)
+    seed: int | None = None
 
     @property
     def grpc_addr(self) -> str:
@@ -73,6 +76,12 @@ def p4switch_command(spec: SwitchSpec, python: str = sys.executable) -> list[str
     for port, ns in sorted(spec.delays.items()):
         if ns:
             cmd += ["--port-delay", f"{port}={ns}ns"]
+    if spec.control_socket:
+        cmd += ["--control-socket", spec.control_socket]
+    for ethertype, fraction in sorted(spec.link_loss.items()):
+        cmd += ["--link-loss", f"{ethertype:#06x}={fraction:g}"]
+    if spec.seed is not None:
+        cmd += ["--seed", str(spec.seed)]
     return cmd
 
 

@@ -163,3 +163,17 @@ def test_netem_command_for_bmv2_links() -> None:
     assert netem_command("hbh0a1b22p1", 2_000_000, 3_000_000) == [
         "tc", "qdisc", "replace", "dev", "hbh0a1b22p1", "root", "netem", "delay", "3000us", "rate", "2000000bit",
         "limit", "10000"]
+
+
+def test_link_control_and_report_loss_reach_the_p4switch_command() -> None:
+    cmd = p4switch_command(spec(control_socket="/tmp/x-R1.ctl", link_loss={0x88B5: 0.1}, seed=1002), python="x")
+    opts = p4switch_options(build_parser().parse_args(cmd[3:]))
+    assert opts.control_socket == "/tmp/x-R1.ctl" and opts.link_loss == {0x88B5: 0.1} and opts.seed == 1002
+
+
+@pytest.mark.parametrize("text", ["0x88B5", "0x88B5=1", "0x88B5=-0.1", "zz=0.1", "0x1FFFF=0.1"])
+def test_bad_link_loss_is_one_line(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        build_parser().parse_args(["--no-p4", "--link-loss", text])
+    assert exc.value.code == 2
+    assert "--link-loss" in capsys.readouterr().err

@@ -180,3 +180,38 @@ def test_bmv2_one_router(tmp_path: Path) -> None:
     assert s["loss"]["total"] == 0, s["loss"]
     for name, b in s["buffers"].items():
         assert abs(b["mean"] - b["target"]) <= 0.05, (name, b)
+
+
+def test_capacity_drop_runs_in_netns_and_the_hop_behind_reacts(tmp_path: Path) -> None:
+    """A timed link_rate event changes p4switch's wire model through its control socket."""
+    N.require_netns()
+    import dataclasses
+
+    topo = load_topology(ROOT / "topo/capacity-drop.yaml")
+    (ev,) = topo.events
+    topo.events = [dataclasses.replace(ev, at_ns=12_000_000_000)]
+    s = run_experiment(topo, 16_000_000_000, seed=1, out=tmp_path, plots=False, backend="netns", pcap=False).summary
+    assert s["loss"]["total"] == 0, s["loss"]
+    (reaction,) = s["events"]
+    assert reaction["regulator"] == "R2" and reaction["buffer"] == "R3<-R2", reaction
+    assert reaction["reaction_intervals"] is not None, reaction
+    rates = {(r["from"], r["to"]): r for r in _csv(tmp_path / "links.csv") if float(r["t_s"]) >= 13.0}
+    assert int(rates[("R3", "R4")]["rate_bps"]) == 1_000_000
+
+
+def test_report_loss_runs_in_netns_without_data_loss(tmp_path: Path) -> None:
+    N.require_netns()
+    from topo.model import Options
+
+    topo = load_topology(ONE)
+    topo.options = Options(report_loss=0.10)
+    s = run_experiment(topo, 12_000_000_000, seed=3, out=tmp_path, plots=False, backend="netns", pcap=False).summary
+    assert s["loss"]["total"] == 0, s["loss"]
+    assert s["reports_lost_on_links"] > 0
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    import csv
+
+    with path.open() as f:
+        return list(csv.DictReader(f))
