@@ -13,6 +13,7 @@ Requests and answers::
     {"op": "port_bitrate", "port": 3}                        -> {"ok": true, "result": 1000000}
     {"op": "egress_drops"}                                   -> {"ok": true, "result": {"3": 12}}
     {"op": "link_lost"}                                      -> {"ok": true, "result": {"3": 4}}
+    {"op": "queues"}                                         -> {"ok": true, "result": {"3": [17, 40, 12]}}
     anything wrong                                           -> {"ok": false, "error": "one line"}
 
 The server thread only decodes; every operation runs on the switch loop (``run_in_loop``).

@@ -203,6 +203,12 @@ class Switch:
         """Frames each port's wire lost by ``--link-loss``, since start."""
         return {str(n): p.stats.tx_lost for n, p in sorted(self.ports.items()) if isinstance(p, PacketSocketPort)}
 
+    def queues(self) -> dict[str, list[int]]:
+        """Per port: packets queued in the traffic manager, its depth limit, tail drops so far."""
+        tm = self.tm
+        return {str(n): [tm.port_depth(n), tm.queue_depth_limit(n), tm.stats(n).dropped_full]
+                for n in sorted(self.ports)}
+
     def egress_drops(self) -> dict[str, int]:
         """Frames the traffic manager tail-dropped per port (queue full), since start."""
         return {str(n): self.tm.stats(n).dropped_full for n in sorted(self.ports)}
@@ -312,7 +318,7 @@ class Switch:
             from p4switch.control import ControlServer
 
             ops = {"set_port_bitrate": self.set_port_bitrate, "port_bitrate": self.port_bitrate,
-                   "egress_drops": self.egress_drops, "link_lost": self.link_lost}
+                   "egress_drops": self.egress_drops, "link_lost": self.link_lost, "queues": self.queues}
             control = ControlServer(opts.control_socket, ops, self._run_in_loop, (SwitchError, PortError))
             try:
                 control.start()

@@ -58,9 +58,9 @@ from topo.netns_switches import (
     p4switch_command,
     pdeathsig,
 )
-from topo.plan import switch_plan
+from topo.plan import network_mode, switch_plan
 from topo.record import DropSample, FlowSample, LawRow, LinkSample, Recorder
-from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, SAMPLE_NS, read_drop_counters
+from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, SAMPLE_NS, fifo_rows, read_drop_counters
 
 __all__ = ["NetnsNetwork", "TARGETS", "AGENT_ELECTION_ID"]
 
@@ -124,6 +124,8 @@ class NetnsNetwork:
         self._link_bytes: dict[tuple[str, str], tuple[str, str]] = {}  # (u, v) -> (interface, rx|tx)
         self._closed = False
         self.notices: list[str] = []
+        self._said: set[str] = set()
+        self._hop_by_hop = network_mode(topo) == "hop-by-hop"
         self._stream_lost: set[str] = set()
         self._recording = True  # agents' law rows go to the recorder (on the agents' loop thread)
 
@@ -350,6 +352,8 @@ class NetnsNetwork:
                 self._apply_event(self._events.pop(0))
             if self._next_sample == nxt:
                 self._sample_links(nxt)
+                if not self._hop_by_hop:
+                    self._sample_fifos(nxt)
                 self._next_sample += SAMPLE_NS
             if self._next_drops == nxt:
                 self._sample_drops(nxt)
@@ -413,6 +417,26 @@ class NetnsNetwork:
             if proc.returncode != 0:
                 self._notice(f"{self.topo.source}:{ev.line}: link {a}-{b} rate change not applied on BMv2 "
                              f"({proc.stderr.strip()})")
+
+    def _sample_fifos(self, t_ns: int) -> None:
+        """End-to-end mode: each output FIFO's occupancy, read through the control socket."""
+        if self.target != "p4switch":
+            if "fifo" not in self._said:
+                self._said.add("fifo")
+                self._notice("end-to-end mode on BMv2: output queue occupancy is not sampled (BMv2 exposes it "
+                             "only to the data plane, as standard_metadata.enq_qdepth)")
+            return
+        for name, sw in self.switches.items():
+            try:
+                client = ControlClient(sw.spec.control_socket)
+                try:
+                    queues = {int(p): tuple(v) for p, v in client.call("queues").items()}
+                finally:
+                    client.close()
+            except ControlError as exc:
+                self._notice(f"switch {name}: queue occupancy unreadable at {t_ns / 1e9:.1f} s: {exc}")
+                continue
+            self.recorder.laws.extend(fifo_rows(self.topo, name, t_ns, queues))  # type: ignore[arg-type]
 
     def _sample_links(self, t_ns: int) -> None:
         for link in self.topo.links:

@@ -30,8 +30,9 @@ def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> in
 
 def network_mode(topo: Topology) -> str:
     """``hop-by-hop`` when some flow is ALINEA-controlled (switches regulate their egress rates),
-    else ``end-to-end``: the same data plane and buffers, reports kept for measurement, no
-    queue rate ever set (the sources' own control, e.g. CVIHIS, is all there is)."""
+    else ``end-to-end``: the same data plane, reports kept for measurement, no queue rate ever
+    set, and each output port a drop-tail FIFO as deep as its link's buffer, shared by every
+    flow through it (the sources' own control, e.g. CVIHIS, is all there is)."""
     return "hop-by-hop" if any(f.control == "alinea" for f in topo.flows) else "end-to-end"
 
 
@@ -46,14 +47,20 @@ def switch_plan(topo: Topology, name: str) -> SwitchPlan:
             continue
         routes.append(Route(topo.ip(host.name), 32, topo.port(name, nxt), neighbour_mac(topo, name, nxt),
                             topo.mac(name, nxt)))
+    hop_by_hop = network_mode(topo) == "hop-by-hop"
+    # End-to-end: no modelled ingress buffer (no admission, no reports). Its occupancy counter
+    # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
     modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
                                   neighbour_mac(topo, name, u))
-                     for u in topo.neighbours(name) if (name, u) in topo.ports)
+                     for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     used = set(topo.directed_links())
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
                                     limit_at_start=(name, v) in used)
                       for v in topo.neighbours(name) if (name, v) in topo.law)
-    depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
+    if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them
+        depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
+        depths = tuple((topo.port(name, v), depth) for v in topo.neighbours(name))
+    else:  # a router's drop-tail FIFO per output port, the link's buffer deep, shared by every flow
+        depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
     return SwitchPlan(name=name, node_id=node.index, routes=tuple(routes), modelled=modelled, regulated=regulated,
-                      queue_depths=tuple((topo.port(name, u), depth) for u in topo.neighbours(name)),
-                      actuate=network_mode(topo) == "hop-by-hop")
+                      queue_depths=depths, actuate=hop_by_hop)

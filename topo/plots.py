@@ -39,7 +39,9 @@ def plot_run(rec: Recorder, summary: dict[str, Any], out: Path, title: str) -> l
         color = f"C{i % 10}"
         ax.plot([r.t_ns / 1e9 for r in rows], [100 * r.fraction for r in rows], color=color, lw=0.8,
                 label=f"{v} (fed by {u})")
-        ax.axhline(100 * summary["buffers"][f"{v}<-{u}"]["target"], color=color, ls="--", lw=0.8)
+        target = summary["buffers"][f"{v}<-{u}"]["target"]
+        if target is not None:  # end-to-end runs' FIFOs have none
+            ax.axhline(100 * target, color=color, ls="--", lw=0.8)
     _finish(fig, ax, f"{title}: buffer occupancy (dashed: target)", "occupancy (% of buffer)", paths[0])
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for i, (u, v) in enumerate(keys):

@@ -92,8 +92,8 @@ def _conv(s: dict[str, Any]) -> str:
     return "never" if s["convergence_s"] is None else f"{s['convergence_s']:.2f}"
 
 
-def _pct(x: float) -> str:
-    return f"{100 * x:.1f} %"
+def _pct(x: float | None) -> str:
+    return "-" if x is None else f"{100 * x:.1f} %"
 
 
 def _buffers_table(s: dict[str, Any]) -> list[str]:

@@ -226,7 +226,8 @@ def format_summary(s: dict[str, Any]) -> str:
     lines.append(f"{'buffer':<14}{'target':>8}{'mean':>8}{'std':>7}{'max':>7}{'conv. (s)':>10}")
     for name, b in s["buffers"].items():
         conv = "-" if b["convergence_s"] is None else f"{b['convergence_s']:.2f}"
-        lines.append(f"{name:<14}{100 * b['target']:>7.1f}%{100 * b['mean']:>7.1f}%{100 * b['std']:>6.2f}"
+        target = "-" if b["target"] is None else f"{100 * b['target']:.1f}%"
+        lines.append(f"{name:<14}{target:>8}{100 * b['mean']:>7.1f}%{100 * b['std']:>6.2f}"
                      f"{100 * b['max']:>6.1f}%{conv:>10}")
     for name, f in s["flows"].items():
         owd = f["owd_ms"]

@@ -38,7 +38,7 @@ from p4switch.link import InMemoryLink, LinkModel
 from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
-from topo.plan import neighbour_mac, switch_plan
+from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 
 __all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS"]
@@ -75,6 +75,19 @@ def read_drop_counters(client: Any, ports: list[int]) -> list[tuple[str, int, in
         if ce.data.packet_count:
             out.append((names[ce.counter_id], ce.index.index, ce.data.packet_count))
     return out
+
+
+def fifo_rows(topo: Topology, switch: str, t_ns: int, queues: dict[int, tuple[int, int, int]]) -> list[LawRow]:
+    """End-to-end mode's occupancy rows: each output FIFO of ``switch`` as the buffer of its link.
+
+    ``queues`` maps a port to (packets queued, depth limit, tail drops so far). The FIFO of u toward
+    v is recorded as buffer ``v<-u``: the buffer of link u->v, which hop-by-hop mode models at v's
+    ingress and end-to-end mode keeps at u's egress (docs/compare.md)."""
+    rows = []
+    for v in topo.neighbours(switch):
+        occ, limit, drops = queues.get(topo.port(switch, v), (0, 0, 0))
+        rows.append(LawRow(t_ns, switch, v, occ, limit, drops, 0.0, 0.0, 0.0))
+    return rows
 
 
 def cvihis_params(topo: Topology, f: Flow) -> CvihisParams:
@@ -297,6 +310,7 @@ class SimNetwork:
         self.topo = topo
         self.seed = seed
         self.rng = random.Random(seed)
+        self._hop_by_hop = network_mode(topo) == "hop-by-hop"
         self.sched = VirtualScheduler()
         self.program = program or alinea_program()
         self.recorder = Recorder()
@@ -414,6 +428,12 @@ class SimNetwork:
                 host.buffer.drain(now)
                 b = host.buffer
                 rec.buffers.append(BufferSample(now, name, b.occupancy, b.capacity, b.played, b.dropped))
+        if not self._hop_by_hop:
+            for name, node in self.switches.items():
+                tm = node.switch.tm
+                queues = {p: (tm.port_depth(p), tm.queue_depth_limit(p), tm.stats(p).dropped_full)
+                          for p in node.switch.ports}
+                rec.laws.extend(fifo_rows(self.topo, name, now, queues))
         for link in self.topo.links:
             for u, v in ((link.a, link.b), (link.b, link.a)):
                 mem = self.links[(u, v)]

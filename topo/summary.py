@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo.model import Topology
+from topo.plan import network_mode
 from topo.record import LawRow, Recorder
 
 __all__ = ["summarize", "BAND", "REACTION_DROP", "SERIES_BIN_NS"]
@@ -69,7 +70,10 @@ def _percentile(values: list[float], q: float) -> float:
 
 
 def _targets(topo: Topology) -> dict[tuple[str, str], float]:
-    """O_max of every law at the end of the run (timed events applied)."""
+    """O_max of every law at the end of the run (timed events applied); none end to end,
+    where no law runs."""
+    if network_mode(topo) != "hop-by-hop":
+        return {}
     targets = {k: p.o_max for k, p in topo.law.items()}
     for ev in topo.events:
         changes = dict(ev.law_changes)
@@ -227,14 +231,15 @@ def _buffers(topo: Topology, rec: Recorder, steady: _Window) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for (u, v), rows in sorted(_law_rows(rec).items(), key=lambda kv: _path_order(topo, kv[0])):
         window = [r.fraction for r in rows if steady.has(r.t_ns)]
-        target = targets[(u, v)]
+        target = targets.get((u, v))  # None: no law (an end-to-end run's output FIFO)
         mean = statistics.fmean(window) if window else 0.0
         std = statistics.pstdev(window) if len(window) > 1 else 0.0
         out[_buffer_name(u, v)] = {
             "node": v, "fed_by": u, "target": target, "mean": round(mean, 4), "std": round(std, 4),
             "max": round(max((r.fraction for r in rows), default=0.0), 4),
-            "within_band": bool(window) and abs(mean - target) <= BAND and std <= BAND,
-            "convergence_s": _convergence(rows, target, steady.end_ns), "reports": len(rows)}
+            "within_band": None if target is None else bool(window) and abs(mean - target) <= BAND and std <= BAND,
+            "convergence_s": None if target is None else _convergence(rows, target, steady.end_ns),
+            "reports": len(rows)}
     return out
 
 
