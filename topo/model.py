@@ -97,6 +97,7 @@ class Event:
 @dataclass(frozen=True)
 class Options:
     report_loss: float = 0.0  # fraction of ALINEA reports lost at random on every link
+    fairness: str = "per-port"  # "per-flow": laws' R_max weighted by the flows behind them (topo/fairness.py)
 
 
 @dataclass

@@ -7,6 +7,7 @@ seeds, Ray) and through topology variants, not through results_doc's single seed
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 import sys
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 
 from topo.compare import compare, jain
 from topo.compare_report import flow_table, markdown_table
+from topo.fairness import FAIRNESS, apply_fairness
 from topo.runner import run_experiment
 from topo.schema import load_topology
 from topo.sweep.grammar import parse_settings
@@ -109,12 +111,19 @@ def _blm_verdict(blm: float, rtm: float) -> str:
 
 def fairness_sections() -> list[str]:
     out = ["## Fairness between ALINEA flows", "",
-           "Seed 1, 60 s; goodput over 30-60 s. docs/fairness.md explains the mechanism.", "",
-           "| topology | per-flow goodput (kb/s) | Jain | loss |", "|---|---|---|---|"]
+           "Seed 1, 60 s; goodput over 30-60 s. `fairness` is the topology option (`options: {fairness: ...}`): "
+           "`per-port` is the law as the paper has it, `per-flow` weights each law's R_max by the flows behind it. "
+           "docs/fairness.md explains both.", "",
+           "| topology | fairness | per-flow goodput (kb/s) | Jain | loss |", "|---|---|---|---|---|"]
     for name in ("alinea-merge-2", "alinea-merge-3", "alinea-merge-shared"):
-        s = _run(variant(name, []), 60)
-        g = [f["goodput_bps"] for f in s["flows"].values()]
-        out.append(f"| {name} | {', '.join(f'{x / 1e3:.0f}' for x in g)} | {jain(g):.4f} | {s['loss']['total']} |")
+        for fairness in FAIRNESS:
+            topo = variant(name, [])
+            topo = apply_fairness(dataclasses.replace(topo, options=dataclasses.replace(topo.options,
+                                                                                        fairness=fairness)))
+            s = _run(topo, 60)
+            g = [f["goodput_bps"] for f in s["flows"].values()]
+            out.append(f"| {name} | {fairness} | {', '.join(f'{x / 1e3:.0f}' for x in g)} | {jain(g):.4f} "
+                       f"| {s['loss']['total']} |")
     return out + [""]
 
 

@@ -22,6 +22,7 @@ from yaml.nodes import Node as YamlNode
 
 from controlplane.params import LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
+from topo.fairness import FAIRNESS, apply_fairness
 from topo.model import CONTROLS, CVIHIS_CONTROLS, Event, Flow, Link, Node, Options, Topology
 from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
@@ -33,7 +34,7 @@ LINK_KEYS = ("ends", "rate", "delay", "buffer")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
-OPTION_KEYS = ("report_loss",)
+OPTION_KEYS = ("report_loss", "fairness")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
 #: Law keys an override or an event may set.
@@ -154,10 +155,10 @@ class _Loader:
         ports = self._ports(skeleton, intervals)
         host_buffers = self._host_buffers(skeleton, intervals)
         events = self._events(skeleton, law)
-        return Topology(
+        return apply_fairness(Topology(
             name=skeleton.name, source=self.doc.source, nodes=self.nodes, links=self.links, flows=flows,
             law=law, ports=ports, events=events, options=self._options(), description=self._description(),
-            host_buffers=host_buffers)
+            host_buffers=host_buffers))
 
     # ---- small typed readers ---------------------------------------------------------------------
     def _rate(self, node: YamlNode, path: str) -> float:
@@ -605,10 +606,16 @@ class _Loader:
         if "options" not in self.top:
             return Options()
         entries = self.doc.mapping(self.top["options"].value, "options", OPTION_KEYS)
-        if "report_loss" not in entries:
-            return Options()
-        node = entries["report_loss"].value
-        loss = self.doc.unit(node, "options.report_loss", parse_fraction)
-        if not 0 <= loss < 1:
-            raise self.doc.error(node, "options.report_loss", f"{loss:g}: a loss fraction must be in [0, 1)")
-        return Options(report_loss=loss)
+        loss = 0.0
+        if "report_loss" in entries:
+            node = entries["report_loss"].value
+            loss = self.doc.unit(node, "options.report_loss", parse_fraction)
+            if not 0 <= loss < 1:
+                raise self.doc.error(node, "options.report_loss", f"{loss:g}: a loss fraction must be in [0, 1)")
+        fairness = "per-port"
+        if "fairness" in entries:
+            node = entries["fairness"].value
+            fairness = self.doc.text(node, "options.fairness")
+            if fairness not in FAIRNESS:
+                raise self.doc.error(node, "options.fairness", f"{fairness!r}: choose {' or '.join(FAIRNESS)}")
+        return Options(report_loss=loss, fairness=fairness)

@@ -45,7 +45,7 @@ __all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "alinea.p4"
-START_JITTER_NS = 1_000_000  # each flow starts up to 1 ms late, drawn from the seed
+START_JITTER_NS = 200_000_000  # each flow starts up to 200 ms late, drawn from the seed (docs/compare.md)
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
