@@ -143,3 +143,12 @@ class ControlClient:
             self._file.close()
         with contextlib.suppress(OSError):
             self._sock.close()
+
+
+def control_call(path: str, op: str, **args: Any) -> Any:
+    """One request on a fresh connection (for callers that ask now and then)."""
+    client = ControlClient(path)
+    try:
+        return client.call(op, **args)
+    finally:
+        client.close()

@@ -44,7 +44,7 @@ from controlplane.queues import QueueClient
 from controlplane.queues import connect as thrift_connect
 from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
-from p4switch.control import ControlClient, ControlError
+from p4switch.control import ControlError, control_call
 from p4switch.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.netns_plumbing import NetnsError, Plumbing, clean, new_prefix, require_root, switch_ifname
@@ -405,11 +405,7 @@ class NetnsNetwork:
                 continue
             port = self.topo.port(u, v)
             if self.target == "p4switch":
-                client = ControlClient(sw.spec.control_socket)
-                try:
-                    client.call("set_port_bitrate", port=port, bps=bps)
-                finally:
-                    client.close()
+                control_call(sw.spec.control_socket, "set_port_bitrate", port=port, bps=bps)
                 continue
             ifname = dict(sw.spec.interfaces)[port]
             proc = subprocess.run(netem_command(ifname, bps, sw.spec.delays[port]), capture_output=True, text=True,
@@ -428,11 +424,7 @@ class NetnsNetwork:
             return
         for name, sw in self.switches.items():
             try:
-                client = ControlClient(sw.spec.control_socket)
-                try:
-                    queues = {int(p): tuple(v) for p, v in client.call("queues").items()}
-                finally:
-                    client.close()
+                queues = {int(p): tuple(v) for p, v in control_call(sw.spec.control_socket, "queues").items()}
             except ControlError as exc:
                 self._notice(f"switch {name}: queue occupancy unreadable at {t_ns / 1e9:.1f} s: {exc}")
                 continue
@@ -463,11 +455,7 @@ class NetnsNetwork:
         total = 0
         for name, sw in self.switches.items():
             try:
-                client = ControlClient(sw.spec.control_socket)
-                try:
-                    total += sum(client.call("link_lost").values())
-                finally:
-                    client.close()
+                total += sum(control_call(sw.spec.control_socket, "link_lost").values())
             except ControlError as exc:
                 self._notice(f"switch {name}: lost-report counters unreadable: {exc}")
         return total
@@ -475,11 +463,7 @@ class NetnsNetwork:
     def _sample_egress_drops(self, t_ns: int, name: str, sw: _SwitchNode) -> None:
         """The traffic manager's tail drops, as the simulator records them (one row per switch)."""
         try:
-            client = ControlClient(sw.spec.control_socket)
-            try:
-                per_port = client.call("egress_drops")
-            finally:
-                client.close()
+            per_port = control_call(sw.spec.control_socket, "egress_drops")
         except ControlError as exc:
             self._notice(f"switch {name}: egress drop counters unreadable at {t_ns / 1e9:.1f} s: {exc}")
             return

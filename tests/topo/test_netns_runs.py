@@ -215,3 +215,13 @@ def _csv(path: Path) -> list[dict[str, str]]:
 
     with path.open() as f:
         return list(csv.DictReader(f))
+
+
+def test_end_to_end_run_in_netns_records_the_bottleneck_fifo(tmp_path: Path) -> None:
+    """CVIHIS flows over router FIFOs: their occupancy is read through p4switch's control socket."""
+    N.require_netns()
+    s = run_experiment(load_topology(ROOT / "topo/cvihis-three-flows.yaml"), 10_000_000_000, seed=1, out=tmp_path,
+                       plots=False, backend="netns", pcap=False).summary
+    neck = s["buffers"]["R2<-R1"]
+    assert neck["target"] is None and neck["max"] > 0, neck
+    assert all(f["received"] > 0 for f in s["flows"].values())
