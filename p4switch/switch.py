@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from p4switch import heap
 from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
 from p4switch.link import ETHERNET_MIN_FRAME_BYTES, ETHERNET_OVERHEAD_BYTES, LinkModel
 from p4switch.p4runtime.core import P4RuntimeCore
@@ -89,7 +90,8 @@ class Switch:
                                  default_rate_pps=opts.queue_rate_pps)  # served by the core below
         self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
                                       cpu_port=opts.cpu_port)
-        self.device = P4SwitchDevice(self.holder, self.core.receive, opts.cpu_port, seed=opts.seed)
+        self.device = P4SwitchDevice(self.holder, self.core.receive, opts.cpu_port, seed=opts.seed,
+                                     on_load=heap.settle if self.realtime else None)
         self.p4rt = P4RuntimeCore(self.device, device_id=opts.device_id, scheduler=sched)
         self.device.packet_in_sink = self.p4rt.packet_in
         self.capture: PortCapture | None = None
@@ -122,6 +124,7 @@ class Switch:
             for number, ifname in options.interfaces:
                 sched.run_sync(switch.add_interface, number, ifname)
             switch.start_servers()
+            heap.settle()  # the servers' objects too
         except BaseException:
             switch.close()
             raise

@@ -29,7 +29,8 @@ from .arbitration import Arbitration, StreamSession, check_role, election_id_of,
 from .device import Device, PipelineLoadError
 from .errors import P4RuntimeError, to_p4_error
 from .p4data import encode_p4data
-from .reads import read_entity
+from .reads import read_entity, read_entity_wire
+from .wire_encode import read_response
 from .writes import apply_update
 
 log = logging.getLogger(__name__)
@@ -52,7 +53,7 @@ class Scheduler(Protocol):
 class ReadResult:
     """Responses to stream back, then ``error`` (None: status OK)."""
 
-    responses: list[pb.ReadResponse]
+    responses: list[Any]  # pb.ReadResponse, or its bytes from read_wire
     error: P4RuntimeError | None = None
 
 
@@ -239,22 +240,30 @@ class P4RuntimeCore:
         return out
 
     def read(self, req: pb.ReadRequest) -> ReadResult:
+        return self._read(req, read_entity, lambda chunk: pb.ReadResponse(entities=chunk))
+
+    def read_wire(self, req: pb.ReadRequest) -> ReadResult:
+        """:meth:`read` with each ReadResponse already serialised (bytes): the gRPC server's path."""
+        return self._read(req, read_entity_wire, read_response)
+
+    def _read(self, req: pb.ReadRequest, reader: Callable[[RuntimeState, pb.Entity, int], list[Any]],
+              response: Callable[[list[Any]], Any]) -> ReadResult:
         self._check_device(req.device_id)
         check_role(req.role)
         st = self._require_state()
         now = self.now_ns()
-        entities: list[pb.Entity] = []
+        entities: list[Any] = []
         errors, failed = [], False
         for ent in req.entities:
             try:
-                entities.extend(read_entity(st, ent, now))
+                entities.extend(reader(st, ent, now))
                 errors.append(to_p4_error(Code.OK))
             except StateError as e:
                 errors.append(to_p4_error(e.code, e.message))
                 failed = True
-        responses = [pb.ReadResponse(entities=entities[i:i + READ_CHUNK]) for i in range(0, len(entities), READ_CHUNK)]
+        responses = [response(entities[i:i + READ_CHUNK]) for i in range(0, len(entities), READ_CHUNK)]
         if not responses:
-            responses = [pb.ReadResponse()]
+            responses = [response([])]
         err = None
         if failed:
             nfail = sum(1 for e in errors if e.canonical_code != Code.OK)

@@ -17,6 +17,7 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2 as pb
 
+from p4switch.state.actions import ActionCall
 from p4switch.state.errors import Code, StateError, invalid, not_found
 from p4switch.state.externs import CounterUnit, check_index
 from p4switch.state.profiles import ActionProfileState
@@ -36,6 +37,7 @@ from .translate import (
     encode_multicast_group,
     encode_table_action,
 )
+from .wire_encode import table_entity
 
 
 def read_entity(state: RuntimeState, entity: pb.Entity, now_ns: int) -> list[pb.Entity]:
@@ -46,6 +48,24 @@ def read_entity(state: RuntimeState, entity: pb.Entity, now_ns: int) -> list[pb.
     if handler is None:
         raise StateError(Code.UNIMPLEMENTED, f"reading {kind} is not supported")
     return handler(state, getattr(entity, kind), now_ns)
+
+
+_DIRECT_RESOURCES = ("counter_data", "meter_config", "meter_counter_data", "time_since_last_hit")
+
+
+def read_entity_wire(state: RuntimeState, entity: pb.Entity, now_ns: int) -> list[bytes]:
+    """:func:`read_entity`'s answer, serialised: the gRPC server's path (see ``wire_encode``)."""
+    te = entity.table_entry
+    if entity.WhichOneof("entity") != "table_entry" or any(te.HasField(f) for f in _DIRECT_RESOURCES):
+        return [e.SerializeToString() for e in read_entity(state, entity, now_ns)]
+    out = []
+    for table in _tables(state, te):
+        for e in _filtered(_selected(table, te), te):
+            if e.action is None or isinstance(e.action, ActionCall):
+                out.append(table_entity(state, table.id, table.fields, e))
+            else:
+                out.append(pb.Entity(table_entry=encode_table_entry(state, table, e, te, now_ns)).SerializeToString())
+    return out
 
 
 def _get(objects: dict[int, Any], ident: int, what: str) -> Any:

@@ -155,8 +155,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                     await drive
                 raise
 
-    async def Read(self, request: pb.ReadRequest, context: Any) -> AsyncIterator[pb.ReadResponse]:
-        result = await self._call(lambda: self._core.read(request), context)
+    async def Read(self, request: pb.ReadRequest, context: Any) -> AsyncIterator[bytes]:
+        result = await self._call(lambda: self._core.read_wire(request), context)
         for response in result.responses:
             yield response
         if result.error is not None:
@@ -328,10 +328,14 @@ class P4RuntimeServer:
     async def _serve(self) -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0)])
         servicer = _Servicer(self)
-        # Write's requests go through the fast decoder (wire.py); registered first, so it wins
+        # Write's requests go through the fast decoder (wire.py), Read's answers come serialised
+        # (wire_encode.py); registered first, so they win over the generated handlers
         write = grpc.unary_unary_rpc_method_handler(servicer.Write, request_deserializer=parse_write_request,
                                                     response_serializer=pb.WriteResponse.SerializeToString)
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("p4.v1.P4Runtime", {"Write": write}),))
+        read = grpc.unary_stream_rpc_method_handler(servicer.Read, request_deserializer=pb.ReadRequest.FromString,
+                                                    response_serializer=bytes)
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
+            "p4.v1.P4Runtime", {"Write": write, "Read": read}),))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
         try:
             port = server.add_insecure_port(self.address)
