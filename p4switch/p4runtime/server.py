@@ -74,6 +74,10 @@ class SerialCaller:
 
 
 _MORE = object()
+#: Writes of at most this many updates are applied in one loop call, not sliced: a slice is 2 ms
+#: of loop time, and so few updates take well under that, so the Task and shield of a sliced
+#: Write would only add hand-offs to the path most controllers use (one update per Write)
+WHOLE_WRITE_UPDATES = 16
 
 
 def _step(steps: Any) -> Any:
@@ -145,6 +149,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         """Run in slices of ``write_slice_ns`` of loop time, one slice per loop turn, so the
         ports are served in between; Writes and pipeline changes run one at a time."""
         async with self._srv.write_lock:
+            if len(request.updates) <= WHOLE_WRITE_UPDATES:  # one loop call, nothing to shield
+                return await self._call(lambda: self._core.write(request), context)
             steps = self._core.write_steps(request, self._srv.write_slice_ns)
             # shielded: a client that gives up mid-batch does not leave it half applied
             drive = asyncio.ensure_future(self._call(lambda: _step(steps), context))
