@@ -334,17 +334,21 @@ def test_realtime_earlier_timer_from_another_thread_interrupts_a_long_wait(loop:
 
 
 def test_realtime_tm_rate_above_one_kpps_is_kept(loop: RealtimeScheduler) -> None:
-    """A backlogged queue at 5000 pps is served at that rate (slots 200 µs apart), which
-    needs timers that fire between loop turns with sub-ms precision."""
+    """A backlogged queue at 5000 pps is served in slots 200 µs apart, which needs timers
+    that fire between loop turns with sub-ms precision: epoll's millisecond timeout would
+    space them 1 ms apart (a 1 kpps ceiling). The median gap is the property; the mean is
+    not, because a loaded machine preempts the loop now and then and a preemption of more
+    than one slot stretches a gap (the TM re-anchors its schedule then, without a burst)."""
     from p4switch.tm import TMItem, TrafficManager
 
     served: list[int] = []
     tm = TrafficManager(loop, lambda port, item: served.append(loop.now_ns()) or 0,
                         default_depth=1000, default_rate_pps=5000)
     loop.run_sync(lambda: [tm.enqueue(1, TMItem(i)) for i in range(300)])
-    assert loop.wait_until(lambda: len(served) == 300, timeout=5)
-    rate = (len(served) - 1) * 1e9 / (served[-1] - served[0])
-    assert rate == pytest.approx(5000, rel=0.1)
+    assert loop.wait_until(lambda: len(served) == 300, timeout=10)
+    gaps = sorted(b - a for a, b in zip(served, served[1:]))
+    assert served[-1] - served[0] >= 299 * 200_000  # never faster than the rate: slot k is due k*200 µs in
+    assert gaps[len(gaps) // 2] < 400_000  # slots at 200 µs, not at epoll's 1 ms
 
 
 def test_realtime_run_due_serves_each_item_of_a_batch_before_the_next(loop: RealtimeScheduler) -> None:
