@@ -45,6 +45,18 @@ def frame(dport: int) -> bytes:
     return bytes.fromhex("020000000002020000000102") + b"\x08\x00" + ip + udp
 
 
+#: the soak controllers' entries: ``ENTRIES`` /24 prefixes under ``FIRST_OCTET``.0.0.0/8
+FIRST_OCTET, ENTRIES = 12, 50
+
+
+def delete_leftovers(ctl: RawController, p4info: p4info_pb2.P4Info) -> None:
+    """Delete what a SIGKILLed controller left in ``ipv4_lpm`` (it may die between its insert
+    and its delete): 50 entries of a 1024-entry table that the next writer would otherwise
+    find full. Entries that are not there fail with NOT_FOUND, one by one, and are ignored."""
+    with contextlib.suppress(Exception):
+        ctl.write(lpm_updates(p4info, pb.Update.DELETE, ENTRIES, first_octet=FIRST_OCTET))
+
+
 def main() -> None:
     addr, info_path, low, seconds = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
     p4info = text_format.Parse(Path(info_path).read_text(), p4info_pb2.P4Info())
@@ -52,17 +64,15 @@ def main() -> None:
     ctl = RawController(addr, election_low=low, timeout=5)
     print(json.dumps({"primary_after_s": time.monotonic() - t0}), flush=True)
     cpm = next(c for c in p4info.controller_packet_metadata if c.preamble.name == "packet_out")
-    inserts = lpm_updates(p4info, pb.Update.INSERT, 50, first_octet=12)
-    deletes = lpm_updates(p4info, pb.Update.DELETE, 50, first_octet=12)
+    inserts = lpm_updates(p4info, pb.Update.INSERT, ENTRIES, first_octet=FIRST_OCTET)
+    deletes = lpm_updates(p4info, pb.Update.DELETE, ENTRIES, first_octet=FIRST_OCTET)
     table_id = next(t.preamble.id for t in p4info.tables if t.preamble.name == "MyIngress.ipv4_lpm")
     to_cpu = packet_out(cpm, 255, b"\x00\x00" + frame(47003))
     to_h2 = packet_out(cpm, 2, frame(SOAK_DPORT_OUT))
     counts = {"writes": 0, "reads": 0, "packet_outs": 0, "packet_ins": 0, "errors": 0}
     last_report = time.monotonic()
     end = t0 + seconds
-    # the controller killed before us may have left its entries: start clean (NOT_FOUND for the others)
-    with contextlib.suppress(Exception):
-        ctl.write(deletes)
+    delete_leftovers(ctl, p4info)  # of the controller killed before us
     while time.monotonic() < end:
         for step in ("insert", "read", "delete"):
             try:
