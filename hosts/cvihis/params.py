@@ -37,8 +37,9 @@ class CvihisParams:
     min_span_ns: int = 1 * MS  # smallest maxDelay - minDelay the areas are built on
     gradient_deadband_ns: int = 0  # |OWD change| up to this counts as a flat gradient
     reorder_window: int = 3  # a gap is a loss once this many later packets have arrived
-    update_interval_min_ns: int = 10 * MS  # the receiver decides once per RTT, clamped to
-    update_interval_max_ns: int = 500 * MS  # [min, max]; before any RTT hint: initial
+    updates_per_rtt: int = 3  # the receiver decides this often per RTT (the sender's hint),
+    update_interval_min_ns: int = 10 * MS  # the interval clamped to [min, max];
+    update_interval_max_ns: int = 500 * MS  # before any RTT hint: initial
     initial_update_interval_ns: int = 100 * MS
     initial_rtt_ns: int = 100 * MS  # sender's RTT for conversions before the first sample
     rtt_gain: float = 0.125  # sender's smoothed RTT gain (as TCP's SRTT)
@@ -60,7 +61,7 @@ class CvihisParams:
         _check_edges(self.area_edges)
         for name in ("initial_span_ns", "min_span_ns", "update_interval_min_ns",
                      "update_interval_max_ns", "initial_update_interval_ns", "initial_rtt_ns",
-                     "packet_size_bytes", "reorder_window"):
+                     "packet_size_bytes", "reorder_window", "updates_per_rtt"):
             _require(name, getattr(self, name), getattr(self, name) >= 1, ">= 1")
         _require("gradient_deadband_ns", self.gradient_deadband_ns, self.gradient_deadband_ns >= 0, ">= 0")
         _require("initial_span_ns", self.initial_span_ns, self.initial_span_ns >= self.min_span_ns,
@@ -86,7 +87,7 @@ class CvihisParams:
 
 
 _INT_FIELDS = {"initial_span_ns", "min_span_ns", "gradient_deadband_ns", "reorder_window",
-               "update_interval_min_ns", "update_interval_max_ns", "initial_update_interval_ns",
+               "updates_per_rtt", "update_interval_min_ns", "update_interval_max_ns", "initial_update_interval_ns",
                "initial_rtt_ns", "packet_size_bytes"}
 
 

@@ -5,13 +5,13 @@ The receiver decides; the sender only obeys. Per data packet it measures the one
 *relative to the first OWD seen* (an exact integer difference): a constant clock offset then
 cancels out of every quantity the decisions use, bit for bit.
 
-Once per update interval (the sender's RTT, clamped) it places the interval's mean OWD in
-one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a command; a loss
-(from sequence numbers) emits an MD command at once, at most once per RTT. In real-time
-mode (RTM) minDelay is pushed up by PF every update and falls back to any lower OWD, so the
-areas drift up and the flow competes; in backward-loading mode (BLM) minDelay is the
-smallest OWD ever, so the flow yields. The mode can change at any time without touching
-the delay history.
+Once per update interval (a third of the sender's RTT, clamped) it places the interval's
+mean OWD in one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a
+command; a loss (from sequence numbers) emits an MD command at once, at most once per RTT.
+In real-time mode (RTM) minDelay is pushed up by PF every update and falls back to any lower
+OWD, and the areas move up with it (keeping their width), so the flow competes; in
+backward-loading mode (BLM) minDelay is the smallest OWD ever, so the flow yields. The mode
+can change at any time without touching the delay history.
 """
 
 from __future__ import annotations
@@ -199,20 +199,37 @@ class CvihisReceiver:
         return self._rtm_min if self._mode is Mode.RTM else float(self._min)
 
     def _current_max(self) -> float:
-        """maxDelay from losses; before the first one, ``initial_span_ns`` above minDelay.
+        """maxDelay in use: the top of the areas, moved up with RTM's push.
 
-        Anchoring the guess to the minDelay in use (not the smallest OWD ever) lets an RTM
-        flow's areas drift up as a whole until it meets a real loss and learns maxDelay.
+        From losses (before the first one, ``initial_span_ns`` above the smallest OWD), plus in
+        RTM how far the push has lifted minDelay: the 7 areas keep the width learned from
+        losses and drift up as a whole. Were only minDelay pushed, the areas would shrink onto
+        maxDelay until ``min_span_ns`` is left and a millisecond of jitter flips a flow between
+        ``+++`` and ``---``; shifted, an RTM flow keeps the resolution of its areas and stays
+        above a BLM flow's on the same queue until a loss stops it (docs/cvihis.md).
         """
-        if self._max is None:
-            return self._current_min() + self.params.initial_span_ns
-        return self._max
+        top = float(self._min + self.params.initial_span_ns) if self._max is None else self._max
+        return top + self._lift()
+
+    def _lift(self) -> float:
+        """How far RTM's push holds minDelay above the smallest OWD (0 in BLM)."""
+        return self._rtm_min - self._min if self._mode is Mode.RTM else 0.0
 
     def _interval(self) -> int:
+        """A third of the sender's RTT (``updates_per_rtt``), clamped (docs/cvihis.md).
+
+        The steps are the published sizes per decision, so the decision rate sets how fast a
+        flow can take or give up a link: once per RTT, ``+++`` adds 0.7·RTT^-1.5 packets/s per
+        second (22 at 100 ms: 20 s to fill 4 Mb/s). Three decisions per RTT keep that scaling
+        (the same for every flow on a path). A command shows in the delays one RTT later, so
+        the two decisions after it do not see it yet: the sender's EWMA and the small steps
+        beside the target bound that overshoot (4 per RTT made a lone BLM flow oscillate).
+        """
         p = self.params
         if not self._rtt_hint:
             return p.initial_update_interval_ns
-        return min(max(self._rtt_hint, p.update_interval_min_ns), p.update_interval_max_ns)
+        interval = self._rtt_hint // p.updates_per_rtt
+        return min(max(interval, p.update_interval_min_ns), p.update_interval_max_ns)
 
     def _update(self, now_ns: int) -> Feedback:
         """The periodic decision: area of the mean OWD, gradient, command; then RTM's push."""

@@ -35,6 +35,8 @@ def test_defaults_follow_the_thesis_steps_and_factors() -> None:
         ("min_span_ns", 2.5),
         ("gradient_deadband_ns", -1),
         ("reorder_window", 0),
+        ("updates_per_rtt", 0),
+        ("updates_per_rtt", 1.5),
         ("update_interval_min_ns", 0),
         ("update_interval_max_ns", 1),
         ("packet_size_bytes", "1000"),

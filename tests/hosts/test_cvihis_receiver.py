@@ -236,9 +236,10 @@ def test_bad_inputs_raise_a_one_line_error_naming_the_argument() -> None:
         rx.set_mode("x")
 
 
-def test_updates_come_once_per_rtt_hint_clamped() -> None:
+def test_updates_come_three_times_per_rtt_hint_clamped() -> None:
     params = CvihisParams(update_interval_min_ns=10 * MS, update_interval_max_ns=200 * MS)
-    for hint, expected in ((40 * MS, 40 * MS), (2 * MS, 10 * MS), (900 * MS, 200 * MS)):
+    assert params.updates_per_rtt == 3
+    for hint, expected in ((60 * MS, 20 * MS), (2 * MS, 10 * MS), (900 * MS, 200 * MS)):
         rx = CvihisReceiver(params)
         times = []
         t = 10**9
@@ -248,3 +249,18 @@ def test_updates_come_once_per_rtt_hint_clamped() -> None:
                 times.append(t)
         gaps = {b - a for a, b in zip(times, times[1:])}
         assert gaps == {expected}
+
+
+def test_rtm_areas_keep_their_width_and_move_up_with_the_push() -> None:
+    rtm, blm = CvihisReceiver(P, Mode.RTM), CvihisReceiver(P, Mode.BLM)
+    base = 10**9
+    # a packet every 5 ms, the queue growing 1 ms per packet (faster than the push), packet 50 lost
+    trace = [Pkt(s, base + 5 * s * MS, base + 5 * s * MS + 10 * MS + s * MS, 40 * MS) for s in range(60) if s != 50]
+    run(rtm, trace)
+    run(blm, trace)
+    assert rtm.lost == blm.lost == 1 and blm.max_delay_ns == blm.min_delay_ns + 49 * MS  # OWD before the loss
+    lift = rtm.min_delay_ns - blm.min_delay_ns  # blm: the smallest OWD
+    assert lift > 0  # pushed: no later OWD fell below the pushed value
+    assert rtm.max_delay_ns - rtm.min_delay_ns == pytest.approx(blm.max_delay_ns - blm.min_delay_ns)
+    rtm.set_mode(Mode.BLM)  # back in BLM: the learned areas again
+    assert (rtm.min_delay_ns, rtm.max_delay_ns) == (blm.min_delay_ns, blm.max_delay_ns)
