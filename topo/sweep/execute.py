@@ -60,8 +60,13 @@ def ray_runs(source: str, text: str, specs: list[RunSpec], *, address: str | Non
                     spec = pending.pop(ref)
                     yield spec, _get(ray, ref, interrupted)
         finally:
-            for ref in pending:
-                _cancel(ray, ref)
+            if interrupted.signum is None:  # the consumer stopped early: free the CPUs the rest hold
+                for ref in pending:
+                    _cancel(ray, ref)
+            # On Ctrl-C/SIGTERM nothing is cancelled: ray.shutdown() stops a local instance's
+            # workers, and a cluster ends a job's tasks when its driver leaves. Cancelling here
+            # raced with task replies still in flight, and Ray's core worker aborted on a check
+            # ("Tried to complete task that was not pending") instead of the sweep exiting 130.
 
 
 def _get(ray: Any, ref: Any, interrupted: _Interrupt) -> dict[str, Any]:
@@ -74,8 +79,9 @@ def _get(ray: Any, ref: Any, interrupted: _Interrupt) -> dict[str, Any]:
 
 
 def _cancel(ray: Any, ref: Any) -> None:
+    """Not forced: a forced cancel marks the task done before its worker's reply arrives (the race above)."""
     with contextlib.suppress(Exception):  # already finished, or the cluster is going away
-        ray.cancel(ref, force=True)
+        ray.cancel(ref)
 
 
 class _Interrupt:
