@@ -293,7 +293,11 @@ class RealtimeScheduler:
         if self._timerfd is not None:
             self._selector.register(self._timerfd.fileno(), selectors.EVENT_READ, (self._timer_fired, ()))
         self._thread: threading.Thread | None = None
-        self._loop_ident: int | None = None  # threading.get_ident() of the loop while it runs
+        # the switch state's owner: the loop thread, except while it sleeps in its poll, when
+        # try_call may lend the state to the calling thread (see try_call)
+        self._state = threading.Lock()
+        self._loop_ident: int | None = None  # threading.get_ident() of the state's owner
+        self._loop_wants_state = False
         self._running = False
         self._closed = False
         self._on_error = on_error or self._log_error
@@ -371,6 +375,38 @@ class RealtimeScheduler:
                 future.set_exception(exc)
 
         self.call_soon_threadsafe(call)
+        return future
+
+    def try_call(self, fn: Callable[[], Any]) -> Future | None:
+        """Run ``fn()`` at once on the calling thread if the loop is asleep; else None.
+
+        Why: a P4Runtime Write handed to the loop thread and its answer handed back cost two
+        thread wake-ups, more than a one-update Write itself. When the loop sleeps in its poll
+        (an idle switch, or one waiting for its next timer) it touches no state, so the caller
+        may run ``fn`` itself, as the state's owner for that call: ``in_loop_thread()`` is true
+        for it and the loop, should it wake meanwhile, waits for ``fn`` to end before it touches
+        anything. A busy loop (it is not asleep, or it is waiting to take its state back) is
+        never delayed: the caller gets None and uses :meth:`submit`. After ``fn`` the loop is
+        woken when ``fn`` left it work to do sooner than it planned.
+        """
+        if not self._running or self._loop_wants_state or not self._state.acquire(blocking=False):
+            return None
+        future: Future = Future()
+        future.set_running_or_notify_cancel()
+        with self._lock:
+            due_before = self._events.next_due()
+        self._loop_ident = threading.get_ident()
+        try:
+            future.set_result(fn())
+        except BaseException as exc:  # handed to the caller, as submit would
+            future.set_exception(exc)
+        finally:
+            self._loop_ident = None
+            with self._lock:
+                due_after = self._events.next_due()
+            self._state.release()
+        if self._soon or (due_after is not None and (due_before is None or due_after < due_before)):
+            self._wake()
         return future
 
     def wait_until(self, predicate: Callable[[], bool], timeout: float, poll: float = 0.005) -> bool:
@@ -475,6 +511,7 @@ class RealtimeScheduler:
             os.write(self._wake_w, b"\0")
 
     def _loop(self) -> None:
+        self._state.acquire()
         self._loop_ident = threading.get_ident()
         try:
             while self._running:
@@ -483,6 +520,7 @@ class RealtimeScheduler:
                 self._poll(0.0 if more else self._wait_s())
         finally:
             self._loop_ident = None  # a later thread may get the same ident
+            self._state.release()
 
     def _wait_s(self) -> float | None:
         """How long the next poll may block: 0 to spin, None to block (the timerfd wakes us)."""
@@ -505,9 +543,23 @@ class RealtimeScheduler:
         return delta / 1e9  # no timerfd: epoll rounds up to whole milliseconds
 
     def _poll(self, timeout: float | None) -> None:
-        for key, _mask in self._selector.select(timeout):
+        ready = self._select(timeout) if timeout != 0.0 else self._selector.select(0.0)
+        for key, _mask in ready:
             callback, args = key.data
             self._guarded(callback, args)
+
+    def _select(self, timeout: float | None) -> list:
+        """A poll that may sleep: the state is free for :meth:`try_call` meanwhile."""
+        me = self._loop_ident
+        self._loop_ident = None
+        self._state.release()
+        try:
+            return self._selector.select(timeout)
+        finally:
+            self._loop_wants_state = True  # no new try_call from here on; one under way ends first
+            self._state.acquire()
+            self._loop_wants_state = False
+            self._loop_ident = me
 
     def _drain_wake_pipe(self) -> None:
         try:

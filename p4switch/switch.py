@@ -299,7 +299,8 @@ class Switch:
         if opts.grpc_addr:
             from p4switch.p4runtime.server import P4RuntimeServer
 
-            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, submit=self.sched.submit)
+            server = P4RuntimeServer(self.p4rt, opts.grpc_addr, submit=self.sched.submit,
+                                     try_call=self.sched.try_call)
             try:
                 server.start()
             except OSError as exc:  # ServerBindError: the address and why (e.g. already in use)

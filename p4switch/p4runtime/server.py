@@ -51,6 +51,7 @@ T = TypeVar("T")
 _GRPC_CODE = {sc.value[0]: sc for sc in grpc.StatusCode}
 _END = object()
 Submit = Callable[[Callable[[], Any]], Future]
+TryCall = Callable[[Callable[[], Any]], "Future | None"]
 
 
 class ServerBindError(OSError):
@@ -118,9 +119,10 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
 
     async def _call(self, fn: Callable[[], T], context: grpc.aio.ServicerContext) -> T:
         try:
-            result = await asyncio.wrap_future(self._srv.submit(fn))
+            result = await self._srv.run(fn)
             while result is _MORE:  # a sliced Write: the next slice in a later loop turn
-                result = await asyncio.wrap_future(self._srv.submit(fn))
+                await asyncio.sleep(0)  # the loop, if awake, takes its state back in between
+                result = await self._srv.run(fn)
             return result
         except P4RuntimeError as e:
             await _fail(context, e)
@@ -219,12 +221,12 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 batch.append(inbox.get_nowait())
             ended = batch[-1] is _END
             msgs = batch[:-1] if ended else batch
-            err = await asyncio.wrap_future(self._srv.submit(lambda m=msgs: self._serve_batch(session, m)))
+            err = await self._srv.run(lambda m=msgs: self._serve_batch(session, m))
             if err is not None:
                 outbox.put(_Abort(err))
                 return
             if ended:
-                await asyncio.wrap_future(self._srv.submit(lambda: self._core.close_stream(session)))
+                await self._srv.run(lambda: self._core.close_stream(session))
                 outbox.put(_END)
                 return
 
@@ -289,7 +291,7 @@ class P4RuntimeServer:
 
     def __init__(self, core: P4RuntimeCore, address: str = "127.0.0.1:9559",
                  run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
-                 submit: Submit | None = None, max_streams: int = 1024, max_queue: int = 4096,
+                 submit: Submit | None = None, try_call: TryCall | None = None, max_streams: int = 1024, max_queue: int = 4096,
                  stream_batch: int = 64, write_slice_ns: int = 2_000_000) -> None:
         self.core = core
         self.address = address
@@ -299,6 +301,7 @@ class P4RuntimeServer:
             pool, blocking = self._pool, run_in_loop
             submit = lambda fn: pool.submit(blocking, fn)  # noqa: E731
         self.submit: Submit = submit or _run_now
+        self.try_call: TryCall = try_call or (lambda fn: None)
         self.max_streams = max_streams
         self.max_queue = max_queue
         self.stream_batch = stream_batch
@@ -310,6 +313,14 @@ class P4RuntimeServer:
         self._server: grpc.aio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
+
+    async def run(self, fn: Callable[[], T]) -> T:
+        """``fn()`` on the switch state: at once on this thread while the switch loop sleeps
+        (``try_call``, no thread hand-off), else handed to the loop (``submit``) and awaited."""
+        future = self.try_call(fn)
+        if future is None:
+            return await asyncio.wrap_future(self.submit(fn))
+        return future.result()
 
     def start(self) -> int:
         """Start serving; returns the bound port (useful with a ``:0`` address)."""

@@ -40,6 +40,8 @@ from pathlib import Path
 
 from google.protobuf import text_format
 
+from tests.bench.hiccup import Meters, attribute
+
 ROOT = Path(__file__).resolve().parents[2]
 DPORT = 47001
 BACKLOG_S = 0.05  # a trial of the capacity search passes only if the switch kept up this closely
@@ -84,6 +86,7 @@ RECEIVER = textwrap.dedent("""
     s.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)  # arrival times from the kernel
     s.settimeout(0.2)
     got, outs, first, last, gap, over, stall, stalls = 0, 0, None, None, 0.0, 0, 0.0, 0
+    spans = []  # [start, end] of the stalls over 20 ms (the first 1,000), to attribute them
     end = time.monotonic() + seconds
     print("ready", flush=True)
     while time.monotonic() < end:
@@ -113,11 +116,13 @@ RECEIVER = textwrap.dedent("""
             st = now - max(sent, last)
             stall = max(stall, st)
             stalls += st > 0.020
+            if st > 0.020 and len(spans) < 1000:
+                spans.append([now - st, now])
         else:
             first = now
         last = now
     print(json.dumps({"received": got, "packet_outs_received": outs, "max_gap_s": gap, "gaps_over_20ms": over,
-                      "max_stall_s": stall, "stalls_over_20ms": stalls, "last_s": last}))
+                      "max_stall_s": stall, "stalls_over_20ms": stalls, "stall_spans": spans, "last_s": last}))
 """)
 
 
@@ -149,6 +154,12 @@ class SoakResult:
     controller: dict = field(default_factory=dict)
     errors: list[str] = field(default_factory=list)
     batch: dict = field(default_factory=dict)
+    meters: dict[int, dict] = field(default_factory=dict)  # hiccup meters during the soak, by core
+
+    def own_stalls(self) -> dict | None:
+        """The receiver's stalls over 20 ms less the pauses of the switch's core (hiccup.py);
+        None when that core's meter could not run at real-time priority."""
+        return own_stalls(self.receiver, self.meters)
 
     def verdicts(self) -> dict[str, bool]:
         """The done-criteria of issue 9's soak."""
@@ -160,9 +171,29 @@ class SoakResult:
             ok["no fd or thread growth"] = end.fds <= s1.fds and end.threads <= s1.threads
         elif start and end:
             ok["no fd or thread growth"] = end.fds <= start.fds and end.threads <= start.threads
-        ok["no forwarding gap above 20 ms"] = self.receiver.get("stalls_over_20ms", 1) == 0
+        own = self.own_stalls()
+        over = self.receiver.get("stalls_over_20ms", 1) if own is None else own["own_over"]
+        ok["no forwarding gap above 20 ms (the switch's own)"] = over == 0
         ok["every reconnect accepted within 1 s"] = bool(self.reconnect_s) and max(self.reconnect_s) < 1.0
         return ok
+
+
+def own_stalls(receiver: dict, meters: dict[int, dict]) -> dict | None:
+    meter = meters.get(SWITCH_CPU)
+    if not meter or not meter.get("rt") or meter.get("failed"):
+        return None
+    res = attribute(receiver.get("stall_spans", []), meter["hiccups"])
+    spans = receiver.get("stall_spans", [])
+    res["own_over"] += receiver.get("stalls_over_20ms", 0) - len(spans)  # unlisted ones count as the switch's
+    if not spans:  # no stall over 20 ms: the longest is all the switch's
+        res["own_max_s"] = receiver.get("max_stall_s", 0.0)
+    res["core_pauses"] = len(meter["hiccups"])
+    res["core_max_pause_s"] = meter["max_s"]
+    return res
+
+
+def _meters(seconds: float) -> Meters:
+    return Meters(list(range(os.cpu_count() or 1)), seconds).start()
 
 
 def _ns_python(ns: str, script: str, *args: str) -> subprocess.Popen:
@@ -219,6 +250,7 @@ def batch_gap(topo, addr: str, p4info, frame: bytes, rate: float) -> dict:  # no
         for i in range(0, 1000, 100):
             ctl.write(inserts[i:i + 100])
         modifies = lpm_updates(p4info, pb.Update.MODIFY, 1000, first_octet=13) * 10
+        meters = _meters(12)
         rx = _ns_python(topo.hosts["h2"].name, RECEIVER, "eth0", str(DPORT), "11")
         rx.stdout.readline()
         tx = _ns_python(topo.hosts["h1"].name, SENDER, "eth0", frame.hex(), str(rate), "10")
@@ -228,6 +260,7 @@ def batch_gap(topo, addr: str, p4info, frame: bytes, rate: float) -> dict:  # no
         write_s = time.monotonic() - t
         out = json.loads(rx.communicate(timeout=60)[0].strip().splitlines()[-1])
         out.update(json.loads(tx.communicate(timeout=60)[0].strip().splitlines()[-1]))
+        out["own"] = own_stalls(out, meters.results())
         ctl.write(lpm_updates(p4info, pb.Update.DELETE, 1000, first_octet=13))
     finally:
         ctl.close()
@@ -335,6 +368,7 @@ def run(minutes: float, load: float = 0.8, log: bool = True) -> SoakResult:
             if log:
                 print(f"soak: 10,000-update Write during traffic: {res.batch}", flush=True)
             res.stats["start"] = proc_stats(sw.proc.pid)
+            meters = _meters(seconds + 4)
             rx = _ns_python(topo.hosts["h2"].name, RECEIVER, "eth0", str(DPORT), str(seconds + 3))
             rx.stdout.readline()  # "ready"
             tx = _ns_python(topo.hosts["h1"].name, SENDER, "eth0", bytes(frame).hex(), str(rate), str(seconds))
@@ -348,6 +382,7 @@ def run(minutes: float, load: float = 0.8, log: bool = True) -> SoakResult:
                     print(f"soak: after 1 min {res.stats['after 1 min']}", flush=True)
             res.sender = json.loads(tx.communicate(timeout=seconds + 120)[0].strip().splitlines()[-1])
             res.receiver = json.loads(rx.communicate(timeout=60)[0].strip().splitlines()[-1])
+            res.meters = meters.results()
             ctls.join()
             res.stats["end"] = proc_stats(sw.proc.pid)
             res.reconnect_s, res.controller, res.errors = ctls.reconnect_s, ctls.totals, ctls.errors
@@ -374,6 +409,7 @@ def report_rows(res: SoakResult) -> list[tuple[str, str, str]]:
     rows.append(("longest forwarding stall of the switch", f"{rx.get('max_stall_s', 0) * 1e3:,.1f} ms",
                  f"{rx.get('stalls_over_20ms', 0)} over 20 ms: a frame held from when it could have been "
                  "forwarded (sent, and the frame before it out) until it arrived"))
+    rows.append(_own_row("longest stall of the switch's own (machine pauses taken out)", res.own_stalls()))
     rows.append(("longest gap between two frames at the receiver", f"{rx.get('max_gap_s', 0) * 1e3:,.1f} ms",
                  f"{rx.get('gaps_over_20ms', 0)} gaps over 20 ms, the sender's own pauses included (its longest: "
                  f"{tx.get('sender_max_pause_s', 0) * 1e3:,.1f} ms)"))
@@ -384,6 +420,7 @@ def report_rows(res: SoakResult) -> list[tuple[str, str, str]]:
                      f"{b['stalls_over_20ms']} stalls over 20 ms; longest gap at the receiver "
                      f"{b['max_gap_s'] * 1e3:,.1f} ms, sender's longest pause {b['sender_max_pause_s'] * 1e3:,.1f} ms; "
                      f"sent {b['sent']:,}, received {b['received']:,}"))
+        rows.append(_own_row("... of the switch's own, around that Write", b.get("own")))
     rec = res.reconnect_s
     rows.append(("controller SIGKILLed and reconnected every minute (same election id)",
                  f"{max(rec) * 1e3:,.0f} ms worst" if rec else "none",
@@ -398,6 +435,16 @@ def report_rows(res: SoakResult) -> list[tuple[str, str, str]]:
     for what, ok in res.verdicts().items():
         rows.append((f"done: {what}", "yes" if ok else "NO", ""))
     return rows
+
+
+def _own_row(what: str, own: dict | None) -> tuple[str, str, str]:
+    if own is None:
+        return (what, "not measured", "the hiccup meter of the switch's core could not run at real-time priority "
+                "(needs root); the stalls above are then all counted as the switch's")
+    return (what, f"{own['own_max_s'] * 1e3:,.1f} ms",
+            f"{own['own_over']} over 20 ms; {own['paused']} stalls over 20 ms fell in pauses of the switch's core "
+            f"itself (a SCHED_FIFO meter pinned there woke late {own['core_pauses']:,} times by over 5 ms, "
+            f"at most {own['core_max_pause_s'] * 1e3:,.1f} ms: tests/bench/hiccup.py)")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -423,3 +423,64 @@ def test_realtime_due_timers_keep_order_and_cancelled_ones_stay_out(loop: Realti
     loop.run_sync(scenario)
     assert loop.wait_until(lambda: len(log) == 4, timeout=2)
     assert log == ["caller", "late", "now-1", "now-2"]
+
+
+# ---- try_call: the state lent to a caller while the loop sleeps ---------------------------
+
+
+def _until(predicate, timeout: float = 2.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while not predicate() and time.monotonic() < deadline:
+        time.sleep(0.001)
+    return predicate()
+
+
+def test_realtime_try_call_runs_on_the_caller_as_owner_while_the_loop_sleeps(loop: RealtimeScheduler) -> None:
+    time.sleep(0.02)  # nothing to do: the loop sleeps in its poll
+    seen: list[tuple[int, bool]] = []
+    future = loop.try_call(lambda: seen.append((threading.get_ident(), loop.in_loop_thread())) or 7)
+    assert future is not None and future.result(0) == 7
+    assert seen == [(threading.get_ident(), True)]
+    assert not loop.in_loop_thread()  # lent for the call only
+    failing = loop.try_call(lambda: 1 // 0)
+    assert failing is not None and isinstance(failing.exception(0), ZeroDivisionError)
+
+
+def test_realtime_try_call_refuses_while_the_loop_works(loop: RealtimeScheduler) -> None:
+    inside, release = threading.Event(), threading.Event()
+    loop.call_soon_threadsafe(lambda: (inside.set(), release.wait(2)))
+    assert inside.wait(2)
+    try:
+        assert loop.try_call(lambda: "ran") is None  # the caller falls back to submit
+    finally:
+        release.set()
+    stopped = RealtimeScheduler()
+    assert stopped.try_call(lambda: "ran") is None  # not started: nobody may lend the state
+
+
+def test_realtime_loop_woken_during_try_call_waits_for_it_to_end(loop: RealtimeScheduler) -> None:
+    """Mutual exclusion: a callback the loop wakes for starts only after the lent call ends."""
+    time.sleep(0.02)
+    marks: list[str] = []
+    woke = threading.Event()
+
+    def lent() -> None:
+        marks.append("lent:start")
+        loop.call_soon_threadsafe(lambda: (marks.append("loop"), woke.set()))  # wakes the loop now
+        time.sleep(0.05)
+        marks.append("lent:end")
+
+    assert loop.try_call(lent) is not None
+    assert woke.wait(2)
+    assert marks == ["lent:start", "lent:end", "loop"]
+
+
+def test_realtime_timer_set_by_try_call_runs_on_time(loop: RealtimeScheduler) -> None:
+    """A timer that the lent call schedules sooner than the loop's plan wakes the loop."""
+    ran: list[int] = []
+    loop.call_later(3_000_000_000, ran.append, 0)
+    time.sleep(0.02)  # the loop sleeps towards the 3 s timer
+    t0 = time.monotonic()
+    assert loop.try_call(lambda: loop.call_later(20_000_000, ran.append, 1)) is not None
+    assert _until(lambda: ran == [1])
+    assert time.monotonic() - t0 < 1.0
