@@ -132,15 +132,41 @@ def run_against_new_switch(entries: int, rounds: int) -> WriteRates:
             sw.stop()
 
 
+def run_against_empty_server(kind: str, entries: int, rounds: int) -> WriteRates:
+    """The same client against tests/bench/p4rt_floor.py: what the client and gRPC cost alone."""
+    import subprocess
+
+    from tests.switch.netns import free_tcp_port, wait_tcp
+    from tests.switch.simnet import program
+
+    port = free_tcp_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tests.bench.p4rt_floor", "--port", str(port), "--kind", kind],
+                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        if not wait_tcp(port, 30):
+            raise RuntimeError(f"the empty {kind} server did not listen on {port}")
+        return measure(f"127.0.0.1:{port}", program(str(ALINEA)).p4info, entries, rounds)
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench.p4rt_writes", description=__doc__.splitlines()[0])
     p.add_argument("--entries", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--floor", action="store_true",
+                   help="also measure the same client against empty grpc.aio and sync servers")
     args = p.parse_args(argv)
-    rates = run_against_new_switch(args.entries, args.rounds)
-    for batch, rate in rates.median.items():
-        rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
-        print(f"{batch} update(s) per Write: median {rate:,.0f} inserts/s (rounds: {rounds})")
+    runs = {"p4switch": lambda: run_against_new_switch(args.entries, args.rounds)}
+    if args.floor:
+        for kind in ("aio", "sync"):
+            runs[f"empty {kind} server"] = lambda k=kind: run_against_empty_server(k, args.entries, args.rounds)
+    for name, fn in runs.items():
+        rates = fn()
+        for batch, rate in rates.median.items():
+            rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
+            print(f"{name}: {batch} update(s) per Write: median {rate:,.0f} inserts/s (rounds: {rounds})")
     return 0
 
 
