@@ -49,7 +49,7 @@ def served():
     sched.start()
     device = SlowDevice()
     core = P4RuntimeCore(device, device_id=1, scheduler=sched)
-    srv = P4RuntimeServer(core, "127.0.0.1:0", submit=sched.submit, max_streams=200)
+    srv = P4RuntimeServer(core, "127.0.0.1:0", submit=sched.submit, try_call=sched.try_call, max_streams=200)
     port = srv.start()
     try:
         yield srv, device, f"127.0.0.1:{port}"
