@@ -219,3 +219,46 @@ def test_forwarding_continues_during_a_large_write(served):
     assert len(during) >= 2, f"no loop work ran during the {end - start:.3f} s Write"
     gaps = [b - a for a, b in zip(during, during[1:])]
     assert max(gaps, default=0.0) < (end - start) / 2
+
+
+def test_short_writes_run_on_the_grpc_thread_when_the_loop_sleeps_long_ones_on_the_loop(served, monkeypatch):
+    """A few updates: no hand-off to the idle loop. A sliced batch stays on the loop, so a
+    woken loop never waits for the GIL of a thread busy with slice after slice."""
+    srv, device, addr = served
+    threads: list[str] = []
+    write, write_steps = srv.core.write, srv.core.write_steps
+
+    def steps(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - a generator: record each slice's thread
+        inner = write_steps(*args, **kwargs)
+        while True:
+            threads.append(threading.current_thread().name)
+            try:
+                item = next(inner)
+            except StopIteration as done:
+                return done.value
+            yield item
+
+    monkeypatch.setattr(srv.core, "write", lambda req: (threads.append(threading.current_thread().name), write(req))[1])
+    monkeypatch.setattr(srv.core, "write_steps", steps)
+    p4info, ids = demo_p4info()
+    te = pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])
+    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b"\x0a\x00\x00\x00", prefix_len=8))
+    te.action.action.action_id = ids["MyIngress.drop"]
+    small, large = (pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=1)) for _ in range(2))
+    small.updates.add(type=pb.Update.INSERT).entity.table_entry.CopyFrom(te)
+    for _ in range(2_000):
+        large.updates.add(type=pb.Update.MODIFY).entity.table_entry.CopyFrom(te)
+    with grpc.insecure_channel(addr) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        primary = Stream(stub, 1)
+        try:
+            primary.first()
+            _set_pipeline(stub, 1)
+            time.sleep(0.05)  # the loop sleeps: nothing to do
+            stub.Write(small, timeout=10)
+            assert threads and set(threads) == {"p4rt-grpc"}
+            threads.clear()
+            stub.Write(large, timeout=60)
+        finally:
+            primary.close()
+    assert threads and set(threads) == {"p4switch-loop"}
