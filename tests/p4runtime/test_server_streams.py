@@ -6,6 +6,7 @@ switch loop, and the device serves PacketOuts at a bounded rate (like a pipeline
 
 from __future__ import annotations
 
+import contextlib
 import os
 import queue
 import signal
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
@@ -181,6 +183,32 @@ def test_a_killed_primary_stops_being_served_and_frees_its_election_id(served):
             proc.wait(5)
 
 
+def _write_of(kinds: list[int]) -> pb.WriteRequest:
+    """One update of each kind, all on the same ipv4_lpm entry (10.0.0.0/8 -> drop)."""
+    _p4info, ids = demo_p4info()
+    te = pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])
+    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b"\x0a\x00\x00\x00", prefix_len=8))
+    te.action.action.action_id = ids["MyIngress.drop"]
+    write = pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=1))
+    for kind in kinds:
+        write.updates.add(type=kind).entity.table_entry.CopyFrom(te)
+    return write
+
+
+@contextlib.contextmanager
+def _primary(addr: str) -> Iterator[p4runtime_pb2_grpc.P4RuntimeStub]:
+    """A stub whose controller is primary (election id 1) and has set the pipeline."""
+    with grpc.insecure_channel(addr) as channel:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        primary = Stream(stub, 1)
+        try:
+            primary.first()
+            _set_pipeline(stub, 1)
+            yield stub
+        finally:
+            primary.close()
+
+
 def test_forwarding_continues_during_a_large_write(served):
     """A 10,000-update Write runs in slices; the loop's other work (here a 1 ms tick standing
     for packet service) runs between them instead of waiting for the whole batch."""
@@ -194,27 +222,16 @@ def test_forwarding_continues_during_a_large_write(served):
         if running[0]:
             sched.call_later(1_000_000, tick)
 
-    p4info, ids = demo_p4info()
-    te = pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])
-    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b"\x0a\x00\x00\x00", prefix_len=8))
-    te.action.action.action_id = ids["MyIngress.drop"]
-    write = pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=1))
-    for kind in [pb.Update.INSERT] + [pb.Update.MODIFY] * 9_999:
-        write.updates.add(type=kind).entity.table_entry.CopyFrom(te)
-    with grpc.insecure_channel(addr) as channel:
-        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        primary = Stream(stub, 1)
-        try:
-            primary.first()
-            _set_pipeline(stub, 1)
+    write = _write_of([pb.Update.INSERT] + [pb.Update.MODIFY] * 9_999)
+    try:
+        with _primary(addr) as stub:
             sched.call_soon_threadsafe(tick)
             time.sleep(0.05)
             start = time.monotonic()
             stub.Write(write, timeout=120)
             end = time.monotonic()
-        finally:
-            running[0] = False
-            primary.close()
+    finally:
+        running[0] = False
     during = [t for t in ticks if start < t < end]
     assert len(during) >= 2, f"no loop work ran during the {end - start:.3f} s Write"
     gaps = [b - a for a, b in zip(during, during[1:])]
@@ -240,25 +257,10 @@ def test_short_writes_run_on_the_grpc_thread_when_the_loop_sleeps_long_ones_on_t
 
     monkeypatch.setattr(srv.core, "write", lambda req: (threads.append(threading.current_thread().name), write(req))[1])
     monkeypatch.setattr(srv.core, "write_steps", steps)
-    p4info, ids = demo_p4info()
-    te = pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])
-    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b"\x0a\x00\x00\x00", prefix_len=8))
-    te.action.action.action_id = ids["MyIngress.drop"]
-    small, large = (pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=1)) for _ in range(2))
-    small.updates.add(type=pb.Update.INSERT).entity.table_entry.CopyFrom(te)
-    for _ in range(2_000):
-        large.updates.add(type=pb.Update.MODIFY).entity.table_entry.CopyFrom(te)
-    with grpc.insecure_channel(addr) as channel:
-        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-        primary = Stream(stub, 1)
-        try:
-            primary.first()
-            _set_pipeline(stub, 1)
-            time.sleep(0.05)  # the loop sleeps: nothing to do
-            stub.Write(small, timeout=10)
-            assert threads and set(threads) == {"p4rt-grpc"}
-            threads.clear()
-            stub.Write(large, timeout=60)
-        finally:
-            primary.close()
+    with _primary(addr) as stub:
+        time.sleep(0.05)  # the loop sleeps: nothing to do
+        stub.Write(_write_of([pb.Update.INSERT]), timeout=10)
+        assert threads and set(threads) == {"p4rt-grpc"}
+        threads.clear()
+        stub.Write(_write_of([pb.Update.MODIFY] * 2_000), timeout=60)
     assert threads and set(threads) == {"p4switch-loop"}
