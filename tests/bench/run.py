@@ -381,7 +381,7 @@ def write(rep: Report, out: Path, command: str, seed: int) -> None:
     lines += ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
               "p4switch is an interpreter in Python and runs one loop thread.", "",
               "P4Runtime writes, for comparison: issue 9 measured simple_switch_grpc (BMv2) at 1,122-1,152 inserts/s "
-              "with one update per Write and 2,593-2,674 with 100, with this client on another machine, where the "
+              "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, where the "
               "p4switch of that day made 517-614 and 1,779-1,928. The client is Python with pure-Python protobuf "
               "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
               "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
