@@ -527,32 +527,22 @@ class NetnsNetwork:
         if self._closed:
             return
         self._closed = True
-        for sw in self.switches.values():
+        for name, sw in self.switches.items():
             if sw.agent is not None and sw.sched is not None:
-                with contextlib.suppress(Exception):
-                    sw.sched.run_sync(sw.agent.stop)
+                _teardown_step(f"switch {name}: agent stop", lambda sw=sw: sw.sched.run_sync(sw.agent.stop))
         for h in self.hosts.values():
-            with contextlib.suppress(Exception):
-                if h.proc.poll() is None:
-                    h.proc.terminate()
-        for sw in self.switches.values():
+            if h.proc.poll() is None:
+                _teardown_step(f"host {h.name}: SIGTERM", h.proc.terminate)
+        for name, sw in self.switches.items():
             if sw.sched is not None:
-                with contextlib.suppress(Exception):
-                    sw.sched.stop()
-        for sw in self.switches.values():
-            for closer in (sw.client, sw.queues):
+                _teardown_step(f"switch {name}: agent loop stop", sw.sched.stop)
+        for name, sw in self.switches.items():
+            for what, closer in (("P4Runtime client", sw.client), ("Thrift client", sw.queues)):
                 if closer is not None:
-                    with contextlib.suppress(Exception):
-                        closer.close()
-            with contextlib.suppress(Exception):
-                sw.process.stop()
+                    _teardown_step(f"switch {name}: {what} close", closer.close)
+            _teardown_step(f"switch {name}: process stop", sw.process.stop)
         for h in self.hosts.values():
-            with contextlib.suppress(Exception):
-                h.proc.wait(5)
-            with contextlib.suppress(Exception):
-                if h.proc.poll() is None:
-                    h.proc.kill()
-                    h.proc.wait(5)
+            _teardown_step(f"host {h.name}: exit", lambda h=h: _end_process(h.proc))
         self.plumbing.close()
         with contextlib.suppress(Exception):
             clean(self.prefix)
@@ -609,3 +599,32 @@ def _read_line(proc: subprocess.Popen, deadline: float) -> str | None:
         if proc.poll() is not None:
             return None
     return None
+
+
+#: a teardown step longer than this is logged: every step is bounded, but their sum is what a
+#: user waits for after Ctrl-C
+SLOW_TEARDOWN_S = 2.0
+
+
+def _teardown_step(what: str, fn: Callable[[], Any]) -> None:
+    """One step of :meth:`NetnsNetwork.close`: never raises (the teardown must reach its end),
+    but a step that fails or takes long says so in the run's log (logs/agents.log), so a slow
+    Ctrl-C can be explained afterwards."""
+    start = time.monotonic()
+    try:
+        fn()
+    except Exception as exc:  # noqa: BLE001 - logged, and the teardown goes on
+        log.warning("teardown: %s failed: %r", what, exc)
+    took = time.monotonic() - start
+    if took > SLOW_TEARDOWN_S:
+        log.warning("teardown: %s took %.1f s", what, took)
+
+
+def _end_process(proc: subprocess.Popen) -> None:
+    """Wait for a process told to end (bounded); kill it when it does not."""
+    try:
+        proc.wait(5)
+    except subprocess.TimeoutExpired:
+        log.warning("teardown: pid %d ignored SIGTERM for 5 s; killed", proc.pid)
+        proc.kill()
+        proc.wait(5)

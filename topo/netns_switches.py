@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import logging
 import shutil
 import signal
 import socket
@@ -30,6 +31,9 @@ __all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "SwitchProcess", "f
 
 CPU_PORT = 255
 START_TIMEOUT_S = 60.0
+
+
+log = logging.getLogger(__name__)
 
 
 def free_tcp_port() -> int:
@@ -148,6 +152,7 @@ class SwitchProcess:
             try:
                 self.proc.wait(timeout_s)
             except subprocess.TimeoutExpired:
+                log.warning("switch %s did not exit within %.0f s of SIGTERM; killed", self.spec.name, timeout_s)
                 self.proc.kill()
                 self.proc.wait(5)
         with contextlib.suppress(Exception):

@@ -148,7 +148,14 @@ def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
         assert len(found.namespaces) == 2 and len(found.links) == 2 and len(found.pids) >= 3, found
         time.sleep(1)
         os.kill(proc.pid, sig)
-        proc.wait(30)
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            log = tmp_path / "logs" / "agents.log"
+            pytest.fail(f"the runner did not end within 30 s of {sig.name}; its stderr: "
+                        f"{proc.communicate(timeout=10)[1][-2000:]!r}; its log (teardown steps that failed "
+                        f"or took long): {log.read_text()[-3000:] if log.exists() else 'none'}")
         if sig == signal.SIGKILL:
             assert leftovers(prefix).namespaces  # not cleaned by anyone yet
             assert hbh_main(["clean"]) == 0
