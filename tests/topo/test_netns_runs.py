@@ -127,10 +127,18 @@ def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path) -> None:
     assert call_at <= first <= set_at + 0.010 + 0.2
 
 
+def _default_sigint() -> None:
+    """In the runner, before exec: Ctrl-C's default action. A shell starting a command in the
+    background without job control (``make test &`` in a script) has it ignore SIGINT, children
+    included, and Python then installs no KeyboardInterrupt handler: the runner would never see
+    the test's SIGINT."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start_runner(out: Path) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-m", "hbh", "run", str(ONE), "--backend", "netns", "--duration", "60s",
                              "--out", str(out), "--no-progress", "--no-plots"], cwd=ROOT, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+                            stderr=subprocess.PIPE, text=True, start_new_session=True, preexec_fn=_default_sigint)
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
