@@ -1,18 +1,23 @@
 """P4Runtime Write throughput measured the way a controller writes.
 
-    python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3]
+    python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--pin]
 
 Why its own module: the figure that matters to a user is what a controller sees over gRPC,
 not the in-process core. So a ``p4switch`` process runs ``p4src/alinea.p4`` (no ports needed),
 the client uses the raw ``p4runtime`` stubs, keeps its arbitration StreamChannel open (as
 every controller does), and inserts ``ipv4_lpm`` entries into the 1024-entry table, one
-update per Write and 100 per Write; between rounds it deletes them again. Rounds of the two
+update per Write and 100 per Write (at least 100 Writes a round: the 1000 entries ten times
+over for the second), deleting them again between passes. Rounds of the two
 batch sizes alternate, so machine load drifts hit both alike; the median round is reported.
+Other servers measured beside it (an empty one, the p4switch of an earlier commit) are started
+at the same time and take their rounds in turn with it, for the same reason.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
 import queue
 import statistics
 import sys
@@ -20,6 +25,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -96,59 +102,143 @@ def lpm_updates(p4info: object, kind: int, count: int, first_octet: int = 11) ->
         for i in range(count)]
 
 
-def measure(addr: str, p4info: object, entries: int = 1000, rounds: int = 3,
-            batches: tuple[int, ...] = (1, 100)) -> WriteRates:
-    """Alternate rounds of each batch size against the switch at ``addr``."""
+MIN_WRITES_PER_ROUND = 100  # so that a rare slow Write (gRPC's, ~40 ms) counts at its own frequency
+
+
+def _round(ctl: RawController, inserts: list, deletes: list, batch: int) -> float:
+    """Insert every entry ``batch`` per Write (timed), then delete them again (untimed); as
+    many times as it takes to make at least MIN_WRITES_PER_ROUND timed Writes."""
+    writes = -(-len(inserts) // batch)
+    elapsed = 0.0
+    cycles = -(-MIN_WRITES_PER_ROUND // writes)
+    for _ in range(cycles):
+        t = time.perf_counter()
+        for i in range(0, len(inserts), batch):
+            ctl.write(inserts[i:i + batch])
+        elapsed += time.perf_counter() - t
+        for i in range(0, len(deletes), 500):
+            ctl.write(deletes[i:i + 500])
+    return cycles * len(inserts) / elapsed
+
+
+@contextlib.contextmanager
+def pinned(cpus: set[int] | None) -> Iterator[None]:
+    """Every thread of this process (gRPC's own included) on ``cpus`` until the block ends."""
+    if not cpus:
+        yield
+        return
+    tids = [int(t) for t in os.listdir("/proc/self/task")]
+    before = {}
+    for tid in tids:
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            before[tid] = os.sched_getaffinity(tid)
+            os.sched_setaffinity(tid, cpus)
+    try:
+        yield
+    finally:
+        for tid, mask in before.items():
+            with contextlib.suppress(OSError):
+                os.sched_setaffinity(tid, mask)
+
+
+def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: object, entries: int = 1000,
+                    rounds: int = 3, batches: tuple[int, ...] = (1, 100),
+                    client_cpus: set[int] | None = None) -> dict[str, WriteRates]:
+    """Start every server, then measure them round-robin: server after server, batch size after
+    batch size, ``rounds`` times, so a drift in machine load hits each of them alike. With
+    ``client_cpus`` the client runs only there (start the servers on other CPUs)."""
     from p4.v1 import p4runtime_pb2 as pb
 
-    ctl = RawController(addr)
-    try:
-        inserts = lpm_updates(p4info, pb.Update.INSERT, entries)
-        deletes = lpm_updates(p4info, pb.Update.DELETE, entries)
-        out: dict[int, list[float]] = {b: [] for b in batches}
+    inserts = lpm_updates(p4info, pb.Update.INSERT, entries)
+    deletes = lpm_updates(p4info, pb.Update.DELETE, entries)
+    out = {name: {b: [] for b in batches} for name in servers}
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(pinned(client_cpus))
+        ctls = {}
+        for name, server in servers.items():
+            ctls[name] = RawController(stack.enter_context(server))
+            stack.callback(ctls[name].close)
         for _ in range(rounds):
-            for batch in batches:
-                t = time.perf_counter()
-                for i in range(0, entries, batch):
-                    ctl.write(inserts[i:i + batch])
-                out[batch].append(entries / (time.perf_counter() - t))
-                for i in range(0, entries, 500):
-                    ctl.write(deletes[i:i + 500])
-    finally:
-        ctl.close()
-    return WriteRates({b: statistics.median(r) for b, r in out.items()}, out)
+            for name, ctl in ctls.items():
+                for batch in batches:
+                    out[name][batch].append(_round(ctl, inserts, deletes, batch))
+    return {name: WriteRates({b: statistics.median(r) for b, r in rates.items()}, rates)
+            for name, rates in out.items()}
 
 
-def run_against_new_switch(entries: int, rounds: int) -> WriteRates:
-    """Start a p4switch process (alinea.p4, no ports), measure, stop it."""
+@contextlib.contextmanager
+def p4switch_server(tree: Path = ROOT, cpu: int | None = None) -> Iterator[str]:
+    """A p4switch process of the checkout at ``tree`` (alinea.p4, no ports, on ``cpu`` if given);
+    yields its address."""
     from tests.switch.netns import SwitchProcess
-    from tests.switch.simnet import program
 
     with tempfile.TemporaryDirectory(prefix="p4rtw") as tmp:
-        sw = SwitchProcess(["--log-level", "warn", str(ALINEA)], str(Path(tmp) / "p4switch.log")).start()
+        sw = SwitchProcess(["--log-level", "warn", str(tree / "p4src" / "alinea.p4")],
+                           str(Path(tmp) / "p4switch.log"), cpu=cpu, cwd=str(tree)).start()
         try:
-            return measure(sw.grpc_addr, program(str(ALINEA)).p4info, entries, rounds)
+            yield sw.grpc_addr
         finally:
             sw.stop()
 
 
-def run_against_empty_server(kind: str, entries: int, rounds: int) -> WriteRates:
-    """The same client against tests/bench/p4rt_floor.py: what the client and gRPC cost alone."""
+@contextlib.contextmanager
+def empty_server(kind: str, cpu: int | None = None) -> Iterator[str]:
+    """tests/bench/p4rt_floor.py: what the client and gRPC cost alone."""
     import subprocess
 
     from tests.switch.netns import free_tcp_port, wait_tcp
-    from tests.switch.simnet import program
 
     port = free_tcp_port()
-    proc = subprocess.Popen([sys.executable, "-m", "tests.bench.p4rt_floor", "--port", str(port), "--kind", kind],
-                            cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    cmd = [sys.executable, "-m", "tests.bench.p4rt_floor", "--port", str(port), "--kind", kind]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         if not wait_tcp(port, 30):
             raise RuntimeError(f"the empty {kind} server did not listen on {port}")
-        return measure(f"127.0.0.1:{port}", program(str(ALINEA)).p4info, entries, rounds)
+        yield f"127.0.0.1:{port}"
     finally:
         proc.kill()
         proc.communicate(timeout=10)
+
+
+class BaselineUnavailable(RuntimeError):
+    """The baseline commit cannot be checked out here (a shallow clone, or a typo)."""
+
+
+def resolve_commit(rev: str) -> str | None:
+    """The full id of commit ``rev`` in this repository, or None when the clone lacks it."""
+    import subprocess
+
+    try:
+        found = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}"],
+                               capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return found.stdout.strip() if found.returncode == 0 else None
+
+
+@contextlib.contextmanager
+def commit_tree(rev: str) -> Iterator[Path]:
+    """The files of commit ``rev`` of this repository in a temporary directory (git archive)."""
+    import subprocess
+
+    full = resolve_commit(rev)
+    if full is None:
+        raise BaselineUnavailable(f"commit {rev} is not in this clone (shallow clone?)")
+    with tempfile.TemporaryDirectory(prefix="p4rtw-base") as tmp:
+        archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", full], stdout=subprocess.PIPE)
+        subprocess.run(["tar", "-x", "-C", tmp], stdin=archive.stdout, check=True)
+        if archive.wait() != 0:
+            raise BaselineUnavailable(f"git archive {rev} failed")
+        yield Path(tmp)
+
+
+@contextlib.contextmanager
+def commit_server(rev: str, cpu: int | None = None) -> Iterator[str]:
+    """The p4switch of commit ``rev``, run from its own files with this checkout's .venv."""
+    with commit_tree(rev) as tree, p4switch_server(tree, cpu) as addr:
+        yield addr
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -157,13 +247,28 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--floor", action="store_true",
                    help="also measure the same client against empty grpc.aio and sync servers")
+    p.add_argument("--baseline", metavar="REV", action="append", default=[],
+                   help="also measure the p4switch of commit REV (repeatable), alternated with this one")
+    p.add_argument("--pin", action="store_true",
+                   help="client on CPU 0, every server on CPU 1 (steadier figures than the OS's placement)")
     args = p.parse_args(argv)
-    runs = {"p4switch": lambda: run_against_new_switch(args.entries, args.rounds)}
+    from tests.switch.simnet import program
+
+    if args.pin and len(os.sched_getaffinity(0)) < 2:
+        p.error("--pin needs CPUs 0 and 1")
+    cpu, client = (1, {0}) if args.pin else (None, None)
+    servers: dict[str, AbstractContextManager[str]] = {"p4switch": p4switch_server(cpu=cpu)}
+    for rev in args.baseline:
+        servers[f"p4switch at {rev}"] = commit_server(rev, cpu)
     if args.floor:
         for kind in ("aio", "sync"):
-            runs[f"empty {kind} server"] = lambda k=kind: run_against_empty_server(k, args.entries, args.rounds)
-    for name, fn in runs.items():
-        rates = fn()
+            servers[f"empty {kind} server"] = empty_server(kind, cpu)
+    try:
+        results = measure_servers(servers, program(str(ALINEA)).p4info, args.entries, args.rounds, client_cpus=client)
+    except BaselineUnavailable as exc:
+        print(f"p4rt_writes: {exc}", file=sys.stderr)
+        return 2
+    for name, rates in results.items():
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
             print(f"{name}: {batch} update(s) per Write: median {rate:,.0f} inserts/s (rounds: {rounds})")

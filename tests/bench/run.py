@@ -297,6 +297,11 @@ def bench_latency(rep: Report, tmp: Path, count: int) -> None:
             f"{med_d * 1e6:,.0f} µs ({len(direct)} samples); lost {count - len(through)}")
 
 
+# The p4switch that issue 9 measured (its last commit before the issue's work): its Writes are
+# measured beside today's, on the same machine and with the same client.
+WRITE_BASELINE = "409b07e"
+
+
 def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
     from p4.v1 import p4runtime_pb2 as pb
 
@@ -319,18 +324,26 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
             f"{entries / dt:,.0f} /s", f"{entries} ipv4_lpm entries")
     if not grpc_ok:
         return
-    from tests.bench.p4rt_writes import run_against_empty_server, run_against_new_switch
+    from tests.bench import p4rt_writes as pw
+    from tests.switch.simnet import program
 
-    servers = (("", lambda: run_against_new_switch(entries, rounds=3)),
-               (" to an empty grpc.aio server (the ceiling: tests/bench/p4rt_floor.py)",
-                lambda: run_against_empty_server("aio", entries, rounds=3)))
-    for label, measure in servers:
-        rates = measure()
+    labels = {"p4switch": "", "empty": " to an empty grpc.aio server (the ceiling: tests/bench/p4rt_floor.py)"}
+    servers = {"p4switch": pw.p4switch_server(), "empty": pw.empty_server("aio")}
+    base = pw.resolve_commit(WRITE_BASELINE)
+    if base is None:
+        rep.add("P4Runtime", "table inserts/s over gRPC of the p4switch before issue 9", "not measured",
+                f"commit {WRITE_BASELINE} is not in this clone (shallow clone?)")
+    else:
+        labels["base"] = f" of the p4switch before issue 9 (commit {base[:10]}, run beside this one)"
+        servers["base"] = pw.commit_server(base)
+    results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3)
+    for name, rates in results.items():
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
-            rep.add("P4Runtime", f"table inserts/s over gRPC{label}, {batch} update(s) per Write",
+            rep.add("P4Runtime", f"table inserts/s over gRPC{labels[name]}, {batch} update(s) per Write",
                     f"{rate:,.0f} /s", f"{entries} ipv4_lpm entries; raw p4runtime stubs, arbitration stream open; "
-                    f"median of 3 alternated rounds ({rounds}) (tests/bench/p4rt_writes.py)")
+                    f"median of 3 rounds, taken in turn with the other servers of this section ({rounds}) "
+                    "(tests/bench/p4rt_writes.py)")
 
 
 def bench_soak(rep: Report, minutes: float) -> None:
@@ -382,7 +395,9 @@ def write(rep: Report, out: Path, command: str, seed: int) -> None:
               "p4switch is an interpreter in Python and runs one loop thread.", "",
               "P4Runtime writes, for comparison: issue 9 measured simple_switch_grpc (BMv2) at 1,122-1,152 inserts/s "
               "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, where the "
-              "p4switch of that day made 517-614 and 1,779-1,928. The client is Python with pure-Python protobuf "
+              "p4switch of that day made 517-614 and 1,779-1,928; the rows 'of the p4switch before issue 9' run "
+              "that p4switch here, beside today's, so the two rows' ratio is the speed-up on one machine. "
+              "The client is Python with pure-Python protobuf "
               "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
               "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
               "server built on grpcio on this machine.", ""]

@@ -7,10 +7,12 @@ fast decoder - and the outcomes (codes of every update, entries read back) must 
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4switch.p4runtime import P4RuntimeError
-from p4switch.p4runtime.wire import WriteRequest, parse_write_request
+from p4switch.p4runtime.wire import WriteRequest, _write_request, parse_write_request
 from tests.p4runtime.helpers import b, setup_core
 
 
@@ -84,3 +86,63 @@ def test_malformed_bytes_are_left_to_protobuf(data: bytes) -> None:
         pb.WriteRequest.FromString(data)
     with pytest.raises(Exception):  # noqa: B017, PT011
         parse_write_request(data)
+
+
+def _match_value(m) -> tuple:  # noqa: ANN001 - a protobuf FieldMatch or the fast view
+    kind = m.WhichOneof("field_match_type")
+    v = getattr(m, kind)
+    fields = {"lpm": ("value", "prefix_len"), "ternary": ("value", "mask"), "range": ("low", "high")}
+    return (m.field_id, kind, *(getattr(v, f) for f in fields.get(kind, ("value",))))
+
+
+def _summary(req) -> tuple:  # noqa: ANN001
+    """Everything writes.py reads of a request, the same way for both parsers' results."""
+    def entry(te) -> tuple:  # noqa: ANN001
+        action = None
+        if te.HasField("action"):
+            a = te.action.action
+            action = (a.action_id, [(p.param_id, p.value) for p in a.params])
+        return (te.table_id, te.priority, te.controller_metadata, te.is_default_action, te.idle_timeout_ns,
+                te.metadata, te.is_const, [_match_value(m) for m in te.match], action)
+
+    return (req.device_id, req.role_id, req.role, req.atomicity, req.HasField("election_id"),
+            req.election_id.high, req.election_id.low,
+            [(u.type, u.entity.WhichOneof("entity"), entry(u.entity.table_entry)) for u in req.updates])
+
+
+def _parsed(parse, data: bytes):  # noqa: ANN001, ANN202
+    try:
+        return parse(data)
+    except Exception:  # noqa: BLE001 - either parser refusing the bytes
+        return None
+
+
+_SEEDS = [r.SerializeToString() for r in _requests({"MyIngress.ipv4_lpm": 3, "MyIngress.forward": 4,
+                                                       "MyIngress.acl": 5, "MyIngress.drop": 6,
+                                                       "MyIngress.port_pkts": 7})[:7]]
+
+
+# bytes that matter to a varint or a key: continuation bits, wire types 0-7, lengths 0/1
+_BYTES = st.one_of(st.sampled_from([0x00, 0x01, 0x02, 0x05, 0x7F, 0x80, 0x81, 0xFF]), st.integers(0, 255))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(seed=st.sampled_from(_SEEDS), edits=st.lists(st.tuples(st.sampled_from(["cut", "set", "insert", "xor"]),
+                                                            st.integers(0, 200), _BYTES), min_size=1, max_size=3))
+def test_what_the_fast_decoder_accepts_protobuf_reads_the_same(seed: bytes, edits: list) -> None:
+    """Damaged requests (cut short, a byte changed, flipped or added): the fast decoder either
+    gives up, leaving them to protobuf, or reads exactly what protobuf reads."""
+    data = bytearray(seed)
+    for op, at, byte in edits:
+        at %= len(data) + 1
+        if op == "cut":
+            del data[at:]
+        elif op == "insert":
+            data.insert(at, byte)
+        elif at < len(data):
+            data[at] = byte if op == "set" else data[at] ^ (byte & 0x87)  # xor: wire type and continuation
+    fast = _parsed(_write_request, bytes(data))
+    if fast is not None:
+        slow = _parsed(pb.WriteRequest.FromString, bytes(data))
+        assert slow is not None, "the fast decoder accepted bytes protobuf refuses"
+        assert _summary(fast) == _summary(slow)

@@ -259,6 +259,7 @@ class SwitchProcess:
     thrift_port: int = field(default_factory=free_tcp_port)
     proc: subprocess.Popen | None = None
     cpu: int | None = None
+    cwd: str = REPO  # another checkout runs its own p4switch (the Write benchmark's baseline)
 
     @property
     def grpc_addr(self) -> str:
@@ -276,7 +277,7 @@ class SwitchProcess:
     def start(self, timeout: float = 30) -> SwitchProcess:
         """Start and wait until both servers accept connections (bounded)."""
         self._stderr = open(self.log_path + ".stderr", "w")  # noqa: SIM115 - closed in stop()
-        self.proc = subprocess.Popen(self.command(), cwd=REPO, stdout=subprocess.DEVNULL, stderr=self._stderr)
+        self.proc = subprocess.Popen(self.command(), cwd=self.cwd, stdout=subprocess.DEVNULL, stderr=self._stderr)
         deadline = time.monotonic() + timeout
         for port in (self.grpc_port, self.thrift_port):
             if not wait_tcp(port, max(0.1, deadline - time.monotonic())):
