@@ -325,24 +325,39 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
     if not grpc_ok:
         return
     from tests.bench import p4rt_writes as pw
-    from tests.switch.simnet import program
 
-    labels = {"p4switch": "", "empty": " to an empty grpc.aio server (the ceiling: tests/bench/p4rt_floor.py)"}
-    servers = {"p4switch": pw.p4switch_server(), "empty": pw.empty_server("aio")}
     base = pw.resolve_commit(WRITE_BASELINE)
     if base is None:
         rep.add("P4Runtime", "table inserts/s over gRPC of the p4switch before issue 9", "not measured",
                 f"commit {WRITE_BASELINE} is not in this clone (shallow clone?)")
-    else:
-        labels["base"] = f" of the p4switch before issue 9 (commit {base[:10]}, run beside this one)"
-        servers["base"] = pw.commit_server(base)
-    results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3)
+    placements = [("placed by the OS", None, None)]
+    if len(os.sched_getaffinity(0)) >= 2:
+        placements.append(("client on CPU 0, servers on CPU 1", 1, {0}))
+    for where, cpu, client in placements:
+        _write_rows(rep, entries, base, where, cpu, client)
+
+
+def _write_rows(rep: Report, entries: int, base: str | None, where: str, cpu: int | None,
+                client: set[int] | None) -> None:
+    """Today's p4switch, the one before issue 9 and an empty server, started together and
+    measured in turn by the same client (tests/bench/p4rt_writes.py)."""
+    from tests.bench import p4rt_writes as pw
+    from tests.switch.simnet import program
+
+    labels = {"p4switch": ""}
+    servers = {"p4switch": pw.p4switch_server(cpu=cpu)}
+    if base is not None:
+        labels["base"] = f" of the p4switch before issue 9 (commit {base[:10]})"
+        servers["base"] = pw.commit_server(base, cpu)
+    labels["empty"] = " to an empty grpc.aio server (the ceiling: tests/bench/p4rt_floor.py)"
+    servers["empty"] = pw.empty_server("aio", cpu)
+    results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client)
     for name, rates in results.items():
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
-            rep.add("P4Runtime", f"table inserts/s over gRPC{labels[name]}, {batch} update(s) per Write",
+            rep.add("P4Runtime", f"table inserts/s over gRPC{labels[name]}, {batch} update(s) per Write, {where}",
                     f"{rate:,.0f} /s", f"{entries} ipv4_lpm entries; raw p4runtime stubs, arbitration stream open; "
-                    f"median of 3 rounds, taken in turn with the other servers of this section ({rounds}) "
+                    f"median of 3 rounds, taken in turn with the other servers of these rows ({rounds}) "
                     "(tests/bench/p4rt_writes.py)")
 
 
