@@ -31,7 +31,7 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         pos += 1
         result |= (b & 0x7F) << shift
         if not b & 0x80:
-            return result, pos
+            return result & 0xFFFFFFFFFFFFFFFF, pos  # a 10th byte above 1 overflows: protobuf drops it
         shift += 7
 
 
@@ -233,7 +233,7 @@ def _update(buf: bytes, start: int, end: int) -> Update:
     u.type, u.entity, u._raw = 0, None, buf[start:end]
     for num, v in _fields(buf, start, end):
         if num == 1 and type(v) is int:
-            u.type = v
+            u.type = _signed(v, 32)  # an enum: protobuf reads it as an int32
         elif num == 2 and type(v) is tuple and u.entity is None:
             e = Entity()
             found = False
@@ -272,7 +272,7 @@ def _write_request(buf: bytes) -> WriteRequest:
         elif num == 4 and type(v) is tuple:
             req.updates.append(_update(buf, *v))
         elif num == 5 and type(v) is int:
-            req.atomicity = v
+            req.atomicity = _signed(v, 32)  # an enum, as Update.type
         elif num == 6 and type(v) is tuple:
             req.role = buf[v[0]:v[1]].decode()
         else:
