@@ -9,8 +9,9 @@ every controller does), and inserts ``ipv4_lpm`` entries into the 1024-entry tab
 update per Write and 100 per Write (at least 100 Writes a round: the 1000 entries ten times
 over for the second), deleting them again between passes. Rounds of the two
 batch sizes alternate, so machine load drifts hit both alike; the median round is reported.
-Other servers measured beside it (an empty one, the p4switch of an earlier commit) are started
-at the same time and take their rounds in turn with it, for the same reason.
+Other servers measured beside it (empty ones - grpcio's and a Go one, tests/bench/p4rt_floor*
+- and the p4switch of an earlier commit) are started at the same time and take their rounds in
+turn with it, for the same reason.
 """
 
 from __future__ import annotations
@@ -202,8 +203,53 @@ def empty_server(kind: str, cpu: int | None = None) -> Iterator[str]:
         proc.communicate(timeout=10)
 
 
-class BaselineUnavailable(RuntimeError):
-    """The baseline commit cannot be checked out here (a shallow clone, or a typo)."""
+class ServerUnavailable(RuntimeError):
+    """A server to compare with cannot run here: a commit the clone lacks, no Go toolchain."""
+
+
+GO_FLOOR = ROOT / "tests" / "bench" / "p4rt_floor_go"
+
+
+def build_go_floor() -> Path:
+    """Build tests/bench/p4rt_floor_go into build/ (its modules come from the Go module proxy,
+    pinned by go.sum); ServerUnavailable says why not."""
+    import shutil
+    import subprocess
+
+    go = shutil.which("go")
+    if go is None:
+        raise ServerUnavailable("no Go toolchain on PATH")
+    out = ROOT / "build" / "p4rt-floor-go"
+    try:
+        done = subprocess.run([go, "build", "-o", str(out), "."], cwd=GO_FLOOR, capture_output=True, text=True,
+                              timeout=600)
+    except subprocess.TimeoutExpired:
+        raise ServerUnavailable("go build of tests/bench/p4rt_floor_go took over 10 min") from None
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ServerUnavailable(f"go build of tests/bench/p4rt_floor_go failed: {last}")
+    return out
+
+
+@contextlib.contextmanager
+def go_empty_server(binary: Path, cpu: int | None = None) -> Iterator[str]:
+    """The empty server in Go (see build_go_floor): the ceiling for a compiled server."""
+    import subprocess
+
+    from tests.switch.netns import free_tcp_port, wait_tcp
+
+    port = free_tcp_port()
+    cmd = [str(binary), "--port", str(port)]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        if not wait_tcp(port, 30):
+            raise RuntimeError(f"the empty Go server did not listen on {port}")
+        yield f"127.0.0.1:{port}"
+    finally:
+        proc.kill()
+        proc.communicate(timeout=10)
 
 
 def resolve_commit(rev: str) -> str | None:
@@ -225,12 +271,12 @@ def commit_tree(rev: str) -> Iterator[Path]:
 
     full = resolve_commit(rev)
     if full is None:
-        raise BaselineUnavailable(f"commit {rev} is not in this clone (shallow clone?)")
+        raise ServerUnavailable(f"commit {rev} is not in this clone (shallow clone?)")
     with tempfile.TemporaryDirectory(prefix="p4rtw-base") as tmp:
         archive = subprocess.Popen(["git", "-C", str(ROOT), "archive", full], stdout=subprocess.PIPE)
         subprocess.run(["tar", "-x", "-C", tmp], stdin=archive.stdout, check=True)
         if archive.wait() != 0:
-            raise BaselineUnavailable(f"git archive {rev} failed")
+            raise ServerUnavailable(f"git archive {rev} failed")
         yield Path(tmp)
 
 
@@ -246,7 +292,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--entries", type=int, default=1000)
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--floor", action="store_true",
-                   help="also measure the same client against empty grpc.aio and sync servers")
+                   help="also measure the same client against empty servers: grpc.aio, sync grpcio, Go")
     p.add_argument("--baseline", metavar="REV", action="append", default=[],
                    help="also measure the p4switch of commit REV (repeatable), alternated with this one")
     p.add_argument("--pin", action="store_true",
@@ -260,12 +306,16 @@ def main(argv: list[str] | None = None) -> int:
     servers: dict[str, AbstractContextManager[str]] = {"p4switch": p4switch_server(cpu=cpu)}
     for rev in args.baseline:
         servers[f"p4switch at {rev}"] = commit_server(rev, cpu)
-    if args.floor:
-        for kind in ("aio", "sync"):
-            servers[f"empty {kind} server"] = empty_server(kind, cpu)
     try:
+        if args.floor:
+            for kind in ("aio", "sync"):
+                servers[f"empty {kind} server"] = empty_server(kind, cpu)
+            try:
+                servers["empty Go server"] = go_empty_server(build_go_floor(), cpu)
+            except ServerUnavailable as exc:
+                print(f"p4rt_writes: the empty Go server is left out: {exc}", file=sys.stderr)
         results = measure_servers(servers, program(str(ALINEA)).p4info, args.entries, args.rounds, client_cpus=client)
-    except BaselineUnavailable as exc:
+    except ServerUnavailable as exc:
         print(f"p4rt_writes: {exc}", file=sys.stderr)
         return 2
     for name, rates in results.items():

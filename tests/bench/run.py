@@ -330,16 +330,21 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
     if base is None:
         rep.add("P4Runtime", "table inserts/s over gRPC of the p4switch before issue 9", "not measured",
                 f"commit {WRITE_BASELINE} is not in this clone (shallow clone?)")
+    try:
+        go_floor: Path | None = pw.build_go_floor()
+    except pw.ServerUnavailable as exc:
+        go_floor = None
+        rep.add("P4Runtime", "table inserts/s over gRPC to an empty Go server", "not measured", str(exc))
     placements = [("placed by the OS", None, None)]
     if len(os.sched_getaffinity(0)) >= 2:
         placements.append(("client on CPU 0, servers on CPU 1", 1, {0}))
     for where, cpu, client in placements:
-        _write_rows(rep, entries, base, where, cpu, client)
+        _write_rows(rep, entries, base, go_floor, where, cpu, client)
 
 
-def _write_rows(rep: Report, entries: int, base: str | None, where: str, cpu: int | None,
-                client: set[int] | None) -> None:
-    """Today's p4switch, the one before issue 9 and an empty server, started together and
+def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | None, where: str,
+                cpu: int | None, client: set[int] | None) -> None:
+    """Today's p4switch, the one before issue 9 and the empty servers, started together and
     measured in turn by the same client (tests/bench/p4rt_writes.py)."""
     from tests.bench import p4rt_writes as pw
     from tests.switch.simnet import program
@@ -351,6 +356,9 @@ def _write_rows(rep: Report, entries: int, base: str | None, where: str, cpu: in
         servers["base"] = pw.commit_server(base, cpu)
     labels["empty"] = " to an empty grpc.aio server (the ceiling: tests/bench/p4rt_floor.py)"
     servers["empty"] = pw.empty_server("aio", cpu)
+    if go_floor is not None:
+        labels["go"] = " to an empty Go server (a compiled gRPC runtime: tests/bench/p4rt_floor_go)"
+        servers["go"] = pw.go_empty_server(go_floor, cpu)
     results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client)
     for name, rates in results.items():
         for batch, rate in rates.median.items():
@@ -415,7 +423,8 @@ def write(rep: Report, out: Path, command: str, seed: int) -> None:
               "The client is Python with pure-Python protobuf "
               "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
               "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
-              "server built on grpcio on this machine.", ""]
+              "server built on grpcio on this machine; the rows 'to an empty Go server' what it reaches against a "
+              "compiled server that does nothing, the ceiling of any server, simple_switch_grpc's included.", ""]
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
     print(f"wrote {out}")
