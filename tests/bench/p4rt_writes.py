@@ -183,24 +183,29 @@ def p4switch_server(tree: Path = ROOT, cpu: int | None = None) -> Iterator[str]:
 
 
 @contextlib.contextmanager
-def empty_server(kind: str, cpu: int | None = None) -> Iterator[str]:
-    """tests/bench/p4rt_floor.py: what the client and gRPC cost alone."""
+def _listening(name: str, args: list[str], cpu: int | None) -> Iterator[str]:
+    """Run ``args`` + ``--port N`` (on ``cpu`` if given) until the block ends; yields its address."""
     import subprocess
 
     from tests.switch.netns import free_tcp_port, wait_tcp
 
     port = free_tcp_port()
-    cmd = [sys.executable, "-m", "tests.bench.p4rt_floor", "--port", str(port), "--kind", kind]
+    cmd = [*args, "--port", str(port)]
     if cpu is not None:
         cmd = ["taskset", "-c", str(cpu), *cmd]
     proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         if not wait_tcp(port, 30):
-            raise RuntimeError(f"the empty {kind} server did not listen on {port}")
+            raise RuntimeError(f"the {name} did not listen on {port}")
         yield f"127.0.0.1:{port}"
     finally:
         proc.kill()
         proc.communicate(timeout=10)
+
+
+def empty_server(kind: str, cpu: int | None = None) -> AbstractContextManager[str]:
+    """tests/bench/p4rt_floor.py: what the client and gRPC cost alone."""
+    return _listening(f"empty {kind} server", [sys.executable, "-m", "tests.bench.p4rt_floor", "--kind", kind], cpu)
 
 
 class ServerUnavailable(RuntimeError):
@@ -231,25 +236,9 @@ def build_go_floor() -> Path:
     return out
 
 
-@contextlib.contextmanager
-def go_empty_server(binary: Path, cpu: int | None = None) -> Iterator[str]:
+def go_empty_server(binary: Path, cpu: int | None = None) -> AbstractContextManager[str]:
     """The empty server in Go (see build_go_floor): the ceiling for a compiled server."""
-    import subprocess
-
-    from tests.switch.netns import free_tcp_port, wait_tcp
-
-    port = free_tcp_port()
-    cmd = [str(binary), "--port", str(port)]
-    if cpu is not None:
-        cmd = ["taskset", "-c", str(cpu), *cmd]
-    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        if not wait_tcp(port, 30):
-            raise RuntimeError(f"the empty Go server did not listen on {port}")
-        yield f"127.0.0.1:{port}"
-    finally:
-        proc.kill()
-        proc.communicate(timeout=10)
+    return _listening("empty Go server", [str(binary)], cpu)
 
 
 def resolve_commit(rev: str) -> str | None:
