@@ -3,14 +3,32 @@
 Under CI (``CI`` set, as the CI runner does) hypothesis runs derandomized: every property test
 explores the same examples on every run, so a CI result never depends on a lucky draw. Local runs
 keep exploring new examples (and the failures they find are stored in .hypothesis/).
+
+``settled_heap``: a test that times a real-time loop in this process freezes the heap first, as
+p4switch does once its servers are up. Earlier tests leave a large heap behind, and a full
+collection of it stopped every thread for up to 0.95 s in a make test run.
 """
 
 from __future__ import annotations
 
+import gc
 import os
+from collections.abc import Iterator
 
+import pytest
 from hypothesis import settings
+
+from p4switch import heap
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):
     settings.load_profile("ci")
+
+
+@pytest.fixture()
+def settled_heap() -> Iterator[None]:
+    heap.settle()
+    try:
+        yield
+    finally:
+        gc.unfreeze()

@@ -7,7 +7,6 @@ switch loop, and the device serves PacketOuts at a bounded rate (like a pipeline
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import queue
 import signal
@@ -23,7 +22,6 @@ import pytest
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
-from p4switch import heap
 from p4switch.p4runtime import NullDevice, P4RuntimeCore
 from p4switch.p4runtime.server import P4RuntimeServer
 from p4switch.sched import RealtimeScheduler
@@ -48,22 +46,18 @@ class SlowDevice(NullDevice):
 
 
 @pytest.fixture()
-def served():
+def served(settled_heap):
     sched = RealtimeScheduler()
     sched.start()
     device = SlowDevice()
     core = P4RuntimeCore(device, device_id=1, scheduler=sched)
     srv = P4RuntimeServer(core, "127.0.0.1:0", submit=sched.submit, try_call=sched.try_call, max_streams=200)
     port = srv.start()
-    # as p4switch does once its servers are up: the test process's heap (everything earlier
-    # tests left) is out of the collector's sight, or a full collection stalls the loop for a second
-    heap.settle()
     try:
         yield srv, device, f"127.0.0.1:{port}"
     finally:
         srv.stop(grace=0.2)
         sched.stop()
-        gc.unfreeze()
 
 
 def _arbitration(low: int | None) -> pb.StreamMessageRequest:

@@ -152,6 +152,7 @@ def test_realtime_run_sync_returns_and_reraises(loop: RealtimeScheduler) -> None
     assert loop.run_sync(lambda: loop.run_sync(lambda: 7)) == 7
 
 
+@pytest.mark.usefixtures("settled_heap")
 def test_realtime_run_sync_times_out_when_loop_is_busy(loop: RealtimeScheduler) -> None:
     loop.call_soon_threadsafe(time.sleep, 0.5)
     t0 = time.monotonic()
@@ -216,6 +217,7 @@ def test_realtime_callback_error_is_reported_and_loop_continues(loop: RealtimeSc
     assert [str(e) for e in loop.errors] == ["bad packet"]  # type: ignore[attr-defined]
 
 
+@pytest.mark.usefixtures("settled_heap")
 def test_realtime_wait_until_gives_up_in_time(loop: RealtimeScheduler) -> None:
     t0 = time.monotonic()
     assert loop.wait_until(lambda: False, timeout=0.1) is False
@@ -323,6 +325,7 @@ def test_realtime_sub_millisecond_timers_are_not_rounded_to_epoll_milliseconds(l
     assert sorted(late)[len(late) // 2] < 400_000
 
 
+@pytest.mark.usefixtures("settled_heap")
 def test_realtime_earlier_timer_from_another_thread_interrupts_a_long_wait(loop: RealtimeScheduler) -> None:
     ran: list[str] = []
     loop.call_later(3_000_000_000, ran.append, "late")
@@ -475,6 +478,7 @@ def test_realtime_loop_woken_during_try_call_waits_for_it_to_end(loop: RealtimeS
     assert marks == ["lent:start", "lent:end", "loop"]
 
 
+@pytest.mark.usefixtures("settled_heap")
 def test_realtime_timer_set_by_try_call_runs_on_time(loop: RealtimeScheduler) -> None:
     """A timer that the lent call schedules sooner than the loop's plan wakes the loop."""
     ran: list[int] = []
