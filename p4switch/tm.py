@@ -1,39 +1,50 @@
-"""Traffic manager: the egress queues between ingress and egress, like simple_switch's.
+"""Traffic manager: the egress queues between ingress and egress, as simple_switch's.
 
 Why it exists: the queue in front of each output port is the one buffer of a port (as in a
-router); its occupancy is what ALINEA regulates and what ``standard_metadata`` reports.
+router); its occupancy is what ALINEA regulates and what ``standard_metadata`` reports. ALINEA
+actuates exactly this queue's rate, so its rate limiter must be BMv2's, not a friendlier one.
 
-Model (choices where BMv2's docs are silent are marked *choice*):
+Model. The default, ``queue_model="bmv2"``, is BMv2's ``QueueingLogicPriRL`` (the egress buffers
+of simple_switch; facts from behavioral-model's include/bm/bm_sim/queueing.h and
+targets/simple_switch/simple_switch.cpp, restated in docs/bmv2.md):
 
-* Per egress port ``num_priorities`` FIFO queues (default 1). Depth limit in packets per queue
-  (default 64, as BMv2); a packet arriving at a full queue is refused: ``enqueue`` returns
-  False and the port's ``dropped_full`` counter grows - the caller (the switch) decides what else
-  to do. Lowering a depth below the current occupancy keeps the queued packets (*choice*; only
-  new arrivals are refused).
-* Service rate in packets per second per queue; 0 means unlimited, which is BMv2's default and
-  BMv2's meaning of 0 (its rate-to-delay conversion maps 0 pps to no delay). There is no
-  "paused" port. As in BMv2, every priority queue has its own rate limiter: setting a port's
-  rate sets each of its queues, so with several priorities busy the port may send up to the
-  sum (the wire time still bounds the port as a whole).
-* Strict priority, higher number first (as simple_switch with priority queues). A queue whose
-  rate slot has not come yet is skipped, so a lower priority queue may send meanwhile
-  (work-conserving, *choice*).
+* Per egress port ``num_priorities`` FIFO queues (default 1). Each has a capacity in packets
+  (default 64) and a rate in packets per second (0 = no limit, BMv2's default).
+* **Departure is fixed when a packet is pushed.** A full queue (size >= capacity, per priority)
+  refuses it: ``enqueue`` returns False and the port's ``dropped_full`` grows. Otherwise its
+  departure time is ``max(now, last_sent + interval)`` and becomes the queue's ``last_sent``;
+  ``interval`` is ``1/rate`` truncated to whole ns as BMv2's ``duration_cast`` does, 0 at rate 0.
+  So ``set_queue_rate`` changes the spacing of packets pushed afterwards only: packets already
+  queued keep their times, and ``last_sent`` may run far into the future (a cut to 5 pps stamps
+  every packet pushed meanwhile 200 ms after the previous one, whatever the rate is later).
+* The port serves the highest priority whose head's departure time has come (higher number
+  first). BMv2 shares a time-ordered heap per priority among the ports of one egress thread
+  (port mod 4); since each queue's departure times never decrease, that heap pops every
+  queue's packets in their FIFO order at their stamped times, as per-port service here does.
+  Which thread runs which port changes CPU contention only, nothing a packet carries.
+* ``enq_qdepth`` = the size of the packet's priority queue before the push; ``deq_qdepth`` = its
+  size after the pop (``egress_buffers.size(port, priority)`` in simple_switch).
+
+``queue_model="shaper"`` is the rate limiter of hardware switches instead (a shaper at dequeue,
+e.g. a token bucket per queue): the rate in force at *service* time spaces the packets, so a
+rate change applies to what is queued at once. Slot ``k`` after an anchor ``a`` is
+``a + ceil(k * 1e9 / pps)`` ns (no drift); a queue that was idle past its slot re-anchors at its
+next service (no burst credit). It is an explicit option (``p4switch --queue-model shaper``,
+topology ``options.queue_model: shaper``), never the default: BMv2 does not behave so.
+
+Both models:
+
+* Lowering a capacity below the current occupancy keeps the queued packets (only new arrivals
+  are refused), as BMv2 does.
+* Every priority queue has its own rate limiter: setting a port's rate sets each of its queues.
 * After a dequeue the ``service(port, item) -> int`` callback (given at construction) runs egress
   and transmits; it returns the wire time in ns (0 without a link model). The port is not served
-  again before ``max(rate slot, now + wire time)``.
-* Rates are exact over long runs: slot ``k`` after an anchor time ``a`` is
-  ``a + ceil(k * 1e9 / pps)`` in integer ns, so fractional nanoseconds are carried, never
-  lost. While a queue stays backlogged the slots keep their schedule even when one service runs
-  late (loop lateness, a busy wire) by less than one interval; after a longer delay, or when a
-  queue becomes non-empty after its slot passed, the schedule re-anchors at the service time:
-  an idle queue earns no burst credit (*choice*).
-* Stamps on the :class:`TMItem` (BMv2 semantics, µs = ``now_ns // 1000``):
-  ``enq_timestamp_us`` at enqueue; ``enq_qdepth`` = packets already queued for that egress port
-  (all its priority queues, as BMv2 counts), i.e. the depth *before* this packet is added -
-  BMv2 reads the size of the port's buffer before pushing; ``deq_qdepth`` = packets still queued
-  for the port after this one is removed; ``deq_timedelta_us`` = dequeue µs minus enqueue µs.
-  The full-width values are kept; the pipeline truncates them to their v1model widths
-  (bit<32>, bit<19>).
+  again before ``now + wire time``: the link model (p4switch's stand-in for the link, which BMv2
+  leaves to the kernel) holds the packet in this queue while the wire is busy, so the queue stays
+  the port's one buffer. Departure stamps are not changed by a busy wire.
+* Stamps on :class:`TMItem` (µs = ``now_ns // 1000``): ``enq_timestamp_us`` at enqueue,
+  ``deq_timedelta_us`` = dequeue µs minus enqueue µs. Full-width values are kept; the pipeline
+  truncates them to their v1model widths (bit<32>, bit<19>).
 * Depth limits are at most 2**19 - 1 packets so that ``enq_qdepth`` always fits its bit<19>.
 """
 
@@ -46,7 +57,8 @@ from typing import Any
 
 from p4switch.sched import Handle, Scheduler
 
-__all__ = ["MAX_QUEUE_DEPTH", "DEFAULT_QUEUE_DEPTH", "TMItem", "PortStats", "TrafficManager"]
+__all__ = ["MAX_QUEUE_DEPTH", "DEFAULT_QUEUE_DEPTH", "QUEUE_MODELS", "TMItem", "PortStats", "TrafficManager",
+           "bmv2_interval_ns"]
 
 NS_PER_S = 1_000_000_000
 DEFAULT_QUEUE_DEPTH = 64
@@ -68,6 +80,7 @@ class TMItem:
     enq_qdepth: int = 0
     deq_timedelta_us: int = 0
     deq_qdepth: int = 0
+    depart_ns: int = 0  # bmv2 model: the departure time fixed at enqueue
 
 
 @dataclass(slots=True)
@@ -80,24 +93,83 @@ class PortStats:
     max_depth: int = 0
 
 
+QUEUE_MODELS = ("bmv2", "shaper")
+
+
+def bmv2_interval_ns(pps: int) -> int:
+    """BMv2's spacing of a queue at ``pps``: ``duration_cast<ns>(duration<double>(1. / pps))``."""
+    return int((1.0 / pps) * NS_PER_S) if pps else 0
+
+
 class _Queue:
-    """One FIFO with its depth limit and its rate schedule (see the module docstring)."""
+    """One FIFO with its capacity and a rate limiter; subclasses are the two models."""
 
-    __slots__ = ("items", "limit", "pps", "anchor_ns", "k", "fresh")
+    __slots__ = ("items", "limit", "pps")
 
-    def __init__(self, limit: int, pps: int) -> None:
+    def __init__(self, limit: int, pps: int, now: int) -> None:
         self.items: deque[TMItem] = deque()
         self.limit = limit
         self.pps = pps
+
+    def push(self, item: TMItem, now: int) -> None:
+        self.items.append(item)
+
+    def ready_at(self) -> int | None:
+        """Earliest time the head may leave (the queue is not empty); None: no constraint."""
+        raise NotImplementedError
+
+    def on_serve(self, t_ns: int) -> None:
+        """The head left at ``t_ns``."""
+
+    def set_rate(self, pps: int) -> None:
+        self.pps = pps
+
+
+class _StampedQueue(_Queue):
+    """BMv2: each packet's departure time is fixed when it is pushed (see the module docstring)."""
+
+    __slots__ = ("interval_ns", "last_sent")
+
+    def __init__(self, limit: int, pps: int, now: int) -> None:
+        super().__init__(limit, pps, now)
+        self.interval_ns = bmv2_interval_ns(pps)
+        self.last_sent = now  # BMv2: the queue's creation time (its first set_* call or push)
+
+    def push(self, item: TMItem, now: int) -> None:
+        t = self.last_sent + self.interval_ns
+        self.last_sent = item.depart_ns = now if now > t else t
+        self.items.append(item)
+
+    def ready_at(self) -> int | None:
+        return self.items[0].depart_ns
+
+    def set_rate(self, pps: int) -> None:
+        self.pps = pps
+        self.interval_ns = bmv2_interval_ns(pps)
+
+
+class _ShapedQueue(_Queue):
+    """A shaper at dequeue: the rate in force when the queue is served spaces its packets."""
+
+    __slots__ = ("anchor_ns", "k", "fresh")
+
+    def __init__(self, limit: int, pps: int, now: int) -> None:
+        super().__init__(limit, pps, now)
         self.anchor_ns = 0
         self.k = 0
         self.fresh = True  # no slot yet: the next service anchors the schedule
 
+    def push(self, item: TMItem, now: int) -> None:
+        if not self.items and self.pps:
+            nxt = self.ready_at()
+            if nxt is not None and nxt < now:
+                self.fresh = True  # idle past its slot: start a new schedule, no burst credit
+        self.items.append(item)
+
     def slot(self, k: int) -> int:
         return self.anchor_ns + -(-k * NS_PER_S // self.pps)
 
-    def next_allowed(self) -> int | None:
-        """Earliest service time allowed by the rate, None when there is no constraint."""
+    def ready_at(self) -> int | None:
         if self.pps == 0 or self.fresh:
             return None
         return self.slot(self.k + 1)
@@ -117,12 +189,6 @@ class _Queue:
             self.anchor_ns += NS_PER_S
             self.k = 0
 
-    def on_becomes_busy(self, t_ns: int) -> None:
-        """First packet after idleness: if its slot already passed, start a new schedule."""
-        nxt = self.next_allowed()
-        if nxt is not None and nxt < t_ns:
-            self.fresh = True
-
     def set_rate(self, pps: int) -> None:
         if pps == self.pps:
             return
@@ -139,11 +205,14 @@ class _Queue:
         self.fresh = False
 
 
+_QUEUE_CLASSES: dict[str, type[_Queue]] = {"bmv2": _StampedQueue, "shaper": _ShapedQueue}
+
+
 class _Port:
     __slots__ = ("queues", "wire_free_ns", "wake", "wake_at", "stats", "occupancy")
 
-    def __init__(self, num_priorities: int, limit: int, pps: int) -> None:
-        self.queues = [_Queue(limit, pps) for _ in range(num_priorities)]
+    def __init__(self, queue_cls: type[_Queue], num_priorities: int, limit: int, pps: int, now: int) -> None:
+        self.queues = [queue_cls(limit, pps, now) for _ in range(num_priorities)]
         self.wire_free_ns = 0
         self.wake: Handle | None = None
         self.wake_at = 0
@@ -168,11 +237,16 @@ class TrafficManager:
         num_priorities: int = 1,
         default_depth: int = DEFAULT_QUEUE_DEPTH,
         default_rate_pps: int = 0,
+        queue_model: str = "bmv2",
     ) -> None:
         if num_ports < 1:
             raise ValueError(f"num_ports must be >= 1, got {num_ports}")
         if not 1 <= num_priorities <= 8:
             raise ValueError(f"num_priorities must be in 1..8, got {num_priorities}")
+        if queue_model not in _QUEUE_CLASSES:
+            raise ValueError(f"queue model {queue_model!r}: expected one of {', '.join(QUEUE_MODELS)}")
+        self.queue_model = queue_model
+        self._queue_cls = _QUEUE_CLASSES[queue_model]
         self._sched = sched
         self._service: ServiceFn | None = service
         self.num_ports = num_ports
@@ -222,7 +296,7 @@ class TrafficManager:
         return len(p.queues[prio].items) if p else 0
 
     def port_depth(self, port: int) -> int:
-        """Current occupancy of all queues of ``port`` (what ``enq_qdepth`` counts)."""
+        """Current occupancy of all queues of ``port``."""
         p = self._ports.get(self._check_port(port))
         return p.occupancy if p else 0
 
@@ -263,10 +337,8 @@ class TrafficManager:
         item.port, item.prio = port, prio
         item.enq_ns = now
         item.enq_timestamp_us = now // 1000
-        item.enq_qdepth = p.occupancy
-        if not items and q.pps:
-            q.on_becomes_busy(now)
-        items.append(item)
+        item.enq_qdepth = len(items)
+        q.push(item, now)
         p.occupancy += 1
         stats = p.stats
         stats.enqueued += 1
@@ -286,11 +358,10 @@ class TrafficManager:
         item = q.items.popleft()
         p.occupancy -= 1
         p.stats.dequeued += 1
-        if q.pps:
-            q.on_serve(now)
+        q.on_serve(now)
         item.deq_ns = now
         item.deq_timedelta_us = now // 1000 - item.enq_timestamp_us
-        item.deq_qdepth = p.occupancy
+        item.deq_qdepth = len(q.items)
         p.wire_free_ns = now
         try:
             wire_ns = self._service(port, item)
@@ -311,9 +382,7 @@ class TrafficManager:
             return None
         for q in reversed(p.queues):  # strict priority: highest number first
             if q.items:
-                if not q.pps:
-                    return q
-                nxt = q.next_allowed()
+                nxt = q.ready_at()
                 if nxt is None or nxt <= now:
                     return q
         return None
@@ -331,10 +400,9 @@ class TrafficManager:
         for q in p.queues:
             if q.items:
                 ready = p.wire_free_ns
-                if q.pps:
-                    nxt = q.next_allowed()
-                    if nxt is not None and nxt > ready:
-                        ready = nxt
+                nxt = q.ready_at()
+                if nxt is not None and nxt > ready:
+                    ready = nxt
                 if t is None or ready < t:
                     t = ready
         wake = p.wake
@@ -359,7 +427,8 @@ class TrafficManager:
         p = self._ports.get(port)
         if p is None:
             self._check_port(port)
-            p = self._ports[port] = _Port(self.num_priorities, self._default_depth, self._default_pps)
+            p = self._ports[port] = _Port(self._queue_cls, self.num_priorities, self._default_depth,
+                                          self._default_pps, self._sched.now_ns())
         return p
 
     def _selected(self, port: int, prio: int | None) -> list[_Queue]:

@@ -1,4 +1,6 @@
-"""Traffic manager on virtual time: rates, FIFO, depth limits, priorities, stamps, no drift."""
+"""Traffic manager on virtual time: FIFO, depth limits, priorities, stamps; the dequeue-time shaper model.
+
+BMv2's enqueue-time model (the default) has its own file, test_tm_bmv2.py."""
 
 from __future__ import annotations
 
@@ -62,7 +64,7 @@ def test_fifo_order_unlimited_rate_serves_everything_at_once() -> None:
 
 @pytest.mark.parametrize(("pps", "duration"), [(7, 3 * NS), (1000, 3 * NS), (33_333, NS // 2 + 12_345)])
 def test_backlogged_queue_drains_at_exactly_the_rate(pps: int, duration: int) -> None:
-    s, rec, tm = make()
+    s, rec, tm = make(queue_model="shaper")
     n = duration * pps // NS + 50  # more than can be served: the queue never empties
     tm.set_queue_depth(1, n)
     tm.set_queue_rate(1, pps)
@@ -78,7 +80,7 @@ def test_backlogged_queue_drains_at_exactly_the_rate(pps: int, duration: int) ->
 def test_long_run_has_no_drift_with_a_fractional_interval() -> None:
     # 3 pps: interval 333_333_333.33 ns. Truncating the interval would serve an extra
     # packet every ~1e8 packets' worth of ns; carrying the fraction keeps k/pps exact.
-    s, rec, tm = make()
+    s, rec, tm = make(queue_model="shaper")
     pps, duration = 3, 600 * NS
     tm.set_queue_depth(0, 2000)
     tm.set_queue_rate(0, pps)
@@ -93,7 +95,7 @@ def test_long_run_has_no_drift_with_a_fractional_interval() -> None:
 
 
 def test_continuous_arrivals_faster_than_rate_are_served_at_rate() -> None:
-    s, rec, tm = make()
+    s, rec, tm = make(queue_model="shaper")
     pps = 250
     tm.set_queue_rate(2, pps)
     tm.set_queue_depth(2, 10_000)
@@ -163,16 +165,6 @@ def test_stamps_follow_bmv2_semantics() -> None:
         assert it.port == 0 and it.prio == 0
 
 
-def test_enq_qdepth_counts_all_priority_queues_of_the_port() -> None:
-    s, rec, tm = make(num_priorities=2)
-    tm.set_queue_rate(5, 1)
-    tm.enqueue(5, TMItem(packet="lo"), prio=0)
-    hi = TMItem(packet="hi")
-    tm.enqueue(5, hi, prio=1)
-    assert hi.enq_qdepth == 1
-    assert tm.port_depth(5) == 2 and tm.depth(5, 0) == 1 and tm.depth(5, 1) == 1
-
-
 def test_strict_priority_higher_number_first() -> None:
     s, rec, tm = make(wire_ns=10_000_000, num_priorities=3)  # the port sends one packet per 10 ms
     order = [(0, "a0"), (2, "a2"), (1, "a1"), (0, "b0"), (2, "b2"), (1, "b1")]
@@ -185,8 +177,8 @@ def test_strict_priority_higher_number_first() -> None:
     assert rec.payloads() == ["a2", "b2", "c2", "a1", "b1", "a0", "b0"]
 
 
-def test_each_priority_queue_has_its_own_rate_like_bmv2() -> None:
-    s, rec, tm = make(num_priorities=2)
+def test_shaper_each_priority_queue_has_its_own_rate() -> None:
+    s, rec, tm = make(num_priorities=2, queue_model="shaper")
     tm.set_queue_rate(0, 10)  # both queues of port 0 at 10 pps each
     for i in range(2):
         tm.enqueue(0, TMItem(packet=f"hi{i}"), prio=1)
@@ -197,7 +189,7 @@ def test_each_priority_queue_has_its_own_rate_like_bmv2() -> None:
 
 
 def test_rate_limited_high_priority_lets_lower_priority_use_the_port() -> None:
-    s, rec, tm = make(num_priorities=2)
+    s, rec, tm = make(num_priorities=2, queue_model="shaper")
     tm.set_queue_rate(0, 1, prio=1)  # prio 1: one packet per second; prio 0 unlimited
     for i in range(3):
         tm.enqueue(0, TMItem(packet=f"hi{i}"), prio=1)
@@ -210,20 +202,20 @@ def test_rate_limited_high_priority_lets_lower_priority_use_the_port() -> None:
 
 def test_wire_time_spaces_services_when_longer_than_rate_slot() -> None:
     wire = 3000
-    s, rec, tm = make(wire_ns=wire)
+    s, rec, tm = make(wire_ns=wire, queue_model="shaper")
     for i in range(5):
         tm.enqueue(0, TMItem(packet=i))
     s.run()
     assert rec.times() == [k * wire for k in range(5)]
 
-    s, rec, tm = make(wire_ns=wire)
+    s, rec, tm = make(wire_ns=wire, queue_model="shaper")
     tm.set_queue_rate(0, NS // 2000)  # 2 µs slot < 3 µs wire: the wire decides
     for i in range(5):
         tm.enqueue(0, TMItem(packet=i))
     s.run()
     assert rec.times() == [k * wire for k in range(5)]
 
-    s, rec, tm = make(wire_ns=wire)
+    s, rec, tm = make(wire_ns=wire, queue_model="shaper")
     tm.set_queue_rate(0, NS // 5000)  # 5 µs slot > 3 µs wire: the rate decides
     for i in range(5):
         tm.enqueue(0, TMItem(packet=i))
@@ -232,7 +224,7 @@ def test_wire_time_spaces_services_when_longer_than_rate_slot() -> None:
 
 
 def test_idle_queue_earns_no_burst() -> None:
-    s, rec, tm = make()
+    s, rec, tm = make(queue_model="shaper")
     pps = 10
     tm.set_queue_rate(0, pps)
     tm.enqueue(0, TMItem(packet="first"))
@@ -244,7 +236,7 @@ def test_idle_queue_earns_no_burst() -> None:
 
 
 def test_rate_change_respaces_after_the_last_service() -> None:
-    s, rec, tm = make()
+    s, rec, tm = make(queue_model="shaper")
     tm.set_queue_depth(0, 100)
     tm.set_queue_rate(0, 10)
     for i in range(20):
@@ -308,25 +300,35 @@ def test_bad_service_return_is_reported_and_port_keeps_going() -> None:
 
 
 def test_realtime_rate_is_kept_despite_loop_lateness() -> None:
-    """On the wall clock, services are never early and lateness does not accumulate."""
+    """On the wall clock, services are never early and lateness does not accumulate: under
+    the shaper the span of n services is the rate's; under BMv2's model every packet leaves
+    at or after its stamped departure, the stamps exactly one interval apart."""
     from p4switch.sched import RealtimeScheduler
 
-    rt = RealtimeScheduler()
-    times: list[int] = []
-    tm = TrafficManager(rt, lambda port, item: times.append(rt.now_ns()) or 0)
-    pps, n = 200, 60
-    rt.start()
-    try:
-        def fill() -> None:
-            tm.set_queue_rate(0, pps)
-            for i in range(n):
-                tm.enqueue(0, TMItem(packet=i))
+    for model in ("shaper", "bmv2"):
+        rt = RealtimeScheduler()
+        served: list[tuple[int, TMItem]] = []
+        tm = TrafficManager(rt, lambda port, item: served.append((rt.now_ns(), item)) or 0, queue_model=model)
+        pps, n = 200, 60
+        rt.start()
+        try:
+            def fill() -> None:
+                tm.set_queue_rate(0, pps)
+                for i in range(n):
+                    tm.enqueue(0, TMItem(packet=i))
 
-        rt.run_sync(fill)
-        assert rt.wait_until(lambda: len(times) == n, timeout=5)
-    finally:
-        rt.stop()
-    span = times[-1] - times[0]
-    ideal = (n - 1) * NS // pps
-    assert span >= ideal
-    assert span < ideal + 30_000_000  # bounded by one late service, not n of them
+            rt.run_sync(fill)
+            assert rt.wait_until(lambda: len(served) == n, timeout=5)
+        finally:
+            rt.stop()
+        times = [t for t, _ in served]
+        span = times[-1] - times[0]
+        ideal = (n - 1) * NS // pps
+        if model == "shaper":
+            assert span >= ideal
+            assert span < ideal + 30_000_000  # bounded by one late service, not n of them
+        else:
+            departs = [it.depart_ns for _, it in served]
+            assert {b - a for a, b in zip(departs, departs[1:])} == {NS // pps}
+            assert all(t >= d for t, d in zip(times, departs))
+            assert max(t - d for t, d in zip(times, departs)) < 30_000_000
