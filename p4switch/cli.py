@@ -29,6 +29,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from p4switch.tm import QUEUE_MODELS
+
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 LOG_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
               "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
@@ -153,6 +155,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-rate", type=int, default=0, metavar="PPS",
                    help="egress queue rate in packets/s (default 0: unlimited)")
     p.add_argument("--priority-queues", type=int, default=1, help="priority queues per port (1..8, default 1)")
+    p.add_argument("--queue-model", choices=QUEUE_MODELS, default="bmv2",
+                   help="egress queue rate limiter: bmv2 (default; a packet's departure is fixed when it is "
+                        "queued, as simple_switch does) or shaper (the rate in force at dequeue spaces the "
+                        "packets, as a hardware shaper does); docs/p4switch.md")
     p.add_argument("--port-bitrate", dest="port_bitrates", action="append", default=[], type=_bitrate,
                    metavar="[PORT=]BPS",
                    help="model a link of BPS bits/s on PORT (or on every port): the port does not send faster, "
@@ -235,6 +241,7 @@ def _options(args: argparse.Namespace) -> Any:
         defines=list(args.defines), grpc_addr=None if args.no_grpc else args.grpc_server_addr,
         thrift_port=None if args.no_thrift else args.thrift_port, pcap_dir=args.pcap,
         queue_depth=args.queue_depth, queue_rate_pps=args.queue_rate, priority_queues=args.priority_queues,
+        queue_model=args.queue_model,
         port_bitrate_bps=next((r for p, r in reversed(args.port_bitrates) if p is None), 0),
         port_bitrates={p: r for p, r in args.port_bitrates if p is not None},
         port_delay_ns=next((d for p, d in reversed(args.port_delays) if p is None), 0),

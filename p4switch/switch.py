@@ -65,6 +65,7 @@ class SwitchOptions:
     queue_depth: int = DEFAULT_QUEUE_DEPTH
     queue_rate_pps: int = 0
     priority_queues: int = 1
+    queue_model: str = "bmv2"  # p4switch.tm: "bmv2" (departure fixed at enqueue) or "shaper" (rate at dequeue)
     port_bitrate_bps: int = 0  # 0: no wire model on AF_PACKET ports (the veth paces itself)
     port_bitrates: dict[int, int] = field(default_factory=dict)  # per port, overrides port_bitrate_bps
     port_delay_ns: int = 0  # propagation delay modelled on every AF_PACKET port (0: none)
@@ -87,7 +88,7 @@ class Switch:
         self._wire_free: dict[int, int] = {}
         self.holder = PipelineHolder()
         self.tm = TrafficManager(sched, num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
-                                 default_rate_pps=opts.queue_rate_pps)  # served by the core below
+                                 default_rate_pps=opts.queue_rate_pps, queue_model=opts.queue_model)  # served by the core below
         self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
                                       cpu_port=opts.cpu_port)
         self.device = P4SwitchDevice(self.holder, self.core.receive, opts.cpu_port, seed=opts.seed,

@@ -98,6 +98,7 @@ class Event:
 class Options:
     report_loss: float = 0.0  # fraction of ALINEA reports lost at random on every link
     fairness: str = "per-port"  # "per-flow": laws' R_max weighted by the flows behind them (topo/fairness.py)
+    queue_model: str = "bmv2"  # p4switch's egress queues: "bmv2" (departure fixed at enqueue) or "shaper"
 
 
 @dataclass

@@ -198,6 +198,7 @@ class NetnsNetwork:
             link = topo.link_between(name, nb)
             spec.bitrates[p] = round(link.rate_bps)
             spec.delays[p] = link.delay_ns
+        spec.queue_model = topo.options.queue_model
         # a short path: a Unix socket's path is limited to 107 bytes; the switch removes it when it stops
         spec.control_socket = f"/tmp/{self.prefix}-{name}.ctl"
         if topo.options.report_loss > 0:
@@ -216,6 +217,9 @@ class NetnsNetwork:
         for sw in self.switches.values():
             sw.process.wait_ready(deadline)
         if self.target == "bmv2":
+            if self.topo.options.queue_model != "bmv2":
+                self._notice(f"options.queue_model: {self.topo.options.queue_model} models p4switch's queues; "
+                             "BMv2's egress queues fix each packet's departure when it is queued (docs/bmv2.md)")
             self._bmv2_links()
 
     def _bmv2_links(self) -> None:

@@ -58,6 +58,7 @@ class SwitchSpec:
     control_socket: str | None = None  # p4switch's link-control socket (rates at run time, tail drops)
     link_loss: dict[int, float] = field(default_factory=dict)  # EtherType -> fraction lost (p4switch)
     seed: int | None = None
+    queue_model: str = "bmv2"  # p4switch's egress queues (p4switch.tm); BMv2 itself has only "bmv2"
 
     @property
     def grpc_addr(self) -> str:
@@ -86,6 +87,8 @@ def p4switch_command(spec: SwitchSpec, python: str = sys.executable) -> list[str
         cmd += ["--link-loss", f"{ethertype:#06x}={fraction:g}"]
     if spec.seed is not None:
         cmd += ["--seed", str(spec.seed)]
+    if spec.queue_model != "bmv2":
+        cmd += ["--queue-model", spec.queue_model]
     return cmd
 
 

@@ -22,6 +22,7 @@ from yaml.nodes import Node as YamlNode
 
 from controlplane.params import LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
+from p4switch.tm import QUEUE_MODELS
 from topo.fairness import FAIRNESS, apply_fairness
 from topo.model import CONTROLS, CVIHIS_CONTROLS, Event, Flow, Link, Node, Options, Topology
 from topo.yaml_tree import Doc, Entry, TopologyError, compose
@@ -34,7 +35,7 @@ LINK_KEYS = ("ends", "rate", "delay", "buffer")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
-OPTION_KEYS = ("report_loss", "fairness")
+OPTION_KEYS = ("report_loss", "fairness", "queue_model")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
 #: Law keys an override or an event may set.
@@ -618,4 +619,11 @@ class _Loader:
             fairness = self.doc.text(node, "options.fairness")
             if fairness not in FAIRNESS:
                 raise self.doc.error(node, "options.fairness", f"{fairness!r}: choose {' or '.join(FAIRNESS)}")
-        return Options(report_loss=loss, fairness=fairness)
+        queue_model = "bmv2"
+        if "queue_model" in entries:
+            node = entries["queue_model"].value
+            queue_model = self.doc.text(node, "options.queue_model")
+            if queue_model not in QUEUE_MODELS:
+                raise self.doc.error(node, "options.queue_model",
+                                     f"{queue_model!r}: choose {' or '.join(QUEUE_MODELS)}")
+        return Options(report_loss=loss, fairness=fairness, queue_model=queue_model)

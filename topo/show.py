@@ -84,7 +84,7 @@ def _events(t: Topology) -> list[str]:
 def describe(t: Topology) -> str:
     """Every resolved value of ``t``, one item a line."""
     head = [f"{t.name} ({t.source})" + (f": {t.description}" if t.description else ""),
-            f"options: report_loss {t.options.report_loss:g}"]
+            f"options: report_loss {t.options.report_loss:g}, queue_model {t.options.queue_model}"]
     return "\n".join(head + _nodes(t) + _links_and_flows(t) + _laws_and_ports(t) + _events(t)) + "\n"
 
 

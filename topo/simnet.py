@@ -331,7 +331,8 @@ class SimNetwork:
     def build(self) -> SimNetwork:
         topo = self.topo
         for node in topo.switches:
-            sw = Switch(self.sched, SwitchOptions(seed=self.seed, grpc_addr=None, thrift_port=None))
+            sw = Switch(self.sched, SwitchOptions(seed=self.seed, grpc_addr=None, thrift_port=None,
+                                                 queue_model=topo.options.queue_model))
             for nb in topo.neighbours(node.name):
                 port = topo.port(node.name, nb)
                 self._ends[(node.name, nb)] = sw.add_link_port(port, f"{node.name}-eth{port}")
