@@ -325,3 +325,19 @@ def test_live_rate_change_through_the_control_socket(emu_link: EmuLink) -> None:
         control_call(path, "set_bitrate", bps=-1)
     assert emu_link.emu.stop() == 0  # SIGTERM: a clean exit that removes its socket
     assert not Path(path).exists()
+
+
+@pytest.mark.netns
+def test_the_netem_probe_answers_and_leaves_nothing() -> None:
+    """Where netem works it says None; elsewhere (this machine: no sch_netem) why not, in one line."""
+    if os.geteuid() != 0:
+        pytest.skip("needs root (a probe veth pair)")
+    from topo.netns import netem_missing
+
+    prefix = new_prefix()
+    try:
+        missing = netem_missing(prefix)
+        assert missing is None or (missing and "\n" not in missing)
+        assert not any(n.startswith(prefix) for n in os.listdir("/sys/class/net"))
+    finally:
+        clean(prefix)
