@@ -65,7 +65,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--primary", action="store_true",
                    help="become the primary controller (writes allowed; the agent loses the role meanwhile)")
     p.set_defaults(func=_shell)
-    c = sub.add_parser("clean", help="remove leftovers of netns runs that died (namespaces, veths, processes)",
+    c = sub.add_parser("clean", help="remove leftovers of netns runs that died (namespaces, veths, processes, control sockets)",
                        description="Find by name prefix and remove what netns runs killed without cleaning up "
                                    "left behind; runs still alive are not touched.")
     c.add_argument("--prefix", help="only this run's prefix (hbhXXXXX), even if its runner is alive")
@@ -97,6 +97,5 @@ def _clean(args: argparse.Namespace) -> int:
         print(f"hbh clean: {exc}", file=sys.stderr)
         return 2
     found = clean(args.prefix)
-    print(f"hbh clean: removed {len(found.namespaces)} namespaces, {len(found.links)} interfaces, "
-          f"{len(found.pids)} processes")
+    print(f"hbh clean: removed {found.summary()}")
     return 0

@@ -14,7 +14,9 @@ Mininet's:
   one :class:`RealtimeScheduler` loop) and real Thrift (:func:`controlplane.queues.connect`).
 
 Links: a switch port models its link's rate and propagation delay (``--port-bitrate``,
-``--port-delay``); a host models its own uplink. The run directory gets ``network.json``
+``--port-delay``); a host models its own uplink. BMv2 has no link model: ``tc netem`` on its
+interfaces, or where the kernel has no netem one :mod:`topo.linkemu` process per link, between
+the switch's interface and its neighbour's. The run directory gets ``network.json``
 (every switch's addresses, ports, interfaces, logs, pcaps) as soon as the switches are up, so
 ``hbh params --run DIR``, ``hbh shell --run DIR`` and ``simple_switch_CLI --thrift-port`` reach
 the live network. Run time 0 (``t0``) is one instant on CLOCK_MONOTONIC, shared by every
@@ -28,7 +30,6 @@ import json
 import logging
 import os
 import pickle
-import select
 import subprocess
 import sys
 import time
@@ -47,9 +48,21 @@ from controlplane.switch_agent import SwitchAgent
 from p4switch.control import ControlError, control_call
 from p4switch.sched import RealtimeScheduler
 from topo.model import Event, Topology
-from topo.netns_plumbing import NetnsError, Plumbing, clean, new_prefix, require_root, switch_ifname
+from topo.netns_plumbing import (
+    CMD_TIMEOUT_S,
+    NetnsError,
+    Plumbing,
+    clean,
+    control_socket_path,
+    emulator_ifname,
+    new_prefix,
+    require_root,
+    switch_ifname,
+)
 from topo.netns_switches import (
     START_TIMEOUT_S,
+    LinkEmuProcess,
+    LinkEmuSpec,
     SwitchProcess,
     SwitchSpec,
     bmv2_command,
@@ -57,6 +70,7 @@ from topo.netns_switches import (
     free_tcp_port,
     p4switch_command,
     pdeathsig,
+    read_line,
 )
 from topo.plan import network_mode, switch_plan
 from topo.record import DropSample, FlowSample, LawRow, LinkSample, Recorder
@@ -127,6 +141,10 @@ class NetnsNetwork:
         self._said: set[str] = set()
         self._hop_by_hop = network_mode(topo) == "hop-by-hop"
         self._stream_lost: set[str] = set()
+        #: how links get their rate and delay: "p4switch" (its ports), "netem" or "linkemu" (BMv2)
+        self.link_mode = "p4switch"
+        self.emulator_specs: dict[tuple[str, str], LinkEmuSpec] = {}  # (a, b) of a topology link
+        self.emulators: dict[tuple[str, str], LinkEmuProcess] = {}
         self._recording = True  # agents' law rows go to the recorder (on the agents' loop thread)
 
     # ---- construction ------------------------------------------------------------------------------
@@ -137,8 +155,7 @@ class NetnsNetwork:
             check_bmv2_tools()
         found = clean()  # leftovers of runs that died without cleaning up
         if found:
-            self._notice(f"removed leftovers of earlier runs: {len(found.namespaces)} namespaces, "
-                         f"{len(found.links)} interfaces, {len(found.pids)} processes")
+            self._notice(f"removed leftovers of earlier runs: {found.summary()}")
         self.run_dir.mkdir(parents=True, exist_ok=True)
         (self.run_dir / "logs").mkdir(exist_ok=True)
         self.plumbing.mark()
@@ -165,24 +182,76 @@ class NetnsNetwork:
             raise NetnsError(f"{self.topo.source}: options.report_loss is emulated by p4switch's links only "
                              "(--link-loss); BMv2 has no such loss model: use --target p4switch or --backend sim")
 
+    def _choose_link_mode(self) -> None:
+        """BMv2 has no link model: tc netem where the kernel has it, else link emulator processes
+        (said once, here, at start)."""
+        if self.target != "bmv2":
+            return
+        missing = netem_missing(self.prefix)
+        if missing is None:
+            self.link_mode = "netem"
+            self._notice("links: rate and delay by tc netem on each switch interface (away from the switch; "
+                         "hosts pace their own uplink)")
+            return
+        self.link_mode = "linkemu"
+        self._notice(f"links: tc netem unavailable ({missing}); rate and delay emulated by {len(self.topo.links)} "
+                     "hbh link emulator processes (python -m topo.linkemu: AF_PACKET between each switch "
+                     "interface and its neighbour, p4switch's link model; docs/bmv2.md)")
+
     def _make_links(self) -> None:
         topo, pre = self.topo, self.prefix
+        self._choose_link_mode()
+        emulate = self.link_mode == "linkemu"
         for node in topo.hosts:
             self.plumbing.add_namespace(node.name)
         for link in topo.links:
             na, nb = topo.nodes[link.a], topo.nodes[link.b]
             if na.is_switch and nb.is_switch:
                 ia, ib = (switch_ifname(pre, n.index, topo.port(n.name, o.name)) for n, o in ((na, nb), (nb, na)))
-                self.plumbing.add_switch_link(ia, ib)
-                self._link_bytes[(na.name, nb.name)] = (ia, "tx")
-                self._link_bytes[(nb.name, na.name)] = (ib, "tx")
+                if not emulate:
+                    self.plumbing.add_switch_link(ia, ib)
+                    self._link_bytes[(na.name, nb.name)] = (ia, "tx")
+                    self._link_bytes[(nb.name, na.name)] = (ib, "tx")
+                    continue
+                ea, eb = emulator_ifname(ia), emulator_ifname(ib)
+                self.plumbing.add_switch_link(ia, ea)
+                self.plumbing.add_switch_link(ib, eb)
+                self._add_emulator(link, ea, eb, both_ways=True)
+                self._link_bytes[(na.name, nb.name)] = (ib, "rx")  # what left the emulator, shaped
+                self._link_bytes[(nb.name, na.name)] = (ia, "rx")
                 continue
             sw, host = (na, nb) if na.is_switch else (nb, na)
             end = switch_ifname(pre, sw.index, topo.port(sw.name, host.name))
             mac = topo.mac(host.name).to_bytes(6, "big").hex(":")
-            self.plumbing.add_host_link(end, f"{pre}-{host.name}", f"{pre}{host.index}h", mac)
-            self._link_bytes[(sw.name, host.name)] = (end, "tx")
+            host_tmp = f"{pre}{host.index}h"
+            if not emulate:
+                self.plumbing.add_host_link(end, f"{pre}-{host.name}", host_tmp, mac)
+                self._link_bytes[(sw.name, host.name)] = (end, "tx")
+                self._link_bytes[(host.name, sw.name)] = (end, "rx")
+                continue
+            ea, eh = emulator_ifname(end), emulator_ifname(host_tmp)
+            self.plumbing.add_switch_link(end, ea)
+            self.plumbing.add_host_link(eh, f"{pre}-{host.name}", host_tmp, mac)
+            self._add_emulator(link, ea, eh, both_ways=False)  # the host paces its own uplink
+            self._link_bytes[(sw.name, host.name)] = (eh, "tx")
             self._link_bytes[(host.name, sw.name)] = (end, "rx")
+        if emulate:
+            self._start_emulators()
+
+    def _add_emulator(self, link: Any, a: str, b: str, *, both_ways: bool) -> None:
+        """``a``: the emulator's end toward the link's first switch; ``b``: toward its neighbour."""
+        name = f"{link.a}-{link.b}"
+        spec = LinkEmuSpec(name=name, a=a, b=b, bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns,
+                           both_ways=both_ways, control_socket=control_socket_path(self.prefix, f"link-{name}"),
+                           log_file=str(self.run_dir / "logs" / f"linkemu-{name}.log"))
+        self.emulator_specs[(link.a, link.b)] = spec
+
+    def _start_emulators(self) -> None:
+        for key, spec in self.emulator_specs.items():
+            self.emulators[key] = LinkEmuProcess(spec, ROOT)
+        deadline = time.monotonic() + START_TIMEOUT_S
+        for emu in self.emulators.values():
+            emu.wait_ready(deadline)
 
     def _spec(self, name: str) -> SwitchSpec:
         topo = self.topo
@@ -200,7 +269,7 @@ class NetnsNetwork:
             spec.delays[p] = link.delay_ns
         spec.queue_model = topo.options.queue_model
         # a short path: a Unix socket's path is limited to 107 bytes; the switch removes it when it stops
-        spec.control_socket = f"/tmp/{self.prefix}-{name}.ctl"
+        spec.control_socket = control_socket_path(self.prefix, name)
         if topo.options.report_loss > 0:
             spec.link_loss[ETHERTYPE_ALINEA] = topo.options.report_loss
             spec.seed = self.seed * 1000 + node.index
@@ -216,23 +285,22 @@ class NetnsNetwork:
             self.switches[node.name] = _SwitchNode(spec, SwitchProcess(spec, cmd, ROOT))
         for sw in self.switches.values():
             sw.process.wait_ready(deadline)
-        if self.target == "bmv2":
-            if self.topo.options.queue_model != "bmv2":
-                self._notice(f"options.queue_model: {self.topo.options.queue_model} models p4switch's queues; "
-                             "BMv2's egress queues fix each packet's departure when it is queued (docs/bmv2.md)")
-            self._bmv2_links()
+        if self.target == "bmv2" and self.topo.options.queue_model != "bmv2":
+            self._notice(f"options.queue_model: {self.topo.options.queue_model} models p4switch's queues; "
+                         "BMv2's egress queues fix each packet's departure when it is queued (docs/bmv2.md)")
+        if self.link_mode == "netem":
+            self._netem_links()
 
-    def _bmv2_links(self) -> None:
+    def _netem_links(self) -> None:
         """BMv2 has no link model: rate and delay by ``tc netem`` on the switch's interfaces."""
         for sw in self.switches.values():
             for port, ifname in sw.spec.interfaces:
                 rate, delay = sw.spec.bitrates[port], sw.spec.delays[port]
                 proc = subprocess.run(netem_command(ifname, rate, delay), capture_output=True, text=True,
-                                      timeout=15)
+                                      timeout=CMD_TIMEOUT_S)
                 if proc.returncode != 0:
-                    self._notice(f"tc netem unavailable ({proc.stderr.strip()}): link rate and delay are NOT "
-                                 "emulated on BMv2 switch ports")
-                    return
+                    raise NetnsError(f"tc netem on {ifname} failed ({proc.stderr.strip()}), though it worked on "
+                                     "a probe interface at start")
 
     def network_info(self) -> dict[str, Any]:
         topo = self.topo
@@ -246,6 +314,10 @@ class NetnsNetwork:
                 "log_file": sw.spec.log_file, "pcap_dir": sw.spec.pcap_dir, "command": sw.process.command,
                 "thrift_cli": f"simple_switch_CLI --thrift-port {sw.spec.thrift_port}",
                 "agent_election_id": list(AGENT_ELECTION_ID)} for name, sw in self.switches.items()},
+            "links": {"emulation": self.link_mode, "emulators": {
+                emu.spec.name: {"pid": emu.proc.pid, "a": emu.spec.a, "b": emu.spec.b,
+                                "control_socket": emu.spec.control_socket, "command": emu.command}
+                for emu in self.emulators.values()}},
             "hosts": {node.name: {"netns": f"{self.prefix}-{node.name}", "ifname": "eth0",
                                   "pid": self.hosts[node.name].proc.pid if node.name in self.hosts else None}
                       for node in topo.hosts},
@@ -324,7 +396,7 @@ class NetnsNetwork:
             self.hosts[node.name] = _HostProc(node.name, ns, out, proc)
         deadline = time.monotonic() + HOST_READY_TIMEOUT_S
         for h in self.hosts.values():
-            line = _read_line(h.proc, deadline)
+            line = read_line(h.proc, deadline)
             if line != "ready":
                 raise NetnsError(f"host {h.name} did not start (exit status {h.proc.poll()}); see "
                                  f"{self.run_dir / 'logs' / (h.name + '.log')}")
@@ -398,11 +470,19 @@ class NetnsNetwork:
 
     def _set_link_rate(self, ev: Event) -> None:
         """A link's new rate at both switch ends: p4switch's wire model through its control
-        socket, BMv2's netem (a host end is changed by the host process itself)."""
+        socket, BMv2's netem or link emulator (a host end is changed by the host process itself)."""
         assert ev.link is not None and ev.rate_bps is not None
         a, b = ev.link
         bps = round(ev.rate_bps)
         self._rates[(a, b) if (a, b) in self._rates else (b, a)] = bps
+        if self.link_mode == "linkemu":
+            emu = self.emulator_specs.get((a, b)) or self.emulator_specs[(b, a)]
+            try:  # its switch ends: both ways of a switch-switch link, the switch-to-host way of a host link
+                control_call(emu.control_socket, "set_bitrate", bps=bps)
+            except ControlError as exc:
+                self._notice(f"{self.topo.source}:{ev.line}: link {a}-{b} rate change not applied by its link "
+                             f"emulator ({exc})")
+            return
         for u, v in ((a, b), (b, a)):
             sw = self.switches.get(u)
             if sw is None:
@@ -413,7 +493,7 @@ class NetnsNetwork:
                 continue
             ifname = dict(sw.spec.interfaces)[port]
             proc = subprocess.run(netem_command(ifname, bps, sw.spec.delays[port]), capture_output=True, text=True,
-                                  timeout=15)
+                                  timeout=CMD_TIMEOUT_S)
             if proc.returncode != 0:
                 self._notice(f"{self.topo.source}:{ev.line}: link {a}-{b} rate change not applied on BMv2 "
                              f"({proc.stderr.strip()})")
@@ -488,7 +568,7 @@ class NetnsNetwork:
             self.counts["reports_lost"] += self._switch_link_lost()
         deadline = time.monotonic() + 30
         for h in self.hosts.values():
-            line = _read_line(h.proc, deadline)
+            line = read_line(h.proc, deadline)
             if line != "done" or not h.out.exists():
                 raise NetnsError(f"host {h.name} did not hand back its results (exit status {h.proc.poll()}); "
                                  f"see {self.run_dir / 'logs' / (h.name + '.log')}")
@@ -547,6 +627,8 @@ class NetnsNetwork:
             _teardown_step(f"switch {name}: process stop", sw.process.stop)
         for h in self.hosts.values():
             _teardown_step(f"host {h.name}: exit", lambda h=h: _end_process(h.proc))
+        for emu in self.emulators.values():
+            _teardown_step(f"link emulator {emu.spec.name}: stop", emu.stop)
         self.plumbing.close()
         with contextlib.suppress(Exception):
             clean(self.prefix)
@@ -566,6 +648,23 @@ def netem_command(ifname: str, rate_bps: int, delay_ns: int) -> list[str]:
     """``tc`` emulating one direction of a link on ``ifname`` (BMv2 has no link model)."""
     return ["tc", "qdisc", "replace", "dev", ifname, "root", "netem", "delay", f"{delay_ns // 1000}us",
             "rate", f"{rate_bps}bit", "limit", "10000"]
+
+
+def netem_missing(prefix: str) -> str | None:
+    """None where ``tc netem`` works, else why not (tried once on a probe veth pair of the run)."""
+    probe, peer = f"{prefix}nq", f"{prefix}nr"
+    try:
+        made = subprocess.run(["ip", "link", "add", probe, "type", "veth", "peer", "name", peer],
+                              capture_output=True, text=True, timeout=CMD_TIMEOUT_S)
+        if made.returncode != 0:
+            return f"no probe interface: {made.stderr.strip()}"
+        proc = subprocess.run(netem_command(probe, 1_000_000, 1_000_000), capture_output=True, text=True,
+                              timeout=CMD_TIMEOUT_S)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    finally:
+        subprocess.run(["ip", "link", "del", probe], capture_output=True, timeout=CMD_TIMEOUT_S)
+    return None if proc.returncode == 0 else (proc.stderr.strip().splitlines() or [f"tc exit {proc.returncode}"])[0]
 
 
 def _guarded(name: str, agent_box: list[SwitchAgent]) -> Callable[[Any], None]:
@@ -590,19 +689,6 @@ def _if_counter(ifname: str, counter: str) -> int:
 
 def _if_bytes(ifname: str, way: str) -> int:
     return _if_counter(ifname, f"{way}_bytes")
-
-
-def _read_line(proc: subprocess.Popen, deadline: float) -> str | None:
-    """The child's next stdout line, waiting at most until ``deadline`` (monotonic s)."""
-    assert proc.stdout is not None
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([proc.stdout], [], [], min(0.2, max(0.0, deadline - time.monotonic())))
-        if ready:
-            line = proc.stdout.readline()
-            return line.strip() if line else None
-        if proc.poll() is not None:
-            return None
-    return None
 
 
 #: a teardown step longer than this is logged: every step is bounded, but their sum is what a

@@ -4,8 +4,10 @@ Why one module: every kernel object a netns run creates carries its run's prefix
 (``hbh`` + 5 hex digits), so that two runs coexist and the leftovers of a run that died
 without cleaning up (SIGKILL, power cut) can be found again by name: namespaces
 ``PREFIX-HOST``, root-namespace interfaces ``PREFIX<switch index>p<port>`` (and
-``PREFIX<host index>h`` while a host end is created), processes whose command line names the
-prefix. A live run keeps a marker ``/run/hbh/PREFIX.pid`` holding its pid; :func:`clean`
+``PREFIX<host index>h`` while a host end is created; with link emulators, their ends
+``PREFIX<switch index>p<port>e`` and ``PREFIX<host index>he``), processes whose command line
+names the prefix, control sockets ``/tmp/PREFIX-NAME.ctl`` (a switch's or a link emulator's;
+a process killed by SIGKILL cannot remove its own). A live run keeps a marker ``/run/hbh/PREFIX.pid`` holding its pid; :func:`clean`
 removes only what belongs to runs whose marker is gone or whose pid is dead.
 """
 
@@ -22,10 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 __all__ = ["NetnsError", "Plumbing", "new_prefix", "clean", "leftovers", "require_root", "PREFIX_RE",
-           "switch_ifname", "MARKER_DIR"]
+           "switch_ifname", "emulator_ifname", "control_socket_path", "MARKER_DIR", "SOCKET_DIR"]
 
 PREFIX_RE = re.compile(r"hbh[0-9a-f]{5}")
 MARKER_DIR = Path("/run/hbh")
+#: where control sockets go: a short path (a Unix socket's path is limited to 107 bytes)
+SOCKET_DIR = Path("/tmp")
 IFNAME_MAX = 15
 CMD_TIMEOUT_S = 15
 
@@ -58,6 +62,20 @@ def switch_ifname(prefix: str, switch_index: int, port: int) -> str:
         raise NetnsError(f"interface name {name!r} is longer than {IFNAME_MAX} characters (switch index "
                          f"{switch_index}, port {port}): too many nodes for the netns backend")
     return name
+
+
+def emulator_ifname(ifname: str) -> str:
+    """The link emulator's end of the veth pair whose other end is ``ifname``."""
+    name = f"{ifname}e"
+    if len(name) > IFNAME_MAX:
+        raise NetnsError(f"interface name {name!r} (the link emulator's end of {ifname}) is longer than "
+                         f"{IFNAME_MAX} characters: too many nodes for the netns backend with link emulators")
+    return name
+
+
+def control_socket_path(prefix: str, name: str) -> str:
+    """A run's control socket for a switch or a link (``/tmp/PREFIX-NAME.ctl``), found again by :func:`clean`."""
+    return str(SOCKET_DIR / f"{prefix}-{name}.ctl")
 
 
 def ip(*args: str, check: bool = True) -> str:
@@ -141,9 +159,14 @@ class Leftovers:
     namespaces: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)
     pids: list[int] = field(default_factory=list)
+    sockets: list[str] = field(default_factory=list)  # control sockets of dead runs
 
     def __bool__(self) -> bool:
-        return bool(self.namespaces or self.links or self.pids)
+        return bool(self.namespaces or self.links or self.pids or self.sockets)
+
+    def summary(self) -> str:
+        return (f"{len(self.namespaces)} namespaces, {len(self.links)} interfaces, {len(self.pids)} processes, "
+                f"{len(self.sockets)} control sockets")
 
 
 def _alive(pid: int) -> bool:
@@ -200,13 +223,13 @@ def leftovers(prefix: str | None = None) -> Leftovers:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
         except OSError:
             continue
-        if "hbh" not in cmd or ("p4switch" not in cmd and "netns_host" not in cmd
-                                and "simple_switch" not in cmd):
+        if "hbh" not in cmd or not any(k in cmd for k in ("p4switch", "netns_host", "simple_switch", "linkemu")):
             continue
         for m in PREFIX_RE.finditer(cmd):
             if (prefix is None and m.group(0) not in live) or m.group(0) == prefix:
                 out.pids.append(int(proc.name))
                 break
+    out.sockets = sorted(str(p) for p in SOCKET_DIR.glob("hbh?????-*.ctl") if wanted(p.name))
     return out
 
 
@@ -223,7 +246,10 @@ def clean(prefix: str | None = None, timeout_s: float = 10.0) -> Leftovers:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=CMD_TIMEOUT_S)
     for link in found.links:
         subprocess.run(["ip", "link", "del", link], capture_output=True, timeout=CMD_TIMEOUT_S)
-    for p in {PREFIX_RE.match(n).group(0) for n in found.namespaces + found.links} | (  # type: ignore[union-attr]
+    for path in found.sockets:  # after the processes: none of them is serving it any more
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    for p in {PREFIX_RE.match(Path(n).name).group(0) for n in found.namespaces + found.links + found.sockets} | (  # type: ignore[union-attr]
             {prefix} if prefix else set()):
         with contextlib.suppress(OSError):
             (MARKER_DIR / f"{p}.pid").unlink()

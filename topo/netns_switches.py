@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import logging
+import select
 import shutil
 import signal
 import socket
@@ -27,7 +28,7 @@ from pathlib import Path
 from topo.netns_plumbing import NetnsError
 
 __all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
-           "pdeathsig"]
+           "pdeathsig", "LinkEmuSpec", "linkemu_command", "LinkEmuProcess", "read_line", "stop_process"]
 
 CPU_PORT = 255
 START_TIMEOUT_S = 60.0
@@ -150,14 +151,85 @@ class SwitchProcess:
         return ""
 
     def stop(self, timeout_s: float = 10.0) -> int | None:
-        if self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(timeout_s)
-            except subprocess.TimeoutExpired:
-                log.warning("switch %s did not exit within %.0f s of SIGTERM; killed", self.spec.name, timeout_s)
-                self.proc.kill()
-                self.proc.wait(5)
+        stop_process(self.proc, f"switch {self.spec.name}", timeout_s)
         with contextlib.suppress(Exception):
             self._err.close()
+        return self.proc.returncode
+
+
+def stop_process(proc: subprocess.Popen, what: str, timeout_s: float = 10.0) -> None:
+    """SIGTERM, a bounded wait, then SIGKILL (said in the log)."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            log.warning("%s did not exit within %.0f s of SIGTERM; killed", what, timeout_s)
+            proc.kill()
+            proc.wait(5)
+
+
+def read_line(proc: subprocess.Popen, deadline: float) -> str | None:
+    """The child's next stdout line, waiting at most until ``deadline`` (monotonic s)."""
+    assert proc.stdout is not None
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([proc.stdout], [], [], min(0.2, max(0.0, deadline - time.monotonic())))
+        if ready:
+            line = proc.stdout.readline()
+            return line.strip() if line else None
+        if proc.poll() is not None:
+            return None
+    return None
+
+
+# ---- link emulators (where tc netem is missing) ----------------------------------------------------
+@dataclass
+class LinkEmuSpec:
+    """One emulated link (:mod:`topo.linkemu`): frames from ``a`` (a switch's peer) shaped to ``b``."""
+
+    name: str  # "R1-R2", "R1-H2": the link, for logs and messages
+    a: str
+    b: str
+    bitrate_bps: int
+    delay_ns: int
+    both_ways: bool  # switch-switch: both directions leave a switch; a host paces its own uplink
+    control_socket: str
+    log_file: str
+
+
+def linkemu_command(spec: LinkEmuSpec, python: str = sys.executable) -> list[str]:
+    cmd = [python, "-m", "topo.linkemu", "--a", spec.a, "--b", spec.b, "--rate", str(spec.bitrate_bps),
+           "--delay-ns", str(spec.delay_ns)]
+    if spec.both_ways:
+        cmd.append("--both-ways")
+    return [*cmd, "--control-socket", spec.control_socket]
+
+
+class LinkEmuProcess:
+    """A started link emulator; :meth:`wait_ready` waits for its ``ready`` line, :meth:`stop` ends it."""
+
+    def __init__(self, spec: LinkEmuSpec, cwd: Path, python: str = sys.executable) -> None:
+        self.spec = spec
+        self.command = linkemu_command(spec, python)
+        self._err = open(spec.log_file, "w")  # noqa: SIM115 - closed in stop()
+        self.proc = subprocess.Popen(self.command, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                     stderr=self._err, text=True, preexec_fn=pdeathsig)
+
+    def wait_ready(self, deadline: float) -> None:
+        if read_line(self.proc, deadline) != "ready":
+            raise NetnsError(f"link emulator {self.spec.name} did not start (exit status {self.proc.poll()}): "
+                             f"{self.output()}")
+
+    def output(self) -> str:
+        with contextlib.suppress(OSError):
+            return Path(self.spec.log_file).read_text()[-2000:].strip()
+        return ""
+
+    def stop(self, timeout_s: float = 5.0) -> int | None:
+        stop_process(self.proc, f"link emulator {self.spec.name}", timeout_s)
+        with contextlib.suppress(Exception):
+            self._err.close()
+        if self.proc.stdout is not None:
+            with contextlib.suppress(Exception):
+                self.proc.stdout.close()
         return self.proc.returncode

@@ -144,7 +144,7 @@ def _start_runner(out: Path) -> subprocess.Popen:
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGTERM, signal.SIGINT])
 def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
     """SIGTERM/SIGINT: the runner tears everything down itself. SIGKILL: its switches and hosts
-    die with it, and `hbh clean` removes the namespaces and veths it left."""
+    die with it, and `hbh clean` removes the namespaces, veths and control sockets it left."""
     N.require_netns()
     proc = _start_runner(tmp_path)
     prefix = None
@@ -154,6 +154,7 @@ def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
         prefix = net["prefix"]
         found = leftovers(prefix)
         assert len(found.namespaces) == 2 and len(found.links) == 2 and len(found.pids) >= 3, found
+        assert found.sockets == [f"/tmp/{prefix}-R1.ctl"], found
         time.sleep(1)
         os.kill(proc.pid, sig)
         try:
@@ -165,7 +166,8 @@ def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
                         f"{proc.communicate(timeout=10)[1][-2000:]!r}; its log (teardown steps that failed "
                         f"or took long): {log.read_text()[-3000:] if log.exists() else 'none'}")
         if sig == signal.SIGKILL:
-            assert leftovers(prefix).namespaces  # not cleaned by anyone yet
+            left = leftovers(prefix)
+            assert left.namespaces and left.sockets  # not cleaned by anyone yet (a killed switch keeps its socket)
             assert hbh_main(["clean"]) == 0
         else:
             assert proc.returncode == 130
