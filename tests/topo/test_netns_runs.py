@@ -9,6 +9,7 @@ link model, a broken queue rate) misses by far.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import signal
@@ -218,10 +219,9 @@ def test_capacity_drop_runs_in_netns_and_the_hop_behind_reacts(tmp_path: Path) -
 
 def test_report_loss_runs_in_netns_without_data_loss(tmp_path: Path) -> None:
     N.require_netns()
-    from topo.model import Options
 
     topo = load_topology(ONE)
-    topo.options = Options(report_loss=0.10)
+    topo.options = dataclasses.replace(topo.options, report_loss=0.10)
     s = run_experiment(topo, 12_000_000_000, seed=3, out=tmp_path, plots=False, backend="netns", pcap=False).summary
     assert s["loss"]["total"] == 0, s["loss"]
     assert s["reports_lost_on_links"] > 0

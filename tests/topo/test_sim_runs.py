@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from topo.model import Event, Options
+from topo.model import Event
 from topo.runner import run_experiment
 from topo.schema import load_topology
 from topo.summary import BAND
@@ -74,7 +74,7 @@ def test_capacity_drop_reaction_and_recovery() -> None:
 @pytest.mark.slow
 def test_lost_reports_cause_no_data_loss() -> None:
     t = topo("paper-1router")
-    t.options = Options(report_loss=0.10)
+    t.options = dataclasses.replace(t.options, report_loss=0.10)
     result = run_experiment(t, 15 * S, seed=3, plots=False)
     assert result.summary["reports_lost_on_links"] > 0
     assert result.summary["loss"]["total"] == 0
@@ -82,7 +82,7 @@ def test_lost_reports_cause_no_data_loss() -> None:
 
 def test_same_command_twice_writes_identical_csvs(tmp_path: Path) -> None:
     t = topo("paper-1router")
-    t.options = Options(report_loss=0.05)  # randomness in play: the seed must make it repeatable
+    t.options = dataclasses.replace(t.options, report_loss=0.05)  # randomness in play: the seed must make it repeatable
     files = []
     for run in ("a", "b"):
         out = tmp_path / run
