@@ -45,7 +45,7 @@ from controlplane.queues import connect as thrift_connect
 from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
 from p4switch.control import ControlError, control_call
-from p4switch.sched import RealtimeScheduler
+from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.netns_plumbing import NetnsError, Plumbing, clean, new_prefix, require_root, switch_ifname
 from topo.netns_switches import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from p4switch.sched import VirtualScheduler
 from p4switch.tm import MAX_QUEUE_DEPTH, TMItem, TrafficManager
+from runtime.sched import VirtualScheduler
 
 NS = 1_000_000_000
 
@@ -309,7 +309,7 @@ def test_bad_service_return_is_reported_and_port_keeps_going() -> None:
 
 def test_realtime_rate_is_kept_despite_loop_lateness() -> None:
     """On the wall clock, services are never early and lateness does not accumulate."""
-    from p4switch.sched import RealtimeScheduler
+    from runtime.sched import RealtimeScheduler
 
     rt = RealtimeScheduler()
     times: list[int] = []
