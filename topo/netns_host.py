@@ -1,6 +1,6 @@
 """One end host of a netns run, as a process inside the host's network namespace.
 
-    ip netns exec NS python -m hosts.netns_host --topology T.pkl --host H1 --seed 1 \\
+    ip netns exec NS python -m topo.netns_host --topology T.pkl --host H1 --seed 1 \\
         --duration-ns N --out H1.pkl --prefix hbhXXXXX [--ifname eth0]
 
 Why a process of its own: in the netns backend every host is a real machine on a real (veth)
@@ -229,7 +229,7 @@ class NetnsHost:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hosts.netns_host", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m topo.netns_host", description=__doc__.split("\n\n")[0])
     p.add_argument("--topology", required=True, help="the run's topology (pickle written by the runner)")
     p.add_argument("--host", required=True, help="this host's node name")
     p.add_argument("--seed", type=int, default=1)
