@@ -35,6 +35,7 @@ from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
+from p4switch.thrift_server import in_process_processor
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
@@ -379,7 +380,8 @@ class SimNetwork:
         agent_box: list[SwitchAgent] = []
         client = InProcessController(node.switch.p4rt,
                                      on_message=lambda m: agent_box and agent_box[0].on_stream_message(m))
-        agent = SwitchAgent(plan, client, in_process(node.switch, name), self.sched, tick_ns=AGENT_TICK_NS,
+        queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
+        agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
         agent_box.append(agent)
         node.agent, node.client = agent, client
