@@ -11,12 +11,17 @@ To write, the tool becomes the primary controller for a moment (election id
 an agent took the role back after an earlier write); the agent takes the primary role back when
 the tool disconnects (netns runs: one above, see :mod:`topo.netns`), and applies the change at
 the next report it receives.
+
+A switch is named by its P4Runtime address, or -- when the command is registered with a
+``locate`` function (``topo.live`` does: a netns run's directory and the switch's topology name)
+-- by ``--run DIR --switch NAME``; this module knows nothing of experiments.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from controlplane.params import LawParams, ParamError, PortParams, validate_port
@@ -29,7 +34,7 @@ from controlplane.units import (
     parse_rate,
 )
 
-__all__ = ["register", "PARAMS_ELECTION_ID", "parse_changes"]
+__all__ = ["register", "Locate", "PARAMS_ELECTION_ID", "parse_changes"]
 
 PARAMS_ELECTION_ID = (1, 0)
 MAX_PORT = 510  # 511 is BMv2's drop port
@@ -38,8 +43,12 @@ MAX_PORT = 510  # 511 is BMv2's drop port
 _LAW_OPTIONS = {"o_min": parse_fraction, "o_max": parse_fraction, "w_max": parse_rate, "w_min": parse_rate,
                 "k_p": parse_rate, "r_max": parse_rate, "r_floor": parse_rate}
 
+# (run directory, switch name) -> (P4Runtime address, device id); ParamError if there is no such switch
+Locate = Callable[[str, str], tuple[str, int]]
 
-def register(sub: argparse._SubParsersAction) -> None:
+
+def register(sub: argparse._SubParsersAction, locate: Locate | None = None) -> None:
+    """``hbh params``; with ``locate``, a switch can also be named by ``--run DIR --switch NAME``."""
     p = sub.add_parser("params", help="show or change the ALINEA parameters a running switch holds",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ps = p.add_subparsers(dest="params_command", metavar="{set,show}")
@@ -48,11 +57,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         q = ps.add_parser(name, help=helptext)
         where = q.add_mutually_exclusive_group(required=True)
         where.add_argument("--grpc-addr", help="the switch's P4Runtime address, HOST:PORT")
-        where.add_argument("--run", metavar="DIR", help="a running netns experiment's directory (with --switch)")
-        q.add_argument("--switch", help="with --run: the switch's name in the topology, e.g. R1")
+        if locate is not None:
+            where.add_argument("--run", metavar="DIR", help="a running netns experiment's directory (with --switch)")
+            q.add_argument("--switch", help="with --run: the switch's name in the topology, e.g. R1")
         q.add_argument("--device-id", type=int, default=None, help="P4Runtime device id (default 0; with --run "
                                                                    "the switch's own)")
-        q.set_defaults(func=_set if name == "set" else _show)
+        q.set_defaults(func=_set if name == "set" else _show, locate=locate, run=None, switch=None)
         if name == "set":
             q.add_argument("--port", required=True, help="switch port: the egress port toward the reporting "
                                                          "neighbour (law) and/or the modelled ingress port")
@@ -122,23 +132,18 @@ def _check_alone(law: dict[str, float], model: dict[str, int]) -> None:
 
 
 def resolve_target(args: argparse.Namespace) -> None:
-    """Fill ``grpc_addr``/``device_id`` from ``--run DIR --switch NAME`` (the run's network.json)."""
+    """Fill ``grpc_addr``/``device_id`` from ``--run DIR --switch NAME`` (through ``args.locate``)."""
     if args.run is None:
         if args.switch is not None:
             raise ParamError("--switch is only used with --run DIR")
         args.device_id = 0 if args.device_id is None else args.device_id
         return
-    from topo.live import LiveError, switch_info
-
     if args.switch is None:
         raise ParamError("--run needs --switch NAME (the switch's name in the topology)")
-    try:
-        info = switch_info(args.run, args.switch)
-    except LiveError as exc:
-        raise ParamError(str(exc)) from None
-    args.grpc_addr = info["grpc_addr"]
+    grpc_addr, device_id = args.locate(args.run, args.switch)
+    args.grpc_addr = grpc_addr
     if args.device_id is None:
-        args.device_id = info["device_id"]
+        args.device_id = device_id
 
 
 def _connect(args: argparse.Namespace, write: bool) -> Any:

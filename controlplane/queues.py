@@ -98,9 +98,7 @@ class _Loopback(TTransport.TTransportBase):
         return self._response.read(sz)
 
 
-def in_process(switch: Any, name: str = "switch") -> QueueClient:
-    """A client of ``switch``'s (a ``p4switch.switch.Switch``) Thrift processor, in this process."""
-    from p4switch.thrift_server import _processor, minimal_bmv2_json  # the server's own processor
-
-    processor = _processor(switch.tm, lambda fn: fn(), switch.sched.now_ns, 0, minimal_bmv2_json())
+def in_process(processor: Any, name: str = "switch") -> QueueClient:
+    """A client of a switch's own Thrift ``processor`` (anything with Thrift's ``process(iprot, oprot)``;
+    the simulator passes p4switch's ``thrift_server.in_process_processor``), in this process."""
     return QueueClient(_Loopback(processor), f"{name} (in-process Thrift)")

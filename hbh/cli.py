@@ -18,8 +18,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "topo.runner",
     "topo.sweep.cli",
     "topo.compare",
-    "controlplane.params_cli",
-    "topo.live",
+    "topo.live",  # also `hbh params` (controlplane.params_cli), told how to find a run's switches
     "hbh.demo",
 )
 

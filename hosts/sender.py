@@ -7,7 +7,7 @@
   switch agents run. Several flows of one host share that rate, round-robin.
 * :class:`FixedSender` -- one flow at a constant rate (``control: fixed``).
 
-Bindings (``topo/sim.py``, later the netns host process) ask :meth:`next_send_ns`, send at that
+Bindings (``topo/simnet.py``, and ``topo/netns_host.py`` through it) ask :meth:`next_send_ns`, send at that
 time and call :meth:`on_sent`.
 """
 

@@ -108,7 +108,7 @@ def _delay(text: str) -> tuple[int | None, int]:
 
 
 def _interface(text: str) -> tuple[int, str]:
-    from p4switch.ports import PortError, parse_interface_spec
+    from runtime.ports import PortError, parse_interface_spec
 
     try:
         return parse_interface_spec(text)
@@ -315,8 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _validate(args, parser)
     from p4switch.frontend.errors import P4Error, format_error
     from p4switch.p4runtime.device import PipelineLoadError
-    from p4switch.ports import PortError
     from p4switch.switch import SwitchError
+    from runtime.ports import PortError
 
     root = logging.getLogger()
     old_level, handlers = root.level, []

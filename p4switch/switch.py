@@ -22,15 +22,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from p4switch import heap
 from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
-from p4switch.link import ETHERNET_MIN_FRAME_BYTES, ETHERNET_OVERHEAD_BYTES, LinkModel
 from p4switch.p4runtime.core import P4RuntimeCore
 from p4switch.pcap import PortCapture
-from p4switch.ports import LinkPort, PacketSocketPort, Port, PortError
-from p4switch.sched import RealtimeScheduler, Scheduler, VirtualScheduler
 from p4switch.tm import DEFAULT_QUEUE_DEPTH, TrafficManager
 from p4switch.v1model_arch import DropCause, V1ModelSwitchCore
+from runtime import heap
+from runtime.link import ETHERNET_MIN_FRAME_BYTES, ETHERNET_OVERHEAD_BYTES, LinkModel
+from runtime.ports import LinkPort, PacketSocketPort, Port, PortError
+from runtime.sched import RealtimeScheduler, Scheduler, VirtualScheduler
 
 log = logging.getLogger(__name__)
 

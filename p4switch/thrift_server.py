@@ -59,7 +59,7 @@ from thrift.transport import TSocket, TTransport
 log = logging.getLogger(__name__)
 DROP_PORT = 511
 
-__all__ = ["QueueControl", "ThriftServer", "minimal_bmv2_json"]
+__all__ = ["QueueControl", "ThriftServer", "in_process_processor", "minimal_bmv2_json", "processor"]
 
 RunInLoop = Callable[[Callable[[], Any]], Any]
 
@@ -270,8 +270,9 @@ class _SimpleSwitchHandler:
         raise self._mirroring("mirroring_session_get")
 
 
-def _processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int,
-               config_json: str) -> TMultiplexedProcessor:
+def processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int,
+              config_json: str) -> TMultiplexedProcessor:
+    """The multiplexed Thrift processor of one switch: what :class:`ThriftServer` serves on TCP."""
     mux = TMultiplexedProcessor()
     mux.registerProcessor("standard", Standard.Processor(_StandardHandler(config_json)))
     mux.registerProcessor("simple_switch",
@@ -280,6 +281,12 @@ def _processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int
     mux.registerProcessor("simple_pre_lag",
                           SimplePreLAG.Processor(_PreHandler("simple_pre_lag", SimplePreLAG, pre_lag_ttypes)))
     return mux
+
+
+def in_process_processor(tm: QueueControl, clock: Callable[[], int]) -> TMultiplexedProcessor:
+    """The processor for a caller on the switch's own thread (the simulator): calls run where they are
+    made, switch time 0 is epoch 0, the minimal BMv2 config."""
+    return processor(tm, lambda fn: fn(), clock, 0, minimal_bmv2_json())
 
 
 class ThriftServer:
@@ -307,7 +314,7 @@ class ThriftServer:
         self._port: int | None = None
         if epoch_ns is None:
             epoch_ns = time.time_ns() - clock()
-        self._processor = _processor(tm, run_in_loop, clock, epoch_ns, config_json or minimal_bmv2_json())
+        self._processor = processor(tm, run_in_loop, clock, epoch_ns, config_json or minimal_bmv2_json())
         self._listener: socket.socket | None = None
         self._acceptor: threading.Thread | None = None
         self._clients: dict[socket.socket, threading.Thread] = {}

@@ -55,7 +55,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from p4switch.sched import Handle, Scheduler
+from runtime.sched import Handle, Scheduler
 
 __all__ = ["MAX_QUEUE_DEPTH", "DEFAULT_QUEUE_DEPTH", "QUEUE_MODELS", "TMItem", "PortStats", "TrafficManager",
            "bmv2_interval_ns"]

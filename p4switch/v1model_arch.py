@@ -59,8 +59,8 @@ from p4switch.pipeline.packet import (
     PKT_INSTANCE_TYPE_RESUBMIT,
     CloneRequest,
 )
-from p4switch.sched import Scheduler
 from p4switch.tm import TMItem, TrafficManager
+from runtime.sched import Scheduler
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 import pytest
 from hypothesis import settings
 
-from p4switch import heap
+from runtime import heap
 
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
 if os.environ.get("CI"):

@@ -4,16 +4,16 @@ Why: BMv2 has no link model, and netem (``sch_netem``) is a kernel module some m
 not have. Without it a ``--target bmv2`` run would carry its frames at veth speed, which is
 not the topology. This process sits between a switch's interface and its neighbour's (two
 veth pairs, ``A`` and ``B``, see :mod:`topo.netns`), reads frames on ``A`` and hands them to
-``B`` as the project's own link model says: a :class:`~p4switch.link.Transmitter` on a
-:class:`~p4switch.link.LinkModel` (bit rate, frame bytes only, as the topology counts them)
+``B`` as the project's own link model says: a :class:`~runtime.link.Transmitter` on a
+:class:`~runtime.link.LinkModel` (bit rate, frame bytes only, as the topology counts them)
 serializes them back to back in arrival order, and each leaves on ``B`` at the end of its
 serialization plus the propagation delay. Frames waiting or in flight are limited to
 ``--limit`` (10000, netem's ``limit`` as the backend sets it); beyond that a frame is dropped
 and counted. ``B`` to ``A`` is forwarded at once, or shaped the same way with ``--both-ways``
 (a switch-switch link: both directions leave a switch).
 
-The ports are p4switch's :class:`~p4switch.ports.PacketSocketPort` (checksum and GSO offloads
-finished as p4switch finishes them), on one :class:`~p4switch.sched.RealtimeScheduler` loop.
+The ports are p4switch's :class:`~runtime.ports.PacketSocketPort` (checksum and GSO offloads
+finished as p4switch finishes them), on one :class:`~runtime.sched.RealtimeScheduler` loop.
 
     python -m topo.linkemu --a IF_A --b IF_B --rate BPS --delay-ns NS [--both-ways]
                            [--limit N] [--control-socket PATH]
@@ -40,9 +40,9 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from p4switch.link import LinkModel, Transmitter
-from p4switch.ports import PacketSocketPort, PortError
-from p4switch.sched import RealtimeScheduler
+from runtime.link import LinkModel, Transmitter
+from runtime.ports import PacketSocketPort, PortError
+from runtime.sched import RealtimeScheduler
 
 __all__ = ["LinkEmulator", "Direction", "DEFAULT_LIMIT", "main"]
 

@@ -22,7 +22,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["LiveError", "load_network", "switch_info", "shell_command", "register", "SHELL_ELECTION_ID"]
+from controlplane import params_cli
+from controlplane.params import ParamError
+
+__all__ = ["LiveError", "load_network", "switch_info", "switch_address", "shell_command", "register", "SHELL_ELECTION_ID"]
 
 SHELL_ELECTION_ID = (0, 5)
 PRIMARY_ELECTION_ID = (1, 0)
@@ -57,7 +60,17 @@ def shell_command(info: dict[str, Any], primary: bool = False, python: str = sys
             "--election-id", f"{election[0]},{election[1]}"]
 
 
+def switch_address(run_dir: str, name: str) -> tuple[str, int]:
+    """(P4Runtime address, device id) of switch ``name`` of the run in ``run_dir``: ``hbh params --run``."""
+    try:
+        info = switch_info(run_dir, name)
+    except LiveError as exc:
+        raise ParamError(str(exc)) from None
+    return info["grpc_addr"], info["device_id"]
+
+
 def register(sub: argparse._SubParsersAction) -> None:
+    params_cli.register(sub, locate=switch_address)  # `hbh params`, with --run DIR --switch NAME
     p = sub.add_parser("shell", help="p4runtime-shell on a switch of a running netns experiment",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("switch", help="the switch's name in the topology, e.g. R1")

@@ -9,7 +9,7 @@ Mininet's:
   ``simple_switch_grpc``, started ``--no-p4`` with the documented command line), its gRPC and
   Thrift on 127.0.0.1 at free ports, its ports the root-side ends of veth pairs;
 * every host is a namespace ``PREFIX-HOST`` with one interface ``eth0`` and a process
-  (:mod:`hosts.netns_host`) running the simulator's host code on an AF_PACKET socket;
+  (:mod:`topo.netns_host`) running the simulator's host code on an AF_PACKET socket;
 * every switch agent runs HERE, over real gRPC (:class:`GrpcController`, packet-ins handed to
   one :class:`RealtimeScheduler` loop) and real Thrift (:func:`controlplane.queues.connect`).
 
@@ -46,7 +46,7 @@ from controlplane.queues import connect as thrift_connect
 from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
 from p4switch.control import ControlError, control_call
-from p4switch.sched import RealtimeScheduler
+from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.netns_plumbing import (
     CMD_TIMEOUT_S,
@@ -386,7 +386,7 @@ class NetnsNetwork:
             out = hosts_dir / f"{node.name}.pkl"
             with contextlib.suppress(OSError):
                 out.unlink()
-            cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "hosts.netns_host", "--topology", str(topo_file),
+            cmd = ["ip", "netns", "exec", ns, sys.executable, "-m", "topo.netns_host", "--topology", str(topo_file),
                    "--host", node.name, "--seed", str(self.seed), "--duration-ns", str(self.duration_ns),
                    "--out", str(out), "--prefix", self.prefix]
             err = open(self.run_dir / "logs" / f"{node.name}.log", "w")  # noqa: SIM115 - the child keeps it

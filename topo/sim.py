@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from p4switch.link import InMemoryLink
-from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch
+from runtime.link import InMemoryLink
+from runtime.sched import VirtualScheduler
 
 
 @dataclass

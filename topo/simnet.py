@@ -1,7 +1,7 @@
 """The simulator backend: a whole topology in virtual time, in one process.
 
 Every switch is a p4switch running ``p4src/alinea.p4``; hosts, switch agents and links share
-one :class:`~p4switch.sched.VirtualScheduler`. Each agent reaches its switch's P4Runtime core
+one :class:`~runtime.sched.VirtualScheduler`. Each agent reaches its switch's P4Runtime core
 and Thrift processor in-process through the same client code the netns backend uses over the
 network (:class:`~controlplane.p4runtime_client.InProcessController`,
 :func:`controlplane.queues.in_process`). Everything is deterministic: the only randomness is
@@ -34,9 +34,10 @@ from hosts.datagram import HEADER_BYTES, KIND_FEEDBACK, OFFSET, DatagramError, F
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
 from p4switch.device import CompiledProgram, compile_file
-from p4switch.link import InMemoryLink, LinkModel
-from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
+from p4switch.thrift_server import in_process_processor
+from runtime.link import InMemoryLink, LinkModel
+from runtime.sched import VirtualScheduler
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
 from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
@@ -380,7 +381,8 @@ class SimNetwork:
         agent_box: list[SwitchAgent] = []
         client = InProcessController(node.switch.p4rt,
                                      on_message=lambda m: agent_box and agent_box[0].on_stream_message(m))
-        agent = SwitchAgent(plan, client, in_process(node.switch, name), self.sched, tick_ns=AGENT_TICK_NS,
+        queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
+        agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
         agent_box.append(agent)
         node.agent, node.client = agent, client

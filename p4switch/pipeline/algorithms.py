@@ -24,6 +24,8 @@ import zlib
 from array import array
 from collections.abc import Callable
 
+from runtime.crc import reflected_crc_table
+
 _LITTLE = sys.byteorder == "little"
 
 
@@ -55,17 +57,6 @@ def csum16_bytes(data: bytes) -> int:
 
 def csum16(value: int, nbits: int) -> int:
     return csum16_bytes(to_bytes(value, nbits, 16))
-
-
-def reflected_crc_table(poly: int) -> list[int]:
-    """Byte-at-a-time table of a reflected CRC with the (bit-reversed) polynomial ``poly``."""
-    table = []
-    for i in range(256):
-        c = i
-        for _ in range(8):
-            c = (c >> 1) ^ poly if c & 1 else c >> 1
-        table.append(c)
-    return table
 
 
 _CRC16_TABLE = reflected_crc_table(0xA001)

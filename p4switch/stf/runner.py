@@ -2,7 +2,7 @@
 
 Why in process: p4c's runner starts simple_switch on pcap files and sleeps between commands;
 here the v1model core (:class:`~p4switch.v1model_arch.V1ModelSwitchCore`) runs on a
-:class:`~p4switch.sched.VirtualScheduler`, and every command runs to completion (all packets
+:class:`~runtime.sched.VirtualScheduler`, and every command runs to completion (all packets
 it caused have left) before the next, so a test takes milliseconds and never flakes.
 
 Semantics kept from p4c's ``bmv2stf.py``: the ports a test uses are those its ``packet`` and
@@ -22,8 +22,8 @@ from pathlib import Path
 from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
 from p4switch.frontend.errors import P4Error, format_error
 from p4switch.p4runtime.device import PipelineLoadError
-from p4switch.sched import VirtualScheduler
 from p4switch.v1model_arch import V1ModelSwitchCore
+from runtime.sched import VirtualScheduler
 
 from .control import StfCommandError, StfControl
 from .script import StfCommand, StfSyntaxError, parse_number, parse_stf, split_add

@@ -112,8 +112,8 @@ def configured_switch(name: str):  # -> (Switch, VirtualScheduler, sink list)
     """A sim switch running ``name`` with tables and PRE filled through P4Runtime."""
     from controlplane.p4runtime_client import InProcessController, clone_session, multicast_group
     from p4switch.device import compile_file
-    from p4switch.sched import VirtualScheduler
     from p4switch.switch import Switch, SwitchOptions
+    from runtime.sched import VirtualScheduler
 
     sched = VirtualScheduler()
     sw = Switch(sched, SwitchOptions(seed=7))

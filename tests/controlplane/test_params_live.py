@@ -20,7 +20,7 @@ from controlplane.queues import connect
 from controlplane.switch_agent import SwitchAgent
 from hbh.cli import main
 from p4switch.device import compile_file
-from p4switch.sched import RealtimeScheduler
+from runtime.sched import RealtimeScheduler
 from tests.switch import netns as N
 
 pytestmark = pytest.mark.netns

@@ -24,7 +24,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from p4switch.p4runtime import NullDevice, P4RuntimeCore
 from p4switch.p4runtime.server import P4RuntimeServer
-from p4switch.sched import RealtimeScheduler
+from runtime.sched import RealtimeScheduler
 from tests.p4runtime.p4info_builder import demo_p4info
 
 ROOT = Path(__file__).resolve().parents[2]

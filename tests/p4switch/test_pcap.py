@@ -12,7 +12,7 @@ from scapy.utils import PcapWriter as ScapyPcapWriter
 from scapy.utils import rdpcap
 
 from p4switch.pcap import PcapError, PcapWriter, PortCapture, read_pcap
-from p4switch.sched import VirtualScheduler
+from runtime.sched import VirtualScheduler
 
 
 def frames() -> list[bytes]:
@@ -107,8 +107,8 @@ def test_writer_output_reads_back_in_tcpdump(tmp_path: Path) -> None:
 
 def test_switch_creates_every_ports_capture_files_at_start(tmp_path):
     """Like BMv2's --pcap: a port that never sees a frame still has its (empty) captures."""
-    from p4switch.sched import VirtualScheduler
     from p4switch.switch import Switch, SwitchOptions
+    from runtime.sched import VirtualScheduler
 
     sw = Switch(VirtualScheduler(), SwitchOptions(pcap_dir=str(tmp_path), grpc_addr=None, thrift_port=None))
     sw.add_link_port(1, "p1")

@@ -19,9 +19,9 @@ from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.Thrift import TApplicationException
 from thrift.transport import TSocket, TTransport
 
-from p4switch.sched import RealtimeScheduler
 from p4switch.thrift_server import ThriftServer
 from p4switch.tm import TrafficManager
+from runtime.sched import RealtimeScheduler
 
 CLI = Path(sys.executable).parent / "simple_switch_CLI"
 P4SWITCH_CLI = Path(sys.executable).parent / "p4switch-cli"

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from p4switch.sched import VirtualScheduler
 from p4switch.tm import MAX_QUEUE_DEPTH, TMItem, TrafficManager
+from runtime.sched import VirtualScheduler
 
 NS = 1_000_000_000
 
@@ -304,7 +304,7 @@ def test_realtime_rate_is_kept_despite_loop_lateness(model: str) -> None:
     """On the wall clock, services are never early and lateness does not accumulate: under
     the shaper the span of n services is the rate's; under BMv2's model every packet leaves
     at or after its stamped departure, the stamps exactly one interval apart."""
-    from p4switch.sched import RealtimeScheduler
+    from runtime.sched import RealtimeScheduler
 
     rt = RealtimeScheduler()
     served: list[tuple[int, TMItem]] = []

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from p4switch.sched import VirtualScheduler
+from runtime.sched import VirtualScheduler
 from p4switch.tm import TMItem, TrafficManager, bmv2_interval_ns
 
 NS = 1_000_000_000

@@ -15,8 +15,8 @@ from controlplane import dataplane_config as dp
 from controlplane.p4runtime_client import InProcessController
 from controlplane.report import FRAME_BYTES, Report, decode
 from p4switch.device import CompiledProgram, compile_file
-from p4switch.sched import VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
+from runtime.sched import VirtualScheduler
 from topo.sim import SimHost, attach_host
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from p4switch.sched import RealtimeScheduler, VirtualScheduler
 from p4switch.switch import Switch, SwitchOptions
+from runtime.sched import RealtimeScheduler, VirtualScheduler
 
 ALINEA = Path(__file__).resolve().parents[2] / "p4src" / "alinea.p4"
 

@@ -1,7 +1,7 @@
 """Kernel UDP and TCP through a p4switch process with the hosts' offloads left on (needs root).
 
 Why: a host's kernel hands a veth its UDP/TCP with the checksum unfinished (CHECKSUM_PARTIAL)
-and its TCP in GSO super-frames; the switch must finish both (p4switch/ports.py) or the
+and its TCP in GSO super-frames; the switch must finish both (runtime/ports.py) or the
 receiving host drops the datagrams (``UdpInCsumErrors``) and the super-frames cannot be sent.
 The proof is end to end: ordinary kernel sockets in h1 and h2, alinea.p4 routing between them
 (routes over P4Runtime), nothing turned off with ethtool. The namespaces, the switch and its
@@ -16,7 +16,7 @@ import threading
 
 import pytest
 
-from tests.p4switch.test_ports import l4_checksum_ok
+from tests.runtime.test_ports import l4_checksum_ok
 from tests.switch import netns as N
 from tests.switch import test_netns_switch as base
 from tests.switch.test_netns_switch import HOST_IP, Bed

@@ -270,7 +270,7 @@ def test_port_bitrate_paces_a_port_like_a_link_of_that_rate(tmp_path: Path) -> N
         b.switch.stop()
         b.topo.close()
     frame_bytes = len(udp_frame(b, 1, 2, 0, 1000))
-    wire_bits = 8 * (frame_bytes + 24)  # Ethernet preamble, FCS and gap (p4switch.link.LinkModel)
+    wire_bits = 8 * (frame_bytes + 24)  # Ethernet preamble, FCS and gap (runtime.link.LinkModel)
     assert rate == pytest.approx(2_000_000 / wire_bits, rel=0.15)
 
 

@@ -10,9 +10,9 @@ import time
 
 import pytest
 
-from p4switch.link import LinkModel
-from p4switch.ports import PacketSocketPort
-from p4switch.sched import RealtimeScheduler
+from runtime.link import LinkModel
+from runtime.ports import PacketSocketPort
+from runtime.sched import RealtimeScheduler
 from tests.switch import netns as N
 
 pytestmark = pytest.mark.netns

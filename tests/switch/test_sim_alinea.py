@@ -187,8 +187,8 @@ def test_pipeline_reload_resets_state_and_bad_configs_are_refused() -> None:
 
 
 def test_frames_before_any_pipeline_are_dropped_and_counted() -> None:
-    from p4switch.sched import VirtualScheduler
     from p4switch.switch import Switch
+    from runtime.sched import VirtualScheduler
 
     sw = Switch(VirtualScheduler())
     sw.inject(1, udp_frame(1, 2))

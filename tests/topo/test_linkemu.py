@@ -3,7 +3,7 @@
 Root tests (marked ``netns``): two veth pairs of a run-like prefix, the emulator process
 (``python -m topo.linkemu``, started as the netns backend starts it) between them, frames sent in
 on one side and their kernel receive timestamps (SO_TIMESTAMPNS) read on the other. The
-reference is :class:`p4switch.link.LinkModel` / :class:`~p4switch.link.Transmitter`: a
+reference is :class:`runtime.link.LinkModel` / :class:`~runtime.link.Transmitter`: a
 saturated link's rate within 2 %, an isolated frame's one-way delay within 0.5 ms of the
 model's wire time + delay. The numbers measured are printed (``pytest -s``); docs/bmv2.md has
 them.
@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from p4switch.control import control_call
-from p4switch.link import Transmitter
+from runtime.link import Transmitter
 from topo.linkemu import frame_bytes_model
 from topo.netns_plumbing import Plumbing, clean, control_socket_path, emulator_ifname, new_prefix
 from topo.netns_switches import LinkEmuProcess, LinkEmuSpec, linkemu_command

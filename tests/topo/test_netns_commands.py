@@ -151,7 +151,7 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
 
     topo_file = tmp_path / "t.pkl"
     topo_file.write_bytes(pickle.dumps(load_topology(ROOT / "topo/paper-1router.yaml")))
-    proc = subprocess.run([sys.executable, "-m", "hosts.netns_host", "--topology", str(topo_file), "--host", "R1",
+    proc = subprocess.run([sys.executable, "-m", "topo.netns_host", "--topology", str(topo_file), "--host", "R1",
                            "--duration-ns", "1", "--out", str(tmp_path / "o"), "--prefix", "hbh00000"],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "not a host" in proc.stderr

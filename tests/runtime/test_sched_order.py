@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from p4switch.sched import VirtualScheduler
+from runtime.sched import VirtualScheduler
 
 
 class ReferenceScheduler:

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from p4switch.sched import Scheduler
+from runtime.sched import Scheduler
 
 __all__ = ["ETHERNET_OVERHEAD_BYTES", "ETHERNET_MIN_FRAME_BYTES", "Endpoint", "LinkModel", "Transmitter", "InMemoryLink", "LinkStats"]
 

@@ -1,15 +1,15 @@
 """One end host of a netns run, as a process inside the host's network namespace.
 
-    ip netns exec NS python -m hosts.netns_host --topology T.pkl --host H1 --seed 1 \\
+    ip netns exec NS python -m topo.netns_host --topology T.pkl --host H1 --seed 1 \\
         --duration-ns N --out H1.pkl --prefix hbhXXXXX [--ifname eth0]
 
 Why a process of its own: in the netns backend every host is a real machine on a real (veth)
 link. It runs the SAME host code as the simulator (:class:`topo.simnet.SimHostNode`: ALINEA or
 fixed senders, receiver with its playout buffer and reports, all sans-I/O) on a
-:class:`~p4switch.sched.RealtimeScheduler`, and sends and receives real frames on an AF_PACKET
-socket (:class:`~p4switch.ports.PacketSocketPort`). The host->switch direction of its link
+:class:`~runtime.sched.RealtimeScheduler`, and sends and receives real frames on an AF_PACKET
+socket (:class:`~runtime.ports.PacketSocketPort`). The host->switch direction of its link
 (bit rate and propagation delay) is modelled here with the link's own
-:class:`~p4switch.link.Transmitter`, exactly as the simulator's in-memory link does.
+:class:`~runtime.link.Transmitter`, exactly as the simulator's in-memory link does.
 
 Protocol with the runner, on stdin/stdout (one line each, all waits bounded by the runner):
 the host prints ``ready`` once its socket is open; the runner writes ``start T0`` where ``T0``
@@ -34,9 +34,9 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.report import is_report
-from p4switch.link import LinkModel, Transmitter
-from p4switch.ports import PacketSocketPort
-from p4switch.sched import RealtimeScheduler
+from runtime.link import LinkModel, Transmitter
+from runtime.ports import PacketSocketPort
+from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.record import BufferSample, Recorder
 from topo.simnet import SAMPLE_NS, SimHostNode, cvihis_params, new_counts, source_offset
@@ -229,7 +229,7 @@ class NetnsHost:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m hosts.netns_host", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m topo.netns_host", description=__doc__.split("\n\n")[0])
     p.add_argument("--topology", required=True, help="the run's topology (pickle written by the runner)")
     p.add_argument("--host", required=True, help="this host's node name")
     p.add_argument("--seed", type=int, default=1)

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from p4switch.sched import RealtimeScheduler, VirtualScheduler
+from runtime.sched import RealtimeScheduler, VirtualScheduler
 
 # ---- virtual time ------------------------------------------------------------------------
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from p4switch.link import InMemoryLink, LinkModel, Transmitter
-from p4switch.sched import VirtualScheduler
 from p4switch.tm import TMItem, TrafficManager
+from runtime.link import InMemoryLink, LinkModel, Transmitter
+from runtime.sched import VirtualScheduler
 
 NS = 1_000_000_000
 

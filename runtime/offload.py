@@ -22,7 +22,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from p4switch.pipeline.algorithms import reflected_crc_table
+from runtime.crc import reflected_crc_table
 
 # struct virtio_net_hdr (include/uapi/linux/virtio_net.h), in host byte order for a packet socket
 VNET_HDR_LEN = 10

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from p4switch.link import InMemoryLink, LinkModel
-from p4switch.offload import (
+from runtime.link import InMemoryLink, LinkModel
+from runtime.offload import (
     VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_ACCECN,
     VIRTIO_NET_HDR_GSO_TCPV4,
@@ -31,8 +31,8 @@ from p4switch.offload import (
     crc32c,
     segment,
 )
-from p4switch.ports import LinkPort, PacketSocketPort, PortError, parse_interface_spec
-from p4switch.sched import RealtimeScheduler, VirtualScheduler
+from runtime.ports import LinkPort, PacketSocketPort, PortError, parse_interface_spec
+from runtime.sched import RealtimeScheduler, VirtualScheduler
 
 ETH_P_ALL = 0x0003
 CLONE_NEWNET = 0x40000000
@@ -476,7 +476,7 @@ def test_a_frame_longer_than_the_receive_buffer_is_dropped_counted_and_logged(
             port._view = memoryview(port._buf)
 
         sched.run_sync(shrink)
-        with caplog.at_level("WARNING", logger="p4switch.ports"):
+        with caplog.at_level("WARNING", logger="runtime.ports"):
             peer.send(frame(1, 500))
             peer.send(frame(2, 100))
             assert sched.wait_until(lambda: len(got) == 1, timeout=5)

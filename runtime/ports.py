@@ -1,13 +1,13 @@
 """Switch ports: the protocol the switch sees, and AF_PACKET ports on real interfaces.
 
 Why: the switch core only needs ``send(frame)`` and a receive callback; in the ``sim``
-binding a port is attached to an :class:`~p4switch.link.InMemoryLink`, in the ``netns``
+binding a port is attached to an :class:`~runtime.link.InMemoryLink`, in the ``netns``
 binding to a Linux interface through a raw packet socket read on the
-:class:`~p4switch.sched.RealtimeScheduler` loop (no reader threads).
+:class:`~runtime.sched.RealtimeScheduler` loop (no reader threads).
 
 ``send`` returns the wire time in ns (how long the port's transmitter is busy with the
 frame); the traffic manager waits that long before serving the port again. A
-:class:`PacketSocketPort` returns its :class:`~p4switch.link.LinkModel`'s wire time when
+:class:`PacketSocketPort` returns its :class:`~runtime.link.LinkModel`'s wire time when
 given one (the TM then paces the port at that bit rate; a veth pair has no rate of its own),
 else 0.
 
@@ -16,7 +16,7 @@ re-inserted here); frames this socket sends are seen again as PACKET_OUTGOING co
 ignored (also filtered by PACKET_IGNORE_OUTGOING where the kernel supports it).
 
 Offloads: a :class:`PacketSocketPort` reads a ``virtio_net_hdr`` with each frame and finishes what
-the sending host left to the device (checksum, GSO) with :mod:`p4switch.offload`, so the pipeline
+the sending host left to the device (checksum, GSO) with :mod:`runtime.offload`, so the pipeline
 and the captures see the frames a wire would carry. A frame that cannot be finished is dropped,
 counted in ``stats.rx_dropped`` by cause and logged (the first few per port).
 """
@@ -33,8 +33,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from p4switch.link import InMemoryLink, LinkModel
-from p4switch.offload import (
+from runtime.link import InMemoryLink, LinkModel
+from runtime.offload import (
     NO_OFFLOAD,
     VIRTIO_NET_HDR_F_NEEDS_CSUM,
     VIRTIO_NET_HDR_GSO_NONE,
@@ -45,7 +45,7 @@ from p4switch.offload import (
     complete_checksum,
     segment,
 )
-from p4switch.sched import RealtimeScheduler
+from runtime.sched import RealtimeScheduler
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class PortStats:
 
 
 class LinkPort:
-    """A switch port on an :class:`~p4switch.link.InMemoryLink` (the ``sim`` binding).
+    """A switch port on an :class:`~runtime.link.InMemoryLink` (the ``sim`` binding).
 
     It is the link's endpoint (``receive``) and the switch's port (``send`` returns the
     link's busy time, which the TM waits). Create it, create the link with it as one end,

@@ -1,0 +1,90 @@
+"""The layers keep their word: docs/architecture.md's import rules, as data, checked on every file.
+
+Every ``.py`` file of a product package is parsed (``ast``, nothing is imported) and each of its
+imports -- at module level or inside a function -- is checked against ``MAY_IMPORT``: a package
+may import itself and the packages listed for it, no other product package. Across packages only
+public names are used: no ``from pkg.mod import _name`` and no ``mod._name`` on a module imported
+from another product package. Third-party packages are not this test's business.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# package -> the other product packages it may import (docs/architecture.md, "Layers and imports")
+MAY_IMPORT: dict[str, frozenset[str]] = {
+    "runtime": frozenset(),
+    "p4switch": frozenset({"runtime"}),
+    "controlplane": frozenset(),
+    "hosts": frozenset({"controlplane"}),
+    "topo": frozenset({"runtime", "p4switch", "controlplane", "hosts"}),
+    "hbh": frozenset({"runtime", "p4switch", "controlplane", "hosts", "topo"}),
+}
+PACKAGES = frozenset(MAY_IMPORT)
+
+
+def _private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def violations(package: str, root: Path = ROOT) -> list[str]:
+    """Every import of ``package``'s files that breaks the rules, as ``file:line: what``."""
+    allowed = MAY_IMPORT[package] | {package}
+    out: list[str] = []
+    for path in sorted((root / package).rglob("*.py")):
+        where = path.relative_to(root)
+        tree = ast.parse(path.read_text(), str(where))
+        foreign_modules: set[str] = set()  # local names bound to modules of other product packages
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                pairs = [(a.name, None, a.asname or a.name.split(".")[0]) for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                pairs = [(node.module, a.name, a.asname or a.name) for a in node.names]
+            else:
+                continue
+            for module, name, bound in pairs:
+                top = module.split(".")[0]
+                if top not in PACKAGES or top == package:
+                    continue
+                if top not in allowed:
+                    out.append(f"{where}:{node.lineno}: {package} imports {module} ({top} is not allowed)")
+                if name is not None and _private(name):
+                    out.append(f"{where}:{node.lineno}: imports the private name {name} from {module}")
+                if any(_private(part) for part in module.split(".")[1:]):
+                    out.append(f"{where}:{node.lineno}: imports from the private module {module}")
+                foreign_modules.add(bound)
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
+                    and node.value.id in foreign_modules):
+                out.append(f"{where}:{node.lineno}: uses the private name {node.value.id}.{node.attr}")
+    return out
+
+
+def test_every_product_package_has_rules() -> None:
+    found = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} - {"tests"}
+    assert found == PACKAGES, "a new top-level package needs its line in MAY_IMPORT and docs/architecture.md"
+
+
+@pytest.mark.parametrize("package", sorted(PACKAGES))
+def test_layer_imports(package: str) -> None:
+    assert violations(package) == []
+
+
+def test_the_checker_sees_a_forbidden_edge(tmp_path: Path) -> None:
+    pkg = tmp_path / "hosts"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "bad.py").write_text("import topo.model\nfrom p4switch.thrift_server import _processor\n"
+                                "from controlplane import queues\n\n\ndef f():\n    return queues._Loopback\n")
+    got = violations("hosts", tmp_path)
+    assert [v.split(": ", 1)[1] for v in got] == [
+        "hosts imports topo.model (topo is not allowed)",
+        "hosts imports p4switch.thrift_server (p4switch is not allowed)",
+        "imports the private name _processor from p4switch.thrift_server",
+        "uses the private name queues._Loopback",
+    ]
