@@ -200,7 +200,7 @@ def main(argv: list[str] | None = None) -> int:
             ops = {"set_bitrate": emu.set_bitrate, "bitrate": emu.bitrate, "stats": emu.stats}
             control = ControlServer(args.control_socket, ops, lambda fn: sched.run_sync(fn, timeout=10))
             control.start()
-        from p4switch import heap
+        from runtime import heap
 
         heap.settle()  # no full collection of the start-up objects stalls the loop later
         log.info("%s -> %s: %d b/s, %d ns%s", args.a, args.b, args.rate, args.delay_ns,

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime.sched import VirtualScheduler
 from p4switch.tm import TMItem, TrafficManager, bmv2_interval_ns
+from runtime.sched import VirtualScheduler
 
 NS = 1_000_000_000
 MS = 1_000_000
