@@ -345,12 +345,15 @@ def test_realtime_tm_rate_above_one_kpps_is_kept(loop: RealtimeScheduler) -> Non
     from p4switch.tm import TMItem, TrafficManager
 
     served: list[int] = []
+    items = [TMItem(i) for i in range(300)]
     tm = TrafficManager(loop, lambda port, item: served.append(loop.now_ns()) or 0,
                         default_depth=1000, default_rate_pps=5000)
-    loop.run_sync(lambda: [tm.enqueue(1, TMItem(i)) for i in range(300)])
+    loop.run_sync(lambda: [tm.enqueue(1, item) for item in items])
     assert loop.wait_until(lambda: len(served) == 300, timeout=10)
     gaps = sorted(b - a for a, b in zip(served, served[1:]))
-    assert served[-1] - served[0] >= 299 * 200_000  # never faster than the rate: slot k is due k*200 µs in
+    # never faster than the rate: BMv2's model stamps departure k at 200 µs after departure k-1
+    assert all(t >= item.depart_ns for t, item in zip(served, items))
+    assert items[-1].depart_ns - items[0].depart_ns == 299 * 200_000
     assert gaps[len(gaps) // 2] < 400_000  # slots at 200 µs, not at epoll's 1 ms
 
 

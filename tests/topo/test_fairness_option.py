@@ -43,6 +43,7 @@ def test_per_flow_option_shares_a_port_per_flow_without_loss() -> None:
 
 
 def test_unknown_fairness_is_a_located_error() -> None:
-    text = SHARED.read_text() + "options:\n  fairness: per-packet\n"
+    text = SHARED.read_text().replace("options:\n", "options:\n  fairness: per-packet\n")
+    assert "per-packet" in text
     with pytest.raises(TopologyError, match="options.fairness.*per-packet.*per-port or per-flow"):
         load_topology_text(text, "t.yaml")
