@@ -16,6 +16,7 @@ p4runtime-shell's single global one.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -45,6 +46,7 @@ class SwitchAgent:
         self.core = SwitchAgentCore(plan, on_trace)
         self.errors: list[str] = []
         self.bad_reports = 0
+        self.control_latencies_ns: list[int] = []  # real time: packet-in read -> queue call returned
         self._tick_handle: Any = None
 
     def install(self, p4info: Any, device_config: bytes) -> None:
@@ -78,11 +80,13 @@ class SwitchAgent:
         if kind == "packet":
             soon = getattr(self.sched, "call_soon_threadsafe", None)  # gRPC: from the client's reader thread
             if soon is not None:
-                soon(self.handle_packet_in, msg.packet)
+                soon(self.handle_packet_in, msg.packet, time.monotonic_ns())
             else:
                 self.sched.call_later(0, self.handle_packet_in, msg.packet)
 
-    def handle_packet_in(self, pin: pb.PacketIn) -> None:
+    def handle_packet_in(self, pin: pb.PacketIn, received_ns: int | None = None) -> None:
+        """``received_ns`` (real time only): when the client read the packet-in; the time from
+        there until the queue call returned is kept in ``control_latencies_ns``."""
         meta = self.client.names.packet_in_metadata(pin)
         try:
             report = decode(pin.payload)
@@ -90,7 +94,10 @@ class SwitchAgent:
             self.bad_reports += 1
             log.warning("%s: packet-in on port %s is not a report: %s", self.plan.name, meta.get("ingress_port"), exc)
             return
-        self.apply(self.core.on_report(self.sched.now_ns(), meta["ingress_port"], meta, report))
+        commands = self.core.on_report(self.sched.now_ns(), meta["ingress_port"], meta, report)
+        self.apply(commands)
+        if received_ns is not None and commands:
+            self.control_latencies_ns.append(time.monotonic_ns() - received_ns)
 
     def _tick(self) -> None:
         self.apply(self.core.on_tick(self.sched.now_ns()))

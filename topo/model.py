@@ -29,6 +29,9 @@ __all__ = ["Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "
 CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
+#: The simulator's default control latency, a report's packet-in to its queue rate applied: the
+#: median the netns backend measures for p4switch on our 2-core machines (docs/netns.md).
+DEFAULT_CONTROL_LATENCY_NS = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -99,6 +102,9 @@ class Options:
     report_loss: float = 0.0  # fraction of ALINEA reports lost at random on every link
     fairness: str = "per-port"  # "per-flow": laws' R_max weighted by the flows behind them (topo/fairness.py)
     queue_model: str = "bmv2"  # p4switch's egress queues: "bmv2" (departure fixed at enqueue) or "shaper"
+    # simulator: a report's packet-in reaches the agent after half of it, the agent's set_queue_rate
+    # reaches the queue after the other half (netns: the real one, measured)
+    control_latency_ns: int = DEFAULT_CONTROL_LATENCY_NS
 
 
 @dataclass

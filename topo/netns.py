@@ -556,6 +556,13 @@ class NetnsNetwork:
             self.recorder.drops.append(DropSample(t_ns, name, 0, "egress_queue_full", total))
 
     # ---- the end ------------------------------------------------------------------------------------
+    def summary_extra(self) -> dict[str, Any]:
+        """The control latency the agents measured: a report's packet-in read by the agent's gRPC
+        client until its set_queue_rate returned from the switch (applied), per report that
+        changed a rate."""
+        return {"control_latency": latency_summary(
+            {name: sw.agent.control_latencies_ns for name, sw in self.switches.items() if sw.agent is not None})}
+
     def finish(self) -> None:
         """Final samples, the hosts' results merged into the recorder."""
         end = max(self.now_ns(), self.duration_ns)
@@ -718,3 +725,18 @@ def _end_process(proc: subprocess.Popen) -> None:
         log.warning("teardown: pid %d ignored SIGTERM for 5 s; killed", proc.pid)
         proc.kill()
         proc.wait(5)
+
+
+def latency_summary(samples: dict[str, list[int]]) -> dict[str, Any]:
+    """Median and 99th percentile (ms) of every switch's control latencies, and all together."""
+    def stats(values: list[int]) -> dict[str, Any]:
+        if not values:
+            return {"samples": 0}
+        v = sorted(values)
+        return {"samples": len(v), "median_ms": round(v[len(v) // 2] / 1e6, 3),
+                "p99_ms": round(v[min(len(v) - 1, len(v) * 99 // 100)] / 1e6, 3)}
+
+    every = [x for values in samples.values() for x in values]
+    return {"measured": "packet-in read by the agent -> set_queue_rate returned", **stats(every),
+            "switches": {name: stats(values) for name, values in sorted(samples.items())}}
+

@@ -119,7 +119,7 @@ def _drive(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | None, p
     hops = net.packet_hops() if hasattr(net, "packet_hops") else sum(s.sent for s in _link_stats(net))
     summary = summarize(topo, net.recorder, duration_ns,
                         {"backend": backend, "seed": seed, "reports_lost_on_links": net.counts["reports_lost"],
-                         **(extra or {})})
+                         **(extra or {}), **net.summary_extra()})
     host_full = net.counts.get("host_tx_queue_full", 0)
     summary["loss"]["host_tx_queue_full"] = host_full
     summary["loss"]["total"] += host_full

@@ -24,7 +24,17 @@ from controlplane.params import LawParams, ParamError, PortParams, validate_law,
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
 from p4switch.tm import QUEUE_MODELS
 from topo.fairness import FAIRNESS, apply_fairness
-from topo.model import CONTROLS, CVIHIS_CONTROLS, Event, Flow, Link, Node, Options, Topology
+from topo.model import (
+    CONTROLS,
+    CVIHIS_CONTROLS,
+    DEFAULT_CONTROL_LATENCY_NS,
+    Event,
+    Flow,
+    Link,
+    Node,
+    Options,
+    Topology,
+)
 from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text"]
@@ -35,7 +45,8 @@ LINK_KEYS = ("ends", "rate", "delay", "buffer")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
-OPTION_KEYS = ("report_loss", "fairness", "queue_model")
+MAX_CONTROL_LATENCY_NS = 1_000_000_000
+OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
 #: Law keys an override or an event may set.
@@ -626,4 +637,11 @@ class _Loader:
             if queue_model not in QUEUE_MODELS:
                 raise self.doc.error(node, "options.queue_model",
                                      f"{queue_model!r}: choose {' or '.join(QUEUE_MODELS)}")
-        return Options(report_loss=loss, fairness=fairness, queue_model=queue_model)
+        latency = DEFAULT_CONTROL_LATENCY_NS
+        if "control_latency" in entries:
+            node = entries["control_latency"].value
+            latency = self.doc.unit(node, "options.control_latency", parse_duration_ns)
+            if not 0 <= latency <= MAX_CONTROL_LATENCY_NS:
+                raise self.doc.error(node, "options.control_latency",
+                                     f"{latency / 1e6:g} ms: must be in 0..{MAX_CONTROL_LATENCY_NS // 1_000_000} ms")
+        return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency)

@@ -297,6 +297,19 @@ class SimHostNode:
         self._arm(self.alinea)
 
 
+class DelayedQueues:
+    """A switch's Thrift queue calls that take effect ``delay_ns`` after the agent made them."""
+
+    def __init__(self, queues: Any, sched: VirtualScheduler, delay_ns: int) -> None:
+        self._queues, self._sched, self._delay = queues, sched, delay_ns
+
+    def set_queue_rate(self, port: int, pps: int) -> None:
+        self._sched.call_later(self._delay, self._queues.set_queue_rate, port, pps)
+
+    def set_queue_depth(self, port: int, depth: int) -> None:
+        self._sched.call_later(self._delay, self._queues.set_queue_depth, port, depth)
+
+
 @dataclass
 class _SwitchNode:
     switch: Switch
@@ -379,14 +392,27 @@ class SimNetwork:
         node = self.switches[name]
         plan = switch_plan(self.topo, name)
         agent_box: list[SwitchAgent] = []
-        client = InProcessController(node.switch.p4rt,
-                                     on_message=lambda m: agent_box and agent_box[0].on_stream_message(m))
+        half = self.topo.options.control_latency_ns // 2
+        client = InProcessController(node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(
+            agent_box[0], m, half))
         queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
         agent_box.append(agent)
         node.agent, node.client = agent, client
         agent.install(self.program.p4info, self.program.device_config)
+        if half:  # set-up is instant; from now on the agent's queue calls reach the switch late
+            agent.queues = DelayedQueues(queues, self.sched, self.topo.options.control_latency_ns - half)
+
+    def _to_agent(self, agent: SwitchAgent, msg: Any, delay_ns: int) -> None:
+        """A packet-in reaches the agent ``delay_ns`` after the switch sent it (control latency)."""
+        if delay_ns and msg.WhichOneof("update") == "packet":
+            self.sched.call_later(delay_ns, agent.on_stream_message, msg)
+        else:
+            agent.on_stream_message(msg)
+
+    def summary_extra(self) -> dict[str, Any]:
+        return {"control_latency": {"modelled_ms": self.topo.options.control_latency_ns / 1e6}}
 
     def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
         def trace(t: LawTrace) -> None:

@@ -82,6 +82,9 @@ def test_five_routers_lose_nothing(tmp_path: Path) -> None:
                        backend="netns", pcap=False).summary
     assert s["loss"]["total"] == 0, s["loss"]
     assert s["loss"]["data_packets_received"] > 0
+    lat = s["control_latency"]  # measured by the agents: every switch changed rates on reports
+    assert lat["samples"] > 0 and set(lat["switches"]) == {"R1", "R2", "R3", "R4", "R5"}
+    assert all(v["samples"] > 0 and 0 < v["median_ms"] <= v["p99_ms"] for v in lat["switches"].values())
 
 
 def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path) -> None:
