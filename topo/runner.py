@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.units import UnitError, parse_duration_ns
+from topo.analysis import warnings as analysis_warnings
 from topo.model import Topology
 from topo.plan import network_mode
 
@@ -195,6 +196,8 @@ def _main(args: argparse.Namespace) -> int:
         return 2
     out = Path(args.out or f"results/{topo.name}")
     if (warning := queue_model_warning(topo, args.target)) is not None:
+        print(f"hbh run: warning: {warning}", file=sys.stderr)
+    for warning in analysis_warnings(topo, duration / 1e9):
         print(f"hbh run: warning: {warning}", file=sys.stderr)
     if args.backend != "sim" or args.target != "p4switch":
         from topo.netns_plumbing import NetnsError, require_root

@@ -12,6 +12,7 @@ import argparse
 import sys
 
 from controlplane.units import format_duration, format_rate
+from topo.analysis import check_topology
 from topo.model import Topology
 from topo.schema import TopologyError, load_topology
 
@@ -81,11 +82,22 @@ def _events(t: Topology) -> list[str]:
     return out
 
 
+def _analysis(t: Topology) -> list[str]:
+    """The loop analysis of every law that carries an ALINEA flow (docs/alinea.md)."""
+    out = ["loop analysis (docs/alinea.md, \"The loop with its delay\"):"]
+    for c in check_topology(t):
+        v = c.verdict
+        out.append(f"  {c.key[0]} -> {c.key[1]}: delay {c.loop.delay_s * 1e3:.3g} ms = {v.delay_intervals} report "
+                   f"intervals, settled root modulus {v.radius_settled:.3f}, fluid peak {v.peak:.1%}"
+                   + ("" if v.lossless else " -- expects loss or no settling"))
+    return out
+
+
 def describe(t: Topology) -> str:
     """Every resolved value of ``t``, one item a line."""
     head = [f"{t.name} ({t.source})" + (f": {t.description}" if t.description else ""),
             f"options: report_loss {t.options.report_loss:g}, queue_model {t.options.queue_model}"]
-    return "\n".join(head + _nodes(t) + _links_and_flows(t) + _laws_and_ports(t) + _events(t)) + "\n"
+    return "\n".join(head + _nodes(t) + _links_and_flows(t) + _laws_and_ports(t) + _events(t) + _analysis(t)) + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,53 @@
+"""The loop analysis of a topology's laws, and hbh run's warnings from it (topo/analysis.py)."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from topo.analysis import check_topology, warnings
+from topo.runner import run_experiment
+from topo.schema import load_topology, load_topology_text
+
+ROOT = Path(__file__).resolve().parents[2]
+S = 1_000_000_000
+SHIPPED_ALINEA = ("paper-1router", "paper-5router", "capacity-drop", "alinea-merge-2", "alinea-merge-3",
+                  "alinea-merge-shared")
+
+
+def text(name: str) -> str:
+    return (ROOT / "topo" / f"{name}.yaml").read_text()
+
+
+@pytest.mark.parametrize("name", SHIPPED_ALINEA)
+def test_the_shipped_files_get_no_warning(name: str) -> None:
+    assert warnings(load_topology(ROOT / "topo" / f"{name}.yaml"), 40) == []
+
+
+def test_fifty_ms_links_are_ruled_out_and_the_warning_says_why() -> None:
+    t = load_topology_text(text("paper-1router").replace("delay: 3ms", "delay: 50ms"), "t.yaml")
+    ws = warnings(t, 20)
+    assert len(ws) == 2 and all("unstable" in w and "11 report intervals" in w for w in ws)
+    assert all("a buffer of at least" in w for w in ws)
+
+
+def test_bmv2_queues_add_the_hops_own_sojourn_to_the_delay() -> None:
+    t = load_topology(ROOT / "topo" / "paper-5router.yaml")
+    shaper = {c.key: c.loop.delay_s for c in check_topology(t, 10)}
+    t.options = dataclasses.replace(t.options, queue_model="bmv2")
+    bmv2 = {c.key: c.loop.delay_s for c in check_topology(t, 10)}
+    assert bmv2[("H1", "R1")] == shaper[("H1", "R1")]  # a host paces: no queue in between
+    assert bmv2[("R1", "R2")] > shaper[("R1", "R2")] + 0.5  # 140 packets at 1.2 Mb/s wait before a rate change
+    assert any("k_p <=" in w for w in warnings(t, 10))
+
+
+@pytest.mark.slow
+def test_where_the_analysis_warns_the_simulator_loses_packets() -> None:
+    """The issue's first row: paper-5router with rates and playout x10, nothing else."""
+    src = (text("paper-5router").replace("rate: 2Mbps", "rate: 20Mbps").replace("rate: 3Mbps", "rate: 30Mbps")
+           .replace("playout: 1.2Mbps", "playout: 12Mbps"))
+    t = load_topology_text(src, "x10.yaml")
+    assert any("overshoots" in w for w in warnings(t, 20))
+    assert run_experiment(t, 20 * S, seed=1, plots=False).summary["loss"]["total"] > 0

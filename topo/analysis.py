@@ -1,0 +1,143 @@
+"""Every ALINEA law of a topology checked against the loop analysis, before a run.
+
+Why: a researcher who changes a link rate or delay should not silently get a lossy loop. For each
+law (u regulating its rate toward v) this builds :class:`controlplane.loop_analysis.Loop` from
+the topology (v's buffer and report interval, the packet size, both propagation delays, the
+control plane's latency when u is a switch, and on BMv2's queues the sojourn of u's own buffer
+at its target, which a rate command waits behind) and says whether the analysis expects loss.
+``hbh run`` prints one warning per such law, once, at start (docs/alinea.md, "The loop with its
+delay").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
+from topo.model import Topology
+from topo.plan import packet_bytes_over
+
+__all__ = ["LawCheck", "law_loops", "check_topology", "warnings"]
+
+DirectedLink = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class LawCheck:
+    key: DirectedLink
+    loop: Loop
+    verdict: Verdict
+    drop_at_s: float | None
+
+    def warning(self) -> str | None:
+        """One line saying why the analysis expects loss and what would avoid it; None if it does not."""
+        v, loop = self.verdict, self.loop
+        if v.lossless:
+            return None
+        u, w = self.key
+        why = []
+        if v.radius_settled >= 1.0:
+            why.append(f"the settled loop is unstable (root modulus {v.radius_settled:.3f} >= 1)")
+        if v.peak >= 1.0:
+            what = "after the capacity drop" if self.drop_at_s is not None else "at start-up"
+            why.append(f"the buffer overshoots to {v.peak:.0%} {what}")
+        fix = (_gain_fix(loop, v.delay_intervals) if v.needed_buffer_pkts is None else
+               f"a buffer of at least {v.needed_buffer_pkts} packets ({_bdp(loop, v.needed_buffer_pkts)}) would "
+               f"avoid it with these gains")
+        return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay {v.delay_intervals} report intervals "
+                f"of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; {fix}")
+
+
+def _gain_fix(loop: Loop, d: int) -> str:
+    law = loop.law
+    scale = max_stable_scale(loop.a, law.w_min, law.k_p, d)
+    if scale <= 0:
+        return "no buffer up to 2^19 packets avoids it, and no smaller gains were found stable: shorten the delay"
+    return (f"no buffer up to 2^19 packets avoids it (at this delay the gains decide); k_p <= "
+            f"{law.k_p * scale / 1e6:.3g} Mb/s with w_min <= {law.w_min * scale * scale / 1e3:.3g} kb/s would be "
+            f"stable")
+
+
+def _bdp(loop: Loop, pkts: int) -> str:
+    bdp = loop.drain_bps * 2 * loop.delay_s / loop.packet_bits
+    return f"{pkts / bdp:.1f} x the bandwidth-delay product" if bdp > 0 else "no delay"
+
+
+def _downstream_drain(topo: Topology, u: str, v: str) -> float:
+    """What v forwards of the flows that cross u -> v: per flow the slowest link behind v (and
+    the receiver's playout), summed."""
+    total = 0.0
+    for f in topo.flows:
+        hops = list(zip(f.path, f.path[1:]))
+        if (u, v) not in hops:
+            continue
+        rest = hops[hops.index((u, v)) + 1:]
+        rates = [topo.link_between(a, b).rate_bps for a, b in rest]
+        playout = topo.nodes[f.dst].playout_bps
+        if playout:
+            rates.append(playout)
+        total += min(rates) if rates else topo.link_between(u, v).rate_bps
+    return total
+
+
+def _buffer(topo: Topology, u: str, v: str) -> tuple[int, int]:
+    port = topo.ports.get((v, u)) or topo.host_buffers[(v, u)]
+    return port.capacity, port.interval_us
+
+
+def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
+    """(law, its loop, when its drain drops) for every law whose link carries an ALINEA flow."""
+    out = []
+    used = {(a, b) for f in topo.flows if f.control == "alinea" for a, b in zip(f.path, f.path[1:])}
+    for (u, v), law in sorted(topo.law.items()):
+        if (u, v) not in used:
+            continue
+        capacity, interval_us = _buffer(topo, u, v)
+        bits = 8 * packet_bytes_over(topo, u, v)
+        link = topo.link_between(u, v)
+        drain = min(_downstream_drain(topo, u, v), law.r_max)
+        delay_ns = 2 * link.delay_ns + bits * 1e9 / link.rate_bps
+        if topo.nodes[u].is_switch:
+            delay_ns += topo.options.control_latency_ns
+            if topo.options.queue_model == "bmv2":
+                delay_ns += _own_sojourn_ns(topo, u, v, bits, drain)
+        loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain)
+        drop_at = None
+        for ev in topo.events:
+            if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None:
+                after = _drain_after(topo, u, v, ev.link, ev.rate_bps)
+                if after < drain:
+                    loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain, after)
+                    drop_at = ev.at_ns / 1e9
+                    break
+        out.append(((u, v), loop, drop_at))
+    return out
+
+
+def _own_sojourn_ns(topo: Topology, u: str, v: str, bits: int, drain_bps: float) -> float:
+    """On BMv2's queues a rate command waits behind u's own queue: its buffer at the target the
+    hop feeding u holds it at, drained at ``drain_bps``."""
+    feeders = [(w, u) for w in topo.neighbours(u) if (w, u) in topo.law and w != v]
+    if not feeders or drain_bps <= 0:
+        return 0.0
+    queued = sum(topo.law[k].o_max * topo.ports[(u, k[0])].capacity for k in feeders if (u, k[0]) in topo.ports)
+    return queued * bits / drain_bps * 1e9
+
+
+def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps: float) -> float:
+    saved = topo.link_between(*link)
+    index = topo.links.index(saved)
+    topo.links[index] = type(saved)(saved.a, saved.b, rate_bps, saved.delay_ns, saved.buffer, line=saved.line)
+    try:
+        return min(_downstream_drain(topo, u, v), topo.law[(u, v)].r_max)
+    finally:
+        topo.links[index] = saved
+
+
+def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
+    return [LawCheck(key, loop, assess(loop, duration_s, drop_at), drop_at) for key, loop, drop_at in law_loops(topo)]
+
+
+def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:
+    """One line per law the analysis expects to lose packets (hop-by-hop runs only)."""
+    return [w for c in check_topology(topo, duration_s) if (w := c.warning()) is not None]
