@@ -23,6 +23,7 @@ against the fluid buffer above (:func:`fluid_peak`).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, replace
 
@@ -67,8 +68,24 @@ def characteristic_roots(a: float, w: float, k: float, d: int) -> np.ndarray:
 
 
 def spectral_radius(a: float, w: float, k: float, d: int) -> float:
-    """The largest root modulus: below 1 the loop settles, the closer to 1 the slower."""
-    return float(max(abs(characteristic_roots(a, w, k, d))))
+    """The largest root modulus: below 1 the loop settles, the closer to 1 the slower.
+
+    It depends on the loop gains aW and aK only, so it is cached on them (rounded to 12
+    significant digits): a topology's laws share few distinct (aW, aK, d)."""
+    aw, ak = a * w, a * k
+    if d > MAX_EXACT_DELAY:  # coarse-grained: m intervals as one step (aW m^2, aK m, d/m); the
+        m = math.ceil(d / MAX_EXACT_DELAY)  # stability verdict holds, the modulus is per m intervals
+        aw, ak, d = aw * m * m, ak * m, math.ceil(d / m)
+    return _radius(float(f"{aw:.12g}"), float(f"{ak:.12g}"), d)
+
+
+#: Above this delay (report intervals) the polynomial's degree makes exact roots slow.
+MAX_EXACT_DELAY = 96
+
+
+@functools.lru_cache(maxsize=4096)
+def _radius(aw: float, ak: float, d: int) -> float:
+    return float(max(abs(characteristic_roots(1.0, aw, ak, d))))
 
 
 def max_stable_scale(a: float, w: float, k: float, d: int) -> float:
@@ -81,7 +98,7 @@ def max_stable_scale(a: float, w: float, k: float, d: int) -> float:
     if spectral_radius(a, w, k, d) < 1.0:
         return 1.0
     lo, hi = 0.0, 1.0
-    for _ in range(40):
+    for _ in range(16):  # to 1/65536 of the gains
         mid = (lo + hi) / 2
         if spectral_radius(a, w * mid * mid, k * mid, d) < 1.0:
             lo = mid
@@ -161,3 +178,45 @@ def assess(loop: Loop, duration_s: float = 60.0, drop_at_s: float | None = None)
     peak = fluid_peak(loop, duration_s, drop_at_s)
     needed = None if peak < 1.0 and radius < 1.0 else min_buffer(loop, duration_s, drop_at_s)
     return Verdict(d, radius, peak, needed)
+
+
+#: The loop gains docs/alinea.md chose for the paper's delay (a*W_min, a*k_p), kept when a law's
+#: gains are derived, scaled down when its delay asks for it (max_stable_scale, with a margin).
+LOOP_GAIN_W_MIN = 0.003
+LOOP_GAIN_K_P = 0.15
+W_MAX_HALVINGS = 4  # W_max = 2^4 * W_min, as docs/alinea.md's start-up ramp
+FLOOR_OF_R_MAX = 0.02
+STABILITY_MARGIN = 0.8
+MIN_INTERVAL_S = 100e-6
+PACKETS_PER_INTERVAL = 2.5
+
+
+def derived_interval_s(delay_s: float, rate_bps: float, packet_bits: int) -> float:
+    """A report interval as long as the loop's delay (so d stays 1-2 intervals) and never shorter
+    than 2.5 packets at the link's rate (a report should see a change) nor than 100 µs."""
+    return max(delay_s, PACKETS_PER_INTERVAL * packet_bits / rate_bps, MIN_INTERVAL_S)
+
+
+def derive_gains(loop: Loop, have: dict[str, float], duration_s: float = 20.0) -> dict[str, float]:
+    """The law's missing values (``w_min``, ``k_p``, ``w_max``, ``r_floor``) for ``loop``; ``have``
+    holds those the user gave, which are kept. The settled gains keep docs/alinea.md's loop gains
+    (a*W_min = 0.003, a*k_p = 0.15) where the delay allows, else the stable scale times 0.8; W_max
+    starts at 16 W_min and is halved while the fluid start-up overshoots past half the headroom
+    above O_max."""
+    d = delay_intervals(loop)
+    w0, k0 = LOOP_GAIN_W_MIN / loop.a, LOOP_GAIN_K_P / loop.a
+    scale = max_stable_scale(loop.a, w0, k0, d)
+    scale = 1.0 if scale >= 1.0 else scale * STABILITY_MARGIN
+    law = loop.law
+    out = {"w_min": have.get("w_min", w0 * scale * scale), "k_p": have.get("k_p", k0 * scale),
+           "r_floor": have.get("r_floor", max(1.0, FLOOR_OF_R_MAX * law.r_max))}
+    if "w_max" in have:
+        return {**out, "w_max": have["w_max"]}
+    w_max = out["w_min"] * 2 ** W_MAX_HALVINGS
+    limit = law.o_max + (1 - law.o_max) / 2
+    while True:
+        trial = replace(law, w_min=out["w_min"], k_p=out["k_p"], r_floor=min(out["r_floor"], law.r_max),
+                        w_max=max(w_max, out["w_min"]))
+        if w_max <= out["w_min"] or fluid_peak(replace(loop, law=trial), duration_s) < limit:
+            return {**out, "w_max": trial.w_max}
+        w_max /= 2

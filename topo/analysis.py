@@ -17,7 +17,8 @@ from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from topo.model import Topology
 from topo.plan import packet_bytes_over
 
-__all__ = ["LawCheck", "law_loops", "check_topology", "warnings"]
+__all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
+           "buffer_of"]
 
 DirectedLink = tuple[str, str]
 
@@ -63,7 +64,25 @@ def _bdp(loop: Loop, pkts: int) -> str:
     return f"{pkts / bdp:.1f} x the bandwidth-delay product" if bdp > 0 else "no delay"
 
 
-def _downstream_drain(topo: Topology, u: str, v: str) -> float:
+def loop_delay_s(topo: Topology, u: str, v: str, bits: int, drain_bps: float, sojourn: bool = True) -> float:
+    """Command to effect, the report's sampling aside: the link's propagation both ways, one
+    packet's serialization, and when u is a switch the control latency and (BMv2's queues,
+    ``sojourn``) the sojourn of u's own buffer."""
+    link = topo.link_between(u, v)
+    delay_ns = 2 * link.delay_ns + bits * 1e9 / link.rate_bps
+    if topo.nodes[u].is_switch:
+        delay_ns += topo.options.control_latency_ns
+        if sojourn and topo.options.queue_model == "bmv2":
+            delay_ns += _own_sojourn_ns(topo, u, v, bits, drain_bps)
+    return delay_ns / 1e9
+
+
+def alinea_links(topo: Topology) -> set[DirectedLink]:
+    """The directed links an ALINEA flow crosses (the laws that regulate traffic)."""
+    return {(a, b) for f in topo.flows if f.control == "alinea" for a, b in zip(f.path, f.path[1:])}
+
+
+def downstream_drain(topo: Topology, u: str, v: str) -> float:
     """What v forwards of the flows that cross u -> v: per flow the slowest link behind v (and
     the receiver's playout), summed."""
     total = 0.0
@@ -80,7 +99,8 @@ def _downstream_drain(topo: Topology, u: str, v: str) -> float:
     return total
 
 
-def _buffer(topo: Topology, u: str, v: str) -> tuple[int, int]:
+def buffer_of(topo: Topology, u: str, v: str) -> tuple[int, int]:
+    """(capacity in packets, report interval in µs) of v's buffer fed by u."""
     port = topo.ports.get((v, u)) or topo.host_buffers[(v, u)]
     return port.capacity, port.interval_us
 
@@ -88,19 +108,14 @@ def _buffer(topo: Topology, u: str, v: str) -> tuple[int, int]:
 def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
     """(law, its loop, when its drain drops) for every law whose link carries an ALINEA flow."""
     out = []
-    used = {(a, b) for f in topo.flows if f.control == "alinea" for a, b in zip(f.path, f.path[1:])}
+    used = alinea_links(topo)
     for (u, v), law in sorted(topo.law.items()):
         if (u, v) not in used:
             continue
-        capacity, interval_us = _buffer(topo, u, v)
+        capacity, interval_us = buffer_of(topo, u, v)
         bits = 8 * packet_bytes_over(topo, u, v)
-        link = topo.link_between(u, v)
-        drain = min(_downstream_drain(topo, u, v), law.r_max)
-        delay_ns = 2 * link.delay_ns + bits * 1e9 / link.rate_bps
-        if topo.nodes[u].is_switch:
-            delay_ns += topo.options.control_latency_ns
-            if topo.options.queue_model == "bmv2":
-                delay_ns += _own_sojourn_ns(topo, u, v, bits, drain)
+        drain = min(downstream_drain(topo, u, v), law.r_max)
+        delay_ns = loop_delay_s(topo, u, v, bits, drain) * 1e9
         loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain)
         drop_at = None
         for ev in topo.events:
@@ -129,7 +144,7 @@ def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps
     index = topo.links.index(saved)
     topo.links[index] = type(saved)(saved.a, saved.b, rate_bps, saved.delay_ns, saved.buffer, line=saved.line)
     try:
-        return min(_downstream_drain(topo, u, v), topo.law[(u, v)].r_max)
+        return min(downstream_drain(topo, u, v), topo.law[(u, v)].r_max)
     finally:
         topo.links[index] = saved
 

@@ -132,6 +132,8 @@ class Topology:
     options: Options = field(default_factory=Options)
     description: str = ""
     host_buffers: dict[tuple[str, str], PortParams] = field(default_factory=dict)
+    # per law: where each value came from ("file", "derived" from the topology, or "default")
+    provenance: dict[tuple[str, str], dict[str, str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._port_numbers: dict[tuple[str, str], int] = {}

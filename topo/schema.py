@@ -23,6 +23,7 @@ from yaml.nodes import Node as YamlNode
 from controlplane.params import LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
 from p4switch.tm import QUEUE_MODELS
+from topo.derive import derive_missing
 from topo.fairness import FAIRNESS, apply_fairness
 from topo.model import (
     CONTROLS,
@@ -99,6 +100,13 @@ class _Origin:
 
 
 _BUILTIN = _Origin(0, "(built-in default)", 1)
+
+
+def _provenance(origin: _Origin) -> str:
+    return "default" if origin.rank == 0 else "derived" if origin.rank == _DERIVED_RANK else "file"
+
+
+
 _DERIVED_RANK = 1
 _DEFAULTS_RANK = 2
 _OVERRIDE_RANK = 3  # + the override's index: later overrides win the blame
@@ -163,14 +171,19 @@ class _Loader:
         skeleton = Topology(self._name(), self.doc.source, self.nodes, self.links, [], {}, {})
         flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
         self._flows_by_name = flows
-        law, intervals = self._laws(skeleton, flows)
+        law, intervals, origins = self._laws(skeleton, flows)
+        options = self._options()
+        draft = Topology(skeleton.name, self.doc.source, self.nodes, self.links, flows, law,
+                         self._ports(skeleton, intervals), options=options,
+                         host_buffers=self._host_buffers(skeleton, intervals))
+        law, intervals = derive_missing(draft, intervals, origins)
         ports = self._ports(skeleton, intervals)
         host_buffers = self._host_buffers(skeleton, intervals)
         events = self._events(skeleton, law)
         return apply_fairness(Topology(
             name=skeleton.name, source=self.doc.source, nodes=self.nodes, links=self.links, flows=flows,
-            law=law, ports=ports, events=events, options=self._options(), description=self._description(),
-            host_buffers=host_buffers))
+            law=law, ports=ports, events=events, options=options, description=self._description(),
+            host_buffers=host_buffers, provenance=origins))
 
     # ---- small typed readers ---------------------------------------------------------------------
     def _rate(self, node: YamlNode, path: str) -> float:
@@ -464,9 +477,13 @@ class _Loader:
         return " ".join(p for p in (f"node {sel.node}" if sel.node else "",
                                     f"toward {sel.toward}" if sel.toward else "") if p)
 
-    def _laws(self, topo: Topology, flows: list[Flow]) -> tuple[dict[DirectedLink, LawParams], dict[DirectedLink, int]]:
+    def _laws(self, topo: Topology, flows: list[Flow]) -> tuple[dict[DirectedLink, LawParams], dict[DirectedLink, int],
+                                                              dict[DirectedLink, dict[str, str]]]:
+        """The laws, their downstream ports' report intervals, and where each value came from
+        (``file``, ``derived`` or ``default``: the built-in, which topo.derive may replace)."""
         law: dict[DirectedLink, LawParams] = {}
         intervals: dict[DirectedLink, int] = {}
+        origins: dict[DirectedLink, dict[str, str]] = {}
         selectors = self._selectors(topo)
         for link in self._law_links(topo):
             draft = self._draft(link, flows)
@@ -478,7 +495,9 @@ class _Loader:
                         draft.interval_origin = _Origin(rank, sel.path, sel.interval[1])
             law[link] = self._validated(link, draft)
             intervals[link] = draft.interval_us
-        return law, intervals
+            origins[link] = {k: _provenance(o) for k, o in draft.origins.items()}
+            origins[link]["interval"] = _provenance(draft.interval_origin)
+        return law, intervals, origins
 
     def _draft(self, link: DirectedLink, flows: list[Flow]) -> _Draft:
         d = self.defaults

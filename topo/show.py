@@ -54,12 +54,20 @@ def _links_and_flows(t: Topology) -> list[str]:
     return out
 
 
+def _origins(t: Topology, key: tuple[str, str]) -> str:
+    """Where the values came from, unless all from the file: "; derived: ...; default: ..."."""
+    origins = t.provenance.get(key, {})
+    parts = [f"{kind}: {', '.join(k for k, o in origins.items() if o == kind)}" for kind in ("derived", "default")
+             if any(o == kind for o in origins.values())]
+    return "".join(f"; {p}" for p in parts)
+
+
 def _laws_and_ports(t: Topology) -> list[str]:
     out = ["laws (u -> v: u's rate toward v, on v's reports):"]
     for (u, v), p in t.law.items():
         out.append(f"  {u} -> {v}: o_min {p.o_min:g}, o_max {p.o_max:g}, w_max {format_rate(p.w_max)}, "
                    f"w_min {format_rate(p.w_min)}, k_p {format_rate(p.k_p)}, r_max {format_rate(p.r_max)}, "
-                   f"r_floor {format_rate(p.r_floor)}")
+                   f"r_floor {format_rate(p.r_floor)}{_origins(t, (u, v))}")
     out.append("ports (switch <- neighbour):")
     out += [f"  {v} <- {u}: capacity {p.capacity}, interval {p.interval_us} us" for (v, u), p in t.ports.items()]
     out.append("host receive buffers (host <- neighbour):")

@@ -53,7 +53,11 @@ def test_a_selector_changes_only_its_laws(base):
     t = one(base, "alinea[toward=R2].interval=5ms")
     assert {p.interval_us for (v, _), p in t.ports.items() if v == "R2"} == {5000}
     assert {p.interval_us for (v, _), p in t.ports.items() if v != "R2"} == {10_000}
-    assert t.law[("R1", "R2")] == base.topo.law[("R1", "R2")]
+    others = [k for k in t.law if k != ("R1", "R2")]
+    assert others and all(t.law[k] == base.topo.law[k] for k in others)
+    # R1 -> R2's gains follow its new interval when the file leaves them to be derived (topo/derive.py)
+    kept = ("o_min", "o_max", "r_max")
+    assert all(getattr(t.law[("R1", "R2")], k) == getattr(base.topo.law[("R1", "R2")], k) for k in kept)
 
 
 def test_links_flows_nodes_options(base):

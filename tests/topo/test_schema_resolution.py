@@ -20,10 +20,16 @@ def test_builtin_defaults_when_the_file_says_nothing():
     assert t.links[1].rate_bps == 3e6
     assert t.flows[0].name == "f1" and t.flows[0].packet_size == 1000
     builtin = LawParams()
-    law = t.law[("R1", "R2")]
-    assert (law.o_min, law.o_max, law.w_max, law.w_min, law.r_floor, law.k_p) == (
+    idle = t.law[("R2", "R1")]  # no ALINEA flow crosses R2 -> R1: the built-in values, nothing derived
+    assert (idle.o_min, idle.o_max, idle.w_max, idle.w_min, idle.r_floor, idle.k_p) == (
         builtin.o_min, builtin.o_max, builtin.w_max, builtin.w_min, builtin.r_floor, builtin.k_p)
-    assert t.ports[("R2", "R1")].interval_us == 10_000 and t.ports[("R2", "R1")].capacity == 200
+    assert set(t.provenance[("R2", "R1")].values()) <= {"default", "derived"}
+    assert t.provenance[("R2", "R1")]["w_min"] == "default" and t.ports[("R1", "R2")].interval_us == 10_000
+    law = t.law[("R1", "R2")]  # carries f1: gains, floor and interval derived (topo/derive.py)
+    assert (law.o_min, law.o_max) == (builtin.o_min, builtin.o_max)
+    assert {k: t.provenance[("R1", "R2")][k] for k in ("w_max", "w_min", "k_p", "r_floor", "interval")} == dict.fromkeys(
+        ("w_max", "w_min", "k_p", "r_floor", "interval"), "derived")
+    assert t.ports[("R2", "R1")].capacity == 200
     assert t.options.report_loss == 0
 
 
@@ -52,7 +58,8 @@ def test_overrides_apply_in_file_order():
     t = load(text)
     assert t.law[("R1", "R2")].o_max == 0.9  # the second override came later
     assert t.law[("R2", "R1")].o_max == 0.8 and t.law[("R2", "R1")].w_min == 1e6  # node = the upstream end
-    assert t.law[("R2", "H2")].o_max == 0.8 and t.law[("R2", "H2")].w_min == LawParams().w_min
+    assert t.law[("R2", "H2")].o_max == 0.8 and t.provenance[("R2", "H2")]["w_min"] == "derived"
+    assert t.provenance[("R2", "R1")]["w_min"] == "file"
     # interval of law (u, v) = report interval of v's port from u.
     assert t.ports[("R2", "R1")].interval_us == 5000
     assert t.ports[("R1", "R2")].interval_us == 10_000
