@@ -13,26 +13,14 @@ from topo.show import describe
 from topo.sweep.grammar import SweepError, parse_settings
 from topo.sweep.points import Base, grid, point_topology
 
-from .helpers import SOURCE, expect_error
+from .helpers import BASE, SOURCE, expect_error
 
 TOPO = Path(__file__).resolve().parents[2] / "topo"
 
-#: H1 -- R1 -- R2 -- H2 with a 1 Gb/s middle link; one alinea flow H1 -> H2, 1000-byte packets.
-TEXT = """\
-defaults:
-  link: {rate: 2Mbps, buffer: 5ms}
-nodes:
-  H1: {kind: host}
-  R1: {kind: switch}
-  R2: {kind: switch}
-  H2: {kind: host, receive_buffer: 100, playout: 1Mbps}
-links:
-  - {ends: [H1, R1]}
-  - {ends: [R1, R2], rate: 1Gbps}
-  - {ends: [R2, H2], buffer: 50}
-flows:
-  - {src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}
-"""
+#: helpers.BASE (H1 -- R1 -- R2 -- H2, one alinea flow, 1000-byte packets) with a 5 ms default
+#: buffer, a 1 Gb/s middle link and 50 packets on R2 -- H2.
+TEXT = "defaults:\n  link: {rate: 2Mbps, buffer: 5ms}\n" + BASE.replace("rate: 3Mbps}", "rate: 1Gbps}").replace(
+    "{ends: [R2, H2]}", "{ends: [R2, H2], buffer: 50}")
 
 
 def load(text: str = TEXT):
