@@ -17,13 +17,14 @@ Addressing (documented in docs/topologies.md):
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 from typing import Literal
 
 from controlplane.params import LawParams, PortParams
 
-__all__ = ["Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS"]
+__all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
 CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm")
@@ -35,6 +36,22 @@ DEFAULT_CONTROL_LATENCY_NS = 1_000_000
 
 
 @dataclass(frozen=True)
+class BufferTime:
+    """Where a buffer given as a duration came from (``buffer: 5ms``): ``ns`` of draining at
+    ``rate_bps`` in ``packet_size``-byte packets. The buffer itself is always the packet count
+    the loader derived from these; this is kept only to show it (``python -m topo.show``)."""
+
+    ns: int
+    rate_bps: float
+    packet_size: int
+
+    @property
+    def packets(self) -> int:
+        """``ns * rate / (8 * packet_size)`` rounded up, at least 1 (a 1e-9 packet margin absorbs float noise)."""
+        return max(1, math.ceil(self.ns * self.rate_bps / (8e9 * self.packet_size) - 1e-9))
+
+
+@dataclass(frozen=True)
 class Node:
     name: str
     kind: Literal["host", "switch"]
@@ -43,6 +60,7 @@ class Node:
     playout_bps: float | None = None  # hosts: rate the application drains that buffer at
     line: int = 0
     clock_offset_ns: int = 0  # hosts: added to every clock reading of the host (timestamps)
+    receive_buffer_time: BufferTime | None = None  # hosts: receive_buffer was given as a duration
 
     @property
     def is_switch(self) -> bool:
@@ -57,6 +75,7 @@ class Link:
     delay_ns: int
     buffer: int  # packets: the modelled incoming buffer at each end (switch port or host)
     line: int = 0
+    buffer_time: BufferTime | None = None  # the buffer was given as a duration (already in ``buffer``)
 
     @property
     def ends(self) -> tuple[str, str]:

@@ -20,15 +20,23 @@ from pathlib import Path
 
 from yaml.nodes import Node as YamlNode
 
-from controlplane.params import LawParams, ParamError, PortParams, validate_law, validate_port
-from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
-from p4switch.tm import QUEUE_MODELS
+from controlplane.params import MAX_32, LawParams, ParamError, PortParams, validate_law, validate_port
+from controlplane.units import (
+    UnitError,
+    format_rate,
+    parse_bytes,
+    parse_duration_ns,
+    parse_fraction,
+    parse_rate,
+)
+from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
 from topo.fairness import FAIRNESS, apply_fairness
 from topo.model import (
     CONTROLS,
     CVIHIS_CONTROLS,
     DEFAULT_CONTROL_LATENCY_NS,
+    BufferTime,
     Event,
     Flow,
     Link,
@@ -61,6 +69,11 @@ MAX_INTERVAL_US = (1 << 32) - 1
 #: A node id is one byte of the addresses topo.model derives; with no duplicate links a switch
 #: then has at most 254 ports, which fits its one-byte port field too.
 MAX_ID = 255
+#: The most packets a buffer may hold: a link's (a switch port's, p4switch's and BMv2's queue
+#: depth limit) and a host's receive buffer (PortParams' 32 bits).
+LINK_BUFFER_LIMIT = (MAX_QUEUE_DEPTH, "the switch's maximum queue depth")
+RECEIVE_BUFFER_LIMIT = (MAX_32, "the largest receive buffer")
+BUFFER_FORMS = "a buffer is a whole number of packets, e.g. 200, or a duration, e.g. 5ms"
 
 DirectedLink = tuple[str, str]
 
@@ -142,11 +155,22 @@ class _Selector:
         return (self.node is None or link[0] == self.node) and (self.toward is None or link[1] == self.toward)
 
 
+@dataclass(frozen=True)
+class _BufferDraft:
+    """A buffer given as a duration (``5ms``): resolved into packets once the flows are routed,
+    since the packet size it is counted in is that of the flows crossing the link."""
+
+    ns: int
+    text: str  # as written, for messages
+    node: YamlNode  # where a complaint about it points
+    path: str
+
+
 @dataclass
 class _Defaults:
     rate_bps: float = 2.0e6
     delay_ns: int = 3_000_000
-    buffer: int = 200
+    buffer: int | _BufferDraft = 200
     packet_size: int = 1000
     law: dict[str, tuple[float, int]] = field(default_factory=dict)
     interval: tuple[int, int] | None = None
@@ -162,6 +186,7 @@ class _Loader:
         self.nodes: dict[str, Node] = {}
         self.links: list[Link] = []
         self.defaults = _Defaults()
+        self.buffer_drafts: dict[int | str, _BufferDraft] = {}  # link index / host name -> its duration
 
     def load(self) -> Topology:
         self.defaults = self._defaults()
@@ -171,6 +196,9 @@ class _Loader:
         skeleton = Topology(self._name(), self.doc.source, self.nodes, self.links, [], {}, {})
         flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
         self._flows_by_name = flows
+        if self.buffer_drafts:
+            self._resolve_buffers(flows)
+            skeleton = Topology(skeleton.name, self.doc.source, self.nodes, self.links, [], {}, {})
         law, intervals, origins = self._laws(skeleton, flows)
         options = self._options()
         draft = Topology(skeleton.name, self.doc.source, self.nodes, self.links, flows, law,
@@ -205,6 +233,27 @@ class _Loader:
         except ParamError as exc:
             raise self.doc.error(node, path, str(exc)) from None
         return value
+
+    def _buffer(self, node: YamlNode, path: str, limit: tuple[int, str]) -> int | _BufferDraft:
+        """A buffer: packets, or a duration (text ending in a unit) that :meth:`_resolve_buffers`
+        turns into packets. A number in text (``"200"``, ``1e3``) is no packet count and is refused."""
+        value = self.doc.scalar(node, path)
+        if not (isinstance(value, str) and re.fullmatch(r"\s*-?[0-9.].*[A-Za-zµ]\s*", value)):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise self.doc.error(node, path, f"expected a whole number of packets, got {value!r}; "
+                                                 "a buffer may also be a duration, e.g. 5ms")
+            packets = self._capacity(node, path)
+            if packets > limit[0]:
+                raise self.doc.error(node, path, f"{packets} packets: above {limit[1]} ({limit[0]} packets)")
+            return packets
+        text = value.strip()
+        try:
+            ns = parse_duration_ns(text.removeprefix("-"), path)
+        except UnitError as exc:
+            raise TopologyError(f"{self.doc.where(self.doc.line(node))}: {exc}; {BUFFER_FORMS}") from None
+        if text.startswith("-") or ns <= 0:
+            raise self.doc.error(node, path, f"{text}: a buffer's duration must be > 0")
+        return _BufferDraft(ns, text, node, path)
 
     def _interval_us(self, node: YamlNode, path: str) -> int:
         ns = self._duration(node, path)
@@ -261,7 +310,7 @@ class _Loader:
             if "delay" in link:
                 d.delay_ns = self._duration(link["delay"].value, "defaults.link.delay")
             if "buffer" in link:
-                d.buffer = self._capacity(link["buffer"].value, "defaults.link.buffer")
+                d.buffer = self._buffer(link["buffer"].value, "defaults.link.buffer", LINK_BUFFER_LIMIT)
         if "packet_size" in entries:
             d.packet_size = self._packet_size(entries["packet_size"].value, "defaults.packet_size")
         if "alinea" in entries:
@@ -314,8 +363,11 @@ class _Loader:
             raise self.doc.error(entry.key_node, path, "give both receive_buffer and playout, or neither")
         buffer = playout = None
         if "receive_buffer" in fields:
-            buffer = self._capacity(fields["receive_buffer"].value, f"{path}.receive_buffer")
+            buffer = self._buffer(fields["receive_buffer"].value, f"{path}.receive_buffer", RECEIVE_BUFFER_LIMIT)
             playout = self._rate(fields["playout"].value, f"{path}.playout")
+            if isinstance(buffer, _BufferDraft):  # resolved at the playout rate by _resolve_buffers
+                self.buffer_drafts[entry.key] = buffer
+                buffer = 0
         offset = 0
         if "clock_offset" in fields:
             if kind != "host":
@@ -337,7 +389,7 @@ class _Loader:
         seen: dict[frozenset[str], int] = {}
         host_link: dict[str, int] = {}
         for i, item in enumerate(self.doc.sequence(self.top["links"].value, "links")):
-            link, ends_node = self._link(item, f"links[{i}]")
+            link, ends_node = self._link(item, i)
             pair = frozenset(link.ends)
             if pair in seen:
                 raise self.doc.error(ends_node, f"links[{i}].ends",
@@ -358,8 +410,9 @@ class _Loader:
                                              f"host {node.name} has no link (a host has exactly one link)")
         return links
 
-    def _link(self, item: YamlNode, path: str) -> tuple[Link, YamlNode]:
+    def _link(self, item: YamlNode, i: int) -> tuple[Link, YamlNode]:
         """The link and its ``ends`` node (where errors about the pair point)."""
+        path = f"links[{i}]"
         fields = self.doc.mapping(item, path, LINK_KEYS, required=("ends",))
         ends = self.doc.sequence(fields["ends"].value, f"{path}.ends")
         if len(ends) != 2:
@@ -370,7 +423,11 @@ class _Loader:
         d = self.defaults
         rate = self._rate(fields["rate"].value, f"{path}.rate") if "rate" in fields else d.rate_bps
         delay = self._duration(fields["delay"].value, f"{path}.delay") if "delay" in fields else d.delay_ns
-        buffer = self._capacity(fields["buffer"].value, f"{path}.buffer") if "buffer" in fields else d.buffer
+        buffer = self._buffer(fields["buffer"].value, f"{path}.buffer", LINK_BUFFER_LIMIT) if "buffer" in fields \
+            else d.buffer
+        if isinstance(buffer, _BufferDraft):  # resolved at this link's rate by _resolve_buffers
+            self.buffer_drafts[i] = buffer
+            buffer = 0
         return Link(a, b, rate, delay, buffer, line=self.doc.line(item)), fields["ends"].value
 
     # ---- flows -----------------------------------------------------------------------------------
@@ -427,6 +484,33 @@ class _Loader:
                                  f"only fixed flows have a rate (an {control} flow's rate is set by its control; "
                                  "use r_max to cap it)")
         return None
+
+    def _resolve_buffers(self, flows: list[Flow]) -> None:
+        """Durations into packets: a link's at its rate, a host's receive buffer at its playout rate,
+        counted in the largest packet size of the flows through it (any direction; for a host, the
+        flows it receives), or ``defaults.packet_size`` when none is. Rounded up, at least 1."""
+        for key, draft in self.buffer_drafts.items():
+            if isinstance(key, int):
+                link = self.links[key]
+                sizes = [f.packet_size for f in flows
+                         if any({u, v} == set(link.ends) for u, v in zip(f.path, f.path[1:]))]
+                whose = "" if draft.path == f"links[{key}].buffer" else f" (links[{key}] {link.a} -- {link.b})"
+                time = self._buffer_time(draft, link.rate_bps, sizes, LINK_BUFFER_LIMIT, whose)
+                self.links[key] = dataclasses.replace(link, buffer=time.packets, buffer_time=time)
+            else:
+                host = self.nodes[key]
+                sizes = [f.packet_size for f in flows if f.dst == key]
+                time = self._buffer_time(draft, host.playout_bps or 0, sizes, RECEIVE_BUFFER_LIMIT, " (playout)")
+                self.nodes[key] = dataclasses.replace(host, receive_buffer=time.packets, receive_buffer_time=time)
+
+    def _buffer_time(self, draft: _BufferDraft, rate_bps: float, sizes: list[int], limit: tuple[int, str],
+                     whose: str) -> BufferTime:
+        time = BufferTime(draft.ns, rate_bps, max(sizes, default=self.defaults.packet_size))
+        if time.packets > limit[0]:
+            raise self.doc.error(draft.node, draft.path,
+                                 f"{draft.text} at {format_rate(rate_bps)}{whose} in {time.packet_size} B packets "
+                                 f"is {time.packets} packets: above {limit[1]} ({limit[0]} packets)")
+        return time
 
     def _host_ref(self, node: YamlNode, path: str) -> str:
         name = self._node_ref(node, path)

@@ -13,7 +13,7 @@ import sys
 
 from controlplane.units import format_duration, format_rate
 from topo.analysis import check_topology
-from topo.model import Topology
+from topo.model import BufferTime, Topology
 from topo.schema import TopologyError, load_topology
 
 __all__ = ["describe", "main"]
@@ -27,6 +27,13 @@ def _mac(value: int) -> str:
     return ":".join(f"{(value >> s) & 0xFF:02x}" for s in range(40, -1, -8))
 
 
+def _buffer(packets: int, time: BufferTime | None) -> str:
+    """A buffer as the file gave it: ``200``, or ``250 packets (5ms at 400Mbps, 1000 B)`` from a duration."""
+    if time is None:
+        return str(packets)
+    return f"{packets} packets ({format_duration(time.ns)} at {format_rate(time.rate_bps)}, {time.packet_size} B)"
+
+
 def _nodes(t: Topology) -> list[str]:
     out = ["nodes:"]
     for n in t.nodes.values():
@@ -34,7 +41,7 @@ def _nodes(t: Topology) -> list[str]:
             ports = ", ".join(f"{t.port(n.name, nb)}->{nb} {_mac(t.mac(n.name, nb))}" for nb in t.neighbours(n.name))
             out.append(f"  {n.name}: switch, id {n.index}, ports {ports}")
         else:
-            buffer = (f", receive_buffer {n.receive_buffer}, playout {format_rate(n.playout_bps or 0)}"
+            buffer = (f", receive_buffer {_buffer(n.receive_buffer, n.receive_buffer_time)}, playout {format_rate(n.playout_bps or 0)}"
                       if n.receive_buffer is not None else "")
             out.append(f"  {n.name}: host, id {n.index}, {_ipv4(t.ip(n.name))} {_mac(t.mac(n.name))}{buffer}")
     return out
@@ -42,7 +49,7 @@ def _nodes(t: Topology) -> list[str]:
 
 def _links_and_flows(t: Topology) -> list[str]:
     out = ["links:"]
-    out += [f"  {ln.a} -- {ln.b}: {format_rate(ln.rate_bps)}, {format_duration(ln.delay_ns)}, buffer {ln.buffer}"
+    out += [f"  {ln.a} -- {ln.b}: {format_rate(ln.rate_bps)}, {format_duration(ln.delay_ns)}, buffer {_buffer(ln.buffer, ln.buffer_time)}"
             for ln in t.links]
     out.append("flows:")
     for f in t.flows:

@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from topo.schema import load_topology_text
+import pytest
+
+from topo.schema import TopologyError, load_topology_text
+from topo.show import describe
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
 
@@ -28,3 +31,16 @@ def test_the_documented_example_loads():
     assert t.ports[("R1", "H1")].interval_us == 10_000
     assert [e.kind for e in t.events] == ["alinea", "link_rate"]
     assert t.options.report_loss == 0.1
+
+
+
+def test_the_buffer_duration_example_shows_what_the_doc_says():
+    section = DOC.read_text(encoding="utf-8").split("### Buffers given as durations", 1)[1].split("\n### ", 1)[0]
+    example, shown, errors = re.findall(r"```(?:yaml)?\n(.*?)```", section, re.S)
+    out = describe(load_topology_text(example, "t.yaml"))
+    assert all(line + "\n" in out for line in shown.splitlines())
+    edits = [("buffer: 50}", "buffer: -5ms}"), ("buffer: 50}", "buffer: 5MS}"), ("buffer: 5ms}", "buffer: 5s}")]
+    for line, (old, new) in zip(errors.splitlines(), edits, strict=True):
+        with pytest.raises(TopologyError) as info:
+            load_topology_text(example.replace(old, new), "t.yaml")
+        assert str(info.value) == line
