@@ -193,6 +193,12 @@ def _main(args: argparse.Namespace) -> int:
     except (UnitError, TopologyError, OSError) as exc:
         print(f"hbh run: {exc}", file=sys.stderr)
         return 2
+    if args.backend == "sim":
+        from topo.simnet import sim_refusal
+
+        if (why := sim_refusal(topo)) is not None:
+            print(f"hbh run: {why}", file=sys.stderr)
+            return 2
     out = Path(args.out or f"results/{topo.name}")
     if (warning := queue_model_warning(topo, args.target)) is not None:
         print(f"hbh run: warning: {warning}", file=sys.stderr)
