@@ -21,7 +21,7 @@ class UnitError(ValueError):
 _NUMBER = r"([0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE]([+-]?[0-9]+))?"
 _RATE_UNITS = {"bps": 1, "b/s": 1, "kbps": 1e3, "kb/s": 1e3, "mbps": 1e6, "mb/s": 1e6, "gbps": 1e9, "gb/s": 1e9}
 _TIME_UNITS = {"ns": 1, "us": 1e3, "µs": 1e3, "ms": 1e6, "s": 1e9}
-_BYTE_UNITS = {"b": 1, "kb": 1000, "kib": 1024}
+_BYTE_UNITS = {"b": 1, "kb": 1000, "kib": 1024, "mb": 1000**2, "mib": 1024**2, "gb": 1000**3, "gib": 1024**3}
 
 
 def _split(text: object, what: str, example: str) -> tuple[float, str]:
@@ -82,7 +82,7 @@ def parse_bytes(text: object, what: str = "size") -> int:
     value, unit = _split(text, what, "1000B")
     scale = 1 if unit == "" else _BYTE_UNITS.get(unit.lower())
     if scale is None:
-        raise UnitError(f"{what}: unknown size unit {unit!r} in {text!r} (use B, kB, KiB)")
+        raise UnitError(f"{what}: unknown size unit {unit!r} in {text!r} (use B, kB, KiB, MB, MiB, GB, GiB)")
     n = value * scale
     if n != int(n):
         raise UnitError(f"{what}: {text!r} is not a whole number of bytes")

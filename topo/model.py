@@ -24,15 +24,22 @@ from typing import Literal
 
 from controlplane.params import LawParams, PortParams
 
-__all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS"]
+__all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS",
+           "DEFAULT_TCP_CC", "TCP_RECORD_BYTES"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
-CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm")
+CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
 #: median the netns backend measures for p4switch on our 2-core machines (docs/netns.md).
 DEFAULT_CONTROL_LATENCY_NS = 1_000_000
+#: ``control: tcp`` (the kernel's TCP, netns backend only): the congestion control when the file names
+#: none, and the application record a TCP sender writes (a "packet" of a TCP flow in the CSVs and the
+#: summary: a 20-byte header -- length, sequence number, send time -- and padding; 1448 B = the MSS of
+#: a 1500-byte MTU with TCP timestamps, so a record is about one segment's payload).
+DEFAULT_TCP_CC = "cubic"
+TCP_RECORD_BYTES = 1448
 
 
 @dataclass(frozen=True)
@@ -98,6 +105,8 @@ class Flow:
     rate_bps: float | None = None  # fixed: the sending rate
     path: tuple[str, ...] = ()  # node names src .. dst, filled by Topology
     line: int = 0
+    cc: str | None = None  # tcp: the kernel's congestion control (TCP_CONGESTION)
+    size_bytes: int | None = None  # tcp: bytes to deliver, None: bulk until stop (or the run's end)
 
 
 @dataclass(frozen=True)

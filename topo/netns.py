@@ -594,7 +594,7 @@ class NetnsNetwork:
                 src, dst = by_t[f.src].get(t), by_t[f.dst].get(t)
                 sent = src["sent"].get(f.name, 0) if src else 0
                 received, owd = dst["received"].get(flow_ids[f.name], (0, 0)) if dst else (0, 0)
-                rec.flows.append(FlowSample(t, f.name, sent, received, owd))
+                rec.flows.append(FlowSample(t, f.name, sent, received, owd, f.packet_size))
             for name in sorted(by_t):
                 s = by_t[name].get(t)
                 if s is not None and s["buffer"] is not None:
@@ -602,6 +602,10 @@ class NetnsNetwork:
         for r in results.values():
             rec.laws.extend(r.get("laws", []))
             rec.packets.update(r.get("packets", {}))
+            tcp = r.get("tcp", {})
+            rec.tcp.extend(tcp.get("samples", []))
+            for name, totals in tcp.get("flows", {}).items():
+                rec.tcp_flows.setdefault(name, {}).update(totals)
             for k, v in r.get("counts", {}).items():
                 self.counts[k] = self.counts.get(k, 0) + v
         rec.laws.sort(key=lambda row: row.t_ns)

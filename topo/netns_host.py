@@ -38,8 +38,10 @@ from runtime.link import LinkModel, Transmitter
 from runtime.ports import PacketSocketPort
 from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
+from topo.plan import neighbour_mac
 from topo.record import BufferSample, Recorder
-from topo.simnet import SAMPLE_NS, SimHostNode, cvihis_params, new_counts, source_offset
+from topo.simnet import HOST_TX_QUEUE, SAMPLE_NS, SimHostNode, cvihis_params, new_counts, source_offset
+from topo.tcpflow import TcpReceiver, TcpSender, TunRelay
 
 __all__ = ["main", "RunClock", "HostUplink"]
 
@@ -131,11 +133,32 @@ class NetnsHost:
         self.samples: list[dict[str, Any]] = []
         self.finished = threading.Event()
         self._lock = threading.Lock()
+        # kernel TCP flows (topo/tcpflow.py): flow id -> flow, for the flows this host sends or receives
+        self.tcp_flows = {i + 1: f for i, f in enumerate(topo.flows) if f.control == "tcp" and name in (f.src, f.dst)}
+        self.tun: TunRelay | None = None
+        self.tcp_senders: dict[int, TcpSender] = {}
+        self.tcp_receivers: dict[int, TcpReceiver] = {}
+        self._eth_header = b""
 
     def open(self) -> None:
         self.sched.start()
         self.port = self.sched.run_sync(
             lambda: PacketSocketPort(1, self.ifname, self.sched, on_receive=self._on_frame))
+        if self.tcp_flows:
+            self._open_tcp()
+
+    def _open_tcp(self) -> None:
+        """The tun carrying this host's TCP, and a listening socket per TCP flow it receives (so
+        every listener is up before time 0)."""
+        topo, me = self.topo, self.name
+        (switch,) = topo.neighbours(me)
+        self._eth_header = (neighbour_mac(topo, me, switch).to_bytes(6, "big") + topo.mac(me).to_bytes(6, "big")
+                            + b"\x08\x00")
+        self.tun = TunRelay(topo.ip(me))
+        self.sched.add_reader(self.tun.fd, self._from_tun)
+        for fid, f in self.tcp_flows.items():
+            if f.dst == me:  # run times are set at start; the listener is bound now
+                self.tcp_receivers[fid] = TcpReceiver(f, fid, topo.ip(me), 0, 0)
 
     def start(self, t0_monotonic_ns: int, duration_ns: int) -> None:
         self.sched.run_sync(self._start, t0_monotonic_ns, duration_ns)
@@ -160,10 +183,33 @@ class NetnsHost:
                 fid = next(i + 1 for i, f in enumerate(self.topo.flows) if f.name == ev.flow)
                 if self.topo.flows[fid - 1].dst == self.name:
                     clock.call_at(ev.at_ns, lambda fid=fid, mode=ev.mode: node.sinks[fid].core.set_mode(mode))
+        self._start_tcp(t0, duration_ns)
         k_last = duration_ns // SAMPLE_NS
         for k in range(k_last + 1):
             clock.call_at(k * SAMPLE_NS, self._sample, k * SAMPLE_NS)
         clock.call_at(duration_ns, self._end, duration_ns)
+
+    def _start_tcp(self, t0: int, duration_ns: int) -> None:
+        for fid, f in self.tcp_flows.items():
+            if f.src == self.name:
+                self.tcp_senders[fid] = TcpSender(f, fid, self.topo.ip(f.dst), t0, duration_ns)
+        for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
+            end.t0_ns, end.end_ns = t0, duration_ns
+            end.start()
+
+    def _from_tun(self) -> None:
+        """Segments the kernel's TCP sent: frames on the uplink, through the host's NIC queue."""
+        assert self.tun is not None
+        node = self.node
+        for packet in self.tun.read():
+            if node is None or node.link is None:
+                continue  # before time 0: nothing of ours is running yet
+            frame = self._eth_header + packet
+            link = node.link
+            if link.backlog_ns(node, node.sched.now_ns()) > HOST_TX_QUEUE * link.model.wire_time_ns(len(frame)):
+                node.net.counts["host_tx_queue_full"] += 1
+            else:
+                link.send(node, frame)
 
     def _report_loss(self, net: _HostNet) -> Callable[[bytes], bool] | None:
         """``options.report_loss`` on this host's uplink, as the simulator's links lose reports."""
@@ -180,6 +226,9 @@ class NetnsHost:
         return lose
 
     def _on_frame(self, _number: int, frame: bytes) -> None:
+        if self.tun is not None and frame[12:14] == b"\x08\x00" and len(frame) > 23 and frame[23] == 6:
+            self.tun.write(frame[14:])  # TCP: the kernel's
+            return
         if self.node is not None:
             self.node.receive(frame)
 
@@ -201,9 +250,10 @@ class NetnsHost:
             node.buffer.drain(node.sched.now_ns())
             b = node.buffer
             buf = BufferSample(t_ns, self.name, b.occupancy, b.capacity, b.played, b.dropped)
-        self.samples.append({"t_ns": t_ns, "sent": dict(node.sent),
-                             "received": {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()},
-                             "buffer": buf})
+        sent = dict(node.sent) | {s.flow.name: s.records_sent for s in self.tcp_senders.values()}
+        received = {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()}
+        received |= {fid: (r.records, r.owd_sum_ns) for fid, r in self.tcp_receivers.items()}
+        self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf})
 
     def _end(self, t_ns: int) -> None:
         self._sample(t_ns)
@@ -216,13 +266,40 @@ class NetnsHost:
             if node is None or net is None:
                 return {"host": self.name, "samples": [], "laws": [], "packets": {}, "counts": {}, "uplink_bytes": 0}
             return {"host": self.name, "samples": list(self.samples), "laws": list(net.recorder.laws),
-                    "packets": {r.name: r.packets for r in node.records.values()}, "counts": dict(net.counts),
+                    "packets": {r.name: r.packets for r in node.records.values()}
+                    | {r.flow.name: list(r.rows) for r in self.tcp_receivers.values()},
+                    "counts": dict(net.counts), "tcp": self._tcp_results(),
                     "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
                     "port_stats": self.port.stats if self.port is not None else None}
 
         return self.sched.run_sync(collect, timeout=10)
 
+    def _tcp_results(self) -> dict[str, Any]:
+        """Per TCP flow: this end's totals, and (sender) its TCP_INFO samples."""
+        self._stop_tcp()
+        flows: dict[str, dict[str, Any]] = {}
+        for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
+            flows.setdefault(end.flow.name, {}).update(end.result())
+        return {"flows": flows, "samples": [x for s in self.tcp_senders.values() for x in s.samples],
+                "tun_write_errors": self.tun.dropped if self.tun is not None else 0}
+
+    def _stop_tcp(self) -> None:
+        ends = [*self.tcp_senders.values(), *self.tcp_receivers.values()]
+        for end in ends:
+            end.halt.set()
+        for end in ends:
+            if end.is_alive():
+                end.join(2)
+
     def close(self) -> None:
+        self._stop_tcp()
+        for r in self.tcp_receivers.values():
+            if not r.is_alive():
+                r.listener.close()
+        if self.tun is not None:
+            if not self.sched.closed:
+                self.sched.remove_reader(self.tun.fd)
+            self.tun.close()
         if self.port is not None and not self.sched.closed:
             self.sched.run_sync(self.port.close)
         self.sched.stop()

@@ -13,6 +13,7 @@ Files (docs/results.md explains each column):
 * ``buffers.csv`` -- receiving hosts' application buffers, sampled;
 * ``links.csv`` -- bytes carried per directed link, sampled (cumulative);
 * ``drops.csv`` -- drop counters per switch, port and reason, sampled (cumulative);
+* ``tcp.csv`` -- kernel TCP flows only (``control: tcp``): the sender's TCP_INFO, sampled;
 * ``packets_<flow>.csv`` -- every packet received: sequence number, send and receive time,
   one-way delay.
 """
@@ -23,7 +24,7 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
-__all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample"]
+__all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample", "TcpSample"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +82,19 @@ class DropSample:
     packets: int  # cumulative
 
 
+@dataclass(frozen=True, slots=True)
+class TcpSample:
+    """A kernel TCP flow's sender, sampled: what the application wrote and the socket's TCP_INFO."""
+
+    t_ns: int
+    flow: str
+    bytes_sent: int  # handed to the socket by the application (cumulative)
+    info: tuple[tuple[str, int], ...]  # TCP_INFO fields (topo.tcpflow.TCPI_FIELDS) at t_ns
+
+    def get(self, name: str) -> int | None:
+        return dict(self.info).get(name)
+
+
 @dataclass
 class Recorder:
     laws: list[LawRow] = field(default_factory=list)
@@ -89,6 +103,8 @@ class Recorder:
     links: list[LinkSample] = field(default_factory=list)
     drops: list[DropSample] = field(default_factory=list)
     packets: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)  # flow -> (seq, sent, recv)
+    tcp: list[TcpSample] = field(default_factory=list)
+    tcp_flows: dict[str, dict[str, object]] = field(default_factory=dict)  # flow -> both ends' totals
 
     def write(self, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
@@ -107,6 +123,10 @@ class Recorder:
             _write(out / "drops.csv", ["t_s", "switch", "port", "reason", "packets"],
                    ([_t(s.t_ns), s.switch, s.port, s.reason, s.packets] for s in self.drops)),
         ]
+        if self.tcp:
+            written.append(_write(out / "tcp.csv", ["t_s", "flow", "bytes_sent", "bytes_acked", "retrans_total",
+                                                    "retrans", "rtt_ms", "rttvar_ms", "min_rtt_ms", "cwnd_pkts"],
+                                  _tcp_rows(self.tcp)))
         for flow, rows in sorted(self.packets.items()):
             written.append(_write(out / f"packets_{flow}.csv", ["seq", "sent_s", "received_s", "owd_us"],
                                   ([seq, _t(sent), _t(recv), f"{(recv - sent) / 1000:.1f}"]
@@ -128,6 +148,24 @@ def _flow_rows(samples: list[FlowSample]) -> list[list[object]]:
                      f"{(s.owd_sum_ns - p.owd_sum_ns) / got / 1e6:.3f}" if got else ""])
         last[s.flow] = s
     return rows
+
+
+def _tcp_rows(samples: list[TcpSample]) -> list[list[object]]:
+    """TCP_INFO samples; ``retrans`` is the retransmissions since the flow's previous sample."""
+    rows: list[list[object]] = []
+    last: dict[str, int] = {}
+    for s in sorted(samples, key=lambda s: (s.t_ns, s.flow)):
+        info = dict(s.info)
+        total = info.get("total_retrans", 0)
+        rows.append([_t(s.t_ns), s.flow, s.bytes_sent, info.get("bytes_acked", ""), total,
+                     total - last.get(s.flow, 0), *(_ms(info.get(k)) for k in ("rtt_us", "rttvar_us", "min_rtt_us")),
+                     info.get("snd_cwnd", "")])
+        last[s.flow] = total
+    return rows
+
+
+def _ms(us: int | None) -> str:
+    return "" if us is None else f"{us / 1000:.3f}"
 
 
 def _t(ns: int) -> str:

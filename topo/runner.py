@@ -194,6 +194,12 @@ def _main(args: argparse.Namespace) -> int:
     except (UnitError, TopologyError, OSError) as exc:
         print(f"hbh run: {exc}", file=sys.stderr)
         return 2
+    if args.backend == "sim":
+        from topo.simnet import sim_refusal
+
+        if (why := sim_refusal(topo)) is not None:
+            print(f"hbh run: {why}", file=sys.stderr)
+            return 2
     out = Path(args.out or f"results/{topo.name}")
     if (warning := queue_model_warning(topo, args.target)) is not None:
         print(f"hbh run: warning: {warning}", file=sys.stderr)
@@ -228,6 +234,7 @@ def _main(args: argparse.Namespace) -> int:
         return 2
     print(format_summary(result.summary))
     print(f"\nresults: {out}/ (laws.csv, flows.csv, buffers.csv, links.csv, drops.csv, packets_*.csv, "
+          f"{'tcp.csv, ' if result.recorder.tcp else ''}"
           f"summary.json{', *.png' if not args.no_plots else ''})")
     return 0
 
@@ -249,6 +256,12 @@ def format_summary(s: dict[str, Any]) -> str:
         owd = f["owd_ms"]
         lines.append(f"flow {name} {f['src']}->{f['dst']} ({f['control']}): goodput {f['goodput_bps'] / 1e6:.3f} Mb/s, "
                      f"one-way delay p50 {owd['p50']:.1f} ms, p99 {owd['p99']:.1f} ms")
+        if (t := f.get("tcp")) is not None:
+            rtt = t["rtt_ms"]
+            done = f", completed in {t['completion_s']:g} s" if t["completed"] else ""
+            lines.append(f"  tcp {t['cc']}: {t['retransmissions']} retransmissions, smoothed RTT p50 {rtt['p50']} ms, "
+                         f"p99 {rtt['p99']} ms, {t['bytes_received']} bytes received{done}"
+                         + (f"; errors: {'; '.join(t['errors'])}" if t["errors"] else ""))
     for ev in s["events"]:
         if ev.get("reaction_s") is not None:
             lines.append(f"event at {ev['at_s']:g} s, link {ev['link']} -> {ev['rate_bps'] / 1e6:g} Mb/s: "

@@ -17,6 +17,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from yaml.nodes import Node as YamlNode
 
@@ -36,6 +37,8 @@ from topo.model import (
     CONTROLS,
     CVIHIS_CONTROLS,
     DEFAULT_CONTROL_LATENCY_NS,
+    DEFAULT_TCP_CC,
+    TCP_RECORD_BYTES,
     BufferTime,
     Event,
     Flow,
@@ -44,6 +47,7 @@ from topo.model import (
     Options,
     Topology,
 )
+from topo.tcpflow import kernel_congestion_controls
 from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text"]
@@ -52,7 +56,7 @@ TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "aline
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
-FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate")
+FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency")
@@ -462,6 +466,12 @@ class _Loader:
         stop = self._duration(f["stop"].value, f"{path}.stop") if "stop" in f else None
         if stop is not None and stop <= start:
             raise self.doc.error(f["stop"].value, f"{path}.stop", f"stop ({stop} ns) must be after start ({start} ns)")
+        if control == "tcp":
+            return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
+                        **self._tcp_keys(f, path))
+        for key in ("cc", "size"):
+            if key in f:
+                raise self.doc.error(f[key].key_node, f"{path}.{key}", f"only tcp flows have {key} (this one is {control})")
         size = self._packet_size(f["packet_size"].value, f"{path}.packet_size") if "packet_size" in f \
             else self.defaults.packet_size
         rate = self._flow_rate(item, f, path, control)
@@ -473,6 +483,26 @@ class _Loader:
             r_max = self._rate(f["r_max"].value, f"{path}.r_max")
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
                     line=self.doc.line(item))
+
+    def _tcp_keys(self, f: dict[str, Entry], path: str) -> dict[str, Any]:
+        """A kernel TCP flow: its congestion control (one the running kernel offers) and its size."""
+        for key, why in (("rate", "its rate is TCP's own"), ("r_max", "its rate is TCP's own"),
+                         ("packet_size", "its segments are the path MTU's")):
+            if key in f:
+                raise self.doc.error(f[key].key_node, f"{path}.{key}", f"a tcp flow has no {key} ({why})")
+        cc = DEFAULT_TCP_CC
+        if "cc" in f:
+            cc = self.doc.text(f["cc"].value, f"{path}.cc")
+            offered, _known = kernel_congestion_controls()
+            if cc not in offered:
+                raise self.doc.error(f["cc"].value, f"{path}.cc",
+                                     f"{cc!r} is not offered by this kernel (available: {' '.join(offered)})")
+        size = None
+        if "size" in f:
+            size = self.doc.unit(f["size"].value, f"{path}.size", parse_bytes)
+            if size <= 0:
+                raise self.doc.error(f["size"].value, f"{path}.size", f"{size} bytes: a tcp flow's size must be > 0")
+        return {"cc": cc, "size_bytes": size}
 
     def _flow_rate(self, item: YamlNode, f: dict[str, Entry], path: str, control: str) -> float | None:
         if control == "fixed":

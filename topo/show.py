@@ -55,6 +55,8 @@ def _links_and_flows(t: Topology) -> list[str]:
     for f in t.flows:
         cap = f"rate {format_rate(f.rate_bps)}" if f.rate_bps is not None else (
             f"r_max {format_rate(f.r_max_bps)}" if f.r_max_bps is not None else "r_max (none)")
+        if f.control == "tcp":
+            cap = f"cc {f.cc}, " + (f"size {f.size_bytes} B" if f.size_bytes is not None else "bulk") + ", records of"
         stop = format_duration(f.stop_ns) if f.stop_ns is not None else "end"
         out.append(f"  {f.name}: {f.control} {' -> '.join(f.path)}, {cap}, {f.packet_size} B, "
                    f"{format_duration(f.start_ns)} .. {stop}")

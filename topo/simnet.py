@@ -42,7 +42,7 @@ from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
 from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 
-__all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS"]
+__all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "alinea.p4"
@@ -109,6 +109,19 @@ def source_offset(topo: Topology, fid: int) -> int:
 def new_counts() -> dict[str, int]:
     """The event counters a host or a network keeps (both backends)."""
     return {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0, "bad_feedback": 0}
+
+
+class SimUnsupported(ValueError):
+    """A topology the simulator cannot run (said before the run starts)."""
+
+
+def sim_refusal(topo: Topology) -> str | None:
+    """Why the simulator cannot run ``topo``, or None: kernel TCP flows need the netns backend."""
+    for i, f in enumerate(topo.flows):
+        if f.control == "tcp":
+            return (f"{topo.source}:{f.line}: flows[{i}].control: tcp (flow {f.name}) runs in the netns backend "
+                    "only; the simulator's TCP model is not there yet (use --backend netns)")
+    return None
 
 
 class SimHostNode:
@@ -321,6 +334,8 @@ class SimNetwork:
     """Build with :meth:`build`, then :meth:`run_until`; results in ``recorder``."""
 
     def __init__(self, topo: Topology, seed: int = 1, program: CompiledProgram | None = None) -> None:
+        if (why := sim_refusal(topo)) is not None:
+            raise SimUnsupported(why)
         self.topo = topo
         self.seed = seed
         self.rng = random.Random(seed)

@@ -274,7 +274,39 @@ def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
                        "send_bps": round(send_bps), "receive_bps": round(received_bps), "goodput_bps": round(goodput),
                        "owd_ms": {"mean": round(statistics.fmean(owd), 3) if owd else None,
                                   "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
+        if f.control == "tcp":
+            out[f.name]["tcp"] = _tcp(f, rec, half)
     return out
+
+
+def _tcp(f: Any, rec: Recorder, half: _Window) -> dict[str, Any]:
+    """A kernel TCP flow: both ends' totals, retransmissions and smoothed RTT from the sender's
+    TCP_INFO samples (docs/netns.md, "Kernel TCP flows")."""
+    ends = rec.tcp_flows.get(f.name, {})
+    samples = [s for s in rec.tcp if s.flow == f.name]
+    rtt = [v / 1000 for s in samples if (v := s.get("rtt_us"))]
+    last = samples[-1] if samples else None
+    in_half = [s for s in samples if half.has(s.t_ns)]
+
+    def total(name: str) -> int | None:
+        return None if last is None else last.get(name)
+
+    def grew(name: str) -> int | None:
+        values = [s.get(name) for s in in_half]
+        return values[-1] - values[0] if len(values) > 1 and None not in values else None  # type: ignore[operator]
+
+    completed = ends.get("completed_ns")
+    return {"cc": f.cc, "size_bytes": f.size_bytes, "bytes_sent": ends.get("bytes_sent", 0),
+            "bytes_received": ends.get("bytes_received", 0), "bytes_acked": total("bytes_acked"),
+            "completed": completed is not None,
+            "completion_s": None if completed is None else round((completed - f.start_ns) / 1e9, 4),
+            "retransmissions": total("total_retrans"), "retransmissions_second_half": grew("total_retrans"),
+            "bytes_retransmitted": total("bytes_retrans"),
+            "rtt_ms": {"samples": len(rtt), "p50": round(_percentile(rtt, 0.5), 3) if rtt else None,
+                       "p99": round(_percentile(rtt, 0.99), 3) if rtt else None,
+                       "min": round(last.get("min_rtt_us") / 1000, 3) if last and last.get("min_rtt_us") else None},
+            "cwnd_max_pkts": max((s.get("snd_cwnd") or 0 for s in samples), default=None),
+            "errors": [e for e in (ends.get("sender_error"), ends.get("receiver_error")) if e]}
 
 
 def _links(rec: Recorder, half: _Window) -> dict[str, Any]:

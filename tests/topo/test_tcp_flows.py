@@ -1,0 +1,133 @@
+"""Kernel TCP flows (``control: tcp``): the loader's checks, the simulator's refusal, and (root)
+runs through namespaces and p4switch (docs/netns.md, "Kernel TCP flows")."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from hbh.cli import main as hbh_main
+from tests.switch import netns as N
+from tests.topo.helpers import BASE, SOURCE, expect_error
+from topo import tcpflow
+from topo.model import TCP_RECORD_BYTES
+from topo.runner import run_experiment
+from topo.schema import load_topology, load_topology_text
+from topo.simnet import SimNetwork, SimUnsupported
+
+ROOT = Path(__file__).resolve().parents[2]
+TCP_FILE = ROOT / "topo/tcp-1router.yaml"
+ALINEA = "  - {src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}"
+
+
+def with_flow(flow: str) -> str:
+    return BASE.replace(ALINEA, f"  - {flow}")
+
+
+@pytest.fixture
+def kernel_offers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
+    """The kernel's list, as the loader reads it: reno cubic bbr."""
+    path = tmp_path / "tcp_available_congestion_control"
+    path.write_text("reno cubic bbr\n")
+    monkeypatch.setattr(tcpflow, "AVAILABLE_CC", path)
+    return path
+
+
+def test_tcp_flow_resolves_with_defaults(kernel_offers: Path) -> None:
+    topo = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp}"), SOURCE)
+    (f,) = topo.flows
+    assert (f.control, f.cc, f.size_bytes, f.packet_size) == ("tcp", "cubic", None, TCP_RECORD_BYTES)
+    assert f.path == ("H1", "R1", "R2", "H2")
+
+
+def test_tcp_flow_cc_and_size(kernel_offers: Path) -> None:
+    (f,) = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp, cc: bbr, size: 10MB}"), SOURCE).flows
+    assert (f.cc, f.size_bytes) == ("bbr", 10_000_000)
+    (f,) = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp, size: 1MiB}"), SOURCE).flows
+    assert f.size_bytes == 1 << 20
+
+
+def test_unknown_cc_is_refused_with_the_kernels_list(kernel_offers: Path) -> None:
+    expect_error(with_flow("{src: H1, dst: H2, control: tcp, cc: vegas}"), "cc: vegas", "flows[0].cc",
+                 "'vegas' is not offered by this kernel (available: reno cubic bbr)")
+
+
+def test_without_the_kernels_file_reno_and_cubic_are_accepted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setattr(tcpflow, "AVAILABLE_CC", tmp_path / "absent")
+    assert tcpflow.kernel_congestion_controls() == (("reno", "cubic"), False)
+    expect_error(with_flow("{src: H1, dst: H2, control: tcp, cc: bbr}"), "cc: bbr", "flows[0].cc",
+                 "(available: reno cubic)")
+
+
+@pytest.mark.parametrize(("extra", "path", "what"), [
+    ("rate: 1Mbps", "flows[0].rate", "a tcp flow has no rate"),
+    ("r_max: 1Mbps", "flows[0].r_max", "a tcp flow has no r_max"),
+    ("packet_size: 1000B", "flows[0].packet_size", "a tcp flow has no packet_size"),
+    ("size: 0B", "flows[0].size", "a tcp flow's size must be > 0"),
+    ("size: 1MBit", "flows[0].size", "unknown size unit"),
+])
+def test_tcp_flow_key_errors(kernel_offers: Path, extra: str, path: str, what: str) -> None:
+    expect_error(with_flow(f"{{src: H1, dst: H2, control: tcp, {extra}}}"), "control: tcp", path, what)
+
+
+def test_cc_and_size_belong_to_tcp_flows(kernel_offers: Path) -> None:
+    expect_error(BASE.replace("r_max: 1.5Mbps}", "r_max: 1.5Mbps, cc: reno}"), "cc: reno", "flows[0].cc",
+                 "only tcp flows have cc (this one is alinea)")
+
+
+def test_the_simulator_refuses_tcp_before_the_run(capsys: pytest.CaptureFixture[str]) -> None:
+    topo = load_topology(TCP_FILE)
+    with pytest.raises(SimUnsupported, match=r"flows\[0\]\.control: tcp \(flow t1\) runs in the netns backend only; "
+                                             r"the simulator's TCP model is not there yet"):
+        SimNetwork(topo)
+    assert hbh_main(["run", str(TCP_FILE), "--duration", "1s", "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"hbh run: {TCP_FILE}:") and "\n" not in err and "netns backend only" in err, err
+
+
+def test_record_parser_splits_records() -> None:
+    data = tcpflow.encode_record(0, 100, 5) + tcpflow.encode_record(1, TCP_RECORD_BYTES, 7)
+    p = tcpflow.RecordParser()
+    assert p.feed(data[:150], 10) == [(0, 5, 10)]
+    assert p.feed(data[150:], 20) == [(1, 7, 20)]
+    assert not p.buf
+
+
+# ---- root: through namespaces and p4switch --------------------------------------------------------------
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open() as f:
+        return list(csv.DictReader(f))
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_bulk_tcp_runs_through_p4switch(tmp_path: Path) -> None:
+    N.require_netns()
+    s = run_experiment(load_topology(TCP_FILE), 10_000_000_000, seed=1, out=tmp_path, plots=False,
+                       backend="netns", pcap=False).summary
+    f = s["flows"]["t1"]
+    assert 0.5e6 < f["goodput_bps"] < 2e6, f  # below the 2 Mb/s bottleneck (frames' bytes), well above nothing
+    t = f["tcp"]
+    assert t["cc"] == "cubic" and t["errors"] == [], t
+    assert t["retransmissions"] is not None and t["rtt_ms"]["samples"] >= 50 and t["rtt_ms"]["min"] > 12, t
+    assert f["owd_ms"]["p50"] > 0 and t["bytes_received"] > 0
+    assert json.loads((tmp_path / "summary.json").read_text())["flows"]["t1"]["tcp"]["retransmissions"] is not None
+    rows = _csv(tmp_path / "tcp.csv")
+    assert len(rows) >= 90 and {r["flow"] for r in rows} == {"t1"}
+    assert any(r["receive_rate_bps"] not in ("", "0") for r in _csv(tmp_path / "flows.csv"))
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_sized_tcp_flow_completes(tmp_path: Path) -> None:
+    N.require_netns()
+    topo = load_topology_text(TCP_FILE.read_text().replace("cc: cubic, start: 0s}", "cc: reno, start: 0s, size: 300kB}"),
+                              str(TCP_FILE))
+    s = run_experiment(topo, 6_000_000_000, seed=1, out=tmp_path, plots=False, backend="netns", pcap=False).summary
+    t = s["flows"]["t1"]["tcp"]
+    assert t["cc"] == "reno" and t["bytes_received"] == 300_000 and t["bytes_sent"] == 300_000, t
+    # 300 kB at 2 Mb/s take 1.2 s; slow start and the FIFO add some
+    assert t["completed"] and 1.2 < t["completion_s"] < 5, t

@@ -1,0 +1,334 @@
+"""Kernel TCP flows (``control: tcp``) in a netns host process: sockets, records, TCP_INFO, a tun.
+
+Why the kernel's own TCP and not a model: the point is to compare ALINEA with the congestion
+controls real stacks run (reno, cubic, bbr: whatever ``tcp_available_congestion_control`` lists).
+The simulator has no TCP model yet, so such a flow runs in the netns backend only.
+
+How a TCP flow's packets travel. A host's ``eth0`` carries no IP address (the host process owns
+it through AF_PACKET, docs/netns.md). A host with TCP flows gets a tun device (:class:`TunRelay`,
+``tcp0``) holding its address ``10.0.<id>.1/32`` and the route to every host; the kernel's TCP
+segments leave through it, and the host process sends each one as a frame on its uplink -- the
+link's rate and delay (:class:`topo.netns_host.HostUplink`), exactly like its datagrams; frames
+arriving on ``eth0`` that carry TCP are written back into the tun. ``eth0`` has strict reverse
+path filtering, so the kernel does not also take those frames straight from ``eth0``.
+
+What a sender writes: records of :data:`~topo.model.TCP_RECORD_BYTES` (the last one of a sized
+flow shorter), each a 20-byte header -- its length, its sequence number, the run time (ns) it was
+handed to the socket -- and padding. CLOCK_MONOTONIC is shared by every namespace of the machine,
+so the receiver's run time minus the stamp is the record's one-way delay as the application sees
+it: socket buffer wait included (kept short with ``TCP_NOTSENT_LOWAT``). The sender samples
+``TCP_INFO`` on the run's sampling times (:data:`TCPI_FIELDS` lists the offsets of Linux's
+``struct tcp_info`` read here).
+
+Both ends are threads of their own with bounded waits (``select`` at most ``POLL_S``), ending at
+the run's end at the latest, so a TCP flow never blocks the host's event loop.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import select
+import socket
+import struct
+import subprocess
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from topo.model import TCP_RECORD_BYTES, Flow
+from topo.record import TcpSample
+
+__all__ = ["kernel_congestion_controls", "tcp_info", "TcpSender", "TcpReceiver", "TunRelay", "RecordParser",
+           "TCPI_FIELDS", "TCP_PORT_BASE", "TUN_NAME", "encode_record"]
+
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+#: Accepted when the kernel does not say (no /proc file): every Linux has these two built in.
+FALLBACK_CC = ("reno", "cubic")
+TCP_PORT_BASE = 5000  # flow number n listens on TCP_PORT_BASE + n
+TUN_NAME = "tcp0"
+TUN_MTU = 1500
+NOTSENT_LOWAT = 16384  # bytes not yet sent the socket may hold: bounds the records' wait in the socket
+POLL_S = 0.05
+SAMPLE_NS = 100_000_000  # TCP_INFO samples: the run's sampling period (topo.simnet.SAMPLE_NS)
+HEADER = struct.Struct("!IQQ")  # record length (header included), sequence number, send time (run ns)
+TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
+TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
+TCP_INFO = getattr(socket, "TCP_INFO", 11)
+#: Fields of Linux's ``struct tcp_info`` (include/uapi/linux/tcp.h) read here: name -> (byte offset,
+#: struct format). Fields beyond the length the kernel returns are left out (older kernels).
+TCPI_FIELDS = {"rtt_us": (68, "I"), "rttvar_us": (72, "I"), "snd_cwnd": (80, "I"), "total_retrans": (100, "I"),
+               "bytes_acked": (120, "Q"), "min_rtt_us": (148, "I"), "bytes_retrans": (208, "Q")}
+TCPI_LEN = 232
+IFF_TUN, IFF_NO_PI, TUNSETIFF = 0x0001, 0x1000, 0x400454CA
+
+
+def kernel_congestion_controls() -> tuple[tuple[str, ...], bool]:
+    """The congestion controls this kernel offers, and whether it said so (False: the fallback)."""
+    try:
+        names = tuple(AVAILABLE_CC.read_text().split())
+    except OSError:
+        return FALLBACK_CC, False
+    return (names, True) if names else (FALLBACK_CC, False)
+
+
+def tcp_info(sock: socket.socket) -> dict[str, int]:
+    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCPI_LEN)
+    return {name: struct.unpack_from("=" + fmt, raw, off)[0] for name, (off, fmt) in TCPI_FIELDS.items()
+            if off + struct.calcsize(fmt) <= len(raw)}
+
+
+def encode_record(seq: int, length: int, t_ns: int) -> bytes:
+    return HEADER.pack(length, seq, t_ns) + bytes(length - HEADER.size)
+
+
+class RecordParser:
+    """The receiver's side of the records: (seq, sent, received) of every complete record."""
+
+    def __init__(self) -> None:
+        self.buf = bytearray()
+
+    def feed(self, data: bytes, now_ns: int) -> list[tuple[int, int, int]]:
+        self.buf += data
+        out, pos = [], 0
+        while len(self.buf) - pos >= HEADER.size:
+            length, seq, sent = HEADER.unpack_from(self.buf, pos)
+            if length < HEADER.size:
+                raise ValueError(f"corrupt TCP record (length {length})")
+            if len(self.buf) - pos < length:
+                break
+            out.append((seq, sent, now_ns))
+            pos += length
+        del self.buf[:pos]
+        return out
+
+
+def ip_text(address: int) -> str:
+    return socket.inet_ntoa(address.to_bytes(4, "big"))
+
+
+class _Endpoint(threading.Thread):
+    """One end of a TCP flow: a thread on the run's clock, ending by ``end_ns`` at the latest."""
+
+    def __init__(self, flow: Flow, fid: int, t0_ns: int, end_ns: int) -> None:
+        super().__init__(name=f"tcp-{flow.name}", daemon=True)
+        self.flow, self.fid, self.t0_ns, self.end_ns = flow, fid, t0_ns, end_ns
+        self.halt = threading.Event()
+        self.error: str | None = None
+
+    def now_ns(self) -> int:
+        return time.monotonic_ns() - self.t0_ns
+
+    def wait_until(self, t_ns: int) -> bool:
+        """Sleep until run time ``t_ns``; False if told to halt first."""
+        while (left := t_ns - self.now_ns()) > 0:
+            if self.halt.wait(min(left / 1e9, POLL_S)):
+                return False
+        return not self.halt.is_set()
+
+    def run(self) -> None:
+        try:
+            self.work()
+        except OSError as exc:
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def work(self) -> None:
+        raise NotImplementedError
+
+
+class TcpSender(_Endpoint):
+    """Writes records into a TCP socket with the flow's congestion control, samples TCP_INFO."""
+
+    def __init__(self, flow: Flow, fid: int, dst_ip: int, t0_ns: int, end_ns: int) -> None:
+        super().__init__(flow, fid, t0_ns, end_ns)
+        self.address = (ip_text(dst_ip), TCP_PORT_BASE + fid)
+        self.records_sent = 0
+        self.bytes_sent = 0
+        self.samples: list[TcpSample] = []
+        self.connected_ns: int | None = None
+
+    def _connect(self, stop_ns: int) -> socket.socket | None:
+        while self.now_ns() < stop_ns and not self.halt.is_set():
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, (self.flow.cc or "").encode())
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_LOWAT)
+            sock.settimeout(1.0)
+            try:
+                sock.connect(self.address)
+            except OSError:  # the receiver's listener is up before time 0: only a lossy start lands here
+                sock.close()
+                self.halt.wait(0.1)
+                continue
+            self.connected_ns = self.now_ns()
+            sock.setblocking(False)
+            return sock
+        return None
+
+    def work(self) -> None:
+        f = self.flow
+        stop_ns = min(f.stop_ns if f.stop_ns is not None else self.end_ns, self.end_ns)
+        if not self.wait_until(f.start_ns):
+            return
+        sock = self._connect(stop_ns)
+        if sock is None:
+            self.error = f"could not connect to {self.address[0]}:{self.address[1]} before {stop_ns / 1e9:g} s"
+            return
+        try:
+            self._send_all(sock, stop_ns)
+        finally:
+            self._sample(self.now_ns(), sock)
+            with contextlib.suppress(OSError):  # at the run's end: no FIN handshake to wait for
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+
+    def _send_all(self, sock: socket.socket, stop_ns: int) -> None:
+        size = self.flow.size_bytes
+        pending = b""
+        next_sample = -(-self.now_ns() // SAMPLE_NS) * SAMPLE_NS
+        shut = False
+        while not self.halt.is_set() and (now := self.now_ns()) < self.end_ns:
+            if now >= next_sample:
+                self._sample(next_sample, sock)
+                next_sample += SAMPLE_NS
+            wait = min(POLL_S, max(0.0, (next_sample - now) / 1e9))
+            done = now >= stop_ns or (size is not None and self.bytes_sent >= size and not pending)
+            if done:
+                if not shut:
+                    with contextlib.suppress(OSError):
+                        sock.shutdown(socket.SHUT_WR)  # what the socket holds is still delivered
+                    shut = True
+                self.halt.wait(wait)
+                continue
+            _r, w, _x = select.select([], [sock], [], wait)
+            if not w:
+                continue
+            if not pending:
+                queued = self.bytes_sent
+                length = TCP_RECORD_BYTES if size is None else min(TCP_RECORD_BYTES, size - queued)
+                pending = encode_record(self.records_sent, max(length, HEADER.size), self.now_ns())
+            try:
+                n = sock.send(pending)
+            except BlockingIOError:
+                continue
+            self.bytes_sent += n
+            pending = pending[n:]
+            if not pending:
+                self.records_sent += 1
+
+    def _sample(self, t_ns: int, sock: socket.socket) -> None:
+        with contextlib.suppress(OSError):
+            self.samples.append(TcpSample(t_ns, self.flow.name, self.bytes_sent, tuple(tcp_info(sock).items())))
+
+    def result(self) -> dict[str, Any]:
+        return {"cc": self.flow.cc, "bytes_sent": self.bytes_sent, "records_sent": self.records_sent,
+                "connected_ns": self.connected_ns, "sender_error": self.error}
+
+
+class TcpReceiver(_Endpoint):
+    """Accepts the flow's connection on a socket listening since before time 0, parses the records."""
+
+    def __init__(self, flow: Flow, fid: int, address: int, t0_ns: int, end_ns: int) -> None:
+        super().__init__(flow, fid, t0_ns, end_ns)
+        self.listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self.listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self.listener.bind((ip_text(address), TCP_PORT_BASE + fid))
+        self.listener.listen(1)
+        self.records = 0
+        self.owd_sum_ns = 0
+        self.bytes_received = 0
+        self.rows: list[tuple[int, int, int]] = []
+        self.completed_ns: int | None = None
+        self.parser = RecordParser()
+
+    def work(self) -> None:
+        try:
+            conn = self._accept()
+            if conn is not None:
+                with conn:
+                    self._receive(conn)
+        finally:
+            self.listener.close()
+
+    def _accept(self) -> socket.socket | None:
+        while not self.halt.is_set() and self.now_ns() < self.end_ns:
+            r, _w, _x = select.select([self.listener], [], [], POLL_S)
+            if r:
+                conn, _peer = self.listener.accept()
+                conn.setblocking(False)
+                return conn
+        return None
+
+    def _receive(self, conn: socket.socket) -> None:
+        while not self.halt.is_set() and self.now_ns() < self.end_ns:
+            r, _w, _x = select.select([conn], [], [], POLL_S)
+            if not r:
+                continue
+            try:
+                data = conn.recv(1 << 16)
+            except BlockingIOError:
+                continue
+            now = self.now_ns()
+            if not data:  # the sender shut down its side: everything it wrote has arrived
+                if self.flow.size_bytes is not None and self.bytes_received >= self.flow.size_bytes:
+                    self.completed_ns = self.rows[-1][2] if self.rows else now
+                return
+            self.bytes_received += len(data)
+            for seq, sent, recv in self.parser.feed(data, now):
+                self.rows.append((seq, sent, recv))
+                self.records += 1
+                self.owd_sum_ns += recv - sent
+
+    def result(self) -> dict[str, Any]:
+        return {"bytes_received": self.bytes_received, "records_received": self.records,
+                "completed_ns": self.completed_ns, "receiver_error": self.error}
+
+
+class TunRelay:
+    """The host's TCP/IP interface: a tun device with the host's address; the host process carries
+    its packets over the emulated link (``read`` what the kernel sends, ``write`` what arrived)."""
+
+    def __init__(self, address: int) -> None:
+        self.address = ip_text(address)
+        self.fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
+        try:
+            fcntl.ioctl(self.fd, TUNSETIFF, struct.pack("16sH", TUN_NAME.encode(), IFF_TUN | IFF_NO_PI))
+            self._configure()
+        except BaseException:
+            os.close(self.fd)
+            raise
+        self.dropped = 0
+
+    def _configure(self) -> None:
+        for path, value in ((f"/proc/sys/net/ipv6/conf/{TUN_NAME}/disable_ipv6", "1"),
+                            ("/proc/sys/net/ipv4/conf/all/rp_filter", "1"),
+                            ("/proc/sys/net/ipv4/conf/eth0/rp_filter", "1")):
+            with contextlib.suppress(OSError):
+                Path(path).write_text(value)
+        for cmd in (["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],
+                    ["ip", "addr", "add", f"{self.address}/32", "dev", TUN_NAME],
+                    ["ip", "route", "add", "10.0.0.0/16", "dev", TUN_NAME, "src", self.address]):
+            subprocess.run(cmd, check=True, capture_output=True, timeout=10)
+
+    def read(self, limit: int = 64) -> list[bytes]:
+        """Up to ``limit`` IPv4 packets the kernel has sent (IPv6 is off on the tun; anything else is skipped)."""
+        out = []
+        for _ in range(limit):
+            try:
+                packet = os.read(self.fd, 1 << 16)
+            except BlockingIOError:
+                break
+            if packet and packet[0] >> 4 == 4:
+                out.append(packet)
+        return out
+
+    def write(self, packet: bytes) -> None:
+        try:
+            os.write(self.fd, packet)
+        except OSError:
+            self.dropped += 1
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
