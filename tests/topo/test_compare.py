@@ -17,7 +17,8 @@ DROP = str(ROOT / "topo" / "capacity-drop.yaml")
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (["--controls", "alinea,tcp"], "unknown control 'tcp'"),
+    (["--controls", "alinea,tcp"], "tcp is not compared yet"),
+    (["--controls", "alinea,ledbat"], "unknown control 'ledbat'"),
     (["--controls", "alinea,alinea"], "named twice"),
     (["--controls", "fixed"], "unknown control 'fixed'"),
     (["--seeds", "5-1"], "--seeds"),
