@@ -188,6 +188,7 @@ W_MAX_HALVINGS = 4  # W_max = 2^4 * W_min, as docs/alinea.md's start-up ramp
 FLOOR_OF_R_MAX = 0.02
 STABILITY_MARGIN = 0.8
 MIN_INTERVAL_S = 100e-6
+HEADROOM_SHARE = 0.25  # the fluid start-up may use this share of the headroom above O_max
 PACKETS_PER_INTERVAL = 2.5
 
 
@@ -201,8 +202,9 @@ def derive_gains(loop: Loop, have: dict[str, float], duration_s: float = 20.0) -
     """The law's missing values (``w_min``, ``k_p``, ``w_max``, ``r_floor``) for ``loop``; ``have``
     holds those the user gave, which are kept. The settled gains keep docs/alinea.md's loop gains
     (a*W_min = 0.003, a*k_p = 0.15) where the delay allows, else the stable scale times 0.8; W_max
-    starts at 16 W_min and is halved while the fluid start-up overshoots past half the headroom
-    above O_max."""
+    starts at 16 W_min and is halved while the fluid start-up overshoots past a quarter of the
+    headroom above O_max: a quarter, because the hops of a line add overshoots that one law's
+    fluid model does not see (docs/alinea.md, "Derived parameters")."""
     d = delay_intervals(loop)
     w0, k0 = LOOP_GAIN_W_MIN / loop.a, LOOP_GAIN_K_P / loop.a
     scale = max_stable_scale(loop.a, w0, k0, d)
@@ -213,7 +215,7 @@ def derive_gains(loop: Loop, have: dict[str, float], duration_s: float = 20.0) -
     if "w_max" in have:
         return {**out, "w_max": have["w_max"]}
     w_max = out["w_min"] * 2 ** W_MAX_HALVINGS
-    limit = law.o_max + (1 - law.o_max) / 2
+    limit = law.o_max + (1 - law.o_max) * HEADROOM_SHARE
     while True:
         trial = replace(law, w_min=out["w_min"], k_p=out["k_p"], r_floor=min(out["r_floor"], law.r_max),
                         w_max=max(w_max, out["w_min"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from pathlib import Path
 
 import pytest
@@ -51,3 +52,31 @@ def test_where_the_analysis_warns_the_simulator_loses_packets() -> None:
     t = load_topology_text(src, "x10.yaml")
     assert any("overshoots" in w for w in warnings(t, 20))
     assert run_experiment(t, 20 * S, seed=1, plots=False).summary["loss"]["total"] > 0
+
+
+def _scaled_without_gains(name: str, k: int) -> str:
+    """The shipped file with every rate (and playout, R_max) times k and no gains, floor or
+    interval: what topo/derive.py fills in."""
+    src = text(name).replace("rate: 2Mbps", f"rate: {2 * k}Mbps").replace("rate: 3Mbps", f"rate: {3 * k}Mbps")
+    src = src.replace("playout: 1.2Mbps", f"playout: {1.2 * k:g}Mbps").replace("r_max: 1.8Mbps", f"r_max: {1.8 * k:g}Mbps")
+    return re.sub(r"  alinea: \{[^}]*\}\n", "  alinea: {o_min: 15%}\n", src)
+
+
+def test_derived_values_are_marked_and_pass_their_own_analysis() -> None:
+    t = load_topology_text(_scaled_without_gains("paper-5router", 10), "x10.yaml")
+    assert all(t.provenance[k][f] == "derived" for k in t.law if k in {("R4", "R5"), ("R5", "H2")}
+               for f in ("w_max", "w_min", "k_p", "r_floor", "interval"))
+    assert warnings(t, 20) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "k", "seconds"), [("paper-1router", 10, 20), ("paper-5router", 10, 20)])
+def test_derived_parameters_regulate_ten_times_the_paper_rates(name: str, k: int, seconds: int) -> None:
+    """Issue 21's first row, with the gains left out of the file: zero loss, every buffer within
+    3 points of its target over the second half, the bottleneck's rate delivered."""
+    t = load_topology_text(_scaled_without_gains(name, k), f"{name}-x{k}.yaml")
+    s = run_experiment(t, seconds * S, seed=1, plots=False).summary
+    assert s["loss"]["total"] == 0, s["loss"]
+    for buf, b in s["buffers"].items():
+        assert abs(b["mean"] - b["target"]) <= 0.03 and b["max"] < 1.0, (buf, b)
+    assert s["flows"]["f1"]["goodput_bps"] >= 0.95 * 1.2e6 * k
