@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controlplane.alinea import AlineaLaw, Forecast
-from controlplane.forecast import QueueForecast, schedule_floor_pps
+from controlplane.forecast import SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
@@ -185,8 +185,11 @@ class SwitchAgentCore:
 
     def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
+            f = pl.forecast
             link_pps = pl.law.params.r_max / (8 * pl.packet_bytes)
-            pl.law.hold_at_least(8 * pl.packet_bytes * schedule_floor_pps(pl.forecast.queued, link_pps))
+            pl.law.hold_at_least(8 * pl.packet_bytes * schedule_floor_pps(f.queued, link_pps))
+            if link_pps > 0 and f.horizon_s > f.queued / link_pps + SCHEDULE_BOUND_S:
+                pl.law.hold_at_least(pl.law.params.r_max)  # older stamps already went too far: add none
         pps = rate_to_pps(pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:
             return []

@@ -125,3 +125,14 @@ def test_the_forecast_reaches_the_law_and_a_cut_keeps_within_the_schedule_bound(
     # an overflow: the law halves the rate (and more), but not below what keeps the schedule bounded
     c.on_report(10 * MS, 2, meta(LAW) | counters(base + 151, base + 1), report(200, drops=3))
     assert pl.pps >= int(schedule_floor_pps(150, 250))
+
+
+def test_a_horizon_already_beyond_the_bound_gets_no_more_spacing() -> None:
+    c = core(fixed_departures=True)
+    c.start()
+    c.on_report(0, 2, meta(LAW) | counters(20, 0), report(10))
+    pl = c.ports[2]
+    assert pl.forecast is not None
+    pl.forecast.horizon_s = 30.0  # e.g. stamps from before the agent knew better
+    pl.law.rate, pl.pps = LAW.r_floor, 5  # the law cut to the floor
+    assert c._actuate(2, pl) == [SetQueueRate(2, 250)]
