@@ -7,6 +7,14 @@ the occupancy of the neighbour's buffer *and* the law parameters the switch hold
 The law's rate (bits/s) becomes that port's egress queue rate in packets per second, the unit of
 BMv2's ``set_queue_rate``.
 
+On BMv2's egress queues (``SwitchPlan.fixed_departures``, the default) a rate command reaches
+the wire only after the port's queue has drained. There each regulated port starts at its law's
+R_max rather than the floor (packets queued at the floor keep their 200 ms spacing whatever
+comes later), keeps a :class:`~controlplane.forecast.QueueForecast` fed by the counters every
+report's packet-in carries, hands the law its forecast (:class:`~controlplane.alinea.Forecast`)
+and never sets a rate whose spacing would stamp more than ``SCHEDULE_BOUND_S`` of schedule
+beyond what the link needs for the queued packets (docs/bmv2.md).
+
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
 """
@@ -16,7 +24,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from controlplane.alinea import AlineaLaw
+from controlplane.alinea import AlineaLaw, Forecast
+from controlplane.forecast import SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
@@ -84,6 +93,9 @@ class SwitchPlan:
     # False: end-to-end mode -- reports are still received and traced (measurement), but no
     # queue rate is ever set: the queues are served at the links' rates.
     actuate: bool = True
+    # True: the egress queues fix each packet's departure when it is queued (BMv2, and p4switch's
+    # default queue model); False: a shaper at dequeue (p4switch --queue-model shaper).
+    fixed_departures: bool = True
 
 
 @dataclass(frozen=True)
@@ -112,6 +124,7 @@ class _PortLaw:
     packet_bytes: int
     pps: int
     rejected_params: int = 0
+    forecast: QueueForecast | None = None
 
 
 @dataclass
@@ -124,7 +137,7 @@ class SwitchAgentCore:
         """The commands that set up the queues: depths, then each regulated port's initial rate."""
         cmds: list[Command] = [SetQueueDepth(p, d) for p, d in self.plan.queue_depths]
         for reg in self.plan.regulated:
-            law = AlineaLaw(reg.law)
+            law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
             pl = self.ports[reg.port] = _PortLaw(law, reg.packet_bytes, 0)
             if reg.limit_at_start and self.plan.actuate:
                 pl.pps = rate_to_pps(law.rate, reg.packet_bytes)
@@ -144,8 +157,9 @@ class SwitchAgentCore:
             pl.law.set_params(law_from_metadata(metadata))
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
+        forecast = self._forecast(now_ns, pl, metadata, report)
         rate = pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
-                                1 / report.capacity if report.capacity else 0.0)
+                                1 / report.capacity if report.capacity else 0.0, forecast)
         cmds = self._actuate(port, pl)
         if self.on_trace is not None:
             self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, rate, pl.pps,
@@ -160,7 +174,22 @@ class SwitchAgentCore:
                 cmds.extend(self._actuate(port, pl))
         return cmds
 
+    def _forecast(self, now_ns: int, pl: _PortLaw, metadata: dict[str, int], report: Report) -> Forecast | None:
+        """The law's forecast on BMv2's queues (None on a shaper, or without the counters)."""
+        if not self.plan.fixed_departures or "fwd_pkts" not in metadata or not report.capacity:
+            return None
+        if pl.forecast is None:
+            pl.forecast = QueueForecast()
+        pkts = pl.forecast.update(now_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"], pl.pps)
+        return Forecast(max(0, round(pkts)) / report.capacity, pl.forecast.drain_pps * 8 * pl.packet_bytes)
+
     def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
+        if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
+            f = pl.forecast
+            link_pps = pl.law.params.r_max / (8 * pl.packet_bytes)
+            pl.law.hold_at_least(8 * pl.packet_bytes * schedule_floor_pps(f.queued, link_pps))
+            if link_pps > 0 and f.horizon_s > f.queued / link_pps + SCHEDULE_BOUND_S:
+                pl.law.hold_at_least(pl.law.params.r_max)  # older stamps already went too far: add none
         pps = rate_to_pps(pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:
             return []

@@ -26,19 +26,54 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/aline
   is halved at each further interval down to the floor, and the next report restarts the
   adaptation (O = O_min, W = W_max), as at the start.
 
+* **Forecast (BMv2's egress queues).** Where a rate command reaches the wire only after the
+  node's own queue has drained (BMv2 fixes each packet's departure when it is queued), the owner
+  passes a :class:`Forecast`: the occupancy the downstream buffer will have when a rate set now
+  starts to arrive there, and the buffer's measured drain. Step 1 then acts on the forecast
+  occupancy Ô instead of O(k), with W scaled by :func:`forecast_gain`; once O has reached O_max
+  it reads ``R = drain + g·W·(O − Ô) − K_P·(O(k) − O(k−1))``: the rate follows the drain, the
+  forecast error corrects it, and the damping acts on the measured occupancy (docs/alinea.md,
+  "On BMv2's egress queues"). Steps 2 and 3 use Ô.
+
 The object is a pure state machine: reports and the time in, the rate out.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from controlplane.params import LawParams, validate_law
 
-__all__ = ["AlineaLaw", "OVERFLOW_CUT", "STALE_HOLD_INTERVALS"]
+__all__ = ["AlineaLaw", "Forecast", "forecast_gain", "OVERFLOW_CUT", "STALE_HOLD_INTERVALS",
+           "FORECAST_DEADBAND_PKTS", "FORECAST_SPAN_PKTS", "FORECAST_BOOST"]
 
 #: Multiplicative rate cut on a report that says the buffer overflowed.
 OVERFLOW_CUT = 0.5
 #: Report intervals without a report before the rate starts to decay.
 STALE_HOLD_INTERVALS = 20
+#: With a forecast, W's gain is 1 up to FORECAST_DEADBAND_PKTS packets of forecast error and rises
+#: linearly to 1 + FORECAST_BOOST at FORECAST_DEADBAND_PKTS + FORECAST_SPAN_PKTS packets: small
+#: errors (noise) are corrected gently, so that a hop's rate stays as steady as its drain (what the
+#: hop upstream sees as its own drain), large ones (a capacity drop) fast.
+FORECAST_DEADBAND_PKTS = 4.0
+FORECAST_SPAN_PKTS = 10.0
+FORECAST_BOOST = 7.0
+
+
+@dataclass(frozen=True)
+class Forecast:
+    """What a node whose rate reaches the wire late knows about the downstream buffer."""
+
+    occupancy: float  # forecast occupancy (fraction) when a rate set now arrives downstream
+    drain_bps: float  # the downstream buffer's measured drain of this node's packets, b/s
+
+
+def forecast_gain(error: float, packet: float) -> float:
+    """W's gain for a forecast error ``error`` (fraction); ``packet`` = 1 / capacity."""
+    if not packet:
+        return 1.0
+    pkts = abs(error) / packet
+    return 1.0 + FORECAST_BOOST * min(1.0, max(0.0, pkts - FORECAST_DEADBAND_PKTS) / FORECAST_SPAN_PKTS)
 
 
 class AlineaLaw:
@@ -58,21 +93,32 @@ class AlineaLaw:
 
     # ---- the rule ----------------------------------------------------------------------------
     def on_report(self, occupancy: float, overflow: bool = False, now_ns: int | None = None,
-                  interval_ns: int = 0, packet: float = 0.0) -> float:
+                  interval_ns: int = 0, packet: float = 0.0, forecast: Forecast | None = None) -> float:
         """Apply one report (``occupancy`` as a fraction of the buffer); returns the new rate.
 
         ``now_ns`` and the report's ``interval_ns`` let :meth:`tick` notice when reports stop;
-        ``packet`` is one packet as a fraction of the buffer (1 / capacity), for the resting rule.
+        ``packet`` is one packet as a fraction of the buffer (1 / capacity), for the resting rule
+        and the forecast gain; ``forecast``: see the module's docstring.
         """
         p = self.params
         if now_ns is not None:
             self.last_report_ns, self.interval_ns, self._silent = now_ns, interval_ns, 0
         if self.stale:
             self.restart()
-        occ = 1.0 if overflow else max(0.0, occupancy)
-        rate = self.rate + self.w * (self.o - occ)
-        if p.k_p and self.o >= p.o_max and self.last_occupancy is not None:
-            rate -= p.k_p * (occ - self.last_occupancy)
+        measured = 1.0 if overflow else max(0.0, occupancy)
+        damp = bool(p.k_p) and self.o >= p.o_max and self.last_occupancy is not None
+        if forecast is None:
+            occ = measured
+            rate = self.rate + self.w * (self.o - occ)
+            if damp:
+                rate -= p.k_p * (occ - self.last_occupancy)  # type: ignore[operator]
+        else:
+            occ = 1.0 if overflow else max(0.0, forecast.occupancy)
+            step = forecast_gain(occ - self.o, packet) * self.w * (self.o - occ)
+            if damp:
+                rate = forecast.drain_bps + step - p.k_p * (measured - self.last_occupancy)  # type: ignore[operator]
+            else:
+                rate = self.rate + step
         if overflow:
             rate = min(rate, self.rate * OVERFLOW_CUT)
         self.rate = self._clamp(rate)
@@ -85,9 +131,13 @@ class AlineaLaw:
         elif occ > p.o_max:
             self.o = p.o_max
             self.w = p.w_min
-        self.last_occupancy = occ
+        self.last_occupancy = measured
         self.reports += 1
         return self.rate
+
+    def hold_at_least(self, rate: float) -> None:
+        """Raise the rate to ``rate`` if it is below (within [floor, R_max])."""
+        self.rate = self._clamp(max(self.rate, rate))
 
     def tick(self, now_ns: int) -> bool:
         """Called periodically by the owner; True if the rate changed because reports stopped.

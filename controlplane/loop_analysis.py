@@ -2,8 +2,8 @@
 
 Why: the gains of docs/alinea.md were argued from a delay-free characteristic equation, and
 what decides whether a hop loses packets is what that leaves out: the loop delay in report
-intervals (both propagation delays, the report's sampling, the control plane's latency, and on
-BMv2's queues the regulated queue's own sojourn) and the packets a link moves in one interval
+intervals (both propagation delays, the report's sampling, the control plane's latency, and a
+queue a rate command waits behind unless the agent forecasts past it) and the packets a link moves in one interval
 against the buffer. This module is pure arithmetic on one loop; ``topo.analysis`` builds the
 loops of a topology and the warnings ``hbh run`` prints.
 

@@ -90,6 +90,12 @@ header packet_in_t {
     bit<48> k_p_bps;        // PI damping gain, b/s per unit (0: none)
     bit<48> r_max_bps;      // R_max, b/s
     bit<48> r_floor_bps;    // rate floor, b/s
+    /* For a report: this switch's own data packets toward the reporting
+       neighbour (out of the port the report arrived on), two wrapping
+       counts; the agent's forecast of a rate command's delay on BMv2's
+       egress queue (docs/bmv2.md) needs both. */
+    bit<32> fwd_pkts;       // IPv4 packets routed to that port (queued)
+    bit<32> deq_pkts;       // of those, packets that have left its queue
 }
 
 /* Metadata in front of a frame from the controller (P4Runtime
@@ -165,6 +171,7 @@ struct metadata_t {
     bit<1>  modelled;       // port_config has an entry for the arrival port
     bit<1>  admitted;       // this packet holds a slot of occupancy[ingress_port]
     bit<1>  report_due;     // the arrival port's report interval has elapsed
+    bit<1>  counted;        // counted in fwd_pkts[egress_spec]: count it in deq_pkts
     @field_list(REPORT_FIELD_LIST)
     port_t  report_port;    // port whose buffer is modelled (= ingress_port)
     @field_list(REPORT_FIELD_LIST)
@@ -191,6 +198,12 @@ register<bit<48>>(PORT_COUNT) last_report_ts;
 register<bit<32>>(PORT_COUNT) report_seq;
 /* Overflow drops on p since p's last report. */
 register<bit<32>>(PORT_COUNT) overflow_drops;
+/* IPv4 packets routed to EGRESS port p (ingress), and how many of them
+   have left p's egress queue (egress); both wrap.  Their difference is
+   the routed packets in p's queue; a report arriving on p carries both
+   to the agent (packet_in.fwd_pkts, packet_in.deq_pkts). */
+register<bit<32>>(PORT_COUNT) fwd_pkts;
+register<bit<32>>(PORT_COUNT) deq_pkts;
 
 /* ------------------------------------------------------------------ */
 /* Parser                                                              */
@@ -352,6 +365,12 @@ control MyIngress(inout headers_t hdr,
         hdr.packet_in.k_p_bps = k_p_bps;
         hdr.packet_in.r_max_bps = r_max_bps;
         hdr.packet_in.r_floor_bps = r_floor_bps;
+        bit<32> fwd;
+        bit<32> deq;
+        fwd_pkts.read(fwd, (bit<32>)standard_metadata.ingress_port);
+        deq_pkts.read(deq, (bit<32>)standard_metadata.ingress_port);
+        hdr.packet_in.fwd_pkts = fwd;
+        hdr.packet_in.deq_pkts = deq;
         standard_metadata.egress_spec = PORT_CPU;
     }
 
@@ -442,6 +461,17 @@ control MyIngress(inout headers_t hdr,
             REPORT_FIELD_LIST);
     }
 
+    /* A routed packet goes to the egress queue of egress_spec: count it
+       there (egress counts it again when it leaves the queue). */
+    action count_forwarded() {
+        @atomic {
+            bit<32> n;
+            fwd_pkts.read(n, (bit<32>)standard_metadata.egress_spec);
+            fwd_pkts.write((bit<32>)standard_metadata.egress_spec, n + 1);
+        }
+        meta.counted = 1;
+    }
+
     /* --- IPv4 routing --- */
 
     action ipv4_forward(mac_t dst_mac, mac_t src_mac, port_t port) {
@@ -502,6 +532,9 @@ control MyIngress(inout headers_t hdr,
                                 discard_overflow();
                             }
                         }
+                        if (meta.modelled == 1w0 || meta.admitted == 1w1) {
+                            count_forwarded();
+                        }
                     }
                 }
             }
@@ -531,6 +564,16 @@ control MyEgress(inout headers_t hdr,
             occupancy.read(occ, (bit<32>)standard_metadata.ingress_port);
             occupancy.write((bit<32>)standard_metadata.ingress_port,
                             (occ == 0) ? 32w0 : occ - 1);
+        }
+    }
+
+    /* A packet counted in fwd_pkts[egress_port] has left that port's
+       queue. */
+    action count_dequeued() {
+        @atomic {
+            bit<32> n;
+            deq_pkts.read(n, (bit<32>)standard_metadata.egress_port);
+            deq_pkts.write((bit<32>)standard_metadata.egress_port, n + 1);
         }
     }
 
@@ -584,9 +627,13 @@ control MyEgress(inout headers_t hdr,
     apply {
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
             build_report();
-        } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL
-                   && meta.admitted == 1w1) {
-            release();
+        } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
+            if (meta.admitted == 1w1) {
+                release();
+            }
+            if (meta.counted == 1w1) {
+                count_dequeued();
+            }
         }
         tx.count((bit<32>)standard_metadata.egress_port);
     }

@@ -3,8 +3,7 @@
 Why: a researcher who changes a link rate or delay should not silently get a lossy loop. For each
 law (u regulating its rate toward v) this builds :class:`controlplane.loop_analysis.Loop` from
 the topology (v's buffer and report interval, the packet size, both propagation delays, the
-control plane's latency when u is a switch, and on BMv2's queues the sojourn of u's own buffer
-at its target, which a rate command waits behind) and says whether the analysis expects loss.
+control plane's latency when u is a switch) and says whether the analysis expects loss.
 ``hbh run`` prints one warning per such law, once, at start (docs/alinea.md, "The loop with its
 delay").
 """
@@ -64,16 +63,15 @@ def _bdp(loop: Loop, pkts: int) -> str:
     return f"{pkts / bdp:.1f} x the bandwidth-delay product" if bdp > 0 else "no delay"
 
 
-def loop_delay_s(topo: Topology, u: str, v: str, bits: int, drain_bps: float, sojourn: bool = True) -> float:
+def loop_delay_s(topo: Topology, u: str, v: str, bits: int) -> float:
     """Command to effect, the report's sampling aside: the link's propagation both ways, one
-    packet's serialization, and when u is a switch the control latency and (BMv2's queues,
-    ``sojourn``) the sojourn of u's own buffer."""
+    packet's serialization, and when u is a switch the control latency. On BMv2's queues a rate
+    also waits behind u's own queue, but the agents forecast past it (controlplane/forecast.py,
+    docs/bmv2.md), so to first order both queue models have this delay."""
     link = topo.link_between(u, v)
     delay_ns = 2 * link.delay_ns + bits * 1e9 / link.rate_bps
     if topo.nodes[u].is_switch:
         delay_ns += topo.options.control_latency_ns
-        if sojourn and topo.options.queue_model == "bmv2":
-            delay_ns += _own_sojourn_ns(topo, u, v, bits, drain_bps)
     return delay_ns / 1e9
 
 
@@ -115,7 +113,7 @@ def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
         capacity, interval_us = buffer_of(topo, u, v)
         bits = 8 * packet_bytes_over(topo, u, v)
         drain = min(downstream_drain(topo, u, v), law.r_max)
-        delay_ns = loop_delay_s(topo, u, v, bits, drain) * 1e9
+        delay_ns = loop_delay_s(topo, u, v, bits) * 1e9
         loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain)
         drop_at = None
         for ev in topo.events:
@@ -127,16 +125,6 @@ def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
                     break
         out.append(((u, v), loop, drop_at))
     return out
-
-
-def _own_sojourn_ns(topo: Topology, u: str, v: str, bits: int, drain_bps: float) -> float:
-    """On BMv2's queues a rate command waits behind u's own queue: its buffer at the target the
-    hop feeding u holds it at, drained at ``drain_bps``."""
-    feeders = [(w, u) for w in topo.neighbours(u) if (w, u) in topo.law and w != v]
-    if not feeders or drain_bps <= 0:
-        return 0.0
-    queued = sum(topo.law[k].o_max * topo.ports[(u, k[0])].capacity for k in feeders if (u, k[0]) in topo.ports)
-    return queued * bits / drain_bps * 1e9
 
 
 def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps: float) -> float:

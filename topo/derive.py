@@ -3,7 +3,7 @@
 Why: the built-in defaults are the paper's absolute numbers (b/s at 2 Mb/s, a 10 ms interval);
 at another rate, delay or buffer they mean another loop. When a file gives none of a law's gains,
 floor or report interval, they are derived from that law's link rate, the neighbour's buffer, the
-packet size and the loop's delay (propagation, control latency, BMv2's queue), as
+packet size and the loop's delay (propagation, control latency), as
 docs/alinea.md ("Derived parameters") says; what the file gives is kept. Laws that carry no
 ALINEA flow keep the built-in values (nothing to regulate).
 """
@@ -39,10 +39,9 @@ def derive_missing(topo: Topology, intervals: dict[DirectedLink, int],
         capacity, interval_us = buffer_of(topo, u, v)
         bits = 8 * packet_bytes_over(topo, u, v)
         drain = min(downstream_drain(topo, u, v), law[key].r_max)
-        delay_s = loop_delay_s(topo, u, v, bits, drain)
-        if "interval" in missing:  # as long as the network's part of the delay: reports stay frequent on BMv2
-            network_s = loop_delay_s(topo, u, v, bits, drain, sojourn=False)
-            interval_us = math.ceil(derived_interval_s(network_s, topo.link_between(u, v).rate_bps, bits) * 1e6)
+        delay_s = loop_delay_s(topo, u, v, bits)
+        if "interval" in missing:
+            interval_us = math.ceil(derived_interval_s(delay_s, topo.link_between(u, v).rate_bps, bits) * 1e6)
             intervals[key] = interval_us
         loop = Loop(law[key], capacity, bits, interval_us / 1e6, delay_s, drain)
         have = {k: getattr(law[key], k) for k in DERIVABLE[:-1] if k not in missing}

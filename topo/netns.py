@@ -344,7 +344,8 @@ class NetnsNetwork:
             sw.client = GrpcController(sw.spec.grpc_addr, sw.spec.device_id, election=AGENT_ELECTION_ID,
                                        on_message=_guarded(name, agent_box))
             sw.queues = thrift_connect("127.0.0.1", sw.spec.thrift_port)
-            agent = SwitchAgent(switch_plan(self.topo, name), sw.client, sw.queues, sw.sched,
+            plan = switch_plan(self.topo, name, fixed_departures=self.target == "bmv2" or None)
+            agent = SwitchAgent(plan, sw.client, sw.queues, sw.sched,
                                 tick_ns=AGENT_TICK_NS, on_trace=self._law_trace(name))
             agent_box.append(agent)
             sw.agent = agent

@@ -36,7 +36,9 @@ def network_mode(topo: Topology) -> str:
     return "hop-by-hop" if any(f.control == "alinea" for f in topo.flows) else "end-to-end"
 
 
-def switch_plan(topo: Topology, name: str) -> SwitchPlan:
+def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
+    """``fixed_departures``: the switch's egress queues fix departures at enqueue (BMv2); by default
+    what ``options.queue_model`` says (p4switch's model)."""
     node = topo.nodes[name]
     if not node.is_switch:
         raise ValueError(f"{name} is not a switch")
@@ -63,4 +65,6 @@ def switch_plan(topo: Topology, name: str) -> SwitchPlan:
     else:  # a router's drop-tail FIFO per output port, the link's buffer deep, shared by every flow
         depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
     return SwitchPlan(name=name, node_id=node.index, routes=tuple(routes), modelled=modelled, regulated=regulated,
-                      queue_depths=depths, actuate=hop_by_hop)
+                      queue_depths=depths, actuate=hop_by_hop,
+                      fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
+                                        else fixed_departures))

@@ -19,10 +19,8 @@ from typing import Any
 
 from controlplane.units import UnitError, parse_duration_ns
 from topo.analysis import warnings as analysis_warnings
-from topo.model import Topology
-from topo.plan import network_mode
 
-__all__ = ["register", "run_experiment", "RunResult", "queue_model_warning"]
+__all__ = ["register", "run_experiment", "RunResult"]
 
 SLICE_NS = 250_000_000
 BACKENDS = ("sim", "netns")
@@ -174,15 +172,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=_main)
 
 
-def queue_model_warning(topo: Topology, target: str = "p4switch") -> str | None:
-    """Why a hop-by-hop run on BMv2's egress queues may stall, or None (docs/bmv2.md)."""
-    if network_mode(topo) != "hop-by-hop" or (topo.options.queue_model != "bmv2" and target != "bmv2"):
-        return None
-    return ("hop-by-hop ALINEA on BMv2's egress queues (a packet's departure is fixed when it is queued): "
-            "a rate cut delays every packet queued behind it, and today's agents can freeze the loop "
-            "(docs/bmv2.md). `options: {queue_model: shaper}` models a shaper at dequeue instead (p4switch only).")
-
-
 def _main(args: argparse.Namespace) -> int:
     from topo.schema import TopologyError, load_topology
 
@@ -201,8 +190,6 @@ def _main(args: argparse.Namespace) -> int:
             print(f"hbh run: {why}", file=sys.stderr)
             return 2
     out = Path(args.out or f"results/{topo.name}")
-    if (warning := queue_model_warning(topo, args.target)) is not None:
-        print(f"hbh run: warning: {warning}", file=sys.stderr)
     for warning in analysis_warnings(topo, duration / 1e9):
         print(f"hbh run: warning: {warning}", file=sys.stderr)
     if args.backend != "sim" or args.target != "p4switch":

@@ -27,9 +27,10 @@ def meta(law: LawParams, port: int = 2) -> dict[str, int]:
     return {"ingress_port": port, "_pad": 0, **law_to_action(law)}
 
 
-def core(limit: bool = True) -> SwitchAgentCore:
+def core(limit: bool = True, fixed_departures: bool = False) -> SwitchAgentCore:
+    """A shaper's agent by default (the law on the reported occupancy); ``fixed_departures``: BMv2's."""
     plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000, limit_at_start=limit),),
-                      queue_depths=((1, 264), (2, 264)))
+                      queue_depths=((1, 264), (2, 264)), fixed_departures=fixed_departures)
     return SwitchAgentCore(plan)
 
 
@@ -84,9 +85,54 @@ def test_pps_never_zero_because_zero_means_unlimited_on_bmv2() -> None:
 
 
 def test_end_to_end_mode_traces_reports_but_never_sets_a_rate() -> None:
-    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000),), queue_depths=((2, 264),), actuate=False)
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000),), queue_depths=((2, 264),), actuate=False,
+                      fixed_departures=False)
     traces = []
     c = SwitchAgentCore(plan, traces.append)
     assert c.start() == [SetQueueDepth(2, 264)]
     assert c.on_report(0, 2, meta(LAW), report(0)) == []
     assert len(traces) == 1 and traces[0].occupancy == 0 and traces[0].rate_bps == 0
+
+
+# ---- BMv2's queues: departures fixed at enqueue ----------------------------------------------------
+
+def counters(fwd: int, deq: int) -> dict[str, int]:
+    return {"fwd_pkts": fwd & 0xFFFFFFFF, "deq_pkts": deq & 0xFFFFFFFF}
+
+
+def test_on_bmv2_queues_regulated_ports_start_at_r_max_not_the_floor() -> None:
+    c = core(fixed_departures=True)
+    assert c.start() == [SetQueueDepth(1, 264), SetQueueDepth(2, 264), SetQueueRate(2, 250)]
+    assert c.ports[2].law.rate == LAW.r_max
+
+
+def test_without_the_counters_the_law_runs_on_the_reported_occupancy() -> None:
+    c = core(fixed_departures=True)
+    c.start()
+    c.on_report(0, 2, meta(LAW), report(0))
+    assert c.ports[2].forecast is None
+
+
+def test_the_forecast_reaches_the_law_and_a_cut_keeps_within_the_schedule_bound() -> None:
+    from controlplane.forecast import schedule_floor_pps
+
+    c = core(fixed_departures=True)
+    c.start()
+    base = (1 << 32) - 50  # the counters wrap
+    c.on_report(0, 2, meta(LAW) | counters(base + 150, base), report(10))
+    pl = c.ports[2]
+    assert pl.forecast is not None and pl.forecast.queued == 150
+    # an overflow: the law halves the rate (and more), but not below what keeps the schedule bounded
+    c.on_report(10 * MS, 2, meta(LAW) | counters(base + 151, base + 1), report(200, drops=3))
+    assert pl.pps >= int(schedule_floor_pps(150, 250))
+
+
+def test_a_horizon_already_beyond_the_bound_gets_no_more_spacing() -> None:
+    c = core(fixed_departures=True)
+    c.start()
+    c.on_report(0, 2, meta(LAW) | counters(20, 0), report(10))
+    pl = c.ports[2]
+    assert pl.forecast is not None
+    pl.forecast.horizon_s = 30.0  # e.g. stamps from before the agent knew better
+    pl.law.rate, pl.pps = LAW.r_floor, 5  # the law cut to the floor
+    assert c._actuate(2, pl) == [SetQueueRate(2, 250)]

@@ -143,3 +143,29 @@ def test_identical_reports_give_identical_outputs(p: LawParams, seq: list[tuple[
     out_a = [(a.on_report(o, f, packet=k), a.o, a.w) for o, f, k in seq]
     out_b = [(b.on_report(o, f, packet=k), b.o, b.w) for o, f, k in seq]
     assert out_a == out_b
+
+
+# ---- with a forecast (BMv2's queues) ------------------------------------------------------------
+
+def test_with_a_forecast_the_settled_law_follows_the_drain_and_damps_on_the_measured_occupancy() -> None:
+    from controlplane.alinea import Forecast
+
+    p = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=24e6)
+    law = AlineaLaw(p, 1.5e6)
+    law.o, law.w, law.last_occupancy = p.o_max, p.w_min, 0.7  # settled
+    law.on_report(0.7, packet=0.005, forecast=Forecast(0.7, 1.2e6))
+    assert law.rate == pytest.approx(1.2e6)  # on target: the drain
+    law.on_report(0.705, packet=0.005, forecast=Forecast(0.7, 1.2e6))
+    assert law.rate == pytest.approx(1.2e6 - 24e6 * 0.005)  # one packet more measured: damped
+    law.on_report(0.705, packet=0.005, forecast=Forecast(0.75, 1.2e6))
+    # 10 packets of forecast error: W's gain is 1 + 7 * (10 - 4) / 10
+    assert law.rate == pytest.approx(1.2e6 - (1 + 7 * 0.6) * 5e5 * 0.05)
+
+
+def test_with_a_forecast_the_start_up_ramps_on_the_forecast() -> None:
+    from controlplane.alinea import Forecast
+
+    p = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=24e6)
+    law = AlineaLaw(p)
+    law.on_report(0.0, packet=0.005, forecast=Forecast(0.4, 0.0))  # the queue already holds 40 % for it
+    assert law.o == pytest.approx(0.4) and law.rate == p.r_floor  # ramped down, not up

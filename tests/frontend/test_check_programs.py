@@ -82,7 +82,8 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
     assert cp.instance("MyEgress.tx") is not None
     assert set(cp.controller_headers) == {"packet_in", "packet_out"}
     assert cp.controller_headers["packet_in"].field_names() == [
-        "ingress_port", "_pad", "o_min_ppm", "o_max_ppm", "w_max_bps", "w_min_bps", "k_p_bps", "r_max_bps", "r_floor_bps"]
+        "ingress_port", "_pad", "o_min_ppm", "o_max_ppm", "w_max_bps", "w_min_bps", "k_p_bps", "r_max_bps", "r_floor_bps",
+        "fwd_pkts", "deq_pkts"]
     assert cp.constants["REPORT_FRAME_BYTES"] == 46
     assert "IPv4HeaderUnsupported" in cp.errors and cp.errors[0] == "NoError"
     assert {"exact", "lpm", "ternary", "range", "optional", "selector"} <= set(cp.match_kinds)

@@ -162,7 +162,8 @@ def test_alinea_counters_and_registers(alinea):
 
     registers = by_name(alinea.registers)
     widths = {n: r.type_spec.bitstring.bit.bitwidth for n, r in registers.items()}
-    assert widths == {"occupancy": 32, "last_report_ts": 48, "report_seq": 32, "overflow_drops": 32}
+    assert widths == {"occupancy": 32, "last_report_ts": 48, "report_seq": 32, "overflow_drops": 32,
+                      "fwd_pkts": 32, "deq_pkts": 32}
     assert {r.size for r in registers.values()} == {512}
     assert not alinea.meters and not alinea.direct_counters and not alinea.digests
 
@@ -172,7 +173,8 @@ def test_alinea_controller_headers(alinea):
     assert set(cpm) == {"packet_in", "packet_out"}
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_in"].metadata] == [
         (1, "ingress_port", 9), (2, "_pad", 7), (3, "o_min_ppm", 32), (4, "o_max_ppm", 32),
-        (5, "w_max_bps", 48), (6, "w_min_bps", 48), (7, "k_p_bps", 48), (8, "r_max_bps", 48), (9, "r_floor_bps", 48)]
+        (5, "w_max_bps", 48), (6, "w_min_bps", 48), (7, "k_p_bps", 48), (8, "r_max_bps", 48), (9, "r_floor_bps", 48),
+        (10, "fwd_pkts", 32), (11, "deq_pkts", 32)]
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_out"].metadata] == [
         (1, "egress_port", 9), (2, "_pad", 7)]
     assert cpm["packet_in"].preamble.annotations == ['@controller_header("packet_in")']

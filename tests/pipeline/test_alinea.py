@@ -15,7 +15,7 @@ from p4switch.state import Lpm
 
 from .helpers import ALINEA, Loaded, ingress, load, through
 
-PACKET_IN_BYTES = 40  # 9 + 7 bits, two 32-bit and five 48-bit law parameters
+PACKET_IN_BYTES = 48  # 9 + 7 bits, two 32-bit and five 48-bit law parameters, two 32-bit counters
 
 HOST_MAC = "02:00:00:00:00:09"
 PORT_MAC = 0x020000000101
@@ -108,6 +108,7 @@ def test_report_from_a_neighbour_goes_to_the_cpu_with_packet_in(sw: Loaded) -> N
     assert int.from_bytes(out[:2], "big") == 4 << 7
     assert struct.unpack("!II", out[2:10]) == law[:2]
     assert [int.from_bytes(out[10 + 6 * i:16 + 6 * i], "big") for i in range(5)] == list(law[2:])
+    assert struct.unpack("!II", out[40:48]) == (0, 0)  # fwd_pkts, deq_pkts of port 4: nothing sent there yet
     assert out[PACKET_IN_BYTES:] == frame
 
 

@@ -27,7 +27,7 @@ def alinea_state() -> RuntimeState:
 def test_controller_headers_pack_as_the_wire_format_says() -> None:
     st = alinea_state()
     head = pack_controller_header(st.packet_in, {"ingress_port": 1, "_pad": 0, "r_floor_bps": 40_000})
-    assert head == b"\x00\x80" + bytes(32) + (40_000).to_bytes(6, "big")
+    assert head == b"\x00\x80" + bytes(32) + (40_000).to_bytes(6, "big") + bytes(8)  # fwd_pkts, deq_pkts: 0
     assert pack_controller_header(st.packet_out, {"egress_port": 511}) == b"\xff\x80"
     meta, rest = split_controller_header(st.packet_in, head + b"rest")
     assert rest == b"rest" and meta["ingress_port"] == 1 and meta["r_floor_bps"] == 40_000 and meta["o_max_ppm"] == 0

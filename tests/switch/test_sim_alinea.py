@@ -141,7 +141,8 @@ def test_reports_from_neighbours_reach_the_controller_and_spoofed_ones_are_count
     net.sched.run()
     (pin,) = net.ctl.of("packet")
     assert pin.payload == report
-    assert net.ctl.names.packet_in_metadata(pin) == {"ingress_port": 2, "_pad": 0, **law_to_action(LawParams())}
+    assert net.ctl.names.packet_in_metadata(pin) == {"ingress_port": 2, "_pad": 0, **law_to_action(LawParams()),
+                                                     "fwd_pkts": 0, "deq_pkts": 0}
     assert net.ctl.read_counter("MyIngress.drop_spoofed_report", 1)[0] == 1
     assert net.ctl.read_counter("MyIngress.drop_spoofed_report", 2)[0] == 0
     assert net.hosts[1].got == [] and net.hosts[2].got == []
@@ -205,3 +206,21 @@ def test_a_dropped_packet_still_triggers_its_report_clone() -> None:
     assert (report.port, report.seq, report.occupancy) == (1, 1, 0)
     assert net.ctl.read_counter("MyIngress.drop_no_route", 1)[0] == 1
     assert net.switch.core.drop_counts() == {"ingress_mark_to_drop": 1}
+
+
+def test_a_reports_packet_in_carries_the_queue_counters_of_its_port() -> None:
+    """fwd_pkts[p] - deq_pkts[p] is what is routed and still queued toward port p (docs/dataplane.md)."""
+    net = sim_switch()
+    configure_alinea(net.ctl, modelled={1: (8, 1_000_000)}, neighbours=(2,))
+    net.switch.tm.set_queue_rate(2, 1000)  # 1 packet/ms out of port 2
+    report = bytes.fromhex("020000000101020000000201" "88b5" "1100000200010000008c000000c8000000" "12d687"
+                           "0000002a0000000000002710")
+    for i in range(12):  # 12 offered, 8 admitted (capacity 8): the 4 dropped are not counted
+        net.hosts[1].send_at(i * 10 * US, udp_frame(1, 2))
+    net.hosts[2].send_at(int(4.5 * MS), report)  # 4 have left by then (stamped 1, 2, 3, 4 ms: BMv2)
+    net.hosts[2].send_at(20 * MS, report)  # all have left
+    net.sched.run()
+    first, last = (net.ctl.names.packet_in_metadata(p) for p in net.ctl.of("packet"))
+    assert (first["fwd_pkts"], first["deq_pkts"]) == (8, 4)
+    assert (last["fwd_pkts"], last["deq_pkts"]) == (8, 8)
+    assert len(net.hosts[2].got) == 8
