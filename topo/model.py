@@ -33,7 +33,7 @@ CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp")
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
 #: median the netns backend measures for p4switch on our 2-core machines (docs/netns.md).
-DEFAULT_CONTROL_LATENCY_NS = 1_000_000
+DEFAULT_CONTROL_LATENCY_NS = 4_000_000
 #: ``control: tcp`` (the kernel's TCP, netns backend only): the congestion control when the file names
 #: none, and the application record a TCP sender writes (a "packet" of a TCP flow in the CSVs and the
 #: summary: a 20-byte header -- length, sequence number, send time -- and padding; 1448 B = the MSS of
