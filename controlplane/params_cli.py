@@ -24,31 +24,40 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from controlplane.params import LawParams, ParamError, PortParams, validate_port
+from controlplane.params import PPM, LawParams, ParamError, PortParams, validate_port
 from controlplane.units import (
+    OfCapacity,
     UnitError,
     format_duration,
     format_rate,
     parse_duration_ns,
     parse_fraction,
     parse_rate,
+    parse_rate_or_share,
+    resolve_rate,
 )
 
-__all__ = ["register", "Locate", "PARAMS_ELECTION_ID", "parse_changes"]
+__all__ = ["register", "Locate", "Describe", "PARAMS_ELECTION_ID", "parse_changes", "format_origins"]
 
 PARAMS_ELECTION_ID = (1, 0)
 MAX_PORT = 510  # 511 is BMv2's drop port
 
 # option -> (LawParams/PortParams field, parser)
-_LAW_OPTIONS = {"o_min": parse_fraction, "o_max": parse_fraction, "w_max": parse_rate, "w_min": parse_rate,
-                "k_p": parse_rate, "r_max": parse_rate, "r_floor": parse_rate}
+_LAW_OPTIONS = {"o_min": parse_fraction, "o_max": parse_fraction, "w_max": parse_rate_or_share,
+                "w_min": parse_rate_or_share, "k_p": parse_rate_or_share, "r_max": parse_rate_or_share,
+                "r_floor": parse_rate_or_share}
+_ORIGIN_FIELDS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_max", "r_floor")
 
 # (run directory, switch name) -> (P4Runtime address, device id); ParamError if there is no such switch
 Locate = Callable[[str, str], tuple[str, int]]
+# (run directory, switch name) -> {port: what the run's topology resolved for it}: "link_rate_bps",
+# "toward", "law" {field: value}, "origins" {field: file|derived|default} (topo.live.port_records)
+Describe = Callable[[str, str], dict[int, dict[str, Any]]]
 
 
-def register(sub: argparse._SubParsersAction, locate: Locate | None = None) -> None:
-    """``hbh params``; with ``locate``, a switch can also be named by ``--run DIR --switch NAME``."""
+def register(sub: argparse._SubParsersAction, locate: Locate | None = None, describe: Describe | None = None) -> None:
+    """``hbh params``; with ``locate``, a switch can also be named by ``--run DIR --switch NAME``, and
+    with ``describe`` the run's topology gives link rates (for ``0.25C``) and where values came from."""
     p = sub.add_parser("params", help="show or change the ALINEA parameters a running switch holds",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ps = p.add_subparsers(dest="params_command", metavar="{set,show}")
@@ -62,17 +71,22 @@ def register(sub: argparse._SubParsersAction, locate: Locate | None = None) -> N
             q.add_argument("--switch", help="with --run: the switch's name in the topology, e.g. R1")
         q.add_argument("--device-id", type=int, default=None, help="P4Runtime device id (default 0; with --run "
                                                                    "the switch's own)")
-        q.set_defaults(func=_set if name == "set" else _show, locate=locate, run=None, switch=None)
+        q.set_defaults(func=_set if name == "set" else _show, locate=locate, describe=describe, run=None,
+                       switch=None)
         if name == "set":
             q.add_argument("--port", required=True, help="switch port: the egress port toward the reporting "
                                                          "neighbour (law) and/or the modelled ingress port")
             q.add_argument("--o-min", help="O_min, fraction of the downstream buffer (e.g. 15%% or 0.15)")
             q.add_argument("--o-max", help="O_max, the target occupancy (e.g. 70%%)")
-            q.add_argument("--w-max", help="W_max, rate per unit of occupancy error (e.g. 8Mbps)")
-            q.add_argument("--w-min", help="W_min (e.g. 500kbps)")
-            q.add_argument("--k-p", help="PI damping gain, rate per unit of occupancy change (0: the paper's law)")
-            q.add_argument("--r-max", help="R_max, e.g. 1.8Mbps")
-            q.add_argument("--r-floor", help="rate floor, e.g. 40kbps")
+            q.add_argument("--w-max", help="W_max, rate per unit of occupancy error (e.g. 8Mbps, or 4C: four "
+                                           "times the link's capacity)")
+            q.add_argument("--w-min", help="W_min (e.g. 500kbps or 0.25C)")
+            q.add_argument("--k-p", help="PI damping gain, rate per unit of occupancy change (0: the paper's law; "
+                                         "e.g. 12C)")
+            q.add_argument("--r-max", help="R_max, e.g. 1.8Mbps or 0.9C")
+            q.add_argument("--r-floor", help="rate floor, e.g. 40kbps or 0.02C")
+            q.add_argument("--link-rate", help="the rate of the port's link, for values written as a multiple of "
+                                               "it (C); with --run, the topology's")
             q.add_argument("--capacity", help="buffer capacity of the modelled ingress port, packets")
             q.add_argument("--interval", help="report interval of the modelled ingress port, e.g. 10ms")
 
@@ -81,10 +95,16 @@ def parse_changes(args: argparse.Namespace) -> tuple[int, dict[str, float], dict
     """(port, law changes, port changes) from the options; ParamError/UnitError if any is invalid."""
     port = _port(args.port)
     law: dict[str, float] = {}
+    capacity = _link_rate(args, port)
     for name, parse in _LAW_OPTIONS.items():
         text = getattr(args, name)
         if text is not None:
-            law[name] = parse(text, f"--{name.replace('_', '-')}")
+            option = f"--{name.replace('_', '-')}"
+            value = parse(text, option)
+            if isinstance(value, OfCapacity) and capacity is None:
+                raise UnitError(f"{option} = {value}: a multiple of the link's capacity needs the link's rate "
+                                "(--link-rate RATE, or --run DIR --switch NAME)")
+            law[name] = resolve_rate(value, capacity, option)
     model: dict[str, int] = {}
     if args.capacity is not None:
         try:
@@ -101,6 +121,23 @@ def parse_changes(args: argparse.Namespace) -> tuple[int, dict[str, float], dict
                          "--r-floor --capacity --interval")
     _check_alone(law, model)
     return port, law, model
+
+
+def _link_rate(args: argparse.Namespace, port: int) -> float | None:
+    """The rate of ``port``'s link: ``--link-rate``, else the run's topology, else unknown."""
+    if getattr(args, "link_rate", None) is not None:
+        rate = parse_rate(args.link_rate, "--link-rate")
+        if not rate > 0:
+            raise ParamError(f"--link-rate = {args.link_rate!r}: must be > 0")
+        return rate
+    record = _records(args).get(port)
+    return None if record is None else float(record["link_rate_bps"])
+
+
+def _records(args: argparse.Namespace) -> dict[int, dict[str, Any]]:
+    if args.run is None or getattr(args, "describe", None) is None:
+        return {}
+    return args.describe(args.run, args.switch)
 
 
 def _port(text: str) -> int:
@@ -210,7 +247,37 @@ def _show(args: argparse.Namespace) -> int:
         print(f"hbh params show: {args.grpc_addr}: {_rpc_message(exc)}", file=sys.stderr)
         return 1
     print(format_ports(ports))
+    try:
+        records = _records(args)
+    except ParamError as exc:
+        print(f"hbh params show: {exc}", file=sys.stderr)
+        return 2
+    if records:
+        print(format_origins(ports, records))
     return 0
+
+
+def format_origins(ports: dict[int, Any], records: dict[int, dict[str, Any]]) -> str:
+    """Where each value a port holds came from: the run's topology file, derived by the loader
+    (docs/alinea.md, "Derived parameters"), the built-in default, or ``live`` (changed since the
+    run started, e.g. by ``hbh params set``)."""
+    lines = ["where the values came from (file, derived, default; live = changed during the run):"]
+    for port, st in sorted(ports.items()):
+        record = records.get(port)
+        if record is None or st.law is None or "law" not in record:
+            continue
+        cells = [f"{name} {_origin(name, getattr(st.law, name), record['law'][name], record['origins'][name])}"
+                 for name in _ORIGIN_FIELDS]
+        lines.append(f"{port:>4} (toward {record['toward']}, link {format_rate(record['link_rate_bps'])}): "
+                     + ", ".join(cells))
+    return "\n".join(lines)
+
+
+def _origin(name: str, held: float, resolved: float, origin: str) -> str:
+    """``origin``, unless the switch holds another value than the run resolved (compared in the
+    switch's own units: parts per million, whole b/s)."""
+    scale = PPM if name in ("o_min", "o_max") else 1
+    return origin if round(held * scale) == round(resolved * scale) else "live"
 
 
 def format_ports(ports: dict[int, Any]) -> str:

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 import re
+from dataclasses import dataclass
 
 __all__ = ["UnitError", "parse_rate", "parse_duration_ns", "parse_fraction", "parse_bytes", "format_rate",
-           "format_duration"]
+           "format_duration", "OfCapacity", "parse_rate_or_share", "resolve_rate"]
 
 
 class UnitError(ValueError):
@@ -54,6 +55,40 @@ def parse_rate(text: object, what: str = "rate") -> float:
     if scale is None:
         raise UnitError(f"{what}: unknown rate unit {unit!r} in {text!r} (use bps, kbps, Mbps, Gbps)")
     return value * scale
+
+
+@dataclass(frozen=True)
+class OfCapacity:
+    """A rate (or an ALINEA gain, in b/s per unit of occupancy) written as a multiple of the
+    regulated link's capacity, ``0.25C``: it keeps its meaning when the link's rate changes, since
+    occupancy is already a fraction of the neighbour's buffer (docs/alinea.md, "Relative gains")."""
+
+    multiple: float
+
+    def of(self, capacity_bps: float) -> float:
+        return self.multiple * capacity_bps
+
+    def __str__(self) -> str:
+        return f"{self.multiple:g}C"
+
+
+def parse_rate_or_share(text: object, what: str = "rate") -> float | OfCapacity:
+    """``parse_rate``, or ``0.25C`` (a multiple of the regulated link's capacity)."""
+    if isinstance(text, str) and text.strip().endswith("C"):
+        value, unit = _split(text, what, "0.25C (times the link's capacity)")
+        if unit != "C":
+            raise UnitError(f"{what}: expected a multiple of the link's capacity like 0.25C, got {text!r}")
+        return OfCapacity(value)
+    return parse_rate(text, what)
+
+
+def resolve_rate(value: float | OfCapacity, capacity_bps: float | None, what: str) -> float:
+    """b/s: an absolute value as is, a multiple of the capacity once the capacity is known."""
+    if isinstance(value, OfCapacity):
+        if capacity_bps is None:
+            raise UnitError(f"{what} = {value}: a multiple of the link's capacity needs the link's rate")
+        return value.of(capacity_bps)
+    return value
 
 
 def parse_duration_ns(text: object, what: str = "duration") -> int:

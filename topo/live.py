@@ -23,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import params_cli
-from controlplane.params import ParamError
+from controlplane.params import LAW_FIELDS, ParamError
 
-__all__ = ["LiveError", "load_network", "switch_info", "switch_address", "shell_command", "register", "SHELL_ELECTION_ID"]
+__all__ = ["LiveError", "load_network", "switch_info", "switch_address", "switch_ports", "port_records", "shell_command",
+           "register", "SHELL_ELECTION_ID"]
 
 SHELL_ELECTION_ID = (0, 5)
 PRIMARY_ELECTION_ID = (1, 0)
@@ -69,8 +70,34 @@ def switch_address(run_dir: str, name: str) -> tuple[str, int]:
     return info["grpc_addr"], info["device_id"]
 
 
+def port_records(topo: Any, switch: str) -> dict[str, dict[str, Any]]:
+    """What the topology resolved for each port of ``switch`` (network.json's ``ports``): the
+    port's link rate (for ``hbh params set --w-min 0.25C``), and its law's values and where each
+    came from (``hbh params show --run``)."""
+    out: dict[str, dict[str, Any]] = {}
+    for nb in topo.neighbours(switch):
+        record: dict[str, Any] = {"toward": nb, "link_rate_bps": topo.link_between(switch, nb).rate_bps}
+        law = topo.law.get((switch, nb))
+        if law is not None:
+            origins = topo.provenance.get((switch, nb), {})
+            record["law"] = {f: getattr(law, f) for f in LAW_FIELDS}
+            record["origins"] = {f: origins.get(f, "file") for f in LAW_FIELDS}
+        out[str(topo.port(switch, nb))] = record
+    return out
+
+
+def switch_ports(run_dir: str, name: str) -> dict[int, dict[str, Any]]:
+    """``port_records`` of switch ``name`` as the run in ``run_dir`` wrote them."""
+    try:
+        info = switch_info(run_dir, name)
+    except LiveError as exc:
+        raise ParamError(str(exc)) from None
+    return {int(port): record for port, record in info.get("ports", {}).items()}
+
+
 def register(sub: argparse._SubParsersAction) -> None:
-    params_cli.register(sub, locate=switch_address)  # `hbh params`, with --run DIR --switch NAME
+    # `hbh params`, with --run DIR --switch NAME
+    params_cli.register(sub, locate=switch_address, describe=switch_ports)
     p = sub.add_parser("shell", help="p4runtime-shell on a switch of a running netns experiment",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("switch", help="the switch's name in the topology, e.g. R1")

@@ -47,6 +47,7 @@ from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
+from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_plumbing import (
     CMD_TIMEOUT_S,
@@ -313,7 +314,8 @@ class NetnsNetwork:
                 "neighbours": {str(topo.port(name, nb)): nb for nb in topo.neighbours(name)},
                 "log_file": sw.spec.log_file, "pcap_dir": sw.spec.pcap_dir, "command": sw.process.command,
                 "thrift_cli": f"simple_switch_CLI --thrift-port {sw.spec.thrift_port}",
-                "agent_election_id": list(AGENT_ELECTION_ID)} for name, sw in self.switches.items()},
+                "agent_election_id": list(AGENT_ELECTION_ID), "ports": port_records(topo, name)}
+                for name, sw in self.switches.items()},
             "links": {"emulation": self.link_mode, "emulators": {
                 emu.spec.name: {"pid": emu.proc.pid, "a": emu.spec.a, "b": emu.spec.b,
                                 "control_socket": emu.spec.control_socket, "command": emu.command}

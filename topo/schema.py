@@ -23,12 +23,15 @@ from yaml.nodes import Node as YamlNode
 
 from controlplane.params import MAX_32, LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import (
+    OfCapacity,
     UnitError,
     format_rate,
     parse_bytes,
     parse_duration_ns,
     parse_fraction,
     parse_rate,
+    parse_rate_or_share,
+    resolve_rate,
 )
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
@@ -124,6 +127,9 @@ def _provenance(origin: _Origin) -> str:
 
 
 
+#: A law value as written: b/s or a fraction, or a multiple of the regulated link's capacity (``0.25C``).
+LawValue = float | OfCapacity
+
 _DERIVED_RANK = 1
 _DEFAULTS_RANK = 2
 _OVERRIDE_RANK = 3  # + the override's index: later overrides win the blame
@@ -133,12 +139,12 @@ _OVERRIDE_RANK = 3  # + the override's index: later overrides win the blame
 class _Draft:
     """A law being resolved: its values, interval and the origin of each."""
 
-    values: dict[str, float]
+    values: dict[str, LawValue]
     origins: dict[str, _Origin]
     interval_us: int
     interval_origin: _Origin
 
-    def apply(self, changes: dict[str, tuple[float, int]], path: str, rank: int) -> None:
+    def apply(self, changes: dict[str, tuple[LawValue, int]], path: str, rank: int) -> None:
         for key, (value, line) in changes.items():
             self.values[key] = value
             self.origins[key] = _Origin(rank, path, line)
@@ -152,7 +158,7 @@ class _Selector:
     line: int
     node: str | None
     toward: str | None
-    law: dict[str, tuple[float, int]]  # key -> (value, line of the key)
+    law: dict[str, tuple[LawValue, int]]  # key -> (value, line of the key)
     interval: tuple[int, int] | None  # (µs, line)
 
     def matches(self, link: DirectedLink) -> bool:
@@ -176,7 +182,7 @@ class _Defaults:
     delay_ns: int = 3_000_000
     buffer: int | _BufferDraft = 200
     packet_size: int = 1000
-    law: dict[str, tuple[float, int]] = field(default_factory=dict)
+    law: dict[str, tuple[LawValue, int]] = field(default_factory=dict)
     interval: tuple[int, int] | None = None
     law_path: str = "defaults.alinea"
 
@@ -273,11 +279,11 @@ class _Loader:
             raise self.doc.error(node, path, f"unknown node {name!r} (nodes: {', '.join(self.nodes)})")
         return name
 
-    def _law_values(self, entries: dict[str, Entry], path: str, keys: tuple[str, ...]) -> dict[str, tuple[float, int]]:
-        out: dict[str, tuple[float, int]] = {}
+    def _law_values(self, entries: dict[str, Entry], path: str, keys: tuple[str, ...]) -> dict[str, tuple[LawValue, int]]:
+        out: dict[str, tuple[LawValue, int]] = {}
         for key in keys:
             if key in entries:
-                parse = parse_fraction if key in FRACTION_KEYS else parse_rate
+                parse = parse_fraction if key in FRACTION_KEYS else parse_rate_or_share
                 value = self.doc.unit(entries[key].value, f"{path}.{key}", parse)
                 out[key] = (value, self.doc.line(entries[key].key_node))
         return out
@@ -326,7 +332,7 @@ class _Loader:
 
     def _check_default_law(self, d: _Defaults, node: YamlNode) -> None:
         """The defaults must be valid on their own (r_max aside: it is derived per link)."""
-        values = {k: v for k, (v, _) in d.law.items()}
+        values = {k: resolve_rate(v, d.rate_bps, k) for k, (v, _) in d.law.items()}
         floor = values.get("r_floor", LawParams().r_floor)
         try:
             validate_law(LawParams(**values, r_max=max(LawParams().r_max, floor)))
@@ -633,8 +639,8 @@ class _Loader:
         A flow's cap is its r_max (alinea) or its rate (fixed): a fixed flow's packets cross
         the link too, so the regulated aggregate must leave room for them.
         """
-        index = next(i for i, ln in enumerate(self.links) if set(ln.ends) == set(link))
-        wire = self.links[index]
+        wire = self._link_of(link)
+        index = self.links.index(wire)
         link_origin = _Origin(_DERIVED_RANK, f"links[{index}]", wire.line)
         crossing = [(i, f) for i, f in enumerate(flows) if link in zip(f.path, f.path[1:])]
         caps = [f.r_max_bps if f.r_max_bps is not None else f.rate_bps for _, f in crossing]
@@ -647,8 +653,10 @@ class _Loader:
         return total, _Origin(_DERIVED_RANK, f"flows[{first}]", flow.line)
 
     def _validated(self, link: DirectedLink, draft: _Draft) -> LawParams:
+        capacity = self._link_of(link).rate_bps
+        values = {k: resolve_rate(v, capacity, k) for k, v in draft.values.items()}
         try:
-            return validate_law(LawParams(**draft.values))
+            return validate_law(LawParams(**values))
         except ParamError as exc:
             involved = [k for k in draft.values if re.search(rf"\b{k} = ", str(exc))] or list(draft.values)
             origin = max((draft.origins[k] for k in involved), key=lambda o: o.rank)
@@ -676,14 +684,36 @@ class _Loader:
         if "events" not in self.top:
             return []
         items = self.doc.sequence(self.top["events"].value, "events")
-        parsed = [self._event(topo, item, f"events[{i}]") for i, item in enumerate(items)]
-        order = sorted(range(len(parsed)), key=lambda i: parsed[i].at_ns)
+        parsed = [(e, i) for i, item in enumerate(items) for e in self._event(topo, item, f"events[{i}]")]
+        parsed.sort(key=lambda ei: ei[0].at_ns)
         running = dict(law)
-        for i in order:
-            self._check_event_law(parsed[i], f"events[{i}].alinea", running)
-        return [parsed[i] for i in order]
+        for event, i in parsed:
+            self._check_event_law(event, f"events[{i}].alinea", running)
+        return [e for e, _ in parsed]
 
-    def _event(self, topo: Topology, item: YamlNode, path: str) -> Event:
+    def _event(self, topo: Topology, item: YamlNode, path: str) -> list[Event]:
+        """One event entry; an alinea change written relative to capacity (``0.25C``) becomes one
+        event per target, each resolved at its own link's rate."""
+        event = self._event_entry(topo, item, path)
+        if isinstance(event, Event):
+            return [event]
+        at, sel, targets, line = event
+        if not any(isinstance(v, OfCapacity) for v, _ in sel.law.values()):
+            return [self._alinea_event(at, sel, targets, line, None)]
+        return [self._alinea_event(at, sel, (t,), line, self._link_of(t).rate_bps) for t in targets]
+
+    @staticmethod
+    def _alinea_event(at: int, sel: _Selector, targets: tuple[DirectedLink, ...], line: int,
+                      capacity: float | None) -> Event:
+        changes = tuple((k, resolve_rate(v, capacity, k)) for k, (v, _) in sel.law.items())
+        return Event(at, "alinea", targets=targets, law_changes=changes,
+                     interval_us=sel.interval[0] if sel.interval else None, line=line)
+
+    def _link_of(self, link: DirectedLink) -> Link:
+        return next(ln for ln in self.links if set(ln.ends) == set(link))
+
+    def _event_entry(self, topo: Topology, item: YamlNode, path: str
+                     ) -> Event | tuple[int, _Selector, tuple[DirectedLink, ...], int]:
         f = self.doc.mapping(item, path, EVENT_KEYS, required=("at",))
         at = self._duration(f["at"].value, f"{path}.at")
         line = self.doc.line(item)
@@ -702,10 +732,7 @@ class _Loader:
             sel_path = f"{path}.alinea"
             entries = self.doc.mapping(f["alinea"].value, sel_path, SELECTOR_KEYS + LAW_KEYS + ("interval",))
             sel = self._selector(f["alinea"].value, sel_path, self._law_links(topo), entries)
-            targets = tuple(t for t in self._law_links(topo) if sel.matches(t))
-            changes = tuple((k, v) for k, (v, _) in sel.law.items())
-            return Event(at, "alinea", targets=targets, law_changes=changes,
-                         interval_us=sel.interval[0] if sel.interval else None, line=line)
+            return at, sel, tuple(t for t in self._law_links(topo) if sel.matches(t)), line
         if "flow" in f or "mode" in f:
             return self._mode_event(f, item, path, at, line)
         raise self.doc.error(item, path, "an event needs link (with rate), alinea, or flow (with mode)")

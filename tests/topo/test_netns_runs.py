@@ -87,10 +87,12 @@ def test_five_routers_lose_nothing(tmp_path: Path) -> None:
     assert all(v["samples"] > 0 and 0 < v["median_ms"] <= v["p99_ms"] for v in lat["switches"].values())
 
 
-def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path) -> None:
+def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path, capsys) -> None:
     """`hbh params set --run DIR --switch R1` changes R1's law toward H2 while the run goes on;
     laws.csv shows it in R1's next reports. The law keeps O within [O_min, O_max]: [15 %, 95 %]
-    before, [5 %, 10 %] after -- disjoint, whatever the buffers' state when the change comes."""
+    before, [5 %, 10 %] after -- disjoint, whatever the buffers' state when the change comes.
+    A gain written relative to the link (0.25C) resolves at the run's link rate, and `show`
+    says which values came from the file and which were changed live."""
     N.require_netns()
     box: dict[str, Any] = {}
 
@@ -111,8 +113,15 @@ def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path) -> None:
         wait_for(lambda: time.monotonic_ns() - t0 > 6e9, 20, "run time 6 s")
         call_at = (time.monotonic_ns() - t0) / 1e9
         assert hbh_main(["params", "set", "--run", str(tmp_path), "--switch", "R1", "--port", "2",
-                         "--o-min", "5%", "--o-max", "10%"]) == 0
+                         "--o-min", "5%", "--o-max", "10%", "--w-min", "0.125C"]) == 0
         set_at = (time.monotonic_ns() - t0) / 1e9
+        capsys.readouterr()
+        assert hbh_main(["params", "show", "--run", str(tmp_path), "--switch", "R1"]) == 0
+        shown = capsys.readouterr().out
+        row = next(line for line in shown.splitlines() if line.startswith("   2 (toward H2, link 2Mbps)"))
+        assert "o_max live" in row and "w_min live" in row and "w_max file" in row and "r_max derived" in row
+        table_row = next(line for line in shown.splitlines() if line.split()[:1] == ["2"])
+        assert "250kbps" in table_row  # 0.125 x 2 Mb/s
         t.join(60)
         assert not t.is_alive(), "the run did not end"
         if "error" in box:
