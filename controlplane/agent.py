@@ -12,8 +12,9 @@ the wire only after the port's queue has drained. There each regulated port star
 R_max rather than the floor (packets queued at the floor keep their 200 ms spacing whatever
 comes later), keeps a :class:`~controlplane.forecast.QueueForecast` fed by the counters every
 report's packet-in carries, hands the law its forecast (:class:`~controlplane.alinea.Forecast`)
-and never sets a rate whose spacing would stamp more than ``SCHEDULE_BOUND_S`` of schedule
-beyond what the link needs for the queued packets (docs/bmv2.md).
+and never sets a rate whose spacing, given to the packets expected before its next command
+(the measured arrival rate), would stamp the queue's schedule more than ``SCHEDULE_BOUND_S``
+beyond what the link needs for them and the queued ones (docs/bmv2.md).
 
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
@@ -25,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controlplane.alinea import AlineaLaw, Forecast
-from controlplane.forecast import SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
+from controlplane.forecast import QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
@@ -158,12 +159,12 @@ class SwitchAgentCore:
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
         forecast = self._forecast(now_ns, pl, metadata, report)
-        rate = pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
-                                1 / report.capacity if report.capacity else 0.0, forecast)
+        pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
+                         1 / report.capacity if report.capacity else 0.0, forecast)
         cmds = self._actuate(port, pl)
-        if self.on_trace is not None:
-            self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, rate, pl.pps,
-                                   pl.law.o, pl.law.w))
+        if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
+            self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
+                                   pl.pps, pl.law.o, pl.law.w))
         return cmds
 
     def on_tick(self, now_ns: int) -> list[Command]:
@@ -180,16 +181,21 @@ class SwitchAgentCore:
             return None
         if pl.forecast is None:
             pl.forecast = QueueForecast()
-        pkts = pl.forecast.update(now_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"], pl.pps)
+        # On the reporter's clock: reports are built at a steady pace there, while the control
+        # channel delivers them with jitter (a bunch after a slow call), which would make the
+        # drain over a short window as noisy as the jitter (seen with a 60 ms p99 latency).
+        t_ns = report.timestamp_us * 1000 if report.timestamp_us else now_ns
+        pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"], pl.pps, now_ns)
         return Forecast(max(0, round(pkts)) / report.capacity, pl.forecast.drain_pps * 8 * pl.packet_bytes)
 
     def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
             f = pl.forecast
             link_pps = pl.law.params.r_max / (8 * pl.packet_bytes)
-            pl.law.hold_at_least(8 * pl.packet_bytes * schedule_floor_pps(f.queued, link_pps))
-            if link_pps > 0 and f.horizon_s > f.queued / link_pps + SCHEDULE_BOUND_S:
-                pl.law.hold_at_least(pl.law.params.r_max)  # older stamps already went too far: add none
+            floor = schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command())
+            if floor is None:  # older stamps already ran past the bound: space no slower than the drain
+                floor = f.drain_pps  # (not the link's rate: that would flood the buffer downstream)
+            pl.law.hold_at_least(8 * pl.packet_bytes * floor)
         pps = rate_to_pps(pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:
             return []

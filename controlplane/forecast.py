@@ -20,12 +20,15 @@ on BMv2:
   (the growth of ``fwd_pkts``) and the rate the agent had set meanwhile;
 * ``μ``: the downstream buffer's departures of this hop's packets, ``Δdeq_pkts − ΔO(k)`` between
   reports, over the last ``h`` (at most ``DRAIN_WINDOW_S``, at least ``DRAIN_WINDOW_MIN_S``);
-  when the last ``DRAIN_SHORT_S`` differ from that by more than ``DRAIN_SHIFT_PPS`` (a capacity
-  change downstream, not noise) the short window is used.
+  when the last ``DRAIN_SHORT_S`` fall below that by more than ``DRAIN_SHIFT_PPS`` (a capacity
+  drop downstream, not noise) the short window is used. Only a fall: on real links the packets in
+  flight between this hop's departures and the buffer's arrivals make the short window noisy, and
+  a spike upward would send the queue's schedule at the spike's rate (seen in netns).
 """
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -42,15 +45,35 @@ DRAIN_SHORT_S = 0.2
 DRAIN_SHIFT_PPS = 8.0
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
-SCHEDULE_BOUND_S = 4.0
+SCHEDULE_BOUND_S = 2.0
+#: The share of the schedule's slack one rate command may use.
+COMMAND_SHARE = 0.5
+#: Smoothing time of the arrival rate and the report gap, s; the shortest gap assumed, s.
+ARRIVAL_SMOOTH_S = 0.1
+MIN_GAP_S = 0.01
+#: How long the longest reception gap is remembered (it decays with this time constant, s), and
+#: the margin on it for the next command's own latency.
+SLOW_GAP_MEMORY_S = 2.0
+SLOW_GAP_MARGIN = 1.5
+#: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
+IDLE_PKTS = 1
 
 
-def schedule_floor_pps(queued: int, link_pps: float, bound_s: float = SCHEDULE_BOUND_S) -> float:
-    """Lowest rate (packets/s) whose spacing keeps ``queued + 1`` packets within ``(queued + 1) /
-    link_pps + bound_s`` seconds."""
+def schedule_floor_pps(queued: int, link_pps: float, horizon_s: float = 0.0, arrivals: float = 1.0,
+                       bound_s: float = SCHEDULE_BOUND_S) -> float | None:
+    """Lowest rate (packets/s) that keeps the queue's schedule within ``bound_s`` of what the link
+    needs once the ``arrivals`` expected before the next command are stamped behind the current
+    ``horizon_s``: ``h + n/r <= (Q + n)/link + bound``, and that lets one command take only
+    ``COMMAND_SHARE`` of the slack left (the next command may come late: a slow control channel
+    stamps more arrivals than expected). Returns ``None`` when the schedule already runs past the
+    bound (the caller chooses: any spacing extends it)."""
     if link_pps <= 0:
         return 0.0
-    return 1.0 / (1.0 / link_pps + bound_s / (queued + 1))
+    n = max(1.0, arrivals)
+    slack = (queued + n) / link_pps + bound_s - horizon_s
+    if slack <= n / link_pps:
+        return None
+    return n / (n / link_pps + (slack - n / link_pps) * COMMAND_SHARE)
 
 
 @dataclass
@@ -66,12 +89,19 @@ class QueueForecast:
     horizon_s: float = 0.0  # h
     drain_pps: float = 0.0  # μ
     forecast_pkts: float = 0.0  # Ô, packets
+    arrival_pps: float = 0.0  # packets routed to this hop's queue per second (smoothed)
+    gap_s: float = 0.0  # time between reports (smoothed)
+    slow_gap_s: float = 0.0  # the longest recent gap between reports as the agent received them
+    _recv_ns: int | None = None
     _drained: int = 0  # cumulative departures of this hop's packets from the downstream buffer
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
 
-    def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int) -> float:
+    def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None) -> float:
         """One report: the downstream ``occupancy`` (packets), the packet-in's counters and the
-        queue rate in force since the previous report (0: unlimited). Returns Ô in packets."""
+        queue rate in force since the previous report (0: unlimited). ``now_ns`` is on the
+        reporter's clock (steady), ``recv_ns`` when the agent got it (with the control channel's
+        jitter). Returns Ô in packets."""
+        self._note_reception(now_ns if recv_ns is None else recv_ns)
         queued = (fwd - deq) & COUNTER_MASK
         spacing = NS / pps if pps > 0 else 0.0
         if self.t_ns is None:  # what is queued already was spaced at the rate in force, as far as we know
@@ -79,6 +109,7 @@ class QueueForecast:
         else:
             arrivals = (fwd - self.fwd) & COUNTER_MASK
             departed = (deq - self.deq) & COUNTER_MASK
+            self._smooth(arrivals, (now_ns - self.t_ns) / NS)
             self.last_sent_ns = now_ns if queued == 0 else int(max(self.last_sent_ns, self.t_ns) + arrivals * spacing)
             self._drained += departed - (occupancy - self.occupancy)
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
@@ -93,10 +124,32 @@ class QueueForecast:
         while j > 0 and now_ns - hist[j][0] < DRAIN_SHORT_S * NS:
             j -= 1
         short = self._rate_since(hist[j])
-        if (now_ns - hist[j][0]) / NS > 0.05 and abs(short - self.drain_pps) > DRAIN_SHIFT_PPS:
-            self.drain_pps = short
-        self.forecast_pkts = occupancy + queued - self.drain_pps * self.horizon_s
+        if (now_ns - hist[j][0]) / NS > 0.05 and short < self.drain_pps - DRAIN_SHIFT_PPS:
+            self.drain_pps = short  # a fall (capacity drop) is followed fast; a rise at the long window's pace
+        if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
+            self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
+        else:
+            self.forecast_pkts = occupancy + queued - self.drain_pps * self.horizon_s
         return self.forecast_pkts
+
+    def _note_reception(self, recv_ns: int) -> None:
+        if self._recv_ns is not None:
+            gap = max(0, recv_ns - self._recv_ns) / NS
+            self.slow_gap_s = max(gap, self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S))
+        self._recv_ns = recv_ns
+
+    def _smooth(self, arrivals: int, gap_s: float) -> None:
+        if gap_s <= 0:
+            return
+        k = min(1.0, gap_s / ARRIVAL_SMOOTH_S)
+        self.gap_s += k * (gap_s - self.gap_s) if self.gap_s else gap_s
+        self.arrival_pps += k * (arrivals / gap_s - self.arrival_pps)
+
+    def arrivals_before_next_command(self) -> float:
+        """Packets expected to be stamped before the next rate command: the arrival rate over
+        twice the report gap (the gap itself, plus a margin for the control plane's latency), or
+        over the longest recent gap between receptions (a slow control channel), if longer."""
+        return self.arrival_pps * max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
 
     def _rate_since(self, then: tuple[int, int]) -> float:
         t0, d0 = then

@@ -133,6 +133,9 @@ class Options:
     # simulator: a report's packet-in reaches the agent after half of it, the agent's set_queue_rate
     # reaches the queue after the other half (netns: the real one, measured)
     control_latency_ns: int = DEFAULT_CONTROL_LATENCY_NS
+    # simulator: the 99th percentile of that latency (lognormal around the median above, each
+    # direction in order, seeded); None = every call takes exactly control_latency
+    control_latency_p99_ns: int | None = None
 
 
 @dataclass

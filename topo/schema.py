@@ -62,7 +62,7 @@ NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
-OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency")
+OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
 #: Law keys an override or an event may set.
@@ -804,4 +804,13 @@ class _Loader:
             if not 0 <= latency <= MAX_CONTROL_LATENCY_NS:
                 raise self.doc.error(node, "options.control_latency",
                                      f"{latency / 1e6:g} ms: must be in 0..{MAX_CONTROL_LATENCY_NS // 1_000_000} ms")
-        return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency)
+        p99 = None
+        if "control_latency_p99" in entries:
+            node = entries["control_latency_p99"].value
+            p99 = self.doc.unit(node, "options.control_latency_p99", parse_duration_ns)
+            if not latency <= p99 <= MAX_CONTROL_LATENCY_NS:
+                raise self.doc.error(node, "options.control_latency_p99",
+                                     f"{p99 / 1e6:g} ms: must be in control_latency ({latency / 1e6:g} ms).."
+                                     f"{MAX_CONTROL_LATENCY_NS // 1_000_000} ms")
+        return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency,
+                       control_latency_p99_ns=p99)

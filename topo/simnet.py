@@ -38,6 +38,7 @@ from p4switch.switch import Switch, SwitchOptions
 from p4switch.thrift_server import in_process_processor
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
+from topo.control_latency import ControlLatency
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
 from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
@@ -311,16 +312,16 @@ class SimHostNode:
 
 
 class DelayedQueues:
-    """A switch's Thrift queue calls that take effect ``delay_ns`` after the agent made them."""
+    """A switch's Thrift queue calls that take effect after the control latency ``latency``."""
 
-    def __init__(self, queues: Any, sched: VirtualScheduler, delay_ns: int) -> None:
-        self._queues, self._sched, self._delay = queues, sched, delay_ns
+    def __init__(self, queues: Any, sched: VirtualScheduler, latency: ControlLatency) -> None:
+        self._queues, self._sched, self._latency = queues, sched, latency
 
     def set_queue_rate(self, port: int, pps: int) -> None:
-        self._sched.call_later(self._delay, self._queues.set_queue_rate, port, pps)
+        self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_rate, port, pps)
 
     def set_queue_depth(self, port: int, depth: int) -> None:
-        self._sched.call_later(self._delay, self._queues.set_queue_depth, port, depth)
+        self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_depth, port, depth)
 
 
 @dataclass
@@ -407,9 +408,13 @@ class SimNetwork:
         node = self.switches[name]
         plan = switch_plan(self.topo, name)
         agent_box: list[SwitchAgent] = []
-        half = self.topo.options.control_latency_ns // 2
+        opts = self.topo.options
+        half = opts.control_latency_ns // 2
+        p99_half = None if opts.control_latency_p99_ns is None else opts.control_latency_p99_ns // 2
+        rng = random.Random(f"{self.seed}/control/{name}")
+        to_agent = ControlLatency(half, p99_half, rng)
         client = InProcessController(node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(
-            agent_box[0], m, half))
+            agent_box[0], m, to_agent))
         queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
@@ -417,17 +422,22 @@ class SimNetwork:
         node.agent, node.client = agent, client
         agent.install(self.program.p4info, self.program.device_config)
         if half:  # set-up is instant; from now on the agent's queue calls reach the switch late
-            agent.queues = DelayedQueues(queues, self.sched, self.topo.options.control_latency_ns - half)
+            rest = opts.control_latency_ns - half
+            agent.queues = DelayedQueues(queues, self.sched, ControlLatency(
+                rest, None if opts.control_latency_p99_ns is None else opts.control_latency_p99_ns - p99_half, rng))
 
-    def _to_agent(self, agent: SwitchAgent, msg: Any, delay_ns: int) -> None:
-        """A packet-in reaches the agent ``delay_ns`` after the switch sent it (control latency)."""
-        if delay_ns and msg.WhichOneof("update") == "packet":
-            self.sched.call_later(delay_ns, agent.on_stream_message, msg)
+    def _to_agent(self, agent: SwitchAgent, msg: Any, latency: ControlLatency) -> None:
+        """A packet-in reaches the agent after the control latency."""
+        if latency.median_ns and msg.WhichOneof("update") == "packet":
+            self.sched.call_later(latency.delay(self.sched.now_ns()), agent.on_stream_message, msg)
         else:
             agent.on_stream_message(msg)
 
     def summary_extra(self) -> dict[str, Any]:
-        return {"control_latency": {"modelled_ms": self.topo.options.control_latency_ns / 1e6}}
+        opts = self.topo.options
+        return {"control_latency": {"modelled_ms": opts.control_latency_ns / 1e6,
+                                    "modelled_p99_ms": None if opts.control_latency_p99_ns is None
+                                    else opts.control_latency_p99_ns / 1e6}}
 
     def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
         def trace(t: LawTrace) -> None:

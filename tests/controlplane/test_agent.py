@@ -124,15 +124,20 @@ def test_the_forecast_reaches_the_law_and_a_cut_keeps_within_the_schedule_bound(
     assert pl.forecast is not None and pl.forecast.queued == 150
     # an overflow: the law halves the rate (and more), but not below what keeps the schedule bounded
     c.on_report(10 * MS, 2, meta(LAW) | counters(base + 151, base + 1), report(200, drops=3))
-    assert pl.pps >= int(schedule_floor_pps(150, 250))
+    f = pl.forecast
+    assert pl.pps >= int(schedule_floor_pps(f.queued, 250, f.horizon_s, f.arrivals_before_next_command()))
+    assert pl.pps * 8 * 1000 < LAW.r_max  # the cut itself happened
 
 
-def test_a_horizon_already_beyond_the_bound_gets_no_more_spacing() -> None:
+def test_a_horizon_already_beyond_the_bound_spaces_no_slower_than_the_drain() -> None:
+    """Not at the link's rate either: that would flood the buffer downstream once the old stamps
+    have gone."""
     c = core(fixed_departures=True)
     c.start()
     c.on_report(0, 2, meta(LAW) | counters(20, 0), report(10))
     pl = c.ports[2]
     assert pl.forecast is not None
     pl.forecast.horizon_s = 30.0  # e.g. stamps from before the agent knew better
+    pl.forecast.drain_pps = 120.0
     pl.law.rate, pl.pps = LAW.r_floor, 5  # the law cut to the floor
-    assert c._actuate(2, pl) == [SetQueueRate(2, 250)]
+    assert c._actuate(2, pl) == [SetQueueRate(2, 120)]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.forecast import SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
+from controlplane.forecast import COMMAND_SHARE, SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
 
 MS = 1_000_000
 
@@ -54,6 +54,42 @@ def test_an_empty_queue_has_no_horizon() -> None:
 def test_schedule_floor_bounds_the_schedule_a_cut_can_stamp() -> None:
     link = 250.0
     for q in (0, 10, 140, 300):
-        r = schedule_floor_pps(q, link)
-        assert (q + 1) / r == pytest.approx((q + 1) / link + SCHEDULE_BOUND_S)
+        for h, n in ((0.0, 1.0), (q / link, 5.0), (q / link + 1.0, 20.0)):
+            r = schedule_floor_pps(q, link, h, n)
+            slack = (q + n) / link + SCHEDULE_BOUND_S - h  # the bound, less what is stamped already
+            assert n / r == pytest.approx(n / link + COMMAND_SHARE * (slack - n / link))  # a share of it
+            assert h + n / r < (q + n) / link + SCHEDULE_BOUND_S
+            assert schedule_floor_pps(q, link, h, n / 2) < r or n == 1  # fewer arrivals: a deeper cut
     assert schedule_floor_pps(10, 0) == 0
+
+
+def test_a_schedule_already_past_the_bound_is_left_to_the_caller() -> None:
+    assert schedule_floor_pps(10, 250.0, 10 / 250 + SCHEDULE_BOUND_S + 0.5, 3.0) is None
+
+
+def test_a_slow_control_channel_expects_more_arrivals_before_the_next_command() -> None:
+    f, g = QueueForecast(), QueueForecast()
+    t = 0
+    for i in range(100):  # the same reports (reporter's clock), g's reach the agent in bunches
+        f.update(t, 140, 280 + 2 * i, 140 + 2 * i, 200, recv_ns=t)
+        g.update(t, 140, 280 + 2 * i, 140 + 2 * i, 200, recv_ns=t + (150 * MS if i % 20 == 0 else 0))
+        t += 10 * MS
+    assert f.arrival_pps == pytest.approx(g.arrival_pps)
+    assert g.slow_gap_s > 5 * f.slow_gap_s
+    assert g.arrivals_before_next_command() > 2 * f.arrivals_before_next_command()
+
+
+def test_a_starved_buffer_is_not_forecast_to_fill() -> None:
+    """Its measured drain is only what this hop sends: read as its capacity, the queued packets
+    would look like an overflow to come and the law would hold the hop back (a trap)."""
+    f = QueueForecast()
+    steady(f, 100, 20, 1, 150)  # 150 queued here, 20 packets/s arriving, the buffer downstream empty
+    assert f.forecast_pkts == 1
+
+
+def test_the_arrivals_before_the_next_command_follow_the_measured_arrival_rate() -> None:
+    f = QueueForecast()
+    steady(f, 100, 200, 140, 140)  # 200 packets/s in, reports every 10 ms
+    assert f.gap_s == pytest.approx(0.01, rel=0.01)
+    assert f.arrival_pps == pytest.approx(200, rel=0.02)
+    assert f.arrivals_before_next_command() == pytest.approx(4.0, rel=0.05)
