@@ -66,6 +66,9 @@ class Forecast:
 
     occupancy: float  # forecast occupancy (fraction) when a rate set now arrives downstream
     drain_bps: float  # the downstream buffer's measured drain of this node's packets, b/s
+    # start-up brake: b/s above the drain allowed per unit of forecast room below O_max (the
+    # buffer in bits over the approach time); 0 = none
+    approach_bps: float = 0.0
 
 
 def forecast_gain(error: float, packet: float) -> float:
@@ -119,6 +122,8 @@ class AlineaLaw:
                 rate = forecast.drain_bps + step - p.k_p * (measured - self.last_occupancy)  # type: ignore[operator]
             else:
                 rate = self.rate + step
+                if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it
+                    rate = min(rate, forecast.drain_bps + max(0.0, p.o_max - occ) * forecast.approach_bps)
         if overflow:
             rate = min(rate, self.rate * OVERFLOW_CUT)
         self.rate = self._clamp(rate)

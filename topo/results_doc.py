@@ -76,8 +76,10 @@ def main(argv: list[str] | None = None) -> int:
         runs[name] = {"title": title, "summary": result.summary, "topo": topo}
         print(f"  {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
     from topo.results_compare import sections
+    from topo.results_reaction import reaction_sections
 
-    text = render(runs, figures, Path(args.out).parent) + "\n".join(sections(raw)) + "\n"
+    text = (render(runs, figures, Path(args.out).parent) + "\n".join(sections(raw) + reaction_sections())
+            + "\n")
     Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
                                                    sort_keys=True))
