@@ -26,15 +26,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controlplane.alinea import AlineaLaw, Forecast
-from controlplane.forecast import MIN_GAP_S, QueueForecast, schedule_floor_pps
+from controlplane.forecast import QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
            "LawTrace", "SwitchAgentCore", "rate_to_pps"]
-
-#: The start-up ramp approaches O_max with this many report gaps as its time constant (docs/alinea.md).
-BRAKE_GAPS = 6
 
 
 @dataclass(frozen=True)
@@ -190,9 +187,8 @@ class SwitchAgentCore:
         t_ns = report.timestamp_us * 1000 if report.timestamp_us else now_ns
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"], pl.pps, now_ns)
         f = pl.forecast
-        approach_s = BRAKE_GAPS * max(f.gap_s, MIN_GAP_S)
         return Forecast(max(0, round(pkts)) / report.capacity, f.drain_pps * 8 * pl.packet_bytes,
-                        report.capacity * 8 * pl.packet_bytes / approach_s)
+                        f.approach_bps(report.capacity, 8 * pl.packet_bytes))
 
     def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule

@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from controlplane.params import LawParams, validate_law
 
-__all__ = ["AlineaLaw", "Forecast", "forecast_gain", "OVERFLOW_CUT", "STALE_HOLD_INTERVALS",
+__all__ = ["AlineaLaw", "Forecast", "Brake", "forecast_gain", "OVERFLOW_CUT", "STALE_HOLD_INTERVALS",
            "FORECAST_DEADBAND_PKTS", "FORECAST_SPAN_PKTS", "FORECAST_BOOST"]
 
 #: Multiplicative rate cut on a report that says the buffer overflowed.
@@ -69,6 +69,19 @@ class Forecast:
     # start-up brake: b/s above the drain allowed per unit of forecast room below O_max (the
     # buffer in bits over the approach time); 0 = none
     approach_bps: float = 0.0
+
+
+@dataclass(frozen=True)
+class Brake:
+    """The start-up brake: during the ramp the rate is at most the downstream buffer's measured
+    drain plus ``approach_bps`` per unit of room left below O_max (the buffer in bits over the
+    approach time), so that the buffer approaches O_max instead of overrunning it."""
+
+    drain_bps: float
+    approach_bps: float
+
+    def cap(self, o_max: float, occupancy: float) -> float:
+        return self.drain_bps + max(0.0, o_max - occupancy) * self.approach_bps
 
 
 def forecast_gain(error: float, packet: float) -> float:
@@ -96,12 +109,14 @@ class AlineaLaw:
 
     # ---- the rule ----------------------------------------------------------------------------
     def on_report(self, occupancy: float, overflow: bool = False, now_ns: int | None = None,
-                  interval_ns: int = 0, packet: float = 0.0, forecast: Forecast | None = None) -> float:
+                  interval_ns: int = 0, packet: float = 0.0, forecast: Forecast | None = None,
+                  brake: Brake | None = None) -> float:
         """Apply one report (``occupancy`` as a fraction of the buffer); returns the new rate.
 
         ``now_ns`` and the report's ``interval_ns`` let :meth:`tick` notice when reports stop;
         ``packet`` is one packet as a fraction of the buffer (1 / capacity), for the resting rule
-        and the forecast gain; ``forecast``: see the module's docstring.
+        and the forecast gain; ``forecast``: see the module's docstring; ``brake``: the start-up
+        brake for a law without a forecast (a host, whose packets leave as they are paced).
         """
         p = self.params
         if now_ns is not None:
@@ -115,6 +130,8 @@ class AlineaLaw:
             rate = self.rate + self.w * (self.o - occ)
             if damp:
                 rate -= p.k_p * (occ - self.last_occupancy)  # type: ignore[operator]
+            elif brake is not None and occ > packet:
+                rate = min(rate, brake.cap(p.o_max, occ))
         else:
             occ = 1.0 if overflow else max(0.0, forecast.occupancy)
             step = forecast_gain(occ - self.o, packet) * self.w * (self.o - occ)
@@ -123,7 +140,7 @@ class AlineaLaw:
             else:
                 rate = self.rate + step
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it
-                    rate = min(rate, forecast.drain_bps + max(0.0, p.o_max - occ) * forecast.approach_bps)
+                    rate = min(rate, Brake(forecast.drain_bps, forecast.approach_bps).cap(p.o_max, occ))
         if overflow:
             rate = min(rate, self.rate * OVERFLOW_CUT)
         self.rate = self._clamp(rate)

@@ -33,7 +33,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT_S", "DRAIN_SHIFT_PPS",
-           "SCHEDULE_BOUND_S", "schedule_floor_pps"]
+           "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS"]
 
 COUNTER_MASK = (1 << 32) - 1
 NS = 1_000_000_000
@@ -55,6 +55,8 @@ MIN_GAP_S = 0.01
 #: the margin on it for the next command's own latency.
 SLOW_GAP_MEMORY_S = 2.0
 SLOW_GAP_MARGIN = 1.5
+#: The start-up brake's approach time, in report gaps (docs/alinea.md, "Start-up brake").
+BRAKE_GAPS = 6
 #: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
 IDLE_PKTS = 1
 
@@ -150,6 +152,10 @@ class QueueForecast:
         twice the report gap (the gap itself, plus a margin for the control plane's latency), or
         over the longest recent gap between receptions (a slow control channel), if longer."""
         return self.arrival_pps * max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
+
+    def approach_bps(self, capacity: int, packet_bits: int) -> float:
+        """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
+        return capacity * packet_bits / (BRAKE_GAPS * max(self.gap_s, MIN_GAP_S))
 
     def _rate_since(self, then: tuple[int, int]) -> float:
         t0, d0 = then

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from controlplane.alinea import AlineaLaw
+from controlplane.alinea import AlineaLaw, Brake
+from controlplane.forecast import QueueForecast
 from controlplane.params import LawParams
 from controlplane.report import Report
 
@@ -75,6 +76,8 @@ class AlineaHostSender:
     law: AlineaLaw = field(init=False)
     pacer: Pacer = field(init=False)
     _turn: int = 0
+    _sent: int = 0
+    _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
 
     def __post_init__(self) -> None:
         self.law = AlineaLaw(self.law_params)
@@ -82,8 +85,14 @@ class AlineaHostSender:
         self.pacer = Pacer(self.law.rate, self.packet_bytes, start)
 
     def on_report(self, now_ns: int, report: Report) -> float:
+        # the first hop's drain of our packets: what we sent (nothing waits here: the pacer spaces
+        # packets onto the wire) less the buffer's growth; it feeds the start-up brake
+        d = self._drain
+        d.update(now_ns, report.occupancy, self._sent, self._sent, 0)
+        bits = 8 * self.packet_bytes
+        brake = Brake(d.drain_pps * bits, d.approach_bps(report.capacity, bits)) if report.capacity else None
         rate = self.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
-                                1 / report.capacity if report.capacity else 0.0)
+                                  1 / report.capacity if report.capacity else 0.0, brake=brake)
         self.pacer.set_rate(rate)
         return rate
 
@@ -106,6 +115,7 @@ class AlineaHostSender:
             return None
         flow = active[self._turn % len(active)]
         self._turn += 1
+        self._sent += 1
         self.pacer.on_sent(now_ns)
         return flow
 

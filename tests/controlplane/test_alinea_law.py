@@ -169,3 +169,23 @@ def test_with_a_forecast_the_start_up_ramps_on_the_forecast() -> None:
     law = AlineaLaw(p)
     law.on_report(0.0, packet=0.005, forecast=Forecast(0.4, 0.0))  # the queue already holds 40 % for it
     assert law.o == pytest.approx(0.4) and law.rate == p.r_floor  # ramped down, not up
+
+
+def test_with_a_forecast_the_ramp_approaches_o_max_instead_of_overrunning_it() -> None:
+    """The paper's ramp runs open loop up to O_max (O follows the occupancy); at ten times the rate
+    the buffer then overruns the headroom above O_max within one loop delay. The brake caps the
+    ramp's rate at the drain plus the room left below O_max over the approach time."""
+    from controlplane.alinea import Forecast
+
+    p = LawParams(o_min=0.15, o_max=0.95, w_max=1e4, w_min=1e4, r_max=18e6, r_floor=4e4, k_p=24e6)  # gentle W
+    approach = 200 * 8000 / 0.06  # 200 packets of 8000 bits over 60 ms
+    braked, free = AlineaLaw(p, 18e6), AlineaLaw(p, 18e6)
+    rates = []
+    for occ in (0.3, 0.6, 0.8, 0.9, 0.94):
+        rates.append(braked.on_report(occ, packet=0.005, forecast=Forecast(occ, 12e6, approach)))
+        free.on_report(occ, packet=0.005, forecast=Forecast(occ, 12e6))
+        assert braked.rate <= 12e6 + (p.o_max - occ) * approach + 1e-6
+    assert rates == sorted(rates, reverse=True) and rates[-1] < 12e6 + 0.02 * approach
+    assert free.rate > rates[-1] + 3e6  # without the brake the ramp still runs near R_max
+    starved = AlineaLaw(p, 18e6)  # an empty buffer says nothing of the drain: no brake
+    assert starved.on_report(0.0, packet=0.005, forecast=Forecast(0.0, 1e5, approach)) == pytest.approx(18e6)
