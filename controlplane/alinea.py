@@ -80,8 +80,10 @@ class Brake:
     drain_bps: float
     approach_bps: float
 
-    def cap(self, o_max: float, occupancy: float) -> float:
-        return self.drain_bps + max(0.0, o_max - occupancy) * self.approach_bps
+    def cap(self, o_max: float, occupancy: float, packet: float) -> float:
+        """Aimed one packet past O_max: approached from below alone, O_max would be reached only
+        in the limit, and the ramp (which ends there) would never hand over to the settled law."""
+        return self.drain_bps + max(0.0, o_max + packet - occupancy) * self.approach_bps
 
 
 def forecast_gain(error: float, packet: float) -> float:
@@ -131,7 +133,7 @@ class AlineaLaw:
             if damp:
                 rate -= p.k_p * (occ - self.last_occupancy)  # type: ignore[operator]
             elif brake is not None and occ > packet:
-                rate = min(rate, brake.cap(p.o_max, occ))
+                rate = min(rate, brake.cap(p.o_max, occ, packet))
         else:
             occ = 1.0 if overflow else max(0.0, forecast.occupancy)
             step = forecast_gain(occ - self.o, packet) * self.w * (self.o - occ)
@@ -140,7 +142,7 @@ class AlineaLaw:
             else:
                 rate = self.rate + step
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it
-                    rate = min(rate, Brake(forecast.drain_bps, forecast.approach_bps).cap(p.o_max, occ))
+                    rate = min(rate, Brake(forecast.drain_bps, forecast.approach_bps).cap(p.o_max, occ, packet))
         if overflow:
             rate = min(rate, self.rate * OVERFLOW_CUT)
         self.rate = self._clamp(rate)

@@ -184,7 +184,7 @@ def test_with_a_forecast_the_ramp_approaches_o_max_instead_of_overrunning_it() -
     for occ in (0.3, 0.6, 0.8, 0.9, 0.94):
         rates.append(braked.on_report(occ, packet=0.005, forecast=Forecast(occ, 12e6, approach)))
         free.on_report(occ, packet=0.005, forecast=Forecast(occ, 12e6))
-        assert braked.rate <= 12e6 + (p.o_max - occ) * approach + 1e-6
+        assert braked.rate <= 12e6 + (p.o_max + 0.005 - occ) * approach + 1e-6
     assert rates == sorted(rates, reverse=True) and rates[-1] < 12e6 + 0.02 * approach
     assert free.rate > rates[-1] + 3e6  # without the brake the ramp still runs near R_max
     starved = AlineaLaw(p, 18e6)  # an empty buffer says nothing of the drain: no brake
