@@ -77,9 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
     from topo.results_compare import sections
     from topo.results_reaction import reaction_sections
+    from topo.results_scaled import scaled_sections
 
-    text = (render(runs, figures, Path(args.out).parent) + "\n".join(sections(raw) + reaction_sections())
-            + "\n")
+    extra = sections(raw) + reaction_sections() + scaled_sections()
+    text = render(runs, figures, Path(args.out).parent) + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
                                                    sort_keys=True))

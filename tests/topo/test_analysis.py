@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
-import re
 from pathlib import Path
 
 import pytest
 
 from topo.analysis import check_topology, warnings
 from topo.runner import run_experiment
+from topo.scaling import scaled_text
 from topo.schema import load_topology, load_topology_text
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,9 +59,7 @@ def test_where_the_analysis_warns_the_simulator_loses_packets() -> None:
 def _scaled_without_gains(name: str, k: int) -> str:
     """The shipped file with every rate (and playout, R_max) times k and no gains, floor or
     interval: what topo/derive.py fills in."""
-    src = text(name).replace("rate: 2Mbps", f"rate: {2 * k}Mbps").replace("rate: 3Mbps", f"rate: {3 * k}Mbps")
-    src = src.replace("playout: 1.2Mbps", f"playout: {1.2 * k:g}Mbps").replace("r_max: 1.8Mbps", f"r_max: {1.8 * k:g}Mbps")
-    return re.sub(r"  alinea: \{[^}]*\}\n", "  alinea: {o_min: 15%}\n", src)
+    return scaled_text(name, k)
 
 
 def test_derived_values_are_marked_and_pass_their_own_analysis() -> None:
@@ -92,7 +90,7 @@ def test_derived_parameters_regulate_ten_and_fifty_times_the_paper_rates(name: s
 def test_derived_parameters_regulate_the_paper_line_with_fifty_ms_links() -> None:
     """Issue 21's last row (R1 never settled: 62.8 % against 80 % with the paper's gains): with
     the gains, floor and interval derived for a 100 ms loop, 60 s settle both buffers."""
-    src = _scaled_without_gains("paper-1router", 1).replace("delay: 3ms", "delay: 50ms")
+    src = scaled_text("paper-1router", 1, delay="50ms")
     t = load_topology_text(src, "paper-1router-50ms.yaml")
     assert t.links[0].delay_ns == 50_000_000
     s = run_experiment(t, 60 * S, seed=1, plots=False).summary
