@@ -107,6 +107,9 @@ class Flow:
     line: int = 0
     cc: str | None = None  # tcp: the kernel's congestion control (TCP_CONGESTION)
     size_bytes: int | None = None  # tcp: bytes to deliver, None: bulk until stop (or the run's end)
+    # tcp: selective acknowledgements (netns: the kernel's net.ipv4.tcp_sack in both hosts' namespaces;
+    # the simulator's model always recovers without them, RFC 6582)
+    sack: bool = True
 
 
 @dataclass(frozen=True)

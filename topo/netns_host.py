@@ -154,7 +154,7 @@ class NetnsHost:
         (switch,) = topo.neighbours(me)
         self._eth_header = (neighbour_mac(topo, me, switch).to_bytes(6, "big") + topo.mac(me).to_bytes(6, "big")
                             + b"\x08\x00")
-        self.tun = TunRelay(topo.ip(me))
+        self.tun = TunRelay(topo.ip(me), sack=all(f.sack for f in self.tcp_flows.values()))
         self.sched.add_reader(self.tun.fd, self._from_tun)
         for fid, f in self.tcp_flows.items():
             if f.dst == me:  # run times are set at start; the listener is bound now

@@ -56,7 +56,7 @@ TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "aline
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
-FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size")
+FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency")
@@ -469,7 +469,7 @@ class _Loader:
         if control == "tcp":
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
                         **self._tcp_keys(f, path))
-        for key in ("cc", "size"):
+        for key in ("cc", "size", "sack"):
             if key in f:
                 raise self.doc.error(f[key].key_node, f"{path}.{key}", f"only tcp flows have {key} (this one is {control})")
         size = self._packet_size(f["packet_size"].value, f"{path}.packet_size") if "packet_size" in f \
@@ -502,7 +502,12 @@ class _Loader:
             size = self.doc.unit(f["size"].value, f"{path}.size", parse_bytes)
             if size <= 0:
                 raise self.doc.error(f["size"].value, f"{path}.size", f"{size} bytes: a tcp flow's size must be > 0")
-        return {"cc": cc, "size_bytes": size}
+        sack = True
+        if "sack" in f:
+            sack = self.doc.scalar(f["sack"].value, f"{path}.sack")
+            if not isinstance(sack, bool):
+                raise self.doc.error(f["sack"].value, f"{path}.sack", f"{sack!r}: sack is true or false")
+        return {"cc": cc, "size_bytes": size, "sack": sack}
 
     def _flow_rate(self, item: YamlNode, f: dict[str, Entry], path: str, control: str) -> float | None:
         if control == "fixed":

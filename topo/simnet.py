@@ -33,6 +33,7 @@ from hosts.cvihis_host import CvihisSink, CvihisSource
 from hosts.datagram import HEADER_BYTES, KIND_FEEDBACK, OFFSET, DatagramError, FrameTemplate, parse
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
+from hosts.tcp import MODELLED_CC
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
 from p4switch.thrift_server import in_process_processor
@@ -41,6 +42,7 @@ from runtime.sched import VirtualScheduler
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
 from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
+from topo.simtcp import TCP_KINDS, SimTcpFlows
 
 __all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
 
@@ -116,11 +118,12 @@ class SimUnsupported(ValueError):
 
 
 def sim_refusal(topo: Topology) -> str | None:
-    """Why the simulator cannot run ``topo``, or None: kernel TCP flows need the netns backend."""
+    """Why the simulator cannot run ``topo``, or None: the TCP model has reno and cubic only (a
+    ``cc: bbr`` flow needs the kernel, the netns backend)."""
     for i, f in enumerate(topo.flows):
-        if f.control == "tcp":
-            return (f"{topo.source}:{f.line}: flows[{i}].control: tcp (flow {f.name}) runs in the netns backend "
-                    "only; the simulator's TCP model is not there yet (use --backend netns)")
+        if f.control == "tcp" and f.cc not in MODELLED_CC:
+            return (f"{topo.source}:{f.line}: flows[{i}].cc: {f.cc} (flow {f.name}) runs in the netns backend only; "
+                    f"the simulator's TCP model has {' and '.join(MODELLED_CC)} (use --backend netns)")
     return None
 
 
@@ -148,6 +151,10 @@ class SimHostNode:
         self._handles: dict[int, Any] = {}
         self.buffer: PlayoutBuffer | None = None
         self.reporter: HostReporter | None = None
+        # the TCP model's flows (the simulator only: in netns the kernel runs them, topo/tcpflow.py)
+        tcp = {fid: f for fid, f in enumerate(topo.flows, start=1)
+               if f.control == "tcp" and node.name in (f.src, f.dst)} if getattr(net, "tcp_model", False) else {}
+        self.tcp = SimTcpFlows(self.sched, node.name, tcp, self._put, self._tcp_template) if tcp else None
         self._setup_senders()
         self._setup_receiver()
 
@@ -201,6 +208,22 @@ class SimHostNode:
             self._arm(sender)
         if self.alinea is not None:
             self.sched.call_later(AGENT_TICK_NS, self._tick)
+        if self.tcp is not None:
+            self.tcp.start()
+
+    def _tcp_template(self, fid: int, size: int, kind: int, toward: str) -> FrameTemplate:
+        topo = self.net.topo
+        return FrameTemplate(src_mac=topo.mac(self.node.name), dst_mac=neighbour_mac(topo, self.node.name, self.switch),
+                             src_ip=topo.ip(self.node.name), dst_ip=topo.ip(toward), flow=fid, size=size, kind=kind)
+
+    def _put(self, frame: bytes) -> None:
+        """A frame onto the host's link through its NIC queue (full: dropped and counted)."""
+        if self.link is None:
+            return
+        if self.link.backlog_ns(self, self.sched.now_ns()) > HOST_TX_QUEUE * self.link.model.wire_time_ns(len(frame)):
+            self.net.counts["host_tx_queue_full"] += 1
+        else:
+            self.link.send(self, frame)
 
     # ---- sending ----------------------------------------------------------------------------------
     def _arm(self, sender: Any) -> None:
@@ -249,6 +272,10 @@ class SimHostNode:
             return
         if d.kind == KIND_FEEDBACK:
             self._on_feedback(now, d)
+            return
+        if d.kind in TCP_KINDS:
+            if self.tcp is not None:
+                self.tcp.receive(now, d)
             return
         rec = self.records.get(d.flow)
         if rec is None:
@@ -349,6 +376,7 @@ class SimNetwork:
         self.hosts: dict[str, SimHostNode] = {}
         self.links: dict[tuple[str, str], InMemoryLink] = {}
         self._ends: dict[tuple[str, str], Any] = {}
+        self.tcp_model = True  # SimHostNode runs the TCP model's flows (the netns host leaves them to the kernel)
 
     def cvihis_params(self, f: Flow) -> CvihisParams:
         return cvihis_params(self.topo, f)
@@ -464,8 +492,13 @@ class SimNetwork:
         rec = self.recorder
         for f in self.topo.flows:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
-            r = dst.records.get(src.flow_ids[f.name])
-            rec.flows.append(FlowSample(now, f.name, src.sent.get(f.name, 0), r.received if r else 0,
+            fid = src.flow_ids[f.name]
+            if f.control == "tcp" and src.tcp is not None and dst.tcp is not None:
+                r, sent = dst.tcp.records[fid], src.tcp.senders[fid].written
+                rec.tcp.append(src.tcp.sample(now, fid))
+            else:
+                r, sent = dst.records.get(fid), src.sent.get(f.name, 0)
+            rec.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
                                         r.owd_sum_ns if r else 0, f.packet_size))
         for name, host in self.hosts.items():
             if host.buffer is not None:
@@ -506,3 +539,10 @@ class SimNetwork:
         for host in self.hosts.values():
             for rec in host.records.values():
                 self.recorder.packets[rec.name] = rec.packets
+            if host.tcp is not None:
+                for fid, rec in host.tcp.records.items():
+                    self.recorder.packets[rec.name] = rec.packets
+                    self.recorder.tcp_flows.setdefault(rec.name, {}).update(host.tcp.receiver_totals(fid))
+                for fid in host.tcp.senders:
+                    name = self.flow_names[fid]
+                    self.recorder.tcp_flows.setdefault(name, {}).update(host.tcp.sender_totals(fid))
