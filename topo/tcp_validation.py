@@ -88,7 +88,9 @@ def _diff(sim: float, kernel: float) -> float | None:
 
 
 def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
-    """Markdown: per case, both backends' numbers and the relative differences (flagged past 10 %)."""
+    """Markdown: per case, both backends' numbers and the relative differences (flagged past 10 %);
+    occupancy also as an absolute difference in percentage points of the buffer (a relative
+    difference of two near-empty queues says little)."""
     def pct(x: float | None) -> str:
         if x is None:
             return "-"
@@ -102,6 +104,7 @@ def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
             f"| {case.cc} | {case.rate_mbps} Mb/s | {case.rtt_ms} ms | {k['goodput_bps'] / 1e6:.3f} Mb/s "
             f"| {s['goodput_bps'] / 1e6:.3f} Mb/s | {pct(_diff(s['goodput_bps'], k['goodput_bps']))} "
             f"| {k['occupancy']:.1%} | {s['occupancy']:.1%} | {pct(_diff(s['occupancy'], k['occupancy']))} "
+            f"({(s['occupancy'] - k['occupancy']) * 100:+.1f} pp) "
             f"| {k['retransmissions']} / {s['retransmissions']} | {k['rtt_p50_ms']} / {s['rtt_p50_ms']} |")
     return "\n".join(lines)
 

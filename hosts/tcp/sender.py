@@ -23,8 +23,9 @@ Behaviour, and where it comes from:
   retransmits the next hole; a full ACK ends recovery with cwnd = ssthresh.
 * how much new data recovery sends: by default Proportional Rate Reduction (RFC 6937, what
   Linux does), with the pipe estimated as a SACK-less Linux does it -- each duplicate ACK counts
-  one segment delivered, and a partial ACK forgets those counts (the segments they stood for
-  are then in the cumulative ACK, or still unknown). While the pipe is above ssthresh, PRR sends
+  one segment delivered beyond the hole, and a partial ACK of n segments takes n - 1 of those
+  counts back (one of the n was the hole, the others had been counted). While the pipe is above
+  ssthresh, PRR sends
   ssthresh/RecoverFS segments per segment delivered, so a window that overshot the path (slow
   start's last round) drains the queue during recovery instead of keeping it full.
   ``recovery="inflation"`` is RFC 6582's own window arithmetic instead: cwnd = ssthresh + 3 on
@@ -207,8 +208,9 @@ class TcpSender:
                 else:  # partial ACK (step 4)
                     out.append(self._segment(now_ns, self.snd_una))
                     if self.prr:
-                        delivered = max(acked - self._dups_counted, 0)
-                        self._dups_counted = 0
+                        # one segment acknowledged was the hole; the rest were counted by duplicate ACKs
+                        delivered = max(acked - self._dups_counted, 1)
+                        self._dups_counted = max(self._dups_counted - (acked - 1), 0)
                         self._prr_step(delivered, sent=1)
                     else:
                         self.cc.cwnd = max(self.cc.cwnd - acked + 1, 1.0)
