@@ -21,7 +21,15 @@ from hosts.receiver import FlowRecord
 from hosts.tcp import TcpReceiver, TcpSender, congestion_control
 from hosts.tcp.receiver import Ack
 from hosts.tcp.sender import Segment
-from hosts.tcp.wire import ACK_FRAME_BYTES, SYN_FRAME_BYTES, data_frame_bytes, decode_data, encode_data
+from hosts.tcp.wire import (
+    ACK_FRAME_BYTES,
+    SYN_FRAME_BYTES,
+    data_frame_bytes,
+    decode_data,
+    decode_window,
+    encode_data,
+    encode_window,
+)
 from topo.model import Flow
 from topo.record import TcpSample
 
@@ -81,7 +89,7 @@ class SimTcpFlows:
         f = self.flows[fid]
         for a in acks:
             kind, size = (KIND_TCP_SYN, SYN_FRAME_BYTES) if a.syn else (KIND_TCP_ACK, ACK_FRAME_BYTES)
-            self._send(self._frame(fid, size, kind, f.src).frame(a.ack, a.ts_echo_ns))
+            self._send(self._frame(fid, size, kind, f.src).frame(a.ack, a.ts_echo_ns, 0, encode_window(a.window_end)))
 
     # ---- timers ---------------------------------------------------------------------------------
     def _arm(self, side: str, fid: int) -> None:
@@ -119,10 +127,14 @@ class SimTcpFlows:
             self._arm("rx", fid)
         elif fid in self.senders and d.kind in (KIND_TCP_ACK, KIND_TCP_SYN):
             tx = self.senders[fid]
+            try:
+                window_end = decode_window(d.payload(4))
+            except ValueError:
+                return
             if d.kind == KIND_TCP_SYN:
-                self._emit_segments(fid, tx.on_syn_ack(now_ns, d.ts_ns))
+                self._emit_segments(fid, tx.on_syn_ack(now_ns, d.ts_ns, window_end))
             else:
-                self._emit_segments(fid, tx.on_ack(now_ns, d.seq, d.ts_ns))
+                self._emit_segments(fid, tx.on_ack(now_ns, d.seq, d.ts_ns, window_end))
             self._arm("tx", fid)
 
     def _deliver(self, fid: int, now_ns: int) -> None:

@@ -44,8 +44,8 @@ Behaviour, and where it comes from:
   answered, and the inflated window is no measure of the path (Linux's ``tcp_enter_loss`` does
   the same).
 
-No receive window: the receiving application reads at once, and the kernel's autotuning grows
-its window ahead of the sender in the validated set-ups (docs/tcp.md).
+The receiver's window (``hosts/tcp/receiver.py``) bounds what is sent: no segment at or past
+its right edge. An ACK that moves the right edge is not a duplicate ACK (as Linux counts them).
 """
 
 from __future__ import annotations
@@ -124,6 +124,7 @@ class TcpSender:
         self.retransmissions = 0
         self.bytes_retransmitted = 0
         self.last_rtt_ns: int | None = None
+        self.window_end = 1 << 31  # the receiver's right edge
 
     # ---- what the binding reads ------------------------------------------------------------------
     def next_timer_ns(self) -> int | None:
@@ -181,9 +182,10 @@ class TcpSender:
         self.timer_ns = None
         return self._transmit(now_ns)
 
-    def on_syn_ack(self, now_ns: int, ts_echo_ns: int) -> list[Segment]:
+    def on_syn_ack(self, now_ns: int, ts_echo_ns: int, window_end: int = 1 << 31) -> list[Segment]:
         if self.phase != "syn":
             return []
+        self.window_end = window_end
         self._sample(now_ns, ts_echo_ns)
         self.phase = "open"
         self.connected_ns = now_ns
@@ -191,11 +193,14 @@ class TcpSender:
         self._write(now_ns)
         return self._transmit(now_ns)
 
-    def on_ack(self, now_ns: int, ack: int, ts_echo_ns: int) -> list[Segment]:
-        """A cumulative ACK (the next segment the receiver expects) echoing ``ts_echo_ns``."""
+    def on_ack(self, now_ns: int, ack: int, ts_echo_ns: int, window_end: int = 1 << 31) -> list[Segment]:
+        """A cumulative ACK (the next segment the receiver expects) echoing ``ts_echo_ns``, with the
+        receive window's right edge."""
         if self.phase != "open" or ack > self.snd_max or ack < self.snd_una:
             return []
         out: list[Segment] = []
+        window_update = window_end > self.window_end
+        self.window_end = max(self.window_end, window_end)
         if ack > self.snd_una:
             rtt = self._sample(now_ns, ts_echo_ns)
             acked = ack - self.snd_una
@@ -226,7 +231,7 @@ class TcpSender:
             if self.total_segments is not None and self.snd_una >= self.total_segments:
                 self.phase, self.timer_ns = "done", None
                 return out
-        elif self.snd_una < self.snd_max:  # a duplicate ACK
+        elif self.snd_una < self.snd_max and not window_update:  # a duplicate ACK
             self.dupacks += 1
             if self.in_recovery:
                 if self.prr:
@@ -294,7 +299,7 @@ class TcpSender:
         out = []
         self._write(now_ns)
         if self.in_recovery and self.prr:
-            while self.snd_nxt < self.written and self._allowance > 0:
+            while self.snd_nxt < min(self.written, self.window_end) and self._allowance > 0:
                 out.append(self._segment(now_ns, self.snd_nxt))
                 self.snd_nxt += 1
                 self._allowance -= 1
@@ -303,7 +308,7 @@ class TcpSender:
                     self.snd_max = self.snd_nxt
                     self._write(now_ns)
             return out
-        while self.snd_nxt < self.written and self.flight < int(self.cc.cwnd):
+        while self.snd_nxt < min(self.written, self.window_end) and self.flight < int(self.cc.cwnd):
             out.append(self._segment(now_ns, self.snd_nxt))
             self.snd_nxt += 1
             if self.snd_nxt > self.snd_max:

@@ -9,14 +9,15 @@ timestamps (Linux's default) a full segment is 14 (Ethernet) + 20 (IPv4) + 32 (T
 Fields in the datagram header (hosts/datagram.py): ``seq`` is the segment number (data) or the
 cumulative ACK (next segment expected); ``ts_ns`` the timestamp option (TSval on data and SYNs,
 TSecr on ACKs and SYN-ACKs). A data frame carries 10 more bytes after the header: the record's
-application send time (8) and its payload length (2).
+application send time (8) and its payload length (2); an ACK (and a SYN-ACK) carries the receive
+window's right edge (4 bytes, a segment number) in the room a pure ACK's 66 bytes leave.
 """
 
 from __future__ import annotations
 
 import struct
 
-__all__ = ["HEADERS_BYTES", "ACK_FRAME_BYTES", "SYN_FRAME_BYTES", "data_frame_bytes", "encode_data", "decode_data",
+__all__ = ["encode_window", "decode_window", "HEADERS_BYTES", "ACK_FRAME_BYTES", "SYN_FRAME_BYTES", "data_frame_bytes", "encode_data", "decode_data",
            "DATA_FIELDS_BYTES"]
 
 HEADERS_BYTES = 14 + 20 + 32
@@ -41,3 +42,16 @@ def decode_data(payload: bytes) -> tuple[int, int]:
         raise ValueError(f"TCP data fields: {len(payload)} bytes, need {DATA_FIELDS_BYTES}")
     stamp, length = _DATA.unpack_from(payload)
     return stamp, length
+
+
+_WINDOW = struct.Struct("!I")
+
+
+def encode_window(window_end: int) -> bytes:
+    return _WINDOW.pack(min(window_end, 0xFFFF_FFFF))
+
+
+def decode_window(payload: bytes) -> int:
+    if len(payload) < _WINDOW.size:
+        raise ValueError(f"TCP window field: {len(payload)} bytes, need {_WINDOW.size}")
+    return _WINDOW.unpack_from(payload)[0]
