@@ -28,7 +28,7 @@ __all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology",
            "DEFAULT_TCP_CC", "TCP_RECORD_BYTES"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
-CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp")
+CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
@@ -110,6 +110,7 @@ class Flow:
     # tcp: selective acknowledgements (netns: the kernel's net.ipv4.tcp_sack in both hosts' namespaces;
     # the simulator's model always recovers without them, RFC 6582)
     sack: bool = True
+    target_ns: int | None = None  # ledbat: its target queuing delay (None: RFC 6817's 100 ms)
 
 
 @dataclass(frozen=True)

@@ -56,7 +56,7 @@ TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "aline
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
-FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack")
+FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency")
@@ -469,6 +469,9 @@ class _Loader:
         if control == "tcp":
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
                         **self._tcp_keys(f, path))
+        if "target" in f and control != "ledbat":
+            raise self.doc.error(f["target"].key_node, f"{path}.target",
+                                 f"only ledbat flows have target (this one is {control})")
         for key in ("cc", "size", "sack"):
             if key in f:
                 raise self.doc.error(f[key].key_node, f"{path}.{key}", f"only tcp flows have {key} (this one is {control})")
@@ -480,9 +483,17 @@ class _Loader:
             if control == "fixed":
                 raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
                                      "a fixed flow has no r_max (it sends at its rate)")
+            if control == "ledbat":
+                raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
+                                     "a ledbat flow has no r_max (its window follows the queuing delay)")
             r_max = self._rate(f["r_max"].value, f"{path}.r_max")
+        target = None
+        if "target" in f:
+            target = self._duration(f["target"].value, f"{path}.target")
+            if target <= 0:
+                raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
-                    line=self.doc.line(item))
+                    line=self.doc.line(item), target_ns=target)
 
     def _tcp_keys(self, f: dict[str, Entry], path: str) -> dict[str, Any]:
         """A kernel TCP flow: its congestion control (one the running kernel offers) and its size."""

@@ -30,7 +30,17 @@ from controlplane.switch_agent import SwitchAgent
 from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
 from hosts.cvihis_host import CvihisSink, CvihisSource
-from hosts.datagram import HEADER_BYTES, KIND_FEEDBACK, OFFSET, DatagramError, FrameTemplate, parse
+from hosts.datagram import (
+    HEADER_BYTES,
+    KIND_FEEDBACK,
+    KIND_LEDBAT_ACK,
+    KIND_TFRC_REPORT,
+    OFFSET,
+    DatagramError,
+    FrameTemplate,
+    parse,
+)
+from hosts.e2e_host import LedbatSink, LedbatSource, TfrcSink, TfrcSource
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
 from hosts.tcp import MODELLED_CC
@@ -147,6 +157,11 @@ class SimHostNode:
         self.sinks: dict[int, CvihisSink] = {}  # flow id -> receiver (this host is the destination)
         self._feedback: dict[int, FrameTemplate] = {}
         self._sink_timers: dict[int, Any] = {}
+        # TFRC and LEDBAT (hosts/e2e_host.py): flow id -> source here, flow id -> sink here
+        self.e2e: dict[int, TfrcSource | LedbatSource] = {}
+        self.e2e_sinks: dict[int, TfrcSink | LedbatSink] = {}
+        self._e2e_feedback: dict[int, FrameTemplate] = {}
+        self._e2e_timers: dict[int, Any] = {}
         self.offset = node.clock_offset_ns
         self._handles: dict[int, Any] = {}
         self.buffer: PlayoutBuffer | None = None
@@ -178,10 +193,23 @@ class SimHostNode:
         for f in mine:
             if f.control == "fixed":
                 self.fixed.append(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size))
+            elif f.control in ("tfrc", "ledbat"):
+                self.e2e[self.flow_ids[f.name]] = self._e2e_source(f)
             elif f.control in CVIHIS_CONTROLS:
                 self.cvihis[self.flow_ids[f.name]] = CvihisSource(self._sender_flow(f), self.net.cvihis_params(f),
                                                                   self.offset)
         for f in self.net.topo.flows:
+            if f.dst == self.node.name and f.control in ("tfrc", "ledbat"):
+                fid = self.flow_ids[f.name]
+                self.e2e_sinks[fid] = TfrcSink(f.packet_size, self.offset) if f.control == "tfrc" \
+                    else LedbatSink(self.offset)
+                kind, size = (KIND_TFRC_REPORT, TfrcSource.feedback_bytes) if f.control == "tfrc" \
+                    else (KIND_LEDBAT_ACK, LedbatSource.feedback_bytes)
+                self._e2e_feedback[fid] = FrameTemplate(
+                    src_mac=self.net.topo.mac(self.node.name),
+                    dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
+                    src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.src), flow=fid,
+                    size=OFFSET + HEADER_BYTES + size, kind=kind)
             if f.dst == self.node.name and f.control in CVIHIS_CONTROLS:
                 fid = self.flow_ids[f.name]
                 self.sinks[fid] = CvihisSink(self.net.cvihis_params(f), f.control.removeprefix("cvihis-"), self.offset)
@@ -190,6 +218,14 @@ class SimHostNode:
                     dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
                     src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.src), flow=fid,
                     size=FEEDBACK_FRAME_BYTES, kind=KIND_FEEDBACK)
+
+    def _e2e_source(self, f: Flow) -> TfrcSource | LedbatSource:
+        """A TFRC source capped at its first link's rate (or its r_max), or a LEDBAT source."""
+        flow = self._sender_flow(f)
+        if f.control == "tfrc":
+            cap = min(f.r_max_bps or math.inf, self.net.topo.link_between(f.path[0], f.path[1]).rate_bps)
+            return TfrcSource(flow, f.packet_size, cap, self.offset)
+        return LedbatSource(flow, f.packet_size, f.target_ns or LedbatSource.target_ns, self.offset)
 
     def _setup_receiver(self) -> None:
         topo = self.net.topo
@@ -203,7 +239,8 @@ class SimHostNode:
                                      dst_mac=neighbour_mac(topo, self.node.name, self.switch))
 
     def start(self) -> None:
-        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values())
+        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values()) \
+            + list(self.e2e.values())
         for sender in senders:
             self._arm(sender)
         if self.alinea is not None:
@@ -240,7 +277,7 @@ class SimHostNode:
         now = self.sched.now_ns()
         flow = sender.take(now)
         if flow is not None and self.link is not None:
-            if isinstance(sender, CvihisSource):
+            if isinstance(sender, (CvihisSource, TfrcSource, LedbatSource)):
                 seq, ts, rtt = sender.stamp(now)
             else:
                 seq, ts, rtt = flow.take_seq(), now + self.offset, 0
@@ -273,6 +310,9 @@ class SimHostNode:
         if d.kind == KIND_FEEDBACK:
             self._on_feedback(now, d)
             return
+        if d.kind in (KIND_TFRC_REPORT, KIND_LEDBAT_ACK):
+            self._on_e2e_feedback(now, d)
+            return
         if d.kind in TCP_KINDS:
             if self.tcp is not None:
                 self.tcp.receive(now, d)
@@ -284,6 +324,9 @@ class SimHostNode:
             self.net.counts["receiver_overflow"] += 1
         else:
             rec.on_packet(d.seq, d.ts_ns - self.net.offset_of_flow(d.flow), now, d.size)
+            e2e_sink = self.e2e_sinks.get(d.flow)
+            if e2e_sink is not None:
+                self._send_e2e_feedback(d.flow, e2e_sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
             sink = self.sinks.get(d.flow)
             if sink is not None:
                 self._send_feedback(d.flow, sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
@@ -299,6 +342,34 @@ class SimHostNode:
             if self.link is not None:
                 self.link.send(self, self._feedback[fid].frame(fb.fb_seq, now + self.offset, 0, encode_feedback(fb)))
         self._arm_sink(fid)
+
+    # ---- TFRC and LEDBAT -------------------------------------------------------------------------------
+    def _send_e2e_feedback(self, fid: int, payloads: list[bytes]) -> None:
+        now = self.sched.now_ns()
+        for p in payloads:
+            if self.link is not None:
+                self.link.send(self, self._e2e_feedback[fid].frame(0, now + self.offset, 0, p))
+        old = self._e2e_timers.pop(fid, None)
+        if old is not None:
+            old.cancel()
+        t = self.e2e_sinks[fid].next_timer_ns()
+        if t is not None:
+            self._e2e_timers[fid] = self.sched.call_at(max(t, now), self._e2e_sink_timer, fid)
+
+    def _e2e_sink_timer(self, fid: int) -> None:
+        self._e2e_timers.pop(fid, None)
+        self._send_e2e_feedback(fid, self.e2e_sinks[fid].on_timer(self.sched.now_ns()))
+
+    def _on_e2e_feedback(self, now: int, d: Any) -> None:
+        source = self.e2e.get(d.flow)
+        if source is None or d.kind != source.feedback_kind:
+            return
+        try:
+            source.on_feedback(now, d.payload(source.feedback_bytes))
+        except ValueError:
+            self.net.counts["bad_feedback"] += 1
+            return
+        self._arm(source)
 
     def _arm_sink(self, fid: int) -> None:
         t = self.sinks[fid].next_timer_ns()
