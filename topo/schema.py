@@ -37,6 +37,7 @@ from topo.model import (
     CONTROLS,
     CVIHIS_CONTROLS,
     DEFAULT_CONTROL_LATENCY_NS,
+    DEFAULT_REORDER_DELAY_NS,
     DEFAULT_TCP_CC,
     TCP_RECORD_BYTES,
     BufferTime,
@@ -54,7 +55,7 @@ __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 
 TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "alinea", "events", "options")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
-LINK_KEYS = ("ends", "rate", "delay", "buffer")
+LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
@@ -175,6 +176,8 @@ class _Defaults:
     rate_bps: float = 2.0e6
     delay_ns: int = 3_000_000
     buffer: int | _BufferDraft = 200
+    reorder: float = 0.0
+    reorder_delay_ns: int = DEFAULT_REORDER_DELAY_NS
     packet_size: int = 1000
     law: dict[str, tuple[float, int]] = field(default_factory=dict)
     interval: tuple[int, int] | None = None
@@ -315,6 +318,7 @@ class _Loader:
                 d.delay_ns = self._duration(link["delay"].value, "defaults.link.delay")
             if "buffer" in link:
                 d.buffer = self._buffer(link["buffer"].value, "defaults.link.buffer", LINK_BUFFER_LIMIT)
+            d.reorder, d.reorder_delay_ns = self._reorder(link, "defaults.link", d.reorder, d.reorder_delay_ns)
         if "packet_size" in entries:
             d.packet_size = self._packet_size(entries["packet_size"].value, "defaults.packet_size")
         if "alinea" in entries:
@@ -432,7 +436,23 @@ class _Loader:
         if isinstance(buffer, _BufferDraft):  # resolved at this link's rate by _resolve_buffers
             self.buffer_drafts[i] = buffer
             buffer = 0
-        return Link(a, b, rate, delay, buffer, line=self.doc.line(item)), fields["ends"].value
+        reorder, reorder_delay = self._reorder(fields, path, d.reorder, d.reorder_delay_ns)
+        return Link(a, b, rate, delay, buffer, line=self.doc.line(item), reorder=reorder,
+                    reorder_delay_ns=reorder_delay), fields["ends"].value
+
+    def _reorder(self, fields: dict[str, Entry], path: str, reorder: float, delay: int) -> tuple[float, int]:
+        """``reorder: 0.2%`` (the fraction of frames held back) and ``reorder_delay: 20ms`` (by how much)."""
+        if "reorder" in fields:
+            node = fields["reorder"].value
+            reorder = self.doc.unit(node, f"{path}.reorder", parse_fraction)
+            if not 0 <= reorder < 1:
+                raise self.doc.error(node, f"{path}.reorder", f"{reorder:g}: a reorder fraction must be in [0, 1)")
+        if "reorder_delay" in fields:
+            node = fields["reorder_delay"].value
+            delay = self._duration(node, f"{path}.reorder_delay")
+            if delay <= 0:
+                raise self.doc.error(node, f"{path}.reorder_delay", "a reorder delay must be > 0")
+        return reorder, delay
 
     # ---- flows -----------------------------------------------------------------------------------
     def _flows(self) -> tuple[list[Flow], list[YamlNode]]:

@@ -49,12 +49,12 @@ from p4switch.switch import Switch, SwitchOptions
 from p4switch.thrift_server import in_process_processor
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
-from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
+from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
 from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 from topo.simtcp import TCP_KINDS, SimTcpFlows
 
-__all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
+__all__ = ["reorder_hook", "SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "alinea.p4"
@@ -121,6 +121,23 @@ def source_offset(topo: Topology, fid: int) -> int:
 def new_counts() -> dict[str, int]:
     """The event counters a host or a network keeps (both backends)."""
     return {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0, "bad_feedback": 0}
+
+
+def reorder_hook(link: Link, seed: int, counts: dict[str, int]) -> Callable[..., int] | None:
+    """A link's ``reorder``: each frame but ALINEA reports, with probability ``reorder``, arrives
+    ``reorder_delay`` late, so the frames sent meanwhile overtake it. Its own generator, seeded from
+    the run's seed and the link, so that turning reordering on changes no other random draw."""
+    if link.reorder <= 0:
+        return None
+    rng = random.Random(f"{seed}:reorder:{link.a}-{link.b}")
+
+    def extra(frame: bytes, *_direction: str) -> int:
+        if not is_report(frame) and rng.random() < link.reorder:
+            counts["reordered_frames"] = counts.get("reordered_frames", 0) + 1
+            return link.reorder_delay_ns
+        return 0
+
+    return extra
 
 
 class SimUnsupported(ValueError):
@@ -472,7 +489,8 @@ class SimNetwork:
             a, b = self._ends[(link.a, link.b)], self._ends[(link.b, link.a)]
             model = LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns, overhead_bytes=0,
                               min_frame_bytes=0)
-            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook())
+            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook(),
+                               extra_delay=reorder_hook(link, self.seed, self.counts))
             for end in (a, b):
                 if isinstance(end, SimHostNode):
                     end.link = mem
