@@ -44,5 +44,6 @@ class DelayEstimates:
 
     @property
     def queuing_delay_ns(self) -> int:
-        """FILTER(current) - MIN(base): >= 0, since every current sample is in the base too."""
-        return min(self.current) - min(self.base)
+        """FILTER(current) - MIN(base), at least 0 (a current sample may be older than the base
+        history's oldest interval and below what remains of it)."""
+        return max(0, min(self.current) - min(self.base))
