@@ -2,7 +2,7 @@
 
 Why the kernel's own TCP and not a model: the point is to compare ALINEA with the congestion
 controls real stacks run (reno, cubic, bbr: whatever ``tcp_available_congestion_control`` lists).
-The simulator has no TCP model yet, so such a flow runs in the netns backend only.
+The simulator runs a model of reno and cubic instead (``hosts/tcp``, ``topo/simtcp.py``; docs/tcp.md).
 
 How a TCP flow's packets travel. A host's ``eth0`` carries no IP address (the host process owns
 it through AF_PACKET, docs/netns.md). A host with TCP flows gets a tun device (:class:`TunRelay`,
