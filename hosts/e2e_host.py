@@ -74,6 +74,11 @@ class TfrcSource:
     def on_feedback(self, now_ns: int, payload: bytes) -> None:
         self.core.on_report(now_ns + self.offset_ns, decode_report(payload))
 
+    def stats(self) -> dict[str, object]:
+        c = self.core
+        return {"rate_bps": round(c.rate_bps), "rtt_ms": None if c.rtt_ns is None else round(c.rtt_ns / 1e6, 3),
+                "reports": c.reports}
+
 
 @dataclass
 class TfrcSink:
@@ -94,6 +99,13 @@ class TfrcSink:
     def next_timer_ns(self) -> int | None:
         t = self.core.next_timer_ns()
         return None if t is None else t - self.offset_ns
+
+    def stats(self) -> dict[str, object]:
+        """The receiver's reading: p, and the packets it called lost (``late``: of those, the ones
+        that arrived after all -- reordering read as loss)."""
+        ev = self.core.events
+        return {"loss_event_rate": round(ev.loss_event_rate(), 6), "loss_events": ev.events,
+                "counted_lost": ev.lost, "late": ev.late}
 
 
 @dataclass
@@ -132,6 +144,11 @@ class LedbatSource:
         seq, owd = decode_ledbat_ack(payload)
         self.core.on_ack(now_ns + self.offset_ns, seq, owd)
 
+    def stats(self) -> dict[str, object]:
+        c = self.core
+        return {"cwnd_bytes": round(c.cwnd), "target_ms": c.target_ns / 1e6, "losses": c.losses,
+                "queuing_delay_ms": round(c.delays.queuing_delay_ns / 1e6, 3) if c.delays.ready else None}
+
 
 @dataclass
 class LedbatSink:
@@ -147,3 +164,6 @@ class LedbatSink:
 
     def next_timer_ns(self) -> int | None:
         return None
+
+    def stats(self) -> dict[str, object]:
+        return {}

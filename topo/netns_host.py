@@ -281,6 +281,7 @@ class NetnsHost:
                     "packets": {r.name: r.packets for r in node.records.values()}
                     | {r.flow.name: list(r.rows) for r in self.tcp_receivers.values()},
                     "counts": dict(net.counts), "tcp": self._tcp_results(),
+                    "control_stats": node.control_stats(),
                     "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
                     "port_stats": self.port.stats if self.port is not None else None}
 

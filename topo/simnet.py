@@ -361,6 +361,15 @@ class SimHostNode:
         self._arm_sink(fid)
 
     # ---- TFRC and LEDBAT -------------------------------------------------------------------------------
+    def control_stats(self) -> dict[str, dict[str, object]]:
+        """Per TFRC / LEDBAT flow, what this host's end of it saw (the summary's ``control`` block)."""
+        out: dict[str, dict[str, object]] = {}
+        for fid, src in self.e2e.items():
+            out.setdefault(self.net.flow_names[fid], {}).update(src.stats())
+        for fid, sink in self.e2e_sinks.items():
+            out.setdefault(self.net.flow_names[fid], {}).update(sink.stats())
+        return out
+
     def _send_e2e_feedback(self, fid: int, payloads: list[bytes]) -> None:
         now = self.sched.now_ns()
         for p in payloads:
@@ -628,6 +637,8 @@ class SimNetwork:
         for host in self.hosts.values():
             for rec in host.records.values():
                 self.recorder.packets[rec.name] = rec.packets
+            for name, stats in host.control_stats().items():
+                self.recorder.control_stats.setdefault(name, {}).update(stats)
             if host.tcp is not None:
                 for fid, rec in host.tcp.records.items():
                     self.recorder.packets[rec.name] = rec.packets
