@@ -112,3 +112,4 @@ def test_tfrc_and_ledbat_run_in_netns(flow: str) -> None:
     f = s["flows"]["f1"]
     assert f["goodput_bps"] > 0.5e6, f  # a real flow through p4switch, not a trickle
     assert s["loss"]["reordered_by_links"] > 0  # the host's uplink held some frames back
+    assert f["control"], f  # the cores' own view came back from the host processes
