@@ -30,7 +30,7 @@ from controlplane.units import parse_duration_ns
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 
-__all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "BUFFER", "TOLERANCE"]
+__all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "BUFFER", "TOLERANCE"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUFFER = 50
@@ -117,13 +117,15 @@ def _commit() -> str:
         return "unknown"
 
 
-def rewrite_doc(doc: Path, body: str) -> None:
+def rewrite_doc(doc: Path, body: str, marks: tuple[str, str] = (MARK_BEGIN, MARK_END)) -> None:
+    """Replace what lies between ``marks`` in ``doc`` with ``body`` (ValueError if they are missing)."""
+    begin, end = marks
     text = doc.read_text()
-    if MARK_BEGIN not in text or MARK_END not in text:
-        raise ValueError(f"{doc}: no {MARK_BEGIN} ... {MARK_END} section to rewrite")
-    head, rest = text.split(MARK_BEGIN, 1)
-    _old, tail = rest.split(MARK_END, 1)
-    doc.write_text(f"{head}{MARK_BEGIN}\n{body}\n{MARK_END}{tail}")
+    if begin not in text or end not in text:
+        raise ValueError(f"{doc}: no {begin} ... {end} section to rewrite")
+    head, rest = text.split(begin, 1)
+    _old, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -113,3 +113,17 @@ def test_tfrc_and_ledbat_run_in_netns(flow: str) -> None:
     assert f["goodput_bps"] > 0.5e6, f  # a real flow through p4switch, not a trickle
     assert s["loss"]["reordered_by_links"] > 0  # the host's uplink held some frames back
     assert f["control"], f  # the cores' own view came back from the host processes
+
+
+def test_the_reordering_table_is_regenerated_by_its_command(tmp_path) -> None:
+    from topo import tfrc_reordering as T
+
+    doc = tmp_path / "e2e.md"
+    doc.write_text("before\n<!-- tfrc-reordering -->\nold\n<!-- /tfrc-reordering -->\nafter\n")
+    assert T.main(["--duration", "8", "--doc", str(doc)]) == 0
+    text = doc.read_text()
+    assert text.startswith("before\n") and text.endswith("after\n") and "old" not in text
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "%" in line.split("|")[1]]
+    assert [r.split("|")[1].strip() for r in rows] == list(T.FRACTIONS)
+    assert all(r.split("|")[2].strip() == "0" for r in rows)  # the network loses nothing in any row
+    assert T.main(["--duration", "-1"]) == 2
