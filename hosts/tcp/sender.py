@@ -22,16 +22,20 @@ Behaviour, and where it comes from:
   from the congestion control, the first unacknowledged segment retransmitted; a partial ACK
   retransmits the next hole; a full ACK ends recovery with cwnd = ssthresh.
 * how much new data recovery sends: by default Proportional Rate Reduction (RFC 6937, what
-  Linux does), with the pipe estimated as a SACK-less Linux does it -- each duplicate ACK counts
-  one segment delivered beyond the hole, and a partial ACK of n segments takes n - 1 of those
-  counts back (one of the n was the hole, the others had been counted). While the pipe is above
-  ssthresh, PRR sends
+  Linux does). Each duplicate ACK counts one segment delivered beyond the hole, and a partial ACK
+  of n segments counts n minus the duplicate ACKs it covers (at least 1; one of the n was the
+  hole), as a SACK-less Linux counts them. While the pipe is above ssthresh, PRR sends
   ssthresh/RecoverFS segments per segment delivered, so a window that overshot the path (slow
-  start's last round) drains the queue during recovery instead of keeping it full.
+  start's last round) drains the queue during recovery instead of keeping it full. The pipe is
+  the flight (``pipe="flight"``, the default): the kernel's traces fit that, not the RFC 6675
+  estimate that takes the duplicate-ACKed segments out of it (``pipe="dupacks"``), with which the
+  model kept sending near the link's rate through recoveries in which the kernel sent at less than
+  half of it (docs/tcp.md, "Validation").
   ``recovery="inflation"`` is RFC 6582's own window arithmetic instead: cwnd = ssthresh + 3 on
   entry, +1 per duplicate ACK, deflated by the amount a partial ACK acknowledges (+1); with the
   pipe held at ssthresh + 3 a slow-start overshoot keeps the queue full and loses again, which the
-  kernel does not (docs/tcp.md). Every ACK of new data restarts the timer, partial ones included (RFC 6582's
+  kernel does not (docs/tcp.md).
+* the timer: every ACK of new data restarts it, partial ones included (RFC 6582's
   "Slow-but-Steady" variant, what Linux does; ``impatient=True`` restarts it on the first partial
   ACK only): a window with many losses is then recovered one loss per RTT, not cut short by a
   timeout;
@@ -94,7 +98,7 @@ class TcpSender:
 
     def __init__(self, cc: CongestionControl, *, start_ns: int, stop_ns: int | None = None,
                  total_bytes: int | None = None, mss: int = MSS, notsent_segments: int = NOTSENT_SEGMENTS,
-                 impatient: bool = False, recovery: str = "prr") -> None:
+                 impatient: bool = False, recovery: str = "prr", pipe: str = "flight") -> None:
         if total_bytes is not None and total_bytes <= 0:
             raise ValueError(f"total_bytes {total_bytes}: must be > 0")
         if mss <= 0 or notsent_segments <= 0:
@@ -109,6 +113,9 @@ class TcpSender:
         if recovery not in ("prr", "inflation"):
             raise ValueError(f"recovery {recovery!r}: prr or inflation")
         self.prr = recovery == "prr"
+        if pipe not in ("flight", "dupacks"):
+            raise ValueError(f"pipe {pipe!r}: flight or dupacks")
+        self.pipe_counts_dupacks = pipe == "dupacks"
         self._recover_fs = self._prr_delivered = self._prr_out = self._dups_counted = 0
         self._allowance = 0  # PRR: new segments recovery may send now
         self.rto = RtoEstimator()
@@ -260,7 +267,7 @@ class TcpSender:
         retransmitted, counted as sent). cwnd shows pipe + sndcnt, as Linux's snd_cwnd does."""
         self._prr_delivered += delivered
         self._prr_out += sent
-        pipe = self.flight - self._dups_counted
+        pipe = self.flight - self._dups_counted if self.pipe_counts_dupacks else self.flight
         ssthresh = self.cc.ssthresh
         if pipe > ssthresh:
             sndcnt = math.ceil(self._prr_delivered * ssthresh / max(self._recover_fs, 1)) - self._prr_out

@@ -247,10 +247,11 @@ def test_a_lost_window_tail_is_repaired_by_the_timer() -> None:
 
 
 @given(st.sets(st.integers(1, 400), max_size=40), st.sampled_from(["reno", "cubic"]),
-       st.sampled_from(["prr", "inflation"]))
+       st.sampled_from(["prr", "inflation"]), st.sampled_from(["flight", "dupacks"]))
 @settings(max_examples=60, deadline=None)
-def test_every_segment_arrives_once_in_order_whatever_is_lost(lost: set[int], cc: str, recovery: str) -> None:
-    tx = TcpSender(congestion_control(cc), start_ns=0, total_bytes=300 * 1448 - 100, recovery=recovery)
+def test_every_segment_arrives_once_in_order_whatever_is_lost(lost: set[int], cc: str, recovery: str,
+                                                              pipe: str) -> None:
+    tx = TcpSender(congestion_control(cc), start_ns=0, total_bytes=300 * 1448 - 100, recovery=recovery, pipe=pipe)
     p = Pipe(tx, TcpReceiver(), lambda n: n in lost)
     p.run(3_000_000 * MS)
     assert p.delivered == list(range(300))
@@ -269,6 +270,22 @@ def test_sender_rejects_nonsense() -> None:
         TcpSender(Reno(), start_ns=0, total_bytes=0)
     with pytest.raises(ValueError, match="recovery 'sack'"):
         TcpSender(Reno(), start_ns=0, recovery="sack")
+    with pytest.raises(ValueError, match="pipe 'rfc'"):
+        TcpSender(Reno(), start_ns=0, pipe="rfc")
+
+
+def test_recovery_sends_in_proportion_while_the_flight_is_above_ssthresh() -> None:
+    """PRR: entering recovery with 40 segments out and ssthresh 20, each duplicate ACK lets about
+    half a segment go (ssthresh / RecoverFS), not one per ACK as window inflation would."""
+    tx = TcpSender(Reno(), start_ns=0)
+    tx.on_timer(0)
+    tx.on_syn_ack(1, 1)
+    tx.cc.cwnd = tx.cc.ssthresh = 40.0
+    tx.on_ack(2, 0, 1)  # fill the window: 40 segments out
+    sent = [s for i in range(3) for s in tx.on_ack(3 + i, 0, 1)]  # three duplicate ACKs: fast retransmit
+    assert [s.seq for s in sent if s.retransmission] == [0] and tx.in_recovery and tx.cc.ssthresh == 20
+    new = [s for i in range(20) for s in tx.on_ack(10 + i, 0, 1)]
+    assert 9 <= len(new) <= 11 and not any(s.retransmission for s in new)
 
 
 def test_receive_window_opens_with_in_order_data_and_never_shrinks() -> None:
