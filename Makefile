@@ -10,7 +10,7 @@ P4SRC  := p4src/alinea.p4
 BUILD  := build
 APT_PKGS := cpp iproute2 python3-venv tcpdump
 
-.PHONY: setup sysdeps test lint pytest p4 bench conformance demo fuzz results clean
+.PHONY: setup sysdeps test lint pytest p4 bench conformance demo fuzz results tcp-validation clean
 
 setup: $(STAMP)
 
@@ -74,6 +74,10 @@ demo: setup p4
 
 results: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures
+
+# The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
+tcp-validation: setup
+	$(PY) -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md
 
 clean:
 	rm -rf $(BUILD) .pytest_cache

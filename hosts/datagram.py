@@ -7,7 +7,9 @@ Header (network byte order, right after the UDP header)::
 
     0  magic   2 bytes  0x4842 ("HB")
     2  version 1 byte   1
-    3  kind    1 byte   0 = data, 1 = CVIHIS feedback (its 32 bytes follow the header)
+    3  kind    1 byte   0 = data, 1 = CVIHIS feedback (its 32 bytes follow the header),
+                        2, 3, 4 = the simulator's TCP model: data segment, ACK, SYN (hosts/tcp/wire.py),
+                        5 = TFRC report (hosts/tfrc/wire.py), 6 = LEDBAT acknowledgement (hosts/e2e_host.py)
     4  flow    2 bytes  flow id
     6  rtt     2 bytes  sender's RTT estimate in units of 100 µs (0 = unknown; CVIHIS)
     8  seq     4 bytes  per flow, 0, 1, 2, ...
@@ -23,7 +25,8 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "KIND_DATA", "KIND_FEEDBACK", "Datagram", "FrameTemplate", "parse",
+__all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "KIND_DATA", "KIND_FEEDBACK", "KIND_TCP_DATA", "KIND_TCP_ACK",
+           "KIND_TCP_SYN", "KIND_TFRC_REPORT", "KIND_LEDBAT_ACK", "Datagram", "FrameTemplate", "parse",
            "DatagramError"]
 
 MAGIC = 0x4842
@@ -42,6 +45,8 @@ class DatagramError(ValueError):
 
 KIND_DATA = 0
 KIND_FEEDBACK = 1
+KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN = 2, 3, 4
+KIND_TFRC_REPORT, KIND_LEDBAT_ACK = 5, 6
 
 
 @dataclass(frozen=True, slots=True)

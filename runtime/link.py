@@ -108,6 +108,7 @@ class LinkStats:
 
 
 LossHook = Callable[[bytes, str], bool]
+DelayHook = Callable[[bytes, str], int]
 
 
 class InMemoryLink:
@@ -118,7 +119,8 @@ class InMemoryLink:
     one direction happen in sending order (a frame cannot overtake: serialization ends are
     increasing and the scheduler breaks ties by insertion order). ``loss(frame, direction)``,
     if given, returns True to lose a frame in transit (it still occupies the wire); direction
-    is ``"a->b"`` or ``"b->a"``.
+    is ``"a->b"`` or ``"b->a"``. ``extra_delay(frame, direction)``, if given, returns ns added to
+    that frame's propagation delay: frames sent after it may then arrive before it (reordering).
     """
 
     def __init__(
@@ -130,12 +132,14 @@ class InMemoryLink:
         delay_ns: int = 0,
         loss: LossHook | None = None,
         model: LinkModel | None = None,
+        extra_delay: DelayHook | None = None,
     ) -> None:
         self._sched = sched
         self.a_end = a_end
         self.b_end = b_end
         self.model = model if model is not None else LinkModel(bitrate_bps=bitrate, delay_ns=delay_ns)
         self.loss = loss
+        self.extra_delay = extra_delay
         self._tx = {"a->b": Transmitter(self.model), "b->a": Transmitter(self.model)}
         self.stats = {"a->b": LinkStats(), "b->a": LinkStats()}
 
@@ -160,7 +164,8 @@ class InMemoryLink:
             stats.lost += 1
         else:
             target = self.b_end if direction == "a->b" else self.a_end
-            self._sched.call_at(end + self.model.delay_ns, self._deliver, target, data, stats)
+            extra = self.extra_delay(data, direction) if self.extra_delay is not None else 0
+            self._sched.call_at(end + self.model.delay_ns + extra, self._deliver, target, data, stats)
         return end - now
 
     def backlog_ns(self, from_end: Endpoint, now_ns: int) -> int:

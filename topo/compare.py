@@ -25,8 +25,8 @@ from topo.sweep.grammar import SweepError
 __all__ = ["register", "compare", "run_metrics", "jain", "COMPARE_CONTROLS", "Comparison"]
 
 #: Controls a comparison accepts: the regulated ones (``fixed`` has no congestion control).
-#: "tcp" is kernel TCP in the netns backend (topo/tcpflow.py); compare runs every control in the
-#: simulator too, which has no TCP model yet (issue 23, item 2).
+#: "tcp" (the kernel's in netns, hosts/tcp's model in the simulator) needs a congestion control
+#: chosen per run (``tcp-cubic``), which the comparison does not name yet (issue 23, item 6).
 COMPARE_CONTROLS = tuple(c for c in CONTROLS if c not in ("fixed", "tcp"))
 DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
 
@@ -150,8 +150,8 @@ def _controls(text: str) -> tuple[str, ...]:
     names = tuple(c.strip() for c in text.split(","))
     for name in names:
         if name == "tcp":
-            raise CompareError(f"--controls {text}: tcp is not compared yet: it runs in the netns backend only, "
-                               f"and the simulator has no TCP model (known: {', '.join(COMPARE_CONTROLS)})")
+            raise CompareError(f"--controls {text}: tcp is not compared yet: a comparison does not choose its "
+                               f"congestion control (known: {', '.join(COMPARE_CONTROLS)})")
         if name not in COMPARE_CONTROLS:
             raise CompareError(f"--controls {text}: unknown control {name!r} (known: {', '.join(COMPARE_CONTROLS)})")
     if len(set(names)) != len(names):

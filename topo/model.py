@@ -25,10 +25,11 @@ from typing import Literal
 from controlplane.params import LawParams, PortParams
 
 __all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS",
-           "DEFAULT_TCP_CC", "TCP_RECORD_BYTES"]
+           "DEFAULT_TCP_CC", "TCP_RECORD_BYTES",
+           "DEFAULT_REORDER_DELAY_NS"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
-CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp")
+CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
@@ -39,6 +40,9 @@ DEFAULT_CONTROL_LATENCY_NS = 4_000_000
 #: summary: a 20-byte header -- length, sequence number, send time -- and padding; 1448 B = the MSS of
 #: a 1500-byte MTU with TCP timestamps, so a record is about one segment's payload).
 DEFAULT_TCP_CC = "cubic"
+#: ``reorder_delay`` when a link with ``reorder`` gives none: at 2 Mb/s five 1000-byte packets pass a
+#: held-back one, more than the three later packets that make TCP and TFRC call it lost.
+DEFAULT_REORDER_DELAY_NS = 20_000_000
 TCP_RECORD_BYTES = 1448
 
 
@@ -83,6 +87,8 @@ class Link:
     buffer: int  # packets: the modelled incoming buffer at each end (switch port or host)
     line: int = 0
     buffer_time: BufferTime | None = None  # the buffer was given as a duration (already in ``buffer``)
+    reorder: float = 0.0  # fraction of frames (ALINEA reports excepted) delivered reorder_delay_ns late
+    reorder_delay_ns: int = 0
 
     @property
     def ends(self) -> tuple[str, str]:
@@ -107,6 +113,10 @@ class Flow:
     line: int = 0
     cc: str | None = None  # tcp: the kernel's congestion control (TCP_CONGESTION)
     size_bytes: int | None = None  # tcp: bytes to deliver, None: bulk until stop (or the run's end)
+    # tcp: selective acknowledgements (netns: the kernel's net.ipv4.tcp_sack in both hosts' namespaces;
+    # the simulator's model always recovers without them, RFC 6582)
+    sack: bool = True
+    target_ns: int | None = None  # ledbat: its target queuing delay (None: RFC 6817's 100 ms)
 
 
 @dataclass(frozen=True)

@@ -609,6 +609,8 @@ class NetnsNetwork:
             rec.tcp.extend(tcp.get("samples", []))
             for name, totals in tcp.get("flows", {}).items():
                 rec.tcp_flows.setdefault(name, {}).update(totals)
+            for name, stats in r.get("control_stats", {}).items():
+                rec.control_stats.setdefault(name, {}).update(stats)
             for k, v in r.get("counts", {}).items():
                 self.counts[k] = self.counts.get(k, 0) + v
         rec.laws.sort(key=lambda row: row.t_ns)

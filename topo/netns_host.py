@@ -40,7 +40,15 @@ from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.plan import neighbour_mac
 from topo.record import BufferSample, Recorder
-from topo.simnet import HOST_TX_QUEUE, SAMPLE_NS, SimHostNode, cvihis_params, new_counts, source_offset
+from topo.simnet import (
+    HOST_TX_QUEUE,
+    SAMPLE_NS,
+    SimHostNode,
+    cvihis_params,
+    new_counts,
+    reorder_hook,
+    source_offset,
+)
 from topo.tcpflow import TcpReceiver, TcpSender, TunRelay
 
 __all__ = ["main", "RunClock", "HostUplink"]
@@ -82,6 +90,7 @@ class HostUplink:
         self.delay_ns = model.delay_ns
         self.sent_bytes = 0
         self.loss: Callable[[bytes], bool] | None = None  # True: lose the frame on the wire
+        self.extra_delay: Callable[..., int] | None = None  # the link's reorder (topo.simnet.reorder_hook)
 
     def backlog_ns(self, _endpoint: Any, now_ns: int) -> int:
         """How long frames already handed over still occupy the uplink (the host's NIC queue)."""
@@ -91,7 +100,8 @@ class HostUplink:
         _start, end = self.tx.transmit(self.clock.now_ns(), len(frame))
         self.sent_bytes += len(frame)
         if self.loss is None or not self.loss(frame):  # a lost frame still took its wire time
-            self.clock.call_at(end + self.delay_ns, self.port.send, frame)
+            extra = self.extra_delay(frame, "up") if self.extra_delay is not None else 0
+            self.clock.call_at(end + self.delay_ns + extra, self.port.send, frame)
         return end - _start
 
     def set_bitrate(self, bitrate_bps: int) -> None:
@@ -154,7 +164,7 @@ class NetnsHost:
         (switch,) = topo.neighbours(me)
         self._eth_header = (neighbour_mac(topo, me, switch).to_bytes(6, "big") + topo.mac(me).to_bytes(6, "big")
                             + b"\x08\x00")
-        self.tun = TunRelay(topo.ip(me))
+        self.tun = TunRelay(topo.ip(me), sack=all(f.sack for f in self.tcp_flows.values()))
         self.sched.add_reader(self.tun.fd, self._from_tun)
         for fid, f in self.tcp_flows.items():
             if f.dst == me:  # run times are set at start; the listener is bound now
@@ -172,6 +182,8 @@ class NetnsHost:
         node.link = HostUplink(clock, self.port, LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns,
                                                            overhead_bytes=0, min_frame_bytes=0))  # type: ignore
         node.link.loss = self._report_loss(self.net)  # type: ignore[union-attr]
+        # reordering on this host's sending direction (the switch's direction is p4switch's own port)
+        node.link.extra_delay = reorder_hook(link, self.seed, self.net.counts)  # type: ignore[union-attr]
         self.node = node
         node.start()
         for ev in self.topo.events:
@@ -269,6 +281,7 @@ class NetnsHost:
                     "packets": {r.name: r.packets for r in node.records.values()}
                     | {r.flow.name: list(r.rows) for r in self.tcp_receivers.values()},
                     "counts": dict(net.counts), "tcp": self._tcp_results(),
+                    "control_stats": node.control_stats(),
                     "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
                     "port_stats": self.port.stats if self.port is not None else None}
 

@@ -105,6 +105,8 @@ class Recorder:
     packets: dict[str, list[tuple[int, int, int]]] = field(default_factory=dict)  # flow -> (seq, sent, recv)
     tcp: list[TcpSample] = field(default_factory=list)
     tcp_flows: dict[str, dict[str, object]] = field(default_factory=dict)  # flow -> both ends' totals
+    # flow -> what its control's cores saw at the end (TFRC, LEDBAT: hosts/e2e_host.py), both ends merged
+    control_stats: dict[str, dict[str, object]] = field(default_factory=dict)
 
     def write(self, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)

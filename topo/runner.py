@@ -122,6 +122,8 @@ def _drive(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | None, p
     host_full = net.counts.get("host_tx_queue_full", 0)
     summary["loss"]["host_tx_queue_full"] = host_full
     summary["loss"]["total"] += host_full
+    # frames a link's `reorder` held back (the reordering TCP and TFRC may read as loss; docs/e2e.md)
+    summary["loss"]["reordered_by_links"] = net.counts.get("reordered_frames", 0)
     summary["performance"] = {"wall_s": round(wall, 3), "speedup": round(duration_ns / 1e9 / wall, 2),
                               "packet_hops": hops, "packet_hops_per_wall_s": round(hops / wall)}
     files: list[Path] = []

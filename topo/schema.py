@@ -40,6 +40,7 @@ from topo.model import (
     CONTROLS,
     CVIHIS_CONTROLS,
     DEFAULT_CONTROL_LATENCY_NS,
+    DEFAULT_REORDER_DELAY_NS,
     DEFAULT_TCP_CC,
     TCP_RECORD_BYTES,
     BufferTime,
@@ -57,9 +58,9 @@ __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 
 TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "alinea", "events", "options")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
-LINK_KEYS = ("ends", "rate", "delay", "buffer")
+LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
-FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size")
+FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99")
@@ -181,6 +182,8 @@ class _Defaults:
     rate_bps: float = 2.0e6
     delay_ns: int = 3_000_000
     buffer: int | _BufferDraft = 200
+    reorder: float = 0.0
+    reorder_delay_ns: int = DEFAULT_REORDER_DELAY_NS
     packet_size: int = 1000
     law: dict[str, tuple[LawValue, int]] = field(default_factory=dict)
     interval: tuple[int, int] | None = None
@@ -321,6 +324,7 @@ class _Loader:
                 d.delay_ns = self._duration(link["delay"].value, "defaults.link.delay")
             if "buffer" in link:
                 d.buffer = self._buffer(link["buffer"].value, "defaults.link.buffer", LINK_BUFFER_LIMIT)
+            d.reorder, d.reorder_delay_ns = self._reorder(link, "defaults.link", d.reorder, d.reorder_delay_ns)
         if "packet_size" in entries:
             d.packet_size = self._packet_size(entries["packet_size"].value, "defaults.packet_size")
         if "alinea" in entries:
@@ -438,7 +442,23 @@ class _Loader:
         if isinstance(buffer, _BufferDraft):  # resolved at this link's rate by _resolve_buffers
             self.buffer_drafts[i] = buffer
             buffer = 0
-        return Link(a, b, rate, delay, buffer, line=self.doc.line(item)), fields["ends"].value
+        reorder, reorder_delay = self._reorder(fields, path, d.reorder, d.reorder_delay_ns)
+        return Link(a, b, rate, delay, buffer, line=self.doc.line(item), reorder=reorder,
+                    reorder_delay_ns=reorder_delay), fields["ends"].value
+
+    def _reorder(self, fields: dict[str, Entry], path: str, reorder: float, delay: int) -> tuple[float, int]:
+        """``reorder: 0.2%`` (the fraction of frames held back) and ``reorder_delay: 20ms`` (by how much)."""
+        if "reorder" in fields:
+            node = fields["reorder"].value
+            reorder = self.doc.unit(node, f"{path}.reorder", parse_fraction)
+            if not 0 <= reorder < 1:
+                raise self.doc.error(node, f"{path}.reorder", f"{reorder:g}: a reorder fraction must be in [0, 1)")
+        if "reorder_delay" in fields:
+            node = fields["reorder_delay"].value
+            delay = self._duration(node, f"{path}.reorder_delay")
+            if delay <= 0:
+                raise self.doc.error(node, f"{path}.reorder_delay", "a reorder delay must be > 0")
+        return reorder, delay
 
     # ---- flows -----------------------------------------------------------------------------------
     def _flows(self) -> tuple[list[Flow], list[YamlNode]]:
@@ -475,7 +495,10 @@ class _Loader:
         if control == "tcp":
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
                         **self._tcp_keys(f, path))
-        for key in ("cc", "size"):
+        if "target" in f and control != "ledbat":
+            raise self.doc.error(f["target"].key_node, f"{path}.target",
+                                 f"only ledbat flows have target (this one is {control})")
+        for key in ("cc", "size", "sack"):
             if key in f:
                 raise self.doc.error(f[key].key_node, f"{path}.{key}", f"only tcp flows have {key} (this one is {control})")
         size = self._packet_size(f["packet_size"].value, f"{path}.packet_size") if "packet_size" in f \
@@ -486,9 +509,17 @@ class _Loader:
             if control == "fixed":
                 raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
                                      "a fixed flow has no r_max (it sends at its rate)")
+            if control == "ledbat":
+                raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
+                                     "a ledbat flow has no r_max (its window follows the queuing delay)")
             r_max = self._rate(f["r_max"].value, f"{path}.r_max")
+        target = None
+        if "target" in f:
+            target = self._duration(f["target"].value, f"{path}.target")
+            if target <= 0:
+                raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
-                    line=self.doc.line(item))
+                    line=self.doc.line(item), target_ns=target)
 
     def _tcp_keys(self, f: dict[str, Entry], path: str) -> dict[str, Any]:
         """A kernel TCP flow: its congestion control (one the running kernel offers) and its size."""
@@ -508,7 +539,12 @@ class _Loader:
             size = self.doc.unit(f["size"].value, f"{path}.size", parse_bytes)
             if size <= 0:
                 raise self.doc.error(f["size"].value, f"{path}.size", f"{size} bytes: a tcp flow's size must be > 0")
-        return {"cc": cc, "size_bytes": size}
+        sack = True
+        if "sack" in f:
+            sack = self.doc.scalar(f["sack"].value, f"{path}.sack")
+            if not isinstance(sack, bool):
+                raise self.doc.error(f["sack"].value, f"{path}.sack", f"{sack!r}: sack is true or false")
+        return {"cc": cc, "size_bytes": size, "sack": sack}
 
     def _flow_rate(self, item: YamlNode, f: dict[str, Entry], path: str, control: str) -> float | None:
         if control == "fixed":

@@ -30,20 +30,32 @@ from controlplane.switch_agent import SwitchAgent
 from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
 from hosts.cvihis_host import CvihisSink, CvihisSource
-from hosts.datagram import HEADER_BYTES, KIND_FEEDBACK, OFFSET, DatagramError, FrameTemplate, parse
+from hosts.datagram import (
+    HEADER_BYTES,
+    KIND_FEEDBACK,
+    KIND_LEDBAT_ACK,
+    KIND_TFRC_REPORT,
+    OFFSET,
+    DatagramError,
+    FrameTemplate,
+    parse,
+)
+from hosts.e2e_host import LedbatSink, LedbatSource, TfrcSink, TfrcSource
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
+from hosts.tcp import MODELLED_CC
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
 from p4switch.thrift_server import in_process_processor
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
 from topo.control_latency import ControlLatency
-from topo.model import CVIHIS_CONTROLS, Event, Flow, Node, Topology
+from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
 from topo.plan import neighbour_mac, network_mode, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
+from topo.simtcp import TCP_KINDS, SimTcpFlows
 
-__all__ = ["SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
+__all__ = ["reorder_hook", "SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "alinea.p4"
@@ -112,16 +124,34 @@ def new_counts() -> dict[str, int]:
     return {"receiver_overflow": 0, "reports_lost": 0, "host_tx_queue_full": 0, "bad_feedback": 0}
 
 
+def reorder_hook(link: Link, seed: int, counts: dict[str, int]) -> Callable[..., int] | None:
+    """A link's ``reorder``: each frame but ALINEA reports, with probability ``reorder``, arrives
+    ``reorder_delay`` late, so the frames sent meanwhile overtake it. Its own generator, seeded from
+    the run's seed and the link, so that turning reordering on changes no other random draw."""
+    if link.reorder <= 0:
+        return None
+    rng = random.Random(f"{seed}:reorder:{link.a}-{link.b}")
+
+    def extra(frame: bytes, *_direction: str) -> int:
+        if not is_report(frame) and rng.random() < link.reorder:
+            counts["reordered_frames"] = counts.get("reordered_frames", 0) + 1
+            return link.reorder_delay_ns
+        return 0
+
+    return extra
+
+
 class SimUnsupported(ValueError):
     """A topology the simulator cannot run (said before the run starts)."""
 
 
 def sim_refusal(topo: Topology) -> str | None:
-    """Why the simulator cannot run ``topo``, or None: kernel TCP flows need the netns backend."""
+    """Why the simulator cannot run ``topo``, or None: the TCP model has reno and cubic only (a
+    ``cc: bbr`` flow needs the kernel, the netns backend)."""
     for i, f in enumerate(topo.flows):
-        if f.control == "tcp":
-            return (f"{topo.source}:{f.line}: flows[{i}].control: tcp (flow {f.name}) runs in the netns backend "
-                    "only; the simulator's TCP model is not there yet (use --backend netns)")
+        if f.control == "tcp" and f.cc not in MODELLED_CC:
+            return (f"{topo.source}:{f.line}: flows[{i}].cc: {f.cc} (flow {f.name}) runs in the netns backend only; "
+                    f"the simulator's TCP model has {' and '.join(MODELLED_CC)} (use --backend netns)")
     return None
 
 
@@ -145,10 +175,19 @@ class SimHostNode:
         self.sinks: dict[int, CvihisSink] = {}  # flow id -> receiver (this host is the destination)
         self._feedback: dict[int, FrameTemplate] = {}
         self._sink_timers: dict[int, Any] = {}
+        # TFRC and LEDBAT (hosts/e2e_host.py): flow id -> source here, flow id -> sink here
+        self.e2e: dict[int, TfrcSource | LedbatSource] = {}
+        self.e2e_sinks: dict[int, TfrcSink | LedbatSink] = {}
+        self._e2e_feedback: dict[int, FrameTemplate] = {}
+        self._e2e_timers: dict[int, Any] = {}
         self.offset = node.clock_offset_ns
         self._handles: dict[int, Any] = {}
         self.buffer: PlayoutBuffer | None = None
         self.reporter: HostReporter | None = None
+        # the TCP model's flows (the simulator only: in netns the kernel runs them, topo/tcpflow.py)
+        tcp = {fid: f for fid, f in enumerate(topo.flows, start=1)
+               if f.control == "tcp" and node.name in (f.src, f.dst)} if getattr(net, "tcp_model", False) else {}
+        self.tcp = SimTcpFlows(self.sched, node.name, tcp, self._put, self._tcp_template) if tcp else None
         self._setup_senders()
         self._setup_receiver()
 
@@ -172,10 +211,23 @@ class SimHostNode:
         for f in mine:
             if f.control == "fixed":
                 self.fixed.append(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size))
+            elif f.control in ("tfrc", "ledbat"):
+                self.e2e[self.flow_ids[f.name]] = self._e2e_source(f)
             elif f.control in CVIHIS_CONTROLS:
                 self.cvihis[self.flow_ids[f.name]] = CvihisSource(self._sender_flow(f), self.net.cvihis_params(f),
                                                                   self.offset)
         for f in self.net.topo.flows:
+            if f.dst == self.node.name and f.control in ("tfrc", "ledbat"):
+                fid = self.flow_ids[f.name]
+                self.e2e_sinks[fid] = TfrcSink(f.packet_size, self.offset) if f.control == "tfrc" \
+                    else LedbatSink(self.offset)
+                kind, size = (KIND_TFRC_REPORT, TfrcSource.feedback_bytes) if f.control == "tfrc" \
+                    else (KIND_LEDBAT_ACK, LedbatSource.feedback_bytes)
+                self._e2e_feedback[fid] = FrameTemplate(
+                    src_mac=self.net.topo.mac(self.node.name),
+                    dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
+                    src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.src), flow=fid,
+                    size=OFFSET + HEADER_BYTES + size, kind=kind)
             if f.dst == self.node.name and f.control in CVIHIS_CONTROLS:
                 fid = self.flow_ids[f.name]
                 self.sinks[fid] = CvihisSink(self.net.cvihis_params(f), f.control.removeprefix("cvihis-"), self.offset)
@@ -184,6 +236,14 @@ class SimHostNode:
                     dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
                     src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.src), flow=fid,
                     size=FEEDBACK_FRAME_BYTES, kind=KIND_FEEDBACK)
+
+    def _e2e_source(self, f: Flow) -> TfrcSource | LedbatSource:
+        """A TFRC source capped at its first link's rate (or its r_max), or a LEDBAT source."""
+        flow = self._sender_flow(f)
+        if f.control == "tfrc":
+            cap = min(f.r_max_bps or math.inf, self.net.topo.link_between(f.path[0], f.path[1]).rate_bps)
+            return TfrcSource(flow, f.packet_size, cap, self.offset)
+        return LedbatSource(flow, f.packet_size, f.target_ns or LedbatSource.target_ns, self.offset)
 
     def _setup_receiver(self) -> None:
         topo = self.net.topo
@@ -197,11 +257,28 @@ class SimHostNode:
                                      dst_mac=neighbour_mac(topo, self.node.name, self.switch))
 
     def start(self) -> None:
-        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values())
+        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values()) \
+            + list(self.e2e.values())
         for sender in senders:
             self._arm(sender)
         if self.alinea is not None:
             self.sched.call_later(AGENT_TICK_NS, self._tick)
+        if self.tcp is not None:
+            self.tcp.start()
+
+    def _tcp_template(self, fid: int, size: int, kind: int, toward: str) -> FrameTemplate:
+        topo = self.net.topo
+        return FrameTemplate(src_mac=topo.mac(self.node.name), dst_mac=neighbour_mac(topo, self.node.name, self.switch),
+                             src_ip=topo.ip(self.node.name), dst_ip=topo.ip(toward), flow=fid, size=size, kind=kind)
+
+    def _put(self, frame: bytes) -> None:
+        """A frame onto the host's link through its NIC queue (full: dropped and counted)."""
+        if self.link is None:
+            return
+        if self.link.backlog_ns(self, self.sched.now_ns()) > HOST_TX_QUEUE * self.link.model.wire_time_ns(len(frame)):
+            self.net.counts["host_tx_queue_full"] += 1
+        else:
+            self.link.send(self, frame)
 
     # ---- sending ----------------------------------------------------------------------------------
     def _arm(self, sender: Any) -> None:
@@ -218,7 +295,7 @@ class SimHostNode:
         now = self.sched.now_ns()
         flow = sender.take(now)
         if flow is not None and self.link is not None:
-            if isinstance(sender, CvihisSource):
+            if isinstance(sender, (CvihisSource, TfrcSource, LedbatSource)):
                 seq, ts, rtt = sender.stamp(now)
             else:
                 seq, ts, rtt = flow.take_seq(), now + self.offset, 0
@@ -251,6 +328,13 @@ class SimHostNode:
         if d.kind == KIND_FEEDBACK:
             self._on_feedback(now, d)
             return
+        if d.kind in (KIND_TFRC_REPORT, KIND_LEDBAT_ACK):
+            self._on_e2e_feedback(now, d)
+            return
+        if d.kind in TCP_KINDS:
+            if self.tcp is not None:
+                self.tcp.receive(now, d)
+            return
         rec = self.records.get(d.flow)
         if rec is None:
             rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])
@@ -258,6 +342,9 @@ class SimHostNode:
             self.net.counts["receiver_overflow"] += 1
         else:
             rec.on_packet(d.seq, d.ts_ns - self.net.offset_of_flow(d.flow), now, d.size)
+            e2e_sink = self.e2e_sinks.get(d.flow)
+            if e2e_sink is not None:
+                self._send_e2e_feedback(d.flow, e2e_sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
             sink = self.sinks.get(d.flow)
             if sink is not None:
                 self._send_feedback(d.flow, sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
@@ -273,6 +360,43 @@ class SimHostNode:
             if self.link is not None:
                 self.link.send(self, self._feedback[fid].frame(fb.fb_seq, now + self.offset, 0, encode_feedback(fb)))
         self._arm_sink(fid)
+
+    # ---- TFRC and LEDBAT -------------------------------------------------------------------------------
+    def control_stats(self) -> dict[str, dict[str, object]]:
+        """Per TFRC / LEDBAT flow, what this host's end of it saw (the summary's ``control`` block)."""
+        out: dict[str, dict[str, object]] = {}
+        for fid, src in self.e2e.items():
+            out.setdefault(self.net.flow_names[fid], {}).update(src.stats())
+        for fid, sink in self.e2e_sinks.items():
+            out.setdefault(self.net.flow_names[fid], {}).update(sink.stats())
+        return out
+
+    def _send_e2e_feedback(self, fid: int, payloads: list[bytes]) -> None:
+        now = self.sched.now_ns()
+        for p in payloads:
+            if self.link is not None:
+                self.link.send(self, self._e2e_feedback[fid].frame(0, now + self.offset, 0, p))
+        old = self._e2e_timers.pop(fid, None)
+        if old is not None:
+            old.cancel()
+        t = self.e2e_sinks[fid].next_timer_ns()
+        if t is not None:
+            self._e2e_timers[fid] = self.sched.call_at(max(t, now), self._e2e_sink_timer, fid)
+
+    def _e2e_sink_timer(self, fid: int) -> None:
+        self._e2e_timers.pop(fid, None)
+        self._send_e2e_feedback(fid, self.e2e_sinks[fid].on_timer(self.sched.now_ns()))
+
+    def _on_e2e_feedback(self, now: int, d: Any) -> None:
+        source = self.e2e.get(d.flow)
+        if source is None or d.kind != source.feedback_kind:
+            return
+        try:
+            source.on_feedback(now, d.payload(source.feedback_bytes))
+        except ValueError:
+            self.net.counts["bad_feedback"] += 1
+            return
+        self._arm(source)
 
     def _arm_sink(self, fid: int) -> None:
         t = self.sinks[fid].next_timer_ns()
@@ -350,6 +474,7 @@ class SimNetwork:
         self.hosts: dict[str, SimHostNode] = {}
         self.links: dict[tuple[str, str], InMemoryLink] = {}
         self._ends: dict[tuple[str, str], Any] = {}
+        self.tcp_model = True  # SimHostNode runs the TCP model's flows (the netns host leaves them to the kernel)
 
     def cvihis_params(self, f: Flow) -> CvihisParams:
         return cvihis_params(self.topo, f)
@@ -374,7 +499,8 @@ class SimNetwork:
             a, b = self._ends[(link.a, link.b)], self._ends[(link.b, link.a)]
             model = LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns, overhead_bytes=0,
                               min_frame_bytes=0)
-            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook())
+            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook(),
+                               extra_delay=reorder_hook(link, self.seed, self.counts))
             for end in (a, b):
                 if isinstance(end, SimHostNode):
                     end.link = mem
@@ -474,8 +600,13 @@ class SimNetwork:
         rec = self.recorder
         for f in self.topo.flows:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
-            r = dst.records.get(src.flow_ids[f.name])
-            rec.flows.append(FlowSample(now, f.name, src.sent.get(f.name, 0), r.received if r else 0,
+            fid = src.flow_ids[f.name]
+            if f.control == "tcp" and src.tcp is not None and dst.tcp is not None:
+                r, sent = dst.tcp.records[fid], src.tcp.senders[fid].written
+                rec.tcp.append(src.tcp.sample(now, fid))
+            else:
+                r, sent = dst.records.get(fid), src.sent.get(f.name, 0)
+            rec.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
                                         r.owd_sum_ns if r else 0, f.packet_size))
         for name, host in self.hosts.items():
             if host.buffer is not None:
@@ -516,3 +647,12 @@ class SimNetwork:
         for host in self.hosts.values():
             for rec in host.records.values():
                 self.recorder.packets[rec.name] = rec.packets
+            for name, stats in host.control_stats().items():
+                self.recorder.control_stats.setdefault(name, {}).update(stats)
+            if host.tcp is not None:
+                for fid, rec in host.tcp.records.items():
+                    self.recorder.packets[rec.name] = rec.packets
+                    self.recorder.tcp_flows.setdefault(rec.name, {}).update(host.tcp.receiver_totals(fid))
+                for fid in host.tcp.senders:
+                    name = self.flow_names[fid]
+                    self.recorder.tcp_flows.setdefault(name, {}).update(host.tcp.sender_totals(fid))

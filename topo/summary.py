@@ -276,6 +276,8 @@ def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
                                   "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
         if f.control == "tcp":
             out[f.name]["tcp"] = _tcp(f, rec, half)
+        if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/e2e.md)
+            out[f.name]["control"] = dict(sorted(rec.control_stats[f.name].items()))
     return out
 
 

@@ -2,7 +2,7 @@
 
 Why the kernel's own TCP and not a model: the point is to compare ALINEA with the congestion
 controls real stacks run (reno, cubic, bbr: whatever ``tcp_available_congestion_control`` lists).
-The simulator has no TCP model yet, so such a flow runs in the netns backend only.
+The simulator runs a model of reno and cubic instead (``hosts/tcp``, ``topo/simtcp.py``; docs/tcp.md).
 
 How a TCP flow's packets travel. A host's ``eth0`` carries no IP address (the host process owns
 it through AF_PACKET, docs/netns.md). A host with TCP flows gets a tun device (:class:`TunRelay`,
@@ -289,8 +289,9 @@ class TunRelay:
     """The host's TCP/IP interface: a tun device with the host's address; the host process carries
     its packets over the emulated link (``read`` what the kernel sends, ``write`` what arrived)."""
 
-    def __init__(self, address: int) -> None:
+    def __init__(self, address: int, sack: bool = True) -> None:
         self.address = ip_text(address)
+        self.sack = sack
         self.fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
         try:
             fcntl.ioctl(self.fd, TUNSETIFF, struct.pack("16sH", TUN_NAME.encode(), IFF_TUN | IFF_NO_PI))
@@ -303,7 +304,9 @@ class TunRelay:
     def _configure(self) -> None:
         for path, value in ((f"/proc/sys/net/ipv6/conf/{TUN_NAME}/disable_ipv6", "1"),
                             ("/proc/sys/net/ipv4/conf/all/rp_filter", "1"),
-                            ("/proc/sys/net/ipv4/conf/eth0/rp_filter", "1")):
+                            ("/proc/sys/net/ipv4/conf/eth0/rp_filter", "1"),
+                            # per namespace (this host's only): a flow with sack: false turns SACK off
+                            ("/proc/sys/net/ipv4/tcp_sack", "1" if self.sack else "0")):
             with contextlib.suppress(OSError):
                 Path(path).write_text(value)
         for cmd in (["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],

@@ -18,7 +18,7 @@ DROP = str(ROOT / "topo" / "capacity-drop.yaml")
 
 @pytest.mark.parametrize(("args", "needle"), [
     (["--controls", "alinea,tcp"], "tcp is not compared yet"),
-    (["--controls", "alinea,ledbat"], "unknown control 'ledbat'"),
+    (["--controls", "alinea,quic"], "unknown control 'quic'"),
     (["--controls", "alinea,alinea"], "named twice"),
     (["--controls", "fixed"], "unknown control 'fixed'"),
     (["--seeds", "5-1"], "--seeds"),

@@ -1,5 +1,5 @@
-"""Kernel TCP flows (``control: tcp``): the loader's checks, the simulator's refusal, and (root)
-runs through namespaces and p4switch (docs/netns.md, "Kernel TCP flows")."""
+"""TCP flows (``control: tcp``): the loader's checks, the simulator's model (and its refusal of
+bbr), and (root) kernel runs through namespaces and p4switch (docs/netns.md, docs/tcp.md)."""
 
 from __future__ import annotations
 
@@ -78,14 +78,58 @@ def test_cc_and_size_belong_to_tcp_flows(kernel_offers: Path) -> None:
                  "only tcp flows have cc (this one is alinea)")
 
 
-def test_the_simulator_refuses_tcp_before_the_run(capsys: pytest.CaptureFixture[str]) -> None:
-    topo = load_topology(TCP_FILE)
-    with pytest.raises(SimUnsupported, match=r"flows\[0\]\.control: tcp \(flow t1\) runs in the netns backend only; "
-                                             r"the simulator's TCP model is not there yet"):
+def test_the_simulator_refuses_bbr_before_the_run(kernel_offers: Path, capsys: pytest.CaptureFixture[str],
+                                                  tmp_path: Path) -> None:
+    text = TCP_FILE.read_text().replace("cc: cubic", "cc: bbr")
+    topo = load_topology_text(text, str(TCP_FILE))
+    with pytest.raises(SimUnsupported, match=r"flows\[0\]\.cc: bbr \(flow t1\) runs in the netns backend only; "
+                                             r"the simulator's TCP model has reno and cubic"):
         SimNetwork(topo)
-    assert hbh_main(["run", str(TCP_FILE), "--duration", "1s", "--no-progress"]) == 2
+    bbr = tmp_path / "bbr.yaml"
+    bbr.write_text(text)
+    assert hbh_main(["run", str(bbr), "--duration", "1s", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith(f"hbh run: {TCP_FILE}:") and "\n" not in err and "netns backend only" in err, err
+    assert err.startswith(f"hbh run: {bbr}:") and "\n" not in err and "netns backend only" in err, err
+
+
+@pytest.mark.parametrize("cc", ["reno", "cubic"])
+def test_the_simulator_runs_tcp_with_the_kernels_files(tmp_path: Path, cc: str) -> None:
+    """The model's flow gives the same CSVs and summary block as a kernel flow, deterministically."""
+    topo = load_topology_text(TCP_FILE.read_text().replace("cc: cubic", f"cc: {cc}"), str(TCP_FILE))
+    s = run_experiment(topo, 8_000_000_000, seed=3, out=tmp_path / "a", plots=False).summary
+    f = s["flows"]["t1"]
+    assert 1.5e6 < f["goodput_bps"] <= 2e6 * TCP_RECORD_BYTES / 1514 * 1.02, f  # near the 2 Mb/s link's payload rate
+    t = f["tcp"]
+    assert t["cc"] == cc and t["errors"] == [] and t["retransmissions"] >= 1  # a 50-packet FIFO overflows
+    assert t["rtt_ms"]["min"] >= 12 and t["rtt_ms"]["p50"] > t["rtt_ms"]["min"]  # 4 x 3 ms + queueing
+    assert t["bytes_received"] > 0 and t["bytes_acked"] <= t["bytes_sent"]
+    assert s["buffers"]["H2<-R1"]["mean"] > 0.2  # loss-based TCP keeps the bottleneck's queue busy
+    rows = _csv(tmp_path / "a" / "tcp.csv")
+    assert len(rows) >= 80 and {r["flow"] for r in rows} == {"t1"}
+    seqs = [int(r["seq"]) for r in _csv(tmp_path / "a" / "packets_t1.csv")]
+    assert seqs == list(range(len(seqs)))  # delivered in order, each once
+    run_experiment(topo, 8_000_000_000, seed=3, out=tmp_path / "b", plots=False)
+    for name in ("flows.csv", "tcp.csv", "packets_t1.csv", "laws.csv"):
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_sized_tcp_flow_completes_in_the_simulator() -> None:
+    topo = load_topology_text(TCP_FILE.read_text().replace("cc: cubic, start: 0s}", "cc: reno, start: 0s, size: 300kB}"),
+                              str(TCP_FILE))
+    t = run_experiment(topo, 6_000_000_000, seed=1, plots=False).summary["flows"]["t1"]["tcp"]
+    assert t["bytes_received"] == 300_000 and t["bytes_sent"] == 300_000 and t["completed"], t
+    assert 1.2 < t["completion_s"] < 5, t
+
+
+def test_sack_key(kernel_offers: Path) -> None:
+    (f,) = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp, sack: false}"), SOURCE).flows
+    assert f.sack is False
+    (f,) = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp}"), SOURCE).flows
+    assert f.sack is True
+    expect_error(with_flow("{src: H1, dst: H2, control: tcp, sack: maybe}"), "sack: maybe", "flows[0].sack",
+                 "sack is true or false")
+    expect_error(BASE.replace("r_max: 1.5Mbps}", "r_max: 1.5Mbps, sack: false}"), "sack: false", "flows[0].sack",
+                 "only tcp flows have sack")
 
 
 def test_record_parser_splits_records() -> None:

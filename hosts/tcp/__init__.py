@@ -1,0 +1,25 @@
+"""TCP as a model, sans-I/O, for the simulator: NewReno (RFC 6582) and CUBIC (RFC 9438).
+
+The kernel runs ``control: tcp`` in the netns backend (``topo/tcpflow.py``); this package is the
+simulator's TCP, validated against the kernel on a single bottleneck (docs/tcp.md).
+"""
+
+from hosts.tcp.cubic import Cubic
+from hosts.tcp.receiver import Ack, TcpReceiver
+from hosts.tcp.reno import AckInfo, Reno
+from hosts.tcp.rto import RtoEstimator
+from hosts.tcp.sender import MSS, Segment, TcpSender
+
+__all__ = ["Cubic", "Reno", "AckInfo", "Ack", "TcpReceiver", "TcpSender", "Segment", "RtoEstimator", "MSS",
+           "congestion_control", "MODELLED_CC"]
+
+MODELLED_CC = ("reno", "cubic")
+
+
+def congestion_control(name: str) -> Reno | Cubic:
+    """A fresh congestion control by its kernel name; ValueError naming the modelled ones otherwise."""
+    if name == "reno":
+        return Reno()
+    if name == "cubic":
+        return Cubic()
+    raise ValueError(f"congestion control {name!r} is not modelled (modelled: {', '.join(MODELLED_CC)})")

@@ -1,0 +1,118 @@
+"""CUBIC's window (RFC 9438), with Linux's delay-based HyStart as an option.
+
+Why the Reno-friendly region: in short-RTT or low-rate paths the cubic curve grows more slowly
+than Reno would; RFC 9438 4.3 then follows an estimate of Reno's window (W_est, growing by
+alpha_cubic = 3(1 - beta)/(1 + beta) segments per RTT, 1 once past the window before the last
+reduction) so that CUBIC is never less aggressive than Reno there.
+
+Why HyStart: Linux's cubic leaves slow start when the RTT of a round's first ACKs has grown by
+more than an eighth of the minimum RTT (clamped to 4..16 ms), once cwnd is at least 16 segments
+(its ``hystart_detect`` delay test, on by default). Without it, slow start fills the bottleneck's
+buffer and loses a window's worth of segments; with it the kernel often leaves slow start before
+any loss. Only the delay test is modelled, not the ACK-train one (which delayed ACKs and a tun
+device make unreliable to reproduce); ``hystart=False`` turns it off.
+"""
+
+from __future__ import annotations
+
+from hosts.tcp.reno import MIN_SSTHRESH, AckInfo
+
+__all__ = ["Cubic", "BETA", "C"]
+
+BETA = 0.7
+C = 0.4
+ALPHA = 3 * (1 - BETA) / (1 + BETA)
+HYSTART_LOW_WINDOW = 16
+HYSTART_MIN_SAMPLES = 8
+HYSTART_MIN_NS, HYSTART_MAX_NS = 4_000_000, 16_000_000
+
+
+class Cubic:
+    """cwnd and ssthresh in segments, the cubic curve's state, HyStart's round."""
+
+    name = "cubic"
+
+    def __init__(self, initial_cwnd: float = 10.0, *, hystart: bool = True, fast_convergence: bool = True) -> None:
+        self.cwnd = float(initial_cwnd)
+        self.ssthresh = float("inf")
+        self.hystart = hystart
+        self.fast_convergence = fast_convergence
+        self.w_max = 0.0  # window before the last reduction (after fast convergence)
+        self.cwnd_prior = 0.0  # window before the last reduction, as it was
+        self.k_s = 0.0
+        self.t_epoch_ns: int | None = None
+        self.cwnd_epoch = 0.0
+        self.w_est = 0.0
+        self._round_end = -1  # HyStart: the round ends when this segment is acknowledged
+        self._round_min: int | None = None
+        self._round_samples = 0
+
+    # ---- growth ------------------------------------------------------------------------------
+    def on_ack(self, ack: AckInfo) -> None:
+        acked = ack.acked
+        if self.cwnd < self.ssthresh:
+            if self.hystart:
+                self._hystart(ack)
+            if self.cwnd < self.ssthresh:
+                grown = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
+                acked -= int(grown - self.cwnd)
+                self.cwnd = grown
+                if acked <= 0:
+                    return
+        self._avoid(ack.now_ns, acked, ack.srtt_ns)
+
+    def _avoid(self, now_ns: int, acked: int, srtt_ns: float) -> None:
+        """RFC 9438 4.2-4.4, per ACK of ``acked`` segments."""
+        if self.t_epoch_ns is None:  # first ACK of a congestion-avoidance stage
+            self.t_epoch_ns = now_ns
+            self.cwnd_epoch = self.cwnd
+            self.w_est = self.cwnd
+            if self.w_max < self.cwnd:  # no reduction yet, or grown past it: the curve starts here
+                self.w_max = self.cwnd
+            self.k_s = ((self.w_max - self.cwnd_epoch) / C) ** (1 / 3)
+        t = (now_ns - self.t_epoch_ns) / 1e9
+        alpha = 1.0 if self.w_est >= self.cwnd_prior else ALPHA
+        self.w_est += alpha * acked / self.cwnd
+        w_t = self.w_cubic(t)
+        if w_t < self.w_est:  # the Reno-friendly region
+            self.cwnd = max(self.cwnd, self.w_est)
+            return
+        target = min(max(self.w_cubic(t + srtt_ns / 1e9), self.cwnd), 1.5 * self.cwnd)
+        self.cwnd += (target - self.cwnd) / self.cwnd * acked
+
+    def w_cubic(self, t_s: float) -> float:
+        """RFC 9438 eq. 1: C (t - K)^3 + W_max."""
+        return C * (t_s - self.k_s) ** 3 + self.w_max
+
+    def _hystart(self, ack: AckInfo) -> None:
+        if ack.snd_una > self._round_end:  # a new round: one window of segments
+            self._round_end = ack.snd_nxt
+            self._round_min, self._round_samples = None, 0
+        if self.cwnd < HYSTART_LOW_WINDOW or ack.rtt_ns is None or self._round_samples >= HYSTART_MIN_SAMPLES:
+            return
+        self._round_samples += 1
+        self._round_min = ack.rtt_ns if self._round_min is None else min(self._round_min, ack.rtt_ns)
+        if self._round_samples == HYSTART_MIN_SAMPLES:
+            eta = min(max(ack.min_rtt_ns // 8, HYSTART_MIN_NS), HYSTART_MAX_NS)
+            if self._round_min >= ack.min_rtt_ns + eta:
+                self.ssthresh = self.cwnd  # leave slow start: congestion avoidance from here
+
+    # ---- reductions --------------------------------------------------------------------------
+    def on_loss(self, now_ns: int, flight: int) -> float:
+        """RFC 9438 4.6-4.7: remember W_max (fast convergence), ssthresh = beta * cwnd."""
+        self.cwnd_prior = self.cwnd
+        if self.fast_convergence and self.cwnd < self.w_max:
+            self.w_max = self.cwnd * (1 + BETA) / 2
+        else:
+            self.w_max = self.cwnd
+        self.ssthresh = max(self.cwnd * BETA, MIN_SSTHRESH)
+        self.t_epoch_ns = None
+        return self.ssthresh
+
+    def on_timeout(self, now_ns: int, flight: int) -> None:
+        """RFC 9438 4.8: the same reduction, then slow start from one segment."""
+        self.on_loss(now_ns, flight)
+        self.cwnd = 1.0
+
+    def on_recovered(self, now_ns: int) -> None:
+        self.cwnd = self.ssthresh

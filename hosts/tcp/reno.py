@@ -1,0 +1,65 @@
+"""NewReno's window growth (RFC 5681 as Linux counts it) and its reaction to loss.
+
+Why growth by the number of segments acknowledged (RFC 3465's byte counting) and not one segment
+per ACK: the receiver delays ACKs (one per two segments), and Linux's ``tcp_slow_start`` /
+``tcp_cong_avoid_ai`` count acknowledged segments, so that slow start still doubles per RTT and
+congestion avoidance adds one segment per RTT. The fast recovery itself (RFC 6582) is the
+sender's (:mod:`hosts.tcp.sender`); a congestion control only says how the window grows on new
+ACKs and what the slow-start threshold becomes after a loss.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Reno", "AckInfo", "MIN_SSTHRESH"]
+
+MIN_SSTHRESH = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class AckInfo:
+    """What a congestion control learns from one ACK of new data."""
+
+    now_ns: int
+    acked: int  # segments newly acknowledged
+    rtt_ns: int | None  # this ACK's RTT sample (timestamps), None if it gave none
+    srtt_ns: float  # smoothed RTT after the sample
+    min_rtt_ns: int
+    snd_una: int  # first unacknowledged segment, after this ACK
+    snd_nxt: int  # next segment to send
+
+
+class Reno:
+    """cwnd and ssthresh in segments; growth on ACKs outside recovery, halving on loss."""
+
+    name = "reno"
+
+    def __init__(self, initial_cwnd: float = 10.0) -> None:
+        self.cwnd = float(initial_cwnd)
+        self.ssthresh = float("inf")
+
+    def on_ack(self, ack: AckInfo) -> None:
+        """New data acknowledged (``ack.acked`` segments) while not in recovery."""
+        acked = ack.acked
+        if self.cwnd < self.ssthresh:
+            grown = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
+            acked -= int(grown - self.cwnd)
+            self.cwnd = grown
+            if acked <= 0:
+                return
+        self.cwnd += acked / self.cwnd
+
+    def on_loss(self, now_ns: int, flight: int) -> float:
+        """Entering fast recovery: RFC 5681 (4): ssthresh = max(FlightSize / 2, 2)."""
+        self.ssthresh = max(flight / 2, MIN_SSTHRESH)
+        return self.ssthresh
+
+    def on_timeout(self, now_ns: int, flight: int) -> None:
+        """RTO expiry: the same threshold, and a window of one segment (RFC 5681 (4), (5))."""
+        self.on_loss(now_ns, flight)
+        self.cwnd = 1.0
+
+    def on_recovered(self, now_ns: int) -> None:
+        """Fast recovery ended (a full ACK): the window deflates to ssthresh (RFC 6582 3.2 step 3)."""
+        self.cwnd = self.ssthresh

@@ -1,0 +1,308 @@
+"""The simulator's TCP model (hosts/tcp): its estimator, window laws and recovery, as properties.
+
+The loop tests drive a sender and a receiver through a fixed-delay, fixed-rate pipe with chosen
+losses (no simulator), so each RFC rule is seen on its own."""
+
+from __future__ import annotations
+
+import heapq
+import math
+from collections.abc import Callable
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hosts.tcp import Cubic, Reno, TcpReceiver, TcpSender, congestion_control
+from hosts.tcp.cubic import BETA, C
+from hosts.tcp.reno import AckInfo
+from hosts.tcp.rto import INITIAL_RTO_NS, MAX_RTO_NS, MIN_VAR_TERM_NS, RtoEstimator
+
+MS = 1_000_000
+
+
+# ---- RFC 6298 ---------------------------------------------------------------------------------------
+def test_first_sample_and_initial_rto() -> None:
+    e = RtoEstimator()
+    assert e.rto_ns == INITIAL_RTO_NS
+    e.on_sample(100 * MS)
+    assert e.srtt_ns == 100 * MS and e.rttvar_ns == 50 * MS
+    assert e.rto_ns == 100 * MS + max(MIN_VAR_TERM_NS, 4 * 50 * MS)
+
+
+@given(st.lists(st.integers(1, 5_000 * MS), min_size=1, max_size=50), st.integers(0, 30))
+def test_rto_bounds_and_backoff(samples: list[int], expiries: int) -> None:
+    e = RtoEstimator()
+    for s in samples:
+        e.on_sample(s)
+    base = e.rto_ns
+    assert base >= e.srtt_ns + MIN_VAR_TERM_NS - 1
+    for _ in range(expiries):
+        e.on_expiry()
+    assert e.rto_ns == min(MAX_RTO_NS, base << min(expiries, 16))
+    e.on_sample(samples[-1])
+    assert e.backoff == 0
+
+
+# ---- window laws ------------------------------------------------------------------------------------
+def ack(now: int, acked: int, rtt: int = 100 * MS, una: int = 0, nxt: int = 0) -> AckInfo:
+    return AckInfo(now, acked, rtt, float(rtt), rtt, una, nxt)
+
+
+@pytest.mark.parametrize("cc", [Reno(), Cubic(hystart=False)])
+def test_slow_start_doubles_per_window_with_delayed_acks(cc: Reno | Cubic) -> None:
+    start = cc.cwnd
+    for _ in range(int(start) // 2):  # one window acknowledged two segments at a time
+        cc.on_ack(ack(0, 2))
+    assert cc.cwnd == 2 * start
+
+
+def test_reno_congestion_avoidance_adds_one_segment_per_window() -> None:
+    r = Reno()
+    r.ssthresh = r.cwnd = 40.0
+    for _ in range(20):
+        r.on_ack(ack(0, 2))
+    assert 40.9 < r.cwnd < 41.1
+
+
+@given(st.integers(2, 10_000))
+def test_reno_halves_flight_and_ends_recovery_at_ssthresh(flight: int) -> None:
+    r = Reno()
+    assert r.on_loss(0, flight) == max(flight / 2, 2)
+    r.cwnd = 999.0
+    r.on_recovered(0)
+    assert r.cwnd == r.ssthresh
+    r.on_timeout(0, flight)
+    assert r.cwnd == 1
+
+
+@given(st.floats(4, 5000))
+def test_cubic_reduction_and_curve(cwnd: float) -> None:
+    c = Cubic()
+    c.cwnd = cwnd
+    assert c.on_loss(0, int(cwnd)) == pytest.approx(max(cwnd * BETA, 2))
+    c.on_recovered(0)
+    c.on_ack(ack(0, 1))  # the epoch starts: the curve passes through W_max at K
+    assert c.w_cubic(c.k_s) == pytest.approx(c.w_max)
+    assert c.k_s == pytest.approx(((c.w_max - c.cwnd_epoch) / C) ** (1 / 3), rel=1e-6)
+
+
+def test_cubic_fast_convergence_lowers_w_max() -> None:
+    c = Cubic()
+    c.cwnd = 100.0
+    c.on_loss(0, 100)
+    c.cwnd = 80.0  # lost again below the previous W_max
+    c.on_loss(0, 80)
+    assert c.w_max == pytest.approx(80 * (1 + BETA) / 2)
+
+
+@given(st.floats(10, 2000), st.integers(1, 100))
+@settings(max_examples=30, deadline=None)
+def test_cubic_never_grows_more_than_half_a_window_per_rtt(cwnd: float, rtts: int) -> None:
+    c = Cubic(hystart=False)
+    c.cwnd = cwnd
+    c.on_loss(0, int(cwnd))
+    c.on_recovered(0)
+    now = 0
+    for _ in range(rtts):
+        before = c.cwnd
+        for _ in range(max(1, int(before) // 2)):
+            c.on_ack(ack(now, 2))
+        assert c.cwnd <= 1.5 * before + 1e-6
+        now += 100 * MS
+
+
+def test_cubic_short_rtt_runs_in_the_reno_friendly_region() -> None:
+    """At 1 ms RTT the cubic curve barely moves in 200 RTTs; Reno's estimate sets the window."""
+    c = Cubic(hystart=False)
+    c.cwnd = 20.0
+    c.on_loss(0, 20)
+    c.on_recovered(0)
+    now = 0
+    for _ in range(200):
+        for _ in range(int(c.cwnd) // 2):
+            c.on_ack(ack(now, 2, rtt=MS))
+        now += MS
+    assert c.cwnd == pytest.approx(c.w_est) and c.cwnd > c.w_cubic((now - c.t_epoch_ns) / 1e9)
+
+
+def test_hystart_leaves_slow_start_when_the_rtt_rises() -> None:
+    c = Cubic()
+    c.cwnd = 32.0
+    for i in range(8):  # a round whose first 8 samples are 10 ms above the 20 ms minimum
+        c.on_ack(AckInfo(0, 1, 30 * MS, 25.0 * MS, 20 * MS, 100 + i, 200))
+    assert c.ssthresh == pytest.approx(c.cwnd, abs=1)
+    quiet = Cubic()
+    quiet.cwnd = 32.0
+    for i in range(8):
+        quiet.on_ack(AckInfo(0, 1, 21 * MS, 21.0 * MS, 20 * MS, 100 + i, 200))
+    assert math.isinf(quiet.ssthresh)
+
+
+def test_unknown_cc_is_named() -> None:
+    with pytest.raises(ValueError, match=r"'bbr' is not modelled \(modelled: reno, cubic\)"):
+        congestion_control("bbr")
+
+
+# ---- receiver ----------------------------------------------------------------------------------------
+def test_receiver_quick_acks_then_every_second_segment_or_40ms() -> None:
+    rx = TcpReceiver(quickacks=2)
+    assert rx.on_syn(0, 5).syn
+    acks = [rx.on_segment(i, i, 1448, 0, i + 1) for i in range(6)]
+    assert [len(a) for a in acks] == [1, 1, 0, 1, 0, 1]
+    assert rx.on_segment(10, 6, 1448, 0, 11) == [] and rx.next_timer_ns() == 10 + 40 * MS
+    (late,) = rx.on_timer(10 + 40 * MS)
+    assert late.ack == 7 and late.ts_echo_ns == 11
+
+
+def test_receiver_answers_out_of_order_at_once_and_echoes_the_window_edge() -> None:
+    rx = TcpReceiver(quickacks=0)
+    rx.on_segment(0, 0, 1448, 0, 100)
+    rx.on_segment(1, 1, 1448, 0, 101)  # ACK 2, echoes 100 (first of the two)
+    dup = rx.on_segment(2, 3, 1448, 0, 103)  # 2 lost
+    assert [(a.ack, a.ts_echo_ns) for a in dup] == [(2, 100)]
+    fill = rx.on_segment(3, 2, 1448, 0, 104)  # the retransmission fills the hole
+    assert [(a.ack, a.ts_echo_ns) for a in fill] == [(4, 104)]
+    assert [s for s, _, _ in rx.take_delivered()] == [0, 1, 2, 3]
+
+
+# ---- sender and receiver through a pipe --------------------------------------------------------------
+class Pipe:
+    """Sender -> receiver at ``rate`` segments/s with a one-way ``delay``; ``lose(n)`` says whether
+    the n-th data frame sent is lost. ACKs come back after ``delay``."""
+
+    def __init__(self, tx: TcpSender, rx: TcpReceiver, lose: Callable[[int], bool], delay: int = 10 * MS,
+                 seg_ns: int = MS) -> None:
+        self.tx, self.rx, self.lose, self.delay, self.seg_ns = tx, rx, lose, delay, seg_ns
+        self.events: list[tuple[int, int, str, object]] = []
+        self.n = self.k = 0
+        self.free = 0
+        self.delivered: list[int] = []
+
+    def push(self, t: int, kind: str, what: object) -> None:
+        self.k += 1
+        heapq.heappush(self.events, (t, self.k, kind, what))
+
+    def send(self, now: int, segs: list) -> None:
+        for s in segs:
+            self.free = max(self.free, now) + self.seg_ns
+            self.n += 1
+            if s.syn or not self.lose(self.n):
+                self.push(self.free + self.delay, "seg", s)
+
+    def run(self, until: int) -> None:
+        timers = {"tx": -1, "rx": -1}
+        while True:
+            cand = [(t, k) for k, t in (("tx", self.tx.next_timer_ns()), ("rx", self.rx.next_timer_ns()))
+                    if t is not None]
+            nxt_timer = min(cand) if cand else None
+            nxt_event = self.events[0][0] if self.events else None
+            if nxt_event is None and nxt_timer is None:
+                return
+            if nxt_event is not None and (nxt_timer is None or nxt_event <= nxt_timer[0]):
+                now, _k, kind, what = heapq.heappop(self.events)
+                if now > until:
+                    return
+                if kind == "seg":
+                    s = what
+                    if s.syn:
+                        a = self.rx.on_syn(now, s.ts_ns)
+                        self.push(now + self.delay, "ack", a)
+                    else:
+                        for a in self.rx.on_segment(now, s.seq, s.length, s.stamp_ns, s.ts_ns):
+                            self.push(now + self.delay, "ack", a)
+                        self.delivered += [q for q, _, _ in self.rx.take_delivered()]
+                else:
+                    a = what
+                    self.send(now, self.tx.on_syn_ack(now, a.ts_echo_ns) if a.syn else
+                              self.tx.on_ack(now, a.ack, a.ts_echo_ns))
+            else:
+                now, side = nxt_timer
+                if now > until:
+                    return
+                timers[side] = now
+                if side == "tx":
+                    self.send(now, self.tx.on_timer(now))
+                else:
+                    for a in self.rx.on_timer(now):
+                        self.push(now + self.delay, "ack", a)
+
+
+def test_fast_retransmit_repairs_one_loss_without_a_timeout() -> None:
+    tx = TcpSender(Reno(), start_ns=0, total_bytes=200 * 1448)
+    p = Pipe(tx, TcpReceiver(), lambda n: n == 30)
+    p.run(10_000 * MS)
+    assert p.delivered == list(range(200))
+    assert tx.retransmissions == 1 and tx.rto.backoff == 0 and tx.phase == "done"
+    assert tx.cc.ssthresh < 1e9  # one reduction
+
+
+def test_a_lost_window_tail_is_repaired_by_the_timer() -> None:
+    tx = TcpSender(Cubic(), start_ns=0, total_bytes=20 * 1448)
+    p = Pipe(tx, TcpReceiver(), lambda n: n >= 18)  # the last segments, and their first copies, lost once
+    lost = set(range(18, 21))
+    p.lose = lambda n: n in lost
+    p.run(20_000 * MS)
+    assert p.delivered == list(range(20)) and tx.cc.cwnd >= 1 and tx.retransmissions >= 2
+
+
+@given(st.sets(st.integers(1, 400), max_size=40), st.sampled_from(["reno", "cubic"]),
+       st.sampled_from(["prr", "inflation"]), st.sampled_from(["flight", "dupacks"]))
+@settings(max_examples=60, deadline=None)
+def test_every_segment_arrives_once_in_order_whatever_is_lost(lost: set[int], cc: str, recovery: str,
+                                                              pipe: str) -> None:
+    tx = TcpSender(congestion_control(cc), start_ns=0, total_bytes=300 * 1448 - 100, recovery=recovery, pipe=pipe)
+    p = Pipe(tx, TcpReceiver(), lambda n: n in lost)
+    p.run(3_000_000 * MS)
+    assert p.delivered == list(range(300))
+    assert tx.phase == "done" and tx.bytes_acked == 300 * 1448 - 100
+
+
+def test_bulk_sender_stops_writing_at_stop() -> None:
+    tx = TcpSender(Reno(), start_ns=0, stop_ns=500 * MS)
+    p = Pipe(tx, TcpReceiver(), lambda n: False)
+    p.run(2_000 * MS)
+    assert p.delivered == list(range(tx.written)) and tx.snd_una == tx.written
+
+
+def test_sender_rejects_nonsense() -> None:
+    with pytest.raises(ValueError, match="total_bytes 0"):
+        TcpSender(Reno(), start_ns=0, total_bytes=0)
+    with pytest.raises(ValueError, match="recovery 'sack'"):
+        TcpSender(Reno(), start_ns=0, recovery="sack")
+    with pytest.raises(ValueError, match="pipe 'rfc'"):
+        TcpSender(Reno(), start_ns=0, pipe="rfc")
+
+
+def test_recovery_sends_in_proportion_while_the_flight_is_above_ssthresh() -> None:
+    """PRR: entering recovery with 40 segments out and ssthresh 20, each duplicate ACK lets about
+    half a segment go (ssthresh / RecoverFS), not one per ACK as window inflation would."""
+    tx = TcpSender(Reno(), start_ns=0)
+    tx.on_timer(0)
+    tx.on_syn_ack(1, 1)
+    tx.cc.cwnd = tx.cc.ssthresh = 40.0
+    tx.on_ack(2, 0, 1)  # fill the window: 40 segments out
+    sent = [s for i in range(3) for s in tx.on_ack(3 + i, 0, 1)]  # three duplicate ACKs: fast retransmit
+    assert [s.seq for s in sent if s.retransmission] == [0] and tx.in_recovery and tx.cc.ssthresh == 20
+    new = [s for i in range(20) for s in tx.on_ack(10 + i, 0, 1)]
+    assert 9 <= len(new) <= 11 and not any(s.retransmission for s in new)
+
+
+def test_receive_window_opens_with_in_order_data_and_never_shrinks() -> None:
+    rx = TcpReceiver(quickacks=100)
+    edges = [rx.on_syn(0, 1).window_end]
+    for i in range(60):
+        edges += [a.window_end for a in rx.on_segment(i, i, 1448, 0, i + 1)]
+    assert edges[0] == 20 and edges == sorted(edges) and edges[-1] > 60
+    hole = [a.window_end for i in range(61, 200) for a in rx.on_segment(i, i, 1448, 0, i + 1)]  # 60 lost
+    assert set(hole) == {edges[-1]}  # nothing read while the hole is open: the edge stays
+
+
+def test_sender_never_sends_past_the_window() -> None:
+    tx = TcpSender(Reno(), start_ns=0)
+    tx.on_timer(0)
+    first = tx.on_syn_ack(10, 1, window_end=5)
+    assert [s.seq for s in first] == [0, 1, 2, 3, 4]
+    assert tx.on_ack(20, 2, 10, window_end=5) == []  # cwnd would allow more; the window does not
+    assert [s.seq for s in tx.on_ack(30, 2, 10, window_end=8)] == [5, 6, 7]  # an update, not a duplicate ACK
+    assert tx.dupacks == 0

@@ -1,0 +1,165 @@
+"""The simulator's TCP flows (``control: tcp``): the sans-I/O model of ``hosts/tcp`` bound to a
+host's link and scheduler.
+
+Why a binding of its own: the kernel's TCP in the netns backend (``topo/tcpflow.py``) records
+a flow as application records (their send stamps, one-way delays, TCP_INFO samples); this module
+gives the model's flows the same records, so both backends write the same CSVs and summary
+fields: ``flows.csv`` and ``packets_<flow>.csv`` from the records the receiver delivers in order,
+``tcp.csv`` from the sender's state sampled like TCP_INFO (``rtt_us``: the last RTT sample,
+``rttvar_us``, ``snd_cwnd``, ``total_retrans``, ``bytes_acked``, ``min_rtt_us``,
+``bytes_retrans``). Times are the run's true time (the kernel's stamps are CLOCK_MONOTONIC, the
+same in every namespace), not a host's offset clock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from hosts.datagram import KIND_TCP_ACK, KIND_TCP_DATA, KIND_TCP_SYN, Datagram, FrameTemplate
+from hosts.receiver import FlowRecord
+from hosts.tcp import TcpReceiver, TcpSender, congestion_control
+from hosts.tcp.receiver import Ack
+from hosts.tcp.sender import Segment
+from hosts.tcp.wire import (
+    ACK_FRAME_BYTES,
+    SYN_FRAME_BYTES,
+    data_frame_bytes,
+    decode_data,
+    decode_window,
+    encode_data,
+    encode_window,
+)
+from topo.model import Flow
+from topo.record import TcpSample
+
+__all__ = ["SimTcpFlows", "TCP_KINDS"]
+
+TCP_KINDS = frozenset({KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN})
+
+
+class SimTcpFlows:
+    """A host's ends of the model's TCP flows: senders of the flows it sends, receivers of those
+    it receives. ``send(frame)`` puts a frame on the host's link; ``template(fid, size, kind, to)``
+    makes a frame template toward host ``to``."""
+
+    def __init__(self, sched: Any, host: str, flows: dict[int, Flow],
+                 send: Callable[[bytes], None], template: Callable[[int, int, int, str], FrameTemplate]) -> None:
+        self.sched = sched
+        self.host = host
+        self.flows = flows
+        self._send = send
+        self._template = template
+        self._templates: dict[tuple[int, int, int], FrameTemplate] = {}
+        self.senders: dict[int, TcpSender] = {}
+        self.receivers: dict[int, TcpReceiver] = {}
+        self.records: dict[int, FlowRecord] = {}
+        self.completed_ns: dict[int, int] = {}
+        self._timers: dict[tuple[str, int], Any] = {}
+        for fid, f in flows.items():
+            if f.src == host:
+                self.senders[fid] = TcpSender(congestion_control(f.cc or "cubic"), start_ns=f.start_ns,
+                                              stop_ns=f.stop_ns, total_bytes=f.size_bytes)
+            if f.dst == host:
+                self.receivers[fid] = TcpReceiver()
+                self.records[fid] = FlowRecord(f.name)
+
+    def start(self) -> None:
+        for fid in self.senders:
+            self._arm("tx", fid)
+
+    # ---- frames out ------------------------------------------------------------------------------
+    def _frame(self, fid: int, size: int, kind: int, toward: str) -> FrameTemplate:
+        key = (fid, size, kind)
+        if key not in self._templates:
+            self._templates[key] = self._template(fid, size, kind, toward)
+        return self._templates[key]
+
+    def _emit_segments(self, fid: int, segments: list[Segment]) -> None:
+        f = self.flows[fid]
+        for s in segments:
+            if s.syn:
+                self._send(self._frame(fid, SYN_FRAME_BYTES, KIND_TCP_SYN, f.dst).frame(0, s.ts_ns))
+            else:
+                size = data_frame_bytes(s.length)
+                self._send(self._frame(fid, size, KIND_TCP_DATA, f.dst).frame(s.seq, s.ts_ns, 0,
+                                                                               encode_data(s.stamp_ns, s.length)))
+
+    def _emit_acks(self, fid: int, acks: list[Ack]) -> None:
+        f = self.flows[fid]
+        for a in acks:
+            kind, size = (KIND_TCP_SYN, SYN_FRAME_BYTES) if a.syn else (KIND_TCP_ACK, ACK_FRAME_BYTES)
+            self._send(self._frame(fid, size, kind, f.src).frame(a.ack, a.ts_echo_ns, 0, encode_window(a.window_end)))
+
+    # ---- timers ---------------------------------------------------------------------------------
+    def _arm(self, side: str, fid: int) -> None:
+        end: Any = self.senders[fid] if side == "tx" else self.receivers[fid]
+        old = self._timers.pop((side, fid), None)
+        if old is not None:
+            old.cancel()
+        t = end.next_timer_ns()
+        if t is not None:
+            self._timers[(side, fid)] = self.sched.call_at(max(t, self.sched.now_ns()), self._fire, side, fid)
+
+    def _fire(self, side: str, fid: int) -> None:
+        self._timers.pop((side, fid), None)
+        now = self.sched.now_ns()
+        if side == "tx":
+            self._emit_segments(fid, self.senders[fid].on_timer(now))
+        else:
+            self._emit_acks(fid, self.receivers[fid].on_timer(now))
+        self._arm(side, fid)
+
+    # ---- frames in -------------------------------------------------------------------------------
+    def receive(self, now_ns: int, d: Datagram) -> None:
+        fid = d.flow
+        if fid in self.receivers and d.kind in (KIND_TCP_DATA, KIND_TCP_SYN):
+            rx = self.receivers[fid]
+            if d.kind == KIND_TCP_SYN:
+                self._emit_acks(fid, [rx.on_syn(now_ns, d.ts_ns)])
+                return
+            try:
+                stamp, length = decode_data(d.payload(10))
+            except ValueError:
+                return
+            self._emit_acks(fid, rx.on_segment(now_ns, d.seq, length, stamp, d.ts_ns))
+            self._deliver(fid, now_ns)
+            self._arm("rx", fid)
+        elif fid in self.senders and d.kind in (KIND_TCP_ACK, KIND_TCP_SYN):
+            tx = self.senders[fid]
+            try:
+                window_end = decode_window(d.payload(4))
+            except ValueError:
+                return
+            if d.kind == KIND_TCP_SYN:
+                self._emit_segments(fid, tx.on_syn_ack(now_ns, d.ts_ns, window_end))
+            else:
+                self._emit_segments(fid, tx.on_ack(now_ns, d.seq, d.ts_ns, window_end))
+            self._arm("tx", fid)
+
+    def _deliver(self, fid: int, now_ns: int) -> None:
+        rec, rx, f = self.records[fid], self.receivers[fid], self.flows[fid]
+        for seq, length, stamp in rx.take_delivered():
+            rec.on_packet(seq, stamp, now_ns, length)
+        if f.size_bytes is not None and rx.bytes_received >= f.size_bytes and fid not in self.completed_ns:
+            self.completed_ns[fid] = now_ns
+
+    # ---- what the recorder takes -----------------------------------------------------------------
+    def sample(self, t_ns: int, fid: int) -> TcpSample:
+        """The sender's state in TCP_INFO's terms (topo/tcpflow.py's TCPI_FIELDS)."""
+        tx = self.senders[fid]
+        est = tx.rto
+        info = {"rtt_us": round((est.srtt_ns or 0) / 1000), "rttvar_us": round(est.rttvar_ns / 1000),
+                "snd_cwnd": int(tx.cc.cwnd), "total_retrans": tx.retransmissions, "bytes_acked": tx.bytes_acked,
+                "min_rtt_us": round((est.min_rtt_ns or 0) / 1000), "bytes_retrans": tx.bytes_retransmitted}
+        return TcpSample(t_ns, self.flows[fid].name, tx.bytes_written, tuple(info.items()))
+
+    def sender_totals(self, fid: int) -> dict[str, Any]:
+        tx = self.senders[fid]
+        return {"cc": self.flows[fid].cc, "bytes_sent": tx.bytes_written, "records_sent": tx.written,
+                "connected_ns": tx.connected_ns, "sender_error": None}
+
+    def receiver_totals(self, fid: int) -> dict[str, Any]:
+        rx = self.receivers[fid]
+        return {"bytes_received": rx.bytes_received, "records_received": self.records[fid].received,
+                "completed_ns": self.completed_ns.get(fid), "receiver_error": None}

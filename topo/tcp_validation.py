@@ -1,0 +1,171 @@
+"""The simulator's TCP model against the kernel's: the same single bottleneck in both backends.
+
+    sudo .venv/bin/python -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md
+
+Why: the model (``hosts/tcp``) is only worth running where it behaves as Linux does. This runs
+H1 -- R1 -- H2 (access link ten times the bottleneck's rate, bottleneck R1 -> H2 with a
+``BUFFER``-packet drop-tail FIFO, each link a quarter of the RTT's propagation delay) with one
+bulk TCP flow, for reno and cubic at 2 and 20 Mb/s and 20 and 200 ms RTT, in the simulator and
+in network namespaces with the kernel's TCP through p4switch, and tabulates goodput and the
+bottleneck's mean occupancy (the summary's second half) with their relative differences. The
+kernel's flows run with ``sack: false`` (the model recovers without SACK, RFC 6582).
+
+``--doc FILE`` rewrites the table between the ``<!-- tcp-validation -->`` markers of FILE (with
+the command and the commit), so every number there comes from this command. Needs root (the
+netns backend).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from controlplane.units import parse_duration_ns
+from topo.runner import run_experiment
+from topo.schema import load_topology_text
+
+__all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "BUFFER", "TOLERANCE"]
+
+ROOT = Path(__file__).resolve().parents[1]
+BUFFER = 50
+TOLERANCE = 0.10
+MARK_BEGIN, MARK_END = "<!-- tcp-validation -->", "<!-- /tcp-validation -->"
+
+
+@dataclass(frozen=True)
+class Case:
+    cc: str
+    rate_mbps: int
+    rtt_ms: int
+
+    @property
+    def name(self) -> str:
+        return f"{self.cc}-{self.rate_mbps}mbps-{self.rtt_ms}ms"
+
+
+CASES = tuple(Case(cc, rate, rtt) for cc in ("reno", "cubic") for rate in (2, 20) for rtt in (20, 200))
+
+
+def topology_text(case: Case, buffer: int = BUFFER) -> str:
+    """The case's topology file: one bulk flow over a single bottleneck."""
+    d = case.rtt_ms / 4
+    return f"""\
+name: tcp-{case.name}
+description: "H1 - R1 - H2, {case.rate_mbps} Mb/s bottleneck R1-H2 ({buffer} packets), {case.rtt_ms} ms RTT, one {case.cc} flow"
+defaults:
+  link: {{rate: {case.rate_mbps}Mbps, delay: {d:g}ms, buffer: {buffer}}}
+nodes:
+  H1: {{kind: host}}
+  R1: {{kind: switch}}
+  H2: {{kind: host}}
+links:
+  - {{ends: [H1, R1], rate: {case.rate_mbps * 10}Mbps}}
+  - {{ends: [R1, H2]}}
+flows:
+  - {{name: t1, src: H1, dst: H2, control: tcp, cc: {case.cc}, sack: false}}
+"""
+
+
+def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | None) -> dict[str, Any]:
+    """Goodput (b/s), the bottleneck's mean occupancy (fraction), retransmissions, RTT p50 (ms)."""
+    topo = load_topology_text(topology_text(case), f"<{case.name}>")
+    s = run_experiment(topo, duration_ns, seed=seed, out=out, plots=False, backend=backend,
+                       **({"pcap": False} if backend == "netns" else {})).summary
+    f = s["flows"]["t1"]
+    return {"goodput_bps": f["goodput_bps"], "occupancy": s["buffers"]["H2<-R1"]["mean"],
+            "retransmissions": f["tcp"]["retransmissions"], "rtt_p50_ms": f["tcp"]["rtt_ms"]["p50"],
+            "owd_p50_ms": f["owd_ms"]["p50"]}
+
+
+def _diff(sim: float, kernel: float) -> float | None:
+    return None if not kernel else (sim - kernel) / kernel
+
+
+def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
+    """Markdown: per case, both backends' numbers and the relative differences (flagged past 10 %);
+    occupancy also as an absolute difference in percentage points of the buffer (a relative
+    difference of two near-empty queues says little)."""
+    def pct(x: float | None) -> str:
+        if x is None:
+            return "-"
+        return f"{x:+.1%}" + (" **!**" if abs(x) > TOLERANCE else "")
+
+    lines = ["| cc | bottleneck | RTT | goodput kernel | goodput sim | diff | occupancy kernel | occupancy sim | diff "
+             "| retrans. kernel / sim | RTT p50 kernel / sim (ms) |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for case, k, s in rows:
+        lines.append(
+            f"| {case.cc} | {case.rate_mbps} Mb/s | {case.rtt_ms} ms | {k['goodput_bps'] / 1e6:.3f} Mb/s "
+            f"| {s['goodput_bps'] / 1e6:.3f} Mb/s | {pct(_diff(s['goodput_bps'], k['goodput_bps']))} "
+            f"| {k['occupancy']:.1%} | {s['occupancy']:.1%} | {pct(_diff(s['occupancy'], k['occupancy']))} "
+            f"({(s['occupancy'] - k['occupancy']) * 100:+.1f} pp) "
+            f"| {k['retransmissions']} / {s['retransmissions']} | {k['rtt_p50_ms']} / {s['rtt_p50_ms']} |")
+    return "\n".join(lines)
+
+
+def _commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def rewrite_doc(doc: Path, body: str, marks: tuple[str, str] = (MARK_BEGIN, MARK_END)) -> None:
+    """Replace what lies between ``marks`` in ``doc`` with ``body`` (ValueError if they are missing)."""
+    begin, end = marks
+    text = doc.read_text()
+    if begin not in text or end not in text:
+        raise ValueError(f"{doc}: no {begin} ... {end} section to rewrite")
+    head, rest = text.split(begin, 1)
+    _old, tail = rest.split(end, 1)
+    doc.write_text(f"{head}{begin}\n{body}\n{end}{tail}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m topo.tcp_validation", description=__doc__.split("\n\n")[0])
+    p.add_argument("--duration", default="60s", help="each run's length (default 60s)")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", type=Path, default=ROOT / "results" / "tcp-validation", help="run directories")
+    p.add_argument("--doc", type=Path, help="rewrite this file's tcp-validation section with the table")
+    p.add_argument("--cases", help="comma-separated case names (default: all), e.g. cubic-2mbps-20ms")
+    args = p.parse_args(argv)
+    try:
+        duration_ns = parse_duration_ns(args.duration, "--duration")
+    except ValueError as exc:
+        print(f"tcp_validation: {exc}", file=sys.stderr)
+        return 2
+    cases = list(CASES)
+    if args.cases:
+        known = {c.name: c for c in CASES}
+        wrong = [n for n in args.cases.split(",") if n not in known]
+        if wrong:
+            print(f"tcp_validation: --cases: unknown {', '.join(wrong)} (known: {', '.join(known)})", file=sys.stderr)
+            return 2
+        cases = [known[n] for n in args.cases.split(",")]
+    if os.geteuid() != 0:
+        print("tcp_validation: the kernel's side runs in network namespaces: run as root", file=sys.stderr)
+        return 2
+    rows = []
+    for case in cases:
+        k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns")
+        s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim")
+        rows.append((case, k, s))
+        print(f"{case.name}: kernel {json.dumps(k)}\n{' ' * len(case.name)}  sim    {json.dumps(s)}", flush=True)
+    body = table(rows)
+    print(body)
+    if args.doc is not None:
+        rewrite_doc(args.doc, f"Generated by `sudo .venv/bin/python -m topo.tcp_validation --duration {args.duration} "
+                              f"--seed {args.seed} --doc {args.doc}` at commit {_commit()} (each run {args.duration}, "
+                              f"numbers over its second half).\n\n{body}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
