@@ -408,8 +408,10 @@ class SimNetwork:
         plan = switch_plan(self.topo, name)
         agent_box: list[SwitchAgent] = []
         half = self.topo.options.control_latency_ns // 2
-        client = InProcessController(node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(
-            agent_box[0], m, half))
+        client = InProcessController(
+            node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(agent_box[0], m, half),
+            on_packet_in=lambda payload, meta: agent_box and self._packet_in_to_agent(agent_box[0], payload, meta,
+                                                                                      half))
         queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
@@ -425,6 +427,13 @@ class SimNetwork:
             self.sched.call_later(delay_ns, agent.on_stream_message, msg)
         else:
             agent.on_stream_message(msg)
+
+    def _packet_in_to_agent(self, agent: SwitchAgent, payload: bytes, meta: dict[str, int], delay_ns: int) -> None:
+        """The same for a packet-in handed over as values (``InProcessController(on_packet_in=...)``)."""
+        if delay_ns:
+            self.sched.call_later(delay_ns, agent.on_packet_in, payload, meta)
+        else:
+            agent.on_packet_in(payload, meta)
 
     def summary_extra(self) -> dict[str, Any]:
         return {"control_latency": {"modelled_ms": self.topo.options.control_latency_ns / 1e6}}
