@@ -389,6 +389,14 @@ impl InMemoryLink {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.sched)?;
+        if let Some(s) = &self.engine_sched {
+            visit.call(s)?;
+        }
+        for (tx, stats) in self.tx.iter().zip(&self.link_stats) {
+            visit.call(tx)?;
+            visit.call(stats)?;
+        }
+        visit.call(&self.deliver)?;
         visit.call(&self.a_end)?;
         visit.call(&self.b_end)?;
         if let Ok(loss) = self.loss.try_lock() {

@@ -801,6 +801,9 @@ impl TrafficManager {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.sched)?;
+        if let Some(s) = &self.engine_sched {
+            visit.call(s)?;
+        }
         let Ok(inner) = self.inner.try_lock() else {
             return Ok(());
         };
