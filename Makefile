@@ -9,10 +9,33 @@ STAMP  := $(VENV)/.installed
 P4SRC  := p4src/alinea.p4
 BUILD  := build
 APT_PKGS := cpp iproute2 python3-venv tcpdump
+ENGINE := engine
+ENGINE_SRC := $(ENGINE)/Cargo.toml $(ENGINE)/Cargo.lock $(wildcard $(ENGINE)/src/*.rs)
+ENGINE_STAMP := $(VENV)/.engine
+# The engine needs Rust >= 1.82 (engine/Cargo.toml rust-version). Debian 12's cargo is 1.63: prefer rustup's.
+RUST_MIN := 1.82
+CARGO_DIR := $(shell for c in "$$CARGO_HOME/bin/cargo" "$$HOME/.cargo/bin/cargo" /root/.cargo/bin/cargo "$$(command -v cargo)"; do \
+  [ -x "$$c" ] && v=$$("$$c" --version 2>/dev/null | cut -d' ' -f2) && \
+  [ "$$(printf '%s\n%s\n' $(RUST_MIN) "$$v" | sort -V | head -1)" = "$(RUST_MIN)" ] && { dirname "$$c"; break; }; done)
 
-.PHONY: setup sysdeps test lint pytest p4 bench conformance demo fuzz results tcp-validation clean
+.PHONY: setup sysdeps engine test lint pytest p4 bench conformance demo fuzz results tcp-validation clean
 
-setup: $(STAMP)
+setup: $(STAMP) $(ENGINE_STAMP)
+
+engine: $(ENGINE_STAMP)
+
+# The compiled engine (engine/, Rust + PyO3): a wheel built by maturin (pinned in
+# requirements.lock) from the crates pinned in engine/Cargo.lock, installed into .venv.
+$(ENGINE_STAMP): $(STAMP) $(ENGINE_SRC)
+	@if [ -z "$(CARGO_DIR)" ]; then \
+	  echo "error: building engine/ needs Rust >= $(RUST_MIN) (cargo); none found on PATH or in ~/.cargo/bin." >&2; \
+	  echo "       Debian 12's cargo is 1.63, too old: install Rust with rustup (https://rustup.rs), then run make again." >&2; \
+	  exit 1; fi
+	rm -rf $(BUILD)/wheels
+	PATH="$(CARGO_DIR):$$PATH" $(VENV)/bin/maturin build --quiet --release --locked \
+	  -m $(ENGINE)/Cargo.toml -i $(PY) -o $(BUILD)/wheels
+	$(PY) -m pip install -q --no-deps --force-reinstall $(BUILD)/wheels/hbh_engine-*.whl
+	touch $(ENGINE_STAMP)
 
 sysdeps:
 	@missing=""; \
@@ -36,6 +59,8 @@ $(STAMP): requirements.lock pyproject.toml | sysdeps
 
 lint: setup
 	$(VENV)/bin/ruff check .
+	PATH="$(CARGO_DIR):$$PATH" cargo fmt --manifest-path $(ENGINE)/Cargo.toml --check
+	PATH="$(CARGO_DIR):$$PATH" cargo clippy --quiet --release --locked --manifest-path $(ENGINE)/Cargo.toml -- -D warnings
 
 pytest: setup
 	$(VENV)/bin/pytest -q

@@ -236,15 +236,19 @@ class InProcessController(_ClientBase):
 
     Stream messages are kept in ``received`` unless ``on_message`` is given, in which case each
     one is handed to it instead (an agent that runs for hours should not keep them all).
+    ``on_packet_in(payload, {metadata name: int})``, if given, takes the packet-ins instead of
+    ``on_message``: the core hands them over without building a PacketIn message, which the
+    client would only decode again (``P4RuntimeCore.open_stream``).
     """
 
     def __init__(self, core: Any, election: tuple[int, int] = (0, 1),
-                 on_message: Callable[[pb.StreamMessageResponse], None] | None = None) -> None:
+                 on_message: Callable[[pb.StreamMessageResponse], None] | None = None,
+                 on_packet_in: Callable[[bytes, dict[str, int]], None] | None = None) -> None:
         self.core = core
         self.device_id = core.device_id
         self.election = election
         self.received = []
-        self.session = core.open_stream(on_message or self.received.append)
+        self.session = core.open_stream(on_message or self.received.append, on_packet_in)
         core.stream_message(self.session, self._arbitration_request())
         state = core.device.state
         if state is not None:

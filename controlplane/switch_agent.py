@@ -84,12 +84,20 @@ class SwitchAgent:
             else:
                 self.sched.call_later(0, self.handle_packet_in, msg.packet)
 
+    def on_packet_in(self, payload: bytes, meta: dict[str, int]) -> None:
+        """An in-process client's packet-in callback (``InProcessController(on_packet_in=...)``):
+        handled on the scheduler, as :meth:`on_stream_message` does with a PacketIn message."""
+        self.sched.call_later(0, self.handle_report, payload, meta)
+
     def handle_packet_in(self, pin: pb.PacketIn, received_ns: int | None = None) -> None:
         """``received_ns`` (real time only): when the client read the packet-in; the time from
         there until the queue call returned is kept in ``control_latencies_ns``."""
-        meta = self.client.names.packet_in_metadata(pin)
+        self.handle_report(pin.payload, self.client.names.packet_in_metadata(pin), received_ns)
+
+    def handle_report(self, payload: bytes, meta: dict[str, int], received_ns: int | None = None) -> None:
+        """One packet-in: its payload (a report) and its controller-header metadata by name."""
         try:
-            report = decode(pin.payload)
+            report = decode(payload)
         except ReportError as exc:
             self.bad_reports += 1
             log.warning("%s: packet-in on port %s is not a report: %s", self.plan.name, meta.get("ingress_port"), exc)

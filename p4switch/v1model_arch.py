@@ -44,7 +44,6 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 from p4switch.pipeline import Packet, PipelineRuntimeError
@@ -90,15 +89,19 @@ class DropCause:
     CPU_NO_CONTROLLER = "packet_in_dropped"      # sent to the CPU port, no controller took it
 
 
-@dataclass(slots=True)
 class _Job(TMItem):
     """What waits in the TM: the packet (``packet``) and the per-copy facts egress needs.
 
     A TMItem itself, so that queueing a packet costs one object, not a wrapper in a wrapper.
     """
 
-    egress_rid: int = 0
-    trunc: int | None = None  # clone session packet_length_bytes (None: no truncation)
+    __slots__ = ("egress_rid", "trunc")
+
+    def __new__(cls, packet: Packet, egress_rid: int = 0, trunc: int | None = None) -> _Job:
+        job = super().__new__(cls, packet)
+        job.egress_rid = egress_rid
+        job.trunc = trunc  # clone session packet_length_bytes (None: no truncation)
+        return job
 
 
 class V1ModelSwitchCore:

@@ -20,6 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+import hbh_engine as _engine
+
 from runtime.sched import Scheduler
 
 __all__ = ["ETHERNET_OVERHEAD_BYTES", "ETHERNET_MIN_FRAME_BYTES", "Endpoint", "LinkModel", "Transmitter", "InMemoryLink", "LinkStats"]
@@ -59,59 +61,26 @@ class LinkModel:
     def wire_bits(self, nbytes: int) -> int:
         """Bits a frame of ``nbytes`` occupies on the wire (padding and overhead included)."""
         _check_nonneg_int(nbytes, "frame length")
-        return 8 * (max(nbytes, self.min_frame_bytes) + self.overhead_bytes)
+        return _engine.wire_bits(nbytes, self.min_frame_bytes, self.overhead_bytes)
 
     def wire_time_ns(self, nbytes: int) -> int:
         """Serialization time of one frame, rounded up to whole ns (0 on an infinite link)."""
-        if self.bitrate_bps == 0:
-            return 0
-        return -(-self.wire_bits(nbytes) * NS_PER_S // self.bitrate_bps)
+        _check_nonneg_int(nbytes, "frame length")
+        return _engine.wire_time_ns(nbytes, self.bitrate_bps, self.min_frame_bytes, self.overhead_bytes)
 
 
-class Transmitter:
-    """One direction of a link: frames are serialized back to back, in order.
-
-    Keeps the exact end of the current transmission as ``free_at_ns`` plus a remainder in
-    units of 1/bitrate ns, so no rounding accumulates while the transmitter stays busy.
-    """
-
-    def __init__(self, model: LinkModel) -> None:
-        self.model = model
-        self.free_at_ns = 0
-        self._rem = 0  # (bitrate * true_end - free_at_ns * bitrate), in [0, bitrate)
-
-    def transmit(self, now_ns: int, nbytes: int) -> tuple[int, int]:
-        """Start a frame at ``max(now, free)``; returns ``(start_ns, end_ns)`` of its serialization."""
-        bits = self.model.wire_bits(nbytes)
-        if now_ns > self.free_at_ns:
-            start, rem = now_ns, 0  # idle wire: a new schedule, no leftover fraction
-        else:
-            start, rem = self.free_at_ns, self._rem
-        rate = self.model.bitrate_bps
-        if rate == 0:
-            self.free_at_ns, self._rem = start, 0
-            return start, start
-        total = bits * NS_PER_S - rem  # ns*rate still to go, counted from the rounded-up start
-        end = start + -(-total // rate)
-        self.free_at_ns, self._rem = end, (end - start) * rate - total
-        return start, end
-
-
-@dataclass(slots=True)
-class LinkStats:
-    """Frames per direction: sent into the link, delivered out of it, lost by the loss hook."""
-
-    sent: int = 0
-    delivered: int = 0
-    lost: int = 0
-    sent_bytes: int = 0
-
-
+# One direction of a link (``Transmitter(model)``, ``transmit(now_ns, nbytes) -> (start, end)``,
+# ``free_at_ns``, ``model`` settable) and the per-direction counters are the engine's
+# (engine/src/link.rs). The transmitter keeps the exact end of the current transmission plus a
+# remainder in units of 1/bitrate ns, so no rounding accumulates while it stays busy.
+Transmitter = _engine.Transmitter
+#: frames per direction: ``sent``, ``delivered``, ``lost`` (by the loss hook), ``sent_bytes``
+LinkStats = _engine.LinkStats
 LossHook = Callable[[bytes, str], bool]
 DelayHook = Callable[[bytes, str], int]
 
 
-class InMemoryLink:
+class InMemoryLink(_engine.InMemoryLink):
     """A full-duplex link joining two endpoints in one process (virtual-time binding).
 
     ``send(from_end, frame)`` serializes the frame on that direction's :class:`Transmitter`
@@ -121,10 +90,12 @@ class InMemoryLink:
     if given, returns True to lose a frame in transit (it still occupies the wire); direction
     is ``"a->b"`` or ``"b->a"``. ``extra_delay(frame, direction)``, if given, returns ns added to
     that frame's propagation delay: frames sent after it may then arrive before it (reordering).
+    ``send``, ``backlog_ns`` and ``direction_from`` run in the engine (engine/src/link.rs); on
+    the engine's scheduler a delivery needs no Python frame until the far end's ``receive``.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         sched: Scheduler,
         a_end: Endpoint,
         b_end: Endpoint,
@@ -133,58 +104,16 @@ class InMemoryLink:
         loss: LossHook | None = None,
         model: LinkModel | None = None,
         extra_delay: DelayHook | None = None,
-    ) -> None:
-        self._sched = sched
-        self.a_end = a_end
-        self.b_end = b_end
-        self.model = model if model is not None else LinkModel(bitrate_bps=bitrate, delay_ns=delay_ns)
-        self.loss = loss
-        self.extra_delay = extra_delay
-        self._tx = {"a->b": Transmitter(self.model), "b->a": Transmitter(self.model)}
-        self.stats = {"a->b": LinkStats(), "b->a": LinkStats()}
-
-    def direction_from(self, from_end: Endpoint) -> str:
-        if from_end is self.a_end:
-            return "a->b"
-        if from_end is self.b_end:
-            return "b->a"
-        raise ValueError(f"InMemoryLink.send: {from_end!r} is not an end of this link")
-
-    def send(self, from_end: Endpoint, frame: bytes) -> int:
-        """Put ``frame`` on the wire from ``from_end``; returns ns until this side's
-        transmitter is free again (what a TM service callback returns as wire time)."""
-        direction = self.direction_from(from_end)
-        data = bytes(frame)
-        now = self._sched.now_ns()
-        _start, end = self._tx[direction].transmit(now, len(data))
-        stats = self.stats[direction]
-        stats.sent += 1
-        stats.sent_bytes += len(data)
-        if self.loss is not None and self.loss(data, direction):
-            stats.lost += 1
-        else:
-            target = self.b_end if direction == "a->b" else self.a_end
-            extra = self.extra_delay(data, direction) if self.extra_delay is not None else 0
-            self._sched.call_at(end + self.model.delay_ns + extra, self._deliver, target, data, stats)
-        return end - now
-
-    def backlog_ns(self, from_end: Endpoint, now_ns: int) -> int:
-        """How long the frames already handed to this side still occupy its transmitter."""
-        return max(0, self._tx[self.direction_from(from_end)].free_at_ns - now_ns)
+    ) -> InMemoryLink:
+        model = model if model is not None else LinkModel(bitrate_bps=bitrate, delay_ns=delay_ns)
+        return super().__new__(cls, sched, a_end, b_end, model, loss, extra_delay)
 
     def set_bitrate(self, bitrate_bps: int) -> None:
         """Change the bit rate of both directions from now on (a frame on the wire finishes at the
         old rate): how a topology's timed link-rate event acts."""
         self.model = replace(self.model, bitrate_bps=bitrate_bps)
-        for tx in self._tx.values():
-            tx.model = self.model
 
     def sender(self, from_end: Endpoint) -> Callable[[bytes], int]:
         """A ``send(frame) -> wire ns`` function bound to one end (for a port object)."""
         self.direction_from(from_end)
         return lambda frame: self.send(from_end, frame)
-
-    @staticmethod
-    def _deliver(target: Endpoint, data: bytes, stats: LinkStats) -> None:
-        stats.delivered += 1
-        target.receive(data)

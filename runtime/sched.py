@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import heapq
-import itertools
 import logging
 import os
 import selectors
@@ -35,6 +33,8 @@ from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, Protocol
+
+import hbh_engine as _engine
 
 log = logging.getLogger(__name__)
 
@@ -57,39 +57,6 @@ class Scheduler(Protocol):
     def call_later(self, dt_ns: int, fn: Callable[..., Any], *args: Any) -> Handle: ...
 
 
-_PENDING, _CANCELLED, _DONE = 0, 1, 2
-
-
-class TimerHandle:
-    """A scheduled callback; ``when`` is its due time in ns."""
-
-    __slots__ = ("when", "_fn", "_args", "_state", "_owner")
-
-    def __init__(self, when: int, fn: Callable[..., Any], args: tuple, owner: _EventHeap) -> None:
-        self.when = when
-        self._fn = fn
-        self._args = args
-        self._state = _PENDING
-        self._owner = owner
-
-    @property
-    def cancelled(self) -> bool:
-        return self._state == _CANCELLED
-
-    def cancel(self) -> None:
-        """Cancel; harmless if it already ran (or started) or was cancelled."""
-        if self._state == _PENDING:
-            self._state = _CANCELLED
-            self._owner.forget()
-
-    def _run(self) -> None:
-        self._fn(*self._args)
-
-    def __repr__(self) -> str:
-        state = ("pending", "cancelled", "done")[self._state]
-        return f"<TimerHandle when={self.when} fn={getattr(self._fn, '__qualname__', self._fn)} {state}>"
-
-
 def _check_time(value: int, what: str) -> int:
     """Integer ns only: a float here means a unit bug somewhere, say so at once."""
     if isinstance(value, bool) or not isinstance(value, int):
@@ -97,152 +64,13 @@ def _check_time(value: int, what: str) -> int:
     return value
 
 
-class _EventHeap:
-    """Deterministic timer queue shared by both schedulers (keys: due time, insertion number).
-
-    Entries are ``(due, seq, handle)`` tuples, popped in key order. Why two containers: a
-    callback scheduled for the current virtual time (the TM serving a port whose queue was
-    empty) is due before everything the heap holds except entries due now and scheduled
-    earlier; sifting it through a heap of thousands of future events and out again costs more
-    than the rest of its bookkeeping. :meth:`push_now` appends such entries to a FIFO instead,
-    which stays sorted by key (time never goes back, ``seq`` grows), and :meth:`pop` takes
-    the smaller of the two heads, so the order is exactly that of one heap.
-    """
-
-    __slots__ = ("_heap", "_due_now", "_seq", "_live")
-
-    def __init__(self) -> None:
-        self._heap: list[tuple[int, int, TimerHandle]] = []
-        self._due_now: deque[tuple[int, int, TimerHandle]] = deque()
-        self._seq = itertools.count()
-        self._live = 0
-
-    def push(self, t_ns: int, fn: Callable[..., Any], args: tuple) -> TimerHandle:
-        handle = TimerHandle(t_ns, fn, args, self)
-        heapq.heappush(self._heap, (t_ns, next(self._seq), handle))
-        self._live += 1
-        return handle
-
-    def push_now(self, t_ns: int, fn: Callable[..., Any], args: tuple) -> TimerHandle:
-        """Like :meth:`push` for ``t_ns`` = the current virtual time (no earlier time will
-        be pushed here afterwards): O(1) instead of a heap insertion."""
-        handle = TimerHandle(t_ns, fn, args, self)
-        self._due_now.append((t_ns, next(self._seq), handle))
-        self._live += 1
-        return handle
-
-    def forget(self) -> None:
-        self._live -= 1
-
-    def _drop_cancelled_heads(self) -> None:
-        heap, now = self._heap, self._due_now
-        while heap and heap[0][2]._state == _CANCELLED:
-            heapq.heappop(heap)
-        while now and now[0][2]._state == _CANCELLED:
-            now.popleft()
-
-    def next_due(self) -> int | None:
-        self._drop_cancelled_heads()
-        heap, now = self._heap, self._due_now
-        if now:
-            return now[0][0] if not heap or now[0] < heap[0] else heap[0][0]
-        return heap[0][0] if heap else None
-
-    def pop(self) -> TimerHandle | None:
-        heap, now = self._heap, self._due_now
-        while True:
-            if now and (not heap or now[0] < heap[0]):
-                handle = now.popleft()[2]
-            elif heap:
-                handle = heapq.heappop(heap)[2]
-            else:
-                return None
-            if handle._state == _PENDING:
-                handle._state = _DONE
-                self._live -= 1
-                return handle
-
-    def __len__(self) -> int:
-        return self._live
-
-
-class VirtualScheduler:
-    """Deterministic virtual time: nothing happens between events, time jumps to the next one."""
-
-    def __init__(self, start_ns: int = 0) -> None:
-        self._now = _check_time(start_ns, "start_ns")
-        self._events = _EventHeap()
-
-    def now_ns(self) -> int:
-        return self._now
-
-    def call_at(self, t_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
-        if type(t_ns) is not int:  # noqa: E721 - the fast path; _check_time says what is wrong
-            _check_time(t_ns, "t_ns")
-        if t_ns == self._now:
-            return self._events.push_now(t_ns, fn, args)
-        return self._events.push(t_ns, fn, args)
-
-    def call_later(self, dt_ns: int, fn: Callable[..., Any], *args: Any) -> TimerHandle:
-        if _check_time(dt_ns, "dt_ns") < 0:
-            raise ValueError(f"dt_ns must be >= 0, got {dt_ns}")
-        return self.call_at(self._now + dt_ns, fn, *args)
-
-    def pending(self) -> int:
-        """Number of scheduled, not cancelled, not yet run callbacks."""
-        return len(self._events)
-
-    def next_event_ns(self) -> int | None:
-        """Due time of the next pending callback (None when idle)."""
-        return self._events.next_due()
-
-    def step(self) -> bool:
-        """Run the next callback (advancing time to it); False when nothing is pending."""
-        handle = self._events.pop()
-        if handle is None:
-            return False
-        if handle.when > self._now:
-            self._now = handle.when
-        handle._fn(*handle._args)
-        return True
-
-    def run_until(self, t_ns: int) -> int:
-        """Run every callback due at or before ``t_ns``, then set the clock to ``t_ns``.
-
-        Returns the number of callbacks run. Callbacks scheduled meanwhile for times
-        <= t_ns run too (that is what "until" means for a simulation).
-        """
-        _check_time(t_ns, "t_ns")
-        count = 0
-        next_due, step = self._events.next_due, self.step
-        while True:
-            due = next_due()
-            if due is None or due > t_ns:
-                break
-            step()
-            count += 1
-        self._now = max(self._now, t_ns)
-        return count
-
-    def run_for(self, dt_ns: int) -> int:
-        """``run_until(now + dt_ns)``."""
-        if _check_time(dt_ns, "dt_ns") < 0:
-            raise ValueError(f"dt_ns must be >= 0, got {dt_ns}")
-        return self.run_until(self._now + dt_ns)
-
-    def run(self, max_events: int | None = None) -> int:
-        """Run until nothing is pending (or ``max_events`` ran); returns the count run."""
-        count = 0
-        pop = self._events.pop
-        while max_events is None or count < max_events:
-            handle = pop()  # step() inlined: this loop runs every event of a simulation
-            if handle is None:
-                break
-            if handle.when > self._now:
-                self._now = handle.when
-            handle._fn(*handle._args)
-            count += 1
-        return count
+# The event heap, its handles and the virtual-time loop are the engine's (engine/src/sched.rs):
+# the same contract as above, run without a Python frame per event. ``EventHeap`` keys entries by
+# (due time, insertion number); ``VirtualScheduler`` adds a FIFO for events due at the current
+# time (O(1), the order stays exactly one heap's) and runs callbacks until a time or until idle.
+TimerHandle = _engine.TimerHandle
+VirtualScheduler = _engine.VirtualScheduler
+_EventHeap = _engine.EventHeap
 
 
 class RealtimeScheduler:
@@ -622,7 +450,7 @@ class RealtimeScheduler:
                         return False
                 handle = self._events.pop()
             if handle is not None:
-                self._guarded(handle._fn, handle._args)
+                self._guarded(handle.run, ())
             now = self.now_ns()
             if now - start >= self.TURN_BUDGET_NS:
                 return True

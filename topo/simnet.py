@@ -539,8 +539,10 @@ class SimNetwork:
         p99_half = None if opts.control_latency_p99_ns is None else opts.control_latency_p99_ns // 2
         rng = random.Random(f"{self.seed}/control/{name}")
         to_agent = ControlLatency(half, p99_half, rng)
-        client = InProcessController(node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(
-            agent_box[0], m, to_agent))
+        client = InProcessController(
+            node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(agent_box[0], m, to_agent),
+            on_packet_in=lambda payload, meta: agent_box and self._packet_in_to_agent(agent_box[0], payload, meta,
+                                                                                      to_agent))
         queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
@@ -558,6 +560,14 @@ class SimNetwork:
             self.sched.call_later(latency.delay(self.sched.now_ns()), agent.on_stream_message, msg)
         else:
             agent.on_stream_message(msg)
+
+    def _packet_in_to_agent(self, agent: SwitchAgent, payload: bytes, meta: dict[str, int],
+                            latency: ControlLatency) -> None:
+        """The same for a packet-in handed over as values (``InProcessController(on_packet_in=...)``)."""
+        if latency.median_ns:
+            self.sched.call_later(latency.delay(self.sched.now_ns()), agent.on_packet_in, payload, meta)
+        else:
+            agent.on_packet_in(payload, meta)
 
     def summary_extra(self) -> dict[str, Any]:
         opts = self.topo.options

@@ -38,9 +38,15 @@ def check_role(role: str, role_id: int = 0) -> None:
 
 @dataclass(eq=False)
 class StreamSession:
-    """One StreamChannel; ``send`` delivers a StreamMessageResponse to its client."""
+    """One StreamChannel; ``send`` delivers a StreamMessageResponse to its client.
+
+    ``packet_in``, when set (an in-process client only), takes each packet-in as
+    ``(payload, {metadata name: int})`` instead of a PacketIn message: see
+    ``P4RuntimeCore.open_stream``.
+    """
 
     send: Callable[[pb.StreamMessageResponse], None]
+    packet_in: Callable[[bytes, dict[str, int]], None] | None = None
     arbitrated: bool = False
     device_id: int = 0
     election_id: int | None = None

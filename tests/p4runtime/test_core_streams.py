@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4switch.p4runtime import Code, NullDevice, P4RuntimeCore
@@ -123,6 +124,24 @@ def test_packet_in_goes_to_the_primary_only():
     assert backup.of("packet") == []
     core.close_stream(primary.session)
     assert not core.packet_in(b"pkt", {"ingress_port": 4, "reason": 1}) and core.dropped_packet_ins == 1
+
+
+def test_packet_in_as_values_for_an_in_process_primary():
+    """A session opened with ``packet_in`` gets (payload, metadata by name), checked the same way,
+    and no PacketIn message; a backup still gets nothing."""
+    core, _, primary, _, _ = setup_core()
+    got: list[tuple[bytes, dict[str, int]]] = []
+    fast = Client(core)
+    fast.session = core.open_stream(fast.received.append, lambda payload, meta: got.append((payload, meta)))
+    fast.arbitrate(20)
+    assert core.packet_in(b"pkt", {"reason": 1, "ingress_port": 4})
+    assert got == [(b"pkt", {"ingress_port": 4, "reason": 1})] and fast.of("packet") == []
+    assert primary.of("packet") == []
+    with pytest.raises(ValueError, match="does not fit bit<"):
+        core.packet_in(b"pkt", {"ingress_port": 1 << 40, "reason": 1})
+    with pytest.raises(ValueError, match="no metadata field 'nope'"):
+        core.packet_in(b"pkt", {"nope": 1, "reason": 1, "ingress_port": 4})
+    assert len(got) == 1
 
 
 def test_digests_are_batched_sent_to_primary_and_acked():

@@ -1,0 +1,31 @@
+//! hbh's compiled engine: the per-packet path of the simulator and of p4switch.
+//!
+//! Why one crate: issue 22 moves every per-packet step out of Python, one layer at a time, from
+//! the bottom up: the event heap and virtual-time loop (`sched`), links (`link`) and the traffic
+//! manager (`tm`) first. The Python modules that held them (runtime/sched.py, runtime/link.py,
+//! p4switch/tm.py) keep their API as thin wrappers, so there is one engine, not two copies.
+
+use pyo3::prelude::*;
+
+mod link;
+mod sched;
+mod tm;
+
+#[pymodule]
+fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<sched::TimerHandle>()?;
+    m.add_class::<sched::EventHeap>()?;
+    m.add_class::<sched::VirtualScheduler>()?;
+    m.add_class::<link::Transmitter>()?;
+    m.add_class::<link::LinkStats>()?;
+    m.add_class::<link::InMemoryLink>()?;
+    m.add_function(wrap_pyfunction!(link::wire_bits, m)?)?;
+    m.add_function(wrap_pyfunction!(link::wire_time_ns, m)?)?;
+    m.add_class::<tm::TMItem>()?;
+    m.add_class::<tm::PortStats>()?;
+    m.add_class::<tm::TrafficManager>()?;
+    m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
+    m.add("DEFAULT_QUEUE_DEPTH", tm::DEFAULT_QUEUE_DEPTH)?;
+    m.add("MAX_QUEUE_DEPTH", tm::MAX_QUEUE_DEPTH)?;
+    Ok(())
+}

@@ -1,0 +1,430 @@
+//! Links: how long a frame occupies a wire, and the in-memory full-duplex link of the simulator
+//! (runtime/link.py documents the model: wire bytes, rounding, delivery order).
+//!
+//! Why here: every packet hop is one `send` and one delivery; the delivery is scheduled on the
+//! engine's own heap without a handle object when the scheduler is the engine's.
+
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
+
+use crate::sched::VirtualScheduler;
+
+const NS_PER_S: i128 = 1_000_000_000;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// Bits a frame of `nbytes` occupies on the wire (padding to `min_frame_bytes`, plus overhead).
+#[pyfunction]
+pub fn wire_bits(nbytes: i64, min_frame_bytes: i64, overhead_bytes: i64) -> i64 {
+    8 * (nbytes.max(min_frame_bytes) + overhead_bytes)
+}
+
+/// Serialization time of a frame, rounded up to whole ns (0 on an infinite link).
+#[pyfunction]
+pub fn wire_time_ns(
+    nbytes: i64,
+    bitrate_bps: i64,
+    min_frame_bytes: i64,
+    overhead_bytes: i64,
+) -> i64 {
+    if bitrate_bps == 0 {
+        return 0;
+    }
+    let bits = wire_bits(nbytes, min_frame_bytes, overhead_bytes) as i128;
+    -((-bits * NS_PER_S).div_euclid(bitrate_bps as i128)) as i64
+}
+
+/// The numbers of a `runtime.link.LinkModel` the engine works with (read once per change).
+#[derive(Clone, Copy, Default)]
+struct Model {
+    bitrate_bps: i64,
+    delay_ns: i64,
+    overhead_bytes: i64,
+    min_frame_bytes: i64,
+}
+
+impl Model {
+    fn read(model: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let py = model.py();
+        Ok(Model {
+            bitrate_bps: model.getattr(intern!(py, "bitrate_bps"))?.extract()?,
+            delay_ns: model.getattr(intern!(py, "delay_ns"))?.extract()?,
+            overhead_bytes: model.getattr(intern!(py, "overhead_bytes"))?.extract()?,
+            min_frame_bytes: model.getattr(intern!(py, "min_frame_bytes"))?.extract()?,
+        })
+    }
+}
+
+#[derive(Default)]
+struct TxState {
+    model: Model,
+    free_at_ns: i64,
+    rem: i128, // (bitrate * true_end - free_at_ns * bitrate), in [0, bitrate)
+}
+
+impl TxState {
+    fn transmit(&mut self, now_ns: i64, nbytes: i64) -> (i64, i64) {
+        let m = self.model;
+        let bits = wire_bits(nbytes, m.min_frame_bytes, m.overhead_bytes) as i128;
+        let (start, rem) = if now_ns > self.free_at_ns {
+            (now_ns, 0)
+        } else {
+            (self.free_at_ns, self.rem)
+        };
+        let rate = m.bitrate_bps as i128;
+        if rate == 0 {
+            (self.free_at_ns, self.rem) = (start, 0);
+            return (start, start);
+        }
+        let total = bits * NS_PER_S - rem; // ns*rate still to go, counted from the rounded-up start
+        let end = start + (-((-total).div_euclid(rate))) as i64;
+        (self.free_at_ns, self.rem) = (end, (end - start) as i128 * rate - total);
+        (start, end)
+    }
+}
+
+/// One direction of a link: frames are serialized back to back, in order.
+///
+/// Keeps the exact end of the current transmission as `free_at_ns` plus a remainder in units of
+/// 1/bitrate ns, so no rounding accumulates while the transmitter stays busy.
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct Transmitter {
+    model_obj: Mutex<PyObject>,
+    state: Mutex<TxState>,
+}
+
+impl Transmitter {
+    fn create(model: &Bound<'_, PyAny>) -> PyResult<Self> {
+        let state = TxState {
+            model: Model::read(model)?,
+            ..TxState::default()
+        };
+        Ok(Transmitter {
+            model_obj: Mutex::new(model.clone().unbind()),
+            state: Mutex::new(state),
+        })
+    }
+}
+
+#[pymethods]
+impl Transmitter {
+    #[new]
+    fn new(model: &Bound<'_, PyAny>) -> PyResult<Self> {
+        Self::create(model)
+    }
+
+    /// The link model in force (setting it changes the rate from the next frame on).
+    #[getter]
+    fn model(&self, py: Python<'_>) -> PyObject {
+        lock(&self.model_obj).clone_ref(py)
+    }
+
+    #[setter]
+    fn set_model(&self, model: &Bound<'_, PyAny>) -> PyResult<()> {
+        let numbers = Model::read(model)?;
+        lock(&self.state).model = numbers;
+        *lock(&self.model_obj) = model.clone().unbind();
+        Ok(())
+    }
+
+    #[getter]
+    fn free_at_ns(&self) -> i64 {
+        lock(&self.state).free_at_ns
+    }
+
+    #[setter]
+    fn set_free_at_ns(&self, value: i64) {
+        let mut s = lock(&self.state);
+        (s.free_at_ns, s.rem) = (value, 0);
+    }
+
+    /// Start a frame at `max(now, free)`; returns `(start_ns, end_ns)` of its serialization.
+    fn transmit(&self, now_ns: i64, nbytes: i64) -> PyResult<(i64, i64)> {
+        if nbytes < 0 {
+            return Err(PyValueError::new_err(format!(
+                "frame length must be an int >= 0, got {nbytes}"
+            )));
+        }
+        Ok(lock(&self.state).transmit(now_ns, nbytes))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self.model_obj.try_lock() {
+            Ok(m) => visit.call(&*m),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Frames per direction: sent into the link, delivered out of it, lost by the loss hook.
+#[pyclass(module = "hbh_engine", eq, get_all, set_all)]
+#[derive(Clone, Default, PartialEq)]
+pub struct LinkStats {
+    sent: i64,
+    delivered: i64,
+    lost: i64,
+    sent_bytes: i64,
+}
+
+#[pymethods]
+impl LinkStats {
+    #[new]
+    #[pyo3(signature = (sent = 0, delivered = 0, lost = 0, sent_bytes = 0))]
+    fn new(sent: i64, delivered: i64, lost: i64, sent_bytes: i64) -> Self {
+        LinkStats {
+            sent,
+            delivered,
+            lost,
+            sent_bytes,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "LinkStats(sent={}, delivered={}, lost={}, sent_bytes={})",
+            self.sent, self.delivered, self.lost, self.sent_bytes
+        )
+    }
+}
+
+/// A delivery: count it, then hand the frame to the far end.
+#[pyfunction]
+fn link_deliver(
+    target: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+    stats: &Bound<'_, LinkStats>,
+) -> PyResult<()> {
+    stats.borrow_mut().delivered += 1;
+    target
+        .call_method1(intern!(target.py(), "receive"), (data,))
+        .map(|_| ())
+}
+
+const DIRECTIONS: [&str; 2] = ["a->b", "b->a"];
+
+/// A full-duplex link joining two endpoints in one process (virtual-time binding).
+///
+/// `send(from_end, frame)` serializes the frame on that direction's transmitter and calls
+/// `other_end.receive(frame)` at end of serialization + delay. Deliveries of one direction happen
+/// in sending order. `loss(frame, direction)`, if set, returns True to lose a frame in transit (it
+/// still occupies the wire); direction is `"a->b"` or `"b->a"`. `extra_delay(frame, direction)`,
+/// if set, returns ns added to that frame's propagation delay (a later frame may then overtake it).
+#[pyclass(module = "hbh_engine", frozen, subclass)]
+pub struct InMemoryLink {
+    sched: PyObject,
+    engine_sched: Option<Py<VirtualScheduler>>,
+    #[pyo3(get)]
+    a_end: PyObject,
+    #[pyo3(get)]
+    b_end: PyObject,
+    loss: Mutex<Option<PyObject>>,
+    extra_delay: Mutex<Option<PyObject>>,
+    tx: [Py<Transmitter>; 2],
+    link_stats: [Py<LinkStats>; 2],
+    #[pyo3(get)]
+    stats: Py<PyDict>,
+    deliver: PyObject,
+}
+
+impl InMemoryLink {
+    fn direction(&self, from_end: &Bound<'_, PyAny>) -> PyResult<usize> {
+        if from_end.is(&self.a_end) {
+            Ok(0)
+        } else if from_end.is(&self.b_end) {
+            Ok(1)
+        } else {
+            Err(PyValueError::new_err(format!(
+                "InMemoryLink.send: {} is not an end of this link",
+                from_end.repr()?
+            )))
+        }
+    }
+
+    fn now(&self, py: Python<'_>) -> PyResult<i64> {
+        match &self.engine_sched {
+            Some(s) => Ok(s.get().now()),
+            None => self
+                .sched
+                .bind(py)
+                .call_method0(intern!(py, "now_ns"))?
+                .extract(),
+        }
+    }
+}
+
+#[pymethods]
+impl InMemoryLink {
+    #[new]
+    #[pyo3(signature = (sched, a_end, b_end, model, loss = None, extra_delay = None))]
+    fn new(
+        py: Python<'_>,
+        sched: &Bound<'_, PyAny>,
+        a_end: PyObject,
+        b_end: PyObject,
+        model: &Bound<'_, PyAny>,
+        loss: Option<PyObject>,
+        extra_delay: Option<PyObject>,
+    ) -> PyResult<Self> {
+        let tx = [
+            Py::new(py, Transmitter::create(model)?)?,
+            Py::new(py, Transmitter::create(model)?)?,
+        ];
+        let link_stats = [
+            Py::new(py, LinkStats::default())?,
+            Py::new(py, LinkStats::default())?,
+        ];
+        let stats = PyDict::new(py);
+        for (name, s) in DIRECTIONS.iter().zip(&link_stats) {
+            stats.set_item(name, s)?;
+        }
+        Ok(InMemoryLink {
+            sched: sched.clone().unbind(),
+            engine_sched: sched
+                .downcast::<VirtualScheduler>()
+                .ok()
+                .map(|s| s.clone().unbind()),
+            a_end,
+            b_end,
+            loss: Mutex::new(loss),
+            extra_delay: Mutex::new(extra_delay),
+            tx,
+            link_stats,
+            stats: stats.unbind(),
+            deliver: wrap_pyfunction!(link_deliver, py)?.into_any().unbind(),
+        })
+    }
+
+    /// The link model in force (both directions).
+    #[getter]
+    fn model(&self, py: Python<'_>) -> PyObject {
+        self.tx[0].get().model(py)
+    }
+
+    /// Change the model of both directions from now on (a frame on the wire finishes as it was).
+    #[setter]
+    fn set_model(&self, model: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.tx.iter().try_for_each(|tx| tx.get().set_model(model))
+    }
+
+    #[getter]
+    fn loss(&self, py: Python<'_>) -> Option<PyObject> {
+        lock(&self.loss).as_ref().map(|l| l.clone_ref(py))
+    }
+
+    #[setter]
+    fn set_loss(&self, loss: Option<PyObject>) {
+        *lock(&self.loss) = loss;
+    }
+
+    #[getter]
+    fn extra_delay(&self, py: Python<'_>) -> Option<PyObject> {
+        lock(&self.extra_delay).as_ref().map(|h| h.clone_ref(py))
+    }
+
+    #[setter]
+    fn set_extra_delay(&self, hook: Option<PyObject>) {
+        *lock(&self.extra_delay) = hook;
+    }
+
+    fn direction_from(&self, from_end: &Bound<'_, PyAny>) -> PyResult<&'static str> {
+        Ok(DIRECTIONS[self.direction(from_end)?])
+    }
+
+    /// Put `frame` on the wire from `from_end`; returns ns until this side's transmitter is
+    /// free again (what a TM service callback returns as wire time).
+    fn send(&self, from_end: &Bound<'_, PyAny>, frame: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let py = from_end.py();
+        let dir = self.direction(from_end)?;
+        let data = match frame.downcast::<PyBytes>() {
+            Ok(b) if b.is_exact_instance_of::<PyBytes>() => b.clone(),
+            _ => py
+                .get_type::<PyBytes>()
+                .call1((frame,))?
+                .downcast_into::<PyBytes>()?,
+        };
+        let nbytes = data.as_bytes().len() as i64;
+        let now = self.now(py)?;
+        let (end, delay) = {
+            let mut tx = lock(&self.tx[dir].get().state);
+            (tx.transmit(now, nbytes).1, tx.model.delay_ns)
+        };
+        let stats = self.link_stats[dir].bind(py);
+        {
+            let mut s = stats.borrow_mut();
+            s.sent += 1;
+            s.sent_bytes += nbytes;
+        }
+        let loss = self.loss(py);
+        let lost = match loss {
+            Some(hook) => hook.bind(py).call1((&data, DIRECTIONS[dir]))?.is_truthy()?,
+            None => false,
+        };
+        if lost {
+            stats.borrow_mut().lost += 1;
+        } else {
+            let extra: i64 = match self.extra_delay(py) {
+                Some(hook) => hook.bind(py).call1((&data, DIRECTIONS[dir]))?.extract()?,
+                None => 0,
+            };
+            let delay = delay + extra;
+            let target = if dir == 0 { &self.b_end } else { &self.a_end };
+            let args = PyTuple::new(
+                py,
+                [
+                    target.bind(py).clone(),
+                    data.into_any(),
+                    stats.clone().into_any(),
+                ],
+            )?;
+            match &self.engine_sched {
+                Some(s) => {
+                    s.get()
+                        .schedule_call(end + delay, self.deliver.clone_ref(py), args.unbind())
+                }
+                None => {
+                    let call = (end + delay, self.deliver.clone_ref(py));
+                    let mut all = vec![call.0.into_pyobject(py)?.into_any(), call.1.into_bound(py)];
+                    all.extend(args.iter());
+                    self.sched
+                        .bind(py)
+                        .call_method1(intern!(py, "call_at"), PyTuple::new(py, all)?)?;
+                }
+            }
+        }
+        Ok(end - now)
+    }
+
+    /// How long the frames already handed to this side still occupy its transmitter.
+    fn backlog_ns(&self, from_end: &Bound<'_, PyAny>, now_ns: i64) -> PyResult<i64> {
+        let dir = self.direction(from_end)?;
+        Ok((lock(&self.tx[dir].get().state).free_at_ns - now_ns).max(0))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.sched)?;
+        if let Some(s) = &self.engine_sched {
+            visit.call(s)?;
+        }
+        for (tx, stats) in self.tx.iter().zip(&self.link_stats) {
+            visit.call(tx)?;
+            visit.call(stats)?;
+        }
+        visit.call(&self.deliver)?;
+        visit.call(&self.a_end)?;
+        visit.call(&self.b_end)?;
+        for hook in [&self.loss, &self.extra_delay] {
+            if let Ok(hook) = hook.try_lock() {
+                if let Some(h) = hook.as_ref() {
+                    visit.call(h)?;
+                }
+            }
+        }
+        visit.call(&self.stats)
+    }
+}

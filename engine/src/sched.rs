@@ -1,0 +1,523 @@
+//! The event heap and the virtual-time loop (runtime/sched.py's `VirtualScheduler`).
+//!
+//! Why here: every packet hop of a simulation is two to four events (delivery, TM service,
+//! pipeline work scheduled for now); in Python the heap's bookkeeping and the loop around it cost
+//! about a tenth of a run. Ordering is the contract of runtime/sched.py: due time, then the order
+//! of scheduling (a sequence number), late events first, the clock never goes back.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::{AtomicI64, AtomicU8, Ordering::Relaxed};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyInt, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
+
+const PENDING: u8 = 0;
+const CANCELLED: u8 = 1;
+const DONE: u8 = 2;
+
+/// A scheduled callback that can be cancelled before it runs; `when` is its due time in ns.
+#[pyclass(module = "hbh_engine", frozen, freelist = 256)]
+pub struct TimerHandle {
+    #[pyo3(get)]
+    when: i64,
+    callback: PyObject,
+    args: Py<PyTuple>,
+    state: AtomicU8,
+    live: Arc<AtomicI64>,
+}
+
+#[pymethods]
+impl TimerHandle {
+    /// True once cancelled before it ran.
+    #[getter]
+    fn cancelled(&self) -> bool {
+        self.state.load(Relaxed) == CANCELLED
+    }
+
+    /// Cancel; harmless if it already ran (or started) or was cancelled.
+    pub fn cancel(&self) {
+        if self
+            .state
+            .compare_exchange(PENDING, CANCELLED, Relaxed, Relaxed)
+            .is_ok()
+        {
+            self.live.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Call the callback (the real-time loop runs a popped handle this way).
+    fn run(&self, py: Python<'_>) -> PyResult<()> {
+        self.callback.bind(py).call1(self.args.bind(py)).map(|_| ())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        let state = ["pending", "cancelled", "done"][self.state.load(Relaxed) as usize];
+        let cb = self.callback.bind(py);
+        let name = cb
+            .getattr("__qualname__")
+            .map(|n| n.to_string())
+            .unwrap_or_else(|_| cb.to_string());
+        format!("<TimerHandle when={} fn={} {}>", self.when, name, state)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.callback)?;
+        visit.call(&self.args)
+    }
+}
+
+/// What an entry runs: a cancellable handle, or a call the engine made itself (a link's delivery),
+/// which nobody can cancel and so needs no handle object.
+enum Job {
+    Handle(Py<TimerHandle>),
+    Call(PyObject, Py<PyTuple>),
+}
+
+struct Entry {
+    when: i64,
+    seq: u64,
+    job: Job,
+}
+
+impl PartialEq for Entry {
+    fn eq(&self, other: &Self) -> bool {
+        (self.when, self.seq) == (other.when, other.seq)
+    }
+}
+impl Eq for Entry {}
+impl PartialOrd for Entry {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Entry {
+    /// Reversed: `BinaryHeap` is a max-heap, the smallest (when, seq) must come out first.
+    fn cmp(&self, other: &Self) -> Ordering {
+        (other.when, other.seq).cmp(&(self.when, self.seq))
+    }
+}
+
+/// A popped entry, ready to run outside the heap's lock.
+pub enum Ready {
+    Handle(Py<TimerHandle>),
+    Call(i64, PyObject, Py<PyTuple>),
+}
+
+impl Ready {
+    pub fn when(&self, py: Python<'_>) -> i64 {
+        match self {
+            Ready::Handle(h) => h.bind(py).get().when,
+            Ready::Call(when, _, _) => *when,
+        }
+    }
+
+    pub fn run(&self, py: Python<'_>) -> PyResult<()> {
+        let (cb, args) = match self {
+            Ready::Handle(h) => {
+                let h = h.get();
+                (&h.callback, &h.args)
+            }
+            Ready::Call(_, cb, args) => (cb, args),
+        };
+        cb.bind(py).call1(args.bind(py)).map(|_| ())
+    }
+}
+
+/// Deterministic timer queue (keys: due time, insertion number).
+///
+/// Why two containers: an event scheduled for the current virtual time (the TM serving a port
+/// whose queue was empty) is due before everything in the heap except what is due now and was
+/// scheduled earlier; a FIFO keeps such entries sorted at O(1) (time never goes back, `seq`
+/// grows) and `pop` takes the smaller head, so the order is exactly one heap's.
+#[derive(Default)]
+pub struct Heap {
+    heap: BinaryHeap<Entry>,
+    now: VecDeque<Entry>,
+    seq: u64,
+    live: Arc<AtomicI64>,
+}
+
+impl Heap {
+    fn next_seq(&mut self) -> u64 {
+        let s = self.seq;
+        self.seq += 1;
+        s
+    }
+
+    fn insert(&mut self, entry: Entry, due_now: bool) {
+        self.live.fetch_add(1, Relaxed);
+        if due_now {
+            self.now.push_back(entry);
+        } else {
+            self.heap.push(entry);
+        }
+    }
+
+    /// A cancellable handle for `fn(*args)` at `when` (`due_now`: `when` is the current virtual time).
+    pub fn push_handle(&mut self, handle: Py<TimerHandle>, when: i64, due_now: bool) {
+        let seq = self.next_seq();
+        self.insert(
+            Entry {
+                when,
+                seq,
+                job: Job::Handle(handle),
+            },
+            due_now,
+        );
+    }
+
+    /// An engine-made call at `when`, without a handle.
+    pub fn push_call(&mut self, when: i64, callback: PyObject, args: Py<PyTuple>, due_now: bool) {
+        let seq = self.next_seq();
+        self.insert(
+            Entry {
+                when,
+                seq,
+                job: Job::Call(callback, args),
+            },
+            due_now,
+        );
+    }
+
+    pub fn new_handle(&self, when: i64, callback: PyObject, args: Py<PyTuple>) -> TimerHandle {
+        TimerHandle {
+            when,
+            callback,
+            args,
+            state: AtomicU8::new(PENDING),
+            live: self.live.clone(),
+        }
+    }
+
+    fn take_now_head(&self) -> bool {
+        match (self.now.front(), self.heap.peek()) {
+            (Some(n), Some(h)) => (n.when, n.seq) < (h.when, h.seq),
+            (Some(_), None) => true,
+            _ => false,
+        }
+    }
+
+    fn pop_entry(&mut self) -> Option<Entry> {
+        if self.take_now_head() {
+            self.now.pop_front()
+        } else {
+            self.heap.pop()
+        }
+    }
+
+    fn is_cancelled(entry: &Entry) -> bool {
+        matches!(&entry.job, Job::Handle(h) if h.get().state.load(Relaxed) == CANCELLED)
+    }
+
+    fn drop_cancelled_heads(&mut self) {
+        while self.heap.peek().is_some_and(Self::is_cancelled) {
+            self.heap.pop();
+        }
+        while self.now.front().is_some_and(Self::is_cancelled) {
+            self.now.pop_front();
+        }
+    }
+
+    pub fn next_due(&mut self) -> Option<i64> {
+        self.drop_cancelled_heads();
+        if self.take_now_head() {
+            self.now.front().map(|e| e.when)
+        } else {
+            self.heap.peek().map(|e| e.when)
+        }
+    }
+
+    /// The next pending entry, marked done; None when nothing is pending.
+    pub fn pop(&mut self) -> Option<Ready> {
+        while let Some(entry) = self.pop_entry() {
+            match entry.job {
+                Job::Handle(h) => {
+                    let state = &h.get().state;
+                    if state
+                        .compare_exchange(PENDING, DONE, Relaxed, Relaxed)
+                        .is_ok()
+                    {
+                        self.live.fetch_sub(1, Relaxed);
+                        return Some(Ready::Handle(h));
+                    }
+                }
+                Job::Call(cb, args) => {
+                    self.live.fetch_sub(1, Relaxed);
+                    return Some(Ready::Call(entry.when, cb, args));
+                }
+            }
+        }
+        None
+    }
+
+    pub fn len(&self) -> i64 {
+        self.live.load(Relaxed)
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for entry in self.heap.iter().chain(self.now.iter()) {
+            match &entry.job {
+                Job::Handle(h) => visit.call(h)?,
+                Job::Call(cb, args) => {
+                    visit.call(cb)?;
+                    visit.call(args)?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Integer ns only: a float here means a unit bug somewhere, say so at once.
+pub fn check_time(value: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return Err(PyTypeError::new_err(format!(
+            "{what} must be an int number of nanoseconds, got {}",
+            value.repr()?
+        )));
+    }
+    value.extract::<i64>().map_err(|_| {
+        PyValueError::new_err(format!(
+            "{what} {} is out of range (64-bit ns)",
+            value.repr().unwrap()
+        ))
+    })
+}
+
+fn lock(heap: &Mutex<Heap>) -> MutexGuard<'_, Heap> {
+    heap.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The heap for runtime/sched.py's `RealtimeScheduler` (which adds its own lock and threads).
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct EventHeap {
+    heap: Mutex<Heap>,
+}
+
+#[pymethods]
+impl EventHeap {
+    #[new]
+    fn new() -> Self {
+        EventHeap {
+            heap: Mutex::new(Heap::default()),
+        }
+    }
+
+    /// Schedule `fn(*args)` at `t_ns`; returns its cancellable handle.
+    fn push(
+        &self,
+        py: Python<'_>,
+        t_ns: i64,
+        callback: PyObject,
+        args: Py<PyTuple>,
+    ) -> PyResult<Py<TimerHandle>> {
+        let mut heap = lock(&self.heap);
+        let handle = Py::new(py, heap.new_handle(t_ns, callback, args))?;
+        heap.push_handle(handle.clone_ref(py), t_ns, false);
+        Ok(handle)
+    }
+
+    fn next_due(&self) -> Option<i64> {
+        lock(&self.heap).next_due()
+    }
+
+    /// The next pending handle, marked done (None when nothing is pending).
+    fn pop(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let ready = lock(&self.heap).pop();
+        match ready {
+            None => Ok(None),
+            Some(Ready::Handle(h)) => Ok(Some(h.into_any())),
+            Some(Ready::Call(when, cb, args)) => {
+                let h = Py::new(py, lock(&self.heap).new_handle(when, cb, args))?;
+                Ok(Some(h.into_any()))
+            }
+        }
+    }
+
+    fn __len__(&self) -> usize {
+        lock(&self.heap).len().max(0) as usize
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self.heap.try_lock() {
+            Ok(heap) => heap.traverse(&visit),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+/// Deterministic virtual time: nothing happens between events, time jumps to the next one.
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct VirtualScheduler {
+    now: AtomicI64,
+    heap: Mutex<Heap>,
+}
+
+impl VirtualScheduler {
+    pub fn now(&self) -> i64 {
+        self.now.load(Relaxed)
+    }
+
+    /// Schedule a cancellable call (what `call_at` does, for the engine's own objects).
+    pub fn schedule(
+        &self,
+        py: Python<'_>,
+        t_ns: i64,
+        callback: PyObject,
+        args: Py<PyTuple>,
+    ) -> PyResult<Py<TimerHandle>> {
+        let due_now = t_ns == self.now();
+        let mut heap = lock(&self.heap);
+        let handle = Py::new(py, heap.new_handle(t_ns, callback, args))?;
+        heap.push_handle(handle.clone_ref(py), t_ns, due_now);
+        Ok(handle)
+    }
+
+    /// Schedule a call nobody will cancel (a link's delivery): no handle object.
+    pub fn schedule_call(&self, t_ns: i64, callback: PyObject, args: Py<PyTuple>) {
+        let due_now = t_ns == self.now();
+        lock(&self.heap).push_call(t_ns, callback, args, due_now);
+    }
+
+    fn pop(&self) -> Option<Ready> {
+        lock(&self.heap).pop()
+    }
+
+    fn run_one(&self, py: Python<'_>, ready: Ready) -> PyResult<()> {
+        let when = ready.when(py);
+        if when > self.now() {
+            self.now.store(when, Relaxed);
+        }
+        ready.run(py)
+    }
+}
+
+#[pymethods]
+impl VirtualScheduler {
+    #[new]
+    #[pyo3(signature = (start_ns = None))]
+    fn new(start_ns: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let start = match start_ns {
+            Some(v) => check_time(v, "start_ns")?,
+            None => 0,
+        };
+        Ok(VirtualScheduler {
+            now: AtomicI64::new(start),
+            heap: Mutex::new(Heap::default()),
+        })
+    }
+
+    fn now_ns(&self) -> i64 {
+        self.now()
+    }
+
+    #[pyo3(signature = (t_ns, callback, *args))]
+    fn call_at(
+        &self,
+        py: Python<'_>,
+        t_ns: &Bound<'_, PyAny>,
+        callback: PyObject,
+        args: Py<PyTuple>,
+    ) -> PyResult<Py<TimerHandle>> {
+        let t = check_time(t_ns, "t_ns")?;
+        self.schedule(py, t, callback, args)
+    }
+
+    #[pyo3(signature = (dt_ns, callback, *args))]
+    fn call_later(
+        &self,
+        py: Python<'_>,
+        dt_ns: &Bound<'_, PyAny>,
+        callback: PyObject,
+        args: Py<PyTuple>,
+    ) -> PyResult<Py<TimerHandle>> {
+        let dt = check_time(dt_ns, "dt_ns")?;
+        if dt < 0 {
+            return Err(PyValueError::new_err(format!(
+                "dt_ns must be >= 0, got {dt}"
+            )));
+        }
+        self.schedule(py, self.now() + dt, callback, args)
+    }
+
+    /// Number of scheduled, not cancelled, not yet run callbacks.
+    fn pending(&self) -> i64 {
+        lock(&self.heap).len()
+    }
+
+    /// Due time of the next pending callback (None when idle).
+    fn next_event_ns(&self) -> Option<i64> {
+        lock(&self.heap).next_due()
+    }
+
+    /// Run the next callback (advancing time to it); False when nothing is pending.
+    fn step(&self, py: Python<'_>) -> PyResult<bool> {
+        match self.pop() {
+            None => Ok(false),
+            Some(ready) => self.run_one(py, ready).map(|_| true),
+        }
+    }
+
+    /// Run every callback due at or before `t_ns`, then set the clock to `t_ns`; returns the
+    /// number run. Callbacks scheduled meanwhile for times <= t_ns run too.
+    fn run_until(&self, py: Python<'_>, t_ns: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let until = check_time(t_ns, "t_ns")?;
+        self.run_until_ns(py, until)
+    }
+
+    /// `run_until(now + dt_ns)`.
+    fn run_for(&self, py: Python<'_>, dt_ns: &Bound<'_, PyAny>) -> PyResult<u64> {
+        let dt = check_time(dt_ns, "dt_ns")?;
+        if dt < 0 {
+            return Err(PyValueError::new_err(format!(
+                "dt_ns must be >= 0, got {dt}"
+            )));
+        }
+        self.run_until_ns(py, self.now() + dt)
+    }
+
+    /// Run until nothing is pending (or `max_events` ran); returns the count run.
+    #[pyo3(signature = (max_events = None))]
+    fn run(&self, py: Python<'_>, max_events: Option<u64>) -> PyResult<u64> {
+        let mut count = 0u64;
+        while max_events.is_none_or(|m| count < m) {
+            let Some(ready) = self.pop() else { break };
+            self.run_one(py, ready)?;
+            count += 1;
+        }
+        Ok(count)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self.heap.try_lock() {
+            Ok(heap) => heap.traverse(&visit),
+            Err(_) => Ok(()),
+        }
+    }
+}
+
+impl VirtualScheduler {
+    fn run_until_ns(&self, py: Python<'_>, until: i64) -> PyResult<u64> {
+        let mut count = 0u64;
+        loop {
+            let ready = {
+                let mut heap = lock(&self.heap);
+                match heap.next_due() {
+                    Some(due) if due <= until => heap.pop(),
+                    _ => None,
+                }
+            };
+            let Some(ready) = ready else { break };
+            self.run_one(py, ready)?;
+            count += 1;
+        }
+        if until > self.now() {
+            self.now.store(until, Relaxed);
+        }
+        Ok(count)
+    }
+}

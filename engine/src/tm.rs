@@ -1,0 +1,827 @@
+//! The traffic manager (p4switch/tm.py documents the model: BMv2's `QueueingLogicPriRL` by
+//! default, a shaper at dequeue as an option).
+//!
+//! Why here: the TM runs twice per packet (enqueue, service) and arms a timer each time; in Python
+//! that was a sixth of a simulation's time. Its scheduler is the engine's `VirtualScheduler` when
+//! it is one (timers armed without a Python call), any `Scheduler` otherwise (the real-time loop).
+
+use std::collections::VecDeque;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyInt, PyTuple};
+use pyo3::{intern, PyTraverseError, PyVisit};
+
+use crate::sched::{TimerHandle, VirtualScheduler};
+
+const NS_PER_S: i64 = 1_000_000_000;
+pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
+pub const MAX_QUEUE_DEPTH: i64 = (1 << 19) - 1;
+
+/// One queued packet and the queueing metadata the TM stamps on it.
+#[pyclass(module = "hbh_engine", subclass, freelist = 256)]
+pub struct TMItem {
+    #[pyo3(get, set)]
+    packet: PyObject,
+    #[pyo3(get, set)]
+    port: i64,
+    #[pyo3(get, set)]
+    prio: i64,
+    #[pyo3(get, set)]
+    enq_ns: i64,
+    #[pyo3(get, set)]
+    deq_ns: i64,
+    #[pyo3(get, set)]
+    enq_timestamp_us: i64,
+    #[pyo3(get, set)]
+    enq_qdepth: i64,
+    #[pyo3(get, set)]
+    deq_timedelta_us: i64,
+    #[pyo3(get, set)]
+    deq_qdepth: i64,
+    /// bmv2 model: the departure time fixed at enqueue
+    #[pyo3(get, set)]
+    depart_ns: i64,
+}
+
+#[pymethods]
+impl TMItem {
+    #[new]
+    #[pyo3(signature = (packet, port = -1, prio = 0, enq_ns = 0, deq_ns = 0, enq_timestamp_us = 0, enq_qdepth = 0,
+                        deq_timedelta_us = 0, deq_qdepth = 0, depart_ns = 0))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        packet: PyObject,
+        port: i64,
+        prio: i64,
+        enq_ns: i64,
+        deq_ns: i64,
+        enq_timestamp_us: i64,
+        enq_qdepth: i64,
+        deq_timedelta_us: i64,
+        deq_qdepth: i64,
+        depart_ns: i64,
+    ) -> Self {
+        TMItem {
+            packet,
+            port,
+            prio,
+            enq_ns,
+            deq_ns,
+            enq_timestamp_us,
+            enq_qdepth,
+            deq_timedelta_us,
+            deq_qdepth,
+            depart_ns,
+        }
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> String {
+        format!(
+            "TMItem(packet={}, port={}, prio={}, enq_ns={}, deq_ns={}, enq_qdepth={}, deq_qdepth={}, depart_ns={})",
+            self.packet.bind(py).repr().map(|r| r.to_string()).unwrap_or_default(),
+            self.port, self.prio, self.enq_ns, self.deq_ns, self.enq_qdepth, self.deq_qdepth, self.depart_ns
+        )
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.packet)
+    }
+}
+
+/// Counters of one egress port (all its priority queues together).
+#[pyclass(module = "hbh_engine", eq, get_all, set_all)]
+#[derive(Clone, Default, PartialEq)]
+pub struct PortStats {
+    enqueued: i64,
+    dequeued: i64,
+    dropped_full: i64,
+    max_depth: i64,
+}
+
+#[pymethods]
+impl PortStats {
+    #[new]
+    #[pyo3(signature = (enqueued = 0, dequeued = 0, dropped_full = 0, max_depth = 0))]
+    fn new(enqueued: i64, dequeued: i64, dropped_full: i64, max_depth: i64) -> Self {
+        PortStats {
+            enqueued,
+            dequeued,
+            dropped_full,
+            max_depth,
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "PortStats(enqueued={}, dequeued={}, dropped_full={}, max_depth={})",
+            self.enqueued, self.dequeued, self.dropped_full, self.max_depth
+        )
+    }
+}
+
+/// BMv2's spacing of a queue at `pps`: `duration_cast<ns>(duration<double>(1. / pps))`.
+#[pyfunction]
+pub fn bmv2_interval_ns(pps: i64) -> i64 {
+    if pps == 0 {
+        0
+    } else {
+        ((1.0 / pps as f64) * NS_PER_S as f64) as i64
+    }
+}
+
+fn ceil_div(a: i128, b: i128) -> i128 {
+    -((-a).div_euclid(b))
+}
+
+/// The rate limiter of one queue: BMv2's departure stamped at push, or a shaper at dequeue.
+enum Limiter {
+    Stamped { interval_ns: i64, last_sent: i64 },
+    Shaped { anchor_ns: i64, k: i64, fresh: bool },
+}
+
+struct Queue {
+    items: VecDeque<(Py<TMItem>, i64)>, // (item, departure stamp of the bmv2 model)
+    limit: i64,
+    pps: i64,
+    limiter: Limiter,
+}
+
+impl Queue {
+    fn new(shaper: bool, limit: i64, pps: i64, now: i64) -> Self {
+        let limiter = if shaper {
+            Limiter::Shaped {
+                anchor_ns: 0,
+                k: 0,
+                fresh: true,
+            }
+        } else {
+            // BMv2: last_sent is the queue's creation time (its first set_* call or push)
+            Limiter::Stamped {
+                interval_ns: bmv2_interval_ns(pps),
+                last_sent: now,
+            }
+        };
+        Queue {
+            items: VecDeque::new(),
+            limit,
+            pps,
+            limiter,
+        }
+    }
+
+    fn slot(anchor_ns: i64, k: i64, pps: i64) -> i64 {
+        anchor_ns + ceil_div(k as i128 * NS_PER_S as i128, pps as i128) as i64
+    }
+
+    /// Earliest time the head may leave (the queue is not empty); None: no constraint.
+    fn ready_at(&self) -> Option<i64> {
+        match self.limiter {
+            Limiter::Stamped { .. } => self.items.front().map(|(_, depart)| *depart),
+            Limiter::Shaped {
+                anchor_ns,
+                k,
+                fresh,
+            } => {
+                if self.pps == 0 || fresh {
+                    None
+                } else {
+                    Some(Self::slot(anchor_ns, k + 1, self.pps))
+                }
+            }
+        }
+    }
+
+    /// Queue `item` at `now`; returns its departure stamp (bmv2 model; 0 for the shaper).
+    fn push(&mut self, item: Py<TMItem>, now: i64) -> i64 {
+        let idle_past_slot =
+            self.items.is_empty() && self.pps != 0 && self.ready_at().is_some_and(|t| t < now);
+        let depart = match &mut self.limiter {
+            Limiter::Stamped {
+                interval_ns,
+                last_sent,
+            } => {
+                let t = *last_sent + *interval_ns;
+                *last_sent = if now > t { now } else { t };
+                *last_sent
+            }
+            Limiter::Shaped { fresh, .. } => {
+                if idle_past_slot {
+                    *fresh = true; // idle past its slot: start a new schedule, no burst credit
+                }
+                0
+            }
+        };
+        self.items.push_back((item, depart));
+        depart
+    }
+
+    /// The head left at `t_ns`.
+    fn on_serve(&mut self, t_ns: i64) {
+        let pps = self.pps;
+        let Limiter::Shaped {
+            anchor_ns,
+            k,
+            fresh,
+        } = &mut self.limiter
+        else {
+            return;
+        };
+        if pps == 0 {
+            return;
+        }
+        let interval = ceil_div(NS_PER_S as i128, pps as i128) as i64;
+        if *fresh || t_ns - Self::slot(*anchor_ns, *k + 1, pps) >= interval {
+            // no slot yet, or more than a slot late: anchor here, no catching up in a burst
+            (*anchor_ns, *k, *fresh) = (t_ns, 0, false);
+            return;
+        }
+        *k += 1;
+        if *k == pps {
+            // exactly one second later: keep the integers small
+            *anchor_ns += NS_PER_S;
+            *k = 0;
+        }
+    }
+
+    fn set_rate(&mut self, pps: i64) {
+        let old = self.pps;
+        match &mut self.limiter {
+            Limiter::Stamped { interval_ns, .. } => *interval_ns = bmv2_interval_ns(pps),
+            Limiter::Shaped {
+                anchor_ns,
+                k,
+                fresh,
+            } => {
+                if pps == old {
+                    return;
+                }
+                if old != 0 && !*fresh && pps != 0 {
+                    // the last service keeps its time; new spacing after it
+                    *anchor_ns = Self::slot(*anchor_ns, *k, old);
+                    *k = 0;
+                } else {
+                    *fresh = true;
+                }
+            }
+        }
+        self.pps = pps;
+    }
+}
+
+/// A port's pending wake-up: an engine timer, or a handle of another scheduler.
+enum Wake {
+    Engine(Py<TimerHandle>),
+    Other(PyObject),
+}
+
+struct Port {
+    queues: Vec<Queue>,
+    wire_free_ns: i64,
+    wake: Option<Wake>,
+    wake_at: i64,
+    stats: PortStats,
+    occupancy: i64,
+}
+
+struct Inner {
+    service: Option<PyObject>,
+    ports: Vec<Option<Port>>,
+    order: Vec<usize>, // ports in order of creation (the order set_all_* re-arms them in)
+    default_depth: i64,
+    default_pps: i64,
+}
+
+/// Egress queues of a switch, served on an injected scheduler.
+///
+/// `service(port, item) -> int` is called on the scheduler for every dequeued item and returns
+/// how long (ns) the port's transmitter is busy with it. It may be bound later with
+/// `bind_service`, but before the first packet is served.
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct TrafficManager {
+    sched: PyObject,
+    engine_sched: Option<Py<VirtualScheduler>>,
+    #[pyo3(get)]
+    queue_model: String,
+    #[pyo3(get)]
+    num_ports: i64,
+    #[pyo3(get)]
+    num_priorities: i64,
+    inner: Mutex<Inner>,
+}
+
+fn int_arg(value: &Bound<'_, PyAny>) -> Option<i64> {
+    if value.is_instance_of::<PyBool>() || !value.is_instance_of::<PyInt>() {
+        return None;
+    }
+    value.extract::<i64>().ok()
+}
+
+fn repr(value: &Bound<'_, PyAny>) -> String {
+    value
+        .repr()
+        .map(|r| r.to_string())
+        .unwrap_or_else(|_| "?".into())
+}
+
+fn check_depth(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    match int_arg(value) {
+        Some(d) if (0..=MAX_QUEUE_DEPTH).contains(&d) => Ok(d),
+        _ => Err(PyValueError::new_err(format!(
+            "queue depth {} must be an int in 0..{MAX_QUEUE_DEPTH} packets",
+            repr(value)
+        ))),
+    }
+}
+
+fn check_rate(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+    match int_arg(value) {
+        Some(r) if r >= 0 => Ok(r),
+        _ => Err(PyValueError::new_err(format!(
+            "queue rate {} must be an int >= 0 packets/s (0 = unlimited)",
+            repr(value)
+        ))),
+    }
+}
+
+impl TrafficManager {
+    fn lock(&self) -> MutexGuard<'_, Inner> {
+        self.inner
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn check_port(&self, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+        match int_arg(value) {
+            Some(p) if (0..self.num_ports).contains(&p) => Ok(p as usize),
+            _ => Err(PyValueError::new_err(format!(
+                "egress port {} out of range 0..{}",
+                repr(value),
+                self.num_ports - 1
+            ))),
+        }
+    }
+
+    fn check_prio(&self, value: &Bound<'_, PyAny>) -> PyResult<usize> {
+        match int_arg(value) {
+            Some(p) if (0..self.num_priorities).contains(&p) => Ok(p as usize),
+            _ => Err(PyValueError::new_err(format!(
+                "queue priority {} out of range 0..{}",
+                repr(value),
+                self.num_priorities - 1
+            ))),
+        }
+    }
+
+    fn now(&self, py: Python<'_>) -> PyResult<i64> {
+        match &self.engine_sched {
+            Some(s) => Ok(s.get().now()),
+            None => self
+                .sched
+                .bind(py)
+                .call_method0(intern!(py, "now_ns"))?
+                .extract(),
+        }
+    }
+
+    /// The port's state, created with the defaults at first use.
+    fn port<'a>(&self, inner: &'a mut Inner, port: usize, now: i64) -> &'a mut Port {
+        if inner.ports[port].is_none() {
+            let shaper = self.queue_model == "shaper";
+            let queues = (0..self.num_priorities)
+                .map(|_| Queue::new(shaper, inner.default_depth, inner.default_pps, now))
+                .collect();
+            inner.ports[port] = Some(Port {
+                queues,
+                wire_free_ns: 0,
+                wake: None,
+                wake_at: 0,
+                stats: PortStats::default(),
+                occupancy: 0,
+            });
+            inner.order.push(port);
+        }
+        inner.ports[port].as_mut().expect("created above")
+    }
+
+    /// (Re)arm the port's single wake-up at the earliest time a queue may be served.
+    fn arm(slf: &Bound<'_, Self>, p: &mut Port, port: usize, now: i64) -> PyResult<()> {
+        let py = slf.py();
+        let t = p
+            .queues
+            .iter()
+            .filter(|q| !q.items.is_empty())
+            .map(|q| {
+                q.ready_at()
+                    .map_or(p.wire_free_ns, |nxt| nxt.max(p.wire_free_ns))
+            })
+            .min();
+        let Some(t) = t else {
+            if let Some(wake) = p.wake.take() {
+                cancel(py, wake)?;
+            }
+            return Ok(());
+        };
+        let t = t.max(now);
+        if let Some(wake) = p.wake.take() {
+            if p.wake_at <= t {
+                p.wake = Some(wake);
+                return Ok(());
+            }
+            cancel(py, wake)?;
+        }
+        p.wake_at = t;
+        let this = slf.get();
+        let serve = slf.getattr(intern!(py, "_serve"))?.unbind();
+        let args = PyTuple::new(py, [port])?.unbind();
+        p.wake = Some(match &this.engine_sched {
+            Some(s) => Wake::Engine(s.get().schedule(py, t, serve, args)?),
+            None => Wake::Other(
+                this.sched
+                    .bind(py)
+                    .call_method1(intern!(py, "call_at"), (t, serve, port))?
+                    .unbind(),
+            ),
+        });
+        Ok(())
+    }
+
+    /// Re-arm `port` (if it exists) at the scheduler's current time.
+    fn arm_port(slf: &Bound<'_, Self>, port: usize) -> PyResult<()> {
+        let this = slf.get();
+        let now = this.now(slf.py())?;
+        let mut inner = this.lock();
+        match inner.ports[port].as_mut() {
+            Some(p) => Self::arm(slf, p, port, now),
+            None => Ok(()),
+        }
+    }
+
+    /// Queues of `port` selected by `prio` (all when None), creating the port.
+    fn selected(
+        &self,
+        inner: &mut Inner,
+        port: usize,
+        prio: Option<usize>,
+        now: i64,
+    ) -> Vec<usize> {
+        self.port(inner, port, now);
+        match prio {
+            Some(q) => vec![q],
+            None => (0..self.num_priorities as usize).collect(),
+        }
+    }
+
+    fn check_wire_ns(value: &Bound<'_, PyAny>) -> PyResult<i64> {
+        match int_arg(value) {
+            Some(w) if w >= 0 => Ok(w),
+            _ => Err(PyValueError::new_err(format!(
+                "TM service callback must return a wire time in int ns >= 0, got {}",
+                repr(value)
+            ))),
+        }
+    }
+
+    /// Pop the head of the first eligible queue of `port` and stamp it; None: nothing may leave.
+    fn dequeue(
+        &self,
+        py: Python<'_>,
+        inner: &mut Inner,
+        port: usize,
+        now: i64,
+    ) -> Option<Py<TMItem>> {
+        let p = inner.ports[port].as_mut()?;
+        p.wake = None;
+        if p.wire_free_ns > now {
+            return None;
+        }
+        // strict priority: highest number first
+        let q = p
+            .queues
+            .iter_mut()
+            .rev()
+            .find(|q| !q.items.is_empty() && q.ready_at().is_none_or(|t| t <= now))?;
+        let (item, _) = q.items.pop_front()?;
+        q.on_serve(now);
+        let left = q.items.len() as i64;
+        p.occupancy -= 1;
+        p.stats.dequeued += 1;
+        p.wire_free_ns = now;
+        {
+            let mut it = item.bind(py).borrow_mut();
+            it.deq_ns = now;
+            it.deq_timedelta_us = now.div_euclid(1000) - it.enq_timestamp_us;
+            it.deq_qdepth = left;
+        }
+        Some(item)
+    }
+}
+
+fn cancel(py: Python<'_>, wake: Wake) -> PyResult<()> {
+    match wake {
+        Wake::Engine(h) => {
+            h.get().cancel();
+            Ok(())
+        }
+        Wake::Other(h) => h.bind(py).call_method0(intern!(py, "cancel")).map(|_| ()),
+    }
+}
+
+#[pymethods]
+impl TrafficManager {
+    #[new]
+    #[pyo3(signature = (sched, service = None, num_ports = 512, num_priorities = 1, default_depth = None,
+                        default_rate_pps = None, queue_model = "bmv2"))]
+    fn new(
+        sched: &Bound<'_, PyAny>,
+        service: Option<PyObject>,
+        num_ports: i64,
+        num_priorities: i64,
+        default_depth: Option<&Bound<'_, PyAny>>,
+        default_rate_pps: Option<&Bound<'_, PyAny>>,
+        queue_model: &str,
+    ) -> PyResult<Self> {
+        if num_ports < 1 {
+            return Err(PyValueError::new_err(format!(
+                "num_ports must be >= 1, got {num_ports}"
+            )));
+        }
+        if !(1..=8).contains(&num_priorities) {
+            return Err(PyValueError::new_err(format!(
+                "num_priorities must be in 1..8, got {num_priorities}"
+            )));
+        }
+        if queue_model != "bmv2" && queue_model != "shaper" {
+            return Err(PyValueError::new_err(format!(
+                "queue model '{queue_model}': expected one of bmv2, shaper"
+            )));
+        }
+        let default_depth = default_depth
+            .map(check_depth)
+            .transpose()?
+            .unwrap_or(DEFAULT_QUEUE_DEPTH);
+        let default_pps = default_rate_pps.map(check_rate).transpose()?.unwrap_or(0);
+        let engine_sched = sched
+            .downcast::<VirtualScheduler>()
+            .ok()
+            .map(|s| s.clone().unbind());
+        Ok(TrafficManager {
+            sched: sched.clone().unbind(),
+            engine_sched,
+            queue_model: queue_model.to_string(),
+            num_ports,
+            num_priorities,
+            inner: Mutex::new(Inner {
+                service,
+                ports: (0..num_ports).map(|_| None).collect(),
+                order: Vec::new(),
+                default_depth,
+                default_pps,
+            }),
+        })
+    }
+
+    /// Set the service callback (called directly per packet: no wrapper in between).
+    fn bind_service(&self, service: PyObject) {
+        self.lock().service = Some(service);
+    }
+
+    /// Depth limit (packets) of one port's queue `prio`, or of all its queues (None).
+    #[pyo3(signature = (port, depth, prio = None))]
+    fn set_queue_depth(
+        &self,
+        py: Python<'_>,
+        port: &Bound<'_, PyAny>,
+        depth: &Bound<'_, PyAny>,
+        prio: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let depth = check_depth(depth)?;
+        let port = self.check_port(port)?;
+        let now = self.now(py)?;
+        let prio = prio.map(|p| self.check_prio(p)).transpose()?;
+        let mut inner = self.lock();
+        for q in self.selected(&mut inner, port, prio, now) {
+            inner.ports[port]
+                .as_mut()
+                .expect("selected creates it")
+                .queues[q]
+                .limit = depth;
+        }
+        Ok(())
+    }
+
+    /// Depth limit of every queue of every port (also the default for ports used later).
+    fn set_all_queue_depths(&self, depth: &Bound<'_, PyAny>) -> PyResult<()> {
+        let depth = check_depth(depth)?;
+        let mut inner = self.lock();
+        inner.default_depth = depth;
+        for p in inner.ports.iter_mut().flatten() {
+            p.queues.iter_mut().for_each(|q| q.limit = depth);
+        }
+        Ok(())
+    }
+
+    /// Service rate (packets/s, 0 = unlimited) of one port's queue `prio` or all (None).
+    #[pyo3(signature = (port, pps, prio = None))]
+    fn set_queue_rate(
+        slf: &Bound<'_, Self>,
+        port: &Bound<'_, PyAny>,
+        pps: &Bound<'_, PyAny>,
+        prio: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        let this = slf.get();
+        let pps = check_rate(pps)?;
+        let port = this.check_port(port)?;
+        let now = this.now(slf.py())?;
+        let prio = prio.map(|p| this.check_prio(p)).transpose()?;
+        {
+            let mut inner = this.lock();
+            for q in this.selected(&mut inner, port, prio, now) {
+                inner.ports[port]
+                    .as_mut()
+                    .expect("selected creates it")
+                    .queues[q]
+                    .set_rate(pps);
+            }
+        }
+        Self::arm_port(slf, port)
+    }
+
+    /// Service rate of every queue of every port (also the default for ports used later).
+    fn set_all_queue_rates(slf: &Bound<'_, Self>, pps: &Bound<'_, PyAny>) -> PyResult<()> {
+        let this = slf.get();
+        let pps = check_rate(pps)?;
+        let order = {
+            let mut inner = this.lock();
+            inner.default_pps = pps;
+            for p in inner.ports.iter_mut().flatten() {
+                p.queues.iter_mut().for_each(|q| q.set_rate(pps));
+            }
+            inner.order.clone()
+        };
+        for port in order {
+            Self::arm_port(slf, port)?;
+        }
+        Ok(())
+    }
+
+    /// Current occupancy (packets) of queue `prio` of `port`.
+    #[pyo3(signature = (port, prio = None))]
+    fn depth(&self, port: &Bound<'_, PyAny>, prio: Option<&Bound<'_, PyAny>>) -> PyResult<usize> {
+        let prio = prio.map(|p| self.check_prio(p)).transpose()?.unwrap_or(0);
+        let port = self.check_port(port)?;
+        Ok(self.lock().ports[port]
+            .as_ref()
+            .map_or(0, |p| p.queues[prio].items.len()))
+    }
+
+    /// Current occupancy of all queues of `port`.
+    fn port_depth(&self, port: &Bound<'_, PyAny>) -> PyResult<i64> {
+        let port = self.check_port(port)?;
+        Ok(self.lock().ports[port].as_ref().map_or(0, |p| p.occupancy))
+    }
+
+    #[pyo3(signature = (port, prio = None))]
+    fn queue_depth_limit(
+        &self,
+        port: &Bound<'_, PyAny>,
+        prio: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
+        let prio = prio.map(|p| self.check_prio(p)).transpose()?.unwrap_or(0);
+        let port = self.check_port(port)?;
+        let inner = self.lock();
+        Ok(inner.ports[port]
+            .as_ref()
+            .map_or(inner.default_depth, |p| p.queues[prio].limit))
+    }
+
+    #[pyo3(signature = (port, prio = None))]
+    fn queue_rate(
+        &self,
+        port: &Bound<'_, PyAny>,
+        prio: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<i64> {
+        let prio = prio.map(|p| self.check_prio(p)).transpose()?.unwrap_or(0);
+        let port = self.check_port(port)?;
+        let inner = self.lock();
+        Ok(inner.ports[port]
+            .as_ref()
+            .map_or(inner.default_pps, |p| p.queues[prio].pps))
+    }
+
+    /// Counters of `port` (a copy).
+    fn stats(&self, port: &Bound<'_, PyAny>) -> PyResult<PortStats> {
+        let port = self.check_port(port)?;
+        Ok(self.lock().ports[port]
+            .as_ref()
+            .map_or_else(PortStats::default, |p| p.stats.clone()))
+    }
+
+    /// Queue `item` for `port`; False (and counted) when that queue is full.
+    #[pyo3(signature = (port, item, prio = None))]
+    fn enqueue(
+        slf: &Bound<'_, Self>,
+        port: &Bound<'_, PyAny>,
+        item: &Bound<'_, PyAny>,
+        prio: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let py = slf.py();
+        let this = slf.get();
+        let item = item.downcast::<TMItem>().map_err(|_| {
+            let name = item
+                .get_type()
+                .name()
+                .map(|n| n.to_string())
+                .unwrap_or_default();
+            PyTypeError::new_err(format!(
+                "TrafficManager.enqueue expects a TMItem, got {name}"
+            ))
+        })?;
+        let prio = prio.map(|p| this.check_prio(p)).transpose()?.unwrap_or(0);
+        let port = this.check_port(port)?;
+        let now = this.now(py)?;
+        let mut inner = this.lock();
+        let p = this.port(&mut inner, port, now);
+        let q = &mut p.queues[prio];
+        if q.items.len() as i64 >= q.limit {
+            p.stats.dropped_full += 1;
+            return Ok(false);
+        }
+        let depth = q.items.len() as i64;
+        let depart = q.push(item.clone().unbind(), now);
+        {
+            let mut it = item.borrow_mut();
+            (it.port, it.prio, it.enq_ns) = (port as i64, prio as i64, now);
+            it.enq_timestamp_us = now.div_euclid(1000);
+            it.enq_qdepth = depth;
+            if this.queue_model == "bmv2" {
+                it.depart_ns = depart;
+            }
+        }
+        p.occupancy += 1;
+        p.stats.enqueued += 1;
+        p.stats.max_depth = p.stats.max_depth.max(p.occupancy);
+        Self::arm(slf, p, port, now)?;
+        Ok(true)
+    }
+
+    /// The scheduled service of `port`: one packet out to the service callback, then re-arm.
+    fn _serve(slf: &Bound<'_, Self>, port: usize) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let now = this.now(py)?;
+        let (item, service) = {
+            let mut inner = this.lock();
+            match this.dequeue(py, &mut inner, port, now) {
+                Some(item) => (item, inner.service.as_ref().map(|s| s.clone_ref(py))),
+                None => {
+                    drop(inner);
+                    return Self::arm_port(slf, port);
+                }
+            }
+        };
+        let result = match service {
+            Some(service) => service
+                .bind(py)
+                .call1((port, item))
+                .and_then(|wire| Self::check_wire_ns(&wire)),
+            None => Err(PyRuntimeError::new_err(
+                "TrafficManager: no service callback bound (bind_service)",
+            )),
+        };
+        if let Ok(wire_ns) = result {
+            if let Some(p) = this.lock().ports[port].as_mut() {
+                p.wire_free_ns = now + wire_ns;
+            }
+        }
+        let armed = Self::arm_port(slf, port);
+        result.and(armed)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.sched)?;
+        if let Some(s) = &self.engine_sched {
+            visit.call(s)?;
+        }
+        let Ok(inner) = self.inner.try_lock() else {
+            return Ok(());
+        };
+        if let Some(s) = &inner.service {
+            visit.call(s)?;
+        }
+        for p in inner.ports.iter().flatten() {
+            for q in &p.queues {
+                for (item, _) in &q.items {
+                    visit.call(item)?;
+                }
+            }
+            match &p.wake {
+                Some(Wake::Engine(h)) => visit.call(h)?,
+                Some(Wake::Other(h)) => visit.call(h)?,
+                None => {}
+            }
+        }
+        Ok(())
+    }
+}
