@@ -188,7 +188,7 @@ class SwitchAgentCore:
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"], pl.pps, now_ns)
         f = pl.forecast
         return Forecast(max(0, round(pkts)) / report.capacity, f.drain_pps * 8 * pl.packet_bytes,
-                        f.approach_bps(report.capacity, 8 * pl.packet_bytes))
+                        f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale())
 
     def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule

@@ -69,6 +69,8 @@ class Forecast:
     # start-up brake: b/s above the drain allowed per unit of forecast room below O_max (the
     # buffer in bits over the approach time); 0 = none
     approach_bps: float = 0.0
+    # the damping term's scale: the usual report gap over this one (1 = a report on time)
+    damp_scale: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -138,7 +140,8 @@ class AlineaLaw:
             occ = 1.0 if overflow else max(0.0, forecast.occupancy)
             step = forecast_gain(occ - self.o, packet) * self.w * (self.o - occ)
             if damp:
-                rate = forecast.drain_bps + step - p.k_p * (measured - self.last_occupancy)  # type: ignore[operator]
+                change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
+                rate = forecast.drain_bps + step - p.k_p * change
             else:
                 rate = self.rate + step
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it

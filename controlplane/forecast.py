@@ -93,7 +93,9 @@ class QueueForecast:
     forecast_pkts: float = 0.0  # Ô, packets
     arrival_pps: float = 0.0  # packets routed to this hop's queue per second (smoothed)
     gap_s: float = 0.0  # time between reports (smoothed)
+    last_gap_s: float = 0.0  # the last gap between reports, on the reporter's clock
     slow_gap_s: float = 0.0  # the longest recent gap between reports as the agent received them
+    _usual_gap_s: float = 0.0
     _recv_ns: int | None = None
     _drained: int = 0  # cumulative departures of this hop's packets from the downstream buffer
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
@@ -143,6 +145,8 @@ class QueueForecast:
     def _smooth(self, arrivals: int, gap_s: float) -> None:
         if gap_s <= 0:
             return
+        self.last_gap_s = gap_s
+        self._usual_gap_s = self.gap_s  # before this gap counts in it
         k = min(1.0, gap_s / ARRIVAL_SMOOTH_S)
         self.gap_s += k * (gap_s - self.gap_s) if self.gap_s else gap_s
         self.arrival_pps += k * (arrivals / gap_s - self.arrival_pps)
@@ -152,6 +156,13 @@ class QueueForecast:
         twice the report gap (the gap itself, plus a margin for the control plane's latency), or
         over the longest recent gap between receptions (a slow control channel), if longer."""
         return self.arrival_pps * max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
+
+    def span_scale(self) -> float:
+        """The usual gap over the last one (at most 1): a change of occupancy seen over a longer
+        gap than usual (a stall of the reporter or of the path) is a slower change than it looks."""
+        if self.last_gap_s <= 0 or self._usual_gap_s <= 0:
+            return 1.0
+        return min(1.0, self._usual_gap_s / self.last_gap_s)
 
     def approach_bps(self, capacity: int, packet_bits: int) -> float:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""

@@ -189,3 +189,16 @@ def test_with_a_forecast_the_ramp_approaches_o_max_instead_of_overrunning_it() -
     assert free.rate > rates[-1] + 3e6  # without the brake the ramp still runs near R_max
     starved = AlineaLaw(p, 18e6)  # an empty buffer says nothing of the drain: no brake
     assert starved.on_report(0.0, packet=0.005, forecast=Forecast(0.0, 1e5, approach)) == pytest.approx(18e6)
+
+
+def test_with_a_forecast_the_damping_is_scaled_for_a_late_report() -> None:
+    from controlplane.alinea import Forecast
+
+    p = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=24e6)
+    on_time, late = AlineaLaw(p, 1.2e6), AlineaLaw(p, 1.2e6)
+    for law in (on_time, late):
+        law.o, law.w, law.last_occupancy = p.o_max, p.w_min, 0.7
+    on_time.on_report(0.685, packet=0.005, forecast=Forecast(0.7, 1.2e6))
+    late.on_report(0.685, packet=0.005, forecast=Forecast(0.7, 1.2e6, damp_scale=0.2))
+    assert on_time.rate == pytest.approx(1.2e6 + 24e6 * 0.015)
+    assert late.rate == pytest.approx(1.2e6 + 0.2 * 24e6 * 0.015)

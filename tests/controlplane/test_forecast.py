@@ -93,3 +93,13 @@ def test_the_arrivals_before_the_next_command_follow_the_measured_arrival_rate()
     assert f.gap_s == pytest.approx(0.01, rel=0.01)
     assert f.arrival_pps == pytest.approx(200, rel=0.02)
     assert f.arrivals_before_next_command() == pytest.approx(4.0, rel=0.05)
+
+
+def test_a_report_after_a_stall_scales_the_damping_down() -> None:
+    """A stall of 60 ms lets the buffer drain six reports' worth; read as one report's change, the
+    damping term would answer with six times the kick (seen in netns: R_max at two hops at once)."""
+    f = QueueForecast()
+    t = steady(f, 50, 200, 140, 140)
+    assert f.span_scale() == pytest.approx(1.0)
+    f.update(t + 50 * MS, 130, 500 * 2 + 140, 500 * 2, 200)  # the next report comes 60 ms after the last
+    assert f.span_scale() == pytest.approx(10 / 60, rel=0.15)
