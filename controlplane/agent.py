@@ -33,9 +33,6 @@ from controlplane.report import Report
 __all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
            "LawTrace", "SwitchAgentCore", "rate_to_pps"]
 
-#: Steps toward the schedule floor's fixed point (SwitchAgentCore._schedule_floor).
-FLOOR_STEPS = 4
-
 
 @dataclass(frozen=True)
 class SetQueueRate:
@@ -197,7 +194,7 @@ class SwitchAgentCore:
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
             f = pl.forecast
             link_pps = pl.law.params.r_max / (8 * pl.packet_bytes)
-            floor = self._schedule_floor(f, link_pps, pl.law.rate / (8 * pl.packet_bytes))
+            floor = schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command())
             if floor is None:  # older stamps already ran past the bound: space no slower than the drain
                 floor = f.drain_pps  # (not the link's rate: that would flood the buffer downstream)
             pl.law.hold_at_least(8 * pl.packet_bytes * floor)
@@ -206,20 +203,6 @@ class SwitchAgentCore:
             return []
         pl.pps = pps
         return [SetQueueRate(port, pps)]
-
-    @staticmethod
-    def _schedule_floor(f: QueueForecast, link_pps: float, want_pps: float) -> float | None:
-        """The schedule bound's floor at the rate that will hold: a slower rate makes the next
-        report, hence the next command, later, and lets more arrivals be stamped meanwhile (a
-        fixed point, reached in a few steps since the floor grows with the wait)."""
-        rate = want_pps
-        floor: float | None = None
-        for _ in range(FLOOR_STEPS):
-            floor = schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command(rate))
-            if floor is None or floor <= rate:
-                return floor
-            rate = floor
-        return floor
 
     def _default_bytes(self) -> int:
         return self.plan.regulated[0].packet_bytes if self.plan.regulated else 1000

@@ -92,7 +92,6 @@ class QueueForecast:
     drain_pps: float = 0.0  # μ
     forecast_pkts: float = 0.0  # Ô, packets
     arrival_pps: float = 0.0  # packets routed to this hop's queue per second (smoothed)
-    departure_pps: float = 0.0  # packets that left this hop's queue per second (smoothed)
     gap_s: float = 0.0  # time between reports (smoothed)
     last_gap_s: float = 0.0  # the last gap between reports, on the reporter's clock
     slow_gap_s: float = 0.0  # the longest recent gap between reports as the agent received them
@@ -114,7 +113,7 @@ class QueueForecast:
         else:
             arrivals = (fwd - self.fwd) & COUNTER_MASK
             departed = (deq - self.deq) & COUNTER_MASK
-            self._smooth(arrivals, departed, (now_ns - self.t_ns) / NS)
+            self._smooth(arrivals, (now_ns - self.t_ns) / NS)
             self.last_sent_ns = now_ns if queued == 0 else int(max(self.last_sent_ns, self.t_ns) + arrivals * spacing)
             self._drained += departed - (occupancy - self.occupancy)
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
@@ -143,7 +142,7 @@ class QueueForecast:
             self.slow_gap_s = max(gap, self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S))
         self._recv_ns = recv_ns
 
-    def _smooth(self, arrivals: int, departed: int, gap_s: float) -> None:
+    def _smooth(self, arrivals: int, gap_s: float) -> None:
         if gap_s <= 0:
             return
         self.last_gap_s = gap_s
@@ -151,20 +150,12 @@ class QueueForecast:
         k = min(1.0, gap_s / ARRIVAL_SMOOTH_S)
         self.gap_s += k * (gap_s - self.gap_s) if self.gap_s else gap_s
         self.arrival_pps += k * (arrivals / gap_s - self.arrival_pps)
-        self.departure_pps += k * (departed / gap_s - self.departure_pps)
 
-    def arrivals_before_next_command(self, rate_pps: float = 0.0) -> float:
+    def arrivals_before_next_command(self) -> float:
         """Packets expected to be stamped before the next rate command: the arrival rate over
         twice the report gap (the gap itself, plus a margin for the control plane's latency), or
-        over the longest recent gap between receptions (a slow control channel), or over two of
-        this queue's departure spacings, measured or at ``rate_pps`` (reports are built when our
-        packets arrive downstream: a queue sending slowly gets its next report late), whichever
-        is longest."""
-        wait = max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
-        for pps in (self.departure_pps, rate_pps):
-            if pps > 0:
-                wait = max(wait, 2 / pps)
-        return self.arrival_pps * wait
+        over the longest recent gap between receptions (a slow control channel), if longer."""
+        return self.arrival_pps * max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
 
     def span_scale(self) -> float:
         """The usual gap over the last one (at most 1): a change of occupancy seen over a longer
