@@ -20,7 +20,10 @@ const CANCELLED: u8 = 1;
 const DONE: u8 = 2;
 
 /// A scheduled callback that can be cancelled before it runs; `when` is its due time in ns.
-#[pyclass(module = "hbh_engine", frozen, freelist = 256)]
+///
+/// No PyO3 `freelist` here or on any class the collector must see: PyO3 0.23 hands out a reused
+/// object without tracking it, and cycles through untracked objects are never collected.
+#[pyclass(module = "hbh_engine", frozen)]
 pub struct TimerHandle {
     #[pyo3(get)]
     when: i64,

@@ -20,7 +20,7 @@ pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
 pub const MAX_QUEUE_DEPTH: i64 = (1 << 19) - 1;
 
 /// One queued packet and the queueing metadata the TM stamps on it.
-#[pyclass(module = "hbh_engine", subclass, freelist = 256)]
+#[pyclass(module = "hbh_engine", subclass)]
 pub struct TMItem {
     #[pyo3(get, set)]
     packet: PyObject,

@@ -139,3 +139,12 @@ def test_bytearray_frames_are_delivered_as_bytes() -> None:
     assert link.send(a, bytearray(b"abc")) == 0
     s.run()
     assert b.got == [(0, b"abc")] and type(b.got[0][1]) is bytes
+
+
+def test_engine_objects_stay_visible_to_the_collector_after_reuse() -> None:
+    """A freed object's memory reused for a new one must still be tracked (a PyO3 freelist is not)."""
+    s = VirtualScheduler()
+    for _ in range(3):
+        handles, items = [s.call_at(1, print) for _ in range(50)], [TMItem(i) for i in range(50)]
+        del handles, items
+    assert gc.is_tracked(s.call_at(1, print)) and gc.is_tracked(TMItem(0))
