@@ -30,7 +30,8 @@ from controlplane.units import parse_duration_ns
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 
-__all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "BUFFER", "TOLERANCE"]
+__all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "soundness", "max_rtt_ms",
+           "BUFFER", "TOLERANCE"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUFFER = 50
@@ -77,10 +78,32 @@ def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | 
     topo = load_topology_text(topology_text(case), f"<{case.name}>")
     s = run_experiment(topo, duration_ns, seed=seed, out=out, plots=False, backend=backend,
                        **({"pcap": False} if backend == "netns" else {})).summary
+    return measures(s)
+
+
+def measures(s: dict[str, Any]) -> dict[str, Any]:
+    """What the table compares, from a run's summary."""
     f = s["flows"]["t1"]
     return {"goodput_bps": f["goodput_bps"], "occupancy": s["buffers"]["H2<-R1"]["mean"],
             "retransmissions": f["tcp"]["retransmissions"], "rtt_p50_ms": f["tcp"]["rtt_ms"]["p50"],
-            "owd_p50_ms": f["owd_ms"]["p50"]}
+            "rtt_p99_ms": f["tcp"]["rtt_ms"]["p99"], "owd_p50_ms": f["owd_ms"]["p50"],
+            "utilisation": (s["links"].get("R1->H2") or {}).get("utilisation")}
+
+
+def max_rtt_ms(case: Case, buffer: int = BUFFER) -> float:
+    """The largest RTT the path can give: propagation plus a full bottleneck queue of 1514-byte frames."""
+    return case.rtt_ms + buffer * 1514 * 8 / (case.rate_mbps * 1e6) * 1e3
+
+
+def soundness(case: Case, run: dict[str, Any]) -> str:
+    """Whether a real-time (netns) run kept up with its own emulation: "yes", or why not. A smoothed
+    RTT far above what the path can hold (propagation plus a full queue) means the switch or host
+    processes were not scheduled in time (a loaded machine), not TCP. (An idle bottleneck beside a
+    busy mean occupancy is no such sign: SACK-less recoveries drain the queue for a while.)"""
+    bound = max_rtt_ms(case)
+    if run.get("rtt_p99_ms") is not None and run["rtt_p99_ms"] > 1.2 * bound:
+        return f"no: RTT p99 {run['rtt_p99_ms']:.0f} ms > {bound:.0f} ms possible"
+    return "yes"
 
 
 def _diff(sim: float, kernel: float) -> float | None:
@@ -97,15 +120,16 @@ def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
         return f"{x:+.1%}" + (" **!**" if abs(x) > TOLERANCE else "")
 
     lines = ["| cc | bottleneck | RTT | goodput kernel | goodput sim | diff | occupancy kernel | occupancy sim | diff "
-             "| retrans. kernel / sim | RTT p50 kernel / sim (ms) |",
-             "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| retrans. kernel / sim | RTT p50 kernel / sim (ms) | kernel run sound? |",
+             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, k, s in rows:
         lines.append(
             f"| {case.cc} | {case.rate_mbps} Mb/s | {case.rtt_ms} ms | {k['goodput_bps'] / 1e6:.3f} Mb/s "
             f"| {s['goodput_bps'] / 1e6:.3f} Mb/s | {pct(_diff(s['goodput_bps'], k['goodput_bps']))} "
             f"| {k['occupancy']:.1%} | {s['occupancy']:.1%} | {pct(_diff(s['occupancy'], k['occupancy']))} "
             f"({(s['occupancy'] - k['occupancy']) * 100:+.1f} pp) "
-            f"| {k['retransmissions']} / {s['retransmissions']} | {k['rtt_p50_ms']} / {s['rtt_p50_ms']} |")
+            f"| {k['retransmissions']} / {s['retransmissions']} | {k['rtt_p50_ms']} / {s['rtt_p50_ms']} "
+            f"| {soundness(case, k)} |")
     return "\n".join(lines)
 
 
@@ -135,6 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "results" / "tcp-validation", help="run directories")
     p.add_argument("--doc", type=Path, help="rewrite this file's tcp-validation section with the table")
     p.add_argument("--cases", help="comma-separated case names (default: all), e.g. cubic-2mbps-20ms")
+    p.add_argument("--save-kernel", type=Path, help="also keep each kernel run's measures as DIR/<case>.json")
+    p.add_argument("--kernel-from", type=Path,
+                   help="take the kernel's side from DIR/<case>.json (written by --save-kernel) instead of running "
+                        "it: the simulator's side is recomputed, the kernel's is a stored measurement")
+    p.add_argument("--section", default="tcp-validation", help="the doc's <!-- SECTION --> markers to rewrite")
     args = p.parse_args(argv)
     try:
         duration_ns = parse_duration_ns(args.duration, "--duration")
@@ -149,21 +178,42 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tcp_validation: --cases: unknown {', '.join(wrong)} (known: {', '.join(known)})", file=sys.stderr)
             return 2
         cases = [known[n] for n in args.cases.split(",")]
-    if os.geteuid() != 0:
+    if args.kernel_from is None and os.geteuid() != 0:
         print("tcp_validation: the kernel's side runs in network namespaces: run as root", file=sys.stderr)
         return 2
+    if args.kernel_from is not None:
+        missing = [c.name for c in cases if not (args.kernel_from / f"{c.name}.json").is_file()]
+        if missing:
+            print(f"tcp_validation: --kernel-from {args.kernel_from}: no {', '.join(m + '.json' for m in missing)}",
+                  file=sys.stderr)
+            return 2
     rows = []
     for case in cases:
-        k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns")
+        if args.kernel_from is not None:
+            k = json.loads((args.kernel_from / f"{case.name}.json").read_text())
+        else:
+            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns")
+            if args.save_kernel is not None:
+                args.save_kernel.mkdir(parents=True, exist_ok=True)
+                (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
         s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim")
         rows.append((case, k, s))
         print(f"{case.name}: kernel {json.dumps(k)}\n{' ' * len(case.name)}  sim    {json.dumps(s)}", flush=True)
     body = table(rows)
     print(body)
+    load = os.getloadavg()
     if args.doc is not None:
-        rewrite_doc(args.doc, f"Generated by `sudo .venv/bin/python -m topo.tcp_validation --duration {args.duration} "
-                              f"--seed {args.seed} --doc {args.doc}` at commit {_commit()} (each run {args.duration}, "
-                              f"numbers over its second half).\n\n{body}")
+        if args.kernel_from is not None:
+            how = (f"Generated by `.venv/bin/python -m topo.tcp_validation --duration {args.duration} --seed {args.seed} "
+                   f"--kernel-from {args.kernel_from} --section {args.section} --doc {args.doc}` at commit {_commit()}: "
+                   f"the simulator's side run now, the kernel's side the measurements stored in {args.kernel_from} "
+                   f"(see there; each run {args.duration}, numbers over its second half).")
+        else:
+            how = (f"Generated by `sudo .venv/bin/python -m topo.tcp_validation --duration {args.duration} "
+                   f"--seed {args.seed} --doc {args.doc}` at commit {_commit()} (each run {args.duration}, "
+                   f"numbers over its second half; load average at the end {load[0]:.1f} / "
+                   f"{load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs).")
+        rewrite_doc(args.doc, f"{how}\n\n{body}", marks=(f"<!-- {args.section} -->", f"<!-- /{args.section} -->"))
     return 0
 
 
