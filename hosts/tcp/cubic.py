@@ -15,7 +15,7 @@ device make unreliable to reproduce); ``hystart=False`` turns it off.
 
 from __future__ import annotations
 
-from hosts.tcp.reno import MIN_SSTHRESH, AckInfo
+from hosts.tcp.reno import MIN_SSTHRESH, AckInfo, WindowControl
 
 __all__ = ["Cubic", "BETA", "C"]
 
@@ -27,7 +27,7 @@ HYSTART_MIN_SAMPLES = 8
 HYSTART_MIN_NS, HYSTART_MAX_NS = 4_000_000, 16_000_000
 
 
-class Cubic:
+class Cubic(WindowControl):
     """cwnd and ssthresh in segments, the cubic curve's state, HyStart's round."""
 
     name = "cubic"
@@ -108,11 +108,3 @@ class Cubic:
         self.ssthresh = max(self.cwnd * BETA, MIN_SSTHRESH)
         self.t_epoch_ns = None
         return self.ssthresh
-
-    def on_timeout(self, now_ns: int, flight: int) -> None:
-        """RFC 9438 4.8: the same reduction, then slow start from one segment."""
-        self.on_loss(now_ns, flight)
-        self.cwnd = 1.0
-
-    def on_recovered(self, now_ns: int) -> None:
-        self.cwnd = self.ssthresh

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Reno", "AckInfo", "MIN_SSTHRESH"]
+__all__ = ["Reno", "WindowControl", "AckInfo", "MIN_SSTHRESH"]
 
 MIN_SSTHRESH = 2.0
 
@@ -30,7 +30,29 @@ class AckInfo:
     snd_nxt: int  # next segment to send
 
 
-class Reno:
+class WindowControl:
+    """What every congestion control here does alike once ``on_loss`` has set ssthresh: an RTO
+    leaves one segment (RFC 5681 (4), (5); RFC 9438 4.8 for CUBIC), and the end of fast recovery
+    deflates the window to ssthresh (RFC 6582 3.2 step 3). Subclasses give ``on_ack`` and
+    ``on_loss``."""
+
+    cwnd: float
+    ssthresh: float
+
+    def on_loss(self, now_ns: int, flight: int) -> float:
+        raise NotImplementedError
+
+    def on_timeout(self, now_ns: int, flight: int) -> None:
+        """RTO expiry: the loss reduction, then a window of one segment."""
+        self.on_loss(now_ns, flight)
+        self.cwnd = 1.0
+
+    def on_recovered(self, now_ns: int) -> None:
+        """Fast recovery ended (a full ACK): the window deflates to ssthresh."""
+        self.cwnd = self.ssthresh
+
+
+class Reno(WindowControl):
     """cwnd and ssthresh in segments; growth on ACKs outside recovery, halving on loss."""
 
     name = "reno"
@@ -54,12 +76,3 @@ class Reno:
         """Entering fast recovery: RFC 5681 (4): ssthresh = max(FlightSize / 2, 2)."""
         self.ssthresh = max(flight / 2, MIN_SSTHRESH)
         return self.ssthresh
-
-    def on_timeout(self, now_ns: int, flight: int) -> None:
-        """RTO expiry: the same threshold, and a window of one segment (RFC 5681 (4), (5))."""
-        self.on_loss(now_ns, flight)
-        self.cwnd = 1.0
-
-    def on_recovered(self, now_ns: int) -> None:
-        """Fast recovery ended (a full ACK): the window deflates to ssthresh (RFC 6582 3.2 step 3)."""
-        self.cwnd = self.ssthresh
