@@ -54,9 +54,7 @@ class Cubic(WindowControl):
             if self.hystart:
                 self._hystart(ack)
             if self.cwnd < self.ssthresh:
-                grown = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
-                acked -= int(grown - self.cwnd)
-                self.cwnd = grown
+                acked = self.slow_start(acked)
                 if acked <= 0:
                     return
         self._avoid(ack.now_ns, acked, ack.srtt_ns)

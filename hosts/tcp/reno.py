@@ -42,6 +42,14 @@ class WindowControl:
     def on_loss(self, now_ns: int, flight: int) -> float:
         raise NotImplementedError
 
+    def slow_start(self, acked: int) -> int:
+        """RFC 5681 3.1: one segment per segment acknowledged, up to ssthresh; returns what is
+        left of ``acked`` for congestion avoidance."""
+        grown = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
+        acked -= int(grown - self.cwnd)
+        self.cwnd = grown
+        return acked
+
     def on_timeout(self, now_ns: int, flight: int) -> None:
         """RTO expiry: the loss reduction, then a window of one segment."""
         self.on_loss(now_ns, flight)
@@ -65,9 +73,7 @@ class Reno(WindowControl):
         """New data acknowledged (``ack.acked`` segments) while not in recovery."""
         acked = ack.acked
         if self.cwnd < self.ssthresh:
-            grown = min(self.cwnd + acked, max(self.ssthresh, self.cwnd))
-            acked -= int(grown - self.cwnd)
-            self.cwnd = grown
+            acked = self.slow_start(acked)
             if acked <= 0:
                 return
         self.cwnd += acked / self.cwnd
