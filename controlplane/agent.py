@@ -30,7 +30,7 @@ from controlplane.forecast import QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
-__all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
+__all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
            "LawTrace", "SwitchAgentCore", "rate_to_pps"]
 
 
@@ -46,7 +46,18 @@ class SetQueueDepth:
     depth: int
 
 
-Command = SetQueueRate | SetQueueDepth
+@dataclass(frozen=True)
+class PollReport:
+    """Ask the switch to report ``port``'s buffer now if its interval has elapsed (a packet-out
+    with ``report_poll = 1``). Reports are otherwise built only when a packet arrives on the port,
+    so an upstream neighbour that sends slowly would hear of the buffer only as slowly: on BMv2's
+    queues its rate commands would then come late and every packet queued in between would keep
+    a slow spacing (docs/bmv2.md)."""
+
+    port: int
+
+
+Command = SetQueueRate | SetQueueDepth | PollReport
 
 
 @dataclass(frozen=True)
@@ -66,6 +77,10 @@ class ModelledPort:
     params: PortParams
     port_mac: int
     upstream_mac: int
+    # Traffic enters here (a flow's path): on BMv2's queues the agent polls its reports. Never an
+    # idle port: its reports would go out through the port's egress queue, whose packets/s budget
+    # (BMv2's rate unit) the data in the other direction shares.
+    polled: bool = False
 
 
 @dataclass(frozen=True)
@@ -168,8 +183,12 @@ class SwitchAgentCore:
         return cmds
 
     def on_tick(self, now_ns: int) -> list[Command]:
-        """Called periodically: lets laws whose reports stopped decay their rate."""
+        """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
+        queues, polls every modelled port that traffic enters by (the data plane reports it only
+        if its interval has elapsed since its last report)."""
         cmds: list[Command] = []
+        if self.plan.fixed_departures:
+            cmds.extend(PollReport(m.port) for m in self.plan.modelled if m.polled)
         for port, pl in self.ports.items():
             if self.plan.actuate and pl.law.tick(now_ns):
                 cmds.extend(self._actuate(port, pl))

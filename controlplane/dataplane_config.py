@@ -16,6 +16,12 @@ from controlplane.params import LawParams, law_to_action
 
 #: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
 REPORT_SESSION_BASE = 1000
+#: The match keys of the two per-port tables: ``report_ingress`` (a report's arrival port) and
+#: ``port_config`` (the port whose buffer is modelled: an IPv4 arrival's, or a report poll's).
+LAW_TABLE = "MyIngress.report_ingress"
+LAW_KEY = "standard_metadata.ingress_port"
+PORT_TABLE = "MyIngress.port_config"
+PORT_KEY = "meta.model_port"
 
 
 def route_update(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> pb.Update:
@@ -32,7 +38,7 @@ def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int
 def port_config_entry(client: Any, port: int, *, capacity_pkts: int, report_interval_us: int, node_id: int,
                       port_mac: int, upstream_mac: int) -> pb.TableEntry:
     return client.names.table_entry(
-        "MyIngress.port_config", {"standard_metadata.ingress_port": port}, "MyIngress.set_port",
+        PORT_TABLE, {PORT_KEY: port}, "MyIngress.set_port",
         {"capacity_pkts": capacity_pkts, "report_interval_us": report_interval_us, "node_id": node_id,
          "port_mac": port_mac, "upstream_mac": upstream_mac})
 
@@ -56,7 +62,7 @@ def accept_reports(client: Any, port: int, law: LawParams | None = None) -> None
 
 def report_entry(client: Any, port: int, law: LawParams) -> Any:
     """The ``report_ingress`` entry of ``port`` holding ``law`` (for INSERT or MODIFY)."""
-    return client.names.table_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": port},
+    return client.names.table_entry(LAW_TABLE, {LAW_KEY: port},
                                     "MyIngress.report_to_cpu", law_to_action(law))
 
 

@@ -5,11 +5,13 @@
  * of the paper's "incoming interface": occupancy[p] counts the packets
  * that arrived on p and are still queued in this switch.  A packet is
  * admitted while occupancy[p] < capacity(p), otherwise dropped
- * (overflow).  Every report_interval_us, at the next IPv4 arrival on p,
- * an ingress-to-egress clone leaves through p itself, rewritten in
- * egress into an ALINEA report (EtherType 0x88B5) for the upstream
- * neighbour.  Reports arriving from a downstream neighbour go to the
- * controller (packet-in), never further.
+ * (overflow).  Every report_interval_us, at the next IPv4 arrival on p
+ * (or at a report poll for p, a packet-out from this switch's own
+ * controller, once two intervals have passed), an ingress-to-egress
+ * clone leaves through p itself,
+ * rewritten in egress into an ALINEA report (EtherType 0x88B5) for the
+ * upstream neighbour.  Reports arriving from a downstream neighbour go
+ * to the controller (packet-in), never further.
  *
  * docs/dataplane.md explains the design; docs/wire-format.md gives the
  * byte layout of the report and of the packet-in/out metadata.
@@ -60,6 +62,10 @@ const bit<8>  ALINEA_FLAG_OVERFLOW  = 0x01;
 
 /* A report frame is exactly the Ethernet and report headers. */
 const bit<32> REPORT_FRAME_BYTES = ETH_HDR_BYTES + REPORT_HDR_BYTES;
+/* A report poll reports a port only within 2^POLL_LIVE_SHIFT of its
+   report intervals after its last arrival: an idle port (a flow that has
+   not started, or has ended) stays silent, as without polls. */
+const bit<8> POLL_LIVE_SHIFT = 5;
 
 /* standard_metadata.instance_type values (BMv2 numbering). */
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
@@ -99,12 +105,16 @@ header packet_in_t {
 }
 
 /* Metadata in front of a frame from the controller (P4Runtime
-   PacketOut.metadata): the frame is sent, unchanged, out of
-   egress_port. */
+   PacketOut.metadata).  report_poll = 0: the frame is sent, unchanged,
+   out of egress_port.  report_poll = 1: a report poll; the frame goes
+   nowhere, and egress_port's report is built now if two of its
+   intervals have passed since its last report, so that a port whose
+   upstream neighbour sends slowly is still reported. */
 @controller_header("packet_out")
 header packet_out_t {
-    port_t egress_port;     // port to send the frame out of
-    bit<7> _pad;            // zero, pads the header to 2 bytes
+    port_t egress_port;     // port to send the frame out of, or to report on
+    bit<1> report_poll;     // 1: report poll (see above)
+    bit<6> _pad;            // zero, pads the header to 2 bytes
 }
 
 header ethernet_t {
@@ -168,12 +178,13 @@ struct headers_t {
  * the clone): the port to report on and its configuration.
  */
 struct metadata_t {
-    bit<1>  modelled;       // port_config has an entry for the arrival port
+    port_t  model_port;     // port whose buffer model applies (arrival or polled port)
+    bit<1>  modelled;       // port_config has an entry for model_port
     bit<1>  admitted;       // this packet holds a slot of occupancy[ingress_port]
     bit<1>  report_due;     // the arrival port's report interval has elapsed
     bit<1>  counted;        // counted in fwd_pkts[egress_spec]: count it in deq_pkts
     @field_list(REPORT_FIELD_LIST)
-    port_t  report_port;    // port whose buffer is modelled (= ingress_port)
+    port_t  report_port;    // port whose buffer is reported (= model_port)
     @field_list(REPORT_FIELD_LIST)
     bit<32> capacity;       // set_port.capacity_pkts
     @field_list(REPORT_FIELD_LIST)
@@ -194,6 +205,9 @@ struct metadata_t {
 register<bit<32>>(PORT_COUNT) occupancy;
 /* ingress_global_timestamp (µs) of the packet that triggered p's last report. */
 register<bit<48>>(PORT_COUNT) last_report_ts;
+/* ingress_global_timestamp (µs) of the last IPv4 arrival on p: a report
+   poll reports p only while p has seen traffic lately. */
+register<bit<48>>(PORT_COUNT) last_arrival_ts;
 /* Sequence number of p's last report. */
 register<bit<32>>(PORT_COUNT) report_seq;
 /* Overflow drops on p since p's last report. */
@@ -405,7 +419,7 @@ control MyIngress(inout headers_t hdr,
                     mac_t   port_mac,
                     mac_t   upstream_mac) {
         meta.modelled = 1;
-        meta.report_port = standard_metadata.ingress_port;
+        meta.report_port = meta.model_port;
         meta.capacity = capacity_pkts;
         meta.report_interval_us = report_interval_us;
         meta.node_id = node_id;
@@ -416,7 +430,7 @@ control MyIngress(inout headers_t hdr,
     /* One entry per modelled (and reported) port; no entry: not modelled. */
     table port_config {
         key = {
-            standard_metadata.ingress_port : exact;
+            meta.model_port : exact;
         }
         actions = {
             set_port;
@@ -439,26 +453,41 @@ control MyIngress(inout headers_t hdr,
         }
     }
 
-    /* Is a report on the arrival port due?  If so, restart its interval
-       now, in the same action, so that one packet only triggers it. */
+    /* Is a report on model_port due?  If so, restart its interval now,
+       in the same action, so that one packet only triggers it.  An
+       arrival triggers it after one interval; a report poll only after
+       two, and only while the port has seen an arrival lately, so that
+       polls fill the gaps of a slow neighbour's arrivals and leave the
+       reports' pace alone otherwise. */
     action check_report_due() {
         @atomic {
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+            bit<48> wait = (bit<48>)meta.report_interval_us;
             bit<48> last;
-            last_report_ts.read(last, (bit<32>)standard_metadata.ingress_port);
-            bool due = standard_metadata.ingress_global_timestamp - last
-                       >= (bit<48>)meta.report_interval_us;
-            last_report_ts.write((bit<32>)standard_metadata.ingress_port,
-                                 due ? standard_metadata.ingress_global_timestamp : last);
+            bit<48> arrived;
+            last_report_ts.read(last, (bit<32>)meta.model_port);
+            last_arrival_ts.read(arrived, (bit<32>)meta.model_port);
+            bool live = arrived != 0 && now - arrived < (wait << POLL_LIVE_SHIFT);
+            bool due = hdr.packet_out.isValid() ? (live && now - last >= wait + wait)
+                                                 : now - last >= wait;
+            last_report_ts.write((bit<32>)meta.model_port, due ? now : last);
+            last_arrival_ts.write((bit<32>)meta.model_port,
+                                  hdr.packet_out.isValid() ? arrived : now);
             meta.report_due = due ? 1w1 : 1w0;
         }
     }
 
-    /* Clone this packet (as received) to the arrival port's report
-       session; egress turns the clone into the report. */
+    /* Clone this packet (as received) to model_port's report session;
+       egress turns the clone into the report. */
     action request_report() {
         clone_preserving_field_list(CloneType.I2E,
-            REPORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
+            REPORT_SESSION_BASE + (bit<32>)meta.model_port,
             REPORT_FIELD_LIST);
+    }
+
+    /* A report poll has done its work: it goes nowhere. */
+    action drop_poll() {
+        mark_to_drop(standard_metadata);
     }
 
     /* A routed packet goes to the egress queue of egress_spec: count it
@@ -505,12 +534,18 @@ control MyIngress(inout headers_t hdr,
             discard_parser_error();
         } else if (standard_metadata.checksum_error == 1w1) {
             discard_bad_checksum();
-        } else if (hdr.packet_out.isValid()) {
+        } else if (hdr.packet_out.isValid() && hdr.packet_out.report_poll == 1w0) {
             send_from_cpu();
-        } else if (hdr.report.isValid()) {
+        } else if (hdr.report.isValid() && !hdr.packet_out.isValid()) {
             /* Reports are never forwarded: to the controller or dropped. */
             report_ingress.apply();
-        } else if (hdr.ipv4.isValid()) {
+        } else if (hdr.ipv4.isValid() || hdr.packet_out.isValid()) {
+            /* An IPv4 arrival, or a report poll naming the port. */
+            if (hdr.packet_out.isValid()) {
+                meta.model_port = hdr.packet_out.egress_port;
+            } else {
+                meta.model_port = standard_metadata.ingress_port;
+            }
             port_config.apply();
             /* Any IPv4 arrival on a modelled port may trigger its report,
                whatever becomes of the packet itself. */
@@ -520,20 +555,24 @@ control MyIngress(inout headers_t hdr,
                     request_report();
                 }
             }
-            switch (ipv4_lpm.apply().action_run) {
-                ipv4_forward: {
-                    if (hdr.ipv4.ttl <= 8w1) {
-                        discard_ttl_expired();
-                    } else {
-                        hdr.ipv4.ttl = hdr.ipv4.ttl - 8w1;
-                        if (meta.modelled == 1w1) {
-                            admit();
-                            if (meta.admitted == 1w0) {
-                                discard_overflow();
+            if (hdr.packet_out.isValid()) {
+                drop_poll();
+            } else {
+                switch (ipv4_lpm.apply().action_run) {
+                    ipv4_forward: {
+                        if (hdr.ipv4.ttl <= 8w1) {
+                            discard_ttl_expired();
+                        } else {
+                            hdr.ipv4.ttl = hdr.ipv4.ttl - 8w1;
+                            if (meta.modelled == 1w1) {
+                                admit();
+                                if (meta.admitted == 1w0) {
+                                    discard_overflow();
+                                }
                             }
-                        }
-                        if (meta.modelled == 1w0 || meta.admitted == 1w1) {
-                            count_forwarded();
+                            if (meta.modelled == 1w0 || meta.admitted == 1w1) {
+                                count_forwarded();
+                            }
                         }
                     }
                 }

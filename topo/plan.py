@@ -52,10 +52,10 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     hop_by_hop = network_mode(topo) == "hop-by-hop"
     # End-to-end: no modelled ingress buffer (no admission, no reports). Its occupancy counter
     # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
-    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
-                                  neighbour_mac(topo, name, u))
-                     for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     used = set(topo.directed_links())
+    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
+                                  neighbour_mac(topo, name, u), polled=(u, name) in used)
+                     for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
                                     limit_at_start=(name, v) in used)
                       for v in topo.neighbours(name) if (name, v) in topo.law)

@@ -115,11 +115,10 @@ def test_alinea_tables(alinea):
     assert actions[lpm.const_default_action_id] == "MyIngress.drop"
     assert sorted(actions[r.id] for r in lpm.action_refs) == ["MyIngress.drop", "MyIngress.ipv4_forward"]
 
-    for name, default in (("MyIngress.report_ingress", "MyIngress.drop_spoofed"),
-                          ("MyIngress.port_config", "NoAction")):
+    for name, default, key in (("MyIngress.report_ingress", "MyIngress.drop_spoofed", "standard_metadata.ingress_port"),
+                               ("MyIngress.port_config", "NoAction", "meta.model_port")):
         t = tables[name]
-        assert [(m.name, m.bitwidth, m.match_type) for m in t.match_fields] == [
-            ("standard_metadata.ingress_port", 9, MF.EXACT)]
+        assert [(m.name, m.bitwidth, m.match_type) for m in t.match_fields] == [(key, 9, MF.EXACT)]
         assert t.size == 512
         assert actions[t.const_default_action_id] == default
         scopes = {actions[r.id]: r.scope for r in t.action_refs}
@@ -162,7 +161,7 @@ def test_alinea_counters_and_registers(alinea):
 
     registers = by_name(alinea.registers)
     widths = {n: r.type_spec.bitstring.bit.bitwidth for n, r in registers.items()}
-    assert widths == {"occupancy": 32, "last_report_ts": 48, "report_seq": 32, "overflow_drops": 32,
+    assert widths == {"occupancy": 32, "last_report_ts": 48, "last_arrival_ts": 48, "report_seq": 32, "overflow_drops": 32,
                       "fwd_pkts": 32, "deq_pkts": 32}
     assert {r.size for r in registers.values()} == {512}
     assert not alinea.meters and not alinea.direct_counters and not alinea.digests
@@ -176,7 +175,7 @@ def test_alinea_controller_headers(alinea):
         (5, "w_max_bps", 48), (6, "w_min_bps", 48), (7, "k_p_bps", 48), (8, "r_max_bps", 48), (9, "r_floor_bps", 48),
         (10, "fwd_pkts", 32), (11, "deq_pkts", 32)]
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_out"].metadata] == [
-        (1, "egress_port", 9), (2, "_pad", 7)]
+        (1, "egress_port", 9), (2, "report_poll", 1), (3, "_pad", 6)]
     assert cpm["packet_in"].preamble.annotations == ['@controller_header("packet_in")']
     # the id hashes the header type's name, as p4c does
     assert cpm["packet_in"].preamble.id == hashed_id(PREFIX_CONTROLLER_HEADER, "packet_in_t")
