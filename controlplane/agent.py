@@ -112,6 +112,8 @@ class SwitchPlan:
     # True: the egress queues fix each packet's departure when it is queued (BMv2, and p4switch's
     # default queue model); False: a shaper at dequeue (p4switch --queue-model shaper).
     fixed_departures: bool = True
+    # On fixed departures: poll the reports of the modelled ports traffic enters by (PollReport).
+    report_polls: bool = False
 
 
 @dataclass(frozen=True)
@@ -184,10 +186,10 @@ class SwitchAgentCore:
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
-        queues, polls every modelled port that traffic enters by (the data plane reports it only
-        if its interval has elapsed since its last report)."""
+        queues with ``report_polls``, polls every modelled port that traffic enters by (the data
+        plane reports it only if two intervals have passed since its last report)."""
         cmds: list[Command] = []
-        if self.plan.fixed_departures:
+        if self.plan.fixed_departures and self.plan.report_polls:
             cmds.extend(PollReport(m.port) for m in self.plan.modelled if m.polled)
         for port, pl in self.ports.items():
             if self.plan.actuate and pl.law.tick(now_ns):

@@ -146,6 +146,8 @@ class Options:
     # simulator: the 99th percentile of that latency (lognormal around the median above, each
     # direction in order, seeded); None = every call takes exactly control_latency
     control_latency_p99_ns: int | None = None
+    # on BMv2's queues, each agent polls the reports of the ports traffic enters by (docs/bmv2.md)
+    report_polls: bool = False
 
 
 @dataclass

@@ -65,6 +65,6 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     else:  # a router's drop-tail FIFO per output port, the link's buffer deep, shared by every flow
         depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
     return SwitchPlan(name=name, node_id=node.index, routes=tuple(routes), modelled=modelled, regulated=regulated,
-                      queue_depths=depths, actuate=hop_by_hop,
+                      queue_depths=depths, actuate=hop_by_hop, report_polls=topo.options.report_polls,
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))

@@ -63,7 +63,7 @@ NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
-OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99")
+OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
 #: Law keys an override or an event may set.
@@ -848,5 +848,11 @@ class _Loader:
                 raise self.doc.error(node, "options.control_latency_p99",
                                      f"{p99 / 1e6:g} ms: must be in control_latency ({latency / 1e6:g} ms).."
                                      f"{MAX_CONTROL_LATENCY_NS // 1_000_000} ms")
+        polls = False
+        if "report_polls" in entries:
+            node = entries["report_polls"].value
+            polls = self.doc.scalar(node, "options.report_polls")
+            if not isinstance(polls, bool):
+                raise self.doc.error(node, "options.report_polls", f"{polls!r}: report_polls is true or false")
         return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency,
-                       control_latency_p99_ns=p99)
+                       control_latency_p99_ns=p99, report_polls=polls)

@@ -108,11 +108,11 @@ def test_on_bmv2_queues_regulated_ports_start_at_r_max_not_the_floor() -> None:
     assert c.ports[2].law.rate == LAW.r_max
 
 
-def test_on_bmv2_queues_every_tick_polls_the_modelled_ports_traffic_enters_by() -> None:
+def test_with_report_polls_on_bmv2_queues_every_tick_polls_the_modelled_ports_traffic_enters_by() -> None:
     modelled = tuple(ModelledPort(p, PortParams(), 0, 0, polled=p != 4) for p in (1, 3, 4))
-    for fixed, polls in ((True, [PollReport(1), PollReport(3)]), (False, [])):
+    for fixed, on, polls in ((True, True, [PollReport(1), PollReport(3)]), (False, True, []), (True, False, [])):
         plan = SwitchPlan("R1", 1, modelled=modelled, regulated=(RegulatedPort(2, LAW, 1000),),
-                          fixed_departures=fixed)
+                          fixed_departures=fixed, report_polls=on)
         c = SwitchAgentCore(plan)
         c.start()
         assert c.on_tick(10 * MS) == polls
