@@ -129,6 +129,9 @@ class LawTrace:
     pps: int
     o: float
     w: float
+    # on BMv2's queues: the forecast the law ran on (fraction of the buffer) and the drain (b/s)
+    forecast: float | None = None
+    drain_bps: float | None = None
 
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
@@ -181,7 +184,8 @@ class SwitchAgentCore:
         cmds = self._actuate(port, pl)
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
             self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
-                                   pl.pps, pl.law.o, pl.law.w))
+                                   pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
+                                   forecast and forecast.drain_bps))
         return cmds
 
     def on_tick(self, now_ns: int) -> list[Command]:

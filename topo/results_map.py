@@ -45,7 +45,7 @@ BUFFERS = ("200", "1bdp")
 RUN_S = {1: 40, 10: 20, 50: 10, 500: 5}
 MIN_LINK_RTTS = 300
 #: Cells whose run would move more packet-hops than this are not run (see the module's docstring).
-BUDGET_PACKET_HOPS = 4_000_000
+BUDGET_PACKET_HOPS = 2_500_000
 MIN_BUFFER_PKTS = 2
 COMMAND = "make map  (python -m topo.results_map --out docs/map.md)"
 STARVED = 0.05  # a buffer that never held more than this fraction is not regulated (faster drain than feed)
