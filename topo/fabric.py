@@ -33,7 +33,7 @@ from topo.simnet import SimNetwork
 from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisson_flows
 from topo.yaml_tree import TopologyError
 
-__all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "spine_bytes", "main"]
+__all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "uplink_bytes", "main"]
 
 #: a fabric run's control -> the network mode of its switches
 FABRIC_CONTROLS = {"alinea": "hop-by-hop", "tcp": "end-to-end"}
@@ -75,25 +75,32 @@ class FabricRun:
     topo: Topology
     recorder: Recorder
     rows: list[FctRow]
-    spines: dict[str, int]  # spine -> data bytes it forwarded (leaf -> spine directions)
+    uplinks: dict[tuple[str, str], int]  # (leaf, spine) -> bytes the leaf sent that spine
     end_ns: int
     counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def spines(self) -> dict[str, int]:
+        """Bytes each spine received from all leaves."""
+        out: dict[str, int] = {}
+        for (_leaf, spine), n in sorted(self.uplinks.items()):
+            out[spine] = out.get(spine, 0) + n
+        return out
 
     @property
     def completed(self) -> int:
         return sum(1 for r in self.rows if r.end_ns is not None)
 
 
-def spine_bytes(net: SimNetwork) -> dict[str, int]:
-    """Bytes each spine received from the leaves: the traffic ECMP gave it."""
-    out: dict[str, int] = {}
+def uplink_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
+    """Bytes each leaf sent each spine: the traffic ECMP gave that uplink."""
+    out: dict[tuple[str, str], int] = {}
     for link in net.topo.links:
         leaf, spine = sorted(link.ends, key=lambda n: n.startswith("spine"))
-        if not spine.startswith("spine") or not leaf.startswith("leaf"):
-            continue
-        mem = net.links[(leaf, spine)]
-        out[spine] = out.get(spine, 0) + mem.stats[mem.direction_from(net._ends[(leaf, spine)])].sent_bytes
-    return dict(sorted(out.items()))
+        if spine.startswith("spine") and leaf.startswith("leaf"):
+            mem = net.links[(leaf, spine)]
+            out[(leaf, spine)] = mem.stats[mem.direction_from(net._ends[(leaf, spine)])].sent_bytes
+    return out
 
 
 def completion_times(net: SimNetwork) -> dict[str, int | None]:
@@ -115,7 +122,7 @@ def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> F
         t += STEP_NS
         net.run_until(t)
     net.finish()
-    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), spine_bytes(net), t, dict(net.counts))
+    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), uplink_bytes(net), t, dict(net.counts))
 
 
 def summary(run: FabricRun) -> dict:
