@@ -238,11 +238,9 @@ class Topology:
         return (10 << 24) | (self.nodes[host].index << 8) | 1
 
     # ---- routes ----------------------------------------------------------------------------------
-    def _tree_toward(self, dst: str) -> dict[str, str]:
-        """Next hop toward ``dst`` from every node that can reach it (BFS from dst, ties by name).
-
-        Hosts never forward, so they are leaves of the tree (except ``dst`` itself).
-        """
+    def _bfs_toward(self, dst: str) -> tuple[dict[str, int], dict[str, str]]:
+        """Hops to ``dst`` and the next hop toward it from every node that can reach it (BFS from
+        dst, ties by name). Hosts never forward, so they are leaves of the tree (except ``dst``)."""
         nxt: dict[str, str] = {}
         dist = {dst: 0}
         queue = deque([dst])
@@ -255,7 +253,10 @@ class Topology:
                     dist[nb] = dist[cur] + 1
                     nxt[nb] = cur
                     queue.append(nb)
-        return nxt
+        return dist, nxt
+
+    def _tree_toward(self, dst: str) -> dict[str, str]:
+        return self._bfs_toward(dst)[1]
 
     def next_hop(self, node: str, dst_host: str) -> str | None:
         return self._next_hop[dst_host].get(node)
@@ -271,16 +272,7 @@ class Topology:
         return self._hops[dst_host].get(node, ())
 
     def _equal_cost_toward(self, dst: str) -> dict[str, tuple[str, ...]]:
-        dist = {dst: 0}
-        queue = deque([dst])
-        while queue:
-            cur = queue.popleft()
-            if cur != dst and not self.nodes[cur].is_switch:
-                continue
-            for nb in self.neighbours(cur):
-                if nb not in dist:
-                    dist[nb] = dist[cur] + 1
-                    queue.append(nb)
+        dist = self._bfs_toward(dst)[0]
         return {n: tuple(sorted(nb for nb in self.neighbours(n) if dist.get(nb) == d - 1
                                 and (nb == dst or self.nodes[nb].is_switch)))
                 for n, d in dist.items() if d > 0}
