@@ -11,7 +11,8 @@ the incast fell below half the link's rate, nearest the receiver first (a port's
 hops from leaf 2).
 
 Controls: ``alinea`` (hosts and switches hop-by-hop, the victim capped at ``victim_rate``),
-``tcp`` (end to end, drop-tail FIFOs, TCP model), ``none`` (end to end, fixed-rate senders at their
+``cvihis-rtm`` (end to end, drop-tail FIFOs, the receivers' CVIHIS control, the victim capped
+likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
 link's rate, the victim at ``victim_rate``).
 
     python -m topo.hol [--seconds 3] [--out DIR]
@@ -32,7 +33,7 @@ from topo.simnet import SimNetwork
 
 __all__ = ["HolSetup", "hol_topology", "victim_throughput", "rate_spread", "run_hol", "HOL_CONTROLS", "main"]
 
-HOL_CONTROLS = ("alinea", "tcp", "none")
+HOL_CONTROLS = ("alinea", "cvihis-rtm", "tcp", "none")
 
 
 @dataclass(frozen=True)
@@ -53,9 +54,9 @@ class HolSetup:
 
 
 def _flow(name: str, src: str, dst: str, control: str, start_s: float, rate: str | None) -> str:
-    kind = {"alinea": "alinea", "tcp": "tcp", "none": "fixed"}[control]
+    kind = "fixed" if control == "none" else control
     extra = ""
-    if rate is not None and kind == "alinea":
+    if rate is not None and kind in ("alinea", "cvihis-rtm"):
         extra = f", r_max: {rate}"
     elif kind == "fixed":
         extra = f", rate: {rate or '10Mb/s'}"

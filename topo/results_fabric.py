@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 from topo.fabric import FABRIC_CONTROLS, FabricRun, FabricSpec, fabric_topology, run_fabric  # noqa: E402
 from topo.fct import FctRow, slowdown_table  # noqa: E402
-from topo.hol import HolSetup, run_hol  # noqa: E402
+from topo.hol import HOL_CONTROLS, HolSetup, run_hol  # noqa: E402
 from topo.workload import cdf_named, poisson_flows  # noqa: E402
 
 __all__ = ["fabric_sections", "SEEDS", "LOADS", "HEADING", "main"]
@@ -126,7 +126,7 @@ def _hol() -> list[str]:
     lines = ["| control | victim alone (Mb/s) | victim during incast (Mb/s) | share | incast goodput (Mb/s) | "
              "switch drops | ports throttled below half their link, hop by hop from leaf 2 |",
              "|---|---:|---:|---:|---:|---:|---|"]
-    for control in ("alinea", "tcp", "none"):
+    for control in HOL_CONTROLS:
         r = run_hol(setup, control)
         spread = "; ".join(f"{d['hops']}: {d['port']} {int(d['mean_rate_bps']) / 1e6:.1f}" for d in r["spread"]) or "-"
         lines.append(f"| {control} | {r['victim_idle_bps'] / 1e6:.2f} | {r['victim_bps'] / 1e6:.2f} | "
@@ -166,7 +166,7 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
             "and spines but not the receiver's port. Throughputs over "
             f"[{setup.incast_start_s + 0.5:g}, {setup.seconds:g}] s, against the victim's own in the same network "
             f"without the incast (`topo/hol.py`, seed 1; the victim capped at {setup.victim_rate} under "
-            "`alinea` and `none`, TCP's own under `tcp`). A port is listed when its law's mean rate over the window "
+            "`alinea`, `cvihis-rtm` and `none`, TCP's own under `tcp`). A port is listed when its law's mean rate over the window "
             "was below half its link's rate (hop 1: a spine's port toward leaf 2; 2: a leaf 1 uplink; 3: a host's "
             "link, whose law the ALINEA host runs).", "", *_hol(), ""]
 
