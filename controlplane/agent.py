@@ -30,8 +30,8 @@ from controlplane.forecast import QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
-__all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort", "RegulatedPort", "SwitchPlan",
-           "LawTrace", "SwitchAgentCore", "rate_to_pps"]
+__all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
+           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps"]
 
 
 @dataclass(frozen=True)
