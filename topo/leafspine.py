@@ -68,7 +68,8 @@ def read_fabric(doc: Doc, entry: Entry) -> LeafSpine:
     """The generator's parameters, checked: counts, rates and exactly one of spine_rate and
     oversubscription (spine_rate = hosts_per_leaf * host_rate / (spines * oversubscription))."""
     f = doc.mapping(entry.value, "fabric", FABRIC_KEYS, required=("leaves", "spines", "hosts_per_leaf", "host_rate"))
-    leaves, spines, per_leaf = _count(doc, f, "leaves", 2), _count(doc, f, "spines", 1), _count(doc, f, "hosts_per_leaf", 1)
+    leaves, spines = _count(doc, f, "leaves", 2), _count(doc, f, "spines", 1)
+    per_leaf = _count(doc, f, "hosts_per_leaf", 1)
     if spines > MAX_SPINES:
         raise doc.error(f["spines"].value, "fabric.spines",
                         f"{spines}: an equal-cost group holds at most {MAX_SPINES} next hops (alinea.p4)")
@@ -120,9 +121,11 @@ def expand_fabric(root: Node, doc: Doc) -> LeafSpine | None:
     def mapping(pairs: list[tuple[str, Node]]) -> MappingNode:
         return MappingNode("tag:yaml.org,2002:map", [(text(k), v) for k, v in pairs], mark, mark)
 
+    def sequence(items: list[Node]) -> SequenceNode:
+        return SequenceNode("tag:yaml.org,2002:seq", items, mark, mark)
+
     def link(a: str, b: str, rate: float) -> MappingNode:
-        pairs: list[tuple[str, Node]] = [("ends", SequenceNode("tag:yaml.org,2002:seq", [text(a), text(b)], mark, mark)),
-                                         ("rate", text(f"{rate!r}b/s"))]
+        pairs: list[tuple[str, Node]] = [("ends", sequence([text(a), text(b)])), ("rate", text(f"{rate!r}b/s"))]
         pairs += [(k, fields[k].value) for k in ("delay", "buffer") if k in fields]
         return mapping(pairs)
 
@@ -133,5 +136,5 @@ def expand_fabric(root: Node, doc: Doc) -> LeafSpine | None:
              for lf in range(1, fab.leaves + 1) for i in range(1, fab.hosts_per_leaf + 1)]
     links += [link(fab.leaf(lf), fab.spine(s), fab.spine_rate_bps)
               for lf in range(1, fab.leaves + 1) for s in range(1, fab.spines + 1)]
-    root.value += [(text("nodes"), mapping(nodes)), (text("links"), SequenceNode("tag:yaml.org,2002:seq", links, mark, mark))]
+    root.value += [(text("nodes"), mapping(nodes)), (text("links"), sequence(links))]
     return fab

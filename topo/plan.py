@@ -80,7 +80,7 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
         depths = tuple((topo.port(name, v), depth) for v in topo.neighbours(name))
     else:  # a router's drop-tail FIFO per output port, the link's buffer deep, shared by every flow
         depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
-    return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled, regulated=regulated,
-                      queue_depths=depths, actuate=hop_by_hop,
+    return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled,
+                      regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))

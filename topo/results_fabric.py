@@ -166,8 +166,8 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
             "and spines but not the receiver's port. Throughputs over "
             f"[{setup.incast_start_s + 0.5:g}, {setup.seconds:g}] s, against the victim's own in the same network "
             f"without the incast (`topo/hol.py`, seed 1; the victim capped at {setup.victim_rate} under "
-            "`alinea`, `cvihis-rtm` and `none`, TCP's own under `tcp`). A port is listed when its law's mean rate over the window "
-            "was below half its link's rate (hop 1: a spine's port toward leaf 2; 2: a leaf 1 uplink; 3: a host's "
+            "`alinea`, `cvihis-rtm` and `none`, TCP's own under `tcp`). A port is listed when its law's mean rate "
+            "over the window was below half its link's rate (hop 1: a spine's port toward leaf 2; 2: a leaf 1 uplink; 3: a host's "
             "link, whose law the ALINEA host runs).", "", *_hol(), ""]
 
 
