@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from controlplane.units import parse_duration_ns
+from controlplane.units import parse_duration_ns, parse_rate
 from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
 from topo.model import Topology
 from topo.record import Recorder
@@ -56,6 +56,10 @@ class FabricSpec:
         return (f"fabric:\n  leaves: {self.leaves}\n  spines: {self.spines}\n  hosts_per_leaf: {self.hosts_per_leaf}\n"
                 f"  host_rate: {self.host_rate}\n  oversubscription: {self.oversubscription!r}\n"
                 f"  delay: {self.delay}\n  buffer: {self.buffer}\n")
+
+    @property
+    def host_rate_bps(self) -> float:
+        return parse_rate(self.host_rate, "host_rate")
 
     def hosts(self) -> list[str]:
         return [f"h{lf}_{i}" for lf in range(1, self.leaves + 1) for i in range(1, self.hosts_per_leaf + 1)]
@@ -152,7 +156,7 @@ def main(argv: list[str] | None = None) -> int:
     spec = FabricSpec()
     try:
         duration = parse_duration_ns(args.duration, "--duration")
-        flows = poisson_flows(spec.hosts(), cdf_named(args.cdf), load=args.load, host_rate_bps=10e6,
+        flows = poisson_flows(spec.hosts(), cdf_named(args.cdf), load=args.load, host_rate_bps=spec.host_rate_bps,
                               duration_ns=duration, seed=args.seed, size_scale=args.size_scale)
         run = run_fabric(fabric_topology(spec, flows, args.control), args.seed)
     except (WorkloadError, TopologyError, ValueError) as exc:

@@ -31,7 +31,6 @@ __all__ = ["fabric_sections", "SEEDS", "LOADS", "HEADING", "main"]
 HEADING = "## Fabric: leaf-spine with ECMP, flow completion times and head-of-line blocking"
 SPEC = FabricSpec(leaves=4, spines=2, hosts_per_leaf=4, host_rate="10Mb/s", oversubscription=1.0,
                   delay="250us", buffer=100)
-HOST_RATE_BPS = 10e6
 CDF = "websearch"
 SIZE_SCALE = 0.01
 ARRIVALS_NS = 2_000_000_000
@@ -56,7 +55,7 @@ def _runs() -> dict[tuple[str, float], list[FabricRun]]:
     out: dict[tuple[str, float], list[FabricRun]] = {}
     for load in LOADS:
         for seed in SEEDS:
-            flows = poisson_flows(SPEC.hosts(), cdf, load=load, host_rate_bps=HOST_RATE_BPS, duration_ns=ARRIVALS_NS,
+            flows = poisson_flows(SPEC.hosts(), cdf, load=load, host_rate_bps=SPEC.host_rate_bps, duration_ns=ARRIVALS_NS,
                                   seed=seed, size_scale=SIZE_SCALE)
             for control in FABRIC_CONTROLS:
                 t0 = time.perf_counter()
@@ -146,7 +145,7 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
     return [HEADING, "",
             f"A {SPEC.leaves}-leaf, {SPEC.spines}-spine fabric of {SPEC.leaves * SPEC.hosts_per_leaf} hosts "
             f"(`fabric:` in docs/topologies.md): {SPEC.host_rate} host links, non-blocking uplinks "
-            f"({SPEC.hosts_per_leaf * HOST_RATE_BPS / SPEC.spines / 1e6:g} Mb/s), {SPEC.delay} per link, "
+            f"({SPEC.hosts_per_leaf * SPEC.host_rate_bps / SPEC.spines / 1e6:g} Mb/s), {SPEC.delay} per link, "
             f"{SPEC.buffer}-packet buffers, equal-cost groups over the spines (alinea.p4's action selector). "
             "**Scaled time**: the rates are a thousandth of a 10 Gb/s fabric's and the delays a thousand times "
             "longer, so the bandwidth-delay product in packets is a real fabric's; flow sizes are the "
