@@ -93,7 +93,11 @@ def load_cdf(path: str | Path) -> SizeCdf:
 
 def cdf_named(name: str) -> SizeCdf:
     """A shipped distribution by name (``websearch``, ``datamining``) or a CDF file by path."""
-    return load_cdf(CDF_DIR / f"{name}.cdf" if name in BUILTIN_CDFS else name)
+    if name in BUILTIN_CDFS:
+        return load_cdf(CDF_DIR / f"{name}.cdf")
+    if not Path(name).is_file():
+        raise WorkloadError(f"{name}: no such CDF file (or give a shipped one: {', '.join(BUILTIN_CDFS)})")
+    return load_cdf(name)
 
 
 @dataclass(frozen=True)

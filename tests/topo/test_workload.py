@@ -51,8 +51,10 @@ def test_bad_cdf_files_are_refused_naming_the_file(tmp_path, text, what):
 
 
 def test_a_missing_cdf_file_is_named(tmp_path):
-    with pytest.raises(WorkloadError, match="cannot read the flow-size CDF"):
+    with pytest.raises(WorkloadError, match="no such CDF file .*websearch, datamining"):
         cdf_named(str(tmp_path / "absent.cdf"))
+    with pytest.raises(WorkloadError, match="cannot read the flow-size CDF"):
+        load_cdf(tmp_path)  # a directory
 
 
 def test_poisson_arrivals_offer_the_load_and_are_seeded():
