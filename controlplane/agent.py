@@ -30,8 +30,8 @@ from controlplane.forecast import QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
-__all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
-           "LawTrace", "SwitchAgentCore", "rate_to_pps"]
+__all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
+           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,24 @@ class Route:
 
 
 @dataclass(frozen=True)
+class NextHop:
+    """One member of an equal-cost group: out of ``port``, to ``dst_mac``, from ``src_mac``."""
+
+    port: int
+    dst_mac: int
+    src_mac: int
+
+
+@dataclass(frozen=True)
+class EcmpGroup:
+    """Equal-cost next hops shared by the prefixes routed to it (``MyIngress.ecmp_group``)."""
+
+    group_id: int
+    hops: tuple[NextHop, ...]
+    prefixes: tuple[tuple[int, int], ...]  # (prefix, prefix_len) routed to this group
+
+
+@dataclass(frozen=True)
 class ModelledPort:
     """An ingress port whose buffer the switch models and reports upstream."""
 
@@ -103,6 +121,7 @@ class SwitchPlan:
     name: str
     node_id: int
     routes: tuple[Route, ...] = ()
+    groups: tuple[EcmpGroup, ...] = ()  # multipath routes (options.ecmp); none in single-path topologies
     modelled: tuple[ModelledPort, ...] = ()
     regulated: tuple[RegulatedPort, ...] = ()
     queue_depths: tuple[tuple[int, int], ...] = ()  # (port, depth in packets)

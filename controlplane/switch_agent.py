@@ -65,6 +65,8 @@ class SwitchAgent:
         c = self.client
         c.set_pipeline(p4info, device_config)
         updates = [dp.route_update(c, r.prefix, r.prefix_len, r.port, r.dst_mac, r.src_mac) for r in self.plan.routes]
+        for g in self.plan.groups:
+            updates += dp.ecmp_updates(c, g.group_id, ((h.port, h.dst_mac, h.src_mac) for h in g.hops), g.prefixes)
         for m in self.plan.modelled:
             updates += dp.model_port_updates(c, m.port, capacity_pkts=m.params.capacity,
                                              report_interval_us=m.params.interval_us, node_id=self.plan.node_id,

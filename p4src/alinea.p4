@@ -1,7 +1,8 @@
 /*
  * alinea.p4 -- hop-by-hop ALINEA data plane (P4_16, v1model).
  *
- * Routes IPv4 like a router and models, per INGRESS port p, the buffer
+ * Routes IPv4 like a router (one next hop, or an equal-cost group picked
+ * by a 5-tuple hash in an action selector) and models, per INGRESS port p, the buffer
  * of the paper's "incoming interface": occupancy[p] counts the packets
  * that arrived on p and are still queued in this switch.  A packet is
  * admitted while occupancy[p] < capacity(p), otherwise dropped
@@ -35,6 +36,13 @@
 #define PORT_COUNT 512
 /* Routes in ipv4_lpm. */
 #define IPV4_LPM_SIZE 1024
+/* Equal-cost groups (ecmp_group entries) and members of their selector. */
+#define ECMP_GROUPS 256
+#define ECMP_MEMBERS 1024
+/* Next hops a group may hold (P4Info max_group_size). */
+#define ECMP_MAX_GROUP 16
+/* Bits of the selector's 5-tuple hash. */
+#define ECMP_HASH_BITS 16
 /* The clone session that reports on port p is REPORT_SESSION_BASE + p;
    its one replica must go out of port p. */
 #define REPORT_SESSION_BASE 1000
@@ -183,6 +191,10 @@ struct metadata_t {
     bit<1>  admitted;       // this packet holds a slot of occupancy[ingress_port]
     bit<1>  report_due;     // the arrival port's report interval has elapsed
     bit<1>  counted;        // counted in fwd_pkts[egress_spec]: count it in deq_pkts
+    bit<1>  routed;         // a route (direct or an ECMP member) set egress_spec
+    bit<16> ecmp_group;     // ipv4_lpm chose an equal-cost group: its id (ecmp_group's key)
+    bit<16> l4_src;         // UDP source port, 0 if none: selector field
+    bit<16> l4_dst;         // UDP destination port, 0 if none: selector field
     @field_list(REPORT_FIELD_LIST)
     port_t  report_port;    // port whose buffer is reported (= model_port)
     @field_list(REPORT_FIELD_LIST)
@@ -267,6 +279,8 @@ parser MyParser(packet_in pkt,
 
     state parse_udp {
         pkt.extract(hdr.udp);
+        meta.l4_src = hdr.udp.srcPort;
+        meta.l4_dst = hdr.udp.dstPort;
         transition accept;
     }
 }
@@ -507,6 +521,13 @@ control MyIngress(inout headers_t hdr,
         hdr.ethernet.dstAddr = dst_mac;
         hdr.ethernet.srcAddr = src_mac;
         standard_metadata.egress_spec = port;
+        meta.routed = 1;
+    }
+
+    /* The destination has several equal-cost next hops: ecmp_group
+       picks one of group_id's members by the packet's 5-tuple. */
+    action set_ecmp_group(bit<16> group_id) {
+        meta.ecmp_group = group_id;
     }
 
     /* No route (the default), or a route that discards. */
@@ -521,10 +542,36 @@ control MyIngress(inout headers_t hdr,
         }
         actions = {
             ipv4_forward;
+            set_ecmp_group;
             drop;
         }
         const default_action = drop();
         size = IPV4_LPM_SIZE;
+    }
+
+    /* Equal-cost next hops: one entry per group id, pointing to an
+       action-profile group of ipv4_forward members written over
+       P4Runtime; the selector hashes the 5-tuple, so a flow keeps its
+       path.  No entry, or an empty group: dropped as no route. */
+    @max_group_size(ECMP_MAX_GROUP)
+    action_selector(HashAlgorithm.crc16, ECMP_MEMBERS, ECMP_HASH_BITS) ecmp_selector;
+
+    table ecmp_group {
+        key = {
+            meta.ecmp_group     : exact;
+            hdr.ipv4.srcAddr    : selector;
+            hdr.ipv4.dstAddr    : selector;
+            hdr.ipv4.protocol   : selector;
+            meta.l4_src         : selector;
+            meta.l4_dst         : selector;
+        }
+        actions = {
+            ipv4_forward;
+            @defaultonly drop;
+        }
+        const default_action = drop();
+        implementation = ecmp_selector;
+        size = ECMP_GROUPS;
     }
 
     apply {
@@ -559,20 +606,23 @@ control MyIngress(inout headers_t hdr,
                 drop_poll();
             } else {
                 switch (ipv4_lpm.apply().action_run) {
-                    ipv4_forward: {
-                        if (hdr.ipv4.ttl <= 8w1) {
-                            discard_ttl_expired();
-                        } else {
-                            hdr.ipv4.ttl = hdr.ipv4.ttl - 8w1;
-                            if (meta.modelled == 1w1) {
-                                admit();
-                                if (meta.admitted == 1w0) {
-                                    discard_overflow();
-                                }
+                    set_ecmp_group: {
+                        ecmp_group.apply();
+                    }
+                }
+                if (meta.routed == 1w1) {
+                    if (hdr.ipv4.ttl <= 8w1) {
+                        discard_ttl_expired();
+                    } else {
+                        hdr.ipv4.ttl = hdr.ipv4.ttl - 8w1;
+                        if (meta.modelled == 1w1) {
+                            admit();
+                            if (meta.admitted == 1w0) {
+                                discard_overflow();
                             }
-                            if (meta.modelled == 1w0 || meta.admitted == 1w1) {
-                                count_forwarded();
-                            }
+                        }
+                        if (meta.modelled == 1w0 || meta.admitted == 1w1) {
+                            count_forwarded();
                         }
                     }
                 }

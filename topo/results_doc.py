@@ -76,10 +76,11 @@ def main(argv: list[str] | None = None) -> int:
         runs[name] = {"title": title, "summary": result.summary, "topo": topo}
         print(f"  {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
     from topo.results_compare import sections
+    from topo.results_fabric import fabric_sections
     from topo.results_reaction import reaction_sections
     from topo.results_scaled import scaled_sections
 
-    extra = sections(raw) + reaction_sections() + scaled_sections()
+    extra = sections(raw) + reaction_sections() + scaled_sections() + fabric_sections(figures, Path(args.out).parent)
     text = render(runs, figures, Path(args.out).parent) + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,

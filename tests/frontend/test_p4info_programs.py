@@ -104,7 +104,8 @@ def test_alinea_pkg_info(alinea):
 
 def test_alinea_tables(alinea):
     tables = by_name(alinea.tables)
-    assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm"}
+    assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm",
+                           "MyIngress.ecmp_group"}
     actions = {a.preamble.id: a.preamble.name for a in alinea.actions}
 
     lpm = tables["MyIngress.ipv4_lpm"]
@@ -113,7 +114,8 @@ def test_alinea_tables(alinea):
         (1, "hdr.ipv4.dstAddr", 32, MF.LPM)]
     assert lpm.size == 1024
     assert actions[lpm.const_default_action_id] == "MyIngress.drop"
-    assert sorted(actions[r.id] for r in lpm.action_refs) == ["MyIngress.drop", "MyIngress.ipv4_forward"]
+    assert sorted(actions[r.id] for r in lpm.action_refs) == ["MyIngress.drop", "MyIngress.ipv4_forward",
+                                                              "MyIngress.set_ecmp_group"]
 
     for name, default, key in (("MyIngress.report_ingress", "MyIngress.drop_spoofed", "standard_metadata.ingress_port"),
                                ("MyIngress.port_config", "NoAction", "meta.model_port")):
@@ -126,6 +128,20 @@ def test_alinea_tables(alinea):
         assert [s for a, s in scopes.items() if a != default] == [REF.TABLE_AND_DEFAULT]
         assert all("@defaultonly" in r.annotations for r in t.action_refs if r.scope == REF.DEFAULT_ONLY)
         assert not t.is_const_table and t.implementation_id == 0 and not t.direct_resource_ids
+
+
+def test_alinea_ecmp_group_is_an_indirect_table_of_its_selector(alinea):
+    """p4c lists no ``selector`` key in P4Info: the group id is the only match field."""
+    tables, actions = by_name(alinea.tables), {a.preamble.id: a.preamble.name for a in alinea.actions}
+    ecmp = tables["MyIngress.ecmp_group"]
+    assert [(m.name, m.bitwidth, m.match_type) for m in ecmp.match_fields] == [("meta.ecmp_group", 16, MF.EXACT)]
+    assert actions[ecmp.const_default_action_id] == "MyIngress.drop"
+    scopes = {actions[r.id]: r.scope for r in ecmp.action_refs}
+    assert scopes == {"MyIngress.ipv4_forward": REF.TABLE_AND_DEFAULT, "MyIngress.drop": REF.DEFAULT_ONLY}
+    (selector,) = alinea.action_profiles
+    assert selector.preamble.name == "MyIngress.ecmp_selector"
+    assert ecmp.implementation_id == selector.preamble.id and list(selector.table_ids) == [ecmp.preamble.id]
+    assert selector.with_selector and selector.size == 1024 and selector.max_group_size == 16
 
 
 def test_alinea_actions_are_the_used_actions_with_param_widths(alinea, alinea_checked):
