@@ -1,10 +1,12 @@
-//! Hosts' per-packet work: a sender paced at its rate (hosts/sender.py's `Pacer`).
+//! Hosts' per-packet work: a sender paced at its rate (hosts/sender.py's `Pacer`), a flow's
+//! receive accounting and the receiver's play-out buffer (hosts/receiver.py).
 //!
 //! Why here: a paced sender is one event per packet (take a flow round-robin, stamp the frame,
 //! the NIC queue's check, the link's send, the next event); the rate it keeps is control logic
 //! and stays in Python (the ALINEA law per report, `set_rate` then `rearm`). With the engine's
 //! scheduler and link, a packet sent crosses no Python at all.
 
+use std::collections::HashSet;
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::PyValueError;
@@ -448,6 +450,151 @@ impl PacedSender {
         }
         if let Ok(mut bound) = self.bound.try_lock() {
             *bound = None;
+        }
+    }
+}
+
+/// What a receiver learns from one flow's sequence numbers and timestamps (hosts/receiver.py):
+/// packets and bytes received, one-way delays, loss (sequence numbers skipped and never seen)
+/// and reordering (a packet older than the newest seen) counted apart, and duplicates.
+#[pyclass(module = "hbh_engine")]
+pub struct FlowRecord {
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    received: i64,
+    #[pyo3(get)]
+    bytes: i64,
+    #[pyo3(get)]
+    duplicates: i64,
+    #[pyo3(get)]
+    reordered: i64,
+    #[pyo3(get)]
+    highest: i64,
+    #[pyo3(get)]
+    owd_sum_ns: i64,
+    missing: HashSet<i64>,
+    packets: Vec<(i64, i64, i64)>,
+}
+
+#[pymethods]
+impl FlowRecord {
+    #[new]
+    fn new(name: String) -> Self {
+        FlowRecord {
+            name,
+            received: 0,
+            bytes: 0,
+            duplicates: 0,
+            reordered: 0,
+            highest: -1,
+            owd_sum_ns: 0,
+            missing: HashSet::new(),
+            packets: Vec::new(),
+        }
+    }
+
+    fn on_packet(&mut self, seq: i64, sent_ns: i64, now_ns: i64, size: i64) {
+        if seq > self.highest {
+            self.missing.extend(self.highest + 1..seq);
+            self.highest = seq;
+        } else if self.missing.remove(&seq) {
+            self.reordered += 1;
+        } else {
+            self.duplicates += 1;
+            return;
+        }
+        self.received += 1;
+        self.bytes += size;
+        self.owd_sum_ns += now_ns - sent_ns;
+        self.packets.push((seq, sent_ns, now_ns));
+    }
+
+    /// Sequence numbers below the newest one received that never arrived.
+    #[getter]
+    fn lost(&self) -> usize {
+        self.missing.len()
+    }
+
+    /// Per packet received: (seq, send ns, receive ns); one-way delay = receive - send.
+    #[getter]
+    fn packets(&self) -> Vec<(i64, i64, i64)> {
+        self.packets.clone()
+    }
+}
+
+/// The paper's receiver buffer (hosts/receiver.py): `capacity` packets, drained by the
+/// application at `playout_bps`; an arrival to a full buffer is dropped (counted).
+#[pyclass(module = "hbh_engine")]
+pub struct PlayoutBuffer {
+    #[pyo3(get)]
+    capacity: i64,
+    #[pyo3(get)]
+    playout_bps: f64,
+    #[pyo3(get)]
+    packet_bytes: i64,
+    #[pyo3(get)]
+    occupancy: i64,
+    #[pyo3(get)]
+    dropped: i64,
+    #[pyo3(get)]
+    played: i64,
+    #[pyo3(get)]
+    played_bytes: i64,
+    next_ns: Option<i64>,
+}
+
+#[pymethods]
+impl PlayoutBuffer {
+    #[new]
+    fn new(capacity: i64, playout_bps: f64, packet_bytes: i64) -> PyResult<Self> {
+        if playout_bps.is_nan() || playout_bps <= 0.0 {
+            return Err(PyValueError::new_err(format!(
+                "play-out rate must be > 0 b/s, got {playout_bps}"
+            )));
+        }
+        Ok(PlayoutBuffer {
+            capacity,
+            playout_bps,
+            packet_bytes,
+            occupancy: 0,
+            dropped: 0,
+            played: 0,
+            played_bytes: 0,
+            next_ns: None,
+        })
+    }
+
+    #[getter]
+    fn gap_ns(&self) -> i64 {
+        ((self.packet_bytes * 8 * NS_PER_S) as f64 / self.playout_bps).round_ties_even() as i64
+    }
+
+    /// A packet arrives; False if the buffer was full and it is dropped.
+    fn on_arrival(&mut self, now_ns: i64) -> bool {
+        self.drain(now_ns);
+        if self.occupancy >= self.capacity {
+            self.dropped += 1;
+            return false;
+        }
+        self.occupancy += 1;
+        if self.next_ns.is_none() {
+            self.next_ns = Some(now_ns + self.gap_ns());
+        }
+        true
+    }
+
+    fn next_drain_ns(&self) -> Option<i64> {
+        self.next_ns
+    }
+
+    /// The application takes every packet whose play-out time has come.
+    fn drain(&mut self, now_ns: i64) {
+        while let Some(t) = self.next_ns.filter(|&t| t <= now_ns) {
+            self.occupancy -= 1;
+            self.played += 1;
+            self.played_bytes += self.packet_bytes;
+            self.next_ns = (self.occupancy > 0).then(|| t + self.gap_ns());
         }
     }
 }

@@ -24,6 +24,8 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(link::wire_bits, m)?)?;
     m.add_function(wrap_pyfunction!(link::wire_time_ns, m)?)?;
     m.add_class::<host::PacedSender>()?;
+    m.add_class::<host::FlowRecord>()?;
+    m.add_class::<host::PlayoutBuffer>()?;
     m.add_class::<tm::TMItem>()?;
     m.add_class::<tm::PortStats>()?;
     m.add_class::<tm::TrafficManager>()?;
