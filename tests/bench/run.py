@@ -412,7 +412,20 @@ FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kp
           "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
           "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
           "server built on grpcio on this machine; the rows 'to an empty Go server' what it reaches against a "
-          "compiled server that does nothing, the ceiling of any server, simple_switch_grpc's included.", ""]
+          "compiled server that does nothing, the ceiling of any server, simple_switch_grpc's included.", "",
+          "The simulator against ns-3: `make bench` installs PyPI `ns3` (pinned in tests/bench/ns3_bench.py) into "
+          "build/ns3-venv, not the project's .venv, and runs tests/bench/ns3_line.py there: the paper-5router line "
+          "(7 nodes, point-to-point links at the topology's rates and delays, 200-packet drop-tail queues, the "
+          "traffic-control layer removed) with ns-3's compiled UdpClient/UdpServer applications only: one flow at "
+          "H2's play-out rate, where the simulator's ALINEA loop settles, and a report every interval on every "
+          "link, with the simulator's wire sizes; packet-hops are frames put on a link, counted by a C++ trace "
+          "sink, as the simulator's links count them. The rates x10 and x50 scale rates up and delays and "
+          "report intervals down, as tests/bench/netns_bench.scaled does for the simulator. Each round runs "
+          "ns-3, then the simulator, in fresh processes; only the run itself is timed.", "",
+          "How long `make bench` takes: the section 'time taken by each part' gives each part's minutes as it "
+          "last ran and their total (a `BENCH_ONLY` run replaces the times of its parts only). The soak runs "
+          "5 minutes of traffic with the same stall criteria as before (no forwarding stall of the switch's own "
+          "above 20 ms); the simulator's comparisons take 2 rounds per rate, each row listing both.", ""]
 TIMES = "time taken by each part (this run)"
 
 

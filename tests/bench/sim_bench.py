@@ -35,7 +35,7 @@ GROUPS = (  # (label, fragment of the file path or of the built-in's name), firs
     ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/sswitch_runtime/"),
     ("switch agents and the ALINEA law", "/controlplane/"),
     ("hosts (senders, receivers, datagrams)", "/hosts/"),
-    ("topology binding, recording and sampling (topo/)", "/topo/"),
+    ("hosts' binding (topo/simnet.py: receive, reports, control hooks), recording, sampling", "/topo/"),
 )
 OTHER = "other (Python's built-ins and runtime: bytes, struct, dicts, ...)"
 
