@@ -15,7 +15,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::link::{wire_time_ns, InMemoryLink};
-use crate::sched::{TimerHandle, VirtualScheduler};
+use crate::sched::{now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
 /// Where the datagram header's sequence number and timestamp sit (hosts/datagram.py).
@@ -24,6 +24,16 @@ const TS_AT: usize = SEQ_AT + 4;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A rate in b/s, > 0 (`what`: whose, for the error).
+fn check_rate(rate_bps: f64, what: &str) -> PyResult<f64> {
+    if rate_bps.is_nan() || rate_bps <= 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} rate must be > 0 b/s, got {rate_bps}"
+        )));
+    }
+    Ok(rate_bps)
 }
 
 struct Flow {
@@ -149,14 +159,7 @@ impl PacedSender {
     }
 
     fn now(&self, py: Python<'_>, b: &Binding) -> PyResult<i64> {
-        match &b.engine_sched {
-            Some(s) => Ok(s.get().now()),
-            None => b
-                .sched
-                .bind(py)
-                .call_method0(intern!(py, "now_ns"))?
-                .extract(),
-        }
+        now_of(py, &b.engine_sched, &b.sched)
     }
 
     fn cancel_pending(&self, py: Python<'_>) -> PyResult<()> {
@@ -250,13 +253,8 @@ impl PacedSender {
     #[new]
     #[pyo3(signature = (rate_bps, packet_bytes, start_ns = 0, stop_at_pacer = false))]
     fn new(rate_bps: f64, packet_bytes: i64, start_ns: i64, stop_at_pacer: bool) -> PyResult<Self> {
-        if rate_bps.is_nan() || rate_bps <= 0.0 {
-            return Err(PyValueError::new_err(format!(
-                "sending rate must be > 0 b/s, got {rate_bps}"
-            )));
-        }
         let state = State {
-            rate_bps,
+            rate_bps: check_rate(rate_bps, "sending")?,
             packet_bytes,
             start_ns,
             ..State::default()
@@ -310,12 +308,7 @@ impl PacedSender {
 
     /// A new rate (from the last packet sent on); `rearm()` reschedules the next packet.
     fn set_rate(&self, rate_bps: f64) -> PyResult<()> {
-        if rate_bps.is_nan() || rate_bps <= 0.0 {
-            return Err(PyValueError::new_err(format!(
-                "sending rate must be > 0 b/s, got {rate_bps}"
-            )));
-        }
-        lock(&self.state).rate_bps = rate_bps;
+        lock(&self.state).rate_bps = check_rate(rate_bps, "sending")?;
         Ok(())
     }
 
@@ -548,14 +541,9 @@ pub struct PlayoutBuffer {
 impl PlayoutBuffer {
     #[new]
     fn new(capacity: i64, playout_bps: f64, packet_bytes: i64) -> PyResult<Self> {
-        if playout_bps.is_nan() || playout_bps <= 0.0 {
-            return Err(PyValueError::new_err(format!(
-                "play-out rate must be > 0 b/s, got {playout_bps}"
-            )));
-        }
         Ok(PlayoutBuffer {
             capacity,
-            playout_bps,
+            playout_bps: check_rate(playout_bps, "play-out")?,
             packet_bytes,
             occupancy: 0,
             dropped: 0,

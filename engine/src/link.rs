@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
-use crate::sched::VirtualScheduler;
+use crate::sched::{now_of, VirtualScheduler};
 
 const NS_PER_S: i128 = 1_000_000_000;
 
@@ -252,14 +252,7 @@ impl InMemoryLink {
     }
 
     fn now(&self, py: Python<'_>) -> PyResult<i64> {
-        match &self.engine_sched {
-            Some(s) => Ok(s.get().now()),
-            None => self
-                .sched
-                .bind(py)
-                .call_method0(intern!(py, "now_ns"))?
-                .extract(),
-        }
+        now_of(py, &self.engine_sched, &self.sched)
     }
 }
 
