@@ -34,23 +34,25 @@ def ns3_reason() -> str | None:
     return None
 
 
-def ns3_hops(factors: tuple[int, ...], seconds: float) -> dict[int, tuple[int, float]]:
-    """k -> (packet-hops, wall seconds of ``Simulator::Run`` alone) of the line x ``k`` in ns-3, one process."""
+def ns3_hops(factors: tuple[int, ...], seconds: float) -> dict[int, tuple[int, float, float]]:
+    """k -> (packet-hops, wall and CPU seconds of ``Simulator::Run`` alone) of the line x ``k`` in ns-3, one process."""
     out = subprocess.run([str(NS3_PY), str(ROOT / "tests" / "bench" / "ns3_line.py"), "--k",
                           ",".join(map(str, factors)), "--seconds", str(seconds)],
                          capture_output=True, text=True, timeout=1800, check=True)
     got = [json.loads(line) for line in out.stdout.splitlines() if line.startswith("{")]
-    return {g["k"]: (int(g["hops"]), g["wall"]) for g in got}
+    return {g["k"]: (int(g["hops"]), g["wall"], g["cpu"]) for g in got}
 
 
-def row(rep: Any, k: int, seconds: float, rates: dict[str, list[float]], hops: dict[str, int]) -> None:
+def row(rep: Any, k: int, seconds: float, rates: dict[str, list[float]], hops: dict[str, int],
+        cpu: dict[str, list[float]]) -> None:
     """The row of one rate: medians of rounds taken in turn with the simulator (sim_bench.bench_peers)."""
     from tests.bench.sim_bench import spread
 
     ns3, hbh = statistics.median(rates["ns3"]), statistics.median(rates["now"])
     rep.add(SECTION, f"links {2 * k}/{3 * k} Mb/s: ns-3 packet-hops/s / hbh sim packet-hops/s",
             f"{ns3:,.0f} / {hbh:,.0f}",
-            f"ns-3 ahead by {ns3 / hbh:.1f}x; hbh at {hbh * seconds / hops['now']:.2g}x real time "
+            f"ns-3 ahead by {ns3 / hbh:.1f}x (per CPU second: {statistics.median(cpu['ns3']):,.0f} / "
+            f"{statistics.median(cpu['now']):,.0f}, {statistics.median(cpu['ns3']) / statistics.median(cpu['now']):.1f}x); hbh at {hbh * seconds / hops['now']:.2g}x real time "
             f"({seconds:g} s virtual); median of {len(rates['now'])} round(s) taken in turn, each a fresh process, "
             f"the run alone timed (set-up excluded); rounds ns-3 {spread(rates['ns3'])}, hbh {spread(rates['now'])}; "
             f"packet-hops ns-3 {hops['ns3']:,}, hbh {hops['now']:,}")

@@ -4,7 +4,7 @@
 
 Runs with the interpreter of its own environment (PyPI ``ns3``, pinned in tests/bench/ns3_bench.py),
 never the project's: it imports nothing of the project. Prints one JSON line per rate factor:
-packet-hops, the wall seconds of ``Simulator::Run`` alone, and the set-up's wall seconds (the
+packet-hops, the wall and CPU seconds of ``Simulator::Run`` alone, and the set-up's wall seconds (the
 bindings' import, some 30 s, is paid once for all the rates of one process).
 
 The line (paper-5router.yaml, every rate times ``k``, every delay and report interval divided by
@@ -103,12 +103,12 @@ def run(ns, k: int, seconds: float) -> dict[str, float]:  # noqa: ANN001
     ns.cppyy.gbl.hbh_bench.install()
     ns.Simulator.Stop(ns.Seconds(seconds))
     setup = time.perf_counter() - t_setup
-    t = time.perf_counter()
+    t, cpu = time.perf_counter(), time.process_time()
     ns.Simulator.Run()
-    wall = time.perf_counter() - t
+    wall, cpu = time.perf_counter() - t, time.process_time() - cpu
     hops = int(ns.cppyy.gbl.hbh_bench.count())
     ns.Simulator.Destroy()  # the node list too: the next rate starts afresh
-    return {"hops": hops, "wall": wall, "setup": setup}
+    return {"hops": hops, "wall": wall, "cpu": cpu, "setup": setup}
 
 
 def main(argv: list[str] | None = None) -> int:

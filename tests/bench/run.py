@@ -426,7 +426,7 @@ FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kp
           "last ran and their total (a `BENCH_ONLY` run replaces the times of its parts only). The soak runs "
           "5 minutes of traffic with the same stall criteria as before (no forwarding stall of the switch's own "
           "above 20 ms); the simulator's comparisons take 2 rounds per rate, each row listing both.", ""]
-TIMES = "time taken by each part (this run)"
+TIMES = "time taken by each part"
 
 
 def _old_sections(out: Path) -> dict[str, list[str]]:
