@@ -466,7 +466,12 @@ def write(rep: Report, out: Path, command: str, seed: int, partial: bool = False
         rows.append(Row("total", f"{sum(float(r.value.split()[0]) for r in rows):.1f} min",
                         "the parts' latest times added up"))
         fresh[TIMES] = rows
-    order = list(old) + [s for s in fresh if s not in old]
+    order = [s for s in old if s != TIMES]
+    for i, section in enumerate(fresh):  # a new section goes after the one measured before it
+        if section not in order and section != TIMES:
+            before = [s for s in list(fresh)[:i] if s in order]
+            order.insert(order.index(before[-1]) + 1 if before else len(order), section)
+    order += [TIMES] if TIMES in fresh or TIMES in old else []
     for section in order:
         lines.append(f"## {section}")
         lines.append("")

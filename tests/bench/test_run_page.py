@@ -38,6 +38,15 @@ def test_a_partial_run_keeps_the_other_sections_and_their_stamps(tmp_path: Path)
     assert page.rstrip().endswith(run.FOOTER[-2])
 
 
+def test_a_new_section_lands_after_the_one_measured_before_it(tmp_path: Path) -> None:
+    out = tmp_path / "performance.md"
+    run.write(_report({"alpha": [("a", "1")], "omega": [("z", "9")], run.TIMES: [("total", "1.0 min")]}), out, "full", 1)
+    run.write(_report({"alpha": [("a", "2")], "beta": [("b", "3")], run.TIMES: [("total", "0.1 min")]}), out,
+              "partial", 1, partial=True)
+    heads = [line for line in out.read_text().splitlines() if line.startswith("## ")]
+    assert heads == ["## alpha", "## beta", "## omega", "## " + run.TIMES]
+
+
 def test_an_unknown_part_is_refused(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         run.main(["--only", "sim,warp", "--out", "/dev/null"])
