@@ -100,6 +100,11 @@ demo: setup p4
 results: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures
 
+# Only docs/results.md's TCP sections (issue 23; ~10 min), also part of `make results`
+.PHONY: results-tcp
+results-tcp: setup
+	$(PY) -m topo.results_tcp --doc docs/results.md --figures docs/figures
+
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
 tcp-validation: setup
 	$(PY) -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md

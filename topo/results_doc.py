@@ -80,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     from topo.results_scaled import scaled_sections
 
     extra = sections(raw) + reaction_sections() + scaled_sections()
+    from topo.results_tcp import sections as tcp_sections  # issue 23: TCP in the network (runnable alone)
+
+    extra += tcp_sections(figures, Path(args.out).parent)
     text = render(runs, figures, Path(args.out).parent) + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
