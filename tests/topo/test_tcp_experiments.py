@@ -34,7 +34,8 @@ def test_blm_yields_to_tcp_and_takes_the_capacity_back() -> None:
     s = run(t, 34).summary
     alone = R.window(s, "blm", 2, 4)
     assert alone > 0.8 * 3e6
-    assert R.share(s, "blm", 16, 24) < 0.5  # yields while TCP runs
+    assert R.window(s, "blm", 20, 24) < 0.5 * alone  # gives way as TCP's window grows
+    assert R.window(s, "tcp", 20, 24) > 2 * R.window(s, "tcp", 8, 12)
     assert R.window(s, "blm", 30, 34) > 0.8 * alone  # and takes the capacity back
 
 
