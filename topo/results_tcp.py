@@ -118,7 +118,7 @@ CROSS_READING = (
     "packets that TCP keeps nearly full (its RTT is that queue). Downstream every hop is regulated and no buffer "
     "overflows: a queue that never drops hides congestion from a loss-based sender, so TCP learns of the "
     "bottleneck only at its first hop, through a buffer ALINEA does not regulate, with a round trip of a full "
-    "buffer. The ALINEA flow shares R1's egress FIFO with TCP's packets: its own buffer stays at its target, "
+    "buffer. The ALINEA flow shares R1's egress FIFO with TCP's packets: its own buffer never overflows, "
     "but its delay rises with the TCP queue it waits behind and its share falls (R1's regulated rate is one for "
     "the egress queue, taken in arrival order). And with TCP the link R1 -> R2 is not fully used although "
     "packets wait, even with the ALINEA flow off: TCP's ACKs make R2 -> R1 a regulated direction too, so R1 "
@@ -163,8 +163,9 @@ def chen_section(figures: Path, rel: Path) -> list[str]:
             ("Smoother, as claimed: ALINEA's one-way delay varies less (spread p99 - p50 and jitter) than TCP's." if
              smoother else "Not smoother on both measures: see the table."),
             "ALINEA's delay is high but flat: its queues sit at the 70-95 % targets (docs/results.md, 'What the "
-            "70-95 % targets cost in delay'); TCP's swings with its sawtooth in the drop-tail FIFO and jumps at each "
-            "loss, when records wait for the retransmission (head-of-line blocking).", ""]
+            "70-95 % targets cost in delay'). TCP's moves with its window in the drop-tail FIFOs: a ramp through "
+            "congestion avoidance, one packet more queued per round trip (the CDF's steps), and jumps when records "
+            "wait for a retransmission (head-of-line blocking; the left figure's first seconds).", ""]
     return out
 
 
@@ -182,8 +183,8 @@ def _chen_figure(runs: dict[str, Any], path: Path, half: int) -> None:
         mid = statistics.median(owd)
         cdf.plot([o - mid for o in owd], [i / len(owd) for i in range(len(owd))], label=label)
     ax.set(xlabel="time (s)", ylabel="one-way delay (ms)", title="paper-5router: one-way delay per packet")
-    cdf.set(xlabel="one-way delay minus its median (ms), second half", ylabel="fraction of packets",
-            title="CDF of the variation")
+    cdf.set(xlabel="OWD minus its median (ms)", ylabel="fraction of packets",
+            title="second half: CDF of the variation")
     ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=90)
