@@ -3,19 +3,27 @@ runs: the qualitative properties each section of ``topo.results_tcp`` reports.""
 
 from __future__ import annotations
 
+import pytest
+
+from tests.switch import netns as N
 from topo import results_tcp as R
 from topo.runner import run_experiment
 
 
-def run(topo, seconds: float):
-    return run_experiment(topo, int(seconds * 1e9), seed=1, plots=False)
+def run(topo, seconds: float, backend: str = "sim"):
+    kw = {"pcap": False} if backend == "netns" else {}
+    return run_experiment(topo, int(seconds * 1e9), seed=1, plots=False, backend=backend, **kw)
 
 
-def test_tcp_through_a_hop_by_hop_network_is_dropped_only_at_its_first_hop() -> None:
+@pytest.mark.parametrize("backend", ["sim", pytest.param("netns", marks=[pytest.mark.netns, pytest.mark.slow])])
+def test_tcp_through_a_hop_by_hop_network_is_dropped_only_at_its_first_hop(backend: str) -> None:
     """TCP reads no report: its packets fill R1's buffer fed by H3, the only one that drops; the
-    regulated hops after it never fill, and the ALINEA flow's own buffers stay below full."""
+    regulated hops after it never fill, and the ALINEA flow's own buffers stay below full (netns:
+    the kernel's TCP through p4switch)."""
+    if backend == "netns":
+        N.require_netns()
     off = tuple(f"flow[t{i}].start=100000s" for i in (2, 3, 4))
-    s = run(R.scenario("alinea-tcp-cross", off + ("flow[t1].start=1s",)), 12).summary
+    s = run(R.scenario("alinea-tcp-cross", off + ("flow[t1].start=1s",)), 12, backend).summary
     assert s["loss"]["total"] > 0 and s["flows"]["t1"]["tcp"]["retransmissions"] > 0
     full = {k for k, b in s["buffers"].items() if b["max"] >= 1.0}
     assert full == {"R1<-H3"}, full
