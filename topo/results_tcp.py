@@ -287,7 +287,7 @@ def scavenger_section() -> list[str]:
     return out + ["", "The thesis: LEDBAT and BLM both settle at capacity; LEDBAT oscillates slightly (its target is "
                   f"a value, not a range) and reacts faster. Here LEDBAT (60 ms) gives way within {ly} s of TCP's "
                   f"start and BLM within {by} s; alone, LEDBAT's rate varies by a coefficient of {lcv:.3f} and BLM's "
-                  f"by {bcv:.3f} (0.5 s bins: LEDBAT's oscillation around its target is within a bin here).", ""]
+                  f"by {bcv:.3f} (over 0.5 s bins).", ""]
 
 
 def _cv(s: dict[str, Any], flow: str, a: float, b: float) -> float:
