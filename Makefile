@@ -18,7 +18,7 @@ CARGO_DIR := $(shell for c in "$$CARGO_HOME/bin/cargo" "$$HOME/.cargo/bin/cargo"
   [ -x "$$c" ] && v=$$("$$c" --version 2>/dev/null | cut -d' ' -f2) && \
   [ "$$(printf '%s\n%s\n' $(RUST_MIN) "$$v" | sort -V | head -1)" = "$(RUST_MIN)" ] && { dirname "$$c"; break; }; done)
 
-.PHONY: setup sysdeps engine test lint pytest p4 bench conformance demo fuzz results tcp-validation clean
+.PHONY: setup sysdeps engine test lint pytest p4 bench conformance demo fuzz results map tcp-validation clean
 
 setup: $(STAMP) $(ENGINE_STAMP)
 
@@ -100,10 +100,14 @@ demo: setup p4
 results: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures
 
+# Where the law works: rates x1-x500, delays 0.1-50 ms, buffers 200 and 1 BDP (Ray; ~1 h on 2 cores) -> docs/map.md
+map: setup
+	$(PY) -m topo.results_map --out docs/map.md --figures docs/figures
+
 # Only docs/results.md's TCP sections (issue 23; ~10 min), also part of `make results`
 .PHONY: results-tcp
 results-tcp: setup
-	$(PY) -m topo.results_tcp --doc docs/results.md --figures docs/figures
+	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures --only tcp
 
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
 tcp-validation: setup

@@ -30,8 +30,8 @@ from controlplane.forecast import QueueForecast, schedule_floor_pps
 from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
-__all__ = ["SetQueueRate", "SetQueueDepth", "Command", "Route", "ModelledPort", "RegulatedPort", "SwitchPlan",
-           "LawTrace", "SwitchAgentCore", "rate_to_pps"]
+__all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
+           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps"]
 
 
 @dataclass(frozen=True)
@@ -46,7 +46,18 @@ class SetQueueDepth:
     depth: int
 
 
-Command = SetQueueRate | SetQueueDepth
+@dataclass(frozen=True)
+class PollReport:
+    """Ask the switch to report ``port``'s buffer now if its interval has elapsed (a packet-out
+    with ``report_poll = 1``). Reports are otherwise built only when a packet arrives on the port,
+    so an upstream neighbour that sends slowly would hear of the buffer only as slowly: on BMv2's
+    queues its rate commands would then come late and every packet queued in between would keep
+    a slow spacing (docs/bmv2.md)."""
+
+    port: int
+
+
+Command = SetQueueRate | SetQueueDepth | PollReport
 
 
 @dataclass(frozen=True)
@@ -59,6 +70,24 @@ class Route:
 
 
 @dataclass(frozen=True)
+class NextHop:
+    """One member of an equal-cost group: out of ``port``, to ``dst_mac``, from ``src_mac``."""
+
+    port: int
+    dst_mac: int
+    src_mac: int
+
+
+@dataclass(frozen=True)
+class EcmpGroup:
+    """Equal-cost next hops shared by the prefixes routed to it (``MyIngress.ecmp_group``)."""
+
+    group_id: int
+    hops: tuple[NextHop, ...]
+    prefixes: tuple[tuple[int, int], ...]  # (prefix, prefix_len) routed to this group
+
+
+@dataclass(frozen=True)
 class ModelledPort:
     """An ingress port whose buffer the switch models and reports upstream."""
 
@@ -66,6 +95,10 @@ class ModelledPort:
     params: PortParams
     port_mac: int
     upstream_mac: int
+    # Traffic enters here (a flow's path): on BMv2's queues the agent polls its reports. Never an
+    # idle port: its reports would go out through the port's egress queue, whose packets/s budget
+    # (BMv2's rate unit) the data in the other direction shares.
+    polled: bool = False
 
 
 @dataclass(frozen=True)
@@ -88,6 +121,7 @@ class SwitchPlan:
     name: str
     node_id: int
     routes: tuple[Route, ...] = ()
+    groups: tuple[EcmpGroup, ...] = ()  # multipath routes (options.ecmp); none in single-path topologies
     modelled: tuple[ModelledPort, ...] = ()
     regulated: tuple[RegulatedPort, ...] = ()
     queue_depths: tuple[tuple[int, int], ...] = ()  # (port, depth in packets)
@@ -97,6 +131,8 @@ class SwitchPlan:
     # True: the egress queues fix each packet's departure when it is queued (BMv2, and p4switch's
     # default queue model); False: a shaper at dequeue (p4switch --queue-model shaper).
     fixed_departures: bool = True
+    # On fixed departures: poll the reports of the modelled ports traffic enters by (PollReport).
+    report_polls: bool = False
 
 
 @dataclass(frozen=True)
@@ -112,6 +148,9 @@ class LawTrace:
     pps: int
     o: float
     w: float
+    # on BMv2's queues: the forecast the law ran on (fraction of the buffer) and the drain (b/s)
+    forecast: float | None = None
+    drain_bps: float | None = None
 
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
@@ -164,12 +203,17 @@ class SwitchAgentCore:
         cmds = self._actuate(port, pl)
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
             self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
-                                   pl.pps, pl.law.o, pl.law.w))
+                                   pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
+                                   forecast and forecast.drain_bps))
         return cmds
 
     def on_tick(self, now_ns: int) -> list[Command]:
-        """Called periodically: lets laws whose reports stopped decay their rate."""
+        """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
+        queues with ``report_polls``, polls every modelled port that traffic enters by (the data
+        plane reports it only if two intervals have passed since its last report)."""
         cmds: list[Command] = []
+        if self.plan.fixed_departures and self.plan.report_polls:
+            cmds.extend(PollReport(m.port) for m in self.plan.modelled if m.polled)
         for port, pl in self.ports.items():
             if self.plan.actuate and pl.law.tick(now_ns):
                 cmds.extend(self._actuate(port, pl))

@@ -7,6 +7,7 @@ names here are the P4Info names, so a wrong one fails at once with the client's 
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from p4.v1 import p4runtime_pb2 as pb
@@ -16,6 +17,15 @@ from controlplane.params import LawParams, law_to_action
 
 #: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
 REPORT_SESSION_BASE = 1000
+#: The match keys of the two per-port tables: ``report_ingress`` (a report's arrival port) and
+#: ``port_config`` (the port whose buffer is modelled: an IPv4 arrival's, or a report poll's).
+LAW_TABLE = "MyIngress.report_ingress"
+LAW_KEY = "standard_metadata.ingress_port"
+PORT_TABLE = "MyIngress.port_config"
+PORT_KEY = "meta.model_port"
+#: alinea.p4's action selector of equal-cost next hops.
+ECMP_SELECTOR = "MyIngress.ecmp_selector"
+ECMP_MEMBER_STRIDE = 64  # member ids of group g: 64 g, 64 g + 1, ... (a group holds at most max_group_size)
 
 
 def route_update(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> pb.Update:
@@ -25,6 +35,28 @@ def route_update(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: 
         {"dst_mac": dst_mac, "src_mac": src_mac, "port": port}))
 
 
+def ecmp_updates(client: Any, group_id: int, hops: Iterable[tuple[int, int, int]],
+                 prefixes: Iterable[tuple[int, int]]) -> list[pb.Update]:
+    """An equal-cost group: one ``ipv4_forward`` member per next hop (port, dst_mac, src_mac), the group
+    of them, its ``ecmp_group`` entry and an ``ipv4_lpm`` entry sending each prefix to it. Member ids are
+    ``group_id * ECMP_MEMBER_STRIDE + i`` so that groups never share (or collide on) a member."""
+    hops = list(hops)
+    largest = client.names.action_profiles[ECMP_SELECTOR].max_group_size
+    if not 1 <= len(hops) <= largest:
+        raise ValueError(f"ECMP group {group_id}: {len(hops)} next hops, the program holds 1..{largest}")
+    members = [group_id * ECMP_MEMBER_STRIDE + i for i in range(len(hops))]
+    out = [update(pb.Update.INSERT, client.names.profile_member(
+        ECMP_SELECTOR, m, "MyIngress.ipv4_forward", {"dst_mac": dst, "src_mac": src, "port": port}))
+        for m, (port, dst, src) in zip(members, hops)]
+    out.append(update(pb.Update.INSERT, client.names.profile_group(ECMP_SELECTOR, group_id, members, largest)))
+    out.append(update(pb.Update.INSERT, client.names.group_entry(
+        "MyIngress.ecmp_group", {"meta.ecmp_group": group_id}, group_id)))
+    out += [update(pb.Update.INSERT, client.names.table_entry(
+        "MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (prefix, plen)}, "MyIngress.set_ecmp_group",
+        {"group_id": group_id})) for prefix, plen in prefixes]
+    return out
+
+
 def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> None:
     client.write(route_update(client, prefix, prefix_len, port, dst_mac, src_mac))
 
@@ -32,7 +64,7 @@ def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int
 def port_config_entry(client: Any, port: int, *, capacity_pkts: int, report_interval_us: int, node_id: int,
                       port_mac: int, upstream_mac: int) -> pb.TableEntry:
     return client.names.table_entry(
-        "MyIngress.port_config", {"standard_metadata.ingress_port": port}, "MyIngress.set_port",
+        PORT_TABLE, {PORT_KEY: port}, "MyIngress.set_port",
         {"capacity_pkts": capacity_pkts, "report_interval_us": report_interval_us, "node_id": node_id,
          "port_mac": port_mac, "upstream_mac": upstream_mac})
 
@@ -56,7 +88,7 @@ def accept_reports(client: Any, port: int, law: LawParams | None = None) -> None
 
 def report_entry(client: Any, port: int, law: LawParams) -> Any:
     """The ``report_ingress`` entry of ``port`` holding ``law`` (for INSERT or MODIFY)."""
-    return client.names.table_entry("MyIngress.report_ingress", {"standard_metadata.ingress_port": port},
+    return client.names.table_entry(LAW_TABLE, {LAW_KEY: port},
                                     "MyIngress.report_to_cpu", law_to_action(law))
 
 

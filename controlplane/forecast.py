@@ -20,8 +20,9 @@ on BMv2:
   (the growth of ``fwd_pkts``) and the rate the agent had set meanwhile;
 * ``μ``: the downstream buffer's departures of this hop's packets, ``Δdeq_pkts − ΔO(k)`` between
   reports, over the last ``h`` (at most ``DRAIN_WINDOW_S``, at least ``DRAIN_WINDOW_MIN_S``);
-  when the last ``DRAIN_SHORT_S`` fall below that by more than ``DRAIN_SHIFT_PPS`` (a capacity
-  drop downstream, not noise) the short window is used. Only a fall: on real links the packets in
+  when the short window (``DRAIN_SHORT_PKTS`` of the drain, within 3 report gaps and
+  ``DRAIN_SHORT_S``) falls below that by more than ``DRAIN_SHIFT_PPS`` (a capacity drop
+  downstream, not noise) the short window is used. Only a fall: on real links the packets in
   flight between this hop's departures and the buffer's arrivals make the short window noisy, and
   a spike upward would send the queue's schedule at the spike's rate (seen in netns).
 """
@@ -40,8 +41,13 @@ NS = 1_000_000_000
 #: Longest window of the drain estimate, s (and the shortest).
 DRAIN_WINDOW_S = 1.0
 DRAIN_WINDOW_MIN_S = 0.1
-#: The short window, s, and the difference from the long one, packets/s, that makes it the estimate.
+#: The short window: long enough for DRAIN_SHORT_PKTS of the drain, at most DRAIN_SHORT_S and at
+#: least DRAIN_SHORT_GAPS report gaps; and the difference from the long one, packets/s, that makes
+#: it the estimate. In packets, because a capacity drop fills the buffer's headroom in a time that
+#: shrinks with the rate: at 100 Mb/s the paper's 60 packets of headroom last 5 report intervals.
 DRAIN_SHORT_S = 0.2
+DRAIN_SHORT_PKTS = 50
+DRAIN_SHORT_GAPS = 3
 DRAIN_SHIFT_PPS = 8.0
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
@@ -124,11 +130,12 @@ class QueueForecast:
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
             hist.popleft()
         self.drain_pps = self._rate_since(hist[0])
+        short_s = self.short_window_s()
         j = len(hist) - 1
-        while j > 0 and now_ns - hist[j][0] < DRAIN_SHORT_S * NS:
+        while j > 0 and now_ns - hist[j][0] < short_s * NS:
             j -= 1
-        short = self._rate_since(hist[j])
-        if (now_ns - hist[j][0]) / NS > 0.05 and short < self.drain_pps - DRAIN_SHIFT_PPS:
+        short = self._rate_since(hist[j], short_s / 4)
+        if (now_ns - hist[j][0]) / NS > short_s / 4 and short < self.drain_pps - DRAIN_SHIFT_PPS:
             self.drain_pps = short  # a fall (capacity drop) is followed fast; a rise at the long window's pace
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
@@ -168,7 +175,13 @@ class QueueForecast:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
         return capacity * packet_bits / (BRAKE_GAPS * max(self.gap_s, MIN_GAP_S))
 
-    def _rate_since(self, then: tuple[int, int]) -> float:
+    def short_window_s(self) -> float:
+        """The short drain window: ``DRAIN_SHORT_PKTS`` at the drain, within [3 gaps, 0.2 s]."""
+        lo = DRAIN_SHORT_GAPS * max(self.gap_s, MIN_GAP_S)
+        packets_s = DRAIN_SHORT_PKTS / self.drain_pps if self.drain_pps > 0 else DRAIN_SHORT_S
+        return min(DRAIN_SHORT_S, max(lo, packets_s))
+
+    def _rate_since(self, then: tuple[int, int], min_span_s: float = 0.05) -> float:
         t0, d0 = then
         span = (self.t_ns - t0) / NS  # type: ignore[operator]
-        return (self._drained - d0) / span if span > 0.05 else 0.0
+        return (self._drained - d0) / span if span > min_span_s else 0.0

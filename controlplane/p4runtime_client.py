@@ -55,6 +55,7 @@ class Names:
         self.meters = {m.preamble.name: m for m in p4info.meters}
         self.digests = {d.preamble.name: d for d in p4info.digests}
         self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
+        self.action_profiles = {p.preamble.name: p for p in p4info.action_profiles}
         self._packet_in_names: dict[int, str] | None = None
 
     def table_entry(self, table: str, match: Mapping[str, Any], action: str | None = None,
@@ -78,12 +79,37 @@ class Names:
             else:
                 m.optional.value = enc(value)
         if action is not None:
-            a = _lookup(self.actions, action, "action")
-            te.action.action.action_id = a.preamble.id
-            pids = {p.name: p.id for p in a.params}
-            for pname, pvalue in (params or {}).items():
-                pid = _lookup(pids, pname, f"parameter of {action}")
-                te.action.action.params.add(param_id=pid, value=enc(pvalue))
+            te.action.action.CopyFrom(self.action(action, params))
+        return te
+
+    def action(self, action: str, params: Mapping[str, int] | None = None) -> pb.Action:
+        a = _lookup(self.actions, action, "action")
+        out = pb.Action(action_id=a.preamble.id)
+        pids = {p.name: p.id for p in a.params}
+        for pname, pvalue in (params or {}).items():
+            pid = _lookup(pids, pname, f"parameter of {action}")
+            out.params.add(param_id=pid, value=enc(pvalue))
+        return out
+
+    def profile_member(self, profile: str, member_id: int, action: str,
+                       params: Mapping[str, int] | None = None) -> pb.Entity:
+        """An ActionProfileMember of ``profile`` (an action profile or selector) running ``action``."""
+        prof = _lookup(self.action_profiles, profile, "action profile")
+        return pb.Entity(action_profile_member=pb.ActionProfileMember(
+            action_profile_id=prof.preamble.id, member_id=member_id, action=self.action(action, params)))
+
+    def profile_group(self, profile: str, group_id: int, member_ids: Iterable[int], max_size: int = 0) -> pb.Entity:
+        """An ActionProfileGroup of ``profile`` holding ``member_ids``, each of weight 1."""
+        prof = _lookup(self.action_profiles, profile, "action profile")
+        group = pb.ActionProfileGroup(action_profile_id=prof.preamble.id, group_id=group_id, max_size=max_size)
+        for m in member_ids:
+            group.members.add(member_id=m, weight=1)
+        return pb.Entity(action_profile_group=group)
+
+    def group_entry(self, table: str, match: Mapping[str, Any], group_id: int) -> pb.TableEntry:
+        """An entry of indirect ``table`` pointing to action-profile group ``group_id``."""
+        te = self.table_entry(table, match)
+        te.action.action_profile_group_id = group_id
         return te
 
     def counter_entry(self, counter: str, index: int | None = None) -> pb.CounterEntry:

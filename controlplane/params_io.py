@@ -16,6 +16,7 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2 as pb
 
+from controlplane.dataplane_config import LAW_KEY, LAW_TABLE, PORT_KEY, PORT_TABLE
 from controlplane.p4runtime_client import dec, update
 from controlplane.params import (
     LawParams,
@@ -28,9 +29,6 @@ from controlplane.params import (
 
 __all__ = ["LAW_TABLE", "PORT_TABLE", "PortState", "read_ports", "apply_law_changes", "apply_port_changes"]
 
-LAW_TABLE = "MyIngress.report_ingress"
-PORT_TABLE = "MyIngress.port_config"
-PORT_KEY = "standard_metadata.ingress_port"
 
 
 @dataclass
@@ -94,7 +92,7 @@ def merged_port(current: PortParams | None, port: int, changes: Mapping[str, int
 def apply_law_changes(client: Any, port: int, changes: Mapping[str, float]) -> LawParams:
     """Change some law parameters of egress ``port``; returns what the switch now holds."""
     new = merged_law(_port_state(client, port).law, port, changes)
-    te = client.names.table_entry(LAW_TABLE, {PORT_KEY: port}, "MyIngress.report_to_cpu", law_to_action(new))
+    te = client.names.table_entry(LAW_TABLE, {LAW_KEY: port}, "MyIngress.report_to_cpu", law_to_action(new))
     client.write(update(pb.Update.MODIFY, te))
     return new
 

@@ -23,7 +23,15 @@ from typing import Any
 from p4.v1 import p4runtime_pb2 as pb
 
 from controlplane import dataplane_config as dp
-from controlplane.agent import Command, LawTrace, SetQueueDepth, SetQueueRate, SwitchAgentCore, SwitchPlan
+from controlplane.agent import (
+    Command,
+    LawTrace,
+    PollReport,
+    SetQueueDepth,
+    SetQueueRate,
+    SwitchAgentCore,
+    SwitchPlan,
+)
 from controlplane.p4runtime_client import uint128
 from controlplane.queues import QueueClient, QueueError
 from controlplane.report import ReportError, decode
@@ -33,6 +41,9 @@ log = logging.getLogger(__name__)
 __all__ = ["SwitchAgent"]
 
 NOT_FOUND = 5  # google.rpc.Code: arbitration update "there is no primary"
+# A report poll's frame (after its packet_out header): an Ethernet header of no known type, so the
+# parser reads nothing further; it never leaves the switch.
+POLL_FRAME = bytes(12) + b"\x00\x00"
 
 
 class SwitchAgent:
@@ -54,6 +65,8 @@ class SwitchAgent:
         c = self.client
         c.set_pipeline(p4info, device_config)
         updates = [dp.route_update(c, r.prefix, r.prefix_len, r.port, r.dst_mac, r.src_mac) for r in self.plan.routes]
+        for g in self.plan.groups:
+            updates += dp.ecmp_updates(c, g.group_id, ((h.port, h.dst_mac, h.src_mac) for h in g.hops), g.prefixes)
         for m in self.plan.modelled:
             updates += dp.model_port_updates(c, m.port, capacity_pkts=m.params.capacity,
                                              report_interval_us=m.params.interval_us, node_id=self.plan.node_id,
@@ -118,6 +131,8 @@ class SwitchAgent:
                     self.queues.set_queue_rate(cmd.port, cmd.pps)
                 elif isinstance(cmd, SetQueueDepth):
                     self.queues.set_queue_depth(cmd.port, cmd.depth)
+                elif isinstance(cmd, PollReport):
+                    self.client.send_packet_out(POLL_FRAME, egress_port=cmd.port, report_poll=1, _pad=0)
             except QueueError as exc:
                 self.errors.append(str(exc))
                 log.error("%s", exc)

@@ -1,15 +1,18 @@
 /*
  * alinea.p4 -- hop-by-hop ALINEA data plane (P4_16, v1model).
  *
- * Routes IPv4 like a router and models, per INGRESS port p, the buffer
+ * Routes IPv4 like a router (one next hop, or an equal-cost group picked
+ * by a 5-tuple hash in an action selector) and models, per INGRESS port p, the buffer
  * of the paper's "incoming interface": occupancy[p] counts the packets
  * that arrived on p and are still queued in this switch.  A packet is
  * admitted while occupancy[p] < capacity(p), otherwise dropped
- * (overflow).  Every report_interval_us, at the next IPv4 arrival on p,
- * an ingress-to-egress clone leaves through p itself, rewritten in
- * egress into an ALINEA report (EtherType 0x88B5) for the upstream
- * neighbour.  Reports arriving from a downstream neighbour go to the
- * controller (packet-in), never further.
+ * (overflow).  Every report_interval_us, at the next IPv4 arrival on p
+ * (or at a report poll for p, a packet-out from this switch's own
+ * controller, once two intervals have passed), an ingress-to-egress
+ * clone leaves through p itself,
+ * rewritten in egress into an ALINEA report (EtherType 0x88B5) for the
+ * upstream neighbour.  Reports arriving from a downstream neighbour go
+ * to the controller (packet-in), never further.
  *
  * docs/dataplane.md explains the design; docs/wire-format.md gives the
  * byte layout of the report and of the packet-in/out metadata.
@@ -33,6 +36,13 @@
 #define PORT_COUNT 512
 /* Routes in ipv4_lpm. */
 #define IPV4_LPM_SIZE 1024
+/* Equal-cost groups (ecmp_group entries) and members of their selector. */
+#define ECMP_GROUPS 256
+#define ECMP_MEMBERS 1024
+/* Next hops a group may hold (P4Info max_group_size). */
+#define ECMP_MAX_GROUP 16
+/* Bits of the selector's 5-tuple hash. */
+#define ECMP_HASH_BITS 16
 /* The clone session that reports on port p is REPORT_SESSION_BASE + p;
    its one replica must go out of port p. */
 #define REPORT_SESSION_BASE 1000
@@ -60,6 +70,10 @@ const bit<8>  ALINEA_FLAG_OVERFLOW  = 0x01;
 
 /* A report frame is exactly the Ethernet and report headers. */
 const bit<32> REPORT_FRAME_BYTES = ETH_HDR_BYTES + REPORT_HDR_BYTES;
+/* A report poll reports a port only within 2^POLL_LIVE_SHIFT of its
+   report intervals after its last arrival: an idle port (a flow that has
+   not started, or has ended) stays silent, as without polls. */
+const bit<8> POLL_LIVE_SHIFT = 5;
 
 /* standard_metadata.instance_type values (BMv2 numbering). */
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
@@ -99,12 +113,16 @@ header packet_in_t {
 }
 
 /* Metadata in front of a frame from the controller (P4Runtime
-   PacketOut.metadata): the frame is sent, unchanged, out of
-   egress_port. */
+   PacketOut.metadata).  report_poll = 0: the frame is sent, unchanged,
+   out of egress_port.  report_poll = 1: a report poll; the frame goes
+   nowhere, and egress_port's report is built now if two of its
+   intervals have passed since its last report, so that a port whose
+   upstream neighbour sends slowly is still reported. */
 @controller_header("packet_out")
 header packet_out_t {
-    port_t egress_port;     // port to send the frame out of
-    bit<7> _pad;            // zero, pads the header to 2 bytes
+    port_t egress_port;     // port to send the frame out of, or to report on
+    bit<1> report_poll;     // 1: report poll (see above)
+    bit<6> _pad;            // zero, pads the header to 2 bytes
 }
 
 header ethernet_t {
@@ -168,12 +186,17 @@ struct headers_t {
  * the clone): the port to report on and its configuration.
  */
 struct metadata_t {
-    bit<1>  modelled;       // port_config has an entry for the arrival port
+    port_t  model_port;     // port whose buffer model applies (arrival or polled port)
+    bit<1>  modelled;       // port_config has an entry for model_port
     bit<1>  admitted;       // this packet holds a slot of occupancy[ingress_port]
     bit<1>  report_due;     // the arrival port's report interval has elapsed
     bit<1>  counted;        // counted in fwd_pkts[egress_spec]: count it in deq_pkts
+    bit<1>  routed;         // a route (direct or an ECMP member) set egress_spec
+    bit<16> ecmp_group;     // ipv4_lpm chose an equal-cost group: its id (ecmp_group's key)
+    bit<16> l4_src;         // UDP source port, 0 if none: selector field
+    bit<16> l4_dst;         // UDP destination port, 0 if none: selector field
     @field_list(REPORT_FIELD_LIST)
-    port_t  report_port;    // port whose buffer is modelled (= ingress_port)
+    port_t  report_port;    // port whose buffer is reported (= model_port)
     @field_list(REPORT_FIELD_LIST)
     bit<32> capacity;       // set_port.capacity_pkts
     @field_list(REPORT_FIELD_LIST)
@@ -194,6 +217,9 @@ struct metadata_t {
 register<bit<32>>(PORT_COUNT) occupancy;
 /* ingress_global_timestamp (µs) of the packet that triggered p's last report. */
 register<bit<48>>(PORT_COUNT) last_report_ts;
+/* ingress_global_timestamp (µs) of the last IPv4 arrival on p: a report
+   poll reports p only while p has seen traffic lately. */
+register<bit<48>>(PORT_COUNT) last_arrival_ts;
 /* Sequence number of p's last report. */
 register<bit<32>>(PORT_COUNT) report_seq;
 /* Overflow drops on p since p's last report. */
@@ -253,6 +279,8 @@ parser MyParser(packet_in pkt,
 
     state parse_udp {
         pkt.extract(hdr.udp);
+        meta.l4_src = hdr.udp.srcPort;
+        meta.l4_dst = hdr.udp.dstPort;
         transition accept;
     }
 }
@@ -405,7 +433,7 @@ control MyIngress(inout headers_t hdr,
                     mac_t   port_mac,
                     mac_t   upstream_mac) {
         meta.modelled = 1;
-        meta.report_port = standard_metadata.ingress_port;
+        meta.report_port = meta.model_port;
         meta.capacity = capacity_pkts;
         meta.report_interval_us = report_interval_us;
         meta.node_id = node_id;
@@ -416,7 +444,7 @@ control MyIngress(inout headers_t hdr,
     /* One entry per modelled (and reported) port; no entry: not modelled. */
     table port_config {
         key = {
-            standard_metadata.ingress_port : exact;
+            meta.model_port : exact;
         }
         actions = {
             set_port;
@@ -439,26 +467,41 @@ control MyIngress(inout headers_t hdr,
         }
     }
 
-    /* Is a report on the arrival port due?  If so, restart its interval
-       now, in the same action, so that one packet only triggers it. */
+    /* Is a report on model_port due?  If so, restart its interval now,
+       in the same action, so that one packet only triggers it.  An
+       arrival triggers it after one interval; a report poll only after
+       two, and only while the port has seen an arrival lately, so that
+       polls fill the gaps of a slow neighbour's arrivals and leave the
+       reports' pace alone otherwise. */
     action check_report_due() {
         @atomic {
+            bit<48> now = standard_metadata.ingress_global_timestamp;
+            bit<48> wait = (bit<48>)meta.report_interval_us;
             bit<48> last;
-            last_report_ts.read(last, (bit<32>)standard_metadata.ingress_port);
-            bool due = standard_metadata.ingress_global_timestamp - last
-                       >= (bit<48>)meta.report_interval_us;
-            last_report_ts.write((bit<32>)standard_metadata.ingress_port,
-                                 due ? standard_metadata.ingress_global_timestamp : last);
+            bit<48> arrived;
+            last_report_ts.read(last, (bit<32>)meta.model_port);
+            last_arrival_ts.read(arrived, (bit<32>)meta.model_port);
+            bool live = arrived != 0 && now - arrived < (wait << POLL_LIVE_SHIFT);
+            bool due = hdr.packet_out.isValid() ? (live && now - last >= wait + wait)
+                                                 : now - last >= wait;
+            last_report_ts.write((bit<32>)meta.model_port, due ? now : last);
+            last_arrival_ts.write((bit<32>)meta.model_port,
+                                  hdr.packet_out.isValid() ? arrived : now);
             meta.report_due = due ? 1w1 : 1w0;
         }
     }
 
-    /* Clone this packet (as received) to the arrival port's report
-       session; egress turns the clone into the report. */
+    /* Clone this packet (as received) to model_port's report session;
+       egress turns the clone into the report. */
     action request_report() {
         clone_preserving_field_list(CloneType.I2E,
-            REPORT_SESSION_BASE + (bit<32>)standard_metadata.ingress_port,
+            REPORT_SESSION_BASE + (bit<32>)meta.model_port,
             REPORT_FIELD_LIST);
+    }
+
+    /* A report poll has done its work: it goes nowhere. */
+    action drop_poll() {
+        mark_to_drop(standard_metadata);
     }
 
     /* A routed packet goes to the egress queue of egress_spec: count it
@@ -478,6 +521,13 @@ control MyIngress(inout headers_t hdr,
         hdr.ethernet.dstAddr = dst_mac;
         hdr.ethernet.srcAddr = src_mac;
         standard_metadata.egress_spec = port;
+        meta.routed = 1;
+    }
+
+    /* The destination has several equal-cost next hops: ecmp_group
+       picks one of group_id's members by the packet's 5-tuple. */
+    action set_ecmp_group(bit<16> group_id) {
+        meta.ecmp_group = group_id;
     }
 
     /* No route (the default), or a route that discards. */
@@ -492,10 +542,36 @@ control MyIngress(inout headers_t hdr,
         }
         actions = {
             ipv4_forward;
+            set_ecmp_group;
             drop;
         }
         const default_action = drop();
         size = IPV4_LPM_SIZE;
+    }
+
+    /* Equal-cost next hops: one entry per group id, pointing to an
+       action-profile group of ipv4_forward members written over
+       P4Runtime; the selector hashes the 5-tuple, so a flow keeps its
+       path.  No entry, or an empty group: dropped as no route. */
+    @max_group_size(ECMP_MAX_GROUP)
+    action_selector(HashAlgorithm.crc16, ECMP_MEMBERS, ECMP_HASH_BITS) ecmp_selector;
+
+    table ecmp_group {
+        key = {
+            meta.ecmp_group     : exact;
+            hdr.ipv4.srcAddr    : selector;
+            hdr.ipv4.dstAddr    : selector;
+            hdr.ipv4.protocol   : selector;
+            meta.l4_src         : selector;
+            meta.l4_dst         : selector;
+        }
+        actions = {
+            ipv4_forward;
+            @defaultonly drop;
+        }
+        const default_action = drop();
+        implementation = ecmp_selector;
+        size = ECMP_GROUPS;
     }
 
     apply {
@@ -505,12 +581,18 @@ control MyIngress(inout headers_t hdr,
             discard_parser_error();
         } else if (standard_metadata.checksum_error == 1w1) {
             discard_bad_checksum();
-        } else if (hdr.packet_out.isValid()) {
+        } else if (hdr.packet_out.isValid() && hdr.packet_out.report_poll == 1w0) {
             send_from_cpu();
-        } else if (hdr.report.isValid()) {
+        } else if (hdr.report.isValid() && !hdr.packet_out.isValid()) {
             /* Reports are never forwarded: to the controller or dropped. */
             report_ingress.apply();
-        } else if (hdr.ipv4.isValid()) {
+        } else if (hdr.ipv4.isValid() || hdr.packet_out.isValid()) {
+            /* An IPv4 arrival, or a report poll naming the port. */
+            if (hdr.packet_out.isValid()) {
+                meta.model_port = hdr.packet_out.egress_port;
+            } else {
+                meta.model_port = standard_metadata.ingress_port;
+            }
             port_config.apply();
             /* Any IPv4 arrival on a modelled port may trigger its report,
                whatever becomes of the packet itself. */
@@ -520,8 +602,15 @@ control MyIngress(inout headers_t hdr,
                     request_report();
                 }
             }
-            switch (ipv4_lpm.apply().action_run) {
-                ipv4_forward: {
+            if (hdr.packet_out.isValid()) {
+                drop_poll();
+            } else {
+                switch (ipv4_lpm.apply().action_run) {
+                    set_ecmp_group: {
+                        ecmp_group.apply();
+                    }
+                }
+                if (meta.routed == 1w1) {
                     if (hdr.ipv4.ttl <= 8w1) {
                         discard_ttl_expired();
                     } else {

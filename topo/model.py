@@ -146,6 +146,14 @@ class Options:
     # simulator: the 99th percentile of that latency (lognormal around the median above, each
     # direction in order, seeded); None = every call takes exactly control_latency
     control_latency_p99_ns: int | None = None
+    # on BMv2's queues, each agent polls the reports of the ports traffic enters by (docs/bmv2.md)
+    report_polls: bool = False
+    # equal-cost multipath: a switch with several shortest next hops toward a host spreads flows over
+    # them by 5-tuple hash (alinea.p4's ecmp_group); off, the one next hop of the tie-break (by name)
+    ecmp: bool = False
+    # "hop-by-hop" or "end-to-end" whatever the flows' controls (e.g. TCP flows under ALINEA switches);
+    # None: hop-by-hop when some flow is ALINEA-controlled (topo/plan.py, network_mode)
+    network: str | None = None
 
 
 @dataclass
@@ -184,6 +192,7 @@ class Topology:
                 counters[end] = counters.get(end, 0) + 1
                 self._port_numbers[(end, other)] = counters[end]
         self._next_hop = {dst: self._tree_toward(dst) for dst, n in self.nodes.items() if not n.is_switch}
+        self._hops: dict[str, dict[str, tuple[str, ...]]] = {}
 
     # ---- structure -------------------------------------------------------------------------------
     @property
@@ -231,11 +240,9 @@ class Topology:
         return (10 << 24) | (self.nodes[host].index << 8) | 1
 
     # ---- routes ----------------------------------------------------------------------------------
-    def _tree_toward(self, dst: str) -> dict[str, str]:
-        """Next hop toward ``dst`` from every node that can reach it (BFS from dst, ties by name).
-
-        Hosts never forward, so they are leaves of the tree (except ``dst`` itself).
-        """
+    def _bfs_toward(self, dst: str) -> tuple[dict[str, int], dict[str, str]]:
+        """Hops to ``dst`` and the next hop toward it from every node that can reach it (BFS from
+        dst, ties by name). Hosts never forward, so they are leaves of the tree (except ``dst``)."""
         nxt: dict[str, str] = {}
         dist = {dst: 0}
         queue = deque([dst])
@@ -248,10 +255,35 @@ class Topology:
                     dist[nb] = dist[cur] + 1
                     nxt[nb] = cur
                     queue.append(nb)
-        return nxt
+        return dist, nxt
+
+    def _tree_toward(self, dst: str) -> dict[str, str]:
+        return self._bfs_toward(dst)[1]
 
     def next_hop(self, node: str, dst_host: str) -> str | None:
         return self._next_hop[dst_host].get(node)
+
+    def next_hops(self, node: str, dst_host: str) -> tuple[str, ...]:
+        """Every next hop of ``node`` on a shortest path to ``dst_host`` (sorted by name) when
+        ``options.ecmp``; otherwise the one of :meth:`next_hop` (empty if unreachable)."""
+        if not self.options.ecmp:
+            nxt = self.next_hop(node, dst_host)
+            return () if nxt is None else (nxt,)
+        if dst_host not in self._hops:
+            self._hops[dst_host] = self._equal_cost_toward(dst_host)
+        return self._hops[dst_host].get(node, ())
+
+    def _equal_cost_toward(self, dst: str) -> dict[str, tuple[str, ...]]:
+        dist = self._bfs_toward(dst)[0]
+        return {n: tuple(sorted(nb for nb in self.neighbours(n) if dist.get(nb) == d - 1
+                                and (nb == dst or self.nodes[nb].is_switch)))
+                for n, d in dist.items() if d > 0}
+
+    def all_paths(self, src: str, dst: str) -> list[tuple[str, ...]]:
+        """Every path the routes may give a flow from ``src`` to ``dst`` (one without ECMP)."""
+        if src == dst:
+            return [(dst,)]
+        return [(src, *rest) for nxt in self.next_hops(src, dst) for rest in self.all_paths(nxt, dst)]
 
     def path(self, src: str, dst: str) -> tuple[str, ...] | None:
         """Node names from ``src`` to host ``dst`` along the routes, None if unreachable."""
@@ -267,6 +299,7 @@ class Topology:
         """Every (upstream, downstream) pair that some flow uses, in a stable order."""
         seen: dict[tuple[str, str], None] = {}
         for flow in self.flows:
-            for u, v in zip(flow.path, flow.path[1:]):
-                seen[(u, v)] = None
+            for path in self.all_paths(flow.src, flow.dst) if self.options.ecmp else [flow.path]:
+                for u, v in zip(path, path[1:]):
+                    seen[(u, v)] = None
         return list(seen)

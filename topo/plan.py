@@ -6,7 +6,7 @@ the simulator, between namespaces and on real BMv2.
 
 from __future__ import annotations
 
-from controlplane.agent import ModelledPort, RegulatedPort, Route, SwitchPlan
+from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
 from topo.model import Topology
 
 __all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM"]
@@ -33,7 +33,29 @@ def network_mode(topo: Topology) -> str:
     else ``end-to-end``: the same data plane, reports kept for measurement, no queue rate ever
     set, and each output port a drop-tail FIFO as deep as its link's buffer, shared by every
     flow through it (the sources' own control, e.g. CVIHIS, is all there is)."""
+    if topo.options.network is not None:
+        return topo.options.network
     return "hop-by-hop" if any(f.control == "alinea" for f in topo.flows) else "end-to-end"
+
+
+def _routes(topo: Topology, name: str) -> tuple[tuple[Route, ...], tuple[EcmpGroup, ...]]:
+    """A /32 route per reachable host: direct (one next hop, exactly as without ECMP) or to the
+    equal-cost group of its next hops, one group per distinct set of next hops (group ids 1, 2, ...
+    in host order), so that a leaf sends every remote host through one group of its uplinks."""
+    routes: list[Route] = []
+    by_hops: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for host in topo.hosts:
+        hops = topo.next_hops(name, host.name)
+        if len(hops) == 1:
+            nxt = hops[0]
+            routes.append(Route(topo.ip(host.name), 32, topo.port(name, nxt), neighbour_mac(topo, name, nxt),
+                                topo.mac(name, nxt)))
+        elif hops:
+            by_hops.setdefault(hops, []).append((topo.ip(host.name), 32))
+    groups = tuple(EcmpGroup(gid, tuple(NextHop(topo.port(name, h), neighbour_mac(topo, name, h), topo.mac(name, h))
+                                        for h in hops), tuple(prefixes))
+                   for gid, (hops, prefixes) in enumerate(by_hops.items(), start=1))
+    return tuple(routes), groups
 
 
 def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
@@ -42,20 +64,14 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     node = topo.nodes[name]
     if not node.is_switch:
         raise ValueError(f"{name} is not a switch")
-    routes = []
-    for host in topo.hosts:
-        nxt = topo.next_hop(name, host.name)
-        if nxt is None:
-            continue
-        routes.append(Route(topo.ip(host.name), 32, topo.port(name, nxt), neighbour_mac(topo, name, nxt),
-                            topo.mac(name, nxt)))
+    routes, groups = _routes(topo, name)
     hop_by_hop = network_mode(topo) == "hop-by-hop"
     # End-to-end: no modelled ingress buffer (no admission, no reports). Its occupancy counter
     # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
-    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
-                                  neighbour_mac(topo, name, u))
-                     for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     used = set(topo.directed_links())
+    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
+                                  neighbour_mac(topo, name, u), polled=(u, name) in used)
+                     for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
                                     limit_at_start=(name, v) in used)
                       for v in topo.neighbours(name) if (name, v) in topo.law)
@@ -64,7 +80,8 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
         depths = tuple((topo.port(name, v), depth) for v in topo.neighbours(name))
     else:  # a router's drop-tail FIFO per output port, the link's buffer deep, shared by every flow
         depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
-    return SwitchPlan(name=name, node_id=node.index, routes=tuple(routes), modelled=modelled, regulated=regulated,
-                      queue_depths=depths, actuate=hop_by_hop,
+    return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled,
+                      regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
+                      report_polls=topo.options.report_polls,
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))

@@ -38,6 +38,8 @@ class LawRow:
     rate_bps: float
     o: float
     w: float
+    forecast: float | None = None  # BMv2's queues: the forecast occupancy (fraction) the law ran on
+    drain_bps: float | None = None  # and the downstream buffer's measured drain of this hop's packets
 
     @property
     def fraction(self) -> float:
@@ -112,9 +114,11 @@ class Recorder:
         out.mkdir(parents=True, exist_ok=True)
         written = [
             _write(out / "laws.csv", ["t_s", "node", "toward", "occupancy_pkts", "capacity_pkts", "fraction",
-                                      "drops", "rate_bps", "target_o", "weight_w"],
+                                      "drops", "rate_bps", "target_o", "weight_w", "forecast", "drain_bps"],
                    ([_t(r.t_ns), r.node, r.toward, r.occupancy, r.capacity, f"{r.fraction:.4f}", r.drops,
-                     f"{r.rate_bps:.0f}", f"{r.o:.4f}", f"{r.w:.0f}"] for r in self.laws)),
+                     f"{r.rate_bps:.0f}", f"{r.o:.4f}", f"{r.w:.0f}",
+                     "" if r.forecast is None else f"{r.forecast:.4f}",
+                     "" if r.drain_bps is None else f"{r.drain_bps:.0f}"] for r in self.laws)),
             _write(out / "flows.csv", ["t_s", "flow", "sent_pkts", "received_pkts", "send_rate_bps",
                                        "receive_rate_bps", "owd_mean_ms"], _flow_rows(self.flows)),
             _write(out / "buffers.csv", ["t_s", "host", "occupancy_pkts", "capacity_pkts", "played_pkts",

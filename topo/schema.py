@@ -36,6 +36,7 @@ from controlplane.units import (
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
 from topo.fairness import FAIRNESS, apply_fairness
+from topo.leafspine import expand_fabric
 from topo.model import (
     CONTROLS,
     CVIHIS_CONTROLS,
@@ -56,14 +57,16 @@ from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 
-TOP_KEYS = ("name", "description", "defaults", "nodes", "links", "flows", "alinea", "events", "options")
+TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "links", "flows", "alinea", "events", "options")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
-OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99")
+OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls",
+               "ecmp", "network")
+NETWORK_MODES = ("hop-by-hop", "end-to-end")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
 #: Law keys an override or an event may set.
@@ -106,6 +109,7 @@ def load_topology_text(text: str, source: str, edit: Callable[[YamlNode], dict[i
     root = compose(text, source)
     labels = edit(root) if edit is not None else {}
     doc = Doc(source, labels)
+    expand_fabric(root, doc)  # fabric: -> nodes and links (topo/leafspine.py)
     top = doc.mapping(root, "", TOP_KEYS, required=("nodes", "links"))
     return _Loader(doc, top).load()
 
@@ -812,7 +816,7 @@ class _Loader:
 
     def _options(self) -> Options:
         if "options" not in self.top:
-            return Options()
+            return Options(ecmp="fabric" in self.top)
         entries = self.doc.mapping(self.top["options"].value, "options", OPTION_KEYS)
         loss = 0.0
         if "report_loss" in entries:
@@ -848,5 +852,30 @@ class _Loader:
                 raise self.doc.error(node, "options.control_latency_p99",
                                      f"{p99 / 1e6:g} ms: must be in control_latency ({latency / 1e6:g} ms).."
                                      f"{MAX_CONTROL_LATENCY_NS // 1_000_000} ms")
+        polls = False
+        if "report_polls" in entries:
+            node = entries["report_polls"].value
+            polls = self.doc.scalar(node, "options.report_polls")
+            if not isinstance(polls, bool):
+                raise self.doc.error(node, "options.report_polls", f"{polls!r}: report_polls is true or false")
         return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency,
-                       control_latency_p99_ns=p99)
+                       control_latency_p99_ns=p99, report_polls=polls, ecmp=self._ecmp(entries),
+                       network=self._network(entries))
+
+    def _ecmp(self, entries: dict[str, Entry]) -> bool:
+        """Multipath: ``options.ecmp`` if given, else on exactly when a fabric generated the file."""
+        if "ecmp" not in entries:
+            return "fabric" in self.top
+        value = self.doc.scalar(entries["ecmp"].value, "options.ecmp")
+        if not isinstance(value, bool):
+            raise self.doc.error(entries["ecmp"].value, "options.ecmp", f"{value!r}: true or false")
+        return value
+
+    def _network(self, entries: dict[str, Entry]) -> str | None:
+        if "network" not in entries:
+            return None
+        node = entries["network"].value
+        mode = self.doc.text(node, "options.network")
+        if mode not in NETWORK_MODES:
+            raise self.doc.error(node, "options.network", f"{mode!r}: choose {' or '.join(NETWORK_MODES)}")
+        return mode

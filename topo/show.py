@@ -58,7 +58,9 @@ def _links_and_flows(t: Topology) -> list[str]:
         if f.control == "tcp":
             cap = f"cc {f.cc}, " + (f"size {f.size_bytes} B" if f.size_bytes is not None else "bulk") + ", records of"
         stop = format_duration(f.stop_ns) if f.stop_ns is not None else "end"
-        out.append(f"  {f.name}: {f.control} {' -> '.join(f.path)}, {cap}, {f.packet_size} B, "
+        n = len(t.all_paths(f.src, f.dst)) if t.options.ecmp else 1
+        path = " -> ".join(f.path) + (f" (one of {n} equal-cost paths: the 5-tuple hash picks)" if n > 1 else "")
+        out.append(f"  {f.name}: {f.control} {path}, {cap}, {f.packet_size} B, "
                    f"{format_duration(f.start_ns)} .. {stop}")
     return out
 
@@ -113,7 +115,8 @@ def _analysis(t: Topology) -> list[str]:
 def describe(t: Topology) -> str:
     """Every resolved value of ``t``, one item a line."""
     head = [f"{t.name} ({t.source})" + (f": {t.description}" if t.description else ""),
-            f"options: report_loss {t.options.report_loss:g}, queue_model {t.options.queue_model}"]
+            f"options: report_loss {t.options.report_loss:g}, queue_model {t.options.queue_model}"
+            + (", ecmp" if t.options.ecmp else "") + (f", network {t.options.network}" if t.options.network else "")]
     return "\n".join(head + _nodes(t) + _links_and_flows(t) + _laws_and_ports(t) + _events(t) + _analysis(t)) + "\n"
 
 

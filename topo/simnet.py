@@ -579,7 +579,7 @@ class SimNetwork:
         def trace(t: LawTrace) -> None:
             toward = self.topo.neighbour_on(name, t.port)
             self.recorder.laws.append(LawRow(t.t_ns, name, toward, t.occupancy, t.capacity, t.drops, t.rate_bps,
-                                             t.o, t.w))
+                                             t.o, t.w, t.forecast, t.drain_bps))
 
         return trace
 

@@ -137,7 +137,7 @@ def configured_switch(name: str):  # -> (Switch, VirtualScheduler, sink list)
             ctl.insert_entry("MyIngress.ipv4_lpm", {"hdr.ipv4.dstAddr": (0x0A000000 | p << 8, 24)},
                              "MyIngress.ipv4_forward", {"dst_mac": 0x0200000000 << 8 | p, "src_mac": 0x020000000100 | p,
                                                         "port": p})
-        ctl.insert_entry("MyIngress.port_config", {"standard_metadata.ingress_port": 1}, "MyIngress.set_port",
+        ctl.insert_entry("MyIngress.port_config", {"meta.model_port": 1}, "MyIngress.set_port",
                          {"capacity_pkts": 16, "report_interval_us": 0, "node_id": 1, "port_mac": 0x020000000101,
                           "upstream_mac": 0x020000000001})
         ctl.insert(clone_session(1001, [(1, 1)]))

@@ -36,7 +36,7 @@ def build(modelled: bool):  # -> (pipeline, frame)
                (0x020000000302, 0x020000000301, 2))
     if modelled:
         state.tables_by_name["MyIngress.port_config"].insert(
-            {"standard_metadata.ingress_port": 1}, state.actions_by_name["MyIngress.set_port"].id,
+            {"meta.model_port": 1}, state.actions_by_name["MyIngress.set_port"].id,
             (1 << 30, 4_000_000_000, 1, 0x020000000101, 0x020000000201))
     frame = bytes(Ether(dst="02:00:00:00:03:01", src="02:00:00:00:00:09")
                   / IP(src="10.0.1.1", dst="10.0.2.2", ttl=64) / UDP(sport=1, dport=2) / Raw(b"x" * 64))

@@ -118,7 +118,7 @@ def bench_pipeline(rep: Report, seed: int, packets: int) -> None:
     port_config = st.tables_by_name["MyIngress.port_config"]
     set_port = st.actions_by_name["MyIngress.set_port"].id
     # port 1 modelled (admission, report check) with a report every 10 ms of virtual time
-    port_config.modify({"standard_metadata.ingress_port": 1}, action_id=set_port,
+    port_config.modify({"meta.model_port": 1}, action_id=set_port,
                        params=(1000, 10_000, 1, 0x020000000101, 0x020000000001))
     pl = sw.pipeline
     t = time.perf_counter()
@@ -133,7 +133,7 @@ def bench_pipeline(rep: Report, seed: int, packets: int) -> None:
     sw, sched, sink = configured_switch("alinea")
     sw.tm.set_all_queue_depths(1024)
     sw.state.tables_by_name["MyIngress.port_config"].modify(
-        {"standard_metadata.ingress_port": 1}, action_id=set_port, params=(1000, 10_000, 1, 0x020000000101,
+        {"meta.model_port": 1}, action_id=set_port, params=(1000, 10_000, 1, 0x020000000101,
                                                                             0x020000000001))
     gap_ns = 10_000  # 100 kpps offered in virtual time: reports every 10 ms are clones too
     t = time.perf_counter()

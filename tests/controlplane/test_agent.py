@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from controlplane.agent import (
+    ModelledPort,
+    PollReport,
     RegulatedPort,
     SetQueueDepth,
     SetQueueRate,
@@ -11,7 +13,7 @@ from controlplane.agent import (
     rate_to_pps,
 )
 from controlplane.alinea import STALE_HOLD_INTERVALS
-from controlplane.params import LawParams, law_to_action
+from controlplane.params import LawParams, PortParams, law_to_action
 from controlplane.report import Report
 
 LAW = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
@@ -104,6 +106,16 @@ def test_on_bmv2_queues_regulated_ports_start_at_r_max_not_the_floor() -> None:
     c = core(fixed_departures=True)
     assert c.start() == [SetQueueDepth(1, 264), SetQueueDepth(2, 264), SetQueueRate(2, 250)]
     assert c.ports[2].law.rate == LAW.r_max
+
+
+def test_with_report_polls_on_bmv2_queues_every_tick_polls_the_modelled_ports_traffic_enters_by() -> None:
+    modelled = tuple(ModelledPort(p, PortParams(), 0, 0, polled=p != 4) for p in (1, 3, 4))
+    for fixed, on, polls in ((True, True, [PollReport(1), PollReport(3)]), (False, True, []), (True, False, [])):
+        plan = SwitchPlan("R1", 1, modelled=modelled, regulated=(RegulatedPort(2, LAW, 1000),),
+                          fixed_departures=fixed, report_polls=on)
+        c = SwitchAgentCore(plan)
+        c.start()
+        assert c.on_tick(10 * MS) == polls
 
 
 def test_without_the_counters_the_law_runs_on_the_reported_occupancy() -> None:

@@ -59,11 +59,18 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
         "p": "MyParser", "vr": "MyVerifyChecksum", "ig": "MyIngress", "eg": "MyEgress",
         "ck": "MyComputeChecksum", "dep": "MyDeparser"}
     assert {t.fqn for t in cp.tables} == {"MyIngress.report_ingress", "MyIngress.port_config",
-                                          "MyIngress.ipv4_lpm"}
+                                          "MyIngress.ipv4_lpm", "MyIngress.ecmp_group"}
     lpm = cp.table("MyIngress.ipv4_lpm")
     assert lpm is not None and lpm.size == 1024
     assert [(k.name, k.match_kind, str(k.type)) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm", "bit<32>")]
-    assert [a.action.fqn for a in lpm.actions] == ["MyIngress.ipv4_forward", "MyIngress.drop"]
+    assert [a.action.fqn for a in lpm.actions] == ["MyIngress.ipv4_forward", "MyIngress.set_ecmp_group",
+                                                   "MyIngress.drop"]
+    ecmp = cp.table("MyIngress.ecmp_group")
+    assert [(k.name, k.match_kind) for k in ecmp.keys] == [
+        ("meta.ecmp_group", "exact"), ("hdr.ipv4.srcAddr", "selector"), ("hdr.ipv4.dstAddr", "selector"),
+        ("hdr.ipv4.protocol", "selector"), ("meta.l4_src", "selector"), ("meta.l4_dst", "selector")]
+    selector = cp.instance("MyIngress.ecmp_selector")
+    assert selector is not None and selector.extern == "action_selector"
     assert lpm.default_action is not None and lpm.default_action.action.fqn == "MyIngress.drop"
     assert lpm.default_action.is_const and lpm.default_action.args == []
     fwd = cp.action("MyIngress.ipv4_forward")

@@ -104,7 +104,8 @@ def test_alinea_pkg_info(alinea):
 
 def test_alinea_tables(alinea):
     tables = by_name(alinea.tables)
-    assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm"}
+    assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm",
+                           "MyIngress.ecmp_group"}
     actions = {a.preamble.id: a.preamble.name for a in alinea.actions}
 
     lpm = tables["MyIngress.ipv4_lpm"]
@@ -113,13 +114,13 @@ def test_alinea_tables(alinea):
         (1, "hdr.ipv4.dstAddr", 32, MF.LPM)]
     assert lpm.size == 1024
     assert actions[lpm.const_default_action_id] == "MyIngress.drop"
-    assert sorted(actions[r.id] for r in lpm.action_refs) == ["MyIngress.drop", "MyIngress.ipv4_forward"]
+    assert sorted(actions[r.id] for r in lpm.action_refs) == ["MyIngress.drop", "MyIngress.ipv4_forward",
+                                                              "MyIngress.set_ecmp_group"]
 
-    for name, default in (("MyIngress.report_ingress", "MyIngress.drop_spoofed"),
-                          ("MyIngress.port_config", "NoAction")):
+    for name, default, key in (("MyIngress.report_ingress", "MyIngress.drop_spoofed", "standard_metadata.ingress_port"),
+                               ("MyIngress.port_config", "NoAction", "meta.model_port")):
         t = tables[name]
-        assert [(m.name, m.bitwidth, m.match_type) for m in t.match_fields] == [
-            ("standard_metadata.ingress_port", 9, MF.EXACT)]
+        assert [(m.name, m.bitwidth, m.match_type) for m in t.match_fields] == [(key, 9, MF.EXACT)]
         assert t.size == 512
         assert actions[t.const_default_action_id] == default
         scopes = {actions[r.id]: r.scope for r in t.action_refs}
@@ -127,6 +128,20 @@ def test_alinea_tables(alinea):
         assert [s for a, s in scopes.items() if a != default] == [REF.TABLE_AND_DEFAULT]
         assert all("@defaultonly" in r.annotations for r in t.action_refs if r.scope == REF.DEFAULT_ONLY)
         assert not t.is_const_table and t.implementation_id == 0 and not t.direct_resource_ids
+
+
+def test_alinea_ecmp_group_is_an_indirect_table_of_its_selector(alinea):
+    """p4c lists no ``selector`` key in P4Info: the group id is the only match field."""
+    tables, actions = by_name(alinea.tables), {a.preamble.id: a.preamble.name for a in alinea.actions}
+    ecmp = tables["MyIngress.ecmp_group"]
+    assert [(m.name, m.bitwidth, m.match_type) for m in ecmp.match_fields] == [("meta.ecmp_group", 16, MF.EXACT)]
+    assert actions[ecmp.const_default_action_id] == "MyIngress.drop"
+    scopes = {actions[r.id]: r.scope for r in ecmp.action_refs}
+    assert scopes == {"MyIngress.ipv4_forward": REF.TABLE_AND_DEFAULT, "MyIngress.drop": REF.DEFAULT_ONLY}
+    (selector,) = alinea.action_profiles
+    assert selector.preamble.name == "MyIngress.ecmp_selector"
+    assert ecmp.implementation_id == selector.preamble.id and list(selector.table_ids) == [ecmp.preamble.id]
+    assert selector.with_selector and selector.size == 1024 and selector.max_group_size == 16
 
 
 def test_alinea_actions_are_the_used_actions_with_param_widths(alinea, alinea_checked):
@@ -162,7 +177,7 @@ def test_alinea_counters_and_registers(alinea):
 
     registers = by_name(alinea.registers)
     widths = {n: r.type_spec.bitstring.bit.bitwidth for n, r in registers.items()}
-    assert widths == {"occupancy": 32, "last_report_ts": 48, "report_seq": 32, "overflow_drops": 32,
+    assert widths == {"occupancy": 32, "last_report_ts": 48, "last_arrival_ts": 48, "report_seq": 32, "overflow_drops": 32,
                       "fwd_pkts": 32, "deq_pkts": 32}
     assert {r.size for r in registers.values()} == {512}
     assert not alinea.meters and not alinea.direct_counters and not alinea.digests
@@ -176,7 +191,7 @@ def test_alinea_controller_headers(alinea):
         (5, "w_max_bps", 48), (6, "w_min_bps", 48), (7, "k_p_bps", 48), (8, "r_max_bps", 48), (9, "r_floor_bps", 48),
         (10, "fwd_pkts", 32), (11, "deq_pkts", 32)]
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_out"].metadata] == [
-        (1, "egress_port", 9), (2, "_pad", 7)]
+        (1, "egress_port", 9), (2, "report_poll", 1), (3, "_pad", 6)]
     assert cpm["packet_in"].preamble.annotations == ['@controller_header("packet_in")']
     # the id hashes the header type's name, as p4c does
     assert cpm["packet_in"].preamble.id == hashed_id(PREFIX_CONTROLLER_HEADER, "packet_in_t")

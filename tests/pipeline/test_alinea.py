@@ -33,7 +33,7 @@ def sw() -> Loaded:
 
 
 def configure_port(sw: Loaded, port: int, capacity: int, interval_us: int, node_id: int = 7) -> None:
-    sw.table("MyIngress.port_config").insert({"standard_metadata.ingress_port": port},
+    sw.table("MyIngress.port_config").insert({"meta.model_port": port},
                                              sw.action_id("MyIngress.set_port"),
                                              (capacity, interval_us, node_id, PORT_MAC, UP_MAC))
 

@@ -89,7 +89,7 @@ def install_routes(b: Bed, modelled: dict[int, tuple[int, int]] | None = None) -
                            "MyIngress.ipv4_forward",
                            {"dst_mac": mac_int(b.host(p).mac), "src_mac": mac_int(SWITCH_MAC[p]), "port": p})
     for p, (capacity, interval) in (modelled or {}).items():
-        b.ctl.insert_entry("MyIngress.port_config", {"standard_metadata.ingress_port": p}, "MyIngress.set_port",
+        b.ctl.insert_entry("MyIngress.port_config", {"meta.model_port": p}, "MyIngress.set_port",
                            {"capacity_pkts": capacity, "report_interval_us": interval, "node_id": NODE_ID,
                             "port_mac": mac_int(SWITCH_MAC[p]), "upstream_mac": mac_int(b.host(p).mac)})
         b.ctl.insert(clone_session(1000 + p, [(p, 1)]))
@@ -190,7 +190,7 @@ def test_reports_arrive_back_in_h1_at_the_interval_and_pcaps_are_readable(bed: B
 
 def install_routes_modelled(b: Bed, modelled: dict[int, tuple[int, int]]) -> None:
     for p, (capacity, interval) in modelled.items():
-        b.ctl.insert_entry("MyIngress.port_config", {"standard_metadata.ingress_port": p}, "MyIngress.set_port",
+        b.ctl.insert_entry("MyIngress.port_config", {"meta.model_port": p}, "MyIngress.set_port",
                            {"capacity_pkts": capacity, "report_interval_us": interval, "node_id": NODE_ID,
                             "port_mac": mac_int(SWITCH_MAC[p]), "upstream_mac": mac_int(b.host(p).mac)})
         b.ctl.insert(clone_session(1000 + p, [(p, 1)]))
@@ -319,7 +319,7 @@ try:
     out["report_hex"] = report.hex()
 
     frame = bytes.fromhex(h1mac.replace(":", "") + "020000000101" + "88b6") + b"packet-out!" + bytes(40)
-    sh.PacketOut(frame, egress_port="1", _pad="0").send()
+    sh.PacketOut(frame, egress_port="1", report_poll="0", _pad="0").send()
     time.sleep(0.5)
     out["rx_counter"] = [json_format.MessageToDict(c.msg()) for c in sh.CounterEntry("MyIngress.rx").read()
                          if c.msg().data.packet_count]

@@ -68,6 +68,37 @@ def test_reports_go_back_out_the_arrival_port_at_the_configured_interval() -> No
         assert interval_us <= b - a < interval_us + gap_ns // US + 10
 
 
+def test_a_report_poll_fills_the_gaps_of_a_slow_neighbour_and_leaves_an_idle_port_silent() -> None:
+    interval_us = 1000
+    net = sim_switch()
+    configure_alinea(net.ctl, modelled={1: (200, interval_us)})
+
+    def poll(port: int) -> None:
+        net.ctl.send_packet_out(bytes(14), egress_port=port, report_poll=1, _pad=0)
+
+    def at(intervals: float, fn, *args) -> None:  # noqa: ANN001
+        net.sched.call_at(round(intervals * interval_us * US), fn, *args)
+
+    at(0.5, poll, 1)  # nothing has arrived yet: an idle port stays silent
+    at(1, net.hosts[1].send_at, interval_us * US, udp_frame(1, 2))  # an arrival: report 1
+    at(2.5, poll, 1)  # 1.5 intervals since the last report: a poll waits for two
+    at(3, poll, 1)  # still under two (report 1 came after the frame's link delay)
+    at(3.1, poll, 1)  # two: report 2
+    at(3.2, poll, 1)
+    at(3.3, poll, 2)  # port 2 is not modelled: nothing
+    at(32.5, poll, 1)  # 31.5 intervals after the arrival: still live, report 3
+    at(33.5, net.hosts[2].send_at, round(33.5 * interval_us * US), udp_frame(2, 1))  # traffic the other way
+    at(35, poll, 1)  # 34 intervals after port 1's arrival: idle again, silent
+    net.sched.run()
+    reports = [(t, parse_report(f)) for t, f in net.hosts[1].frames(0x88B5)]
+    assert [(r.port, r.seq, r.capacity) for _, r in reports] == [(1, 1, 200), (1, 2, 200), (1, 3, 200)]
+    stamps = [r.timestamp_us for _, r in reports]
+    assert interval_us <= stamps[0] < interval_us + 100  # the arrival, after its link's delay
+    assert stamps[1:] == [round(3.1 * interval_us), round(32.5 * interval_us)]  # the polls, at once
+    assert len(net.hosts[2].got) == 1  # the polls went nowhere
+    assert len(net.hosts[1].got) == 4  # three reports and the frame from host 2
+
+
 def test_admission_drops_exactly_when_occupancy_reaches_capacity() -> None:
     capacity = 8
     net = sim_switch()
@@ -151,7 +182,7 @@ def test_reports_from_neighbours_reach_the_controller_and_spoofed_ones_are_count
 def test_packet_out_leaves_unchanged_on_the_named_port() -> None:
     net = sim_switch()
     frame = udp_frame(1, 2, ttl=5)
-    net.ctl.send_packet_out(frame, egress_port=2, _pad=0)
+    net.ctl.send_packet_out(frame, egress_port=2, report_poll=0, _pad=0)
     net.sched.run()
     assert [f for _, f in net.hosts[2].got] == [frame]
     assert net.ctl.read_counter("MyIngress.rx", 255)[0] == 1

@@ -10,6 +10,7 @@ packet-in's counters and bound the schedule a cut may stamp (controlplane/foreca
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 from pathlib import Path
 
@@ -18,7 +19,7 @@ import pytest
 import topo.simnet
 from topo.plan import switch_plan
 from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.schema import load_topology, load_topology_text
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -67,3 +68,25 @@ def test_capacity_drop_on_bmv2_queues() -> None:
     assert reaction["regulator"] == "R2" and reaction["buffer"] == "R3<-R2"
     assert reaction["recovery_s"] is not None and reaction["recovery_s"] <= 2.0
     assert reaction["reaction_intervals"] is not None and reaction["reaction_intervals"] <= 6
+
+
+def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_intervals(tmp_path: Path) -> None:
+    """Reports are built when packets arrive: a hop held at 5 packets/s (R2's R_max set to 40 kb/s
+    at 3 s) hears of R3's buffer every 200 ms, and on BMv2's queues each late command leaves more
+    packets stamped at a slow spacing. With ``report_polls`` R3's agent polls the report of the
+    port R2 feeds every tick, which the data plane answers once two report intervals have passed
+    (docs/bmv2.md)."""
+    src = (ROOT / "topo" / "paper-5router.yaml").read_text().replace("queue_model: shaper", "queue_model: bmv2")
+    src += "events:\n  - {at: 3s, alinea: {node: R2, toward: R3, r_max: 40kbps}}\n"
+    late = {}
+    for polls in (False, True):
+        t = load_topology_text(src.replace("queue_model: bmv2", f"queue_model: bmv2\n  report_polls: {polls}"),
+                               "slow-hop.yaml")
+        run_experiment(t, 5 * S, seed=1, out=tmp_path / str(polls), plots=False)
+        with open(tmp_path / str(polls) / "laws.csv") as f:
+            stamps = [float(r["t_s"]) for r in csv.DictReader(f) if (r["node"], r["toward"]) == ("R2", "R3")]
+        late[polls] = [x for x in stamps if x > 3.5]
+    interval_s = t.ports[("R3", "R2")].interval_us / 1e6
+    assert len(late[False]) <= 10  # 1.5 s at one report per 200 ms
+    assert len(late[True]) >= 40
+    assert max(b - a for a, b in zip(late[True], late[True][1:])) <= 2 * interval_s + 0.005  # + a tick's phase

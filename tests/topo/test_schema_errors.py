@@ -346,3 +346,8 @@ def test_a_link_slower_than_the_floor_blames_the_link():
 def test_block_style_values_point_at_their_own_line():
     text = BASE.replace("  - {ends: [R2, H2]}", "  - ends: [R2, H2]\n    delay: 1ms\n    buffer: many")
     expect_error(text, "buffer: many", "links[2].buffer", "expected a whole number of packets, got 'many'")
+
+
+def test_report_polls_is_true_or_false():
+    expect_error(with_lines("options:", "  report_polls: often"), "report_polls", "options.report_polls",
+                 "true or false")

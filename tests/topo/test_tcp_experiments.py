@@ -75,9 +75,3 @@ def test_owd_stats_and_share_on_made_up_inputs() -> None:
     assert st["jitter"] == 10 and st["p50"] in (100, 105, 110) and st["n"] == 10
     s = {"series": {"t_s": [0.5, 1.0], "flows": {"a": {"receive_bps": [3e6, 3e6]}, "b": {"receive_bps": [1e6, 1e6]}}}}
     assert R.share(s, "a", 0, 1) == 0.75 and R.window(s, "b", 0, 1) == 1e6
-
-
-def test_the_block_is_spliced_between_its_markers() -> None:
-    block = "<!-- results-tcp -->\nnew\n<!-- /results-tcp -->"
-    assert R.splice("a\n<!-- results-tcp -->\nold\n<!-- /results-tcp -->\nb\n", block) == f"a\n{block}\nb\n"
-    assert R.splice("a\n", block) == f"a\n\n{block}\n"

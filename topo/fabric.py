@@ -1,0 +1,175 @@
+"""Fabric experiments in the simulator: a generated leaf-spine, a workload of sized TCP flows, their FCTs.
+
+Why a module of its own: a fabric run is a topology *written* from parameters (``fabric:`` plus a
+generated ``flows:`` section, so it passes the loader's checks like a hand-written file), run until
+every flow has delivered its last byte (or a time cap), and judged by flow completion times and
+per-spine load rather than by the time series of ``topo/runner.py``.
+
+Controls: ``alinea`` -- the switches run hop-by-hop ALINEA per port (``options.network:
+hop-by-hop``) and the hosts' TCP model is the reliable transport at the edges; ``tcp`` -- end to
+end, each output port a drop-tail FIFO as deep as its link's buffer, TCP alone.
+
+Scaled time (docs/topologies.md): the simulator moves ~20-30k packet-hops a second, so rates are
+Mb/s instead of Gb/s and delays ms instead of µs, keeping the bandwidth-delay product in packets
+of a real fabric; flow sizes are the published CDF's times ``size_scale``.
+
+    python -m topo.fabric --cdf websearch --load 0.5 --control alinea --duration 1s --out DIR
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from controlplane.units import parse_duration_ns, parse_rate
+from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
+from topo.model import Topology
+from topo.record import Recorder
+from topo.schema import load_topology_text
+from topo.simnet import SimNetwork
+from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisson_flows
+from topo.yaml_tree import TopologyError
+
+__all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "uplink_bytes", "main"]
+
+#: a fabric run's control -> the network mode of its switches
+FABRIC_CONTROLS = {"alinea": "hop-by-hop", "tcp": "end-to-end"}
+STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
+
+
+@dataclass(frozen=True)
+class FabricSpec:
+    """The ``fabric:`` generator's parameters, as text the loader reads (docs/topologies.md)."""
+
+    leaves: int = 4
+    spines: int = 2
+    hosts_per_leaf: int = 4
+    host_rate: str = "10Mb/s"
+    oversubscription: float = 1.0
+    delay: str = "250us"
+    buffer: int = 100
+
+    def yaml(self) -> str:
+        return (f"fabric:\n  leaves: {self.leaves}\n  spines: {self.spines}\n  hosts_per_leaf: {self.hosts_per_leaf}\n"
+                f"  host_rate: {self.host_rate}\n  oversubscription: {self.oversubscription!r}\n"
+                f"  delay: {self.delay}\n  buffer: {self.buffer}\n")
+
+    @property
+    def host_rate_bps(self) -> float:
+        return parse_rate(self.host_rate, "host_rate")
+
+    def hosts(self) -> list[str]:
+        return [f"h{lf}_{i}" for lf in range(1, self.leaves + 1) for i in range(1, self.hosts_per_leaf + 1)]
+
+
+def fabric_topology(spec: FabricSpec, flows: list[FlowSpec], control: str, name: str = "fabric") -> Topology:
+    """The fabric with ``flows`` as sized TCP flows, its switches in ``control``'s network mode."""
+    if control not in FABRIC_CONTROLS:
+        raise WorkloadError(f"control {control!r}: choose {' or '.join(FABRIC_CONTROLS)}")
+    text = (f"name: {name}\n{spec.yaml()}options:\n  network: {FABRIC_CONTROLS[control]}\n"
+            + flows_yaml(flows))
+    return load_topology_text(text, f"<{name}>")
+
+
+@dataclass
+class FabricRun:
+    topo: Topology
+    recorder: Recorder
+    rows: list[FctRow]
+    uplinks: dict[tuple[str, str], int]  # (leaf, spine) -> bytes the leaf sent that spine
+    end_ns: int
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def spines(self) -> dict[str, int]:
+        """Bytes each spine received from all leaves."""
+        out: dict[str, int] = {}
+        for (_leaf, spine), n in sorted(self.uplinks.items()):
+            out[spine] = out.get(spine, 0) + n
+        return out
+
+    @property
+    def completed(self) -> int:
+        return sum(1 for r in self.rows if r.end_ns is not None)
+
+
+def uplink_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
+    """Bytes each leaf sent each spine: the traffic ECMP gave that uplink."""
+    out: dict[tuple[str, str], int] = {}
+    for link in net.topo.links:
+        leaf, spine = sorted(link.ends, key=lambda n: n.startswith("spine"))
+        if spine.startswith("spine") and leaf.startswith("leaf"):
+            mem = net.links[(leaf, spine)]
+            out[(leaf, spine)] = mem.stats[mem.direction_from(net._ends[(leaf, spine)])].sent_bytes
+    return out
+
+
+def completion_times(net: SimNetwork) -> dict[str, int | None]:
+    done: dict[str, int | None] = {}
+    for host in net.hosts.values():
+        if host.tcp is not None:
+            for fid, t in host.tcp.completed_ns.items():
+                done[net.flow_names[fid]] = t
+    return done
+
+
+def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> FabricRun:
+    """Run until every sized flow has completed, or ``cap_ns`` of virtual time."""
+    net = SimNetwork(topo, seed).build()
+    sized = sum(1 for f in topo.flows if f.size_bytes is not None)
+    t = max((f.start_ns for f in topo.flows), default=0)
+    net.run_until(t)
+    while len(completion_times(net)) < sized and t < cap_ns:
+        t += STEP_NS
+        net.run_until(t)
+    net.finish()
+    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), uplink_bytes(net), t, dict(net.counts))
+
+
+def summary(run: FabricRun) -> dict:
+    done = [r for r in run.rows if r.end_ns is not None]
+    delivered = sum(r.size_bytes for r in done)
+    occupancy = port_occupancy(run.topo, run.recorder.laws)
+    return {"flows": len(run.rows), "completed": len(done), "end_s": run.end_ns / 1e9,
+            "goodput_bps": 8e9 * delivered / run.end_ns if run.end_ns else 0.0,
+            "spine_bytes": run.spines, "slowdown": slowdown_table(run.rows),
+            "buffers": {f"{v}<-{u}": stats for (u, v), stats in sorted(occupancy.items())}}
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m topo.fabric", description=__doc__.split("\n\n")[0])
+    p.add_argument("--cdf", default="websearch", help="websearch, datamining, or a CDF file")
+    p.add_argument("--load", type=float, default=0.5, help="offered load, a fraction of the host links")
+    p.add_argument("--control", default="alinea", choices=sorted(FABRIC_CONTROLS))
+    p.add_argument("--duration", default="500ms", help="arrivals during this long (virtual time)")
+    p.add_argument("--size-scale", type=float, default=0.01, help="flow sizes = the CDF's times this")
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--out", type=Path, help="write fct.csv and summary.json here")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    spec = FabricSpec()
+    try:
+        duration = parse_duration_ns(args.duration, "--duration")
+        flows = poisson_flows(spec.hosts(), cdf_named(args.cdf), load=args.load, host_rate_bps=spec.host_rate_bps,
+                              duration_ns=duration, seed=args.seed, size_scale=args.size_scale)
+        run = run_fabric(fabric_topology(spec, flows, args.control), args.seed)
+    except (WorkloadError, TopologyError, ValueError) as exc:
+        print(f"python -m topo.fabric: {exc}", file=sys.stderr)
+        return 2
+    result = summary(run)
+    print(json.dumps({k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes")}))
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        write_fct_csv(run.rows, args.out / "fct.csv")
+        (args.out / "summary.json").write_text(json.dumps(result, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,144 @@
+"""The head-of-line question: does per-port hop-by-hop control slow a flow that only shares the path?
+
+Incast: ``senders`` hosts of leaf 1 send to one receiver of leaf 2 at once, more than its link
+carries; a victim on leaf 1 sends to an *idle* receiver of leaf 2, sharing the leaf 1 uplinks, the
+spines and their ports toward leaf 2, but not the congested port (leaf 2 -> receiver). Each control
+runs twice, with and without the incast, and the victim's throughput during the incast is compared
+with its own in the idle network. Hop-by-hop ALINEA regulates a whole egress port toward a
+neighbour, so once leaf 2's buffers fill with packets for the receiver, the spines' ports toward
+leaf 2 slow down for everyone behind them; ``spread`` lists the ports whose law's mean rate during
+the incast fell below half the link's rate, nearest the receiver first (a port's distance is its
+hops from leaf 2).
+
+Controls: ``alinea`` (hosts and switches hop-by-hop, the victim capped at ``victim_rate``),
+``cvihis-rtm`` (end to end, drop-tail FIFOs, the receivers' CVIHIS control, the victim capped
+likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
+link's rate, the victim at ``victim_rate``).
+
+    python -m topo.hol [--seconds 3] [--out DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from topo.fabric import FabricSpec
+from topo.model import Topology
+from topo.record import Recorder
+from topo.schema import load_topology_text
+from topo.simnet import SimNetwork
+
+__all__ = ["HolSetup", "hol_topology", "victim_throughput", "rate_spread", "run_hol", "HOL_CONTROLS", "main"]
+
+HOL_CONTROLS = ("alinea", "cvihis-rtm", "tcp", "none")
+
+
+@dataclass(frozen=True)
+class HolSetup:
+    fabric: FabricSpec = FabricSpec(leaves=2, spines=2, hosts_per_leaf=4, delay="250us", buffer=100)
+    senders: int = 3
+    victim_rate: str = "4Mb/s"
+    incast_start_s: float = 1.0
+    seconds: float = 3.0
+
+    @property
+    def receiver(self) -> str:
+        return "h2_1"
+
+    @property
+    def victim(self) -> tuple[str, str]:
+        return ("h1_4", "h2_2")
+
+
+def _flow(name: str, src: str, dst: str, control: str, start_s: float, rate: str | None) -> str:
+    kind = "fixed" if control == "none" else control
+    extra = ""
+    if rate is not None and kind in ("alinea", "cvihis-rtm"):
+        extra = f", r_max: {rate}"
+    elif kind == "fixed":
+        extra = f", rate: {rate or '10Mb/s'}"
+    return f"  - {{name: {name}, src: {src}, dst: {dst}, control: {kind}, start: {start_s}s{extra}}}\n"
+
+
+def hol_topology(setup: HolSetup, control: str, incast: bool) -> Topology:
+    if control not in HOL_CONTROLS:
+        raise ValueError(f"control {control!r}: choose {', '.join(HOL_CONTROLS)}")
+    network = "hop-by-hop" if control == "alinea" else "end-to-end"
+    src, dst = setup.victim
+    flows = _flow("victim", src, dst, control, 0.0, setup.victim_rate if control != "tcp" else None)
+    if incast:
+        flows += "".join(_flow(f"incast{i}", f"h1_{i}", setup.receiver, control, setup.incast_start_s, None)
+                         for i in range(1, setup.senders + 1))
+    text = f"name: hol-{control}\n{setup.fabric.yaml()}options:\n  network: {network}\nflows:\n{flows}"
+    return load_topology_text(text, f"<hol-{control}>")
+
+
+def victim_throughput(rec: Recorder, start_ns: int, end_ns: int, flow: str = "victim") -> float:
+    """The flow's delivered b/s between two sampling instants."""
+    rows = [s for s in rec.flows if s.flow == flow]
+    before = max((s for s in rows if s.t_ns <= start_ns), key=lambda s: s.t_ns)
+    after = max((s for s in rows if s.t_ns <= end_ns), key=lambda s: s.t_ns)
+    return 8e9 * (after.received - before.received) * after.packet_bytes / max(1, after.t_ns - before.t_ns)
+
+
+def rate_spread(topo: Topology, rec: Recorder, start_ns: int, end_ns: int, receiver_leaf: str = "leaf2"
+                ) -> list[dict[str, object]]:
+    """Ports whose law's mean rate during [start, end) fell below half their link's rate, nearest
+    ``receiver_leaf`` first (hops from it: a spine's port toward it is 1, a leaf's uplink 2, a host 3)."""
+    rows: dict[tuple[str, str], list[float]] = {}
+    for r in rec.laws:
+        if start_ns <= r.t_ns < end_ns and r.rate_bps > 0:
+            rows.setdefault((r.node, r.toward), []).append(r.rate_bps)
+    out = []
+    for (u, v), rates in rows.items():
+        line = topo.link_between(u, v).rate_bps
+        mean = sum(rates) / len(rates)
+        if mean < 0.5 * line:
+            hops = 1 if v == receiver_leaf else (2 if u.startswith("leaf") else 3)
+            out.append({"port": f"{u}->{v}", "hops": hops, "mean_rate_bps": round(mean), "link_bps": line})
+    return sorted(out, key=lambda d: (d["hops"], d["port"]))
+
+
+def _run(topo: Topology, seconds: float, seed: int) -> Recorder:
+    net = SimNetwork(topo, seed).build()
+    net.run_until(round(seconds * 1e9))
+    net.finish()
+    return net.recorder
+
+
+def run_hol(setup: HolSetup, control: str, seed: int = 1) -> dict[str, object]:
+    """The victim's throughput with and without the incast, and how far the throttling spread."""
+    window = (round((setup.incast_start_s + 0.5) * 1e9), round(setup.seconds * 1e9))
+    idle = victim_throughput(_run(hol_topology(setup, control, False), setup.seconds, seed), *window)
+    topo = hol_topology(setup, control, True)
+    rec = _run(topo, setup.seconds, seed)
+    busy = victim_throughput(rec, *window)
+    incast = sum(victim_throughput(rec, *window, flow=f"incast{i}") for i in range(1, setup.senders + 1))
+    drops = sum(d.packets for d in rec.drops if d.t_ns == max(x.t_ns for x in rec.drops)) if rec.drops else 0
+    return {"control": control, "victim_idle_bps": round(idle), "victim_bps": round(busy),
+            "victim_share": busy / idle if idle else None, "incast_bps": round(incast), "switch_drops": drops,
+            "spread": rate_spread(topo, rec, *window)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m topo.hol", description=__doc__.split("\n\n")[0])
+    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--seed", type=int, default=1)
+    p.add_argument("--controls", default=",".join(HOL_CONTROLS))
+    p.add_argument("--out", type=Path)
+    args = p.parse_args(argv)
+    setup = HolSetup(seconds=args.seconds)
+    results = [run_hol(setup, c, args.seed) for c in args.controls.split(",")]
+    text = json.dumps(results, indent=1)
+    print(text)
+    if args.out is not None:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "hol.json").write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""The figure of docs/results.md's map (topo/results_map.py): one panel per buffer kind, rates up,
+delays across; the colour is the worst occupancy error, a red cell lost packets, a grey one was
+not run, and the hatched cells are those the analysis rules out (its boundary)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import Rectangle  # noqa: E402
+
+__all__ = ["map_figure"]
+
+ERROR_SCALE = 0.10  # the colour saturates at 10 points
+
+
+def map_figure(png: Path, name: str, plan: list[tuple[Any, str, float, float, bool]],
+               results: dict[Any, dict[str, Any]]) -> None:
+    from topo.results_map import BUFFERS, DELAYS_MS, RATES
+
+    fig, axes = plt.subplots(1, len(BUFFERS), figsize=(5.2 * len(BUFFERS), 3.6), squeeze=False)
+    cmap = plt.get_cmap("Greens_r")
+    for ax, buf in zip(axes[0], BUFFERS):
+        for cell, _text, _s, _cost, lossless in plan:
+            if cell.name != name or cell.buffer != buf:
+                continue
+            x, y = DELAYS_MS.index(cell.delay_ms), RATES.index(cell.rate)
+            r = results.get(cell)
+            label, colour = _look(r, cmap)
+            ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white",
+                                   hatch=None if lossless else "///"))
+            ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=7)
+        ax.set_xlim(0, len(DELAYS_MS))
+        ax.set_ylim(0, len(RATES))
+        ax.set_xticks([i + 0.5 for i in range(len(DELAYS_MS))], [f"{d:g} ms" for d in DELAYS_MS])
+        ax.set_yticks([i + 0.5 for i in range(len(RATES))], [f"x{k}" for k in RATES])
+        ax.set_xlabel("link delay")
+        ax.set_ylabel("rates (x1 = the paper's 2 Mb/s)")
+        ax.set_title(f"{name}: buffers {'200 packets' if buf == '200' else '1 BDP'}", fontsize=9)
+    fig.text(0.01, 0.01, "cell: lost / worst error (points); red: loss; grey: not run; "
+             "hatched: the analysis rules it out", fontsize=7)
+    fig.tight_layout(rect=(0, 0.04, 1, 1))
+    fig.savefig(png, dpi=110)
+    plt.close(fig)
+
+
+def _look(r: dict[str, Any] | None, cmap: Any) -> tuple[str, Any]:
+    if r is None:
+        return "not run", "0.85"
+    if "error" in r:
+        return "error", "0.6"
+    worst = r["worst"]
+    label = f"{r['loss']}\n{'-' if worst is None else f'{100 * worst:.1f}'}"
+    if r["loss"] > 0:
+        return label, "#e8736b"
+    return label, cmap(min(1.0, (worst or 0.0) / ERROR_SCALE) * 0.8)

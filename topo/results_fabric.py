@@ -1,0 +1,191 @@
+"""docs/results.md's fabric section: FCT slowdowns on a leaf-spine under every control at three
+loads, spine balance, and the head-of-line experiment (called by ``topo.results_doc``; alone, it
+regenerates just its section of docs/results.md: ``python -m topo.results_fabric``).
+
+Why seeds with confidence intervals: a workload's flows are random; one seed's p99 is one draw.
+Each (control, load) runs ``SEEDS`` seeds; tables give the mean over seeds +- the half-width of a
+95 % Student-t interval, and the per-size tables pool the seeds' flows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from topo.fabric import FABRIC_CONTROLS, FabricRun, FabricSpec, fabric_topology, run_fabric  # noqa: E402
+from topo.fct import FctRow, slowdown_table  # noqa: E402
+from topo.hol import HOL_CONTROLS, HolSetup, run_hol  # noqa: E402
+from topo.results_splice import splice_sections  # noqa: E402
+from topo.workload import cdf_named, poisson_flows  # noqa: E402
+
+__all__ = ["fabric_sections", "SEEDS", "LOADS", "HEADING", "main"]
+
+HEADING = "## Fabric: leaf-spine with ECMP, flow completion times and head-of-line blocking"
+SPEC = FabricSpec(leaves=4, spines=2, hosts_per_leaf=4, host_rate="10Mb/s", oversubscription=1.0,
+                  delay="250us", buffer=100)
+CDF = "websearch"
+SIZE_SCALE = 0.01
+ARRIVALS_NS = 2_000_000_000
+LOADS = (0.3, 0.5, 0.7)
+SEEDS = (1, 2, 3)
+CAP_NS = 30_000_000_000  # a run stops here even if some flow has not completed
+#: two-sided 95 % Student-t quantiles by degrees of freedom
+T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776}
+
+
+def ci(values: list[float]) -> str:
+    """``mean +- half-width`` of a 95 % t interval (just the mean for one value)."""
+    mean = statistics.fmean(values)
+    if len(values) < 2:
+        return f"{mean:.2f}"
+    half = T95.get(len(values) - 1, 1.96) * statistics.stdev(values) / math.sqrt(len(values))
+    return f"{mean:.2f} ± {half:.2f}"
+
+
+def _runs() -> dict[tuple[str, float], list[FabricRun]]:
+    cdf = cdf_named(CDF)
+    out: dict[tuple[str, float], list[FabricRun]] = {}
+    for load in LOADS:
+        for seed in SEEDS:
+            flows = poisson_flows(SPEC.hosts(), cdf, load=load, host_rate_bps=SPEC.host_rate_bps, duration_ns=ARRIVALS_NS,
+                                  seed=seed, size_scale=SIZE_SCALE)
+            for control in FABRIC_CONTROLS:
+                t0 = time.perf_counter()
+                run = run_fabric(fabric_topology(SPEC, flows, control), seed, CAP_NS)
+                out.setdefault((control, load), []).append(run)
+                print(f"  fabric {control} load {load:g} seed {seed}: {len(flows)} flows, "
+                      f"{time.perf_counter() - t0:.0f} s wall", file=sys.stderr, flush=True)
+    return out
+
+
+def _spine_gap(run: FabricRun) -> float:
+    """|a - b| / mean of the two spines' bytes, in percent."""
+    a, b = run.spines.values()
+    return 100 * abs(a - b) / ((a + b) / 2)
+
+
+def _overall(runs: dict[tuple[str, float], list[FabricRun]]) -> list[str]:
+    lines = ["| control | load | flows | completed | p50 slowdown | p99 slowdown | goodput (Mb/s) | spine gap (%) |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for (control, load), rs in runs.items():
+        tables = [{r["bucket"]: r for r in slowdown_table(run.rows)}["all"] for run in rs]
+        goodput = [8e3 * sum(r.size_bytes for r in run.rows if r.end_ns) / run.end_ns for run in rs]
+        lines.append(f"| {control} | {load:.0%} | {sum(len(r.rows) for r in rs)} | {sum(r.completed for r in rs)} | "
+                     f"{ci([t['p50_slowdown'] for t in tables])} | {ci([t['p99_slowdown'] for t in tables])} | "
+                     f"{ci(goodput)} | {ci([_spine_gap(r) for r in rs])} |")
+    return lines
+
+
+def _pooled(rs: list[FabricRun]) -> list[FctRow]:
+    return [row for run in rs for row in run.rows]
+
+
+def _buckets(runs: dict[tuple[str, float], list[FabricRun]]) -> list[str]:
+    lines = ["| load | size (bytes) | " + " | ".join(f"{c} p50 / p99" for c in FABRIC_CONTROLS) + " |",
+             "|---|---|" + "---:|" * len(FABRIC_CONTROLS)]
+    for load in LOADS:
+        per = {c: {r["bucket"]: r for r in slowdown_table(_pooled(runs[(c, load)]))} for c in FABRIC_CONTROLS}
+        for bucket in per[next(iter(FABRIC_CONTROLS))]:
+            cells = [f"{per[c][bucket]['p50_slowdown']:.1f} / {per[c][bucket]['p99_slowdown']:.1f} "
+                     f"({per[c][bucket]['flows']})" if bucket in per[c] else "-" for c in FABRIC_CONTROLS]
+            lines.append(f"| {load:.0%} | {bucket} | " + " | ".join(cells) + " |")
+    return lines
+
+
+def slowdown_figure(runs: dict[tuple[str, float], list[FabricRun]], path: Path) -> None:
+    """Slowdown against flow size (p50 solid, p99 dashed), one panel per load, one colour per control."""
+    fig, axes = plt.subplots(1, len(LOADS), figsize=(4 * len(LOADS), 3.6), sharey=True)
+    for ax, load in zip(axes, LOADS):
+        for i, control in enumerate(FABRIC_CONTROLS):
+            table = [r for r in slowdown_table(_pooled(runs[(control, load)])) if r["bucket"] != "all"]
+            x = [10 ** (int(str(r["bucket"]).split("e")[1].split(",")[0]) + 0.5) for r in table]
+            ax.plot(x, [r["p50_slowdown"] for r in table], "-o", color=f"C{i}", ms=3, label=f"{control} p50")
+            ax.plot(x, [r["p99_slowdown"] for r in table], "--s", color=f"C{i}", ms=3, label=f"{control} p99")
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_title(f"load {load:.0%}")
+        ax.set_xlabel("flow size (bytes, decade centre)")
+        ax.grid(True, which="both", lw=0.3)
+    axes[0].set_ylabel("FCT slowdown")
+    axes[-1].legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def _hol() -> list[str]:
+    setup = HolSetup()
+    lines = ["| control | victim alone (Mb/s) | victim during incast (Mb/s) | share | incast goodput (Mb/s) | "
+             "switch drops | ports throttled below half their link, hop by hop from leaf 2 |",
+             "|---|---:|---:|---:|---:|---:|---|"]
+    for control in HOL_CONTROLS:
+        r = run_hol(setup, control)
+        spread = "; ".join(f"{d['hops']}: {d['port']} {int(d['mean_rate_bps']) / 1e6:.1f}" for d in r["spread"]) or "-"
+        lines.append(f"| {control} | {r['victim_idle_bps'] / 1e6:.2f} | {r['victim_bps'] / 1e6:.2f} | "
+                     f"{r['victim_share']:.0%} | {r['incast_bps'] / 1e6:.2f} | {r['switch_drops']} | {spread} |")
+    return lines
+
+
+def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
+    print("running the fabric section ...", file=sys.stderr, flush=True)
+    runs = _runs()
+    figures.mkdir(parents=True, exist_ok=True)
+    png = figures / "fabric-slowdown.png"
+    slowdown_figure(runs, png)
+    rel = png.relative_to(doc_dir) if png.is_relative_to(doc_dir) else png
+    setup = HolSetup()
+    return [HEADING, "",
+            f"A {SPEC.leaves}-leaf, {SPEC.spines}-spine fabric of {SPEC.leaves * SPEC.hosts_per_leaf} hosts "
+            f"(`fabric:` in docs/topologies.md): {SPEC.host_rate} host links, non-blocking uplinks "
+            f"({SPEC.hosts_per_leaf * SPEC.host_rate_bps / SPEC.spines / 1e6:g} Mb/s), {SPEC.delay} per link, "
+            f"{SPEC.buffer}-packet buffers, equal-cost groups over the spines (alinea.p4's action selector). "
+            "**Scaled time**: the rates are a thousandth of a 10 Gb/s fabric's and the delays a thousand times "
+            "longer, so the bandwidth-delay product in packets is a real fabric's; flow sizes are the "
+            f"{CDF} distribution's (DCTCP) times {SIZE_SCALE:g}. Flows arrive as a Poisson process for "
+            f"{ARRIVALS_NS / 1e9:g} s at the offered load (a fraction of every host link), all-to-all, and are "
+            "carried by the simulator's TCP model (cubic) until delivered; the run ends when the last one is, or at "
+            f"{CAP_NS / 1e9:g} s of virtual time: a flow not complete by then counts in *flows* but not in "
+            "*completed*, and is left out of the slowdowns (which flatters the control that leaves it). Goodput: "
+            "the bytes of completed flows over the run's length. "
+            "Controls: `alinea` -- the switches hop-by-hop per port, TCP at the edges; `tcp` -- end to end, "
+            f"drop-tail FIFOs. Seeds {', '.join(map(str, SEEDS))} (`topo/results_fabric.py`; "
+            "`python -m topo.results_fabric` regenerates this section alone); mean ± 95 % t interval over seeds. "
+            "Slowdown = FCT / ideal FCT, the ideal being three one-way delays of the path plus the flow's frames "
+            "at its slowest link (docs/topologies.md); the spine gap is |spine 1 - spine 2| bytes over their mean.",
+            "", *_overall(runs), "",
+            "Per size decade, seeds pooled: p50 / p99 slowdown (flows).", "", *_buckets(runs), "",
+            f"![slowdown against flow size]({rel})", "",
+            "### Head-of-line blocking", "",
+            f"{setup.senders} hosts of leaf 1 send to {setup.receiver} at once from {setup.incast_start_s:g} s; a "
+            f"victim {setup.victim[0]} -> {setup.victim[1]} (an idle host on the same leaf) shares the uplinks "
+            "and spines but not the receiver's port. Throughputs over "
+            f"[{setup.incast_start_s + 0.5:g}, {setup.seconds:g}] s, against the victim's own in the same network "
+            f"without the incast (`topo/hol.py`, seed 1; the victim capped at {setup.victim_rate} under "
+            "`alinea`, `cvihis-rtm` and `none`, TCP's own under `tcp`). A port is listed when its law's mean rate "
+            "over the window was below half its link's rate (hop 1: a spine's port toward leaf 2; 2: a leaf 1 uplink; 3: a host's "
+            "link, whose law the ALINEA host runs).", "", *_hol(), ""]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--doc", default="docs/results.md")
+    ap.add_argument("--figures", default="docs/figures")
+    args = ap.parse_args(argv)
+    doc = Path(args.doc)
+    section = fabric_sections(Path(args.figures), doc.parent)
+    doc.write_text(splice_sections(doc.read_text() if doc.exists() else "", section))
+    print(f"wrote the fabric section of {doc}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
