@@ -113,6 +113,11 @@ results: setup
 map: setup
 	$(PY) -m topo.results_map --out docs/map.md --figures docs/figures
 
+# Only docs/results.md's TCP sections (issue 23; ~10 min), also part of `make results`
+.PHONY: results-tcp
+results-tcp: setup
+	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures --only tcp
+
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
 tcp-validation: setup
 	$(PY) -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md

@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 #: The generators of the sections after the paper runs, in the document's order.
-SECTION_NAMES = ("compare", "reaction", "scaled", "fabric")
+SECTION_NAMES = ("compare", "reaction", "scaled", "fabric", "tcp")
 
 
 def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
@@ -117,6 +117,10 @@ def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
         from topo.results_scaled import scaled_sections
 
         return scaled_sections()
+    if name == "tcp":  # issue 23: TCP in the network
+        from topo.results_tcp import sections as tcp_sections
+
+        return tcp_sections(figures, doc_dir)
     from topo.results_fabric import fabric_sections
 
     return fabric_sections(figures, doc_dir)
