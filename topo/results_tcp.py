@@ -117,11 +117,11 @@ CROSS_READING = (
     "buffer. The ALINEA flow shares R1's egress FIFO with TCP's packets: its own buffer never overflows, "
     "but its delay rises with the TCP queue it waits behind and its share falls (R1's regulated rate is one for "
     "the egress queue, taken in arrival order). And with TCP the link R1 -> R2 is not fully used although "
-    "packets wait, even with the ALINEA flow off: TCP's ACKs make R2 -> R1 a regulated direction too, so R1 "
-    "reports its buffer fed by R2 every 10 ms through its egress toward R2, whose regulated rate is counted in "
-    "packets of the largest data frame (topo/plan.py, `packet_bytes_over`). With reports every 100 ms the link "
-    "is used again (last two rows): consistent with each report taking a 1514-byte data slot of the regulated "
-    "rate. Not fixed here: a report should not cost a data packet's slot (a finding for the switch agents).")
+    "packets wait, even with the ALINEA flow off: TCP's ACKs enter R1 from R2, so R1 reports that buffer every "
+    "10 ms through its egress toward R2, whose queue rate BMv2 counts in packets of any size. The agents now "
+    "add their own reports' packets/s to the rate they set (controlplane/agent.py, `report_pps`; before that, "
+    "68 % of R1 -> R2 was used with the ALINEA flow off); what remains unused is not the reports' (the row "
+    "with reports every 100 ms uses more, and has fewer reports to compensate): not explained yet.")
 
 
 # ---- Chen et al.: one-way delay of ALINEA and TCP on paper-5router --------------------------------------------
