@@ -1,6 +1,7 @@
 """The figure of docs/results.md's map (topo/results_map.py): one panel per buffer kind, rates up,
-delays across; the colour is the worst occupancy error, a red cell lost packets, a grey one was
-not run, and the hatched cells are those the analysis rules out (its boundary)."""
+delays across; the colour is the worst occupancy error, a red cell lost packets, a yellow one never
+filled a buffer (the ramp had not reached the bottleneck), a grey one was not run, and the hatched
+cells are those the analysis rules out (its boundary)."""
 
 from __future__ import annotations
 
@@ -41,8 +42,8 @@ def map_figure(png: Path, name: str, plan: list[tuple[Any, str, float, float, bo
         ax.set_xlabel("link delay")
         ax.set_ylabel("rates (x1 = the paper's 2 Mb/s)")
         ax.set_title(f"{name}: buffers {'200 packets' if buf == '200' else '1 BDP'}", fontsize=9)
-    fig.text(0.01, 0.01, "cell: lost / worst error (points); red: loss; grey: not run; "
-             "hatched: the analysis rules it out", fontsize=7)
+    fig.text(0.01, 0.01, "cell: lost / worst error (points); red: loss; yellow: no buffer filled in the run; "
+             "grey: not run; hatched: the analysis rules it out", fontsize=7)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
     fig.savefig(png, dpi=110)
     plt.close(fig)
@@ -54,7 +55,9 @@ def _look(r: dict[str, Any] | None, cmap: Any) -> tuple[str, Any]:
     if "error" in r:
         return "error", "0.6"
     worst = r["worst"]
-    label = f"{r['loss']}\n{'-' if worst is None else f'{100 * worst:.1f}'}"
+    label = f"{r['loss']}\n{'not filled' if worst is None else f'{100 * worst:.1f}'}"
     if r["loss"] > 0:
         return label, "#e8736b"
-    return label, cmap(min(1.0, (worst or 0.0) / ERROR_SCALE) * 0.8)
+    if worst is None:  # the ramp never reached the bottleneck: no verdict on the settled loop
+        return label, "#f3e6b3"
+    return label, cmap(min(1.0, worst / ERROR_SCALE) * 0.8)
