@@ -1,6 +1,7 @@
 """docs/results.md's fabric section: FCT slowdowns on a leaf-spine under every control at three
 loads, spine balance, and the head-of-line experiment (called by ``topo.results_doc``; alone, it
-regenerates just its section of docs/results.md: ``python -m topo.results_fabric``).
+regenerates just its section of docs/results.md: ``python -m topo.results_fabric``; with
+``--hol-only``, just the head-of-line subsection).
 
 Why seeds with confidence intervals: a workload's flows are random; one seed's p99 is one draw.
 Each (control, load) runs ``SEEDS`` seeds; tables give the mean over seeds +- the half-width of a
