@@ -18,7 +18,7 @@ CARGO_DIR := $(shell for c in "$$CARGO_HOME/bin/cargo" "$$HOME/.cargo/bin/cargo"
   [ -x "$$c" ] && v=$$("$$c" --version 2>/dev/null | cut -d' ' -f2) && \
   [ "$$(printf '%s\n%s\n' $(RUST_MIN) "$$v" | sort -V | head -1)" = "$(RUST_MIN)" ] && { dirname "$$c"; break; }; done)
 
-.PHONY: setup sysdeps engine test lint pytest p4 bench conformance demo fuzz results map tcp-validation clean
+.PHONY: setup sysdeps engine test lint pytest p4 bench ns3-venv conformance demo fuzz results map tcp-validation clean
 
 setup: $(STAMP) $(ENGINE_STAMP)
 
@@ -88,8 +88,17 @@ conformance: setup
 	$(PY) -m p4switch.conformance --testdata $(P4C_TESTDATA) --out docs/conformance.md --jobs 2 \
 	  $(if $(P4C_COMMIT),--commit $(P4C_COMMIT))
 
-bench: setup
-	$(PY) -m tests.bench.run --out docs/performance.md
+# ns-3 for the simulator's peer rows, from PyPI into its own environment (not .venv). Developers:
+# `make bench BENCH_ONLY=sim,profile` re-measures some parts (tests/bench/run.py PARTS), BENCH_QUICK=1 is a smoke run.
+NS3_VENV := $(BUILD)/ns3-venv
+$(NS3_VENV)/.installed:
+	$(PYTHON) -m venv $(NS3_VENV) && $(NS3_VENV)/bin/pip install -q ns3==3.44.post0 && touch $@ \
+	  || echo "warning: ns3 did not install into $(NS3_VENV); the ns-3 rows will say why" >&2
+
+ns3-venv: $(NS3_VENV)/.installed
+
+bench: setup ns3-venv
+	$(PY) -m tests.bench.run --out docs/performance.md $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) $(if $(BENCH_QUICK),--quick)
 
 fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
@@ -103,6 +112,11 @@ results: setup
 # Where the law works: rates x1-x500, delays 0.1-50 ms, buffers 200 and 1 BDP (Ray; ~1 h on 2 cores) -> docs/map.md
 map: setup
 	$(PY) -m topo.results_map --out docs/map.md --figures docs/figures
+
+# Only docs/results.md's TCP sections (issue 23; ~10 min), also part of `make results`
+.PHONY: results-tcp
+results-tcp: setup
+	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures --only tcp
 
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
 tcp-validation: setup

@@ -172,17 +172,26 @@ class SwitchAgentCore:
     plan: SwitchPlan
     on_trace: Callable[[LawTrace], None] | None = None
     ports: dict[int, _PortLaw] = field(default_factory=dict)
+    # Reports/s this switch sends out of each port (about the buffer that port's traffic enters):
+    # they share the port's egress queue, whose rate BMv2 counts in packets of any size.
+    report_pps: dict[int, float] = field(default_factory=dict)
 
     def start(self) -> list[Command]:
         """The commands that set up the queues: depths, then each regulated port's initial rate."""
         cmds: list[Command] = [SetQueueDepth(p, d) for p, d in self.plan.queue_depths]
+        self.report_pps = {m.port: 1e6 / m.params.interval_us for m in self.plan.modelled
+                           if m.polled and m.params.interval_us > 0}
         for reg in self.plan.regulated:
             law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
             pl = self.ports[reg.port] = _PortLaw(law, reg.packet_bytes, 0)
             if reg.limit_at_start and self.plan.actuate:
-                pl.pps = rate_to_pps(law.rate, reg.packet_bytes)
+                pl.pps = self._queue_pps(reg.port, law.rate, reg.packet_bytes)
                 cmds.append(SetQueueRate(reg.port, pl.pps))
         return cmds
+
+    def _queue_pps(self, port: int, rate_bps: float, packet_bytes: int) -> int:
+        """The queue rate that gives the data ``rate_bps`` beside this switch's own reports."""
+        return rate_to_pps(rate_bps, packet_bytes) + round(self.report_pps.get(port, 0.0))
 
     def on_report(self, now_ns: int, port: int, metadata: dict[str, int], report: Report) -> list[Command]:
         """A report arrived on ``port`` with the packet-in ``metadata`` (law parameters)."""
@@ -197,7 +206,7 @@ class SwitchAgentCore:
             pl.law.set_params(law_from_metadata(metadata))
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
-        forecast = self._forecast(now_ns, pl, metadata, report)
+        forecast = self._forecast(now_ns, port, pl, metadata, report)
         pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
                          1 / report.capacity if report.capacity else 0.0, forecast)
         cmds = self._actuate(port, pl)
@@ -225,7 +234,8 @@ class SwitchAgentCore:
                 cmds.extend(self._actuate(port, pl))
         return cmds
 
-    def _forecast(self, now_ns: int, pl: _PortLaw, metadata: dict[str, int], report: Report) -> Forecast | None:
+    def _forecast(self, now_ns: int, port: int, pl: _PortLaw, metadata: dict[str, int],
+                  report: Report) -> Forecast | None:
         """The law's forecast on BMv2's queues (None on a shaper, or without the counters)."""
         if not self.plan.fixed_departures or "fwd_pkts" not in metadata or not report.capacity:
             return None
@@ -235,7 +245,8 @@ class SwitchAgentCore:
         # channel delivers them with jitter (a bunch after a slow call), which would make the
         # drain over a short window as noisy as the jitter (seen with a 60 ms p99 latency).
         t_ns = report.timestamp_us * 1000 if report.timestamp_us else now_ns
-        pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"], pl.pps, now_ns)
+        pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
+                                   max(0, pl.pps - round(self.report_pps.get(port, 0.0))), now_ns)
         f = pl.forecast
         return Forecast(max(0, round(pkts)) / report.capacity, f.drain_pps * 8 * pl.packet_bytes,
                         f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale())
@@ -248,7 +259,7 @@ class SwitchAgentCore:
             if floor is None:  # older stamps already ran past the bound: space no slower than the drain
                 floor = f.drain_pps  # (not the link's rate: that would flood the buffer downstream)
             pl.law.hold_at_least(8 * pl.packet_bytes * floor)
-        pps = rate_to_pps(pl.law.rate, pl.packet_bytes)
+        pps = self._queue_pps(port, pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:
             return []
         pl.pps = pps

@@ -20,7 +20,11 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/aline
   once O has reached O_max: before that, step 2's O = O(k) already acts on the change of
   occupancy and the paper's start-up ramp is kept as written. ``k_p = 0`` is the paper's law.
 * **Overflow.** A report whose OVERFLOW flag is set (drops since the previous report) is read as
-  a full buffer (O(k) = 1, so step 3 applies) and the rate is also cut by ``OVERFLOW_CUT``.
+  a full buffer (O(k) = 1, so step 3 applies) and the rate is also cut by ``OVERFLOW_CUT``; with a
+  forecast, whose measured drain says what the buffer can take, no lower than
+  ``OVERFLOW_DRAIN_SHARE`` of that drain: on BMv2's queues a halved rate stamps every packet
+  queued until the next command at twice the spacing, and the hop's own buffer then overflows in
+  turn (capacity-drop at 50 times the paper's rates: 397 packets lost up the line).
 * **Stale feedback.** The owner calls :meth:`AlineaLaw.tick` periodically: when no report came
   for ``STALE_HOLD_INTERVALS`` report intervals (lost reports are tolerated that long), the rate
   is halved at each further interval down to the floor, and the next report restarts the
@@ -44,11 +48,14 @@ from dataclasses import dataclass
 
 from controlplane.params import LawParams, validate_law
 
-__all__ = ["AlineaLaw", "Forecast", "Brake", "forecast_gain", "OVERFLOW_CUT", "STALE_HOLD_INTERVALS",
+__all__ = ["AlineaLaw", "Forecast", "Brake", "forecast_gain", "OVERFLOW_CUT", "OVERFLOW_DRAIN_SHARE",
+           "STALE_HOLD_INTERVALS",
            "FORECAST_DEADBAND_PKTS", "FORECAST_SPAN_PKTS", "FORECAST_BOOST"]
 
-#: Multiplicative rate cut on a report that says the buffer overflowed.
+#: Multiplicative rate cut on a report that says the buffer overflowed; with a forecast, the rate
+#: is cut no lower than this share of the buffer's measured drain.
 OVERFLOW_CUT = 0.5
+OVERFLOW_DRAIN_SHARE = 0.9
 #: Report intervals without a report before the rate starts to decay.
 STALE_HOLD_INTERVALS = 20
 #: With a forecast, W's gain is 1 up to FORECAST_DEADBAND_PKTS packets of forecast error and rises
@@ -147,7 +154,10 @@ class AlineaLaw:
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it
                     rate = min(rate, Brake(forecast.drain_bps, forecast.approach_bps).cap(p.o_max, occ, packet))
         if overflow:
-            rate = min(rate, self.rate * OVERFLOW_CUT)
+            cut = self.rate * OVERFLOW_CUT
+            if forecast is not None:
+                cut = max(cut, forecast.drain_bps * OVERFLOW_DRAIN_SHARE)
+            rate = min(rate, cut)
         self.rate = self._clamp(rate)
         if self.o < occ < p.o_max:
             self.o = occ

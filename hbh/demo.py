@@ -1,10 +1,12 @@
-"""`hbh demo`: the paper's five-router line, hop-by-hop ALINEA against end-to-end CVIHIS.
+"""`hbh demo`: hop-by-hop ALINEA against the end-to-end controls on one network bottleneck that
+halves, then the paper's five-router line beside what Chen et al. report.
 
-Runs ``topo/paper-5router.yaml`` in the simulator (every router is p4switch running
-``p4src/alinea.p4``; switch agents, hosts and links on one virtual clock) once per control --
-alinea, cvihis-rtm, cvihis-blm -- through ``hbh compare`` (one seed, 40 s each by default, so
-that the whole demo stays near two minutes of wall time on a 2-core machine), prints the
-comparison table, then the ALINEA run's numbers beside what Chen et al. report for the line.
+Part 1 runs ``topo/bottleneck-drop.yaml`` (3 Mb/s falling to 1.5 Mb/s at 20 s, a network queue as
+the bottleneck, so every control gets its signal: delay, loss or ALINEA's reports) once per control --
+alinea, cvihis-rtm, cvihis-blm, tcp-cubic, tfrc, ledbat -- through ``hbh compare`` in the simulator
+(every router is p4switch running ``p4src/alinea.p4``; one seed, 40 s each by default) and prints the
+comparison table. Part 2 runs ``topo/paper-5router.yaml`` under ALINEA and prints its numbers beside
+the paper's. The whole demo stays under three minutes of wall time on a 2-core machine.
 """
 
 from __future__ import annotations
@@ -17,24 +19,26 @@ from typing import Any
 from controlplane.units import UnitError, parse_duration_ns
 
 ROOT = Path(__file__).resolve().parents[1]
-TOPOLOGY = ROOT / "topo" / "paper-5router.yaml"
+TOPOLOGY = ROOT / "topo" / "bottleneck-drop.yaml"
+PAPER = ROOT / "topo" / "paper-5router.yaml"
+CONTROLS = "alinea,cvihis-rtm,cvihis-blm,tcp-cubic,tfrc,ledbat"
 
-__all__ = ["register", "paper_comparison"]
+__all__ = ["register", "paper_comparison", "CONTROLS"]
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("demo", help="run the paper's five-router line in the simulator and compare",
+    p = sub.add_parser("demo", help="ALINEA against the end-to-end controls on one bottleneck, then the paper's line",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--duration", default="40s", help="virtual run time of each control (default 40s)")
+    p.add_argument("--duration", default="40s", help="virtual run time of each run (default 40s)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="results/demo", help="results directory (report.md, runs, PNG)")
     p.set_defaults(func=_run)
 
 
 def _run(args: argparse.Namespace) -> int:
-    from topo.compare import DEFAULT_CONTROLS, compare
+    from topo.compare import compare
     from topo.compare_report import format_table
-    from topo.runner import format_summary
+    from topo.runner import format_summary, run_experiment
     from topo.schema import load_topology
 
     try:
@@ -47,9 +51,9 @@ def _run(args: argparse.Namespace) -> int:
         return 2
     topo = load_topology(TOPOLOGY)
     print(f"hbh demo: {topo.description}\nsimulating {duration / 1e9:g} s of virtual time for each control "
-          f"({DEFAULT_CONTROLS}), seed {args.seed}, one after another (p4switch runs p4src/alinea.p4 at "
+          f"({CONTROLS}), seed {args.seed}, one after another (p4switch runs p4src/alinea.p4 at "
           "every router) ...", flush=True)
-    result = compare(str(TOPOLOGY), DEFAULT_CONTROLS, str(args.seed), args.duration, Path(args.out),
+    result = compare(str(TOPOLOGY), CONTROLS, str(args.seed), args.duration, Path(args.out),
                      serial=True, progress=True,
                      command=f"hbh demo --duration {args.duration} --seed {args.seed} --out {args.out}")
     if result.failures or not result.summaries["alinea"]:
@@ -57,13 +61,15 @@ def _run(args: argparse.Namespace) -> int:
         return 1
     print()
     print(format_table(result.controls, result.metrics))
-    alinea = result.summaries["alinea"][0]
+    paper = load_topology(PAPER)
+    print(f"\nhbh demo: {paper.description}: ALINEA, {duration / 1e9:g} s ...", flush=True)
+    alinea = run_experiment(paper, duration, args.seed, Path(args.out) / "paper-5router", plots=False).summary
     print()
     print(format_summary(alinea))
     print()
-    print(paper_comparison(topo, alinea))
+    print(paper_comparison(paper, alinea))
     print(f"\nreport and figures: {args.out}/ (report.md, compare_occupancy.png, compare_rates.png, "
-          "compare_delay.png, runs/*.json)")
+          "compare_delay.png, runs/*.json; paper-5router/)")
     return 0
 
 

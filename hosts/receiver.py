@@ -1,9 +1,9 @@
 """The receiving host as sans-I/O cores: per-flow records, the application buffer, its reports.
 
-* :class:`FlowRecord` -- what a receiver learns from sequence numbers and timestamps: packets
+* :class:`FlowRecord` (the engine's) -- what a receiver learns from sequence numbers and timestamps: packets
   and bytes received, one-way delays, loss (sequence numbers skipped and never seen) and
   reordering (a packet older than the newest seen), counted apart, and duplicates.
-* :class:`PlayoutBuffer` -- the paper's receiver buffer: ``capacity`` packets, drained by the
+* :class:`PlayoutBuffer` (the engine's) -- the paper's receiver buffer: ``capacity`` packets, drained by the
   application at ``playout_bps``; an arrival to a full buffer is dropped (counted).
 * :class:`HostReporter` -- the receiver reports its buffer to its last-hop switch exactly as a
   switch port does (docs/wire-format.md): at the first arrival after ``interval_us`` has
@@ -13,85 +13,23 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+
+import hbh_engine as _engine
 
 from controlplane.report import FLAG_OVERFLOW, Report
 
 __all__ = ["FlowRecord", "PlayoutBuffer", "HostReporter"]
 
-NS_PER_S = 1_000_000_000
 
 
-@dataclass
-class FlowRecord:
-    name: str
-    received: int = 0
-    bytes: int = 0
-    duplicates: int = 0
-    reordered: int = 0
-    highest: int = -1
-    owd_sum_ns: int = 0
-    missing: set[int] = field(default_factory=set)
-    # per packet: (seq, send ns, receive ns); one-way delay = receive - send (+ clock offset)
-    packets: list[tuple[int, int, int]] = field(default_factory=list)
-
-    def on_packet(self, seq: int, sent_ns: int, now_ns: int, size: int) -> None:
-        if seq > self.highest:
-            self.missing.update(range(self.highest + 1, seq))
-            self.highest = seq
-        elif seq in self.missing:
-            self.missing.discard(seq)
-            self.reordered += 1
-        else:
-            self.duplicates += 1
-            return
-        self.received += 1
-        self.bytes += size
-        self.owd_sum_ns += now_ns - sent_ns
-        self.packets.append((seq, sent_ns, now_ns))
-
-    @property
-    def lost(self) -> int:
-        """Sequence numbers below the newest one received that never arrived."""
-        return len(self.missing)
-
-
-@dataclass
-class PlayoutBuffer:
-    capacity: int
-    playout_bps: float
-    packet_bytes: int
-    occupancy: int = 0
-    dropped: int = 0
-    played: int = 0
-    played_bytes: int = 0
-    _next_ns: int | None = None
-
-    @property
-    def gap_ns(self) -> int:
-        return round(self.packet_bytes * 8 * NS_PER_S / self.playout_bps)
-
-    def on_arrival(self, now_ns: int) -> bool:
-        """A packet arrives; False if the buffer was full and it is dropped."""
-        self.drain(now_ns)
-        if self.occupancy >= self.capacity:
-            self.dropped += 1
-            return False
-        self.occupancy += 1
-        if self._next_ns is None:
-            self._next_ns = now_ns + self.gap_ns
-        return True
-
-    def next_drain_ns(self) -> int | None:
-        return self._next_ns
-
-    def drain(self, now_ns: int) -> None:
-        """The application takes every packet whose play-out time has come."""
-        while self._next_ns is not None and self._next_ns <= now_ns:
-            self.occupancy -= 1
-            self.played += 1
-            self.played_bytes += self.packet_bytes
-            self._next_ns = self._next_ns + self.gap_ns if self.occupancy else None
+#: ``FlowRecord(name)``: ``on_packet(seq, sent_ns, now_ns, size)``; ``received``, ``bytes``,
+#: ``duplicates``, ``reordered``, ``highest``, ``owd_sum_ns``, ``lost``, ``packets`` (the engine's:
+#: engine/src/host.rs, where the per-packet bookkeeping runs).
+FlowRecord = _engine.FlowRecord
+#: ``PlayoutBuffer(capacity, playout_bps, packet_bytes)``: ``on_arrival(now)`` (False: dropped),
+#: ``drain(now)``, ``next_drain_ns()``; ``occupancy``, ``dropped``, ``played``, ``played_bytes``.
+PlayoutBuffer = _engine.PlayoutBuffer
 
 
 @dataclass

@@ -1,19 +1,23 @@
 """Senders as sans-I/O cores: when the next packet is due, and at what rate.
 
 * :class:`Pacer` -- packets of ``packet_bytes`` at ``rate_bps``, evenly spaced; a rate change
-  takes effect from the last packet sent (not from "now"), so pacing has no jumps.
+  takes effect from the last packet sent (not from "now"), so pacing has no jumps. It is the
+  engine's (per-packet work): it also takes the flows round-robin and sends their frames.
 * :class:`AlineaHostSender` -- the paper's end host: its rate toward the first-hop switch is an
   :class:`~controlplane.alinea.AlineaLaw` fed by that switch's reports, the same law module the
   switch agents run. Several flows of one host share that rate, round-robin.
 * :class:`FixedSender` -- one flow at a constant rate (``control: fixed``).
 
-Bindings (``topo/simnet.py``, and ``topo/netns_host.py`` through it) ask :meth:`next_send_ns`, send at that
-time and call :meth:`on_sent`.
+Bindings (``topo/simnet.py``, and ``topo/netns_host.py`` through it) give each sender's pacer its
+flows' frames, bind it to their scheduler and link and ``rearm()`` it after each rate change; the
+senders of other modules (CVIHIS, TFRC, LEDBAT) they drive with ``next_send_ns`` and ``take``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+
+import hbh_engine as _engine
 
 from controlplane.alinea import AlineaLaw, Brake
 from controlplane.forecast import QueueForecast
@@ -25,27 +29,11 @@ __all__ = ["Pacer", "SenderFlow", "AlineaHostSender", "FixedSender"]
 NS_PER_S = 1_000_000_000
 
 
-class Pacer:
-    def __init__(self, rate_bps: float, packet_bytes: int, start_ns: int = 0) -> None:
-        if rate_bps <= 0:
-            raise ValueError(f"sending rate must be > 0 b/s, got {rate_bps}")
-        self.rate_bps = rate_bps
-        self.packet_bytes = packet_bytes
-        self.last_ns: int | None = None
-        self.start_ns = start_ns
-
-    @property
-    def gap_ns(self) -> int:
-        return max(1, round(self.packet_bytes * 8 * NS_PER_S / self.rate_bps))
-
-    def next_send_ns(self) -> int:
-        return self.start_ns if self.last_ns is None else max(self.start_ns, self.last_ns + self.gap_ns)
-
-    def on_sent(self, now_ns: int) -> None:
-        self.last_ns = now_ns
-
-    def set_rate(self, rate_bps: float) -> None:
-        self.rate_bps = rate_bps
+#: ``Pacer(rate_bps, packet_bytes, start_ns=0, stop_at_pacer=False)``: the engine's paced sender
+#: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now)``, ``set_rate``.
+#: With its flows (``add_flow``) and bound to a scheduler and a link (``bind``), ``rearm()`` makes it
+#: send every packet itself: topo/simnet.py binds it, the law here only sets its rate.
+Pacer = _engine.PacedSender
 
 
 @dataclass
@@ -68,15 +56,14 @@ class SenderFlow:
 
 @dataclass
 class AlineaHostSender:
-    """A host whose rate into the network follows its first-hop switch's reports."""
+    """A host whose rate into the network follows its first-hop switch's reports; its flows share
+    the pacer round-robin."""
 
     law_params: LawParams
     packet_bytes: int
     flows: list[SenderFlow]
     law: AlineaLaw = field(init=False)
     pacer: Pacer = field(init=False)
-    _turn: int = 0
-    _sent: int = 0
     _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
 
     def __post_init__(self) -> None:
@@ -88,7 +75,8 @@ class AlineaHostSender:
         # the first hop's drain of our packets: what we sent (nothing waits here: the pacer spaces
         # packets onto the wire) less the buffer's growth; it feeds the start-up brake
         d = self._drain
-        d.update(now_ns, report.occupancy, self._sent, self._sent, 0)
+        sent = self.pacer.taken
+        d.update(now_ns, report.occupancy, sent, sent, 0)
         bits = 8 * self.packet_bytes
         brake = Brake(d.drain_pps * bits, d.approach_bps(report.capacity, bits)) if report.capacity else None
         rate = self.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
@@ -99,25 +87,6 @@ class AlineaHostSender:
     def tick(self, now_ns: int) -> None:
         if self.law.tick(now_ns):
             self.pacer.set_rate(self.law.rate)
-
-    def next_send_ns(self, now_ns: int) -> int | None:
-        """When the next packet goes out (None: every flow has stopped)."""
-        pending = [f for f in self.flows if f.stop_ns is None or f.stop_ns > now_ns]
-        if not pending:
-            return None
-        earliest_start = min(f.start_ns for f in pending)
-        return max(self.pacer.next_send_ns(), earliest_start)
-
-    def take(self, now_ns: int) -> SenderFlow | None:
-        """The flow whose packet goes now (round-robin over active flows), marking it sent."""
-        active = [f for f in self.flows if f.active(now_ns)]
-        if not active:
-            return None
-        flow = active[self._turn % len(active)]
-        self._turn += 1
-        self._sent += 1
-        self.pacer.on_sent(now_ns)
-        return flow
 
 
 @dataclass
@@ -130,14 +99,8 @@ class FixedSender:
     pacer: Pacer = field(init=False)
 
     def __post_init__(self) -> None:
-        self.pacer = Pacer(self.rate_bps, self.packet_bytes, self.flow.start_ns)
+        self.pacer = Pacer(self.rate_bps, self.packet_bytes, self.flow.start_ns, stop_at_pacer=True)
 
-    def next_send_ns(self, now_ns: int) -> int | None:
-        t = self.pacer.next_send_ns()
-        return None if self.flow.stop_ns is not None and t >= self.flow.stop_ns else t
-
-    def take(self, now_ns: int) -> SenderFlow | None:
-        if not self.flow.active(now_ns):
-            return None
-        self.pacer.on_sent(now_ns)
-        return self.flow
+    @property
+    def flows(self) -> list[SenderFlow]:
+        return [self.flow]

@@ -22,7 +22,7 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "runtime": frozenset({"hbh_engine"}),
     "p4switch": frozenset({"runtime", "hbh_engine"}),
     "controlplane": frozenset(),
-    "hosts": frozenset({"controlplane"}),
+    "hosts": frozenset({"controlplane", "hbh_engine"}),
     "topo": frozenset({"runtime", "p4switch", "controlplane", "hosts"}),
     "hbh": frozenset({"hbh_engine", "runtime", "p4switch", "controlplane", "hosts", "topo"}),
 }

@@ -1,6 +1,7 @@
-"""``hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm --seeds 1-5 --out DIR``.
+"""``hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm,tcp-cubic,tfrc,ledbat --seeds 1-5 --out DIR``.
 
-Hop-by-hop ALINEA against end-to-end CVIHIS on the same topology and seeds. Why it is a thin
+Hop-by-hop ALINEA against the end-to-end controls (CVIHIS, TCP, TFRC, LEDBAT) on the same topology
+and seeds. Why it is a thin
 layer over the sweep library (``topo.sweep.run``): a comparison IS a sweep whose only axis is
 the control, so it gets the same validation, resumable result files, Ray or serial execution
 and Student-t intervals; this module only adds the comparison's own metrics (Jain's index,
@@ -20,14 +21,14 @@ from typing import Any
 
 from topo.model import CONTROLS
 from topo.schema import TopologyError
-from topo.sweep.grammar import SweepError
+from topo.sweep.grammar import SweepError, split_control
 
 __all__ = ["register", "compare", "run_metrics", "jain", "COMPARE_CONTROLS", "Comparison"]
 
-#: Controls a comparison accepts: the regulated ones (``fixed`` has no congestion control).
-#: "tcp" (the kernel's in netns, hosts/tcp's model in the simulator) needs a congestion control
-#: chosen per run (``tcp-cubic``), which the comparison does not name yet (issue 23, item 6).
-COMPARE_CONTROLS = tuple(c for c in CONTROLS if c not in ("fixed", "tcp"))
+#: Controls a comparison accepts: the regulated ones (``fixed`` has no congestion control). TCP is
+#: named with its congestion control, ``tcp-reno`` or ``tcp-cubic`` (``tcp`` alone: the default cc;
+#: the kernel's in netns, hosts/tcp's model in the simulator).
+COMPARE_CONTROLS = tuple(c for c in CONTROLS if c != "fixed")
 DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
 
 #: (metric key, label, format) in the report's order.
@@ -149,11 +150,9 @@ def _final_rates(topo: Any) -> dict[str, float]:
 def _controls(text: str) -> tuple[str, ...]:
     names = tuple(c.strip() for c in text.split(","))
     for name in names:
-        if name == "tcp":
-            raise CompareError(f"--controls {text}: tcp is not compared yet: a comparison does not choose its "
-                               f"congestion control (known: {', '.join(COMPARE_CONTROLS)})")
-        if name not in COMPARE_CONTROLS:
-            raise CompareError(f"--controls {text}: unknown control {name!r} (known: {', '.join(COMPARE_CONTROLS)})")
+        if split_control(name)[0] not in COMPARE_CONTROLS:
+            raise CompareError(f"--controls {text}: unknown control {name!r} (known: {', '.join(COMPARE_CONTROLS)}; "
+                               "tcp-CC for TCP with congestion control CC, e.g. tcp-cubic)")
     if len(set(names)) != len(names):
         raise CompareError(f"--controls {text}: a control is named twice")
     return names
@@ -162,6 +161,13 @@ def _controls(text: str) -> tuple[str, ...]:
 def _check_backend(sweep: Any, backend: str) -> None:
     """Refuse a backend run_experiment refuses, with its own one line, before anything runs."""
     if backend == "sim":
+        from topo.simnet import sim_refusal
+        from topo.sweep.points import point_topology
+
+        for point in sweep.points:
+            why = sim_refusal(point_topology(sweep.base, point))
+            if why:
+                raise CompareError(f"--controls {point.control}: {why}")
         return
     from topo.runner import run_experiment
 
@@ -174,12 +180,14 @@ def _check_backend(sweep: Any, backend: str) -> None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
-        "compare", help="hop-by-hop ALINEA vs end-to-end CVIHIS on one topology, over seeds",
+        "compare", help="hop-by-hop ALINEA vs the end-to-end controls on one topology, over seeds",
         description="Run each control on TOPO (it replaces every flow's control) for every seed, through the "
                     "sweep library (resumable), and write DIR/report.md (means with 95 %% intervals) and "
                     "DIR/compare_*.png overlaying the controls.")
     p.add_argument("topology", help="topology file, e.g. topo/paper-5router.yaml")
-    p.add_argument("--controls", default=DEFAULT_CONTROLS, help=f"comma list (default {DEFAULT_CONTROLS})")
+    p.add_argument("--controls", default=DEFAULT_CONTROLS,
+                   help=f"comma list of {', '.join(COMPARE_CONTROLS)}; tcp-CC picks TCP's congestion control, "
+                        f"e.g. tcp-cubic (default {DEFAULT_CONTROLS})")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
                    help="change the topology as hbh sweep's --set does, one value each (e.g. a row of "
                         "topo/cvihis-two-bottleneck.yaml; docs/topologies.md); repeatable")

@@ -58,6 +58,16 @@ def _routes(topo: Topology, name: str) -> tuple[tuple[Route, ...], tuple[EcmpGro
     return tuple(routes), groups
 
 
+#: Controls whose receivers send packets back along the path (ACKs, feedback, rate commands).
+NO_RETURN = ("alinea", "fixed")
+
+
+def _return_links(topo: Topology) -> set[tuple[str, str]]:
+    """The directed links the flows' return traffic crosses: traffic enters a switch there too,
+    so the switch reports that buffer, and its reports share the egress queue toward the flow."""
+    return {(v, u) for f in topo.flows if f.control not in NO_RETURN for u, v in zip(f.path, f.path[1:])}
+
+
 def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
     """``fixed_departures``: the switch's egress queues fix departures at enqueue (BMv2); by default
     what ``options.queue_model`` says (p4switch's model)."""
@@ -69,8 +79,9 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     # End-to-end: no modelled ingress buffer (no admission, no reports). Its occupancy counter
     # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
     used = set(topo.directed_links())
+    carrying = used | _return_links(topo)
     modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
-                                  neighbour_mac(topo, name, u), polled=(u, name) in used)
+                                  neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
                                     limit_at_start=(name, v) in used)

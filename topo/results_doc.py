@@ -63,9 +63,25 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default="docs/results.md")
     ap.add_argument("--figures", default="docs/figures")
     ap.add_argument("--raw", default="results/docs", help="where the runs' CSV files go (not committed)")
+    ap.add_argument("--only", metavar="NAMES", help="regenerate only these generators' sections of --out, "
+                    f"comma-separated ({', '.join(SECTION_NAMES)}), keeping the rest of the file")
     args = ap.parse_args(argv)
     figures, raw = Path(args.figures), Path(args.raw)
     figures.mkdir(parents=True, exist_ok=True)
+    doc_dir = Path(args.out).parent
+    if args.only:
+        names = [n.strip() for n in args.only.split(",") if n.strip()]
+        unknown = sorted(set(names) - set(SECTION_NAMES))
+        if unknown or not names:
+            ap.error(f"--only {args.only}: unknown section {', '.join(unknown) or '(none)'} "
+                     f"(known: {', '.join(SECTION_NAMES)})")
+        from topo.results_splice import splice_sections
+
+        lines = [line for n in names for line in _sections(n, raw, figures, doc_dir)]
+        out = Path(args.out)
+        out.write_text(splice_sections(out.read_text() if out.exists() else "", lines))
+        print(f"wrote the {', '.join(names)} sections of {out}", file=sys.stderr)
+        return 0
     runs: dict[str, dict[str, Any]] = {}
     for name, title, topo in variants():
         t0 = time.perf_counter()
@@ -75,18 +91,39 @@ def main(argv: list[str] | None = None) -> int:
             (figures / f"{name}-{png}.png").write_bytes((raw / name / f"{png}.png").read_bytes())
         runs[name] = {"title": title, "summary": result.summary, "topo": topo}
         print(f"  {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
-    from topo.results_compare import sections
-    from topo.results_fabric import fabric_sections
-    from topo.results_reaction import reaction_sections
-    from topo.results_scaled import scaled_sections
-
-    extra = sections(raw) + reaction_sections() + scaled_sections() + fabric_sections(figures, Path(args.out).parent)
-    text = render(runs, figures, Path(args.out).parent) + "\n".join(extra) + "\n"
+    extra = [line for n in SECTION_NAMES for line in _sections(n, raw, figures, doc_dir)]
+    text = render(runs, figures, doc_dir) + "\n".join(extra) + "\n"
     Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
                                                    sort_keys=True))
     print(f"wrote {args.out} and {figures}/", file=sys.stderr)
     return 0
+
+
+#: The generators of the sections after the paper runs, in the document's order.
+SECTION_NAMES = ("compare", "reaction", "scaled", "fabric", "tcp")
+
+
+def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
+    if name == "compare":
+        from topo.results_compare import sections
+
+        return sections(raw)
+    if name == "reaction":
+        from topo.results_reaction import reaction_sections
+
+        return reaction_sections()
+    if name == "scaled":
+        from topo.results_scaled import scaled_sections
+
+        return scaled_sections()
+    if name == "tcp":  # issue 23: TCP in the network
+        from topo.results_tcp import sections as tcp_sections
+
+        return tcp_sections(figures, doc_dir)
+    from topo.results_fabric import fabric_sections
+
+    return fabric_sections(figures, doc_dir)
 
 
 def _commit() -> str:

@@ -26,6 +26,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from topo.fabric import FABRIC_CONTROLS, FabricRun, FabricSpec, fabric_topology, run_fabric  # noqa: E402
 from topo.fct import FctRow, slowdown_table  # noqa: E402
 from topo.hol import HOL_CONTROLS, HolSetup, run_hol  # noqa: E402
+from topo.results_splice import splice_sections  # noqa: E402
 from topo.workload import cdf_named, poisson_flows  # noqa: E402
 
 __all__ = ["fabric_sections", "SEEDS", "LOADS", "HEADING", "main"]
@@ -186,17 +187,6 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
 *hol_section()]
 
 
-def splice(doc: str, section: list[str]) -> str:
-    """``doc`` with its fabric section replaced by ``section`` (appended if it has none)."""
-    text = "\n".join(section)
-    if HEADING not in doc:
-        return doc.rstrip("\n") + "\n\n" + text + "\n"
-    head, rest = doc.split(HEADING, 1)
-    nxt = rest.find("\n## ")
-    tail = "" if nxt < 0 else rest[nxt:]
-    return head + text + ("\n" + tail.lstrip("\n") if tail else "\n")
-
-
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--doc", default="docs/results.md")
@@ -218,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         new = section.split(HOL_HEADING, 1)[0] + "\n".join(hol_section())
         doc.write_text(head + new + ("\n" + tail.lstrip("\n") if tail else "\n"))
     else:
-        doc.write_text(splice(text, fabric_sections(Path(args.figures), doc.parent)))
+        doc.write_text(splice_sections(text, fabric_sections(Path(args.figures), doc.parent)))
     print(f"wrote the fabric section of {doc}", file=sys.stderr)
     return 0
 

@@ -18,6 +18,7 @@ S = 1_000_000_000
 #: (file, rate factor, link delay or None, seconds); all on BMv2's queues
 CASES = (("paper-1router", 10, None, 20), ("paper-1router", 50, None, 8), ("paper-1router", 1, "50ms", 60),
          ("paper-5router", 10, None, 20), ("paper-5router", 50, None, 10), ("capacity-drop", 10, None, 30),
+         ("capacity-drop", 50, None, 10),
          ("alinea-merge-2", 10, None, 20), ("alinea-merge-2", 50, None, 10))
 #: a buffer that never held more than this (fraction) sits behind a faster link than its feed: not regulated
 STARVED = 0.05

@@ -16,7 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from p4.v1 import p4runtime_pb2 as pb
 
@@ -42,7 +42,7 @@ from hosts.datagram import (
 )
 from hosts.e2e_host import LedbatSink, LedbatSource, TfrcSink, TfrcSource
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
-from hosts.sender import AlineaHostSender, FixedSender, SenderFlow
+from hosts.sender import AlineaHostSender, FixedSender, Pacer, SenderFlow
 from hosts.tcp import MODELLED_CC
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
@@ -65,6 +65,7 @@ DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
 FEEDBACK_FRAME_BYTES = OFFSET + HEADER_BYTES + FEEDBACK_BYTES  # Ethernet/IPv4/UDP, our header, the feedback
 HOST_TX_QUEUE = 1000  # packets a host's NIC queue holds (Linux's default txqueuelen)
+Paced = TypeVar("Paced", AlineaHostSender, FixedSender)
 DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",
                  "drop_no_route", "drop_ttl_expired", "drop_overflow")
 
@@ -167,7 +168,8 @@ class SimHostNode:
         self.link: InMemoryLink | None = None
         self.flow_ids = {f.name: i + 1 for i, f in enumerate(topo.flows)}
         self.records: dict[int, FlowRecord] = {}
-        self.sent: dict[str, int] = {}
+        self._sent: dict[str, int] = {}  # packets of the flows sent from here in Python (CVIHIS, TFRC, LEDBAT)
+        self._paced: dict[str, tuple[Pacer, int]] = {}  # the engine's: flow name -> (pacer, flow id)
         self.templates: dict[str, FrameTemplate] = {}
         self.alinea: AlineaHostSender | None = None
         self.fixed: list[FixedSender] = []
@@ -198,7 +200,7 @@ class SimHostNode:
             src_mac=self.net.topo.mac(self.node.name), dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
             src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.dst), flow=self.flow_ids[f.name],
             size=f.packet_size)
-        self.sent[f.name] = 0
+        self._sent[f.name] = 0
         return SenderFlow(self.flow_ids[f.name], f.name, start, f.stop_ns)
 
     def _setup_senders(self) -> None:
@@ -207,10 +209,10 @@ class SimHostNode:
         if alinea:
             law = self.net.topo.law[(self.node.name, self.switch)]
             size = max(f.packet_size for f in mine if f.control == "alinea")
-            self.alinea = AlineaHostSender(law, size, alinea)
+            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea))
         for f in mine:
             if f.control == "fixed":
-                self.fixed.append(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size))
+                self.fixed.append(self._paced_by(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size)))
             elif f.control in ("tfrc", "ledbat"):
                 self.e2e[self.flow_ids[f.name]] = self._e2e_source(f)
             elif f.control in CVIHIS_CONTROLS:
@@ -237,6 +239,19 @@ class SimHostNode:
                     src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.src), flow=fid,
                     size=FEEDBACK_FRAME_BYTES, kind=KIND_FEEDBACK)
 
+    def _paced_by(self, sender: Paced) -> Paced:
+        """``sender``'s flows sent by its pacer in the engine (per packet: no Python)."""
+        for flow in sender.flows:
+            sender.pacer.add_flow(flow.flow_id, flow.start_ns, flow.stop_ns, self.templates[flow.name].frame(0, 0))
+            self._paced[flow.name] = (sender.pacer, flow.flow_id)
+        return sender
+
+    @property
+    def sent(self) -> dict[str, int]:
+        """Packets handed to the NIC so far, per flow name (those of the NIC queue's drops included)."""
+        return {name: self._paced[name][0].sent(self._paced[name][1]) if name in self._paced else n
+                for name, n in self._sent.items()}
+
     def _e2e_source(self, f: Flow) -> TfrcSource | LedbatSource:
         """A TFRC source capped at its first link's rate (or its r_max), or a LEDBAT source."""
         flow = self._sender_flow(f)
@@ -260,7 +275,11 @@ class SimHostNode:
         senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values()) \
             + list(self.e2e.values())
         for sender in senders:
-            self._arm(sender)
+            if isinstance(sender, (AlineaHostSender, FixedSender)):
+                sender.pacer.bind(self.sched, self.link, self, self.offset, HOST_TX_QUEUE, self.net.counts)
+                sender.pacer.rearm()
+            else:
+                self._arm(sender)
         if self.alinea is not None:
             self.sched.call_later(AGENT_TICK_NS, self._tick)
         if self.tcp is not None:
@@ -290,17 +309,15 @@ class SimHostNode:
         if t is not None:
             self._handles[id(sender)] = self.sched.call_at(max(t, now), self._send, sender)
 
-    def _send(self, sender: Any) -> None:
+    def _send(self, sender: CvihisSource | TfrcSource | LedbatSource) -> None:
+        """A packet of a sender whose stamp is control logic (the paced ones send in the engine)."""
         self._handles.pop(id(sender), None)
         now = self.sched.now_ns()
         flow = sender.take(now)
         if flow is not None and self.link is not None:
-            if isinstance(sender, (CvihisSource, TfrcSource, LedbatSource)):
-                seq, ts, rtt = sender.stamp(now)
-            else:
-                seq, ts, rtt = flow.take_seq(), now + self.offset, 0
+            seq, ts, rtt = sender.stamp(now)
             frame = self.templates[flow.name].frame(seq, ts, rtt)
-            self.sent[flow.name] += 1
+            self._sent[flow.name] += 1
             if self.link.backlog_ns(self, now) > HOST_TX_QUEUE * self.link.model.wire_time_ns(len(frame)):
                 self.net.counts["host_tx_queue_full"] += 1  # a sender faster than its NIC: like a full qdisc
             else:
@@ -312,7 +329,7 @@ class SimHostNode:
         before = self.alinea.pacer.rate_bps
         self.alinea.tick(self.sched.now_ns())
         if self.alinea.pacer.rate_bps != before:
-            self._arm(self.alinea)
+            self.alinea.pacer.rearm()
         self.sched.call_later(AGENT_TICK_NS, self._tick)
 
     # ---- receiving --------------------------------------------------------------------------------
@@ -432,7 +449,7 @@ class SimHostNode:
         law = self.alinea.law
         self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy, report.capacity,
                                              report.drops, rate, law.o, law.w))
-        self._arm(self.alinea)
+        self.alinea.pacer.rearm()
 
 
 class DelayedQueues:

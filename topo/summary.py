@@ -12,7 +12,8 @@ Definitions (docs/results.md repeats them next to the results):
 * **convergence** -- the first time from which a buffer stays within ``BAND`` points of its
   target until the end of the steady window; the run's is the largest over buffers.
 * **goodput** -- bits the destination's application took (played out) per second over the
-  second half; without a playout buffer, bits received.
+  second half; without a playout buffer, and for TCP flows (their application reads the socket at
+  once), bits received.
 * **utilisation** of a directed link -- bits carried over the second half / what its rate
   allowed in that time.
 * **one-way delay** -- per received packet, receive time minus send time (p50, p99, mean).
@@ -262,7 +263,9 @@ def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
         secs = (half.end_ns - half.start_ns) / 1e9
         received_bps = sum(f.packet_size * 8 for _ in in_half) / secs if secs else 0.0
         goodput = received_bps
-        samples = [b for b in buffers.get(f.dst, []) if half.has(b.t_ns)]
+        # A TCP flow's application reads its socket at once (both backends): the host's playout buffer is
+        # for datagram flows, so a TCP flow's goodput is what it received.
+        samples = [b for b in buffers.get(f.dst, []) if half.has(b.t_ns)] if f.control != "tcp" else []
         if len(samples) > 1:
             played = samples[-1].played - samples[0].played
             span = (samples[-1].t_ns - samples[0].t_ns) / 1e9

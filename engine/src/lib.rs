@@ -1,12 +1,14 @@
 //! hbh's compiled engine: the per-packet path of the simulator and of p4switch.
 //!
 //! Why one crate: issue 22 moves every per-packet step out of Python, one layer at a time, from
-//! the bottom up: the event heap and virtual-time loop (`sched`), links (`link`) and the traffic
-//! manager (`tm`) first. The Python modules that held them (runtime/sched.py, runtime/link.py,
-//! p4switch/tm.py) keep their API as thin wrappers, so there is one engine, not two copies.
+//! the bottom up: the event heap and virtual-time loop (`sched`), links (`link`), the traffic
+//! manager (`tm`) and hosts' paced senders (`host`) first. The Python modules that held them
+//! (runtime/sched.py, runtime/link.py, p4switch/tm.py, hosts/sender.py's `Pacer`) keep their API
+//! as thin wrappers, so there is one engine, not two copies.
 
 use pyo3::prelude::*;
 
+mod host;
 mod link;
 mod sched;
 mod tm;
@@ -21,6 +23,9 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<link::InMemoryLink>()?;
     m.add_function(wrap_pyfunction!(link::wire_bits, m)?)?;
     m.add_function(wrap_pyfunction!(link::wire_time_ns, m)?)?;
+    m.add_class::<host::PacedSender>()?;
+    m.add_class::<host::FlowRecord>()?;
+    m.add_class::<host::PlayoutBuffer>()?;
     m.add_class::<tm::TMItem>()?;
     m.add_class::<tm::PortStats>()?;
     m.add_class::<tm::TrafficManager>()?;

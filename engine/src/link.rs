@@ -11,7 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
-use crate::sched::VirtualScheduler;
+use crate::sched::{now_of, VirtualScheduler};
 
 const NS_PER_S: i128 = 1_000_000_000;
 
@@ -42,11 +42,11 @@ pub fn wire_time_ns(
 
 /// The numbers of a `runtime.link.LinkModel` the engine works with (read once per change).
 #[derive(Clone, Copy, Default)]
-struct Model {
-    bitrate_bps: i64,
-    delay_ns: i64,
-    overhead_bytes: i64,
-    min_frame_bytes: i64,
+pub(crate) struct Model {
+    pub bitrate_bps: i64,
+    pub delay_ns: i64,
+    pub overhead_bytes: i64,
+    pub min_frame_bytes: i64,
 }
 
 impl Model {
@@ -246,15 +246,13 @@ impl InMemoryLink {
         }
     }
 
+    /// The numbers of the model the direction from `from_end` sends with.
+    pub(crate) fn model_numbers(&self, from_end: &Bound<'_, PyAny>) -> PyResult<Model> {
+        Ok(lock(&self.tx[self.direction(from_end)?].get().state).model)
+    }
+
     fn now(&self, py: Python<'_>) -> PyResult<i64> {
-        match &self.engine_sched {
-            Some(s) => Ok(s.get().now()),
-            None => self
-                .sched
-                .bind(py)
-                .call_method0(intern!(py, "now_ns"))?
-                .extract(),
-        }
+        now_of(py, &self.engine_sched, &self.sched)
     }
 }
 
@@ -338,7 +336,11 @@ impl InMemoryLink {
 
     /// Put `frame` on the wire from `from_end`; returns ns until this side's transmitter is
     /// free again (what a TM service callback returns as wire time).
-    fn send(&self, from_end: &Bound<'_, PyAny>, frame: &Bound<'_, PyAny>) -> PyResult<i64> {
+    pub(crate) fn send(
+        &self,
+        from_end: &Bound<'_, PyAny>,
+        frame: &Bound<'_, PyAny>,
+    ) -> PyResult<i64> {
         let py = from_end.py();
         let dir = self.direction(from_end)?;
         let data = match frame.downcast::<PyBytes>() {
@@ -401,7 +403,7 @@ impl InMemoryLink {
     }
 
     /// How long the frames already handed to this side still occupy its transmitter.
-    fn backlog_ns(&self, from_end: &Bound<'_, PyAny>, now_ns: i64) -> PyResult<i64> {
+    pub(crate) fn backlog_ns(&self, from_end: &Bound<'_, PyAny>, now_ns: i64) -> PyResult<i64> {
         let dir = self.direction(from_end)?;
         Ok((lock(&self.tx[dir].get().state).free_at_ns - now_ns).max(0))
     }

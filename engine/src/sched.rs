@@ -291,6 +291,21 @@ pub fn check_time(value: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     })
 }
 
+/// The current time of `sched`: read directly when it is the engine's (`engine`), else its `now_ns()`.
+pub fn now_of(
+    py: Python<'_>,
+    engine: &Option<Py<VirtualScheduler>>,
+    sched: &PyObject,
+) -> PyResult<i64> {
+    match engine {
+        Some(s) => Ok(s.get().now()),
+        None => sched
+            .bind(py)
+            .call_method0(pyo3::intern!(py, "now_ns"))?
+            .extract(),
+    }
+}
+
 fn lock(heap: &Mutex<Heap>) -> MutexGuard<'_, Heap> {
     heap.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }

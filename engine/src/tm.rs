@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::sched::{TimerHandle, VirtualScheduler};
+use crate::sched::{now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
 pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
@@ -375,14 +375,7 @@ impl TrafficManager {
     }
 
     fn now(&self, py: Python<'_>) -> PyResult<i64> {
-        match &self.engine_sched {
-            Some(s) => Ok(s.get().now()),
-            None => self
-                .sched
-                .bind(py)
-                .call_method0(intern!(py, "now_ns"))?
-                .extract(),
-        }
+        now_of(py, &self.engine_sched, &self.sched)
     }
 
     /// The port's state, created with the defaults at first use.

@@ -1,6 +1,6 @@
 """Benchmarks of p4switch; writes docs/performance.md.
 
-    python -m tests.bench.run --out docs/performance.md [--seed 1] [--quick]
+    python -m tests.bench.run --out docs/performance.md [--seed 1] [--quick] [--only sim,ns3,...]
 
 Why a script and not numbers in a document: every figure in docs/performance.md is measured
 by this script on the machine it runs on, and the file says which command, machine and seed
@@ -18,9 +18,10 @@ produced it. Measured:
 5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
    (raw stubs, arbitration stream open, one update per Write and batches of 100:
    ``tests/bench/p4rt_writes.py``);
-6. the soak (``tests/bench/soak.py``, ``--soak-minutes``, 10 by default): mixed load for minutes,
+6. the soak (``tests/bench/soak.py``, ``--soak-minutes``, 5 by default): mixed load for minutes,
    RSS/fds/threads, forwarding gaps (also around one 10,000-update Write), reconnects, errors;
-7. the simulator on paper-5router (tests/bench/sim_bench.py), the netns backend
+7. the simulator on paper-5router (tests/bench/sim_bench.py) against ns-3 (tests/bench/ns3_bench.py)
+   and against the pure-Python simulator, where its time goes (profile), the netns backend
    (tests/bench/netns_bench.py) and ``hbh sweep`` serial vs Ray (tests/bench/sweep_bench.py).
 
 Parts 3-5 (gRPC) need root and network namespaces; without them those rows say why they were
@@ -401,78 +402,165 @@ def _cell(text: str) -> str:
     return " ".join(str(text).split()).replace("|", "/")
 
 
-def write(rep: Report, out: Path, command: str, seed: int) -> None:
+FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
+          "p4switch is an interpreter in Python and runs one loop thread.", "",
+          "P4Runtime writes, for comparison: issue 9 measured simple_switch_grpc (BMv2) at 1,122-1,152 inserts/s "
+          "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, "
+          "where the p4switch of that day made 517-614 and 1,779-1,928; the rows 'of the p4switch before issue 9' run "
+          "that p4switch here, beside today's, so the two rows' ratio is the speed-up on one machine. "
+          "The client is Python with pure-Python protobuf "
+          "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
+          "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
+          "server built on grpcio on this machine; the rows 'to an empty Go server' what it reaches against a "
+          "compiled server that does nothing, the ceiling of any server, simple_switch_grpc's included.", "",
+          "The simulator against ns-3: `make bench` installs PyPI `ns3` (pinned in tests/bench/ns3_bench.py) into "
+          "build/ns3-venv, not the project's .venv, and runs tests/bench/ns3_line.py there: the paper-5router line "
+          "(7 nodes, point-to-point links at the topology's rates and delays, 200-packet drop-tail queues, the "
+          "traffic-control layer removed) with ns-3's compiled UdpClient/UdpServer applications only: one flow at "
+          "H2's play-out rate, where the simulator's ALINEA loop settles, and a report every interval on every "
+          "link, with the simulator's wire sizes; packet-hops are frames put on a link, counted by a C++ trace "
+          "sink, as the simulator's links count them. The rates x10 and x50 scale rates up and delays and "
+          "report intervals down, as tests/bench/netns_bench.scaled does for the simulator. Each round runs "
+          "ns-3, then the simulator, in fresh processes; only the run itself is timed.", "",
+          "How long `make bench` takes: the section 'time taken by each part' gives each part's minutes as it "
+          "last ran and their total (a `BENCH_ONLY` run replaces the times of its parts only). The soak runs "
+          "5 minutes of traffic with the same stall criteria as before (no forwarding stall of the switch's own "
+          "above 20 ms); the simulator's comparisons take 2 rounds per rate, each row listing both.", ""]
+TIMES = "time taken by each part"
+
+
+def _old_sections(out: Path) -> dict[str, list[str]]:
+    """The sections of an existing page, heading -> its lines (kept by a partial run, ``--only``)."""
+    if not out.exists():
+        return {}
+    sections: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for line in out.read_text().splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:], [])
+        elif current is not None and (line.startswith("|") or line.startswith("_")):
+            current.append(line)
+        elif current is not None and line and not line.startswith("|"):
+            current = None  # the footer
+    return sections
+
+
+def write(rep: Report, out: Path, command: str, seed: int, partial: bool = False) -> None:
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    old = _old_sections(out) if partial else {}
     lines = ["# p4switch performance", "",
-             "Measured by `tests/bench/run.py`; do not edit by hand (run `make bench` to refresh).", "",
-             f"* command: `{command}`",
+             "Measured by `tests/bench/run.py`; do not edit by hand (run `make bench` to refresh; `make bench "
+             "BENCH_ONLY=part,...` re-measures some parts and keeps the others' rows, each section saying when "
+             "and by which command it was measured).", "",
              f"* machine: {machine()}",
              f"* seed: {seed}",
              f"* load average (1 min) at start / end: {rep.load_start:.1f} / {os.getloadavg()[0]:.1f} "
-             f"(on {os.cpu_count()} CPUs: above that, other processes took CPU time from these runs)",
-             f"* date: {datetime.now(UTC).strftime('%Y-%m-%d %H:%M UTC')}", ""]
-    for section, rows in rep.sections.items():
-        lines += [f"## {section}", "", "| measurement | result | details |", "|---|---:|---|"]
-        lines += [f"| {_cell(r.what)} | {_cell(r.value)} | {_cell(r.note)} |" for r in rows]
+             f"(on {os.cpu_count()} CPUs: above that, other processes took CPU time from these runs)", ""]
+    stamp = f"_measured {when} by `{command}`_"
+    fresh = dict(rep.sections)
+    if partial and TIMES in old:  # the other parts' times stay, the total is theirs and these together
+        mine = {r.what for r in fresh[TIMES]}
+        kept = [Row(*[c.strip() for c in line.strip("|").split("|")]) for line in old[TIMES]
+                if line.startswith("| ") and line.split("|")[1].strip() not in mine | {"measurement"}]
+        rows = [r for r in kept + fresh[TIMES] if not r.what.startswith("total")]
+        rows.append(Row("total", f"{sum(float(r.value.split()[0]) for r in rows):.1f} min",
+                        "the parts' latest times added up"))
+        fresh[TIMES] = rows
+    order = [s for s in old if s != TIMES]
+    for i, section in enumerate(fresh):  # a new section goes after the one measured before it
+        if section not in order and section != TIMES:
+            before = [s for s in list(fresh)[:i] if s in order]
+            order.insert(order.index(before[-1]) + 1 if before else len(order), section)
+    order += [TIMES] if TIMES in fresh or TIMES in old else []
+    for section in order:
+        lines.append(f"## {section}")
         lines.append("")
-    lines += ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
-              "p4switch is an interpreter in Python and runs one loop thread.", "",
-              "P4Runtime writes, for comparison: issue 9 measured simple_switch_grpc (BMv2) at 1,122-1,152 inserts/s "
-              "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, where the "
-              "p4switch of that day made 517-614 and 1,779-1,928; the rows 'of the p4switch before issue 9' run "
-              "that p4switch here, beside today's, so the two rows' ratio is the speed-up on one machine. "
-              "The client is Python with pure-Python protobuf "
-              "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
-              "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
-              "server built on grpcio on this machine; the rows 'to an empty Go server' what it reaches against a "
-              "compiled server that does nothing, the ceiling of any server, simple_switch_grpc's included.", ""]
+        if section in fresh:
+            lines += [stamp, "", "| measurement | result | details |", "|---|---:|---|"]
+            lines += [f"| {_cell(r.what)} | {_cell(r.value)} | {_cell(r.note)} |" for r in fresh[section]]
+        else:
+            lines += [x for line in old[section] if line.startswith("_") for x in (line, "")]
+            lines += [line for line in old[section] if line.startswith("|")]
+        lines.append("")
+    lines += FOOTER
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text("\n".join(lines))
     print(f"wrote {out}")
+
+
+#: the parts of the page, in the order they run (``--only`` names some of them)
+PARTS = ("frontend", "pipeline", "sim", "profile", "netns", "p4rt", "netns-backend", "soak", "sweep")
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.bench.run", description="p4switch benchmarks")
     p.add_argument("--out", default="docs/performance.md")
     p.add_argument("--seed", type=int, default=1)
-    p.add_argument("--quick", action="store_true", help="fewer packets and shorter runs (for a smoke test)")
+    p.add_argument("--quick", action="store_true", help="fewer packets and shorter runs (a smoke test; its figures "
+                   "are not the page's)")
+    p.add_argument("--only", default="", help=f"comma-separated parts to measure ({', '.join(PARTS)}); the page "
+                   "keeps the other parts' rows as they were")
     p.add_argument("--soak-minutes", type=float, default=None,
-                   help="length of the soak benchmark (10; 1 with --quick; 0 skips it)")
+                   help="length of the soak benchmark (5; 1 with --quick; 0 skips it)")
     args = p.parse_args(argv)
+    only = [x.strip() for x in args.only.split(",") if x.strip()]
+    unknown = [x for x in only if x not in PARTS]
+    if unknown:
+        p.error(f"--only: unknown part(s) {', '.join(unknown)}; the parts are {', '.join(PARTS)}")
+    soak = args.soak_minutes if args.soak_minutes is not None else (1.0 if args.quick else 5.0)
+    if soak < 0:
+        p.error(f"--soak-minutes {soak} must be >= 0")
     command = "python -m tests.bench.run " + " ".join(sys.argv[1:] if argv is None else argv)
     rep = Report()
-    bench_front_end(rep, 3 if args.quick else 10)
-    bench_pipeline(rep, args.seed, 5_000 if args.quick else 50_000)
-    from tests.bench.sim_bench import bench_simulator
-
-    bench_simulator(rep, args.quick)
-    reason = _netns_reason()
+    wanted = set(only or PARTS)
     with tempfile.TemporaryDirectory(prefix="p4bench") as tmpdir:
-        tmp = Path(tmpdir)
-        if reason is None:
-            bench_throughput(rep, tmp, 1.0 if args.quick else 5.0)
-            bench_latency(rep, tmp, 100 if args.quick else 1000)
-        else:
-            rep.add("p4switch between namespaces", "packets/s and added latency", "skipped", reason)
-        bench_inserts(rep, tmp, 200 if args.quick else 1000, reason is None)
-        if reason is None:
-            from tests.bench.netns_bench import bench_cpu_5router, bench_max_rate_1router
+        for part, fn in _parts(args, Path(tmpdir), soak).items():
+            if part in wanted:
+                t = time.perf_counter()
+                fn(rep)
+                rep.add(TIMES, part, f"{(time.perf_counter() - t) / 60:.1f} min")
+    rep.add(TIMES, "total", f"{sum(float(r.value.split()[0]) for r in rep.sections[TIMES]):.1f} min")
+    write(rep, ROOT / args.out if not Path(args.out).is_absolute() else Path(args.out), command, args.seed,
+          partial=bool(only))
+    return 0
 
-            bench_cpu_5router(rep, tmp, 10 if args.quick else 20)
-            bench_max_rate_1router(rep, tmp, 10 if args.quick else 20, (1, 2) if args.quick else (1, 2, 4, 8, 16, 32))
-        else:
-            rep.add("netns backend", "CPU of a paper-5router run, highest paper-1router rate", "skipped", reason)
-        soak = args.soak_minutes if args.soak_minutes is not None else (1.0 if args.quick else 10.0)
-        if soak < 0:
-            p.error(f"--soak-minutes {soak} must be >= 0")
-        if soak and reason is None:
-            bench_soak(rep, soak)
-        elif soak:
-            rep.add("soak", "soak benchmark", "skipped", reason)
+
+def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callable[[Report], None]]:
+    """Each part of the page as a function of the report (parts that need namespaces say why they were skipped)."""
+    from tests.bench import netns_bench as nb
+    from tests.bench.sim_bench import bench_profile, bench_simulator
     from tests.bench.sweep_bench import bench_sweep
 
-    bench_sweep(rep, "2s" if args.quick else "10s", 100 if args.quick else 1000)
-    write(rep, ROOT / args.out if not Path(args.out).is_absolute() else Path(args.out), command, args.seed)
-    return 0
+    quick = args.quick
+    reason = _netns_reason()
+
+    def netns_only(fn: Callable[[Report], None], section: str, what: str) -> Callable[[Report], None]:
+        return fn if reason is None else (lambda rep: rep.add(section, what, "skipped", reason))
+
+    def soak_part(rep: Report) -> None:
+        if soak:
+            netns_only(lambda r: bench_soak(r, soak), "soak", "soak benchmark")(rep)
+
+    def netns_part(rep: Report) -> None:
+        bench_throughput(rep, tmp, 1.0 if quick else 5.0)
+        bench_latency(rep, tmp, 100 if quick else 1000)
+
+    def netns_backend(rep: Report) -> None:
+        nb.bench_cpu_5router(rep, tmp, 10 if quick else 20)
+        nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, (1, 2) if quick else (1, 2, 4, 8, 16, 32))
+
+    return {
+        "frontend": lambda rep: bench_front_end(rep, 3 if quick else 10),
+        "pipeline": lambda rep: bench_pipeline(rep, args.seed, 5_000 if quick else 50_000),
+        "sim": lambda rep: bench_simulator(rep, quick),
+        "profile": lambda rep: bench_profile(rep, quick),
+        "netns": netns_only(netns_part, "p4switch between namespaces", "packets/s and added latency"),
+        "p4rt": lambda rep: bench_inserts(rep, tmp, 200 if quick else 1000, reason is None),
+        "netns-backend": netns_only(netns_backend, "netns backend", "CPU of a paper-5router run, highest "
+                                    "paper-1router rate"),
+        "soak": soak_part,
+        "sweep": lambda rep: bench_sweep(rep, "2s" if quick else "10s", 100 if quick else 1000),
+    }
 
 
 if __name__ == "__main__":

@@ -18,25 +18,26 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-GROUPS = (  # (label, path fragment), first match wins
-    ("P4 pipeline (parse, ingress, egress, deparse)", "/p4switch/pipeline/"),
-    ("P4Runtime core and protobuf (packet-in, counter reads)", "/p4switch/p4runtime/"),
-    ("P4Runtime core and protobuf (packet-in, counter reads)", "/google/protobuf/"),
-    ("P4Runtime core and protobuf (packet-in, counter reads)", "/controlplane/p4runtime_client"),
-    ("switch runtime state (tables, counters, registers)", "/p4switch/state/"),
-    ("v1model walk, traffic manager, device", "/p4switch/v1model_arch"),
-    ("v1model walk, traffic manager, device", "/p4switch/tm"),
-    ("v1model walk, traffic manager, device", "/p4switch/device"),
-    ("v1model walk, traffic manager, device", "/p4switch/switch"),
-    ("scheduler and links", "/runtime/sched"),
-    ("scheduler and links", "/runtime/link"),
-    ("scheduler and links", "/runtime/ports"),
-    ("switch agents, law, Thrift client", "/controlplane/"),
-    ("switch agents, law, Thrift client", "/thrift/"),
-    ("switch agents, law, Thrift client", "/sswitch_runtime/"),
-    ("hosts (senders, receivers)", "/hosts/"),
-    ("recording and sampling", "/topo/"),
+GROUPS = (  # (label, fragment of the file path or of the built-in's name), first match wins
+    ("engine calls (compiled: event heap, links, traffic manager)", "hbh_engine"),
+    ("P4 pipeline (parse, controls, tables, externs, deparse)", "/p4switch/pipeline/"),
+    ("P4 pipeline (parse, controls, tables, externs, deparse)", "/p4switch/state/"),
+    ("v1model walk (ingress, PRE, egress; TM and ports' Python side)", "/p4switch/v1model_arch"),
+    ("v1model walk (ingress, PRE, egress; TM and ports' Python side)", "/p4switch/tm"),
+    ("v1model walk (ingress, PRE, egress; TM and ports' Python side)", "/p4switch/device"),
+    ("v1model walk (ingress, PRE, egress; TM and ports' Python side)", "/p4switch/switch"),
+    ("v1model walk (ingress, PRE, egress; TM and ports' Python side)", "/runtime/"),
+    ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/p4switch/p4runtime/"),
+    ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/google/protobuf/"),
+    ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/controlplane/p4runtime_client"),
+    ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/p4switch/thrift"),
+    ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/thrift/"),
+    ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/sswitch_runtime/"),
+    ("switch agents and the ALINEA law", "/controlplane/"),
+    ("hosts (senders, receivers, datagrams)", "/hosts/"),
+    ("hosts' binding (topo/simnet.py: receive, reports, control hooks), recording, sampling", "/topo/"),
 )
+OTHER = "other (Python's built-ins and runtime: bytes, struct, dicts, ...)"
 
 
 def _network(seconds: float) -> Any:
@@ -66,8 +67,11 @@ def bench_simulator(rep: Any, quick: bool) -> None:
             f"{seconds / wall:.1f}x real time; target >= 25x")
     rep.add(section, "packet-hops (link traversals) per wall second", f"{perf['packet_hops_per_wall_s']:,}",
             f"{perf['packet_hops']:,} packet-hops, reports included; target >= 40,000/s")
-    bench_against_baseline(rep, section, quick)
-    _profile(rep, section, 5 if quick else 20)
+    bench_peers(rep, section, quick)
+
+
+def bench_profile(rep: Any, quick: bool) -> None:
+    _profile(rep, "where the simulator's time goes (paper-5router)", 5 if quick else 20)
 
 
 # The last commit before issue 22 ("a compiled data path"): every per-packet step in Python. Its
@@ -75,6 +79,9 @@ def bench_simulator(rep: Any, quick: bool) -> None:
 ENGINE_BASELINE = "07b370d"
 #: the line of issue 22's table: paper-5router at its own rates (2/3 Mb/s), x10 and x50
 RATE_FACTORS = (1, 10, 50)
+#: rounds per rate: two, each row shows both (a full run's rounds agreed within a few per cent; at
+#: 100/150 Mb/s one round of the pure-Python tree alone takes a minute)
+ROUNDS = 2
 
 # One timed run in a fresh process, cwd = the tree measured (so its packages are the ones imported).
 HOPS_SCRIPT = """
@@ -86,69 +93,109 @@ from topo.simnet import SimNetwork
 k, seconds = int(sys.argv[1]), float(sys.argv[2])
 topo = scaled(load_topology(Path('topo/paper-5router.yaml')), k)
 net = SimNetwork(topo, seed=1).build()
-t = time.perf_counter()
+t, cpu = time.perf_counter(), time.process_time()
 net.run_until(int(seconds * 1e9))
-wall = time.perf_counter() - t
+wall, cpu = time.perf_counter() - t, time.process_time() - cpu
 links = {id(m): m for m in net.links.values()}
 hops = sum(s.sent for m in links.values() for s in m.stats.values())
-print(json.dumps({"hops": hops, "wall": wall}))
+print(json.dumps({"hops": hops, "wall": wall, "cpu": cpu}))
 """
 
 
-def hops_per_s(tree: Path, k: int, seconds: float) -> tuple[int, float]:
-    """(packet-hops, wall seconds of the run alone) of paper-5router x ``k`` simulated in ``tree``."""
+def hops_per_s(tree: Path, k: int, seconds: float) -> tuple[int, float, float]:
+    """(packet-hops, wall and CPU seconds of the run alone) of paper-5router x ``k`` simulated in ``tree``."""
     out = subprocess.run([sys.executable, "-c", HOPS_SCRIPT, str(k), str(seconds)], cwd=tree, capture_output=True,
                          text=True, timeout=1800, check=True)
     got = json.loads(out.stdout.strip().splitlines()[-1])
-    return got["hops"], got["wall"]
+    return got["hops"], got["wall"], got["cpu"]
 
 
-def bench_against_baseline(rep: Any, section: str, quick: bool, rounds: int = 3) -> None:
-    """Packet-hops per wall second of this tree and of ENGINE_BASELINE, measured in turns, as ratios."""
+def bench_peers(rep: Any, section: str, quick: bool) -> None:
+    """ns-3 (tests/bench/ns3_bench.py), this tree and ENGINE_BASELINE at each rate, in turns, each in
+    fresh processes; the rows are ratios of medians taken in one run."""
+    from tests.bench import ns3_bench
     from tests.bench import p4rt_writes as pw
 
-    seconds = 2.0 if quick else 10.0
+    seconds, rounds = (2.0, 1) if quick else (10.0, ROUNDS)
+    runners = {"now": lambda k: hops_per_s(ROOT, k, seconds)}
+    ns3_why = ns3_bench.ns3_reason()
+    if ns3_why is not None:
+        rep.add(ns3_bench.SECTION, "ns-3 packet-hops/s against the simulator's", "not measured", ns3_why)
+    tree_cm = None
     try:
         tree_cm = pw.commit_tree(ENGINE_BASELINE)
         base = tree_cm.__enter__()
+        runners["base"] = lambda k: hops_per_s(base, k, seconds)
     except pw.ServerUnavailable as exc:
         rep.add(section, "packet-hops/s against the pure-Python simulator", "not measured", str(exc))
-        return
+    rates: dict[tuple[str, int], list[float]] = {}
+    cpu_rates: dict[tuple[str, int], list[float]] = {}  # per CPU second: what a shared machine changes least
+    hops: dict[tuple[str, int], int] = {}
+
+    def took(name: str, k: int, n: int, wall: float, cpu: float) -> None:
+        hops[name, k] = n
+        rates.setdefault((name, k), []).append(n / wall)
+        cpu_rates.setdefault((name, k), []).append(n / cpu)
+
     try:
-        for k in RATE_FACTORS:
-            _ratio_row(rep, section, base, k, seconds, 1 if quick else rounds)
+        for _ in range(rounds):  # in turns: ns-3 (one process, every rate), then each tree at each rate
+            if ns3_why is None:
+                for k, got in ns3_bench.ns3_hops(RATE_FACTORS, seconds).items():
+                    took("ns3", k, *got)
+            for k in RATE_FACTORS:
+                for name, run in runners.items():
+                    took(name, k, *run(k))
     finally:
-        tree_cm.__exit__(None, None, None)
+        if tree_cm is not None:
+            tree_cm.__exit__(None, None, None)
+    for k in RATE_FACTORS:
+        at_k = {name: rates[name, k] for name, kk in rates if kk == k}
+        hops_k = {name: hops[name, k] for name, kk in hops if kk == k}
+        if "ns3" in at_k:
+            ns3_bench.row(rep, k, seconds, at_k, hops_k, {name: cpu_rates[name, k] for name in at_k})
+        if "base" in at_k:
+            _ratio_row(rep, section, k, seconds, at_k, hops_k)
 
 
-def _ratio_row(rep: Any, section: str, base: Path, k: int, seconds: float, rounds: int) -> None:
-    now_rates, base_rates, hops = [], [], {}
-    for _ in range(rounds):
-        for name, tree, rates in (("now", ROOT, now_rates), ("base", base, base_rates)):
-            n, wall = hops_per_s(tree, k, seconds)
-            hops[name] = n
-            rates.append(n / wall)
-    now, then = statistics.median(now_rates), statistics.median(base_rates)
-    same = "the same packet-hops" if hops["now"] == hops["base"] else f"packet-hops DIFFER: {hops}"
+def spread(rates: list[float]) -> str:
+    return ", ".join(f"{r:,.0f}" for r in rates)
+
+
+def _ratio_row(rep: Any, section: str, k: int, seconds: float, rates: dict[str, list[float]],
+               hops: dict[str, int]) -> None:
+    now, then = statistics.median(rates["now"]), statistics.median(rates["base"])
+    same = "the same packet-hops" if hops["now"] == hops["base"] else \
+        f"packet-hops DIFFER: this tree {hops['now']:,}, commit {hops['base']:,}"
     rep.add(section, f"packet-hops/s, paper-5router links x{k} ({2 * k}/{3 * k} Mb/s), engine vs pure Python "
             f"(commit {ENGINE_BASELINE})", f"{now / then:.2f}x",
-            f"{now:,.0f} vs {then:,.0f} packet-hops/s (run alone, build excluded), median of {rounds} rounds taken in "
-            f"turn; {seconds:g} s of virtual time, {hops['now']:,} packet-hops, {same}")
+            f"{now:,.0f} vs {then:,.0f} packet-hops/s (run alone, build excluded), median of {len(rates['now'])} "
+            f"rounds taken in turn (this tree: {spread(rates['now'])}; commit: {spread(rates['base'])}); "
+            f"{seconds:g} s of virtual time, {hops['now']:,} packet-hops, {same}")
 
 
 def _profile(rep: Any, section: str, seconds: float) -> None:
+    """cProfile's self time of a run, grouped by layer, as a share and as µs per packet-hop. cProfile
+    slows Python calls, not the engine's own work, so the Python shares are upper bounds; the
+    first row is the same run unprofiled, for scale."""
+    net, until = _network(seconds)
+    t = time.process_time()
+    net.run_until(until)
+    plain = time.process_time() - t  # CPU time: on a shared machine, what other processes change least
+    hops = _hops(net)
     net, until = _network(seconds)
     prof = cProfile.Profile()
     prof.enable()
     net.run_until(until)
     prof.disable()
-    stats = pstats.Stats(prof)
     totals: dict[str, float] = {}
-    for (path, _line, _fn), (_cc, _nc, tottime, _ct, _callers) in stats.stats.items():  # type: ignore[attr-defined]
-        label = next((g for g, frag in GROUPS if frag in path), "other (Python runtime, builtins)")
+    for (path, _line, fn), (_cc, _nc, tottime, _ct, _callers) in pstats.Stats(prof).stats.items():  # type: ignore[attr-defined]
+        where = path if path != "~" else fn
+        label = next((g for g, frag in GROUPS if frag in where), OTHER)
         totals[label] = totals.get(label, 0.0) + tottime
     whole = sum(totals.values()) or 1.0
-    hops = _hops(net)
+    note = f"cProfile self time over {seconds:g} s of virtual time ({hops:,} packet-hops)"
+    rep.add(section, "CPU time per packet-hop, whole run without the profiler", f"{plain * 1e6 / hops:.1f} µs",
+            f"{hops / plain:,.0f} packet-hops per CPU second; {seconds:g} s of virtual time, {hops:,} packet-hops")
     for label, t in sorted(totals.items(), key=lambda kv: -kv[1]):
-        rep.add(section, f"where the time goes: {label}", f"{100 * t / whole:.0f} %",
-                f"cProfile self time over {seconds:g} s of virtual time ({hops:,} packet-hops)")
+        rep.add(section, label, f"{100 * t / whole:.0f} %",
+                f"~{plain * 1e6 / hops * t / whole:.1f} µs per packet-hop (this share of the unprofiled CPU time); {note}")

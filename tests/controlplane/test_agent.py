@@ -118,6 +118,18 @@ def test_with_report_polls_on_bmv2_queues_every_tick_polls_the_modelled_ports_tr
         assert c.on_tick(10 * MS) == polls
 
 
+def test_a_port_that_also_carries_this_switchs_reports_gets_their_packets_per_second_on_top() -> None:
+    """BMv2 counts a queue's rate in packets of any size: the reports about the buffer behind a
+    port leave through that port's queue, and would otherwise take the data's slots."""
+    law = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
+    modelled = (ModelledPort(2, PortParams(interval_us=10_000), 0, 0, polled=True),
+                ModelledPort(3, PortParams(interval_us=10_000), 0, 0, polled=False))
+    regulated = (RegulatedPort(2, law, 1000), RegulatedPort(3, law, 1000))
+    c = SwitchAgentCore(SwitchPlan("R1", 1, modelled=modelled, regulated=regulated, fixed_departures=False))
+    assert c.start() == [SetQueueRate(2, rate_to_pps(law.r_floor, 1000) + 100),
+                         SetQueueRate(3, rate_to_pps(law.r_floor, 1000))]
+
+
 def test_without_the_counters_the_law_runs_on_the_reported_occupancy() -> None:
     c = core(fixed_departures=True)
     c.start()

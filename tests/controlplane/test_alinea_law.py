@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controlplane.alinea import OVERFLOW_CUT, STALE_HOLD_INTERVALS, AlineaLaw
+from controlplane.alinea import OVERFLOW_CUT, OVERFLOW_DRAIN_SHARE, STALE_HOLD_INTERVALS, AlineaLaw, Forecast
 from controlplane.params import LawParams, ParamError
 
 PAPER = LawParams(o_min=0.15, o_max=0.8, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
@@ -62,6 +64,19 @@ def test_overflow_reads_as_a_full_buffer_and_cuts_the_rate() -> None:
     law.on_report(0.5, overflow=True)
     assert law.o == PAPER.o_max and law.w == PAPER.w_min
     assert law.rate <= 1.6e6 * OVERFLOW_CUT
+
+
+def test_with_a_forecast_an_overflow_cuts_below_the_drain_but_not_to_half() -> None:
+    """On BMv2's queues a halved rate would stamp every packet queued before the next command at
+    twice the spacing; the measured drain says what the buffer can take."""
+    drain = 50e6  # x25 the paper's rates, its absolute gains: the drain dominates the law's step
+    law = AlineaLaw(replace(PAPER, k_p=2.4e7, r_max=1e8), rate=55e6)
+    law.on_report(0.97, forecast=Forecast(0.97, drain), packet=1 / 200)  # O = O_max, W = W_min
+    law.on_report(0.97, forecast=Forecast(0.97, drain), packet=1 / 200)  # settled: the rate follows the drain
+    before = law.rate
+    law.on_report(1.0, overflow=True, forecast=Forecast(1.0, drain), packet=1 / 200)
+    assert drain * OVERFLOW_DRAIN_SHARE <= law.rate < min(before, drain)
+    assert law.rate > before * OVERFLOW_CUT
 
 
 def test_resting_on_the_target_raises_it_by_one_packet() -> None:

@@ -5,7 +5,14 @@ from __future__ import annotations
 import pytest
 
 from topo.model import CONTROLS
-from topo.sweep.grammar import SweepError, parse_controls, parse_seeds, parse_setting, parse_settings
+from topo.sweep.grammar import (
+    SweepError,
+    parse_controls,
+    parse_seeds,
+    parse_setting,
+    parse_settings,
+    split_control,
+)
 
 
 @pytest.mark.parametrize(("text", "target", "selector", "key", "values", "name"), [
@@ -50,10 +57,14 @@ def test_the_same_parameter_twice_is_refused():
 def test_controls_known_and_unknown():
     assert parse_controls(None, CONTROLS) is None
     assert parse_controls(",".join(CONTROLS), CONTROLS) == CONTROLS
+    assert parse_controls("alinea,tcp-reno", CONTROLS) == ("alinea", "tcp-reno")  # tcp with its cc
+    assert split_control("tcp-cubic") == ("tcp", "cubic") and split_control("ledbat") == ("ledbat", None)
     with pytest.raises(SweepError) as info:
-        parse_controls("alinea,tcp-reno", CONTROLS)
-    assert "unknown control 'tcp-reno'" in str(info.value)
+        parse_controls("alinea,quic-reno", CONTROLS)
+    assert "unknown control 'quic-reno'" in str(info.value)
     assert all(c in str(info.value) for c in CONTROLS)  # the list of known ones
+    with pytest.raises(SweepError, match="unknown control 'tcp-reno'"):
+        parse_controls("tcp-reno", ("alinea", "fixed"))  # tcp-CC only where tcp is known
 
 
 @pytest.mark.parametrize(("text", "seeds"), [("1-4", (1, 2, 3, 4)), ("3", (3,)), ("1,5-6", (1, 5, 6))])

@@ -17,7 +17,9 @@ DROP = str(ROOT / "topo" / "capacity-drop.yaml")
 
 
 @pytest.mark.parametrize(("args", "needle"), [
-    (["--controls", "alinea,tcp"], "tcp is not compared yet"),
+    (["--controls", "alinea,tcp-nosuchcc"], "'nosuchcc' is not offered by this kernel (available: "),
+    (["--controls", "alinea,tcp-bbr"], "bbr"),  # the simulator has no bbr (or the kernel offers none)
+    (["--controls", "alinea,tcp-"], "unknown control 'tcp-'"),
     (["--controls", "alinea,quic"], "unknown control 'quic'"),
     (["--controls", "alinea,alinea"], "named twice"),
     (["--controls", "fixed"], "unknown control 'fixed'"),
@@ -33,6 +35,31 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys, args: list[str
     err = capsys.readouterr().err.strip()
     assert err.startswith("hbh compare: ") and needle in err and "\n" not in err and "Traceback" not in err
     assert not (tmp_path / "o" / "runs").exists()  # nothing ran
+
+
+ALL_SIX = "alinea,cvihis-rtm,cvihis-blm,tcp-cubic,tfrc,ledbat"
+
+
+@pytest.mark.parametrize("topology", sorted(p.name for p in (ROOT / "topo").glob("*.yaml")))
+def test_every_shipped_topology_takes_every_control(topology: str) -> None:
+    """The flows' keys a control does not take (r_max for tcp and ledbat, cc for the others, a ledbat
+    target...) go when the control changes, so every point of the comparison loads and the simulator
+    accepts it (tcp-cubic: the model has cubic)."""
+    from topo.compare import _check_backend
+    from topo.sweep.run import plan_sweep
+
+    sweep = plan_sweep(ROOT / "topo" / topology, [], ALL_SIX, "1", "1s")
+    _check_backend(sweep, "sim")
+    assert [p.control for p in sweep.points] == ALL_SIX.split(",")
+
+
+def test_all_six_controls_carry_traffic_through_a_playout_host(tmp_path: Path) -> None:
+    """paper-1router's H2 drains a playout buffer: TCP's application reads its socket instead, so its
+    goodput is what it received, not the (empty) playout buffer's."""
+    c = compare(str(ROOT / "topo" / "paper-1router.yaml"), ALL_SIX, "1", "3s", tmp_path, serial=True, plots=False)
+    assert c.failures == 0 and c.controls == tuple(ALL_SIX.split(","))
+    assert all(c.metrics[k][0]["goodput_kbps"] > 100 for k in c.controls), c.metrics
+    assert all(f["control"] == "tcp" and f["tcp"]["cc"] == "cubic" for f in c.summaries["tcp-cubic"][0]["flows"].values())
 
 
 def test_jain_index_bounds() -> None:

@@ -1,8 +1,9 @@
-"""The fabric section's own helpers: its splice into docs/results.md and its confidence intervals."""
+"""The fabric section's helpers, and the splice of sections into docs/results.md (--only)."""
 
 from __future__ import annotations
 
-from topo.results_fabric import HEADING, ci, splice
+from topo.results_fabric import HEADING, ci
+from topo.results_splice import splice_sections as splice
 
 
 def test_splice_replaces_only_the_fabric_section_or_appends_it():
@@ -13,6 +14,12 @@ def test_splice_replaces_only_the_fabric_section_or_appends_it():
     appended = splice("# R\n\n## A\n\na\n", [HEADING, "", "new", ""])
     assert appended.startswith("# R\n\n## A\n\na\n") and appended.rstrip().endswith("new")
     assert splice(appended, [HEADING, "", "newer", ""]).count(HEADING) == 1
+
+
+def test_a_generator_with_several_sections_replaces_each_of_them():
+    doc = "# R\n\n## A\n\na\n\n## B\n\nb\n\n## C\n\nc\n"
+    out = splice(doc, ["## C", "", "c2", "", "## A", "", "a2", ""])
+    assert out == "# R\n\n## A\n\na2\n\n## B\n\nb\n\n## C\n\nc2\n"
 
 
 def test_ci_is_the_mean_with_a_t_interval_that_narrows_with_agreement():

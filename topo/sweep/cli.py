@@ -29,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "link[R1-H2].rate=1Mbps,2Mbps, flow[f1].r_max=..., node[H2].playout=..., "
                         "options.report_loss=0,0.1 (repeatable)")
     p.add_argument("--controls", default=None, help="replace every flow's control, one point per control "
-                                                    "(e.g. alinea,fixed)")
+                                                    "(e.g. alinea,fixed,tcp-reno: tcp-CC is TCP with cc CC)")
     p.add_argument("--seeds", default="1", help="seeds: N, N-M or a comma list (default 1)")
     p.add_argument("--duration", default="30s", help="virtual time of each run (default 30s)")
     p.add_argument("--out", required=True, help="results directory (resumable)")

@@ -17,8 +17,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["SweepError", "Setting", "parse_setting", "parse_settings", "parse_controls", "parse_seeds",
-           "TARGET_KEYS"]
+__all__ = ["SweepError", "Setting", "parse_setting", "parse_settings", "parse_controls", "split_control",
+           "parse_seeds", "TARGET_KEYS"]
 
 
 class SweepError(ValueError):
@@ -114,14 +114,26 @@ def parse_settings(texts: list[str]) -> list[Setting]:
     return settings
 
 
+def split_control(name: str) -> tuple[str, str | None]:
+    """``tcp-cubic`` -> ("tcp", "cubic"): a TCP flow and its congestion control; any other name -> (name, None).
+
+    Why in the name: a comparison's only axis is the control, and TCP needs its congestion control
+    chosen with it; whether the cc exists is the loader's question (the kernel's list, the model's)."""
+    if name.startswith("tcp-") and len(name) > 4:
+        return "tcp", name[4:]
+    return name, None
+
+
 def parse_controls(text: str | None, known: tuple[str, ...]) -> tuple[str, ...] | None:
-    """``--controls a,b``: None when not given (every flow keeps its file's control)."""
+    """``--controls a,b``: None when not given (every flow keeps its file's control); ``tcp-CC`` names a
+    TCP flow with congestion control CC when ``tcp`` is known."""
     if text is None:
         return None
     names = tuple(c.strip() for c in text.split(","))
     for name in names:
-        if name not in known:
-            raise SweepError(f"--controls {text!r}: unknown control {name!r} (known: {', '.join(known)})")
+        if split_control(name)[0] not in known:
+            raise SweepError(f"--controls {text!r}: unknown control {name!r} (known: {', '.join(known)}"
+                             f"{'; tcp-CC for TCP with congestion control CC' if 'tcp' in known else ''})")
     if len(set(names)) != len(names):
         raise SweepError(f"--controls {text!r}: a control is listed twice")
     return names

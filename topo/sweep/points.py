@@ -21,7 +21,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from topo.model import Topology
 from topo.schema import TopologyError, load_topology_text
-from topo.sweep.grammar import Setting, SweepError
+from topo.sweep.grammar import Setting, SweepError, split_control
 
 __all__ = ["Base", "Point", "load_base", "grid", "point_topology"]
 
@@ -206,8 +206,16 @@ _EDITS = {"alinea": _edit_alinea, "link": _edit_link, "flow": _edit_flow, "node"
           "options": _edit_options}
 
 
-def _set_controls(root: MappingNode, control: str, line: int) -> None:
-    """Every flow gets ``control``; its cap carries over (a fixed flow's rate <-> another's r_max)."""
+#: Flow keys only some controls have (topo/schema.py): dropped when a flow's control changes to another.
+_CONTROL_KEYS = {"tcp": ("cc", "size", "sack"), "ledbat": ("target",)}
+#: Keys a control refuses: TCP's rate and segments are its own, LEDBAT's window follows the queuing delay.
+_REFUSED_KEYS = {"tcp": ("rate", "r_max", "packet_size"), "ledbat": ("rate", "r_max")}
+
+
+def _set_controls(root: MappingNode, name: str, line: int) -> None:
+    """Every flow gets control ``name`` (``tcp-CC``: tcp with cc CC); its cap carries over where the new
+    control has one (a fixed flow's rate <-> another's r_max); keys the new control does not take go."""
+    control, cc = split_control(name)
     flows = _get(root, "flows")
     for item in flows.value if isinstance(flows, SequenceNode) else []:
         _set(item, "control", _text(control, line), line)
@@ -216,6 +224,11 @@ def _set_controls(root: MappingNode, control: str, line: int) -> None:
             _rename(item, "r_max", "rate")
         elif control != "fixed" and r_max is None and rate is not None:
             _rename(item, "rate", "r_max")
+        refused = _REFUSED_KEYS.get(control, ()) + tuple(k for c, keys in _CONTROL_KEYS.items() if c != control
+                                                          for k in keys)
+        item.value = [(k, v) for k, v in item.value if not (isinstance(k, ScalarNode) and k.value in refused)]
+        if cc is not None:
+            _set(item, "cc", _text(cc, line), line)
 
 
 def _rename(mapping: MappingNode, old: str, new: str) -> None:

@@ -1,0 +1,588 @@
+//! Hosts' per-packet work: a sender paced at its rate (hosts/sender.py's `Pacer`), a flow's
+//! receive accounting and the receiver's play-out buffer (hosts/receiver.py).
+//!
+//! Why here: a paced sender is one event per packet (take a flow round-robin, stamp the frame,
+//! the NIC queue's check, the link's send, the next event); the rate it keeps is control logic
+//! and stays in Python (the ALINEA law per report, `set_rate` then `rearm`). With the engine's
+//! scheduler and link, a packet sent crosses no Python at all.
+
+use std::collections::HashSet;
+use std::sync::{Mutex, MutexGuard};
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::{intern, PyTraverseError, PyVisit};
+
+use crate::link::{wire_time_ns, InMemoryLink};
+use crate::sched::{now_of, TimerHandle, VirtualScheduler};
+
+const NS_PER_S: i64 = 1_000_000_000;
+/// Where the datagram header's sequence number and timestamp sit (hosts/datagram.py).
+const SEQ_AT: usize = 14 + 20 + 8 + 8;
+const TS_AT: usize = SEQ_AT + 4;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// A rate in b/s, > 0 (`what`: whose, for the error).
+fn check_rate(rate_bps: f64, what: &str) -> PyResult<f64> {
+    if rate_bps.is_nan() || rate_bps <= 0.0 {
+        return Err(PyValueError::new_err(format!(
+            "{what} rate must be > 0 b/s, got {rate_bps}"
+        )));
+    }
+    Ok(rate_bps)
+}
+
+struct Flow {
+    id: i64,
+    start_ns: i64,
+    stop_ns: Option<i64>,
+    next_seq: i64,
+    sent: i64,
+    frame: Vec<u8>,
+}
+
+impl Flow {
+    fn active(&self, now: i64) -> bool {
+        now >= self.start_ns && self.stop_ns.is_none_or(|s| now < s)
+    }
+}
+
+#[derive(Default)]
+struct State {
+    rate_bps: f64,
+    packet_bytes: i64,
+    last_ns: Option<i64>,
+    start_ns: i64,
+    flows: Vec<Flow>,
+    turn: usize,
+    taken: i64,
+    pending: Option<PyObject>,
+}
+
+impl State {
+    fn gap_ns(&self) -> i64 {
+        let exact = (self.packet_bytes * 8 * NS_PER_S) as f64 / self.rate_bps;
+        (exact.round_ties_even() as i64).max(1)
+    }
+
+    fn pacer_next(&self) -> i64 {
+        match self.last_ns {
+            None => self.start_ns,
+            Some(last) => self.start_ns.max(last + self.gap_ns()),
+        }
+    }
+
+    /// When the next packet goes out: one flow stops at its stop time (`stop_at_pacer`, a fixed
+    /// sender), several share the pacer until every one has stopped.
+    fn next_send(&self, now: i64, stop_at_pacer: bool) -> Option<i64> {
+        if stop_at_pacer {
+            let t = self.pacer_next();
+            return match self.flows.first().and_then(|f| f.stop_ns) {
+                Some(stop) if t >= stop => None,
+                _ => Some(t),
+            };
+        }
+        let earliest = self
+            .flows
+            .iter()
+            .filter(|f| f.stop_ns.is_none_or(|s| s > now))
+            .map(|f| f.start_ns)
+            .min()?;
+        Some(self.pacer_next().max(earliest))
+    }
+
+    /// The flow whose packet goes now (round-robin over active flows), marked sent.
+    fn take(&mut self, now: i64) -> Option<usize> {
+        let active: Vec<usize> = (0..self.flows.len())
+            .filter(|&i| self.flows[i].active(now))
+            .collect();
+        if active.is_empty() {
+            return None;
+        }
+        let i = active[self.turn % active.len()];
+        self.turn += 1;
+        self.taken += 1;
+        self.last_ns = Some(now);
+        Some(i)
+    }
+}
+
+/// Where frames go: the link, the end it sends from, the clock offset stamped, the NIC queue.
+struct Binding {
+    sched: PyObject,
+    engine_sched: Option<Py<VirtualScheduler>>,
+    link: PyObject,
+    end: PyObject,
+    offset_ns: i64,
+    queue_packets: i64,
+    counts: Py<PyDict>,
+}
+
+/// A sender of `packet_bytes` packets at `rate_bps`, evenly spaced; a rate change takes effect
+/// from the last packet sent, so pacing has no jumps. Its flows share it round-robin.
+///
+/// Without `bind` it is the pure pacer (`next_send_ns`, `on_sent`). Bound to a scheduler and a
+/// link, `rearm()` schedules its next packet, and each packet schedules the next: the frame is
+/// the flow's template with its sequence number and send time (+ `offset_ns`) written in, sent
+/// on `link` from `end` unless the NIC queue (`queue_packets` frames' wire time) is full, which
+/// counts `counts["host_tx_queue_full"]`.
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct PacedSender {
+    state: Mutex<State>,
+    bound: Mutex<Option<Binding>>,
+    #[pyo3(get)]
+    stop_at_pacer: bool,
+}
+
+impl Binding {
+    fn clone_ref(&self, py: Python<'_>) -> Binding {
+        Binding {
+            sched: self.sched.clone_ref(py),
+            engine_sched: self.engine_sched.as_ref().map(|s| s.clone_ref(py)),
+            link: self.link.clone_ref(py),
+            end: self.end.clone_ref(py),
+            offset_ns: self.offset_ns,
+            queue_packets: self.queue_packets,
+            counts: self.counts.clone_ref(py),
+        }
+    }
+}
+
+impl PacedSender {
+    /// The binding, copied out of its lock (Python code runs while it is in use).
+    fn binding(&self, py: Python<'_>) -> Option<Binding> {
+        lock(&self.bound).as_ref().map(|b| b.clone_ref(py))
+    }
+
+    fn now(&self, py: Python<'_>, b: &Binding) -> PyResult<i64> {
+        now_of(py, &b.engine_sched, &b.sched)
+    }
+
+    fn cancel_pending(&self, py: Python<'_>) -> PyResult<()> {
+        let pending = lock(&self.state).pending.take();
+        if let Some(h) = pending {
+            match h.bind(py).downcast::<TimerHandle>() {
+                Ok(th) => th.get().cancel(),
+                Err(_) => {
+                    h.bind(py).call_method0(intern!(py, "cancel"))?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn arm(slf: &Bound<'_, Self>, b: &Binding, now: i64) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let Some(t) = lock(&me.state).next_send(now, me.stop_at_pacer) else {
+            return Ok(());
+        };
+        let t = t.max(now);
+        let handle: PyObject = match &b.engine_sched {
+            Some(s) => s
+                .get()
+                .schedule(
+                    py,
+                    t,
+                    slf.clone().into_any().unbind(),
+                    PyTuple::empty(py).unbind(),
+                )?
+                .into_any(),
+            None => b
+                .sched
+                .bind(py)
+                .call_method1(intern!(py, "call_at"), (t, slf))?
+                .unbind(),
+        };
+        lock(&me.state).pending = Some(handle);
+        Ok(())
+    }
+
+    fn put(py: Python<'_>, b: &Binding, frame: Vec<u8>, now: i64) -> PyResult<()> {
+        let link = b.link.bind(py);
+        let end = b.end.bind(py);
+        let full = match link.downcast::<InMemoryLink>() {
+            Ok(l) => {
+                let l = l.get();
+                let m = l.model_numbers(end)?;
+                l.backlog_ns(end, now)?
+                    > b.queue_packets
+                        * wire_time_ns(
+                            frame.len() as i64,
+                            m.bitrate_bps,
+                            m.min_frame_bytes,
+                            m.overhead_bytes,
+                        )
+            }
+            Err(_) => {
+                let backlog: i64 = link
+                    .call_method1(intern!(py, "backlog_ns"), (end, now))?
+                    .extract()?;
+                let wire: i64 = link
+                    .getattr(intern!(py, "model"))?
+                    .call_method1(intern!(py, "wire_time_ns"), (frame.len(),))?
+                    .extract()?;
+                backlog > b.queue_packets * wire
+            }
+        };
+        if full {
+            let counts = b.counts.bind(py);
+            let key = intern!(py, "host_tx_queue_full");
+            let n: i64 = match counts.get_item(key)? {
+                Some(v) => v.extract()?,
+                None => 0,
+            };
+            return counts.set_item(key, n + 1);
+        }
+        let data = PyBytes::new(py, &frame);
+        match link.downcast::<InMemoryLink>() {
+            Ok(l) => l.get().send(end, &data).map(|_| ()),
+            Err(_) => link
+                .call_method1(intern!(py, "send"), (end, data))
+                .map(|_| ()),
+        }
+    }
+}
+
+#[pymethods]
+impl PacedSender {
+    #[new]
+    #[pyo3(signature = (rate_bps, packet_bytes, start_ns = 0, stop_at_pacer = false))]
+    fn new(rate_bps: f64, packet_bytes: i64, start_ns: i64, stop_at_pacer: bool) -> PyResult<Self> {
+        let state = State {
+            rate_bps: check_rate(rate_bps, "sending")?,
+            packet_bytes,
+            start_ns,
+            ..State::default()
+        };
+        Ok(PacedSender {
+            state: Mutex::new(state),
+            bound: Mutex::new(None),
+            stop_at_pacer,
+        })
+    }
+
+    #[getter]
+    fn rate_bps(&self) -> f64 {
+        lock(&self.state).rate_bps
+    }
+
+    #[getter]
+    fn packet_bytes(&self) -> i64 {
+        lock(&self.state).packet_bytes
+    }
+
+    #[getter]
+    fn last_ns(&self) -> Option<i64> {
+        lock(&self.state).last_ns
+    }
+
+    #[getter]
+    fn start_ns(&self) -> i64 {
+        lock(&self.state).start_ns
+    }
+
+    /// Packets taken so far (every flow).
+    #[getter]
+    fn taken(&self) -> i64 {
+        lock(&self.state).taken
+    }
+
+    #[getter]
+    fn gap_ns(&self) -> i64 {
+        lock(&self.state).gap_ns()
+    }
+
+    /// The pacer alone: when its next packet is due.
+    fn next_send_ns(&self) -> i64 {
+        lock(&self.state).pacer_next()
+    }
+
+    fn on_sent(&self, now_ns: i64) {
+        lock(&self.state).last_ns = Some(now_ns);
+    }
+
+    /// A new rate (from the last packet sent on); `rearm()` reschedules the next packet.
+    fn set_rate(&self, rate_bps: f64) -> PyResult<()> {
+        lock(&self.state).rate_bps = check_rate(rate_bps, "sending")?;
+        Ok(())
+    }
+
+    /// One more flow: `frame` is its frame with sequence number and timestamp still to fill in.
+    #[pyo3(signature = (flow_id, start_ns, stop_ns, frame))]
+    fn add_flow(
+        &self,
+        flow_id: i64,
+        start_ns: i64,
+        stop_ns: Option<i64>,
+        frame: &[u8],
+    ) -> PyResult<()> {
+        if frame.len() < TS_AT + 8 {
+            return Err(PyValueError::new_err(format!(
+                "flow {flow_id}: a {}-byte frame has no datagram header",
+                frame.len()
+            )));
+        }
+        lock(&self.state).flows.push(Flow {
+            id: flow_id,
+            start_ns,
+            stop_ns,
+            next_seq: 0,
+            sent: 0,
+            frame: frame.to_vec(),
+        });
+        Ok(())
+    }
+
+    /// Packets of flow `flow_id` handed to the NIC so far (queue-full ones included).
+    fn sent(&self, flow_id: i64) -> i64 {
+        lock(&self.state)
+            .flows
+            .iter()
+            .find(|f| f.id == flow_id)
+            .map_or(0, |f| f.sent)
+    }
+
+    /// When the next packet goes out, after `now_ns` (None: every flow has stopped).
+    fn next_packet_ns(&self, now_ns: i64) -> Option<i64> {
+        lock(&self.state).next_send(now_ns, self.stop_at_pacer)
+    }
+
+    /// Send on `link` from `end` with `sched`'s clock (see the class).
+    fn bind(
+        &self,
+        sched: &Bound<'_, PyAny>,
+        link: PyObject,
+        end: PyObject,
+        offset_ns: i64,
+        queue_packets: i64,
+        counts: Py<PyDict>,
+    ) {
+        *lock(&self.bound) = Some(Binding {
+            sched: sched.clone().unbind(),
+            engine_sched: sched
+                .downcast::<VirtualScheduler>()
+                .ok()
+                .map(|s| s.clone().unbind()),
+            link,
+            end,
+            offset_ns,
+            queue_packets,
+            counts,
+        });
+    }
+
+    /// Cancel the scheduled packet and schedule the next one (after a rate change, at start).
+    fn rearm(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        me.cancel_pending(py)?;
+        let Some(b) = me.binding(py) else {
+            return Err(PyValueError::new_err("PacedSender.rearm before bind"));
+        };
+        let now = me.now(py, &b)?;
+        Self::arm(slf, &b, now)
+    }
+
+    /// The scheduled packet: send it, schedule the next.
+    fn __call__(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let Some(b) = me.binding(py) else {
+            return Ok(());
+        };
+        let now = me.now(py, &b)?;
+        let frame = {
+            let mut st = lock(&me.state);
+            st.pending = None;
+            st.take(now).map(|i| {
+                let f = &mut st.flows[i];
+                let seq = f.next_seq;
+                f.next_seq += 1;
+                f.sent += 1;
+                let mut frame = f.frame.clone();
+                frame[SEQ_AT..SEQ_AT + 4].copy_from_slice(&(seq as u32).to_be_bytes());
+                frame[TS_AT..TS_AT + 8]
+                    .copy_from_slice(&((now + b.offset_ns) as u64).to_be_bytes());
+                frame
+            })
+        };
+        if let Some(frame) = frame {
+            Self::put(py, &b, frame, now)?;
+        }
+        Self::arm(slf, &b, now)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(st) = self.state.try_lock() {
+            if let Some(h) = &st.pending {
+                visit.call(h)?;
+            }
+        }
+        if let Ok(bound) = self.bound.try_lock() {
+            if let Some(b) = bound.as_ref() {
+                visit.call(&b.sched)?;
+                if let Some(s) = &b.engine_sched {
+                    visit.call(s)?;
+                }
+                visit.call(&b.link)?;
+                visit.call(&b.end)?;
+                visit.call(&b.counts)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        if let Ok(mut st) = self.state.try_lock() {
+            st.pending = None;
+        }
+        if let Ok(mut bound) = self.bound.try_lock() {
+            *bound = None;
+        }
+    }
+}
+
+/// What a receiver learns from one flow's sequence numbers and timestamps (hosts/receiver.py):
+/// packets and bytes received, one-way delays, loss (sequence numbers skipped and never seen)
+/// and reordering (a packet older than the newest seen) counted apart, and duplicates.
+#[pyclass(module = "hbh_engine")]
+pub struct FlowRecord {
+    #[pyo3(get)]
+    name: String,
+    #[pyo3(get)]
+    received: i64,
+    #[pyo3(get)]
+    bytes: i64,
+    #[pyo3(get)]
+    duplicates: i64,
+    #[pyo3(get)]
+    reordered: i64,
+    #[pyo3(get)]
+    highest: i64,
+    #[pyo3(get)]
+    owd_sum_ns: i64,
+    missing: HashSet<i64>,
+    packets: Vec<(i64, i64, i64)>,
+}
+
+#[pymethods]
+impl FlowRecord {
+    #[new]
+    fn new(name: String) -> Self {
+        FlowRecord {
+            name,
+            received: 0,
+            bytes: 0,
+            duplicates: 0,
+            reordered: 0,
+            highest: -1,
+            owd_sum_ns: 0,
+            missing: HashSet::new(),
+            packets: Vec::new(),
+        }
+    }
+
+    fn on_packet(&mut self, seq: i64, sent_ns: i64, now_ns: i64, size: i64) {
+        if seq > self.highest {
+            self.missing.extend(self.highest + 1..seq);
+            self.highest = seq;
+        } else if self.missing.remove(&seq) {
+            self.reordered += 1;
+        } else {
+            self.duplicates += 1;
+            return;
+        }
+        self.received += 1;
+        self.bytes += size;
+        self.owd_sum_ns += now_ns - sent_ns;
+        self.packets.push((seq, sent_ns, now_ns));
+    }
+
+    /// Sequence numbers below the newest one received that never arrived.
+    #[getter]
+    fn lost(&self) -> usize {
+        self.missing.len()
+    }
+
+    /// Per packet received: (seq, send ns, receive ns); one-way delay = receive - send.
+    #[getter]
+    fn packets(&self) -> Vec<(i64, i64, i64)> {
+        self.packets.clone()
+    }
+}
+
+/// The paper's receiver buffer (hosts/receiver.py): `capacity` packets, drained by the
+/// application at `playout_bps`; an arrival to a full buffer is dropped (counted).
+#[pyclass(module = "hbh_engine")]
+pub struct PlayoutBuffer {
+    #[pyo3(get)]
+    capacity: i64,
+    #[pyo3(get)]
+    playout_bps: f64,
+    #[pyo3(get)]
+    packet_bytes: i64,
+    #[pyo3(get)]
+    occupancy: i64,
+    #[pyo3(get)]
+    dropped: i64,
+    #[pyo3(get)]
+    played: i64,
+    #[pyo3(get)]
+    played_bytes: i64,
+    next_ns: Option<i64>,
+}
+
+#[pymethods]
+impl PlayoutBuffer {
+    #[new]
+    fn new(capacity: i64, playout_bps: f64, packet_bytes: i64) -> PyResult<Self> {
+        Ok(PlayoutBuffer {
+            capacity,
+            playout_bps: check_rate(playout_bps, "play-out")?,
+            packet_bytes,
+            occupancy: 0,
+            dropped: 0,
+            played: 0,
+            played_bytes: 0,
+            next_ns: None,
+        })
+    }
+
+    #[getter]
+    fn gap_ns(&self) -> i64 {
+        ((self.packet_bytes * 8 * NS_PER_S) as f64 / self.playout_bps).round_ties_even() as i64
+    }
+
+    /// A packet arrives; False if the buffer was full and it is dropped.
+    fn on_arrival(&mut self, now_ns: i64) -> bool {
+        self.drain(now_ns);
+        if self.occupancy >= self.capacity {
+            self.dropped += 1;
+            return false;
+        }
+        self.occupancy += 1;
+        if self.next_ns.is_none() {
+            self.next_ns = Some(now_ns + self.gap_ns());
+        }
+        true
+    }
+
+    fn next_drain_ns(&self) -> Option<i64> {
+        self.next_ns
+    }
+
+    /// The application takes every packet whose play-out time has come.
+    fn drain(&mut self, now_ns: i64) {
+        while let Some(t) = self.next_ns.filter(|&t| t <= now_ns) {
+            self.occupancy -= 1;
+            self.played += 1;
+            self.played_bytes += self.packet_bytes;
+            self.next_ns = (self.occupancy > 0).then(|| t + self.gap_ns());
+        }
+    }
+}

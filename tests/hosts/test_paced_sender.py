@@ -1,0 +1,106 @@
+"""The engine's paced sender (hosts/sender.py ``Pacer``): spacing, round-robin, stamps, the NIC queue.
+
+Why: the hosts' per-packet sending runs in the engine (issue 22); the law only sets its rate. These
+pin what the Python send loop did: packets ``packet_bytes * 8 / rate`` apart from the last one sent,
+flows taken in turn while active, each frame its flow's with the sequence number and the send time
+plus the clock offset, a full NIC queue dropped and counted, on the engine's scheduler or another.
+"""
+
+from __future__ import annotations
+
+import gc
+import weakref
+from typing import Any
+
+import pytest
+
+from hosts.datagram import FrameTemplate, parse
+from hosts.sender import FixedSender, Pacer, SenderFlow
+from runtime.link import InMemoryLink, LinkModel
+from runtime.sched import VirtualScheduler
+from tests.runtime.test_engine import ListScheduler, Sink
+
+SIZE = 100
+
+
+def _frame(flow: int) -> bytes:
+    return FrameTemplate(src_mac=1, dst_mac=2, src_ip=3, dst_ip=4, flow=flow, size=SIZE).frame(0, 0)
+
+
+def _line(sched: Any, rate_bps: int = 0, queue: int = 1000, offset: int = 0,
+          pacer: Any = None) -> tuple[Any, Sink, dict[str, int]]:
+    host, far = Sink(sched), Sink(sched)
+    link = InMemoryLink(sched, host, far, model=LinkModel(bitrate_bps=rate_bps, overhead_bytes=0, min_frame_bytes=0))
+    counts: dict[str, int] = {}
+    pacer = pacer if pacer is not None else Pacer(8e6, SIZE)
+    pacer.bind(sched, link, host, offset, queue, counts)
+    return pacer, far, counts
+
+
+@pytest.mark.parametrize("make_sched", [VirtualScheduler, ListScheduler])
+def test_packets_leave_at_the_rate_with_their_sequence_numbers_and_send_times(make_sched: Any) -> None:
+    sched = make_sched()
+    pacer, far, _ = _line(sched, offset=7)
+    pacer.add_flow(1, 0, 1_000_000, _frame(1))  # 100 bytes at 8 Mb/s: one every 100 µs until 1 ms
+    pacer.rearm()
+    sched.run()
+    got = [(t, parse(f)) for t, f in far.got]
+    assert [t for t, _ in got] == list(range(0, 1_000_000, 100_000))
+    assert [d.seq for _, d in got] == list(range(10))
+    assert all(d.ts_ns == t + 7 and d.flow == 1 and d.size == SIZE for t, d in got)
+    assert pacer.sent(1) == pacer.taken == 10
+
+
+def test_flows_take_turns_while_active_and_a_rate_change_counts_from_the_last_packet() -> None:
+    sched = VirtualScheduler()
+    pacer, far, _ = _line(sched)
+    pacer.add_flow(1, 0, None, _frame(1))
+    pacer.add_flow(2, 0, 300_000, _frame(2))
+    pacer.rearm()
+    sched.run_until(450_000)
+    assert [parse(f).flow for _, f in far.got] == [1, 2, 1, 1, 1]  # at 0, 100, 200 µs; 2 stops at 300 µs
+    sched.run_until(450_000)
+    pacer.set_rate(4e6)  # 200 µs apart from the last packet (400 µs), not from now
+    pacer.rearm()
+    sched.run_until(1_000_000)
+    assert [t for t, _ in far.got][-3:] == [600_000, 800_000, 1_000_000]
+
+
+def test_a_fixed_sender_stops_at_its_stop_time() -> None:
+    sched = VirtualScheduler()
+    sender = FixedSender(SenderFlow(5, "f", 50_000, 250_000), 8e6, SIZE)
+    pacer, far, _ = _line(sched, pacer=sender.pacer)
+    pacer.add_flow(5, 50_000, 250_000, _frame(5))
+    pacer.rearm()
+    sched.run()
+    assert [t for t, _ in far.got] == [50_000, 150_000]
+    assert sched.pending() == 0
+
+
+def test_a_full_nic_queue_drops_and_counts() -> None:
+    sched = VirtualScheduler()
+    pacer, far, counts = _line(sched, rate_bps=1_000_000, queue=2)  # 800 µs per frame on the wire
+    pacer.add_flow(1, 0, 1_000_000, _frame(1))
+    pacer.rearm()
+    sched.run()
+    assert counts["host_tx_queue_full"] > 0
+    assert len(far.got) + counts["host_tx_queue_full"] == pacer.sent(1) == 10
+
+
+def test_a_rate_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="sending rate must be > 0"):
+        Pacer(0.0, SIZE)
+    with pytest.raises(ValueError, match="sending rate must be > 0"):
+        Pacer(1e6, SIZE).set_rate(-1.0)
+
+
+def test_a_bound_sender_in_a_cycle_is_collected() -> None:
+    sched = VirtualScheduler()
+    pacer, far, _ = _line(sched)
+    pacer.add_flow(1, 0, None, _frame(1))
+    pacer.rearm()  # the heap holds the pacer, the pacer holds the scheduler (and the link, its ends)
+    sched.run_until(300_000)
+    ref = weakref.ref(far)
+    del sched, pacer, far
+    gc.collect()
+    assert ref() is None

@@ -1,0 +1,32 @@
+"""Replace some ``## `` sections of docs/results.md, keeping the rest (``make results`` regenerates
+the whole file; ``python -m topo.results_doc --only NAME`` one generator's sections, for a change
+that touches only them: a full run takes most of an hour)."""
+
+from __future__ import annotations
+
+__all__ = ["splice_sections"]
+
+
+def _blocks(lines: list[str]) -> list[tuple[str, str]]:
+    """(heading, text) of each ``## `` section of ``lines`` (text includes its heading)."""
+    out: list[tuple[str, list[str]]] = []
+    for line in lines:
+        if line.startswith("## "):
+            out.append((line, [line]))
+        elif out:
+            out[-1][1].append(line)
+    return [(h, "\n".join(body).rstrip("\n") + "\n") for h, body in out]
+
+
+def splice_sections(doc: str, section_lines: list[str]) -> str:
+    """``doc`` with each ``## `` section of ``section_lines`` replacing the section of the same
+    heading (up to the next ``## ``), or appended when ``doc`` has none."""
+    for heading, text in _blocks(section_lines):
+        start = doc.find(heading + "\n")
+        if start < 0:
+            doc = doc.rstrip("\n") + "\n\n" + text
+            continue
+        nxt = doc.find("\n## ", start + len(heading))
+        tail = "" if nxt < 0 else doc[nxt + 1:]
+        doc = doc[:start] + text + ("\n" + tail if tail else "")
+    return doc
