@@ -219,12 +219,18 @@ class SwitchAgentCore:
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
         queues with ``report_polls``, polls every modelled port that traffic enters by (the data
-        plane reports it only if two intervals have passed since its last report)."""
+        plane reports it only if two intervals have passed since its last report).
+
+        Not a law with a forecast (BMv2's queues): there a decay is stamped on every packet queued
+        during the silence, and the schedule bound cannot hold it, since the queue's counters come
+        only with reports. Such a law holds its rate until the next report; silence there is most
+        often a report queued behind the neighbour's own stamped schedule, or an idle port
+        (docs/bmv2.md, "Silence on BMv2's queues")."""
         cmds: list[Command] = []
         if self.plan.fixed_departures and self.plan.report_polls:
             cmds.extend(PollReport(m.port) for m in self.plan.modelled if m.polled)
         for port, pl in self.ports.items():
-            if self.plan.actuate and pl.law.tick(now_ns):
+            if self.plan.actuate and pl.forecast is None and pl.law.tick(now_ns):
                 cmds.extend(self._actuate(port, pl))
         return cmds
 

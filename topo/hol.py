@@ -15,7 +15,7 @@ Controls: ``alinea`` (hosts and switches hop-by-hop, the victim capped at ``vict
 likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
 link's rate, the victim at ``victim_rate``).
 
-    python -m topo.hol [--seconds 3] [--out DIR]
+    python -m topo.hol [--seconds 3] [--fairness per-flow] [--out DIR]
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from topo.fabric import FabricSpec
+from topo.fairness import FAIRNESS
 from topo.model import Topology
 from topo.record import Recorder
 from topo.schema import load_topology_text
@@ -43,6 +44,9 @@ class HolSetup:
     victim_rate: str = "4Mb/s"
     incast_start_s: float = 1.0
     seconds: float = 3.0
+    # ``per-flow``: the laws capped at their flows' share of each downstream link (docs/fairness.md),
+    # which is what keeps the victim whole under hop-by-hop control (docs/fabric.md)
+    fairness: str = "per-port"
 
     @property
     def receiver(self) -> str:
@@ -72,7 +76,10 @@ def hol_topology(setup: HolSetup, control: str, incast: bool) -> Topology:
     if incast:
         flows += "".join(_flow(f"incast{i}", f"h1_{i}", setup.receiver, control, setup.incast_start_s, None)
                          for i in range(1, setup.senders + 1))
-    text = f"name: hol-{control}\n{setup.fabric.yaml()}options:\n  network: {network}\nflows:\n{flows}"
+    if setup.fairness not in FAIRNESS:
+        raise ValueError(f"fairness {setup.fairness!r}: choose {', '.join(FAIRNESS)}")
+    text = (f"name: hol-{control}\n{setup.fabric.yaml()}options:\n  network: {network}\n"
+            f"  fairness: {setup.fairness}\nflows:\n{flows}")
     return load_topology_text(text, f"<hol-{control}>")
 
 
@@ -128,9 +135,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--controls", default=",".join(HOL_CONTROLS))
+    p.add_argument("--fairness", default="per-port", choices=FAIRNESS, help="the laws' sharing (docs/fairness.md)")
     p.add_argument("--out", type=Path)
     args = p.parse_args(argv)
-    setup = HolSetup(seconds=args.seconds)
+    setup = HolSetup(seconds=args.seconds, fairness=args.fairness)
     results = [run_hol(setup, c, args.seed) for c in args.controls.split(",")]
     text = json.dumps(results, indent=1)
     print(text)

@@ -165,3 +165,20 @@ def test_a_horizon_already_beyond_the_bound_spaces_no_slower_than_the_drain() ->
     pl.forecast.drain_pps = 120.0
     pl.law.rate, pl.pps = LAW.r_floor, 5  # the law cut to the floor
     assert c._actuate(2, pl) == [SetQueueRate(2, 120)]
+
+
+def test_on_bmv2_queues_a_silent_law_holds_its_rate_instead_of_stamping_a_decay() -> None:
+    """On BMv2's queues a decay would space every packet queued during the silence (a port idle
+    until traffic comes back, or a report held behind the neighbour's stamped schedule) at the
+    decayed rate, and the schedule bound cannot hold it without the counters of a report."""
+    c = core(fixed_departures=True)
+    c.start()
+    c.on_report(0, 2, meta(LAW) | counters(10, 10), report(0))
+    held = c.ports[2].pps
+    for k in range(1, STALE_HOLD_INTERVALS + 60):
+        assert c.on_tick(k * 10 * MS) == []
+    assert c.ports[2].pps == held and c.ports[2].law.rate > LAW.r_floor
+    # the next report is applied by the law as it stood (no restart from O_min)
+    o = c.ports[2].law.o
+    c.on_report((STALE_HOLD_INTERVALS + 60) * 10 * MS, 2, meta(LAW) | counters(40, 40), report(0))
+    assert c.ports[2].law.o >= o

@@ -90,3 +90,21 @@ def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_i
     assert len(late[False]) <= 10  # 1.5 s at one report per 200 ms
     assert len(late[True]) >= 40
     assert max(b - a for a, b in zip(late[True], late[True][1:])) <= 2 * interval_s + 0.005  # + a tick's phase
+
+
+@pytest.mark.slow
+def test_flows_against_an_incast_tree_complete_on_bmv2_queues() -> None:
+    """The fabric's stall at 70 % load (docs/bmv2.md, "Silence on BMv2's queues"): an incast from
+    twelve hosts into one cuts the hops toward it deep, their queues' schedules run seconds ahead,
+    and the reports the opposite direction's laws need wait behind them. Those laws used to read the
+    silence as lost feedback and decay, stamping their own queues, whose reverse reports then waited
+    in turn: the reverse flows and the incast froze (6 of 22 flows done after 8 s). Either the
+    hold of a silent law or the report budget on the queue rate keeps it moving."""
+    from topo.fabric import FabricSpec, fabric_topology, run_fabric
+    from topo.workload import FlowSpec, incast
+
+    spec = FabricSpec()
+    flows = incast([h for h in spec.hosts() if not h.startswith("h4")], "h4_1", 300_000, 0)
+    flows += [FlowSpec(f"r{i}", "h4_2", f"h{1 + i % 3}_4", 50_000, i * S // 5) for i in range(10)]
+    run = run_fabric(fabric_topology(spec, flows, "alinea"), seed=1, cap_ns=10 * S)
+    assert run.completed == len(flows), [r.flow for r in run.rows if r.end_ns is None]

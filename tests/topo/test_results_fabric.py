@@ -27,3 +27,12 @@ def test_ci_is_the_mean_with_a_t_interval_that_narrows_with_agreement():
     wide, narrow = ci([1.0, 3.0, 5.0]), ci([2.9, 3.0, 3.1])
     assert wide.startswith("3.00 ± ") and narrow.startswith("3.00 ± ")
     assert float(narrow.split("± ")[1]) < float(wide.split("± ")[1])
+
+
+def test_hol_only_needs_a_fabric_section_to_update(tmp_path, capsys):
+    from topo.results_fabric import main
+
+    doc = tmp_path / "results.md"
+    doc.write_text("# Results\n\n## Other\n")
+    assert main(["--doc", str(doc), "--hol-only"]) == 2
+    assert "no fabric section" in capsys.readouterr().err and doc.read_text() == "# Results\n\n## Other\n"
