@@ -290,7 +290,7 @@ def test_rate_and_delay_follow_the_link_model(emu_link: EmuLink) -> None:
     model = frame_bytes_model(spec.bitrate_bps, spec.delay_ns)
     expected = model.wire_time_ns(FRAME) + model.delay_ns
     _measure_delays(emu_link.tx, emu_link.rx, 10, 0.01)  # warm-up: the emulator learns its loop's lateness
-    owd = _measure_delays(emu_link.tx, emu_link.rx, 20, 0.02 + expected / 1e9)
+    owd = _measure_delays(emu_link.tx, emu_link.rx, 40, 0.02 + expected / 1e9)  # 90 %: 4 may be late
     errors = sorted(abs(d - expected) for d in owd)
     ratio = _measure_rate(emu_link, spec.bitrate_bps, max(200, spec.bitrate_bps // (FRAME * 8)))  # ~1 s
     print(f"\nlinkemu {spec.bitrate_bps / 1e6:g} Mb/s {spec.delay_ns / 1e6:g} ms: rate error "
