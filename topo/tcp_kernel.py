@@ -41,7 +41,7 @@ def _run(topo: Topology, seconds: float, backend: str) -> tuple[Any, str]:
     print(f"running {topo.name} ({seconds:g} s, {backend}) ...", file=sys.stderr, flush=True)
     kw = {"pcap": False} if backend == "netns" else {}
     result = run_experiment(topo, int(seconds * S), seed=SEED, plots=False, backend=backend, **kw)
-    load = "-" if backend == "sim" else "{:.1f}".format(os.getloadavg()[0])
+    load = "-" if backend == "sim" else f"{os.getloadavg()[0]:.1f}"
     return result, load
 
 
