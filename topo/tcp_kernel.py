@@ -6,11 +6,11 @@ Why a module apart from ``topo.results_tcp``: netns runs take real time and root
 machine as well as TCP, so they cannot be part of ``make results``; each row here carries the load
 average at the end of its run, and docs/tcp.md keeps the tables with the command that made them:
 
-    sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md     # ~20 min; --only to pick
+    sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md     # ~35 min; --only to pick
 
 Sections (``--only``): ``blm`` (BLM against kernel reno), ``chen`` (ALINEA's one-way delay against
-kernel reno's), ``rtm`` (the RTM grid's corners against kernel reno with and without SACK, and the
-model), ``ablation`` (simulator only: which of RTM's choices makes it unfriendly to the model's TCP).
+kernel reno's), ``rtm`` (RTM against kernel reno with and without SACK, and the model, on the
+reno grid), ``ablation`` (simulator only: which of RTM's choices makes it unfriendly to the model's TCP).
 """
 
 from __future__ import annotations
@@ -90,8 +90,10 @@ def chen_section(backends: tuple[str, ...]) -> list[str]:
     return out
 
 
-# ---- RTM against TCP: the grid's corners ---------------------------------------------------------------------
-RTM_CORNERS = (("2Mbps", 20, "8ms"), ("2Mbps", 200, "98ms"), ("4.5Mbps", 20, "8ms"), ("4.5Mbps", 200, "98ms"))
+# ---- RTM against TCP: the reno grid -------------------------------------------------------------------------
+#: docs/results.md's reno grid: 2 and 4.5 Mb/s, RTTs 20, 80, 140 and 200 ms (the paper's RTTs).
+RTM_GRID = tuple((rate, rtt, delay) for rate in ("2Mbps", "4.5Mbps")
+                 for rtt, delay in ((20, "8ms"), (80, "38ms"), (140, "68ms"), (200, "98ms")))
 #: (label, backend, text replacements of the file): the kernel with its default SACK, the kernel without
 #: SACK (as the model recovers), the model.
 RTM_TCPS = (("kernel reno, SACK (netns)", "netns", ()),
@@ -112,16 +114,16 @@ def _rtm_cell(s: dict[str, Any]) -> tuple[str, float]:
 
 
 def rtm_section(backends: tuple[str, ...]) -> list[str]:
-    out = [f"`topo/cvihis-rtm-vs-tcp.yaml` at the grid's corners, {R.RTM_SECONDS} s, seed {SEED}, shares over "
-           f"{R.RTM_SECONDS // 2}-{R.RTM_SECONDS} s as in docs/results.md; cells: RTM's share (the larger rate over the "
-           "smaller), then the load average at the end of the run (netns).", "",
-           "| TCP | " + " | ".join(f"{r.replace('Mbps', ' Mb/s')}, {rtt} ms" for r, rtt, _ in RTM_CORNERS) + " | worst |",
-           "|---|" + "---|" * (len(RTM_CORNERS) + 1)]
+    out = [f"`topo/cvihis-rtm-vs-tcp.yaml` on docs/results.md's reno grid, {R.RTM_SECONDS} s, seed {SEED}, shares over "
+           f"{R.RTM_SECONDS // 2}-{R.RTM_SECONDS} s; cells: RTM's share (the larger rate over the smaller), then for "
+           "netns the load average at the end of the run. Columns: bottleneck (Mb/s) / RTT (ms).", "",
+           "| TCP | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in RTM_GRID) + " | worst |",
+           "|---|" + "---|" * (len(RTM_GRID) + 1)]
     for label, backend, replace in RTM_TCPS:
         if backend not in backends:
             continue
         cells, worst = [], 0.0
-        for rate, _rtt, delay in RTM_CORNERS:
+        for rate, _rtt, delay in RTM_GRID:
             r, load = _run(R.scenario("cvihis-rtm-vs-tcp", _rtm_sets(rate, delay), replace), R.RTM_SECONDS, backend)
             text, ratio = _rtm_cell(r.summary)
             worst = max(worst, ratio)
@@ -138,8 +140,6 @@ ABLATION = (("as implemented (areas shifted, 3 decisions per RTT, MD 1.10)", {})
             ("one decision per RTT", {"updates_per_rtt": 1}),
             ("squeezed, one decision per RTT", {"rtm_shift_areas": False, "updates_per_rtt": 1}),
             ("MD 2 (TCP's halving) in place of 1.10", {"md_factor": 2.0}))
-ABLATION_CORNERS = tuple((rate, rtt, delay) for rate in ("2Mbps", "4.5Mbps")
-                         for rtt, delay in ((20, "8ms"), (80, "38ms"), (140, "68ms"), (200, "98ms")))
 
 
 @contextlib.contextmanager
@@ -158,12 +158,12 @@ def ablation_section(backends: tuple[str, ...]) -> list[str]:
     out = [f"The simulator, `topo/cvihis-rtm-vs-tcp.yaml` against the model's reno, {R.RTM_SECONDS} s, seed {SEED}, "
            "RTM's share over the second half (the larger rate over the smaller), the reno rows of docs/results.md's grid "
            "with one of RTM's choices changed at a time.", "",
-           "| RTM | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in ABLATION_CORNERS) + " | worst |",
-           "|---|" + "---|" * (len(ABLATION_CORNERS) + 1)]
+           "| RTM | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in RTM_GRID) + " | worst |",
+           "|---|" + "---|" * (len(RTM_GRID) + 1)]
     for label, changes in ABLATION:
         cells, worst = [], 0.0
         with rtm_variant(**changes):
-            for rate, _rtt, delay in ABLATION_CORNERS:
+            for rate, _rtt, delay in RTM_GRID:
                 r, _ = _run(R.scenario("cvihis-rtm-vs-tcp", _rtm_sets(rate, delay)), R.RTM_SECONDS, "sim")
                 text, ratio = _rtm_cell(r.summary)
                 worst = max(worst, ratio)
