@@ -218,7 +218,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="sim (virtual time, the default) or netns (real time, root: namespaces, p4switch and the "
                         "kernel's TCP; runs one at a time, --duration of wall time each)")
     p.add_argument("--seeds", default="1", help="seeds: N, N-M or a comma list (default 1)")
-    p.add_argument("--duration", default="60s", help="virtual time of each run (default 60s)")
+    p.add_argument("--duration", default="60s", help="each run's length: virtual time, or wall time in netns (default 60s)")
     p.add_argument("--out", required=True, help="results directory (resumable)")
     p.add_argument("--serial", action="store_true", help="no Ray: run in this process")
     p.add_argument("--jobs", type=int, default=None, help="local Ray: number of workers")
