@@ -122,5 +122,11 @@ results-tcp: setup
 tcp-validation: setup
 	$(PY) -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md
 
+# The sources' TCP experiments, short, on the kernel's TCP in netns beside the model, and the RTM
+# ablation (root; ~35 min) -> docs/tcp.md ("The sources' experiments on the kernel's TCP")
+.PHONY: tcp-kernel
+tcp-kernel: setup
+	chrt -r 10 $(PY) -m topo.tcp_kernel --doc docs/tcp.md
+
 clean:
 	rm -rf $(BUILD) .pytest_cache

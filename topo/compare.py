@@ -1,18 +1,22 @@
 """``hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm,tcp-cubic,tfrc,ledbat --seeds 1-5 --out DIR``.
 
 Hop-by-hop ALINEA against the end-to-end controls (CVIHIS, TCP, TFRC, LEDBAT) on the same topology
-and seeds. Why it is a thin
-layer over the sweep library (``topo.sweep.run``): a comparison IS a sweep whose only axis is
+and seeds, in the simulator or (``--backend netns``, root) in namespaces with p4switch and the kernel's
+TCP. Why it is a thin layer over the sweep library (``topo.sweep.run``): a comparison IS a sweep whose only axis is
 the control, so it gets the same validation, resumable result files, Ray or serial execution
 and Student-t intervals; this module only adds the comparison's own metrics (Jain's index,
 loss in %, the bottleneck, end-to-end reaction times) and figures that overlay the controls.
 
-Exit codes: 0 every run finished; 1 some runs failed; 2 bad input (nothing ran).
+netns runs go one at a time whatever ``--serial`` says (each takes its duration of real time and the
+machine's namespaces), so ``--jobs`` is refused there; the report states the machine's load.
+
+Exit codes: 0 every run finished; 1 some runs failed; 2 bad input (nothing ran); 130 interrupted.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import shlex
 import sys
 from dataclasses import dataclass
@@ -20,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.model import CONTROLS
+from topo.runner import BACKENDS
 from topo.schema import TopologyError
 from topo.sweep.grammar import SweepError, split_control
 
@@ -114,15 +119,15 @@ def compare(topology: str, controls: str, seeds: str, duration: str, out: Path, 
     sweep = plan_sweep(topology, list(sets or []), ",".join(chosen), seeds, duration)
     if any(len(s.values) != 1 for s in sweep.settings):
         raise CompareError("--set: a comparison takes one value per setting (sweep several with hbh sweep)")
-    _check_backend(sweep, backend)
+    _check_backend(sweep, backend, jobs)
     result = run_sweep(sweep, out, serial=serial, jobs=jobs, progress=progress, plots=False,
-                       command=command or "hbh compare")
+                       command=command or "hbh compare", backend=backend)
     topo = sweep.base.topo
     rates = _final_rates(topo)
     active = [f.name for f in topo.flows if f.start_ns < sweep.duration_ns]
     store = Store(out)
     by: dict[str, list[dict[str, Any]]] = {c: [] for c in chosen}
-    for spec in sweep.runs():
+    for spec in sweep.runs(backend):
         record = store.finished(spec.key)
         if record is not None:
             by[spec.point.control or ""].append(record["summary"])
@@ -130,10 +135,20 @@ def compare(topology: str, controls: str, seeds: str, duration: str, out: Path, 
     from topo.compare_report import plot_compare, write_report
 
     files = [write_report(out / "report.md", topo.name, chosen, sweep.seeds, sweep.duration_ns, table, by,
-                          command or "hbh compare")]
+                          command or "hbh compare", _backend_note(backend))]
     if plots:
         files += plot_compare(out, topo.name, by)
     return Comparison(chosen, sweep.seeds, table, by, len(result.failures), files + result.files)
+
+
+def _backend_note(backend: str) -> str:
+    """netns runs measure the machine too: say so, with its load when the runs ended."""
+    if backend == "sim":
+        return ""
+    load = os.getloadavg()
+    return (f"Backend {backend}: real time, p4switch, TCP flows are the kernel's. Load average when the runs "
+            f"ended {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs (a loaded machine "
+            "delays the switch and host processes: compare runs made under similar load).")
 
 
 def _final_rates(topo: Any) -> dict[str, float]:
@@ -158,24 +173,32 @@ def _controls(text: str) -> tuple[str, ...]:
     return names
 
 
-def _check_backend(sweep: Any, backend: str) -> None:
-    """Refuse a backend run_experiment refuses, with its own one line, before anything runs."""
+def _check_backend(sweep: Any, backend: str, jobs: int | None = None) -> None:
+    """Refuse what the backend would refuse, with its own one line, before anything runs."""
+    from topo.sweep.points import point_topology
+
+    if backend not in BACKENDS:
+        raise CompareError(f"--backend {backend}: choose one of {', '.join(BACKENDS)}")
+    topologies = [(point, point_topology(sweep.base, point)) for point in sweep.points]
     if backend == "sim":
         from topo.simnet import sim_refusal
-        from topo.sweep.points import point_topology
 
-        for point in sweep.points:
-            why = sim_refusal(point_topology(sweep.base, point))
+        for point, topo in topologies:
+            why = sim_refusal(topo)
             if why:
                 raise CompareError(f"--controls {point.control}: {why}")
         return
-    from topo.runner import run_experiment
+    from topo.netns_plumbing import NetnsError, require_root
 
+    if jobs is not None:
+        raise CompareError(f"--jobs {jobs}: netns runs one at a time (each takes real time and the machine's "
+                           "namespaces; two at once would measure each other): leave --jobs out")
     try:
-        run_experiment(sweep.base.topo, 1, seed=1, plots=False, backend=backend)
-    except ValueError as exc:
-        raise CompareError(f"--backend {backend}: {exc}") from None
-    raise CompareError(f"--backend {backend}: the sweep library runs only the simulator today")
+        require_root()
+    except NetnsError as exc:
+        raise CompareError(f"--backend netns: {exc}") from None
+    # Every control and option the loader accepts runs on netns's p4switch target; what a topology
+    # cannot do there (an interface name too long, ...) fails its run with netns's one line.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -191,9 +214,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
                    help="change the topology as hbh sweep's --set does, one value each (e.g. a row of "
                         "topo/cvihis-two-bottleneck.yaml; docs/topologies.md); repeatable")
-    p.add_argument("--backend", default="sim", help="sim (virtual time) or netns (when available)")
+    p.add_argument("--backend", default="sim",
+                   help="sim (virtual time, the default) or netns (real time, root: namespaces, p4switch and the "
+                        "kernel's TCP; runs one at a time, --duration of wall time each)")
     p.add_argument("--seeds", default="1", help="seeds: N, N-M or a comma list (default 1)")
-    p.add_argument("--duration", default="60s", help="virtual time of each run (default 60s)")
+    p.add_argument("--duration", default="60s", help="each run's length: virtual time, or wall time in netns (default 60s)")
     p.add_argument("--out", required=True, help="results directory (resumable)")
     p.add_argument("--serial", action="store_true", help="no Ray: run in this process")
     p.add_argument("--jobs", type=int, default=None, help="local Ray: number of workers")
@@ -217,6 +242,10 @@ def _main(args: argparse.Namespace) -> int:
     except (CompareError, SweepError, TopologyError) as exc:
         print(f"hbh compare: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"hbh compare: interrupted; finished runs are kept in {args.out} (run again to resume)",
+              file=sys.stderr)
+        return 130
     from topo.compare_report import format_table
 
     print(format_table(result.controls, result.metrics))

@@ -57,7 +57,8 @@ def flow_table(controls: tuple[str, ...], summaries: dict[str, list[dict[str, An
 
 def write_report(path: Path, name: str, controls: tuple[str, ...], seeds: tuple[int, ...], duration_ns: int,
                  table: dict[str, list[dict[str, float | None]]], summaries: dict[str, list[dict[str, Any]]],
-                 command: str) -> Path:
+                 command: str, note: str = "") -> Path:
+    """``note``: a paragraph after the first (a netns comparison's backend and machine load)."""
     text = "\n".join([
         f"# Comparison on {name}", "",
         f"Produced by `{command}`: controls {', '.join(controls)}, seeds {', '.join(map(str, seeds))}, "
@@ -66,7 +67,7 @@ def write_report(path: Path, name: str, controls: tuple[str, ...], seeds: tuple[
         "every data packet dropped anywhere; delay and utilisation over the second half; the bottleneck is "
         "the slowest carrying link at the end of the run; reaction: hop-by-hop, the regulating hop's rate, "
         "end to end, the sources' sending rate, falling 5 % after the first capacity drop; Jain over the "
-        "flows' goodputs).", "",
+        "flows' goodputs).", "", *([note, ""] if note else []),
         markdown_table(controls, table), "", "## Per-flow goodput", "", flow_table(controls, summaries), "",
         "Figures: compare_occupancy.png, compare_rates.png, compare_delay.png (first seed of each control).", ""])
     write_atomic(path, text)

@@ -30,6 +30,7 @@ class CvihisParams:
     step_gradient: float = 0.2  # - / + (areas 2 and 4, and whenever the gradient wins)
     md_factor: float = 1.10  # inter-packet gap multiplier after a loss (at most once per RTT)
     pf: float = 1.05  # RTM: minDelay push factor per update interval
+    rtm_shift_areas: bool = True  # RTM: the areas' top moves up with the push (False: only minDelay, squeezed)
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)
     max_delay_gain: float = 0.5  # EWMA gain of maxDelay towards the OWD before a loss
@@ -99,7 +100,10 @@ def _check_types(p: CvihisParams) -> None:
             if not isinstance(value, tuple):
                 raise ValueError(f"CvihisParams.area_edges: expected a tuple of 6 floats, got {value!r}")
             continue
-        if f.name in _INT_FIELDS:
+        if f.name == "rtm_shift_areas":
+            if not isinstance(value, bool):
+                raise ValueError(f"CvihisParams.{f.name}: expected True or False, got {value!r}")
+        elif f.name in _INT_FIELDS:
             if isinstance(value, bool) or not isinstance(value, int):
                 raise ValueError(f"CvihisParams.{f.name}: expected an integer, got {value!r}")
         elif isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):

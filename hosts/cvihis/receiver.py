@@ -212,8 +212,10 @@ class CvihisReceiver:
         return top + self._lift()
 
     def _lift(self) -> float:
-        """How far RTM's push holds minDelay above the smallest OWD (0 in BLM)."""
-        return self._rtm_min - self._min if self._mode is Mode.RTM else 0.0
+        """How far RTM's push holds minDelay above the smallest OWD (0 in BLM, and with
+        ``rtm_shift_areas`` False: the sources' literal reading, only minDelay pushed)."""
+        shift = self._mode is Mode.RTM and self.params.rtm_shift_areas
+        return self._rtm_min - self._min if shift else 0.0
 
     def _interval(self) -> int:
         """A third of the sender's RTT (``updates_per_rtt``), clamped (docs/cvihis.md).

@@ -264,3 +264,21 @@ def test_rtm_areas_keep_their_width_and_move_up_with_the_push() -> None:
     assert rtm.max_delay_ns - rtm.min_delay_ns == pytest.approx(blm.max_delay_ns - blm.min_delay_ns)
     rtm.set_mode(Mode.BLM)  # back in BLM: the learned areas again
     assert (rtm.min_delay_ns, rtm.max_delay_ns) == (blm.min_delay_ns, blm.max_delay_ns)
+
+
+def test_rtm_areas_squeezed_keep_their_top_when_shifting_is_off() -> None:
+    """``rtm_shift_areas=False``: the sources' literal reading, only minDelay is pushed, so the top of the
+    areas stays the learned maxDelay and the span shrinks by the lift (the default moves the top with it)."""
+    squeezed = CvihisReceiver(CvihisParams(rtm_shift_areas=False), Mode.RTM)
+    blm = CvihisReceiver(P, Mode.BLM)
+    base = 10**9
+    trace = [Pkt(s, base + 5 * s * MS, base + 5 * s * MS + 10 * MS + s * MS, 40 * MS) for s in range(60) if s != 50]
+    run(squeezed, trace)
+    run(blm, trace)
+    assert squeezed.min_delay_ns > blm.min_delay_ns  # pushed
+    assert squeezed.max_delay_ns == blm.max_delay_ns  # not moved with it
+
+
+def test_rtm_shift_areas_must_be_a_bool() -> None:
+    with pytest.raises(ValueError, match="CvihisParams.rtm_shift_areas: expected True or False"):
+        CvihisParams(rtm_shift_areas=1)  # type: ignore[arg-type]

@@ -103,3 +103,51 @@ def test_paper_5router_alinea_is_lossless_beside_cvihis_and_every_control_reacts
     for control in c.controls:
         assert m[control]["reaction_s"] is not None and 0 < m[control]["reaction_s"] < 6
         assert m[control]["utilisation"] is not None and m[control]["owd_p50_ms"] is not None
+
+
+TCP1 = str(ROOT / "topo" / "tcp-1router.yaml")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    (["--jobs", "2"], "--jobs 2: netns runs one at a time"),
+    ([], "needs root"),
+])
+def test_netns_refusals_are_one_line_and_exit_2(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch,
+                                                  args: list[str], needle: str) -> None:
+    from topo import netns_plumbing
+
+    monkeypatch.setattr(netns_plumbing.os, "geteuid", lambda: 1000)  # not root, whoever runs the tests
+    assert main(["compare", TCP1, "--controls", "cvihis-rtm,tcp-reno", "--backend", "netns", "--duration", "2s",
+                 "--out", str(tmp_path / "o"), *args]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("hbh compare: ") and needle in err and "\n" not in err and "Traceback" not in err
+    assert not (tmp_path / "o" / "runs").exists()
+
+
+def test_a_netns_run_has_its_own_key() -> None:
+    """A results directory never takes a kernel run for a simulator run (or back); the simulator's keys
+    are those of older directories."""
+    from topo.sweep.run import plan_sweep
+
+    sweep = plan_sweep(TCP1, [], "tcp-reno", "1", "2s")
+    sim, netns = sweep.runs("sim")[0], sweep.runs("netns")[0]
+    assert sim.key != netns.key and (sim.backend, netns.backend) == ("sim", "netns")
+    assert sweep.runs()[0] == sim
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_netns_compare_runs_each_control_in_namespaces(tmp_path: Path) -> None:
+    """Two controls for 4 s each through p4switch: the kernel's TCP (its retransmission count from
+    TCP_INFO) and CVIHIS RTM both carry traffic, and the report says which backend and load."""
+    from tests.switch import netns as N
+
+    N.require_netns()
+    c = compare(TCP1, "cvihis-rtm,tcp-reno", "1", "4s", tmp_path, backend="netns", plots=False)
+    assert c.failures == 0 and c.controls == ("cvihis-rtm", "tcp-reno")
+    for control in c.controls:
+        (s,) = c.summaries[control]
+        assert s["backend"] == "netns" and s["flows"]["t1"]["goodput_bps"] > 0, control
+    assert "retransmissions" in c.summaries["tcp-reno"][0]["flows"]["t1"]["tcp"]
+    assert c.metrics["tcp-reno"][0]["utilisation"] is not None
+    assert "Backend netns" in (tmp_path / "report.md").read_text()

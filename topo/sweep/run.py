@@ -44,9 +44,9 @@ class Sweep:
         """runs.csv's parameter columns: one per ``--set``, then control."""
         return [s.name for s in self.settings] + ["control"]
 
-    def runs(self) -> list[RunSpec]:
+    def runs(self, backend: str = "sim") -> list[RunSpec]:
         """Every run, points in grid order, seeds fastest: the order of runs.csv's rows."""
-        return [RunSpec(run_key(self.base.text, p, seed, self.duration_ns), p, seed, self.duration_ns)
+        return [RunSpec(run_key(self.base.text, p, seed, self.duration_ns, backend), p, seed, self.duration_ns, backend)
                 for p in self.points for seed in self.seeds]
 
 
@@ -80,11 +80,15 @@ def plan_sweep(topology: str | Path, sets: list[str], controls: str | None, seed
 
 def run_sweep(sweep: Sweep, out: Path, *, serial: bool = False, address: str | None = None,
               jobs: int | None = None, progress: bool = True, plots: bool = True, command: str = "",
-              ray_temp_root: Path | None = None) -> SweepResult:
-    """Run every run not already finished in ``out``; write runs.csv, sweep.md and figures."""
+              ray_temp_root: Path | None = None, backend: str = "sim") -> SweepResult:
+    """Run every run not already finished in ``out``; write runs.csv, sweep.md and figures.
+
+    ``backend="netns"`` runs are always serial: each takes real time and the whole machine's
+    namespaces, so two at once would measure each other."""
     store = Store(out)
     out.mkdir(parents=True, exist_ok=True)
-    specs = sweep.runs()
+    specs = sweep.runs(backend)
+    serial = serial or backend != "sim"
     todo = [s for s in specs if store.finished(s.key) is None]
     failures: list[dict[str, Any]] = []
     source, text = sweep.base.source, sweep.base.text

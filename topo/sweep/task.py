@@ -1,4 +1,5 @@
-"""One sweep run, as a Ray task or a plain call: a point's topology, simulated for one seed.
+"""One sweep run, as a Ray task or a plain call: a point's topology, run for one seed (simulated, or
+in namespaces for ``hbh compare --backend netns``).
 
 Why the arguments are the file's text and the point (not a resolved Topology): they are small
 and plain to ship to a worker on another machine, and the worker resolves the point through
@@ -22,19 +23,25 @@ RESULT_VERSION = 2  # 2: summaries carry series, rate_cv, source_reaction_s
 
 @dataclass(frozen=True)
 class RunSpec:
-    """One simulator run of a sweep: a point, a seed, and its stable key (the result file's name)."""
+    """One run of a sweep: a point, a seed, and its stable key (the result file's name); ``backend``
+    "sim" (virtual time) or "netns" (real time, root: ``hbh compare --backend netns``)."""
 
     key: str
     point: Point
     seed: int
     duration_ns: int
+    backend: str = "sim"
 
 
-def run_key(text: str, point: Point, seed: int, duration_ns: int) -> str:
-    """A stable hash of everything that decides a run's result: file text, point, seed, duration."""
+def run_key(text: str, point: Point, seed: int, duration_ns: int, backend: str = "sim") -> str:
+    """A stable hash of everything that decides a run's result: file text, point, seed, duration, and
+    the backend when it is not the simulator (so a directory never mixes kernel and model runs, and
+    the simulator's keys stay those of older result directories)."""
     ident = {"version": RESULT_VERSION, "topology_sha256": hashlib.sha256(text.encode()).hexdigest(),
              "params": [[s.target, list(s.selector), s.key, v] for s, v in point.values],
              "control": point.control, "seed": seed, "duration_ns": duration_ns}
+    if backend != "sim":
+        ident["backend"] = backend
     return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:20]
 
 
@@ -59,7 +66,8 @@ def run_one(source: str, text: str, spec: RunSpec) -> dict[str, Any]:
         from topo.sweep.points import point_topology
 
         topo = point_topology(_base(source, text), spec.point)
-        result = run_experiment(topo, spec.duration_ns, spec.seed, out=None, progress=False, plots=False)
+        result = run_experiment(topo, spec.duration_ns, spec.seed, out=None, progress=False, plots=False,
+                                backend=spec.backend, pcap=False)
         return {"summary": result.summary}
     except Exception as exc:  # noqa: BLE001 -- reported with the run's parameters, the others go on
         return {"error": f"{type(exc).__name__}: {' '.join(str(exc).split())}"}
