@@ -162,7 +162,6 @@ def test_report_clone_is_built_in_egress_and_truncated(sw: Loaded) -> None:
         VERSION, 1, 0, 7, 1, 200, 1, 0, 1000)
     assert r.occupancy == register(sw, "occupancy", 1) == 1  # the original packet holds a slot
     assert r.timestamp_us == 5100
-    assert (r.busy_us, r.busy_pkts) == (0, 0)  # nothing has left the buffer yet
     assert register(sw, "report_seq", 1) == 1
 
 

@@ -255,20 +255,3 @@ def test_a_reports_packet_in_carries_the_queue_counters_of_its_port() -> None:
     assert (last["fwd_pkts"], last["deq_pkts"]) == (8, 8)
     assert len(net.hosts[2].got) == 8
 
-
-def test_a_report_carries_the_drain_of_its_buffer_while_busy() -> None:
-    """busy_us / busy_pkts (docs/wire-format.md): the gaps between departures that each followed a
-    departure with packets still queued: here the queue's spacing, 1 ms at 1000 packets/s."""
-    net = sim_switch()
-    configure_alinea(net.ctl, modelled={1: (50, 10_000)})
-    net.switch.tm.set_queue_rate(2, 1000)
-    for i in range(6):  # queued at once: they leave 1 ms apart, the buffer busy until the last
-        net.hosts[1].send_at(i * 10 * US, udp_frame(1, 2))
-    net.hosts[1].send_at(30 * MS, udp_frame(1, 2))  # the buffer idle since the 6th: its report
-    net.hosts[1].send_at(31 * MS, udp_frame(1, 2))
-    net.hosts[1].send_at(45 * MS, udp_frame(1, 2))  # alone in the buffer: no busy departure
-    net.sched.run()
-    second, third = (parse_report(f) for _, f in net.hosts[1].got)  # none at 0: no interval has passed
-    assert second.busy_pkts == 5  # 6 departures, the first 5 followed by a queued packet
-    assert second.busy_drain_pps == pytest.approx(1000, rel=0.01)
-    assert (third.busy_pkts, third.busy_us) == (0, 0)  # reset by the report; 7th and 8th left alone
