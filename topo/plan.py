@@ -6,10 +6,14 @@ the simulator, between namespaces and on real BMv2.
 
 from __future__ import annotations
 
+import dataclasses
+
 from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
+from controlplane.params import PortParams
 from topo.model import Topology
 
-__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM"]
+__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM", "host_classes",
+           "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
 QUEUE_HEADROOM = 64
@@ -58,6 +62,28 @@ def _routes(topo: Topology, name: str) -> tuple[tuple[Route, ...], tuple[EcmpGro
     return tuple(routes), groups
 
 
+def _classes_in_use(topo: Topology) -> dict[tuple[str, str], int]:
+    """Per directed link, the classes of the packets that cross it: the flows' destinations', and on
+    the links their return traffic takes, their sources' (none with one class)."""
+    if topo.options.classes == 1:
+        return {}
+    cls = host_classes(topo)
+    seen: dict[tuple[str, str], set[int]] = {}
+    for f in topo.flows:
+        paths = topo.all_paths(f.src, f.dst) if topo.options.ecmp else [f.path]
+        for u, v in {hop for path in paths for hop in zip(path, path[1:])}:
+            seen.setdefault((u, v), set()).add(cls[f.dst])
+            if f.control not in NO_RETURN:
+                seen.setdefault((v, u), set()).add(cls[f.src])
+    return {link: len(c) for link, c in seen.items()}
+
+
+def _class_share(params: PortParams, in_use: int) -> PortParams:
+    """Each class's buffer cell: the port's capacity over the classes in use there (a shared buffer with
+    per-class caps, so that one class cannot fill another's room)."""
+    return params if in_use <= 1 else dataclasses.replace(params, capacity=max(1, params.capacity // in_use))
+
+
 #: Controls whose receivers send packets back along the path (ACKs, feedback, rate commands).
 NO_RETURN = ("alinea", "fixed")
 
@@ -66,6 +92,28 @@ def _return_links(topo: Topology) -> set[tuple[str, str]]:
     """The directed links the flows' return traffic crosses: traffic enters a switch there too,
     so the switch reports that buffer, and its reports share the egress queue toward the flow."""
     return {(v, u) for f in topo.flows if f.control not in NO_RETURN for u, v in zip(f.path, f.path[1:])}
+
+
+def host_classes(topo: Topology) -> dict[str, int]:
+    """Per-destination classes: a host's index among the hosts of its switch, mod ``options.classes``,
+    so that two hosts behind one switch share a class only beyond that many (docs/fabric.md)."""
+    classes = topo.options.classes
+    out: dict[str, int] = {}
+    for sw in topo.switches:
+        hosts = [n for n in topo.neighbours(sw.name) if not topo.nodes[n].is_switch]
+        out.update({h: i % classes for i, h in enumerate(hosts)})
+    return out
+
+
+def priority_queues(classes: int) -> int:
+    """Egress priority queues per port (``--priority-queues``): one, or the reports' and one per class."""
+    return 1 if classes == 1 else classes + 1
+
+
+def _dst_classes(topo: Topology) -> tuple[tuple[int, int, int], ...]:
+    if topo.options.classes == 1:
+        return ()
+    return tuple((topo.ip(h), 32, c) for h, c in sorted(host_classes(topo).items()))
 
 
 def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
@@ -80,7 +128,10 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
     used = set(topo.directed_links())
     carrying = used | _return_links(topo)
-    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
+    classes = topo.options.classes
+    in_use = _classes_in_use(topo)
+    modelled = tuple(ModelledPort(topo.port(name, u), _class_share(topo.ports[(name, u)], in_use.get((u, name), 1)),
+                                  topo.mac(name, u),
                                   neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
@@ -93,6 +144,6 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
         depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
     return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled,
                       regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
-                      report_polls=topo.options.report_polls,
+                      report_polls=topo.options.report_polls, classes=classes, dst_classes=_dst_classes(topo),
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))
