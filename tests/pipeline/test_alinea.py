@@ -47,8 +47,9 @@ def counter(sw: Loaded, name: str, index: int) -> int:
     return sw.state.counters_by_name[name].packets[index]
 
 
-def register(sw: Loaded, name: str, index: int) -> int:
-    return sw.state.registers_by_name[name].cells[index]
+def register(sw: Loaded, name: str, port: int, data_class: int = 0) -> int:
+    """The (port, class) cell of a per-class register (cell port * 8 + class)."""
+    return sw.state.registers_by_name[name].cells[port * 8 + data_class]
 
 
 def test_forwards_with_ttl_decremented_and_checksum_recomputed(sw: Loaded) -> None:
