@@ -182,3 +182,35 @@ def test_on_bmv2_queues_a_silent_law_holds_its_rate_instead_of_stamping_a_decay(
     o = c.ports[(2, 0)].law.o
     c.on_report((STALE_HOLD_INTERVALS + 60) * 10 * MS, 2, meta(LAW) | counters(40, 40), report(0))
     assert c.ports[(2, 0)].law.o >= o
+
+
+def classed(classes: int = 3, fixed_departures: bool = False) -> SwitchAgentCore:
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000),), queue_depths=((2, 264),),
+                      fixed_departures=fixed_departures, classes=classes)
+    return SwitchAgentCore(plan)
+
+
+def test_with_classes_each_class_has_a_law_on_its_own_priority_queue() -> None:
+    c = classed()
+    assert c.start() == [SetQueueDepth(2, 264)] + [SetQueueRate(2, 5, p) for p in (1, 2, 3)]
+    up = c.on_report(0, 2, meta(LAW), Report(**{**report(0).__dict__, "flags": 2 << 5}))
+    assert [cmd.priority for cmd in up] == [3]  # class 2 only: the other classes' queues keep their rates
+    assert c.ports[(2, 2)].law.rate > c.ports[(2, 0)].law.rate == c.ports[(2, 1)].law.rate == LAW.r_floor
+
+
+def test_with_classes_polls_ask_for_every_class() -> None:
+    plan = SwitchPlan("R1", 1, modelled=(ModelledPort(1, PortParams(), 0, 0, polled=True),), report_polls=True,
+                      classes=2)
+    assert SwitchAgentCore(plan).on_tick(0) == [PollReport(1, 0), PollReport(1, 1)]
+
+
+def test_with_classes_r_max_leaves_the_other_classes_their_measured_drain() -> None:
+    """Strict priority with a class at the link's rate would starve the lower ones: each class's R_max is
+    the link's less what the others drain (docs/fabric.md, step 5)."""
+    c = classed(classes=2, fixed_departures=True)
+    c.start()
+    c.on_report(0, 2, meta(LAW) | counters(0, 0), report(0))
+    c.on_report(0, 2, meta(LAW) | counters(0, 0), Report(**{**report(0).__dict__, "flags": 1 << 5}))
+    c.ports[(2, 1)].forecast.drain_pps = 100.0  # class 1 drains 0.8 Mb/s of 1000-byte packets
+    c.on_report(MS, 2, meta(LAW) | counters(0, 0), report(0))
+    assert c.ports[(2, 0)].law.params.r_max == LAW.r_max - 8e5
