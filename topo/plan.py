@@ -6,10 +6,7 @@ the simulator, between namespaces and on real BMv2.
 
 from __future__ import annotations
 
-import dataclasses
-
 from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
-from controlplane.params import PortParams
 from topo.model import Topology
 
 __all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM", "host_classes",
@@ -62,28 +59,6 @@ def _routes(topo: Topology, name: str) -> tuple[tuple[Route, ...], tuple[EcmpGro
     return tuple(routes), groups
 
 
-def _classes_in_use(topo: Topology) -> dict[tuple[str, str], int]:
-    """Per directed link, the classes of the packets that cross it: the flows' destinations', and on
-    the links their return traffic takes, their sources' (none with one class)."""
-    if topo.options.classes == 1:
-        return {}
-    cls = host_classes(topo)
-    seen: dict[tuple[str, str], set[int]] = {}
-    for f in topo.flows:
-        paths = topo.all_paths(f.src, f.dst) if topo.options.ecmp else [f.path]
-        for u, v in {hop for path in paths for hop in zip(path, path[1:])}:
-            seen.setdefault((u, v), set()).add(cls[f.dst])
-            if f.control not in NO_RETURN:
-                seen.setdefault((v, u), set()).add(cls[f.src])
-    return {link: len(c) for link, c in seen.items()}
-
-
-def _class_share(params: PortParams, in_use: int) -> PortParams:
-    """Each class's buffer cell: the port's capacity over the classes in use there (a shared buffer with
-    per-class caps, so that one class cannot fill another's room)."""
-    return params if in_use <= 1 else dataclasses.replace(params, capacity=max(1, params.capacity // in_use))
-
-
 #: Controls whose receivers send packets back along the path (ACKs, feedback, rate commands).
 NO_RETURN = ("alinea", "fixed")
 
@@ -129,9 +104,10 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     used = set(topo.directed_links())
     carrying = used | _return_links(topo)
     classes = topo.options.classes
-    in_use = _classes_in_use(topo)
-    modelled = tuple(ModelledPort(topo.port(name, u), _class_share(topo.ports[(name, u)], in_use.get((u, name), 1)),
-                                  topo.mac(name, u),
+    # with classes, each (port, class) cell has the port's capacity: a class may hold what the port held
+    # alone (dividing it among the classes in use, with gains tuned for the whole buffer, made the
+    # fabric's tail four times slower: docs/fabric.md)
+    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
                                   neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
