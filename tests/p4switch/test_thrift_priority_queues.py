@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from thrift.protocol import TBinaryProtocol
@@ -108,3 +111,15 @@ def test_over_tcp_the_agents_client_sets_one_priority(server) -> None:
         q.close()
     assert sched.run_sync(tm.queue_rate, 4, 2) == 1234 and sched.run_sync(tm.queue_rate, 4, 1) == 0
     assert sched.run_sync(tm.queue_depth_limit, 4, 2) == 9
+
+
+def test_p4switch_cli_sets_one_priority_queue_with_a_third_argument(server) -> None:
+    srv, tm, sched = server
+    cli = Path(sys.executable).parent / "p4switch-cli"
+    r = subprocess.run([str(cli), "--thrift-port", str(srv.port)], capture_output=True, text=True, timeout=60,
+                       input="set_queue_rate 100 2 1\nset_queue_depth 9 2 2\nset_queue_rate 7 2 5\nset_queue_rate 40 3\n")
+    assert r.returncode == 0 and "Traceback" not in r.stdout + r.stderr, r.stderr
+    assert sched.run_sync(tm.queue_rate, 2, 1) == 100 and sched.run_sync(tm.queue_rate, 2, 0) == 0
+    assert sched.run_sync(tm.queue_depth_limit, 2, 2) == 9
+    assert "priority 5 out of range 0..2" in r.stdout  # one line, and the CLI went on
+    assert {sched.run_sync(tm.queue_rate, 3, p) for p in range(3)} == {40}
