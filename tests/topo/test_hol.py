@@ -37,7 +37,7 @@ def test_without_control_the_victim_keeps_its_rate_and_nothing_is_throttled():
 
 
 def test_an_unknown_control_is_refused():
-    with pytest.raises(ValueError, match="choose alinea, cvihis-rtm, tcp, none"):
+    with pytest.raises(ValueError, match="choose alinea, alinea-classes, cvihis-rtm, tcp, none"):
         hol_topology(SHORT, "pfc", incast=True)
 
 
