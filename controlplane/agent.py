@@ -127,6 +127,9 @@ class RegulatedPort:
     # unlimited until the first report, so that reports sent upstream through a port that
     # carries no data are not held back by a floor rate.
     limit_at_start: bool = True
+    # With classes: the one class this port carries (toward a host: the host's), whose law the
+    # neighbour's reports drive whatever class they name (a host reports class 0); None: every class.
+    only_class: int | None = None
 
 
 @dataclass(frozen=True)
@@ -203,6 +206,7 @@ class SwitchAgentCore:
     # Reports/s this switch sends out of each port (about the buffer that port's traffic enters):
     # they share the port's egress queue, whose rate BMv2 counts in packets of any size.
     report_pps: dict[int, float] = field(default_factory=dict)
+    only_class: dict[int, int] = field(default_factory=dict)  # port -> RegulatedPort.only_class
 
     def start(self) -> list[Command]:
         """The commands that set up the queues: depths, then each regulated port's initial rate."""
@@ -210,8 +214,9 @@ class SwitchAgentCore:
         if self.plan.classes == 1:  # with classes the reports have a queue of their own
             self.report_pps = {m.port: 1e6 / m.params.interval_us for m in self.plan.modelled
                                if m.polled and m.params.interval_us > 0}
+        self.only_class = {r.port: r.only_class for r in self.plan.regulated if r.only_class is not None}
         for reg in self.plan.regulated:
-            for c in range(self.plan.classes):
+            for c in range(self.plan.classes) if reg.only_class is None else (reg.only_class,):
                 law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
                 pl = self.ports[(reg.port, c)] = _PortLaw(law, reg.packet_bytes, 0)
                 if reg.limit_at_start and self.plan.actuate:
@@ -229,7 +234,7 @@ class SwitchAgentCore:
             if self.on_trace is not None:
                 self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, 0.0, 0, 0.0, 0.0))
             return []
-        key = (port, report.data_class if report.data_class < self.plan.classes else 0)
+        key = (port, self.only_class.get(port, report.data_class if report.data_class < self.plan.classes else 0))
         pl = self.ports.get(key)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)

@@ -110,8 +110,9 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
                                   neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
+    cls = host_classes(topo) if classes > 1 else {}
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
-                                    limit_at_start=(name, v) in used)
+                                    limit_at_start=(name, v) in used, only_class=cls.get(v))
                       for v in topo.neighbours(name) if (name, v) in topo.law)
     if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them
         depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM

@@ -214,3 +214,13 @@ def test_with_classes_r_max_leaves_the_other_classes_their_measured_drain() -> N
     c.ports[(2, 1)].forecast.drain_pps = 100.0  # class 1 drains 0.8 Mb/s of 1000-byte packets
     c.on_report(MS, 2, meta(LAW) | counters(0, 0), report(0))
     assert c.ports[(2, 0)].law.params.r_max == LAW.r_max - 8e5
+
+
+def test_with_classes_a_port_toward_a_host_runs_the_hosts_class_on_its_reports() -> None:
+    """A host reports its receive buffer as class 0; the port toward it carries only its class."""
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000, only_class=2),), classes=3,
+                      fixed_departures=False)
+    c = SwitchAgentCore(plan)
+    assert c.start() == [SetQueueRate(2, 5, 3)]
+    assert [cmd.priority for cmd in c.on_report(0, 2, meta(LAW), report(0))] == [3]
+    assert set(c.ports) == {(2, 2)}
