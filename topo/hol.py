@@ -99,7 +99,7 @@ def victim_throughput(rec: Recorder, start_ns: int, end_ns: int, flow: str = "vi
 
 def sequence_gaps(rec: Recorder, flow: str = "victim") -> int | None:
     """The flow's packets missing below the highest it delivered (its loss, whichever switch dropped
-    them); None for a flow with no per-packet record (TCP's are kept elsewhere)."""
+    them; a TCP flow's segments still missing after its retransmissions); None without a record."""
     rows = rec.packets.get(flow)
     if rows is None:
         return None

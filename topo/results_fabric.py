@@ -165,7 +165,7 @@ def hol_section() -> list[str]:
             "link, whose law the ALINEA host runs, and whose cap, the victim's 4 Mb/s, lists it too; under "
             "the caps, a port held at its cap is listed too; under `alinea-classes` a switch's law is per (port, "
             "class), the class named). *Victim lost*: the victim's packets missing below the highest it delivered "
-            "(- for TCP, which retransmits). `alinea-classes` is the per-destination classes of docs/fabric.md; the "
+            "(under TCP: segments still missing after its retransmissions). `alinea-classes` is the per-destination classes of docs/fabric.md; the "
             "last row is `alinea` with the per-flow caps of docs/fairness.md (`--fairness per-flow`); both meet the "
             "issue's target here (docs/fabric.md compares them).", "", *_hol(), ""]
 
