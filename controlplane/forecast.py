@@ -25,6 +25,12 @@ on BMv2:
   downstream, not noise) the short window is used. Only a fall: on real links the packets in
   flight between this hop's departures and the buffer's arrivals make the short window noisy, and
   a spike upward would send the queue's schedule at the spike's rate (seen in netns).
+  Faster still, the report's own **busy drain** (``busy_pkts`` departures in ``busy_us`` while the
+  buffer drained back to back, docs/wire-format.md), summed over the last reports until it holds
+  ``BUSY_MIN_PKTS`` departures: a fall below the estimate by more than ``DRAIN_SHIFT_PPS`` and
+  ``BUSY_FALL_SHARE`` of it is taken at once. The counters see a drop only when the buffer has
+  gained whole packets (one per 4 report intervals after capacity-drop's drop); the departures'
+  spacing shows it at the first ones.
 """
 
 from __future__ import annotations
@@ -49,6 +55,15 @@ DRAIN_SHORT_S = 0.2
 DRAIN_SHORT_PKTS = 50
 DRAIN_SHORT_GAPS = 3
 DRAIN_SHIFT_PPS = 8.0
+#: Busy departures the reports' busy drain is taken over (the last reports', summed), and the share
+#: by which it must fall below the estimate: a few gaps are the reporter's spacing of the moment,
+#: which moves with its own law at every step; taken alone (two gaps, any fall beyond
+#: DRAIN_SHIFT_PPS) they turned each of its cuts into a forecast jump upstream, and paper-5router's
+#: buffers swung to overflow (docs/bmv2.md, "Reaction").
+BUSY_MIN_PKTS = 4
+#: ... and no older than this many report gaps.
+BUSY_MAX_GAPS = 4
+BUSY_FALL_SHARE = 0.1
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
 SCHEDULE_BOUND_S = 2.0
@@ -105,12 +120,14 @@ class QueueForecast:
     _recv_ns: int | None = None
     _drained: int = 0  # cumulative departures of this hop's packets from the downstream buffer
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
+    _busy: deque[tuple[int, int, int]] = field(default_factory=deque)  # (t_ns, busy_us, busy_pkts)
 
-    def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None) -> float:
+    def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
+               busy: tuple[int, int] = (0, 0)) -> float:
         """One report: the downstream ``occupancy`` (packets), the packet-in's counters and the
         queue rate in force since the previous report (0: unlimited). ``now_ns`` is on the
         reporter's clock (steady), ``recv_ns`` when the agent got it (with the control channel's
-        jitter). Returns Ô in packets."""
+        jitter); ``busy`` the report's ``(busy_us, busy_pkts)``. Returns Ô in packets."""
         self._note_reception(now_ns if recv_ns is None else recv_ns)
         queued = (fwd - deq) & COUNTER_MASK
         spacing = NS / pps if pps > 0 else 0.0
@@ -137,11 +154,30 @@ class QueueForecast:
         short = self._rate_since(hist[j], short_s / 4)
         if (now_ns - hist[j][0]) / NS > short_s / 4 and short < self.drain_pps - DRAIN_SHIFT_PPS:
             self.drain_pps = short  # a fall (capacity drop) is followed fast; a rise at the long window's pace
+        busy_pps = self._busy_drain(now_ns, busy)
+        fall_to = min(self.drain_pps - DRAIN_SHIFT_PPS, self.drain_pps * (1 - BUSY_FALL_SHARE))
+        if busy_pps is not None and busy_pps < fall_to:
+            self.drain_pps = busy_pps
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
         else:
             self.forecast_pkts = occupancy + queued - self.drain_pps * self.horizon_s
         return self.forecast_pkts
+
+    def _busy_drain(self, now_ns: int, busy: tuple[int, int]) -> float | None:
+        """The busy drain of the last reports (packets/s) once it spans ``BUSY_MIN_PKTS``
+        departures within ``BUSY_MAX_GAPS`` report gaps; None before, or if the buffer idled."""
+        hist = self._busy
+        hist.append((now_ns, *busy))
+        oldest = now_ns - BUSY_MAX_GAPS * max(self.gap_s, MIN_GAP_S) * NS
+        while hist and hist[0][0] < oldest:
+            hist.popleft()
+        us = pkts = 0
+        for _, b_us, b_pkts in reversed(hist):
+            us, pkts = us + b_us, pkts + b_pkts
+            if pkts >= BUSY_MIN_PKTS:
+                break
+        return pkts * 1e6 / us if pkts >= BUSY_MIN_PKTS and us > 0 else None
 
     def _note_reception(self, recv_ns: int) -> None:
         if self._recv_ns is not None:

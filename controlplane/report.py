@@ -1,6 +1,6 @@
 """The ALINEA report codec (docs/wire-format.md), shared by switch agents and hosts.
 
-One definition of the 32-byte report keeps the P4 header, the agents and the host
+One definition of the 40-byte report keeps the P4 header, the agents and the host
 stacks from drifting apart; the P4 program builds reports, everything in Python reads
 (and hosts write) them through this module.
 """
@@ -11,19 +11,19 @@ import struct
 from dataclasses import dataclass
 
 ETHERTYPE_ALINEA = 0x88B5
-VERSION = 1
+VERSION = 2
 MSG_OCCUPANCY = 1
 FLAG_OVERFLOW = 0x01
 #: The report's class (per-destination classes, docs/fabric.md) is in the flags' bits 7-5.
 CLASS_SHIFT = 5
 CLASS_MASK = 0xE0
 ETH_BYTES = 14
-REPORT_BYTES = 32
+REPORT_BYTES = 40
 FRAME_BYTES = ETH_BYTES + REPORT_BYTES
 
 # version/type, flags, node, port, occupancy, capacity, timestamp (48 bits: high 16, low 32),
-# seq, drops, interval_us
-_LAYOUT = struct.Struct("!BBHHIIHIIII")
+# seq, drops, interval_us, busy_us, busy_pkts
+_LAYOUT = struct.Struct("!BBHHIIHIIIIII")
 assert _LAYOUT.size == REPORT_BYTES
 
 
@@ -43,6 +43,8 @@ class Report:
     seq: int
     drops: int = 0
     interval_us: int = 0
+    busy_us: int = 0
+    busy_pkts: int = 0
     flags: int = 0
     dst_mac: int = 0
     src_mac: int = 0
@@ -59,6 +61,12 @@ class Report:
         """The class of the reported buffer (0 with one class)."""
         return (self.flags & CLASS_MASK) >> CLASS_SHIFT
 
+    @property
+    def busy_drain_pps(self) -> float | None:
+        """The buffer's drain while it was busy since the previous report, packets/s (None: no
+        departure followed a busy one, or a reporter that does not measure it)."""
+        return self.busy_pkts * 1e6 / self.busy_us if self.busy_pkts and self.busy_us else None
+
 
 def is_report(frame: bytes) -> bool:
     return len(frame) >= ETH_BYTES and int.from_bytes(frame[12:14], "big") == ETHERTYPE_ALINEA
@@ -68,13 +76,14 @@ def decode(frame: bytes) -> Report:
     """Decode a report frame (Ethernet + report; padding after it is ignored)."""
     if not is_report(frame):
         raise ReportError(f"not an ALINEA frame (EtherType 0x{ETHERTYPE_ALINEA:04x} expected)")
+    if len(frame) > ETH_BYTES and frame[ETH_BYTES] >> 4 != VERSION:
+        raise ReportError(f"ALINEA report version {frame[ETH_BYTES] >> 4}, this decoder reads version {VERSION}")
     if len(frame) < FRAME_BYTES:
         raise ReportError(f"ALINEA frame of {len(frame)} bytes, a report needs {FRAME_BYTES}")
-    vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval = _LAYOUT.unpack_from(frame, ETH_BYTES)
-    if vt >> 4 != VERSION:
-        raise ReportError(f"ALINEA report version {vt >> 4}, this decoder reads version {VERSION}")
+    vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval, busy_us, busy_pkts = \
+        _LAYOUT.unpack_from(frame, ETH_BYTES)
     return Report(node_id=node, port=port, occupancy=occ, capacity=cap, timestamp_us=(ts_hi << 32) | ts_lo,
-                  seq=seq, drops=drops, interval_us=interval, flags=flags,
+                  seq=seq, drops=drops, interval_us=interval, busy_us=busy_us, busy_pkts=busy_pkts, flags=flags,
                   dst_mac=int.from_bytes(frame[0:6], "big"), src_mac=int.from_bytes(frame[6:12], "big"),
                   version=vt >> 4, msg_type=vt & 0xF)
 
@@ -84,6 +93,6 @@ def encode(report: Report) -> bytes:
     ts = report.timestamp_us & 0xFFFF_FFFF_FFFF
     body = _LAYOUT.pack((report.version << 4) | report.msg_type, report.flags, report.node_id, report.port,
                         report.occupancy, report.capacity, ts >> 32, ts & 0xFFFF_FFFF, report.seq,
-                        report.drops, report.interval_us)
+                        report.drops, report.interval_us, report.busy_us, report.busy_pkts)
     eth = report.dst_mac.to_bytes(6, "big") + report.src_mac.to_bytes(6, "big") + ETHERTYPE_ALINEA.to_bytes(2, "big")
     return eth + body

@@ -82,6 +82,23 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(splice_sections(out.read_text() if out.exists() else "", lines))
         print(f"wrote the {', '.join(names)} sections of {out}", file=sys.stderr)
         return 0
+    head, runs = _paper(raw, figures, doc_dir)
+    extra = [line for n in SECTION_NAMES[1:] for line in _sections(n, raw, figures, doc_dir)]
+    text = head + "\n".join(extra) + "\n"
+    Path(args.out).write_text(text)
+    (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
+                                                   sort_keys=True))
+    print(f"wrote {args.out} and {figures}/", file=sys.stderr)
+    return 0
+
+
+#: The generators of the document's sections, in its order ("paper": the summary and the runs of
+#: the shipped files and their variants, with their figures).
+SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp")
+
+
+def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The paper runs: the document's head (title, summary, one section per run) and the runs."""
     runs: dict[str, dict[str, Any]] = {}
     for name, title, topo in variants():
         t0 = time.perf_counter()
@@ -91,20 +108,12 @@ def main(argv: list[str] | None = None) -> int:
             (figures / f"{name}-{png}.png").write_bytes((raw / name / f"{png}.png").read_bytes())
         runs[name] = {"title": title, "summary": result.summary, "topo": topo}
         print(f"  {time.perf_counter() - t0:.1f} s wall", file=sys.stderr)
-    extra = [line for n in SECTION_NAMES for line in _sections(n, raw, figures, doc_dir)]
-    text = render(runs, figures, doc_dir) + "\n".join(extra) + "\n"
-    Path(args.out).write_text(text)
-    (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
-                                                   sort_keys=True))
-    print(f"wrote {args.out} and {figures}/", file=sys.stderr)
-    return 0
-
-
-#: The generators of the sections after the paper runs, in the document's order.
-SECTION_NAMES = ("compare", "reaction", "scaled", "fabric", "tcp")
+    return render(runs, figures, doc_dir), runs
 
 
 def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
+    if name == "paper":
+        return _paper(raw, figures, doc_dir)[0].splitlines()
     if name == "compare":
         from topo.results_compare import sections
 

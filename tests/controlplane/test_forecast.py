@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from controlplane.forecast import COMMAND_SHARE, SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
+from controlplane.forecast import (
+    BUSY_FALL_SHARE,
+    BUSY_MIN_PKTS,
+    COMMAND_SHARE,
+    SCHEDULE_BOUND_S,
+    QueueForecast,
+    schedule_floor_pps,
+)
 
 MS = 1_000_000
 
@@ -42,6 +49,33 @@ def test_a_slower_drain_downstream_raises_the_forecast_before_the_buffer_rises()
         fwd += 2
     assert f.drain_pps == pytest.approx(150, abs=10)  # the short window took over
     assert f.forecast_pkts > occ + 20  # about 50 packets/s over the 0.7 s horizon
+
+
+def busy_reports(f: QueueForecast, t: int, fwd: int, gap_us: int, reports: int, per_report: int = 2) -> int:
+    """Reports whose busy drain is ``per_report`` departures ``gap_us`` apart; occupancy unchanged."""
+    for _ in range(reports):
+        f.update(t, 140, fwd + 140, fwd, 200, busy=(per_report * gap_us, per_report))
+        t += 10 * MS
+        fwd += 2
+    return t
+
+
+def test_a_fall_of_the_busy_drain_is_followed_at_once_before_the_occupancy_moves() -> None:
+    f = QueueForecast()
+    t = steady(f, 300, 200, 140, 140)
+    before = f.forecast_pkts
+    reports = -(-BUSY_MIN_PKTS // 2)  # 2 departures per report, 6.25 ms apart: 160 packets/s
+    busy_reports(f, t, 600, 6250, reports)
+    assert f.drain_pps == pytest.approx(160, rel=0.01)
+    assert f.forecast_pkts > before + 20  # 40 packets/s less over the 0.7 s horizon
+
+
+def test_a_small_fall_or_a_rise_of_the_busy_drain_leaves_the_estimate_alone() -> None:
+    for gap_us in (int(1e6 / (200 * (1 - BUSY_FALL_SHARE / 2))), 4000):  # half the share below; 250/s
+        f = QueueForecast()
+        t = steady(f, 300, 200, 140, 140)
+        busy_reports(f, t, 600, gap_us, 5)
+        assert f.drain_pps == pytest.approx(200, abs=1)
 
 
 def test_an_empty_queue_has_no_horizon() -> None:

@@ -7,7 +7,6 @@ nothing, and the agent runs with the new parameters from the next report the swi
 
 from __future__ import annotations
 
-import struct
 from pathlib import Path
 
 import pytest
@@ -17,6 +16,7 @@ from controlplane.dataplane_config import mac_int
 from controlplane.p4runtime_client import GrpcController
 from controlplane.params import LawParams, PortParams
 from controlplane.queues import connect
+from controlplane.report import Report, encode
 from controlplane.switch_agent import SwitchAgent
 from hbh.cli import main
 from p4switch.device import compile_file
@@ -30,8 +30,8 @@ SW_MAC = {1: 0x020000000101, 2: 0x020000000102}
 
 
 def report_frame(dst_mac: str, src_mac: str, occupancy: int) -> bytes:
-    eth = bytes.fromhex(dst_mac.replace(":", "")) + bytes.fromhex(src_mac.replace(":", "")) + b"\x88\xb5"
-    return eth + struct.pack("!BBHHIIHIIII", 0x11, 0, 9, 1, occupancy, 200, 0, 1, 1, 0, 10_000)
+    return encode(Report(node_id=9, port=1, occupancy=occupancy, capacity=200, timestamp_us=1, seq=1,
+                         interval_us=10_000, dst_mac=mac_int(dst_mac), src_mac=mac_int(src_mac)))
 
 
 def test_params_set_show_and_the_agent_applies_them_at_the_next_report(tmp_path: Path, capsys) -> None:

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from controlplane.report import FRAME_BYTES, REPORT_BYTES
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
 from p4switch.frontend.check import CheckedProgram, SymbolicValue, check_program
@@ -91,10 +92,10 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
     assert cp.controller_headers["packet_in"].field_names() == [
         "ingress_port", "_pad", "o_min_ppm", "o_max_ppm", "w_max_bps", "w_min_bps", "k_p_bps", "r_max_bps", "r_floor_bps",
         "fwd_pkts", "deq_pkts"]
-    assert cp.constants["REPORT_FRAME_BYTES"] == 46
+    assert cp.constants["REPORT_FRAME_BYTES"] == FRAME_BYTES
     assert "IPv4HeaderUnsupported" in cp.errors and cp.errors[0] == "NoError"
     assert {"exact", "lpm", "ternary", "range", "optional", "selector"} <= set(cp.match_kinds)
-    assert T.width_of(cp.type("alinea_report_t")) == 32 * 8
+    assert T.width_of(cp.type("alinea_report_t")) == REPORT_BYTES * 8
     assert str(cp.type("port_t")) == "bit<9>"
 
 

@@ -10,6 +10,7 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
+from controlplane.report import FRAME_BYTES, VERSION, Report, decode, encode
 from p4switch.pipeline import CloneRequest
 from p4switch.state import Lpm
 
@@ -88,8 +89,8 @@ def test_ttl_expiry_is_dropped_and_counted(sw: Loaded) -> None:
 
 
 def report_frame(port_field: int = 4) -> bytes:
-    report = struct.pack("!BBHHIIHIIII", 0x11, 0, 9, port_field, 5, 200, 0, 1, 1, 0, 1000)
-    return bytes.fromhex("020000000301" "020000000401" "88b5") + report
+    return encode(Report(node_id=9, port=port_field, occupancy=5, capacity=200, timestamp_us=1, seq=1,
+                         interval_us=1000, dst_mac=0x020000000301, src_mac=0x020000000401))
 
 
 def test_report_from_a_non_neighbour_port_is_dropped_and_counted(sw: Loaded) -> None:
@@ -155,13 +156,14 @@ def test_report_clone_is_built_in_egress_and_truncated(sw: Loaded) -> None:
     assert clone.get("meta.capacity") == 200  # in the field list: kept
     pl.run_egress(clone, 1, 5100)
     frame = pl.deparse(clone)[: clone.truncate_len]
-    assert len(frame) == 46 == clone.truncate_len
-    assert frame[:14] == UP_MAC.to_bytes(6, "big") + PORT_MAC.to_bytes(6, "big") + b"\x88\xb5"
-    vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval = struct.unpack(
-        "!BBHHIIHIIII", frame[14:])
-    assert (vt, flags, node, port, cap, seq, drops, interval) == (0x11, 0, 7, 1, 200, 1, 0, 1000)
-    assert occ == register(sw, "occupancy", 1) == 1  # the original packet holds a slot
-    assert (ts_hi << 32) | ts_lo == 5100
+    assert len(frame) == FRAME_BYTES == clone.truncate_len
+    r = decode(frame)
+    assert (r.dst_mac, r.src_mac) == (UP_MAC, PORT_MAC)
+    assert (r.version, r.msg_type, r.flags, r.node_id, r.port, r.capacity, r.seq, r.drops, r.interval_us) == (
+        VERSION, 1, 0, 7, 1, 200, 1, 0, 1000)
+    assert r.occupancy == register(sw, "occupancy", 1) == 1  # the original packet holds a slot
+    assert r.timestamp_us == 5100
+    assert (r.busy_us, r.busy_pkts) == (0, 0)  # nothing has left the buffer yet
     assert register(sw, "report_seq", 1) == 1
 
 

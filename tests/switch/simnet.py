@@ -13,7 +13,7 @@ from pathlib import Path
 
 from controlplane import dataplane_config as dp
 from controlplane.p4runtime_client import InProcessController
-from controlplane.report import FRAME_BYTES, Report, decode
+from controlplane.report import FRAME_BYTES, Report, decode, encode
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
 from runtime.sched import VirtualScheduler
@@ -97,6 +97,12 @@ _mac_text = dp.mac_text
 
 
 def parse_report(frame: bytes) -> Report:
-    """Decode with the project's codec and check the frame is exactly a report (46 bytes)."""
+    """Decode with the project's codec and check the frame is exactly a report (FRAME_BYTES)."""
     assert len(frame) == FRAME_BYTES, f"report frame of {len(frame)} bytes"
     return decode(frame)
+
+
+def neighbour_report(occupancy: int = 140) -> bytes:
+    """A report from the neighbour behind port 2 (node 2, its port 1), addressed to port 1's MAC."""
+    return encode(Report(node_id=2, port=1, occupancy=occupancy, capacity=200, timestamp_us=1_234_567, seq=42,
+                         interval_us=10_000, dst_mac=0x020000000101, src_mac=0x020000000201))

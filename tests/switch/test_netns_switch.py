@@ -24,6 +24,7 @@ import pytest
 
 from controlplane import dataplane_config as dp
 from controlplane.p4runtime_client import GrpcController, clone_session
+from controlplane.report import VERSION, Report, encode
 from tests.switch import netns as N
 from tests.switch.simnet import ALINEA, ip_int, parse_report, program
 
@@ -166,7 +167,7 @@ def test_reports_arrive_back_in_h1_at_the_interval_and_pcaps_are_readable(bed: B
     parsed = [parse_report(f) for _, f in reports]
     assert 8 <= len(parsed) <= 13  # 0.6 s / 50 ms, at the first arrival after each interval
     for r in parsed:
-        assert (r.version, r.msg_type, r.node_id, r.port, r.capacity, r.interval_us) == (1, 1, NODE_ID, 1, 200,
+        assert (r.version, r.msg_type, r.node_id, r.port, r.capacity, r.interval_us) == (VERSION, 1, NODE_ID, 1, 200,
                                                                                           interval_us)
         assert r.dst_mac == mac_int(bed.host(1).mac) and r.src_mac == mac_int(SWITCH_MAC[1])
     assert [r.seq for r in parsed] == list(range(parsed[0].seq, parsed[0].seq + len(parsed)))
@@ -198,8 +199,8 @@ def install_routes_modelled(b: Bed, modelled: dict[int, tuple[int, int]]) -> Non
 
 def test_report_on_a_non_neighbour_port_is_dropped_and_counted(bed: Bed) -> None:
     dp.accept_reports(bed.ctl, 2)
-    report = (bytes.fromhex(SWITCH_MAC[1].replace(":", "")) + bytes.fromhex(bed.host(1).mac.replace(":", ""))
-              + b"\x88\xb5" + bytes([0x11, 0]) + struct.pack("!HHIIHIIII", 9, 1, 5, 200, 0, 1, 1, 0, 1000))
+    report = encode(Report(node_id=9, port=1, occupancy=5, capacity=200, timestamp_us=1, seq=1, interval_us=1000,
+                           dst_mac=mac_int(SWITCH_MAC[1]), src_mac=mac_int(bed.host(1).mac)))
     before = bed.ctl.read_counter("MyIngress.drop_spoofed_report", 1)[0]
     rx2 = N.raw_socket(bed.host(2).name, "eth0")
     tx = N.raw_socket(bed.host(1).name, "eth0")
@@ -309,8 +310,9 @@ try:
     ri.insert()
 
     packet_in = sh.PacketIn()
-    report = bytes.fromhex("020000000102" + h2mac.replace(":", "") + "88b5" + "11000009000200000005000000c8"
-                           + "000000000001" + "00000001" + "00000000" + "000003e8")
+    from controlplane.report import Report, encode
+    report = encode(Report(node_id=9, port=2, occupancy=5, capacity=200, timestamp_us=1, seq=1, interval_us=1000,
+                           dst_mac=0x020000000102, src_mac=int(h2mac.replace(":", ""), 16)))
     s = N.raw_socket(h2ns, "eth0")
     s.send(report)
     msgs = list(packet_in.sniff(timeout=3))

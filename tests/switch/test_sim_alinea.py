@@ -11,6 +11,7 @@ from p4.config.v1 import p4info_pb2
 from scapy.all import IP, UDP, Ether
 
 from controlplane.params import LawParams, law_to_action
+from controlplane.report import VERSION
 from p4switch.p4runtime import P4RuntimeError
 from p4switch.switch import SwitchOptions
 from tests.switch.simnet import (
@@ -18,6 +19,7 @@ from tests.switch.simnet import (
     NODE_ID,
     SWITCH_MAC,
     configure_alinea,
+    neighbour_report,
     parse_report,
     sim_switch,
     udp_frame,
@@ -58,7 +60,7 @@ def test_reports_go_back_out_the_arrival_port_at_the_configured_interval() -> No
     assert len(net.hosts[2].got) == n
     assert len(reports) >= 9
     for _, r in reports:
-        assert (r.version, r.msg_type, r.node_id, r.port) == (1, 1, NODE_ID, 1)
+        assert (r.version, r.msg_type, r.node_id, r.port) == (VERSION, 1, NODE_ID, 1)
         assert (r.capacity, r.interval_us) == (200, interval_us)
         assert (r.dst_mac, r.src_mac) == (HOST_MAC[1], SWITCH_MAC[1])
         assert r.flags == 0 and r.drops == 0
@@ -165,9 +167,7 @@ def test_set_queue_rate_changes_the_egress_rate(first: int, second: int, model: 
 def test_reports_from_neighbours_reach_the_controller_and_spoofed_ones_are_counted() -> None:
     net = sim_switch()
     configure_alinea(net.ctl, neighbours=(2,))
-    report = bytes.fromhex("020000000101020000000201" "88b5" "1100000200010000008c000000c8000000" "12d687"
-                           "0000002a0000000000002710")
-    assert len(report) == 46
+    report = neighbour_report()
     net.hosts[2].send_at(0, report)   # neighbour-facing port: to the controller
     net.hosts[1].send_at(US, report)  # a host port: spoofed, dropped
     net.sched.run()
@@ -245,8 +245,7 @@ def test_a_reports_packet_in_carries_the_queue_counters_of_its_port() -> None:
     net = sim_switch()
     configure_alinea(net.ctl, modelled={1: (8, 1_000_000)}, neighbours=(2,))
     net.switch.tm.set_queue_rate(2, 1000)  # 1 packet/ms out of port 2
-    report = bytes.fromhex("020000000101020000000201" "88b5" "1100000200010000008c000000c8000000" "12d687"
-                           "0000002a0000000000002710")
+    report = neighbour_report()
     for i in range(12):  # 12 offered, 8 admitted (capacity 8): the 4 dropped are not counted
         net.hosts[1].send_at(i * 10 * US, udp_frame(1, 2))
     net.hosts[2].send_at(int(4.5 * MS), report)  # 4 have left by then (stamped 1, 2, 3, 4 ms: BMv2)
@@ -256,3 +255,21 @@ def test_a_reports_packet_in_carries_the_queue_counters_of_its_port() -> None:
     assert (first["fwd_pkts"], first["deq_pkts"]) == (8, 4)
     assert (last["fwd_pkts"], last["deq_pkts"]) == (8, 8)
     assert len(net.hosts[2].got) == 8
+
+
+def test_a_report_carries_the_drain_of_its_buffer_while_busy() -> None:
+    """busy_us / busy_pkts (docs/wire-format.md): the gaps between departures that each followed a
+    departure with packets still queued: here the queue's spacing, 1 ms at 1000 packets/s."""
+    net = sim_switch()
+    configure_alinea(net.ctl, modelled={1: (50, 10_000)})
+    net.switch.tm.set_queue_rate(2, 1000)
+    for i in range(6):  # queued at once: they leave 1 ms apart, the buffer busy until the last
+        net.hosts[1].send_at(i * 10 * US, udp_frame(1, 2))
+    net.hosts[1].send_at(30 * MS, udp_frame(1, 2))  # the buffer idle since the 6th: its report
+    net.hosts[1].send_at(31 * MS, udp_frame(1, 2))
+    net.hosts[1].send_at(45 * MS, udp_frame(1, 2))  # alone in the buffer: no busy departure
+    net.sched.run()
+    second, third = (parse_report(f) for _, f in net.hosts[1].got)  # none at 0: no interval has passed
+    assert second.busy_pkts == 5  # 6 departures, the first 5 followed by a queued packet
+    assert second.busy_drain_pps == pytest.approx(1000, rel=0.01)
+    assert (third.busy_pkts, third.busy_us) == (0, 0)  # reset by the report; 7th and 8th left alone

@@ -55,10 +55,10 @@ def test_paper_5router_freezes_on_bmv2_queues_without_the_forecast(monkeypatch: 
 
 @pytest.mark.slow
 def test_capacity_drop_on_bmv2_queues() -> None:
-    """Zero loss and recovery within 2 s, as on the shaper (test_sim_runs.py); the reaction within
-    3 report intervals is not met yet: R3's sampled occupancy rises by its first packet only 4-5
-    intervals after the drop (the loop rests with R2's arrivals and R3's departures phase-locked),
-    and nothing else in a report moves sooner (docs/bmv2.md)."""
+    """Zero loss and recovery within 2 s, as on the shaper (test_sim_runs.py), and R2 cuts before R3's
+    occupancy can show the drop: it gains its first packet 4 intervals after it (1.2 Mb/s into
+    1 Mb/s), while the reports' busy drain shows it at R3's first slower departures (docs/bmv2.md,
+    "Reaction"). The issue's 3 intervals are not met at every phase of the drop (docs/results.md)."""
     t = on_queue_model("capacity-drop", "bmv2")
     (ev,) = t.events
     t.events = [dataclasses.replace(ev, at_ns=16 * S)]
@@ -67,7 +67,7 @@ def test_capacity_drop_on_bmv2_queues() -> None:
     (reaction,) = s["events"]
     assert reaction["regulator"] == "R2" and reaction["buffer"] == "R3<-R2"
     assert reaction["recovery_s"] is not None and reaction["recovery_s"] <= 2.0
-    assert reaction["reaction_intervals"] is not None and reaction["reaction_intervals"] <= 6
+    assert reaction["reaction_intervals"] is not None and reaction["reaction_intervals"] < 4
 
 
 def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_intervals(tmp_path: Path) -> None:
