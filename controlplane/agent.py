@@ -16,6 +16,13 @@ and never sets a rate whose spacing, given to the packets expected before its ne
 (the measured arrival rate), would stamp the queue's schedule more than ``SCHEDULE_BOUND_S``
 beyond what the link needs for them and the queued ones (docs/bmv2.md).
 
+With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the laws are per
+(egress port, class): a report names its class, class ``c``'s law sets priority queue ``c + 1`` of
+the port (``SetQueueRate.priority``), and the reports' queue, priority 0, is never rate-limited, so
+no report budget is added. On BMv2's queues each class's R_max is the one the switch holds minus
+the other classes' measured drains toward the neighbour, so that a class at R_max cannot starve
+the lower priorities (strict priority with every class limited behaves as a partition).
+
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
 """
@@ -31,13 +38,20 @@ from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
-           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps"]
+           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "class_priority", "MAX_CLASSES"]
+
+
+#: Classes a port can hold: BMv2 has at most 8 priority queues per port and priority 0 is the reports'.
+MAX_CLASSES = 7
 
 
 @dataclass(frozen=True)
 class SetQueueRate:
+    """``pps`` for every priority queue of ``port`` (``priority`` None), or for one."""
+
     port: int
     pps: int
+    priority: int | None = None
 
 
 @dataclass(frozen=True)
@@ -55,6 +69,7 @@ class PollReport:
     a slow spacing (docs/bmv2.md)."""
 
     port: int
+    data_class: int = 0  # the class of the port's buffer to report (per-destination classes)
 
 
 Command = SetQueueRate | SetQueueDepth | PollReport
@@ -112,6 +127,9 @@ class RegulatedPort:
     # unlimited until the first report, so that reports sent upstream through a port that
     # carries no data are not held back by a floor rate.
     limit_at_start: bool = True
+    # With classes: the one class this port carries (toward a host: the host's), whose law the
+    # neighbour's reports drive whatever class they name (a host reports class 0); None: every class.
+    only_class: int | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +151,10 @@ class SwitchPlan:
     fixed_departures: bool = True
     # On fixed departures: poll the reports of the modelled ports traffic enters by (PollReport).
     report_polls: bool = False
+    # Per-destination classes (docs/fabric.md): 1 = one law per port, data and reports on priority 0;
+    # N > 1: class c of each port on priority queue c + 1 with a law of its own, reports on 0.
+    classes: int = 1
+    dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
 
 
 @dataclass(frozen=True)
@@ -151,6 +173,7 @@ class LawTrace:
     # on BMv2's queues: the forecast the law ran on (fraction of the buffer) and the drain (b/s)
     forecast: float | None = None
     drain_bps: float | None = None
+    data_class: int = 0
 
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
@@ -167,26 +190,38 @@ class _PortLaw:
     forecast: QueueForecast | None = None
 
 
+Queue = tuple[int, int]  # (egress port, class): one law each
+
+
+def class_priority(data_class: int, classes: int) -> int | None:
+    """The egress priority queue of a class: None (every queue of the port) with one class."""
+    return None if classes == 1 else data_class + 1
+
+
 @dataclass
 class SwitchAgentCore:
     plan: SwitchPlan
     on_trace: Callable[[LawTrace], None] | None = None
-    ports: dict[int, _PortLaw] = field(default_factory=dict)
+    ports: dict[Queue, _PortLaw] = field(default_factory=dict)
     # Reports/s this switch sends out of each port (about the buffer that port's traffic enters):
     # they share the port's egress queue, whose rate BMv2 counts in packets of any size.
     report_pps: dict[int, float] = field(default_factory=dict)
+    only_class: dict[int, int] = field(default_factory=dict)  # port -> RegulatedPort.only_class
 
     def start(self) -> list[Command]:
         """The commands that set up the queues: depths, then each regulated port's initial rate."""
         cmds: list[Command] = [SetQueueDepth(p, d) for p, d in self.plan.queue_depths]
-        self.report_pps = {m.port: 1e6 / m.params.interval_us for m in self.plan.modelled
-                           if m.polled and m.params.interval_us > 0}
+        if self.plan.classes == 1:  # with classes the reports have a queue of their own
+            self.report_pps = {m.port: 1e6 / m.params.interval_us for m in self.plan.modelled
+                               if m.polled and m.params.interval_us > 0}
+        self.only_class = {r.port: r.only_class for r in self.plan.regulated if r.only_class is not None}
         for reg in self.plan.regulated:
-            law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
-            pl = self.ports[reg.port] = _PortLaw(law, reg.packet_bytes, 0)
-            if reg.limit_at_start and self.plan.actuate:
-                pl.pps = self._queue_pps(reg.port, law.rate, reg.packet_bytes)
-                cmds.append(SetQueueRate(reg.port, pl.pps))
+            for c in range(self.plan.classes) if reg.only_class is None else (reg.only_class,):
+                law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
+                pl = self.ports[(reg.port, c)] = _PortLaw(law, reg.packet_bytes, 0)
+                if reg.limit_at_start and self.plan.actuate:
+                    pl.pps = self._queue_pps(reg.port, law.rate, reg.packet_bytes)
+                    cmds.append(SetQueueRate(reg.port, pl.pps, class_priority(c, self.plan.classes)))
         return cmds
 
     def _queue_pps(self, port: int, rate_bps: float, packet_bytes: int) -> int:
@@ -199,22 +234,35 @@ class SwitchAgentCore:
             if self.on_trace is not None:
                 self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, 0.0, 0, 0.0, 0.0))
             return []
-        pl = self.ports.get(port)
+        key = (port, self.only_class.get(port, report.data_class if report.data_class < self.plan.classes else 0))
+        pl = self.ports.get(key)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
-            pl = self.ports[port] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
+            pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
         try:
-            pl.law.set_params(law_from_metadata(metadata))
+            pl.law.set_params(self._class_law(key, law_from_metadata(metadata)))
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
         forecast = self._forecast(now_ns, port, pl, metadata, report)
         pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
                          1 / report.capacity if report.capacity else 0.0, forecast)
-        cmds = self._actuate(port, pl)
+        cmds = self._actuate(key, pl)
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
             self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
                                    pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
-                                   forecast and forecast.drain_bps))
+                                   forecast and forecast.drain_bps, key[1]))
         return cmds
+
+    def _class_law(self, key: Queue, law: LawParams) -> LawParams:
+        """With classes: R_max less the other classes' measured drains toward the same neighbour (never
+        below the floor), so that under strict priority a class at R_max leaves the others their share."""
+        if self.plan.classes == 1:
+            return law
+        port, c = key
+        others = sum(pl.forecast.drain_pps * 8 * pl.packet_bytes for (p, k), pl in self.ports.items()
+                     if p == port and k != c and pl.forecast is not None)
+        if others <= 0:
+            return law
+        return law.with_changes(r_max=max(law.r_floor, law.r_max - others))
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
@@ -228,10 +276,10 @@ class SwitchAgentCore:
         (docs/bmv2.md, "Silence on BMv2's queues")."""
         cmds: list[Command] = []
         if self.plan.fixed_departures and self.plan.report_polls:
-            cmds.extend(PollReport(m.port) for m in self.plan.modelled if m.polled)
-        for port, pl in self.ports.items():
+            cmds.extend(PollReport(m.port, c) for m in self.plan.modelled if m.polled for c in range(self.plan.classes))
+        for key, pl in self.ports.items():
             if self.plan.actuate and pl.forecast is None and pl.law.tick(now_ns):
-                cmds.extend(self._actuate(port, pl))
+                cmds.extend(self._actuate(key, pl))
         return cmds
 
     def _forecast(self, now_ns: int, port: int, pl: _PortLaw, metadata: dict[str, int],
@@ -251,7 +299,8 @@ class SwitchAgentCore:
         return Forecast(max(0, round(pkts)) / report.capacity, f.drain_pps * 8 * pl.packet_bytes,
                         f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale())
 
-    def _actuate(self, port: int, pl: _PortLaw) -> list[Command]:
+    def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
+        port, c = key
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
             f = pl.forecast
             link_pps = pl.law.params.r_max / (8 * pl.packet_bytes)
@@ -263,7 +312,7 @@ class SwitchAgentCore:
         if pps == pl.pps or not self.plan.actuate:
             return []
         pl.pps = pps
-        return [SetQueueRate(port, pps)]
+        return [SetQueueRate(port, pps, class_priority(c, self.plan.classes))]
 
     def _default_bytes(self) -> int:
         return self.plan.regulated[0].packet_bytes if self.plan.regulated else 1000

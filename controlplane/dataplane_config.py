@@ -57,6 +57,14 @@ def ecmp_updates(client: Any, group_id: int, hops: Iterable[tuple[int, int, int]
     return out
 
 
+def dst_class_update(client: Any, prefix: int, prefix_len: int, data_class: int) -> pb.Update:
+    """Per-destination classes: packets to ``prefix/prefix_len`` are of ``data_class``, on egress
+    priority queue ``data_class + 1`` (``MyIngress.dst_class``; docs/fabric.md)."""
+    return update(pb.Update.INSERT, client.names.table_entry(
+        "MyIngress.dst_class", {"hdr.ipv4.dstAddr": (prefix, prefix_len)}, "MyIngress.set_class",
+        {"data_class": data_class}))
+
+
 def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> None:
     client.write(route_update(client, prefix, prefix_len, port, dst_mac, src_mac))
 

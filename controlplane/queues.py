@@ -2,8 +2,10 @@
 
 Why Thrift: P4Runtime cannot set queues (SOURCES.md D); on BMv2 an agent uses the
 ``simple_switch`` service's ``set_egress_queue_rate`` / ``set_egress_queue_depth``, exactly what
-``simple_switch_CLI``'s ``set_queue_rate`` / ``set_queue_depth`` call. :class:`QueueClient` is that
-client, built on the generated ``sswitch_runtime`` classes, over one of two transports:
+``simple_switch_CLI``'s ``set_queue_rate`` / ``set_queue_depth`` call, and, for one priority queue
+of a port (``--priority-queues``), ``set_egress_priority_queue_rate`` / ``_depth``. :class:`QueueClient`
+is that client, built on the generated ``sswitch_runtime`` classes with the per-priority calls of
+``bmv2_thrift.priority_queues``, over one of two transports:
 
 * :func:`connect` -- TCP to a switch's Thrift port (p4switch or BMv2; the netns binding);
 * :func:`in_process` -- a loopback transport that hands each serialized request to the
@@ -16,10 +18,11 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from sswitch_runtime import SimpleSwitch
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
 from thrift.Thrift import TApplicationException, TException
 from thrift.transport import TSocket, TTransport
+
+from bmv2_thrift import priority_queues
 
 __all__ = ["QueueClient", "QueueError", "connect", "in_process"]
 
@@ -29,19 +32,26 @@ class QueueError(Exception):
 
 
 class QueueClient:
-    """``set_queue_rate`` / ``set_queue_depth`` of one switch (rates in packets per second)."""
+    """``set_queue_rate`` / ``set_queue_depth`` of one switch (rates in packets per second): of every
+    priority queue of a port (``priority=None``), or of one."""
 
     def __init__(self, transport: TTransport.TTransportBase, where: str) -> None:
         self._transport = transport
         self.where = where
         proto = TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(transport), "simple_switch")
-        self._client = SimpleSwitch.Client(proto)
+        self._client = priority_queues.Client(proto)
 
-    def set_queue_rate(self, port: int, pps: int) -> None:
-        self._call("set_queue_rate", self._client.set_egress_queue_rate, port, pps)
+    def set_queue_rate(self, port: int, pps: int, priority: int | None = None) -> None:
+        if priority is None:
+            self._call("set_queue_rate", self._client.set_egress_queue_rate, port, pps)
+        else:
+            self._call("set_queue_rate", self._client.set_egress_priority_queue_rate, port, priority, pps)
 
-    def set_queue_depth(self, port: int, depth: int) -> None:
-        self._call("set_queue_depth", self._client.set_egress_queue_depth, port, depth)
+    def set_queue_depth(self, port: int, depth: int, priority: int | None = None) -> None:
+        if priority is None:
+            self._call("set_queue_depth", self._client.set_egress_queue_depth, port, depth)
+        else:
+            self._call("set_queue_depth", self._client.set_egress_priority_queue_depth, port, priority, depth)
 
     def _call(self, what: str, fn: Any, *args: int) -> None:
         try:

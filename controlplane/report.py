@@ -14,6 +14,9 @@ ETHERTYPE_ALINEA = 0x88B5
 VERSION = 1
 MSG_OCCUPANCY = 1
 FLAG_OVERFLOW = 0x01
+#: The report's class (per-destination classes, docs/fabric.md) is in the flags' bits 7-5.
+CLASS_SHIFT = 5
+CLASS_MASK = 0xE0
 ETH_BYTES = 14
 REPORT_BYTES = 32
 FRAME_BYTES = ETH_BYTES + REPORT_BYTES
@@ -50,6 +53,11 @@ class Report:
     def fraction(self) -> float:
         """Occupancy as a fraction of the buffer (the paper's O(k) in [0, 1])."""
         return self.occupancy / self.capacity if self.capacity else 0.0
+
+    @property
+    def data_class(self) -> int:
+        """The class of the reported buffer (0 with one class)."""
+        return (self.flags & CLASS_MASK) >> CLASS_SHIFT
 
 
 def is_report(frame: bytes) -> bool:

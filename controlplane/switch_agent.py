@@ -67,6 +67,7 @@ class SwitchAgent:
         updates = [dp.route_update(c, r.prefix, r.prefix_len, r.port, r.dst_mac, r.src_mac) for r in self.plan.routes]
         for g in self.plan.groups:
             updates += dp.ecmp_updates(c, g.group_id, ((h.port, h.dst_mac, h.src_mac) for h in g.hops), g.prefixes)
+        updates += [dp.dst_class_update(c, prefix, plen, cls) for prefix, plen, cls in self.plan.dst_classes]
         for m in self.plan.modelled:
             updates += dp.model_port_updates(c, m.port, capacity_pkts=m.params.capacity,
                                              report_interval_us=m.params.interval_us, node_id=self.plan.node_id,
@@ -128,11 +129,12 @@ class SwitchAgent:
         for cmd in commands:
             try:
                 if isinstance(cmd, SetQueueRate):
-                    self.queues.set_queue_rate(cmd.port, cmd.pps)
+                    self.queues.set_queue_rate(cmd.port, cmd.pps, cmd.priority)
                 elif isinstance(cmd, SetQueueDepth):
                     self.queues.set_queue_depth(cmd.port, cmd.depth)
                 elif isinstance(cmd, PollReport):
-                    self.client.send_packet_out(POLL_FRAME, egress_port=cmd.port, report_poll=1, _pad=0)
+                    self.client.send_packet_out(POLL_FRAME, egress_port=cmd.port, report_poll=1,
+                                                poll_class=cmd.data_class, _pad=0)
             except QueueError as exc:
                 self.errors.append(str(exc))
                 log.error("%s", exc)

@@ -14,6 +14,13 @@
  * upstream neighbour.  Reports arriving from a downstream neighbour go
  * to the controller (packet-in), never further.
  *
+ * Per-destination classes (docs/fabric.md, "Head-of-line blocking"): the
+ * control plane may map destination prefixes to a class (dst_class); a
+ * class-c packet goes to egress priority queue c + 1 and every per-port
+ * cell of the buffer model is kept per (port, class).  Reports, clones
+ * whose priority BMv2 resets, stay on priority 0.  Without dst_class
+ * entries every packet is class 0 on priority 0: one class, as before.
+ *
  * docs/dataplane.md explains the design; docs/wire-format.md gives the
  * byte layout of the report and of the packet-in/out metadata.
  *
@@ -34,6 +41,12 @@
 
 /* Cells of every per-port register and counter: one per 9-bit port. */
 #define PORT_COUNT 512
+/* Classes per port (3 bits) and cells of the per-(port, class) registers:
+   cell port * CLASS_COUNT + class. */
+#define CLASS_COUNT 8
+#define CELL_COUNT 4096
+/* Destination prefixes dst_class maps to a class. */
+#define DST_CLASS_SIZE 1024
 /* Routes in ipv4_lpm. */
 #define IPV4_LPM_SIZE 1024
 /* Equal-cost groups (ecmp_group entries) and members of their selector. */
@@ -53,6 +66,7 @@
 #define REPORT_HDR_BYTES 32
 
 typedef bit<9>  port_t;
+typedef bit<3>  class_t;
 typedef bit<48> mac_t;
 typedef bit<32> ipv4_addr_t;
 
@@ -67,6 +81,8 @@ const bit<4>  ALINEA_VERSION        = 1;
 const bit<4>  ALINEA_MSG_OCCUPANCY  = 1;
 /* Report flag: at least one overflow drop since the previous report. */
 const bit<8>  ALINEA_FLAG_OVERFLOW  = 0x01;
+/* The report's class sits in the flags' top three bits (bits 7-5). */
+const bit<8>  ALINEA_CLASS_SHIFT    = 5;
 
 /* A report frame is exactly the Ethernet and report headers. */
 const bit<32> REPORT_FRAME_BYTES = ETH_HDR_BYTES + REPORT_HDR_BYTES;
@@ -120,9 +136,10 @@ header packet_in_t {
    upstream neighbour sends slowly is still reported. */
 @controller_header("packet_out")
 header packet_out_t {
-    port_t egress_port;     // port to send the frame out of, or to report on
-    bit<1> report_poll;     // 1: report poll (see above)
-    bit<6> _pad;            // zero, pads the header to 2 bytes
+    port_t  egress_port;    // port to send the frame out of, or to report on
+    bit<1>  report_poll;    // 1: report poll (see above)
+    class_t poll_class;     // a poll's class of egress_port's buffer (0 with one class)
+    bit<3>  _pad;           // zero, pads the header to 2 bytes
 }
 
 header ethernet_t {
@@ -138,7 +155,7 @@ header ethernet_t {
 header alinea_report_t {
     bit<4>  version;        // ALINEA_VERSION
     bit<4>  msg_type;       // ALINEA_MSG_OCCUPANCY
-    bit<8>  flags;          // ALINEA_FLAG_* bits, others zero
+    bit<8>  flags;          // ALINEA_FLAG_* bits; bits 7-5: class; others zero
     bit<16> node_id;        // reporting switch (configured per port)
     bit<16> port;           // reporting switch's port whose buffer this is
     bit<32> occupancy;      // packets of this port's arrivals queued now
@@ -187,6 +204,8 @@ struct headers_t {
  */
 struct metadata_t {
     port_t  model_port;     // port whose buffer model applies (arrival or polled port)
+    class_t data_class;     // dst_class's class of the destination (0 if none)
+    bit<32> model_cell;     // model_port * CLASS_COUNT + class: its per-class cell
     bit<1>  modelled;       // port_config has an entry for model_port
     bit<1>  admitted;       // this packet holds a slot of occupancy[ingress_port]
     bit<1>  report_due;     // the arrival port's report interval has elapsed
@@ -197,6 +216,8 @@ struct metadata_t {
     bit<16> l4_dst;         // UDP destination port, 0 if none: selector field
     @field_list(REPORT_FIELD_LIST)
     port_t  report_port;    // port whose buffer is reported (= model_port)
+    @field_list(REPORT_FIELD_LIST)
+    class_t report_class;   // class of that buffer reported (= data_class, or the poll's)
     @field_list(REPORT_FIELD_LIST)
     bit<32> capacity;       // set_port.capacity_pkts
     @field_list(REPORT_FIELD_LIST)
@@ -210,26 +231,33 @@ struct metadata_t {
 }
 
 /* ------------------------------------------------------------------ */
-/* Per-port state shared by ingress and egress (indexed by port)       */
+/* Per-(port, class) state shared by ingress and egress                */
+/* (cell p * CLASS_COUNT + c; one class: c = 0)                        */
 /* ------------------------------------------------------------------ */
 
-/* Packets that arrived on port p and are still queued in this switch. */
-register<bit<32>>(PORT_COUNT) occupancy;
-/* ingress_global_timestamp (µs) of the packet that triggered p's last report. */
-register<bit<48>>(PORT_COUNT) last_report_ts;
-/* ingress_global_timestamp (µs) of the last IPv4 arrival on p: a report
-   poll reports p only while p has seen traffic lately. */
-register<bit<48>>(PORT_COUNT) last_arrival_ts;
-/* Sequence number of p's last report. */
-register<bit<32>>(PORT_COUNT) report_seq;
-/* Overflow drops on p since p's last report. */
-register<bit<32>>(PORT_COUNT) overflow_drops;
-/* IPv4 packets routed to EGRESS port p (ingress), and how many of them
-   have left p's egress queue (egress); both wrap.  Their difference is
-   the routed packets in p's queue; a report arriving on p carries both
-   to the agent (packet_in.fwd_pkts, packet_in.deq_pkts). */
-register<bit<32>>(PORT_COUNT) fwd_pkts;
-register<bit<32>>(PORT_COUNT) deq_pkts;
+/* Packets of class c that arrived on port p and are still queued here. */
+register<bit<32>>(CELL_COUNT) occupancy;
+/* ingress_global_timestamp (µs) of the packet that triggered (p, c)'s last report. */
+register<bit<48>>(CELL_COUNT) last_report_ts;
+/* ingress_global_timestamp (µs) of the last IPv4 arrival of class c on p:
+   a report poll reports (p, c) only while it has seen traffic lately. */
+register<bit<48>>(CELL_COUNT) last_arrival_ts;
+/* Sequence number of (p, c)'s last report. */
+register<bit<32>>(CELL_COUNT) report_seq;
+/* Overflow drops of class c on p since (p, c)'s last report. */
+register<bit<32>>(CELL_COUNT) overflow_drops;
+/* IPv4 packets of class c routed to EGRESS port p (ingress), and how
+   many of them have left p's egress queue (egress); both wrap.  Their
+   difference is the routed packets in p's queue of class c; a report of
+   class c arriving on p carries both to the agent (packet_in.fwd_pkts,
+   packet_in.deq_pkts). */
+register<bit<32>>(CELL_COUNT) fwd_pkts;
+register<bit<32>>(CELL_COUNT) deq_pkts;
+
+/* The cell of (port, class) in the registers above. */
+bit<32> cell_of(in port_t port, in class_t cls) {
+    return ((bit<32>)port << 3) | (bit<32>)cls;
+}
 
 /* ------------------------------------------------------------------ */
 /* Parser                                                              */
@@ -357,8 +385,8 @@ control MyIngress(inout headers_t hdr,
         drop_overflow.count((bit<32>)standard_metadata.ingress_port);
         @atomic {
             bit<32> n;
-            overflow_drops.read(n, (bit<32>)standard_metadata.ingress_port);
-            overflow_drops.write((bit<32>)standard_metadata.ingress_port, n + 1);
+            overflow_drops.read(n, meta.model_cell);
+            overflow_drops.write(meta.model_cell, n + 1);
         }
     }
 
@@ -395,8 +423,10 @@ control MyIngress(inout headers_t hdr,
         hdr.packet_in.r_floor_bps = r_floor_bps;
         bit<32> fwd;
         bit<32> deq;
-        fwd_pkts.read(fwd, (bit<32>)standard_metadata.ingress_port);
-        deq_pkts.read(deq, (bit<32>)standard_metadata.ingress_port);
+        bit<32> cell = cell_of(standard_metadata.ingress_port,
+                               (class_t)(hdr.report.flags >> ALINEA_CLASS_SHIFT));
+        fwd_pkts.read(fwd, cell);
+        deq_pkts.read(deq, cell);
         hdr.packet_in.fwd_pkts = fwd;
         hdr.packet_in.deq_pkts = deq;
         standard_metadata.egress_spec = PORT_CPU;
@@ -434,6 +464,7 @@ control MyIngress(inout headers_t hdr,
                     mac_t   upstream_mac) {
         meta.modelled = 1;
         meta.report_port = meta.model_port;
+        meta.report_class = meta.data_class;
         meta.capacity = capacity_pkts;
         meta.report_interval_us = report_interval_us;
         meta.node_id = node_id;
@@ -460,10 +491,9 @@ control MyIngress(inout headers_t hdr,
     action admit() {
         @atomic {
             bit<32> occ;
-            occupancy.read(occ, (bit<32>)standard_metadata.ingress_port);
+            occupancy.read(occ, meta.model_cell);
             meta.admitted = (occ < meta.capacity) ? 1w1 : 1w0;
-            occupancy.write((bit<32>)standard_metadata.ingress_port,
-                            occ + (bit<32>)meta.admitted);
+            occupancy.write(meta.model_cell, occ + (bit<32>)meta.admitted);
         }
     }
 
@@ -479,13 +509,13 @@ control MyIngress(inout headers_t hdr,
             bit<48> wait = (bit<48>)meta.report_interval_us;
             bit<48> last;
             bit<48> arrived;
-            last_report_ts.read(last, (bit<32>)meta.model_port);
-            last_arrival_ts.read(arrived, (bit<32>)meta.model_port);
+            last_report_ts.read(last, meta.model_cell);
+            last_arrival_ts.read(arrived, meta.model_cell);
             bool live = arrived != 0 && now - arrived < (wait << POLL_LIVE_SHIFT);
             bool due = hdr.packet_out.isValid() ? (live && now - last >= wait + wait)
                                                  : now - last >= wait;
-            last_report_ts.write((bit<32>)meta.model_port, due ? now : last);
-            last_arrival_ts.write((bit<32>)meta.model_port,
+            last_report_ts.write(meta.model_cell, due ? now : last);
+            last_arrival_ts.write(meta.model_cell,
                                   hdr.packet_out.isValid() ? arrived : now);
             meta.report_due = due ? 1w1 : 1w0;
         }
@@ -507,12 +537,36 @@ control MyIngress(inout headers_t hdr,
     /* A routed packet goes to the egress queue of egress_spec: count it
        there (egress counts it again when it leaves the queue). */
     action count_forwarded() {
+        bit<32> cell = cell_of(standard_metadata.egress_spec, meta.data_class);
         @atomic {
             bit<32> n;
-            fwd_pkts.read(n, (bit<32>)standard_metadata.egress_spec);
-            fwd_pkts.write((bit<32>)standard_metadata.egress_spec, n + 1);
+            fwd_pkts.read(n, cell);
+            fwd_pkts.write(cell, n + 1);
         }
         meta.counted = 1;
+    }
+
+    /* --- per-destination classes --- */
+
+    /* The destination's class: its egress priority queue is class + 1
+       (priority 0 is the reports'). */
+    action set_class(class_t data_class) {
+        meta.data_class = data_class;
+        standard_metadata.priority = data_class + 3w1;
+    }
+
+    /* One entry per destination prefix when the topology has classes
+       (options.classes > 1); none otherwise: class 0, priority 0. */
+    table dst_class {
+        key = {
+            hdr.ipv4.dstAddr : lpm;
+        }
+        actions = {
+            set_class;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = DST_CLASS_SIZE;
     }
 
     /* --- IPv4 routing --- */
@@ -590,9 +644,12 @@ control MyIngress(inout headers_t hdr,
             /* An IPv4 arrival, or a report poll naming the port. */
             if (hdr.packet_out.isValid()) {
                 meta.model_port = hdr.packet_out.egress_port;
+                meta.data_class = hdr.packet_out.poll_class;
             } else {
                 meta.model_port = standard_metadata.ingress_port;
+                dst_class.apply();
             }
+            meta.model_cell = cell_of(meta.model_port, meta.data_class);
             port_config.apply();
             /* Any IPv4 arrival on a modelled port may trigger its report,
                whatever becomes of the packet itself. */
@@ -648,21 +705,22 @@ control MyEgress(inout headers_t hdr,
        the port it arrived on (ingress_port is kept for NORMAL packets).
        Read and write in one action: atomic against ingress's admit. */
     action release() {
+        bit<32> cell = cell_of(standard_metadata.ingress_port, meta.data_class);
         @atomic {
             bit<32> occ;
-            occupancy.read(occ, (bit<32>)standard_metadata.ingress_port);
-            occupancy.write((bit<32>)standard_metadata.ingress_port,
-                            (occ == 0) ? 32w0 : occ - 1);
+            occupancy.read(occ, cell);
+            occupancy.write(cell, (occ == 0) ? 32w0 : occ - 1);
         }
     }
 
     /* A packet counted in fwd_pkts[egress_port] has left that port's
        queue. */
     action count_dequeued() {
+        bit<32> cell = cell_of(standard_metadata.egress_port, meta.data_class);
         @atomic {
             bit<32> n;
-            deq_pkts.read(n, (bit<32>)standard_metadata.egress_port);
-            deq_pkts.write((bit<32>)standard_metadata.egress_port, n + 1);
+            deq_pkts.read(n, cell);
+            deq_pkts.write(cell, n + 1);
         }
     }
 
@@ -670,7 +728,7 @@ control MyEgress(inout headers_t hdr,
        field list of metadata) into the ALINEA report for
        meta.report_port, addressed to the upstream neighbour. */
     action build_report() {
-        bit<32> idx = (bit<32>)meta.report_port;
+        bit<32> idx = cell_of(meta.report_port, meta.report_class);
         bit<32> occ;
         bit<32> drops;
         bit<32> seq;
@@ -699,7 +757,8 @@ control MyEgress(inout headers_t hdr,
         hdr.report.setValid();
         hdr.report.version = ALINEA_VERSION;
         hdr.report.msg_type = ALINEA_MSG_OCCUPANCY;
-        hdr.report.flags = (drops == 0) ? 8w0 : ALINEA_FLAG_OVERFLOW;
+        hdr.report.flags = ((bit<8>)meta.report_class << ALINEA_CLASS_SHIFT)
+                           | ((drops == 0) ? 8w0 : ALINEA_FLAG_OVERFLOW);
         hdr.report.node_id = meta.node_id;
         hdr.report.port = (bit<16>)meta.report_port;
         hdr.report.occupancy = occ;

@@ -13,7 +13,9 @@ What answers what:
 
 * ``simple_switch``: ``set_egress_queue_depth``, ``set_all_egress_queue_depths``,
   ``set_egress_queue_rate``, ``set_all_egress_queue_rates`` (return 0, as BMv2; they set all
-  priority queues of a port - this IDL has no per-priority calls), ``get_time_elapsed_us``
+  priority queues of a port), ``set_egress_priority_queue_depth`` and
+  ``set_egress_priority_queue_rate`` (one priority queue of a port; BMv2's IDL has them, the
+  pinned generated package does not: ``bmv2_thrift.priority_queues`` reads them), ``get_time_elapsed_us``
   (switch clock, 0 at start) and ``get_time_since_epoch_us`` (``epoch_ns`` + switch clock).
   Bad arguments (port out of range, negative depth or rate) are answered with a
   ``TApplicationException`` whose message names the call and the bad value: these calls declare
@@ -55,6 +57,8 @@ from thrift.protocol import TBinaryProtocol
 from thrift.Thrift import TApplicationException, TType
 from thrift.TMultiplexedProcessor import TMultiplexedProcessor
 from thrift.transport import TSocket, TTransport
+
+from bmv2_thrift import priority_queues
 
 log = logging.getLogger(__name__)
 DROP_PORT = 511
@@ -232,6 +236,18 @@ class _SimpleSwitchHandler:
                    lambda: self._tm.set_all_queue_rates(rate_pps))
         return 0
 
+    def set_egress_priority_queue_depth(self, port_num: int, priority: int, depth_pkts: int) -> int:
+        what = f"set_egress_priority_queue_depth(port={port_num}, priority={priority}, depth={depth_pkts})"
+        self._check_port(what, port_num)
+        self._call(what, lambda: self._tm.set_queue_depth(port_num, depth_pkts, priority))
+        return 0
+
+    def set_egress_priority_queue_rate(self, port_num: int, priority: int, rate_pps: int) -> int:
+        what = f"set_egress_priority_queue_rate(port={port_num}, priority={priority}, rate={rate_pps})"
+        self._check_port(what, port_num)
+        self._call(what, lambda: self._tm.set_queue_rate(port_num, rate_pps, priority))
+        return 0
+
     def get_time_elapsed_us(self) -> int:
         return self._call("get_time_elapsed_us", self._clock) // 1000
 
@@ -276,7 +292,7 @@ def processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int]
     mux = TMultiplexedProcessor()
     mux.registerProcessor("standard", Standard.Processor(_StandardHandler(config_json)))
     mux.registerProcessor("simple_switch",
-                          SimpleSwitch.Processor(_SimpleSwitchHandler(tm, run_in_loop, clock, epoch_ns)))
+                          priority_queues.Processor(_SimpleSwitchHandler(tm, run_in_loop, clock, epoch_ns)))
     mux.registerProcessor("simple_pre", SimplePre.Processor(_PreHandler("simple_pre", SimplePre, pre_ttypes)))
     mux.registerProcessor("simple_pre_lag",
                           SimplePreLAG.Processor(_PreHandler("simple_pre_lag", SimplePreLAG, pre_lag_ttypes)))

@@ -19,12 +19,13 @@ ROOT = Path(__file__).resolve().parents[1]
 # package -> the other product packages it may import (docs/architecture.md, "Layers and imports")
 MAY_IMPORT: dict[str, frozenset[str]] = {
     "hbh_engine": frozenset(),
+    "bmv2_thrift": frozenset(),
     "runtime": frozenset({"hbh_engine"}),
-    "p4switch": frozenset({"runtime", "hbh_engine"}),
-    "controlplane": frozenset(),
+    "p4switch": frozenset({"runtime", "hbh_engine", "bmv2_thrift"}),
+    "controlplane": frozenset({"bmv2_thrift"}),
     "hosts": frozenset({"controlplane", "hbh_engine"}),
     "topo": frozenset({"runtime", "p4switch", "controlplane", "hosts"}),
-    "hbh": frozenset({"hbh_engine", "runtime", "p4switch", "controlplane", "hosts", "topo"}),
+    "hbh": frozenset({"hbh_engine", "bmv2_thrift", "runtime", "p4switch", "controlplane", "hosts", "topo"}),
 }
 PACKAGES = frozenset(MAY_IMPORT)
 # compiled packages: Python module -> its source folder (a Rust crate, built by `make setup`)

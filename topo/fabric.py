@@ -24,6 +24,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controlplane.agent import MAX_CLASSES
 from controlplane.units import parse_duration_ns, parse_rate
 from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
 from topo.model import Topology
@@ -35,8 +36,11 @@ from topo.yaml_tree import TopologyError
 
 __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "uplink_bytes", "main"]
 
-#: a fabric run's control -> the network mode of its switches
-FABRIC_CONTROLS = {"alinea": "hop-by-hop", "tcp": "end-to-end"}
+#: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
+#: control: the simulator's one reliable transport (CVIHIS and fixed-rate senders have no sized flows and
+#: no retransmission, so ``cvihis-rtm`` and ``none`` are not fabric controls). ``alinea-classes``: hop by
+#: hop with per-destination classes (``options.classes`` = hosts per leaf, docs/fabric.md).
+FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp": "end-to-end"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
 
 
@@ -69,7 +73,8 @@ def fabric_topology(spec: FabricSpec, flows: list[FlowSpec], control: str, name:
     """The fabric with ``flows`` as sized TCP flows, its switches in ``control``'s network mode."""
     if control not in FABRIC_CONTROLS:
         raise WorkloadError(f"control {control!r}: choose {' or '.join(FABRIC_CONTROLS)}")
-    text = (f"name: {name}\n{spec.yaml()}options:\n  network: {FABRIC_CONTROLS[control]}\n"
+    classes = f"  classes: {min(spec.hosts_per_leaf, MAX_CLASSES)}\n" if control == "alinea-classes" else ""
+    text = (f"name: {name}\n{spec.yaml()}options:\n  network: {FABRIC_CONTROLS[control]}\n{classes}"
             + flows_yaml(flows))
     return load_topology_text(text, f"<{name}>")
 

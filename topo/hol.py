@@ -11,6 +11,8 @@ the incast fell below half the link's rate, nearest the receiver first (a port's
 hops from leaf 2).
 
 Controls: ``alinea`` (hosts and switches hop-by-hop, the victim capped at ``victim_rate``),
+``alinea-classes`` (the same with per-destination classes, ``options.classes`` = hosts per leaf:
+a priority queue and a law per (port, destination class), docs/fabric.md),
 ``cvihis-rtm`` (end to end, drop-tail FIFOs, the receivers' CVIHIS control, the victim capped
 likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
 link's rate, the victim at ``victim_rate``).
@@ -25,6 +27,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from controlplane.agent import MAX_CLASSES
 from topo.fabric import FabricSpec
 from topo.fairness import FAIRNESS
 from topo.model import Topology
@@ -32,9 +35,11 @@ from topo.record import Recorder
 from topo.schema import load_topology_text
 from topo.simnet import SimNetwork
 
-__all__ = ["HolSetup", "hol_topology", "victim_throughput", "rate_spread", "run_hol", "HOL_CONTROLS", "main"]
+__all__ = ["HolSetup", "hol_topology", "victim_throughput", "sequence_gaps", "rate_spread", "run_hol", "HOL_CONTROLS", "main"]
 
-HOL_CONTROLS = ("alinea", "cvihis-rtm", "tcp", "none")
+HOL_CONTROLS = ("alinea", "alinea-classes", "cvihis-rtm", "tcp", "none")
+#: Controls run hop by hop (the ALINEA law on every switch port).
+HOP_BY_HOP = ("alinea", "alinea-classes")
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,7 @@ class HolSetup:
 
 
 def _flow(name: str, src: str, dst: str, control: str, start_s: float, rate: str | None) -> str:
-    kind = "fixed" if control == "none" else control
+    kind = {"none": "fixed", "alinea-classes": "alinea"}.get(control, control)
     extra = ""
     if rate is not None and kind in ("alinea", "cvihis-rtm"):
         extra = f", r_max: {rate}"
@@ -70,7 +75,8 @@ def _flow(name: str, src: str, dst: str, control: str, start_s: float, rate: str
 def hol_topology(setup: HolSetup, control: str, incast: bool) -> Topology:
     if control not in HOL_CONTROLS:
         raise ValueError(f"control {control!r}: choose {', '.join(HOL_CONTROLS)}")
-    network = "hop-by-hop" if control == "alinea" else "end-to-end"
+    network = "hop-by-hop" if control in HOP_BY_HOP else "end-to-end"
+    classes = f"  classes: {min(setup.fabric.hosts_per_leaf, MAX_CLASSES)}\n" if control == "alinea-classes" else ""
     src, dst = setup.victim
     flows = _flow("victim", src, dst, control, 0.0, setup.victim_rate if control != "tcp" else None)
     if incast:
@@ -79,7 +85,7 @@ def hol_topology(setup: HolSetup, control: str, incast: bool) -> Topology:
     if setup.fairness not in FAIRNESS:
         raise ValueError(f"fairness {setup.fairness!r}: choose {', '.join(FAIRNESS)}")
     text = (f"name: hol-{control}\n{setup.fabric.yaml()}options:\n  network: {network}\n"
-            f"  fairness: {setup.fairness}\nflows:\n{flows}")
+            f"  fairness: {setup.fairness}\n{classes}flows:\n{flows}")
     return load_topology_text(text, f"<hol-{control}>")
 
 
@@ -91,22 +97,34 @@ def victim_throughput(rec: Recorder, start_ns: int, end_ns: int, flow: str = "vi
     return 8e9 * (after.received - before.received) * after.packet_bytes / max(1, after.t_ns - before.t_ns)
 
 
+def sequence_gaps(rec: Recorder, flow: str = "victim") -> int | None:
+    """The flow's packets missing below the highest it delivered (its loss, whichever switch dropped
+    them; a TCP flow's segments still missing after its retransmissions); None without a record."""
+    rows = rec.packets.get(flow)
+    if rows is None:
+        return None
+    seqs = {seq for seq, _sent, _recv in rows}
+    return (max(seqs) - min(seqs) + 1 - len(seqs)) if seqs else 0
+
+
 def rate_spread(topo: Topology, rec: Recorder, start_ns: int, end_ns: int, receiver_leaf: str = "leaf2"
                 ) -> list[dict[str, object]]:
-    """Ports whose law's mean rate during [start, end) fell below half their link's rate, nearest
-    ``receiver_leaf`` first (hops from it: a spine's port toward it is 1, a leaf's uplink 2, a host 3)."""
-    rows: dict[tuple[str, str], list[float]] = {}
+    """Ports (with per-destination classes: (port, class) laws) whose law's mean rate during [start, end)
+    fell below half their link's rate, nearest ``receiver_leaf`` first (hops from it: a spine's port
+    toward it is 1, a leaf's uplink 2, a host 3)."""
+    rows: dict[tuple[str, str, int], list[float]] = {}
     for r in rec.laws:
         if start_ns <= r.t_ns < end_ns and r.rate_bps > 0:
-            rows.setdefault((r.node, r.toward), []).append(r.rate_bps)
+            rows.setdefault((r.node, r.toward, r.data_class), []).append(r.rate_bps)
     out = []
-    for (u, v), rates in rows.items():
+    for (u, v, c), rates in rows.items():
         line = topo.link_between(u, v).rate_bps
         mean = sum(rates) / len(rates)
         if mean < 0.5 * line:
             hops = 1 if v == receiver_leaf else (2 if u.startswith("leaf") else 3)
-            out.append({"port": f"{u}->{v}", "hops": hops, "mean_rate_bps": round(mean), "link_bps": line})
-    return sorted(out, key=lambda d: (d["hops"], d["port"]))
+            out.append({"port": f"{u}->{v}", "class": c, "hops": hops, "mean_rate_bps": round(mean),
+                        "link_bps": line})
+    return sorted(out, key=lambda d: (d["hops"], d["port"], d["class"]))
 
 
 def _run(topo: Topology, seconds: float, seed: int) -> Recorder:
@@ -114,6 +132,15 @@ def _run(topo: Topology, seconds: float, seed: int) -> Recorder:
     net.run_until(round(seconds * 1e9))
     net.finish()
     return net.recorder
+
+
+def _switch_drops(rec: Recorder) -> int:
+    """Packets the switches dropped by the end (the last sample of each counter: the run's final sample
+    may repeat the periodic one of the same instant)."""
+    last: dict[tuple[str, int, str], int] = {}
+    for d in sorted(rec.drops, key=lambda d: d.t_ns):
+        last[(d.switch, d.port, d.reason)] = d.packets
+    return sum(last.values())
 
 
 def run_hol(setup: HolSetup, control: str, seed: int = 1) -> dict[str, object]:
@@ -124,9 +151,10 @@ def run_hol(setup: HolSetup, control: str, seed: int = 1) -> dict[str, object]:
     rec = _run(topo, setup.seconds, seed)
     busy = victim_throughput(rec, *window)
     incast = sum(victim_throughput(rec, *window, flow=f"incast{i}") for i in range(1, setup.senders + 1))
-    drops = sum(d.packets for d in rec.drops if d.t_ns == max(x.t_ns for x in rec.drops)) if rec.drops else 0
+    drops = _switch_drops(rec)
     return {"control": control, "victim_idle_bps": round(idle), "victim_bps": round(busy),
-            "victim_share": busy / idle if idle else None, "incast_bps": round(incast), "switch_drops": drops,
+            "victim_share": busy / idle if idle else None, "victim_lost": sequence_gaps(rec),
+            "incast_bps": round(incast), "switch_drops": drops,
             "spread": rate_spread(topo, rec, *window)}
 
 

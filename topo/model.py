@@ -154,6 +154,9 @@ class Options:
     # "hop-by-hop" or "end-to-end" whatever the flows' controls (e.g. TCP flows under ALINEA switches);
     # None: hop-by-hop when some flow is ALINEA-controlled (topo/plan.py, network_mode)
     network: str | None = None
+    # per-destination classes (docs/fabric.md): 1 = one FIFO and one law per port; N in 2..7: a host's
+    # index among its switch's hosts, mod N, is its class, with a priority queue and a law per port
+    classes: int = 1
 
 
 @dataclass

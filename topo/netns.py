@@ -73,7 +73,7 @@ from topo.netns_switches import (
     pdeathsig,
     read_line,
 )
-from topo.plan import network_mode, switch_plan
+from topo.plan import network_mode, priority_queues, switch_plan
 from topo.record import DropSample, FlowSample, LawRow, LinkSample, Recorder
 from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, SAMPLE_NS, fifo_rows, read_drop_counters
 
@@ -269,6 +269,7 @@ class NetnsNetwork:
             spec.bitrates[p] = round(link.rate_bps)
             spec.delays[p] = link.delay_ns
         spec.queue_model = topo.options.queue_model
+        spec.priority_queues = priority_queues(topo.options.classes)
         # a short path: a Unix socket's path is limited to 107 bytes; the switch removes it when it stops
         spec.control_socket = control_socket_path(self.prefix, name)
         if topo.options.report_loss > 0:

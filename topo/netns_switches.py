@@ -60,6 +60,7 @@ class SwitchSpec:
     link_loss: dict[int, float] = field(default_factory=dict)  # EtherType -> fraction lost (p4switch)
     seed: int | None = None
     queue_model: str = "bmv2"  # p4switch's egress queues (p4switch.tm); BMv2 itself has only "bmv2"
+    priority_queues: int = 1  # egress priority queues per port (per-destination classes: classes + 1)
 
     @property
     def grpc_addr(self) -> str:
@@ -90,6 +91,8 @@ def p4switch_command(spec: SwitchSpec, python: str = sys.executable) -> list[str
         cmd += ["--seed", str(spec.seed)]
     if spec.queue_model != "bmv2":
         cmd += ["--queue-model", spec.queue_model]
+    if spec.priority_queues != 1:
+        cmd += ["--priority-queues", str(spec.priority_queues)]
     return cmd
 
 
@@ -102,6 +105,8 @@ def bmv2_command(spec: SwitchSpec) -> list[str]:
     if spec.pcap_dir:
         cmd += ["--pcap", spec.pcap_dir]
     cmd += ["--no-p4", "--", "--grpc-server-addr", spec.grpc_addr, "--cpu-port", str(CPU_PORT)]
+    if spec.priority_queues != 1:  # a target option of simple_switch_grpc
+        cmd += ["--priority-queues", str(spec.priority_queues)]
     return cmd
 
 

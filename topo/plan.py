@@ -9,7 +9,8 @@ from __future__ import annotations
 from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
 from topo.model import Topology
 
-__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM"]
+__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM", "host_classes",
+           "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
 QUEUE_HEADROOM = 64
@@ -68,6 +69,28 @@ def _return_links(topo: Topology) -> set[tuple[str, str]]:
     return {(v, u) for f in topo.flows if f.control not in NO_RETURN for u, v in zip(f.path, f.path[1:])}
 
 
+def host_classes(topo: Topology) -> dict[str, int]:
+    """Per-destination classes: a host's index among the hosts of its switch, mod ``options.classes``,
+    so that two hosts behind one switch share a class only beyond that many (docs/fabric.md)."""
+    classes = topo.options.classes
+    out: dict[str, int] = {}
+    for sw in topo.switches:
+        hosts = [n for n in topo.neighbours(sw.name) if not topo.nodes[n].is_switch]
+        out.update({h: i % classes for i, h in enumerate(hosts)})
+    return out
+
+
+def priority_queues(classes: int) -> int:
+    """Egress priority queues per port (``--priority-queues``): one, or the reports' and one per class."""
+    return 1 if classes == 1 else classes + 1
+
+
+def _dst_classes(topo: Topology) -> tuple[tuple[int, int, int], ...]:
+    if topo.options.classes == 1:
+        return ()
+    return tuple((topo.ip(h), 32, c) for h, c in sorted(host_classes(topo).items()))
+
+
 def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
     """``fixed_departures``: the switch's egress queues fix departures at enqueue (BMv2); by default
     what ``options.queue_model`` says (p4switch's model)."""
@@ -80,11 +103,16 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
     used = set(topo.directed_links())
     carrying = used | _return_links(topo)
+    classes = topo.options.classes
+    # with classes, each (port, class) cell has the port's capacity: a class may hold what the port held
+    # alone (dividing it among the classes in use, with gains tuned for the whole buffer, made the
+    # fabric's tail four times slower: docs/fabric.md)
     modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
                                   neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
+    cls = host_classes(topo) if classes > 1 else {}
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
-                                    limit_at_start=(name, v) in used)
+                                    limit_at_start=(name, v) in used, only_class=cls.get(v))
                       for v in topo.neighbours(name) if (name, v) in topo.law)
     if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them
         depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
@@ -93,6 +121,6 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
         depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
     return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled,
                       regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
-                      report_polls=topo.options.report_polls,
+                      report_polls=topo.options.report_polls, classes=classes, dst_classes=_dst_classes(topo),
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))

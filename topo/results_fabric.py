@@ -125,17 +125,28 @@ def slowdown_figure(runs: dict[tuple[str, float], list[FabricRun]], path: Path) 
     plt.close(fig)
 
 
+def _class_label(control: str, d: dict[str, object]) -> str:
+    """A throttled law's class under per-destination classes (hosts' laws have none)."""
+    return f" class {d['class']}" if control == "alinea-classes" and d["hops"] < 3 else ""
+
+
+def _lost(n: int | None) -> str:
+    return "-" if n is None else str(n)
+
+
 def _hol() -> list[str]:
     setup = HolSetup()
-    lines = ["| control | victim alone (Mb/s) | victim during incast (Mb/s) | share | incast goodput (Mb/s) | "
-             "switch drops | ports throttled below half their link, hop by hop from leaf 2 |",
-             "|---|---:|---:|---:|---:|---:|---|"]
+    lines = ["| control | victim alone (Mb/s) | victim during incast (Mb/s) | share | victim lost | "
+             "incast goodput (Mb/s) | switch drops | ports throttled below half their link, hop by hop from leaf 2 |",
+             "|---|---:|---:|---:|---:|---:|---:|---|"]
     for control, fairness in [(c, "per-port") for c in HOL_CONTROLS] + [("alinea", "per-flow")]:
         r = run_hol(dataclasses.replace(setup, fairness=fairness), control)
-        spread = "; ".join(f"{d['hops']}: {d['port']} {int(d['mean_rate_bps']) / 1e6:.1f}" for d in r["spread"]) or "-"
+        spread = "; ".join(f"{d['hops']}: {d['port']}{_class_label(control, d)} {int(d['mean_rate_bps']) / 1e6:.1f}"
+                           for d in r["spread"]) or "-"
         name = control if fairness == "per-port" else f"{control}, per-flow caps"
         lines.append(f"| {name} | {r['victim_idle_bps'] / 1e6:.2f} | {r['victim_bps'] / 1e6:.2f} | "
-                     f"{r['victim_share']:.0%} | {r['incast_bps'] / 1e6:.2f} | {r['switch_drops']} | {spread} |")
+                     f"{r['victim_share']:.0%} | {_lost(r['victim_lost'])} | {r['incast_bps'] / 1e6:.2f} | "
+                     f"{r['switch_drops']} | {spread} |")
     return lines
 
 
@@ -151,9 +162,12 @@ def hol_section() -> list[str]:
             f"without the incast (`topo/hol.py`, seed 1; the victim capped at {setup.victim_rate} under "
             "`alinea`, `cvihis-rtm` and `none`, TCP's own under `tcp`). A port is listed when its law's mean rate "
             "over the window was below half its link's rate (hop 1: a spine's port toward leaf 2; 2: a leaf 1 uplink; 3: a host's "
-            "link, whose law the ALINEA host runs; under the caps, a port held at its cap is listed too). The last row is `alinea` with the per-flow caps of "
-            "docs/fairness.md (`--fairness per-flow`): the fix that meets the issue's target here, with its "
-            "limits (docs/fabric.md).", "", *_hol(), ""]
+            "link, whose law the ALINEA host runs, and whose cap, the victim's 4 Mb/s, lists it too; under "
+            "the caps, a port held at its cap is listed too; under `alinea-classes` a switch's law is per (port, "
+            "class), the class named). *Victim lost*: the victim's packets missing below the highest it delivered "
+            "(under TCP: segments still missing after its retransmissions). `alinea-classes` is the per-destination classes of docs/fabric.md; the "
+            "last row is `alinea` with the per-flow caps of docs/fairness.md (`--fairness per-flow`); both meet the "
+            "issue's target here (docs/fabric.md compares them).", "", *_hol(), ""]
 
 
 def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
@@ -176,8 +190,13 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
             f"{CAP_NS / 1e9:g} s of virtual time: a flow not complete by then counts in *flows* but not in "
             "*completed*, and is left out of the slowdowns (which flatters the control that leaves it). Goodput: "
             "the bytes of completed flows over the run's length. "
-            "Controls: `alinea` -- the switches hop-by-hop per port, TCP at the edges; `tcp` -- end to end, "
-            f"drop-tail FIFOs. Seeds {', '.join(map(str, SEEDS))} (`topo/results_fabric.py`; "
+            "Controls: `alinea` -- the switches hop-by-hop per port, TCP at the edges; `alinea-classes` -- the "
+            f"same with per-destination classes ({min(SPEC.hosts_per_leaf, 7)} classes: a host's index on its leaf; "
+            "a priority queue and a law per (port, class), docs/fabric.md); `tcp` -- end to end, "
+            "drop-tail FIFOs. `cvihis-rtm` and `none` are not run on this workload: its flows need a reliable "
+            "transport, and the simulator's one is the TCP model (CVIHIS and fixed-rate senders carry no sized "
+            "flows and never retransmit); both are in the head-of-line table below, on constant-rate flows. "
+            f"Seeds {', '.join(map(str, SEEDS))} (`topo/results_fabric.py`; "
             "`python -m topo.results_fabric` regenerates this section alone); mean ± 95 % t interval over seeds. "
             "Slowdown = FCT / ideal FCT, the ideal being three one-way delays of the path plus the flow's frames "
             "at its slowest link (docs/topologies.md); the spine gap is |spine 1 - spine 2| bytes over their mean.",

@@ -21,6 +21,7 @@ from typing import Any
 
 from yaml.nodes import Node as YamlNode
 
+from controlplane.agent import MAX_CLASSES
 from controlplane.params import MAX_32, LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import (
     OfCapacity,
@@ -65,7 +66,7 @@ FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls",
-               "ecmp", "network")
+               "ecmp", "network", "classes")
 NETWORK_MODES = ("hop-by-hop", "end-to-end")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
@@ -860,7 +861,19 @@ class _Loader:
                 raise self.doc.error(node, "options.report_polls", f"{polls!r}: report_polls is true or false")
         return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency,
                        control_latency_p99_ns=p99, report_polls=polls, ecmp=self._ecmp(entries),
-                       network=self._network(entries))
+                       network=self._network(entries), classes=self._classes(entries))
+
+    def _classes(self, entries: dict[str, Entry]) -> int:
+        """``options.classes``: per-destination classes, 1 (the default) to MAX_CLASSES."""
+        if "classes" not in entries:
+            return 1
+        node = entries["classes"].value
+        value = self.doc.scalar(node, "options.classes")
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CLASSES:
+            raise self.doc.error(node, "options.classes",
+                                 f"{value!r}: classes is a whole number in 1..{MAX_CLASSES} (BMv2 has 8 priority "
+                                 "queues per port; priority 0 is the reports')")
+        return value
 
     def _ecmp(self, entries: dict[str, Entry]) -> bool:
         """Multipath: ``options.ecmp`` if given, else on exactly when a fabric generated the file."""

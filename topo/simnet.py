@@ -51,7 +51,7 @@ from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
 from topo.control_latency import ControlLatency
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
-from topo.plan import neighbour_mac, network_mode, switch_plan
+from topo.plan import neighbour_mac, network_mode, priority_queues, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 from topo.simtcp import TCP_KINDS, SimTcpFlows
 
@@ -458,8 +458,9 @@ class DelayedQueues:
     def __init__(self, queues: Any, sched: VirtualScheduler, latency: ControlLatency) -> None:
         self._queues, self._sched, self._latency = queues, sched, latency
 
-    def set_queue_rate(self, port: int, pps: int) -> None:
-        self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_rate, port, pps)
+    def set_queue_rate(self, port: int, pps: int, priority: int | None = None) -> None:
+        self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_rate, port, pps,
+                               priority)
 
     def set_queue_depth(self, port: int, depth: int) -> None:
         self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_depth, port, depth)
@@ -504,7 +505,8 @@ class SimNetwork:
         topo = self.topo
         for node in topo.switches:
             sw = Switch(self.sched, SwitchOptions(seed=self.seed, grpc_addr=None, thrift_port=None,
-                                                 queue_model=topo.options.queue_model))
+                                                 queue_model=topo.options.queue_model,
+                                                 priority_queues=priority_queues(topo.options.classes)))
             for nb in topo.neighbours(node.name):
                 port = topo.port(node.name, nb)
                 self._ends[(node.name, nb)] = sw.add_link_port(port, f"{node.name}-eth{port}")
@@ -596,7 +598,7 @@ class SimNetwork:
         def trace(t: LawTrace) -> None:
             toward = self.topo.neighbour_on(name, t.port)
             self.recorder.laws.append(LawRow(t.t_ns, name, toward, t.occupancy, t.capacity, t.drops, t.rate_bps,
-                                             t.o, t.w, t.forecast, t.drain_bps))
+                                             t.o, t.w, t.forecast, t.drain_bps, t.data_class))
 
         return trace
 

@@ -58,7 +58,7 @@ def seed_frames() -> list[tuple[int | None, bytes]]:
     udp = struct.pack("!HHHH", 1234, 5678, 16, 0) + b"payload!"
     tcp = struct.pack("!HHIIBBHHH", 1234, 80, 1, 0, 0x50, 0x02, 1024, 0, 0)
     report = encode(Report(node_id=2, port=1, occupancy=140, capacity=200, timestamp_us=1234567, seq=42,
-                           interval_us=10000, busy_us=10000, busy_pkts=3))[ETH_BYTES:]
+                           interval_us=10000))[ETH_BYTES:]
     probe = struct.pack("!BBHIIBB", 0x10, 7, 3, 9, 0, 0, 0)
     return [
         (None, eth(0x020000000101, 0x020000000001, 0x0800) + ipv4(0x0A000101, 0x0A000201, payload=udp)),

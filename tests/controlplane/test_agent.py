@@ -54,7 +54,7 @@ def test_parameters_written_on_the_switch_take_effect_at_the_next_report() -> No
     c = core()
     c.start()
     c.on_report(0, 2, meta(LAW.with_changes(r_max=5e5)), report(0))
-    assert c.ports[2].law.params.r_max == 5e5 and c.ports[2].law.rate == 5e5
+    assert c.ports[(2, 0)].law.params.r_max == 5e5 and c.ports[(2, 0)].law.rate == 5e5
 
 
 def test_invalid_parameters_on_the_switch_keep_the_last_good_ones() -> None:
@@ -62,21 +62,21 @@ def test_invalid_parameters_on_the_switch_keep_the_last_good_ones() -> None:
     c.start()
     bad = meta(LAW) | {"o_min_ppm": 900_000, "o_max_ppm": 100_000}
     c.on_report(0, 2, bad, report(0))
-    assert c.ports[2].law.params == LAW and c.ports[2].rejected_params == 1
+    assert c.ports[(2, 0)].law.params == LAW and c.ports[(2, 0)].rejected_params == 1
 
 
 def test_a_report_on_an_unplanned_port_starts_a_law_from_what_the_switch_holds() -> None:
     c = core()
     c.start()
     cmds = c.on_report(0, 7, meta(LAW, 7), report(0))
-    assert 7 in c.ports and cmds and cmds[0].port == 7
+    assert (7, 0) in c.ports and cmds and cmds[0].port == 7
 
 
 def test_silent_port_decays_to_the_floor() -> None:
     c = core()
     c.start()
     c.on_report(0, 2, meta(LAW), report(0))
-    high = c.ports[2].pps
+    high = c.ports[(2, 0)].pps
     assert c.on_tick(STALE_HOLD_INTERVALS * 10 * MS) == []
     out = c.on_tick((STALE_HOLD_INTERVALS + 30) * 10 * MS)
     assert out and out[-1].pps < high and out[-1].pps == rate_to_pps(LAW.r_floor, 1000)
@@ -105,7 +105,7 @@ def counters(fwd: int, deq: int) -> dict[str, int]:
 def test_on_bmv2_queues_regulated_ports_start_at_r_max_not_the_floor() -> None:
     c = core(fixed_departures=True)
     assert c.start() == [SetQueueDepth(1, 264), SetQueueDepth(2, 264), SetQueueRate(2, 250)]
-    assert c.ports[2].law.rate == LAW.r_max
+    assert c.ports[(2, 0)].law.rate == LAW.r_max
 
 
 def test_with_report_polls_on_bmv2_queues_every_tick_polls_the_modelled_ports_traffic_enters_by() -> None:
@@ -134,7 +134,7 @@ def test_without_the_counters_the_law_runs_on_the_reported_occupancy() -> None:
     c = core(fixed_departures=True)
     c.start()
     c.on_report(0, 2, meta(LAW), report(0))
-    assert c.ports[2].forecast is None
+    assert c.ports[(2, 0)].forecast is None
 
 
 def test_the_forecast_reaches_the_law_and_a_cut_keeps_within_the_schedule_bound() -> None:
@@ -144,7 +144,7 @@ def test_the_forecast_reaches_the_law_and_a_cut_keeps_within_the_schedule_bound(
     c.start()
     base = (1 << 32) - 50  # the counters wrap
     c.on_report(0, 2, meta(LAW) | counters(base + 150, base), report(10))
-    pl = c.ports[2]
+    pl = c.ports[(2, 0)]
     assert pl.forecast is not None and pl.forecast.queued == 150
     # an overflow: the law halves the rate (and more), but not below what keeps the schedule bounded
     c.on_report(10 * MS, 2, meta(LAW) | counters(base + 151, base + 1), report(200, drops=3))
@@ -159,12 +159,12 @@ def test_a_horizon_already_beyond_the_bound_spaces_no_slower_than_the_drain() ->
     c = core(fixed_departures=True)
     c.start()
     c.on_report(0, 2, meta(LAW) | counters(20, 0), report(10))
-    pl = c.ports[2]
+    pl = c.ports[(2, 0)]
     assert pl.forecast is not None
     pl.forecast.horizon_s = 30.0  # e.g. stamps from before the agent knew better
     pl.forecast.drain_pps = 120.0
     pl.law.rate, pl.pps = LAW.r_floor, 5  # the law cut to the floor
-    assert c._actuate(2, pl) == [SetQueueRate(2, 120)]
+    assert c._actuate((2, 0), pl) == [SetQueueRate(2, 120)]
 
 
 def test_on_bmv2_queues_a_silent_law_holds_its_rate_instead_of_stamping_a_decay() -> None:
@@ -174,11 +174,53 @@ def test_on_bmv2_queues_a_silent_law_holds_its_rate_instead_of_stamping_a_decay(
     c = core(fixed_departures=True)
     c.start()
     c.on_report(0, 2, meta(LAW) | counters(10, 10), report(0))
-    held = c.ports[2].pps
+    held = c.ports[(2, 0)].pps
     for k in range(1, STALE_HOLD_INTERVALS + 60):
         assert c.on_tick(k * 10 * MS) == []
-    assert c.ports[2].pps == held and c.ports[2].law.rate > LAW.r_floor
+    assert c.ports[(2, 0)].pps == held and c.ports[(2, 0)].law.rate > LAW.r_floor
     # the next report is applied by the law as it stood (no restart from O_min)
-    o = c.ports[2].law.o
+    o = c.ports[(2, 0)].law.o
     c.on_report((STALE_HOLD_INTERVALS + 60) * 10 * MS, 2, meta(LAW) | counters(40, 40), report(0))
-    assert c.ports[2].law.o >= o
+    assert c.ports[(2, 0)].law.o >= o
+
+
+def classed(classes: int = 3, fixed_departures: bool = False) -> SwitchAgentCore:
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000),), queue_depths=((2, 264),),
+                      fixed_departures=fixed_departures, classes=classes)
+    return SwitchAgentCore(plan)
+
+
+def test_with_classes_each_class_has_a_law_on_its_own_priority_queue() -> None:
+    c = classed()
+    assert c.start() == [SetQueueDepth(2, 264)] + [SetQueueRate(2, 5, p) for p in (1, 2, 3)]
+    up = c.on_report(0, 2, meta(LAW), Report(**{**report(0).__dict__, "flags": 2 << 5}))
+    assert [cmd.priority for cmd in up] == [3]  # class 2 only: the other classes' queues keep their rates
+    assert c.ports[(2, 2)].law.rate > c.ports[(2, 0)].law.rate == c.ports[(2, 1)].law.rate == LAW.r_floor
+
+
+def test_with_classes_polls_ask_for_every_class() -> None:
+    plan = SwitchPlan("R1", 1, modelled=(ModelledPort(1, PortParams(), 0, 0, polled=True),), report_polls=True,
+                      classes=2)
+    assert SwitchAgentCore(plan).on_tick(0) == [PollReport(1, 0), PollReport(1, 1)]
+
+
+def test_with_classes_r_max_leaves_the_other_classes_their_measured_drain() -> None:
+    """Strict priority with a class at the link's rate would starve the lower ones: each class's R_max is
+    the link's less what the others drain (docs/fabric.md, step 5)."""
+    c = classed(classes=2, fixed_departures=True)
+    c.start()
+    c.on_report(0, 2, meta(LAW) | counters(0, 0), report(0))
+    c.on_report(0, 2, meta(LAW) | counters(0, 0), Report(**{**report(0).__dict__, "flags": 1 << 5}))
+    c.ports[(2, 1)].forecast.drain_pps = 100.0  # class 1 drains 0.8 Mb/s of 1000-byte packets
+    c.on_report(MS, 2, meta(LAW) | counters(0, 0), report(0))
+    assert c.ports[(2, 0)].law.params.r_max == LAW.r_max - 8e5
+
+
+def test_with_classes_a_port_toward_a_host_runs_the_hosts_class_on_its_reports() -> None:
+    """A host reports its receive buffer as class 0; the port toward it carries only its class."""
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000, only_class=2),), classes=3,
+                      fixed_departures=False)
+    c = SwitchAgentCore(plan)
+    assert c.start() == [SetQueueRate(2, 5, 3)]
+    assert [cmd.priority for cmd in c.on_report(0, 2, meta(LAW), report(0))] == [3]
+    assert set(c.ports) == {(2, 2)}

@@ -60,7 +60,7 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
         "p": "MyParser", "vr": "MyVerifyChecksum", "ig": "MyIngress", "eg": "MyEgress",
         "ck": "MyComputeChecksum", "dep": "MyDeparser"}
     assert {t.fqn for t in cp.tables} == {"MyIngress.report_ingress", "MyIngress.port_config",
-                                          "MyIngress.ipv4_lpm", "MyIngress.ecmp_group"}
+                                          "MyIngress.ipv4_lpm", "MyIngress.ecmp_group", "MyIngress.dst_class"}
     lpm = cp.table("MyIngress.ipv4_lpm")
     assert lpm is not None and lpm.size == 1024
     assert [(k.name, k.match_kind, str(k.type)) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm", "bit<32>")]
@@ -83,7 +83,7 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
     assert [(a.action.fqn, a.default_only) for a in port_config.actions] == [
         ("MyIngress.set_port", False), ("NoAction", True)]
     occupancy = cp.instance("occupancy")
-    assert occupancy is not None and str(occupancy.type) == "register<bit<32>>" and occupancy.args == [512]
+    assert occupancy is not None and str(occupancy.type) == "register<bit<32>>" and occupancy.args == [512 * 8]
     rx = cp.instance("MyIngress.rx")
     assert rx is not None and rx.extern == "counter"
     assert rx.args == [512, SymbolicValue("CounterType", "packets_and_bytes")]

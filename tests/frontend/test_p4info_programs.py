@@ -105,8 +105,13 @@ def test_alinea_pkg_info(alinea):
 def test_alinea_tables(alinea):
     tables = by_name(alinea.tables)
     assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm",
-                           "MyIngress.ecmp_group"}
+                           "MyIngress.ecmp_group", "MyIngress.dst_class"}
     actions = {a.preamble.id: a.preamble.name for a in alinea.actions}
+
+    classes = tables["MyIngress.dst_class"]
+    assert [(m.name, m.bitwidth, m.match_type) for m in classes.match_fields] == [("hdr.ipv4.dstAddr", 32, MF.LPM)]
+    assert sorted(actions[r.id] for r in classes.action_refs) == ["MyIngress.set_class", "NoAction"]
+    assert actions[classes.const_default_action_id] == "NoAction"
 
     lpm = tables["MyIngress.ipv4_lpm"]
     assert lpm.preamble.alias == "ipv4_lpm"
@@ -179,7 +184,7 @@ def test_alinea_counters_and_registers(alinea):
     widths = {n: r.type_spec.bitstring.bit.bitwidth for n, r in registers.items()}
     assert widths == {"occupancy": 32, "last_report_ts": 48, "last_arrival_ts": 48, "report_seq": 32, "overflow_drops": 32,
                       "fwd_pkts": 32, "deq_pkts": 32}
-    assert {r.size for r in registers.values()} == {512}
+    assert {r.size for r in registers.values()} == {512 * 8}  # one cell per (port, class)
     assert not alinea.meters and not alinea.direct_counters and not alinea.digests
 
 
@@ -191,7 +196,7 @@ def test_alinea_controller_headers(alinea):
         (5, "w_max_bps", 48), (6, "w_min_bps", 48), (7, "k_p_bps", 48), (8, "r_max_bps", 48), (9, "r_floor_bps", 48),
         (10, "fwd_pkts", 32), (11, "deq_pkts", 32)]
     assert [(m.id, m.name, m.bitwidth) for m in cpm["packet_out"].metadata] == [
-        (1, "egress_port", 9), (2, "report_poll", 1), (3, "_pad", 6)]
+        (1, "egress_port", 9), (2, "report_poll", 1), (3, "poll_class", 3), (4, "_pad", 3)]
     assert cpm["packet_in"].preamble.annotations == ['@controller_header("packet_in")']
     # the id hashes the header type's name, as p4c does
     assert cpm["packet_in"].preamble.id == hashed_id(PREFIX_CONTROLLER_HEADER, "packet_in_t")

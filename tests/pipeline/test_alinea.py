@@ -48,8 +48,9 @@ def counter(sw: Loaded, name: str, index: int) -> int:
     return sw.state.counters_by_name[name].packets[index]
 
 
-def register(sw: Loaded, name: str, index: int) -> int:
-    return sw.state.registers_by_name[name].cells[index]
+def register(sw: Loaded, name: str, port: int, data_class: int = 0) -> int:
+    """The (port, class) cell of a per-class register (cell port * 8 + class)."""
+    return sw.state.registers_by_name[name].cells[port * 8 + data_class]
 
 
 def test_forwards_with_ttl_decremented_and_checksum_recomputed(sw: Loaded) -> None:
@@ -183,3 +184,41 @@ def test_garbage_frames_never_raise(sw: Loaded) -> None:
         if rng.random() < 0.5 and len(data) > 14:
             data = data[:12] + rng.choice([b"\x08\x00", b"\x88\xb5"]) + data[14:]
         through(sw, data, port=rng.randrange(0, 512))
+
+
+def _classify(sw: Loaded, prefix: int, data_class: int) -> None:
+    sw.table("MyIngress.dst_class").insert({"hdr.ipv4.dstAddr": Lpm(prefix, 32)},
+                                           sw.action_id("MyIngress.set_class"), (data_class,))
+
+
+def test_a_classed_destination_takes_its_priority_queue_and_its_own_buffer_cell(sw: Loaded) -> None:
+    """Per-destination classes (docs/fabric.md): class c on priority c + 1, occupancy and admission per
+    (port, class), so a full class does not refuse another's packets."""
+    configure_port(sw, 1, capacity=1, interval_us=10**9)
+    _classify(sw, 0x0A000203, 2)  # 10.0.2.3: class 2
+    plain = ingress(sw, bytes(udp_frame(dst="10.0.2.2")), 1, now_us=100)
+    classed = [ingress(sw, bytes(udp_frame(dst="10.0.2.3")), 1, now_us=101 + i) for i in range(2)]
+    assert plain.std("priority") == 0 and not plain.marked_to_drop  # no entry: class 0, priority 0
+    assert [p.std("priority") for p in classed] == [3, 3]
+    assert [p.marked_to_drop for p in classed] == [False, True]  # class 2's one slot, then full
+    assert register(sw, "occupancy", 1) == 1 and register(sw, "occupancy", 1, 2) == 1
+    assert register(sw, "overflow_drops", 1, 2) == 1 and register(sw, "overflow_drops", 1) == 0
+    sw.pipeline.run_egress(classed[0], 2, 500)
+    assert register(sw, "occupancy", 1, 2) == 0 and register(sw, "occupancy", 1) == 1
+    assert register(sw, "deq_pkts", 2, 2) == 1 and register(sw, "fwd_pkts", 2, 2) == 1
+
+
+def test_a_report_names_its_class_in_the_flags_top_bits(sw: Loaded) -> None:
+    configure_port(sw, 1, capacity=200, interval_us=1000)
+    _classify(sw, 0x0A000203, 5)
+    plain = ingress(sw, bytes(udp_frame(dst="10.0.2.2")), 1, now_us=5000)
+    classed = ingress(sw, bytes(udp_frame(dst="10.0.2.3")), 1, now_us=5001)
+    assert plain.clone_request is not None and classed.clone_request is not None  # each class's own interval
+    flags = []
+    for pkt in (plain, classed):
+        clone = sw.pipeline.copy_for_request(pkt, pkt.clone_request)
+        sw.pipeline.run_egress(clone, 1, 5100)
+        frame = sw.pipeline.deparse(clone)[: clone.truncate_len]
+        flags.append(frame[15])
+    assert flags == [0, 5 << 5]
+    assert register(sw, "report_seq", 1) == register(sw, "report_seq", 1, 5) == 1

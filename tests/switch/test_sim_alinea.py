@@ -27,6 +27,7 @@ from tests.switch.simnet import (
 
 US = 1000
 MS = 1_000_000
+CELL_1 = 1 * 8  # the per-class registers' cell of (port 1, class 0)
 
 
 def test_forwarding_decrements_ttl_rewrites_macs_and_keeps_a_valid_checksum() -> None:
@@ -76,7 +77,7 @@ def test_a_report_poll_fills_the_gaps_of_a_slow_neighbour_and_leaves_an_idle_por
     configure_alinea(net.ctl, modelled={1: (200, interval_us)})
 
     def poll(port: int) -> None:
-        net.ctl.send_packet_out(bytes(14), egress_port=port, report_poll=1, _pad=0)
+        net.ctl.send_packet_out(bytes(14), egress_port=port, report_poll=1, poll_class=0, _pad=0)
 
     def at(intervals: float, fn, *args) -> None:  # noqa: ANN001
         net.sched.call_at(round(intervals * interval_us * US), fn, *args)
@@ -114,18 +115,18 @@ def test_admission_drops_exactly_when_occupancy_reaches_capacity() -> None:
     for _ in range(60):
         t += 50 * US  # 20 packets/ms offered, 1 packet/ms served
         net.sched.run_until(t)
-        occ_before = occupancy.read(1)
+        occ_before = occupancy.read(CELL_1)
         drops_before = dropped.read(1)[0]
         port_in.receive(udp_frame(1, 2))  # arrives at the switch now
         decisions.append((occ_before, dropped.read(1)[0] - drops_before))
-        assert occupancy.read(1) <= capacity
+        assert occupancy.read(CELL_1) <= capacity
     assert any(d for _, d in decisions) and not all(d for _, d in decisions)
     for occ_before, was_dropped in decisions:
         assert was_dropped == (1 if occ_before >= capacity else 0)
     net.sched.run()
     admitted = sum(1 for _, d in decisions if not d)
     assert len(net.hosts[2].got) == admitted
-    assert occupancy.read(1) == 0  # every admitted packet released its slot
+    assert occupancy.read(CELL_1) == 0  # every admitted packet released its slot
 
 
 def _arrival_rate(times_ns: list[int]) -> float:
@@ -182,7 +183,7 @@ def test_reports_from_neighbours_reach_the_controller_and_spoofed_ones_are_count
 def test_packet_out_leaves_unchanged_on_the_named_port() -> None:
     net = sim_switch()
     frame = udp_frame(1, 2, ttl=5)
-    net.ctl.send_packet_out(frame, egress_port=2, report_poll=0, _pad=0)
+    net.ctl.send_packet_out(frame, egress_port=2, report_poll=0, poll_class=0, _pad=0)
     net.sched.run()
     assert [f for _, f in net.hosts[2].got] == [frame]
     assert net.ctl.read_counter("MyIngress.rx", 255)[0] == 1

@@ -177,3 +177,12 @@ def test_bad_link_loss_is_one_line(text: str, capsys: pytest.CaptureFixture[str]
         build_parser().parse_args(["--no-p4", "--link-loss", text])
     assert exc.value.code == 2
     assert "--link-loss" in capsys.readouterr().err
+
+
+def test_per_destination_classes_start_switches_with_their_priority_queues() -> None:
+    """BMv2 takes --priority-queues as a target option (after --); p4switch as its own."""
+    bmv2 = bmv2_command(spec(priority_queues=5))
+    assert bmv2[bmv2.index("--"):][-2:] == ["--priority-queues", "5"]
+    opts = p4switch_options(build_parser().parse_args(p4switch_command(spec(priority_queues=5), python="x")[3:]))
+    assert opts.priority_queues == 5
+    assert "--priority-queues" not in bmv2_command(spec()) + p4switch_command(spec())

@@ -351,3 +351,9 @@ def test_block_style_values_point_at_their_own_line():
 def test_report_polls_is_true_or_false():
     expect_error(with_lines("options:", "  report_polls: often"), "report_polls", "options.report_polls",
                  "true or false")
+
+
+@pytest.mark.parametrize("value", ["9", "0", "two", "true"])
+def test_classes_is_a_whole_number_of_priority_queues_bmv2_has(value):
+    expect_error(with_lines("options:", f"  classes: {value}"), "classes", "options.classes",
+                 "classes is a whole number in 1..7")

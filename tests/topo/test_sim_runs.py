@@ -101,7 +101,7 @@ def test_timed_parameter_event_reaches_the_switch_and_its_agent() -> None:
     net.run_until(2 * S - 1)
     agent = net.switches["R1"].agent
     port = t.port("R1", "H2")
-    assert agent.core.ports[port].law.params.o_max == 0.95
+    assert agent.core.ports[(port, 0)].law.params.o_max == 0.95
     net.run_until(2 * S + 100_000_000)
-    assert agent.core.ports[port].law.params.o_max == 0.8  # written to the switch, back with the next report
+    assert agent.core.ports[(port, 0)].law.params.o_max == 0.8  # written to the switch, back with the next report
     assert net.hosts["H2"].reporter.interval_us == 5000
