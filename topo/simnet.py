@@ -459,8 +459,8 @@ class DelayedQueues:
         self._queues, self._sched, self._latency = queues, sched, latency
 
     def set_queue_rate(self, port: int, pps: int, priority: int | None = None) -> None:
-        self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_rate, port, pps,
-                               priority)
+        args = (port, pps) if priority is None else (port, pps, priority)  # forwarded as the caller made it
+        self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_rate, *args)
 
     def set_queue_depth(self, port: int, depth: int) -> None:
         self._sched.call_later(self._latency.delay(self._sched.now_ns()), self._queues.set_queue_depth, port, depth)
