@@ -108,6 +108,10 @@ enum Ins {
     Step,
     /// `dst <- csum16(concatenation of field list list)`
     Csum16 { dst: u32, list: u32 },
+    /// Call Python callback `n` with the PHV list (written registers flushed first, every PHV
+    /// register read again afterwards): the statements the emitter does not translate yet run
+    /// through the closures that compiled them.
+    Py(u32),
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -127,6 +131,7 @@ mod op {
     pub const END: u64 = 12;
     pub const STEP: u64 = 13;
     pub const CSUM16: u64 = 14;
+    pub const PY: u64 = 15;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -207,6 +212,7 @@ pub struct P4Program {
     blocks: Vec<Vec<Ins>>,
     headers: Vec<Header>,
     lists: Vec<Vec<(u32, u32)>>,
+    callbacks: Vec<Py<PyAny>>,
     nslots: usize,
     bool_slot: Vec<bool>,
     too_short: i64,
@@ -250,6 +256,7 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize) -> PyResult<Ins> {
         op::END => Ins::End,
         op::STEP => Ins::Step,
         op::CSUM16 => Ins::Csum16 { dst: as_u32(t, 1)?, list: as_u32(t, 2)? },
+        op::PY => Ins::Py(as_u32(t, 1)?),
         _ => return Err(PyValueError::new_err(format!("P4Program: unknown opcode {code}"))),
     };
     if let Ins::Jmp(x) | Ins::Jz { target: x, .. } | Ins::Jnz { target: x, .. } = ins {
@@ -261,10 +268,12 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize) -> PyResult<Ins> {
 }
 
 struct Run<'a, 'py> {
+    py: Python<'py>,
     phv: &'a Bound<'py, PyList>,
     regs: &'a mut Vec<u64>,
     seen: &'a mut Vec<u8>,
     touched: &'a mut Vec<u32>,
+    bool_slot: &'a [bool],
     nslots: usize,
 }
 
@@ -281,6 +290,31 @@ impl Run<'_, '_> {
             self.touched.push(r);
         }
         Ok(self.regs[i])
+    }
+
+    /// Store the PHV registers the block wrote into the list (they stay cached). With
+    /// `forget`, the cache is dropped too: the next read of any slot goes to the list.
+    fn flush(&mut self, forget: bool) -> PyResult<()> {
+        let mut res = Ok(());
+        for &r in self.touched.iter() {
+            let i = r as usize;
+            if self.seen[i] == 2 && res.is_ok() {
+                let v = self.regs[i];
+                res = if self.bool_slot[i] {
+                    self.phv.set_item(i, PyBool::new(self.py, v != 0))
+                } else {
+                    self.phv.set_item(i, v)
+                };
+                self.seen[i] = 1;
+            }
+            if forget {
+                self.seen[i] = 0;
+            }
+        }
+        if forget {
+            self.touched.clear();
+        }
+        res
     }
 
     #[inline]
@@ -346,6 +380,9 @@ impl P4Program {
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
+                    Ins::Py(n) if n as usize >= self.callbacks.len() => {
+                        return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
+                    }
                     Ins::Csum16 { dst, list } => {
                         self.check_reg(dst, "destination")?;
                         if list as usize >= self.lists.len() {
@@ -363,7 +400,7 @@ impl P4Program {
 #[pymethods]
 impl P4Program {
     /// `blocks`: per block a list of instruction tuples; `headers`: (validity slot, [(slot, width)]);
-    /// `lists`: [(register, width)] per checksum field list; `nslots`/`ntemps`: register counts;
+    /// `lists`: [(register, width)] per checksum field list; `callbacks`: what `Py` calls; `nslots`/`ntemps`: register counts;
     /// `bool_slots`: PHV slots written back as Python bools; `too_short`/`timeout`: the error
     /// codes of PacketTooShort and ParserTimeout; `max_steps`: parser transitions allowed.
     #[new]
@@ -372,6 +409,7 @@ impl P4Program {
         blocks: Vec<Vec<Bound<'_, PyTuple>>>,
         headers: Vec<(u32, Vec<(u32, u32)>)>,
         lists: Vec<Vec<(u32, u32)>>,
+        callbacks: Vec<Py<PyAny>>,
         nslots: usize,
         ntemps: usize,
         bool_slots: Vec<usize>,
@@ -402,6 +440,7 @@ impl P4Program {
             blocks: code,
             headers,
             lists,
+            callbacks,
             nslots,
             bool_slot,
             too_short,
@@ -437,23 +476,28 @@ impl P4Program {
         let mut out = std::mem::take(&mut self.scratch);
         out.clear();
         let mut touched = std::mem::take(&mut self.touched);
-        let mut st = Run { phv, regs: &mut self.regs, seen: &mut self.seen, touched: &mut touched, nslots: self.nslots };
-        let res = exec(&self.blocks[block], &self.headers, &self.lists, &mut st, data.unwrap_or(&[]), cursor, self.too_short, self.timeout, self.max_steps, &mut out);
+        let mut st = Run {
+            py,
+            phv,
+            regs: &mut self.regs,
+            seen: &mut self.seen,
+            touched: &mut touched,
+            bool_slot: &self.bool_slot,
+            nslots: self.nslots,
+        };
+        let res = exec(
+            &self.blocks[block],
+            &self.headers,
+            &self.lists,
+            &self.callbacks,
+            &mut st,
+            data.unwrap_or(&[]),
+            cursor,
+            (self.too_short, self.timeout, self.max_steps),
+            &mut out,
+        );
         // Write back what the block wrote, and forget the PHV either way.
-        let mut wb: PyResult<()> = Ok(());
-        for &r in touched.iter() {
-            let i = r as usize;
-            if self.seen[i] == 2 && wb.is_ok() {
-                let v = self.regs[i];
-                wb = if self.bool_slot[i] {
-                    phv.set_item(i, PyBool::new(py, v != 0))
-                } else {
-                    phv.set_item(i, v)
-                };
-            }
-            self.seen[i] = 0;
-        }
-        touched.clear();
+        let wb = st.flush(true);
         self.touched = touched;
         let (status, cur) = res?;
         wb?;
@@ -473,12 +517,11 @@ fn exec(
     code: &[Ins],
     headers: &[Header],
     lists: &[Vec<(u32, u32)>],
+    callbacks: &[Py<PyAny>],
     st: &mut Run<'_, '_>,
     data: &[u8],
     mut cursor: u64,
-    too_short: i64,
-    timeout: i64,
-    max_steps: u64,
+    (too_short, timeout, max_steps): (i64, i64, u64),
     out: &mut Vec<u8>,
 ) -> PyResult<(i64, u64)> {
     let mut pc = 0usize;
@@ -562,6 +605,10 @@ fn exec(
                 }
                 bw.pad(16, n);
                 st.set(dst, csum16(&bytes));
+            }
+            Ins::Py(n) => {
+                st.flush(true)?;
+                callbacks[n as usize].call1(st.py, (st.phv,))?;
             }
         }
     }

@@ -16,6 +16,7 @@ stacks with run-time indexes are not in this slice (see docs/engine.md, "state o
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -32,7 +33,7 @@ from .scope import Const, Scope, ValueSet
 CK = ast.CallKind
 
 # Opcodes and operators: engine/src/p4vm.rs (mod op, BinOp::from_code).
-CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16 = range(15)
+CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY = range(16)
 STATUS_END, STATUS_REJECT = -1, -2
 BINOPS = {"+": 0, "-": 1, "*": 2, "&": 3, "|": 4, "^": 5, "<<": 6, ">>": 7, "==": 8, "!=": 9, "<": 10,
           "<=": 11, ">": 12, ">=": 13}
@@ -60,9 +61,15 @@ class EngineForm:
     roles: dict[str, int] = field(default_factory=dict)
     headers: list[tuple[int, list[tuple[int, int]]]] = field(default_factory=list)
     lists: list[list[tuple[int, int]]] = field(default_factory=list)
+    callbacks: list[Callable[[list], Any]] = field(default_factory=list)
     ntemps: int = 0
     bool_slots: set[int] = field(default_factory=set)
     _header_index: dict[int, int] = field(default_factory=dict)
+
+    def callback(self, fn: Callable[[list], Any]) -> int:
+        """The index of a closure the engine calls (``PY``)."""
+        self.callbacks.append(fn)
+        return len(self.callbacks) - 1
 
     def header(self, h: HeaderS, node: Any) -> int:
         """The index of fixed header ``h`` in the form (added on first use)."""
@@ -82,8 +89,10 @@ class EngineForm:
 class BlockEmitter:
     """Code for one block: instructions, temporaries and labels (resolved by ``finish``)."""
 
-    def __init__(self, form: EngineForm) -> None:
+    def __init__(self, form: EngineForm, callbacks: bool) -> None:
         self.form = form
+        self.callbacks = callbacks  # may a statement run through its closure (controls)?
+        self.called: list[str] = []  # the constructs that do
         self.code: list[list] = []
         self.labels: list[int | None] = []
         self.ntemps = 0
@@ -124,19 +133,26 @@ class EmitterCompiler:
 
     form_engine: EngineForm  # the form being built (set by ``emit_block``)
 
-    def emit_block(self, form: EngineForm, decl: ast.ParserDecl | ast.ControlDecl, sc: Scope) -> list[tuple]:
-        """The code of one v1model block instance (its parameters bound in ``sc``)."""
+    def emit_block(self, form: EngineForm, decl: ast.ParserDecl | ast.ControlDecl, sc: Scope,
+                   callbacks: bool) -> tuple[list[tuple], list[str]]:
+        """The code of one v1model block instance (its parameters bound in ``sc``), and the
+        constructs in it that run through their closures. ``callbacks`` False refuses the
+        whole block instead (the parser and deparser: their closures move the cursor or
+        write the output the engine holds)."""
         self.form_engine = form
-        em = BlockEmitter(form)
+        is_parser = isinstance(decl, ast.ParserDecl)
+        em = BlockEmitter(form, callbacks=callbacks and not is_parser)
         for d in decl.locals:
-            if not isinstance(d, ast.ConstDecl):
+            if is_parser and not isinstance(d, ast.ConstDecl):
                 raise Unsupported(f"local {type(d).__name__.removesuffix('Decl').lower()} '{d.name}'", d)
-        if isinstance(decl, ast.ParserDecl):
+            if isinstance(d, ast.VarDecl) and not is_parser:  # the initialisations, in order
+                self._e_stmt(em, d, sc)
+        if is_parser:
             self._e_parser(em, decl, sc)
         else:
             self._e_stmts(em, decl.body.stmts, sc)
             em.op(END)
-        return em.finish()
+        return em.finish(), em.called
 
     # ------------------------------------------------------------------ parser
 
@@ -224,6 +240,23 @@ class EmitterCompiler:
             self._e_stmt(em, s, sc)
 
     def _e_stmt(self, em: BlockEmitter, s: ast.Statement, sc: Scope) -> None:
+        if not em.callbacks:
+            self._e_native(em, s, sc)
+            return
+        mark = len(em.code)
+        try:
+            self._e_native(em, s, sc)
+        except Unsupported as exc:
+            key = (id(s), id(sc))
+            if key not in self.stmt_fns:  # type: ignore[attr-defined]
+                raise
+            del em.code[mark:]
+            fn = self.stmt_fns[key]  # type: ignore[attr-defined]
+            if fn is not None:
+                em.op(PY, self.form_engine.callback(fn))
+            em.called.append(exc.what)
+
+    def _e_native(self, em: BlockEmitter, s: ast.Statement, sc: Scope) -> None:
         if isinstance(s, ast.EmptyStmt):
             return
         if isinstance(s, ast.BlockStmt):
@@ -242,6 +275,10 @@ class EmitterCompiler:
             em.place(end)
         elif isinstance(s, ast.CallStmt):
             self._e_call(em, s.call, sc)
+        elif isinstance(s, ast.VarDecl):
+            self._e_var(em, s, sc)
+        elif isinstance(s, ast.ConstDecl):
+            return  # bound to its value in ``sc`` already
         elif isinstance(s, ast.ExitStmt) and not getattr(sc, "in_parser", False):
             em.op(END)
         else:
@@ -250,7 +287,8 @@ class EmitterCompiler:
     def _e_scalar_slot(self, ref: Any, node: Any) -> int:
         if not isinstance(ref, ScalarS):
             raise Unsupported("a location that is not a fixed scalar field", node)
-        if ref.signed or not 0 < ref.width <= WORD:
+        coded = isinstance(T.underlying(ref.type), T.ErrorType | T.EnumType) and not ref.width
+        if ref.signed or not (0 < ref.width <= WORD or coded):
             raise Unsupported(f"a field of {ref.width} bits{' (signed)' if ref.signed else ''}", node)
         if isinstance(T.underlying(ref.type), T.BoolType):
             self.form_engine.bool_slots.add(ref.slot)
@@ -259,13 +297,27 @@ class EmitterCompiler:
     def _e_assign(self, em: BlockEmitter, s: ast.AssignStmt, sc: Scope) -> None:
         if is_aggregate(s.lhs.type):
             raise Unsupported("an aggregate assignment", s)
-        dst = self._e_scalar_slot(self.ref_of(s.lhs, sc), s.lhs)  # type: ignore[attr-defined]
-        v = self.scalar(s.rhs, sc)  # type: ignore[attr-defined]
+        self._e_store(em, self.ref_of(s.lhs, sc), s.rhs, s.lhs.type, sc, s.lhs)  # type: ignore[attr-defined]
+
+    def _e_store(self, em: BlockEmitter, ref: Any, rhs: ast.Expression, t: T.Type, sc: Scope, node: Any) -> None:
+        """``ref = rhs`` in the representation of ``t`` (as ``assign_to``/``rhs_scalar``)."""
+        dst = self._e_scalar_slot(ref, node)
+        v = self.scalar(rhs, sc)  # type: ignore[attr-defined]
         if v.is_const:
-            em.op(CONST, dst, self._e_word(self.runtime_const(v.val, s.lhs.type, s.rhs.loc), s.rhs))  # type: ignore[attr-defined]
+            em.op(CONST, dst, self._e_word(self.runtime_const(v.val, t, rhs.loc), rhs))  # type: ignore[attr-defined]
             return
-        src = self._e_cast(em, self._e_expr(em, s.rhs, sc), s.rhs.type, s.lhs.type, s.rhs)
-        em.op(MOV, dst, src)
+        em.op(MOV, dst, self._e_cast(em, self._e_expr(em, rhs, sc), rhs.type, t, rhs))
+
+    def _e_var(self, em: BlockEmitter, s: ast.VarDecl, sc: Scope) -> None:
+        """A local variable the closures' compilation laid out (bound in ``sc``)."""
+        st = sc.find(s)
+        if isinstance(st, ScalarS):
+            if s.init is not None:
+                self._e_store(em, st, s.init, s.type_ref.type, sc, s)
+        elif isinstance(st, HeaderS) and s.init is None:
+            em.op(CONST, st.valid, 0)
+        else:
+            raise Unsupported("a local variable of aggregate type", s)
 
     def _e_call(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> None:
         kind = self.kind_of(call)  # type: ignore[attr-defined]

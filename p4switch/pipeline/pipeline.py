@@ -58,6 +58,7 @@ from .parser import MAX_PARSER_STEPS, ParserCompiler
 from .scope import PacketArg, PipelineError, Scope, ValueSet, located
 from .stmts import StmtCompiler
 from .tables import CompiledTable, TableCompiler
+from .templates import Fn
 
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 log = logging.getLogger("p4switch.pipeline")
@@ -97,6 +98,7 @@ class _Compiler(ExprCompiler, StmtCompiler, CallCompiler, ExternCompiler, TableC
         self.error_codes = {n: i for i, n in enumerate(self.error_names)}
         self.root = Scope(None, None, resolver=self.resolve_global)
         self.std: StructS = StructS(T.VOID, 0, 0)
+        self.stmt_fns: dict[tuple[int, int], Fn | None] = {}
 
     def digest_for_type(self, t: T.Type, call: ast.Node) -> Any:
         bufs = self.state.digests_by_name
@@ -227,6 +229,7 @@ class V1Pipeline:
         self.engine: Any = None  # hbh_engine.P4Program, when a block runs in the engine
         self.engine_blocks: dict[str, int] = {}  # role -> block index in self.engine
         self.engine_refused: dict[str, str] = {}  # role -> the construct that keeps it on the closures
+        self.engine_called: dict[str, list[str]] = {}  # role -> constructs run through their closures
         if not oracle:
             self._load_engine(cc)
 
@@ -239,11 +242,15 @@ class V1Pipeline:
         for role in V1SWITCH_ROLES:
             inst = self.instances[role]
             try:
-                code = cc.emit_block(form, inst.decl, inst.scope)
+                code, called = cc.emit_block(form, inst.decl, inst.scope, role not in ("parser", "deparser"))
             except (Unsupported, PipelineError) as exc:
                 self.engine_refused[role] = str(exc)
                 log.info("engine: the %s block %s runs on the closures: unsupported %s", role, inst.decl.name, exc)
                 continue
+            if called:
+                self.engine_called[role] = called
+                log.info("engine: the %s block %s calls the closures for: %s", role, inst.decl.name,
+                         "; ".join(dict.fromkeys(c for c in called)))
             form.roles[role] = len(form.blocks)
             form.blocks.append(code)
         if cc.alloc.size != nslots:  # emitting must not lay out anything new
@@ -256,7 +263,7 @@ class V1Pipeline:
             log.warning("engine: hbh_engine is not built (make engine): every block runs on the closures")
             return
         self.engine = hbh_engine.P4Program(
-            form.blocks, form.headers, form.lists, nslots, form.ntemps, sorted(form.bool_slots),
+            form.blocks, form.headers, form.lists, form.callbacks, nslots, form.ntemps, sorted(form.bool_slots),
             cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS)
         self.engine_blocks = dict(form.roles)
 
@@ -370,14 +377,8 @@ class V1Pipeline:
 
     def _run_control(self, role: str, pkt: Packet) -> None:
         block = self.engine_blocks.get(role)
-        if block is not None:
-            try:
-                self.engine.run(block, pkt.phv)
-            except Exception as exc:  # noqa: BLE001 - reported with the block name
-                raise PipelineRuntimeError(f"{role} (engine): {type(exc).__name__}: {exc}") from exc
-            return
-        body = self._bodies[role]
-        if body is None:
+        body = self._bodies[role] if block is None else None
+        if block is None and body is None:
             return
         p = pkt.phv
         # The PHV points to its packet only while a block runs (externs record requests on
@@ -385,7 +386,10 @@ class V1Pipeline:
         # instead of being freed by reference counting when the switch lets go of it.
         p[SLOT_PKT] = pkt
         try:
-            body(p)
+            if body is None:
+                self.engine.run(block, p)
+            else:
+                body(p)
         except (ExitSignal, ReturnSignal) as sig:
             sig.__traceback__ = None  # preallocated instances must not keep frames alive
         except ParserReject as r:  # a stack .next/.last out of bounds outside the parser

@@ -77,7 +77,10 @@ class StmtCompiler:
         if method is None:
             raise PipelineError(s.loc, f"pipeline: unsupported statement {type(s).__name__}")
         with located(s.loc, "this statement"):
-            return method(s, sc)
+            fn = method(s, sc)
+            # The engine emitter runs a statement it cannot translate through this closure.
+            self.stmt_fns[(id(s), id(sc))] = fn  # type: ignore[attr-defined]
+            return fn
         return None  # not reached: located() re-raises
 
     def _s_BlockStmt(self, s: ast.BlockStmt, sc: Scope) -> Fn | None:
