@@ -112,7 +112,13 @@ enum Ins {
     /// register read again afterwards): the statements the emitter does not translate yet run
     /// through the closures that compiled them.
     Py(u32),
+    /// `dst <- callbacks[f](*args)` with the argument registers' values (ints): an extern's
+    /// state held in Python (register arrays, counters) without touching the PHV list.
+    Call { f: u32, dst: u32, args: u32 },
 }
+
+/// `Call`'s `dst` when the result is dropped.
+const NO_DST: u32 = u32::MAX;
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
 mod op {
@@ -132,6 +138,7 @@ mod op {
     pub const STEP: u64 = 13;
     pub const CSUM16: u64 = 14;
     pub const PY: u64 = 15;
+    pub const CALL: u64 = 16;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -213,6 +220,7 @@ pub struct P4Program {
     headers: Vec<Header>,
     lists: Vec<Vec<(u32, u32)>>,
     callbacks: Vec<Py<PyAny>>,
+    arglists: Vec<Vec<u32>>,
     nslots: usize,
     bool_slot: Vec<bool>,
     too_short: i64,
@@ -233,7 +241,7 @@ fn as_u32(t: &Bound<'_, PyTuple>, i: usize) -> PyResult<u32> {
     t.get_item(i)?.extract::<u32>()
 }
 
-fn decode(t: &Bound<'_, PyTuple>, nblock: usize) -> PyResult<Ins> {
+fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -> PyResult<Ins> {
     let code = as_u64(t, 0)?;
     let ins = match code {
         op::CONST => Ins::Const { dst: as_u32(t, 1)?, imm: as_u64(t, 2)? },
@@ -257,6 +265,12 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize) -> PyResult<Ins> {
         op::STEP => Ins::Step,
         op::CSUM16 => Ins::Csum16 { dst: as_u32(t, 1)?, list: as_u32(t, 2)? },
         op::PY => Ins::Py(as_u32(t, 1)?),
+        op::CALL => {
+            let dst = t.get_item(2)?.extract::<i64>()?;
+            let args = (3..t.len()).map(|i| as_u32(t, i)).collect::<PyResult<Vec<_>>>()?;
+            arglists.push(args);
+            Ins::Call { f: as_u32(t, 1)?, dst: if dst < 0 { NO_DST } else { dst as u32 }, args: (arglists.len() - 1) as u32 }
+        }
         _ => return Err(PyValueError::new_err(format!("P4Program: unknown opcode {code}"))),
     };
     if let Ins::Jmp(x) | Ins::Jz { target: x, .. } | Ins::Jnz { target: x, .. } = ins {
@@ -380,8 +394,16 @@ impl P4Program {
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
-                    Ins::Py(n) if n as usize >= self.callbacks.len() => {
+                    Ins::Py(n) | Ins::Call { f: n, .. } if n as usize >= self.callbacks.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
+                    }
+                    Ins::Call { dst, args, .. } => {
+                        if dst != NO_DST {
+                            self.check_reg(dst, "destination")?;
+                        }
+                        for &a in &self.arglists[args as usize] {
+                            self.check_reg(a, "argument")?;
+                        }
                     }
                     Ins::Csum16 { dst, list } => {
                         self.check_reg(dst, "destination")?;
@@ -418,9 +440,10 @@ impl P4Program {
         max_steps: u64,
     ) -> PyResult<Self> {
         let mut code = Vec::with_capacity(blocks.len());
+        let mut arglists = Vec::new();
         for b in &blocks {
             let n = b.len();
-            code.push(b.iter().map(|t| decode(t, n)).collect::<PyResult<Vec<_>>>()?);
+            code.push(b.iter().map(|t| decode(t, n, &mut arglists)).collect::<PyResult<Vec<_>>>()?);
         }
         let headers = headers
             .into_iter()
@@ -441,6 +464,7 @@ impl P4Program {
             headers,
             lists,
             callbacks,
+            arglists,
             nslots,
             bool_slot,
             too_short,
@@ -489,7 +513,7 @@ impl P4Program {
             &self.blocks[block],
             &self.headers,
             &self.lists,
-            &self.callbacks,
+            (&self.callbacks, &self.arglists),
             &mut st,
             data.unwrap_or(&[]),
             cursor,
@@ -517,7 +541,7 @@ fn exec(
     code: &[Ins],
     headers: &[Header],
     lists: &[Vec<(u32, u32)>],
-    callbacks: &[Py<PyAny>],
+    (callbacks, arglists): (&[Py<PyAny>], &[Vec<u32>]),
     st: &mut Run<'_, '_>,
     data: &[u8],
     mut cursor: u64,
@@ -609,6 +633,20 @@ fn exec(
             Ins::Py(n) => {
                 st.flush(true)?;
                 callbacks[n as usize].call1(st.py, (st.phv,))?;
+            }
+            Ins::Call { f, dst, args } => {
+                let regs = &arglists[args as usize];
+                let mut vals = Vec::with_capacity(regs.len());
+                for &r in regs {
+                    vals.push(st.get(r)?);
+                }
+                let res = callbacks[f as usize].call1(st.py, PyTuple::new(st.py, vals)?)?;
+                if dst != NO_DST {
+                    let v = res.extract::<u64>(st.py).map_err(|_| {
+                        PyValueError::new_err("P4Program: an extern call returned a value that is not a bit<=64>")
+                    })?;
+                    st.set(dst, v);
+                }
             }
         }
     }

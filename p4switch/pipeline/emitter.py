@@ -23,17 +23,18 @@ from typing import Any
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
 
-from .calls import method_name
+from .calls import method_name, method_target
 from .exprs import header_storage, is_aggregate
 from .layout import HeaderS, ScalarS, Storage, scalar_info
 from .packetio import _emit_order
 from .parser import MAX_PARSER_STEPS
 from .scope import Const, Scope, ValueSet
+from .stmts import contains
 
 CK = ast.CallKind
 
 # Opcodes and operators: engine/src/p4vm.rs (mod op, BinOp::from_code).
-CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY = range(16)
+CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL = range(17)
 STATUS_END, STATUS_REJECT = -1, -2
 BINOPS = {"+": 0, "-": 1, "*": 2, "&": 3, "|": 4, "^": 5, "<<": 6, ">>": 7, "==": 8, "!=": 9, "<": 10,
           "<=": 11, ">": 12, ">=": 13}
@@ -343,8 +344,46 @@ class EmitterCompiler:
             em.op(CONST, std.fields["egress_spec"].start, 511)
             if "mcast_grp" in std.fields:
                 em.op(CONST, std.fields["mcast_grp"].start, 0)
+        elif kind == CK.ACTION:
+            self._e_inline_action(em, call, sc)
+        elif kind == CK.EXTERN_METHOD:
+            self._e_extern_method(em, call, sc)
         else:
             raise Unsupported(f"call to {name} ({kind})", call)
+
+    def _e_inline_action(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> None:
+        """A direct call of an action without parameters: its body, in the scope it was
+        compiled in (so its statements that stay on the closures find theirs)."""
+        callee = self.callee_of(call, sc)  # type: ignore[attr-defined]
+        csc = callee.extra.get("scope")
+        if callee.params or csc is None or contains(callee.decl.body, ast.ReturnStmt):
+            raise Unsupported(f"call to {method_name(call)} (an action with parameters or return)", call)
+        self._e_stmts(em, callee.decl.body.stmts, csc)
+
+    def _e_extern_method(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> None:
+        """Register reads and writes, counter updates: calls of the state objects' data-plane
+        methods (the same the closures call), with the argument values."""
+        target = method_target(call)
+        inst = sc.lookup(getattr(target, "decl", None), target) if target is not None else None
+        what = f"{getattr(inst, 'kind', '?')}.{method_name(call)}"
+        args = self.ext_args(call)  # type: ignore[attr-defined]
+        if what == "register.read" and not inst.obj.signed:
+            res, idx = args
+            if res is None or not isinstance(T.underlying(res.type), T.BitType):
+                raise Unsupported(f"{what} into a {getattr(res, 'type', None)}", call)
+            dst = self._e_scalar_slot(self.ref_of(res, sc), res)  # type: ignore[attr-defined]
+            em.op(CALL, self.form_engine.callback(inst.obj.read), dst, self._e_expr(em, idx, sc))
+        elif what == "register.write" and not inst.obj.signed:
+            idx, val = args
+            if not isinstance(T.underlying(val.type), T.BitType | T.InfIntType):
+                raise Unsupported(f"{what} of a {val.type}", call)
+            em.op(CALL, self.form_engine.callback(inst.obj.write), -1, self._e_expr(em, idx, sc),
+                  self._e_expr(em, val, sc))
+        elif what == "counter.count":
+            length = self.std.fields["packet_length"].start  # type: ignore[attr-defined]
+            em.op(CALL, self.form_engine.callback(inst.obj.count), -1, self._e_expr(em, args[0], sc), length)
+        else:
+            raise Unsupported(f"extern method {what}", call)
 
     def _e_header(self, e: ast.Expression, sc: Scope) -> HeaderS:
         ref = self.ref_of(e, sc)  # type: ignore[attr-defined]

@@ -405,6 +405,7 @@ class StmtCompiler:
         if body is not None and contains(decl.body, ast.ReturnStmt) and not isinstance(decl, ast.FunctionDecl):
             body = catch_return(body)
         callee = Callee(name, params, body, decl, ret_t)
+        callee.extra["scope"] = csc  # where the body's statements were compiled (the engine emitter's too)
         if tail is not None:
             callee.extra["tail"] = tail
         data = [ps for ps in params if ps.direction is None]
