@@ -112,13 +112,11 @@ enum Ins {
     /// register read again afterwards): the statements the emitter does not translate yet run
     /// through the closures that compiled them.
     Py(u32),
-    /// `dst <- callbacks[f](*args)` with the argument registers' values (ints): an extern's
-    /// state held in Python (register arrays, counters) without touching the PHV list.
-    Call { f: u32, dst: u32, args: u32 },
+    /// `dsts <- callbacks[f](*args)` with the argument registers' values (ints): state held
+    /// in Python (register arrays, counters, the tables' entries) without touching the PHV
+    /// list. No destination: the result is dropped; one: an int; more: a tuple of as many.
+    Call { f: u32, dsts: u32, args: u32 },
 }
-
-/// `Call`'s `dst` when the result is dropped.
-const NO_DST: u32 = u32::MAX;
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
 mod op {
@@ -266,10 +264,10 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
         op::CSUM16 => Ins::Csum16 { dst: as_u32(t, 1)?, list: as_u32(t, 2)? },
         op::PY => Ins::Py(as_u32(t, 1)?),
         op::CALL => {
-            let dst = t.get_item(2)?.extract::<i64>()?;
-            let args = (3..t.len()).map(|i| as_u32(t, i)).collect::<PyResult<Vec<_>>>()?;
-            arglists.push(args);
-            Ins::Call { f: as_u32(t, 1)?, dst: if dst < 0 { NO_DST } else { dst as u32 }, args: (arglists.len() - 1) as u32 }
+            arglists.push(t.get_item(2)?.extract::<Vec<u32>>()?);
+            arglists.push((3..t.len()).map(|i| as_u32(t, i)).collect::<PyResult<Vec<_>>>()?);
+            let n = arglists.len() as u32;
+            Ins::Call { f: as_u32(t, 1)?, dsts: n - 2, args: n - 1 }
         }
         _ => return Err(PyValueError::new_err(format!("P4Program: unknown opcode {code}"))),
     };
@@ -397,12 +395,9 @@ impl P4Program {
                     Ins::Py(n) | Ins::Call { f: n, .. } if n as usize >= self.callbacks.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
                     }
-                    Ins::Call { dst, args, .. } => {
-                        if dst != NO_DST {
-                            self.check_reg(dst, "destination")?;
-                        }
-                        for &a in &self.arglists[args as usize] {
-                            self.check_reg(a, "argument")?;
+                    Ins::Call { dsts, args, .. } => {
+                        for &a in self.arglists[args as usize].iter().chain(&self.arglists[dsts as usize]) {
+                            self.check_reg(a, "call")?;
                         }
                     }
                     Ins::Csum16 { dst, list } => {
@@ -634,18 +629,29 @@ fn exec(
                 st.flush(true)?;
                 callbacks[n as usize].call1(st.py, (st.phv,))?;
             }
-            Ins::Call { f, dst, args } => {
+            Ins::Call { f, dsts, args } => {
                 let regs = &arglists[args as usize];
                 let mut vals = Vec::with_capacity(regs.len());
                 for &r in regs {
                     vals.push(st.get(r)?);
                 }
                 let res = callbacks[f as usize].call1(st.py, PyTuple::new(st.py, vals)?)?;
-                if dst != NO_DST {
-                    let v = res.extract::<u64>(st.py).map_err(|_| {
-                        PyValueError::new_err("P4Program: an extern call returned a value that is not a bit<=64>")
-                    })?;
-                    st.set(dst, v);
+                let bad = |_: PyErr| PyValueError::new_err("P4Program: a call returned other than its bit<=64> values");
+                match arglists[dsts as usize].as_slice() {
+                    [] => {}
+                    [d] => {
+                        let v = res.extract::<u64>(st.py).map_err(bad)?;
+                        st.set(*d, v);
+                    }
+                    ds => {
+                        let vs = res.extract::<Vec<u64>>(st.py).map_err(bad)?;
+                        if vs.len() != ds.len() {
+                            return Err(PyValueError::new_err("P4Program: a call returned too few or many values"));
+                        }
+                        for (&d, v) in ds.iter().zip(vs) {
+                            st.set(d, v);
+                        }
+                    }
                 }
             }
         }

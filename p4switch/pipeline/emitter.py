@@ -30,6 +30,7 @@ from .packetio import _emit_order
 from .parser import MAX_PARSER_STEPS
 from .scope import Const, Scope, ValueSet
 from .stmts import contains
+from .tables import CompiledTable
 
 CK = ast.CallKind
 
@@ -87,6 +88,13 @@ class EngineForm:
         return self._header_index[h.valid]
 
 
+@dataclass(frozen=True)
+class _LabelRef:
+    """A jump target in code being emitted (an instruction index once placed)."""
+
+    label: int
+
+
 class BlockEmitter:
     """Code for one block: instructions, temporaries and labels (resolved by ``finish``)."""
 
@@ -115,7 +123,7 @@ class BlockEmitter:
 
     def jump(self, kind: int, *args: int) -> None:
         """A jump whose last operand is a label (resolved in ``finish``)."""
-        self.code.append([kind, *args[:-1], ("label", args[-1])])
+        self.code.append([kind, *args[:-1], _LabelRef(args[-1])])
 
     def const(self, v: int) -> int:
         t = self.temp()
@@ -125,7 +133,7 @@ class BlockEmitter:
     def finish(self) -> list[tuple]:
         out = []
         for ins in self.code:
-            out.append(tuple(self.labels[x[1]] if isinstance(x, tuple) else x for x in ins))
+            out.append(tuple(self.labels[x.label] if isinstance(x, _LabelRef) else x for x in ins))
         return out
 
 
@@ -276,6 +284,8 @@ class EmitterCompiler:
             em.place(end)
         elif isinstance(s, ast.CallStmt):
             self._e_call(em, s.call, sc)
+        elif isinstance(s, ast.SwitchStmt):
+            self._e_switch(em, s, sc)
         elif isinstance(s, ast.VarDecl):
             self._e_var(em, s, sc)
         elif isinstance(s, ast.ConstDecl):
@@ -346,6 +356,8 @@ class EmitterCompiler:
                 em.op(CONST, std.fields["mcast_grp"].start, 0)
         elif kind == CK.ACTION:
             self._e_inline_action(em, call, sc)
+        elif kind == CK.TABLE_APPLY:
+            self._e_table_apply(em, call, sc)
         elif kind == CK.EXTERN_METHOD:
             self._e_extern_method(em, call, sc)
         else:
@@ -360,6 +372,104 @@ class EmitterCompiler:
             raise Unsupported(f"call to {method_name(call)} (an action with parameters or return)", call)
         self._e_stmts(em, callee.decl.body.stmts, csc)
 
+    def _e_table_apply(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> tuple[int, int, CompiledTable]:
+        """A direct table: the lookup is a call into the runtime state (the P4Runtime core's
+        tables, read per packet, default entry included), the actions run here.
+
+        Returns the registers holding (hit, action id or 0) and the table."""
+        ct = self.table_of(call, sc)  # type: ignore[attr-defined]
+        info = ct.tstate.info
+        if ct.selector_hash is not None or ct.direct_counter or ct.meter_slot is not None \
+                or info.supports_idle_timeout:
+            raise Unsupported(f"table {ct.name} (action profile, direct counter/meter or idle timeout)", call)
+        actions = []
+        for ref in ct.decl.actions.actions if ct.decl.actions is not None else []:
+            binding = sc.lookup(ref.name.decl, ref.name)
+            callee = binding.callee
+            if ref.args or callee.data_fix is not None or contains(callee.decl.body, ast.ReturnStmt) \
+                    or any(ps.direction is not None for ps in callee.params):
+                raise Unsupported(f"table {ct.name}: action {binding.fqn} (bound arguments, converted data or "
+                                  "return)", call)
+            actions.append((ct.ids_by_decl[binding.decl], callee))
+        keys = []
+        elems = [ke for ke in (ct.decl.key.elements if ct.decl.key is not None else [])
+                 if ke.match_kind.name != "selector"]
+        for ke in elems:
+            keys.append(self._e_expr(em, ke.expr, sc))
+        nparams = max((len(c.params) for _, c in actions), default=0)
+        hit, act = em.temp(), em.temp()
+        data = [em.temp() for _ in range(nparams)]
+        em.op(CALL, self.form_engine.callback(_table_lookup(ct, nparams)), (hit, act, *data), *keys)
+        end = em.label()
+        for aid, callee in actions:
+            other = em.label()
+            t = em.temp()
+            em.op(BIN, BINOPS["=="], t, act, em.const(aid), WORD)
+            em.jump(JZ, t, other)
+            for ps, reg in zip(callee.params, data):
+                em.op(MOV, self._e_scalar_slot(ps.storage, ps.decl), reg)
+            self._e_stmts(em, callee.decl.body.stmts, callee.extra["scope"])
+            em.jump(JMP, end)
+            em.place(other)
+        em.place(end)
+        return hit, act, ct
+
+    def _e_switch(self, em: BlockEmitter, s: ast.SwitchStmt, sc: Scope) -> None:
+        """``switch`` on a table's action_run or on a scalar: first matching label wins, a
+        label with no body does nothing, no match runs ``default``."""
+        e = s.expr
+        if isinstance(e, ast.MemberExpr) and e.member == "action_run" and isinstance(e.expr, ast.CallExpr):
+            _, key, ct = self._e_table_apply(em, e.expr, sc)
+
+            def value(lab: ast.Expression) -> int:
+                decl = getattr(lab, "decl", None)
+                b = sc.find(decl) if decl is not None else None
+                d = getattr(b, "decl", decl)
+                if d not in ct.ids_by_decl:
+                    raise Unsupported(f"switch label {getattr(lab, 'name', '?')}", lab)
+                return ct.ids_by_decl[d]
+        else:
+            key = self._e_expr(em, e, sc)
+
+            def value(lab: ast.Expression) -> int:
+                v = self.scalar(lab, sc)  # type: ignore[attr-defined]
+                if not v.is_const:
+                    raise Unsupported("a switch label that is not a constant", lab)
+                return self._e_word(v.val, lab)
+        groups: list[tuple[list[ast.Expression], ast.Statement | None]] = []
+        pending: list[ast.Expression] = []
+        for case in s.cases:
+            pending.append(case.label)
+            if case.body is not None:
+                groups.append((pending, case.body))
+                pending = []
+        if pending:
+            groups.append((pending, None))
+        end, seen = em.label(), set()
+        targets = []
+        default_target = end
+        t = em.temp()
+        for labels, body in groups:
+            target = em.label()
+            targets.append((target, body))
+            for lab in labels:
+                if isinstance(lab, ast.DefaultExpr):
+                    default_target = target
+                    continue
+                v = value(lab)
+                if v in seen:
+                    continue
+                seen.add(v)
+                em.op(BIN, BINOPS["=="], t, key, em.const(v), WORD)
+                em.jump(JNZ, t, target)
+        em.jump(JMP, default_target)
+        for target, body in targets:
+            em.place(target)
+            if body is not None:
+                self._e_stmt(em, body, sc)
+            em.jump(JMP, end)
+        em.place(end)
+
     def _e_extern_method(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> None:
         """Register reads and writes, counter updates: calls of the state objects' data-plane
         methods (the same the closures call), with the argument values."""
@@ -372,16 +482,16 @@ class EmitterCompiler:
             if res is None or not isinstance(T.underlying(res.type), T.BitType):
                 raise Unsupported(f"{what} into a {getattr(res, 'type', None)}", call)
             dst = self._e_scalar_slot(self.ref_of(res, sc), res)  # type: ignore[attr-defined]
-            em.op(CALL, self.form_engine.callback(inst.obj.read), dst, self._e_expr(em, idx, sc))
+            em.op(CALL, self.form_engine.callback(inst.obj.read), (dst,), self._e_expr(em, idx, sc))
         elif what == "register.write" and not inst.obj.signed:
             idx, val = args
             if not isinstance(T.underlying(val.type), T.BitType | T.InfIntType):
                 raise Unsupported(f"{what} of a {val.type}", call)
-            em.op(CALL, self.form_engine.callback(inst.obj.write), -1, self._e_expr(em, idx, sc),
+            em.op(CALL, self.form_engine.callback(inst.obj.write), (), self._e_expr(em, idx, sc),
                   self._e_expr(em, val, sc))
         elif what == "counter.count":
             length = self.std.fields["packet_length"].start  # type: ignore[attr-defined]
-            em.op(CALL, self.form_engine.callback(inst.obj.count), -1, self._e_expr(em, args[0], sc), length)
+            em.op(CALL, self.form_engine.callback(inst.obj.count), (), self._e_expr(em, args[0], sc), length)
         else:
             raise Unsupported(f"extern method {what}", call)
 
@@ -554,6 +664,25 @@ class EmitterCompiler:
         em.place(end)
         return t
 
+
+
+def _table_lookup(ct: CompiledTable, nparams: int) -> Callable[..., tuple]:
+    """``lookup(*key) -> (hit, action id or 0, data...)`` over the table's runtime state, the
+    data padded to ``nparams``: what the engine's table call stores into its registers."""
+    tstate = ct.tstate
+    lookup = tstate.lookup
+    pad = (0,) * nparams
+
+    def look(*key: int) -> tuple:
+        e = lookup(key)
+        act = e.action if e is not None else tstate.default_entry.action
+        hit = e is not None
+        if act is None:
+            return (hit, 0, *pad)
+        params = act.params
+        return (hit, act.action_id, *params, *pad[len(params):])
+
+    return look
 
 
 __all__ = ["EngineForm", "EmitterCompiler", "Unsupported", "MAX_PARSER_STEPS", "STATUS_END", "STATUS_REJECT"]
