@@ -18,6 +18,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 /// `run`'s status when the block ended normally (a parser accepted).
 pub const STATUS_END: i64 = -1;
@@ -87,18 +88,47 @@ impl BinOp {
 
 #[derive(Clone, Debug)]
 enum Ins {
-    Const { dst: u32, imm: u64 },
-    Mov { dst: u32, src: u32 },
-    Bin { op: BinOp, dst: u32, a: u32, b: u32, mask: u64 },
+    Const {
+        dst: u32,
+        imm: u64,
+    },
+    Mov {
+        dst: u32,
+        src: u32,
+    },
+    Bin {
+        op: BinOp,
+        dst: u32,
+        a: u32,
+        b: u32,
+        mask: u64,
+    },
     /// `~a & mask`
-    Not { dst: u32, a: u32, mask: u64 },
+    Not {
+        dst: u32,
+        a: u32,
+        mask: u64,
+    },
     /// `a == 0`
-    LNot { dst: u32, a: u32 },
+    LNot {
+        dst: u32,
+        a: u32,
+    },
     /// `-a & mask`
-    Neg { dst: u32, a: u32, mask: u64 },
+    Neg {
+        dst: u32,
+        a: u32,
+        mask: u64,
+    },
     Jmp(u32),
-    Jz { cond: u32, target: u32 },
-    Jnz { cond: u32, target: u32 },
+    Jz {
+        cond: u32,
+        target: u32,
+    },
+    Jnz {
+        cond: u32,
+        target: u32,
+    },
     Extract(u32),
     Emit(u32),
     /// End the block with this status (an error code, or STATUS_REJECT).
@@ -107,7 +137,10 @@ enum Ins {
     /// One parser state transition: ParserTimeout past `max_steps`.
     Step,
     /// `dst <- csum16(concatenation of field list list)`
-    Csum16 { dst: u32, list: u32 },
+    Csum16 {
+        dst: u32,
+        list: u32,
+    },
     /// Call Python callback `n` with the PHV list (written registers flushed first, every PHV
     /// register read again afterwards): the statements the emitter does not translate yet run
     /// through the closures that compiled them.
@@ -115,7 +148,11 @@ enum Ins {
     /// `dsts <- callbacks[f](*args)` with the argument registers' values (ints): state held
     /// in Python (register arrays, counters, the tables' entries) without touching the PHV
     /// list. No destination: the result is dropped; one: an int; more: a tuple of as many.
-    Call { f: u32, dsts: u32, args: u32 },
+    Call {
+        f: u32,
+        dsts: u32,
+        args: u32,
+    },
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -242,38 +279,85 @@ fn as_u32(t: &Bound<'_, PyTuple>, i: usize) -> PyResult<u32> {
 fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -> PyResult<Ins> {
     let code = as_u64(t, 0)?;
     let ins = match code {
-        op::CONST => Ins::Const { dst: as_u32(t, 1)?, imm: as_u64(t, 2)? },
-        op::MOV => Ins::Mov { dst: as_u32(t, 1)?, src: as_u32(t, 2)? },
+        op::CONST => Ins::Const {
+            dst: as_u32(t, 1)?,
+            imm: as_u64(t, 2)?,
+        },
+        op::MOV => Ins::Mov {
+            dst: as_u32(t, 1)?,
+            src: as_u32(t, 2)?,
+        },
         op::BIN => {
             let opc = as_u64(t, 1)?;
-            let op = BinOp::from_code(opc)
-                .ok_or_else(|| PyValueError::new_err(format!("P4Program: unknown binary operator {opc}")))?;
-            Ins::Bin { op, dst: as_u32(t, 2)?, a: as_u32(t, 3)?, b: as_u32(t, 4)?, mask: mask_of(as_u64(t, 5)?) }
+            let op = BinOp::from_code(opc).ok_or_else(|| {
+                PyValueError::new_err(format!("P4Program: unknown binary operator {opc}"))
+            })?;
+            Ins::Bin {
+                op,
+                dst: as_u32(t, 2)?,
+                a: as_u32(t, 3)?,
+                b: as_u32(t, 4)?,
+                mask: mask_of(as_u64(t, 5)?),
+            }
         }
-        op::NOT => Ins::Not { dst: as_u32(t, 1)?, a: as_u32(t, 2)?, mask: mask_of(as_u64(t, 3)?) },
-        op::LNOT => Ins::LNot { dst: as_u32(t, 1)?, a: as_u32(t, 2)? },
-        op::NEG => Ins::Neg { dst: as_u32(t, 1)?, a: as_u32(t, 2)?, mask: mask_of(as_u64(t, 3)?) },
+        op::NOT => Ins::Not {
+            dst: as_u32(t, 1)?,
+            a: as_u32(t, 2)?,
+            mask: mask_of(as_u64(t, 3)?),
+        },
+        op::LNOT => Ins::LNot {
+            dst: as_u32(t, 1)?,
+            a: as_u32(t, 2)?,
+        },
+        op::NEG => Ins::Neg {
+            dst: as_u32(t, 1)?,
+            a: as_u32(t, 2)?,
+            mask: mask_of(as_u64(t, 3)?),
+        },
         op::JMP => Ins::Jmp(as_u32(t, 1)?),
-        op::JZ => Ins::Jz { cond: as_u32(t, 1)?, target: as_u32(t, 2)? },
-        op::JNZ => Ins::Jnz { cond: as_u32(t, 1)?, target: as_u32(t, 2)? },
+        op::JZ => Ins::Jz {
+            cond: as_u32(t, 1)?,
+            target: as_u32(t, 2)?,
+        },
+        op::JNZ => Ins::Jnz {
+            cond: as_u32(t, 1)?,
+            target: as_u32(t, 2)?,
+        },
         op::EXTRACT => Ins::Extract(as_u32(t, 1)?),
         op::EMIT => Ins::Emit(as_u32(t, 1)?),
         op::REJECT => Ins::Reject(t.get_item(1)?.extract::<i64>()?),
         op::END => Ins::End,
         op::STEP => Ins::Step,
-        op::CSUM16 => Ins::Csum16 { dst: as_u32(t, 1)?, list: as_u32(t, 2)? },
+        op::CSUM16 => Ins::Csum16 {
+            dst: as_u32(t, 1)?,
+            list: as_u32(t, 2)?,
+        },
         op::PY => Ins::Py(as_u32(t, 1)?),
         op::CALL => {
             arglists.push(t.get_item(2)?.extract::<Vec<u32>>()?);
-            arglists.push((3..t.len()).map(|i| as_u32(t, i)).collect::<PyResult<Vec<_>>>()?);
+            arglists.push(
+                (3..t.len())
+                    .map(|i| as_u32(t, i))
+                    .collect::<PyResult<Vec<_>>>()?,
+            );
             let n = arglists.len() as u32;
-            Ins::Call { f: as_u32(t, 1)?, dsts: n - 2, args: n - 1 }
+            Ins::Call {
+                f: as_u32(t, 1)?,
+                dsts: n - 2,
+                args: n - 1,
+            }
         }
-        _ => return Err(PyValueError::new_err(format!("P4Program: unknown opcode {code}"))),
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "P4Program: unknown opcode {code}"
+            )))
+        }
     };
     if let Ins::Jmp(x) | Ins::Jz { target: x, .. } | Ins::Jnz { target: x, .. } = ins {
         if x as usize > nblock {
-            return Err(PyValueError::new_err(format!("P4Program: jump to {x} past the block's end")));
+            return Err(PyValueError::new_err(format!(
+                "P4Program: jump to {x} past the block's end"
+            )));
         }
     }
     Ok(ins)
@@ -295,7 +379,9 @@ impl Run<'_, '_> {
         let i = r as usize;
         if i < self.nslots && self.seen[i] == 0 {
             let v = self.phv.get_item(i)?.extract::<u64>().map_err(|_| {
-                PyValueError::new_err(format!("P4Program: PHV slot {i} does not hold a bit<=64> value"))
+                PyValueError::new_err(format!(
+                    "P4Program: PHV slot {i} does not hold a bit<=64> value"
+                ))
             })?;
             self.regs[i] = v;
             self.seen[i] = 1;
@@ -347,7 +433,9 @@ impl P4Program {
         if (r as usize) < self.regs.len() {
             Ok(())
         } else {
-            Err(PyValueError::new_err(format!("P4Program: {what} register {r} out of range")))
+            Err(PyValueError::new_err(format!(
+                "P4Program: {what} register {r} out of range"
+            )))
         }
     }
 
@@ -357,18 +445,24 @@ impl P4Program {
             for &(r, w) in &h.fields {
                 self.check_reg(r, "header field")?;
                 if w == 0 || w > 64 {
-                    return Err(PyValueError::new_err(format!("P4Program: header field width {w}")));
+                    return Err(PyValueError::new_err(format!(
+                        "P4Program: header field width {w}"
+                    )));
                 }
             }
             if h.width % 8 != 0 {
-                return Err(PyValueError::new_err("P4Program: a header must be whole bytes"));
+                return Err(PyValueError::new_err(
+                    "P4Program: a header must be whole bytes",
+                ));
             }
         }
         for l in &self.lists {
             for &(r, w) in l {
                 self.check_reg(r, "field list")?;
                 if w == 0 || w > 64 {
-                    return Err(PyValueError::new_err(format!("P4Program: field list width {w}")));
+                    return Err(PyValueError::new_err(format!(
+                        "P4Program: field list width {w}"
+                    )));
                 }
             }
         }
@@ -388,7 +482,9 @@ impl P4Program {
                         self.check_reg(a, "source")?;
                         self.check_reg(b, "source")?;
                     }
-                    Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => self.check_reg(cond, "condition")?,
+                    Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => {
+                        self.check_reg(cond, "condition")?
+                    }
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
@@ -396,14 +492,19 @@ impl P4Program {
                         return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
                     }
                     Ins::Call { dsts, args, .. } => {
-                        for &a in self.arglists[args as usize].iter().chain(&self.arglists[dsts as usize]) {
+                        for &a in self.arglists[args as usize]
+                            .iter()
+                            .chain(&self.arglists[dsts as usize])
+                        {
                             self.check_reg(a, "call")?;
                         }
                     }
                     Ins::Csum16 { dst, list } => {
                         self.check_reg(dst, "destination")?;
                         if list as usize >= self.lists.len() {
-                            return Err(PyValueError::new_err(format!("P4Program: no field list {list}")));
+                            return Err(PyValueError::new_err(format!(
+                                "P4Program: no field list {list}"
+                            )));
                         }
                     }
                     _ => {}
@@ -438,19 +539,29 @@ impl P4Program {
         let mut arglists = Vec::new();
         for b in &blocks {
             let n = b.len();
-            code.push(b.iter().map(|t| decode(t, n, &mut arglists)).collect::<PyResult<Vec<_>>>()?);
+            code.push(
+                b.iter()
+                    .map(|t| decode(t, n, &mut arglists))
+                    .collect::<PyResult<Vec<_>>>()?,
+            );
         }
         let headers = headers
             .into_iter()
             .map(|(valid, fields)| {
                 let width = fields.iter().map(|&(_, w)| w as u64).sum();
-                Header { valid, fields, width }
+                Header {
+                    valid,
+                    fields,
+                    width,
+                }
             })
             .collect();
         let mut bool_slot = vec![false; nslots];
         for s in bool_slots {
             if s >= nslots {
-                return Err(PyValueError::new_err(format!("P4Program: bool slot {s} out of range")));
+                return Err(PyValueError::new_err(format!(
+                    "P4Program: bool slot {s} out of range"
+                )));
             }
             bool_slot[s] = true;
         }
@@ -487,10 +598,14 @@ impl P4Program {
         cursor: u64,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
         if block >= self.blocks.len() {
-            return Err(PyValueError::new_err(format!("P4Program: no block {block}")));
+            return Err(PyValueError::new_err(format!(
+                "P4Program: no block {block}"
+            )));
         }
         if phv.len() < self.nslots {
-            return Err(PyValueError::new_err("P4Program: the PHV is shorter than the program's layout"));
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is shorter than the program's layout",
+            ));
         }
         let mut out = std::mem::take(&mut self.scratch);
         out.clear();
@@ -520,7 +635,11 @@ impl P4Program {
         self.touched = touched;
         let (status, cur) = res?;
         wb?;
-        let bytes = if out.is_empty() { None } else { Some(PyBytes::new(py, &out)) };
+        let bytes = if out.is_empty() {
+            None
+        } else {
+            Some(PyBytes::new(py, &out))
+        };
         self.scratch = out;
         Ok((status, cur, bytes))
     }
@@ -528,6 +647,20 @@ impl P4Program {
     /// Number of blocks.
     fn __len__(&self) -> usize {
         self.blocks.len()
+    }
+
+    /// The callbacks (closures, the state's bound methods) may lead back to the pipeline that
+    /// owns this program: the cyclic GC must see them.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for cb in &self.callbacks {
+            visit.call(cb)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.callbacks.clear();
+        self.blocks.clear();
     }
 }
 
@@ -555,7 +688,13 @@ fn exec(
                 let v = st.get(src)?;
                 st.set(dst, v)
             }
-            Ins::Bin { op, dst, a, b, mask } => {
+            Ins::Bin {
+                op,
+                dst,
+                a,
+                b,
+                mask,
+            } => {
                 let (x, y) = (st.get(a)?, st.get(b)?);
                 st.set(dst, op.apply(x, y, mask))
             }
@@ -598,7 +737,11 @@ fn exec(
             Ins::Emit(h) => {
                 let h = &headers[h as usize];
                 if st.get(h.valid)? != 0 {
-                    let mut bw = BitWriter { out, acc: 0, bits: 0 };
+                    let mut bw = BitWriter {
+                        out,
+                        acc: 0,
+                        bits: 0,
+                    };
                     for &(r, w) in &h.fields {
                         let v = st.get(r)?;
                         bw.push(v, w);
@@ -615,7 +758,11 @@ fn exec(
             }
             Ins::Csum16 { dst, list } => {
                 let mut bytes = Vec::with_capacity(64);
-                let mut bw = BitWriter { out: &mut bytes, acc: 0, bits: 0 };
+                let mut bw = BitWriter {
+                    out: &mut bytes,
+                    acc: 0,
+                    bits: 0,
+                };
                 let mut n = 0u64;
                 for &(r, w) in &lists[list as usize] {
                     let v = st.get(r)?;
@@ -636,7 +783,11 @@ fn exec(
                     vals.push(st.get(r)?);
                 }
                 let res = callbacks[f as usize].call1(st.py, PyTuple::new(st.py, vals)?)?;
-                let bad = |_: PyErr| PyValueError::new_err("P4Program: a call returned other than its bit<=64> values");
+                let bad = |_: PyErr| {
+                    PyValueError::new_err(
+                        "P4Program: a call returned other than its bit<=64> values",
+                    )
+                };
                 match arglists[dsts as usize].as_slice() {
                     [] => {}
                     [d] => {
@@ -646,7 +797,9 @@ fn exec(
                     ds => {
                         let vs = res.extract::<Vec<u64>>(st.py).map_err(bad)?;
                         if vs.len() != ds.len() {
-                            return Err(PyValueError::new_err("P4Program: a call returned too few or many values"));
+                            return Err(PyValueError::new_err(
+                                "P4Program: a call returned too few or many values",
+                            ));
                         }
                         for (&d, v) in ds.iter().zip(vs) {
                             st.set(d, v);
