@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import gc
 import logging
-import weakref
 import struct
+import weakref
 
 import pytest
 from hypothesis import HealthCheck, given, settings
