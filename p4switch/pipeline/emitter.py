@@ -27,7 +27,7 @@ from .calls import method_name, method_target
 from .exprs import header_storage, is_aggregate
 from .layout import HeaderS, ScalarS, Storage, scalar_info
 from .packetio import _emit_order
-from .parser import MAX_PARSER_STEPS
+from .parser import MAX_PARSER_STEPS, case_keysets
 from .scope import Const, Scope, ValueSet
 from .stmts import contains
 from .tables import CompiledTable
@@ -198,11 +198,7 @@ class EmitterCompiler:
         keys = [self._e_expr(em, k, sc) for k in sel.selectors]
         n = len(keys)
         for case in sel.cases:
-            ks = list(case.keys)
-            if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.ListExpr):
-                ks = list(ks[0].elements)
-            if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.DefaultExpr | ast.DontCareExpr):
-                ks = ks * n
+            ks = case_keysets(case, n)
             if len(ks) != n:
                 raise Unsupported("a select keyset of another arity", case)
             miss = em.label()
