@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 mod host;
 mod link;
+mod p4vm;
 mod sched;
 mod tm;
 
@@ -30,6 +31,9 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tm::PortStats>()?;
     m.add_class::<tm::TrafficManager>()?;
     m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
+    m.add_class::<p4vm::P4Program>()?;
+    m.add("P4_STATUS_END", p4vm::STATUS_END)?;
+    m.add("P4_STATUS_REJECT", p4vm::STATUS_REJECT)?;
     m.add("DEFAULT_QUEUE_DEPTH", tm::DEFAULT_QUEUE_DEPTH)?;
     m.add("MAX_QUEUE_DEPTH", tm::MAX_QUEUE_DEPTH)?;
     Ok(())

@@ -67,10 +67,17 @@ Design
   ``Packet.assert_failures``), and the architecture requests below, which are only
   *recorded* on the packet. Externs the P4Info does not list get private state.
 
+* **Engine form** (``emitter.py``): after the closures are built, every block the emitter
+  translates is also emitted as register-machine code for ``hbh_engine.P4Program``
+  (engine/src/p4vm.rs) and runs there; a control statement it does not translate runs
+  through its own closure from the engine, a parser or deparser it does not translate runs
+  on its closures (one log line each). ``oracle=True`` / ``HBH_P4_ORACLE=1``: the closures
+  only (the differential oracle). docs/engine.md has the state of the port.
+
 API for the architecture (switch) layer
 =======================================
 
-``load_pipeline(checked, p4info, state, *, seed=None) -> V1Pipeline``
+``load_pipeline(checked, p4info, state, *, seed=None, oracle=None) -> V1Pipeline``
     ``checked``: the front end's ``CheckedProgram`` (or its ``ast.Program``); ``state``:
     ``RuntimeState.from_p4info(p4info)``. Raises ``PipelineError`` (a located
     ``P4Error``) for what it cannot run. ``seed`` seeds ``random``/``HashAlgorithm.random``.

@@ -117,11 +117,7 @@ class ParserCompiler:
         nomatch = ParserReject(self.error_code("NoMatch"))  # type: ignore[attr-defined]
         cases: list[tuple[list[tuple], State | None]] = []
         for case in sel.cases:
-            ks = list(case.keys)
-            if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.ListExpr):
-                ks = list(ks[0].elements)
-            if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.DefaultExpr | ast.DontCareExpr):
-                ks = ks * n
+            ks = case_keysets(case, n)
             if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.PathExpr):
                 vs = sc.find(ks[0].decl) if ks[0].decl is not None else None
                 if isinstance(vs, ValueSet):  # one value set of structs against the whole tuple
@@ -190,6 +186,17 @@ class ParserCompiler:
         return self.runtime_const(v.val, selector.type, e.loc)  # type: ignore[attr-defined]
 
 
+def case_keysets(case: ast.SelectCase, n: int) -> list[ast.Expression]:
+    """A select case's keysets for ``n`` selectors: a tuple keyset unpacked, a lone
+    ``default``/``_`` standing for every component (the engine emitter reads them the same way)."""
+    ks = list(case.keys)
+    if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.ListExpr):
+        ks = list(ks[0].elements)
+    if len(ks) == 1 and n > 1 and isinstance(ks[0], ast.DefaultExpr | ast.DontCareExpr):
+        ks = ks * n
+    return ks
+
+
 class _Fixed:
     """A transition to a known state (callable like any transition)."""
 
@@ -246,4 +253,4 @@ def _as_dict(cases: list[tuple[list[tuple], State | None]], n: int) -> tuple[dic
     return lookup, None, False
 
 
-__all__ = ["ParserCompiler", "State"]
+__all__ = ["ParserCompiler", "State", "case_keysets"]

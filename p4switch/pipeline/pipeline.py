@@ -9,6 +9,8 @@ architecture around the traffic manager) strings together.
 
 from __future__ import annotations
 
+import logging
+import os
 import random
 from collections.abc import Callable
 from typing import Any
@@ -22,6 +24,7 @@ from p4switch.state import RuntimeState
 
 from .blocks import BlockCompiler, BlockInstance, block_decl_of
 from .calls import CallCompiler
+from .emitter import STATUS_REJECT, EmitterCompiler, EngineForm, Unsupported
 from .exprs import ExprCompiler, is_aggregate
 from .externs import ExternCompiler
 from .layout import (
@@ -51,12 +54,15 @@ from .packet import (
     ReturnSignal,
 )
 from .packetio import PacketIOCompiler
-from .parser import ParserCompiler
+from .parser import MAX_PARSER_STEPS, ParserCompiler
 from .scope import PacketArg, PipelineError, Scope, ValueSet, located
 from .stmts import StmtCompiler
 from .tables import CompiledTable, TableCompiler
+from .templates import Fn
 
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
+log = logging.getLogger("p4switch.pipeline")
+ORACLE_ENV = "HBH_P4_ORACLE"  # set to 1: every block runs on the closures (the differential oracle)
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 
@@ -78,7 +84,7 @@ def program_of(checked: Any) -> ast.Program:
 
 
 class _Compiler(ExprCompiler, StmtCompiler, CallCompiler, ExternCompiler, TableCompiler, PacketIOCompiler,
-                ParserCompiler, BlockCompiler):
+                ParserCompiler, BlockCompiler, EmitterCompiler):
     """All compiler mixins over one program, P4Info and RuntimeState."""
 
     def __init__(self, program: ast.Program, state: RuntimeState, rng: random.Random) -> None:
@@ -92,6 +98,7 @@ class _Compiler(ExprCompiler, StmtCompiler, CallCompiler, ExternCompiler, TableC
         self.error_codes = {n: i for i, n in enumerate(self.error_names)}
         self.root = Scope(None, None, resolver=self.resolve_global)
         self.std: StructS = StructS(T.VOID, 0, 0)
+        self.stmt_fns: dict[tuple[int, int], Fn | None] = {}
 
     def digest_for_type(self, t: T.Type, call: ast.Node) -> Any:
         bufs = self.state.digests_by_name
@@ -163,7 +170,7 @@ class V1Pipeline:
     """A loaded v1model program. See the package docstring for the API contract."""
 
     def __init__(self, program: ast.Program, p4info: p4info_pb2.P4Info, state: RuntimeState,
-                 seed: int | None = None, checked: Any = None) -> None:
+                 seed: int | None = None, checked: Any = None, oracle: bool | None = None) -> None:
         self.program = program
         self.checked = checked
         self.p4info = p4info
@@ -216,8 +223,49 @@ class V1Pipeline:
             [(s.get(n), self.std_masks.get(n, 0))
              for n in ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
                        "deq_qdepth", "egress_rid")])
+        if oracle is None:
+            oracle = os.environ.get(ORACLE_ENV, "") not in ("", "0")
+        self.oracle = oracle
+        self.engine: Any = None  # hbh_engine.P4Program, when a block runs in the engine
+        self.engine_blocks: dict[str, int] = {}  # role -> block index in self.engine
+        self.engine_refused: dict[str, str] = {}  # role -> the construct that keeps it on the closures
+        self.engine_called: dict[str, list[str]] = {}  # role -> constructs run through their closures
+        if not oracle:
+            self._load_engine(cc)
 
     # ------------------------------------------------------------------ loading
+
+    def _load_engine(self, cc: _Compiler) -> None:
+        """Emit the engine form of every block the emitter translates; log the others."""
+        nslots = cc.alloc.size
+        form = EngineForm(nslots)
+        for role in V1SWITCH_ROLES:
+            inst = self.instances[role]
+            try:
+                code, called = cc.emit_block(form, inst.decl, inst.scope, role not in ("parser", "deparser"))
+            except (Unsupported, PipelineError) as exc:
+                self.engine_refused[role] = str(exc)
+                log.info("engine: the %s block %s runs on the closures: unsupported %s", role, inst.decl.name, exc)
+                continue
+            if called:
+                self.engine_called[role] = called
+                log.info("engine: the %s block %s calls the closures for: %s", role, inst.decl.name,
+                         "; ".join(dict.fromkeys(c for c in called)))
+            form.roles[role] = len(form.blocks)
+            form.blocks.append(code)
+        if cc.alloc.size != nslots:  # emitting must not lay out anything new
+            raise PipelineError(None, "pipeline: the engine emitter allocated PHV slots")
+        if not form.blocks:
+            return
+        try:
+            import hbh_engine
+        except ImportError:
+            log.warning("engine: hbh_engine is not built (make engine): every block runs on the closures")
+            return
+        self.engine = hbh_engine.P4Program(
+            form.blocks, form.headers, form.lists, form.callbacks, nslots, form.ntemps, sorted(form.bool_slots),
+            cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS)
+        self.engine_blocks = dict(form.roles)
 
     def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
         main = _find_main(cc.program)
@@ -270,6 +318,9 @@ class V1Pipeline:
     def parse(self, pkt: Packet) -> None:
         """Run the parser only (sets parser_error on a parser error, never raises for bad input)."""
         p = pkt.phv
+        if self.engine_blocks.get("parser") is not None:
+            self._parse_in_engine(pkt)
+            return
         p[SLOT_CURSOR] = 0
         p[SLOT_PKT] = pkt
         try:
@@ -283,6 +334,20 @@ class V1Pipeline:
         finally:
             p[SLOT_PKT] = None  # see _run_control
         pkt.payload_offset = min(len(pkt.data), (p[SLOT_CURSOR] + 7) >> 3)
+        pkt.parsed = True
+
+    def _parse_in_engine(self, pkt: Packet) -> None:
+        p = pkt.phv
+        try:
+            status, cursor, _ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
+        except Exception as exc:  # noqa: BLE001 - reported with the block name
+            raise PipelineRuntimeError(f"parser (engine): {type(exc).__name__}: {exc}") from exc
+        p[SLOT_CURSOR] = cursor
+        if status >= 0 and self._s_parser_error is not None:
+            p[self._s_parser_error] = status
+        elif status < STATUS_REJECT:
+            raise PipelineRuntimeError(f"parser (engine): unknown status {status}")
+        pkt.payload_offset = min(len(pkt.data), (cursor + 7) >> 3)
         pkt.parsed = True
 
     def run_ingress(self, pkt: Packet) -> None:
@@ -311,8 +376,9 @@ class V1Pipeline:
         self._run_control("compute_checksum", pkt)
 
     def _run_control(self, role: str, pkt: Packet) -> None:
-        body = self._bodies[role]
-        if body is None:
+        block = self.engine_blocks.get(role)
+        body = self._bodies[role] if block is None else None
+        if block is None and body is None:
             return
         p = pkt.phv
         # The PHV points to its packet only while a block runs (externs record requests on
@@ -320,7 +386,10 @@ class V1Pipeline:
         # instead of being freed by reference counting when the switch lets go of it.
         p[SLOT_PKT] = pkt
         try:
-            body(p)
+            if body is None:
+                self.engine.run(block, p)
+            else:
+                body(p)
         except (ExitSignal, ReturnSignal) as sig:
             sig.__traceback__ = None  # preallocated instances must not keep frames alive
         except ParserReject as r:  # a stack .next/.last out of bounds outside the parser
@@ -333,6 +402,13 @@ class V1Pipeline:
     def deparse(self, pkt: Packet) -> bytes:
         """Valid headers as the deparser emits them, then the unparsed payload (no truncation)."""
         p = pkt.phv
+        block = self.engine_blocks.get("deparser")
+        if block is not None:
+            try:
+                _, _, head = self.engine.run(block, p)
+            except Exception as exc:  # noqa: BLE001 - reported with the block name
+                raise PipelineRuntimeError(f"deparser (engine): {type(exc).__name__}: {exc}") from exc
+            return head + pkt.payload if head else pkt.payload
         out: list[bytes] = []
         p[SLOT_OUT] = out
         self._run_control("deparser", pkt)
@@ -513,16 +589,20 @@ def _by_name(program: ast.Program, arg: ast.Expression) -> Any:
 
 
 def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, *,
-                  seed: int | None = None) -> V1Pipeline:
+                  seed: int | None = None, oracle: bool | None = None) -> V1Pipeline:
     """Compile a checked v1model program against ``state`` (built from ``p4info``).
 
     Installs the program's ``const entries`` (and default actions P4Info leaves unset)
     into ``state``. Raises :class:`~.scope.PipelineError` (a located P4Error) for
     constructs the pipeline cannot run or objects missing from the P4Info.
+
+    ``oracle=True`` (default: the environment variable ``HBH_P4_ORACLE`` set to 1) runs every
+    block on the closures, the differential oracle; otherwise the blocks the engine emitter
+    translates run in ``hbh_engine`` and the others on the closures (one log line each).
     """
     program = program_of(checked)
     with located(None, "the program"):  # last resort; statements and declarations locate their own
-        return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None)
+        return V1Pipeline(program, p4info, state, seed, checked if checked is not program else None, oracle)
     raise AssertionError("not reached")  # located() re-raises
 
 

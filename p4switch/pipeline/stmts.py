@@ -77,7 +77,10 @@ class StmtCompiler:
         if method is None:
             raise PipelineError(s.loc, f"pipeline: unsupported statement {type(s).__name__}")
         with located(s.loc, "this statement"):
-            return method(s, sc)
+            fn = method(s, sc)
+            # The engine emitter runs a statement it cannot translate through this closure.
+            self.stmt_fns[(id(s), id(sc))] = fn  # type: ignore[attr-defined]
+            return fn
         return None  # not reached: located() re-raises
 
     def _s_BlockStmt(self, s: ast.BlockStmt, sc: Scope) -> Fn | None:
@@ -402,6 +405,7 @@ class StmtCompiler:
         if body is not None and contains(decl.body, ast.ReturnStmt) and not isinstance(decl, ast.FunctionDecl):
             body = catch_return(body)
         callee = Callee(name, params, body, decl, ret_t)
+        callee.extra["scope"] = csc  # where the body's statements were compiled (the engine emitter's too)
         if tail is not None:
             callee.extra["tail"] = tail
         data = [ps for ps in params if ps.direction is None]

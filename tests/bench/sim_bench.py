@@ -19,6 +19,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = (  # (label, fragment of the file path or of the built-in's name), first match wins
+    ("P4 pipeline blocks in the engine (P4Program.run; its calls back into Python count where they land)",
+     "P4Program"),
     ("engine calls (compiled: event heap, links, traffic manager)", "hbh_engine"),
     ("P4 pipeline (parse, controls, tables, externs, deparse)", "/p4switch/pipeline/"),
     ("P4 pipeline (parse, controls, tables, externs, deparse)", "/p4switch/state/"),

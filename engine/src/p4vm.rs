@@ -1,0 +1,813 @@
+//! The P4 pipeline's engine form: a small register machine over the PHV.
+//!
+//! Why a register machine: the pipeline compiler (p4switch/pipeline) resolves every name to a PHV
+//! slot once, at load time; what is left per packet is data movement and arithmetic on those
+//! slots, branches, and calls to packet I/O and externs. So the engine form is a flat list of
+//! instructions per block (`dst <- op(a, b)` on registers, jumps by instruction index, header
+//! extract/emit by header index, checksums by field-list index) that a loader written for any
+//! front end can produce: p4switch's emitter (p4switch/pipeline/emitter.py) today, a BMv2-JSON
+//! loader later (its primitives map onto the same instructions; docs/engine.md).
+//!
+//! Registers: `0..nslots` are the PHV slots (the Python list the rest of the pipeline still
+//! reads), `nslots..` are temporaries. Values are `u64`: `bit<w>` with `w <= 64`, `bool` as
+//! 0/1, error codes. Wider fields and `int<w>` are not in this slice: the emitter refuses the
+//! block and the closures run it (docs/engine.md, "state of the port"). A PHV slot is read from
+//! the Python list the first time the block reads it and written back at the end of the block
+//! only if the block wrote it, so a block's cost is the slots it touches, not the PHV's size.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyList, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
+
+/// `run`'s status when the block ended normally (a parser accepted).
+pub const STATUS_END: i64 = -1;
+/// `run`'s status for an explicit `transition reject` (parser_error left as it is).
+pub const STATUS_REJECT: i64 = -2;
+
+#[derive(Clone, Copy, Debug)]
+enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    And,
+    Or,
+    Xor,
+    Shl,
+    Shr,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl BinOp {
+    fn from_code(c: u64) -> Option<Self> {
+        use BinOp::*;
+        Some(match c {
+            0 => Add,
+            1 => Sub,
+            2 => Mul,
+            3 => And,
+            4 => Or,
+            5 => Xor,
+            6 => Shl,
+            7 => Shr,
+            8 => Eq,
+            9 => Ne,
+            10 => Lt,
+            11 => Le,
+            12 => Gt,
+            13 => Ge,
+            _ => return None,
+        })
+    }
+
+    fn apply(self, a: u64, b: u64, mask: u64) -> u64 {
+        use BinOp::*;
+        match self {
+            Add => a.wrapping_add(b) & mask,
+            Sub => a.wrapping_sub(b) & mask,
+            Mul => a.wrapping_mul(b) & mask,
+            And => a & b,
+            Or => a | b,
+            Xor => a ^ b,
+            Shl => a.checked_shl(b.min(64) as u32).unwrap_or(0) & mask,
+            Shr => a.checked_shr(b.min(64) as u32).unwrap_or(0),
+            Eq => (a == b) as u64,
+            Ne => (a != b) as u64,
+            Lt => (a < b) as u64,
+            Le => (a <= b) as u64,
+            Gt => (a > b) as u64,
+            Ge => (a >= b) as u64,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+enum Ins {
+    Const {
+        dst: u32,
+        imm: u64,
+    },
+    Mov {
+        dst: u32,
+        src: u32,
+    },
+    Bin {
+        op: BinOp,
+        dst: u32,
+        a: u32,
+        b: u32,
+        mask: u64,
+    },
+    /// `~a & mask`
+    Not {
+        dst: u32,
+        a: u32,
+        mask: u64,
+    },
+    /// `a == 0`
+    LNot {
+        dst: u32,
+        a: u32,
+    },
+    /// `-a & mask`
+    Neg {
+        dst: u32,
+        a: u32,
+        mask: u64,
+    },
+    Jmp(u32),
+    Jz {
+        cond: u32,
+        target: u32,
+    },
+    Jnz {
+        cond: u32,
+        target: u32,
+    },
+    Extract(u32),
+    Emit(u32),
+    /// End the block with this status (an error code, or STATUS_REJECT).
+    Reject(i64),
+    End,
+    /// One parser state transition: ParserTimeout past `max_steps`.
+    Step,
+    /// `dst <- csum16(concatenation of field list list)`
+    Csum16 {
+        dst: u32,
+        list: u32,
+    },
+    /// Call Python callback `n` with the PHV list (written registers flushed first, every PHV
+    /// register read again afterwards): the statements the emitter does not translate yet run
+    /// through the closures that compiled them.
+    Py(u32),
+    /// `dsts <- callbacks[f](*args)` with the argument registers' values (ints): state held
+    /// in Python (register arrays, counters, the tables' entries) without touching the PHV
+    /// list. No destination: the result is dropped; one: an int; more: a tuple of as many.
+    Call {
+        f: u32,
+        dsts: u32,
+        args: u32,
+    },
+}
+
+/// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
+mod op {
+    pub const CONST: u64 = 0;
+    pub const MOV: u64 = 1;
+    pub const BIN: u64 = 2;
+    pub const NOT: u64 = 3;
+    pub const LNOT: u64 = 4;
+    pub const NEG: u64 = 5;
+    pub const JMP: u64 = 6;
+    pub const JZ: u64 = 7;
+    pub const JNZ: u64 = 8;
+    pub const EXTRACT: u64 = 9;
+    pub const EMIT: u64 = 10;
+    pub const REJECT: u64 = 11;
+    pub const END: u64 = 12;
+    pub const STEP: u64 = 13;
+    pub const CSUM16: u64 = 14;
+    pub const PY: u64 = 15;
+    pub const CALL: u64 = 16;
+}
+
+/// A fixed header: validity register, then (register, width) per field on the wire.
+struct Header {
+    valid: u32,
+    fields: Vec<(u32, u32)>,
+    width: u64,
+}
+
+fn mask_of(width: u64) -> u64 {
+    if width >= 64 {
+        u64::MAX
+    } else {
+        (1u64 << width) - 1
+    }
+}
+
+/// `n <= 64` bits of `data` starting at bit `pos` (the caller checked the length).
+fn read_bits(data: &[u8], pos: u64, n: u32) -> u64 {
+    let mut acc: u128 = 0;
+    let first = (pos >> 3) as usize;
+    let last = ((pos + n as u64 + 7) >> 3) as usize;
+    for &b in &data[first..last] {
+        acc = (acc << 8) | b as u128;
+    }
+    let drop = (last as u64 * 8) - pos - n as u64;
+    ((acc >> drop) as u64) & mask_of(n as u64)
+}
+
+/// MSB-first bit string builder: fields of up to 64 bits appended to whole bytes.
+struct BitWriter<'a> {
+    out: &'a mut Vec<u8>,
+    acc: u128,
+    bits: u32,
+}
+
+impl BitWriter<'_> {
+    fn push(&mut self, v: u64, width: u32) {
+        self.acc = (self.acc << width) | (v & mask_of(width as u64)) as u128;
+        self.bits += width;
+        while self.bits >= 8 {
+            self.bits -= 8;
+            self.out.push((self.acc >> self.bits) as u8);
+        }
+        self.acc &= (1u128 << self.bits) - 1;
+    }
+
+    /// Pad with zero bits to a multiple of `to` bits.
+    fn pad(&mut self, to: u32, written: u64) {
+        let rem = (written % to as u64) as u32;
+        if rem != 0 {
+            let mut left = to - rem;
+            while left > 0 {
+                let k = left.min(32);
+                self.push(0, k);
+                left -= k;
+            }
+        }
+    }
+}
+
+fn csum16(bytes: &[u8]) -> u64 {
+    let mut s: u64 = 0;
+    for w in bytes.chunks(2) {
+        let hi = w[0] as u64;
+        let lo = if w.len() > 1 { w[1] as u64 } else { 0 };
+        s += (hi << 8) | lo;
+    }
+    while s >> 16 != 0 {
+        s = (s & 0xFFFF) + (s >> 16);
+    }
+    !s & 0xFFFF
+}
+
+/// A loaded program: one instruction list per block, its headers and field lists.
+#[pyclass(module = "hbh_engine")]
+pub struct P4Program {
+    blocks: Vec<Vec<Ins>>,
+    headers: Vec<Header>,
+    lists: Vec<Vec<(u32, u32)>>,
+    callbacks: Vec<Py<PyAny>>,
+    arglists: Vec<Vec<u32>>,
+    nslots: usize,
+    bool_slot: Vec<bool>,
+    too_short: i64,
+    timeout: i64,
+    max_steps: u64,
+    regs: Vec<u64>,
+    /// Per PHV slot: 0 not read yet, 1 read, 2 written.
+    seen: Vec<u8>,
+    touched: Vec<u32>,
+    scratch: Vec<u8>,
+}
+
+fn as_u64(t: &Bound<'_, PyTuple>, i: usize) -> PyResult<u64> {
+    t.get_item(i)?.extract::<u64>()
+}
+
+fn as_u32(t: &Bound<'_, PyTuple>, i: usize) -> PyResult<u32> {
+    t.get_item(i)?.extract::<u32>()
+}
+
+fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -> PyResult<Ins> {
+    let code = as_u64(t, 0)?;
+    let ins = match code {
+        op::CONST => Ins::Const {
+            dst: as_u32(t, 1)?,
+            imm: as_u64(t, 2)?,
+        },
+        op::MOV => Ins::Mov {
+            dst: as_u32(t, 1)?,
+            src: as_u32(t, 2)?,
+        },
+        op::BIN => {
+            let opc = as_u64(t, 1)?;
+            let op = BinOp::from_code(opc).ok_or_else(|| {
+                PyValueError::new_err(format!("P4Program: unknown binary operator {opc}"))
+            })?;
+            Ins::Bin {
+                op,
+                dst: as_u32(t, 2)?,
+                a: as_u32(t, 3)?,
+                b: as_u32(t, 4)?,
+                mask: mask_of(as_u64(t, 5)?),
+            }
+        }
+        op::NOT => Ins::Not {
+            dst: as_u32(t, 1)?,
+            a: as_u32(t, 2)?,
+            mask: mask_of(as_u64(t, 3)?),
+        },
+        op::LNOT => Ins::LNot {
+            dst: as_u32(t, 1)?,
+            a: as_u32(t, 2)?,
+        },
+        op::NEG => Ins::Neg {
+            dst: as_u32(t, 1)?,
+            a: as_u32(t, 2)?,
+            mask: mask_of(as_u64(t, 3)?),
+        },
+        op::JMP => Ins::Jmp(as_u32(t, 1)?),
+        op::JZ => Ins::Jz {
+            cond: as_u32(t, 1)?,
+            target: as_u32(t, 2)?,
+        },
+        op::JNZ => Ins::Jnz {
+            cond: as_u32(t, 1)?,
+            target: as_u32(t, 2)?,
+        },
+        op::EXTRACT => Ins::Extract(as_u32(t, 1)?),
+        op::EMIT => Ins::Emit(as_u32(t, 1)?),
+        op::REJECT => Ins::Reject(t.get_item(1)?.extract::<i64>()?),
+        op::END => Ins::End,
+        op::STEP => Ins::Step,
+        op::CSUM16 => Ins::Csum16 {
+            dst: as_u32(t, 1)?,
+            list: as_u32(t, 2)?,
+        },
+        op::PY => Ins::Py(as_u32(t, 1)?),
+        op::CALL => {
+            arglists.push(t.get_item(2)?.extract::<Vec<u32>>()?);
+            arglists.push(
+                (3..t.len())
+                    .map(|i| as_u32(t, i))
+                    .collect::<PyResult<Vec<_>>>()?,
+            );
+            let n = arglists.len() as u32;
+            Ins::Call {
+                f: as_u32(t, 1)?,
+                dsts: n - 2,
+                args: n - 1,
+            }
+        }
+        _ => {
+            return Err(PyValueError::new_err(format!(
+                "P4Program: unknown opcode {code}"
+            )))
+        }
+    };
+    if let Ins::Jmp(x) | Ins::Jz { target: x, .. } | Ins::Jnz { target: x, .. } = ins {
+        if x as usize > nblock {
+            return Err(PyValueError::new_err(format!(
+                "P4Program: jump to {x} past the block's end"
+            )));
+        }
+    }
+    Ok(ins)
+}
+
+struct Run<'a, 'py> {
+    py: Python<'py>,
+    phv: &'a Bound<'py, PyList>,
+    regs: &'a mut Vec<u64>,
+    seen: &'a mut Vec<u8>,
+    touched: &'a mut Vec<u32>,
+    bool_slot: &'a [bool],
+    nslots: usize,
+}
+
+impl Run<'_, '_> {
+    #[inline]
+    fn get(&mut self, r: u32) -> PyResult<u64> {
+        let i = r as usize;
+        if i < self.nslots && self.seen[i] == 0 {
+            let v = self.phv.get_item(i)?.extract::<u64>().map_err(|_| {
+                PyValueError::new_err(format!(
+                    "P4Program: PHV slot {i} does not hold a bit<=64> value"
+                ))
+            })?;
+            self.regs[i] = v;
+            self.seen[i] = 1;
+            self.touched.push(r);
+        }
+        Ok(self.regs[i])
+    }
+
+    /// Store the PHV registers the block wrote into the list (they stay cached). With
+    /// `forget`, the cache is dropped too: the next read of any slot goes to the list.
+    fn flush(&mut self, forget: bool) -> PyResult<()> {
+        let mut res = Ok(());
+        for &r in self.touched.iter() {
+            let i = r as usize;
+            if self.seen[i] == 2 && res.is_ok() {
+                let v = self.regs[i];
+                res = if self.bool_slot[i] {
+                    self.phv.set_item(i, PyBool::new(self.py, v != 0))
+                } else {
+                    self.phv.set_item(i, v)
+                };
+                self.seen[i] = 1;
+            }
+            if forget {
+                self.seen[i] = 0;
+            }
+        }
+        if forget {
+            self.touched.clear();
+        }
+        res
+    }
+
+    #[inline]
+    fn set(&mut self, r: u32, v: u64) {
+        let i = r as usize;
+        if i < self.nslots {
+            if self.seen[i] == 0 {
+                self.touched.push(r);
+            }
+            self.seen[i] = 2;
+        }
+        self.regs[i] = v;
+    }
+}
+
+impl P4Program {
+    fn check_reg(&self, r: u32, what: &str) -> PyResult<()> {
+        if (r as usize) < self.regs.len() {
+            Ok(())
+        } else {
+            Err(PyValueError::new_err(format!(
+                "P4Program: {what} register {r} out of range"
+            )))
+        }
+    }
+
+    fn validate(&self) -> PyResult<()> {
+        for h in &self.headers {
+            self.check_reg(h.valid, "header validity")?;
+            for &(r, w) in &h.fields {
+                self.check_reg(r, "header field")?;
+                if w == 0 || w > 64 {
+                    return Err(PyValueError::new_err(format!(
+                        "P4Program: header field width {w}"
+                    )));
+                }
+            }
+            if h.width % 8 != 0 {
+                return Err(PyValueError::new_err(
+                    "P4Program: a header must be whole bytes",
+                ));
+            }
+        }
+        for l in &self.lists {
+            for &(r, w) in l {
+                self.check_reg(r, "field list")?;
+                if w == 0 || w > 64 {
+                    return Err(PyValueError::new_err(format!(
+                        "P4Program: field list width {w}"
+                    )));
+                }
+            }
+        }
+        for b in &self.blocks {
+            for ins in b {
+                match *ins {
+                    Ins::Const { dst, .. } => self.check_reg(dst, "destination")?,
+                    Ins::Mov { dst, src: a }
+                    | Ins::Not { dst, a, .. }
+                    | Ins::LNot { dst, a }
+                    | Ins::Neg { dst, a, .. } => {
+                        self.check_reg(dst, "destination")?;
+                        self.check_reg(a, "source")?;
+                    }
+                    Ins::Bin { dst, a, b, .. } => {
+                        self.check_reg(dst, "destination")?;
+                        self.check_reg(a, "source")?;
+                        self.check_reg(b, "source")?;
+                    }
+                    Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => {
+                        self.check_reg(cond, "condition")?
+                    }
+                    Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
+                        return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
+                    }
+                    Ins::Py(n) | Ins::Call { f: n, .. } if n as usize >= self.callbacks.len() => {
+                        return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
+                    }
+                    Ins::Call { dsts, args, .. } => {
+                        for &a in self.arglists[args as usize]
+                            .iter()
+                            .chain(&self.arglists[dsts as usize])
+                        {
+                            self.check_reg(a, "call")?;
+                        }
+                    }
+                    Ins::Csum16 { dst, list } => {
+                        self.check_reg(dst, "destination")?;
+                        if list as usize >= self.lists.len() {
+                            return Err(PyValueError::new_err(format!(
+                                "P4Program: no field list {list}"
+                            )));
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[pymethods]
+impl P4Program {
+    /// `blocks`: per block a list of instruction tuples; `headers`: (validity slot, [(slot, width)]);
+    /// `lists`: [(register, width)] per checksum field list; `callbacks`: what `Py` calls; `nslots`/`ntemps`: register counts;
+    /// `bool_slots`: PHV slots written back as Python bools; `too_short`/`timeout`: the error
+    /// codes of PacketTooShort and ParserTimeout; `max_steps`: parser transitions allowed.
+    #[new]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        blocks: Vec<Vec<Bound<'_, PyTuple>>>,
+        headers: Vec<(u32, Vec<(u32, u32)>)>,
+        lists: Vec<Vec<(u32, u32)>>,
+        callbacks: Vec<Py<PyAny>>,
+        nslots: usize,
+        ntemps: usize,
+        bool_slots: Vec<usize>,
+        too_short: i64,
+        timeout: i64,
+        max_steps: u64,
+    ) -> PyResult<Self> {
+        let mut code = Vec::with_capacity(blocks.len());
+        let mut arglists = Vec::new();
+        for b in &blocks {
+            let n = b.len();
+            code.push(
+                b.iter()
+                    .map(|t| decode(t, n, &mut arglists))
+                    .collect::<PyResult<Vec<_>>>()?,
+            );
+        }
+        let headers = headers
+            .into_iter()
+            .map(|(valid, fields)| {
+                let width = fields.iter().map(|&(_, w)| w as u64).sum();
+                Header {
+                    valid,
+                    fields,
+                    width,
+                }
+            })
+            .collect();
+        let mut bool_slot = vec![false; nslots];
+        for s in bool_slots {
+            if s >= nslots {
+                return Err(PyValueError::new_err(format!(
+                    "P4Program: bool slot {s} out of range"
+                )));
+            }
+            bool_slot[s] = true;
+        }
+        let prog = P4Program {
+            blocks: code,
+            headers,
+            lists,
+            callbacks,
+            arglists,
+            nslots,
+            bool_slot,
+            too_short,
+            timeout,
+            max_steps,
+            regs: vec![0; nslots + ntemps],
+            seen: vec![0; nslots],
+            touched: Vec::new(),
+            scratch: Vec::new(),
+        };
+        prog.validate()?;
+        Ok(prog)
+    }
+
+    /// Run block `block` over the PHV list `phv` (`data`: the received bytes, for a parser;
+    /// `cursor`: the parser's start, in bits). Returns (status, cursor, emitted bytes or None):
+    /// status STATUS_END, STATUS_REJECT, or the parser error code the block rejected with.
+    #[pyo3(signature = (block, phv, data=None, cursor=0))]
+    fn run<'py>(
+        &mut self,
+        py: Python<'py>,
+        block: usize,
+        phv: &Bound<'py, PyList>,
+        data: Option<&[u8]>,
+        cursor: u64,
+    ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
+        if block >= self.blocks.len() {
+            return Err(PyValueError::new_err(format!(
+                "P4Program: no block {block}"
+            )));
+        }
+        if phv.len() < self.nslots {
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is shorter than the program's layout",
+            ));
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        let mut touched = std::mem::take(&mut self.touched);
+        let mut st = Run {
+            py,
+            phv,
+            regs: &mut self.regs,
+            seen: &mut self.seen,
+            touched: &mut touched,
+            bool_slot: &self.bool_slot,
+            nslots: self.nslots,
+        };
+        let res = exec(
+            &self.blocks[block],
+            &self.headers,
+            &self.lists,
+            (&self.callbacks, &self.arglists),
+            &mut st,
+            data.unwrap_or(&[]),
+            cursor,
+            (self.too_short, self.timeout, self.max_steps),
+            &mut out,
+        );
+        // Write back what the block wrote, and forget the PHV either way.
+        let wb = st.flush(true);
+        self.touched = touched;
+        let (status, cur) = res?;
+        wb?;
+        let bytes = if out.is_empty() {
+            None
+        } else {
+            Some(PyBytes::new(py, &out))
+        };
+        self.scratch = out;
+        Ok((status, cur, bytes))
+    }
+
+    /// Number of blocks.
+    fn __len__(&self) -> usize {
+        self.blocks.len()
+    }
+
+    /// The callbacks (closures, the state's bound methods) may lead back to the pipeline that
+    /// owns this program: the cyclic GC must see them.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for cb in &self.callbacks {
+            visit.call(cb)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&mut self) {
+        self.callbacks.clear();
+        self.blocks.clear();
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn exec(
+    code: &[Ins],
+    headers: &[Header],
+    lists: &[Vec<(u32, u32)>],
+    (callbacks, arglists): (&[Py<PyAny>], &[Vec<u32>]),
+    st: &mut Run<'_, '_>,
+    data: &[u8],
+    mut cursor: u64,
+    (too_short, timeout, max_steps): (i64, i64, u64),
+    out: &mut Vec<u8>,
+) -> PyResult<(i64, u64)> {
+    let mut pc = 0usize;
+    let mut steps = 0u64;
+    let avail = data.len() as u64 * 8;
+    while pc < code.len() {
+        let ins = &code[pc];
+        pc += 1;
+        match *ins {
+            Ins::Const { dst, imm } => st.set(dst, imm),
+            Ins::Mov { dst, src } => {
+                let v = st.get(src)?;
+                st.set(dst, v)
+            }
+            Ins::Bin {
+                op,
+                dst,
+                a,
+                b,
+                mask,
+            } => {
+                let (x, y) = (st.get(a)?, st.get(b)?);
+                st.set(dst, op.apply(x, y, mask))
+            }
+            Ins::Not { dst, a, mask } => {
+                let v = !st.get(a)? & mask;
+                st.set(dst, v)
+            }
+            Ins::LNot { dst, a } => {
+                let v = (st.get(a)? == 0) as u64;
+                st.set(dst, v)
+            }
+            Ins::Neg { dst, a, mask } => {
+                let v = st.get(a)?.wrapping_neg() & mask;
+                st.set(dst, v)
+            }
+            Ins::Jmp(t) => pc = t as usize,
+            Ins::Jz { cond, target } => {
+                if st.get(cond)? == 0 {
+                    pc = target as usize
+                }
+            }
+            Ins::Jnz { cond, target } => {
+                if st.get(cond)? != 0 {
+                    pc = target as usize
+                }
+            }
+            Ins::Extract(h) => {
+                let h = &headers[h as usize];
+                if cursor + h.width > avail {
+                    return Ok((too_short, cursor));
+                }
+                let mut pos = cursor;
+                for &(r, w) in &h.fields {
+                    st.set(r, read_bits(data, pos, w));
+                    pos += w as u64;
+                }
+                st.set(h.valid, 1);
+                cursor = pos;
+            }
+            Ins::Emit(h) => {
+                let h = &headers[h as usize];
+                if st.get(h.valid)? != 0 {
+                    let mut bw = BitWriter {
+                        out,
+                        acc: 0,
+                        bits: 0,
+                    };
+                    for &(r, w) in &h.fields {
+                        let v = st.get(r)?;
+                        bw.push(v, w);
+                    }
+                }
+            }
+            Ins::Reject(code) => return Ok((code, cursor)),
+            Ins::End => return Ok((STATUS_END, cursor)),
+            Ins::Step => {
+                steps += 1;
+                if steps > max_steps {
+                    return Ok((timeout, cursor));
+                }
+            }
+            Ins::Csum16 { dst, list } => {
+                let mut bytes = Vec::with_capacity(64);
+                let mut bw = BitWriter {
+                    out: &mut bytes,
+                    acc: 0,
+                    bits: 0,
+                };
+                let mut n = 0u64;
+                for &(r, w) in &lists[list as usize] {
+                    let v = st.get(r)?;
+                    bw.push(v, w);
+                    n += w as u64;
+                }
+                bw.pad(16, n);
+                st.set(dst, csum16(&bytes));
+            }
+            Ins::Py(n) => {
+                st.flush(true)?;
+                callbacks[n as usize].call1(st.py, (st.phv,))?;
+            }
+            Ins::Call { f, dsts, args } => {
+                let regs = &arglists[args as usize];
+                let mut vals = Vec::with_capacity(regs.len());
+                for &r in regs {
+                    vals.push(st.get(r)?);
+                }
+                let res = callbacks[f as usize].call1(st.py, PyTuple::new(st.py, vals)?)?;
+                let bad = |_: PyErr| {
+                    PyValueError::new_err(
+                        "P4Program: a call returned other than its bit<=64> values",
+                    )
+                };
+                match arglists[dsts as usize].as_slice() {
+                    [] => {}
+                    [d] => {
+                        let v = res.extract::<u64>(st.py).map_err(bad)?;
+                        st.set(*d, v);
+                    }
+                    ds => {
+                        let vs = res.extract::<Vec<u64>>(st.py).map_err(bad)?;
+                        if vs.len() != ds.len() {
+                            return Err(PyValueError::new_err(
+                                "P4Program: a call returned too few or many values",
+                            ));
+                        }
+                        for (&d, v) in ds.iter().zip(vs) {
+                            st.set(d, v);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    Ok((STATUS_END, cursor))
+}
