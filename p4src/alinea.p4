@@ -254,10 +254,11 @@ register<bit<32>>(CELL_COUNT) overflow_drops;
 register<bit<32>>(CELL_COUNT) fwd_pkts;
 register<bit<32>>(CELL_COUNT) deq_pkts;
 
-/* The cell of (port, class) in the registers above. */
-bit<32> cell_of(in port_t port, in class_t cls) {
-    return ((bit<32>)port << 3) | (bit<32>)cls;
-}
+/* The cell of (port, class) in the registers above: a macro, not a
+   function, so that p4switch's engine runs every statement using it
+   (docs/engine.md: function calls in expressions still run on the
+   closures); p4c expands it as cpp does. */
+#define CELL_OF(port, cls) (((bit<32>)(port) << 3) | (bit<32>)(cls))
 
 /* ------------------------------------------------------------------ */
 /* Parser                                                              */
@@ -423,7 +424,7 @@ control MyIngress(inout headers_t hdr,
         hdr.packet_in.r_floor_bps = r_floor_bps;
         bit<32> fwd;
         bit<32> deq;
-        bit<32> cell = cell_of(standard_metadata.ingress_port,
+        bit<32> cell = CELL_OF(standard_metadata.ingress_port,
                                (class_t)(hdr.report.flags >> ALINEA_CLASS_SHIFT));
         fwd_pkts.read(fwd, cell);
         deq_pkts.read(deq, cell);
@@ -537,7 +538,7 @@ control MyIngress(inout headers_t hdr,
     /* A routed packet goes to the egress queue of egress_spec: count it
        there (egress counts it again when it leaves the queue). */
     action count_forwarded() {
-        bit<32> cell = cell_of(standard_metadata.egress_spec, meta.data_class);
+        bit<32> cell = CELL_OF(standard_metadata.egress_spec, meta.data_class);
         @atomic {
             bit<32> n;
             fwd_pkts.read(n, cell);
@@ -649,7 +650,7 @@ control MyIngress(inout headers_t hdr,
                 meta.model_port = standard_metadata.ingress_port;
                 dst_class.apply();
             }
-            meta.model_cell = cell_of(meta.model_port, meta.data_class);
+            meta.model_cell = CELL_OF(meta.model_port, meta.data_class);
             port_config.apply();
             /* Any IPv4 arrival on a modelled port may trigger its report,
                whatever becomes of the packet itself. */
@@ -705,7 +706,7 @@ control MyEgress(inout headers_t hdr,
        the port it arrived on (ingress_port is kept for NORMAL packets).
        Read and write in one action: atomic against ingress's admit. */
     action release() {
-        bit<32> cell = cell_of(standard_metadata.ingress_port, meta.data_class);
+        bit<32> cell = CELL_OF(standard_metadata.ingress_port, meta.data_class);
         @atomic {
             bit<32> occ;
             occupancy.read(occ, cell);
@@ -716,7 +717,7 @@ control MyEgress(inout headers_t hdr,
     /* A packet counted in fwd_pkts[egress_port] has left that port's
        queue. */
     action count_dequeued() {
-        bit<32> cell = cell_of(standard_metadata.egress_port, meta.data_class);
+        bit<32> cell = CELL_OF(standard_metadata.egress_port, meta.data_class);
         @atomic {
             bit<32> n;
             deq_pkts.read(n, cell);
@@ -728,7 +729,7 @@ control MyEgress(inout headers_t hdr,
        field list of metadata) into the ALINEA report for
        meta.report_port, addressed to the upstream neighbour. */
     action build_report() {
-        bit<32> idx = cell_of(meta.report_port, meta.report_class);
+        bit<32> idx = CELL_OF(meta.report_port, meta.report_class);
         bit<32> occ;
         bit<32> drops;
         bit<32> seq;
