@@ -37,10 +37,21 @@ START_TIMEOUT_S = 60.0
 log = logging.getLogger(__name__)
 
 
+_GIVEN: set[int] = set()
+
+
 def free_tcp_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A free port of 127.0.0.1, never one this process handed out before: each probe's socket is
+    closed before the switch binds, so the kernel may offer the same port twice, and two switches of
+    one run then collide ("address already in use", seen once in a netns run)."""
+    for _ in range(100):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port not in _GIVEN:
+            _GIVEN.add(port)
+            return port
+    raise OSError("no free TCP port on 127.0.0.1 that this process has not handed out already")
 
 
 @dataclass

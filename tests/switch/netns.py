@@ -232,10 +232,10 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def free_tcp_port() -> int:
-    """A loopback TCP port nobody listens on right now (the kernel picks it)."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+    """A loopback TCP port nobody listens on right now, never one handed out before in this process."""
+    from topo.netns_switches import free_tcp_port as pick
+
+    return pick()
 
 
 def wait_tcp(port: int, timeout: float) -> bool:

@@ -186,3 +186,10 @@ def test_per_destination_classes_start_switches_with_their_priority_queues() -> 
     opts = p4switch_options(build_parser().parse_args(p4switch_command(spec(priority_queues=5), python="x")[3:]))
     assert opts.priority_queues == 5
     assert "--priority-queues" not in bmv2_command(spec()) + p4switch_command(spec())
+
+
+def test_free_tcp_ports_are_never_handed_out_twice_in_one_process() -> None:
+    from topo.netns_switches import free_tcp_port
+
+    ports = [free_tcp_port() for _ in range(200)]
+    assert len(set(ports)) == len(ports)
