@@ -103,3 +103,28 @@ def test_a_report_after_a_stall_scales_the_damping_down() -> None:
     assert f.span_scale() == pytest.approx(1.0)
     f.update(t + 50 * MS, 130, 500 * 2 + 140, 500 * 2, 200)  # the next report comes 60 ms after the last
     assert f.span_scale() == pytest.approx(10 / 60, rel=0.15)
+
+
+def test_the_horizon_does_not_keep_an_old_error() -> None:
+    """Rates that reached the queue later than the agent set them (here: the agent believed 100
+    packets/s while the queue sent 200) must leave the rebuilt schedule once those packets have
+    left: BMv2's schedule is the queued packets' spacings, nothing older."""
+    f = QueueForecast()
+    t, fwd = 0, 0
+    for pps in [100] * 50 + [200] * 300:  # the queue sends 200/s throughout; 140 queued
+        f.update(t, 140, fwd + 140, fwd, pps)
+        t += 10 * MS
+        fwd += 2
+    assert f.horizon_s == pytest.approx(140 / 200, abs=0.02)
+
+
+def test_a_noisy_drain_is_not_read_as_a_fall() -> None:
+    """At 7,500 packets/s with one-gap short windows, a packet more or less in the reported
+    occupancy is noise, not a capacity drop: the drain must not read low."""
+    f = QueueForecast()
+    t, fwd = 0, 0
+    for i in range(400):
+        f.update(t, 140 + (i % 2), fwd + 140, fwd, 7500)
+        t += 10 * MS
+        fwd += 75
+    assert f.drain_pps == pytest.approx(7500, rel=0.002)
