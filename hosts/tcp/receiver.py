@@ -24,6 +24,12 @@ wait, and Linux's timing of it decides how fast slow start opens the window. Wha
   without it a SACK-less recovery keeps the bottleneck full and repairs one hole per full-queue
   RTT (docs/tcp.md).
 
+* SACK (RFC 2018) when both ends permit it (the SYN's and the SYN-ACK's SACK-permitted option):
+  every ACK sent while segments are held out of order carries up to three blocks (what fits
+  beside the timestamp option), the first the block holding the segment that triggered the ACK,
+  then the blocks most recently reported, so that a block is repeated in several ACKs and a lost
+  ACK loses no information for long (RFC 2018 4).
+
 Segments delivered in order are kept for the binding as (seq, bytes, application stamp) in
 :attr:`TcpReceiver.delivered` until it takes them (:meth:`take_delivered`).
 """
@@ -31,6 +37,8 @@ Segments delivered in order are kept for the binding as (seq, bytes, application
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from hosts.tcp.scoreboard import MAX_SACK_BLOCKS
 
 __all__ = ["Ack", "TcpReceiver", "QUICKACKS", "DELACK_NS", "INITIAL_WINDOW", "INITIAL_SPACE", "MAX_SPACE"]
 
@@ -47,10 +55,16 @@ class Ack:
     ts_echo_ns: int
     syn: bool = False
     window_end: int = 1 << 31  # the receive window's right edge: the sender sends segments below it
+    sack: tuple[tuple[int, int], ...] = ()  # SACK blocks [start, end), most recent first
+    sack_ok: bool = False  # on a SYN-ACK: SACK-permitted
 
 
 class TcpReceiver:
-    def __init__(self, *, quickacks: int = QUICKACKS, delack_ns: int = DELACK_NS, window: bool = True) -> None:
+    def __init__(self, *, quickacks: int = QUICKACKS, delack_ns: int = DELACK_NS, window: bool = True,
+                 sack: bool = True) -> None:
+        self.sack_wanted = sack
+        self.sack = False  # negotiated: both ends permit it
+        self._recent: list[int] = []  # one out-of-order segment per block, most recently received first
         self.rcv_nxt = 0
         self.ooo: dict[int, tuple[int, int]] = {}  # seq -> (bytes, stamp)
         self.ts_recent = 0
@@ -76,11 +90,13 @@ class TcpReceiver:
         out, self.delivered = self.delivered, []
         return out
 
-    def on_syn(self, now_ns: int, ts_ns: int) -> Ack:
-        """A SYN (or its retransmission): the SYN-ACK echoing its timestamp."""
+    def on_syn(self, now_ns: int, ts_ns: int, sack_ok: bool = False) -> Ack:
+        """A SYN (or its retransmission; ``sack_ok``: it permits SACK): the SYN-ACK echoing its
+        timestamp, permitting SACK if both ends do."""
         self.connected = True
         self.ts_recent = max(self.ts_recent, ts_ns)
-        return Ack(0, ts_ns, syn=True, window_end=self._edge())
+        self.sack = self.sack_wanted and sack_ok
+        return Ack(0, ts_ns, syn=True, window_end=self._edge(), sack_ok=self.sack)
 
     def on_segment(self, now_ns: int, seq: int, length: int, stamp_ns: int, ts_ns: int) -> list[Ack]:
         if seq <= self.last_ack_sent and ts_ns >= self.ts_recent:
@@ -88,6 +104,7 @@ class TcpReceiver:
         if seq != self.rcv_nxt:
             if seq > self.rcv_nxt:
                 self.ooo.setdefault(seq, (length, stamp_ns))
+                self._recent.insert(0, seq)
             return [self._ack()]
         had_hole = bool(self.ooo)
         self._deliver(seq, length, stamp_ns)
@@ -139,4 +156,30 @@ class TcpReceiver:
         self.pending = 0
         self.timer_ns = None
         self.last_ack_sent = self.rcv_nxt
-        return Ack(self.rcv_nxt, self.ts_recent, window_end=self._edge())
+        return Ack(self.rcv_nxt, self.ts_recent, window_end=self._edge(), sack=self._blocks())
+
+    def _blocks(self) -> tuple[tuple[int, int], ...]:
+        """RFC 2018 4: the blocks held, the most recently received one's first, at most three."""
+        if not self.sack or not self.ooo:
+            self._recent.clear()
+            return ()
+        blocks: list[tuple[int, int]] = []
+        keep: list[int] = []
+        for seq in self._recent:
+            if seq < self.rcv_nxt or seq not in self.ooo:
+                continue
+            block = self._block(seq)
+            if block not in blocks:
+                blocks.append(block)
+                keep.append(seq)
+        self._recent = keep
+        return tuple(blocks[:MAX_SACK_BLOCKS])
+
+    def _block(self, seq: int) -> tuple[int, int]:
+        """The contiguous run of held segments around ``seq``, as [start, end)."""
+        start, end = seq, seq + 1
+        while start - 1 in self.ooo:
+            start -= 1
+        while end in self.ooo:
+            end += 1
+        return start, end
