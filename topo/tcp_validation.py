@@ -23,6 +23,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -213,6 +214,9 @@ def main(argv: list[str] | None = None) -> int:
             k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns", sack)
             if args.save_kernel is not None:
                 args.save_kernel.mkdir(parents=True, exist_ok=True)
+                stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+                k["measured"] = (f"netns run of `python -m topo.tcp_validation --duration {args.duration} --seed "
+                                 f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {_commit()}, {stamp}")
                 (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
         s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack)
         rows.append((case, k, s))

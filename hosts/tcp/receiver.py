@@ -17,9 +17,13 @@ wait, and Linux's timing of it decides how fast slow start opens the window. Wha
   20 segments at first (Linux's initial receive window, twice the initial congestion window),
   two more per in-order segment received, up to the buffer's space; the space starts at 45
   segments (half of ``tcp_rmem``'s default 128 kB) and, once per receiver RTT (measured as
-  Linux does without timestamps: the time the window's worth of data takes to arrive), rises to
-  twice what the application read in that RTT plus 16 segments (Linux's receive-buffer
-  autotuning), at most half of ``tcp_rmem``'s 6 MB maximum. Why it matters: while a hole is open
+  Linux does without timestamps: the time the window's worth of data takes to arrive), if the
+  application read more in that RTT than in the last one that grew it, rises to twice what it
+  read plus 16 segments, plus twice that times the relative growth of the reading (Linux's
+  ``tcp_rcv_space_adjust``, whose growth term lets the window keep ahead of slow start's
+  doubling), at most half of ``tcp_rmem``'s 6 MB maximum. Without the growth term the window held
+  slow start's flight at 20 Mb/s, 200 ms to about 170 segments where the kernel's reached 260
+  (docs/tcp.md, "The 200 ms gap"). Why the window matters: while a hole is open
   the application reads nothing, so the window stops the sender from sending far past the hole;
   without it a SACK-less recovery keeps the bottleneck full and repairs one hole per full-queue
   RTT (docs/tcp.md).
@@ -46,6 +50,7 @@ QUICKACKS = 16
 DELACK_NS = 40_000_000
 INITIAL_WINDOW = 20
 INITIAL_SPACE = 131072 // 2 // 1448
+INITIAL_COPIED = 10  # Linux's rcvq_space.space to start with: TCP_INIT_CWND segments
 MAX_SPACE = 6291456 // 2 // 1448
 
 
@@ -82,6 +87,7 @@ class TcpReceiver:
         self.window_end = INITIAL_WINDOW
         self._rtt_mark: tuple[int, int] | None = None  # (segment that ends the measured window, start time)
         self._read_since = 0  # segments delivered since the last space adjustment
+        self._copied = INITIAL_COPIED  # what the application read in the last RTT that grew the space
 
     def next_timer_ns(self) -> int | None:
         return self.timer_ns
@@ -140,7 +146,12 @@ class TcpReceiver:
         if self._rtt_mark is None:
             self._rtt_mark = (self.rcv_nxt + max(self.rcv_wnd, 1), now_ns)
         elif self.rcv_nxt >= self._rtt_mark[0]:
-            self.space = max(self.space, min(2 * self._read_since + 16, MAX_SPACE))
+            copied = self._read_since
+            if copied > self._copied:  # Linux's tcp_rcv_space_adjust, its growth term included
+                rcvwin = 2 * copied + 16
+                rcvwin += 2 * (rcvwin * (copied - self._copied) // self._copied)
+                self.space = max(self.space, min(rcvwin, MAX_SPACE))
+                self._copied = copied
             self._read_since = 0
             self._rtt_mark = (self.rcv_nxt + max(self.rcv_wnd, 1), now_ns)
 
