@@ -318,7 +318,10 @@ class TunRelay:
                             ("/proc/sys/net/ipv4/tcp_sack", "1" if self.sack else "0")):
             with contextlib.suppress(OSError):
                 Path(path).write_text(value)
-        for cmd in (["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],
+        # the qdisc the model assumes whatever the machine's net.core.default_qdisc: fq would pace
+        # reno and cubic, fq_codel could drop in the sender's own queue (docs/tcp.md, "The 200 ms gap")
+        for cmd in (["tc", "qdisc", "replace", "dev", TUN_NAME, "root", "pfifo_fast"],
+                    ["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],
                     ["ip", "addr", "add", f"{self.address}/32", "dev", TUN_NAME],
                     ["ip", "route", "add", "10.0.0.0/16", "dev", TUN_NAME, "src", self.address]):
             subprocess.run(cmd, check=True, capture_output=True, timeout=10)
