@@ -166,6 +166,9 @@ def test_bulk_tcp_runs_through_p4switch(tmp_path: Path) -> None:
     assert 0.5e6 < f["goodput_bps"] < 2e6, f  # below the 2 Mb/s bottleneck (frames' bytes), well above nothing
     t = f["tcp"]
     assert t["cc"] == "cubic" and t["errors"] == [] and t["sack"] is True, t  # the kernel's default, as TCP_INFO says
+    rt = s["realtime"]  # whether the run kept real time: one wake-up per 100 ms sampling period
+    assert rt["wakeups"] >= 90 and rt["late_max_ms"] >= rt["late_p99_ms"] >= rt["late_p50_ms"] >= 0, rt
+    assert isinstance(rt["kept_up"], bool)
     assert t["retransmissions"] is not None and t["rtt_ms"]["samples"] >= 50 and t["rtt_ms"]["min"] > 12, t
     assert f["owd_ms"]["p50"] > 0 and t["bytes_received"] > 0
     assert json.loads((tmp_path / "summary.json").read_text())["flows"]["t1"]["tcp"]["retransmissions"] is not None
