@@ -10,7 +10,7 @@ did not is marked **behind**, with why), and docs/tcp.md keeps the tables with t
     sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md     # ~35 min; --only to pick
 
 Sections (``--only``): ``blm`` (BLM against kernel reno), ``chen`` (ALINEA's one-way delay against
-kernel reno's), ``rtm`` (RTM against kernel reno with and without SACK, and the model, on the
+kernel reno's), ``rtm`` (RTM against kernel reno and the model, each with and without SACK, on the
 reno grid), ``ablation`` (simulator only: which of RTM's choices makes it unfriendly to the model's TCP).
 """
 
