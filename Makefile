@@ -120,7 +120,7 @@ results-tcp: setup
 
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
 tcp-validation: setup
-	$(PY) -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md
+	chrt -r 10 $(PY) -m topo.tcp_validation --duration 60s --seed 1 --section tcp-validation-sack --doc docs/tcp.md
 
 # The sources' TCP experiments, short, on the kernel's TCP in netns beside the model, and the RTM
 # ablation (root; ~35 min) -> docs/tcp.md ("The sources' experiments on the kernel's TCP")

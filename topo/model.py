@@ -114,7 +114,7 @@ class Flow:
     cc: str | None = None  # tcp: the kernel's congestion control (TCP_CONGESTION)
     size_bytes: int | None = None  # tcp: bytes to deliver, None: bulk until stop (or the run's end)
     # tcp: selective acknowledgements (netns: the kernel's net.ipv4.tcp_sack in both hosts' namespaces;
-    # the simulator's model always recovers without them, RFC 6582)
+    # the simulator: the model's SACK option, RFC 2018 / RFC 6675; without it NewReno's recovery, RFC 6582)
     sack: bool = True
     target_ns: int | None = None  # ledbat: its target queuing delay (None: RFC 6817's 100 ms)
 

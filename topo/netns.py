@@ -47,6 +47,7 @@ from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
+from topo.keepup import keepup_summary
 from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_plumbing import (
@@ -133,6 +134,7 @@ class NetnsNetwork:
         self.hosts: dict[str, _HostProc] = {}
         self.t0_ns = 0  # CLOCK_MONOTONIC of run time 0
         self._next_sample = 0
+        self._lateness_ns: list[int] = []  # how late each sampling wake-up came (topo/keepup.py)
         self._next_drops = 0
         self._events = sorted((ev for ev in topo.events if ev.kind in ("alinea", "link_rate")), key=lambda e: e.at_ns)
         self._rates = {(link.a, link.b): round(link.rate_bps) for link in topo.links}  # current, per link
@@ -428,6 +430,7 @@ class NetnsNetwork:
             if nxt > t_ns:
                 break
             self._sleep_until(nxt)
+            self._lateness_ns.append(max(self.now_ns() - nxt, 0))
             while self._events and self._events[0].at_ns <= nxt:
                 self._apply_event(self._events.pop(0))
             if self._next_sample == nxt:
@@ -563,9 +566,10 @@ class NetnsNetwork:
     def summary_extra(self) -> dict[str, Any]:
         """The control latency the agents measured: a report's packet-in read by the agent's gRPC
         client until its set_queue_rate returned from the switch (applied), per report that
-        changed a rate."""
+        changed a rate; and whether the run kept real time (topo/keepup.py)."""
         return {"control_latency": latency_summary(
-            {name: sw.agent.control_latencies_ns for name, sw in self.switches.items() if sw.agent is not None})}
+            {name: sw.agent.control_latencies_ns for name, sw in self.switches.items() if sw.agent is not None}),
+            "realtime": keepup_summary(self._lateness_ns)}
 
     def finish(self) -> None:
         """Final samples, the hosts' results merged into the recorder."""

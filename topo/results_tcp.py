@@ -254,11 +254,11 @@ def rtm_section() -> list[str]:
             f"ccs): {', '.join(f'{r} ms {100 * statistics.fmean(v):.0f} %' for r, v in by_rtt.items())}. The "
             "published RTM is TCP-friendly within 1.6 and less affected by RTT than TCP; this RTM takes the larger "
             "share in most cells, keeping the FIFO near full. Why (docs/tcp.md, 'Why RTM is not TCP-friendly "
-            "here', with the runs that show it): mostly the TCP it is measured against, the model, which has no "
-            "SACK where the paper's Linux NewReno had it (on the reno grid in netns, RTM against the kernel's "
-            "reno: worst ratio 4.1 with SACK, 8.9 without); the rest two of the project's choices for RTM, its "
-            "areas moving up with the push and three decisions per RTT, which make it a loss-driven AIMD that "
-            "divides its rate by only 1.10 at a loss where reno halves.", ""]
+            "here', with the runs that show it, the kernel's reno on the same grid among them): the TCP here is "
+            "the model with SACK, as the paper's Linux NewReno had it (without SACK a reno that loses many "
+            "segments in one window repairs one per RTT and leaves RTM far more); what keeps RTM ahead is two of "
+            "the project's choices for RTM, its areas moving up with the push and three decisions per RTT, which "
+            "make it a loss-driven AIMD that divides its rate by only 1.10 at a loss where reno halves.", ""]
     return out
 
 

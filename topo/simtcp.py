@@ -22,13 +22,16 @@ from hosts.tcp import TcpReceiver, TcpSender, congestion_control
 from hosts.tcp.receiver import Ack
 from hosts.tcp.sender import Segment
 from hosts.tcp.wire import (
-    ACK_FRAME_BYTES,
+    SACK_PERMITTED,
     SYN_FRAME_BYTES,
+    ack_frame_bytes,
     data_frame_bytes,
+    decode_ack,
     decode_data,
-    decode_window,
+    decode_syn_ack,
+    encode_ack,
     encode_data,
-    encode_window,
+    encode_syn_ack,
 )
 from topo.model import Flow
 from topo.record import TcpSample
@@ -59,9 +62,9 @@ class SimTcpFlows:
         for fid, f in flows.items():
             if f.src == host:
                 self.senders[fid] = TcpSender(congestion_control(f.cc or "cubic"), start_ns=f.start_ns,
-                                              stop_ns=f.stop_ns, total_bytes=f.size_bytes)
+                                              stop_ns=f.stop_ns, total_bytes=f.size_bytes, sack=f.sack)
             if f.dst == host:
-                self.receivers[fid] = TcpReceiver()
+                self.receivers[fid] = TcpReceiver(sack=f.sack)
                 self.records[fid] = FlowRecord(f.name)
 
     def start(self) -> None:
@@ -79,7 +82,8 @@ class SimTcpFlows:
         f = self.flows[fid]
         for s in segments:
             if s.syn:
-                self._send(self._frame(fid, SYN_FRAME_BYTES, KIND_TCP_SYN, f.dst).frame(0, s.ts_ns))
+                options = SACK_PERMITTED if s.sack_ok else b"\x00\x00"
+                self._send(self._frame(fid, SYN_FRAME_BYTES, KIND_TCP_SYN, f.dst).frame(0, s.ts_ns, 0, options))
             else:
                 size = data_frame_bytes(s.length)
                 self._send(self._frame(fid, size, KIND_TCP_DATA, f.dst).frame(s.seq, s.ts_ns, 0,
@@ -88,8 +92,12 @@ class SimTcpFlows:
     def _emit_acks(self, fid: int, acks: list[Ack]) -> None:
         f = self.flows[fid]
         for a in acks:
-            kind, size = (KIND_TCP_SYN, SYN_FRAME_BYTES) if a.syn else (KIND_TCP_ACK, ACK_FRAME_BYTES)
-            self._send(self._frame(fid, size, kind, f.src).frame(a.ack, a.ts_echo_ns, 0, encode_window(a.window_end)))
+            if a.syn:
+                frame = self._frame(fid, SYN_FRAME_BYTES, KIND_TCP_SYN, f.src)
+                self._send(frame.frame(a.ack, a.ts_echo_ns, 0, encode_syn_ack(a.window_end, a.sack_ok)))
+            else:
+                frame = self._frame(fid, ack_frame_bytes(len(a.sack)), KIND_TCP_ACK, f.src)
+                self._send(frame.frame(a.ack, a.ts_echo_ns, 0, encode_ack(a.window_end, a.sack)))
 
     # ---- timers ---------------------------------------------------------------------------------
     def _arm(self, side: str, fid: int) -> None:
@@ -116,7 +124,7 @@ class SimTcpFlows:
         if fid in self.receivers and d.kind in (KIND_TCP_DATA, KIND_TCP_SYN):
             rx = self.receivers[fid]
             if d.kind == KIND_TCP_SYN:
-                self._emit_acks(fid, [rx.on_syn(now_ns, d.ts_ns)])
+                self._emit_acks(fid, [rx.on_syn(now_ns, d.ts_ns, d.payload(2) == SACK_PERMITTED)])
                 return
             try:
                 stamp, length = decode_data(d.payload(10))
@@ -128,13 +136,16 @@ class SimTcpFlows:
         elif fid in self.senders and d.kind in (KIND_TCP_ACK, KIND_TCP_SYN):
             tx = self.senders[fid]
             try:
-                window_end = decode_window(d.payload(4))
+                if d.kind == KIND_TCP_SYN:
+                    (window_end, sack_ok), blocks = decode_syn_ack(d.payload(6)), ()
+                else:
+                    (window_end, blocks), sack_ok = decode_ack(d.payload(d.size)), False
             except ValueError:
                 return
             if d.kind == KIND_TCP_SYN:
-                self._emit_segments(fid, tx.on_syn_ack(now_ns, d.ts_ns, window_end))
+                self._emit_segments(fid, tx.on_syn_ack(now_ns, d.ts_ns, window_end, sack_ok))
             else:
-                self._emit_segments(fid, tx.on_ack(now_ns, d.seq, d.ts_ns, window_end))
+                self._emit_segments(fid, tx.on_ack(now_ns, d.seq, d.ts_ns, window_end, blocks))
             self._arm("tx", fid)
 
     def _deliver(self, fid: int, now_ns: int) -> None:
@@ -157,7 +168,7 @@ class SimTcpFlows:
     def sender_totals(self, fid: int) -> dict[str, Any]:
         tx = self.senders[fid]
         return {"cc": self.flows[fid].cc, "bytes_sent": tx.bytes_written, "records_sent": tx.written,
-                "connected_ns": tx.connected_ns, "sender_error": None}
+                "connected_ns": tx.connected_ns, "sack": tx.sack, "sender_error": None}
 
     def receiver_totals(self, fid: int) -> dict[str, Any]:
         rx = self.receivers[fid]

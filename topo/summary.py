@@ -301,7 +301,7 @@ def _tcp(f: Any, rec: Recorder, half: _Window) -> dict[str, Any]:
         return values[-1] - values[0] if len(values) > 1 and None not in values else None  # type: ignore[operator]
 
     completed = ends.get("completed_ns")
-    return {"cc": f.cc, "size_bytes": f.size_bytes, "bytes_sent": ends.get("bytes_sent", 0),
+    return {"cc": f.cc, "sack": ends.get("sack"), "size_bytes": f.size_bytes, "bytes_sent": ends.get("bytes_sent", 0),
             "bytes_received": ends.get("bytes_received", 0), "bytes_acked": total("bytes_acked"),
             "completed": completed is not None,
             "completion_s": None if completed is None else round((completed - f.start_ns) / 1e9, 4),

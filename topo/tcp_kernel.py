@@ -3,13 +3,14 @@ short versions on both backends, the kernel's TCP through p4switch in netns besi
 model, and the runs that explain CVIHIS RTM's distance from its published TCP-friendliness.
 
 Why a module apart from ``topo.results_tcp``: netns runs take real time and root, and measure the
-machine as well as TCP, so they cannot be part of ``make results``; each row here carries the load
-average at the end of its run, and docs/tcp.md keeps the tables with the command that made them:
+machine as well as TCP, so they cannot be part of ``make results``; each netns row here carries the
+load average at the end of its run and whether the run kept real time (``topo/keepup.py``: a row that
+did not is marked **behind**, with why), and docs/tcp.md keeps the tables with the command that made them:
 
     sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md     # ~35 min; --only to pick
 
 Sections (``--only``): ``blm`` (BLM against kernel reno), ``chen`` (ALINEA's one-way delay against
-kernel reno's), ``rtm`` (RTM against kernel reno with and without SACK, and the model, on the
+kernel reno's), ``rtm`` (RTM against kernel reno and the model, each with and without SACK, on the
 reno grid), ``ablation`` (simulator only: which of RTM's choices makes it unfriendly to the model's TCP).
 """
 
@@ -26,6 +27,7 @@ from typing import Any
 from unittest import mock
 
 from topo import results_tcp as R
+from topo.keepup import verdict
 from topo.model import Topology
 from topo.runner import run_experiment
 
@@ -37,12 +39,22 @@ COMMAND = "sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md
 
 
 def _run(topo: Topology, seconds: float, backend: str) -> tuple[Any, str]:
-    """The run, and the machine's load average at its end ("-" for the simulator: it does not care)."""
+    """The run, and for netns the load average at its end and whether it kept real time ("-" for the
+    simulator: it does not care)."""
     print(f"running {topo.name} ({seconds:g} s, {backend}) ...", file=sys.stderr, flush=True)
     kw = {"pcap": False} if backend == "netns" else {}
     result = run_experiment(topo, int(seconds * S), seed=SEED, plots=False, backend=backend, **kw)
-    load = "-" if backend == "sim" else f"{os.getloadavg()[0]:.1f}"
-    return result, load
+    return result, realtime_note(result.summary, backend)
+
+
+def realtime_note(summary: dict[str, Any], backend: str) -> str:
+    """"-" for the simulator; for netns the load average at the end, and "kept up" or "**behind**: why"."""
+    if backend == "sim":
+        return "-"
+    rt = summary.get("realtime") or {}
+    said = verdict(rt)
+    load = rt.get("load_1min", os.getloadavg()[0])
+    return f"{load:.1f}, " + ("kept up" if said == "yes" else f"**behind** ({said.removeprefix('no: ')})")
 
 
 # ---- BLM against kernel reno ----------------------------------------------------------------------------------
@@ -53,7 +65,7 @@ def blm_section(backends: tuple[str, ...]) -> list[str]:
     out = [f"`topo/cvihis-blm-vs-tcp.yaml` shortened: TCP reno (RTT 200 ms) from {BLM_ON} s to {BLM_OFF} s of a "
            f"{BLM_SECONDS} s run, seed {SEED}; BLM's RTT 10, 100, 200 ms. Mean receive rates (Mb/s).", "",
            f"| BLM RTT | backend | BLM alone (5-{BLM_ON} s) | last 15 s of TCP ({BLM_OFF - 15}-{BLM_OFF} s): BLM / TCP | "
-           f"BLM's share | after ({BLM_OFF + 5}-{BLM_SECONDS} s): BLM | loss | load |", "|---|---|---|---|---|---|---|---|"]
+           f"BLM's share | after ({BLM_OFF + 5}-{BLM_SECONDS} s): BLM | loss | load, real time |", "|---|---|---|---|---|---|---|---|"]
     for label, delay in R.BLM_RTTS:
         sets = (f"link[H1-R1].delay={delay}", f"flow[tcp].start={BLM_ON}s", f"flow[tcp].stop={BLM_OFF}s")
         for backend in backends:
@@ -78,7 +90,8 @@ CHEN_SECONDS = 30
 def chen_section(backends: tuple[str, ...]) -> list[str]:
     out = [f"paper-5router with `--set {R.CHEN_SETS[0]}`, its flow as ALINEA and as TCP reno, {CHEN_SECONDS} s, seed "
            f"{SEED}, packets received in the second half; one-way delay and jitter as in docs/results.md.", "",
-           "| flow | backend | goodput (Mb/s) | OWD p50 (ms) | OWD p99 (ms) | p99 - p50 (ms) | jitter (ms) | loss | load |",
+           "| flow | backend | goodput (Mb/s) | OWD p50 (ms) | OWD p99 (ms) | p99 - p50 (ms) | jitter (ms) | loss "
+           "| load, real time |",
            "|---|---|---|---|---|---|---|---|---|"]
     half = CHEN_SECONDS * S // 2
     for label, control in (("ALINEA (hop by hop)", None), ("TCP reno (end to end)", "tcp-reno")):
@@ -94,11 +107,13 @@ def chen_section(backends: tuple[str, ...]) -> list[str]:
 #: docs/results.md's reno grid: 2 and 4.5 Mb/s, RTTs 20, 80, 140 and 200 ms (the paper's RTTs).
 RTM_GRID = tuple((rate, rtt, delay) for rate in ("2Mbps", "4.5Mbps")
                  for rtt, delay in ((20, "8ms"), (80, "38ms"), (140, "68ms"), (200, "98ms")))
-#: (label, backend, text replacements of the file): the kernel with its default SACK, the kernel without
-#: SACK (as the model recovers), the model.
+#: (label, backend, text replacements of the file): the kernel and the model, each with its default SACK
+#: and without it.
+NO_SACK = (("cc: reno", "cc: reno, sack: false"),)
 RTM_TCPS = (("kernel reno, SACK (netns)", "netns", ()),
-            ("kernel reno, no SACK (netns)", "netns", (("cc: reno", "cc: reno, sack: false"),)),
-            ("model reno, no SACK (sim)", "sim", ()))
+            ("kernel reno, no SACK (netns)", "netns", NO_SACK),
+            ("model reno, SACK (sim)", "sim", ()),
+            ("model reno, no SACK (sim)", "sim", NO_SACK))
 
 
 def _rtm_sets(rate: str, delay: str) -> tuple[str, ...]:
@@ -116,7 +131,8 @@ def _rtm_cell(s: dict[str, Any]) -> tuple[str, float]:
 def rtm_section(backends: tuple[str, ...]) -> list[str]:
     out = [f"`topo/cvihis-rtm-vs-tcp.yaml` on docs/results.md's reno grid, {R.RTM_SECONDS} s, seed {SEED}, shares over "
            f"{R.RTM_SECONDS // 2}-{R.RTM_SECONDS} s; cells: RTM's share (the larger rate over the smaller), then for "
-           "netns the load average at the end of the run. Columns: bottleneck (Mb/s) / RTT (ms).", "",
+           "netns the load average at the end of the run and whether it kept real time. Columns: bottleneck (Mb/s) / "
+           "RTT (ms).", "",
            "| TCP | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in RTM_GRID) + " | worst |",
            "|---|" + "---|" * (len(RTM_GRID) + 1)]
     for label, backend, replace in RTM_TCPS:

@@ -7,8 +7,9 @@ H1 -- R1 -- H2 (access link ten times the bottleneck's rate, bottleneck R1 -> H2
 ``BUFFER``-packet drop-tail FIFO, each link a quarter of the RTT's propagation delay) with one
 bulk TCP flow, for reno and cubic at 2 and 20 Mb/s and 20 and 200 ms RTT, in the simulator and
 in network namespaces with the kernel's TCP through p4switch, and tabulates goodput and the
-bottleneck's mean occupancy (the summary's second half) with their relative differences. The
-kernel's flows run with ``sack: false`` (the model recovers without SACK, RFC 6582).
+bottleneck's mean occupancy (the summary's second half) with their relative differences. Both
+sides run with SACK (the kernel's default; the model's RFC 6675 recovery), or both without it
+(``--no-sack``: the kernel's ``net.ipv4.tcp_sack`` off, the model's NewReno recovery, RFC 6582).
 
 ``--doc FILE`` rewrites the table between the ``<!-- tcp-validation -->`` markers of FILE (with
 the command and the commit), so every number there comes from this command. Needs root (the
@@ -22,11 +23,13 @@ import json
 import os
 import subprocess
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from controlplane.units import parse_duration_ns
+from topo.keepup import verdict
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 
@@ -53,7 +56,7 @@ class Case:
 CASES = tuple(Case(cc, rate, rtt) for cc in ("reno", "cubic") for rate in (2, 20) for rtt in (20, 200))
 
 
-def topology_text(case: Case, buffer: int = BUFFER) -> str:
+def topology_text(case: Case, buffer: int = BUFFER, sack: bool = True) -> str:
     """The case's topology file: one bulk flow over a single bottleneck."""
     d = case.rtt_ms / 4
     return f"""\
@@ -69,13 +72,14 @@ links:
   - {{ends: [H1, R1], rate: {case.rate_mbps * 10}Mbps}}
   - {{ends: [R1, H2]}}
 flows:
-  - {{name: t1, src: H1, dst: H2, control: tcp, cc: {case.cc}, sack: false}}
+  - {{name: t1, src: H1, dst: H2, control: tcp, cc: {case.cc}, sack: {str(sack).lower()}}}
 """
 
 
-def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | None) -> dict[str, Any]:
+def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | None,
+             sack: bool = True) -> dict[str, Any]:
     """Goodput (b/s), the bottleneck's mean occupancy (fraction), retransmissions, RTT p50 (ms)."""
-    topo = load_topology_text(topology_text(case), f"<{case.name}>")
+    topo = load_topology_text(topology_text(case, sack=sack), f"<{case.name}>")
     s = run_experiment(topo, duration_ns, seed=seed, out=out, plots=False, backend=backend,
                        **({"pcap": False} if backend == "netns" else {})).summary
     return measures(s)
@@ -87,7 +91,8 @@ def measures(s: dict[str, Any]) -> dict[str, Any]:
     return {"goodput_bps": f["goodput_bps"], "occupancy": s["buffers"]["H2<-R1"]["mean"],
             "retransmissions": f["tcp"]["retransmissions"], "rtt_p50_ms": f["tcp"]["rtt_ms"]["p50"],
             "rtt_p99_ms": f["tcp"]["rtt_ms"]["p99"], "owd_p50_ms": f["owd_ms"]["p50"],
-            "utilisation": (s["links"].get("R1->H2") or {}).get("utilisation")}
+            "utilisation": (s["links"].get("R1->H2") or {}).get("utilisation"), "sack": f["tcp"].get("sack"),
+            "realtime": s.get("realtime")}
 
 
 def max_rtt_ms(case: Case, buffer: int = BUFFER) -> float:
@@ -96,10 +101,14 @@ def max_rtt_ms(case: Case, buffer: int = BUFFER) -> float:
 
 
 def soundness(case: Case, run: dict[str, Any]) -> str:
-    """Whether a real-time (netns) run kept up with its own emulation: "yes", or why not. A smoothed
-    RTT far above what the path can hold (propagation plus a full queue) means the switch or host
+    """Whether a real-time (netns) run kept up with its own emulation: "yes", or why not. Late
+    wake-ups in the run (topo/keepup.py; runs stored before it was measured lack it) or a smoothed
+    RTT far above what the path can hold (propagation plus a full queue) mean the switch or host
     processes were not scheduled in time (a loaded machine), not TCP. (An idle bottleneck beside a
     busy mean occupancy is no such sign: SACK-less recoveries drain the queue for a while.)"""
+    said = verdict(run.get("realtime"))
+    if said.startswith("no"):
+        return said
     bound = max_rtt_ms(case)
     if run.get("rtt_p99_ms") is not None and run["rtt_p99_ms"] > 1.2 * bound:
         return f"no: RTT p99 {run['rtt_p99_ms']:.0f} ms > {bound:.0f} ms possible"
@@ -164,6 +173,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="take the kernel's side from DIR/<case>.json (written by --save-kernel) instead of running "
                         "it: the simulator's side is recomputed, the kernel's is a stored measurement")
     p.add_argument("--section", default="tcp-validation", help="the doc's <!-- SECTION --> markers to rewrite")
+    p.add_argument("--no-sack", action="store_true",
+                   help="both sides without SACK (default: with it, as the kernel by default)")
     args = p.parse_args(argv)
     try:
         duration_ns = parse_duration_ns(args.duration, "--duration")
@@ -178,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tcp_validation: --cases: unknown {', '.join(wrong)} (known: {', '.join(known)})", file=sys.stderr)
             return 2
         cases = [known[n] for n in args.cases.split(",")]
+    sack = not args.no_sack
     if args.kernel_from is None and os.geteuid() != 0:
         print("tcp_validation: the kernel's side runs in network namespaces: run as root", file=sys.stderr)
         return 2
@@ -187,16 +199,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"tcp_validation: --kernel-from {args.kernel_from}: no {', '.join(m + '.json' for m in missing)}",
                   file=sys.stderr)
             return 2
+        wrong = [c.name for c in cases
+                 if bool(json.loads((args.kernel_from / f"{c.name}.json").read_text()).get("sack")) != sack]
+        if wrong:  # (runs stored before the key was recorded ran without SACK)
+            print(f"tcp_validation: --kernel-from {args.kernel_from}: {', '.join(wrong)} ran "
+                  f"{'without' if sack else 'with'} SACK; this comparison is {'with' if sack else 'without'} it "
+                  f"({'give' if sack else 'drop'} --no-sack)", file=sys.stderr)
+            return 2
     rows = []
     for case in cases:
         if args.kernel_from is not None:
             k = json.loads((args.kernel_from / f"{case.name}.json").read_text())
         else:
-            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns")
+            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns", sack)
             if args.save_kernel is not None:
                 args.save_kernel.mkdir(parents=True, exist_ok=True)
+                stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
+                k["measured"] = (f"netns run of `python -m topo.tcp_validation --duration {args.duration} --seed "
+                                 f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {_commit()}, {stamp}")
                 (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
-        s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim")
+        s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack)
         rows.append((case, k, s))
         print(f"{case.name}: kernel {json.dumps(k)}\n{' ' * len(case.name)}  sim    {json.dumps(s)}", flush=True)
     body = table(rows)
@@ -204,12 +226,13 @@ def main(argv: list[str] | None = None) -> int:
     load = os.getloadavg()
     if args.doc is not None:
         if args.kernel_from is not None:
-            how = (f"Generated by `.venv/bin/python -m topo.tcp_validation --duration {args.duration} --seed {args.seed} "
-                   f"--kernel-from {args.kernel_from} --section {args.section} --doc {args.doc}` at commit {_commit()}: "
+            how = (f"Generated by `.venv/bin/python -m topo.tcp_validation --duration {args.duration} --seed {args.seed}"
+                   f"{' --no-sack' if args.no_sack else ''} --kernel-from {args.kernel_from} --section {args.section} "
+                   f"--doc {args.doc}` at commit {_commit()}: "
                    f"the simulator's side run now, the kernel's side the measurements stored in {args.kernel_from} "
                    f"(see there; each run {args.duration}, numbers over its second half).")
         else:
-            picked = (f" --cases {args.cases}" if args.cases else "") + \
+            picked = (f" --cases {args.cases}" if args.cases else "") + (" --no-sack" if args.no_sack else "") + \
                 (f" --section {args.section}" if args.section != "tcp-validation" else "")
             how = (f"Generated by `sudo .venv/bin/python -m topo.tcp_validation --duration {args.duration} "
                    f"--seed {args.seed}{picked} --doc {args.doc}` at commit {_commit()} (each run {args.duration}, "

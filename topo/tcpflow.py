@@ -62,6 +62,7 @@ TCP_INFO = getattr(socket, "TCP_INFO", 11)
 TCPI_FIELDS = {"rtt_us": (68, "I"), "rttvar_us": (72, "I"), "snd_cwnd": (80, "I"), "total_retrans": (100, "I"),
                "bytes_acked": (120, "Q"), "min_rtt_us": (148, "I"), "bytes_retrans": (208, "Q")}
 TCPI_LEN = 232
+TCPI_OPTIONS_OFFSET, TCPI_OPT_SACK = 5, 2  # tcpi_options, and its bit for SACK negotiated
 IFF_TUN, IFF_NO_PI, TUNSETIFF = 0x0001, 0x1000, 0x400454CA
 
 
@@ -72,6 +73,12 @@ def kernel_congestion_controls() -> tuple[tuple[str, ...], bool]:
     except OSError:
         return FALLBACK_CC, False
     return (names, True) if names else (FALLBACK_CC, False)
+
+
+def sack_in_use(sock: socket.socket) -> bool:
+    """Whether the connection negotiated SACK (TCP_INFO's ``tcpi_options``)."""
+    raw = sock.getsockopt(socket.IPPROTO_TCP, TCP_INFO, TCPI_OPTIONS_OFFSET + 1)
+    return len(raw) > TCPI_OPTIONS_OFFSET and bool(raw[TCPI_OPTIONS_OFFSET] & TCPI_OPT_SACK)
 
 
 def tcp_info(sock: socket.socket) -> dict[str, int]:
@@ -148,6 +155,7 @@ class TcpSender(_Endpoint):
         self.bytes_sent = 0
         self.samples: list[TcpSample] = []
         self.connected_ns: int | None = None
+        self.sack: bool | None = None  # negotiated, as TCP_INFO says
 
     def _connect(self, stop_ns: int) -> socket.socket | None:
         while self.now_ns() < stop_ns and not self.halt.is_set():
@@ -220,10 +228,11 @@ class TcpSender(_Endpoint):
     def _sample(self, t_ns: int, sock: socket.socket) -> None:
         with contextlib.suppress(OSError):
             self.samples.append(TcpSample(t_ns, self.flow.name, self.bytes_sent, tuple(tcp_info(sock).items())))
+            self.sack = sack_in_use(sock)
 
     def result(self) -> dict[str, Any]:
         return {"cc": self.flow.cc, "bytes_sent": self.bytes_sent, "records_sent": self.records_sent,
-                "connected_ns": self.connected_ns, "sender_error": self.error}
+                "connected_ns": self.connected_ns, "sack": self.sack, "sender_error": self.error}
 
 
 class TcpReceiver(_Endpoint):
@@ -309,7 +318,10 @@ class TunRelay:
                             ("/proc/sys/net/ipv4/tcp_sack", "1" if self.sack else "0")):
             with contextlib.suppress(OSError):
                 Path(path).write_text(value)
-        for cmd in (["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],
+        # the qdisc the model assumes whatever the machine's net.core.default_qdisc: fq would pace
+        # reno and cubic, fq_codel could drop in the sender's own queue (docs/tcp.md, "The 200 ms gap")
+        for cmd in (["tc", "qdisc", "replace", "dev", TUN_NAME, "root", "pfifo_fast"],
+                    ["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],
                     ["ip", "addr", "add", f"{self.address}/32", "dev", TUN_NAME],
                     ["ip", "route", "add", "10.0.0.0/16", "dev", TUN_NAME, "src", self.address]):
             subprocess.run(cmd, check=True, capture_output=True, timeout=10)

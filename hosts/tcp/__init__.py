@@ -1,4 +1,5 @@
-"""TCP as a model, sans-I/O, for the simulator: NewReno (RFC 6582) and CUBIC (RFC 9438).
+"""TCP as a model, sans-I/O, for the simulator: reno and CUBIC (RFC 9438), SACK recovery (RFC 2018,
+RFC 6675) or, without SACK, NewReno's (RFC 6582).
 
 The kernel runs ``control: tcp`` in the netns backend (``topo/tcpflow.py``); this package is the
 simulator's TCP, validated against the kernel on a single bottleneck (docs/tcp.md).

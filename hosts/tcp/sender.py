@@ -1,4 +1,4 @@
-"""A TCP sender in segments, sans-I/O: NewReno's recovery (RFC 6582), RFC 6298's timer.
+"""A TCP sender in segments, sans-I/O: SACK recovery (RFC 6675) or NewReno's (RFC 6582), RFC 6298's timer.
 
 Why segments and not bytes: every segment the model sends is a full MSS (the last one of a sized
 flow shorter), as the kernel's are for a bulk writer, so sequence numbers count segments; byte
@@ -48,6 +48,19 @@ Behaviour, and where it comes from:
   answered, and the inflated window is no measure of the path (Linux's ``tcp_enter_loss`` does
   the same).
 
+With SACK (``sack=True``, the default as in Linux, and only if the receiver's SYN-ACK permits it):
+
+* the scoreboard (``hosts/tcp/scoreboard.py``) takes every ACK's blocks; an ACK is a duplicate
+  only if it SACKs something new (RFC 6675 2); recovery starts on the third duplicate ACK or when
+  the first unacknowledged segment IsLost, if the cumulative ACK is past ``recover``;
+* during recovery PRR (RFC 6937) says how many segments may go on each ACK, with RFC 6675's pipe
+  and DeliveredData = the change in snd_una plus the change in SACKed segments, and NextSeg says
+  which: lost holes first (each once: HighRxt), then new data; the first hole goes at once on
+  entry (fast retransmit). Recovery ends when the cumulative ACK passes ``recover``;
+* outside recovery the window counts the flight less what is SACKed (as Linux's
+  ``tcp_packets_in_flight``), and after a timeout sending goes back to snd_una but skips what is
+  SACKed (RFC 6675 5.1: the scoreboard is kept).
+
 The receiver's window (``hosts/tcp/receiver.py``) bounds what is sent: no segment at or past
 its right edge. An ACK that moves the right edge is not a duplicate ACK (as Linux counts them).
 """
@@ -60,6 +73,7 @@ from typing import Protocol
 
 from hosts.tcp.reno import AckInfo
 from hosts.tcp.rto import RtoEstimator
+from hosts.tcp.scoreboard import Scoreboard
 
 __all__ = ["Segment", "TcpSender", "CongestionControl", "MSS", "INITIAL_CWND", "NOTSENT_SEGMENTS",
            "DUPACK_THRESHOLD"]
@@ -91,6 +105,7 @@ class Segment:
     ts_ns: int  # the timestamp option's value: the sender's clock now
     syn: bool = False
     retransmission: bool = False
+    sack_ok: bool = False  # on a SYN: SACK-permitted
 
 
 class TcpSender:
@@ -98,7 +113,7 @@ class TcpSender:
 
     def __init__(self, cc: CongestionControl, *, start_ns: int, stop_ns: int | None = None,
                  total_bytes: int | None = None, mss: int = MSS, notsent_segments: int = NOTSENT_SEGMENTS,
-                 impatient: bool = False, recovery: str = "prr", pipe: str = "flight") -> None:
+                 impatient: bool = False, recovery: str = "prr", pipe: str = "flight", sack: bool = True) -> None:
         if total_bytes is not None and total_bytes <= 0:
             raise ValueError(f"total_bytes {total_bytes}: must be > 0")
         if mss <= 0 or notsent_segments <= 0:
@@ -129,9 +144,13 @@ class TcpSender:
         self._partial_seen = False
         self.connected_ns: int | None = None
         self.retransmissions = 0
+        self.timeouts = 0  # retransmission timer expiries with data outstanding
         self.bytes_retransmitted = 0
         self.last_rtt_ns: int | None = None
         self.window_end = 1 << 31  # the receiver's right edge
+        self.sack_wanted = sack
+        self.sack = False  # negotiated (the SYN-ACK permitted it)
+        self.board = Scoreboard()
 
     # ---- what the binding reads ------------------------------------------------------------------
     def next_timer_ns(self) -> int | None:
@@ -167,17 +186,18 @@ class TcpSender:
         if self.phase == "idle":
             self.phase = "syn"
             self.timer_ns = now_ns + self.rto.rto_ns
-            return [Segment(0, 0, now_ns, now_ns, syn=True)]
+            return [Segment(0, 0, now_ns, now_ns, syn=True, sack_ok=self.sack_wanted)]
         if self.phase == "syn":
             self.rto.on_expiry()
             self.timer_ns = now_ns + self.rto.rto_ns
             self.retransmissions += 1
-            return [Segment(0, 0, now_ns, now_ns, syn=True, retransmission=True)]
+            return [Segment(0, 0, now_ns, now_ns, syn=True, retransmission=True, sack_ok=self.sack_wanted)]
         if self.phase != "open" or self.snd_una >= self.snd_max:
             self.timer_ns = None
             return []
         # RFC 6298 5.4-5.7 and RFC 5681 (4)-(5): one segment, back to snd_una, timer backed off
         answered = self.in_recovery or self.rto.backoff > 0
+        self.timeouts += 1
         self.rto.on_expiry()
         if answered:
             self.cc.cwnd = 1.0
@@ -185,14 +205,17 @@ class TcpSender:
             self.cc.on_timeout(now_ns, self.snd_max - self.snd_una)
         self.recover = self.snd_max - 1
         self.in_recovery, self.dupacks = False, 0
+        self.board.high_rxt = -1
         self.snd_nxt = self.snd_una
         self.timer_ns = None
         return self._transmit(now_ns)
 
-    def on_syn_ack(self, now_ns: int, ts_echo_ns: int, window_end: int = 1 << 31) -> list[Segment]:
+    def on_syn_ack(self, now_ns: int, ts_echo_ns: int, window_end: int = 1 << 31,
+                   sack_ok: bool = False) -> list[Segment]:
         if self.phase != "syn":
             return []
         self.window_end = window_end
+        self.sack = self.sack_wanted and sack_ok
         self._sample(now_ns, ts_echo_ns)
         self.phase = "open"
         self.connected_ns = now_ns
@@ -200,11 +223,14 @@ class TcpSender:
         self._write(now_ns)
         return self._transmit(now_ns)
 
-    def on_ack(self, now_ns: int, ack: int, ts_echo_ns: int, window_end: int = 1 << 31) -> list[Segment]:
+    def on_ack(self, now_ns: int, ack: int, ts_echo_ns: int, window_end: int = 1 << 31,
+               sack: tuple[tuple[int, int], ...] = ()) -> list[Segment]:
         """A cumulative ACK (the next segment the receiver expects) echoing ``ts_echo_ns``, with the
-        receive window's right edge."""
+        receive window's right edge and, if SACK was negotiated, its SACK blocks."""
         if self.phase != "open" or ack > self.snd_max or ack < self.snd_una:
             return []
+        if self.sack:
+            return self._on_sack_ack(now_ns, ack, ts_echo_ns, window_end, sack)
         out: list[Segment] = []
         window_update = window_end > self.window_end
         self.window_end = max(self.window_end, window_end)
@@ -261,13 +287,84 @@ class TcpSender:
                 self.timer_ns = now_ns + self.rto.rto_ns
         return out + self._transmit(now_ns)
 
+    def _on_sack_ack(self, now_ns: int, ack: int, ts_echo_ns: int, window_end: int,
+                     blocks: tuple[tuple[int, int], ...]) -> list[Segment]:
+        """RFC 6675 with PRR: the scoreboard first, then recovery's entry, progress or end."""
+        window_update = window_end > self.window_end
+        self.window_end = max(self.window_end, window_end)
+        before = len(self.board)
+        acked = ack - self.snd_una
+        rtt = self._sample(now_ns, ts_echo_ns) if acked else None
+        self.snd_una = ack
+        self.snd_nxt = max(self.snd_nxt, ack)
+        newly_sacked = self.board.update(ack, self.snd_max, blocks)
+        delivered = acked + len(self.board) - before  # RFC 6937 DeliveredData
+        if acked:
+            self.dupacks = 0
+            if self.total_segments is not None and self.snd_una >= self.total_segments:
+                self.phase, self.timer_ns = "done", None
+                return []
+            self.timer_ns = now_ns + self.rto.rto_ns if self.snd_una < self.snd_max else None
+            if self.in_recovery and ack > self.recover:  # recovery ends
+                self.in_recovery = False
+                self.cc.on_recovered(now_ns)
+            elif not self.in_recovery:
+                self.cc.on_ack(AckInfo(now_ns, acked, rtt, self.rto.srtt_ns or 0.0, self.rto.min_rtt_ns or 0,
+                                       self.snd_una, self.snd_nxt))
+        elif newly_sacked > 0 and not window_update:
+            self.dupacks += 1
+        if self.in_recovery:
+            self.board.high_rxt = max(self.board.high_rxt, self.snd_una - 1)
+            self._prr_step(delivered, sent=0)
+        elif (self.dupacks >= DUPACK_THRESHOLD or self.board.is_lost(self.snd_una)) and ack > self.recover \
+                and self.snd_una < self.snd_max:
+            self._enter_sack_recovery(now_ns, delivered)
+        return self._transmit(now_ns)
+
+    def _enter_sack_recovery(self, now_ns: int, delivered: int) -> None:
+        """RFC 6675 5 (4): RecoveryPoint = HighData, ssthresh from the congestion control, HighRxt
+        from HighACK; PRR starts counting (RFC 6937), and lets the first hole go at once."""
+        self.recover = self.snd_max - 1
+        self.cc.on_loss(now_ns, self.snd_max - self.snd_una)
+        self.in_recovery = True
+        # a segment retransmitted in an earlier recovery and not yet acknowledged is not sent again
+        self.board.high_rxt = max(self.board.high_rxt, self.snd_una - 1)
+        self._recover_fs = self.snd_max - self.snd_una
+        self._prr_delivered = self._prr_out = self._dups_counted = 0
+        self._prr_step(delivered, sent=0)
+        self._allowance = max(self._allowance, 1)
+        self.timer_ns = now_ns + self.rto.rto_ns
+
+    def _sack_recovery_send(self, now_ns: int) -> list[Segment]:
+        """What PRR allows, in NextSeg's order: lost holes (each once), then new data."""
+        out = []
+        while self._allowance > 0:
+            self._write(now_ns)
+            new_ok = self.snd_max < min(self.written, self.window_end)
+            seq = self.board.next_seg(self.snd_una, new_ok)
+            if seq is None:
+                break
+            if seq < 0:
+                out.append(self._segment(now_ns, self.snd_max))
+                self.snd_nxt = self.snd_max = self.snd_max + 1
+            else:
+                out.append(self._segment(now_ns, seq))
+                self.board.high_rxt = seq
+            self._allowance -= 1
+            self._prr_out += 1
+        self._write(now_ns)
+        return out
+
     # ---- internals ------------------------------------------------------------------------------
     def _prr_step(self, delivered: int, sent: int) -> None:
         """RFC 6937 on one ACK in recovery: how many new segments may go (``sent``: the hole just
         retransmitted, counted as sent). cwnd shows pipe + sndcnt, as Linux's snd_cwnd does."""
         self._prr_delivered += delivered
         self._prr_out += sent
-        pipe = self.flight - self._dups_counted if self.pipe_counts_dupacks else self.flight
+        if self.sack:
+            pipe = self.board.pipe(self.snd_una, self.snd_max)
+        else:
+            pipe = self.flight - self._dups_counted if self.pipe_counts_dupacks else self.flight
         ssthresh = self.cc.ssthresh
         if pipe > ssthresh:
             sndcnt = math.ceil(self._prr_delivered * ssthresh / max(self._recover_fs, 1)) - self._prr_out
@@ -275,6 +372,10 @@ class TcpSender:
             sndcnt = min(int(ssthresh) - pipe, max(self._prr_delivered - self._prr_out, delivered) + 1)
         self._allowance = max(sndcnt, 0)
         self.cc.cwnd = float(max(pipe + self._allowance, 1))
+
+    def _in_flight(self) -> int:
+        """Segments sent (or, after a timeout, sent again) and neither acknowledged nor SACKed."""
+        return self.flight - self.board.between(self.snd_una, self.snd_nxt)
 
     def _sample(self, now_ns: int, ts_echo_ns: int) -> int | None:
         if not 0 < ts_echo_ns <= now_ns:
@@ -305,6 +406,8 @@ class TcpSender:
         """New (or, after a timeout, resent) segments while the window allows."""
         out = []
         self._write(now_ns)
+        if self.in_recovery and self.sack:
+            return self._sack_recovery_send(now_ns)
         if self.in_recovery and self.prr:
             while self.snd_nxt < min(self.written, self.window_end) and self._allowance > 0:
                 out.append(self._segment(now_ns, self.snd_nxt))
@@ -315,7 +418,10 @@ class TcpSender:
                     self.snd_max = self.snd_nxt
                     self._write(now_ns)
             return out
-        while self.snd_nxt < min(self.written, self.window_end) and self.flight < int(self.cc.cwnd):
+        while self.snd_nxt < min(self.written, self.window_end) and self._in_flight() < int(self.cc.cwnd):
+            if self.snd_nxt in self.board:  # SACKed: not sent again after a timeout
+                self.snd_nxt += 1
+                continue
             out.append(self._segment(now_ns, self.snd_nxt))
             self.snd_nxt += 1
             if self.snd_nxt > self.snd_max:

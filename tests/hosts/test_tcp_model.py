@@ -5,9 +5,7 @@ losses (no simulator), so each RFC rule is seen on its own."""
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -17,6 +15,7 @@ from hosts.tcp import Cubic, Reno, TcpReceiver, TcpSender, congestion_control
 from hosts.tcp.cubic import BETA, C
 from hosts.tcp.reno import AckInfo
 from hosts.tcp.rto import INITIAL_RTO_NS, MAX_RTO_NS, MIN_VAR_TERM_NS, RtoEstimator
+from tests.hosts.tcp_pipe import Pipe
 
 MS = 1_000_000
 
@@ -167,67 +166,6 @@ def test_receiver_answers_out_of_order_at_once_and_echoes_the_window_edge() -> N
 
 
 # ---- sender and receiver through a pipe --------------------------------------------------------------
-class Pipe:
-    """Sender -> receiver at ``rate`` segments/s with a one-way ``delay``; ``lose(n)`` says whether
-    the n-th data frame sent is lost. ACKs come back after ``delay``."""
-
-    def __init__(self, tx: TcpSender, rx: TcpReceiver, lose: Callable[[int], bool], delay: int = 10 * MS,
-                 seg_ns: int = MS) -> None:
-        self.tx, self.rx, self.lose, self.delay, self.seg_ns = tx, rx, lose, delay, seg_ns
-        self.events: list[tuple[int, int, str, object]] = []
-        self.n = self.k = 0
-        self.free = 0
-        self.delivered: list[int] = []
-
-    def push(self, t: int, kind: str, what: object) -> None:
-        self.k += 1
-        heapq.heappush(self.events, (t, self.k, kind, what))
-
-    def send(self, now: int, segs: list) -> None:
-        for s in segs:
-            self.free = max(self.free, now) + self.seg_ns
-            self.n += 1
-            if s.syn or not self.lose(self.n):
-                self.push(self.free + self.delay, "seg", s)
-
-    def run(self, until: int) -> None:
-        timers = {"tx": -1, "rx": -1}
-        while True:
-            cand = [(t, k) for k, t in (("tx", self.tx.next_timer_ns()), ("rx", self.rx.next_timer_ns()))
-                    if t is not None]
-            nxt_timer = min(cand) if cand else None
-            nxt_event = self.events[0][0] if self.events else None
-            if nxt_event is None and nxt_timer is None:
-                return
-            if nxt_event is not None and (nxt_timer is None or nxt_event <= nxt_timer[0]):
-                now, _k, kind, what = heapq.heappop(self.events)
-                if now > until:
-                    return
-                if kind == "seg":
-                    s = what
-                    if s.syn:
-                        a = self.rx.on_syn(now, s.ts_ns)
-                        self.push(now + self.delay, "ack", a)
-                    else:
-                        for a in self.rx.on_segment(now, s.seq, s.length, s.stamp_ns, s.ts_ns):
-                            self.push(now + self.delay, "ack", a)
-                        self.delivered += [q for q, _, _ in self.rx.take_delivered()]
-                else:
-                    a = what
-                    self.send(now, self.tx.on_syn_ack(now, a.ts_echo_ns) if a.syn else
-                              self.tx.on_ack(now, a.ack, a.ts_echo_ns))
-            else:
-                now, side = nxt_timer
-                if now > until:
-                    return
-                timers[side] = now
-                if side == "tx":
-                    self.send(now, self.tx.on_timer(now))
-                else:
-                    for a in self.rx.on_timer(now):
-                        self.push(now + self.delay, "ack", a)
-
-
 def test_fast_retransmit_repairs_one_loss_without_a_timeout() -> None:
     tx = TcpSender(Reno(), start_ns=0, total_bytes=200 * 1448)
     p = Pipe(tx, TcpReceiver(), lambda n: n == 30)

@@ -121,6 +121,16 @@ def test_sized_tcp_flow_completes_in_the_simulator() -> None:
     assert 1.2 < t["completion_s"] < 5, t
 
 
+@pytest.mark.parametrize("sack", [True, False])
+def test_the_simulator_honours_the_sack_key(sack: bool) -> None:
+    """The model negotiates SACK as the key says (the summary's ``sack``, TCP_INFO's in netns)."""
+    text = TCP_FILE.read_text().replace("cc: cubic, start: 0s}", f"cc: reno, start: 0s, sack: {str(sack).lower()}}}")
+    s = run_experiment(load_topology_text(text, str(TCP_FILE)), 6_000_000_000, seed=1, plots=False).summary
+    t = s["flows"]["t1"]["tcp"]
+    assert t["sack"] is sack and t["retransmissions"] >= 1 and t["errors"] == [], t
+    assert t["bytes_received"] > 0 and t["bytes_acked"] <= t["bytes_sent"]
+
+
 def test_sack_key(kernel_offers: Path) -> None:
     (f,) = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp, sack: false}"), SOURCE).flows
     assert f.sack is False
@@ -155,7 +165,10 @@ def test_bulk_tcp_runs_through_p4switch(tmp_path: Path) -> None:
     f = s["flows"]["t1"]
     assert 0.5e6 < f["goodput_bps"] < 2e6, f  # below the 2 Mb/s bottleneck (frames' bytes), well above nothing
     t = f["tcp"]
-    assert t["cc"] == "cubic" and t["errors"] == [], t
+    assert t["cc"] == "cubic" and t["errors"] == [] and t["sack"] is True, t  # the kernel's default, as TCP_INFO says
+    rt = s["realtime"]  # whether the run kept real time: one wake-up per 100 ms sampling period
+    assert rt["wakeups"] >= 90 and rt["late_max_ms"] >= rt["late_p99_ms"] >= rt["late_p50_ms"] >= 0, rt
+    assert isinstance(rt["kept_up"], bool)
     assert t["retransmissions"] is not None and t["rtt_ms"]["samples"] >= 50 and t["rtt_ms"]["min"] > 12, t
     assert f["owd_ms"]["p50"] > 0 and t["bytes_received"] > 0
     assert json.loads((tmp_path / "summary.json").read_text())["flows"]["t1"]["tcp"]["retransmissions"] is not None

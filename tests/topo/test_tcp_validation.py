@@ -16,11 +16,12 @@ from topo import tcp_validation as V
 from topo.schema import load_topology_text
 
 
-def test_every_case_is_a_valid_single_bottleneck_topology() -> None:
+@pytest.mark.parametrize("sack", [True, False])
+def test_every_case_is_a_valid_single_bottleneck_topology(sack: bool) -> None:
     for case in V.CASES:
-        topo = load_topology_text(V.topology_text(case), f"<{case.name}>")
+        topo = load_topology_text(V.topology_text(case, sack=sack), f"<{case.name}>")
         (flow,) = topo.flows
-        assert (flow.control, flow.cc, flow.sack) == ("tcp", case.cc, False)
+        assert (flow.control, flow.cc, flow.sack) == ("tcp", case.cc, sack)
         bottleneck = topo.link_between("R1", "H2")
         assert bottleneck.rate_bps == case.rate_mbps * 1e6 and bottleneck.buffer == V.BUFFER
         assert 2 * sum(link.delay_ns for link in topo.links) == case.rtt_ms * 1_000_000
@@ -46,6 +47,8 @@ def test_a_kernel_run_that_fell_behind_its_emulation_is_flagged() -> None:
     stalled = {"occupancy": 0.7, "rtt_p99_ms": 946.0, "utilisation": 0.83}
     verdict = V.soundness(case, stalled)
     assert verdict == "no: RTT p99 946 ms > 323 ms possible"
+    late = {**ok, "realtime": {"wakeups": 600, "late_p99_ms": 12.0, "late_max_ms": 40.0}}
+    assert V.soundness(case, late).startswith("no: wake-ups 12.0 ms late")
 
 
 def test_the_command_refuses_unknown_cases(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +78,14 @@ def test_stored_kernel_runs_rebuild_the_table(tmp_path) -> None:
     doc.write_text("<!-- s -->\n<!-- /s -->\n")
     stored = V.ROOT / "docs" / "tcp-kernel-runs"
     assert V.main(["--kernel-from", str(stored), "--cases", "reno-2mbps-20ms", "--duration", "10s", "--section", "s",
-                   "--doc", str(doc)]) == 0
+                   "--doc", str(doc), "--no-sack"]) == 0
     text = doc.read_text()
     assert "stored in" in text and "| reno | 2 Mb/s | 20 ms |" in text
     assert V.main(["--kernel-from", str(tmp_path), "--cases", "reno-2mbps-20ms"]) == 2
+
+
+def test_stored_kernel_runs_of_the_other_sack_setting_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
+    stored = V.ROOT / "docs" / "tcp-kernel-runs"  # measured with sack: false
+    assert V.main(["--kernel-from", str(stored), "--cases", "reno-2mbps-20ms", "--duration", "1s"]) == 2
+    err = capsys.readouterr().err
+    assert "reno-2mbps-20ms ran without SACK" in err and "--no-sack" in err and err.count("\n") == 1
