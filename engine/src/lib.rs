@@ -10,6 +10,7 @@ use pyo3::prelude::*;
 
 mod host;
 mod link;
+mod p4tables;
 mod p4vm;
 mod sched;
 mod tm;

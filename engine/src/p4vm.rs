@@ -15,10 +15,14 @@
 //! the Python list the first time the block reads it and written back at the end of the block
 //! only if the block wrote it, so a block's cost is the slots it touches, not the PHV's size.
 
+use std::collections::HashMap;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
+
+use crate::p4tables::{self, Act, Profile, Selector, Table};
 
 /// `run`'s status when the block ended normally (a parser accepted).
 pub const STATUS_END: i64 = -1;
@@ -153,6 +157,13 @@ enum Ins {
         dsts: u32,
         args: u32,
     },
+    /// Apply table `t` (an index into the program's tables) with the key registers `args`:
+    /// `dsts` get hit (0/1), the action id (0: none) and the action data, zero-padded.
+    Table {
+        t: u32,
+        dsts: u32,
+        args: u32,
+    },
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -174,6 +185,7 @@ mod op {
     pub const CSUM16: u64 = 14;
     pub const PY: u64 = 15;
     pub const CALL: u64 = 16;
+    pub const TABLE: u64 = 17;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -248,9 +260,16 @@ fn csum16(bytes: &[u8]) -> u64 {
     !s & 0xFFFF
 }
 
-/// A loaded program: one instruction list per block, its headers and field lists.
-#[pyclass(module = "hbh_engine")]
+/// A loaded program: one instruction list per block, its headers and field lists, and the
+/// state of the tables it applies (written by the P4Runtime core, p4switch/state).
+#[pyclass(module = "hbh_engine", weakref)]
 pub struct P4Program {
+    tables: Vec<Table>,
+    table_index: HashMap<u32, usize>,
+    profiles: Vec<Profile>,
+    profile_index: HashMap<u32, usize>,
+    keybuf: Vec<u64>,
+    maskbuf: Vec<u64>,
     blocks: Vec<Vec<Ins>>,
     headers: Vec<Header>,
     lists: Vec<Vec<(u32, u32)>>,
@@ -333,7 +352,7 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
             list: as_u32(t, 2)?,
         },
         op::PY => Ins::Py(as_u32(t, 1)?),
-        op::CALL => {
+        op::CALL | op::TABLE => {
             arglists.push(t.get_item(2)?.extract::<Vec<u32>>()?);
             arglists.push(
                 (3..t.len())
@@ -341,10 +360,11 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
                     .collect::<PyResult<Vec<_>>>()?,
             );
             let n = arglists.len() as u32;
-            Ins::Call {
-                f: as_u32(t, 1)?,
-                dsts: n - 2,
-                args: n - 1,
+            let (f, dsts, args) = (as_u32(t, 1)?, n - 2, n - 1);
+            if code == op::CALL {
+                Ins::Call { f, dsts, args }
+            } else {
+                Ins::Table { t: f, dsts, args }
             }
         }
         _ => {
@@ -429,6 +449,25 @@ impl Run<'_, '_> {
 }
 
 impl P4Program {
+    fn table_at(&self, tid: u32) -> PyResult<usize> {
+        self.table_index
+            .get(&tid)
+            .copied()
+            .ok_or_else(|| PyValueError::new_err(format!("P4Program: no table with P4Info id 0x{tid:08x}")))
+    }
+
+    fn table_mut(&mut self, tid: u32) -> PyResult<&mut Table> {
+        let i = self.table_at(tid)?;
+        Ok(&mut self.tables[i])
+    }
+
+    fn profile_mut(&mut self, pid: u32) -> PyResult<&mut Profile> {
+        let i = self.profile_index.get(&pid).copied().ok_or_else(|| {
+            PyValueError::new_err(format!("P4Program: no action profile with P4Info id 0x{pid:08x}"))
+        })?;
+        Ok(&mut self.profiles[i])
+    }
+
     fn check_reg(&self, r: u32, what: &str) -> PyResult<()> {
         if (r as usize) < self.regs.len() {
             Ok(())
@@ -491,6 +530,23 @@ impl P4Program {
                     Ins::Py(n) | Ins::Call { f: n, .. } if n as usize >= self.callbacks.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
                     }
+                    Ins::Table { t, .. } if t as usize >= self.tables.len() => {
+                        return Err(PyValueError::new_err(format!("P4Program: no table {t}")));
+                    }
+                    Ins::Table { t, dsts, args } => {
+                        let nk = self.arglists[args as usize].len();
+                        if nk != self.tables[t as usize].nkeys || self.arglists[dsts as usize].len() < 2 {
+                            return Err(PyValueError::new_err(format!(
+                                "P4Program: table {t} applied with {nk} keys or without hit and action registers"
+                            )));
+                        }
+                        for &a in self.arglists[args as usize]
+                            .iter()
+                            .chain(&self.arglists[dsts as usize])
+                        {
+                            self.check_reg(a, "table")?;
+                        }
+                    }
                     Ins::Call { dsts, args, .. } => {
                         for &a in self.arglists[args as usize]
                             .iter()
@@ -520,8 +576,11 @@ impl P4Program {
     /// `blocks`: per block a list of instruction tuples; `headers`: (validity slot, [(slot, width)]);
     /// `lists`: [(register, width)] per checksum field list; `callbacks`: what `Py` calls; `nslots`/`ntemps`: register counts;
     /// `bool_slots`: PHV slots written back as Python bools; `too_short`/`timeout`: the error
-    /// codes of PacketTooShort and ParserTimeout; `max_steps`: parser transitions allowed.
+    /// codes of PacketTooShort and ParserTimeout; `max_steps`: parser transitions allowed;
+    /// `tables`: per table index (P4Info id, number of key fields, P4Info id of its action
+    /// profile or 0, its selector's hash as (field list, algorithm, width) or None).
     #[new]
+    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         blocks: Vec<Vec<Bound<'_, PyTuple>>>,
@@ -534,6 +593,7 @@ impl P4Program {
         too_short: i64,
         timeout: i64,
         max_steps: u64,
+        tables: Vec<(u32, usize, u32, Option<(u32, u32, u32)>)>,
     ) -> PyResult<Self> {
         let mut code = Vec::with_capacity(blocks.len());
         let mut arglists = Vec::new();
@@ -565,7 +625,40 @@ impl P4Program {
             }
             bool_slot[s] = true;
         }
+        let mut table_index = HashMap::new();
+        let mut profile_index = HashMap::new();
+        let mut profs = Vec::new();
+        let mut tabs = Vec::new();
+        for (id, nkeys, pid, sel) in tables {
+            let profile = (pid != 0).then(|| {
+                *profile_index.entry(pid).or_insert_with(|| {
+                    profs.push(Profile::new(pid));
+                    profs.len() - 1
+                })
+            });
+            let selector = match sel {
+                Some((list, algo, width)) => {
+                    if list as usize >= lists.len() || algo > p4tables::ALGO_CSUM16 {
+                        return Err(PyValueError::new_err(format!(
+                            "P4Program: table 0x{id:08x}: selector field list {list} or algorithm {algo}"
+                        )));
+                    }
+                    Some(Selector { list, algo, width })
+                }
+                None => None,
+            };
+            if table_index.insert(id, tabs.len()).is_some() {
+                return Err(PyValueError::new_err(format!("P4Program: table 0x{id:08x} twice")));
+            }
+            tabs.push(Table::new(id, nkeys, profile, selector));
+        }
         let prog = P4Program {
+            tables: tabs,
+            table_index,
+            profiles: profs,
+            profile_index,
+            keybuf: Vec::new(),
+            maskbuf: Vec::new(),
             blocks: code,
             headers,
             lists,
@@ -619,11 +712,18 @@ impl P4Program {
             bool_slot: &self.bool_slot,
             nslots: self.nslots,
         };
+        let mut tabs = TableCtx {
+            tables: &mut self.tables,
+            profiles: &self.profiles,
+            keybuf: &mut self.keybuf,
+            maskbuf: &mut self.maskbuf,
+        };
         let res = exec(
             &self.blocks[block],
             &self.headers,
             &self.lists,
             (&self.callbacks, &self.arglists),
+            &mut tabs,
             &mut st,
             data.unwrap_or(&[]),
             cursor,
@@ -642,6 +742,88 @@ impl P4Program {
         };
         self.scratch = out;
         Ok((status, cur, bytes))
+    }
+
+    // ---- the table state's write interface (p4switch/state/dataplane.py is its one caller)
+
+    /// Insert entry `handle` of table `tid` (P4Info id), or replace it: its masks, masked key,
+    /// (field, low, high) ranges and rank as the P4Runtime core's index computes them, and
+    /// its action as `(kind, id, params, set)` (p4tables::ACT_*).
+    #[allow(clippy::too_many_arguments)]
+    fn table_put(
+        &mut self,
+        tid: u32,
+        handle: u64,
+        masks: Vec<u64>,
+        masked: Vec<u64>,
+        ranges: Vec<(usize, u64, u64)>,
+        rank: i64,
+        action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>),
+    ) -> PyResult<()> {
+        let act = Act::decode(action.0, action.1, action.2, action.3)?;
+        self.table_mut(tid)?.put(handle, masks, masked, ranges, rank, act)
+    }
+
+    /// Remove entry `handle` of table `tid` (absent: nothing).
+    fn table_remove(&mut self, tid: u32, handle: u64) -> PyResult<()> {
+        self.table_mut(tid)?.remove(handle);
+        Ok(())
+    }
+
+    /// The action table `tid` runs on a miss.
+    fn table_default(&mut self, tid: u32, action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>)) -> PyResult<()> {
+        let act = Act::decode(action.0, action.1, action.2, action.3)?;
+        self.table_mut(tid)?.default = act;
+        Ok(())
+    }
+
+    /// Remove every entry of table `tid` (the default stays).
+    fn table_clear(&mut self, tid: u32) -> PyResult<()> {
+        self.table_mut(tid)?.clear();
+        Ok(())
+    }
+
+    /// Number of entries of table `tid`.
+    fn table_len(&self, tid: u32) -> PyResult<usize> {
+        let i = self.table_at(tid)?;
+        Ok(self.tables[i].len())
+    }
+
+    /// (handle, masks, masked key, rank) of every entry of table `tid`, by handle: the
+    /// index's view, for tests.
+    fn table_dump(&self, tid: u32) -> PyResult<Vec<(u64, Vec<u64>, Vec<u64>, i64)>> {
+        let i = self.table_at(tid)?;
+        Ok(self.tables[i].dump())
+    }
+
+    /// The P4Info ids of the tables this program applies.
+    fn table_ids(&self) -> Vec<u32> {
+        self.tables.iter().map(|t| t.id).collect()
+    }
+
+    /// The P4Info ids of the action profiles of those tables.
+    fn profile_ids(&self) -> Vec<u32> {
+        self.profiles.iter().map(|p| p.id).collect()
+    }
+
+    /// Member `mid` of profile `pid`: its (action id, data), or None to remove it.
+    #[pyo3(signature = (pid, mid, action))]
+    fn profile_member(&mut self, pid: u32, mid: u32, action: Option<(u32, Vec<u64>)>) -> PyResult<()> {
+        self.profile_mut(pid)?.set_member(mid, action);
+        Ok(())
+    }
+
+    /// Group `gid` of selector `pid`: its (member id, weight) list in order, or None.
+    #[pyo3(signature = (pid, gid, members))]
+    fn profile_group(&mut self, pid: u32, gid: u32, members: Option<Vec<(u32, u64)>>) -> PyResult<()> {
+        self.profile_mut(pid)?.set_group(gid, members);
+        Ok(())
+    }
+
+    /// Remove every member and group of profile `pid`.
+    fn profile_clear(&mut self, pid: u32) -> PyResult<()> {
+        self.profile_mut(pid)?.clear();
+        Ok(())
     }
 
     /// Number of blocks.
@@ -670,6 +852,7 @@ fn exec(
     headers: &[Header],
     lists: &[Vec<(u32, u32)>],
     (callbacks, arglists): (&[Py<PyAny>], &[Vec<u32>]),
+    tabs: &mut TableCtx<'_>,
     st: &mut Run<'_, '_>,
     data: &[u8],
     mut cursor: u64,
@@ -757,20 +940,11 @@ fn exec(
                 }
             }
             Ins::Csum16 { dst, list } => {
-                let mut bytes = Vec::with_capacity(64);
-                let mut bw = BitWriter {
-                    out: &mut bytes,
-                    acc: 0,
-                    bits: 0,
-                };
-                let mut n = 0u64;
-                for &(r, w) in &lists[list as usize] {
-                    let v = st.get(r)?;
-                    bw.push(v, w);
-                    n += w as u64;
-                }
-                bw.pad(16, n);
+                let bytes = pack_list(st, &lists[list as usize], 16)?;
                 st.set(dst, csum16(&bytes));
+            }
+            Ins::Table { t, dsts, args } => {
+                tabs.apply(t as usize, &arglists[args as usize], &arglists[dsts as usize], lists, st)?
             }
             Ins::Py(n) => {
                 st.flush(true)?;
@@ -810,4 +984,83 @@ fn exec(
         }
     }
     Ok((STATUS_END, cursor))
+}
+
+/// The bit concatenation of a field list (MSB first), padded with zero bits to `pad` bits.
+fn pack_list(st: &mut Run<'_, '_>, list: &[(u32, u32)], pad: u32) -> PyResult<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(64);
+    let mut bw = BitWriter {
+        out: &mut bytes,
+        acc: 0,
+        bits: 0,
+    };
+    let mut n = 0u64;
+    for &(r, w) in list {
+        let v = st.get(r)?;
+        bw.push(v, w);
+        n += w as u64;
+    }
+    bw.pad(pad, n);
+    Ok(bytes)
+}
+
+/// A selector's hash of its field list, cut to its width (as tables.py's `_selector_hash`).
+fn selector_hash(st: &mut Run<'_, '_>, lists: &[Vec<(u32, u32)>], sel: Selector) -> PyResult<u64> {
+    let list = &lists[sel.list as usize];
+    let h = match sel.algo {
+        p4tables::ALGO_CRC16 => p4tables::crc16(&pack_list(st, list, 8)?),
+        p4tables::ALGO_CRC32 => p4tables::crc32(&pack_list(st, list, 8)?),
+        _ => csum16(&pack_list(st, list, 16)?),
+    };
+    Ok(if sel.width > 0 { h & mask_of(sel.width as u64) } else { h })
+}
+
+/// The tables and profiles a block applies, and the scratch space of a lookup.
+struct TableCtx<'a> {
+    tables: &'a mut [Table],
+    profiles: &'a [Profile],
+    keybuf: &'a mut Vec<u64>,
+    maskbuf: &'a mut Vec<u64>,
+}
+
+impl TableCtx<'_> {
+    /// One apply: the entry the key hits (the default entry on a miss, or when an indirect
+    /// entry resolves to nothing: an empty group), its action id and data into `dsts`.
+    fn apply(&mut self, t: usize, keys: &[u32], dsts: &[u32], lists: &[Vec<(u32, u32)>], st: &mut Run<'_, '_>) -> PyResult<()> {
+        self.keybuf.clear();
+        for &r in keys {
+            let v = st.get(r)?;
+            self.keybuf.push(v);
+        }
+        let table = &mut self.tables[t];
+        table.index();
+        let table = &*table;
+        let found = table.lookup(self.keybuf, self.maskbuf);
+        let chosen = match (found, table.profile) {
+            (None, _) => None,
+            (Some(act), Some(pi)) => {
+                let sel = table.selector;
+                self.profiles[pi].choose(act, || match sel {
+                    Some(s) => selector_hash(st, lists, s),
+                    None => Ok(0),
+                })?
+            }
+            (Some(Act::Direct(a, p)), None) => Some((*a, p.as_slice())),
+            (Some(_), None) => None,
+        };
+        let hit = chosen.is_some();
+        let (aid, params) = match chosen {
+            Some(x) => x,
+            None => match &table.default {
+                Act::Direct(a, p) => (*a, p.as_slice()),
+                _ => (0, &[][..]),
+            },
+        };
+        st.set(dsts[0], hit as u64);
+        st.set(dsts[1], aid as u64);
+        for (i, &d) in dsts[2..].iter().enumerate() {
+            st.set(d, params.get(i).copied().unwrap_or(0));
+        }
+        Ok(())
+    }
 }

@@ -214,7 +214,7 @@ def test_alinea_controls_name_what_they_call_back(caplog: pytest.LogCaptureFixtu
         engine, _ = pair(str(ALINEA))
     lines = [r.getMessage() for r in caplog.records if "calls the closures" in r.getMessage()]
     ingress = [x for x in lines if "ingress block MyIngress" in x]
-    assert len(ingress) == 1 and "table MyIngress.ecmp_group" in ingress[0]
+    assert len(ingress) == 1 and "clone_preserving_field_list" in ingress[0] and "table" not in ingress[0]
     assert set(engine.pipeline.engine_blocks) == {"parser", "verify_checksum", "ingress", "egress",
                                                   "compute_checksum", "deparser"}
 
