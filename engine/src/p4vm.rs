@@ -22,6 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
+use crate::p4cells::{self, Cells, Shared};
 use crate::p4tables::{self, Act, Profile, Selector, Table};
 
 /// `run`'s status when the block ended normally (a parser accepted).
@@ -164,6 +165,25 @@ enum Ins {
         dsts: u32,
         args: u32,
     },
+    /// `dst <- cells[c][idx]`, 0 past the end (v1model's register read).
+    RegRead {
+        dst: u32,
+        c: u32,
+        idx: u32,
+    },
+    /// `cells[c][idx] <- val` wrapped to the width; past the end: nothing.
+    RegWrite {
+        c: u32,
+        idx: u32,
+        val: u32,
+    },
+    /// `packets[idx] += 1; bytes[idx] += len` (cells `pk`, `by`); past the end: nothing.
+    Count {
+        pk: u32,
+        by: u32,
+        idx: u32,
+        len: u32,
+    },
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -186,6 +206,9 @@ mod op {
     pub const PY: u64 = 15;
     pub const CALL: u64 = 16;
     pub const TABLE: u64 = 17;
+    pub const REGREAD: u64 = 18;
+    pub const REGWRITE: u64 = 19;
+    pub const COUNT: u64 = 20;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -270,6 +293,8 @@ pub struct P4Program {
     profile_index: HashMap<u32, usize>,
     keybuf: Vec<u64>,
     maskbuf: Vec<u64>,
+    /// Register and counter cells (shared with the Python state objects), and their masks.
+    cells: Vec<(Shared, u64)>,
     blocks: Vec<Vec<Ins>>,
     headers: Vec<Header>,
     lists: Vec<Vec<(u32, u32)>>,
@@ -352,6 +377,22 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
             list: as_u32(t, 2)?,
         },
         op::PY => Ins::Py(as_u32(t, 1)?),
+        op::REGREAD => Ins::RegRead {
+            dst: as_u32(t, 1)?,
+            c: as_u32(t, 2)?,
+            idx: as_u32(t, 3)?,
+        },
+        op::REGWRITE => Ins::RegWrite {
+            c: as_u32(t, 1)?,
+            idx: as_u32(t, 2)?,
+            val: as_u32(t, 3)?,
+        },
+        op::COUNT => Ins::Count {
+            pk: as_u32(t, 1)?,
+            by: as_u32(t, 2)?,
+            idx: as_u32(t, 3)?,
+            len: as_u32(t, 4)?,
+        },
         op::CALL | op::TABLE => {
             arglists.push(t.get_item(2)?.extract::<Vec<u32>>()?);
             arglists.push(
@@ -547,6 +588,20 @@ impl P4Program {
                             self.check_reg(a, "table")?;
                         }
                     }
+                    Ins::RegRead { dst: a, c, idx: b }
+                    | Ins::RegWrite { c, idx: a, val: b }
+                    | Ins::Count { pk: c, idx: a, len: b, .. } => {
+                        if c as usize >= self.cells.len() {
+                            return Err(PyValueError::new_err(format!("P4Program: no cells {c}")));
+                        }
+                        if let Ins::Count { by, .. } = *ins {
+                            if by as usize >= self.cells.len() {
+                                return Err(PyValueError::new_err(format!("P4Program: no cells {by}")));
+                            }
+                        }
+                        self.check_reg(a, "register")?;
+                        self.check_reg(b, "register")?;
+                    }
                     Ins::Call { dsts, args, .. } => {
                         for &a in self.arglists[args as usize]
                             .iter()
@@ -580,7 +635,8 @@ impl P4Program {
     /// `tables`: per table index (P4Info id, number of key fields, P4Info id of its action
     /// profile or 0, its selector's hash as (field list, algorithm, width) or None).
     #[new]
-    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new()))]
+    /// `cells`: the register and counter cells the program's REGREAD/REGWRITE/COUNT name by index.
+    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new(), cells=Vec::new()))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         blocks: Vec<Vec<Bound<'_, PyTuple>>>,
@@ -594,6 +650,7 @@ impl P4Program {
         timeout: i64,
         max_steps: u64,
         tables: Vec<(u32, usize, u32, Option<(u32, u32, u32)>)>,
+        cells: Vec<Bound<'_, Cells>>,
     ) -> PyResult<Self> {
         let mut code = Vec::with_capacity(blocks.len());
         let mut arglists = Vec::new();
@@ -659,6 +716,7 @@ impl P4Program {
             profile_index,
             keybuf: Vec::new(),
             maskbuf: Vec::new(),
+            cells: cells.iter().map(|c| (c.get().data.clone(), c.get().mask)).collect(),
             blocks: code,
             headers,
             lists,
@@ -712,11 +770,12 @@ impl P4Program {
             bool_slot: &self.bool_slot,
             nslots: self.nslots,
         };
-        let mut tabs = TableCtx {
+        let mut tabs = Stores {
             tables: &mut self.tables,
             profiles: &self.profiles,
             keybuf: &mut self.keybuf,
             maskbuf: &mut self.maskbuf,
+            cells: &self.cells,
         };
         let res = exec(
             &self.blocks[block],
@@ -852,7 +911,7 @@ fn exec(
     headers: &[Header],
     lists: &[Vec<(u32, u32)>],
     (callbacks, arglists): (&[Py<PyAny>], &[Vec<u32>]),
-    tabs: &mut TableCtx<'_>,
+    tabs: &mut Stores<'_>,
     st: &mut Run<'_, '_>,
     data: &[u8],
     mut cursor: u64,
@@ -946,6 +1005,27 @@ fn exec(
             Ins::Table { t, dsts, args } => {
                 tabs.apply(t as usize, &arglists[args as usize], &arglists[dsts as usize], lists, st)?
             }
+            Ins::RegRead { dst, c, idx } => {
+                let i = st.get(idx)? as usize;
+                let v = p4cells::lock(&tabs.cells[c as usize].0).get(i).copied().unwrap_or(0);
+                st.set(dst, v)
+            }
+            Ins::RegWrite { c, idx, val } => {
+                let (i, v) = (st.get(idx)? as usize, st.get(val)?);
+                let (cells, mask) = &tabs.cells[c as usize];
+                if let Some(x) = p4cells::lock(cells).get_mut(i) {
+                    *x = v & mask;
+                }
+            }
+            Ins::Count { pk, by, idx, len } => {
+                let (i, n) = (st.get(idx)? as usize, st.get(len)?);
+                if let Some(x) = p4cells::lock(&tabs.cells[pk as usize].0).get_mut(i) {
+                    *x = x.wrapping_add(1);
+                }
+                if let Some(x) = p4cells::lock(&tabs.cells[by as usize].0).get_mut(i) {
+                    *x = x.wrapping_add(n);
+                }
+            }
             Ins::Py(n) => {
                 st.flush(true)?;
                 callbacks[n as usize].call1(st.py, (st.phv,))?;
@@ -1016,14 +1096,15 @@ fn selector_hash(st: &mut Run<'_, '_>, lists: &[Vec<(u32, u32)>], sel: Selector)
 }
 
 /// The tables and profiles a block applies, and the scratch space of a lookup.
-struct TableCtx<'a> {
+struct Stores<'a> {
     tables: &'a mut [Table],
     profiles: &'a [Profile],
     keybuf: &'a mut Vec<u64>,
     maskbuf: &'a mut Vec<u64>,
+    cells: &'a [(Shared, u64)],
 }
 
-impl TableCtx<'_> {
+impl Stores<'_> {
     /// One apply: the entry the key hits (the default entry on a miss, or when an indirect
     /// entry resolves to nothing: an empty group), its action id and data into `dsts`.
     fn apply(&mut self, t: usize, keys: &[u32], dsts: &[u32], lists: &[Vec<(u32, u32)>], st: &mut Run<'_, '_>) -> PyResult<()> {

@@ -32,10 +32,16 @@ from .scope import Const, Scope, ValueSet
 from .stmts import contains
 from .tables import CompiledTable
 
+try:
+    from hbh_engine import Cells
+except ImportError:  # no engine: nothing is emitted for it anyway
+    Cells = None
+
 CK = ast.CallKind
 
 # Opcodes and operators: engine/src/p4vm.rs (mod op, BinOp::from_code).
-CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL, TABLE = range(18)
+(CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL, TABLE, REGREAD,
+ REGWRITE, COUNT) = range(21)
 # Selector hash algorithms the engine computes (engine/src/p4tables.rs, ALGO_*).
 SELECTOR_ALGOS = {"crc16": 0, "crc32": 1, "csum16": 2}
 STATUS_END, STATUS_REJECT = -1, -2
@@ -74,6 +80,18 @@ class EngineForm:
     table_states: list[Any] = field(default_factory=list)
     _header_index: dict[int, int] = field(default_factory=dict)
     _table_index: dict[int, int] = field(default_factory=dict)
+    cells: list[Any] = field(default_factory=list)  # hbh_engine.Cells the program updates, by index
+    _cells_index: dict[int, int] = field(default_factory=dict)
+
+    def cells_of(self, cells: Any, node: Any) -> int:
+        """The index of a register's or counter's cells (the engine's shared store)."""
+        if Cells is None or not isinstance(cells, Cells):
+            raise Unsupported("a register or counter whose cells are not the engine's (signed, or over 64 bits)",
+                              node)
+        if id(cells) not in self._cells_index:
+            self._cells_index[id(cells)] = len(self.cells)
+            self.cells.append(cells)
+        return self._cells_index[id(cells)]
 
     def table(self, ct: CompiledTable, selector: tuple[int, int, int] | None) -> int:
         """The index of table ``ct`` in the form (added on first apply)."""
@@ -518,27 +536,29 @@ class EmitterCompiler:
         em.place(end)
 
     def _e_extern_method(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> None:
-        """Register reads and writes, counter updates: calls of the state objects' data-plane
-        methods (the same the closures call), with the argument values."""
+        """Register reads and writes, counter updates: instructions on the cells the state
+        objects hold (``hbh_engine.Cells``, shared with the control plane)."""
         target = method_target(call)
         inst = sc.lookup(getattr(target, "decl", None), target) if target is not None else None
         what = f"{getattr(inst, 'kind', '?')}.{method_name(call)}"
         args = self.ext_args(call)  # type: ignore[attr-defined]
+        form = self.form_engine
         if what == "register.read" and not inst.obj.signed:
             res, idx = args
             if res is None or not isinstance(T.underlying(res.type), T.BitType):
                 raise Unsupported(f"{what} into a {getattr(res, 'type', None)}", call)
             dst = self._e_scalar_slot(self.ref_of(res, sc), res)  # type: ignore[attr-defined]
-            em.op(CALL, self.form_engine.callback(inst.obj.read), (dst,), self._e_expr(em, idx, sc))
+            em.op(REGREAD, dst, form.cells_of(inst.obj.cells, call), self._e_expr(em, idx, sc))
         elif what == "register.write" and not inst.obj.signed:
             idx, val = args
             if not isinstance(T.underlying(val.type), T.BitType | T.InfIntType):
                 raise Unsupported(f"{what} of a {val.type}", call)
-            em.op(CALL, self.form_engine.callback(inst.obj.write), (), self._e_expr(em, idx, sc),
-                  self._e_expr(em, val, sc))
+            em.op(REGWRITE, form.cells_of(inst.obj.cells, call), self._e_expr(em, idx, sc), self._e_expr(em, val, sc))
         elif what == "counter.count":
             length = self.std.fields["packet_length"].start  # type: ignore[attr-defined]
-            em.op(CALL, self.form_engine.callback(inst.obj.count), (), self._e_expr(em, args[0], sc), length)
+            obj = inst.obj
+            em.op(COUNT, form.cells_of(obj.packets, call), form.cells_of(obj.bytes, call),
+                  self._e_expr(em, args[0], sc), length)
         else:
             raise Unsupported(f"extern method {what}", call)
 

@@ -264,7 +264,8 @@ class V1Pipeline:
             return
         self.engine = hbh_engine.P4Program(
             form.blocks, form.headers, form.lists, form.callbacks, nslots, form.ntemps, sorted(form.bool_slots),
-            cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS, form.tables)
+            cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS, form.tables,
+            form.cells)
         for ts in form.table_states:  # the engine's copy of their state (p4switch/state/dataplane.py)
             ts.attach(self.engine)
             if ts.profile is not None:
