@@ -184,6 +184,24 @@ enum Ins {
         idx: u32,
         len: u32,
     },
+    /// A clone request (kind 0 I2E, 1 E2E; the session register; the field list or -1):
+    /// the block's result, the last one of the block wins.
+    Clone {
+        kind: u32,
+        session: u32,
+        list: i64,
+    },
+    /// A truncate request: the block's result keeps the smallest length.
+    Truncate(u32),
+}
+
+type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Option<(u32, u64, i64)>, Option<u64>);
+
+/// What a control block asks of the architecture (v1model), returned by `run`.
+#[derive(Default)]
+struct Requests {
+    clone: Option<(u32, u64, i64)>,
+    truncate: Option<u64>,
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -209,6 +227,8 @@ mod op {
     pub const REGREAD: u64 = 18;
     pub const REGWRITE: u64 = 19;
     pub const COUNT: u64 = 20;
+    pub const CLONE: u64 = 21;
+    pub const TRUNCATE: u64 = 22;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -295,6 +315,9 @@ pub struct P4Program {
     maskbuf: Vec<u64>,
     /// Register and counter cells (shared with the Python state objects), and their masks.
     cells: Vec<(Shared, u64)>,
+    /// `on_clone(phv, kind, session, field list)`: a pending clone request is handed over
+    /// before a `Py` statement runs (which may clone too: the last one wins).
+    on_clone: Option<Py<PyAny>>,
     blocks: Vec<Vec<Ins>>,
     headers: Vec<Header>,
     lists: Vec<Vec<(u32, u32)>>,
@@ -387,6 +410,12 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
             idx: as_u32(t, 2)?,
             val: as_u32(t, 3)?,
         },
+        op::CLONE => Ins::Clone {
+            kind: as_u32(t, 1)?,
+            session: as_u32(t, 2)?,
+            list: t.get_item(3)?.extract::<i64>()?,
+        },
+        op::TRUNCATE => Ins::Truncate(as_u32(t, 1)?),
         op::COUNT => Ins::Count {
             pk: as_u32(t, 1)?,
             by: as_u32(t, 2)?,
@@ -565,6 +594,7 @@ impl P4Program {
                     Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => {
                         self.check_reg(cond, "condition")?
                     }
+                    Ins::Clone { session: r, .. } | Ins::Truncate(r) => self.check_reg(r, "request")?,
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
@@ -636,7 +666,7 @@ impl P4Program {
     /// profile or 0, its selector's hash as (field list, algorithm, width) or None).
     #[new]
     /// `cells`: the register and counter cells the program's REGREAD/REGWRITE/COUNT name by index.
-    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new(), cells=Vec::new()))]
+    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new(), cells=Vec::new(), on_clone=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         blocks: Vec<Vec<Bound<'_, PyTuple>>>,
@@ -651,6 +681,7 @@ impl P4Program {
         max_steps: u64,
         tables: Vec<(u32, usize, u32, Option<(u32, u32, u32)>)>,
         cells: Vec<Bound<'_, Cells>>,
+        on_clone: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let mut code = Vec::with_capacity(blocks.len());
         let mut arglists = Vec::new();
@@ -717,6 +748,7 @@ impl P4Program {
             keybuf: Vec::new(),
             maskbuf: Vec::new(),
             cells: cells.iter().map(|c| (c.get().data.clone(), c.get().mask)).collect(),
+            on_clone,
             blocks: code,
             headers,
             lists,
@@ -737,8 +769,10 @@ impl P4Program {
     }
 
     /// Run block `block` over the PHV list `phv` (`data`: the received bytes, for a parser;
-    /// `cursor`: the parser's start, in bits). Returns (status, cursor, emitted bytes or None):
-    /// status STATUS_END, STATUS_REJECT, or the parser error code the block rejected with.
+    /// `cursor`: the parser's start, in bits). Returns (status, cursor, emitted bytes or None,
+    /// clone request or None, truncate length or None): status STATUS_END, STATUS_REJECT, or
+    /// the parser error code the block rejected with; the clone request (kind, session, field
+    /// list or -1) is the block's last not handed over to `on_clone` already.
     #[pyo3(signature = (block, phv, data=None, cursor=0))]
     fn run<'py>(
         &mut self,
@@ -747,7 +781,7 @@ impl P4Program {
         phv: &Bound<'py, PyList>,
         data: Option<&[u8]>,
         cursor: u64,
-    ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
+    ) -> PyResult<RunResult<'py>> {
         if block >= self.blocks.len() {
             return Err(PyValueError::new_err(format!(
                 "P4Program: no block {block}"
@@ -776,6 +810,8 @@ impl P4Program {
             keybuf: &mut self.keybuf,
             maskbuf: &mut self.maskbuf,
             cells: &self.cells,
+            on_clone: self.on_clone.as_ref(),
+            req: Requests::default(),
         };
         let res = exec(
             &self.blocks[block],
@@ -800,7 +836,7 @@ impl P4Program {
             Some(PyBytes::new(py, &out))
         };
         self.scratch = out;
-        Ok((status, cur, bytes))
+        Ok((status, cur, bytes, tabs.req.clone, tabs.req.truncate))
     }
 
     // ---- the table state's write interface (p4switch/state/dataplane.py is its one caller)
@@ -896,11 +932,15 @@ impl P4Program {
         for cb in &self.callbacks {
             visit.call(cb)?;
         }
+        if let Some(f) = &self.on_clone {
+            visit.call(f)?;
+        }
         Ok(())
     }
 
     fn __clear__(&mut self) {
         self.callbacks.clear();
+        self.on_clone = None;
         self.blocks.clear();
     }
 }
@@ -1017,6 +1057,13 @@ fn exec(
                     *x = v & mask;
                 }
             }
+            Ins::Clone { kind, session, list } => {
+                tabs.req.clone = Some((kind, st.get(session)?, list));
+            }
+            Ins::Truncate(r) => {
+                let v = st.get(r)?;
+                tabs.req.truncate = Some(tabs.req.truncate.map_or(v, |t| t.min(v)));
+            }
             Ins::Count { pk, by, idx, len } => {
                 let (i, n) = (st.get(idx)? as usize, st.get(len)?);
                 if let Some(x) = p4cells::lock(&tabs.cells[pk as usize].0).get_mut(i) {
@@ -1028,6 +1075,10 @@ fn exec(
             }
             Ins::Py(n) => {
                 st.flush(true)?;
+                if let (Some((k, s, l)), Some(f)) = (tabs.req.clone, tabs.on_clone) {
+                    tabs.req.clone = None;
+                    f.call1(st.py, (st.phv, k, s, l))?;
+                }
                 callbacks[n as usize].call1(st.py, (st.phv,))?;
             }
             Ins::Call { f, dsts, args } => {
@@ -1102,6 +1153,8 @@ struct Stores<'a> {
     keybuf: &'a mut Vec<u64>,
     maskbuf: &'a mut Vec<u64>,
     cells: &'a [(Shared, u64)],
+    on_clone: Option<&'a Py<PyAny>>,
+    req: Requests,
 }
 
 impl Stores<'_> {

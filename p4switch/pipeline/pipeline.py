@@ -63,6 +63,7 @@ from .templates import Fn
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 log = logging.getLogger("p4switch.pipeline")
 ORACLE_ENV = "HBH_P4_ORACLE"  # set to 1: every block runs on the closures (the differential oracle)
+CLONE_KINDS = ("I2E", "E2E")  # the engine's CLONE kind codes (emitter.py)
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 
@@ -265,7 +266,7 @@ class V1Pipeline:
         self.engine = hbh_engine.P4Program(
             form.blocks, form.headers, form.lists, form.callbacks, nslots, form.ntemps, sorted(form.bool_slots),
             cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS, form.tables,
-            form.cells)
+            form.cells, _hand_over_clone)
         for ts in form.table_states:  # the engine's copy of their state (p4switch/state/dataplane.py)
             ts.attach(self.engine)
             if ts.profile is not None:
@@ -344,7 +345,7 @@ class V1Pipeline:
     def _parse_in_engine(self, pkt: Packet) -> None:
         p = pkt.phv
         try:
-            status, cursor, _ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
+            status, cursor, *_ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
         except Exception as exc:  # noqa: BLE001 - reported with the block name
             raise PipelineRuntimeError(f"parser (engine): {type(exc).__name__}: {exc}") from exc
         p[SLOT_CURSOR] = cursor
@@ -392,7 +393,11 @@ class V1Pipeline:
         p[SLOT_PKT] = pkt
         try:
             if body is None:
-                self.engine.run(block, p)
+                _, _, _, clone, trunc = self.engine.run(block, p)
+                if clone is not None:
+                    _hand_over_clone(p, *clone)
+                if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
+                    pkt.truncate_len = trunc
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -410,7 +415,7 @@ class V1Pipeline:
         block = self.engine_blocks.get("deparser")
         if block is not None:
             try:
-                _, _, head = self.engine.run(block, p)
+                _, _, head, *_ = self.engine.run(block, p)
             except Exception as exc:  # noqa: BLE001 - reported with the block name
                 raise PipelineRuntimeError(f"deparser (engine): {type(exc).__name__}: {exc}") from exc
             return head + pkt.payload if head else pkt.payload
@@ -560,6 +565,12 @@ class V1Pipeline:
 
     def error_name(self, code: int) -> str:
         return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
+
+
+def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
+    """A clone request the engine returns (``CLONE``: kind 0 I2E / 1 E2E, field list or -1)
+    recorded on the packet as the closures record it."""
+    p[SLOT_PKT].clone_request = CloneRequest(CLONE_KINDS[kind], session, None if field_list < 0 else field_list)
 
 
 def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:
