@@ -241,3 +241,50 @@ def test_a_pipeline_running_in_the_engine_is_collected() -> None:
     del engine
     gc.collect()
     assert ref() is None
+
+
+REQUESTS = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<32> b; }
+struct hs { h_t h; }
+struct m_t { bit<8> x; }
+parser P(packet_in pkt, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout hs hdr, inout m_t m) { apply { } }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (hdr.h.a == 1) { clone(CloneType.I2E, hdr.h.b); clone3(CloneType.I2E, 6, { m.x }); }
+        else if (hdr.h.a == 2) { clone3(CloneType.I2E, 6, { m.x }); clone(CloneType.I2E, hdr.h.b); }
+        else if (hdr.h.a == 3) { clone(CloneType.E2E, 9); }
+        truncate(hdr.h.b);
+        if (hdr.h.a > 1) { truncate(20); }
+    }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control C(inout hs hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
+    path = tmp_path_factory.mktemp("engine") / "requests.p4"
+    path.write_text(REQUESTS)
+    return pair(str(path))
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=st.integers(0, 4), b=st.integers(0, 40))
+def test_clone_and_truncate_requests_match_the_oracle(requests_pair: tuple[Loaded, Loaded], a: int, b: int) -> None:
+    """Clone requests the engine returns and the closures' own (clone3) interleave as written:
+    the last of the block wins; truncate keeps the smallest length."""
+    engine, oracle = requests_pair
+    pe, po = (sw.pipeline.new_packet(struct.pack("!BI", a, b), 1, 1000) for sw in (engine, oracle))
+    for sw, pkt in ((engine, pe), (oracle, po)):
+        sw.pipeline.run_ingress(pkt)
+    assert pe.clone_request == po.clone_request and pe.truncate_len == po.truncate_len
+    assert "ingress" in engine.pipeline.engine_blocks
