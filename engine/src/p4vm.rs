@@ -195,7 +195,8 @@ enum Ins {
     Truncate(u32),
 }
 
-type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Option<(u32, u64, i64)>, Option<u64>);
+type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Requests);
+type ControlResult = Option<(Option<(u32, u64, i64)>, Option<u64>)>;
 
 /// What a control block asks of the architecture (v1model), returned by `run`.
 #[derive(Default)]
@@ -519,6 +520,72 @@ impl Run<'_, '_> {
 }
 
 impl P4Program {
+    fn run_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        block: usize,
+        phv: &Bound<'py, PyList>,
+        data: Option<&[u8]>,
+        cursor: u64,
+    ) -> PyResult<RunResult<'py>> {
+
+        if block >= self.blocks.len() {
+            return Err(PyValueError::new_err(format!(
+                "P4Program: no block {block}"
+            )));
+        }
+        if phv.len() < self.nslots {
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is shorter than the program's layout",
+            ));
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        let mut touched = std::mem::take(&mut self.touched);
+        let mut st = Run {
+            py,
+            phv,
+            regs: &mut self.regs,
+            seen: &mut self.seen,
+            touched: &mut touched,
+            bool_slot: &self.bool_slot,
+            nslots: self.nslots,
+        };
+        let mut tabs = Stores {
+            tables: &mut self.tables,
+            profiles: &self.profiles,
+            keybuf: &mut self.keybuf,
+            maskbuf: &mut self.maskbuf,
+            cells: &self.cells,
+            on_clone: self.on_clone.as_ref(),
+            req: Requests::default(),
+        };
+        let res = exec(
+            &self.blocks[block],
+            &self.headers,
+            &self.lists,
+            (&self.callbacks, &self.arglists),
+            &mut tabs,
+            &mut st,
+            data.unwrap_or(&[]),
+            cursor,
+            (self.too_short, self.timeout, self.max_steps),
+            &mut out,
+        );
+        // Write back what the block wrote, and forget the PHV either way.
+        let wb = st.flush(true);
+        self.touched = touched;
+        let (status, cur) = res?;
+        wb?;
+        let bytes = if out.is_empty() {
+            None
+        } else {
+            Some(PyBytes::new(py, &out))
+        };
+        self.scratch = out;
+        Ok((status, cur, bytes, tabs.req))
+    }
+
     fn table_at(&self, tid: u32) -> PyResult<usize> {
         self.table_index
             .get(&tid)
@@ -769,10 +836,8 @@ impl P4Program {
     }
 
     /// Run block `block` over the PHV list `phv` (`data`: the received bytes, for a parser;
-    /// `cursor`: the parser's start, in bits). Returns (status, cursor, emitted bytes or None,
-    /// clone request or None, truncate length or None): status STATUS_END, STATUS_REJECT, or
-    /// the parser error code the block rejected with; the clone request (kind, session, field
-    /// list or -1) is the block's last not handed over to `on_clone` already.
+    /// `cursor`: the parser's start, in bits). Returns (status, cursor, emitted bytes or None):
+    /// status STATUS_END, STATUS_REJECT, or the parser error code the block rejected with.
     #[pyo3(signature = (block, phv, data=None, cursor=0))]
     fn run<'py>(
         &mut self,
@@ -781,62 +846,23 @@ impl P4Program {
         phv: &Bound<'py, PyList>,
         data: Option<&[u8]>,
         cursor: u64,
-    ) -> PyResult<RunResult<'py>> {
-        if block >= self.blocks.len() {
-            return Err(PyValueError::new_err(format!(
-                "P4Program: no block {block}"
-            )));
-        }
-        if phv.len() < self.nslots {
-            return Err(PyValueError::new_err(
-                "P4Program: the PHV is shorter than the program's layout",
-            ));
-        }
-        let mut out = std::mem::take(&mut self.scratch);
-        out.clear();
-        let mut touched = std::mem::take(&mut self.touched);
-        let mut st = Run {
-            py,
-            phv,
-            regs: &mut self.regs,
-            seen: &mut self.seen,
-            touched: &mut touched,
-            bool_slot: &self.bool_slot,
-            nslots: self.nslots,
-        };
-        let mut tabs = Stores {
-            tables: &mut self.tables,
-            profiles: &self.profiles,
-            keybuf: &mut self.keybuf,
-            maskbuf: &mut self.maskbuf,
-            cells: &self.cells,
-            on_clone: self.on_clone.as_ref(),
-            req: Requests::default(),
-        };
-        let res = exec(
-            &self.blocks[block],
-            &self.headers,
-            &self.lists,
-            (&self.callbacks, &self.arglists),
-            &mut tabs,
-            &mut st,
-            data.unwrap_or(&[]),
-            cursor,
-            (self.too_short, self.timeout, self.max_steps),
-            &mut out,
-        );
-        // Write back what the block wrote, and forget the PHV either way.
-        let wb = st.flush(true);
-        self.touched = touched;
-        let (status, cur) = res?;
-        wb?;
-        let bytes = if out.is_empty() {
-            None
-        } else {
-            Some(PyBytes::new(py, &out))
-        };
-        self.scratch = out;
-        Ok((status, cur, bytes, tabs.req.clone, tabs.req.truncate))
+    ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
+        let (status, cur, bytes, _) = self.run_block(py, block, phv, data, cursor)?;
+        Ok((status, cur, bytes))
+    }
+
+    /// Run control block `block` over `phv`; returns what it asks of the architecture, or
+    /// None: (clone request or None, truncate length or None), the clone request (kind,
+    /// session, field list or -1) being the block's last not handed to `on_clone` already.
+    fn run_control(&mut self, py: Python<'_>, block: usize, phv: &Bound<'_, PyList>) -> PyResult<ControlResult> {
+        let (_, _, _, req) = self.run_block(py, block, phv, None, 0)?;
+        Ok(match req {
+            Requests {
+                clone: None,
+                truncate: None,
+            } => None,
+            r => Some((r.clone, r.truncate)),
+        })
     }
 
     // ---- the table state's write interface (p4switch/state/dataplane.py is its one caller)

@@ -345,7 +345,7 @@ class V1Pipeline:
     def _parse_in_engine(self, pkt: Packet) -> None:
         p = pkt.phv
         try:
-            status, cursor, *_ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
+            status, cursor, _ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
         except Exception as exc:  # noqa: BLE001 - reported with the block name
             raise PipelineRuntimeError(f"parser (engine): {type(exc).__name__}: {exc}") from exc
         p[SLOT_CURSOR] = cursor
@@ -393,11 +393,13 @@ class V1Pipeline:
         p[SLOT_PKT] = pkt
         try:
             if body is None:
-                _, _, _, clone, trunc = self.engine.run(block, p)
-                if clone is not None:
-                    _hand_over_clone(p, *clone)
-                if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
-                    pkt.truncate_len = trunc
+                req = self.engine.run_control(block, p)
+                if req is not None:  # the block's clone and truncate requests (emitter.py: CLONE, TRUNCATE)
+                    clone, trunc = req
+                    if clone is not None:
+                        _hand_over_clone(p, *clone)
+                    if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
+                        pkt.truncate_len = trunc
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -415,7 +417,7 @@ class V1Pipeline:
         block = self.engine_blocks.get("deparser")
         if block is not None:
             try:
-                _, _, head, *_ = self.engine.run(block, p)
+                _, _, head = self.engine.run(block, p)
             except Exception as exc:  # noqa: BLE001 - reported with the block name
                 raise PipelineRuntimeError(f"deparser (engine): {type(exc).__name__}: {exc}") from exc
             return head + pkt.payload if head else pkt.payload
