@@ -42,9 +42,15 @@ impl Cells {
     #[new]
     fn new(size: usize, width: u32) -> PyResult<Self> {
         if width == 0 || width > 64 {
-            return Err(PyValueError::new_err(format!("Cells: width {width} not in 1..64")));
+            return Err(PyValueError::new_err(format!(
+                "Cells: width {width} not in 1..64"
+            )));
         }
-        let mask = if width == 64 { u64::MAX } else { (1u64 << width) - 1 };
+        let mask = if width == 64 {
+            u64::MAX
+        } else {
+            (1u64 << width) - 1
+        };
         Ok(Cells {
             data: Arc::new(Mutex::new(vec![0; size])),
             mask,
@@ -93,7 +99,10 @@ impl Cells {
         if let Ok(o) = other.downcast::<Cells>() {
             return *lock(&o.get().data) == mine;
         }
-        other.extract::<Vec<u64>>().map(|v| v == mine).unwrap_or(false)
+        other
+            .extract::<Vec<u64>>()
+            .map(|v| v == mine)
+            .unwrap_or(false)
     }
 
     fn __repr__(&self) -> String {

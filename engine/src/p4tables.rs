@@ -42,7 +42,12 @@ pub type ActionData = (u32, Vec<u64>);
 impl Act {
     /// `(kind, id, params, set)`: kind ACT_*; `id` an action, member or group id; `set` the
     /// one-shot set as (action id, params, weight).
-    pub fn decode(kind: u32, id: u32, params: Vec<u64>, set: Vec<(u32, Vec<u64>, u64)>) -> PyResult<Self> {
+    pub fn decode(
+        kind: u32,
+        id: u32,
+        params: Vec<u64>,
+        set: Vec<(u32, Vec<u64>, u64)>,
+    ) -> PyResult<Self> {
         Ok(match kind {
             ACT_NONE => Act::None,
             ACT_DIRECT => Act::Direct(id, params),
@@ -50,9 +55,17 @@ impl Act {
             ACT_GROUP => Act::Group(id),
             ACT_SET => {
                 let (cum, total) = cumulative(set.iter().map(|s| s.2));
-                Act::Set(set.into_iter().map(|(a, p, _)| (a, p)).collect(), cum, total)
+                Act::Set(
+                    set.into_iter().map(|(a, p, _)| (a, p)).collect(),
+                    cum,
+                    total,
+                )
             }
-            _ => return Err(PyValueError::new_err(format!("P4Program: unknown action kind {kind}"))),
+            _ => {
+                return Err(PyValueError::new_err(format!(
+                    "P4Program: unknown action kind {kind}"
+                )))
+            }
         })
     }
 }
@@ -130,8 +143,19 @@ impl Table {
         }
     }
 
-    pub fn put(&mut self, handle: u64, masks: Vec<u64>, masked: Vec<u64>, ranges: Vec<(usize, u64, u64)>, rank: i64, act: Act) -> PyResult<()> {
-        if masks.len() != self.nkeys || masked.len() != self.nkeys || ranges.iter().any(|r| r.0 >= self.nkeys) {
+    pub fn put(
+        &mut self,
+        handle: u64,
+        masks: Vec<u64>,
+        masked: Vec<u64>,
+        ranges: Vec<(usize, u64, u64)>,
+        rank: i64,
+        act: Act,
+    ) -> PyResult<()> {
+        if masks.len() != self.nkeys
+            || masked.len() != self.nkeys
+            || ranges.iter().any(|r| r.0 >= self.nkeys)
+        {
             return Err(PyValueError::new_err(format!(
                 "P4Program: table 0x{:08x} takes {} key fields",
                 self.id, self.nkeys
@@ -219,7 +243,10 @@ impl Table {
                 if e.rank <= best_rank {
                     break;
                 }
-                if e.ranges.iter().all(|&(i, lo, hi)| lo <= key[i] && key[i] <= hi) {
+                if e.ranges
+                    .iter()
+                    .all(|&(i, lo, hi)| lo <= key[i] && key[i] <= hi)
+                {
                     best = Some(*h);
                     best_rank = e.rank;
                     break;
@@ -272,7 +299,8 @@ impl Profile {
         match members {
             Some(ms) => {
                 let (cum, total) = cumulative(ms.iter().map(|m| m.1));
-                self.groups.insert(gid, (ms.into_iter().map(|m| m.0).collect(), cum, total));
+                self.groups
+                    .insert(gid, (ms.into_iter().map(|m| m.0).collect(), cum, total));
             }
             None => {
                 self.groups.remove(&gid);
@@ -287,7 +315,11 @@ impl Profile {
 
     /// The action an indirect entry's reference runs (`hash()` only for groups and sets), as
     /// `ActionProfileState.choose`.
-    pub fn choose<'a>(&'a self, act: &'a Act, hash: impl FnOnce() -> PyResult<u64>) -> PyResult<Option<(u32, &'a [u64])>> {
+    pub fn choose<'a>(
+        &'a self,
+        act: &'a Act,
+        hash: impl FnOnce() -> PyResult<u64>,
+    ) -> PyResult<Option<(u32, &'a [u64])>> {
         Ok(match act {
             Act::Member(mid) => self.members.get(mid).map(|(a, p)| (*a, p.as_slice())),
             Act::Group(gid) => match self.groups.get(gid) {
@@ -297,10 +329,12 @@ impl Profile {
                 }
                 _ => None,
             },
-            Act::Set(acts, cum, total) => match pick(cum, *total, if *total > 0 { hash()? } else { 0 }) {
-                Some(i) => Some((acts[i].0, acts[i].1.as_slice())),
-                None => None,
-            },
+            Act::Set(acts, cum, total) => {
+                match pick(cum, *total, if *total > 0 { hash()? } else { 0 }) {
+                    Some(i) => Some((acts[i].0, acts[i].1.as_slice())),
+                    None => None,
+                }
+            }
             Act::Direct(a, p) => Some((*a, p.as_slice())),
             Act::None => None,
         })

@@ -528,7 +528,6 @@ impl P4Program {
         data: Option<&[u8]>,
         cursor: u64,
     ) -> PyResult<RunResult<'py>> {
-
         if block >= self.blocks.len() {
             return Err(PyValueError::new_err(format!(
                 "P4Program: no block {block}"
@@ -587,10 +586,9 @@ impl P4Program {
     }
 
     fn table_at(&self, tid: u32) -> PyResult<usize> {
-        self.table_index
-            .get(&tid)
-            .copied()
-            .ok_or_else(|| PyValueError::new_err(format!("P4Program: no table with P4Info id 0x{tid:08x}")))
+        self.table_index.get(&tid).copied().ok_or_else(|| {
+            PyValueError::new_err(format!("P4Program: no table with P4Info id 0x{tid:08x}"))
+        })
     }
 
     fn table_mut(&mut self, tid: u32) -> PyResult<&mut Table> {
@@ -600,7 +598,9 @@ impl P4Program {
 
     fn profile_mut(&mut self, pid: u32) -> PyResult<&mut Profile> {
         let i = self.profile_index.get(&pid).copied().ok_or_else(|| {
-            PyValueError::new_err(format!("P4Program: no action profile with P4Info id 0x{pid:08x}"))
+            PyValueError::new_err(format!(
+                "P4Program: no action profile with P4Info id 0x{pid:08x}"
+            ))
         })?;
         Ok(&mut self.profiles[i])
     }
@@ -661,7 +661,9 @@ impl P4Program {
                     Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => {
                         self.check_reg(cond, "condition")?
                     }
-                    Ins::Clone { session: r, .. } | Ins::Truncate(r) => self.check_reg(r, "request")?,
+                    Ins::Clone { session: r, .. } | Ins::Truncate(r) => {
+                        self.check_reg(r, "request")?
+                    }
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
@@ -673,7 +675,9 @@ impl P4Program {
                     }
                     Ins::Table { t, dsts, args } => {
                         let nk = self.arglists[args as usize].len();
-                        if nk != self.tables[t as usize].nkeys || self.arglists[dsts as usize].len() < 2 {
+                        if nk != self.tables[t as usize].nkeys
+                            || self.arglists[dsts as usize].len() < 2
+                        {
                             return Err(PyValueError::new_err(format!(
                                 "P4Program: table {t} applied with {nk} keys or without hit and action registers"
                             )));
@@ -687,13 +691,20 @@ impl P4Program {
                     }
                     Ins::RegRead { dst: a, c, idx: b }
                     | Ins::RegWrite { c, idx: a, val: b }
-                    | Ins::Count { pk: c, idx: a, len: b, .. } => {
+                    | Ins::Count {
+                        pk: c,
+                        idx: a,
+                        len: b,
+                        ..
+                    } => {
                         if c as usize >= self.cells.len() {
                             return Err(PyValueError::new_err(format!("P4Program: no cells {c}")));
                         }
                         if let Ins::Count { by, .. } = *ins {
                             if by as usize >= self.cells.len() {
-                                return Err(PyValueError::new_err(format!("P4Program: no cells {by}")));
+                                return Err(PyValueError::new_err(format!(
+                                    "P4Program: no cells {by}"
+                                )));
                             }
                         }
                         self.check_reg(a, "register")?;
@@ -803,7 +814,9 @@ impl P4Program {
                 None => None,
             };
             if table_index.insert(id, tabs.len()).is_some() {
-                return Err(PyValueError::new_err(format!("P4Program: table 0x{id:08x} twice")));
+                return Err(PyValueError::new_err(format!(
+                    "P4Program: table 0x{id:08x} twice"
+                )));
             }
             tabs.push(Table::new(id, nkeys, profile, selector));
         }
@@ -814,7 +827,10 @@ impl P4Program {
             profile_index,
             keybuf: Vec::new(),
             maskbuf: Vec::new(),
-            cells: cells.iter().map(|c| (c.get().data.clone(), c.get().mask)).collect(),
+            cells: cells
+                .iter()
+                .map(|c| (c.get().data.clone(), c.get().mask))
+                .collect(),
             on_clone,
             blocks: code,
             headers,
@@ -854,7 +870,12 @@ impl P4Program {
     /// Run control block `block` over `phv`; returns what it asks of the architecture, or
     /// None: (clone request or None, truncate length or None), the clone request (kind,
     /// session, field list or -1) being the block's last not handed to `on_clone` already.
-    fn run_control(&mut self, py: Python<'_>, block: usize, phv: &Bound<'_, PyList>) -> PyResult<ControlResult> {
+    fn run_control(
+        &mut self,
+        py: Python<'_>,
+        block: usize,
+        phv: &Bound<'_, PyList>,
+    ) -> PyResult<ControlResult> {
         let (_, _, _, req) = self.run_block(py, block, phv, None, 0)?;
         Ok(match req {
             Requests {
@@ -882,7 +903,8 @@ impl P4Program {
         action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>),
     ) -> PyResult<()> {
         let act = Act::decode(action.0, action.1, action.2, action.3)?;
-        self.table_mut(tid)?.put(handle, masks, masked, ranges, rank, act)
+        self.table_mut(tid)?
+            .put(handle, masks, masked, ranges, rank, act)
     }
 
     /// Remove entry `handle` of table `tid` (absent: nothing).
@@ -892,7 +914,11 @@ impl P4Program {
     }
 
     /// The action table `tid` runs on a miss.
-    fn table_default(&mut self, tid: u32, action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>)) -> PyResult<()> {
+    fn table_default(
+        &mut self,
+        tid: u32,
+        action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>),
+    ) -> PyResult<()> {
         let act = Act::decode(action.0, action.1, action.2, action.3)?;
         self.table_mut(tid)?.default = act;
         Ok(())
@@ -929,14 +955,24 @@ impl P4Program {
 
     /// Member `mid` of profile `pid`: its (action id, data), or None to remove it.
     #[pyo3(signature = (pid, mid, action))]
-    fn profile_member(&mut self, pid: u32, mid: u32, action: Option<(u32, Vec<u64>)>) -> PyResult<()> {
+    fn profile_member(
+        &mut self,
+        pid: u32,
+        mid: u32,
+        action: Option<(u32, Vec<u64>)>,
+    ) -> PyResult<()> {
         self.profile_mut(pid)?.set_member(mid, action);
         Ok(())
     }
 
     /// Group `gid` of selector `pid`: its (member id, weight) list in order, or None.
     #[pyo3(signature = (pid, gid, members))]
-    fn profile_group(&mut self, pid: u32, gid: u32, members: Option<Vec<(u32, u64)>>) -> PyResult<()> {
+    fn profile_group(
+        &mut self,
+        pid: u32,
+        gid: u32,
+        members: Option<Vec<(u32, u64)>>,
+    ) -> PyResult<()> {
         self.profile_mut(pid)?.set_group(gid, members);
         Ok(())
     }
@@ -1068,12 +1104,19 @@ fn exec(
                 let bytes = pack_list(st, &lists[list as usize], 16)?;
                 st.set(dst, csum16(&bytes));
             }
-            Ins::Table { t, dsts, args } => {
-                tabs.apply(t as usize, &arglists[args as usize], &arglists[dsts as usize], lists, st)?
-            }
+            Ins::Table { t, dsts, args } => tabs.apply(
+                t as usize,
+                &arglists[args as usize],
+                &arglists[dsts as usize],
+                lists,
+                st,
+            )?,
             Ins::RegRead { dst, c, idx } => {
                 let i = st.get(idx)? as usize;
-                let v = p4cells::lock(&tabs.cells[c as usize].0).get(i).copied().unwrap_or(0);
+                let v = p4cells::lock(&tabs.cells[c as usize].0)
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0);
                 st.set(dst, v)
             }
             Ins::RegWrite { c, idx, val } => {
@@ -1083,7 +1126,11 @@ fn exec(
                     *x = v & mask;
                 }
             }
-            Ins::Clone { kind, session, list } => {
+            Ins::Clone {
+                kind,
+                session,
+                list,
+            } => {
                 tabs.req.clone = Some((kind, st.get(session)?, list));
             }
             Ins::Truncate(r) => {
@@ -1169,7 +1216,11 @@ fn selector_hash(st: &mut Run<'_, '_>, lists: &[Vec<(u32, u32)>], sel: Selector)
         p4tables::ALGO_CRC32 => p4tables::crc32(&pack_list(st, list, 8)?),
         _ => csum16(&pack_list(st, list, 16)?),
     };
-    Ok(if sel.width > 0 { h & mask_of(sel.width as u64) } else { h })
+    Ok(if sel.width > 0 {
+        h & mask_of(sel.width as u64)
+    } else {
+        h
+    })
 }
 
 /// The tables and profiles a block applies, and the scratch space of a lookup.
@@ -1186,7 +1237,14 @@ struct Stores<'a> {
 impl Stores<'_> {
     /// One apply: the entry the key hits (the default entry on a miss, or when an indirect
     /// entry resolves to nothing: an empty group), its action id and data into `dsts`.
-    fn apply(&mut self, t: usize, keys: &[u32], dsts: &[u32], lists: &[Vec<(u32, u32)>], st: &mut Run<'_, '_>) -> PyResult<()> {
+    fn apply(
+        &mut self,
+        t: usize,
+        keys: &[u32],
+        dsts: &[u32],
+        lists: &[Vec<(u32, u32)>],
+        st: &mut Run<'_, '_>,
+    ) -> PyResult<()> {
         self.keybuf.clear();
         for &r in keys {
             let v = st.get(r)?;

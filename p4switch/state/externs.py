@@ -15,8 +15,8 @@ the engine is not built, and for signed or wider registers, which the engine doe
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 from enum import IntEnum
+from typing import Any
 
 from .errors import Code, StateError, invalid
 
