@@ -38,6 +38,10 @@ pub const ACT_GROUP: u32 = 3;
 pub const ACT_SET: u32 = 4;
 
 pub type ActionData = (u32, Vec<u64>);
+/// An action as the Python side sends it: (kind, id, params, one-shot set of (action, params, weight)).
+pub type ActionForm = (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>);
+/// A table of a program: P4Info id, key fields, profile id or 0, selector (list, algorithm, width).
+pub type TableConfig = (u32, usize, u32, Option<(u32, u32, u32)>);
 
 impl Act {
     /// `(kind, id, params, set)`: kind ACT_*; `id` an action, member or group id; `set` the
@@ -255,30 +259,17 @@ impl Table {
         }
         best.map(|h| &self.entries[&h].act)
     }
-
-    /// For tests: every entry's masks and masked values (the index the lookups use).
-    pub fn dump(&self) -> Vec<(u64, Vec<u64>, Vec<u64>, i64)> {
-        let mut out: Vec<_> = self
-            .entries
-            .iter()
-            .map(|(h, e)| (*h, e.masks.to_vec(), e.masked.to_vec(), e.rank))
-            .collect();
-        out.sort_unstable_by_key(|x| x.0);
-        out
-    }
 }
 
 /// An action profile or selector: members (action and data) and groups (members, weights).
 pub struct Profile {
-    pub id: u32,
     members: HashMap<u32, ActionData>,
     groups: HashMap<u32, (Vec<u32>, Vec<u64>, u64)>,
 }
 
 impl Profile {
-    pub fn new(id: u32) -> Self {
+    pub fn new() -> Self {
         Profile {
-            id,
             members: HashMap::new(),
             groups: HashMap::new(),
         }

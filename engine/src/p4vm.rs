@@ -757,7 +757,7 @@ impl P4Program {
         too_short: i64,
         timeout: i64,
         max_steps: u64,
-        tables: Vec<(u32, usize, u32, Option<(u32, u32, u32)>)>,
+        tables: Vec<p4tables::TableConfig>,
         cells: Vec<Bound<'_, Cells>>,
         on_clone: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
@@ -798,7 +798,7 @@ impl P4Program {
         for (id, nkeys, pid, sel) in tables {
             let profile = (pid != 0).then(|| {
                 *profile_index.entry(pid).or_insert_with(|| {
-                    profs.push(Profile::new(pid));
+                    profs.push(Profile::new());
                     profs.len() - 1
                 })
             });
@@ -900,7 +900,7 @@ impl P4Program {
         masked: Vec<u64>,
         ranges: Vec<(usize, u64, u64)>,
         rank: i64,
-        action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>),
+        action: p4tables::ActionForm,
     ) -> PyResult<()> {
         let act = Act::decode(action.0, action.1, action.2, action.3)?;
         self.table_mut(tid)?
@@ -914,11 +914,7 @@ impl P4Program {
     }
 
     /// The action table `tid` runs on a miss.
-    fn table_default(
-        &mut self,
-        tid: u32,
-        action: (u32, u32, Vec<u64>, Vec<(u32, Vec<u64>, u64)>),
-    ) -> PyResult<()> {
+    fn table_default(&mut self, tid: u32, action: p4tables::ActionForm) -> PyResult<()> {
         let act = Act::decode(action.0, action.1, action.2, action.3)?;
         self.table_mut(tid)?.default = act;
         Ok(())
@@ -936,21 +932,9 @@ impl P4Program {
         Ok(self.tables[i].len())
     }
 
-    /// (handle, masks, masked key, rank) of every entry of table `tid`, by handle: the
-    /// index's view, for tests.
-    fn table_dump(&self, tid: u32) -> PyResult<Vec<(u64, Vec<u64>, Vec<u64>, i64)>> {
-        let i = self.table_at(tid)?;
-        Ok(self.tables[i].dump())
-    }
-
     /// The P4Info ids of the tables this program applies.
     fn table_ids(&self) -> Vec<u32> {
         self.tables.iter().map(|t| t.id).collect()
-    }
-
-    /// The P4Info ids of the action profiles of those tables.
-    fn profile_ids(&self) -> Vec<u32> {
-        self.profiles.iter().map(|p| p.id).collect()
     }
 
     /// Member `mid` of profile `pid`: its (action id, data), or None to remove it.
