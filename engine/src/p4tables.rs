@@ -344,26 +344,20 @@ fn reflected_table(poly: u32) -> [u32; 256] {
     t
 }
 
+fn crc_reflected(t: &[u32; 256], init: u32, data: &[u8]) -> u32 {
+    data.iter().fold(init, |crc, &b| {
+        (crc >> 8) ^ t[((crc ^ b as u32) & 0xFF) as usize]
+    })
+}
+
 /// CRC-16/ARC (as p4switch/pipeline/algorithms.py's `crc16`, BMv2's crc16).
 pub fn crc16(data: &[u8]) -> u64 {
     thread_local!(static T: [u32; 256] = reflected_table(0xA001));
-    T.with(|t| {
-        let mut crc = 0u32;
-        for &b in data {
-            crc = (crc >> 8) ^ t[((crc ^ b as u32) & 0xFF) as usize];
-        }
-        crc as u64
-    })
+    T.with(|t| crc_reflected(t, 0, data) as u64)
 }
 
 /// CRC-32 (zlib's, as algorithms.py's `crc32`).
 pub fn crc32(data: &[u8]) -> u64 {
     thread_local!(static T: [u32; 256] = reflected_table(0xEDB8_8320));
-    T.with(|t| {
-        let mut crc = 0xFFFF_FFFFu32;
-        for &b in data {
-            crc = (crc >> 8) ^ t[((crc ^ b as u32) & 0xFF) as usize];
-        }
-        (crc ^ 0xFFFF_FFFF) as u64
-    })
+    T.with(|t| (crc_reflected(t, 0xFFFF_FFFF, data) ^ 0xFFFF_FFFF) as u64)
 }

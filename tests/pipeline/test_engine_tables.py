@@ -256,6 +256,21 @@ def test_a_group_spreads_flows_over_its_members_as_the_oracle(tables_pair: tuple
     assert seen == {10, 20, 30}
 
 
+@pytest.mark.parametrize("algo", ["crc32", "csum16"])
+def test_other_selector_hashes_match_the_oracle(tmp_path_factory: pytest.TempPathFactory, algo: str) -> None:
+    """The engine computes the selector's other hash algorithms as the closures do."""
+    path = tmp_path_factory.mktemp("engine") / f"tables_{algo}.p4"
+    path.write_text(TABLES.replace("HashAlgorithm.crc16", f"HashAlgorithm.{algo}"))
+    engine, oracle = pair(str(path))
+    assert engine.pipeline.engine_called.get("ingress") is None
+    for sw in (engine, oracle):
+        for op in [("member", m, {}, m, 10 * m) for m in (1, 2, 3)] + [("group", 1, [(1, 1), (2, 2), (3, 3)], 0, 0),
+                                                                        ("sel_group", 0, {}, 0, 0)]:
+            apply_op(sw, op)
+    for c in range(64):
+        run_both(engine, oracle, struct.pack("!BHIB", 0, c * 7, 0x0A000000 | c, c & 3), 1, 1000)
+
+
 def test_writes_reach_only_live_programs(tmp_path_factory: pytest.TempPathFactory) -> None:
     """A dropped pipeline stops receiving its state's writes (the state holds it weakly)."""
     path = tmp_path_factory.mktemp("engine") / "tables.p4"
