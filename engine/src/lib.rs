@@ -10,6 +10,8 @@ use pyo3::prelude::*;
 
 mod host;
 mod link;
+mod p4cells;
+mod p4tables;
 mod p4vm;
 mod sched;
 mod tm;
@@ -32,6 +34,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tm::TrafficManager>()?;
     m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
     m.add_class::<p4vm::P4Program>()?;
+    m.add_class::<p4cells::Cells>()?;
     m.add("P4_STATUS_END", p4vm::STATUS_END)?;
     m.add("P4_STATUS_REJECT", p4vm::STATUS_REJECT)?;
     m.add("DEFAULT_QUEUE_DEPTH", tm::DEFAULT_QUEUE_DEPTH)?;

@@ -15,10 +15,15 @@
 //! the Python list the first time the block reads it and written back at the end of the block
 //! only if the block wrote it, so a block's cost is the slots it touches, not the PHV's size.
 
+use std::collections::HashMap;
+
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
+
+use crate::p4cells::{self, Cells, Shared};
+use crate::p4tables::{self, Act, Profile, Selector, Table};
 
 /// `run`'s status when the block ended normally (a parser accepted).
 pub const STATUS_END: i64 = -1;
@@ -153,6 +158,51 @@ enum Ins {
         dsts: u32,
         args: u32,
     },
+    /// Apply table `t` (an index into the program's tables) with the key registers `args`:
+    /// `dsts` get hit (0/1), the action id (0: none) and the action data, zero-padded.
+    Table {
+        t: u32,
+        dsts: u32,
+        args: u32,
+    },
+    /// `dst <- cells[c][idx]`, 0 past the end (v1model's register read).
+    RegRead {
+        dst: u32,
+        c: u32,
+        idx: u32,
+    },
+    /// `cells[c][idx] <- val` wrapped to the width; past the end: nothing.
+    RegWrite {
+        c: u32,
+        idx: u32,
+        val: u32,
+    },
+    /// `packets[idx] += 1; bytes[idx] += len` (cells `pk`, `by`); past the end: nothing.
+    Count {
+        pk: u32,
+        by: u32,
+        idx: u32,
+        len: u32,
+    },
+    /// A clone request (kind 0 I2E, 1 E2E; the session register; the field list or -1):
+    /// the block's result, the last one of the block wins.
+    Clone {
+        kind: u32,
+        session: u32,
+        list: i64,
+    },
+    /// A truncate request: the block's result keeps the smallest length.
+    Truncate(u32),
+}
+
+type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Requests);
+type ControlResult = Option<(Option<(u32, u64, i64)>, Option<u64>)>;
+
+/// What a control block asks of the architecture (v1model), returned by `run`.
+#[derive(Default)]
+struct Requests {
+    clone: Option<(u32, u64, i64)>,
+    truncate: Option<u64>,
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -174,6 +224,12 @@ mod op {
     pub const CSUM16: u64 = 14;
     pub const PY: u64 = 15;
     pub const CALL: u64 = 16;
+    pub const TABLE: u64 = 17;
+    pub const REGREAD: u64 = 18;
+    pub const REGWRITE: u64 = 19;
+    pub const COUNT: u64 = 20;
+    pub const CLONE: u64 = 21;
+    pub const TRUNCATE: u64 = 22;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -248,9 +304,21 @@ fn csum16(bytes: &[u8]) -> u64 {
     !s & 0xFFFF
 }
 
-/// A loaded program: one instruction list per block, its headers and field lists.
-#[pyclass(module = "hbh_engine")]
+/// A loaded program: one instruction list per block, its headers and field lists, and the
+/// state of the tables it applies (written by the P4Runtime core, p4switch/state).
+#[pyclass(module = "hbh_engine", weakref)]
 pub struct P4Program {
+    tables: Vec<Table>,
+    table_index: HashMap<u32, usize>,
+    profiles: Vec<Profile>,
+    profile_index: HashMap<u32, usize>,
+    keybuf: Vec<u64>,
+    maskbuf: Vec<u64>,
+    /// Register and counter cells (shared with the Python state objects), and their masks.
+    cells: Vec<(Shared, u64)>,
+    /// `on_clone(phv, kind, session, field list)`: a pending clone request is handed over
+    /// before a `Py` statement runs (which may clone too: the last one wins).
+    on_clone: Option<Py<PyAny>>,
     blocks: Vec<Vec<Ins>>,
     headers: Vec<Header>,
     lists: Vec<Vec<(u32, u32)>>,
@@ -333,7 +401,29 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
             list: as_u32(t, 2)?,
         },
         op::PY => Ins::Py(as_u32(t, 1)?),
-        op::CALL => {
+        op::REGREAD => Ins::RegRead {
+            dst: as_u32(t, 1)?,
+            c: as_u32(t, 2)?,
+            idx: as_u32(t, 3)?,
+        },
+        op::REGWRITE => Ins::RegWrite {
+            c: as_u32(t, 1)?,
+            idx: as_u32(t, 2)?,
+            val: as_u32(t, 3)?,
+        },
+        op::CLONE => Ins::Clone {
+            kind: as_u32(t, 1)?,
+            session: as_u32(t, 2)?,
+            list: t.get_item(3)?.extract::<i64>()?,
+        },
+        op::TRUNCATE => Ins::Truncate(as_u32(t, 1)?),
+        op::COUNT => Ins::Count {
+            pk: as_u32(t, 1)?,
+            by: as_u32(t, 2)?,
+            idx: as_u32(t, 3)?,
+            len: as_u32(t, 4)?,
+        },
+        op::CALL | op::TABLE => {
             arglists.push(t.get_item(2)?.extract::<Vec<u32>>()?);
             arglists.push(
                 (3..t.len())
@@ -341,10 +431,11 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
                     .collect::<PyResult<Vec<_>>>()?,
             );
             let n = arglists.len() as u32;
-            Ins::Call {
-                f: as_u32(t, 1)?,
-                dsts: n - 2,
-                args: n - 1,
+            let (f, dsts, args) = (as_u32(t, 1)?, n - 2, n - 1);
+            if code == op::CALL {
+                Ins::Call { f, dsts, args }
+            } else {
+                Ins::Table { t: f, dsts, args }
             }
         }
         _ => {
@@ -429,6 +520,91 @@ impl Run<'_, '_> {
 }
 
 impl P4Program {
+    fn run_block<'py>(
+        &mut self,
+        py: Python<'py>,
+        block: usize,
+        phv: &Bound<'py, PyList>,
+        data: Option<&[u8]>,
+        cursor: u64,
+    ) -> PyResult<RunResult<'py>> {
+        if block >= self.blocks.len() {
+            return Err(PyValueError::new_err(format!(
+                "P4Program: no block {block}"
+            )));
+        }
+        if phv.len() < self.nslots {
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is shorter than the program's layout",
+            ));
+        }
+        let mut out = std::mem::take(&mut self.scratch);
+        out.clear();
+        let mut touched = std::mem::take(&mut self.touched);
+        let mut st = Run {
+            py,
+            phv,
+            regs: &mut self.regs,
+            seen: &mut self.seen,
+            touched: &mut touched,
+            bool_slot: &self.bool_slot,
+            nslots: self.nslots,
+        };
+        let mut tabs = Stores {
+            tables: &mut self.tables,
+            profiles: &self.profiles,
+            keybuf: &mut self.keybuf,
+            maskbuf: &mut self.maskbuf,
+            cells: &self.cells,
+            on_clone: self.on_clone.as_ref(),
+            req: Requests::default(),
+        };
+        let res = exec(
+            &self.blocks[block],
+            &self.headers,
+            &self.lists,
+            (&self.callbacks, &self.arglists),
+            &mut tabs,
+            &mut st,
+            data.unwrap_or(&[]),
+            cursor,
+            (self.too_short, self.timeout, self.max_steps),
+            &mut out,
+        );
+        // Write back what the block wrote, and forget the PHV either way.
+        let wb = st.flush(true);
+        self.touched = touched;
+        let (status, cur) = res?;
+        wb?;
+        let bytes = if out.is_empty() {
+            None
+        } else {
+            Some(PyBytes::new(py, &out))
+        };
+        self.scratch = out;
+        Ok((status, cur, bytes, tabs.req))
+    }
+
+    fn table_at(&self, tid: u32) -> PyResult<usize> {
+        self.table_index.get(&tid).copied().ok_or_else(|| {
+            PyValueError::new_err(format!("P4Program: no table with P4Info id 0x{tid:08x}"))
+        })
+    }
+
+    fn table_mut(&mut self, tid: u32) -> PyResult<&mut Table> {
+        let i = self.table_at(tid)?;
+        Ok(&mut self.tables[i])
+    }
+
+    fn profile_mut(&mut self, pid: u32) -> PyResult<&mut Profile> {
+        let i = self.profile_index.get(&pid).copied().ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "P4Program: no action profile with P4Info id 0x{pid:08x}"
+            ))
+        })?;
+        Ok(&mut self.profiles[i])
+    }
+
     fn check_reg(&self, r: u32, what: &str) -> PyResult<()> {
         if (r as usize) < self.regs.len() {
             Ok(())
@@ -485,11 +661,54 @@ impl P4Program {
                     Ins::Jz { cond, .. } | Ins::Jnz { cond, .. } => {
                         self.check_reg(cond, "condition")?
                     }
+                    Ins::Clone { session: r, .. } | Ins::Truncate(r) => {
+                        self.check_reg(r, "request")?
+                    }
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
                     Ins::Py(n) | Ins::Call { f: n, .. } if n as usize >= self.callbacks.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no callback {n}")));
+                    }
+                    Ins::Table { t, .. } if t as usize >= self.tables.len() => {
+                        return Err(PyValueError::new_err(format!("P4Program: no table {t}")));
+                    }
+                    Ins::Table { t, dsts, args } => {
+                        let nk = self.arglists[args as usize].len();
+                        if nk != self.tables[t as usize].nkeys
+                            || self.arglists[dsts as usize].len() < 2
+                        {
+                            return Err(PyValueError::new_err(format!(
+                                "P4Program: table {t} applied with {nk} keys or without hit and action registers"
+                            )));
+                        }
+                        for &a in self.arglists[args as usize]
+                            .iter()
+                            .chain(&self.arglists[dsts as usize])
+                        {
+                            self.check_reg(a, "table")?;
+                        }
+                    }
+                    Ins::RegRead { dst: a, c, idx: b }
+                    | Ins::RegWrite { c, idx: a, val: b }
+                    | Ins::Count {
+                        pk: c,
+                        idx: a,
+                        len: b,
+                        ..
+                    } => {
+                        if c as usize >= self.cells.len() {
+                            return Err(PyValueError::new_err(format!("P4Program: no cells {c}")));
+                        }
+                        if let Ins::Count { by, .. } = *ins {
+                            if by as usize >= self.cells.len() {
+                                return Err(PyValueError::new_err(format!(
+                                    "P4Program: no cells {by}"
+                                )));
+                            }
+                        }
+                        self.check_reg(a, "register")?;
+                        self.check_reg(b, "register")?;
                     }
                     Ins::Call { dsts, args, .. } => {
                         for &a in self.arglists[args as usize]
@@ -520,8 +739,12 @@ impl P4Program {
     /// `blocks`: per block a list of instruction tuples; `headers`: (validity slot, [(slot, width)]);
     /// `lists`: [(register, width)] per checksum field list; `callbacks`: what `Py` calls; `nslots`/`ntemps`: register counts;
     /// `bool_slots`: PHV slots written back as Python bools; `too_short`/`timeout`: the error
-    /// codes of PacketTooShort and ParserTimeout; `max_steps`: parser transitions allowed.
+    /// codes of PacketTooShort and ParserTimeout; `max_steps`: parser transitions allowed;
+    /// `tables`: per table index (P4Info id, number of key fields, P4Info id of its action
+    /// profile or 0, its selector's hash as (field list, algorithm, width) or None).
     #[new]
+    /// `cells`: the register and counter cells the program's REGREAD/REGWRITE/COUNT name by index.
+    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new(), cells=Vec::new(), on_clone=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         blocks: Vec<Vec<Bound<'_, PyTuple>>>,
@@ -534,6 +757,9 @@ impl P4Program {
         too_short: i64,
         timeout: i64,
         max_steps: u64,
+        tables: Vec<p4tables::TableConfig>,
+        cells: Vec<Bound<'_, Cells>>,
+        on_clone: Option<Py<PyAny>>,
     ) -> PyResult<Self> {
         let mut code = Vec::with_capacity(blocks.len());
         let mut arglists = Vec::new();
@@ -565,7 +791,47 @@ impl P4Program {
             }
             bool_slot[s] = true;
         }
+        let mut table_index = HashMap::new();
+        let mut profile_index = HashMap::new();
+        let mut profs = Vec::new();
+        let mut tabs = Vec::new();
+        for (id, nkeys, pid, sel) in tables {
+            let profile = (pid != 0).then(|| {
+                *profile_index.entry(pid).or_insert_with(|| {
+                    profs.push(Profile::new());
+                    profs.len() - 1
+                })
+            });
+            let selector = match sel {
+                Some((list, algo, width)) => {
+                    if list as usize >= lists.len() || algo > p4tables::ALGO_CSUM16 {
+                        return Err(PyValueError::new_err(format!(
+                            "P4Program: table 0x{id:08x}: selector field list {list} or algorithm {algo}"
+                        )));
+                    }
+                    Some(Selector { list, algo, width })
+                }
+                None => None,
+            };
+            if table_index.insert(id, tabs.len()).is_some() {
+                return Err(PyValueError::new_err(format!(
+                    "P4Program: table 0x{id:08x} twice"
+                )));
+            }
+            tabs.push(Table::new(id, nkeys, profile, selector));
+        }
         let prog = P4Program {
+            tables: tabs,
+            table_index,
+            profiles: profs,
+            profile_index,
+            keybuf: Vec::new(),
+            maskbuf: Vec::new(),
+            cells: cells
+                .iter()
+                .map(|c| (c.get().data.clone(), c.get().mask))
+                .collect(),
+            on_clone,
             blocks: code,
             headers,
             lists,
@@ -597,51 +863,108 @@ impl P4Program {
         data: Option<&[u8]>,
         cursor: u64,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
-        if block >= self.blocks.len() {
-            return Err(PyValueError::new_err(format!(
-                "P4Program: no block {block}"
-            )));
-        }
-        if phv.len() < self.nslots {
-            return Err(PyValueError::new_err(
-                "P4Program: the PHV is shorter than the program's layout",
-            ));
-        }
-        let mut out = std::mem::take(&mut self.scratch);
-        out.clear();
-        let mut touched = std::mem::take(&mut self.touched);
-        let mut st = Run {
-            py,
-            phv,
-            regs: &mut self.regs,
-            seen: &mut self.seen,
-            touched: &mut touched,
-            bool_slot: &self.bool_slot,
-            nslots: self.nslots,
-        };
-        let res = exec(
-            &self.blocks[block],
-            &self.headers,
-            &self.lists,
-            (&self.callbacks, &self.arglists),
-            &mut st,
-            data.unwrap_or(&[]),
-            cursor,
-            (self.too_short, self.timeout, self.max_steps),
-            &mut out,
-        );
-        // Write back what the block wrote, and forget the PHV either way.
-        let wb = st.flush(true);
-        self.touched = touched;
-        let (status, cur) = res?;
-        wb?;
-        let bytes = if out.is_empty() {
-            None
-        } else {
-            Some(PyBytes::new(py, &out))
-        };
-        self.scratch = out;
+        let (status, cur, bytes, _) = self.run_block(py, block, phv, data, cursor)?;
         Ok((status, cur, bytes))
+    }
+
+    /// Run control block `block` over `phv`; returns what it asks of the architecture, or
+    /// None: (clone request or None, truncate length or None), the clone request (kind,
+    /// session, field list or -1) being the block's last not handed to `on_clone` already.
+    fn run_control(
+        &mut self,
+        py: Python<'_>,
+        block: usize,
+        phv: &Bound<'_, PyList>,
+    ) -> PyResult<ControlResult> {
+        let (_, _, _, req) = self.run_block(py, block, phv, None, 0)?;
+        Ok(match req {
+            Requests {
+                clone: None,
+                truncate: None,
+            } => None,
+            r => Some((r.clone, r.truncate)),
+        })
+    }
+
+    // ---- the table state's write interface (p4switch/state/dataplane.py is its one caller)
+
+    /// Insert entry `handle` of table `tid` (P4Info id), or replace it: its masks, masked key,
+    /// (field, low, high) ranges and rank as the P4Runtime core's index computes them, and
+    /// its action as `(kind, id, params, set)` (p4tables::ACT_*).
+    #[allow(clippy::too_many_arguments)]
+    fn table_put(
+        &mut self,
+        tid: u32,
+        handle: u64,
+        masks: Vec<u64>,
+        masked: Vec<u64>,
+        ranges: Vec<(usize, u64, u64)>,
+        rank: i64,
+        action: p4tables::ActionForm,
+    ) -> PyResult<()> {
+        let act = Act::decode(action.0, action.1, action.2, action.3)?;
+        self.table_mut(tid)?
+            .put(handle, masks, masked, ranges, rank, act)
+    }
+
+    /// Remove entry `handle` of table `tid` (absent: nothing).
+    fn table_remove(&mut self, tid: u32, handle: u64) -> PyResult<()> {
+        self.table_mut(tid)?.remove(handle);
+        Ok(())
+    }
+
+    /// The action table `tid` runs on a miss.
+    fn table_default(&mut self, tid: u32, action: p4tables::ActionForm) -> PyResult<()> {
+        let act = Act::decode(action.0, action.1, action.2, action.3)?;
+        self.table_mut(tid)?.default = act;
+        Ok(())
+    }
+
+    /// Remove every entry of table `tid` (the default stays).
+    fn table_clear(&mut self, tid: u32) -> PyResult<()> {
+        self.table_mut(tid)?.clear();
+        Ok(())
+    }
+
+    /// Number of entries of table `tid`.
+    fn table_len(&self, tid: u32) -> PyResult<usize> {
+        let i = self.table_at(tid)?;
+        Ok(self.tables[i].len())
+    }
+
+    /// The P4Info ids of the tables this program applies.
+    fn table_ids(&self) -> Vec<u32> {
+        self.tables.iter().map(|t| t.id).collect()
+    }
+
+    /// Member `mid` of profile `pid`: its (action id, data), or None to remove it.
+    #[pyo3(signature = (pid, mid, action))]
+    fn profile_member(
+        &mut self,
+        pid: u32,
+        mid: u32,
+        action: Option<(u32, Vec<u64>)>,
+    ) -> PyResult<()> {
+        self.profile_mut(pid)?.set_member(mid, action);
+        Ok(())
+    }
+
+    /// Group `gid` of selector `pid`: its (member id, weight) list in order, or None.
+    #[pyo3(signature = (pid, gid, members))]
+    fn profile_group(
+        &mut self,
+        pid: u32,
+        gid: u32,
+        members: Option<Vec<(u32, u64)>>,
+    ) -> PyResult<()> {
+        self.profile_mut(pid)?.set_group(gid, members);
+        Ok(())
+    }
+
+    /// Remove every member and group of profile `pid`.
+    fn profile_clear(&mut self, pid: u32) -> PyResult<()> {
+        self.profile_mut(pid)?.clear();
+        Ok(())
     }
 
     /// Number of blocks.
@@ -655,11 +978,15 @@ impl P4Program {
         for cb in &self.callbacks {
             visit.call(cb)?;
         }
+        if let Some(f) = &self.on_clone {
+            visit.call(f)?;
+        }
         Ok(())
     }
 
     fn __clear__(&mut self) {
         self.callbacks.clear();
+        self.on_clone = None;
         self.blocks.clear();
     }
 }
@@ -670,6 +997,7 @@ fn exec(
     headers: &[Header],
     lists: &[Vec<(u32, u32)>],
     (callbacks, arglists): (&[Py<PyAny>], &[Vec<u32>]),
+    tabs: &mut Stores<'_>,
     st: &mut Run<'_, '_>,
     data: &[u8],
     mut cursor: u64,
@@ -757,23 +1085,57 @@ fn exec(
                 }
             }
             Ins::Csum16 { dst, list } => {
-                let mut bytes = Vec::with_capacity(64);
-                let mut bw = BitWriter {
-                    out: &mut bytes,
-                    acc: 0,
-                    bits: 0,
-                };
-                let mut n = 0u64;
-                for &(r, w) in &lists[list as usize] {
-                    let v = st.get(r)?;
-                    bw.push(v, w);
-                    n += w as u64;
-                }
-                bw.pad(16, n);
+                let bytes = pack_list(st, &lists[list as usize], 16)?;
                 st.set(dst, csum16(&bytes));
+            }
+            Ins::Table { t, dsts, args } => tabs.apply(
+                t as usize,
+                &arglists[args as usize],
+                &arglists[dsts as usize],
+                lists,
+                st,
+            )?,
+            Ins::RegRead { dst, c, idx } => {
+                let i = st.get(idx)? as usize;
+                let v = p4cells::lock(&tabs.cells[c as usize].0)
+                    .get(i)
+                    .copied()
+                    .unwrap_or(0);
+                st.set(dst, v)
+            }
+            Ins::RegWrite { c, idx, val } => {
+                let (i, v) = (st.get(idx)? as usize, st.get(val)?);
+                let (cells, mask) = &tabs.cells[c as usize];
+                if let Some(x) = p4cells::lock(cells).get_mut(i) {
+                    *x = v & mask;
+                }
+            }
+            Ins::Clone {
+                kind,
+                session,
+                list,
+            } => {
+                tabs.req.clone = Some((kind, st.get(session)?, list));
+            }
+            Ins::Truncate(r) => {
+                let v = st.get(r)?;
+                tabs.req.truncate = Some(tabs.req.truncate.map_or(v, |t| t.min(v)));
+            }
+            Ins::Count { pk, by, idx, len } => {
+                let (i, n) = (st.get(idx)? as usize, st.get(len)?);
+                if let Some(x) = p4cells::lock(&tabs.cells[pk as usize].0).get_mut(i) {
+                    *x = x.wrapping_add(1);
+                }
+                if let Some(x) = p4cells::lock(&tabs.cells[by as usize].0).get_mut(i) {
+                    *x = x.wrapping_add(n);
+                }
             }
             Ins::Py(n) => {
                 st.flush(true)?;
+                if let (Some((k, s, l)), Some(f)) = (tabs.req.clone, tabs.on_clone) {
+                    tabs.req.clone = None;
+                    f.call1(st.py, (st.phv, k, s, l))?;
+                }
                 callbacks[n as usize].call1(st.py, (st.phv,))?;
             }
             Ins::Call { f, dsts, args } => {
@@ -810,4 +1172,97 @@ fn exec(
         }
     }
     Ok((STATUS_END, cursor))
+}
+
+/// The bit concatenation of a field list (MSB first), padded with zero bits to `pad` bits.
+fn pack_list(st: &mut Run<'_, '_>, list: &[(u32, u32)], pad: u32) -> PyResult<Vec<u8>> {
+    let mut bytes = Vec::with_capacity(64);
+    let mut bw = BitWriter {
+        out: &mut bytes,
+        acc: 0,
+        bits: 0,
+    };
+    let mut n = 0u64;
+    for &(r, w) in list {
+        let v = st.get(r)?;
+        bw.push(v, w);
+        n += w as u64;
+    }
+    bw.pad(pad, n);
+    Ok(bytes)
+}
+
+/// A selector's hash of its field list, cut to its width (as tables.py's `_selector_hash`).
+fn selector_hash(st: &mut Run<'_, '_>, lists: &[Vec<(u32, u32)>], sel: Selector) -> PyResult<u64> {
+    let list = &lists[sel.list as usize];
+    let h = match sel.algo {
+        p4tables::ALGO_CRC16 => p4tables::crc16(&pack_list(st, list, 8)?),
+        p4tables::ALGO_CRC32 => p4tables::crc32(&pack_list(st, list, 8)?),
+        _ => csum16(&pack_list(st, list, 16)?),
+    };
+    Ok(if sel.width > 0 {
+        h & mask_of(sel.width as u64)
+    } else {
+        h
+    })
+}
+
+/// The tables and profiles a block applies, and the scratch space of a lookup.
+struct Stores<'a> {
+    tables: &'a mut [Table],
+    profiles: &'a [Profile],
+    keybuf: &'a mut Vec<u64>,
+    maskbuf: &'a mut Vec<u64>,
+    cells: &'a [(Shared, u64)],
+    on_clone: Option<&'a Py<PyAny>>,
+    req: Requests,
+}
+
+impl Stores<'_> {
+    /// One apply: the entry the key hits (the default entry on a miss, or when an indirect
+    /// entry resolves to nothing: an empty group), its action id and data into `dsts`.
+    fn apply(
+        &mut self,
+        t: usize,
+        keys: &[u32],
+        dsts: &[u32],
+        lists: &[Vec<(u32, u32)>],
+        st: &mut Run<'_, '_>,
+    ) -> PyResult<()> {
+        self.keybuf.clear();
+        for &r in keys {
+            let v = st.get(r)?;
+            self.keybuf.push(v);
+        }
+        let table = &mut self.tables[t];
+        table.index();
+        let table = &*table;
+        let found = table.lookup(self.keybuf, self.maskbuf);
+        let chosen = match (found, table.profile) {
+            (None, _) => None,
+            (Some(act), Some(pi)) => {
+                let sel = table.selector;
+                self.profiles[pi].choose(act, || match sel {
+                    Some(s) => selector_hash(st, lists, s),
+                    None => Ok(0),
+                })?
+            }
+            (Some(Act::Direct(a, p)), None) => Some((*a, p.as_slice())),
+            (Some(_), None) => None,
+        };
+        let hit = chosen.is_some();
+        let (aid, params) = match chosen {
+            Some(x) => x,
+            None => match &table.default {
+                Act::Direct(a, p) => (*a, p.as_slice()),
+                _ => (0, &[][..]),
+            },
+        };
+        st.set(dsts[0], hit as u64);
+        st.set(dsts[1], aid as u64);
+        for (i, &d) in dsts[2..].iter().enumerate() {
+            st.set(d, params.get(i).copied().unwrap_or(0));
+        }
+        Ok(())
+    }
 }

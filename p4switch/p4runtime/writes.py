@@ -109,7 +109,7 @@ def _default_entry(state: RuntimeState, table: TableState, utype: int, te: pb.Ta
     entry = table.default_entry
     snap = entry.snapshot()
     table.modify_default(action_id, params, **opts)
-    return lambda: entry.restore(snap), entry
+    return lambda: table.restore_snapshot(entry, snap), entry
 
 
 def _match_entry(state: RuntimeState, table: TableState, utype: int, te: pb.TableEntry,

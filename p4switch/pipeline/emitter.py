@@ -32,10 +32,18 @@ from .scope import Const, Scope, ValueSet
 from .stmts import contains
 from .tables import CompiledTable
 
+try:
+    from hbh_engine import Cells
+except ImportError:  # no engine: nothing is emitted for it anyway
+    Cells = None
+
 CK = ast.CallKind
 
 # Opcodes and operators: engine/src/p4vm.rs (mod op, BinOp::from_code).
-CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL = range(17)
+(CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL, TABLE, REGREAD,
+ REGWRITE, COUNT, CLONE, TRUNCATE) = range(23)
+# Selector hash algorithms the engine computes (engine/src/p4tables.rs, ALGO_*).
+SELECTOR_ALGOS = {"crc16": 0, "crc32": 1, "csum16": 2}
 STATUS_END, STATUS_REJECT = -1, -2
 BINOPS = {"+": 0, "-": 1, "*": 2, "&": 3, "|": 4, "^": 5, "<<": 6, ">>": 7, "==": 8, "!=": 9, "<": 10,
           "<=": 11, ">": 12, ">=": 13}
@@ -66,7 +74,38 @@ class EngineForm:
     callbacks: list[Callable[[list], Any]] = field(default_factory=list)
     ntemps: int = 0
     bool_slots: set[int] = field(default_factory=set)
+    # Tables applied by TABLE, by index: (P4Info id, key fields, profile id or 0, selector
+    # (field list, algorithm, width) or None), and their runtime states (attached at load).
+    tables: list[tuple] = field(default_factory=list)
+    table_states: list[Any] = field(default_factory=list)
     _header_index: dict[int, int] = field(default_factory=dict)
+    _table_index: dict[int, int] = field(default_factory=dict)
+    cells: list[Any] = field(default_factory=list)  # hbh_engine.Cells the program updates, by index
+    _cells_index: dict[int, int] = field(default_factory=dict)
+
+    def cells_of(self, cells: Any, node: Any) -> int:
+        """The index of a register's or counter's cells (the engine's shared store)."""
+        if Cells is None or not isinstance(cells, Cells):
+            raise Unsupported("a register or counter whose cells are not the engine's (signed, or over 64 bits)",
+                              node)
+        if id(cells) not in self._cells_index:
+            self._cells_index[id(cells)] = len(self.cells)
+            self.cells.append(cells)
+        return self._cells_index[id(cells)]
+
+    def table(self, ct: CompiledTable, selector: tuple[int, int, int] | None) -> int:
+        """The index of table ``ct`` in the form (added on first apply)."""
+        ts = ct.tstate
+        if ts.id not in self._table_index:
+            self._table_index[ts.id] = len(self.tables)
+            self.tables.append((ts.id, len(ts.fields), ts.profile.id if ts.profile is not None else 0, selector))
+            self.table_states.append(ts)
+        return self._table_index[ts.id]
+
+    def field_list(self, fields: list[tuple[int, int]]) -> int:
+        """The index of a (register, width) list (checksums, selector hashes)."""
+        self.lists.append(fields)
+        return len(self.lists) - 1
 
     def callback(self, fn: Callable[[list], Any]) -> int:
         """The index of a closure the engine calls (``PY``)."""
@@ -345,6 +384,13 @@ class EmitterCompiler:
             self._e_verify(em, call, sc)
         elif kind == CK.EXTERN_FUNCTION and name in ("verify_checksum", "update_checksum"):
             self._e_checksum(em, call, sc, name == "update_checksum")
+        elif kind == CK.EXTERN_FUNCTION and name in ("clone", "clone_preserving_field_list"):
+            args = self.ext_args(call)  # type: ignore[attr-defined]
+            code = ("I2E", "E2E").index(self._clone_kind(args[0], sc))  # type: ignore[attr-defined]
+            fl = self._int_const(args[2], sc) if len(args) > 2 else -1  # type: ignore[attr-defined]
+            em.op(CLONE, code, self._e_expr(em, args[1], sc), fl)
+        elif kind == CK.EXTERN_FUNCTION and name == "truncate":
+            em.op(TRUNCATE, self._e_expr(em, self.ext_args(call)[0], sc))  # type: ignore[attr-defined]
         elif kind == CK.EXTERN_FUNCTION and name == "mark_to_drop":
             std = self.std  # type: ignore[attr-defined]
             em.op(CONST, std.fields["egress_spec"].start, 511)
@@ -369,15 +415,16 @@ class EmitterCompiler:
         self._e_stmts(em, callee.decl.body.stmts, csc)
 
     def _e_table_apply(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> tuple[int, int, CompiledTable]:
-        """A direct table: the lookup is a call into the runtime state (the P4Runtime core's
-        tables, read per packet, default entry included), the actions run here.
+        """A table: one TABLE instruction looks the key up in the engine's copy of the table
+        state (p4switch/state/dataplane.py) and, for an action selector, hashes the selector
+        fields and picks the member; the actions run here, dispatched on the action id.
 
         Returns the registers holding (hit, action id or 0) and the table."""
         ct = self.table_of(call, sc)  # type: ignore[attr-defined]
         info = ct.tstate.info
-        if ct.selector_hash is not None or ct.direct_counter or ct.meter_slot is not None \
-                or info.supports_idle_timeout:
-            raise Unsupported(f"table {ct.name} (action profile, direct counter/meter or idle timeout)", call)
+        if ct.direct_counter or ct.meter_slot is not None or info.supports_idle_timeout:
+            raise Unsupported(f"table {ct.name} (direct counter/meter or idle timeout)", call)
+        selector = self._e_selector(em, ct, sc, call) if ct.selector_hash is not None else None
         actions = []
         for ref in ct.decl.actions.actions if ct.decl.actions is not None else []:
             binding = sc.lookup(ref.name.decl, ref.name)
@@ -395,7 +442,7 @@ class EmitterCompiler:
         nparams = max((len(c.params) for _, c in actions), default=0)
         hit, act = em.temp(), em.temp()
         data = [em.temp() for _ in range(nparams)]
-        em.op(CALL, self.form_engine.callback(_table_lookup(ct, nparams)), (hit, act, *data), *keys)
+        em.op(TABLE, self.form_engine.table(ct, selector), (hit, act, *data), *keys)
         end = em.label()
         for aid, callee in actions:
             other = em.label()
@@ -409,6 +456,35 @@ class EmitterCompiler:
             em.place(other)
         em.place(end)
         return hit, act, ct
+
+    def _e_selector(self, em: BlockEmitter, ct: CompiledTable, sc: Scope, node: Any) -> tuple[int, int, int] | None:
+        """(field list, algorithm, width) of an action selector's hash; None for a plain
+        action profile (no groups, no hash)."""
+        kind, args = self._implementation(ct.decl, sc)  # type: ignore[attr-defined]
+        if kind != "action_selector":
+            return None
+        algo, _ = self.algo_of(args[0], sc)  # type: ignore[attr-defined]
+        if algo not in SELECTOR_ALGOS:
+            raise Unsupported(f"table {ct.name}: selector hash {algo}", node)
+        width = self._ctor_int(args, 2, ct.decl)  # type: ignore[attr-defined]
+        elems = [ke for ke in ct.decl.key.elements if ke.match_kind.name == "selector"]
+        leaves = [leaf for ke in elems for leaf in self.leaves(ke.expr, sc)]  # type: ignore[attr-defined]
+        fields = self._e_fields(em, leaves, node, "selector field")
+        return self.form_engine.field_list(fields), SELECTOR_ALGOS[algo], width
+
+    def _e_fields(self, em: BlockEmitter, leaves: list[tuple[Any, Any, bool]], node: Any, what: str) -> list[tuple[int, int]]:
+        """(register, width) per leaf of a field list: PHV slots and constants of bit<1..64>."""
+        fields = []
+        for v, w, signed in leaves:
+            if signed or not isinstance(w, int) or not 0 < w <= WORD:
+                raise Unsupported(f"a {what} that is not bit<1..64>", node)
+            if v.kind == "s":
+                fields.append((v.val, w))
+            elif v.kind == "c":
+                fields.append((em.const(self._e_word(int(v.val), node)), w))
+            else:
+                raise Unsupported(f"a computed {what}", node)
+        return fields
 
     def _e_switch(self, em: BlockEmitter, s: ast.SwitchStmt, sc: Scope) -> None:
         """``switch`` on a table's action_run or on a scalar: first matching label wins, a
@@ -467,27 +543,29 @@ class EmitterCompiler:
         em.place(end)
 
     def _e_extern_method(self, em: BlockEmitter, call: ast.CallExpr, sc: Scope) -> None:
-        """Register reads and writes, counter updates: calls of the state objects' data-plane
-        methods (the same the closures call), with the argument values."""
+        """Register reads and writes, counter updates: instructions on the cells the state
+        objects hold (``hbh_engine.Cells``, shared with the control plane)."""
         target = method_target(call)
         inst = sc.lookup(getattr(target, "decl", None), target) if target is not None else None
         what = f"{getattr(inst, 'kind', '?')}.{method_name(call)}"
         args = self.ext_args(call)  # type: ignore[attr-defined]
+        form = self.form_engine
         if what == "register.read" and not inst.obj.signed:
             res, idx = args
             if res is None or not isinstance(T.underlying(res.type), T.BitType):
                 raise Unsupported(f"{what} into a {getattr(res, 'type', None)}", call)
             dst = self._e_scalar_slot(self.ref_of(res, sc), res)  # type: ignore[attr-defined]
-            em.op(CALL, self.form_engine.callback(inst.obj.read), (dst,), self._e_expr(em, idx, sc))
+            em.op(REGREAD, dst, form.cells_of(inst.obj.cells, call), self._e_expr(em, idx, sc))
         elif what == "register.write" and not inst.obj.signed:
             idx, val = args
             if not isinstance(T.underlying(val.type), T.BitType | T.InfIntType):
                 raise Unsupported(f"{what} of a {val.type}", call)
-            em.op(CALL, self.form_engine.callback(inst.obj.write), (), self._e_expr(em, idx, sc),
-                  self._e_expr(em, val, sc))
+            em.op(REGWRITE, form.cells_of(inst.obj.cells, call), self._e_expr(em, idx, sc), self._e_expr(em, val, sc))
         elif what == "counter.count":
             length = self.std.fields["packet_length"].start  # type: ignore[attr-defined]
-            em.op(CALL, self.form_engine.callback(inst.obj.count), (), self._e_expr(em, args[0], sc), length)
+            obj = inst.obj
+            em.op(COUNT, form.cells_of(obj.packets, call), form.cells_of(obj.bytes, call),
+                  self._e_expr(em, args[0], sc), length)
         else:
             raise Unsupported(f"extern method {what}", call)
 
@@ -518,29 +596,20 @@ class EmitterCompiler:
         cond = self.scalar(cond_e, sc)  # type: ignore[attr-defined]
         if cond.is_const and not cond.val:
             return
-        fields = []
-        for v, w, signed in self.leaves(data_e, sc):  # type: ignore[attr-defined]
-            if signed or not isinstance(w, int) or not 0 < w <= WORD:
-                raise Unsupported("a checksum field that is not bit<1..64>", data_e)
-            if v.kind == "s":
-                fields.append((v.val, w))
-            elif v.kind == "c":
-                fields.append((em.const(self._e_word(int(v.val), data_e)), w))
-            else:
-                raise Unsupported("a computed checksum field", data_e)
+        fields = self._e_fields(em, self.leaves(data_e, sc), data_e, "checksum field")  # type: ignore[attr-defined]
         ck = self._e_scalar_slot(self.ref_of(ck_e, sc), ck_e)  # type: ignore[attr-defined]
         width, _ = scalar_info(ck_e.type)
         if width != 16:
             raise Unsupported(f"a csum16 into a {width}-bit field", ck_e)
-        self.form_engine.lists.append(fields)
+        lst = self.form_engine.field_list(fields)
         done = em.label()
         if not cond.is_const:
             em.jump(JZ, self._e_expr(em, cond_e, sc), done)
         if update:
-            em.op(CSUM16, ck, len(self.form_engine.lists) - 1)
+            em.op(CSUM16, ck, lst)
         else:
             t = em.temp()
-            em.op(CSUM16, t, len(self.form_engine.lists) - 1)
+            em.op(CSUM16, t, lst)
             em.op(BIN, BINOPS["!="], t, t, ck, WORD)
             em.jump(JZ, t, done)
             em.op(CONST, self.std.fields["checksum_error"].start, 1)  # type: ignore[attr-defined]
@@ -659,26 +728,6 @@ class EmitterCompiler:
         em.op(MOV, t, self._e_expr(em, e.if_false, sc))
         em.place(end)
         return t
-
-
-
-def _table_lookup(ct: CompiledTable, nparams: int) -> Callable[..., tuple]:
-    """``lookup(*key) -> (hit, action id or 0, data...)`` over the table's runtime state, the
-    data padded to ``nparams``: what the engine's table call stores into its registers."""
-    tstate = ct.tstate
-    lookup = tstate.lookup
-    pad = (0,) * nparams
-
-    def look(*key: int) -> tuple:
-        e = lookup(key)
-        act = e.action if e is not None else tstate.default_entry.action
-        hit = e is not None
-        if act is None:
-            return (hit, 0, *pad)
-        params = act.params
-        return (hit, act.action_id, *params, *pad[len(params):])
-
-    return look
 
 
 __all__ = ["EngineForm", "EmitterCompiler", "Unsupported", "MAX_PARSER_STEPS", "STATUS_END", "STATUS_REJECT"]

@@ -63,6 +63,7 @@ from .templates import Fn
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 log = logging.getLogger("p4switch.pipeline")
 ORACLE_ENV = "HBH_P4_ORACLE"  # set to 1: every block runs on the closures (the differential oracle)
+CLONE_KINDS = ("I2E", "E2E")  # the engine's CLONE kind codes (emitter.py)
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
 
@@ -264,7 +265,12 @@ class V1Pipeline:
             return
         self.engine = hbh_engine.P4Program(
             form.blocks, form.headers, form.lists, form.callbacks, nslots, form.ntemps, sorted(form.bool_slots),
-            cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS)
+            cc.error_code("PacketTooShort"), cc.error_code("ParserTimeout"), MAX_PARSER_STEPS, form.tables,
+            form.cells, _hand_over_clone)
+        for ts in form.table_states:  # the engine's copy of their state (p4switch/state/dataplane.py)
+            ts.attach(self.engine)
+            if ts.profile is not None:
+                ts.profile.attach(self.engine)
         self.engine_blocks = dict(form.roles)
 
     def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
@@ -387,7 +393,13 @@ class V1Pipeline:
         p[SLOT_PKT] = pkt
         try:
             if body is None:
-                self.engine.run(block, p)
+                req = self.engine.run_control(block, p)
+                if req is not None:  # the block's clone and truncate requests (emitter.py: CLONE, TRUNCATE)
+                    clone, trunc = req
+                    if clone is not None:
+                        _hand_over_clone(p, *clone)
+                    if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
+                        pkt.truncate_len = trunc
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -555,6 +567,12 @@ class V1Pipeline:
 
     def error_name(self, code: int) -> str:
         return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
+
+
+def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
+    """A clone request the engine returns (``CLONE``: kind 0 I2E / 1 E2E, field list or -1)
+    recorded on the packet as the closures record it."""
+    p[SLOT_PKT].clone_request = CloneRequest(CLONE_KINDS[kind], session, None if field_list < 0 else field_list)
 
 
 def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:

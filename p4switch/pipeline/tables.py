@@ -243,7 +243,7 @@ class TableCompiler:
         if da is not None and tstate.default_entry.action is None:
             call = self._action_call(da.value, ct, sc)
             if call is not None:
-                tstate.default_entry.action = call
+                tstate.install_program_default(call)
         entries = decl.entries
         if entries is None:
             return

@@ -5,14 +5,25 @@ entry its own cell (``TableEntry.direct_counter`` / ``.direct_meter``). Meters a
 the two-rate three-colour marker of RFC 2698 (P4Runtime's default meter type),
 with colours numbered as v1model's ``V1MODEL_METER_COLOR_*`` constants. Time is
 passed in (integer nanoseconds); nothing here reads a clock.
+
+Counter cells and the cells of unsigned registers of up to 64 bits are ``hbh_engine.Cells``
+(engine/src/p4cells.rs): the engine's P4 program updates them per packet and the control
+plane reads them here, one store for both (indexed like the lists they replace; a list where
+the engine is not built, and for signed or wider registers, which the engine does not run).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from .errors import Code, StateError, invalid
+
+try:
+    from hbh_engine import Cells
+except ImportError:  # the engine is not built: every block runs on the closures anyway
+    Cells = None
 
 GREEN = 0
 YELLOW = 1
@@ -98,8 +109,8 @@ class CounterArray:
         self.name = name
         self.unit = CounterUnit(unit)
         self.size = size
-        self.packets = [0] * size
-        self.bytes = [0] * size
+        self.packets = _cells(size, 64)
+        self.bytes = _cells(size, 64)
 
     def count(self, index: int, nbytes: int) -> None:
         """Data-plane update; an index out of range is ignored (as BMv2 does)."""
@@ -119,8 +130,8 @@ class CounterArray:
         self.bytes[index] = nbytes
 
     def reset(self) -> None:
-        self.packets = [0] * self.size
-        self.bytes = [0] * self.size
+        for i in range(self.size):
+            self.packets[i] = self.bytes[i] = 0
 
 
 # ------------------------------------------------------------------ meters
@@ -295,7 +306,7 @@ class RegisterArray:
         self.signed = signed
         self.size = size
         self._mask = (1 << bitwidth) - 1 if bitwidth > 0 else -1
-        self.cells = [0] * size
+        self.cells = _cells(size, bitwidth) if not signed else [0] * size
 
     def read(self, index: int) -> int:
         """Data-plane read (v1model: an out-of-range index reads 0)."""
@@ -323,3 +334,10 @@ class RegisterArray:
             if not lo <= value < hi:
                 raise invalid(f"register '{self.name}': value {value} does not fit {'int' if self.signed else 'bit'}<{w}>")
         self.write(index, value)
+
+
+def _cells(size: int, width: int) -> Any:
+    """The engine's shared cells of ``width`` bits, or a list (no engine, or a width over 64)."""
+    if Cells is not None and 0 < width <= 64:
+        return Cells(size, width)
+    return [0] * size

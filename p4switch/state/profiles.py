@@ -18,6 +18,9 @@ group sizes (the sum of the weights, or the number of members with
 ``max_group_size`` (or the group's own ``max_size``) in one group. Exceeding a limit is
 RESOURCE_EXHAUSTED. Members and groups are refused by profiles programmed with one-shot
 action sets, and the reverse (P4Runtime forbids mixing the two styles).
+
+Every change of a member or a group is also sent to the engine programs applying the
+profile's tables (``attach``; ``dataplane.py`` says why), by the mutator that makes it.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from p4.config.v1 import p4info_pb2
 
 from .actions import ActionCall, ActionInfo
+from .dataplane import Sinks
 from .errors import Code, StateError, invalid, not_found
 
 if TYPE_CHECKING:
@@ -176,6 +180,35 @@ class ActionProfileState:
         self.groups: dict[int, Group] = {}
         self._refs: Counter[Any] = Counter()  # MemberRef/GroupRef -> table entries using it
         self.oneshot_entries = 0
+        self._sinks = Sinks()  # engine programs applying its tables (dataplane.py)
+
+    # ------------------------------------------------------------ the engine's copy
+
+    def attach(self, program: Any) -> None:
+        """Send the members and groups to ``program`` (an ``hbh_engine.P4Program``), and every
+        later change."""
+        program.profile_clear(self.id)
+        for mid in self.members:
+            program.profile_member(self.id, mid, self._member_data(mid))
+        for gid in self.groups:
+            program.profile_group(self.id, gid, self._group_data(gid))
+        self._sinks.add(program)
+
+    def _member_data(self, member_id: int) -> tuple[int, tuple[int, ...]] | None:
+        m = self.members.get(member_id)
+        return None if m is None else (m.action.action_id, m.action.params)
+
+    def _group_data(self, group_id: int) -> tuple[tuple[int, int], ...] | None:
+        g = self.groups.get(group_id)
+        return None if g is None else g.members
+
+    def _send_member(self, member_id: int) -> None:
+        if self._sinks:
+            self._sinks.send("profile_member", self.id, member_id, self._member_data(member_id))
+
+    def _send_group(self, group_id: int) -> None:
+        if self._sinks:
+            self._sinks.send("profile_group", self.id, group_id, self._group_data(group_id))
 
     # ------------------------------------------------------------ data plane
 
@@ -202,6 +235,7 @@ class ActionProfileState:
             raise StateError(Code.RESOURCE_EXHAUSTED,
                              f"action profile '{self.name}' is full ({self.info.size} members)")
         m = self.members[member_id] = Member(member_id, call)
+        self._send_member(member_id)
         return m
 
     def modify_member(self, member_id: int, action_id: int, params: Sequence[int] = ()) -> ActionCall:
@@ -209,10 +243,12 @@ class ActionProfileState:
         m = self._member(member_id)
         call = self.check_action(action_id, params)
         old, m.action = m.action, call
+        self._send_member(member_id)
         return old
 
     def set_member_action(self, member_id: int, call: ActionCall) -> None:
         self.members[member_id].action = call
+        self._send_member(member_id)
 
     def delete_member(self, member_id: int) -> Member:
         self._member(member_id)
@@ -225,15 +261,19 @@ class ActionProfileState:
         if users:
             raise StateError(Code.FAILED_PRECONDITION,
                              f"action profile '{self.name}': member {member_id} is used by {_entries(users)}")
-        return self.members.pop(member_id)
+        m = self.members.pop(member_id)
+        self._send_member(member_id)
+        return m
 
     def restore_member(self, m: Member) -> None:
         """Put back a deleted member (rollback)."""
         self.members[m.member_id] = m
+        self._send_member(m.member_id)
 
     def drop_member(self, member_id: int) -> None:
         """Remove without checks (rollback of an insert)."""
         self.members.pop(member_id, None)
+        self._send_member(member_id)
 
     # ------------------------------------------------------------ groups
 
@@ -246,6 +286,7 @@ class ActionProfileState:
         self._check_max_size(max_size)
         g = self._build_group(group_id, members, max_size, replacing=None)
         self.groups[group_id] = g
+        self._send_group(group_id)
         return g
 
     def modify_group(self, group_id: int, members: Sequence[tuple[int, int]], max_size: int = 0) -> Group:
@@ -259,6 +300,7 @@ class ActionProfileState:
             raise invalid(f"action selector '{self.name}' group {group_id}: max_size cannot change "
                           f"({old.max_size} when inserted, {max_size} now)")
         self.groups[group_id] = self._build_group(group_id, members, max_size, replacing=old)
+        self._send_group(group_id)
         return old
 
     def delete_group(self, group_id: int) -> Group:
@@ -271,15 +313,19 @@ class ActionProfileState:
         if users:
             raise StateError(Code.FAILED_PRECONDITION,
                              f"action selector '{self.name}': group {group_id} is used by {_entries(users)}")
-        return self.groups.pop(group_id)
+        g = self.groups.pop(group_id)
+        self._send_group(group_id)
+        return g
 
     def put_group(self, g: Group) -> None:
         """Put back a group object (rollback of a MODIFY or DELETE)."""
         self.groups[g.group_id] = g
+        self._send_group(g.group_id)
 
     def drop_group(self, group_id: int) -> None:
         """Remove without checks (rollback of an insert)."""
         self.groups.pop(group_id, None)
+        self._send_group(group_id)
 
     # ------------------------------------------------------------ table entries
 

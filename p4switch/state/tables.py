@@ -13,6 +13,10 @@ Indirect tables (an action profile or selector ``implementation``) hold a
 of an ``ActionCall``; the table tells its ``profile`` which references its entries make,
 so that a member or group in use cannot be deleted. Their default entry is the
 program's (P4Runtime makes it constant for indirect tables).
+
+Every change a lookup can see (an entry added, removed or given another action, the default
+action) is also sent to the engine programs that apply the table (``attach``,
+``dataplane.py``), by the one mutator that makes it.
 """
 
 from __future__ import annotations
@@ -20,17 +24,32 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
 from .actions import ActionCall, ActionInfo
 from .bytestrings import decode_unsigned, fits_unsigned
+from .dataplane import ACT_DIRECT, ACT_GROUP, ACT_MEMBER, ACT_NONE, ACT_SET, Sinks
 from .errors import Code, StateError, invalid, not_found
 from .externs import CounterCell, DirectCounterInfo, DirectMeterInfo, MeterCell, MeterConfig
 from .profiles import ActionProfileState, ActionSet, GroupRef, IndirectAction, MemberRef, WeightedAction
 
 MAX_PRIORITY = (1 << 31) - 1  # TableEntry.priority is an int32
 UNSIZED_KEY_BITS = 32  # width of a key field P4Info gives no bitwidth (error, plain enum)
+
+
+def encode_action(act: ActionCall | IndirectAction | None) -> tuple:
+    """An entry's action in the engine's form (dataplane.py): ``(kind, id, params, one-shot set)``."""
+    if act is None:
+        return (ACT_NONE, 0, (), ())
+    if type(act) is ActionCall:
+        return (ACT_DIRECT, act.action_id, act.params, ())
+    if type(act) is MemberRef:
+        return (ACT_MEMBER, act.member_id, (), ())
+    if type(act) is GroupRef:
+        return (ACT_GROUP, act.group_id, (), ())
+    return (ACT_SET, 0, (), tuple((wa.action.action_id, wa.action.params, wa.weight) for wa in act.actions))
 
 
 class MatchKind(IntEnum):
@@ -187,7 +206,7 @@ class TableEntry:
 
     __slots__ = ("table_id", "match", "priority", "action", "controller_metadata", "metadata",
                  "idle_timeout_ns", "is_const", "is_default", "direct_counter", "direct_meter",
-                 "last_hit_ns", "_rank", "_masks", "_masked", "_ranges")
+                 "last_hit_ns", "_rank", "_masks", "_masked", "_ranges", "_handle")
 
     def __init__(self, table_id: int, match: tuple[Match | None, ...], priority: int,
                  action: ActionCall | None) -> None:
@@ -257,6 +276,8 @@ class TableState:
         self._groups: list[_Group] = []
         self._dirty = False
         self.profile: ActionProfileState | None = None  # set by RuntimeState for indirect tables
+        self._sinks = Sinks()  # engine programs applying this table (dataplane.py)
+        self._next_handle = 0
         self.default_entry = self._new_default()
 
     # ------------------------------------------------------------ reading
@@ -361,6 +382,28 @@ class TableState:
             if not entry.is_const:
                 self.discard(entry)
 
+    # ------------------------------------------------------ the engine's copy
+
+    def attach(self, program: Any) -> None:
+        """Send the entries and the default action to ``program`` (an ``hbh_engine.P4Program``
+        applying this table), and every later change."""
+        program.table_clear(self.id)
+        for entry in self._entries.values():
+            program.table_put(*self._put_args(entry))
+        program.table_default(self.id, encode_action(self.default_entry.action))
+        self._sinks.add(program)
+
+    def _put_args(self, entry: TableEntry) -> tuple:
+        return (self.id, entry._handle, entry._masks, entry._masked, entry._ranges, entry._rank,
+                encode_action(entry.action))
+
+    def _send_entry(self, entry: TableEntry) -> None:
+        if self._sinks:
+            if entry.is_default:
+                self._sinks.send("table_default", self.id, encode_action(entry.action))
+            else:
+                self._sinks.send("table_put", *self._put_args(entry))
+
     # ------------------------------------------------------ default entry
 
     def set_default(self, action_id: int, params: Sequence[int] = ()) -> TableEntry:
@@ -383,11 +426,15 @@ class TableState:
                                                      "P4Runtime keeps its default entry constant")
         call = self.info.initial_default if action_id is None else self._check_action(action_id, params, default=True)
         self._check_resources(counter_data, meter_config)
-        entry.action = call
+        self._replace_action(entry, call)
         entry.controller_metadata = controller_metadata
         entry.metadata = metadata
         self._set_resources(entry, counter_data, meter_config, initial=False)
         return entry
+
+    def install_program_default(self, call: ActionCall) -> None:
+        """The program's ``default_action`` where P4Info gives none (the pipeline, at load)."""
+        self._replace_action(self.default_entry, call)
 
     # ---------------------------------------------------------- rollback
 
@@ -399,6 +446,8 @@ class TableState:
         if self._exact_only:
             del self._exact[tuple(m.value for m in entry.match)]
         self._dirty = True
+        if self._sinks:
+            self._sinks.send("table_remove", self.id, entry._handle)
 
     def restore(self, entry: TableEntry) -> None:
         """Put back an entry object removed by ``discard`` (rollback of a DELETE)."""
@@ -512,15 +561,19 @@ class TableState:
             self.profile.account(entry.action, -1)
             self.profile.account(call, +1)
         entry.action = call
+        self._send_entry(entry)
 
     def _add(self, entry: TableEntry) -> None:
         if self.profile is not None:
             self.profile.account(entry.action, +1)
         self._index_fields(entry)
+        entry._handle = self._next_handle  # handles grow: the engine's order is the writes'
+        self._next_handle += 1
         self._entries[entry.key] = entry
         if self._exact_only:
             self._exact[tuple(m.value for m in entry.match)] = entry
         self._dirty = True
+        self._send_entry(entry)
 
     def _index_fields(self, entry: TableEntry) -> None:
         masks, values, ranges, plen = [], [], [], 0
