@@ -17,8 +17,9 @@ and never sets a rate whose spacing, given to the packets expected before its ne
 beyond what the link needs for them and the queued ones (docs/bmv2.md).
 
 With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the laws are per
-(egress port, class): a report names its class, class ``c``'s law sets priority queue ``c + 1`` of
-the port (``SetQueueRate.priority``), and the reports' queue, priority 0, is never rate-limited, so
+(egress port, class): a report names its class, class ``c``'s law sets priority queue ``c`` of
+the port (``SetQueueRate.priority``), and the reports' queue, the top one above every class
+(``report_priority``; alinea.p4 recirculates the report clones onto it), is never rate-limited, so
 no report budget is added. On BMv2's queues each class's R_max is the one the switch holds minus
 the other classes' measured drains toward the neighbour, so that a class at R_max cannot starve
 the lower priorities (strict priority with every class limited behaves as a partition).
@@ -38,10 +39,11 @@ from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
-           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "class_priority", "MAX_CLASSES"]
+           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "class_priority", "report_priority",
+           "MAX_CLASSES"]
 
 
-#: Classes a port can hold: BMv2 has at most 8 priority queues per port and priority 0 is the reports'.
+#: Classes a port can hold: BMv2 has at most 8 priority queues per port and the top one is the reports'.
 MAX_CLASSES = 7
 
 
@@ -152,7 +154,7 @@ class SwitchPlan:
     # On fixed departures: poll the reports of the modelled ports traffic enters by (PollReport).
     report_polls: bool = False
     # Per-destination classes (docs/fabric.md): 1 = one law per port, data and reports on priority 0;
-    # N > 1: class c of each port on priority queue c + 1 with a law of its own, reports on 0.
+    # N > 1: class c of each port on priority queue c with a law of its own, reports on N (the top).
     classes: int = 1
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
 
@@ -195,7 +197,13 @@ Queue = tuple[int, int]  # (egress port, class): one law each
 
 def class_priority(data_class: int, classes: int) -> int | None:
     """The egress priority queue of a class: None (every queue of the port) with one class."""
-    return None if classes == 1 else data_class + 1
+    return None if classes == 1 else data_class
+
+
+def report_priority(classes: int) -> int:
+    """The reports' egress priority queue: above every class's, so that strict priority serves a
+    report before any class's data (0, shared with the data, with one class)."""
+    return 0 if classes == 1 else classes
 
 
 @dataclass

@@ -192,9 +192,9 @@ def classed(classes: int = 3, fixed_departures: bool = False) -> SwitchAgentCore
 
 def test_with_classes_each_class_has_a_law_on_its_own_priority_queue() -> None:
     c = classed()
-    assert c.start() == [SetQueueDepth(2, 264)] + [SetQueueRate(2, 5, p) for p in (1, 2, 3)]
+    assert c.start() == [SetQueueDepth(2, 264)] + [SetQueueRate(2, 5, p) for p in (0, 1, 2)]
     up = c.on_report(0, 2, meta(LAW), Report(**{**report(0).__dict__, "flags": 2 << 5}))
-    assert [cmd.priority for cmd in up] == [3]  # class 2 only: the other classes' queues keep their rates
+    assert [cmd.priority for cmd in up] == [2]  # class 2 only: the other classes' queues keep their rates
     assert c.ports[(2, 2)].law.rate > c.ports[(2, 0)].law.rate == c.ports[(2, 1)].law.rate == LAW.r_floor
 
 
@@ -221,6 +221,6 @@ def test_with_classes_a_port_toward_a_host_runs_the_hosts_class_on_its_reports()
     plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000, only_class=2),), classes=3,
                       fixed_departures=False)
     c = SwitchAgentCore(plan)
-    assert c.start() == [SetQueueRate(2, 5, 3)]
-    assert [cmd.priority for cmd in c.on_report(0, 2, meta(LAW), report(0))] == [3]
+    assert c.start() == [SetQueueRate(2, 5, 2)]
+    assert [cmd.priority for cmd in c.on_report(0, 2, meta(LAW), report(0))] == [2]
     assert set(c.ports) == {(2, 2)}
