@@ -20,9 +20,9 @@ With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the la
 (egress port, class): a report names its class, class ``c``'s law sets priority queue ``c`` of
 the port (``SetQueueRate.priority``), and the reports' queue, the top one above every class
 (``report_priority``; alinea.p4 recirculates the report clones onto it), is never rate-limited, so
-no report budget is added. On BMv2's queues each class's R_max is the one the switch holds minus
-the other classes' measured drains toward the neighbour, so that a class at R_max cannot starve
-the lower priorities (strict priority with every class limited behaves as a partition).
+no report budget is added. Each class's R_max is the one the switch holds, the link's rate: an
+R_max cut by the other classes' measured drains (tried, docs/fabric.md) could reach the floor, and on
+BMv2's queues a floor rate stamps the class's queued packets seconds ahead, past any later raise.
 
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
@@ -247,7 +247,7 @@ class SwitchAgentCore:
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
         try:
-            pl.law.set_params(self._class_law(key, law_from_metadata(metadata)))
+            pl.law.set_params(law_from_metadata(metadata))
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
         forecast = self._forecast(now_ns, port, pl, metadata, report)
@@ -259,18 +259,6 @@ class SwitchAgentCore:
                                    pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
                                    forecast and forecast.drain_bps, key[1]))
         return cmds
-
-    def _class_law(self, key: Queue, law: LawParams) -> LawParams:
-        """With classes: R_max less the other classes' measured drains toward the same neighbour (never
-        below the floor), so that under strict priority a class at R_max leaves the others their share."""
-        if self.plan.classes == 1:
-            return law
-        port, c = key
-        others = sum(pl.forecast.drain_pps * 8 * pl.packet_bytes for (p, k), pl in self.ports.items()
-                     if p == port and k != c and pl.forecast is not None)
-        if others <= 0:
-            return law
-        return law.with_changes(r_max=max(law.r_floor, law.r_max - others))
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
