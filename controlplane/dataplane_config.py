@@ -62,7 +62,7 @@ def ecmp_updates(client: Any, group_id: int, hops: Iterable[tuple[int, int, int]
 
 def dst_class_update(client: Any, prefix: int, prefix_len: int, data_class: int) -> pb.Update:
     """Per-destination classes: packets to ``prefix/prefix_len`` are of ``data_class``, on egress
-    priority queue ``data_class + 1`` (``MyIngress.dst_class``; docs/fabric.md)."""
+    priority queue ``data_class`` (``MyIngress.dst_class``; docs/fabric.md)."""
     return update(pb.Update.INSERT, client.names.table_entry(
         "MyIngress.dst_class", {"hdr.ipv4.dstAddr": (prefix, prefix_len)}, "MyIngress.set_class",
         {"data_class": data_class}))

@@ -874,7 +874,7 @@ class _Loader:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CLASSES:
             raise self.doc.error(node, "options.classes",
                                  f"{value!r}: classes is a whole number in 1..{MAX_CLASSES} (BMv2 has 8 priority "
-                                 "queues per port; priority 0 is the reports')")
+                                 "queues per port; the top one is the reports')")
         return value
 
     def _ecmp(self, entries: dict[str, Entry]) -> bool:
