@@ -1,4 +1,4 @@
-"""No congestion control: the TCP model's reliability (retransmission, SACK recovery, RTO) with a
+"""No congestion control: the TCP model's reliability (fast retransmit, NewReno recovery, RTO) with a
 window that never shrinks for congestion, so that a flow sends as fast as its link lets it.
 
 Why a window control and not a datagram sender: the fabric workload's flows are sized and must end
