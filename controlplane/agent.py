@@ -17,11 +17,12 @@ and never sets a rate whose spacing, given to the packets expected before its ne
 beyond what the link needs for them and the queued ones (docs/bmv2.md).
 
 With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the laws are per
-(egress port, class): a report names its class, class ``c``'s law sets priority queue ``c + 1`` of
-the port (``SetQueueRate.priority``), and the reports' queue, priority 0, is never rate-limited, so
-no report budget is added. On BMv2's queues each class's R_max is the one the switch holds minus
-the other classes' measured drains toward the neighbour, so that a class at R_max cannot starve
-the lower priorities (strict priority with every class limited behaves as a partition).
+(egress port, class): a report names its class, class ``c``'s law sets priority queue ``c`` of
+the port (``SetQueueRate.priority``), and the reports' queue, the top one above every class
+(``report_priority``; alinea.p4 recirculates the report clones onto it), is never rate-limited, so
+no report budget is added. Each class's R_max is the one the switch holds, the link's rate: an
+R_max cut by the other classes' measured drains (tried, docs/fabric.md) could reach the floor, and on
+BMv2's queues a floor rate stamps the class's queued packets seconds ahead, past any later raise.
 
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
@@ -38,10 +39,11 @@ from controlplane.params import LawParams, PortParams, law_from_metadata
 from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
-           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "class_priority", "MAX_CLASSES"]
+           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "class_priority", "report_priority",
+           "MAX_CLASSES"]
 
 
-#: Classes a port can hold: BMv2 has at most 8 priority queues per port and priority 0 is the reports'.
+#: Classes a port can hold: BMv2 has at most 8 priority queues per port and the top one is the reports'.
 MAX_CLASSES = 7
 
 
@@ -152,7 +154,7 @@ class SwitchPlan:
     # On fixed departures: poll the reports of the modelled ports traffic enters by (PollReport).
     report_polls: bool = False
     # Per-destination classes (docs/fabric.md): 1 = one law per port, data and reports on priority 0;
-    # N > 1: class c of each port on priority queue c + 1 with a law of its own, reports on 0.
+    # N > 1: class c of each port on priority queue c with a law of its own, reports on N (the top).
     classes: int = 1
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
 
@@ -195,7 +197,13 @@ Queue = tuple[int, int]  # (egress port, class): one law each
 
 def class_priority(data_class: int, classes: int) -> int | None:
     """The egress priority queue of a class: None (every queue of the port) with one class."""
-    return None if classes == 1 else data_class + 1
+    return None if classes == 1 else data_class
+
+
+def report_priority(classes: int) -> int:
+    """The reports' egress priority queue: above every class's, so that strict priority serves a
+    report before any class's data (0, shared with the data, with one class)."""
+    return 0 if classes == 1 else classes
 
 
 @dataclass
@@ -239,7 +247,7 @@ class SwitchAgentCore:
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
         try:
-            pl.law.set_params(self._class_law(key, law_from_metadata(metadata)))
+            pl.law.set_params(law_from_metadata(metadata))
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
         forecast = self._forecast(now_ns, port, pl, metadata, report)
@@ -251,18 +259,6 @@ class SwitchAgentCore:
                                    pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
                                    forecast and forecast.drain_bps, key[1]))
         return cmds
-
-    def _class_law(self, key: Queue, law: LawParams) -> LawParams:
-        """With classes: R_max less the other classes' measured drains toward the same neighbour (never
-        below the floor), so that under strict priority a class at R_max leaves the others their share."""
-        if self.plan.classes == 1:
-            return law
-        port, c = key
-        others = sum(pl.forecast.drain_pps * 8 * pl.packet_bytes for (p, k), pl in self.ports.items()
-                     if p == port and k != c and pl.forecast is not None)
-        if others <= 0:
-            return law
-        return law.with_changes(r_max=max(law.r_floor, law.r_max - others))
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's

@@ -17,6 +17,9 @@ from controlplane.params import LawParams, law_to_action
 
 #: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
 REPORT_SESSION_BASE = 1000
+#: With classes, every report session's port (alinea.p4's REPORT_RECIRC_PORT): a port with no link,
+#: where egress builds the report and ``MyEgress.report_path`` recirculates it onto the top priority.
+REPORT_RECIRC_PORT = 510
 #: The match keys of the two per-port tables: ``report_ingress`` (a report's arrival port) and
 #: ``port_config`` (the port whose buffer is modelled: an IPv4 arrival's, or a report poll's).
 LAW_TABLE = "MyIngress.report_ingress"
@@ -59,7 +62,7 @@ def ecmp_updates(client: Any, group_id: int, hops: Iterable[tuple[int, int, int]
 
 def dst_class_update(client: Any, prefix: int, prefix_len: int, data_class: int) -> pb.Update:
     """Per-destination classes: packets to ``prefix/prefix_len`` are of ``data_class``, on egress
-    priority queue ``data_class + 1`` (``MyIngress.dst_class``; docs/fabric.md)."""
+    priority queue ``data_class`` (``MyIngress.dst_class``; docs/fabric.md)."""
     return update(pb.Update.INSERT, client.names.table_entry(
         "MyIngress.dst_class", {"hdr.ipv4.dstAddr": (prefix, prefix_len)}, "MyIngress.set_class",
         {"data_class": data_class}))
@@ -77,11 +80,21 @@ def port_config_entry(client: Any, port: int, *, capacity_pkts: int, report_inte
          "port_mac": port_mac, "upstream_mac": upstream_mac})
 
 
-def model_port_updates(client: Any, port: int, **config: int) -> list[pb.Update]:
+def model_port_updates(client: Any, port: int, *, recirculate: bool = False, **config: int) -> list[pb.Update]:
     """Model the buffer behind ``port`` and report its occupancy to the neighbour feeding it:
-    its ``port_config`` entry and the clone session that carries its reports."""
+    its ``port_config`` entry and the clone session that carries its reports, out of ``port`` itself,
+    or with ``recirculate`` (classes) to REPORT_RECIRC_PORT, whence ``report_path`` sends it on."""
+    session_port = REPORT_RECIRC_PORT if recirculate else port
     return [update(pb.Update.INSERT, port_config_entry(client, port, **config)),
-            update(pb.Update.INSERT, clone_session(REPORT_SESSION_BASE + port, [(port, 1)]))]
+            update(pb.Update.INSERT, clone_session(REPORT_SESSION_BASE + port, [(session_port, 1)]))]
+
+
+def report_path_update(client: Any, priority: int) -> pb.Update:
+    """Classes: report clones reaching REPORT_RECIRC_PORT are recirculated and leave their port on
+    egress ``priority``, the top one, so that no class's queue delays them (docs/fabric.md)."""
+    return update(pb.Update.INSERT, client.names.table_entry(
+        "MyEgress.report_path", {"standard_metadata.egress_port": REPORT_RECIRC_PORT},
+        "MyEgress.recirculate_report", {"priority": priority}))
 
 
 def model_port(client: Any, port: int, **config: int) -> None:

@@ -31,6 +31,7 @@ from controlplane.agent import (
     SetQueueRate,
     SwitchAgentCore,
     SwitchPlan,
+    report_priority,
 )
 from controlplane.p4runtime_client import uint128
 from controlplane.queues import QueueClient, QueueError
@@ -68,8 +69,11 @@ class SwitchAgent:
         for g in self.plan.groups:
             updates += dp.ecmp_updates(c, g.group_id, ((h.port, h.dst_mac, h.src_mac) for h in g.hops), g.prefixes)
         updates += [dp.dst_class_update(c, prefix, plen, cls) for prefix, plen, cls in self.plan.dst_classes]
+        classes = self.plan.classes > 1
+        if classes and self.plan.modelled:
+            updates.append(dp.report_path_update(c, report_priority(self.plan.classes)))
         for m in self.plan.modelled:
-            updates += dp.model_port_updates(c, m.port, capacity_pkts=m.params.capacity,
+            updates += dp.model_port_updates(c, m.port, recirculate=classes, capacity_pkts=m.params.capacity,
                                              report_interval_us=m.params.interval_us, node_id=self.plan.node_id,
                                              port_mac=m.port_mac, upstream_mac=m.upstream_mac)
         for reg in self.plan.regulated:

@@ -16,10 +16,14 @@
  *
  * Per-destination classes (docs/fabric.md, "Head-of-line blocking"): the
  * control plane may map destination prefixes to a class (dst_class); a
- * class-c packet goes to egress priority queue c + 1 and every per-port
- * cell of the buffer model is kept per (port, class).  Reports, clones
- * whose priority BMv2 resets, stay on priority 0.  Without dst_class
- * entries every packet is class 0 on priority 0: one class, as before.
+ * class-c packet goes to egress priority queue c and every per-port
+ * cell of the buffer model is kept per (port, class).  Reports take the
+ * top priority, above every class: BMv2 resets a clone's priority, so
+ * with classes the report clone goes to REPORT_RECIRC_PORT (a port with
+ * no link), is built there and recirculated (report_path), and ingress
+ * sends it out of its port on the reports' priority.  Without dst_class
+ * entries every packet is class 0 on priority 0 and a report clone goes
+ * straight out of its port: one class, as before.
  *
  * docs/dataplane.md explains the design; docs/wire-format.md gives the
  * byte layout of the report and of the packet-in/out metadata.
@@ -59,8 +63,13 @@
 /* The clone session that reports on port p is REPORT_SESSION_BASE + p;
    its one replica must go out of port p. */
 #define REPORT_SESSION_BASE 1000
-/* Id of the user-metadata field list kept in report clones. */
+/* Id of the user-metadata field list kept in report clones (and in their
+   recirculation, with classes). */
 #define REPORT_FIELD_LIST 1
+/* With classes, the report sessions' port: no link behind it, nothing but
+   report clones in its queue (so they wait for nothing); egress builds the
+   report there and recirculates it (report_path). */
+#define REPORT_RECIRC_PORT 510
 /* Bytes of an Ethernet header and of an ALINEA report header. */
 #define ETH_HDR_BYTES 14
 #define REPORT_HDR_BYTES 32
@@ -71,6 +80,7 @@ typedef bit<48> mac_t;
 typedef bit<32> ipv4_addr_t;
 
 const port_t  PORT_CPU = CPU_PORT;
+const port_t  PORT_REPORT_RECIRC = REPORT_RECIRC_PORT;
 
 const bit<16> ETHERTYPE_IPV4   = 0x0800;
 /* IEEE 802 local experimental EtherType 1: not assigned to anyone. */
@@ -94,6 +104,7 @@ const bit<8> POLL_LIVE_SHIFT = 5;
 /* standard_metadata.instance_type values (BMv2 numbering). */
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
+const bit<32> PKT_INSTANCE_TYPE_RECIRC        = 4;
 
 /* Parser errors of our own, on top of core.p4's. */
 error {
@@ -228,6 +239,8 @@ struct metadata_t {
     mac_t   port_mac;       // MAC address of report_port
     @field_list(REPORT_FIELD_LIST)
     mac_t   upstream_mac;   // MAC address of the neighbour behind report_port
+    @field_list(REPORT_FIELD_LIST)
+    bit<3>  report_priority; // with classes: the reports' egress priority (report_path)
 }
 
 /* ------------------------------------------------------------------ */
@@ -271,8 +284,18 @@ parser MyParser(packet_in pkt,
 
     state start {
         transition select(standard_metadata.ingress_port) {
-            PORT_CPU: parse_packet_out;
+            PORT_CPU: parse_cpu;
             default:  parse_ethernet;
+        }
+    }
+
+    /* A recirculated report is a plain frame whatever ingress port the
+       target gives it (BMv2: 0; p4switch keeps the clone's, the CPU port
+       for a report poll's). */
+    state parse_cpu {
+        transition select(standard_metadata.instance_type) {
+            PKT_INSTANCE_TYPE_RECIRC: parse_ethernet;
+            default:                  parse_packet_out;
         }
     }
 
@@ -549,11 +572,20 @@ control MyIngress(inout headers_t hdr,
 
     /* --- per-destination classes --- */
 
-    /* The destination's class: its egress priority queue is class + 1
-       (priority 0 is the reports'). */
+    /* The destination's class: its egress priority queue is the class
+       (the reports' is above every class: report_path). */
     action set_class(class_t data_class) {
         meta.data_class = data_class;
-        standard_metadata.priority = data_class + 3w1;
+        standard_metadata.priority = data_class;
+    }
+
+    /* A report built at REPORT_RECIRC_PORT and recirculated: out of the
+       port it reports on, on the reports' priority, which BMv2 honours
+       here (a unicast from ingress), not on a clone. */
+    action send_report() {
+        standard_metadata.egress_spec = meta.report_port;
+        standard_metadata.priority = meta.report_priority;
+        truncate(REPORT_FRAME_BYTES);
     }
 
     /* One entry per destination prefix when the topology has classes
@@ -630,9 +662,18 @@ control MyIngress(inout headers_t hdr,
     }
 
     apply {
-        rx.count((bit<32>)standard_metadata.ingress_port);
+        if (standard_metadata.instance_type != PKT_INSTANCE_TYPE_RECIRC) {
+            rx.count((bit<32>)standard_metadata.ingress_port);
+        }
 
-        if (standard_metadata.parser_error != error.NoError) {
+        if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_RECIRC) {
+            /* Only report_path recirculates: a report of this switch's. */
+            if (hdr.report.isValid()) {
+                send_report();
+            } else {
+                discard_unsupported();
+            }
+        } else if (standard_metadata.parser_error != error.NoError) {
             discard_parser_error();
         } else if (standard_metadata.checksum_error == 1w1) {
             discard_bad_checksum();
@@ -773,9 +814,33 @@ control MyEgress(inout headers_t hdr,
         truncate(REPORT_FRAME_BYTES);
     }
 
+    /* With classes: the report, built at REPORT_RECIRC_PORT, goes back to
+       ingress, which sends it out of report_port on `priority`, the top
+       one (BMv2 gives a clone priority 0 and PI no class of service, so a
+       report clone sent straight out would wait behind every class). */
+    action recirculate_report(bit<3> priority) {
+        meta.report_priority = priority;
+        recirculate_preserving_field_list(REPORT_FIELD_LIST);
+    }
+
+    /* One entry, for REPORT_RECIRC_PORT, when the topology has classes;
+       none otherwise: the report leaves the port its session names. */
+    table report_path {
+        key = {
+            standard_metadata.egress_port : exact;
+        }
+        actions = {
+            recirculate_report;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = 1;
+    }
+
     apply {
         if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_INGRESS_CLONE) {
             build_report();
+            report_path.apply();
         } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_NORMAL) {
             if (meta.admitted == 1w1) {
                 release();

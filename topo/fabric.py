@@ -38,9 +38,12 @@ __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport (CVIHIS and fixed-rate senders have no sized flows and
-#: no retransmission, so ``cvihis-rtm`` and ``none`` are not fabric controls). ``alinea-classes``: hop by
-#: hop with per-destination classes (``options.classes`` = hosts per leaf, docs/fabric.md).
-FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp": "end-to-end"}
+#: no retransmission, so ``cvihis-rtm`` is not a fabric control). ``alinea-classes``: hop by hop with
+#: per-destination classes (``options.classes`` = hosts per leaf, docs/fabric.md). ``none``: no control
+#: anywhere, the TCP model's retransmission carrying the bytes with no congestion control (``cc: none``).
+FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp": "end-to-end", "none": "end-to-end"}
+#: the flows' congestion control where it is not the default (cubic)
+FLOW_CC = {"none": "none"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
 
 
@@ -75,7 +78,7 @@ def fabric_topology(spec: FabricSpec, flows: list[FlowSpec], control: str, name:
         raise WorkloadError(f"control {control!r}: choose {' or '.join(FABRIC_CONTROLS)}")
     classes = f"  classes: {min(spec.hosts_per_leaf, MAX_CLASSES)}\n" if control == "alinea-classes" else ""
     text = (f"name: {name}\n{spec.yaml()}options:\n  network: {FABRIC_CONTROLS[control]}\n{classes}"
-            + flows_yaml(flows))
+            + flows_yaml(flows, cc=FLOW_CC.get(control)))
     return load_topology_text(text, f"<{name}>")
 
 

@@ -45,6 +45,7 @@ from controlplane.queues import QueueClient
 from controlplane.queues import connect as thrift_connect
 from controlplane.report import ETHERTYPE_ALINEA
 from controlplane.switch_agent import SwitchAgent
+from hosts.tcp import SIM_ONLY_CC
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
 from topo.keepup import keepup_summary
@@ -180,7 +181,12 @@ class NetnsNetwork:
         print(f"hbh run (netns): {text}", file=sys.stderr, flush=True)
 
     def _refuse_unsupported(self) -> None:
-        """BMv2 has no per-EtherType loss on its wires (p4switch: ``--link-loss``)."""
+        """BMv2 has no per-EtherType loss on its wires (p4switch: ``--link-loss``); the kernel has no
+        ``cc: none`` (the simulator's TCP model without congestion control)."""
+        for f in self.topo.flows:
+            if f.control == "tcp" and f.cc in SIM_ONLY_CC:
+                raise NetnsError(f"{self.topo.source}:{f.line}: flow {f.name}: cc {f.cc} is the simulator's TCP model "
+                                 "without congestion control; no kernel offers it: use --backend sim")
         if self.topo.options.report_loss > 0 and self.target == "bmv2":
             raise NetnsError(f"{self.topo.source}: options.report_loss is emulated by p4switch's links only "
                              "(--link-loss); BMv2 has no such loss model: use --target p4switch or --backend sim")

@@ -13,9 +13,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import math
+import os
 import statistics
 import sys
 import time
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import matplotlib
@@ -54,19 +56,29 @@ def ci(values: list[float]) -> str:
     return f"{mean:.2f} ± {half:.2f}"
 
 
+#: worker processes for the workload runs (each run is seeded and independent, so the tables do not
+#: depend on it); ``HBH_FABRIC_JOBS`` overrides the machine's CPU count
+JOBS = int(os.environ.get("HBH_FABRIC_JOBS", "0")) or (os.cpu_count() or 1)
+
+
+def _one_run(control: str, load: float, seed: int) -> FabricRun:
+    flows = poisson_flows(SPEC.hosts(), cdf_named(CDF), load=load, host_rate_bps=SPEC.host_rate_bps,
+                          duration_ns=ARRIVALS_NS, seed=seed, size_scale=SIZE_SCALE)
+    t0 = time.perf_counter()
+    run = run_fabric(fabric_topology(SPEC, flows, control), seed, CAP_NS)
+    print(f"  fabric {control} load {load:g} seed {seed}: {len(flows)} flows, "
+          f"{time.perf_counter() - t0:.0f} s wall", file=sys.stderr, flush=True)
+    return run
+
+
 def _runs() -> dict[tuple[str, float], list[FabricRun]]:
-    cdf = cdf_named(CDF)
+    """Every (control, load) over the seeds, in that order, run on ``JOBS`` processes."""
+    tasks = [(control, load, seed) for load in LOADS for seed in SEEDS for control in FABRIC_CONTROLS]
+    with ProcessPoolExecutor(max_workers=max(1, min(JOBS, len(tasks)))) as pool:
+        runs = list(pool.map(_one_run, *zip(*tasks)))
     out: dict[tuple[str, float], list[FabricRun]] = {}
-    for load in LOADS:
-        for seed in SEEDS:
-            flows = poisson_flows(SPEC.hosts(), cdf, load=load, host_rate_bps=SPEC.host_rate_bps, duration_ns=ARRIVALS_NS,
-                                  seed=seed, size_scale=SIZE_SCALE)
-            for control in FABRIC_CONTROLS:
-                t0 = time.perf_counter()
-                run = run_fabric(fabric_topology(SPEC, flows, control), seed, CAP_NS)
-                out.setdefault((control, load), []).append(run)
-                print(f"  fabric {control} load {load:g} seed {seed}: {len(flows)} flows, "
-                      f"{time.perf_counter() - t0:.0f} s wall", file=sys.stderr, flush=True)
+    for (control, load, _seed), run in zip(tasks, runs):
+        out.setdefault((control, load), []).append(run)
     return out
 
 
@@ -192,10 +204,12 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
             "the bytes of completed flows over the run's length. "
             "Controls: `alinea` -- the switches hop-by-hop per port, TCP at the edges; `alinea-classes` -- the "
             f"same with per-destination classes ({min(SPEC.hosts_per_leaf, 7)} classes: a host's index on its leaf; "
-            "a priority queue and a law per (port, class), docs/fabric.md); `tcp` -- end to end, "
-            "drop-tail FIFOs. `cvihis-rtm` and `none` are not run on this workload: its flows need a reliable "
-            "transport, and the simulator's one is the TCP model (CVIHIS and fixed-rate senders carry no sized "
-            "flows and never retransmit); both are in the head-of-line table below, on constant-rate flows. "
+            "a priority queue and a law per (port, class), the reports recirculated onto a priority above "
+            "every class, docs/fabric.md); `tcp` -- end to end, drop-tail FIFOs; `none` -- no control anywhere: "
+            "drop-tail FIFOs and the TCP model's retransmission without congestion control (`cc: none`, a "
+            "window that never shrinks), so that the bytes still arrive. `cvihis-rtm` is not run on this "
+            "workload: CVIHIS's senders carry no sized flows and never retransmit (docs/fabric.md says what it "
+            "would take); it is in the head-of-line table below, on constant-rate flows. "
             f"Seeds {', '.join(map(str, SEEDS))} (`topo/results_fabric.py`; "
             "`python -m topo.results_fabric` regenerates this section alone); mean ± 95 % t interval over seeds. "
             "Slowdown = FCT / ideal FCT, the ideal being three one-way delays of the path plus the flow's frames "

@@ -34,6 +34,7 @@ from controlplane.units import (
     parse_rate_or_share,
     resolve_rate,
 )
+from hosts.tcp import SIM_ONLY_CC
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
 from topo.fairness import FAIRNESS, apply_fairness
@@ -536,9 +537,10 @@ class _Loader:
         if "cc" in f:
             cc = self.doc.text(f["cc"].value, f"{path}.cc")
             offered, _known = kernel_congestion_controls()
-            if cc not in offered:
+            if cc not in offered and cc not in SIM_ONLY_CC:
                 raise self.doc.error(f["cc"].value, f"{path}.cc",
-                                     f"{cc!r} is not offered by this kernel (available: {' '.join(offered)})")
+                                     f"{cc!r} is not offered by this kernel (available: {' '.join(offered)}; "
+                                     f"the simulator's TCP model also has {' '.join(SIM_ONLY_CC)})")
         size = None
         if "size" in f:
             size = self.doc.unit(f["size"].value, f"{path}.size", parse_bytes)
@@ -872,7 +874,7 @@ class _Loader:
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_CLASSES:
             raise self.doc.error(node, "options.classes",
                                  f"{value!r}: classes is a whole number in 1..{MAX_CLASSES} (BMv2 has 8 priority "
-                                 "queues per port; priority 0 is the reports')")
+                                 "queues per port; the top one is the reports')")
         return value
 
     def _ecmp(self, entries: dict[str, Entry]) -> bool:

@@ -147,12 +147,13 @@ class SimUnsupported(ValueError):
 
 
 def sim_refusal(topo: Topology) -> str | None:
-    """Why the simulator cannot run ``topo``, or None: the TCP model has reno and cubic only (a
+    """Why the simulator cannot run ``topo``, or None: the TCP model has reno, cubic and none only (a
     ``cc: bbr`` flow needs the kernel, the netns backend)."""
     for i, f in enumerate(topo.flows):
         if f.control == "tcp" and f.cc not in MODELLED_CC:
             return (f"{topo.source}:{f.line}: flows[{i}].cc: {f.cc} (flow {f.name}) runs in the netns backend only; "
-                    f"the simulator's TCP model has {' and '.join(MODELLED_CC)} (use --backend netns)")
+                    f"the simulator's TCP model has {', '.join(MODELLED_CC[:-1])} and {MODELLED_CC[-1]} "
+                    "(use --backend netns)")
     return None
 
 

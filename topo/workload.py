@@ -141,9 +141,11 @@ def incast(senders: list[str], receiver: str, size_bytes: int, at_ns: int, prefi
     return [FlowSpec(f"{prefix}{i}", s, receiver, size_bytes, at_ns) for i, s in enumerate(senders, start=1)]
 
 
-def flows_yaml(specs: list[FlowSpec], control: str = "tcp") -> str:
-    """The ``flows:`` section for ``specs`` (sized flows of ``control``, tcp by default)."""
+def flows_yaml(specs: list[FlowSpec], control: str = "tcp", cc: str | None = None) -> str:
+    """The ``flows:`` section for ``specs`` (sized flows of ``control``, tcp by default; ``cc`` for
+    every flow, or the default)."""
     lines = ["flows:"]
+    with_cc = "" if cc is None else f", cc: {cc}"
     lines += [f"  - {{name: {f.name}, src: {f.src}, dst: {f.dst}, control: {control}, size: {f.size_bytes}, "
-              f"start: {f.start_ns}ns}}" for f in specs]
+              f"start: {f.start_ns}ns{with_cc}}}" for f in specs]
     return "\n".join(lines) + "\n"

@@ -6,21 +6,27 @@ simulator's TCP, validated against the kernel on a single bottleneck (docs/tcp.m
 """
 
 from hosts.tcp.cubic import Cubic
+from hosts.tcp.nocc import NoControl
 from hosts.tcp.receiver import Ack, TcpReceiver
 from hosts.tcp.reno import AckInfo, Reno
 from hosts.tcp.rto import RtoEstimator
 from hosts.tcp.sender import MSS, Segment, TcpSender
 
 __all__ = ["Cubic", "Reno", "AckInfo", "Ack", "TcpReceiver", "TcpSender", "Segment", "RtoEstimator", "MSS",
-           "congestion_control", "MODELLED_CC"]
+           "congestion_control", "MODELLED_CC", "SIM_ONLY_CC", "NoControl"]
 
-MODELLED_CC = ("reno", "cubic")
+#: ``none``: no congestion control, the model's reliability alone (no kernel offers it).
+SIM_ONLY_CC = ("none",)
+MODELLED_CC = ("reno", "cubic", *SIM_ONLY_CC)
 
 
-def congestion_control(name: str) -> Reno | Cubic:
-    """A fresh congestion control by its kernel name; ValueError naming the modelled ones otherwise."""
+def congestion_control(name: str) -> Reno | Cubic | NoControl:
+    """A fresh congestion control by its kernel name (or ``none``); ValueError naming the modelled
+    ones otherwise."""
     if name == "reno":
         return Reno()
     if name == "cubic":
         return Cubic()
+    if name == "none":
+        return NoControl()
     raise ValueError(f"congestion control {name!r} is not modelled (modelled: {', '.join(MODELLED_CC)})")

@@ -139,7 +139,7 @@ def test_hystart_leaves_slow_start_when_the_rtt_rises() -> None:
 
 
 def test_unknown_cc_is_named() -> None:
-    with pytest.raises(ValueError, match=r"'bbr' is not modelled \(modelled: reno, cubic\)"):
+    with pytest.raises(ValueError, match=r"'bbr' is not modelled \(modelled: reno, cubic, none\)"):
         congestion_control("bbr")
 
 
@@ -184,7 +184,7 @@ def test_a_lost_window_tail_is_repaired_by_the_timer() -> None:
     assert p.delivered == list(range(20)) and tx.cc.cwnd >= 1 and tx.retransmissions >= 2
 
 
-@given(st.sets(st.integers(1, 400), max_size=40), st.sampled_from(["reno", "cubic"]),
+@given(st.sets(st.integers(1, 400), max_size=40), st.sampled_from(["reno", "cubic", "none"]),
        st.sampled_from(["prr", "inflation"]), st.sampled_from(["flight", "dupacks"]))
 @settings(max_examples=60, deadline=None)
 def test_every_segment_arrives_once_in_order_whatever_is_lost(lost: set[int], cc: str, recovery: str,
@@ -194,6 +194,19 @@ def test_every_segment_arrives_once_in_order_whatever_is_lost(lost: set[int], cc
     p.run(3_000_000 * MS)
     assert p.delivered == list(range(300))
     assert tx.phase == "done" and tx.bytes_acked == 300 * 1448 - 100
+
+
+def test_without_congestion_control_a_loss_leaves_the_window_and_the_bytes_still_arrive() -> None:
+    """``cc: none`` (the fabric's ``none`` control): the model's recovery repairs every loss while the
+    window stays wide open, where Reno's halves."""
+    outcomes = {}
+    for name in ("none", "reno"):
+        tx = TcpSender(congestion_control(name), start_ns=0, total_bytes=200 * 1448)
+        p = Pipe(tx, TcpReceiver(), lambda n: n in (30, 31, 90))
+        p.run(10_000 * MS)
+        assert p.delivered == list(range(200)) and tx.phase == "done"
+        outcomes[name] = tx.cc.cwnd
+    assert outcomes["none"] >= 200 > outcomes["reno"]
 
 
 def test_bulk_sender_stops_writing_at_stop() -> None:

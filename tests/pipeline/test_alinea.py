@@ -192,14 +192,14 @@ def _classify(sw: Loaded, prefix: int, data_class: int) -> None:
 
 
 def test_a_classed_destination_takes_its_priority_queue_and_its_own_buffer_cell(sw: Loaded) -> None:
-    """Per-destination classes (docs/fabric.md): class c on priority c + 1, occupancy and admission per
+    """Per-destination classes (docs/fabric.md): class c on priority c, occupancy and admission per
     (port, class), so a full class does not refuse another's packets."""
     configure_port(sw, 1, capacity=1, interval_us=10**9)
     _classify(sw, 0x0A000203, 2)  # 10.0.2.3: class 2
     plain = ingress(sw, bytes(udp_frame(dst="10.0.2.2")), 1, now_us=100)
     classed = [ingress(sw, bytes(udp_frame(dst="10.0.2.3")), 1, now_us=101 + i) for i in range(2)]
     assert plain.std("priority") == 0 and not plain.marked_to_drop  # no entry: class 0, priority 0
-    assert [p.std("priority") for p in classed] == [3, 3]
+    assert [p.std("priority") for p in classed] == [2, 2]
     assert [p.marked_to_drop for p in classed] == [False, True]  # class 2's one slot, then full
     assert register(sw, "occupancy", 1) == 1 and register(sw, "occupancy", 1, 2) == 1
     assert register(sw, "overflow_drops", 1, 2) == 1 and register(sw, "overflow_drops", 1) == 0
@@ -222,3 +222,57 @@ def test_a_report_names_its_class_in_the_flags_top_bits(sw: Loaded) -> None:
         flags.append(frame[15])
     assert flags == [0, 5 << 5]
     assert register(sw, "report_seq", 1) == register(sw, "report_seq", 1, 5) == 1
+
+
+REPORT_RECIRC_PORT = 510  # alinea.p4's, where classed report clones go
+
+
+def _recirculated_report(sw: Loaded, top: int) -> tuple[object, object]:
+    """A class-2 arrival's report clone through egress at REPORT_RECIRC_PORT with report_path's entry:
+    (the clone after egress, the recirculated copy after ingress)."""
+    configure_port(sw, 1, capacity=200, interval_us=1000)
+    _classify(sw, 0x0A000203, 2)
+    sw.table("MyEgress.report_path").insert({"standard_metadata.egress_port": REPORT_RECIRC_PORT},
+                                            sw.action_id("MyEgress.recirculate_report"), (top,))
+    pkt = ingress(sw, bytes(udp_frame(dst="10.0.2.3")), 1, now_us=5000)
+    clone = sw.pipeline.copy_for_request(pkt, pkt.clone_request)
+    sw.pipeline.run_egress(clone, REPORT_RECIRC_PORT, 5010)
+    assert clone.recirculate is not None
+    back = sw.pipeline.copy_for_recirculate(clone, now_us=5011)
+    sw.pipeline.run_ingress(back)
+    return clone, back
+
+
+def test_with_classes_a_report_is_recirculated_onto_the_top_priority_of_its_port(sw: Loaded) -> None:
+    """BMv2 gives a clone priority 0, below every class: report_path recirculates the built report
+    and ingress sends it out of the reported port on the reports' own priority (docs/fabric.md)."""
+    _, back = _recirculated_report(sw, top=4)
+    assert not back.marked_to_drop and back.clone_request is None
+    assert back.std("egress_spec") == 1 and back.std("priority") == 4
+    sw.pipeline.run_egress(back, 1, 5020)
+    frame = sw.pipeline.deparse(back)[: back.truncate_len]
+    assert len(frame) == FRAME_BYTES
+    rep = decode(frame)
+    assert rep.port == 1 and rep.flags >> 5 == 2 and rep.seq == 1
+    assert register(sw, "report_seq", 1, 2) == 1  # built once, not again on its way out
+    assert register(sw, "occupancy", 1, 2) == 1  # the report holds no slot of the buffer model
+
+
+def test_a_recirculated_report_is_not_read_as_a_packet_out_on_the_cpu_port(sw: Loaded) -> None:
+    """p4switch keeps a recirculated packet's ingress port (BMv2 resets it to 0): a report a poll
+    triggered comes back 'from' the CPU port and must still parse as a frame."""
+    clone, _ = _recirculated_report(sw, top=4)
+    back = sw.pipeline.copy_for_recirculate(clone, now_us=5011)
+    back.set_std("ingress_port", 255)
+    sw.pipeline.run_ingress(back)
+    assert back.std("egress_spec") == 1 and back.std("priority") == 4 and not back.marked_to_drop
+
+
+def test_without_report_path_a_report_clone_leaves_its_port_unrecirculated(sw: Loaded) -> None:
+    """One class: no report_path entry, the clone is the report, out of its session's port."""
+    configure_port(sw, 1, capacity=200, interval_us=1000)
+    pkt = ingress(sw, bytes(udp_frame()), 1, now_us=5000)
+    clone = sw.pipeline.copy_for_request(pkt, pkt.clone_request)
+    sw.pipeline.run_egress(clone, 1, 5010)
+    assert clone.recirculate is None
+    assert decode(sw.pipeline.deparse(clone)[: clone.truncate_len]).port == 1

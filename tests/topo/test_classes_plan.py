@@ -28,3 +28,22 @@ def test_every_switch_maps_every_host_and_one_class_maps_none() -> None:
 def test_priority_queues_hold_the_reports_and_every_class() -> None:
     assert priority_queues(1) == 1
     assert priority_queues(MAX_CLASSES) == 8  # BMv2's most
+
+
+def test_with_classes_reports_are_cloned_to_the_recirculation_port_and_one_class_to_their_own() -> None:
+    """The agents point every report session at alinea.p4's REPORT_RECIRC_PORT and write report_path's
+    one entry (the reports' top priority, docs/fabric.md); with one class neither."""
+    from controlplane.dataplane_config import REPORT_RECIRC_PORT, REPORT_SESSION_BASE
+    from topo.simnet import SimNetwork
+
+    for control, classes in (("alinea-classes", 4), ("alinea", 1)):
+        net = SimNetwork(hol_topology(HolSetup(), control, incast=True), 1).build()
+        state = net.switches["spine1"].switch.state
+        modelled = {m.port for m in switch_plan(net.topo, "spine1").modelled}
+        assert modelled
+        ports = {r.port for p in modelled for r in state.pre.clone_session(REPORT_SESSION_BASE + p).replicas}
+        path = state.tables_by_name["MyEgress.report_path"]
+        if classes == 1:
+            assert ports == modelled and len(path) == 0
+        else:
+            assert ports == {REPORT_RECIRC_PORT} and len(path) == 1

@@ -52,14 +52,15 @@ def test_tcp_flow_cc_and_size(kernel_offers: Path) -> None:
 
 def test_unknown_cc_is_refused_with_the_kernels_list(kernel_offers: Path) -> None:
     expect_error(with_flow("{src: H1, dst: H2, control: tcp, cc: vegas}"), "cc: vegas", "flows[0].cc",
-                 "'vegas' is not offered by this kernel (available: reno cubic bbr)")
+                 "'vegas' is not offered by this kernel (available: reno cubic bbr; the simulator's TCP model "
+                 "also has none)")
 
 
 def test_without_the_kernels_file_reno_and_cubic_are_accepted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(tcpflow, "AVAILABLE_CC", tmp_path / "absent")
     assert tcpflow.kernel_congestion_controls() == (("reno", "cubic"), False)
     expect_error(with_flow("{src: H1, dst: H2, control: tcp, cc: bbr}"), "cc: bbr", "flows[0].cc",
-                 "(available: reno cubic)")
+                 "(available: reno cubic;")
 
 
 @pytest.mark.parametrize(("extra", "path", "what"), [
@@ -83,13 +84,27 @@ def test_the_simulator_refuses_bbr_before_the_run(kernel_offers: Path, capsys: p
     text = TCP_FILE.read_text().replace("cc: cubic", "cc: bbr")
     topo = load_topology_text(text, str(TCP_FILE))
     with pytest.raises(SimUnsupported, match=r"flows\[0\]\.cc: bbr \(flow t1\) runs in the netns backend only; "
-                                             r"the simulator's TCP model has reno and cubic"):
+                                             r"the simulator's TCP model has reno, cubic and none"):
         SimNetwork(topo)
     bbr = tmp_path / "bbr.yaml"
     bbr.write_text(text)
     assert hbh_main(["run", str(bbr), "--duration", "1s", "--no-progress"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith(f"hbh run: {bbr}:") and "\n" not in err and "netns backend only" in err, err
+
+
+def test_cc_none_is_the_simulators_and_the_netns_backend_refuses_it(kernel_offers: Path, tmp_path: Path) -> None:
+    """No congestion control (the fabric's ``none``): the TCP model's reliability alone, which no kernel
+    offers, so netns says so before any namespace exists."""
+    topo = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp, cc: none, size: 10kB}"), SOURCE)
+    assert topo.flows[0].cc == "none"
+    SimNetwork(topo)  # accepted by the simulator
+    from topo.netns import NetnsNetwork
+    from topo.netns_plumbing import NetnsError
+    net = NetnsNetwork(topo, duration_ns=10**9, run_dir=tmp_path)
+    with pytest.raises(NetnsError, match=r"cc none is the simulator's TCP model without congestion control; "
+                                         r"no kernel offers it: use --backend sim"):
+        net._refuse_unsupported()
 
 
 @pytest.mark.parametrize("cc", ["reno", "cubic"])
