@@ -221,14 +221,17 @@ def test_a_parser_the_emitter_refuses_runs_on_the_closures_with_one_line(caplog:
     assert "deparser" in engine.pipeline.engine_blocks
 
 
-def test_alinea_runs_wholly_in_the_engine(caplog: pytest.LogCaptureFixture) -> None:
-    """No statement of alinea.p4 runs on the closures: its tables (the action selector too),
-    registers, counters, clone and truncate are the engine's, so a packet makes no Python
-    call inside a block (no log line names a construct left to the closures)."""
+def test_alinea_runs_in_the_engine_but_for_the_report_recirculation(caplog: pytest.LogCaptureFixture) -> None:
+    """No statement of alinea.p4 on a data packet's path runs on the closures: its tables (the
+    action selector too), registers, counters, clone and truncate are the engine's. The one
+    construct left is the recirculation of a report onto the top priority (classes only,
+    ``report_path``), a statement only reports reach (docs/engine.md)."""
     with caplog.at_level(logging.INFO, logger="p4switch.pipeline"):
         engine, _ = pair(str(ALINEA))
     lines = [r.getMessage() for r in caplog.records if "calls the closures" in r.getMessage()]
-    assert lines == [] and engine.pipeline.engine_called == {}
+    assert len(lines) == 1 and "MyEgress" in lines[0], lines
+    assert engine.pipeline.engine_called == {
+        "egress": ["call to recirculate_preserving_field_list (extern_function)"]}
     assert set(engine.pipeline.engine_blocks) == {"parser", "verify_checksum", "ingress", "egress",
                                                   "compute_checksum", "deparser"}
 
