@@ -42,6 +42,7 @@ from typing import Any
 
 from runtime.link import LinkModel, Transmitter
 from runtime.ports import PacketSocketPort, PortError
+from runtime.realtime import enter_realtime
 from runtime.sched import RealtimeScheduler
 
 __all__ = ["LinkEmulator", "Direction", "DEFAULT_LIMIT", "main"]
@@ -49,6 +50,8 @@ __all__ = ["LinkEmulator", "Direction", "DEFAULT_LIMIT", "main"]
 log = logging.getLogger(__name__)
 
 DEFAULT_LIMIT = 10_000  # frames waiting or in flight per direction (netem's limit as the backend sets it)
+#: SCHED_FIFO priority of the delivery loop (runtime/realtime.py; 0: normal priority)
+REALTIME_PRIORITY = 10
 SIOCGSTAMPNS = 0x8907  # the kernel's receive time (CLOCK_REALTIME) of the last frame a socket read
 _TIMESPEC = struct.Struct("qq")
 MAX_LEAD_NS = 300_000  # the most a frame is handed to the loop ahead of its time (see Direction.lead_ns)
@@ -170,6 +173,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N",
                    help=f"frames waiting or in flight per direction before drops (default {DEFAULT_LIMIT})")
     p.add_argument("--control-socket", metavar="PATH", help="Unix socket for set_bitrate / bitrate / stats")
+    p.add_argument("--realtime-priority", type=int, default=REALTIME_PRIORITY, metavar="N",
+                   help=f"SCHED_FIFO priority of the delivery loop, 0 = normal (default {REALTIME_PRIORITY}; "
+                        "back to normal if it keeps a core busy)")
     return p
 
 
@@ -192,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"linkemu: {exc}", file=sys.stderr)
         return 2
     sched.start()
+    try:
+        raised = sched.run_sync(lambda: enter_realtime(args.realtime_priority))
+    except ValueError as exc:
+        sched.run_sync(emu.close)
+        sched.stop()
+        print(f"linkemu: {exc}", file=sys.stderr)
+        return 2
     control = None
     try:
         if args.control_socket:
@@ -203,8 +216,9 @@ def main(argv: list[str] | None = None) -> int:
         from runtime import heap
 
         heap.settle()  # no full collection of the start-up objects stalls the loop later
-        log.info("%s -> %s: %d b/s, %d ns%s", args.a, args.b, args.rate, args.delay_ns,
-                 " (both ways)" if args.both_ways else f"; {args.b} -> {args.a} unshaped")
+        log.info("%s -> %s: %d b/s, %d ns%s; loop at %s", args.a, args.b, args.rate, args.delay_ns,
+                 " (both ways)" if args.both_ways else f"; {args.b} -> {args.a} unshaped",
+                 f"SCHED_FIFO {args.realtime_priority}" if raised else "normal priority")
         print("ready", flush=True)
         while not stop.wait(1.0):
             pass

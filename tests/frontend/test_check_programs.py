@@ -60,7 +60,8 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
         "p": "MyParser", "vr": "MyVerifyChecksum", "ig": "MyIngress", "eg": "MyEgress",
         "ck": "MyComputeChecksum", "dep": "MyDeparser"}
     assert {t.fqn for t in cp.tables} == {"MyIngress.report_ingress", "MyIngress.port_config",
-                                          "MyIngress.ipv4_lpm", "MyIngress.ecmp_group", "MyIngress.dst_class"}
+                                          "MyIngress.ipv4_lpm", "MyIngress.ecmp_group", "MyIngress.dst_class",
+                                          "MyEgress.report_path"}
     lpm = cp.table("MyIngress.ipv4_lpm")
     assert lpm is not None and lpm.size == 1024
     assert [(k.name, k.match_kind, str(k.type)) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm", "bit<32>")]

@@ -105,7 +105,7 @@ def test_alinea_pkg_info(alinea):
 def test_alinea_tables(alinea):
     tables = by_name(alinea.tables)
     assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm",
-                           "MyIngress.ecmp_group", "MyIngress.dst_class"}
+                           "MyIngress.ecmp_group", "MyIngress.dst_class", "MyEgress.report_path"}
     actions = {a.preamble.id: a.preamble.name for a in alinea.actions}
 
     classes = tables["MyIngress.dst_class"]
@@ -217,10 +217,10 @@ def test_alinea_p4info_is_stable_across_runs(alinea):
 
 def test_alinea_ids_do_not_depend_on_unrelated_objects(tmp_path):
     """Adding a table shifts no other id: ids come from names, not positions."""
+    anchor = "    apply {\n        if (standard_metadata.instance_type != PKT_INSTANCE_TYPE_RECIRC) {\n"
     text = ALINEA.read_text().replace(
-        "    apply {\n        rx.count(",
-        "    table extra { key = { hdr.ipv4.srcAddr : exact; } actions = { NoAction; } }\n"
-        "    apply {\n        extra.apply();\n        rx.count(", 1)
+        anchor, "    table extra { key = { hdr.ipv4.srcAddr : exact; } actions = { NoAction; } }\n"
+        + anchor.replace("apply {\n", "apply {\n        extra.apply();\n"), 1)
     assert "extra.apply()" in text
     edited = tmp_path / "alinea_edited.p4"
     edited.write_text(text)

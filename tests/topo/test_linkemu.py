@@ -301,6 +301,8 @@ def test_rate_and_delay_follow_the_link_model(emu_link: EmuLink) -> None:
     assert errors[len(errors) * 9 // 10 - 1] < DELAY_TOLERANCE_NS  # 90 % of the frames; a shared machine
     stats = control_call(spec.control_socket, "stats")
     assert stats["a->b"]["dropped"] == 0 and stats["a->b"]["queued"] == 0
+    threads = os.listdir(f"/proc/{emu_link.emu.proc.pid}/task")  # the delivery loop runs ahead of the rest
+    assert any(os.sched_getscheduler(int(t)) == os.SCHED_FIFO for t in threads)
     if not spec.both_ways:  # b -> a is forwarded at once: the host paces its own uplink
         back = _measure_delays(emu_link.back_tx, emu_link.back_rx, 5, 0.01)
         assert statistics.median(back) < DELAY_TOLERANCE_NS
