@@ -112,16 +112,32 @@ def bulk(cc: str = "reno", **kw: object) -> TcpSender:
     return TcpSender(congestion_control(cc), start_ns=0, stop_ns=1_000 * MS, **kw)  # type: ignore[arg-type]
 
 
-@given(st.sets(st.integers(30, 250), min_size=1, max_size=30), st.sampled_from(["reno", "cubic"]))
+@given(st.sets(st.integers(30, 250), min_size=1, max_size=6), st.sampled_from(["reno", "cubic"]))
 @settings(max_examples=40, deadline=None)
 def test_recovery_retransmits_each_hole_once_before_any_timeout(lost: set[int], cc: str) -> None:
     """First copies lost, retransmissions delivered: SACK recovery repairs every hole exactly once,
-    without the retransmission timer."""
+    without the retransmission timer. Up to 6 holes: with many more, recovery after recovery
+    halves cwnd to about 4 segments, and three holes near the top of the window (fewer than
+    DupThresh SACKed segments above each: none is IsLost) then fill the pipe, so no new segment
+    can bring the SACKs that would mark them; RFC 6675 leaves that case to the timer (found by
+    this test with 11 holes: {30, 31, 32, 72, 95, 108, 136, 146, 155, 157, 159}, reno), where the
+    kernel's RACK/TLP would probe first (not modelled, docs/tcp.md)."""
     tx = bulk(cc)
     p = Pipe(tx, TcpReceiver(), lambda n: False, sack=True, drop=lambda s: s.seq in lost and not s.retransmission)
     p.run(2_000 * MS)
     assert tx.sack and tx.timeouts == 0
     assert tx.retransmissions == len(lost)
+    assert p.delivered == list(range(tx.written))
+
+
+@given(st.sets(st.integers(30, 250), min_size=1, max_size=30), st.sampled_from(["reno", "cubic"]))
+@settings(max_examples=40, deadline=None)
+def test_any_number_of_holes_is_delivered_in_order(lost: set[int], cc: str) -> None:
+    """However many first copies are lost, every segment arrives once, in order."""
+    tx = bulk(cc)
+    p = Pipe(tx, TcpReceiver(), lambda n: False, sack=True, drop=lambda s: s.seq in lost and not s.retransmission)
+    p.run(2_000 * MS)
+    assert tx.sack and tx.retransmissions >= len(lost)
     assert p.delivered == list(range(tx.written))
 
 
