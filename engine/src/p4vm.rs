@@ -193,16 +193,29 @@ enum Ins {
     },
     /// A truncate request: the block's result keeps the smallest length.
     Truncate(u32),
+    /// A resubmit (kind 0) or recirculate (kind 1) request keeping field list `list`: the
+    /// block's result, the last one of the block wins.
+    Preserve {
+        kind: u32,
+        list: i64,
+    },
 }
 
 type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Requests);
-type ControlResult = Option<(Option<(u32, u64, i64)>, Option<u64>)>;
+type ControlResult = Option<(
+    Option<(u32, u64, i64)>,
+    Option<u64>,
+    Option<i64>,
+    Option<i64>,
+)>;
 
 /// What a control block asks of the architecture (v1model), returned by `run`.
 #[derive(Default)]
 struct Requests {
     clone: Option<(u32, u64, i64)>,
     truncate: Option<u64>,
+    /// resubmit, recirculate: the field list to keep
+    preserve: [Option<i64>; 2],
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -230,6 +243,7 @@ mod op {
     pub const COUNT: u64 = 20;
     pub const CLONE: u64 = 21;
     pub const TRUNCATE: u64 = 22;
+    pub const PRESERVE: u64 = 23;
 }
 
 /// A fixed header: validity register, then (register, width) per field on the wire.
@@ -316,7 +330,8 @@ pub struct P4Program {
     maskbuf: Vec<u64>,
     /// Register and counter cells (shared with the Python state objects), and their masks.
     cells: Vec<(Shared, u64)>,
-    /// `on_clone(phv, kind, session, field list)`: a pending clone request is handed over
+    /// `on_clone(phv, kind, session, field list)`: a pending clone (kinds 0-1), resubmit (2)
+    /// or recirculate (3) request is handed over
     /// before a `Py` statement runs (which may clone too: the last one wins).
     on_clone: Option<Py<PyAny>>,
     blocks: Vec<Vec<Ins>>,
@@ -417,6 +432,10 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
             list: t.get_item(3)?.extract::<i64>()?,
         },
         op::TRUNCATE => Ins::Truncate(as_u32(t, 1)?),
+        op::PRESERVE => Ins::Preserve {
+            kind: as_u32(t, 1)?,
+            list: t.get_item(2)?.extract::<i64>()?,
+        },
         op::COUNT => Ins::Count {
             pk: as_u32(t, 1)?,
             by: as_u32(t, 2)?,
@@ -664,6 +683,11 @@ impl P4Program {
                     Ins::Clone { session: r, .. } | Ins::Truncate(r) => {
                         self.check_reg(r, "request")?
                     }
+                    Ins::Preserve { kind, .. } if kind > 1 => {
+                        return Err(PyValueError::new_err(format!(
+                            "P4Program: no preserve kind {kind} (0 resubmit, 1 recirculate)"
+                        )));
+                    }
                     Ins::Extract(h) | Ins::Emit(h) if h as usize >= self.headers.len() => {
                         return Err(PyValueError::new_err(format!("P4Program: no header {h}")));
                     }
@@ -868,8 +892,9 @@ impl P4Program {
     }
 
     /// Run control block `block` over `phv`; returns what it asks of the architecture, or
-    /// None: (clone request or None, truncate length or None), the clone request (kind,
-    /// session, field list or -1) being the block's last not handed to `on_clone` already.
+    /// None: (clone request or None, truncate length or None, resubmit field list or None,
+    /// recirculate field list or None), the clone request (kind, session, field list or -1)
+    /// and the others being the block's last not handed to `on_clone` already.
     fn run_control(
         &mut self,
         py: Python<'_>,
@@ -881,8 +906,9 @@ impl P4Program {
             Requests {
                 clone: None,
                 truncate: None,
+                preserve: [None, None],
             } => None,
-            r => Some((r.clone, r.truncate)),
+            r => Some((r.clone, r.truncate, r.preserve[0], r.preserve[1])),
         })
     }
 
@@ -1121,6 +1147,9 @@ fn exec(
                 let v = st.get(r)?;
                 tabs.req.truncate = Some(tabs.req.truncate.map_or(v, |t| t.min(v)));
             }
+            Ins::Preserve { kind, list } => {
+                tabs.req.preserve[kind as usize] = Some(list);
+            }
             Ins::Count { pk, by, idx, len } => {
                 let (i, n) = (st.get(idx)? as usize, st.get(len)?);
                 if let Some(x) = p4cells::lock(&tabs.cells[pk as usize].0).get_mut(i) {
@@ -1132,9 +1161,8 @@ fn exec(
             }
             Ins::Py(n) => {
                 st.flush(true)?;
-                if let (Some((k, s, l)), Some(f)) = (tabs.req.clone, tabs.on_clone) {
-                    tabs.req.clone = None;
-                    f.call1(st.py, (st.phv, k, s, l))?;
+                if let Some(f) = tabs.on_clone {
+                    tabs.req.hand_over(f, st)?;
                 }
                 callbacks[n as usize].call1(st.py, (st.phv,))?;
             }
@@ -1216,6 +1244,23 @@ struct Stores<'a> {
     cells: &'a [(Shared, u64)],
     on_clone: Option<&'a Py<PyAny>>,
     req: Requests,
+}
+
+impl Requests {
+    /// Hand the pending clone, resubmit and recirculate requests to `f` (`on_clone(phv, kind,
+    /// session, list)`, kinds 0 I2E, 1 E2E, 2 resubmit, 3 recirculate) before a closure runs:
+    /// the closure may make the same request, and the last one of the block wins.
+    fn hand_over(&mut self, f: &Py<PyAny>, st: &Run<'_, '_>) -> PyResult<()> {
+        if let Some((k, s, l)) = self.clone.take() {
+            f.call1(st.py, (st.phv, k, s, l))?;
+        }
+        for (i, p) in self.preserve.iter_mut().enumerate() {
+            if let Some(l) = p.take() {
+                f.call1(st.py, (st.phv, 2 + i as u32, 0u64, l))?;
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Stores<'_> {

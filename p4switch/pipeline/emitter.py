@@ -41,7 +41,7 @@ CK = ast.CallKind
 
 # Opcodes and operators: engine/src/p4vm.rs (mod op, BinOp::from_code).
 (CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL, TABLE, REGREAD,
- REGWRITE, COUNT, CLONE, TRUNCATE) = range(23)
+ REGWRITE, COUNT, CLONE, TRUNCATE, PRESERVE) = range(24)
 # Selector hash algorithms the engine computes (engine/src/p4tables.rs, ALGO_*).
 SELECTOR_ALGOS = {"crc16": 0, "crc32": 1, "csum16": 2}
 STATUS_END, STATUS_REJECT = -1, -2
@@ -389,6 +389,10 @@ class EmitterCompiler:
             code = ("I2E", "E2E").index(self._clone_kind(args[0], sc))  # type: ignore[attr-defined]
             fl = self._int_const(args[2], sc) if len(args) > 2 else -1  # type: ignore[attr-defined]
             em.op(CLONE, code, self._e_expr(em, args[1], sc), fl)
+        elif kind == CK.EXTERN_FUNCTION and name in ("resubmit_preserving_field_list",
+                                                      "recirculate_preserving_field_list"):
+            fl = self._int_const(self.ext_args(call)[0], sc)  # type: ignore[attr-defined]
+            em.op(PRESERVE, int(name.startswith("recirculate")), fl)
         elif kind == CK.EXTERN_FUNCTION and name == "truncate":
             em.op(TRUNCATE, self._e_expr(em, self.ext_args(call)[0], sc))  # type: ignore[attr-defined]
         elif kind == CK.EXTERN_FUNCTION and name == "mark_to_drop":

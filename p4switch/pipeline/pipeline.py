@@ -394,12 +394,16 @@ class V1Pipeline:
         try:
             if body is None:
                 req = self.engine.run_control(block, p)
-                if req is not None:  # the block's clone and truncate requests (emitter.py: CLONE, TRUNCATE)
-                    clone, trunc = req
+                if req is not None:  # the block's requests (emitter.py: CLONE, TRUNCATE, PRESERVE)
+                    clone, trunc, resubmit, recirc = req
                     if clone is not None:
                         _hand_over_clone(p, *clone)
                     if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
                         pkt.truncate_len = trunc
+                    if resubmit is not None:
+                        pkt.resubmit = PreserveRequest(resubmit)
+                    if recirc is not None:
+                        pkt.recirculate = PreserveRequest(recirc)
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -570,9 +574,16 @@ class V1Pipeline:
 
 
 def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
-    """A clone request the engine returns (``CLONE``: kind 0 I2E / 1 E2E, field list or -1)
-    recorded on the packet as the closures record it."""
-    p[SLOT_PKT].clone_request = CloneRequest(CLONE_KINDS[kind], session, None if field_list < 0 else field_list)
+    """A request the engine hands over (``CLONE``: kind 0 I2E / 1 E2E, field list or -1;
+    ``PRESERVE``: kind 2 resubmit / 3 recirculate, its field list) recorded on the packet as
+    the closures record it."""
+    pkt = p[SLOT_PKT]
+    if kind == 2:
+        pkt.resubmit = PreserveRequest(field_list)
+    elif kind == 3:
+        pkt.recirculate = PreserveRequest(field_list)
+    else:
+        pkt.clone_request = CloneRequest(CLONE_KINDS[kind], session, None if field_list < 0 else field_list)
 
 
 def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:

@@ -221,17 +221,15 @@ def test_a_parser_the_emitter_refuses_runs_on_the_closures_with_one_line(caplog:
     assert "deparser" in engine.pipeline.engine_blocks
 
 
-def test_alinea_runs_in_the_engine_but_for_the_report_recirculation(caplog: pytest.LogCaptureFixture) -> None:
-    """No statement of alinea.p4 on a data packet's path runs on the closures: its tables (the
-    action selector too), registers, counters, clone and truncate are the engine's. The one
-    construct left is the recirculation of a report onto the top priority (classes only,
-    ``report_path``), a statement only reports reach (docs/engine.md)."""
+def test_alinea_runs_wholly_in_the_engine(caplog: pytest.LogCaptureFixture) -> None:
+    """No statement of alinea.p4 runs on the closures: its tables (the action selector too),
+    registers, counters, clone, truncate and the reports' recirculation are the engine's, so a
+    packet makes no Python call inside a block (no log line names a construct left to the
+    closures)."""
     with caplog.at_level(logging.INFO, logger="p4switch.pipeline"):
         engine, _ = pair(str(ALINEA))
     lines = [r.getMessage() for r in caplog.records if "calls the closures" in r.getMessage()]
-    assert len(lines) == 1 and "MyEgress" in lines[0], lines
-    assert engine.pipeline.engine_called == {
-        "egress": ["call to recirculate_preserving_field_list (extern_function)"]}
+    assert lines == [] and engine.pipeline.engine_called == {}
     assert set(engine.pipeline.engine_blocks) == {"parser", "verify_checksum", "ingress", "egress",
                                                   "compute_checksum", "deparser"}
 
@@ -251,7 +249,7 @@ REQUESTS = """
 #include <v1model.p4>
 header h_t { bit<8> a; bit<32> b; }
 struct hs { h_t h; }
-struct m_t { bit<8> x; }
+struct m_t { @field_list(1) bit<8> x; @field_list(2) bit<8> y; }
 parser P(packet_in pkt, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
     state start { pkt.extract(hdr.h); transition accept; }
 }
@@ -262,11 +260,19 @@ control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
         if (hdr.h.a == 1) { clone(CloneType.I2E, hdr.h.b); clone3(CloneType.I2E, 6, { m.x }); }
         else if (hdr.h.a == 2) { clone3(CloneType.I2E, 6, { m.x }); clone(CloneType.I2E, hdr.h.b); }
         else if (hdr.h.a == 3) { clone(CloneType.E2E, 9); }
+        else if (hdr.h.a == 4) { resubmit_preserving_field_list(1); resubmit({ m.y }); }
+        else if (hdr.h.a == 5) { resubmit({ m.y }); resubmit_preserving_field_list(1); }
+        else if (hdr.h.a == 6) { resubmit_preserving_field_list(1); resubmit_preserving_field_list(2); }
         truncate(hdr.h.b);
         if (hdr.h.a > 1) { truncate(20); }
     }
 }
-control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) { apply { } }
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.h.a == 7) { recirculate_preserving_field_list(2); }
+        else if (hdr.h.a == 8) { recirculate_preserving_field_list(1); recirculate({ m.x }); }
+    }
+}
 control C(inout hs hdr, inout m_t m) { apply { } }
 control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
 V1Switch(P(), V(), I(), E(), C(), D()) main;
@@ -281,13 +287,18 @@ def requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loa
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(a=st.integers(0, 4), b=st.integers(0, 40))
+@given(a=st.integers(0, 9), b=st.integers(0, 40))
 def test_clone_and_truncate_requests_match_the_oracle(requests_pair: tuple[Loaded, Loaded], a: int, b: int) -> None:
-    """Clone requests the engine returns and the closures' own (clone3) interleave as written:
-    the last of the block wins; truncate keeps the smallest length."""
+    """Clone, resubmit and recirculate requests the engine returns and the closures' own
+    (clone3, resubmit and recirculate of data) interleave as written: the last of the block wins;
+    truncate keeps the smallest length."""
     engine, oracle = requests_pair
     pe, po = (sw.pipeline.new_packet(struct.pack("!BI", a, b), 1, 1000) for sw in (engine, oracle))
     for sw, pkt in ((engine, pe), (oracle, po)):
         sw.pipeline.run_ingress(pkt)
     assert pe.clone_request == po.clone_request and pe.truncate_len == po.truncate_len
+    assert pe.resubmit == po.resubmit and (pe.resubmit is not None) == (a in (4, 5, 6))
+    for sw, pkt in ((engine, pe), (oracle, po)):
+        sw.pipeline.run_egress(pkt, 1, 2000)
+    assert pe.recirculate == po.recirculate and (pe.recirculate is not None) == (a in (7, 8))
     assert "ingress" in engine.pipeline.engine_blocks
