@@ -290,7 +290,8 @@ class SwitchAgentCore:
         # drain over a short window as noisy as the jitter (seen with a 60 ms p99 latency).
         t_ns = report.timestamp_us * 1000 if report.timestamp_us else now_ns
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
-                                   max(0, pl.pps - round(self.report_pps.get(port, 0.0))), now_ns)
+                                   max(0, pl.pps - round(self.report_pps.get(port, 0.0))), now_ns,
+                                   report.drained, report.drained_ts_us * 1000)
         f = pl.forecast
         return Forecast(max(0, round(pkts)) / report.capacity, f.drain_pps * 8 * pl.packet_bytes,
                         f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale())

@@ -23,23 +23,30 @@ on BMv2:
   later than set, a packet queued while the queue was idle) stayed in it for good, and at 100 Mb/s
   with 0.1 ms links it read 48 ms for 140 packets at 8,700 packets/s (16 ms), forecast the
   downstream buffer empty while it was full, and lost 1,939 packets;
-* ``μ``: the downstream buffer's departures of this hop's packets, ``Δdeq_pkts − ΔO(k)`` between
-  reports, over the last ``h`` (at most ``DRAIN_WINDOW_S``, at least ``DRAIN_WINDOW_MIN_S``);
+* ``μ``: the downstream buffer's departures of this hop's packets over the last ``h``: from the
+  report's own ``drained`` count and the time its last packet left (``drained_ts``), exact, or
+  without them (a version-1 reporter) ``Δdeq_pkts − ΔO(k)`` between reports, a packet off at either
+  end (the packets in flight between the two counters). Over the last ``h`` (at most ``DRAIN_WINDOW_S``, at least ``DRAIN_WINDOW_MIN_S``);
   when the short window (``DRAIN_SHORT_PKTS`` of the drain, at least one report gap and
   ``DRAIN_SHORT_S``) falls below that by more than ``DRAIN_SHIFT_PPS`` and ``DRAIN_SHIFT_PKTS``
   over the window (a capacity drop downstream, not noise) the short window is used. Only a fall:
   on real links the packets in flight between this hop's departures and the buffer's arrivals
   make the short window noisy, and a spike upward would send the queue's schedule at the spike's rate (seen in netns).
+  With the exact drain the short window is the newest ``DRAIN_FALL_PKTS`` departures and a fall
+  counts once it exceeds the spread of the window's earlier drains: at high rates a capacity drop
+  downstream shows at the first report after it, where the counts needed the buffer to gain
+  packets first (docs/alinea.md, "The drain, exactly").
 """
 
 from __future__ import annotations
 
 import math
+import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
 __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT_S", "DRAIN_SHIFT_PPS",
-           "DRAIN_SHIFT_PKTS", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS"]
+           "DRAIN_SHIFT_PKTS", "DRAIN_SHIFT_SHARE", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS"]
 
 COUNTER_MASK = (1 << 32) - 1
 NS = 1_000_000_000
@@ -61,6 +68,15 @@ DRAIN_SHIFT_PPS = 8.0
 #: packets/s alone a one-gap window at 100 Mb/s fell "below" the long one on noise, every other
 #: report: the drain read low and held H2 (paper-1router at x50) 8 packets under its target.
 DRAIN_SHIFT_PKTS = 1.6
+#: With the exact drain, the share of the long window's drain a fall must exceed: the drain of one
+#: port's packets from a buffer that other ports share comes in bunches (their packets interleave).
+DRAIN_SHIFT_SHARE = 0.05
+#: ... and this many times the spread (standard deviation) of the window's earlier drains, of which
+#: it needs DRAIN_SPREAD_GAPS.
+DRAIN_SHIFT_SIGMAS = 3.0
+DRAIN_SPREAD_GAPS = 4
+#: Departures a drain is read over (the short window and each stretch of the spread).
+DRAIN_FALL_PKTS = 8
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
 SCHEDULE_BOUND_S = 2.0
@@ -116,14 +132,20 @@ class QueueForecast:
     _usual_gap_s: float = 0.0
     _recv_ns: int | None = None
     _drained: int = 0  # cumulative departures of this hop's packets from the downstream buffer
+    _reported: int | None = None  # the reporter's last ``drained`` count (exact drain), wrapping
+    _exact: bool = False  # the reports carry the drain (their hist times are departure times)
+    _falling: bool = False  # the exact drain's fall is followed
     _stamps: deque[list[float]] = field(default_factory=deque)  # [packets, spacing ns], oldest first
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
 
-    def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None) -> float:
+    def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
+               drained: int | None = None, drained_ns: int = 0) -> float:
         """One report: the downstream ``occupancy`` (packets), the packet-in's counters and the
         queue rate in force since the previous report (0: unlimited). ``now_ns`` is on the
         reporter's clock (steady), ``recv_ns`` when the agent got it (with the control channel's
-        jitter). Returns Ô in packets."""
+        jitter); ``drained`` and ``drained_ns`` the report's drain (the buffer's departures so far
+        and when the last left, on the reporter's clock; None: the report has none). Returns Ô in
+        packets."""
         self._note_reception(now_ns if recv_ns is None else recv_ns)
         queued = (fwd - deq) & COUNTER_MASK
         spacing = NS / pps if pps > 0 else 0.0
@@ -134,16 +156,34 @@ class QueueForecast:
             departed = (deq - self.deq) & COUNTER_MASK
             self._smooth(arrivals, (now_ns - self.t_ns) / NS)
             self._stamps.append([arrivals, spacing])
-            self._drained += departed - (occupancy - self.occupancy)
+            if drained is None or drained_ns <= 0:
+                self._drained += departed - (occupancy - self.occupancy)
+        self._exact = drained is not None and drained_ns > 0
+        if self._exact:
+            self._drained += 0 if self._reported is None else (drained - self._reported) & COUNTER_MASK  # type: ignore[operator]
+            self._reported = drained
         self.last_sent_ns = now_ns + int(self._schedule_ns(queued))
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
         self.horizon_s = max(0, self.last_sent_ns - now_ns) / NS
         hist = self._hist
-        hist.append((now_ns, self._drained))
+        hist.append((drained_ns if self._exact else now_ns, self._drained))
         window_ns = min(DRAIN_WINDOW_S, max(self.horizon_s, DRAIN_WINDOW_MIN_S)) * NS
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
             hist.popleft()
         self.drain_pps = self._rate_since(hist[0])
+        if self._exact:
+            self._follow_exact_fall()
+        else:
+            self._follow_counted_fall()
+        if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
+            self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
+        else:
+            self.forecast_pkts = occupancy + queued - self.drain_pps * self.horizon_s
+        return self.forecast_pkts
+
+    def _follow_counted_fall(self) -> None:
+        """A fall (capacity drop) of the counted drain is followed fast; a rise at the long window's pace."""
+        hist, now_ns = self._hist, self.t_ns or 0
         short_s = self.short_window_s()
         j = len(hist) - 1
         while j > 0 and now_ns - hist[j][0] < short_s * NS:
@@ -151,12 +191,45 @@ class QueueForecast:
         short = self._rate_since(hist[j], short_s / 4)
         span_s = (now_ns - hist[j][0]) / NS
         if span_s > short_s / 4 and short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_PKTS / span_s):
-            self.drain_pps = short  # a fall (capacity drop) is followed fast; a rise at the long window's pace
-        if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
-            self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
-        else:
-            self.forecast_pkts = occupancy + queued - self.drain_pps * self.horizon_s
-        return self.forecast_pkts
+            self.drain_pps = short
+
+    def _follow_exact_fall(self) -> None:
+        """The exact drain over the newest ``DRAIN_FALL_PKTS`` departures (at least the last report
+        gap) replaces the long window's when it is lower by more than ``DRAIN_SHIFT_PPS``,
+        ``DRAIN_SHIFT_SHARE`` of it and ``DRAIN_SHIFT_SIGMAS`` times the spread of the window's
+        earlier drains over as many departures; once in a fall it is followed while it lasts (the
+        fall's own stretches then widen the spread). A rise is followed at the long window's pace.
+
+        Why so many departures: on BMv2's queues the downstream hop's packets leave at spacings it
+        stamped up to a second earlier, and its rate steps lengthen a spacing or two; a drain read
+        from one or two of them and extrapolated over a horizon of a second moved the forecast by
+        tens of packets (seen at the paper's rates: one 8.2 ms spacing in a 6.6 ms stream read as
+        135 then 85 packets/s, the hop upstream cut to 7 packets/s and the line swung for ten
+        seconds). At high rates one report gap holds that many departures, so a capacity drop is
+        followed at the first report after it."""
+        chunks = self._chunk_rates(len(self._hist) - 1)
+        if len(chunks) < DRAIN_SPREAD_GAPS + 1:
+            self._falling = False
+            return
+        short, earlier = chunks[0], chunks[1:]
+        spread = 0.0 if self._falling else statistics.pstdev(earlier)
+        self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
+                                                     DRAIN_SHIFT_SIGMAS * spread)
+        if self._falling:
+            self.drain_pps = short
+
+    def _chunk_rates(self, end: int) -> list[float]:
+        """The exact drain over successive stretches of the window before ``hist[end]``, newest
+        first, each ending at a departure a report saw and holding ``DRAIN_FALL_PKTS`` or more."""
+        out: list[float] = []
+        hist = self._hist
+        for j in range(end - 1, -1, -1):
+            t1, d1 = hist[end]
+            t0, d0 = hist[j]
+            if d1 - d0 >= DRAIN_FALL_PKTS and t1 > t0:
+                out.append((d1 - d0) * NS / (t1 - t0))
+                end = j
+        return out
 
     def _schedule_ns(self, queued: int) -> float:
         """What the ``queued`` packets still take to leave: the newest ``queued`` of the ledger, each
@@ -211,6 +284,17 @@ class QueueForecast:
         return min(DRAIN_SHORT_S, max(lo, packets_s))
 
     def _rate_since(self, then: tuple[int, int], min_span_s: float = 0.05) -> float:
+        """Packets/s drained since ``then``. With the exact drain the span ends at the last
+        departure, unless the buffer has been silent since for longer than its mean spacing (a
+        stall): then at the report, less one spacing."""
         t0, d0 = then
-        span = (self.t_ns - t0) / NS  # type: ignore[operator]
-        return (self._drained - d0) / span if span > min_span_s else 0.0
+        n = self._drained - d0
+        if not self._exact:
+            span = (self.t_ns - t0) / NS  # type: ignore[operator]
+            return n / span if span > min_span_s else 0.0
+        t_last = self._hist[-1][0]
+        if n <= 0 or t_last <= t0:
+            return 0.0
+        spacing = (t_last - t0) / n
+        span = max(t_last - t0, self.t_ns - t0 - spacing) / NS  # type: ignore[operator]
+        return n / span if span > min_span_s else 0.0

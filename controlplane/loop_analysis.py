@@ -190,12 +190,16 @@ STABILITY_MARGIN = 0.8
 MIN_INTERVAL_S = 100e-6
 HEADROOM_SHARE = 0.25  # the fluid start-up may use this share of the headroom above O_max
 PACKETS_PER_INTERVAL = 2.5
+#: Report intervals per loop delay: a hop learns of a capacity drop downstream at the first report
+#: after it (with the report's exact drain), so the interval is most of its reaction time.
+INTERVALS_PER_DELAY = 2
 
 
 def derived_interval_s(delay_s: float, rate_bps: float, packet_bits: int) -> float:
-    """A report interval as long as the loop's delay (so d stays 1-2 intervals) and never shorter
-    than 2.5 packets at the link's rate (a report should see a change) nor than 100 µs."""
-    return max(delay_s, PACKETS_PER_INTERVAL * packet_bits / rate_bps, MIN_INTERVAL_S)
+    """A report interval of half the loop's delay (so d stays 2-3 intervals, a loop the gains'
+    derivation keeps stable) and never shorter than 2.5 packets at the link's rate (a report should
+    see a change) nor than 100 µs."""
+    return max(delay_s / INTERVALS_PER_DELAY, PACKETS_PER_INTERVAL * packet_bits / rate_bps, MIN_INTERVAL_S)
 
 
 def derive_gains(loop: Loop, have: dict[str, float], duration_s: float = 20.0) -> dict[str, float]:

@@ -1,6 +1,6 @@
 """The ALINEA report codec (docs/wire-format.md), shared by switch agents and hosts.
 
-One definition of the 32-byte report keeps the P4 header, the agents and the host
+One definition of the 42-byte report keeps the P4 header, the agents and the host
 stacks from drifting apart; the P4 program builds reports, everything in Python reads
 (and hosts write) them through this module.
 """
@@ -11,19 +11,20 @@ import struct
 from dataclasses import dataclass
 
 ETHERTYPE_ALINEA = 0x88B5
-VERSION = 1
+#: 2: the report carries its buffer's drain (``drained``, ``drained_ts``); version 1 had none.
+VERSION = 2
 MSG_OCCUPANCY = 1
 FLAG_OVERFLOW = 0x01
 #: The report's class (per-destination classes, docs/fabric.md) is in the flags' bits 7-5.
 CLASS_SHIFT = 5
 CLASS_MASK = 0xE0
 ETH_BYTES = 14
-REPORT_BYTES = 32
+REPORT_BYTES = 42
 FRAME_BYTES = ETH_BYTES + REPORT_BYTES
 
 # version/type, flags, node, port, occupancy, capacity, timestamp (48 bits: high 16, low 32),
-# seq, drops, interval_us
-_LAYOUT = struct.Struct("!BBHHIIHIIII")
+# seq, drops, interval_us, drained, drained_ts (48 bits: high 16, low 32)
+_LAYOUT = struct.Struct("!BBHHIIHIIIIIHI")
 assert _LAYOUT.size == REPORT_BYTES
 
 
@@ -44,6 +45,10 @@ class Report:
     drops: int = 0
     interval_us: int = 0
     flags: int = 0
+    #: packets of this buffer that have left (wrapping at 2**32) and when the last left, µs on the
+    #: reporter's clock (0: none yet): two reports give the buffer's drain exactly
+    drained: int = 0
+    drained_ts_us: int = 0
     dst_mac: int = 0
     src_mac: int = 0
     version: int = VERSION
@@ -68,13 +73,18 @@ def decode(frame: bytes) -> Report:
     """Decode a report frame (Ethernet + report; padding after it is ignored)."""
     if not is_report(frame):
         raise ReportError(f"not an ALINEA frame (EtherType 0x{ETHERTYPE_ALINEA:04x} expected)")
+    if len(frame) <= ETH_BYTES:
+        raise ReportError(f"ALINEA frame of {len(frame)} bytes, a report needs {FRAME_BYTES}")
+    if frame[ETH_BYTES] >> 4 != VERSION:
+        raise ReportError(f"ALINEA report version {frame[ETH_BYTES] >> 4}, this decoder reads version {VERSION} "
+                          "(a switch running an older alinea.p4: rebuild it with `make p4`)")
     if len(frame) < FRAME_BYTES:
         raise ReportError(f"ALINEA frame of {len(frame)} bytes, a report needs {FRAME_BYTES}")
-    vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval = _LAYOUT.unpack_from(frame, ETH_BYTES)
-    if vt >> 4 != VERSION:
-        raise ReportError(f"ALINEA report version {vt >> 4}, this decoder reads version {VERSION}")
+    (vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval, drained, dts_hi,
+     dts_lo) = _LAYOUT.unpack_from(frame, ETH_BYTES)
     return Report(node_id=node, port=port, occupancy=occ, capacity=cap, timestamp_us=(ts_hi << 32) | ts_lo,
-                  seq=seq, drops=drops, interval_us=interval, flags=flags,
+                  seq=seq, drops=drops, interval_us=interval, flags=flags, drained=drained,
+                  drained_ts_us=(dts_hi << 32) | dts_lo,
                   dst_mac=int.from_bytes(frame[0:6], "big"), src_mac=int.from_bytes(frame[6:12], "big"),
                   version=vt >> 4, msg_type=vt & 0xF)
 
@@ -82,8 +92,10 @@ def decode(frame: bytes) -> Report:
 def encode(report: Report) -> bytes:
     """A report frame as the data plane builds it (used by hosts, which report like nodes)."""
     ts = report.timestamp_us & 0xFFFF_FFFF_FFFF
+    dts = report.drained_ts_us & 0xFFFF_FFFF_FFFF
     body = _LAYOUT.pack((report.version << 4) | report.msg_type, report.flags, report.node_id, report.port,
                         report.occupancy, report.capacity, ts >> 32, ts & 0xFFFF_FFFF, report.seq,
-                        report.drops, report.interval_us)
+                        report.drops, report.interval_us, report.drained & 0xFFFF_FFFF, dts >> 32,
+                        dts & 0xFFFF_FFFF)
     eth = report.dst_mac.to_bytes(6, "big") + report.src_mac.to_bytes(6, "big") + ETHERTYPE_ALINEA.to_bytes(2, "big")
     return eth + body

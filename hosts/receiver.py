@@ -8,7 +8,7 @@
 * :class:`HostReporter` -- the receiver reports its buffer to its last-hop switch exactly as a
   switch port does (docs/wire-format.md): at the first arrival after ``interval_us`` has
   elapsed, a report with the occupancy, the capacity, a per-port sequence number and the drops
-  since the previous report.
+  since the previous report, and the packets the application has taken (the buffer's drain).
 """
 
 from __future__ import annotations
@@ -44,7 +44,9 @@ class HostReporter:
     _last_us: int | None = None
     _drops_reported: int = 0
 
-    def on_arrival(self, now_ns: int, occupancy: int, drops_total: int) -> Report | None:
+    def on_arrival(self, now_ns: int, occupancy: int, drops_total: int, drained: int = 0,
+                   drained_ns: int = 0) -> Report | None:
+        """``drained``: packets the application has taken so far, the last at ``drained_ns``."""
         now_us = now_ns // 1000
         if self._last_us is not None and now_us - self._last_us < self.interval_us:
             return None
@@ -53,4 +55,5 @@ class HostReporter:
         drops, self._drops_reported = drops_total - self._drops_reported, drops_total
         return Report(node_id=self.node_id, port=self.port, occupancy=occupancy, capacity=self.capacity,
                       timestamp_us=now_us, seq=self.seq, drops=drops, interval_us=self.interval_us,
-                      flags=FLAG_OVERFLOW if drops else 0, dst_mac=self.dst_mac, src_mac=self.src_mac)
+                      flags=FLAG_OVERFLOW if drops else 0, drained=drained & 0xFFFF_FFFF,
+                      drained_ts_us=drained_ns // 1000, dst_mac=self.dst_mac, src_mac=self.src_mac)

@@ -72,7 +72,7 @@
 #define REPORT_RECIRC_PORT 510
 /* Bytes of an Ethernet header and of an ALINEA report header. */
 #define ETH_HDR_BYTES 14
-#define REPORT_HDR_BYTES 32
+#define REPORT_HDR_BYTES 42
 
 typedef bit<9>  port_t;
 typedef bit<3>  class_t;
@@ -87,7 +87,7 @@ const bit<16> ETHERTYPE_IPV4   = 0x0800;
 const bit<16> ETHERTYPE_ALINEA = 0x88B5;
 const bit<8>  IPPROTO_UDP      = 17;
 
-const bit<4>  ALINEA_VERSION        = 1;
+const bit<4>  ALINEA_VERSION        = 2;
 const bit<4>  ALINEA_MSG_OCCUPANCY  = 1;
 /* Report flag: at least one overflow drop since the previous report. */
 const bit<8>  ALINEA_FLAG_OVERFLOW  = 0x01;
@@ -160,7 +160,7 @@ header ethernet_t {
 }
 
 /*
- * ALINEA occupancy report, 32 bytes, network byte order, right after
+ * ALINEA occupancy report, 42 bytes, network byte order, right after
  * the Ethernet header (EtherType 0x88B5).  See docs/wire-format.md.
  */
 header alinea_report_t {
@@ -175,6 +175,8 @@ header alinea_report_t {
     bit<32> seq;            // per port, 1 for the first report, +1 each
     bit<32> drops;          // overflow drops on this port since last report
     bit<32> interval_us;    // configured minimum report interval, µs
+    bit<32> drained;        // this port's arrivals that have left, wraps
+    bit<48> drained_ts;     // µs, when the last of them left (0: none yet)
 }
 
 header ipv4_t {
@@ -266,6 +268,13 @@ register<bit<32>>(CELL_COUNT) overflow_drops;
    packet_in.deq_pkts). */
 register<bit<32>>(CELL_COUNT) fwd_pkts;
 register<bit<32>>(CELL_COUNT) deq_pkts;
+/* Packets of class c that arrived on port p and have left this switch's
+   egress queue (wrapping), and the egress_global_timestamp (µs) of the
+   last of them.  A report carries both: the upstream hop reads the drain
+   of its buffer from two reports exactly, where counts alone would be
+   a packet off at either end of every interval (docs/wire-format.md). */
+register<bit<32>>(CELL_COUNT) drained_pkts;
+register<bit<48>>(CELL_COUNT) last_drain_ts;
 
 /* The cell of (port, class) in the registers above: a macro, not a
    function, so that p4switch's engine runs every statement using it
@@ -753,6 +762,12 @@ control MyEgress(inout headers_t hdr,
             occupancy.read(occ, cell);
             occupancy.write(cell, (occ == 0) ? 32w0 : occ - 1);
         }
+        @atomic {
+            bit<32> n;
+            drained_pkts.read(n, cell);
+            drained_pkts.write(cell, n + 1);
+            last_drain_ts.write(cell, standard_metadata.egress_global_timestamp);
+        }
     }
 
     /* A packet counted in fwd_pkts[egress_port] has left that port's
@@ -774,8 +789,14 @@ control MyEgress(inout headers_t hdr,
         bit<32> occ;
         bit<32> drops;
         bit<32> seq;
+        bit<32> drained;
+        bit<48> drained_ts;
 
         occupancy.read(occ, idx);
+        @atomic {
+            drained_pkts.read(drained, idx);
+            last_drain_ts.read(drained_ts, idx);
+        }
         @atomic {
             overflow_drops.read(drops, idx);
             overflow_drops.write(idx, 0);
@@ -809,6 +830,8 @@ control MyEgress(inout headers_t hdr,
         hdr.report.seq = seq;
         hdr.report.drops = drops;
         hdr.report.interval_us = meta.report_interval_us;
+        hdr.report.drained = drained;
+        hdr.report.drained_ts = drained_ts;
 
         /* Drop the clone's payload: the frame is the two headers only. */
         truncate(REPORT_FRAME_BYTES);

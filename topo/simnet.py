@@ -367,7 +367,8 @@ class SimHostNode:
             if sink is not None:
                 self._send_feedback(d.flow, sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
         if self.reporter is not None and self.buffer is not None:
-            report = self.reporter.on_arrival(now, self.buffer.occupancy, self.buffer.dropped)
+            report = self.reporter.on_arrival(now, self.buffer.occupancy, self.buffer.dropped, self.buffer.played,
+                                              self.buffer.last_played_ns)
             if report is not None and self.link is not None:
                 self.link.send(self, encode(report))
 

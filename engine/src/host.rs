@@ -534,6 +534,9 @@ pub struct PlayoutBuffer {
     played: i64,
     #[pyo3(get)]
     played_bytes: i64,
+    /// When the application took the last packet, ns (0: none yet): a report carries it.
+    #[pyo3(get)]
+    last_played_ns: i64,
     next_ns: Option<i64>,
 }
 
@@ -549,6 +552,7 @@ impl PlayoutBuffer {
             dropped: 0,
             played: 0,
             played_bytes: 0,
+            last_played_ns: 0,
             next_ns: None,
         })
     }
@@ -582,6 +586,7 @@ impl PlayoutBuffer {
             self.occupancy -= 1;
             self.played += 1;
             self.played_bytes += self.packet_bytes;
+            self.last_played_ns = t;
             self.next_ns = (self.occupancy > 0).then(|| t + self.gap_ns());
         }
     }

@@ -128,3 +128,54 @@ def test_a_noisy_drain_is_not_read_as_a_fall() -> None:
         t += 10 * MS
         fwd += 75
     assert f.drain_pps == pytest.approx(7500, rel=0.002)
+
+
+def departures(spacings_ns: list[int], t0: int = 0) -> list[int]:
+    """The times the downstream buffer's packets leave, one per spacing after ``t0``."""
+    out, t = [], t0
+    for sp in spacings_ns:
+        t += sp
+        out.append(t)
+    return out
+
+
+def feed_exact(f: QueueForecast, leave: list[int], until_ns: int, pps: int = 150, queued: int = 140,
+               occ: int = 140, period_ns: int = 10 * MS) -> list[float]:
+    """Reports every ``period_ns`` carrying the drain the reporter saw: how many of ``leave`` have
+    left and when the last of them did. Returns the drain after each report."""
+    t, fwd, seen = period_ns, 0, []
+    while t <= until_ns:
+        gone = [x for x in leave if x <= t]
+        f.update(t, occ, fwd + queued, fwd, pps, drained=len(gone), drained_ns=gone[-1] if gone else 0)
+        seen.append(f.drain_pps)
+        t += period_ns
+        fwd = len(gone)
+    return seen
+
+
+def test_the_exact_drain_follows_a_capacity_drop_at_the_first_report_after_it() -> None:
+    """7,500 packets/s leave (capacity-drop at x50), then the link behind the buffer falls to 6,250
+    packets/s: the first report after the drop holds some 30 late departures and the drain reads
+    the new rate there, where counts needed the buffer to gain packets first (docs/alinea.md, "The
+    drain, exactly")."""
+    before = departures([133_333] * 7500)
+    after = departures([160_000] * 400, before[-1])
+    f = QueueForecast()
+    feed_exact(f, before + after, before[-1], pps=7500, period_ns=5 * MS)
+    assert f.drain_pps == pytest.approx(7500, rel=0.01)
+    seen = feed_exact(QueueForecast(), before + after, before[-1] + 6 * MS, pps=7500, period_ns=5 * MS)
+    assert seen[-1] == pytest.approx(6250, rel=0.01)
+
+
+def test_the_exact_drain_does_not_read_the_downstream_schedule_as_a_fall() -> None:
+    """On BMv2's queues the downstream hop's packets leave at spacings it stamped up to a second
+    before: single gaps of a third of the mean rate come and go. Only a fall beyond that spread
+    counts (seen: one 53 packets/s gap of a 150 packets/s drain cut the hop upstream to 7)."""
+    spacings = [6 * MS, 7 * MS, 9 * MS, 5 * MS, 8 * MS, 7 * MS, 6 * MS, 9 * MS]  # mean 7.125 ms
+    leave = departures(spacings * 60)
+    seen = feed_exact(QueueForecast(), leave, leave[-1])
+    assert min(seen[50:]) > 0.9 * 1e9 / 7.125e6
+    # a steady stream (no spread at all) with one rate step of the hop downstream: one late packet
+    leave = departures([6_600_000] * 300 + [8_200_000] + [6_600_000] * 100)
+    seen = feed_exact(QueueForecast(), leave, leave[-1])
+    assert min(seen[50:]) > 0.9 * 1e9 / 6.6e6

@@ -31,6 +31,7 @@ def test_documented_example_decodes_to_the_documented_values() -> None:
     r = decode(frame)
     assert (r.node_id, r.port, r.occupancy, r.capacity) == (2, 1, 140, 200)
     assert (r.timestamp_us, r.seq, r.drops, r.interval_us, r.flags) == (1_234_567, 42, 0, 10_000, 0)
+    assert (r.drained, r.drained_ts_us) == (5_000, 1_234_000)
     assert r.dst_mac == dp.mac_int("02:00:00:00:01:01") and r.src_mac == dp.mac_int("02:00:00:00:02:01")
     assert r.fraction == pytest.approx(0.7)
     assert encode(r) == frame
@@ -38,15 +39,17 @@ def test_documented_example_decodes_to_the_documented_values() -> None:
 
 def test_encode_decode_round_trip_keeps_every_field_and_48_bit_timestamp() -> None:
     r = Report(node_id=65535, port=511, occupancy=2**32 - 1, capacity=7, timestamp_us=2**48 - 1, seq=2**31,
-               drops=3, interval_us=5, flags=1, dst_mac=2**48 - 1, src_mac=1)
+               drops=3, interval_us=5, flags=1, drained=2**32 - 1, drained_ts_us=2**48 - 1, dst_mac=2**48 - 1,
+               src_mac=1)
     assert decode(encode(r)) == r
-    assert decode(encode(r) + b"\x00" * 14) == r  # NIC padding to 60 bytes is ignored
+    assert decode(encode(r) + b"\x00" * 4) == r  # NIC padding to 60 bytes is ignored
 
 
 @pytest.mark.parametrize(("frame", "message"), [
     (b"\x00" * 12 + b"\x08\x00" + b"\x00" * 32, "not an ALINEA frame"),
-    (b"\x00" * 12 + b"\x88\xb5" + b"\x10" * 10, "46"),
-    (b"\x00" * 12 + b"\x88\xb5" + b"\x21" + b"\x00" * 31, "version 2"),
+    (b"\x00" * 12 + b"\x88\xb5" + b"\x20" * 10, "56"),
+    (b"\x00" * 12 + b"\x88\xb5" + b"\x11" + b"\x00" * 41, "version 1, this decoder reads version 2"),
+    (b"\x00" * 12 + b"\x88\xb5", "56"),
 ])
 def test_malformed_frames_are_rejected_with_a_reason(frame: bytes, message: str) -> None:
     with pytest.raises(ReportError, match=message):

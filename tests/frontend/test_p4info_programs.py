@@ -183,7 +183,7 @@ def test_alinea_counters_and_registers(alinea):
     registers = by_name(alinea.registers)
     widths = {n: r.type_spec.bitstring.bit.bitwidth for n, r in registers.items()}
     assert widths == {"occupancy": 32, "last_report_ts": 48, "last_arrival_ts": 48, "report_seq": 32, "overflow_drops": 32,
-                      "fwd_pkts": 32, "deq_pkts": 32}
+                      "fwd_pkts": 32, "deq_pkts": 32, "drained_pkts": 32, "last_drain_ts": 48}
     assert {r.size for r in registers.values()} == {512 * 8}  # one cell per (port, class)
     assert not alinea.meters and not alinea.direct_counters and not alinea.digests
 

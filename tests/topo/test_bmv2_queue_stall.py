@@ -54,20 +54,25 @@ def test_paper_5router_freezes_on_bmv2_queues_without_the_forecast(monkeypatch: 
 
 
 @pytest.mark.slow
-def test_capacity_drop_on_bmv2_queues() -> None:
-    """Zero loss and recovery within 2 s, as on the shaper (test_sim_runs.py); the reaction within
-    3 report intervals is not met yet: R3's sampled occupancy rises by its first packet only 4-5
-    intervals after the drop (the loop rests with R2's arrivals and R3's departures phase-locked),
-    and nothing else in a report moves sooner (docs/bmv2.md)."""
+@pytest.mark.parametrize("phase_ms", [10, 35])
+def test_capacity_drop_on_bmv2_queues_reacts_within_three_intervals_at_any_phase(phase_ms: int) -> None:
+    """Zero loss and R2's reaction within 3 report intervals at the drop's phases that were
+    slowest before the reports carried their drain (4.05 and 4.24 intervals: R3's sampled
+    occupancy rose by its first packet only 4 intervals after the drop, docs/bmv2.md); R3's
+    buffer back within 3 points of its target within the settled law's time constant (its
+    buffer in bits over W_min) plus the horizon of R2's own queue at the new rate."""
     t = on_queue_model("capacity-drop", "bmv2")
     (ev,) = t.events
-    t.events = [dataclasses.replace(ev, at_ns=16 * S)]
-    s = run_experiment(t, 19 * S, seed=1, plots=False).summary
+    t.events = [dataclasses.replace(ev, at_ns=16 * S + phase_ms * 1_000_000)]
+    s = run_experiment(t, 21 * S, seed=1, plots=False).summary
     assert s["loss"]["total"] == 0
     (reaction,) = s["events"]
     assert reaction["regulator"] == "R2" and reaction["buffer"] == "R3<-R2"
-    assert reaction["recovery_s"] is not None and reaction["recovery_s"] <= 2.0
-    assert reaction["reaction_intervals"] is not None and reaction["reaction_intervals"] <= 6
+    assert reaction["reaction_intervals"] is not None and reaction["reaction_intervals"] <= 3
+    law, capacity = t.law[("R2", "R3")], t.ports[("R3", "R2")].capacity
+    bits = 8 * t.flows[0].packet_size
+    settle_s = capacity * bits / law.w_min + law.o_max * capacity * bits / ev.rate_bps
+    assert reaction["recovery_s"] is not None and reaction["recovery_s"] <= settle_s
 
 
 def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_intervals(tmp_path: Path) -> None:

@@ -76,7 +76,7 @@ def test_capacity_drop_is_paper_5router_plus_the_drop():
     base, drop = load("paper-5router"), load("capacity-drop")
     assert (drop.nodes, drop.links, drop.flows) == (base.nodes, base.links, base.flows)
     assert (drop.law, drop.ports) == (base.law, base.ports)
-    # capacity-drop stays on the shaper until R2's reaction on BMv2's queues is fast enough (docs/bmv2.md)
+    # capacity-drop is on the shaper as paper-5router is (real-time runs on BMv2's queues: docs/bmv2.md)
     assert drop.options == dataclasses.replace(base.options, queue_model="shaper")
     [event] = drop.events
     assert (event.kind, event.at_ns, event.link, event.rate_bps) == ("link_rate", 30_000_000_000, ("R3", "R4"), 1e6)
