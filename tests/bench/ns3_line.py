@@ -18,7 +18,7 @@ Both are constant-rate ``UdpClient`` applications into ``UdpServer`` sinks.
 
 Wire sizes are the simulator's: its frames are Ethernet frames on a wire that adds 24 bytes
 (preamble, FCS, gap) and pads to 60, so a 1000-byte data frame occupies 1024 bytes of wire time
-and a 46-byte report 84; here the PPP frame (2 bytes + IPv4 + UDP + payload) is given those sizes.
+and a report (56 bytes) 84; here the PPP frame (2 bytes + IPv4 + UDP + payload) is given those sizes.
 
 Packet-hops are counted as the simulator counts them (frames put on a link, both directions):
 a trace sink in C++ (compiled by cppyy's cling, no Python per packet) on every device's
@@ -38,7 +38,7 @@ QUEUE_PACKETS = 200
 PLAYOUT_MBPS = 1.2  # H2's play-out: the rate the simulator's loop settles at
 REPORT_MS = 10.0
 WIRE_EXTRA, PPP, IP_UDP = 24, 2, 28
-DATA_WIRE, REPORT_WIRE = 1000 + WIRE_EXTRA, 60 + WIRE_EXTRA  # a report (46 bytes) is padded to 60
+DATA_WIRE, REPORT_WIRE = 1000 + WIRE_EXTRA, 60 + WIRE_EXTRA  # a report (56 bytes) is padded to 60
 
 COUNTER = """
 #include "ns3/core-module.h"
