@@ -84,7 +84,7 @@ def test_the_simulator_refuses_bbr_before_the_run(kernel_offers: Path, capsys: p
     text = TCP_FILE.read_text().replace("cc: cubic", "cc: bbr")
     topo = load_topology_text(text, str(TCP_FILE))
     with pytest.raises(SimUnsupported, match=r"flows\[0\]\.cc: bbr \(flow t1\) runs in the netns backend only; "
-                                             r"the simulator's TCP model has reno, cubic and none"):
+                                             r"the simulator's TCP model has reno, cubic, none and cvihis-rtm"):
         SimNetwork(topo)
     bbr = tmp_path / "bbr.yaml"
     bbr.write_text(text)
