@@ -540,7 +540,7 @@ class _Loader:
             if cc not in offered and cc not in SIM_ONLY_CC:
                 raise self.doc.error(f["cc"].value, f"{path}.cc",
                                      f"{cc!r} is not offered by this kernel (available: {' '.join(offered)}; "
-                                     f"the simulator's TCP model also has {' '.join(SIM_ONLY_CC)})")
+                                     f"the simulator's TCP model also has {', '.join(SIM_ONLY_CC)})")
         size = None
         if "size" in f:
             size = self.doc.unit(f["size"].value, f"{path}.size", parse_bytes)
