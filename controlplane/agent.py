@@ -20,9 +20,13 @@ With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the la
 (egress port, class): a report names its class, class ``c``'s law sets priority queue ``c`` of
 the port (``SetQueueRate.priority``), and the reports' queue, the top one above every class
 (``report_priority``; alinea.p4 recirculates the report clones onto it), is never rate-limited, so
-no report budget is added. Each class's R_max is the one the switch holds, the link's rate: an
-R_max cut by the other classes' measured drains (tried, docs/fabric.md) could reach the floor, and on
-BMv2's queues a floor rate stamps the class's queued packets seconds ahead, past any later raise.
+no report budget is added. Each class's R_max is a fair share of the one the switch holds (the
+link's rate): the link less what the port's other busy classes are *set* to take, each counted at
+most at an equal share, so that under strict priority a class at R_max leaves the lower classes
+their share (docs/fabric.md: it brought the classes' p99 slowdown below per-port ALINEA's). Never
+below an equal share of the busy classes nor the schedule bound's floor: an R_max cut by the other
+classes' measured *drains* (tried first) reached the floor, and on BMv2's queues a floor rate stamps
+the class's queued packets seconds ahead, past any later raise.
 
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
