@@ -29,7 +29,7 @@ from controlplane.report import encode, is_report
 from controlplane.switch_agent import SwitchAgent
 from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
-from hosts.cvihis_host import CvihisSink, CvihisSource
+from hosts.cvihis_host import FEEDBACK_FRAME_BYTES, CvihisSink, CvihisSource
 from hosts.datagram import (
     HEADER_BYTES,
     KIND_FEEDBACK,
@@ -64,7 +64,6 @@ START_JITTER_NS = 200_000_000  # each flow starts up to 200 ms late, drawn from 
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
-FEEDBACK_FRAME_BYTES = OFFSET + HEADER_BYTES + FEEDBACK_BYTES  # Ethernet/IPv4/UDP, our header, the feedback
 HOST_TX_QUEUE = 1000  # packets a host's NIC queue holds (Linux's default txqueuelen)
 Paced = TypeVar("Paced", AlineaHostSender, FixedSender)
 DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",

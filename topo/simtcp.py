@@ -23,15 +23,13 @@ from typing import Any
 
 from hosts.cvihis import CvihisParams, CvihisReceiver, Feedback, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
-from hosts.cvihis_host import RTT_UNIT_NS
+from hosts.cvihis_host import FEEDBACK_FRAME_BYTES, RTT_UNIT_NS
 from hosts.cvihis_tcp import PACED_CC, TAG_BYTES, CvihisPace, decode_tag, encode_tag
 from hosts.datagram import (
-    HEADER_BYTES,
     KIND_FEEDBACK,
     KIND_TCP_ACK,
     KIND_TCP_DATA,
     KIND_TCP_SYN,
-    OFFSET,
     Datagram,
     FrameTemplate,
 )
@@ -58,7 +56,6 @@ from topo.record import TcpSample
 __all__ = ["SimTcpFlows", "TCP_KINDS"]
 
 TCP_KINDS = frozenset({KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN})
-FEEDBACK_FRAME_BYTES = OFFSET + HEADER_BYTES + FEEDBACK_BYTES
 
 
 class SimTcpFlows:
