@@ -20,9 +20,13 @@ With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the la
 (egress port, class): a report names its class, class ``c``'s law sets priority queue ``c`` of
 the port (``SetQueueRate.priority``), and the reports' queue, the top one above every class
 (``report_priority``; alinea.p4 recirculates the report clones onto it), is never rate-limited, so
-no report budget is added. Each class's R_max is the one the switch holds, the link's rate: an
-R_max cut by the other classes' measured drains (tried, docs/fabric.md) could reach the floor, and on
-BMv2's queues a floor rate stamps the class's queued packets seconds ahead, past any later raise.
+no report budget is added. Each class's R_max is a fair share of the one the switch holds (the
+link's rate): the link less what the port's other busy classes are *set* to take, each counted at
+most at an equal share, so that under strict priority a class at R_max leaves the lower classes
+their share (docs/fabric.md: it brought the classes' p99 slowdown below per-port ALINEA's). Never
+below an equal share of the busy classes nor the schedule bound's floor: an R_max cut by the other
+classes' measured *drains* (tried first) reached the floor, and on BMv2's queues a floor rate stamps
+the class's queued packets seconds ahead, past any later raise.
 
 Nothing here does I/O or reads a clock: :mod:`controlplane.switch_agent` binds the core to a
 P4Runtime client, a Thrift queue client and a scheduler, in either binding.
@@ -190,9 +194,15 @@ class _PortLaw:
     pps: int
     rejected_params: int = 0
     forecast: QueueForecast | None = None
+    link_bps: float = 0.0  # the R_max the switch holds (the link's rate), before a class's fair share
 
 
 Queue = tuple[int, int]  # (egress port, class): one law each
+
+
+def _busy(pl: _PortLaw) -> bool:
+    """A class with packets waiting in its queue of the port, or still arriving there."""
+    return pl.forecast is not None and (pl.forecast.queued > 0 or pl.forecast.arrival_pps > 0)
 
 
 def class_priority(data_class: int, classes: int) -> int | None:
@@ -246,11 +256,13 @@ class SwitchAgentCore:
         pl = self.ports.get(key)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
+        forecast = self._forecast(now_ns, port, pl, metadata, report)
         try:
-            pl.law.set_params(law_from_metadata(metadata))
+            params = law_from_metadata(metadata)
+            pl.law.set_params(self._fair_share(key, pl, params))
+            pl.link_bps = params.r_max
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
-        forecast = self._forecast(now_ns, port, pl, metadata, report)
         pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
                          1 / report.capacity if report.capacity else 0.0, forecast)
         cmds = self._actuate(key, pl)
@@ -259,6 +271,29 @@ class SwitchAgentCore:
                                    pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
                                    forecast and forecast.drain_bps, key[1]))
         return cmds
+
+    def _fair_share(self, key: Queue, pl: _PortLaw, law: LawParams) -> LawParams:
+        """With classes: R_max less what the port's other busy classes are set to take, each counted at
+        most at an equal share, so that under strict priority a class at R_max leaves the classes below
+        it their share. Set rates, not drains (a drain reaches the floor when the others fill the link),
+        and never below an equal share of the busy classes nor the schedule bound's floor (docs/fabric.md)."""
+        if self.plan.classes == 1 or pl.forecast is None:
+            return law
+        port, c = key
+        busy = [o for (p, k), o in self.ports.items() if p == port and k != c and _busy(o)]
+        if not busy:
+            return law
+        share = law.r_max / (len(busy) + 1)
+        cap = max(share, law.r_max - sum(min(o.law.rate, share) for o in busy),
+                  8 * pl.packet_bytes * (self._schedule_floor_pps(pl) or 0.0))
+        return law if cap >= law.r_max else law.with_changes(r_max=max(cap, law.r_floor))
+
+    def _schedule_floor_pps(self, pl: _PortLaw) -> float | None:
+        """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""
+        f = pl.forecast
+        assert f is not None
+        link_pps = (pl.link_bps or pl.law.params.r_max) / (8 * pl.packet_bytes)
+        return schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command())
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
@@ -299,11 +334,9 @@ class SwitchAgentCore:
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
         port, c = key
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
-            f = pl.forecast
-            link_pps = pl.law.params.r_max / (8 * pl.packet_bytes)
-            floor = schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command())
+            floor = self._schedule_floor_pps(pl)
             if floor is None:  # older stamps already ran past the bound: space no slower than the drain
-                floor = f.drain_pps  # (not the link's rate: that would flood the buffer downstream)
+                floor = pl.forecast.drain_pps  # (not the link's rate: that would flood the buffer downstream)
             pl.law.hold_at_least(8 * pl.packet_bytes * floor)
         pps = self._queue_pps(port, pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:

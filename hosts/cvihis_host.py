@@ -13,11 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from hosts.cvihis import CvihisParams, CvihisReceiver, CvihisSender, Feedback
+from hosts.cvihis.wire import FEEDBACK_BYTES
+from hosts.datagram import HEADER_BYTES, OFFSET
 from hosts.sender import SenderFlow
 
-__all__ = ["CvihisSource", "CvihisSink", "RTT_UNIT_NS"]
+__all__ = ["CvihisSource", "CvihisSink", "RTT_UNIT_NS", "FEEDBACK_FRAME_BYTES"]
 
 RTT_UNIT_NS = 100_000  # the datagram header carries the RTT hint in units of 100 µs
+FEEDBACK_FRAME_BYTES = OFFSET + HEADER_BYTES + FEEDBACK_BYTES  # Ethernet/IPv4/UDP, our header, the feedback
 
 
 @dataclass

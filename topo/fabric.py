@@ -37,13 +37,15 @@ from topo.yaml_tree import TopologyError
 __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "uplink_bytes", "main"]
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
-#: control: the simulator's one reliable transport (CVIHIS and fixed-rate senders have no sized flows and
-#: no retransmission, so ``cvihis-rtm`` is not a fabric control). ``alinea-classes``: hop by hop with
-#: per-destination classes (``options.classes`` = hosts per leaf, docs/fabric.md). ``none``: no control
-#: anywhere, the TCP model's retransmission carrying the bytes with no congestion control (``cc: none``).
-FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp": "end-to-end", "none": "end-to-end"}
+#: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
+#: classes (``options.classes`` = hosts per leaf, docs/fabric.md). ``none``: no control anywhere, the TCP
+#: model's retransmission carrying the bytes with no congestion control (``cc: none``). ``cvihis-rtm``:
+#: end to end, the same window as ``none``, its segments paced by CVIHIS RTM (``cc: cvihis-rtm``,
+#: hosts/cvihis_tcp.py).
+FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp": "end-to-end", "none": "end-to-end",
+                   "cvihis-rtm": "end-to-end"}
 #: the flows' congestion control where it is not the default (cubic)
-FLOW_CC = {"none": "none"}
+FLOW_CC = {"none": "none", "cvihis-rtm": "cvihis-rtm"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
 
 

@@ -182,11 +182,11 @@ class NetnsNetwork:
 
     def _refuse_unsupported(self) -> None:
         """BMv2 has no per-EtherType loss on its wires (p4switch: ``--link-loss``); the kernel has no
-        ``cc: none`` (the simulator's TCP model without congestion control)."""
+        ``cc: none`` or ``cc: cvihis-rtm`` (the simulator's TCP model, hosts/tcp/__init__.py)."""
         for f in self.topo.flows:
             if f.control == "tcp" and f.cc in SIM_ONLY_CC:
-                raise NetnsError(f"{self.topo.source}:{f.line}: flow {f.name}: cc {f.cc} is the simulator's TCP model "
-                                 "without congestion control; no kernel offers it: use --backend sim")
+                raise NetnsError(f"{self.topo.source}:{f.line}: flow {f.name}: cc {f.cc} is {SIM_ONLY_CC[f.cc]}; "
+                                 "no kernel offers it: use --backend sim")
         if self.topo.options.report_loss > 0 and self.target == "bmv2":
             raise NetnsError(f"{self.topo.source}: options.report_loss is emulated by p4switch's links only "
                              "(--link-loss); BMv2 has no such loss model: use --target p4switch or --backend sim")

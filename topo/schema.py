@@ -540,7 +540,7 @@ class _Loader:
             if cc not in offered and cc not in SIM_ONLY_CC:
                 raise self.doc.error(f["cc"].value, f"{path}.cc",
                                      f"{cc!r} is not offered by this kernel (available: {' '.join(offered)}; "
-                                     f"the simulator's TCP model also has {' '.join(SIM_ONLY_CC)})")
+                                     f"the simulator's TCP model also has {', '.join(SIM_ONLY_CC)})")
         size = None
         if "size" in f:
             size = self.doc.unit(f["size"].value, f"{path}.size", parse_bytes)
@@ -551,6 +551,9 @@ class _Loader:
             sack = self.doc.scalar(f["sack"].value, f"{path}.sack")
             if not isinstance(sack, bool):
                 raise self.doc.error(f["sack"].value, f"{path}.sack", f"{sack!r}: sack is true or false")
+            if not sack and cc == "cvihis-rtm":
+                raise self.doc.error(f["sack"].value, f"{path}.sack", "cc cvihis-rtm paces every segment the "
+                                     "model sends, which needs SACK recovery (NewReno's retransmissions bypass the pace)")
         return {"cc": cc, "size_bytes": size, "sack": sack}
 
     def _flow_rate(self, item: YamlNode, f: dict[str, Entry], path: str, control: str) -> float | None:

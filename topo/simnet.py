@@ -29,7 +29,7 @@ from controlplane.report import encode, is_report
 from controlplane.switch_agent import SwitchAgent
 from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
-from hosts.cvihis_host import CvihisSink, CvihisSource
+from hosts.cvihis_host import FEEDBACK_FRAME_BYTES, CvihisSink, CvihisSource
 from hosts.datagram import (
     HEADER_BYTES,
     KIND_FEEDBACK,
@@ -43,7 +43,8 @@ from hosts.datagram import (
 from hosts.e2e_host import LedbatSink, LedbatSource, TfrcSink, TfrcSource
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, Pacer, SenderFlow
-from hosts.tcp import MODELLED_CC
+from hosts.tcp import MODELLED_CC, MSS
+from hosts.tcp.wire import data_frame_bytes
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
 from p4switch.thrift_server import in_process_processor
@@ -63,7 +64,6 @@ START_JITTER_NS = 200_000_000  # each flow starts up to 200 ms late, drawn from 
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
-FEEDBACK_FRAME_BYTES = OFFSET + HEADER_BYTES + FEEDBACK_BYTES  # Ethernet/IPv4/UDP, our header, the feedback
 HOST_TX_QUEUE = 1000  # packets a host's NIC queue holds (Linux's default txqueuelen)
 Paced = TypeVar("Paced", AlineaHostSender, FixedSender)
 DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",
@@ -190,7 +190,8 @@ class SimHostNode:
         # the TCP model's flows (the simulator only: in netns the kernel runs them, topo/tcpflow.py)
         tcp = {fid: f for fid, f in enumerate(topo.flows, start=1)
                if f.control == "tcp" and node.name in (f.src, f.dst)} if getattr(net, "tcp_model", False) else {}
-        self.tcp = SimTcpFlows(self.sched, node.name, tcp, self._put, self._tcp_template) if tcp else None
+        self.tcp = SimTcpFlows(self.sched, node.name, tcp, self._put, self._tcp_template,
+                               self._paced_tcp_params) if tcp else None
         self._setup_senders()
         self._setup_receiver()
 
@@ -285,6 +286,10 @@ class SimHostNode:
             self.sched.call_later(AGENT_TICK_NS, self._tick)
         if self.tcp is not None:
             self.tcp.start()
+
+    def _paced_tcp_params(self, f: Flow) -> CvihisParams:
+        """A cvihis-rtm TCP flow's CVIHIS parameters: a CVIHIS flow's, its packets full segments."""
+        return dataclasses.replace(self.net.cvihis_params(f), packet_size_bytes=data_frame_bytes(MSS))
 
     def _tcp_template(self, fid: int, size: int, kind: int, toward: str) -> FrameTemplate:
         topo = self.net.topo
@@ -431,9 +436,11 @@ class SimHostNode:
 
     def _on_feedback(self, now: int, d: Any) -> None:
         source = self.cvihis.get(d.flow)
-        if source is None:
-            return
         try:
+            if source is None:  # a cvihis-rtm flow of the TCP model, or none of this host's
+                if self.tcp is not None:
+                    self.tcp.receive_feedback(now, d)
+                return
             fb = decode_feedback(d.payload(FEEDBACK_BYTES))
         except FeedbackError:
             self.net.counts["bad_feedback"] += 1

@@ -9,6 +9,11 @@ fields: ``flows.csv`` and ``packets_<flow>.csv`` from the records the receiver d
 ``rttvar_us``, ``snd_cwnd``, ``total_retrans``, ``bytes_acked``, ``min_rtt_us``,
 ``bytes_retrans``). Times are the run's true time (the kernel's stamps are CLOCK_MONOTONIC, the
 same in every namespace), not a host's offset clock.
+
+``cc: cvihis-rtm`` flows (``hosts/cvihis_tcp.py``): the sender's pacer is a CVIHIS sender's gap, each
+data segment carries that sender's stamp (its CVIHIS sequence number in the tag after the data fields,
+its RTT hint in the header), the destination runs a CVIHIS receiver on them and sends its feedback
+back in CVIHIS feedback datagrams (``receive_feedback`` takes them at the source).
 """
 
 from __future__ import annotations
@@ -16,12 +21,24 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from hosts.datagram import KIND_TCP_ACK, KIND_TCP_DATA, KIND_TCP_SYN, Datagram, FrameTemplate
+from hosts.cvihis import CvihisParams, CvihisReceiver, Feedback, decode_feedback, encode_feedback
+from hosts.cvihis.wire import FEEDBACK_BYTES
+from hosts.cvihis_host import FEEDBACK_FRAME_BYTES, RTT_UNIT_NS
+from hosts.cvihis_tcp import PACED_CC, TAG_BYTES, CvihisPace, decode_tag, encode_tag
+from hosts.datagram import (
+    KIND_FEEDBACK,
+    KIND_TCP_ACK,
+    KIND_TCP_DATA,
+    KIND_TCP_SYN,
+    Datagram,
+    FrameTemplate,
+)
 from hosts.receiver import FlowRecord
 from hosts.tcp import TcpReceiver, TcpSender, congestion_control
 from hosts.tcp.receiver import Ack
 from hosts.tcp.sender import Segment
 from hosts.tcp.wire import (
+    DATA_FIELDS_BYTES,
     SACK_PERMITTED,
     SYN_FRAME_BYTES,
     ack_frame_bytes,
@@ -44,10 +61,11 @@ TCP_KINDS = frozenset({KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN})
 class SimTcpFlows:
     """A host's ends of the model's TCP flows: senders of the flows it sends, receivers of those
     it receives. ``send(frame)`` puts a frame on the host's link; ``template(fid, size, kind, to)``
-    makes a frame template toward host ``to``."""
+    makes a frame template toward host ``to``; ``pace_params(flow)``: a paced flow's CVIHIS parameters."""
 
     def __init__(self, sched: Any, host: str, flows: dict[int, Flow],
-                 send: Callable[[bytes], None], template: Callable[[int, int, int, str], FrameTemplate]) -> None:
+                 send: Callable[[bytes], None], template: Callable[[int, int, int, str], FrameTemplate],
+                 pace_params: Callable[[Flow], CvihisParams] = lambda f: CvihisParams()) -> None:
         self.sched = sched
         self.host = host
         self.flows = flows
@@ -59,13 +77,21 @@ class SimTcpFlows:
         self.records: dict[int, FlowRecord] = {}
         self.completed_ns: dict[int, int] = {}
         self._timers: dict[tuple[str, int], Any] = {}
+        self.pacers: dict[int, CvihisPace] = {}  # cvihis-rtm flows sent here
+        self.pace_sinks: dict[int, CvihisReceiver] = {}  # cvihis-rtm flows received here
         for fid, f in flows.items():
+            paced = f.cc in PACED_CC
             if f.src == host:
+                if paced:
+                    self.pacers[fid] = CvihisPace(pace_params(f))
                 self.senders[fid] = TcpSender(congestion_control(f.cc or "cubic"), start_ns=f.start_ns,
-                                              stop_ns=f.stop_ns, total_bytes=f.size_bytes, sack=f.sack)
+                                              stop_ns=f.stop_ns, total_bytes=f.size_bytes, sack=f.sack,
+                                              pacer=self.pacers.get(fid))
             if f.dst == host:
                 self.receivers[fid] = TcpReceiver(sack=f.sack)
                 self.records[fid] = FlowRecord(f.name)
+                if paced:
+                    self.pace_sinks[fid] = CvihisReceiver(pace_params(f), PACED_CC[f.cc])
 
     def start(self) -> None:
         for fid in self.senders:
@@ -85,9 +111,19 @@ class SimTcpFlows:
                 options = SACK_PERMITTED if s.sack_ok else b"\x00\x00"
                 self._send(self._frame(fid, SYN_FRAME_BYTES, KIND_TCP_SYN, f.dst).frame(0, s.ts_ns, 0, options))
             else:
-                size = data_frame_bytes(s.length)
-                self._send(self._frame(fid, size, KIND_TCP_DATA, f.dst).frame(s.seq, s.ts_ns, 0,
-                                                                               encode_data(s.stamp_ns, s.length)))
+                frame = self._frame(fid, data_frame_bytes(s.length), KIND_TCP_DATA, f.dst)
+                pacer = self.pacers.get(fid)
+                if pacer is None:
+                    self._send(frame.frame(s.seq, s.ts_ns, 0, encode_data(s.stamp_ns, s.length)))
+                    continue
+                cvihis_seq, _ts, rtt_ns = pacer.take_stamp()
+                self._send(frame.frame(s.seq, s.ts_ns, -(-rtt_ns // RTT_UNIT_NS),
+                                       encode_data(s.stamp_ns, s.length) + encode_tag(cvihis_seq)))
+
+    def _emit_feedback(self, fid: int, feedbacks: list[Feedback]) -> None:
+        for fb in feedbacks:
+            frame = self._frame(fid, FEEDBACK_FRAME_BYTES, KIND_FEEDBACK, self.flows[fid].src)
+            self._send(frame.frame(fb.fb_seq, self.sched.now_ns(), 0, encode_feedback(fb)))
 
     def _emit_acks(self, fid: int, acks: list[Ack]) -> None:
         f = self.flows[fid]
@@ -101,11 +137,11 @@ class SimTcpFlows:
 
     # ---- timers ---------------------------------------------------------------------------------
     def _arm(self, side: str, fid: int) -> None:
-        end: Any = self.senders[fid] if side == "tx" else self.receivers[fid]
         old = self._timers.pop((side, fid), None)
         if old is not None:
             old.cancel()
-        t = end.next_timer_ns()
+        t = self.pace_sinks[fid].next_update_ns if side == "pace" else \
+            (self.senders[fid] if side == "tx" else self.receivers[fid]).next_timer_ns()
         if t is not None:
             self._timers[(side, fid)] = self.sched.call_at(max(t, self.sched.now_ns()), self._fire, side, fid)
 
@@ -114,6 +150,8 @@ class SimTcpFlows:
         now = self.sched.now_ns()
         if side == "tx":
             self._emit_segments(fid, self.senders[fid].on_timer(now))
+        elif side == "pace":
+            self._emit_feedback(fid, self.pace_sinks[fid].on_timer(now))
         else:
             self._emit_acks(fid, self.receivers[fid].on_timer(now))
         self._arm(side, fid)
@@ -127,12 +165,14 @@ class SimTcpFlows:
                 self._emit_acks(fid, [rx.on_syn(now_ns, d.ts_ns, d.payload(2) == SACK_PERMITTED)])
                 return
             try:
-                stamp, length = decode_data(d.payload(10))
+                stamp, length = decode_data(d.payload(DATA_FIELDS_BYTES))
             except ValueError:
                 return
             self._emit_acks(fid, rx.on_segment(now_ns, d.seq, length, stamp, d.ts_ns))
             self._deliver(fid, now_ns)
             self._arm("rx", fid)
+            if fid in self.pace_sinks:
+                self._pace_segment(now_ns, fid, d)
         elif fid in self.senders and d.kind in (KIND_TCP_ACK, KIND_TCP_SYN):
             tx = self.senders[fid]
             try:
@@ -147,6 +187,24 @@ class SimTcpFlows:
             else:
                 self._emit_segments(fid, tx.on_ack(now_ns, d.seq, d.ts_ns, window_end, blocks))
             self._arm("tx", fid)
+
+    def _pace_segment(self, now_ns: int, fid: int, d: Datagram) -> None:
+        """A paced flow's data segment, as its CVIHIS receiver sees it: a CVIHIS packet."""
+        tag = d.payload(DATA_FIELDS_BYTES + TAG_BYTES)[DATA_FIELDS_BYTES:]
+        self._emit_feedback(fid, self.pace_sinks[fid].on_data(now_ns, decode_tag(tag), d.ts_ns, d.size,
+                                                              d.rtt_100us * RTT_UNIT_NS))
+        self._arm("pace", fid)
+
+    def receive_feedback(self, now_ns: int, d: Datagram) -> bool:
+        """CVIHIS feedback for a paced flow sent here (False: not one of this host's paced flows;
+        ``FeedbackError`` for a corrupt one, counted by the caller)."""
+        pacer = self.pacers.get(d.flow)
+        if pacer is None:
+            return False
+        pacer.on_feedback(now_ns, decode_feedback(d.payload(FEEDBACK_BYTES)))
+        self._emit_segments(d.flow, self.senders[d.flow].repace(now_ns))
+        self._arm("tx", d.flow)
+        return True
 
     def _deliver(self, fid: int, now_ns: int) -> None:
         rec, rx, f = self.records[fid], self.receivers[fid], self.flows[fid]

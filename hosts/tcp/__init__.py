@@ -15,8 +15,11 @@ from hosts.tcp.sender import MSS, Segment, TcpSender
 __all__ = ["Cubic", "Reno", "AckInfo", "Ack", "TcpReceiver", "TcpSender", "Segment", "RtoEstimator", "MSS",
            "congestion_control", "MODELLED_CC", "SIM_ONLY_CC", "NoControl"]
 
-#: ``none``: no congestion control, the model's reliability alone (no kernel offers it).
-SIM_ONLY_CC = ("none",)
+#: ``none``: no congestion control, the model's reliability alone; ``cvihis-rtm``: ``none``'s window,
+#: its segments paced by CVIHIS RTM (``hosts/cvihis_tcp.py``, bound by ``topo/simtcp.py``). No kernel
+#: offers either; each maps to what it is, for the errors that refuse them.
+SIM_ONLY_CC = {"none": "the simulator's TCP model without congestion control",
+               "cvihis-rtm": "the simulator's TCP model paced by CVIHIS RTM"}
 MODELLED_CC = ("reno", "cubic", *SIM_ONLY_CC)
 
 
@@ -27,6 +30,6 @@ def congestion_control(name: str) -> Reno | Cubic | NoControl:
         return Reno()
     if name == "cubic":
         return Cubic()
-    if name == "none":
+    if name in SIM_ONLY_CC:  # cvihis-rtm: the window of none; the pace is the pacer's
         return NoControl()
     raise ValueError(f"congestion control {name!r} is not modelled (modelled: {', '.join(MODELLED_CC)})")

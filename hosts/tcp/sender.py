@@ -63,6 +63,13 @@ With SACK (``sack=True``, the default as in Linux, and only if the receiver's SY
 
 The receiver's window (``hosts/tcp/receiver.py``) bounds what is sent: no segment at or past
 its right edge. An ACK that moves the right edge is not a duplicate ACK (as Linux counts them).
+
+A ``pacer`` (optional; ``hosts/cvihis_tcp.py``'s drives ``cc: cvihis-rtm``) says when the next data
+segment may leave: every segment the window, PRR or NextSeg would send, new or retransmitted, also
+waits for it, and :meth:`next_timer_ns` includes the release time, so the binding calls
+:meth:`on_timer` then. One place decides what is sent (the loops below), so a paced flow keeps the
+model's recovery unchanged. Pacing needs SACK: without it NewReno's fast and partial-ACK
+retransmissions leave outside those loops.
 """
 
 from __future__ import annotations
@@ -75,13 +82,20 @@ from hosts.tcp.reno import AckInfo
 from hosts.tcp.rto import RtoEstimator
 from hosts.tcp.scoreboard import Scoreboard
 
-__all__ = ["Segment", "TcpSender", "CongestionControl", "MSS", "INITIAL_CWND", "NOTSENT_SEGMENTS",
+__all__ = ["Segment", "TcpSender", "CongestionControl", "Pacer", "MSS", "INITIAL_CWND", "NOTSENT_SEGMENTS",
            "DUPACK_THRESHOLD"]
 
 MSS = 1448  # payload bytes of a 1500-byte IPv4 packet with TCP timestamps
 INITIAL_CWND = 10
 NOTSENT_SEGMENTS = math.ceil(16384 / MSS)  # topo/tcpflow.py's TCP_NOTSENT_LOWAT, in segments
 DUPACK_THRESHOLD = 3
+
+
+class Pacer(Protocol):
+    """When the next data segment may leave (``release_ns``), told of each that does (``on_release``)."""
+
+    def release_ns(self, now_ns: int) -> int: ...
+    def on_release(self, now_ns: int) -> None: ...
 
 
 class CongestionControl(Protocol):
@@ -113,7 +127,8 @@ class TcpSender:
 
     def __init__(self, cc: CongestionControl, *, start_ns: int, stop_ns: int | None = None,
                  total_bytes: int | None = None, mss: int = MSS, notsent_segments: int = NOTSENT_SEGMENTS,
-                 impatient: bool = False, recovery: str = "prr", pipe: str = "flight", sack: bool = True) -> None:
+                 impatient: bool = False, recovery: str = "prr", pipe: str = "flight", sack: bool = True,
+                 pacer: Pacer | None = None) -> None:
         if total_bytes is not None and total_bytes <= 0:
             raise ValueError(f"total_bytes {total_bytes}: must be > 0")
         if mss <= 0 or notsent_segments <= 0:
@@ -151,10 +166,16 @@ class TcpSender:
         self.sack_wanted = sack
         self.sack = False  # negotiated (the SYN-ACK permitted it)
         self.board = Scoreboard()
+        if pacer is not None and not sack:
+            raise ValueError("a paced sender needs sack=True (NewReno's retransmissions bypass the pace)")
+        self.pacer = pacer
+        self._pace_at: int | None = None  # a segment waits for the pacer until then
 
     # ---- what the binding reads ------------------------------------------------------------------
     def next_timer_ns(self) -> int | None:
-        return self.timer_ns
+        if self._pace_at is None or self.phase != "open":
+            return self.timer_ns
+        return self._pace_at if self.timer_ns is None else min(self.timer_ns, self._pace_at)
 
     @property
     def written(self) -> int:
@@ -181,6 +202,9 @@ class TcpSender:
 
     # ---- events ---------------------------------------------------------------------------------
     def on_timer(self, now_ns: int) -> list[Segment]:
+        if self._pace_at is not None and now_ns >= self._pace_at and self.phase == "open" \
+                and (self.timer_ns is None or now_ns < self.timer_ns):
+            return self._transmit(now_ns)
         if self.timer_ns is None or now_ns < self.timer_ns:
             return []
         if self.phase == "idle":
@@ -209,6 +233,10 @@ class TcpSender:
         self.snd_nxt = self.snd_una
         self.timer_ns = None
         return self._transmit(now_ns)
+
+    def repace(self, now_ns: int) -> list[Segment]:
+        """The pacer's gap changed: what it allows now, and the wait re-timed (new ``next_timer_ns``)."""
+        return self._transmit(now_ns) if self.phase == "open" else []
 
     def on_syn_ack(self, now_ns: int, ts_echo_ns: int, window_end: int = 1 << 31,
                    sack_ok: bool = False) -> list[Segment]:
@@ -342,7 +370,7 @@ class TcpSender:
             self._write(now_ns)
             new_ok = self.snd_max < min(self.written, self.window_end)
             seq = self.board.next_seg(self.snd_una, new_ok)
-            if seq is None:
+            if seq is None or not self._paced(now_ns):
                 break
             if seq < 0:
                 out.append(self._segment(now_ns, self.snd_max))
@@ -395,7 +423,19 @@ class TcpSender:
         while len(self.stamps) < limit:
             self.stamps.append(now_ns)
 
+    def _paced(self, now_ns: int) -> bool:
+        """May a data segment leave now? If not, when it may is the next pace timer."""
+        if self.pacer is None:
+            return True
+        due = self.pacer.release_ns(now_ns)
+        if due > now_ns:
+            self._pace_at = due
+            return False
+        return True
+
     def _segment(self, now_ns: int, seq: int) -> Segment:
+        if self.pacer is not None:
+            self.pacer.on_release(now_ns)
         again = seq < self.snd_max
         if again:
             self.retransmissions += 1
@@ -406,10 +446,11 @@ class TcpSender:
         """New (or, after a timeout, resent) segments while the window allows."""
         out = []
         self._write(now_ns)
+        self._pace_at = None
         if self.in_recovery and self.sack:
             return self._sack_recovery_send(now_ns)
         if self.in_recovery and self.prr:
-            while self.snd_nxt < min(self.written, self.window_end) and self._allowance > 0:
+            while self.snd_nxt < min(self.written, self.window_end) and self._allowance > 0 and self._paced(now_ns):
                 out.append(self._segment(now_ns, self.snd_nxt))
                 self.snd_nxt += 1
                 self._allowance -= 1
@@ -419,6 +460,8 @@ class TcpSender:
                     self._write(now_ns)
             return out
         while self.snd_nxt < min(self.written, self.window_end) and self._in_flight() < int(self.cc.cwnd):
+            if self.snd_nxt not in self.board and not self._paced(now_ns):
+                break
             if self.snd_nxt in self.board:  # SACKed: not sent again after a timeout
                 self.snd_nxt += 1
                 continue

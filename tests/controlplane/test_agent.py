@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from controlplane.agent import (
     ModelledPort,
     PollReport,
@@ -204,16 +206,18 @@ def test_with_classes_polls_ask_for_every_class() -> None:
     assert SwitchAgentCore(plan).on_tick(0) == [PollReport(1, 0), PollReport(1, 1)]
 
 
-def test_with_classes_another_class_s_drain_does_not_cut_a_class_s_r_max() -> None:
+def test_with_classes_another_class_s_drain_does_not_cut_a_class_s_r_max_below_its_share() -> None:
     """A class's R_max cut by the other classes' drains could reach the floor and, on BMv2's queues,
-    stamp its queued packets seconds ahead (docs/fabric.md): each class keeps the port's R_max."""
+    stamp its queued packets seconds ahead (docs/fabric.md): a busy class draining more than the link
+    still leaves the other its equal share."""
     c = classed(classes=2, fixed_departures=True)
     c.start()
     c.on_report(0, 2, meta(LAW) | counters(0, 0), report(0))
     c.on_report(0, 2, meta(LAW) | counters(0, 0), Report(**{**report(0).__dict__, "flags": 1 << 5}))
     c.ports[(2, 1)].forecast.drain_pps = 10_000.0  # class 1 drains more than the link's rate
+    c.ports[(2, 1)].forecast.arrival_pps = 10_000.0
     c.on_report(MS, 2, meta(LAW) | counters(0, 0), report(0))
-    assert c.ports[(2, 0)].law.params.r_max == LAW.r_max
+    assert c.ports[(2, 0)].law.params.r_max >= LAW.r_max / 2
     assert c.ports[(2, 0)].law.rate > LAW.r_floor
 
 
@@ -225,3 +229,31 @@ def test_with_classes_a_port_toward_a_host_runs_the_hosts_class_on_its_reports()
     assert c.start() == [SetQueueRate(2, 5, 2)]
     assert [cmd.priority for cmd in c.on_report(0, 2, meta(LAW), report(0))] == [2]
     assert set(c.ports) == {(2, 2)}
+
+
+def class_report(c: int, ts_us: int = 0) -> Report:
+    return Report(**{**report(0).__dict__, "flags": c << 5, "timestamp_us": ts_us})
+
+
+def test_with_classes_a_class_s_r_max_leaves_the_other_busy_classes_their_share_of_the_port() -> None:
+    """Strict priority serves a class at R_max before every class below it: each class's R_max is the
+    link less what the port's other busy classes are set to take, each counted at most at an equal
+    share (their set rates, not their drains), so it never falls below that share; an idle class
+    takes nothing from the others."""
+    c = classed(classes=3, fixed_departures=True)
+    c.start()
+    for cls in (0, 1):
+        c.on_report(0, 2, meta(LAW) | counters(0, 0), class_report(cls))
+    c.on_report(10 * MS, 2, meta(LAW) | counters(50, 40), class_report(1, 10_000))  # class 1: packets arriving
+    c.on_report(10 * MS, 2, meta(LAW) | counters(0, 0), class_report(0, 10_000))
+    law0 = c.ports[(2, 0)].law
+    assert law0.params.r_max == pytest.approx(LAW.r_max / 2)  # class 1 at R_max counts for its equal share
+    assert law0.rate <= law0.params.r_max
+    c.ports[(2, 1)].law.rate = LAW.r_max / 4  # class 1 cut by its own law: class 0 may take the rest
+    c.on_report(20 * MS, 2, meta(LAW) | counters(0, 0), class_report(0, 20_000))
+    assert law0.params.r_max == pytest.approx(LAW.r_max * 3 / 4)
+    assert (2, 2) not in c.ports or c.ports[(2, 2)].law.params.r_max == LAW.r_max  # class 2: no report, no cut
+    c.ports[(2, 1)].forecast.arrival_pps = 0.0
+    c.ports[(2, 1)].forecast.queued = 0  # class 1 idle: class 0 has the whole link again
+    c.on_report(30 * MS, 2, meta(LAW) | counters(0, 0), class_report(0, 30_000))
+    assert law0.params.r_max == LAW.r_max

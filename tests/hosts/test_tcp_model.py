@@ -139,7 +139,7 @@ def test_hystart_leaves_slow_start_when_the_rtt_rises() -> None:
 
 
 def test_unknown_cc_is_named() -> None:
-    with pytest.raises(ValueError, match=r"'bbr' is not modelled \(modelled: reno, cubic, none\)"):
+    with pytest.raises(ValueError, match=r"'bbr' is not modelled \(modelled: reno, cubic, none, cvihis-rtm\)"):
         congestion_control("bbr")
 
 

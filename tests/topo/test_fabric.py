@@ -128,7 +128,7 @@ def uniform_cdf(tmp_path_factory):
     return cdf_named(str(path))
 
 
-@pytest.mark.parametrize("control", ["tcp", "alinea", "alinea-classes", "none"])
+@pytest.mark.parametrize("control", ["tcp", "alinea", "alinea-classes", "none", "cvihis-rtm"])
 def test_many_flows_spread_over_both_spines_and_all_complete_no_faster_than_ideal(uniform_cdf, control):
     flows = poisson_flows(SPEC.hosts(), uniform_cdf, load=0.4, host_rate_bps=10e6, duration_ns=300_000_000, seed=3)
     assert len(flows) > 40

@@ -53,7 +53,7 @@ def test_tcp_flow_cc_and_size(kernel_offers: Path) -> None:
 def test_unknown_cc_is_refused_with_the_kernels_list(kernel_offers: Path) -> None:
     expect_error(with_flow("{src: H1, dst: H2, control: tcp, cc: vegas}"), "cc: vegas", "flows[0].cc",
                  "'vegas' is not offered by this kernel (available: reno cubic bbr; the simulator's TCP model "
-                 "also has none)")
+                 "also has none, cvihis-rtm)")
 
 
 def test_without_the_kernels_file_reno_and_cubic_are_accepted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -84,7 +84,7 @@ def test_the_simulator_refuses_bbr_before_the_run(kernel_offers: Path, capsys: p
     text = TCP_FILE.read_text().replace("cc: cubic", "cc: bbr")
     topo = load_topology_text(text, str(TCP_FILE))
     with pytest.raises(SimUnsupported, match=r"flows\[0\]\.cc: bbr \(flow t1\) runs in the netns backend only; "
-                                             r"the simulator's TCP model has reno, cubic and none"):
+                                             r"the simulator's TCP model has reno, cubic, none and cvihis-rtm"):
         SimNetwork(topo)
     bbr = tmp_path / "bbr.yaml"
     bbr.write_text(text)
