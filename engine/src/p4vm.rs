@@ -539,18 +539,27 @@ impl Run<'_, '_> {
 }
 
 impl P4Program {
-    fn run_block<'py>(
+    /// Run `blocks` in order over one register cache of the PHV: a slot is read from the
+    /// list once and written back once, at the end, whatever the number of blocks. The first
+    /// block gets `data` and `cursor` (a parser); when it ends with an error code and
+    /// `parser_error` names a slot, that slot gets the code before the next block runs (as
+    /// v1model: a parser error does not stop ingress). Returns the first block's status and
+    /// cursor, the bytes every block emitted, and the requests of all blocks (the last clone,
+    /// resubmit and recirculate request wins, truncate keeps the smallest length).
+    fn run_blocks<'py>(
         &mut self,
         py: Python<'py>,
-        block: usize,
+        blocks: &[usize],
         phv: &Bound<'py, PyList>,
         data: Option<&[u8]>,
         cursor: u64,
+        parser_error: Option<u32>,
     ) -> PyResult<RunResult<'py>> {
-        if block >= self.blocks.len() {
-            return Err(PyValueError::new_err(format!(
-                "P4Program: no block {block}"
-            )));
+        if let Some(&b) = blocks.iter().find(|&&b| b >= self.blocks.len()) {
+            return Err(PyValueError::new_err(format!("P4Program: no block {b}")));
+        }
+        if let Some(r) = parser_error {
+            self.check_reg(r, "parser error")?;
         }
         if phv.len() < self.nslots {
             return Err(PyValueError::new_err(
@@ -578,19 +587,40 @@ impl P4Program {
             on_clone: self.on_clone.as_ref(),
             req: Requests::default(),
         };
-        let res = exec(
-            &self.blocks[block],
-            &self.headers,
-            &self.lists,
-            (&self.callbacks, &self.arglists),
-            &mut tabs,
-            &mut st,
-            data.unwrap_or(&[]),
-            cursor,
-            (self.too_short, self.timeout, self.max_steps),
-            &mut out,
-        );
-        // Write back what the block wrote, and forget the PHV either way.
+        let mut res = Ok((STATUS_END, cursor));
+        for (i, &block) in blocks.iter().enumerate() {
+            let (d, c) = if i == 0 {
+                (data.unwrap_or(&[]), cursor)
+            } else {
+                (&[][..], 0)
+            };
+            let r = exec(
+                &self.blocks[block],
+                &self.headers,
+                &self.lists,
+                (&self.callbacks, &self.arglists),
+                &mut tabs,
+                &mut st,
+                d,
+                c,
+                (self.too_short, self.timeout, self.max_steps),
+                &mut out,
+            );
+            match (i, r) {
+                (0, Ok((status, cur))) => {
+                    if let (Some(slot), true) = (parser_error, status >= 0) {
+                        st.set(slot, status as u64);
+                    }
+                    res = Ok((status, cur));
+                }
+                (_, Ok(_)) => {}
+                (_, Err(e)) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        // Write back what the blocks wrote, and forget the PHV either way.
         let wb = st.flush(true);
         self.touched = touched;
         let (status, cur) = res?;
@@ -887,7 +917,7 @@ impl P4Program {
         data: Option<&[u8]>,
         cursor: u64,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
-        let (status, cur, bytes, _) = self.run_block(py, block, phv, data, cursor)?;
+        let (status, cur, bytes, _) = self.run_blocks(py, &[block], phv, data, cursor, None)?;
         Ok((status, cur, bytes))
     }
 
@@ -901,15 +931,41 @@ impl P4Program {
         block: usize,
         phv: &Bound<'_, PyList>,
     ) -> PyResult<ControlResult> {
-        let (_, _, _, req) = self.run_block(py, block, phv, None, 0)?;
-        Ok(match req {
-            Requests {
-                clone: None,
-                truncate: None,
-                preserve: [None, None],
-            } => None,
-            r => Some((r.clone, r.truncate, r.preserve[0], r.preserve[1])),
-        })
+        let (_, _, _, req) = self.run_blocks(py, &[block], phv, None, 0, None)?;
+        Ok(req.into_result())
+    }
+
+    /// Run `blocks` in order over one PHV (a packet's parser, checksum verification and
+    /// ingress, or its egress, checksum computation and deparser) without handing the PHV back
+    /// to Python between them: each slot is read from `phv` once and written back once.
+    /// `data` is the first block's input (a parser's); a parser error code it ends with goes
+    /// into slot `parser_error` (None: nowhere) before the next block. Returns (the first
+    /// block's status, its cursor, the bytes the blocks emitted or None, the requests as
+    /// `run_control` returns them). For blocks without `PY` statements: a closure's `exit`
+    /// would end the whole sequence here, not its own block.
+    #[pyo3(signature = (blocks, phv, data=None, parser_error=None))]
+    fn run_seq<'py>(
+        &mut self,
+        py: Python<'py>,
+        blocks: Vec<usize>,
+        phv: &Bound<'py, PyList>,
+        data: Option<&[u8]>,
+        parser_error: Option<u32>,
+    ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>, ControlResult)> {
+        let (status, cur, bytes, req) = self.run_blocks(py, &blocks, phv, data, 0, parser_error)?;
+        Ok((status, cur, bytes, req.into_result()))
+    }
+
+    /// True when block `block` calls into Python (`PY` or `CALL`): `run_seq` is for blocks
+    /// that do not.
+    fn calls_python(&self, block: usize) -> PyResult<bool> {
+        let code = self
+            .blocks
+            .get(block)
+            .ok_or_else(|| PyValueError::new_err(format!("P4Program: no block {block}")))?;
+        Ok(code
+            .iter()
+            .any(|i| matches!(i, Ins::Py(_) | Ins::Call { .. })))
     }
 
     // ---- the table state's write interface (p4switch/state/dataplane.py is its one caller)
@@ -1247,6 +1303,17 @@ struct Stores<'a> {
 }
 
 impl Requests {
+    fn into_result(self) -> ControlResult {
+        match self {
+            Requests {
+                clone: None,
+                truncate: None,
+                preserve: [None, None],
+            } => None,
+            r => Some((r.clone, r.truncate, r.preserve[0], r.preserve[1])),
+        }
+    }
+
     /// Hand the pending clone, resubmit and recirculate requests to `f` (`on_clone(phv, kind,
     /// session, list)`, kinds 0 I2E, 1 E2E, 2 resubmit, 3 recirculate) before a closure runs:
     /// the closure may make the same request, and the last one of the block wins.

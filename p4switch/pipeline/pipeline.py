@@ -231,6 +231,10 @@ class V1Pipeline:
         self.engine_blocks: dict[str, int] = {}  # role -> block index in self.engine
         self.engine_refused: dict[str, str] = {}  # role -> the construct that keeps it on the closures
         self.engine_called: dict[str, list[str]] = {}  # role -> constructs run through their closures
+        # Block indexes run as one engine call (run_seq): parser, verify, ingress; egress,
+        # compute, deparser; None when a block of the half is not wholly in the engine.
+        self.ingress_seq: list[int] | None = None
+        self.egress_seq: list[int] | None = None
         if not oracle:
             self._load_engine(cc)
 
@@ -272,6 +276,27 @@ class V1Pipeline:
             if ts.profile is not None:
                 ts.profile.attach(self.engine)
         self.engine_blocks = dict(form.roles)
+        self.ingress_seq = self._engine_seq(("parser", "verify_checksum", "ingress"))
+        self.egress_seq = self._engine_seq(("egress", "compute_checksum", "deparser"))
+
+    def _engine_seq(self, roles: tuple[str, ...]) -> list[int] | None:
+        """The blocks of one half of the walk, when all of them run in the engine without a
+        call into Python: then the PHV stays in the engine's registers from the first block
+        to the last (one read and one write-back per slot, one call)."""
+        blocks = [self.engine_blocks.get(r) for r in roles]
+        if any(b is None or self.engine.calls_python(b) for b in blocks):
+            return None
+        return blocks  # type: ignore[return-value]
+
+    def _run_seq(self, what: str, blocks: list[int], pkt: Packet, data: bytes | None) -> tuple[int, int, bytes]:
+        """One engine call for ``blocks`` (see ``_engine_seq``); the requests go on the packet."""
+        try:
+            status, cursor, head, req = self.engine.run_seq(blocks, pkt.phv, data, self._s_parser_error)
+        except Exception as exc:  # noqa: BLE001 - reported with the blocks' name
+            raise PipelineRuntimeError(f"{what} (engine): {type(exc).__name__}: {exc}") from exc
+        if req is not None:
+            _take_requests(pkt, req)
+        return status, cursor, head or b""
 
     def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
         main = _find_main(cc.program)
@@ -348,10 +373,14 @@ class V1Pipeline:
             status, cursor, _ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
         except Exception as exc:  # noqa: BLE001 - reported with the block name
             raise PipelineRuntimeError(f"parser (engine): {type(exc).__name__}: {exc}") from exc
-        p[SLOT_CURSOR] = cursor
         if status >= 0 and self._s_parser_error is not None:
             p[self._s_parser_error] = status
-        elif status < STATUS_REJECT:
+        self._parsed(pkt, status, cursor)
+
+    def _parsed(self, pkt: Packet, status: int, cursor: int) -> None:
+        """After the engine's parser: the cursor and payload offset (parser_error is set)."""
+        pkt.phv[SLOT_CURSOR] = cursor
+        if status < STATUS_REJECT:
             raise PipelineRuntimeError(f"parser (engine): unknown status {status}")
         pkt.payload_offset = min(len(pkt.data), (cursor + 7) >> 3)
         pkt.parsed = True
@@ -361,6 +390,10 @@ class V1Pipeline:
         p = pkt.phv
         if self._s_igts is not None:
             p[self._s_igts] = pkt.now_us & 0xFFFFFFFFFFFF
+        if self.ingress_seq is not None:
+            status, cursor, _ = self._run_seq("ingress", self.ingress_seq, pkt, pkt.data)
+            self._parsed(pkt, status, cursor)
+            return
         self.parse(pkt)
         self._run_control("verify_checksum", pkt)
         self._run_control("ingress", pkt)
@@ -376,8 +409,12 @@ class V1Pipeline:
         pkt.now_us = now_us
         pkt.clone_request = None
         pkt.recirculate = None
+        pkt.deparsed = None
         self._set_egress_fields(pkt.phv, egress_port, now_us, enq_timestamp, enq_qdepth, deq_timedelta, deq_qdepth,
                                 egress_rid)
+        if self.egress_seq is not None:  # the deparser too: deparse() takes its headers
+            pkt.deparsed = self._run_seq("egress", self.egress_seq, pkt, None)[2]
+            return
         self._run_control("egress", pkt)
         self._run_control("compute_checksum", pkt)
 
@@ -394,16 +431,8 @@ class V1Pipeline:
         try:
             if body is None:
                 req = self.engine.run_control(block, p)
-                if req is not None:  # the block's requests (emitter.py: CLONE, TRUNCATE, PRESERVE)
-                    clone, trunc, resubmit, recirc = req
-                    if clone is not None:
-                        _hand_over_clone(p, *clone)
-                    if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
-                        pkt.truncate_len = trunc
-                    if resubmit is not None:
-                        pkt.resubmit = PreserveRequest(resubmit)
-                    if recirc is not None:
-                        pkt.recirculate = PreserveRequest(recirc)
+                if req is not None:
+                    _take_requests(pkt, req)
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -417,6 +446,9 @@ class V1Pipeline:
 
     def deparse(self, pkt: Packet) -> bytes:
         """Valid headers as the deparser emits them, then the unparsed payload (no truncation)."""
+        head = pkt.deparsed
+        if head is not None:
+            return head + pkt.payload if head else pkt.payload
         p = pkt.phv
         block = self.engine_blocks.get("deparser")
         if block is not None:
@@ -541,6 +573,7 @@ class V1Pipeline:
         if not isinstance(st, ScalarS):
             raise KeyError(f"{path!r} is not a scalar field")
         pkt.phv[st.start] = value & ((1 << st.width) - 1) if st.width and not st.signed else value
+        pkt.deparsed = None
 
     def header_valid(self, pkt: Packet, path: str) -> bool:
         st = self.storage_at(path)
@@ -573,17 +606,30 @@ class V1Pipeline:
         return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
 
 
-def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
-    """A request the engine hands over (``CLONE``: kind 0 I2E / 1 E2E, field list or -1;
-    ``PRESERVE``: kind 2 resubmit / 3 recirculate, its field list) recorded on the packet as
-    the closures record it."""
-    pkt = p[SLOT_PKT]
-    if kind == 2:
-        pkt.resubmit = PreserveRequest(field_list)
-    elif kind == 3:
-        pkt.recirculate = PreserveRequest(field_list)
-    else:
+def _take_requests(pkt: Packet, req: tuple) -> None:
+    """The requests an engine run returns (emitter.py: CLONE, TRUNCATE, PRESERVE) recorded on
+    the packet as the closures record them: the last clone, resubmit and recirculate request
+    wins, truncate keeps the smallest length."""
+    clone, trunc, resubmit, recirc = req
+    if clone is not None:
+        kind, session, field_list = clone
         pkt.clone_request = CloneRequest(CLONE_KINDS[kind], session, None if field_list < 0 else field_list)
+    if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
+        pkt.truncate_len = trunc
+    if resubmit is not None:
+        pkt.resubmit = PreserveRequest(resubmit)
+    if recirc is not None:
+        pkt.recirculate = PreserveRequest(recirc)
+
+
+def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
+    """A request the engine hands over before a closure runs (``CLONE``: kind 0 I2E / 1 E2E,
+    field list or -1; ``PRESERVE``: kind 2 resubmit / 3 recirculate, its field list)."""
+    if kind >= 2:
+        req: tuple = (None, None, field_list, None) if kind == 2 else (None, None, None, field_list)
+    else:
+        req = ((kind, session, field_list), None, None, None)
+    _take_requests(p[SLOT_PKT], req)
 
 
 def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:
