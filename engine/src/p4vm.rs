@@ -201,8 +201,7 @@ enum Ins {
     },
 }
 
-type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Requests);
-type ControlResult = Option<(
+pub(crate) type ControlResult = Option<(
     Option<(u32, u64, i64)>,
     Option<u64>,
     Option<i64>,
@@ -211,11 +210,11 @@ type ControlResult = Option<(
 
 /// What a control block asks of the architecture (v1model), returned by `run`.
 #[derive(Default)]
-struct Requests {
-    clone: Option<(u32, u64, i64)>,
-    truncate: Option<u64>,
+pub(crate) struct Requests {
+    pub(crate) clone: Option<(u32, u64, i64)>,
+    pub(crate) truncate: Option<u64>,
     /// resubmit, recirculate: the field list to keep
-    preserve: [Option<i64>; 2],
+    pub(crate) preserve: [Option<i64>; 2],
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -475,7 +474,8 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
 
 struct Run<'a, 'py> {
     py: Python<'py>,
-    phv: &'a Bound<'py, PyList>,
+    /// The PHV list; None: the registers hold the whole PHV (`run_owned`, no list behind).
+    phv: Option<&'a Bound<'py, PyList>>,
     regs: &'a mut Vec<u64>,
     seen: &'a mut Vec<u8>,
     touched: &'a mut Vec<u32>,
@@ -483,12 +483,12 @@ struct Run<'a, 'py> {
     nslots: usize,
 }
 
-impl Run<'_, '_> {
+impl<'py> Run<'_, 'py> {
     #[inline]
     fn get(&mut self, r: u32) -> PyResult<u64> {
         let i = r as usize;
         if i < self.nslots && self.seen[i] == 0 {
-            let v = self.phv.get_item(i)?.extract::<u64>().map_err(|_| {
+            let v = self.list()?.get_item(i)?.extract::<u64>().map_err(|_| {
                 PyValueError::new_err(format!(
                     "P4Program: PHV slot {i} does not hold a bit<=64> value"
                 ))
@@ -508,11 +508,13 @@ impl Run<'_, '_> {
             let i = r as usize;
             if self.seen[i] == 2 && res.is_ok() {
                 let v = self.regs[i];
-                res = if self.bool_slot[i] {
-                    self.phv.set_item(i, PyBool::new(self.py, v != 0))
-                } else {
-                    self.phv.set_item(i, v)
-                };
+                res = self.list().and_then(|l| {
+                    if self.bool_slot[i] {
+                        l.set_item(i, PyBool::new(self.py, v != 0))
+                    } else {
+                        l.set_item(i, v)
+                    }
+                });
                 self.seen[i] = 1;
             }
             if forget {
@@ -523,6 +525,12 @@ impl Run<'_, '_> {
             self.touched.clear();
         }
         res
+    }
+
+    fn list(&self) -> PyResult<&Bound<'py, PyList>> {
+        self.phv.ok_or_else(|| {
+            PyValueError::new_err("P4Program: a block calls Python while the PHV is the engine's")
+        })
     }
 
     #[inline]
@@ -550,18 +558,18 @@ impl P4Program {
         &mut self,
         py: Python<'py>,
         blocks: &[usize],
-        phv: &Bound<'py, PyList>,
+        phv: Option<&Bound<'py, PyList>>,
         data: Option<&[u8]>,
         cursor: u64,
         parser_error: Option<u32>,
-    ) -> PyResult<RunResult<'py>> {
+    ) -> PyResult<(i64, u64, Requests)> {
         if let Some(&b) = blocks.iter().find(|&&b| b >= self.blocks.len()) {
             return Err(PyValueError::new_err(format!("P4Program: no block {b}")));
         }
         if let Some(r) = parser_error {
             self.check_reg(r, "parser error")?;
         }
-        if phv.len() < self.nslots {
+        if phv.is_some_and(|l| l.len() < self.nslots) {
             return Err(PyValueError::new_err(
                 "P4Program: the PHV is shorter than the program's layout",
             ));
@@ -625,13 +633,43 @@ impl P4Program {
         self.touched = touched;
         let (status, cur) = res?;
         wb?;
-        let bytes = if out.is_empty() {
-            None
-        } else {
-            Some(PyBytes::new(py, &out))
-        };
         self.scratch = out;
-        Ok((status, cur, bytes, tabs.req))
+        Ok((status, cur, tabs.req))
+    }
+
+    /// The bytes the last run emitted, as Python bytes (None: none).
+    fn emitted<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        (!self.scratch.is_empty()).then(|| PyBytes::new(py, &self.scratch))
+    }
+
+    /// `run_blocks` over a PHV held by the engine (`phv`: every slot's value, `nslots` of
+    /// them; a bool as 0/1): the registers start as `phv` and `phv` gets them back. For
+    /// blocks that make no call into Python (the v1model walk in the engine, v1walk.rs).
+    pub(crate) fn run_owned<'py>(
+        &mut self,
+        py: Python<'py>,
+        blocks: &[usize],
+        phv: &mut [u64],
+        data: Option<&[u8]>,
+        parser_error: Option<u32>,
+    ) -> PyResult<(i64, u64, Requests)> {
+        let n = self.nslots;
+        if phv.len() != n {
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is not of the program's layout",
+            ));
+        }
+        self.regs[..n].copy_from_slice(phv);
+        self.seen.fill(1);
+        let res = self.run_blocks(py, blocks, None, data, 0, parser_error);
+        self.seen.fill(0);
+        phv.copy_from_slice(&self.regs[..n]);
+        res
+    }
+
+    /// The bytes the last run emitted (a deparser's headers).
+    pub(crate) fn emitted_bytes(&self) -> &[u8] {
+        &self.scratch
     }
 
     fn table_at(&self, tid: u32) -> PyResult<usize> {
@@ -917,8 +955,8 @@ impl P4Program {
         data: Option<&[u8]>,
         cursor: u64,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
-        let (status, cur, bytes, _) = self.run_blocks(py, &[block], phv, data, cursor, None)?;
-        Ok((status, cur, bytes))
+        let (status, cur, _) = self.run_blocks(py, &[block], Some(phv), data, cursor, None)?;
+        Ok((status, cur, self.emitted(py)))
     }
 
     /// Run control block `block` over `phv`; returns what it asks of the architecture, or
@@ -931,7 +969,7 @@ impl P4Program {
         block: usize,
         phv: &Bound<'_, PyList>,
     ) -> PyResult<ControlResult> {
-        let (_, _, _, req) = self.run_blocks(py, &[block], phv, None, 0, None)?;
+        let (_, _, req) = self.run_blocks(py, &[block], Some(phv), None, 0, None)?;
         Ok(req.into_result())
     }
 
@@ -952,8 +990,8 @@ impl P4Program {
         data: Option<&[u8]>,
         parser_error: Option<u32>,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>, ControlResult)> {
-        let (status, cur, bytes, req) = self.run_blocks(py, &blocks, phv, data, 0, parser_error)?;
-        Ok((status, cur, bytes, req.into_result()))
+        let (status, cur, req) = self.run_blocks(py, &blocks, Some(phv), data, 0, parser_error)?;
+        Ok((status, cur, self.emitted(py), req.into_result()))
     }
 
     /// True when block `block` calls into Python (`PY` or `CALL`): `run_seq` is for blocks
@@ -1220,7 +1258,7 @@ fn exec(
                 if let Some(f) = tabs.on_clone {
                     tabs.req.hand_over(f, st)?;
                 }
-                callbacks[n as usize].call1(st.py, (st.phv,))?;
+                callbacks[n as usize].call1(st.py, (st.list()?,))?;
             }
             Ins::Call { f, dsts, args } => {
                 let regs = &arglists[args as usize];
@@ -1303,7 +1341,7 @@ struct Stores<'a> {
 }
 
 impl Requests {
-    fn into_result(self) -> ControlResult {
+    pub(crate) fn into_result(self) -> ControlResult {
         match self {
             Requests {
                 clone: None,
@@ -1319,11 +1357,11 @@ impl Requests {
     /// the closure may make the same request, and the last one of the block wins.
     fn hand_over(&mut self, f: &Py<PyAny>, st: &Run<'_, '_>) -> PyResult<()> {
         if let Some((k, s, l)) = self.clone.take() {
-            f.call1(st.py, (st.phv, k, s, l))?;
+            f.call1(st.py, (st.list()?, k, s, l))?;
         }
         for (i, p) in self.preserve.iter_mut().enumerate() {
             if let Some(l) = p.take() {
-                f.call1(st.py, (st.phv, 2 + i as u32, 0u64, l))?;
+                f.call1(st.py, (st.list()?, 2 + i as u32, 0u64, l))?;
             }
         }
         Ok(())

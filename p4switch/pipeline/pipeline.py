@@ -28,6 +28,7 @@ from .emitter import STATUS_REJECT, EmitterCompiler, EngineForm, Unsupported
 from .exprs import ExprCompiler, is_aggregate
 from .externs import ExternCompiler
 from .layout import (
+    RESERVED,
     SLOT_CURSOR,
     SLOT_DATA,
     SLOT_OUT,
@@ -63,6 +64,9 @@ from .templates import Fn
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 log = logging.getLogger("p4switch.pipeline")
 ORACLE_ENV = "HBH_P4_ORACLE"  # set to 1: every block runs on the closures (the differential oracle)
+EGRESS_FIELDS = ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
+                 "deq_qdepth", "egress_rid")  # what egress gets from the TM, in run_egress's order
+_MASK64 = (1 << 64) - 1
 CLONE_KINDS = ("I2E", "E2E")  # the engine's CLONE kind codes (emitter.py)
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
@@ -220,10 +224,7 @@ class V1Pipeline:
         self._s_igts = s.get("ingress_global_timestamp")
         self._s_egts = s.get("egress_global_timestamp")
         self._s_parser_error = s.get("parser_error")
-        self._set_egress_fields = _std_setter(
-            [(s.get(n), self.std_masks.get(n, 0))
-             for n in ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
-                       "deq_qdepth", "egress_rid")])
+        self._set_egress_fields = _std_setter([(s.get(n), self.std_masks.get(n, 0)) for n in EGRESS_FIELDS])
         if oracle is None:
             oracle = os.environ.get(ORACLE_ENV, "") not in ("", "0")
         self.oracle = oracle
@@ -235,6 +236,8 @@ class V1Pipeline:
         # compute, deparser; None when a block of the half is not wholly in the engine.
         self.ingress_seq: list[int] | None = None
         self.egress_seq: list[int] | None = None
+        self._engine_bools: list[int] = []
+        self._walk_form: Any = None
         if not oracle:
             self._load_engine(cc)
 
@@ -276,6 +279,7 @@ class V1Pipeline:
             if ts.profile is not None:
                 ts.profile.attach(self.engine)
         self.engine_blocks = dict(form.roles)
+        self._engine_bools = sorted(form.bool_slots)
         self.ingress_seq = self._engine_seq(("parser", "verify_checksum", "ingress"))
         self.egress_seq = self._engine_seq(("egress", "compute_checksum", "deparser"))
 
@@ -295,8 +299,37 @@ class V1Pipeline:
         except Exception as exc:  # noqa: BLE001 - reported with the blocks' name
             raise PipelineRuntimeError(f"{what} (engine): {type(exc).__name__}: {exc}") from exc
         if req is not None:
-            _take_requests(pkt, req)
+            take_requests(pkt, req)
         return status, cursor, head or b""
+
+    def walk_form(self) -> Any:
+        """This pipeline as the engine's v1model walk runs it (``hbh_engine.WalkProgram``), or
+        None when the walk must stay Python: a block not wholly in the engine, or a PHV slot
+        that is not an integer of at most 64 bits (wide fields, varbits)."""
+        if self._walk_form is None and self.ingress_seq is not None and self.egress_seq is not None:
+            import hbh_engine
+
+            tail = self.template[RESERVED:]
+            if all(type(v) in (int, bool) and 0 <= v < 1 << 64 for v in tail):
+                s = self.std_slots
+                std = [s.get(n, -1) for n in ("ingress_port", "instance_type", "packet_length", "egress_spec",
+                                             "ingress_global_timestamp", "parser_error", "mcast_grp", "priority")]
+                fields = [(s.get(n, -1), self.std_masks.get(n, 0) & _MASK64) for n in EGRESS_FIELDS]
+                bools = sorted({i for i, v in enumerate(self.template) if type(v) is bool} | set(self._engine_bools))
+                self._walk_form = hbh_engine.WalkProgram(
+                    self, self.engine, self.ingress_seq, self.egress_seq,
+                    [0] * RESERVED + [int(v) for v in tail], std, fields, bools)
+        return self._walk_form
+
+    def packet_from_engine(self, wp: Any) -> Packet:
+        """The Python packet of a ``hbh_engine.WalkPacket`` the engine's walk hands over (a
+        clone, a resubmit, a recirculation, a multicast): the state the per-block runs leave."""
+        pkt = Packet(self, wp.data, wp.now_us)
+        pkt.phv = wp.phv_list()
+        pkt.payload_offset = wp.payload_offset
+        pkt.parsed = True
+        pkt.truncate_len = wp.truncate_len
+        return pkt
 
     def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
         main = _find_main(cc.program)
@@ -432,7 +465,7 @@ class V1Pipeline:
             if body is None:
                 req = self.engine.run_control(block, p)
                 if req is not None:
-                    _take_requests(pkt, req)
+                    take_requests(pkt, req)
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -606,7 +639,7 @@ class V1Pipeline:
         return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
 
 
-def _take_requests(pkt: Packet, req: tuple) -> None:
+def take_requests(pkt: Packet, req: tuple) -> None:
     """The requests an engine run returns (emitter.py: CLONE, TRUNCATE, PRESERVE) recorded on
     the packet as the closures record them: the last clone, resubmit and recirculate request
     wins, truncate keeps the smallest length."""
@@ -629,7 +662,7 @@ def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
         req: tuple = (None, None, field_list, None) if kind == 2 else (None, None, None, field_list)
     else:
         req = ((kind, session, field_list), None, None, None)
-    _take_requests(p[SLOT_PKT], req)
+    take_requests(p[SLOT_PKT], req)
 
 
 def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:
@@ -681,4 +714,4 @@ def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, 
     raise AssertionError("not reached")  # located() re-raises
 
 
-__all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate"]
+__all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate", "take_requests"]

@@ -35,6 +35,13 @@ def pair(path: str) -> tuple[Loaded, Loaded]:
     return out[0], out[1]
 
 
+def program_pair(factory: pytest.TempPathFactory, name: str, text: str) -> tuple[Loaded, Loaded]:
+    """:func:`pair` of a program given as text."""
+    path = factory.mktemp("engine") / f"{name}.p4"
+    path.write_text(text)
+    return pair(str(path))
+
+
 def configure_alinea(sw: Loaded) -> None:
     """A route, an equal-cost route over a selector group of three next hops, a modelled port
     and a neighbour-facing port: the paths the simulator runs."""
@@ -193,9 +200,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 @pytest.fixture(scope="module")
 def table_free_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
-    path = tmp_path_factory.mktemp("engine") / "table_free.p4"
-    path.write_text(TABLE_FREE)
-    return pair(str(path))
+    return program_pair(tmp_path_factory, "table_free", TABLE_FREE)
 
 
 def test_table_free_program_runs_wholly_in_the_engine(table_free_pair: tuple[Loaded, Loaded]) -> None:
@@ -281,9 +286,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 @pytest.fixture(scope="module")
 def requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
-    path = tmp_path_factory.mktemp("engine") / "requests.p4"
-    path.write_text(REQUESTS)
-    return pair(str(path))
+    return program_pair(tmp_path_factory, "requests", REQUESTS)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -381,9 +384,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 @pytest.fixture(scope="module")
 def engine_requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
-    path = tmp_path_factory.mktemp("engine") / "engine_requests.p4"
-    path.write_text(ENGINE_REQUESTS)
-    return pair(str(path))
+    return program_pair(tmp_path_factory, "engine_requests", ENGINE_REQUESTS)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
