@@ -32,6 +32,13 @@ to the controller if the egress port is the CPU port, else on the port's link.
 So a clone is made even when the original is then resubmitted, multicast or dropped, and
 resubmit wins over multicast and unicast.
 
+In virtual time the engine walks the packets it can (``use_engine_walk``: ``hbh_engine.V1Walk``,
+engine/src/v1walk.rs, the same order over a PHV held in Rust) and hands this core a packet at
+the point where it asks for more: the clones of an I2E request (``_engine_clone``; the packet
+itself goes on in the engine), a resubmit or multicast group (``_from_engine_ingress``), an E2E
+clone or recirculation (``_from_engine_egress``). This walk is the whole walk in real time and
+for a pipeline the engine does not run wholly (``HBH_P4_ORACLE=1``: the differential oracle).
+
 Choices where BMv2 is silent or different: a resubmitted or recirculated packet re-enters
 ingress through the scheduler (like BMv2's input queue); a chain of resubmits is cut after
 ``max_reentries`` (counted; recirculation passes the queues, so it is paced, not cut); a
