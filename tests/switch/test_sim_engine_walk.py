@@ -190,3 +190,20 @@ def test_hand_overs_to_the_python_walk_match_it(requests_pair: tuple[SimNet, Sim
     engine, oracle = requests_pair
     assert engine.switch.holder.pipeline.walk_form() is not None
     run_both(engine, oracle, [(t, port, struct.pack("!BI", a, b) + tail) for t, port, a, b, tail in sends])
+
+
+def test_a_switch_walking_in_the_engine_is_collected() -> None:
+    """The walk holds the core, the TM, the ports' ``send`` and the pipeline's form, which lead
+    back to it: the cyclic GC must still free a switch nobody holds (sweeps build many)."""
+    import gc
+    import weakref
+
+    net = sim_switch()
+    configure_alinea(net.ctl)
+    net.hosts[1].send_at(0, udp_frame(1, 2))
+    net.sched.run()
+    assert net.switch.walk.counts() == {"rx": 1, "tx": 1} and len(net.hosts[2].got) == 1
+    refs = [weakref.ref(net.switch), weakref.ref(net.switch.holder.pipeline)]
+    del net
+    gc.collect()
+    assert [r() for r in refs] == [None, None]
