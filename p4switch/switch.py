@@ -91,7 +91,7 @@ class Switch:
                                  default_rate_pps=opts.queue_rate_pps, queue_model=opts.queue_model)  # served by the core below
         self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
                                       cpu_port=opts.cpu_port)
-        self.device = P4SwitchDevice(self.holder, self.core.receive, opts.cpu_port, seed=opts.seed,
+        self.device = P4SwitchDevice(self.holder, self.inject, opts.cpu_port, seed=opts.seed,
                                      on_load=heap.settle if self.realtime else None)
         self.p4rt = P4RuntimeCore(self.device, device_id=opts.device_id, scheduler=sched)
         self.device.packet_in_sink = self.p4rt.packet_in
@@ -99,6 +99,11 @@ class Switch:
         if opts.pcap_dir:
             epoch = sched.wall_origin_ns if isinstance(sched, RealtimeScheduler) else 0
             self.capture = PortCapture(opts.pcap_dir, sched.now_ns, epoch_ns=epoch)
+        # In virtual time without captures the engine walks the packets (engine/src/v1walk.rs):
+        # a port's frames go to it, and it sends on the port itself.
+        self.walk: Any = None
+        if not self.realtime and self.capture is None:
+            self.walk = self.core.use_engine_walk()
         self.grpc_server: Any = None
         self.thrift_server: Any = None
         self.control_server: Any = None
@@ -151,7 +156,9 @@ class Switch:
             raise SwitchError(f"port {port.number} already exists ({self.ports[port.number].name})")
         if port.number == self.options.cpu_port:
             raise SwitchError(f"port {port.number} is the CPU port")
-        port.on_receive = self._on_receive
+        port.on_receive = self._on_receive if self.walk is None else self.walk.receive
+        if self.walk is not None:
+            self.walk.set_port(port.number, port.send)
         self.ports[port.number] = port
         if self.capture is not None:
             self.capture.open_port(port.name)
@@ -230,14 +237,14 @@ class Switch:
     def _emit(self, number: int, frame: bytes) -> int:
         port = self.ports.get(number)
         if port is None:
-            self.core.drops[DropCause.NO_PORT] += 1
+            self.core.count_drop(DropCause.NO_PORT)
             return 0
         if self.capture is not None:
             self.capture.record_out(port.name, frame)
         try:
             wire_ns = port.send(frame)
         except PortError as exc:
-            self.core.drops["port_send_error"] += 1
+            self.core.count_drop("port_send_error")
             log.warning("%s", exc)
             return 0
         return self._paced(number, wire_ns) if self.realtime and wire_ns else wire_ns
@@ -262,8 +269,11 @@ class Switch:
         return self.device.frame_to_cpu(frame)
 
     def inject(self, port: int, frame: bytes) -> None:
-        """A frame enters ingress as if received on ``port`` (tests, tools)."""
-        self.core.receive(port, frame)
+        """A frame enters ingress as if received on ``port`` (tests, tools, packet-outs)."""
+        if self.walk is not None:
+            self.walk.receive(port, bytes(frame))
+        else:
+            self.core.receive(port, frame)
 
     # ---- program ----------------------------------------------------------------------------------
     def load_program(self, path: str | Path, include_dirs: Iterable[str] = (),

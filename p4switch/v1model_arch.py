@@ -32,6 +32,13 @@ to the controller if the egress port is the CPU port, else on the port's link.
 So a clone is made even when the original is then resubmitted, multicast or dropped, and
 resubmit wins over multicast and unicast.
 
+In virtual time the engine walks the packets it can (``use_engine_walk``: ``hbh_engine.V1Walk``,
+engine/src/v1walk.rs, the same order over a PHV held in Rust) and hands this core a packet at
+the point where it asks for more: the clones of an I2E request (``_engine_clone``; the packet
+itself goes on in the engine), a resubmit or multicast group (``_from_engine_ingress``), an E2E
+clone or recirculation (``_from_engine_egress``). This walk is the whole walk in real time and
+for a pipeline the engine does not run wholly (``HBH_P4_ORACLE=1``: the differential oracle).
+
 Choices where BMv2 is silent or different: a resubmitted or recirculated packet re-enters
 ingress through the scheduler (like BMv2's input queue); a chain of resubmits is cut after
 ``max_reentries`` (counted; recirculation passes the queues, so it is paced, not cut); a
@@ -46,7 +53,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from p4switch.pipeline import Packet, PipelineRuntimeError
+from p4switch.pipeline import Packet, PipelineRuntimeError, take_requests
 from p4switch.pipeline.packet import (
     DROP_PORT,
     PKT_INSTANCE_TYPE_COALESCED,
@@ -128,14 +135,47 @@ class V1ModelSwitchCore:
         self.max_reentries = max_reentries
         self.tm = tm if tm is not None else TrafficManager(sched)
         self.tm.bind_service(self.service)
-        self.drops: Counter[str] = Counter()
-        self.stats: Counter[str] = Counter()
+        self._drops: Counter[str] = Counter()
+        self._stats: Counter[str] = Counter()
         self._errors_logged = 0
+        self.walk: Any = None  # hbh_engine.V1Walk, when the engine walks the packets (use_engine_walk)
+
+    def use_engine_walk(self, cpu_port: int | None = None) -> Any:
+        """Let the engine walk the packets it can (``hbh_engine.V1Walk``, engine/src/v1walk.rs):
+        it serves the TM from now on and hands this core what it does not walk itself. The
+        caller feeds received frames to ``walk.receive`` and gives it each port's ``send``."""
+        import hbh_engine
+
+        self.walk = hbh_engine.V1Walk(self, self.tm, self.to_cpu, self.cpu_port if cpu_port is None else cpu_port,
+                                      self.drop_port)
+        self.tm.bind_service(self.walk.service)
+        return self.walk
+
+    @property
+    def drops(self) -> Counter[str]:
+        """Drops so far by cause, the engine walk's included (a copy: count with count_drop)."""
+        return self._merged(True)
+
+    @property
+    def stats(self) -> Counter[str]:
+        """rx, tx, to_cpu, clones, resubmits, ... so far, the engine walk's included (a copy)."""
+        return self._merged(False)
+
+    def _merged(self, drops: bool) -> Counter[str]:
+        out = Counter(self._drops if drops else self._stats)
+        if self.walk is not None:
+            causes = set(self.walk.drop_causes())
+            out.update({k: v for k, v in self.walk.counts().items() if (k in causes) == drops})
+        return out
+
+    def count_drop(self, cause: str) -> None:
+        """One more drop of ``cause`` (the switch's port errors)."""
+        self._drops[cause] += 1
 
     # ---- public --------------------------------------------------------------------------
     def receive(self, port: int, frame: bytes) -> None:
         """A frame arrived on ``port``: run it through ingress now."""
-        self.stats["rx"] += 1
+        self._stats["rx"] += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug("port %d: received %d bytes: %s", port, len(frame), frame[:64].hex())
         pipeline = self.holder.pipeline
@@ -153,7 +193,7 @@ class V1ModelSwitchCore:
         """A controller frame (packet_out header first) enters ingress on the CPU port."""
         if self.cpu_port is None:
             raise ValueError("packet-out refused: the switch has no CPU port")
-        self.stats["packet_out"] += 1
+        self._stats["packet_out"] += 1
         self.receive(self.cpu_port, frame)
 
     def service(self, port: int, job: _Job) -> int:
@@ -168,6 +208,9 @@ class V1ModelSwitchCore:
         except PipelineRuntimeError as exc:
             self._pipeline_error("egress", exc)
             return 0
+        return self._after_egress(port, pkt, job, now_us)
+
+    def _after_egress(self, port: int, pkt: Packet, job: _Job, now_us: int) -> int:
         req = pkt.clone_request
         if req is not None:
             self._clone(pkt, req, now_us)
@@ -183,6 +226,31 @@ class V1ModelSwitchCore:
         """Drops so far by cause (for the CLI, logs and tests)."""
         return dict(self.drops)
 
+    # ---- hand-overs from the engine's walk (engine/src/v1walk.rs) ------------------------
+    def _from_engine_ingress(self, wp: Any, req: tuple | None) -> None:
+        """A packet whose ingress ran in the engine and asks for a resubmit or a multicast group
+        (and maybe a clone): this walk carries on from the end of ingress."""
+        pkt = wp.pipeline.packet_from_engine(wp)
+        if req is not None:
+            take_requests(pkt, req)
+        self._after_ingress(pkt, 0)
+
+    def _engine_clone(self, wp: Any, clone: tuple[int, int, int]) -> None:
+        """The clones of an I2E clone request of a packet the engine walks on (its PHV at the
+        end of ingress): made and queued here, before the engine queues the packet."""
+        pkt = wp.pipeline.packet_from_engine(wp)
+        take_requests(pkt, (clone, None, None, None))
+        self._clone(pkt, pkt.clone_request, pkt.now_us)
+
+    def _from_engine_egress(self, wp: Any, req: tuple | None, port: int, head: bytes) -> int:
+        """The same at the end of egress (an E2E clone or a recirculation); ``head`` is what
+        the engine's deparser emitted."""
+        pkt = wp.pipeline.packet_from_engine(wp)
+        if req is not None:
+            take_requests(pkt, req)
+        pkt.deparsed = head
+        return self._after_egress(port, pkt, _Job(pkt), wp.now_us)
+
     # ---- ingress -------------------------------------------------------------------------
     def _ingress(self, pkt: Packet, reentries: int) -> None:
         pipeline = pkt.pipeline
@@ -191,6 +259,10 @@ class V1ModelSwitchCore:
         except PipelineRuntimeError as exc:
             self._pipeline_error("ingress", exc)
             return
+        self._after_ingress(pkt, reentries)
+
+    def _after_ingress(self, pkt: Packet, reentries: int) -> None:
+        pipeline = pkt.pipeline
         now_us = pkt.now_us
         if pkt.clone_request is not None:
             self._clone(pkt, pkt.clone_request, now_us)
@@ -228,7 +300,7 @@ class V1ModelSwitchCore:
         pipeline = pkt.pipeline
         session = pipeline.state.pre.clone_session(req.session)
         if session is None:
-            self.stats[f"clone_session_missing_{req.kind}"] += 1
+            self._stats[f"clone_session_missing_{req.kind}"] += 1
             return
         trunc = session.packet_length_bytes or None
         for replica in session.replicas:
@@ -237,7 +309,7 @@ class V1ModelSwitchCore:
             except (PipelineRuntimeError, ValueError) as exc:
                 self._pipeline_error(f"{req.kind} clone", exc)
                 return
-            self.stats[f"clone_{req.kind}"] += 1
+            self._stats[f"clone_{req.kind}"] += 1
             self._enqueue(replica.port, _Job(clone, egress_rid=replica.instance, trunc=trunc),
                           min(session.class_of_service, self.tm.num_priorities - 1))
 
@@ -258,7 +330,7 @@ class V1ModelSwitchCore:
         if reentries >= self.max_reentries:
             self._drop(DropCause.REENTRY_LIMIT, -1)
             return
-        self.stats[what] += 1
+        self._stats[what] += 1
 
         def again() -> None:
             try:
@@ -298,21 +370,21 @@ class V1ModelSwitchCore:
             log.debug("port %d: sending %d bytes (%s): %s", port, len(frame),
                       INSTANCE_TYPES.get(pkt.std("instance_type"), "?"), frame[:64].hex())
         if port == self.cpu_port:
-            self.stats["to_cpu"] += 1
+            self._stats["to_cpu"] += 1
             if self.to_cpu(frame) is False:
                 self._drop(DropCause.CPU_NO_CONTROLLER, port)
             return 0
-        self.stats["tx"] += 1
+        self._stats["tx"] += 1
         return self.emit(port, frame)
 
     # ---- accounting ----------------------------------------------------------------------
     def _drop(self, cause: str, port: int) -> None:
-        self.drops[cause] += 1
+        self._drops[cause] += 1
         if log.isEnabledFor(logging.DEBUG):
             log.debug("drop (%s) port %d", cause, port)
 
     def _pipeline_error(self, where: str, exc: BaseException) -> None:
-        self.drops[DropCause.PIPELINE_ERROR] += 1
+        self._drops[DropCause.PIPELINE_ERROR] += 1
         if self._errors_logged < _MAX_LOGGED_ERRORS:
             self._errors_logged += 1
             log.warning("packet dropped: %s failed: %s%s", where, exc,

@@ -15,6 +15,7 @@ mod p4tables;
 mod p4vm;
 mod sched;
 mod tm;
+mod v1walk;
 
 #[pymodule]
 fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -35,6 +36,9 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
     m.add_class::<p4vm::P4Program>()?;
     m.add_class::<p4cells::Cells>()?;
+    m.add_class::<v1walk::V1Walk>()?;
+    m.add_class::<v1walk::WalkProgram>()?;
+    m.add_class::<v1walk::WalkPacket>()?;
     m.add("P4_STATUS_END", p4vm::STATUS_END)?;
     m.add("P4_STATUS_REJECT", p4vm::STATUS_REJECT)?;
     m.add("DEFAULT_QUEUE_DEPTH", tm::DEFAULT_QUEUE_DEPTH)?;

@@ -201,8 +201,7 @@ enum Ins {
     },
 }
 
-type RunResult<'py> = (i64, u64, Option<Bound<'py, PyBytes>>, Requests);
-type ControlResult = Option<(
+pub(crate) type ControlResult = Option<(
     Option<(u32, u64, i64)>,
     Option<u64>,
     Option<i64>,
@@ -211,11 +210,11 @@ type ControlResult = Option<(
 
 /// What a control block asks of the architecture (v1model), returned by `run`.
 #[derive(Default)]
-struct Requests {
-    clone: Option<(u32, u64, i64)>,
-    truncate: Option<u64>,
+pub(crate) struct Requests {
+    pub(crate) clone: Option<(u32, u64, i64)>,
+    pub(crate) truncate: Option<u64>,
     /// resubmit, recirculate: the field list to keep
-    preserve: [Option<i64>; 2],
+    pub(crate) preserve: [Option<i64>; 2],
 }
 
 /// Opcodes of the instruction tuples the loader passes (`(opcode, operands...)`).
@@ -475,7 +474,8 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
 
 struct Run<'a, 'py> {
     py: Python<'py>,
-    phv: &'a Bound<'py, PyList>,
+    /// The PHV list; None: the registers hold the whole PHV (`run_owned`, no list behind).
+    phv: Option<&'a Bound<'py, PyList>>,
     regs: &'a mut Vec<u64>,
     seen: &'a mut Vec<u8>,
     touched: &'a mut Vec<u32>,
@@ -483,12 +483,12 @@ struct Run<'a, 'py> {
     nslots: usize,
 }
 
-impl Run<'_, '_> {
+impl<'py> Run<'_, 'py> {
     #[inline]
     fn get(&mut self, r: u32) -> PyResult<u64> {
         let i = r as usize;
         if i < self.nslots && self.seen[i] == 0 {
-            let v = self.phv.get_item(i)?.extract::<u64>().map_err(|_| {
+            let v = self.list()?.get_item(i)?.extract::<u64>().map_err(|_| {
                 PyValueError::new_err(format!(
                     "P4Program: PHV slot {i} does not hold a bit<=64> value"
                 ))
@@ -508,11 +508,13 @@ impl Run<'_, '_> {
             let i = r as usize;
             if self.seen[i] == 2 && res.is_ok() {
                 let v = self.regs[i];
-                res = if self.bool_slot[i] {
-                    self.phv.set_item(i, PyBool::new(self.py, v != 0))
-                } else {
-                    self.phv.set_item(i, v)
-                };
+                res = self.list().and_then(|l| {
+                    if self.bool_slot[i] {
+                        l.set_item(i, PyBool::new(self.py, v != 0))
+                    } else {
+                        l.set_item(i, v)
+                    }
+                });
                 self.seen[i] = 1;
             }
             if forget {
@@ -523,6 +525,12 @@ impl Run<'_, '_> {
             self.touched.clear();
         }
         res
+    }
+
+    fn list(&self) -> PyResult<&Bound<'py, PyList>> {
+        self.phv.ok_or_else(|| {
+            PyValueError::new_err("P4Program: a block calls Python while the PHV is the engine's")
+        })
     }
 
     #[inline]
@@ -539,20 +547,29 @@ impl Run<'_, '_> {
 }
 
 impl P4Program {
-    fn run_block<'py>(
+    /// Run `blocks` in order over one register cache of the PHV: a slot is read from the
+    /// list once and written back once, at the end, whatever the number of blocks. The first
+    /// block gets `data` and `cursor` (a parser); when it ends with an error code and
+    /// `parser_error` names a slot, that slot gets the code before the next block runs (as
+    /// v1model: a parser error does not stop ingress). Returns the first block's status and
+    /// cursor, the bytes every block emitted, and the requests of all blocks (the last clone,
+    /// resubmit and recirculate request wins, truncate keeps the smallest length).
+    fn run_blocks<'py>(
         &mut self,
         py: Python<'py>,
-        block: usize,
-        phv: &Bound<'py, PyList>,
+        blocks: &[usize],
+        phv: Option<&Bound<'py, PyList>>,
         data: Option<&[u8]>,
         cursor: u64,
-    ) -> PyResult<RunResult<'py>> {
-        if block >= self.blocks.len() {
-            return Err(PyValueError::new_err(format!(
-                "P4Program: no block {block}"
-            )));
+        parser_error: Option<u32>,
+    ) -> PyResult<(i64, u64, Requests)> {
+        if let Some(&b) = blocks.iter().find(|&&b| b >= self.blocks.len()) {
+            return Err(PyValueError::new_err(format!("P4Program: no block {b}")));
         }
-        if phv.len() < self.nslots {
+        if let Some(r) = parser_error {
+            self.check_reg(r, "parser error")?;
+        }
+        if phv.is_some_and(|l| l.len() < self.nslots) {
             return Err(PyValueError::new_err(
                 "P4Program: the PHV is shorter than the program's layout",
             ));
@@ -578,30 +595,81 @@ impl P4Program {
             on_clone: self.on_clone.as_ref(),
             req: Requests::default(),
         };
-        let res = exec(
-            &self.blocks[block],
-            &self.headers,
-            &self.lists,
-            (&self.callbacks, &self.arglists),
-            &mut tabs,
-            &mut st,
-            data.unwrap_or(&[]),
-            cursor,
-            (self.too_short, self.timeout, self.max_steps),
-            &mut out,
-        );
-        // Write back what the block wrote, and forget the PHV either way.
+        let mut res = Ok((STATUS_END, cursor));
+        for (i, &block) in blocks.iter().enumerate() {
+            let (d, c) = if i == 0 {
+                (data.unwrap_or(&[]), cursor)
+            } else {
+                (&[][..], 0)
+            };
+            let r = exec(
+                &self.blocks[block],
+                &self.headers,
+                &self.lists,
+                (&self.callbacks, &self.arglists),
+                &mut tabs,
+                &mut st,
+                d,
+                c,
+                (self.too_short, self.timeout, self.max_steps),
+                &mut out,
+            );
+            match (i, r) {
+                (0, Ok((status, cur))) => {
+                    if let (Some(slot), true) = (parser_error, status >= 0) {
+                        st.set(slot, status as u64);
+                    }
+                    res = Ok((status, cur));
+                }
+                (_, Ok(_)) => {}
+                (_, Err(e)) => {
+                    res = Err(e);
+                    break;
+                }
+            }
+        }
+        // Write back what the blocks wrote, and forget the PHV either way.
         let wb = st.flush(true);
         self.touched = touched;
         let (status, cur) = res?;
         wb?;
-        let bytes = if out.is_empty() {
-            None
-        } else {
-            Some(PyBytes::new(py, &out))
-        };
         self.scratch = out;
-        Ok((status, cur, bytes, tabs.req))
+        Ok((status, cur, tabs.req))
+    }
+
+    /// The bytes the last run emitted, as Python bytes (None: none).
+    fn emitted<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyBytes>> {
+        (!self.scratch.is_empty()).then(|| PyBytes::new(py, &self.scratch))
+    }
+
+    /// `run_blocks` over a PHV held by the engine (`phv`: every slot's value, `nslots` of
+    /// them; a bool as 0/1): the registers start as `phv` and `phv` gets them back. For
+    /// blocks that make no call into Python (the v1model walk in the engine, v1walk.rs).
+    pub(crate) fn run_owned<'py>(
+        &mut self,
+        py: Python<'py>,
+        blocks: &[usize],
+        phv: &mut [u64],
+        data: Option<&[u8]>,
+        parser_error: Option<u32>,
+    ) -> PyResult<(i64, u64, Requests)> {
+        let n = self.nslots;
+        if phv.len() != n {
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is not of the program's layout",
+            ));
+        }
+        self.regs[..n].copy_from_slice(phv);
+        self.seen.fill(1);
+        let res = self.run_blocks(py, blocks, None, data, 0, parser_error);
+        self.seen.fill(0);
+        phv.copy_from_slice(&self.regs[..n]);
+        res
+    }
+
+    /// The bytes the last run emitted (a deparser's headers).
+    pub(crate) fn emitted_bytes(&self) -> &[u8] {
+        &self.scratch
     }
 
     fn table_at(&self, tid: u32) -> PyResult<usize> {
@@ -887,8 +955,8 @@ impl P4Program {
         data: Option<&[u8]>,
         cursor: u64,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
-        let (status, cur, bytes, _) = self.run_block(py, block, phv, data, cursor)?;
-        Ok((status, cur, bytes))
+        let (status, cur, _) = self.run_blocks(py, &[block], Some(phv), data, cursor, None)?;
+        Ok((status, cur, self.emitted(py)))
     }
 
     /// Run control block `block` over `phv`; returns what it asks of the architecture, or
@@ -901,15 +969,41 @@ impl P4Program {
         block: usize,
         phv: &Bound<'_, PyList>,
     ) -> PyResult<ControlResult> {
-        let (_, _, _, req) = self.run_block(py, block, phv, None, 0)?;
-        Ok(match req {
-            Requests {
-                clone: None,
-                truncate: None,
-                preserve: [None, None],
-            } => None,
-            r => Some((r.clone, r.truncate, r.preserve[0], r.preserve[1])),
-        })
+        let (_, _, req) = self.run_blocks(py, &[block], Some(phv), None, 0, None)?;
+        Ok(req.into_result())
+    }
+
+    /// Run `blocks` in order over one PHV (a packet's parser, checksum verification and
+    /// ingress, or its egress, checksum computation and deparser) without handing the PHV back
+    /// to Python between them: each slot is read from `phv` once and written back once.
+    /// `data` is the first block's input (a parser's); a parser error code it ends with goes
+    /// into slot `parser_error` (None: nowhere) before the next block. Returns (the first
+    /// block's status, its cursor, the bytes the blocks emitted or None, the requests as
+    /// `run_control` returns them). For blocks without `PY` statements: a closure's `exit`
+    /// would end the whole sequence here, not its own block.
+    #[pyo3(signature = (blocks, phv, data=None, parser_error=None))]
+    fn run_seq<'py>(
+        &mut self,
+        py: Python<'py>,
+        blocks: Vec<usize>,
+        phv: &Bound<'py, PyList>,
+        data: Option<&[u8]>,
+        parser_error: Option<u32>,
+    ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>, ControlResult)> {
+        let (status, cur, req) = self.run_blocks(py, &blocks, Some(phv), data, 0, parser_error)?;
+        Ok((status, cur, self.emitted(py), req.into_result()))
+    }
+
+    /// True when block `block` calls into Python (`PY` or `CALL`): `run_seq` is for blocks
+    /// that do not.
+    fn calls_python(&self, block: usize) -> PyResult<bool> {
+        let code = self
+            .blocks
+            .get(block)
+            .ok_or_else(|| PyValueError::new_err(format!("P4Program: no block {block}")))?;
+        Ok(code
+            .iter()
+            .any(|i| matches!(i, Ins::Py(_) | Ins::Call { .. })))
     }
 
     // ---- the table state's write interface (p4switch/state/dataplane.py is its one caller)
@@ -1164,7 +1258,7 @@ fn exec(
                 if let Some(f) = tabs.on_clone {
                     tabs.req.hand_over(f, st)?;
                 }
-                callbacks[n as usize].call1(st.py, (st.phv,))?;
+                callbacks[n as usize].call1(st.py, (st.list()?,))?;
             }
             Ins::Call { f, dsts, args } => {
                 let regs = &arglists[args as usize];
@@ -1247,16 +1341,27 @@ struct Stores<'a> {
 }
 
 impl Requests {
+    pub(crate) fn into_result(self) -> ControlResult {
+        match self {
+            Requests {
+                clone: None,
+                truncate: None,
+                preserve: [None, None],
+            } => None,
+            r => Some((r.clone, r.truncate, r.preserve[0], r.preserve[1])),
+        }
+    }
+
     /// Hand the pending clone, resubmit and recirculate requests to `f` (`on_clone(phv, kind,
     /// session, list)`, kinds 0 I2E, 1 E2E, 2 resubmit, 3 recirculate) before a closure runs:
     /// the closure may make the same request, and the last one of the block wins.
     fn hand_over(&mut self, f: &Py<PyAny>, st: &Run<'_, '_>) -> PyResult<()> {
         if let Some((k, s, l)) = self.clone.take() {
-            f.call1(st.py, (st.phv, k, s, l))?;
+            f.call1(st.py, (st.list()?, k, s, l))?;
         }
         for (i, p) in self.preserve.iter_mut().enumerate() {
             if let Some(l) = p.take() {
-                f.call1(st.py, (st.phv, 2 + i as u32, 0u64, l))?;
+                f.call1(st.py, (st.list()?, 2 + i as u32, 0u64, l))?;
             }
         }
         Ok(())

@@ -305,9 +305,9 @@ pub struct TrafficManager {
     #[pyo3(get)]
     queue_model: String,
     #[pyo3(get)]
-    num_ports: i64,
+    pub(crate) num_ports: i64,
     #[pyo3(get)]
-    num_priorities: i64,
+    pub(crate) num_priorities: i64,
     inner: Mutex<Inner>,
 }
 
@@ -508,6 +508,69 @@ impl TrafficManager {
             it.deq_qdepth = left;
         }
         Some(item)
+    }
+}
+
+impl TrafficManager {
+    /// `enqueue` of an item whose port and priority are in range (the engine's v1model walk
+    /// calls it directly).
+    pub(crate) fn push(
+        slf: &Bound<'_, Self>,
+        port: usize,
+        item: &Bound<'_, TMItem>,
+        prio: usize,
+    ) -> PyResult<bool> {
+        let py = slf.py();
+        let this = slf.get();
+        let now = this.now(py)?;
+        let mut inner = this.lock();
+        let p = this.port(&mut inner, port, now);
+        let q = &mut p.queues[prio];
+        if q.items.len() as i64 >= q.limit {
+            p.stats.dropped_full += 1;
+            return Ok(false);
+        }
+        let depth = q.items.len() as i64;
+        let depart = q.push(item.clone().unbind(), now);
+        {
+            let mut it = item.borrow_mut();
+            (it.port, it.prio, it.enq_ns) = (port as i64, prio as i64, now);
+            it.enq_timestamp_us = now.div_euclid(1000);
+            it.enq_qdepth = depth;
+            if this.queue_model == "bmv2" {
+                it.depart_ns = depart;
+            }
+        }
+        p.occupancy += 1;
+        p.stats.enqueued += 1;
+        p.stats.max_depth = p.stats.max_depth.max(p.occupancy);
+        Self::arm(slf, p, port, now).map(|_| true)
+    }
+
+    /// The scheduler's time (ns).
+    pub(crate) fn now_ns(&self, py: Python<'_>) -> PyResult<i64> {
+        self.now(py)
+    }
+}
+
+impl TMItem {
+    /// A fresh item for `packet` (the TM stamps it at enqueue).
+    pub(crate) fn for_packet(packet: PyObject) -> Self {
+        TMItem::new(packet, -1, 0, 0, 0, 0, 0, 0, 0, 0)
+    }
+
+    /// The packet and the stamps egress reads: (enq_timestamp_us, enq_qdepth,
+    /// deq_timedelta_us, deq_qdepth).
+    pub(crate) fn stamps(&self) -> (&PyObject, [i64; 4]) {
+        (
+            &self.packet,
+            [
+                self.enq_timestamp_us,
+                self.enq_qdepth,
+                self.deq_timedelta_us,
+                self.deq_qdepth,
+            ],
+        )
     }
 }
 
@@ -719,7 +782,6 @@ impl TrafficManager {
         item: &Bound<'_, PyAny>,
         prio: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<bool> {
-        let py = slf.py();
         let this = slf.get();
         let item = item.downcast::<TMItem>().map_err(|_| {
             let name = item
@@ -733,30 +795,7 @@ impl TrafficManager {
         })?;
         let prio = prio.map(|p| this.check_prio(p)).transpose()?.unwrap_or(0);
         let port = this.check_port(port)?;
-        let now = this.now(py)?;
-        let mut inner = this.lock();
-        let p = this.port(&mut inner, port, now);
-        let q = &mut p.queues[prio];
-        if q.items.len() as i64 >= q.limit {
-            p.stats.dropped_full += 1;
-            return Ok(false);
-        }
-        let depth = q.items.len() as i64;
-        let depart = q.push(item.clone().unbind(), now);
-        {
-            let mut it = item.borrow_mut();
-            (it.port, it.prio, it.enq_ns) = (port as i64, prio as i64, now);
-            it.enq_timestamp_us = now.div_euclid(1000);
-            it.enq_qdepth = depth;
-            if this.queue_model == "bmv2" {
-                it.depart_ns = depart;
-            }
-        }
-        p.occupancy += 1;
-        p.stats.enqueued += 1;
-        p.stats.max_depth = p.stats.max_depth.max(p.occupancy);
-        Self::arm(slf, p, port, now)?;
-        Ok(true)
+        Self::push(slf, port, item, prio)
     }
 
     /// The scheduled service of `port`: one packet out to the service callback, then re-arm.

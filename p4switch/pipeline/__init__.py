@@ -129,8 +129,8 @@ never raise (they become parser errors).
 """
 
 from .packet import DROP_PORT, CloneRequest, Packet, PreserveRequest
-from .pipeline import PipelineRuntimeError, V1Pipeline, load_pipeline
+from .pipeline import PipelineRuntimeError, V1Pipeline, load_pipeline, take_requests
 from .scope import PipelineError, ValueSet
 
-__all__ = ["load_pipeline", "V1Pipeline", "Packet", "CloneRequest", "PreserveRequest", "PipelineError",
+__all__ = ["load_pipeline", "take_requests", "V1Pipeline", "Packet", "CloneRequest", "PreserveRequest", "PipelineError",
            "PipelineRuntimeError", "ValueSet", "DROP_PORT"]

@@ -82,7 +82,7 @@ class Packet:
 
     __slots__ = ("phv", "data", "payload_offset", "now_us", "clone_request", "resubmit",
                  "recirculate", "truncate_len", "digests", "pipeline", "parsed", "logs",
-                 "assert_failures")
+                 "assert_failures", "deparsed")
 
     def __init__(self, pipeline: V1Pipeline, data: bytes, now_us: int) -> None:
         self.pipeline = pipeline
@@ -98,6 +98,9 @@ class Packet:
         self.parsed = False
         self.logs: list[str] = []
         self.assert_failures = 0
+        # The deparser's headers, when the engine ran it with egress (pipeline.run_egress):
+        # kept so that the frame is not deparsed again; None after any write through this API.
+        self.deparsed: bytes | None = None
 
     # ------------------------------------------------------------ accessors
 
@@ -118,6 +121,7 @@ class Packet:
         """Set a ``standard_metadata`` field (wrapped to its width)."""
         slot = self.pipeline.std_slots[name]
         self.phv[slot] = value & self.pipeline.std_masks[name]
+        self.deparsed = None
 
     @property
     def marked_to_drop(self) -> bool:

@@ -28,6 +28,7 @@ from .emitter import STATUS_REJECT, EmitterCompiler, EngineForm, Unsupported
 from .exprs import ExprCompiler, is_aggregate
 from .externs import ExternCompiler
 from .layout import (
+    RESERVED,
     SLOT_CURSOR,
     SLOT_DATA,
     SLOT_OUT,
@@ -63,6 +64,9 @@ from .templates import Fn
 V1SWITCH_ROLES = ("parser", "verify_checksum", "ingress", "egress", "compute_checksum", "deparser")
 log = logging.getLogger("p4switch.pipeline")
 ORACLE_ENV = "HBH_P4_ORACLE"  # set to 1: every block runs on the closures (the differential oracle)
+EGRESS_FIELDS = ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
+                 "deq_qdepth", "egress_rid")  # what egress gets from the TM, in run_egress's order
+_MASK64 = (1 << 64) - 1
 CLONE_KINDS = ("I2E", "E2E")  # the engine's CLONE kind codes (emitter.py)
 CORE_ERRORS = ("NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort",
                "ParserTimeout", "ParserInvalidArgument")
@@ -220,10 +224,7 @@ class V1Pipeline:
         self._s_igts = s.get("ingress_global_timestamp")
         self._s_egts = s.get("egress_global_timestamp")
         self._s_parser_error = s.get("parser_error")
-        self._set_egress_fields = _std_setter(
-            [(s.get(n), self.std_masks.get(n, 0))
-             for n in ("egress_port", "egress_global_timestamp", "enq_timestamp", "enq_qdepth", "deq_timedelta",
-                       "deq_qdepth", "egress_rid")])
+        self._set_egress_fields = _std_setter([(s.get(n), self.std_masks.get(n, 0)) for n in EGRESS_FIELDS])
         if oracle is None:
             oracle = os.environ.get(ORACLE_ENV, "") not in ("", "0")
         self.oracle = oracle
@@ -231,6 +232,12 @@ class V1Pipeline:
         self.engine_blocks: dict[str, int] = {}  # role -> block index in self.engine
         self.engine_refused: dict[str, str] = {}  # role -> the construct that keeps it on the closures
         self.engine_called: dict[str, list[str]] = {}  # role -> constructs run through their closures
+        # Block indexes run as one engine call (run_seq): parser, verify, ingress; egress,
+        # compute, deparser; None when a block of the half is not wholly in the engine.
+        self.ingress_seq: list[int] | None = None
+        self.egress_seq: list[int] | None = None
+        self._engine_bools: list[int] = []
+        self._walk_form: Any = None
         if not oracle:
             self._load_engine(cc)
 
@@ -272,6 +279,57 @@ class V1Pipeline:
             if ts.profile is not None:
                 ts.profile.attach(self.engine)
         self.engine_blocks = dict(form.roles)
+        self._engine_bools = sorted(form.bool_slots)
+        self.ingress_seq = self._engine_seq(("parser", "verify_checksum", "ingress"))
+        self.egress_seq = self._engine_seq(("egress", "compute_checksum", "deparser"))
+
+    def _engine_seq(self, roles: tuple[str, ...]) -> list[int] | None:
+        """The blocks of one half of the walk, when all of them run in the engine without a
+        call into Python: then the PHV stays in the engine's registers from the first block
+        to the last (one read and one write-back per slot, one call)."""
+        blocks = [self.engine_blocks.get(r) for r in roles]
+        if any(b is None or self.engine.calls_python(b) for b in blocks):
+            return None
+        return blocks  # type: ignore[return-value]
+
+    def _run_seq(self, what: str, blocks: list[int], pkt: Packet, data: bytes | None) -> tuple[int, int, bytes]:
+        """One engine call for ``blocks`` (see ``_engine_seq``); the requests go on the packet."""
+        try:
+            status, cursor, head, req = self.engine.run_seq(blocks, pkt.phv, data, self._s_parser_error)
+        except Exception as exc:  # noqa: BLE001 - reported with the blocks' name
+            raise PipelineRuntimeError(f"{what} (engine): {type(exc).__name__}: {exc}") from exc
+        if req is not None:
+            take_requests(pkt, req)
+        return status, cursor, head or b""
+
+    def walk_form(self) -> Any:
+        """This pipeline as the engine's v1model walk runs it (``hbh_engine.WalkProgram``), or
+        None when the walk must stay Python: a block not wholly in the engine, or a PHV slot
+        that is not an integer of at most 64 bits (wide fields, varbits)."""
+        if self._walk_form is None and self.ingress_seq is not None and self.egress_seq is not None:
+            import hbh_engine
+
+            tail = self.template[RESERVED:]
+            if all(type(v) in (int, bool) and 0 <= v < 1 << 64 for v in tail):
+                s = self.std_slots
+                std = [s.get(n, -1) for n in ("ingress_port", "instance_type", "packet_length", "egress_spec",
+                                             "ingress_global_timestamp", "parser_error", "mcast_grp", "priority")]
+                fields = [(s.get(n, -1), self.std_masks.get(n, 0) & _MASK64) for n in EGRESS_FIELDS]
+                bools = sorted({i for i, v in enumerate(self.template) if type(v) is bool} | set(self._engine_bools))
+                self._walk_form = hbh_engine.WalkProgram(
+                    self, self.engine, self.ingress_seq, self.egress_seq,
+                    [0] * RESERVED + [int(v) for v in tail], std, fields, bools)
+        return self._walk_form
+
+    def packet_from_engine(self, wp: Any) -> Packet:
+        """The Python packet of a ``hbh_engine.WalkPacket`` the engine's walk hands over (a
+        clone, a resubmit, a recirculation, a multicast): the state the per-block runs leave."""
+        pkt = Packet(self, wp.data, wp.now_us)
+        pkt.phv = wp.phv_list()
+        pkt.payload_offset = wp.payload_offset
+        pkt.parsed = True
+        pkt.truncate_len = wp.truncate_len
+        return pkt
 
     def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
         main = _find_main(cc.program)
@@ -348,10 +406,14 @@ class V1Pipeline:
             status, cursor, _ = self.engine.run(self.engine_blocks["parser"], p, pkt.data, 0)
         except Exception as exc:  # noqa: BLE001 - reported with the block name
             raise PipelineRuntimeError(f"parser (engine): {type(exc).__name__}: {exc}") from exc
-        p[SLOT_CURSOR] = cursor
         if status >= 0 and self._s_parser_error is not None:
             p[self._s_parser_error] = status
-        elif status < STATUS_REJECT:
+        self._parsed(pkt, status, cursor)
+
+    def _parsed(self, pkt: Packet, status: int, cursor: int) -> None:
+        """After the engine's parser: the cursor and payload offset (parser_error is set)."""
+        pkt.phv[SLOT_CURSOR] = cursor
+        if status < STATUS_REJECT:
             raise PipelineRuntimeError(f"parser (engine): unknown status {status}")
         pkt.payload_offset = min(len(pkt.data), (cursor + 7) >> 3)
         pkt.parsed = True
@@ -361,6 +423,10 @@ class V1Pipeline:
         p = pkt.phv
         if self._s_igts is not None:
             p[self._s_igts] = pkt.now_us & 0xFFFFFFFFFFFF
+        if self.ingress_seq is not None:
+            status, cursor, _ = self._run_seq("ingress", self.ingress_seq, pkt, pkt.data)
+            self._parsed(pkt, status, cursor)
+            return
         self.parse(pkt)
         self._run_control("verify_checksum", pkt)
         self._run_control("ingress", pkt)
@@ -376,8 +442,12 @@ class V1Pipeline:
         pkt.now_us = now_us
         pkt.clone_request = None
         pkt.recirculate = None
+        pkt.deparsed = None
         self._set_egress_fields(pkt.phv, egress_port, now_us, enq_timestamp, enq_qdepth, deq_timedelta, deq_qdepth,
                                 egress_rid)
+        if self.egress_seq is not None:  # the deparser too: deparse() takes its headers
+            pkt.deparsed = self._run_seq("egress", self.egress_seq, pkt, None)[2]
+            return
         self._run_control("egress", pkt)
         self._run_control("compute_checksum", pkt)
 
@@ -394,16 +464,8 @@ class V1Pipeline:
         try:
             if body is None:
                 req = self.engine.run_control(block, p)
-                if req is not None:  # the block's requests (emitter.py: CLONE, TRUNCATE, PRESERVE)
-                    clone, trunc, resubmit, recirc = req
-                    if clone is not None:
-                        _hand_over_clone(p, *clone)
-                    if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
-                        pkt.truncate_len = trunc
-                    if resubmit is not None:
-                        pkt.resubmit = PreserveRequest(resubmit)
-                    if recirc is not None:
-                        pkt.recirculate = PreserveRequest(recirc)
+                if req is not None:
+                    take_requests(pkt, req)
             else:
                 body(p)
         except (ExitSignal, ReturnSignal) as sig:
@@ -417,6 +479,9 @@ class V1Pipeline:
 
     def deparse(self, pkt: Packet) -> bytes:
         """Valid headers as the deparser emits them, then the unparsed payload (no truncation)."""
+        head = pkt.deparsed
+        if head is not None:
+            return head + pkt.payload if head else pkt.payload
         p = pkt.phv
         block = self.engine_blocks.get("deparser")
         if block is not None:
@@ -541,6 +606,7 @@ class V1Pipeline:
         if not isinstance(st, ScalarS):
             raise KeyError(f"{path!r} is not a scalar field")
         pkt.phv[st.start] = value & ((1 << st.width) - 1) if st.width and not st.signed else value
+        pkt.deparsed = None
 
     def header_valid(self, pkt: Packet, path: str) -> bool:
         st = self.storage_at(path)
@@ -573,17 +639,30 @@ class V1Pipeline:
         return self.error_names[code] if 0 <= code < len(self.error_names) else f"error#{code}"
 
 
-def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
-    """A request the engine hands over (``CLONE``: kind 0 I2E / 1 E2E, field list or -1;
-    ``PRESERVE``: kind 2 resubmit / 3 recirculate, its field list) recorded on the packet as
-    the closures record it."""
-    pkt = p[SLOT_PKT]
-    if kind == 2:
-        pkt.resubmit = PreserveRequest(field_list)
-    elif kind == 3:
-        pkt.recirculate = PreserveRequest(field_list)
-    else:
+def take_requests(pkt: Packet, req: tuple) -> None:
+    """The requests an engine run returns (emitter.py: CLONE, TRUNCATE, PRESERVE) recorded on
+    the packet as the closures record them: the last clone, resubmit and recirculate request
+    wins, truncate keeps the smallest length."""
+    clone, trunc, resubmit, recirc = req
+    if clone is not None:
+        kind, session, field_list = clone
         pkt.clone_request = CloneRequest(CLONE_KINDS[kind], session, None if field_list < 0 else field_list)
+    if trunc is not None and (pkt.truncate_len is None or trunc < pkt.truncate_len):
+        pkt.truncate_len = trunc
+    if resubmit is not None:
+        pkt.resubmit = PreserveRequest(resubmit)
+    if recirc is not None:
+        pkt.recirculate = PreserveRequest(recirc)
+
+
+def _hand_over_clone(p: list, kind: int, session: int, field_list: int) -> None:
+    """A request the engine hands over before a closure runs (``CLONE``: kind 0 I2E / 1 E2E,
+    field list or -1; ``PRESERVE``: kind 2 resubmit / 3 recirculate, its field list)."""
+    if kind >= 2:
+        req: tuple = (None, None, field_list, None) if kind == 2 else (None, None, None, field_list)
+    else:
+        req = ((kind, session, field_list), None, None, None)
+    take_requests(p[SLOT_PKT], req)
 
 
 def _std_setter(fields: list[tuple[int | None, int]]) -> Callable[..., None]:
@@ -635,4 +714,4 @@ def load_pipeline(checked: Any, p4info: p4info_pb2.P4Info, state: RuntimeState, 
     raise AssertionError("not reached")  # located() re-raises
 
 
-__all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate"]
+__all__ = ["V1Pipeline", "load_pipeline", "PipelineRuntimeError", "is_aggregate", "take_requests"]

@@ -35,6 +35,13 @@ def pair(path: str) -> tuple[Loaded, Loaded]:
     return out[0], out[1]
 
 
+def program_pair(factory: pytest.TempPathFactory, name: str, text: str) -> tuple[Loaded, Loaded]:
+    """:func:`pair` of a program given as text."""
+    path = factory.mktemp("engine") / f"{name}.p4"
+    path.write_text(text)
+    return pair(str(path))
+
+
 def configure_alinea(sw: Loaded) -> None:
     """A route, an equal-cost route over a selector group of three next hops, a modelled port
     and a neighbour-facing port: the paths the simulator runs."""
@@ -193,9 +200,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 @pytest.fixture(scope="module")
 def table_free_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
-    path = tmp_path_factory.mktemp("engine") / "table_free.p4"
-    path.write_text(TABLE_FREE)
-    return pair(str(path))
+    return program_pair(tmp_path_factory, "table_free", TABLE_FREE)
 
 
 def test_table_free_program_runs_wholly_in_the_engine(table_free_pair: tuple[Loaded, Loaded]) -> None:
@@ -281,9 +286,7 @@ V1Switch(P(), V(), I(), E(), C(), D()) main;
 
 @pytest.fixture(scope="module")
 def requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
-    path = tmp_path_factory.mktemp("engine") / "requests.p4"
-    path.write_text(REQUESTS)
-    return pair(str(path))
+    return program_pair(tmp_path_factory, "requests", REQUESTS)
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -302,3 +305,116 @@ def test_clone_and_truncate_requests_match_the_oracle(requests_pair: tuple[Loade
         sw.pipeline.run_egress(pkt, 1, 2000)
     assert pe.recirculate == po.recirculate and (pe.recirculate is not None) == (a in (7, 8))
     assert "ingress" in engine.pipeline.engine_blocks
+
+
+def test_alinea_runs_each_half_of_the_walk_as_one_engine_call(alinea_pair: tuple[Loaded, Loaded]) -> None:
+    """Parser, verify and ingress, then egress, compute and deparser, each as one engine call
+    (the PHV stays in the engine's registers between the blocks); the oracle has no such call."""
+    engine, oracle = alinea_pair
+    roles = engine.pipeline.engine_blocks
+    assert engine.pipeline.ingress_seq == [roles[r] for r in ("parser", "verify_checksum", "ingress")]
+    assert engine.pipeline.egress_seq == [roles[r] for r in ("egress", "compute_checksum", "deparser")]
+    assert oracle.pipeline.ingress_seq is None and oracle.pipeline.egress_seq is None
+
+
+def test_a_half_with_a_closure_statement_runs_block_by_block(requests_pair: tuple[Loaded, Loaded]) -> None:
+    """A block that calls a closure (here clone3 and resubmit of data) keeps its half of the
+    walk on per-block calls, where a closure's exit ends only its own block."""
+    engine, _ = requests_pair
+    assert engine.pipeline.ingress_seq is None and engine.pipeline.egress_seq is None
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(frame=st.binary(max_size=40))
+def test_egress_deparse_kept_from_the_engine_call_follows_later_writes(
+        table_free_pair: tuple[Loaded, Loaded], frame: bytes) -> None:
+    """The deparser's headers kept from the egress call are the frame deparsed afresh, and a
+    write through the packet's API after egress shows in the next deparse."""
+    engine, oracle = table_free_pair
+    pe, po = (sw.pipeline.new_packet(frame, 1, 1000) for sw in (engine, oracle))
+    for sw, pkt in ((engine, pe), (oracle, po)):
+        sw.pipeline.run_ingress(pkt)
+        sw.pipeline.run_egress(pkt, 1, 2000)
+    assert engine.pipeline.egress_seq is not None and pe.deparsed is not None
+    kept = engine.pipeline.deparse(pe)
+    pe.deparsed = None
+    assert engine.pipeline.deparse(pe) == kept == oracle.pipeline.deparse(po)
+    engine.pipeline.run_egress(pe, 1, 2000)
+    new = (pe.get("hdr.h.a") + 1) & 0xFF
+    for pkt in (pe, po):
+        pkt.set("hdr.h.a", new)
+    assert engine.pipeline.deparse(pe) == oracle.pipeline.deparse(po)
+    if pe.is_valid("hdr.h"):
+        assert engine.pipeline.deparse(pe)[0] == new
+
+
+ENGINE_REQUESTS = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; bit<32> b; }
+struct hs { h_t h; }
+struct m_t { @field_list(1) bit<8> x; @field_list(2) bit<8> y; }
+parser P(packet_in pkt, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); m.x = hdr.h.a; transition accept; }
+}
+control V(inout hs hdr, inout m_t m) { apply { if (hdr.h.a == 9) { m.y = 7; } } }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        sm.egress_spec = 1;
+        if (hdr.h.a == 1) { clone(CloneType.I2E, hdr.h.b); clone_preserving_field_list(CloneType.I2E, 6, 1); }
+        else if (hdr.h.a == 2) { clone_preserving_field_list(CloneType.I2E, 6, 2); clone(CloneType.I2E, hdr.h.b); }
+        else if (hdr.h.a == 3) { clone(CloneType.E2E, 9); }
+        else if (hdr.h.a == 4) { resubmit_preserving_field_list(1); resubmit_preserving_field_list(2); }
+        truncate(hdr.h.b);
+        if (hdr.h.a > 1) { truncate(20); }
+    }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply {
+        if (hdr.h.a == 7) { recirculate_preserving_field_list(2); }
+        else if (hdr.h.a == 8) { recirculate_preserving_field_list(1); truncate(3); }
+        else if (hdr.h.a == 9) { clone_preserving_field_list(CloneType.E2E, 4, 2); hdr.h.b = (bit<32>)m.y; }
+    }
+}
+control C(inout hs hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+@pytest.fixture(scope="module")
+def engine_requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[Loaded, Loaded]:
+    return program_pair(tmp_path_factory, "engine_requests", ENGINE_REQUESTS)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=st.integers(0, 10), b=st.integers(0, 40))
+def test_requests_of_one_engine_call_match_the_oracle(engine_requests_pair: tuple[Loaded, Loaded], a: int,
+                                                      b: int) -> None:
+    """Requests from several blocks of one engine call (parser and verify write the field
+    lists' fields, ingress and egress request) are those of the oracle's block-by-block run,
+    and the clone built from them too."""
+    engine, oracle = engine_requests_pair
+    assert engine.pipeline.ingress_seq is not None and engine.pipeline.egress_seq is not None
+    frame = struct.pack("!BI", a, b) + b"payload"
+    pe, po = (sw.pipeline.new_packet(frame, 1, 1000) for sw in (engine, oracle))
+    for sw, pkt in ((engine, pe), (oracle, po)):
+        sw.pipeline.run_ingress(pkt)
+    assert pe.clone_request == po.clone_request and pe.truncate_len == po.truncate_len
+    assert pe.resubmit == po.resubmit and _phv(pe) == _phv(po)
+    if pe.clone_request is not None:
+        ce, co = (sw.pipeline.copy_for_request(pkt, pkt.clone_request) for sw, pkt in ((engine, pe), (oracle, po)))
+        assert _phv(ce) == _phv(co)
+    for sw, pkt in ((engine, pe), (oracle, po)):
+        sw.pipeline.run_egress(pkt, 1, 2000)
+    assert pe.recirculate == po.recirculate and pe.clone_request == po.clone_request
+    assert pe.truncate_len == po.truncate_len and _phv(pe) == _phv(po)
+    assert engine.pipeline.deparse(pe) == oracle.pipeline.deparse(po)
+    for req_e, req_o, copy in ((pe.recirculate, po.recirculate, "copy_for_recirculate"),
+                               (pe.clone_request, po.clone_request, "copy_for_request")):
+        if req_e is None:
+            continue
+        args_e = (pe, req_e) if copy == "copy_for_request" else (pe,)
+        args_o = (po, req_o) if copy == "copy_for_request" else (po,)
+        ne, no = getattr(engine.pipeline, copy)(*args_e), getattr(oracle.pipeline, copy)(*args_o)
+        assert _phv(ne) == _phv(no) and ne.data == no.data
