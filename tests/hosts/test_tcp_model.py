@@ -64,10 +64,13 @@ def test_reno_congestion_avoidance_adds_one_segment_per_window() -> None:
     assert 40.9 < r.cwnd < 41.1
 
 
-@given(st.integers(2, 10_000))
-def test_reno_halves_flight_and_ends_recovery_at_ssthresh(flight: int) -> None:
+@given(st.floats(1, 10_000), st.integers(0, 20_000))
+def test_reno_halves_cwnd_not_flight_and_ends_recovery_at_ssthresh(cwnd: float, flight: int) -> None:
+    """Linux's tcp_reno_ssthresh: max(cwnd >> 1, 2) in whole segments, whatever the flight (with
+    SACK it also counts what is SACKed above the holes)."""
     r = Reno()
-    assert r.on_loss(0, flight) == max(flight / 2, 2)
+    r.cwnd = cwnd
+    assert r.on_loss(0, flight) == max(int(cwnd) // 2, 2)
     r.cwnd = 999.0
     r.on_recovered(0)
     assert r.cwnd == r.ssthresh
@@ -84,6 +87,31 @@ def test_cubic_reduction_and_curve(cwnd: float) -> None:
     c.on_ack(ack(0, 1))  # the epoch starts: the curve passes through W_max at K
     assert c.w_cubic(c.k_s) == pytest.approx(c.w_max)
     assert c.k_s == pytest.approx(((c.w_max - c.cwnd_epoch) / C) ** (1 / 3), rel=1e-6)
+
+
+@given(st.floats(10, 500), st.floats(0.05, 20), st.integers(1, 400), st.integers(1, 400))
+@settings(max_examples=50, deadline=None)
+def test_cubic_aims_one_minimum_rtt_ahead_whatever_the_smoothed_rtt(cwnd: float, t_s: float, min_rtt_ms: int,
+                                                                    queue_ms: int) -> None:
+    """Linux's bictcp_update: the target is the curve at t + delay_min; a queue that inflates the
+    smoothed RTT does not make the window grow faster."""
+    grown = []
+    for srtt_ms in (min_rtt_ms, min_rtt_ms + queue_ms):
+        c = Cubic(hystart=False)
+        c.cwnd = cwnd
+        c.on_loss(0, int(cwnd))
+        c.on_recovered(0)
+        c.on_ack(AckInfo(0, 1, min_rtt_ms * MS, float(srtt_ms * MS), min_rtt_ms * MS, 0, 0))  # the epoch starts
+        before = c.cwnd
+        now = int(t_s * 1e9)
+        c.on_ack(AckInfo(now, 1, min_rtt_ms * MS, float(srtt_ms * MS), min_rtt_ms * MS, 0, 0))
+        grown.append(c.cwnd)
+    assert grown[0] == grown[1]
+    if c.w_cubic(t_s) < c.w_est:  # the Reno-friendly region: Reno's estimate sets the window
+        assert grown[1] == pytest.approx(max(before, c.w_est))
+    else:
+        target = min(max(c.w_cubic(t_s + min_rtt_ms / 1e3), before), 1.5 * before)
+        assert grown[1] == pytest.approx(before + (target - before) / before)
 
 
 def test_cubic_fast_convergence_lowers_w_max() -> None:
