@@ -2,8 +2,11 @@
 
 Why the Reno-friendly region: in short-RTT or low-rate paths the cubic curve grows more slowly
 than Reno would; RFC 9438 4.3 then follows an estimate of Reno's window (W_est, growing by
-alpha_cubic = 3(1 - beta)/(1 + beta) segments per RTT, 1 once past the window before the last
-reduction) so that CUBIC is never less aggressive than Reno there.
+alpha_cubic = 3(1 - beta)/(1 + beta) segments per RTT) so that CUBIC is never less aggressive than
+Reno there. The estimate grows at alpha_cubic throughout, as Linux's (``bictcp_update``'s
+``tcp_friendliness``: one segment per ``cwnd * beta_scale / 8`` segments acknowledged, beta_scale =
+8(1024 + 717) / 3 / (1024 - 717), about 0.53 per RTT), not RFC 9438's 1 once past the window before
+the last reduction, which Linux does not do.
 
 Why HyStart: Linux's cubic leaves slow start when the RTT of a round's first ACKs has grown by
 more than an eighth of the minimum RTT (clamped to 4..16 ms), once cwnd is at least 16 segments
@@ -17,7 +20,7 @@ from __future__ import annotations
 
 from hosts.tcp.reno import MIN_SSTHRESH, AckInfo, WindowControl
 
-__all__ = ["Cubic", "BETA", "C"]
+__all__ = ["Cubic", "BETA", "C", "ALPHA"]
 
 BETA = 0.7
 C = 0.4
@@ -38,7 +41,6 @@ class Cubic(WindowControl):
         self.hystart = hystart
         self.fast_convergence = fast_convergence
         self.w_max = 0.0  # window before the last reduction (after fast convergence)
-        self.cwnd_prior = 0.0  # window before the last reduction, as it was
         self.k_s = 0.0
         self.t_epoch_ns: int | None = None
         self.cwnd_epoch = 0.0
@@ -73,8 +75,7 @@ class Cubic(WindowControl):
                 self.w_max = self.cwnd
             self.k_s = ((self.w_max - self.cwnd_epoch) / C) ** (1 / 3)
         t = (now_ns - self.t_epoch_ns) / 1e9
-        alpha = 1.0 if self.w_est >= self.cwnd_prior else ALPHA
-        self.w_est += alpha * acked / self.cwnd
+        self.w_est += ALPHA * acked / self.cwnd
         w_t = self.w_cubic(t)
         if w_t < self.w_est:  # the Reno-friendly region
             self.cwnd = max(self.cwnd, self.w_est)
@@ -102,7 +103,6 @@ class Cubic(WindowControl):
     # ---- reductions --------------------------------------------------------------------------
     def on_loss(self, now_ns: int, flight: int) -> float:
         """RFC 9438 4.6-4.7: remember W_max (fast convergence), ssthresh = beta * cwnd."""
-        self.cwnd_prior = self.cwnd
         if self.fast_convergence and self.cwnd < self.w_max:
             self.w_max = self.cwnd * (1 + BETA) / 2
         else:

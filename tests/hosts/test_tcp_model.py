@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hosts.tcp import Cubic, Reno, TcpReceiver, TcpSender, congestion_control
-from hosts.tcp.cubic import BETA, C
+from hosts.tcp.cubic import ALPHA, BETA, C
 from hosts.tcp.reno import AckInfo
 from hosts.tcp.rto import INITIAL_RTO_NS, MAX_RTO_NS, MIN_VAR_TERM_NS, RtoEstimator
 from tests.hosts.tcp_pipe import Pipe
@@ -151,6 +151,24 @@ def test_cubic_short_rtt_runs_in_the_reno_friendly_region() -> None:
             c.on_ack(ack(now, 2, rtt=MS))
         now += MS
     assert c.cwnd == pytest.approx(c.w_est) and c.cwnd > c.w_cubic((now - c.t_epoch_ns) / 1e9)
+
+
+@given(st.integers(10, 60), st.integers(50, 300))
+@settings(max_examples=20, deadline=None)
+def test_cubic_reno_estimate_grows_by_alpha_even_past_the_last_maximum(cwnd: int, rtts: int) -> None:
+    """Linux's tcp_friendliness: Reno's estimate grows by 3(1 - beta)/(1 + beta) per RTT throughout
+    (RFC 9438's 1 past the previous W_max is not Linux's)."""
+    c = Cubic(hystart=False)
+    c.cwnd = float(cwnd)
+    c.on_loss(0, cwnd)
+    c.on_recovered(0)
+    start, now = c.cwnd, 0
+    for _ in range(rtts):  # 1 ms RTTs: the cubic curve barely moves, Reno's estimate sets the window
+        for _ in range(int(c.cwnd) // 2):
+            c.on_ack(ack(now, 2, rtt=MS))
+        now += MS
+    assert c.cwnd > cwnd  # well past the window before the reduction
+    assert c.cwnd - start == pytest.approx(ALPHA * rtts, rel=0.1)
 
 
 def test_hystart_leaves_slow_start_when_the_rtt_rises() -> None:
