@@ -35,7 +35,7 @@ from topo.schema import load_topology_text
 from topo.tcp_trace import TRACE_SUFFIX, trace_of_run, write_trace
 
 __all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "soundness", "max_rtt_ms",
-           "BUFFER", "TOLERANCE", "commit"]
+           "BUFFER", "TOLERANCE", "commit", "pick_cases"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUFFER = 50
@@ -143,6 +143,17 @@ def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
+def pick_cases(names: str | None) -> list[Case]:
+    """The cases a comma-separated ``--cases`` value names (all if None); ValueError naming the unknown."""
+    if not names:
+        return list(CASES)
+    known = {c.name: c for c in CASES}
+    wrong = [n for n in names.split(",") if n not in known]
+    if wrong:
+        raise ValueError(f"--cases: unknown {', '.join(wrong)} (known: {', '.join(known)})")
+    return [known[n] for n in names.split(",")]
+
+
 def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
@@ -183,14 +194,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"tcp_validation: {exc}", file=sys.stderr)
         return 2
-    cases = list(CASES)
-    if args.cases:
-        known = {c.name: c for c in CASES}
-        wrong = [n for n in args.cases.split(",") if n not in known]
-        if wrong:
-            print(f"tcp_validation: --cases: unknown {', '.join(wrong)} (known: {', '.join(known)})", file=sys.stderr)
-            return 2
-        cases = [known[n] for n in args.cases.split(",")]
+    try:
+        cases = pick_cases(args.cases)
+    except ValueError as exc:
+        print(f"tcp_validation: {exc}", file=sys.stderr)
+        return 2
     sack = not args.no_sack
     if args.kernel_from is None and os.geteuid() != 0:
         print("tcp_validation: the kernel's side runs in network namespaces: run as root", file=sys.stderr)
