@@ -13,7 +13,7 @@ in the simulator) of cwnd, retransmissions and RTT beside the bottleneck's occup
   receiver included). At equal cwnd a longer pipe means a shorter queue.
 * **queue when cwnd < pipe**: with a smooth ACK clock, a window below the pipe leaves the queue
   empty; what is seen there is the senders' (or the emulation's) bursts.
-* **losses**: recoveries in the second half (retransmissions one RTT or more apart count as two),
+* **losses**: recoveries in the second half (retransmissions more than three RTTs apart count as two),
   and the deepest reduction (cwnd's lowest within 2 s after a loss over its highest just before):
   0.5 for reno's halving, 0.7 for cubic's beta; below that, two reductions in a row.
 * **mean cwnd** over the second half: the sawtooth itself.
@@ -70,7 +70,7 @@ def diagnose(points: list[TracePoint], from_s: float) -> Diagnosis:
     pipe = statistics.median(busy) if busy else None
     below = [p.occupancy for p in half if pipe is not None and p.cwnd < pipe]
     rtts = sorted(p.rtt_ms for p in half if p.rtt_ms > 0)
-    gap = rtts[len(rtts) // 2] / 1e3 if rtts else 0.2
+    gap = 3 * rtts[len(rtts) // 2] / 1e3 if rtts else 0.6  # one recovery: retransmissions within 3 RTTs
     ratios = []
     for i in _losses(points, gap):
         if points[i].t_s < from_s:

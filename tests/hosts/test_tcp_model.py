@@ -171,6 +171,61 @@ def test_cubic_reno_estimate_grows_by_alpha_even_past_the_last_maximum(cwnd: int
     assert c.cwnd - start == pytest.approx(ALPHA * rtts, rel=0.1)
 
 
+@given(st.integers(16, 200), st.integers(5, 300), st.integers(100, 1900))
+@settings(max_examples=40, deadline=None)
+def test_hystart_ack_train_leaves_slow_start_once_it_spans_half_the_path(cwnd: int, min_rtt_ms: int,
+                                                                        spacing_us: int) -> None:
+    """Linux's ACK train: ACKs at most 2 ms apart, from the round's first, for more than
+    (min RTT + 1 ms) / 2 end slow start; without a rising RTT the delay test says nothing."""
+    c = Cubic()
+    c.cwnd = float(cwnd)
+    spacing, threshold = spacing_us * 1000, (min_rtt_ms * MS + MS) // 2
+    now, seq = 10**9, 1000
+    while math.isinf(c.ssthresh) and now - 10**9 <= threshold + spacing:
+        c.on_ack(AckInfo(now, 1, min_rtt_ms * MS, float(min_rtt_ms * MS), min_rtt_ms * MS, seq, 10**6))
+        now, seq = now + spacing, seq + 1
+    assert not math.isinf(c.ssthresh)
+    assert now - spacing - 10**9 > threshold  # not before the train spans the threshold
+
+
+def test_hystart_ack_train_needs_acks_close_together() -> None:
+    c = Cubic()
+    c.cwnd = 32.0
+    for i in range(200):  # 3 ms apart: no train, and the RTT never rises
+        c.on_ack(AckInfo(10**9 + 3 * MS * i, 1, 20 * MS, 20.0 * MS, 20 * MS, 1000 + i, 10**6))
+    assert math.isinf(c.ssthresh)
+
+
+@given(st.floats(20, 500), st.integers(1, 200))
+@settings(max_examples=30, deadline=None)
+def test_cubic_grows_5_percent_per_rtt_before_its_first_reduction(cwnd: float, rtt_ms: int) -> None:
+    """Linux's bictcp_update caps cnt at 20 while last_max_cwnd is 0: the curve starts at the window
+    itself and would barely move; after a reduction the curve alone sets the growth."""
+    fresh = Cubic(hystart=False)
+    fresh.cwnd = fresh.ssthresh = cwnd  # slow start left (HyStart) without a loss
+    reduced = Cubic(hystart=False)
+    reduced.cwnd = cwnd / BETA
+    reduced.on_loss(0, int(cwnd))
+    reduced.on_recovered(0)
+    reduced.w_max = reduced.cwnd = cwnd  # the plateau at the last maximum
+    for c in (fresh, reduced):
+        start = c.cwnd
+        for _ in range(int(start) // 2):  # one RTT of ACKs at the start of the epoch
+            c.on_ack(ack(0, 2, rtt=rtt_ms * MS))
+        c.growth = c.cwnd / start  # type: ignore[attr-defined]
+    assert fresh.growth >= 1 + 0.05 * (int(cwnd) // 2 * 2) / cwnd - 1e-9  # type: ignore[attr-defined]
+    assert reduced.growth < fresh.growth  # type: ignore[attr-defined]
+
+
+def test_a_timeout_forgets_cubics_curve_and_hystarts_verdict() -> None:
+    c = Cubic()
+    c.cwnd = 100.0
+    c.on_loss(0, 100)
+    c.on_timeout(MS, 70)
+    assert c.cwnd == 1 and c.ssthresh == pytest.approx(100 * BETA)
+    assert c.w_max == 0 and not c.reduced
+
+
 def test_hystart_leaves_slow_start_when_the_rtt_rises() -> None:
     c = Cubic()
     c.cwnd = 32.0
