@@ -32,9 +32,10 @@ from controlplane.units import parse_duration_ns
 from topo.keepup import verdict
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
+from topo.tcp_trace import TRACE_SUFFIX, trace_of_run, write_trace
 
 __all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "soundness", "max_rtt_ms",
-           "BUFFER", "TOLERANCE"]
+           "BUFFER", "TOLERANCE", "commit", "pick_cases", "picked", "rewrite_section"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUFFER = 50
@@ -142,12 +143,33 @@ def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
     return "\n".join(lines)
 
 
-def _commit() -> str:
+def pick_cases(names: str | None) -> list[Case]:
+    """The cases a comma-separated ``--cases`` value names (all if None); ValueError naming the unknown."""
+    if not names:
+        return list(CASES)
+    known = {c.name: c for c in CASES}
+    wrong = [n for n in names.split(",") if n not in known]
+    if wrong:
+        raise ValueError(f"--cases: unknown {', '.join(wrong)} (known: {', '.join(known)})")
+    return [known[n] for n in names.split(",")]
+
+
+def commit() -> str:
     try:
         return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, capture_output=True, text=True,
                               check=True, timeout=10).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
+
+
+def picked(cases: str | None, section: str, default_section: str) -> str:
+    """The ``--cases`` and ``--section`` options a generated section's command line names (if not defaults)."""
+    return (f" --cases {cases}" if cases else "") + (f" --section {section}" if section != default_section else "")
+
+
+def rewrite_section(doc: Path, section: str, how: str, body: str) -> None:
+    """Replace ``doc``'s ``<!-- section -->`` ... ``<!-- /section -->`` with the command line and the table."""
+    rewrite_doc(doc, f"{how}\n\n{body}", marks=(f"<!-- {section} -->", f"<!-- /{section} -->"))
 
 
 def rewrite_doc(doc: Path, body: str, marks: tuple[str, str] = (MARK_BEGIN, MARK_END)) -> None:
@@ -168,7 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", type=Path, default=ROOT / "results" / "tcp-validation", help="run directories")
     p.add_argument("--doc", type=Path, help="rewrite this file's tcp-validation section with the table")
     p.add_argument("--cases", help="comma-separated case names (default: all), e.g. cubic-2mbps-20ms")
-    p.add_argument("--save-kernel", type=Path, help="also keep each kernel run's measures as DIR/<case>.json")
+    p.add_argument("--save-kernel", type=Path, help="also keep each kernel run's measures as DIR/<case>.json and its "
+                                                   "samples as DIR/<case>.trace.csv (topo/tcp_trace.py)")
     p.add_argument("--kernel-from", type=Path,
                    help="take the kernel's side from DIR/<case>.json (written by --save-kernel) instead of running "
                         "it: the simulator's side is recomputed, the kernel's is a stored measurement")
@@ -181,14 +204,11 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as exc:
         print(f"tcp_validation: {exc}", file=sys.stderr)
         return 2
-    cases = list(CASES)
-    if args.cases:
-        known = {c.name: c for c in CASES}
-        wrong = [n for n in args.cases.split(",") if n not in known]
-        if wrong:
-            print(f"tcp_validation: --cases: unknown {', '.join(wrong)} (known: {', '.join(known)})", file=sys.stderr)
-            return 2
-        cases = [known[n] for n in args.cases.split(",")]
+    try:
+        cases = pick_cases(args.cases)
+    except ValueError as exc:
+        print(f"tcp_validation: {exc}", file=sys.stderr)
+        return 2
     sack = not args.no_sack
     if args.kernel_from is None and os.geteuid() != 0:
         print("tcp_validation: the kernel's side runs in network namespaces: run as root", file=sys.stderr)
@@ -216,8 +236,9 @@ def main(argv: list[str] | None = None) -> int:
                 args.save_kernel.mkdir(parents=True, exist_ok=True)
                 stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
                 k["measured"] = (f"netns run of `python -m topo.tcp_validation --duration {args.duration} --seed "
-                                 f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {_commit()}, {stamp}")
+                                 f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {commit()}, {stamp}")
                 (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
+                write_trace(trace_of_run(args.out / case.name / "netns"), args.save_kernel / f"{case.name}{TRACE_SUFFIX}")
         s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack)
         rows.append((case, k, s))
         print(f"{case.name}: kernel {json.dumps(k)}\n{' ' * len(case.name)}  sim    {json.dumps(s)}", flush=True)
@@ -227,18 +248,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.doc is not None:
         if args.kernel_from is not None:
             how = (f"Generated by `.venv/bin/python -m topo.tcp_validation --duration {args.duration} --seed {args.seed}"
-                   f"{' --no-sack' if args.no_sack else ''} --kernel-from {args.kernel_from} --section {args.section} "
-                   f"--doc {args.doc}` at commit {_commit()}: "
+                   f"{f' --cases {args.cases}' if args.cases else ''}{' --no-sack' if args.no_sack else ''} "
+                   f"--kernel-from {args.kernel_from} --section {args.section} "
+                   f"--doc {args.doc}` at commit {commit()}: "
                    f"the simulator's side run now, the kernel's side the measurements stored in {args.kernel_from} "
                    f"(see there; each run {args.duration}, numbers over its second half).")
         else:
-            picked = (f" --cases {args.cases}" if args.cases else "") + (" --no-sack" if args.no_sack else "") + \
-                (f" --section {args.section}" if args.section != "tcp-validation" else "")
+            options = (" --no-sack" if args.no_sack else "") + picked(args.cases, args.section, "tcp-validation")
             how = (f"Generated by `sudo .venv/bin/python -m topo.tcp_validation --duration {args.duration} "
-                   f"--seed {args.seed}{picked} --doc {args.doc}` at commit {_commit()} (each run {args.duration}, "
+                   f"--seed {args.seed}{options} --doc {args.doc}` at commit {commit()} (each run {args.duration}, "
                    f"numbers over its second half; load average at the end {load[0]:.1f} / "
                    f"{load[1]:.1f} / {load[2]:.1f} on {os.cpu_count()} CPUs).")
-        rewrite_doc(args.doc, f"{how}\n\n{body}", marks=(f"<!-- {args.section} -->", f"<!-- /{args.section} -->"))
+        rewrite_section(args.doc, args.section, how, body)
     return 0
 
 

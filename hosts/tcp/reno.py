@@ -79,6 +79,10 @@ class Reno(WindowControl):
         self.cwnd += acked / self.cwnd
 
     def on_loss(self, now_ns: int, flight: int) -> float:
-        """Entering fast recovery: RFC 5681 (4): ssthresh = max(FlightSize / 2, 2)."""
-        self.ssthresh = max(flight / 2, MIN_SSTHRESH)
+        """Entering recovery (or a timeout): ssthresh = max(cwnd / 2, 2) in whole segments, as Linux's
+        ``tcp_reno_ssthresh`` (net/ipv4/tcp_cong.c: ``max(tcp_snd_cwnd(tp) >> 1U, 2U)``), not RFC 5681's
+        half of FlightSize: with SACK the flight (HighData - HighACK) also counts the segments
+        SACKed above the holes, so half the flight left the model's sawtooth a few segments above
+        the kernel's. ``flight`` is not used."""
+        self.ssthresh = max(float(int(self.cwnd) >> 1), MIN_SSTHRESH)
         return self.ssthresh

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hosts.tcp import Cubic, Reno, TcpReceiver, TcpSender, congestion_control
-from hosts.tcp.cubic import BETA, C
+from hosts.tcp.cubic import ALPHA, BETA, C
 from hosts.tcp.reno import AckInfo
 from hosts.tcp.rto import INITIAL_RTO_NS, MAX_RTO_NS, MIN_VAR_TERM_NS, RtoEstimator
 from tests.hosts.tcp_pipe import Pipe
@@ -64,10 +64,13 @@ def test_reno_congestion_avoidance_adds_one_segment_per_window() -> None:
     assert 40.9 < r.cwnd < 41.1
 
 
-@given(st.integers(2, 10_000))
-def test_reno_halves_flight_and_ends_recovery_at_ssthresh(flight: int) -> None:
+@given(st.floats(1, 10_000), st.integers(0, 20_000))
+def test_reno_halves_cwnd_not_flight_and_ends_recovery_at_ssthresh(cwnd: float, flight: int) -> None:
+    """Linux's tcp_reno_ssthresh: max(cwnd >> 1, 2) in whole segments, whatever the flight (with
+    SACK it also counts what is SACKed above the holes)."""
     r = Reno()
-    assert r.on_loss(0, flight) == max(flight / 2, 2)
+    r.cwnd = cwnd
+    assert r.on_loss(0, flight) == max(int(cwnd) // 2, 2)
     r.cwnd = 999.0
     r.on_recovered(0)
     assert r.cwnd == r.ssthresh
@@ -84,6 +87,31 @@ def test_cubic_reduction_and_curve(cwnd: float) -> None:
     c.on_ack(ack(0, 1))  # the epoch starts: the curve passes through W_max at K
     assert c.w_cubic(c.k_s) == pytest.approx(c.w_max)
     assert c.k_s == pytest.approx(((c.w_max - c.cwnd_epoch) / C) ** (1 / 3), rel=1e-6)
+
+
+@given(st.floats(10, 500), st.floats(0.05, 20), st.integers(1, 400), st.integers(1, 400))
+@settings(max_examples=50, deadline=None)
+def test_cubic_aims_one_minimum_rtt_ahead_whatever_the_smoothed_rtt(cwnd: float, t_s: float, min_rtt_ms: int,
+                                                                    queue_ms: int) -> None:
+    """Linux's bictcp_update: the target is the curve at t + delay_min; a queue that inflates the
+    smoothed RTT does not make the window grow faster."""
+    grown = []
+    for srtt_ms in (min_rtt_ms, min_rtt_ms + queue_ms):
+        c = Cubic(hystart=False)
+        c.cwnd = cwnd
+        c.on_loss(0, int(cwnd))
+        c.on_recovered(0)
+        c.on_ack(AckInfo(0, 1, min_rtt_ms * MS, float(srtt_ms * MS), min_rtt_ms * MS, 0, 0))  # the epoch starts
+        before = c.cwnd
+        now = int(t_s * 1e9)
+        c.on_ack(AckInfo(now, 1, min_rtt_ms * MS, float(srtt_ms * MS), min_rtt_ms * MS, 0, 0))
+        grown.append(c.cwnd)
+    assert grown[0] == grown[1]
+    if c.w_cubic(t_s) < c.w_est:  # the Reno-friendly region: Reno's estimate sets the window
+        assert grown[1] == pytest.approx(max(before, c.w_est))
+    else:
+        target = min(max(c.w_cubic(t_s + min_rtt_ms / 1e3), before), 1.5 * before)
+        assert grown[1] == pytest.approx(before + (target - before) / before)
 
 
 def test_cubic_fast_convergence_lowers_w_max() -> None:
@@ -123,6 +151,79 @@ def test_cubic_short_rtt_runs_in_the_reno_friendly_region() -> None:
             c.on_ack(ack(now, 2, rtt=MS))
         now += MS
     assert c.cwnd == pytest.approx(c.w_est) and c.cwnd > c.w_cubic((now - c.t_epoch_ns) / 1e9)
+
+
+@given(st.integers(10, 60), st.integers(50, 300))
+@settings(max_examples=20, deadline=None)
+def test_cubic_reno_estimate_grows_by_alpha_even_past_the_last_maximum(cwnd: int, rtts: int) -> None:
+    """Linux's tcp_friendliness: Reno's estimate grows by 3(1 - beta)/(1 + beta) per RTT throughout
+    (RFC 9438's 1 past the previous W_max is not Linux's)."""
+    c = Cubic(hystart=False)
+    c.cwnd = float(cwnd)
+    c.on_loss(0, cwnd)
+    c.on_recovered(0)
+    start, now = c.cwnd, 0
+    for _ in range(rtts):  # 1 ms RTTs: the cubic curve barely moves, Reno's estimate sets the window
+        for _ in range(int(c.cwnd) // 2):
+            c.on_ack(ack(now, 2, rtt=MS))
+        now += MS
+    assert c.cwnd > cwnd  # well past the window before the reduction
+    assert c.cwnd - start == pytest.approx(ALPHA * rtts, rel=0.1)
+
+
+@given(st.integers(16, 200), st.integers(5, 300), st.integers(100, 1900))
+@settings(max_examples=40, deadline=None)
+def test_hystart_ack_train_leaves_slow_start_once_it_spans_half_the_path(cwnd: int, min_rtt_ms: int,
+                                                                        spacing_us: int) -> None:
+    """Linux's ACK train: ACKs at most 2 ms apart, from the round's first, for more than
+    (min RTT + 1 ms) / 2 end slow start; without a rising RTT the delay test says nothing."""
+    c = Cubic()
+    c.cwnd = float(cwnd)
+    spacing, threshold = spacing_us * 1000, (min_rtt_ms * MS + MS) // 2
+    now, seq = 10**9, 1000
+    while math.isinf(c.ssthresh) and now - 10**9 <= threshold + spacing:
+        c.on_ack(AckInfo(now, 1, min_rtt_ms * MS, float(min_rtt_ms * MS), min_rtt_ms * MS, seq, 10**6))
+        now, seq = now + spacing, seq + 1
+    assert not math.isinf(c.ssthresh)
+    assert now - spacing - 10**9 > threshold  # not before the train spans the threshold
+
+
+def test_hystart_ack_train_needs_acks_close_together() -> None:
+    c = Cubic()
+    c.cwnd = 32.0
+    for i in range(200):  # 3 ms apart: no train, and the RTT never rises
+        c.on_ack(AckInfo(10**9 + 3 * MS * i, 1, 20 * MS, 20.0 * MS, 20 * MS, 1000 + i, 10**6))
+    assert math.isinf(c.ssthresh)
+
+
+@given(st.floats(20, 500), st.integers(1, 200))
+@settings(max_examples=30, deadline=None)
+def test_cubic_grows_5_percent_per_rtt_before_its_first_reduction(cwnd: float, rtt_ms: int) -> None:
+    """Linux's bictcp_update caps cnt at 20 while last_max_cwnd is 0: the curve starts at the window
+    itself and would barely move; after a reduction the curve alone sets the growth."""
+    fresh = Cubic(hystart=False)
+    fresh.cwnd = fresh.ssthresh = cwnd  # slow start left (HyStart) without a loss
+    reduced = Cubic(hystart=False)
+    reduced.cwnd = cwnd / BETA
+    reduced.on_loss(0, int(cwnd))
+    reduced.on_recovered(0)
+    reduced.w_max = reduced.cwnd = cwnd  # the plateau at the last maximum
+    for c in (fresh, reduced):
+        start = c.cwnd
+        for _ in range(int(start) // 2):  # one RTT of ACKs at the start of the epoch
+            c.on_ack(ack(0, 2, rtt=rtt_ms * MS))
+        c.growth = c.cwnd / start  # type: ignore[attr-defined]
+    assert fresh.growth >= 1 + 0.05 * (int(cwnd) // 2 * 2) / cwnd - 1e-9  # type: ignore[attr-defined]
+    assert reduced.growth < fresh.growth  # type: ignore[attr-defined]
+
+
+def test_a_timeout_forgets_cubics_curve_and_hystarts_verdict() -> None:
+    c = Cubic()
+    c.cwnd = 100.0
+    c.on_loss(0, 100)
+    c.on_timeout(MS, 70)
+    assert c.cwnd == 1 and c.ssthresh == pytest.approx(100 * BETA)
+    assert c.w_max == 0 and not c.reduced
 
 
 def test_hystart_leaves_slow_start_when_the_rtt_rises() -> None:
