@@ -137,7 +137,8 @@ def test_any_number_of_holes_is_delivered_in_order(lost: set[int], cc: str) -> N
     tx = bulk(cc)
     p = Pipe(tx, TcpReceiver(), lambda n: False, sack=True, drop=lambda s: s.seq in lost and not s.retransmission)
     p.run(2_000 * MS)
-    assert tx.sack and tx.retransmissions >= len(lost)
+    sent = {seq for seq in lost if seq < tx.written}  # a run slowed by a timeout may not reach them all
+    assert tx.sack and tx.retransmissions >= len(sent)
     assert p.delivered == list(range(tx.written))
 
 
