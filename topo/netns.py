@@ -51,6 +51,7 @@ from runtime.sched import RealtimeScheduler
 from topo.keepup import keepup_summary
 from topo.live import port_records
 from topo.model import Event, Topology
+from topo.netns_pace import KERNEL_CC
 from topo.netns_plumbing import (
     CMD_TIMEOUT_S,
     NetnsError,
@@ -182,9 +183,10 @@ class NetnsNetwork:
 
     def _refuse_unsupported(self) -> None:
         """BMv2 has no per-EtherType loss on its wires (p4switch: ``--link-loss``); the kernel has no
-        ``cc: none`` or ``cc: cvihis-rtm`` (the simulator's TCP model, hosts/tcp/__init__.py)."""
+        ``cc: none`` (the simulator's TCP model, hosts/tcp/__init__.py); ``cc: cvihis-rtm`` runs on the
+        kernel's TCP paced by CVIHIS (topo/netns_pace.py)."""
         for f in self.topo.flows:
-            if f.control == "tcp" and f.cc in SIM_ONLY_CC:
+            if f.control == "tcp" and f.cc in SIM_ONLY_CC and f.cc not in KERNEL_CC:
                 raise NetnsError(f"{self.topo.source}:{f.line}: flow {f.name}: cc {f.cc} is {SIM_ONLY_CC[f.cc]}; "
                                  "no kernel offers it: use --backend sim")
         if self.topo.options.report_loss > 0 and self.target == "bmv2":

@@ -38,6 +38,7 @@ from runtime.link import LinkModel, Transmitter
 from runtime.ports import PacketSocketPort
 from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
+from topo.netns_pace import KERNEL_CC, TRAILER_BYTES, KernelPacedFlows
 from topo.plan import neighbour_mac
 from topo.record import BufferSample, Recorder
 from topo.simnet import (
@@ -49,7 +50,7 @@ from topo.simnet import (
     reorder_hook,
     source_offset,
 )
-from topo.tcpflow import TcpReceiver, TcpSender, TunRelay
+from topo.tcpflow import TCP_PORT_BASE, TUN_MTU, TcpReceiver, TcpSender, TunRelay
 
 __all__ = ["main", "RunClock", "HostUplink"]
 
@@ -149,6 +150,10 @@ class NetnsHost:
         self.tcp_senders: dict[int, TcpSender] = {}
         self.tcp_receivers: dict[int, TcpReceiver] = {}
         self._eth_header = b""
+        self.paced: KernelPacedFlows | None = None  # cc: cvihis-rtm flows (topo/netns_pace.py)
+        # a paced flow's sender carries a CVIHIS stamp after each segment: its tun's MTU leaves room for it
+        self.tun_mtu = TUN_MTU - TRAILER_BYTES if any(f.cc in KERNEL_CC and f.src == name
+                                                      for f in self.tcp_flows.values()) else TUN_MTU
 
     def open(self) -> None:
         self.sched.start()
@@ -164,7 +169,7 @@ class NetnsHost:
         (switch,) = topo.neighbours(me)
         self._eth_header = (neighbour_mac(topo, me, switch).to_bytes(6, "big") + topo.mac(me).to_bytes(6, "big")
                             + b"\x08\x00")
-        self.tun = TunRelay(topo.ip(me), sack=all(f.sack for f in self.tcp_flows.values()))
+        self.tun = TunRelay(topo.ip(me), sack=all(f.sack for f in self.tcp_flows.values()), mtu=self.tun_mtu)
         self.sched.add_reader(self.tun.fd, self._from_tun)
         for fid, f in self.tcp_flows.items():
             if f.dst == me:  # run times are set at start; the listener is bound now
@@ -202,9 +207,19 @@ class NetnsHost:
         clock.call_at(duration_ns, self._end, duration_ns)
 
     def _start_tcp(self, t0: int, duration_ns: int) -> None:
+        node = self.node
+        assert node is not None and node.link is not None
+        link = node.link
+        if any(f.cc in KERNEL_CC for f in self.tcp_flows.values()):
+            self.paced = KernelPacedFlows(self.topo, self.name, self.tcp_flows, link.clock,
+                                          lambda frame: link.send(node, frame), lambda fid: TCP_PORT_BASE + fid,
+                                          self.tun_mtu, self._eth_header)
         for fid, f in self.tcp_flows.items():
             if f.src == self.name:
-                self.tcp_senders[fid] = TcpSender(f, fid, self.topo.ip(f.dst), t0, duration_ns)
+                sender = TcpSender(f, fid, self.topo.ip(f.dst), t0, duration_ns, kernel_cc=KERNEL_CC.get(f.cc or ""))
+                if self.paced is not None and fid in self.paced.senders:
+                    sender.max_pacing_rate = self.paced.attach(fid, sender.set_max_pacing_rate)
+                self.tcp_senders[fid] = sender
         for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
             end.t0_ns, end.end_ns = t0, duration_ns
             end.start()
@@ -217,6 +232,8 @@ class NetnsHost:
             if node is None or node.link is None:
                 continue  # before time 0: nothing of ours is running yet
             frame = self._eth_header + packet
+            if self.paced is not None:
+                frame += self.paced.stamp(packet)
             link = node.link
             if link.backlog_ns(node, node.sched.now_ns()) > HOST_TX_QUEUE * link.model.wire_time_ns(len(frame)):
                 node.net.counts["host_tx_queue_full"] += 1
@@ -239,7 +256,9 @@ class NetnsHost:
 
     def _on_frame(self, _number: int, frame: bytes) -> None:
         if self.tun is not None and frame[12:14] == b"\x08\x00" and len(frame) > 23 and frame[23] == 6:
-            self.tun.write(frame[14:])  # TCP: the kernel's
+            self.tun.write(frame[14:] if self.paced is None else self.paced.strip(frame))  # TCP: the kernel's
+            return
+        if self.paced is not None and self.paced.on_feedback(frame):
             return
         if self.node is not None:
             self.node.receive(frame)
@@ -293,6 +312,8 @@ class NetnsHost:
         flows: dict[str, dict[str, Any]] = {}
         for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
             flows.setdefault(end.flow.name, {}).update(end.result())
+        for name, pace in (self.paced.results() if self.paced is not None else {}).items():
+            flows.setdefault(name, {}).update(pace)
         return {"flows": flows, "samples": [x for s in self.tcp_senders.values() for x in s.samples],
                 "tun_write_errors": self.tun.dropped if self.tun is not None else 0}
 

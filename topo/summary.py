@@ -311,7 +311,8 @@ def _tcp(f: Any, rec: Recorder, half: _Window) -> dict[str, Any]:
                        "p99": round(_percentile(rtt, 0.99), 3) if rtt else None,
                        "min": round(last.get("min_rtt_us") / 1000, 3) if last and last.get("min_rtt_us") else None},
             "cwnd_max_pkts": max((s.get("snd_cwnd") or 0 for s in samples), default=None),
-            "errors": [e for e in (ends.get("sender_error"), ends.get("receiver_error")) if e]}
+            "errors": [e for e in (ends.get("sender_error"), ends.get("receiver_error")) if e]} \
+        | ({"pace": ends["pace"]} if "pace" in ends else {})  # cvihis-rtm in netns (topo/netns_pace.py)
 
 
 def _links(rec: Recorder, half: _Window) -> dict[str, Any]:

@@ -57,6 +57,7 @@ HEADER = struct.Struct("!IQQ")  # record length (header included), sequence numb
 TCP_CONGESTION = getattr(socket, "TCP_CONGESTION", 13)
 TCP_NOTSENT_LOWAT = getattr(socket, "TCP_NOTSENT_LOWAT", 25)
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
+SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # include/uapi/asm-generic/socket.h
 #: Fields of Linux's ``struct tcp_info`` (include/uapi/linux/tcp.h) read here: name -> (byte offset,
 #: struct format). Fields beyond the length the kernel returns are left out (older kernels).
 TCPI_FIELDS = {"rtt_us": (68, "I"), "rttvar_us": (72, "I"), "snd_cwnd": (80, "I"), "total_retrans": (100, "I"),
@@ -148,7 +149,7 @@ class _Endpoint(threading.Thread):
 class TcpSender(_Endpoint):
     """Writes records into a TCP socket with the flow's congestion control, samples TCP_INFO."""
 
-    def __init__(self, flow: Flow, fid: int, dst_ip: int, t0_ns: int, end_ns: int) -> None:
+    def __init__(self, flow: Flow, fid: int, dst_ip: int, t0_ns: int, end_ns: int, kernel_cc: str | None = None) -> None:
         super().__init__(flow, fid, t0_ns, end_ns)
         self.address = (ip_text(dst_ip), TCP_PORT_BASE + fid)
         self.records_sent = 0
@@ -156,16 +157,36 @@ class TcpSender(_Endpoint):
         self.samples: list[TcpSample] = []
         self.connected_ns: int | None = None
         self.sack: bool | None = None  # negotiated, as TCP_INFO says
+        #: the flow's kernel congestion control (a paced flow's is its window under the pace, topo/netns_pace.py)
+        self.kernel_cc = kernel_cc or flow.cc or ""
+        #: ``cc: cvihis-rtm``: the socket's SO_MAX_PACING_RATE (bytes/s), set by the host's loop thread
+        self.max_pacing_rate: int | None = None
+        self._sock: socket.socket | None = None
+        self._sock_lock = threading.Lock()
+
+    def set_max_pacing_rate(self, bytes_per_s: int) -> None:
+        """The kernel paces the socket at this rate from its next segment on (any thread)."""
+        with self._sock_lock:
+            self.max_pacing_rate = bytes_per_s
+            if self._sock is not None:
+                with contextlib.suppress(OSError):
+                    self._sock.setsockopt(socket.SOL_SOCKET, SO_MAX_PACING_RATE, min(bytes_per_s, 0xFFFFFFFE))
 
     def _connect(self, stop_ns: int) -> socket.socket | None:
         while self.now_ns() < stop_ns and not self.halt.is_set():
             sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, (self.flow.cc or "").encode())
+            sock.setsockopt(socket.IPPROTO_TCP, TCP_CONGESTION, self.kernel_cc.encode())
             sock.setsockopt(socket.IPPROTO_TCP, TCP_NOTSENT_LOWAT, NOTSENT_LOWAT)
+            with self._sock_lock:
+                self._sock = sock
+            if self.max_pacing_rate is not None:  # paced from the first data segment on
+                self.set_max_pacing_rate(self.max_pacing_rate)
             sock.settimeout(1.0)
             try:
                 sock.connect(self.address)
             except OSError:  # the receiver's listener is up before time 0: only a lossy start lands here
+                with self._sock_lock:
+                    self._sock = None
                 sock.close()
                 self.halt.wait(0.1)
                 continue
@@ -189,7 +210,9 @@ class TcpSender(_Endpoint):
             self._sample(self.now_ns(), sock)
             with contextlib.suppress(OSError):  # at the run's end: no FIN handshake to wait for
                 sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-            sock.close()
+            with self._sock_lock:
+                self._sock = None
+                sock.close()
 
     def _send_all(self, sock: socket.socket, stop_ns: int) -> None:
         size = self.flow.size_bytes
@@ -298,9 +321,10 @@ class TunRelay:
     """The host's TCP/IP interface: a tun device with the host's address; the host process carries
     its packets over the emulated link (``read`` what the kernel sends, ``write`` what arrived)."""
 
-    def __init__(self, address: int, sack: bool = True) -> None:
+    def __init__(self, address: int, sack: bool = True, mtu: int = TUN_MTU) -> None:
         self.address = ip_text(address)
         self.sack = sack
+        self.mtu = mtu
         self.fd = os.open("/dev/net/tun", os.O_RDWR | os.O_NONBLOCK)
         try:
             fcntl.ioctl(self.fd, TUNSETIFF, struct.pack("16sH", TUN_NAME.encode(), IFF_TUN | IFF_NO_PI))
@@ -321,7 +345,7 @@ class TunRelay:
         # the qdisc the model assumes whatever the machine's net.core.default_qdisc: fq would pace
         # reno and cubic, fq_codel could drop in the sender's own queue (docs/tcp.md, "The 200 ms gap")
         for cmd in (["tc", "qdisc", "replace", "dev", TUN_NAME, "root", "pfifo_fast"],
-                    ["ip", "link", "set", TUN_NAME, "mtu", str(TUN_MTU), "up"],
+                    ["ip", "link", "set", TUN_NAME, "mtu", str(self.mtu), "up"],
                     ["ip", "addr", "add", f"{self.address}/32", "dev", TUN_NAME],
                     ["ip", "route", "add", "10.0.0.0/16", "dev", TUN_NAME, "src", self.address]):
             subprocess.run(cmd, check=True, capture_output=True, timeout=10)

@@ -62,12 +62,14 @@ def test_cvihis_rtm_without_sack_is_refused_naming_the_flow():
     expect_error(text, "sack: false", "flows[0].sack", "needs SACK recovery")
 
 
-def test_the_netns_backend_refuses_cvihis_rtm_before_any_namespace(tmp_path: Path):
+def test_the_netns_backend_accepts_cvihis_rtm_and_still_refuses_none(tmp_path: Path):
+    """cvihis-rtm runs on the kernel's TCP paced by CVIHIS (topo/netns_pace.py); none has no kernel."""
     from topo.netns import NetnsNetwork
     from topo.netns_plumbing import NetnsError
 
-    topo = fabric_topology(SPEC, [FlowSpec("paced", "h1_1", "h2_1", 10_000, 0)], "cvihis-rtm")
-    net = NetnsNetwork(topo, duration_ns=10**9, run_dir=tmp_path)
-    with pytest.raises(NetnsError, match=r"flow paced: cc cvihis-rtm is the simulator's TCP model paced by "
-                                         r"CVIHIS RTM; no kernel offers it: use --backend sim"):
-        net._refuse_unsupported()
+    paced = fabric_topology(SPEC, [FlowSpec("paced", "h1_1", "h2_1", 10_000, 0)], "cvihis-rtm")
+    NetnsNetwork(paced, duration_ns=10**9, run_dir=tmp_path)._refuse_unsupported()
+    bare = fabric_topology(SPEC, [FlowSpec("bare", "h1_1", "h2_1", 10_000, 0)], "none")
+    with pytest.raises(NetnsError, match=r"flow bare: cc none is the simulator's TCP model without congestion "
+                                         r"control; no kernel offers it: use --backend sim"):
+        NetnsNetwork(bare, duration_ns=10**9, run_dir=tmp_path)._refuse_unsupported()
