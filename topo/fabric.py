@@ -14,6 +14,11 @@ Mb/s instead of Gb/s and delays ms instead of µs, keeping the bandwidth-delay p
 of a real fabric; flow sizes are the published CDF's times ``size_scale``.
 
     python -m topo.fabric --cdf websearch --load 0.5 --control alinea --duration 1s --out DIR
+
+``--backend netns`` runs the same workload as real processes (root): the kernel's TCP carries the
+flows (``cvihis-rtm``: paced by CVIHIS, topo/netns_pace.py; ``none`` has no kernel), for ``--run``
+of real time, not until the last flow completes; ``--host-rate``, ``--delay``, ``--leaves`` and
+``--hosts-per-leaf`` shrink the fabric to what real time keeps up with (docs/fabric.md, "In netns").
 """
 
 from __future__ import annotations
@@ -34,7 +39,8 @@ from topo.simnet import SimNetwork
 from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisson_flows
 from topo.yaml_tree import TopologyError
 
-__all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "uplink_bytes", "main"]
+__all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "run_fabric_netns",
+           "uplink_bytes", "main"]
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
@@ -92,6 +98,7 @@ class FabricRun:
     uplinks: dict[tuple[str, str], int]  # (leaf, spine) -> bytes the leaf sent that spine
     end_ns: int
     counts: dict[str, int] = field(default_factory=dict)
+    realtime: dict | None = None  # a netns run: whether it kept real time (summary.json's ``realtime``)
 
     @property
     def spines(self) -> dict[str, int]:
@@ -139,14 +146,32 @@ def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> F
     return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), uplink_bytes(net), t, dict(net.counts))
 
 
+def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000, target: str = "p4switch",
+                     out: Path | None = None) -> FabricRun:
+    """The workload as real processes for ``run_ns`` of real time (root): the kernel's TCP flows'
+    completion times, and what each leaf sent each spine (the links' byte counters). ``out``: keep
+    the run's own results and logs there (``hbh run``'s)."""
+    from topo.runner import run_experiment
+
+    result = run_experiment(topo, run_ns, seed, out, plots=False, backend="netns", target=target, pcap=False)
+    rec = result.recorder
+    done = {name: ends.get("completed_ns") for name, ends in rec.tcp_flows.items()}  # type: ignore[misc]
+    uplinks: dict[tuple[str, str], int] = {}
+    for s in rec.links:
+        if s.src.startswith("leaf") and s.dst.startswith("spine"):
+            uplinks[(s.src, s.dst)] = max(uplinks.get((s.src, s.dst), 0), s.bytes)
+    return FabricRun(topo, rec, fct_rows(topo, done), uplinks, run_ns, realtime=result.summary.get("realtime"))
+
+
 def summary(run: FabricRun) -> dict:
     done = [r for r in run.rows if r.end_ns is not None]
     delivered = sum(r.size_bytes for r in done)
     occupancy = port_occupancy(run.topo, run.recorder.laws)
-    return {"flows": len(run.rows), "completed": len(done), "end_s": run.end_ns / 1e9,
-            "goodput_bps": 8e9 * delivered / run.end_ns if run.end_ns else 0.0,
-            "spine_bytes": run.spines, "slowdown": slowdown_table(run.rows),
-            "buffers": {f"{v}<-{u}": stats for (u, v), stats in sorted(occupancy.items())}}
+    out = {"flows": len(run.rows), "completed": len(done), "end_s": run.end_ns / 1e9,
+           "goodput_bps": 8e9 * delivered / run.end_ns if run.end_ns else 0.0,
+           "spine_bytes": run.spines, "slowdown": slowdown_table(run.rows),
+           "buffers": {f"{v}<-{u}": stats for (u, v), stats in sorted(occupancy.items())}}
+    return out if run.realtime is None else out | {"realtime": run.realtime}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -158,22 +183,37 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--size-scale", type=float, default=0.01, help="flow sizes = the CDF's times this")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", type=Path, help="write fct.csv and summary.json here")
+    base = FabricSpec()
+    p.add_argument("--backend", default="sim", choices=("sim", "netns"))
+    p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"), help="the netns backend's switch")
+    p.add_argument("--run", help="netns: how long the run lasts in real time (default: --duration + 5s)")
+    p.add_argument("--host-rate", default=base.host_rate, help="every host link's rate")
+    p.add_argument("--delay", default=base.delay, help="every link's propagation delay")
+    p.add_argument("--leaves", type=int, default=base.leaves)
+    p.add_argument("--hosts-per-leaf", type=int, default=base.hosts_per_leaf)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    spec = FabricSpec()
+    spec = FabricSpec(leaves=args.leaves, hosts_per_leaf=args.hosts_per_leaf, host_rate=args.host_rate,
+                      delay=args.delay)
     try:
         duration = parse_duration_ns(args.duration, "--duration")
         flows = poisson_flows(spec.hosts(), cdf_named(args.cdf), load=args.load, host_rate_bps=spec.host_rate_bps,
                               duration_ns=duration, seed=args.seed, size_scale=args.size_scale)
-        run = run_fabric(fabric_topology(spec, flows, args.control), args.seed)
+        topo = fabric_topology(spec, flows, args.control)
+        if args.backend == "netns":
+            run_ns = parse_duration_ns(args.run, "--run") if args.run else duration + 5_000_000_000
+            run = run_fabric_netns(topo, args.seed, run_ns, args.target,
+                                   None if args.out is None else args.out / "run")
+        else:
+            run = run_fabric(topo, args.seed)
     except (WorkloadError, TopologyError, ValueError) as exc:
         print(f"python -m topo.fabric: {exc}", file=sys.stderr)
         return 2
     result = summary(run)
-    print(json.dumps({k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes")}))
+    print(json.dumps({k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes", "realtime") if k in result}))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         write_fct_csv(run.rows, args.out / "fct.csv")

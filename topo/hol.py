@@ -18,11 +18,16 @@ likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate
 link's rate, the victim at ``victim_rate``).
 
     python -m topo.hol [--seconds 3] [--fairness per-flow] [--out DIR]
+
+``--backend netns`` runs the same experiment as real processes (root; p4switch, or BMv2 with
+``--target bmv2``); real time is slower than the simulator's, so ``--host-rate``, ``--victim-rate``
+and ``--delay`` scale the fabric down for it (docs/fabric.md, "In netns").
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -127,7 +132,17 @@ def rate_spread(topo: Topology, rec: Recorder, start_ns: int, end_ns: int, recei
     return sorted(out, key=lambda d: (d["hops"], d["port"], d["class"]))
 
 
-def _run(topo: Topology, seconds: float, seed: int) -> Recorder:
+def _run(topo: Topology, seconds: float, seed: int, backend: str = "sim", target: str = "p4switch",
+         realtime: list[dict] | None = None) -> Recorder:
+    """The run's records; a netns run's ``realtime`` (did it keep real time) appended to ``realtime``."""
+    if backend != "sim":
+        from topo.runner import run_experiment
+
+        result = run_experiment(topo, round(seconds * 1e9), seed, plots=False, backend=backend, target=target,
+                                pcap=False)
+        if realtime is not None:
+            realtime.append(result.summary.get("realtime", {}))
+        return result.recorder
     net = SimNetwork(topo, seed).build()
     net.run_until(round(seconds * 1e9))
     net.finish()
@@ -143,19 +158,22 @@ def _switch_drops(rec: Recorder) -> int:
     return sum(last.values())
 
 
-def run_hol(setup: HolSetup, control: str, seed: int = 1) -> dict[str, object]:
+def run_hol(setup: HolSetup, control: str, seed: int = 1, backend: str = "sim", target: str = "p4switch"
+            ) -> dict[str, object]:
     """The victim's throughput with and without the incast, and how far the throttling spread."""
     window = (round((setup.incast_start_s + 0.5) * 1e9), round(setup.seconds * 1e9))
-    idle = victim_throughput(_run(hol_topology(setup, control, False), setup.seconds, seed), *window)
+    realtime: list[dict] = []
+    idle = victim_throughput(_run(hol_topology(setup, control, False), setup.seconds, seed, backend, target,
+                                  realtime), *window)
     topo = hol_topology(setup, control, True)
-    rec = _run(topo, setup.seconds, seed)
+    rec = _run(topo, setup.seconds, seed, backend, target, realtime)
     busy = victim_throughput(rec, *window)
     incast = sum(victim_throughput(rec, *window, flow=f"incast{i}") for i in range(1, setup.senders + 1))
     drops = _switch_drops(rec)
     return {"control": control, "victim_idle_bps": round(idle), "victim_bps": round(busy),
             "victim_share": busy / idle if idle else None, "victim_lost": sequence_gaps(rec),
             "incast_bps": round(incast), "switch_drops": drops,
-            "spread": rate_spread(topo, rec, *window)}
+            "spread": rate_spread(topo, rec, *window)} | ({"realtime": realtime} if realtime else {})
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -165,9 +183,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--controls", default=",".join(HOL_CONTROLS))
     p.add_argument("--fairness", default="per-port", choices=FAIRNESS, help="the laws' sharing (docs/fairness.md)")
     p.add_argument("--out", type=Path)
+    p.add_argument("--backend", default="sim", choices=("sim", "netns"))
+    p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"), help="the netns backend's switch")
+    base = HolSetup()
+    p.add_argument("--host-rate", default=base.fabric.host_rate, help="every host link's rate")
+    p.add_argument("--victim-rate", default=base.victim_rate, help="the victim's cap (ALINEA, CVIHIS, none)")
+    p.add_argument("--delay", default=base.fabric.delay, help="every link's propagation delay")
     args = p.parse_args(argv)
-    setup = HolSetup(seconds=args.seconds, fairness=args.fairness)
-    results = [run_hol(setup, c, args.seed) for c in args.controls.split(",")]
+    fabric = dataclasses.replace(base.fabric, host_rate=args.host_rate, delay=args.delay)
+    setup = HolSetup(fabric=fabric, victim_rate=args.victim_rate, seconds=args.seconds, fairness=args.fairness)
+    results = [run_hol(setup, c, args.seed, args.backend, args.target) for c in args.controls.split(",")]
     text = json.dumps(results, indent=1)
     print(text)
     if args.out is not None:

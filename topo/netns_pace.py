@@ -44,13 +44,17 @@ from hosts.datagram import KIND_FEEDBACK, DatagramError, FrameTemplate, parse
 from topo.model import Flow, Topology
 from topo.simnet import cvihis_params
 
-__all__ = ["KernelPacedFlows", "TRAILER_BYTES", "KERNEL_CC", "pacing_bytes_per_s", "pace_summary", "tcp_fields"]
+__all__ = ["KernelPacedFlows", "TRAILER_BYTES", "KERNEL_CC", "UNPACED_SEGMENTS", "pacing_bytes_per_s", "pace_summary",
+           "tcp_fields"]
 
 _TRAILER = struct.Struct("!IQI")  # CVIHIS sequence number, send time (run ns), RTT hint (µs)
 TRAILER_BYTES = _TRAILER.size
 #: the kernel congestion control under a paced flow (the window that holds the bytes in flight)
 KERNEL_CC = {cc: "cubic" for cc in PACED_CC}
 ETH, IP_HEADER_BYTES = 14, 20
+#: the kernel does not pace a connection's first 10 data segments (``tcp_update_skb_after_send``:
+#: ``tp->data_segs_out >= 10``, "Original sch_fq does not pace first 10 MSS")
+UNPACED_SEGMENTS = 10
 
 
 def pacing_bytes_per_s(rate_pps: float, mtu: int) -> int:
@@ -73,21 +77,23 @@ def tcp_fields(packet: bytes) -> tuple[int, int, int, int] | None:
 
 def pace_summary(rates: list[tuple[int, float]], stamps: list[int], feedbacks: int, frame_bits: int) -> dict[str, Any]:
     """What the pace did: the rates set (``rates``: (time, segments/s); reported in b/s of
-    ``frame_bits`` frames), and the segments sent against the segments the rates allowed between
-    the first and the last (``sent_over_paced``: 1 when the pace alone held the flow, below 1 when
-    its window or its data did)."""
+    ``frame_bits`` frames), and the segments sent after the kernel's :data:`UNPACED_SEGMENTS`
+    against the segments the rates allowed between the first and the last of them
+    (``sent_over_paced``: 1 when the pace alone held the flow, below 1 when its window or its data
+    did; the kernel's credit for its own lateness lets it run a few % over)."""
     if not rates:
         return {"feedbacks": feedbacks, "segments": len(stamps)}
     allowed = 0.0
-    if len(stamps) > 1:
-        t0, t1 = stamps[0], stamps[-1]
+    paced = stamps[UNPACED_SEGMENTS:]
+    if len(paced) > 1:
+        t0, t1 = paced[0], paced[-1]
         points = [(max(t, t0), r) for t, r in rates if t < t1]
         for (ta, ra), (tb, _rb) in zip(points, [*points[1:], (t1, 0.0)]):
             allowed += ra * max(0, tb - ta) / 1e9
     bps = [round(r * frame_bits) for _t, r in rates]
     return {"feedbacks": feedbacks, "rate_changes": len(rates) - 1, "segments": len(stamps),
             "rate_bps": {"initial": bps[0], "min": min(bps), "max": max(bps), "last": bps[-1]},
-            "sent_over_paced": round((len(stamps) - 1) / allowed, 3) if allowed > 0 else None}
+            "sent_over_paced": round((len(paced) - 1) / allowed, 3) if allowed > 0 else None}
 
 
 @dataclasses.dataclass

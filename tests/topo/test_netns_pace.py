@@ -10,7 +10,13 @@ import pytest
 
 from hosts.datagram import KIND_FEEDBACK, parse
 from tests.switch import netns as N
-from topo.netns_pace import TRAILER_BYTES, KernelPacedFlows, pace_summary, pacing_bytes_per_s
+from topo.netns_pace import (
+    TRAILER_BYTES,
+    UNPACED_SEGMENTS,
+    KernelPacedFlows,
+    pace_summary,
+    pacing_bytes_per_s,
+)
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 from topo.tcpflow import TCP_PORT_BASE, TUN_MTU
@@ -97,12 +103,15 @@ def test_a_frame_without_a_stamp_passes_unchanged(ends) -> None:
 
 
 def test_pace_summary_counts_the_segments_the_rates_allowed() -> None:
-    # 100 segments/s for 1 s then 200 for 1 s: 300 allowed; the 301 stamps are 300 intervals
-    stamps = [i * 10_000_000 for i in range(101)] + [1_000_000_000 + i * 5_000_000 for i in range(1, 201)]
+    # the kernel's unpaced first segments at once, then 100 segments/s for 1 s and 200 for 1 s: 300
+    # allowed; the 301 paced stamps are 300 intervals
+    burst = [0] * UNPACED_SEGMENTS
+    stamps = burst + [i * 10_000_000 for i in range(101)] + [1_000_000_000 + i * 5_000_000 for i in range(1, 201)]
     s = pace_summary([(0, 100.0), (1_000_000_000, 200.0)], stamps, feedbacks=7, frame_bits=12_000)
     assert s["sent_over_paced"] == 1.0 and s["rate_changes"] == 1 and s["feedbacks"] == 7
     assert s["rate_bps"] == {"initial": 1_200_000, "min": 1_200_000, "max": 2_400_000, "last": 2_400_000}
-    half = pace_summary([(0, 100.0), (1_000_000_000, 200.0)], stamps[::2], feedbacks=0, frame_bits=12_000)
+    half = pace_summary([(0, 100.0), (1_000_000_000, 200.0)], burst + stamps[UNPACED_SEGMENTS::2], feedbacks=0,
+                        frame_bits=12_000)
     assert half["sent_over_paced"] == 0.5  # a flow its window held to half the pace
 
 
