@@ -5,7 +5,7 @@
 # public reproductions: its mean, 5116.6 packets, is the meanFlowSize 5117 x 1460 of PIAS's
 # scripts/run_pias_vl2.py (github.com/HKUST-SING/PIAS-NS2), and ns3-ecn-sharp's
 # src/hula/examples/cdf_vl2_datamining.txt (100 equiprobable sizes) holds the midpoints of these
-# segments (1, 2, 5, 137, 1187, 34387, 366667) in their proportions. Points written here in bytes
+# segments, rounded down (1, 2, 5, 137, 1187, 34387, 366667), in their proportions. Points written here in bytes
 # (packets x 1460), cumulative fraction of flows.
 1460 0
 1460 0.5
