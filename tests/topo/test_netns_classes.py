@@ -1,13 +1,19 @@
 """Per-destination classes in the netns backend (docs/fabric.md, "In netns"): the agents' law rows
-keep their class, as the simulator's do, so that ``topo.hol``'s spread names the class a law cut."""
+keep their class, as the simulator's do, so that ``topo.hol``'s spread names the class a law cut;
+(root) a short workload under classes through p4switch."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
 
+import pytest
+
 from controlplane.agent import LawTrace
+from tests.switch import netns as N
+from topo.fabric import FabricSpec, fabric_topology, run_fabric_netns
 from topo.hol import HolSetup, hol_topology
+from topo.workload import FlowSpec
 
 
 def test_a_netns_law_row_keeps_the_class_of_its_law(tmp_path: Path) -> None:
@@ -23,3 +29,18 @@ def test_a_netns_law_row_keeps_the_class_of_its_law(tmp_path: Path) -> None:
                        o=0.1, w=0.5, data_class=data_class))
     assert [(r.node, r.toward, r.data_class) for r in net.recorder.laws] == [
         ("spine1", "leaf2", 0), ("spine1", "leaf2", 1), ("spine1", "leaf2", 3)]
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_a_workload_under_classes_completes_through_p4switch_with_a_law_per_class() -> None:
+    """Sized kernel TCP flows to both hosts of leaf 2 (classes 0 and 1) under ``alinea-classes``:
+    every flow completes, and the switches ran laws for both classes (on the per-priority queues)."""
+    N.require_netns()
+    spec = FabricSpec(leaves=2, spines=2, hosts_per_leaf=2, host_rate="2Mb/s", delay="1ms", buffer=50)
+    flows = [FlowSpec("a", "h1_1", "h2_1", 60_000, 0), FlowSpec("b", "h1_2", "h2_1", 60_000, 0),
+             FlowSpec("c", "h1_2", "h2_2", 60_000, 100_000_000)]
+    run = run_fabric_netns(fabric_topology(spec, flows, "alinea-classes"), seed=1, run_ns=4_000_000_000)
+    assert run.completed == 3, run.rows
+    classes = {r.data_class for r in run.recorder.laws if not r.node.startswith("h")}
+    assert {0, 1} <= classes, classes
