@@ -39,7 +39,7 @@ class LawRow:
     o: float
     w: float
     forecast: float | None = None  # BMv2's queues: the forecast occupancy (fraction) the law ran on
-    drain_bps: float | None = None  # and the downstream buffer's measured drain of this hop's packets
+    drain_bps: float | None = None  # and the drain of this hop's packets it expects over its horizon
     data_class: int = 0  # per-destination classes: the class whose law this is (not in laws.csv)
 
     @property
