@@ -33,7 +33,16 @@ from pathlib import Path
 
 from controlplane.units import parse_duration_ns
 from topo.tcp_trace import TRACE_SUFFIX, TracePoint, read_trace, trace_of_run
-from topo.tcp_validation import ROOT, Case, commit, path_extra_ms, pick_cases, picked, rewrite_section, run_case
+from topo.tcp_validation import (
+    ROOT,
+    Case,
+    commit,
+    path_extra_ms,
+    pick_cases,
+    picked,
+    rewrite_section,
+    run_case,
+)
 
 __all__ = ["Diagnosis", "diagnose", "table", "main", "BUSY"]
 

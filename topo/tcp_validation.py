@@ -81,11 +81,12 @@ flows:
 
 
 def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | None,
-             sack: bool = True, extra_rtt_ms: float = 0.0) -> dict[str, Any]:
-    """Goodput (b/s), the bottleneck's mean occupancy (fraction), retransmissions, RTT p50 (ms)."""
+             sack: bool = True, extra_rtt_ms: float = 0.0, pcap: bool = False) -> dict[str, Any]:
+    """Goodput (b/s), the bottleneck's mean occupancy (fraction), retransmissions, RTT p50 (ms);
+    ``pcap``: the netns run keeps its switch's pcaps (``topo.tcp_bursts`` reads them)."""
     topo = load_topology_text(topology_text(case, sack=sack, extra_rtt_ms=extra_rtt_ms), f"<{case.name}>")
     s = run_experiment(topo, duration_ns, seed=seed, out=out, plots=False, backend=backend,
-                       **({"pcap": False} if backend == "netns" else {})).summary
+                       **({"pcap": pcap} if backend == "netns" else {})).summary
     return measures(s) | ({"path_extra_ms": extra_rtt_ms} if extra_rtt_ms else {})
 
 
@@ -232,6 +233,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="take the kernel's side from DIR/<case>.json (written by --save-kernel) instead of running "
                         "it: the simulator's side is recomputed, the kernel's is a stored measurement")
     p.add_argument("--section", default="tcp-validation", help="the doc's <!-- SECTION --> markers to rewrite")
+    p.add_argument("--pcap", action="store_true",
+                   help="keep the netns runs' pcaps (R1's ports, OUT/<case>/netns/pcap: topo.tcp_bursts reads them)")
     p.add_argument("--topology-path", action="store_true",
                    help="run the simulator over the topology's path as given, not lengthened by what the netns run's "
                         "path measured longer (path_extra_ms)")
@@ -270,7 +273,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kernel_from is not None:
             k = json.loads((args.kernel_from / f"{case.name}.json").read_text())
         else:
-            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns", sack)
+            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns", sack, pcap=args.pcap)
             if args.save_kernel is not None:
                 args.save_kernel.mkdir(parents=True, exist_ok=True)
                 stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
