@@ -124,7 +124,9 @@ def test_the_simulator_runs_tcp_with_the_kernels_files(tmp_path: Path, cc: str) 
     # TCP_INFO's state in the model's terms: Open, Recovery or Loss, ssthresh unset until the first reduction
     assert {r["ca_state"] for r in rows} <= {"0", "3", "4"} and "3" in {r["ca_state"] for r in rows}
     first = next(i for i, r in enumerate(rows) if r["ca_state"] != "0")
-    assert all(r["ssthresh_pkts"] == "" for r in rows[:first]) and rows[first]["ssthresh_pkts"] != ""
+    assert all(r["ssthresh_pkts"] for r in rows[first:])  # set by the first reduction on
+    if cc == "reno":  # (cubic's HyStart may end slow start, setting ssthresh, before any loss)
+        assert all(r["ssthresh_pkts"] == "" for r in rows[:first])
     seqs = [int(r["seq"]) for r in _csv(tmp_path / "a" / "packets_t1.csv")]
     assert seqs == list(range(len(seqs)))  # delivered in order, each once
     run_experiment(topo, 8_000_000_000, seed=3, out=tmp_path / "b", plots=False)
