@@ -11,6 +11,10 @@ bottleneck's mean occupancy (the summary's second half) with their relative diff
 sides run with SACK (the kernel's default; the model's RFC 6675 recovery), or both without it
 (``--no-sack``: the kernel's ``net.ipv4.tcp_sack`` off, the model's NewReno recovery, RFC 6582).
 
+The simulator's side runs over the path the kernel's run measured: the topology's links lengthened
+by what the kernel's minimum RTT exceeds the topology's own (:func:`path_extra_ms`; the netns relays
+add a fraction of a millisecond per hop), unless ``--topology-path``.
+
 ``--doc FILE`` rewrites the table between the ``<!-- tcp-validation -->`` markers of FILE (with
 the command and the commit), so every number there comes from this command. Needs root (the
 netns backend).
@@ -113,7 +117,7 @@ def path_extra_ms(case: Case, run: dict[str, Any]) -> float:
     minimum RTT (TCP_INFO's ``tcpi_min_rtt``, the run's ``min_rtt_ms``) less :func:`path_rtt_ms`.
     0 when not measured (runs stored without it) or not measurable from it: a minimum below any
     data frame's RTT is the SYN's (Linux takes an RTT sample from the SYN-ACK), which says nothing
-    of a data frame's path. The simulator's side runs the case with its path lengthened by this
+    of a data frame's path; a minimum above it bounds the data path's extra from below. The simulator's side runs the case with its path lengthened by this
     much, so that both sides run over the same path: the user-space relays (the hosts' tun devices,
     p4switch) add a fraction of a millisecond per hop that the topology's links do not have."""
     measured = run.get("min_rtt_ms")
