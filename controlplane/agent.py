@@ -328,7 +328,7 @@ class SwitchAgentCore:
                                    max(0, pl.pps - round(self.report_pps.get(port, 0.0))), now_ns,
                                    report.drained, report.drained_ts_us * 1000)
         f = pl.forecast
-        return Forecast(max(0, round(pkts)) / report.capacity, f.drain_pps * 8 * pl.packet_bytes,
+        return Forecast(max(0, round(pkts)) / report.capacity, f.expected_pps * 8 * pl.packet_bytes,
                         f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale())
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
@@ -336,7 +336,7 @@ class SwitchAgentCore:
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
             floor = self._schedule_floor_pps(pl)
             if floor is None:  # older stamps already ran past the bound: space no slower than the drain
-                floor = pl.forecast.drain_pps  # (not the link's rate: that would flood the buffer downstream)
+                floor = pl.forecast.expected_pps  # (not the link's rate: that would flood the buffer downstream)
             pl.law.hold_at_least(8 * pl.packet_bytes * floor)
         pps = self._queue_pps(port, pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:

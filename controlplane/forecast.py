@@ -77,6 +77,9 @@ DRAIN_SHIFT_SIGMAS = 3.0
 DRAIN_SPREAD_GAPS = 4
 #: Departures a drain is read over (the short window and each stretch of the spread).
 DRAIN_FALL_PKTS = 8
+#: A fall of the drain is expected to last this many times as long again as it has lasted so far
+#: (the median of a duration known only to have lasted so long, if its scale is unknown).
+FALL_PERSISTENCE = 1.0
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
 SCHEDULE_BOUND_S = 2.0
@@ -123,7 +126,8 @@ class QueueForecast:
     queued: int = 0  # Q, packets
     last_sent_ns: int = 0  # BMv2's last_sent, as rebuilt
     horizon_s: float = 0.0  # h
-    drain_pps: float = 0.0  # μ
+    drain_pps: float = 0.0  # μ, measured
+    expected_pps: float = 0.0  # the mean drain expected over the horizon (μ, unless in a fall)
     forecast_pkts: float = 0.0  # Ô, packets
     arrival_pps: float = 0.0  # packets routed to this hop's queue per second (smoothed)
     gap_s: float = 0.0  # time between reports (smoothed)
@@ -135,6 +139,7 @@ class QueueForecast:
     _reported: int | None = None  # the reporter's last ``drained`` count (exact drain), wrapping
     _exact: bool = False  # the reports carry the drain (their hist times are departure times)
     _falling: bool = False  # the exact drain's fall is followed
+    _fall_start_ns: int = 0  # when the fall followed began (the start of its first stretch)
     _stamps: deque[list[float]] = field(default_factory=deque)  # [packets, spacing ns], oldest first
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
 
@@ -175,10 +180,12 @@ class QueueForecast:
             self._follow_exact_fall()
         else:
             self._follow_counted_fall()
+        if not (self._exact and self._falling):
+            self.expected_pps = self.drain_pps
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
         else:
-            self.forecast_pkts = occupancy + queued - self.drain_pps * self.horizon_s
+            self.forecast_pkts = occupancy + queued - self.expected_pps * self.horizon_s
         return self.forecast_pkts
 
     def _follow_counted_fall(self) -> None:
@@ -211,23 +218,47 @@ class QueueForecast:
         if len(chunks) < DRAIN_SPREAD_GAPS + 1:
             self._falling = False
             return
-        short, earlier = chunks[0], chunks[1:]
+        (short, start_ns), earlier = chunks[0], [r for r, _ in chunks[1:]]
         spread = 0.0 if self._falling else statistics.pstdev(earlier)
+        was_falling = self._falling
         self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
                                                      DRAIN_SHIFT_SIGMAS * spread)
-        if self._falling:
-            self.drain_pps = short
+        if not self._falling:
+            return
+        if not was_falling:
+            self._fall_start_ns = start_ns
+        self.expected_pps = self._over_horizon(short, self.drain_pps, (self._hist[-1][0] - self._fall_start_ns) / NS)
+        self.drain_pps = short
 
-    def _chunk_rates(self, end: int) -> list[float]:
+    def _over_horizon(self, short: float, long: float, lasted_s: float) -> float:
+        """The mean drain expected over the horizon when a fall has lasted ``lasted_s``: the fallen rate for
+        ``FALL_PERSISTENCE`` times as long again, the rate before it after that.
+
+        Why not the fallen rate over the whole horizon: a fall may end (a software switch short of
+        CPU for 0.1 s, seen in real time on this machine; a burst of other traffic), and on BMv2's
+        queues a cut is stamped on every packet queued before the next command, irreversibly. The
+        fallen rate read over a horizon of a second put R4's buffer at 120 % after a 0.15 s dip of
+        its drain, R3 cut to the floor, its queue froze for a second and its own buffer overflowed
+        (docs/bmv2.md). A fall that lasts is believed over the whole horizon once it has lasted
+        ``1 / (1 + FALL_PERSISTENCE)`` of it: after a capacity drop the buffer downstream rises
+        meanwhile, and its occupancy is in the forecast as measured."""
+        h = self.horizon_s
+        lasting = FALL_PERSISTENCE * max(0.0, lasted_s)
+        if h <= lasting or h <= 0:
+            return short
+        return (short * lasting + long * (h - lasting)) / h
+
+    def _chunk_rates(self, end: int) -> list[tuple[float, int]]:
         """The exact drain over successive stretches of the window before ``hist[end]``, newest
-        first, each ending at a departure a report saw and holding ``DRAIN_FALL_PKTS`` or more."""
-        out: list[float] = []
+        first, each ending at a departure a report saw and holding ``DRAIN_FALL_PKTS`` or more,
+        with the time the stretch starts."""
+        out: list[tuple[float, int]] = []
         hist = self._hist
         for j in range(end - 1, -1, -1):
             t1, d1 = hist[end]
             t0, d0 = hist[j]
             if d1 - d0 >= DRAIN_FALL_PKTS and t1 > t0:
-                out.append((d1 - d0) * NS / (t1 - t0))
+                out.append(((d1 - d0) * NS / (t1 - t0), t0))
                 end = j
         return out
 

@@ -333,6 +333,7 @@ class NetnsHost:
         if self.tun is not None:
             if not self.sched.closed:
                 self.sched.remove_reader(self.tun.fd)
+            print(f"netns_host {self.name}: {self.tun.drops()}", file=sys.stderr, flush=True)  # (logs/<host>.log)
             self.tun.close()
         if self.port is not None and not self.sched.closed:
             self.sched.run_sync(self.port.close)

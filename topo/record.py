@@ -39,7 +39,7 @@ class LawRow:
     o: float
     w: float
     forecast: float | None = None  # BMv2's queues: the forecast occupancy (fraction) the law ran on
-    drain_bps: float | None = None  # and the downstream buffer's measured drain of this hop's packets
+    drain_bps: float | None = None  # and the drain of this hop's packets it expects over its horizon
     data_class: int = 0  # per-destination classes: the class whose law this is (not in laws.csv)
 
     @property
@@ -132,7 +132,8 @@ class Recorder:
         ]
         if self.tcp:
             written.append(_write(out / "tcp.csv", ["t_s", "flow", "bytes_sent", "bytes_acked", "retrans_total",
-                                                    "retrans", "rtt_ms", "rttvar_ms", "min_rtt_ms", "cwnd_pkts"],
+                                                    "retrans", "rtt_ms", "rttvar_ms", "min_rtt_ms", "cwnd_pkts",
+                                                    "ssthresh_pkts", "ca_state", "rwnd_limited_ms", "app_limited"],
                                   _tcp_rows(self.tcp)))
         for flow, rows in sorted(self.packets.items()):
             written.append(_write(out / f"packets_{flow}.csv", ["seq", "sent_s", "received_s", "owd_us"],
@@ -157,6 +158,11 @@ def _flow_rows(samples: list[FlowSample]) -> list[list[object]]:
     return rows
 
 
+def _ssthresh(value: int | None) -> object:
+    """Linux's ssthresh before the first reduction is TCP_INFINITE_SSTHRESH (0x7fffffff): blank, as unset."""
+    return "" if value is None or value >= 0x7FFFFFFF else value
+
+
 def _tcp_rows(samples: list[TcpSample]) -> list[list[object]]:
     """TCP_INFO samples; ``retrans`` is the retransmissions since the flow's previous sample."""
     rows: list[list[object]] = []
@@ -166,7 +172,8 @@ def _tcp_rows(samples: list[TcpSample]) -> list[list[object]]:
         total = info.get("total_retrans", 0)
         rows.append([_t(s.t_ns), s.flow, s.bytes_sent, info.get("bytes_acked", ""), total,
                      total - last.get(s.flow, 0), *(_ms(info.get(k)) for k in ("rtt_us", "rttvar_us", "min_rtt_us")),
-                     info.get("snd_cwnd", "")])
+                     info.get("snd_cwnd", ""), _ssthresh(info.get("snd_ssthresh")), info.get("ca_state", ""),
+                     _ms(info.get("rwnd_limited_us")), "" if "flags" not in info else info["flags"] & 1])
         last[s.flow] = total
     return rows
 

@@ -119,9 +119,10 @@ def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
 
         return sections(raw)
     if name == "reaction":
+        from topo.results_dip import dip_sections
         from topo.results_reaction import reaction_sections
 
-        return reaction_sections()
+        return reaction_sections() + dip_sections()
     if name == "scaled":
         from topo.results_scaled import scaled_sections
 

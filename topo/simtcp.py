@@ -56,6 +56,9 @@ from topo.record import TcpSample
 __all__ = ["SimTcpFlows", "TCP_KINDS"]
 
 TCP_KINDS = frozenset({KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN})
+#: Linux's ``enum tcp_ca_state`` (include/net/tcp.h) for TCP_INFO's ``ca_state``: the model is Open,
+#: in recovery or, after a timeout until an ACK of new data, in Loss (it has no Disorder or CWR).
+CA_OPEN, CA_RECOVERY, CA_LOSS = 0, 3, 4
 
 
 class SimTcpFlows:
@@ -220,7 +223,10 @@ class SimTcpFlows:
         est = tx.rto
         info = {"rtt_us": round((est.srtt_ns or 0) / 1000), "rttvar_us": round(est.rttvar_ns / 1000),
                 "snd_cwnd": int(tx.cc.cwnd), "total_retrans": tx.retransmissions, "bytes_acked": tx.bytes_acked,
-                "min_rtt_us": round((est.min_rtt_ns or 0) / 1000), "bytes_retrans": tx.bytes_retransmitted}
+                "min_rtt_us": round((est.min_rtt_ns or 0) / 1000), "bytes_retrans": tx.bytes_retransmitted,
+                "ca_state": CA_RECOVERY if tx.in_recovery else CA_LOSS if est.backoff > 0 else CA_OPEN}
+        if tx.cc.ssthresh != float("inf"):
+            info["snd_ssthresh"] = int(tx.cc.ssthresh)
         return TcpSample(t_ns, self.flows[fid].name, tx.bytes_written, tuple(info.items()))
 
     def sender_totals(self, fid: int) -> dict[str, Any]:

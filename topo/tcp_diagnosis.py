@@ -25,6 +25,7 @@ written by ``topo.tcp_validation --save-kernel``), the simulator's is run now.
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 from dataclasses import dataclass
@@ -32,7 +33,16 @@ from pathlib import Path
 
 from controlplane.units import parse_duration_ns
 from topo.tcp_trace import TRACE_SUFFIX, TracePoint, read_trace, trace_of_run
-from topo.tcp_validation import ROOT, Case, commit, pick_cases, picked, rewrite_section, run_case
+from topo.tcp_validation import (
+    ROOT,
+    Case,
+    commit,
+    path_extra_ms,
+    pick_cases,
+    picked,
+    rewrite_section,
+    run_case,
+)
 
 __all__ = ["Diagnosis", "diagnose", "table", "main", "BUSY"]
 
@@ -100,6 +110,18 @@ def table(rows: list[tuple[Case, Diagnosis, Diagnosis]]) -> str:
     return "\n".join(lines)
 
 
+def stored_path_extra(kernel_from: Path, case: Case) -> float:
+    """The netns path's measured lengthening (``tcp_validation.path_extra_ms``) from the run's JSON
+    beside its trace, so that the simulator runs the path the validation table runs (0 without one)."""
+    stored = kernel_from / f"{case.name}.json"
+    if not stored.is_file():
+        return 0.0
+    try:
+        return path_extra_ms(case, json.loads(stored.read_text()))
+    except ValueError as exc:
+        raise ValueError(f"{stored}: not a stored kernel run ({exc})") from None
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m topo.tcp_diagnosis", description=__doc__.split("\n\n")[0])
     p.add_argument("--kernel-from", type=Path, required=True, help="the kernel runs' directory (<case>.trace.csv)")
@@ -114,6 +136,7 @@ def main(argv: list[str] | None = None) -> int:
         duration_ns = parse_duration_ns(args.duration, "--duration")
         cases = pick_cases(args.cases)
         kernel = {c: read_trace(args.kernel_from / f"{c.name}{TRACE_SUFFIX}") for c in cases}
+        extra = {c: stored_path_extra(args.kernel_from, c) for c in cases}
     except ValueError as exc:
         print(f"tcp_diagnosis: {exc}", file=sys.stderr)
         return 2
@@ -121,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     for case in cases:
         out = args.out / case.name
-        run_case(case, "sim", duration_ns, args.seed, out)
+        run_case(case, "sim", duration_ns, args.seed, out, extra_rtt_ms=extra[case])
         try:
             rows.append((case, diagnose(kernel[case], from_s), diagnose(trace_of_run(out), from_s)))
         except ValueError as exc:

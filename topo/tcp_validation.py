@@ -11,6 +11,10 @@ bottleneck's mean occupancy (the summary's second half) with their relative diff
 sides run with SACK (the kernel's default; the model's RFC 6675 recovery), or both without it
 (``--no-sack``: the kernel's ``net.ipv4.tcp_sack`` off, the model's NewReno recovery, RFC 6582).
 
+The simulator's side runs over the path the kernel's run measured: the topology's links lengthened
+by what the kernel's minimum RTT exceeds the topology's own (:func:`path_extra_ms`; the netns relays
+add a fraction of a millisecond per hop), unless ``--topology-path``.
+
 ``--doc FILE`` rewrites the table between the ``<!-- tcp-validation -->`` markers of FILE (with
 the command and the commit), so every number there comes from this command. Needs root (the
 netns backend).
@@ -29,13 +33,15 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.units import parse_duration_ns
+from hosts.tcp import MSS
+from hosts.tcp.wire import ACK_FRAME_BYTES, data_frame_bytes
 from topo.keepup import verdict
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 from topo.tcp_trace import TRACE_SUFFIX, trace_of_run, write_trace
 
 __all__ = ["Case", "CASES", "topology_text", "run_case", "table", "main", "rewrite_doc", "soundness", "max_rtt_ms",
-           "BUFFER", "TOLERANCE", "commit", "pick_cases", "picked", "rewrite_section"]
+           "BUFFER", "TOLERANCE", "commit", "path_rtt_ms", "path_extra_ms", "pick_cases", "picked", "rewrite_section"]
 
 ROOT = Path(__file__).resolve().parents[1]
 BUFFER = 50
@@ -57,9 +63,10 @@ class Case:
 CASES = tuple(Case(cc, rate, rtt) for cc in ("reno", "cubic") for rate in (2, 20) for rtt in (20, 200))
 
 
-def topology_text(case: Case, buffer: int = BUFFER, sack: bool = True) -> str:
-    """The case's topology file: one bulk flow over a single bottleneck."""
-    d = case.rtt_ms / 4
+def topology_text(case: Case, buffer: int = BUFFER, sack: bool = True, extra_rtt_ms: float = 0.0) -> str:
+    """The case's topology file: one bulk flow over a single bottleneck; ``extra_rtt_ms`` lengthens
+    the path (a quarter on each link and direction), as measured of the netns path (``path_extra_ms``)."""
+    d = round((case.rtt_ms + extra_rtt_ms) / 4, 6)
     return f"""\
 name: tcp-{case.name}
 description: "H1 - R1 - H2, {case.rate_mbps} Mb/s bottleneck R1-H2 ({buffer} packets), {case.rtt_ms} ms RTT, one {case.cc} flow"
@@ -78,12 +85,13 @@ flows:
 
 
 def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | None,
-             sack: bool = True) -> dict[str, Any]:
-    """Goodput (b/s), the bottleneck's mean occupancy (fraction), retransmissions, RTT p50 (ms)."""
-    topo = load_topology_text(topology_text(case, sack=sack), f"<{case.name}>")
+             sack: bool = True, extra_rtt_ms: float = 0.0, pcap: bool = False) -> dict[str, Any]:
+    """Goodput (b/s), the bottleneck's mean occupancy (fraction), retransmissions, RTT p50 (ms);
+    ``pcap``: the netns run keeps its switch's pcaps (``topo.tcp_bursts`` reads them)."""
+    topo = load_topology_text(topology_text(case, sack=sack, extra_rtt_ms=extra_rtt_ms), f"<{case.name}>")
     s = run_experiment(topo, duration_ns, seed=seed, out=out, plots=False, backend=backend,
-                       **({"pcap": False} if backend == "netns" else {})).summary
-    return measures(s)
+                       **({"pcap": pcap} if backend == "netns" else {})).summary
+    return measures(s) | ({"path_extra_ms": extra_rtt_ms} if extra_rtt_ms else {})
 
 
 def measures(s: dict[str, Any]) -> dict[str, Any]:
@@ -91,9 +99,31 @@ def measures(s: dict[str, Any]) -> dict[str, Any]:
     f = s["flows"]["t1"]
     return {"goodput_bps": f["goodput_bps"], "occupancy": s["buffers"]["H2<-R1"]["mean"],
             "retransmissions": f["tcp"]["retransmissions"], "rtt_p50_ms": f["tcp"]["rtt_ms"]["p50"],
-            "rtt_p99_ms": f["tcp"]["rtt_ms"]["p99"], "owd_p50_ms": f["owd_ms"]["p50"],
+            "rtt_p99_ms": f["tcp"]["rtt_ms"]["p99"], "min_rtt_ms": f["tcp"]["rtt_ms"].get("min"),
+            "owd_p50_ms": f["owd_ms"]["p50"],
             "utilisation": (s["links"].get("R1->H2") or {}).get("utilisation"), "sack": f["tcp"].get("sack"),
             "realtime": s.get("realtime")}
+
+
+def path_rtt_ms(case: Case) -> float:
+    """The topology's own minimum RTT for a full data frame and its ACK: propagation plus each link's
+    serialisation of the two (empty queues), what a data segment's RTT sample cannot go below."""
+    bottleneck, access = case.rate_mbps * 1e6, case.rate_mbps * 10e6
+    return case.rtt_ms + sum(data_frame_bytes(MSS) * 8 / r + ACK_FRAME_BYTES * 8 / r for r in (bottleneck, access)) * 1e3
+
+
+def path_extra_ms(case: Case, run: dict[str, Any]) -> float:
+    """How much longer the netns run's path is per round trip than its topology says: the kernel's
+    minimum RTT (TCP_INFO's ``tcpi_min_rtt``, the run's ``min_rtt_ms``) less :func:`path_rtt_ms`.
+    0 when not measured (runs stored without it) or not measurable from it: a minimum below any
+    data frame's RTT is the SYN's (Linux takes an RTT sample from the SYN-ACK), which says nothing
+    of a data frame's path; a minimum above it bounds the data path's extra from below. The simulator's side runs the case with its path lengthened by this
+    much, so that both sides run over the same path: the user-space relays (the hosts' tun devices,
+    p4switch) add a fraction of a millisecond per hop that the topology's links do not have."""
+    measured = run.get("min_rtt_ms")
+    if not measured:
+        return 0.0
+    return round(max(0.0, measured - path_rtt_ms(case)), 3)
 
 
 def max_rtt_ms(case: Case, buffer: int = BUFFER) -> float:
@@ -116,6 +146,16 @@ def soundness(case: Case, run: dict[str, Any]) -> str:
     return "yes"
 
 
+def _path(case: Case, k: dict[str, Any], s: dict[str, Any]) -> str:
+    """The kernel's minimum RTT, and by how much the simulator's path was lengthened to match it."""
+    measured = k.get("min_rtt_ms")
+    if not measured:
+        return "-"
+    if measured < path_rtt_ms(case):
+        return f"{measured:.2f} (the SYN's; sim +0)"
+    return f"{measured:.2f} (sim +{s.get('path_extra_ms', 0.0):.2f})"
+
+
 def _diff(sim: float, kernel: float) -> float | None:
     return None if not kernel else (sim - kernel) / kernel
 
@@ -129,12 +169,13 @@ def table(rows: list[tuple[Case, dict[str, Any], dict[str, Any]]]) -> str:
             return "-"
         return f"{x:+.1%}" + (" **!**" if abs(x) > TOLERANCE else "")
 
-    lines = ["| cc | bottleneck | RTT | goodput kernel | goodput sim | diff | occupancy kernel | occupancy sim | diff "
+    lines = ["| cc | bottleneck | RTT | min RTT kernel (ms), sim path + | goodput kernel | goodput sim | diff | occupancy kernel | occupancy sim | diff "
              "| retrans. kernel / sim | RTT p50 kernel / sim (ms) | kernel run sound? |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for case, k, s in rows:
         lines.append(
-            f"| {case.cc} | {case.rate_mbps} Mb/s | {case.rtt_ms} ms | {k['goodput_bps'] / 1e6:.3f} Mb/s "
+            f"| {case.cc} | {case.rate_mbps} Mb/s | {case.rtt_ms} ms | {_path(case, k, s)} "
+            f"| {k['goodput_bps'] / 1e6:.3f} Mb/s "
             f"| {s['goodput_bps'] / 1e6:.3f} Mb/s | {pct(_diff(s['goodput_bps'], k['goodput_bps']))} "
             f"| {k['occupancy']:.1%} | {s['occupancy']:.1%} | {pct(_diff(s['occupancy'], k['occupancy']))} "
             f"({(s['occupancy'] - k['occupancy']) * 100:+.1f} pp) "
@@ -196,6 +237,11 @@ def main(argv: list[str] | None = None) -> int:
                    help="take the kernel's side from DIR/<case>.json (written by --save-kernel) instead of running "
                         "it: the simulator's side is recomputed, the kernel's is a stored measurement")
     p.add_argument("--section", default="tcp-validation", help="the doc's <!-- SECTION --> markers to rewrite")
+    p.add_argument("--pcap", action="store_true",
+                   help="keep the netns runs' pcaps (R1's ports, OUT/<case>/netns/pcap: topo.tcp_bursts reads them)")
+    p.add_argument("--topology-path", action="store_true",
+                   help="run the simulator over the topology's path as given, not lengthened by what the netns run's "
+                        "path measured longer (path_extra_ms)")
     p.add_argument("--no-sack", action="store_true",
                    help="both sides without SACK (default: with it, as the kernel by default)")
     args = p.parse_args(argv)
@@ -231,7 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.kernel_from is not None:
             k = json.loads((args.kernel_from / f"{case.name}.json").read_text())
         else:
-            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns", sack)
+            k = run_case(case, "netns", duration_ns, args.seed, args.out / case.name / "netns", sack, pcap=args.pcap)
             if args.save_kernel is not None:
                 args.save_kernel.mkdir(parents=True, exist_ok=True)
                 stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
@@ -239,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
                                  f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {commit()}, {stamp}")
                 (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
                 write_trace(trace_of_run(args.out / case.name / "netns"), args.save_kernel / f"{case.name}{TRACE_SUFFIX}")
-        s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack)
+        s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack,
+                     extra_rtt_ms=0.0 if args.topology_path else path_extra_ms(case, k))
         rows.append((case, k, s))
         print(f"{case.name}: kernel {json.dumps(k)}\n{' ' * len(case.name)}  sim    {json.dumps(s)}", flush=True)
     body = table(rows)

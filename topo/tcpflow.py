@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
 import os
 import select
 import socket
@@ -60,8 +61,14 @@ TCP_INFO = getattr(socket, "TCP_INFO", 11)
 SO_MAX_PACING_RATE = getattr(socket, "SO_MAX_PACING_RATE", 47)  # include/uapi/asm-generic/socket.h
 #: Fields of Linux's ``struct tcp_info`` (include/uapi/linux/tcp.h) read here: name -> (byte offset,
 #: struct format). Fields beyond the length the kernel returns are left out (older kernels).
-TCPI_FIELDS = {"rtt_us": (68, "I"), "rttvar_us": (72, "I"), "snd_cwnd": (80, "I"), "total_retrans": (100, "I"),
-               "bytes_acked": (120, "Q"), "min_rtt_us": (148, "I"), "bytes_retrans": (208, "Q")}
+#: ``ca_state`` is the congestion-avoidance state machine's (include/net/tcp.h, ``enum tcp_ca_state``: 0 Open,
+#: 1 Disorder, 2 CWR, 3 Recovery, 4 Loss): it tells a reduction by loss recovery from one in CWR;
+#: ``rwnd_limited_us`` (the time the receive window held the sender back) and the flags byte (bit 0:
+#: the last delivery-rate sample was application-limited) tell whether the sender was cwnd-limited.
+TCPI_FIELDS = {"ca_state": (1, "B"), "flags": (7, "B"), "rtt_us": (68, "I"), "rttvar_us": (72, "I"),
+               "snd_ssthresh": (76, "I"), "snd_cwnd": (80, "I"), "total_retrans": (100, "I"),
+               "bytes_acked": (120, "Q"), "min_rtt_us": (148, "I"), "rwnd_limited_us": (176, "Q"),
+               "bytes_retrans": (208, "Q")}
 TCPI_LEN = 232
 TCPI_OPTIONS_OFFSET, TCPI_OPT_SACK = 5, 2  # tcpi_options, and its bit for SACK negotiated
 IFF_TUN, IFF_NO_PI, TUNSETIFF = 0x0001, 0x1000, 0x400454CA
@@ -367,6 +374,22 @@ class TunRelay:
             os.write(self.fd, packet)
         except OSError:
             self.dropped += 1
+
+    def drops(self) -> str:
+        """What the sender's own device dropped: the tun's ring (``tx_dropped``, a silent loss to TCP)
+        and its qdisc (a refusal TCP sees, NET_XMIT_DROP: ``tcp_enter_cwr`` in ``__tcp_transmit_skb``)."""
+        try:
+            link = subprocess.run(["ip", "-s", "-j", "link", "show", TUN_NAME], capture_output=True, text=True,
+                                  timeout=10, check=True).stdout
+            qdisc = subprocess.run(["tc", "-s", "-j", "qdisc", "show", "dev", TUN_NAME], capture_output=True,
+                                   text=True, timeout=10, check=True).stdout
+            tx = json.loads(link)[0]["stats64"]["tx"]
+            q = json.loads(qdisc)[0]
+        except (OSError, subprocess.SubprocessError, ValueError, LookupError) as exc:
+            return f"tun {TUN_NAME}: no statistics ({exc})"
+        return (f"tun {TUN_NAME}: {tx['packets']} packets sent, {tx['dropped']} dropped in its ring; qdisc "
+                f"{q.get('kind')}: {q.get('drops')} dropped, {q.get('requeues')} requeued, "
+                f"{q.get('overlimits')} overlimits")
 
     def close(self) -> None:
         with contextlib.suppress(OSError):

@@ -164,7 +164,7 @@ def test_a_horizon_already_beyond_the_bound_spaces_no_slower_than_the_drain() ->
     pl = c.ports[(2, 0)]
     assert pl.forecast is not None
     pl.forecast.horizon_s = 30.0  # e.g. stamps from before the agent knew better
-    pl.forecast.drain_pps = 120.0
+    pl.forecast.expected_pps = 120.0  # the drain expected over the horizon
     pl.law.rate, pl.pps = LAW.r_floor, 5  # the law cut to the floor
     assert c._actuate((2, 0), pl) == [SetQueueRate(2, 120)]
 

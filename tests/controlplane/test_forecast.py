@@ -179,3 +179,30 @@ def test_the_exact_drain_does_not_read_the_downstream_schedule_as_a_fall() -> No
     leave = departures([6_600_000] * 300 + [8_200_000] + [6_600_000] * 100)
     seen = feed_exact(QueueForecast(), leave, leave[-1])
     assert min(seen[50:]) > 0.9 * 1e9 / 6.6e6
+
+
+def test_a_fall_of_the_drain_is_expected_to_last_as_long_again_as_it_has_lasted() -> None:
+    """150 packets/s leave, then 60/s. Over a horizon of about a second the forecast at first
+    expects the fall to end (a software switch short of CPU, not only a capacity drop), then, as it
+    lasts, expects it over more and more of the horizon, until it is believed over all of it
+    (docs/bmv2.md, "A fall that may end")."""
+    pps, queued = 150, 150  # a horizon of a second
+    before = departures([int(1e9 / 150)] * 600)
+    after = departures([int(1e9 / 60)] * 120, before[-1])
+    f = QueueForecast()
+    t, fwd, expected, lasted = 10 * MS, 0, [], []
+    leave = before + after
+    while t <= after[-1]:
+        gone = [x for x in leave if x <= t]
+        f.update(t, 140, fwd + queued, fwd, pps, drained=len(gone), drained_ns=gone[-1] if gone else 0)
+        if t > before[-1] and f._falling:  # the fall is followed
+            assert f.drain_pps <= f.expected_pps <= 151  # between the fallen drain and the one before
+            expected.append(f.expected_pps)
+            lasted.append((gone[-1] - f._fall_start_ns) / 1e9)
+            assert f.forecast_pkts == pytest.approx(140 + queued - f.expected_pps * f.horizon_s, abs=1)
+        t += 10 * MS
+        fwd = len(gone)
+    assert expected, "the fall was never followed"
+    assert expected[0] > 100  # first believed only over the short time it has lasted
+    assert all(b <= a + 1e-9 for a, b in zip(expected, expected[1:]))  # then over more of the horizon
+    assert expected[-1] == pytest.approx(60, rel=0.1) and lasted[-1] > 0.5  # at last over all of it

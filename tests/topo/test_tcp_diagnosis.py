@@ -55,6 +55,21 @@ def test_a_trace_survives_its_file(tmp_path: Path) -> None:
     points = sawtooth(20, 11, 40, 2)
     write_trace(points, tmp_path / "t.trace.csv")
     assert read_trace(tmp_path / "t.trace.csv") == points
+    with_state = [TracePoint(p.t_s, p.cwnd, p.retrans, p.rtt_ms, p.occupancy, p.cwnd // 2, 3) for p in points]
+    write_trace(with_state, tmp_path / "s.trace.csv")  # TCP_INFO's ssthresh and ca_state, when sampled
+    assert read_trace(tmp_path / "s.trace.csv") == with_state
+
+
+def test_the_third_runs_traces_tell_a_second_recovery_from_cwr() -> None:
+    """docs/tcp-kernel-runs-sack-3 sampled TCP_INFO's state: the kernel's reductions there are loss
+    recoveries (ca_state 3), none a CWR (2), and its sender's own device dropped nothing."""
+    stored = ROOT / "docs" / "tcp-kernel-runs-sack-3"
+    for trace in sorted(stored.glob(f"*{TRACE_SUFFIX}")):
+        states = {p.ca_state for p in read_trace(trace)}
+        assert 3 in states and 2 not in states and None not in states, trace
+        run = json.loads((stored / trace.name.replace(TRACE_SUFFIX, ".json")).read_text())
+        assert "0 dropped in its ring" in run["sender_device_drops"] and "qdisc pfifo_fast: 0 dropped" in \
+            run["sender_device_drops"]
 
 
 def test_a_bad_trace_file_is_named(tmp_path: Path) -> None:

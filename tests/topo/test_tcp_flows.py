@@ -121,6 +121,12 @@ def test_the_simulator_runs_tcp_with_the_kernels_files(tmp_path: Path, cc: str) 
     assert s["buffers"]["H2<-R1"]["mean"] > 0.2  # loss-based TCP keeps the bottleneck's queue busy
     rows = _csv(tmp_path / "a" / "tcp.csv")
     assert len(rows) >= 80 and {r["flow"] for r in rows} == {"t1"}
+    # TCP_INFO's state in the model's terms: Open, Recovery or Loss, ssthresh unset until the first reduction
+    assert {r["ca_state"] for r in rows} <= {"0", "3", "4"} and "3" in {r["ca_state"] for r in rows}
+    first = next(i for i, r in enumerate(rows) if r["ca_state"] != "0")
+    assert all(r["ssthresh_pkts"] for r in rows[first:])  # set by the first reduction on
+    if cc == "reno":  # (cubic's HyStart may end slow start, setting ssthresh, before any loss)
+        assert all(r["ssthresh_pkts"] == "" for r in rows[:first])
     seqs = [int(r["seq"]) for r in _csv(tmp_path / "a" / "packets_t1.csv")]
     assert seqs == list(range(len(seqs)))  # delivered in order, each once
     run_experiment(topo, 8_000_000_000, seed=3, out=tmp_path / "b", plots=False)
@@ -189,6 +195,10 @@ def test_bulk_tcp_runs_through_p4switch(tmp_path: Path) -> None:
     assert json.loads((tmp_path / "summary.json").read_text())["flows"]["t1"]["tcp"]["retransmissions"] is not None
     rows = _csv(tmp_path / "tcp.csv")
     assert len(rows) >= 90 and {r["flow"] for r in rows} == {"t1"}
+    assert {r["ca_state"] for r in rows} <= {"0", "1", "2", "3", "4"}  # enum tcp_ca_state
+    if t["retransmissions"]:  # a reduction set ssthresh (blank while Linux's is "infinite")
+        assert any(r["ssthresh_pkts"] for r in rows)
+    assert "dropped in its ring" in (tmp_path / "logs" / "H1.log").read_text()  # the sender's own device
     assert any(r["receive_rate_bps"] not in ("", "0") for r in _csv(tmp_path / "flows.csv"))
 
 

@@ -9,7 +9,11 @@ kernel's goodput drops for reasons that are not TCP's (docs/tcp.md).
 
 from __future__ import annotations
 
+import json
+
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.switch import netns as N
 from topo import tcp_validation as V
@@ -66,7 +70,7 @@ def test_model_agrees_with_the_kernel(name: str, tmp_path) -> None:
     kernel = V.run_case(case, "netns", 20_000_000_000, 1, tmp_path / "netns")
     if (verdict := V.soundness(case, kernel)) != "yes":  # the machine, not TCP: nothing to compare against
         pytest.skip(f"the kernel's run fell behind its real-time emulation ({verdict})")
-    model = V.run_case(case, "sim", 20_000_000_000, 1, tmp_path / "sim")
+    model = V.run_case(case, "sim", 20_000_000_000, 1, tmp_path / "sim", extra_rtt_ms=V.path_extra_ms(case, kernel))
     for key in ("goodput_bps", "occupancy"):
         assert abs(model[key] - kernel[key]) <= V.TOLERANCE * kernel[key], (key, kernel, model)
 
@@ -89,3 +93,42 @@ def test_stored_kernel_runs_of_the_other_sack_setting_are_refused(capsys: pytest
     assert V.main(["--kernel-from", str(stored), "--cases", "reno-2mbps-20ms", "--duration", "1s"]) == 2
     err = capsys.readouterr().err
     assert "reno-2mbps-20ms ran without SACK" in err and "--no-sack" in err and err.count("\n") == 1
+
+
+@pytest.mark.parametrize("extra", [0.0, 1.2])
+def test_the_models_minimum_rtt_is_the_path_it_was_given(extra: float, tmp_path) -> None:
+    """path_rtt_ms is what a data segment's RTT sample cannot go below on the topology, and the
+    measured lengthening of the netns path lands whole in the model's round trip."""
+    case = next(c for c in V.CASES if c.name == "reno-20mbps-20ms")
+    m = V.run_case(case, "sim", 3_000_000_000, 1, tmp_path, extra_rtt_ms=extra)
+    assert m["min_rtt_ms"] == pytest.approx(V.path_rtt_ms(case) + extra, abs=0.002)
+    assert m.get("path_extra_ms", 0.0) == extra
+
+
+@given(st.sampled_from(V.CASES), st.floats(min_value=1.0, max_value=500.0))
+def test_the_path_extra_is_the_kernels_minimum_above_the_topologys(case: V.Case, min_rtt: float) -> None:
+    extra = V.path_extra_ms(case, {"min_rtt_ms": min_rtt})
+    assert extra >= 0
+    if min_rtt <= V.path_rtt_ms(case):  # the SYN's sample, below any data frame's: nothing measured
+        assert extra == 0
+    else:
+        assert V.path_rtt_ms(case) + extra == pytest.approx(min_rtt, abs=0.001)
+    assert V.path_extra_ms(case, {}) == 0  # stored without it
+
+
+def test_the_table_says_which_path_the_model_ran() -> None:
+    case = next(c for c in V.CASES if c.name == "reno-20mbps-20ms")
+    k = {"goodput_bps": 1.9e7, "occupancy": 0.5, "retransmissions": 3, "rtt_p50_ms": 30.0, "rtt_p99_ms": 40.0,
+         "min_rtt_ms": 21.9}
+    lengthened = V.table([(case, k, {**k, "path_extra_ms": V.path_extra_ms(case, k)})])
+    assert f"| 21.90 (sim +{V.path_extra_ms(case, k):.2f}) |" in lengthened and V.path_extra_ms(case, k) > 1
+    syn = V.table([(case, {**k, "min_rtt_ms": 20.3}, k)])
+    assert "| 20.30 (the SYN's; sim +0) |" in syn
+
+
+@pytest.mark.parametrize("stored", ["tcp-kernel-runs-sack", "tcp-kernel-runs-sack-repeat", "tcp-kernel-runs-sack-3",
+                                    "tcp-kernel-runs-sack-pcap"])
+def test_every_stored_kernel_run_says_its_minimum_rtt(stored: str) -> None:
+    for path in sorted((V.ROOT / "docs" / stored).glob("*.json")):
+        run = json.loads(path.read_text())
+        assert run["min_rtt_ms"] > 0, path
