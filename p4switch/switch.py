@@ -14,6 +14,7 @@ Why: the pieces (``sched``, ``tm``, ``ports``/``link``, ``pcap``, ``pipeline``, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import threading
@@ -99,11 +100,10 @@ class Switch:
         if opts.pcap_dir:
             epoch = sched.wall_origin_ns if isinstance(sched, RealtimeScheduler) else 0
             self.capture = PortCapture(opts.pcap_dir, sched.now_ns, epoch_ns=epoch)
-        # In virtual time without captures the engine walks the packets (engine/src/v1walk.rs):
-        # a port's frames go to it, and it sends on the port itself.
-        self.walk: Any = None
-        if not self.realtime and self.capture is None:
-            self.walk = self.core.use_engine_walk()
+        # The engine walks the packets (engine/src/v1walk.rs) in both bindings: a port's frames
+        # go to it and it sends on the port itself, or through _emit where the switch has work of
+        # its own per frame out (real time: port errors and wire pacing; captures).
+        self.walk: Any = self.core.use_engine_walk()
         self.grpc_server: Any = None
         self.thrift_server: Any = None
         self.control_server: Any = None
@@ -156,9 +156,9 @@ class Switch:
             raise SwitchError(f"port {port.number} already exists ({self.ports[port.number].name})")
         if port.number == self.options.cpu_port:
             raise SwitchError(f"port {port.number} is the CPU port")
-        port.on_receive = self._on_receive if self.walk is None else self.walk.receive
-        if self.walk is not None:
-            self.walk.set_port(port.number, port.send)
+        direct = not self.realtime and self.capture is None
+        port.on_receive = self.walk.receive if direct else self._on_receive
+        self.walk.set_port(port.number, port.send if direct else functools.partial(self._emit, port.number))
         self.ports[port.number] = port
         if self.capture is not None:
             self.capture.open_port(port.name)
@@ -227,7 +227,7 @@ class Switch:
     def _on_receive(self, number: int, frame: bytes) -> None:
         if self.capture is not None:
             self.capture.record_in(self.ports[number].name, frame)
-        self.core.receive(number, frame)
+        self.walk.receive(number, frame)
         if self.realtime:
             # A port reads a batch of frames per wake-up: serve what this frame queued before
             # the next one is read, so TM queues (and enq_qdepth) only grow when egress is the
@@ -270,10 +270,7 @@ class Switch:
 
     def inject(self, port: int, frame: bytes) -> None:
         """A frame enters ingress as if received on ``port`` (tests, tools, packet-outs)."""
-        if self.walk is not None:
-            self.walk.receive(port, bytes(frame))
-        else:
-            self.core.receive(port, frame)
+        self.walk.receive(port, bytes(frame))
 
     # ---- program ----------------------------------------------------------------------------------
     def load_program(self, path: str | Path, include_dirs: Iterable[str] = (),
