@@ -177,6 +177,13 @@ class Switch:
         link = LinkModel(bitrate_bps=bitrate, delay_ns=delay, overhead_bytes=self.options.port_overhead_bytes,
                          min_frame_bytes=self.options.port_min_frame_bytes) if bitrate or delay else None
         port = PacketSocketPort(number, ifname, self.sched, link=link)
+        # The engine reads the port's socket, several frames per system call, and walks them;
+        # run_due between two frames serves what one queued before the next is walked, so TM
+        # queues (and enq_qdepth) grow only when egress is the bottleneck, not because ingress
+        # ran a whole batch first.
+        capture = functools.partial(self.capture.record_in, ifname) if self.capture is not None else None
+        port.reader = functools.partial(self.walk.receive_socket, number, capture=capture,
+                                        run_due=self.sched.run_due)
         if self.options.link_loss:
             port.loss = self._lose
         try:
@@ -228,10 +235,7 @@ class Switch:
         if self.capture is not None:
             self.capture.record_in(self.ports[number].name, frame)
         self.walk.receive(number, frame)
-        if self.realtime:
-            # A port reads a batch of frames per wake-up: serve what this frame queued before
-            # the next one is read, so TM queues (and enq_qdepth) only grow when egress is the
-            # bottleneck, not because ingress ran a whole batch first.
+        if self.realtime:  # as PacketSocketPort.reader does between two frames (add_interface)
             self.sched.run_due()  # type: ignore[union-attr]
 
     def _emit(self, number: int, frame: bytes) -> int:
