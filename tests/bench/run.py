@@ -631,8 +631,17 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
             bench_latency(rep, tmp, 100 if quick else 1000, trees)
 
     def netns_backend(rep: Report) -> None:
+        from tests.bench.p4rt_writes import ServerUnavailable, commit_tree
+
         nb.bench_cpu_5router(rep, tmp, 10 if quick else 20)
-        nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, (1, 2) if quick else (1, 2, 4, 8, 16, 32))
+        factors = (1, 2) if quick else (1, 2, 4, 8, 16, 32, 64)
+        try:
+            with commit_tree(NETNS_BASELINE) as base:
+                trees = {", this tree": None, f", commit {NETNS_BASELINE}": base}
+                nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors, trees)
+        except ServerUnavailable as exc:
+            rep.add("netns backend", f"p4switch of commit {NETNS_BASELINE}", "not measured", str(exc))
+            nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors)
 
     return {
         "frontend": lambda rep: bench_front_end(rep, 3 if quick else 10),
