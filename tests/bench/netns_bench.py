@@ -7,7 +7,8 @@
   occupancy within 5 points of target at R1 and H2): every rate of the topology (links,
   playout, R_max and the law's rate parameters) times k = 1, 2, 4, ..., every delay and report
   interval divided by k, until a run fails (the simulator's verdict on the same topology is
-  shown beside it).
+  shown beside it); with several trees (this one and a baseline commit's files), each climbs
+  until it fails, the trees in turns at each rate.
 """
 
 from __future__ import annotations

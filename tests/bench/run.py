@@ -12,9 +12,10 @@ produced it. Measured:
    (ingress, PRE, traffic manager, egress, deparser) in virtual time;
 3. packets/s through a ``p4switch`` process between two namespaces: the switch pinned to one
    core, a raw-socket blaster pinned to the other, forwarded rate from the switch's own
-   P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``);
-4. added latency per packet: one frame at a time h1 -> h2 through p4switch, minus the same
-   over a direct veth pair (both measured with the same raw-socket code);
+   P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``), in turns with the p4switch of
+   ``NETNS_BASELINE`` (its own files, this checkout's .venv);
+4. added latency per packet: one frame at a time h1 -> h2 through p4switch (and through the
+   baseline's), minus the same over a direct veth pair (both measured with the same raw-socket code);
 5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
    (raw stubs, arbitration stream open, one update per Write and batches of 100:
    ``tests/bench/p4rt_writes.py``);

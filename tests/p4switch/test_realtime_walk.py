@@ -146,3 +146,30 @@ def test_report_clones_and_packet_ins_are_handed_to_python(bed: Bed) -> None:
 
 
 SWITCH_MAC_BYTES = {p: bytes.fromhex(m.replace(":", "")) for p, m in SWITCH_MAC.items()}
+
+
+def test_frames_left_unfinished_by_the_sender_keep_their_place_among_the_others(bed: Bed) -> None:
+    """Kernel UDP from h1 leaves its checksum to the device (the engine hands such a frame back
+    to the port's offload handling); raw frames between them are walked in the engine directly.
+    The frames leave in the order they came, the kernel's with their checksums finished."""
+    from tests.runtime.test_ports import l4_checksum_ok
+
+    count = 10
+    rx = N.raw_socket(bed.host(2).name, "eth0")
+    raw = N.raw_socket(bed.host(1).name, "eth0")
+    kernel = N.udp_socket(bed.host(1).name)
+    try:
+        for i in range(count):
+            if i % 2:
+                kernel.sendto(i.to_bytes(4, "big") + bytes(32), (HOST_IP[2], MARK_PORT))
+            else:
+                raw.send(udp_frame(bed, i))
+        got = N.collect(rx, is_ours, 1.0, max_frames=10_000)
+    finally:
+        for s in (rx, raw, kernel):
+            s.close()
+    assert [int.from_bytes(f[42:46], "big") for _, f in got] == list(range(count))
+    assert all(l4_checksum_ok(f) for _, f in got)
+    port = bed.switch.ports[1]
+    assert bed.on_loop(lambda: port.stats.rx_csum_completed) == count // 2  # the premise: offload was on
+    assert bed.on_loop(bed.switch.walk.counts)["rx"] >= count  # (and h2's ICMP replies to the kernel's UDP)
