@@ -14,6 +14,7 @@ Why: the pieces (``sched``, ``tm``, ``ports``/``link``, ``pcap``, ``pipeline``, 
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import random
 import threading
@@ -99,11 +100,10 @@ class Switch:
         if opts.pcap_dir:
             epoch = sched.wall_origin_ns if isinstance(sched, RealtimeScheduler) else 0
             self.capture = PortCapture(opts.pcap_dir, sched.now_ns, epoch_ns=epoch)
-        # In virtual time without captures the engine walks the packets (engine/src/v1walk.rs):
-        # a port's frames go to it, and it sends on the port itself.
-        self.walk: Any = None
-        if not self.realtime and self.capture is None:
-            self.walk = self.core.use_engine_walk()
+        # The engine walks the packets (engine/src/v1walk.rs) in both bindings: a port's frames
+        # go to it and it sends on the port itself, or through _emit where the switch has work of
+        # its own per frame out (real time: port errors and wire pacing; captures).
+        self.walk: Any = self.core.use_engine_walk()
         self.grpc_server: Any = None
         self.thrift_server: Any = None
         self.control_server: Any = None
@@ -156,9 +156,9 @@ class Switch:
             raise SwitchError(f"port {port.number} already exists ({self.ports[port.number].name})")
         if port.number == self.options.cpu_port:
             raise SwitchError(f"port {port.number} is the CPU port")
-        port.on_receive = self._on_receive if self.walk is None else self.walk.receive
-        if self.walk is not None:
-            self.walk.set_port(port.number, port.send)
+        direct = not self.realtime and self.capture is None
+        port.on_receive = self.walk.receive if direct else self._on_receive
+        self.walk.set_port(port.number, port.send if direct else functools.partial(self._emit, port.number))
         self.ports[port.number] = port
         if self.capture is not None:
             self.capture.open_port(port.name)
@@ -177,6 +177,13 @@ class Switch:
         link = LinkModel(bitrate_bps=bitrate, delay_ns=delay, overhead_bytes=self.options.port_overhead_bytes,
                          min_frame_bytes=self.options.port_min_frame_bytes) if bitrate or delay else None
         port = PacketSocketPort(number, ifname, self.sched, link=link)
+        # The engine reads the port's socket, several frames per system call, and walks them;
+        # run_due between two frames serves what one queued before the next is walked, so TM
+        # queues (and enq_qdepth) grow only when egress is the bottleneck, not because ingress
+        # ran a whole batch first.
+        capture = functools.partial(self.capture.record_in, ifname) if self.capture is not None else None
+        port.reader = functools.partial(self.walk.receive_socket, number, capture=capture,
+                                        run_due=self.sched.run_due)
         if self.options.link_loss:
             port.loss = self._lose
         try:
@@ -227,11 +234,8 @@ class Switch:
     def _on_receive(self, number: int, frame: bytes) -> None:
         if self.capture is not None:
             self.capture.record_in(self.ports[number].name, frame)
-        self.core.receive(number, frame)
-        if self.realtime:
-            # A port reads a batch of frames per wake-up: serve what this frame queued before
-            # the next one is read, so TM queues (and enq_qdepth) only grow when egress is the
-            # bottleneck, not because ingress ran a whole batch first.
+        self.walk.receive(number, frame)
+        if self.realtime:  # as PacketSocketPort.reader does between two frames (add_interface)
             self.sched.run_due()  # type: ignore[union-attr]
 
     def _emit(self, number: int, frame: bytes) -> int:
@@ -270,10 +274,7 @@ class Switch:
 
     def inject(self, port: int, frame: bytes) -> None:
         """A frame enters ingress as if received on ``port`` (tests, tools, packet-outs)."""
-        if self.walk is not None:
-            self.walk.receive(port, bytes(frame))
-        else:
-            self.core.receive(port, frame)
+        self.walk.receive(port, bytes(frame))
 
     # ---- program ----------------------------------------------------------------------------------
     def load_program(self, path: str | Path, include_dirs: Iterable[str] = (),

@@ -26,6 +26,7 @@ from __future__ import annotations
 import dataclasses
 import errno
 import logging
+import os
 import re
 import socket
 import struct
@@ -66,6 +67,8 @@ RX_BUFFER = 1 << 17  # a 64 KiB GSO super-frame with its Ethernet and virtio hea
 _DROP_LOG_LIMIT = 10  # per port; later drops are counted only
 
 ReceiveFn = Callable[[int, bytes], None]
+#: ``reader(fd, max, hdr_len, slow) -> (frames delivered, errno that ended the read or 0)``
+Reader = Callable[[int, int, int, Callable[[bytes, int], None]], tuple[int, int]]
 
 
 class PortError(Exception):
@@ -181,6 +184,11 @@ class PacketSocketPort:
         #: returns True to lose a frame on the wire (it still takes its wire time), as the
         #: simulator's links do with report loss
         self.loss: Callable[[bytes], bool] | None = None
+        #: ``reader(fd, max, hdr_len, slow)``: reads and delivers the frames
+        #: itself, several per system call (``hbh_engine.V1Walk.receive_socket``), handing
+        #: ``slow(buffer, length)`` the frames whose offloads are left to do; None: frames are
+        #: read here, one per call, and given to ``on_receive``
+        self.reader: Reader | None = None
         self.stats = PortStats()
         self._sched = sched
         self._closed = False
@@ -228,6 +236,9 @@ class PacketSocketPort:
         return sock, vnet, ignores_outgoing
 
     def _on_readable(self) -> None:
+        if self.reader is not None and self._ignores_outgoing:
+            self._read_batched(self.reader)
+            return
         sock, buf, view, hdr = self._sock, self._buf, self._view, self._hdr_len
         size = len(buf)
         for _ in range(self.batch):
@@ -260,6 +271,29 @@ class PacketSocketPort:
             self.stats.rx_frames += 1
             if self.on_receive is not None:
                 self.on_receive(self.number, bytes(view[hdr:n]))
+
+    def _read_batched(self, reader: Reader) -> None:
+        """``_on_readable`` through ``reader``: the same budget, counts and error handling."""
+        left = self.batch
+        while left > 0:
+            walked, err = reader(self._sock.fileno(), left, self._hdr_len, self._slow_frame)
+            self.stats.rx_frames += walked
+            if err in (0, errno.EAGAIN, errno.EINTR, errno.ENETDOWN):
+                return  # ENETDOWN: the interface went down; frames will come again when it is up
+            if err == errno.EINVAL and self._hdr_len:
+                self._drop("vnet_refused", "the kernel could not describe the frame's offload in a "
+                                           "virtio_net_hdr (a GSO type it has no code for) and dropped it")
+                left -= walked + 1
+                continue
+            raise OSError(err, os.strerror(err))
+
+    def _slow_frame(self, data: bytes, n: int) -> None:
+        """A frame the reader passed back (offloads to finish, or too long), as _on_readable takes it."""
+        if n > len(self._buf):
+            self._drop("truncated", f"a frame of {n - self._hdr_len} bytes is longer than the receive buffer")
+            return
+        self._buf[:len(data)] = data
+        self._finish_offloads(n)
 
     def _finish_offloads(self, n: int) -> None:
         """The slow path: a frame with its checksum or segmentation left to do."""

@@ -135,6 +135,17 @@ class RealtimeScheduler:
         return time.monotonic_ns() - self._origin
 
     @property
+    def monotonic_origin_ns(self) -> int:
+        """``time.monotonic_ns()`` at which ``now_ns()`` was 0 (the engine's TM reads the clock itself)."""
+        return self._origin
+
+    @property
+    def engine_heap(self) -> tuple[_EventHeap, threading.Lock]:
+        """The heap and its lock: the engine's TM pushes its wake-ups there itself, as
+        :meth:`call_at` does on the loop thread (the TM is only driven by the state's owner)."""
+        return self._events, self._lock
+
+    @property
     def wall_origin_ns(self) -> int:
         """Wall-clock time (ns since the Unix epoch) at which ``now_ns()`` was 0."""
         return self._wall_origin_ns
@@ -432,29 +443,11 @@ class RealtimeScheduler:
         from starving the readers.
         """
         self._in_timers = True
-        try:
-            return self._run_timers_bounded()
+        try:  # the engine pops and runs them, on this object's clock and lock
+            return self._events.run_due(self._origin, self.MAX_TIMERS_PER_TURN, self.TURN_BUDGET_NS, self._lock,
+                                        self._on_error)
         finally:
             self._in_timers = False
-
-    def _run_timers_bounded(self) -> bool:
-        start = now = self.now_ns()
-        for _ in range(self.MAX_TIMERS_PER_TURN):
-            with self._lock:
-                due = self._events.next_due()
-                if due is None:
-                    return False
-                if due > now:
-                    now = self.now_ns()
-                    if due > now:
-                        return False
-                handle = self._events.pop()
-            if handle is not None:
-                self._guarded(handle.run, ())
-            now = self.now_ns()
-            if now - start >= self.TURN_BUDGET_NS:
-                return True
-        return True
 
     def _guarded(self, fn: Callable[..., Any], args: tuple) -> None:
         try:

@@ -8,6 +8,7 @@
 
 use pyo3::prelude::*;
 
+mod afpacket;
 mod host;
 mod link;
 mod p4cells;

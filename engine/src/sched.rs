@@ -306,6 +306,17 @@ pub fn now_of(
     }
 }
 
+/// CLOCK_MONOTONIC in ns: the clock of Python's `time.monotonic_ns` on Linux.
+pub fn monotonic_ns() -> i64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid timespec to write; CLOCK_MONOTONIC always exists on Linux.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
 fn lock(heap: &Mutex<Heap>) -> MutexGuard<'_, Heap> {
     heap.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
@@ -356,6 +367,55 @@ impl EventHeap {
         }
     }
 
+    /// Run the callbacks due on the monotonic clock (`time.monotonic_ns() - origin_ns`, the
+    /// `RealtimeScheduler`'s `now_ns`), in order, including those they schedule for now, at
+    /// most `max` of them or for `budget_ns`; returns True when the budget ended the run.
+    /// Each pop holds `py_lock` (the scheduler's, which other threads' `call_at` hold while they
+    /// compare with the earliest due time); a callback's exception goes to `on_error(exc)`.
+    ///
+    /// Why: this loop ran in Python, a few µs of interpreter per timer, and in real time the
+    /// TM's service of every packet is a timer.
+    fn run_due(
+        &self,
+        py: Python<'_>,
+        origin_ns: i64,
+        max: u64,
+        budget_ns: i64,
+        py_lock: &Bound<'_, PyAny>,
+        on_error: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let start = monotonic_ns() - origin_ns;
+        let mut now = start;
+        for _ in 0..max {
+            py_lock.call_method0(pyo3::intern!(py, "acquire"))?;
+            let ready = {
+                let mut heap = lock(&self.heap);
+                match heap.next_due() {
+                    Some(due) if due <= now || due <= monotonic_ns() - origin_ns => heap.pop(),
+                    _ => {
+                        drop(heap);
+                        py_lock.call_method0(pyo3::intern!(py, "release"))?;
+                        return Ok(false);
+                    }
+                }
+            };
+            py_lock.call_method0(pyo3::intern!(py, "release"))?;
+            if let Some(ready) = ready {
+                match ready.run(py) {
+                    Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
+                        on_error.call1((e.value(py),))?;
+                    }
+                    other => other?, // KeyboardInterrupt, SystemExit: out of the loop, as in Python
+                }
+            }
+            now = monotonic_ns() - origin_ns;
+            if now - start >= budget_ns {
+                return Ok(true);
+            }
+        }
+        Ok(true)
+    }
+
     fn __len__(&self) -> usize {
         lock(&self.heap).len().max(0) as usize
     }
@@ -365,6 +425,24 @@ impl EventHeap {
             Ok(heap) => heap.traverse(&visit),
             Err(_) => Ok(()),
         }
+    }
+}
+
+impl EventHeap {
+    /// `push` under the owner's `py_lock` (a `RealtimeScheduler`'s `call_at` from its loop
+    /// thread, without the Python call): the engine's TM arms its ports' wake-ups this way.
+    pub fn push_locked(
+        &self,
+        py: Python<'_>,
+        py_lock: &Bound<'_, PyAny>,
+        t_ns: i64,
+        callback: PyObject,
+        args: Py<PyTuple>,
+    ) -> PyResult<Py<TimerHandle>> {
+        py_lock.call_method0(pyo3::intern!(py, "acquire"))?;
+        let handle = self.push(py, t_ns, callback, args);
+        py_lock.call_method0(pyo3::intern!(py, "release"))?;
+        handle
     }
 }
 

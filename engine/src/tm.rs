@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::sched::{now_of, TimerHandle, VirtualScheduler};
+use crate::sched::{monotonic_ns, now_of, EventHeap, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
 pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
@@ -302,6 +302,10 @@ struct Inner {
 pub struct TrafficManager {
     sched: PyObject,
     engine_sched: Option<Py<VirtualScheduler>>,
+    /// A `RealtimeScheduler`'s `monotonic_origin_ns`: its `now_ns()` read here, without a call.
+    monotonic_origin: Option<i64>,
+    /// A `RealtimeScheduler`'s `engine_heap` (its heap and lock): wake-ups pushed here directly.
+    realtime_heap: Option<(Py<EventHeap>, PyObject)>,
     #[pyo3(get)]
     queue_model: String,
     #[pyo3(get)]
@@ -375,7 +379,10 @@ impl TrafficManager {
     }
 
     fn now(&self, py: Python<'_>) -> PyResult<i64> {
-        now_of(py, &self.engine_sched, &self.sched)
+        match self.monotonic_origin {
+            Some(origin) => Ok(monotonic_ns() - origin),
+            None => now_of(py, &self.engine_sched, &self.sched),
+        }
     }
 
     /// The port's state, created with the defaults at first use.
@@ -428,9 +435,15 @@ impl TrafficManager {
         let this = slf.get();
         let serve = slf.getattr(intern!(py, "_serve"))?.unbind();
         let args = PyTuple::new(py, [port])?.unbind();
-        p.wake = Some(match &this.engine_sched {
-            Some(s) => Wake::Engine(s.get().schedule(py, t, serve, args)?),
-            None => Wake::Other(
+        p.wake = Some(match (&this.engine_sched, &this.realtime_heap) {
+            (Some(s), _) => Wake::Engine(s.get().schedule(py, t, serve, args)?),
+            (None, Some((heap, py_lock))) => {
+                Wake::Engine(
+                    heap.get()
+                        .push_locked(py, py_lock.bind(py), t, serve, args)?,
+                )
+            }
+            (None, None) => Wake::Other(
                 this.sched
                     .bind(py)
                     .call_method1(intern!(py, "call_at"), (t, serve, port))?
@@ -622,9 +635,22 @@ impl TrafficManager {
             .downcast::<VirtualScheduler>()
             .ok()
             .map(|s| s.clone().unbind());
+        let monotonic_origin = match sched.getattr(intern!(sched.py(), "monotonic_origin_ns")) {
+            Ok(v) => Some(v.extract::<i64>()?),
+            Err(_) => None,
+        };
+        let realtime_heap = match sched.getattr(intern!(sched.py(), "engine_heap")) {
+            Ok(v) => {
+                let (heap, py_lock): (Bound<'_, EventHeap>, PyObject) = v.extract()?;
+                Some((heap.unbind(), py_lock))
+            }
+            Err(_) => None,
+        };
         Ok(TrafficManager {
             sched: sched.clone().unbind(),
             engine_sched,
+            monotonic_origin,
+            realtime_heap,
             queue_model: queue_model.to_string(),
             num_ports,
             num_priorities,
@@ -835,6 +861,10 @@ impl TrafficManager {
         visit.call(&self.sched)?;
         if let Some(s) = &self.engine_sched {
             visit.call(s)?;
+        }
+        if let Some((heap, py_lock)) = &self.realtime_heap {
+            visit.call(heap)?;
+            visit.call(py_lock)?;
         }
         let Ok(inner) = self.inner.try_lock() else {
             return Ok(());

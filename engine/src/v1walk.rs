@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyList};
 use pyo3::{PyTraverseError, PyVisit};
 
+use crate::afpacket::{RxBatch, BUF};
 use crate::p4vm::{P4Program, Requests, STATUS_REJECT};
 use crate::tm::{TMItem, TrafficManager};
 
@@ -235,6 +236,8 @@ pub struct V1Walk {
     /// egress_spec that drops a packet at the end of ingress (the core's `drop_port`)
     drop_port: u64,
     state: Mutex<State>,
+    /// The buffers `receive_socket` reads into (taken out while in use).
+    rx: Mutex<Option<Box<RxBatch>>>,
 }
 
 fn lock(m: &Mutex<State>) -> MutexGuard<'_, State> {
@@ -473,6 +476,83 @@ impl V1Walk {
     }
 }
 
+fn lock_rx(m: &Mutex<Option<Box<RxBatch>>>) -> MutexGuard<'_, Option<Box<RxBatch>>> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl V1Walk {
+    /// `receive_socket`'s loop: read a batch, hand each frame on, until `max` or none waiting.
+    #[allow(clippy::too_many_arguments)]
+    fn walk_batches(
+        &self,
+        py: Python<'_>,
+        batch: &mut RxBatch,
+        port: u64,
+        fd: i32,
+        max: usize,
+        hdr_len: usize,
+        slow: &PyObject,
+        [capture, run_due]: [Option<&PyObject>; 2],
+    ) -> PyResult<(usize, i32)> {
+        let (mut read, mut walked) = (0, 0);
+        // A callback's error does not cost the rest of the batch its walk: the first one is
+        // raised (the scheduler logs it) once every frame read has been handed on.
+        let mut failed: Option<PyErr> = None;
+        while read < max {
+            let got = match batch.recv(fd, max - read) {
+                Ok(got) => got,
+                Err(e) if failed.is_none() => {
+                    return Ok((walked, e.raw_os_error().unwrap_or(libc::EIO)))
+                }
+                Err(_) => break,
+            };
+            for i in 0..got {
+                let (buf, len) = batch.frame(i);
+                let offload = hdr_len > 0 && buf.len() >= 2 && (buf[0] & 1 != 0 || buf[1] != 0);
+                let done = if len > BUF || offload || buf.len() < hdr_len {
+                    slow.bind(py)
+                        .call1((PyBytes::new(py, buf), len))
+                        .map(|_| ())
+                } else {
+                    walked += 1;
+                    self.walk_frame(py, port, &buf[hdr_len..], capture, run_due)
+                };
+                if let Err(e) = done {
+                    failed.get_or_insert(e);
+                }
+            }
+            read += got;
+            if got == 0 {
+                break;
+            }
+        }
+        match failed {
+            Some(e) => Err(e),
+            None => Ok((walked, 0)),
+        }
+    }
+
+    /// One frame a port read: captured, walked, then the due timers.
+    fn walk_frame(
+        &self,
+        py: Python<'_>,
+        port: u64,
+        data: &[u8],
+        capture: Option<&PyObject>,
+        run_due: Option<&PyObject>,
+    ) -> PyResult<()> {
+        let frame = PyBytes::new(py, data);
+        if let Some(capture) = capture {
+            capture.bind(py).call1((frame.clone(),))?;
+        }
+        self.receive(py, port, frame)?;
+        if let Some(run_due) = run_due {
+            run_due.bind(py).call0()?;
+        }
+        Ok(())
+    }
+}
+
 #[pymethods]
 impl V1Walk {
     /// `core`: the switch's V1ModelSwitchCore (its `holder` gives the pipeline); `tm` the
@@ -501,6 +581,7 @@ impl V1Walk {
                 ports: (0..nports).map(|_| None).collect(),
                 ..State::default()
             }),
+            rx: Mutex::new(None),
         })
     }
 
@@ -583,6 +664,38 @@ impl V1Walk {
             self.count(TM_FULL);
         }
         Ok(())
+    }
+
+    /// Read up to `max` frames from port `port`'s non-blocking AF_PACKET socket `fd` (frames
+    /// the socket sent itself already filtered by PACKET_IGNORE_OUTGOING), several per system
+    /// call, and walk each (`receive`), in the order they arrived. `hdr_len`: the length of the
+    /// virtio_net_hdr before each frame (0: none). A frame whose header asks for a checksum
+    /// or a segmentation to be finished, or that was longer than the buffer, goes to
+    /// `slow(buffer, length on the wire)` (the Python port's offload handling) at its place in
+    /// the order. Before each walked frame `capture(frame)`, after it `run_due()`, if given (the
+    /// scheduler's due timers: the TM's service of the packet just queued). Returns the number
+    /// of frames walked and the errno that ended the read (0: `max` read or none waiting), so
+    /// that the caller counts both even when an error came after some frames.
+    #[pyo3(signature = (port, fd, max, hdr_len, slow, capture=None, run_due=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn receive_socket(
+        &self,
+        py: Python<'_>,
+        port: u64,
+        fd: i32,
+        max: usize,
+        hdr_len: usize,
+        slow: PyObject,
+        capture: Option<PyObject>,
+        run_due: Option<PyObject>,
+    ) -> PyResult<(usize, i32)> {
+        let mut batch = lock_rx(&self.rx)
+            .take()
+            .unwrap_or_else(|| Box::new(RxBatch::new()));
+        let hooks = [capture.as_ref(), run_due.as_ref()];
+        let result = self.walk_batches(py, &mut batch, port, fd, max, hdr_len, &slow, hooks);
+        *lock_rx(&self.rx) = Some(batch);
+        result
     }
 
     /// The TM's service: egress here for the walk's packets, the core's for the others.

@@ -7,14 +7,18 @@
   occupancy within 5 points of target at R1 and H2): every rate of the topology (links,
   playout, R_max and the law's rate parameters) times k = 1, 2, 4, ..., every delay and report
   interval divided by k, until a run fails (the simulator's verdict on the same topology is
-  shown beside it).
+  shown beside it); with several trees (this one and a baseline commit's files), each climbs
+  until it fails, the trees in turns at each rate.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import os
 import resource
+import subprocess
+import sys
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -92,22 +96,59 @@ def meets_targets(summary: dict[str, Any]) -> tuple[bool, str]:
     return ok, f"loss {summary['loss']['total']}, worst occupancy error {100 * worst:.1f} points"
 
 
-def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int, ...]) -> None:
+#: one netns run of scaled paper-1router in a tree (this one or a baseline's files), its summary
+#: as the last line of the output
+RATE_SCRIPT = """
+import json, sys
+from pathlib import Path
+from tests.bench.netns_bench import scaled
+from topo.runner import run_experiment
+from topo.schema import load_topology
+k, seconds, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
+topo = scaled(load_topology(Path("topo/paper-1router.yaml")), k)
+s = run_experiment(topo, seconds * 1_000_000_000, out=out, plots=False, backend="netns", pcap=False).summary
+print(json.dumps(s))
+"""
+
+
+def _netns_summary(tree: Path, k: int, seconds: int, out: Path) -> dict[str, Any]:
+    run = subprocess.run([sys.executable, "-c", RATE_SCRIPT, str(k), str(seconds), str(out)], cwd=tree,
+                         env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
+                         timeout=20 * seconds + 300, check=False)
+    if run.returncode != 0:
+        raise RuntimeError(f"netns run of paper-1router x{k} in {tree} failed: {run.stderr[-2000:]}")
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int, ...],
+                           trees: dict[str, Path | None] | None = None) -> None:
+    """The highest rate of each tree's p4switch (None: this tree), the trees run in turns at each
+    rate until every one has failed once."""
     from topo.runner import run_experiment
     from topo.schema import load_topology
 
+    trees = trees or {"": None}
     base = load_topology(ROOT / "topo/paper-1router.yaml")
-    best, tried = None, []
+    best: dict[str, float | None] = dict.fromkeys(trees)
+    tried: dict[str, list[str]] = {label: [] for label in trees}
+    going = set(trees)
     for k in factors:
-        topo = scaled(base, k)
-        sim_ok, _ = meets_targets(run_experiment(topo, seconds * 1_000_000_000, plots=False).summary)
-        s = run_experiment(topo, seconds * 1_000_000_000, out=tmp / f"rate{k}", plots=False, backend="netns",
-                           pcap=False).summary
-        ok, why = meets_targets(s)
-        tried.append(f"{2 * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator {'ok' if sim_ok else 'FAILS'})")
-        if not ok:
+        if not going:
             break
-        best = 2 * k
-    rep.add("netns backend", "paper-1router: highest link rate meeting its targets",
-            f"{best:g} Mb/s" if best else "none",
-            f"{seconds} s runs; rates x k, delays and report intervals / k; " + "; ".join(tried))
+        sim_ok, _ = meets_targets(run_experiment(scaled(base, k), seconds * 1_000_000_000, plots=False).summary)
+        for label, tree in trees.items():
+            if label not in going:
+                continue
+            ok, why = meets_targets(_netns_summary(tree or ROOT, k, seconds, tmp / f"rate{k}{len(tried[label])}"))
+            tried[label].append(f"{2 * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator "
+                                f"{'ok' if sim_ok else 'FAILS'})")
+            if ok:
+                best[label] = 2 * k
+            else:
+                going.discard(label)
+    for label in trees:
+        rate = best[label]
+        rep.add("netns backend", f"paper-1router: highest link rate meeting its targets{label}",
+                f"{rate:g} Mb/s" if rate else "none",
+                f"{seconds} s runs, the trees in turns at each rate; rates x k, delays and report intervals / k; "
+                + "; ".join(tried[label]))

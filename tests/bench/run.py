@@ -12,9 +12,10 @@ produced it. Measured:
    (ingress, PRE, traffic manager, egress, deparser) in virtual time;
 3. packets/s through a ``p4switch`` process between two namespaces: the switch pinned to one
    core, a raw-socket blaster pinned to the other, forwarded rate from the switch's own
-   P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``);
-4. added latency per packet: one frame at a time h1 -> h2 through p4switch, minus the same
-   over a direct veth pair (both measured with the same raw-socket code);
+   P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``), in turns with the p4switch of
+   ``NETNS_BASELINE`` (its own files, this checkout's .venv);
+4. added latency per packet: one frame at a time h1 -> h2 through p4switch (and through the
+   baseline's), minus the same over a direct veth pair (both measured with the same raw-socket code);
 5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
    (raw stubs, arbitration stream open, one update per Write and batches of 100:
    ``tests/bench/p4rt_writes.py``);
@@ -210,7 +211,7 @@ def _netns_reason() -> str | None:
     return netns_available()
 
 
-def _start(tmp: Path, cpu: int | None):  # -> (Topology, SwitchProcess, GrpcController)
+def _start(tmp: Path, cpu: int | None, tree: Path | None = None):  # -> (Topology, SwitchProcess, GrpcController)
     from controlplane.p4runtime_client import GrpcController
     from tests.switch.netns import SwitchProcess, Topology
     from tests.switch.simnet import program
@@ -221,7 +222,8 @@ def _start(tmp: Path, cpu: int | None):  # -> (Topology, SwitchProcess, GrpcCont
         topo.add_host("h1", 1, "10.0.1.1", 24, "10.0.1.254", "02:00:00:00:01:01")
         topo.add_host("h2", 2, "10.0.2.1", 24, "10.0.2.254", "02:00:00:00:01:02")
         sw = SwitchProcess(["-i", f"1@{topo.hosts['h1'].switch_if}", "-i", f"2@{topo.hosts['h2'].switch_if}",
-                            "--log-level", "warn", str(ALINEA)], str(tmp / "p4switch.log"), cpu=cpu).start()
+                            "--log-level", "warn", str(ALINEA)], str(tmp / "p4switch.log"), cpu=cpu,
+                           cwd=str(tree or ROOT)).start()
         ctl = GrpcController(sw.grpc_addr, device_id=0)
         ctl.use_p4info(program(str(ALINEA)).p4info)
         for p in (1, 2):
@@ -238,16 +240,22 @@ def _start(tmp: Path, cpu: int | None):  # -> (Topology, SwitchProcess, GrpcCont
         raise
 
 
-def _frame(topo, size: int = 64) -> bytes:  # noqa: ANN001
+def _frame(topo, size: int = 64) -> bytes:  # noqa: ANN001 - topo None: the frame of a direct veth pair
     from tests.bench.fuzz import eth, ipv4
 
-    h1 = int(topo.hosts["h1"].mac.replace(":", ""), 16)
+    h1 = int(topo.hosts["h1"].mac.replace(":", ""), 16) if topo is not None else 0x020000000001
     udp = (40000).to_bytes(2, "big") + (47001).to_bytes(2, "big") + (8 + size).to_bytes(2, "big") + bytes(2)
     return eth(0x020000000101, h1, 0x0800) + ipv4(0x0A000101, 0x0A000201, payload=udp + bytes(size))
 
 
-def bench_throughput(rep: Report, tmp: Path, seconds: float) -> None:
-    topo, sw, ctl = _start(tmp, cpu=0)
+#: the p4switch measured beside today's (its last commit before the real-time switch walked its packets
+#: in the engine, issue 22): its rows are taken in turns with today's, by the same code
+NETNS_BASELINE = "2a894c9"
+
+
+def _forwarding_round(tmp: Path, seconds: float, tree: Path | None) -> tuple[int, int, int, float]:
+    """One blast through one p4switch: (offered, taken in, forwarded, window s)."""
+    topo, sw, ctl = _start(tmp, cpu=0, tree=tree)
     try:
         frame = _frame(topo)
         rx0, tx0 = ctl.read_counter("MyIngress.rx", 1)[0], ctl.read_counter("MyEgress.tx", 2)[0]
@@ -263,10 +271,26 @@ def bench_throughput(rep: Report, tmp: Path, seconds: float) -> None:
         ctl.close()
         sw.stop()
         topo.close()
-    rep.add("p4switch between namespaces", "forwarded packets/s at overload (switch on 1 core, 64-byte UDP payload)",
-            f"{tx / seconds:,.0f} pkts/s",
-            f"blaster offered {sent / seconds:,.0f} pkts/s for {seconds:.0f} s; the switch took in {rx} "
-            f"({rx / seconds:,.0f}/s) and forwarded {tx} (window {dt:.1f} s incl. 0.5 s drain)")
+    return sent, rx, tx, dt
+
+
+def bench_throughput(rep: Report, tmp: Path, seconds: float, trees: dict[str, Path | None], rounds: int) -> None:
+    """Forwarded packets/s of each tree's p4switch, the trees in turns, ``rounds`` times (the median)."""
+    runs: dict[str, list[tuple[int, int, int, float]]] = {label: [] for label in trees}
+    for _ in range(rounds):
+        for label, tree in trees.items():
+            runs[label].append(_forwarding_round(tmp, seconds, tree))
+    rates = {label: statistics.median(r[2] for r in rs) / seconds for label, rs in runs.items()}
+    first = next(iter(trees))
+    for label, rs in runs.items():
+        sent, rx, tx, dt = sorted(rs, key=lambda r: r[2])[len(rs) // 2]
+        ratio = "" if label == first else f"; {rates[first] / rates[label]:.2f}x as many by {first}"
+        rep.add("p4switch between namespaces",
+                f"forwarded packets/s at overload, {label} (switch on 1 core, 64-byte UDP payload)",
+                f"{rates[label]:,.0f} pkts/s",
+                f"median of {rounds} rounds taken in turns ({', '.join(f'{r[2] / seconds:,.0f}' for r in rs)}); "
+                f"that round: blaster offered {sent / seconds:,.0f} pkts/s for {seconds:.0f} s, the switch took in "
+                f"{rx} and forwarded {tx} (window {dt:.1f} s incl. 0.5 s drain){ratio}")
 
 
 def _latency(send, recv_sock, frame: bytes, count: int, match: Callable[[bytes], bool]) -> list[float]:  # noqa: ANN001
@@ -287,26 +311,33 @@ def _latency(send, recv_sock, frame: bytes, count: int, match: Callable[[bytes],
     return out
 
 
-def bench_latency(rep: Report, tmp: Path, count: int) -> None:
+def _is_bench_udp(data: bytes) -> bool:
+    return len(data) >= 42 and data[12:14] == b"\x08\x00" and data[36:38] == (47001).to_bytes(2, "big")
+
+
+def _latency_through(tmp: Path, count: int, tree: Path | None) -> list[float]:
     from tests.switch import netns as N
 
-    def is_ours(data: bytes) -> bool:
-        return len(data) >= 42 and data[12:14] == b"\x08\x00" and data[36:38] == (47001).to_bytes(2, "big")
-
-    topo, sw, ctl = _start(tmp, cpu=0)
+    topo, sw, ctl = _start(tmp, cpu=0, tree=tree)
     try:
         tx = N.raw_socket(topo.hosts["h1"].name, "eth0")
         rx = N.raw_socket(topo.hosts["h2"].name, "eth0")
         frame = _frame(topo)
-        _latency(tx.send, rx, frame, 20, is_ours)  # warm up
-        through = _latency(tx.send, rx, frame, count, is_ours)
+        _latency(tx.send, rx, frame, 20, _is_bench_udp)  # warm up
+        through = _latency(tx.send, rx, frame, count, _is_bench_udp)
         tx.close()
         rx.close()
     finally:
         ctl.close()
         sw.stop()
         topo.close()
-    # baseline: the same code over a direct veth pair between two namespaces
+    return through
+
+
+def _latency_direct(count: int) -> list[float]:
+    """The same code over a direct veth pair between two namespaces (the baseline)."""
+    from tests.switch import netns as N
+
     base_topo = N.Topology()
     try:
         a, b = f"{base_topo.tag}-a", f"{base_topo.tag}-b"
@@ -318,18 +349,29 @@ def bench_latency(rep: Report, tmp: Path, count: int) -> None:
             N.run("ip", "-n", ns, "link", "set", "eth0", "up")
         tx = N.raw_socket(a, "eth0")
         rx = N.raw_socket(b, "eth0")
-        _latency(tx.send, rx, frame, 20, is_ours)
-        direct = _latency(tx.send, rx, frame, count, is_ours)
+        frame = _frame(None)
+        _latency(tx.send, rx, frame, 20, _is_bench_udp)
+        direct = _latency(tx.send, rx, frame, count, _is_bench_udp)
         tx.close()
         rx.close()
     finally:
         base_topo.close()
-    med_t, med_d = statistics.median(through), statistics.median(direct)
-    p99 = sorted(through)[int(0.99 * (len(through) - 1))]
-    rep.add("p4switch between namespaces", f"added latency per packet (median of {len(through)})",
-            f"{(med_t - med_d) * 1e6:,.0f} µs",
-            f"h1->h2 via p4switch: median {med_t * 1e6:,.0f} µs, p99 {p99 * 1e6:,.0f} µs; direct veth: median "
-            f"{med_d * 1e6:,.0f} µs ({len(direct)} samples); lost {count - len(through)}")
+    return direct
+
+
+def bench_latency(rep: Report, tmp: Path, count: int, trees: dict[str, Path | None]) -> None:
+    through = {label: _latency_through(tmp, count, tree) for label, tree in trees.items()}
+    direct = _latency_direct(count)
+    med_d = statistics.median(direct)
+    first = next(iter(trees))
+    added = {label: statistics.median(t) - med_d for label, t in through.items()}
+    for label, t in through.items():
+        p99 = sorted(t)[int(0.99 * (len(t) - 1))]
+        ratio = "" if label == first else f"; {added[label] / added[first]:.2f}x the added latency of {first}"
+        rep.add("p4switch between namespaces", f"added latency per packet, {label} (median of {len(t)})",
+                f"{added[label] * 1e6:,.0f} µs",
+                f"h1->h2 via p4switch: median {statistics.median(t) * 1e6:,.0f} µs, p99 {p99 * 1e6:,.0f} µs; direct "
+                f"veth: median {med_d * 1e6:,.0f} µs ({len(direct)} samples); lost {count - len(t)}{ratio}")
 
 
 # The p4switch that issue 9 measured (its last commit before the issue's work): its Writes are
@@ -576,12 +618,31 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
             netns_only(lambda r: bench_soak(r, soak), "soak", "soak benchmark")(rep)
 
     def netns_part(rep: Report) -> None:
-        bench_throughput(rep, tmp, 1.0 if quick else 5.0)
-        bench_latency(rep, tmp, 100 if quick else 1000)
+        from tests.bench.p4rt_writes import ServerUnavailable, commit_tree
+
+        try:
+            with commit_tree(NETNS_BASELINE) as base:
+                trees = {"this tree": None, f"commit {NETNS_BASELINE}": base}
+                bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3)
+                bench_latency(rep, tmp, 100 if quick else 1000, trees)
+        except ServerUnavailable as exc:
+            rep.add("p4switch between namespaces", f"p4switch of commit {NETNS_BASELINE}", "not measured", str(exc))
+            trees = {"this tree": None}
+            bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3)
+            bench_latency(rep, tmp, 100 if quick else 1000, trees)
 
     def netns_backend(rep: Report) -> None:
+        from tests.bench.p4rt_writes import ServerUnavailable, commit_tree
+
         nb.bench_cpu_5router(rep, tmp, 10 if quick else 20)
-        nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, (1, 2) if quick else (1, 2, 4, 8, 16, 32))
+        factors = (1, 2) if quick else (1, 2, 4, 8, 16, 32, 64)
+        try:
+            with commit_tree(NETNS_BASELINE) as base:
+                trees = {", this tree": None, f", commit {NETNS_BASELINE}": base}
+                nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors, trees)
+        except ServerUnavailable as exc:
+            rep.add("netns backend", f"p4switch of commit {NETNS_BASELINE}", "not measured", str(exc))
+            nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors)
 
     return {
         "frontend": lambda rep: bench_front_end(rep, 3 if quick else 10),

@@ -1,0 +1,82 @@
+//! Reading an AF_PACKET socket several frames per system call (`recvmmsg`).
+//!
+//! Why: the real-time switch read its ports one frame per `recv` in Python, and each frame then
+//! crossed a Python port, a Python receive callback and the walk's entry. Here one call reads up
+//! to `BATCH` frames into buffers kept for the next call, and `V1Walk.receive_socket` hands
+//! each to the engine's walk without a Python object per step. The socket stays the Python
+//! port's (runtime/ports.py opens, configures and closes it); this module only reads it.
+
+use std::io;
+
+/// Frames read per system call at most.
+pub const BATCH: usize = 32;
+/// One buffer's size: runtime/ports.py's `RX_BUFFER` (a 64 KiB GSO frame with its headers fits).
+pub const BUF: usize = 1 << 17;
+
+/// Buffers for one `recvmmsg`, reused from call to call.
+pub struct RxBatch {
+    bufs: Vec<Vec<u8>>,
+    lens: [usize; BATCH],
+}
+
+impl RxBatch {
+    pub fn new() -> Self {
+        RxBatch {
+            bufs: (0..BATCH).map(|_| vec![0u8; BUF]).collect(),
+            lens: [0; BATCH],
+        }
+    }
+
+    /// Read up to `max` (at most `BATCH`) frames from the non-blocking socket `fd`. Ok(0): none
+    /// waiting. A frame's length is its length on the wire (MSG_TRUNC), so a frame longer than
+    /// the buffer shows as longer than `BUF`.
+    pub fn recv(&mut self, fd: i32, max: usize) -> io::Result<usize> {
+        let n = max.clamp(1, BATCH);
+        let mut iov: Vec<libc::iovec> = self.bufs[..n]
+            .iter_mut()
+            .map(|b| libc::iovec {
+                iov_base: b.as_mut_ptr().cast(),
+                iov_len: b.len(),
+            })
+            .collect();
+        let mut msgs: Vec<libc::mmsghdr> = iov
+            .iter_mut()
+            .map(|v| {
+                // SAFETY: mmsghdr is plain data; all-zero is a valid empty header.
+                let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
+                h.msg_hdr.msg_iov = v;
+                h.msg_hdr.msg_iovlen = 1;
+                h
+            })
+            .collect();
+        // SAFETY: `msgs` and the iovecs and buffers they point to live across the call, and
+        // `n` is their length.
+        let got = unsafe {
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_DONTWAIT | libc::MSG_TRUNC,
+                std::ptr::null_mut(),
+            )
+        };
+        if got < 0 {
+            let err = io::Error::last_os_error();
+            return match err.kind() {
+                io::ErrorKind::WouldBlock | io::ErrorKind::Interrupted => Ok(0),
+                _ => Err(err),
+            };
+        }
+        let got = got as usize;
+        for (len, m) in self.lens.iter_mut().zip(&msgs[..got]) {
+            *len = m.msg_len as usize;
+        }
+        Ok(got)
+    }
+
+    /// Frame `i` of the last `recv` as read (at most `BUF` bytes) and its length on the wire.
+    pub fn frame(&self, i: usize) -> (&[u8], usize) {
+        let len = self.lens[i];
+        (&self.bufs[i][..len.min(BUF)], len)
+    }
+}
