@@ -42,8 +42,8 @@ def variants() -> list[tuple[str, str, Topology]]:
                     o_max=lambda k: 0.20 if k[1] == "H2" else 0.10)
     loss = _topo("paper-5router")
     loss.options = dataclasses.replace(loss.options, report_loss=0.10)
-    bmv2 = _topo("paper-5router")
-    bmv2.options = dataclasses.replace(bmv2.options, queue_model="bmv2")
+    shaper = _topo("paper-5router")
+    shaper.options = dataclasses.replace(shaper.options, queue_model="shaper")
     paper_law = _with_law(_topo("paper-5router"), k_p=0.0)
     return [
         ("paper-1router", "the paper's one-router line (targets R1 80 %, H2 95 %, connection R_max 1.8 Mb/s)",
@@ -53,8 +53,8 @@ def variants() -> list[tuple[str, str, Topology]]:
         ("low-targets", "paper-5router with low targets: routers 10 %, H2 20 % (O_min 5 %)", low),
         ("report-loss", "paper-5router with 10 % of ALINEA reports lost at random", loss),
         ("paper-law", "paper-5router with the paper's law alone (k_p = 0: no damping term)", paper_law),
-        ("bmv2-queues", "paper-5router on BMv2's queues (departure fixed at enqueue), with the forecasting "
-         "agents (docs/bmv2.md); the file itself says shaper, for netns's sake", bmv2),
+        ("shaper-queues", "paper-5router on p4switch's shaper option (a rate change applies to what is queued "
+         "at once, as a hardware shaper at dequeue; docs/bmv2.md), the agents without their forecast", shaper),
     ]
 
 
