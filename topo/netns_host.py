@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import os
 import pickle
 import random
 import signal
@@ -37,7 +36,6 @@ from typing import Any
 from controlplane.report import is_report
 from runtime.link import LinkModel, Transmitter
 from runtime.ports import PacketSocketPort
-from runtime.realtime import enter_realtime
 from runtime.sched import RealtimeScheduler
 from topo.model import Event, Topology
 from topo.plan import neighbour_mac
@@ -53,25 +51,9 @@ from topo.simnet import (
 )
 from topo.tcpflow import TcpReceiver, TcpSender, TunRelay
 
-__all__ = ["main", "RunClock", "HostUplink", "loop_priority", "REALTIME_PRIORITY"]
+__all__ = ["main", "RunClock", "HostUplink"]
 
 READY, DONE = "ready", "done"
-#: SCHED_FIFO priority of the frame loop when the process itself is not real-time (as topo/linkemu.py's)
-REALTIME_PRIORITY = 10
-
-
-def loop_priority(policy: int, priority: int, top: int) -> int:
-    """The SCHED_FIFO priority of the host's frame loop, given the process's own scheduling.
-
-    Why one above the process's own: a real-time run (``chrt -r 10``, docs/tcp.md) gives the
-    same priority to every switch and host process and to each host's TCP threads, and threads
-    of equal real-time priority never preempt one another; the loop that paces the uplink and
-    hands the ACKs to the kernel then waited behind them, 2-9 ms at times, and released the
-    frames due meanwhile in one run (docs/tcp.md, "Bursts from the hosts' frame loops").
-    """
-    if policy in (os.SCHED_FIFO, os.SCHED_RR) and priority > 0:
-        return min(priority + 1, top)
-    return min(REALTIME_PRIORITY, top)
 
 
 class RunClock:
@@ -167,7 +149,6 @@ class NetnsHost:
         self.tcp_senders: dict[int, TcpSender] = {}
         self.tcp_receivers: dict[int, TcpReceiver] = {}
         self._eth_header = b""
-        self.realtime = False  # whether the frame loop runs at real-time priority (open)
 
     def open(self) -> None:
         self.sched.start()
@@ -175,14 +156,6 @@ class NetnsHost:
             lambda: PacketSocketPort(1, self.ifname, self.sched, on_receive=self._on_frame))
         if self.tcp_flows:
             self._open_tcp()
-        self.realtime = self._raise_loop()
-
-    def _raise_loop(self) -> bool:
-        """The frame loop at real-time priority above the rest of the process (``loop_priority``),
-        guarded against spinning by runtime/realtime.py; False where refused (not root)."""
-        prio = loop_priority(os.sched_getscheduler(0), os.sched_getparam(0).sched_priority,
-                             os.sched_get_priority_max(os.SCHED_FIFO))
-        return bool(self.sched.run_sync(lambda: enter_realtime(prio)))
 
     def _open_tcp(self) -> None:
         """The tun carrying this host's TCP, and a listening socket per TCP flow it receives (so
