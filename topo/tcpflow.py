@@ -36,6 +36,7 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -163,6 +164,7 @@ class TcpSender(_Endpoint):
         self.samples: list[TcpSample] = []
         self.connected_ns: int | None = None
         self.sack: bool | None = None  # negotiated, as TCP_INFO says
+        self.on_record: Callable[[], None] | None = None  # called for each record written (topo/loop_trace.py)
 
     def _connect(self, stop_ns: int) -> socket.socket | None:
         while self.now_ns() < stop_ns and not self.halt.is_set():
@@ -231,6 +233,8 @@ class TcpSender(_Endpoint):
             pending = pending[n:]
             if not pending:
                 self.records_sent += 1
+                if self.on_record is not None:
+                    self.on_record()
 
     def _sample(self, t_ns: int, sock: socket.socket) -> None:
         with contextlib.suppress(OSError):
