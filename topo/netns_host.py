@@ -37,6 +37,7 @@ from controlplane.report import is_report
 from runtime.link import LinkModel, Transmitter
 from runtime.ports import PacketSocketPort
 from runtime.sched import RealtimeScheduler
+from topo.loop_trace import LoopTrace
 from topo.model import Event, Topology
 from topo.netns_pace import KERNEL_CC, TRAILER_BYTES, KernelPacedFlows
 from topo.plan import neighbour_mac
@@ -91,6 +92,7 @@ class HostUplink:
         self.delay_ns = model.delay_ns
         self.sent_bytes = 0
         self.loss: Callable[[bytes], bool] | None = None  # True: lose the frame on the wire
+        self.trace: LoopTrace | None = None  # HBH_LOOP_TRACE (topo/loop_trace.py)
         self.extra_delay: Callable[..., int] | None = None  # the link's reorder (topo.simnet.reorder_hook)
 
     def backlog_ns(self, _endpoint: Any, now_ns: int) -> int:
@@ -102,8 +104,16 @@ class HostUplink:
         self.sent_bytes += len(frame)
         if self.loss is None or not self.loss(frame):  # a lost frame still took its wire time
             extra = self.extra_delay(frame, "up") if self.extra_delay is not None else 0
-            self.clock.call_at(end + self.delay_ns + extra, self.port.send, frame)
+            due = end + self.delay_ns + extra
+            if self.trace is None:
+                self.clock.call_at(due, self.port.send, frame)
+            else:
+                self.clock.call_at(due, self._traced_send, frame, due)
         return end - _start
+
+    def _traced_send(self, frame: bytes, due: int) -> None:
+        self.trace.on_out(frame, self.clock.now_ns() - due)  # type: ignore[union-attr]
+        self.port.send(frame)
 
     def set_bitrate(self, bitrate_bps: int) -> None:
         """A ``link_rate`` event on this host's link, from the next frame on."""
@@ -154,6 +164,7 @@ class NetnsHost:
         # a paced flow's sender carries a CVIHIS stamp after each segment: its tun's MTU leaves room for it
         self.tun_mtu = TUN_MTU - TRAILER_BYTES if any(f.cc in KERNEL_CC and f.src == name
                                                       for f in self.tcp_flows.values()) else TUN_MTU
+        self.trace = LoopTrace.from_env()  # the frame loop's timeline, for topo/loop_trace.py
 
     def open(self) -> None:
         self.sched.start()
@@ -187,6 +198,7 @@ class NetnsHost:
         node.link = HostUplink(clock, self.port, LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns,
                                                            overhead_bytes=0, min_frame_bytes=0))  # type: ignore
         node.link.loss = self._report_loss(self.net)  # type: ignore[union-attr]
+        node.link.trace = self.trace  # type: ignore[union-attr]
         # reordering on this host's sending direction (the switch's direction is p4switch's own port)
         node.link.extra_delay = reorder_hook(link, self.seed, self.net.counts)  # type: ignore[union-attr]
         self.node = node
@@ -219,6 +231,8 @@ class NetnsHost:
                 sender = TcpSender(f, fid, self.topo.ip(f.dst), t0, duration_ns, kernel_cc=KERNEL_CC.get(f.cc or ""))
                 if self.paced is not None and fid in self.paced.senders:
                     sender.max_pacing_rate = self.paced.attach(fid, sender.set_max_pacing_rate)
+                if self.trace is not None:
+                    sender.on_record = self.trace.on_send
                 self.tcp_senders[fid] = sender
         for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
             end.t0_ns, end.end_ns = t0, duration_ns
@@ -228,7 +242,10 @@ class NetnsHost:
         """Segments the kernel's TCP sent: frames on the uplink, through the host's NIC queue."""
         assert self.tun is not None
         node = self.node
-        for packet in self.tun.read():
+        packets = self.tun.read()
+        if self.trace is not None:
+            self.trace.on_read(packets)
+        for packet in packets:
             if node is None or node.link is None:
                 continue  # before time 0: nothing of ours is running yet
             frame = self._eth_header + packet
@@ -256,6 +273,8 @@ class NetnsHost:
 
     def _on_frame(self, _number: int, frame: bytes) -> None:
         if self.tun is not None and frame[12:14] == b"\x08\x00" and len(frame) > 23 and frame[23] == 6:
+            if self.trace is not None:
+                self.trace.on_ack()
             self.tun.write(frame[14:] if self.paced is None else self.paced.strip(frame))  # TCP: the kernel's
             return
         if self.paced is not None and self.paced.on_feedback(frame):
@@ -327,6 +346,8 @@ class NetnsHost:
 
     def close(self) -> None:
         self._stop_tcp()
+        if self.trace is not None:
+            print(f"netns_host {self.name}: loop trace in {self.trace.write(self.name)}", file=sys.stderr, flush=True)
         for r in self.tcp_receivers.values():
             if not r.is_alive():
                 r.listener.close()

@@ -36,6 +36,7 @@ import struct
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,7 @@ class TcpSender(_Endpoint):
         self.max_pacing_rate: int | None = None
         self._sock: socket.socket | None = None
         self._sock_lock = threading.Lock()
+        self.on_record: Callable[[], None] | None = None  # called for each record written (topo/loop_trace.py)
 
     def set_max_pacing_rate(self, bytes_per_s: int) -> None:
         """The kernel paces the socket at this rate from its next segment on (any thread)."""
@@ -254,6 +256,8 @@ class TcpSender(_Endpoint):
             pending = pending[n:]
             if not pending:
                 self.records_sent += 1
+                if self.on_record is not None:
+                    self.on_record()
 
     def _sample(self, t_ns: int, sock: socket.socket) -> None:
         with contextlib.suppress(OSError):
