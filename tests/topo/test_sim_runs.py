@@ -59,8 +59,11 @@ def test_paper_5router_regulates_every_buffer_without_loss() -> None:
 
 
 @pytest.mark.slow
-def test_capacity_drop_reaction_and_recovery() -> None:
+def test_capacity_drop_reaction_and_recovery_on_the_shaper() -> None:
+    """The shaper option (a rate change applies to what is queued at once) recovers within 2 s; the
+    file's own BMv2 queues are checked in tests/topo/test_bmv2_queue_stall.py, with their bound."""
     t = topo("capacity-drop")
+    t.options = dataclasses.replace(t.options, queue_model="shaper")
     (ev,) = t.events
     t.events = [dataclasses.replace(ev, at_ns=16 * S)]  # the network has converged by then
     s = run_experiment(t, 19 * S, seed=1, plots=False).summary
