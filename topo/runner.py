@@ -52,10 +52,12 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
     import tempfile
 
     from topo.netns import NetnsNetwork
+    from topo.netns_switches import child_rt_priority, realtime_run
 
     with contextlib.ExitStack() as stack:
         run_dir = out if out is not None else Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="hbh-")))
         stack.enter_context(_sigterm_as_interrupt())
+        stack.enter_context(realtime_run(child_rt_priority()))
         net = stack.enter_context(NetnsNetwork(topo, seed, duration_ns=duration_ns, run_dir=run_dir, target=target,
                                                pcap=pcap))
         net.build()

@@ -81,7 +81,7 @@ def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_i
     packets stamped at a slow spacing. With ``report_polls`` R3's agent polls the report of the
     port R2 feeds every tick, which the data plane answers once two report intervals have passed
     (docs/bmv2.md)."""
-    src = (ROOT / "topo" / "paper-5router.yaml").read_text().replace("queue_model: shaper", "queue_model: bmv2")
+    src = (ROOT / "topo" / "paper-5router.yaml").read_text() + "options:\n  queue_model: bmv2\n"
     src += "events:\n  - {at: 3s, alinea: {node: R2, toward: R3, r_max: 40kbps}}\n"
     late = {}
     for polls in (False, True):
