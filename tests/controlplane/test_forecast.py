@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from controlplane.forecast import COMMAND_SHARE, SCHEDULE_BOUND_S, QueueForecast, schedule_floor_pps
+from controlplane.forecast import (
+    COMMAND_SHARE,
+    SCHEDULE_BOUND_S,
+    QueueForecast,
+    drain_noise,
+    schedule_floor_pps,
+)
 
 MS = 1_000_000
 
@@ -206,3 +214,36 @@ def test_a_fall_of_the_drain_is_expected_to_last_as_long_again_as_it_has_lasted(
     assert expected[0] > 100  # first believed only over the short time it has lasted
     assert all(b <= a + 1e-9 for a, b in zip(expected, expected[1:]))  # then over more of the horizon
     assert expected[-1] == pytest.approx(60, rel=0.1) and lasted[-1] > 0.5  # at last over all of it
+
+
+def ramp_departures(rates_pps: list[float], t0: int = 0) -> list[int]:
+    """Departures at a rate that changes packet by packet (``rates_pps``, one per packet)."""
+    return departures([int(1e9 / r) for r in rates_pps], t0)
+
+
+def test_the_exact_drain_follows_a_fall_that_ends_a_ramp() -> None:
+    """At start-up the hop downstream forwards at its R_max until the buffer behind it fills, then is
+    cut: the drain rises, then falls. The rise is a trend, not noise, and must not hide the fall
+    (paper-5router at 100 Mb/s with 1 ms links: R1 kept reading R2's drain at R2's R_max while R2
+    was cut, and R2's buffer overflowed; docs/alinea.md, "Reading the map")."""
+    up = [3000 + 9000 * i / 1500 for i in range(1500)]  # 3,000 to 12,000 packets/s
+    hold = [12000.0] * 600
+    down = [12000 - 4500 * i / 700 for i in range(700)]  # cut toward 7,500 packets/s
+    leave = ramp_departures(up + hold + down)
+    seen = feed_exact(QueueForecast(), leave, leave[-1], pps=12500, queued=30, occ=60, period_ns=3 * MS)
+    assert seen[-1] < 9000  # the fall is followed, where the long window still reads ~11,000
+
+
+def test_drain_noise_is_the_spread_of_noise_and_not_of_a_trend() -> None:
+    assert drain_noise([]) == drain_noise([5.0]) == 0.0
+    assert drain_noise([7.0] * 10) == 0.0
+    trend = [100.0 * i for i in range(20)]  # spread 577, successive steps of 100
+    assert drain_noise(trend) == pytest.approx(100 / 2 ** 0.5)
+    alternating = [100.0, 200.0] * 10  # noise: spread 50, the same seen either way
+    assert drain_noise(alternating) == pytest.approx(100 / 2 ** 0.5)
+
+
+@given(st.lists(st.floats(min_value=0, max_value=1e6), min_size=2, max_size=40),
+       st.floats(min_value=-1e6, max_value=1e6))
+def test_drain_noise_does_not_move_with_the_level(rates: list[float], shift: float) -> None:
+    assert drain_noise([r + shift for r in rates]) == pytest.approx(drain_noise(rates), rel=1e-6, abs=1e-3)
