@@ -284,6 +284,7 @@ class TcpReceiver(_Endpoint):
         self.rows: list[tuple[int, int, int]] = []
         self.completed_ns: int | None = None
         self.parser = RecordParser()
+        self.on_rows: Callable[[], None] | None = None  # called after each read's records (topo/tcp_ends.py)
 
     def work(self) -> None:
         try:
@@ -322,6 +323,8 @@ class TcpReceiver(_Endpoint):
                 self.rows.append((seq, sent, recv))
                 self.records += 1
                 self.owd_sum_ns += recv - sent
+            if self.on_rows is not None:
+                self.on_rows()
 
     def result(self) -> dict[str, Any]:
         return {"bytes_received": self.bytes_received, "records_received": self.records,
