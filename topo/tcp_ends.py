@@ -37,6 +37,8 @@ MODES = ("process", "thread")
 READY_TIMEOUT_S = 30.0  # the child's interpreter start and imports, on a loaded machine
 RESULTS_TIMEOUT_S = 20.0
 END_MARGIN_S = 60.0  # the child outlives the run by at most this much
+#: the child's endpoint threads run this much above the host process's real-time priority
+RAISE, RAISE_ENV = 1, "HBH_TCP_ENDS_RAISE"
 COUNTERS = 3  # per flow: records sent, records received, their one-way delays summed (ns)
 
 
@@ -55,8 +57,10 @@ class TcpEnds:
         # listeners up before time 0; run times are set at start
         self.receivers = {fid: TcpReceiver(f, fid, topo.ip(host), 0, 0) for fid, f in flows.items() if f.dst == host}
 
-    def start(self, t0_ns: int, duration_ns: int, pacing: dict[int, int], trace: bool = False) -> None:
-        """Start every endpoint on the run's clock; ``pacing``: a paced flow's initial rate (bytes/s)."""
+    def start(self, t0_ns: int, duration_ns: int, pacing: dict[int, int], trace: bool = False,
+              priority: int = 0) -> None:
+        """Start every endpoint on the run's clock; ``pacing``: a paced flow's initial rate (bytes/s);
+        ``priority``: the endpoints' threads' SCHED_FIFO priority (0: as the calling thread's)."""
         if trace:
             self.send_times = []
         for fid, f in self.flows.items():
@@ -69,6 +73,7 @@ class TcpEnds:
             r.t0_ns, r.end_ns = t0_ns, duration_ns
             r.on_rows = self._received(fid, r)
         for end in self.ends():
+            end.priority = priority
             end.start()
 
     def _recorded(self, fid: int, sender: TcpSender) -> Callable[[], None]:
@@ -147,7 +152,7 @@ def _child(conn: Any, topo: Topology, host: str, flows: dict[int, Flow], kernel_
             msg = conn.recv()
             if msg[0] == "start":
                 _t, t0, duration_ns, pacing, trace = msg
-                ends.start(t0, duration_ns, pacing, trace)
+                ends.start(t0, duration_ns, pacing, trace, priority=_raised_priority())
                 deadline = (t0 + duration_ns) / 1e9 - time.monotonic_ns() / 1e9 + time.monotonic() + END_MARGIN_S
             elif msg[0] == "pace":
                 ends.set_pacing(msg[1], msg[2])
@@ -158,6 +163,14 @@ def _child(conn: Any, topo: Topology, host: str, flows: dict[int, Flow], kernel_
         pass
     finally:
         ends.close()
+
+
+def _raised_priority() -> int:
+    """``RAISE`` above the real-time priority this process inherited from the host's (0: not real time)."""
+    raise_by = int(os.environ.get(RAISE_ENV, RAISE))
+    if raise_by <= 0 or os.sched_getscheduler(0) not in (os.SCHED_FIFO, os.SCHED_RR):
+        return 0
+    return min(os.sched_getparam(0).sched_priority + raise_by, os.sched_get_priority_max(os.SCHED_FIFO))
 
 
 class TcpEndsProcess:

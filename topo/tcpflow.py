@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runtime.realtime import enter_realtime
 from topo.model import TCP_RECORD_BYTES, Flow
 from topo.record import TcpSample
 
@@ -133,6 +134,7 @@ class _Endpoint(threading.Thread):
         self.flow, self.fid, self.t0_ns, self.end_ns = flow, fid, t0_ns, end_ns
         self.halt = threading.Event()
         self.error: str | None = None
+        self.priority = 0  # SCHED_FIFO priority of this thread (0: as created; topo/tcp_ends.py raises it)
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self.t0_ns
@@ -145,6 +147,8 @@ class _Endpoint(threading.Thread):
         return not self.halt.is_set()
 
     def run(self) -> None:
+        if self.priority:
+            enter_realtime(self.priority)
         try:
             self.work()
         except OSError as exc:
