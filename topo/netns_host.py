@@ -373,7 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(s, lambda *_: stop.set())
     host = NetnsHost(topo, args.host, args.seed, args.ifname)
     try:
-        host.open()
+        try:
+            host.open()
+        except RuntimeError as exc:  # the TCP ends' process did not come up (topo/tcp_ends.py): said, not traced
+            print(f"netns_host {args.host}: {exc}", file=sys.stderr, flush=True)
+            return 1
         print(READY, flush=True)
         line = _read_line(stop)
         if line is None or not line.startswith("start "):
