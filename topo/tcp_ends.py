@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import multiprocessing
 import os
+import signal
 import time
 from collections.abc import Callable
 from typing import Any
@@ -130,6 +131,7 @@ class TcpEnds:
 def _child(conn: Any, topo: Topology, host: str, flows: dict[int, Flow], kernel_cc: dict[int, str | None],
            counters: Any) -> None:
     """The child process: the endpoints, driven by the host's messages; bounded by the run's end."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a Ctrl-C reaches the host, which asks for the results
     order = sorted(flows)
 
     def publish(fid: int, sent: int, received: int, owd: int) -> None:
@@ -224,12 +226,21 @@ class TcpEndsProcess:
                 if f.dst == self.host}
 
     def results(self) -> dict[str, Any]:
+        """The child's results; if it cannot give them, each flow's error says why (the summary's
+        ``tcp.errors``), and the host's other results are kept."""
         if self._results is None:
-            self.conn.send(("stop",))
-            kind, detail = self._recv(RESULTS_TIMEOUT_S, "results")
-            if kind != "results":
-                raise RuntimeError(f"{self.proc.name}: {detail}")
-            self._results = detail
+            try:
+                self.conn.send(("stop",))
+                kind, detail = self._recv(RESULTS_TIMEOUT_S, "results")
+            except (OSError, RuntimeError) as exc:
+                kind, detail = "error", str(exc)
+            if kind == "results":
+                self._results = detail
+            else:
+                error = f"no TCP results: {detail}"
+                side = {fid: "sender_error" if f.src == self.host else "receiver_error" for fid, f in self.flows.items()}
+                self._results = {"flows": {f.name: {side[fid]: error} for fid, f in self.flows.items()},
+                                 "samples": [], "rows": {}, "send_times": []}
         return self._results
 
     def close(self) -> None:

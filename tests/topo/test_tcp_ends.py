@@ -49,6 +49,15 @@ def test_the_child_ends_when_the_hosts_pipe_closes() -> None:
     assert not ends.proc.is_alive()
 
 
+def test_a_child_gone_before_its_results_is_each_flows_error() -> None:
+    ends = _sender_only(60_000_000_000)
+    ends.proc.kill()
+    ends.proc.join(10)
+    res = ends.results()
+    assert "no TCP results" in res["flows"]["t1"]["sender_error"] and res["rows"] == {}, res
+    ends.close()
+
+
 def test_a_child_that_dies_before_ready_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tcp_ends, "READY_TIMEOUT_S", 0.01)
     with pytest.raises(RuntimeError, match="no 'ready' from the TCP endpoints process"):
