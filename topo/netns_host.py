@@ -375,7 +375,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         try:
             host.open()
-        except RuntimeError as exc:  # the TCP ends' process did not come up (topo/tcp_ends.py): said, not traced
+        except (RuntimeError, ValueError) as exc:  # the TCP ends (topo/tcp_ends.py): said, not traced
             print(f"netns_host {args.host}: {exc}", file=sys.stderr, flush=True)
             return 1
         print(READY, flush=True)

@@ -31,7 +31,7 @@ from typing import Any
 from topo.model import Flow, Topology
 from topo.tcpflow import TcpReceiver, TcpSender
 
-__all__ = ["TcpEnds", "TcpEndsProcess", "open_tcp_ends", "ENV", "MODES"]
+__all__ = ["TcpEnds", "TcpEndsProcess", "open_tcp_ends", "mode", "describe", "ENV", "MODES"]
 
 ENV = "HBH_TCP_ENDS"
 MODES = ("process", "thread")
@@ -255,12 +255,24 @@ class TcpEndsProcess:
             self.proc.join(5)
 
 
+def mode() -> str:
+    """Where ``$HBH_TCP_ENDS`` puts the endpoints: ``process`` (the default) or ``thread``."""
+    chosen = os.environ.get(ENV, "process") or "process"
+    if chosen not in MODES:
+        raise ValueError(f"{ENV}={chosen!r}: not one of {', '.join(MODES)}")
+    return chosen
+
+
+def describe() -> str:
+    """The endpoints' place as a stored kernel run records it (topo/tcp_validation.py)."""
+    if mode() == "thread":
+        return "threads of the host process"
+    return f"a process of their own, {int(os.environ.get(RAISE_ENV, RAISE))} real-time priority above the host's"
+
+
 def open_tcp_ends(topo: Topology, host: str, flows: dict[int, Flow],
                   kernel_cc: dict[int, str | None]) -> TcpEnds | TcpEndsProcess:
-    """The endpoints where ``$HBH_TCP_ENDS`` says (``process``, the default, or ``thread``)."""
-    mode = os.environ.get(ENV, "process") or "process"
-    if mode not in MODES:
-        raise ValueError(f"{ENV}={mode!r}: not one of {', '.join(MODES)}")
-    if mode == "thread":
+    """The endpoints where ``$HBH_TCP_ENDS`` says (:func:`mode`)."""
+    if mode() == "thread":
         return TcpEnds(topo, host, flows, kernel_cc)
     return TcpEndsProcess(topo, host, flows, kernel_cc)

@@ -112,3 +112,11 @@ def test_two_child_processes_carry_a_sized_flow_over_loopback() -> None:
     proc = subprocess.run(["unshare", "--net", "sh", "-c", f'{setup} && exec "$0" -c "$1"', sys.executable, TWO_ENDS],
                           cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stderr[-2000:]
+
+
+def test_a_stored_run_says_where_its_ends_ran(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(tcp_ends.ENV, raising=False)
+    monkeypatch.delenv(tcp_ends.RAISE_ENV, raising=False)
+    assert tcp_ends.mode() == "process" and "1 real-time priority above" in tcp_ends.describe()
+    monkeypatch.setenv(tcp_ends.ENV, "thread")
+    assert tcp_ends.describe() == "threads of the host process"
