@@ -158,7 +158,7 @@ class NetnsHost:
         # kernel TCP flows (topo/tcpflow.py): flow id -> flow, for the flows this host sends or receives
         self.tcp_flows = {i + 1: f for i, f in enumerate(topo.flows) if f.control == "tcp" and name in (f.src, f.dst)}
         self.tun: TunRelay | None = None
-        self.tcp: TcpEnds | TcpEndsProcess | None = None  # the sockets, in a process of their own by default
+        self.tcp: TcpEnds | TcpEndsProcess | None = None  # the sockets' threads, or their process (topo/tcp_ends.py)
         self._eth_header = b""
         self.paced: KernelPacedFlows | None = None  # cc: cvihis-rtm flows (topo/netns_pace.py)
         # a paced flow's sender carries a CVIHIS stamp after each segment: its tun's MTU leaves room for it

@@ -1,13 +1,14 @@
 """Where a netns host's kernel TCP endpoints run: threads of the host process, or a process of their own.
 
-Why a process of their own (the default, ``HBH_TCP_ENDS=process``): the host process
-(topo/netns_host.py) also emulates its uplink in Python (serialisation, propagation, the frames'
-due times). Its sender and receiver threads used to share that process's interpreter lock with the
-frame loop, so a thread holding the lock while preempted held the loop up, and the loop's late
-deliveries bunched the kernel's segments into runs (docs/tcp.md, "Bursts inside H1's host
-process"). A child process in the same network namespace (inherited) runs the sockets with an
-interpreter of its own; the loop and the tun stay in the host process. ``HBH_TCP_ENDS=thread``
-keeps the threads, for comparison.
+By default (``HBH_TCP_ENDS=thread``) they are threads of the host process (topo/netns_host.py),
+which also emulates its uplink in Python (serialisation, propagation, the frames' due times), so
+they share the frame loop's interpreter lock. ``HBH_TCP_ENDS=process`` runs them in a child
+process in the same network namespace (inherited), with an interpreter of its own, one real-time
+priority above the host's; the loop and the tun stay in the host process. Why it is not the
+default: it was built to test whether the shared lock and the application's stalls cause the
+bursts that keep the kernel's bottleneck occupancy from the model's at 20 Mb/s, 200 ms. It made
+the kernel's sender app-limited about half as often, but did not move the occupancy, which
+scatters as much either way (docs/tcp.md, "TCP endpoints in a process of their own").
 
 The child (``multiprocessing``'s spawn: a fresh interpreter, not a fork of a threaded process)
 binds the listeners before it says ``ready``, starts the endpoints on the run's ``start``, publishes
@@ -34,7 +35,7 @@ from topo.tcpflow import TcpReceiver, TcpSender
 __all__ = ["TcpEnds", "TcpEndsProcess", "open_tcp_ends", "mode", "describe", "ENV", "MODES"]
 
 ENV = "HBH_TCP_ENDS"
-MODES = ("process", "thread")
+MODES = ("thread", "process")
 READY_TIMEOUT_S = 30.0  # the child's interpreter start and imports, on a loaded machine
 RESULTS_TIMEOUT_S = 20.0
 END_MARGIN_S = 60.0  # the child outlives the run by at most this much
@@ -256,8 +257,8 @@ class TcpEndsProcess:
 
 
 def mode() -> str:
-    """Where ``$HBH_TCP_ENDS`` puts the endpoints: ``process`` (the default) or ``thread``."""
-    chosen = os.environ.get(ENV, "process") or "process"
+    """Where ``$HBH_TCP_ENDS`` puts the endpoints: ``thread`` (the default) or ``process``."""
+    chosen = os.environ.get(ENV, "thread") or "thread"
     if chosen not in MODES:
         raise ValueError(f"{ENV}={chosen!r}: not one of {', '.join(MODES)}")
     return chosen

@@ -1,5 +1,5 @@
-"""Where a netns host's kernel TCP endpoints run (topo/tcp_ends.py): a child process by default,
-bounded and cleaned up; threads on request; a bad ``HBH_TCP_ENDS`` refused by name."""
+"""Where a netns host's kernel TCP endpoints run (topo/tcp_ends.py): threads by default; a child
+process on request, bounded and cleaned up; a bad ``HBH_TCP_ENDS`` refused by name."""
 
 from __future__ import annotations
 
@@ -65,12 +65,16 @@ def test_a_child_that_dies_before_ready_is_a_clear_error(monkeypatch: pytest.Mon
 
 
 def test_the_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(tcp_ends.ENV, "thread")
+    monkeypatch.delenv(tcp_ends.ENV, raising=False)
     ends = open_tcp_ends(TOPO, "H1", FLOWS, {1: None})
-    assert isinstance(ends, TcpEnds)
+    assert isinstance(ends, TcpEnds)  # the default
+    ends.close()
+    monkeypatch.setenv(tcp_ends.ENV, "process")
+    ends = open_tcp_ends(TOPO, "H1", FLOWS, {1: None})
+    assert isinstance(ends, TcpEndsProcess)
     ends.close()
     monkeypatch.setenv(tcp_ends.ENV, "fork")
-    with pytest.raises(ValueError, match="HBH_TCP_ENDS='fork': not one of process, thread"):
+    with pytest.raises(ValueError, match="HBH_TCP_ENDS='fork': not one of thread, process"):
         open_tcp_ends(TOPO, "H1", FLOWS, {1: None})
 
 
@@ -117,6 +121,6 @@ def test_two_child_processes_carry_a_sized_flow_over_loopback() -> None:
 def test_a_stored_run_says_where_its_ends_ran(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(tcp_ends.ENV, raising=False)
     monkeypatch.delenv(tcp_ends.RAISE_ENV, raising=False)
-    assert tcp_ends.mode() == "process" and "1 real-time priority above" in tcp_ends.describe()
-    monkeypatch.setenv(tcp_ends.ENV, "thread")
-    assert tcp_ends.describe() == "threads of the host process"
+    assert tcp_ends.mode() == "thread" and tcp_ends.describe() == "threads of the host process"
+    monkeypatch.setenv(tcp_ends.ENV, "process")
+    assert "1 real-time priority above" in tcp_ends.describe()
