@@ -146,6 +146,29 @@ def classify(tr: LoopTrace, rate_mbps: float, delay_ms: float) -> Sorted:
                   late[int(0.99 * (len(late) - 1))] / 1e3, late[-1] / 1e3)
 
 
+def long_runs(tr: LoopTrace, rate_mbps: float, min_frames: int) -> list[tuple[float, int, float]]:
+    """The whole run's runs of at least ``min_frames`` data frames leaving the host: (when, in s
+    from the trace's first TCP frame in, frames, how late the loop delivered the run's latest, ms).
+    Why: a loss of a 200 ms run's is decided by one burst (docs/tcp.md); this finds its time and
+    whether the loop was stalled, to set beside the sender's TCP_INFO trace."""
+    if not tr.out or not tr.ack:
+        raise ValueError("the trace has no data frames out or no ACKs in (not a TCP sender's host?)")
+    gap_ns = round(data_frame_bytes(MSS) * 8 / (rate_mbps * 1e6) / 2 * 1e9)
+    return [((run[0][0] - tr.ack[0]) / 1e9, len(run), max(late for _t, late in run) / 1e6)
+            for run in _runs(sorted(tr.out), gap_ns) if len(run) >= min_frames]
+
+
+def arrivals(tr: LoopTrace, rate_mbps: float) -> Profile:
+    """A TCP receiver's host: the second half's frames its loop wrote into its tun (the data, which
+    the bottleneck hands over one frame time apart), as runs. Runs here are its loop's: the kernel
+    ACKs each bunch at once, and the ACKs reach the sender bunched."""
+    if len(tr.ack) < 2:
+        raise ValueError("the trace has no TCP frames written into the tun (not a TCP host?)")
+    gap_s = data_frame_bytes(MSS) * 8 / (rate_mbps * 1e6) / 2
+    middle = (tr.ack[0] + tr.ack[-1]) / 2
+    return profile([t / 1e9 for t in tr.ack if t >= middle], gap_s)
+
+
 def report(name: str, s: Sorted) -> str:
     total = sum(s.frames.values()) or 1
     causes = ", ".join(f"{k} {s.frames[k] / total:.0%}" for k in KINDS)
@@ -159,10 +182,22 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("traces", nargs="+", type=Path, help="DIR/<host>.trace.json of TCP senders' hosts")
     p.add_argument("--rate-mbps", type=float, default=20.0, help="the bottleneck's rate (default 20)")
     p.add_argument("--delay-ms", type=float, default=50.0, help="the sender's uplink delay (default 50: 200 ms RTT)")
+    p.add_argument("--long", type=int, metavar="N", help="list the sender's runs of at least N data frames instead")
+    p.add_argument("--receiver", action="store_true",
+                   help="a TCP receiver's host: how bunched its loop wrote the arriving data into its tun")
     args = p.parse_args(argv)
     try:
         for path in args.traces:
-            print(report(str(path), classify(load(path), args.rate_mbps, args.delay_ms)))
+            tr = load(path)
+            if args.receiver:
+                a = arrivals(tr, args.rate_mbps)
+                print(f"{path}: data written into the tun in runs of >= 5: {a.share_5:.1%}, >= 10: "
+                      f"{a.share_10:.1%} (longest {a.longest})")
+            elif args.long:
+                for at, n, late in long_runs(tr, args.rate_mbps, args.long):
+                    print(f"{path}: {n} frames at {at:.3f} s, delivered up to {late:.1f} ms late")
+            else:
+                print(report(str(path), classify(tr, args.rate_mbps, args.delay_ms)))
     except ValueError as exc:
         print(f"loop_trace: {exc}", file=sys.stderr)
         return 2

@@ -51,7 +51,8 @@ from topo.simnet import (
     reorder_hook,
     source_offset,
 )
-from topo.tcpflow import TCP_PORT_BASE, TUN_MTU, TcpReceiver, TcpSender, TunRelay
+from topo.tcp_ends import TcpEnds, TcpEndsProcess, open_tcp_ends
+from topo.tcpflow import TCP_PORT_BASE, TUN_MTU, TunRelay
 
 __all__ = ["main", "RunClock", "HostUplink"]
 
@@ -157,8 +158,7 @@ class NetnsHost:
         # kernel TCP flows (topo/tcpflow.py): flow id -> flow, for the flows this host sends or receives
         self.tcp_flows = {i + 1: f for i, f in enumerate(topo.flows) if f.control == "tcp" and name in (f.src, f.dst)}
         self.tun: TunRelay | None = None
-        self.tcp_senders: dict[int, TcpSender] = {}
-        self.tcp_receivers: dict[int, TcpReceiver] = {}
+        self.tcp: TcpEnds | TcpEndsProcess | None = None  # the sockets' threads, or their process (topo/tcp_ends.py)
         self._eth_header = b""
         self.paced: KernelPacedFlows | None = None  # cc: cvihis-rtm flows (topo/netns_pace.py)
         # a paced flow's sender carries a CVIHIS stamp after each segment: its tun's MTU leaves room for it
@@ -182,9 +182,8 @@ class NetnsHost:
                             + b"\x08\x00")
         self.tun = TunRelay(topo.ip(me), sack=all(f.sack for f in self.tcp_flows.values()), mtu=self.tun_mtu)
         self.sched.add_reader(self.tun.fd, self._from_tun)
-        for fid, f in self.tcp_flows.items():
-            if f.dst == me:  # run times are set at start; the listener is bound now
-                self.tcp_receivers[fid] = TcpReceiver(f, fid, topo.ip(me), 0, 0)
+        kernel_cc = {fid: KERNEL_CC.get(f.cc or "") for fid, f in self.tcp_flows.items()}
+        self.tcp = open_tcp_ends(topo, me, self.tcp_flows, kernel_cc)  # listeners bound now
 
     def start(self, t0_monotonic_ns: int, duration_ns: int) -> None:
         self.sched.run_sync(self._start, t0_monotonic_ns, duration_ns)
@@ -226,17 +225,12 @@ class NetnsHost:
             self.paced = KernelPacedFlows(self.topo, self.name, self.tcp_flows, link.clock,
                                           lambda frame: link.send(node, frame), lambda fid: TCP_PORT_BASE + fid,
                                           self.tun_mtu, self._eth_header)
-        for fid, f in self.tcp_flows.items():
-            if f.src == self.name:
-                sender = TcpSender(f, fid, self.topo.ip(f.dst), t0, duration_ns, kernel_cc=KERNEL_CC.get(f.cc or ""))
-                if self.paced is not None and fid in self.paced.senders:
-                    sender.max_pacing_rate = self.paced.attach(fid, sender.set_max_pacing_rate)
-                if self.trace is not None:
-                    sender.on_record = self.trace.on_send
-                self.tcp_senders[fid] = sender
-        for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
-            end.t0_ns, end.end_ns = t0, duration_ns
-            end.start()
+        if self.tcp is None:
+            return
+        tcp = self.tcp
+        pacing = {fid: self.paced.attach(fid, lambda rate, fid=fid: tcp.set_pacing(fid, rate))
+                  for fid in (self.paced.senders if self.paced is not None else ())}
+        tcp.start(t0, duration_ns, pacing, trace=self.trace is not None)
 
     def _from_tun(self) -> None:
         """Segments the kernel's TCP sent: frames on the uplink, through the host's NIC queue."""
@@ -300,9 +294,11 @@ class NetnsHost:
             node.buffer.drain(node.sched.now_ns())
             b = node.buffer
             buf = BufferSample(t_ns, self.name, b.occupancy, b.capacity, b.played, b.dropped)
-        sent = dict(node.sent) | {s.flow.name: s.records_sent for s in self.tcp_senders.values()}
+        sent = dict(node.sent)
         received = {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()}
-        received |= {fid: (r.records, r.owd_sum_ns) for fid, r in self.tcp_receivers.items()}
+        if self.tcp is not None:
+            sent |= self.tcp.sent()
+            received |= self.tcp.received()
         self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf})
 
     def _end(self, t_ns: int) -> None:
@@ -311,46 +307,39 @@ class NetnsHost:
 
     def results(self) -> dict[str, Any]:
         """Everything the runner merges: samples, law rows, per-packet records, counters."""
+        ends = self.tcp.results() if self.tcp is not None else None  # waits for the endpoints' process
+
         def collect() -> dict[str, Any]:
             node, net = self.node, self.net
             if node is None or net is None:
                 return {"host": self.name, "samples": [], "laws": [], "packets": {}, "counts": {}, "uplink_bytes": 0}
+            tcp = self._tcp_results(ends)
             return {"host": self.name, "samples": list(self.samples), "laws": list(net.recorder.laws),
-                    "packets": {r.name: r.packets for r in node.records.values()}
-                    | {r.flow.name: list(r.rows) for r in self.tcp_receivers.values()},
-                    "counts": dict(net.counts), "tcp": self._tcp_results(),
+                    "packets": {r.name: r.packets for r in node.records.values()} | tcp.pop("rows"),
+                    "counts": dict(net.counts), "tcp": tcp,
                     "control_stats": node.control_stats(),
                     "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
                     "port_stats": self.port.stats if self.port is not None else None}
 
         return self.sched.run_sync(collect, timeout=10)
 
-    def _tcp_results(self) -> dict[str, Any]:
+    def _tcp_results(self, ends: dict[str, Any] | None) -> dict[str, Any]:
         """Per TCP flow: this end's totals, and (sender) its TCP_INFO samples."""
-        self._stop_tcp()
-        flows: dict[str, dict[str, Any]] = {}
-        for end in [*self.tcp_senders.values(), *self.tcp_receivers.values()]:
-            flows.setdefault(end.flow.name, {}).update(end.result())
+        if ends is None:
+            return {"flows": {}, "samples": [], "rows": {}, "tun_write_errors": 0}
+        flows: dict[str, dict[str, Any]] = {name: dict(r) for name, r in ends["flows"].items()}
         for name, pace in (self.paced.results() if self.paced is not None else {}).items():
             flows.setdefault(name, {}).update(pace)
-        return {"flows": flows, "samples": [x for s in self.tcp_senders.values() for x in s.samples],
+        if self.trace is not None:
+            self.trace.send.extend(ends["send_times"])
+        return {"flows": flows, "samples": list(ends["samples"]), "rows": dict(ends["rows"]),
                 "tun_write_errors": self.tun.dropped if self.tun is not None else 0}
 
-    def _stop_tcp(self) -> None:
-        ends = [*self.tcp_senders.values(), *self.tcp_receivers.values()]
-        for end in ends:
-            end.halt.set()
-        for end in ends:
-            if end.is_alive():
-                end.join(2)
-
     def close(self) -> None:
-        self._stop_tcp()
+        if self.tcp is not None:
+            self.tcp.close()
         if self.trace is not None:
             print(f"netns_host {self.name}: loop trace in {self.trace.write(self.name)}", file=sys.stderr, flush=True)
-        for r in self.tcp_receivers.values():
-            if not r.is_alive():
-                r.listener.close()
         if self.tun is not None:
             if not self.sched.closed:
                 self.sched.remove_reader(self.tun.fd)
@@ -384,7 +373,11 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(s, lambda *_: stop.set())
     host = NetnsHost(topo, args.host, args.seed, args.ifname)
     try:
-        host.open()
+        try:
+            host.open()
+        except (RuntimeError, ValueError) as exc:  # the TCP ends (topo/tcp_ends.py): said, not traced
+            print(f"netns_host {args.host}: {exc}", file=sys.stderr, flush=True)
+            return 1
         print(READY, flush=True)
         line = _read_line(stop)
         if line is None or not line.startswith("start "):

@@ -35,6 +35,7 @@ from typing import Any
 from controlplane.units import parse_duration_ns
 from hosts.tcp import MSS
 from hosts.tcp.wire import ACK_FRAME_BYTES, data_frame_bytes
+from topo import tcp_ends
 from topo.keepup import verdict
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
@@ -283,6 +284,7 @@ def main(argv: list[str] | None = None) -> int:
                 stamp = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
                 k["measured"] = (f"netns run of `python -m topo.tcp_validation --duration {args.duration} --seed "
                                  f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {commit()}, {stamp}")
+                k["tcp_ends"] = tcp_ends.describe()  # where the netns host ran the sockets (topo/tcp_ends.py)
                 (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
                 write_trace(trace_of_run(args.out / case.name / "netns"), args.save_kernel / f"{case.name}{TRACE_SUFFIX}")
         s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack,

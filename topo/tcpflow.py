@@ -40,6 +40,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from runtime.realtime import enter_realtime
 from topo.model import TCP_RECORD_BYTES, Flow
 from topo.record import TcpSample
 
@@ -133,6 +134,7 @@ class _Endpoint(threading.Thread):
         self.flow, self.fid, self.t0_ns, self.end_ns = flow, fid, t0_ns, end_ns
         self.halt = threading.Event()
         self.error: str | None = None
+        self.priority = 0  # SCHED_FIFO priority of this thread (0: as created; topo/tcp_ends.py raises it)
 
     def now_ns(self) -> int:
         return time.monotonic_ns() - self.t0_ns
@@ -145,6 +147,8 @@ class _Endpoint(threading.Thread):
         return not self.halt.is_set()
 
     def run(self) -> None:
+        if self.priority:
+            enter_realtime(self.priority)
         try:
             self.work()
         except OSError as exc:
@@ -284,6 +288,7 @@ class TcpReceiver(_Endpoint):
         self.rows: list[tuple[int, int, int]] = []
         self.completed_ns: int | None = None
         self.parser = RecordParser()
+        self.on_rows: Callable[[], None] | None = None  # called after each read's records (topo/tcp_ends.py)
 
     def work(self) -> None:
         try:
@@ -322,6 +327,8 @@ class TcpReceiver(_Endpoint):
                 self.rows.append((seq, sent, recv))
                 self.records += 1
                 self.owd_sum_ns += recv - sent
+            if self.on_rows is not None:
+                self.on_rows()
 
     def result(self) -> dict[str, Any]:
         return {"bytes_received": self.bytes_received, "records_received": self.records,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,29 @@ def test_a_bad_trace_is_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]
     assert str(bad) in capsys.readouterr().err
     with pytest.raises(ValueError, match="no data frames"):
         L.classify(L.LoopTrace(), 20.0, DELAY_MS)
+
+
+def test_long_runs_are_listed_with_the_loops_lateness(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    tr = _with_run(_clocked(), 100 * MS, late=30 * MS)
+    runs = L.long_runs(tr, 20.0, 5)
+    assert len(runs) == 1 and runs[0][1] >= 8 and runs[0][2] == 30.0  # the clocked pairs alone are not runs
+    assert runs[0][0] > 0.1  # from the first ACK in, after the read and the uplink's delay
+    assert L.long_runs(tr, 20.0, runs[0][1] + 1) == []
+    assert L.main([str(_saved(tr, tmp_path)), "--long", "5"]) == 0
+    assert f"{runs[0][1]} frames at" in capsys.readouterr().out
+
+
+def test_a_receivers_bunched_arrivals_show() -> None:
+    smooth = L.LoopTrace(ack=[i * 600_000 for i in range(400)])  # one data frame per 20 Mb/s frame time
+    assert L.arrivals(smooth, 20.0).share_5 == 0
+    bunched = L.LoopTrace(ack=sorted(smooth.ack + [300 * 600_000 + 1000 * k for k in range(1, 30)]))
+    a = L.arrivals(bunched, 20.0)
+    assert a.longest >= 30 and a.share_5 > 0
+    with pytest.raises(ValueError, match="no TCP frames"):
+        L.arrivals(L.LoopTrace(), 20.0)
+
+
+def _saved(tr: L.LoopTrace, tmp_path: Path) -> Path:
+    path = tmp_path / "H1.trace.json"
+    path.write_text(json.dumps({"ack": tr.ack, "read": tr.read, "out": tr.out, "send": tr.send}))
+    return path

@@ -127,7 +127,7 @@ def test_the_table_says_which_path_the_model_ran() -> None:
 
 
 @pytest.mark.parametrize("stored", ["tcp-kernel-runs-sack", "tcp-kernel-runs-sack-repeat", "tcp-kernel-runs-sack-3",
-                                    "tcp-kernel-runs-sack-pcap"])
+                                    "tcp-kernel-runs-sack-pcap", "tcp-kernel-runs-sack-4", "tcp-kernel-runs-sack-5"])
 def test_every_stored_kernel_run_says_its_minimum_rtt(stored: str) -> None:
     for path in sorted((V.ROOT / "docs" / stored).glob("*.json")):
         run = json.loads(path.read_text())
