@@ -4,18 +4,28 @@ Why Thrift: P4Runtime cannot set queues (SOURCES.md D); on BMv2 an agent uses th
 ``simple_switch`` service's ``set_egress_queue_rate`` / ``set_egress_queue_depth``, exactly what
 ``simple_switch_CLI``'s ``set_queue_rate`` / ``set_queue_depth`` call, and, for one priority queue
 of a port (``--priority-queues``), ``set_egress_priority_queue_rate`` / ``_depth``. :class:`QueueClient`
-is that client, built on the generated ``sswitch_runtime`` classes with the per-priority calls of
-``bmv2_thrift.priority_queues``, over one of two transports:
+is that client: the agent's one interface to a switch's queues. What it calls is a ``simple_switch``
+service, the methods of BMv2's IDL with their arguments as values; three kinds are given to it:
 
-* :func:`connect` -- TCP to a switch's Thrift port (p4switch or BMv2; the netns binding);
-* :func:`in_process` -- a loopback transport that hands each serialized request to the
-  switch's own Thrift processor (the sim binding), so the simulator exercises the same client,
-  the same wire encoding and the same server-side checks as a real run.
+* :func:`connect` -- the generated ``sswitch_runtime`` client (with the per-priority calls of
+  ``bmv2_thrift.priority_queues``) over TCP to a switch's Thrift port (p4switch or BMv2; the netns
+  binding);
+* :func:`direct` -- the switch's own Thrift *handler* (the sim binding: p4switch's
+  ``thrift_server.in_process_handler``), called with the values: the same code validates and applies
+  each call as behind the Thrift server, without serializing a request and its answer per report;
+* :func:`in_process` -- the same generated client over a loopback transport into the switch's
+  Thrift processor: the wire encoding and the processor's dispatch in one process (tests of the
+  server).
+
+Before any call the client checks each argument the way the wire would take it (an integer in its
+Thrift type's range: ``i32``, or ``i64`` for a rate), so a bad value is the same :class:`QueueError`
+whichever service is behind it, never a ``struct.error`` out of the encoder.
 """
 
 from __future__ import annotations
 
 import io
+import operator
 from typing import Any
 
 from thrift.protocol import TBinaryProtocol, TMultiplexedProtocol
@@ -24,7 +34,10 @@ from thrift.transport import TSocket, TTransport
 
 from bmv2_thrift import priority_queues
 
-__all__ = ["QueueClient", "QueueError", "connect", "in_process"]
+__all__ = ["QueueClient", "QueueError", "connect", "direct", "in_process"]
+
+I32 = (-(2**31), 2**31 - 1)
+I64 = (-(2**63), 2**63 - 1)
 
 
 class QueueError(Exception):
@@ -35,25 +48,27 @@ class QueueClient:
     """``set_queue_rate`` / ``set_queue_depth`` of one switch (rates in packets per second): of every
     priority queue of a port (``priority=None``), or of one."""
 
-    def __init__(self, transport: TTransport.TTransportBase, where: str) -> None:
-        self._transport = transport
+    def __init__(self, service: Any, where: str, transport: TTransport.TTransportBase | None = None) -> None:
+        self._client = service
         self.where = where
-        proto = TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(transport), "simple_switch")
-        self._client = priority_queues.Client(proto)
+        self._transport = transport
 
     def set_queue_rate(self, port: int, pps: int, priority: int | None = None) -> None:
         if priority is None:
-            self._call("set_queue_rate", self._client.set_egress_queue_rate, port, pps)
+            self._call("set_queue_rate", self._client.set_egress_queue_rate, (port, I32), (pps, I64))
         else:
-            self._call("set_queue_rate", self._client.set_egress_priority_queue_rate, port, priority, pps)
+            self._call("set_queue_rate", self._client.set_egress_priority_queue_rate,
+                       (port, I32), (priority, I32), (pps, I64))
 
     def set_queue_depth(self, port: int, depth: int, priority: int | None = None) -> None:
         if priority is None:
-            self._call("set_queue_depth", self._client.set_egress_queue_depth, port, depth)
+            self._call("set_queue_depth", self._client.set_egress_queue_depth, (port, I32), (depth, I32))
         else:
-            self._call("set_queue_depth", self._client.set_egress_priority_queue_depth, port, priority, depth)
+            self._call("set_queue_depth", self._client.set_egress_priority_queue_depth,
+                       (port, I32), (priority, I32), (depth, I32))
 
-    def _call(self, what: str, fn: Any, *args: int) -> None:
+    def _call(self, what: str, fn: Any, *typed: tuple[int, tuple[int, int]]) -> None:
+        args = tuple(self._wire_value(what, value, bounds) for value, bounds in typed)
         try:
             fn(*args)
         except TApplicationException as exc:
@@ -61,8 +76,25 @@ class QueueClient:
         except (TException, OSError) as exc:
             raise QueueError(f"{self.where}: {what}: {exc}") from None
 
+    def _wire_value(self, what: str, value: Any, bounds: tuple[int, int]) -> int:
+        """``value`` as the Thrift encoder would take it (``struct.pack``: anything with ``__index__``)."""
+        try:
+            v = operator.index(value)
+        except TypeError:
+            raise QueueError(f"{self.where}: {what}: {value!r} is not an integer") from None
+        if not bounds[0] <= v <= bounds[1]:
+            kind = "i32" if bounds == I32 else "i64"
+            raise QueueError(f"{self.where}: {what}: {v} is out of the range of a Thrift {kind}")
+        return v
+
     def close(self) -> None:
-        self._transport.close()
+        if self._transport is not None:
+            self._transport.close()
+
+
+def _thrift_client(transport: TTransport.TTransportBase, where: str) -> QueueClient:
+    proto = TMultiplexedProtocol.TMultiplexedProtocol(TBinaryProtocol.TBinaryProtocol(transport), "simple_switch")
+    return QueueClient(priority_queues.Client(proto), where, transport)
 
 
 def connect(host: str, port: int, timeout_s: float = 5.0) -> QueueClient:
@@ -74,7 +106,7 @@ def connect(host: str, port: int, timeout_s: float = 5.0) -> QueueClient:
         transport.open()
     except TException as exc:
         raise QueueError(f"Thrift {host}:{port}: cannot connect ({exc})") from None
-    return QueueClient(transport, f"Thrift {host}:{port}")
+    return _thrift_client(transport, f"Thrift {host}:{port}")
 
 
 class _Loopback(TTransport.TTransportBase):
@@ -111,4 +143,11 @@ class _Loopback(TTransport.TTransportBase):
 def in_process(processor: Any, name: str = "switch") -> QueueClient:
     """A client of a switch's own Thrift ``processor`` (anything with Thrift's ``process(iprot, oprot)``;
     the simulator passes p4switch's ``thrift_server.in_process_processor``), in this process."""
-    return QueueClient(_Loopback(processor), f"{name} (in-process Thrift)")
+    return _thrift_client(_Loopback(processor), f"{name} (in-process Thrift)")
+
+
+def direct(handler: Any, name: str = "switch") -> QueueClient:
+    """A client of a switch's ``simple_switch`` Thrift *handler* (the simulator passes p4switch's
+    ``thrift_server.in_process_handler``), called with values: no request or answer is serialized.
+    The handler raises the ``TApplicationException`` the server would answer, so errors read the same."""
+    return QueueClient(handler, f"{name} (in-process Thrift handler)")

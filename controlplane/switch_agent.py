@@ -2,8 +2,8 @@
 
 The same class serves both bindings; only what it is given differs:
 
-* sim -- an ``InProcessController`` on the switch's P4Runtime core, ``queues.in_process``,
-  a ``VirtualScheduler``;
+* sim -- an ``InProcessController`` on the switch's P4Runtime core, ``queues.direct`` (values
+  into the switch's Thrift handler), a ``VirtualScheduler``;
 * netns / real BMv2 -- a ``GrpcController`` (its stream messages arrive on a reader thread
   and are handed to the scheduler's loop), ``queues.connect``, a ``RealtimeScheduler``.
 

@@ -17,30 +17,35 @@ Header (network byte order, right after the UDP header)::
 
 The whole frame is ``size`` bytes (the topology's packet size, Ethernet header included).
 The IPv4 header never changes within a flow, so its checksum is computed once; the UDP checksum
-is 0 (allowed for IPv4). Frames are built from a template with one ``struct.pack_into``.
+is 0 (allowed for IPv4). Frames are built from a template whose header fields are rewritten per
+packet.
+
+The header's one codec is the engine's (engine/src/datagram.rs): :func:`parse` decodes a frame
+there (every frame a simulated host receives), :meth:`FrameTemplate.frame` writes the header
+there, and the engine's paced sender stamps the same fields. This module keeps the frame's
+Ethernet/IPv4/UDP template and names the engine's pieces.
 """
 
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+
+import hbh_engine as _engine
 
 __all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "KIND_DATA", "KIND_FEEDBACK", "KIND_TCP_DATA", "KIND_TCP_ACK",
            "KIND_TCP_SYN", "KIND_TFRC_REPORT", "KIND_LEDBAT_ACK", "Datagram", "FrameTemplate", "parse",
            "DatagramError"]
 
-MAGIC = 0x4842
-VERSION = 1
+MAGIC: int = _engine.DATAGRAM_MAGIC
+VERSION: int = _engine.DATAGRAM_VERSION
 ETH, IP, UDP = 14, 20, 8
-OFFSET = ETH + IP + UDP
-_HDR = struct.Struct("!HBBHHIQ")
-HEADER_BYTES = _HDR.size
+OFFSET: int = _engine.DATAGRAM_OFFSET
+HEADER_BYTES: int = _engine.DATAGRAM_HEADER_BYTES
 MIN_FRAME_BYTES = OFFSET + HEADER_BYTES
 DATA_PORT = 5001
 
-
-class DatagramError(ValueError):
-    """Not one of our datagrams."""
+#: Not one of our datagrams (a ``ValueError``).
+DatagramError: type[ValueError] = _engine.DatagramError
 
 
 KIND_DATA = 0
@@ -49,21 +54,10 @@ KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN = 2, 3, 4
 KIND_TFRC_REPORT, KIND_LEDBAT_ACK = 5, 6
 
 
-@dataclass(frozen=True, slots=True)
-class Datagram:
-    flow: int
-    seq: int
-    ts_ns: int
-    rtt_100us: int
-    size: int
-    src_ip: int
-    dst_ip: int
-    kind: int = KIND_DATA
-    frame: bytes = b""
-
-    def payload(self, n: int) -> bytes:
-        """The ``n`` bytes after the header (a feedback message)."""
-        return self.frame[OFFSET + HEADER_BYTES:OFFSET + HEADER_BYTES + n]
+#: One received datagram, read-only: ``flow``, ``seq``, ``ts_ns``, ``rtt_100us``, ``size`` (the
+#: frame's length), ``src_ip``, ``dst_ip``, ``kind``, ``frame``; ``payload(n)`` is the ``n`` bytes
+#: after the header (a feedback message).
+Datagram = _engine.Datagram
 
 
 def _checksum(data: bytes) -> int:
@@ -90,8 +84,7 @@ class FrameTemplate:
         self._buf = bytearray(eth + bytes(ip) + udp + bytes(size - OFFSET))
 
     def frame(self, seq: int, ts_ns: int, rtt_100us: int = 0, payload: bytes = b"") -> bytes:
-        _HDR.pack_into(self._buf, OFFSET, MAGIC, VERSION, self.kind, self.flow, min(rtt_100us, 0xFFFF),
-                       seq & 0xFFFF_FFFF, ts_ns & 0xFFFF_FFFF_FFFF_FFFF)
+        _engine.write_datagram_header(self._buf, self.kind, self.flow, rtt_100us, seq, ts_ns)
         if payload:
             start = OFFSET + HEADER_BYTES
             if start + len(payload) > self.size:
@@ -100,12 +93,6 @@ class FrameTemplate:
         return bytes(self._buf)
 
 
-def parse(frame: bytes) -> Datagram:
-    """The datagram in ``frame``; DatagramError if it is not one of ours."""
-    if len(frame) < MIN_FRAME_BYTES or frame[12:14] != b"\x08\x00" or frame[ETH + 9] != 17:
-        raise DatagramError("not an IPv4/UDP frame")
-    magic, version, kind, flow, rtt, seq, ts = _HDR.unpack_from(frame, OFFSET)
-    if magic != MAGIC or version != VERSION:
-        raise DatagramError("no hbh datagram header")
-    src_ip, dst_ip = struct.unpack_from("!II", frame, ETH + 12)
-    return Datagram(flow, seq, ts, rtt, len(frame), src_ip, dst_ip, kind, frame)
+#: ``parse(frame) -> Datagram``: the datagram in ``frame`` (bytes, or any buffer); DatagramError
+#: if it is not one of ours (not IPv4/UDP, shorter than MIN_FRAME_BYTES, another magic or version).
+parse = _engine.parse_datagram

@@ -63,7 +63,8 @@ from bmv2_thrift import priority_queues
 log = logging.getLogger(__name__)
 DROP_PORT = 511
 
-__all__ = ["QueueControl", "ThriftServer", "in_process_processor", "minimal_bmv2_json", "processor"]
+__all__ = ["QueueControl", "ThriftServer", "in_process_handler", "in_process_processor", "minimal_bmv2_json",
+           "processor"]
 
 RunInLoop = Callable[[Callable[[], Any]], Any]
 
@@ -300,9 +301,20 @@ def processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int]
 
 
 def in_process_processor(tm: QueueControl, clock: Callable[[], int]) -> TMultiplexedProcessor:
-    """The processor for a caller on the switch's own thread (the simulator): calls run where they are
-    made, switch time 0 is epoch 0, the minimal BMv2 config."""
-    return processor(tm, lambda fn: fn(), clock, 0, minimal_bmv2_json())
+    """The processor for a caller on the switch's own thread: calls run where they are made, switch
+    time 0 is epoch 0, the minimal BMv2 config."""
+    return processor(tm, _run_here, clock, 0, minimal_bmv2_json())
+
+
+def in_process_handler(tm: QueueControl, clock: Callable[[], int]) -> Any:
+    """The ``simple_switch`` handler behind :func:`in_process_processor`, for a caller that passes
+    values (the simulator's agents, ``controlplane.queues.direct``): the same checks, the same
+    ``TApplicationException`` messages, the same effect on ``tm``, without a Thrift message per call."""
+    return _SimpleSwitchHandler(tm, _run_here, clock, 0)
+
+
+def _run_here(fn: Callable[[], Any]) -> Any:
+    return fn()
 
 
 class ThriftServer:

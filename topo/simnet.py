@@ -2,9 +2,10 @@
 
 Every switch is a p4switch running ``p4src/alinea.p4``; hosts, switch agents and links share
 one :class:`~runtime.sched.VirtualScheduler`. Each agent reaches its switch's P4Runtime core
-and Thrift processor in-process through the same client code the netns backend uses over the
+and Thrift handler in-process through the same client classes the netns backend uses over the
 network (:class:`~controlplane.p4runtime_client.InProcessController`,
-:func:`controlplane.queues.in_process`). Everything is deterministic: the only randomness is
+:func:`controlplane.queues.direct`), with values instead of serialized messages (packet-ins and
+queue calls: the same checks and errors, no encoding per report). Everything is deterministic: the only randomness is
 one ``random.Random(seed)`` (report loss, start jitter), drawn in event order.
 """
 
@@ -23,7 +24,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from controlplane import params_io
 from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
-from controlplane.queues import in_process
+from controlplane.queues import direct
 from controlplane.report import decode as decode_report
 from controlplane.report import encode, is_report
 from controlplane.switch_agent import SwitchAgent
@@ -47,7 +48,7 @@ from hosts.tcp import MODELLED_CC, MSS
 from hosts.tcp.wire import data_frame_bytes
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
-from p4switch.thrift_server import in_process_processor
+from p4switch.thrift_server import in_process_handler
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
 from topo.control_latency import ControlLatency
@@ -571,7 +572,7 @@ class SimNetwork:
             node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(agent_box[0], m, to_agent),
             on_packet_in=lambda payload, meta: agent_box and self._packet_in_to_agent(agent_box[0], payload, meta,
                                                                                       to_agent))
-        queues = in_process(in_process_processor(node.switch.tm, node.switch.sched.now_ns), name)
+        queues = direct(in_process_handler(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
         agent_box.append(agent)

@@ -14,13 +14,11 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
+use crate::datagram::{SEQ_AT, TS_AT};
 use crate::link::{wire_time_ns, InMemoryLink};
 use crate::sched::{now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
-/// Where the datagram header's sequence number and timestamp sit (hosts/datagram.py).
-const SEQ_AT: usize = 14 + 20 + 8 + 8;
-const TS_AT: usize = SEQ_AT + 4;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())

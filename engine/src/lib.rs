@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 mod afpacket;
+mod datagram;
 mod host;
 mod link;
 mod p4cells;
@@ -31,6 +32,17 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::PacedSender>()?;
     m.add_class::<host::FlowRecord>()?;
     m.add_class::<host::PlayoutBuffer>()?;
+    m.add_class::<datagram::Datagram>()?;
+    m.add_function(wrap_pyfunction!(datagram::parse_datagram, m)?)?;
+    m.add_function(wrap_pyfunction!(datagram::write_datagram_header, m)?)?;
+    m.add(
+        "DatagramError",
+        m.py().get_type::<datagram::DatagramError>(),
+    )?;
+    m.add("DATAGRAM_MAGIC", datagram::MAGIC)?;
+    m.add("DATAGRAM_VERSION", datagram::VERSION)?;
+    m.add("DATAGRAM_OFFSET", datagram::OFFSET)?;
+    m.add("DATAGRAM_HEADER_BYTES", datagram::HEADER_BYTES)?;
     m.add_class::<tm::TMItem>()?;
     m.add_class::<tm::PortStats>()?;
     m.add_class::<tm::TrafficManager>()?;
