@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -223,6 +224,43 @@ def test_the_engine_walk_follows_pre_writes(requests_pair: tuple[SimNet, SimNet]
     before = counts.get("clone_I2E", 0)
     run_both(engine, oracle, frames)
     assert engine.switch.walk.counts().get("clone_I2E", 0) == before + 2  # the session's two replicas
+
+
+LOOP = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct hs { h_t h; }
+struct m_t { @field_list(1) bit<8> n; }
+parser P(packet_in pkt, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout hs hdr, inout m_t m) { apply { } }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply { m.n = m.n + 1; sm.egress_spec = 2; if (m.n < hdr.h.a) { resubmit_preserving_field_list(1); } }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply { hdr.h.a = m.n; if (sm.instance_type == 0 && m.n == 1) { recirculate_preserving_field_list(1); } }
+}
+control C(inout hs hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_resubmit_chains_are_cut_where_the_python_walk_cuts_them(tmp_path: Path) -> None:
+    """A chain of resubmits as long as the frame asks (a field list counts them), past the
+    core's limit for some: the engine's walk resubmits, recirculates and cuts as the Python
+    walk does."""
+    path = tmp_path / "loop.p4"
+    path.write_text(LOOP)
+    engine, oracle = pair(lambda net: None, path, (1, 2))
+    asks = (0, 1, 2, 5, 40, 200)  # a frame asking for a passes through ingress a times
+    run_both(engine, oracle, [(i * 100_000, 1, bytes([n])) for i, n in enumerate(asks)])
+    limit = engine.switch.core.max_reentries
+    counts = engine.switch.walk.counts()
+    assert counts["reentry_limit"] == sum(1 for n in asks if n - 1 > limit)
+    assert counts["resubmit"] > limit and counts["recirculate"] > 0
 
 
 def test_a_switch_walking_in_the_engine_is_collected() -> None:
