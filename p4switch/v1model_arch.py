@@ -32,12 +32,11 @@ to the controller if the egress port is the CPU port, else on the port's link.
 So a clone is made even when the original is then resubmitted, multicast or dropped, and
 resubmit wins over multicast and unicast.
 
-In virtual time the engine walks the packets it can (``use_engine_walk``: ``hbh_engine.V1Walk``,
-engine/src/v1walk.rs, the same order over a PHV held in Rust) and hands this core a packet at
-the point where it asks for more: the clones of an I2E request (``_engine_clone``; the packet
-itself goes on in the engine), a resubmit or multicast group (``_from_engine_ingress``), an E2E
-clone or recirculation (``_from_engine_egress``). This walk is the whole walk in real time and
-for a pipeline the engine does not run wholly (``HBH_P4_ORACLE=1``: the differential oracle).
+The engine walks the packets itself (``use_engine_walk``: ``hbh_engine.V1Walk``,
+engine/src/v1walk.rs, the same steps in the same order over a PHV held in Rust, reading the
+PRE's copy in the engine, ``PacketReplicationEngine.engine``). This walk is the whole walk for
+a pipeline the engine does not run wholly, and under ``HBH_P4_ORACLE=1``, where it is the
+differential oracle of the engine's.
 
 Choices where BMv2 is silent or different: a resubmitted or recirculated packet re-enters
 ingress through the scheduler (like BMv2's input queue); a chain of resubmits is cut after
@@ -53,7 +52,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from p4switch.pipeline import Packet, PipelineRuntimeError, take_requests
+from p4switch.pipeline import Packet, PipelineRuntimeError
 from p4switch.pipeline.packet import (
     DROP_PORT,
     PKT_INSTANCE_TYPE_COALESCED,
@@ -161,6 +160,12 @@ class V1ModelSwitchCore:
         """rx, tx, to_cpu, clones, resubmits, ... so far, the engine walk's included (a copy)."""
         return self._merged(False)
 
+    @property
+    def python_walk_counts(self) -> Counter[str]:
+        """What this core's own walk counted (rx, clones, drops, ...), the engine walk's left
+        out: empty while the engine walks every packet (a copy)."""
+        return self._stats + self._drops
+
     def _merged(self, drops: bool) -> Counter[str]:
         out = Counter(self._drops if drops else self._stats)
         if self.walk is not None:
@@ -225,31 +230,6 @@ class V1ModelSwitchCore:
     def drop_counts(self) -> dict[str, int]:
         """Drops so far by cause (for the CLI, logs and tests)."""
         return dict(self.drops)
-
-    # ---- hand-overs from the engine's walk (engine/src/v1walk.rs) ------------------------
-    def _from_engine_ingress(self, wp: Any, req: tuple | None) -> None:
-        """A packet whose ingress ran in the engine and asks for a resubmit or a multicast group
-        (and maybe a clone): this walk carries on from the end of ingress."""
-        pkt = wp.pipeline.packet_from_engine(wp)
-        if req is not None:
-            take_requests(pkt, req)
-        self._after_ingress(pkt, 0)
-
-    def _engine_clone(self, wp: Any, clone: tuple[int, int, int]) -> None:
-        """The clones of an I2E clone request of a packet the engine walks on (its PHV at the
-        end of ingress): made and queued here, before the engine queues the packet."""
-        pkt = wp.pipeline.packet_from_engine(wp)
-        take_requests(pkt, (clone, None, None, None))
-        self._clone(pkt, pkt.clone_request, pkt.now_us)
-
-    def _from_engine_egress(self, wp: Any, req: tuple | None, port: int, head: bytes) -> int:
-        """The same at the end of egress (an E2E clone or a recirculation); ``head`` is what
-        the engine's deparser emitted."""
-        pkt = wp.pipeline.packet_from_engine(wp)
-        if req is not None:
-            take_requests(pkt, req)
-        pkt.deparsed = head
-        return self._after_egress(port, pkt, _Job(pkt), wp.now_us)
 
     # ---- ingress -------------------------------------------------------------------------
     def _ingress(self, pkt: Packet, reentries: int) -> None:

@@ -15,8 +15,10 @@ mod link;
 mod p4cells;
 mod p4tables;
 mod p4vm;
+mod pre;
 mod sched;
 mod tm;
+mod v1copies;
 mod v1walk;
 
 #[pymodule]
@@ -49,6 +51,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
     m.add_class::<p4vm::P4Program>()?;
     m.add_class::<p4cells::Cells>()?;
+    m.add_class::<pre::Pre>()?;
     m.add_class::<v1walk::V1Walk>()?;
     m.add_class::<v1walk::WalkProgram>()?;
     m.add_class::<v1walk::WalkPacket>()?;

@@ -3,61 +3,67 @@
 //!
 //! Why: after the blocks moved into the engine, the walk around them (p4switch/v1model_arch.py)
 //! and the PHV built and read across the Python boundary per block were the largest share of a
-//! packet-hop (docs/performance.md). The walk here is the same as `V1ModelSwitchCore`'s, in its
-//! order, for the packets that need nothing but the engine: unicast from ingress to one queue,
-//! a drop in ingress or egress, a full queue, out on a port or to the CPU port. An I2E clone is
-//! made by the Python walk (`core._engine_clone`: the PRE's sessions are its state) while the
-//! packet itself goes on here. A packet that asks for more (a resubmit, a multicast group, an
-//! E2E clone or a recirculation in egress) or makes a block fail is handed to the Python walk
-//! at that point, as a `Packet` with the PHV as a list
-//! (`core._from_engine_ingress` / `_from_engine_egress`), which carries on exactly as if it had
-//! run the blocks itself; so is everything while the loaded pipeline is not one the engine runs
-//! wholly (`V1Pipeline.walk_form()` says None). Python sees a packet here only where it must:
-//! the port's `send` (the link), `to_cpu` (a packet-in), and those hand-overs.
+//! packet-hop (docs/performance.md). The walk here is `V1ModelSwitchCore`'s, in its order, with
+//! everything simple_switch does between the blocks: unicast to one queue, clones (I2E, E2E)
+//! through the PRE's clone sessions (pre.rs), multicast groups, resubmit and recirculation
+//! (re-entering through the scheduler), drops, out on a port or to the CPU port; the copies are
+//! made as v1copies.rs says. A block that fails drops the packet (the core counts it). While
+//! the loaded pipeline is not one the engine runs wholly (`V1Pipeline.walk_form()` says None),
+//! every frame goes to the Python walk instead, as under `HBH_P4_ORACLE=1`, where that walk is
+//! the differential oracle. Python sees a packet here only where it must: the port's `send`
+//! (the link) and `to_cpu` (a packet-in).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Mutex, MutexGuard};
 
 use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyList};
+use pyo3::types::{PyBool, PyBytes};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{RxBatch, BUF};
-use crate::p4vm::{P4Program, Requests, STATUS_REJECT};
+use crate::p4vm::{P4Program, STATUS_REJECT};
+use crate::pre::Pre;
 use crate::tm::{TMItem, TrafficManager};
+use crate::v1copies::{
+    clone_of, fresh, reentry, replica, PKT_EGRESS_CLONE, PKT_INGRESS_CLONE, PKT_RECIRC,
+    PKT_REPLICATION, PKT_RESUBMIT,
+};
 
 const DROP_PORT: u64 = 511;
 const MASK32: i64 = (1 << 32) - 1;
 const MASK48: u64 = (1 << 48) - 1;
-const PKT_RESERVED: usize = 4; // SLOT_PKT, SLOT_DATA, SLOT_CURSOR, SLOT_OUT (layout.py)
 
 /// The standard_metadata slots the walk reads and writes, and the masks of the egress ones.
-struct Slots {
-    ingress_port: usize,
-    instance_type: usize,
-    packet_length: usize,
-    egress_spec: usize,
-    igts: Option<usize>,
-    parser_error: Option<u32>,
-    mcast_grp: Option<usize>,
-    priority: Option<usize>,
+pub(crate) struct Slots {
+    pub(crate) ingress_port: usize,
+    pub(crate) instance_type: usize,
+    pub(crate) packet_length: usize,
+    pub(crate) egress_spec: usize,
+    pub(crate) igts: Option<usize>,
+    pub(crate) parser_error: Option<u32>,
+    pub(crate) mcast_grp: Option<usize>,
+    pub(crate) priority: Option<usize>,
     /// egress_port, egress_global_timestamp, enq_timestamp, enq_qdepth, deq_timedelta,
     /// deq_qdepth, egress_rid: (slot, mask), None when the program's struct lacks it.
-    egress: [Option<(usize, u64)>; 7],
+    pub(crate) egress: [Option<(usize, u64)>; 7],
 }
 
 /// One loaded pipeline as the walk runs it (`V1Pipeline.walk_form()`).
 #[pyclass(module = "hbh_engine", frozen)]
 pub struct WalkProgram {
     pipeline: PyObject,
-    program: Py<P4Program>,
-    ingress: Vec<usize>,
+    pub(crate) program: Py<P4Program>,
+    pub(crate) ingress: Vec<usize>,
     egress: Vec<usize>,
-    template: Vec<u64>,
-    /// Per slot: the Python pipeline holds a bool there.
-    bools: Vec<bool>,
-    slots: Slots,
+    pub(crate) template: Vec<u64>,
+    pub(crate) slots: Slots,
+    /// The PRE's sessions and groups (the runtime state's copy for the engine).
+    pub(crate) pre: Py<Pre>,
+    /// The PHV ranges of the user metadata and of standard_metadata (reset in a copy).
+    pub(crate) reset: [(usize, usize); 2],
+    /// `@field_list` id -> the PHV ranges of its fields.
+    pub(crate) field_lists: HashMap<i64, Vec<(usize, usize)>>,
 }
 
 #[pymethods]
@@ -66,7 +72,8 @@ impl WalkProgram {
     /// PHV (every slot an int); `std`: the slots of ingress_port, instance_type, packet_length,
     /// egress_spec, ingress_global_timestamp, parser_error, mcast_grp, priority (-1: absent);
     /// `egress_fields`: (slot or -1, mask) of the seven fields egress gets from the TM;
-    /// `bools`: the slots the Python pipeline holds bools in.
+    /// `pre`: the PRE's copy; `reset`: the (start, end) PHV ranges of the user metadata and
+    /// standard_metadata, which a copy resets; `field_lists`: (id, its fields' ranges).
     #[new]
     #[allow(clippy::too_many_arguments)]
     fn new(
@@ -77,7 +84,9 @@ impl WalkProgram {
         template: Vec<u64>,
         std: [i64; 8],
         egress_fields: [(i64, u64); 7],
-        bools: Vec<usize>,
+        pre: Py<Pre>,
+        reset: [(usize, usize); 2],
+        field_lists: Vec<(i64, Vec<(usize, usize)>)>,
     ) -> PyResult<Self> {
         let opt = |v: i64| (v >= 0).then_some(v as usize);
         let need = |v: i64, what: &str| {
@@ -99,13 +108,13 @@ impl WalkProgram {
             egress: egress_fields.map(|(s, m)| opt(s).map(|s| (s, m))),
         };
         let n = template.len();
-        let mut bool_at = vec![false; n];
-        for b in bools {
-            *bool_at.get_mut(b).ok_or_else(|| {
-                pyo3::exceptions::PyValueError::new_err(format!(
-                    "WalkProgram: bool slot {b} past the PHV"
-                ))
-            })? = true;
+        let ranges = reset
+            .iter()
+            .chain(field_lists.iter().flat_map(|(_, r)| r.iter()));
+        if ingress.is_empty() || ranges.into_iter().any(|&(a, b)| a > b || b > n) {
+            return Err(pyo3::exceptions::PyValueError::new_err(
+                "WalkProgram: no parser, or a metadata range past the PHV",
+            ));
         }
         let all = [
             slots.ingress_port,
@@ -132,30 +141,39 @@ impl WalkProgram {
             ingress,
             egress,
             template,
-            bools: bool_at,
             slots,
+            pre,
+            reset,
+            field_lists: field_lists.into_iter().collect(),
         })
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.pipeline)?;
-        visit.call(&self.program)
+        visit.call(&self.program)?;
+        visit.call(&self.pre)
     }
 }
 
-/// A packet on the engine's walk: its PHV, the bytes it arrived with, where the payload starts.
+/// A packet on the engine's walk: its PHV, the bytes it arrived with, where the payload starts,
+/// and what its copy in the TM carries (the replica's `egress_rid`, the clone session's
+/// truncation).
 #[pyclass(module = "hbh_engine")]
 pub struct WalkPacket {
-    prog: Py<WalkProgram>,
-    phv: Vec<u64>,
-    data: Py<PyBytes>,
-    cursor: u64,
-    truncate: Option<u64>,
-    now_us: i64,
+    pub(crate) prog: Py<WalkProgram>,
+    pub(crate) phv: Vec<u64>,
+    pub(crate) data: Py<PyBytes>,
+    pub(crate) cursor: u64,
+    pub(crate) truncate: Option<u64>,
+    pub(crate) now_us: i64,
+    pub(crate) egress_rid: u64,
+    pub(crate) session_trunc: Option<u64>,
+    /// Resubmits and recirculations in its chain so far (the core's `max_reentries`).
+    pub(crate) reentries: u32,
 }
 
 impl WalkPacket {
-    fn payload_offset(&self, py: Python<'_>) -> usize {
+    pub(crate) fn payload_offset(&self, py: Python<'_>) -> usize {
         let n = self.data.bind(py).as_bytes().len();
         n.min(((self.cursor + 7) >> 3) as usize)
     }
@@ -163,50 +181,6 @@ impl WalkPacket {
 
 #[pymethods]
 impl WalkPacket {
-    /// The PHV as the Python pipeline holds it (p4switch/pipeline/layout.py): the reserved
-    /// slots (None, the data, the parser cursor, None), then every slot's value, bools as bools.
-    fn phv_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let bools = &self.prog.get().bools;
-        let out = PyList::empty(py);
-        out.append(py.None())?;
-        out.append(self.data.bind(py))?;
-        out.append(self.cursor)?;
-        out.append(py.None())?;
-        for (i, &v) in self.phv.iter().enumerate().skip(PKT_RESERVED) {
-            if bools[i] {
-                out.append(PyBool::new(py, v != 0))?;
-            } else {
-                out.append(v)?;
-            }
-        }
-        Ok(out)
-    }
-
-    #[getter]
-    fn pipeline(&self, py: Python<'_>) -> PyObject {
-        self.prog.get().pipeline.clone_ref(py)
-    }
-
-    #[getter]
-    fn data(&self, py: Python<'_>) -> Py<PyBytes> {
-        self.data.clone_ref(py)
-    }
-
-    #[getter(payload_offset)]
-    fn get_payload_offset(&self, py: Python<'_>) -> usize {
-        self.payload_offset(py)
-    }
-
-    #[getter]
-    fn truncate_len(&self) -> Option<u64> {
-        self.truncate
-    }
-
-    #[getter]
-    fn now_us(&self) -> i64 {
-        self.now_us
-    }
-
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.prog)?;
         visit.call(&self.data)
@@ -228,13 +202,19 @@ struct State {
 #[pyclass(module = "hbh_engine", frozen)]
 pub struct V1Walk {
     tm: Py<TrafficManager>,
-    /// V1ModelSwitchCore: its `holder`, `receive`, `service`, `_from_engine_*`, `_pipeline_error`.
+    /// V1ModelSwitchCore: its `holder`, `sched`, `walk`, `receive`, `service`, `_pipeline_error`.
     core: PyObject,
     holder: PyObject,
+    /// The core's scheduler: resubmitted and recirculated packets re-enter through it.
+    sched: PyObject,
     to_cpu: PyObject,
     cpu_port: Option<u64>,
     /// egress_spec that drops a packet at the end of ingress (the core's `drop_port`)
     drop_port: u64,
+    /// The ingress port of a recirculated packet (None: its own; the core's `recirc_port`).
+    recirc_port: Option<u64>,
+    /// Resubmits in one chain before the packet is dropped (the core's `max_reentries`).
+    max_reentries: u32,
     state: Mutex<State>,
     /// The buffers `receive_socket` reads into (taken out while in use).
     rx: Mutex<Option<Box<RxBatch>>>,
@@ -250,21 +230,34 @@ const EGRESS_DROP: &str = "egress_mark_to_drop";
 const TM_FULL: &str = "tm_queue_full";
 const NO_PORT: &str = "egress_port_missing";
 const CPU_NO_CONTROLLER: &str = "packet_in_dropped";
-const DROPS: [&str; 5] = [
+const NO_MCAST_GROUP: &str = "mcast_group_missing";
+const REENTRY_LIMIT: &str = "reentry_limit";
+const DROPS: [&str; 7] = [
     INGRESS_DROP,
     EGRESS_DROP,
     TM_FULL,
     NO_PORT,
     CPU_NO_CONTROLLER,
+    NO_MCAST_GROUP,
+    REENTRY_LIMIT,
 ];
 
-enum Ingress {
-    /// On to the TM here, after the Python walk made the clones of this clone request if any.
-    Done(Option<(u32, u64, i64)>),
-    /// Hand the packet to the Python walk after ingress (its requests with it).
-    Python(Requests),
-    Error(PyErr),
-}
+/// Clone kinds as the `CLONE` instruction records them: 0 I2E, 1 E2E (stats names as the
+/// Python walk's).
+const CLONE_STATS: [(&str, &str, &str, u64); 2] = [
+    (
+        "I2E clone",
+        "clone_I2E",
+        "clone_session_missing_I2E",
+        PKT_INGRESS_CLONE,
+    ),
+    (
+        "E2E clone",
+        "clone_E2E",
+        "clone_session_missing_E2E",
+        PKT_EGRESS_CLONE,
+    ),
+];
 
 impl V1Walk {
     fn count(&self, what: &'static str) {
@@ -296,37 +289,171 @@ impl V1Walk {
         Ok(form)
     }
 
-    fn ingress(&self, py: Python<'_>, pkt: &mut WalkPacket) -> Ingress {
-        let wp = pkt.prog.get();
+    /// Parser, checksum verification and ingress, then the end of ingress in simple_switch's
+    /// order: the clones of an I2E request, a resubmit, a multicast group, a drop, unicast.
+    fn walk_ingress(&self, py: Python<'_>, mut pkt: WalkPacket) -> PyResult<()> {
+        let prog = pkt.prog.clone_ref(py);
+        let wp = prog.get();
         let s = &wp.slots;
-        let res = {
-            let mut prog = wp.program.bind(py).borrow_mut();
-            prog.run_owned(
-                py,
-                &wp.ingress,
-                &mut pkt.phv,
-                Some(pkt.data.bind(py).as_bytes()),
-                s.parser_error,
-            )
-        };
-        let (status, cursor, req) = match res {
-            Ok(r) => r,
-            Err(e) => return Ingress::Error(e),
-        };
-        pkt.cursor = cursor;
-        if status < STATUS_REJECT {
-            return Ingress::Error(pyo3::exceptions::PyValueError::new_err(format!(
-                "parser (engine): unknown status {status}"
-            )));
+        if let Some(t) = s.igts {
+            pkt.phv[t] = pkt.now_us as u64 & MASK48;
         }
+        let res = {
+            let mut p = wp.program.bind(py).borrow_mut();
+            let data = pkt.data.bind(py).as_bytes();
+            p.run_owned(py, &wp.ingress, &mut pkt.phv, Some(data), s.parser_error)
+        };
+        let req = match res {
+            Ok((status, _, _)) if status < STATUS_REJECT => {
+                let e = pyo3::exceptions::PyValueError::new_err(format!(
+                    "parser (engine): unknown status {status}"
+                ));
+                return self.pipeline_error(py, "ingress", e);
+            }
+            Ok((_, cursor, req)) => {
+                pkt.cursor = cursor;
+                req
+            }
+            Err(e) => return self.pipeline_error(py, "ingress", e),
+        };
         if let Some(t) = req.truncate {
             pkt.truncate = Some(t);
         }
-        let mcast = s.mcast_grp.is_some_and(|m| pkt.phv[m] != 0);
-        if req.preserve[0].is_some() || mcast {
-            return Ingress::Python(req);
+        if let Some(c) = req.clone {
+            let data = pkt.data.clone_ref(py);
+            self.clone(py, &pkt, c, data, pkt.now_us)?;
         }
-        Ingress::Done(req.clone)
+        if let Some(fl) = req.preserve[0] {
+            return self.resubmit(py, &pkt, fl);
+        }
+        let prio = self.priority(&pkt);
+        if let Some(m) = s.mcast_grp.filter(|&m| pkt.phv[m] != 0) {
+            return self.multicast(py, pkt, m, prio);
+        }
+        let egress_spec = pkt.phv[s.egress_spec];
+        if egress_spec == self.drop_port {
+            self.count(INGRESS_DROP);
+            return Ok(());
+        }
+        self.enqueue(py, egress_spec, pkt, prio)
+    }
+
+    /// Into the TM: the queue `prio` of `port` (no such port, or a full queue: dropped).
+    fn enqueue(&self, py: Python<'_>, port: u64, pkt: WalkPacket, prio: usize) -> PyResult<()> {
+        let tm = self.tm.bind(py);
+        if port >= tm.get().num_ports as u64 {
+            self.count(NO_PORT);
+            return Ok(());
+        }
+        let item = Bound::new(py, TMItem::for_packet(Py::new(py, pkt)?.into_any()))?;
+        if !TrafficManager::push(tm, port as usize, &item, prio)? {
+            self.count(TM_FULL);
+        }
+        Ok(())
+    }
+
+    /// One clone of `pkt` per replica of the clone session (`data`: what the clone is parsed
+    /// from), queued on the replica's port at the session's class of service.
+    fn clone(
+        &self,
+        py: Python<'_>,
+        pkt: &WalkPacket,
+        (kind, session, field_list): (u32, u64, i64),
+        data: Py<PyBytes>,
+        now_us: i64,
+    ) -> PyResult<()> {
+        let (what, made, missing, itype) = CLONE_STATS[kind.min(1) as usize];
+        let Some(session) = pkt.prog.get().pre.get().session(session) else {
+            self.count(missing);
+            return Ok(());
+        };
+        let trunc = (session.packet_length_bytes > 0).then_some(session.packet_length_bytes);
+        let nprio = self.tm.get().num_priorities.max(1) as u64;
+        let prio = session.class_of_service.min(nprio - 1) as usize;
+        for (port, rid) in session.replicas {
+            let mut c = match clone_of(py, pkt, data.clone_ref(py), itype, field_list, now_us) {
+                Ok(c) => c,
+                Err(e) => return self.pipeline_error(py, what, e),
+            };
+            c.egress_rid = rid;
+            c.session_trunc = trunc;
+            self.count(made);
+            self.enqueue(py, port, c, prio)?;
+        }
+        Ok(())
+    }
+
+    /// One copy per replica of multicast group `mgid` (instance type REPLICATION); no such
+    /// group, or an empty one: dropped.
+    fn multicast(
+        &self,
+        py: Python<'_>,
+        mut pkt: WalkPacket,
+        slot: usize,
+        prio: usize,
+    ) -> PyResult<()> {
+        let group = pkt.prog.get().pre.get().group(pkt.phv[slot]);
+        let Some(replicas) = group.filter(|g| !g.is_empty()) else {
+            self.count(NO_MCAST_GROUP);
+            return Ok(());
+        };
+        pkt.phv[pkt.prog.get().slots.instance_type] = PKT_REPLICATION;
+        for &(port, rid) in &replicas {
+            self.enqueue(py, port, replica(py, &pkt, rid), prio)?;
+        }
+        Ok(())
+    }
+
+    /// The packet as received re-enters ingress through the scheduler (a chain is cut after
+    /// `max_reentries`).
+    fn resubmit(&self, py: Python<'_>, pkt: &WalkPacket, field_list: i64) -> PyResult<()> {
+        if pkt.reentries >= self.max_reentries {
+            self.count(REENTRY_LIMIT);
+            return Ok(());
+        }
+        self.count("resubmit");
+        let port = pkt.phv[pkt.prog.get().slots.ingress_port];
+        let data = pkt.data.clone_ref(py);
+        let mut new = reentry(py, pkt, data, port, PKT_RESUBMIT, field_list);
+        new.reentries = pkt.reentries + 1;
+        self.reenter(py, new)
+    }
+
+    /// The frame as deparsed after egress re-enters ingress through the scheduler (paced by
+    /// the queues: no chain limit but `max_reentries` 0, as the Python walk's).
+    fn recirculate(
+        &self,
+        py: Python<'_>,
+        pkt: &WalkPacket,
+        frame: Py<PyBytes>,
+        field_list: i64,
+    ) -> PyResult<()> {
+        if self.max_reentries == 0 {
+            self.count(REENTRY_LIMIT);
+            return Ok(());
+        }
+        self.count("recirculate");
+        let own = pkt.phv[pkt.prog.get().slots.ingress_port];
+        let mut new = reentry(
+            py,
+            pkt,
+            frame,
+            self.recirc_port.unwrap_or(own),
+            PKT_RECIRC,
+            field_list,
+        );
+        new.reentries = 1;
+        self.reenter(py, new)
+    }
+
+    /// `new` enters ingress at the scheduler's now, after what is due before it.
+    fn reenter(&self, py: Python<'_>, new: WalkPacket) -> PyResult<()> {
+        let sched = self.sched.bind(py);
+        let now = sched.call_method0(intern!(py, "now_ns"))?;
+        let walk = self.core.bind(py).getattr(intern!(py, "walk"))?;
+        let again = walk.getattr(intern!(py, "_reenter"))?;
+        sched.call_method1(intern!(py, "call_at"), (now, again, Py::new(py, new)?))?;
+        Ok(())
     }
 
     fn priority(&self, pkt: &WalkPacket) -> usize {
@@ -335,25 +462,6 @@ impl V1Walk {
             Some(s) if n > 1 => (pkt.phv[s] as i64).min(n - 1) as usize,
             _ => 0,
         }
-    }
-
-    /// Hand a packet to the Python walk: `core.<method>(packet, requests, *more)`.
-    fn to_python(
-        &self,
-        py: Python<'_>,
-        method: &Bound<'_, pyo3::types::PyString>,
-        pkt: PyObject,
-        req: Requests,
-        more: Vec<PyObject>,
-    ) -> PyResult<PyObject> {
-        let req = req.into_result().into_pyobject(py)?.into_any().unbind();
-        let mut args: Vec<PyObject> = vec![pkt, req];
-        args.extend(more);
-        Ok(self
-            .core
-            .bind(py)
-            .call_method1(method, pyo3::types::PyTuple::new(py, args)?)?
-            .unbind())
     }
 
     fn pipeline_error(&self, py: Python<'_>, what: &str, err: PyErr) -> PyResult<()> {
@@ -372,6 +480,8 @@ impl V1Walk {
         Ok(())
     }
 
+    /// Egress to deparser for a packet the TM serves on `port`, then simple_switch's end of
+    /// egress: the clones of an E2E request, a drop, a recirculation, the port.
     fn egress(&self, py: Python<'_>, port: usize, item: &Bound<'_, TMItem>) -> PyResult<i64> {
         let (packet, stamps) = {
             let it = item.borrow();
@@ -393,7 +503,7 @@ impl V1Walk {
             stamps[1],
             stamps[2] & MASK32,
             stamps[3],
-            0,
+            pkt.egress_rid as i64,
         ];
         for (f, v) in s.egress.iter().zip(vals) {
             if let Some((slot, mask)) = *f {
@@ -413,30 +523,33 @@ impl V1Walk {
                 return Ok(0);
             }
         };
-        if req.clone.is_some() || req.preserve[1].is_some() {
-            drop(pkt);
-            let more = vec![port.into_pyobject(py)?.into_any().unbind(), head.into_any()];
-            let r = self.to_python(
-                py,
-                intern!(py, "_from_engine_egress"),
-                cell.into_any().unbind(),
-                req,
-                more,
-            )?;
-            return r.extract(py);
-        }
         if let Some(t) = req.truncate {
             pkt.truncate = Some(pkt.truncate.map_or(t, |u| u.min(t)));
+        }
+        let data = pkt.data.bind(py).as_bytes();
+        let payload = &data[pkt.payload_offset(py)..];
+        let head = head.bind(py).as_bytes();
+        // The frame as deparsed, before any truncation: what an E2E clone and a recirculated
+        // packet are made of.
+        let whole = || {
+            let mut v = Vec::with_capacity(head.len() + payload.len());
+            v.extend_from_slice(head);
+            v.extend_from_slice(payload);
+            PyBytes::new(py, &v).unbind()
+        };
+        if let Some(c) = req.clone {
+            self.clone(py, &pkt, c, whole(), now_us)?;
         }
         if pkt.phv[s.egress_spec] == DROP_PORT {
             self.count(EGRESS_DROP);
             return Ok(0);
         }
-        let data = pkt.data.bind(py).as_bytes();
-        let payload = &data[pkt.payload_offset(py)..];
-        let head = head.bind(py).as_bytes();
+        if let Some(fl) = req.preserve[1] {
+            self.recirculate(py, &pkt, whole(), fl)?;
+            return Ok(0);
+        }
         let mut len = head.len() + payload.len();
-        if let Some(t) = pkt.truncate {
+        for t in [pkt.truncate, pkt.session_trunc].into_iter().flatten() {
             len = len.min(t as usize);
         }
         let frame = PyBytes::new_with(py, len, |buf| {
@@ -568,12 +681,19 @@ impl V1Walk {
         cpu_port: Option<u64>,
         drop_port: u64,
     ) -> PyResult<Self> {
-        let holder = core.bind(py).getattr(intern!(py, "holder"))?.unbind();
+        let c = core.bind(py);
+        let holder = c.getattr(intern!(py, "holder"))?.unbind();
+        let sched = c.getattr(intern!(py, "sched"))?.unbind();
+        let recirc_port = c.getattr(intern!(py, "recirc_port"))?.extract()?;
+        let max_reentries = c.getattr(intern!(py, "max_reentries"))?.extract()?;
         let nports = tm.get().num_ports as usize;
         Ok(V1Walk {
             tm,
             core,
             holder,
+            sched,
+            recirc_port,
+            max_reentries,
             to_cpu,
             cpu_port,
             drop_port,
@@ -608,62 +728,16 @@ impl V1Walk {
         };
         self.count("rx");
         let now_us = self.tm.get().now_ns(py)?.div_euclid(1000);
-        let wp = prog.get();
-        let s = &wp.slots;
-        let mut phv = wp.template.clone();
-        phv[s.ingress_port] = port & 0x1FF;
-        phv[s.instance_type] = 0;
-        phv[s.packet_length] = frame.as_bytes().len() as u64;
-        if let Some(t) = s.igts {
-            phv[t] = now_us as u64 & MASK48;
-        }
-        let mut pkt = WalkPacket {
-            prog: prog.clone_ref(py),
-            phv,
-            data: frame.unbind(),
-            cursor: 0,
-            truncate: None,
-            now_us,
-        };
-        let clone = match self.ingress(py, &mut pkt) {
-            Ingress::Done(clone) => clone,
-            Ingress::Python(req) => {
-                let pkt = Py::new(py, pkt)?.into_any();
-                self.to_python(
-                    py,
-                    intern!(py, "_from_engine_ingress"),
-                    pkt,
-                    req,
-                    Vec::new(),
-                )?;
-                return Ok(());
-            }
-            Ingress::Error(e) => return self.pipeline_error(py, "ingress", e),
-        };
-        let egress_spec = pkt.phv[s.egress_spec];
-        let prio = self.priority(&pkt);
-        let pkt = Py::new(py, pkt)?;
-        if let Some(c) = clone {
-            // The clones first (V1ModelSwitchCore's order), by the Python walk: the PRE's
-            // sessions are its state. The packet itself goes on here.
-            self.core
-                .bind(py)
-                .call_method1(intern!(py, "_engine_clone"), (pkt.clone_ref(py), c))?;
-        }
-        if egress_spec == self.drop_port {
-            self.count(INGRESS_DROP);
-            return Ok(());
-        }
-        let tm = self.tm.bind(py);
-        if egress_spec >= tm.get().num_ports as u64 {
-            self.count(NO_PORT);
-            return Ok(());
-        }
-        let item = Bound::new(py, TMItem::for_packet(pkt.into_any()))?;
-        if !TrafficManager::push(tm, egress_spec as usize, &item, prio)? {
-            self.count(TM_FULL);
-        }
-        Ok(())
+        let pkt = fresh(py, &prog, frame.unbind(), port, 0, now_us);
+        self.walk_ingress(py, pkt)
+    }
+
+    /// A resubmitted or recirculated packet enters ingress (scheduled by the walk itself).
+    fn _reenter(&self, py: Python<'_>, pkt: PyRef<'_, WalkPacket>) -> PyResult<()> {
+        let mut new = replica(py, &pkt, 0);
+        drop(pkt);
+        new.now_us = self.tm.get().now_ns(py)?.div_euclid(1000);
+        self.walk_ingress(py, new)
     }
 
     /// Read up to `max` frames from port `port`'s non-blocking AF_PACKET socket `fd` (frames
@@ -731,6 +805,7 @@ impl V1Walk {
         visit.call(&self.tm)?;
         visit.call(&self.core)?;
         visit.call(&self.holder)?;
+        visit.call(&self.sched)?;
         visit.call(&self.to_cpu)?;
         let Ok(st) = self.state.try_lock() else {
             return Ok(());

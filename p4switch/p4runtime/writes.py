@@ -249,36 +249,24 @@ def _pre_entry(state: RuntimeState, utype: int, pe: pb.PacketReplicationEngineEn
     pre = state.pre
     kind = pe.WhichOneof("type")
     if kind == "clone_session_entry":
-        store, sid = pre.clone_sessions, pe.clone_session_entry.session_id
-        old = store.get(sid, _MISSING)
+        sid = pe.clone_session_entry.session_id
+        old_session = pre.clone_sessions.get(sid)
         if utype == DELETE:
             pre.delete_clone_session(sid)
         else:
             session = decode_clone_session(pe.clone_session_entry)
             (pre.insert_clone_session if utype == INSERT else pre.modify_clone_session)(session)
-    elif kind == "multicast_group_entry":
-        store, sid = pre.multicast_groups, pe.multicast_group_entry.multicast_group_id
-        old = store.get(sid, _MISSING)
+        return lambda: pre.restore_clone_session(sid, old_session)
+    if kind == "multicast_group_entry":
+        gid = pe.multicast_group_entry.multicast_group_id
+        old_group = pre.multicast_groups.get(gid)
         if utype == DELETE:
-            pre.delete_multicast_group(sid)
+            pre.delete_multicast_group(gid)
         else:
             group = decode_multicast_group(pe.multicast_group_entry)
             (pre.insert_multicast_group if utype == INSERT else pre.modify_multicast_group)(group)
-    else:
-        raise invalid("PacketReplicationEngineEntry has neither a clone session nor a multicast group")
-    return _restore_dict(store, sid, old)
-
-
-_MISSING = object()
-
-
-def _restore_dict(store: dict, key: int, old: Any) -> Undo:
-    def undo() -> None:
-        if old is _MISSING:
-            store.pop(key, None)
-        else:
-            store[key] = old
-    return undo
+        return lambda: pre.restore_multicast_group(gid, old_group)
+    raise invalid("PacketReplicationEngineEntry has neither a clone session nor a multicast group")
 
 
 # ------------------------------------------------------------------- digests

@@ -236,7 +236,6 @@ class V1Pipeline:
         # compute, deparser; None when a block of the half is not wholly in the engine.
         self.ingress_seq: list[int] | None = None
         self.egress_seq: list[int] | None = None
-        self._engine_bools: list[int] = []
         self._walk_form: Any = None
         if not oracle:
             self._load_engine(cc)
@@ -279,7 +278,6 @@ class V1Pipeline:
             if ts.profile is not None:
                 ts.profile.attach(self.engine)
         self.engine_blocks = dict(form.roles)
-        self._engine_bools = sorted(form.bool_slots)
         self.ingress_seq = self._engine_seq(("parser", "verify_checksum", "ingress"))
         self.egress_seq = self._engine_seq(("egress", "compute_checksum", "deparser"))
 
@@ -304,9 +302,12 @@ class V1Pipeline:
 
     def walk_form(self) -> Any:
         """This pipeline as the engine's v1model walk runs it (``hbh_engine.WalkProgram``), or
-        None when the walk must stay Python: a block not wholly in the engine, or a PHV slot
-        that is not an integer of at most 64 bits (wide fields, varbits)."""
-        if self._walk_form is None and self.ingress_seq is not None and self.egress_seq is not None:
+        None when the walk must stay Python: a block not wholly in the engine, a PHV slot that
+        is not an integer of at most 64 bits (wide fields, varbits), or no engine copy of the
+        PRE to read."""
+        pre = getattr(self.state.pre, "engine", None)
+        if self._walk_form is None and self.ingress_seq is not None and self.egress_seq is not None \
+                and pre is not None:
             import hbh_engine
 
             tail = self.template[RESERVED:]
@@ -315,21 +316,12 @@ class V1Pipeline:
                 std = [s.get(n, -1) for n in ("ingress_port", "instance_type", "packet_length", "egress_spec",
                                              "ingress_global_timestamp", "parser_error", "mcast_grp", "priority")]
                 fields = [(s.get(n, -1), self.std_masks.get(n, 0) & _MASK64) for n in EGRESS_FIELDS]
-                bools = sorted({i for i, v in enumerate(self.template) if type(v) is bool} | set(self._engine_bools))
+                lists = [(i, [(st.start, st.end) for st in sts]) for i, sts in self.field_lists.items()]
                 self._walk_form = hbh_engine.WalkProgram(
                     self, self.engine, self.ingress_seq, self.egress_seq,
-                    [0] * RESERVED + [int(v) for v in tail], std, fields, bools)
+                    [0] * RESERVED + [int(v) for v in tail], std, fields, pre,
+                    [self._meta_range, self._std_range], lists)
         return self._walk_form
-
-    def packet_from_engine(self, wp: Any) -> Packet:
-        """The Python packet of a ``hbh_engine.WalkPacket`` the engine's walk hands over (a
-        clone, a resubmit, a recirculation, a multicast): the state the per-block runs leave."""
-        pkt = Packet(self, wp.data, wp.now_us)
-        pkt.phv = wp.phv_list()
-        pkt.payload_offset = wp.payload_offset
-        pkt.parsed = True
-        pkt.truncate_len = wp.truncate_len
-        return pkt
 
     def _package_blocks(self, cc: _Compiler) -> dict[str, tuple[Any, list[ast.Argument]]]:
         main = _find_main(cc.program)

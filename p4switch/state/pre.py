@@ -4,12 +4,18 @@ As P4Runtime defines them (``CloneSessionEntry``, ``MulticastGroupEntry``). The
 limits are v1model's: ports are ``bit<9>``, replica instances (``egress_rid``)
 ``bit<16>``, multicast groups (``mcast_grp``) ``bit<16>``, class of service
 (``priority``) ``bit<3>``. Id 0 is P4Runtime's wildcard, so it is never writable.
+
+The engine's v1model walk reads a copy of the sessions and groups (``engine``, an
+``hbh_engine.Pre``, engine/src/pre.rs) so that it makes clones and multicast copies without a
+Python call. The dicts here stay what P4Runtime reads; the copy has one writer, ``_store``,
+which every change (insert, modify, delete, a failed batch's restore) goes through.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from .errors import Code, StateError, invalid, not_found
 
@@ -56,6 +62,35 @@ class PacketReplicationEngine:
         self.limits = limits or PreLimits()
         self.clone_sessions: dict[int, CloneSession] = {}
         self.multicast_groups: dict[int, MulticastGroup] = {}
+        self.engine: Any = _engine_pre()
+
+    def _store(self, kind: type, ident: int, value: CloneSession | MulticastGroup | None) -> None:
+        """The one writer of both dicts and of the engine's copy: ``value`` None removes."""
+        store: dict = self.clone_sessions if kind is CloneSession else self.multicast_groups
+        if value is None:
+            store.pop(ident, None)
+        else:
+            store[ident] = value
+        eng = self.engine
+        if eng is None:
+            return
+        if isinstance(value, CloneSession):
+            eng.set_clone_session(ident, [(r.port, r.instance) for r in value.replicas], value.class_of_service,
+                                  value.packet_length_bytes)
+        elif isinstance(value, MulticastGroup):
+            eng.set_multicast_group(ident, [(r.port, r.instance) for r in value.replicas])
+        elif kind is CloneSession:
+            eng.remove_clone_session(ident)
+        else:
+            eng.remove_multicast_group(ident)
+
+    def restore_clone_session(self, session_id: int, old: CloneSession | None) -> None:
+        """Undo of a write in a failed batch: ``old`` None means there was none."""
+        self._store(CloneSession, session_id, old)
+
+    def restore_multicast_group(self, group_id: int, old: MulticastGroup | None) -> None:
+        """Undo of a write in a failed batch: ``old`` None means there was none."""
+        self._store(MulticastGroup, group_id, old)
 
     # ----------------------------------------------------------- clones
 
@@ -63,19 +98,20 @@ class PacketReplicationEngine:
         self._check_session(session)
         if session.session_id in self.clone_sessions:
             raise StateError(Code.ALREADY_EXISTS, f"clone session {session.session_id} already exists")
-        self.clone_sessions[session.session_id] = session
+        self._store(CloneSession, session.session_id, session)
 
     def modify_clone_session(self, session: CloneSession) -> None:
         self._check_session(session)
         if session.session_id not in self.clone_sessions:
             raise not_found(f"clone session {session.session_id} does not exist")
-        self.clone_sessions[session.session_id] = session
+        self._store(CloneSession, session.session_id, session)
 
     def delete_clone_session(self, session_id: int) -> CloneSession:
         self._check_id("clone session", session_id, self.limits.session_bits)
-        session = self.clone_sessions.pop(session_id, None)
+        session = self.clone_sessions.get(session_id)
         if session is None:
             raise not_found(f"clone session {session_id} does not exist")
+        self._store(CloneSession, session_id, None)
         return session
 
     def clone_session(self, session_id: int) -> CloneSession | None:
@@ -88,19 +124,20 @@ class PacketReplicationEngine:
         self._check_group(group)
         if group.group_id in self.multicast_groups:
             raise StateError(Code.ALREADY_EXISTS, f"multicast group {group.group_id} already exists")
-        self.multicast_groups[group.group_id] = group
+        self._store(MulticastGroup, group.group_id, group)
 
     def modify_multicast_group(self, group: MulticastGroup) -> None:
         self._check_group(group)
         if group.group_id not in self.multicast_groups:
             raise not_found(f"multicast group {group.group_id} does not exist")
-        self.multicast_groups[group.group_id] = group
+        self._store(MulticastGroup, group.group_id, group)
 
     def delete_multicast_group(self, group_id: int) -> MulticastGroup:
         self._check_id("multicast group", group_id, self.limits.group_bits)
-        group = self.multicast_groups.pop(group_id, None)
+        group = self.multicast_groups.get(group_id)
         if group is None:
             raise not_found(f"multicast group {group_id} does not exist")
+        self._store(MulticastGroup, group_id, None)
         return group
 
     def multicast_group(self, group_id: int) -> MulticastGroup | None:
@@ -136,3 +173,12 @@ class PacketReplicationEngine:
             if (r.port, r.instance) in seen:
                 raise invalid(f"{where}: duplicate replica (port {r.port}, instance {r.instance})")
             seen.add((r.port, r.instance))
+
+
+def _engine_pre() -> Any:
+    """The engine's copy (None when hbh_engine is not built: the Python walk reads the dicts)."""
+    try:
+        import hbh_engine
+    except ImportError:
+        return None
+    return hbh_engine.Pre()

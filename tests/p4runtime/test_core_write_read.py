@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4switch.p4runtime import Code, NullDevice, P4RuntimeCore
@@ -229,6 +230,50 @@ def test_clone_sessions_and_multicast_through_pre_entries():
                           clone_session_entry=pb.CloneSessionEntry(session_id=5))))
     assert error_codes(err) == [Code.OK, Code.INVALID_ARGUMENT, Code.NOT_FOUND]
     assert [r.port for r in device.state.pre.multicast_group(1).replicas] == [1, 2]
+
+
+def engine_pre_matches(pre) -> None:
+    """The engine's copy of the PRE (what the engine's walk reads) says what the dicts say."""
+    eng = pre.engine
+    assert eng.ids() == (sorted(pre.clone_sessions), sorted(pre.multicast_groups))
+    for sid, s in pre.clone_sessions.items():
+        assert eng.clone_session(sid) == ([(r.port, r.instance) for r in s.replicas], s.class_of_service,
+                                          s.packet_length_bytes)
+    for gid, g in pre.multicast_groups.items():
+        assert eng.multicast_group(gid) == [(r.port, r.instance) for r in g.replicas]
+
+
+def test_the_engine_copy_of_the_pre_follows_writes_and_rollbacks():
+    pytest.importorskip("hbh_engine")
+    core, device, c, _, ids = setup_core()
+    pre = device.state.pre
+
+    def session(sid: int, *ports: int, cos: int = 0) -> pb.PacketReplicationEngineEntry:
+        cs = pb.CloneSessionEntry(session_id=sid, class_of_service=cos, packet_length_bytes=sid)
+        for i, p in enumerate(ports):
+            cs.replicas.add(egress_port=p, instance=i)
+        return pb.PacketReplicationEngineEntry(clone_session_entry=cs)
+
+    def group(gid: int, *ports: int) -> pb.PacketReplicationEngineEntry:
+        mg = pb.MulticastGroupEntry(multicast_group_id=gid)
+        for p in ports:
+            mg.replicas.add(port=b(p), instance=gid)
+        return pb.PacketReplicationEngineEntry(multicast_group_entry=mg)
+
+    c.write(insert(packet_replication_engine_entry=session(1, 3)), insert(packet_replication_engine_entry=session(2, 4)),
+            insert(packet_replication_engine_entry=group(1, 1, 2)))
+    engine_pre_matches(pre)
+    c.write(modify(packet_replication_engine_entry=session(1, 5, 6, cos=3)),
+            delete(packet_replication_engine_entry=session(2)))
+    engine_pre_matches(pre)
+    assert pre.engine.clone_session(2) is None
+    batch = [modify(packet_replication_engine_entry=session(1, 7)), delete(packet_replication_engine_entry=group(1)),
+             insert(packet_replication_engine_entry=group(2, 3)), insert(packet_replication_engine_entry=session(3, 1)),
+             delete(packet_replication_engine_entry=session(9))]  # NOT_FOUND: the batch is undone
+    err = raises_code(Code.UNKNOWN, c.write, *batch, atomicity=pb.WriteRequest.ROLLBACK_ON_ERROR)
+    assert error_codes(err) == [Code.ABORTED] * 4 + [Code.NOT_FOUND]
+    engine_pre_matches(pre)
+    assert pre.engine.ids() == ([1], [1]) and pre.engine.clone_session(1)[1] == 3
 
 
 def test_unsupported_entities_are_unimplemented():

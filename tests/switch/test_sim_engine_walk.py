@@ -1,14 +1,15 @@
 """The v1model walk in the engine (hbh_engine.V1Walk, engine/src/v1walk.rs) against the Python
 walk on the closures (HBH_P4_ORACLE=1), the differential oracle: the same frames at the same
 times into two switches give the same frames out of every port at the same times, the same
-packet-ins, drops, queue counters and registers. The engine's packets that ask for a clone, a
-resubmit, a recirculation or a multicast group are handed to the Python walk; these runs take
-every such hand-over."""
+packet-ins, drops, queue counters and registers. The engine's walk carries out every request
+itself (clones through the PRE's sessions, resubmit, recirculation, multicast groups): the
+Python walk of the engine's switch counts nothing."""
 
 from __future__ import annotations
 
 import struct
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, Phase, given, settings
@@ -67,6 +68,7 @@ def run_both(engine: SimNet, oracle: SimNet, sends: list[tuple[int, int, bytes]]
         net.sched.run()
     assert outcome(engine) == outcome(oracle)
     assert engine.switch.walk.counts().get("rx", 0) > 0  # the engine walked them
+    assert not engine.switch.core.python_walk_counts  # all of them: nothing was handed to Python
     assert "rx" not in oracle.switch.walk.counts()  # the oracle's pipeline is not the engine's: Python walked
 
 
@@ -77,8 +79,8 @@ def alinea_config(net: SimNet) -> None:
 @st.composite
 def alinea_sends(draw: st.DrawFn) -> list[tuple[int, int, bytes]]:
     """Data both ways (some TTLs expire, some routes miss), reports from the neighbour on port
-    2, frames of other EtherTypes, truncated frames: ingress drops, report clones (handed to
-    the Python walk), packet-ins and full queues."""
+    2, frames of other EtherTypes, truncated frames: ingress drops, report clones, packet-ins
+    and full queues."""
     out = []
     for _ in range(draw(st.integers(1, 25))):
         t = draw(st.integers(0, 3_000_000))
@@ -183,13 +185,82 @@ def requests_pair(tmp_path_factory: pytest.TempPathFactory) -> tuple[SimNet, Sim
 @ONE_PAIR
 @given(sends=st.lists(st.tuples(st.integers(0, 50_000), st.sampled_from((1, 2, 3)), st.integers(0, 10),
                                 st.integers(0, 7), st.binary(max_size=12)), min_size=1, max_size=12))
-def test_hand_overs_to_the_python_walk_match_it(requests_pair: tuple[SimNet, SimNet], sends: list) -> None:
+def test_every_request_in_the_engine_walk_matches_the_python_walk(requests_pair: tuple[SimNet, SimNet], sends: list) -> None:
     """I2E and E2E clones, resubmit, recirculation, multicast, drops in ingress and egress and
-    truncation, from a program wholly in the engine: the engine's walk hands every request to
-    the Python walk where the Python walk would act on it."""
+    truncation, from a program wholly in the engine: the engine's walk carries out every
+    request as the Python walk does."""
     engine, oracle = requests_pair
     assert engine.switch.holder.pipeline.walk_form() is not None
     run_both(engine, oracle, [(t, port, struct.pack("!BI", a, b) + tail) for t, port, a, b, tail in sends])
+
+
+def test_each_request_is_carried_out_by_the_engine_walk(requests_pair: tuple[SimNet, SimNet]) -> None:
+    """One frame per request of the program, to every port: each kind of copy is made by the
+    engine's walk (its own counts) and leaves as the Python walk's does."""
+    engine, oracle = requests_pair
+    sends = [(a * 100_000 + port * 10_000, port, struct.pack("!BI", a, b) + b"payload-bytes")
+             for a in range(10) for port in (1, 2, 3) for b in (1, 2)]
+    run_both(engine, oracle, sends)
+    counts = engine.switch.walk.counts()
+    for made in ("clone_I2E", "clone_E2E", "resubmit", "recirculate"):
+        assert counts.get(made, 0) > 0, made
+    assert counts.get("egress_mark_to_drop", 0) > 0 and counts.get("ingress_mark_to_drop", 0) > 0
+
+
+def test_the_engine_walk_follows_pre_writes(requests_pair: tuple[SimNet, SimNet]) -> None:
+    """Deleting the clone session and the multicast group, then writing them back changed,
+    between runs: the engine's walk reads the PRE as the P4Runtime core last wrote it."""
+    engine, oracle = requests_pair
+    frames = [(i * 10_000, 1, struct.pack("!BI", a, 2) + b"0123456789") for i, a in enumerate((1, 2, 4, 8))]
+    for net in (engine, oracle):
+        net.ctl.delete(clone_session(6, []))
+        net.ctl.delete(multicast_group(1, []))
+    run_both(engine, oracle, frames)
+    counts = engine.switch.walk.counts()
+    assert counts.get("mcast_group_missing", 0) > 0 and counts.get("clone_session_missing_I2E", 0) > 0
+    for net in (engine, oracle):
+        net.ctl.insert(clone_session(6, [(1, 7), (3, 9)], packet_length_bytes=0))
+        net.ctl.insert(multicast_group(1, [(2, 4)]))
+    before = counts.get("clone_I2E", 0)
+    run_both(engine, oracle, frames)
+    assert engine.switch.walk.counts().get("clone_I2E", 0) == before + 2  # the session's two replicas
+
+
+LOOP = """
+#include <core.p4>
+#include <v1model.p4>
+header h_t { bit<8> a; }
+struct hs { h_t h; }
+struct m_t { @field_list(1) bit<8> n; }
+parser P(packet_in pkt, out hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    state start { pkt.extract(hdr.h); transition accept; }
+}
+control V(inout hs hdr, inout m_t m) { apply { } }
+control I(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply { m.n = m.n + 1; sm.egress_spec = 2; if (m.n < hdr.h.a) { resubmit_preserving_field_list(1); } }
+}
+control E(inout hs hdr, inout m_t m, inout standard_metadata_t sm) {
+    apply { hdr.h.a = m.n; if (sm.instance_type == 0 && m.n == 1) { recirculate_preserving_field_list(1); } }
+}
+control C(inout hs hdr, inout m_t m) { apply { } }
+control D(packet_out pkt, in hs hdr) { apply { pkt.emit(hdr); } }
+V1Switch(P(), V(), I(), E(), C(), D()) main;
+"""
+
+
+def test_resubmit_chains_are_cut_where_the_python_walk_cuts_them(tmp_path: Path) -> None:
+    """A chain of resubmits as long as the frame asks (a field list counts them), past the
+    core's limit for some: the engine's walk resubmits, recirculates and cuts as the Python
+    walk does."""
+    path = tmp_path / "loop.p4"
+    path.write_text(LOOP)
+    engine, oracle = pair(lambda net: None, path, (1, 2))
+    asks = (0, 1, 2, 5, 40, 200)  # a frame asking for a passes through ingress a times
+    run_both(engine, oracle, [(i * 100_000, 1, bytes([n])) for i, n in enumerate(asks)])
+    limit = engine.switch.core.max_reentries
+    counts = engine.switch.walk.counts()
+    assert counts["reentry_limit"] == sum(1 for n in asks if n - 1 > limit)
+    assert counts["resubmit"] > limit and counts["recirculate"] > 0
 
 
 def test_a_switch_walking_in_the_engine_is_collected() -> None:
