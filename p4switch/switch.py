@@ -29,7 +29,7 @@ from p4switch.pcap import PortCapture
 from p4switch.tm import DEFAULT_QUEUE_DEPTH, TrafficManager
 from p4switch.v1model_arch import DropCause, V1ModelSwitchCore
 from runtime import heap
-from runtime.link import ETHERNET_MIN_FRAME_BYTES, ETHERNET_OVERHEAD_BYTES, LinkModel
+from runtime.link import ETHERNET_MIN_FRAME_BYTES, ETHERNET_OVERHEAD_BYTES, LinkModel, RealtimeWire
 from runtime.ports import LinkPort, PacketSocketPort, Port, PortError
 from runtime.sched import RealtimeScheduler, Scheduler, VirtualScheduler
 
@@ -86,7 +86,7 @@ class Switch:
         self.sched = sched
         self.realtime = isinstance(sched, RealtimeScheduler)
         self.ports: dict[int, Port] = {}
-        self._wire_free: dict[int, int] = {}
+        self._wires: dict[int, RealtimeWire] = {}
         self.holder = PipelineHolder()
         self.tm = TrafficManager(sched, num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
                                  default_rate_pps=opts.queue_rate_pps, queue_model=opts.queue_model)  # served by the core below
@@ -254,20 +254,11 @@ class Switch:
         return self._paced(number, wire_ns) if self.realtime and wire_ns else wire_ns
 
     def _paced(self, number: int, wire_ns: int) -> int:
-        """Busy time of a modelled wire in real time, keeping frames back to back.
-
-        Why: the TM's wake-up for a port comes late by the kernel's wake-up latency (tens of
-        µs) or by the rest of a busy loop turn, and a wire that restarted at every late wake-up
-        would lose that time per frame (measured: a 20 Mb/s port of 1000-byte frames carried
-        12% less). While a port stays busy, a frame served less than one frame time late is
-        taken to have started when the previous one ended (as the TM keeps its rate slots),
-        so the port carries its bit rate on average.
-        """
-        now = self.sched.now_ns()
-        free = self._wire_free.get(number, 0)
-        start = free if 0 <= now - free < wire_ns else now
-        self._wire_free[number] = start + wire_ns
-        return max(0, start + wire_ns - now)
+        """Busy time of a modelled wire in real time, keeping frames back to back (RealtimeWire)."""
+        wire = self._wires.get(number)
+        if wire is None:
+            wire = self._wires[number] = RealtimeWire()
+        return wire.busy_ns(self.sched.now_ns(), wire_ns)
 
     def _to_cpu(self, frame: bytes) -> bool:
         return self.device.frame_to_cpu(frame)

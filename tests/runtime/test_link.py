@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from p4switch.tm import TMItem, TrafficManager
-from runtime.link import InMemoryLink, LinkModel, Transmitter
+from runtime.link import InMemoryLink, LinkModel, RealtimeWire, Transmitter
 from runtime.sched import VirtualScheduler
 
 NS = 1_000_000_000
@@ -174,3 +176,40 @@ def test_tm_paced_by_link_keeps_exact_rate_with_fractional_wire_time() -> None:
     s.run()
     assert len(host.got) == n
     assert host.got[-1][0] == ceil_div(n * 8 * (100 + 24) * NS, rate) + delay
+
+
+MS = 1_000_000
+
+
+def test_a_realtime_wire_credits_a_late_wake_up_while_back_to_back() -> None:
+    """Frames waiting for the wire, each served 0.1 ms after the previous ended: the wire runs back
+    to back, so its bit rate holds on average."""
+    wire = RealtimeWire()
+    now = 0
+    for _ in range(10):
+        busy = wire.busy_ns(now, MS)
+        now += busy + MS // 10
+    assert wire.free_ns == 10 * MS
+
+
+def test_a_realtime_wire_does_not_date_a_frame_back_over_an_idle_gap_after_a_rate_fall() -> None:
+    """The TM spaces frames 6.7 ms apart on a 2.7 ms wire; the bit rate falls to an 8 ms wire. The
+    next frame starts when it is served, not when the previous one ended (docs/bmv2.md)."""
+    wire = RealtimeWire()
+    for k in range(5):
+        assert wire.busy_ns(k * 6_700_000, 2_700_000) == 2_700_000
+    assert wire.busy_ns(5 * 6_700_000, 8 * MS) == 8 * MS
+
+
+@given(st.lists(st.tuples(st.integers(0, 5 * MS), st.integers(1, 5 * MS)), min_size=1, max_size=40))
+def test_a_realtime_wire_never_overlaps_frames_nor_starts_one_before_the_last_ended(
+        steps: list[tuple[int, int]]) -> None:
+    """Served at or after the wire is free (as the TM serves), each frame starts at or after the one
+    before ended, and at most one previous frame time before it was served."""
+    wire, now = RealtimeWire(), 0
+    for late, wire_ns in steps:
+        before_free, window = wire.free_ns, wire.last_wire_ns
+        busy = wire.busy_ns(now, wire_ns)
+        start = wire.free_ns - wire_ns
+        assert start >= before_free and now - start <= window and busy == wire.free_ns - now
+        now = max(now, wire.free_ns) + late
