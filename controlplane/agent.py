@@ -329,7 +329,7 @@ class SwitchAgentCore:
                                    report.drained, report.drained_ts_us * 1000)
         f = pl.forecast
         return Forecast(max(0, round(pkts)) / report.capacity, f.expected_pps * 8 * pl.packet_bytes,
-                        f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale())
+                        f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale(), f.guessed_fall)
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
         port, c = key

@@ -78,6 +78,8 @@ class Forecast:
     approach_bps: float = 0.0
     # the damping term's scale: the usual report gap over this one (1 = a report on time)
     damp_scale: float = 1.0
+    # the forecast follows a fall of the drain whose length it guesses (controlplane/forecast.py)
+    guessed_fall: bool = False
 
 
 @dataclass(frozen=True)
@@ -95,9 +97,16 @@ class Brake:
         return self.drain_bps + max(0.0, o_max + packet - occupancy) * self.approach_bps
 
 
-def forecast_gain(error: float, packet: float) -> float:
-    """W's gain for a forecast error ``error`` (fraction); ``packet`` = 1 / capacity."""
-    if not packet:
+def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> float:
+    """W's gain for a forecast error ``error`` (fraction, forecast less target); ``packet`` = 1 / capacity.
+
+    No gain for a cut while the forecast rests on a guessed fall (``guessed_fall``): its length is
+    unknown (expected to last as long again as it has), and on BMv2's queues a cut is stamped on every
+    packet queued until the next command, for good. Amplified, a dip of a quarter of a second stamped
+    four times the deficit the dip needed, which came back a second later as a wave down the line
+    (docs/bmv2.md, "Why a longer dip still sets off a wave"). A rise is amplified as ever: under a
+    guessed fall the forecast errs toward a fuller buffer."""
+    if not packet or (guessed_fall and error > 0):
         return 1.0
     pkts = abs(error) / packet
     return 1.0 + FORECAST_BOOST * min(1.0, max(0.0, pkts - FORECAST_DEADBAND_PKTS) / FORECAST_SPAN_PKTS)
@@ -145,7 +154,7 @@ class AlineaLaw:
                 rate = min(rate, brake.cap(p.o_max, occ, packet))
         else:
             occ = 1.0 if overflow else max(0.0, forecast.occupancy)
-            step = forecast_gain(occ - self.o, packet) * self.w * (self.o - occ)
+            step = forecast_gain(occ - self.o, packet, forecast.guessed_fall) * self.w * (self.o - occ)
             if damp:
                 change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
                 rate = forecast.drain_bps + step - p.k_p * change

@@ -204,6 +204,11 @@ class QueueForecast:
             self.forecast_pkts = occupancy + queued - self.expected_pps * self.horizon_s
         return self.forecast_pkts
 
+    @property
+    def guessed_fall(self) -> bool:
+        """The expected drain rests on a guess of how long a fall of the exact drain will last."""
+        return self._exact and self._falling
+
     def _follow_counted_fall(self) -> None:
         """A fall (capacity drop) of the counted drain is followed fast; a rise at the long window's pace."""
         hist, now_ns = self._hist, self.t_ns or 0

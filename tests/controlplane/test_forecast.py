@@ -203,6 +203,7 @@ def test_a_fall_of_the_drain_is_expected_to_last_as_long_again_as_it_has_lasted(
     while t <= after[-1]:
         gone = [x for x in leave if x <= t]
         f.update(t, 140, fwd + queued, fwd, pps, drained=len(gone), drained_ns=gone[-1] if gone else 0)
+        assert f.guessed_fall == f._falling  # what the law is told (no forecast gain for its cuts)
         if t > before[-1] and f._falling:  # the fall is followed
             assert f.drain_pps <= f.expected_pps <= 151  # between the fallen drain and the one before
             expected.append(f.expected_pps)
