@@ -196,7 +196,8 @@ def _load(saved: Path, plan: list[tuple[Cell, str, float, float, bool]]) -> dict
 def _runs(saved: Path) -> dict[str, str]:
     """The commit each row of rate factors was run at (``--rates`` runs some rows only)."""
     data = json.loads(saved.read_text())
-    return data.get("runs") or {str(k): data.get("commit", "unknown") for k in RATES}
+    ran = {c["rate"] for c, _r in data["cells"]}
+    return data.get("runs") or {str(k): data.get("commit", "unknown") for k in RATES if k in ran}
 
 
 def _when(runs: dict[str, str]) -> str:
@@ -224,7 +225,7 @@ def map_sections(figures: Path | None = None, jobs: int | None = None, render_on
         runs = {str(k): _commit() for k in RATES}
         if rates is not None:  # the other rows come from the last run
             kept = {c: r for c, r in _load(saved, plan).items() if c.rate not in rates}
-            runs = _runs(saved) | {str(k): _commit() for k in rates}
+            runs = {k: c for k, c in _runs(saved).items() if int(k) not in rates} | {str(k): _commit() for k in rates}
             todo = [m for m in todo if m[0].rate in rates]
         print(f"map: {len(todo)} of {len(plan)} cells to run", file=sys.stderr, flush=True)
         results = kept | measure(todo, jobs)
