@@ -105,7 +105,9 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     packet queued until the next command, for good. Amplified, a dip of a quarter of a second stamped
     four times the deficit the dip needed, which came back a second later as a wave down the line
     (docs/bmv2.md, "Why a longer dip still sets off a wave"). A rise is amplified as ever: under a
-    guessed fall the forecast errs toward a fuller buffer."""
+    guessed fall the forecast errs toward a fuller buffer. The law passes ``guessed_fall`` only when
+    it has the damping term, which reacts first to the fall: without it (``k_p`` = 0) the gain is
+    its only fast answer, and the paper's law lost twice as much without it."""
     if not packet or (guessed_fall and error > 0):
         return 1.0
     pkts = abs(error) / packet
@@ -154,7 +156,8 @@ class AlineaLaw:
                 rate = min(rate, brake.cap(p.o_max, occ, packet))
         else:
             occ = 1.0 if overflow else max(0.0, forecast.occupancy)
-            step = forecast_gain(occ - self.o, packet, forecast.guessed_fall) * self.w * (self.o - occ)
+            # without the damping term (k_p = 0, the paper's law) the gain is the law's only fast answer
+            step = forecast_gain(occ - self.o, packet, forecast.guessed_fall and bool(p.k_p)) * self.w * (self.o - occ)
             if damp:
                 change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
                 rate = forecast.drain_bps + step - p.k_p * change

@@ -219,10 +219,10 @@ def test_with_a_forecast_the_damping_is_scaled_for_a_late_report() -> None:
     assert late.rate == pytest.approx(1.2e6 + 0.2 * 24e6 * 0.015)
 
 
-def settled_on_forecast(o_max: float = 0.7) -> AlineaLaw:
+def settled_on_forecast(o_max: float = 0.7, k_p: float = 24e6) -> AlineaLaw:
     """A law with a forecast that has reached O_max (W = W_min): with the measured occupancy
-    unchanged it sets drain + g·W·(O − Ô)."""
-    law = AlineaLaw(replace(PAPER, o_max=o_max, k_p=24e6))
+    unchanged it sets drain + g·W·(O − Ô) (with the damping term; without it, its rate + g·W·(O − Ô))."""
+    law = AlineaLaw(replace(PAPER, o_max=o_max, k_p=k_p))
     law.on_report(o_max, packet=0.005, forecast=Forecast(o_max + 0.05, 1.2e6))
     assert law.o == o_max and law.w == PAPER.w_min
     return law
@@ -248,3 +248,14 @@ def test_a_rise_on_a_guessed_fall_keeps_its_gain() -> None:
     guessed, known = settled_on_forecast(), settled_on_forecast()
     assert guessed.on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6, guessed_fall=True)) == \
         known.on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6))
+
+
+def test_without_the_damping_term_a_cut_on_a_guessed_fall_keeps_its_gain() -> None:
+    """The paper's law alone (k_p = 0) has no other fast answer to a fall than the gain."""
+    occ = 0.7 + 20 * 0.005
+    guessed, known = settled_on_forecast(k_p=0.0), settled_on_forecast(k_p=0.0)
+    assert guessed.on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6, guessed_fall=True)) == \
+        known.on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6))
+    damped = settled_on_forecast()
+    assert damped.on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6, guessed_fall=True)) > \
+        settled_on_forecast().on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6))
