@@ -198,7 +198,7 @@ class Switch:
         except SwitchError:
             port.close()
             raise
-        if self.options.engine_loop and self.capture is None:
+        if self.options.engine_loop:
             self._serve(port, native_tx=not delay and not self.options.link_loss)
         return port
 
@@ -210,7 +210,8 @@ class Switch:
         if self._server is None:
             heap, lock = rt.engine_heap
             self._server = _engine.PortServer(self.walk, heap, lock, rt.monotonic_origin_ns, rt.on_error, rt.wake_fd,
-                                              rt.MAX_TIMERS_PER_TURN, rt.TURN_BUDGET_NS, port.batch)
+                                              rt.MAX_TIMERS_PER_TURN, rt.TURN_BUDGET_NS, port.batch,
+                                              self._captured if self.capture is not None else None)
         tx = None
         if native_tx:
             model = port.link or LinkModel(overhead_bytes=self.options.port_overhead_bytes,
@@ -221,6 +222,14 @@ class Switch:
             self._tx[port.number] = tx
         self._server.add_port(port.number, port.fileno(), port.hdr_len, port.slow_frame, port.served, tx)
         port.server = self._server.serve
+
+    def _captured(self, records: list[tuple[int, bool, int, bytes]]) -> None:
+        """Frames the engine's loop saw, stamped when it saw them, into the port captures."""
+        assert self.capture is not None
+        for number, out, t_ns, frame in records:
+            port = self.ports.get(number)
+            if port is not None:
+                self.capture.record_at(port.name, "out" if out else "in", frame, t_ns)
 
     def _lose(self, frame: bytes) -> bool:
         fraction = self.options.link_loss.get(int.from_bytes(frame[12:14], "big"))

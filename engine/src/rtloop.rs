@@ -14,16 +14,17 @@
 //! `RealtimeWire` is the wire clock of a modelled port (runtime/link.py documents the rule);
 //! the Python fallback (captures, `--link-loss`, `--port-delay`) uses the same class.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{send_batch, RxBatch, BATCH};
 use crate::link::wire_time_ns;
 use crate::sched::{monotonic_ns, EventHeap};
-use crate::v1walk::V1Walk;
+use crate::v1walk::{Hooks, V1Walk};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -78,6 +79,38 @@ impl RealtimeWire {
     }
 }
 
+/// One captured frame: port, out (else in), switch-clock ns, the bytes.
+type Record = (u64, bool, i64, Vec<u8>);
+
+/// Frames the loop captured (`--pcap`), handed to Python in batches: `sink(records)`, a list of
+/// `(port, out, t_ns, frame)`, each stamped with the switch clock when it was seen.
+pub(crate) struct CaptureLog {
+    records: Mutex<Vec<Record>>,
+    sink: PyObject,
+    origin_ns: i64,
+}
+
+impl CaptureLog {
+    fn record(&self, port: u64, out: bool, data: &[u8]) {
+        let t = monotonic_ns() - self.origin_ns;
+        lock(&self.records).push((port, out, t, data.to_vec()));
+    }
+
+    /// Hand what was captured so far to Python (nothing: no call).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let records = std::mem::take(&mut *lock(&self.records));
+        if records.is_empty() {
+            return Ok(());
+        }
+        let list = PyList::empty(py);
+        for (port, out, t, data) in records {
+            list.append((port, out, t, PyBytes::new(py, &data)))?;
+        }
+        self.sink.bind(py).call1((list,))?;
+        Ok(())
+    }
+}
+
 /// runtime/ports.py's `MIN_FRAME`: a raw socket cannot send less than an Ethernet header.
 const MIN_FRAME: usize = 14;
 /// runtime/offload.py's `NO_OFFLOAD`: a virtio_net_hdr asking the kernel for nothing.
@@ -92,6 +125,8 @@ struct TxState {
     closed: bool,
     sent: u64,
     dropped: u64,
+    /// The port's number and the loop's capture log, when captures are on.
+    capture: Option<(u64, Arc<CaptureLog>)>,
 }
 
 /// The transmit side of a switch's AF_PACKET port in the engine: the link model's wire time,
@@ -111,11 +146,20 @@ pub struct TxPort {
 impl TxPort {
     /// Queue (or send) one frame the walk put out on this port; returns the ns the TM waits
     /// before it serves the port again (0 without a bit rate).
-    pub(crate) fn send(&self, frame: Vec<u8>) -> PyResult<i64> {
+    pub(crate) fn send(&self, py: Python<'_>, frame: Vec<u8>) -> PyResult<i64> {
+        let (busy, log) = self.queue(frame)?;
+        if let Some(log) = log {
+            log.flush(py)?;
+        }
+        Ok(busy)
+    }
+
+    /// `send` but the capture's hand-over: the busy ns, and the log to flush (sent at once).
+    fn queue(&self, frame: Vec<u8>) -> PyResult<(i64, Option<Arc<CaptureLog>>)> {
         let mut st = lock(&self.state);
         if frame.len() < MIN_FRAME || st.closed {
             st.dropped += 1;
-            return Ok(0);
+            return Ok((0, None));
         }
         let wire = wire_time_ns(
             frame.len() as i64,
@@ -128,11 +172,15 @@ impl TxPort {
         } else {
             0
         };
+        if let Some((port, log)) = &st.capture {
+            log.record(*port, true, &frame);
+        }
         st.pending.push(frame);
         if !st.batching || st.pending.len() >= BATCH {
             self.flush_locked(&mut st)?;
         }
-        Ok(busy)
+        let log = (!st.batching).then(|| st.capture.as_ref().map(|c| c.1.clone()));
+        Ok((busy, log.flatten()))
     }
 
     fn flush_locked(&self, st: &mut TxState) -> PyResult<()> {
@@ -194,6 +242,7 @@ impl TxPort {
                 closed: false,
                 sent: 0,
                 dropped: 0,
+                capture: None,
             }),
         }
     }
@@ -264,6 +313,7 @@ pub struct PortServer {
     wake_fd: i32,
     ports: Mutex<Ports>,
     rx: Mutex<Option<Box<RxBatch>>>,
+    capture: Option<Arc<CaptureLog>>,
 }
 
 impl PortServer {
@@ -306,9 +356,29 @@ impl PortServer {
         Ok(evs[..n as usize].iter().map(|e| e.u64 as i32).collect())
     }
 
+    fn flush_capture(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.capture {
+            Some(log) => log.flush(py),
+            None => Ok(()),
+        }
+    }
+
     /// One port's waiting frames, walked; returns how many were read.
     fn serve_port(&self, py: Python<'_>, batch: &mut RxBatch, p: &RxPort) -> PyResult<usize> {
         let after = |py: Python<'_>| self.run_due(py).map(|_| ());
+        let capture = |_py: Python<'_>, frame: &Bound<'_, PyBytes>| {
+            if let Some(log) = &self.capture {
+                log.record(p.number, false, frame.as_bytes());
+            }
+            Ok(())
+        };
+        // a frame the Python port finishes is captured there: what was captured before it first
+        let before_slow = |py: Python<'_>| self.flush_capture(py);
+        let hooks = Hooks {
+            capture: &capture,
+            before_slow: &before_slow,
+            after: &after,
+        };
         let res = self.walk.get().walk_batches(
             py,
             batch,
@@ -316,9 +386,9 @@ impl PortServer {
             self.batch,
             p.hdr_len,
             &p.slow,
-            None,
-            &after,
+            &hooks,
         );
+        self.report(py, self.flush_capture(py))?;
         match res {
             Ok((walked, read, err)) => {
                 if walked > 0 || err != 0 {
@@ -362,6 +432,7 @@ impl PortServer {
             for tx in &ports {
                 self.report(py, tx.get().flush())?;
             }
+            self.report(py, self.flush_capture(py))?;
             let woken = ready.contains(&self.wake_fd);
             if woken || more || read == 0 || monotonic_ns() - start >= self.budget_ns {
                 return Ok(total);
@@ -375,8 +446,11 @@ impl PortServer {
     /// `walk`: the switch's V1Walk; `heap`, `heap_lock`, `origin_ns`, `on_error`: the
     /// RealtimeScheduler's (`engine_heap`, `monotonic_origin_ns`, `on_error`); `wake_fd`: its
     /// wake-up pipe's read end (readable: work queued for the loop, `serve` returns);
-    /// `max_timers`, `budget_ns`: a loop turn's budget; `batch`: frames read per port per turn.
+    /// `max_timers`, `budget_ns`: a loop turn's budget; `batch`: frames read per port per turn;
+    /// `capture(records)`: the frames in and out of the ports, when captures are on (a list of
+    /// `(port, out, t_ns, frame)` after each port's read and each turn's sends).
     #[new]
+    #[pyo3(signature = (walk, heap, heap_lock, origin_ns, on_error, wake_fd, max_timers, budget_ns, batch, capture=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         walk: Py<V1Walk>,
@@ -388,6 +462,7 @@ impl PortServer {
         max_timers: u64,
         budget_ns: i64,
         batch: usize,
+        capture: Option<PyObject>,
     ) -> PyResult<Self> {
         // SAFETY: plain system call; the fd is closed in Drop.
         let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
@@ -410,6 +485,13 @@ impl PortServer {
                 tx: Vec::new(),
             }),
             rx: Mutex::new(None),
+            capture: capture.map(|sink| {
+                Arc::new(CaptureLog {
+                    records: Mutex::new(Vec::new()),
+                    sink,
+                    origin_ns,
+                })
+            }),
         };
         server.watch(wake_fd, libc::EPOLL_CTL_ADD)?;
         Ok(server)
@@ -431,6 +513,9 @@ impl PortServer {
         tx: Option<Py<TxPort>>,
     ) -> PyResult<()> {
         self.watch(fd, libc::EPOLL_CTL_ADD)?;
+        if let (Some(tx), Some(log)) = (&tx, &self.capture) {
+            lock(&tx.get().state).capture = Some((number, log.clone()));
+        }
         let mut ports = lock(&self.ports);
         ports.rx.push(RxPort {
             number,
@@ -468,6 +553,7 @@ impl PortServer {
         let result = self.serve_turns(py, &mut batch, &rx);
         *lock(&self.rx) = Some(batch);
         self.flush(py, &txs, false)?;
+        self.report(py, self.flush_capture(py))?;
         result
     }
 
@@ -476,6 +562,9 @@ impl PortServer {
         visit.call(&self.heap)?;
         visit.call(&self.heap_lock)?;
         visit.call(&self.on_error)?;
+        if let Some(log) = &self.capture {
+            visit.call(&log.sink)?;
+        }
         let Ok(ports) = self.ports.try_lock() else {
             return Ok(());
         };

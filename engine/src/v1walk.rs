@@ -580,7 +580,7 @@ impl V1Walk {
             v.extend_from_slice(&payload[..len - h]);
             drop(pkt);
             self.count("tx");
-            return tx.get().send(v);
+            return tx.get().send(py, v);
         }
         let frame = PyBytes::new_with(py, len, |buf| {
             let h = head.len().min(len);
@@ -615,14 +615,22 @@ impl V1Walk {
     }
 }
 
+/// What a port's reader does around each frame: `capture(frame)` before its walk,
+/// `before_slow()` before a frame goes to the Python port, `after()` once it was walked.
+pub(crate) struct Hooks<'a> {
+    pub(crate) capture: &'a dyn Fn(Python<'_>, &Bound<'_, PyBytes>) -> PyResult<()>,
+    pub(crate) before_slow: &'a dyn Fn(Python<'_>) -> PyResult<()>,
+    pub(crate) after: &'a dyn Fn(Python<'_>) -> PyResult<()>,
+}
+
 fn lock_rx(m: &Mutex<Option<Box<RxBatch>>>) -> MutexGuard<'_, Option<Box<RxBatch>>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl V1Walk {
     /// `receive_socket`'s loop: read a batch, hand each frame on, until `max` or none waiting.
-    /// After each walked frame `after(py)` (the scheduler's due timers). Returns the frames
-    /// walked, the frames read, and the errno that ended the read (0: none).
+    /// `hooks` around each frame. Returns the frames walked, the frames read, and the errno
+    /// that ended the read (0: none).
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn walk_batches(
         &self,
@@ -632,8 +640,7 @@ impl V1Walk {
         max: usize,
         hdr_len: usize,
         slow: &PyObject,
-        capture: Option<&PyObject>,
-        after: &dyn Fn(Python<'_>) -> PyResult<()>,
+        hooks: &Hooks<'_>,
     ) -> PyResult<(usize, usize, i32)> {
         let (mut read, mut walked) = (0, 0);
         // A callback's error does not cost the rest of the batch its walk: the first one is
@@ -651,13 +658,17 @@ impl V1Walk {
                 let (buf, len) = batch.frame(i);
                 let offload = hdr_len > 0 && buf.len() >= 2 && (buf[0] & 1 != 0 || buf[1] != 0);
                 let done = if len > BUF || offload || buf.len() < hdr_len {
-                    slow.bind(py)
-                        .call1((PyBytes::new(py, buf), len))
-                        .map(|_| ())
+                    (hooks.before_slow)(py).and_then(|_| {
+                        slow.bind(py)
+                            .call1((PyBytes::new(py, buf), len))
+                            .map(|_| ())
+                    })
                 } else {
                     walked += 1;
-                    self.walk_frame(py, port, &buf[hdr_len..], capture)
-                        .and_then(|_| after(py))
+                    let frame = PyBytes::new(py, &buf[hdr_len..]);
+                    (hooks.capture)(py, &frame)
+                        .and_then(|_| self.receive(py, port, frame))
+                        .and_then(|_| (hooks.after)(py))
                 };
                 if let Err(e) = done {
                     failed.get_or_insert(e);
@@ -672,21 +683,6 @@ impl V1Walk {
             Some(e) => Err(e),
             None => Ok((walked, read, 0)),
         }
-    }
-
-    /// One frame a port read: captured, walked.
-    fn walk_frame(
-        &self,
-        py: Python<'_>,
-        port: u64,
-        data: &[u8],
-        capture: Option<&PyObject>,
-    ) -> PyResult<()> {
-        let frame = PyBytes::new(py, data);
-        if let Some(capture) = capture {
-            capture.bind(py).call1((frame.clone(),))?;
-        }
-        self.receive(py, port, frame)
     }
 }
 
@@ -799,16 +795,16 @@ impl V1Walk {
             Some(f) => f.bind(py).call0().map(|_| ()),
             None => Ok(()),
         };
-        let result = self.walk_batches(
-            py,
-            &mut batch,
-            (port, fd),
-            max,
-            hdr_len,
-            &slow,
-            capture.as_ref(),
-            &after,
-        );
+        let capture = |py: Python<'_>, frame: &Bound<'_, PyBytes>| match &capture {
+            Some(f) => f.bind(py).call1((frame.clone(),)).map(|_| ()),
+            None => Ok(()),
+        };
+        let hooks = Hooks {
+            capture: &capture,
+            before_slow: &|_| Ok(()),
+            after: &after,
+        };
+        let result = self.walk_batches(py, &mut batch, (port, fd), max, hdr_len, &slow, &hooks);
         *lock_rx(&self.rx) = Some(batch);
         result.map(|(walked, _, err)| (walked, err))
     }

@@ -14,9 +14,12 @@ from __future__ import annotations
 import socket
 import struct
 import time
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from p4switch.pcap import read_pcap
 from tests.p4switch.test_realtime_walk import (
     HOST_IP,
     MARK_PORT,
@@ -45,9 +48,9 @@ def frames(b: Bed, count: int, size: int = 32) -> list[bytes]:
     return out
 
 
-def forwarded(engine_loop: bool, count: int) -> tuple[list[bytes], dict[str, int], int]:
+def forwarded(engine_loop: bool, count: int, **options: Any) -> tuple[list[bytes], dict[str, int], int]:
     """What h2 got of ``frames`` (h2's MAC made neutral), the walk's counts, frames the engine sent."""
-    with open_bed(engine_loop=engine_loop) as b:
+    with open_bed(engine_loop=engine_loop, **options) as b:
         rx = N.raw_socket(b.host(2).name, "eth0")
         try:
             send_paced(b, frames(b, count), 0.001)
@@ -69,6 +72,25 @@ def test_frames_cross_the_engine_loop_as_they_cross_the_python_loop() -> None:
     assert old_sent == 0 and new_sent >= routed  # the premise: the new loop sent them, the old did not
     for key in ("rx", "tx"):
         assert new_counts.get(key, 0) >= routed and new_counts.get(key, 0) - old_counts.get(key, 0) in (-2, -1, 0, 1, 2)
+
+
+def test_captures_hold_the_same_frames_with_the_engine_loop(tmp_path: Path) -> None:
+    """``--pcap`` stays on the engine's loop (the frames are handed to Python in batches, each with
+    the time it was seen): each port's in and out files hold what the Python loop's hold, in order."""
+    count = 20
+    files = {}
+    for engine_loop in (False, True):
+        out = tmp_path / str(engine_loop)
+        out.mkdir()
+        forwarded(engine_loop, count, pcap_dir=str(out))
+        files[engine_loop] = {f.name.split("s", 1)[1]: read_pcap(f) for f in sorted(out.glob("*.pcap"))}
+    assert sorted(files[True]) == sorted(files[False]) and len(files[True]) == 4  # two ports, in and out
+    for name, records in files[True].items():
+        stamps = [t for t, _ in records]
+        assert stamps == sorted(stamps), name
+    neutral = {loop: {k: [f[12:] for _, f in v if is_ours(f)] for k, v in fs.items()} for loop, fs in files.items()}
+    assert neutral[True] == neutral[False]  # the same frames (but for the hosts' MACs) in each file, in order
+    assert len(neutral[True]["1_in.pcap"]) == count and len(neutral[True]["2_out.pcap"]) == count - count // 5
 
 
 @pytest.mark.parametrize("engine_loop", [True, False])
