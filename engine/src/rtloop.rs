@@ -318,7 +318,7 @@ pub struct PortServer {
 
 impl PortServer {
     fn run_due(&self, py: Python<'_>) -> PyResult<bool> {
-        self.heap.get().run_due_for(
+        self.heap.get().run_due(
             py,
             self.origin_ns,
             self.max_timers,

@@ -374,8 +374,8 @@ impl EventHeap {
     /// compare with the earliest due time); a callback's exception goes to `on_error(exc)`.
     ///
     /// Why: this loop ran in Python, a few µs of interpreter per timer, and in real time the
-    /// TM's service of every packet is a timer.
-    fn run_due(
+    /// TM's service of every packet is a timer. The engine's own loop (rtloop.rs) calls it too.
+    pub(crate) fn run_due(
         &self,
         py: Python<'_>,
         origin_ns: i64,
@@ -429,19 +429,6 @@ impl EventHeap {
 }
 
 impl EventHeap {
-    /// `run_due` for the engine's real-time loop (rtloop.rs), without a Python call.
-    pub(crate) fn run_due_for(
-        &self,
-        py: Python<'_>,
-        origin_ns: i64,
-        max: u64,
-        budget_ns: i64,
-        py_lock: &Bound<'_, PyAny>,
-        on_error: &Bound<'_, PyAny>,
-    ) -> PyResult<bool> {
-        self.run_due(py, origin_ns, max, budget_ns, py_lock, on_error)
-    }
-
     /// `push` under the owner's `py_lock` (a `RealtimeScheduler`'s `call_at` from its loop
     /// thread, without the Python call): the engine's TM arms its ports' wake-ups this way.
     pub fn push_locked(
