@@ -272,6 +272,10 @@ impl TxPort {
     }
 }
 
+/// While it keeps serving, a call lets the other Python threads have the GIL this often (the
+/// first turn does not: the loop thread just had it back from its poll).
+const GIL_HOLD_NS: i64 = 1_000_000;
+
 /// One port the server reads.
 struct RxPort {
     number: u64,
@@ -339,13 +343,20 @@ impl PortServer {
         }
     }
 
-    fn poll(&self, py: Python<'_>) -> PyResult<Vec<i32>> {
+    /// The ready fds, without blocking; with the GIL released when `release` (the other
+    /// threads' turn: a hand-over of the GIL costs a frame tens of µs when a thread takes it).
+    fn poll(&self, py: Python<'_>, release: bool) -> PyResult<Vec<i32>> {
         let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
         let epfd = self.epfd;
-        let n = py.allow_threads(|| {
-            // SAFETY: `evs` is a valid array of its length for the kernel to fill.
-            unsafe { libc::epoll_wait(epfd, evs.as_mut_ptr(), evs.len() as i32, 0) }
-        });
+        let (buf, len) = (evs.as_mut_ptr() as usize, evs.len() as i32);
+        // SAFETY: `buf` is `evs`, a valid array of `len` events for the kernel to fill, alive
+        // across the call.
+        let wait = || unsafe { libc::epoll_wait(epfd, buf as *mut libc::epoll_event, len, 0) };
+        let n = if release {
+            py.allow_threads(wait)
+        } else {
+            wait()
+        };
         if n < 0 {
             let err = std::io::Error::last_os_error();
             if err.kind() == std::io::ErrorKind::Interrupted {
@@ -413,9 +424,15 @@ impl PortServer {
 
     fn serve_turns(&self, py: Python<'_>, batch: &mut RxBatch, rx: &[RxPort]) -> PyResult<u64> {
         let start = monotonic_ns();
+        let mut released = start;
         let mut total = 0u64;
         loop {
-            let ready = self.poll(py)?;
+            let now = monotonic_ns();
+            let release = now - released >= GIL_HOLD_NS;
+            if release {
+                released = now;
+            }
+            let ready = self.poll(py, release)?;
             let mut read = 0;
             for fd in ready.iter().copied().filter(|&fd| fd != self.wake_fd) {
                 if let Some(p) = rx.iter().find(|p| p.fd == fd) {
