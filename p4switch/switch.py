@@ -198,7 +198,7 @@ class Switch:
         except SwitchError:
             port.close()
             raise
-        if self.options.engine_loop:
+        if self.options.engine_loop and port.ignores_outgoing:  # else the Python read filters the socket's own frames
             self._serve(port, native_tx=not delay and not self.options.link_loss)
         return port
 
@@ -423,7 +423,7 @@ class Switch:
             closer = getattr(port, "close", None)
             if closer is None:
                 continue
-            if port.number in self._tx or (self._server is not None and isinstance(port, PacketSocketPort)):
+            if self._server is not None and isinstance(port, PacketSocketPort):
                 closer = functools.partial(self._close_served, port)
             with contextlib.suppress(Exception):
                 if rt is not None and rt.running:

@@ -387,6 +387,12 @@ class PacketSocketPort:
         return self._hdr_len
 
     @property
+    def ignores_outgoing(self) -> bool:
+        """The kernel filters the frames this socket sent (PACKET_IGNORE_OUTGOING), so a reader
+        outside this object may read it."""
+        return self._ignores_outgoing
+
+    @property
     def slow_frame(self) -> Callable[[bytes, int], None]:
         """The offload handling of a frame an engine reader passed back (buffer, length)."""
         return self._slow_frame
