@@ -137,11 +137,16 @@ class PortCapture:
 
     def record_in(self, name: str, frame: bytes) -> None:
         """A frame received by port ``name``."""
-        self._writer(name, "in").write(frame, self._clock() + self._epoch_ns)
+        self.record_at(name, "in", frame, self._clock())
 
     def record_out(self, name: str, frame: bytes) -> None:
         """A frame transmitted by port ``name``."""
-        self._writer(name, "out").write(frame, self._clock() + self._epoch_ns)
+        self.record_at(name, "out", frame, self._clock())
+
+    def record_at(self, name: str, direction: str, frame: bytes, t_ns: int) -> None:
+        """A frame port ``name`` received (``"in"``) or sent (``"out"``) at ``t_ns`` on the clock:
+        for frames handed over in batches after they were seen (the engine's loop)."""
+        self._writer(name, direction).write(frame, t_ns + self._epoch_ns)
 
     def _writer(self, name: str, direction: str) -> PcapWriter:
         w = self._writers.get((name, direction))

@@ -23,6 +23,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import hbh_engine as _engine
+
 from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
 from p4switch.p4runtime.core import P4RuntimeCore
 from p4switch.pcap import PortCapture
@@ -76,6 +78,9 @@ class SwitchOptions:
     link_loss: dict[int, float] = field(default_factory=dict)  # EtherType -> fraction lost on every port's wire
     control_socket: str | None = None  # p4switch's link-control socket (p4switch.control), None: off
     seed: int | None = None
+    #: serve AF_PACKET ports in the engine's loop (hbh_engine.PortServer); False: the Python
+    #: loop reads them (in batches, in the engine) and sends each frame through the port
+    engine_loop: bool = True
 
 
 class Switch:
@@ -111,6 +116,8 @@ class Switch:
         self._stop = threading.Event()
         self._closed = False
         self._flush_handle: Any = None
+        self._server: Any = None  # hbh_engine.PortServer, made with the first served port
+        self._tx: dict[int, Any] = {}  # port -> hbh_engine.TxPort: the ports that send in the engine
 
     # ---- construction for the netns binding --------------------------------------------------
     @classmethod
@@ -187,10 +194,42 @@ class Switch:
         if self.options.link_loss:
             port.loss = self._lose
         try:
-            return self.add_port(port)  # type: ignore[return-value]
+            self.add_port(port)
         except SwitchError:
             port.close()
             raise
+        if self.options.engine_loop and port.ignores_outgoing:  # else the Python read filters the socket's own frames
+            self._serve(port, native_tx=not delay and not self.options.link_loss)
+        return port
+
+    def _serve(self, port: PacketSocketPort, native_tx: bool) -> None:
+        """Port ``port`` is read, walked and (``native_tx``: without ``--link-loss`` or a
+        ``--port-delay``, which take a Python step per frame) sent in the engine's loop."""
+        rt = self.sched
+        assert isinstance(rt, RealtimeScheduler)
+        if self._server is None:
+            heap, lock = rt.engine_heap
+            self._server = _engine.PortServer(self.walk, heap, lock, rt.monotonic_origin_ns, rt.on_error, rt.wake_fd,
+                                              rt.MAX_TIMERS_PER_TURN, rt.TURN_BUDGET_NS, port.batch,
+                                              self._captured if self.capture is not None else None)
+        tx = None
+        if native_tx:
+            model = port.link or LinkModel(overhead_bytes=self.options.port_overhead_bytes,
+                                      min_frame_bytes=self.options.port_min_frame_bytes)
+            tx = _engine.TxPort(port.name, port.fileno(), port.vnet_hdr, rt.monotonic_origin_ns, model.bitrate_bps,
+                                model.overhead_bytes, model.min_frame_bytes)
+            self.walk.set_port(port.number, tx)
+            self._tx[port.number] = tx
+        self._server.add_port(port.number, port.fileno(), port.hdr_len, port.slow_frame, port.served, tx)
+        port.server = self._server.serve
+
+    def _captured(self, records: list[tuple[int, bool, int, bytes]]) -> None:
+        """Frames the engine's loop saw, stamped when it saw them, into the port captures."""
+        assert self.capture is not None
+        for number, out, t_ns, frame in records:
+            port = self.ports.get(number)
+            if port is not None:
+                self.capture.record_at(port.name, "out" if out else "in", frame, t_ns)
 
     def _lose(self, frame: bytes) -> bool:
         fraction = self.options.link_loss.get(int.from_bytes(frame[12:14], "big"))
@@ -211,6 +250,8 @@ class Switch:
             p.link = LinkModel(overhead_bytes=self.options.port_overhead_bytes,
                                min_frame_bytes=self.options.port_min_frame_bytes)
         p.set_bitrate(bps)
+        if port in self._tx:
+            self._tx[port].set_bitrate(bps)
         log.info("port %d (%s): wire bit rate set to %d b/s", port, p.name, bps)
 
     def port_bitrate(self, port: int) -> int:
@@ -382,6 +423,8 @@ class Switch:
             closer = getattr(port, "close", None)
             if closer is None:
                 continue
+            if self._server is not None and isinstance(port, PacketSocketPort):
+                closer = functools.partial(self._close_served, port)
             with contextlib.suppress(Exception):
                 if rt is not None and rt.running:
                     rt.run_sync(closer)
@@ -395,6 +438,19 @@ class Switch:
         drops = self.core.drop_counts()
         if drops:
             log.info("drops by cause: %s", ", ".join(f"{k}={v}" for k, v in sorted(drops.items())))
+
+    def _close_served(self, port: PacketSocketPort) -> None:
+        """Out of the engine's loop first, then the socket closed (on the loop thread)."""
+        tx = self._tx.pop(port.number, None)
+        if tx is not None:
+            tx.close()
+            sent, dropped = tx.stats()
+            if dropped:
+                log.info("port %d (%s): %d frames sent, %d dropped on send (socket buffer full, interface down "
+                         "or too short)", port.number, port.name, sent, dropped)
+        if self._server is not None:
+            self._server.remove_port(port.fileno())
+        port.close()
 
     def __enter__(self) -> Switch:
         return self

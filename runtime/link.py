@@ -120,27 +120,19 @@ class InMemoryLink(_engine.InMemoryLink):
         return lambda frame: self.send(from_end, frame)
 
 
-@dataclass
-class RealtimeWire:
-    """A modelled wire in real time: when each frame starts, given when it was served.
-
-    Why: the TM's wake-up for a port comes late by the kernel's wake-up latency (tens of µs) or by
-    the rest of a busy loop turn, and a wire that restarted at every late wake-up would lose that
-    time per frame (measured: a 20 Mb/s port of 1000-byte frames carried 12 % less). While the wire
-    stays busy, a frame served less than one frame time after the previous one ended is taken to
-    have started when it ended (as the TM keeps its rate slots), so the port carries its bit rate
-    on average. One frame time is the *previous* frame's: the TM was waiting for that frame's end.
-    Measured with the new frame's time, a fall of the bit rate lengthened the window past the idle
-    gaps the TM's own spacing leaves: after capacity-drop's R3-R4 fall from 3 to 1 Mb/s, the next
-    three frames, served 6.7 ms apart on the queue's schedule, were each dated back to the end of
-    the one before, and the fall reached the wire 26 ms late (docs/bmv2.md)."""
-
-    free_ns: int = 0
-    last_wire_ns: int = 0
-
-    def busy_ns(self, now_ns: int, wire_ns: int) -> int:
-        """The frame served at ``now_ns`` takes ``wire_ns``: how long the wire stays busy from now."""
-        window = min(wire_ns, self.last_wire_ns)
-        start = self.free_ns if 0 <= now_ns - self.free_ns < window else now_ns
-        self.free_ns, self.last_wire_ns = start + wire_ns, wire_ns
-        return max(0, start + wire_ns - now_ns)
+# A modelled wire in real time (``RealtimeWire()``, ``busy_ns(now_ns, wire_ns)``, ``free_ns``,
+# ``last_wire_ns``) is the engine's (engine/src/rtloop.rs), which the engine's own transmitter
+# (``TxPort``) uses too: one implementation of the rule below. It says when each frame starts,
+# given when it was served.
+#
+# Why: the TM's wake-up for a port comes late by the kernel's wake-up latency (tens of µs) or by
+# the rest of a busy loop turn, and a wire that restarted at every late wake-up would lose that
+# time per frame (measured: a 20 Mb/s port of 1000-byte frames carried 12 % less). While the wire
+# stays busy, a frame served less than one frame time after the previous one ended is taken to
+# have started when it ended (as the TM keeps its rate slots), so the port carries its bit rate
+# on average. One frame time is the *previous* frame's: the TM was waiting for that frame's end.
+# Measured with the new frame's time, a fall of the bit rate lengthened the window past the idle
+# gaps the TM's own spacing leaves: after capacity-drop's R3-R4 fall from 3 to 1 Mb/s, the next
+# three frames, served 6.7 ms apart on the queue's schedule, were each dated back to the end of
+# the one before, and the fall reached the wire 26 ms late (docs/bmv2.md).
+RealtimeWire = _engine.RealtimeWire

@@ -189,6 +189,10 @@ class PacketSocketPort:
         #: ``slow(buffer, length)`` the frames whose offloads are left to do; None: frames are
         #: read here, one per call, and given to ``on_receive``
         self.reader: Reader | None = None
+        #: ``server()``: serves this port with the others, reading, walking and sending in one
+        #: engine call (``hbh_engine.PortServer.serve``, which calls :meth:`served` and
+        #: :meth:`slow_frame`); takes precedence over ``reader``
+        self.server: Callable[[], object] | None = None
         self.stats = PortStats()
         self._sched = sched
         self._closed = False
@@ -236,6 +240,9 @@ class PacketSocketPort:
         return sock, vnet, ignores_outgoing
 
     def _on_readable(self) -> None:
+        if self.server is not None and self._ignores_outgoing:
+            self.server()
+            return
         if self.reader is not None and self._ignores_outgoing:
             self._read_batched(self.reader)
             return
@@ -277,15 +284,21 @@ class PacketSocketPort:
         left = self.batch
         while left > 0:
             walked, err = reader(self._sock.fileno(), left, self._hdr_len, self._slow_frame)
-            self.stats.rx_frames += walked
-            if err in (0, errno.EAGAIN, errno.EINTR, errno.ENETDOWN):
-                return  # ENETDOWN: the interface went down; frames will come again when it is up
-            if err == errno.EINVAL and self._hdr_len:
-                self._drop("vnet_refused", "the kernel could not describe the frame's offload in a "
-                                           "virtio_net_hdr (a GSO type it has no code for) and dropped it")
-                left -= walked + 1
-                continue
-            raise OSError(err, os.strerror(err))
+            if not self.served(walked, err):
+                return
+            left -= walked + 1
+
+    def served(self, walked: int, err: int) -> bool:
+        """A reader in the engine walked ``walked`` frames and stopped on ``err`` (0: none):
+        counts them and handles the error as :meth:`_on_readable` does; True to read on."""
+        self.stats.rx_frames += walked
+        if err in (0, errno.EAGAIN, errno.EINTR, errno.ENETDOWN):
+            return False  # ENETDOWN: the interface went down; frames will come again when it is up
+        if err == errno.EINVAL and self._hdr_len:
+            self._drop("vnet_refused", "the kernel could not describe the frame's offload in a "
+                                       "virtio_net_hdr (a GSO type it has no code for) and dropped it")
+            return True
+        raise OSError(err, os.strerror(err))
 
     def _slow_frame(self, data: bytes, n: int) -> None:
         """A frame the reader passed back (offloads to finish, or too long), as _on_readable takes it."""
@@ -367,6 +380,22 @@ class PacketSocketPort:
 
     def fileno(self) -> int:
         return self._sock.fileno()
+
+    @property
+    def hdr_len(self) -> int:
+        """Bytes of virtio_net_hdr before each frame on the socket (0: none)."""
+        return self._hdr_len
+
+    @property
+    def ignores_outgoing(self) -> bool:
+        """The kernel filters the frames this socket sent (PACKET_IGNORE_OUTGOING), so a reader
+        outside this object may read it."""
+        return self._ignores_outgoing
+
+    @property
+    def slow_frame(self) -> Callable[[bytes, int], None]:
+        """The offload handling of a frame an engine reader passed back (buffer, length)."""
+        return self._slow_frame
 
     def close(self) -> None:
         """Stop reading and close the socket (idempotent)."""

@@ -146,6 +146,17 @@ class RealtimeScheduler:
         return self._events, self._lock
 
     @property
+    def wake_fd(self) -> int:
+        """The read end of the wake-up pipe: readable when another thread queued work for the
+        loop (the engine's port server returns to the loop then)."""
+        return self._wake_r
+
+    @property
+    def on_error(self) -> Callable[[BaseException], None]:
+        """What a callback's exception is handed to (the loop keeps serving)."""
+        return self._on_error
+
+    @property
     def wall_origin_ns(self) -> int:
         """Wall-clock time (ns since the Unix epoch) at which ``now_ns()`` was 0."""
         return self._wall_origin_ns

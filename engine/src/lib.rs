@@ -16,6 +16,7 @@ mod p4cells;
 mod p4tables;
 mod p4vm;
 mod pre;
+mod rtloop;
 mod sched;
 mod tm;
 mod v1copies;
@@ -55,6 +56,9 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<v1walk::V1Walk>()?;
     m.add_class::<v1walk::WalkProgram>()?;
     m.add_class::<v1walk::WalkPacket>()?;
+    m.add_class::<rtloop::RealtimeWire>()?;
+    m.add_class::<rtloop::TxPort>()?;
+    m.add_class::<rtloop::PortServer>()?;
     m.add("P4_STATUS_END", p4vm::STATUS_END)?;
     m.add("P4_STATUS_REJECT", p4vm::STATUS_REJECT)?;
     m.add("DEFAULT_QUEUE_DEPTH", tm::DEFAULT_QUEUE_DEPTH)?;

@@ -374,8 +374,8 @@ impl EventHeap {
     /// compare with the earliest due time); a callback's exception goes to `on_error(exc)`.
     ///
     /// Why: this loop ran in Python, a few µs of interpreter per timer, and in real time the
-    /// TM's service of every packet is a timer.
-    fn run_due(
+    /// TM's service of every packet is a timer. The engine's own loop (rtloop.rs) calls it too.
+    pub(crate) fn run_due(
         &self,
         py: Python<'_>,
         origin_ns: i64,

@@ -24,6 +24,7 @@ use pyo3::{PyTraverseError, PyVisit};
 use crate::afpacket::{RxBatch, BUF};
 use crate::p4vm::{P4Program, STATUS_REJECT};
 use crate::pre::Pre;
+use crate::rtloop::TxPort;
 use crate::tm::{TMItem, TrafficManager};
 use crate::v1copies::{
     clone_of, fresh, reentry, replica, PKT_EGRESS_CLONE, PKT_INGRESS_CLONE, PKT_RECIRC,
@@ -187,13 +188,28 @@ impl WalkPacket {
     }
 }
 
+/// Where a port's frames go: a Python `send(frame) -> wire ns`, or the engine's transmitter.
+enum Out {
+    Py(PyObject),
+    Tx(Py<TxPort>),
+}
+
+impl Out {
+    fn clone_ref(&self, py: Python<'_>) -> Out {
+        match self {
+            Out::Py(f) => Out::Py(f.clone_ref(py)),
+            Out::Tx(t) => Out::Tx(t.clone_ref(py)),
+        }
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// The pipeline the walk last looked at, and its form (None: the Python walk runs it).
     seen: Option<PyObject>,
     current: Option<Py<WalkProgram>>,
-    /// Per port number: the port's `send(frame) -> wire ns`.
-    ports: Vec<Option<PyObject>>,
+    /// Per port number: how a frame leaves on it.
+    ports: Vec<Option<Out>>,
     counts: BTreeMap<&'static str, u64>,
 }
 
@@ -552,6 +568,20 @@ impl V1Walk {
         for t in [pkt.truncate, pkt.session_trunc].into_iter().flatten() {
             len = len.min(t as usize);
         }
+        let out = lock(&self.state)
+            .ports
+            .get(port)
+            .and_then(|p| p.as_ref().map(|p| p.clone_ref(py)));
+        let is_cpu = Some(port as u64) == self.cpu_port;
+        if let (Some(Out::Tx(tx)), false) = (&out, is_cpu) {
+            let h = head.len().min(len);
+            let mut v = Vec::with_capacity(len);
+            v.extend_from_slice(&head[..h]);
+            v.extend_from_slice(&payload[..len - h]);
+            drop(pkt);
+            self.count("tx");
+            return tx.get().send(py, v);
+        }
         let frame = PyBytes::new_with(py, len, |buf| {
             let h = head.len().min(len);
             buf[..h].copy_from_slice(&head[..h]);
@@ -559,7 +589,7 @@ impl V1Walk {
             Ok(())
         })?;
         drop(pkt);
-        if Some(port as u64) == self.cpu_port {
+        if is_cpu {
             self.count("to_cpu");
             if self
                 .to_cpu
@@ -571,16 +601,12 @@ impl V1Walk {
             }
             return Ok(0);
         }
-        let send = lock(&self.state)
-            .ports
-            .get(port)
-            .and_then(|p| p.as_ref().map(|p| p.clone_ref(py)));
-        match send {
-            Some(send) => {
+        match out {
+            Some(Out::Py(send)) => {
                 self.count("tx");
                 send.bind(py).call1((frame,))?.extract()
             }
-            None => {
+            _ => {
                 self.count("tx");
                 self.count(NO_PORT);
                 Ok(0)
@@ -589,24 +615,33 @@ impl V1Walk {
     }
 }
 
+/// What a port's reader does around each frame: `capture(frame)` before its walk,
+/// `before_slow()` before a frame goes to the Python port, `after()` once it was walked.
+pub(crate) struct Hooks<'a> {
+    pub(crate) capture: &'a dyn Fn(Python<'_>, &Bound<'_, PyBytes>) -> PyResult<()>,
+    pub(crate) before_slow: &'a dyn Fn(Python<'_>) -> PyResult<()>,
+    pub(crate) after: &'a dyn Fn(Python<'_>) -> PyResult<()>,
+}
+
 fn lock_rx(m: &Mutex<Option<Box<RxBatch>>>) -> MutexGuard<'_, Option<Box<RxBatch>>> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 impl V1Walk {
     /// `receive_socket`'s loop: read a batch, hand each frame on, until `max` or none waiting.
+    /// `hooks` around each frame. Returns the frames walked, the frames read, and the errno
+    /// that ended the read (0: none).
     #[allow(clippy::too_many_arguments)]
-    fn walk_batches(
+    pub(crate) fn walk_batches(
         &self,
         py: Python<'_>,
         batch: &mut RxBatch,
-        port: u64,
-        fd: i32,
+        (port, fd): (u64, i32),
         max: usize,
         hdr_len: usize,
         slow: &PyObject,
-        [capture, run_due]: [Option<&PyObject>; 2],
-    ) -> PyResult<(usize, i32)> {
+        hooks: &Hooks<'_>,
+    ) -> PyResult<(usize, usize, i32)> {
         let (mut read, mut walked) = (0, 0);
         // A callback's error does not cost the rest of the batch its walk: the first one is
         // raised (the scheduler logs it) once every frame read has been handed on.
@@ -615,7 +650,7 @@ impl V1Walk {
             let got = match batch.recv(fd, max - read) {
                 Ok(got) => got,
                 Err(e) if failed.is_none() => {
-                    return Ok((walked, e.raw_os_error().unwrap_or(libc::EIO)))
+                    return Ok((walked, read, e.raw_os_error().unwrap_or(libc::EIO)))
                 }
                 Err(_) => break,
             };
@@ -623,12 +658,17 @@ impl V1Walk {
                 let (buf, len) = batch.frame(i);
                 let offload = hdr_len > 0 && buf.len() >= 2 && (buf[0] & 1 != 0 || buf[1] != 0);
                 let done = if len > BUF || offload || buf.len() < hdr_len {
-                    slow.bind(py)
-                        .call1((PyBytes::new(py, buf), len))
-                        .map(|_| ())
+                    (hooks.before_slow)(py).and_then(|_| {
+                        slow.bind(py)
+                            .call1((PyBytes::new(py, buf), len))
+                            .map(|_| ())
+                    })
                 } else {
                     walked += 1;
-                    self.walk_frame(py, port, &buf[hdr_len..], capture, run_due)
+                    let frame = PyBytes::new(py, &buf[hdr_len..]);
+                    (hooks.capture)(py, &frame)
+                        .and_then(|_| self.receive(py, port, frame))
+                        .and_then(|_| (hooks.after)(py))
                 };
                 if let Err(e) = done {
                     failed.get_or_insert(e);
@@ -641,28 +681,8 @@ impl V1Walk {
         }
         match failed {
             Some(e) => Err(e),
-            None => Ok((walked, 0)),
+            None => Ok((walked, read, 0)),
         }
-    }
-
-    /// One frame a port read: captured, walked, then the due timers.
-    fn walk_frame(
-        &self,
-        py: Python<'_>,
-        port: u64,
-        data: &[u8],
-        capture: Option<&PyObject>,
-        run_due: Option<&PyObject>,
-    ) -> PyResult<()> {
-        let frame = PyBytes::new(py, data);
-        if let Some(capture) = capture {
-            capture.bind(py).call1((frame.clone(),))?;
-        }
-        self.receive(py, port, frame)?;
-        if let Some(run_due) = run_due {
-            run_due.bind(py).call0()?;
-        }
-        Ok(())
     }
 }
 
@@ -705,9 +725,14 @@ impl V1Walk {
         })
     }
 
-    /// Port `number` sends with `send(frame) -> wire ns` (None: the port has no link).
+    /// Port `number` sends with `send(frame) -> wire ns`, or with the engine's `TxPort`
+    /// (None: the port has no link).
     #[pyo3(signature = (number, send=None))]
-    fn set_port(&self, number: usize, send: Option<PyObject>) -> PyResult<()> {
+    fn set_port(&self, py: Python<'_>, number: usize, send: Option<PyObject>) -> PyResult<()> {
+        let send = send.map(|s| match s.downcast_bound::<TxPort>(py) {
+            Ok(t) => Out::Tx(t.clone().unbind()),
+            Err(_) => Out::Py(s),
+        });
         let mut st = lock(&self.state);
         let slot = st.ports.get_mut(number).ok_or_else(|| {
             pyo3::exceptions::PyValueError::new_err(format!(
@@ -766,10 +791,22 @@ impl V1Walk {
         let mut batch = lock_rx(&self.rx)
             .take()
             .unwrap_or_else(|| Box::new(RxBatch::new()));
-        let hooks = [capture.as_ref(), run_due.as_ref()];
-        let result = self.walk_batches(py, &mut batch, port, fd, max, hdr_len, &slow, hooks);
+        let after = |py: Python<'_>| match &run_due {
+            Some(f) => f.bind(py).call0().map(|_| ()),
+            None => Ok(()),
+        };
+        let capture = |py: Python<'_>, frame: &Bound<'_, PyBytes>| match &capture {
+            Some(f) => f.bind(py).call1((frame.clone(),)).map(|_| ()),
+            None => Ok(()),
+        };
+        let hooks = Hooks {
+            capture: &capture,
+            before_slow: &|_| Ok(()),
+            after: &after,
+        };
+        let result = self.walk_batches(py, &mut batch, (port, fd), max, hdr_len, &slow, &hooks);
         *lock_rx(&self.rx) = Some(batch);
-        result
+        result.map(|(walked, _, err)| (walked, err))
     }
 
     /// The TM's service: egress here for the walk's packets, the core's for the others.
@@ -817,7 +854,10 @@ impl V1Walk {
             visit.call(p)?;
         }
         for p in st.ports.iter().flatten() {
-            visit.call(p)?;
+            match p {
+                Out::Py(f) => visit.call(f)?,
+                Out::Tx(t) => visit.call(t)?,
+            }
         }
         Ok(())
     }

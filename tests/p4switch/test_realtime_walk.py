@@ -10,9 +10,11 @@ as a packet-in. Every wait is bounded; the namespaces and the switch are closed 
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
@@ -45,15 +47,18 @@ class Bed:
         return self.switch.sched.run_sync(fn, *args, timeout=10)
 
 
-@pytest.fixture
-def bed() -> Iterator[Bed]:
+@contextlib.contextmanager
+def open_bed(**options: Any) -> Iterator[Bed]:
+    """Two host namespaces, a switch between them with alinea.p4 routed (``options``: more
+    SwitchOptions); everything closed again, also on failure."""
     N.require_netns()
     topo = N.Topology()
     sw = None
     try:
         for p in (1, 2):
             topo.add_host(f"h{p}", p, HOST_IP[p], 24, GATEWAY[p], SWITCH_MAC[p])
-        opts = SwitchOptions(interfaces=[(p, topo.hosts[f"h{p}"].switch_if) for p in (1, 2)], grpc_addr=None, thrift_port=None, seed=1)
+        opts = SwitchOptions(interfaces=[(p, topo.hosts[f"h{p}"].switch_if) for p in (1, 2)], grpc_addr=None,
+                             thrift_port=None, seed=1, **options)
         sw = Switch.from_args(opts)
         ctl = sw.sched.run_sync(InProcessController, sw.p4rt)
         b = Bed(topo, sw, ctl)
@@ -67,6 +72,12 @@ def bed() -> Iterator[Bed]:
         if sw is not None:
             sw.close()
         topo.close()
+
+
+@pytest.fixture
+def bed() -> Iterator[Bed]:
+    with open_bed() as b:
+        yield b
 
 
 def udp_frame(b: Bed, seq: int) -> bytes:

@@ -1,0 +1,622 @@
+//! The real-time switch's forwarding loop: its AF_PACKET ports served in one engine call.
+//!
+//! Why: the real-time p4switch read its ports in batches in the engine, but every frame still
+//! crossed Python on its way out (the switch's `_emit`, the port's `send` and one `send` system
+//! call per frame, the wire clock) and between two frames (the scheduler's `run_due`). Here
+//! `PortServer.serve` reads every port (`recvmmsg`), walks each frame (v1walk.rs), runs the
+//! timers due between two frames on the scheduler's heap without a Python frame (the TM's
+//! service: egress, then the port), and hands what leaves to each port's `TxPort`, which sends
+//! a turn's frames with `sendmmsg`. It returns to Python when the ports have nothing more, when
+//! the turn's budget is spent, or when another thread queued work for the loop (the
+//! scheduler's wake-up pipe is readable), so P4Runtime and Thrift writes keep running on the
+//! loop thread between two calls. The GIL is released while it polls the ports.
+//!
+//! `RealtimeWire` is the wire clock of a modelled port (runtime/link.py documents the rule);
+//! the Python fallback (captures, `--link-loss`, `--port-delay`) uses the same class.
+
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use pyo3::{PyTraverseError, PyVisit};
+
+use crate::afpacket::{send_batch, RxBatch, BATCH};
+use crate::link::wire_time_ns;
+use crate::sched::{monotonic_ns, EventHeap};
+use crate::v1walk::{Hooks, V1Walk};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A modelled wire in real time: when each frame starts, given when it was served (the rule
+/// and why: runtime/link.py's docstring of `RealtimeWire`).
+#[pyclass(module = "hbh_engine", get_all, set_all, eq)]
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+pub struct RealtimeWire {
+    free_ns: i64,
+    last_wire_ns: i64,
+}
+
+impl RealtimeWire {
+    /// The frame served at `now_ns` takes `wire_ns`: how long the wire stays busy from now.
+    pub fn busy(&mut self, now_ns: i64, wire_ns: i64) -> i64 {
+        let window = wire_ns.min(self.last_wire_ns);
+        let late = now_ns - self.free_ns;
+        let start = if (0..window).contains(&late) {
+            self.free_ns
+        } else {
+            now_ns
+        };
+        self.free_ns = start + wire_ns;
+        self.last_wire_ns = wire_ns;
+        (start + wire_ns - now_ns).max(0)
+    }
+}
+
+#[pymethods]
+impl RealtimeWire {
+    #[new]
+    #[pyo3(signature = (free_ns=0, last_wire_ns=0))]
+    fn new(free_ns: i64, last_wire_ns: i64) -> Self {
+        RealtimeWire {
+            free_ns,
+            last_wire_ns,
+        }
+    }
+
+    /// The frame served at `now_ns` takes `wire_ns`: how long the wire stays busy from now.
+    fn busy_ns(&mut self, now_ns: i64, wire_ns: i64) -> i64 {
+        self.busy(now_ns, wire_ns)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "RealtimeWire(free_ns={}, last_wire_ns={})",
+            self.free_ns, self.last_wire_ns
+        )
+    }
+}
+
+/// One captured frame: port, out (else in), switch-clock ns, the bytes.
+type Record = (u64, bool, i64, Vec<u8>);
+
+/// Frames the loop captured (`--pcap`), handed to Python in batches: `sink(records)`, a list of
+/// `(port, out, t_ns, frame)`, each stamped with the switch clock when it was seen.
+pub(crate) struct CaptureLog {
+    records: Mutex<Vec<Record>>,
+    sink: PyObject,
+    origin_ns: i64,
+}
+
+impl CaptureLog {
+    fn record(&self, port: u64, out: bool, data: &[u8]) {
+        let t = monotonic_ns() - self.origin_ns;
+        lock(&self.records).push((port, out, t, data.to_vec()));
+    }
+
+    /// Hand what was captured so far to Python (nothing: no call).
+    fn flush(&self, py: Python<'_>) -> PyResult<()> {
+        let records = std::mem::take(&mut *lock(&self.records));
+        if records.is_empty() {
+            return Ok(());
+        }
+        let list = PyList::empty(py);
+        for (port, out, t, data) in records {
+            list.append((port, out, t, PyBytes::new(py, &data)))?;
+        }
+        self.sink.bind(py).call1((list,))?;
+        Ok(())
+    }
+}
+
+/// runtime/ports.py's `MIN_FRAME`: a raw socket cannot send less than an Ethernet header.
+const MIN_FRAME: usize = 14;
+/// runtime/offload.py's `NO_OFFLOAD`: a virtio_net_hdr asking the kernel for nothing.
+const NO_OFFLOAD: [u8; 10] = [0; 10];
+
+struct TxState {
+    bitrate_bps: i64,
+    wire: RealtimeWire,
+    pending: Vec<Vec<u8>>,
+    /// Inside `PortServer.serve`: frames wait for the end of the turn (else sent at once).
+    batching: bool,
+    closed: bool,
+    sent: u64,
+    dropped: u64,
+    /// The port's number and the loop's capture log, when captures are on.
+    capture: Option<(u64, Arc<CaptureLog>)>,
+}
+
+/// The transmit side of a switch's AF_PACKET port in the engine: the link model's wire time,
+/// the real-time wire clock, and `sendmmsg` of the frames a turn sends. The socket stays the
+/// Python port's (runtime/ports.py opens and closes it; `close()` here first).
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct TxPort {
+    name: String,
+    fd: i32,
+    vnet_hdr: bool,
+    origin_ns: i64,
+    overhead_bytes: i64,
+    min_frame_bytes: i64,
+    state: Mutex<TxState>,
+}
+
+impl TxPort {
+    /// Queue (or send) one frame the walk put out on this port; returns the ns the TM waits
+    /// before it serves the port again (0 without a bit rate).
+    pub(crate) fn send(&self, py: Python<'_>, frame: Vec<u8>) -> PyResult<i64> {
+        let (busy, log) = self.queue(frame)?;
+        if let Some(log) = log {
+            log.flush(py)?;
+        }
+        Ok(busy)
+    }
+
+    /// `send` but the capture's hand-over: the busy ns, and the log to flush (sent at once).
+    fn queue(&self, frame: Vec<u8>) -> PyResult<(i64, Option<Arc<CaptureLog>>)> {
+        let mut st = lock(&self.state);
+        if frame.len() < MIN_FRAME || st.closed {
+            st.dropped += 1;
+            return Ok((0, None));
+        }
+        let wire = wire_time_ns(
+            frame.len() as i64,
+            st.bitrate_bps,
+            self.min_frame_bytes,
+            self.overhead_bytes,
+        );
+        let busy = if wire > 0 {
+            st.wire.busy(monotonic_ns() - self.origin_ns, wire)
+        } else {
+            0
+        };
+        if let Some((port, log)) = &st.capture {
+            log.record(*port, true, &frame);
+        }
+        st.pending.push(frame);
+        if !st.batching || st.pending.len() >= BATCH {
+            self.flush_locked(&mut st)?;
+        }
+        let log = (!st.batching).then(|| st.capture.as_ref().map(|c| c.1.clone()));
+        Ok((busy, log.flatten()))
+    }
+
+    fn flush_locked(&self, st: &mut TxState) -> PyResult<()> {
+        if st.pending.is_empty() {
+            return Ok(());
+        }
+        let prefix: &[u8] = if self.vnet_hdr { &NO_OFFLOAD } else { &[] };
+        let out = send_batch(self.fd, prefix, &st.pending);
+        st.pending.clear();
+        st.sent += out.sent;
+        st.dropped += out.dropped;
+        match out.error {
+            None => Ok(()),
+            Some(e) => Err(PyOSError::new_err((
+                e,
+                format!(
+                    "port {}: send failed: {}",
+                    self.name,
+                    std::io::Error::from_raw_os_error(e)
+                ),
+            ))),
+        }
+    }
+
+    fn set_batching(&self, on: bool) -> PyResult<()> {
+        let mut st = lock(&self.state);
+        st.batching = on;
+        self.flush_locked(&mut st)
+    }
+}
+
+#[pymethods]
+impl TxPort {
+    /// `fd`: the port's non-blocking AF_PACKET socket; `vnet_hdr`: it takes a virtio_net_hdr
+    /// before each frame; `origin_ns`: `time.monotonic_ns()` at the switch clock's 0; the link
+    /// model's numbers (bit rate 0: no wire model, the veth paces itself).
+    #[new]
+    fn new(
+        name: String,
+        fd: i32,
+        vnet_hdr: bool,
+        origin_ns: i64,
+        bitrate_bps: i64,
+        overhead_bytes: i64,
+        min_frame_bytes: i64,
+    ) -> Self {
+        TxPort {
+            name,
+            fd,
+            vnet_hdr,
+            origin_ns,
+            overhead_bytes,
+            min_frame_bytes,
+            state: Mutex::new(TxState {
+                bitrate_bps,
+                wire: RealtimeWire::default(),
+                pending: Vec::new(),
+                batching: false,
+                closed: false,
+                sent: 0,
+                dropped: 0,
+                capture: None,
+            }),
+        }
+    }
+
+    /// The wire's bit rate from the next frame on (0: no rate).
+    fn set_bitrate(&self, bitrate_bps: i64) {
+        lock(&self.state).bitrate_bps = bitrate_bps;
+    }
+
+    /// Send what waits now.
+    fn flush(&self) -> PyResult<()> {
+        let mut st = lock(&self.state);
+        self.flush_locked(&mut st)
+    }
+
+    /// Frames sent and frames dropped (a full socket buffer, a downed interface, too short).
+    fn stats(&self) -> (u64, u64) {
+        let st = lock(&self.state);
+        (st.sent, st.dropped)
+    }
+
+    /// Send nothing more (the Python port closes the socket after this).
+    fn close(&self) {
+        let mut st = lock(&self.state);
+        st.pending.clear();
+        st.closed = true;
+    }
+}
+
+/// While it keeps serving, a call lets the other Python threads have the GIL this often (the
+/// first turn does not: the loop thread just had it back from its poll).
+const GIL_HOLD_NS: i64 = 1_000_000;
+
+/// One port the server reads.
+struct RxPort {
+    number: u64,
+    fd: i32,
+    hdr_len: usize,
+    /// `slow(buffer, length)`: the Python port's offload handling of a frame.
+    slow: PyObject,
+    /// `served(walked, errno)`: the Python port's counts and read-error handling.
+    served: PyObject,
+}
+
+impl RxPort {
+    fn clone_ref(&self, py: Python<'_>) -> RxPort {
+        RxPort {
+            slow: self.slow.clone_ref(py),
+            served: self.served.clone_ref(py),
+            ..*self
+        }
+    }
+}
+
+struct Ports {
+    rx: Vec<RxPort>,
+    tx: Vec<Py<TxPort>>,
+}
+
+/// The forwarding loop of a real-time switch (see the module's docstring).
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct PortServer {
+    walk: Py<V1Walk>,
+    heap: Py<EventHeap>,
+    heap_lock: PyObject,
+    on_error: PyObject,
+    origin_ns: i64,
+    max_timers: u64,
+    budget_ns: i64,
+    batch: usize,
+    epfd: i32,
+    wake_fd: i32,
+    ports: Mutex<Ports>,
+    rx: Mutex<Option<Box<RxBatch>>>,
+    capture: Option<Arc<CaptureLog>>,
+}
+
+impl PortServer {
+    fn run_due(&self, py: Python<'_>) -> PyResult<bool> {
+        self.heap.get().run_due(
+            py,
+            self.origin_ns,
+            self.max_timers,
+            self.budget_ns,
+            self.heap_lock.bind(py),
+            self.on_error.bind(py),
+        )
+    }
+
+    /// A callback's exception goes to the scheduler's `on_error`, as the loop's do.
+    fn report(&self, py: Python<'_>, result: PyResult<()>) -> PyResult<()> {
+        match result {
+            Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
+                self.on_error.bind(py).call1((e.value(py),))?;
+                Ok(())
+            }
+            other => other,
+        }
+    }
+
+    /// The ready fds, without blocking; with the GIL released when `release` (the other
+    /// threads' turn: a hand-over of the GIL costs a frame tens of µs when a thread takes it).
+    fn poll(&self, py: Python<'_>, release: bool) -> PyResult<Vec<i32>> {
+        let mut evs = [libc::epoll_event { events: 0, u64: 0 }; 64];
+        let epfd = self.epfd;
+        let (buf, len) = (evs.as_mut_ptr() as usize, evs.len() as i32);
+        // SAFETY: `buf` is `evs`, a valid array of `len` events for the kernel to fill, alive
+        // across the call.
+        let wait = || unsafe { libc::epoll_wait(epfd, buf as *mut libc::epoll_event, len, 0) };
+        let n = if release {
+            py.allow_threads(wait)
+        } else {
+            wait()
+        };
+        if n < 0 {
+            let err = std::io::Error::last_os_error();
+            if err.kind() == std::io::ErrorKind::Interrupted {
+                return Ok(Vec::new());
+            }
+            return Err(err.into());
+        }
+        Ok(evs[..n as usize].iter().map(|e| e.u64 as i32).collect())
+    }
+
+    fn flush_capture(&self, py: Python<'_>) -> PyResult<()> {
+        match &self.capture {
+            Some(log) => log.flush(py),
+            None => Ok(()),
+        }
+    }
+
+    /// One port's waiting frames, walked; returns how many were read.
+    fn serve_port(&self, py: Python<'_>, batch: &mut RxBatch, p: &RxPort) -> PyResult<usize> {
+        let after = |py: Python<'_>| self.run_due(py).map(|_| ());
+        let capture = |_py: Python<'_>, frame: &Bound<'_, PyBytes>| {
+            if let Some(log) = &self.capture {
+                log.record(p.number, false, frame.as_bytes());
+            }
+            Ok(())
+        };
+        // a frame the Python port finishes is captured there: what was captured before it first
+        let before_slow = |py: Python<'_>| self.flush_capture(py);
+        let hooks = Hooks {
+            capture: &capture,
+            before_slow: &before_slow,
+            after: &after,
+        };
+        let res = self.walk.get().walk_batches(
+            py,
+            batch,
+            (p.number, p.fd),
+            self.batch,
+            p.hdr_len,
+            &p.slow,
+            &hooks,
+        );
+        self.report(py, self.flush_capture(py))?;
+        match res {
+            Ok((walked, read, err)) => {
+                if walked > 0 || err != 0 {
+                    let r = p.served.bind(py).call1((walked, err)).map(|_| ());
+                    self.report(py, r)?;
+                }
+                Ok(read)
+            }
+            Err(e) => {
+                self.report(py, Err(e))?;
+                Ok(1)
+            }
+        }
+    }
+
+    fn flush(&self, py: Python<'_>, txs: &[Py<TxPort>], batching: bool) -> PyResult<()> {
+        for tx in txs {
+            self.report(py, tx.get().set_batching(batching))?;
+        }
+        Ok(())
+    }
+
+    fn serve_turns(&self, py: Python<'_>, batch: &mut RxBatch, rx: &[RxPort]) -> PyResult<u64> {
+        let start = monotonic_ns();
+        let mut released = start;
+        let mut total = 0u64;
+        loop {
+            let now = monotonic_ns();
+            let release = now - released >= GIL_HOLD_NS;
+            if release {
+                released = now;
+            }
+            let ready = self.poll(py, release)?;
+            let mut read = 0;
+            for fd in ready.iter().copied().filter(|&fd| fd != self.wake_fd) {
+                if let Some(p) = rx.iter().find(|p| p.fd == fd) {
+                    read += self.serve_port(py, batch, p)?;
+                }
+            }
+            total += read as u64;
+            let more = self.run_due(py)?;
+            let ports = lock(&self.ports)
+                .tx
+                .iter()
+                .map(|t| t.clone_ref(py))
+                .collect::<Vec<_>>();
+            for tx in &ports {
+                self.report(py, tx.get().flush())?;
+            }
+            self.report(py, self.flush_capture(py))?;
+            let woken = ready.contains(&self.wake_fd);
+            if woken || more || read == 0 || monotonic_ns() - start >= self.budget_ns {
+                return Ok(total);
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl PortServer {
+    /// `walk`: the switch's V1Walk; `heap`, `heap_lock`, `origin_ns`, `on_error`: the
+    /// RealtimeScheduler's (`engine_heap`, `monotonic_origin_ns`, `on_error`); `wake_fd`: its
+    /// wake-up pipe's read end (readable: work queued for the loop, `serve` returns);
+    /// `max_timers`, `budget_ns`: a loop turn's budget; `batch`: frames read per port per turn;
+    /// `capture(records)`: the frames in and out of the ports, when captures are on (a list of
+    /// `(port, out, t_ns, frame)` after each port's read and each turn's sends).
+    #[new]
+    #[pyo3(signature = (walk, heap, heap_lock, origin_ns, on_error, wake_fd, max_timers, budget_ns, batch, capture=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        walk: Py<V1Walk>,
+        heap: Py<EventHeap>,
+        heap_lock: PyObject,
+        origin_ns: i64,
+        on_error: PyObject,
+        wake_fd: i32,
+        max_timers: u64,
+        budget_ns: i64,
+        batch: usize,
+        capture: Option<PyObject>,
+    ) -> PyResult<Self> {
+        // SAFETY: plain system call; the fd is closed in Drop.
+        let epfd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
+        if epfd < 0 {
+            return Err(std::io::Error::last_os_error().into());
+        }
+        let server = PortServer {
+            walk,
+            heap,
+            heap_lock,
+            on_error,
+            origin_ns,
+            max_timers,
+            budget_ns,
+            batch: batch.max(1),
+            epfd,
+            wake_fd,
+            ports: Mutex::new(Ports {
+                rx: Vec::new(),
+                tx: Vec::new(),
+            }),
+            rx: Mutex::new(None),
+            capture: capture.map(|sink| {
+                Arc::new(CaptureLog {
+                    records: Mutex::new(Vec::new()),
+                    sink,
+                    origin_ns,
+                })
+            }),
+        };
+        server.watch(wake_fd, libc::EPOLL_CTL_ADD)?;
+        Ok(server)
+    }
+
+    /// Serve port `number`: its socket `fd` (with a virtio_net_hdr of `hdr_len` bytes before
+    /// each frame), `slow(buffer, length)` for frames whose offloads are left to finish,
+    /// `served(walked, errno)` after each read, and `tx` its transmit side in the engine
+    /// (None: it sends through Python).
+    #[pyo3(signature = (number, fd, hdr_len, slow, served, tx=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn add_port(
+        &self,
+        number: u64,
+        fd: i32,
+        hdr_len: usize,
+        slow: PyObject,
+        served: PyObject,
+        tx: Option<Py<TxPort>>,
+    ) -> PyResult<()> {
+        self.watch(fd, libc::EPOLL_CTL_ADD)?;
+        if let (Some(tx), Some(log)) = (&tx, &self.capture) {
+            lock(&tx.get().state).capture = Some((number, log.clone()));
+        }
+        let mut ports = lock(&self.ports);
+        ports.rx.push(RxPort {
+            number,
+            fd,
+            hdr_len,
+            slow,
+            served,
+        });
+        ports.tx.extend(tx);
+        Ok(())
+    }
+
+    /// Stop serving the port on `fd` (before its socket is closed).
+    fn remove_port(&self, fd: i32) -> PyResult<()> {
+        let mut ports = lock(&self.ports);
+        ports.rx.retain(|p| p.fd != fd);
+        ports.tx.retain(|t| t.get().fd != fd);
+        drop(ports);
+        self.watch(fd, libc::EPOLL_CTL_DEL)
+    }
+
+    /// Serve the ports until none has a frame waiting, the turn's budget is spent, or work
+    /// was queued for the loop; returns the number of frames read.
+    fn serve(&self, py: Python<'_>) -> PyResult<u64> {
+        let (rx, txs) = {
+            let p = lock(&self.ports);
+            let rx: Vec<RxPort> = p.rx.iter().map(|r| r.clone_ref(py)).collect();
+            let tx: Vec<Py<TxPort>> = p.tx.iter().map(|t| t.clone_ref(py)).collect();
+            (rx, tx)
+        };
+        let mut batch = lock(&self.rx)
+            .take()
+            .unwrap_or_else(|| Box::new(RxBatch::new()));
+        self.flush(py, &txs, true)?;
+        let result = self.serve_turns(py, &mut batch, &rx);
+        *lock(&self.rx) = Some(batch);
+        self.flush(py, &txs, false)?;
+        self.report(py, self.flush_capture(py))?;
+        result
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.walk)?;
+        visit.call(&self.heap)?;
+        visit.call(&self.heap_lock)?;
+        visit.call(&self.on_error)?;
+        if let Some(log) = &self.capture {
+            visit.call(&log.sink)?;
+        }
+        let Ok(ports) = self.ports.try_lock() else {
+            return Ok(());
+        };
+        for p in &ports.rx {
+            visit.call(&p.slow)?;
+            visit.call(&p.served)?;
+        }
+        for t in &ports.tx {
+            visit.call(t)?;
+        }
+        Ok(())
+    }
+}
+
+impl PortServer {
+    fn watch(&self, fd: i32, op: i32) -> PyResult<()> {
+        let mut ev = libc::epoll_event {
+            events: libc::EPOLLIN as u32,
+            u64: fd as u64,
+        };
+        // SAFETY: `ev` is a valid event for the call; the kernel checks the fds.
+        if unsafe { libc::epoll_ctl(self.epfd, op, fd, &mut ev) } < 0 {
+            let err = std::io::Error::last_os_error();
+            if op == libc::EPOLL_CTL_DEL {
+                return Ok(()); // already gone with its socket
+            }
+            return Err(err.into());
+        }
+        Ok(())
+    }
+}
+
+impl Drop for PortServer {
+    fn drop(&mut self) {
+        // SAFETY: the fd is ours and closed once.
+        unsafe { libc::close(self.epfd) };
+    }
+}
