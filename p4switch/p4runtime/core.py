@@ -29,7 +29,7 @@ from .arbitration import Arbitration, StreamSession, check_role, election_id_of,
 from .device import Device, PipelineLoadError
 from .errors import P4RuntimeError, to_p4_error
 from .p4data import encode_p4data
-from .reads import read_entity, read_entity_wire
+from .reads import counter_cells, read_entity, read_entity_wire
 from .wire_encode import read_response
 from .writes import apply_update
 
@@ -242,6 +242,16 @@ class P4RuntimeCore:
     def read(self, req: pb.ReadRequest) -> ReadResult:
         return self._read(req, read_entity, lambda chunk: pb.ReadResponse(entities=chunk))
 
+    def read_counter_cells(self, cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """(packets, bytes) of each (counter id, index), for an in-process client: the values a Read
+        of those cells answers, without the messages. Why: a simulation reads its switches' drop
+        counters every second, and building and reading the messages in pure-Python protobuf cost
+        a seventh of its time. A bad id or index raises P4RuntimeError, as :meth:`read` fails."""
+        try:
+            return counter_cells(self._require_state(), cells)
+        except StateError as e:
+            raise P4RuntimeError(e.code, e.message) from None
+
     def read_wire(self, req: pb.ReadRequest) -> ReadResult:
         """:meth:`read` with each ReadResponse already serialised (bytes): the gRPC server's path."""
         return self._read(req, read_entity_wire, read_response)
@@ -434,7 +444,12 @@ class P4RuntimeCore:
             for name in metadata:
                 if name not in names:
                     raise ValueError(f"packet_in has no metadata field '{name}'")
-        values = {f.name: self._packet_in_value(f, metadata) for f in fields}
+        values: dict[str, int] = {}
+        for (name, limit), f in zip(header.limits if header is not None else (), fields):
+            value = metadata.get(name)
+            if value is None or not 0 <= value < limit:
+                self._packet_in_value(f, metadata)  # raises, naming what is wrong
+            values[name] = value  # type: ignore[assignment]
         if primary.packet_in is not None:
             primary.packet_in(payload, values)
             return True
