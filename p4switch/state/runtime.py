@@ -67,9 +67,13 @@ class ControllerHeader:
         return shift, tuple(reversed(shifts))
 
     @cached_property
-    def limits(self) -> tuple[tuple[str, int | float], ...]:
-        """(name, 2 ** bitwidth) of each field in field order (a width of 0 or less: no limit)."""
-        return tuple((f.name, 1 << f.bitwidth if f.bitwidth > 0 else math.inf) for f in self.fields)
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    @cached_property
+    def limits(self) -> tuple[int | float, ...]:
+        """2 ** bitwidth of each field in field order (a width of 0 or less: no limit)."""
+        return tuple(1 << f.bitwidth if f.bitwidth > 0 else math.inf for f in self.fields)
 
     @classmethod
     def from_p4info(cls, cpm: p4info_pb2.ControllerPacketMetadata) -> ControllerHeader:
