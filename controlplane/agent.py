@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 
 from controlplane.alinea import AlineaLaw, Forecast
 from controlplane.forecast import QueueForecast, schedule_floor_pps
-from controlplane.params import LawParams, PortParams, law_from_metadata
+from controlplane.params import LawParams, MetadataLaw, PortParams, law_from_metadata
 from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
@@ -195,6 +195,7 @@ class _PortLaw:
     rejected_params: int = 0
     forecast: QueueForecast | None = None
     link_bps: float = 0.0  # the R_max the switch holds (the link's rate), before a class's fair share
+    held: MetadataLaw = field(default_factory=MetadataLaw)  # the law parameters its reports carry
 
 
 Queue = tuple[int, int]  # (egress port, class): one law each
@@ -258,7 +259,7 @@ class SwitchAgentCore:
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
         forecast = self._forecast(now_ns, port, pl, metadata, report)
         try:
-            params = law_from_metadata(metadata)
+            params = pl.held(metadata)
             pl.law.set_params(self._fair_share(key, pl, params))
             pl.link_bps = params.r_max
         except ValueError:

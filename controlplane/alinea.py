@@ -222,8 +222,11 @@ class AlineaLaw:
         pinned at the new one (the loop keeps regulating), otherwise O and W are clamped into
         [O_min, O_max] and [W_min, W_max]; the rate is clamped into [floor, R_max] now.
         """
+        if params is self.params:  # validated when it was set (an agent hands the same object per report)
+            return
         validate_law(params)
         if params == self.params:
+            self.params = params  # the same values: the next report's check is one of identity
             return
         pinned = self.o >= self.params.o_max
         self.params = params

@@ -12,7 +12,7 @@ from __future__ import annotations
 import queue
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
@@ -112,8 +112,11 @@ class Names:
         te.action.action_profile_group_id = group_id
         return te
 
+    def counter_id(self, counter: str) -> int:
+        return _lookup(self.counters, counter, "counter").preamble.id
+
     def counter_entry(self, counter: str, index: int | None = None) -> pb.CounterEntry:
-        ce = pb.CounterEntry(counter_id=_lookup(self.counters, counter, "counter").preamble.id)
+        ce = pb.CounterEntry(counter_id=self.counter_id(counter))
         if index is not None:
             ce.index.index = index
         return ce
@@ -220,9 +223,20 @@ class _ClientBase:
         self.insert(self.names.table_entry(table, match, action, params, priority))
 
     def read_counter(self, counter: str, index: int) -> tuple[int, int]:
-        ents = self.read(pb.Entity(counter_entry=self.names.counter_entry(counter, index)))
-        data = ents[0].counter_entry.data
-        return data.packet_count, data.byte_count
+        return self.read_counters([(counter, index)])[0]
+
+    def read_counters(self, cells: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:
+        """(packets, bytes) of each (counter name, index), in one Read."""
+        names = self.names
+        got = {}
+        for ent in self.read(*(pb.Entity(counter_entry=names.counter_entry(c, i)) for c, i in cells)):
+            ce = ent.counter_entry
+            got[ce.counter_id, ce.index.index] = ce.data.packet_count, ce.data.byte_count
+        try:
+            return [got[names.counter_id(c), i] for c, i in cells]
+        except KeyError:
+            missing = next((c, i) for c, i in cells if (names.counter_id(c), i) not in got)
+            raise ClientError(f"the switch did not answer counter {missing[0]}[{missing[1]}]") from None
 
     def send_packet_out(self, payload: bytes, **metadata: int) -> None:
         self._stream_send(pb.StreamMessageRequest(packet=self.names.packet_out(payload, metadata)))
@@ -291,6 +305,12 @@ class InProcessController(_ClientBase):
         if result.error is not None:
             raise result.error
         return [e for r in result.responses for e in r.entities]
+
+    def read_counters(self, cells: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:
+        """As a Read does, but as values (``P4RuntimeCore.read_counter_cells``): in one process
+        the messages would only be built to be taken apart again."""
+        names = self.names
+        return self.core.read_counter_cells([(names.counter_id(c), i) for c, i in cells])
 
 
 class GrpcController(_ClientBase):

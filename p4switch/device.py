@@ -288,16 +288,12 @@ def split_controller_header(header: ControllerHeader | None, frame: bytes) -> tu
     """(metadata, payload) of a frame starting with ``header``; None if the frame is shorter."""
     if header is None:
         return {}, frame
-    bits = sum(f.bitwidth for f in header.fields)
+    bits, layout = header.layout
     nbytes = (bits + 7) // 8
     if len(frame) < nbytes:
         return None
     acc = int.from_bytes(frame[:nbytes], "big") >> (nbytes * 8 - bits)
-    values: dict[str, int] = {}
-    for f in reversed(header.fields):
-        values[f.name] = acc & ((1 << f.bitwidth) - 1)
-        acc >>= f.bitwidth
-    return {f.name: values[f.name] for f in header.fields}, frame[nbytes:]
+    return {name: (acc >> shift) & mask for name, shift, mask in layout}, frame[nbytes:]
 
 
 # ---------------------------------------------------------------------------------------------

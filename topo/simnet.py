@@ -19,8 +19,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from p4.v1 import p4runtime_pb2 as pb
-
 from controlplane import params_io
 from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
@@ -82,15 +80,9 @@ def alinea_program() -> CompiledProgram:
 
 def read_drop_counters(client: Any, ports: list[int]) -> list[tuple[str, int, int]]:
     """(reason, port, packets) of every non-zero drop counter cell of ``ports``, in one Read."""
-    names = {client.names.counters[f"MyIngress.{r}"].preamble.id: r.removeprefix("drop_") for r in DROP_COUNTERS}
-    entities = [pb.Entity(counter_entry=client.names.counter_entry(f"MyIngress.{r}", p))
-                for r in DROP_COUNTERS for p in ports]
-    out = []
-    for ent in client.read(*entities):
-        ce = ent.counter_entry
-        if ce.data.packet_count:
-            out.append((names[ce.counter_id], ce.index.index, ce.data.packet_count))
-    return out
+    cells = [(f"MyIngress.{r}", p) for r in DROP_COUNTERS for p in ports]
+    return [(name.removeprefix("MyIngress.drop_"), port, packets)
+            for (name, port), (packets, _) in zip(cells, client.read_counters(cells)) if packets]
 
 
 def fifo_rows(topo: Topology, switch: str, t_ns: int, queues: dict[int, tuple[int, int, int]]) -> list[LawRow]:

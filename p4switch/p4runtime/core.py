@@ -11,6 +11,7 @@ also drives the digest timers.
 from __future__ import annotations
 
 import logging
+import operator
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
@@ -29,7 +30,7 @@ from .arbitration import Arbitration, StreamSession, check_role, election_id_of,
 from .device import Device, PipelineLoadError
 from .errors import P4RuntimeError, to_p4_error
 from .p4data import encode_p4data
-from .reads import read_entity, read_entity_wire
+from .reads import counter_cells, read_entity, read_entity_wire
 from .wire_encode import read_response
 from .writes import apply_update
 
@@ -242,6 +243,16 @@ class P4RuntimeCore:
     def read(self, req: pb.ReadRequest) -> ReadResult:
         return self._read(req, read_entity, lambda chunk: pb.ReadResponse(entities=chunk))
 
+    def read_counter_cells(self, cells: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """(packets, bytes) of each (counter id, index), for an in-process client: the values a Read
+        of those cells answers, without the messages. Why: a simulation reads its switches' drop
+        counters every second, and building and reading the messages in pure-Python protobuf cost
+        a seventh of its time. A bad id or index raises P4RuntimeError, as :meth:`read` fails."""
+        try:
+            return counter_cells(self._require_state(), cells)
+        except StateError as e:
+            raise P4RuntimeError(e.code, e.message) from None
+
     def read_wire(self, req: pb.ReadRequest) -> ReadResult:
         """:meth:`read` with each ReadResponse already serialised (bytes): the gRPC server's path."""
         return self._read(req, read_entity_wire, read_response)
@@ -434,7 +445,7 @@ class P4RuntimeCore:
             for name in metadata:
                 if name not in names:
                     raise ValueError(f"packet_in has no metadata field '{name}'")
-        values = {f.name: self._packet_in_value(f, metadata) for f in fields}
+        values = self._packet_in_values(header, metadata) if header is not None else {}
         if primary.packet_in is not None:
             primary.packet_in(payload, values)
             return True
@@ -448,6 +459,18 @@ class P4RuntimeCore:
             m.value = encode_unsigned(values[f.name])
         primary.send(resp)
         return True
+
+    @classmethod
+    def _packet_in_values(cls, header: Any, metadata: Mapping[str, int]) -> dict[str, int]:
+        """The header's fields in its order, checked: in C-level passes when all is well (a report
+        comes this way every 10 ms per link), field by field to name what is wrong otherwise."""
+        try:
+            got = tuple(map(metadata.__getitem__, header.names))
+            if all(map(operator.lt, got, header.limits)) and (not got or min(got) >= 0):
+                return dict(zip(header.names, got))
+        except (KeyError, TypeError):
+            pass
+        return {f.name: cls._packet_in_value(f, metadata) for f in header.fields}
 
     @staticmethod
     def _packet_in_value(f: Any, metadata: Mapping[str, int]) -> int:

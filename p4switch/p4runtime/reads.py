@@ -154,10 +154,23 @@ def _read_table_entries(state: RuntimeState, te: pb.TableEntry, now_ns: int) -> 
 # ------------------------------------------------------------------ counters
 
 
-def _counter_data(unit: CounterUnit, packets: int, nbytes: int) -> pb.CounterData:
+def _kept(unit: CounterUnit, packets: int, nbytes: int) -> tuple[int, int]:
     """Only the units the counter keeps (read-write symmetry for PACKETS/BYTES counters)."""
-    return encode_counter_data(packets if unit != CounterUnit.BYTES else 0,
-                               nbytes if unit != CounterUnit.PACKETS else 0)
+    return packets if unit != CounterUnit.BYTES else 0, nbytes if unit != CounterUnit.PACKETS else 0
+
+
+def _counter_data(unit: CounterUnit, packets: int, nbytes: int) -> pb.CounterData:
+    return encode_counter_data(*_kept(unit, packets, nbytes))
+
+
+def counter_cells(state: RuntimeState, cells: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """(packets, bytes) of each (counter id, index): what a Read of those cells answers, as values
+    (for in-process clients: ``P4RuntimeCore.read_counter_cells``). Raises StateError as the Read would."""
+    out = []
+    for counter_id, index in cells:
+        arr = _get(state.counters, counter_id, "counter")
+        out.append(_kept(arr.unit, *arr.read(index)))
+    return out
 
 
 def _cells(arrays: Mapping[int, Any], array_id: int, entry: Any, what: str) -> Iterator[tuple[Any, int]]:

@@ -9,6 +9,7 @@ parser value sets (``value_sets.py``) are read by the parser.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -54,6 +55,25 @@ class ControllerHeader:
     fields: tuple[PacketMetadataField, ...]
     by_id: dict[int, PacketMetadataField] = field(default_factory=dict, compare=False)
     by_name: dict[str, PacketMetadataField] = field(default_factory=dict, compare=False)
+
+    @cached_property
+    def layout(self) -> tuple[int, tuple[tuple[str, int, int], ...]]:
+        """(bits, ((name, shift, mask), ...) in field order): each field's place in the header read
+        as one integer, MSB first. Why kept: a packet-in's metadata is read for every report."""
+        shifts, shift = [], 0
+        for f in reversed(self.fields):
+            shifts.append((f.name, shift, (1 << f.bitwidth) - 1))
+            shift += f.bitwidth
+        return shift, tuple(reversed(shifts))
+
+    @cached_property
+    def names(self) -> tuple[str, ...]:
+        return tuple(f.name for f in self.fields)
+
+    @cached_property
+    def limits(self) -> tuple[int | float, ...]:
+        """2 ** bitwidth of each field in field order (a width of 0 or less: no limit)."""
+        return tuple(1 << f.bitwidth if f.bitwidth > 0 else math.inf for f in self.fields)
 
     @classmethod
     def from_p4info(cls, cpm: p4info_pb2.ControllerPacketMetadata) -> ControllerHeader:

@@ -15,7 +15,14 @@ from controlplane.agent import (
     rate_to_pps,
 )
 from controlplane.alinea import STALE_HOLD_INTERVALS
-from controlplane.params import LawParams, PortParams, law_to_action
+from controlplane.params import (
+    LawParams,
+    MetadataLaw,
+    ParamError,
+    PortParams,
+    law_from_metadata,
+    law_to_action,
+)
 from controlplane.report import Report
 
 LAW = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
@@ -257,3 +264,27 @@ def test_with_classes_a_class_s_r_max_leaves_the_other_busy_classes_their_share_
     c.ports[(2, 1)].forecast.queued = 0  # class 1 idle: class 0 has the whole link again
     c.on_report(30 * MS, 2, meta(LAW) | counters(0, 0), class_report(0, 30_000))
     assert law0.params.r_max == LAW.r_max
+
+
+def test_parameters_held_on_the_switch_are_read_anew_only_when_they_change() -> None:
+    held = MetadataLaw()
+    first = held(meta(LAW))
+    assert first == law_from_metadata(meta(LAW)) and held(meta(LAW, port=3)) is first  # the port is no parameter
+    changed = held(meta(LAW.with_changes(r_max=5e5)))
+    assert changed.r_max == 5e5 and held(meta(LAW)) == LAW
+    bad = meta(LAW) | {"o_min_ppm": 900_000, "o_max_ppm": 100_000}
+    for _ in range(2):  # refused every time it comes, not only the first
+        with pytest.raises(ParamError, match="o_min"):
+            held(bad)
+    with pytest.raises(ParamError, match="r_max_bps"):
+        held({k: v for k, v in meta(LAW).items() if k != "r_max_bps"})
+    assert held(meta(LAW)) == LAW
+
+
+def test_invalid_parameters_are_counted_at_every_report_that_carries_them() -> None:
+    c = core()
+    c.start()
+    bad = meta(LAW) | {"o_min_ppm": 900_000, "o_max_ppm": 100_000}
+    for k in range(3):
+        c.on_report(k * 10_000_000, 2, bad, report(0))
+    assert c.ports[(2, 0)].rejected_params == 3 and c.ports[(2, 0)].law.params == LAW

@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from controlplane.forecast import (
     COMMAND_SHARE,
+    DRAIN_FALL_PKTS,
     SCHEDULE_BOUND_S,
     QueueForecast,
     drain_noise,
@@ -248,3 +249,38 @@ def test_drain_noise_is_the_spread_of_noise_and_not_of_a_trend() -> None:
        st.floats(min_value=-1e6, max_value=1e6))
 def test_drain_noise_does_not_move_with_the_level(rates: list[float], shift: float) -> None:
     assert drain_noise([r + shift for r in rates]) == pytest.approx(drain_noise(rates), rel=1e-6, abs=1e-3)
+
+
+def rescanned_chunks(hist: list[tuple[int, int]]) -> list[tuple[float, int]]:
+    """The drain's stretches as found by scanning the whole window back from its newest entry (the
+    definition the stored stretches must give, whatever the order the window filled and emptied in)."""
+    out: list[tuple[float, int]] = []
+    end = len(hist) - 1
+    for j in range(end - 1, -1, -1):
+        (t1, d1), (t0, d0) = hist[end], hist[j]
+        if d1 - d0 >= DRAIN_FALL_PKTS and t1 > t0:
+            out.append(((d1 - d0) * 1_000_000_000 / (t1 - t0), t0))
+            end = j
+    return out
+
+
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(0, 12), st.integers(0, 12), st.integers(0, 30),
+                          st.integers(0, 9), st.integers(50, 2000), st.booleans()), min_size=1, max_size=150))
+def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
+        steps: list[tuple[int, int, int, int, int, int, bool]]) -> None:
+    """Reports of any pace, drain and rate (with the exact drain or the counted one, the horizon moving
+    the window's length): after each, the stretches and the ledger are what a rescan of them gives."""
+    f = QueueForecast()
+    t = fwd = deq = drained = 0
+    last_ts = 0
+    for gap_ms, arrivals, departures, occ, drained_now, pps, exact in steps:
+        t += gap_ms * MS
+        fwd += arrivals
+        deq += min(departures, fwd - deq)
+        if drained_now:
+            drained += drained_now
+            last_ts = t - drained_now * 100_000
+        f.update(t, occ, fwd, deq, pps, drained=drained if exact else None, drained_ns=last_ts if exact else 0)
+        assert f._chunk_rates(len(f._hist) - 1) == rescanned_chunks(list(f._hist))
+        assert f._stamped == sum(f._counts) == f.queued
+        assert len(f._counts) == len(f._spacings)

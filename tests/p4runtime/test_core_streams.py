@@ -141,6 +141,10 @@ def test_packet_in_as_values_for_an_in_process_primary():
         core.packet_in(b"pkt", {"ingress_port": 1 << 40, "reason": 1})
     with pytest.raises(ValueError, match="no metadata field 'nope'"):
         core.packet_in(b"pkt", {"nope": 1, "reason": 1, "ingress_port": 4})
+    with pytest.raises(ValueError, match="'ingress_port': -1 does not fit bit<"):
+        core.packet_in(b"pkt", {"ingress_port": -1, "reason": 1})
+    with pytest.raises(ValueError, match="'reason' missing"):
+        core.packet_in(b"pkt", {"ingress_port": 4})
     assert len(got) == 1
 
 

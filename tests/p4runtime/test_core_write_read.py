@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 
+from controlplane.p4runtime_client import InProcessController, _ClientBase
 from p4switch.p4runtime import Code, NullDevice, P4RuntimeCore
+from p4switch.p4runtime.errors import P4RuntimeError
 from tests.p4runtime.helpers import (
     Client,
     b,
@@ -372,3 +374,18 @@ def test_a_large_failing_batch_has_one_short_error_per_update():
     assert per_update < 64  # the type URL alone is 31 bytes
     assert all(len(d.message) <= 160 for d in err.details)
     assert err.details[0].message  # the first failures still say why
+
+
+def test_counter_cells_read_as_values_in_process_are_what_a_read_answers():
+    core, device, _, _, ids = setup_core()
+    cid = ids["MyIngress.port_pkts"]  # PACKETS unit, size 8
+    for index in (3, 5, 5):
+        device.state.counters[cid].count(index, 100)
+    ctl = InProcessController(core)
+    cells = [("MyIngress.port_pkts", i) for i in (5, 3, 0, 5)]
+    assert ctl.read_counters(cells) == _ClientBase.read_counters(ctl, cells) == [(2, 0), (1, 0), (0, 0), (2, 0)]
+    assert ctl.read_counter("MyIngress.port_pkts", 3) == (1, 0)
+    raises_code(Code.OUT_OF_RANGE, ctl.read_counters, [("MyIngress.port_pkts", 8)])
+    raises_code(Code.INVALID_ARGUMENT, ctl.read_counters, [("MyIngress.port_pkts", -1)])
+    with pytest.raises(P4RuntimeError):  # the Read fails the same cells
+        _ClientBase.read_counters(ctl, [("MyIngress.port_pkts", 8)])
