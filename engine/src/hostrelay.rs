@@ -300,25 +300,29 @@ fn from_socket(shared: &Shared, ends: &Ends, rx: &mut RxBatch) {
             for_python.push((frame.to_vec(), 0));
         }
     }
-    if !for_python.is_empty() {
-        let mut q = lock(&shared.to_python);
-        for item in for_python {
-            if q.len() >= TO_PYTHON_MAX {
-                c.to_python_dropped += 1;
-            } else {
-                c.to_python += 1;
-                q.push_back(item);
-            }
+    let mut q = lock(&shared.to_python);
+    let handed = !for_python.is_empty();
+    for item in for_python {
+        if q.len() >= TO_PYTHON_MAX {
+            c.to_python_dropped += 1;
+        } else {
+            c.to_python += 1;
+            q.push_back(item);
         }
-        drop(q);
+    }
+    drop(q);
+    {
+        // counted before Python is told, so its counters already hold what it takes
+        let mut all = lock(&shared.counts);
+        all.rx_frames += c.rx_frames;
+        all.rx_to_tun += c.rx_to_tun;
+        all.tun_write_errors += c.tun_write_errors;
+        all.to_python += c.to_python;
+        all.to_python_dropped += c.to_python_dropped;
+    }
+    if handed {
         signal(ends.notify_fd);
     }
-    let mut all = lock(&shared.counts);
-    all.rx_frames += c.rx_frames;
-    all.rx_to_tun += c.rx_to_tun;
-    all.tun_write_errors += c.tun_write_errors;
-    all.to_python += c.to_python;
-    all.to_python_dropped += c.to_python_dropped;
 }
 
 /// The relay: a thread between the tun `tun_fd` and the AF_PACKET socket `sock_fd` (both stay
