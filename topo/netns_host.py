@@ -35,9 +35,8 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from hbh_engine import HostRelay
-
 from controlplane.report import is_report
+from runtime.hostrelay import HostRelay
 from runtime.link import LinkModel, Transmitter
 from runtime.offload import VNET_HDR_LEN
 from runtime.ports import PacketSocketPort, PortStats

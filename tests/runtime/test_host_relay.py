@@ -14,8 +14,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import pytest
-from hbh_engine import HostRelay
 
+from runtime.hostrelay import HostRelay
 from runtime.link import LinkModel
 from topo.netns_host import python_loop_reason, relay_mode
 
