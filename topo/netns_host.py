@@ -129,11 +129,11 @@ class HostUplink:
 
 class RelayUplink:
     """The host->switch direction of the host's link in the engine's relay thread
-    (:class:`hbh_engine.HostRelay`, engine/src/hostrelay.rs): the same model as :class:`HostUplink`,
+    (:class:`runtime.hostrelay.HostRelay`, engine/src/hostrelay.rs): the same model as :class:`HostUplink`,
     but the kernel's TCP segments never enter Python, and neither do the timers that hold every
     frame for its wire time and delay. Python's own frames (datagrams, reports) are handed in here."""
 
-    def __init__(self, clock: RunClock, relay: Any, model: LinkModel) -> None:
+    def __init__(self, clock: RunClock, relay: HostRelay, model: LinkModel) -> None:
         self.clock = clock
         self.relay = relay
         self.model = model
