@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-__all__ = ["keepup_summary", "verdict", "LATE_LIMIT_NS", "STALL_LIMIT_NS"]
+__all__ = ["keepup_summary", "relay_summary", "verdict", "LATE_LIMIT_NS", "STALL_LIMIT_NS"]
 
 LATE_LIMIT_NS = 5_000_000
 STALL_LIMIT_NS = 100_000_000
@@ -52,3 +52,16 @@ def verdict(realtime: dict[str, Any] | None) -> str:
     if realtime["late_p99_ms"] * 1e6 > LATE_LIMIT_NS:
         return f"no: wake-ups {realtime['late_p99_ms']:.1f} ms late (p99)"
     return "yes"
+
+
+def relay_summary(stats: dict[str, int]) -> dict[str, Any]:
+    """A host's frame relay (engine/src/hostrelay.rs): how late its frames reached the socket after
+    their modelled wire time and delay (the stalls the Python frame loop had, docs/tcp.md), and
+    what it carried."""
+    sent = stats["tx_frames"] + stats["tx_dropped"]
+    return {"frames_sent": sent, "frames_received": stats["rx_frames"], "to_tun": stats["rx_to_tun"],
+            "late_mean_ms": round(stats["late_sum_ns"] / sent / 1e6, 4) if sent else 0.0,
+            "late_max_ms": round(stats["late_max_ns"] / 1e6, 3),
+            "late_over_1ms": stats["late_over_1ms"], "late_over_5ms": stats["late_over_5ms"],
+            "late_over_20ms": stats["late_over_20ms"], "tx_dropped": stats["tx_dropped"],
+            "to_python_dropped": stats["to_python_dropped"]}

@@ -48,7 +48,7 @@ from controlplane.switch_agent import SwitchAgent
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
-from topo.keepup import keepup_summary
+from topo.keepup import keepup_summary, relay_summary
 from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_pace import KERNEL_CC
@@ -575,9 +575,14 @@ class NetnsNetwork:
         """The control latency the agents measured: a report's packet-in read by the agent's gRPC
         client until its set_queue_rate returned from the switch (applied), per report that
         changed a rate; and whether the run kept real time (topo/keepup.py)."""
+        realtime = keepup_summary(self._lateness_ns)
+        relays = {h.name: relay_summary(h.results["host_relay"]) for h in self.hosts.values()
+                  if h.results and h.results.get("host_relay")}
+        if relays:
+            realtime["host_relays"] = relays
         return {"control_latency": latency_summary(
             {name: sw.agent.control_latencies_ns for name, sw in self.switches.items() if sw.agent is not None}),
-            "realtime": keepup_summary(self._lateness_ns)}
+            "realtime": realtime}
 
     def finish(self) -> None:
         """Final samples, the hosts' results merged into the recorder."""

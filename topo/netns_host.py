@@ -22,20 +22,24 @@ SIGINT ends it early, results written all the same.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
+import os
 import pickle
 import random
 import signal
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from controlplane.report import is_report
+from runtime.hostrelay import HostRelay
 from runtime.link import LinkModel, Transmitter
-from runtime.ports import PacketSocketPort
+from runtime.offload import VNET_HDR_LEN
+from runtime.ports import PacketSocketPort, PortStats
 from runtime.sched import RealtimeScheduler
 from topo.loop_trace import LoopTrace
 from topo.model import Event, Topology
@@ -54,9 +58,10 @@ from topo.simnet import (
 from topo.tcp_ends import TcpEnds, TcpEndsProcess, open_tcp_ends
 from topo.tcpflow import TCP_PORT_BASE, TUN_MTU, TunRelay
 
-__all__ = ["main", "RunClock", "HostUplink"]
+__all__ = ["main", "RunClock", "HostUplink", "RelayUplink", "python_loop_reason"]
 
 READY, DONE = "ready", "done"
+RELAY_ENV = "HBH_HOST_RELAY"
 
 
 class RunClock:
@@ -122,6 +127,39 @@ class HostUplink:
         self.tx.model = self.model
 
 
+class RelayUplink:
+    """The host->switch direction of the host's link in the engine's relay thread
+    (:class:`runtime.hostrelay.HostRelay`, engine/src/hostrelay.rs): the same model as :class:`HostUplink`,
+    but the kernel's TCP segments never enter Python, and neither do the timers that hold every
+    frame for its wire time and delay. Python's own frames (datagrams, reports) are handed in here."""
+
+    def __init__(self, clock: RunClock, relay: HostRelay, model: LinkModel) -> None:
+        self.clock = clock
+        self.relay = relay
+        self.model = model
+        self.delay_ns = model.delay_ns
+        self.loss: Callable[[bytes], bool] | None = None  # True: lose the frame on the wire
+        self.trace: LoopTrace | None = None  # never set: the relay is not used with HBH_LOOP_TRACE
+        self.extra_delay: Callable[..., int] | None = None  # the link's reorder (topo.simnet.reorder_hook)
+
+    @property
+    def sent_bytes(self) -> int:
+        return int(self.relay.stats()["uplink_bytes"])
+
+    def backlog_ns(self, _endpoint: Any, now_ns: int) -> int:
+        return int(self.relay.backlog_ns(now_ns))
+
+    def send(self, _endpoint: Any, frame: bytes) -> int:
+        lost = self.loss is not None and self.loss(frame)
+        extra = self.extra_delay(frame, "up") if self.extra_delay is not None and not lost else 0
+        start, end = self.relay.send(self.clock.now_ns(), frame, extra, lost)
+        return int(end - start)
+
+    def set_bitrate(self, bitrate_bps: int) -> None:
+        self.model = dataclasses.replace(self.model, bitrate_bps=bitrate_bps)
+        self.relay.set_bitrate(bitrate_bps)
+
+
 class _HostNet:
     """What :class:`SimHostNode` reads from its network, for one host alone."""
 
@@ -165,8 +203,10 @@ class NetnsHost:
         self.tun_mtu = TUN_MTU - TRAILER_BYTES if any(f.cc in KERNEL_CC and f.src == name
                                                       for f in self.tcp_flows.values()) else TUN_MTU
         self.trace = LoopTrace.from_env()  # the frame loop's timeline, for topo/loop_trace.py
+        self.relay: HostRelay | None = None  # the frame relay in the engine (engine/src/hostrelay.rs)
 
     def open(self) -> None:
+        relay_mode()  # a bad HBH_HOST_RELAY is said before anything opens
         self.sched.start()
         self.port = self.sched.run_sync(
             lambda: PacketSocketPort(1, self.ifname, self.sched, on_receive=self._on_frame))
@@ -181,7 +221,6 @@ class NetnsHost:
         self._eth_header = (neighbour_mac(topo, me, switch).to_bytes(6, "big") + topo.mac(me).to_bytes(6, "big")
                             + b"\x08\x00")
         self.tun = TunRelay(topo.ip(me), sack=all(f.sack for f in self.tcp_flows.values()), mtu=self.tun_mtu)
-        self.sched.add_reader(self.tun.fd, self._from_tun)
         kernel_cc = {fid: KERNEL_CC.get(f.cc or "") for fid, f in self.tcp_flows.items()}
         self.tcp = open_tcp_ends(topo, me, self.tcp_flows, kernel_cc)  # listeners bound now
 
@@ -194,8 +233,9 @@ class NetnsHost:
         node = SimHostNode(self.net, self.topo.nodes[self.name])  # type: ignore[arg-type]
         link = self.topo.link_between(self.name, node.switch)
         assert self.port is not None
-        node.link = HostUplink(clock, self.port, LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns,
-                                                           overhead_bytes=0, min_frame_bytes=0))  # type: ignore
+        model = LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns, overhead_bytes=0,
+                          min_frame_bytes=0)
+        node.link = self._uplink(clock, t0, model, link)  # type: ignore[assignment]
         node.link.loss = self._report_loss(self.net)  # type: ignore[union-attr]
         node.link.trace = self.trace  # type: ignore[union-attr]
         # reordering on this host's sending direction (the switch's direction is p4switch's own port)
@@ -216,6 +256,36 @@ class NetnsHost:
         for k in range(k_last + 1):
             clock.call_at(k * SAMPLE_NS, self._sample, k * SAMPLE_NS)
         clock.call_at(duration_ns, self._end, duration_ns)
+
+    def _uplink(self, clock: RunClock, t0: int, model: LinkModel, link: Any) -> HostUplink | RelayUplink:
+        """The uplink in the engine's relay thread, or (:func:`python_loop_reason`) in this loop."""
+        assert self.port is not None
+        why = python_loop_reason(self.tcp_flows.values(), link, self.trace is not None,
+                                 self.port._ignores_outgoing)
+        if why is not None:
+            print(f"netns_host {self.name}: frame loop in Python ({why})", file=sys.stderr, flush=True)
+            if self.tun is not None:
+                self.sched.add_reader(self.tun.fd, self._from_tun)
+            return HostUplink(clock, self.port, model)
+        self.sched.remove_reader(self.port.fileno())  # the relay reads the socket from now on
+        hdr = VNET_HDR_LEN if self.port.vnet_hdr else 0
+        self.relay = HostRelay(self.tun.fd if self.tun is not None else -1, self.port.fileno(), hdr,
+                               self._eth_header or bytes(14), model.bitrate_bps, model.delay_ns, t0,
+                               HOST_TX_QUEUE)
+        self.sched.add_reader(self.relay.notify_fd, self._from_relay)
+        return RelayUplink(clock, self.relay, model)
+
+    def _from_relay(self) -> None:
+        """The frames the relay hands to Python: everything but the kernel's TCP."""
+        assert self.relay is not None and self.port is not None
+        with contextlib.suppress(BlockingIOError):
+            os.read(self.relay.notify_fd, 8)
+        port = self.port
+        for frame, wire_len in self.relay.take():
+            if wire_len:  # offloads to finish, or too long: the port's own slow path
+                port._slow_frame(frame, wire_len)
+            else:
+                self._on_frame(port.number, frame)
 
     def _start_tcp(self, t0: int, duration_ns: int) -> None:
         node = self.node
@@ -314,14 +384,33 @@ class NetnsHost:
             if node is None or net is None:
                 return {"host": self.name, "samples": [], "laws": [], "packets": {}, "counts": {}, "uplink_bytes": 0}
             tcp = self._tcp_results(ends)
+            relay = dict(self.relay.stats()) if self.relay is not None else None
             return {"host": self.name, "samples": list(self.samples), "laws": list(net.recorder.laws),
                     "packets": {r.name: r.packets for r in node.records.values()} | tcp.pop("rows"),
-                    "counts": dict(net.counts), "tcp": tcp,
+                    "counts": self._counts(net, relay), "tcp": tcp,
                     "control_stats": node.control_stats(),
                     "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
-                    "port_stats": self.port.stats if self.port is not None else None}
+                    "port_stats": self._port_stats(relay), "host_relay": relay}
 
         return self.sched.run_sync(collect, timeout=10)
+
+    @staticmethod
+    def _counts(net: _HostNet, relay: dict[str, int] | None) -> dict[str, int]:
+        counts = dict(net.counts)
+        if relay is not None:
+            counts["host_tx_queue_full"] = counts.get("host_tx_queue_full", 0) + relay["host_tx_queue_full"]
+            if relay["to_python_dropped"]:
+                counts["host_relay_to_python_dropped"] = relay["to_python_dropped"]
+        return counts
+
+    def _port_stats(self, relay: dict[str, int] | None) -> PortStats | None:
+        """The socket's counters, the relay's frames included (it reads and writes the socket itself)."""
+        if self.port is None or relay is None:
+            return self.port.stats if self.port is not None else None
+        st = self.port.stats
+        return dataclasses.replace(st, rx_frames=st.rx_frames + relay["rx_frames"],
+                                   tx_frames=st.tx_frames + relay["tx_frames"],
+                                   tx_dropped=st.tx_dropped + relay["tx_dropped"])
 
     def _tcp_results(self, ends: dict[str, Any] | None) -> dict[str, Any]:
         """Per TCP flow: this end's totals, and (sender) its TCP_INFO samples."""
@@ -333,9 +422,14 @@ class NetnsHost:
         if self.trace is not None:
             self.trace.send.extend(ends["send_times"])
         return {"flows": flows, "samples": list(ends["samples"]), "rows": dict(ends["rows"]),
-                "tun_write_errors": self.tun.dropped if self.tun is not None else 0}
+                "tun_write_errors": (self.tun.dropped if self.tun is not None else 0)
+                + (self.relay.stats()["tun_write_errors"] if self.relay is not None else 0)}
 
     def close(self) -> None:
+        if self.relay is not None:  # first: its thread uses the tun's and the socket's descriptors
+            if not self.sched.closed:
+                self.sched.remove_reader(self.relay.notify_fd)
+            self.relay.close()
         if self.tcp is not None:
             self.tcp.close()
         if self.trace is not None:
@@ -348,6 +442,31 @@ class NetnsHost:
         if self.port is not None and not self.sched.closed:
             self.sched.run_sync(self.port.close)
         self.sched.stop()
+
+
+def relay_mode() -> str:
+    """``HBH_HOST_RELAY``: "engine" (the default) or "python"; anything else is refused by name."""
+    mode = os.environ.get(RELAY_ENV, "engine")
+    if mode not in ("engine", "python"):
+        raise ValueError(f"{RELAY_ENV}={mode!r}: expected 'engine' or 'python'")
+    return mode
+
+
+def python_loop_reason(flows: Iterable[Any], link: Any, traced: bool, ignores_outgoing: bool) -> str | None:
+    """Why this host's frames must stay on the Python loop, or None: the engine's relay carries them.
+
+    The relay has no per-frame Python: a paced kernel flow (its CVIHIS stamp on every segment,
+    topo/netns_pace.py), reordering on the host's link (its seeded draws per frame), the loop trace
+    (per-frame timestamps) and a kernel without PACKET_IGNORE_OUTGOING need it. ``HBH_HOST_RELAY=python``
+    keeps the Python loop, for comparison (docs/netns.md)."""
+    mode = relay_mode()
+    reasons = [why for why, yes in (
+        (f"{RELAY_ENV}=python", mode == "python"),
+        ("a paced kernel flow", any(f.cc in KERNEL_CC for f in flows)),
+        ("reordering on the host's link", link.reorder > 0),
+        ("HBH_LOOP_TRACE", traced),
+        ("no PACKET_IGNORE_OUTGOING", not ignores_outgoing)) if yes]
+    return ", ".join(reasons) or None
 
 
 def _parser() -> argparse.ArgumentParser:

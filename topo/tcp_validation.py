@@ -37,6 +37,7 @@ from hosts.tcp import MSS
 from hosts.tcp.wire import ACK_FRAME_BYTES, data_frame_bytes
 from topo import tcp_ends
 from topo.keepup import verdict
+from topo.netns_host import relay_mode
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 from topo.tcp_trace import TRACE_SUFFIX, trace_of_run, write_trace
@@ -285,6 +286,7 @@ def main(argv: list[str] | None = None) -> int:
                 k["measured"] = (f"netns run of `python -m topo.tcp_validation --duration {args.duration} --seed "
                                  f"{args.seed}{' --no-sack' if args.no_sack else ''}` at commit {commit()}, {stamp}")
                 k["tcp_ends"] = tcp_ends.describe()  # where the netns host ran the sockets (topo/tcp_ends.py)
+                k["frame_loop"] = relay_mode()  # where the hosts' frames ran (topo/netns_host.py, HBH_HOST_RELAY)
                 (args.save_kernel / f"{case.name}.json").write_text(json.dumps(k, indent=1, sort_keys=True) + "\n")
                 write_trace(trace_of_run(args.out / case.name / "netns"), args.save_kernel / f"{case.name}{TRACE_SUFFIX}")
         s = run_case(case, "sim", duration_ns, args.seed, args.out / case.name / "sim", sack,

@@ -8,8 +8,10 @@ How a TCP flow's packets travel. A host's ``eth0`` carries no IP address (the ho
 it through AF_PACKET, docs/netns.md). A host with TCP flows gets a tun device (:class:`TunRelay`,
 ``tcp0``) holding its address ``10.0.<id>.1/32`` and the route to every host; the kernel's TCP
 segments leave through it, and the host process sends each one as a frame on its uplink -- the
-link's rate and delay (:class:`topo.netns_host.HostUplink`), exactly like its datagrams; frames
-arriving on ``eth0`` that carry TCP are written back into the tun. ``eth0`` has strict reverse
+link's rate and delay, exactly like its datagrams; frames arriving on ``eth0`` that carry TCP are
+written back into the tun. That relay runs in the engine's thread (:class:`runtime.hostrelay.HostRelay`,
+bound by :class:`topo.netns_host.RelayUplink`), or on the host's Python loop
+(:class:`topo.netns_host.HostUplink`) where a frame needs Python (docs/netns.md). ``eth0`` has strict reverse
 path filtering, so the kernel does not also take those frames straight from ``eth0``.
 
 What a sender writes: records of :data:`~topo.model.TCP_RECORD_BYTES` (the last one of a sized

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 mod afpacket;
 mod datagram;
 mod host;
+mod hostrelay;
 mod link;
 mod p4cells;
 mod p4tables;
@@ -35,6 +36,8 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::PacedSender>()?;
     m.add_class::<host::FlowRecord>()?;
     m.add_class::<host::PlayoutBuffer>()?;
+    m.add_class::<hostrelay::HostRelay>()?;
+    m.add("HOST_RELAY_TO_PYTHON_MAX", hostrelay::TO_PYTHON_MAX)?;
     m.add_class::<datagram::Datagram>()?;
     m.add_function(wrap_pyfunction!(datagram::parse_datagram, m)?)?;
     m.add_function(wrap_pyfunction!(datagram::write_datagram_header, m)?)?;

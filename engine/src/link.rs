@@ -62,14 +62,22 @@ impl Model {
 }
 
 #[derive(Default)]
-struct TxState {
-    model: Model,
-    free_at_ns: i64,
+pub(crate) struct TxState {
+    pub model: Model,
+    pub free_at_ns: i64,
     rem: i128, // (bitrate * true_end - free_at_ns * bitrate), in [0, bitrate)
 }
 
 impl TxState {
-    fn transmit(&mut self, now_ns: i64, nbytes: i64) -> (i64, i64) {
+    pub(crate) fn new(model: Model) -> Self {
+        TxState {
+            model,
+            ..TxState::default()
+        }
+    }
+
+    /// Start a frame at `max(now, free)`: `(start_ns, end_ns)` of its serialization.
+    pub(crate) fn transmit(&mut self, now_ns: i64, nbytes: i64) -> (i64, i64) {
         let m = self.model;
         let bits = wire_bits(nbytes, m.min_frame_bytes, m.overhead_bytes) as i128;
         let (start, rem) = if now_ns > self.free_at_ns {

@@ -13,6 +13,7 @@ from hbh.cli import main as hbh_main
 from tests.switch import netns as N
 from tests.topo.helpers import BASE, SOURCE, expect_error
 from topo import tcpflow
+from topo.keepup import verdict
 from topo.model import TCP_RECORD_BYTES
 from topo.runner import run_experiment
 from topo.schema import load_topology, load_topology_text
@@ -213,3 +214,43 @@ def test_sized_tcp_flow_completes(tmp_path: Path) -> None:
     assert t["cc"] == "reno" and t["bytes_received"] == 300_000 and t["bytes_sent"] == 300_000, t
     # 300 kB at 2 Mb/s take 1.2 s; slow start and the FIFO add some
     assert t["completed"] and 1.2 < t["completion_s"] < 5, t
+
+
+UPLINK_BOTTLENECK = """\
+name: uplink-bottleneck
+nodes:
+  H1: {kind: host}
+  R1: {kind: switch}
+  H2: {kind: host}
+links:
+  - {ends: [H1, R1], rate: 4Mbps, delay: 20ms}
+  - {ends: [R1, H2], rate: 40Mbps, delay: 1ms, buffer: 200}
+flows:
+  - {name: t1, src: H1, dst: H2, control: tcp, cc: cubic, start: 0s}
+"""
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_kernel_tcp_crosses_the_hosts_relay_at_its_links_rate_and_delay(tmp_path: Path) -> None:
+    """H1's uplink, emulated by the engine's relay (engine/src/hostrelay.rs), is the bottleneck: the
+    flow's goodput is that link's rate less the headers, its minimum RTT the links' delays and wire times."""
+    N.require_netns()
+    topo = load_topology_text(UPLINK_BOTTLENECK, "uplink.yaml")
+    s = run_experiment(topo, 8_000_000_000, seed=1, out=tmp_path, plots=False, backend="netns", pcap=False).summary
+    relays = s["realtime"]["host_relays"]
+    assert set(relays) == {"H1", "H2"} and relays["H1"]["frames_sent"] > 0 and relays["H2"]["to_tun"] > 0, relays
+    if (kept_up := verdict(s["realtime"])) != "yes":  # the machine, not the relay: nothing to compare against
+        pytest.skip(f"the run fell behind its real-time emulation ({kept_up})")
+    up, down = topo.link_between("H1", "R1"), topo.link_between("R1", "H2")
+    frame = tcpflow.TUN_MTU + 14
+    payload = tcpflow.TUN_MTU - 52  # IPv4 and TCP headers with timestamps
+    ceiling = up.rate_bps * payload / frame
+    goodput = s["flows"]["t1"]["goodput_bps"]
+    assert 0.8 * ceiling < goodput < 1.05 * ceiling, (goodput, ceiling)  # a queue of 1000 frames never runs dry
+    base_ms = 2 * (up.delay_ns + down.delay_ns) / 1e6
+    wire_ms = sum(frame * 8 / link.rate_bps * 1e3 for link in (up, down))
+    min_rtt = s["flows"]["t1"]["tcp"]["rtt_ms"]["min"]
+    # slack: 10 ms for R1's loop, plus how late the two relays handed any frame to their sockets (their own measure)
+    slack_ms = 10 + relays["H1"]["late_max_ms"] + relays["H2"]["late_max_ms"]
+    assert base_ms <= min_rtt < base_ms + wire_ms + slack_ms, (min_rtt, base_ms, relays)

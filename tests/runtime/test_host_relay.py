@@ -1,0 +1,198 @@
+"""The netns host's frame relay in the engine (hbh_engine.HostRelay, engine/src/hostrelay.rs).
+
+Datagram socket pairs stand in for the tun device and the AF_PACKET socket (the relay only reads
+and writes whole packets on them), so these run without root; the namespace test is in
+tests/topo/test_tcp_flows.py.
+"""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+
+from runtime.hostrelay import HostRelay
+from runtime.link import LinkModel
+from topo.netns_host import python_loop_reason, relay_mode
+
+ETH = bytes(range(12)) + b"\x08\x00"
+WAIT_S = 5.0
+
+
+def ipv4_packet(size: int, proto: int = 17) -> bytes:
+    return bytes([0x45]) + bytes(8) + bytes([proto]) + bytes(size - 10)
+
+
+def tcp_frame(size: int = 200) -> bytes:
+    return ETH + ipv4_packet(size - 14, proto=6)
+
+
+@contextmanager
+def relay(rate_bps: int = 8_000_000, delay_ns: int = 0, queue: int = 100, hdr: int = 0,
+          tun: bool = True) -> Iterator[tuple[HostRelay, socket.socket | None, socket.socket, int]]:
+    """A relay between two socket pairs: yields (relay, the tun's far end, the wire's far end, t0)."""
+    tun_near, tun_far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    wire_near, wire_far = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    for s in (tun_near, wire_near):
+        s.setblocking(False)
+    t0 = time.monotonic_ns()
+    r = HostRelay(tun_near.fileno() if tun else -1, wire_near.fileno(), hdr, ETH, rate_bps, delay_ns, t0, queue)
+    try:
+        yield r, tun_far if tun else None, wire_far, t0
+    finally:
+        r.close()
+        for s in (tun_near, tun_far, wire_near, wire_far):
+            s.close()
+
+
+def receive(sock: socket.socket) -> tuple[bytes, int]:
+    """The next packet on ``sock`` and when it came (monotonic ns); fails after WAIT_S."""
+    ready, _, _ = select.select([sock], [], [], WAIT_S)
+    assert ready, "nothing came"
+    return sock.recv(1 << 16), time.monotonic_ns()
+
+
+def settled(r: HostRelay, key: str, value: int) -> dict[str, int]:
+    """The relay's counters once ``key`` reached ``value`` (its thread counts a batch after acting on it)."""
+    deadline = time.monotonic() + WAIT_S
+    while r.stats()[key] < value and time.monotonic() < deadline:
+        time.sleep(0.005)
+    return r.stats()
+
+
+def wire_ns(nbytes: int, rate_bps: int) -> int:
+    return LinkModel(bitrate_bps=rate_bps, overhead_bytes=0, min_frame_bytes=0).wire_time_ns(nbytes)
+
+
+def test_a_segment_from_the_tun_leaves_after_its_wire_time_and_delay() -> None:
+    rate, delay = 8_000_000, 30_000_000
+    with relay(rate, delay) as (_r, tun, wire, _t0):
+        packet = ipv4_packet(1000)
+        sent = time.monotonic_ns()
+        tun.send(packet)
+        frame, came = receive(wire)
+        assert frame == ETH + packet  # the host's Ethernet header before the kernel's packet
+        assert came - sent >= delay + wire_ns(len(frame), rate)
+
+
+def test_back_to_back_segments_leave_at_the_links_rate() -> None:
+    rate, n, size = 4_000_000, 20, 986
+    with relay(rate) as (r, tun, wire, _t0):
+        sent = time.monotonic_ns()
+        for _ in range(n):
+            tun.send(ipv4_packet(size))
+        came = [receive(wire)[1] for _ in range(n)]
+        assert came[-1] - sent >= n * wire_ns(size + len(ETH), rate)
+        assert settled(r, "tx_frames", n)["tun_packets"] == n
+
+
+def test_only_ipv4_from_the_tun_goes_on_the_wire() -> None:
+    with relay() as (r, tun, wire, _t0):
+        tun.send(bytes([0x60]) + bytes(59))  # IPv6
+        tun.send(ipv4_packet(60))
+        frame, _ = receive(wire)
+        assert frame[len(ETH)] == 0x45
+        assert settled(r, "tx_frames", 1)["tun_packets"] == 1
+
+
+def test_a_full_nic_queue_drops_the_kernels_segments_and_counts_them() -> None:
+    # 100 kb/s: one 1014-byte frame is 81 ms on the wire, far longer than the reads take; a queue of
+    # two frames' time behind the one on the wire holds three, the rest are refused
+    queue, n = 2, 10
+    with relay(rate_bps=100_000, queue=queue) as (r, tun, _wire, _t0):
+        for _ in range(n):
+            tun.send(ipv4_packet(1000))
+        st = settled(r, "tun_packets", n)
+        assert st["tun_packets"] == n and st["host_tx_queue_full"] == n - (queue + 1), st
+
+
+def test_tcp_from_the_wire_goes_into_the_tun_the_rest_to_python() -> None:
+    with relay() as (r, tun, wire, _t0):
+        tcp = tcp_frame()
+        wire.send(tcp)
+        packet, _ = receive(tun)
+        assert packet == tcp[len(ETH):]
+        other = ETH[:12] + b"\x88\xb5" + bytes(50)
+        wire.send(other)
+        select.select([r.notify_fd], [], [], WAIT_S)
+        assert r.take() == [(other, 0)]
+        st = settled(r, "rx_frames", 2)
+        assert st["rx_frames"] == 2 and st["rx_to_tun"] == 1 and st["to_python"] == 1, st
+
+
+def test_without_a_tun_every_frame_goes_to_python() -> None:
+    with relay(tun=False) as (r, _tun, wire, _t0):
+        wire.send(tcp_frame())
+        select.select([r.notify_fd], [], [], WAIT_S)
+        assert r.take() == [(tcp_frame(), 0)]
+
+
+def test_frames_with_offloads_left_go_to_python_with_their_header() -> None:
+    hdr = 10  # a virtio_net_hdr; flags bit 0: the checksum is left to finish
+    with relay(hdr=hdr) as (r, tun, wire, _t0):
+        wire.send(bytes(hdr) + tcp_frame())  # finished: straight into the tun
+        packet, _ = receive(tun)
+        assert packet == tcp_frame()[len(ETH):]
+        unfinished = bytes([1]) + bytes(hdr - 1) + tcp_frame()
+        wire.send(unfinished)
+        select.select([r.notify_fd], [], [], WAIT_S)
+        assert r.take() == [(unfinished, len(unfinished))]
+        tun.send(ipv4_packet(100))
+        frame, _ = receive(wire)
+        assert frame == bytes(hdr) + ETH + ipv4_packet(100)  # sent with an empty header
+
+
+def test_pythons_frames_share_the_uplink() -> None:
+    rate = 1_000_000
+    with relay(rate) as (r, _tun, wire, t0):
+        now = time.monotonic_ns() - t0
+        start, end = r.send(now, ETH + bytes(100))
+        assert end - start == wire_ns(114, rate) and r.backlog_ns(now) == end - now
+        lost_start, lost_end = r.send(now, ETH + b"lost" + bytes(96), 0, True)
+        assert lost_start == end  # a lost frame still takes its wire time
+        late = ETH + b"late" + bytes(96)
+        r.send(now, late, 20_000_000)
+        early = ETH + b"early" + bytes(95)
+        r.send(now, early)
+        got = [receive(wire)[0] for _ in range(3)]
+        assert got == [ETH + bytes(100), early, late]  # the extra delay let the next frame overtake
+        assert r.stats()["uplink_bytes"] == 4 * 114
+
+
+def test_bad_arguments_are_refused_by_name() -> None:
+    a, b = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+    with a, b:
+        with pytest.raises(ValueError, match="eth_header must be 14 bytes"):
+            HostRelay(a.fileno(), b.fileno(), 0, b"x", 1, 0, 0, 1)
+        with pytest.raises(ValueError, match="bad uplink"):
+            HostRelay(a.fileno(), b.fileno(), 0, ETH, -1, 0, 0, 1)
+    with relay() as (r, _tun, _wire, _t0), pytest.raises(ValueError, match="bit rate must be >= 0"):
+        r.set_bitrate(-5)
+
+
+class _Link:
+    def __init__(self, reorder: float = 0.0) -> None:
+        self.reorder = reorder
+
+
+class _Flow:
+    def __init__(self, cc: str) -> None:
+        self.cc = cc
+
+
+def test_what_keeps_a_host_on_the_python_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("HBH_HOST_RELAY", raising=False)
+    assert python_loop_reason([_Flow("cubic")], _Link(), False, True) is None
+    assert "paced" in python_loop_reason([_Flow("cvihis-rtm")], _Link(), False, True)
+    assert "reordering" in python_loop_reason([], _Link(0.01), False, True)
+    assert "HBH_LOOP_TRACE" in python_loop_reason([], _Link(), True, True)
+    assert "PACKET_IGNORE_OUTGOING" in python_loop_reason([], _Link(), False, False)
+    monkeypatch.setenv("HBH_HOST_RELAY", "python")
+    assert "HBH_HOST_RELAY=python" in python_loop_reason([], _Link(), False, True)
+    monkeypatch.setenv("HBH_HOST_RELAY", "rust")
+    with pytest.raises(ValueError, match="HBH_HOST_RELAY='rust': expected 'engine' or 'python'"):
+        relay_mode()
