@@ -3,21 +3,27 @@
 Why: a researcher who changes a link rate or delay should not silently get a lossy loop. For each
 law (u regulating its rate toward v) this builds :class:`controlplane.loop_analysis.Loop` from
 the topology (v's buffer and report interval, the packet size, both propagation delays, the
-control plane's latency when u is a switch) and says whether the analysis expects loss.
-``hbh run`` prints one warning per such law, once, at start (docs/alinea.md, "The loop with its
-delay").
+control plane's latency when u is a switch) and checks three things: that the settled loop is
+stable (one law, its characteristic equation), that v's buffer can hold its target plus one
+packet from each link that feeds its queue (packets, which a fluid model does not see), and that
+the laws together do not overflow it (:mod:`topo.fluid_network`: the hops of a line start up
+together, which one law's model does not see). ``hbh run`` prints one warning per law that fails
+one, once, at start (docs/alinea.md, "The loop with its delay" and "The hops together").
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 from dataclasses import dataclass
 
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
+from topo.fluid_network import LOSS_PKTS, NetworkPeak, network_peaks, smallest_scale
 from topo.model import Topology
 from topo.plan import packet_bytes_over
 
 __all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
-           "buffer_of"]
+           "buffer_of", "feeding_links", "LOSS_PKTS"]
 
 DirectedLink = tuple[str, str]
 
@@ -26,26 +32,50 @@ DirectedLink = tuple[str, str]
 class LawCheck:
     key: DirectedLink
     loop: Loop
-    verdict: Verdict
+    verdict: Verdict  # the one-law analysis: the settled loop's stability, its fluid peak
     drop_at_s: float | None
+    network: NetworkPeak | None = None  # the laws together: v's buffer fed by u
+    inputs: int = 1  # links feeding v's queue that u's packets join
+    scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
+
+    @property
+    def room_pkts(self) -> float:
+        """Packets the buffer holds above its settled target."""
+        return (1 - self.loop.law.o_max) * self.loop.buffer_pkts
+
+    @property
+    def lossless(self) -> bool:
+        return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs
+                and (self.network is None or self.network.lost_pkts < LOSS_PKTS))
 
     def warning(self) -> str | None:
         """One line saying why the analysis expects loss and what would avoid it; None if it does not."""
-        v, loop = self.verdict, self.loop
-        if v.lossless:
+        if self.lossless:
             return None
+        v, loop = self.verdict, self.loop
         u, w = self.key
-        why = []
+        why, fixes = [], []
         if v.radius_settled >= 1.0:
             why.append(f"the settled loop is unstable (root modulus {v.radius_settled:.3f} >= 1)")
-        if v.peak >= 1.0:
-            what = "after the capacity drop" if self.drop_at_s is not None else "at start-up"
-            why.append(f"the buffer overshoots to {v.peak:.0%} {what}")
-        fix = (_gain_fix(loop, v.delay_intervals) if v.needed_buffer_pkts is None else
-               f"a buffer of at least {v.needed_buffer_pkts} packets ({_bdp(loop, v.needed_buffer_pkts)}) would "
-               f"avoid it with these gains")
-        return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay {v.delay_intervals} report intervals "
-                f"of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; {fix}")
+            fixes.append(_gain_fix(loop, v.delay_intervals) if v.needed_buffer_pkts is None else
+                         f"a buffer of at least {v.needed_buffer_pkts} packets ({_bdp(loop, v.needed_buffer_pkts)}) "
+                         f"would settle it with these gains")
+        if self.room_pkts < self.inputs:
+            need = math.ceil(self.inputs / (1 - loop.law.o_max))
+            why.append(f"{w}'s buffer holds {self.room_pkts:.2g} packets above its target, less than one for each "
+                       f"link feeding its queue ({self.inputs}), each of which can hand it a packet at once")
+            fixes.append(f"a buffer of at least {need} packets would hold them")
+        n = self.network
+        if n is not None and n.lost_pkts >= LOSS_PKTS:
+            what = "after the capacity drop" if self.drop_at_s is not None and (n.first_loss_s or 0) >= self.drop_at_s \
+                else "as the hops start up together"
+            why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
+                       f"{n.first_loss_s:.2f} s in the fluid model)")
+            fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
+                         f"buffers {self.scale:g} times these would not overflow")
+        return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay "
+                f"{v.delay_intervals} report intervals of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; "
+                f"{'; '.join(fixes)}")
 
 
 def _gain_fix(loop: Loop, d: int) -> str:
@@ -137,10 +167,33 @@ def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps
         topo.links[index] = saved
 
 
+def feeding_links(topo: Topology, u: str, v: str) -> int:
+    """The links whose ALINEA packets share v's queue with u's: while v sends one of another link's
+    packets, u's wait, so each such link is a packet the buffer must have room for."""
+    pairs = set()  # (the link's far end, where the packets go on from v; None: v receives them)
+    for f in topo.flows:
+        if f.control != "alinea":
+            continue
+        for i in range(1, len(f.path)):
+            if f.path[i] == v:
+                pairs.add((f.path[i - 1], f.path[i + 1] if i + 1 < len(f.path) else None))
+    onward = {nxt for p, nxt in pairs if p == u}
+    return max(1, len({p for p, nxt in pairs if nxt in onward}))
+
+
 def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
-    return [LawCheck(key, loop, assess(loop, duration_s, drop_at), drop_at) for key, loop, drop_at in law_loops(topo)]
+    """Every law's checks; the laws-together model runs once for the topology."""
+    loops = law_loops(topo)
+    peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
+    return [LawCheck(key, loop, assess(loop, duration_s, drop_at), drop_at, peaks.get(key[::-1]),
+                     feeding_links(topo, *key)) for key, loop, drop_at in loops]
 
 
 def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:
-    """One line per law the analysis expects to lose packets (hop-by-hop runs only)."""
-    return [w for c in check_topology(topo, duration_s) if (w := c.warning()) is not None]
+    """One line per law the analysis expects to lose packets (hop-by-hop runs only); when the laws
+    together overflow a buffer, the model runs again with larger buffers for the remedy."""
+    checks = check_topology(topo, duration_s)
+    if any(c.network is not None and c.network.lost_pkts >= LOSS_PKTS for c in checks):
+        scale = smallest_scale(topo, duration_s)
+        checks = [dataclasses.replace(c, scale=scale) for c in checks]
+    return [w for c in checks if (w := c.warning()) is not None]

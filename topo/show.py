@@ -106,9 +106,12 @@ def _analysis(t: Topology) -> list[str]:
     out = ["loop analysis (docs/alinea.md, \"The loop with its delay\"):"]
     for c in check_topology(t):
         v = c.verdict
+        together = "" if c.network is None else (f", with every law {c.network.peak:.1%}"
+                                                  + (f" ({c.network.lost_pkts:.0f} packets lost)" if c.network.lost_pkts >= 1 else ""))
         out.append(f"  {c.key[0]} -> {c.key[1]}: delay {c.loop.delay_s * 1e3:.3g} ms = {v.delay_intervals} report "
-                   f"intervals, settled root modulus {v.radius_settled:.3f}, fluid peak {v.peak:.1%}"
-                   + ("" if v.lossless else " -- expects loss or no settling"))
+                   f"intervals, settled root modulus {v.radius_settled:.3f}, fluid peak alone {v.peak:.1%}{together}, "
+                   f"{c.room_pkts:.3g} packets above the target for {c.inputs} feeding link(s)"
+                   + ("" if c.lossless else " -- expects loss or no settling"))
     return out
 
 

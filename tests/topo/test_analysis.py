@@ -55,7 +55,7 @@ def test_where_the_analysis_warns_the_simulator_loses_packets() -> None:
            .replace("playout: 1.2Mbps", "playout: 12Mbps"))
     t = load_topology_text(src, "x10.yaml")
     t.options = dataclasses.replace(t.options, queue_model="shaper")
-    assert any("overshoots" in w for w in warnings(t, 20))
+    assert any("start up together" in w for w in warnings(t, 20))
     assert run_experiment(t, 20 * S, seed=1, plots=False).summary["loss"]["total"] > 0
 
 

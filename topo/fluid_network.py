@@ -1,0 +1,313 @@
+"""Every ALINEA law of a topology at once, against fluid queues joined as the flows join them.
+
+Why: the loop analysis (controlplane/loop_analysis.py) takes one law at a time, its neighbours at
+equilibrium. On a line they are not at start-up: the source's law reads only the first hop's
+buffer, so it keeps ramping while the buffers behind fill one after another, and each hop's cut
+takes a loop delay (propagation both ways, the control latency) to pass one hop back. At 1 Gb/s a
+4 ms control latency is 500 packets, so the excess a line must hold during that passage can be
+more than a 200-packet buffer's headroom where every single loop stays below full (docs/map.md's
+x500 row; docs/alinea.md, "The hops together"). This model runs all the laws together, with the
+controllers the runs use: the law (:class:`~controlplane.alinea.AlineaLaw`), and around it what a
+switch agent and an ALINEA host add to each report (:mod:`topo.fluid_control`).
+
+The plant, stepped every ``dt`` (an eighth of the shortest report interval or link delay, longer if a
+run would take more than ``MAX_STEPS``):
+
+* an ALINEA flow's source sends at its law's rate toward the first hop (at most the link's);
+* switch ``v`` admits a flow's fluid from its previous hop ``u`` while the packets it holds from
+  ``u`` are below buffer ``(v, u)``'s capacity (alinea.p4's per-ingress occupancy), and drops the rest;
+* what ``v`` admits joins its egress queue toward the next hop as a chunk. On BMv2's queues a
+  chunk keeps the queue rate in force when it was queued (BMv2 fixes a packet's departure when it
+  is queued, docs/bmv2.md); on the shaper every chunk leaves at the rate in force. A chunk
+  leaves no faster than the link;
+* a receiver with a receive buffer drains it at its playout rate, one without absorbs;
+* a fluid takes the link's delay and one packet's serialization to cross it;
+* buffer ``(v, u)`` reports every report interval (its occupancy, drops since the last report,
+  its cumulative departures); the report reaches ``u`` after the link's delay, plus the control
+  latency when ``u`` is a switch, and the rate it gives applies at once.
+
+Left out: packets (a rate here is exact, an occupancy a real number until it is reported), the
+reports' own bytes, flows other than ALINEA's, timed events.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections import deque
+from dataclasses import dataclass, field
+
+from topo.fluid_control import HostControl, SwitchControl
+from topo.model import Topology
+from topo.plan import packet_bytes_over
+
+__all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "smallest_scale"]
+
+DirectedLink = tuple[str, str]
+#: The model's steps over a run at most (dt grows to keep to it).
+MAX_STEPS = 200_000
+STEPS_PER_INTERVAL = 8
+#: Packets the model may lose before it counts as loss: a fluid overflow by a packet or so is
+#: within what the model leaves out (docs/alinea.md, "The hops together").
+LOSS_PKTS = 3.0
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True)
+class NetworkPeak:
+    """What the model says of buffer ``(v, u)`` (``v``'s buffer fed by ``u``)."""
+
+    buffer: DirectedLink
+    capacity: int
+    peak: float  # highest occupancy, fraction of the buffer (at most 1: it drops the rest)
+    lost_pkts: float
+    first_loss_s: float | None
+
+
+@dataclass
+class _Buffer:
+    key: DirectedLink  # (v, u)
+    capacity: int
+    interval_steps: int
+    report_steps: int  # report -> law
+    held: float = 0.0
+    drained: float = 0.0  # departures, cumulative
+    drain_pps: float | None = None  # a receiver's playout
+    lost: float = 0.0
+    dropped: bool = False  # since the last report
+    peak: float = 0.0
+    first_loss_s: float | None = None
+
+
+@dataclass
+class _Egress:
+    """``a``'s egress queue toward ``b``: chunks of [packets per slot, the rate stamped (BMv2)]."""
+
+    a: str
+    b: str
+    link_pps: float
+    held: list[_Leg] = field(default_factory=list)  # per slot: the leg whose packets wait here
+    onward: list[_Leg] = field(default_factory=list)  # per slot: the leg they leave on
+    chunks: deque[list] = field(default_factory=deque)  # type: ignore[type-arg]
+    fwd: float = 0.0  # packets queued, cumulative
+    deq: float = 0.0  # packets sent, cumulative
+    pps: float = 0.0  # the queue rate in force (0: the link's)
+
+
+@dataclass
+class _Leg:
+    """One flow's crossing of link ``a -> b``, and what ``b`` holds of it."""
+
+    a: str
+    b: str
+    line: deque[float]  # packets in flight, one entry per step of the link's delay
+    buffer: _Buffer | None = None  # b's buffer fed by a (None: a receiver without one)
+    egress: _Egress | None = None  # b's egress toward the flow's next hop (None: b receives)
+    slot: int = 0  # this flow's place in that egress
+    held: float = 0.0
+
+
+def _step_s(topo: Topology, intervals_us: list[int], duration_s: float) -> float:
+    shortest = [iv / 1e6 for iv in intervals_us] + [link.delay_ns / 1e9 for link in topo.links if link.delay_ns > 0]
+    return max(min(shortest) / STEPS_PER_INTERVAL, duration_s / MAX_STEPS)
+
+
+def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0) -> list[NetworkPeak]:
+    """Run every law carrying an ALINEA flow together for ``duration_s``; one entry per buffer.
+
+    ``buffers_scale`` multiplies every buffer (the targets kept as fractions)."""
+    return _Network(topo, duration_s, buffers_scale).run()
+
+
+def smallest_scale(topo: Topology, duration_s: float, limit: int = 6) -> float | None:
+    """The smallest power of two (up to 2^limit) by which every buffer must grow for the model
+    to lose nothing (fewer than ``LOSS_PKTS``); None if none up to it."""
+    for n in range(1, limit + 1):
+        if all(p.lost_pkts < LOSS_PKTS for p in network_peaks(topo, duration_s, 2.0 ** n)):
+            return 2.0 ** n
+    return None
+
+
+class _Network:
+    def __init__(self, topo: Topology, duration_s: float, scale: float) -> None:
+        self.topo = topo
+        self.duration_s = duration_s
+        self.fixed = topo.options.queue_model == "bmv2"
+        flows = [f for f in topo.flows if f.control == "alinea" and len(f.path) > 1]
+        keys = sorted({(b, a) for f in flows for a, b in zip(f.path, f.path[1:]) if self._reports(b, a)})
+        self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s)
+        self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for f in flows for a, b in zip(f.path, f.path[1:])}
+        self.buffers = {k: self._buffer(k, scale) for k in keys}
+        self.egress: dict[DirectedLink, _Egress] = {}
+        self.senders: dict[DirectedLink, list[_Leg]] = {}
+        self.legs: list[_Leg] = []
+        for f in flows:
+            self._route(f.path)
+        self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
+        self.sent = {key: 0.0 for key in self.senders}
+        self.receivers = [leg for leg in self.legs if leg.buffer is not None and leg.buffer.drain_pps is not None]
+        self.events = sorted((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
+                             if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None)
+        self.reports: list[tuple[int, int, DirectedLink, int, bool, int, int]] = []  # a heap on arrival step
+        self._seq = 0
+
+    # ---- set-up ---------------------------------------------------------------------------------
+    def _reports(self, v: str, u: str) -> bool:
+        return (v, u) in self.topo.ports or (v, u) in self.topo.host_buffers
+
+    def _port(self, key: DirectedLink):  # type: ignore[no-untyped-def]
+        return self.topo.ports.get(key) or self.topo.host_buffers[key]
+
+    def _bits(self, a: str, b: str) -> int:
+        return 8 * packet_bytes_over(self.topo, a, b)
+
+    def _route(self, path: tuple[str, ...]) -> None:
+        legs = []
+        for a, b in zip(path, path[1:]):
+            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
+            legs.append(_Leg(a, b, deque([0.0] * max(1, round(delay_s / self.dt))), self.buffers.get((b, a))))
+        for here, onward in zip(legs, legs[1:]):
+            key = (onward.a, onward.b)
+            q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_bps[key] / self._bits(*key)))
+            here.egress, here.slot = q, len(q.held)
+            q.held.append(here)
+            q.onward.append(onward)
+        self.senders.setdefault((path[0], path[1]), []).append(legs[0])
+        self.legs.extend(legs)
+
+    def _buffer(self, key: DirectedLink, scale: float) -> _Buffer:
+        v, u = key
+        port = self._port(key)
+        report_s = self.topo.link_between(v, u).delay_ns / 1e9
+        if self.topo.nodes[u].is_switch:
+            report_s += self.topo.options.control_latency_ns / 1e9
+        node = self.topo.nodes[v]
+        drain = None if node.is_switch else (node.playout_bps or 0.0) / self._bits(u, v)
+        return _Buffer(key, max(1, round(port.capacity * scale)), max(1, round(port.interval_us / 1e6 / self.dt)),
+                       round(report_s / self.dt), drain_pps=drain)
+
+    def _control(self, u: str, v: str) -> HostControl | SwitchControl:
+        law = self.topo.law[(u, v)]
+        if not self.topo.nodes[u].is_switch:
+            return HostControl(law, packet_bytes_over(self.topo, u, v))
+        return SwitchControl(law, packet_bytes_over(self.topo, u, v), self.fixed)
+
+    # ---- the run --------------------------------------------------------------------------------
+    def run(self) -> list[NetworkPeak]:
+        for k in range(int(self.duration_s / self.dt)):
+            while self.events and self.events[0][0] <= k * self.dt:
+                self._link_rate(*self.events.pop(0)[1:])
+            self._arrive(k)
+            self._serve()
+            self._send()
+            self._report(k)
+        return [NetworkPeak(b.key, b.capacity, b.peak, b.lost, b.first_loss_s) for b in self.buffers.values()]
+
+    def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
+        for key in (link, link[::-1]):
+            if key in self.link_bps:
+                self.link_bps[key] = rate_bps
+            if key in self.egress:
+                self.egress[key].link_pps = rate_bps / self._bits(*key)
+
+    def _arrive(self, k: int) -> None:
+        fixed = self.fixed
+        for leg in self.legs:
+            line = leg.line
+            amount = line.popleft()
+            line.append(0.0)
+            buf = leg.buffer
+            if amount <= 0.0 or buf is None:
+                continue  # nothing, or a receiver without a buffer
+            take = min(amount, max(0.0, buf.capacity - buf.held))
+            if amount - take > 1e-9:
+                self._drop(buf, amount - take, k)
+            buf.held += take
+            leg.held += take
+            if buf.held > buf.peak * buf.capacity:
+                buf.peak = buf.held / buf.capacity
+            q = leg.egress
+            if q is None or take <= 0.0:
+                continue
+            q.fwd += take
+            pps = q.pps if fixed else 0.0
+            if q.chunks and q.chunks[-1][1] == pps:  # stamped alike: one chunk
+                q.chunks[-1][0][leg.slot] += take
+            else:
+                amounts = [0.0] * len(q.held)
+                amounts[leg.slot] = take
+                q.chunks.append([amounts, pps])
+
+    def _drop(self, buf: _Buffer, amount: float, k: int) -> None:
+        buf.lost += amount
+        buf.dropped = True
+        if buf.first_loss_s is None and buf.lost >= 1.0:
+            buf.first_loss_s = k * self.dt
+
+    def _serve(self) -> None:
+        fixed, dt = self.fixed, self.dt
+        for q in self.egress.values():
+            budget = dt
+            while q.chunks and budget > 1e-15:
+                chunk = q.chunks[0]
+                pps = chunk[1] if fixed else q.pps
+                rate = min(pps, q.link_pps) if pps > 0 else q.link_pps
+                amounts = chunk[0]
+                total = sum(amounts)
+                out = min(total, rate * budget)
+                budget -= out / rate
+                share = out / total if total > 0 else 1.0
+                for slot, amount in enumerate(amounts):
+                    if amount > 0.0:
+                        self._depart(q, slot, amount * share)
+                        amounts[slot] = amount * (1 - share)
+                if share >= 1.0 - 1e-12:
+                    q.chunks.popleft()
+        for leg in self.receivers:
+            buf = leg.buffer
+            assert buf is not None and buf.drain_pps is not None
+            if leg.held > 0.0:
+                out = min(leg.held, buf.drain_pps * dt * leg.held / buf.held)
+                leg.held -= out
+                buf.held = max(0.0, buf.held - out)
+                buf.drained += out
+
+    @staticmethod
+    def _depart(q: _Egress, slot: int, amount: float) -> None:
+        here = q.held[slot]
+        here.held = max(0.0, here.held - amount)
+        buf = here.buffer
+        if buf is not None:
+            buf.held = max(0.0, buf.held - amount)
+            buf.drained += amount
+        q.onward[slot].line[-1] += amount
+        q.deq += amount
+
+    def _send(self) -> None:
+        for key, legs in self.senders.items():
+            control = self.controls.get(key)
+            link_bps = self.link_bps[key]
+            rate = link_bps if control is None else min(control.rate_bps, link_bps)
+            amount = rate * self.dt / self._bits(*key)
+            self.sent[key] += amount
+            for leg in legs:
+                leg.line[-1] += amount / len(legs)
+
+    def _report(self, k: int) -> None:
+        now_ns = int(k * self.dt * NS)
+        for buf in self.buffers.values():
+            v, u = buf.key
+            if k % buf.interval_steps == 0 and (u, v) in self.controls:
+                self._seq += 1
+                heapq.heappush(self.reports, (k + buf.report_steps, self._seq, buf.key, round(buf.held), buf.dropped,
+                                              round(buf.drained), now_ns))
+                buf.dropped = False
+        while self.reports and self.reports[0][0] <= k:
+            _, _, (v, u), occupancy, overflow, drained, sampled_ns = heapq.heappop(self.reports)
+            buf, control = self.buffers[(v, u)], self.controls[(u, v)]
+            interval_ns = int(buf.interval_steps * self.dt * NS)
+            if isinstance(control, HostControl):
+                control.on_report(now_ns, occupancy, buf.capacity, overflow, interval_ns, round(self.sent[(u, v)]))
+            else:
+                q = self.egress[(u, v)]
+                q.pps = control.on_report(now_ns, sampled_ns, occupancy, buf.capacity, overflow, interval_ns,
+                                          round(q.fwd), round(q.deq), drained)
