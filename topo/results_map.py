@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.analysis import check_topology
+from topo.fluid_network import LOSS_PKTS
 from topo.model import Topology
 from topo.scaling import scaled_text
 from topo.schema import load_topology_text
@@ -126,8 +127,10 @@ def packet_hops(topo: Topology, seconds: float) -> float:
     return total
 
 
-def predicted_lossless(topo: Topology, seconds: float) -> bool:
-    return all(c.lossless for c in check_topology(topo, seconds))
+def predicted(topo: Topology, seconds: float) -> tuple[bool, float]:
+    """The analysis' verdict, and the packets the laws-together fluid model loses."""
+    checks = check_topology(topo, seconds)
+    return all(c.lossless for c in checks), sum(c.network.lost_pkts for c in checks if c.network is not None)
 
 
 def run_cell(text: str, source: str, seconds: float) -> dict[str, Any]:
@@ -212,11 +215,13 @@ def _when(runs: dict[str, str]) -> str:
 def map_sections(figures: Path | None = None, jobs: int | None = None, render_only: bool = False,
                  rates: tuple[int, ...] | None = None) -> list[str]:
     plan = []
+    model: dict[Cell, float] = {}
     for cell in cells():
         topo = cell_topology(cell)
         seconds = run_seconds(cell)
         cost = packet_hops(topo, seconds)
-        plan.append((cell, cell_text(cell), seconds, cost, predicted_lossless(topo, seconds)))
+        lossless, model[cell] = predicted(topo, seconds)
+        plan.append((cell, cell_text(cell), seconds, cost, lossless))
     todo = [(c, text, s) for c, text, s, cost, _ in plan if cost <= BUDGET_PACKET_HOPS]
     saved = SAVED
     if render_only:
@@ -233,7 +238,7 @@ def map_sections(figures: Path | None = None, jobs: int | None = None, render_on
         saved.parent.mkdir(parents=True, exist_ok=True)
         saved.write_text(json.dumps({"commit": _commit(), "runs": runs,
                                      "cells": [[dataclasses.asdict(c), r] for c, r in results.items()]}, indent=1))
-    lines = _tables(plan, results)
+    lines = _tables(plan, results, model)
     if figures is not None:
         from topo.map_figure import map_figure
 
@@ -296,7 +301,8 @@ def _commit() -> str:
 
 
 
-def _tables(plan: list[tuple[Cell, str, float, float, bool]], results: dict[Cell, dict[str, Any]]) -> list[str]:
+def _tables(plan: list[tuple[Cell, str, float, float, bool]], results: dict[Cell, dict[str, Any]],
+            model: dict[Cell, float]) -> list[str]:
     lines = ["## Where the law works: rates, delays and buffers", "",
              "Each shipped file with every rate multiplied (2 Mb/s to 1 Gb/s; playout and R_max too), every link "
              "delay set, and every buffer at 200 packets or at one bandwidth-delay product (the link's rate times "
@@ -323,7 +329,35 @@ def _tables(plan: list[tuple[Cell, str, float, float, bool]], results: dict[Cell
                              + " |")
             lines.append("")
     lines += _disagreements(plan, results)
+    return lines + _model_tables(plan, results, model)
+
+
+def _model_tables(plan: list[tuple[Cell, str, float, float, bool]], results: dict[Cell, dict[str, Any]],
+                  model: dict[Cell, float]) -> list[str]:
+    """The laws-together fluid model's loss per cell beside the runs' (docs/alinea.md, "The hops together")."""
+    lines = ["### The laws together, in the fluid model", "",
+             "Packets the fluid model of topo/fluid_network.py loses in each cell (every law of the file run together "
+             "for the cell's duration, the agents' forecast and the hosts' brake included; the analysis calls "
+             f"{LOSS_PKTS:g} or more a loss), then the simulator's from the tables above.", ""]
+    for name in NAMES:
+        for buf in BUFFERS:
+            lines += [f"**{name}, buffers {'200 packets' if buf == '200' else 'of 1 BDP'}: model / simulator**", "",
+                      "| rates | " + " | ".join(f"{d:g} ms" for d in DELAYS_MS) + " |",
+                      "|---|" + "---|" * len(DELAYS_MS)]
+            for k in RATES:
+                row = [p[0] for p in plan if p[0].name == name and p[0].buffer == buf and p[0].rate == k]
+                lines.append(f"| x{k} | " + " | ".join(f"{model[c]:.0f} / {_loss(results.get(c))}" for c in row) + " |")
+            lines.append("")
+    both = [c for c, *_ in plan if c in results and "error" not in results[c]]
+    agree = sum(1 for c in both if (model[c] >= LOSS_PKTS) == (results[c]["loss"] > 0))
+    lines += [f"The model and the simulator agree on loss or none in {agree} of {len(both)} cells run.", ""]
     return lines
+
+
+def _loss(result: dict[str, Any] | None) -> str:
+    if result is None:
+        return "not run"
+    return "error" if "error" in result else str(result["loss"])
 
 
 def _disagreements(plan: list[tuple[Cell, str, float, float, bool]],
