@@ -72,7 +72,8 @@ class LawCheck:
             why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
                        f"{n.first_loss_s:.2f} s in the fluid model)")
             fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
-                         f"buffers {self.scale:g} times these would not overflow")
+                         f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
+                         f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
         return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay "
                 f"{v.delay_intervals} report intervals of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; "
                 f"{'; '.join(fixes)}")

@@ -118,13 +118,25 @@ def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0)
     return _Network(topo, duration_s, buffers_scale).run()
 
 
-def smallest_scale(topo: Topology, duration_s: float, limit: int = 6) -> float | None:
-    """The smallest power of two (up to 2^limit) by which every buffer must grow for the model
-    to lose nothing (fewer than ``LOSS_PKTS``); None if none up to it."""
+def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 3) -> float | None:
+    """About the smallest factor (up to 2^limit) by which every buffer must grow for the model to
+    lose nothing (fewer than ``LOSS_PKTS``): doubling until it holds, then ``refine`` bisections
+    (to 1/8 of the last doubling); None if none up to 2^limit."""
+    def holds(scale: float) -> bool:
+        return all(p.lost_pkts < LOSS_PKTS for p in network_peaks(topo, duration_s, scale))
+
+    lo = 1.0
     for n in range(1, limit + 1):
-        if all(p.lost_pkts < LOSS_PKTS for p in network_peaks(topo, duration_s, 2.0 ** n)):
-            return 2.0 ** n
-    return None
+        if holds(2.0 ** n):
+            hi = 2.0 ** n
+            break
+        lo = 2.0 ** n
+    else:
+        return None
+    for _ in range(refine):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    return hi
 
 
 class _Network:
