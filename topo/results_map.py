@@ -28,7 +28,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -318,18 +318,25 @@ def _tables(plan: list[tuple[Cell, str, float, float, bool]], results: dict[Cell
              "link feeding its queue, or the laws together overflowing a buffer in the fluid model of "
              "topo/fluid_network.py); \"not run\": the run would "
              f"move more than {BUDGET_PACKET_HOPS / 1e6:g} M packet-hops.", ""]
+    lines += _grids(plan, "", lambda c, ok: _mark(results.get(c), ok))
+    lines += _disagreements(plan, results)
+    return lines + _model_tables(plan, results, model)
+
+
+def _grids(plan: list[tuple[Cell, str, float, float, bool]], suffix: str,
+           text: Callable[[Cell, bool], str]) -> list[str]:
+    """One table per file and buffer size: a row per rate, a column per delay, ``text`` per cell."""
+    lines: list[str] = []
     for name in NAMES:
         for buf in BUFFERS:
-            lines += [f"**{name}, buffers {'200 packets' if buf == '200' else 'of 1 BDP'}**", "",
+            lines += [f"**{name}, buffers {'200 packets' if buf == '200' else 'of 1 BDP'}{suffix}**", "",
                       "| rates | " + " | ".join(f"{d:g} ms" for d in DELAYS_MS) + " |",
                       "|---|" + "---|" * len(DELAYS_MS)]
             for k in RATES:
-                row = [p for p in plan if p[0].name == name and p[0].buffer == buf and p[0].rate == k]
-                lines.append(f"| x{k} | " + " | ".join(_mark(results.get(c), ok) for c, _t, _s, _cost, ok in row)
-                             + " |")
+                row = [(p[0], p[4]) for p in plan if p[0].name == name and p[0].buffer == buf and p[0].rate == k]
+                lines.append(f"| x{k} | " + " | ".join(text(c, ok) for c, ok in row) + " |")
             lines.append("")
-    lines += _disagreements(plan, results)
-    return lines + _model_tables(plan, results, model)
+    return lines
 
 
 def _model_tables(plan: list[tuple[Cell, str, float, float, bool]], results: dict[Cell, dict[str, Any]],
@@ -339,15 +346,7 @@ def _model_tables(plan: list[tuple[Cell, str, float, float, bool]], results: dic
              "Packets the fluid model of topo/fluid_network.py loses in each cell (every law of the file run together "
              "for the cell's duration, the agents' forecast and the hosts' brake included; the analysis calls "
              f"{LOSS_PKTS:g} or more a loss), then the simulator's from the tables above.", ""]
-    for name in NAMES:
-        for buf in BUFFERS:
-            lines += [f"**{name}, buffers {'200 packets' if buf == '200' else 'of 1 BDP'}: model / simulator**", "",
-                      "| rates | " + " | ".join(f"{d:g} ms" for d in DELAYS_MS) + " |",
-                      "|---|" + "---|" * len(DELAYS_MS)]
-            for k in RATES:
-                row = [p[0] for p in plan if p[0].name == name and p[0].buffer == buf and p[0].rate == k]
-                lines.append(f"| x{k} | " + " | ".join(f"{model[c]:.0f} / {_loss(results.get(c))}" for c in row) + " |")
-            lines.append("")
+    lines += _grids(plan, ": model / simulator", lambda c, _ok: f"{model[c]:.0f} / {_loss(results.get(c))}")
     both = [c for c, *_ in plan if c in results and "error" not in results[c]]
     agree = sum(1 for c in both if (model[c] >= LOSS_PKTS) == (results[c]["loss"] > 0))
     lines += [f"The model and the simulator agree on loss or none in {agree} of {len(both)} cells run.", ""]
