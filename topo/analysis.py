@@ -23,7 +23,7 @@ from topo.model import Topology
 from topo.plan import packet_bytes_over
 
 __all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
-           "buffer_of", "feeding_links", "LOSS_PKTS"]
+           "buffer_of", "feeding_links", "with_remedy"]
 
 DirectedLink = tuple[str, str]
 #: The remedy's model runs last this many times the latest first loss, plus the margin (s).
@@ -38,7 +38,7 @@ class LawCheck:
     verdict: Verdict  # the one-law analysis: the settled loop's stability, its fluid peak
     drop_at_s: float | None
     network: NetworkPeak | None = None  # the laws together: v's buffer fed by u
-    inputs: int = 1  # links feeding v's queue that u's packets join
+    inputs: int = 1  # links feeding v's queue that u's packets join (0: it drains faster than they feed it)
     scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
 
     @property
@@ -173,7 +173,8 @@ def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps
 
 def feeding_links(topo: Topology, u: str, v: str) -> int:
     """The links whose ALINEA packets share v's queue with u's: while v sends one of another link's
-    packets, u's wait, so each such link is a packet the buffer must have room for."""
+    packets, u's wait, so each such link is a packet the buffer must have room for. 0 when that
+    queue drains faster than those links can feed it (it never builds)."""
     pairs = set()  # (the link's far end, where the packets go on from v; None: v receives them)
     for f in topo.flows:
         if f.control != "alinea":
@@ -182,7 +183,9 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
             if f.path[i] == v:
                 pairs.add((f.path[i - 1], f.path[i + 1] if i + 1 < len(f.path) else None))
     onward = {nxt for p, nxt in pairs if p == u}
-    return max(1, len({p for p, nxt in pairs if nxt in onward}))
+    feeders = {p for p, nxt in pairs if nxt in onward} or {u}
+    feed_bps = sum(topo.link_between(p, v).rate_bps for p in feeders)
+    return len(feeders) if downstream_drain(topo, u, v) < feed_bps else 0
 
 
 def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
@@ -194,12 +197,18 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
 
 
 def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:
-    """One line per law the analysis expects to lose packets (hop-by-hop runs only); when the laws
-    together overflow a buffer, the model runs again with larger buffers for the remedy."""
-    checks = check_topology(topo, duration_s)
+    """One line per law the analysis expects to lose packets (hop-by-hop runs only)."""
+    return [w for c in with_remedy(topo, check_topology(topo, duration_s), duration_s)
+            if (w := c.warning()) is not None]
+
+
+def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[LawCheck]:
+    """``checks`` with the buffers' remedy filled in when the laws together overflow one: the
+    model runs again with larger buffers, up to a while after the last first loss (what
+    overflows is a transient)."""
     losses = [c.network.first_loss_s for c in checks if c.network is not None and c.network.lost_pkts >= LOSS_PKTS]
-    if losses:  # the remedy's runs stop a while after the last first loss: what overflows is a transient
-        horizon = min(duration_s, REMEDY_SPAN * max(t or 0.0 for t in losses) + REMEDY_MARGIN_S)
-        scale = smallest_scale(topo, horizon)
-        checks = [dataclasses.replace(c, scale=scale) for c in checks]
-    return [w for c in checks if (w := c.warning()) is not None]
+    if not losses:
+        return checks
+    horizon = min(duration_s, REMEDY_SPAN * max(t or 0.0 for t in losses) + REMEDY_MARGIN_S)
+    scale = smallest_scale(topo, horizon)
+    return [dataclasses.replace(c, scale=scale) for c in checks]

@@ -12,7 +12,7 @@ import argparse
 import sys
 
 from controlplane.units import format_duration, format_rate
-from topo.analysis import check_topology
+from topo.analysis import check_topology, with_remedy
 from topo.model import BufferTime, Topology
 from topo.schema import TopologyError, load_topology
 
@@ -104,14 +104,17 @@ def _events(t: Topology) -> list[str]:
 def _analysis(t: Topology) -> list[str]:
     """The loop analysis of every law that carries an ALINEA flow (docs/alinea.md)."""
     out = ["loop analysis (docs/alinea.md, \"The loop with its delay\"):"]
-    for c in check_topology(t):
+    checks = check_topology(t)
+    for c in checks:
         v = c.verdict
         together = "" if c.network is None else (f", with every law {c.network.peak:.1%}"
                                                   + (f" ({c.network.lost_pkts:.0f} packets lost)" if c.network.lost_pkts >= 1 else ""))
         out.append(f"  {c.key[0]} -> {c.key[1]}: delay {c.loop.delay_s * 1e3:.3g} ms = {v.delay_intervals} report "
-                   f"intervals, settled root modulus {v.radius_settled:.3f}, fluid peak alone {v.peak:.1%}{together}, "
-                   f"{c.room_pkts:.3g} packets above the target for {c.inputs} feeding link(s)"
+                   f"intervals, settled root modulus {v.radius_settled:.3f}, fluid peak alone {v.peak:.1%}{together}"
+                   + (f", {c.room_pkts:.3g} packets above the target for {c.inputs} feeding link(s)" if c.inputs else
+                      ", drains faster than it is fed")
                    + ("" if c.lossless else " -- expects loss or no settling"))
+    out += [f"  warning: {w}" for c in with_remedy(t, checks, 60.0) if (w := c.warning()) is not None]
     return out
 
 
