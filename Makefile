@@ -109,7 +109,7 @@ demo: setup p4
 results: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures
 
-# Where the law works: rates x1-x500, delays 0.1-50 ms, buffers 200 and 1 BDP (Ray; ~1 h on 2 cores) -> docs/map.md
+# Where the law works: rates x1-x500, delays 0.1-50 ms, buffers 200 and 1 BDP (Ray; ~20 min on 2 cores) -> docs/map.md
 map: setup
 	$(PY) -m topo.results_map --out docs/map.md --figures docs/figures
 
