@@ -810,7 +810,12 @@ impl V1Walk {
     }
 
     /// The TM's service: egress here for the walk's packets, the core's for the others.
-    fn service(&self, py: Python<'_>, port: usize, item: &Bound<'_, TMItem>) -> PyResult<i64> {
+    pub(crate) fn service(
+        &self,
+        py: Python<'_>,
+        port: usize,
+        item: &Bound<'_, TMItem>,
+    ) -> PyResult<i64> {
         let ours = item
             .borrow()
             .stamps()
