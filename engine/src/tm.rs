@@ -14,7 +14,7 @@ use pyo3::types::{PyBool, PyInt};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::sched::{monotonic_ns, now_of, Call, EventHeap, TimerHandle, VirtualScheduler};
-use crate::v1walk::V1Walk;
+use crate::v1walk::{V1Walk, WalkPacket};
 
 const NS_PER_S: i64 = 1_000_000_000;
 pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
@@ -44,6 +44,9 @@ pub struct TMItem {
     /// bmv2 model: the departure time fixed at enqueue
     #[pyo3(get, set)]
     depart_ns: i64,
+    /// A packet of the engine's walk, held here as Rust data (`packet` is None then). Why: as a
+    /// Python object it was one more allocation the collector tracks, per packet.
+    pub(crate) walk: Option<WalkPacket>,
 }
 
 #[pymethods]
@@ -66,6 +69,7 @@ impl TMItem {
     ) -> Self {
         TMItem {
             packet,
+            walk: None,
             port,
             prio,
             enq_ns,
@@ -87,7 +91,11 @@ impl TMItem {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.packet)
+        visit.call(&self.packet)?;
+        if let Some(w) = &self.walk {
+            w.traverse(&visit)?;
+        }
+        Ok(())
     }
 }
 
@@ -639,23 +647,21 @@ impl TrafficManager {
 }
 
 impl TMItem {
-    /// A fresh item for `packet` (the TM stamps it at enqueue).
-    pub(crate) fn for_packet(packet: PyObject) -> Self {
-        TMItem::new(packet, -1, 0, 0, 0, 0, 0, 0, 0, 0)
+    /// A fresh item for a packet of the engine's walk (the TM stamps it at enqueue).
+    pub(crate) fn for_walk(py: Python<'_>, pkt: WalkPacket) -> Self {
+        let mut item = TMItem::new(py.None(), -1, 0, 0, 0, 0, 0, 0, 0, 0);
+        item.walk = Some(pkt);
+        item
     }
 
-    /// The packet and the stamps egress reads: (enq_timestamp_us, enq_qdepth,
-    /// deq_timedelta_us, deq_qdepth).
-    pub(crate) fn stamps(&self) -> (&PyObject, [i64; 4]) {
-        (
-            &self.packet,
-            [
+    /// The stamps egress reads: (enq_timestamp_us, enq_qdepth, deq_timedelta_us, deq_qdepth).
+    pub(crate) fn stamps(&self) -> [i64; 4] {
+        [
                 self.enq_timestamp_us,
                 self.enq_qdepth,
                 self.deq_timedelta_us,
                 self.deq_qdepth,
-            ],
-        )
+            ]
     }
 }
 
