@@ -657,11 +657,11 @@ impl TMItem {
     /// The stamps egress reads: (enq_timestamp_us, enq_qdepth, deq_timedelta_us, deq_qdepth).
     pub(crate) fn stamps(&self) -> [i64; 4] {
         [
-                self.enq_timestamp_us,
-                self.enq_qdepth,
-                self.deq_timedelta_us,
-                self.deq_qdepth,
-            ]
+            self.enq_timestamp_us,
+            self.enq_qdepth,
+            self.deq_timedelta_us,
+            self.deq_qdepth,
+        ]
     }
 }
 
