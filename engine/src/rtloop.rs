@@ -158,7 +158,11 @@ impl TxPort {
     /// `send` but the capture's hand-over: the busy ns, and the log to flush (sent at once).
     fn queue(&self, frame: Vec<u8>) -> PyResult<(i64, Option<Arc<CaptureLog>>)> {
         let mut st = lock(&self.state);
-        if frame.len() < MIN_FRAME || st.closed {
+        if frame.len() < MIN_FRAME {
+            st.refused += 1; // the Python port's error (`port_send_error`)
+            return Ok((0, None));
+        }
+        if st.closed {
             st.dropped += 1;
             return Ok((0, None));
         }
@@ -261,9 +265,9 @@ impl TxPort {
         self.flush_locked(&mut st)
     }
 
-    /// Frames sent, frames dropped (a full socket buffer, a downed interface, too short, sent
-    /// after close) and frames the kernel refused otherwise (longer than the MTU: the error
-    /// Python's port raised, the switch counts it as `port_send_error`).
+    /// Frames sent, frames dropped (a full socket buffer, a downed interface, sent after close)
+    /// and frames refused (shorter than an Ethernet header, longer than the MTU: the errors
+    /// Python's port raised; the switch counts them as `port_send_error`).
     fn stats(&self) -> (u64, u64, u64) {
         let st = lock(&self.state);
         (st.sent, st.dropped, st.refused)
