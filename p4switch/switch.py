@@ -469,8 +469,9 @@ class Switch:
             sent, dropped, refused = tx.stats()
             self._tx_closed.update({PORT_TX_DROPPED: dropped, PORT_SEND_ERROR: refused})
             if dropped or refused:
-                log.info("port %d (%s): %d frames sent, %d dropped on send (socket buffer full, interface down "
-                         "or too short), %d refused", port.number, port.name, sent, dropped, refused)
+                log.info("port %d (%s): %d frames sent, %d dropped on send (socket buffer full or interface "
+                         "down), %d refused (too short or longer than the MTU)", port.number, port.name, sent,
+                         dropped, refused)
         if self._server is not None:
             self._server.remove_port(port.fileno())
         port.close()
