@@ -18,6 +18,7 @@ import functools
 import logging
 import random
 import threading
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +46,9 @@ DEFAULT_GRPC_ADDR = "127.0.0.1:9559"
 DEFAULT_THRIFT_PORT = 9090
 PCAP_FLUSH_NS = 200_000_000  # real time only: captures readable while the switch runs
 STATS_LOG_NS = 10_000_000_000  # real time only: drop counters logged when they change
+# drop causes of the real-time ports, on send (Switch._send_drops)
+PORT_TX_DROPPED = "port_tx_dropped"  # socket buffer full, interface down (a NIC queue's drop)
+PORT_SEND_ERROR = "port_send_error"  # the kernel refused the frame (longer than the MTU, ...)
 
 
 class SwitchError(Exception):
@@ -118,6 +122,9 @@ class Switch:
         self._flush_handle: Any = None
         self._server: Any = None  # hbh_engine.PortServer, made with the first served port
         self._tx: dict[int, Any] = {}  # port -> hbh_engine.TxPort: the ports that send in the engine
+        self._tx_closed: Counter[str] = Counter()  # the send drops of TxPorts closed since
+        if self.realtime:
+            self.core.extra_drops = self._send_drops
 
     # ---- construction for the netns binding --------------------------------------------------
     @classmethod
@@ -208,8 +215,7 @@ class Switch:
         rt = self.sched
         assert isinstance(rt, RealtimeScheduler)
         if self._server is None:
-            heap, lock = rt.engine_heap
-            self._server = _engine.PortServer(self.walk, heap, lock, rt.monotonic_origin_ns, rt.on_error, rt.wake_fd,
+            self._server = _engine.PortServer(self.walk, rt.engine_heap, rt.monotonic_origin_ns, rt.on_error, rt.wake_fd,
                                               rt.MAX_TIMERS_PER_TURN, rt.TURN_BUDGET_NS, port.batch,
                                               self._captured if self.capture is not None else None)
         tx = None
@@ -230,6 +236,22 @@ class Switch:
             port = self.ports.get(number)
             if port is not None:
                 self.capture.record_at(port.name, "out" if out else "in", frame, t_ns)
+
+    def _send_drops(self) -> Counter[str]:
+        """Frames the ports dropped on send, by cause, for the switch's drop counts: a full socket
+        buffer or a downed interface (``port_tx_dropped``: the Python port's ``stats.tx_dropped``
+        or the engine's ``TxPort``), a frame the kernel refused (``port_send_error``: the engine's
+        ``TxPort``; the Python path counts its own in the core)."""
+        out = Counter(self._tx_closed)
+        for number, port in self.ports.items():
+            if isinstance(port, PacketSocketPort):
+                out[PORT_TX_DROPPED] += port.stats.tx_dropped
+            tx = self._tx.get(number)
+            if tx is not None:
+                _sent, dropped, refused = tx.stats()
+                out[PORT_TX_DROPPED] += dropped
+                out[PORT_SEND_ERROR] += refused
+        return out
 
     def _lose(self, frame: bytes) -> bool:
         fraction = self.options.link_loss.get(int.from_bytes(frame[12:14], "big"))
@@ -289,7 +311,7 @@ class Switch:
         try:
             wire_ns = port.send(frame)
         except PortError as exc:
-            self.core.count_drop("port_send_error")
+            self.core.count_drop(PORT_SEND_ERROR)
             log.warning("%s", exc)
             return 0
         return self._paced(number, wire_ns) if self.realtime and wire_ns else wire_ns
@@ -444,10 +466,12 @@ class Switch:
         tx = self._tx.pop(port.number, None)
         if tx is not None:
             tx.close()
-            sent, dropped = tx.stats()
-            if dropped:
-                log.info("port %d (%s): %d frames sent, %d dropped on send (socket buffer full, interface down "
-                         "or too short)", port.number, port.name, sent, dropped)
+            sent, dropped, refused = tx.stats()
+            self._tx_closed.update({PORT_TX_DROPPED: dropped, PORT_SEND_ERROR: refused})
+            if dropped or refused:
+                log.info("port %d (%s): %d frames sent, %d dropped on send (socket buffer full or interface "
+                         "down), %d refused (too short or longer than the MTU)", port.number, port.name, sent,
+                         dropped, refused)
         if self._server is not None:
             self._server.remove_port(port.fileno())
         port.close()

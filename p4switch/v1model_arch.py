@@ -49,7 +49,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from p4switch.pipeline import Packet, PipelineRuntimeError
@@ -138,6 +138,8 @@ class V1ModelSwitchCore:
         self._stats: Counter[str] = Counter()
         self._errors_logged = 0
         self.walk: Any = None  # hbh_engine.V1Walk, when the engine walks the packets (use_engine_walk)
+        # drops counted outside the core and the walk (the real-time switch's ports, on send), by cause
+        self.extra_drops: Callable[[], Mapping[str, int]] | None = None
 
     def use_engine_walk(self, cpu_port: int | None = None) -> Any:
         """Let the engine walk the packets it can (``hbh_engine.V1Walk``, engine/src/v1walk.rs):
@@ -171,6 +173,8 @@ class V1ModelSwitchCore:
         if self.walk is not None:
             causes = set(self.walk.drop_causes())
             out.update({k: v for k, v in self.walk.counts().items() if (k in causes) == drops})
+        if drops and self.extra_drops is not None:
+            out.update({k: v for k, v in self.extra_drops().items() if v})
         return out
 
     def count_drop(self, cause: str) -> None:

@@ -107,8 +107,7 @@ class RealtimeScheduler:
     def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
         self._origin = time.monotonic_ns()
         self._wall_origin_ns = time.time_ns()
-        self._events = _EventHeap()
-        self._lock = threading.Lock()
+        self._events = _EventHeap()  # its own (Rust) lock makes each call on it atomic
         self._soon: deque[tuple[Callable[..., Any], tuple]] = deque()
         self._selector = selectors.DefaultSelector()
         self._wake_r, self._wake_w = os.pipe()
@@ -140,10 +139,10 @@ class RealtimeScheduler:
         return self._origin
 
     @property
-    def engine_heap(self) -> tuple[_EventHeap, threading.Lock]:
-        """The heap and its lock: the engine's TM pushes its wake-ups there itself, as
-        :meth:`call_at` does on the loop thread (the TM is only driven by the state's owner)."""
-        return self._events, self._lock
+    def engine_heap(self) -> _EventHeap:
+        """The heap: the engine's TM pushes its wake-ups there itself, as :meth:`call_at` does on
+        the loop thread (the TM is only driven by the state's owner). The heap locks itself."""
+        return self._events
 
     @property
     def wake_fd(self) -> int:
@@ -166,12 +165,9 @@ class RealtimeScheduler:
         if type(t_ns) is not int:  # noqa: E721 - the fast path; _check_time says what is wrong
             _check_time(t_ns, "t_ns")
         if threading.get_ident() == self._loop_ident:  # the loop looks at its timers before it sleeps
-            with self._lock:
-                return self._events.push(t_ns, fn, args)
-        with self._lock:
-            earliest = self._events.next_due()
-            handle = self._events.push(t_ns, fn, args)
-        if earliest is None or t_ns < earliest:
+            return self._events.push(t_ns, fn, args)
+        handle, first = self._events.push_first(t_ns, fn, args)  # one atomic step in the engine
+        if first:
             self._wake()
         return handle
 
@@ -186,8 +182,7 @@ class RealtimeScheduler:
         self._wake()
 
     def pending(self) -> int:
-        with self._lock:
-            return len(self._events) + len(self._soon)
+        return len(self._events) + len(self._soon)
 
     def run_sync(self, fn: Callable[..., Any], *args: Any, timeout: float | None = 5.0) -> Any:
         """Run ``fn(*args)`` on the loop thread and return its result (or re-raise its error).
@@ -243,8 +238,7 @@ class RealtimeScheduler:
             return None
         future: Future = Future()
         future.set_running_or_notify_cancel()
-        with self._lock:
-            due_before = self._events.next_due()
+        due_before = self._events.next_due()
         self._loop_ident = threading.get_ident()
         try:
             future.set_result(fn())
@@ -252,8 +246,7 @@ class RealtimeScheduler:
             future.set_exception(exc)
         finally:
             self._loop_ident = None
-            with self._lock:
-                due_after = self._events.next_due()
+            due_after = self._events.next_due()
             self._state.release()
         if self._soon or (due_after is not None and (due_before is None or due_after < due_before)):
             self._wake()
@@ -376,8 +369,7 @@ class RealtimeScheduler:
         """How long the next poll may block: 0 to spin, None to block (the timerfd wakes us)."""
         if self._soon:
             return 0.0
-        with self._lock:
-            due = self._events.next_due()
+        due = self._events.next_due()
         if due is None:
             return None
         delta = due - self.now_ns()
@@ -454,9 +446,8 @@ class RealtimeScheduler:
         from starving the readers.
         """
         self._in_timers = True
-        try:  # the engine pops and runs them, on this object's clock and lock
-            return self._events.run_due(self._origin, self.MAX_TIMERS_PER_TURN, self.TURN_BUDGET_NS, self._lock,
-                                        self._on_error)
+        try:  # the engine pops and runs them, on this object's clock
+            return self._events.run_due(self._origin, self.MAX_TIMERS_PER_TURN, self.TURN_BUDGET_NS, self._on_error)
         finally:
             self._in_timers = False
 

@@ -88,7 +88,10 @@ pub struct TxOutcome {
     pub sent: u64,
     /// Frames dropped as a full NIC queue drops them (`EAGAIN`, `ENOBUFS`, `ENETDOWN`, `ENXIO`).
     pub dropped: u64,
-    /// The errno of a frame refused for another reason (dropped too; the caller reports it).
+    /// Frames refused for another reason (a frame longer than the interface's MTU: `EMSGSIZE`),
+    /// not counted in `dropped`: Python's port raised these as errors.
+    pub refused: u64,
+    /// The errno of the first refused frame (the caller reports it).
     pub error: Option<i32>,
 }
 
@@ -148,8 +151,10 @@ pub fn send_batch(fd: i32, prefix: &[u8], frames: &[Vec<u8>]) -> TxOutcome {
         if err == libc::EINTR {
             continue;
         }
-        out.dropped += 1;
-        if ![libc::EAGAIN, libc::ENOBUFS, libc::ENETDOWN, libc::ENXIO].contains(&err) {
+        if [libc::EAGAIN, libc::ENOBUFS, libc::ENETDOWN, libc::ENXIO].contains(&err) {
+            out.dropped += 1;
+        } else {
+            out.refused += 1;
             out.error.get_or_insert(err);
         }
         i += 1;

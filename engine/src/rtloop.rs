@@ -125,6 +125,7 @@ struct TxState {
     closed: bool,
     sent: u64,
     dropped: u64,
+    refused: u64,
     /// The port's number and the loop's capture log, when captures are on.
     capture: Option<(u64, Arc<CaptureLog>)>,
 }
@@ -157,7 +158,11 @@ impl TxPort {
     /// `send` but the capture's hand-over: the busy ns, and the log to flush (sent at once).
     fn queue(&self, frame: Vec<u8>) -> PyResult<(i64, Option<Arc<CaptureLog>>)> {
         let mut st = lock(&self.state);
-        if frame.len() < MIN_FRAME || st.closed {
+        if frame.len() < MIN_FRAME {
+            st.refused += 1; // the Python port's error (`port_send_error`)
+            return Ok((0, None));
+        }
+        if st.closed {
             st.dropped += 1;
             return Ok((0, None));
         }
@@ -192,6 +197,7 @@ impl TxPort {
         st.pending.clear();
         st.sent += out.sent;
         st.dropped += out.dropped;
+        st.refused += out.refused;
         match out.error {
             None => Ok(()),
             Some(e) => Err(PyOSError::new_err((
@@ -242,6 +248,7 @@ impl TxPort {
                 closed: false,
                 sent: 0,
                 dropped: 0,
+                refused: 0,
                 capture: None,
             }),
         }
@@ -258,10 +265,12 @@ impl TxPort {
         self.flush_locked(&mut st)
     }
 
-    /// Frames sent and frames dropped (a full socket buffer, a downed interface, too short).
-    fn stats(&self) -> (u64, u64) {
+    /// Frames sent, frames dropped (a full socket buffer, a downed interface, sent after close)
+    /// and frames refused (shorter than an Ethernet header, longer than the MTU: the errors
+    /// Python's port raised; the switch counts them as `port_send_error`).
+    fn stats(&self) -> (u64, u64, u64) {
         let st = lock(&self.state);
-        (st.sent, st.dropped)
+        (st.sent, st.dropped, st.refused)
     }
 
     /// Send nothing more (the Python port closes the socket after this).
@@ -307,7 +316,6 @@ struct Ports {
 pub struct PortServer {
     walk: Py<V1Walk>,
     heap: Py<EventHeap>,
-    heap_lock: PyObject,
     on_error: PyObject,
     origin_ns: i64,
     max_timers: u64,
@@ -327,7 +335,6 @@ impl PortServer {
             self.origin_ns,
             self.max_timers,
             self.budget_ns,
-            self.heap_lock.bind(py),
             self.on_error.bind(py),
         )
     }
@@ -460,19 +467,18 @@ impl PortServer {
 
 #[pymethods]
 impl PortServer {
-    /// `walk`: the switch's V1Walk; `heap`, `heap_lock`, `origin_ns`, `on_error`: the
+    /// `walk`: the switch's V1Walk; `heap`, `origin_ns`, `on_error`: the
     /// RealtimeScheduler's (`engine_heap`, `monotonic_origin_ns`, `on_error`); `wake_fd`: its
     /// wake-up pipe's read end (readable: work queued for the loop, `serve` returns);
     /// `max_timers`, `budget_ns`: a loop turn's budget; `batch`: frames read per port per turn;
     /// `capture(records)`: the frames in and out of the ports, when captures are on (a list of
     /// `(port, out, t_ns, frame)` after each port's read and each turn's sends).
     #[new]
-    #[pyo3(signature = (walk, heap, heap_lock, origin_ns, on_error, wake_fd, max_timers, budget_ns, batch, capture=None))]
+    #[pyo3(signature = (walk, heap, origin_ns, on_error, wake_fd, max_timers, budget_ns, batch, capture=None))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         walk: Py<V1Walk>,
         heap: Py<EventHeap>,
-        heap_lock: PyObject,
         origin_ns: i64,
         on_error: PyObject,
         wake_fd: i32,
@@ -489,7 +495,6 @@ impl PortServer {
         let server = PortServer {
             walk,
             heap,
-            heap_lock,
             on_error,
             origin_ns,
             max_timers,
@@ -577,7 +582,6 @@ impl PortServer {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.walk)?;
         visit.call(&self.heap)?;
-        visit.call(&self.heap_lock)?;
         visit.call(&self.on_error)?;
         if let Some(log) = &self.capture {
             visit.call(&log.sink)?;

@@ -8,12 +8,14 @@
 use std::cmp::Ordering;
 use std::collections::{BinaryHeap, VecDeque};
 use std::sync::atomic::{AtomicI64, AtomicU8, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
+
+use crate::tm::TrafficManager;
 
 const PENDING: u8 = 0;
 const CANCELLED: u8 = 1;
@@ -27,10 +29,62 @@ const DONE: u8 = 2;
 pub struct TimerHandle {
     #[pyo3(get)]
     when: i64,
-    callback: PyObject,
-    args: Py<PyTuple>,
+    call: Call,
     state: AtomicU8,
     live: Arc<AtomicI64>,
+}
+
+impl TimerHandle {
+    fn new(when: i64, call: Call, live: Arc<AtomicI64>) -> Self {
+        TimerHandle {
+            when,
+            call,
+            state: AtomicU8::new(PENDING),
+            live,
+        }
+    }
+}
+
+/// What a handle runs: a Python callable with its arguments, or the engine's own work.
+///
+/// Why the second: in real time the TM's service of every packet is a timer; as a Python bound
+/// method (`TrafficManager._serve`) it cost a method object, an argument tuple and a Python call
+/// per packet, where the engine can call itself.
+pub enum Call {
+    Py(PyObject, Py<PyTuple>),
+    /// The TM's scheduled service of one port (`TrafficManager._serve(port)`).
+    Serve(Py<TrafficManager>, usize),
+}
+
+impl Call {
+    pub fn run(&self, py: Python<'_>) -> PyResult<()> {
+        match self {
+            Call::Py(cb, args) => cb.bind(py).call1(args.bind(py)).map(|_| ()),
+            Call::Serve(tm, port) => TrafficManager::serve_port(tm.bind(py), *port),
+        }
+    }
+
+    fn name(&self, py: Python<'_>) -> String {
+        match self {
+            Call::Py(cb, _) => {
+                let cb = cb.bind(py);
+                cb.getattr("__qualname__")
+                    .map(|n| n.to_string())
+                    .unwrap_or_else(|_| cb.to_string())
+            }
+            Call::Serve(_, port) => format!("TrafficManager._serve({port})"),
+        }
+    }
+
+    fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match self {
+            Call::Py(cb, args) => {
+                visit.call(cb)?;
+                visit.call(args)
+            }
+            Call::Serve(tm, _) => visit.call(tm),
+        }
+    }
 }
 
 #[pymethods]
@@ -54,22 +108,17 @@ impl TimerHandle {
 
     /// Call the callback (the real-time loop runs a popped handle this way).
     fn run(&self, py: Python<'_>) -> PyResult<()> {
-        self.callback.bind(py).call1(self.args.bind(py)).map(|_| ())
+        self.call.run(py)
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
         let state = ["pending", "cancelled", "done"][self.state.load(Relaxed) as usize];
-        let cb = self.callback.bind(py);
-        let name = cb
-            .getattr("__qualname__")
-            .map(|n| n.to_string())
-            .unwrap_or_else(|_| cb.to_string());
+        let name = self.call.name(py);
         format!("<TimerHandle when={} fn={} {}>", self.when, name, state)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.callback)?;
-        visit.call(&self.args)
+        self.call.traverse(&visit)
     }
 }
 
@@ -119,14 +168,10 @@ impl Ready {
     }
 
     pub fn run(&self, py: Python<'_>) -> PyResult<()> {
-        let (cb, args) = match self {
-            Ready::Handle(h) => {
-                let h = h.get();
-                (&h.callback, &h.args)
-            }
-            Ready::Call(_, cb, args) => (cb, args),
-        };
-        cb.bind(py).call1(args.bind(py)).map(|_| ())
+        match self {
+            Ready::Handle(h) => h.get().call.run(py),
+            Ready::Call(_, cb, args) => cb.bind(py).call1(args.bind(py)).map(|_| ()),
+        }
     }
 }
 
@@ -186,14 +231,8 @@ impl Heap {
         );
     }
 
-    pub fn new_handle(&self, when: i64, callback: PyObject, args: Py<PyTuple>) -> TimerHandle {
-        TimerHandle {
-            when,
-            callback,
-            args,
-            state: AtomicU8::new(PENDING),
-            live: self.live.clone(),
-        }
+    pub fn new_handle(&self, when: i64, call: Call) -> TimerHandle {
+        TimerHandle::new(when, call, self.live.clone())
     }
 
     fn take_now_head(&self) -> bool {
@@ -321,6 +360,20 @@ fn lock(heap: &Mutex<Heap>) -> MutexGuard<'_, Heap> {
     heap.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// The heap's lock for a thread that holds the GIL: while another thread holds the lock, wait
+/// with the GIL released. Why: the lock is taken by Python threads (a P4Runtime write's
+/// `call_at`) and by the loop; a holder can lose the GIL inside (a Python object freed, an
+/// allocation that runs the collector), and a waiter that kept the GIL would then deadlock.
+fn lock_py<'a>(py: Python<'_>, heap: &'a Mutex<Heap>) -> MutexGuard<'a, Heap> {
+    loop {
+        match heap.try_lock() {
+            Ok(guard) => return guard,
+            Err(TryLockError::Poisoned(p)) => return p.into_inner(),
+            Err(TryLockError::WouldBlock) => py.allow_threads(|| drop(lock(heap))),
+        }
+    }
+}
+
 /// The heap for runtime/sched.py's `RealtimeScheduler` (which adds its own lock and threads).
 #[pyclass(module = "hbh_engine", frozen)]
 pub struct EventHeap {
@@ -344,25 +397,35 @@ impl EventHeap {
         callback: PyObject,
         args: Py<PyTuple>,
     ) -> PyResult<Py<TimerHandle>> {
-        let mut heap = lock(&self.heap);
-        let handle = Py::new(py, heap.new_handle(t_ns, callback, args))?;
-        heap.push_handle(handle.clone_ref(py), t_ns, false);
-        Ok(handle)
+        self.push_call(py, t_ns, Call::Py(callback, args))
+            .map(|(h, _)| h)
     }
 
-    fn next_due(&self) -> Option<i64> {
-        lock(&self.heap).next_due()
+    /// `push`, and whether the new entry is now the earliest (a loop asleep until the earlier
+    /// one must be woken): one step under the heap's lock, so no other lock is needed around it.
+    fn push_first(
+        &self,
+        py: Python<'_>,
+        t_ns: i64,
+        callback: PyObject,
+        args: Py<PyTuple>,
+    ) -> PyResult<(Py<TimerHandle>, bool)> {
+        self.push_call(py, t_ns, Call::Py(callback, args))
+    }
+
+    fn next_due(&self, py: Python<'_>) -> Option<i64> {
+        lock_py(py, &self.heap).next_due()
     }
 
     /// The next pending handle, marked done (None when nothing is pending).
     fn pop(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
-        let ready = lock(&self.heap).pop();
+        let ready = lock_py(py, &self.heap).pop();
         match ready {
             None => Ok(None),
             Some(Ready::Handle(h)) => Ok(Some(h.into_any())),
             Some(Ready::Call(when, cb, args)) => {
-                let h = Py::new(py, lock(&self.heap).new_handle(when, cb, args))?;
-                Ok(Some(h.into_any()))
+                let handle = lock_py(py, &self.heap).new_handle(when, Call::Py(cb, args));
+                Ok(Some(Py::new(py, handle)?.into_any()))
             }
         }
     }
@@ -370,8 +433,8 @@ impl EventHeap {
     /// Run the callbacks due on the monotonic clock (`time.monotonic_ns() - origin_ns`, the
     /// `RealtimeScheduler`'s `now_ns`), in order, including those they schedule for now, at
     /// most `max` of them or for `budget_ns`; returns True when the budget ended the run.
-    /// Each pop holds `py_lock` (the scheduler's, which other threads' `call_at` hold while they
-    /// compare with the earliest due time); a callback's exception goes to `on_error(exc)`.
+    /// Each pop holds the heap's own lock only (other threads' `push_first` compare with the
+    /// earliest due time under it); a callback's exception goes to `on_error(exc)`.
     ///
     /// Why: this loop ran in Python, a few µs of interpreter per timer, and in real time the
     /// TM's service of every packet is a timer. The engine's own loop (rtloop.rs) calls it too.
@@ -381,25 +444,18 @@ impl EventHeap {
         origin_ns: i64,
         max: u64,
         budget_ns: i64,
-        py_lock: &Bound<'_, PyAny>,
         on_error: &Bound<'_, PyAny>,
     ) -> PyResult<bool> {
         let start = monotonic_ns() - origin_ns;
         let mut now = start;
         for _ in 0..max {
-            py_lock.call_method0(pyo3::intern!(py, "acquire"))?;
             let ready = {
-                let mut heap = lock(&self.heap);
+                let mut heap = lock_py(py, &self.heap);
                 match heap.next_due() {
                     Some(due) if due <= now || due <= monotonic_ns() - origin_ns => heap.pop(),
-                    _ => {
-                        drop(heap);
-                        py_lock.call_method0(pyo3::intern!(py, "release"))?;
-                        return Ok(false);
-                    }
+                    _ => return Ok(false),
                 }
             };
-            py_lock.call_method0(pyo3::intern!(py, "release"))?;
             if let Some(ready) = ready {
                 match ready.run(py) {
                     Err(e) if e.is_instance_of::<pyo3::exceptions::PyException>(py) => {
@@ -416,8 +472,8 @@ impl EventHeap {
         Ok(true)
     }
 
-    fn __len__(&self) -> usize {
-        lock(&self.heap).len().max(0) as usize
+    fn __len__(&self, py: Python<'_>) -> usize {
+        lock_py(py, &self.heap).len().max(0) as usize
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -429,20 +485,22 @@ impl EventHeap {
 }
 
 impl EventHeap {
-    /// `push` under the owner's `py_lock` (a `RealtimeScheduler`'s `call_at` from its loop
-    /// thread, without the Python call): the engine's TM arms its ports' wake-ups this way.
-    pub fn push_locked(
+    /// Schedule `call` at `t_ns` (the engine's TM arms its ports' wake-ups this way, as a
+    /// `RealtimeScheduler`'s `call_at` does on its loop thread, without the Python call);
+    /// returns the handle and whether it is now the earliest entry.
+    pub fn push_call(
         &self,
         py: Python<'_>,
-        py_lock: &Bound<'_, PyAny>,
         t_ns: i64,
-        callback: PyObject,
-        args: Py<PyTuple>,
-    ) -> PyResult<Py<TimerHandle>> {
-        py_lock.call_method0(pyo3::intern!(py, "acquire"))?;
-        let handle = self.push(py, t_ns, callback, args);
-        py_lock.call_method0(pyo3::intern!(py, "release"))?;
-        handle
+        call: Call,
+    ) -> PyResult<(Py<TimerHandle>, bool)> {
+        // made outside the lock: an allocation may run the collector, and Python code with it
+        let live = lock_py(py, &self.heap).live.clone();
+        let handle = Py::new(py, TimerHandle::new(t_ns, call, live))?;
+        let mut heap = lock_py(py, &self.heap);
+        let first = heap.next_due().is_none_or(|due| t_ns < due);
+        heap.push_handle(handle.clone_ref(py), t_ns, false);
+        Ok((handle, first))
     }
 }
 
@@ -466,9 +524,14 @@ impl VirtualScheduler {
         callback: PyObject,
         args: Py<PyTuple>,
     ) -> PyResult<Py<TimerHandle>> {
+        self.schedule_job(py, t_ns, Call::Py(callback, args))
+    }
+
+    /// `schedule` of any `Call` (the TM's service of a port without a Python frame).
+    pub fn schedule_job(&self, py: Python<'_>, t_ns: i64, call: Call) -> PyResult<Py<TimerHandle>> {
         let due_now = t_ns == self.now();
         let mut heap = lock(&self.heap);
-        let handle = Py::new(py, heap.new_handle(t_ns, callback, args))?;
+        let handle = Py::new(py, heap.new_handle(t_ns, call))?;
         heap.push_handle(handle.clone_ref(py), t_ns, due_now);
         Ok(handle)
     }

@@ -10,10 +10,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyInt};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::sched::{monotonic_ns, now_of, EventHeap, TimerHandle, VirtualScheduler};
+use crate::sched::{monotonic_ns, now_of, Call, EventHeap, TimerHandle, VirtualScheduler};
+use crate::v1walk::{V1Walk, WalkPacket};
 
 const NS_PER_S: i64 = 1_000_000_000;
 pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
@@ -43,6 +44,9 @@ pub struct TMItem {
     /// bmv2 model: the departure time fixed at enqueue
     #[pyo3(get, set)]
     depart_ns: i64,
+    /// A packet of the engine's walk, held here as Rust data (`packet` is None then). Why: as a
+    /// Python object it was one more allocation the collector tracks, per packet.
+    pub(crate) walk: Option<WalkPacket>,
 }
 
 #[pymethods]
@@ -65,6 +69,7 @@ impl TMItem {
     ) -> Self {
         TMItem {
             packet,
+            walk: None,
             port,
             prio,
             enq_ns,
@@ -86,7 +91,11 @@ impl TMItem {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.packet)
+        visit.call(&self.packet)?;
+        if let Some(w) = &self.walk {
+            w.traverse(&visit)?;
+        }
+        Ok(())
     }
 }
 
@@ -285,8 +294,50 @@ struct Port {
     occupancy: i64,
 }
 
+/// Who serves a dequeued item: a Python callable, or the engine's walk itself (a `V1Walk`'s
+/// bound `service`, called here without a Python call per packet).
+enum Service {
+    Py(PyObject),
+    Walk(Py<V1Walk>),
+}
+
+impl Service {
+    fn clone_ref(&self, py: Python<'_>) -> Service {
+        match self {
+            Service::Py(f) => Service::Py(f.clone_ref(py)),
+            Service::Walk(w) => Service::Walk(w.clone_ref(py)),
+        }
+    }
+
+    /// `service`, or the walk's bound `service` recognised as the walk's.
+    fn of(py: Python<'_>, service: PyObject) -> Service {
+        let f = service.bind(py);
+        let walk = f
+            .getattr(intern!(py, "__self__"))
+            .ok()
+            .and_then(|o| o.downcast_into::<V1Walk>().ok());
+        let named = f
+            .getattr(intern!(py, "__name__"))
+            .is_ok_and(|n| n.to_string() == "service");
+        match walk {
+            Some(w) if named => Service::Walk(w.unbind()),
+            _ => Service::Py(service),
+        }
+    }
+
+    fn call(&self, py: Python<'_>, port: usize, item: Py<TMItem>) -> PyResult<i64> {
+        match self {
+            Service::Py(f) => f
+                .bind(py)
+                .call1((port, item))
+                .and_then(|wire| TrafficManager::check_wire_ns(&wire)),
+            Service::Walk(w) => w.get().service(py, port, item.bind(py)),
+        }
+    }
+}
+
 struct Inner {
-    service: Option<PyObject>,
+    service: Option<Service>,
     ports: Vec<Option<Port>>,
     order: Vec<usize>, // ports in order of creation (the order set_all_* re-arms them in)
     default_depth: i64,
@@ -304,8 +355,8 @@ pub struct TrafficManager {
     engine_sched: Option<Py<VirtualScheduler>>,
     /// A `RealtimeScheduler`'s `monotonic_origin_ns`: its `now_ns()` read here, without a call.
     monotonic_origin: Option<i64>,
-    /// A `RealtimeScheduler`'s `engine_heap` (its heap and lock): wake-ups pushed here directly.
-    realtime_heap: Option<(Py<EventHeap>, PyObject)>,
+    /// A `RealtimeScheduler`'s `engine_heap`: wake-ups pushed here directly.
+    realtime_heap: Option<Py<EventHeap>>,
     #[pyo3(get)]
     queue_model: String,
     #[pyo3(get)]
@@ -433,20 +484,17 @@ impl TrafficManager {
         }
         p.wake_at = t;
         let this = slf.get();
-        let serve = slf.getattr(intern!(py, "_serve"))?.unbind();
-        let args = PyTuple::new(py, [port])?.unbind();
+        let serve = || Call::Serve(slf.clone().unbind(), port);
         p.wake = Some(match (&this.engine_sched, &this.realtime_heap) {
-            (Some(s), _) => Wake::Engine(s.get().schedule(py, t, serve, args)?),
-            (None, Some((heap, py_lock))) => {
-                Wake::Engine(
-                    heap.get()
-                        .push_locked(py, py_lock.bind(py), t, serve, args)?,
-                )
-            }
+            (Some(s), _) => Wake::Engine(s.get().schedule_job(py, t, serve())?),
+            (None, Some(heap)) => Wake::Engine(heap.get().push_call(py, t, serve())?.0),
             (None, None) => Wake::Other(
                 this.sched
                     .bind(py)
-                    .call_method1(intern!(py, "call_at"), (t, serve, port))?
+                    .call_method1(
+                        intern!(py, "call_at"),
+                        (t, slf.getattr(intern!(py, "_serve"))?, port),
+                    )?
                     .unbind(),
             ),
         });
@@ -566,24 +614,54 @@ impl TrafficManager {
     }
 }
 
+impl TrafficManager {
+    /// The scheduled service of `port` (`_serve`, and the engine's timers call it directly).
+    pub(crate) fn serve_port(slf: &Bound<'_, Self>, port: usize) -> PyResult<()> {
+        let py = slf.py();
+        let this = slf.get();
+        let now = this.now(py)?;
+        let (item, service) = {
+            let mut inner = this.lock();
+            match this.dequeue(py, &mut inner, port, now) {
+                Some(item) => (item, inner.service.as_ref().map(|s| s.clone_ref(py))),
+                None => {
+                    drop(inner);
+                    return Self::arm_port(slf, port);
+                }
+            }
+        };
+        let result = match service {
+            Some(service) => service.call(py, port, item),
+            None => Err(PyRuntimeError::new_err(
+                "TrafficManager: no service callback bound (bind_service)",
+            )),
+        };
+        if let Ok(wire_ns) = result {
+            if let Some(p) = this.lock().ports[port].as_mut() {
+                p.wire_free_ns = now + wire_ns;
+            }
+        }
+        let armed = Self::arm_port(slf, port);
+        result.and(armed)
+    }
+}
+
 impl TMItem {
-    /// A fresh item for `packet` (the TM stamps it at enqueue).
-    pub(crate) fn for_packet(packet: PyObject) -> Self {
-        TMItem::new(packet, -1, 0, 0, 0, 0, 0, 0, 0, 0)
+    /// A fresh item for a packet of the engine's walk (the TM stamps it at enqueue).
+    pub(crate) fn for_walk(py: Python<'_>, pkt: WalkPacket) -> Self {
+        let mut item = TMItem::new(py.None(), -1, 0, 0, 0, 0, 0, 0, 0, 0);
+        item.walk = Some(pkt);
+        item
     }
 
-    /// The packet and the stamps egress reads: (enq_timestamp_us, enq_qdepth,
-    /// deq_timedelta_us, deq_qdepth).
-    pub(crate) fn stamps(&self) -> (&PyObject, [i64; 4]) {
-        (
-            &self.packet,
-            [
-                self.enq_timestamp_us,
-                self.enq_qdepth,
-                self.deq_timedelta_us,
-                self.deq_qdepth,
-            ],
-        )
+    /// The stamps egress reads: (enq_timestamp_us, enq_qdepth, deq_timedelta_us, deq_qdepth).
+    pub(crate) fn stamps(&self) -> [i64; 4] {
+        [
+            self.enq_timestamp_us,
+            self.enq_qdepth,
+            self.deq_timedelta_us,
+            self.deq_qdepth,
+        ]
     }
 }
 
@@ -640,10 +718,7 @@ impl TrafficManager {
             Err(_) => None,
         };
         let realtime_heap = match sched.getattr(intern!(sched.py(), "engine_heap")) {
-            Ok(v) => {
-                let (heap, py_lock): (Bound<'_, EventHeap>, PyObject) = v.extract()?;
-                Some((heap.unbind(), py_lock))
-            }
+            Ok(v) => Some(v.downcast_into::<EventHeap>()?.unbind()),
             Err(_) => None,
         };
         Ok(TrafficManager {
@@ -655,7 +730,7 @@ impl TrafficManager {
             num_ports,
             num_priorities,
             inner: Mutex::new(Inner {
-                service,
+                service: service.map(|s| Service::of(sched.py(), s)),
                 ports: (0..num_ports).map(|_| None).collect(),
                 order: Vec::new(),
                 default_depth,
@@ -664,9 +739,10 @@ impl TrafficManager {
         })
     }
 
-    /// Set the service callback (called directly per packet: no wrapper in between).
-    fn bind_service(&self, service: PyObject) {
-        self.lock().service = Some(service);
+    /// Set the service callback (called directly per packet: no wrapper in between; a
+    /// `V1Walk`'s `service` is called in the engine, without a Python call).
+    fn bind_service(&self, py: Python<'_>, service: PyObject) {
+        self.lock().service = Some(Service::of(py, service));
     }
 
     /// Depth limit (packets) of one port's queue `prio`, or of all its queues (None).
@@ -826,35 +902,7 @@ impl TrafficManager {
 
     /// The scheduled service of `port`: one packet out to the service callback, then re-arm.
     fn _serve(slf: &Bound<'_, Self>, port: usize) -> PyResult<()> {
-        let py = slf.py();
-        let this = slf.get();
-        let now = this.now(py)?;
-        let (item, service) = {
-            let mut inner = this.lock();
-            match this.dequeue(py, &mut inner, port, now) {
-                Some(item) => (item, inner.service.as_ref().map(|s| s.clone_ref(py))),
-                None => {
-                    drop(inner);
-                    return Self::arm_port(slf, port);
-                }
-            }
-        };
-        let result = match service {
-            Some(service) => service
-                .bind(py)
-                .call1((port, item))
-                .and_then(|wire| Self::check_wire_ns(&wire)),
-            None => Err(PyRuntimeError::new_err(
-                "TrafficManager: no service callback bound (bind_service)",
-            )),
-        };
-        if let Ok(wire_ns) = result {
-            if let Some(p) = this.lock().ports[port].as_mut() {
-                p.wire_free_ns = now + wire_ns;
-            }
-        }
-        let armed = Self::arm_port(slf, port);
-        result.and(armed)
+        Self::serve_port(slf, port)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -862,15 +910,16 @@ impl TrafficManager {
         if let Some(s) = &self.engine_sched {
             visit.call(s)?;
         }
-        if let Some((heap, py_lock)) = &self.realtime_heap {
+        if let Some(heap) = &self.realtime_heap {
             visit.call(heap)?;
-            visit.call(py_lock)?;
         }
         let Ok(inner) = self.inner.try_lock() else {
             return Ok(());
         };
-        if let Some(s) = &inner.service {
-            visit.call(s)?;
+        match &inner.service {
+            Some(Service::Py(s)) => visit.call(s)?,
+            Some(Service::Walk(w)) => visit.call(w)?,
+            None => {}
         }
         for p in inner.ports.iter().flatten() {
             for q in &p.queues {

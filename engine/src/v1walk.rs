@@ -180,11 +180,18 @@ impl WalkPacket {
     }
 }
 
+impl WalkPacket {
+    /// The Python objects it holds, for the collector of whatever holds it.
+    pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.prog)?;
+        visit.call(&self.data)
+    }
+}
+
 #[pymethods]
 impl WalkPacket {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        visit.call(&self.prog)?;
-        visit.call(&self.data)
+        self.traverse(&visit)
     }
 }
 
@@ -361,7 +368,7 @@ impl V1Walk {
             self.count(NO_PORT);
             return Ok(());
         }
-        let item = Bound::new(py, TMItem::for_packet(Py::new(py, pkt)?.into_any()))?;
+        let item = Bound::new(py, TMItem::for_walk(py, pkt))?;
         if !TrafficManager::push(tm, port as usize, &item, prio)? {
             self.count(TM_FULL);
         }
@@ -499,13 +506,15 @@ impl V1Walk {
     /// Egress to deparser for a packet the TM serves on `port`, then simple_switch's end of
     /// egress: the clones of an E2E request, a drop, a recirculation, the port.
     fn egress(&self, py: Python<'_>, port: usize, item: &Bound<'_, TMItem>) -> PyResult<i64> {
-        let (packet, stamps) = {
-            let it = item.borrow();
-            let (p, s) = it.stamps();
-            (p.clone_ref(py), s)
+        let (walked, stamps) = {
+            let mut it = item.borrow_mut();
+            (it.walk.take(), it.stamps())
         };
-        let cell = packet.bind(py).downcast::<WalkPacket>()?.clone();
-        let mut pkt = cell.borrow_mut();
+        let Some(mut pkt) = walked else {
+            return Err(pyo3::exceptions::PyRuntimeError::new_err(
+                "egress (engine): the item's packet was already served",
+            ));
+        };
         let wp = pkt.prog.clone_ref(py);
         let wp = wp.get();
         let s = &wp.slots;
@@ -529,7 +538,7 @@ impl V1Walk {
         let res = {
             let mut prog = wp.program.bind(py).borrow_mut();
             prog.run_owned(py, &wp.egress, &mut pkt.phv, None, None)
-                .map(|(_, _, req)| (req, PyBytes::new(py, prog.emitted_bytes()).unbind()))
+                .map(|(_, _, req)| (req, prog.emitted_bytes().to_vec()))
         };
         let (req, head) = match res {
             Ok(r) => r,
@@ -544,7 +553,7 @@ impl V1Walk {
         }
         let data = pkt.data.bind(py).as_bytes();
         let payload = &data[pkt.payload_offset(py)..];
-        let head = head.bind(py).as_bytes();
+        let head = head.as_slice();
         // The frame as deparsed, before any truncation: what an E2E clone and a recirculated
         // packet are made of.
         let whole = || {
@@ -810,13 +819,13 @@ impl V1Walk {
     }
 
     /// The TM's service: egress here for the walk's packets, the core's for the others.
-    fn service(&self, py: Python<'_>, port: usize, item: &Bound<'_, TMItem>) -> PyResult<i64> {
-        let ours = item
-            .borrow()
-            .stamps()
-            .0
-            .bind(py)
-            .is_instance_of::<WalkPacket>();
+    pub(crate) fn service(
+        &self,
+        py: Python<'_>,
+        port: usize,
+        item: &Bound<'_, TMItem>,
+    ) -> PyResult<i64> {
+        let ours = item.borrow().walk.is_some();
         if ours {
             self.egress(py, port, item)
         } else {

@@ -13,7 +13,7 @@ produced it. Measured:
 3. packets/s through a ``p4switch`` process between two namespaces: the switch pinned to one
    core, a raw-socket blaster pinned to the other, forwarded rate from the switch's own
    P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``), in turns with the p4switch of
-   ``NETNS_BASELINE`` (its own files, this checkout's .venv);
+   ``NETNS_BASELINE`` (its own files and engine, this checkout's .venv);
 4. added latency per packet: one frame at a time h1 -> h2 through p4switch (and through the
    baseline's), minus the same over a direct veth pair (both measured with the same raw-socket code);
 5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
@@ -32,6 +32,7 @@ skipped.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import platform
 import random
@@ -41,7 +42,8 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections.abc import Callable
+import zipfile
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -248,10 +250,39 @@ def _frame(topo, size: int = 64) -> bytes:  # noqa: ANN001 - topo None: the fram
     return eth(0x020000000101, h1, 0x0800) + ipv4(0x0A000101, 0x0A000201, payload=udp + bytes(size))
 
 
-#: the p4switch measured beside today's (its last commit before the real-time switch's forwarding loop
-#: moved into the engine, issue 22: ports read and walked in the engine, but each frame sent, and the
-#: timers run between two frames, from Python): its rows are taken in turns with today's, by the same code
-NETNS_BASELINE = "9d9a54d"
+#: the p4switch measured beside today's (the commit before the TM's service, the scheduler's lock and
+#: the service's timer left Python, issue 22: each packet's service was a Python call through a bound
+#: method, each heap operation took a Python lock): its rows are taken in turns with today's, by the same
+#: code, with its own engine (``_baseline_tree``)
+NETNS_BASELINE = "55f310b"
+
+
+@contextlib.contextmanager
+def _baseline_tree(rev: str) -> Iterator[Path]:
+    """The files of commit ``rev`` with its own engine built into them (``hbh_engine/`` at the tree's
+    top, which its processes import before this checkout's .venv's).
+
+    Why its own engine: a change inside the engine would otherwise be measured on both sides. The
+    build goes to build/bench-base-target (kept: later runs rebuild only what changed); a tree
+    without engine/ runs on this checkout's engine, as before.
+    """
+    from tests.bench.p4rt_writes import ServerUnavailable, commit_tree
+
+    with commit_tree(rev) as tree:
+        if (tree / "engine" / "Cargo.toml").exists():
+            wheels = tree / "build" / "wheels"
+            env = {**os.environ, "CARGO_TARGET_DIR": str(ROOT / "build" / "bench-base-target"),
+                   "PATH": f"{Path.home() / '.cargo' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"}
+            maturin = Path(sys.executable).parent / "maturin"
+            built = subprocess.run([str(maturin), "build", "--quiet", "--release", "--locked", "-m",
+                                    str(tree / "engine" / "Cargo.toml"), "-i", sys.executable, "-o", str(wheels)],
+                                   env=env, capture_output=True, text=True, check=False)
+            found = sorted(wheels.glob("hbh_engine-*.whl"))
+            if built.returncode or not found:
+                raise ServerUnavailable(f"the engine of commit {rev} did not build: {built.stderr.strip()[-300:]}")
+            with zipfile.ZipFile(found[0]) as whl:
+                whl.extractall(tree, [n for n in whl.namelist() if n.startswith("hbh_engine/")])
+        yield tree
 
 
 def _cpu_s(pid: int) -> float:
@@ -637,10 +668,10 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
             netns_only(lambda r: bench_soak(r, soak), "soak", "soak benchmark")(rep)
 
     def netns_part(rep: Report) -> None:
-        from tests.bench.p4rt_writes import ServerUnavailable, commit_tree
+        from tests.bench.p4rt_writes import ServerUnavailable
 
         try:
-            with commit_tree(NETNS_BASELINE) as base:
+            with _baseline_tree(NETNS_BASELINE) as base:
                 trees = {"this tree": None, f"commit {NETNS_BASELINE}": base}
                 for size in (64, 1000):
                     bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3, size)
@@ -652,12 +683,12 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
             bench_latency(rep, tmp, 100 if quick else 1000, trees)
 
     def netns_backend(rep: Report) -> None:
-        from tests.bench.p4rt_writes import ServerUnavailable, commit_tree
+        from tests.bench.p4rt_writes import ServerUnavailable
 
         nb.bench_cpu_5router(rep, tmp, 10 if quick else 20)
         factors = (1, 2) if quick else (1, 2, 4, 8, 16, 32, 64)
         try:
-            with commit_tree(NETNS_BASELINE) as base:
+            with _baseline_tree(NETNS_BASELINE) as base:
                 trees = {", this tree": None, f", commit {NETNS_BASELINE}": base}
                 nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors, trees)
         except ServerUnavailable as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import socket
 import struct
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -129,3 +130,28 @@ def stamped(sock: socket.socket, duration: float) -> list[tuple[float, bytes]]:
         if is_ours(data) and stamps:
             out.append((stamps[0][0] + stamps[0][1] / 1e9, data))
     return out
+
+
+@pytest.mark.parametrize("engine_loop", [True, False])
+def test_frames_lost_on_send_are_in_the_switchs_drop_counts(engine_loop: bool) -> None:
+    """A frame the kernel refuses (longer than port 2's MTU: ``port_send_error``) and frames sent on
+    a downed interface (``port_tx_dropped``) are counted by cause on either loop: the engine's
+    ``TxPort`` only logged its drops, and the switch's counts did not show them."""
+    with open_bed(engine_loop=engine_loop) as b:
+        h1, h2 = b.host(1), b.host(2)
+        subprocess.run(["ip", "link", "set", "dev", h1.switch_if, "mtu", "2000"], check=True)
+        subprocess.run(["ip", "netns", "exec", h1.name, "ip", "link", "set", "dev", "eth0", "mtu", "2000"], check=True)
+        send_paced(b, frames(b, 3, size=1600)[:3], 0.001)  # 1646-byte frames: port 2's MTU is 1500
+        refused = wait_drops(b, "port_send_error", 3)
+        subprocess.run(["ip", "link", "set", "dev", h2.switch_if, "down"], check=True)
+        send_paced(b, frames(b, 4), 0.001)  # all four routed to port 2
+        down = wait_drops(b, "port_tx_dropped", 4)
+    assert (refused, down) == (3, 4)
+
+
+def wait_drops(b: Bed, cause: str, want: int, timeout: float = 3.0) -> int:
+    """The switch's drop count of ``cause`` once it reached ``want`` (or after ``timeout`` s)."""
+    deadline = time.monotonic() + timeout
+    while (got := b.on_loop(b.switch.core.drop_counts).get(cause, 0)) < want and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return got

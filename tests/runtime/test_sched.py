@@ -493,3 +493,33 @@ def test_realtime_timer_set_by_try_call_runs_on_time(loop: RealtimeScheduler) ->
     assert loop.try_call(lambda: loop.call_later(20_000_000, ran.append, 1)) is not None
     assert _until(lambda: ran == [1])
     assert time.monotonic() - t0 < 1.0
+
+
+def test_event_heap_push_first_says_whether_the_entry_is_now_the_earliest() -> None:
+    """``call_at`` from another thread wakes the loop only for a new earliest timer; the engine's
+    heap answers that in the same step as the push (its own lock, no Python lock around)."""
+    from hbh_engine import EventHeap
+
+    heap = EventHeap()
+    firsts = [heap.push_first(t, print, ())[1] for t in (500, 700, 300, 300, 100)]
+    assert firsts == [True, False, True, False, True]
+    heap.pop().cancel()  # a popped handle already ran: cancelling it changes nothing
+    assert heap.next_due() == 300 and len(heap) == 4
+
+
+def test_realtime_call_at_from_many_threads_loses_and_repeats_nothing(loop: RealtimeScheduler) -> None:
+    """Threads scheduling at once while the loop runs timers (the heap's lock is the engine's own)."""
+    ran: list[int] = []
+    threads, per = 4, 200
+
+    def schedule(k: int) -> None:
+        for i in range(per):
+            loop.call_later(1_000 * (i % 7), ran.append, k * per + i)
+
+    workers = [threading.Thread(target=schedule, args=(k,)) for k in range(threads)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(10)
+    assert loop.wait_until(lambda: len(ran) >= threads * per, timeout=10)
+    assert sorted(ran) == list(range(threads * per))
