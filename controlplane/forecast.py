@@ -248,13 +248,21 @@ class QueueForecast:
         135 then 85 packets/s, the hop upstream cut to 7 packets/s and the line swung for ten
         seconds). At high rates one report gap holds that many departures, so a capacity drop is
         followed at the first report after it."""
-        chunks = self._chunk_rates(len(self._hist) - 1)
+        end = len(self._hist) - 1
+        chunks = self._chunk_rates(end, DRAIN_SPREAD_GAPS + 1)
         if len(chunks) < DRAIN_SPREAD_GAPS + 1:
             self._falling = False
             return
-        (short, start_ns), earlier = chunks[0], [r for r, _ in chunks[1:]]
-        spread = 0.0 if self._falling else drain_noise(earlier)
+        short, start_ns = chunks[0]
         was_falling = self._falling
+        # The spread only lowers the bar a fall must pass (max of the terms, then subtracted): a
+        # drain above the bar without it is above it with it, so the whole walk and the spread
+        # are needed only for a candidate fall (at x50 the window holds ~70 stretches: the walk
+        # and the spread were a quarter of a simulation). Already falling: the spread is 0.
+        if not short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps):
+            self._falling = False
+            return
+        spread = 0.0 if was_falling else drain_noise([r for r, _ in self._chunk_rates(end)[1:]])
         self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
                                                      DRAIN_SHIFT_SIGMAS * spread)
         if not self._falling:
@@ -282,10 +290,10 @@ class QueueForecast:
             return short
         return (short * lasting + long * (h - lasting)) / h
 
-    def _chunk_rates(self, end: int) -> list[tuple[float, int]]:
+    def _chunk_rates(self, end: int, limit: int | None = None) -> list[tuple[float, int]]:
         """The exact drain over successive stretches of the window before ``hist[end]``, newest
         first, each ending at a departure a report saw and holding ``DRAIN_FALL_PKTS`` or more,
-        with the time the stretch starts.
+        with the time the stretch starts; the newest ``limit`` of them only, if given.
 
         Why the stored stretches: the stretch ending at an entry starts at the newest earlier entry
         ``DRAIN_FALL_PKTS`` or more departures and some time before it, which depends on the
@@ -296,7 +304,7 @@ class QueueForecast:
         left, so a stretch that starts at a popped entry means none in the window."""
         out: list[tuple[float, int]] = []
         hist, stretches, base = self._hist, self._stretches, self._popped
-        while True:
+        while limit is None or len(out) < limit:
             stretch = stretches[end]
             if stretch is None:
                 stretch = stretches[end] = self._stretch(end)
@@ -305,6 +313,7 @@ class QueueForecast:
                 return out
             out.append((stretch[1], hist[start][0]))
             end = start
+        return out
 
     def _stretch(self, end: int) -> tuple[int, float]:
         """(absolute number of the newest entry before ``hist[end]`` with ``DRAIN_FALL_PKTS`` or
