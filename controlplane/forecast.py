@@ -177,44 +177,52 @@ class QueueForecast:
         jitter); ``drained`` and ``drained_ns`` the report's drain (the buffer's departures so far
         and when the last left, on the reporter's clock; None: the report has none). Returns Ô in
         packets."""
+        # Every report of every regulated port comes through here (one per 10 ms per link at the
+        # paper's rates, one per 0.2 ms at x50): the steps are written out with locals, each the
+        # same expression as in its own method before, so the same integers and floats.
         self._note_reception(now_ns if recv_ns is None else recv_ns)
         queued = (fwd - deq) & COUNTER_MASK
-        spacing = NS / pps if pps > 0 else 0.0
-        if self.t_ns is None:  # what is queued already was spaced at the rate in force, as far as we know
-            self._stamp(queued, spacing)
+        exact = self._exact = drained is not None and drained_ns > 0
+        t_prev = self.t_ns
+        if t_prev is None:  # what is queued already was spaced at the rate in force, as far as we know
+            arrivals = queued
         else:
             arrivals = (fwd - self.fwd) & COUNTER_MASK
-            departed = (deq - self.deq) & COUNTER_MASK
-            self._smooth(arrivals, (now_ns - self.t_ns) / NS)
-            self._stamp(arrivals, spacing)
-            if drained is None or drained_ns <= 0:
-                self._drained += departed - (occupancy - self.occupancy)
-        self._exact = drained is not None and drained_ns > 0
-        if self._exact:
-            self._drained += 0 if self._reported is None else (drained - self._reported) & COUNTER_MASK  # type: ignore[operator]
+            self._smooth(arrivals, (now_ns - t_prev) / NS)
+            if not exact:
+                self._drained += ((deq - self.deq) & COUNTER_MASK) - (occupancy - self.occupancy)
+        self._counts.append(arrivals)  # the ledger: this report's arrivals at the rate in force
+        self._spacings.append(NS / pps if pps > 0 else 0.0)
+        self._stamped += arrivals
+        if exact:
+            if self._reported is not None:
+                self._drained += (drained - self._reported) & COUNTER_MASK  # type: ignore[operator]
             self._reported = drained
-        self.last_sent_ns = now_ns + int(self._schedule_ns(queued))
+        last_sent = self.last_sent_ns = now_ns + int(self._schedule_ns(queued))
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
-        self.horizon_s = max(0, self.last_sent_ns - now_ns) / NS
-        hist = self._hist
-        hist.append((drained_ns if self._exact else now_ns, self._drained))
-        self._stretches.append(None)
-        window_ns = min(DRAIN_WINDOW_S, max(self.horizon_s, DRAIN_WINDOW_MIN_S)) * NS
+        horizon_s = self.horizon_s = max(0, last_sent - now_ns) / NS
+        hist, stretches = self._hist, self._stretches
+        hist.append((drained_ns if exact else now_ns, self._drained))
+        stretches.append(None)
+        window_ns = min(DRAIN_WINDOW_S, max(horizon_s, DRAIN_WINDOW_MIN_S)) * NS
+        popped = 0
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
             hist.popleft()
-            self._stretches.popleft()
-            self._popped += 1
+            stretches.popleft()
+            popped += 1
+        self._popped += popped
         self.drain_pps = self._rate_since(hist[0])
-        if self._exact:
+        if exact:
             self._follow_exact_fall()
+            if not self._falling:
+                self.expected_pps = self.drain_pps
         else:
             self._follow_counted_fall()
-        if not (self._exact and self._falling):
             self.expected_pps = self.drain_pps
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
         else:
-            self.forecast_pkts = occupancy + queued - self.expected_pps * self.horizon_s
+            self.forecast_pkts = occupancy + queued - self.expected_pps * horizon_s
         return self.forecast_pkts
 
     @property
@@ -248,13 +256,21 @@ class QueueForecast:
         135 then 85 packets/s, the hop upstream cut to 7 packets/s and the line swung for ten
         seconds). At high rates one report gap holds that many departures, so a capacity drop is
         followed at the first report after it."""
-        chunks = self._chunk_rates(len(self._hist) - 1)
+        end = len(self._hist) - 1
+        chunks = self._chunk_rates(end, DRAIN_SPREAD_GAPS + 1)
         if len(chunks) < DRAIN_SPREAD_GAPS + 1:
             self._falling = False
             return
-        (short, start_ns), earlier = chunks[0], [r for r, _ in chunks[1:]]
-        spread = 0.0 if self._falling else drain_noise(earlier)
+        short, start_ns = chunks[0]
         was_falling = self._falling
+        # The spread only lowers the bar a fall must pass (max of the terms, then subtracted): a
+        # drain above the bar without it is above it with it, so the whole walk and the spread
+        # are needed only for a candidate fall (at x50 the window holds ~70 stretches: the walk
+        # and the spread were a quarter of a simulation). Already falling: the spread is 0.
+        if not short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps):
+            self._falling = False
+            return
+        spread = 0.0 if was_falling else drain_noise([r for r, _ in self._chunk_rates(end)[1:]])
         self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
                                                      DRAIN_SHIFT_SIGMAS * spread)
         if not self._falling:
@@ -282,10 +298,10 @@ class QueueForecast:
             return short
         return (short * lasting + long * (h - lasting)) / h
 
-    def _chunk_rates(self, end: int) -> list[tuple[float, int]]:
+    def _chunk_rates(self, end: int, limit: int | None = None) -> list[tuple[float, int]]:
         """The exact drain over successive stretches of the window before ``hist[end]``, newest
         first, each ending at a departure a report saw and holding ``DRAIN_FALL_PKTS`` or more,
-        with the time the stretch starts.
+        with the time the stretch starts; the newest ``limit`` of them only, if given.
 
         Why the stored stretches: the stretch ending at an entry starts at the newest earlier entry
         ``DRAIN_FALL_PKTS`` or more departures and some time before it, which depends on the
@@ -296,7 +312,7 @@ class QueueForecast:
         left, so a stretch that starts at a popped entry means none in the window."""
         out: list[tuple[float, int]] = []
         hist, stretches, base = self._hist, self._stretches, self._popped
-        while True:
+        while limit is None or len(out) < limit:
             stretch = stretches[end]
             if stretch is None:
                 stretch = stretches[end] = self._stretch(end)
@@ -305,6 +321,7 @@ class QueueForecast:
                 return out
             out.append((stretch[1], hist[start][0]))
             end = start
+        return out
 
     def _stretch(self, end: int) -> tuple[int, float]:
         """(absolute number of the newest entry before ``hist[end]`` with ``DRAIN_FALL_PKTS`` or

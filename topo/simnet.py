@@ -597,8 +597,12 @@ class SimNetwork:
                                     else opts.control_latency_p99_ns / 1e6}}
 
     def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
+        towards: dict[int, str] = {}  # port -> neighbour: a report comes every 10 ms per link
+
         def trace(t: LawTrace) -> None:
-            toward = self.topo.neighbour_on(name, t.port)
+            toward = towards.get(t.port)
+            if toward is None:
+                toward = towards[t.port] = self.topo.neighbour_on(name, t.port)
             self.recorder.laws.append(LawRow(t.t_ns, name, toward, t.occupancy, t.capacity, t.drops, t.rate_bps,
                                              t.o, t.w, t.forecast, t.drain_bps, t.data_class))
 

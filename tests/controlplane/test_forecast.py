@@ -9,6 +9,10 @@ from hypothesis import strategies as st
 from controlplane.forecast import (
     COMMAND_SHARE,
     DRAIN_FALL_PKTS,
+    DRAIN_SHIFT_PPS,
+    DRAIN_SHIFT_SHARE,
+    DRAIN_SHIFT_SIGMAS,
+    DRAIN_SPREAD_GAPS,
     SCHEDULE_BOUND_S,
     QueueForecast,
     drain_noise,
@@ -284,3 +288,49 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
         assert f._chunk_rates(len(f._hist) - 1) == rescanned_chunks(list(f._hist))
         assert f._stamped == sum(f._counts) == f.queued
         assert len(f._counts) == len(f._spacings)
+
+
+class RescanningForecast(QueueForecast):
+    """The exact drain's fall as first written: every stretch of the window rescanned and the spread
+    of the earlier ones computed at every report (the reference of the lazy walk)."""
+
+    def _follow_exact_fall(self) -> None:
+        chunks = rescanned_chunks(list(self._hist))
+        if len(chunks) < DRAIN_SPREAD_GAPS + 1:
+            self._falling = False
+            return
+        (short, start_ns), earlier = chunks[0], [r for r, _ in chunks[1:]]
+        spread = 0.0 if self._falling else drain_noise(earlier)
+        was_falling = self._falling
+        self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
+                                                     DRAIN_SHIFT_SIGMAS * spread)
+        if not self._falling:
+            return
+        if not was_falling:
+            self._fall_start_ns = start_ns
+        self.expected_pps = self._over_horizon(short, self.drain_pps,
+                                               (self._hist[-1][0] - self._fall_start_ns) / 1_000_000_000)
+        self.drain_pps = short
+
+
+@given(st.lists(st.tuples(st.integers(1, 30), st.integers(1, 20), st.integers(0, 12), st.integers(0, 12),
+                          st.integers(0, 30), st.integers(50, 2000)), min_size=1, max_size=12))
+def test_the_fall_read_from_the_first_stretches_is_that_of_the_whole_window(
+        segments: list[tuple[int, int, int, int, int, int]]) -> None:
+    """Reports in segments of a steady pace, drain and rate (a fall between two, or a rise), with the
+    exact drain: the forecast that walks only the newest stretches unless a fall is possible
+    decides, drains and forecasts exactly (the same floats) as one that rescans the window and
+    computes the spread at every report."""
+    lazy, ref = QueueForecast(), RescanningForecast()
+    t = fwd = deq = drained = 0
+    for reports, gap_ms, arrivals, drains, occ, pps in segments:
+        for _ in range(reports):
+            t += gap_ms * MS
+            fwd += arrivals
+            deq += min(arrivals, fwd - deq)
+            drained += drains
+            got = [f.update(t, occ, fwd, deq, pps, drained=drained, drained_ns=t - MS // 2) for f in (lazy, ref)]
+            assert got[0] == got[1]
+            assert (lazy.guessed_fall, lazy.drain_pps, lazy.expected_pps) == (ref.guessed_fall, ref.drain_pps,
+                                                                              ref.expected_pps)
+    assert lazy._chunk_rates(len(lazy._hist) - 1) == rescanned_chunks(list(lazy._hist))
