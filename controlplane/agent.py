@@ -38,7 +38,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from controlplane.alinea import AlineaLaw, Forecast
-from controlplane.forecast import QueueForecast, schedule_floor_pps
+from controlplane.forecast import QueueForecast
 from controlplane.params import LawParams, MetadataLaw, PortParams, law_from_metadata
 from controlplane.report import Report
 
@@ -201,6 +201,11 @@ class _PortLaw:
 Queue = tuple[int, int]  # (egress port, class): one law each
 
 
+def _link_pps(pl: _PortLaw) -> float:
+    """The port's packets/s at the R_max the switch holds (the link's rate)."""
+    return (pl.link_bps or pl.law.params.r_max) / (8 * pl.packet_bytes)
+
+
 def _busy(pl: _PortLaw) -> bool:
     """A class with packets waiting in its queue of the port, or still arriving there."""
     return pl.forecast is not None and (pl.forecast.queued > 0 or pl.forecast.arrival_pps > 0)
@@ -291,10 +296,8 @@ class SwitchAgentCore:
 
     def _schedule_floor_pps(self, pl: _PortLaw) -> float | None:
         """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""
-        f = pl.forecast
-        assert f is not None
-        link_pps = (pl.link_bps or pl.law.params.r_max) / (8 * pl.packet_bytes)
-        return schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command())
+        assert pl.forecast is not None
+        return pl.forecast.floor_pps(_link_pps(pl))
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
@@ -328,17 +331,12 @@ class SwitchAgentCore:
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
                                    max(0, pl.pps - round(self.report_pps.get(port, 0.0))), now_ns,
                                    report.drained, report.drained_ts_us * 1000)
-        f = pl.forecast
-        return Forecast(max(0, round(pkts)) / report.capacity, f.expected_pps * 8 * pl.packet_bytes,
-                        f.approach_bps(report.capacity, 8 * pl.packet_bytes), f.span_scale(), f.guessed_fall)
+        return pl.forecast.law_forecast(pkts, report.capacity, 8 * pl.packet_bytes)
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
         port, c = key
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
-            floor = self._schedule_floor_pps(pl)
-            if floor is None:  # older stamps already ran past the bound: space no slower than the drain
-                floor = pl.forecast.expected_pps  # (not the link's rate: that would flood the buffer downstream)
-            pl.law.hold_at_least(8 * pl.packet_bytes * floor)
+            pl.law.hold_at_least(8 * pl.packet_bytes * pl.forecast.hold_pps(_link_pps(pl)))
         pps = self._queue_pps(port, pl.law.rate, pl.packet_bytes)
         if pps == pl.pps or not self.plan.actuate:
             return []

@@ -45,6 +45,8 @@ from collections import deque
 from dataclasses import dataclass, field
 from operator import mul
 
+from controlplane.alinea import Brake, Forecast
+
 __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT_S", "DRAIN_SHIFT_PPS",
            "DRAIN_SHIFT_PKTS", "DRAIN_SHIFT_SHARE", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS",
            "drain_noise"]
@@ -387,6 +389,27 @@ class QueueForecast:
     def approach_bps(self, capacity: int, packet_bits: int) -> float:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
         return capacity * packet_bits / (BRAKE_GAPS * max(self.gap_s, MIN_GAP_S))
+
+    # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/fluid_control.py) ----
+    def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
+        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
+        return Forecast(max(0, round(pkts)) / capacity, self.expected_pps * packet_bits,
+                        self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall)
+
+    def floor_pps(self, link_pps: float) -> float | None:
+        """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""
+        return schedule_floor_pps(self.queued, link_pps, self.horizon_s, self.arrivals_before_next_command())
+
+    def hold_pps(self, link_pps: float) -> float:
+        """What a rate must not fall below on BMv2's queues, so that a cut stamps no far-future
+        schedule: the bound's floor, or once older stamps ran past it the expected drain (not the
+        link's rate: that would flood the buffer downstream)."""
+        floor = self.floor_pps(link_pps)
+        return self.expected_pps if floor is None else floor
+
+    def brake(self, capacity: int, packet_bits: int) -> Brake:
+        """The start-up brake of a law without a forecast (a host, whose packets leave as paced)."""
+        return Brake(self.drain_pps * packet_bits, self.approach_bps(capacity, packet_bits))
 
     def short_window_s(self) -> float:
         """The short drain window: ``DRAIN_SHORT_PKTS`` at the drain, within [1 gap, 0.2 s]."""

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 
 import hbh_engine as _engine
 
-from controlplane.alinea import AlineaLaw, Brake
+from controlplane.alinea import AlineaLaw
 from controlplane.forecast import QueueForecast
 from controlplane.params import LawParams
 from controlplane.report import Report
@@ -78,7 +78,7 @@ class AlineaHostSender:
         sent = self.pacer.taken
         d.update(now_ns, report.occupancy, sent, sent, 0)
         bits = 8 * self.packet_bytes
-        brake = Brake(d.drain_pps * bits, d.approach_bps(report.capacity, bits)) if report.capacity else None
+        brake = d.brake(report.capacity, bits) if report.capacity else None
         rate = self.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
                                   1 / report.capacity if report.capacity else 0.0, brake=brake)
         self.pacer.set_rate(rate)

@@ -3,17 +3,17 @@
 Why: what keeps a line of hops lossless is not the law alone but what a switch agent wraps it
 in on BMv2's queues (the forecast past its own queue, the measured drain, the schedule's bound)
 and the start-up brake of an ALINEA host. A fluid check with the bare law overflows lines the
-simulator holds; so the check drives the same pieces the agents and hosts use
-(:class:`~controlplane.forecast.QueueForecast`, :func:`~controlplane.forecast.schedule_floor_pps`,
-:func:`~controlplane.agent.rate_to_pps`), composed as :class:`controlplane.agent.SwitchAgentCore`
-and :class:`hosts.sender.AlineaHostSender` compose them.
+simulator holds; so the check drives the same pieces the agents and hosts use:
+:class:`~controlplane.forecast.QueueForecast` (its ``law_forecast``, ``hold_pps`` and ``brake``, the
+one composition :class:`controlplane.agent.SwitchAgentCore` and :class:`hosts.sender.AlineaHostSender`
+call too) and :func:`~controlplane.agent.rate_to_pps`.
 """
 
 from __future__ import annotations
 
 from controlplane.agent import rate_to_pps
-from controlplane.alinea import AlineaLaw, Brake, Forecast
-from controlplane.forecast import QueueForecast, schedule_floor_pps
+from controlplane.alinea import AlineaLaw
+from controlplane.forecast import QueueForecast
 from controlplane.params import LawParams
 
 __all__ = ["HostControl", "SwitchControl"]
@@ -35,8 +35,8 @@ class HostControl:
                   sent: int) -> float:
         d = self._drain
         d.update(now_ns, occupancy, sent, sent, 0)
-        brake = Brake(d.drain_pps * self.bits, d.approach_bps(capacity, self.bits))
-        return self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, brake=brake)
+        return self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
+                                  brake=d.brake(capacity, self.bits))
 
 
 class SwitchControl:
@@ -60,12 +60,9 @@ class SwitchControl:
         f = self.forecast
         if f is not None:
             pkts = f.update(sampled_ns, occupancy, fwd, deq, self.pps, now_ns, drained, sampled_ns)
-            forecast = Forecast(max(0, round(pkts)) / capacity, f.expected_pps * self.bits,
-                                f.approach_bps(capacity, self.bits), f.span_scale(), f.guessed_fall)
+            forecast = f.law_forecast(pkts, capacity, self.bits)
         self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, forecast)
-        if f is not None:
-            link_pps = self.law.params.r_max / self.bits  # the agent's: the R_max the switch holds
-            floor = schedule_floor_pps(f.queued, link_pps, f.horizon_s, f.arrivals_before_next_command())
-            self.law.hold_at_least(self.bits * (f.expected_pps if floor is None else floor))
+        if f is not None:  # at the R_max the switch holds, as the agent's
+            self.law.hold_at_least(self.bits * f.hold_pps(self.law.params.r_max / self.bits))
         self.pps = rate_to_pps(self.law.rate, self.packet_bytes)
         return self.pps
