@@ -193,3 +193,33 @@ def test_free_tcp_ports_are_never_handed_out_twice_in_one_process() -> None:
 
     ports = [free_tcp_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
+
+
+def test_a_host_closes_when_its_loop_does_not_answer(capsys: pytest.CaptureFixture[str]) -> None:
+    """A starved machine (a 16-host fabric on 2 cores, load 22) let a host's loop miss run_sync's
+    5 s while the host closed: the results were written, but the error made the run fail. Closing
+    now goes on, says so, and still closes the relay."""
+    from topo.netns_host import NetnsHost
+    from topo.schema import load_topology
+
+    class Starved:
+        closed = False
+
+        def remove_reader(self, fd: int) -> bool:
+            raise TimeoutError("RealtimeScheduler.run_sync: remove_reader did not complete within 5.0 s")
+
+        def stop(self) -> None:
+            raise TimeoutError("RealtimeScheduler.stop: loop thread did not stop within 5.0 s")
+
+    class Relay:
+        notify_fd, closed = 99, False
+
+        def close(self) -> None:
+            self.closed = True
+
+    host = NetnsHost(load_topology(ROOT / "topo" / "paper-1router.yaml"), "H1", 1, "eth0")
+    host.sched.stop()
+    host.sched, host.relay = Starved(), Relay()  # type: ignore[assignment]
+    host.close()
+    assert host.relay.closed
+    assert capsys.readouterr().err.count("closing without the loop's answer") == 2
