@@ -30,3 +30,19 @@ def test_show_reports_a_broken_file_on_one_line(tmp_path, capsys):
     captured = capsys.readouterr()
     assert captured.err == f"{bad}:4: flows: expected a list, got a mapping\n"
     assert "paper-1router" in captured.out
+
+
+def test_show_prints_each_laws_checks_and_the_warnings_with_their_remedy(tmp_path, capsys):
+    """alinea-merge-2 at the paper's rates with 1 ms links and buffers of one BDP (3 packets):
+    R1's buffer has 0.9 packets of room above its target for two feeding links; R2's queue drains
+    faster than its one link feeds it."""
+    from topo.results_map import Cell, cell_text
+
+    path = tmp_path / "m2.yaml"
+    path.write_text(cell_text(Cell("alinea-merge-2", 1, 1, "1bdp")))
+    assert main([str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "H1 -> R1:" in out and "0.9 packets above the target for 2 feeding link(s)" in out
+    assert "R1 -> R2:" in out and "drains faster than it is fed" in out
+    warnings = [line for line in out.splitlines() if line.strip().startswith("warning: law ")]
+    assert len(warnings) == 2 and all("a buffer of at least 7 packets would hold them" in w for w in warnings)
