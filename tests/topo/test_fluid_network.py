@@ -81,3 +81,18 @@ def test_a_buffer_without_room_for_its_feeders_is_ruled_out_and_loses_packets() 
     ws = warnings(t, 10)
     assert any("less than one for each link feeding its queue (2)" in w for w in ws)
     assert run_experiment(t, 10 * S, seed=1, plots=False).summary["loss"]["total"] > 0
+
+
+def test_a_dip_that_ends_sets_off_a_wave_on_bmv2s_queues_and_not_on_the_shaper() -> None:
+    """docs/results.md, "a dip that ends": R4-R5 at 0.3 Mb/s for 0.3 s. On BMv2's queues R3's cut is
+    stamped on what it queues during the dip and comes back as a wave up the line (the simulator
+    loses packets); on the shaper a cut ends when the rate rises (none). The model, whose chunks
+    keep the rate they were queued with, shows the same difference."""
+    from topo.results_dip import DIPS, DURATION_NS, _with_dip
+
+    base = load_topology(ROOT / "topo" / "capacity-drop.yaml")
+    start, length_ms, rate = DIPS[-1]
+    lost = {model: sum(p.lost_pkts for p in network_peaks(_with_dip(base, model, start, length_ms, rate),
+                                                          DURATION_NS / S))
+            for model in ("bmv2", "shaper")}
+    assert lost["bmv2"] >= LOSS_PKTS and lost["shaper"] == 0, lost
