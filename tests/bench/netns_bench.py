@@ -152,3 +152,81 @@ def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int
                 f"{rate:g} Mb/s" if rate else "none",
                 f"{seconds} s runs, the trees in turns at each rate; rates x k, delays and report intervals / k; "
                 + "; ".join(tried[label]))
+
+
+def with_min_interval(topo: Any, min_us: int) -> Any:
+    """``topo`` with no report interval below ``min_us``: what the real-time path can keep (one report
+    per buffer every ``min_us``), whatever the scaling asked (docs/netns.md, "At higher link rates")."""
+    t = copy.deepcopy(topo)
+    t.ports = {key: replace(p, interval_us=max(min_us, p.interval_us)) for key, p in t.ports.items()}
+    t.host_buffers = {key: replace(p, interval_us=max(min_us, p.interval_us)) for key, p in t.host_buffers.items()}
+    return t
+
+
+def rate_row(k: int, summary: dict[str, Any], base_mbps: float) -> dict[str, Any]:
+    """One scaled run's verdict and the evidence of what broke: the buffers, the control latency, whether
+    the runner kept real time, how late the hosts' relays put frames out, and each sending host's rate
+    against its law's (a paced host that falls behind its law shows here first)."""
+    ok, why = meets_targets(summary)
+    rt, cl = summary.get("realtime", {}), summary.get("control_latency", {})
+    return {"k": k, "link_mbps": base_mbps * k, "ok": ok, "why": why,
+            "buffers": {n: round(b["mean"], 3) for n, b in summary["buffers"].items()},
+            "control_latency_ms": {q: cl.get(q) for q in ("samples", "median_ms", "p99_ms")},
+            "runner_late_ms": {q: rt.get(q) for q in ("late_p99_ms", "late_max_ms", "kept_up")},
+            "relays_late_over_5ms": {h: r.get("late_over_5ms") for h, r in rt.get("host_relays", {}).items()}}
+
+
+def sent_vs_law(run_dir: Path, host: str, flow: str, packet_bytes: int, since_s: float) -> float | None:
+    """The share of its law's mean rate (b/s) that ``host``'s flow ``flow`` sent after ``since_s`` (None: no rows)."""
+    import csv
+
+    with open(run_dir / f"packets_{flow}.csv") as f:
+        sent = [float(r["sent_s"]) for r in csv.DictReader(f)]
+    with open(run_dir / "laws.csv") as f:
+        laws = [float(r["rate_bps"]) for r in csv.DictReader(f) if r["node"] == host and float(r["t_s"]) >= since_s]
+    end = max(sent, default=since_s)
+    n = sum(1 for t in sent if t >= since_s)
+    if not laws or end <= since_s:
+        return None
+    return 8 * packet_bytes * n / (end - since_s) / (sum(laws) / len(laws))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.bench.netns_bench`` (root): scaled runs in netns, one JSON line each."""
+    import argparse
+
+    from topo.runner import run_experiment
+    from topo.schema import load_topology
+    from topo.yaml_tree import TopologyError
+
+    p = argparse.ArgumentParser(prog="python -m tests.bench.netns_bench", description=main.__doc__)
+    p.add_argument("--topology", default="paper-1router", help="a topo/*.yaml name")
+    p.add_argument("--factors", default="2,4,8,16,32", help="k: rates x k, delays and report intervals / k")
+    p.add_argument("--seconds", type=int, default=20)
+    p.add_argument("--min-interval-us", type=int, default=0, help="no report interval below this (0: none)")
+    p.add_argument("--out", type=Path, default=Path("/tmp/netns-rates"))
+    a = p.parse_args(argv)
+    try:
+        factors = [int(x) for x in a.factors.split(",")]
+        base = load_topology(ROOT / "topo" / f"{a.topology}.yaml")
+    except (ValueError, OSError, TopologyError) as exc:
+        p.error(str(exc))
+    base_mbps = min(link.rate_bps for link in base.links) / 1e6
+    for k in factors:
+        topo = scaled(base, k)
+        if a.min_interval_us:
+            topo = with_min_interval(topo, a.min_interval_us)
+        out = a.out / f"{a.topology}-x{k}"
+        summary = run_experiment(topo, a.seconds * 1_000_000_000, out=out, plots=False, backend="netns",
+                                 pcap=False).summary
+        row = rate_row(k, summary, base_mbps)
+        row["load_1min"] = round(os.getloadavg()[0], 2)
+        flow = topo.flows[0]
+        share = sent_vs_law(out, flow.src, flow.name, flow.packet_size, a.seconds / 2)
+        row[f"{flow.src}_sent_over_law"] = share and round(share, 3)
+        print(json.dumps(row), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
