@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 mod afpacket;
+mod ctrlheader;
 mod datagram;
 mod host;
 mod hostrelay;
@@ -32,6 +33,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<link::Transmitter>()?;
     m.add_class::<link::LinkStats>()?;
     m.add_class::<link::InMemoryLink>()?;
+    m.add_class::<ctrlheader::HeaderSplit>()?;
     m.add_class::<linkport::LinkPort>()?;
     m.add_function(wrap_pyfunction!(link::wire_bits, m)?)?;
     m.add_function(wrap_pyfunction!(link::wire_time_ns, m)?)?;

@@ -127,7 +127,10 @@ impl LinkPort {
     /// `on_receive(number, frame)`, called for each frame the link delivers (None: none).
     #[getter]
     fn on_receive(&self, py: Python<'_>) -> Option<PyObject> {
-        lock(&self.wiring).on_receive.as_ref().map(|f| f.clone_ref(py))
+        lock(&self.wiring)
+            .on_receive
+            .as_ref()
+            .map(|f| f.clone_ref(py))
     }
 
     #[setter]
