@@ -288,6 +288,9 @@ def split_controller_header(header: ControllerHeader | None, frame: bytes) -> tu
     """(metadata, payload) of a frame starting with ``header``; None if the frame is shorter."""
     if header is None:
         return {}, frame
+    splitter = header.splitter
+    if splitter is not None and type(frame) is bytes:
+        return splitter.split(frame)  # type: ignore[no-any-return]
     bits, layout = header.layout
     nbytes = (bits + 7) // 8
     if len(frame) < nbytes:

@@ -99,12 +99,14 @@ class Switch:
         self.holder = PipelineHolder()
         self.tm = TrafficManager(sched, num_priorities=opts.priority_queues, default_depth=opts.queue_depth,
                                  default_rate_pps=opts.queue_rate_pps, queue_model=opts.queue_model)  # served by the core below
-        self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self._to_cpu,
-                                      cpu_port=opts.cpu_port)
         self.device = P4SwitchDevice(self.holder, self.inject, opts.cpu_port, seed=opts.seed,
                                      on_load=heap.settle if self.realtime else None)
+        # the walk hands CPU-port frames to the device itself, which splits the header off and
+        # gives the core the metadata it split (no checks again: a report every interval per link)
+        self.core = V1ModelSwitchCore(sched, self.tm, self.holder, self._emit, self.device.frame_to_cpu,
+                                      cpu_port=opts.cpu_port)
         self.p4rt = P4RuntimeCore(self.device, device_id=opts.device_id, scheduler=sched)
-        self.device.packet_in_sink = self.p4rt.packet_in
+        self.device.packet_in_sink = self.p4rt.split_packet_in
         self.capture: PortCapture | None = None
         if opts.pcap_dir:
             epoch = sched.wall_origin_ns if isinstance(sched, RealtimeScheduler) else 0
@@ -322,9 +324,6 @@ class Switch:
         if wire is None:
             wire = self._wires[number] = RealtimeWire()
         return wire.busy_ns(self.sched.now_ns(), wire_ns)
-
-    def _to_cpu(self, frame: bytes) -> bool:
-        return self.device.frame_to_cpu(frame)
 
     def inject(self, port: int, frame: bytes) -> None:
         """A frame enters ingress as if received on ``port`` (tests, tools, packet-outs)."""

@@ -34,7 +34,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from runtime.link import InMemoryLink, LinkModel
+import hbh_engine as _engine
+
+from runtime.link import LinkModel
 from runtime.offload import (
     NO_OFFLOAD,
     VIRTIO_NET_HDR_F_NEEDS_CSUM,
@@ -115,39 +117,23 @@ class PortStats:
     rx_dropped: dict[str, int] = field(default_factory=dict)  # received frames dropped, by cause
 
 
-class LinkPort:
+class LinkPort(_engine.LinkPort):
     """A switch port on an :class:`~runtime.link.InMemoryLink` (the ``sim`` binding).
 
     It is the link's endpoint (``receive``) and the switch's port (``send`` returns the
-    link's busy time, which the TM waits). Create it, create the link with it as one end,
-    then ``attach(link)``.
+    link's busy time, which the TM waits). Create it (``LinkPort(number, name, on_receive=None)``),
+    create the link with it as one end, then ``attach(link)``. ``receive``, ``send`` and
+    ``attach`` run in the engine (engine/src/linkport.rs): a frame the link delivers reaches the
+    switch's walk (``on_receive`` set to ``V1Walk.receive``), and a frame the walk sends reaches
+    the link, with no Python frame per packet hop. Override neither in a subclass: the engine
+    calls its own.
     """
 
-    def __init__(self, number: int, name: str, on_receive: ReceiveFn | None = None) -> None:
-        self.number = number
-        self.name = name
-        self.on_receive = on_receive
-        self.link: InMemoryLink | None = None
-        self.stats = PortStats()
-
-    def attach(self, link: InMemoryLink) -> None:
-        link.direction_from(self)  # raises unless this port is an end of that link
-        self.link = link
-
-    def receive(self, frame: bytes) -> None:
-        self.stats.rx_frames += 1
-        if self.on_receive is not None:
-            self.on_receive(self.number, frame)
-
-    def send(self, frame: bytes) -> int:
-        if self.link is None:
-            self.stats.tx_dropped += 1  # an unconnected port, like a cable-less NIC
-            return 0
-        self.stats.tx_frames += 1
-        return self.link.send(self, frame)
-
-    def __repr__(self) -> str:
-        return f"<LinkPort {self.number} {self.name}>"
+    @property
+    def stats(self) -> PortStats:
+        """The port's counters now (a copy: frames received, sent, dropped for want of a link)."""
+        rx, tx, dropped = self.counts()
+        return PortStats(rx_frames=rx, tx_frames=tx, tx_dropped=dropped)
 
 
 class PacketSocketPort:

@@ -162,6 +162,8 @@ class SimHostNode:
         self.link: InMemoryLink | None = None
         self.flow_ids = {f.name: i + 1 for i, f in enumerate(topo.flows)}
         self.records: dict[int, FlowRecord] = {}
+        # flow id -> its source's clock offset (the net's offset_of_flow), read per data packet
+        self._flow_offsets = {fid: net.offset_of_flow(fid) for fid in net.flow_names}
         self._sent: dict[str, int] = {}  # packets of the flows sent from here in Python (CVIHIS, TFRC, LEDBAT)
         self._paced: dict[str, tuple[Pacer, int]] = {}  # the engine's: flow name -> (pacer, flow id)
         self.templates: dict[str, FrameTemplate] = {}
@@ -357,7 +359,7 @@ class SimHostNode:
         if self.buffer is not None and not self.buffer.on_arrival(now):
             self.net.counts["receiver_overflow"] += 1
         else:
-            rec.on_packet(d.seq, d.ts_ns - self.net.offset_of_flow(d.flow), now, d.size)
+            rec.on_packet(d.seq, d.ts_ns - self._flow_offsets[d.flow], now, d.size)
             e2e_sink = self.e2e_sinks.get(d.flow)
             if e2e_sink is not None:
                 self._send_e2e_feedback(d.flow, e2e_sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
@@ -562,8 +564,7 @@ class SimNetwork:
         to_agent = ControlLatency(half, p99_half, rng)
         client = InProcessController(
             node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(agent_box[0], m, to_agent),
-            on_packet_in=lambda payload, meta: agent_box and self._packet_in_to_agent(agent_box[0], payload, meta,
-                                                                                      to_agent))
+            on_packet_in=self._packet_in_sink(agent_box, to_agent))
         queues = direct(in_process_handler(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self._law_trace(name))
@@ -582,13 +583,22 @@ class SimNetwork:
         else:
             agent.on_stream_message(msg)
 
-    def _packet_in_to_agent(self, agent: SwitchAgent, payload: bytes, meta: dict[str, int],
-                            latency: ControlLatency) -> None:
-        """The same for a packet-in handed over as values (``InProcessController(on_packet_in=...)``)."""
-        if latency.median_ns:
-            self.sched.call_later(latency.delay(self.sched.now_ns()), agent.on_packet_in, payload, meta)
-        else:
-            agent.on_packet_in(payload, meta)
+    def _packet_in_sink(self, agent_box: list[SwitchAgent],
+                        latency: ControlLatency) -> Callable[[bytes, dict[str, int]], None]:
+        """The same for a packet-in handed over as values (``InProcessController(on_packet_in=...)``):
+        ``sink(payload, meta)``, which ignores packet-ins before the agent is in ``agent_box``. One
+        closure per switch, called for every report: the scheduler's methods are looked up once."""
+        now_ns, call_later = self.sched.now_ns, self.sched.call_later
+
+        def sink(payload: bytes, meta: dict[str, int]) -> None:
+            if not agent_box:
+                return
+            if latency.median_ns:
+                call_later(latency.delay(now_ns()), agent_box[0].on_packet_in, payload, meta)
+            else:
+                agent_box[0].on_packet_in(payload, meta)
+
+        return sink
 
     def summary_extra(self) -> dict[str, Any]:
         opts = self.topo.options

@@ -9,10 +9,12 @@
 use pyo3::prelude::*;
 
 mod afpacket;
+mod ctrlheader;
 mod datagram;
 mod host;
 mod hostrelay;
 mod link;
+mod linkport;
 mod p4cells;
 mod p4tables;
 mod p4vm;
@@ -31,6 +33,8 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<link::Transmitter>()?;
     m.add_class::<link::LinkStats>()?;
     m.add_class::<link::InMemoryLink>()?;
+    m.add_class::<ctrlheader::HeaderSplit>()?;
+    m.add_class::<linkport::LinkPort>()?;
     m.add_function(wrap_pyfunction!(link::wire_bits, m)?)?;
     m.add_function(wrap_pyfunction!(link::wire_time_ns, m)?)?;
     m.add_class::<host::PacedSender>()?;

@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
+use crate::linkport::LinkPort;
 use crate::sched::{now_of, VirtualScheduler};
 
 const NS_PER_S: i128 = 1_000_000_000;
@@ -209,6 +210,9 @@ fn link_deliver(
     stats: &Bound<'_, LinkStats>,
 ) -> PyResult<()> {
     stats.borrow_mut().delivered += 1;
+    if let Ok(port) = target.downcast::<LinkPort>() {
+        return LinkPort::deliver(port, data);
+    }
     target
         .call_method1(intern!(target.py(), "receive"), (data,))
         .map(|_| ())

@@ -22,6 +22,7 @@ use pyo3::types::{PyBool, PyBytes};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{RxBatch, BUF};
+use crate::linkport::{method_owner, LinkPort};
 use crate::p4vm::{P4Program, STATUS_REJECT};
 use crate::pre::Pre;
 use crate::rtloop::TxPort;
@@ -195,10 +196,12 @@ impl WalkPacket {
     }
 }
 
-/// Where a port's frames go: a Python `send(frame) -> wire ns`, or the engine's transmitter.
+/// Where a port's frames go: a Python `send(frame) -> wire ns`, the engine's transmitter, or
+/// the engine's port on an in-memory link (its `send`, called without Python).
 enum Out {
     Py(PyObject),
     Tx(Py<TxPort>),
+    Link(Py<LinkPort>),
 }
 
 impl Out {
@@ -206,6 +209,7 @@ impl Out {
         match self {
             Out::Py(f) => Out::Py(f.clone_ref(py)),
             Out::Tx(t) => Out::Tx(t.clone_ref(py)),
+            Out::Link(p) => Out::Link(p.clone_ref(py)),
         }
     }
 }
@@ -615,6 +619,10 @@ impl V1Walk {
                 self.count("tx");
                 send.bind(py).call1((frame,))?.extract()
             }
+            Some(Out::Link(port)) => {
+                self.count("tx");
+                LinkPort::transmit(port.bind(py), frame.as_any())
+            }
             _ => {
                 self.count("tx");
                 self.count(NO_PORT);
@@ -740,7 +748,10 @@ impl V1Walk {
     fn set_port(&self, py: Python<'_>, number: usize, send: Option<PyObject>) -> PyResult<()> {
         let send = send.map(|s| match s.downcast_bound::<TxPort>(py) {
             Ok(t) => Out::Tx(t.clone().unbind()),
-            Err(_) => Out::Py(s),
+            Err(_) => match method_owner::<LinkPort>(s.bind(py), "send") {
+                Some(p) => Out::Link(p),
+                None => Out::Py(s),
+            },
         });
         let mut st = lock(&self.state);
         let slot = st.ports.get_mut(number).ok_or_else(|| {
@@ -753,7 +764,12 @@ impl V1Walk {
     }
 
     /// A frame arrived on `port`: ingress and the TM here, or the Python walk.
-    fn receive(&self, py: Python<'_>, port: u64, frame: Bound<'_, PyBytes>) -> PyResult<()> {
+    pub(crate) fn receive(
+        &self,
+        py: Python<'_>,
+        port: u64,
+        frame: Bound<'_, PyBytes>,
+    ) -> PyResult<()> {
         let Some(prog) = self.program(py)? else {
             self.core
                 .bind(py)
@@ -866,6 +882,7 @@ impl V1Walk {
             match p {
                 Out::Py(f) => visit.call(f)?,
                 Out::Tx(t) => visit.call(t)?,
+                Out::Link(p) => visit.call(p)?,
             }
         }
         Ok(())

@@ -460,6 +460,18 @@ class P4RuntimeCore:
         primary.send(resp)
         return True
 
+    def split_packet_in(self, payload: bytes, metadata: dict[str, int]) -> bool:
+        """:meth:`packet_in` of metadata the device split off the frame with the packet_in header
+        in force (``p4switch.device.split_controller_header``): its names, order and widths are
+        that header's by construction, so the checks are left out and the dict is handed on as
+        it is (a report comes this way every interval on every link)."""
+        primary = self.arbitration.primary
+        if primary is None or primary.packet_in is None:
+            return self.packet_in(payload, metadata)
+        self._sync()
+        primary.packet_in(payload, metadata)
+        return True
+
     @classmethod
     def _packet_in_values(cls, header: Any, metadata: Mapping[str, int]) -> dict[str, int]:
         """The header's fields in its order, checked: in C-level passes when all is well (a report

@@ -13,7 +13,9 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import Any
 
+import hbh_engine as _engine
 from p4.config.v1 import p4info_pb2, p4types_pb2
 
 from .actions import ActionInfo
@@ -65,6 +67,14 @@ class ControllerHeader:
             shifts.append((f.name, shift, (1 << f.bitwidth) - 1))
             shift += f.bitwidth
         return shift, tuple(reversed(shifts))
+
+    @cached_property
+    def splitter(self) -> Any:
+        """The engine's split of this header off a frame (``hbh_engine.HeaderSplit``), None if a
+        field is wider than 64 bits (then :func:`p4switch.device.split_controller_header` reads it
+        in Python)."""
+        bits, layout = self.layout
+        return _engine.HeaderSplit(bits, layout) if all(f.bitwidth <= 64 for f in self.fields) else None
 
     @cached_property
     def names(self) -> tuple[str, ...]:

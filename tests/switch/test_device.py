@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st_
 
 from p4switch.device import (
     P4SwitchDevice,
@@ -17,6 +19,7 @@ from p4switch.device import (
 )
 from p4switch.p4runtime.device import PipelineLoadError
 from p4switch.state import RuntimeState
+from p4switch.state.runtime import ControllerHeader, PacketMetadataField
 from tests.switch.simnet import ALINEA, program
 
 
@@ -35,6 +38,30 @@ def test_controller_headers_pack_as_the_wire_format_says() -> None:
     assert split_controller_header(None, b"abc") == ({}, b"abc")
     with pytest.raises(ValueError, match="does not fit bit<9>"):
         pack_controller_header(st.packet_out, {"egress_port": 512})
+
+
+def _python_split(header: ControllerHeader, frame: bytes) -> tuple[dict[str, int], bytes] | None:
+    """The header read as one integer, field by field (the arithmetic the engine's split keeps)."""
+    bits, layout = header.layout
+    nbytes = (bits + 7) // 8
+    if len(frame) < nbytes:
+        return None
+    acc = int.from_bytes(frame[:nbytes], "big") >> (nbytes * 8 - bits)
+    return {name: (acc >> shift) & mask for name, shift, mask in layout}, frame[nbytes:]
+
+
+@given(widths=st_.lists(st_.integers(0, 64), min_size=1, max_size=12), frame=st_.binary(max_size=80))
+def test_the_engines_header_split_reads_what_the_whole_integer_gives(widths: list[int], frame: bytes) -> None:
+    """Headers of any field widths up to 64 bits and any total (whole bytes or not), frames short
+    or long: the engine's split (``ControllerHeader.splitter``) gives the same dict, in the same
+    order, and the same payload as reading the header as one integer; it fails if a field's bits
+    are taken from the wrong place or the header's leading pad bits are not skipped."""
+    header = ControllerHeader(1, "packet_in", tuple(PacketMetadataField(i + 1, f"f{i}", w) for i, w in enumerate(widths)))
+    assert header.splitter is not None
+    got, want = split_controller_header(header, frame), _python_split(header, frame)
+    assert got == want
+    if got is not None and want is not None:
+        assert list(got[0]) == list(want[0])
 
 
 def test_device_config_keeps_positions_of_included_files(tmp_path: Path) -> None:
