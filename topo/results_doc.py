@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 #: The generators of the document's sections, in its order ("paper": the summary and the runs of
 #: the shipped files and their variants, with their figures).
-SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp")
+SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation")
 
 
 def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -131,6 +131,10 @@ def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
         from topo.results_tcp import sections as tcp_sections
 
         return tcp_sections(figures, doc_dir)
+    if name == "tcp-validation":  # issue 23: the model against the stored kernel runs
+        from topo.tcp_validation import results_section
+
+        return results_section()
     from topo.results_fabric import fabric_sections
 
     return fabric_sections(figures, doc_dir)

@@ -132,3 +132,18 @@ def test_every_stored_kernel_run_says_its_minimum_rtt(stored: str) -> None:
     for path in sorted((V.ROOT / "docs" / stored).glob("*.json")):
         run = json.loads(path.read_text())
         assert run["min_rtt_ms"] > 0, path
+
+
+def test_results_section_holds_the_model_against_a_stored_kernel_run(tmp_path) -> None:
+    """docs/results.md's section (python -m topo.results_doc --only tcp-validation): a row per case
+    with the stored kernel run's numbers beside the model's, run now."""
+    import json as _json
+
+    from topo.tcp_validation import CASES, LATEST_KERNEL_SET, results_section
+
+    case = next(c for c in CASES if c.name == "reno-2mbps-20ms")
+    stored = _json.loads((LATEST_KERNEL_SET / f"{case.name}.json").read_text())
+    lines = results_section(LATEST_KERNEL_SET, 5_000_000_000, 1, [case])
+    assert lines[0] == "## TCP: the simulator's model against the kernel's"
+    rows = [line for line in lines if line.startswith("| reno | 2 Mb/s | 20 ms |")]
+    assert len(rows) == 1 and f"{stored['goodput_bps'] / 1e6:.3f} Mb/s" in rows[0]
