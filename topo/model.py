@@ -33,8 +33,9 @@ CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledba
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
-#: median the netns backend measures for p4switch on our 2-core machines (docs/netns.md).
-DEFAULT_CONTROL_LATENCY_NS = 4_000_000
+#: median the netns backend measures for p4switch on our 2-core machines (about 0.5 ms idle), rounded
+#: up to a whole millisecond (docs/netns.md, "Control latency").
+DEFAULT_CONTROL_LATENCY_NS = 1_000_000
 #: ``control: tcp`` (the kernel's TCP, netns backend only): the congestion control when the file names
 #: none, and the application record a TCP sender writes (a "packet" of a TCP flow in the CSVs and the
 #: summary: a 20-byte header -- length, sequence number, send time -- and padding; 1448 B = the MSS of

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 import json
+import math
 import os
 import resource
 import subprocess
@@ -73,8 +74,8 @@ def bench_cpu_5router(rep: Any, tmp: Path, seconds: int) -> None:
             f"median {latency.get('median_ms', 0):.2f} ms, p99 {latency.get('p99_ms', 0):.2f} ms",
             f"{latency['samples']} reports that changed a rate, the same run; the simulator's default "
             f"options.control_latency is {DEFAULT_CONTROL_LATENCY_NS / 1e6:g} ms (topo/model.py: "
-            + ("this median, rounded)" if abs(latency.get('median_ms', 0) - DEFAULT_CONTROL_LATENCY_NS / 1e6)
-               <= 0.5 * DEFAULT_CONTROL_LATENCY_NS / 1e6 else
+            + ("this median, rounded up to a whole millisecond)"
+               if max(1, math.ceil(latency.get('median_ms', 0))) * 1_000_000 == DEFAULT_CONTROL_LATENCY_NS else
                "set from an earlier median of this row, not this one: see docs/netns.md)"))
 
 
