@@ -163,9 +163,13 @@ class SwitchPlan:
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LawTrace:
-    """One report as the agent applied it: for time series and figures."""
+    """One report as the agent applied it: for time series and figures.
+
+    Not frozen, though nobody changes one: one is built per report (every 3-4 packet-hops of a
+    simulation), and a frozen dataclass's ``__init__`` sets its 12 fields one ``object.__setattr__``
+    at a time (0.9 µs, against 0.2 µs for slots)."""
 
     t_ns: int
     port: int

@@ -67,9 +67,13 @@ FORECAST_SPAN_PKTS = 10.0
 FORECAST_BOOST = 7.0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Forecast:
-    """What a node whose rate reaches the wire late knows about the downstream buffer."""
+    """What a node whose rate reaches the wire late knows about the downstream buffer.
+
+    Not frozen, though nobody changes one: an agent builds one per report (every 3-4 packet-hops of
+    a simulation), and a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
+    (0.45 µs here, against 0.1 µs for slots)."""
 
     occupancy: float  # forecast occupancy (fraction) when a rate set now arrives downstream
     drain_bps: float  # the downstream buffer's measured drain of this node's packets, b/s
@@ -82,7 +86,7 @@ class Forecast:
     guessed_fall: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Brake:
     """The start-up brake: during the ramp the rate is at most the downstream buffer's measured
     drain plus ``approach_bps`` per unit of room left below O_max (the buffer in bits over the

@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from operator import mul
 
 from controlplane.alinea import Brake, Forecast
 
@@ -160,9 +159,12 @@ class QueueForecast:
     _falling: bool = False  # the exact drain's fall is followed
     _fall_start_ns: int = 0  # when the fall followed began (the start of its first stretch)
     # The ledger, oldest first: packets and the spacing (ns) each report's arrivals were queued with,
-    # in two columns so that the schedule is one C-level sum; and their total (exact: integers).
+    # and their product (the time they take: a column of its own, so that the schedule is one C-level
+    # sum of floats, each computed once, where a sum of products made ~50 float objects per report);
+    # and the packets' total (exact: integers).
     _counts: deque[int] = field(default_factory=deque)
     _spacings: deque[float] = field(default_factory=deque)
+    _products: deque[float] = field(default_factory=deque)
     _stamped: int = 0
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
     # For each entry of _hist: the stretch of the exact drain ending there (_chunk_rates), None
@@ -193,8 +195,10 @@ class QueueForecast:
             self._smooth(arrivals, (now_ns - t_prev) / NS)
             if not exact:
                 self._drained += ((deq - self.deq) & COUNTER_MASK) - (occupancy - self.occupancy)
+        spacing = NS / pps if pps > 0 else 0.0
         self._counts.append(arrivals)  # the ledger: this report's arrivals at the rate in force
-        self._spacings.append(NS / pps if pps > 0 else 0.0)
+        self._spacings.append(spacing)
+        self._products.append(arrivals * spacing)
         self._stamped += arrivals
         if exact:
             if self._reported is not None:
@@ -259,11 +263,11 @@ class QueueForecast:
         seconds). At high rates one report gap holds that many departures, so a capacity drop is
         followed at the first report after it."""
         end = len(self._hist) - 1
-        chunks = self._chunk_rates(end, DRAIN_SPREAD_GAPS + 1)
-        if len(chunks) < DRAIN_SPREAD_GAPS + 1:
+        newest = self._newest_stretch(end, DRAIN_SPREAD_GAPS + 1)
+        if newest is None:
             self._falling = False
             return
-        short, start_ns = chunks[0]
+        short, start_ns = newest
         was_falling = self._falling
         # The spread only lowers the bar a fall must pass (max of the terms, then subtracted): a
         # drain above the bar without it is above it with it, so the whole walk and the spread
@@ -325,6 +329,23 @@ class QueueForecast:
             end = start
         return out
 
+    def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
+        """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
+        ``hist[end]``, else None: the same walk without its list (every report asks it)."""
+        hist, stretches, base = self._hist, self._stretches, self._popped
+        newest = None
+        for _ in range(count):
+            stretch = stretches[end]
+            if stretch is None:
+                stretch = stretches[end] = self._stretch(end)
+            start = stretch[0] - base
+            if start < 0:
+                return None
+            if newest is None:
+                newest = (stretch[1], hist[start][0])
+            end = start
+        return newest
+
     def _stretch(self, end: int) -> tuple[int, float]:
         """(absolute number of the newest entry before ``hist[end]`` with ``DRAIN_FALL_PKTS`` or
         more departures and some time between them, the drain since it); (-1, 0) if none."""
@@ -336,27 +357,30 @@ class QueueForecast:
                 return j + self._popped, (d1 - d0) * NS / (t1 - t0)
         return -1, 0.0
 
-    def _stamp(self, packets: int, spacing: float) -> None:
-        self._counts.append(packets)
-        self._spacings.append(spacing)
-        self._stamped += packets
-
     def _schedule_ns(self, queued: int) -> float:
         """What the ``queued`` packets still take to leave: the newest ``queued`` of the ledger, each
-        at the spacing it was queued with (the older ones have left)."""
-        counts, spacings, extra = self._counts, self._spacings, self._stamped - queued
+        at the spacing it was queued with (the older ones have left). The sum of the entries'
+        products, oldest first: the same floats, added in the same order, as the sum of
+        ``count * spacing`` over the ledger."""
+        counts, spacings, products, extra = self._counts, self._spacings, self._products, self._stamped - queued
         while extra > 0 and counts:
-            take = min(extra, counts[0])
-            counts[0] -= take
-            extra -= take
-            if not counts[0]:
-                counts.popleft()
-                spacings.popleft()
+            first = counts[0]
+            if extra < first:
+                counts[0] = first = first - extra
+                products[0] = first * spacings[0]
+                extra = 0
+                break
+            extra -= first
+            counts.popleft()
+            spacings.popleft()
+            products.popleft()
         if extra < 0:  # more queued than the ledger holds (a wrap, a restart): at the oldest spacing
+            spacing = spacings[0] if spacings else 0.0
             counts.appendleft(-extra)
-            spacings.appendleft(spacings[0] if spacings else 0.0)
+            spacings.appendleft(spacing)
+            products.appendleft(-extra * spacing)
         self._stamped = queued
-        return sum(map(mul, counts, spacings))
+        return sum(products)
 
     def _note_reception(self, recv_ns: int) -> None:
         if self._recv_ns is not None:
