@@ -126,7 +126,7 @@ def schedule_floor_pps(queued: int, link_pps: float, horizon_s: float = 0.0, arr
     bound (the caller chooses: any spacing extends it)."""
     if link_pps <= 0:
         return 0.0
-    n = max(1.0, arrivals)
+    n = arrivals if arrivals > 1.0 else 1.0  # max(1.0, arrivals), without a builtin call
     slack = (queued + n) / link_pps + bound_s - horizon_s
     if slack <= n / link_pps:
         return None
@@ -206,11 +206,13 @@ class QueueForecast:
             self._reported = drained
         last_sent = self.last_sent_ns = now_ns + int(self._schedule_ns(queued))
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
-        horizon_s = self.horizon_s = max(0, last_sent - now_ns) / NS
+        ahead = last_sent - now_ns
+        horizon_s = self.horizon_s = (ahead if ahead > 0 else 0) / NS
         hist, stretches = self._hist, self._stretches
         hist.append((drained_ns if exact else now_ns, self._drained))
         stretches.append(None)
-        window_ns = min(DRAIN_WINDOW_S, max(horizon_s, DRAIN_WINDOW_MIN_S)) * NS
+        window_s = DRAIN_WINDOW_MIN_S if DRAIN_WINDOW_MIN_S > horizon_s else horizon_s  # min(max()) written out
+        window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
         popped = 0
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
             hist.popleft()
@@ -384,8 +386,11 @@ class QueueForecast:
 
     def _note_reception(self, recv_ns: int) -> None:
         if self._recv_ns is not None:
-            gap = max(0, recv_ns - self._recv_ns) / NS
-            self.slow_gap_s = max(gap, self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S))
+            # every report comes here: max() written out (the same value: the first on a tie)
+            gap = recv_ns - self._recv_ns
+            gap = (gap if gap > 0 else 0) / NS
+            kept = self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S)
+            self.slow_gap_s = kept if kept > gap else gap
         self._recv_ns = recv_ns
 
     def _smooth(self, arrivals: int, gap_s: float) -> None:
@@ -401,23 +406,27 @@ class QueueForecast:
         """Packets expected to be stamped before the next rate command: the arrival rate over
         twice the report gap (the gap itself, plus a margin for the control plane's latency), or
         over the longest recent gap between receptions (a slow control channel), if longer."""
-        return self.arrival_pps * max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
+        gap_s = MIN_GAP_S if MIN_GAP_S > self.gap_s else self.gap_s  # max() written out (every report)
+        span_s, slow_s = 2 * gap_s, SLOW_GAP_MARGIN * self.slow_gap_s
+        return self.arrival_pps * (slow_s if slow_s > span_s else span_s)
 
     def span_scale(self) -> float:
         """The usual gap over the last one (at most 1): a change of occupancy seen over a longer
         gap than usual (a stall of the reporter or of the path) is a slower change than it looks."""
         if self.last_gap_s <= 0 or self._usual_gap_s <= 0:
             return 1.0
-        return min(1.0, self._usual_gap_s / self.last_gap_s)
+        scale = self._usual_gap_s / self.last_gap_s
+        return scale if scale < 1.0 else 1.0
 
     def approach_bps(self, capacity: int, packet_bits: int) -> float:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
-        return capacity * packet_bits / (BRAKE_GAPS * max(self.gap_s, MIN_GAP_S))
+        return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if MIN_GAP_S > self.gap_s else self.gap_s))
 
     # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/fluid_control.py) ----
     def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
         """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
-        return Forecast(max(0, round(pkts)) / capacity, self.expected_pps * packet_bits,
+        whole = round(pkts)
+        return Forecast((whole if whole > 0 else 0) / capacity, self.expected_pps * packet_bits,
                         self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall)
 
     def floor_pps(self, link_pps: float) -> float | None:
@@ -454,5 +463,6 @@ class QueueForecast:
         if n <= 0 or t_last <= t0:
             return 0.0
         spacing = (t_last - t0) / n
-        span = max(t_last - t0, self.t_ns - t0 - spacing) / NS  # type: ignore[operator]
+        span_ns, stall_ns = t_last - t0, self.t_ns - t0 - spacing  # type: ignore[operator]
+        span = (stall_ns if stall_ns > span_ns else span_ns) / NS
         return n / span if span > min_span_s else 0.0
