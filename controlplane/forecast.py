@@ -211,7 +211,7 @@ class QueueForecast:
         hist, stretches = self._hist, self._stretches
         hist.append((drained_ns if exact else now_ns, self._drained))
         stretches.append(None)
-        window_s = DRAIN_WINDOW_MIN_S if DRAIN_WINDOW_MIN_S > horizon_s else horizon_s  # min(max()) written out
+        window_s = DRAIN_WINDOW_MIN_S if horizon_s < DRAIN_WINDOW_MIN_S else horizon_s  # min(max()) written out
         window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
         popped = 0
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
@@ -407,7 +407,7 @@ class QueueForecast:
         """Packets expected to be stamped before the next rate command: the arrival rate over
         twice the report gap (the gap itself, plus a margin for the control plane's latency), or
         over the longest recent gap between receptions (a slow control channel), if longer."""
-        gap_s = MIN_GAP_S if MIN_GAP_S > self.gap_s else self.gap_s  # max() written out (every report)
+        gap_s = MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s  # max() written out (every report)
         span_s, slow_s = 2 * gap_s, SLOW_GAP_MARGIN * self.slow_gap_s
         return self.arrival_pps * (slow_s if slow_s > span_s else span_s)
 
@@ -421,7 +421,7 @@ class QueueForecast:
 
     def approach_bps(self, capacity: int, packet_bits: int) -> float:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
-        return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if MIN_GAP_S > self.gap_s else self.gap_s))
+        return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s))
 
     # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/fluid_control.py) ----
     def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
