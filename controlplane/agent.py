@@ -163,9 +163,13 @@ class SwitchPlan:
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class LawTrace:
-    """One report as the agent applied it: for time series and figures."""
+    """One report as the agent applied it: for time series and figures.
+
+    Not frozen, though nobody changes one: one is built per report (every 3-4 packet-hops of a
+    simulation), and a frozen dataclass's ``__init__`` sets its 12 fields one ``object.__setattr__``
+    at a time (0.9 µs, against 0.2 µs for slots)."""
 
     t_ns: int
     port: int
@@ -184,7 +188,8 @@ class LawTrace:
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
     """Queue rate for ``rate_bps`` of ``packet_bytes`` packets; never 0 (BMv2: 0 = unlimited)."""
-    return max(1, round(rate_bps / (8 * packet_bytes)))
+    pps = round(rate_bps / (8 * packet_bytes))
+    return pps if pps > 1 else 1
 
 
 @dataclass
@@ -258,7 +263,8 @@ class SwitchAgentCore:
             if self.on_trace is not None:
                 self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, 0.0, 0, 0.0, 0.0))
             return []
-        key = (port, self.only_class.get(port, report.data_class if report.data_class < self.plan.classes else 0))
+        data_class = report.data_class
+        key = (port, self.only_class.get(port, data_class if data_class < self.plan.classes else 0))
         pl = self.ports.get(key)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
@@ -328,9 +334,10 @@ class SwitchAgentCore:
         # channel delivers them with jitter (a bunch after a slow call), which would make the
         # drain over a short window as noisy as the jitter (seen with a 60 ms p99 latency).
         t_ns = report.timestamp_us * 1000 if report.timestamp_us else now_ns
+        data_pps = pl.pps - round(self.report_pps.get(port, 0.0))
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
-                                   max(0, pl.pps - round(self.report_pps.get(port, 0.0))), now_ns,
-                                   report.drained, report.drained_ts_us * 1000)
+                                   data_pps if data_pps > 0 else 0, now_ns, report.drained,
+                                   report.drained_ts_us * 1000)
         return pl.forecast.law_forecast(pkts, report.capacity, 8 * pl.packet_bytes)
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:

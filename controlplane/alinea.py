@@ -67,9 +67,13 @@ FORECAST_SPAN_PKTS = 10.0
 FORECAST_BOOST = 7.0
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Forecast:
-    """What a node whose rate reaches the wire late knows about the downstream buffer."""
+    """What a node whose rate reaches the wire late knows about the downstream buffer.
+
+    Not frozen, though nobody changes one: an agent builds one per report (every 3-4 packet-hops of
+    a simulation), and a frozen dataclass's ``__init__`` sets each field through ``object.__setattr__``
+    (0.45 µs here, against 0.1 µs for slots)."""
 
     occupancy: float  # forecast occupancy (fraction) when a rate set now arrives downstream
     drain_bps: float  # the downstream buffer's measured drain of this node's packets, b/s
@@ -82,7 +86,7 @@ class Forecast:
     guessed_fall: bool = False
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Brake:
     """The start-up brake: during the ramp the rate is at most the downstream buffer's measured
     drain plus ``approach_bps`` per unit of room left below O_max (the buffer in bits over the
@@ -111,7 +115,9 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     if not packet or (guessed_fall and error > 0):
         return 1.0
     pkts = abs(error) / packet
-    return 1.0 + FORECAST_BOOST * min(1.0, max(0.0, pkts - FORECAST_DEADBAND_PKTS) / FORECAST_SPAN_PKTS)
+    past = pkts - FORECAST_DEADBAND_PKTS  # min(1, max(0, past) / span), written out (every report)
+    share = (past if past > 0.0 else 0.0) / FORECAST_SPAN_PKTS
+    return 1.0 + FORECAST_BOOST * (share if share < 1.0 else 1.0)
 
 
 class AlineaLaw:
@@ -145,7 +151,7 @@ class AlineaLaw:
             self.last_report_ns, self.interval_ns, self._silent = now_ns, interval_ns, 0
         if self.stale:
             self.restart()
-        measured = 1.0 if overflow else max(0.0, occupancy)
+        measured = 1.0 if overflow else (occupancy if occupancy > 0.0 else 0.0)  # max(0, O(k))
         damp = bool(p.k_p) and self.o >= p.o_max and self.last_occupancy is not None
         if forecast is None:
             occ = measured
@@ -155,7 +161,7 @@ class AlineaLaw:
             elif brake is not None and occ > packet:
                 rate = min(rate, brake.cap(p.o_max, occ, packet))
         else:
-            occ = 1.0 if overflow else max(0.0, forecast.occupancy)
+            occ = 1.0 if overflow else (forecast.occupancy if forecast.occupancy > 0.0 else 0.0)
             # without the damping term (k_p = 0, the paper's law) the gain is the law's only fast answer
             step = forecast_gain(occ - self.o, packet, forecast.guessed_fall and bool(p.k_p)) * self.w * (self.o - occ)
             if damp:
@@ -186,7 +192,7 @@ class AlineaLaw:
 
     def hold_at_least(self, rate: float) -> None:
         """Raise the rate to ``rate`` if it is below (within [floor, R_max])."""
-        self.rate = self._clamp(max(self.rate, rate))
+        self.rate = self._clamp(rate if rate > self.rate else self.rate)
 
     def tick(self, now_ns: int) -> bool:
         """Called periodically by the owner; True if the rate changed because reports stopped.
@@ -235,4 +241,7 @@ class AlineaLaw:
         self.rate = self._clamp(self.rate)
 
     def _clamp(self, rate: float) -> float:
-        return min(max(rate, self.params.r_floor), self.params.r_max)
+        """``min(max(rate, r_floor), r_max)``, written out: twice per report."""
+        p = self.params
+        rate = p.r_floor if p.r_floor > rate else rate
+        return p.r_max if p.r_max < rate else rate

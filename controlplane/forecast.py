@@ -43,7 +43,6 @@ from __future__ import annotations
 import math
 from collections import deque
 from dataclasses import dataclass, field
-from operator import mul
 
 from controlplane.alinea import Brake, Forecast
 
@@ -127,7 +126,7 @@ def schedule_floor_pps(queued: int, link_pps: float, horizon_s: float = 0.0, arr
     bound (the caller chooses: any spacing extends it)."""
     if link_pps <= 0:
         return 0.0
-    n = max(1.0, arrivals)
+    n = arrivals if arrivals > 1.0 else 1.0  # max(1.0, arrivals), without a builtin call
     slack = (queued + n) / link_pps + bound_s - horizon_s
     if slack <= n / link_pps:
         return None
@@ -160,9 +159,12 @@ class QueueForecast:
     _falling: bool = False  # the exact drain's fall is followed
     _fall_start_ns: int = 0  # when the fall followed began (the start of its first stretch)
     # The ledger, oldest first: packets and the spacing (ns) each report's arrivals were queued with,
-    # in two columns so that the schedule is one C-level sum; and their total (exact: integers).
+    # and their product (the time they take: a column of its own, so that the schedule is one C-level
+    # sum of floats, each computed once, where a sum of products made ~50 float objects per report);
+    # and the packets' total (exact: integers).
     _counts: deque[int] = field(default_factory=deque)
     _spacings: deque[float] = field(default_factory=deque)
+    _products: deque[float] = field(default_factory=deque)
     _stamped: int = 0
     _hist: deque[tuple[int, int]] = field(default_factory=deque)
     # For each entry of _hist: the stretch of the exact drain ending there (_chunk_rates), None
@@ -193,8 +195,10 @@ class QueueForecast:
             self._smooth(arrivals, (now_ns - t_prev) / NS)
             if not exact:
                 self._drained += ((deq - self.deq) & COUNTER_MASK) - (occupancy - self.occupancy)
+        spacing = NS / pps if pps > 0 else 0.0
         self._counts.append(arrivals)  # the ledger: this report's arrivals at the rate in force
-        self._spacings.append(NS / pps if pps > 0 else 0.0)
+        self._spacings.append(spacing)
+        self._products.append(arrivals * spacing)
         self._stamped += arrivals
         if exact:
             if self._reported is not None:
@@ -202,11 +206,13 @@ class QueueForecast:
             self._reported = drained
         last_sent = self.last_sent_ns = now_ns + int(self._schedule_ns(queued))
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
-        horizon_s = self.horizon_s = max(0, last_sent - now_ns) / NS
+        ahead = last_sent - now_ns
+        horizon_s = self.horizon_s = (ahead if ahead > 0 else 0) / NS
         hist, stretches = self._hist, self._stretches
         hist.append((drained_ns if exact else now_ns, self._drained))
         stretches.append(None)
-        window_ns = min(DRAIN_WINDOW_S, max(horizon_s, DRAIN_WINDOW_MIN_S)) * NS
+        window_s = DRAIN_WINDOW_MIN_S if horizon_s < DRAIN_WINDOW_MIN_S else horizon_s  # min(max()) written out
+        window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
         popped = 0
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
             hist.popleft()
@@ -237,7 +243,8 @@ class QueueForecast:
         hist, now_ns = self._hist, self.t_ns or 0
         short_s = self.short_window_s()
         j = len(hist) - 1
-        while j > 0 and now_ns - hist[j][0] < short_s * NS:
+        short_ns = short_s * NS  # once, not per entry walked (a host's report walks ~20)
+        while j > 0 and now_ns - hist[j][0] < short_ns:
             j -= 1
         short = self._rate_since(hist[j], short_s / 4)
         span_s = (now_ns - hist[j][0]) / NS
@@ -259,11 +266,11 @@ class QueueForecast:
         seconds). At high rates one report gap holds that many departures, so a capacity drop is
         followed at the first report after it."""
         end = len(self._hist) - 1
-        chunks = self._chunk_rates(end, DRAIN_SPREAD_GAPS + 1)
-        if len(chunks) < DRAIN_SPREAD_GAPS + 1:
+        newest = self._newest_stretch(end, DRAIN_SPREAD_GAPS + 1)
+        if newest is None:
             self._falling = False
             return
-        short, start_ns = chunks[0]
+        short, start_ns = newest
         was_falling = self._falling
         # The spread only lowers the bar a fall must pass (max of the terms, then subtracted): a
         # drain above the bar without it is above it with it, so the whole walk and the spread
@@ -325,6 +332,23 @@ class QueueForecast:
             end = start
         return out
 
+    def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
+        """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
+        ``hist[end]``, else None: the same walk without its list (every report asks it)."""
+        hist, stretches, base = self._hist, self._stretches, self._popped
+        newest = None
+        for _ in range(count):
+            stretch = stretches[end]
+            if stretch is None:
+                stretch = stretches[end] = self._stretch(end)
+            start = stretch[0] - base
+            if start < 0:
+                return None
+            if newest is None:
+                newest = (stretch[1], hist[start][0])
+            end = start
+        return newest
+
     def _stretch(self, end: int) -> tuple[int, float]:
         """(absolute number of the newest entry before ``hist[end]`` with ``DRAIN_FALL_PKTS`` or
         more departures and some time between them, the drain since it); (-1, 0) if none."""
@@ -336,32 +360,38 @@ class QueueForecast:
                 return j + self._popped, (d1 - d0) * NS / (t1 - t0)
         return -1, 0.0
 
-    def _stamp(self, packets: int, spacing: float) -> None:
-        self._counts.append(packets)
-        self._spacings.append(spacing)
-        self._stamped += packets
-
     def _schedule_ns(self, queued: int) -> float:
         """What the ``queued`` packets still take to leave: the newest ``queued`` of the ledger, each
-        at the spacing it was queued with (the older ones have left)."""
-        counts, spacings, extra = self._counts, self._spacings, self._stamped - queued
+        at the spacing it was queued with (the older ones have left). The sum of the entries'
+        products, oldest first: the same floats, added in the same order, as the sum of
+        ``count * spacing`` over the ledger."""
+        counts, spacings, products, extra = self._counts, self._spacings, self._products, self._stamped - queued
         while extra > 0 and counts:
-            take = min(extra, counts[0])
-            counts[0] -= take
-            extra -= take
-            if not counts[0]:
-                counts.popleft()
-                spacings.popleft()
+            first = counts[0]
+            if extra < first:
+                counts[0] = first = first - extra
+                products[0] = first * spacings[0]
+                extra = 0
+                break
+            extra -= first
+            counts.popleft()
+            spacings.popleft()
+            products.popleft()
         if extra < 0:  # more queued than the ledger holds (a wrap, a restart): at the oldest spacing
+            spacing = spacings[0] if spacings else 0.0
             counts.appendleft(-extra)
-            spacings.appendleft(spacings[0] if spacings else 0.0)
+            spacings.appendleft(spacing)
+            products.appendleft(-extra * spacing)
         self._stamped = queued
-        return sum(map(mul, counts, spacings))
+        return sum(products)
 
     def _note_reception(self, recv_ns: int) -> None:
         if self._recv_ns is not None:
-            gap = max(0, recv_ns - self._recv_ns) / NS
-            self.slow_gap_s = max(gap, self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S))
+            # every report comes here: max() written out (the same value: the first on a tie)
+            gap = recv_ns - self._recv_ns
+            gap = (gap if gap > 0 else 0) / NS
+            kept = self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S)
+            self.slow_gap_s = kept if kept > gap else gap
         self._recv_ns = recv_ns
 
     def _smooth(self, arrivals: int, gap_s: float) -> None:
@@ -377,23 +407,27 @@ class QueueForecast:
         """Packets expected to be stamped before the next rate command: the arrival rate over
         twice the report gap (the gap itself, plus a margin for the control plane's latency), or
         over the longest recent gap between receptions (a slow control channel), if longer."""
-        return self.arrival_pps * max(2 * max(self.gap_s, MIN_GAP_S), SLOW_GAP_MARGIN * self.slow_gap_s)
+        gap_s = MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s  # max() written out (every report)
+        span_s, slow_s = 2 * gap_s, SLOW_GAP_MARGIN * self.slow_gap_s
+        return self.arrival_pps * (slow_s if slow_s > span_s else span_s)
 
     def span_scale(self) -> float:
         """The usual gap over the last one (at most 1): a change of occupancy seen over a longer
         gap than usual (a stall of the reporter or of the path) is a slower change than it looks."""
         if self.last_gap_s <= 0 or self._usual_gap_s <= 0:
             return 1.0
-        return min(1.0, self._usual_gap_s / self.last_gap_s)
+        scale = self._usual_gap_s / self.last_gap_s
+        return scale if scale < 1.0 else 1.0
 
     def approach_bps(self, capacity: int, packet_bits: int) -> float:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
-        return capacity * packet_bits / (BRAKE_GAPS * max(self.gap_s, MIN_GAP_S))
+        return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s))
 
     # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/fluid_control.py) ----
     def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
         """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
-        return Forecast(max(0, round(pkts)) / capacity, self.expected_pps * packet_bits,
+        whole = round(pkts)
+        return Forecast((whole if whole > 0 else 0) / capacity, self.expected_pps * packet_bits,
                         self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall)
 
     def floor_pps(self, link_pps: float) -> float | None:
@@ -430,5 +464,6 @@ class QueueForecast:
         if n <= 0 or t_last <= t0:
             return 0.0
         spacing = (t_last - t0) / n
-        span = max(t_last - t0, self.t_ns - t0 - spacing) / NS  # type: ignore[operator]
+        span_ns, stall_ns = t_last - t0, self.t_ns - t0 - spacing  # type: ignore[operator]
+        span = (stall_ns if stall_ns > span_ns else span_ns) / NS
         return n / span if span > min_span_s else 0.0

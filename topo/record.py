@@ -27,8 +27,12 @@ from pathlib import Path
 __all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample", "TcpSample"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class LawRow:
+    """One report a law applied (or, end-to-end, one FIFO's sample). Not frozen, though nobody changes
+    one: one is appended per report, and a frozen dataclass's ``__init__`` sets its 12 fields one
+    ``object.__setattr__`` at a time (1 µs, against 0.2 µs)."""
+
     t_ns: int
     node: str
     toward: str

@@ -587,14 +587,18 @@ class SimNetwork:
                         latency: ControlLatency) -> Callable[[bytes, dict[str, int]], None]:
         """The same for a packet-in handed over as values (``InProcessController(on_packet_in=...)``):
         ``sink(payload, meta)``, which ignores packet-ins before the agent is in ``agent_box``. One
-        closure per switch, called for every report: the scheduler's methods are looked up once."""
+        closure per switch, called for every report: the scheduler's methods are looked up once.
+
+        After the latency the agent's ``on_packet_in`` is due, which schedules ``handle_report`` at
+        delay 0 (behind whatever is due then); that event is the scheduler's own ``call_later`` with
+        those arguments: the same two events, in the same order, without a Python frame between."""
         now_ns, call_later = self.sched.now_ns, self.sched.call_later
 
         def sink(payload: bytes, meta: dict[str, int]) -> None:
             if not agent_box:
                 return
             if latency.median_ns:
-                call_later(latency.delay(now_ns()), agent_box[0].on_packet_in, payload, meta)
+                call_later(latency.delay(now_ns()), call_later, 0, agent_box[0].handle_report, payload, meta)
             else:
                 agent_box[0].on_packet_in(payload, meta)
 

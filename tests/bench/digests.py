@@ -1,6 +1,6 @@
 """Digests of every shipped topology's CSVs in the simulator: the behaviour check of a data-path change.
 
-    python -m tests.bench.digests --duration 3s [--tree DIR] > before.txt
+    python -m tests.bench.digests --duration 3s [--tree DIR] [--only paper-5router capacity-drop] > before.txt
 
 Why: moving per-packet work into the engine (issue 22) must not change one byte of any result.
 Run this before and after a change (``--tree`` runs another checkout, e.g. a ``git worktree`` of
@@ -20,10 +20,17 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def digests(tree: Path, duration: str, seed: int = 1) -> list[str]:
-    """``topology file sha256`` lines of every topo/*.yaml in ``tree`` run with ``hbh run`` (sim)."""
+def digests(tree: Path, duration: str, seed: int = 1, only: list[str] | None = None) -> list[str]:
+    """``topology file sha256`` lines of every topo/*.yaml in ``tree`` (or those named in ``only``, by
+    file stem) run with ``hbh run`` (sim)."""
     lines = []
-    for topo in sorted((tree / "topo").glob("*.yaml")):
+    topos = sorted((tree / "topo").glob("*.yaml"))
+    if only:
+        missing = sorted(set(only) - {t.stem for t in topos})
+        if missing:
+            raise SystemExit(f"no topology {', '.join(missing)} in {tree / 'topo'}")
+        topos = [t for t in topos if t.stem in only]
+    for topo in topos:
         with tempfile.TemporaryDirectory(prefix="digest") as out:
             run = subprocess.run([sys.executable, "-m", "hbh", "run", str(topo), "--duration", duration, "--seed",
                                   str(seed), "--out", out, "--no-plots", "--no-progress", "--backend", "sim"],
@@ -41,8 +48,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--duration", default="3s")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--tree", type=Path, default=ROOT, help="checkout to run (default: this one)")
+    p.add_argument("--only", nargs="+", metavar="NAME", help="only these topologies (file stems of topo/*.yaml), "
+                   "e.g. a long run of a few")
     args = p.parse_args(argv)
-    print("\n".join(digests(args.tree.resolve(), args.duration, args.seed)))
+    print("\n".join(digests(args.tree.resolve(), args.duration, args.seed, args.only)))
     return 0
 
 

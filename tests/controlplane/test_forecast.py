@@ -285,9 +285,14 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
             drained += drained_now
             last_ts = t - drained_now * 100_000
         f.update(t, occ, fwd, deq, pps, drained=drained if exact else None, drained_ns=last_ts if exact else 0)
-        assert f._chunk_rates(len(f._hist) - 1) == rescanned_chunks(list(f._hist))
+        chunks = rescanned_chunks(list(f._hist))
+        for count in range(1, DRAIN_SPREAD_GAPS + 3):  # the newest of `count` stretches, or None
+            assert f._newest_stretch(len(f._hist) - 1, count) == (chunks[0] if len(chunks) >= count else None)
+        assert f._chunk_rates(len(f._hist) - 1) == chunks
         assert f._stamped == sum(f._counts) == f.queued
         assert len(f._counts) == len(f._spacings)
+        # each entry's time, kept beside it, is its count times its spacing (the schedule sums them)
+        assert list(f._products) == [c * s for c, s in zip(f._counts, f._spacings)]
 
 
 class RescanningForecast(QueueForecast):

@@ -6,6 +6,8 @@ import re
 from pathlib import Path
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from controlplane import dataplane_config as dp
 from controlplane.report import FRAME_BYTES, Report, ReportError, decode, encode
@@ -66,3 +68,19 @@ def test_bad_ipv4_address_is_named(bad: str) -> None:
 def test_bad_mac_address_is_named(bad: str) -> None:
     with pytest.raises(ValueError, match=re.escape(repr(bad))):
         dp.mac_int(bad)
+
+
+@given(st.binary(min_size=0, max_size=12), st.sampled_from([b"", b"\x88\xb5", b"\x08\x00"]),
+       st.integers(0, 255), st.binary(max_size=60))
+def test_any_frame_is_a_report_that_encodes_back_or_a_report_error(macs: bytes, ethertype: bytes, first: int,
+                                                                    rest: bytes) -> None:
+    """Whatever the bytes (short, another EtherType, another version, padding): decode returns a report
+    whose encoding is the frame's first 56 bytes, or raises ReportError; nothing else."""
+    frame = (macs + ethertype if len(macs) == 12 else macs) + bytes([first]) + rest
+    readable = len(frame) >= FRAME_BYTES and frame[12:14] == b"\x88\xb5" and frame[14] >> 4 == 2  # the format
+    try:
+        r = decode(frame)
+    except ReportError:
+        assert not readable
+        return
+    assert readable and encode(r) == frame[:FRAME_BYTES]

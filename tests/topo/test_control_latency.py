@@ -6,17 +6,20 @@ from __future__ import annotations
 import dataclasses
 import random
 import statistics
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from controlplane.switch_agent import SwitchAgent
 from runtime.sched import VirtualScheduler
 from tests.topo.helpers import BASE, expect_error
 from topo.control_latency import ControlLatency
 from topo.model import DEFAULT_CONTROL_LATENCY_NS
 from topo.runner import run_experiment
 from topo.schema import load_topology, load_topology_text
-from topo.simnet import DelayedQueues
+from topo.simnet import DelayedQueues, SimNetwork
 
 ROOT = Path(__file__).resolve().parents[2]
 MS = 1_000_000
@@ -96,3 +99,30 @@ def test_bmv2_queues_hold_with_a_jittery_control_plane() -> None:
     assert s["loss"]["total"] == 0, s["loss"]
     for name, b in s["buffers"].items():
         assert abs(b["mean"] - b["target"]) <= 0.03 and b["max"] < 1.0, (name, b)
+
+
+
+
+def test_the_agents_packet_in_event_is_its_on_packet_in() -> None:
+    """After the latency the simulator's sink runs the scheduler's own ``call_later`` of the agent's
+    ``handle_report`` at delay 0, which is what ``SwitchAgent.on_packet_in`` does: in both the report
+    is handled behind what was scheduled for that instant in the meantime."""
+    late = "due at the same instant, scheduled after the packet-in"
+
+    def handled(make_sink: Callable[[VirtualScheduler, SimpleNamespace], Callable[[str, dict[str, int]], None]]) \
+            -> list[str]:
+        sched, seen = VirtualScheduler(), []
+        agent = SimpleNamespace(sched=sched, handle_report=lambda payload, meta: seen.append(payload))
+        make_sink(sched, agent)("report", {})
+        sched.call_at(2 * MS, seen.append, late)
+        sched.run_until(3 * MS)
+        return seen
+
+    def simulators(sched: VirtualScheduler, agent: SimpleNamespace) -> Callable[[str, dict[str, int]], None]:
+        latency = ControlLatency(2 * MS, None, random.Random(1))
+        return SimNetwork._packet_in_sink(SimpleNamespace(sched=sched), [agent], latency)  # type: ignore[arg-type]
+
+    def calling_on_packet_in(sched: VirtualScheduler, agent: SimpleNamespace) -> Callable[[str, dict[str, int]], None]:
+        return lambda payload, meta: sched.call_later(2 * MS, SwitchAgent.on_packet_in, agent, payload, meta)
+
+    assert handled(simulators) == handled(calling_on_packet_in) == [late, "report"]
