@@ -40,7 +40,7 @@ from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisso
 from topo.yaml_tree import TopologyError
 
 __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "run_fabric_netns",
-           "uplink_bytes", "main"]
+           "spine_link_bytes", "spine_gap", "spine_balance", "main"]
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
@@ -95,32 +95,73 @@ class FabricRun:
     topo: Topology
     recorder: Recorder
     rows: list[FctRow]
-    uplinks: dict[tuple[str, str], int]  # (leaf, spine) -> bytes the leaf sent that spine
+    spine_links: dict[tuple[str, str], int]  # (leaf, spine) and (spine, leaf) -> bytes sent on that link
     end_ns: int
     counts: dict[str, int] = field(default_factory=dict)
     realtime: dict | None = None  # a netns run: whether it kept real time (summary.json's ``realtime``)
 
     @property
+    def uplinks(self) -> dict[tuple[str, str], int]:
+        """(leaf, spine) -> bytes the leaf sent that spine: the traffic ECMP gave that uplink."""
+        return {(u, v): n for (u, v), n in self.spine_links.items() if _is_spine(v)}
+
+    @property
     def spines(self) -> dict[str, int]:
         """Bytes each spine received from all leaves."""
-        out: dict[str, int] = {}
-        for (_leaf, spine), n in sorted(self.uplinks.items()):
-            out[spine] = out.get(spine, 0) + n
-        return out
+        return _per_spine(self.spine_links, up=True)
 
     @property
     def completed(self) -> int:
         return sum(1 for r in self.rows if r.end_ns is not None)
 
 
-def uplink_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
-    """Bytes each leaf sent each spine: the traffic ECMP gave that uplink."""
+def _is_spine(name: str) -> bool:
+    return name.startswith("spine")
+
+
+def _leaf_spine(u: str, v: str) -> bool:
+    """``u -> v`` is a leaf's uplink or a spine's downlink."""
+    return (u.startswith("leaf") and _is_spine(v)) or (_is_spine(u) and v.startswith("leaf"))
+
+
+def _per_spine(links: dict[tuple[str, str], int], up: bool) -> dict[str, int]:
+    """Bytes each spine received from the leaves (``up``) or sent them."""
+    out: dict[str, int] = {}
+    for (u, v), n in sorted(links.items()):
+        if _is_spine(v) == up:
+            spine = v if up else u
+            out[spine] = out.get(spine, 0) + n
+    return out
+
+
+def spine_gap(per_spine: dict[str, int]) -> float | None:
+    """(largest - smallest) / mean of the spines' bytes, in percent: |A - B| / mean(A, B) with two
+    spines, issue 24's measure. None when the spines carried nothing."""
+    total = sum(per_spine.values())
+    if not per_spine or total <= 0:
+        return None
+    return 100 * (max(per_spine.values()) - min(per_spine.values())) / (total / len(per_spine))
+
+
+def spine_balance(links: dict[tuple[str, str], int]) -> dict:
+    """The spine links' bytes and the gap between the spines, both ways (up: leaves -> spines, down:
+    spines -> leaves). One definition for both backends: only where the bytes come from differs
+    (the simulator's link counters, the netns backend's interface counters)."""
+    out: dict = {"links": {f"{u}->{v}": n for (u, v), n in sorted(links.items())}}
+    for way, up in (("up", True), ("down", False)):
+        per = _per_spine(links, up)
+        out[way] = {"spine_bytes": per, "gap_pct": spine_gap(per)}
+    return out
+
+
+def spine_link_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
+    """Bytes sent on every leaf -> spine and spine -> leaf link (the simulator's link counters)."""
     out: dict[tuple[str, str], int] = {}
     for link in net.topo.links:
-        leaf, spine = sorted(link.ends, key=lambda n: n.startswith("spine"))
-        if spine.startswith("spine") and leaf.startswith("leaf"):
-            mem = net.links[(leaf, spine)]
-            out[(leaf, spine)] = mem.stats[mem.direction_from(net._ends[(leaf, spine)])].sent_bytes
+        for u, v in ((link.a, link.b), (link.b, link.a)):
+            if _leaf_spine(u, v):
+                mem = net.links[(u, v)]
+                out[(u, v)] = mem.stats[mem.direction_from(net._ends[(u, v)])].sent_bytes
     return out
 
 
@@ -143,7 +184,7 @@ def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> F
         t += STEP_NS
         net.run_until(t)
     net.finish()
-    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), uplink_bytes(net), t, dict(net.counts))
+    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), spine_link_bytes(net), t, dict(net.counts))
 
 
 def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000, target: str = "p4switch",
@@ -156,11 +197,11 @@ def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000,
     result = run_experiment(topo, run_ns, seed, out, plots=False, backend="netns", target=target, pcap=False)
     rec = result.recorder
     done = {name: ends.get("completed_ns") for name, ends in rec.tcp_flows.items()}  # type: ignore[misc]
-    uplinks: dict[tuple[str, str], int] = {}
-    for s in rec.links:
-        if s.src.startswith("leaf") and s.dst.startswith("spine"):
-            uplinks[(s.src, s.dst)] = max(uplinks.get((s.src, s.dst), 0), s.bytes)
-    return FabricRun(topo, rec, fct_rows(topo, done), uplinks, run_ns, realtime=result.summary.get("realtime"))
+    links: dict[tuple[str, str], int] = {}
+    for s in rec.links:  # cumulative interface counters: the last sample is the run's total
+        if _leaf_spine(s.src, s.dst):
+            links[(s.src, s.dst)] = max(links.get((s.src, s.dst), 0), s.bytes)
+    return FabricRun(topo, rec, fct_rows(topo, done), links, run_ns, realtime=result.summary.get("realtime"))
 
 
 def summary(run: FabricRun) -> dict:
@@ -169,7 +210,8 @@ def summary(run: FabricRun) -> dict:
     occupancy = port_occupancy(run.topo, run.recorder.laws)
     out = {"flows": len(run.rows), "completed": len(done), "end_s": run.end_ns / 1e9,
            "goodput_bps": 8e9 * delivered / run.end_ns if run.end_ns else 0.0,
-           "spine_bytes": run.spines, "slowdown": slowdown_table(run.rows),
+           "spine_bytes": run.spines, "spine_balance": spine_balance(run.spine_links),
+           "slowdown": slowdown_table(run.rows),
            "buffers": {f"{v}<-{u}": stats for (u, v), stats in sorted(occupancy.items())}}
     return out if run.realtime is None else out | {"realtime": run.realtime}
 
@@ -213,7 +255,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"python -m topo.fabric: {exc}", file=sys.stderr)
         return 2
     result = summary(run)
-    print(json.dumps({k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes", "realtime") if k in result}))
+    shown = {k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes", "realtime") if k in result}
+    balance = result["spine_balance"]
+    print(json.dumps(shown | {"spine_gap_pct": {way: balance[way]["gap_pct"] for way in ("up", "down")},
+                              "spine_links": balance["links"]}))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         write_fct_csv(run.rows, args.out / "fct.csv")

@@ -170,6 +170,9 @@ class TcpSender(_Endpoint):
         self.bytes_sent = 0
         self.samples: list[TcpSample] = []
         self.connected_ns: int | None = None
+        #: the connection's source port (the kernel's choice): with the destination port, what the
+        #: switches' ECMP hash reads of it (topo/spine_balance.py)
+        self.local_port: int | None = None
         self.sack: bool | None = None  # negotiated, as TCP_INFO says
         #: the flow's kernel congestion control (a paced flow's is its window under the pace, topo/netns_pace.py)
         self.kernel_cc = kernel_cc or flow.cc or ""
@@ -206,6 +209,7 @@ class TcpSender(_Endpoint):
                 self.halt.wait(0.1)
                 continue
             self.connected_ns = self.now_ns()
+            self.local_port = sock.getsockname()[1]
             sock.setblocking(False)
             return sock
         return None
@@ -272,7 +276,8 @@ class TcpSender(_Endpoint):
 
     def result(self) -> dict[str, Any]:
         return {"cc": self.flow.cc, "bytes_sent": self.bytes_sent, "records_sent": self.records_sent,
-                "connected_ns": self.connected_ns, "sack": self.sack, "sender_error": self.error}
+                "connected_ns": self.connected_ns, "local_port": self.local_port, "sack": self.sack,
+                "sender_error": self.error}
 
 
 class TcpReceiver(_Endpoint):
