@@ -31,16 +31,19 @@ from pathlib import Path
 
 from controlplane.agent import MAX_CLASSES
 from controlplane.units import parse_duration_ns, parse_rate
+from hosts.datagram import DATA_PORT
+from p4switch.pipeline.algorithms import crc16
 from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
 from topo.model import Topology
 from topo.record import Recorder
 from topo.schema import load_topology_text
 from topo.simnet import SimNetwork
+from topo.tcpflow import TCP_PORT_BASE
 from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisson_flows
 from topo.yaml_tree import TopologyError
 
 __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "run_fabric_netns",
-           "spine_link_bytes", "spine_gap", "spine_balance", "main"]
+           "spine_link_bytes", "spine_gap", "spine_balance", "selector_next_hop", "hashed_bytes", "main"]
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
@@ -53,6 +56,7 @@ FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp"
 #: the flows' congestion control where it is not the default (cubic)
 FLOW_CC = {"none": "none", "cvihis-rtm": "cvihis-rtm"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
+IPPROTO_TCP, IPPROTO_UDP = 6, 17
 
 
 @dataclass(frozen=True)
@@ -99,6 +103,9 @@ class FabricRun:
     end_ns: int
     counts: dict[str, int] = field(default_factory=dict)
     realtime: dict | None = None  # a netns run: whether it kept real time (summary.json's ``realtime``)
+    #: flow -> (protocol, source port, destination port) of its data packets: what the ECMP hash reads
+    #: besides the addresses (a netns flow that never connected has none)
+    ports: dict[str, tuple[int, int, int]] = field(default_factory=dict)
 
     @property
     def uplinks(self) -> dict[tuple[str, str], int]:
@@ -154,6 +161,32 @@ def spine_balance(links: dict[tuple[str, str], int]) -> dict:
     return out
 
 
+def selector_next_hop(topo: Topology, node: str, src: str, dst: str, proto: int, sport: int = 0,
+                      dport: int = 0) -> str:
+    """The next hop alinea.p4's ``ecmp_selector`` gives a packet ``src -> dst`` at ``node``: the crc16
+    of the selector fields (source and destination address, protocol, the two L4 ports the parser
+    copied: 0 where it copies none), modulo the group's size, picks a member in the group's order
+    (topo/plan.py: the next hops sorted by name). BMv2's and p4switch's rule with unit weights."""
+    hops = topo.next_hops(node, dst)
+    if not hops:
+        raise ValueError(f"{node} has no route to {dst}")
+    key = (topo.ip(src) << 72) | (topo.ip(dst) << 40) | (proto << 32) | (sport << 16) | dport
+    return hops[crc16(key, 104) % len(hops)]
+
+
+def hashed_bytes(run: FabricRun) -> dict[str, int]:
+    """Each inter-leaf flow's size on the spine its data packets' 5-tuple hashes to at its source
+    leaf: what the uplinks carry of the flows' payload if the switches hash as :func:`selector_next_hop`
+    says (headers, ACKs and retransmissions come on top)."""
+    out = {s: 0 for s in _per_spine(run.spine_links, up=True)}
+    for f in run.topo.flows:
+        leaf = run.topo.neighbours(f.src)[0]
+        if f.name in run.ports and f.size_bytes is not None and leaf != run.topo.neighbours(f.dst)[0]:
+            proto, sport, dport = run.ports[f.name]
+            out[selector_next_hop(run.topo, leaf, f.src, f.dst, proto, sport, dport)] += f.size_bytes
+    return out
+
+
 def spine_link_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
     """Bytes sent on every leaf -> spine and spine -> leaf link (the simulator's link counters)."""
     out: dict[tuple[str, str], int] = {}
@@ -184,7 +217,9 @@ def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> F
         t += STEP_NS
         net.run_until(t)
     net.finish()
-    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), spine_link_bytes(net), t, dict(net.counts))
+    ports = {f.name: (IPPROTO_UDP, DATA_PORT + fid % 1000, DATA_PORT) for fid, f in enumerate(topo.flows, start=1)}
+    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), spine_link_bytes(net), t,
+                     dict(net.counts), ports=ports)
 
 
 def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000, target: str = "p4switch",
@@ -201,7 +236,10 @@ def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000,
     for s in rec.links:  # cumulative interface counters: the last sample is the run's total
         if _leaf_spine(s.src, s.dst):
             links[(s.src, s.dst)] = max(links.get((s.src, s.dst), 0), s.bytes)
-    return FabricRun(topo, rec, fct_rows(topo, done), links, run_ns, realtime=result.summary.get("realtime"))
+    ports = {f.name: (IPPROTO_TCP, sport, TCP_PORT_BASE + fid) for fid, f in enumerate(topo.flows, start=1)
+             if isinstance(sport := rec.tcp_flows.get(f.name, {}).get("local_port"), int)}
+    return FabricRun(topo, rec, fct_rows(topo, done), links, run_ns, realtime=result.summary.get("realtime"),
+                     ports=ports)
 
 
 def summary(run: FabricRun) -> dict:
@@ -210,10 +248,15 @@ def summary(run: FabricRun) -> dict:
     occupancy = port_occupancy(run.topo, run.recorder.laws)
     out = {"flows": len(run.rows), "completed": len(done), "end_s": run.end_ns / 1e9,
            "goodput_bps": 8e9 * delivered / run.end_ns if run.end_ns else 0.0,
-           "spine_bytes": run.spines, "spine_balance": spine_balance(run.spine_links),
+           "spine_bytes": run.spines, "spine_balance": spine_balance(run.spine_links) | {"hashed": _hashed(run)},
            "slowdown": slowdown_table(run.rows),
            "buffers": {f"{v}<-{u}": stats for (u, v), stats in sorted(occupancy.items())}}
     return out if run.realtime is None else out | {"realtime": run.realtime}
+
+
+def _hashed(run: FabricRun) -> dict:
+    per = hashed_bytes(run)
+    return {"spine_bytes": per, "gap_pct": spine_gap(per), "flows_without_ports": len(run.topo.flows) - len(run.ports)}
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -27,13 +27,11 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from p4switch.pipeline.algorithms import crc16
 from topo.fabric import FabricSpec
-from topo.model import Topology
 from topo.results_fabric import CDF, SIZE_SCALE, SPEC
 from topo.workload import FlowSpec, WorkloadError, cdf_named, poisson_flows
 
-__all__ = ["GapStats", "hash_gaps", "gap_stats", "WorkloadOdds", "workload_odds", "selector_next_hop", "main"]
+__all__ = ["GapStats", "hash_gaps", "gap_stats", "WorkloadOdds", "workload_odds", "main"]
 
 DRAWS = 200  # random spine assignments per workload
 TARGET_PCT = 10.0
@@ -112,19 +110,6 @@ def workload_odds(flows: Sequence[FlowSpec], unit: str = "flow", draws: int = 10
     gaps = sorted(hash_gaps(sizes, draws, random.Random(f"{seed}:{unit}:workload-odds")))
     return WorkloadOdds(unit, len(sizes), statistics.median(gaps), gaps[int(0.9 * len(gaps))],
                         sum(g <= TARGET_PCT for g in gaps) / len(gaps), 100 * max(sizes) / sum(sizes))
-
-
-def selector_next_hop(topo: Topology, node: str, src: str, dst: str, proto: int, sport: int = 0,
-                      dport: int = 0) -> str:
-    """The next hop alinea.p4's ``ecmp_selector`` gives a packet ``src -> dst`` at ``node``: the crc16
-    of the selector fields (source and destination address, protocol, the two L4 ports the parser
-    copied: 0 where it copies none), modulo the group's size, picks a member in the group's order
-    (topo/plan.py: the next hops sorted by name). BMv2's and p4switch's rule with unit weights."""
-    hops = topo.next_hops(node, dst)
-    if not hops:
-        raise ValueError(f"{node} has no route to {dst}")
-    key = (topo.ip(src) << 72) | (topo.ip(dst) << 40) | (proto << 32) | (sport << 16) | dport
-    return hops[crc16(key, 104) % len(hops)]
 
 
 def _workload_parser(p: argparse.ArgumentParser) -> None:

@@ -322,7 +322,8 @@ def _tcp(f: Any, rec: Recorder, half: _Window, samples: list[Any]) -> dict[str, 
                        "min": round(last.get("min_rtt_us") / 1000, 3) if last and last.get("min_rtt_us") else None},
             "cwnd_max_pkts": max((s.get("snd_cwnd") or 0 for s in samples), default=None),
             "errors": [e for e in (ends.get("sender_error"), ends.get("receiver_error")) if e]} \
-        | ({"pace": ends["pace"]} if "pace" in ends else {})  # cvihis-rtm in netns (topo/netns_pace.py)
+        | ({"pace": ends["pace"]} if "pace" in ends else {}) \
+        | ({"local_port": ends["local_port"]} if "local_port" in ends else {})  # netns: the kernel's source port
 
 
 def _links(rec: Recorder, half: _Window) -> dict[str, Any]:

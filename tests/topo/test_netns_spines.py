@@ -7,8 +7,16 @@ from __future__ import annotations
 import pytest
 
 from tests.switch import netns as N
-from topo.fabric import FabricSpec, fabric_topology, run_fabric_netns, spine_balance, spine_gap, summary
-from topo.spine_balance import selector_next_hop
+from topo.fabric import (
+    FabricSpec,
+    fabric_topology,
+    hashed_bytes,
+    run_fabric_netns,
+    selector_next_hop,
+    spine_balance,
+    spine_gap,
+    summary,
+)
 from topo.tcpflow import TCP_PORT_BASE
 from topo.workload import FlowSpec
 
@@ -52,5 +60,6 @@ def test_kernel_tcp_flows_take_the_spine_their_ports_hash_to() -> None:
         assert (links[("leaf2", s)] > 0) == (acks[s] > 0), (s, links, acks)
         assert links[(s, "leaf2")] == links[("leaf1", s)] and links[(s, "leaf1")] == links[("leaf2", s)]
     assert all(data.values()), data  # twelve flows on one spine: one chance in 2048
+    assert hashed_bytes(run) == data
     out = summary(run)["spine_balance"]
     assert out["up"]["spine_bytes"] == run.spines and out["up"]["gap_pct"] == spine_gap(run.spines)
