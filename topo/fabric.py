@@ -57,6 +57,8 @@ FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp"
 FLOW_CC = {"none": "none", "cvihis-rtm": "cvihis-rtm"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
 IPPROTO_TCP, IPPROTO_UDP = 6, 17
+CAP_NS = 30_000_000_000  # a simulator run stops here (virtual time) even if some flow has not completed
+CAP_AFTER_ARRIVALS_NS = 10_000_000_000  # ... or this long after the last arrival, for longer workloads
 
 
 @dataclass(frozen=True)
@@ -207,7 +209,7 @@ def completion_times(net: SimNetwork) -> dict[str, int | None]:
     return done
 
 
-def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> FabricRun:
+def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = CAP_NS) -> FabricRun:
     """Run until every sized flow has completed, or ``cap_ns`` of virtual time."""
     net = SimNetwork(topo, seed).build()
     sized = sum(1 for f in topo.flows if f.size_bytes is not None)
@@ -293,7 +295,7 @@ def main(argv: list[str] | None = None) -> int:
             run = run_fabric_netns(topo, args.seed, run_ns, args.target,
                                    None if args.out is None else args.out / "run")
         else:
-            run = run_fabric(topo, args.seed)
+            run = run_fabric(topo, args.seed, cap_ns=max(CAP_NS, duration + CAP_AFTER_ARRIVALS_NS))
     except (WorkloadError, TopologyError, ValueError) as exc:
         print(f"python -m topo.fabric: {exc}", file=sys.stderr)
         return 2
