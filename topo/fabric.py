@@ -19,6 +19,11 @@ of a real fabric; flow sizes are the published CDF's times ``size_scale``.
 flows (``cvihis-rtm``: paced by CVIHIS, topo/netns_pace.py; ``none`` has no kernel), for ``--run``
 of real time, not until the last flow completes; ``--host-rate``, ``--delay``, ``--leaves`` and
 ``--hosts-per-leaf`` shrink the fabric to what real time keeps up with (docs/fabric.md, "In netns").
+
+Both backends report the spine links the same way (``spine_balance``: bytes on every leaf -> spine
+and spine -> leaf link, each spine's total, the gap between the spines), and what the ECMP hash
+alone gives (``hashed_bytes``: each flow's size on the spine its 5-tuple hashes to); docs/fabric.md,
+"Spine balance".
 """
 
 from __future__ import annotations
