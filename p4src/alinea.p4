@@ -85,6 +85,7 @@ const port_t  PORT_REPORT_RECIRC = REPORT_RECIRC_PORT;
 const bit<16> ETHERTYPE_IPV4   = 0x0800;
 /* IEEE 802 local experimental EtherType 1: not assigned to anyone. */
 const bit<16> ETHERTYPE_ALINEA = 0x88B5;
+const bit<8>  IPPROTO_TCP      = 6;
 const bit<8>  IPPROTO_UDP      = 17;
 
 const bit<4>  ALINEA_VERSION        = 2;
@@ -201,6 +202,13 @@ header udp_t {
     bit<16> checksum;
 }
 
+/* The first four bytes of a TCP header: its ports, for the ECMP hash
+   only (the rest of the header stays payload, never read or changed). */
+header tcp_ports_t {
+    bit<16> srcPort;
+    bit<16> dstPort;
+}
+
 struct headers_t {
     packet_out_t    packet_out;
     packet_in_t     packet_in;
@@ -208,6 +216,7 @@ struct headers_t {
     alinea_report_t report;
     ipv4_t          ipv4;
     udp_t           udp;
+    tcp_ports_t     tcp_ports;
 }
 
 /*
@@ -225,8 +234,8 @@ struct metadata_t {
     bit<1>  counted;        // counted in fwd_pkts[egress_spec]: count it in deq_pkts
     bit<1>  routed;         // a route (direct or an ECMP member) set egress_spec
     bit<16> ecmp_group;     // ipv4_lpm chose an equal-cost group: its id (ecmp_group's key)
-    bit<16> l4_src;         // UDP source port, 0 if none: selector field
-    bit<16> l4_dst;         // UDP destination port, 0 if none: selector field
+    bit<16> l4_src;         // UDP or TCP source port, 0 if none: selector field
+    bit<16> l4_dst;         // UDP or TCP destination port, 0 if none: selector field
     @field_list(REPORT_FIELD_LIST)
     port_t  report_port;    // port whose buffer is reported (= model_port)
     @field_list(REPORT_FIELD_LIST)
@@ -331,9 +340,10 @@ parser MyParser(packet_in pkt,
         pkt.extract(hdr.ipv4);
         verify(hdr.ipv4.version == 4w4 && hdr.ipv4.ihl == 4w5,
                error.IPv4HeaderUnsupported);
-        /* Only a first (or unfragmented) fragment carries the UDP header. */
+        /* Only a first (or unfragmented) fragment carries the UDP or TCP header. */
         transition select(hdr.ipv4.fragOffset, hdr.ipv4.protocol) {
             (13w0, IPPROTO_UDP): parse_udp;
+            (13w0, IPPROTO_TCP): parse_tcp_ports;
             default:             accept;
         }
     }
@@ -342,6 +352,15 @@ parser MyParser(packet_in pkt,
         pkt.extract(hdr.udp);
         meta.l4_src = hdr.udp.srcPort;
         meta.l4_dst = hdr.udp.dstPort;
+        transition accept;
+    }
+
+    /* TCP's ports, so that the ECMP hash spreads a host pair's TCP
+       connections as it spreads UDP flows (the kernel's TCP in netns). */
+    state parse_tcp_ports {
+        pkt.extract(hdr.tcp_ports);
+        meta.l4_src = hdr.tcp_ports.srcPort;
+        meta.l4_dst = hdr.tcp_ports.dstPort;
         transition accept;
     }
 }
@@ -811,6 +830,7 @@ control MyEgress(inout headers_t hdr,
         hdr.packet_in.setInvalid();
         hdr.ipv4.setInvalid();
         hdr.udp.setInvalid();
+        hdr.tcp_ports.setInvalid();
 
         hdr.ethernet.setValid();
         hdr.ethernet.dstAddr = meta.upstream_mac;
@@ -910,6 +930,7 @@ control MyDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.report);
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
+        pkt.emit(hdr.tcp_ports);
     }
 }
 

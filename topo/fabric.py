@@ -19,6 +19,11 @@ of a real fabric; flow sizes are the published CDF's times ``size_scale``.
 flows (``cvihis-rtm``: paced by CVIHIS, topo/netns_pace.py; ``none`` has no kernel), for ``--run``
 of real time, not until the last flow completes; ``--host-rate``, ``--delay``, ``--leaves`` and
 ``--hosts-per-leaf`` shrink the fabric to what real time keeps up with (docs/fabric.md, "In netns").
+
+Both backends report the spine links the same way (``spine_balance``: bytes on every leaf -> spine
+and spine -> leaf link, each spine's total, the gap between the spines), and what the ECMP hash
+alone gives (``hashed_bytes``: each flow's size on the spine its 5-tuple hashes to); docs/fabric.md,
+"Spine balance".
 """
 
 from __future__ import annotations
@@ -31,16 +36,19 @@ from pathlib import Path
 
 from controlplane.agent import MAX_CLASSES
 from controlplane.units import parse_duration_ns, parse_rate
+from hosts.datagram import DATA_PORT
+from p4switch.pipeline.algorithms import crc16
 from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
 from topo.model import Topology
 from topo.record import Recorder
 from topo.schema import load_topology_text
 from topo.simnet import SimNetwork
+from topo.tcpflow import TCP_PORT_BASE
 from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisson_flows
 from topo.yaml_tree import TopologyError
 
 __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "run_fabric_netns",
-           "uplink_bytes", "main"]
+           "spine_link_bytes", "spine_gap", "spine_balance", "selector_next_hop", "hashed_bytes", "main"]
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
@@ -53,6 +61,9 @@ FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp"
 #: the flows' congestion control where it is not the default (cubic)
 FLOW_CC = {"none": "none", "cvihis-rtm": "cvihis-rtm"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
+IPPROTO_TCP, IPPROTO_UDP = 6, 17
+CAP_NS = 30_000_000_000  # a simulator run stops here (virtual time) even if some flow has not completed
+CAP_AFTER_ARRIVALS_NS = 10_000_000_000  # ... or this long after the last arrival, for longer workloads
 
 
 @dataclass(frozen=True)
@@ -95,32 +106,102 @@ class FabricRun:
     topo: Topology
     recorder: Recorder
     rows: list[FctRow]
-    uplinks: dict[tuple[str, str], int]  # (leaf, spine) -> bytes the leaf sent that spine
+    spine_links: dict[tuple[str, str], int]  # (leaf, spine) and (spine, leaf) -> bytes sent on that link
     end_ns: int
     counts: dict[str, int] = field(default_factory=dict)
     realtime: dict | None = None  # a netns run: whether it kept real time (summary.json's ``realtime``)
+    #: flow -> (protocol, source port, destination port) of its data packets: what the ECMP hash reads
+    #: besides the addresses (a netns flow that never connected has none)
+    ports: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+    @property
+    def uplinks(self) -> dict[tuple[str, str], int]:
+        """(leaf, spine) -> bytes the leaf sent that spine: the traffic ECMP gave that uplink."""
+        return {(u, v): n for (u, v), n in self.spine_links.items() if _is_spine(v)}
 
     @property
     def spines(self) -> dict[str, int]:
         """Bytes each spine received from all leaves."""
-        out: dict[str, int] = {}
-        for (_leaf, spine), n in sorted(self.uplinks.items()):
-            out[spine] = out.get(spine, 0) + n
-        return out
+        return _per_spine(self.spine_links, up=True)
 
     @property
     def completed(self) -> int:
         return sum(1 for r in self.rows if r.end_ns is not None)
 
 
-def uplink_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
-    """Bytes each leaf sent each spine: the traffic ECMP gave that uplink."""
+def _is_spine(name: str) -> bool:
+    return name.startswith("spine")
+
+
+def _leaf_spine(u: str, v: str) -> bool:
+    """``u -> v`` is a leaf's uplink or a spine's downlink."""
+    return (u.startswith("leaf") and _is_spine(v)) or (_is_spine(u) and v.startswith("leaf"))
+
+
+def _per_spine(links: dict[tuple[str, str], int], up: bool) -> dict[str, int]:
+    """Bytes each spine received from the leaves (``up``) or sent them."""
+    out: dict[str, int] = {}
+    for (u, v), n in sorted(links.items()):
+        if _is_spine(v) == up:
+            spine = v if up else u
+            out[spine] = out.get(spine, 0) + n
+    return out
+
+
+def spine_gap(per_spine: dict[str, int]) -> float | None:
+    """(largest - smallest) / mean of the spines' bytes, in percent: |A - B| / mean(A, B) with two
+    spines, issue 24's measure. None when the spines carried nothing."""
+    total = sum(per_spine.values())
+    if not per_spine or total <= 0:
+        return None
+    return 100 * (max(per_spine.values()) - min(per_spine.values())) / (total / len(per_spine))
+
+
+def spine_balance(links: dict[tuple[str, str], int]) -> dict:
+    """The spine links' bytes and the gap between the spines, both ways (up: leaves -> spines, down:
+    spines -> leaves). One definition for both backends: only where the bytes come from differs
+    (the simulator's link counters, the netns backend's interface counters)."""
+    out: dict = {"links": {f"{u}->{v}": n for (u, v), n in sorted(links.items())}}
+    for way, up in (("up", True), ("down", False)):
+        per = _per_spine(links, up)
+        out[way] = {"spine_bytes": per, "gap_pct": spine_gap(per)}
+    return out
+
+
+def selector_next_hop(topo: Topology, node: str, src: str, dst: str, proto: int, sport: int = 0,
+                      dport: int = 0) -> str:
+    """The next hop alinea.p4's ``ecmp_selector`` gives a packet ``src -> dst`` at ``node``: the crc16
+    of the selector fields (source and destination address, protocol, the two L4 ports the parser
+    copied: 0 where it copies none), modulo the group's size, picks a member in the group's order
+    (topo/plan.py: the next hops sorted by name). BMv2's and p4switch's rule with unit weights."""
+    hops = topo.next_hops(node, dst)
+    if not hops:
+        raise ValueError(f"{node} has no route to {dst}")
+    key = (topo.ip(src) << 72) | (topo.ip(dst) << 40) | (proto << 32) | (sport << 16) | dport
+    return hops[crc16(key, 104) % len(hops)]
+
+
+def hashed_bytes(run: FabricRun) -> dict[str, int]:
+    """Each inter-leaf flow's size on the spine its data packets' 5-tuple hashes to at its source
+    leaf: what the uplinks carry of the flows' payload if the switches hash as :func:`selector_next_hop`
+    says (headers, ACKs and retransmissions come on top)."""
+    out = {s: 0 for s in _per_spine(run.spine_links, up=True)}
+    for f in run.topo.flows:
+        leaf = run.topo.neighbours(f.src)[0]
+        if f.name in run.ports and f.size_bytes is not None and leaf != run.topo.neighbours(f.dst)[0]:
+            proto, sport, dport = run.ports[f.name]
+            out[selector_next_hop(run.topo, leaf, f.src, f.dst, proto, sport, dport)] += f.size_bytes
+    return out
+
+
+def spine_link_bytes(net: SimNetwork) -> dict[tuple[str, str], int]:
+    """Bytes sent on every leaf -> spine and spine -> leaf link (the simulator's link counters)."""
     out: dict[tuple[str, str], int] = {}
     for link in net.topo.links:
-        leaf, spine = sorted(link.ends, key=lambda n: n.startswith("spine"))
-        if spine.startswith("spine") and leaf.startswith("leaf"):
-            mem = net.links[(leaf, spine)]
-            out[(leaf, spine)] = mem.stats[mem.direction_from(net._ends[(leaf, spine)])].sent_bytes
+        for u, v in ((link.a, link.b), (link.b, link.a)):
+            if _leaf_spine(u, v):
+                mem = net.links[(u, v)]
+                out[(u, v)] = mem.stats[mem.direction_from(net._ends[(u, v)])].sent_bytes
     return out
 
 
@@ -133,7 +214,7 @@ def completion_times(net: SimNetwork) -> dict[str, int | None]:
     return done
 
 
-def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> FabricRun:
+def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = CAP_NS) -> FabricRun:
     """Run until every sized flow has completed, or ``cap_ns`` of virtual time."""
     net = SimNetwork(topo, seed).build()
     sized = sum(1 for f in topo.flows if f.size_bytes is not None)
@@ -143,7 +224,9 @@ def run_fabric(topo: Topology, seed: int = 1, cap_ns: int = 30_000_000_000) -> F
         t += STEP_NS
         net.run_until(t)
     net.finish()
-    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), uplink_bytes(net), t, dict(net.counts))
+    ports = {f.name: (IPPROTO_UDP, DATA_PORT + fid % 1000, DATA_PORT) for fid, f in enumerate(topo.flows, start=1)}
+    return FabricRun(topo, net.recorder, fct_rows(topo, completion_times(net)), spine_link_bytes(net), t,
+                     dict(net.counts), ports=ports)
 
 
 def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000, target: str = "p4switch",
@@ -156,11 +239,14 @@ def run_fabric_netns(topo: Topology, seed: int = 1, run_ns: int = 5_000_000_000,
     result = run_experiment(topo, run_ns, seed, out, plots=False, backend="netns", target=target, pcap=False)
     rec = result.recorder
     done = {name: ends.get("completed_ns") for name, ends in rec.tcp_flows.items()}  # type: ignore[misc]
-    uplinks: dict[tuple[str, str], int] = {}
-    for s in rec.links:
-        if s.src.startswith("leaf") and s.dst.startswith("spine"):
-            uplinks[(s.src, s.dst)] = max(uplinks.get((s.src, s.dst), 0), s.bytes)
-    return FabricRun(topo, rec, fct_rows(topo, done), uplinks, run_ns, realtime=result.summary.get("realtime"))
+    links: dict[tuple[str, str], int] = {}
+    for s in rec.links:  # cumulative interface counters: the last sample is the run's total
+        if _leaf_spine(s.src, s.dst):
+            links[(s.src, s.dst)] = max(links.get((s.src, s.dst), 0), s.bytes)
+    ports = {f.name: (IPPROTO_TCP, sport, TCP_PORT_BASE + fid) for fid, f in enumerate(topo.flows, start=1)
+             if isinstance(sport := rec.tcp_flows.get(f.name, {}).get("local_port"), int)}
+    return FabricRun(topo, rec, fct_rows(topo, done), links, run_ns, realtime=result.summary.get("realtime"),
+                     ports=ports)
 
 
 def summary(run: FabricRun) -> dict:
@@ -169,9 +255,15 @@ def summary(run: FabricRun) -> dict:
     occupancy = port_occupancy(run.topo, run.recorder.laws)
     out = {"flows": len(run.rows), "completed": len(done), "end_s": run.end_ns / 1e9,
            "goodput_bps": 8e9 * delivered / run.end_ns if run.end_ns else 0.0,
-           "spine_bytes": run.spines, "slowdown": slowdown_table(run.rows),
+           "spine_bytes": run.spines, "spine_balance": spine_balance(run.spine_links) | {"hashed": _hashed(run)},
+           "slowdown": slowdown_table(run.rows),
            "buffers": {f"{v}<-{u}": stats for (u, v), stats in sorted(occupancy.items())}}
     return out if run.realtime is None else out | {"realtime": run.realtime}
+
+
+def _hashed(run: FabricRun) -> dict:
+    per = hashed_bytes(run)
+    return {"spine_bytes": per, "gap_pct": spine_gap(per), "flows_without_ports": len(run.topo.flows) - len(run.ports)}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -208,12 +300,15 @@ def main(argv: list[str] | None = None) -> int:
             run = run_fabric_netns(topo, args.seed, run_ns, args.target,
                                    None if args.out is None else args.out / "run")
         else:
-            run = run_fabric(topo, args.seed)
+            run = run_fabric(topo, args.seed, cap_ns=max(CAP_NS, duration + CAP_AFTER_ARRIVALS_NS))
     except (WorkloadError, TopologyError, ValueError) as exc:
         print(f"python -m topo.fabric: {exc}", file=sys.stderr)
         return 2
     result = summary(run)
-    print(json.dumps({k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes", "realtime") if k in result}))
+    shown = {k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes", "realtime") if k in result}
+    balance = result["spine_balance"]
+    print(json.dumps(shown | {"spine_gap_pct": {way: balance[way]["gap_pct"] for way in ("up", "down")},
+                              "spine_links": balance["links"]}))
     if args.out is not None:
         args.out.mkdir(parents=True, exist_ok=True)
         write_fct_csv(run.rows, args.out / "fct.csv")

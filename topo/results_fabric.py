@@ -25,7 +25,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
-from topo.fabric import FABRIC_CONTROLS, FabricRun, FabricSpec, fabric_topology, run_fabric  # noqa: E402
+from topo.fabric import FABRIC_CONTROLS, FabricRun, FabricSpec, fabric_topology, run_fabric, spine_gap  # noqa: E402
 from topo.fct import FctRow, slowdown_table  # noqa: E402
 from topo.hol import HOL_CONTROLS, HolSetup, run_hol  # noqa: E402
 from topo.results_splice import splice_sections  # noqa: E402
@@ -83,9 +83,9 @@ def _runs() -> dict[tuple[str, float], list[FabricRun]]:
 
 
 def _spine_gap(run: FabricRun) -> float:
-    """|a - b| / mean of the two spines' bytes, in percent."""
-    a, b = run.spines.values()
-    return 100 * abs(a - b) / ((a + b) / 2)
+    """|a - b| / mean of the two spines' bytes (what the leaves sent them), in percent."""
+    gap = spine_gap(run.spines)
+    return float("nan") if gap is None else gap
 
 
 def _overall(runs: dict[tuple[str, float], list[FabricRun]]) -> list[str]:

@@ -113,13 +113,23 @@ def _cv(values: list[float]) -> float | None:
     return round(statistics.pstdev(values) / mean, 4) if len(values) > 1 and mean > 0 else None
 
 
+def _by_flow(samples: Any) -> dict[str, list[Any]]:
+    """Samples grouped by their ``flow``, each group in the samples' order: one pass, so that a
+    workload of thousands of flows does not scan every sample once per flow."""
+    out: dict[str, list[Any]] = {}
+    for s in samples:
+        out.setdefault(s.flow, []).append(s)
+    return out
+
+
 def _series(topo: Topology, rec: Recorder, duration_ns: int) -> dict[str, Any]:
     """Per-bin rates, delays and occupancies (bin ends at t_s)."""
     n = max(1, -(-duration_ns // SERIES_BIN_NS))
     ends = [min(duration_ns, (i + 1) * SERIES_BIN_NS) for i in range(n)]
     flows: dict[str, Any] = {}
+    by_flow = _by_flow(rec.flows)
     for f in topo.flows:
-        samples = [s for s in rec.flows if s.flow == f.name]
+        samples = by_flow.get(f.name, [])
         sent = _at_ends(samples, ends, lambda s: s.sent)
         got = _at_ends(samples, ends, lambda s: s.received)
         owd = _at_ends(samples, ends, lambda s: s.owd_sum_ns)
@@ -256,6 +266,7 @@ def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
     buffers = {}
     for b in rec.buffers:
         buffers.setdefault(b.host, []).append(b)
+    flow_samples, tcp_samples = _by_flow(rec.flows), _by_flow(rec.tcp)
     for f in topo.flows:
         rows = rec.packets.get(f.name, [])
         owd = [(recv - sent) / 1e6 for _, sent, recv in rows]
@@ -270,7 +281,7 @@ def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
             played = samples[-1].played - samples[0].played
             span = (samples[-1].t_ns - samples[0].t_ns) / 1e9
             goodput = played * f.packet_size * 8 / span if span else 0.0
-        sent = [s for s in rec.flows if s.flow == f.name and half.has(s.t_ns)]
+        sent = [s for s in flow_samples.get(f.name, []) if half.has(s.t_ns)]
         send_bps = ((sent[-1].sent - sent[0].sent) * f.packet_size * 8 / ((sent[-1].t_ns - sent[0].t_ns) / 1e9)
                     if len(sent) > 1 and sent[-1].t_ns > sent[0].t_ns else 0.0)
         out[f.name] = {"src": f.src, "dst": f.dst, "control": f.control, "received": len(rows),
@@ -278,17 +289,16 @@ def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
                        "owd_ms": {"mean": round(statistics.fmean(owd), 3) if owd else None,
                                   "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
         if f.control == "tcp":
-            out[f.name]["tcp"] = _tcp(f, rec, half)
+            out[f.name]["tcp"] = _tcp(f, rec, half, tcp_samples.get(f.name, []))
         if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/e2e.md)
             out[f.name]["control"] = dict(sorted(rec.control_stats[f.name].items()))
     return out
 
 
-def _tcp(f: Any, rec: Recorder, half: _Window) -> dict[str, Any]:
-    """A kernel TCP flow: both ends' totals, retransmissions and smoothed RTT from the sender's
-    TCP_INFO samples (docs/netns.md, "Kernel TCP flows")."""
+def _tcp(f: Any, rec: Recorder, half: _Window, samples: list[Any]) -> dict[str, Any]:
+    """A kernel TCP flow: both ends' totals, retransmissions and smoothed RTT from its sender's
+    TCP_INFO ``samples`` (docs/netns.md, "Kernel TCP flows")."""
     ends = rec.tcp_flows.get(f.name, {})
-    samples = [s for s in rec.tcp if s.flow == f.name]
     rtt = [v / 1000 for s in samples if (v := s.get("rtt_us"))]
     last = samples[-1] if samples else None
     in_half = [s for s in samples if half.has(s.t_ns)]
@@ -312,7 +322,8 @@ def _tcp(f: Any, rec: Recorder, half: _Window) -> dict[str, Any]:
                        "min": round(last.get("min_rtt_us") / 1000, 3) if last and last.get("min_rtt_us") else None},
             "cwnd_max_pkts": max((s.get("snd_cwnd") or 0 for s in samples), default=None),
             "errors": [e for e in (ends.get("sender_error"), ends.get("receiver_error")) if e]} \
-        | ({"pace": ends["pace"]} if "pace" in ends else {})  # cvihis-rtm in netns (topo/netns_pace.py)
+        | ({"pace": ends["pace"]} if "pace" in ends else {}) \
+        | ({"local_port": ends["local_port"]} if "local_port" in ends else {})  # netns: the kernel's source port
 
 
 def _links(rec: Recorder, half: _Window) -> dict[str, Any]:

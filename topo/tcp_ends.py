@@ -25,6 +25,7 @@ import contextlib
 import multiprocessing
 import os
 import signal
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -42,19 +43,28 @@ END_MARGIN_S = 60.0  # the child outlives the run by at most this much
 #: the child's endpoint threads run this much above the host process's real-time priority
 RAISE, RAISE_ENV = 1, "HBH_TCP_ENDS_RAISE"
 COUNTERS = 3  # per flow: records sent, records received, their one-way delays summed (ns)
+#: an endpoint's thread starts this long before its flow does (a listener is up since before time 0)
+START_LEAD_NS = 100_000_000
 
 
 class TcpEnds:
     """A host's TCP senders and receivers as threads of the calling process.
 
     ``flows``: flow id -> flow, those this host sends or receives; ``kernel_cc``: flow id -> the
-    kernel congestion control of a paced flow (topo/netns_pace.py), else the flow's own."""
+    kernel congestion control of a paced flow (topo/netns_pace.py), else the flow's own.
+
+    Each endpoint's thread starts ``START_LEAD_NS`` before its flow, from one starter thread, not
+    all at time 0: a workload of thousands of flows (docs/fabric.md, "Spine balance") would
+    otherwise start thousands of threads at once, in the host's start (which its runner bounds),
+    and keep them all waking every ``POLL_S`` until their flows begin."""
 
     def __init__(self, topo: Topology, host: str, flows: dict[int, Flow], kernel_cc: dict[int, str | None],
                  on_progress: Callable[[int, int, int, int], None] | None = None) -> None:
         self.topo, self.host, self.flows, self.kernel_cc = topo, host, flows, kernel_cc
         self.on_progress = on_progress  # (fid, records sent, records received, owd sum): the child's counters
         self.senders: dict[int, TcpSender] = {}
+        self._starter: threading.Thread | None = None
+        self._halt = threading.Event()
         self.send_times: list[int] | None = None  # CLOCK_MONOTONIC of every record written (HBH_LOOP_TRACE)
         # listeners up before time 0; run times are set at start
         self.receivers = {fid: TcpReceiver(f, fid, topo.ip(host), 0, 0) for fid, f in flows.items() if f.dst == host}
@@ -76,6 +86,15 @@ class TcpEnds:
             r.on_rows = self._received(fid, r)
         for end in self.ends():
             end.priority = priority
+        self._starter = threading.Thread(target=self._start_in_time, args=(t0_ns,), name="tcp-starter", daemon=True)
+        self._starter.start()
+
+    def _start_in_time(self, t0_ns: int) -> None:
+        """Start each endpoint's thread ``START_LEAD_NS`` before its flow, in start order."""
+        for end in sorted(self.ends(), key=lambda e: e.flow.start_ns):
+            left_s = (t0_ns + end.flow.start_ns - START_LEAD_NS - time.monotonic_ns()) / 1e9
+            if (left_s > 0 and self._halt.wait(left_s)) or self._halt.is_set():
+                return
             end.start()
 
     def _recorded(self, fid: int, sender: TcpSender) -> Callable[[], None]:
@@ -105,6 +124,9 @@ class TcpEnds:
         return {fid: (r.records, r.owd_sum_ns) for fid, r in self.receivers.items()}
 
     def stop(self) -> None:
+        self._halt.set()
+        if self._starter is not None:
+            self._starter.join()
         ends = self.ends()
         for end in ends:
             end.halt.set()

@@ -22,8 +22,10 @@ it: socket buffer wait included (kept short with ``TCP_NOTSENT_LOWAT``). The sen
 ``TCP_INFO`` on the run's sampling times (:data:`TCPI_FIELDS` lists the offsets of Linux's
 ``struct tcp_info`` read here).
 
-Both ends are threads of their own with bounded waits (``select`` at most ``POLL_S``), ending at
-the run's end at the latest, so a TCP flow never blocks the host's event loop.
+Both ends are threads of their own with bounded waits (``poll`` at most ``POLL_S``), ending at
+the run's end at the latest, so a TCP flow never blocks the host's event loop. ``poll``, not
+``select``: a host of a workload with thousands of flows holds a listener per flow it receives,
+and its descriptors pass ``select``'s limit (FD_SETSIZE, 1024).
 """
 
 from __future__ import annotations
@@ -124,6 +126,14 @@ class RecordParser:
         return out
 
 
+def ready(sock: socket.socket, write: bool, timeout_s: float) -> bool:
+    """Whether ``sock`` can be written (``write``) or read -- or has an error or hang-up, which the
+    next call reports -- within ``timeout_s``. poll(2): any descriptor number."""
+    poller = select.poll()
+    poller.register(sock, select.POLLOUT if write else select.POLLIN)
+    return bool(poller.poll(timeout_s * 1000))
+
+
 def ip_text(address: int) -> str:
     return socket.inet_ntoa(address.to_bytes(4, "big"))
 
@@ -170,6 +180,9 @@ class TcpSender(_Endpoint):
         self.bytes_sent = 0
         self.samples: list[TcpSample] = []
         self.connected_ns: int | None = None
+        #: the connection's source port (the kernel's choice): with the destination port, what the
+        #: switches' ECMP hash reads of it (topo/spine_balance.py)
+        self.local_port: int | None = None
         self.sack: bool | None = None  # negotiated, as TCP_INFO says
         #: the flow's kernel congestion control (a paced flow's is its window under the pace, topo/netns_pace.py)
         self.kernel_cc = kernel_cc or flow.cc or ""
@@ -206,6 +219,7 @@ class TcpSender(_Endpoint):
                 self.halt.wait(0.1)
                 continue
             self.connected_ns = self.now_ns()
+            self.local_port = sock.getsockname()[1]
             sock.setblocking(False)
             return sock
         return None
@@ -219,17 +233,24 @@ class TcpSender(_Endpoint):
         if sock is None:
             self.error = f"could not connect to {self.address[0]}:{self.address[1]} before {stop_ns / 1e9:g} s"
             return
+        acked = False
         try:
-            self._send_all(sock, stop_ns)
+            acked = self._send_all(sock, stop_ns)
         finally:
             self._sample(self.now_ns(), sock)
-            with contextlib.suppress(OSError):  # at the run's end: no FIN handshake to wait for
-                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            if not acked:  # at the run's end: no FIN handshake to wait for
+                with contextlib.suppress(OSError):
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             with self._sock_lock:
                 self._sock = None
                 sock.close()
 
-    def _send_all(self, sock: socket.socket, stop_ns: int) -> None:
+    def _send_all(self, sock: socket.socket, stop_ns: int) -> bool:
+        """Write the flow's records until its size or its stop; True if it ended because the peer
+        acknowledged every byte of a sized flow. Such a sender's thread ends there rather than at the
+        run's end: a workload of thousands of short flows (docs/fabric.md, "Spine balance") would
+        otherwise keep every flow it ever started sampling its socket until the end, a load that grows
+        with the run. A flow without a size, or not all acknowledged, is sampled to the end as before."""
         size = self.flow.size_bytes
         pending = b""
         next_sample = -(-self.now_ns() // SAMPLE_NS) * SAMPLE_NS
@@ -245,10 +266,11 @@ class TcpSender(_Endpoint):
                     with contextlib.suppress(OSError):
                         sock.shutdown(socket.SHUT_WR)  # what the socket holds is still delivered
                     shut = True
+                if size is not None and self._all_acked(sock):
+                    return True
                 self.halt.wait(wait)
                 continue
-            _r, w, _x = select.select([], [sock], [], wait)
-            if not w:
+            if not ready(sock, True, wait):
                 continue
             if not pending:
                 queued = self.bytes_sent
@@ -264,6 +286,13 @@ class TcpSender(_Endpoint):
                 self.records_sent += 1
                 if self.on_record is not None:
                     self.on_record()
+        return False
+
+    def _all_acked(self, sock: socket.socket) -> bool:
+        try:
+            return tcp_info(sock).get("bytes_acked", -1) >= self.bytes_sent
+        except OSError:
+            return False
 
     def _sample(self, t_ns: int, sock: socket.socket) -> None:
         with contextlib.suppress(OSError):
@@ -272,7 +301,8 @@ class TcpSender(_Endpoint):
 
     def result(self) -> dict[str, Any]:
         return {"cc": self.flow.cc, "bytes_sent": self.bytes_sent, "records_sent": self.records_sent,
-                "connected_ns": self.connected_ns, "sack": self.sack, "sender_error": self.error}
+                "connected_ns": self.connected_ns, "local_port": self.local_port, "sack": self.sack,
+                "sender_error": self.error}
 
 
 class TcpReceiver(_Endpoint):
@@ -303,8 +333,7 @@ class TcpReceiver(_Endpoint):
 
     def _accept(self) -> socket.socket | None:
         while not self.halt.is_set() and self.now_ns() < self.end_ns:
-            r, _w, _x = select.select([self.listener], [], [], POLL_S)
-            if r:
+            if ready(self.listener, False, POLL_S):
                 conn, _peer = self.listener.accept()
                 conn.setblocking(False)
                 return conn
@@ -312,8 +341,7 @@ class TcpReceiver(_Endpoint):
 
     def _receive(self, conn: socket.socket) -> None:
         while not self.halt.is_set() and self.now_ns() < self.end_ns:
-            r, _w, _x = select.select([conn], [], [], POLL_S)
-            if not r:
+            if not ready(conn, False, POLL_S):
                 continue
             try:
                 data = conn.recv(1 << 16)

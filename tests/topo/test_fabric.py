@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from controlplane.p4runtime_client import InProcessController
-from topo.fabric import FabricSpec, fabric_topology, run_fabric
+from topo.fabric import FabricSpec, fabric_topology, hashed_bytes, run_fabric, summary
 from topo.plan import switch_plan
 from topo.schema import load_topology, load_topology_text
 from topo.simnet import SimNetwork
@@ -151,3 +151,17 @@ def test_the_documented_fabric_example_loads_as_described():
     assert topo.link_between("leaf1", "spine1").rate_bps == 20e6  # 4 x 10 Mb/s over 2 spines, oversubscription 1
     (flow,) = topo.flows
     assert flow.size_bytes == 50_000 and len(topo.all_paths(flow.src, flow.dst)) == 2
+
+
+def test_the_simulators_flows_take_the_spine_their_ports_hash_to():
+    """The simulator's packets go through alinea.p4's selector too: an uplink carries at least the
+    bytes of the flows whose 5-tuple hashes to it, and nothing when none does (ACKs go the other way)."""
+    flows = [FlowSpec(f"f{i}", f"h1_{1 + i % 2}", f"h2_{1 + i // 2 % 2}", 5000 + 700 * i, 20_000_000 * i)
+             for i in range(10)]
+    run = run_fabric(fabric_topology(SPEC, flows, "tcp"), seed=1)
+    assert run.completed == len(flows)
+    hashed = hashed_bytes(run)
+    assert sum(hashed.values()) == sum(f.size_bytes for f in flows)
+    for spine, n in hashed.items():
+        assert (run.spine_links[("leaf1", spine)] > 0) == (n > 0) and run.spine_links[("leaf1", spine)] >= n
+    assert summary(run)["spine_balance"]["hashed"]["spine_bytes"] == hashed
