@@ -20,9 +20,11 @@ from hypothesis import settings
 
 from runtime import heap
 
+# No deadline anywhere: a per-example time limit is a timed test, and on a shared machine it fails on
+# load, not on behaviour (hypothesis' default of 200 ms did so in `make test` beside netns runs).
 settings.register_profile("ci", derandomize=True, deadline=None, print_blob=True)
-if os.environ.get("CI"):
-    settings.load_profile("ci")
+settings.register_profile("local", deadline=None)
+settings.load_profile("ci" if os.environ.get("CI") else "local")
 
 
 @pytest.fixture()
