@@ -320,33 +320,34 @@ class QueueForecast:
         Found when first asked, over the window then: an entry popped since was older than any
         left, so a stretch that starts at a popped entry means none in the window."""
         out: list[tuple[float, int]] = []
-        hist, stretches, base = self._hist, self._stretches, self._popped
         while limit is None or len(out) < limit:
-            stretch = stretches[end]
-            if stretch is None:
-                stretch = stretches[end] = self._stretch(end)
-            start = stretch[0] - base
-            if start < 0:
+            step = self._older(end)
+            if step is None:
                 return out
-            out.append((stretch[1], hist[start][0]))
-            end = start
+            end, rate = step
+            out.append((rate, self._hist[end][0]))
         return out
+
+    def _older(self, end: int) -> tuple[int, float] | None:
+        """(index in the window where the stretch ending at ``hist[end]`` starts, its drain), the
+        stretch found once and stored; None if it starts before the window."""
+        stretch = self._stretches[end]
+        if stretch is None:
+            stretch = self._stretches[end] = self._stretch(end)
+        start = stretch[0] - self._popped
+        return None if start < 0 else (start, stretch[1])
 
     def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
         """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
         ``hist[end]``, else None: the same walk without its list (every report asks it)."""
-        hist, stretches, base = self._hist, self._stretches, self._popped
         newest = None
         for _ in range(count):
-            stretch = stretches[end]
-            if stretch is None:
-                stretch = stretches[end] = self._stretch(end)
-            start = stretch[0] - base
-            if start < 0:
+            step = self._older(end)
+            if step is None:
                 return None
+            end, rate = step
             if newest is None:
-                newest = (stretch[1], hist[start][0])
-            end = start
+                newest = (rate, self._hist[end][0])
         return newest
 
     def _stretch(self, end: int) -> tuple[int, float]:
