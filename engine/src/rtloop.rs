@@ -264,6 +264,12 @@ impl TxPort {
         }
     }
 
+    /// True when frames go out on a send-only socket of the TxPort's own (`open_tx_socket`).
+    #[getter]
+    fn own_socket(&self) -> bool {
+        self.own_tx
+    }
+
     /// The wire's bit rate from the next frame on (0: no rate).
     fn set_bitrate(&self, bitrate_bps: i64) {
         lock(&self.state).bitrate_bps = bitrate_bps;
