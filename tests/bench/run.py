@@ -13,7 +13,8 @@ produced it. Measured:
 3. packets/s through a ``p4switch`` process between two namespaces: the switch pinned to one
    core, a raw-socket blaster pinned to the other, forwarded rate from the switch's own
    P4Runtime counters (``MyIngress.rx`` / ``MyEgress.tx``), in turns with the p4switch of
-   ``NETNS_BASELINE`` (its own files and engine, this checkout's .venv);
+   ``NETNS_BASELINE`` (its own files and engine, this checkout's .venv); h2 drops the blast at
+   its address check (``ELSEWHERE_MAC``), and a row with h2's full stack compares with older pages;
 4. added latency per packet: one frame at a time h1 -> h2 through p4switch (and through the
    baseline's), minus the same over a direct veth pair (both measured with the same raw-socket code);
 5. P4Runtime table inserts/s: in-process core, and over gRPC the way a controller writes
