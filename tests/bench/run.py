@@ -334,8 +334,7 @@ _RECEIVERS = {
            "drop them before its host's CPU sees them"),
     False: ("h2's full stack",
             "h2's IP and UDP receive and its ICMP port-unreachable reply for each frame (the veth hands each "
-            "frame to h2's stack in the sender's context): the method of the docs before issue 22's "
-            "rt-kernel-cost"),
+            "frame to h2's stack in the sender's context): the bench's method before 2026-11-27"),
 }
 
 
@@ -344,7 +343,7 @@ def bench_throughput(rep: Report, tmp: Path, seconds: float, trees: dict[str, Pa
     """Forwarded packets/s of each tree's p4switch, the trees in turns, ``rounds`` times (the median),
     and forwarded packets per CPU second of the switch (what it would forward with its core to itself).
 
-    ``elsewhere`` (the method since issue 22's rt-kernel-cost): h2 drops the blast at its address
+    ``elsewhere`` (the method since 2026-11-27): h2 drops the blast at its address
     check. Why: the veth delivers each frame the switch sends into h2's stack on the switch's CPU,
     and a UDP frame to a port nobody listens on costs h2 its IP and UDP receive and an ICMP reply,
     about a third of the switch's CPU at overload (perf, docs/engine.md): that is the bench's
