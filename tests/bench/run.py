@@ -660,6 +660,9 @@ def main(argv: list[str] | None = None) -> int:
                    "keeps the other parts' rows as they were")
     p.add_argument("--soak-minutes", type=float, default=None,
                    help="length of the soak benchmark (5; 1 with --quick; 0 skips it)")
+    p.add_argument("--baseline", default=NETNS_BASELINE, metavar="REV",
+                   help=f"the commit whose p4switch the netns parts measure beside this tree's ({NETNS_BASELINE}; "
+                   "e.g. main's, to measure a branch's change)")
     args = p.parse_args(argv)
     only = [x.strip() for x in args.only.split(",") if x.strip()]
     unknown = [x for x in only if x not in PARTS]
@@ -689,7 +692,7 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
     from tests.bench.sim_bench import bench_profile, bench_simulator
     from tests.bench.sweep_bench import bench_sweep
 
-    quick = args.quick
+    quick, base_rev = args.quick, args.baseline
     reason = _netns_reason()
 
     def netns_only(fn: Callable[[Report], None], section: str, what: str) -> Callable[[Report], None]:
@@ -703,14 +706,14 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
         from tests.bench.p4rt_writes import ServerUnavailable
 
         try:
-            with _baseline_tree(NETNS_BASELINE) as base:
-                trees = {"this tree": None, f"commit {NETNS_BASELINE}": base}
+            with _baseline_tree(base_rev) as base:
+                trees = {"this tree": None, f"commit {base_rev}": base}
                 for size in (64, 1000):
                     bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3, size)
                 bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3, 64, elsewhere=False)
                 bench_latency(rep, tmp, 100 if quick else 1000, trees)
         except ServerUnavailable as exc:
-            rep.add("p4switch between namespaces", f"p4switch of commit {NETNS_BASELINE}", "not measured", str(exc))
+            rep.add("p4switch between namespaces", f"p4switch of commit {base_rev}", "not measured", str(exc))
             trees = {"this tree": None}
             bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3)
             bench_throughput(rep, tmp, 1.0 if quick else 5.0, trees, 1 if quick else 3, elsewhere=False)
@@ -722,11 +725,11 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
         nb.bench_cpu_5router(rep, tmp, 10 if quick else 20)
         factors = (1, 2) if quick else (1, 2, 4, 8, 16, 32, 64)
         try:
-            with _baseline_tree(NETNS_BASELINE) as base:
-                trees = {", this tree": None, f", commit {NETNS_BASELINE}": base}
+            with _baseline_tree(base_rev) as base:
+                trees = {", this tree": None, f", commit {base_rev}": base}
                 nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors, trees)
         except ServerUnavailable as exc:
-            rep.add("netns backend", f"p4switch of commit {NETNS_BASELINE}", "not measured", str(exc))
+            rep.add("netns backend", f"p4switch of commit {base_rev}", "not measured", str(exc))
             nb.bench_max_rate_1router(rep, tmp, 10 if quick else 20, factors)
 
     return {
