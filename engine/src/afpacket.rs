@@ -161,3 +161,93 @@ pub fn send_batch(fd: i32, prefix: &[u8], frames: &[Vec<u8>]) -> TxOutcome {
     }
     out
 }
+
+/// `PACKET_VNET_HDR` and `PACKET_IGNORE_OUTGOING` (linux/if_packet.h).
+const PACKET_VNET_HDR: libc::c_int = 15;
+const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
+
+/// Whether the packet socket `fd` ignores the frames sent on its interface (false when the
+/// kernel cannot say).
+fn ignores_outgoing(fd: i32) -> bool {
+    let mut on: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `on` is writable for `len` bytes.
+    let got = unsafe {
+        libc::getsockopt(
+            fd,
+            libc::SOL_PACKET,
+            PACKET_IGNORE_OUTGOING,
+            (&mut on as *mut libc::c_int).cast(),
+            &mut len,
+        )
+    };
+    got == 0 && on != 0
+}
+
+/// A send-only AF_PACKET socket on the interface the socket `fd` is bound to, non-blocking,
+/// taking a `virtio_net_hdr` before each frame when `vnet_hdr`. Bound with protocol 0, it
+/// receives nothing.
+///
+/// Why a socket of its own for sending: the kernel frees each sent frame with `sock_wfree`, which
+/// wakes whoever waits on the sending socket; the port's socket has the loop's epoll waiting on
+/// it (for reading), so every frame sent cost a wake-up call under the socket's wait-queue lock,
+/// about 5 % of the switch's CPU at overload (perf, docs/engine.md). No one waits on this one.
+/// Only for a port whose receiving socket ignores outgoing frames (PACKET_IGNORE_OUTGOING):
+/// otherwise it would read back what this one sends (`EOPNOTSUPP` then).
+pub fn open_tx_socket(fd: i32, vnet_hdr: bool) -> io::Result<i32> {
+    if !ignores_outgoing(fd) {
+        return Err(io::Error::from_raw_os_error(libc::EOPNOTSUPP));
+    }
+    // SAFETY: sockaddr_ll is plain data; all-zero is valid.
+    let mut addr: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+    let mut len = std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t;
+    // SAFETY: `addr` is writable for `len` bytes.
+    if unsafe { libc::getsockname(fd, (&mut addr as *mut libc::sockaddr_ll).cast(), &mut len) } < 0
+    {
+        return Err(io::Error::last_os_error());
+    }
+    if addr.sll_family != libc::AF_PACKET as u16 || addr.sll_ifindex == 0 {
+        return Err(io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    // SAFETY: plain system call; the fd is closed below on error, else by the caller.
+    let tx = unsafe {
+        libc::socket(
+            libc::AF_PACKET,
+            libc::SOCK_RAW | libc::SOCK_NONBLOCK | libc::SOCK_CLOEXEC,
+            0,
+        )
+    };
+    if tx < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    let on: libc::c_int = 1;
+    let bind_to = libc::sockaddr_ll {
+        sll_family: libc::AF_PACKET as u16,
+        sll_protocol: 0,
+        sll_ifindex: addr.sll_ifindex,
+        ..addr
+    };
+    // SAFETY: `on` and `bind_to` are valid for the sizes given, across the calls.
+    let failed = unsafe {
+        (vnet_hdr
+            && libc::setsockopt(
+                tx,
+                libc::SOL_PACKET,
+                PACKET_VNET_HDR,
+                (&on as *const libc::c_int).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            ) < 0)
+            || libc::bind(
+                tx,
+                (&bind_to as *const libc::sockaddr_ll).cast(),
+                std::mem::size_of::<libc::sockaddr_ll>() as libc::socklen_t,
+            ) < 0
+    };
+    if failed {
+        let err = io::Error::last_os_error();
+        // SAFETY: ours, closed once.
+        unsafe { libc::close(tx) };
+        return Err(err);
+    }
+    Ok(tx)
+}

@@ -21,7 +21,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::afpacket::{send_batch, RxBatch, BATCH};
+use crate::afpacket::{open_tx_socket, send_batch, RxBatch, BATCH};
 use crate::link::wire_time_ns;
 use crate::sched::{monotonic_ns, EventHeap};
 use crate::v1walk::{Hooks, V1Walk};
@@ -117,6 +117,9 @@ const MIN_FRAME: usize = 14;
 const NO_OFFLOAD: [u8; 10] = [0; 10];
 
 struct TxState {
+    /// The socket frames are sent on: one of the port's own (`open_tx_socket`), else the Python
+    /// port's.
+    tx_fd: i32,
     bitrate_bps: i64,
     wire: RealtimeWire,
     pending: Vec<Vec<u8>>,
@@ -131,12 +134,16 @@ struct TxState {
 }
 
 /// The transmit side of a switch's AF_PACKET port in the engine: the link model's wire time,
-/// the real-time wire clock, and `sendmmsg` of the frames a turn sends. The socket stays the
-/// Python port's (runtime/ports.py opens and closes it; `close()` here first).
+/// the real-time wire clock, and `sendmmsg` of the frames a turn sends. The port's socket stays
+/// the Python port's (runtime/ports.py opens and closes it; `close()` here first); frames go out
+/// on a send-only socket of the TxPort's own on the same interface (`open_tx_socket`: why), or
+/// on the port's socket where that cannot be had.
 #[pyclass(module = "hbh_engine", frozen)]
 pub struct TxPort {
     name: String,
     fd: i32,
+    /// `tx_fd` is ours to close.
+    own_tx: bool,
     vnet_hdr: bool,
     origin_ns: i64,
     overhead_bytes: i64,
@@ -193,7 +200,7 @@ impl TxPort {
             return Ok(());
         }
         let prefix: &[u8] = if self.vnet_hdr { &NO_OFFLOAD } else { &[] };
-        let out = send_batch(self.fd, prefix, &st.pending);
+        let out = send_batch(st.tx_fd, prefix, &st.pending);
         st.pending.clear();
         st.sent += out.sent;
         st.dropped += out.dropped;
@@ -233,14 +240,17 @@ impl TxPort {
         overhead_bytes: i64,
         min_frame_bytes: i64,
     ) -> Self {
+        let own = open_tx_socket(fd, vnet_hdr).ok();
         TxPort {
             name,
             fd,
+            own_tx: own.is_some(),
             vnet_hdr,
             origin_ns,
             overhead_bytes,
             min_frame_bytes,
             state: Mutex::new(TxState {
+                tx_fd: own.unwrap_or(fd),
                 bitrate_bps,
                 wire: RealtimeWire::default(),
                 pending: Vec::new(),
@@ -252,6 +262,12 @@ impl TxPort {
                 capture: None,
             }),
         }
+    }
+
+    /// True when frames go out on a send-only socket of the TxPort's own (`open_tx_socket`).
+    #[getter]
+    fn own_socket(&self) -> bool {
+        self.own_tx
     }
 
     /// The wire's bit rate from the next frame on (0: no rate).
@@ -273,11 +289,32 @@ impl TxPort {
         (st.sent, st.dropped, st.refused)
     }
 
-    /// Send nothing more (the Python port closes the socket after this).
+    /// Send nothing more (the Python port closes the socket after this; our own closes here).
     fn close(&self) {
         let mut st = lock(&self.state);
         st.pending.clear();
+        self.close_own(&mut st);
         st.closed = true;
+    }
+}
+
+impl TxPort {
+    fn close_own(&self, st: &mut TxState) {
+        if self.own_tx && !st.closed {
+            // SAFETY: our socket, closed once (`closed` is set with it).
+            unsafe { libc::close(st.tx_fd) };
+        }
+    }
+}
+
+impl Drop for TxPort {
+    fn drop(&mut self) {
+        let st = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
+        if self.own_tx && !st.closed {
+            // SAFETY: our socket, not closed yet.
+            unsafe { libc::close(st.tx_fd) };
+            st.closed = true;
+        }
     }
 }
 

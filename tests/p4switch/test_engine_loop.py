@@ -50,7 +50,9 @@ def frames(b: Bed, count: int, size: int = 32) -> list[bytes]:
 
 
 def forwarded(engine_loop: bool, count: int, **options: Any) -> tuple[list[bytes], dict[str, int], int]:
-    """What h2 got of ``frames`` (h2's MAC made neutral), the walk's counts, frames the engine sent."""
+    """What h2 got of ``frames`` (h2's MAC made neutral), the walk's counts, frames the engine sent
+    (on a send-only socket of each ``TxPort``'s own, asserted: the kernel here ignores a port's
+    outgoing frames on its receiving socket, the condition for one)."""
     with open_bed(engine_loop=engine_loop, **options) as b:
         rx = N.raw_socket(b.host(2).name, "eth0")
         try:
@@ -60,6 +62,7 @@ def forwarded(engine_loop: bool, count: int, **options: Any) -> tuple[list[bytes
             rx.close()
         counts = b.on_loop(b.switch.walk.counts)
         sent = sum(tx.stats()[0] for tx in b.switch._tx.values())
+        assert all(tx.own_socket for tx in b.switch._tx.values())
         mac = bytes.fromhex(b.host(2).mac.replace(":", ""))
         return [f.replace(mac, b"\0" * 6, 1) for _, f in got], counts, sent
 
