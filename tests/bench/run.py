@@ -397,23 +397,30 @@ def _is_bench_udp(data: bytes) -> bool:
     return len(data) >= 42 and data[12:14] == b"\x08\x00" and data[36:38] == (47001).to_bytes(2, "big")
 
 
-def _latency_through(tmp: Path, count: int, tree: Path | None) -> list[float]:
+@contextlib.contextmanager
+def h1_switch_h2(tmp: Path, cpu: int | None, tree: Path | None = None,
+                 elsewhere: bool = False) -> Iterator[tuple[Any, Any, Any]]:
+    """(topology, raw socket on h1's eth0, raw socket on h2's eth0) around a started p4switch
+    (``_start``'s arguments); the sockets, the controller, the switch and the namespaces are closed
+    after, however the body ends."""
     from tests.switch import netns as N
 
-    topo, sw, ctl = _start(tmp, cpu=0, tree=tree)
+    topo, sw, ctl = _start(tmp, cpu=cpu, tree=tree, elsewhere=elsewhere)
     try:
-        tx = N.raw_socket(topo.hosts["h1"].name, "eth0")
-        rx = N.raw_socket(topo.hosts["h2"].name, "eth0")
-        frame = _frame(topo)
-        _latency(tx.send, rx, frame, 20, _is_bench_udp)  # warm up
-        through = _latency(tx.send, rx, frame, count, _is_bench_udp)
-        tx.close()
-        rx.close()
+        with contextlib.closing(N.raw_socket(topo.hosts["h1"].name, "eth0")) as tx, \
+                contextlib.closing(N.raw_socket(topo.hosts["h2"].name, "eth0")) as rx:
+            yield topo, tx, rx
     finally:
         ctl.close()
         sw.stop()
         topo.close()
-    return through
+
+
+def _latency_through(tmp: Path, count: int, tree: Path | None) -> list[float]:
+    with h1_switch_h2(tmp, cpu=0, tree=tree) as (topo, tx, rx):
+        frame = _frame(topo)
+        _latency(tx.send, rx, frame, 20, _is_bench_udp)  # warm up
+        return _latency(tx.send, rx, frame, count, _is_bench_udp)
 
 
 def _latency_direct(count: int) -> list[float]:

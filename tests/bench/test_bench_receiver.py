@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.run import ELSEWHERE_MAC, _frame, _is_bench_udp, _start
+from tests.bench.run import ELSEWHERE_MAC, _frame, _is_bench_udp, h1_switch_h2
 from tests.switch import netns as N
 
 pytestmark = pytest.mark.netns
@@ -30,25 +30,14 @@ def _blast(tmp: Path, elsewhere: bool, count: int = 20) -> tuple[list[bytes], in
     """The bench frames h2's eth0 saw of ``count`` sent by h1, and the unreachables h2 sent meanwhile."""
     if (reason := N.netns_available()) is not None:
         pytest.skip(reason)
-    topo, sw, ctl = _start(tmp, cpu=None, elsewhere=elsewhere)
-    try:
-        h2 = topo.hosts["h2"].name
-        tx, rx = N.raw_socket(topo.hosts["h1"].name, "eth0"), N.raw_socket(h2, "eth0")
-        try:
-            before = _unreachables_sent(h2)
-            frame = _frame(topo)
-            for _ in range(count):
-                tx.send(frame)
-                time.sleep(0.002)
-            got = [f for _, f in N.collect(rx, _is_bench_udp, 1.0, max_frames=10 * count)]  # its replies count too
-            return got, _unreachables_sent(h2) - before
-        finally:
-            tx.close()
-            rx.close()
-    finally:
-        ctl.close()
-        sw.stop()
-        topo.close()
+    with h1_switch_h2(tmp, cpu=None, elsewhere=elsewhere) as (topo, tx, rx):
+        before = _unreachables_sent(topo.hosts["h2"].name)
+        frame = _frame(topo)
+        for _ in range(count):
+            tx.send(frame)
+            time.sleep(0.002)
+        got = [f for _, f in N.collect(rx, _is_bench_udp, 1.0, max_frames=10 * count)]  # its replies count too
+        return got, _unreachables_sent(topo.hosts["h2"].name) - before
 
 
 def test_h2_drops_the_blast_before_its_stack(tmp_path: Path) -> None:
