@@ -37,7 +37,9 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/aline
   occupancy Ô instead of O(k), with W scaled by :func:`forecast_gain`; once O has reached O_max
   it reads ``R = drain + g·W·(O − Ô) − K_P·(O(k) − O(k−1))``: the rate follows the drain, the
   forecast error corrects it, and the damping acts on the measured occupancy (docs/alinea.md,
-  "On BMv2's egress queues"). Steps 2 and 3 use Ô.
+  "On BMv2's egress queues"). Steps 2 and 3 use Ô. The drain there is the newest drain for a
+  report when that has clearly fallen (:func:`settled_base`): a capacity drop behind the buffer
+  shows in its departures before its occupancy has gained a packet.
 
 The object is a pure state machine: reports and the time in, the rate out.
 """
@@ -50,7 +52,7 @@ from controlplane.params import LawParams, validate_law
 
 __all__ = ["AlineaLaw", "Forecast", "Brake", "forecast_gain", "OVERFLOW_CUT", "OVERFLOW_DRAIN_SHARE",
            "STALE_HOLD_INTERVALS",
-           "FORECAST_DEADBAND_PKTS", "FORECAST_SPAN_PKTS", "FORECAST_BOOST"]
+           "FORECAST_DEADBAND_PKTS", "FORECAST_SPAN_PKTS", "FORECAST_BOOST", "settled_base", "NEWEST_FALL", "NEWEST_CAP"]
 
 #: Multiplicative rate cut on a report that says the buffer overflowed; with a forecast, the rate
 #: is cut no lower than this share of the buffer's measured drain.
@@ -65,6 +67,10 @@ STALE_HOLD_INTERVALS = 20
 FORECAST_DEADBAND_PKTS = 4.0
 FORECAST_SPAN_PKTS = 10.0
 FORECAST_BOOST = 7.0
+#: The settled law's base rate follows the newest drain when it is more than NEWEST_FALL below the
+#: drain, down to NEWEST_CAP below it at most (see settled_base).
+NEWEST_FALL = 0.08
+NEWEST_CAP = 0.2
 
 
 @dataclass(slots=True)
@@ -84,6 +90,8 @@ class Forecast:
     damp_scale: float = 1.0
     # the forecast follows a fall of the drain whose length it guesses (controlplane/forecast.py)
     guessed_fall: bool = False
+    # the exact drain over the newest two departures, b/s (0: none): see settled_base
+    newest_bps: float = 0.0
 
 
 @dataclass(slots=True)
@@ -118,6 +126,27 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     past = pkts - FORECAST_DEADBAND_PKTS  # min(1, max(0, past) / span), written out (every report)
     share = (past if past > 0.0 else 0.0) / FORECAST_SPAN_PKTS
     return 1.0 + FORECAST_BOOST * (share if share < 1.0 else 1.0)
+
+
+def settled_base(forecast: Forecast) -> float:
+    """The settled law's base rate (b/s): the drain, or the newest drain when it has clearly fallen.
+
+    Why: after a capacity drop behind the buffer, its occupancy gains its first packet only when
+    the excess has made one (at 0.2 Mb/s over the new capacity at the paper's rates: up to 40 ms,
+    four report intervals, depending on where the departures fell between the arrivals), while the
+    drop shows at the first departure that leaves late. The newest two departures (8 ms apart
+    against 6.7 before) tell it at the first report that holds them. Not trusted further than
+    this: the base rate falls to the newest drain for that report only (it is never extrapolated
+    over the horizon, as a fall of the drain is in the forecast), by at most ``NEWEST_CAP``, and
+    only past ``NEWEST_FALL``, above the settled drain's spread (one late departure in a steady
+    stream costs one report at most 20 % slower: two packets stamped a little apart). Not while
+    the forecast follows a fall of the drain (``guessed_fall``): the fall is then in the drain,
+    expected to end (docs/alinea.md, "The newest drain")."""
+    base, newest = forecast.drain_bps, forecast.newest_bps
+    if forecast.guessed_fall or not 0.0 < newest < base * (1 - NEWEST_FALL):
+        return base
+    floor = base * (1 - NEWEST_CAP)
+    return newest if newest > floor else floor
 
 
 class AlineaLaw:
@@ -166,7 +195,7 @@ class AlineaLaw:
             step = forecast_gain(occ - self.o, packet, forecast.guessed_fall and bool(p.k_p)) * self.w * (self.o - occ)
             if damp:
                 change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
-                rate = forecast.drain_bps + step - p.k_p * change
+                rate = settled_base(forecast) + step - p.k_p * change
             else:
                 rate = self.rate + step
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it

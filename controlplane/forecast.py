@@ -48,7 +48,7 @@ from controlplane.alinea import Brake, Forecast
 
 __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT_S", "DRAIN_SHIFT_PPS",
            "DRAIN_SHIFT_PKTS", "DRAIN_SHIFT_SHARE", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS",
-           "drain_noise"]
+           "drain_noise", "NEWEST_PKTS"]
 
 COUNTER_MASK = (1 << 32) - 1
 NS = 1_000_000_000
@@ -96,6 +96,11 @@ SLOW_GAP_MEMORY_S = 2.0
 SLOW_GAP_MARGIN = 1.5
 #: The start-up brake's approach time, in report gaps (docs/alinea.md, "Start-up brake").
 BRAKE_GAPS = 6
+#: The newest drain (``newest_pps``) is read over the newest stretch that holds this many departures:
+#: two spacings, the fewest in which a capacity drop downstream shows at the paper's rates before the
+#: buffer has gained a packet (docs/alinea.md, "The newest drain"). The law follows it for one report
+#: at a time, bounded, and never extrapolates it over the horizon.
+NEWEST_PKTS = 2
 #: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
 IDLE_PKTS = 1
 
@@ -147,6 +152,7 @@ class QueueForecast:
     drain_pps: float = 0.0  # μ, measured
     expected_pps: float = 0.0  # the mean drain expected over the horizon (μ, unless in a fall)
     forecast_pkts: float = 0.0  # Ô, packets
+    newest_pps: float = 0.0  # the exact drain over the newest NEWEST_PKTS departures (0: none, or starved)
     arrival_pps: float = 0.0  # packets routed to this hop's queue per second (smoothed)
     gap_s: float = 0.0  # time between reports (smoothed)
     last_gap_s: float = 0.0  # the last gap between reports, on the reporter's clock
@@ -227,11 +233,23 @@ class QueueForecast:
         else:
             self._follow_counted_fall()
             self.expected_pps = self.drain_pps
+        self.newest_pps = self._newest_drain() if exact and occupancy > IDLE_PKTS else 0.0
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
         else:
             self.forecast_pkts = occupancy + queued - self.expected_pps * horizon_s
         return self.forecast_pkts
+
+    def _newest_drain(self) -> float:
+        """Packets/s over the newest stretch of ``NEWEST_PKTS`` or more departures the reports saw
+        (from a departure to a departure: exact); 0 if the window holds none."""
+        hist = self._hist
+        t1, d1 = hist[-1]
+        for j in range(len(hist) - 2, -1, -1):
+            t0, d0 = hist[j]
+            if d1 - d0 >= NEWEST_PKTS:
+                return (d1 - d0) * NS / (t1 - t0) if t1 > t0 else 0.0
+        return 0.0
 
     @property
     def guessed_fall(self) -> bool:
@@ -429,7 +447,8 @@ class QueueForecast:
         """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
         whole = round(pkts)
         return Forecast((whole if whole > 0 else 0) / capacity, self.expected_pps * packet_bits,
-                        self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall)
+                        self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall,
+                        self.newest_pps * packet_bits)
 
     def floor_pps(self, link_pps: float) -> float | None:
         """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""

@@ -1,5 +1,6 @@
 """docs/results.md's section on capacity-drop's reaction time over the drop's phase (called by
-``topo.results_doc``).
+``topo.results_doc``), and, as ``python -m topo.results_reaction --latencies 0.5ms 1ms``, the
+reaction over one whole cycle of the drop at each control latency (docs/netns.md's table).
 
 Why: the reaction to a capacity drop is the time until the hop feeding the congested buffer cuts
 its rate. The hop learns of the drop from the buffer's first extra packet, and when that packet
@@ -12,6 +13,7 @@ drop) and what the agent adds after it.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import statistics
 import sys
@@ -21,10 +23,12 @@ from topo.model import Topology
 from topo.runner import run_experiment
 from topo.schema import load_topology
 
-__all__ = ["reaction_sections", "PHASES_MS", "reaction_runs"]
+__all__ = ["reaction_sections", "PHASES_MS", "reaction_runs", "latency_scan", "main"]
 
 S = 1_000_000_000
 MS = 1_000_000
+#: one cycle of the first extra packet at this drop (1.2 Mb/s into 1 Mb/s: a packet per 40 ms)
+CYCLE_MS = 40
 #: the drop at 16 s plus these offsets (one 40 ms cycle of the first extra packet), 3 s after it
 DROP_NS = 16 * S
 PHASES_MS = (0, 5, 10, 15, 20, 25, 30, 35)
@@ -70,6 +74,50 @@ def reaction_runs(base: Topology) -> dict[str, list[dict[str, Any]]]:
     return out
 
 
+def latency_scan(base: Topology, latency_ns: int, step_ms: int = 2, model: str = "bmv2") -> list[float | None]:
+    """R2's reaction (report intervals) with the drop at every ``step_ms`` of one cycle, at one
+    control latency: the latency moves where the settled loop's departures sit, and so the phase."""
+    t0 = dataclasses.replace(base, options=dataclasses.replace(base.options, control_latency_ns=latency_ns))
+    out: list[float | None] = []
+    for off in range(0, CYCLE_MS, step_ms):
+        t = _at_phase(t0, model, off)
+        result = run_experiment(t, DROP_NS + off * MS + AFTER_NS, seed=1, plots=False)
+        (ev,) = result.summary["events"]
+        out.append(ev.get("reaction_intervals"))
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    from controlplane.units import UnitError, parse_duration_ns
+    from topo.results_doc import ROOT
+
+    p = argparse.ArgumentParser(prog="python -m topo.results_reaction",
+                                description="capacity-drop's reaction over one cycle of the drop, per control latency")
+    p.add_argument("--latencies", nargs="+", default=["0.5ms", "1ms", "2ms", "4ms"], help="control latencies")
+    p.add_argument("--step-ms", type=int, default=2, help="the drop's phase step, ms (a cycle is 40 ms)")
+    p.add_argument("--queue-model", choices=MODELS, default="bmv2")
+    args = p.parse_args(argv)
+    if not 0 < args.step_ms <= CYCLE_MS:
+        p.error(f"--step-ms must be in 1..{CYCLE_MS}")
+    try:
+        latencies = [(text, parse_duration_ns(text, "--latencies")) for text in args.latencies]
+    except UnitError as exc:
+        p.error(str(exc))
+    base = load_topology(ROOT / "topo" / "capacity-drop.yaml")
+    print("| `control_latency` | min | mean | max | phases over 3 |")
+    print("|---|---:|---:|---:|---:|")
+    for text, ns in latencies:
+        print(f"  control latency {text} ...", file=sys.stderr, flush=True)
+        got = latency_scan(base, ns, args.step_ms, args.queue_model)
+        known = [r for r in got if r is not None]
+        if not known:
+            print(f"| {text} | - | - | - | no reaction |")
+            continue
+        print(f"| {text} | {min(known):.2f} | {statistics.mean(known):.2f} | {max(known):.2f} | "
+              f"{sum(r > 3 for r in known) + len(got) - len(known)} of {len(got)} |", flush=True)
+    return 0
+
+
 def _fmt(x: float | None) -> str:
     return "-" if x is None else f"{x:.2f}"
 
@@ -84,9 +132,11 @@ def reaction_sections(base: Topology | None = None) -> list[str]:
              "The drop of capacity-drop (R3-R4 from 3 to 1 Mb/s) at 16 s plus the offset in each column, on "
              "BMv2's queues and on the shaper, each run 3 s past the drop (seed 1; `topo/results_reaction.py`). "
              "Each cell: R2's reaction in report intervals (its rate 5 % below its value at the drop), and in "
-             "brackets the first report that showed R3's buffer above its level at the drop. R2 cuts at that "
-             "report, so the reaction is its detection: the time the buffer takes to gain a packet (one per "
-             "40 ms at this drop) plus the report's way back, which the drop's phase decides.", "",
+             "brackets the first report that showed R3's buffer above its level at the drop: the time the buffer "
+             "takes to gain a packet (one per 40 ms at this drop) plus the report's way back, which the drop's "
+             "phase decides. On BMv2's queues R2 cuts earlier, at the first report whose two newest departures "
+             "from R3's buffer show the drop (docs/alinea.md, \"The newest drain\"); the shaper's law has no "
+             "drain to follow and cuts at the detection.", "",
              head, "|" + "---|" * (len(PHASES_MS) + 4)]
     for model, rows in runs.items():
         reactions = [r["reaction"] for r in rows if r["reaction"] is not None]
@@ -95,3 +145,7 @@ def reaction_sections(base: Topology | None = None) -> list[str]:
                      f" | {_fmt(max(reactions) if reactions else None)} | {sum(r['loss'] for r in rows)} |")
     lines.append("")
     return lines
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

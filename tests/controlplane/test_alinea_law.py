@@ -8,7 +8,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from controlplane.alinea import OVERFLOW_CUT, OVERFLOW_DRAIN_SHARE, STALE_HOLD_INTERVALS, AlineaLaw, Forecast
+from controlplane.alinea import (
+    NEWEST_CAP,
+    NEWEST_FALL,
+    OVERFLOW_CUT,
+    OVERFLOW_DRAIN_SHARE,
+    STALE_HOLD_INTERVALS,
+    AlineaLaw,
+    Forecast,
+    settled_base,
+)
 from controlplane.params import LawParams, ParamError
 
 PAPER = LawParams(o_min=0.15, o_max=0.8, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=0.0)
@@ -259,3 +268,35 @@ def test_without_the_damping_term_a_cut_on_a_guessed_fall_keeps_its_gain() -> No
     damped = settled_on_forecast()
     assert damped.on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6, guessed_fall=True)) > \
         settled_on_forecast().on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6))
+
+
+# ---- the newest drain (docs/alinea.md, "The newest drain") ---------------------------------------
+
+@pytest.mark.parametrize(("newest", "base"), [
+    (1.2e6, 1.2e6),  # as the drain
+    (1.2e6 * (1 - NEWEST_FALL) + 1, 1.2e6),  # within the spread: the drain
+    (1.0e6, 1.0e6),  # a capacity drop's two late departures (8 ms against 6.7): followed
+    (0.3e6, 1.2e6 * (1 - NEWEST_CAP)),  # a stall: followed no deeper than NEWEST_CAP
+    (0.0, 1.2e6),  # none
+])
+def test_the_settled_law_follows_the_newest_drain_only_when_it_has_clearly_fallen(newest: float, base: float) -> None:
+    forecast = Forecast(0.7, 1.2e6, newest_bps=newest)
+    assert settled_base(forecast) == pytest.approx(base)
+    law = settled_on_forecast()
+    assert law.on_report(0.7, packet=0.005, forecast=forecast) == pytest.approx(base)
+
+
+def test_the_newest_drain_is_followed_for_one_report_and_never_on_a_guessed_fall() -> None:
+    law = settled_on_forecast()
+    assert law.on_report(0.7, packet=0.005, forecast=Forecast(0.7, 1.2e6, newest_bps=1.0e6)) == pytest.approx(1.0e6)
+    assert law.on_report(0.7, packet=0.005, forecast=Forecast(0.7, 1.2e6, newest_bps=1.2e6)) == pytest.approx(1.2e6)
+    guessed = Forecast(0.7, 1.1e6, guessed_fall=True, newest_bps=0.9e6)  # the fall is in the drain already
+    assert settled_base(guessed) == pytest.approx(1.1e6)
+
+
+def test_the_newest_drain_is_not_the_ramps() -> None:
+    """Before O has reached O_max the ramp runs as the paper's (its rate + W·(O − Ô))."""
+    p = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=24e6)
+    a, b = AlineaLaw(p, 1.5e6), AlineaLaw(p, 1.5e6)
+    assert a.on_report(0.3, packet=0.005, forecast=Forecast(0.3, 1.2e6)) == \
+        b.on_report(0.3, packet=0.005, forecast=Forecast(0.3, 1.2e6, newest_bps=0.6e6))

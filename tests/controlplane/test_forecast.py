@@ -339,3 +339,29 @@ def test_the_fall_read_from_the_first_stretches_is_that_of_the_whole_window(
             assert (lazy.guessed_fall, lazy.drain_pps, lazy.expected_pps) == (ref.guessed_fall, ref.drain_pps,
                                                                               ref.expected_pps)
     assert lazy._chunk_rates(len(lazy._hist) - 1) == rescanned_chunks(list(lazy._hist))
+
+
+def test_the_newest_drain_is_the_exact_drain_over_the_newest_two_departures() -> None:
+    """150 packets/s leave, then the link behind the buffer falls to 125/s (capacity-drop): the
+    newest drain reads the two newest spacings, so it shows the drop at the first report that
+    holds two late departures, where the buffer has not yet gained a packet (docs/alinea.md,
+    "The newest drain")."""
+    before = departures([int(1e9 / 150)] * 300)
+    after = departures([8 * MS] * 10, before[-1])
+    f = QueueForecast()
+    feed_exact(f, before, before[-1])
+    assert f.newest_pps == pytest.approx(150, rel=0.01)
+    f = QueueForecast()
+    feed_exact(f, before + after, after[4])  # reports every 10 ms: the newest two spacings are late ones
+    assert f.newest_pps == pytest.approx(125, rel=0.01)
+    assert f.drain_pps > 1.1 * f.newest_pps  # the drain over the window is still well above it
+
+
+def test_the_newest_drain_is_none_without_the_exact_drain_or_on_a_starved_buffer() -> None:
+    leave = departures([int(1e9 / 150)] * 300)
+    starved = QueueForecast()
+    feed_exact(starved, leave, leave[-1], occ=1)
+    assert starved.newest_pps == 0.0  # a starved buffer drains our own rate: it says nothing
+    counted = QueueForecast()
+    steady(counted, 300, 150, 140, 140)
+    assert counted.newest_pps == 0.0
