@@ -3,8 +3,8 @@
 * CPU cost of a netns paper-5router run per second of real time, by kind of process:
   the switch processes, the host processes (from /proc just before they end) and the runner
   (agents, sampling: this process).
-* The highest link rate at which paper-1router still meets its targets (zero loss, mean
-  occupancy within 5 points of target at R1 and H2): every rate of the topology (links,
+* The highest link rate at which paper-1router and paper-5router still meet their targets (zero
+  loss, every buffer's mean occupancy within 5 points of its target): every rate of the topology (links,
   playout, R_max and the law's rate parameters) times k = 1, 2, 4, ..., every delay and report
   interval divided by k, until a run fails (the simulator's verdict on the same topology is
   shown beside it); with several trees (this one and a baseline commit's files), each climbs
@@ -102,39 +102,39 @@ def meets_targets(summary: dict[str, Any]) -> tuple[bool, str]:
     return ok, f"loss {summary['loss']['total']}, worst occupancy error {100 * worst:.1f} points"
 
 
-#: one netns run of scaled paper-1router in a tree (this one or a baseline's files), its summary
-#: as the last line of the output
+#: one netns run of a scaled shipped topology in a tree (this one or a baseline's files), its
+#: summary as the last line of the output
 RATE_SCRIPT = """
 import json, sys
 from pathlib import Path
 from tests.bench.netns_bench import scaled
 from topo.runner import run_experiment
 from topo.schema import load_topology
-k, seconds, out = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
-topo = scaled(load_topology(Path("topo/paper-1router.yaml")), k)
+k, seconds, out, name = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+topo = scaled(load_topology(Path(f"topo/{name}.yaml")), k)
 s = run_experiment(topo, seconds * 1_000_000_000, out=out, plots=False, backend="netns", pcap=False).summary
 print(json.dumps(s))
 """
 
 
-def _netns_summary(tree: Path, k: int, seconds: int, out: Path) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-c", RATE_SCRIPT, str(k), str(seconds), str(out)], cwd=tree,
+def _netns_summary(tree: Path, name: str, k: int, seconds: int, out: Path) -> dict[str, Any]:
+    run = subprocess.run([sys.executable, "-c", RATE_SCRIPT, str(k), str(seconds), str(out), name], cwd=tree,
                          env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
                          timeout=20 * seconds + 300, check=False)
     if run.returncode != 0:
-        raise RuntimeError(f"netns run of paper-1router x{k} in {tree} failed: {run.stderr[-2000:]}")
+        raise RuntimeError(f"netns run of {name} x{k} in {tree} failed: {run.stderr[-2000:]}")
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
-def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int, ...],
-                           trees: dict[str, Path | None] | None = None) -> None:
-    """The highest rate of each tree's p4switch (None: this tree), the trees run in turns at each
-    rate until every one has failed once."""
+def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[int, ...],
+                   trees: dict[str, Path | None] | None = None) -> None:
+    """The highest rate at which shipped topology ``name`` meets its targets on each tree's p4switch
+    (None: this tree), the trees run in turns at each rate until every one has failed once."""
     from topo.runner import run_experiment
     from topo.schema import load_topology
 
     trees = trees or {"": None}
-    base = load_topology(ROOT / "topo/paper-1router.yaml")
+    base = load_topology(ROOT / f"topo/{name}.yaml")
     best: dict[str, float | None] = dict.fromkeys(trees)
     tried: dict[str, list[str]] = {label: [] for label in trees}
     going = set(trees)
@@ -145,7 +145,7 @@ def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int
         for label, tree in trees.items():
             if label not in going:
                 continue
-            ok, why = meets_targets(_netns_summary(tree or ROOT, k, seconds, tmp / f"rate{k}{len(tried[label])}"))
+            ok, why = meets_targets(_netns_summary(tree or ROOT, name, k, seconds, tmp / f"{name}-{k}-{len(tried[label])}"))
             tried[label].append(f"{2 * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator "
                                 f"{'ok' if sim_ok else 'FAILS'})")
             if ok:
@@ -154,7 +154,7 @@ def bench_max_rate_1router(rep: Any, tmp: Path, seconds: int, factors: tuple[int
                 going.discard(label)
     for label in trees:
         rate = best[label]
-        rep.add("netns backend", f"paper-1router: highest link rate meeting its targets{label}",
+        rep.add("netns backend", f"{name}: highest link rate meeting its targets{label}",
                 f"{rate:g} Mb/s" if rate else "none",
                 f"{seconds} s runs, the trees in turns at each rate; rates x k, delays and report intervals / k; "
                 + "; ".join(tried[label]))
