@@ -16,6 +16,7 @@ mod hostrelay;
 mod link;
 mod linkport;
 mod p4cells;
+mod p4fuse;
 mod p4tables;
 mod p4vm;
 mod pre;

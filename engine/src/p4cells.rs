@@ -6,14 +6,22 @@
 //! same `Cells`: p4switch/state/externs.py's `RegisterArray.cells` and `CounterArray.packets` /
 //! `.bytes` are these objects, indexed like the lists they replace. Values are `u64` wrapped to
 //! the cells' width (a register's `bit<w>`, 64 for counters).
+//!
+//! Why atomics, not a lock: the P4 VM reads or writes a cell several times per packet (alinea.p4's
+//! ingress and egress hold 37 register reads, writes and counts), and a lock's take and release
+//! were two atomic read-modify-writes each. Every user of the cells holds the GIL (the VM runs
+//! with it; the Python side's accesses are method calls), so no two of them run at once: a cell's
+//! update is a plain load and store (`Relaxed`, a `mov` on x86), and a read-modify-write (a count)
+//! needs no more. The array's size is fixed at creation.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
 
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 
-pub type Shared = Arc<Mutex<Vec<u64>>>;
+pub type Shared = Arc<[AtomicU64]>;
 
 /// A fixed-size array of unsigned cells of one width.
 #[pyclass(module = "hbh_engine", frozen, sequence)]
@@ -22,8 +30,30 @@ pub struct Cells {
     pub mask: u64,
 }
 
-pub fn lock(d: &Shared) -> MutexGuard<'_, Vec<u64>> {
-    d.lock().unwrap_or_else(|e| e.into_inner())
+/// Cell `i`'s value (None past the end).
+#[inline]
+pub fn get(d: &Shared, i: usize) -> Option<u64> {
+    d.get(i).map(|c| c.load(Relaxed))
+}
+
+/// Store `v` into cell `i` if it exists (the caller wraps it to the width).
+#[inline]
+pub fn set(d: &Shared, i: usize, v: u64) {
+    if let Some(c) = d.get(i) {
+        c.store(v, Relaxed);
+    }
+}
+
+/// `cell[i] <- f(cell[i])` if it exists (one writer at a time: the GIL's holder).
+#[inline]
+pub fn update(d: &Shared, i: usize, f: impl FnOnce(u64) -> u64) {
+    if let Some(c) = d.get(i) {
+        c.store(f(c.load(Relaxed)), Relaxed);
+    }
+}
+
+fn values(d: &Shared) -> Vec<u64> {
+    d.iter().map(|c| c.load(Relaxed)).collect()
 }
 
 impl Cells {
@@ -52,52 +82,47 @@ impl Cells {
             (1u64 << width) - 1
         };
         Ok(Cells {
-            data: Arc::new(Mutex::new(vec![0; size])),
+            data: (0..size).map(|_| AtomicU64::new(0)).collect(),
             mask,
         })
     }
 
     fn __len__(&self) -> usize {
-        lock(&self.data).len()
+        self.data.len()
     }
 
     fn __getitem__(&self, i: isize) -> PyResult<u64> {
-        let d = lock(&self.data);
-        let j = self.index(i, d.len())?;
-        Ok(d[j])
+        let j = self.index(i, self.data.len())?;
+        Ok(self.data[j].load(Relaxed))
     }
 
     /// Store `value` wrapped to the width (a data-plane write; the caller checks ranges).
     fn __setitem__(&self, i: isize, value: u64) -> PyResult<()> {
-        let mut d = lock(&self.data);
-        let j = self.index(i, d.len())?;
-        d[j] = value & self.mask;
+        let j = self.index(i, self.data.len())?;
+        self.data[j].store(value & self.mask, Relaxed);
         Ok(())
     }
 
     /// Add `n` to cell `i` if it exists (a data-plane count: out of range is ignored).
     fn add(&self, i: u64, n: u64) {
-        let mut d = lock(&self.data);
-        if let Some(c) = d.get_mut(i as usize) {
-            *c = c.wrapping_add(n) & self.mask;
-        }
+        update(&self.data, i as usize, |c| c.wrapping_add(n) & self.mask);
     }
 
     /// Every cell set to 0.
     fn reset(&self) {
-        lock(&self.data).iter_mut().for_each(|c| *c = 0);
+        self.data.iter().for_each(|c| c.store(0, Relaxed));
     }
 
     /// The cells as a list.
     fn tolist<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        PyList::new(py, lock(&self.data).iter())
+        PyList::new(py, values(&self.data))
     }
 
     /// Equal to another `Cells` or a sequence of the same values.
     fn __eq__(&self, other: &Bound<'_, PyAny>) -> bool {
-        let mine = lock(&self.data).clone();
+        let mine = values(&self.data);
         if let Ok(o) = other.downcast::<Cells>() {
-            return *lock(&o.get().data) == mine;
+            return values(&o.get().data) == mine;
         }
         other
             .extract::<Vec<u64>>()
@@ -106,6 +131,6 @@ impl Cells {
     }
 
     fn __repr__(&self) -> String {
-        format!("Cells({:?})", lock(&self.data))
+        format!("Cells({:?})", values(&self.data))
     }
 }

@@ -14,10 +14,74 @@
 //! Ties between equal ranks go to the entry written first, as in the Python index (the
 //! differential oracle, which must agree entry for entry).
 
-use std::collections::HashMap;
+use std::collections::HashMap as StdHashMap;
+use std::hash::{BuildHasherDefault, Hasher};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+
+/// The index's hash: a multiply-xor over the key's 64-bit words, mixed at the end (murmur3's
+/// 64-bit finaliser, so that the low bits a bucket index takes depend on every bit of the key:
+/// LPM keys have their low bits masked to zero). Why not the standard library's SipHash: a
+/// table apply hashes its masked key once per mask group and the entry's handle once, for every
+/// packet, and SipHash's cost bought resistance to colliding keys chosen by whoever writes the
+/// entries, which here is the controller, not the packets.
+#[derive(Default, Clone, Copy)]
+pub struct WordHasher(u64);
+
+const WORD_K: u64 = 0x9E37_79B9_7F4A_7C15;
+
+impl WordHasher {
+    #[inline]
+    fn word(&mut self, w: u64) {
+        self.0 = (self.0 ^ w).wrapping_mul(WORD_K).rotate_left(31);
+    }
+}
+
+impl Hasher for WordHasher {
+    #[inline]
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for c in &mut chunks {
+            self.word(u64::from_le_bytes(c.try_into().unwrap_or_default()));
+        }
+        let rest = chunks.remainder();
+        if !rest.is_empty() {
+            let mut last = [0u8; 8];
+            last[..rest.len()].copy_from_slice(rest);
+            self.word(u64::from_le_bytes(last) ^ ((rest.len() as u64) << 56));
+        }
+    }
+
+    #[inline]
+    fn write_u64(&mut self, w: u64) {
+        self.word(w);
+    }
+
+    #[inline]
+    fn write_u32(&mut self, w: u32) {
+        self.word(w as u64);
+    }
+
+    #[inline]
+    fn write_usize(&mut self, w: usize) {
+        self.word(w as u64);
+    }
+
+    #[inline]
+    fn finish(&self) -> u64 {
+        let mut x = self.0;
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xFF51_AFD7_ED55_8CCD);
+        x ^= x >> 33;
+        x = x.wrapping_mul(0xC4CE_B9FE_1A85_EC53);
+        x ^ (x >> 33)
+    }
+}
+
+/// A map hashed with [`WordHasher`]: nothing depends on its iteration order (the index is
+/// built in handle order, `Table::rebuild`).
+type HashMap<K, V> = StdHashMap<K, V, BuildHasherDefault<WordHasher>>;
 
 /// What an entry (or a default entry) runs.
 #[derive(Clone, Debug)]
@@ -140,7 +204,7 @@ impl Table {
             nkeys,
             profile,
             selector,
-            entries: HashMap::new(),
+            entries: HashMap::default(),
             groups: Vec::new(),
             dirty: false,
             default: Act::None,
@@ -197,13 +261,13 @@ impl Table {
         let mut handles: Vec<u64> = self.entries.keys().copied().collect();
         handles.sort_unstable();
         let mut groups: Vec<MaskGroup> = Vec::new();
-        let mut index: HashMap<Box<[u64]>, usize> = HashMap::new();
+        let mut index: HashMap<Box<[u64]>, usize> = HashMap::default();
         for h in handles {
             let e = &self.entries[&h];
             let gi = *index.entry(e.masks.clone()).or_insert_with(|| {
                 groups.push(MaskGroup {
                     masks: e.masks.clone(),
-                    entries: HashMap::new(),
+                    entries: HashMap::default(),
                     max_rank: -1,
                 });
                 groups.len() - 1
@@ -270,8 +334,8 @@ pub struct Profile {
 impl Profile {
     pub fn new() -> Self {
         Profile {
-            members: HashMap::new(),
-            groups: HashMap::new(),
+            members: HashMap::default(),
+            groups: HashMap::default(),
         }
     }
 

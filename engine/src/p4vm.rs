@@ -23,6 +23,7 @@ use pyo3::types::{PyBool, PyBytes, PyList, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::p4cells::{self, Cells, Shared};
+use crate::p4fuse;
 use crate::p4tables::{self, Act, Profile, Selector, Table};
 
 /// `run`'s status when the block ended normally (a parser accepted).
@@ -31,7 +32,7 @@ pub const STATUS_END: i64 = -1;
 pub const STATUS_REJECT: i64 = -2;
 
 #[derive(Clone, Copy, Debug)]
-enum BinOp {
+pub(crate) enum BinOp {
     Add,
     Sub,
     Mul,
@@ -92,7 +93,7 @@ impl BinOp {
 }
 
 #[derive(Clone, Debug)]
-enum Ins {
+pub(crate) enum Ins {
     Const {
         dst: u32,
         imm: u64,
@@ -199,6 +200,40 @@ enum Ins {
         kind: u32,
         list: i64,
     },
+    // The fused forms below come only from p4fuse.rs (at load, after validation), never from
+    // a loader: each does what the sequence it replaces did.
+    /// `Const k imm; Bin op dst a k` (with `a != k`).
+    BinK {
+        op: BinOp,
+        dst: u32,
+        a: u32,
+        k: u32,
+        imm: u64,
+        mask: u64,
+    },
+    /// `Bin op dst a b; Jz dst target` (`on_zero`) or `Jnz dst target`.
+    BinJ {
+        op: BinOp,
+        dst: u32,
+        a: u32,
+        b: u32,
+        mask: u64,
+        on_zero: bool,
+        target: u32,
+    },
+    /// `Const k imm; Bin op dst a k; Jz dst target` (`on_zero`) or `Jnz dst target`.
+    BinKJ {
+        op: BinOp,
+        dst: u32,
+        a: u32,
+        k: u32,
+        imm: u64,
+        mask: u64,
+        on_zero: bool,
+        target: u32,
+    },
+    /// A run of `Mov`s, in order: `arglists[n]` is (destination, source) pairs, flattened.
+    Movs(u32),
 }
 
 pub(crate) type ControlResult = Option<(
@@ -510,7 +545,11 @@ fn decode(t: &Bound<'_, PyTuple>, nblock: usize, arglists: &mut Vec<Vec<u32>>) -
     Ok(ins)
 }
 
-struct Run<'a, 'py> {
+/// A run's registers. `OWNED`: the registers hold the whole PHV (`run_owned`, no list behind), so
+/// a register is read and written as it is, without the cache's bookkeeping. Why a parameter of
+/// the type: the VM reads or writes a register for nearly every instruction, and the engine's
+/// walk (every packet of the real-time switch) runs owned; its `exec` is compiled apart.
+struct Run<'a, 'py, const OWNED: bool> {
     py: Python<'py>,
     /// The PHV list; None: the registers hold the whole PHV (`run_owned`, no list behind).
     phv: Option<&'a Bound<'py, PyList>>,
@@ -521,14 +560,14 @@ struct Run<'a, 'py> {
     nslots: usize,
 }
 
-impl<'py> Run<'_, 'py> {
+impl<'py, const OWNED: bool> Run<'_, 'py, OWNED> {
     /// A register's value (a PHV slot not read yet comes from the list first). Why inlined,
     /// with the list's read apart: the VM reads a register for nearly every instruction, and as
     /// a call it was a fifth of the VM's time.
     #[inline(always)]
     fn get(&mut self, r: u32) -> PyResult<u64> {
         let i = r as usize;
-        if i < self.nslots && self.seen[i] == 0 {
+        if !OWNED && i < self.nslots && self.seen[i] == 0 {
             return self.load(i);
         }
         Ok(self.regs[i])
@@ -585,7 +624,7 @@ impl<'py> Run<'_, 'py> {
     #[inline]
     fn set(&mut self, r: u32, v: u64) {
         let i = r as usize;
-        if i < self.nslots {
+        if !OWNED && i < self.nslots {
             if self.seen[i] == 0 {
                 self.touched.push(r);
             }
@@ -603,7 +642,7 @@ impl P4Program {
     /// v1model: a parser error does not stop ingress). Returns the first block's status and
     /// cursor, the bytes every block emitted, and the requests of all blocks (the last clone,
     /// resubmit and recirculate request wins, truncate keeps the smallest length).
-    fn run_blocks<'py>(
+    fn run_blocks<'py, const OWNED: bool>(
         &mut self,
         py: Python<'py>,
         blocks: &[usize],
@@ -626,7 +665,7 @@ impl P4Program {
         let mut out = std::mem::take(&mut self.scratch);
         out.clear();
         let mut touched = std::mem::take(&mut self.touched);
-        let mut st = Run {
+        let mut st: Run<'_, '_, OWNED> = Run {
             py,
             phv,
             regs: &mut self.regs,
@@ -709,9 +748,7 @@ impl P4Program {
             ));
         }
         self.regs[..n].copy_from_slice(phv);
-        self.seen.fill(1);
-        let res = self.run_blocks(py, blocks, None, data, 0, parser_error);
-        self.seen.fill(0);
+        let res = self.run_blocks::<true>(py, blocks, None, data, 0, parser_error);
         phv.copy_from_slice(&self.regs[..n]);
         res
     }
@@ -885,7 +922,9 @@ impl P4Program {
     /// profile or 0, its selector's hash as (field list, algorithm, width) or None).
     #[new]
     /// `cells`: the register and counter cells the program's REGREAD/REGWRITE/COUNT name by index.
-    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new(), cells=Vec::new(), on_clone=None))]
+    /// `fuse`: rewrite each block into fused instructions after validating it (p4fuse.rs); False
+    /// runs the blocks as given (the tests compare the two).
+    #[pyo3(signature = (blocks, headers, lists, callbacks, nslots, ntemps, bool_slots, too_short, timeout, max_steps, tables=Vec::new(), cells=Vec::new(), on_clone=None, fuse=true))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         blocks: Vec<Vec<Bound<'_, PyTuple>>>,
@@ -901,6 +940,7 @@ impl P4Program {
         tables: Vec<p4tables::TableConfig>,
         cells: Vec<Bound<'_, Cells>>,
         on_clone: Option<Py<PyAny>>,
+        fuse: bool,
     ) -> PyResult<Self> {
         let mut code = Vec::with_capacity(blocks.len());
         let mut arglists = Vec::new();
@@ -989,6 +1029,15 @@ impl P4Program {
             scratch: Vec::new(),
         };
         prog.validate()?;
+        if fuse {
+            let mut prog = prog;
+            let mut arglists = std::mem::take(&mut prog.arglists);
+            for b in prog.blocks.iter_mut() {
+                *b = p4fuse::fuse(b, &mut arglists);
+            }
+            prog.arglists = arglists;
+            return Ok(prog);
+        }
         Ok(prog)
     }
 
@@ -1004,7 +1053,8 @@ impl P4Program {
         data: Option<&[u8]>,
         cursor: u64,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>)> {
-        let (status, cur, _) = self.run_blocks(py, &[block], Some(phv), data, cursor, None)?;
+        let (status, cur, _) =
+            self.run_blocks::<false>(py, &[block], Some(phv), data, cursor, None)?;
         Ok((status, cur, self.emitted(py)))
     }
 
@@ -1018,7 +1068,7 @@ impl P4Program {
         block: usize,
         phv: &Bound<'_, PyList>,
     ) -> PyResult<ControlResult> {
-        let (_, _, req) = self.run_blocks(py, &[block], Some(phv), None, 0, None)?;
+        let (_, _, req) = self.run_blocks::<false>(py, &[block], Some(phv), None, 0, None)?;
         Ok(req.into_result())
     }
 
@@ -1039,7 +1089,8 @@ impl P4Program {
         data: Option<&[u8]>,
         parser_error: Option<u32>,
     ) -> PyResult<(i64, u64, Option<Bound<'py, PyBytes>>, ControlResult)> {
-        let (status, cur, req) = self.run_blocks(py, &blocks, Some(phv), data, 0, parser_error)?;
+        let (status, cur, req) =
+            self.run_blocks::<false>(py, &blocks, Some(phv), data, 0, parser_error)?;
         Ok((status, cur, self.emitted(py), req.into_result()))
     }
 
@@ -1161,13 +1212,13 @@ impl P4Program {
 }
 
 #[allow(clippy::too_many_arguments)]
-fn exec(
+fn exec<const OWNED: bool>(
     code: &[Ins],
     headers: &[Header],
     lists: &[Vec<(u32, u32)>],
     (callbacks, arglists): (&[Py<PyAny>], &[Vec<u32>]),
     tabs: &mut Stores<'_>,
-    st: &mut Run<'_, '_>,
+    st: &mut Run<'_, '_, OWNED>,
     data: &[u8],
     mut cursor: u64,
     (too_short, timeout, max_steps): (i64, i64, u64),
@@ -1206,6 +1257,57 @@ fn exec(
             Ins::Neg { dst, a, mask } => {
                 let v = st.get(a)?.wrapping_neg() & mask;
                 st.set(dst, v)
+            }
+            Ins::BinK {
+                op,
+                dst,
+                a,
+                k,
+                imm,
+                mask,
+            } => {
+                st.set(k, imm);
+                let v = op.apply(st.get(a)?, imm, mask);
+                st.set(dst, v)
+            }
+            Ins::BinJ {
+                op,
+                dst,
+                a,
+                b,
+                mask,
+                on_zero,
+                target,
+            } => {
+                let (x, y) = (st.get(a)?, st.get(b)?);
+                let v = op.apply(x, y, mask);
+                st.set(dst, v);
+                if (v == 0) == on_zero {
+                    pc = target as usize
+                }
+            }
+            Ins::BinKJ {
+                op,
+                dst,
+                a,
+                k,
+                imm,
+                mask,
+                on_zero,
+                target,
+            } => {
+                st.set(k, imm);
+                let v = op.apply(st.get(a)?, imm, mask);
+                st.set(dst, v);
+                if (v == 0) == on_zero {
+                    pc = target as usize
+                }
+            }
+            Ins::Movs(n) => {
+                for pair in arglists[n as usize].chunks_exact(2) {
+                    let v = st.get(pair[1])?;
+                    st.set(pair[0], v)
+                }
             }
             Ins::Jmp(t) => pc = t as usize,
             Ins::Jz { cond, target } => {
@@ -1269,18 +1371,13 @@ fn exec(
             )?,
             Ins::RegRead { dst, c, idx } => {
                 let i = st.get(idx)? as usize;
-                let v = p4cells::lock(&tabs.cells[c as usize].0)
-                    .get(i)
-                    .copied()
-                    .unwrap_or(0);
+                let v = p4cells::get(&tabs.cells[c as usize].0, i).unwrap_or(0);
                 st.set(dst, v)
             }
             Ins::RegWrite { c, idx, val } => {
                 let (i, v) = (st.get(idx)? as usize, st.get(val)?);
                 let (cells, mask) = &tabs.cells[c as usize];
-                if let Some(x) = p4cells::lock(cells).get_mut(i) {
-                    *x = v & mask;
-                }
+                p4cells::set(cells, i, v & mask);
             }
             Ins::Clone {
                 kind,
@@ -1298,12 +1395,8 @@ fn exec(
             }
             Ins::Count { pk, by, idx, len } => {
                 let (i, n) = (st.get(idx)? as usize, st.get(len)?);
-                if let Some(x) = p4cells::lock(&tabs.cells[pk as usize].0).get_mut(i) {
-                    *x = x.wrapping_add(1);
-                }
-                if let Some(x) = p4cells::lock(&tabs.cells[by as usize].0).get_mut(i) {
-                    *x = x.wrapping_add(n);
-                }
+                p4cells::update(&tabs.cells[pk as usize].0, i, |x| x.wrapping_add(1));
+                p4cells::update(&tabs.cells[by as usize].0, i, |x| x.wrapping_add(n));
             }
             Ins::Py(n) => {
                 st.flush(true)?;
@@ -1349,7 +1442,11 @@ fn exec(
 }
 
 /// The bit concatenation of a field list (MSB first), padded with zero bits to `pad` bits.
-fn pack_list(st: &mut Run<'_, '_>, list: &[(u32, u32)], pad: u32) -> PyResult<Vec<u8>> {
+fn pack_list<const OWNED: bool>(
+    st: &mut Run<'_, '_, OWNED>,
+    list: &[(u32, u32)],
+    pad: u32,
+) -> PyResult<Vec<u8>> {
     let mut bytes = Vec::with_capacity(64);
     let mut bw = BitWriter {
         out: &mut bytes,
@@ -1367,7 +1464,11 @@ fn pack_list(st: &mut Run<'_, '_>, list: &[(u32, u32)], pad: u32) -> PyResult<Ve
 }
 
 /// A selector's hash of its field list, cut to its width (as tables.py's `_selector_hash`).
-fn selector_hash(st: &mut Run<'_, '_>, lists: &[Vec<(u32, u32)>], sel: Selector) -> PyResult<u64> {
+fn selector_hash<const OWNED: bool>(
+    st: &mut Run<'_, '_, OWNED>,
+    lists: &[Vec<(u32, u32)>],
+    sel: Selector,
+) -> PyResult<u64> {
     let list = &lists[sel.list as usize];
     let h = match sel.algo {
         p4tables::ALGO_CRC16 => p4tables::crc16(&pack_list(st, list, 8)?),
@@ -1407,7 +1508,11 @@ impl Requests {
     /// Hand the pending clone, resubmit and recirculate requests to `f` (`on_clone(phv, kind,
     /// session, list)`, kinds 0 I2E, 1 E2E, 2 resubmit, 3 recirculate) before a closure runs:
     /// the closure may make the same request, and the last one of the block wins.
-    fn hand_over(&mut self, f: &Py<PyAny>, st: &Run<'_, '_>) -> PyResult<()> {
+    fn hand_over<const OWNED: bool>(
+        &mut self,
+        f: &Py<PyAny>,
+        st: &Run<'_, '_, OWNED>,
+    ) -> PyResult<()> {
         if let Some((k, s, l)) = self.clone.take() {
             f.call1(st.py, (st.list()?, k, s, l))?;
         }
@@ -1423,13 +1528,13 @@ impl Requests {
 impl Stores<'_> {
     /// One apply: the entry the key hits (the default entry on a miss, or when an indirect
     /// entry resolves to nothing: an empty group), its action id and data into `dsts`.
-    fn apply(
+    fn apply<const OWNED: bool>(
         &mut self,
         t: usize,
         keys: &[u32],
         dsts: &[u32],
         lists: &[Vec<(u32, u32)>],
-        st: &mut Run<'_, '_>,
+        st: &mut Run<'_, '_, OWNED>,
     ) -> PyResult<()> {
         self.keybuf.clear();
         for &r in keys {
