@@ -183,6 +183,9 @@ class LawTrace:
     # on BMv2's queues: the forecast the law ran on (fraction of the buffer) and the drain (b/s)
     forecast: float | None = None
     drain_bps: float | None = None
+    # ... and the newest drain it read (b/s; None: none), which the settled law follows when it has
+    # clearly fallen (controlplane/alinea.py, settled_base)
+    newest_bps: float | None = None
     data_class: int = 0
 
 
@@ -281,7 +284,8 @@ class SwitchAgentCore:
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
             self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
                                    pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
-                                   forecast and forecast.drain_bps, key[1]))
+                                   forecast and forecast.drain_bps, forecast and (forecast.newest_bps or None),
+                                   key[1]))
         return cmds
 
     def _fair_share(self, key: Queue, pl: _PortLaw, law: LawParams) -> LawParams:

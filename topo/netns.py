@@ -386,7 +386,8 @@ class NetnsNetwork:
                 return
             toward = self.topo.neighbour_on(name, t.port)
             self.recorder.laws.append(LawRow(t.t_ns - self.switches[name].offset_ns, name, toward, t.occupancy, t.capacity,
-                                             t.drops, t.rate_bps, t.o, t.w, t.forecast, t.drain_bps, t.data_class))
+                                             t.drops, t.rate_bps, t.o, t.w, t.forecast, t.drain_bps, t.newest_bps,
+                                             t.data_class))
 
         return trace
 

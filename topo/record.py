@@ -7,7 +7,8 @@ files. Times in files are seconds with 6 decimals (µs).
 Files (docs/results.md explains each column):
 
 * ``laws.csv`` -- every report a law applied: who regulates whom, the reported occupancy, the
-  rate it set, its O and W;
+  rate it set, its O and W; on BMv2's queues also the forecast occupancy, the drain and the
+  newest drain (two departures) the switch agent's law ran on (docs/alinea.md);
 * ``flows.csv`` -- per flow and per sampling period: packets sent and received, rates, mean
   one-way delay;
 * ``buffers.csv`` -- receiving hosts' application buffers, sampled;
@@ -44,6 +45,7 @@ class LawRow:
     w: float
     forecast: float | None = None  # BMv2's queues: the forecast occupancy (fraction) the law ran on
     drain_bps: float | None = None  # and the drain of this hop's packets it expects over its horizon
+    newest_bps: float | None = None  # and the drain over the buffer's two newest departures it read
     data_class: int = 0  # per-destination classes: the class whose law this is (not in laws.csv)
 
     @property
@@ -119,11 +121,13 @@ class Recorder:
         out.mkdir(parents=True, exist_ok=True)
         written = [
             _write(out / "laws.csv", ["t_s", "node", "toward", "occupancy_pkts", "capacity_pkts", "fraction",
-                                      "drops", "rate_bps", "target_o", "weight_w", "forecast", "drain_bps"],
+                                      "drops", "rate_bps", "target_o", "weight_w", "forecast", "drain_bps",
+                                      "newest_bps"],
                    ([_t(r.t_ns), r.node, r.toward, r.occupancy, r.capacity, f"{r.fraction:.4f}", r.drops,
                      f"{r.rate_bps:.0f}", f"{r.o:.4f}", f"{r.w:.0f}",
                      "" if r.forecast is None else f"{r.forecast:.4f}",
-                     "" if r.drain_bps is None else f"{r.drain_bps:.0f}"] for r in self.laws)),
+                     "" if r.drain_bps is None else f"{r.drain_bps:.0f}",
+                     "" if r.newest_bps is None else f"{r.newest_bps:.0f}"] for r in self.laws)),
             _write(out / "flows.csv", ["t_s", "flow", "sent_pkts", "received_pkts", "send_rate_bps",
                                        "receive_rate_bps", "owd_mean_ms"], _flow_rows(self.flows)),
             _write(out / "buffers.csv", ["t_s", "host", "occupancy_pkts", "capacity_pkts", "played_pkts",

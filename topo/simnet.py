@@ -618,7 +618,7 @@ class SimNetwork:
             if toward is None:
                 toward = towards[t.port] = self.topo.neighbour_on(name, t.port)
             self.recorder.laws.append(LawRow(t.t_ns, name, toward, t.occupancy, t.capacity, t.drops, t.rate_bps,
-                                             t.o, t.w, t.forecast, t.drain_bps, t.data_class))
+                                             t.o, t.w, t.forecast, t.drain_bps, t.newest_bps, t.data_class))
 
         return trace
 

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 import topo.simnet
+from controlplane.alinea import NEWEST_FALL
 from topo.plan import switch_plan
 from topo.runner import run_experiment
 from topo.schema import load_topology, load_topology_text
@@ -61,11 +62,17 @@ def capacity_drop_at(phase_ms: int, control_latency_ns: int | None = None):
         t = dataclasses.replace(t, options=dataclasses.replace(t.options, control_latency_ns=control_latency_ns))
     (ev,) = t.events
     t.events = [dataclasses.replace(ev, at_ns=16 * S + phase_ms * 1_000_000)]
-    s = run_experiment(t, 21 * S, seed=1, plots=False).summary
+    result = run_experiment(t, 21 * S, seed=1, plots=False)
+    s = result.summary
     assert s["loss"]["total"] == 0
     (reaction,) = s["events"]
     assert reaction["regulator"] == "R2" and reaction["buffer"] == "R3<-R2"
     assert reaction["reaction_intervals"] is not None and reaction["reaction_intervals"] <= 3, reaction
+    rows = [r for r in result.recorder.laws if r.node == "R2" and r.toward == "R3"]
+    rate0 = [r for r in rows if r.t_ns <= t.events[0].at_ns][-1].rate_bps
+    cut = next(r for r in rows if r.t_ns > t.events[0].at_ns and r.rate_bps <= 0.95 * rate0)
+    assert cut.newest_bps is not None and cut.drain_bps is not None
+    assert cut.newest_bps < (1 - NEWEST_FALL) * cut.drain_bps, cut  # the cut is the newest drain's
     return t, ev, reaction
 
 
