@@ -41,6 +41,8 @@ def main() -> int:
     BUILD.mkdir(parents=True, exist_ok=True)
     stamp = BUILD / "stamp.json"
     stamp.unlink(missing_ok=True)
+    for old in (ROOT / "controlplane").glob("*.so"):  # a module no longer compiled must not stay compiled
+        old.unlink()
     sources = [f"controlplane/{m}.py" for m in native.MODULES]  # type: ignore[attr-defined]
     # Third-party modules without type stubs (p4runtime's, thrift) are Any to mypy: the control path
     # calls them through Python either way.
