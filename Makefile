@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 P4SRC  := p4src/alinea.p4
 BUILD  := build
-APT_PKGS := cpp iproute2 python3-venv tcpdump
+APT_PKGS := cpp iproute2 python3-venv tcpdump gcc python3-dev
 ENGINE := engine
 ENGINE_SRC := $(ENGINE)/Cargo.toml $(ENGINE)/Cargo.lock $(wildcard $(ENGINE)/src/*.rs)
 ENGINE_STAMP := $(VENV)/.engine
@@ -20,7 +20,12 @@ CARGO_DIR := $(shell for c in "$$CARGO_HOME/bin/cargo" "$$HOME/.cargo/bin/cargo"
 
 .PHONY: setup sysdeps engine test lint pytest p4 bench ns3-venv conformance demo fuzz results map tcp-validation clean
 
-setup: $(STAMP) $(ENGINE_STAMP)
+# The control path's modules compiled by mypyc (controlplane/native.py lists them): extension
+# modules beside their sources; any change in controlplane/ rebuilds them (mypy checks what they import).
+NATIVE_STAMP := $(BUILD)/native/stamp.json
+NATIVE_SRC := $(wildcard controlplane/*.py)
+
+setup: $(STAMP) $(ENGINE_STAMP) $(NATIVE_STAMP)
 
 engine: $(ENGINE_STAMP)
 
@@ -37,12 +42,18 @@ $(ENGINE_STAMP): $(STAMP) $(ENGINE_SRC)
 	$(PY) -m pip install -q --no-deps --force-reinstall $(BUILD)/wheels/hbh_engine-*.whl
 	touch $(ENGINE_STAMP)
 
+$(NATIVE_STAMP): $(STAMP) $(NATIVE_SRC)
+	$(PY) controlplane/native_build.py
+
 sysdeps:
 	@missing=""; \
 	command -v cpp >/dev/null || missing="$$missing cpp"; \
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	command -v gcc >/dev/null || missing="$$missing gcc"; \
+	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
+	  || missing="$$missing python3-dev"; \
 	if [ -n "$$missing" ]; then \
 	  if [ "$$(id -u)" = 0 ]; then \
 	    echo "installing Debian packages:$$missing"; \
@@ -129,4 +140,4 @@ tcp-kernel: setup
 	chrt -r 10 $(PY) -m topo.tcp_kernel --doc docs/tcp.md
 
 clean:
-	rm -rf $(BUILD) .pytest_cache
+	rm -rf $(BUILD) .pytest_cache controlplane/*.so

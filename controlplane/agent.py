@@ -219,6 +219,14 @@ def _busy(pl: _PortLaw) -> bool:
     return pl.forecast is not None and (pl.forecast.queued > 0 or pl.forecast.arrival_pps > 0)
 
 
+def _trace_forecast(forecast: Forecast | None) -> tuple[float | None, float | None, float | None]:
+    """A trace's forecast occupancy, drain and newest drain (None without a forecast; no newest drain
+    when it read none)."""
+    if forecast is None:
+        return None, None, None
+    return forecast.occupancy, forecast.drain_bps, forecast.newest_bps or None
+
+
 def class_priority(data_class: int, classes: int) -> int | None:
     """The egress priority queue of a class: None (every queue of the port) with one class."""
     return None if classes == 1 else data_class
@@ -282,10 +290,9 @@ class SwitchAgentCore:
                          1 / report.capacity if report.capacity else 0.0, forecast)
         cmds = self._actuate(key, pl)
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
+            occupancy, drain_bps, newest_bps = _trace_forecast(forecast)
             self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
-                                   pl.pps, pl.law.o, pl.law.w, forecast and forecast.occupancy,
-                                   forecast and forecast.drain_bps, forecast and (forecast.newest_bps or None),
-                                   key[1]))
+                                   pl.pps, pl.law.o, pl.law.w, occupancy, drain_bps, newest_bps, key[1]))
         return cmds
 
     def _fair_share(self, key: Queue, pl: _PortLaw, law: LawParams) -> LawParams:

@@ -235,7 +235,7 @@ class QueueForecast:
             self.expected_pps = self.drain_pps
         self.newest_pps = self._newest_drain() if exact and occupancy > IDLE_PKTS else 0.0
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
-            self.forecast_pkts = occupancy  # our own sending rate, not its capacity (a trap if read so)
+            self.forecast_pkts = float(occupancy)  # our own sending rate, not its capacity (a trap if read so)
         else:
             self.forecast_pkts = occupancy + queued - self.expected_pps * horizon_s
         return self.forecast_pkts
@@ -407,8 +407,8 @@ class QueueForecast:
     def _note_reception(self, recv_ns: int) -> None:
         if self._recv_ns is not None:
             # every report comes here: max() written out (the same value: the first on a tie)
-            gap = recv_ns - self._recv_ns
-            gap = (gap if gap > 0 else 0) / NS
+            gap_ns = recv_ns - self._recv_ns
+            gap = (gap_ns if gap_ns > 0 else 0) / NS
             kept = self.slow_gap_s * math.exp(-gap / SLOW_GAP_MEMORY_S)
             self.slow_gap_s = kept if kept > gap else gap
         self._recv_ns = recv_ns

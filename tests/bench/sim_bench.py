@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import cProfile
 import json
+import os
 import pstats
 import statistics
 import subprocess
@@ -17,11 +18,15 @@ import time
 from pathlib import Path
 from typing import Any
 
+from controlplane import native
+
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = (  # (label, fragment of the file path or of the built-in's name), first match wins
     ("P4 pipeline blocks in the engine (P4Program.run; its calls back into Python count where they land)",
      "P4Program"),
-    ("engine calls (compiled: event heap, links, traffic manager)", "hbh_engine"),
+    ("engine calls (compiled: event heap, links, traffic manager) and the control path compiled by mypyc "
+     "(the agents' reports, forecast, law: called from the engine's events, their time is counted here)",
+     "hbh_engine"),
     ("P4 pipeline (parse, controls, tables, externs, deparse)", "/p4switch/pipeline/"),
     ("P4 pipeline (parse, controls, tables, externs, deparse)", "/p4switch/state/"),
     ("v1model walk (ingress, PRE, egress; TM and ports' Python side)", "/p4switch/v1model_arch"),
@@ -104,10 +109,12 @@ print(json.dumps({"hops": hops, "wall": wall, "cpu": cpu}))
 """
 
 
-def hops_per_s(tree: Path, k: int, seconds: float) -> tuple[int, float, float]:
-    """(packet-hops, wall and CPU seconds of the run alone) of paper-5router x ``k`` simulated in ``tree``."""
+def hops_per_s(tree: Path, k: int, seconds: float, interpreted: bool = False) -> tuple[int, float, float]:
+    """(packet-hops, wall and CPU seconds of the run alone) of paper-5router x ``k`` simulated in ``tree``
+    (``interpreted``: its control path's modules not compiled, controlplane/native.py)."""
+    env = {**os.environ, native.ENV: "1"} if interpreted else None
     out = subprocess.run([sys.executable, "-c", HOPS_SCRIPT, str(k), str(seconds)], cwd=tree, capture_output=True,
-                         text=True, timeout=1800, check=True)
+                         text=True, timeout=1800, check=True, env=env)
     got = json.loads(out.stdout.strip().splitlines()[-1])
     return got["hops"], got["wall"], got["cpu"]
 
@@ -120,6 +127,11 @@ def bench_peers(rep: Any, section: str, quick: bool) -> None:
 
     seconds, rounds = (2.0, 1) if quick else (10.0, ROUNDS)
     runners = {"now": lambda k: hops_per_s(ROOT, k, seconds)}
+    if native.why_interpreted() is None:  # the same tree with its control path interpreted, for the ratio
+        runners["interp"] = lambda k: hops_per_s(ROOT, k, seconds, interpreted=True)
+    else:
+        rep.add(section, "packet-hops/s, the control path compiled vs interpreted", "not measured",
+                f"this tree's control path is {native.describe()}")
     ns3_why = ns3_bench.ns3_reason()
     if ns3_why is not None:
         rep.add(ns3_bench.SECTION, "ns-3 packet-hops/s against the simulator's", "not measured", ns3_why)
@@ -157,6 +169,8 @@ def bench_peers(rep: Any, section: str, quick: bool) -> None:
             ns3_bench.row(rep, k, seconds, at_k, hops_k, {name: cpu_rates[name, k] for name in at_k})
         if "base" in at_k:
             _ratio_row(rep, section, k, seconds, at_k, hops_k)
+        if "interp" in at_k:
+            _native_row(rep, section, k, seconds, at_k, hops_k)
 
 
 def spread(rates: list[float]) -> str:
@@ -173,6 +187,18 @@ def _ratio_row(rep: Any, section: str, k: int, seconds: float, rates: dict[str, 
             f"{now:,.0f} vs {then:,.0f} packet-hops/s (run alone, build excluded), median of {len(rates['now'])} "
             f"rounds taken in turn (this tree: {spread(rates['now'])}; commit: {spread(rates['base'])}); "
             f"{seconds:g} s of virtual time, {hops['now']:,} packet-hops, {same}")
+
+
+def _native_row(rep: Any, section: str, k: int, seconds: float, rates: dict[str, list[float]],
+                hops: dict[str, int]) -> None:
+    now, interp = statistics.median(rates["now"]), statistics.median(rates["interp"])
+    same = "the same packet-hops" if hops["now"] == hops["interp"] else \
+        f"packet-hops DIFFER: compiled {hops['now']:,}, interpreted {hops['interp']:,}"
+    rep.add(section, f"packet-hops/s, paper-5router links x{k}, the control path compiled (mypyc) vs interpreted "
+            f"({native.ENV}=1)", f"{now / interp:.2f}x",
+            f"{now:,.0f} vs {interp:,.0f} packet-hops/s, this tree both (controlplane/native.py: "
+            f"{', '.join(native.MODULES)}); rounds in turn (compiled: {spread(rates['now'])}; interpreted: "
+            f"{spread(rates['interp'])}); {seconds:g} s of virtual time, {same}")
 
 
 def _profile(rep: Any, section: str, seconds: float) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from controlplane.agent import (
@@ -202,7 +204,7 @@ def classed(classes: int = 3, fixed_departures: bool = False) -> SwitchAgentCore
 def test_with_classes_each_class_has_a_law_on_its_own_priority_queue() -> None:
     c = classed()
     assert c.start() == [SetQueueDepth(2, 264)] + [SetQueueRate(2, 5, p) for p in (0, 1, 2)]
-    up = c.on_report(0, 2, meta(LAW), Report(**{**report(0).__dict__, "flags": 2 << 5}))
+    up = c.on_report(0, 2, meta(LAW), replace(report(0), flags=2 << 5))
     assert [cmd.priority for cmd in up] == [2]  # class 2 only: the other classes' queues keep their rates
     assert c.ports[(2, 2)].law.rate > c.ports[(2, 0)].law.rate == c.ports[(2, 1)].law.rate == LAW.r_floor
 
@@ -220,7 +222,7 @@ def test_with_classes_another_class_s_drain_does_not_cut_a_class_s_r_max_below_i
     c = classed(classes=2, fixed_departures=True)
     c.start()
     c.on_report(0, 2, meta(LAW) | counters(0, 0), report(0))
-    c.on_report(0, 2, meta(LAW) | counters(0, 0), Report(**{**report(0).__dict__, "flags": 1 << 5}))
+    c.on_report(0, 2, meta(LAW) | counters(0, 0), replace(report(0), flags=1 << 5))
     c.ports[(2, 1)].forecast.drain_pps = 10_000.0  # class 1 drains more than the link's rate
     c.ports[(2, 1)].forecast.arrival_pps = 10_000.0
     c.on_report(MS, 2, meta(LAW) | counters(0, 0), report(0))
@@ -239,7 +241,7 @@ def test_with_classes_a_port_toward_a_host_runs_the_hosts_class_on_its_reports()
 
 
 def class_report(c: int, ts_us: int = 0) -> Report:
-    return Report(**{**report(0).__dict__, "flags": c << 5, "timestamp_us": ts_us})
+    return replace(report(0), flags=c << 5, timestamp_us=ts_us)
 
 
 def test_with_classes_a_class_s_r_max_leaves_the_other_busy_classes_their_share_of_the_port() -> None:

@@ -10,9 +10,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from controlplane import native
 from controlplane.agent import PollReport, SetQueueDepth, SetQueueRate, SwitchPlan
 from controlplane.report import Report, encode
-from controlplane.switch_agent import SwitchAgent, coalesce
+from controlplane.switch_agent import coalesce
+
+# From its source: these put a counting stand-in for the agent's core (a compiled SwitchAgent
+# accepts a SwitchAgentCore only; tests/controlplane/test_native.py compares the two builds).
+SwitchAgent = native.source_module("switch_agent").SwitchAgent
 
 
 def test_coalesce_keeps_each_queues_last_rate_where_its_first_was() -> None:

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controlplane import native
 from controlplane.forecast import (
     COMMAND_SHARE,
     DRAIN_FALL_PKTS,
@@ -295,7 +296,12 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
         assert list(f._products) == [c * s for c, s in zip(f._counts, f._spacings)]
 
 
-class RescanningForecast(QueueForecast):
+# The lazy walk against the rescan, both from the source: a compiled class cannot be subclassed
+# here (tests/controlplane/test_native.py compares the compiled build with the source).
+SourceForecast = native.source_module("forecast").QueueForecast
+
+
+class RescanningForecast(SourceForecast):  # type: ignore[misc,valid-type]
     """The exact drain's fall as first written: every stretch of the window rescanned and the spread
     of the earlier ones computed at every report (the reference of the lazy walk)."""
 

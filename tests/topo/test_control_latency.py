@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from controlplane.switch_agent import SwitchAgent
+from controlplane import native
 from runtime.sched import VirtualScheduler
 from tests.topo.helpers import BASE, expect_error
 from topo.control_latency import ControlLatency
@@ -103,6 +103,10 @@ def test_bmv2_queues_hold_with_a_jittery_control_plane() -> None:
 
 
 
+# on_packet_in from its source: called here on a stand-in agent, which a compiled method refuses
+SourceAgent = native.source_module("switch_agent").SwitchAgent
+
+
 def test_the_agents_packet_in_event_is_its_on_packet_in() -> None:
     """After the latency the simulator's sink runs the scheduler's own ``call_later`` of the agent's
     ``handle_report`` at delay 0, which is what ``SwitchAgent.on_packet_in`` does: in both the report
@@ -123,6 +127,6 @@ def test_the_agents_packet_in_event_is_its_on_packet_in() -> None:
         return SimNetwork._packet_in_sink(SimpleNamespace(sched=sched), [agent], latency)  # type: ignore[arg-type]
 
     def calling_on_packet_in(sched: VirtualScheduler, agent: SimpleNamespace) -> Callable[[str, dict[str, int]], None]:
-        return lambda payload, meta: sched.call_later(2 * MS, SwitchAgent.on_packet_in, agent, payload, meta)
+        return lambda payload, meta: sched.call_later(2 * MS, SourceAgent.on_packet_in, agent, payload, meta)
 
     assert handled(simulators) == handled(calling_on_packet_in) == [late, "report"]
