@@ -71,7 +71,7 @@ class SwitchAgent:
         c.set_pipeline(p4info, device_config)
         updates = [dp.route_update(c, r.prefix, r.prefix_len, r.port, r.dst_mac, r.src_mac) for r in self.plan.routes]
         for g in self.plan.groups:
-            updates += dp.ecmp_updates(c, g.group_id, ((h.port, h.dst_mac, h.src_mac) for h in g.hops), g.prefixes)
+            updates += dp.ecmp_updates(c, g.group_id, [(h.port, h.dst_mac, h.src_mac) for h in g.hops], g.prefixes)
         updates += [dp.dst_class_update(c, prefix, plen, cls) for prefix, plen, cls in self.plan.dst_classes]
         classes = self.plan.classes > 1
         if classes and self.plan.modelled:
