@@ -24,7 +24,7 @@ from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
 from controlplane.queues import direct
 from controlplane.report import decode as decode_report
-from controlplane.report import encode, is_report
+from controlplane.report import is_report
 from controlplane.switch_agent import SwitchAgent
 from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
@@ -154,10 +154,10 @@ class SimHostNode(HostReceiver):
     """An end host on one link: ALINEA or fixed senders, a receiver with its buffer and reports.
 
     ``receive(frame)`` is the engine's (:class:`~hosts.receiver.HostReceiver`): an ordinary data
-    packet of a flow with no end-to-end sink here is counted there (record, buffer) and Python
-    runs only when the reporter is due (:meth:`_report`); every other frame comes to
+    packet of a flow with no end-to-end sink here is counted there (record, buffer, the report
+    when one is due, sent on ``link``) without Python; every other frame comes to
     :meth:`_receive_python`, which handles any frame the same way (the differential oracle of the
-    engine's accounting, tests/topo/test_host_receive.py)."""
+    engine's path, tests/topo/test_host_receive.py)."""
 
     def __init__(self, net: SimNetwork, node: Node) -> None:
         self.net = net
@@ -382,17 +382,7 @@ class SimHostNode(HostReceiver):
             sink = self.sinks.get(d.flow)
             if sink is not None:
                 self._send_feedback(d.flow, sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
-        if self.reporter is not None and self.buffer is not None:
-            self._report(now)
-
-    def _report(self, now: int) -> None:
-        """A data packet's arrival: the reporter's report of the buffer, when one is due, to the switch."""
-        b, reporter = self.buffer, self.reporter
-        if b is None or reporter is None:
-            return
-        report = reporter.on_arrival(now, b.occupancy, b.dropped, b.played, b.last_played_ns)
-        if report is not None and self.link is not None:
-            self.link.send(self, encode(report))
+        self.report(now)  # the engine's: the reporter's report of the buffer, when one is due, out on the link
 
     # ---- CVIHIS ---------------------------------------------------------------------------------------
     def _send_feedback(self, fid: int, feedbacks: list[Feedback]) -> None:

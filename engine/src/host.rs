@@ -599,3 +599,15 @@ impl PlayoutBuffer {
         }
     }
 }
+
+impl PlayoutBuffer {
+    /// What a host's report says of the buffer: (occupancy, dropped, played, last played ns).
+    pub(crate) fn report_values(&self) -> (i64, i64, i64, i64) {
+        (
+            self.occupancy,
+            self.dropped,
+            self.played,
+            self.last_played_ns,
+        )
+    }
+}

@@ -115,7 +115,7 @@ def snapshot(h: SimHostNode) -> tuple[Any, ...]:
     wire = h.link
     assert isinstance(wire, Wire)
     return (records, (b.occupancy, b.dropped, b.played, b.played_bytes, b.last_played_ns, b.next_drain_ns()),
-            (rep.seq, rep.due_us, rep.interval_us), dict(h.net.counts), list(wire.sent), list(h.net.recorder.laws),
+            (rep.seq, rep.interval_us), dict(h.net.counts), list(wire.sent), list(h.net.recorder.laws),
             {fid: s.stats() for fid, s in h.e2e_sinks.items()})
 
 
