@@ -26,7 +26,7 @@ from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
 from controlplane.queues import direct
 from controlplane.report import decode as decode_report
-from controlplane.report import encode, is_report
+from controlplane.report import is_report
 from controlplane.switch_agent import SwitchAgent
 from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
@@ -42,7 +42,7 @@ from hosts.datagram import (
     parse,
 )
 from hosts.e2e_host import LedbatSink, LedbatSource, TfrcSink, TfrcSource
-from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
+from hosts.receiver import FlowRecord, HostReceiver, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, Pacer, SenderFlow
 from hosts.tcp import MODELLED_CC, MSS
 from hosts.tcp.wire import data_frame_bytes
@@ -152,8 +152,14 @@ def sim_refusal(topo: Topology) -> str | None:
     return None
 
 
-class SimHostNode:
-    """An end host on one link: ALINEA or fixed senders, a receiver with its buffer and reports."""
+class SimHostNode(HostReceiver):
+    """An end host on one link: ALINEA or fixed senders, a receiver with its buffer and reports.
+
+    ``receive(frame)`` is the engine's (:class:`~hosts.receiver.HostReceiver`): an ordinary data
+    packet of a flow with no end-to-end sink here is counted there (record, buffer, the report
+    when one is due, sent on ``link``) without Python; every other frame comes to
+    :meth:`_receive_python`, which handles any frame the same way (the differential oracle of the
+    engine's path, tests/topo/test_host_receive.py)."""
 
     def __init__(self, net: SimNetwork, node: Node) -> None:
         self.net = net
@@ -191,6 +197,7 @@ class SimHostNode:
                                self._paced_tcp_params) if tcp else None
         self._setup_senders()
         self._setup_receiver()
+        self._bind_receive()
 
     # ---- set-up -----------------------------------------------------------------------------------
     def _sender_flow(self, f: Flow) -> SenderFlow:
@@ -270,6 +277,14 @@ class SimHostNode:
                                      interval_us=port.interval_us, src_mac=topo.mac(self.node.name),
                                      dst_mac=neighbour_mac(topo, self.node.name, self.switch))
 
+    def _bind_receive(self) -> None:
+        """The engine accounts the data of every flow whose end-to-end sink (CVIHIS, TFRC, LEDBAT,
+        all control logic per packet) is not at this host; their records go into ``records``."""
+        self.bind_receive(self.sched, self.records, self.buffer, self.reporter, self.net.counts)
+        for fid, name in self.net.flow_names.items():
+            if fid not in self.sinks and fid not in self.e2e_sinks:
+                self.receive_flow(fid, name, self._flow_offsets[fid])
+
     def start(self) -> None:
         senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values()) \
             + list(self.e2e.values())
@@ -336,7 +351,8 @@ class SimHostNode:
         self.sched.call_later(AGENT_TICK_NS, self._tick)
 
     # ---- receiving --------------------------------------------------------------------------------
-    def receive(self, frame: bytes) -> None:
+    def _receive_python(self, frame: bytes) -> None:
+        """A frame the engine's ``receive`` leaves to Python (any frame: see the class)."""
         now = self.sched.now_ns()
         if is_report(frame):
             self._on_report(now, frame)
@@ -368,11 +384,7 @@ class SimHostNode:
             sink = self.sinks.get(d.flow)
             if sink is not None:
                 self._send_feedback(d.flow, sink.on_data(now, d.seq, d.ts_ns, d.size, d.rtt_100us))
-        if self.reporter is not None and self.buffer is not None:
-            report = self.reporter.on_arrival(now, self.buffer.occupancy, self.buffer.dropped, self.buffer.played,
-                                              self.buffer.last_played_ns)
-            if report is not None and self.link is not None:
-                self.link.send(self, encode(report))
+        self.report(now)  # the engine's: the reporter's report of the buffer, when one is due, out on the link
 
     # ---- CVIHIS ---------------------------------------------------------------------------------------
     def _send_feedback(self, fid: int, feedbacks: list[Feedback]) -> None:

@@ -87,24 +87,54 @@ pub fn parse_datagram(frame: &Bound<'_, PyAny>) -> PyResult<Datagram> {
             .call1((frame,))?
             .downcast_into::<PyBytes>()?,
     };
-    let b = frame.as_bytes();
-    if b.len() < MIN_FRAME_BYTES || b[12..14] != [0x08, 0x00] || b[ETH + 9] != 17 {
-        return Err(DatagramError::new_err("not an IPv4/UDP frame"));
-    }
-    if be(b, OFFSET, 2) != u64::from(MAGIC) || b[OFFSET + 2] != VERSION {
-        return Err(DatagramError::new_err("no hbh datagram header"));
-    }
+    let h = Header::read(frame.as_bytes()).map_err(DatagramError::new_err)?;
     Ok(Datagram {
-        kind: b[OFFSET + 3],
-        flow: be(b, OFFSET + 4, 2) as u16,
-        rtt_100us: be(b, OFFSET + 6, 2) as u16,
-        seq: be(b, SEQ_AT, 4) as u32,
-        ts_ns: be(b, TS_AT, 8),
-        size: b.len(),
-        src_ip: be(b, ETH + 12, 4) as u32,
-        dst_ip: be(b, ETH + 16, 4) as u32,
+        kind: h.kind,
+        flow: h.flow,
+        rtt_100us: h.rtt_100us,
+        seq: h.seq,
+        ts_ns: h.ts_ns,
+        size: h.size,
+        src_ip: h.src_ip,
+        dst_ip: h.dst_ip,
         frame: frame.unbind(),
     })
+}
+
+/// A datagram's header fields as read from its frame: `parse_datagram`'s and the host's
+/// receive (hostrecv.rs) one reading of the layout.
+pub struct Header {
+    pub kind: u8,
+    pub flow: u16,
+    pub rtt_100us: u16,
+    pub seq: u32,
+    pub ts_ns: u64,
+    /// The frame's length.
+    pub size: usize,
+    pub src_ip: u32,
+    pub dst_ip: u32,
+}
+
+impl Header {
+    /// The header of `b`, or why it is not one of ours (the `DatagramError`'s message).
+    pub fn read(b: &[u8]) -> Result<Header, &'static str> {
+        if b.len() < MIN_FRAME_BYTES || b[12..14] != [0x08, 0x00] || b[ETH + 9] != 17 {
+            return Err("not an IPv4/UDP frame");
+        }
+        if be(b, OFFSET, 2) != u64::from(MAGIC) || b[OFFSET + 2] != VERSION {
+            return Err("no hbh datagram header");
+        }
+        Ok(Header {
+            kind: b[OFFSET + 3],
+            flow: be(b, OFFSET + 4, 2) as u16,
+            rtt_100us: be(b, OFFSET + 6, 2) as u16,
+            seq: be(b, SEQ_AT, 4) as u32,
+            ts_ns: be(b, TS_AT, 8),
+            size: b.len(),
+            src_ip: be(b, ETH + 12, 4) as u32,
+            dst_ip: be(b, ETH + 16, 4) as u32,
+        })
+    }
 }
 
 /// Writes the header into `buf` at `OFFSET` (a frame template's buffer): `rtt_100us` saturates at

@@ -481,7 +481,7 @@ pub struct FlowRecord {
 #[pymethods]
 impl FlowRecord {
     #[new]
-    fn new(name: String) -> Self {
+    pub(crate) fn new(name: String) -> Self {
         FlowRecord {
             name,
             received: 0,
@@ -495,7 +495,7 @@ impl FlowRecord {
         }
     }
 
-    fn on_packet(&mut self, seq: i64, sent_ns: i64, now_ns: i64, size: i64) {
+    pub(crate) fn on_packet(&mut self, seq: i64, sent_ns: i64, now_ns: i64, size: i64) {
         if seq > self.highest {
             self.missing.extend(self.highest + 1..seq);
             self.highest = seq;
@@ -571,7 +571,7 @@ impl PlayoutBuffer {
     }
 
     /// A packet arrives; False if the buffer was full and it is dropped.
-    fn on_arrival(&mut self, now_ns: i64) -> bool {
+    pub(crate) fn on_arrival(&mut self, now_ns: i64) -> bool {
         self.drain(now_ns);
         if self.occupancy >= self.capacity {
             self.dropped += 1;
@@ -597,5 +597,17 @@ impl PlayoutBuffer {
             self.last_played_ns = t;
             self.next_ns = (self.occupancy > 0).then(|| t + self.gap_ns());
         }
+    }
+}
+
+impl PlayoutBuffer {
+    /// What a host's report says of the buffer: (occupancy, dropped, played, last played ns).
+    pub(crate) fn report_values(&self) -> (i64, i64, i64, i64) {
+        (
+            self.occupancy,
+            self.dropped,
+            self.played,
+            self.last_played_ns,
+        )
     }
 }

@@ -12,6 +12,7 @@ mod afpacket;
 mod ctrlheader;
 mod datagram;
 mod host;
+mod hostrecv;
 mod hostrelay;
 mod link;
 mod linkport;
@@ -41,6 +42,8 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host::PacedSender>()?;
     m.add_class::<host::FlowRecord>()?;
     m.add_class::<host::PlayoutBuffer>()?;
+    m.add_class::<hostrecv::HostReceiver>()?;
+    m.add_class::<hostrecv::HostReporter>()?;
     m.add_class::<hostrelay::HostRelay>()?;
     m.add("HOST_RELAY_TO_PYTHON_MAX", hostrelay::TO_PYTHON_MAX)?;
     m.add_class::<datagram::Datagram>()?;

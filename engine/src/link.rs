@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
+use crate::hostrecv::HostReceiver;
 use crate::linkport::LinkPort;
 use crate::sched::{now_of, VirtualScheduler};
 
@@ -212,6 +213,9 @@ fn link_deliver(
     stats.borrow_mut().delivered += 1;
     if let Ok(port) = target.downcast::<LinkPort>() {
         return LinkPort::deliver(port, data);
+    }
+    if let Ok(host) = target.downcast::<HostReceiver>() {
+        return HostReceiver::receive(host, data);
     }
     target
         .call_method1(intern!(target.py(), "receive"), (data,))

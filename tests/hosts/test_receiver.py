@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from controlplane.report import FLAG_OVERFLOW, decode, encode
+from controlplane.report import FLAG_OVERFLOW, Report, decode, encode
 from hosts.datagram import FrameTemplate, parse
 from hosts.receiver import FlowRecord, HostReporter, PlayoutBuffer
 from hosts.sender import Pacer
@@ -38,12 +39,63 @@ def test_playout_buffer_drains_at_its_rate_and_refuses_when_full() -> None:
 
 def test_host_reports_at_most_once_per_interval_with_drops_since_the_last() -> None:
     rep = HostReporter(node_id=7, capacity=200, interval_us=10_000, src_mac=1, dst_mac=2)
-    first = rep.on_arrival(0, 10, 0)
-    assert first is not None and first.seq == 1 and first.drops == 0
+    first_frame = rep.on_arrival(0, 10, 0)
+    assert first_frame is not None
+    first = decode(first_frame)
+    assert first.seq == 1 and first.drops == 0 and rep.seq == 1
     assert rep.on_arrival(5_000_000, 11, 3) is None
-    second = rep.on_arrival(10_000_000, 12, 3)
-    assert second is not None and second.drops == 3 and second.flags == FLAG_OVERFLOW
-    assert decode(encode(second)) == second
+    second_frame = rep.on_arrival(10_000_000, 12, 3)
+    assert second_frame is not None
+    second = decode(second_frame)
+    assert second.drops == 3 and second.flags == FLAG_OVERFLOW and (second.src_mac, second.dst_mac) == (1, 2)
+    assert encode(second) == second_frame
+
+
+#: One arrival: (µs since the last, occupancy, new drops, new packets played, µs the last was played)
+ARRIVALS = st.lists(st.tuples(st.integers(0, 30_000), st.integers(0, 2**32 - 1), st.integers(0, 5),
+                              st.integers(0, 2**31), st.integers(0, 2**50)), max_size=40)
+
+
+@given(st.integers(0, 0xFFFF), st.integers(0, 0xFFFF), st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1),
+       st.integers(0, 2**48 - 1), st.integers(0, 2**48 - 1), st.integers(0, 2**32 - 1), st.integers(0, 2**53),
+       ARRIVALS)
+def test_the_engines_report_frame_is_what_encode_writes(node: int, port: int, capacity: int, interval: int,
+                                                         src: int, dst: int, seq: int, start_ns: int,
+                                                         arrivals: list[tuple[int, int, int, int, int]]) -> None:
+    """The host's reporter is the engine's and writes its frame there: each frame must be the bytes
+    ``controlplane.report.encode`` writes for the report the reporter's rules give (due once ``interval``
+    µs have passed since the last; drops since the last report, flagged; the drain's count wrapping at
+    32 bits, the times' at 48)."""
+    rep = HostReporter(node_id=node, capacity=capacity, interval_us=interval, port=port, src_mac=src, dst_mac=dst,
+                       seq=seq)
+    now, drops, played, last, want_seq, reported = start_ns, 0, 0, None, seq, 0
+    for dt_us, occ, new_drops, new_played, played_us in arrivals:
+        now += dt_us * 1000 + dt_us % 7  # not whole µs: the report's time is the floor
+        drops, played = drops + new_drops, played + new_played
+        frame = rep.on_arrival(now, occ, drops, played, played_us * 1000 + 999)
+        now_us = now // 1000
+        if last is not None and now_us - last < interval:
+            assert frame is None
+            continue
+        last, want_seq = now_us, (want_seq + 1) & 0xFFFF_FFFF
+        want = Report(node_id=node, port=port, occupancy=occ, capacity=capacity, timestamp_us=now_us & (2**48 - 1),
+                      seq=want_seq, drops=drops - reported, interval_us=interval,
+                      flags=FLAG_OVERFLOW if drops - reported else 0, drained=played & 0xFFFF_FFFF,
+                      drained_ts_us=played_us & (2**48 - 1), dst_mac=dst, src_mac=src)
+        reported = drops
+        assert frame == encode(want) and rep.seq == want_seq
+
+
+def test_a_host_report_field_that_does_not_fit_is_a_clear_error() -> None:
+    with pytest.raises(ValueError, match="node_id 65536 does not fit its 16-bit field"):
+        HostReporter(node_id=65536, capacity=1, interval_us=1)
+    with pytest.raises(ValueError, match="src_mac .* is not a 48-bit MAC address"):
+        HostReporter(node_id=1, capacity=1, interval_us=1, src_mac=2**48)
+    rep = HostReporter(node_id=1, capacity=1, interval_us=1)
+    with pytest.raises(ValueError, match="interval_us -1 does not fit"):
+        rep.interval_us = -1
+    with pytest.raises(ValueError, match="occupancy 4294967296 does not fit its 32-bit field"):
+        rep.on_arrival(0, 2**32, 0)
 
 
 def test_datagram_round_trip_and_fixed_size() -> None:
