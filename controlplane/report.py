@@ -2,7 +2,9 @@
 
 One definition of the 42-byte report keeps the P4 header, the agents and the host
 stacks from drifting apart; the P4 program builds reports, everything in Python reads
-(and hosts write) them through this module.
+them through this module. Hosts' reports are built by the engine's ``HostReporter``
+(engine/src/hostrecv.rs, per data packet); ``encode`` here is the reference its test
+(tests/hosts/test_receiver.py) compares it with, byte for byte.
 """
 
 from __future__ import annotations
@@ -100,7 +102,8 @@ def _refuse(frame: bytes) -> NoReturn:
 
 
 def encode(report: Report) -> bytes:
-    """A report frame as the data plane builds it (used by hosts, which report like nodes)."""
+    """A report frame as the data plane builds it (hosts, which report like nodes, build the same bytes
+    in the engine)."""
     ts = report.timestamp_us & 0xFFFF_FFFF_FFFF
     dts = report.drained_ts_us & 0xFFFF_FFFF_FFFF
     body = _LAYOUT.pack((report.version << 4) | report.msg_type, report.flags, report.node_id, report.port,
