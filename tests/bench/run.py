@@ -570,7 +570,8 @@ def _cell(text: str) -> str:
 
 
 FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
-          "p4switch is an interpreter in Python and runs one loop thread.", "",
+          "p4switch runs alinea.p4 in the compiled engine's P4 VM (docs/engine.md), one forwarding loop thread, with "
+          "P4Runtime and Thrift in Python beside it.", "",
           "P4Runtime writes, for comparison: issue 9 measured simple_switch_grpc (BMv2) at 1,122-1,152 inserts/s "
           "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, "
           "where the p4switch of that day made 517-614 and 1,779-1,928; the rows 'of the p4switch before issue 9' run "
