@@ -11,11 +11,11 @@ use std::sync::{Mutex, MutexGuard};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyTuple};
+use pyo3::types::{PyDict, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::datagram::{SEQ_AT, TS_AT};
-use crate::link::{wire_time_ns, InMemoryLink};
+use crate::link::{send_frame, wire_time_ns, InMemoryLink};
 use crate::sched::{now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
@@ -245,13 +245,7 @@ impl PacedSender {
             };
             return counts.set_item(key, n + 1);
         }
-        let data = PyBytes::new(py, &frame);
-        match link.downcast::<InMemoryLink>() {
-            Ok(l) => l.get().send(end, &data).map(|_| ()),
-            Err(_) => link
-                .call_method1(intern!(py, "send"), (end, data))
-                .map(|_| ()),
-        }
+        send_frame(link, end, &frame)
     }
 }
 

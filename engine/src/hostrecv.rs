@@ -24,7 +24,7 @@ use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::datagram::Header;
 use crate::host::{FlowRecord, PlayoutBuffer};
-use crate::link::InMemoryLink;
+use crate::link::send_frame;
 use crate::sched::VirtualScheduler;
 
 /// The datagram kind of ordinary data (hosts/datagram.py's `KIND_DATA`).
@@ -161,13 +161,7 @@ impl HostReceiver {
         if link.is_none() {
             return Ok(());
         }
-        let data = PyBytes::new(py, &frame);
-        match link.downcast::<InMemoryLink>() {
-            Ok(l) => l.get().send(slf.as_any(), &data).map(|_| ()),
-            Err(_) => link
-                .call_method1(intern!(py, "send"), (slf, data))
-                .map(|_| ()),
-        }
+        send_frame(&link, slf.as_any(), &frame)
     }
 }
 

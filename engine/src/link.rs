@@ -446,3 +446,20 @@ impl InMemoryLink {
         visit.call(&self.stats)
     }
 }
+
+/// Sends `frame` from `end` on `link`: the engine's in-memory link without a Python call, any
+/// other link (a netns uplink, a test's stand-in) through its Python `send`.
+pub(crate) fn send_frame(
+    link: &Bound<'_, PyAny>,
+    end: &Bound<'_, PyAny>,
+    frame: &[u8],
+) -> PyResult<()> {
+    let py = link.py();
+    let data = PyBytes::new(py, frame);
+    match link.downcast::<InMemoryLink>() {
+        Ok(l) => l.get().send(end, &data).map(|_| ()),
+        Err(_) => link
+            .call_method1(intern!(py, "send"), (end, data))
+            .map(|_| ()),
+    }
+}

@@ -217,28 +217,32 @@ def spread(rates: list[float]) -> str:
     return ", ".join(f"{r:,.0f}" for r in rates)
 
 
+def _pair_row(rep: Any, section: str, label: str, keys: tuple[str, str], names: tuple[str, str], seconds: float,
+              rates: dict[str, list[float]], hops: dict[str, int], what: str) -> None:
+    """One row: runner ``keys[0]`` against ``keys[1]`` (called ``names`` in the details), the ratio of
+    their medians with every round and whether they made the same packet-hops."""
+    (a, b), (a_name, b_name) = keys, names
+    now, then = statistics.median(rates[a]), statistics.median(rates[b])
+    same = "the same packet-hops" if hops[a] == hops[b] else \
+        f"packet-hops DIFFER: {a_name} {hops[a]:,}, {b_name} {hops[b]:,}"
+    rep.add(section, label, f"{now / then:.2f}x",
+            f"{now:,.0f} vs {then:,.0f} packet-hops/s (run alone, build excluded), {what}; median of "
+            f"{len(rates[a])} rounds taken in turn ({a_name}: {spread(rates[a])}; {b_name}: {spread(rates[b])}); "
+            f"{seconds:g} s of virtual time, {hops[a]:,} packet-hops, {same}")
+
+
 def _ratio_row(rep: Any, section: str, k: int, seconds: float, rates: dict[str, list[float]],
                hops: dict[str, int]) -> None:
-    now, then = statistics.median(rates["now"]), statistics.median(rates["base"])
-    same = "the same packet-hops" if hops["now"] == hops["base"] else \
-        f"packet-hops DIFFER: this tree {hops['now']:,}, commit {hops['base']:,}"
-    rep.add(section, f"packet-hops/s, paper-5router links x{k} ({2 * k}/{3 * k} Mb/s), engine vs pure Python "
-            f"(commit {ENGINE_BASELINE})", f"{now / then:.2f}x",
-            f"{now:,.0f} vs {then:,.0f} packet-hops/s (run alone, build excluded), median of {len(rates['now'])} "
-            f"rounds taken in turn (this tree: {spread(rates['now'])}; commit: {spread(rates['base'])}); "
-            f"{seconds:g} s of virtual time, {hops['now']:,} packet-hops, {same}")
+    _pair_row(rep, section, f"packet-hops/s, paper-5router links x{k} ({2 * k}/{3 * k} Mb/s), engine vs pure "
+              f"Python (commit {ENGINE_BASELINE})", ("now", "base"), ("this tree", "commit"), seconds, rates, hops,
+              "the commit from its own files")
 
 
 def _native_row(rep: Any, section: str, k: int, seconds: float, rates: dict[str, list[float]],
                 hops: dict[str, int]) -> None:
-    now, interp = statistics.median(rates["now"]), statistics.median(rates["interp"])
-    same = "the same packet-hops" if hops["now"] == hops["interp"] else \
-        f"packet-hops DIFFER: compiled {hops['now']:,}, interpreted {hops['interp']:,}"
-    rep.add(section, f"packet-hops/s, paper-5router links x{k}, the control path compiled (mypyc) vs interpreted "
-            f"({native.ENV}=1)", f"{now / interp:.2f}x",
-            f"{now:,.0f} vs {interp:,.0f} packet-hops/s, this tree both (controlplane/native.py: "
-            f"{', '.join(native.MODULES)}); rounds in turn (compiled: {spread(rates['now'])}; interpreted: "
-            f"{spread(rates['interp'])}); {seconds:g} s of virtual time, {same}")
+    _pair_row(rep, section, f"packet-hops/s, paper-5router links x{k}, the control path compiled (mypyc) vs "
+              f"interpreted ({native.ENV}=1)", ("now", "interp"), ("compiled", "interpreted"), seconds, rates, hops,
+              f"this tree both (controlplane/native.py: {', '.join(native.MODULES)})")
 
 
 def _profile(rep: Any, section: str, seconds: float) -> None:
