@@ -16,7 +16,7 @@ use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::datagram::{SEQ_AT, TS_AT};
 use crate::link::{send_frame, wire_time_ns, InMemoryLink};
-use crate::sched::{now_of, TimerHandle, VirtualScheduler};
+use crate::sched::{engine_of, now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
 
@@ -365,10 +365,7 @@ impl PacedSender {
     ) {
         *lock(&self.bound) = Some(Binding {
             sched: sched.clone().unbind(),
-            engine_sched: sched
-                .downcast::<VirtualScheduler>()
-                .ok()
-                .map(|s| s.clone().unbind()),
+            engine_sched: engine_of(sched),
             link,
             end,
             offset_ns,

@@ -25,7 +25,7 @@ use pyo3::{intern, PyTraverseError, PyVisit};
 use crate::datagram::Header;
 use crate::host::{FlowRecord, PlayoutBuffer};
 use crate::link::send_frame;
-use crate::sched::VirtualScheduler;
+use crate::sched::{engine_of, VirtualScheduler};
 
 /// The datagram kind of ordinary data (hosts/datagram.py's `KIND_DATA`).
 const KIND_DATA: u8 = 0;
@@ -193,10 +193,7 @@ impl HostReceiver {
     ) {
         *lock(&self.bound) = Some(Binding {
             sched: sched.clone().unbind(),
-            engine_sched: sched
-                .downcast::<VirtualScheduler>()
-                .ok()
-                .map(|s| s.clone().unbind()),
+            engine_sched: engine_of(sched),
             records,
             buffer,
             reporter,

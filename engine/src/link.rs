@@ -13,7 +13,7 @@ use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
 use crate::hostrecv::HostReceiver;
 use crate::linkport::LinkPort;
-use crate::sched::{now_of, VirtualScheduler};
+use crate::sched::{engine_of, now_of, VirtualScheduler};
 
 const NS_PER_S: i128 = 1_000_000_000;
 
@@ -299,10 +299,7 @@ impl InMemoryLink {
         }
         Ok(InMemoryLink {
             sched: sched.clone().unbind(),
-            engine_sched: sched
-                .downcast::<VirtualScheduler>()
-                .ok()
-                .map(|s| s.clone().unbind()),
+            engine_sched: engine_of(sched),
             a_end,
             b_end,
             loss: Mutex::new(loss),

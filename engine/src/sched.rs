@@ -330,6 +330,14 @@ pub fn check_time(value: &Bound<'_, PyAny>, what: &str) -> PyResult<i64> {
     })
 }
 
+/// `sched` as the engine's scheduler when it is one (its time then read without a Python call).
+pub fn engine_of(sched: &Bound<'_, PyAny>) -> Option<Py<VirtualScheduler>> {
+    sched
+        .downcast::<VirtualScheduler>()
+        .ok()
+        .map(|s| s.clone().unbind())
+}
+
 /// The current time of `sched`: read directly when it is the engine's (`engine`), else its `now_ns()`.
 pub fn now_of(
     py: Python<'_>,

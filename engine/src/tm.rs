@@ -13,7 +13,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::sched::{monotonic_ns, now_of, Call, EventHeap, TimerHandle, VirtualScheduler};
+use crate::sched::{
+    engine_of, monotonic_ns, now_of, Call, EventHeap, TimerHandle, VirtualScheduler,
+};
 use crate::v1walk::{V1Walk, WalkPacket};
 
 const NS_PER_S: i64 = 1_000_000_000;
@@ -709,10 +711,7 @@ impl TrafficManager {
             .transpose()?
             .unwrap_or(DEFAULT_QUEUE_DEPTH);
         let default_pps = default_rate_pps.map(check_rate).transpose()?.unwrap_or(0);
-        let engine_sched = sched
-            .downcast::<VirtualScheduler>()
-            .ok()
-            .map(|s| s.clone().unbind());
+        let engine_sched = engine_of(sched);
         let monotonic_origin = match sched.getattr(intern!(sched.py(), "monotonic_origin_ns")) {
             Ok(v) => Some(v.extract::<i64>()?),
             Err(_) => None,
