@@ -245,10 +245,9 @@ def _native_row(rep: Any, section: str, k: int, seconds: float, rates: dict[str,
               f"this tree both (controlplane/native.py: {', '.join(native.MODULES)})")
 
 
-def _profile(rep: Any, section: str, seconds: float) -> None:
-    """cProfile's self time of a run, grouped by layer, as a share and as µs per packet-hop. cProfile
-    slows Python calls, not the engine's own work, so the Python shares are upper bounds; the
-    first row is the same run unprofiled, for scale."""
+def layer_profile(seconds: float) -> tuple[float, int, dict[str, float]]:
+    """(CPU seconds of the run unprofiled, its packet-hops, cProfile's self time by layer of the same
+    run profiled) of paper-5router over ``seconds`` of virtual time, in this process."""
     net, until = _network(seconds)
     t = time.process_time()
     net.run_until(until)
@@ -264,10 +263,46 @@ def _profile(rep: Any, section: str, seconds: float) -> None:
         where = path if path != "~" else fn
         label = next((g for g, frag in GROUPS if frag in where), OTHER)
         totals[label] = totals.get(label, 0.0) + tottime
+    return plain, hops, totals
+
+
+#: the same profile in a fresh process with the control path interpreted: there the engine's row
+#: is the engine's own work, which the compiled path's run counts together with the agents'
+INTERPRETED_PROFILE = """
+import json, sys
+from tests.bench.sim_bench import layer_profile
+print(json.dumps(layer_profile(float(sys.argv[1]))))
+"""
+
+
+def _engine_alone(seconds: float) -> float | None:
+    """µs per packet-hop of the engine's own calls (the interpreted run's engine share of its
+    unprofiled CPU time); None where the path does not run compiled (the profile shows it then)."""
+    if native.why_interpreted() is not None:
+        return None
+    out = subprocess.run([sys.executable, "-c", INTERPRETED_PROFILE, str(seconds)], cwd=ROOT, capture_output=True,
+                         text=True, timeout=600, check=True, env={**os.environ, native.ENV: "1"})
+    plain, hops, totals = json.loads(out.stdout.strip().splitlines()[-1])
+    engine = next(label for label, frag in GROUPS if frag == "hbh_engine")
+    return plain * 1e6 / hops * totals.get(engine, 0.0) / (sum(totals.values()) or 1.0)
+
+
+def _profile(rep: Any, section: str, seconds: float) -> None:
+    """cProfile's self time of a run, grouped by layer, as a share and as µs per packet-hop. cProfile
+    slows Python calls, not the engine's own work, so the Python shares are upper bounds; the
+    first row is the same run unprofiled, for scale."""
+    plain, hops, totals = layer_profile(seconds)
     whole = sum(totals.values()) or 1.0
     note = f"cProfile self time over {seconds:g} s of virtual time ({hops:,} packet-hops)"
     rep.add(section, "CPU time per packet-hop, whole run without the profiler", f"{plain * 1e6 / hops:.1f} µs",
-            f"{hops / plain:,.0f} packet-hops per CPU second; {seconds:g} s of virtual time, {hops:,} packet-hops")
+            f"{hops / plain:,.0f} packet-hops per CPU second; {seconds:g} s of virtual time, {hops:,} packet-hops; "
+            f"the control path {native.describe()}")
     for label, t in sorted(totals.items(), key=lambda kv: -kv[1]):
         rep.add(section, label, f"{100 * t / whole:.0f} %",
                 f"~{plain * 1e6 / hops * t / whole:.1f} µs per packet-hop (this share of the unprofiled CPU time); {note}")
+    alone = _engine_alone(seconds)
+    if alone is not None:
+        rep.add(section, "the engine alone (event heap, links, TM, the walk and the P4 VM), per packet-hop",
+                f"{alone:.1f} µs", f"the same profile with the control path interpreted ({native.ENV}=1, a fresh "
+                "process): its engine calls' share of its unprofiled CPU time, a lower bound (cProfile slows the "
+                "Python around the engine); the compiled path is most of the rest of the engine row above")
