@@ -371,6 +371,9 @@ class SimHostNode(HostReceiver):
             if self.tcp is not None:
                 self.tcp.receive(now, d)
             return
+        if d.flow not in self._flow_offsets:  # a datagram of no flow of this network: counted, not a crash
+            self.net.counts["unknown_flow"] = self.net.counts.get("unknown_flow", 0) + 1
+            return
         rec = self.records.get(d.flow)
         if rec is None:
             rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])

@@ -180,3 +180,12 @@ def test_an_unbound_receiver_hands_every_frame_to_python() -> None:
     t = FrameTemplate(src_mac=1, dst_mac=2, src_ip=3, dst_ip=4, flow=1, size=100)
     bare.receive(t.frame(0, 0))
     assert calls == [t.frame(0, 0)] and bare.receive_counts() == (0, 1)
+
+
+def test_a_data_frame_of_a_flow_not_in_the_topology_is_counted_in_both_paths() -> None:
+    t = FrameTemplate(src_mac=TOPO.mac("H1"), dst_mac=TOPO.mac("H2"), src_ip=TOPO.ip("H1"), dst_ip=TOPO.ip("H2"),
+                      flow=len(TOPO.flows) + 5, size=100)
+    for engine_clock in (True, False):
+        for h, call in ((fast := host(engine_clock), fast.receive), (slow := host(engine_clock), slow._receive_python)):
+            call(t.frame(1, 0))
+            assert h.net.counts["unknown_flow"] == 1 and not h.records
