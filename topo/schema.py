@@ -498,6 +498,8 @@ class _Loader:
         stop = self._duration(f["stop"].value, f"{path}.stop") if "stop" in f else None
         if stop is not None and stop <= start:
             raise self.doc.error(f["stop"].value, f"{path}.stop", f"stop ({stop} ns) must be after start ({start} ns)")
+        if control != "tcp":
+            self._check_send_times(f, item, path, src, start)
         if control == "tcp":
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
                         **self._tcp_keys(f, path))
@@ -526,6 +528,17 @@ class _Loader:
                 raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
                     line=self.doc.line(item), target_ns=target)
+
+    def _check_send_times(self, f: dict[str, Entry], item: YamlNode, path: str, src: str, start: int) -> None:
+        """A datagram carries its send time on the source's clock as an unsigned number: a host whose
+        clock runs behind (negative clock_offset) cannot stamp a packet before its clock reads 0."""
+        behind = -self.nodes[src].clock_offset_ns
+        if start < behind:
+            where = f["start"].value if "start" in f else item
+            raise self.doc.error(where, f"{path}.start",
+                                 f"{start / 1e6:g} ms: {src}'s clock_offset ({-behind / 1e6:g} ms) reads below 0 "
+                                 f"until {behind / 1e6:g} ms, and a packet's send time cannot be negative: start "
+                                 f"the flow at {behind / 1e6:g}ms or later")
 
     def _tcp_keys(self, f: dict[str, Entry], path: str) -> dict[str, Any]:
         """A kernel TCP flow: its congestion control (one the running kernel offers) and its size."""

@@ -23,7 +23,8 @@ from topo.schema import load_topology_text
 from topo.simnet import SimHostNode
 
 # H2 has a small buffer (overflows) and a reporter; flow t (TFRC) and flow c (CVIHIS) have their sinks
-# at H2 (Python's); flows a and back are the engine's. The sources' clocks are offset both ways.
+# at H2 (Python's); flows a and back are the engine's. The sources' clocks are offset both ways (H1's
+# flows start when its clock reads 0: topo/schema.py; the frames below still stamp times around it).
 TOPOLOGY = """\
 nodes:
   H1: {kind: host, clock_offset: -7ms}
@@ -33,10 +34,10 @@ links:
   - {ends: [H1, R1], rate: 10Mbps}
   - {ends: [R1, H2], rate: 10Mbps}
 flows:
-  - {name: a, src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}
-  - {name: t, src: H1, dst: H2, control: tfrc}
+  - {name: a, src: H1, dst: H2, control: alinea, r_max: 1.5Mbps, start: 7ms}
+  - {name: t, src: H1, dst: H2, control: tfrc, start: 7ms}
   - {name: back, src: H2, dst: H1, control: fixed, rate: 1Mbps, packet_size: 200B}
-  - {name: c, src: H1, dst: H2, control: cvihis-blm}
+  - {name: c, src: H1, dst: H2, control: cvihis-blm, start: 7ms}
 """
 TOPO = load_topology_text(TOPOLOGY, "t.yaml")
 ENGINE_FLOWS = (1, 3)  # a and back: no end-to-end sink at H2

@@ -357,3 +357,12 @@ def test_report_polls_is_true_or_false():
 def test_classes_is_a_whole_number_of_priority_queues_bmv2_has(value):
     expect_error(with_lines("options:", f"  classes: {value}"), "classes", "options.classes",
                  "classes is a whole number in 1..7")
+
+
+def test_a_flow_from_a_host_whose_clock_reads_below_zero_is_named() -> None:
+    text = BASE.replace("H1: {kind: host}", "H1: {kind: host, clock_offset: -7ms}")
+    expect_error(text, "control: alinea", "flows[0].start", "start the flow at 7ms or later")
+    late = text.replace("r_max: 1.5Mbps}", "r_max: 1.5Mbps, start: 7ms}")
+    assert load_topology_text(late, "t.yaml").flows[0].start_ns == 7_000_000
+    ahead = BASE.replace("H1: {kind: host}", "H1: {kind: host, clock_offset: 5ms}")
+    assert load_topology_text(ahead, "t.yaml").flows[0].start_ns == 0
