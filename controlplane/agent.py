@@ -51,13 +51,19 @@ __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "N
 MAX_CLASSES = 7
 
 
-@dataclass(frozen=True)
+@dataclass
 class SetQueueRate:
-    """``pps`` for every priority queue of ``port`` (``priority`` None), or for one."""
+    """``pps`` for every priority queue of ``port`` (``priority`` None), or for one.
+
+    Not frozen, and with an ``__init__`` of its own: one per rate change (a sixth of the reports),
+    compiled (see ``controlplane.report.Report``)."""
 
     port: int
     pps: int
     priority: int | None = None
+
+    def __init__(self, port: int, pps: int, priority: int | None = None) -> None:
+        self.port, self.pps, self.priority = port, pps, priority
 
 
 @dataclass(frozen=True)
@@ -167,9 +173,9 @@ class SwitchPlan:
 class LawTrace:
     """One report as the agent applied it: for time series and figures.
 
-    Not frozen, though nobody changes one: one is built per report (every 3-4 packet-hops of a
-    simulation), and a frozen dataclass's ``__init__`` sets its 12 fields one ``object.__setattr__``
-    at a time (0.9 µs, against 0.2 µs for slots)."""
+    Not frozen, though nobody changes one, and with an ``__init__`` of its own: one is built per
+    report (every 3-4 packet-hops of a simulation), and the one ``dataclass`` writes is Python even
+    in the compiled module (see ``controlplane.report.Report``)."""
 
     t_ns: int
     port: int
@@ -187,6 +193,13 @@ class LawTrace:
     # clearly fallen (controlplane/alinea.py, settled_base)
     newest_bps: float | None = None
     data_class: int = 0
+
+    def __init__(self, t_ns: int, port: int, occupancy: int, capacity: int, drops: int, rate_bps: float, pps: int,
+                 o: float, w: float, forecast: float | None = None, drain_bps: float | None = None,
+                 newest_bps: float | None = None, data_class: int = 0) -> None:
+        self.t_ns, self.port, self.occupancy, self.capacity, self.drops = t_ns, port, occupancy, capacity, drops
+        self.rate_bps, self.pps, self.o, self.w = rate_bps, pps, o, w
+        self.forecast, self.drain_bps, self.newest_bps, self.data_class = forecast, drain_bps, newest_bps, data_class
 
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:

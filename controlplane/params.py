@@ -24,6 +24,8 @@ from dataclasses import dataclass, fields, replace
 from operator import itemgetter
 from typing import Any
 
+from mypy_extensions import mypyc_attr
+
 __all__ = ["ParamError", "LawParams", "PortParams", "LAW_FIELDS", "PORT_FIELDS", "validate_law", "validate_port",
            "law_to_action", "law_from_metadata", "PPM", "MAX_48", "MAX_32"]
 
@@ -36,6 +38,7 @@ class ParamError(ValueError):
     """An ALINEA parameter is out of range; the message names it and its value."""
 
 
+@mypyc_attr(native_class=False)  # compiled, it could be neither copied nor pickled (Ray, ``scaled``)
 @dataclass(frozen=True)
 class LawParams:
     """What one ALINEA law instance runs with (per node, per downstream neighbour)."""
@@ -53,6 +56,7 @@ class LawParams:
         return validate_law(replace(self, **changes))
 
 
+@mypyc_attr(native_class=False)
 @dataclass(frozen=True)
 class PortParams:
     """The buffer model of one modelled ingress port."""
