@@ -36,6 +36,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from controlplane.alinea import AlineaLaw, Forecast
 from controlplane.forecast import QueueForecast
@@ -167,23 +168,27 @@ class SwitchPlan:
     # N > 1: class c of each port on priority queue c with a law of its own, reports on N (the top).
     classes: int = 1
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
+    neighbours: tuple[tuple[int, str], ...] = ()  # (port, the node on its other end): what traces name
 
 
-@dataclass(slots=True)
+@dataclass
 class LawTrace:
-    """One report as the agent applied it: for time series and figures.
+    """One report a law applied, as the agent applied it: the agent's trace and the recorder's row
+    (``topo.record.LawRow``, one line of laws.csv; end-to-end mode records each FIFO's samples as rows too).
 
-    Not frozen, though nobody changes one, and with an ``__init__`` of its own: one is built per
-    report (every 3-4 packet-hops of a simulation), and the one ``dataclass`` writes is Python even
-    in the compiled module (see ``controlplane.report.Report``)."""
+    The agent fills in ``node`` (its switch) and ``toward`` (the neighbour on ``port``, from its
+    plan), so a binding records the trace as it comes (``on_trace=recorder.laws.append``): a
+    Python frame and a second object per report were a tenth of a simulation's CPU time. Not
+    frozen, though nobody changes one, and with an ``__init__`` of its own: the one ``dataclass``
+    writes is Python even in the compiled module (see ``controlplane.report.Report``)."""
 
     t_ns: int
-    port: int
+    node: str
+    toward: str
     occupancy: int
     capacity: int
     drops: int
     rate_bps: float
-    pps: int
     o: float
     w: float
     # on BMv2's queues: the forecast the law ran on (fraction of the buffer) and the drain (b/s)
@@ -192,14 +197,27 @@ class LawTrace:
     # ... and the newest drain it read (b/s; None: none), which the settled law follows when it has
     # clearly fallen (controlplane/alinea.py, settled_base)
     newest_bps: float | None = None
-    data_class: int = 0
+    data_class: int = 0  # per-destination classes: the class whose law this is (not in laws.csv)
+    port: int = 0  # the port the report came in on (toward ``toward``)
+    pps: int = 0  # the queue rate set (packets/s)
 
-    def __init__(self, t_ns: int, port: int, occupancy: int, capacity: int, drops: int, rate_bps: float, pps: int,
-                 o: float, w: float, forecast: float | None = None, drain_bps: float | None = None,
-                 newest_bps: float | None = None, data_class: int = 0) -> None:
-        self.t_ns, self.port, self.occupancy, self.capacity, self.drops = t_ns, port, occupancy, capacity, drops
-        self.rate_bps, self.pps, self.o, self.w = rate_bps, pps, o, w
+    def __init__(self, t_ns: int, node: str, toward: str, occupancy: int, capacity: int, drops: int,
+                 rate_bps: float, o: float, w: float, forecast: float | None = None, drain_bps: float | None = None,
+                 newest_bps: float | None = None, data_class: int = 0, port: int = 0, pps: int = 0) -> None:
+        self.t_ns, self.node, self.toward, self.occupancy, self.capacity = t_ns, node, toward, occupancy, capacity
+        self.drops, self.rate_bps, self.o, self.w = drops, rate_bps, o, w
         self.forecast, self.drain_bps, self.newest_bps, self.data_class = forecast, drain_bps, newest_bps, data_class
+        self.port, self.pps = port, pps
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled by its fields (a host's rows cross processes in netns; compiled, it has no dict)."""
+        return (LawTrace, (self.t_ns, self.node, self.toward, self.occupancy, self.capacity, self.drops,
+                           self.rate_bps, self.o, self.w, self.forecast, self.drain_bps, self.newest_bps,
+                           self.data_class, self.port, self.pps))
+
+    @property
+    def fraction(self) -> float:
+        return self.occupancy / self.capacity if self.capacity else 0.0
 
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
@@ -260,6 +278,14 @@ class SwitchAgentCore:
     # they share the port's egress queue, whose rate BMv2 counts in packets of any size.
     report_pps: dict[int, float] = field(default_factory=dict)
     only_class: dict[int, int] = field(default_factory=dict)  # port -> RegulatedPort.only_class
+    towards: dict[int, str] = field(default_factory=dict)  # port -> the neighbour on it (SwitchPlan.neighbours)
+
+    def _toward(self, port: int) -> str:
+        """The neighbour on ``port`` (the port's number as text if the plan names none)."""
+        name = self.towards.get(port)
+        if name is None:
+            name = self.towards[port] = dict(self.plan.neighbours).get(port, str(port))
+        return name
 
     def start(self) -> list[Command]:
         """The commands that set up the queues: depths, then each regulated port's initial rate."""
@@ -285,7 +311,8 @@ class SwitchAgentCore:
         """A report arrived on ``port`` with the packet-in ``metadata`` (law parameters)."""
         if not self.plan.actuate:  # end-to-end mode: a measurement, no law
             if self.on_trace is not None:
-                self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, 0.0, 0, 0.0, 0.0))
+                self.on_trace(LawTrace(now_ns, self.plan.name, self._toward(port), report.occupancy, report.capacity,
+                                        report.drops, 0.0, 0.0, 0.0, port=port))
             return []
         data_class = report.data_class
         key = (port, self.only_class.get(port, data_class if data_class < self.plan.classes else 0))
@@ -304,8 +331,9 @@ class SwitchAgentCore:
         cmds = self._actuate(key, pl)
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
             occupancy, drain_bps, newest_bps = _trace_forecast(forecast)
-            self.on_trace(LawTrace(now_ns, port, report.occupancy, report.capacity, report.drops, pl.law.rate,
-                                   pl.pps, pl.law.o, pl.law.w, occupancy, drain_bps, newest_bps, key[1]))
+            self.on_trace(LawTrace(now_ns, self.plan.name, self._toward(port), report.occupancy, report.capacity,
+                                   report.drops, pl.law.rate, pl.law.o, pl.law.w, occupancy, drain_bps, newest_bps,
+                                   key[1], port, pl.pps))
         return cmds
 
     def _fair_share(self, key: Queue, pl: _PortLaw, law: LawParams) -> LawParams:

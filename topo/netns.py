@@ -77,7 +77,7 @@ from topo.netns_switches import (
     read_line,
 )
 from topo.plan import network_mode, priority_queues, switch_plan
-from topo.record import DropSample, FlowSample, LawRow, LinkSample, Recorder
+from topo.record import DropSample, FlowSample, LinkSample, Recorder
 from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, SAMPLE_NS, fifo_rows, read_drop_counters
 
 __all__ = ["NetnsNetwork", "TARGETS", "AGENT_ELECTION_ID"]
@@ -384,10 +384,8 @@ class NetnsNetwork:
         def trace(t: LawTrace) -> None:
             if not self._recording:
                 return
-            toward = self.topo.neighbour_on(name, t.port)
-            self.recorder.laws.append(LawRow(t.t_ns - self.switches[name].offset_ns, name, toward, t.occupancy, t.capacity,
-                                             t.drops, t.rate_bps, t.o, t.w, t.forecast, t.drain_bps, t.newest_bps,
-                                             t.data_class))
+            t.t_ns -= self.switches[name].offset_ns  # on the runner's clock
+            self.recorder.laws.append(t)
 
         return trace
 

@@ -122,5 +122,6 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled,
                       regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
                       report_polls=topo.options.report_polls, classes=classes, dst_classes=_dst_classes(topo),
+                      neighbours=tuple((topo.port(name, v), v) for v in topo.neighbours(name)),
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))

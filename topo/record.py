@@ -25,32 +25,15 @@ import csv
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from controlplane.agent import LawTrace
+
 __all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample", "TcpSample"]
 
 
-@dataclass(slots=True)
-class LawRow:
-    """One report a law applied (or, end-to-end, one FIFO's sample). Not frozen, though nobody changes
-    one: one is appended per report, and a frozen dataclass's ``__init__`` sets its 12 fields one
-    ``object.__setattr__`` at a time (1 µs, against 0.2 µs)."""
-
-    t_ns: int
-    node: str
-    toward: str
-    occupancy: int
-    capacity: int
-    drops: int
-    rate_bps: float
-    o: float
-    w: float
-    forecast: float | None = None  # BMv2's queues: the forecast occupancy (fraction) the law ran on
-    drain_bps: float | None = None  # and the drain of this hop's packets it expects over its horizon
-    newest_bps: float | None = None  # and the drain over the buffer's two newest departures it read
-    data_class: int = 0  # per-destination classes: the class whose law this is (not in laws.csv)
-
-    @property
-    def fraction(self) -> float:
-        return self.occupancy / self.capacity if self.capacity else 0.0
+#: One report a law applied (or, end-to-end, one FIFO's sample): the switch agent's trace as it
+#: comes (``controlplane.agent.LawTrace``), which names its node and neighbour, so that a binding
+#: records it without a Python step per report; hosts and FIFO samples build the same rows.
+LawRow = LawTrace
 
 
 @dataclass(frozen=True, slots=True)

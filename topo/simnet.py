@@ -22,7 +22,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from controlplane import params_io
-from controlplane.agent import LawTrace
 from controlplane.p4runtime_client import InProcessController
 from controlplane.queues import direct
 from controlplane.report import decode as decode_report
@@ -608,7 +607,7 @@ class SimNetwork:
             on_packet_in=self._packet_in_sink(agent_box, to_agent))
         queues = direct(in_process_handler(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
-                            on_trace=self._law_trace(name))
+                            on_trace=self.recorder.laws.append)  # the agent's traces are the rows
         agent_box.append(agent)
         node.agent, node.client = agent, client
         agent.install(self.program.p4info, self.program.device_config)
@@ -650,18 +649,6 @@ class SimNetwork:
         return {"control_latency": {"modelled_ms": opts.control_latency_ns / 1e6,
                                     "modelled_p99_ms": None if opts.control_latency_p99_ns is None
                                     else opts.control_latency_p99_ns / 1e6}}
-
-    def _law_trace(self, name: str) -> Callable[[LawTrace], None]:
-        towards: dict[int, str] = {}  # port -> neighbour: a report comes every 10 ms per link
-
-        def trace(t: LawTrace) -> None:
-            toward = towards.get(t.port)
-            if toward is None:
-                toward = towards[t.port] = self.topo.neighbour_on(name, t.port)
-            self.recorder.laws.append(LawRow(t.t_ns, name, toward, t.occupancy, t.capacity, t.drops, t.rate_bps,
-                                             t.o, t.w, t.forecast, t.drain_bps, t.newest_bps, t.data_class))
-
-        return trace
 
     # ---- events -------------------------------------------------------------------------------------
     def _apply_event(self, ev: Event) -> None:

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import copy
+import pickle
 from dataclasses import replace
 
 import pytest
 
 from controlplane.agent import (
+    LawTrace,
     ModelledPort,
     PollReport,
     RegulatedPort,
@@ -105,6 +108,28 @@ def test_end_to_end_mode_traces_reports_but_never_sets_a_rate() -> None:
     assert c.start() == [SetQueueDepth(2, 264)]
     assert c.on_report(0, 2, meta(LAW), report(0)) == []
     assert len(traces) == 1 and traces[0].occupancy == 0 and traces[0].rate_bps == 0
+
+
+def test_a_trace_names_its_switch_and_the_neighbour_on_the_report_s_port() -> None:
+    """The trace is the recorder's row as it comes (on_trace=recorder.laws.append): the plan's
+    neighbours name the buffer's link; a port the plan does not name is named by its number."""
+    plan = SwitchPlan("R1", 1, regulated=(RegulatedPort(2, LAW, 1000),), neighbours=((1, "H1"), (2, "R2")),
+                      fixed_departures=False)
+    traces: list[LawTrace] = []
+    c = SwitchAgentCore(plan, traces.append)
+    c.start()
+    c.on_report(5, 2, meta(LAW), report(40))
+    c.on_report(6, 3, meta(LAW, port=3), report(10))
+    assert [(t.t_ns, t.node, t.toward, t.port, t.occupancy) for t in traces] == [
+        (5, "R1", "R2", 2, 40), (6, "R1", "3", 3, 10)]
+    assert traces[0].rate_bps == c.ports[(2, 0)].law.rate and traces[0].pps == c.ports[(2, 0)].pps > 0
+    assert traces[0].fraction == 40 / 200
+
+
+def test_a_trace_survives_pickling_compiled_or_not() -> None:
+    """A host's rows cross from its process to the runner's pickled (netns)."""
+    t = LawTrace(1, "R1", "R2", 5, 100, 0, 1e6, 0.1, 0.5, 0.2, 2e6, None, 1, 2, 83)
+    assert pickle.loads(pickle.dumps(t)) == t and copy.deepcopy(t) == t
 
 
 # ---- BMv2's queues: departures fixed at enqueue ----------------------------------------------------

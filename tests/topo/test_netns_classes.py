@@ -13,22 +13,24 @@ from controlplane.agent import LawTrace
 from tests.switch import netns as N
 from topo.fabric import FabricSpec, fabric_topology, run_fabric_netns
 from topo.hol import HolSetup, hol_topology
+from topo.plan import switch_plan
 from topo.workload import FlowSpec
 
 
-def test_a_netns_law_row_keeps_the_class_of_its_law(tmp_path: Path) -> None:
+def test_a_netns_law_row_keeps_the_class_of_its_law_on_the_runner_s_clock(tmp_path: Path) -> None:
     from topo.netns import NetnsNetwork
 
     topo = hol_topology(HolSetup(), "alinea-classes", incast=True)
     net = NetnsNetwork(topo, duration_ns=10**9, run_dir=tmp_path)
-    net.switches["spine1"] = SimpleNamespace(offset_ns=0)  # type: ignore[assignment]
+    net.switches["spine1"] = SimpleNamespace(offset_ns=400)  # type: ignore[assignment]
     port = topo.port("spine1", "leaf2")
+    plan = switch_plan(topo, "spine1")
     trace = net._law_trace("spine1")
     for data_class in (0, 1, 3):
-        trace(LawTrace(t_ns=1000 + data_class, port=port, occupancy=5, capacity=100, drops=0, rate_bps=1e6, pps=83,
-                       o=0.1, w=0.5, data_class=data_class))
-    assert [(r.node, r.toward, r.data_class) for r in net.recorder.laws] == [
-        ("spine1", "leaf2", 0), ("spine1", "leaf2", 1), ("spine1", "leaf2", 3)]
+        trace(LawTrace(t_ns=1000 + data_class, node=plan.name, toward=dict(plan.neighbours)[port], port=port,
+                       occupancy=5, capacity=100, drops=0, rate_bps=1e6, pps=83, o=0.1, w=0.5, data_class=data_class))
+    assert [(r.t_ns, r.node, r.toward, r.data_class) for r in net.recorder.laws] == [
+        (600, "spine1", "leaf2", 0), (601, "spine1", "leaf2", 1), (603, "spine1", "leaf2", 3)]
 
 
 @pytest.mark.netns
