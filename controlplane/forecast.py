@@ -41,7 +41,6 @@ on BMv2:
 from __future__ import annotations
 
 import math
-from collections import deque
 from dataclasses import dataclass, field
 
 from controlplane.alinea import Brake, Forecast
@@ -168,15 +167,17 @@ class QueueForecast:
     # and their product (the time they take: a column of its own, so that the schedule is one C-level
     # sum of floats, each computed once, where a sum of products made ~50 float objects per report);
     # and the packets' total (exact: integers).
-    _counts: deque[int] = field(default_factory=deque)
-    _spacings: deque[float] = field(default_factory=deque)
-    _products: deque[float] = field(default_factory=deque)
+    # Lists, not deques, though their oldest leave first: the compiled module indexes a list
+    # natively and a deque through the interpreter's protocol, and they hold tens of entries.
+    _counts: list[int] = field(default_factory=list)
+    _spacings: list[float] = field(default_factory=list)
+    _products: list[float] = field(default_factory=list)
     _stamped: int = 0
-    _hist: deque[tuple[int, int]] = field(default_factory=deque)
+    _hist: list[tuple[int, int]] = field(default_factory=list)
     # For each entry of _hist: the stretch of the exact drain ending there (_chunk_rates), None
     # until asked: the absolute number (entries popped so far + index) of the entry it starts at
     # (-1: none) and the drain over it; and how many entries were popped.
-    _stretches: deque[tuple[int, float] | None] = field(default_factory=deque)
+    _stretches: list[tuple[int, float] | None] = field(default_factory=list)
     _popped: int = 0
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
@@ -221,8 +222,8 @@ class QueueForecast:
         window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
         popped = 0
         while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
-            hist.popleft()
-            stretches.popleft()
+            del hist[0]
+            del stretches[0]
             popped += 1
         self._popped += popped
         self.drain_pps = self._rate_since(hist[0])
@@ -358,14 +359,17 @@ class QueueForecast:
     def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
         """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
         ``hist[end]``, else None: the same walk without its list (every report asks it)."""
+        stretches, popped = self._stretches, self._popped
         newest = None
-        for _ in range(count):
-            step = self._older(end)
-            if step is None:
+        for _ in range(count):  # _older's steps written out (every report walks DRAIN_SPREAD_GAPS + 1)
+            stretch = stretches[end]
+            if stretch is None:
+                stretch = stretches[end] = self._stretch(end)
+            end = stretch[0] - popped
+            if end < 0:
                 return None
-            end, rate = step
             if newest is None:
-                newest = (rate, self._hist[end][0])
+                newest = (stretch[1], self._hist[end][0])
         return newest
 
     def _stretch(self, end: int) -> tuple[int, float]:
@@ -393,14 +397,14 @@ class QueueForecast:
                 extra = 0
                 break
             extra -= first
-            counts.popleft()
-            spacings.popleft()
-            products.popleft()
+            del counts[0]
+            del spacings[0]
+            del products[0]
         if extra < 0:  # more queued than the ledger holds (a wrap, a restart): at the oldest spacing
             spacing = spacings[0] if spacings else 0.0
-            counts.appendleft(-extra)
-            spacings.appendleft(spacing)
-            products.appendleft(-extra * spacing)
+            counts.insert(0, -extra)
+            spacings.insert(0, spacing)
+            products.insert(0, -extra * spacing)
         self._stamped = queued
         return sum(products)
 
