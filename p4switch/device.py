@@ -348,6 +348,8 @@ class P4SwitchDevice:
         self.cpu_port = cpu_port
         self.on_load = on_load
         self.packet_in_sink: PacketInSink | None = None
+        # the engine walk's route_packet_ins (p4switch.switch sets it): packet-ins past this device
+        self.packet_in_router: Callable[..., None] | None = None
         self._cache: tuple[bytes, CompiledProgram] | None = None
         self.packet_outs = 0
         self.packet_ins = 0
@@ -402,6 +404,22 @@ class P4SwitchDevice:
         frame = pack_controller_header(header, metadata) + bytes(payload)
         self.packet_outs += 1
         self.inject(self.cpu_port, frame)
+
+    def route_packet_ins(self, state: RuntimeState | None, sink: PacketInSink | None) -> None:
+        """While ``state`` is in force, the walk hands the packet-ins it splits with its packet_in
+        header to ``sink`` itself, past :meth:`frame_to_cpu` and its caller (None: stop).
+
+        Why: the P4Runtime core routes an in-process primary's packet-ins this way (a report
+        every interval per link in a simulation: six Python steps each, a tenth of its CPU
+        time). The route holds for the pipeline in force when it was set; after a swap the
+        frames come here again and the core sets it anew, or not."""
+        if self.packet_in_router is None:
+            return
+        header = state.packet_in if state is not None else None
+        if sink is None or state is None or state is not self.holder.state or header is None or header.splitter is None:
+            self.packet_in_router()
+            return
+        self.packet_in_router(self.holder.pipeline, header.splitter, sink)
 
     def frame_to_cpu(self, frame: bytes) -> bool:
         """A frame the pipeline sent to the CPU port: split off packet_in, hand it over."""

@@ -115,6 +115,7 @@ class Switch:
         # go to it and it sends on the port itself, or through _emit where the switch has work of
         # its own per frame out (real time: port errors and wire pacing; captures).
         self.walk: Any = self.core.use_engine_walk()
+        self.device.packet_in_router = self.walk.route_packet_ins
         self.grpc_server: Any = None
         self.thrift_server: Any = None
         self.control_server: Any = None

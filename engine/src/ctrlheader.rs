@@ -36,6 +36,25 @@ pub struct HeaderSplit {
     fields: Vec<(Py<PyString>, usize, u32)>,
 }
 
+impl HeaderSplit {
+    /// `split` of a frame the engine holds (the walk's packet-in route, v1walk.rs).
+    pub(crate) fn split_bytes<'py>(
+        &self,
+        py: Python<'py>,
+        data: &[u8],
+    ) -> PyResult<Option<(Bound<'py, PyDict>, Bound<'py, PyBytes>)>> {
+        if data.len() < self.nbytes {
+            return Ok(None);
+        }
+        let head = &data[..self.nbytes];
+        let meta = PyDict::new(py);
+        for (name, lo, width) in &self.fields {
+            meta.set_item(name.bind(py), bits_at(head, *lo, *width))?;
+        }
+        Ok(Some((meta, PyBytes::new(py, &data[self.nbytes..]))))
+    }
+}
+
 #[pymethods]
 impl HeaderSplit {
     #[new]
@@ -61,17 +80,7 @@ impl HeaderSplit {
         &self,
         frame: &Bound<'py, PyBytes>,
     ) -> PyResult<Option<(Bound<'py, PyDict>, Bound<'py, PyBytes>)>> {
-        let py = frame.py();
-        let data = frame.as_bytes();
-        if data.len() < self.nbytes {
-            return Ok(None);
-        }
-        let head = &data[..self.nbytes];
-        let meta = PyDict::new(py);
-        for (name, lo, width) in &self.fields {
-            meta.set_item(name.bind(py), bits_at(head, *lo, *width))?;
-        }
-        Ok(Some((meta, PyBytes::new(py, &data[self.nbytes..]))))
+        self.split_bytes(frame.py(), frame.as_bytes())
     }
 
     fn __repr__(&self) -> String {

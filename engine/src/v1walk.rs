@@ -23,6 +23,7 @@ use pyo3::types::{PyBool, PyBytes};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{RxBatch, BUF};
+use crate::ctrlheader::HeaderSplit;
 use crate::linkport::{method_owner, LinkPort};
 use crate::p4vm::{P4Program, STATUS_REJECT};
 use crate::pre::Pre;
@@ -223,6 +224,16 @@ struct State {
     /// Per port number: how a frame leaves on it.
     ports: Vec<Option<Out>>,
     counts: BTreeMap<&'static str, u64>,
+    packet_ins: Option<PacketInRoute>,
+}
+
+/// Where packet-ins go without `to_cpu` while `pipeline` is the holder's: split by `split` (the
+/// packet_in header in force with it), `sink(payload, metadata)`. Set by the device for a
+/// P4Runtime primary in the same process (p4switch/device.py `route_packet_ins`).
+struct PacketInRoute {
+    pipeline: PyObject,
+    split: Py<HeaderSplit>,
+    sink: PyObject,
 }
 
 /// The walk of one switch: `receive(port, frame)` for its ports, `service(port, item)` for
@@ -298,6 +309,36 @@ impl V1Walk {
     /// One more frame sent (every caller holds the GIL: a load and a store suffice).
     fn count_tx(&self) {
         self.tx.store(self.tx.load(Relaxed) + 1, Relaxed);
+    }
+
+    /// The packet-in route, if one is set for the holder's pipeline.
+    fn packet_in_route(&self, py: Python<'_>) -> PyResult<Option<(Py<HeaderSplit>, PyObject)>> {
+        let pipeline = self.holder.bind(py).getattr(intern!(py, "pipeline"))?;
+        let st = lock(&self.state);
+        Ok(st
+            .packet_ins
+            .as_ref()
+            .filter(|r| r.pipeline.is(&pipeline))
+            .map(|r| (r.split.clone_ref(py), r.sink.clone_ref(py))))
+    }
+
+    /// A frame for the CPU port down the route: `sink(payload, metadata)`; a frame shorter
+    /// than the header goes to `to_cpu`, whose split refuses it as it does any.
+    fn packet_in(
+        &self,
+        py: Python<'_>,
+        frame: &[u8],
+        split: &HeaderSplit,
+        sink: PyObject,
+    ) -> PyResult<i64> {
+        let taken = match split.split_bytes(py, frame)? {
+            Some((meta, payload)) => sink.bind(py).call1((payload, meta))?,
+            None => self.to_cpu.bind(py).call1((PyBytes::new(py, frame),))?,
+        };
+        if taken.is(&*PyBool::new(py, false)) {
+            self.count(CPU_NO_CONTROLLER);
+        }
+        Ok(0)
     }
 
     /// The walk's form of the holder's pipeline (rebuilt when the pipeline changed).
@@ -595,6 +636,17 @@ impl V1Walk {
             .get(port)
             .and_then(|p| p.as_ref().map(|p| p.clone_ref(py)));
         let is_cpu = Some(port as u64) == self.cpu_port;
+        if is_cpu {
+            if let Some((split, sink)) = self.packet_in_route(py)? {
+                let h = head.len().min(len);
+                let mut v = Vec::with_capacity(len);
+                v.extend_from_slice(&head[..h]);
+                v.extend_from_slice(&payload[..len - h]);
+                drop(pkt);
+                self.count("to_cpu");
+                return self.packet_in(py, &v, split.get(), sink);
+            }
+        }
         if let (Some(Out::Tx(tx)), false) = (&out, is_cpu) {
             let h = head.len().min(len);
             let mut v = Vec::with_capacity(len);
@@ -862,6 +914,25 @@ impl V1Walk {
         }
     }
 
+    /// Hand packet-ins to `sink(payload, metadata)` itself, split by `split`, while `pipeline`
+    /// is the holder's (None: through `to_cpu` again).
+    #[pyo3(signature = (pipeline=None, split=None, sink=None))]
+    fn route_packet_ins(
+        &self,
+        pipeline: Option<PyObject>,
+        split: Option<Py<HeaderSplit>>,
+        sink: Option<PyObject>,
+    ) {
+        lock(&self.state).packet_ins = match (pipeline, split, sink) {
+            (Some(pipeline), Some(split), Some(sink)) => Some(PacketInRoute {
+                pipeline,
+                split,
+                sink,
+            }),
+            _ => None,
+        };
+    }
+
     /// Drops by cause and the walk's rx/tx/to_cpu counts so far (V1ModelSwitchCore adds them to its own).
     fn counts(&self) -> BTreeMap<&'static str, u64> {
         let mut counts = lock(&self.state).counts.clone();
@@ -892,6 +963,11 @@ impl V1Walk {
         }
         if let Some(p) = &st.current {
             visit.call(p)?;
+        }
+        if let Some(r) = &st.packet_ins {
+            visit.call(&r.pipeline)?;
+            visit.call(&r.split)?;
+            visit.call(&r.sink)?;
         }
         for p in st.ports.iter().flatten() {
             match p {

@@ -92,6 +92,10 @@ class P4RuntimeCore:
         self._attached: RuntimeState | None = None
         self.dropped_packet_ins = 0
         self.dropped_digest_lists = 0
+        # A device that can route packet-ins past split_packet_in (p4switch's: route_packet_ins)
+        # takes an in-process primary's there while the state it was set for lasts (a new state
+        # comes here first, and is attached then); any change of primary takes the route away.
+        self._route: Callable[[RuntimeState | None, Any], None] | None = getattr(device, "route_packet_ins", None)
 
     # ------------------------------------------------------------ helpers
 
@@ -105,6 +109,10 @@ class P4RuntimeCore:
         if self._saved is not None:
             return self._saved.state
         return self.device.state
+
+    def _unroute_packet_ins(self) -> None:
+        if self._route is not None:
+            self._route(None, None)
 
     def _sync(self) -> None:
         """Watch the digests of the device's state, however its pipeline was loaded."""
@@ -346,10 +354,12 @@ class P4RuntimeCore:
         if s.closed:
             return
         s.closed = True
+        self._unroute_packet_ins()
         self._notify(self.arbitration.remove(s))
 
     def _arbitrate(self, s: StreamSession, upd: pb.MasterArbitrationUpdate) -> None:
         try:
+            self._unroute_packet_ins()
             notify = self.arbitration.update(s, upd)
         except P4RuntimeError:
             self.close_stream(s)
@@ -469,6 +479,8 @@ class P4RuntimeCore:
         if primary is None or primary.packet_in is None:
             return self.packet_in(payload, metadata)
         self._sync()
+        if self._route is not None:  # the next ones go to the primary straight while this state lasts
+            self._route(self._attached, primary.packet_in)
         primary.packet_in(payload, metadata)
         return True
 
