@@ -38,7 +38,7 @@ import hbh_engine as _engine
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Handle", "Scheduler", "TimerHandle", "VirtualScheduler", "RealtimeScheduler"]
+__all__ = ["Handle", "Scheduler", "TimerHandle", "VirtualScheduler", "RealtimeScheduler", "FifoDelay", "DelayedCalls"]
 
 
 class Handle(Protocol):
@@ -70,6 +70,11 @@ def _check_time(value: int, what: str) -> int:
 # time (O(1), the order stays exactly one heap's) and runs callbacks until a time or until idle.
 TimerHandle = _engine.TimerHandle
 VirtualScheduler = _engine.VirtualScheduler
+#: A connection's calls in virtual time (engine/src/channel.rs): ``FifoDelay().delay(now, draw)``
+#: keeps them in order; ``DelayedCalls(sched, fifo, median_ns, target, behind)`` is a callable
+#: whose calls reach ``target`` ``median_ns`` later on ``fifo`` (topo/control_latency.py).
+FifoDelay = _engine.FifoDelay
+DelayedCalls = _engine.DelayedCalls
 _EventHeap = _engine.EventHeap
 
 

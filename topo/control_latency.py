@@ -11,6 +11,10 @@ from __future__ import annotations
 
 import math
 import random
+from collections.abc import Callable
+from typing import Any
+
+from runtime.sched import DelayedCalls, FifoDelay, VirtualScheduler
 
 __all__ = ["ControlLatency", "Z_99"]
 
@@ -27,10 +31,18 @@ class ControlLatency:
         self.median_ns = median_ns
         self.sigma = math.log(p99_ns / median_ns) / Z_99 if p99_ns and median_ns else 0.0
         self._rng = rng
-        self._last_ns = 0  # when the previous call arrives
+        self._fifo = FifoDelay()  # when the previous call arrives (the engine's, shared with calls())
 
     def delay(self, now_ns: int) -> int:
         draw = self.median_ns if not self.sigma else round(self.median_ns * math.exp(self._rng.gauss(0.0, self.sigma)))
-        arrive = max(now_ns + draw, self._last_ns)
-        self._last_ns = arrive
-        return arrive - now_ns
+        return self._fifo.delay(now_ns, draw)  # type: ignore[no-any-return]
+
+    def calls(self, sched: VirtualScheduler, target: Callable[..., Any] | None = None,
+              behind: bool = False) -> Callable[..., None] | None:
+        """A callable whose calls reach ``target`` after this latency, in the engine (no Python
+        step per call; ``connect(target)`` sets a target later), or None when the latency has a
+        spread: its draws are Python's. ``behind``: the target is then scheduled once more at
+        delay 0, behind what is due at that time. In order with :meth:`delay`'s calls."""
+        if self.sigma:
+            return None
+        return DelayedCalls(sched, self._fifo, self.median_ns, target, behind)  # type: ignore[no-any-return]

@@ -49,7 +49,7 @@ from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
 from p4switch.thrift_server import in_process_handler
 from runtime.link import InMemoryLink, LinkModel
-from runtime.sched import VirtualScheduler
+from runtime.sched import DelayedCalls, VirtualScheduler
 from topo.control_latency import ControlLatency
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
 from topo.plan import neighbour_mac, network_mode, priority_queues, switch_plan
@@ -501,6 +501,9 @@ class DelayedQueues:
 
     def __init__(self, queues: Any, sched: VirtualScheduler, latency: ControlLatency) -> None:
         self._queues, self._sched, self._latency = queues, sched, latency
+        rate = latency.calls(sched, queues.set_queue_rate)
+        if rate is not None:  # a fixed latency: the engine's channel, no Python step per rate call
+            self.set_queue_rate = rate  # type: ignore[method-assign]
 
     def set_queue_rate(self, port: int, pps: int, priority: int | None = None) -> None:
         args = (port, pps) if priority is None else (port, pps, priority)  # forwarded as the caller made it
@@ -602,13 +605,16 @@ class SimNetwork:
         p99_half = None if opts.control_latency_p99_ns is None else opts.control_latency_p99_ns // 2
         rng = random.Random(f"{self.seed}/control/{name}")
         to_agent = ControlLatency(half, p99_half, rng)
+        sink = self._packet_in_sink(agent_box, to_agent)
         client = InProcessController(
             node.switch.p4rt, on_message=lambda m: agent_box and self._to_agent(agent_box[0], m, to_agent),
-            on_packet_in=self._packet_in_sink(agent_box, to_agent))
+            on_packet_in=sink)
         queues = direct(in_process_handler(node.switch.tm, node.switch.sched.now_ns), name)
         agent = SwitchAgent(plan, client, queues, self.sched, tick_ns=AGENT_TICK_NS,
                             on_trace=self.recorder.laws.append)  # the agent's traces are the rows
         agent_box.append(agent)
+        if isinstance(sink, DelayedCalls):
+            sink.connect(agent.handle_report)
         node.agent, node.client = agent, client
         agent.install(self.program.p4info, self.program.device_config)
         if half:  # set-up is instant; from now on the agent's queue calls reach the switch late
@@ -631,7 +637,13 @@ class SimNetwork:
 
         After the latency the agent's ``on_packet_in`` is due, which schedules ``handle_report`` at
         delay 0 (behind whatever is due then); that event is the scheduler's own ``call_later`` with
-        those arguments: the same two events, in the same order, without a Python frame between."""
+        those arguments: the same two events, in the same order, without a Python frame between.
+        With a fixed latency the sink is the engine's (``ControlLatency.calls``, connected to the
+        agent once it exists): no Python step per report at all."""
+        calls = latency.calls(self.sched, agent_box[0].handle_report if agent_box else None, behind=True) \
+            if latency.median_ns else None
+        if calls is not None:
+            return calls
         now_ns, call_later = self.sched.now_ns, self.sched.call_later
 
         def sink(payload: bytes, meta: dict[str, int]) -> None:

@@ -9,6 +9,7 @@
 use pyo3::prelude::*;
 
 mod afpacket;
+mod channel;
 mod ctrlheader;
 mod datagram;
 mod host;
@@ -32,6 +33,8 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sched::TimerHandle>()?;
     m.add_class::<sched::EventHeap>()?;
     m.add_class::<sched::VirtualScheduler>()?;
+    m.add_class::<channel::FifoDelay>()?;
+    m.add_class::<channel::DelayedCalls>()?;
     m.add_class::<link::Transmitter>()?;
     m.add_class::<link::LinkStats>()?;
     m.add_class::<link::InMemoryLink>()?;

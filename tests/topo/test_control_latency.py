@@ -48,6 +48,22 @@ def test_drawn_latencies_have_the_median_and_p99_and_keep_their_order() -> None:
     assert arrivals == sorted(arrivals) and len(set(arrivals)) < len(arrivals)  # a late call holds others back
 
 
+def test_the_engines_channel_keeps_the_connections_order_with_the_python_calls() -> None:
+    """A fixed latency's calls run in the engine (``ControlLatency.calls``); the connection's
+    order is one clock for them and for ``delay``: a call never overtakes an earlier one."""
+    sched, seen = VirtualScheduler(), []
+    latency = ControlLatency(2 * MS, None, random.Random(1))
+    calls = latency.calls(sched)
+    assert calls is not None and ControlLatency(2 * MS, 30 * MS, random.Random(1)).calls(sched) is None
+    calls("before any target")  # dropped: nobody to take it yet (a packet-in before its agent)
+    calls.connect(lambda what: seen.append((sched.now_ns(), what)))
+    sched.call_at(1 * MS, calls, "first")
+    latency._fifo.delay(0, 10 * MS)  # a slow call made meanwhile on the same connection (Python's draw)
+    sched.call_at(2 * MS, calls, "second")
+    sched.run()
+    assert seen == [(10 * MS, "first"), (10 * MS, "second")]
+
+
 def test_bad_latencies_are_located_errors() -> None:
     expect_error(BASE + "options: {control_latency: -1ms}\n", "control_latency", "options.control_latency", "")
     expect_error(BASE + "options: {control_latency: 2s}\n", "control_latency", "options.control_latency",
