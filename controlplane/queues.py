@@ -68,7 +68,10 @@ class QueueClient:
                        (port, I32), (priority, I32), (depth, I32))
 
     def _call(self, what: str, fn: Any, *typed: tuple[int, tuple[int, int]]) -> None:
-        args = tuple(self._wire_value(what, value, bounds) for value, bounds in typed)
+        args = []
+        for value, bounds in typed:  # a plain int in range as it is (a rate call every few reports)
+            args.append(value if type(value) is int and bounds[0] <= value <= bounds[1]
+                        else self._wire_value(what, value, bounds))
         try:
             fn(*args)
         except TApplicationException as exc:

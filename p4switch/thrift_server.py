@@ -42,6 +42,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from functools import partial
 from types import ModuleType
 from typing import Any, Protocol
 
@@ -92,6 +93,19 @@ def minimal_bmv2_json(program: str = "p4switch") -> str:
     doc["program"] = program
     doc["__meta__"] = {"version": [2, 23], "compiler": "p4switch (no BMv2 pipeline: tables are served by P4Runtime)"}
     return json.dumps(doc, indent=1)
+
+
+def _call_text(method: str, args: dict[str, int]) -> str:
+    """``method(name=value, ...)``: how an error names the call."""
+    return f"{method}({', '.join(f'{k}={v}' for k, v in args.items())})"
+
+
+def _refused(what: str, exc: Exception) -> TApplicationException:
+    """The answer to a call the switch refused (ValueError) or did not answer in time (TimeoutError)."""
+    if isinstance(exc, TimeoutError):
+        return TApplicationException(TApplicationException.INTERNAL_ERROR,
+                                     f"p4switch: {what}: the switch loop did not answer ({exc})")
+    return _bad_request(f"{what}: {exc}")
 
 
 def _bad_request(message: str) -> TApplicationException:
@@ -202,11 +216,8 @@ class _SimpleSwitchHandler:
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         try:
             return self._run(fn)
-        except ValueError as exc:
-            raise _bad_request(f"{what}: {exc}") from None
-        except TimeoutError as exc:
-            raise TApplicationException(TApplicationException.INTERNAL_ERROR,
-                                        f"p4switch: {what}: the switch loop did not answer ({exc})") from None
+        except (ValueError, TimeoutError) as exc:
+            raise _refused(what, exc) from None
 
     @staticmethod
     def _check_port(what: str, port_num: int) -> None:
@@ -215,11 +226,20 @@ class _SimpleSwitchHandler:
         if port_num == DROP_PORT:
             raise _bad_request(f"{what}: port {DROP_PORT} is the drop port; it has no egress queue")
 
-    def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
-        self._check_port(f"set_egress_queue_depth(port={port_num}, depth={depth_pkts})", port_num)
-        self._call(f"set_egress_queue_depth(port={port_num}, depth={depth_pkts})",
-                   lambda: self._tm.set_queue_depth(port_num, depth_pkts))
+    def _queue(self, port_num: int, fn: Callable[[], Any], method: str, **args: int) -> int:
+        """One queue call, ``fn`` run on the switch's loop; ``method(name=value, ...)`` names it in
+        an error, written only then (an agent sets a rate every few reports)."""
+        if port_num == DROP_PORT:
+            self._check_port(_call_text(method, args), port_num)
+        try:
+            self._run(fn)
+        except (ValueError, TimeoutError) as exc:
+            raise _refused(_call_text(method, args), exc) from None
         return 0
+
+    def set_egress_queue_depth(self, port_num: int, depth_pkts: int) -> int:
+        return self._queue(port_num, partial(self._tm.set_queue_depth, port_num, depth_pkts),
+                           "set_egress_queue_depth", port=port_num, depth=depth_pkts)
 
     def set_all_egress_queue_depths(self, depth_pkts: int) -> int:
         self._call(f"set_all_egress_queue_depths(depth={depth_pkts})",
@@ -227,10 +247,8 @@ class _SimpleSwitchHandler:
         return 0
 
     def set_egress_queue_rate(self, port_num: int, rate_pps: int) -> int:
-        self._check_port(f"set_egress_queue_rate(port={port_num}, rate={rate_pps})", port_num)
-        self._call(f"set_egress_queue_rate(port={port_num}, rate={rate_pps})",
-                   lambda: self._tm.set_queue_rate(port_num, rate_pps))
-        return 0
+        return self._queue(port_num, partial(self._tm.set_queue_rate, port_num, rate_pps),
+                           "set_egress_queue_rate", port=port_num, rate=rate_pps)
 
     def set_all_egress_queue_rates(self, rate_pps: int) -> int:
         self._call(f"set_all_egress_queue_rates(rate={rate_pps})",
@@ -238,16 +256,12 @@ class _SimpleSwitchHandler:
         return 0
 
     def set_egress_priority_queue_depth(self, port_num: int, priority: int, depth_pkts: int) -> int:
-        what = f"set_egress_priority_queue_depth(port={port_num}, priority={priority}, depth={depth_pkts})"
-        self._check_port(what, port_num)
-        self._call(what, lambda: self._tm.set_queue_depth(port_num, depth_pkts, priority))
-        return 0
+        return self._queue(port_num, partial(self._tm.set_queue_depth, port_num, depth_pkts, priority),
+                           "set_egress_priority_queue_depth", port=port_num, priority=priority, depth=depth_pkts)
 
     def set_egress_priority_queue_rate(self, port_num: int, priority: int, rate_pps: int) -> int:
-        what = f"set_egress_priority_queue_rate(port={port_num}, priority={priority}, rate={rate_pps})"
-        self._check_port(what, port_num)
-        self._call(what, lambda: self._tm.set_queue_rate(port_num, rate_pps, priority))
-        return 0
+        return self._queue(port_num, partial(self._tm.set_queue_rate, port_num, rate_pps, priority),
+                           "set_egress_priority_queue_rate", port=port_num, priority=priority, rate=rate_pps)
 
     def get_time_elapsed_us(self) -> int:
         return self._call("get_time_elapsed_us", self._clock) // 1000
