@@ -47,7 +47,7 @@ from controlplane.alinea import Brake, Forecast
 
 __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT_S", "DRAIN_SHIFT_PPS",
            "DRAIN_SHIFT_PKTS", "DRAIN_SHIFT_SHARE", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS",
-           "drain_noise", "NEWEST_PKTS"]
+           "drain_noise", "NEWEST_PKTS", "WINDOW_COMPACT"]
 
 COUNTER_MASK = (1 << 32) - 1
 NS = 1_000_000_000
@@ -102,6 +102,8 @@ BRAKE_GAPS = 6
 NEWEST_PKTS = 2
 #: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
 IDLE_PKTS = 1
+#: Entries out of the drain's window are deleted from its list once there are this many, and half of it.
+WINDOW_COMPACT = 64
 
 
 def drain_noise(rates: list[float]) -> float:
@@ -173,10 +175,14 @@ class QueueForecast:
     _spacings: list[float] = field(default_factory=list)
     _products: list[float] = field(default_factory=list)
     _stamped: int = 0
+    # The drain's window is _hist[_first:], oldest first: entries that leave it stay in the list
+    # until they are half of it, then go at once (one move of the rest, where a deletion per report
+    # moved the whole window: at 1 Gb/s it holds tens of thousands). Indices below are the list's.
     _hist: list[tuple[int, int]] = field(default_factory=list)
+    _first: int = 0
     # For each entry of _hist: the stretch of the exact drain ending there (_chunk_rates), None
-    # until asked: the absolute number (entries popped so far + index) of the entry it starts at
-    # (-1: none) and the drain over it; and how many entries were popped.
+    # until asked: the absolute number (entries deleted from the list so far + index) of the entry
+    # it starts at (-1: none) and the drain over it; and how many entries were deleted.
     _stretches: list[tuple[int, float] | None] = field(default_factory=list)
     _popped: int = 0
 
@@ -220,13 +226,16 @@ class QueueForecast:
         stretches.append(None)
         window_s = DRAIN_WINDOW_MIN_S if horizon_s < DRAIN_WINDOW_MIN_S else horizon_s  # min(max()) written out
         window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
-        popped = 0
-        while len(hist) > 2 and now_ns - hist[1][0] >= window_ns:
-            del hist[0]
-            del stretches[0]
-            popped += 1
-        self._popped += popped
-        self.drain_pps = self._rate_since(hist[0])
+        first = self._first
+        while len(hist) - first > 2 and now_ns - hist[first + 1][0] >= window_ns:
+            first += 1
+        if first >= WINDOW_COMPACT and 2 * first >= len(hist):
+            del hist[:first]
+            del stretches[:first]
+            self._popped += first
+            first = 0
+        self._first = first
+        self.drain_pps = self._rate_since(hist[first])
         if exact:
             self._follow_exact_fall()
             if not self._falling:
@@ -246,7 +255,7 @@ class QueueForecast:
         (from a departure to a departure: exact); 0 if the window holds none."""
         hist = self._hist
         t1, d1 = hist[-1]
-        for j in range(len(hist) - 2, -1, -1):
+        for j in range(len(hist) - 2, self._first - 1, -1):
             t0, d0 = hist[j]
             if d1 - d0 >= NEWEST_PKTS:
                 return (d1 - d0) * NS / (t1 - t0) if t1 > t0 else 0.0
@@ -261,9 +270,9 @@ class QueueForecast:
         """A fall (capacity drop) of the counted drain is followed fast; a rise at the long window's pace."""
         hist, now_ns = self._hist, self.t_ns or 0
         short_s = self.short_window_s()
-        j = len(hist) - 1
+        j, first = len(hist) - 1, self._first
         short_ns = short_s * NS  # once, not per entry walked (a host's report walks ~20)
-        while j > 0 and now_ns - hist[j][0] < short_ns:
+        while j > first and now_ns - hist[j][0] < short_ns:
             j -= 1
         short = self._rate_since(hist[j], short_s / 4)
         span_s = (now_ns - hist[j][0]) / NS
@@ -348,25 +357,25 @@ class QueueForecast:
         return out
 
     def _older(self, end: int) -> tuple[int, float] | None:
-        """(index in the window where the stretch ending at ``hist[end]`` starts, its drain), the
-        stretch found once and stored; None if it starts before the window."""
+        """(index where the stretch ending at ``hist[end]`` starts, its drain), the stretch found
+        once and stored; None if it starts before the window."""
         stretch = self._stretches[end]
         if stretch is None:
             stretch = self._stretches[end] = self._stretch(end)
         start = stretch[0] - self._popped
-        return None if start < 0 else (start, stretch[1])
+        return None if start < self._first else (start, stretch[1])
 
     def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
         """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
         ``hist[end]``, else None: the same walk without its list (every report asks it)."""
-        stretches, popped = self._stretches, self._popped
+        stretches, popped, first = self._stretches, self._popped, self._first
         newest = None
         for _ in range(count):  # _older's steps written out (every report walks DRAIN_SPREAD_GAPS + 1)
             stretch = stretches[end]
             if stretch is None:
                 stretch = stretches[end] = self._stretch(end)
             end = stretch[0] - popped
-            if end < 0:
+            if end < first:
                 return None
             if newest is None:
                 newest = (stretch[1], self._hist[end][0])
@@ -377,7 +386,7 @@ class QueueForecast:
         more departures and some time between them, the drain since it); (-1, 0) if none."""
         hist = self._hist
         t1, d1 = hist[end]
-        for j in range(end - 1, -1, -1):
+        for j in range(end - 1, self._first - 1, -1):
             t0, d0 = hist[j]
             if d1 - d0 >= DRAIN_FALL_PKTS and t1 > t0:
                 return j + self._popped, (d1 - d0) * NS / (t1 - t0)

@@ -14,7 +14,9 @@ from controlplane.forecast import (
     DRAIN_SHIFT_SHARE,
     DRAIN_SHIFT_SIGMAS,
     DRAIN_SPREAD_GAPS,
+    DRAIN_WINDOW_S,
     SCHEDULE_BOUND_S,
+    WINDOW_COMPACT,
     QueueForecast,
     drain_noise,
     schedule_floor_pps,
@@ -286,7 +288,7 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
             drained += drained_now
             last_ts = t - drained_now * 100_000
         f.update(t, occ, fwd, deq, pps, drained=drained if exact else None, drained_ns=last_ts if exact else 0)
-        chunks = rescanned_chunks(list(f._hist))
+        chunks = rescanned_chunks(f._hist[f._first:])
         for count in range(1, DRAIN_SPREAD_GAPS + 3):  # the newest of `count` stretches, or None
             assert f._newest_stretch(len(f._hist) - 1, count) == (chunks[0] if len(chunks) >= count else None)
         assert f._chunk_rates(len(f._hist) - 1) == chunks
@@ -306,7 +308,7 @@ class RescanningForecast(SourceForecast):  # type: ignore[misc,valid-type]
     of the earlier ones computed at every report (the reference of the lazy walk)."""
 
     def _follow_exact_fall(self) -> None:
-        chunks = rescanned_chunks(list(self._hist))
+        chunks = rescanned_chunks(self._hist[self._first:])
         if len(chunks) < DRAIN_SPREAD_GAPS + 1:
             self._falling = False
             return
@@ -344,7 +346,7 @@ def test_the_fall_read_from_the_first_stretches_is_that_of_the_whole_window(
             assert got[0] == got[1]
             assert (lazy.guessed_fall, lazy.drain_pps, lazy.expected_pps) == (ref.guessed_fall, ref.drain_pps,
                                                                               ref.expected_pps)
-    assert lazy._chunk_rates(len(lazy._hist) - 1) == rescanned_chunks(list(lazy._hist))
+    assert lazy._chunk_rates(len(lazy._hist) - 1) == rescanned_chunks(lazy._hist[lazy._first:])
 
 
 def test_the_newest_drain_is_the_exact_drain_over_the_newest_two_departures() -> None:
@@ -371,3 +373,18 @@ def test_the_newest_drain_is_none_without_the_exact_drain_or_on_a_starved_buffer
     counted = QueueForecast()
     steady(counted, 300, 150, 140, 140)
     assert counted.newest_pps == 0.0
+
+
+def test_the_window_s_list_keeps_what_left_it_only_until_that_is_half_of_it() -> None:
+    """Thousands of reports, a short window: the entries that left the window are deleted in bulk
+    (never more than the window's length plus WINDOW_COMPACT of them are kept), and the window and
+    its stretches are what a rescan gives."""
+    f = QueueForecast()
+    drained = 0
+    for i in range(1, 3001):
+        drained += 3
+        f.update(i * MS, 5, i * 3, i * 3, 3000, drained=drained, drained_ns=i * MS - MS // 2)
+        window = f._hist[f._first:]
+        assert len(f._hist) - len(window) < max(WINDOW_COMPACT, len(window) + 1)
+    assert f._popped > 2000 and window[0][0] >= 3000 * MS - DRAIN_WINDOW_S * 1_000_000_000
+    assert f._chunk_rates(len(f._hist) - 1) == rescanned_chunks(window)
