@@ -43,16 +43,22 @@ def ns3_hops(factors: tuple[int, ...], seconds: float) -> dict[int, tuple[int, f
     return {g["k"]: (int(g["hops"]), g["wall"], g["cpu"]) for g in got}
 
 
+def _ahead(ns3: float, hbh: float) -> str:
+    """Which of the two is faster, and by how much (a ratio >= 1, to two decimals: they are close)."""
+    return f"ns-3 ahead by {ns3 / hbh:.2f}x" if ns3 > hbh else f"hbh ahead by {hbh / ns3:.2f}x"
+
+
 def row(rep: Any, k: int, seconds: float, rates: dict[str, list[float]], hops: dict[str, int],
         cpu: dict[str, list[float]]) -> None:
     """The row of one rate: medians of rounds taken in turn with the simulator (sim_bench.bench_peers)."""
     from tests.bench.sim_bench import spread
 
     ns3, hbh = statistics.median(rates["ns3"]), statistics.median(rates["now"])
+    ns3_cpu, hbh_cpu = statistics.median(cpu["ns3"]), statistics.median(cpu["now"])
     rep.add(SECTION, f"links {2 * k}/{3 * k} Mb/s: ns-3 packet-hops/s / hbh sim packet-hops/s",
             f"{ns3:,.0f} / {hbh:,.0f}",
-            f"ns-3 ahead by {ns3 / hbh:.1f}x (per CPU second: {statistics.median(cpu['ns3']):,.0f} / "
-            f"{statistics.median(cpu['now']):,.0f}, {statistics.median(cpu['ns3']) / statistics.median(cpu['now']):.1f}x); hbh at {hbh * seconds / hops['now']:.2g}x real time "
+            f"{_ahead(ns3, hbh)} (per CPU second: {ns3_cpu:,.0f} / {hbh_cpu:,.0f}, {_ahead(ns3_cpu, hbh_cpu)}); "
+            f"hbh at {hbh * seconds / hops['now']:.2g}x real time "
             f"({seconds:g} s virtual); median of {len(rates['now'])} round(s) taken in turn, each a fresh process, "
             f"the run alone timed (set-up excluded); rounds ns-3 {spread(rates['ns3'])}, hbh {spread(rates['now'])}; "
             f"packet-hops ns-3 {hops['ns3']:,}, hbh {hops['now']:,}")
