@@ -132,6 +132,16 @@ def test_a_trace_survives_pickling_compiled_or_not() -> None:
     assert pickle.loads(pickle.dumps(t)) == t and copy.deepcopy(t) == t
 
 
+def test_law_parameters_copy_pickle_hash_and_stay_frozen_compiled_or_not() -> None:
+    """They travel in every topology (``scaled`` copies it, Ray's sweeps pickle it), key dicts
+    and are never changed in place."""
+    p = LAW.with_changes(k_p=1e5)
+    assert pickle.loads(pickle.dumps(p)) == p and copy.deepcopy(p) == p and hash(copy.copy(p)) == hash(p)
+    assert replace(p, o_max=0.6) == LawParams(0.15, 0.6, 8e6, 5e5, 2e6, 4e4, 1e5)
+    with pytest.raises(AttributeError):  # dataclasses.FrozenInstanceError
+        p.o_max = 0.5  # type: ignore[misc]
+
+
 # ---- BMv2's queues: departures fixed at enqueue ----------------------------------------------------
 
 def counters(fwd: int, deq: int) -> dict[str, int]:
