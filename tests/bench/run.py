@@ -593,7 +593,8 @@ FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kp
           "How long `make bench` takes: the section 'time taken by each part' gives each part's minutes as it "
           "last ran and their total (a `BENCH_ONLY` run replaces the times of its parts only). The soak runs "
           "5 minutes of traffic with the same stall criteria as before (no forwarding stall of the switch's own "
-          "above 20 ms); the simulator's comparisons take 2 rounds per rate, each row listing both.", ""]
+          "above 20 ms); the simulator's comparisons take 2 rounds per rate (4 for ns-3 and this tree, the "
+          "closest rows), each row listing them all.", ""]
 TIMES = "time taken by each part"
 
 
