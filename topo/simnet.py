@@ -474,9 +474,10 @@ class SimHostNode(HostReceiver):
 
 #: the cyclic collector's thresholds while the event loop runs (gen0 allocations, then gen1 and gen2
 #: in collections of the generation below). A young collection's cost grows slower than its
-#: threshold: at 50,000 the collector took 1.5-1.8 % of a run's CPU time, at 10,000 2.7-3.1 %
-#: (``gc.callbacks`` timing, paper-5router x1 over 300 s, x10 over 100 s, x50 over 8 s)
-RUN_GC_THRESHOLDS = (50_000, 20, 10)
+#: threshold: at 200,000 the collector took 1.8-1.9 % of a run's CPU time at x1 and x50, 2.4 %
+#: at 1 Gb/s (x500, reports every 20 µs), against 2.7-3.1 % and 6 % at 10,000 (``gc.callbacks``
+#: timing; paper-5router x1 over 300 s, x50 over 8 s, x500 over 2 s: the same peak memory)
+RUN_GC_THRESHOLDS = (200_000, 20, 10)
 
 
 @contextmanager
