@@ -209,12 +209,12 @@ class Switch:
             port.close()
             raise
         if self.options.engine_loop and port.ignores_outgoing:  # else the Python read filters the socket's own frames
-            self._serve(port, native_tx=not delay and not self.options.link_loss)
+            self._serve(port, native_tx=not self.options.link_loss)
         return port
 
     def _serve(self, port: PacketSocketPort, native_tx: bool) -> None:
-        """Port ``port`` is read, walked and (``native_tx``: without ``--link-loss`` or a
-        ``--port-delay``, which take a Python step per frame) sent in the engine's loop."""
+        """Port ``port`` is read, walked and (``native_tx``: without ``--link-loss``, which takes a
+        Python step per frame) sent in the engine's loop, its ``--port-delay`` held there too."""
         rt = self.sched
         assert isinstance(rt, RealtimeScheduler)
         if self._server is None:
@@ -226,7 +226,7 @@ class Switch:
             model = port.link or LinkModel(overhead_bytes=self.options.port_overhead_bytes,
                                       min_frame_bytes=self.options.port_min_frame_bytes)
             tx = _engine.TxPort(port.name, port.fileno(), port.vnet_hdr, rt.monotonic_origin_ns, model.bitrate_bps,
-                                model.overhead_bytes, model.min_frame_bytes)
+                                model.overhead_bytes, model.min_frame_bytes, model.delay_ns, rt.engine_heap)
             self.walk.set_port(port.number, tx)
             self._tx[port.number] = tx
         self._server.add_port(port.number, port.fileno(), port.hdr_len, port.slow_frame, port.served, tx)

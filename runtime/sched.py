@@ -93,8 +93,9 @@ class RealtimeScheduler:
     timers that those callbacks schedule for now (the TM re-arms a port's service that way, so
     a backlog drains within one turn) - up to a budget of ``MAX_TIMERS_PER_TURN`` callbacks or
     ``TURN_BUDGET_NS``, then one poll of the file descriptors. The poll does not block when
-    the budget ran out or the next timer is due within ``SPIN_NS`` (a short spin, yielding
-    the core each time round, because a wake-up from sleep costs tens of µs); otherwise it
+    the budget ran out or the next timer is due within ``SPIN_NS`` (a short spin in the engine,
+    the GIL free and the core yielded each time round, until the timer or a ready reader,
+    because a wake-up from sleep costs tens of µs); otherwise it
     blocks until a reader is ready or the next timer's time, which a Linux timerfd delivers
     with kernel timer precision (epoll's own timeout is in whole ms, up to 1 ms late).
     CPU trade-off: an idle switch sleeps; a timer at most ``SPIN_NS`` away is waited for by
@@ -115,6 +116,9 @@ class RealtimeScheduler:
         self._events = _EventHeap()  # its own (Rust) lock makes each call on it atomic
         self._soon: deque[tuple[Callable[..., Any], tuple]] = deque()
         self._selector = selectors.DefaultSelector()
+        #: the epoll instance a spin watches (``_engine.spin_until``); None: not epoll, Python spins
+        self._spin_fd: int | None = self._selector.fileno() if isinstance(self._selector, selectors.EpollSelector) \
+            else None
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_r, False)
         os.set_blocking(self._wake_w, False)
@@ -379,7 +383,9 @@ class RealtimeScheduler:
             return None
         delta = due - self.now_ns()
         if delta <= self.SPIN_NS:
-            if delta > 0:
+            if delta > 0 and self._spin_fd is not None:
+                _engine.spin_until(self._spin_fd, self._origin, due)  # in the engine, the GIL free
+            elif delta > 0:
                 os.sched_yield()  # spinning: let other runnable threads and processes have the core
             return 0.0
         if self._timerfd is not None:

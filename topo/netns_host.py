@@ -242,6 +242,9 @@ class NetnsHost:
         node.link.extra_delay = reorder_hook(link, self.seed, self.net.counts)  # type: ignore[union-attr]
         self.node = node
         node.start()
+        if self.relay is not None:  # their packets from the relay's thread, not this loop
+            for paced in node.paced_senders():
+                self.relay.pace(paced.pacer, node.offset)
         for ev in self.topo.events:
             if ev.kind == "alinea":
                 clock.call_at(ev.at_ns, self._apply_event, ev)

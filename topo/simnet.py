@@ -284,15 +284,16 @@ class SimHostNode(HostReceiver):
             if fid not in self.sinks and fid not in self.e2e_sinks:
                 self.receive_flow(fid, name, self._flow_offsets[fid])
 
+    def paced_senders(self) -> list[AlineaHostSender | FixedSender]:
+        """The senders whose every packet the engine's pacer sends (no control logic per packet)."""
+        return ([self.alinea] if self.alinea else []) + list(self.fixed)
+
     def start(self) -> None:
-        senders: list[Any] = ([self.alinea] if self.alinea else []) + list(self.fixed) + list(self.cvihis.values()) \
-            + list(self.e2e.values())
-        for sender in senders:
-            if isinstance(sender, (AlineaHostSender, FixedSender)):
-                sender.pacer.bind(self.sched, self.link, self, self.offset, HOST_TX_QUEUE, self.net.counts)
-                sender.pacer.rearm()
-            else:
-                self._arm(sender)
+        for paced in self.paced_senders():
+            paced.pacer.bind(self.sched, self.link, self, self.offset, HOST_TX_QUEUE, self.net.counts)
+            paced.pacer.rearm()
+        for sender in list(self.cvihis.values()) + list(self.e2e.values()):
+            self._arm(sender)
         if self.alinea is not None:
             self.sched.call_later(AGENT_TICK_NS, self._tick)
         if self.tcp is not None:

@@ -7,7 +7,8 @@
 //! scheduler and link, a packet sent crosses no Python at all.
 
 use std::collections::HashSet;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -19,6 +20,11 @@ use crate::link::{send_frame, wire_time_ns, InMemoryLink};
 use crate::sched::{engine_of, now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
+/// How far behind its schedule a real-time sender may catch up (see `State::take`): one gap
+/// was enough at 22 Mb/s, where a gap (364 µs) outlasts a wake-up's lateness; at 128 Mb/s a gap
+/// is 62 µs and wake-ups on a busy two-core machine come later than that often enough that the
+/// relay-paced host sent 93 % of its law's rate.
+const CATCH_UP_NS: i64 = 1_000_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -95,12 +101,27 @@ impl State {
         Some(self.pacer_next().max(earliest))
     }
 
+    /// The next packet's frame, if a flow is active: its template with the flow's sequence
+    /// number and the send time `now` (+ `offset_ns`) written in (`take` says which flow).
+    fn fire(&mut self, now: i64, due: i64, offset_ns: i64) -> Option<Vec<u8>> {
+        let i = self.take(now, due)?;
+        let f = &mut self.flows[i];
+        let seq = f.next_seq;
+        f.next_seq += 1;
+        f.sent += 1;
+        let mut frame = f.frame.clone();
+        frame[SEQ_AT..SEQ_AT + 4].copy_from_slice(&(seq as u32).to_be_bytes());
+        frame[TS_AT..TS_AT + 8].copy_from_slice(&((now + offset_ns) as u64).to_be_bytes());
+        Some(frame)
+    }
+
     /// The flow whose packet goes now (round-robin over active flows), marked sent at `due`,
-    /// the time it was scheduled for, or at most one gap before `now`: in real time the loop
-    /// wakes late, and spacing the next packet from the late wake-up instead would lose that
-    /// lateness at every packet (a host paced at 22 Mb/s sent 19: docs/netns.md, "At higher
-    /// link rates"); the gap's bound keeps a long stall from becoming a burst. On a virtual
-    /// clock `due` is `now`.
+    /// the time it was scheduled for, or at most `CATCH_UP_NS` (or one gap, if longer) before
+    /// `now`: in real time the loop wakes late, and spacing the next packet from the late
+    /// wake-up instead would lose that lateness at every packet (a host paced at 22 Mb/s sent
+    /// 19: docs/netns.md, "At higher link rates"); the packets a late wake-up owes then go at
+    /// once, onto the host's modelled uplink, which spaces them at its bit rate. The bound keeps
+    /// a long stall from becoming a burst. On a virtual clock `due` is `now`.
     fn take(&mut self, now: i64, due: i64) -> Option<usize> {
         let active: Vec<usize> = (0..self.flows.len())
             .filter(|&i| self.flows[i].active(now))
@@ -111,9 +132,16 @@ impl State {
         let i = active[self.turn % active.len()];
         self.turn += 1;
         self.taken += 1;
-        self.last_ns = Some(due.max(now - self.gap_ns()).min(now));
+        self.last_ns = Some(due.max(now - self.gap_ns().max(CATCH_UP_NS)).min(now));
         Some(i)
     }
+}
+
+/// How `rearm` reaches the relay thread that paces a sender: a flag it reads, the eventfd that
+/// wakes it.
+pub(crate) struct RelayHook {
+    pub(crate) rearm: Arc<AtomicBool>,
+    pub(crate) wake: Box<dyn Fn() + Send + Sync>,
 }
 
 /// Where frames go: the link, the end it sends from, the clock offset stamped, the NIC queue.
@@ -139,6 +167,8 @@ struct Binding {
 pub struct PacedSender {
     state: Mutex<State>,
     bound: Mutex<Option<Binding>>,
+    /// Paced by a netns host's relay thread instead (`HostRelay.pace`): `rearm` tells it.
+    relay: Mutex<Option<RelayHook>>,
     #[pyo3(get)]
     stop_at_pacer: bool,
 }
@@ -158,6 +188,28 @@ impl Binding {
 }
 
 impl PacedSender {
+    /// From now on the relay thread behind `hook` sends this sender's packets (`relay_next`,
+    /// `relay_fire`): the scheduled packet and the binding are dropped.
+    pub(crate) fn attach_relay(&self, py: Python<'_>, hook: RelayHook) -> PyResult<()> {
+        self.cancel_pending(py)?;
+        lock(&self.state).due_ns = None;
+        *lock(&self.bound) = None;
+        *lock(&self.relay) = Some(hook);
+        Ok(())
+    }
+
+    /// The relay thread's view: when the next packet is due (None: no more); `catch_up` as in
+    /// `arm`: right after a packet its own due time, else no sooner than `now`.
+    pub(crate) fn relay_next(&self, now: i64, catch_up: bool) -> Option<i64> {
+        let raw = lock(&self.state).next_send(now, self.stop_at_pacer)?;
+        Some(if catch_up { raw } else { raw.max(now) })
+    }
+
+    /// The relay thread's packet due at `due`, sent at `now`.
+    pub(crate) fn relay_fire(&self, now: i64, due: i64, offset_ns: i64) -> Option<Vec<u8>> {
+        lock(&self.state).fire(now, due, offset_ns)
+    }
+
     /// The binding, copied out of its lock (Python code runs while it is in use).
     fn binding(&self, py: Python<'_>) -> Option<Binding> {
         lock(&self.bound).as_ref().map(|b| b.clone_ref(py))
@@ -180,13 +232,16 @@ impl PacedSender {
         Ok(())
     }
 
-    fn arm(slf: &Bound<'_, Self>, b: &Binding, now: i64) -> PyResult<()> {
+    /// Schedule the next packet; `catch_up`: right after a packet, so the next one keeps its own
+    /// due time even when that has passed (a late wake-up's debt, `State::take`); else (a new
+    /// rate, the start) it is due no sooner than `now`.
+    fn arm(slf: &Bound<'_, Self>, b: &Binding, now: i64, catch_up: bool) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
-        let Some(t) = lock(&me.state).next_send(now, me.stop_at_pacer) else {
+        let Some(raw) = lock(&me.state).next_send(now, me.stop_at_pacer) else {
             return Ok(());
         };
-        let t = t.max(now);
+        let t = raw.max(now);
         let handle: PyObject = match &b.engine_sched {
             Some(s) => s
                 .get()
@@ -205,7 +260,7 @@ impl PacedSender {
         };
         let mut st = lock(&me.state);
         st.pending = Some(handle);
-        st.due_ns = Some(t);
+        st.due_ns = Some(if catch_up { raw } else { t });
         Ok(())
     }
 
@@ -263,6 +318,7 @@ impl PacedSender {
         Ok(PacedSender {
             state: Mutex::new(state),
             bound: Mutex::new(None),
+            relay: Mutex::new(None),
             stop_at_pacer,
         })
     }
@@ -378,12 +434,17 @@ impl PacedSender {
     fn rearm(slf: &Bound<'_, Self>) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
+        if let Some(hook) = lock(&me.relay).as_ref() {
+            hook.rearm.store(true, Ordering::Release);
+            (hook.wake)();
+            return Ok(());
+        }
         me.cancel_pending(py)?;
         let Some(b) = me.binding(py) else {
             return Err(PyValueError::new_err("PacedSender.rearm before bind"));
         };
         let now = me.now(py, &b)?;
-        Self::arm(slf, &b, now)
+        Self::arm(slf, &b, now, false)
     }
 
     /// The scheduled packet: send it, schedule the next.
@@ -398,22 +459,12 @@ impl PacedSender {
             let mut st = lock(&me.state);
             st.pending = None;
             let due = st.due_ns.take().unwrap_or(now);
-            st.take(now, due).map(|i| {
-                let f = &mut st.flows[i];
-                let seq = f.next_seq;
-                f.next_seq += 1;
-                f.sent += 1;
-                let mut frame = f.frame.clone();
-                frame[SEQ_AT..SEQ_AT + 4].copy_from_slice(&(seq as u32).to_be_bytes());
-                frame[TS_AT..TS_AT + 8]
-                    .copy_from_slice(&((now + b.offset_ns) as u64).to_be_bytes());
-                frame
-            })
+            st.fire(now, due, b.offset_ns)
         };
         if let Some(frame) = frame {
             Self::put(py, &b, frame, now)?;
         }
-        Self::arm(slf, &b, now)
+        Self::arm(slf, &b, now, true)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {

@@ -23,6 +23,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
 use crate::afpacket::{RxBatch, BATCH};
+use crate::host::{PacedSender, RelayHook};
 use crate::link::{wire_time_ns, Model, TxState};
 
 /// Frames waiting for Python at most; more are dropped and counted (`to_python_dropped`).
@@ -113,8 +114,19 @@ impl Uplink {
     }
 }
 
+/// A paced sender the relay sends for (`HostRelay.pace`): its packets never enter Python.
+struct Pacing {
+    sender: Py<PacedSender>,
+    offset_ns: i64,
+    /// When its next packet goes (run ns); None: it has stopped, or not yet asked.
+    next_ns: Option<i64>,
+}
+
 struct Shared {
     uplink: Mutex<Uplink>,
+    pacers: Mutex<Vec<Pacing>>,
+    /// Set by a sender's `rearm` (a new rate): the relay asks each sender for its next time again.
+    rearm: Arc<AtomicBool>,
     to_python: Mutex<VecDeque<(Vec<u8>, usize)>>,
     counts: Mutex<Counts>,
     stop: AtomicBool,
@@ -181,6 +193,7 @@ fn run(shared: Arc<Shared>, ends: Ends) {
     let mut out: Vec<(i64, Vec<u8>)> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
         let now = monotonic_ns() - ends.t0_ns;
+        let paced = pace(&shared, now);
         let next = {
             let mut up = lock(&shared.uplink);
             while up.due.peek().is_some_and(|Reverse((t, _, _))| *t <= now) {
@@ -190,6 +203,10 @@ fn run(shared: Arc<Shared>, ends: Ends) {
             up.due.peek().map(|Reverse((t, _, _))| *t)
         };
         send_due(&shared, &ends, &mut out);
+        let next = match (next, paced) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        };
         let wait = next.map_or(IDLE_NS, |t| (t - monotonic_ns() + ends.t0_ns).max(0));
         let mut fds = [ends.tun_fd, ends.sock_fd, ends.wake_fd].map(|fd| libc::pollfd {
             fd,
@@ -215,6 +232,45 @@ fn run(shared: Arc<Shared>, ends: Ends) {
             from_socket(&shared, &ends, &mut rx);
         }
     }
+}
+
+/// The paced senders' packets due by `now`, onto the uplink (through the host's NIC queue, as
+/// their Python binding's link does); returns when the next one is due.
+fn pace(shared: &Shared, now: i64) -> Option<i64> {
+    let mut pacers = lock(&shared.pacers);
+    if shared.rearm.swap(false, Ordering::AcqRel) {
+        for p in pacers.iter_mut() {
+            p.next_ns = p.sender.get().relay_next(now, false);
+        }
+    }
+    let (mut full, mut bytes) = (0, 0);
+    for p in pacers.iter_mut() {
+        // a late wake-up sends the packets `take` lets it catch up, a few per round of the loop
+        for _ in 0..8 {
+            let Some(due) = p.next_ns.filter(|&t| t <= now) else {
+                break;
+            };
+            let sender = p.sender.get();
+            if let Some(frame) = sender.relay_fire(now, due, p.offset_ns) {
+                let mut up = lock(&shared.uplink);
+                if up.full(now, frame.len()) {
+                    full += 1;
+                } else {
+                    bytes += frame.len() as i64;
+                    up.transmit(now, frame, 0, false);
+                }
+            }
+            p.next_ns = sender.relay_next(now, true).map(|t| t.max(due + 1));
+        }
+    }
+    let next = pacers.iter().filter_map(|p| p.next_ns).min();
+    drop(pacers);
+    if full + bytes > 0 {
+        let mut c = lock(&shared.counts);
+        c.host_tx_queue_full += full;
+        c.uplink_bytes += bytes;
+    }
+    next
 }
 
 fn send_due(shared: &Shared, ends: &Ends, out: &mut Vec<(i64, Vec<u8>)>) {
@@ -379,6 +435,8 @@ impl HostRelay {
                 seq: 0,
                 queue_frames,
             }),
+            pacers: Mutex::new(Vec::new()),
+            rearm: Arc::new(AtomicBool::new(false)),
             to_python: Mutex::new(VecDeque::new()),
             counts: Mutex::new(Counts::default()),
             stop: AtomicBool::new(false),
@@ -415,12 +473,36 @@ impl HostRelay {
     /// One of Python's own frames on the uplink at run time `now_ns`: `(start, end)` of its
     /// serialization; a `lost` frame takes its wire time and is not sent; `extra_ns` adds to its delay.
     #[pyo3(signature = (now_ns, frame, extra_ns = 0, lost = false))]
-    fn send(&self, now_ns: i64, frame: Vec<u8>, extra_ns: i64, lost: bool) -> (i64, i64) {
+    fn send(&self, now_ns: i64, frame: &[u8], extra_ns: i64, lost: bool) -> (i64, i64) {
+        // `&[u8]` borrows the bytes object: a `Vec<u8>` argument would convert it byte by byte
         let n = frame.len() as i64;
-        let r = lock(&self.shared.uplink).transmit(now_ns, frame, extra_ns.max(0), lost);
+        let r = lock(&self.shared.uplink).transmit(now_ns, frame.to_vec(), extra_ns.max(0), lost);
         lock(&self.shared.counts).uplink_bytes += n;
         signal(self.wake_fd);
         r
+    }
+
+    /// Send `sender`'s packets from the relay thread from now on, stamped with the run time +
+    /// `offset_ns` (its flows and rate stay the sender's: `set_rate` then `rearm()` as before).
+    ///
+    /// Why: bound to the host's Python loop, every packet was a timer of that loop and a Python
+    /// call into the relay; at 128 Mb/s (16,000 packets/s) the host process used most of a core
+    /// and sent less than its law asked (docs/netns.md, "At higher link rates").
+    fn pace(&self, py: Python<'_>, sender: Py<PacedSender>, offset_ns: i64) -> PyResult<()> {
+        let wake_fd = self.wake_fd;
+        let hook = RelayHook {
+            rearm: Arc::clone(&self.shared.rearm),
+            wake: Box::new(move || signal(wake_fd)),
+        };
+        sender.get().attach_relay(py, hook)?;
+        lock(&self.shared.pacers).push(Pacing {
+            sender,
+            offset_ns,
+            next_ns: None,
+        });
+        self.shared.rearm.store(true, Ordering::Release);
+        signal(self.wake_fd);
+        Ok(())
     }
 
     /// How long frames already handed over still occupy the uplink at run time `now_ns`.

@@ -40,6 +40,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<link::InMemoryLink>()?;
     m.add_class::<ctrlheader::HeaderSplit>()?;
     m.add_class::<linkport::LinkPort>()?;
+    m.add_function(wrap_pyfunction!(sched::spin_until, m)?)?;
     m.add_function(wrap_pyfunction!(link::wire_bits, m)?)?;
     m.add_function(wrap_pyfunction!(link::wire_time_ns, m)?)?;
     m.add_class::<host::PacedSender>()?;

@@ -14,6 +14,7 @@
 //! `RealtimeWire` is the wire clock of a modelled port (runtime/link.py documents the rule);
 //! the Python fallback (captures, `--link-loss`, `--port-delay`) uses the same class.
 
+use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::PyOSError;
@@ -23,7 +24,7 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{open_tx_socket, send_batch, RxBatch, BATCH};
 use crate::link::wire_time_ns;
-use crate::sched::{monotonic_ns, EventHeap};
+use crate::sched::{monotonic_ns, Call, EventHeap};
 use crate::v1walk::{Hooks, V1Walk};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -123,6 +124,12 @@ struct TxState {
     bitrate_bps: i64,
     wire: RealtimeWire,
     pending: Vec<Vec<u8>>,
+    /// The link's propagation delay: frames wait in `held` until the end of their wire time
+    /// plus this, in order (switch-clock ns), and a timer on `heap` releases them (`armed`).
+    delay_ns: i64,
+    held: VecDeque<(i64, Vec<u8>)>,
+    heap: Option<Py<EventHeap>>,
+    armed: bool,
     /// Inside `PortServer.serve`: frames wait for the end of the turn (else sent at once).
     batching: bool,
     closed: bool,
@@ -151,27 +158,49 @@ pub struct TxPort {
     state: Mutex<TxState>,
 }
 
+/// What `TxPort::queue` leaves to do once its lock is let go.
+struct Queued {
+    /// The ns the TM waits before it serves the port again.
+    busy: i64,
+    /// The capture log to flush (the frame went out at once).
+    log: Option<Arc<CaptureLog>>,
+    /// The delay line's first frame: arm its release at this time.
+    arm: Option<(i64, Py<EventHeap>)>,
+}
+
 impl TxPort {
-    /// Queue (or send) one frame the walk put out on this port; returns the ns the TM waits
-    /// before it serves the port again (0 without a bit rate).
-    pub(crate) fn send(&self, py: Python<'_>, frame: Vec<u8>) -> PyResult<i64> {
-        let (busy, log) = self.queue(frame)?;
-        if let Some(log) = log {
-            log.flush(py)?;
-        }
-        Ok(busy)
+    pub(crate) fn name(&self) -> &str {
+        &self.name
     }
 
-    /// `send` but the capture's hand-over: the busy ns, and the log to flush (sent at once).
-    fn queue(&self, frame: Vec<u8>) -> PyResult<(i64, Option<Arc<CaptureLog>>)> {
+    /// Queue (or send) one frame the walk put out on port `me`; returns the ns the TM waits
+    /// before it serves the port again (0 without a bit rate).
+    pub(crate) fn send(me: &Py<TxPort>, py: Python<'_>, frame: Vec<u8>) -> PyResult<i64> {
+        let q = me.get().queue(py, frame)?;
+        if let Some(log) = q.log {
+            log.flush(py)?;
+        }
+        if let Some((at, heap)) = q.arm {
+            heap.get().push_call(py, at, Call::Release(me.clone_ref(py)))?;
+        }
+        Ok(q.busy)
+    }
+
+    /// `send` but what needs no lock: the busy ns, the log to flush, the release to arm.
+    fn queue(&self, py: Python<'_>, frame: Vec<u8>) -> PyResult<Queued> {
         let mut st = lock(&self.state);
+        let none = Queued {
+            busy: 0,
+            log: None,
+            arm: None,
+        };
         if frame.len() < MIN_FRAME {
             st.refused += 1; // the Python port's error (`port_send_error`)
-            return Ok((0, None));
+            return Ok(none);
         }
         if st.closed {
             st.dropped += 1;
-            return Ok((0, None));
+            return Ok(none);
         }
         let wire = wire_time_ns(
             frame.len() as i64,
@@ -179,20 +208,61 @@ impl TxPort {
             self.min_frame_bytes,
             self.overhead_bytes,
         );
-        let busy = if wire > 0 {
-            st.wire.busy(monotonic_ns() - self.origin_ns, wire)
-        } else {
-            0
-        };
+        let now = monotonic_ns() - self.origin_ns;
+        let busy = if wire > 0 { st.wire.busy(now, wire) } else { 0 };
         if let Some((port, log)) = &st.capture {
             log.record(*port, true, &frame);
+        }
+        if st.delay_ns > 0 {
+            // the far end sees the frame at the end of its wire time plus the delay
+            let due = now + busy + st.delay_ns;
+            st.held.push_back((due, frame));
+            let arm = if st.armed {
+                None
+            } else {
+                st.armed = true;
+                st.heap.as_ref().map(|h| (due, h.clone_ref(py)))
+            };
+            return Ok(Queued {
+                busy,
+                log: None,
+                arm,
+            });
         }
         st.pending.push(frame);
         if !st.batching || st.pending.len() >= BATCH {
             self.flush_locked(&mut st)?;
         }
         let log = (!st.batching).then(|| st.capture.as_ref().map(|c| c.1.clone()));
-        Ok((busy, log.flatten()))
+        Ok(Queued {
+            busy,
+            log: log.flatten(),
+            arm: None,
+        })
+    }
+
+    /// The delay line's timer: the frames due now go out (with the turn's, inside
+    /// `PortServer.serve`), and the timer is armed again for the next one.
+    pub(crate) fn release(me: &Py<TxPort>, py: Python<'_>) -> PyResult<()> {
+        let this = me.get();
+        let now = monotonic_ns() - this.origin_ns;
+        let next = {
+            let mut st = lock(&this.state);
+            while st.held.front().is_some_and(|(due, _)| *due <= now) {
+                let (_, frame) = st.held.pop_front().expect("front");
+                st.pending.push(frame);
+            }
+            if !st.batching || st.pending.len() >= BATCH {
+                this.flush_locked(&mut st)?;
+            }
+            let next = st.held.front().map(|(due, _)| *due);
+            st.armed = next.is_some() && !st.closed;
+            next.filter(|_| st.armed).zip(st.heap.as_ref().map(|h| h.clone_ref(py)))
+        };
+        if let Some((at, heap)) = next {
+            heap.get().push_call(py, at, Call::Release(me.clone_ref(py)))?;
+        }
+        Ok(())
     }
 
     fn flush_locked(&self, st: &mut TxState) -> PyResult<()> {
@@ -229,8 +299,12 @@ impl TxPort {
 impl TxPort {
     /// `fd`: the port's non-blocking AF_PACKET socket; `vnet_hdr`: it takes a virtio_net_hdr
     /// before each frame; `origin_ns`: `time.monotonic_ns()` at the switch clock's 0; the link
-    /// model's numbers (bit rate 0: no wire model, the veth paces itself).
+    /// model's numbers (bit rate 0: no wire model, the veth paces itself); `delay_ns`: its
+    /// propagation delay, held here and released by timers on `heap` (the loop's `engine_heap`).
     #[new]
+    #[pyo3(signature = (name, fd, vnet_hdr, origin_ns, bitrate_bps, overhead_bytes, min_frame_bytes,
+                        delay_ns=0, heap=None))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         name: String,
         fd: i32,
@@ -239,9 +313,16 @@ impl TxPort {
         bitrate_bps: i64,
         overhead_bytes: i64,
         min_frame_bytes: i64,
-    ) -> Self {
+        delay_ns: i64,
+        heap: Option<Py<EventHeap>>,
+    ) -> PyResult<Self> {
+        if delay_ns < 0 || (delay_ns > 0 && heap.is_none()) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "port {name}: a delay of {delay_ns} ns needs a delay >= 0 and, when > 0, the loop's heap"
+            )));
+        }
         let own = open_tx_socket(fd, vnet_hdr).ok();
-        TxPort {
+        Ok(TxPort {
             name,
             fd,
             own_tx: own.is_some(),
@@ -254,6 +335,10 @@ impl TxPort {
                 bitrate_bps,
                 wire: RealtimeWire::default(),
                 pending: Vec::new(),
+                delay_ns,
+                held: VecDeque::new(),
+                heap,
+                armed: false,
                 batching: false,
                 closed: false,
                 sent: 0,
@@ -261,7 +346,7 @@ impl TxPort {
                 refused: 0,
                 capture: None,
             }),
-        }
+        })
     }
 
     /// True when frames go out on a send-only socket of the TxPort's own (`open_tx_socket`).
@@ -289,10 +374,29 @@ impl TxPort {
         (st.sent, st.dropped, st.refused)
     }
 
+    /// Frames on the modelled wire's delay, not yet handed to the socket.
+    fn held(&self) -> usize {
+        lock(&self.state).held.len()
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        if let Ok(st) = self.state.try_lock() {
+            if let Some(heap) = &st.heap {
+                visit.call(heap)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        lock(&self.state).heap = None;
+    }
+
     /// Send nothing more (the Python port closes the socket after this; our own closes here).
     fn close(&self) {
         let mut st = lock(&self.state);
         st.pending.clear();
+        st.held.clear();
         self.close_own(&mut st);
         st.closed = true;
     }

@@ -654,7 +654,7 @@ impl V1Walk {
             v.extend_from_slice(&payload[..len - h]);
             drop(pkt);
             self.count_tx();
-            return tx.get().send(py, v);
+            return TxPort::send(tx, py, v);
         }
         let frame = PyBytes::new_with(py, len, |buf| {
             let h = head.len().min(len);

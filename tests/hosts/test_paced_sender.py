@@ -104,9 +104,9 @@ class LateScheduler(ListScheduler):
             fn(*args)
 
 
-def _send_times(sched: LateScheduler) -> list[int]:
+def _send_times(sched: LateScheduler, stop_ns: int = 1_000_000) -> list[int]:
     pacer, far, _ = _line(sched)
-    pacer.add_flow(1, 0, 1_000_000, _frame(1))  # one every 100 µs until 1 ms
+    pacer.add_flow(1, 0, stop_ns, _frame(1))  # one every 100 µs until stop_ns
     pacer.rearm()
     sched.run()
     return [parse(f).ts_ns for _, f in far.got]
@@ -119,11 +119,19 @@ def test_late_wake_ups_do_not_slow_the_pacing() -> None:
     assert _send_times(LateScheduler(30_000)) == [30_000 + 100_000 * i for i in range(10)]
 
 
-def test_a_long_stall_gives_back_one_packet_at_most() -> None:
-    """After a 450 µs stall the packet due at 100 µs goes at 550, the next at once (one gap of
-    debt), then the spacing again: no burst of the four missed packets."""
+def test_a_stall_shorter_than_the_catch_up_is_made_up() -> None:
+    """After a 450 µs stall the packets due at 100-500 µs all go at 550 (the uplink's model spaces
+    them at its bit rate), then the schedule goes on as before: a late wake-up loses no rate."""
     times = _send_times(LateScheduler(0, stall_at=100_000, stall_end=550_000))
-    assert times == [0, 550_000, 550_000, 650_000, 750_000, 850_000, 950_000]
+    assert times == [0] + [550_000] * 5 + [600_000, 700_000, 800_000, 900_000]
+
+
+def test_a_long_stall_gives_back_one_catch_up_at_most() -> None:
+    """After a 3 ms stall, only the packets of the last millisecond (the catch-up bound) go at once:
+    a long stall is not a burst of everything it missed."""
+    times = _send_times(LateScheduler(0, stall_at=100_000, stall_end=3_100_000), stop_ns=4_000_000)
+    owed = 1_000_000 // 100_000
+    assert times == [0] + [3_100_000] * (1 + owed) + [3_100_000 + 100_000 * i for i in range(1, 9)]
 
 
 def test_a_rate_must_be_positive() -> None:

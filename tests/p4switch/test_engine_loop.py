@@ -115,6 +115,38 @@ def test_a_modelled_wire_is_never_faster_than_its_bit_rate(engine_loop: bool) ->
     assert got[-1][0] - got[0][0] >= 0.9 * wire_s * (len(got) - 1)
 
 
+@pytest.mark.parametrize("engine_loop", [True, False])
+def test_a_modelled_delay_holds_every_frame_that_long_in_order(engine_loop: bool) -> None:
+    """``--port-delay`` on the engine's loop (the TxPort's delay line, released by timers on the
+    loop's heap) as on the Python port: every frame reaches h2 no sooner than its wire time plus the
+    delay after h1 sent it, all of them, in order; the engine's TxPort sent them and holds none after."""
+    rate, delay_s, count = 20_000_000, 0.03, 25
+    with open_bed(engine_loop=engine_loop, port_bitrate_bps=rate, port_delay_ns=int(delay_s * 1e9)) as b:
+        burst = [f for i, f in enumerate(frames(b, count * 5 // 4, size=1000)) if i % 5 != 4]
+        rx = N.raw_socket(b.host(2).name, "eth0")
+        tx = N.raw_socket(b.host(1).name, "eth0")
+        try:
+            rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
+            sent_at = []
+            for f in burst:
+                sent_at.append(time.time())  # before the send: the frame left no sooner
+                tx.send(f)
+                time.sleep(0.002)
+            got = stamped(rx, 1.5)
+        finally:
+            tx.close()
+            rx.close()
+        engine = [(t.stats()[0], t.held()) for t in b.switch._tx.values()]
+    seqs = [int.from_bytes(f[42:46], "big") for _, f in got]
+    assert seqs == [int.from_bytes(f[42:46], "big") for f in burst]  # all, in order
+    wire_s = (len(got[0][1]) + 24) * 8 / rate
+    assert all(t - sent_at[i] >= delay_s + wire_s for i, (t, _) in enumerate(got))
+    if engine_loop:
+        assert sum(sent for sent, _ in engine) >= len(burst) and all(held == 0 for _, held in engine)
+    else:
+        assert engine == []
+
+
 SO_TIMESTAMPNS = 35  # Linux: a received frame's kernel arrival time in its ancillary data
 
 
