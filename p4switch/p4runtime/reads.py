@@ -37,7 +37,7 @@ from .translate import (
     encode_multicast_group,
     encode_table_action,
 )
-from .wire_encode import table_entity
+from .wire_encode import counter_entity, table_entity
 
 
 def read_entity(state: RuntimeState, entity: pb.Entity, now_ns: int) -> list[pb.Entity]:
@@ -55,6 +55,10 @@ _DIRECT_RESOURCES = ("counter_data", "meter_config", "meter_counter_data", "time
 
 def read_entity_wire(state: RuntimeState, entity: pb.Entity, now_ns: int) -> list[bytes]:
     """:func:`read_entity`'s answer, serialised: the gRPC server's path (see ``wire_encode``)."""
+    if entity.WhichOneof("entity") == "counter_entry":
+        ce = entity.counter_entry
+        return [counter_entity(arr.id, i, *_kept(arr.unit, arr.packets[i], arr.bytes[i]))
+                for arr, i in _cells(state.counters, ce.counter_id, ce, "counter")]
     te = entity.table_entry
     if entity.WhichOneof("entity") != "table_entry" or any(te.HasField(f) for f in _DIRECT_RESOURCES):
         return [e.SerializeToString() for e in read_entity(state, entity, now_ns)]
