@@ -221,6 +221,7 @@ class Switch:
             self._server = _engine.PortServer(self.walk, rt.engine_heap, rt.monotonic_origin_ns, rt.on_error, rt.wake_fd,
                                               rt.MAX_TIMERS_PER_TURN, rt.TURN_BUDGET_NS, port.batch,
                                               self._captured if self.capture is not None else None)
+            rt.set_engine_loop(self._server)
         tx = None
         if native_tx:
             model = port.link or LinkModel(overhead_bytes=self.options.port_overhead_bytes,

@@ -125,6 +125,7 @@ class RealtimeScheduler:
         self._selector.register(self._wake_r, selectors.EVENT_READ, (self._drain_wake_pipe, ()))
         self._timerfd = _TimerFd.open()
         self._in_timers = False
+        self._engine_loop: Any = None  # hbh_engine.PortServer that runs the idle turns (set_engine_loop)
         self._armed_ns: int | None = None  # due time (ns, switch clock) the timerfd is armed for
         if self._timerfd is not None:
             self._selector.register(self._timerfd.fileno(), selectors.EVENT_READ, (self._timer_fired, ()))
@@ -362,6 +363,19 @@ class RealtimeScheduler:
         with contextlib.suppress(OSError):  # pipe full (a wake-up is pending anyway) or closed
             os.write(self._wake_w, b"\0")
 
+    def set_engine_loop(self, server: Any) -> bool:
+        """Let ``server`` (an ``hbh_engine.PortServer`` on this loop's heap) run the loop's turns
+        while only the engine has work: its timers, its ports and the waits between them
+        (``PortServer.run``); the loop takes over again when a descriptor of its own is ready.
+        Returns False (and changes nothing) where the selector is not epoll.
+
+        While the engine runs them the loop never sleeps in its own poll, so :meth:`try_call`
+        finds it busy and callers hand their work over (:meth:`submit`), which wakes it."""
+        if self._spin_fd is None:
+            return False
+        self._engine_loop = server
+        return True
+
     def _loop(self) -> None:
         self._state.acquire()
         self._loop_ident = threading.get_ident()
@@ -369,10 +383,25 @@ class RealtimeScheduler:
             while self._running:
                 self._run_soon()
                 more = self._run_due_timers()
-                self._poll(0.0 if more else self._wait_s())
+                if self._engine_loop is not None and not more and not self._soon:
+                    self._engine_turns()
+                    self._poll(0.0)
+                else:
+                    self._poll(0.0 if more else self._wait_s())
         finally:
             self._loop_ident = None  # a later thread may get the same ident
             self._state.release()
+
+    def _engine_turns(self) -> None:
+        """The engine's turns (:meth:`set_engine_loop`), timer callbacks' ``run_due`` a no-op there
+        as in :meth:`_run_due_timers`."""
+        self._in_timers = True
+        try:
+            self._engine_loop.run(self._spin_fd, self.SPIN_NS)
+        except Exception as exc:
+            self._on_error(exc)
+        finally:
+            self._in_timers = False
 
     def _wait_s(self) -> float | None:
         """How long the next poll may block: 0 to spin, None to block (the timerfd wakes us)."""

@@ -526,6 +526,11 @@ impl EventHeap {
 }
 
 impl EventHeap {
+    /// The earliest pending due time (the engine's own loop: rtloop.rs).
+    pub(crate) fn next_due_ns(&self, py: Python<'_>) -> Option<i64> {
+        lock_py(py, &self.heap).next_due()
+    }
+
     /// Schedule `call` at `t_ns` (the engine's TM arms its ports' wake-ups this way, as a
     /// `RealtimeScheduler`'s `call_at` does on its loop thread, without the Python call);
     /// returns the handle and whether it is now the earliest entry.
