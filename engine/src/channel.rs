@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
 
-use crate::sched::VirtualScheduler;
+use crate::sched::{Call, VirtualScheduler};
 
 /// When the previous call on a connection arrives: a call made at `now` that takes `draw`
 /// arrives at `max(now + draw, previous)` (a late call holds back the ones behind it).
@@ -105,9 +105,9 @@ impl DelayedCalls {
             inner.push(target);
             inner.extend(args.iter().map(|a| a.unbind()));
             let inner = PyTuple::new(py, inner)?.unbind();
-            sched.schedule_call(at, self.call_later.clone_ref(py), inner);
+            sched.schedule_call(at, Call::Py(self.call_later.clone_ref(py), inner));
         } else {
-            sched.schedule_call(at, target, args.unbind());
+            sched.schedule_call(at, Call::Py(target, args.unbind()));
         }
         Ok(())
     }

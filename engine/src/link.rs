@@ -13,7 +13,7 @@ use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
 use crate::hostrecv::HostReceiver;
 use crate::linkport::LinkPort;
-use crate::sched::{engine_of, now_of, VirtualScheduler};
+use crate::sched::{engine_of, now_of, Call, VirtualScheduler};
 
 const NS_PER_S: i128 = 1_000_000_000;
 
@@ -210,6 +210,16 @@ fn link_deliver(
     data: &Bound<'_, PyAny>,
     stats: &Bound<'_, LinkStats>,
 ) -> PyResult<()> {
+    deliver(target, data, stats)
+}
+
+/// `link_deliver`, as the engine's scheduler runs it (`sched::Call::Deliver`): no argument tuple,
+/// no Python call.
+pub(crate) fn deliver(
+    target: &Bound<'_, PyAny>,
+    data: &Bound<'_, PyAny>,
+    stats: &Bound<'_, LinkStats>,
+) -> PyResult<()> {
     stats.borrow_mut().delivered += 1;
     if let Ok(port) = target.downcast::<LinkPort>() {
         return LinkPort::deliver(port, data);
@@ -389,20 +399,20 @@ impl InMemoryLink {
             };
             let delay = delay + extra;
             let target = if dir == 0 { &self.b_end } else { &self.a_end };
-            let args = PyTuple::new(
-                py,
-                [
-                    target.bind(py).clone(),
-                    data.into_any(),
-                    stats.clone().into_any(),
-                ],
-            )?;
             match &self.engine_sched {
-                Some(s) => {
-                    s.get()
-                        .schedule_call(end + delay, self.deliver.clone_ref(py), args.unbind())
-                }
+                Some(s) => s.get().schedule_call(
+                    end + delay,
+                    Call::Deliver(target.clone_ref(py), data.unbind(), stats.clone().unbind()),
+                ),
                 None => {
+                    let args = PyTuple::new(
+                        py,
+                        [
+                            target.bind(py).clone(),
+                            data.into_any(),
+                            stats.clone().into_any(),
+                        ],
+                    )?;
                     let call = (end + delay, self.deliver.clone_ref(py));
                     let mut all = vec![call.0.into_pyobject(py)?.into_any(), call.1.into_bound(py)];
                     all.extend(args.iter());

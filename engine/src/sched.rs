@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyBytes, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
+use crate::link::{deliver, LinkStats};
 use crate::rtloop::TxPort;
 use crate::tm::TrafficManager;
 
@@ -57,6 +58,8 @@ pub enum Call {
     Serve(Py<TrafficManager>, usize),
     /// A modelled port's propagation delay: the frames now due go to its socket.
     Release(Py<TxPort>),
+    /// A link's delivery of a frame to the far end (`target`), counted in the direction's stats.
+    Deliver(PyObject, Py<PyBytes>, Py<LinkStats>),
 }
 
 impl Call {
@@ -65,6 +68,9 @@ impl Call {
             Call::Py(cb, args) => cb.bind(py).call1(args.bind(py)).map(|_| ()),
             Call::Serve(tm, port) => TrafficManager::serve_port(tm.bind(py), *port),
             Call::Release(tx) => TxPort::release(tx, py),
+            Call::Deliver(target, data, stats) => {
+                deliver(target.bind(py), data.bind(py).as_any(), stats.bind(py))
+            }
         }
     }
 
@@ -78,6 +84,7 @@ impl Call {
             }
             Call::Serve(_, port) => format!("TrafficManager._serve({port})"),
             Call::Release(tx) => format!("TxPort.release({})", tx.get().name()),
+            Call::Deliver(..) => "InMemoryLink delivery".to_string(),
         }
     }
 
@@ -89,6 +96,11 @@ impl Call {
             }
             Call::Serve(tm, _) => visit.call(tm),
             Call::Release(tx) => visit.call(tx),
+            Call::Deliver(target, data, stats) => {
+                visit.call(target)?;
+                visit.call(data)?;
+                visit.call(stats)
+            }
         }
     }
 }
@@ -132,7 +144,7 @@ impl TimerHandle {
 /// which nobody can cancel and so needs no handle object.
 enum Job {
     Handle(Py<TimerHandle>),
-    Call(PyObject, Py<PyTuple>),
+    Call(Call),
 }
 
 struct Entry {
@@ -162,21 +174,21 @@ impl Ord for Entry {
 /// A popped entry, ready to run outside the heap's lock.
 pub enum Ready {
     Handle(Py<TimerHandle>),
-    Call(i64, PyObject, Py<PyTuple>),
+    Call(i64, Call),
 }
 
 impl Ready {
     pub fn when(&self, py: Python<'_>) -> i64 {
         match self {
             Ready::Handle(h) => h.bind(py).get().when,
-            Ready::Call(when, _, _) => *when,
+            Ready::Call(when, _) => *when,
         }
     }
 
     pub fn run(&self, py: Python<'_>) -> PyResult<()> {
         match self {
             Ready::Handle(h) => h.get().call.run(py),
-            Ready::Call(_, cb, args) => cb.bind(py).call1(args.bind(py)).map(|_| ()),
+            Ready::Call(_, call) => call.run(py),
         }
     }
 }
@@ -225,13 +237,13 @@ impl Heap {
     }
 
     /// An engine-made call at `when`, without a handle.
-    pub fn push_call(&mut self, when: i64, callback: PyObject, args: Py<PyTuple>, due_now: bool) {
+    pub fn push_call(&mut self, when: i64, call: Call, due_now: bool) {
         let seq = self.next_seq();
         self.insert(
             Entry {
                 when,
                 seq,
-                job: Job::Call(callback, args),
+                job: Job::Call(call),
             },
             due_now,
         );
@@ -293,9 +305,9 @@ impl Heap {
                         return Some(Ready::Handle(h));
                     }
                 }
-                Job::Call(cb, args) => {
+                Job::Call(call) => {
                     self.live.fetch_sub(1, Relaxed);
-                    return Some(Ready::Call(entry.when, cb, args));
+                    return Some(Ready::Call(entry.when, call));
                 }
             }
         }
@@ -310,10 +322,7 @@ impl Heap {
         for entry in self.heap.iter().chain(self.now.iter()) {
             match &entry.job {
                 Job::Handle(h) => visit.call(h)?,
-                Job::Call(cb, args) => {
-                    visit.call(cb)?;
-                    visit.call(args)?;
-                }
+                Job::Call(call) => call.traverse(visit)?,
             }
         }
         Ok(())
@@ -461,8 +470,8 @@ impl EventHeap {
         match ready {
             None => Ok(None),
             Some(Ready::Handle(h)) => Ok(Some(h.into_any())),
-            Some(Ready::Call(when, cb, args)) => {
-                let handle = lock_py(py, &self.heap).new_handle(when, Call::Py(cb, args));
+            Some(Ready::Call(when, call)) => {
+                let handle = lock_py(py, &self.heap).new_handle(when, call);
                 Ok(Some(Py::new(py, handle)?.into_any()))
             }
         }
@@ -583,9 +592,9 @@ impl VirtualScheduler {
     }
 
     /// Schedule a call nobody will cancel (a link's delivery): no handle object.
-    pub fn schedule_call(&self, t_ns: i64, callback: PyObject, args: Py<PyTuple>) {
+    pub fn schedule_call(&self, t_ns: i64, call: Call) {
         let due_now = t_ns == self.now();
-        lock(&self.heap).push_call(t_ns, callback, args, due_now);
+        lock(&self.heap).push_call(t_ns, call, due_now);
     }
 
     fn pop(&self) -> Option<Ready> {

@@ -4,11 +4,18 @@
   the switch processes, the host processes (from /proc just before they end) and the runner
   (agents, sampling: this process).
 * The highest link rate at which paper-1router and paper-5router still meet their targets (zero
-  loss, every buffer's mean occupancy within 5 points of its target): every rate of the topology (links,
-  playout, R_max and the law's rate parameters) times k = 1, 2, 4, ..., every delay and report
-  interval divided by k, until a run fails (the simulator's verdict on the same topology is
-  shown beside it); with several trees (this one and a baseline commit's files), each climbs
-  until it fails, the trees in turns at each rate.
+  loss, every buffer's mean occupancy within 5 points of its target), two ways:
+
+  - scaled (:func:`scaled`): every rate of the topology (links, playout, R_max and the law's rate
+    parameters) times k = 1, 2, 4, ..., every delay and report interval divided by k: the same
+    system in packets and report intervals, so a report every 312 µs per buffer at 64 Mb/s;
+  - derived (``topo.scaling.scaled_topology``, as docs/map.md runs other rates): every rate times
+    k, the shipped delays kept, the gains, floor and report interval derived for the rate
+    (topo/derive.py): what a user gets who changes the link rates of a shipped file;
+
+  each until a run fails (the simulator's verdict on the same topology is shown beside it); with
+  several trees (this one and a baseline commit's files), each climbs until it fails, the trees in
+  turns at each rate.
 """
 
 from __future__ import annotations
@@ -109,16 +116,17 @@ import json, sys
 from pathlib import Path
 from tests.bench.netns_bench import scaled
 from topo.runner import run_experiment
+from topo.scaling import scaled_topology
 from topo.schema import load_topology
-k, seconds, out, name = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
-topo = scaled(load_topology(Path(f"topo/{name}.yaml")), k)
+k, seconds, out, name, how = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], sys.argv[5]
+topo = scaled_topology(name, k) if how == "derived" else scaled(load_topology(Path(f"topo/{name}.yaml")), k)
 s = run_experiment(topo, seconds * 1_000_000_000, out=out, plots=False, backend="netns", pcap=False).summary
 print(json.dumps(s))
 """
 
 
-def _netns_summary(tree: Path, name: str, k: int, seconds: int, out: Path) -> dict[str, Any]:
-    run = subprocess.run([sys.executable, "-c", RATE_SCRIPT, str(k), str(seconds), str(out), name], cwd=tree,
+def _netns_summary(tree: Path, name: str, k: int, seconds: int, out: Path, how: str) -> dict[str, Any]:
+    run = subprocess.run([sys.executable, "-c", RATE_SCRIPT, str(k), str(seconds), str(out), name, how], cwd=tree,
                          env={**os.environ, "PYTHONPATH": str(tree)}, capture_output=True, text=True,
                          timeout=20 * seconds + 300, check=False)
     if run.returncode != 0:
@@ -126,38 +134,48 @@ def _netns_summary(tree: Path, name: str, k: int, seconds: int, out: Path) -> di
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+#: how a climb scales the topology, and the words its rows say it in
+HOW = {"scaled": "rates x k, delays and report intervals / k",
+       "derived": "rates x k, the shipped delays, gains, floor and report interval derived for the rate "
+                  "(topo/scaling.py, as docs/map.md)"}
+
+
 def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[int, ...],
-                   trees: dict[str, Path | None] | None = None) -> None:
-    """The highest rate at which shipped topology ``name`` meets its targets on each tree's p4switch
-    (None: this tree), the trees run in turns at each rate until every one has failed once."""
+                   trees: dict[str, Path | None] | None = None, how: str = "scaled") -> None:
+    """The highest rate at which shipped topology ``name``, scaled ``how`` (:data:`HOW`), meets its
+    targets on each tree's p4switch (None: this tree), the trees run in turns at each rate until
+    every one has failed once."""
     from topo.runner import run_experiment
+    from topo.scaling import scaled_topology
     from topo.schema import load_topology
 
     trees = trees or {"": None}
     base = load_topology(ROOT / f"topo/{name}.yaml")
+    base_mbps = min(link.rate_bps for link in base.links) / 1e6
     best: dict[str, float | None] = dict.fromkeys(trees)
     tried: dict[str, list[str]] = {label: [] for label in trees}
     going = set(trees)
     for k in factors:
         if not going:
             break
-        sim_ok, _ = meets_targets(run_experiment(scaled(base, k), seconds * 1_000_000_000, plots=False).summary)
+        topo = scaled_topology(name, k) if how == "derived" else scaled(base, k)
+        sim_ok, _ = meets_targets(run_experiment(topo, seconds * 1_000_000_000, plots=False).summary)
         for label, tree in trees.items():
             if label not in going:
                 continue
-            ok, why = meets_targets(_netns_summary(tree or ROOT, name, k, seconds, tmp / f"{name}-{k}-{len(tried[label])}"))
-            tried[label].append(f"{2 * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator "
+            out = tmp / f"{name}-{how}-{k}-{len(tried[label])}"
+            ok, why = meets_targets(_netns_summary(tree or ROOT, name, k, seconds, out, how))
+            tried[label].append(f"{base_mbps * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator "
                                 f"{'ok' if sim_ok else 'FAILS'})")
             if ok:
-                best[label] = 2 * k
+                best[label] = base_mbps * k
             else:
                 going.discard(label)
     for label in trees:
         rate = best[label]
-        rep.add("netns backend", f"{name}: highest link rate meeting its targets{label}",
+        rep.add("netns backend", f"{name}: highest link rate meeting its targets, {how}{label}",
                 f"{rate:g} Mb/s" if rate else "none",
-                f"{seconds} s runs, the trees in turns at each rate; rates x k, delays and report intervals / k; "
-                + "; ".join(tried[label]))
+                f"{seconds} s runs, the trees in turns at each rate; {HOW[how]}; " + "; ".join(tried[label]))
 
 
 def with_min_interval(topo: Any, min_us: int) -> Any:
@@ -207,7 +225,8 @@ def main(argv: list[str] | None = None) -> int:
 
     p = argparse.ArgumentParser(prog="python -m tests.bench.netns_bench", description=main.__doc__)
     p.add_argument("--topology", default="paper-1router", help="a topo/*.yaml name")
-    p.add_argument("--factors", default="2,4,8,16,32", help="k: rates x k, delays and report intervals / k")
+    p.add_argument("--factors", default="2,4,8,16,32", help="k: rates x k (and, scaled, delays and intervals / k)")
+    p.add_argument("--how", choices=sorted(HOW), default="scaled", help="how the topology is scaled (HOW)")
     p.add_argument("--seconds", type=int, default=20)
     p.add_argument("--min-interval-us", type=int, default=0, help="no report interval below this (0: none)")
     p.add_argument("--out", type=Path, default=Path("/tmp/netns-rates"))
@@ -218,8 +237,10 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError, TopologyError) as exc:
         p.error(str(exc))
     base_mbps = min(link.rate_bps for link in base.links) / 1e6
+    from topo.scaling import scaled_topology
+
     for k in factors:
-        topo = scaled(base, k)
+        topo = scaled_topology(a.topology, k) if a.how == "derived" else scaled(base, k)
         if a.min_interval_us:
             topo = with_min_interval(topo, a.min_interval_us)
         out = a.out / f"{a.topology}-x{k}"
