@@ -181,7 +181,8 @@ impl TxPort {
             log.flush(py)?;
         }
         if let Some((at, heap)) = q.arm {
-            heap.get().push_call(py, at, Call::Release(me.clone_ref(py)))?;
+            heap.get()
+                .push_call(py, at, Call::Release(me.clone_ref(py)))?;
         }
         Ok(q.busy)
     }
@@ -257,10 +258,12 @@ impl TxPort {
             }
             let next = st.held.front().map(|(due, _)| *due);
             st.armed = next.is_some() && !st.closed;
-            next.filter(|_| st.armed).zip(st.heap.as_ref().map(|h| h.clone_ref(py)))
+            next.filter(|_| st.armed)
+                .zip(st.heap.as_ref().map(|h| h.clone_ref(py)))
         };
         if let Some((at, heap)) = next {
-            heap.get().push_call(py, at, Call::Release(me.clone_ref(py)))?;
+            heap.get()
+                .push_call(py, at, Call::Release(me.clone_ref(py)))?;
         }
         Ok(())
     }
@@ -790,12 +793,15 @@ impl PortServer {
         let (buf, len) = (evs.as_mut_ptr() as usize, evs.len() as i32);
         // SAFETY: `buf` is `evs`, a valid array of `len` events for the kernel to fill, alive
         // across the call; readiness is level-triggered, so the selector still sees it after.
-        let ready_now = || unsafe { libc::epoll_wait(sel_epfd, buf as *mut libc::epoll_event, len, 0) };
+        let ready_now =
+            || unsafe { libc::epoll_wait(sel_epfd, buf as *mut libc::epoll_event, len, 0) };
         let n = py.allow_threads(|| {
             let Some(spin) = spin_ns else {
                 return ready_now();
             };
-            let left = next.map_or(IDLE_NS, |due| due - (monotonic_ns() - origin)).min(IDLE_NS);
+            let left = next
+                .map_or(IDLE_NS, |due| due - (monotonic_ns() - origin))
+                .min(IDLE_NS);
             if left <= spin {
                 while monotonic_ns() - origin < next.unwrap_or(0) {
                     let n = ready_now();
