@@ -190,3 +190,31 @@ def wait_drops(b: Bed, cause: str, want: int, timeout: float = 3.0) -> int:
     while (got := b.on_loop(b.switch.core.drop_counts).get(cause, 0)) < want and time.monotonic() < deadline:
         time.sleep(0.05)
     return got
+
+
+def test_the_loops_idle_turns_run_in_the_engine_and_still_take_handed_work() -> None:
+    """With a port served, the scheduler hands its idle turns to the engine (``PortServer.run``);
+    work other threads hand over (``run_sync``) and timers they schedule still run, on time and
+    not early, and frames still cross."""
+    import threading
+
+    with open_bed(engine_loop=True) as b:
+        sched = b.switch.sched
+        assert sched._engine_loop is not None
+        for _ in range(20):
+            assert sched.run_sync(lambda: threading.get_ident() == sched._loop_ident, timeout=2.0)
+        fired: list[int] = []
+        due = sched.now_ns() + 30_000_000
+        sched.call_at(due, lambda: fired.append(sched.now_ns()))  # from this thread: wakes the engine's wait
+        deadline = time.monotonic() + 2.0
+        while not fired and time.monotonic() < deadline:
+            time.sleep(0.005)
+        assert fired and due <= fired[0] < due + 500_000_000
+        count = 10
+        rx = N.raw_socket(b.host(2).name, "eth0")
+        try:
+            send_paced(b, frames(b, count), 0.001)
+            got = N.collect(rx, is_ours, 1.0, max_frames=10_000)
+        finally:
+            rx.close()
+        assert len(got) == count - count // 5

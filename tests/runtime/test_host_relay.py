@@ -196,3 +196,72 @@ def test_what_keeps_a_host_on_the_python_loop(monkeypatch: pytest.MonkeyPatch) -
     monkeypatch.setenv("HBH_HOST_RELAY", "rust")
     with pytest.raises(ValueError, match="HBH_HOST_RELAY='rust': expected 'engine' or 'python'"):
         relay_mode()
+
+
+# ---- paced senders in the relay's thread (HostRelay.pace) ------------------------------------------
+
+PACED = 1000  # bytes per paced packet
+
+
+def paced_frame(flow: int = 1) -> bytes:
+    from hosts.datagram import FrameTemplate
+
+    return FrameTemplate(src_mac=1, dst_mac=2, src_ip=3, dst_ip=4, flow=flow, size=PACED).frame(0, 0)
+
+
+def frames_within(sock: socket.socket, seconds: float) -> list[bytes]:
+    out, end = [], time.monotonic() + seconds
+    while (left := end - time.monotonic()) > 0:
+        ready, _, _ = select.select([sock], [], [], left)
+        if ready:
+            out.append(sock.recv(1 << 16))
+    return out
+
+
+def test_a_paced_sender_sends_from_the_relay_in_order_never_early() -> None:
+    """The relay's thread sends the sender's packets (no Python per packet): every sequence
+    number once, in order, each stamped no sooner than it was due (one gap per packet)."""
+    from hosts.datagram import parse
+    from hosts.sender import Pacer
+
+    rate, offset = 4_000_000, 5_000  # a gap of 2 ms
+    with relay(rate_bps=100_000_000) as (r, _tun, wire, t0):
+        pacer = Pacer(rate, PACED, time.monotonic_ns() - t0)
+        pacer.add_flow(1, 0, None, paced_frame())
+        r.pace(pacer, offset)
+        got = [parse(receive(wire)[0]) for _ in range(20)]
+    gap = PACED * 8 * 1_000_000_000 // rate
+    assert [d.seq for d in got] == list(range(20))
+    assert all(b.ts_ns >= a.ts_ns for a, b in zip(got, got[1:]))
+    assert all(d.ts_ns - got[0].ts_ns >= d.seq * gap - 1_000_000 for d in got)  # the catch-up bound at most
+    assert pacer.sent(1) >= 20
+
+
+def test_a_new_rate_reaches_the_relay_with_rearm() -> None:
+    """``set_rate`` then ``rearm()``, as the law does after a report: the relay slows down."""
+    from hosts.sender import Pacer
+
+    with relay(rate_bps=100_000_000) as (r, _tun, wire, t0):
+        pacer = Pacer(8_000_000, PACED, time.monotonic_ns() - t0)  # one per ms
+        pacer.add_flow(1, 0, None, paced_frame())
+        r.pace(pacer, 0)
+        fast = frames_within(wire, 0.2)
+        pacer.set_rate(80_000)  # one per 100 ms
+        pacer.rearm()
+        frames_within(wire, 0.01)  # what was already on the wire
+        slow = frames_within(wire, 0.3)
+    assert len(fast) >= 20  # the slower a machine, the fewer: but not 20 times fewer than 200
+    assert len(slow) <= 4
+
+
+def test_a_paced_sender_faster_than_the_uplink_fills_the_nic_queue_and_counts_it() -> None:
+    from hosts.sender import Pacer
+
+    with relay(rate_bps=1_000_000, queue=2) as (r, _tun, wire, t0):
+        pacer = Pacer(100_000_000, PACED, time.monotonic_ns() - t0)
+        pacer.add_flow(1, 0, None, paced_frame())
+        r.pace(pacer, 0)
+        counts = settled(r, "host_tx_queue_full", 10)
+        taken = pacer.taken
+    assert counts["host_tx_queue_full"] >= 10
+    assert counts["host_tx_queue_full"] < taken  # the queue's frames went out
