@@ -20,11 +20,14 @@ use crate::link::{send_frame, wire_time_ns, InMemoryLink};
 use crate::sched::{engine_of, now_of, TimerHandle, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
-/// How far behind its schedule a real-time sender may catch up (see `State::take`): one gap
-/// was enough at 22 Mb/s, where a gap (364 µs) outlasts a wake-up's lateness; at 128 Mb/s a gap
-/// is 62 µs and wake-ups on a busy two-core machine come later than that often enough that the
-/// relay-paced host sent 93 % of its law's rate.
+/// How far behind its schedule a real-time sender may catch up (see `State::take`): at most
+/// `CATCH_UP_GAPS` gaps and at most `CATCH_UP_NS`, and at least one gap. One gap was enough at
+/// 22 Mb/s, where a gap (364 µs) outlasts a wake-up's lateness; at 128 Mb/s a gap is 62 µs and
+/// wake-ups on a busy two-core machine come later than that often enough that the relay-paced
+/// host sent 93 % of its law's rate. The bound in gaps keeps what a stall gives back to a burst
+/// of a few packets at any rate (at 500 Mb/s 1 ms is 62 packets, a third of a 200-packet buffer).
 const CATCH_UP_NS: i64 = 1_000_000;
+const CATCH_UP_GAPS: i64 = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
@@ -116,8 +119,8 @@ impl State {
     }
 
     /// The flow whose packet goes now (round-robin over active flows), marked sent at `due`,
-    /// the time it was scheduled for, or at most `CATCH_UP_NS` (or one gap, if longer) before
-    /// `now`: in real time the loop wakes late, and spacing the next packet from the late
+    /// the time it was scheduled for, or at most `CATCH_UP_GAPS` gaps and `CATCH_UP_NS` (at
+    /// least one gap) before `now`: in real time the loop wakes late, and spacing the next packet from the late
     /// wake-up instead would lose that lateness at every packet (a host paced at 22 Mb/s sent
     /// 19: docs/netns.md, "At higher link rates"); the packets a late wake-up owes then go at
     /// once, onto the host's modelled uplink, which spaces them at its bit rate. The bound keeps
@@ -132,7 +135,9 @@ impl State {
         let i = active[self.turn % active.len()];
         self.turn += 1;
         self.taken += 1;
-        self.last_ns = Some(due.max(now - self.gap_ns().max(CATCH_UP_NS)).min(now));
+        let gap = self.gap_ns();
+        let back = (CATCH_UP_GAPS * gap).min(CATCH_UP_NS).max(gap);
+        self.last_ns = Some(due.max(now - back).min(now));
         Some(i)
     }
 }

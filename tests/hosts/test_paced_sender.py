@@ -127,11 +127,23 @@ def test_a_stall_shorter_than_the_catch_up_is_made_up() -> None:
 
 
 def test_a_long_stall_gives_back_one_catch_up_at_most() -> None:
-    """After a 3 ms stall, only the packets of the last millisecond (the catch-up bound) go at once:
-    a long stall is not a burst of everything it missed."""
+    """After a 3 ms stall, only the packets of the last eight gaps (the catch-up bound, under 1 ms
+    here) go at once: a long stall is not a burst of everything it missed."""
     times = _send_times(LateScheduler(0, stall_at=100_000, stall_end=3_100_000), stop_ns=4_000_000)
-    owed = 1_000_000 // 100_000
+    owed = 8
     assert times == [0] + [3_100_000] * (1 + owed) + [3_100_000 + 100_000 * i for i in range(1, 9)]
+
+
+def test_at_a_high_rate_the_catch_up_is_eight_packets() -> None:
+    """The bound in gaps: at one packet per 10 µs a 3 ms stall gives back eight packets, not the
+    hundred of a millisecond."""
+    sched = LateScheduler(0, stall_at=10_000, stall_end=3_010_000)
+    pacer, far, _ = _line(sched, pacer=Pacer(SIZE * 8 * 100_000, SIZE))  # 100,000 packets/s
+    pacer.add_flow(1, 0, 3_100_000, _frame(1))
+    pacer.rearm()
+    sched.run()
+    times = [parse(f).ts_ns for _, f in far.got]
+    assert times.count(3_010_000) == 1 + 8
 
 
 def test_a_rate_must_be_positive() -> None:
