@@ -101,6 +101,16 @@ impl Uplink {
         (start, end)
     }
 
+    /// `frame` onto the uplink at `now` through the host's NIC queue: false (and not sent) when
+    /// the queue is full.
+    fn offer(&mut self, now: i64, frame: Vec<u8>) -> bool {
+        if self.full(now, frame.len()) {
+            return false;
+        }
+        self.transmit(now, frame, 0, false);
+        true
+    }
+
     /// Whether the host's NIC queue (`queue_frames` frames of this size) is full at `now`.
     fn full(&self, now: i64, nbytes: usize) -> bool {
         let m = self.tx.model;
@@ -252,12 +262,11 @@ fn pace(shared: &Shared, now: i64) -> Option<i64> {
             };
             let sender = p.sender.get();
             if let Some(frame) = sender.relay_fire(now, due, p.offset_ns) {
-                let mut up = lock(&shared.uplink);
-                if up.full(now, frame.len()) {
-                    full += 1;
+                let n = frame.len() as i64;
+                if lock(&shared.uplink).offer(now, frame) {
+                    bytes += n;
                 } else {
-                    bytes += frame.len() as i64;
-                    up.transmit(now, frame, 0, false);
+                    full += 1;
                 }
             }
             p.next_ns = sender.relay_next(now, true).map(|t| t.max(due + 1));
@@ -313,12 +322,11 @@ fn from_tun(shared: &Shared, ends: &Ends, buf: &mut [u8]) {
         frame.extend_from_slice(&ends.eth_header);
         frame.extend_from_slice(packet);
         let now = monotonic_ns() - ends.t0_ns;
-        let mut up = lock(&shared.uplink);
-        if up.full(now, frame.len()) {
-            full += 1;
+        let n = frame.len() as i64;
+        if lock(&shared.uplink).offer(now, frame) {
+            bytes += n;
         } else {
-            bytes += frame.len() as i64;
-            up.transmit(now, frame, 0, false);
+            full += 1;
         }
     }
     let mut c = lock(&shared.counts);

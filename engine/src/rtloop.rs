@@ -425,6 +425,18 @@ impl Drop for TxPort {
     }
 }
 
+/// The descriptors an `epoll_wait` that returned `n` found ready in `evs` (an interrupted wait: none).
+fn ready_fds(n: i32, evs: &[libc::epoll_event]) -> PyResult<Vec<i32>> {
+    if n < 0 {
+        let err = std::io::Error::last_os_error();
+        if err.kind() == std::io::ErrorKind::Interrupted {
+            return Ok(Vec::new());
+        }
+        return Err(err.into());
+    }
+    Ok(evs[..n as usize].iter().map(|e| e.u64 as i32).collect())
+}
+
 /// While it keeps serving, a call lets the other Python threads have the GIL this often (the
 /// first turn does not: the loop thread just had it back from its poll).
 const GIL_HOLD_NS: i64 = 1_000_000;
@@ -508,14 +520,7 @@ impl PortServer {
         } else {
             wait()
         };
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                return Ok(Vec::new());
-            }
-            return Err(err.into());
-        }
-        Ok(evs[..n as usize].iter().map(|e| e.u64 as i32).collect())
+        ready_fds(n, &evs)
     }
 
     fn flush_capture(&self, py: Python<'_>) -> PyResult<()> {
@@ -826,14 +831,7 @@ impl PortServer {
             unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
             ready_now()
         });
-        if n < 0 {
-            let err = std::io::Error::last_os_error();
-            if err.kind() == std::io::ErrorKind::Interrupted {
-                return Ok(Vec::new());
-            }
-            return Err(err.into());
-        }
-        Ok(evs[..n as usize].iter().map(|e| e.u64 as i32).collect())
+        ready_fds(n, &evs)
     }
 
     fn watch(&self, fd: i32, op: i32) -> PyResult<()> {

@@ -49,17 +49,22 @@ def frames(b: Bed, count: int, size: int = 32) -> list[bytes]:
     return out
 
 
+def crossed(b: Bed, count: int) -> list[tuple[float, bytes]]:
+    """What h2 got of ``frames(b, count)`` sent from h1 1 ms apart."""
+    rx = N.raw_socket(b.host(2).name, "eth0")
+    try:
+        send_paced(b, frames(b, count), 0.001)
+        return N.collect(rx, is_ours, 1.0, max_frames=10_000)
+    finally:
+        rx.close()
+
+
 def forwarded(engine_loop: bool, count: int, **options: Any) -> tuple[list[bytes], dict[str, int], int]:
     """What h2 got of ``frames`` (h2's MAC made neutral), the walk's counts, frames the engine sent
     (on a send-only socket of each ``TxPort``'s own, asserted: the kernel here ignores a port's
     outgoing frames on its receiving socket, the condition for one)."""
     with open_bed(engine_loop=engine_loop, **options) as b:
-        rx = N.raw_socket(b.host(2).name, "eth0")
-        try:
-            send_paced(b, frames(b, count), 0.001)
-            got = N.collect(rx, is_ours, 1.0, max_frames=10_000)
-        finally:
-            rx.close()
+        got = crossed(b, count)
         counts = b.on_loop(b.switch.walk.counts)
         sent = sum(tx.stats()[0] for tx in b.switch._tx.values())
         assert all(tx.own_socket for tx in b.switch._tx.values())
@@ -210,11 +215,4 @@ def test_the_loops_idle_turns_run_in_the_engine_and_still_take_handed_work() -> 
         while not fired and time.monotonic() < deadline:
             time.sleep(0.005)
         assert fired and due <= fired[0] < due + 500_000_000
-        count = 10
-        rx = N.raw_socket(b.host(2).name, "eth0")
-        try:
-            send_paced(b, frames(b, count), 0.001)
-            got = N.collect(rx, is_ours, 1.0, max_frames=10_000)
-        finally:
-            rx.close()
-        assert len(got) == count - count // 5
+        assert len(crossed(b, 10)) == 10 - 10 // 5
