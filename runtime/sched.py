@@ -394,11 +394,13 @@ class RealtimeScheduler:
 
     def _engine_turns(self) -> None:
         """The engine's turns (:meth:`set_engine_loop`), timer callbacks' ``run_due`` a no-op there
-        as in :meth:`_run_due_timers`."""
+        as in :meth:`_run_due_timers`. Should the engine's wait itself fail, the error is reported
+        once and the loop goes on with its own turns (the ports' callbacks still serve them)."""
         self._in_timers = True
         try:
             self._engine_loop.run(self._spin_fd, self.SPIN_NS)
         except Exception as exc:
+            self._engine_loop = None
             self._on_error(exc)
         finally:
             self._in_timers = False

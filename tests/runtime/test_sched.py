@@ -523,3 +523,32 @@ def test_realtime_call_at_from_many_threads_loses_and_repeats_nothing(loop: Real
         w.join(10)
     assert loop.wait_until(lambda: len(ran) >= threads * per, timeout=10)
     assert sorted(ran) == list(range(threads * per))
+
+
+def test_a_failing_engine_loop_is_reported_once_and_the_loop_goes_on() -> None:
+    """``set_engine_loop``'s server whose wait fails (say its epoll instance is gone): one error
+    reported, the loop back to its own turns, its timers still run."""
+    errors: list[BaseException] = []
+
+    class Broken:
+        calls = 0
+
+        def run(self, _epfd: int, _spin_ns: int) -> None:
+            Broken.calls += 1
+            raise OSError("epoll_wait: bad file descriptor")
+
+    s = RealtimeScheduler(on_error=errors.append)
+    s.start()
+    try:
+        assert s.set_engine_loop(Broken())
+        fired = threading.Event()
+        s.call_later(1_000_000, fired.set)
+        assert fired.wait(2.0)
+        s.call_later(1_000_000, fired.clear)
+        deadline = time.monotonic() + 2.0
+        while fired.is_set() and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert not fired.is_set()
+    finally:
+        s.stop()
+    assert Broken.calls == 1 and len(errors) == 1 and "epoll_wait" in str(errors[0])
