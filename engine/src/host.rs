@@ -305,7 +305,7 @@ impl PacedSender {
             };
             return counts.set_item(key, n + 1);
         }
-        send_frame(link, end, &frame)
+        send_frame(link, end, frame)
     }
 }
 

@@ -23,6 +23,7 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::datagram::Header;
+use crate::frame::Frame;
 use crate::host::{FlowRecord, PlayoutBuffer};
 use crate::link::send_frame;
 use crate::sched::{engine_of, VirtualScheduler};
@@ -67,6 +68,33 @@ pub struct HostReceiver {
 }
 
 impl HostReceiver {
+    /// A frame from the link, as the engine holds it (see the class).
+    pub(crate) fn receive_frame(slf: &Bound<'_, Self>, frame: Frame) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let header = Header::read(frame.bytes(py))
+            .ok()
+            .filter(|h| h.kind == KIND_DATA);
+        let now = match &header {
+            Some(h) => match me.now_for(py, h.flow)? {
+                Some(now) if me.account(py, h, now)? => Some(now),
+                _ => None,
+            },
+            None => None,
+        };
+        match now {
+            Some(now) => {
+                me.in_engine.fetch_add(1, Ordering::Relaxed);
+                Self::report_due(slf, now)
+            }
+            None => {
+                me.to_python.fetch_add(1, Ordering::Relaxed);
+                slf.call_method1(intern!(py, "_receive_python"), (frame.into_py(py),))
+                    .map(|_| ())
+            }
+        }
+    }
+
     /// The clock's time if `flow` is one the engine accounts (None: the frame is Python's).
     fn now_for(&self, py: Python<'_>, flow: u16) -> PyResult<Option<i64>> {
         let sched = {
@@ -161,7 +189,7 @@ impl HostReceiver {
         if link.is_none() {
             return Ok(());
         }
-        send_frame(&link, slf.as_any(), &frame)
+        send_frame(&link, slf.as_any(), frame.to_vec())
     }
 }
 
@@ -223,29 +251,12 @@ impl HostReceiver {
     }
 
     /// A frame from the link (see the class).
-    pub(crate) fn receive(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<()> {
-        let py = slf.py();
-        let me = slf.get();
-        let header = frame
-            .downcast::<PyBytes>()
-            .ok()
-            .and_then(|b| Header::read(b.as_bytes()).ok())
-            .filter(|h| h.kind == KIND_DATA);
-        let now = match &header {
-            Some(h) => match me.now_for(py, h.flow)? {
-                Some(now) if me.account(py, h, now)? => Some(now),
-                _ => None,
-            },
-            None => None,
-        };
-        match now {
-            Some(now) => {
-                me.in_engine.fetch_add(1, Ordering::Relaxed);
-                Self::report_due(slf, now)
-            }
-            None => {
-                me.to_python.fetch_add(1, Ordering::Relaxed);
-                slf.call_method1(intern!(py, "_receive_python"), (frame,))
+    fn receive(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<()> {
+        match frame.downcast::<PyBytes>() {
+            Ok(b) => Self::receive_frame(slf, Frame::Py(b.clone().unbind())),
+            Err(_) => {
+                slf.get().to_python.fetch_add(1, Ordering::Relaxed);
+                slf.call_method1(intern!(slf.py(), "_receive_python"), (frame,))
                     .map(|_| ())
             }
         }

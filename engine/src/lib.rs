@@ -12,6 +12,7 @@ mod afpacket;
 mod channel;
 mod ctrlheader;
 mod datagram;
+mod frame;
 mod host;
 mod hostrecv;
 mod hostrelay;

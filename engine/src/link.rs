@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
+use crate::frame::Frame;
 use crate::hostrecv::HostReceiver;
 use crate::linkport::LinkPort;
 use crate::sched::{engine_of, now_of, Call, VirtualScheduler};
@@ -210,25 +211,37 @@ fn link_deliver(
     data: &Bound<'_, PyAny>,
     stats: &Bound<'_, LinkStats>,
 ) -> PyResult<()> {
-    deliver(target, data, stats)
+    stats.borrow_mut().delivered += 1;
+    match data.downcast::<PyBytes>() {
+        Ok(b) => deliver_to(target, Frame::Py(b.clone().unbind())),
+        Err(_) => target
+            .call_method1(intern!(target.py(), "receive"), (data,))
+            .map(|_| ()),
+    }
 }
 
 /// `link_deliver`, as the engine's scheduler runs it (`sched::Call::Deliver`): no argument tuple,
 /// no Python call.
 pub(crate) fn deliver(
     target: &Bound<'_, PyAny>,
-    data: &Bound<'_, PyAny>,
+    data: Frame,
     stats: &Bound<'_, LinkStats>,
 ) -> PyResult<()> {
     stats.borrow_mut().delivered += 1;
+    deliver_to(target, data)
+}
+
+/// The far end's `receive(frame)`: the engine's ports and hosts without a Python call.
+fn deliver_to(target: &Bound<'_, PyAny>, data: Frame) -> PyResult<()> {
+    let py = target.py();
     if let Ok(port) = target.downcast::<LinkPort>() {
         return LinkPort::deliver(port, data);
     }
     if let Ok(host) = target.downcast::<HostReceiver>() {
-        return HostReceiver::receive(host, data);
+        return HostReceiver::receive_frame(host, data);
     }
     target
-        .call_method1(intern!(target.py(), "receive"), (data,))
+        .call_method1(intern!(py, "receive"), (data.into_py(py),))
         .map(|_| ())
 }
 
@@ -279,6 +292,68 @@ impl InMemoryLink {
 
     fn now(&self, py: Python<'_>) -> PyResult<i64> {
         now_of(py, &self.engine_sched, &self.sched)
+    }
+
+    /// `send` for a frame the engine holds (an owned buffer goes on to the far end as it is).
+    pub(crate) fn transmit(&self, from_end: &Bound<'_, PyAny>, mut data: Frame) -> PyResult<i64> {
+        let py = from_end.py();
+        let dir = self.direction(from_end)?;
+        let nbytes = data.bytes(py).len() as i64;
+        let now = self.now(py)?;
+        let (end, delay) = {
+            let mut tx = lock(&self.tx[dir].get().state);
+            (tx.transmit(now, nbytes).1, tx.model.delay_ns)
+        };
+        let stats = self.link_stats[dir].bind(py);
+        {
+            let mut s = stats.borrow_mut();
+            s.sent += 1;
+            s.sent_bytes += nbytes;
+        }
+        let loss = self.loss(py);
+        let lost = match loss {
+            Some(hook) => hook
+                .bind(py)
+                .call1((data.as_py(py), DIRECTIONS[dir]))?
+                .is_truthy()?,
+            None => false,
+        };
+        if lost {
+            stats.borrow_mut().lost += 1;
+        } else {
+            let extra: i64 = match self.extra_delay(py) {
+                Some(hook) => hook
+                    .bind(py)
+                    .call1((data.as_py(py), DIRECTIONS[dir]))?
+                    .extract()?,
+                None => 0,
+            };
+            let delay = delay + extra;
+            let target = if dir == 0 { &self.b_end } else { &self.a_end };
+            match &self.engine_sched {
+                Some(s) => s.get().schedule_call(
+                    end + delay,
+                    Call::Deliver(target.clone_ref(py), data, stats.clone().unbind()),
+                ),
+                None => {
+                    let args = PyTuple::new(
+                        py,
+                        [
+                            target.bind(py).clone(),
+                            data.into_py(py).into_bound(py).into_any(),
+                            stats.clone().into_any(),
+                        ],
+                    )?;
+                    let call = (end + delay, self.deliver.clone_ref(py));
+                    let mut all = vec![call.0.into_pyobject(py)?.into_any(), call.1.into_bound(py)];
+                    all.extend(args.iter());
+                    self.sched
+                        .bind(py)
+                        .call_method1(intern!(py, "call_at"), PyTuple::new(py, all)?)?;
+                }
+            }
+        }
+        Ok(end - now)
     }
 }
 
@@ -364,65 +439,7 @@ impl InMemoryLink {
         from_end: &Bound<'_, PyAny>,
         frame: &Bound<'_, PyAny>,
     ) -> PyResult<i64> {
-        let py = from_end.py();
-        let dir = self.direction(from_end)?;
-        let data = match frame.downcast::<PyBytes>() {
-            Ok(b) if b.is_exact_instance_of::<PyBytes>() => b.clone(),
-            _ => py
-                .get_type::<PyBytes>()
-                .call1((frame,))?
-                .downcast_into::<PyBytes>()?,
-        };
-        let nbytes = data.as_bytes().len() as i64;
-        let now = self.now(py)?;
-        let (end, delay) = {
-            let mut tx = lock(&self.tx[dir].get().state);
-            (tx.transmit(now, nbytes).1, tx.model.delay_ns)
-        };
-        let stats = self.link_stats[dir].bind(py);
-        {
-            let mut s = stats.borrow_mut();
-            s.sent += 1;
-            s.sent_bytes += nbytes;
-        }
-        let loss = self.loss(py);
-        let lost = match loss {
-            Some(hook) => hook.bind(py).call1((&data, DIRECTIONS[dir]))?.is_truthy()?,
-            None => false,
-        };
-        if lost {
-            stats.borrow_mut().lost += 1;
-        } else {
-            let extra: i64 = match self.extra_delay(py) {
-                Some(hook) => hook.bind(py).call1((&data, DIRECTIONS[dir]))?.extract()?,
-                None => 0,
-            };
-            let delay = delay + extra;
-            let target = if dir == 0 { &self.b_end } else { &self.a_end };
-            match &self.engine_sched {
-                Some(s) => s.get().schedule_call(
-                    end + delay,
-                    Call::Deliver(target.clone_ref(py), data.unbind(), stats.clone().unbind()),
-                ),
-                None => {
-                    let args = PyTuple::new(
-                        py,
-                        [
-                            target.bind(py).clone(),
-                            data.into_any(),
-                            stats.clone().into_any(),
-                        ],
-                    )?;
-                    let call = (end + delay, self.deliver.clone_ref(py));
-                    let mut all = vec![call.0.into_pyobject(py)?.into_any(), call.1.into_bound(py)];
-                    all.extend(args.iter());
-                    self.sched
-                        .bind(py)
-                        .call_method1(intern!(py, "call_at"), PyTuple::new(py, all)?)?;
-                }
-            }
-        }
-        Ok(end - now)
+        self.transmit(from_end, Frame::from_any(frame)?)
     }
 
     /// How long the frames already handed to this side still occupy its transmitter.
@@ -459,14 +476,13 @@ impl InMemoryLink {
 pub(crate) fn send_frame(
     link: &Bound<'_, PyAny>,
     end: &Bound<'_, PyAny>,
-    frame: &[u8],
+    frame: Vec<u8>,
 ) -> PyResult<()> {
     let py = link.py();
-    let data = PyBytes::new(py, frame);
     match link.downcast::<InMemoryLink>() {
-        Ok(l) => l.get().send(end, &data).map(|_| ()),
+        Ok(l) => l.get().transmit(end, Frame::Owned(frame)).map(|_| ()),
         Err(_) => link
-            .call_method1(intern!(py, "send"), (end, data))
+            .call_method1(intern!(py, "send"), (end, PyBytes::new(py, &frame)))
             .map(|_| ()),
     }
 }

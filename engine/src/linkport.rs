@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::{intern, PyClass, PyTraverseError, PyVisit};
 
+use crate::frame::Frame;
 use crate::link::InMemoryLink;
 use crate::v1walk::V1Walk;
 
@@ -61,7 +62,7 @@ pub struct LinkPort {
 
 impl LinkPort {
     /// A frame from the link: counted, then to `on_receive(number, frame)`.
-    pub(crate) fn deliver(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(crate) fn deliver(slf: &Bound<'_, Self>, frame: Frame) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
         me.rx_frames.fetch_add(1, Ordering::Relaxed);
@@ -72,17 +73,17 @@ impl LinkPort {
                 w.on_receive.as_ref().map(|x| x.clone_ref(py)),
             )
         };
-        match (walk, frame.downcast::<PyBytes>(), me.number) {
-            (Some(walk), Ok(bytes), n) if n >= 0 => walk.get().receive(py, n as u64, bytes.clone()),
+        match (walk, me.number) {
+            (Some(walk), n) if n >= 0 => walk.get().receive_frame(py, n as u64, frame),
             _ => match call {
-                Some(f) => f.bind(py).call1((me.number, frame)).map(|_| ()),
+                Some(f) => f.bind(py).call1((me.number, frame.into_py(py))).map(|_| ()),
                 None => Ok(()),
             },
         }
     }
 
     /// A frame out of the switch onto the link; the ns until the link's side is free again.
-    pub(crate) fn transmit(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<i64> {
+    pub(crate) fn transmit(slf: &Bound<'_, Self>, frame: Frame) -> PyResult<i64> {
         let py = slf.py();
         let me = slf.get();
         let (engine, link) = {
@@ -98,10 +99,10 @@ impl LinkPort {
         };
         me.tx_frames.fetch_add(1, Ordering::Relaxed);
         match engine {
-            Some(l) => l.get().send(slf.as_any(), frame),
+            Some(l) => l.get().transmit(slf.as_any(), frame),
             None => link
                 .bind(py)
-                .call_method1(intern!(py, "send"), (slf, frame))?
+                .call_method1(intern!(py, "send"), (slf, frame.into_py(py)))?
                 .extract(),
         }
     }
@@ -164,11 +165,20 @@ impl LinkPort {
     }
 
     fn receive(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<()> {
-        LinkPort::deliver(slf, frame)
+        match frame.downcast::<PyBytes>() {
+            Ok(b) => LinkPort::deliver(slf, Frame::Py(b.clone().unbind())),
+            Err(_) => match slf.get().on_receive(slf.py()) {
+                Some(f) => f
+                    .bind(slf.py())
+                    .call1((slf.get().number, frame))
+                    .map(|_| ()),
+                None => Ok(()),
+            },
+        }
     }
 
     fn send(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<i64> {
-        LinkPort::transmit(slf, frame)
+        LinkPort::transmit(slf, Frame::from_any(frame)?)
     }
 
     /// (frames received, frames sent, frames dropped on send: no link).

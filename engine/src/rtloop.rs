@@ -533,9 +533,9 @@ impl PortServer {
     /// One port's waiting frames, walked; returns how many were read.
     fn serve_port(&self, py: Python<'_>, batch: &mut RxBatch, p: &RxPort) -> PyResult<usize> {
         let after = |py: Python<'_>| self.run_due(py).map(|_| ());
-        let capture = |_py: Python<'_>, frame: &Bound<'_, PyBytes>| {
+        let capture = |_py: Python<'_>, frame: &[u8]| {
             if let Some(log) = &self.capture {
-                log.record(p.number, false, frame.as_bytes());
+                log.record(p.number, false, frame);
             }
             Ok(())
         };

@@ -12,9 +12,10 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyBytes, PyInt, PyTuple};
+use pyo3::types::{PyBool, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
+use crate::frame::Frame;
 use crate::link::{deliver, LinkStats};
 use crate::rtloop::TxPort;
 use crate::tm::TrafficManager;
@@ -59,7 +60,7 @@ pub enum Call {
     /// A modelled port's propagation delay: the frames now due go to its socket.
     Release(Py<TxPort>),
     /// A link's delivery of a frame to the far end (`target`), counted in the direction's stats.
-    Deliver(PyObject, Py<PyBytes>, Py<LinkStats>),
+    Deliver(PyObject, Frame, Py<LinkStats>),
 }
 
 impl Call {
@@ -69,8 +70,16 @@ impl Call {
             Call::Serve(tm, port) => TrafficManager::serve_port(tm.bind(py), *port),
             Call::Release(tx) => TxPort::release(tx, py),
             Call::Deliver(target, data, stats) => {
-                deliver(target.bind(py), data.bind(py).as_any(), stats.bind(py))
+                deliver(target.bind(py), data.clone_ref(py), stats.bind(py))
             }
+        }
+    }
+
+    /// `run`, moving what the call carries (a delivered frame's buffer goes on without a copy).
+    pub fn run_owned(self, py: Python<'_>) -> PyResult<()> {
+        match self {
+            Call::Deliver(target, data, stats) => deliver(target.bind(py), data, stats.bind(py)),
+            other => other.run(py),
         }
     }
 
@@ -98,7 +107,7 @@ impl Call {
             Call::Release(tx) => visit.call(tx),
             Call::Deliver(target, data, stats) => {
                 visit.call(target)?;
-                visit.call(data)?;
+                data.traverse(visit)?;
                 visit.call(stats)
             }
         }
@@ -185,10 +194,10 @@ impl Ready {
         }
     }
 
-    pub fn run(&self, py: Python<'_>) -> PyResult<()> {
+    pub fn run(self, py: Python<'_>) -> PyResult<()> {
         match self {
             Ready::Handle(h) => h.get().call.run(py),
-            Ready::Call(_, call) => call.run(py),
+            Ready::Call(_, call) => call.run_owned(py),
         }
     }
 }

@@ -152,8 +152,58 @@ enum Limiter {
     Shaped { anchor_ns: i64, k: i64, fresh: bool },
 }
 
+/// A packet of the engine's walk in a queue, with the stamps egress reads: Rust data in the
+/// queue's own ring. Why not a `TMItem`: a Python object per packet is an allocation the
+/// collector tracks, whose untracking at dequeue touched two more cold lines of memory.
+pub(crate) struct WalkItem {
+    pub(crate) pkt: WalkPacket,
+    enq_ns: i64,
+    deq_ns: i64,
+    depart_ns: i64,
+    enq_timestamp_us: i64,
+    enq_qdepth: i64,
+    deq_timedelta_us: i64,
+    deq_qdepth: i64,
+}
+
+impl WalkItem {
+    /// The stamps egress reads: (enq_timestamp_us, enq_qdepth, deq_timedelta_us, deq_qdepth).
+    pub(crate) fn stamps(&self) -> [i64; 4] {
+        [
+            self.enq_timestamp_us,
+            self.enq_qdepth,
+            self.deq_timedelta_us,
+            self.deq_qdepth,
+        ]
+    }
+
+    /// As a `TMItem`, for a service that is not the walk's.
+    fn into_item(self, py: Python<'_>, port: usize, prio: usize) -> TMItem {
+        let mut item = TMItem::new(
+            py.None(),
+            port as i64,
+            prio as i64,
+            self.enq_ns,
+            self.deq_ns,
+            self.enq_timestamp_us,
+            self.enq_qdepth,
+            self.deq_timedelta_us,
+            self.deq_qdepth,
+            self.depart_ns,
+        );
+        item.walk = Some(self.pkt);
+        item
+    }
+}
+
+/// What a queue holds: a Python `TMItem`, or a packet of the engine's walk.
+enum Queued {
+    Py(Py<TMItem>),
+    Walk(Box<WalkItem>),
+}
+
 struct Queue {
-    items: VecDeque<(Py<TMItem>, i64)>, // (item, departure stamp of the bmv2 model)
+    items: VecDeque<(Queued, i64)>, // (item, departure stamp of the bmv2 model)
     limit: i64,
     pps: i64,
     limiter: Limiter,
@@ -205,7 +255,7 @@ impl Queue {
     }
 
     /// Queue `item` at `now`; returns its departure stamp (bmv2 model; 0 for the shaper).
-    fn push(&mut self, item: Py<TMItem>, now: i64) -> i64 {
+    fn push(&mut self, item: Queued, now: i64) -> i64 {
         let idle_past_slot =
             self.items.is_empty() && self.pps != 0 && self.ready_at().is_some_and(|t| t < now);
         let depart = match &mut self.limiter {
@@ -327,13 +377,19 @@ impl Service {
         }
     }
 
-    fn call(&self, py: Python<'_>, port: usize, item: Py<TMItem>) -> PyResult<i64> {
-        match self {
-            Service::Py(f) => f
-                .bind(py)
-                .call1((port, item))
-                .and_then(|wire| TrafficManager::check_wire_ns(&wire)),
-            Service::Walk(w) => w.get().service(py, port, item.bind(py)),
+    fn call(&self, py: Python<'_>, port: usize, item: Queued, prio: usize) -> PyResult<i64> {
+        match (self, item) {
+            (Service::Walk(w), Queued::Walk(item)) => w.get().egress(py, port, *item),
+            (Service::Walk(w), Queued::Py(item)) => w.get().service(py, port, item.bind(py)),
+            (Service::Py(f), item) => {
+                let item = match item {
+                    Queued::Py(item) => item,
+                    Queued::Walk(item) => Py::new(py, item.into_item(py, port, prio))?,
+                };
+                f.bind(py)
+                    .call1((port, item))
+                    .and_then(|wire| TrafficManager::check_wire_ns(&wire))
+            }
         }
     }
 }
@@ -361,6 +417,8 @@ pub struct TrafficManager {
     realtime_heap: Option<Py<EventHeap>>,
     #[pyo3(get)]
     queue_model: String,
+    /// `queue_model` is BMv2's: items keep the departure stamped at enqueue.
+    bmv2: bool,
     #[pyo3(get)]
     pub(crate) num_ports: i64,
     #[pyo3(get)]
@@ -546,31 +604,39 @@ impl TrafficManager {
         inner: &mut Inner,
         port: usize,
         now: i64,
-    ) -> Option<Py<TMItem>> {
+    ) -> Option<(Queued, usize)> {
         let p = inner.ports[port].as_mut()?;
         p.wake = None;
         if p.wire_free_ns > now {
             return None;
         }
         // strict priority: highest number first
-        let q = p
+        let (prio, q) = p
             .queues
             .iter_mut()
+            .enumerate()
             .rev()
-            .find(|q| !q.items.is_empty() && q.ready_at().is_none_or(|t| t <= now))?;
-        let (item, _) = q.items.pop_front()?;
+            .find(|(_, q)| !q.items.is_empty() && q.ready_at().is_none_or(|t| t <= now))?;
+        let (mut item, _) = q.items.pop_front()?;
         q.on_serve(now);
         let left = q.items.len() as i64;
         p.occupancy -= 1;
         p.stats.dequeued += 1;
         p.wire_free_ns = now;
-        {
-            let mut it = item.bind(py).borrow_mut();
-            it.deq_ns = now;
-            it.deq_timedelta_us = now.div_euclid(1000) - it.enq_timestamp_us;
-            it.deq_qdepth = left;
+        match &mut item {
+            Queued::Py(item) => {
+                let mut it = item.bind(py).borrow_mut();
+                it.deq_ns = now;
+                it.deq_timedelta_us = now.div_euclid(1000) - it.enq_timestamp_us;
+                it.deq_qdepth = left;
+            }
+            Queued::Walk(it) => {
+                it.deq_ns = now;
+                it.deq_timedelta_us = now.div_euclid(1000) - it.enq_timestamp_us;
+                it.deq_qdepth = left;
+            }
         }
-        Some(item)
+        Some((item, prio))
     }
 }
 
@@ -583,6 +649,44 @@ impl TrafficManager {
         item: &Bound<'_, TMItem>,
         prio: usize,
     ) -> PyResult<bool> {
+        Self::push_queued(slf, port, prio, |now, depth| {
+            let mut it = item.borrow_mut();
+            (it.port, it.prio, it.enq_ns) = (port as i64, prio as i64, now);
+            it.enq_timestamp_us = now.div_euclid(1000);
+            it.enq_qdepth = depth;
+            Queued::Py(item.clone().unbind())
+        })
+    }
+
+    /// `push` of a packet of the engine's walk (it stays Rust data in the queue).
+    pub(crate) fn push_walk(
+        slf: &Bound<'_, Self>,
+        port: usize,
+        pkt: WalkPacket,
+        prio: usize,
+    ) -> PyResult<bool> {
+        Self::push_queued(slf, port, prio, |now, depth| {
+            let item = WalkItem {
+                pkt,
+                enq_ns: now,
+                deq_ns: 0,
+                depart_ns: 0,
+                enq_timestamp_us: now.div_euclid(1000),
+                enq_qdepth: depth,
+                deq_timedelta_us: 0,
+                deq_qdepth: 0,
+            };
+            Queued::Walk(Box::new(item))
+        })
+    }
+
+    /// Into queue `prio` of `port` (full: dropped, false): `make(now, depth)` gives the entry.
+    fn push_queued(
+        slf: &Bound<'_, Self>,
+        port: usize,
+        prio: usize,
+        make: impl FnOnce(i64, i64) -> Queued,
+    ) -> PyResult<bool> {
         let py = slf.py();
         let this = slf.get();
         let now = this.now(py)?;
@@ -594,14 +698,12 @@ impl TrafficManager {
             return Ok(false);
         }
         let depth = q.items.len() as i64;
-        let depart = q.push(item.clone().unbind(), now);
-        {
-            let mut it = item.borrow_mut();
-            (it.port, it.prio, it.enq_ns) = (port as i64, prio as i64, now);
-            it.enq_timestamp_us = now.div_euclid(1000);
-            it.enq_qdepth = depth;
-            if this.queue_model == "bmv2" {
-                it.depart_ns = depart;
+        let bmv2 = this.bmv2;
+        q.push(make(now, depth), now);
+        if let (true, Some((item, depart))) = (bmv2, q.items.back_mut()) {
+            match item {
+                Queued::Py(it) => it.bind(py).borrow_mut().depart_ns = *depart,
+                Queued::Walk(it) => it.depart_ns = *depart,
             }
         }
         p.occupancy += 1;
@@ -622,7 +724,7 @@ impl TrafficManager {
         let py = slf.py();
         let this = slf.get();
         let now = this.now(py)?;
-        let (item, service) = {
+        let ((item, prio), service) = {
             let mut inner = this.lock();
             match this.dequeue(py, &mut inner, port, now) {
                 Some(item) => (item, inner.service.as_ref().map(|s| s.clone_ref(py))),
@@ -633,7 +735,7 @@ impl TrafficManager {
             }
         };
         let result = match service {
-            Some(service) => service.call(py, port, item),
+            Some(service) => service.call(py, port, item, prio),
             None => Err(PyRuntimeError::new_err(
                 "TrafficManager: no service callback bound (bind_service)",
             )),
@@ -649,13 +751,6 @@ impl TrafficManager {
 }
 
 impl TMItem {
-    /// A fresh item for a packet of the engine's walk (the TM stamps it at enqueue).
-    pub(crate) fn for_walk(py: Python<'_>, pkt: WalkPacket) -> Self {
-        let mut item = TMItem::new(py.None(), -1, 0, 0, 0, 0, 0, 0, 0, 0);
-        item.walk = Some(pkt);
-        item
-    }
-
     /// The stamps egress reads: (enq_timestamp_us, enq_qdepth, deq_timedelta_us, deq_qdepth).
     pub(crate) fn stamps(&self) -> [i64; 4] {
         [
@@ -726,6 +821,7 @@ impl TrafficManager {
             monotonic_origin,
             realtime_heap,
             queue_model: queue_model.to_string(),
+            bmv2: queue_model == "bmv2",
             num_ports,
             num_priorities,
             inner: Mutex::new(Inner {
@@ -923,7 +1019,10 @@ impl TrafficManager {
         for p in inner.ports.iter().flatten() {
             for q in &p.queues {
                 for (item, _) in &q.items {
-                    visit.call(item)?;
+                    match item {
+                        Queued::Py(item) => visit.call(item)?,
+                        Queued::Walk(item) => item.pkt.traverse(&visit)?,
+                    }
                 }
             }
             match &p.wake {

@@ -7,11 +7,10 @@
 //! p4switch/pipeline/pipeline.py's `new_packet` and `copy_*`, which the Python walk, the
 //! differential oracle, uses); the walk (v1walk.rs) only decides when to make one.
 
-use pyo3::prelude::*;
-use pyo3::types::PyBytes;
-
+use crate::frame::Frame;
 use crate::p4vm::STATUS_REJECT;
 use crate::v1walk::{WalkPacket, WalkProgram};
+use pyo3::prelude::*;
 
 /// standard_metadata.instance_type values (v1model.p4, simple_switch).
 pub(crate) const PKT_INGRESS_CLONE: u64 = 1;
@@ -24,7 +23,7 @@ pub(crate) const PKT_RESUBMIT: u64 = 6;
 pub(crate) fn fresh(
     py: Python<'_>,
     prog: &Py<WalkProgram>,
-    data: Py<PyBytes>,
+    data: Frame,
     ingress_port: u64,
     itype: u64,
     now_us: i64,
@@ -34,7 +33,7 @@ pub(crate) fn fresh(
     let mut phv = wp.template.clone();
     phv[s.ingress_port] = ingress_port & 0x1FF;
     phv[s.instance_type] = itype;
-    phv[s.packet_length] = data.bind(py).as_bytes().len() as u64;
+    phv[s.packet_length] = data.bytes(py).len() as u64;
     WalkPacket {
         prog: prog.clone_ref(py),
         phv,
@@ -62,7 +61,7 @@ pub(crate) fn preserve(wp: &WalkProgram, src: &[u64], dst: &mut [u64], field_lis
 pub(crate) fn reentry(
     py: Python<'_>,
     src: &WalkPacket,
-    data: Py<PyBytes>,
+    data: Frame,
     ingress_port: u64,
     itype: u64,
     field_list: i64,
@@ -79,7 +78,7 @@ pub(crate) fn reentry(
 pub(crate) fn clone_of(
     py: Python<'_>,
     src: &WalkPacket,
-    data: Py<PyBytes>,
+    data: Frame,
     itype: u64,
     field_list: i64,
     now_us: i64,
@@ -89,7 +88,7 @@ pub(crate) fn clone_of(
     let mut new = fresh(py, &src.prog, data, src.phv[s.ingress_port], itype, now_us);
     let (status, cursor, _) = {
         let mut prog = wp.program.bind(py).borrow_mut();
-        let data = new.data.bind(py).as_bytes();
+        let data = new.data.bytes(py);
         prog.run_owned(
             py,
             &wp.ingress[..1],
@@ -113,7 +112,7 @@ pub(crate) fn clone_of(
     }
     preserve(wp, &src.phv, &mut new.phv, field_list);
     new.phv[s.instance_type] = itype;
-    new.phv[s.packet_length] = new.data.bind(py).as_bytes().len() as u64;
+    new.phv[s.packet_length] = new.data.bytes(py).len() as u64;
     Ok(new)
 }
 

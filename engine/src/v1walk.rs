@@ -24,11 +24,12 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{RxBatch, BUF};
 use crate::ctrlheader::HeaderSplit;
+use crate::frame::Frame;
 use crate::linkport::{method_owner, LinkPort};
 use crate::p4vm::{P4Program, STATUS_REJECT};
 use crate::pre::Pre;
 use crate::rtloop::TxPort;
-use crate::tm::{TMItem, TrafficManager};
+use crate::tm::{TMItem, TrafficManager, WalkItem};
 use crate::v1copies::{
     clone_of, fresh, reentry, replica, PKT_EGRESS_CLONE, PKT_INGRESS_CLONE, PKT_RECIRC,
     PKT_REPLICATION, PKT_RESUBMIT,
@@ -166,7 +167,7 @@ impl WalkProgram {
 pub struct WalkPacket {
     pub(crate) prog: Py<WalkProgram>,
     pub(crate) phv: Vec<u64>,
-    pub(crate) data: Py<PyBytes>,
+    pub(crate) data: Frame,
     pub(crate) cursor: u64,
     pub(crate) truncate: Option<u64>,
     pub(crate) now_us: i64,
@@ -178,7 +179,7 @@ pub struct WalkPacket {
 
 impl WalkPacket {
     pub(crate) fn payload_offset(&self, py: Python<'_>) -> usize {
-        let n = self.data.bind(py).as_bytes().len();
+        let n = self.data.bytes(py).len();
         n.min(((self.cursor + 7) >> 3) as usize)
     }
 }
@@ -187,7 +188,7 @@ impl WalkPacket {
     /// The Python objects it holds, for the collector of whatever holds it.
     pub(crate) fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.prog)?;
-        visit.call(&self.data)
+        self.data.traverse(visit)
     }
 }
 
@@ -377,7 +378,7 @@ impl V1Walk {
         }
         let res = {
             let mut p = wp.program.bind(py).borrow_mut();
-            let data = pkt.data.bind(py).as_bytes();
+            let data = pkt.data.bytes(py);
             p.run_owned(py, &wp.ingress, &mut pkt.phv, Some(data), s.parser_error)
         };
         let req = match res {
@@ -422,8 +423,7 @@ impl V1Walk {
             self.count(NO_PORT);
             return Ok(());
         }
-        let item = Bound::new(py, TMItem::for_walk(py, pkt))?;
-        if !TrafficManager::push(tm, port as usize, &item, prio)? {
+        if !TrafficManager::push_walk(tm, port as usize, pkt, prio)? {
             self.count(TM_FULL);
         }
         Ok(())
@@ -436,7 +436,7 @@ impl V1Walk {
         py: Python<'_>,
         pkt: &WalkPacket,
         (kind, session, field_list): (u32, u64, i64),
-        data: Py<PyBytes>,
+        data: Frame,
         now_us: i64,
     ) -> PyResult<()> {
         let (what, made, missing, itype) = CLONE_STATS[kind.min(1) as usize];
@@ -502,7 +502,7 @@ impl V1Walk {
         &self,
         py: Python<'_>,
         pkt: &WalkPacket,
-        frame: Py<PyBytes>,
+        frame: Frame,
         field_list: i64,
     ) -> PyResult<()> {
         if self.max_reentries == 0 {
@@ -557,18 +557,35 @@ impl V1Walk {
         Ok(())
     }
 
-    /// Egress to deparser for a packet the TM serves on `port`, then simple_switch's end of
-    /// egress: the clones of an E2E request, a drop, a recirculation, the port.
-    fn egress(&self, py: Python<'_>, port: usize, item: &Bound<'_, TMItem>) -> PyResult<i64> {
+    /// Egress of a walk's packet handed over in a `TMItem` (see `egress_packet`).
+    fn service_item(&self, py: Python<'_>, port: usize, item: &Bound<'_, TMItem>) -> PyResult<i64> {
         let (walked, stamps) = {
             let mut it = item.borrow_mut();
             (it.walk.take(), it.stamps())
         };
-        let Some(mut pkt) = walked else {
+        let Some(pkt) = walked else {
             return Err(pyo3::exceptions::PyRuntimeError::new_err(
                 "egress (engine): the item's packet was already served",
             ));
         };
+        self.egress_packet(py, port, pkt, stamps)
+    }
+
+    /// Egress of a packet the TM dequeued as the walk's own (see `egress_packet`).
+    pub(crate) fn egress(&self, py: Python<'_>, port: usize, item: WalkItem) -> PyResult<i64> {
+        let stamps = item.stamps();
+        self.egress_packet(py, port, item.pkt, stamps)
+    }
+
+    /// Egress to deparser for a packet the TM serves on `port`, then simple_switch's end of
+    /// egress: the clones of an E2E request, a drop, a recirculation, the port.
+    fn egress_packet(
+        &self,
+        py: Python<'_>,
+        port: usize,
+        mut pkt: WalkPacket,
+        stamps: [i64; 4],
+    ) -> PyResult<i64> {
         let wp = pkt.prog.clone_ref(py);
         let wp = wp.get();
         let s = &wp.slots;
@@ -605,29 +622,26 @@ impl V1Walk {
         if let Some(t) = req.truncate {
             pkt.truncate = Some(pkt.truncate.map_or(t, |u| u.min(t)));
         }
-        let data = pkt.data.bind(py).as_bytes();
-        let payload = &data[pkt.payload_offset(py)..];
+        let off = pkt.payload_offset(py);
         let head = head.as_slice();
+        let whole_len = head.len() + pkt.data.bytes(py).len() - off;
         // The frame as deparsed, before any truncation: what an E2E clone and a recirculated
         // packet are made of.
-        let whole = || {
-            let mut v = Vec::with_capacity(head.len() + payload.len());
-            v.extend_from_slice(head);
-            v.extend_from_slice(payload);
-            PyBytes::new(py, &v).unbind()
+        let whole = |pkt: &WalkPacket| {
+            Frame::Owned(pkt.data.clone_ref(py).deparsed(py, head, off, whole_len))
         };
         if let Some(c) = req.clone {
-            self.clone(py, &pkt, c, whole(), now_us)?;
+            self.clone(py, &pkt, c, whole(&pkt), now_us)?;
         }
         if pkt.phv[s.egress_spec] == DROP_PORT {
             self.count(EGRESS_DROP);
             return Ok(0);
         }
         if let Some(fl) = req.preserve[1] {
-            self.recirculate(py, &pkt, whole(), fl)?;
+            self.recirculate(py, &pkt, whole(&pkt), fl)?;
             return Ok(0);
         }
-        let mut len = head.len() + payload.len();
+        let mut len = whole_len;
         for t in [pkt.truncate, pkt.session_trunc].into_iter().flatten() {
             len = len.min(t as usize);
         }
@@ -636,56 +650,30 @@ impl V1Walk {
             .get(port)
             .and_then(|p| p.as_ref().map(|p| p.clone_ref(py)));
         let is_cpu = Some(port as u64) == self.cpu_port;
-        if is_cpu {
-            if let Some((split, sink)) = self.packet_in_route(py)? {
-                let h = head.len().min(len);
-                let mut v = Vec::with_capacity(len);
-                v.extend_from_slice(&head[..h]);
-                v.extend_from_slice(&payload[..len - h]);
-                drop(pkt);
-                self.count("to_cpu");
-                return self.packet_in(py, &v, split.get(), sink);
-            }
-        }
-        if let (Some(Out::Tx(tx)), false) = (&out, is_cpu) {
-            let h = head.len().min(len);
-            let mut v = Vec::with_capacity(len);
-            v.extend_from_slice(&head[..h]);
-            v.extend_from_slice(&payload[..len - h]);
-            drop(pkt);
-            self.count_tx();
-            return TxPort::send(tx, py, v);
-        }
-        let frame = PyBytes::new_with(py, len, |buf| {
-            let h = head.len().min(len);
-            buf[..h].copy_from_slice(&head[..h]);
-            buf[h..].copy_from_slice(&payload[..len - h]);
-            Ok(())
-        })?;
+        let data = std::mem::replace(&mut pkt.data, Frame::Owned(Vec::new()));
         drop(pkt);
+        let frame = data.deparsed(py, head, off, len);
         if is_cpu {
             self.count("to_cpu");
+            if let Some((split, sink)) = self.packet_in_route(py)? {
+                return self.packet_in(py, &frame, split.get(), sink);
+            }
             if self
                 .to_cpu
                 .bind(py)
-                .call1((frame,))?
+                .call1((PyBytes::new(py, &frame),))?
                 .is(&*PyBool::new(py, false))
             {
                 self.count(CPU_NO_CONTROLLER);
             }
             return Ok(0);
         }
+        self.count_tx();
         match out {
-            Some(Out::Py(send)) => {
-                self.count_tx();
-                send.bind(py).call1((frame,))?.extract()
-            }
-            Some(Out::Link(port)) => {
-                self.count_tx();
-                LinkPort::transmit(port.bind(py), frame.as_any())
-            }
-            _ => {
-                self.count_tx();
+            Some(Out::Tx(tx)) => TxPort::send(&tx, py, frame),
+            Some(Out::Py(send)) => send.bind(py).call1((PyBytes::new(py, &frame),))?.extract(),
+            Some(Out::Link(port)) => LinkPort::transmit(port.bind(py), Frame::Owned(frame)),
+            None => {
                 self.count(NO_PORT);
                 Ok(0)
             }
@@ -696,7 +684,7 @@ impl V1Walk {
 /// What a port's reader does around each frame: `capture(frame)` before its walk,
 /// `before_slow()` before a frame goes to the Python port, `after()` once it was walked.
 pub(crate) struct Hooks<'a> {
-    pub(crate) capture: &'a dyn Fn(Python<'_>, &Bound<'_, PyBytes>) -> PyResult<()>,
+    pub(crate) capture: &'a dyn Fn(Python<'_>, &[u8]) -> PyResult<()>,
     pub(crate) before_slow: &'a dyn Fn(Python<'_>) -> PyResult<()>,
     pub(crate) after: &'a dyn Fn(Python<'_>) -> PyResult<()>,
 }
@@ -706,6 +694,20 @@ fn lock_rx(m: &Mutex<Option<Box<RxBatch>>>) -> MutexGuard<'_, Option<Box<RxBatch
 }
 
 impl V1Walk {
+    /// A frame arrived on `port`: ingress and the TM here, or the Python walk.
+    pub(crate) fn receive_frame(&self, py: Python<'_>, port: u64, frame: Frame) -> PyResult<()> {
+        let Some(prog) = self.program(py)? else {
+            self.core
+                .bind(py)
+                .call_method1(intern!(py, "receive"), (port, frame.into_py(py)))?;
+            return Ok(());
+        };
+        self.count("rx");
+        let now_us = self.tm.get().now_ns(py)?.div_euclid(1000);
+        let pkt = fresh(py, &prog, frame, port, 0, now_us);
+        self.walk_ingress(py, pkt)
+    }
+
     /// `receive_socket`'s loop: read a batch, hand each frame on, until `max` or none waiting.
     /// `hooks` around each frame. Returns the frames walked, the frames read, and the errno
     /// that ended the read (0: none).
@@ -743,9 +745,9 @@ impl V1Walk {
                     })
                 } else {
                     walked += 1;
-                    let frame = PyBytes::new(py, &buf[hdr_len..]);
-                    (hooks.capture)(py, &frame)
-                        .and_then(|_| self.receive(py, port, frame))
+                    let frame = &buf[hdr_len..];
+                    (hooks.capture)(py, frame)
+                        .and_then(|_| self.receive_frame(py, port, Frame::Owned(frame.to_vec())))
                         .and_then(|_| (hooks.after)(py))
                 };
                 if let Err(e) = done {
@@ -832,16 +834,7 @@ impl V1Walk {
         port: u64,
         frame: Bound<'_, PyBytes>,
     ) -> PyResult<()> {
-        let Some(prog) = self.program(py)? else {
-            self.core
-                .bind(py)
-                .call_method1(intern!(py, "receive"), (port, frame))?;
-            return Ok(());
-        };
-        self.count("rx");
-        let now_us = self.tm.get().now_ns(py)?.div_euclid(1000);
-        let pkt = fresh(py, &prog, frame.unbind(), port, 0, now_us);
-        self.walk_ingress(py, pkt)
+        self.receive_frame(py, port, Frame::Py(frame.unbind()))
     }
 
     /// A resubmitted or recirculated packet enters ingress (scheduled by the walk itself).
@@ -882,8 +875,8 @@ impl V1Walk {
             Some(f) => f.bind(py).call0().map(|_| ()),
             None => Ok(()),
         };
-        let capture = |py: Python<'_>, frame: &Bound<'_, PyBytes>| match &capture {
-            Some(f) => f.bind(py).call1((frame.clone(),)).map(|_| ()),
+        let capture = |py: Python<'_>, frame: &[u8]| match &capture {
+            Some(f) => f.bind(py).call1((PyBytes::new(py, frame),)).map(|_| ()),
             None => Ok(()),
         };
         let hooks = Hooks {
@@ -905,7 +898,7 @@ impl V1Walk {
     ) -> PyResult<i64> {
         let ours = item.borrow().walk.is_some();
         if ours {
-            self.egress(py, port, item)
+            self.service_item(py, port, item)
         } else {
             self.core
                 .bind(py)
