@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::PyDict;
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::datagram::{SEQ_AT, TS_AT};
 use crate::link::{send_frame, wire_time_ns, InMemoryLink};
-use crate::sched::{engine_of, now_of, TimerHandle, VirtualScheduler};
+use crate::sched::{engine_of, now_of, Call, Token, VirtualScheduler};
 
 const NS_PER_S: i64 = 1_000_000_000;
 /// How far behind its schedule a real-time sender may catch up (see `State::take`): at most
@@ -58,6 +58,12 @@ impl Flow {
     }
 }
 
+/// The next packet's timer: the engine scheduler's token, or another scheduler's handle.
+enum Pending {
+    Engine(Arc<Token>),
+    Other(PyObject),
+}
+
 #[derive(Default)]
 struct State {
     rate_bps: f64,
@@ -67,7 +73,7 @@ struct State {
     flows: Vec<Flow>,
     turn: usize,
     taken: i64,
-    pending: Option<PyObject>,
+    pending: Option<Pending>,
     /// When the pending packet was due (the time `arm` scheduled it for).
     due_ns: Option<i64>,
 }
@@ -224,15 +230,34 @@ impl PacedSender {
         now_of(py, &b.engine_sched, &b.sched)
     }
 
+    /// The scheduled packet: send it, schedule the next (`__call__`, and the engine's
+    /// scheduler calls it directly).
+    pub(crate) fn fire(slf: &Bound<'_, Self>) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let Some(b) = me.binding(py) else {
+            return Ok(());
+        };
+        let now = me.now(py, &b)?;
+        let frame = {
+            let mut st = lock(&me.state);
+            st.pending = None;
+            let due = st.due_ns.take().unwrap_or(now);
+            st.fire(now, due, b.offset_ns)
+        };
+        if let Some(frame) = frame {
+            Self::put(py, &b, frame, now)?;
+        }
+        Self::arm(slf, &b, now, true)
+    }
+
     fn cancel_pending(&self, py: Python<'_>) -> PyResult<()> {
-        let pending = lock(&self.state).pending.take();
-        if let Some(h) = pending {
-            match h.bind(py).downcast::<TimerHandle>() {
-                Ok(th) => th.get().cancel(),
-                Err(_) => {
-                    h.bind(py).call_method0(intern!(py, "cancel"))?;
-                }
+        match lock(&self.state).pending.take() {
+            Some(Pending::Engine(t)) => t.cancel(),
+            Some(Pending::Other(h)) => {
+                h.bind(py).call_method0(intern!(py, "cancel"))?;
             }
+            None => {}
         }
         Ok(())
     }
@@ -247,21 +272,14 @@ impl PacedSender {
             return Ok(());
         };
         let t = raw.max(now);
-        let handle: PyObject = match &b.engine_sched {
-            Some(s) => s
-                .get()
-                .schedule(
-                    py,
-                    t,
-                    slf.clone().into_any().unbind(),
-                    PyTuple::empty(py).unbind(),
-                )?
-                .into_any(),
-            None => b
-                .sched
-                .bind(py)
-                .call_method1(intern!(py, "call_at"), (t, slf))?
-                .unbind(),
+        let handle = match &b.engine_sched {
+            Some(s) => Pending::Engine(s.get().schedule_token(t, Call::Pace(slf.clone().unbind()))),
+            None => Pending::Other(
+                b.sched
+                    .bind(py)
+                    .call_method1(intern!(py, "call_at"), (t, slf))?
+                    .unbind(),
+            ),
         };
         let mut st = lock(&me.state);
         st.pending = Some(handle);
@@ -454,27 +472,12 @@ impl PacedSender {
 
     /// The scheduled packet: send it, schedule the next.
     fn __call__(slf: &Bound<'_, Self>) -> PyResult<()> {
-        let py = slf.py();
-        let me = slf.get();
-        let Some(b) = me.binding(py) else {
-            return Ok(());
-        };
-        let now = me.now(py, &b)?;
-        let frame = {
-            let mut st = lock(&me.state);
-            st.pending = None;
-            let due = st.due_ns.take().unwrap_or(now);
-            st.fire(now, due, b.offset_ns)
-        };
-        if let Some(frame) = frame {
-            Self::put(py, &b, frame, now)?;
-        }
-        Self::arm(slf, &b, now, true)
+        Self::fire(slf)
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         if let Ok(st) = self.state.try_lock() {
-            if let Some(h) = &st.pending {
+            if let Some(Pending::Other(h)) = &st.pending {
                 visit.call(h)?;
             }
         }

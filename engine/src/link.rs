@@ -257,7 +257,8 @@ const DIRECTIONS: [&str; 2] = ["a->b", "b->a"];
 #[pyclass(module = "hbh_engine", frozen, subclass)]
 pub struct InMemoryLink {
     sched: PyObject,
-    engine_sched: Option<Py<VirtualScheduler>>,
+    /// The engine's scheduler, and a lane of it per direction (deliveries come due in order).
+    engine_sched: Option<(Py<VirtualScheduler>, [u32; 2])>,
     #[pyo3(get)]
     a_end: PyObject,
     #[pyo3(get)]
@@ -291,7 +292,10 @@ impl InMemoryLink {
     }
 
     fn now(&self, py: Python<'_>) -> PyResult<i64> {
-        now_of(py, &self.engine_sched, &self.sched)
+        match &self.engine_sched {
+            Some((s, _)) => Ok(s.get().now()),
+            None => now_of(py, &None, &self.sched),
+        }
     }
 
     /// `send` for a frame the engine holds (an owned buffer goes on to the far end as it is).
@@ -331,7 +335,8 @@ impl InMemoryLink {
             let delay = delay + extra;
             let target = if dir == 0 { &self.b_end } else { &self.a_end };
             match &self.engine_sched {
-                Some(s) => s.get().schedule_call(
+                Some((s, lanes)) => s.get().schedule_lane(
+                    lanes[dir],
                     end + delay,
                     Call::Deliver(target.clone_ref(py), data, stats.clone().unbind()),
                 ),
@@ -384,7 +389,10 @@ impl InMemoryLink {
         }
         Ok(InMemoryLink {
             sched: sched.clone().unbind(),
-            engine_sched: engine_of(sched),
+            engine_sched: engine_of(sched).map(|s| {
+                let lanes = [s.get().new_lane(), s.get().new_lane()];
+                (s, lanes)
+            }),
             a_end,
             b_end,
             loss: Mutex::new(loss),
@@ -450,7 +458,7 @@ impl InMemoryLink {
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.sched)?;
-        if let Some(s) = &self.engine_sched {
+        if let Some((s, _)) = &self.engine_sched {
             visit.call(s)?;
         }
         for (tx, stats) in self.tx.iter().zip(&self.link_stats) {

@@ -182,7 +182,7 @@ impl TxPort {
         }
         if let Some((at, heap)) = q.arm {
             heap.get()
-                .push_call(py, at, Call::Release(me.clone_ref(py)))?;
+                .push_token(py, at, Call::Release(me.clone_ref(py)));
         }
         Ok(q.busy)
     }
@@ -263,7 +263,7 @@ impl TxPort {
         };
         if let Some((at, heap)) = next {
             heap.get()
-                .push_call(py, at, Call::Release(me.clone_ref(py)))?;
+                .push_token(py, at, Call::Release(me.clone_ref(py)));
         }
         Ok(())
     }

@@ -16,6 +16,7 @@ use pyo3::types::{PyBool, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::frame::Frame;
+use crate::host::PacedSender;
 use crate::link::{deliver, LinkStats};
 use crate::rtloop::TxPort;
 use crate::tm::TrafficManager;
@@ -33,8 +34,7 @@ pub struct TimerHandle {
     #[pyo3(get)]
     when: i64,
     call: Call,
-    state: AtomicU8,
-    live: Arc<AtomicI64>,
+    token: Token,
 }
 
 impl TimerHandle {
@@ -42,9 +42,50 @@ impl TimerHandle {
         TimerHandle {
             when,
             call,
+            token: Token::new(live),
+        }
+    }
+}
+
+/// Whether an entry still runs: pending, cancelled or done, and the heap's count of live
+/// entries that a cancel lowers.
+///
+/// Why apart from `TimerHandle`: the engine's own cancellable timers (a TM port's wake-up, one
+/// per packet served) hold only this, in an `Arc`; as Python objects they were allocations the
+/// collector tracks, and they set off most of a simulation's collections.
+pub struct Token {
+    state: AtomicU8,
+    live: Arc<AtomicI64>,
+}
+
+impl Token {
+    fn new(live: Arc<AtomicI64>) -> Self {
+        Token {
             state: AtomicU8::new(PENDING),
             live,
         }
+    }
+
+    fn is_cancelled(&self) -> bool {
+        self.state.load(Relaxed) == CANCELLED
+    }
+
+    /// Cancel; harmless if it already ran (or started) or was cancelled.
+    pub fn cancel(&self) {
+        if self
+            .state
+            .compare_exchange(PENDING, CANCELLED, Relaxed, Relaxed)
+            .is_ok()
+        {
+            self.live.fetch_sub(1, Relaxed);
+        }
+    }
+
+    /// Pending until now: marked done (true), or not (false: cancelled, or already run).
+    fn take(&self) -> bool {
+        self.state
+            .compare_exchange(PENDING, DONE, Relaxed, Relaxed)
+            .is_ok()
     }
 }
 
@@ -61,6 +102,8 @@ pub enum Call {
     Release(Py<TxPort>),
     /// A link's delivery of a frame to the far end (`target`), counted in the direction's stats.
     Deliver(PyObject, Frame, Py<LinkStats>),
+    /// A paced sender's next packet (`PacedSender()`).
+    Pace(Py<PacedSender>),
 }
 
 impl Call {
@@ -68,6 +111,7 @@ impl Call {
         match self {
             Call::Py(cb, args) => cb.bind(py).call1(args.bind(py)).map(|_| ()),
             Call::Serve(tm, port) => TrafficManager::serve_port(tm.bind(py), *port),
+            Call::Pace(sender) => PacedSender::fire(sender.bind(py)),
             Call::Release(tx) => TxPort::release(tx, py),
             Call::Deliver(target, data, stats) => {
                 deliver(target.bind(py), data.clone_ref(py), stats.bind(py))
@@ -94,6 +138,7 @@ impl Call {
             Call::Serve(_, port) => format!("TrafficManager._serve({port})"),
             Call::Release(tx) => format!("TxPort.release({})", tx.get().name()),
             Call::Deliver(..) => "InMemoryLink delivery".to_string(),
+            Call::Pace(_) => "PacedSender".to_string(),
         }
     }
 
@@ -105,6 +150,7 @@ impl Call {
             }
             Call::Serve(tm, _) => visit.call(tm),
             Call::Release(tx) => visit.call(tx),
+            Call::Pace(sender) => visit.call(sender),
             Call::Deliver(target, data, stats) => {
                 visit.call(target)?;
                 data.traverse(visit)?;
@@ -119,18 +165,12 @@ impl TimerHandle {
     /// True once cancelled before it ran.
     #[getter]
     fn cancelled(&self) -> bool {
-        self.state.load(Relaxed) == CANCELLED
+        self.token.is_cancelled()
     }
 
     /// Cancel; harmless if it already ran (or started) or was cancelled.
     pub fn cancel(&self) {
-        if self
-            .state
-            .compare_exchange(PENDING, CANCELLED, Relaxed, Relaxed)
-            .is_ok()
-        {
-            self.live.fetch_sub(1, Relaxed);
-        }
+        self.token.cancel()
     }
 
     /// Call the callback (the real-time loop runs a popped handle this way).
@@ -139,7 +179,7 @@ impl TimerHandle {
     }
 
     fn __repr__(&self, py: Python<'_>) -> String {
-        let state = ["pending", "cancelled", "done"][self.state.load(Relaxed) as usize];
+        let state = ["pending", "cancelled", "done"][self.token.state.load(Relaxed) as usize];
         let name = self.call.name(py);
         format!("<TimerHandle when={} fn={} {}>", self.when, name, state)
     }
@@ -154,6 +194,10 @@ impl TimerHandle {
 enum Job {
     Handle(Py<TimerHandle>),
     Call(Call),
+    /// The engine's own cancellable call (see `Token`).
+    Token(Arc<Token>, Call),
+    /// The head of a lane (see `Heap::push_lane`).
+    Lane(u32, Call),
 }
 
 struct Entry {
@@ -208,12 +252,26 @@ impl Ready {
 /// whose queue was empty) is due before everything in the heap except what is due now and was
 /// scheduled earlier; a FIFO keeps such entries sorted at O(1) (time never goes back, `seq`
 /// grows) and `pop` takes the smaller head, so the order is exactly one heap's.
+///
+/// Lanes: calls that come due in the order they were scheduled (a link direction's deliveries)
+/// wait in their lane, and only each lane's head is in the heap. The order is still exactly one
+/// heap's: a lane's head has the smallest (when, seq) of its lane. Why: at 1 Gb/s thousands of
+/// frames are on the wires, and a heap of all of them cost each event a dozen cold levels.
 #[derive(Default)]
 pub struct Heap {
     heap: BinaryHeap<Entry>,
     now: VecDeque<Entry>,
+    lanes: Vec<Lane>,
     seq: u64,
     live: Arc<AtomicI64>,
+}
+
+/// A lane's waiting calls after its head (which is in the heap while `active`).
+#[derive(Default)]
+struct Lane {
+    active: bool,
+    tail_when: i64,
+    waiting: VecDeque<Entry>,
 }
 
 impl Heap {
@@ -258,6 +316,55 @@ impl Heap {
         );
     }
 
+    /// An engine-made call at `when` that its maker may cancel through the token.
+    pub fn push_token(&mut self, when: i64, call: Call, due_now: bool) -> Arc<Token> {
+        let token = Arc::new(Token::new(self.live.clone()));
+        let seq = self.next_seq();
+        self.insert(
+            Entry {
+                when,
+                seq,
+                job: Job::Token(token.clone(), call),
+            },
+            due_now,
+        );
+        token
+    }
+
+    /// A new lane; its number for `push_lane`.
+    pub fn new_lane(&mut self) -> u32 {
+        self.lanes.push(Lane::default());
+        (self.lanes.len() - 1) as u32
+    }
+
+    /// An engine-made call at `when` in lane `lane`. A call due before the lane's last one
+    /// (a link's delay made shorter) goes into the heap itself.
+    pub fn push_lane(&mut self, lane: u32, when: i64, call: Call) {
+        let seq = self.next_seq();
+        let l = &mut self.lanes[lane as usize];
+        if l.active && when < l.tail_when {
+            return self.insert(Entry { when, seq, job: Job::Call(call) }, false);
+        }
+        l.tail_when = when;
+        let entry = Entry { when, seq, job: Job::Lane(lane, call) };
+        if l.active {
+            l.waiting.push_back(entry);
+            self.live.fetch_add(1, Relaxed);
+        } else {
+            l.active = true;
+            self.insert(entry, false);
+        }
+    }
+
+    /// Lane `lane`'s head left the heap: its next call takes its place.
+    fn advance_lane(&mut self, lane: u32) {
+        let l = &mut self.lanes[lane as usize];
+        match l.waiting.pop_front() {
+            Some(next) => self.heap.push(next),
+            None => l.active = false,
+        }
+    }
+
     pub fn new_handle(&self, when: i64, call: Call) -> TimerHandle {
         TimerHandle::new(when, call, self.live.clone())
     }
@@ -279,7 +386,11 @@ impl Heap {
     }
 
     fn is_cancelled(entry: &Entry) -> bool {
-        matches!(&entry.job, Job::Handle(h) if h.get().state.load(Relaxed) == CANCELLED)
+        match &entry.job {
+            Job::Handle(h) => h.get().token.is_cancelled(),
+            Job::Token(t, _) => t.is_cancelled(),
+            Job::Call(_) | Job::Lane(..) => false,
+        }
     }
 
     fn drop_cancelled_heads(&mut self) {
@@ -305,16 +416,23 @@ impl Heap {
         while let Some(entry) = self.pop_entry() {
             match entry.job {
                 Job::Handle(h) => {
-                    let state = &h.get().state;
-                    if state
-                        .compare_exchange(PENDING, DONE, Relaxed, Relaxed)
-                        .is_ok()
-                    {
+                    if h.get().token.take() {
                         self.live.fetch_sub(1, Relaxed);
                         return Some(Ready::Handle(h));
                     }
                 }
+                Job::Token(t, call) => {
+                    if t.take() {
+                        self.live.fetch_sub(1, Relaxed);
+                        return Some(Ready::Call(entry.when, call));
+                    }
+                }
                 Job::Call(call) => {
+                    self.live.fetch_sub(1, Relaxed);
+                    return Some(Ready::Call(entry.when, call));
+                }
+                Job::Lane(lane, call) => {
+                    self.advance_lane(lane);
                     self.live.fetch_sub(1, Relaxed);
                     return Some(Ready::Call(entry.when, call));
                 }
@@ -328,10 +446,11 @@ impl Heap {
     }
 
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        for entry in self.heap.iter().chain(self.now.iter()) {
+        let waiting = self.lanes.iter().flat_map(|l| l.waiting.iter());
+        for entry in self.heap.iter().chain(self.now.iter()).chain(waiting) {
             match &entry.job {
                 Job::Handle(h) => visit.call(h)?,
-                Job::Call(call) => call.traverse(visit)?,
+                Job::Call(call) | Job::Token(_, call) | Job::Lane(_, call) => call.traverse(visit)?,
             }
         }
         Ok(())
@@ -566,6 +685,13 @@ impl EventHeap {
         heap.push_handle(handle.clone_ref(py), t_ns, false);
         Ok((handle, first))
     }
+
+    /// `push_call` without a handle object: the token cancels it.
+    pub fn push_token(&self, py: Python<'_>, t_ns: i64, call: Call) -> (Arc<Token>, bool) {
+        let mut heap = lock_py(py, &self.heap);
+        let first = heap.next_due().is_none_or(|due| t_ns < due);
+        (heap.push_token(t_ns, call, false), first)
+    }
 }
 
 /// Deterministic virtual time: nothing happens between events, time jumps to the next one.
@@ -598,6 +724,22 @@ impl VirtualScheduler {
         let handle = Py::new(py, heap.new_handle(t_ns, call))?;
         heap.push_handle(handle.clone_ref(py), t_ns, due_now);
         Ok(handle)
+    }
+
+    /// `schedule_job` without a handle object: the token cancels it.
+    pub fn schedule_token(&self, t_ns: i64, call: Call) -> Arc<Token> {
+        let due_now = t_ns == self.now();
+        lock(&self.heap).push_token(t_ns, call, due_now)
+    }
+
+    /// A new lane of this scheduler (see `Heap::push_lane`).
+    pub fn new_lane(&self) -> u32 {
+        lock(&self.heap).new_lane()
+    }
+
+    /// `schedule_call` in lane `lane`: calls that come due in the order they are scheduled.
+    pub fn schedule_lane(&self, lane: u32, t_ns: i64, call: Call) {
+        lock(&self.heap).push_lane(lane, t_ns, call);
     }
 
     /// Schedule a call nobody will cancel (a link's delivery): no handle object.

@@ -6,16 +6,14 @@
 //! it is one (timers armed without a Python call), any `Scheduler` otherwise (the real-time loop).
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
-use crate::sched::{
-    engine_of, monotonic_ns, now_of, Call, EventHeap, TimerHandle, VirtualScheduler,
-};
+use crate::sched::{engine_of, monotonic_ns, now_of, Call, EventHeap, Token, VirtualScheduler};
 use crate::v1walk::{V1Walk, WalkPacket};
 
 const NS_PER_S: i64 = 1_000_000_000;
@@ -333,7 +331,7 @@ impl Queue {
 
 /// A port's pending wake-up: an engine timer, or a handle of another scheduler.
 enum Wake {
-    Engine(Py<TimerHandle>),
+    Engine(Arc<Token>),
     Other(PyObject),
 }
 
@@ -546,8 +544,8 @@ impl TrafficManager {
         let this = slf.get();
         let serve = || Call::Serve(slf.clone().unbind(), port);
         p.wake = Some(match (&this.engine_sched, &this.realtime_heap) {
-            (Some(s), _) => Wake::Engine(s.get().schedule_job(py, t, serve())?),
-            (None, Some(heap)) => Wake::Engine(heap.get().push_call(py, t, serve())?.0),
+            (Some(s), _) => Wake::Engine(s.get().schedule_token(t, serve())),
+            (None, Some(heap)) => Wake::Engine(heap.get().push_token(py, t, serve()).0),
             (None, None) => Wake::Other(
                 this.sched
                     .bind(py)
@@ -765,7 +763,7 @@ impl TMItem {
 fn cancel(py: Python<'_>, wake: Wake) -> PyResult<()> {
     match wake {
         Wake::Engine(h) => {
-            h.get().cancel();
+            h.cancel();
             Ok(())
         }
         Wake::Other(h) => h.bind(py).call_method0(intern!(py, "cancel")).map(|_| ()),
@@ -1026,7 +1024,7 @@ impl TrafficManager {
                 }
             }
             match &p.wake {
-                Some(Wake::Engine(h)) => visit.call(h)?,
+                Some(Wake::Engine(_)) => {}
                 Some(Wake::Other(h)) => visit.call(h)?,
                 None => {}
             }
