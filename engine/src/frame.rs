@@ -13,6 +13,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use pyo3::{PyTraverseError, PyVisit};
 
+use crate::prefetch;
+
 pub enum Frame {
     Py(Py<PyBytes>),
     Owned(Vec<u8>),
@@ -84,6 +86,13 @@ impl Frame {
                 v.extend_from_slice(&payload[..len - h]);
                 v
             }
+        }
+    }
+
+    /// Ask for the first lines of an engine buffer (what a parser reads).
+    pub(crate) fn prefetch(&self) {
+        if let Frame::Owned(v) = self {
+            prefetch::lines(v.as_ptr(), v.len().min(128));
         }
     }
 

@@ -23,6 +23,7 @@ mod p4fuse;
 mod p4tables;
 mod p4vm;
 mod pre;
+mod prefetch;
 mod rtloop;
 mod sched;
 mod tm;

@@ -343,10 +343,21 @@ impl Heap {
         let seq = self.next_seq();
         let l = &mut self.lanes[lane as usize];
         if l.active && when < l.tail_when {
-            return self.insert(Entry { when, seq, job: Job::Call(call) }, false);
+            return self.insert(
+                Entry {
+                    when,
+                    seq,
+                    job: Job::Call(call),
+                },
+                false,
+            );
         }
         l.tail_when = when;
-        let entry = Entry { when, seq, job: Job::Lane(lane, call) };
+        let entry = Entry {
+            when,
+            seq,
+            job: Job::Lane(lane, call),
+        };
         if l.active {
             l.waiting.push_back(entry);
             self.live.fetch_add(1, Relaxed);
@@ -360,7 +371,12 @@ impl Heap {
     fn advance_lane(&mut self, lane: u32) {
         let l = &mut self.lanes[lane as usize];
         match l.waiting.pop_front() {
-            Some(next) => self.heap.push(next),
+            Some(next) => {
+                if let Job::Lane(_, Call::Deliver(_, frame, _)) = &next.job {
+                    frame.prefetch();
+                }
+                self.heap.push(next)
+            }
             None => l.active = false,
         }
     }
@@ -450,7 +466,9 @@ impl Heap {
         for entry in self.heap.iter().chain(self.now.iter()).chain(waiting) {
             match &entry.job {
                 Job::Handle(h) => visit.call(h)?,
-                Job::Call(call) | Job::Token(_, call) | Job::Lane(_, call) => call.traverse(visit)?,
+                Job::Call(call) | Job::Token(_, call) | Job::Lane(_, call) => {
+                    call.traverse(visit)?
+                }
             }
         }
         Ok(())

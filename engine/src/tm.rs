@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyInt};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
+use crate::prefetch;
 use crate::sched::{engine_of, monotonic_ns, now_of, Call, EventHeap, Token, VirtualScheduler};
 use crate::v1walk::{V1Walk, WalkPacket};
 
@@ -227,6 +228,17 @@ impl Queue {
             limit,
             pps,
             limiter,
+        }
+    }
+
+    /// Ask for the memory of the packets served next: the item after the new head (its box), and
+    /// the new head's PHV and headers (its box was asked for one service ago).
+    fn prefetch_next(&self) {
+        if let Some((Queued::Walk(after), _)) = self.items.get(1) {
+            prefetch::lines(&**after as *const WalkItem, std::mem::size_of::<WalkItem>());
+        }
+        if let Some((Queued::Walk(head), _)) = self.items.front() {
+            head.pkt.prefetch();
         }
     }
 
@@ -616,6 +628,7 @@ impl TrafficManager {
             .rev()
             .find(|(_, q)| !q.items.is_empty() && q.ready_at().is_none_or(|t| t <= now))?;
         let (mut item, _) = q.items.pop_front()?;
+        q.prefetch_next();
         q.on_serve(now);
         let left = q.items.len() as i64;
         p.occupancy -= 1;

@@ -28,6 +28,7 @@ use crate::frame::Frame;
 use crate::linkport::{method_owner, LinkPort};
 use crate::p4vm::{P4Program, STATUS_REJECT};
 use crate::pre::Pre;
+use crate::prefetch;
 use crate::rtloop::TxPort;
 use crate::tm::{TMItem, TrafficManager, WalkItem};
 use crate::v1copies::{
@@ -178,6 +179,12 @@ pub struct WalkPacket {
 }
 
 impl WalkPacket {
+    /// Ask for what its egress reads first: the PHV, and the headers of an engine buffer.
+    pub(crate) fn prefetch(&self) {
+        prefetch::lines(self.phv.as_ptr(), self.phv.len() * 8);
+        self.data.prefetch();
+    }
+
     pub(crate) fn payload_offset(&self, py: Python<'_>) -> usize {
         let n = self.data.bytes(py).len();
         n.min(((self.cursor + 7) >> 3) as usize)
