@@ -10,7 +10,7 @@
 //! Python sees `bytes` wherever it looks (`into_py`): hooks, captures, Python endpoints.
 
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyByteArray, PyBytes};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::prefetch;
@@ -21,17 +21,20 @@ pub enum Frame {
 }
 
 impl Frame {
-    /// `frame` as a Frame: `bytes` kept as they are, any other bytes-like object copied once.
+    /// `frame` as a Frame: `bytes` kept as they are, a `bytearray` copied once into an engine
+    /// buffer (what an engine-made frame is: a test sends one so), anything else `bytes(frame)`.
     pub(crate) fn from_any(frame: &Bound<'_, PyAny>) -> PyResult<Frame> {
         let py = frame.py();
-        let data = match frame.downcast::<PyBytes>() {
-            Ok(b) if b.is_exact_instance_of::<PyBytes>() => b.clone(),
-            _ => py
-                .get_type::<PyBytes>()
-                .call1((frame,))?
-                .downcast_into::<PyBytes>()?,
-        };
-        Ok(Frame::Py(data.unbind()))
+        if let Ok(b) = frame.downcast::<PyBytes>() {
+            if b.is_exact_instance_of::<PyBytes>() {
+                return Ok(Frame::Py(b.clone().unbind()));
+            }
+        }
+        if let Ok(b) = frame.downcast::<PyByteArray>() {
+            return Ok(Frame::Owned(b.to_vec()));
+        }
+        let b = py.get_type::<PyBytes>().call1((frame,))?;
+        Ok(Frame::Py(b.downcast_into::<PyBytes>()?.unbind()))
     }
 
     pub(crate) fn bytes<'a>(&'a self, py: Python<'_>) -> &'a [u8] {
