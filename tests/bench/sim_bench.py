@@ -129,8 +129,8 @@ def bench_gigabit(rep: Any, section: str, quick: bool) -> None:
         s = _gigabit_run(seconds, how)
         perf = s["performance"]
         rep.add(section, f"paper-5router at 1 Gb/s links (x{GIGABIT}: 1/1.5 Gb/s), {what}: x real time",
-                f"{perf['speedup']:.2f}x", f"{seconds:g} s of virtual time in {perf['wall_s']:.2f} s (run and "
-                f"summary), {perf['packet_hops']:,} packet-hops ({perf['packet_hops_per_wall_s']:,}/s); lost "
+                f"{perf['speedup']:.2f}x", f"{seconds:g} s of virtual time in {perf['wall_s']:.2f} s (the run; set-up "
+                f"and summary excluded), {perf['packet_hops']:,} packet-hops ({perf['packet_hops_per_wall_s']:,}/s); lost "
                 f"{s['loss']['total']:,} (where the law holds at these rates: docs/map.md)")
 
 
