@@ -1,10 +1,11 @@
 """VirtualScheduler runs events in exactly one heap's order, whatever container holds them.
 
-Why: the scheduler keeps callbacks due at the current time in a FIFO next to its heap (a
-speed-up); the order must stay (due time, scheduling order) with late callbacks first, as
-with one heap. A reference model with one sorted list is driven by the same random program
-(callbacks that schedule now, in the past, in the future, and cancel) and both must run
-the same callbacks at the same virtual times.
+Why: the scheduler keeps callbacks due at the current time in a FIFO next to its heap, and a
+link direction's deliveries in a lane whose head alone is in the heap (speed-ups); the order
+must stay (due time, scheduling order) with late callbacks first, as with one heap. A
+reference model with one sorted list is driven by the same random program (callbacks that
+schedule now, in the past, in the future, and cancel) and both must run the same callbacks at
+the same virtual times; link deliveries are checked against the order their due times give.
 """
 
 from __future__ import annotations
