@@ -753,6 +753,35 @@ impl P4Program {
         res
     }
 
+    /// `run_owned` whose PHV stays in the registers: the caller reads the slots it needs
+    /// (`reg`) and takes the whole PHV back (`phv_out`) only when it goes on with it. Why: a
+    /// packet's egress is its last run, and the copy back of every slot served no one.
+    pub(crate) fn run_in<'py>(
+        &mut self,
+        py: Python<'py>,
+        blocks: &[usize],
+        phv: &[u64],
+    ) -> PyResult<(i64, u64, Requests)> {
+        let n = self.nslots;
+        if phv.len() != n {
+            return Err(PyValueError::new_err(
+                "P4Program: the PHV is not of the program's layout",
+            ));
+        }
+        self.regs[..n].copy_from_slice(phv);
+        self.run_blocks::<true>(py, blocks, None, None, 0, None)
+    }
+
+    /// PHV slot `slot` as the last run left it.
+    pub(crate) fn reg(&self, slot: usize) -> u64 {
+        self.regs[slot]
+    }
+
+    /// The PHV as the last run left it, into `phv`.
+    pub(crate) fn phv_out(&self, phv: &mut [u64]) {
+        phv.copy_from_slice(&self.regs[..self.nslots]);
+    }
+
     /// The bytes the last run emitted (a deparser's headers).
     pub(crate) fn emitted_bytes(&self) -> &[u8] {
         &self.scratch

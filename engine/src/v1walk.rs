@@ -615,10 +615,16 @@ impl V1Walk {
         }
         let res = {
             let mut prog = wp.program.bind(py).borrow_mut();
-            prog.run_owned(py, &wp.egress, &mut pkt.phv, None, None)
-                .map(|(_, _, req)| (req, prog.emitted_bytes().to_vec()))
+            prog.run_in(py, &wp.egress, &pkt.phv).map(|(_, _, req)| {
+                // the PHV goes on only into a clone or a recirculation
+                if req.clone.is_some() || req.preserve[1].is_some() {
+                    prog.phv_out(&mut pkt.phv);
+                }
+                let spec = prog.reg(s.egress_spec);
+                (req, prog.emitted_bytes().to_vec(), spec)
+            })
         };
-        let (req, head) = match res {
+        let (req, head, egress_spec) = match res {
             Ok(r) => r,
             Err(e) => {
                 drop(pkt);
@@ -640,7 +646,7 @@ impl V1Walk {
         if let Some(c) = req.clone {
             self.clone(py, &pkt, c, whole(&pkt), now_us)?;
         }
-        if pkt.phv[s.egress_spec] == DROP_PORT {
+        if egress_spec == DROP_PORT {
             self.count(EGRESS_DROP);
             return Ok(0);
         }
