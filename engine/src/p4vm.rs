@@ -741,6 +741,14 @@ impl P4Program {
         data: Option<&[u8]>,
         parser_error: Option<u32>,
     ) -> PyResult<(i64, u64, Requests)> {
+        self.phv_in(phv)?;
+        let res = self.run_blocks::<true>(py, blocks, None, data, 0, parser_error);
+        self.phv_out(phv);
+        res
+    }
+
+    /// The registers start as `phv` (a PHV of the program's layout).
+    fn phv_in(&mut self, phv: &[u64]) -> PyResult<()> {
         let n = self.nslots;
         if phv.len() != n {
             return Err(PyValueError::new_err(
@@ -748,9 +756,7 @@ impl P4Program {
             ));
         }
         self.regs[..n].copy_from_slice(phv);
-        let res = self.run_blocks::<true>(py, blocks, None, data, 0, parser_error);
-        phv.copy_from_slice(&self.regs[..n]);
-        res
+        Ok(())
     }
 
     /// `run_owned` whose PHV stays in the registers: the caller reads the slots it needs
@@ -762,13 +768,7 @@ impl P4Program {
         blocks: &[usize],
         phv: &[u64],
     ) -> PyResult<(i64, u64, Requests)> {
-        let n = self.nslots;
-        if phv.len() != n {
-            return Err(PyValueError::new_err(
-                "P4Program: the PHV is not of the program's layout",
-            ));
-        }
-        self.regs[..n].copy_from_slice(phv);
+        self.phv_in(phv)?;
         self.run_blocks::<true>(py, blocks, None, None, 0, None)
     }
 
