@@ -17,9 +17,12 @@ measure (virtual time always keeps up).
 from __future__ import annotations
 
 import os
+import resource
+import time
+from pathlib import Path
 from typing import Any
 
-__all__ = ["keepup_summary", "relay_summary", "verdict", "LATE_LIMIT_NS", "STALL_LIMIT_NS"]
+__all__ = ["keepup_summary", "relay_summary", "verdict", "CpuMeter", "LATE_LIMIT_NS", "STALL_LIMIT_NS"]
 
 LATE_LIMIT_NS = 5_000_000
 STALL_LIMIT_NS = 100_000_000
@@ -65,3 +68,50 @@ def relay_summary(stats: dict[str, int]) -> dict[str, Any]:
             "late_over_1ms": stats["late_over_1ms"], "late_over_5ms": stats["late_over_5ms"],
             "late_over_20ms": stats["late_over_20ms"], "tx_dropped": stats["tx_dropped"],
             "to_python_dropped": stats["to_python_dropped"]}
+
+
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) process ``pid`` used so far (None: it is gone)."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def _self_cpu_s() -> float:
+    r = resource.getrusage(resource.RUSAGE_SELF)
+    return r.ru_utime + r.ru_stime
+
+
+class CpuMeter:
+    """How much of the machine a run's processes used between :meth:`start` and :meth:`stop`, by
+    kind (switches, hosts, link emulators; the runner: this process, its agents and sampling).
+
+    Why: a run that did not keep up says the machine could not serve it, not why; the cores its
+    own processes kept busy tell apart a run that needed more than the machine (docs/netns.md,
+    "At higher link rates") from one that shared the machine with other work (the load average
+    beside it)."""
+
+    def __init__(self) -> None:
+        self._start: dict[str, dict[int, float]] = {}
+        self._self0 = 0.0
+        self._wall0 = 0.0
+        self.summary: dict[str, Any] = {}
+
+    def start(self, pids: dict[str, list[int]]) -> None:
+        """``pids``: the run's processes by kind, their CPU counted from now."""
+        self._start = {kind: {p: c for p in ps if (c := _cpu_s(p)) is not None} for kind, ps in pids.items() if ps}
+        self._self0, self._wall0 = _self_cpu_s(), time.monotonic()
+
+    def stop(self) -> dict[str, Any]:
+        """The cores each kind kept busy on average since :meth:`start` (1.0: one core), their
+        total, and the machine's cores; the processes still there are read now."""
+        wall = time.monotonic() - self._wall0
+        if not self._start or wall <= 0:
+            return self.summary
+        used = {kind: sum(max((_cpu_s(p) or c0) - c0, 0.0) for p, c0 in ps.items()) for kind, ps in self._start.items()}
+        used["runner"] = _self_cpu_s() - self._self0
+        cores = {kind: round(v / wall, 2) for kind, v in used.items()}
+        self.summary = {**cores, "total": round(sum(used.values()) / wall, 2), "cpus": os.cpu_count()}
+        return self.summary

@@ -48,7 +48,7 @@ from controlplane.switch_agent import SwitchAgent
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
-from topo.keepup import keepup_summary, relay_summary
+from topo.keepup import CpuMeter, keepup_summary, relay_summary
 from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_pace import KERNEL_CC
@@ -137,6 +137,7 @@ class NetnsNetwork:
         self.t0_ns = 0  # CLOCK_MONOTONIC of run time 0
         self._next_sample = 0
         self._lateness_ns: list[int] = []  # how late each sampling wake-up came (topo/keepup.py)
+        self._cpu = CpuMeter()  # the cores the run's processes kept busy (topo/keepup.py)
         self._next_drops = 0
         self._events = sorted((ev for ev in topo.events if ev.kind in ("alinea", "link_rate")), key=lambda e: e.at_ns)
         self._rates = {(link.a, link.b): round(link.rate_bps) for link in topo.links}  # current, per link
@@ -425,6 +426,9 @@ class NetnsNetwork:
             assert h.proc.stdin is not None
             h.proc.stdin.write(f"start {self.t0_ns}\n")
             h.proc.stdin.flush()
+        self._cpu.start({"switches": [sw.process.proc.pid for sw in self.switches.values()],
+                         "hosts": [h.proc.pid for h in self.hosts.values()],
+                         "link_emulators": [e.proc.pid for e in self.emulators.values()]})
 
     # ---- running ------------------------------------------------------------------------------------
     def now_ns(self) -> int:
@@ -575,6 +579,8 @@ class NetnsNetwork:
         client until its set_queue_rate returned from the switch (applied), per report that
         changed a rate; and whether the run kept real time (topo/keepup.py)."""
         realtime = keepup_summary(self._lateness_ns)
+        if self._cpu.summary:
+            realtime["cpu_cores"] = self._cpu.summary
         relays = {h.name: relay_summary(h.results["host_relay"]) for h in self.hosts.values()
                   if h.results and h.results.get("host_relay")}
         if relays:
@@ -586,6 +592,7 @@ class NetnsNetwork:
     def finish(self) -> None:
         """Final samples, the hosts' results merged into the recorder."""
         end = max(self.now_ns(), self.duration_ns)
+        self._cpu.stop()
         for sw in self.switches.values():  # the recorder is ours from here on
             if sw.sched is not None:
                 sw.sched.run_sync(setattr, self, "_recording", False)

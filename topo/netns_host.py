@@ -279,16 +279,17 @@ class NetnsHost:
         return RelayUplink(clock, self.relay, model)
 
     def _from_relay(self) -> None:
-        """The frames the relay hands to Python: everything but the kernel's TCP."""
+        """The frames the relay hands to Python: everything but the kernel's TCP, each with the
+        time it reached the host (the kernel's stamp), which its receive counts it at."""
         assert self.relay is not None and self.port is not None
         with contextlib.suppress(BlockingIOError):
             os.read(self.relay.notify_fd, 8)
         port = self.port
-        for frame, wire_len in self.relay.take():
+        for frame, wire_len, at_ns in self.relay.take():
             if wire_len:  # offloads to finish, or too long: the port's own slow path
                 port._slow_frame(frame, wire_len)
             else:
-                self._on_frame(port.number, frame)
+                self._on_frame(port.number, frame, at_ns)
 
     def _start_tcp(self, t0: int, duration_ns: int) -> None:
         node = self.node
@@ -338,7 +339,7 @@ class NetnsHost:
 
         return lose
 
-    def _on_frame(self, _number: int, frame: bytes) -> None:
+    def _on_frame(self, _number: int, frame: bytes, at_ns: int | None = None) -> None:
         if self.tun is not None and frame[12:14] == b"\x08\x00" and len(frame) > 23 and frame[23] == 6:
             if self.trace is not None:
                 self.trace.on_ack()
@@ -347,7 +348,7 @@ class NetnsHost:
         if self.paced is not None and self.paced.on_feedback(frame):
             return
         if self.node is not None:
-            self.node.receive(frame)
+            self.node.receive(frame, at_ns)
 
     def _apply_event(self, ev: Event) -> None:
         """The parts of an ALINEA event that concern this host (the runner does the switches')."""

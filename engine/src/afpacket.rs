@@ -13,10 +13,19 @@ pub const BATCH: usize = 32;
 /// One buffer's size: runtime/ports.py's `RX_BUFFER` (a 64 KiB GSO frame with its headers fits).
 pub const BUF: usize = 1 << 17;
 
+/// Room for one frame's ancillary data: a `SCM_TIMESTAMPNS` timespec and its header.
+const CTRL: usize = 64;
+
 /// Buffers for one `recvmmsg`, reused from call to call.
 pub struct RxBatch {
     bufs: Vec<Vec<u8>>,
     lens: [usize; BATCH],
+    /// Each frame's ancillary data (u64s: aligned as a `cmsghdr` must be).
+    ctrl: Vec<[u64; CTRL / 8]>,
+    /// Each frame's kernel arrival time, CLOCK_REALTIME ns, where the socket has `SO_TIMESTAMPNS`.
+    stamps: [Option<i64>; BATCH],
+    /// Whether `recv` asks for the ancillary data (`with_timestamps`): a switch's ports do not.
+    stamped: bool,
 }
 
 impl RxBatch {
@@ -24,6 +33,18 @@ impl RxBatch {
         RxBatch {
             bufs: (0..BATCH).map(|_| vec![0u8; BUF]).collect(),
             lens: [0; BATCH],
+            ctrl: vec![[0; CTRL / 8]; BATCH],
+            stamps: [None; BATCH],
+            stamped: false,
+        }
+    }
+
+    /// A batch that reads each frame's kernel arrival time too (`stamp_ns`), from a socket with
+    /// `SO_TIMESTAMPNS` (`enable_timestamps`).
+    pub fn with_timestamps() -> Self {
+        RxBatch {
+            stamped: true,
+            ..RxBatch::new()
         }
     }
 
@@ -39,13 +60,19 @@ impl RxBatch {
                 iov_len: b.len(),
             })
             .collect();
+        let stamped = self.stamped;
         let mut msgs: Vec<libc::mmsghdr> = iov
             .iter_mut()
-            .map(|v| {
+            .zip(self.ctrl.iter_mut())
+            .map(|(v, c)| {
                 // SAFETY: mmsghdr is plain data; all-zero is a valid empty header.
                 let mut h: libc::mmsghdr = unsafe { std::mem::zeroed() };
                 h.msg_hdr.msg_iov = v;
                 h.msg_hdr.msg_iovlen = 1;
+                if stamped {
+                    h.msg_hdr.msg_control = c.as_mut_ptr().cast();
+                    h.msg_hdr.msg_controllen = CTRL;
+                }
                 h
             })
             .collect();
@@ -68,10 +95,21 @@ impl RxBatch {
             };
         }
         let got = got as usize;
-        for (len, m) in self.lens.iter_mut().zip(&msgs[..got]) {
-            *len = m.msg_len as usize;
+        for (i, m) in msgs[..got].iter().enumerate() {
+            self.lens[i] = m.msg_len as usize;
+            self.stamps[i] = if stamped {
+                timestamp_ns(&m.msg_hdr)
+            } else {
+                None
+            };
         }
         Ok(got)
+    }
+
+    /// When frame `i` of the last `recv` reached the socket (CLOCK_REALTIME ns), if the socket
+    /// has `SO_TIMESTAMPNS` (see `enable_timestamps`).
+    pub fn stamp_ns(&self, i: usize) -> Option<i64> {
+        self.stamps[i]
     }
 
     /// Frame `i` of the last `recv` as read (at most `BUF` bytes) and its length on the wire.
@@ -79,6 +117,57 @@ impl RxBatch {
         let len = self.lens[i];
         (&self.bufs[i][..len.min(BUF)], len)
     }
+}
+
+/// The `SCM_TIMESTAMPNS` of a message `recvmmsg` filled in (None: it has none).
+fn timestamp_ns(hdr: &libc::msghdr) -> Option<i64> {
+    // SAFETY: `hdr` is a header the kernel filled in: its control pointer and length describe
+    // the ancillary data it wrote, which the CMSG macros walk within those bounds.
+    unsafe {
+        let mut c = libc::CMSG_FIRSTHDR(hdr);
+        while !c.is_null() {
+            if (*c).cmsg_level == libc::SOL_SOCKET && (*c).cmsg_type == libc::SCM_TIMESTAMPNS {
+                let ts = std::ptr::read_unaligned(libc::CMSG_DATA(c) as *const libc::timespec);
+                return Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec);
+            }
+            c = libc::CMSG_NXTHDR(hdr, c);
+        }
+    }
+    None
+}
+
+/// Ask the kernel for each frame's arrival time on socket `fd` (`SO_TIMESTAMPNS`), which
+/// `RxBatch::stamp_ns` then gives.
+pub fn enable_timestamps(fd: i32) -> io::Result<()> {
+    let on: libc::c_int = 1;
+    // SAFETY: `on` lives across the call and its size is given.
+    let r = unsafe {
+        libc::setsockopt(
+            fd,
+            libc::SOL_SOCKET,
+            libc::SO_TIMESTAMPNS,
+            (&on as *const libc::c_int).cast(),
+            std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// CLOCK_REALTIME minus CLOCK_MONOTONIC now, ns: what turns a kernel timestamp into monotonic time.
+pub fn realtime_offset_ns() -> i64 {
+    let read = |clock| {
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: `ts` is a valid timespec for the call to fill.
+        unsafe { libc::clock_gettime(clock, &mut ts) };
+        ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+    };
+    read(libc::CLOCK_REALTIME) - read(libc::CLOCK_MONOTONIC)
 }
 
 /// What `send_batch` did with a batch of frames.

@@ -68,15 +68,19 @@ pub struct HostReceiver {
 }
 
 impl HostReceiver {
-    /// A frame from the link, as the engine holds it (see the class).
-    pub(crate) fn receive_frame(slf: &Bound<'_, Self>, frame: Frame) -> PyResult<()> {
+    /// A frame from the link, as the engine holds it (see the class), arrived now or `at` ns.
+    pub(crate) fn receive_frame(
+        slf: &Bound<'_, Self>,
+        frame: Frame,
+        at: Option<i64>,
+    ) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();
         let header = Header::read(frame.bytes(py))
             .ok()
             .filter(|h| h.kind == KIND_DATA);
         let now = match &header {
-            Some(h) => match me.now_for(py, h.flow)? {
+            Some(h) => match me.now_for(py, h.flow, at)? {
                 Some(now) if me.account(py, h, now)? => Some(now),
                 _ => None,
             },
@@ -95,13 +99,16 @@ impl HostReceiver {
         }
     }
 
-    /// The clock's time if `flow` is one the engine accounts (None: the frame is Python's).
-    fn now_for(&self, py: Python<'_>, flow: u16) -> PyResult<Option<i64>> {
+    /// `at`, or the clock's time, if `flow` is one the engine accounts (None: the frame is Python's).
+    fn now_for(&self, py: Python<'_>, flow: u16, at: Option<i64>) -> PyResult<Option<i64>> {
         let sched = {
             let g = lock(&self.bound);
             let Some(b) = g.as_ref().filter(|b| b.flows.contains_key(&flow)) else {
                 return Ok(None);
             };
+            if at.is_some() {
+                return Ok(at);
+            }
             match &b.engine_sched {
                 Some(s) => return Ok(Some(s.get().now())),
                 None => b.sched.clone_ref(py),
@@ -250,10 +257,18 @@ impl HostReceiver {
         Ok(())
     }
 
-    /// A frame from the link (see the class).
-    fn receive(slf: &Bound<'_, Self>, frame: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// A frame from the link (see the class). `at_ns`: when it arrived, if that was before now
+    /// (a netns host's frames, stamped by the kernel and taken in batches: runtime/hostrelay.py);
+    /// a data packet is then counted, played out and reported as of that time. The frames a
+    /// host receives must come in the order of their times.
+    #[pyo3(signature = (frame, at_ns = None))]
+    fn receive(
+        slf: &Bound<'_, Self>,
+        frame: &Bound<'_, PyAny>,
+        at_ns: Option<i64>,
+    ) -> PyResult<()> {
         match frame.downcast::<PyBytes>() {
-            Ok(b) => Self::receive_frame(slf, Frame::Py(b.clone().unbind())),
+            Ok(b) => Self::receive_frame(slf, Frame::Py(b.clone().unbind()), at_ns),
             Err(_) => {
                 slf.get().to_python.fetch_add(1, Ordering::Relaxed);
                 slf.call_method1(intern!(slf.py(), "_receive_python"), (frame,))

@@ -22,7 +22,7 @@ use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::afpacket::{RxBatch, BATCH};
+use crate::afpacket::{enable_timestamps, realtime_offset_ns, RxBatch, BATCH};
 use crate::host::{PacedSender, RelayHook};
 use crate::link::{wire_time_ns, Model, TxState};
 
@@ -137,7 +137,8 @@ struct Shared {
     pacers: Mutex<Vec<Pacing>>,
     /// Set by a sender's `rearm` (a new rate): the relay asks each sender for its next time again.
     rearm: Arc<AtomicBool>,
-    to_python: Mutex<VecDeque<(Vec<u8>, usize)>>,
+    /// (frame, its length on the wire or 0, when it reached the socket: run ns)
+    to_python: Mutex<VecDeque<(Vec<u8>, usize, i64)>>,
     counts: Mutex<Counts>,
     stop: AtomicBool,
 }
@@ -198,7 +199,7 @@ fn send_frame(ends: &Ends, frame: &[u8]) -> io::Result<()> {
 }
 
 fn run(shared: Arc<Shared>, ends: Ends) {
-    let mut rx = RxBatch::new();
+    let mut rx = RxBatch::with_timestamps();
     let mut tun_buf = vec![0u8; TUN_BUF];
     let mut out: Vec<(i64, Vec<u8>)> = Vec::new();
     while !shared.stop.load(Ordering::Acquire) {
@@ -339,14 +340,21 @@ fn from_tun(shared: &Shared, ends: &Ends, buf: &mut [u8]) {
 /// finish) to Python.
 fn from_socket(shared: &Shared, ends: &Ends, rx: &mut RxBatch) {
     let mut c = Counts::default();
-    let mut for_python: Vec<(Vec<u8>, usize)> = Vec::new();
+    let mut for_python: Vec<(Vec<u8>, usize, i64)> = Vec::new();
     let got = rx.recv(ends.sock_fd, BATCH).unwrap_or(0);
+    let read_at = monotonic_ns();
+    let offset = realtime_offset_ns();
     for i in 0..got {
+        // the kernel's arrival time where it gave one (never after the read), else the read's
+        let at = rx
+            .stamp_ns(i)
+            .map_or(read_at, |t| (t - offset).min(read_at))
+            - ends.t0_ns;
         let (data, len) = rx.frame(i);
         let h = ends.hdr_len;
         let offload = h > 0 && (data[0] & VIRTIO_NET_HDR_F_NEEDS_CSUM != 0 || data[1] != 0);
         if offload || len > data.len() || data.len() < h {
-            for_python.push((data.to_vec(), len)); // the port's slow path, header included
+            for_python.push((data.to_vec(), len, at)); // the port's slow path, header included
             continue;
         }
         let frame = &data[h..];
@@ -361,7 +369,7 @@ fn from_socket(shared: &Shared, ends: &Ends, rx: &mut RxBatch) {
                 c.rx_to_tun += 1;
             }
         } else {
-            for_python.push((frame.to_vec(), 0));
+            for_python.push((frame.to_vec(), 0, at));
         }
     }
     let mut q = lock(&shared.to_python);
@@ -449,6 +457,9 @@ impl HostRelay {
             counts: Mutex::new(Counts::default()),
             stop: AtomicBool::new(false),
         });
+        // each frame handed to Python keeps when it arrived, however late Python takes it; a
+        // socket that cannot stamp (not Linux's) leaves the relay's read time instead
+        let _ = enable_timestamps(sock_fd);
         let (wake_fd, notify_fd) = (eventfd()?, eventfd()?);
         let ends = Ends {
             tun_fd,
@@ -529,13 +540,19 @@ impl HostRelay {
         Ok(())
     }
 
-    /// The frames waiting for Python: `(frame, 0)`, or `(buffer with its virtio_net_hdr, length
-    /// on the wire)` for a frame whose offloads are left to finish (runtime/ports.py's slow path).
-    fn take<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, usize)> {
+    /// The frames waiting for Python: `(frame, 0, at_ns)`, or `(buffer with its virtio_net_hdr,
+    /// length on the wire, at_ns)` for a frame whose offloads are left to finish (runtime/ports.py's
+    /// slow path). `at_ns` (run ns): when the frame reached the socket, by the kernel's timestamp.
+    ///
+    /// Why the time: Python takes the frames in batches, as late as its loop gets to them (a
+    /// fraction of a millisecond at 300 Mb/s on a shared machine), and a host that counted them
+    /// then saw every batch arrive at once: its play-out buffer jumped by the batch, its reports
+    /// said so, and the law upstream cut its rate for a burst the network never had.
+    fn take<'py>(&self, py: Python<'py>) -> Vec<(Bound<'py, PyBytes>, usize, i64)> {
         let items: Vec<_> = lock(&self.shared.to_python).drain(..).collect();
         items
             .into_iter()
-            .map(|(f, n)| (PyBytes::new(py, &f), n))
+            .map(|(f, n, at)| (PyBytes::new(py, &f), n, at))
             .collect()
     }
 

@@ -238,7 +238,7 @@ fn deliver_to(target: &Bound<'_, PyAny>, data: Frame) -> PyResult<()> {
         return LinkPort::deliver(port, data);
     }
     if let Ok(host) = target.downcast::<HostReceiver>() {
-        return HostReceiver::receive_frame(host, data);
+        return HostReceiver::receive_frame(host, data, None);
     }
     target
         .call_method1(intern!(py, "receive"), (data.into_py(py),))

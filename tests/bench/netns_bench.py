@@ -164,8 +164,9 @@ def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[
             if label not in going:
                 continue
             out = tmp / f"{name}-{how}-{k}-{len(tried[label])}"
-            ok, why = meets_targets(_netns_summary(tree or ROOT, name, k, seconds, out, how))
-            tried[label].append(f"{base_mbps * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}; simulator "
+            summary = _netns_summary(tree or ROOT, name, k, seconds, out, how)
+            ok, why = meets_targets(summary)
+            tried[label].append(f"{base_mbps * k:g} Mb/s: {'ok' if ok else 'FAILS'} ({why}{busy(summary)}; simulator "
                                 f"{'ok' if sim_ok else 'FAILS'})")
             if ok:
                 best[label] = base_mbps * k
@@ -176,6 +177,13 @@ def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[
         rep.add("netns backend", f"{name}: highest link rate meeting its targets, {how}{label}",
                 f"{rate:g} Mb/s" if rate else "none",
                 f"{seconds} s runs, the trees in turns at each rate; {HOW[how]}; " + "; ".join(tried[label]))
+
+
+def busy(summary: dict[str, Any]) -> str:
+    """", the run's processes kept 1.6 of 2 cores busy" (topo/keepup.py's ``CpuMeter``), or "" for a
+    tree whose runs do not measure it."""
+    cpu = summary.get("realtime", {}).get("cpu_cores")
+    return f", its processes kept {cpu['total']:.1f} of {cpu['cpus']} cores busy" if cpu else ""
 
 
 def with_min_interval(topo: Any, min_us: int) -> Any:
@@ -189,15 +197,17 @@ def with_min_interval(topo: Any, min_us: int) -> Any:
 
 def rate_row(k: int, summary: dict[str, Any], base_mbps: float) -> dict[str, Any]:
     """One scaled run's verdict and the evidence of what broke: the buffers, the control latency, whether
-    the runner kept real time, how late the hosts' relays put frames out, and each sending host's rate
-    against its law's (a paced host that falls behind its law shows here first)."""
+    the runner kept real time, how late the hosts' relays put frames out, the cores the run's processes
+    kept busy, and each sending host's rate against its law's (a paced host that falls behind its law
+    shows here first)."""
     ok, why = meets_targets(summary)
     rt, cl = summary.get("realtime", {}), summary.get("control_latency", {})
     return {"k": k, "link_mbps": base_mbps * k, "ok": ok, "why": why,
             "buffers": {n: round(b["mean"], 3) for n, b in summary["buffers"].items()},
             "control_latency_ms": {q: cl.get(q) for q in ("samples", "median_ms", "p99_ms")},
             "runner_late_ms": {q: rt.get(q) for q in ("late_p99_ms", "late_max_ms", "kept_up")},
-            "relays_late_over_5ms": {h: r.get("late_over_5ms") for h, r in rt.get("host_relays", {}).items()}}
+            "relays_late_over_5ms": {h: r.get("late_over_5ms") for h, r in rt.get("host_relays", {}).items()},
+            "cpu_cores": rt.get("cpu_cores")}
 
 
 def sent_vs_law(run_dir: Path, host: str, flow: str, packet_bytes: int, since_s: float) -> float | None:

@@ -56,6 +56,11 @@ def receive(sock: socket.socket) -> tuple[bytes, int]:
     return sock.recv(1 << 16), time.monotonic_ns()
 
 
+def taken(r: HostRelay) -> list[tuple[bytes, int]]:
+    """What ``take`` hands over, without the arrival times."""
+    return [(frame, wire_len) for frame, wire_len, _at in r.take()]
+
+
 def settled(r: HostRelay, key: str, value: int) -> dict[str, int]:
     """The relay's counters once ``key`` reached ``value`` (its thread counts a batch after acting on it)."""
     deadline = time.monotonic() + WAIT_S
@@ -119,7 +124,7 @@ def test_tcp_from_the_wire_goes_into_the_tun_the_rest_to_python() -> None:
         other = ETH[:12] + b"\x88\xb5" + bytes(50)
         wire.send(other)
         select.select([r.notify_fd], [], [], WAIT_S)
-        assert r.take() == [(other, 0)]
+        assert taken(r) == [(other, 0)]
         st = settled(r, "rx_frames", 2)
         assert st["rx_frames"] == 2 and st["rx_to_tun"] == 1 and st["to_python"] == 1, st
 
@@ -128,7 +133,27 @@ def test_without_a_tun_every_frame_goes_to_python() -> None:
     with relay(tun=False) as (r, _tun, wire, _t0):
         wire.send(tcp_frame())
         select.select([r.notify_fd], [], [], WAIT_S)
-        assert r.take() == [(tcp_frame(), 0)]
+        assert taken(r) == [(tcp_frame(), 0)]
+
+
+def test_frames_python_takes_late_keep_the_times_they_arrived() -> None:
+    """The kernel stamps each frame as it reaches the socket; Python taking a batch late (its loop
+    busy) still sees them spread as they came, each before it was taken and after it was sent."""
+    n, gap_s = 5, 0.004
+    with relay(tun=False) as (r, _tun, wire, t0):
+        sent = []
+        for i in range(n):
+            sent.append(time.monotonic_ns() - t0)
+            wire.send(ETH[:12] + b"\x88\xb5" + bytes([i]) * 50)
+            time.sleep(gap_s)
+        settled(r, "to_python", n)
+        time.sleep(0.05)  # Python's loop is late
+        took = time.monotonic_ns() - t0
+        got = r.take()
+    assert [f[14] for f, _, _ in got] == list(range(n))
+    at = [a for _, _, a in got]
+    assert all(s <= a < took for s, a in zip(sent, at)), (sent, at, took)
+    assert at == sorted(at) and at[-1] - at[0] >= (n - 1) * gap_s * 1e9 * 0.9  # spread, not one batch's time
 
 
 def test_frames_with_offloads_left_go_to_python_with_their_header() -> None:
@@ -140,7 +165,7 @@ def test_frames_with_offloads_left_go_to_python_with_their_header() -> None:
         unfinished = bytes([1]) + bytes(hdr - 1) + tcp_frame()
         wire.send(unfinished)
         select.select([r.notify_fd], [], [], WAIT_S)
-        assert r.take() == [(unfinished, len(unfinished))]
+        assert taken(r) == [(unfinished, len(unfinished))]
         tun.send(ipv4_packet(100))
         frame, _ = receive(wire)
         assert frame == bytes(hdr) + ETH + ipv4_packet(100)  # sent with an empty header

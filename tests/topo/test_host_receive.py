@@ -190,3 +190,33 @@ def test_a_data_frame_of_a_flow_not_in_the_topology_is_counted_in_both_paths() -
         for h, call in ((fast := host(engine_clock), fast.receive), (slow := host(engine_clock), slow._receive_python)):
             call(t.frame(1, 0))
             assert h.net.counts["unknown_flow"] == 1 and not h.records
+
+
+@settings(max_examples=100)
+@given(st.lists(st.tuples(st.integers(0, 3_000_000), st.integers(0, 40), st.integers(-2_000_000, 2_000_000)),
+                min_size=1, max_size=40), st.integers(0, 50_000_000))
+def test_a_frame_taken_late_counts_as_it_would_have_when_it_arrived(
+        steps: list[tuple[int, int, int]], lateness: int) -> None:
+    """A netns host's frames reach its loop in batches, late (``HostRelay.take``) with their arrival
+    times: received with ``at_ns``, each data packet is counted, played out and reported as a host
+    that took it on arrival does (its record, buffer and report frames), whenever the loop gets to it."""
+    on_time, late = host(False), host(False)
+    advance(on_time.sched, 10_000_000)  # H1's clock (7 ms behind) stamps no time before 0
+    arrivals = []
+    for dt, seq, jitter in steps:
+        advance(on_time.sched, dt)
+        now = on_time.sched.now_ns()
+        frame = frame_of(("data", 1, 0, seq, jitter), now)
+        assert frame is not None
+        on_time.receive(frame)
+        arrivals.append((frame, now))
+    end = on_time.sched.now_ns() + lateness
+    advance(late.sched, end)
+    for frame, at in arrivals:
+        late.receive(frame, at)
+    for h in (on_time, late):
+        assert h.buffer is not None
+        h.buffer.drain(end)
+    sent = {h: [f for _, f in h.link.sent] for h in (on_time, late)}  # type: ignore[union-attr]
+    assert sent[late] == sent[on_time] and snapshot(late)[:3] == snapshot(on_time)[:3]
+    assert late.receive_counts() == on_time.receive_counts() == (len(steps), 0)

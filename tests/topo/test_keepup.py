@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo.keepup import LATE_LIMIT_NS, STALL_LIMIT_NS, keepup_summary, verdict
+from topo.keepup import LATE_LIMIT_NS, STALL_LIMIT_NS, CpuMeter, keepup_summary, verdict
 from topo.tcp_kernel import realtime_note
 
 
@@ -43,3 +48,31 @@ def test_netns_rows_say_whether_they_kept_up() -> None:
     fine = {"realtime": {**keepup_summary([1000]), "load_1min": 1.0}}
     assert realtime_note(fine, "netns") == "1.0, kept up"
     assert realtime_note(fine, "sim") == "-"
+
+
+def test_the_cpu_meter_counts_each_kinds_processes_from_its_start() -> None:
+    """A process that spins shows as busy, one that sleeps as idle, one gone before the end as what
+    it used while there (not an error); the runner is this process."""
+    spin = "import time\nend = time.monotonic() + 0.6\nwhile time.monotonic() < end: pass"
+    busy = subprocess.Popen([sys.executable, "-c", spin])
+    idle = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.6)"])
+    brief = subprocess.Popen([sys.executable, "-c", "pass"])
+    try:
+        meter = CpuMeter()
+        meter.start({"busy": [busy.pid], "idle": [idle.pid], "gone": [brief.pid], "none": []})
+        brief.wait()
+        end = time.monotonic() + 0.5
+        while time.monotonic() < end:
+            pass  # the runner's own work
+        cpu = meter.stop()
+    finally:
+        for p in (busy, idle, brief):
+            p.kill()
+            p.wait()
+    assert cpu["busy"] > 0.5 and cpu["idle"] < 0.2 and cpu["gone"] >= 0 and "none" not in cpu, cpu
+    assert cpu["runner"] > 0.5 and cpu["cpus"] == os.cpu_count()
+    assert abs(cpu["total"] - sum(v for k, v in cpu.items() if k not in ("total", "cpus"))) <= 0.05, cpu
+
+
+def test_a_meter_never_started_says_nothing() -> None:
+    assert CpuMeter().stop() == {}

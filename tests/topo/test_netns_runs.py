@@ -85,6 +85,9 @@ def test_five_routers_lose_nothing(tmp_path: Path) -> None:
     lat = s["control_latency"]  # measured by the agents: every switch changed rates on reports
     assert lat["samples"] > 0 and set(lat["switches"]) == {"R1", "R2", "R3", "R4", "R5"}
     assert all(v["samples"] > 0 and 0 < v["median_ms"] <= v["p99_ms"] for v in lat["switches"].values())
+    cpu = s["realtime"]["cpu_cores"]  # the run's own processes: five switches forwarding, two hosts sending
+    assert cpu["switches"] > 0 and cpu["hosts"] > 0 and cpu["runner"] > 0, cpu
+    assert cpu["total"] >= cpu["switches"] + cpu["hosts"] and cpu["cpus"] == os.cpu_count(), cpu
 
 
 def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path, capsys) -> None:
