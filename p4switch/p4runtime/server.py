@@ -42,6 +42,8 @@ from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
+from runtime import heap
+
 from .core import P4RuntimeCore
 from .errors import P4RuntimeError
 from .wire import parse_write_request
@@ -153,14 +155,16 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             if len(request.updates) <= WHOLE_WRITE_UPDATES:  # one loop call, nothing to shield
                 return await self._call(lambda: self._core.write(request), context, lend=True)
             steps = self._core.write_steps(request, self._srv.write_slice_ns)
-            # shielded: a client that gives up mid-batch does not leave it half applied
-            drive = asyncio.ensure_future(self._call(lambda: _step(steps), context))
-            try:
-                return await asyncio.shield(drive)
-            except asyncio.CancelledError:
-                with contextlib.suppress(Exception, asyncio.CancelledError):
-                    await drive
-                raise
+            # shielded: a client that gives up mid-batch does not leave it half applied; the
+            # collector off meanwhile, as its full passes would walk the batch (runtime/heap.py)
+            with heap.collector_paused():
+                drive = asyncio.ensure_future(self._call(lambda: _step(steps), context))
+                try:
+                    return await asyncio.shield(drive)
+                except asyncio.CancelledError:
+                    with contextlib.suppress(Exception, asyncio.CancelledError):
+                        await drive
+                    raise
 
     async def Read(self, request: pb.ReadRequest, context: Any) -> AsyncIterator[bytes]:
         result = await self._call(lambda: self._core.read_wire(request), context)

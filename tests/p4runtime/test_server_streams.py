@@ -264,3 +264,33 @@ def test_short_writes_run_on_the_grpc_thread_when_the_loop_sleeps_long_ones_on_t
         threads.clear()
         stub.Write(_write_of([pb.Update.MODIFY] * 2_000), timeout=60)
     assert threads and set(threads) == {"p4switch-loop"}
+
+
+def test_the_collector_is_off_while_a_sliced_write_applies(served, monkeypatch):
+    """Its full passes would walk the batch's objects, holding the GIL the forwarding loop needs
+    (runtime/heap.py); a one-update Write leaves the collector as it was, and after either it is on."""
+    import gc
+
+    srv, _device, addr = served
+    seen: list[bool] = []
+    write, write_steps = srv.core.write, srv.core.write_steps
+
+    def steps(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202 - a generator: the collector at each slice
+        inner = write_steps(*args, **kwargs)
+        while True:
+            seen.append(gc.isenabled())
+            try:
+                item = next(inner)
+            except StopIteration as done:
+                return done.value
+            yield item
+
+    monkeypatch.setattr(srv.core, "write", lambda req: (seen.append(gc.isenabled()), write(req))[1])
+    monkeypatch.setattr(srv.core, "write_steps", steps)
+    assert gc.isenabled()
+    with _primary(addr) as stub:
+        stub.Write(_write_of([pb.Update.INSERT]), timeout=10)
+        assert seen and all(seen)
+        seen.clear()
+        stub.Write(_write_of([pb.Update.MODIFY] * 2_000), timeout=60)
+    assert seen and not any(seen) and gc.isenabled()
