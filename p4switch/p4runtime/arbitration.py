@@ -41,12 +41,14 @@ class StreamSession:
     """One StreamChannel; ``send`` delivers a StreamMessageResponse to its client.
 
     ``packet_in``, when set (an in-process client only), takes each packet-in as
-    ``(payload, {metadata name: int})`` instead of a PacketIn message: see
+    ``(payload, {metadata name: int})`` instead of a PacketIn message; ``wire`` (a gRPC stream)
+    takes a packet-in as the serialised StreamMessageResponse (``bytes``): see
     ``P4RuntimeCore.open_stream``.
     """
 
-    send: Callable[[pb.StreamMessageResponse], None]
+    send: Callable[[pb.StreamMessageResponse | bytes], None]
     packet_in: Callable[[bytes, dict[str, int]], None] | None = None
+    wire: bool = False
     arbitrated: bool = False
     device_id: int = 0
     election_id: int | None = None

@@ -182,7 +182,7 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         srv.open_streams += 1
         try:
             outbox = _Outbox(asyncio.get_running_loop(), srv)
-            session = await self._call(lambda: self._core.open_stream(outbox.send), context)
+            session = await self._call(lambda: self._core.open_stream(outbox.send, wire=True), context)
             reader = asyncio.create_task(self._read_stream(request_iterator, session, outbox))
             try:
                 async for item in outbox.items():
@@ -255,7 +255,7 @@ class _Outbox:
         self._ready = asyncio.Event()
         self.closed = False
 
-    def send(self, msg: pb.StreamMessageResponse) -> None:
+    def send(self, msg: pb.StreamMessageResponse | bytes) -> None:
         if self.closed:
             return
         try:
@@ -264,8 +264,9 @@ class _Outbox:
             self.closed = True
 
     def put(self, item: Any) -> None:
-        if (isinstance(item, pb.StreamMessageResponse) and item.WhichOneof("update") != "arbitration"
-                and len(self._queue) >= self._srv.max_queue):
+        droppable = isinstance(item, bytes) or (isinstance(item, pb.StreamMessageResponse)
+                                                and item.WhichOneof("update") != "arbitration")
+        if droppable and len(self._queue) >= self._srv.max_queue:  # bytes: a packet-in (wire_encode)
             self._srv.dropped_stream_messages += 1
             return
         self._queue.append(item)
@@ -360,8 +361,12 @@ class P4RuntimeServer:
                                                     response_serializer=pb.WriteResponse.SerializeToString)
         read = grpc.unary_stream_rpc_method_handler(servicer.Read, request_deserializer=pb.ReadRequest.FromString,
                                                     response_serializer=bytes)
+        # packet-ins come as wire bytes (P4RuntimeCore.open_stream), everything else as messages
+        stream = grpc.stream_stream_rpc_method_handler(servicer.StreamChannel,
+                                                       request_deserializer=pb.StreamMessageRequest.FromString,
+                                                       response_serializer=_stream_bytes)
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-            "p4.v1.P4Runtime", {"Write": write, "Read": read}),))
+            "p4.v1.P4Runtime", {"Write": write, "Read": read, "StreamChannel": stream}),))
         p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
         try:
             port = server.add_insecure_port(self.address)
@@ -389,6 +394,10 @@ class P4RuntimeServer:
                 loop.close()
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
+
+
+def _stream_bytes(msg: pb.StreamMessageResponse | bytes) -> bytes:
+    return msg if isinstance(msg, bytes) else msg.SerializeToString()
 
 
 def _bind_problem(address: str) -> ServerBindError | None:

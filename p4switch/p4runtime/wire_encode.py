@@ -90,3 +90,10 @@ def counter_entity(counter_id: int, index: int, packets: int, nbytes: int) -> by
 def read_response(entities: Sequence[bytes]) -> bytes:
     """``ReadResponse{entities}`` from serialised entities."""
     return b"".join(_len(0x0A, e) for e in entities)
+
+
+def packet_in_response(payload: bytes, metadata: Sequence[tuple[int, bytes]]) -> bytes:
+    """A StreamMessageResponse holding a PacketIn (``packet``, field 2): ``payload`` and the
+    controller header's ``(metadata_id, value)`` in order, as protobuf serialises it."""
+    meta = b"".join(_len(0x12, _uint(0x08, mid) + _bytes(0x12, value)) for mid, value in metadata)
+    return _len(0x12, _bytes(0x0A, payload) + meta)

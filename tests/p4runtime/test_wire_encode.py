@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4switch.p4runtime import P4RuntimeError
-from p4switch.p4runtime.wire_encode import varint
+from p4switch.p4runtime.wire_encode import packet_in_response, varint
 from tests.p4runtime.helpers import b, setup_core
 
 CORE, _DEVICE, _PRIMARY, _P4INFO, IDS = setup_core()
@@ -104,3 +104,14 @@ def test_varint_encodes_negative_values_as_protobuf_does() -> None:
     for n in (-1, -5, -(1 << 63)):
         te = pb.TableEntry(priority=max(n, -(1 << 31)), idle_timeout_ns=n)
         assert te.SerializeToString() == b"\x20" + varint(te.priority) + b"\x48" + varint(n)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.binary(max_size=300), st.lists(st.tuples(st.integers(0, (1 << 32) - 1), st.binary(max_size=16)), max_size=6))
+def test_packet_ins_are_byte_for_byte_protobufs(payload: bytes, metadata: list[tuple[int, bytes]]) -> None:
+    """A gRPC stream's packet-in (``P4RuntimeCore.open_stream(wire=True)``) is what protobuf serialises."""
+    resp = pb.StreamMessageResponse()
+    resp.packet.payload = payload
+    for mid, value in metadata:
+        resp.packet.metadata.add(metadata_id=mid, value=value)
+    assert packet_in_response(payload, metadata) == resp.SerializeToString()
