@@ -15,9 +15,11 @@ from typing import NamedTuple
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from runtime.pbwire import NotCommon, varint
-
 __all__ = ["PacketInMessage", "decode_stream_response"]
+
+
+class _Unknown(Exception):
+    """Not a plain packet-in: protobuf reads it."""
 
 
 class Metadata(NamedTuple):
@@ -45,39 +47,52 @@ class PacketInMessage:
         return f"PacketInMessage({self.packet!r})"
 
 
+def _varint(data: bytes, i: int) -> tuple[int, int]:
+    n = shift = 0
+    while True:
+        if i >= len(data) or shift > 63:
+            raise _Unknown
+        b = data[i]
+        i += 1
+        n |= (b & 0x7F) << shift
+        if b < 0x80:
+            return n, i
+        shift += 7
+
+
 def _chunk(data: bytes, i: int) -> tuple[bytes, int]:
-    n, i = varint(data, i)
+    n, i = _varint(data, i)
     if i + n > len(data):
-        raise NotCommon
+        raise _Unknown
     return data[i:i + n], i + n
 
 
 def _metadata(data: bytes) -> Metadata:
     mid, value, i = 0, b"", 0
     while i < len(data):
-        tag, i = varint(data, i)
+        tag, i = _varint(data, i)
         if tag == 0x08:
-            mid, i = varint(data, i)
+            mid, i = _varint(data, i)
             if mid >= 1 << 32:
-                raise NotCommon
+                raise _Unknown
         elif tag == 0x12:
             value, i = _chunk(data, i)
         else:
-            raise NotCommon
+            raise _Unknown
     return Metadata(mid, value)
 
 
 def _packet_in(data: bytes) -> PacketIn:
     payload, meta, i = b"", [], 0
     while i < len(data):
-        tag, i = varint(data, i)
+        tag, i = _varint(data, i)
         if tag == 0x0A:
             payload, i = _chunk(data, i)
         elif tag == 0x12:
             chunk, i = _chunk(data, i)
             meta.append(_metadata(chunk))
         else:
-            raise NotCommon
+            raise _Unknown
     return PacketIn(payload, meta)
 
 
@@ -86,10 +101,10 @@ def decode_stream_response(data: bytes) -> PacketInMessage | pb.StreamMessageRes
     packet-in and nothing more, else as protobuf's message."""
     try:
         if not data or data[0] != 0x12:
-            raise NotCommon
+            raise _Unknown
         body, end = _chunk(data, 1)
         if end != len(data):
-            raise NotCommon
+            raise _Unknown
         return PacketInMessage(_packet_in(body))
-    except NotCommon:
+    except _Unknown:
         return pb.StreamMessageResponse.FromString(data)

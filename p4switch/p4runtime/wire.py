@@ -17,8 +17,22 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from runtime.pbwire import NotCommon as _GiveUp
-from runtime.pbwire import varint as _varint
+
+class _GiveUp(Exception):
+    """Not the common case: parse with protobuf instead."""
+
+
+def _varint(buf: bytes, pos: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if pos >= len(buf) or shift > 63:
+            raise _GiveUp
+        b = buf[pos]
+        pos += 1
+        result |= (b & 0x7F) << shift
+        if not b & 0x80:
+            return result & 0xFFFFFFFFFFFFFFFF, pos  # a 10th byte above 1 overflows: protobuf drops it
+        shift += 7
 
 
 def _fields(buf: bytes, pos: int, end: int) -> Any:
