@@ -41,7 +41,11 @@ Both models:
   and transmits; it returns the wire time in ns (0 without a link model). The port is not served
   again before ``now + wire time``: the link model (p4switch's stand-in for the link, which BMv2
   leaves to the kernel) holds the packet in this queue while the wire is busy, so the queue stays
-  the port's one buffer. Departure stamps are not changed by a busy wire.
+  the port's one buffer. Departure stamps are not changed by a busy wire. Each item also carries
+  ``due_ns``, when this model served it (queued, its departure come, the wire free), which a
+  real-time port's wire dates the frame from when the loop served it late; such a port may return
+  a negative wire time (its frame's wire time ended before now) and the next service is dated
+  from that end (runtime/link.py, ``RealtimeWire``).
 * Stamps on :class:`TMItem` (µs = ``now_ns // 1000``): ``enq_timestamp_us`` at enqueue,
   ``deq_timedelta_us`` = dequeue µs minus enqueue µs. Full-width values are kept; the pipeline
   truncates them to their v1model widths (bit<32>, bit<19>).

@@ -25,7 +25,7 @@ import hbh_engine as _engine
 from runtime.sched import Scheduler
 
 __all__ = ["ETHERNET_OVERHEAD_BYTES", "ETHERNET_MIN_FRAME_BYTES", "Endpoint", "LinkModel", "Transmitter", "InMemoryLink", "LinkStats",
-           "RealtimeWire"]
+           "RealtimeWire", "DATE_BACK_MAX_NS"]
 
 NS_PER_S = 1_000_000_000
 ETHERNET_OVERHEAD_BYTES = 24
@@ -135,4 +135,13 @@ class InMemoryLink(_engine.InMemoryLink):
 # gaps the TM's own spacing leaves: after capacity-drop's R3-R4 fall from 3 to 1 Mb/s, the next
 # three frames, served 6.7 ms apart on the queue's schedule, were each dated back to the end of
 # the one before, and the fall reached the wire 26 ms late (docs/bmv2.md).
+#
+# A frame the engine's TM served comes with the time its model served it (``TMItem.due_ns``: queued,
+# its rate slot come, the wire free), and starts then however late the loop got to it, up to
+# ``DATE_BACK_MAX_NS`` (``busy_due_ns``): a wake-up 15-25 µs late, longer than a 1000-byte frame's
+# 16 µs at 500 Mb/s, cost a port served at 250 Mb/s a tenth of its rate under the rule above, and
+# the TM's own spacing is never taken for lateness since the model's time already includes it.
 RealtimeWire = _engine.RealtimeWire
+#: How late a frame the TM's model served may be put on the wire and still start when the model
+#: served it (``RealtimeWire.busy_due_ns``); a later one starts when it is put there.
+DATE_BACK_MAX_NS: int = _engine.REALTIME_DATE_BACK_MAX_NS

@@ -114,14 +114,27 @@ impl State {
     /// number and the send time `now` (+ `offset_ns`) written in (`take` says which flow).
     fn fire(&mut self, now: i64, due: i64, offset_ns: i64) -> Option<Vec<u8>> {
         let i = self.take(now, due)?;
+        Some(self.frame_of(i, now + offset_ns))
+    }
+
+    /// `fire` as the relay thread does it: the frame stamped with the time `take` marked it
+    /// sent (its due time, or as far back as a late wake-up may catch up), and that time.
+    fn fire_marked(&mut self, now: i64, due: i64, offset_ns: i64) -> Option<(Vec<u8>, i64)> {
+        let i = self.take(now, due)?;
+        let at = self.last_ns.unwrap_or(now);
+        Some((self.frame_of(i, at + offset_ns), at))
+    }
+
+    /// Flow `i`'s next frame: its template with its sequence number and the send time `stamp`.
+    fn frame_of(&mut self, i: usize, stamp: i64) -> Vec<u8> {
         let f = &mut self.flows[i];
         let seq = f.next_seq;
         f.next_seq += 1;
         f.sent += 1;
         let mut frame = f.frame.clone();
         frame[SEQ_AT..SEQ_AT + 4].copy_from_slice(&(seq as u32).to_be_bytes());
-        frame[TS_AT..TS_AT + 8].copy_from_slice(&((now + offset_ns) as u64).to_be_bytes());
-        Some(frame)
+        frame[TS_AT..TS_AT + 8].copy_from_slice(&(stamp as u64).to_be_bytes());
+        frame
     }
 
     /// The flow whose packet goes now (round-robin over active flows), marked sent at `due`,
@@ -216,9 +229,11 @@ impl PacedSender {
         Some(if catch_up { raw } else { raw.max(now) })
     }
 
-    /// The relay thread's packet due at `due`, sent at `now`.
-    pub(crate) fn relay_fire(&self, now: i64, due: i64, offset_ns: i64) -> Option<Vec<u8>> {
-        lock(&self.state).fire(now, due, offset_ns)
+    /// The relay thread's packet due at `due`, built at `now` (before `due`: ahead of its time):
+    /// the frame and the time it goes onto the host's uplink, which its send time says: `due`,
+    /// or, built late, as far back towards `due` as catching up allows (`State::take`).
+    pub(crate) fn relay_fire(&self, now: i64, due: i64, offset_ns: i64) -> Option<(Vec<u8>, i64)> {
+        lock(&self.state).fire_marked(now.max(due), due, offset_ns)
     }
 
     /// The binding, copied out of its lock (Python code runs while it is in use).

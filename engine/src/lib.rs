@@ -52,6 +52,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hostrecv::HostReporter>()?;
     m.add_class::<hostrelay::HostRelay>()?;
     m.add("HOST_RELAY_TO_PYTHON_MAX", hostrelay::TO_PYTHON_MAX)?;
+    m.add("REALTIME_DATE_BACK_MAX_NS", rtloop::DATE_BACK_MAX_NS)?;
     m.add_class::<datagram::Datagram>()?;
     m.add_function(wrap_pyfunction!(datagram::parse_datagram, m)?)?;
     m.add_function(wrap_pyfunction!(datagram::write_datagram_header, m)?)?;

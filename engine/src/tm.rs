@@ -45,6 +45,10 @@ pub struct TMItem {
     /// bmv2 model: the departure time fixed at enqueue
     #[pyo3(get, set)]
     depart_ns: i64,
+    /// When the TM's model served it (`TrafficManager::dequeue`): queued, its slot come, the
+    /// port's wire free; `deq_ns` is when the service ran, later on a real-time loop.
+    #[pyo3(get, set)]
+    due_ns: i64,
     /// A packet of the engine's walk, held here as Rust data (`packet` is None then). Why: as a
     /// Python object it was one more allocation the collector tracks, per packet.
     pub(crate) walk: Option<WalkPacket>,
@@ -80,6 +84,7 @@ impl TMItem {
             deq_timedelta_us,
             deq_qdepth,
             depart_ns,
+            due_ns: 0,
         }
     }
 
@@ -163,6 +168,8 @@ pub(crate) struct WalkItem {
     enq_qdepth: i64,
     deq_timedelta_us: i64,
     deq_qdepth: i64,
+    /// `TMItem::due_ns`: what a real-time port dates its wire time from (`TxPort::send`).
+    pub(crate) due_ns: i64,
 }
 
 impl WalkItem {
@@ -190,6 +197,7 @@ impl WalkItem {
             self.deq_qdepth,
             self.depart_ns,
         );
+        item.due_ns = self.due_ns;
         item.walk = Some(self.pkt);
         item
     }
@@ -415,7 +423,8 @@ struct Inner {
 /// Egress queues of a switch, served on an injected scheduler.
 ///
 /// `service(port, item) -> int` is called on the scheduler for every dequeued item and returns
-/// how long (ns) the port's transmitter is busy with it. It may be bound later with
+/// how long (ns) the port's transmitter is busy with it from now (negative: a real-time port's
+/// wire time, dated from `item.due_ns`, ended that long ago). It may be bound later with
 /// `bind_service`, but before the first packet is served.
 #[pyclass(module = "hbh_engine", frozen)]
 pub struct TrafficManager {
@@ -599,9 +608,9 @@ impl TrafficManager {
 
     fn check_wire_ns(value: &Bound<'_, PyAny>) -> PyResult<i64> {
         match int_arg(value) {
-            Some(w) if w >= 0 => Ok(w),
+            Some(w) => Ok(w),
             _ => Err(PyValueError::new_err(format!(
-                "TM service callback must return a wire time in int ns >= 0, got {}",
+                "TM service callback must return a wire time in int ns, got {}",
                 repr(value)
             ))),
         }
@@ -627,6 +636,8 @@ impl TrafficManager {
             .enumerate()
             .rev()
             .find(|(_, q)| !q.items.is_empty() && q.ready_at().is_none_or(|t| t <= now))?;
+        // the model serves the head once its slot came and the wire was free (and it was queued)
+        let ready = q.ready_at().unwrap_or(i64::MIN).max(p.wire_free_ns);
         let (mut item, _) = q.items.pop_front()?;
         q.prefetch_next();
         q.on_serve(now);
@@ -640,11 +651,13 @@ impl TrafficManager {
                 it.deq_ns = now;
                 it.deq_timedelta_us = now.div_euclid(1000) - it.enq_timestamp_us;
                 it.deq_qdepth = left;
+                it.due_ns = ready.max(it.enq_ns).min(now);
             }
             Queued::Walk(it) => {
                 it.deq_ns = now;
                 it.deq_timedelta_us = now.div_euclid(1000) - it.enq_timestamp_us;
                 it.deq_qdepth = left;
+                it.due_ns = ready.max(it.enq_ns).min(now);
             }
         }
         Some((item, prio))
@@ -686,6 +699,7 @@ impl TrafficManager {
                 enq_qdepth: depth,
                 deq_timedelta_us: 0,
                 deq_qdepth: 0,
+                due_ns: now,
             };
             Queued::Walk(Box::new(item))
         })

@@ -575,23 +575,25 @@ impl V1Walk {
                 "egress (engine): the item's packet was already served",
             ));
         };
-        self.egress_packet(py, port, pkt, stamps)
+        self.egress_packet(py, port, pkt, stamps, None)
     }
 
     /// Egress of a packet the TM dequeued as the walk's own (see `egress_packet`).
     pub(crate) fn egress(&self, py: Python<'_>, port: usize, item: WalkItem) -> PyResult<i64> {
         let stamps = item.stamps();
-        self.egress_packet(py, port, item.pkt, stamps)
+        self.egress_packet(py, port, item.pkt, stamps, Some(item.due_ns))
     }
 
     /// Egress to deparser for a packet the TM serves on `port`, then simple_switch's end of
-    /// egress: the clones of an E2E request, a drop, a recirculation, the port.
+    /// egress: the clones of an E2E request, a drop, a recirculation, the port (`due`: when the
+    /// TM's model served it, for a real-time port's wire).
     fn egress_packet(
         &self,
         py: Python<'_>,
         port: usize,
         mut pkt: WalkPacket,
         stamps: [i64; 4],
+        due: Option<i64>,
     ) -> PyResult<i64> {
         let wp = pkt.prog.clone_ref(py);
         let wp = wp.get();
@@ -683,7 +685,7 @@ impl V1Walk {
         }
         self.count_tx();
         match out {
-            Some(Out::Tx(tx)) => TxPort::send(&tx, py, frame),
+            Some(Out::Tx(tx)) => TxPort::send(&tx, py, frame, due),
             Some(Out::Py(send)) => send.bind(py).call1((PyBytes::new(py, &frame),))?.extract(),
             Some(Out::Link(port)) => LinkPort::transmit(port.bind(py), Frame::Owned(frame)),
             None => {

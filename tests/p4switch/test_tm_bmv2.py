@@ -166,3 +166,41 @@ def test_a_busy_wire_holds_the_head_without_restamping() -> None:
     s.run()
     assert [it.depart_ns // MS for it in items] == [10, 20, 30, 40]
     assert [t // MS for t, _ in served] == [10, 40, 70, 100]
+
+
+class LateScheduler:
+    """A virtual clock whose timers fire ``late_ns`` after their time, as a real-time loop's do."""
+
+    def __init__(self, late_ns: int) -> None:
+        self.inner, self.late_ns = VirtualScheduler(), late_ns
+
+    def now_ns(self) -> int:
+        return self.inner.now_ns()
+
+    def call_at(self, t_ns: int, fn, *args):  # noqa: ANN001, ANN201 - the Scheduler protocol
+        return self.inner.call_at(t_ns + self.late_ns, fn, *args)
+
+
+US = 1_000
+
+
+@pytest.mark.parametrize(("pps", "spacing"), [(25_000, 40 * US), (0, 16 * US)], ids=["rate-bound", "wire-bound"])
+def test_an_item_served_late_keeps_the_time_its_model_served_it(pps: int, spacing: int) -> None:
+    """Every service 25 µs late, on a 16 µs wire: ``deq_ns`` is when the service ran, ``due_ns``
+    when BMv2's model served the item: its departure stamp (rate-bound), or the end of the
+    previous frame on the wire, dated from the previous due time (wire-bound). A real-time port
+    starts each frame at ``due_ns`` (``RealtimeWire.busy_due_ns``), so late wake-ups cost it no
+    rate."""
+    s = LateScheduler(25 * US)
+    served: list[TMItem] = []
+
+    def service(port: int, item: TMItem) -> int:
+        served.append(item)
+        return item.due_ns + 16 * US - s.now_ns()  # what the port's dated wire returns
+
+    tm = TrafficManager(s, service)
+    tm.set_queue_rate(1, pps)
+    fill(tm, 1, 20)
+    s.inner.run()
+    assert [it.due_ns - served[0].due_ns for it in served] == [k * spacing for k in range(20)]
+    assert all(it.deq_ns - it.due_ns >= 9 * US for it in served[1:])  # the services ran late

@@ -262,6 +262,29 @@ def test_a_paced_sender_sends_from_the_relay_in_order_never_early() -> None:
     assert pacer.sent(1) >= 20
 
 
+def test_paced_packets_carry_their_own_send_times_and_leave_after_wire_and_delay() -> None:
+    """Built ahead of their send times (the link's delay hides that) or late (the thread woke
+    late), the packets are stamped with their own times on the pacer's schedule, one gap apart,
+    and reach the wire no sooner than that time plus their wire time and the delay. Stamped
+    with the time the thread built them instead, the gaps would carry its wake-ups' jitter."""
+    from hosts.datagram import parse
+    from hosts.sender import Pacer
+
+    rate, delay, uplink = 8_000_000, 2_000_000, 100_000_000  # a gap of 1 ms
+    with relay(rate_bps=uplink, delay_ns=delay) as (r, _tun, wire, t0):
+        pacer = Pacer(rate, PACED, time.monotonic_ns() - t0)
+        pacer.add_flow(1, 0, None, paced_frame())
+        r.pace(pacer, 0)
+        got = [receive(wire) for _ in range(20)]
+    gap = PACED * 8 * 1_000_000_000 // rate
+    stamps = [parse(frame).ts_ns for frame, _ in got]
+    gaps = [b - a for a, b in zip(stamps, stamps[1:])]
+    assert all(g >= gap for g in gaps)
+    assert sum(g == gap for g in gaps) >= len(gaps) - 2  # a stall past the catch-up bound skips
+    wire_time = wire_ns(len(got[0][0]), uplink)
+    assert all(at - t0 >= ts + wire_time + delay for (_, at), ts in zip(got, stamps))
+
+
 def test_a_new_rate_reaches_the_relay_with_rearm() -> None:
     """``set_rate`` then ``rearm()``, as the law does after a report: the relay slows down."""
     from hosts.sender import Pacer

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from p4switch.tm import TMItem, TrafficManager
-from runtime.link import InMemoryLink, LinkModel, RealtimeWire, Transmitter
+from runtime.link import DATE_BACK_MAX_NS, InMemoryLink, LinkModel, RealtimeWire, Transmitter
 from runtime.sched import VirtualScheduler
 
 NS = 1_000_000_000
@@ -213,3 +213,48 @@ def test_a_realtime_wire_never_overlaps_frames_nor_starts_one_before_the_last_en
         start = wire.free_ns - wire_ns
         assert start >= before_free and now - start <= window and busy == wire.free_ns - now
         now = max(now, wire.free_ns) + late
+
+
+def test_a_frame_the_tm_served_starts_when_its_model_served_it_however_late_the_loop() -> None:
+    """Frames due 32 µs apart on a 16 µs wire, each put on it 25 µs late (a virtual machine's
+    wake-up): every one starts at its due time, so the port keeps the TM's rate; under the
+    one-frame-time rule (``busy_ns``) each late service cost the port its lateness."""
+    us = 1_000
+    dated, plain = RealtimeWire(), RealtimeWire()
+    for k in range(100):
+        due = k * 32 * us
+        busy = dated.busy_due_ns(due + 25 * us, due, 16 * us)
+        assert dated.free_ns == due + 16 * us and busy == -9 * us  # its wire time ended 9 µs ago
+        plain.busy_ns(due + 25 * us, 16 * us)
+    assert plain.free_ns == 99 * 32 * us + 41 * us  # what the rule without the due time gives: late
+    assert dated.free_ns == 99 * 32 * us + 16 * us
+
+
+def test_a_frame_served_later_than_the_bound_starts_when_it_is_served() -> None:
+    """A stall longer than ``DATE_BACK_MAX_NS``: the frame is not dated back (no burst credit)."""
+    wire = RealtimeWire()
+    wire.busy_due_ns(0, 0, 10_000)
+    late = 10_000 + DATE_BACK_MAX_NS + 1
+    assert wire.busy_due_ns(late, 10_000, 10_000) == 10_000
+    assert wire.free_ns == late + 10_000
+
+
+@given(st.lists(st.tuples(st.integers(0, 3 * MS), st.integers(0, 2 * MS), st.integers(1, MS)),
+                min_size=1, max_size=40))
+def test_a_dated_wire_never_overlaps_frames_nor_starts_one_before_it_was_due(
+        steps: list[tuple[int, int, int]]) -> None:
+    """Each frame starts no sooner than its due time and the end of the one before, never after it
+    was served unless the wire was still busy, and, served within the bound, exactly at the later
+    of the two."""
+    wire, due, now = RealtimeWire(), 0, 0
+    for gap, late, wire_ns in steps:
+        due = max(due + gap, wire.free_ns if gap else due)
+        now = max(now, due + late)
+        before_free = wire.free_ns
+        busy = wire.busy_due_ns(now, due, wire_ns)
+        start = wire.free_ns - wire_ns
+        assert before_free <= start <= max(now, before_free)
+        if now - max(due, before_free) <= DATE_BACK_MAX_NS:
+            assert start == max(due, before_free) and busy == wire.free_ns - now
+        else:
+            assert busy == max(wire.free_ns - now, 0)
