@@ -262,7 +262,10 @@ fn run(shared: Arc<Shared>, ends: Ends) {
 /// a packet on a wake-up it has anyway (the release of an earlier one onto the socket) instead
 /// of waking for it too: at 300 Mb/s a wake-up came every 13 µs, two per packet, and each cost
 /// the thread 10-20 µs of a core in a virtual machine. The price: a new rate takes effect up to
-/// `ahead_ns` late (the packets already built keep the old spacing). A packet built late (the
+/// `ahead_ns` late (the packets already built keep the old spacing), and a frame of Python's own
+/// (`send`: a report, feedback) queues on the uplink behind the packets built ahead of it, up to
+/// `ahead_ns` later than in the simulator's FIFO, on a host that both paces and sends such
+/// frames. A packet built late (the
 /// thread woke after t) goes as far back towards t as catching up allows (`relay_fire`), no
 /// longer at the late wake-up's time: the uplink spaces it from t, and the receiver's one-way
 /// delay counts from t.
