@@ -48,7 +48,7 @@ from controlplane.switch_agent import SwitchAgent
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
-from topo.keepup import CpuMeter, keepup_summary, relay_summary
+from topo.keepup import CpuMeter, keepup_summary, relay_summary, verdict
 from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_pace import KERNEL_CC
@@ -585,6 +585,7 @@ class NetnsNetwork:
                   if h.results and h.results.get("host_relay")}
         if relays:
             realtime["host_relays"] = relays
+            realtime["kept_up"] = verdict(realtime) == "yes"
         return {"control_latency": latency_summary(
             {name: sw.agent.control_latencies_ns for name, sw in self.switches.items() if sw.agent is not None}),
             "realtime": realtime}

@@ -19,6 +19,7 @@ from typing import Any
 
 from controlplane.units import UnitError, parse_duration_ns
 from topo.analysis import warnings as analysis_warnings
+from topo.keepup import verdict
 
 __all__ = ["register", "run_experiment", "RunResult"]
 
@@ -230,6 +231,21 @@ def _main(args: argparse.Namespace) -> int:
     return 0
 
 
+def realtime_line(rt: dict[str, Any] | None) -> str | None:
+    """Whether a real-time run kept up with its emulation (topo/keepup.py), and the cores its
+    processes kept busy: a run that did not measured the machine as much as the network. None
+    without the measure (the simulator)."""
+    said = verdict(rt)
+    if said == "-":
+        return None
+    assert rt is not None
+    cores = rt.get("cpu_cores") or {}
+    busy = f"; its processes kept {cores['total']:g} of {cores['cpus']} cores busy" if cores else ""
+    if said == "yes":
+        return f"real time: kept up{busy}"
+    return f"real time: fell behind ({said.removeprefix('no: ')}){busy}: these results measure the machine too"
+
+
 def format_summary(s: dict[str, Any]) -> str:
     lines = [f"{s['topology']}: {s['duration_s']:g} s, seed {s.get('seed')}, backend {s.get('backend')}"]
     loss = s["loss"]
@@ -260,6 +276,8 @@ def format_summary(s: dict[str, Any]) -> str:
                          f"({ev['reaction_intervals']} report intervals); {ev['buffer']} peaked at "
                          f"{100 * ev['max_occupancy_after']:.1f}%, back within 3 points after "
                          f"{ev['recovery_s'] if ev['recovery_s'] is not None else '-'} s")
+    if (said := realtime_line(s.get("realtime"))) is not None:
+        lines.append(said)
     perf = s.get("performance", {})
     if perf:
         lines.append(f"wall time {perf['wall_s']:.1f} s ({perf['speedup']:.1f}x real time, "

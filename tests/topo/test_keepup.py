@@ -76,3 +76,28 @@ def test_the_cpu_meter_counts_each_kinds_processes_from_its_start() -> None:
 
 def test_a_meter_never_started_says_nothing() -> None:
     assert CpuMeter().stop() == {}
+
+
+def relays(late_over_20ms: int) -> dict[str, dict[str, float]]:
+    return {"H2": {"late_over_20ms": 0, "late_max_ms": 1.2},
+            "H1": {"late_over_20ms": late_over_20ms, "late_max_ms": 38.6 if late_over_20ms else 4.0}}
+
+
+def test_a_relays_stall_falls_behind_though_the_runner_woke_on_time() -> None:
+    """The runner's wake-ups punctual, H1's relay 786 frames more than 20 ms late (500 Mb/s on
+    paper-1router, docs/netns.md): behind, and the verdict names the relay; none: kept up."""
+    stalled = {**keepup_summary([100_000] * 200), "host_relays": relays(786)}
+    assert verdict(stalled) == "no: H1's relay put 786 frames out more than 20 ms late (at most 38.6 ms)"
+    assert verdict({**keepup_summary([100_000] * 200), "host_relays": relays(0)}) == "yes"
+
+
+def test_hbh_run_says_whether_a_netns_run_kept_up_and_the_cores_it_used() -> None:
+    from topo.runner import realtime_line
+
+    cores = {"cpu_cores": {"total": 1.7, "cpus": 2}}
+    behind = realtime_line({**keepup_summary([100_000] * 200), "host_relays": relays(786), **cores})
+    assert behind is not None and behind.startswith("real time: fell behind (H1's relay put 786 frames")
+    assert "kept 1.7 of 2 cores busy" in behind and behind.endswith("these results measure the machine too")
+    assert realtime_line({**keepup_summary([100_000] * 200), **cores}) == \
+        "real time: kept up; its processes kept 1.7 of 2 cores busy"
+    assert realtime_line(None) is None  # the simulator: no such measure
