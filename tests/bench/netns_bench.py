@@ -180,10 +180,18 @@ def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[
 
 
 def busy(summary: dict[str, Any]) -> str:
-    """", the run's processes kept 1.6 of 2 cores busy" (topo/keepup.py's ``CpuMeter``), or "" for a
-    tree whose runs do not measure it."""
-    cpu = summary.get("realtime", {}).get("cpu_cores")
-    return f", its processes kept {cpu['total']:.1f} of {cpu['cpus']} cores busy" if cpu else ""
+    """", its processes kept 1.6 of 2 cores busy" (topo/keepup.py's ``CpuMeter``), and, for a run
+    that fell behind its emulation, why (topo/keepup.py's ``verdict``); "" for a tree whose runs
+    do not measure the cores."""
+    from topo.keepup import verdict
+
+    rt = summary.get("realtime", {})
+    cpu = rt.get("cpu_cores")
+    if not cpu:
+        return ""
+    said = verdict(rt)
+    behind = f", fell behind: {said.removeprefix('no: ')}" if said.startswith("no") else ""
+    return f", its processes kept {cpu['total']:.1f} of {cpu['cpus']} cores busy{behind}"
 
 
 def with_min_interval(topo: Any, min_us: int) -> Any:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.bench.netns_bench import ROOT, rate_row, scaled, sent_vs_law, with_min_interval
+from tests.bench.netns_bench import ROOT, busy, rate_row, scaled, sent_vs_law, with_min_interval
+from topo.keepup import keepup_summary
 from topo.schema import load_topology
 
 
@@ -28,6 +29,15 @@ def test_a_row_says_which_target_was_missed() -> None:
     assert (row["ok"], row["link_mbps"], row["buffers"]["R1<-H1"]) == (False, 32.0, 0.68)
     assert row["why"] == "loss 0, worst occupancy error 12.0 points"
     assert row["relays_late_over_5ms"] == {"H1": 2}
+
+
+def test_a_climbs_cell_gives_the_cores_busy_and_why_a_run_fell_behind() -> None:
+    rt = {**keepup_summary([100_000] * 100), "cpu_cores": {"total": 1.72, "cpus": 2}}
+    assert busy({"realtime": rt}) == ", its processes kept 1.7 of 2 cores busy"
+    stalled = {**rt, "host_relays": {"H1": {"late_over_20ms": 786, "late_max_ms": 38.6}}}
+    assert busy({"realtime": stalled}) == (", its processes kept 1.7 of 2 cores busy, fell behind: H1's relay put "
+                                           "786 frames out more than 20 ms late (at most 38.6 ms)")
+    assert busy({"realtime": keepup_summary([100_000])}) == ""  # a tree that does not measure the cores
 
 
 def test_a_host_that_sent_less_than_its_law_shows(tmp_path: Path) -> None:
