@@ -30,11 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from p4switch.tm import QUEUE_MODELS
+from runtime.sched import RealtimeScheduler
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 LOG_LEVELS = {"trace": logging.DEBUG, "debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING,
               "warning": logging.WARNING, "error": logging.ERROR, "critical": logging.CRITICAL,
               "off": logging.CRITICAL + 10}
+#: ``--spin-us``: its default, and its bound (a spin longer than a millisecond saves no wake-up worth it)
+SPIN_US, MAX_SPIN_US = RealtimeScheduler.SPIN_NS // 1000, 1000
 
 
 def _port_number(text: str) -> int:
@@ -180,6 +183,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="p4switch extension: a Unix socket to change port bit rates at run time and read the "
                         "traffic manager's tail drops (docs/p4switch.md)")
     p.add_argument("--seed", type=int, help="seed of the program's random() extern")
+    p.add_argument("--spin-us", type=int, default=SPIN_US, metavar="US",
+                   help=f"p4switch extension: wait for a timer due within US microseconds by spinning, not "
+                        f"sleeping (default {SPIN_US}: low added latency, but a busy switch keeps a core busy; "
+                        f"0 never spins, for a switch that shares its cores with the rest of an emulation)")
     return p
 
 
@@ -247,7 +254,7 @@ def _options(args: argparse.Namespace) -> Any:
         port_delay_ns=next((d for p, d in reversed(args.port_delays) if p is None), 0),
         port_delays={p: d for p, d in args.port_delays if p is not None}, seed=args.seed,
         port_overhead_bytes=args.port_overhead, port_min_frame_bytes=args.port_min_frame,
-        link_loss=dict(args.link_loss), control_socket=args.control_socket)
+        link_loss=dict(args.link_loss), control_socket=args.control_socket, spin_ns=args.spin_us * 1000)
 
 
 def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None:
@@ -268,6 +275,8 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         parser.error(f"--queue-rate {args.queue_rate} must be >= 0")
     if not 1 <= args.priority_queues <= 8:
         parser.error(f"--priority-queues {args.priority_queues} out of range 1..8")
+    if not 0 <= args.spin_us <= MAX_SPIN_US:
+        parser.error(f"--spin-us {args.spin_us} out of range 0..{MAX_SPIN_US}")
 
 
 def _serve(args: argparse.Namespace) -> int:

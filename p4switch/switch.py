@@ -85,6 +85,9 @@ class SwitchOptions:
     #: serve AF_PACKET ports in the engine's loop (hbh_engine.PortServer); False: the Python
     #: loop reads them (in batches, in the engine) and sends each frame through the port
     engine_loop: bool = True
+    #: real time: a timer due within this many ns is waited for by spinning (runtime/sched.py's
+    #: ``RealtimeScheduler``; 0: never spin)
+    spin_ns: int = RealtimeScheduler.SPIN_NS
 
 
 class Switch:
@@ -137,7 +140,7 @@ class Switch:
         Raises PortError (interface), P4Error (program), SwitchError/OSError (addresses); on any
         failure everything already opened is closed again.
         """
-        sched = RealtimeScheduler()
+        sched = RealtimeScheduler(spin_ns=options.spin_ns)
         switch = cls(sched, options)
         try:
             switch._check_interfaces(options.interfaces)

@@ -93,13 +93,16 @@ class RealtimeScheduler:
     timers that those callbacks schedule for now (the TM re-arms a port's service that way, so
     a backlog drains within one turn) - up to a budget of ``MAX_TIMERS_PER_TURN`` callbacks or
     ``TURN_BUDGET_NS``, then one poll of the file descriptors. The poll does not block when
-    the budget ran out or the next timer is due within ``SPIN_NS`` (a short spin in the engine,
+    the budget ran out or the next timer is due within ``spin_ns`` (a short spin in the engine,
     the GIL free and the core yielded each time round, until the timer or a ready reader,
     because a wake-up from sleep costs tens of µs); otherwise it
     blocks until a reader is ready or the next timer's time, which a Linux timerfd delivers
     with kernel timer precision (epoll's own timeout is in whole ms, up to 1 ms late).
-    CPU trade-off: an idle switch sleeps; a timer at most ``SPIN_NS`` away is waited for by
-    spinning, i.e. at most ``SPIN_NS`` of CPU per timer. Without a timerfd (not Linux) the
+    CPU trade-off: an idle switch sleeps; a timer at most ``spin_ns`` away is waited for by
+    spinning, i.e. at most ``spin_ns`` of CPU per timer. At high packet rates timers come closer
+    than that and the loop spins all the time, a core's worth: right for a switch with a core of
+    its own, a loss where the switch shares the cores with the rest of an emulation (``spin_ns=0``;
+    docs/netns.md). Without a timerfd (not Linux) the
     wait falls back to epoll's millisecond resolution.
     """
 
@@ -107,10 +110,19 @@ class RealtimeScheduler:
     MAX_TIMERS_PER_TURN = 1024
     #: ... and at most this long (ns) is spent on timers before the readers are polled again
     TURN_BUDGET_NS = 5_000_000
-    #: a timer due within this many ns is waited for by spinning instead of sleeping
+    #: a timer due within this many ns is waited for by spinning instead of sleeping (the default
+    #: of ``spin_ns``)
     SPIN_NS = 50_000
+    #: the interpreter's switch interval (s) once the engine runs the loop's turns: at most this
+    #: long does another thread's Python keep the engine's loop waiting for the GIL
+    ENGINE_GIL_INTERVAL_S = 200e-6
 
-    def __init__(self, on_error: Callable[[BaseException], None] | None = None) -> None:
+    def __init__(self, on_error: Callable[[BaseException], None] | None = None, *, spin_ns: int = SPIN_NS) -> None:
+        """``spin_ns``: a timer due within this many ns is waited for by spinning (0: never spin,
+        sleep until each timer); see the class docstring for the trade-off."""
+        if spin_ns < 0:
+            raise ValueError(f"spin time {spin_ns} ns: give 0 (never spin) or more")
+        self.spin_ns = spin_ns
         self._origin = time.monotonic_ns()
         self._wall_origin_ns = time.time_ns()
         self._events = _EventHeap()  # its own (Rust) lock makes each call on it atomic
@@ -370,10 +382,17 @@ class RealtimeScheduler:
         Returns False (and changes nothing) where the selector is not epoll.
 
         While the engine runs them the loop never sleeps in its own poll, so :meth:`try_call`
-        finds it busy and callers hand their work over (:meth:`submit`), which wakes it."""
+        finds it busy and callers hand their work over (:meth:`submit`), which wakes it.
+
+        It also lowers the process's switch interval to ``ENGINE_GIL_INTERVAL_S``. Why: the
+        engine's turns hold the GIL, and a thread of Python's that has it (a P4Runtime Read
+        takes 0.8 ms of a core, a Thrift call a few hundred µs) kept the engine waiting until it
+        blocked or the interval, 5 ms by default, ran out: 200 packets at 500 Mb/s. At 500 Mb/s
+        on paper-1router the lower interval halved the losses (docs/netns.md)."""
         if self._spin_fd is None:
             return False
         self._engine_loop = server
+        sys.setswitchinterval(min(sys.getswitchinterval(), self.ENGINE_GIL_INTERVAL_S))
         return True
 
     def _loop(self) -> None:
@@ -398,7 +417,7 @@ class RealtimeScheduler:
         once and the loop goes on with its own turns (the ports' callbacks still serve them)."""
         self._in_timers = True
         try:
-            self._engine_loop.run(self._spin_fd, self.SPIN_NS)
+            self._engine_loop.run(self._spin_fd, self.spin_ns)
         except Exception as exc:
             self._engine_loop = None
             self._on_error(exc)
@@ -413,7 +432,7 @@ class RealtimeScheduler:
         if due is None:
             return None
         delta = due - self.now_ns()
-        if delta <= self.SPIN_NS:
+        if delta <= self.spin_ns:
             if delta > 0 and self._spin_fd is not None:
                 _engine.spin_until(self._spin_fd, self._origin, due)  # in the engine, the GIL free
             elif delta > 0:

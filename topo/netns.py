@@ -75,6 +75,7 @@ from topo.netns_switches import (
     p4switch_command,
     pdeathsig,
     read_line,
+    switch_spin_us,
 )
 from topo.plan import network_mode, priority_queues, switch_plan
 from topo.record import DropSample, FlowSample, LinkSample, Recorder
@@ -281,6 +282,7 @@ class NetnsNetwork:
             spec.delays[p] = link.delay_ns
         spec.queue_model = topo.options.queue_model
         spec.priority_queues = priority_queues(topo.options.classes)
+        spec.spin_us = switch_spin_us(len(topo.nodes) + 1, len(os.sched_getaffinity(0)))
         # a short path: a Unix socket's path is limited to 107 bytes; the switch removes it when it stops
         spec.control_socket = control_socket_path(self.prefix, name)
         if topo.options.report_loss > 0:

@@ -27,10 +27,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from runtime.sched import RealtimeScheduler
 from topo.netns_plumbing import NetnsError
 
 __all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
-           "pdeathsig", "child_rt_priority", "realtime_run", "CHILD_RT_PRIORITY", "LinkEmuSpec", "linkemu_command", "LinkEmuProcess", "read_line", "stop_process"]
+           "pdeathsig", "child_rt_priority", "realtime_run", "switch_spin_us", "CHILD_RT_PRIORITY", "LinkEmuSpec",
+           "linkemu_command", "LinkEmuProcess", "read_line", "stop_process"]
 
 CPU_PORT = 255
 START_TIMEOUT_S = 60.0
@@ -74,6 +76,7 @@ class SwitchSpec:
     seed: int | None = None
     queue_model: str = "bmv2"  # p4switch's egress queues (p4switch.tm); BMv2 itself has only "bmv2"
     priority_queues: int = 1  # egress priority queues per port (per-destination classes: classes + 1)
+    spin_us: int | None = None  # p4switch's --spin-us (None: its default); :func:`switch_spin_us`
 
     @property
     def grpc_addr(self) -> str:
@@ -106,7 +109,24 @@ def p4switch_command(spec: SwitchSpec, python: str = sys.executable) -> list[str
         cmd += ["--queue-model", spec.queue_model]
     if spec.priority_queues != 1:
         cmd += ["--priority-queues", str(spec.priority_queues)]
+    if spec.spin_us is not None:
+        cmd += ["--spin-us", str(spec.spin_us)]
     return cmd
+
+
+def switch_spin_us(processes: int, cpus: int) -> int:
+    """The ``--spin-us`` of a run's p4switch processes: p4switch's default spin where each of the
+    run's ``processes`` (switches, hosts, the runner) can have one of the ``cpus`` cores to itself,
+    0 (sleep until each timer) where they share them.
+
+    Why: past a few hundred Mb/s a switch's timers come closer than the spin, and its loop spins
+    all the time, a core's worth of real-time priority. On two cores that core came from the hosts
+    and the runner, and it pushed a core past the kernel's real-time budget (the 30-40 ms stalls
+    docs/netns.md describes). The exact times the port dates its frames with
+    (runtime/link.py, ``RealtimeWire.busy_due``) make a late wake-up cost no rate: paper-1router at
+    500 Mb/s, derived, lost 826-1,191 packets without the spin against 2,170-2,250 with it, and its
+    switch used 0.65 of a core instead of 0.8 (docs/netns.md)."""
+    return RealtimeScheduler.SPIN_NS // 1000 if cpus >= processes else 0
 
 
 def bmv2_command(spec: SwitchSpec) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+import sys
 import threading
 import time
 
@@ -552,3 +553,46 @@ def test_a_failing_engine_loop_is_reported_once_and_the_loop_goes_on() -> None:
     finally:
         s.stop()
     assert Broken.calls == 1 and len(errors) == 1 and "epoll_wait" in str(errors[0])
+
+
+def test_an_engine_loop_lowers_the_switch_interval_and_never_raises_it() -> None:
+    """``set_engine_loop``: the engine's turns hold the GIL, so another thread's Python may keep
+    them waiting at most ``ENGINE_GIL_INTERVAL_S``; a process already below that keeps its own."""
+
+    class Idle:
+        def run(self, _epfd: int, _spin_ns: int) -> None:
+            time.sleep(0.001)
+
+    before = sys.getswitchinterval()
+    try:
+        for start, want in ((0.005, RealtimeScheduler.ENGINE_GIL_INTERVAL_S), (100e-6, 100e-6)):
+            sys.setswitchinterval(start)
+            s = RealtimeScheduler()
+            assert s.set_engine_loop(Idle())
+            assert sys.getswitchinterval() == pytest.approx(want, rel=0.02)  # kept in whole µs
+            s.stop()
+    finally:
+        sys.setswitchinterval(before)
+
+
+@pytest.mark.parametrize("spin_ns", [0, 200_000])
+def test_timers_run_in_order_whatever_the_spin(spin_ns: int) -> None:
+    """``spin_ns=0`` sleeps until each timer (never spins), a long spin spins for each: both run
+    every timer, in order, and none before its time."""
+    s = RealtimeScheduler(spin_ns=spin_ns)
+    ran: list[tuple[int, int]] = []
+    s.start()
+    try:
+        dues = [s.now_ns() + 2_000_000 + i * 30_000 for i in range(20)]
+        for i, due in enumerate(dues):
+            s.call_at(due, lambda i=i: ran.append((i, s.now_ns())))
+        assert s.wait_until(lambda: len(ran) == len(dues), timeout=5)
+    finally:
+        s.stop()
+    assert [i for i, _ in ran] == list(range(len(dues)))
+    assert all(t >= dues[i] for i, t in ran)
+
+
+def test_a_negative_spin_is_refused() -> None:
+    with pytest.raises(ValueError, match="spin time -1 ns"):
+        RealtimeScheduler(spin_ns=-1)

@@ -18,7 +18,7 @@ from p4switch.cli import _options as p4switch_options
 from p4switch.cli import build_parser
 from topo import netns_plumbing as plumbing
 from topo.live import SHELL_ELECTION_ID, LiveError, shell_command, switch_info
-from topo.netns_switches import SwitchSpec, bmv2_command, check_bmv2_tools, p4switch_command
+from topo.netns_switches import SwitchSpec, bmv2_command, check_bmv2_tools, p4switch_command, switch_spin_us
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -186,6 +186,32 @@ def test_per_destination_classes_start_switches_with_their_priority_queues() -> 
     opts = p4switch_options(build_parser().parse_args(p4switch_command(spec(priority_queues=5), python="x")[3:]))
     assert opts.priority_queues == 5
     assert "--priority-queues" not in bmv2_command(spec()) + p4switch_command(spec())
+
+
+def test_a_run_sharing_its_cores_starts_switches_that_never_spin() -> None:
+    """``switch_spin_us``: p4switch's own spin where each of the run's processes has a core, none
+    where they share; the choice reaches the switch's options, and BMv2 (which has no such option)
+    is never given it."""
+    default = p4switch_options(build_parser().parse_args(["--no-p4"])).spin_ns
+    assert default > 0
+    assert switch_spin_us(processes=4, cpus=2) == 0
+    assert switch_spin_us(processes=4, cpus=4) * 1000 == default
+    for spin_us in (0, 50):
+        opts = p4switch_options(build_parser().parse_args(p4switch_command(spec(spin_us=spin_us), python="x")[3:]))
+        assert opts.spin_ns == spin_us * 1000
+        assert "--spin-us" not in bmv2_command(spec(spin_us=spin_us))
+    assert "--spin-us" not in p4switch_command(spec())
+
+
+@pytest.mark.parametrize("text", ["-1", "1001", "x"])
+def test_bad_spin_is_one_line(text: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from p4switch.cli import main as p4switch_main
+
+    with pytest.raises(SystemExit) as exc:
+        p4switch_main(["--no-p4", "--spin-us", text])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert "--spin-us" in err and "Traceback" not in err
 
 
 def test_free_tcp_ports_are_never_handed_out_twice_in_one_process() -> None:
