@@ -249,3 +249,24 @@ def test_a_host_closes_when_its_loop_does_not_answer(capsys: pytest.CaptureFixtu
     host.close()
     assert host.relay.closed
     assert capsys.readouterr().err.count("closing without the loop's answer") == 2
+
+
+def test_a_host_process_sends_nothing_after_the_run() -> None:
+    """``ending_with_run``: every flow stops by the run's end, as the simulator's run ends there; a
+    flow that stops earlier keeps its time, and nothing else of the topology changes."""
+    import dataclasses
+
+    from topo.netns_host import ending_with_run
+    from topo.schema import load_topology
+
+    topo = load_topology(ROOT / "topo/paper-1router.yaml")
+    f = topo.flows[0]
+    assert f.stop_ns is None
+    topo.flows += [dataclasses.replace(f, name="late", stop_ns=30_000_000_000),
+                   dataclasses.replace(f, name="early", stop_ns=5_000_000_000)]
+    ended = ending_with_run(topo, 20_000_000_000)
+    assert [g.stop_ns for g in ended.flows] == [20_000_000_000, 20_000_000_000, 5_000_000_000]
+    assert [dataclasses.replace(g, stop_ns=None) for g in ended.flows] == \
+        [dataclasses.replace(g, stop_ns=None) for g in topo.flows]
+    assert (ended.ports, ended.law, ended.links) == (topo.ports, topo.law, topo.links)
+    assert topo.flows[0].stop_ns is None  # the runner's own topology is not touched
