@@ -115,7 +115,7 @@ fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
 
 demo: setup p4
-	$(VENV)/bin/hbh demo
+	$(VENV)/bin/hbh demo $(DEMO_ARGS)
 
 results: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures

@@ -7,6 +7,10 @@ alinea, cvihis-rtm, cvihis-blm, tcp-cubic, tfrc, ledbat -- through ``hbh compare
 (every router is p4switch running ``p4src/alinea.p4``; one seed, 40 s each by default) and prints the
 comparison table. Part 2 runs ``topo/paper-5router.yaml`` under ALINEA and prints its numbers beside
 the paper's. The whole demo stays under three minutes of wall time on a 2-core machine.
+
+Run again with the same --out, --duration and --seed, part 1 reuses the runs stored in OUT/runs
+when this code made them (topo/sweep/code.py: a digest of the sources), and says so; --rerun
+simulates them again (``make demo DEMO_ARGS=--rerun``). Part 2 always runs.
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--duration", default="40s", help="virtual run time of each run (default 40s)")
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--out", default="results/demo", help="results directory (report.md, runs, PNG)")
+    p.add_argument("--rerun", action="store_true",
+                   help="simulate every control again, even those whose runs OUT/runs holds from this code")
     p.set_defaults(func=_run)
 
 
@@ -50,9 +56,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"hbh demo: --duration {args.duration} / --seed {args.seed}: must be > 0 / >= 0", file=sys.stderr)
         return 2
     topo = load_topology(TOPOLOGY)
-    print(f"hbh demo: {topo.description}\nsimulating {duration / 1e9:g} s of virtual time for each control "
-          f"({CONTROLS}), seed {args.seed}, one after another (p4switch runs p4src/alinea.p4 at "
-          "every router) ...", flush=True)
+    print(f"hbh demo: {topo.description}", flush=True)
+    print(what_runs(Path(args.out), args.duration, args.seed, args.rerun), flush=True)
     result = compare(str(TOPOLOGY), CONTROLS, str(args.seed), args.duration, Path(args.out),
                      serial=True, progress=True,
                      command=f"hbh demo --duration {args.duration} --seed {args.seed} --out {args.out}")
@@ -71,6 +76,45 @@ def _run(args: argparse.Namespace) -> int:
     print(f"\nreport and figures: {args.out}/ (report.md, compare_occupancy.png, compare_rates.png, "
           "compare_delay.png, runs/*.json; paper-5router/)")
     return 0
+
+
+def stored_runs(out: Path, duration: str, seed: int) -> dict[str, tuple[str, str]]:
+    """Control -> (its run's key, "reuse" | "stale" | "run") for the runs part 1 makes: "reuse" when
+    OUT/runs holds the run from this code and the same inputs, "stale" when other code made it (it
+    runs again), "run" when none is stored."""
+    from topo.sweep.run import plan_sweep
+    from topo.sweep.store import Store
+
+    store = Store(out)
+    return {spec.point.control or "": (spec.key, "reuse" if store.finished(spec.key) is not None else
+                                       "stale" if store.stale(spec.key) else "run")
+            for spec in plan_sweep(str(TOPOLOGY), [], CONTROLS, str(seed), duration).runs()}
+
+
+def what_runs(out: Path, duration: str, seed: int, rerun: bool) -> str:
+    """What part 1 is about to do, said before it does it; ``rerun`` first removes its stored runs."""
+    from topo.sweep.store import Store
+
+    runs = stored_runs(out, duration, seed)
+    if rerun:
+        for key, _ in runs.values():
+            Store(out).forget(key)
+        runs = {c: (key, "run") for c, (key, _) in runs.items()}
+    reuse = [c for c, (_, s) in runs.items() if s == "reuse"]
+    stale = [c for c, (_, s) in runs.items() if s == "stale"]
+    todo = [c for c, (_, s) in runs.items() if s != "reuse"]
+    lines = []
+    if reuse:
+        lines.append(f"reusing the runs stored in {out}/runs for {', '.join(reuse)}: made by this code from the "
+                     f"same topology, duration ({duration}) and seed ({seed}); --rerun (make demo "
+                     "DEMO_ARGS=--rerun) simulates them again")
+    if stale:
+        lines.append(f"the runs stored in {out}/runs for {', '.join(stale)} were made by other code: simulating "
+                     "them again")
+    if todo:
+        lines.append(f"simulating {duration} of virtual time for {', '.join(todo)}, seed {seed}, one after "
+                     "another (p4switch runs p4src/alinea.p4 at every router) ...")
+    return "\n".join(lines)
 
 
 def paper_comparison(topo: Any, s: dict[str, Any]) -> str:

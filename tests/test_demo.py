@@ -20,6 +20,50 @@ def test_demo_prints_the_summary_beside_the_paper(tmp_path: Path, capsys) -> Non
     assert "bottleneck-drop" in (tmp_path / "report.md").read_text()
     for name in ("report.md", "runs.csv", "compare_occupancy.png", "compare_rates.png", "compare_delay.png"):
         assert (tmp_path / name).stat().st_size > 0
+    stored = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").glob("*.json")}
+    assert len(stored) == 6
+
+    # Run again: the six runs are reused, and the demo says so instead of claiming to simulate them.
+    assert main(["demo", "--duration", "3s", "--out", str(tmp_path)]) == 0
+    again = capsys.readouterr().out
+    assert "reusing the runs stored in" in again and "made by this code" in again and "--rerun" in again
+    assert not any(line.startswith("simulating") for line in again.splitlines())
+    assert {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").glob("*.json")} == stored
+
+
+def test_the_demo_reruns_what_other_code_made_and_what_it_is_told_to(tmp_path: Path) -> None:
+    """A stored run whose record names other code is simulated again, and said so; --rerun removes them all."""
+    import json
+
+    from hbh.demo import CONTROLS, stored_runs, what_runs
+    from topo.sweep.code import code_digest
+
+    runs = stored_runs(tmp_path, "3s", 1)
+    assert list(runs) == CONTROLS.split(",") and {s for _, s in runs.values()} == {"run"}
+    for control, (key, _) in runs.items():
+        record = {"key": key, "summary": {}, "code": code_digest() if control != "tfrc" else "0" * 16}
+        (tmp_path / "runs").mkdir(exist_ok=True)
+        (tmp_path / "runs" / f"{key}.json").write_text(json.dumps(record))
+    said = what_runs(tmp_path, "3s", 1, rerun=False)
+    assert "for tfrc were made by other code: simulating them again" in said
+    assert "simulating 3s of virtual time for tfrc," in said and "alinea, cvihis-rtm" in said.splitlines()[0]
+    assert stored_runs(tmp_path, "3s", 2)["alinea"][1] == "run"  # another seed is another run
+    said = what_runs(tmp_path, "3s", 1, rerun=True)
+    assert "reusing" not in said and f"for {', '.join(CONTROLS.split(','))}, seed 1" in said
+    assert not list((tmp_path / "runs").glob("*.json"))
+
+
+def test_code_digest_follows_the_sources(tmp_path: Path) -> None:
+    from topo.sweep.code import digest_of
+
+    (tmp_path / "topo").mkdir()
+    (tmp_path / "topo" / "law.py").write_text("GAIN = 1\n")
+    (tmp_path / "topo" / "notes.md").write_text("not code\n")
+    first = digest_of(tmp_path)
+    (tmp_path / "topo" / "notes.md").write_text("still not code\n")
+    assert digest_of(tmp_path) == first
+    (tmp_path / "topo" / "law.py").write_text("GAIN = 2\n")
+    assert digest_of(tmp_path) != first
 
 
 def test_a_sender_that_ignores_reports_fills_its_buffer_and_every_drop_is_counted() -> None:

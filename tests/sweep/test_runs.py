@@ -50,12 +50,30 @@ def ray_root():
 
 
 @pytest.mark.slow
-def test_serial_and_ray_give_identical_runs_csv_and_ray_leaves_nothing(tmp_path, ray_root):
+def test_serial_and_ray_give_identical_runs_csv_and_ray_leaves_nothing(tmp_path, ray_root, capfd, caplog):
     serial = run_sweep(small_sweep(), tmp_path / "serial", serial=True, progress=False, plots=False)
     on_ray = run_sweep(small_sweep(), tmp_path / "ray", jobs=2, progress=False, plots=False, ray_temp_root=ray_root)
     assert serial.ran == on_ray.ran == 4 and not serial.failures and not on_ray.failures
     assert (tmp_path / "serial" / "runs.csv").read_text() == (tmp_path / "ray" / "runs.csv").read_text()
     assert processes_under(str(ray_root)) == []
+    # Ray's token-authentication notice does not reach the user's terminal (nor any log handler)
+    from topo.sweep.execute import RAY_TOKEN_NOTICE
+
+    assert RAY_TOKEN_NOTICE not in capfd.readouterr().err
+    assert not any(RAY_TOKEN_NOTICE in r.getMessage() for r in caplog.records)
+
+
+def test_a_run_stored_by_other_code_runs_again_and_is_counted(tmp_path, capsys):
+    import json
+
+    first = run_sweep(small_sweep(), tmp_path, serial=True, progress=False, plots=False)
+    assert (first.ran, first.skipped, first.stale) == (4, 0, 0)
+    path = sorted((tmp_path / "runs").glob("*.json"))[0]
+    record = json.loads(path.read_text())
+    path.write_text(json.dumps({**record, "code": "made-elsewhere"}))
+    again = run_sweep(small_sweep(), tmp_path, serial=True, progress=False, plots=False)
+    assert (again.ran, again.skipped, again.stale) == (1, 3, 1)
+    assert json.loads(path.read_text())["code"] == record["code"]
 
 
 def test_outputs_one_row_per_run_and_a_table_per_point(tmp_path):

@@ -66,7 +66,9 @@ def _main(args: argparse.Namespace) -> int:
     except SweepError as exc:  # Ray could not start or be joined
         print(f"hbh sweep: {exc}", file=sys.stderr)
         return 2
-    print(f"ran {result.ran} runs ({result.skipped} already finished), {len(result.failures)} failed; "
+    stale = f" ({result.stale} of them stored in {out}/runs by other code)" if result.stale else ""
+    reused = f", reused {result.skipped} (stored in {out}/runs by this code, same inputs)" if result.skipped else ""
+    print(f"ran {result.ran} runs{stale}{reused}, {len(result.failures)} failed; "
           f"wrote {', '.join(str(f) for f in result.files)}")
     return 1 if result.failures else 0
 

@@ -36,6 +36,27 @@ PROBE_TIMEOUT_S = 5.0
 
 Result = tuple[RunSpec, dict[str, Any]]
 
+#: Where Ray logs its token-authentication notice, and the notice's first words.
+RAY_TOKEN_LOGGER = "ray._private.authentication.authentication_token_setup"
+RAY_TOKEN_NOTICE = "Token authentication is enabled for this Ray cluster"
+
+
+class _WithoutTokenNotice(logging.Filter):
+    """Drops Ray's "Token authentication is enabled ... Set RAY_AUTH_MODE=disabled to opt out" line.
+
+    Why only that line, at its logger: Ray prints it at every ``ray.init`` that leaves the mode to
+    its default, and a sweep's user has nothing to do about it (the private instance keeps Ray's
+    token authentication, on 127.0.0.1 only); every other Ray warning still reaches the terminal."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not record.getMessage().startswith(RAY_TOKEN_NOTICE)
+
+
+def _quiet_token_notice() -> None:
+    logger = logging.getLogger(RAY_TOKEN_LOGGER)
+    if not any(isinstance(f, _WithoutTokenNotice) for f in logger.filters):
+        logger.addFilter(_WithoutTokenNotice())
+
 
 def serial_runs(source: str, text: str, specs: list[RunSpec]) -> Iterator[Result]:
     for spec in specs:
@@ -113,6 +134,7 @@ def ray_session(address: str | None, jobs: int | None, temp_root: Path | None) -
             # A short private directory: the session's sockets live below it (108-byte path limit),
             # and every process of this instance carries it on its command line.
             temp_dir = tempfile.mkdtemp(prefix="hbh-ray-", dir=temp_root)
+        _quiet_token_notice()
         _init(ray, address, jobs, temp_dir)
         for sig in previous:  # after ray.init, which installs its own SIGTERM handler (sys.exit)
             signal.signal(sig, interrupted)

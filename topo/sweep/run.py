@@ -18,6 +18,7 @@ from typing import Any
 
 from controlplane.units import UnitError, parse_duration_ns
 from topo.model import CONTROLS
+from topo.sweep.code import code_digest
 from topo.sweep.execute import Result, ray_runs, serial_runs
 from topo.sweep.grammar import Setting, SweepError, parse_controls, parse_seeds, parse_settings
 from topo.sweep.points import Base, Point, grid, load_base, point_topology
@@ -55,8 +56,9 @@ class SweepResult:
     rows: list[dict[str, Any]]
     failures: list[dict[str, Any]]
     ran: int  # runs executed by this call
-    skipped: int  # runs already finished in the directory
+    skipped: int  # runs already finished in the directory (by this code), reused
     files: list[Path] = field(default_factory=list)
+    stale: int = 0  # runs stored by other code, run again (counted in ``ran``)
 
 
 def plan_sweep(topology: str | Path, sets: list[str], controls: str | None, seeds: str,
@@ -90,6 +92,7 @@ def run_sweep(sweep: Sweep, out: Path, *, serial: bool = False, address: str | N
     specs = sweep.runs(backend)
     serial = serial or backend != "sim"
     todo = [s for s in specs if store.finished(s.key) is None]
+    stale = sum(store.stale(s.key) for s in todo)
     failures: list[dict[str, Any]] = []
     source, text = sweep.base.source, sweep.base.text
     results = serial_runs(source, text, todo) if serial else \
@@ -113,7 +116,7 @@ def run_sweep(sweep: Sweep, out: Path, *, serial: bool = False, address: str | N
             bar.close()
     rows = [_row(sweep, store.finished(s.key)) for s in specs if store.finished(s.key) is not None]
     files = _write_outputs(sweep, out, rows, failures, plots, command)
-    return SweepResult(rows, failures, ran=len(todo), skipped=len(specs) - len(todo), files=files)
+    return SweepResult(rows, failures, ran=len(todo), skipped=len(specs) - len(todo), files=files, stale=stale)
 
 
 def _closing(results: Iterator[Result]) -> Iterator[Result]:
@@ -127,7 +130,7 @@ def _closing(results: Iterator[Result]) -> Iterator[Result]:
 
 
 def _record(sweep: Sweep, spec: RunSpec, result: dict[str, Any]) -> dict[str, Any]:
-    return {"key": spec.key, "topology": sweep.base.topo.name, "source": sweep.base.source,
+    return {"key": spec.key, "code": code_digest(), "topology": sweep.base.topo.name, "source": sweep.base.source,
             "params": spec.point.params(), "label": spec.point.label(), "seed": spec.seed,
             "duration_s": spec.duration_ns / 1e9, **result}
 
