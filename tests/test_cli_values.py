@@ -1,0 +1,64 @@
+"""A value that starts with a dash (``--duration -5s``, ``--w-min -1Mbps``) reaches the command, which
+refuses it with the same one line as ``--duration=-5s``: argparse alone took ``-5s`` for an option."""
+
+from __future__ import annotations
+
+import argparse
+import functools
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from hbh.cli import build_parser, main
+
+ROOT = Path(__file__).resolve().parents[1]
+TOPO = str(ROOT / "topo" / "paper-1router.yaml")
+
+
+def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    """``parser`` and every sub-command's parser below it."""
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                yield from parsers(sub)
+
+
+@functools.cache
+def every_parser() -> list[argparse.ArgumentParser]:
+    return list(parsers(build_parser()))
+
+
+@given(number=st.from_regex(r"\.?[0-9][0-9.]*", fullmatch=True),
+       unit=st.sampled_from(["", "s", "ms", "us", "Mbps", "kbps", "%", "C", "B", "e3"]))
+def test_every_commands_parser_reads_a_dashed_quantity_as_a_value(number: str, unit: str) -> None:
+    every = every_parser()
+    assert len(every) > 10  # hbh and its sub-commands (run, sweep, compare, params set/show, ...)
+    for parser in every:
+        assert parser._parse_optional(f"-{number}{unit}") is None, parser.prog
+
+
+@pytest.mark.parametrize(("command", "option", "value"), [
+    (["run", TOPO], "--duration", "-5s"),
+    (["sweep", TOPO, "--serial", "--out", "{tmp}/s"], "--duration", "-5s"),
+    (["compare", TOPO, "--serial", "--out", "{tmp}/c"], "--duration", "-5s"),
+    (["demo", "--out", "{tmp}/d"], "--duration", "-5s"),
+    (["params", "set", "--grpc-addr", "127.0.0.1:1", "--port", "1"], "--w-min", "-1Mbps"),
+    (["params", "set", "--grpc-addr", "127.0.0.1:1", "--port", "1"], "--o-max", "-50%"),
+    (["params", "set", "--grpc-addr", "127.0.0.1:1", "--port", "1"], "--interval", "-10ms"),
+    (["params", "set", "--grpc-addr", "127.0.0.1:1", "--port", "1"], "--k-p", "-2C"),
+    (["params", "set", "--grpc-addr", "127.0.0.1:1", "--o-max", "0.5"], "--port", "-1"),
+])
+def test_a_dashed_value_gets_the_one_line_the_joined_form_gets(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                               command: list[str], option: str, value: str) -> None:
+    argv = [w.format(tmp=tmp_path) for w in command]
+    assert main([*argv, f"{option}={value}"]) == 2
+    joined = capsys.readouterr()
+    assert main([*argv, option, value]) == 2
+    spaced = capsys.readouterr()
+    assert spaced.err == joined.err and spaced.out == joined.out == ""
+    assert len(spaced.err.strip().splitlines()) == 1 and value in spaced.err and "usage:" not in spaced.err
+    assert not list(tmp_path.rglob("runs/*.json"))  # nothing ran
