@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.units import UnitError, parse_duration_ns
-from topo.analysis import warnings as analysis_warnings
+from topo.analysis_cache import cached_warnings
 from topo.keepup import verdict
 
-__all__ = ["register", "run_experiment", "RunResult"]
+__all__ = ["register", "run_experiment", "RunResult", "InvariantsFailed", "STRICT_EXIT"]
 
 SLICE_NS = 250_000_000
 BACKENDS = ("sim", "netns")
+
+
+STRICT_EXIT = 3  # `hbh run --strict`: the run's invariants failed (topo/invariants.py)
 
 
 class RunResult:
@@ -33,23 +36,39 @@ class RunResult:
         self.recorder = recorder
         self.files = files
 
+    @property
+    def violations(self) -> list[dict[str, str]]:
+        """The invariants the run broke (summary.json's ``invariants.violations``)."""
+        return list(self.summary.get("invariants", {}).get("violations", []))
+
+
+class InvariantsFailed(Exception):
+    """``run_experiment(..., strict=True)`` on a run that broke an invariant: its results were
+    written all the same (``result``), so that the failing run can be looked at."""
+
+    def __init__(self, result: RunResult) -> None:
+        self.result = result
+        super().__init__("; ".join(f"{v['name']}: {v['detail']}" for v in result.violations))
+
 
 def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None = None, *, progress: bool = False,
                    plots: bool = True, backend: str = "sim", target: str = "p4switch",
-                   pcap: bool = True) -> RunResult:
+                   pcap: bool = True, strict: bool = False) -> RunResult:
     """Run ``topo`` for ``duration_ns`` of (virtual or real) time; write results to ``out`` if given.
 
     ``backend="netns"`` runs real processes in network namespaces (root only, see
     :mod:`topo.netns`; ``target`` p4switch or bmv2); its logs, pcaps and ``network.json`` go to
     ``out`` (a temporary directory when None). The network is always torn down, also on errors,
-    Ctrl-C and SIGTERM.
+    Ctrl-C and SIGTERM. Its invariants (topo/invariants.py) are checked at the end and recorded
+    in the summary; ``strict``: a violation raises :class:`InvariantsFailed` (results written).
     """
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if backend == "sim":
         from topo.simnet import SimNetwork
 
-        return _drive(SimNetwork(topo, seed=seed).build(), topo, duration_ns, seed, out, progress, plots, backend)
+        return _strict(_drive(SimNetwork(topo, seed=seed).build(), topo, duration_ns, seed, out, progress, plots,
+                              backend), strict)
     import tempfile
 
     from topo.netns import NetnsNetwork
@@ -64,8 +83,14 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
         net.build()
         if out is not None:
             _print_network(net)
-        return _drive(net, topo, duration_ns, seed, out, progress, plots, backend,
-                      {"target": target, "notices": net.notices})
+        return _strict(_drive(net, topo, duration_ns, seed, out, progress, plots, backend,
+                              {"target": target, "notices": net.notices}), strict)
+
+
+def _strict(result: RunResult, strict: bool) -> RunResult:
+    if strict and result.violations:
+        raise InvariantsFailed(result)
+    return result
 
 
 @contextlib.contextmanager
@@ -127,6 +152,10 @@ def _drive(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | None, p
     summary["loss"]["total"] += host_full
     # frames a link's `reorder` held back (the reordering TCP and TFRC may read as loss; docs/e2e.md)
     summary["loss"]["reordered_by_links"] = net.counts.get("reordered_frames", 0)
+    from topo.invariants import check_invariants, invariants_block
+
+    end_state = net.end_state() if hasattr(net, "end_state") else None
+    summary["invariants"] = invariants_block(check_invariants(topo, net.recorder, summary, end_state))
     summary["performance"] = {"wall_s": round(wall, 3), "speedup": round(duration_ns / 1e9 / wall, 2),
                               "packet_hops": hops, "packet_hops_per_wall_s": round(hops / wall)}
     files: list[Path] = []
@@ -137,7 +166,7 @@ def _drive(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | None, p
         if plots:
             from topo.plots import plot_run
 
-            files += plot_run(net.recorder, summary, out, topo.name)
+            files += plot_run(net.recorder, summary, out, topo.name, topo)
     return RunResult(summary, net.recorder, files)
 
 
@@ -174,18 +203,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-pcap", action="store_true", help="netns: no per-port pcaps")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
+    p.add_argument("--no-analysis", action="store_true",
+                   help="skip the loop analysis before the run (its warnings; it is cached per topology and "
+                        "duration, docs/alinea.md)")
+    p.add_argument("--strict", action="store_true",
+                   help=f"exit with status {STRICT_EXIT} if the run breaks an invariant (docs/metrics.md, Invariants)")
+    p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
+                   help="change one value of the file, as hbh sweep's --set does (docs/sweeps.md), e.g. "
+                        "alinea.o_max=0.7 or link[R1-H2].rate=1Mbps; repeatable")
     p.set_defaults(func=_main)
 
 
 def _main(args: argparse.Namespace) -> int:
-    from topo.schema import TopologyError, load_topology
+    from topo.schema import TopologyError
+    from topo.sweep.grammar import SweepError
+    from topo.sweep.overrides import topology_with
 
     try:
         duration = parse_duration_ns(args.duration, "--duration")
         if duration <= 0:
             raise UnitError(f"--duration: must be > 0, got {args.duration!r}")
-        topo = load_topology(args.topology)
-    except (UnitError, TopologyError, OSError) as exc:
+        topo = topology_with(args.topology, args.sets)
+    except (UnitError, TopologyError, SweepError, OSError) as exc:
         print(f"hbh run: {exc}", file=sys.stderr)
         return 2
     if args.backend == "sim":
@@ -195,7 +234,7 @@ def _main(args: argparse.Namespace) -> int:
             print(f"hbh run: {why}", file=sys.stderr)
             return 2
     out = Path(args.out or f"results/{topo.name}")
-    for warning in analysis_warnings(topo, duration / 1e9):
+    for warning in ([] if args.no_analysis else cached_warnings(topo, duration / 1e9)[0]):
         print(f"hbh run: warning: {warning}", file=sys.stderr)
     if args.backend != "sim" or args.target != "p4switch":
         from topo.netns_plumbing import NetnsError, require_root
@@ -213,7 +252,9 @@ def _main(args: argparse.Namespace) -> int:
     try:
         result = run_experiment(topo, duration, args.seed, out, progress=not args.no_progress,
                                 plots=not args.no_plots, backend=args.backend, target=args.target,
-                                pcap=not args.no_pcap)
+                                pcap=not args.no_pcap, strict=args.strict)
+    except InvariantsFailed as failed:
+        result = failed.result
     except KeyboardInterrupt:
         print("hbh run: interrupted; the network was torn down", file=sys.stderr)
         return 130
@@ -225,10 +266,12 @@ def _main(args: argparse.Namespace) -> int:
         print(f"hbh run: {exc}", file=sys.stderr)
         return 2
     print(format_summary(result.summary))
+    for v in result.violations:
+        print(f"hbh run: invariant violated: {v['name']}: {v['detail']}", file=sys.stderr)
     print(f"\nresults: {out}/ (laws.csv, flows.csv, buffers.csv, links.csv, drops.csv, packets_*.csv, "
           f"{'tcp.csv, ' if result.recorder.tcp else ''}"
           f"summary.json{', *.png' if not args.no_plots else ''})")
-    return 0
+    return STRICT_EXIT if args.strict and result.violations else 0
 
 
 def realtime_line(rt: dict[str, Any] | None) -> str | None:
@@ -247,35 +290,13 @@ def realtime_line(rt: dict[str, Any] | None) -> str | None:
 
 
 def format_summary(s: dict[str, Any]) -> str:
+    """What ``hbh run`` prints: every number is defined in docs/metrics.md."""
     lines = [f"{s['topology']}: {s['duration_s']:g} s, seed {s.get('seed')}, backend {s.get('backend')}"]
-    loss = s["loss"]
-    lines.append(f"loss: {loss['total']} packets (sent {loss['data_packets_sent']}, received "
-                 f"{loss['data_packets_received']}; dropped in the network {loss['dropped_in_network']}, "
-                 f"receiver buffer overflow {loss['receiver_buffer_overflow']}, missing sequence numbers "
-                 f"{loss['lost_by_sequence']}; reordered {loss['reordered']})")
-    lines.append(f"{'buffer':<14}{'target':>8}{'mean':>8}{'std':>7}{'max':>7}{'conv. (s)':>10}")
-    for name, b in s["buffers"].items():
-        conv = "-" if b["convergence_s"] is None else f"{b['convergence_s']:.2f}"
-        target = "-" if b["target"] is None else f"{100 * b['target']:.1f}%"
-        lines.append(f"{name:<14}{target:>8}{100 * b['mean']:>7.1f}%{100 * b['std']:>6.2f}"
-                     f"{100 * b['max']:>6.1f}%{conv:>10}")
-    for name, f in s["flows"].items():
-        owd = f["owd_ms"]
-        lines.append(f"flow {name} {f['src']}->{f['dst']} ({f['control']}): goodput {f['goodput_bps'] / 1e6:.3f} Mb/s, "
-                     f"one-way delay p50 {owd['p50']:.1f} ms, p99 {owd['p99']:.1f} ms")
-        if (t := f.get("tcp")) is not None:
-            rtt = t["rtt_ms"]
-            done = f", completed in {t['completion_s']:g} s" if t["completed"] else ""
-            lines.append(f"  tcp {t['cc']}: {t['retransmissions']} retransmissions, smoothed RTT p50 {rtt['p50']} ms, "
-                         f"p99 {rtt['p99']} ms, {t['bytes_received']} bytes received{done}"
-                         + (f"; errors: {'; '.join(t['errors'])}" if t["errors"] else ""))
+    lines += _loss_lines(s["loss"])
+    lines += _buffer_lines(s)
+    lines += _flow_lines(s)
     for ev in s["events"]:
-        if ev.get("reaction_s") is not None:
-            lines.append(f"event at {ev['at_s']:g} s, link {ev['link']} -> {ev['rate_bps'] / 1e6:g} Mb/s: "
-                         f"{ev['regulator']} cut its rate after {1000 * ev['reaction_s']:.1f} ms "
-                         f"({ev['reaction_intervals']} report intervals); {ev['buffer']} peaked at "
-                         f"{100 * ev['max_occupancy_after']:.1f}%, back within 3 points after "
-                         f"{ev['recovery_s'] if ev['recovery_s'] is not None else '-'} s")
+        lines.append(_event_line(ev))
     if (said := realtime_line(s.get("realtime"))) is not None:
         lines.append(said)
     perf = s.get("performance", {})
@@ -283,3 +304,81 @@ def format_summary(s: dict[str, Any]) -> str:
         lines.append(f"wall time {perf['wall_s']:.1f} s ({perf['speedup']:.1f}x real time, "
                      f"{perf['packet_hops_per_wall_s']:,} packet-hops/s)")
     return "\n".join(lines)
+
+
+def _loss_lines(loss: dict[str, Any]) -> list[str]:
+    """Loss in the network and loss at the receivers' playout buffers, apart (docs/metrics.md)."""
+    lines = [f"loss: {loss['total']} packets (sent {loss['data_packets_sent']}, received "
+             f"{loss['data_packets_received']}; missing sequence numbers {loss['lost_by_sequence']}; "
+             f"reordered {loss['reordered']})",
+             f"  in the network: {loss['dropped_in_network']}"
+             + (f" ({', '.join(f'{r} {n}' for r, n in loss['dropped_by_reason'].items())})"
+                if loss.get("dropped_by_reason") else "")]
+    by_host = loss.get("receiver_buffer_overflow_by_host") or {}
+    where = f" ({', '.join(f'{h} {n}' for h, n in by_host.items())})" if by_host else ""
+    lines.append(f"  at receivers' playout buffers (the application's buffer, not the network): "
+                 f"{loss['receiver_buffer_overflow']}{where}")
+    return lines
+
+
+def _buffer_lines(s: dict[str, Any]) -> list[str]:
+    if not s["buffers"]:
+        return []
+    width = max(14, 2 + max(len(n) for n in s["buffers"]))
+    lines = [f"{'buffer':<{width}}{'target':>8}{'mean':>8}{'std':>7}{'max':>7}{'conv. (s)':>10}"]
+    for name, b in s["buffers"].items():
+        conv = "-" if b["convergence_s"] is None else f"{b['convergence_s']:.2f}"
+        if b["target"] is None:
+            conv = "no law"
+        elif "cannot_reach" in b:
+            conv = "cannot"
+        target = "-" if b["target"] is None else f"{100 * b['target']:.1f}%"
+        lines.append(f"{name:<{width}}{target:>8}{100 * b['mean']:>7.1f}%{100 * b['std']:>6.2f}"
+                     f"{100 * b['max']:>6.1f}%{conv:>10}")
+    conv = s.get("convergence") or {}
+    for name, why in conv.get("cannot_reach", {}).items():
+        lines.append(f"  {name} cannot reach its target: {why}")
+    if conv.get("over"):
+        said = f"{conv['s']:.2f} s" if conv.get("s") is not None else f"none ({conv.get('why')})"
+        lines.append(f"convergence (over {', '.join(conv['over'])}): {said}")
+    return lines
+
+
+def _flow_lines(s: dict[str, Any]) -> list[str]:
+    lines = []
+    for name, f in s["flows"].items():
+        owd = f["owd_ms"]
+        what = "played out" if f.get("goodput_of") == "played" else "received"
+        window = f.get("window_s")
+        over = (f", over {f.get('window')} {window[0]:g}-{window[1]:g} s" if window else "")
+        fct = f"; FCT {f['fct_s']:g} s" if f.get("fct_s") is not None else (
+            "; not completed" if "fct_s" in f else "")
+        lines.append(f"flow {name} {f['src']}->{f['dst']} ({f['control']}): goodput {f['goodput_bps'] / 1e6:.3f} Mb/s "
+                     f"({what}{over}), one-way delay p50 {owd['p50']:.1f} ms, p99 {owd['p99']:.1f} ms{fct}")
+        if (t := f.get("tcp")) is not None:
+            rtt = t["rtt_ms"]
+            done = f", completed in {t['completion_s']:g} s" if t["completed"] else ""
+            lines.append(f"  tcp {t['cc']}: {t['retransmissions']} retransmissions, smoothed RTT p50 {rtt['p50']} ms, "
+                         f"p99 {rtt['p99']} ms, {t['bytes_received']} bytes received{done}"
+                         + (f"; errors: {'; '.join(t['errors'])}" if t["errors"] else ""))
+    neck = s.get("bottleneck")
+    if neck and neck.get("link"):
+        jain = f"{neck['jain']:.4f}" if neck.get("jain") is not None else neck.get("why")
+        util = neck.get("utilisation")
+        lines.append(f"bottleneck {neck['link']}: utilisation {util if util is None else f'{util:.3f}'}, "
+                     f"Jain's index over its flows ({', '.join(neck['flows']) or '-'}): {jain}")
+    return lines
+
+
+def _event_line(ev: dict[str, Any]) -> str:
+    head = f"event at {ev['at_s']:g} s, link {ev['link']} -> {ev['rate_bps'] / 1e6:g} Mb/s:"
+    parts = []
+    if ev.get("reaction_s") is not None:
+        parts.append(f"{ev['regulator']} cut its rate after {1000 * ev['reaction_s']:.1f} ms "
+                     f"({ev['reaction_intervals']} report intervals); {ev['buffer']} peaked at "
+                     f"{100 * ev['max_occupancy_after']:.1f}%, back within 3 points after "
+                     f"{ev['recovery_s'] if ev['recovery_s'] is not None else '-'} s")
+    if ev.get("source_reaction_s") is not None:
+        parts.append(f"the sources cut their sending rate after {1000 * ev['source_reaction_s']:.1f} ms "
+                     f"(from the packets, {1000 * ev['source_reaction_window_s']:.0f} ms window)")
+    return f"{head} {'; '.join(parts) if parts else 'no reaction measured'}"
