@@ -1,8 +1,8 @@
 """`hbh params set|show`: the ALINEA parameters of a running switch, over P4Runtime.
 
 ``set`` checks every value it was given before it connects (a fraction outside (0, 1], a rate
-<= 0, O_min above O_max, W_min above W_max, a port out of range: one line naming the parameter
-and the value, exit 2); after connecting it reads what the port holds, merges, validates the
+<= 0, O_min above O_max, W_min above W_max, a port out of range or, with ``--run``, a port the
+switch does not have; a run that has ended: one line naming the parameter and the value, exit 2); after connecting it reads what the port holds, merges, validates the
 whole set again (e.g. a new O_min against the switch's O_max) and only then writes one MODIFY.
 A port the switch has no entry for is refused the same way, before anything is written.
 
@@ -94,6 +94,7 @@ def register(sub: argparse._SubParsersAction, locate: Locate | None = None, desc
 def parse_changes(args: argparse.Namespace) -> tuple[int, dict[str, float], dict[str, int]]:
     """(port, law changes, port changes) from the options; ParamError/UnitError if any is invalid."""
     port = _port(args.port)
+    _check_port_of_run(args, port)
     law: dict[str, float] = {}
     capacity = _link_rate(args, port)
     for name, parse in _LAW_OPTIONS.items():
@@ -148,6 +149,15 @@ def _port(text: str) -> int:
     if not 0 <= port <= MAX_PORT:
         raise ParamError(f"--port = {port}: a switch port is 0..{MAX_PORT}")
     return port
+
+
+def _check_port_of_run(args: argparse.Namespace, port: int) -> None:
+    """With ``--run``, the run's topology lists the switch's ports: refuse another before connecting."""
+    records = _records(args)
+    if records and port not in records:
+        known = ", ".join(f"{p} (toward {r.get('toward', '?')})" for p, r in sorted(records.items()))
+        raise ParamError(f"--port = {port}: switch {args.switch} of run {args.run} has no such port (its ports: "
+                         f"{known})")
 
 
 def _check_alone(law: dict[str, float], model: dict[str, int]) -> None:

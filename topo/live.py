@@ -25,7 +25,7 @@ from typing import Any
 from controlplane import params_cli
 from controlplane.params import LAW_FIELDS, ParamError
 
-__all__ = ["LiveError", "load_network", "switch_info", "switch_address", "switch_ports", "port_records", "shell_command",
+__all__ = ["LiveError", "load_network", "run_ended", "switch_info", "switch_address", "switch_ports", "port_records", "shell_command",
            "register", "SHELL_ELECTION_ID"]
 
 SHELL_ELECTION_ID = (0, 5)
@@ -46,8 +46,47 @@ def load_network(run_dir: str | Path) -> dict[str, Any]:
         raise LiveError(f"--run {run_dir}: cannot read {path}: {exc}") from None
 
 
+def run_ended(run_dir: str | Path, net: dict[str, Any]) -> str | None:
+    """Why the run that wrote ``run_dir/network.json`` has ended, or None while it may still run.
+
+    Why: its switches die with it, and a command that connects to a dead switch's address waits for
+    a timeout and then reports a connection error that does not say the run is over. The runner's
+    pid is in network.json; a process with that pid started after the file was written is another
+    one. A network.json without the pid (an older run) is taken as running."""
+    path = Path(run_dir) / "network.json"
+    pid = net.get("runner_pid")
+    if not isinstance(pid, int):
+        return None
+    try:
+        written = path.stat().st_mtime
+    except OSError:
+        return None
+    summary = Path(run_dir) / "summary.json"
+    if summary.exists() and summary.stat().st_mtime >= written:
+        return f"its results are written ({summary})"
+    started = process_start_time(pid)
+    if started is None or started > written + 1.0:
+        return f"its runner, pid {pid}, is gone"
+    return None
+
+
+def process_start_time(pid: int) -> float | None:
+    """When process ``pid`` started (seconds since the epoch), None if there is no such process."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+    except (OSError, StopIteration, ValueError):
+        return None
+    ticks = int(stat.rsplit(")", 1)[1].split()[19])  # field 22, counted after the command's ")"
+    return boot + ticks / os.sysconf("SC_CLK_TCK")
+
+
 def switch_info(run_dir: str | Path, name: str) -> dict[str, Any]:
     net = load_network(run_dir)
+    why = run_ended(run_dir, net)
+    if why is not None:
+        raise LiveError(f"--run {run_dir}: that run has ended ({why}); its switches are gone")
     switches = net.get("switches", {})
     if name not in switches:
         raise LiveError(f"--switch {name!r}: not a switch of run {run_dir} (switches: "
