@@ -24,7 +24,16 @@ It prints ``ready`` on stdout once both ports are open and ends cleanly on SIGTE
 
     {"op": "set_bitrate", "bps": 1000000}   -> both shaped directions, from the next frame on
     {"op": "bitrate"}                        -> {"a->b": 1000000, "b->a": null}
-    {"op": "stats"}                          -> per direction: frames carried, dropped, queued
+    {"op": "stats"}                          -> per direction: frames carried, dropped, queued,
+                                                backlog (waiting now) and peak_backlog
+
+**Backlog.** A frame *waits* while another is on the wire ahead of it: its serialization has not
+started. ``backlog`` counts those frames now, ``peak_backlog`` the most there ever were (frames
+being serialized or propagating are not counted: a long link holds many in flight and none of them
+is a queue). On BMv2 the switch's egress queue of the port paces at the link's rate
+(:mod:`topo.link_pacing`), so the backlog of a slow link forms in the switch, where its data plane
+counts it; the emulator then holds at most the one frame on its wire, and a run whose emulators
+waited more frames says so (docs/bmv2.md, "No hidden queue on an emulated link").
 """
 
 from __future__ import annotations
@@ -37,7 +46,8 @@ import struct
 import sys
 import threading
 import time
-from dataclasses import dataclass, replace
+from collections import deque
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from runtime.link import LinkModel, Transmitter
@@ -77,6 +87,9 @@ class Direction:
     #: how late the loop runs a delivery (EWMA, ns): deliveries are scheduled that much early
     lead_ns: int = 0
     _last_at: int = 0  # the latest delivery time scheduled (frames never overtake)
+    #: serialization end times of the frames on the wire or waiting for it, oldest first
+    _ends: deque[int] = field(default_factory=deque)
+    peak_backlog: int = 0  # the most frames ever waiting behind the one on the wire
 
     def carry(self, _port: int, frame: bytes) -> None:
         tx = self.tx
@@ -87,7 +100,12 @@ class Direction:
         if self.queued >= self.limit:
             self.dropped += 1
             return
-        _start, end = tx.transmit(self.arrival_ns(), len(frame))
+        arrival = self.arrival_ns()
+        _start, end = tx.transmit(arrival, len(frame))
+        self._ends.append(end)
+        waiting = self.backlog(arrival)
+        if waiting > self.peak_backlog:
+            self.peak_backlog = waiting
         self.queued += 1
         due = end + tx.model.delay_ns
         at = self._last_at = max(self._last_at, due - self.lead_ns)
@@ -115,13 +133,21 @@ class Direction:
         self.carried += 1
         self.out.send(frame)
 
+    def backlog(self, now_ns: int) -> int:
+        """Frames waiting at ``now_ns`` behind the one on the wire (whose serialization has not started)."""
+        ends = self._ends
+        while ends and ends[0] <= now_ns:
+            ends.popleft()
+        return len(ends) - 1 if len(ends) > 1 else 0
+
     def set_bitrate(self, bps: int) -> None:
         """From the next frame on; frames already serialized keep their times (as a replaced netem)."""
         if self.tx is not None:
             self.tx.model = replace(self.tx.model, bitrate_bps=bps)
 
     def stats(self) -> dict[str, int]:
-        return {"carried": self.carried, "dropped": self.dropped, "queued": self.queued}
+        return {"carried": self.carried, "dropped": self.dropped, "queued": self.queued,
+                "backlog": self.backlog(self.sched.now_ns()), "peak_backlog": self.peak_backlog}
 
 
 class LinkEmulator:

@@ -49,6 +49,7 @@ from hosts.tcp import SIM_ONLY_CC
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
 from topo.keepup import CpuMeter, keepup_summary, relay_summary, verdict
+from topo.link_pacing import LinkPacedQueues, LinkPacing, ceilings, hidden_queue_notice, paced_ways
 from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_pace import KERNEL_CC
@@ -153,6 +154,8 @@ class NetnsNetwork:
         self.emulator_specs: dict[tuple[str, str], LinkEmuSpec] = {}  # (a, b) of a topology link
         self.emulators: dict[tuple[str, str], LinkEmuProcess] = {}
         self._recording = True  # agents' law rows go to the recorder (on the agents' loop thread)
+        #: BMv2 with emulated links: each port's egress at its link's rate (topo/link_pacing.py)
+        self.pacing: LinkPacing | None = None
 
     # ---- construction ------------------------------------------------------------------------------
     def build(self) -> NetnsNetwork:
@@ -353,6 +356,8 @@ class NetnsNetwork:
         round trips (the GIL is released while a call waits on its socket).
         """
         program = self._program()
+        ways = paced_ways(self.topo, {k: s.control_socket for k, s in self.emulator_specs.items()}
+                          if self.link_mode == "linkemu" else {}) if self.link_mode in ("netem", "linkemu") else []
         for name, sw in self.switches.items():
             sw.sched = RealtimeScheduler()
             sw.sched.start()
@@ -360,12 +365,20 @@ class NetnsNetwork:
             sw.client = GrpcController(sw.spec.grpc_addr, sw.spec.device_id, election=AGENT_ELECTION_ID,
                                        on_message=_guarded(name, agent_box))
             sw.queues = thrift_connect("127.0.0.1", sw.spec.thrift_port)
+            if ways:
+                sw.queues = LinkPacedQueues(sw.queues, ceilings(self.topo, ways, name))
             plan = switch_plan(self.topo, name, fixed_departures=self.target == "bmv2" or None)
             agent = SwitchAgent(plan, sw.client, sw.queues, sw.sched,
                                 tick_ns=AGENT_TICK_NS, on_trace=self._law_trace(name))
             agent_box.append(agent)
             sw.agent = agent
             sw.sched.run_sync(agent.install, program[0], program[1], timeout=60)
+            if isinstance(sw.queues, LinkPacedQueues):
+                sw.sched.run_sync(sw.queues.start)
+        if ways:
+            self.pacing = LinkPacing(ways, {n: sw.queues for n, sw in self.switches.items()},  # type: ignore[misc]
+                                     lambda n, fn, *a: self.switches[n].sched.call_soon_threadsafe(fn, *a),  # type: ignore[union-attr]
+                                     lambda sock: control_call(sock, "stats"))
 
     def _program(self) -> tuple[Any, bytes]:
         if self.target == "p4switch":
@@ -448,6 +461,8 @@ class NetnsNetwork:
                 self._apply_event(self._events.pop(0))
             if self._next_sample == nxt:
                 self._sample_links(nxt)
+                if self.pacing is not None:
+                    self.pacing.check()
                 if not self._hop_by_hop:
                     self._sample_fifos(nxt)
                 self._next_sample += SAMPLE_NS
@@ -495,6 +510,8 @@ class NetnsNetwork:
         a, b = ev.link
         bps = round(ev.rate_bps)
         self._rates[(a, b) if (a, b) in self._rates else (b, a)] = bps
+        if self.pacing is not None:  # BMv2's egress at the link's new rate
+            self.pacing.set_link_rate((a, b) if (a, b) in self._rates else (b, a), bps)
         if self.link_mode == "linkemu":
             emu = self.emulator_specs.get((a, b)) or self.emulator_specs[(b, a)]
             try:  # its switch ends: both ways of a switch-switch link, the switch-to-host way of a host link
@@ -588,7 +605,8 @@ class NetnsNetwork:
         if relays:
             realtime["host_relays"] = relays
             realtime["kept_up"] = verdict(realtime) == "yes"
-        return {"control_latency": latency_summary(
+        pacing = {"link_backlog": self.pacing.summary()} if self.pacing is not None else {}
+        return {**pacing, "control_latency": latency_summary(
             {name: sw.agent.control_latencies_ns for name, sw in self.switches.items() if sw.agent is not None}),
             "realtime": realtime}
 
@@ -596,6 +614,11 @@ class NetnsNetwork:
         """Final samples, the hosts' results merged into the recorder."""
         end = max(self.now_ns(), self.duration_ns)
         self._cpu.stop()
+        if self.pacing is not None:  # the emulators' backlog at the end, before anything stops
+            self.pacing.check()
+            hidden = hidden_queue_notice(self.pacing.summary())
+            if hidden:
+                self._notice(hidden)
         for sw in self.switches.values():  # the recorder is ours from here on
             if sw.sched is not None:
                 sw.sched.run_sync(setattr, self, "_recording", False)

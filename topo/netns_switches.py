@@ -32,10 +32,18 @@ from topo.netns_plumbing import NetnsError
 
 __all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
            "pdeathsig", "child_rt_priority", "realtime_run", "switch_spin_us", "CHILD_RT_PRIORITY", "LinkEmuSpec",
-           "linkemu_command", "LinkEmuProcess", "read_line", "stop_process"]
+           "linkemu_command", "LinkEmuProcess", "read_line", "stop_process", "NO_THRIFT", "NO_THRIFT_LOG"]
 
 CPU_PORT = 255
 START_TIMEOUT_S = 60.0
+#: how long a BMv2 whose gRPC port is open may take to open its Thrift port before it is taken for
+#: a build without Thrift (its log's warning, when there is one, is read sooner)
+THRIFT_GRACE_S = 10.0
+#: what simple_switch_grpc built without Thrift logs when given --thrift-port (BMv2 1.15)
+NO_THRIFT_LOG = "compiled without Thrift support"
+NO_THRIFT = ("{name}: this simple_switch_grpc has no Thrift server, and set_queue_rate (the agents' egress rates) "
+             "needs it: BMv2 builds simple_switch_grpc with one only when configured with --with-thrift "
+             "(targets/simple_switch_grpc: ./configure --with-thrift; docs/bmv2.md)")
 
 
 log = logging.getLogger(__name__)
@@ -233,9 +241,37 @@ class SwitchProcess:
 
     def wait_ready(self, deadline: float) -> None:
         for port in (self.spec.grpc_port, self.spec.thrift_port):
+            if port == self.spec.thrift_port and self.is_bmv2():
+                self._wait_thrift(deadline)
+                continue
             if not _wait_tcp(port, deadline, self.proc):
                 raise NetnsError(f"switch {self.spec.name} did not start listening on 127.0.0.1:{port} "
                                  f"(exit status {self.proc.poll()}): {self.output()}")
+
+    def is_bmv2(self) -> bool:
+        return Path(self.command[0]).name == "simple_switch_grpc"
+
+    def _wait_thrift(self, deadline: float) -> None:
+        """BMv2's gRPC port is open: its Thrift port should follow. A build without Thrift says so in
+        its log (once ``--thrift-port`` is given) and never opens it: that is said in one line."""
+        grace = min(deadline, time.monotonic() + THRIFT_GRACE_S)
+        while True:
+            if _wait_tcp(self.spec.thrift_port, min(grace, time.monotonic() + 0.5), self.proc):
+                return
+            if NO_THRIFT_LOG in self.log_text() or (time.monotonic() >= grace and self.proc.poll() is None):
+                raise NetnsError(f"switch {NO_THRIFT.format(name=self.spec.name)}")
+            if time.monotonic() >= grace or self.proc.poll() is not None:
+                raise NetnsError(f"switch {self.spec.name} did not start listening on "
+                                 f"127.0.0.1:{self.spec.thrift_port} (exit status {self.proc.poll()}): "
+                                 f"{self.output()}")
+
+    def log_text(self) -> str:
+        """The switch's log and its stderr (BMv2 logs to ``--log-file``; the console goes to stderr)."""
+        text = ""
+        for path in (self.spec.log_file, self._err_path):
+            with contextlib.suppress(OSError):
+                text += Path(path).read_text(errors="replace")
+        return text
 
     def output(self) -> str:
         with contextlib.suppress(OSError):

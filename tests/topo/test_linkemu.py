@@ -22,10 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from p4switch.control import control_call
 from runtime.link import Transmitter
-from topo.linkemu import frame_bytes_model
+from topo.linkemu import Direction, frame_bytes_model
 from topo.netns_plumbing import Plumbing, clean, control_socket_path, emulator_ifname, new_prefix
 from topo.netns_switches import LinkEmuProcess, LinkEmuSpec, linkemu_command
 
@@ -361,3 +363,59 @@ def test_the_netem_probe_answers_and_leaves_nothing() -> None:
         assert not any(n.startswith(prefix) for n in os.listdir("/sys/class/net"))
     finally:
         clean(prefix)
+
+
+# ---- the backlog an emulator reports (no root: a Direction on stand-in ports) --------------------
+class _Clock:
+    """A scheduler's clock and timers, held by hand."""
+
+    def __init__(self) -> None:
+        self.now = 0
+        self.timers: list[tuple[int, Any, tuple[Any, ...]]] = []
+
+    def now_ns(self) -> int:
+        return self.now
+
+    def call_at(self, t: int, fn: Any, *args: Any) -> None:
+        self.timers.append((t, fn, args))
+
+
+class _Port:
+    def __init__(self) -> None:
+        self._null = open(os.devnull, "rb")  # noqa: SIM115 - closed by the test
+        self.sent: list[bytes] = []
+
+    def fileno(self) -> int:  # no receive timestamp on /dev/null: the arrival is the clock's now
+        return self._null.fileno()
+
+    def send(self, frame: bytes) -> None:
+        self.sent.append(frame)
+
+
+@given(st.lists(st.tuples(st.integers(0, 20_000_000), st.integers(64, 1500)), min_size=1, max_size=60),
+       st.integers(0, 5_000_000))
+def test_backlog_counts_the_frames_waiting_for_the_wire(arrivals: list[tuple[int, int]], delay: int) -> None:
+    """Against a FIFO server computed apart: at each arrival, the frames whose serialization has not
+    started (propagating ones and the one on the wire are not a queue)."""
+    clock, into, out = _Clock(), _Port(), _Port()
+    try:
+        way = Direction(clock, into, out, Transmitter(frame_bytes_model(2_000_000, delay)))  # type: ignore[arg-type]
+        t, starts, peak = 0, [], 0
+        wire_free = 0
+        for gap, size in arrivals:
+            t += gap
+            clock.now = t
+            way.carry(1, bytes(size))
+            start = max(t, wire_free)
+            wire_free = start + -(-size * 8 * 1_000_000_000 // 2_000_000)
+            starts.append(start)
+            waiting = sum(1 for s in starts if s > t)
+            peak = max(peak, waiting)
+            assert way.backlog(t) == waiting
+        assert way.peak_backlog == peak
+        assert way.stats()["peak_backlog"] == peak
+        clock.now = wire_free  # every frame serialized: nothing waits
+        assert way.stats()["backlog"] == 0
+    finally:
+        into._null.close()
+        out._null.close()

@@ -1,0 +1,118 @@
+"""The BMv2-vs-p4switch differential (topo/bmv2_diff.py).
+
+The comparison itself is checked on summaries made here (no BMv2 needed); the differential proper
+runs only where ``simple_switch_grpc`` and ``p4c`` are on PATH (and root, and ``make p4`` done),
+and is skipped with that reason elsewhere.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from topo import bmv2_diff
+from topo.bmv2_diff import BUFFER_POINTS, compare, main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _summary() -> dict[str, Any]:
+    return {
+        "loss": {"total": 0},
+        "buffers": {"R1<-H1": {"mean": 0.70, "std": 0.02}, "H2<-R1": {"mean": 0.95, "std": 0.01}},
+        "flows": {"f1": {"goodput_bps": 1_200_000}},
+        "events": [{"kind": "link_rate", "link": "R3-R4", "at_s": 30.0, "reaction_intervals": 2.1}],
+        "realtime": {"kept_up": True},
+    }
+
+
+def _failed(checks: list[Any]) -> list[str]:
+    return [c.what for c in checks if not c.ok]
+
+
+def test_the_same_run_on_both_targets_passes() -> None:
+    s = _summary()
+    bm = {**copy.deepcopy(s), "link_backlog": {"peak_backlog": {"R1-R2 a->b": 1}, "final_backlog": {"R1-R2 a->b": 0},
+                                              "hidden_queue": False, "threshold_frames": 4}}
+    checks = compare("t", s, bm)
+    assert not _failed(checks)
+    whats = {c.what for c in checks}
+    assert {"packets lost", "R1<-H1 mean", "R1<-H1 std", "H2<-R1 mean", "f1 goodput", "kept real time"} <= whats
+
+
+@given(st.floats(-0.2, 0.2), st.floats(-0.2, 0.2))
+def test_a_buffer_agrees_within_its_bound_and_not_beyond(dmean: float, dstd: float) -> None:
+    p4, bm = _summary(), _summary()
+    bm["buffers"]["R1<-H1"]["mean"] += dmean
+    bm["buffers"]["R1<-H1"]["std"] += dstd
+    failed = _failed(compare("t", p4, bm))
+    assert ("R1<-H1 mean" in failed) == (abs(100 * dmean) > BUFFER_POINTS + 1e-9)
+    assert ("R1<-H1 std" in failed) == (abs(100 * dstd) > BUFFER_POINTS + 1e-9)
+
+
+def test_loss_a_slow_reaction_a_missing_buffer_and_a_hidden_queue_fail() -> None:
+    p4, bm = _summary(), _summary()
+    bm["loss"]["total"] = 9
+    bm["events"][0]["reaction_intervals"] = 13.98
+    del bm["buffers"]["H2<-R1"]
+    bm["flows"]["f1"]["goodput_bps"] = 1_100_000
+    bm["realtime"]["kept_up"] = False
+    bm["link_backlog"] = {"peak_backlog": {"R3-R4 a->b": 1180}, "final_backlog": {"R3-R4 a->b": 1161},
+                          "hidden_queue": True, "threshold_frames": 4}
+    failed = _failed(compare("t", p4, bm))
+    assert "packets lost" in failed and "H2<-R1 mean" in failed and "f1 goodput" in failed
+    assert any(w.startswith("reaction to R3-R4") for w in failed)
+    assert any(w.startswith("frames waiting in a link emulator") for w in failed)
+    assert "kept real time" in failed and "R1<-H1 mean" not in failed
+
+
+def test_from_runs_already_made(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for target in ("p4switch", "bmv2"):
+        d = tmp_path / "paper-1router" / target
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps(_summary()))
+    assert main(["--from", str(tmp_path), "paper-1router"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("| topology | quantity | p4switch | BMv2 | bound | |")
+    assert "checks hold" in out and "failed" not in out
+
+
+def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["no-such-topology"]) == 2
+    assert main(["--from", str(tmp_path), "paper-1router"]) == 2
+    assert main(["paper-1router", "--duration", "soon"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 3 and all(line.startswith("bmv2-diff: ") for line in err)
+    assert "no such topology" in err[0] and "summary" in err[1] and "--duration" in err[2]
+
+
+def _bmv2_missing() -> str | None:
+    missing = [t for t in ("simple_switch_grpc", "p4c") if shutil.which(t) is None]
+    if missing:
+        return f"{' and '.join(missing)} not on PATH (BMv2 and p4c are built outside this project: docs/bmv2.md)"
+    if os.geteuid() != 0:
+        return "needs root (network namespaces)"
+    if not (ROOT / "build" / "alinea.json").exists():
+        return "build/alinea.json is missing: run `make p4`"
+    return None
+
+
+@pytest.mark.netns
+@pytest.mark.skipif(_bmv2_missing() is not None, reason=str(_bmv2_missing()))
+@pytest.mark.parametrize("name", bmv2_diff.DEFAULT_TOPOLOGIES)
+def test_bmv2_agrees_with_p4switch(name: str, tmp_path: Path) -> None:
+    pairs = bmv2_diff._run_all([ROOT / "topo" / f"{name}.yaml"], 40_000_000_000, 1, tmp_path)
+    checks = [c for n, p4, bm in pairs for c in compare(n, p4, bm)]
+    slow = [c for c in checks if c.what == "kept real time" and not c.ok]
+    if slow:
+        pytest.skip(f"{name}: a run did not keep real time on this machine (p4switch {slow[0].p4switch}, "
+                    f"BMv2 {slow[0].bmv2}): its numbers measure the machine")
+    assert not _failed(checks), bmv2_diff.table(checks)
