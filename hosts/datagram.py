@@ -9,7 +9,8 @@ Header (network byte order, right after the UDP header)::
     2  version 1 byte   1
     3  kind    1 byte   0 = data, 1 = CVIHIS feedback (its 32 bytes follow the header),
                         2, 3, 4 = the simulator's TCP model: data segment, ACK, SYN (hosts/tcp/wire.py),
-                        5 = TFRC report (hosts/tfrc/wire.py), 6 = LEDBAT acknowledgement (hosts/e2e_host.py)
+                        5 = TFRC report (hosts/tfrc/wire.py), 6 = LEDBAT acknowledgement (hosts/e2e_host.py),
+                        7 = GCC receiver report with REMB (hosts/gcc/wire.py)
     4  flow    2 bytes  flow id
     6  rtt     2 bytes  sender's RTT estimate in units of 100 µs (0 = unknown; CVIHIS)
     8  seq     4 bytes  per flow, 0, 1, 2, ...
@@ -33,8 +34,8 @@ import struct
 import hbh_engine as _engine
 
 __all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "KIND_DATA", "KIND_FEEDBACK", "KIND_TCP_DATA", "KIND_TCP_ACK",
-           "KIND_TCP_SYN", "KIND_TFRC_REPORT", "KIND_LEDBAT_ACK", "Datagram", "FrameTemplate", "parse",
-           "DatagramError"]
+           "KIND_TCP_SYN", "KIND_TFRC_REPORT", "KIND_LEDBAT_ACK", "KIND_GCC_REPORT", "Datagram", "FrameTemplate",
+           "parse", "DatagramError"]
 
 MAGIC: int = _engine.DATAGRAM_MAGIC
 VERSION: int = _engine.DATAGRAM_VERSION
@@ -52,6 +53,7 @@ KIND_DATA = 0
 KIND_FEEDBACK = 1
 KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN = 2, 3, 4
 KIND_TFRC_REPORT, KIND_LEDBAT_ACK = 5, 6
+KIND_GCC_REPORT = 7
 
 
 #: One received datagram, read-only: ``flow``, ``seq``, ``ts_ns``, ``rtt_100us``, ``size`` (the

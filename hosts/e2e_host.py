@@ -1,4 +1,4 @@
-"""TFRC and LEDBAT flows at the hosts: their sans-I/O cores behind the interface the host
+"""TFRC, LEDBAT and GCC flows at the hosts: their sans-I/O cores behind the interface the host
 bindings drive for CVIHIS (``hosts/cvihis_host.py``): ``next_send_ns`` / ``take`` / ``stamp`` /
 ``on_feedback`` at the source, ``on_data`` / ``on_timer`` / ``next_timer_ns`` at the receiver,
 whose feedback payloads the binding carries back in datagrams of kind ``feedback_kind``.
@@ -15,15 +15,19 @@ import math
 import struct
 from dataclasses import dataclass, field
 
-from hosts.datagram import KIND_LEDBAT_ACK, KIND_TFRC_REPORT
+from hosts.datagram import KIND_GCC_REPORT, KIND_LEDBAT_ACK, KIND_TFRC_REPORT
+from hosts.gcc import REPORT_BYTES as GCC_REPORT_BYTES
+from hosts.gcc import GccParams, GccReceiver, GccSender
+from hosts.gcc import decode_report as decode_gcc_report
+from hosts.gcc import encode_report as encode_gcc_report
 from hosts.ledbat import LedbatSender
 from hosts.ledbat.sender import TARGET_NS
 from hosts.sender import SenderFlow
 from hosts.tfrc import TfrcReceiver, TfrcSender
 from hosts.tfrc.wire import REPORT_BYTES, decode_report, encode_report
 
-__all__ = ["TfrcSource", "TfrcSink", "LedbatSource", "LedbatSink", "LEDBAT_ACK_BYTES", "RTT_UNIT_NS",
-           "encode_ledbat_ack", "decode_ledbat_ack"]
+__all__ = ["TfrcSource", "TfrcSink", "LedbatSource", "LedbatSink", "GccSource", "GccSink", "LEDBAT_ACK_BYTES",
+           "RTT_UNIT_NS", "encode_ledbat_ack", "decode_ledbat_ack"]
 
 RTT_UNIT_NS = 100_000  # the datagram header's RTT hint unit (as CVIHIS)
 _ACK = struct.Struct("!Iq")
@@ -167,3 +171,74 @@ class LedbatSink:
 
     def stats(self) -> dict[str, object]:
         return {}
+
+
+@dataclass
+class GccSource:
+    """A GCC sender (hosts/gcc/sender.py): its video-like source paced at the target rate.
+    ``params`` must carry the flow's max_rate (the binding's cap)."""
+
+    flow: SenderFlow
+    packet_bytes: int
+    params: GccParams
+    offset_ns: int = 0
+    core: GccSender = field(init=False)
+    feedback_kind: int = KIND_GCC_REPORT
+    feedback_bytes: int = GCC_REPORT_BYTES
+
+    def __post_init__(self) -> None:
+        self.core = GccSender(self.params, self.packet_bytes)
+
+    def next_send_ns(self, now_ns: int) -> int | None:
+        if self.flow.stop_ns is not None and now_ns >= self.flow.stop_ns:
+            return None
+        if now_ns < self.flow.start_ns:
+            return self.flow.start_ns
+        return self.core.next_send_ns(now_ns + self.offset_ns) - self.offset_ns
+
+    def take(self, now_ns: int) -> SenderFlow | None:
+        return self.flow if self.flow.active(now_ns) and self.core.can_send(now_ns + self.offset_ns) else None
+
+    def stamp(self, now_ns: int) -> tuple[int, int, int]:
+        self.core.on_sent(now_ns + self.offset_ns)
+        return self.flow.take_seq(), now_ns + self.offset_ns, _rtt_units(self.core.rtt_ns)
+
+    def on_feedback(self, now_ns: int, payload: bytes) -> None:
+        self.core.on_report(now_ns + self.offset_ns, decode_gcc_report(payload))
+
+    def stats(self) -> dict[str, object]:
+        c = self.core
+        return {"rate_bps": round(c.target_bps), "loss_based_bps": round(c.loss.rate_bps),
+                "remb_bps": None if c.loss.remb_bps is None else round(c.loss.remb_bps),
+                "rtt_ms": None if c.rtt_ns is None else round(c.rtt_ns / 1e6, 3), "reports": c.reports}
+
+
+@dataclass
+class GccSink:
+    """A GCC receiver (hosts/gcc/receiver.py): the delay-based estimate, reported with the loss."""
+
+    filter_name: str = "trendline"
+    offset_ns: int = 0
+    core: GccReceiver = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.core = GccReceiver(self.filter_name)
+
+    def on_data(self, now_ns: int, seq: int, ts_ns: int, size: int, rtt_units: int) -> list[bytes]:
+        return [encode_gcc_report(r) for r in self.core.on_data(now_ns + self.offset_ns, seq, ts_ns, size,
+                                                                rtt_units * RTT_UNIT_NS)]
+
+    def on_timer(self, now_ns: int) -> list[bytes]:
+        return [encode_gcc_report(r) for r in self.core.on_timer(now_ns + self.offset_ns)]
+
+    def next_timer_ns(self) -> int | None:
+        t = self.core.next_timer_ns()
+        return None if t is None else t - self.offset_ns
+
+    def stats(self) -> dict[str, object]:
+        """The receiver's reading: its estimate, the detector's threshold, how often it over-used."""
+        c = self.core
+        return {"delay_estimate_bps": None if c.rate.rate_bps is None else round(c.rate.rate_bps),
+                "filter": c.filter.name, "threshold_ms": round(c.detector.threshold.gamma, 3),
+                "overuse_signals": c.detector.overuses, "decreases": c.rate.decreases,
+                "receiver_reports": c.reports}

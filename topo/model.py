@@ -23,13 +23,14 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from controlplane.params import LawParams, PortParams
+from hosts.gcc.params import GccParams
 
 __all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS",
            "DEFAULT_TCP_CC", "TCP_RECORD_BYTES",
            "DEFAULT_REORDER_DELAY_NS"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
-CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat")
+CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat", "gcc")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
@@ -118,6 +119,7 @@ class Flow:
     # the simulator: the model's SACK option, RFC 2018 / RFC 6675; without it NewReno's recovery, RFC 6582)
     sack: bool = True
     target_ns: int | None = None  # ledbat: its target queuing delay (None: RFC 6817's 100 ms)
+    gcc: GccParams | None = None  # gcc: its rates and filter (None: the defaults; max_rate None: r_max or the first link)
 
 
 @dataclass(frozen=True)

@@ -34,6 +34,8 @@ from controlplane.units import (
     parse_rate_or_share,
     resolve_rate,
 )
+from hosts.gcc.params import FILTERS as GCC_FILTERS
+from hosts.gcc.params import GccParams
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
@@ -63,7 +65,9 @@ TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "links", "flow
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
-FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target")
+FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target",
+             "gcc")
+GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls",
@@ -509,6 +513,8 @@ class _Loader:
         for key in ("cc", "size", "sack"):
             if key in f:
                 raise self.doc.error(f[key].key_node, f"{path}.{key}", f"only tcp flows have {key} (this one is {control})")
+        if "gcc" in f and control != "gcc":
+            raise self.doc.error(f["gcc"].key_node, f"{path}.gcc", f"only gcc flows have gcc (this one is {control})")
         size = self._packet_size(f["packet_size"].value, f"{path}.packet_size") if "packet_size" in f \
             else self.defaults.packet_size
         rate = self._flow_rate(item, f, path, control)
@@ -526,8 +532,43 @@ class _Loader:
             target = self._duration(f["target"].value, f"{path}.target")
             if target <= 0:
                 raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
+        gcc = self._gcc(f, path, r_max) if control == "gcc" else None
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
-                    line=self.doc.line(item), target_ns=target)
+                    line=self.doc.line(item), target_ns=target, gcc=gcc)
+
+    def _gcc(self, f: dict[str, Entry], path: str, r_max: float | None) -> GccParams:
+        """A gcc flow's ``gcc: {min_rate, max_rate, start_rate, filter}`` (each optional): rates > 0,
+        min_rate <= start_rate <= max_rate as far as given, max_rate or r_max (one cap, not both)."""
+        if "gcc" not in f:
+            return GccParams() if r_max is None else GccParams().capped(r_max)
+        where = f"{path}.gcc"
+        g = self.doc.mapping(f["gcc"].value, where, GCC_KEYS)
+        rates: dict[str, float] = {}
+        for key in ("min_rate", "start_rate", "max_rate"):
+            if key in g:
+                rates[key] = self._rate(g[key].value, f"{where}.{key}")  # > 0, or refused there
+        if "max_rate" in rates and r_max is not None:
+            raise self.doc.error(g["max_rate"].key_node, f"{where}.max_rate",
+                                 "the flow has r_max too: give its cap once (gcc.max_rate or r_max)")
+        order = [k for k in ("min_rate", "start_rate", "max_rate") if k in rates]
+        for low, high in zip(order, order[1:]):
+            if rates[low] > rates[high]:
+                raise self.doc.error(g[high].value, f"{where}.{high}",
+                                     f"{high} ({rates[high]:g} b/s) is below {low} ({rates[low]:g} b/s)")
+        filt = "trendline"
+        if "filter" in g:
+            filt = self.doc.text(g["filter"].value, f"{where}.filter")
+            if filt not in GCC_FILTERS:
+                raise self.doc.error(g["filter"].value, f"{where}.filter",
+                                     f"unknown filter {filt!r} (known: {', '.join(GCC_FILTERS)})")
+        if r_max is not None and rates.get("min_rate", 0) > r_max:
+            raise self.doc.error(g["min_rate"].value, f"{where}.min_rate",
+                                 f"min_rate ({rates['min_rate']:g} b/s) is above the flow's r_max ({r_max:g} b/s)")
+        base = GccParams()
+        floor = min(base.min_rate_bps, rates.get("start_rate", math.inf), rates.get("max_rate", math.inf))
+        params = GccParams(rates.get("min_rate", floor),
+                           rates.get("start_rate", base.start_rate_bps), rates.get("max_rate"), filt)
+        return params if r_max is None else params.capped(r_max)
 
     def _check_send_times(self, f: dict[str, Entry], item: YamlNode, path: str, src: str, start: int) -> None:
         """A datagram carries its send time on the source's clock as an unsigned number: a host whose

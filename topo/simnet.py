@@ -33,6 +33,7 @@ from hosts.cvihis_host import FEEDBACK_FRAME_BYTES, CvihisSink, CvihisSource
 from hosts.datagram import (
     HEADER_BYTES,
     KIND_FEEDBACK,
+    KIND_GCC_REPORT,
     KIND_LEDBAT_ACK,
     KIND_TFRC_REPORT,
     OFFSET,
@@ -40,7 +41,8 @@ from hosts.datagram import (
     FrameTemplate,
     parse,
 )
-from hosts.e2e_host import LedbatSink, LedbatSource, TfrcSink, TfrcSource
+from hosts.e2e_host import GccSink, GccSource, LedbatSink, LedbatSource, TfrcSink, TfrcSource
+from hosts.gcc import GccParams
 from hosts.receiver import FlowRecord, HostReceiver, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, Pacer, SenderFlow
 from hosts.tcp import MODELLED_CC, MSS
@@ -97,6 +99,13 @@ def fifo_rows(topo: Topology, switch: str, t_ns: int, queues: dict[int, tuple[in
         occ, limit, drops = queues.get(topo.port(switch, v), (0, 0, 0))
         rows.append(LawRow(t_ns, switch, v, occ, limit, drops, 0.0, 0.0, 0.0))
     return rows
+
+
+#: The end-to-end controls bound through hosts/e2e_host.py, and their feedback's (datagram kind, bytes).
+E2E_CONTROLS = ("tfrc", "ledbat", "gcc")
+E2E_FEEDBACK = {"tfrc": (KIND_TFRC_REPORT, TfrcSource.feedback_bytes),
+                "ledbat": (KIND_LEDBAT_ACK, LedbatSource.feedback_bytes),
+                "gcc": (KIND_GCC_REPORT, GccSource.feedback_bytes)}
 
 
 def cvihis_params(topo: Topology, f: Flow) -> CvihisParams:
@@ -181,8 +190,8 @@ class SimHostNode(HostReceiver):
         self._feedback: dict[int, FrameTemplate] = {}
         self._sink_timers: dict[int, Any] = {}
         # TFRC and LEDBAT (hosts/e2e_host.py): flow id -> source here, flow id -> sink here
-        self.e2e: dict[int, TfrcSource | LedbatSource] = {}
-        self.e2e_sinks: dict[int, TfrcSink | LedbatSink] = {}
+        self.e2e: dict[int, TfrcSource | LedbatSource | GccSource] = {}
+        self.e2e_sinks: dict[int, TfrcSink | LedbatSink | GccSink] = {}
         self._e2e_feedback: dict[int, FrameTemplate] = {}
         self._e2e_timers: dict[int, Any] = {}
         self.offset = node.clock_offset_ns
@@ -218,18 +227,16 @@ class SimHostNode(HostReceiver):
         for f in mine:
             if f.control == "fixed":
                 self.fixed.append(self._paced_by(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size)))
-            elif f.control in ("tfrc", "ledbat"):
+            elif f.control in E2E_CONTROLS:
                 self.e2e[self.flow_ids[f.name]] = self._e2e_source(f)
             elif f.control in CVIHIS_CONTROLS:
                 self.cvihis[self.flow_ids[f.name]] = CvihisSource(self._sender_flow(f), self.net.cvihis_params(f),
                                                                   self.offset)
         for f in self.net.topo.flows:
-            if f.dst == self.node.name and f.control in ("tfrc", "ledbat"):
+            if f.dst == self.node.name and f.control in E2E_CONTROLS:
                 fid = self.flow_ids[f.name]
-                self.e2e_sinks[fid] = TfrcSink(f.packet_size, self.offset) if f.control == "tfrc" \
-                    else LedbatSink(self.offset)
-                kind, size = (KIND_TFRC_REPORT, TfrcSource.feedback_bytes) if f.control == "tfrc" \
-                    else (KIND_LEDBAT_ACK, LedbatSource.feedback_bytes)
+                self.e2e_sinks[fid] = self._e2e_sink(f)
+                kind, size = E2E_FEEDBACK[f.control]
                 self._e2e_feedback[fid] = FrameTemplate(
                     src_mac=self.net.topo.mac(self.node.name),
                     dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
@@ -257,13 +264,24 @@ class SimHostNode(HostReceiver):
         return {name: self._paced[name][0].sent(self._paced[name][1]) if name in self._paced else n
                 for name, n in self._sent.items()}
 
-    def _e2e_source(self, f: Flow) -> TfrcSource | LedbatSource:
-        """A TFRC source capped at its first link's rate (or its r_max), or a LEDBAT source."""
+    def _e2e_source(self, f: Flow) -> TfrcSource | LedbatSource | GccSource:
+        """A TFRC source capped at its first link's rate (or its r_max), a LEDBAT source, or a GCC
+        source whose max_rate is at most its first link's rate (or its r_max when the file gives no
+        max_rate)."""
         flow = self._sender_flow(f)
+        cap = min(f.r_max_bps or math.inf, self.net.topo.link_between(f.path[0], f.path[1]).rate_bps)
         if f.control == "tfrc":
-            cap = min(f.r_max_bps or math.inf, self.net.topo.link_between(f.path[0], f.path[1]).rate_bps)
             return TfrcSource(flow, f.packet_size, cap, self.offset)
+        if f.control == "gcc":
+            return GccSource(flow, f.packet_size, (f.gcc or GccParams()).capped(cap), self.offset)
         return LedbatSource(flow, f.packet_size, f.target_ns or LedbatSource.target_ns, self.offset)
+
+    def _e2e_sink(self, f: Flow) -> TfrcSink | LedbatSink | GccSink:
+        if f.control == "tfrc":
+            return TfrcSink(f.packet_size, self.offset)
+        if f.control == "gcc":
+            return GccSink((f.gcc or GccParams()).filter, self.offset)
+        return LedbatSink(self.offset)
 
     def _setup_receiver(self) -> None:
         topo = self.net.topo
@@ -327,7 +345,7 @@ class SimHostNode(HostReceiver):
         if t is not None:
             self._handles[id(sender)] = self.sched.call_at(max(t, now), self._send, sender)
 
-    def _send(self, sender: CvihisSource | TfrcSource | LedbatSource) -> None:
+    def _send(self, sender: CvihisSource | TfrcSource | LedbatSource | GccSource) -> None:
         """A packet of a sender whose stamp is control logic (the paced ones send in the engine)."""
         self._handles.pop(id(sender), None)
         now = self.sched.now_ns()
@@ -364,7 +382,7 @@ class SimHostNode(HostReceiver):
         if d.kind == KIND_FEEDBACK:
             self._on_feedback(now, d)
             return
-        if d.kind in (KIND_TFRC_REPORT, KIND_LEDBAT_ACK):
+        if d.kind in (KIND_TFRC_REPORT, KIND_LEDBAT_ACK, KIND_GCC_REPORT):
             self._on_e2e_feedback(now, d)
             return
         if d.kind in TCP_KINDS:
@@ -399,7 +417,7 @@ class SimHostNode(HostReceiver):
 
     # ---- TFRC and LEDBAT -------------------------------------------------------------------------------
     def control_stats(self) -> dict[str, dict[str, object]]:
-        """Per TFRC / LEDBAT flow, what this host's end of it saw (the summary's ``control`` block)."""
+        """Per TFRC / LEDBAT / GCC flow, what this host's end of it saw (the summary's ``control`` block)."""
         out: dict[str, dict[str, object]] = {}
         for fid, src in self.e2e.items():
             out.setdefault(self.net.flow_names[fid], {}).update(src.stats())

@@ -184,7 +184,7 @@ def test_flow_with_no_path():
 def test_unknown_control_lists_the_known_ones():
     text = BASE.replace("control: alinea", "control: cvihis")
     expect_error(text, "cvihis", "flows[0].control",
-                 "unknown control 'cvihis' (known: alinea, fixed, cvihis-rtm, cvihis-blm, tcp, tfrc, ledbat)")
+                 "unknown control 'cvihis' (known: alinea, fixed, cvihis-rtm, cvihis-blm, tcp, tfrc, ledbat, gcc)")
 
 
 def test_fixed_flow_without_rate():

@@ -207,7 +207,7 @@ _EDITS = {"alinea": _edit_alinea, "link": _edit_link, "flow": _edit_flow, "node"
 
 
 #: Flow keys only some controls have (topo/schema.py): dropped when a flow's control changes to another.
-_CONTROL_KEYS = {"tcp": ("cc", "size", "sack"), "ledbat": ("target",)}
+_CONTROL_KEYS = {"tcp": ("cc", "size", "sack"), "ledbat": ("target",), "gcc": ("gcc",)}
 #: Keys a control refuses: TCP's rate and segments are its own, LEDBAT's window follows the queuing delay.
 _REFUSED_KEYS = {"tcp": ("rate", "r_max", "packet_size"), "ledbat": ("rate", "r_max")}
 
