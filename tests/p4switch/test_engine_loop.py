@@ -31,6 +31,7 @@ from tests.p4switch.test_realtime_walk import (
     send_paced,
 )
 from tests.switch import netns as N
+from tests.wakeups import skip_if_the_machine_wakes_late
 
 pytestmark = pytest.mark.netns
 pytest.importorskip("hbh_engine")
@@ -54,7 +55,7 @@ def crossed(b: Bed, count: int) -> list[tuple[float, bytes]]:
     rx = N.raw_socket(b.host(2).name, "eth0")
     try:
         send_paced(b, frames(b, count), 0.001)
-        return N.collect(rx, is_ours, 1.0, max_frames=10_000)
+        return N.collect(rx, is_ours, 30.0, max_frames=10_000, want=count - count // 5)
     finally:
         rx.close()
 
@@ -112,7 +113,7 @@ def test_a_modelled_wire_is_never_faster_than_its_bit_rate(engine_loop: bool) ->
         try:
             rx.setsockopt(socket.SOL_SOCKET, SO_TIMESTAMPNS, 1)
             send_paced(b, burst, 0.0)
-            got = stamped(rx, 1.5)
+            got = stamped(rx, 30.0, want=count)
         finally:
             rx.close()
     assert [int.from_bytes(f[42:46], "big") for _, f in got] == [i for i in range(len(burst)) if i % 5 != 4]
@@ -137,7 +138,7 @@ def test_a_modelled_delay_holds_every_frame_that_long_in_order(engine_loop: bool
                 sent_at.append(time.time())  # before the send: the frame left no sooner
                 tx.send(f)
                 time.sleep(0.002)
-            got = stamped(rx, 1.5)
+            got = stamped(rx, 30.0, want=len(burst))
         finally:
             tx.close()
             rx.close()
@@ -155,12 +156,15 @@ def test_a_modelled_delay_holds_every_frame_that_long_in_order(engine_loop: bool
 SO_TIMESTAMPNS = 35  # Linux: a received frame's kernel arrival time in its ancillary data
 
 
-def stamped(sock: socket.socket, duration: float) -> list[tuple[float, bytes]]:
-    """This file's frames read for ``duration`` s, each with the time the kernel received it
-    (not the time this process read it: the frames wait in the socket meanwhile)."""
+def stamped(sock: socket.socket, duration: float, want: int, linger: float = 0.3) -> list[tuple[float, bytes]]:
+    """This file's frames, each with the time the kernel received it (not the time this process
+    read it: the frames wait in the socket meanwhile): read until ``want`` have come and then
+    ``linger`` s without another (an extra one is still seen), or for ``duration`` s at most."""
     out: list[tuple[float, bytes]] = []
     deadline = time.monotonic() + duration
     while (left := deadline - time.monotonic()) > 0:
+        if len(out) >= want:
+            left = min(left, linger)
         sock.settimeout(left)
         try:
             data, anc, _flags, _addr = sock.recvmsg(65536, 256)
@@ -189,7 +193,7 @@ def test_frames_lost_on_send_are_in_the_switchs_drop_counts(engine_loop: bool) -
     assert (refused, down) == (3, 4)
 
 
-def wait_drops(b: Bed, cause: str, want: int, timeout: float = 3.0) -> int:
+def wait_drops(b: Bed, cause: str, want: int, timeout: float = 30.0) -> int:
     """The switch's drop count of ``cause`` once it reached ``want`` (or after ``timeout`` s)."""
     deadline = time.monotonic() + timeout
     while (got := b.on_loop(b.switch.core.drop_counts).get(cause, 0)) < want and time.monotonic() < deadline:
@@ -207,12 +211,15 @@ def test_the_loops_idle_turns_run_in_the_engine_and_still_take_handed_work() -> 
         sched = b.switch.sched
         assert sched._engine_loop is not None
         for _ in range(20):
-            assert sched.run_sync(lambda: threading.get_ident() == sched._loop_ident, timeout=2.0)
+            assert sched.run_sync(lambda: threading.get_ident() == sched._loop_ident, timeout=30.0)
         fired: list[int] = []
         due = sched.now_ns() + 30_000_000
         sched.call_at(due, lambda: fired.append(sched.now_ns()))  # from this thread: wakes the engine's wait
-        deadline = time.monotonic() + 2.0
+        deadline = time.monotonic() + 30.0
         while not fired and time.monotonic() < deadline:
             time.sleep(0.005)
-        assert fired and due <= fired[0] < due + 500_000_000
+        assert fired and due <= fired[0]
+        if fired[0] >= due + 500_000_000:
+            skip_if_the_machine_wakes_late(500_000, f"the timer ran {(fired[0] - due) / 1e6:.0f} ms late")
+        assert fired[0] < due + 500_000_000
         assert len(crossed(b, 10)) == 10 - 10 // 5

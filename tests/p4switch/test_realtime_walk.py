@@ -110,7 +110,7 @@ def test_frames_are_routed_by_the_engines_walk(bed: Bed) -> None:
     rx = N.raw_socket(bed.host(2).name, "eth0")
     try:
         send_paced(bed, [udp_frame(bed, i) for i in range(count)], 0.001)
-        got = N.collect(rx, is_ours, 1.0, max_frames=10_000)
+        got = N.collect(rx, is_ours, 30.0, max_frames=10_000, want=count)
     finally:
         rx.close()
     seqs = [int.from_bytes(f[42:46], "big") for _, f in got]
@@ -135,7 +135,7 @@ def test_report_clones_and_packet_ins_are_handed_to_python(bed: Bed) -> None:
     rx = N.raw_socket(bed.host(1).name, "eth0")
     try:
         send_paced(bed, [udp_frame(bed, i) for i in range(100)], 0.002)  # about 0.2 s of arrivals
-        reports = N.collect(rx, is_report, 0.3, max_frames=1000)
+        reports = N.collect(rx, is_report, 30.0, max_frames=1000, want=3)
     finally:
         rx.close()
     parsed = [parse_report(f) for _, f in reports]
@@ -150,7 +150,7 @@ def test_report_clones_and_packet_ins_are_handed_to_python(bed: Bed) -> None:
         tx.send(report)
     finally:
         tx.close()
-    assert bed.switch.sched.wait_until(lambda: len(ctl.of("packet")) >= 1, timeout=3.0)
+    assert bed.switch.sched.wait_until(lambda: len(ctl.of("packet")) >= 1, timeout=30.0)
     packet_ins = bed.on_loop(ctl.of, "packet")
     assert len(packet_ins) == 1 and packet_ins[0].payload.endswith(report[14:])
     counts = bed.on_loop(bed.switch.walk.counts)
@@ -176,7 +176,7 @@ def test_frames_left_unfinished_by_the_sender_keep_their_place_among_the_others(
                 kernel.sendto(i.to_bytes(4, "big") + bytes(32), (HOST_IP[2], MARK_PORT))
             else:
                 raw.send(udp_frame(bed, i))
-        got = N.collect(rx, is_ours, 1.0, max_frames=10_000)
+        got = N.collect(rx, is_ours, 30.0, max_frames=10_000, want=count)
     finally:
         for s in (rx, raw, kernel):
             s.close()

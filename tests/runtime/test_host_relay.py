@@ -17,6 +17,7 @@ import pytest
 
 from runtime.hostrelay import HostRelay
 from runtime.link import LinkModel
+from tests.wakeups import skip_if_the_machine_wakes_late
 from topo.netns_host import python_loop_reason, relay_mode
 
 ETH = bytes(range(12)) + b"\x08\x00"
@@ -105,10 +106,11 @@ def test_only_ipv4_from_the_tun_goes_on_the_wire() -> None:
 
 
 def test_a_full_nic_queue_drops_the_kernels_segments_and_counts_them() -> None:
-    # 100 kb/s: one 1014-byte frame is 81 ms on the wire, far longer than the reads take; a queue of
-    # two frames' time behind the one on the wire holds three, the rest are refused
+    # 10 kb/s: one 1014-byte frame is 0.8 s on the wire, far longer than the reads take even on a
+    # loaded machine; a queue of two frames' time behind the one on the wire holds three, the rest
+    # are refused
     queue, n = 2, 10
-    with relay(rate_bps=100_000, queue=queue) as (r, tun, _wire, _t0):
+    with relay(rate_bps=10_000, queue=queue) as (r, tun, _wire, _t0):
         for _ in range(n):
             tun.send(ipv4_packet(1000))
         st = settled(r, "tun_packets", n)
@@ -280,25 +282,33 @@ def test_paced_packets_carry_their_own_send_times_and_leave_after_wire_and_delay
     stamps = [parse(frame).ts_ns for frame, _ in got]
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     assert all(g >= gap for g in gaps)
-    assert sum(g == gap for g in gaps) >= len(gaps) - 2  # a stall past the catch-up bound skips
+    if sum(g == gap for g in gaps) < len(gaps) - 2:  # a stall past the catch-up bound (1 ms) skips
+        skip_if_the_machine_wakes_late(1000, f"{sum(g != gap for g in gaps)} of {len(gaps)} gaps skipped", 0.9)
+    assert sum(g == gap for g in gaps) >= len(gaps) - 2
     wire_time = wire_ns(len(got[0][0]), uplink)
     assert all(at - t0 >= ts + wire_time + delay for (_, at), ts in zip(got, stamps))
 
 
 def test_a_new_rate_reaches_the_relay_with_rearm() -> None:
-    """``set_rate`` then ``rearm()``, as the law does after a report: the relay slows down."""
+    """``set_rate`` then ``rearm()``, as the law does after a report: the relay slows down. Read
+    from the packets' own send times (the pacer's schedule), not from how many came in a wall
+    time, which a loaded machine changes."""
+    from hosts.datagram import parse
     from hosts.sender import Pacer
 
+    fast_gap, slow_gap = PACED * 8 * 10**9 // 8_000_000, PACED * 8 * 10**9 // 80_000
     with relay(rate_bps=100_000_000) as (r, _tun, wire, t0):
         pacer = Pacer(8_000_000, PACED, time.monotonic_ns() - t0)  # one per ms
         pacer.add_flow(1, 0, None, paced_frame())
         r.pace(pacer, 0)
-        fast = frames_within(wire, 0.2)
+        fast = [parse(receive(wire)[0]).ts_ns for _ in range(20)]
+        rearmed = time.monotonic_ns() - t0
         pacer.set_rate(80_000)  # one per 100 ms
         pacer.rearm()
-        frames_within(wire, 0.01)  # what was already on the wire
-        slow = frames_within(wire, 0.3)
-    assert len(fast) >= 20  # the slower a machine, the fewer: but not 20 times fewer than 200
+        later = [parse(f).ts_ns for f in frames_within(wire, 0.35)]
+    assert all(b - a >= fast_gap for a, b in zip(fast, fast[1:]))
+    slow = [ts for ts in later if ts >= rearmed]
+    assert all(b - a >= slow_gap for a, b in zip(slow, slow[1:])), slow
     assert len(slow) <= 4
 
 

@@ -126,9 +126,30 @@ def recv_until(sock: socket.socket, accept: Callable[[bytes], bool], timeout: fl
 
 
 def collect(sock: socket.socket, keep: Callable[[bytes], bool], duration: float,
-            max_frames: int = 1_000_000) -> list[tuple[float, bytes]]:
-    """Every frame ``keep`` accepts during ``duration`` seconds (with arrival times)."""
-    return _receive(sock, keep, lambda _: False, duration, max_frames)
+            max_frames: int = 1_000_000, want: int | None = None, linger: float = 0.3) -> list[tuple[float, bytes]]:
+    """Every frame ``keep`` accepts during ``duration`` seconds (with arrival times).
+
+    With ``want``: ``duration`` is only an upper bound; the frames once ``want`` of them have come
+    and ``linger`` s have passed without another (so a duplicate or an extra one is still seen).
+    Why: a fixed listening time is a timing assertion in disguise; on a loaded machine the frames
+    come later, and the test would fail on load, not on what the switch did."""
+    if want is None:
+        return _receive(sock, keep, lambda _: False, duration, max_frames)
+    out = _receive(sock, keep, _after(want, keep), duration, max_frames)
+    while len(out) >= want and (more := _receive(sock, keep, keep, linger, max_frames)):
+        out += more  # one more kept frame within ``linger``: listen on
+    return out
+
+
+def _after(want: int, keep: Callable[[bytes], bool]) -> Callable[[bytes], bool]:
+    """A stop predicate that is true at the ``want``-th frame ``keep`` accepts."""
+    seen = [0]
+
+    def stop(data: bytes) -> bool:
+        seen[0] += keep(data)
+        return seen[0] >= want
+
+    return stop
 
 
 def _receive(sock: socket.socket, keep: Callable[[bytes], bool], stop: Callable[[bytes], bool],
