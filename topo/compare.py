@@ -249,5 +249,10 @@ def _main(args: argparse.Namespace) -> int:
     from topo.compare_report import format_table
 
     print(format_table(result.controls, result.metrics))
+    for control, summaries in result.summaries.items():  # each run's summary.json keeps its invariants
+        for s in summaries:
+            for v in s.get("invariants", {}).get("violations", []):
+                print(f"hbh compare: {control}, seed {s.get('seed')}: invariant violated: {v['name']}: {v['detail']}",
+                      file=sys.stderr)
     print(f"wrote {', '.join(str(f) for f in result.files)}")
     return 1 if result.failures else 0

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import math
 import os
 import pickle
 import subprocess
@@ -48,6 +49,18 @@ from controlplane.switch_agent import SwitchAgent
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.control import ControlError, control_call
 from runtime.sched import RealtimeScheduler
+from topo.invariants import (
+    EndState,
+    FlowEnd,
+    Place,
+    flow_places,
+    max_frame_bytes,
+    place_egress,
+    place_in,
+    place_link,
+    place_rx,
+    place_tx,
+)
 from topo.keepup import CpuMeter, keepup_summary, relay_summary, verdict
 from topo.link_pacing import LinkPacedQueues, LinkPacing, ceilings, hidden_queue_notice, paced_ways
 from topo.live import port_records
@@ -80,7 +93,7 @@ from topo.netns_switches import (
 )
 from topo.plan import network_mode, priority_queues, switch_plan
 from topo.record import DropSample, FlowSample, LinkSample, Recorder
-from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, SAMPLE_NS, fifo_rows, read_drop_counters
+from topo.simnet import AGENT_TICK_NS, DROP_SAMPLE_NS, HOST_TX_QUEUE, SAMPLE_NS, fifo_rows, read_drop_counters
 
 __all__ = ["NetnsNetwork", "TARGETS", "AGENT_ELECTION_ID"]
 
@@ -91,6 +104,7 @@ AGENT_ELECTION_ID = (0, 10)  # below `hbh params set` (1, 0), above `hbh shell` 
 START_LEAD_NS = 500_000_000  # t0 this far after every host said ready
 HOST_READY_TIMEOUT_S = 60.0
 NOT_FOUND = 5  # google.rpc.Code: arbitration says there is no primary
+LATE_READ_NS = 5_000_000  # reading a sample's counters after waking for it (topo/invariants.py's slack)
 
 
 @dataclass
@@ -664,6 +678,59 @@ class NetnsNetwork:
             for k, v in r.get("counts", {}).items():
                 self.counts[k] = self.counts.get(k, 0) + v
         rec.laws.sort(key=lambda row: row.t_ns)
+
+    def end_state(self) -> EndState:
+        """What can be known of the network at the end (topo/invariants.py), for the invariants.
+
+        The hosts took their last sample at the run's end, each in its own process; the switches'
+        counters are read after it. So drops are counted (ingress counters, egress tail drops,
+        receive buffers, full NIC queues), but what was still held when the hosts sampled is not:
+        it is bounded instead (``held_is_bound``): an egress queue by its depth limit, a wire by
+        what its rate fits in its delay and the sampling's lateness, a host's uplink also by its
+        NIC queue (HOST_TX_QUEUE frames). Kernel TCP flows count records, not segments: they are
+        left out of the per-flow conservation (flows.csv's received <= sent still holds)."""
+        topo = self.topo
+        late = max(self._lateness_ns, default=0) + LATE_READ_NS
+        smallest = min((f.packet_size for f in topo.flows), default=64)
+        places: dict[str, Place] = {place_tx(): Place(dropped=self.counts.get("host_tx_queue_full", 0))}
+        for link in topo.links:
+            fastest = max([link.rate_bps] + [ev.rate_bps or 0 for ev in topo.events if ev.kind == "link_rate"
+                                              and ev.link is not None and set(ev.link) == {link.a, link.b}])
+            wire = math.ceil(fastest * (link.delay_ns + late) / (8e9 * smallest)) + 1
+            for u, v in ((link.a, link.b), (link.b, link.a)):
+                nic = HOST_TX_QUEUE if u in self.hosts else 0
+                places[place_link(u, v)] = Place(held=wire + nic, held_is_bound=True)
+        final: dict[tuple[str, int, str], int] = {}
+        for d in self.recorder.drops:
+            final[(d.switch, d.port, d.reason)] = d.packets
+        for name, sw in self.switches.items():
+            try:
+                queues = {int(p): tuple(v) for p, v in control_call(sw.spec.control_socket, "queues").items()} \
+                    if self.target == "p4switch" else {}
+                tail = {int(p): n for p, n in control_call(sw.spec.control_socket, "egress_drops").items()} \
+                    if self.target == "p4switch" else {}
+            except ControlError as exc:
+                self._notice(f"switch {name}: queues unreadable at the end: {exc}")
+                queues, tail = {}, {}
+            for port, _ifname in sw.spec.interfaces:
+                # BMv2 does not say its queues' depth: the largest modelled buffer stands for it
+                limit = queues[port][1] if port in queues else max(pp.capacity for pp in topo.ports.values())
+                places[place_egress(name, port)] = Place(dropped=tail.get(port, 0), held=limit, held_is_bound=True)
+                places[place_in(name, port)] = Place(dropped=sum(n for (s, p, r), n in final.items()
+                                                                 if s == name and p == port
+                                                                 and r not in ("spoofed_report", "egress_queue_full")))
+        for b in self.recorder.buffers:
+            places[place_rx(b.host)] = Place(dropped=b.dropped, data_only=True)
+        last = {s.flow: s for s in self.recorder.flows}
+        flows = {f.name: FlowEnd(last[f.name].sent, last[f.name].received, "packets", flow_places(topo, f))
+                 for f in topo.flows if f.control != "tcp" and f.name in last}
+        delivered = {}
+        for h in self.hosts.values():
+            stats = (h.results or {}).get("port_stats")
+            if stats is not None:
+                delivered[(topo.neighbours(h.name)[0], h.name)] = stats.rx_frames
+        return EndState("netns", flows, places, {}, receiver_overflow=None, max_frame_bytes=max_frame_bytes(topo),
+                        sample_lateness_ns=late, link_delivered=delivered, link_delivered_exact=False)
 
     def packet_hops(self) -> int:
         """Frames carried by every link direction (from the interfaces' counters)."""

@@ -53,6 +53,19 @@ from p4switch.thrift_server import in_process_handler
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import DelayedCalls, VirtualScheduler
 from topo.control_latency import ControlLatency
+from topo.invariants import (
+    EndState,
+    FlowEnd,
+    Place,
+    QueueEnd,
+    flow_places,
+    max_frame_bytes,
+    place_egress,
+    place_in,
+    place_link,
+    place_rx,
+    place_tx,
+)
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
 from topo.plan import neighbour_mac, network_mode, priority_queues, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
@@ -732,10 +745,16 @@ class SimNetwork:
                 rec.laws.extend(fifo_rows(self.topo, name, now, queues))
         for link in self.topo.links:
             for u, v in ((link.a, link.b), (link.b, link.a)):
-                mem = self.links[(u, v)]
-                stats = mem.stats[mem.direction_from(self._ends[(u, v)])]
-                rec.links.append(LinkSample(now, u, v, stats.sent_bytes, mem.model.bitrate_bps))
+                rec.links.append(LinkSample(now, u, v, self._carried_bytes(u, v, now), self.links[(u, v)].model.bitrate_bps))
         self.sched.call_later(SAMPLE_NS, self._sample)
+
+    def _carried_bytes(self, u: str, v: str, now: int) -> int:
+        """Bytes link u->v has serialized by ``now``: those handed to it less the backlog still
+        waiting for the wire (a host's NIC queue holds up to HOST_TX_QUEUE frames; counted at
+        hand-over, a sender faster than its link read as more than the link's rate)."""
+        mem, end = self.links[(u, v)], self._ends[(u, v)]
+        sent = mem.stats[mem.direction_from(end)].sent_bytes
+        return sent - mem.backlog_ns(end, now) * mem.model.bitrate_bps // 8_000_000_000
 
     def _sample_drops(self) -> None:
         now = self.sched.now_ns()
@@ -746,6 +765,50 @@ class SimNetwork:
             if tm_full:
                 self.recorder.drops.append(DropSample(now, name, 0, "egress_queue_full", tm_full))
         self.sched.call_later(DROP_SAMPLE_NS, self._sample_drops)
+
+    # ---- the end -----------------------------------------------------------------------------------
+    def end_state(self) -> EndState:
+        """What the network holds and has dropped when the run stops, per flow and per place
+        (topo/invariants.py): every count is read at the same virtual instant, so what a flow
+        misses must be in its path's drops or frames held (queued, or still on a wire)."""
+        topo = self.topo
+        places: dict[str, Place] = {place_tx(): Place(dropped=self.counts.get("host_tx_queue_full", 0))}
+        delivered: dict[tuple[str, str], int] = {}
+        for link in topo.links:
+            for u, v in ((link.a, link.b), (link.b, link.a)):
+                mem = self.links[(u, v)]
+                st = mem.stats[mem.direction_from(self._ends[(u, v)])]
+                places[place_link(u, v)] = Place(dropped=st.lost, held=st.sent - st.delivered - st.lost)
+                delivered[(u, v)] = st.delivered
+        queues: dict[str, QueueEnd] = {}
+        for name, node in self.switches.items():
+            tm = node.switch.tm
+            ingress = {p: 0 for p in node.switch.ports}
+            for reason, port, packets in read_drop_counters(node.client, sorted(node.switch.ports)):
+                if reason != "spoofed_report":  # a report that came in, not a frame any flow sent
+                    ingress[port] = ingress.get(port, 0) + packets
+            for port in sorted(node.switch.ports):
+                st = tm.stats(port)
+                queues[f"{name} port {port}"] = QueueEnd(st.enqueued, st.dequeued, st.dropped_full, tm.port_depth(port))
+                places[place_egress(name, port)] = Place(dropped=st.dropped_full, held=tm.port_depth(port))
+                places[place_in(name, port)] = Place(dropped=ingress[port])
+        for name, host in self.hosts.items():
+            if host.buffer is not None:
+                places[place_rx(name)] = Place(dropped=host.buffer.dropped, data_only=True)
+        flows: dict[str, FlowEnd] = {}
+        for fid, f in enumerate(topo.flows, start=1):
+            src, dst = self.hosts[f.src], self.hosts[f.dst]
+            if f.control == "tcp":
+                if src.tcp is None or dst.tcp is None:
+                    continue
+                flows[f.name] = FlowEnd(src.tcp.segments_out.get(fid, 0), dst.tcp.segments_in.get(fid, 0),
+                                        "segments", flow_places(topo, f))
+            else:
+                rec = dst.records.get(fid)
+                flows[f.name] = FlowEnd(src.sent.get(f.name, 0), rec.received if rec else 0, "packets",
+                                        flow_places(topo, f))
+        return EndState("sim", flows, places, queues, receiver_overflow=self.counts.get("receiver_overflow", 0),
+                        max_frame_bytes=max_frame_bytes(topo), link_delivered=delivered)
 
     # ---- running ------------------------------------------------------------------------------------
     def run_until(self, t_ns: int) -> None:

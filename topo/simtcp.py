@@ -82,6 +82,10 @@ class SimTcpFlows:
         self._timers: dict[tuple[str, int], Any] = {}
         self.pacers: dict[int, CvihisPace] = {}  # cvihis-rtm flows sent here
         self.pace_sinks: dict[int, CvihisReceiver] = {}  # cvihis-rtm flows received here
+        # data segments put out (retransmissions included) and data segments that came in, per flow:
+        # the run's end checks that what is missing was dropped or is still in flight (topo/invariants.py)
+        self.segments_out: dict[int, int] = {}
+        self.segments_in: dict[int, int] = {}
         for fid, f in flows.items():
             paced = f.cc in PACED_CC
             if f.src == host:
@@ -114,6 +118,7 @@ class SimTcpFlows:
                 options = SACK_PERMITTED if s.sack_ok else b"\x00\x00"
                 self._send(self._frame(fid, SYN_FRAME_BYTES, KIND_TCP_SYN, f.dst).frame(0, s.ts_ns, 0, options))
             else:
+                self.segments_out[fid] = self.segments_out.get(fid, 0) + 1
                 frame = self._frame(fid, data_frame_bytes(s.length), KIND_TCP_DATA, f.dst)
                 pacer = self.pacers.get(fid)
                 if pacer is None:
@@ -167,6 +172,7 @@ class SimTcpFlows:
             if d.kind == KIND_TCP_SYN:
                 self._emit_acks(fid, [rx.on_syn(now_ns, d.ts_ns, d.payload(2) == SACK_PERMITTED)])
                 return
+            self.segments_in[fid] = self.segments_in.get(fid, 0) + 1
             try:
                 stamp, length = decode_data(d.payload(DATA_FIELDS_BYTES))
             except ValueError:

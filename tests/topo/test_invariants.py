@@ -1,0 +1,333 @@
+"""The run-end invariants (topo/invariants.py) on hand-made recordings: each one fails on a
+recording that breaks it and passes on one that keeps it, and the windowed checks agree with a
+brute-force pass over every window (hypothesis)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from topo import invariants as I
+from topo.invariants import EndState, FlowEnd, Place, QueueEnd, check_invariants, flow_places
+from topo.record import BufferSample, DropSample, FlowSample, LinkSample, Recorder
+from topo.schema import load_topology_text
+
+MERGE = """\
+name: t
+defaults:
+  link: {rate: 8Mbps, delay: 1ms, buffer: 50}
+  packet_size: 1000B
+nodes:
+  H1: {kind: host}
+  H2: {kind: host}
+  R1: {kind: switch}
+  D: {kind: host, receive_buffer: 100, playout: 4Mbps}
+links:
+  - {ends: [H1, R1]}
+  - {ends: [H2, R1]}
+  - {ends: [R1, D], rate: 8Mbps}
+flows:
+  - {name: a, src: H1, dst: D, control: alinea}
+  - {name: b, src: H2, dst: D, control: fixed, rate: 1Mbps}
+"""
+DROP = MERGE + """\
+events:
+  - {at: 1s, link: [R1, D], rate: 1Mbps}
+"""
+S = 1_000_000_000
+MS = 1_000_000
+
+
+def topo(text: str = MERGE) -> Any:
+    return load_topology_text(text, "t.yaml")
+
+
+def names(violations: list[I.Violation]) -> list[str]:
+    return [v.name for v in violations]
+
+
+def consistent_recorder(t: Any, *, received: tuple[int, int] = (100, 50)) -> Recorder:
+    """Two flows into D over 1 s, within every rate, every counter agreeing."""
+    rec = Recorder()
+    for k in range(11):
+        now = k * 100 * MS
+        rec.flows.append(FlowSample(now, "a", received[0] * k // 10, received[0] * k // 10, 0, 1000))
+        rec.flows.append(FlowSample(now, "b", received[1] * k // 10, received[1] * k // 10, 0, 1000))
+        got = sum(received) * k // 10
+        for u, v, n in (("H1", "R1", received[0] * k // 10), ("H2", "R1", received[1] * k // 10), ("R1", "D", got)):
+            rec.links.append(LinkSample(now, u, v, 1000 * n, 8e6))
+        rec.buffers.append(BufferSample(now, "D", 0, 100, got, 0))
+    rec.packets = {"a": [(i, 0, 1) for i in range(received[0])], "b": [(i, 0, 1) for i in range(received[1])]}
+    return rec
+
+
+def summary_of(rec: Recorder) -> dict[str, Any]:
+    last = {s.flow: s for s in rec.flows}
+    final_drops: dict[tuple[str, int, str], int] = {(d.switch, d.port, d.reason): d.packets for d in rec.drops}
+    buffers = {b.host: b for b in rec.buffers}
+    return {"loss": {"data_packets_sent": sum(s.sent for s in last.values()),
+                     "data_packets_received": sum(s.received for s in last.values()),
+                     "dropped_in_network": sum(n for (_s, _p, r), n in final_drops.items() if r != "spoofed_report"),
+                     "receiver_buffer_overflow": sum(b.dropped for b in buffers.values())}}
+
+
+def end_state(t: Any, sent: dict[str, int], arrived: dict[str, int], places: dict[str, Place] | None = None,
+              **kw: Any) -> EndState:
+    flows = {f.name: FlowEnd(sent[f.name], arrived[f.name], "packets", flow_places(t, f)) for f in t.flows}
+    return EndState("test", flows, places or {}, **kw)
+
+
+# ---- the contract --------------------------------------------------------------------------------
+def test_a_consistent_run_breaks_nothing_and_the_block_names_every_check() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    end = end_state(t, {"a": 100, "b": 50}, {"a": 100, "b": 50}, link_delivered={("R1", "D"): 150})
+    assert check_invariants(t, rec, summary_of(rec), end) == []
+    block = I.invariants_block([I.Violation("link_rate", "x")])
+    assert block == {"checked": list(I.NAMES), "violations": [{"name": "link_rate", "detail": "x"}]}
+    assert set(I.NAMES) == {"conservation", "link_rate", "host_capacity", "counters_agree"}
+
+
+def test_a_violation_is_frozen_and_one_line() -> None:
+    v = I.Violation("conservation", "flow a: ...")
+    try:
+        v.name = "x"  # type: ignore[misc]
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("Violation is not frozen")
+
+
+def test_a_flows_places_follow_its_path() -> None:
+    t = topo()
+    a = next(f for f in t.flows if f.name == "a")
+    p1, p2 = t.port("R1", "H1"), t.port("R1", "D")
+    assert flow_places(t, a) == (I.place_tx(), I.place_link("H1", "R1"), I.place_in("R1", p1),
+                                 I.place_link("R1", "D"), I.place_egress("R1", p2), I.place_rx("D"))
+
+
+# ---- conservation --------------------------------------------------------------------------------
+def test_conservation_holds_when_what_is_missing_was_dropped_or_held_on_the_path() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    places = {I.place_in("R1", t.port("R1", "H1")): Place(dropped=3),
+              I.place_egress("R1", t.port("R1", "D")): Place(held=2)}
+    end = end_state(t, {"a": 105, "b": 50}, {"a": 100, "b": 50}, places)
+    assert "conservation" not in names(check_invariants(t, rec, summary_of(rec), end))
+
+
+def test_conservation_fails_for_packets_that_vanished() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    places = {I.place_in("R1", t.port("R1", "H1")): Place(dropped=3)}
+    end = end_state(t, {"a": 110, "b": 50}, {"a": 100, "b": 50}, places)
+    found = [v for v in check_invariants(t, rec, summary_of(rec), end) if v.name == "conservation"]
+    assert found and "flow a" in found[0].detail and "7 of 110" in found[0].detail
+
+
+def test_conservation_does_not_credit_a_drop_off_the_flows_path() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    places = {I.place_in("R1", t.port("R1", "H2")): Place(dropped=10)}  # b's ingress, not a's
+    end = end_state(t, {"a": 110, "b": 50}, {"a": 100, "b": 50}, places)
+    assert any(v.name == "conservation" and "flow a" in v.detail
+               for v in check_invariants(t, rec, summary_of(rec), end))
+
+
+def test_conservation_in_aggregate_does_not_count_a_shared_drop_twice() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    shared = {I.place_egress("R1", t.port("R1", "D")): Place(dropped=10)}
+    end = end_state(t, {"a": 110, "b": 60}, {"a": 100, "b": 50}, shared)  # 20 missing, 10 dropped
+    found = [v.detail for v in check_invariants(t, rec, summary_of(rec), end) if v.name == "conservation"]
+    assert any(d.startswith("all flows: 20") for d in found)
+
+
+def test_conservation_fails_when_more_arrived_than_was_sent() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    end = end_state(t, {"a": 90, "b": 50}, {"a": 100, "b": 50})
+    assert any("100 packets arrived > 90 sent" in v.detail for v in check_invariants(t, rec, summary_of(rec), end))
+    bad = Recorder(flows=[FlowSample(S, "a", 5, 6, 0, 1000)])
+    assert names(check_invariants(t, bad, {}, None)) == ["conservation"]
+
+
+def test_conservation_fails_for_a_receive_buffer_that_dropped_more_than_its_flows_miss() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    places = {I.place_rx("D"): Place(dropped=4, data_only=True)}
+    ok = end_state(t, {"a": 103, "b": 51}, {"a": 100, "b": 50}, places)
+    assert "conservation" not in names(check_invariants(t, rec, summary_of(rec), ok))
+    bad = end_state(t, {"a": 101, "b": 51}, {"a": 100, "b": 50}, places)
+    assert any(v.name == "conservation" and v.detail.startswith("D receive buffer")
+               for v in check_invariants(t, rec, summary_of(rec), bad))
+
+
+def test_conservation_of_an_egress_queue() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    good = end_state(t, {"a": 100, "b": 50}, {"a": 100, "b": 50}, queues={"R1 port 3": QueueEnd(10, 7, 1, 3)})
+    assert "conservation" not in names(check_invariants(t, rec, summary_of(rec), good))
+    bad = end_state(t, {"a": 100, "b": 50}, {"a": 100, "b": 50}, queues={"R1 port 3": QueueEnd(10, 7, 1, 2)})
+    assert any("R1 port 3 egress queue" in v.detail for v in check_invariants(t, rec, summary_of(rec), bad))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_conservation_holds_for_any_split_of_the_missing_and_fails_for_any_shortfall(data: st.DataObject) -> None:
+    """Spread each flow's missing packets over its own path's places at random: never a violation;
+    take k > 0 frames out of those places: a violation."""
+    t = topo()
+    rec = Recorder()
+    sent = {f.name: data.draw(st.integers(0, 500)) for f in t.flows}
+    arrived = {n: data.draw(st.integers(0, s)) for n, s in sent.items()}
+    places: dict[str, list[int]] = {}
+    for f in t.flows:
+        left = sent[f.name] - arrived[f.name]
+        path = [p for p in flow_places(t, f) if p != I.place_rx(f.dst)]
+        for k, place in enumerate(path):
+            slot = places.setdefault(place, [0, 0])
+            for side in (0, 1):
+                n = left if k == len(path) - 1 and side == 1 else data.draw(st.integers(0, left))
+                slot[side] += n
+                left -= n
+    good = {p: Place(dropped=d, held=h) for p, (d, h) in places.items()}
+    assert "conservation" not in names(check_invariants(t, rec, {}, end_state(t, sent, arrived, good)))
+    total = sum(d + h for d, h in places.values())
+    if total:
+        k = data.draw(st.integers(1, total))
+        cut: dict[str, Place] = {}
+        for p, (d, h) in places.items():
+            take = min(k, d + h)
+            k -= take
+            cut[p] = Place(dropped=max(0, d - take), held=h - max(0, take - d))
+        assert "conservation" in names(check_invariants(t, rec, {}, end_state(t, sent, arrived, cut)))
+
+
+# ---- link_rate -----------------------------------------------------------------------------------
+def link_rows(rate_bps: float, bytes_per_sample: list[int], dt_ns: int = 100 * MS) -> Recorder:
+    rec, total = Recorder(), 0
+    rec.links.append(LinkSample(0, "R1", "D", 0, rate_bps))
+    for k, b in enumerate(bytes_per_sample, start=1):
+        total += b
+        rec.links.append(LinkSample(k * dt_ns, "R1", "D", total, rate_bps))
+    return rec
+
+
+def test_link_rate_holds_at_the_rate_and_fails_above_it_by_more_than_a_frame() -> None:
+    t = topo()
+    full = 8e6 * 0.1 / 8  # bytes of 100 ms at 8 Mb/s
+    assert check_invariants(t, link_rows(8e6, [int(full)] * 10), {}, None) == []
+    assert check_invariants(t, link_rows(8e6, [int(full) + 999] + [int(full)] * 9), {}, None) == []  # < 1 frame
+    over = check_invariants(t, link_rows(8e6, [int(full)] * 5 + [int(full) + 1001] + [int(full)] * 4), {}, None)
+    assert names(over) == ["link_rate"] and "link R1->D" in over[0].detail
+
+
+def test_link_rate_over_a_long_window_catches_what_each_short_one_hides() -> None:
+    """Each 100 ms carries 900 bytes more than the rate allows (under a frame); ten of them do not."""
+    t = topo()
+    full = int(8e6 * 0.1 / 8)
+    assert names(check_invariants(t, link_rows(8e6, [full + 900] * 10), {}, None)) == ["link_rate"]
+
+
+def test_link_rate_follows_the_timed_rate_events() -> None:
+    t = topo(DROP)
+    fast, slow = int(8e6 * 0.1 / 8), int(1e6 * 0.1 / 8)
+    assert check_invariants(t, link_rows(8e6, [fast] * 10 + [slow] * 10), {}, None) == []
+    assert names(check_invariants(t, link_rows(8e6, [fast] * 10 + [fast] * 2 + [slow] * 8), {}, None)) == ["link_rate"]
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.tuples(st.integers(1, 10**9), st.floats(0, 1e7), st.floats(0, 1e7)), min_size=1, max_size=25))
+def test_the_one_pass_window_agrees_with_every_window(steps: list[tuple[int, float, float]]) -> None:
+    t, c, a, pts = 0, 0.0, 0.0, []
+    for dt, dc, da in steps:
+        t, c, a = t + dt, c + dc, a + da
+        pts.append((t, c, a))
+    best = max(((pts[j][1] - pts[i][1]) - (pts[j][2] - pts[i][2]) for j in range(len(pts)) for i in range(j)),
+               default=-math.inf)
+    got, i, j = I._excess(pts)
+    assert math.isclose(got, best, rel_tol=1e-9, abs_tol=1e-3) or got == best == -math.inf
+    if len(pts) > 1:
+        assert i < j and math.isclose((pts[j][1] - pts[i][1]) - (pts[j][2] - pts[i][2]), got, rel_tol=1e-9,
+                                      abs_tol=1e-3)
+
+
+# ---- host_capacity -------------------------------------------------------------------------------
+def test_host_capacity_fails_when_a_hosts_flows_receive_more_than_its_link() -> None:
+    t = topo()
+    ok = consistent_recorder(t, received=(300, 150))  # 450 packets/s of 1000 B: 3.6 Mb/s < 8 Mb/s, < its playout
+    assert "host_capacity" not in names(check_invariants(t, ok, {}, None))
+    over = Recorder(flows=[FlowSample(k * 100 * MS, n, 200 * k, 100 * k, 0, 1000) for k in range(11) for n in "ab"])
+    found = [v for v in check_invariants(t, over, {}, None) if v.name == "host_capacity"]
+    assert found and found[0].detail.startswith("D: its datagram flows received")  # 16 Mb/s into an 8 Mb/s link
+
+
+def test_host_capacity_fails_when_a_host_plays_out_faster_than_its_playout() -> None:
+    t = topo()  # D plays 4 Mb/s of 1000-byte packets: 500 packets/s
+    ok = Recorder(buffers=[BufferSample(k * 100 * MS, "D", 0, 100, 50 * k, 0) for k in range(11)])
+    assert check_invariants(t, ok, {}, None) == []
+    fast = Recorder(buffers=[BufferSample(k * 100 * MS, "D", 0, 100, 60 * k, 0) for k in range(11)])
+    found = check_invariants(t, fast, {}, None)
+    assert names(found) == ["host_capacity"] and "played" in found[0].detail
+
+
+# ---- counters_agree ------------------------------------------------------------------------------
+def test_counters_agree_fails_when_the_summary_misstates_the_counters() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    rec.drops.append(DropSample(S, "R1", 1, "overflow", 7))
+    summary = summary_of(rec)
+    assert check_invariants(t, rec, summary, None) == []
+    summary["loss"]["dropped_in_network"] = 14
+    found = check_invariants(t, rec, summary, None)
+    assert names(found) == ["counters_agree"] and "dropped_in_network = 14" in found[0].detail
+
+
+def test_counters_agree_fails_when_a_flows_packet_records_disagree_with_its_count() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    rec.packets["a"] = rec.packets["a"][:-1]
+    assert any("packets_a.csv has 99 rows" in v.detail for v in check_invariants(t, rec, summary_of(rec), None))
+
+
+def test_counters_agree_per_port_drops_and_egress_queues() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    p = t.port("R1", "H1")
+    rec.drops += [DropSample(S, "R1", p, "overflow", 3), DropSample(S, "R1", 0, "egress_queue_full", 2)]
+    places = {I.place_in("R1", p): Place(dropped=3)}
+    queues = {"R1 port 3": QueueEnd(10, 10, 2, 0)}
+    sent = {"a": 100, "b": 50}
+    good = end_state(t, sent, sent, places, queues=queues)
+    assert "counters_agree" not in names(check_invariants(t, rec, summary_of(rec), good))
+    bad_port = end_state(t, sent, sent, {I.place_in("R1", p): Place(dropped=4)}, queues=queues)
+    assert any(v.detail.startswith(f"R1 port {p} ingress: drop counters say 4, drops.csv 3")
+               for v in check_invariants(t, rec, summary_of(rec), bad_port))
+    bad_queue = end_state(t, sent, sent, places, queues={"R1 port 3": QueueEnd(10, 10, 5, 0)})
+    assert any("egress queues refused 5" in v.detail for v in check_invariants(t, rec, summary_of(rec), bad_queue))
+
+
+def test_counters_agree_a_host_links_frames_with_its_flows() -> None:
+    """D only receives alinea and fixed datagrams: its link delivered exactly what its flows counted."""
+    t = topo()
+    rec = consistent_recorder(t)
+    sent = {"a": 100, "b": 50}
+    assert check_invariants(t, rec, summary_of(rec), end_state(t, sent, sent, link_delivered={("R1", "D"): 150})) == []
+    for delivered in (149, 151):
+        found = check_invariants(t, rec, summary_of(rec), end_state(t, sent, sent, link_delivered={("R1", "D"): delivered}))
+        assert names(found) == ["counters_agree"] and f"delivered {delivered} frames" in found[0].detail
+    loose = end_state(t, sent, sent, link_delivered={("R1", "D"): 151}, link_delivered_exact=False)
+    assert check_invariants(t, rec, summary_of(rec), loose) == []  # netns: a bound from above only
+
+
+def test_counters_agree_the_receive_buffers_with_the_hosts_count() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    sent = {"a": 100, "b": 50}
+    assert check_invariants(t, rec, summary_of(rec), end_state(t, sent, sent, receiver_overflow=0)) == []
+    found = check_invariants(t, rec, summary_of(rec), end_state(t, sent, sent, receiver_overflow=2))
+    assert names(found) == ["counters_agree"] and "refused 2" in found[0].detail

@@ -1,0 +1,98 @@
+"""The run-end invariants on whole simulator runs: short runs of a merge topology under each kind
+of control pass every invariant (``strict``), every run's summary records them, and ``hbh run
+--strict`` fails (status 3) on a run whose records were tampered with, naming the invariant."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from hbh.cli import main as hbh_main
+from topo.invariants import NAMES
+from topo.runner import STRICT_EXIT, InvariantsFailed, run_experiment
+from topo.schema import load_topology_text
+from topo.simnet import SimNetwork
+
+#: two sources merge at R1 onto a slower R1-R2, one sink with a playout buffer; a fixed flow
+#: faster than its own access link (its NIC queue fills, R1 drops) and a rate drop on R1-R2.
+MERGE = """\
+name: inv-merge
+defaults:
+  link: {{rate: 4Mbps, delay: 2ms, buffer: 60}}
+  packet_size: 1000B
+nodes:
+  H1: {{kind: host}}
+  H2: {{kind: host}}
+  R1: {{kind: switch}}
+  R2: {{kind: switch}}
+  D: {{kind: host, receive_buffer: 100, playout: 2.5Mbps}}
+links:
+  - {{ends: [H1, R1]}}
+  - {{ends: [H2, R1], rate: 2Mbps}}
+  - {{ends: [R1, R2], rate: 3Mbps}}
+  - {{ends: [R2, D]}}
+flows:
+  - {{name: f1, src: H1, dst: D, control: {control}}}
+  - {{name: f2, src: H2, dst: D, control: {control}{size}}}
+  - {{name: x, src: H2, dst: D, control: fixed, rate: 3Mbps, start: 1s}}
+events:
+  - {{at: 2s, link: [R1, R2], rate: 1.5Mbps}}
+"""
+S = 1_000_000_000
+
+
+def merge(control: str) -> str:
+    """The merge under ``control``; f2's packets are smaller (a TCP flow's are full segments)."""
+    return MERGE.format(control=control, size="" if control == "tcp" else ", packet_size: 600B")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("control", ["alinea", "cvihis-rtm", "tcp"])
+def test_a_short_merge_run_keeps_every_invariant(control: str) -> None:
+    topo = load_topology_text(merge(control), f"merge-{control}.yaml")
+    result = run_experiment(topo, 3 * S, seed=1, plots=False, strict=True)
+    block = result.summary["invariants"]
+    assert block == {"checked": list(NAMES), "violations": []}
+    assert result.summary["loss"]["total"] > 0  # the fixed flow overflows R1: conservation had drops to place
+
+
+def test_a_run_that_loses_its_drop_records_fails_under_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """The drop counters never reach drops.csv: the summary then says nothing was dropped while the
+    switch's counters and the flows' missing packets say otherwise."""
+    monkeypatch.setattr(SimNetwork, "_sample_drops", lambda self: None)
+    path = tmp_path / "merge.yaml"
+    path.write_text(merge("alinea").replace("start: 1s", "start: 0s"))
+    out = tmp_path / "run"
+    args = ["run", str(path), "--duration", "3s", "--out", str(out), "--no-plots", "--no-progress"]
+    assert hbh_main([*args, "--strict"]) == STRICT_EXIT
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("hbh run: invariant violated: ")]
+    assert any(": counters_agree: " in line and "drop counters say" in line for line in lines)
+    recorded = json.loads((out / "summary.json").read_text())["invariants"]
+    assert recorded["checked"] == list(NAMES)
+    assert [f"hbh run: invariant violated: {v['name']}: {v['detail']}" for v in recorded["violations"]] == lines
+    assert hbh_main(args) == 0  # without --strict: said, not fatal
+    assert "hbh run: invariant violated: counters_agree" in capsys.readouterr().err
+
+
+def test_run_experiment_strict_raises_with_the_results(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(SimNetwork, "_sample_drops", lambda self: None)
+    topo = load_topology_text(merge("alinea").replace("start: 1s", "start: 0s"), "merge.yaml")
+    with pytest.raises(InvariantsFailed) as info:
+        run_experiment(topo, 3 * S, seed=1, plots=False, strict=True)
+    assert info.value.result.violations and "counters_agree" in str(info.value)
+
+
+def test_a_run_whose_switches_hide_their_drops_breaks_conservation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Drop counters that read zero everywhere: the records and the summary agree with each other,
+    but the flows' missing packets are then nowhere on their paths."""
+    import topo.simnet as simnet
+
+    monkeypatch.setattr(simnet, "read_drop_counters", lambda client, ports: [])
+    topo = load_topology_text(merge("alinea").replace("start: 1s", "start: 0s"), "merge.yaml")
+    result = run_experiment(topo, 3 * S, seed=1, plots=False)
+    found = [v for v in result.violations if v["name"] == "conservation"]
+    assert found, result.violations

@@ -1,0 +1,433 @@
+"""Invariants every run must satisfy, checked at its end (both backends): a metric is a claim, and
+these are the claims' cross-checks. docs/metrics.md ("Invariants") states each one precisely.
+
+Pure functions over the topology, the :class:`~topo.record.Recorder`, the summary and the
+backend's :class:`EndState` (what it knows of the network when the run stops: per flow what was
+sent and what arrived, per place what was dropped there and what it still held). A violation is
+one human line; :func:`check_invariants` returns them all, the runner records them in
+summary.json and prints them (``hbh run --strict`` fails on any).
+
+* ``conservation`` -- packets sent = arrived + dropped (by place) + held at the end (in a switch
+  queue, on a link). Switches and links count frames, not flows: drops and held frames are
+  attributed to the flows whose path crosses the place, so per flow the check is a bound (what
+  is missing must fit in what its path dropped or held), over all flows together an aggregate
+  bound, and exact per egress queue and per playout buffer.
+* ``link_rate`` -- no directed link carried more than its rate allowed over any window of
+  links.csv's samples (rate events included), within one frame per rate change plus one.
+* ``host_capacity`` -- what a host received over any window fits its link's rate; what it
+  played out fits its playout rate.
+* ``counters_agree`` -- the per-flow sums equal the per-link and per-port counters, and the
+  summary's loss figures equal the counters they sum.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from topo.model import CONTROLS, Flow, Topology
+from topo.record import Recorder
+
+__all__ = ["Violation", "Place", "FlowEnd", "QueueEnd", "EndState", "NAMES", "check_invariants", "flow_places",
+           "max_frame_bytes", "place_tx", "place_link", "place_in", "place_egress", "place_rx", "invariants_block"]
+
+#: every invariant's stable id, in the order checked
+NAMES = ("conservation", "link_rate", "host_capacity", "counters_agree")
+#: datagram controls (every one but TCP): sequence-numbered packets, each counted at its arrival
+DATAGRAM_CONTROLS = frozenset(c for c in CONTROLS if c != "tcp")
+
+
+@dataclass(frozen=True, slots=True)
+class Violation:
+    name: str  # one of NAMES
+    detail: str  # one line naming the flow/link/port and the numbers
+
+    def as_dict(self) -> dict[str, str]:
+        return {"name": self.name, "detail": self.detail}
+
+
+@dataclass(frozen=True, slots=True)
+class Place:
+    """Somewhere a frame can be dropped or held at the end: a host's transmit queue, a link direction,
+    a switch port's ingress (its drop counters) or egress queue, a host's receive buffer.
+
+    ``data_only``: every frame counted here is a data packet of a flow crossing the place (a receive
+    buffer), so the flows' missing packets must cover it; otherwise reports, feedback and ACKs
+    count here too. ``held_is_bound``: ``held`` is an upper bound, not a count (the netns backend
+    cannot see a wire or a kernel queue at the instant the hosts took their last sample)."""
+
+    dropped: int = 0
+    held: int = 0
+    data_only: bool = False
+    held_is_bound: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class FlowEnd:
+    """One flow at the end: ``sent`` data packets (datagram flows) or data segments, retransmissions
+    included (the simulator's TCP); ``arrived`` those its destination counted; ``path`` the places
+    its data frames cross (:func:`flow_places`)."""
+
+    sent: int
+    arrived: int
+    unit: str  # "packets" | "segments"
+    path: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEnd:
+    """A switch port's egress queue: frames admitted, served, refused (full), queued at the end."""
+
+    enqueued: int
+    dequeued: int
+    dropped_full: int
+    depth: int
+
+
+@dataclass(frozen=True)
+class EndState:
+    """What a backend knows of the network when the run stops (``net.end_state()``)."""
+
+    backend: str
+    flows: Mapping[str, FlowEnd] = field(default_factory=dict)
+    places: Mapping[str, Place] = field(default_factory=dict)
+    queues: Mapping[str, QueueEnd] = field(default_factory=dict)  # "S port N" -> its egress queue
+    # the backend's own count of data packets refused by full receive buffers (None: not kept)
+    receiver_overflow: int | None = None
+    # largest frame any flow sends (bytes): the slack of a windowed rate check
+    max_frame_bytes: int = 1514
+    # how late a sample may be read after its nominal time (netns reads counters in real time)
+    sample_lateness_ns: int = 0
+    # frames each directed link delivered to its far end by the end (sim; netns: a host socket's
+    # received frames, read after the hosts' last sample, so a bound from above)
+    link_delivered: Mapping[tuple[str, str], int] = field(default_factory=dict)
+    link_delivered_exact: bool = True
+
+
+# ---- places -----------------------------------------------------------------------------------
+def place_tx() -> str:
+    return "hosts' transmit queues"
+
+
+def place_link(u: str, v: str) -> str:
+    return f"link {u}->{v}"
+
+
+def place_in(switch: str, port: int) -> str:
+    return f"{switch} port {port} ingress"
+
+
+def place_egress(switch: str, port: int) -> str:
+    return f"{switch} port {port} egress queue"
+
+
+def place_rx(host: str) -> str:
+    return f"{host} receive buffer"
+
+
+def flow_places(topo: Topology, flow: Flow) -> tuple[str, ...]:
+    """The places a flow's data frames cross, over every path the routes may give it (ECMP)."""
+    out: dict[str, None] = {place_tx(): None}
+    paths = topo.all_paths(flow.src, flow.dst) if topo.options.ecmp else [flow.path]
+    for path in paths:
+        for u, v in zip(path, path[1:]):
+            out[place_link(u, v)] = None
+            if topo.nodes[v].is_switch:
+                out[place_in(v, topo.port(v, u))] = None
+            if topo.nodes[u].is_switch:
+                out[place_egress(u, topo.port(u, v))] = None
+    out[place_rx(flow.dst)] = None
+    return tuple(out)
+
+
+# ---- the checks --------------------------------------------------------------------------------
+def check_invariants(topo: Topology, recorder: Recorder, summary: Mapping[str, Any],
+                     end_state: EndState | None) -> list[Violation]:
+    """Every invariant's violations (empty: the run is consistent). ``end_state`` None: only the
+    checks the recorder alone supports."""
+    out: list[Violation] = []
+    out += _conservation(topo, recorder, end_state)
+    out += _link_rate(topo, recorder, end_state)
+    out += _host_capacity(topo, recorder, end_state)
+    out += _counters_agree(topo, recorder, summary, end_state)
+    return out
+
+
+def invariants_block(violations: Iterable[Violation]) -> dict[str, Any]:
+    """summary.json's ``invariants``: what was checked and what failed."""
+    return {"checked": list(NAMES), "violations": [v.as_dict() for v in violations]}
+
+
+def _final_flows(rec: Recorder) -> dict[str, tuple[int, int]]:
+    """flow -> (sent, received) at its last sample."""
+    out: dict[str, tuple[int, int]] = {}
+    for s in rec.flows:
+        out[s.flow] = (s.sent, s.received)
+    return out
+
+
+def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[Violation]:
+    out: list[Violation] = []
+    for name, (sent, received) in sorted(_final_flows(rec).items()):
+        if received > sent or received < 0 or sent < 0:
+            out.append(Violation("conservation", f"flow {name}: received {received} > sent {sent} "
+                                                 "(flows.csv, last sample)"))
+    if end is None:
+        return out
+    for key, q in sorted(end.queues.items()):
+        if q.enqueued != q.dequeued + q.depth:
+            out.append(Violation("conservation", f"{key} egress queue: enqueued {q.enqueued} != dequeued "
+                                                 f"{q.dequeued} + queued at the end {q.depth}"))
+    missing: dict[str, int] = {}
+    for name, f in sorted(end.flows.items()):
+        if f.arrived > f.sent:
+            out.append(Violation("conservation", f"flow {name}: {f.arrived} {f.unit} arrived > {f.sent} sent"))
+            continue
+        gone = f.sent - f.arrived
+        missing[name] = gone
+        room = sum(end.places[p].dropped + end.places[p].held for p in f.path if p in end.places)
+        if gone > room:
+            out.append(Violation("conservation", f"flow {name}: {gone - room} of {f.sent} {f.unit} sent are neither "
+                                                 f"arrived ({f.arrived}), dropped nor held on its path (its path's "
+                                                 f"places dropped or held {room} frames)"))
+    total_room = sum(p.dropped + p.held for p in end.places.values())
+    if sum(missing.values()) > total_room:
+        out.append(Violation("conservation", f"all flows: {sum(missing.values())} {_unit(end)} sent and not arrived "
+                                             f"> {total_room} frames dropped or held anywhere"))
+    for pname, place in sorted(end.places.items()):
+        if not place.data_only:
+            continue
+        crossing = [n for n, f in end.flows.items() if pname in f.path]
+        if place.dropped > sum(missing.get(n, 0) for n in crossing):
+            out.append(Violation("conservation", f"{pname}: dropped {place.dropped} data packets, more than its flows "
+                                                 f"({', '.join(sorted(crossing)) or 'none'}) miss "
+                                                 f"({sum(missing.get(n, 0) for n in crossing)})"))
+    out += _playout_conservation(rec)
+    return out
+
+
+def _unit(end: EndState) -> str:
+    units = {f.unit for f in end.flows.values()}
+    return "packets" if units <= {"packets"} else "packets and segments"
+
+
+def _playout_conservation(rec: Recorder) -> list[Violation]:
+    """Per host buffer at its last sample: never above its capacity, and what it took never exceeds
+    what it played plus what it holds (``played + occupancy``) -- the buffer's own bookkeeping."""
+    out = []
+    for host, b in sorted(_last(rec.buffers, "host").items()):
+        if not 0 <= b.occupancy <= b.capacity:
+            out.append(Violation("conservation", f"{host} receive buffer: holds {b.occupancy} packets, capacity "
+                                                 f"{b.capacity}"))
+    return out
+
+
+def _last(rows: Iterable[Any], key: str) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for r in rows:
+        out[getattr(r, key)] = r
+    return out
+
+
+def _excess(points: list[tuple[int, float, float]]) -> tuple[float, int, int]:
+    """Over every window [t_i, t_j] of ``points`` = [(t, carried, allowed)] (both cumulative, in
+    time order): the largest (carried_j - carried_i) - (allowed_j - allowed_i), with i and j.
+    One pass: the largest excess ends at j and starts at the i < j of least carried - allowed."""
+    best, bi, bj = -math.inf, 0, 0
+    low, li = math.inf, 0
+    for j, (_t, c, a) in enumerate(points):
+        if j and c - a - low > best:
+            best, bi, bj = c - a - low, li, j
+        if c - a < low:
+            low, li = c - a, j
+    return best, bi, bj
+
+
+def _rate_integral(topo: Topology, u: str, v: str) -> Any:
+    """``allowed(t)``: bits link u-v may carry in [0, t] (its rate, then each rate event's)."""
+    link = topo.link_between(u, v)
+    changes = sorted((ev.at_ns, ev.rate_bps) for ev in topo.events
+                     if ev.kind == "link_rate" and ev.link is not None and set(ev.link) == {u, v}
+                     and ev.rate_bps is not None)
+    steps = [(0, link.rate_bps), *changes]
+
+    def allowed(t_ns: int) -> float:
+        bits = 0.0
+        for k, (at, rate) in enumerate(steps):
+            end = steps[k + 1][0] if k + 1 < len(steps) else math.inf
+            if t_ns <= at:
+                break
+            bits += rate * (min(t_ns, end) - at) / 1e9
+        return bits
+
+    return allowed, len(changes)
+
+
+def _link_rate(topo: Topology, rec: Recorder, end: EndState | None) -> list[Violation]:
+    out = []
+    by_link: dict[tuple[str, str], list[Any]] = {}
+    for s in rec.links:
+        by_link.setdefault((s.src, s.dst), []).append(s)
+    frame_bits = 8 * (end.max_frame_bytes if end else max_frame_bytes(topo))
+    late = end.sample_lateness_ns if end else 0
+    for (u, v), rows in sorted(by_link.items()):
+        allowed, changes = _rate_integral(topo, u, v)
+        peak = max([topo.link_between(u, v).rate_bps] + [ev.rate_bps or 0 for ev in topo.events
+                                                          if ev.kind == "link_rate" and ev.link and set(ev.link) == {u, v}])
+        slack = frame_bits * (1 + changes) + peak * late / 1e9
+        pts = [(s.t_ns, 8.0 * s.bytes, allowed(s.t_ns)) for s in rows]
+        worst, i, j = _excess(pts)
+        if worst > slack:
+            t0, t1 = pts[i][0], pts[j][0]
+            out.append(Violation("link_rate", f"link {u}->{v}: carried {(pts[j][1] - pts[i][1]) / 8:.0f} bytes in "
+                                              f"{t0 / 1e9:.3f}-{t1 / 1e9:.3f} s, its rate allows "
+                                              f"{(pts[j][2] - pts[i][2]) / 8:.0f} (+ {slack / 8:.0f} slack)"))
+    return out
+
+
+def max_frame_bytes(topo: Topology) -> int:
+    """The largest frame any flow of ``topo`` sends (TCP: a full segment's frame)."""
+    from hosts.tcp import MSS
+    from hosts.tcp.wire import data_frame_bytes
+
+    tcp = data_frame_bytes(MSS) if any(f.control == "tcp" for f in topo.flows) else 0
+    return max([tcp, 64] + [f.packet_size for f in topo.flows])
+
+
+def _host_capacity(topo: Topology, rec: Recorder, end: EndState | None) -> list[Violation]:
+    """Datagram flows into a host: their packets over any window fit the host's link (each counted
+    at its arrival); every flow, TCP's in-order records included, fits it from the run's start."""
+    out: list[Violation] = []
+    late = end.sample_lateness_ns if end else 0
+    sizes = {f.name: f.packet_size for f in topo.flows}
+    for host in topo.hosts:
+        mine = [f for f in topo.flows if f.dst == host.name]
+        if not mine:
+            continue
+        (sw,) = topo.neighbours(host.name)
+        allowed, changes = _rate_integral(topo, sw, host.name)
+        slack = 8 * max(sizes[f.name] for f in mine) * (1 + changes) + topo.link_between(sw, host.name).rate_bps * late / 1e9
+        datagram = {f.name for f in mine if f.control in DATAGRAM_CONTROLS}
+        everyone = {f.name for f in mine}
+        got_d: dict[str, int] = {}
+        got_all: dict[str, int] = {}
+        pts_d, pts_all = [], []
+        for t, group in _by_time(rec.flows):
+            for s in group:
+                if s.flow in datagram:
+                    got_d[s.flow] = s.received * sizes[s.flow]
+                if s.flow in everyone:
+                    got_all[s.flow] = s.received * sizes[s.flow]
+            pts_d.append((t, 8.0 * sum(got_d.values()), allowed(t)))
+            pts_all.append((t, 8.0 * sum(got_all.values()), allowed(t)))
+        worst, i, j = _excess(pts_d)
+        if worst > slack:
+            out.append(Violation("host_capacity", f"{host.name}: its datagram flows received "
+                                                  f"{(pts_d[j][1] - pts_d[i][1]) / 8:.0f} bytes in "
+                                                  f"{pts_d[i][0] / 1e9:.3f}-{pts_d[j][0] / 1e9:.3f} s, link "
+                                                  f"{sw}->{host.name} allows {(pts_d[j][2] - pts_d[i][2]) / 8:.0f}"))
+        over = [(t, c - a) for t, c, a in pts_all if c - a > slack]
+        if over:
+            t, x = over[0]
+            out.append(Violation("host_capacity", f"{host.name}: its flows received {x / 8:.0f} bytes more by "
+                                                  f"{t / 1e9:.3f} s than link {sw}->{host.name} carried at most"))
+    for host, rows in sorted(_group(rec.buffers, "host").items()):
+        node = topo.nodes.get(host)
+        if node is None or node.playout_bps is None or not rows:
+            continue
+        size = max((f.packet_size for f in topo.flows if f.dst == host), default=1000)
+        pps = node.playout_bps / (8 * size)
+        pts = [(b.t_ns, float(b.played), pps * b.t_ns / 1e9) for b in rows]
+        worst, i, j = _excess(pts)
+        if worst > 1 + pps * late / 1e9:
+            out.append(Violation("host_capacity", f"{host}: played {pts[j][1] - pts[i][1]:.0f} packets in "
+                                                  f"{pts[i][0] / 1e9:.3f}-{pts[j][0] / 1e9:.3f} s, its playout "
+                                                  f"({node.playout_bps / 1e6:g} Mb/s of {size}-byte packets) "
+                                                  f"allows {pts[j][2] - pts[i][2]:.1f}"))
+    return out
+
+
+def _by_time(samples: Iterable[Any]) -> list[tuple[int, list[Any]]]:
+    groups: dict[int, list[Any]] = {}
+    for s in samples:
+        groups.setdefault(s.t_ns, []).append(s)
+    return sorted(groups.items())
+
+
+def _group(rows: Iterable[Any], key: str) -> dict[Any, list[Any]]:
+    out: dict[Any, list[Any]] = {}
+    for r in rows:
+        out.setdefault(getattr(r, key), []).append(r)
+    return out
+
+
+def _counters_agree(topo: Topology, rec: Recorder, summary: Mapping[str, Any],
+                    end: EndState | None) -> list[Violation]:
+    out: list[Violation] = []
+    final = _final_flows(rec)
+    drops: dict[tuple[str, int, str], int] = {}
+    for d in rec.drops:
+        drops[(d.switch, d.port, d.reason)] = d.packets
+    loss = summary.get("loss", {})
+    in_network = sum(n for (_s, _p, r), n in drops.items() if r != "spoofed_report")
+    overflow = sum(b.dropped for b in _last(rec.buffers, "host").values())
+    said = {"data_packets_sent": sum(s for s, _ in final.values()),
+            "data_packets_received": sum(r for _, r in final.values()),
+            "dropped_in_network": in_network, "receiver_buffer_overflow": overflow}
+    for key, value in said.items():
+        if key in loss and loss[key] != value:
+            out.append(Violation("counters_agree", f"summary loss.{key} = {loss[key]}, the recorded counters sum to "
+                                                   f"{value}"))
+    for f in topo.flows:
+        rows = rec.packets.get(f.name)
+        if rows is not None and f.name in final and f.control in DATAGRAM_CONTROLS and len(rows) != final[f.name][1]:
+            out.append(Violation("counters_agree", f"flow {f.name}: flows.csv says {final[f.name][1]} received, "
+                                                   f"packets_{f.name}.csv has {len(rows)} rows"))
+    if end is None:
+        return out
+    if end.receiver_overflow is not None and end.receiver_overflow != overflow:
+        out.append(Violation("counters_agree", f"receive buffers refused {end.receiver_overflow} packets (the hosts' "
+                                               f"count), buffers.csv says {overflow}"))
+    if end.queues:
+        tail = sum(n for (_s, _p, r), n in drops.items() if r == "egress_queue_full")
+        full = sum(q.dropped_full for q in end.queues.values())
+        if tail != full:
+            out.append(Violation("counters_agree", f"egress queues refused {full} frames (per port), drops.csv's "
+                                                   f"egress_queue_full rows sum to {tail}"))
+    for pname, place in end.places.items():
+        if pname.endswith(" ingress"):
+            sw, _, port = pname.removesuffix(" ingress").partition(" port ")
+            recorded = sum(n for (s, p, r), n in drops.items()
+                           if s == sw and p == int(port) and r not in ("spoofed_report", "egress_queue_full"))
+            if recorded != place.dropped:
+                out.append(Violation("counters_agree", f"{pname}: drop counters say {place.dropped}, drops.csv "
+                                                       f"{recorded}"))
+    out += _host_links_agree(topo, rec, end, final)
+    return out
+
+
+def _host_links_agree(topo: Topology, rec: Recorder, end: EndState, final: dict[str, tuple[int, int]]) -> list[Violation]:
+    """Per link into a host: the frames of its datagram flows that came in (received, plus those
+    its full buffer refused) never exceed the frames the link delivered; for a host that only
+    receives datagrams that send no feedback (alinea, fixed) and sends nothing, the link carries
+    nothing else toward it, and the two are equal (the simulator, where both are counted at the
+    same instant)."""
+    out = []
+    buffers = _last(rec.buffers, "host")
+    for host in topo.hosts:
+        mine = [f for f in topo.flows if f.dst == host.name]
+        if not mine or any(f.control not in DATAGRAM_CONTROLS for f in mine):
+            continue
+        (sw,) = topo.neighbours(host.name)
+        delivered = end.link_delivered.get((sw, host.name))
+        if delivered is None:
+            continue
+        refused = buffers[host.name].dropped if host.name in buffers else 0
+        came = sum(final.get(f.name, (0, 0))[1] for f in mine) + refused
+        pure = all(f.control in ("alinea", "fixed") for f in mine) and not any(f.src == host.name for f in topo.flows)
+        if came > delivered or (pure and end.link_delivered_exact and came != delivered):
+            out.append(Violation("counters_agree", f"link {sw}->{host.name}: delivered {delivered} frames, {host.name}'s "
+                                                   f"flows counted {came} (received, plus {refused} its buffer refused)"))
+    return out
