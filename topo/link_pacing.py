@@ -21,6 +21,7 @@ the link until the emulator is empty again: the excess goes back into the switch
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -29,6 +30,8 @@ from controlplane.queues import QueueClient
 
 __all__ = ["link_pps", "LinkPacedQueues", "PacedWay", "LinkPacing", "paced_ways", "ceilings", "DRAIN_MARGIN", "HIDDEN_BACKLOG_FRAMES",
            "hidden_queue_notice"]
+
+log = logging.getLogger(__name__)
 
 #: how far below its link's rate a port's ceiling is held while its emulator drains frames waiting
 DRAIN_MARGIN = 0.05
@@ -196,6 +199,9 @@ class LinkPacing:
                 q = self.queues[w.switch]
                 waiting = self.final[key] > 1
                 if waiting != (w.port in q.draining):
+                    log.info("%s port %d: %s (%d frames waiting in the %s emulator, %s)", w.switch, w.port,
+                             "ceiling lowered to drain" if waiting else "ceiling back at the link's rate",
+                             self.final[key], key[0], w.way)
                     self.run_on(w.switch, q.set_draining, w.port, waiting)
 
     def _by_emulator(self) -> dict[str, list[PacedWay]]:
