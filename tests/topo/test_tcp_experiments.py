@@ -26,6 +26,8 @@ def test_tcp_through_a_hop_by_hop_network_is_dropped_only_at_its_first_hop(backe
     s = run(R.scenario("alinea-tcp-cross", off + ("flow[t1].start=1s",)), 12, backend).summary
     assert s["loss"]["total"] > 0 and s["flows"]["t1"]["tcp"]["retransmissions"] > 0
     full = {k for k, b in s["buffers"].items() if b["max"] >= 1.0}
+    if backend == "netns" and full != {"R1<-H3"}:
+        N.skip_unless_kept_up(s, f"buffers full: {sorted(full)}")
     assert full == {"R1<-H3"}, full
     assert s["flows"]["f1"]["goodput_bps"] > 0 and s["flows"]["t1"]["goodput_bps"] > 0
 

@@ -185,6 +185,8 @@ def test_bulk_tcp_runs_through_p4switch(tmp_path: Path) -> None:
     s = run_experiment(load_topology(TCP_FILE), 10_000_000_000, seed=1, out=tmp_path, plots=False,
                        backend="netns", pcap=False).summary
     f = s["flows"]["t1"]
+    assert f["goodput_bps"] < 2e6, f  # below the bottleneck, whatever the machine
+    N.skip_unless_kept_up(s, "bulk TCP through p4switch")
     assert 0.5e6 < f["goodput_bps"] < 2e6, f  # below the 2 Mb/s bottleneck (frames' bytes), well above nothing
     t = f["tcp"]
     assert t["cc"] == "cubic" and t["errors"] == [] and t["sack"] is True, t  # the kernel's default, as TCP_INFO says
@@ -213,7 +215,10 @@ def test_sized_tcp_flow_completes(tmp_path: Path) -> None:
     t = s["flows"]["t1"]["tcp"]
     assert t["cc"] == "reno" and t["bytes_received"] == 300_000 and t["bytes_sent"] == 300_000, t
     # 300 kB at 2 Mb/s take 1.2 s; slow start and the FIFO add some
-    assert t["completed"] and 1.2 < t["completion_s"] < 5, t
+    assert t["completed"] and t["completion_s"] > 1.2, t
+    if t["completion_s"] >= 5:
+        N.skip_unless_kept_up(s, f"a sized TCP flow completed in {t['completion_s']} s")
+    assert t["completion_s"] < 5, t
 
 
 UPLINK_BOTTLENECK = """\
