@@ -3,7 +3,7 @@ halves, then the paper's five-router line beside what Chen et al. report.
 
 Part 1 runs ``topo/bottleneck-drop.yaml`` (3 Mb/s falling to 1.5 Mb/s at 20 s, a network queue as
 the bottleneck, so every control gets its signal: delay, loss or ALINEA's reports) once per control --
-alinea, cvihis-rtm, cvihis-blm, tcp-cubic, tfrc, ledbat -- through ``hbh compare`` in the simulator
+alinea, cvihis-rtm, cvihis-blm, tcp-cubic, tfrc, ledbat, gcc -- through ``hbh compare`` in the simulator
 (every router is p4switch running ``p4src/alinea.p4``; one seed, 40 s each by default) and prints the
 comparison table. Part 2 runs ``topo/paper-5router.yaml`` under ALINEA and prints its numbers beside
 the paper's. The whole demo stays under three minutes of wall time on a 2-core machine.
@@ -25,7 +25,7 @@ from controlplane.units import UnitError, parse_duration_ns
 ROOT = Path(__file__).resolve().parents[1]
 TOPOLOGY = ROOT / "topo" / "bottleneck-drop.yaml"
 PAPER = ROOT / "topo" / "paper-5router.yaml"
-CONTROLS = "alinea,cvihis-rtm,cvihis-blm,tcp-cubic,tfrc,ledbat"
+CONTROLS = "alinea,cvihis-rtm,cvihis-blm,tcp-cubic,tfrc,ledbat,gcc"
 
 __all__ = ["register", "paper_comparison", "CONTROLS"]
 

@@ -16,14 +16,14 @@ def test_demo_prints_the_summary_beside_the_paper(tmp_path: Path, capsys) -> Non
     assert main(["demo", "--duration", "3s", "--out", str(tmp_path)]) == 0
     out = capsys.readouterr().out
     assert "Chen et al. report" in out and "no packet loss" in out and "R1<-H1" in out
-    assert all(c in out for c in ("cvihis-rtm", "cvihis-blm", "tcp-cubic", "tfrc", "ledbat", "Jain's index"))
+    assert all(c in out for c in ("cvihis-rtm", "cvihis-blm", "tcp-cubic", "tfrc", "ledbat", "gcc", "Jain's index"))
     assert "bottleneck-drop" in (tmp_path / "report.md").read_text()
     for name in ("report.md", "runs.csv", "compare_occupancy.png", "compare_rates.png", "compare_delay.png"):
         assert (tmp_path / name).stat().st_size > 0
     stored = {p: p.stat().st_mtime_ns for p in (tmp_path / "runs").glob("*.json")}
-    assert len(stored) == 6
+    assert len(stored) == 7
 
-    # Run again: the six runs are reused, and the demo says so instead of claiming to simulate them.
+    # Run again: the seven runs are reused, and the demo says so instead of claiming to simulate them.
     assert main(["demo", "--duration", "3s", "--out", str(tmp_path)]) == 0
     again = capsys.readouterr().out
     assert "reusing the runs stored in" in again and "made by this code" in again and "--rerun" in again

@@ -315,3 +315,16 @@ def test_loop_settles_below_capacity_with_a_short_queue() -> None:
     tail = q[int(sent * 5 / 6):]
     assert max(tail) < 200
     assert 0.6e6 < tx.target_bps < 1.1e6 or 0.6e6 < (rx.rate.rate_bps or 0) < 1.1e6
+
+
+def test_the_wire_format_example_is_what_the_codec_writes() -> None:
+    """docs/wire-format.md's GCC example: its bytes decode to the values its text states."""
+    from pathlib import Path
+
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "wire-format.md").read_text(encoding="utf-8")
+    section = doc.split("## GCC receiver report", 1)[1]
+    dump = section.split("```\n", 1)[1].split("```", 1)[0]
+    data = bytes(int(h, 16) for line in dump.splitlines() for h in line.split()[1:])
+    r = decode_report(data)
+    assert r == GccReport(850_000, 12_345_678_901, 2500, 4321, 7, 13, False, 0, 1)
+    assert encode_report(r) == data
