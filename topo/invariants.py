@@ -174,6 +174,7 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[V
         if received > sent or received < 0 or sent < 0:
             out.append(Violation("conservation", f"flow {name}: received {received} > sent {sent} "
                                                  "(flows.csv, last sample)"))
+    out += _tcp_bytes(rec)
     if end is None:
         return out
     for key, q in sorted(end.queues.items()):
@@ -205,6 +206,23 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[V
                                                  f"({', '.join(sorted(crossing)) or 'none'}) miss "
                                                  f"({sum(missing.get(n, 0) for n in crossing)})"))
     out += _playout_conservation(rec)
+    return out
+
+
+def _tcp_bytes(rec: Recorder) -> list[Violation]:
+    """A TCP flow's bytes: acknowledged (the sender's last sample) <= received in order by the
+    receiver <= written by the sender (both ends' totals; the kernel's in netns, the model's in
+    the simulator)."""
+    out = []
+    acked = {s.flow: s.get("bytes_acked") for s in rec.tcp}
+    for name, t in sorted(rec.tcp_flows.items()):
+        sent, got = t.get("bytes_sent"), t.get("bytes_received")
+        if isinstance(sent, int) and isinstance(got, int) and got > sent:
+            out.append(Violation("conservation", f"flow {name}: TCP receiver got {got} bytes, its sender wrote {sent}"))
+        ack = acked.get(name)
+        if isinstance(ack, int) and isinstance(got, int) and ack > got:
+            out.append(Violation("conservation", f"flow {name}: TCP sender saw {ack} bytes acknowledged, its receiver "
+                                                 f"got {got}"))
     return out
 
 

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from topo import invariants as I
 from topo.invariants import EndState, FlowEnd, Place, QueueEnd, check_invariants, flow_places
-from topo.record import BufferSample, DropSample, FlowSample, LinkSample, Recorder
+from topo.record import BufferSample, DropSample, FlowSample, LinkSample, Recorder, TcpSample
 from topo.schema import load_topology_text
 
 MERGE = """\
@@ -331,3 +331,15 @@ def test_counters_agree_the_receive_buffers_with_the_hosts_count() -> None:
     assert check_invariants(t, rec, summary_of(rec), end_state(t, sent, sent, receiver_overflow=0)) == []
     found = check_invariants(t, rec, summary_of(rec), end_state(t, sent, sent, receiver_overflow=2))
     assert names(found) == ["counters_agree"] and "refused 2" in found[0].detail
+
+
+def test_conservation_of_a_tcp_flows_bytes() -> None:
+    t = topo()
+    rec = Recorder(tcp_flows={"a": {"bytes_sent": 5000, "bytes_received": 4000}},
+                   tcp=[TcpSample(S, "a", 5000, (("bytes_acked", 3000),))])
+    assert check_invariants(t, rec, {}, None) == []
+    more = Recorder(tcp_flows={"a": {"bytes_sent": 5000, "bytes_received": 6000}})
+    assert any("got 6000 bytes, its sender wrote 5000" in v.detail for v in check_invariants(t, more, {}, None))
+    acked = Recorder(tcp_flows={"a": {"bytes_sent": 5000, "bytes_received": 4000}},
+                     tcp=[TcpSample(S, "a", 5000, (("bytes_acked", 4500),))])
+    assert names(check_invariants(t, acked, {}, None)) == ["conservation"]

@@ -96,3 +96,21 @@ def test_a_run_whose_switches_hide_their_drops_breaks_conservation(monkeypatch: 
     result = run_experiment(topo, 3 * S, seed=1, plots=False)
     found = [v for v in result.violations if v["name"] == "conservation"]
     assert found, result.violations
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_a_short_netns_run_keeps_every_invariant(tmp_path: Path) -> None:
+    """Real processes: the end state's bounds (what the hosts' last sample cannot see) still hold."""
+    from tests.switch import netns as N
+    from topo.netns_plumbing import clean
+
+    N.require_netns()
+    topo = load_topology_text(merge("alinea").replace("start: 1s", "start: 0s"), "merge.yaml")
+    out = tmp_path / "netns"
+    try:
+        result = run_experiment(topo, 3 * S, seed=1, out=out, plots=False, backend="netns", pcap=False, strict=True)
+    finally:  # the run tears its network down; this removes what a failed teardown would leave
+        if (out / "network.json").exists():
+            clean(json.loads((out / "network.json").read_text())["prefix"])
+    assert result.summary["invariants"] == {"checked": list(NAMES), "violations": []}
