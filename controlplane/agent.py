@@ -200,20 +200,27 @@ class LawTrace:
     data_class: int = 0  # per-destination classes: the class whose law this is (not in laws.csv)
     port: int = 0  # the port the report came in on (toward ``toward``)
     pps: int = 0  # the queue rate set (packets/s)
+    # the law's O_max in force when it applied this report (None: no law): the target the summary
+    # compares the buffer with, so that a live or timed change moves it from its time on (docs/metrics.md)
+    o_max: float | None = None
+    # an end-to-end run's sample of an output FIFO (topo.simnet.fifo_rows), not a report: the FIFO of
+    # u toward v and v's own receive buffer are both "v<-u", and a summary must not mix them
+    fifo: bool = False
 
     def __init__(self, t_ns: int, node: str, toward: str, occupancy: int, capacity: int, drops: int,
                  rate_bps: float, o: float, w: float, forecast: float | None = None, drain_bps: float | None = None,
-                 newest_bps: float | None = None, data_class: int = 0, port: int = 0, pps: int = 0) -> None:
+                 newest_bps: float | None = None, data_class: int = 0, port: int = 0, pps: int = 0,
+                 o_max: float | None = None, fifo: bool = False) -> None:
         self.t_ns, self.node, self.toward, self.occupancy, self.capacity = t_ns, node, toward, occupancy, capacity
         self.drops, self.rate_bps, self.o, self.w = drops, rate_bps, o, w
         self.forecast, self.drain_bps, self.newest_bps, self.data_class = forecast, drain_bps, newest_bps, data_class
-        self.port, self.pps = port, pps
+        self.port, self.pps, self.o_max, self.fifo = port, pps, o_max, fifo
 
     def __reduce__(self) -> tuple[Any, ...]:
         """Pickled by its fields (a host's rows cross processes in netns; compiled, it has no dict)."""
         return (LawTrace, (self.t_ns, self.node, self.toward, self.occupancy, self.capacity, self.drops,
                            self.rate_bps, self.o, self.w, self.forecast, self.drain_bps, self.newest_bps,
-                           self.data_class, self.port, self.pps))
+                           self.data_class, self.port, self.pps, self.o_max, self.fifo))
 
     @property
     def fraction(self) -> float:
@@ -333,7 +340,7 @@ class SwitchAgentCore:
             occupancy, drain_bps, newest_bps = _trace_forecast(forecast)
             self.on_trace(LawTrace(now_ns, self.plan.name, self._toward(port), report.occupancy, report.capacity,
                                    report.drops, pl.law.rate, pl.law.o, pl.law.w, occupancy, drain_bps, newest_bps,
-                                   key[1], port, pl.pps))
+                                   key[1], port, pl.pps, pl.law.params.o_max))
         return cmds
 
     def _fair_share(self, key: Queue, pl: _PortLaw, law: LawParams) -> LawParams:

@@ -65,7 +65,7 @@ def _run(args: argparse.Namespace) -> int:
         print(f"hbh demo: {result.failures} runs failed (see {args.out}/sweep.md)", file=sys.stderr)
         return 1
     print()
-    print(format_table(result.controls, result.metrics))
+    print(format_table(result.controls, result.metrics, result.reasons))
     paper = load_topology(PAPER)
     print(f"\nhbh demo: {paper.description}: ALINEA, {duration / 1e9:g} s ...", flush=True)
     alinea = run_experiment(paper, duration, args.seed, Path(args.out) / "paper-5router", plots=False).summary

@@ -23,8 +23,9 @@ __all__ = ["FlowRecord", "PlayoutBuffer", "HostReporter", "HostReceiver"]
 #: ``duplicates``, ``reordered``, ``highest``, ``owd_sum_ns``, ``lost``, ``packets`` (the engine's:
 #: engine/src/host.rs, where the per-packet bookkeeping runs).
 FlowRecord = _engine.FlowRecord
-#: ``PlayoutBuffer(capacity, playout_bps, packet_bytes)``: ``on_arrival(now)`` (False: dropped),
-#: ``drain(now)``, ``next_drain_ns()``; ``occupancy``, ``dropped``, ``played``, ``played_bytes``.
+#: ``PlayoutBuffer(capacity, playout_bps, packet_bytes)``: ``on_arrival(now, flow=0)`` (False: dropped),
+#: ``drain(now)``, ``next_drain_ns()``; ``occupancy``, ``dropped``, ``played``, ``played_bytes``,
+#: ``played_by_flow`` (flow id -> packets played: the buffer is FIFO, so a shared host plays each flow's share).
 PlayoutBuffer = _engine.PlayoutBuffer
 #: ``HostReporter(node_id, capacity, interval_us, port=1, src_mac=0, dst_mac=0, seq=0)``:
 #: ``on_arrival(now_ns, occupancy, drops_total, drained=0, drained_ns=0)`` is the report's frame

@@ -19,7 +19,7 @@ import argparse
 import os
 import shlex
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ from topo.runner import BACKENDS
 from topo.schema import TopologyError
 from topo.sweep.grammar import SweepError, split_control
 
-__all__ = ["register", "compare", "run_metrics", "jain", "COMPARE_CONTROLS", "Comparison"]
+__all__ = ["register", "compare", "run_metrics", "run_reasons", "jain", "COMPARE_CONTROLS", "Comparison"]
 
 #: Controls a comparison accepts: the regulated ones (``fixed`` has no congestion control). TCP is
 #: named with its congestion control, ``tcp-reno`` or ``tcp-cubic`` (``tcp`` alone: the default cc;
@@ -36,17 +36,19 @@ __all__ = ["register", "compare", "run_metrics", "jain", "COMPARE_CONTROLS", "Co
 COMPARE_CONTROLS = tuple(c for c in CONTROLS if c != "fixed")
 DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
 
-#: (metric key, label, format) in the report's order.
+#: (metric key, label, format) in the report's order; docs/metrics.md defines each.
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("loss_packets", "loss (packets)", "{:.0f}"),
     ("loss_pct", "loss (%)", "{:.3f}"),
+    ("loss_network_packets", "  in the network and NIC queues (packets)", "{:.0f}"),
+    ("loss_receiver_packets", "  at the receivers' playout buffers (packets)", "{:.0f}"),
     ("owd_mean_ms", "OWD mean (ms)", "{:.1f}"),
     ("owd_p50_ms", "OWD p50 (ms)", "{:.1f}"),
     ("owd_p99_ms", "OWD p99 (ms)", "{:.1f}"),
     ("utilisation", "bottleneck utilisation", "{:.3f}"),
     ("goodput_kbps", "total goodput (kb/s)", "{:.0f}"),
     ("convergence_s", "convergence (s)", "{:.2f}"),
-    ("reaction_s", "reaction to capacity drop (s)", "{:.3f}"),
+    ("reaction_s", "sources' reaction to the capacity drop (s)", "{:.3f}"),
     ("rate_cv", "rate CV", "{:.3f}"),
     ("jain", "Jain's index", "{:.4f}"),
 )
@@ -58,38 +60,64 @@ class CompareError(ValueError):
 
 def jain(values: list[float]) -> float | None:
     """Jain's fairness index (sum x)^2 / (n sum x^2): 1 = equal shares, 1/n = one flow takes all."""
-    if not values or sum(v * v for v in values) == 0:
-        return None
-    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+    from topo.summary import jain as _jain
+
+    return _jain(values)
 
 
 def _bottleneck(summary: dict[str, Any], rates: dict[str, float]) -> str | None:
-    """The carrying directed link with the lowest configured rate (ties: the most utilised)."""
+    """A summary without ``bottleneck`` (written before it had one): the carrying directed link
+    with the lowest configured rate (ties: the most utilised), as topo/summary.py defines it."""
     carried = [(rates.get(name, float("inf")), -(link["utilisation"] or 0), name)
                for name, link in summary["links"].items() if link["utilisation"] is not None]
     return min(carried)[2] if carried else None
 
 
 def run_metrics(summary: dict[str, Any], link_rates: dict[str, float], active: list[str]) -> dict[str, float | None]:
-    """A run's comparison metrics; ``active`` are the flows that ran (Jain over them only)."""
+    """A run's comparison metrics (docs/metrics.md). ``active``: the flows that ran; the summary's
+    ``bottleneck`` names the flows Jain's index is over (those that cross it), else ``active``."""
     loss = summary["loss"]
     sent = loss["data_packets_sent"]
     flows = [summary["flows"][n] for n in active]
     owd = [f["owd_ms"] for f in flows if f["owd_ms"]["mean"] is not None]
-    neck = _bottleneck(summary, link_rates)
+    neck = summary.get("bottleneck")
+    if neck is not None:
+        utilisation, fair = neck["utilisation"], neck["jain"]
+    else:
+        name = _bottleneck(summary, link_rates)
+        goodputs = [float(f["goodput_bps"]) for f in flows]
+        utilisation = summary["links"][name]["utilisation"] if name else None
+        fair = jain(goodputs) if len(goodputs) > 1 else None
     events = summary["events"]
-    reaction = None
-    if events:
-        ev = events[0]
-        reaction = ev.get("reaction_s") if ev.get("reaction_s") is not None else ev.get("source_reaction_s")
+    # the sources' reaction, measured from the packets in every control (hop by hop the regulating
+    # hop's own reaction_s is in the summary too): one definition across the table's columns
+    reaction = events[0].get("source_reaction_s") if events else None
     cvs = [f["rate_cv"] for f in flows if f.get("rate_cv") is not None]
-    goodputs = [float(f["goodput_bps"]) for f in flows]
+    overflow = loss.get("receiver_buffer_overflow")
     return {"loss_packets": float(loss["total"]), "loss_pct": 100.0 * loss["total"] / sent if sent else None,
+            "loss_network_packets": None if overflow is None else float(loss["total"] - overflow),
+            "loss_receiver_packets": None if overflow is None else float(overflow),
             "owd_mean_ms": mean([o["mean"] for o in owd]), "owd_p50_ms": mean([o["p50"] for o in owd]),
-            "owd_p99_ms": mean([o["p99"] for o in owd]),
-            "utilisation": summary["links"][neck]["utilisation"] if neck else None,
-            "goodput_kbps": sum(goodputs) / 1e3, "convergence_s": summary["convergence_s"], "reaction_s": reaction,
-            "rate_cv": mean(cvs), "jain": jain(goodputs) if len(goodputs) > 1 else None}
+            "owd_p99_ms": mean([o["p99"] for o in owd]), "utilisation": utilisation,
+            "goodput_kbps": sum(float(f["goodput_bps"]) for f in flows) / 1e3,
+            "convergence_s": summary["convergence_s"], "reaction_s": reaction, "rate_cv": mean(cvs), "jain": fair}
+
+
+def run_reasons(summary: dict[str, Any]) -> dict[str, str]:
+    """Why a metric of ``run_metrics`` has no value in this run (the table says it instead of "-")."""
+    why: dict[str, str] = {}
+    conv = summary.get("convergence") or {}
+    if summary.get("convergence_s") is None and conv.get("why"):
+        why["convergence_s"] = "no law (end to end)" if not conv.get("over") and "end to end" in conv["why"] \
+            else conv["why"]
+    if not summary["events"]:
+        why["reaction_s"] = "no capacity drop in the topology"
+    elif summary["events"][0].get("source_reaction_s") is None:
+        why["reaction_s"] = "the sources did not cut their rate by 5 %"
+    neck = summary.get("bottleneck") or {}
+    if neck.get("jain") is None and neck.get("why"):
+        why["jain"] = f"{neck['why']} at the bottleneck" if neck.get("link") else neck["why"]
+    return why
 
 
 def mean(xs: list[float]) -> float | None:
@@ -106,6 +134,8 @@ class Comparison:
     summaries: dict[str, list[dict[str, Any]]]
     failures: int
     files: list[Path]
+    # per control and seed: why a metric has no value (run_reasons), said in the table instead of "-"
+    reasons: dict[str, list[dict[str, str]]] = field(default_factory=dict)
 
 
 def compare(topology: str, controls: str, seeds: str, duration: str, out: Path, *, backend: str = "sim",
@@ -132,13 +162,14 @@ def compare(topology: str, controls: str, seeds: str, duration: str, out: Path, 
         if record is not None:
             by[spec.point.control or ""].append(record["summary"])
     table = {c: [run_metrics(s, rates, active) for s in by[c]] for c in chosen}
+    reasons = {c: [run_reasons(s) for s in by[c]] for c in chosen}
     from topo.compare_report import plot_compare, write_report
 
     files = [write_report(out / "report.md", topo.name, chosen, sweep.seeds, sweep.duration_ns, table, by,
-                          command or "hbh compare", _backend_note(backend))]
+                          command or "hbh compare", _backend_note(backend), reasons)]
     if plots:
         files += plot_compare(out, topo.name, by)
-    return Comparison(chosen, sweep.seeds, table, by, len(result.failures), files + result.files)
+    return Comparison(chosen, sweep.seeds, table, by, len(result.failures), files + result.files, reasons)
 
 
 def _backend_note(backend: str) -> str:
@@ -153,13 +184,9 @@ def _backend_note(backend: str) -> str:
 
 def _final_rates(topo: Any) -> dict[str, float]:
     """Directed link "u->v" -> its rate at the end of the run (link-rate events applied)."""
-    out: dict[str, float] = {}
-    for link in topo.links:
-        out[f"{link.a}->{link.b}"] = out[f"{link.b}->{link.a}"] = link.rate_bps
-    for ev in sorted((e for e in topo.events if e.kind == "link_rate"), key=lambda e: e.at_ns):
-        a, b = ev.link
-        out[f"{a}->{b}"] = out[f"{b}->{a}"] = ev.rate_bps
-    return out
+    from topo.summary import final_link_rates
+
+    return final_link_rates(topo)
 
 
 def _controls(text: str) -> tuple[str, ...]:
@@ -248,7 +275,7 @@ def _main(args: argparse.Namespace) -> int:
         return 130
     from topo.compare_report import format_table
 
-    print(format_table(result.controls, result.metrics))
+    print(format_table(result.controls, result.metrics, result.reasons))
     for control, summaries in result.summaries.items():  # each run's summary.json keeps its invariants
         for s in summaries:
             for v in s.get("invariants", {}).get("violations", []):

@@ -661,7 +661,9 @@ class NetnsNetwork:
                 src, dst = by_t[f.src].get(t), by_t[f.dst].get(t)
                 sent = src["sent"].get(f.name, 0) if src else 0
                 received, owd = dst["received"].get(flow_ids[f.name], (0, 0)) if dst else (0, 0)
-                rec.flows.append(FlowSample(t, f.name, sent, received, owd, f.packet_size))
+                played = dst.get("played") if dst and f.control != "tcp" else None
+                rec.flows.append(FlowSample(t, f.name, sent, received, owd, f.packet_size,
+                                            None if played is None else played.get(flow_ids[f.name], 0)))
             for name in sorted(by_t):
                 s = by_t[name].get(t)
                 if s is not None and s["buffer"] is not None:

@@ -363,17 +363,18 @@ class NetnsHost:
     def _sample(self, t_ns: int) -> None:
         node = self.node
         assert node is not None
-        buf = None
+        buf, played = None, None
         if node.buffer is not None:
             node.buffer.drain(node.sched.now_ns())
             b = node.buffer
             buf = BufferSample(t_ns, self.name, b.occupancy, b.capacity, b.played, b.dropped)
+            played = b.played_by_flow  # flow id -> packets the application took (docs/metrics.md, goodput)
         sent = dict(node.sent)
         received = {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()}
         if self.tcp is not None:
             sent |= self.tcp.sent()
             received |= self.tcp.received()
-        self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf})
+        self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf, "played": played})
 
     def _end(self, t_ns: int) -> None:
         self._sample(t_ns)

@@ -13,41 +13,33 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from topo.model import Topology  # noqa: E402
 from topo.record import Recorder  # noqa: E402
+from topo.summary_buffers import buffer_rows  # noqa: E402
 
 __all__ = ["plot_run"]
 
 
-def _series(rec: Recorder) -> dict[tuple[str, str], list[Any]]:
-    out: dict[tuple[str, str], list[Any]] = {}
-    for r in rec.laws:
-        out.setdefault((r.node, r.toward), []).append(r)
-    return out
-
-
-def _order(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    return [(b["fed_by"], b["node"]) for b in summary["buffers"].values()]
-
-
-def plot_run(rec: Recorder, summary: dict[str, Any], out: Path, title: str) -> list[Path]:
-    series = _series(rec)
-    keys = [k for k in _order(summary) if k in series]
+def plot_run(rec: Recorder, summary: dict[str, Any], out: Path, title: str, topo: Topology) -> list[Path]:
+    """occupancy.png, rates.png, delay.png. The buffers are the summary's (topo/summary_buffers.py:
+    the same rows, names and targets in force), so a figure shows what summary.json reduces."""
+    buffers = buffer_rows(topo, rec)
+    names = [n for n in summary["buffers"] if n in buffers]
     paths = [out / "occupancy.png", out / "rates.png", out / "delay.png"]
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    for i, (u, v) in enumerate(keys):
-        rows = series[(u, v)]
-        color = f"C{i % 10}"
-        ax.plot([r.t_ns / 1e9 for r in rows], [100 * r.fraction for r in rows], color=color, lw=0.8,
-                label=f"{v} (fed by {u})")
-        target = summary["buffers"][f"{v}<-{u}"]["target"]
-        if target is not None:  # end-to-end runs' FIFOs have none
-            ax.axhline(100 * target, color=color, ls="--", lw=0.8)
-    _finish(fig, ax, f"{title}: buffer occupancy (dashed: target)", "occupancy (% of buffer)", paths[0])
+    for i, name in enumerate(names):
+        b, color = buffers[name], f"C{i % 10}"
+        ax.plot([r.t_ns / 1e9 for r in b.rows], [100 * r.fraction for r in b.rows], color=color, lw=0.8,
+                label=f"{name} ({b.queue})" if b.queue != name else name)
+        if any(t is not None for t in b.targets):  # the target in force, a step at each change
+            ax.step([r.t_ns / 1e9 for r in b.rows], [None if t is None else 100 * t for t in b.targets],
+                    where="post", color=color, ls="--", lw=0.8)
+    _finish(fig, ax, f"{title}: buffer occupancy (dashed: target in force)", "occupancy (% of buffer)", paths[0])
     fig, ax = plt.subplots(figsize=(9, 4.5))
-    for i, (u, v) in enumerate(keys):
-        rows = series[(u, v)]
-        ax.step([r.t_ns / 1e9 for r in rows], [r.rate_bps / 1e6 for r in rows], where="post", color=f"C{i % 10}",
-                lw=0.8, label=f"{u} -> {v}")
+    for i, name in enumerate(n for n in names if buffers[n].kind == "regulated"):
+        b = buffers[name]
+        ax.step([r.t_ns / 1e9 for r in b.rows], [r.rate_bps / 1e6 for r in b.rows], where="post", color=f"C{i % 10}",
+                lw=0.8, label=f"{b.fed_by} -> {b.node}")
     _finish(fig, ax, f"{title}: rate set by each ALINEA law", "rate (Mb/s)", paths[1])
     fig, ax = plt.subplots(figsize=(9, 4.5))
     for i, (flow, rows) in enumerate(sorted(rec.packets.items())):

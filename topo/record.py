@@ -8,9 +8,10 @@ Files (docs/results.md explains each column):
 
 * ``laws.csv`` -- every report a law applied: who regulates whom, the reported occupancy, the
   rate it set, its O and W; on BMv2's queues also the forecast occupancy, the drain and the
-  newest drain (two departures) the switch agent's law ran on (docs/alinea.md);
+  newest drain (two departures) the switch agent's law ran on (docs/alinea.md); the O_max in force
+  (the target, blank where no law runs) and whether the row is an end-to-end run's FIFO sample;
 * ``flows.csv`` -- per flow and per sampling period: packets sent and received, rates, mean
-  one-way delay;
+  one-way delay, packets its destination's application played out (blank: no playout buffer);
 * ``buffers.csv`` -- receiving hosts' application buffers, sampled;
 * ``links.csv`` -- bytes carried per directed link, sampled (cumulative);
 * ``drops.csv`` -- drop counters per switch, port and reason, sampled (cumulative);
@@ -44,6 +45,9 @@ class FlowSample:
     received: int  # cumulative packets
     owd_sum_ns: int  # cumulative, over received packets
     packet_bytes: int = 0
+    # cumulative packets of this flow its destination's application took from the host's playout
+    # buffer (None: no playout buffer there, or a TCP flow, whose application reads its socket)
+    played: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,14 +109,15 @@ class Recorder:
         written = [
             _write(out / "laws.csv", ["t_s", "node", "toward", "occupancy_pkts", "capacity_pkts", "fraction",
                                       "drops", "rate_bps", "target_o", "weight_w", "forecast", "drain_bps",
-                                      "newest_bps"],
+                                      "newest_bps", "o_max", "fifo"],
                    ([_t(r.t_ns), r.node, r.toward, r.occupancy, r.capacity, f"{r.fraction:.4f}", r.drops,
                      f"{r.rate_bps:.0f}", f"{r.o:.4f}", f"{r.w:.0f}",
                      "" if r.forecast is None else f"{r.forecast:.4f}",
                      "" if r.drain_bps is None else f"{r.drain_bps:.0f}",
-                     "" if r.newest_bps is None else f"{r.newest_bps:.0f}"] for r in self.laws)),
+                     "" if r.newest_bps is None else f"{r.newest_bps:.0f}",
+                     "" if r.o_max is None else f"{r.o_max:.4f}", int(r.fifo)] for r in self.laws)),
             _write(out / "flows.csv", ["t_s", "flow", "sent_pkts", "received_pkts", "send_rate_bps",
-                                       "receive_rate_bps", "owd_mean_ms"], _flow_rows(self.flows)),
+                                       "receive_rate_bps", "owd_mean_ms", "played_pkts"], _flow_rows(self.flows)),
             _write(out / "buffers.csv", ["t_s", "host", "occupancy_pkts", "capacity_pkts", "played_pkts",
                                          "dropped_pkts"],
                    ([_t(s.t_ns), s.host, s.occupancy, s.capacity, s.played, s.dropped] for s in self.buffers)),
@@ -144,7 +149,8 @@ def _flow_rows(samples: list[FlowSample]) -> list[list[object]]:
         rows.append([_t(s.t_ns), s.flow, s.sent, s.received,
                      f"{(s.sent - p.sent) * 8 * s.packet_bytes / dt:.0f}" if dt > 0 else "",
                      f"{got * 8 * s.packet_bytes / dt:.0f}" if dt > 0 else "",
-                     f"{(s.owd_sum_ns - p.owd_sum_ns) / got / 1e6:.3f}" if got else ""])
+                     f"{(s.owd_sum_ns - p.owd_sum_ns) / got / 1e6:.3f}" if got else "",
+                     "" if s.played is None else s.played])
         last[s.flow] = s
     return rows
 

@@ -63,7 +63,7 @@ def comparison_sections(raw: Path) -> list[str]:
         print(f"comparing on {name} ...", file=sys.stderr, flush=True)
         c = compare(str(ROOT / "topo" / f"{name}.yaml"), "alinea,cvihis-rtm,cvihis-blm", COMPARE_SEEDS,
                     COMPARE_DURATION, raw / f"compare-{name}", progress=False, plots=False)
-        out += [f"### {name}", "", markdown_table(c.controls, c.metrics), "", flow_table(c.controls, c.summaries), ""]
+        out += [f"### {name}", "", markdown_table(c.controls, c.metrics, c.reasons), "", flow_table(c.controls, c.summaries), ""]
     return out
 
 

@@ -188,11 +188,13 @@ def render(runs: dict[str, dict[str, Any]], figures: Path, doc_dir: Path) -> str
            f"{SEED}, {DURATION_NS / 1e9:g} s of virtual time, the `sim` backend (every router is p4switch running "
            f"`p4src/alinea.p4`), commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. The "
            "CSV time series of each run are written to `results/docs/<run>/` (not committed).", "",
-           "Definitions (`topo/summary.py`): a buffer `v<-u` is node v's buffer fed by u, as reported to u; mean and "
-           "standard deviation are over the second half of the run (before the first timed event, if any); *within 3 "
-           "points from* is the time after which the buffer stays within 3 points of its target; goodput is what "
-           "the receiving application played out over the second half; one-way delay is per packet, send to "
-           "arrival at the receiving host (before its playout buffer).", ""]
+           "Definitions (docs/metrics.md, computed by `topo/summary.py`): a buffer `v<-u` is node v's buffer fed by "
+           "u, as reported to u; mean and standard deviation are over the second half of the time before the first "
+           "link-rate event (the run's, without one), against the target in force at each report; *within 3 points "
+           "from* is the time after which the buffer stays within 3 points of its target; goodput is what the flow's "
+           "receiving application played out over the run's second half (from the last link-rate event when later); "
+           "one-way delay is per packet received in that window, send to arrival at the receiving host (before its "
+           "playout buffer).", ""]
     summary_rows = ["| run | loss | worst mean vs target (points) | worst std (points) | highest occupancy | "
                     "all within 3 points from (s) | goodput (Mb/s) | OWD p50 / p99 (ms) |",
                     "|---|---:|---:|---:|---:|---:|---:|---:|"]

@@ -350,7 +350,7 @@ def _flow_lines(s: dict[str, Any]) -> list[str]:
         owd = f["owd_ms"]
         what = "played out" if f.get("goodput_of") == "played" else "received"
         window = f.get("window_s")
-        over = (f", over {f.get('window')} {window[0]:g}-{window[1]:g} s" if window else "")
+        over = (f", over {f.get('window')} {window[0]:.2f}-{window[1]:.2f} s" if window else "")
         fct = f"; FCT {f['fct_s']:g} s" if f.get("fct_s") is not None else (
             "; not completed" if "fct_s" in f else "")
         lines.append(f"flow {name} {f['src']}->{f['dst']} ({f['control']}): goodput {f['goodput_bps'] / 1e6:.3f} Mb/s "

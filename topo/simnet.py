@@ -110,7 +110,7 @@ def fifo_rows(topo: Topology, switch: str, t_ns: int, queues: dict[int, tuple[in
     rows = []
     for v in topo.neighbours(switch):
         occ, limit, drops = queues.get(topo.port(switch, v), (0, 0, 0))
-        rows.append(LawRow(t_ns, switch, v, occ, limit, drops, 0.0, 0.0, 0.0))
+        rows.append(LawRow(t_ns, switch, v, occ, limit, drops, 0.0, 0.0, 0.0, fifo=True))
     return rows
 
 
@@ -408,7 +408,7 @@ class SimHostNode(HostReceiver):
         rec = self.records.get(d.flow)
         if rec is None:
             rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])
-        if self.buffer is not None and not self.buffer.on_arrival(now):
+        if self.buffer is not None and not self.buffer.on_arrival(now, d.flow):
             self.net.counts["receiver_overflow"] += 1
         else:
             rec.on_packet(d.seq, d.ts_ns - self._flow_offsets[d.flow], now, d.size)
@@ -500,7 +500,7 @@ class SimHostNode(HostReceiver):
         rate = self.alinea.on_report(now, report)
         law = self.alinea.law
         self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy, report.capacity,
-                                             report.drops, rate, law.o, law.w))
+                                             report.drops, rate, law.o, law.w, o_max=law.params.o_max))
         self.alinea.pacer.rearm()
 
 
@@ -722,19 +722,25 @@ class SimNetwork:
     def _sample(self) -> None:
         now = self.sched.now_ns()
         rec = self.recorder
+        played = {}  # host -> flow id -> packets its application took (a shared buffer, per flow)
+        for name, host in self.hosts.items():
+            if host.buffer is not None:
+                host.buffer.drain(now)
+                played[name] = host.buffer.played_by_flow
         for f in self.topo.flows:
             src, dst = self.hosts[f.src], self.hosts[f.dst]
             fid = src.flow_ids[f.name]
             if f.control == "tcp" and src.tcp is not None and dst.tcp is not None:
                 r, sent = dst.tcp.records[fid], src.tcp.senders[fid].written
                 rec.tcp.append(src.tcp.sample(now, fid))
+                took = None  # TCP's application reads its socket, not the playout buffer
             else:
                 r, sent = dst.records.get(fid), src.sent.get(f.name, 0)
+                took = played[f.dst].get(fid, 0) if f.dst in played else None
             rec.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
-                                        r.owd_sum_ns if r else 0, f.packet_size))
+                                        r.owd_sum_ns if r else 0, f.packet_size, took))
         for name, host in self.hosts.items():
             if host.buffer is not None:
-                host.buffer.drain(now)
                 b = host.buffer
                 rec.buffers.append(BufferSample(now, name, b.occupancy, b.capacity, b.played, b.dropped))
         if not self._hop_by_hop:

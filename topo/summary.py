@@ -1,35 +1,10 @@
 """The numbers a run is judged by, computed from what the recorder kept (summary.json).
 
-Definitions (docs/results.md repeats them next to the results):
-
-* **loss** -- data packets the sources sent that were dropped anywhere: switch drop counters (by
-  reason), egress queues that were full, receivers' full buffers; plus sequence numbers that
-  never arrived (``lost_by_sequence``, which also catches a packet lost on a link). Reordering
-  is counted apart and is not loss.
-* **occupancy** of each regulated buffer (``v<-u``: node v's buffer fed by u), as reported to
-  u, over the second half of the run (or of the time before the first event): mean and
-  standard deviation in percentage points, against the target (the law's O_max).
-* **convergence** -- the first time from which a buffer stays within ``BAND`` points of its
-  target until the end of the steady window; the run's is the largest over buffers.
-* **goodput** -- bits the destination's application took (played out) per second over the
-  second half; without a playout buffer, and for TCP flows (their application reads the socket at
-  once), bits received.
-* **utilisation** of a directed link -- bits carried over the second half / what its rate
-  allowed in that time.
-* **one-way delay** -- per received packet, receive time minus send time (p50, p99, mean).
-* **reaction** to a link-rate drop on u->v -- the time until the rate into u (set by the hop
-  that feeds u) first falls ``REACTION_DROP`` below its value at the event, also in report
-  intervals; **recovery** -- the time until u's buffer is back within ``BAND`` points of its
-  target and stays there.
-* **source reaction** (end-to-end controls, where no hop sets a rate) -- the time until the
-  sending rate of the flows that cross the shrunken link, summed at their SOURCES over
-  ``SERIES_BIN_NS`` bins, first falls ``REACTION_DROP`` below its mean over the second before
-  the event.
-* **rate CV** of a flow -- standard deviation / mean of its receive rate in ``SERIES_BIN_NS``
-  bins over the second half (0: perfectly steady).
-* **series** -- per ``SERIES_BIN_NS`` bin: each flow's send and receive rate and mean one-way
-  delay, each buffer's last reported occupancy; small enough to keep in a sweep's results,
-  so ``hbh compare`` can overlay controls without keeping whole recordings.
+docs/metrics.md defines each one -- what it counts, over which window, in which unit, where it is
+in summary.json -- and this module computes them as defined there, for both backends (the
+simulator and netns record the same rows: topo/record.py). The buffers' reductions are in
+topo/summary_buffers.py (shared with the figures), the reactions to events in
+topo/summary_reaction.py.
 """
 
 from __future__ import annotations
@@ -38,14 +13,14 @@ import statistics
 from dataclasses import dataclass
 from typing import Any
 
-from topo.model import Topology
+from topo.model import Flow, Topology
 from topo.plan import network_mode
-from topo.record import LawRow, Recorder
+from topo.record import FlowSample, Recorder
+from topo.summary_buffers import BAND, BufferRows, buffer_rows, buffer_stats
+from topo.summary_reaction import REACTION_DROP, crossing, reaction, source_reaction
 
-__all__ = ["summarize", "BAND", "REACTION_DROP", "SERIES_BIN_NS"]
+__all__ = ["summarize", "BAND", "REACTION_DROP", "SERIES_BIN_NS", "flow_window", "final_link_rates"]
 
-BAND = 0.03  # 3 percentage points
-REACTION_DROP = 0.05
 SERIES_BIN_NS = 500_000_000  # 0.5 s
 
 
@@ -53,13 +28,14 @@ SERIES_BIN_NS = 500_000_000  # 0.5 s
 class _Window:
     start_ns: int
     end_ns: int
+    kind: str = "second half"
 
     def has(self, t: int) -> bool:
         return self.start_ns <= t <= self.end_ns
 
-
-def _buffer_name(u: str, v: str) -> str:
-    return f"{v}<-{u}"
+    @property
+    def secs(self) -> float:
+        return (self.end_ns - self.start_ns) / 1e9
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -70,42 +46,70 @@ def _percentile(values: list[float], q: float) -> float:
     return s[k]
 
 
-def _targets(topo: Topology) -> dict[tuple[str, str], float]:
-    """O_max of every law at the end of the run (timed events applied); none end to end,
-    where no law runs."""
-    if network_mode(topo) != "hop-by-hop":
-        return {}
-    targets = {k: p.o_max for k, p in topo.law.items()}
-    for ev in topo.events:
-        changes = dict(ev.law_changes)
-        if "o_max" in changes:
-            for key in ev.targets:
-                targets[key] = changes["o_max"]
-    return targets
+def _steady(topo: Topology, duration_ns: int) -> _Window:
+    """The buffers' window: the second half of the time before the first disturbance (a link-rate
+    or mode event); an ``alinea`` event only moves the target, which each report is compared with."""
+    first = min((ev.at_ns for ev in topo.events if ev.kind != "alinea"), default=duration_ns)
+    return _Window(first // 2, first, "steady")
+
+
+def _second_half(topo: Topology, duration_ns: int) -> _Window:
+    """The flows' and links' window: the run's second half, from the last disturbance (a link-rate or
+    mode event) on when that is later -- a window never straddles a change of the network."""
+    last = max((ev.at_ns for ev in topo.events if ev.kind != "alinea" and ev.at_ns < duration_ns), default=0)
+    return _Window(max(duration_ns // 2, last), duration_ns)
 
 
 def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    first_event = min((ev.at_ns for ev in topo.events), default=duration_ns)
-    steady = _Window(first_event // 2, first_event)
-    half = _Window(duration_ns // 2, duration_ns)
-    out: dict[str, Any] = {"topology": topo.name, "duration_s": duration_ns / 1e9}
+    steady = _steady(topo, duration_ns)
+    half = _second_half(topo, duration_ns)
+    out: dict[str, Any] = {"topology": topo.name, "duration_s": duration_ns / 1e9,
+                           "windows": {"steady_s": [steady.start_ns / 1e9, steady.end_ns / 1e9],
+                                       "second_half_s": [half.start_ns / 1e9, half.end_ns / 1e9]}}
     out.update(extra or {})
     out["loss"] = _loss(topo, rec)
-    out["buffers"] = _buffers(topo, rec, steady)
-    conv = [b["convergence_s"] for b in out["buffers"].values()]
-    out["convergence_s"] = None if not conv or None in conv else max(conv)
-    out["rates"] = {f"{u}->{v}": {"max_bps": round(max(r.rate_bps for r in rows)), "final_bps": round(rows[-1].rate_bps)}
-                    for (u, v), rows in sorted(_law_rows(rec).items())}
-    out["flows"] = _flows(topo, rec, half)
+    buffers = buffer_rows(topo, rec)
+    out["buffers"] = {name: buffer_stats(topo, b, steady.start_ns, steady.end_ns) for name, b in buffers.items()}
+    out["convergence"] = _run_convergence(topo, out["buffers"])
+    out["convergence_s"] = out["convergence"]["s"]
+    out["rates"] = {f"{b.fed_by}->{b.node}": {"max_bps": round(max(r.rate_bps for r in b.rows)),
+                                              "final_bps": round(b.rows[-1].rate_bps)}
+                    for b in buffers.values() if b.kind != "fifo"}
+    windows = {f.name: flow_window(f, rec, half) for f in topo.flows}
+    out["flows"] = _flows(topo, rec, windows, half)
     out["links"] = _links(rec, half)
-    out["events"] = [_reaction(topo, rec, ev, duration_ns) for ev in topo.events if ev.kind == "link_rate"]
-    out["series"] = _series(topo, rec, duration_ns)
+    out["bottleneck"] = _bottleneck(topo, out)
+    events = [e for e in topo.events if e.kind == "link_rate"]
+    out["events"] = [reaction(topo, buffers, ev, duration_ns) | source_reaction(topo, rec, ev) for ev in events]
+    out["series"] = _series(topo, rec, buffers, duration_ns)
+    t_s = out["series"]["t_s"]
     for name, f in out["flows"].items():
-        f["rate_cv"] = _cv([v for t, v in zip(out["series"]["t_s"], out["series"]["flows"][name]["receive_bps"])
-                            if half.has(int(t * 1e9))])
-    for ev, result in zip([e for e in topo.events if e.kind == "link_rate"], out["events"]):
-        result["source_reaction_s"] = _source_reaction(topo, out["series"], ev)
+        w = windows[name]
+        ends = [round(t * 1e9) for t in t_s]
+        f["rate_cv"] = _cv([v for p, e, v in zip([0] + ends[:-1], ends, out["series"]["flows"][name]["receive_bps"])
+                            if w.start_ns <= p and e <= w.end_ns])
     return out
+
+
+def _run_convergence(topo: Topology, buffers: dict[str, Any]) -> dict[str, Any]:
+    """The run's convergence: the largest over the buffers that can reach their target; those that
+    cannot, and those that did not settle, named with why."""
+    regulated = {n: b for n, b in buffers.items() if b["target"] is not None}
+    if not regulated:
+        why = ("no law sets a target: end to end, buffers are measured, not regulated"
+               if network_mode(topo) != "hop-by-hop" else "no regulated buffer reported")
+        return {"s": None, "over": [], "cannot_reach": {}, "not_settled": {}, "why": why}
+    cannot = {n: b["cannot_reach"] for n, b in regulated.items() if "cannot_reach" in b}
+    over = [n for n in regulated if n not in cannot]
+    unsettled = {n: "not within 3 points of its target at the end of the steady window"
+                 for n in over if regulated[n]["convergence_s"] is None}
+    times = [regulated[n]["convergence_s"] for n in over]
+    s = max(times) if times and not unsettled else None
+    why = None
+    if s is None:
+        why = (f"{', '.join(unsettled)} did not settle" if unsettled
+               else "no buffer can reach its target")
+    return {"s": s, "over": over, "cannot_reach": cannot, "not_settled": unsettled, "why": why}
 
 
 def _cv(values: list[float]) -> float | None:
@@ -122,8 +126,34 @@ def _by_flow(samples: Any) -> dict[str, list[Any]]:
     return out
 
 
-def _series(topo: Topology, rec: Recorder, duration_ns: int) -> dict[str, Any]:
-    """Per-bin rates, delays and occupancies (bin ends at t_s)."""
+def _loss(topo: Topology, rec: Recorder) -> dict[str, Any]:
+    final: dict[tuple[str, int, str], int] = {}
+    for d in rec.drops:
+        final[(d.switch, d.port, d.reason)] = d.packets
+    by_reason: dict[str, int] = {}
+    for (_sw, _port, reason), n in sorted(final.items()):
+        if reason != "spoofed_report":
+            by_reason[reason] = by_reason.get(reason, 0) + n
+    sent = {f.name: 0 for f in topo.flows}
+    received = dict(sent)
+    for s in rec.flows:
+        sent[s.flow], received[s.flow] = s.sent, s.received
+    by_host = {h: b.dropped for h, b in sorted(_last_by(rec.buffers, "host").items()) if b.dropped}
+    overflow = sum(by_host.values())
+    lost_seq = sum(_lost_by_sequence(rows) for rows in rec.packets.values())
+    dropped = sum(by_reason.values()) + overflow
+    return {"data_packets_sent": sum(sent.values()), "data_packets_received": sum(received.values()),
+            "dropped_in_network": sum(by_reason.values()), "dropped_by_reason": by_reason,
+            "receiver_buffer_overflow": overflow, "receiver_buffer_overflow_by_host": by_host,
+            "lost_by_sequence": lost_seq,
+            "reordered": sum(_reordered(rows) for rows in rec.packets.values()),
+            "total": max(dropped, lost_seq)}
+
+
+def _series(topo: Topology, rec: Recorder, buffers: dict[str, BufferRows], duration_ns: int) -> dict[str, Any]:
+    """Per bin (ending at t_s): each flow's send and receive rate and mean one-way delay; each
+    buffer's last report at or before the bin's end and the target in force then -- the rows the
+    summary's buffer statistics reduce (topo/summary_buffers.py), so that figure and summary agree."""
     n = max(1, -(-duration_ns // SERIES_BIN_NS))
     ends = [min(duration_ns, (i + 1) * SERIES_BIN_NS) for i in range(n)]
     flows: dict[str, Any] = {}
@@ -140,10 +170,10 @@ def _series(topo: Topology, rec: Recorder, duration_ns: int) -> dict[str, Any]:
             "receive_bps": [round((b - a) * bits / ((e - p) / 1e9)) for a, b, p, e in zip([0] + got, got, prev, ends)],
             "owd_ms": [round((o1 - o0) / (r1 - r0) / 1e6, 3) if r1 > r0 else None
                        for o0, o1, r0, r1 in zip([0] + owd, owd, [0] + got, got)]}
-    buffers: dict[str, list[float | None]] = {}
-    for (u, v), rows in sorted(_law_rows(rec).items()):
-        buffers[_buffer_name(u, v)] = _at_ends(rows, ends, lambda r: round(r.fraction, 4), None)
-    return {"t_s": [e / 1e9 for e in ends], "flows": flows, "buffers": buffers}
+    series_buffers = {name: _at_ends(b.rows, ends, lambda r: round(r.fraction, 4), None) for name, b in buffers.items()}
+    targets = {name: [b.target_at(e) for e in ends] for name, b in buffers.items() if b.kind == "regulated"}
+    return {"t_s": [e / 1e9 for e in ends], "flows": flows, "buffers": series_buffers, "targets": targets,
+            "queues": {name: b.queue for name, b in buffers.items()}}
 
 
 def _at_ends(rows: list[Any], ends: list[int], value: Any, initial: Any = 0) -> list[Any]:
@@ -155,43 +185,6 @@ def _at_ends(rows: list[Any], ends: list[int], value: Any, initial: Any = 0) -> 
             i += 1
         out.append(last)
     return out
-
-
-def _source_reaction(topo: Topology, series: dict[str, Any], ev: Any) -> float | None:
-    a, b = ev.link
-    names = [f.name for f in topo.flows if a in f.path and b in f.path]
-    if not names:
-        return None
-    t = series["t_s"]
-    total = [sum(series["flows"][n]["send_bps"][i] for n in names) for i in range(len(t))]
-    at = ev.at_ns / 1e9
-    before = [v for ts, v in zip(t, total) if at - 1.0 < ts <= at]
-    if not before or statistics.fmean(before) <= 0:
-        return None
-    rate0 = statistics.fmean(before)
-    return next((round(ts - at, 3) for ts, v in zip(t, total) if ts > at and v <= rate0 * (1 - REACTION_DROP)), None)
-
-
-def _loss(topo: Topology, rec: Recorder) -> dict[str, Any]:
-    final: dict[tuple[str, int, str], int] = {}
-    for d in rec.drops:
-        final[(d.switch, d.port, d.reason)] = d.packets
-    by_reason: dict[str, int] = {}
-    for (_sw, _port, reason), n in sorted(final.items()):
-        if reason != "spoofed_report":
-            by_reason[reason] = by_reason.get(reason, 0) + n
-    sent = {f.name: 0 for f in topo.flows}
-    received = dict(sent)
-    for s in rec.flows:
-        sent[s.flow], received[s.flow] = s.sent, s.received
-    overflow = sum(b.dropped for b in _last_by(rec.buffers, "host").values())
-    lost_seq = sum(_lost_by_sequence(rows) for rows in rec.packets.values())
-    dropped = sum(by_reason.values()) + overflow
-    return {"data_packets_sent": sum(sent.values()), "data_packets_received": sum(received.values()),
-            "dropped_in_network": sum(by_reason.values()), "dropped_by_reason": by_reason,
-            "receiver_buffer_overflow": overflow, "lost_by_sequence": lost_seq,
-            "reordered": sum(_reordered(rows) for rows in rec.packets.values()),
-            "total": max(dropped, lost_seq)}
 
 
 def _lost_by_sequence(rows: list[tuple[int, int, int]]) -> int:
@@ -214,84 +207,6 @@ def _last_by(rows: list[Any], attr: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for r in rows:
         out[getattr(r, attr)] = r
-    return out
-
-
-def _law_rows(rec: Recorder) -> dict[tuple[str, str], list[LawRow]]:
-    out: dict[tuple[str, str], list[LawRow]] = {}
-    for r in rec.laws:
-        out.setdefault((r.node, r.toward), []).append(r)
-    return out
-
-
-def _convergence(rows: list[LawRow], target: float, end_ns: int) -> float | None:
-    inside_since: int | None = None
-    for r in rows:
-        if r.t_ns > end_ns:
-            break
-        if abs(r.fraction - target) <= BAND:
-            if inside_since is None:
-                inside_since = r.t_ns
-        else:
-            inside_since = None
-    return None if inside_since is None else inside_since / 1e9
-
-
-def _buffers(topo: Topology, rec: Recorder, steady: _Window) -> dict[str, Any]:
-    targets = _targets(topo)
-    out: dict[str, Any] = {}
-    for (u, v), rows in sorted(_law_rows(rec).items(), key=lambda kv: _path_order(topo, kv[0])):
-        window = [r.fraction for r in rows if steady.has(r.t_ns)]
-        target = targets.get((u, v))  # None: no law (an end-to-end run's output FIFO)
-        mean = statistics.fmean(window) if window else 0.0
-        std = statistics.pstdev(window) if len(window) > 1 else 0.0
-        out[_buffer_name(u, v)] = {
-            "node": v, "fed_by": u, "target": target, "mean": round(mean, 4), "std": round(std, 4),
-            "max": round(max((r.fraction for r in rows), default=0.0), 4),
-            "within_band": None if target is None else bool(window) and abs(mean - target) <= BAND and std <= BAND,
-            "convergence_s": None if target is None else _convergence(rows, target, steady.end_ns),
-            "reports": len(rows)}
-    return out
-
-
-def _path_order(topo: Topology, key: tuple[str, str]) -> tuple[int, str, str]:
-    for f in topo.flows:
-        if key[0] in f.path and key[1] in f.path:
-            return (f.path.index(key[1]), key[0], key[1])
-    return (len(topo.nodes), key[0], key[1])
-
-
-def _flows(topo: Topology, rec: Recorder, half: _Window) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    buffers = {}
-    for b in rec.buffers:
-        buffers.setdefault(b.host, []).append(b)
-    flow_samples, tcp_samples = _by_flow(rec.flows), _by_flow(rec.tcp)
-    for f in topo.flows:
-        rows = rec.packets.get(f.name, [])
-        owd = [(recv - sent) / 1e6 for _, sent, recv in rows]
-        in_half = [r for r in rows if half.has(r[2])]
-        secs = (half.end_ns - half.start_ns) / 1e9
-        received_bps = sum(f.packet_size * 8 for _ in in_half) / secs if secs else 0.0
-        goodput = received_bps
-        # A TCP flow's application reads its socket at once (both backends): the host's playout buffer is
-        # for datagram flows, so a TCP flow's goodput is what it received.
-        samples = [b for b in buffers.get(f.dst, []) if half.has(b.t_ns)] if f.control != "tcp" else []
-        if len(samples) > 1:
-            played = samples[-1].played - samples[0].played
-            span = (samples[-1].t_ns - samples[0].t_ns) / 1e9
-            goodput = played * f.packet_size * 8 / span if span else 0.0
-        sent = [s for s in flow_samples.get(f.name, []) if half.has(s.t_ns)]
-        send_bps = ((sent[-1].sent - sent[0].sent) * f.packet_size * 8 / ((sent[-1].t_ns - sent[0].t_ns) / 1e9)
-                    if len(sent) > 1 and sent[-1].t_ns > sent[0].t_ns else 0.0)
-        out[f.name] = {"src": f.src, "dst": f.dst, "control": f.control, "received": len(rows),
-                       "send_bps": round(send_bps), "receive_bps": round(received_bps), "goodput_bps": round(goodput),
-                       "owd_ms": {"mean": round(statistics.fmean(owd), 3) if owd else None,
-                                  "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
-        if f.control == "tcp":
-            out[f.name]["tcp"] = _tcp(f, rec, half, tcp_samples.get(f.name, []))
-        if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/e2e.md)
-            out[f.name]["control"] = dict(sorted(rec.control_stats[f.name].items()))
     return out
 
 
@@ -342,34 +257,117 @@ def _links(rec: Recorder, half: _Window) -> dict[str, Any]:
     return out
 
 
-def _reaction(topo: Topology, rec: Recorder, ev: Any, duration_ns: int) -> dict[str, Any]:
-    a, b = ev.link
-    flow = next((f for f in topo.flows if a in f.path and b in f.path), None)
-    result: dict[str, Any] = {"at_s": ev.at_ns / 1e9, "kind": "link_rate", "link": f"{a}-{b}",
-                              "rate_bps": ev.rate_bps}
-    if flow is None:
-        return result
-    u, v = (a, b) if flow.path.index(a) < flow.path.index(b) else (b, a)
-    i = flow.path.index(u)
-    if i == 0:
-        return result
-    feeder = flow.path[i - 1]
-    rows = _law_rows(rec).get((feeder, u), [])
-    before = [r for r in rows if r.t_ns <= ev.at_ns]
-    after = [r for r in rows if r.t_ns > ev.at_ns]
-    if not before or not after:
-        return result
-    rate0 = before[-1].rate_bps
-    if rate0 <= 0:  # end to end: no hop sets a rate (reports are only measurements); see source_reaction_s
-        return result
-    hit = next((r for r in after if r.rate_bps <= rate0 * (1 - REACTION_DROP)), None)
-    interval_us = topo.ports[(u, feeder)].interval_us if (u, feeder) in topo.ports else 0
-    target = _targets(topo)[(feeder, u)]
-    recovered = _convergence(after, target, duration_ns)
-    result.update({"regulator": feeder, "buffer": _buffer_name(feeder, u), "rate_before_bps": round(rate0),
-                   "reaction_s": None if hit is None else round((hit.t_ns - ev.at_ns) / 1e9, 4),
-                   "reaction_intervals": (None if hit is None or not interval_us
-                                          else round((hit.t_ns - ev.at_ns) / 1e3 / interval_us, 2)),
-                   "max_occupancy_after": round(max(r.fraction for r in after), 4),
-                   "recovery_s": None if recovered is None else round(recovered - ev.at_ns / 1e9, 4)})
-    return result
+# ---- flows ---------------------------------------------------------------------------------------------
+def flow_window(f: Flow, rec: Recorder, half: _Window) -> _Window:
+    """The window a flow's rates are measured over (docs/metrics.md, "Windows"): the run's window
+    ``half`` (its second half, from the last event on) when the flow is active over all of it (its
+    steady state), else its own lifetime, from its first packet's send time to the end of the run,
+    its ``stop`` or (a sized TCP flow) its completion, and then to its last packet's arrival: a flow
+    that starts or ends inside the run is not averaged over time it did not exist."""
+    duration_ns = half.end_ns
+    completed = rec.tcp_flows.get(f.name, {}).get("completed_ns")
+    end = min(duration_ns, f.stop_ns if f.stop_ns is not None else duration_ns,
+              completed if isinstance(completed, int) else duration_ns)
+    if f.start_ns <= half.start_ns and end >= duration_ns:
+        return half
+    rows = rec.packets.get(f.name, [])
+    start = min((sent for _, sent, _ in rows), default=f.start_ns)
+    if end < duration_ns and rows:
+        end = max(end, max(recv for _, _, recv in rows))
+    return _Window(max(0, min(start, end)), end, "lifetime")
+
+
+def _at(samples: list[FlowSample], t: int, value: Any) -> float:
+    """A cumulative counter at ``t``, linear between the samples around it (0 at time 0)."""
+    prev_t, prev_v = 0, 0.0
+    for s in samples:
+        v = value(s)
+        if s.t_ns >= t:
+            if s.t_ns == prev_t:
+                return float(v)
+            return prev_v + (v - prev_v) * (t - prev_t) / (s.t_ns - prev_t)
+        prev_t, prev_v = s.t_ns, float(v)
+    return prev_v
+
+
+def _played_end(samples: list[FlowSample], w: _Window) -> int:
+    """A lifetime window's end for what the application played: the first sample at which the
+    flow's played count reached its final value (the buffer plays out after the last arrival)."""
+    final = samples[-1].played if samples else None
+    return next((s.t_ns for s in samples if s.t_ns >= w.end_ns and s.played == final), w.end_ns)
+
+
+def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Window) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    flow_samples, tcp_samples = _by_flow(rec.flows), _by_flow(rec.tcp)
+    for f in topo.flows:
+        w = windows[f.name]
+        bits = f.packet_size * 8
+        rows = rec.packets.get(f.name, [])
+        in_window = [r for r in rows if w.has(r[2])]
+        owd = [(recv - sent) / 1e6 for _, sent, recv in in_window]
+        received_bps = len(in_window) * bits / w.secs if w.secs > 0 else 0.0
+        samples = flow_samples.get(f.name, [])
+        goodput, measured = received_bps, "received"
+        if samples and samples[-1].played is not None:  # its destination's application plays a buffer out
+            end = _played_end(samples, w) if w.kind == "lifetime" else w.end_ns
+            span = (end - w.start_ns) / 1e9
+            played = _at(samples, end, lambda s: s.played or 0) - _at(samples, w.start_ns, lambda s: s.played or 0)
+            goodput, measured = (played * bits / span if span > 0 else 0.0), "played"
+        sent = _at(samples, w.end_ns, lambda s: s.sent) - _at(samples, w.start_ns, lambda s: s.sent)
+        out[f.name] = {"src": f.src, "dst": f.dst, "control": f.control, "received": len(rows),
+                       "send_bps": round(sent * bits / w.secs) if w.secs > 0 else 0,
+                       "receive_bps": round(received_bps), "goodput_bps": round(goodput), "goodput_of": measured,
+                       "window_s": [round(w.start_ns / 1e9, 6), round(w.end_ns / 1e9, 6)], "window": w.kind,
+                       "owd_ms": {"mean": round(statistics.fmean(owd), 3) if owd else None,
+                                  "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
+        if f.size_bytes is not None:
+            completed = rec.tcp_flows.get(f.name, {}).get("completed_ns")
+            out[f.name]["fct_s"] = round((completed - f.start_ns) / 1e9, 4) if isinstance(completed, int) else None
+        if f.control == "tcp":
+            out[f.name]["tcp"] = _tcp(f, rec, half, tcp_samples.get(f.name, []))
+        if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/e2e.md)
+            out[f.name]["control"] = dict(sorted(rec.control_stats[f.name].items()))
+    return out
+
+
+# ---- the bottleneck and fairness ---------------------------------------------------------------------
+def final_link_rates(topo: Topology) -> dict[str, float]:
+    """Directed link "u->v" -> its rate at the end of the run (link-rate events applied)."""
+    out: dict[str, float] = {}
+    for link in topo.links:
+        out[f"{link.a}->{link.b}"] = out[f"{link.b}->{link.a}"] = link.rate_bps
+    for ev in sorted((e for e in topo.events if e.kind == "link_rate"), key=lambda e: e.at_ns):
+        a, b = ev.link  # type: ignore[misc]
+        out[f"{a}->{b}"] = out[f"{b}->{a}"] = ev.rate_bps  # type: ignore[assignment]
+    return out
+
+
+def jain(values: list[float]) -> float | None:
+    """Jain's fairness index (sum x)^2 / (n sum x^2): 1 = equal shares, 1/n = one flow takes all."""
+    if not values or sum(v * v for v in values) == 0:
+        return None
+    return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
+
+
+def _bottleneck(topo: Topology, summary: dict[str, Any]) -> dict[str, Any]:
+    """The bottleneck -- the carrying directed link with the lowest rate at the end of the run (ties:
+    the most utilised) -- its utilisation, and Jain's index over the goodputs of the flows that
+    cross it (flows that started within the run)."""
+    rates = final_link_rates(topo)
+    carried = [(rates.get(name, float("inf")), -(link["utilisation"] or 0), name)
+               for name, link in summary["links"].items() if link["utilisation"] is not None]
+    if not carried:
+        return {"link": None, "utilisation": None, "flows": [], "jain": None, "why": "no link carried traffic"}
+    name = min(carried)[2]
+    u, v = name.split("->")
+    duration_ns = round(summary["duration_s"] * 1e9)
+    flows = [f.name for f in crossing(topo, u, v) if f.start_ns < duration_ns
+             and any((f.path[i], f.path[i + 1]) == (u, v) for i in range(len(f.path) - 1))]
+    goodputs = [float(summary["flows"][n]["goodput_bps"]) for n in flows]
+    value = jain(goodputs) if len(goodputs) > 1 else None
+    why = None
+    if value is None:
+        why = "one flow" if len(goodputs) == 1 else ("no flow" if not goodputs else "no goodput")
+    return {"link": name, "utilisation": summary["links"][name]["utilisation"], "flows": flows,
+            "jain": None if value is None else round(value, 4), "why": why}

@@ -6,7 +6,7 @@
 //! and stays in Python (the ALINEA law per report, `set_rate` then `rearm`). With the engine's
 //! scheduler and link, a packet sent crosses no Python at all.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet, VecDeque};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -611,6 +611,11 @@ pub struct PlayoutBuffer {
     #[pyo3(get)]
     last_played_ns: i64,
     next_ns: Option<i64>,
+    /// The flow of every packet in the buffer, oldest first: the application takes them in
+    /// arrival order, so that what it played is known per flow (a host shared by several flows
+    /// plays out each flow's share, not the host's total: docs/metrics.md, goodput).
+    queue: VecDeque<u16>,
+    played_flows: BTreeMap<u16, i64>,
 }
 
 #[pymethods]
@@ -627,6 +632,8 @@ impl PlayoutBuffer {
             played_bytes: 0,
             last_played_ns: 0,
             next_ns: None,
+            queue: VecDeque::new(),
+            played_flows: BTreeMap::new(),
         })
     }
 
@@ -635,14 +642,16 @@ impl PlayoutBuffer {
         ((self.packet_bytes * 8 * NS_PER_S) as f64 / self.playout_bps).round_ties_even() as i64
     }
 
-    /// A packet arrives; False if the buffer was full and it is dropped.
-    pub(crate) fn on_arrival(&mut self, now_ns: i64) -> bool {
+    /// A packet of `flow` arrives; False if the buffer was full and it is dropped.
+    #[pyo3(signature = (now_ns, flow = 0))]
+    pub(crate) fn on_arrival(&mut self, now_ns: i64, flow: u16) -> bool {
         self.drain(now_ns);
         if self.occupancy >= self.capacity {
             self.dropped += 1;
             return false;
         }
         self.occupancy += 1;
+        self.queue.push_back(flow);
         if self.next_ns.is_none() {
             self.next_ns = Some(now_ns + self.gap_ns());
         }
@@ -653,11 +662,20 @@ impl PlayoutBuffer {
         self.next_ns
     }
 
+    /// Packets the application took so far, per flow id (the `flow` of `on_arrival`).
+    #[getter]
+    fn played_by_flow(&self) -> BTreeMap<u16, i64> {
+        self.played_flows.clone()
+    }
+
     /// The application takes every packet whose play-out time has come.
     fn drain(&mut self, now_ns: i64) {
         while let Some(t) = self.next_ns.filter(|&t| t <= now_ns) {
             self.occupancy -= 1;
             self.played += 1;
+            if let Some(flow) = self.queue.pop_front() {
+                *self.played_flows.entry(flow).or_insert(0) += 1;
+            }
             self.played_bytes += self.packet_bytes;
             self.last_played_ns = t;
             self.next_ns = (self.occupancy > 0).then(|| t + self.gap_ns());

@@ -153,7 +153,7 @@ impl HostReceiver {
             }
         };
         let accepted = match &b.buffer {
-            Some(buf) => buf.bind(py).try_borrow_mut()?.on_arrival(now),
+            Some(buf) => buf.bind(py).try_borrow_mut()?.on_arrival(now, h.flow),
             None => true,
         };
         if accepted {
