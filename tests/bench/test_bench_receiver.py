@@ -36,7 +36,7 @@ def _blast(tmp: Path, elsewhere: bool, count: int = 20) -> tuple[list[bytes], in
         for _ in range(count):
             tx.send(frame)
             time.sleep(0.002)
-        got = [f for _, f in N.collect(rx, _is_bench_udp, 1.0, max_frames=10 * count)]  # its replies count too
+        got = [f for _, f in N.collect(rx, _is_bench_udp, 30.0, max_frames=10 * count, want=count)]  # its replies count too
         return got, _unreachables_sent(topo.hosts["h2"].name) - before
 
 

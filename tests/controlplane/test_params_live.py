@@ -79,7 +79,7 @@ def test_params_set_show_and_the_agent_applies_them_at_the_next_report(tmp_path:
             tx = N.raw_socket(h2.name, "eth0")
             try:
                 tx.send(report_frame("02:00:00:00:01:02", h2.mac, occupancy=100))
-                assert ctl.wait_for(lambda: agent.core.ports[(2, 0)].law.reports > 0, 5.0), sw.output()
+                assert ctl.wait_for(lambda: agent.core.ports[(2, 0)].law.reports > 0, 30.0), sw.output()
             finally:
                 tx.close()
             # ... and from that report on it runs with what the switch holds.

@@ -162,7 +162,7 @@ def test_a_killed_primary_stops_being_served_and_frees_its_election_id(served):
         setup.first()
         _set_pipeline(stub, 1)
         setup.close()
-        assert _wait(lambda: srv.open_streams == 0, 5)
+        assert _wait(lambda: srv.open_streams == 0, 30)
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     proc = subprocess.Popen([sys.executable, "-m", "tests.p4runtime.stream_flood_client", addr, "7", "50000"],
                             cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)

@@ -17,7 +17,6 @@ import pytest
 
 from runtime.hostrelay import HostRelay
 from runtime.link import LinkModel
-from tests.wakeups import skip_if_the_machine_wakes_late
 from topo.netns_host import python_loop_reason, relay_mode
 
 ETH = bytes(range(12)) + b"\x08\x00"
@@ -282,9 +281,10 @@ def test_paced_packets_carry_their_own_send_times_and_leave_after_wire_and_delay
     stamps = [parse(frame).ts_ns for frame, _ in got]
     gaps = [b - a for a, b in zip(stamps, stamps[1:])]
     assert all(g >= gap for g in gaps)
-    if sum(g == gap for g in gaps) < len(gaps) - 2:  # a stall past the catch-up bound (1 ms) skips
-        skip_if_the_machine_wakes_late(1000, f"{sum(g != gap for g in gaps)} of {len(gaps)} gaps skipped", 0.9)
-    assert sum(g == gap for g in gaps) >= len(gaps) - 2
+    # Exactly one gap apart, to the nanosecond, but after a stall past the catch-up bound (1 ms),
+    # which a loaded machine makes more frequent (3 of 19 with two other jobs on the two cores):
+    # stamps taken when the thread built the packets would never be exactly one gap apart.
+    assert sum(g == gap for g in gaps) >= len(gaps) // 2, gaps
     wire_time = wire_ns(len(got[0][0]), uplink)
     assert all(at - t0 >= ts + wire_time + delay for (_, at), ts in zip(got, stamps))
 

