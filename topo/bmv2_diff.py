@@ -29,12 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import sys
+import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Check", "compare", "table", "DEFAULT_TOPOLOGIES", "BUFFER_POINTS", "GOODPUT_REL", "REACTION_INTERVALS",
+__all__ = ["Check", "compare", "table", "cpu_table", "SwitchCpu", "DEFAULT_TOPOLOGIES", "BUFFER_POINTS", "GOODPUT_REL", "REACTION_INTERVALS",
            "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,17 +137,94 @@ def _run(path: Path, target: str, duration_ns: int, seed: int, out: Path) -> dic
     from topo.runner import run_experiment
     from topo.schema import load_topology
 
-    res = run_experiment(load_topology(path), duration_ns, seed=seed, out=out, plots=False, backend="netns",
-                         target=target, pcap=False)
-    return dict(res.summary)
+    meter = SwitchCpu(out / "network.json")
+    meter.start()
+    try:
+        res = run_experiment(load_topology(path), duration_ns, seed=seed, out=out, plots=False, backend="netns",
+                             target=target, pcap=False)
+    finally:
+        meter.stop()
+    cores = meter.cores()
+    (out / "switch_cores.json").write_text(json.dumps(cores) + "\n")
+    return {**res.summary, "switch_cores": cores}
+
+
+class SwitchCpu(threading.Thread):
+    """Each switch process's CPU over a run, in cores (1.0: one core kept busy), read from /proc.
+
+    Why here: the run's own meter (topo/keepup.py) adds the switches up; what a BMv2 process costs
+    the machine (docs/bmv2.md) is per process. It waits for the run's ``network.json`` to name the
+    switches and the start, then reads each one's CPU time every 0.5 s; the last reading before a
+    process ends is its total."""
+
+    def __init__(self, network_json: Path) -> None:
+        super().__init__(daemon=True)
+        self.path = network_json
+        self._halt = threading.Event()
+        self.first: dict[str, tuple[float, float]] = {}  # switch -> (monotonic s, cpu s)
+        self.last: dict[str, tuple[float, float]] = {}
+
+    def run(self) -> None:
+        pids: dict[str, int] = {}
+        while not self._halt.wait(0.5):
+            if not pids:
+                try:
+                    info = json.loads(self.path.read_text())
+                except (OSError, ValueError):
+                    continue
+                if not info.get("t0_monotonic_ns"):
+                    continue
+                pids = {n: sw["pid"] for n, sw in info.get("switches", {}).items() if sw.get("pid")}
+            now = time.monotonic()
+            for name, pid in pids.items():
+                cpu = _cpu_s(pid)
+                if cpu is None:
+                    continue
+                self.first.setdefault(name, (now, cpu))
+                self.last[name] = (now, cpu)
+
+    def stop(self) -> None:
+        self._halt.set()
+        self.join(5)
+
+    def cores(self) -> dict[str, float]:
+        out = {}
+        for name, (t0, c0) in self.first.items():
+            t1, c1 = self.last[name]
+            if t1 > t0:
+                out[name] = round((c1 - c0) / (t1 - t0), 3)
+        return out
+
+
+def _cpu_s(pid: int) -> float | None:
+    """utime + stime of ``pid`` in seconds, None once it is gone."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def cpu_table(pairs: list[tuple[str, dict[str, Any], dict[str, Any]]]) -> str:
+    """Each switch process's cores on each target."""
+    lines = ["| topology | switch | p4switch (cores) | BMv2 (cores) |", "|---|---|---|---|"]
+    for name, p4, bm in pairs:
+        a, b = p4.get("switch_cores") or {}, bm.get("switch_cores") or {}
+        for sw in sorted(set(a) | set(b)):
+            lines.append(f"| {name} | {sw} | {_num(a.get(sw))} | {_num(b.get(sw))} |")
+    return "\n".join(lines)
 
 
 def _load(run_dir: Path) -> dict[str, Any]:
     path = run_dir / "summary.json"
     try:
-        return dict(json.loads(path.read_text()))
+        summary = dict(json.loads(path.read_text()))
     except (OSError, ValueError) as exc:
         raise ValueError(f"{path}: cannot read a run's summary ({exc})") from None
+    cores = run_dir / "switch_cores.json"
+    if cores.exists():
+        summary["switch_cores"] = json.loads(cores.read_text())
+    return summary
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -181,6 +261,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     checks = [c for name, p4, bm in pairs for c in compare(name, p4, bm)]
     print(table(checks))
+    if any(p4.get("switch_cores") or bm.get("switch_cores") for _, p4, bm in pairs):
+        print()
+        print(cpu_table(pairs))
     failed = [c for c in checks if not c.ok]
     print(f"\n{len(checks) - len(failed)} of {len(checks)} checks hold" + (
         "" if not failed else f"; failed: {'; '.join(f'{c.topology} {c.what}' for c in failed)}"))

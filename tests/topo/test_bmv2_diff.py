@@ -116,3 +116,38 @@ def test_bmv2_agrees_with_p4switch(name: str, tmp_path: Path) -> None:
         pytest.skip(f"{name}: a run did not keep real time on this machine (p4switch {slow[0].p4switch}, "
                     f"BMv2 {slow[0].bmv2}): its numbers measure the machine")
     assert not _failed(checks), bmv2_diff.table(checks)
+
+
+def test_switch_cpu_tells_a_busy_switch_from_an_idle_one(tmp_path: Path) -> None:
+    """Per process, from /proc, once network.json names the switches and the start."""
+    import subprocess
+    import sys
+    import time
+
+    busy = subprocess.Popen([sys.executable, "-c", "import time\nt = time.time() + 20\nwhile time.time() < t: pass"])
+    idle = subprocess.Popen(["sleep", "20"])
+    try:
+        meter = bmv2_diff.SwitchCpu(tmp_path / "network.json")
+        meter.start()
+        time.sleep(0.7)  # no network.json yet: nothing is read
+        assert not meter.first
+        (tmp_path / "network.json").write_text(json.dumps({"t0_monotonic_ns": 1, "switches": {
+            "R1": {"pid": busy.pid}, "R2": {"pid": idle.pid}}}))
+        deadline = time.monotonic() + 15
+        def window() -> float:  # the seconds every switch has been read over
+            if len(meter.last) < 2:
+                return 0.0
+            return min(t for t, _ in meter.last.values()) - max(t for t, _ in meter.first.values())
+
+        while time.monotonic() < deadline and window() < 2:
+            time.sleep(0.2)
+        meter.stop()
+        cores = meter.cores()
+        assert cores["R1"] > cores["R2"] >= 0
+    finally:
+        busy.kill()
+        idle.kill()
+        busy.wait()
+        idle.wait()
+    table = bmv2_diff.cpu_table([("t", {"switch_cores": cores}, {})])
+    assert "| t | R1 |" in table and "| t | R2 |" in table
