@@ -84,6 +84,34 @@ def test_each_flow_to_a_shared_sink_gets_its_own_goodput_and_together_no_more_th
     assert sum(goodputs) <= 30e6 * 1.001  # the playout rate (and under the 40 Mb/s link)
 
 
+def _sink_tree(leaves: int, playout_mbps: int, rates_mbps: list[int], control: str) -> str:
+    """``leaves`` hosts, two per aggregation switch, a core switch, one sink playing out."""
+    aggs = (leaves + 1) // 2
+    nodes = [f"  H{i}: {{kind: host}}" for i in range(leaves)] + [f"  A{j}: {{kind: switch}}" for j in range(aggs)]
+    nodes += ["  C: {kind: switch}", f"  S: {{kind: host, receive_buffer: 100, playout: {playout_mbps}Mbps}}"]
+    links = [f"  - {{ends: [H{i}, A{i // 2}], rate: {rates_mbps[i % len(rates_mbps)]}Mbps}}" for i in range(leaves)]
+    links += [f"  - {{ends: [A{j}, C]}}" for j in range(aggs)] + ["  - {ends: [C, S]}"]
+    flows = [f"  - {{name: f{i}, src: H{i}, dst: S, control: {control}}}" for i in range(leaves)]
+    return "\n".join(["name: sinktree", "defaults: {link: {rate: 20Mbps, delay: 1ms, buffer: 60}}", "nodes:", *nodes,
+                      "links:", *links, "flows:", *flows]) + "\n"
+
+
+@settings(max_examples=3, deadline=None, derandomize=True)
+@given(st.integers(2, 4), st.integers(4, 30), st.lists(st.integers(5, 40), min_size=1, max_size=4),
+       st.sampled_from(["alinea", "cvihis-rtm"]))
+def test_flows_to_one_host_never_play_out_more_than_it_and_their_counts_add_up(leaves, playout, rates, control) -> None:
+    """Random trees into one playout host: the per-flow played counts add up to the host's own
+    counter (a differential: two counters kept apart), and the goodputs to the host together stay
+    within its playout rate and its link's."""
+    topo = load_topology_text(_sink_tree(leaves, playout, rates, control), "user.yaml")
+    r = run_experiment(topo, 3 * S // 2, 1, None, plots=False)
+    last = {f.name: [x for x in r.recorder.flows if x.flow == f.name][-1].played for f in topo.flows}
+    host = [b for b in r.recorder.buffers if b.host == "S"][-1]
+    assert sum(last.values()) == host.played
+    total = sum(f["goodput_bps"] for f in r.summary["flows"].values())
+    assert total <= min(playout * 1e6, 20e6) * 1.001
+
+
 # ---- windows of flows that start or end inside the run, FCT ----------------------------------------
 FABRIC = """
 name: fabric63
