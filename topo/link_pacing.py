@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from controlplane.queues import QueueClient
+from controlplane.report import FRAME_BYTES as REPORT_FRAME_BYTES
 
 __all__ = ["link_pps", "LinkPacedQueues", "PacedWay", "LinkPacing", "paced_ways", "ceilings", "DRAIN_MARGIN", "HIDDEN_BACKLOG_FRAMES",
            "hidden_queue_notice"]
@@ -43,10 +44,13 @@ def link_pps(rate_bps: float, frame_bytes: int) -> int:
     """The link's rate as a BMv2 queue rate: frames of ``frame_bytes`` per second, rounded down.
 
     Why down and why the largest frame: BMv2 counts packets, a link bits. A ceiling from the
-    largest frame that crosses the port never lets the switch send faster than the link carries,
-    whatever the mix; smaller frames leave part of the link unused, which is what they would do
-    in a queue whose rate counts packets. (The agent converts the *law's* rate with its own
-    function, controlplane/agent.py; this is the one place the *link's* rate is converted.)"""
+    largest data frame that crosses the port never lets the switch send faster than the link
+    carries, whatever the mix; smaller frames leave part of the link unused, which is what they
+    would do in a queue whose rate counts packets. A port that carries no data carries reports
+    only: its ceiling counts report frames, so that it never holds them back. Where a port carries
+    both, :meth:`PacedWay.ceiling` gives the reports their share at their own size. (The agent
+    converts the *law's* rate with its own function, controlplane/agent.py; this module is the one
+    place the *link's* rate is converted.)"""
     if frame_bytes <= 0:
         raise ValueError(f"frame_bytes must be > 0, got {frame_bytes}")
     pps = int(rate_bps // (8 * frame_bytes))
@@ -135,15 +139,21 @@ class PacedWay:
     link: tuple[str, str]  # the topology link (a, b)
     way: str  # the emulator's direction: "a->b" or "b->a"
     control_socket: str | None  # the emulator's (None: netem, whose backlog is not read)
-    frame_bytes: int
+    frame_bytes: int  # the largest data frame that crosses it (a report's when no data does)
+    report_pps: float = 0.0  # reports this port sends on a way that also carries data
+
+    def ceiling(self, rate_bps: float) -> int:
+        """The link's rate as a queue rate: the reports' share at their size, the rest in data frames."""
+        if not self.report_pps:
+            return link_pps(rate_bps, self.frame_bytes)
+        left = rate_bps - self.report_pps * 8 * REPORT_FRAME_BYTES
+        return (link_pps(left, self.frame_bytes) if left > 0 else 0) + max(1, int(self.report_pps))
 
 
 def paced_ways(topo: Any, emulators: dict[tuple[str, str], str | None]) -> list[PacedWay]:
     """Every way of an emulated link that leaves a switch. ``emulators``: topology link (a, b) ->
     its emulator's control socket (None under netem). An emulator's ``a->b`` carries what the
     link's first switch sends (a host link's: what its switch sends; the host paces its uplink)."""
-    from topo.plan import packet_bytes_over
-
     ways = []
     for link in topo.links:
         sock = emulators.get((link.a, link.b))
@@ -151,13 +161,23 @@ def paced_ways(topo: Any, emulators: dict[tuple[str, str], str | None]) -> list[
         both = all(topo.nodes[n].is_switch for n in (link.a, link.b))
         for u, v in ends:
             way = ("a->b" if u == link.a else "b->a") if both else "a->b"
-            ways.append(PacedWay(u, topo.port(u, v), (link.a, link.b), way, sock, packet_bytes_over(topo, u, v)))
+            sizes = _sizes(topo, u, v)
+            # u reports its buffer fed by v back to v, one report per interval while v's data arrives
+            params = topo.ports.get((u, v))
+            reports = 1e6 / params.interval_us if sizes and params is not None and _sizes(topo, v, u) else 0.0
+            ways.append(PacedWay(u, topo.port(u, v), (link.a, link.b), way, sock,
+                                 max(sizes) if sizes else REPORT_FRAME_BYTES, reports))
     return ways
+
+
+def _sizes(topo: Any, u: str, v: str) -> list[int]:
+    """The frame sizes of the flows whose path crosses u -> v."""
+    return [f.packet_size for f in topo.flows if any(a == u and b == v for a, b in zip(f.path, f.path[1:]))]
 
 
 def ceilings(topo: Any, ways: list[PacedWay], switch: str) -> dict[int, int]:
     """``switch``'s ports -> their links' rates as queue rates (at the topology's rates)."""
-    return {w.port: link_pps(topo.link_between(*w.link).rate_bps, w.frame_bytes) for w in ways if w.switch == switch}
+    return {w.port: w.ceiling(topo.link_between(*w.link).rate_bps) for w in ways if w.switch == switch}
 
 
 @dataclass
@@ -179,7 +199,7 @@ class LinkPacing:
         """Both switch ends of ``link`` (a host end is the host's own pacing)."""
         for w in self.ways:
             if w.link == link:
-                self.run_on(w.switch, self.queues[w.switch].set_ceiling, w.port, link_pps(bps, w.frame_bytes))
+                self.run_on(w.switch, self.queues[w.switch].set_ceiling, w.port, w.ceiling(bps))
 
     def check(self) -> None:
         """One look at every emulator: a way with frames waiting drains (its ceiling lowered) until empty."""

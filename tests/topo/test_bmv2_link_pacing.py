@@ -135,8 +135,34 @@ def test_ways_cover_every_switch_port_of_an_emulated_link() -> None:
     assert {(w.switch, w.way) for w in r3r4} == {("R3", "a->b"), ("R4", "b->a")}
     host = [w for w in ways if w.link == ("R5", "H2")]
     assert [(w.switch, w.way) for w in host] == [("R5", "a->b")]
-    # 1000-byte frames: 3 Mb/s is 375 packets/s, 2 Mb/s 250
-    assert ceilings(topo, ways, "R3") == {topo.port("R3", "R2"): 375, topo.port("R3", "R4"): 375}
+    # 1000-byte frames: 3 Mb/s is 375 packets/s; toward R2 only reports (56 bytes) go: never held back
+    assert ceilings(topo, ways, "R3") == {topo.port("R3", "R2"): 3_000_000 // (8 * 56), topo.port("R3", "R4"): 375}
+    assert all(w.report_pps == 0 for w in ways)  # one-way flows: no port carries data and reports
+
+
+@given(st.floats(1e5, 1e10), st.integers(64, 9000), st.sampled_from([0.0, 100.0, 1000.0, 3333.3]))
+def test_a_port_with_data_and_reports_leaves_the_reports_their_share(rate: float, frame: int,
+                                                                     reports: float) -> None:
+    from controlplane.report import FRAME_BYTES
+    from topo.link_pacing import PacedWay
+
+    way = PacedWay("R1", 1, ("R1", "R2"), "a->b", None, frame, reports)
+    pps = way.ceiling(rate)
+    data = pps - max(1, int(reports)) if reports else pps
+    assert pps >= 1
+    if rate >= reports * 8 * FRAME_BYTES + 8 * frame:  # room for a data frame beside the reports
+        assert data * 8 * frame + reports * 8 * FRAME_BYTES <= rate + 8 * FRAME_BYTES
+
+
+def test_reports_are_counted_where_flows_go_both_ways(tmp_path: Path) -> None:
+    text = (ROOT / "topo/paper-1router.yaml").read_text()
+    one_way = "  - {name: f1, src: H1, dst: H2, control: alinea, start: 0s, r_max: 1.8Mbps}\n"
+    assert one_way in text
+    (tmp_path / "t.yaml").write_text(text.replace(
+        one_way, one_way + "  - {name: f2, src: H2, dst: H1, control: alinea, start: 0s, r_max: 1.8Mbps}\n"))
+    topo = load_topology(tmp_path / "t.yaml")
+    ways = paced_ways(topo, {})
+    assert {w.port for w in ways if w.report_pps == 100.0} == {w.port for w in ways}  # a report every 10 ms
 
 
 def _pacing(stats: dict[str, dict[str, dict[str, int]]]) -> tuple[LinkPacing, list[tuple[Any, ...]],
@@ -179,7 +205,8 @@ def test_a_link_rate_event_moves_both_switch_ends() -> None:
     pacing, ran, queues = _pacing({})
     pacing.set_link_rate(("R3", "R4"), 1_000_000)
     assert sorted(r[0] for r in ran) == ["R3", "R4"]
-    assert queues["R3"].sent[(2, None)] == 125 and queues["R4"].sent[(1, None)] == 125
+    assert queues["R3"].sent[(2, None)] == 125  # 1000-byte data frames
+    assert queues["R4"].sent[(1, None)] == 1_000_000 // (8 * 56)  # reports only: never held back
 
 
 def test_the_notice_names_the_worst_way_and_stays_quiet_under_the_threshold() -> None:
