@@ -5,7 +5,9 @@ One agent per switch. For every egress port that faces a reporting neighbour it 
 the occupancy of the neighbour's buffer *and* the law parameters the switch holds for that port
 (``MyIngress.report_ingress``), so a parameter written by anyone takes effect at the next report.
 The law's rate (bits/s) becomes that port's egress queue rate in packets per second, the unit of
-BMv2's ``set_queue_rate``.
+BMv2's ``set_queue_rate``, at the mean size of the frames the port actually sends: the binding reads
+each regulated port's ``MyEgress.tx_routed`` counter (P4Runtime) when :meth:`SwitchAgentCore.counters_due`
+says, and :meth:`SwitchAgentCore.on_frame_counters` keeps the mean (docs/alinea.md, "Bits, not packets").
 
 On BMv2's egress queues (``SwitchPlan.fixed_departures``, the default) a rate command reaches
 the wire only after the port's queue has drained. There each regulated port starts at its law's
@@ -40,6 +42,7 @@ from typing import Any
 
 from controlplane.alinea import AlineaLaw, Forecast
 from controlplane.forecast import QueueForecast
+from controlplane.frame_size import READ_PERIOD_NS, FrameSizeWindow, capacity_in_frames
 from controlplane.params import LawParams, MetadataLaw, PortParams, law_from_metadata
 from controlplane.report import Report
 
@@ -135,7 +138,9 @@ class RegulatedPort:
 
     port: int
     law: LawParams
-    packet_bytes: int  # converts the law's b/s into the queue's packets/s
+    # converts the law's b/s into the queue's packets/s until the port's counters say what it sends
+    # (the mean frame size the topology expects on the link: topo.plan.expected_frame_bytes)
+    packet_bytes: int
     # Rate-limit the port from the start (traffic is expected on it); otherwise the queue stays
     # unlimited until the first report, so that reports sent upstream through a port that
     # carries no data are not held back by a floor rate.
@@ -143,6 +148,9 @@ class RegulatedPort:
     # With classes: the one class this port carries (toward a host: the host's), whose law the
     # neighbour's reports drive whatever class they name (a host reports class 0); None: every class.
     only_class: int | None = None
+    # The neighbour's buffer unit (bytes): its capacity is read as capacity * unit_bytes bytes, so
+    # that the ports feeding one FIFO share it in bits (controlplane/frame_size.py); 0: in packets.
+    unit_bytes: int = 0
 
 
 @dataclass(frozen=True)
@@ -286,6 +294,11 @@ class SwitchAgentCore:
     report_pps: dict[int, float] = field(default_factory=dict)
     only_class: dict[int, int] = field(default_factory=dict)  # port -> RegulatedPort.only_class
     towards: dict[int, str] = field(default_factory=dict)  # port -> the neighbour on it (SwitchPlan.neighbours)
+    # The mean size of the frames each regulated port sends, from its counters (on_frame_counters),
+    # and the unit of its neighbour's buffer (RegulatedPort.unit_bytes; absent: packets).
+    frame_sizes: dict[int, FrameSizeWindow] = field(default_factory=dict)
+    unit_bytes: dict[int, int] = field(default_factory=dict)
+    next_read_ns: int = 0
 
     def _toward(self, port: int) -> str:
         """The neighbour on ``port`` (the port's number as text if the plan names none)."""
@@ -301,6 +314,8 @@ class SwitchAgentCore:
             self.report_pps = {m.port: 1e6 / m.params.interval_us for m in self.plan.modelled
                                if m.polled and m.params.interval_us > 0}
         self.only_class = {r.port: r.only_class for r in self.plan.regulated if r.only_class is not None}
+        self.frame_sizes = {r.port: FrameSizeWindow(r.packet_bytes) for r in self.plan.regulated}
+        self.unit_bytes = {r.port: r.unit_bytes for r in self.plan.regulated if r.unit_bytes > 0}
         for reg in self.plan.regulated:
             for c in range(self.plan.classes) if reg.only_class is None else (reg.only_class,):
                 law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
@@ -326,19 +341,21 @@ class SwitchAgentCore:
         pl = self.ports.get(key)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
-        forecast = self._forecast(now_ns, port, pl, metadata, report)
+        # the buffer in this port's frames: its capacity, or fewer when it is read in bytes (frame_size.py)
+        capacity = capacity_in_frames(report.capacity, self.unit_bytes.get(port, 0), pl.packet_bytes)
+        forecast = self._forecast(now_ns, port, pl, metadata, report, capacity)
         try:
             params = pl.held(metadata)
             pl.law.set_params(self._fair_share(key, pl, params))
             pl.link_bps = params.r_max
         except ValueError:
             pl.rejected_params += 1  # the switch holds something invalid: keep the last good parameters
-        pl.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
-                         1 / report.capacity if report.capacity else 0.0, forecast)
+        pl.law.on_report(report.occupancy / capacity if capacity else 0.0, report.drops > 0, now_ns,
+                         report.interval_us * 1000, 1 / capacity if capacity else 0.0, forecast)
         cmds = self._actuate(key, pl)
         if self.on_trace is not None:  # the rate applied, after the BMv2 schedule bound of _actuate
             occupancy, drain_bps, newest_bps = _trace_forecast(forecast)
-            self.on_trace(LawTrace(now_ns, self.plan.name, self._toward(port), report.occupancy, report.capacity,
+            self.on_trace(LawTrace(now_ns, self.plan.name, self._toward(port), report.occupancy, capacity,
                                    report.drops, pl.law.rate, pl.law.o, pl.law.w, occupancy, drain_bps, newest_bps,
                                    key[1], port, pl.pps, pl.law.params.o_max))
         return cmds
@@ -383,9 +400,10 @@ class SwitchAgentCore:
         return cmds
 
     def _forecast(self, now_ns: int, port: int, pl: _PortLaw, metadata: dict[str, int],
-                  report: Report) -> Forecast | None:
-        """The law's forecast on BMv2's queues (None on a shaper, or without the counters)."""
-        if not self.plan.fixed_departures or "fwd_pkts" not in metadata or not report.capacity:
+                  report: Report, capacity: int) -> Forecast | None:
+        """The law's forecast on BMv2's queues (None on a shaper, or without the counters); ``capacity``:
+        the buffer in this port's frames."""
+        if not self.plan.fixed_departures or "fwd_pkts" not in metadata or not capacity:
             return None
         if pl.forecast is None:
             pl.forecast = QueueForecast()
@@ -397,7 +415,37 @@ class SwitchAgentCore:
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
                                    data_pps if data_pps > 0 else 0, now_ns, report.drained,
                                    report.drained_ts_us * 1000)
-        return pl.forecast.law_forecast(pkts, report.capacity, 8 * pl.packet_bytes)
+        return pl.forecast.law_forecast(pkts, capacity, 8 * pl.packet_bytes)
+
+    def counters_due(self, now_ns: int) -> tuple[int, ...]:
+        """The regulated ports whose ``MyEgress.tx_routed`` counters the binding is to read now and hand
+        to :meth:`on_frame_counters`: every ``READ_PERIOD_NS`` (none in end-to-end mode: no queue rate)."""
+        if not self.plan.actuate or not self.frame_sizes or now_ns < self.next_read_ns:
+            return ()
+        self.next_read_ns = now_ns + READ_PERIOD_NS
+        return tuple(self.frame_sizes)
+
+    def on_frame_counters(self, counts: list[tuple[int, int, int]]) -> list[Command]:
+        """(port, packets, bytes) of each port's routed frames sent so far: the mean size of what each
+        port sends becomes its laws' frame size, and the queue rates follow it (the law's b/s unchanged)."""
+        cmds: list[Command] = []
+        for port, packets, nbytes in counts:
+            window = self.frame_sizes.get(port)
+            if window is None:
+                continue
+            before = window.mean
+            if window.update(packets, nbytes) == before:
+                continue
+            for (p, c), pl in self.ports.items():
+                if p != port:
+                    continue
+                pl.packet_bytes = window.mean
+                if pl.pps and self.plan.actuate:  # a port not limited yet stays so until its first report
+                    pps = self._queue_pps(p, pl.law.rate, pl.packet_bytes)
+                    if pps != pl.pps:
+                        pl.pps = pps
+                        cmds.append(SetQueueRate(p, pps, class_priority(c, self.plan.classes)))
+        return cmds
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
         port, c = key

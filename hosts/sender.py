@@ -21,6 +21,7 @@ import hbh_engine as _engine
 
 from controlplane.alinea import AlineaLaw
 from controlplane.forecast import QueueForecast
+from controlplane.frame_size import capacity_in_frames
 from controlplane.params import LawParams
 from controlplane.report import Report
 
@@ -62,6 +63,9 @@ class AlineaHostSender:
     law_params: LawParams
     packet_bytes: int
     flows: list[SenderFlow]
+    # the first hop's buffer unit (bytes; 0: packets): the law reads that buffer in bytes, as a
+    # switch's does (controlplane/frame_size.py), so that hosts of several sizes share it in bits
+    unit_bytes: int = 0
     law: AlineaLaw = field(init=False)
     pacer: Pacer = field(init=False)
     _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
@@ -78,11 +82,16 @@ class AlineaHostSender:
         sent = self.pacer.taken
         d.update(now_ns, report.occupancy, sent, sent, 0)
         bits = 8 * self.packet_bytes
-        brake = d.brake(report.capacity, bits) if report.capacity else None
-        rate = self.law.on_report(report.fraction, report.drops > 0, now_ns, report.interval_us * 1000,
-                                  1 / report.capacity if report.capacity else 0.0, brake=brake)
+        capacity = self.buffer_frames(report.capacity)
+        brake = d.brake(capacity, bits) if capacity else None
+        rate = self.law.on_report(report.occupancy / capacity if capacity else 0.0, report.drops > 0, now_ns,
+                                  report.interval_us * 1000, 1 / capacity if capacity else 0.0, brake=brake)
         self.pacer.set_rate(rate)
         return rate
+
+    def buffer_frames(self, capacity: int) -> int:
+        """The first hop's buffer of ``capacity`` packets in this host's frames, as its law reads it."""
+        return capacity_in_frames(capacity, self.unit_bytes, self.packet_bytes)
 
     def tick(self, now_ns: int) -> None:
         if self.law.tick(now_ns):

@@ -770,6 +770,13 @@ control MyEgress(inout headers_t hdr,
 
     /* Every frame sent, per egress port (reports and packet-ins too). */
     counter(PORT_COUNT, CounterType.packets_and_bytes) tx;
+    /* Of those, the routed IPv4 frames (the ones counted in deq_pkts),
+       per egress port, every class: the switch agent reads it (P4Runtime
+       Read) for the mean size of the frames each port sends, which turns
+       its law's b/s into the queue's packets/s (docs/alinea.md, "Bits,
+       not packets").  Not tx: a report clone is counted there at the
+       length of the packet that triggered it. */
+    counter(PORT_COUNT, CounterType.packets_and_bytes) tx_routed;
 
     /* An admitted packet leaves the queue: free its slot of the buffer of
        the port it arrived on (ingress_port is kept for NORMAL packets).
@@ -798,6 +805,7 @@ control MyEgress(inout headers_t hdr,
             deq_pkts.read(n, cell);
             deq_pkts.write(cell, n + 1);
         }
+        tx_routed.count((bit<32>)standard_metadata.egress_port);
     }
 
     /* Turn a report clone (the triggering packet as received, with the

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from topo.fluid_network import LOSS_PKTS, NetworkPeak, network_peaks, smallest_scale
 from topo.model import Topology
-from topo.plan import packet_bytes_over
+from topo.plan import law_frames
 
 __all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
            "buffer_of", "feeding_links", "with_remedy"]
@@ -145,7 +145,7 @@ def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
         if (u, v) not in used:
             continue
         capacity, interval_us = buffer_of(topo, u, v)
-        bits = 8 * packet_bytes_over(topo, u, v)
+        capacity, bits = law_frames(topo, u, v, capacity)  # the buffer in u's frames (docs/alinea.md, "Bits, not packets")
         drain = min(downstream_drain(topo, u, v), law.r_max)
         delay_ns = loop_delay_s(topo, u, v, bits) * 1e9
         loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain)

@@ -17,7 +17,7 @@ from controlplane.loop_analysis import Loop, derive_gains, derived_interval_s
 from controlplane.params import validate_law
 from topo.analysis import alinea_links, buffer_of, downstream_drain, loop_delay_s
 from topo.model import Topology
-from topo.plan import packet_bytes_over
+from topo.plan import law_frames
 
 __all__ = ["derive_missing", "DERIVABLE"]
 
@@ -37,7 +37,7 @@ def derive_missing(topo: Topology, intervals: dict[DirectedLink, int],
             continue
         u, v = key
         capacity, interval_us = buffer_of(topo, u, v)
-        bits = 8 * packet_bytes_over(topo, u, v)
+        capacity, bits = law_frames(topo, u, v, capacity)  # the loop the agent runs (docs/alinea.md, "Bits, not packets")
         drain = min(downstream_drain(topo, u, v), law[key].r_max)
         delay_s = loop_delay_s(topo, u, v, bits)
         if "interval" in missing:

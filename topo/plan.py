@@ -6,11 +6,16 @@ the simulator, between namespaces and on real BMv2.
 
 from __future__ import annotations
 
-from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
-from topo.model import Topology
+import math
 
-__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "QUEUE_HEADROOM", "host_classes",
-           "priority_queues"]
+from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
+from controlplane.frame_size import capacity_in_frames
+from hosts.tcp import MSS
+from hosts.tcp.wire import data_frame_bytes
+from topo.model import Flow, Topology
+
+__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
+           "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
 QUEUE_HEADROOM = 64
@@ -27,6 +32,67 @@ def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> in
     """The packet size of the flows crossing u -> v (the largest), for rate -> packets/s."""
     sizes = [f.packet_size for f in topo.flows if any(a == u and b == v for a, b in zip(f.path, f.path[1:]))]
     return max(sizes) if sizes else default
+
+
+def _crosses(f: Flow, u: str, v: str) -> bool:
+    return any(a == u and b == v for a, b in zip(f.path, f.path[1:]))
+
+
+def flow_frame_bytes(f: Flow) -> int:
+    """The frames a flow's data travels in: ``packet_size``, or for TCP a full segment's frame (its
+    ``packet_size`` is the application's record, the segment's payload)."""
+    return data_frame_bytes(MSS) if f.control == "tcp" else f.packet_size
+
+
+def expected_shares(topo: Topology, u: str, v: str) -> list[tuple[Flow, float]]:
+    """The flows crossing u -> v with the b/s each is expected to carry there: the link's max-min
+    fair shares in bits, a flow asking for less (``rate``, ``r_max``) keeping what it asks for."""
+    flows = [f for f in topo.flows if _crosses(f, u, v)]
+    left = topo.link_between(u, v).rate_bps
+    share: dict[str, float] = {}
+    todo = sorted(flows, key=lambda f: f.rate_bps or f.r_max_bps or math.inf)
+    while todo:
+        fair = left / len(todo)
+        f = todo.pop(0)
+        share[f.name] = min(fair, f.rate_bps or f.r_max_bps or math.inf)
+        left -= share[f.name]
+    return [(f, share[f.name]) for f in flows]
+
+
+def expected_frame_bytes(topo: Topology, u: str, v: str, default: int = 1000) -> int:
+    """The mean size of the frames u is expected to send to v: the flows' sizes, each weighted by
+    the packets it sends at its expected share of the link (:func:`expected_shares`, in bits), so
+    ``sum(share) / sum(share / size)``, in whole bytes; exactly the size when all are of one.
+
+    The rule the switch agent follows from the port's counters once it sends (what left the port,
+    controlplane/frame_size.py): it turns a law's b/s into packets/s. The loop analysis and the
+    derived gains use it so that they see the loop the agent runs (docs/alinea.md, "Bits, not packets")."""
+    shares = expected_shares(topo, u, v)
+    sizes = {flow_frame_bytes(f) for f, _ in shares}
+    if len(sizes) <= 1:
+        return sizes.pop() if sizes else default
+    bits = sum(s for _, s in shares)
+    packets = sum(s / flow_frame_bytes(f) for f, s in shares)
+    return round(bits / packets) if packets > 0 else max(sizes)
+
+
+def buffer_unit_bytes(topo: Topology, v: str) -> int:
+    """The unit of v's modelled buffers when the flows entering v are of several sizes: the smallest
+    (0 otherwise: the buffers are in packets, which is then the same). Each law toward v reads its
+    buffer as capacity x unit bytes (controlplane/frame_size.py), so that the ports sharing one of
+    v's FIFOs share it in bits; the smallest, so that no law aims past the packets v admits. A
+    host's receive buffer stays in packets: one link feeds it, there is nothing to share."""
+    if not topo.nodes[v].is_switch:
+        return 0
+    sizes = {flow_frame_bytes(f) for f in topo.flows if v in f.path[1:]}
+    return min(sizes) if len(sizes) > 1 else 0
+
+
+def law_frames(topo: Topology, u: str, v: str, capacity: int) -> tuple[int, int]:
+    """(v's buffer of ``capacity`` packets counted in u's frames, the bits of one): the loop u's law
+    toward v runs, as the agent runs it (buffer_unit_bytes, expected_frame_bytes); for the analysis."""
+    frame = expected_frame_bytes(topo, u, v)
+    return capacity_in_frames(capacity, buffer_unit_bytes(topo, v), frame), 8 * frame
 
 
 def network_mode(topo: Topology) -> str:
@@ -111,8 +177,9 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
                                   neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
     cls = host_classes(topo) if classes > 1 else {}
-    regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], packet_bytes_over(topo, name, v),
-                                    limit_at_start=(name, v) in used, only_class=cls.get(v))
+    regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], expected_frame_bytes(topo, name, v),
+                                    limit_at_start=(name, v) in used, only_class=cls.get(v),
+                                    unit_bytes=buffer_unit_bytes(topo, v))
                       for v in topo.neighbours(name) if (name, v) in topo.law)
     if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them
         depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM

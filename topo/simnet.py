@@ -67,7 +67,7 @@ from topo.invariants import (
     place_tx,
 )
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
-from topo.plan import neighbour_mac, network_mode, priority_queues, switch_plan
+from topo.plan import buffer_unit_bytes, neighbour_mac, network_mode, priority_queues, switch_plan
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 from topo.simtcp import TCP_KINDS, SimTcpFlows
 
@@ -236,7 +236,7 @@ class SimHostNode(HostReceiver):
         if alinea:
             law = self.net.topo.law[(self.node.name, self.switch)]
             size = max(f.packet_size for f in mine if f.control == "alinea")
-            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea))
+            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea, buffer_unit_bytes(self.net.topo, self.switch)))
         for f in mine:
             if f.control == "fixed":
                 self.fixed.append(self._paced_by(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size)))
@@ -499,8 +499,9 @@ class SimHostNode(HostReceiver):
             return
         rate = self.alinea.on_report(now, report)
         law = self.alinea.law
-        self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy, report.capacity,
-                                             report.drops, rate, law.o, law.w, o_max=law.params.o_max))
+        self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy,
+                                             self.alinea.buffer_frames(report.capacity), report.drops, rate, law.o,
+                                             law.w, o_max=law.params.o_max))
         self.alinea.pacer.rearm()
 
 
@@ -784,8 +785,12 @@ class SimNetwork:
             for u, v in ((link.a, link.b), (link.b, link.a)):
                 mem = self.links[(u, v)]
                 st = mem.stats[mem.direction_from(self._ends[(u, v)])]
-                places[place_link(u, v)] = Place(dropped=st.lost, held=st.sent - st.delivered - st.lost)
+                # the link's loss option loses ALINEA reports only (``_loss_hook``): no flow's frame
+                places[place_link(u, v)] = Place(held=st.sent - st.delivered - st.lost)
                 delivered[(u, v)] = st.delivered
+        # with datagrams that have no feedback (alinea, fixed), every frame an ingress port drops is
+        # a flow's data packet (reports are taken at ingress, and only spoofed ones are dropped)
+        data_only = all(f.control in ("alinea", "fixed") for f in topo.flows)
         queues: dict[str, QueueEnd] = {}
         for name, node in self.switches.items():
             tm = node.switch.tm
@@ -797,7 +802,7 @@ class SimNetwork:
                 st = tm.stats(port)
                 queues[f"{name} port {port}"] = QueueEnd(st.enqueued, st.dequeued, st.dropped_full, tm.port_depth(port))
                 places[place_egress(name, port)] = Place(dropped=st.dropped_full, held=tm.port_depth(port))
-                places[place_in(name, port)] = Place(dropped=ingress[port])
+                places[place_in(name, port)] = Place(dropped=ingress[port], data_only=data_only)
         for name, host in self.hosts.items():
             if host.buffer is not None:
                 places[place_rx(name)] = Place(dropped=host.buffer.dropped, data_only=True)

@@ -1,0 +1,195 @@
+"""Bits, not packets: the mean frame size a port sends, and the buffer read in bytes (controlplane/frame_size.py),
+and the switch agent's queue rate following them (docs/alinea.md, "Bits, not packets")."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from controlplane.agent import RegulatedPort, SetQueueRate, SwitchAgentCore, SwitchPlan, rate_to_pps
+from controlplane.frame_size import (
+    MIN_FRAMES,
+    READ_PERIOD_NS,
+    WINDOW_SAMPLES,
+    FrameSizeWindow,
+    capacity_in_frames,
+)
+from controlplane.params import LawParams
+from controlplane.report import Report
+
+sizes = st.integers(64, 9000)
+
+
+def feed(window: FrameSizeWindow, batches: list[list[int]]) -> int:
+    """Reads of the counters after each batch of frames (sizes) left the port; the last mean."""
+    packets = nbytes = 0
+    mean = window.mean
+    for batch in batches:
+        packets += len(batch)
+        nbytes += sum(batch)
+        mean = window.update(packets, nbytes)
+    return mean
+
+
+def window_frames(batches: list[list[int]], i: int) -> list[int]:
+    """The frames the window spans after read ``i``: the batches between its oldest read and read
+    ``i`` (the first read is only a starting point: what left before it is not known)."""
+    return [f for b in batches[max(1, i - WINDOW_SAMPLES + 1):i + 1] for f in b]
+
+
+@given(st.lists(st.lists(sizes, max_size=40), min_size=1, max_size=12), sizes)
+def test_the_mean_is_the_mean_of_the_frames_in_the_window(batches, initial) -> None:
+    """Differential: the window's mean against the frames themselves, after every read."""
+    window = FrameSizeWindow(initial)
+    packets = nbytes = 0
+    last = initial
+    for i, batch in enumerate(batches):
+        packets += len(batch)
+        nbytes += sum(batch)
+        got = window.update(packets, nbytes)
+        frames = window_frames(batches, i)
+        if len(frames) >= MIN_FRAMES:
+            assert abs(got - sum(frames) / len(frames)) <= 0.5
+        else:
+            assert got == last  # too few frames: the mean is kept
+        last = got
+
+
+@given(sizes, st.lists(st.integers(0, 50), min_size=1, max_size=20), sizes)
+def test_frames_of_one_size_give_exactly_that_size(size, counts, initial) -> None:
+    """Why: a run whose frames are all of one size must be what it was with the topology's size."""
+    mean = feed(FrameSizeWindow(initial), [[size] * n for n in counts])
+    assert mean in (size, initial)
+    if len(window_frames([[size] * n for n in counts], len(counts) - 1)) >= MIN_FRAMES:
+        assert mean == size
+
+
+def test_a_silence_keeps_the_mean_and_a_reset_starts_over() -> None:
+    window = FrameSizeWindow(1000)
+    assert feed(window, [[], [1500] * 20]) == 1500
+    for _ in range(10):  # nothing leaves the port
+        assert window.update(20, 30_000) == 1500
+    assert window.update(0, 0) == 1500  # the counters were reset (a pipeline pushed again)
+    assert window.update(40, 40 * 500) == 500
+    with pytest.raises(ValueError, match="must be > 0"):
+        FrameSizeWindow(0)
+
+
+def test_too_few_frames_say_nothing() -> None:
+    window = FrameSizeWindow(1000)
+    assert feed(window, [[], [64] * (MIN_FRAMES - 1)]) == 1000
+
+
+@given(st.integers(1, 10_000), sizes, sizes)
+def test_a_buffer_in_bytes_never_holds_more_frames_than_packets(capacity, unit, frame) -> None:
+    frames = capacity_in_frames(capacity, unit, frame)
+    assert 1 <= frames <= capacity
+    if frame <= unit:
+        assert frames == capacity  # frames no larger than the unit: the buffer is its packets
+    else:
+        assert abs(frames * frame - capacity * unit) <= frame / 2 + frame * (frames == 1)
+
+
+def test_a_buffer_in_packets_is_unchanged() -> None:
+    assert capacity_in_frames(100, 0, 1500) == 100
+    assert capacity_in_frames(100, 500, 1500) == 33
+
+
+# ---- the agent ------------------------------------------------------------------------------------
+
+LAW = LawParams(r_max=10e6)
+
+
+def core(packet_bytes: int = 1000, unit_bytes: int = 0) -> SwitchAgentCore:
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, packet_bytes, unit_bytes=unit_bytes),),
+                      neighbours=((2, "R2"),))
+    c = SwitchAgentCore(plan)
+    c.start()
+    return c
+
+
+def read(c: SwitchAgentCore, now_ns: int, packets: int, nbytes: int) -> list:
+    ports = c.counters_due(now_ns)
+    return c.on_frame_counters([(p, packets, nbytes) for p in ports])
+
+
+def test_the_queue_rate_follows_what_the_port_sends() -> None:
+    """1448-byte frames from a port planned at 1000: the same b/s in fewer packets/s."""
+    c = core(1000)
+    start = c.ports[(2, 0)].pps
+    assert start == rate_to_pps(LAW.r_max, 1000)
+    cmds = []
+    for i in range(WINDOW_SAMPLES + 1):
+        cmds += read(c, i * READ_PERIOD_NS, 100 * i, 100 * i * 1448)
+    assert cmds and isinstance(cmds[-1], SetQueueRate)
+    assert cmds[-1].pps == rate_to_pps(LAW.r_max, 1448) == c.ports[(2, 0)].pps
+    assert c.ports[(2, 0)].pps * 8 * 1448 == pytest.approx(LAW.r_max, rel=1e-3)  # bits, not packets
+
+
+@given(sizes)
+def test_frames_of_the_planned_size_change_nothing(size) -> None:
+    c = core(size)
+    before = c.ports[(2, 0)].pps
+    cmds = [cmd for i in range(8) for cmd in read(c, i * READ_PERIOD_NS, 50 * i, 50 * i * size)]
+    assert cmds == [] and c.ports[(2, 0)].pps == before and c.ports[(2, 0)].packet_bytes == size
+
+
+def test_counters_are_asked_for_once_a_period_and_never_end_to_end() -> None:
+    c = core()
+    assert c.counters_due(0) == (2,)
+    assert c.counters_due(READ_PERIOD_NS - 1) == ()
+    assert c.counters_due(READ_PERIOD_NS) == (2,)
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, 1000),), actuate=False)
+    e2e = SwitchAgentCore(plan)
+    e2e.start()
+    assert e2e.counters_due(0) == ()
+
+
+def test_a_port_not_limited_yet_stays_unlimited() -> None:
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, 1000, limit_at_start=False),))
+    c = SwitchAgentCore(plan)
+    c.start()
+    cmds = [cmd for i in range(6) for cmd in read(c, i * READ_PERIOD_NS, 100 * i, 100 * i * 500)]
+    assert cmds == [] and c.ports[(2, 0)].pps == 0 and c.ports[(2, 0)].packet_bytes == 500
+
+
+def report(occupancy: int, capacity: int = 100) -> Report:
+    return Report(node_id=2, port=1, occupancy=occupancy, capacity=capacity, timestamp_us=0, seq=1,
+                  interval_us=10_000)
+
+
+@given(st.integers(0, 100))
+def test_the_law_reads_a_byte_buffer_in_its_frames(occupancy) -> None:
+    """A 100-packet buffer of 500-byte units read by a port sending 1500-byte frames: 33 of them,
+    so the law sees the occupancy the bytes make (the shaper: no forecast)."""
+    traces = []
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, 1500, unit_bytes=500),),
+                      fixed_departures=False)
+    c = SwitchAgentCore(plan, traces.append)
+    c.start()
+    twin_plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, 1500),), fixed_departures=False)
+    twin = SwitchAgentCore(twin_plan)
+    twin.start()
+    c.on_report(10**9, 2, {}, report(occupancy))
+    twin.on_report(10**9, 2, {}, report(occupancy, 33))  # the same buffer, had it been of 33 packets
+    assert traces[-1].capacity == 33
+    assert c.ports[(2, 0)].law.rate == twin.ports[(2, 0)].law.rate
+
+
+@given(st.lists(st.tuples(sizes, st.integers(MIN_FRAMES, 200)), min_size=1, max_size=4), st.floats(1e5, 1e10))
+def test_the_queue_rate_carries_the_laws_bits_whatever_the_mix(mix, rate) -> None:
+    """Property over size mixes: once the window holds the mix, the queue's packets/s of the mix's
+    mean frame carry the law's rate in bits, to the rounding of one packet/s and one byte."""
+    law = LawParams(r_max=rate, r_floor=min(LawParams().r_floor, rate))
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, law, 1000),))
+    c = SwitchAgentCore(plan)
+    c.start()
+    per_read = [size for size, n in mix for _ in range(n)]
+    for i in range(WINDOW_SAMPLES + 1):
+        c.on_frame_counters([(2, i * len(per_read), i * sum(per_read))])
+    pl = c.ports[(2, 0)]
+    mean = sum(per_read) / len(per_read)
+    assert abs(pl.packet_bytes - mean) <= 0.5
+    bits = pl.pps * 8 * mean
+    assert abs(bits - pl.law.rate) <= 8 * mean * 1.5 + pl.law.rate * 0.5 / pl.packet_bytes
