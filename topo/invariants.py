@@ -197,6 +197,10 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[V
     if sum(missing.values()) > total_room:
         out.append(Violation("conservation", f"all flows: {sum(missing.values())} {_unit(end)} sent and not arrived "
                                              f"> {total_room} frames dropped or held anywhere"))
+    data_drops = sum(p.dropped for p in end.places.values() if p.data_only)
+    if data_drops > sum(missing.values()):
+        out.append(Violation("conservation", f"all flows: {data_drops} data packets dropped, more than the "
+                                             f"{sum(missing.values())} {_unit(end)} sent and not arrived"))
     for pname, place in sorted(end.places.items()):
         if not place.data_only:
             continue

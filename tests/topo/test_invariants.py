@@ -343,3 +343,16 @@ def test_conservation_of_a_tcp_flows_bytes() -> None:
     acked = Recorder(tcp_flows={"a": {"bytes_sent": 5000, "bytes_received": 4000}},
                      tcp=[TcpSample(S, "a", 5000, (("bytes_acked", 4500),))])
     assert names(check_invariants(t, acked, {}, None)) == ["conservation"]
+
+
+def test_conservation_fails_for_data_drops_counted_twice() -> None:
+    """Two places that drop only data packets, each within what its flows miss, but not together."""
+    t = topo()
+    rec = consistent_recorder(t)
+    places = {I.place_in("R1", t.port("R1", "H1")): Place(dropped=3, data_only=True),
+              I.place_rx("D"): Place(dropped=3, data_only=True)}
+    ok = end_state(t, {"a": 106, "b": 50}, {"a": 100, "b": 50}, places)
+    assert "conservation" not in names(check_invariants(t, rec, summary_of(rec), ok))
+    twice = end_state(t, {"a": 104, "b": 50}, {"a": 100, "b": 50}, places)
+    assert any(v.detail.startswith("all flows: 6 data packets dropped")
+               for v in check_invariants(t, rec, summary_of(rec), twice))
