@@ -8,7 +8,9 @@
   that cross the link have cut their sending rate ``REACTION_DROP`` below their rate over the
   second before it, read from the packets: packets sent by time t is the highest sequence number
   received that was sent by t, plus one (a lost packet still counts as sent), and the rate at the
-  send time of each packet is the packets sent over the ``window`` before it. The window is the
+  send time of each packet is the packets sent over the ``window`` before it. Packets still queued
+  when the run ends have not arrived: there the source's own counter, sampled every 100 ms, says
+  what it sent (interpolated between samples), and the rate is read at each sample. The window is the
   time of ``REACTION_PACKETS`` packets at the rate before the event (at least
   ``REACTION_MIN_WINDOW_NS``): long enough that one packet more or less is not read as a cut,
   short against the 0.5 s bins of the series. It is the measure's resolution and is recorded:
@@ -75,22 +77,34 @@ def reaction(topo: Topology, buffers: dict[str, BufferRows], ev: Any, duration_n
     return result
 
 
-def _sent_curve(rows: list[tuple[int, int, int]]) -> tuple[list[int], list[int]]:
-    """(send times, packets sent by then), from the received packets: the running highest
-    sequence number + 1, at each send time in order."""
-    pts = sorted((sent, seq) for seq, sent, _ in rows)
-    times, counts, top = [], [], -1
-    for sent, seq in pts:
-        top = max(top, seq)
-        times.append(sent)
-        counts.append(top + 1)
+def _sent_curve(rows: list[tuple[int, int, int]], samples: list[Any]) -> tuple[list[int], list[float]]:
+    """(times, packets sent by then): exact points from the received packets (a packet's send time,
+    its sequence number + 1) and from the source's own counter (``FlowSample.sent``, every 100 ms,
+    which also covers the packets still queued at the end of the run), the running maximum in time
+    order; between two points the count is interpolated."""
+    pts = sorted([(sent, seq + 1) for seq, sent, _ in rows] + [(s.t_ns, s.sent) for s in samples])
+    times: list[int] = []
+    counts: list[float] = []
+    top = 0
+    for t, n in pts:
+        top = max(top, n)
+        if times and times[-1] == t:
+            counts[-1] = top
+        else:
+            times.append(t)
+            counts.append(top)
     return times, counts
 
 
-def _count(curve: tuple[list[int], list[int]], t: int) -> int:
+def _count(curve: tuple[list[int], list[float]], t: int) -> float:
     times, counts = curve
     i = bisect.bisect_right(times, t)
-    return counts[i - 1] if i else 0
+    if i == 0:
+        return 0.0
+    if i == len(times) or times[i - 1] == t:
+        return counts[i - 1]
+    t0, t1 = times[i - 1], times[i]
+    return counts[i - 1] + (counts[i] - counts[i - 1]) * (t - t0) / (t1 - t0)
 
 
 def source_reaction(topo: Topology, rec: Recorder, ev: Any) -> dict[str, Any]:
@@ -98,8 +112,13 @@ def source_reaction(topo: Topology, rec: Recorder, ev: Any) -> dict[str, Any]:
     packet before the event, or the sources never cut by REACTION_DROP)."""
     none = {"source_reaction_s": None, "source_reaction_window_s": None}
     a, b = ev.link
-    curves = [_sent_curve(rec.packets.get(f.name, [])) for f in crossing(topo, a, b)]
-    curves = [c for c in curves if c[0]]
+    names = {f.name for f in crossing(topo, a, b)}
+    samples: dict[str, list[Any]] = {n: [] for n in names}
+    for x in rec.flows:
+        if x.flow in names:
+            samples[x.flow].append(x)
+    curves = [_sent_curve(rec.packets.get(n, []), samples[n]) for n in sorted(names)]
+    curves = [c for c in curves if c[0] and c[1][-1] > 0]
     if not curves:
         return none
     at = ev.at_ns
@@ -120,7 +139,7 @@ def source_reaction(topo: Topology, rec: Recorder, ev: Any) -> dict[str, Any]:
         return (sent_by(t) - sent_by(t - window)) / window
 
     floor = min(floor, rate(at) * (1 - REACTION_DROP))  # already falling at the event: a cut below that
-    for t in sorted(t for c in curves for t in c[0] if t > at):
+    for t in sorted({t for c in curves for t in c[0] if t > at}):
         if rate(t) <= floor:
             return {"source_reaction_s": round((t - at) / 1e9, 4), "source_reaction_window_s": round(window / 1e9, 4)}
     return {"source_reaction_s": None, "source_reaction_window_s": round(window / 1e9, 4)}
