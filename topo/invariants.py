@@ -104,6 +104,8 @@ class EndState:
     # received frames, read after the hosts' last sample, so a bound from above)
     link_delivered: Mapping[tuple[str, str], int] = field(default_factory=dict)
     link_delivered_exact: bool = True
+    # frames handed to each directed link by the end (sim): a switch's egress queue serves its link
+    link_sent: Mapping[tuple[str, str], int] = field(default_factory=dict)
 
 
 # ---- places -----------------------------------------------------------------------------------
@@ -418,6 +420,11 @@ def _counters_agree(topo: Topology, rec: Recorder, summary: Mapping[str, Any],
         if tail != full:
             out.append(Violation("counters_agree", f"egress queues refused {full} frames (per port), drops.csv's "
                                                    f"egress_queue_full rows sum to {tail}"))
+    for (u, v), handed in sorted(end.link_sent.items()):
+        q = end.queues.get(f"{u} port {topo.port(u, v)}") if topo.nodes[u].is_switch else None
+        if q is not None and q.dequeued != handed:
+            out.append(Violation("counters_agree", f"{u} port {topo.port(u, v)} egress queue served {q.dequeued} "
+                                                   f"frames, link {u}->{v} was handed {handed}"))
     for pname, place in end.places.items():
         if pname.endswith(" ingress"):
             sw, _, port = pname.removesuffix(" ingress").partition(" port ")

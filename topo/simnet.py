@@ -781,6 +781,7 @@ class SimNetwork:
         topo = self.topo
         places: dict[str, Place] = {place_tx(): Place(dropped=self.counts.get("host_tx_queue_full", 0))}
         delivered: dict[tuple[str, str], int] = {}
+        handed: dict[tuple[str, str], int] = {}
         for link in topo.links:
             for u, v in ((link.a, link.b), (link.b, link.a)):
                 mem = self.links[(u, v)]
@@ -788,6 +789,7 @@ class SimNetwork:
                 # the link's loss option loses ALINEA reports only (``_loss_hook``): no flow's frame
                 places[place_link(u, v)] = Place(held=st.sent - st.delivered - st.lost)
                 delivered[(u, v)] = st.delivered
+                handed[(u, v)] = st.sent
         # with datagrams that have no feedback (alinea, fixed), every frame an ingress port drops is
         # a flow's data packet (reports are taken at ingress, and only spoofed ones are dropped)
         data_only = all(f.control in ("alinea", "fixed") for f in topo.flows)
@@ -819,7 +821,7 @@ class SimNetwork:
                 flows[f.name] = FlowEnd(src.sent.get(f.name, 0), rec.received if rec else 0, "packets",
                                         flow_places(topo, f))
         return EndState("sim", flows, places, queues, receiver_overflow=self.counts.get("receiver_overflow", 0),
-                        max_frame_bytes=max_frame_bytes(topo), link_delivered=delivered)
+                        max_frame_bytes=max_frame_bytes(topo), link_delivered=delivered, link_sent=handed)
 
     # ---- running ------------------------------------------------------------------------------------
     def run_until(self, t_ns: int) -> None:

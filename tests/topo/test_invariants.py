@@ -356,3 +356,16 @@ def test_conservation_fails_for_data_drops_counted_twice() -> None:
     twice = end_state(t, {"a": 104, "b": 50}, {"a": 100, "b": 50}, places)
     assert any(v.detail.startswith("all flows: 6 data packets dropped")
                for v in check_invariants(t, rec, summary_of(rec), twice))
+
+
+def test_counters_agree_an_egress_queue_serves_its_link() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    sent = {"a": 100, "b": 50}
+    p = t.port("R1", "D")
+    queues = {f"R1 port {p}": QueueEnd(152, 152, 0, 0)}
+    good = end_state(t, sent, sent, queues=queues, link_sent={("R1", "D"): 152, ("H1", "R1"): 100})
+    assert check_invariants(t, rec, summary_of(rec), good) == []
+    bad = end_state(t, sent, sent, queues=queues, link_sent={("R1", "D"): 150})
+    found = check_invariants(t, rec, summary_of(rec), bad)
+    assert names(found) == ["counters_agree"] and f"R1 port {p} egress queue served 152 frames" in found[0].detail
