@@ -89,8 +89,8 @@ def write_report(path: Path, name: str, controls: tuple[str, ...], seeds: tuple[
         "row: loss counts every data packet dropped anywhere, split into the receivers' playout buffers "
         "(the application's buffer, which only hop-by-hop control sees: docs/compare.md) and the rest; "
         "delay, goodput and rate CV over each flow's window (the second half, or its own lifetime); "
-        "utilisation over the second half at the bottleneck, the slowest carrying link at the end of the "
-        "run; reaction: the sources' sending rate, from the packets, falling 5 % after the first capacity "
+        "utilisation over the second half at the bottleneck, the slowest resource that carried traffic (a link "
+        "at its rate at the end of the run, or a host's playout); reaction: the sources' sending rate, from the packets, falling 5 % after the first capacity "
         "drop; Jain's index over the goodputs of the flows that cross the bottleneck.", "",
         *([note, ""] if note else []),
         markdown_table(controls, table, reasons), "", "## Per-flow goodput", "", flow_table(controls, summaries), "",

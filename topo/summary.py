@@ -78,7 +78,7 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
     windows = {f.name: flow_window(f, rec, half) for f in topo.flows}
     out["flows"] = _flows(topo, rec, windows, half)
     out["links"] = _links(rec, half)
-    out["bottleneck"] = _bottleneck(topo, out)
+    out["bottleneck"] = _bottleneck(topo, rec, out, half)
     events = [e for e in topo.events if e.kind == "link_rate"]
     out["events"] = [reaction(topo, buffers, ev, duration_ns) | source_reaction(topo, rec, ev) for ev in events]
     out["series"] = _series(topo, rec, buffers, duration_ns)
@@ -277,7 +277,7 @@ def flow_window(f: Flow, rec: Recorder, half: _Window) -> _Window:
     return _Window(max(0, min(start, end)), end, "lifetime")
 
 
-def _at(samples: list[FlowSample], t: int, value: Any) -> float:
+def _at(samples: list[Any], t: int, value: Any) -> float:
     """A cumulative counter at ``t``, linear between the samples around it (0 at time 0)."""
     prev_t, prev_v = 0, 0.0
     for s in samples:
@@ -350,24 +350,51 @@ def jain(values: list[float]) -> float | None:
     return sum(values) ** 2 / (len(values) * sum(v * v for v in values))
 
 
-def _bottleneck(topo: Topology, summary: dict[str, Any]) -> dict[str, Any]:
-    """The bottleneck -- the carrying directed link with the lowest rate at the end of the run (ties:
-    the most utilised) -- its utilisation, and Jain's index over the goodputs of the flows that
+def _bottleneck(topo: Topology, rec: Recorder, summary: dict[str, Any], half: _Window) -> dict[str, Any]:
+    """The bottleneck -- the slowest resource that carried traffic: a directed link at its rate at
+    the end of the run, or a host's playout (its application's rate) -- its utilisation over the
+    run window (ties: the most utilised), and Jain's index over the goodputs of the flows that
     cross it (flows that started within the run)."""
     rates = final_link_rates(topo)
-    carried = [(rates.get(name, float("inf")), -(link["utilisation"] or 0), name)
+    carried = [(rates.get(name, float("inf")), -(link["utilisation"] or 0), name, "link")
                for name, link in summary["links"].items() if link["utilisation"] is not None]
+    playouts = _playout_utilisation(topo, rec, half)
+    carried += [(topo.nodes[h].playout_bps or 0.0, -util, f"{h} playout", "playout") for h, util in playouts.items()]
     if not carried:
-        return {"link": None, "utilisation": None, "flows": [], "jain": None, "why": "no link carried traffic"}
-    name = min(carried)[2]
-    u, v = name.split("->")
+        return {"link": None, "kind": None, "utilisation": None, "flows": [], "jain": None,
+                "why": "no link carried traffic"}
+    _, neg_util, name, kind = min(carried)
     duration_ns = round(summary["duration_s"] * 1e9)
-    flows = [f.name for f in crossing(topo, u, v) if f.start_ns < duration_ns
-             and any((f.path[i], f.path[i + 1]) == (u, v) for i in range(len(f.path) - 1))]
+    if kind == "playout":
+        host = name.removesuffix(" playout")
+        flows = [f.name for f in topo.flows if f.dst == host and f.control != "tcp" and f.start_ns < duration_ns]
+    else:
+        u, v = name.split("->")
+        flows = [f.name for f in crossing(topo, u, v) if f.start_ns < duration_ns
+                 and any((f.path[i], f.path[i + 1]) == (u, v) for i in range(len(f.path) - 1))]
     goodputs = [float(summary["flows"][n]["goodput_bps"]) for n in flows]
     value = jain(goodputs) if len(goodputs) > 1 else None
     why = None
     if value is None:
         why = "one flow" if len(goodputs) == 1 else ("no flow" if not goodputs else "no goodput")
-    return {"link": name, "utilisation": summary["links"][name]["utilisation"], "flows": flows,
+    return {"link": name, "kind": kind, "utilisation": round(-neg_util, 4), "flows": flows,
             "jain": None if value is None else round(value, 4), "why": why}
+
+
+def _playout_utilisation(topo: Topology, rec: Recorder, half: _Window) -> dict[str, float]:
+    """Per host with a playout buffer that datagram flows feed: what its application played over the
+    run window / what its playout rate allowed."""
+    out: dict[str, float] = {}
+    by_host: dict[str, list[Any]] = {}
+    for b in rec.buffers:
+        by_host.setdefault(b.host, []).append(b)
+    for host, samples in sorted(by_host.items()):
+        node = topo.nodes.get(host)
+        sizes = [f.packet_size for f in topo.flows if f.dst == host]
+        if node is None or not node.playout_bps or not sizes or half.secs <= 0:
+            continue
+        if not any(f.control != "tcp" for f in topo.flows if f.dst == host):
+            continue
+        played = _at(samples, half.end_ns, lambda b: b.played) - _at(samples, half.start_ns, lambda b: b.played)
+        out[host] = played * max(sizes) * 8 / (node.playout_bps * half.secs)
+    return out

@@ -82,6 +82,9 @@ def test_each_flow_to_a_shared_sink_gets_its_own_goodput_and_together_no_more_th
     assert all(f["goodput_of"] == "played" for f in s["flows"].values())
     assert all(g > 0 for g in goodputs)
     assert sum(goodputs) <= 30e6 * 1.001  # the playout rate (and under the 40 Mb/s link)
+    neck = s["bottleneck"]  # the sink's playout, slower than every link: Jain over the four flows
+    assert (neck["link"], neck["kind"], neck["flows"]) == ("S playout", "playout", ["a", "b", "c", "d"])
+    assert 0 < neck["utilisation"] <= 1.001 and 0.25 <= neck["jain"] <= 1.0
 
 
 def _sink_tree(leaves: int, playout_mbps: int, rates_mbps: list[int], control: str) -> str:
