@@ -177,6 +177,7 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[V
             out.append(Violation("conservation", f"flow {name}: received {received} > sent {sent} "
                                                  "(flows.csv, last sample)"))
     out += _tcp_bytes(rec)
+    out += _playout_conservation(topo, rec)
     if end is None:
         return out
     for key, q in sorted(end.queues.items()):
@@ -211,7 +212,6 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[V
             out.append(Violation("conservation", f"{pname}: dropped {place.dropped} data packets, more than its flows "
                                                  f"({', '.join(sorted(crossing)) or 'none'}) miss "
                                                  f"({sum(missing.get(n, 0) for n in crossing)})"))
-    out += _playout_conservation(rec)
     return out
 
 
@@ -237,14 +237,36 @@ def _unit(end: EndState) -> str:
     return "packets" if units <= {"packets"} else "packets and segments"
 
 
-def _playout_conservation(rec: Recorder) -> list[Violation]:
-    """Per host buffer at its last sample: never above its capacity, and what it took never exceeds
-    what it played plus what it holds (``played + occupancy``) -- the buffer's own bookkeeping."""
+def _playout_conservation(topo: Topology, rec: Recorder) -> list[Violation]:
+    """Per host playout buffer, at each of its samples (the host samples its buffer and its flows'
+    counts at one instant): occupancy within its capacity; what its datagram flows received =
+    what it played + what it holds; each flow's own played count <= its received, and the flows'
+    played counts add up to the buffer's (the first violation per buffer is said)."""
     out = []
-    for host, b in sorted(_last(rec.buffers, "host").items()):
-        if not 0 <= b.occupancy <= b.capacity:
-            out.append(Violation("conservation", f"{host} receive buffer: holds {b.occupancy} packets, capacity "
-                                                 f"{b.capacity}"))
+    into = {h.name: {f.name for f in topo.flows if f.dst == h.name and f.control in DATAGRAM_CONTROLS}
+            for h in topo.hosts}
+    flows_at: dict[int, dict[str, Any]] = {}
+    for s in rec.flows:
+        flows_at.setdefault(s.t_ns, {})[s.flow] = s
+    for host, rows in sorted(_group(rec.buffers, "host").items()):
+        for b in rows:
+            at = flows_at.get(b.t_ns, {})
+            mine = [at[n] for n in sorted(into.get(host, ())) if n in at]
+            got = sum(s.received for s in mine)
+            played = [s.played for s in mine if s.played is not None]
+            said = None
+            if not 0 <= b.occupancy <= b.capacity:
+                said = f"holds {b.occupancy} packets, capacity {b.capacity}"
+            elif len(mine) == len(into.get(host, ())) and got != b.played + b.occupancy:
+                said = f"its flows received {got} packets, it played {b.played} and holds {b.occupancy}"
+            elif any(s.played is not None and s.played > s.received for s in mine):
+                s = next(s for s in mine if s.played is not None and s.played > s.received)
+                said = f"flow {s.flow} played {s.played} packets of {s.received} received"
+            elif played and len(played) == len(mine) and sum(played) != b.played:
+                said = f"its flows' played counts add up to {sum(played)}, the buffer played {b.played}"
+            if said is not None:
+                out.append(Violation("conservation", f"{host} receive buffer at {b.t_ns / 1e9:.3f} s: {said}"))
+                break
     return out
 
 

@@ -369,3 +369,32 @@ def test_counters_agree_an_egress_queue_serves_its_link() -> None:
     bad = end_state(t, sent, sent, queues=queues, link_sent={("R1", "D"): 150})
     found = check_invariants(t, rec, summary_of(rec), bad)
     assert names(found) == ["counters_agree"] and f"R1 port {p} egress queue served 152 frames" in found[0].detail
+
+
+def test_conservation_of_a_playout_buffer_at_every_sample() -> None:
+    """What D's flows received = what D's buffer played + holds; a flow plays at most what it received,
+    and the flows' played counts add up to the buffer's."""
+    t = topo()
+    rec = consistent_recorder(t)
+    assert check_invariants(t, rec, {}, None) == []
+    held = consistent_recorder(t)
+    held.buffers[5] = BufferSample(held.buffers[5].t_ns, "D", 3, 100, held.buffers[5].played - 3, 0)
+    assert check_invariants(t, held, {}, None) == []  # 3 of them still in the buffer
+    lost = consistent_recorder(t)
+    lost.buffers[5] = BufferSample(lost.buffers[5].t_ns, "D", 0, 100, lost.buffers[5].played - 3, 0)
+    found = check_invariants(t, lost, {}, None)
+    assert names(found) == ["conservation"] and found[0].detail.startswith("D receive buffer at 0.500 s: its flows")
+    over = consistent_recorder(t)
+    over.buffers[5] = BufferSample(over.buffers[5].t_ns, "D", 101, 100, 0, 0)
+    assert "capacity 100" in check_invariants(t, over, {}, None)[0].detail
+
+    def with_played(played: dict[str, int]) -> Recorder:
+        r = consistent_recorder(t)
+        r.flows = [FlowSample(s.t_ns, s.flow, s.sent, s.received, 0, 1000,
+                              s.received if s.t_ns != S else played[s.flow]) for s in r.flows]
+        return r
+
+    assert check_invariants(t, with_played({"a": 100, "b": 50}), {}, None) == []
+    assert "flow a played 101 packets of 100 received" in check_invariants(t, with_played({"a": 101, "b": 49}), {},
+                                                                             None)[0].detail
+    assert "add up to 148" in check_invariants(t, with_played({"a": 99, "b": 49}), {}, None)[0].detail
