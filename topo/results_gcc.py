@@ -141,6 +141,9 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as e:
         print(f"results_gcc: --seeds {args.seeds}: {e}", file=sys.stderr)
         return 2
+    if args.doc is not None and not all(m in (args.doc.read_text() if args.doc.is_file() else "") for m in MARKS):
+        print(f"results_gcc: --doc {args.doc}: no {MARKS[0]} ... {MARKS[1]} section to rewrite", file=sys.stderr)
+        return 2
     body = table(args.duration, seeds)
     print(body)
     if args.doc is not None:

@@ -117,3 +117,22 @@ def test_gcc_runs_in_netns() -> None:
     s = run(scenario(1e6, ["control: gcc, gcc: {start_rate: 500kbps}"]), 8, backend="netns")
     f = s["flows"]["f1"]
     assert f["goodput_bps"] > 200e3 and f["control"]["reports"] >= 4 and f["control"]["receiver_reports"] >= 4
+
+
+def test_the_tables_empty_path_delay_is_what_a_packet_that_never_queues_sees() -> None:
+    """topo/results_gcc.py's queuing delay subtracts base_delay_ms: a 50 kb/s fixed flow (a packet every
+    160 ms, 8 ms of service at 1 Mb/s) never queues, so its one-way delay is exactly that base."""
+    s = run(scenario(1e6, ["control: fixed, rate: 50kbps"]), 3)
+    owd = s["flows"]["f1"]["owd_ms"]
+    assert owd["p50"] == pytest.approx(base_delay_ms(1e6), abs=0.01) and owd["p99"] == pytest.approx(owd["p50"], abs=0.01)
+
+
+def test_results_gcc_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys) -> None:
+    from topo.results_gcc import main
+
+    (tmp_path / "d.md").write_text("no markers\n")
+    for args, needle in ((["--duration", "0"], "--duration 0"), (["--seeds", "x"], "--seeds x"),
+                         (["--doc", str(tmp_path / "d.md")], "no <!-- gcc-carlucci -->")):
+        assert main(args) == 2
+        err = capsys.readouterr().err
+        assert needle in err and err.count("\n") == 1
