@@ -114,6 +114,8 @@ bench: setup ns3-venv
 fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
 
+# A second `make demo` reuses the comparison runs in results/demo/runs that this code made (and says
+# so); `make demo DEMO_ARGS=--rerun` simulates them again.
 demo: setup p4
 	$(VENV)/bin/hbh demo $(DEMO_ARGS)
 
