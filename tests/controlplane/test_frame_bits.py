@@ -3,10 +3,13 @@ and the switch agent's queue rate following them (docs/alinea.md, "Bits, not pac
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from controlplane import native
 from controlplane.agent import RegulatedPort, SetQueueRate, SwitchAgentCore, SwitchPlan, rate_to_pps
 from controlplane.frame_size import (
     MIN_FRAMES,
@@ -15,6 +18,7 @@ from controlplane.frame_size import (
     FrameSizeWindow,
     capacity_in_frames,
 )
+from controlplane.p4runtime_client import ClientError
 from controlplane.params import LawParams
 from controlplane.report import Report
 
@@ -193,3 +197,71 @@ def test_the_queue_rate_carries_the_laws_bits_whatever_the_mix(mix, rate) -> Non
     assert abs(pl.packet_bytes - mean) <= 0.5
     bits = pl.pps * 8 * mean
     assert abs(bits - pl.law.rate) <= 8 * mean * 1.5 + pl.law.rate * 0.5 / pl.packet_bytes
+
+
+# ---- the binding: what it reads, and a switch that cannot answer -----------------------------------
+
+SourceSwitchAgent = native.source_module("switch_agent").SwitchAgent
+
+
+class _Sched:
+    def __init__(self) -> None:
+        self.t = 0
+
+    def now_ns(self) -> int:
+        return self.t
+
+    def call_later(self, delay_ns: int, fn: Any, *args: Any) -> None:
+        return None  # the test ticks the agent itself
+
+
+class _Queues:
+    def __init__(self) -> None:
+        self.rates: list[tuple[int, int]] = []
+
+    def set_queue_rate(self, port: int, pps: int, priority: int | None = None) -> None:
+        self.rates.append((port, pps))
+
+
+class _Client:
+    """Port 2 has sent 100 frames of ``size`` bytes more at each read; ``broken``: the Read fails."""
+
+    def __init__(self, size: int, broken: bool = False) -> None:
+        self.size, self.broken, self.reads = size, broken, []
+
+    def read_counters(self, cells: list[tuple[str, int]]) -> list[tuple[int, int]]:
+        self.reads.append(cells)
+        if self.broken:
+            raise ClientError("unknown counter 'MyEgress.tx_routed' (known: MyEgress.tx)")
+        n = 100 * len(self.reads)
+        return [(n, n * self.size) for _ in cells]
+
+
+def _bound(client: _Client) -> tuple[Any, _Sched, _Queues]:
+    sched, queues = _Sched(), _Queues()
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, 1000),))
+    agent = SourceSwitchAgent(plan, client, queues, sched)
+    agent.apply(agent.core.start())
+    return agent, sched, queues
+
+
+def test_the_agent_reads_its_ports_frame_counters_and_sets_the_rate_they_imply() -> None:
+    client = _Client(1448)
+    agent, sched, queues = _bound(client)
+    for i in range(2 * WINDOW_SAMPLES):
+        sched.t = i * READ_PERIOD_NS
+        agent._tick()
+    assert client.reads[0] == [("MyEgress.tx_routed", 2)]
+    assert len(client.reads) == 2 * WINDOW_SAMPLES
+    assert queues.rates[0] == (2, rate_to_pps(LAW.r_max, 1000)) and queues.rates[-1] == (2, rate_to_pps(LAW.r_max, 1448))
+    assert agent.errors == []
+
+
+def test_a_switch_without_the_counter_is_told_once_and_keeps_the_planned_size() -> None:
+    client = _Client(1448, broken=True)
+    agent, sched, queues = _bound(client)
+    for i in range(5):
+        sched.t = i * READ_PERIOD_NS
+        agent._tick()
+    assert len(client.reads) == 1 and len(agent.errors) == 1 and "tx_routed" in agent.errors[0]
+    assert queues.rates == [(2, rate_to_pps(LAW.r_max, 1000))]
