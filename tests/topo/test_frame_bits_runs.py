@@ -5,6 +5,8 @@ from docs/topologies.md, as a user would."""
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from topo.plan import buffer_unit_bytes, expected_frame_bytes, expected_shares, flow_frame_bytes, law_frames
 from topo.runner import run_experiment
@@ -116,3 +118,26 @@ def test_the_plan_expects_the_mean_frame_of_the_flows_shares() -> None:
     assert expected_frame_bytes(m, "H2", "R1") == 1500 and buffer_unit_bytes(m, "R1") == 500
     assert law_frames(m, "H2", "R1", 100) == (33, 8 * 1500)
     assert law_frames(m, "H1", "R1", 100) == (100, 8 * 500)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.integers(64, 9000), min_size=1, max_size=5), st.integers(1, 1000))
+def test_the_expected_frame_is_the_packet_weighted_mean_of_equal_bit_shares(sizes, capacity) -> None:
+    """Property over size mixes: flows with no rate of their own share the link equally in bits, so
+    the frame the port is expected to send is the harmonic mean of their frames (an independent
+    formula); a buffer entered by several sizes is read in bytes of the smallest, never in more frames
+    than packets."""
+    hosts = "".join(f"  H{i}: {{kind: host}}\n" for i in range(len(sizes)))
+    links = "".join(f"  - {{ends: [H{i}, R1]}}\n" for i in range(len(sizes)))
+    flows = "".join(f"  - {{src: H{i}, dst: D, control: alinea, packet_size: {s}B}}\n" for i, s in enumerate(sizes))
+    t = load_topology_text(f"nodes:\n{hosts}  R1: {{kind: switch}}\n  R2: {{kind: switch}}\n  D: {{kind: host}}\n"
+                           f"links:\n{links}  - {{ends: [R1, R2]}}\n  - {{ends: [R2, D]}}\nflows:\n{flows}", "mix.yaml")
+    mean = expected_frame_bytes(t, "R1", "R2")
+    assert min(sizes) <= mean <= max(sizes)
+    assert abs(mean - len(sizes) / sum(1 / s for s in sizes)) <= 0.5
+    if len(set(sizes)) == 1:
+        assert mean == sizes[0] and buffer_unit_bytes(t, "R2") == 0
+    else:
+        assert buffer_unit_bytes(t, "R2") == min(sizes)
+    frames, bits = law_frames(t, "R1", "R2", capacity)
+    assert bits == 8 * mean and 1 <= frames <= capacity
