@@ -57,7 +57,9 @@ def _second_half(topo: Topology, duration_ns: int) -> _Window:
     """The flows' and links' window: the run's second half, from the last disturbance (a link-rate or
     mode event) on when that is later -- a window never straddles a change of the network."""
     last = max((ev.at_ns for ev in topo.events if ev.kind != "alinea" and ev.at_ns < duration_ns), default=0)
-    return _Window(max(duration_ns // 2, last), duration_ns)
+    if last > duration_ns // 2:
+        return _Window(last, duration_ns, "after the last event")
+    return _Window(duration_ns // 2, duration_ns)
 
 
 def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -65,7 +67,7 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
     half = _second_half(topo, duration_ns)
     out: dict[str, Any] = {"topology": topo.name, "duration_s": duration_ns / 1e9,
                            "windows": {"steady_s": [steady.start_ns / 1e9, steady.end_ns / 1e9],
-                                       "second_half_s": [half.start_ns / 1e9, half.end_ns / 1e9]}}
+                                       "run_s": [half.start_ns / 1e9, half.end_ns / 1e9]}}
     out.update(extra or {})
     out["loss"] = _loss(topo, rec)
     buffers = buffer_rows(topo, rec)
