@@ -219,10 +219,11 @@ class GccSink:
 
     filter_name: str = "trendline"
     offset_ns: int = 0
+    gains: str = "draft"
     core: GccReceiver = field(init=False)
 
     def __post_init__(self) -> None:
-        self.core = GccReceiver(self.filter_name)
+        self.core = GccReceiver(self.filter_name, self.gains)
 
     def on_data(self, now_ns: int, seq: int, ts_ns: int, size: int, rtt_units: int) -> list[bytes]:
         return [encode_gcc_report(r) for r in self.core.on_data(now_ns + self.offset_ns, seq, ts_ns, size,
@@ -239,6 +240,6 @@ class GccSink:
         """The receiver's reading: its estimate, the detector's threshold, how often it over-used."""
         c = self.core
         return {"delay_estimate_bps": None if c.rate.rate_bps is None else round(c.rate.rate_bps),
-                "filter": c.filter.name, "threshold_ms": round(c.detector.threshold.gamma, 3),
+                "filter": c.filter.name, "gains": self.gains, "threshold_ms": round(c.detector.threshold.gamma, 3),
                 "overuse_signals": c.detector.overuses, "decreases": c.rate.decreases,
                 "receiver_reports": c.reports}

@@ -18,8 +18,8 @@ Every number is the mean over the seeds of the second half of each run (the summ
 utilisation of the bottleneck, queuing delay = the flows' mean one-way delay less the path's
 propagation and serialisation, the flows' rate CV (the summary's: the coefficient of variation of
 the received rate in 0.5 s bins), Jain's index over the flows' goodputs, the control's share of the
-bottleneck against cubic. A last row runs GCC with the draft's Kalman filter (docs/e2e.md says why
-the trendline is the default). GCC starts at its default 300 kb/s and ramps at 5 % per report, so a run
+bottleneck against cubic. Two last rows run GCC with the draft's Kalman filter (docs/e2e.md says why
+the trendline is the default) and against cubic with libwebrtc's threshold gains. GCC starts at its default 300 kb/s and ramps at 5 % per report, so a run
 must be long enough for it to reach C (about 50 s at 4 Mb/s): 120 s by default.
 
 ``--doc FILE`` rewrites the table between the ``<!-- gcc-carlucci -->`` markers of FILE.
@@ -47,6 +47,8 @@ VS_CUBIC_BPS = 2e6
 CONTROLS = ("gcc", "cvihis-rtm")
 #: the last row: one GCC flow at 1 Mb/s with the draft's Kalman filter instead of the trendline
 KALMAN = "gcc, gcc: {filter: kalman}"
+#: and GCC against cubic with libwebrtc's K_u, K_d instead of the draft's
+WEBRTC_GAINS = "gcc, gcc: {gains: libwebrtc}"
 PACKET = 1000
 ACCESS_BPS, ACCESS_MS, NECK_MS, BUFFER = 10e6, 5, 40, "300ms"
 
@@ -117,11 +119,13 @@ def table(seconds: float, seeds: tuple[int, ...]) -> str:
                                                           ("against one cubic", "cubic", VS_CUBIC_BPS)]
     cells = [(label, kind, c, control) for label, kind, c in rows for control in CONTROLS]
     cells.append(("one flow", "one", 1e6, KALMAN))
+    cells.append(("against one cubic", "cubic", VS_CUBIC_BPS, WEBRTC_GAINS))
     for label, kind, c, control in cells:
         m = run_row(kind, control, c, seconds, seeds)
         jain_cell = f"{m['jain']:.3f}" if kind == "three" else "-"
         share = f"{m['share']:.2f}" if kind == "cubic" else "-"
-        name = "gcc, the draft's Kalman filter" if control == KALMAN else control
+        name = {KALMAN: "gcc, the draft's Kalman filter", WEBRTC_GAINS: "gcc, libwebrtc's threshold gains"}.get(control,
+                                                                                                              control)
         lines.append(f"| {label} | {c / 1e6:g} Mb/s | {name} | {m['utilisation']:.3f} | {m['queuing_ms']:.1f} "
                      f"| {m['rate_cv']:.3f} | {jain_cell} | {share} | {m['loss_pct']:.2f} |")
     return "\n".join(lines)

@@ -35,6 +35,7 @@ from controlplane.units import (
     resolve_rate,
 )
 from hosts.gcc.params import FILTERS as GCC_FILTERS
+from hosts.gcc.params import GAIN_SETS as GCC_GAIN_SETS
 from hosts.gcc.params import GccParams
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
@@ -67,7 +68,7 @@ LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target",
              "gcc")
-GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter")
+GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter", "gains")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls",
@@ -537,7 +538,7 @@ class _Loader:
                     line=self.doc.line(item), target_ns=target, gcc=gcc)
 
     def _gcc(self, f: dict[str, Entry], path: str, r_max: float | None) -> GccParams:
-        """A gcc flow's ``gcc: {min_rate, max_rate, start_rate, filter}`` (each optional): rates > 0,
+        """A gcc flow's ``gcc: {min_rate, max_rate, start_rate, filter, gains}`` (each optional): rates > 0,
         min_rate <= start_rate <= max_rate as far as given, max_rate or r_max (one cap, not both)."""
         if "gcc" not in f:
             return GccParams() if r_max is None else GccParams().capped(r_max)
@@ -561,13 +562,19 @@ class _Loader:
             if filt not in GCC_FILTERS:
                 raise self.doc.error(g["filter"].value, f"{where}.filter",
                                      f"unknown filter {filt!r} (known: {', '.join(GCC_FILTERS)})")
+        gains = "draft"
+        if "gains" in g:
+            gains = self.doc.text(g["gains"].value, f"{where}.gains")
+            if gains not in GCC_GAIN_SETS:
+                raise self.doc.error(g["gains"].value, f"{where}.gains",
+                                     f"unknown gains {gains!r} (known: {', '.join(GCC_GAIN_SETS)})")
         if r_max is not None and rates.get("min_rate", 0) > r_max:
             raise self.doc.error(g["min_rate"].value, f"{where}.min_rate",
                                  f"min_rate ({rates['min_rate']:g} b/s) is above the flow's r_max ({r_max:g} b/s)")
         base = GccParams()
         floor = min(base.min_rate_bps, rates.get("start_rate", math.inf), rates.get("max_rate", math.inf))
         params = GccParams(rates.get("min_rate", floor),
-                           rates.get("start_rate", base.start_rate_bps), rates.get("max_rate"), filt)
+                           rates.get("start_rate", base.start_rate_bps), rates.get("max_rate"), filt, gains)
         return params if r_max is None else params.capped(r_max)
 
     def _check_send_times(self, f: dict[str, Entry], item: YamlNode, path: str, src: str, start: int) -> None:

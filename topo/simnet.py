@@ -293,7 +293,8 @@ class SimHostNode(HostReceiver):
         if f.control == "tfrc":
             return TfrcSink(f.packet_size, self.offset)
         if f.control == "gcc":
-            return GccSink((f.gcc or GccParams()).filter, self.offset)
+            p = f.gcc or GccParams()
+            return GccSink(p.filter, self.offset, p.gains)
         return LedbatSink(self.offset)
 
     def _setup_receiver(self) -> None:

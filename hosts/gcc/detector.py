@@ -14,9 +14,11 @@ The detector: m(i) > gamma for at least overuse_time_th (10 ms) of groups, and m
 m(i-1)) -> OVERUSE; m(i) < -gamma -> UNDERUSE; within +-gamma -> NORMAL. While m is above gamma but
 the time condition is not met yet, the state stays what it was.
 
-K_u, K_d: the draft's 0.01 and 0.00018 for its Kalman filter's m(i); the trendline's estimate is
-another quantity (hosts/gcc/trendline.py) and comes with the gains of the implementations that use
-it, 0.0087 and 0.039.
+K_u, K_d: the draft's 0.01 and 0.00018 by default, whichever the filter: they are the adaptive
+threshold's design (Carlucci et al. 2016): up fast, down slowly, so that the queue a loss-based flow
+builds raises gamma and GCC is not starved. ``gains: libwebrtc`` takes the pair libwebrtc uses with
+its trendline, 0.0087 and 0.039, which lets gamma fall faster than it rises (docs/e2e.md measures
+what that does against cubic).
 """
 
 from __future__ import annotations
@@ -30,8 +32,8 @@ GAMMA_MIN_MS, GAMMA_MAX_MS = 6.0, 600.0
 MAX_ADAPT_OFFSET_MS = 15.0
 MAX_STEP_MS = 100.0
 OVERUSE_TIME_TH_MS = 10.0
-#: filter -> (K_u, K_d), per ms
-GAINS = {"kalman": (0.01, 0.00018), "trendline": (0.0087, 0.039)}
+#: gain set -> (K_u, K_d), per ms
+GAINS = {"draft": (0.01, 0.00018), "libwebrtc": (0.0087, 0.039)}
 
 
 class Usage(IntEnum):
@@ -60,8 +62,8 @@ class AdaptiveThreshold:
 
 
 class OveruseDetector:
-    def __init__(self, filter_name: str = "trendline") -> None:
-        self.threshold = AdaptiveThreshold(*GAINS[filter_name])
+    def __init__(self, gains: str = "draft") -> None:
+        self.threshold = AdaptiveThreshold(*GAINS[gains])
         self.state = Usage.NORMAL
         self.time_over_ms: float | None = None  # time spent above gamma so far (None: not above)
         self.previous = 0.0

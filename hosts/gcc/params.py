@@ -1,9 +1,10 @@
-"""A GCC flow's parameters (a topology's ``gcc: {min_rate, max_rate, start_rate, filter}``).
+"""A GCC flow's parameters (a topology's ``gcc: {min_rate, max_rate, start_rate, filter, gains}``).
 
 Why these four: GCC drives a media encoder, which has a floor (below it the picture is useless) and a
 ceiling (the encoder's best quality); the sender starts somewhere between and only the congestion
 controllers move it. ``filter`` names the arrival-time filter (docs/e2e.md, "GCC": the trendline
-estimator of today's implementations by default, the draft's Kalman filter on request).
+estimator of today's implementations by default, the draft's Kalman filter on request); ``gains``
+the adaptive threshold's K_u and K_d (the draft's by default, or libwebrtc's: hosts/gcc/detector.py).
 """
 
 from __future__ import annotations
@@ -11,10 +12,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["GccParams", "FILTERS", "DEFAULT_MIN_BPS", "DEFAULT_START_BPS"]
+__all__ = ["GccParams", "FILTERS", "GAIN_SETS", "DEFAULT_MIN_BPS", "DEFAULT_START_BPS"]
 
 #: The arrival-time filters (hosts/gcc/trendline.py, hosts/gcc/kalman.py).
 FILTERS = ("trendline", "kalman")
+#: The adaptive threshold's (K_u, K_d) pairs (hosts/gcc/detector.py's GAINS).
+GAIN_SETS = ("draft", "libwebrtc")
 DEFAULT_MIN_BPS = 50_000.0  # a video call's floor (audio plus a thumbnail)
 DEFAULT_START_BPS = 300_000.0  # WebRTC's usual start bitrate
 
@@ -27,6 +30,7 @@ class GccParams:
     start_rate_bps: float = DEFAULT_START_BPS
     max_rate_bps: float | None = None
     filter: str = "trendline"
+    gains: str = "draft"
 
     def __post_init__(self) -> None:
         problem = self.problem()
@@ -41,6 +45,8 @@ class GccParams:
                 return f"{name.removesuffix('_bps')} {v}: must be a rate > 0"
         if self.filter not in FILTERS:
             return f"filter {self.filter!r}: unknown (known: {', '.join(FILTERS)})"
+        if self.gains not in GAIN_SETS:
+            return f"gains {self.gains!r}: unknown (known: {', '.join(GAIN_SETS)})"
         top = math.inf if self.max_rate_bps is None else self.max_rate_bps
         if self.min_rate_bps > top:
             return f"min_rate {self.min_rate_bps:g} b/s is above max_rate {top:g} b/s"
@@ -50,7 +56,7 @@ class GccParams:
         """These parameters with max_rate at most ``cap_bps``; start and min follow a lower cap down
         (a default start of 300 kb/s on a 200 kb/s access link starts at 200 kb/s)."""
         top = min(self.max_rate_bps or math.inf, cap_bps)
-        return GccParams(min(self.min_rate_bps, top), min(self.start_rate_bps, top), top, self.filter)
+        return GccParams(min(self.min_rate_bps, top), min(self.start_rate_bps, top), top, self.filter, self.gains)
 
     def start_bps(self) -> float:
         top = math.inf if self.max_rate_bps is None else self.max_rate_bps

@@ -31,11 +31,11 @@ DEFAULT_RTT_MS = 100.0
 
 
 class GccReceiver:
-    def __init__(self, filter_name: str = "trendline") -> None:
+    def __init__(self, filter_name: str = "trendline", gains: str = "draft") -> None:
         self.groups = PacketGroups()
         self.filter: TrendlineEstimator | KalmanFilter = KalmanFilter() if filter_name == "kalman" \
             else TrendlineEstimator()
-        self.detector = OveruseDetector(filter_name)
+        self.detector = OveruseDetector(gains)
         self.rate = AimdRateController()
         self.window: deque[tuple[int, int]] = deque()  # (arrival, bytes) over the last RATE_WINDOW_NS
         self.window_bytes = 0

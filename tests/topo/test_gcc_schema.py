@@ -22,6 +22,8 @@ def test_defaults_and_given_values() -> None:
     (f,) = load_topology_text(gcc(", gcc: {min_rate: 100kbps, start_rate: 500kbps, max_rate: 2Mbps, filter: kalman}"),
                               SOURCE).flows
     assert f.gcc == GccParams(100e3, 500e3, 2e6, "kalman")
+    (f,) = load_topology_text(gcc(", gcc: {gains: libwebrtc}"), SOURCE).flows
+    assert f.gcc is not None and (f.gcc.gains, f.gcc.filter) == ("libwebrtc", "trendline")
     (f,) = load_topology_text(gcc(", r_max: 1Mbps"), SOURCE).flows
     assert f.gcc is not None and f.gcc.max_rate_bps == 1e6
     (f,) = load_topology_text(gcc(", r_max: 45kbps, gcc: {filter: kalman}"), SOURCE).flows
@@ -44,7 +46,9 @@ def test_bad_values_are_refused_with_the_line() -> None:
     expect_error(gcc(", gcc: {filter: median}"), "control: gcc", "flows[0].gcc.filter",
                  "unknown filter 'median' (known: trendline, kalman)")
     expect_error(gcc(", gcc: {beta: 0.9}"), "control: gcc", "flows[0].gcc.beta",
-                 "unknown key 'beta' (allowed: min_rate, max_rate, start_rate, filter)")
+                 "unknown key 'beta' (allowed: min_rate, max_rate, start_rate, filter, gains)")
+    expect_error(gcc(", gcc: {gains: strong}"), "control: gcc", "flows[0].gcc.gains",
+                 "unknown gains 'strong' (known: draft, libwebrtc)")
     expect_error(gcc(", gcc: 2Mbps"), "control: gcc", "flows[0].gcc", "expected a mapping")
     expect_error(gcc(", r_max: 1Mbps, gcc: {max_rate: 2Mbps}"), "control: gcc", "flows[0].gcc.max_rate",
                  "give its cap once")
