@@ -43,6 +43,8 @@ def test_a_workload_under_classes_completes_through_p4switch_with_a_law_per_clas
     flows = [FlowSpec("a", "h1_1", "h2_1", 60_000, 0), FlowSpec("b", "h1_2", "h2_1", 60_000, 0),
              FlowSpec("c", "h1_2", "h2_2", 60_000, 100_000_000)]
     run = run_fabric_netns(fabric_topology(spec, flows, "alinea-classes"), seed=1, run_ns=4_000_000_000)
+    if run.completed != 3:
+        N.skip_unless_kept_up({"realtime": run.realtime}, f"{run.completed} of 3 flows completed in 4 s")
     assert run.completed == 3, run.rows
     classes = {r.data_class for r in run.recorder.laws if not r.node.startswith("h")}
     assert {0, 1} <= classes, classes

@@ -47,6 +47,8 @@ def test_kernel_tcp_flows_take_the_spine_their_ports_hash_to() -> None:
     flows = [FlowSpec(f"f{i}", *pairs[i % 4], 8000 + 1000 * i, 40_000_000 * i) for i in range(12)]
     topo = fabric_topology(spec, flows, "tcp")
     run = run_fabric_netns(topo, seed=1, run_ns=3_000_000_000)
+    if run.completed != len(flows):
+        N.skip_unless_kept_up({"realtime": run.realtime}, f"{run.completed} of {len(flows)} flows completed in 3 s")
     assert run.completed == len(flows), run.rows
     data = {s: 0 for s in SPINES}
     acks = {s: 0 for s in SPINES}
