@@ -57,6 +57,11 @@ def _links_and_flows(t: Topology) -> list[str]:
             f"r_max {format_rate(f.r_max_bps)}" if f.r_max_bps is not None else "r_max (none)")
         if f.control == "tcp":
             cap = f"cc {f.cc}, " + (f"size {f.size_bytes} B" if f.size_bytes is not None else "bulk") + ", records of"
+        if f.control == "gcc" and f.gcc is not None:
+            g = f.gcc
+            top = format_rate(g.max_rate_bps) if g.max_rate_bps is not None else "its first link's rate"
+            cap = (f"gcc {format_rate(g.min_rate_bps)} .. {top} from {format_rate(g.start_bps())}, "
+                   f"{g.filter} filter, {g.gains} gains")
         stop = format_duration(f.stop_ns) if f.stop_ns is not None else "end"
         n = len(t.all_paths(f.src, f.dst)) if t.options.ecmp else 1
         path = " -> ".join(f.path) + (f" (one of {n} equal-cost paths: the 5-tuple hash picks)" if n > 1 else "")

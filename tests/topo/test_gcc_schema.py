@@ -88,3 +88,12 @@ def test_any_rates_load_in_order_or_are_refused_in_one_line(lo, start, hi, r_max
             assert getattr(p, f"{k}_bps") == v * 1e3 or (r_max is not None and getattr(p, f"{k}_bps") == r_max * 1e3)
     if r_max is not None:
         assert p.max_rate_bps == r_max * 1e3
+
+
+def test_show_prints_a_gcc_flows_parameters() -> None:
+    from topo.show import describe
+
+    out = describe(load_topology_text(gcc(", gcc: {min_rate: 100kbps, max_rate: 2Mbps, filter: kalman}"), SOURCE))
+    assert "gcc 100kbps .. 2Mbps from 300kbps, kalman filter, draft gains" in out
+    out = describe(load_topology_text(gcc(""), SOURCE))
+    assert "gcc 50kbps .. its first link's rate from 300kbps, trendline filter, draft gains" in out
