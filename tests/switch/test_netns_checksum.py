@@ -59,7 +59,7 @@ def test_kernel_udp_with_checksum_offload_on_reaches_the_other_host(routed_bed: 
         errors_before = snmp(h2.name, "Udp")["InCsumErrors"]
         for p in payloads:
             tx.sendto(p, (HOST_IP[2], UDP_PORT))
-        sent = N.collect(seen, lambda f: is_udp_to(UDP_PORT, f), 0.5)
+        sent = N.collect(seen, lambda f: is_udp_to(UDP_PORT, f), 30.0, want=len(payloads))
         rx.settimeout(5)
         for _ in payloads:
             try:
