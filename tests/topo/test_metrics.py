@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -329,3 +330,20 @@ def test_loss_at_a_receivers_playout_buffer_is_said_apart_from_the_networks() ->
     assert m["loss_receiver_packets"] == loss["receiver_buffer_overflow"]
     assert m["loss_network_packets"] + m["loss_receiver_packets"] == m["loss_packets"]
     assert "at the receivers' playout buffers" in format_table(("cvihis-rtm",), {"cvihis-rtm": [m]})
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
+    """The netns backend runs the same host code: its per-flow played counts add up to the sink's own
+    counter and the goodputs to it stay within its playout (whether or not the run kept real time)."""
+    from tests.switch import netns as N
+
+    N.require_netns()
+    topo = load_topology_text(TREE, "user.yaml")
+    r = run_experiment(topo, 3 * S, 1, tmp_path, plots=False, backend="netns")
+    last = {f.name: [x for x in r.recorder.flows if x.flow == f.name][-1].played for f in topo.flows}
+    host = [b for b in r.recorder.buffers if b.host == "S"][-1]
+    assert None not in last.values() and sum(last.values()) == host.played
+    assert all(f["goodput_of"] == "played" for f in r.summary["flows"].values())
+    assert sum(f["goodput_bps"] for f in r.summary["flows"].values()) <= 30e6 * 1.001
