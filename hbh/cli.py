@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import re
 import sys
+
+from runtime.arguments import ValueParser
 
 # (module, help) for every layer that contributes commands; imported lazily so that
 # `hbh --help` stays fast and a broken optional layer cannot hide the others.
@@ -24,21 +25,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-class HbhParser(argparse.ArgumentParser):
-    """An ArgumentParser that reads ``-5s``, ``-1Mbps``, ``-50%`` as an option's value, not an option.
-
-    Why: argparse takes only plain negative numbers (``-5``, ``-.5``) for values, so ``--duration -5s``
-    stopped at "expected one argument" and a usage dump, where ``--duration=-5s`` reaches the command's
-    own one-line error. No hbh option starts with a dash and a digit, so nothing else changes; every
-    sub-command's parser is made by this class (argparse gives sub-parsers their parent's class)."""
-
-    def __init__(self, *args: object, **kwargs: object) -> None:
-        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
-        self._negative_number_matcher = re.compile(r"^-\.?\d")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    parser = HbhParser(
+    parser = ValueParser(
         prog="hbh",
         description="Hop-by-hop ALINEA congestion control on P4 switches vs end-to-end CVIHIS.",
     )

@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from p4switch.tm import QUEUE_MODELS
+from runtime.arguments import ValueParser
 from runtime.sched import RealtimeScheduler
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
@@ -120,7 +121,7 @@ def _interface(text: str) -> tuple[int, str]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
+    p = ValueParser(  # `--port-delay -5ms` reaches _delay's one-line error (runtime/arguments.py)
         prog="p4switch",
         description="Run a P4_16 v1model program (P4 source) on Linux interfaces, with a P4Runtime gRPC "
                     "server and the BMv2 SimpleSwitch Thrift queue calls, like simple_switch_grpc.",

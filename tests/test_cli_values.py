@@ -29,7 +29,9 @@ def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser
 
 @functools.cache
 def every_parser() -> list[argparse.ArgumentParser]:
-    return list(parsers(build_parser()))
+    from p4switch.cli import build_parser as p4switch_parser
+
+    return [*parsers(build_parser()), p4switch_parser()]
 
 
 @given(number=st.from_regex(r"\.?[0-9][0-9.]*", fullmatch=True),
@@ -62,3 +64,15 @@ def test_a_dashed_value_gets_the_one_line_the_joined_form_gets(tmp_path: Path, c
     assert spaced.err == joined.err and spaced.out == joined.out == ""
     assert len(spaced.err.strip().splitlines()) == 1 and value in spaced.err and "usage:" not in spaced.err
     assert not list(tmp_path.rglob("runs/*.json"))  # nothing ran
+
+
+def test_p4switch_gives_a_dashed_delay_the_error_the_joined_form_gets(capsys: pytest.CaptureFixture[str]) -> None:
+    from p4switch.cli import build_parser as p4switch_parser
+
+    errors = []
+    for argv in (["--port-delay=-5ms", "x.p4"], ["--port-delay", "-5ms", "x.p4"]):
+        with pytest.raises(SystemExit) as exit_:
+            p4switch_parser().parse_args(argv)
+        assert exit_.value.code == 2
+        errors.append(capsys.readouterr().err.strip().splitlines()[-1])
+    assert errors[0] == errors[1] and "the delay must be >= 0" in errors[1]
