@@ -57,8 +57,10 @@ def comparison_sections(raw: Path) -> list[str]:
            f"`hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm --seeds {COMPARE_SEEDS} --duration "
            f"{COMPARE_DURATION}` (the control replaces the flow's control; same topology, same seeds). Cells: "
            "mean ± 95 % Student-t half-width over the seeds. The end-to-end runs use the same switches and "
-           "modelled buffers, no rate is ever set (docs/cvihis.md); their reaction time is the sources' "
-           "sending rate falling 5 %, ALINEA's the regulating hop's rate (topo/summary.py).", ""]
+           "modelled buffers, no rate is ever set (docs/cvihis.md). The reaction time is, for every control, the "
+           "sources' sending rate, read from their packets, falling 5 % after the drop (under ALINEA it comes "
+           "after the hops between the drop and the source have passed the cut back); docs/metrics.md defines "
+           "every row.", ""]
     for name in ("paper-5router", "capacity-drop"):
         print(f"comparing on {name} ...", file=sys.stderr, flush=True)
         c = compare(str(ROOT / "topo" / f"{name}.yaml"), "alinea,cvihis-rtm,cvihis-blm", COMPARE_SEEDS,
