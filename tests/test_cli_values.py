@@ -30,8 +30,9 @@ def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser
 @functools.cache
 def every_parser() -> list[argparse.ArgumentParser]:
     from p4switch.cli import build_parser as p4switch_parser
+    from topo.fabric import _parser as fabric_parser
 
-    return [*parsers(build_parser()), p4switch_parser()]
+    return [*parsers(build_parser()), p4switch_parser(), fabric_parser()]
 
 
 @given(number=st.from_regex(r"\.?[0-9][0-9.]*", fullmatch=True),

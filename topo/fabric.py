@@ -38,6 +38,7 @@ from controlplane.agent import MAX_CLASSES
 from controlplane.units import parse_duration_ns, parse_rate
 from hosts.datagram import DATA_PORT
 from p4switch.pipeline.algorithms import crc16
+from runtime.arguments import ValueParser
 from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
 from topo.model import Topology
 from topo.record import Recorder
@@ -267,7 +268,7 @@ def _hashed(run: FabricRun) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m topo.fabric", description=__doc__.split("\n\n")[0])
+    p = ValueParser(prog="python -m topo.fabric", description=__doc__.split("\n\n")[0])  # runtime/arguments.py
     p.add_argument("--cdf", default="websearch", help="websearch, datamining, or a CDF file")
     p.add_argument("--load", type=float, default=0.5, help="offered load, a fraction of the host links")
     p.add_argument("--control", default="alinea", choices=sorted(FABRIC_CONTROLS))
