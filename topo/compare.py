@@ -40,14 +40,15 @@ DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("loss_packets", "loss (packets)", "{:.0f}"),
     ("loss_pct", "loss (%)", "{:.3f}"),
-    ("loss_network_packets", "  in the network and NIC queues (packets)", "{:.0f}"),
-    ("loss_receiver_packets", "  at the receivers' playout buffers (packets)", "{:.0f}"),
+    ("loss_network_packets", "loss in the network and NIC queues (packets)", "{:.0f}"),
+    ("loss_receiver_packets", "loss at the receivers' playout buffers (packets)", "{:.0f}"),
     ("owd_mean_ms", "OWD mean (ms)", "{:.1f}"),
     ("owd_p50_ms", "OWD p50 (ms)", "{:.1f}"),
     ("owd_p99_ms", "OWD p99 (ms)", "{:.1f}"),
     ("utilisation", "bottleneck utilisation", "{:.3f}"),
     ("goodput_kbps", "total goodput (kb/s)", "{:.0f}"),
     ("convergence_s", "convergence (s)", "{:.2f}"),
+    ("hop_reaction_s", "hop's reaction to the capacity drop (s)", "{:.3f}"),
     ("reaction_s", "sources' reaction to the capacity drop (s)", "{:.3f}"),
     ("rate_cv", "rate CV", "{:.3f}"),
     ("jain", "Jain's index", "{:.4f}"),
@@ -92,6 +93,7 @@ def run_metrics(summary: dict[str, Any], link_rates: dict[str, float], active: l
     # the sources' reaction, measured from the packets in every control (hop by hop the regulating
     # hop's own reaction_s is in the summary too): one definition across the table's columns
     reaction = events[0].get("source_reaction_s") if events else None
+    hop_reaction = events[0].get("reaction_s") if events else None
     cvs = [f["rate_cv"] for f in flows if f.get("rate_cv") is not None]
     overflow = loss.get("receiver_buffer_overflow")
     return {"loss_packets": float(loss["total"]), "loss_pct": 100.0 * loss["total"] / sent if sent else None,
@@ -100,7 +102,8 @@ def run_metrics(summary: dict[str, Any], link_rates: dict[str, float], active: l
             "owd_mean_ms": mean([o["mean"] for o in owd]), "owd_p50_ms": mean([o["p50"] for o in owd]),
             "owd_p99_ms": mean([o["p99"] for o in owd]), "utilisation": utilisation,
             "goodput_kbps": sum(float(f["goodput_bps"]) for f in flows) / 1e3,
-            "convergence_s": summary["convergence_s"], "reaction_s": reaction, "rate_cv": mean(cvs), "jain": fair}
+            "convergence_s": summary["convergence_s"], "hop_reaction_s": hop_reaction, "reaction_s": reaction,
+            "rate_cv": mean(cvs), "jain": fair}
 
 
 def run_reasons(summary: dict[str, Any]) -> dict[str, str]:
@@ -111,9 +114,14 @@ def run_reasons(summary: dict[str, Any]) -> dict[str, str]:
         why["convergence_s"] = "no law (end to end)" if not conv.get("over") and "end to end" in conv["why"] \
             else conv["why"]
     if not summary["events"]:
-        why["reaction_s"] = "no capacity drop in the topology"
-    elif summary["events"][0].get("source_reaction_s") is None:
-        why["reaction_s"] = "the sources did not cut their rate by 5 %"
+        why["reaction_s"] = why["hop_reaction_s"] = "no capacity drop in the topology"
+    else:
+        ev = summary["events"][0]
+        if ev.get("source_reaction_s") is None:
+            why["reaction_s"] = "the sources did not cut their rate by 5 %"
+        if ev.get("reaction_s") is None:
+            why["hop_reaction_s"] = ("no hop sets a rate (end to end)" if "regulator" not in ev
+                                     else "the hop did not cut its rate by 5 %")
     neck = summary.get("bottleneck") or {}
     if neck.get("jain") is None and neck.get("why"):
         why["jain"] = f"{neck['why']} at the bottleneck" if neck.get("link") else neck["why"]

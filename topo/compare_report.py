@@ -90,8 +90,10 @@ def write_report(path: Path, name: str, controls: tuple[str, ...], seeds: tuple[
         "(the application's buffer, which only hop-by-hop control sees: docs/compare.md) and the rest; "
         "delay, goodput and rate CV over each flow's window (the second half, or its own lifetime); "
         "utilisation over the second half at the bottleneck, the slowest resource that carried traffic (a link "
-        "at its rate at the end of the run, or a host's playout); reaction: the sources' sending rate, from the packets, falling 5 % after the first capacity "
-        "drop; Jain's index over the goodputs of the flows that cross the bottleneck.", "",
+        "at its rate at the end of the run, or a host's playout); reaction to the first capacity drop: the "
+        "rate set by the hop in front of the shrunken link (hop by hop only) and the sources' sending rate, "
+        "from their packets (every control), falling 5 %; Jain's index over the goodputs of the flows that "
+        "cross the bottleneck.", "",
         *([note, ""] if note else []),
         markdown_table(controls, table, reasons), "", "## Per-flow goodput", "", flow_table(controls, summaries), "",
         "Figures: compare_occupancy.png (one panel per queue where packets wait, named by the link they wait "

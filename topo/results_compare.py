@@ -57,10 +57,11 @@ def comparison_sections(raw: Path) -> list[str]:
            f"`hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm --seeds {COMPARE_SEEDS} --duration "
            f"{COMPARE_DURATION}` (the control replaces the flow's control; same topology, same seeds). Cells: "
            "mean ± 95 % Student-t half-width over the seeds. The end-to-end runs use the same switches and "
-           "modelled buffers, no rate is ever set (docs/cvihis.md). The reaction time is, for every control, the "
-           "sources' sending rate, read from their packets, falling 5 % after the drop (under ALINEA it comes "
-           "after the hops between the drop and the source have passed the cut back); docs/metrics.md defines "
-           "every row.", ""]
+           "modelled buffers, no rate is ever set (docs/cvihis.md). The sources' reaction is, for every control, "
+           "their sending rate, read from their packets, falling 5 % after the drop (under ALINEA it comes "
+           "after the hops between the drop and the source have passed the cut back); the hop's reaction, "
+           "ALINEA's alone, is the rate of the hop in front of the shrunken link falling 5 %; docs/metrics.md "
+           "defines every row.", ""]
     for name in ("paper-5router", "capacity-drop"):
         print(f"comparing on {name} ...", file=sys.stderr, flush=True)
         c = compare(str(ROOT / "topo" / f"{name}.yaml"), "alinea,cvihis-rtm,cvihis-blm", COMPARE_SEEDS,
