@@ -150,10 +150,15 @@ def check_invariants(topo: Topology, recorder: Recorder, summary: Mapping[str, A
     """Every invariant's violations (empty: the run is consistent). ``end_state`` None: only the
     checks the recorder alone supports."""
     out: list[Violation] = []
-    out += _conservation(topo, recorder, end_state)
-    out += _link_rate(topo, recorder, end_state)
-    out += _host_capacity(topo, recorder, end_state)
-    out += _counters_agree(topo, recorder, summary, end_state)
+    checks = (("conservation", lambda: _conservation(topo, recorder, end_state)),
+              ("link_rate", lambda: _link_rate(topo, recorder, end_state)),
+              ("host_capacity", lambda: _host_capacity(topo, recorder, end_state)),
+              ("counters_agree", lambda: _counters_agree(topo, recorder, summary, end_state)))
+    for name, check in checks:
+        try:
+            out += check()
+        except Exception as exc:  # noqa: BLE001 - a checker's own fault must not cost the run its results
+            out.append(Violation(name, f"could not be checked: {type(exc).__name__}: {' '.join(str(exc).split())}"))
     return out
 
 

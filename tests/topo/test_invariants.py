@@ -400,3 +400,11 @@ def test_conservation_of_a_playout_buffer_at_every_sample() -> None:
     assert "flow a played 101 packets of 100 received" in check_invariants(t, with_played({"a": 101, "b": 49}), {},
                                                                              None)[0].detail
     assert "add up to 148" in check_invariants(t, with_played({"a": 99, "b": 49}), {}, None)[0].detail
+
+
+def test_an_empty_run_breaks_nothing_and_a_checkers_fault_is_a_violation_not_a_crash() -> None:
+    t = topo()
+    assert check_invariants(t, Recorder(), {}, EndState("sim")) == []
+    odd = Recorder(links=[LinkSample(S, "R1", "nowhere", 10, 1e6)])  # a link the topology does not have
+    found = check_invariants(t, odd, {}, None)
+    assert names(found) == ["link_rate"] and found[0].detail.startswith("could not be checked: ")
