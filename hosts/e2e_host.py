@@ -210,7 +210,8 @@ class GccSource:
         c = self.core
         return {"rate_bps": round(c.target_bps), "loss_based_bps": round(c.loss.rate_bps),
                 "remb_bps": None if c.loss.remb_bps is None else round(c.loss.remb_bps),
-                "rtt_ms": None if c.rtt_ns is None else round(c.rtt_ns / 1e6, 3), "reports": c.reports}
+                "rtt_ms": None if c.rtt_ns is None else round(c.rtt_ns / 1e6, 3), "reports": c.reports,
+                "frames": c.frames}
 
 
 @dataclass

@@ -13,8 +13,6 @@ receiver's rate controller needs it (its response time).
 
 from __future__ import annotations
 
-from collections import deque
-
 from hosts.gcc.loss import LossController
 from hosts.gcc.params import GccParams
 from hosts.gcc.wire import GccReport
@@ -43,7 +41,6 @@ class GccSender:
         self.rtt_ns: float | None = None
         self.reports = 0
         self.frames = 0
-        self.history: deque[tuple[int, float]] = deque(maxlen=4096)  # (time, target) at each change
 
     @property
     def target_bps(self) -> float:
@@ -81,7 +78,6 @@ class GccSender:
 
     def on_report(self, now_ns: int, r: GccReport) -> None:
         self.reports += 1
-        before = self.target_bps
         if not r.early:
             sample = now_ns - r.echo_ts_ns - r.hold_us * 1000
             if 0 < sample < 60 * NS:
@@ -90,5 +86,3 @@ class GccSender:
             self.loss.on_remb(float(r.remb_bps))
         if not r.early:
             self.loss.on_loss(r.loss_fraction)
-        if self.target_bps != before:
-            self.history.append((now_ns, self.target_bps))

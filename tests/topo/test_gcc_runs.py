@@ -94,6 +94,7 @@ def test_clock_offsets_change_nothing() -> None:
                   .replace("H2: {kind: host}", "H2: {kind: host, clock_offset: 3s}")
     a, b = run(text, 20), run(shifted, 20)
     assert a["flows"]["f1"]["control"] == b["flows"]["f1"]["control"]
+    assert 30 * 19.8 <= a["flows"]["f1"]["control"]["frames"] <= 30 * 20 + 1  # 30 frames/s from a start within 0.2 s
     assert a["flows"]["f1"]["goodput_bps"] == b["flows"]["f1"]["goodput_bps"]
 
 
