@@ -4,6 +4,7 @@ refusals before anything runs, and no Ray process left behind (also after Ctrl-C
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import signal
@@ -17,10 +18,27 @@ from pathlib import Path
 import pytest
 
 from hbh.cli import main
+from tests.wakeups import busy_thread_share
+from topo.sweep.grammar import SweepError
 from topo.sweep.run import plan_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPO = str(ROOT / "topo" / "paper-1router.yaml")
+
+
+#: What a Ray that could not come up in time says (its raylet has 30 s to register, hard-coded in
+#: ray/_private/node.py; a cluster's head likewise), through hbh sweep's one-line errors.
+RAY_SLOW_START = ("timed out during startup", "cannot start a local Ray instance", "cannot join the Ray cluster")
+
+
+def skip_if_ray_could_not_start_on_a_loaded_machine(message: str) -> None:
+    """Skip when Ray failed to come up while the machine gave a busy thread less than 90 % of a core:
+    Ray's own start-up deadline, not the sweep, failed then. On an idle machine it fails the test."""
+    if any(m in message for m in RAY_SLOW_START):
+        share = busy_thread_share()
+        if share < 0.9:
+            pytest.skip(f"Ray did not start in time ({message.strip().splitlines()[-1][:200]}) on a machine that "
+                        f"gives a busy thread {100 * share:.0f} % of a core now")
 
 
 def small_sweep(seeds: str = "1-2", duration: str = "2s"):
@@ -52,7 +70,12 @@ def ray_root():
 @pytest.mark.slow
 def test_serial_and_ray_give_identical_runs_csv_and_ray_leaves_nothing(tmp_path, ray_root, capfd, caplog):
     serial = run_sweep(small_sweep(), tmp_path / "serial", serial=True, progress=False, plots=False)
-    on_ray = run_sweep(small_sweep(), tmp_path / "ray", jobs=2, progress=False, plots=False, ray_temp_root=ray_root)
+    try:
+        on_ray = run_sweep(small_sweep(), tmp_path / "ray", jobs=2, progress=False, plots=False,
+                           ray_temp_root=ray_root)
+    except SweepError as exc:
+        skip_if_ray_could_not_start_on_a_loaded_machine(str(exc))
+        raise
     assert serial.ran == on_ray.ran == 4 and not serial.failures and not on_ray.failures
     assert (tmp_path / "serial" / "runs.csv").read_text() == (tmp_path / "ray" / "runs.csv").read_text()
     assert processes_under(str(ray_root)) == []
@@ -104,6 +127,12 @@ def test_a_killed_sweep_resumes_with_only_the_missing_runs(tmp_path):
         proc.wait(timeout=30)
     before = {p.name: p.stat().st_mtime_ns for p in (out / "runs").glob("*.json")}
     assert 0 < len(before) < 8, "the sweep was not killed midway"
+    from topo.sweep.code import code_digest
+
+    made_by = {json.loads(p.read_text())["code"] for p in (out / "runs").glob("*.json")}
+    if made_by != {code_digest()}:  # a record names the code that made it (topo/sweep/code.py)
+        pytest.skip("the sources changed between the killed sweep's start and this process's: its runs are "
+                    "rightly not reused (someone is editing this tree)")
     result = run_sweep(plan_sweep(TOPO, ["alinea.o_max=0.6,0.9"], None, "1-4", "3s"), out, serial=True,
                        progress=False, plots=False)
     assert (result.skipped, result.ran) == (len(before), 8 - len(before))
@@ -163,6 +192,8 @@ def test_ctrl_c_on_a_ray_sweep_leaves_no_ray_process(tmp_path, ray_root):
         deadline = time.monotonic() + 180
         while time.monotonic() < deadline and not list((out / "runs").glob("*.json")) and proc.poll() is None:
             time.sleep(0.05)
+        if proc.poll() is not None:
+            skip_if_ray_could_not_start_on_a_loaded_machine(log.read_text())
         assert proc.poll() is None, "the sweep ended before it could be interrupted"
         assert processes_under(str(ray_root)), "no Ray process found under the sweep's temp root"
         proc.send_signal(signal.SIGINT)
@@ -215,6 +246,8 @@ def test_a_sweep_joins_a_running_cluster_and_leaves_it_running(tmp_path, ray_roo
                                "--seeds", "1-2", "--duration", "2s", "--out", str(out), "--address",
                                f"127.0.0.1:{port}", "--no-progress", "--no-plots"], env=env, timeout=300,
                               capture_output=True, text=True)
+        if done.returncode != 0:
+            skip_if_ray_could_not_start_on_a_loaded_machine(done.stderr)
         assert done.returncode == 0, done.stderr[-2000:]
         assert head.poll() is None  # a joined cluster is not stopped by the sweep
         run_sweep(small_sweep(), tmp_path / "serial", serial=True, progress=False, plots=False)
