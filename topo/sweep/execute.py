@@ -189,4 +189,5 @@ def _init(ray: Any, address: str | None, jobs: int | None, temp_dir: str | None)
         raise
     except Exception as exc:  # noqa: BLE001 -- Ray raises many kinds; the user needs one line
         what = f"--address {address}: cannot join the Ray cluster" if address else "cannot start a local Ray instance"
-        raise SweepError(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}") from None
+        hint = "" if address else " (--serial runs the sweep without Ray)"
+        raise SweepError(f"{what}: {type(exc).__name__}: {' '.join(str(exc).split())[:300]}{hint}") from None
