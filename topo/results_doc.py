@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 #: The generators of the document's sections, in its order ("paper": the summary and the runs of
 #: the shipped files and their variants, with their figures).
-SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation")
+SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc")
 
 
 def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -135,6 +135,10 @@ def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
         from topo.tcp_validation import results_section
 
         return results_section()
+    if name == "gcc":  # issue 48: GCC beside RTM in Carlucci et al.'s settings
+        from topo.results_gcc import results_section as gcc_section
+
+        return gcc_section()
     from topo.results_fabric import fabric_sections
 
     return fabric_sections(figures, doc_dir)

@@ -154,3 +154,19 @@ def test_results_gcc_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys) -
         assert main(args) == 2
         err = capsys.readouterr().err
         assert needle in err and err.count("\n") == 1
+
+
+@pytest.mark.slow
+def test_results_section_is_one_spliceable_section_with_every_row() -> None:
+    """docs/results.md's GCC section (topo.results_doc --only gcc): one ``## `` section, the published
+    figures, then a row per setting and control (4 capacities x 2, three flows x 2, cubic x 2, and the
+    Kalman and libwebrtc-gains rows)."""
+    from topo.results_gcc import results_section
+    from topo.results_splice import splice_sections
+
+    lines = results_section("1", 2.0)
+    assert lines[0].startswith("## GCC beside CVIHIS RTM") and sum(line.startswith("## ") for line in lines) == 1
+    rows = [line for line in lines if line.startswith(("| one flow |", "| three flows |", "| against one cubic |"))]
+    assert len(rows) == 4 * 2 + 2 + 2 + 2
+    doc = splice_sections("# results\n\n## Other\n\ntext\n", lines)
+    assert doc.count("## GCC beside CVIHIS RTM") == 1 and "## Other" in doc
