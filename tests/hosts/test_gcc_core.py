@@ -333,3 +333,21 @@ def test_the_wire_format_example_is_what_the_codec_writes() -> None:
     r = decode_report(data)
     assert r == GccReport(850_000, 12_345_678_901, 2500, 4321, 7, 13, False, 0, 1)
     assert encode_report(r) == data
+
+
+@given(st.floats(1e4, 1e6), st.floats(1e6, 1e8),
+       st.lists(st.tuples(st.integers(0, 2 * S), st.one_of(st.none(), st.integers(1, 10**10)), st.integers(0, 255),
+                          st.booleans()), max_size=100))
+def test_a_senders_target_stays_within_its_rates_for_any_reports(lo: float, hi: float,
+                                                                 reports: list[tuple[int, int | None, int, bool]]) -> None:
+    """The whole sender (loss controller under the REMB, the source, the pacer) for any report sequence:
+    its target stays in [min_rate, max_rate], and the source paces at 2.5 times it."""
+    tx = GccSender(GccParams(lo, lo, hi), 1000)
+    now = 0
+    for dt, remb, frac, early in reports:
+        now += dt
+        tx.on_report(now, GccReport(remb, max(now - 10**6, 0), 0, 0, 0, frac, early))
+        assert lo <= tx.target_bps <= hi
+        assert tx.next_send_ns(now) >= now
+        gap = tx._gap_ns()
+        assert gap == max(1, round(8000 * S / (2.5 * tx.target_bps)))
