@@ -18,7 +18,7 @@ CARGO_DIR := $(shell for c in "$$CARGO_HOME/bin/cargo" "$$HOME/.cargo/bin/cargo"
   [ -x "$$c" ] && v=$$("$$c" --version 2>/dev/null | cut -d' ' -f2) && \
   [ "$$(printf '%s\n%s\n' $(RUST_MIN) "$$v" | sort -V | head -1)" = "$(RUST_MIN)" ] && { dirname "$$c"; break; }; done)
 
-.PHONY: setup sysdeps engine test lint pytest p4 bench ns3-venv conformance demo fuzz results map tcp-validation clean
+.PHONY: setup sysdeps engine test lint pytest p4 bench ns3-venv conformance demo fuzz fuzz-topo results map tcp-validation clean
 
 # The control path's modules compiled by mypyc (controlplane/native.py lists them): extension
 # modules beside their sources; any change in controlplane/ rebuilds them (mypy checks what they import).
@@ -113,6 +113,11 @@ bench: setup ns3-venv
 
 fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
+
+# Random topologies (tests/topo/topogen.py) in short simulator runs under the invariants; an all-ALINEA
+# one must lose nothing unless the loop analysis warned. Failures kept in build/fuzz-topo/ (about an hour).
+fuzz-topo: setup
+	$(PY) -m tests.topo.fuzz_topo --count $(or $(FUZZ_TOPO_COUNT),2000) --seed $(or $(FUZZ_TOPO_SEED),1) --out build/fuzz-topo
 
 # A second `make demo` reuses the comparison runs in results/demo/runs that this code made (and says
 # so); `make demo DEMO_ARGS=--rerun` simulates them again.

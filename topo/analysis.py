@@ -21,6 +21,7 @@ from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from topo.fluid_network import LOSS_PKTS, NetworkPeak, network_peaks, smallest_scale
 from topo.model import Topology
 from topo.plan import law_frames
+from topo.routes import routed_paths
 
 __all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
            "buffer_of", "feeding_links", "with_remedy"]
@@ -97,6 +98,10 @@ def _bdp(loop: Loop, pkts: int) -> str:
     return f"{pkts / bdp:.1f} x the bandwidth-delay product" if bdp > 0 else "no delay"
 
 
+def _hops(path: tuple[str, ...]) -> list[DirectedLink]:
+    return list(zip(path, path[1:]))
+
+
 def loop_delay_s(topo: Topology, u: str, v: str, bits: int) -> float:
     """Command to effect, the report's sampling aside: the link's propagation both ways, one
     packet's serialization, and when u is a switch the control latency. On BMv2's queues a rate
@@ -111,15 +116,17 @@ def loop_delay_s(topo: Topology, u: str, v: str, bits: int) -> float:
 
 def alinea_links(topo: Topology) -> set[DirectedLink]:
     """The directed links an ALINEA flow crosses (the laws that regulate traffic)."""
-    return {(a, b) for f in topo.flows if f.control == "alinea" for a, b in zip(f.path, f.path[1:])}
+    paths = routed_paths(topo)
+    return {(a, b) for f in topo.flows if f.control == "alinea" for a, b in _hops(paths[f.name])}
 
 
 def downstream_drain(topo: Topology, u: str, v: str) -> float:
     """What v forwards of the flows that cross u -> v: per flow the slowest link behind v (and
     the receiver's playout), summed."""
     total = 0.0
+    paths = routed_paths(topo)
     for f in topo.flows:
-        hops = list(zip(f.path, f.path[1:]))
+        hops = _hops(paths[f.name])
         if (u, v) not in hops:
             continue
         rest = hops[hops.index((u, v)) + 1:]
@@ -176,12 +183,14 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
     packets, u's wait, so each such link is a packet the buffer must have room for. 0 when that
     queue drains faster than those links can feed it (it never builds)."""
     pairs = set()  # (the link's far end, where the packets go on from v; None: v receives them)
+    paths = routed_paths(topo)
     for f in topo.flows:
         if f.control != "alinea":
             continue
-        for i in range(1, len(f.path)):
-            if f.path[i] == v:
-                pairs.add((f.path[i - 1], f.path[i + 1] if i + 1 < len(f.path) else None))
+        path = paths[f.name]
+        for i in range(1, len(path)):
+            if path[i] == v:
+                pairs.add((path[i - 1], path[i + 1] if i + 1 < len(path) else None))
     onward = {nxt for p, nxt in pairs if p == u}
     feeders = {p for p, nxt in pairs if nxt in onward} or {u}
     feed_bps = sum(topo.link_between(p, v).rate_bps for p in feeders)

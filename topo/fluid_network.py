@@ -10,7 +10,7 @@ x500 row; docs/alinea.md, "The hops together"). This model runs all the laws tog
 controllers the runs use: the law (:class:`~controlplane.alinea.AlineaLaw`), and around it what a
 switch agent and an ALINEA host add to each report (:mod:`topo.fluid_control`).
 
-The plant, stepped every ``dt`` (an eighth of the shortest report interval or link delay, longer if a
+The plant, stepped every ``dt`` (an eighth of the shortest report interval, longer if a
 run would take more than ``MAX_STEPS``):
 
 * an ALINEA flow's source sends at its law's rate toward the first hop (at most the link's);
@@ -39,17 +39,32 @@ from dataclasses import dataclass, field
 from topo.fluid_control import HostControl, SwitchControl
 from topo.model import Topology
 from topo.plan import packet_bytes_over
+from topo.routes import routed_paths
 
 __all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "smallest_scale"]
 
 DirectedLink = tuple[str, str]
-#: The model's steps over a run at most (dt grows to keep to it).
-MAX_STEPS = 200_000
+#: The model's steps over a run at most (dt grows to keep to it): its cost before a run is about
+#: this many steps of every flow's hops, and the remedy's runs (``smallest_scale``) REMEDY_STEPS
+#: each. A fast loop's interval then rounds to whole steps (a few at the least), which the law is
+#: told (its a = T / (C L) follows), so the loop the model runs is the one it reports on.
+MAX_STEPS = 25_000
+REMEDY_STEPS = 8_000
 STEPS_PER_INTERVAL = 8
 #: Packets the model may lose before it counts as loss: a fluid overflow by a packet or so is
 #: within what the model leaves out (docs/alinea.md, "The hops together").
 LOSS_PKTS = 3.0
 NS = 1_000_000_000
+#: The model stops early once two consecutive windows of at least SETTLE_MIN_S and SETTLE_INTERVALS
+#: report intervals plus loop delays (of the slowest buffer) span the same envelope, within
+#: PACKET_TOLERANCE packets of every buffer and RATE_TOLERANCE of every law's link rate, without a loss
+#: in the later one, past the last timed event: settled, or a limit cycle that repeats its peaks.
+#: What is left of the run cannot reach a higher peak than what the model has seen (docs/alinea.md,
+#: "The hops together").
+SETTLE_MIN_S = 0.25
+SETTLE_INTERVALS = 40
+PACKET_TOLERANCE = 0.5
+RATE_TOLERANCE = 0.005
 
 
 @dataclass(frozen=True)
@@ -106,24 +121,29 @@ class _Leg:
     held: float = 0.0
 
 
-def _step_s(topo: Topology, intervals_us: list[int], duration_s: float) -> float:
-    shortest = [iv / 1e6 for iv in intervals_us] + [link.delay_ns / 1e9 for link in topo.links if link.delay_ns > 0]
-    return max(min(shortest) / STEPS_PER_INTERVAL, duration_s / MAX_STEPS)
+def _step_s(topo: Topology, intervals_us: list[int], duration_s: float, max_steps: int = MAX_STEPS) -> float:
+    """An eighth of the shortest report interval: the loops' time scale. A link delay shorter than
+    that is rounded to whole steps (at most 1/16 of an interval off): stepping at a 0.1 ms link's
+    delay under 4 ms reports cost forty times the steps and changed nothing the reports see."""
+    shortest = [iv / 1e6 for iv in intervals_us if iv > 0] or [link.delay_ns / 1e9 for link in topo.links
+                                                              if link.delay_ns > 0] or [duration_s]
+    return max(min(shortest) / STEPS_PER_INTERVAL, duration_s / max_steps)
 
 
-def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0) -> list[NetworkPeak]:
+def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0,
+                  max_steps: int = MAX_STEPS) -> list[NetworkPeak]:
     """Run every law carrying an ALINEA flow together for ``duration_s``; one entry per buffer.
 
     ``buffers_scale`` multiplies every buffer (the targets kept as fractions)."""
-    return _Network(topo, duration_s, buffers_scale).run()
+    return _Network(topo, duration_s, buffers_scale, max_steps).run()
 
 
-def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 3) -> float | None:
+def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 1) -> float | None:
     """About the smallest factor (up to 2^limit) by which every buffer must grow for the model to
     lose nothing (fewer than ``LOSS_PKTS``): doubling until it holds, then ``refine`` bisections
-    (to 1/8 of the last doubling); None if none up to 2^limit."""
+    (one: to half the last doubling, within the remedy's own coarser steps); None if none up to 2^limit."""
     def holds(scale: float) -> bool:
-        return all(p.lost_pkts < LOSS_PKTS for p in network_peaks(topo, duration_s, scale))
+        return all(p.lost_pkts < LOSS_PKTS for p in network_peaks(topo, duration_s, scale, REMEDY_STEPS))
 
     lo = 1.0
     for n in range(1, limit + 1):
@@ -139,27 +159,64 @@ def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: in
     return hi
 
 
+class _Envelope:
+    """The lowest and highest value of each state variable over the current and the last window."""
+
+    def __init__(self) -> None:
+        self.low: list[float] | None = None
+        self.high: list[float] | None = None
+        self.last: tuple[list[float], list[float]] | None = None
+        self.lost = 0.0
+
+    def sample(self, state: list[float]) -> None:
+        if self.low is None or self.high is None:
+            self.low, self.high = list(state), list(state)
+            return
+        low, high = self.low, self.high
+        for i, x in enumerate(state):
+            if x < low[i]:
+                low[i] = x
+            elif x > high[i]:
+                high[i] = x
+
+    def close_window(self, lost: float) -> bool:
+        """Start a new window; True when the one that ends spans the one before it, within one unit
+        of tolerance (the state was scaled by its tolerance), and lost nothing."""
+        if self.low is None or self.high is None:
+            return False
+        current = (self.low, self.high)
+        same = self.last is not None and lost == self.lost and all(
+            abs(a - b) <= 1.0 and abs(c - d) <= 1.0
+            for a, b, c, d in zip(current[0], self.last[0], current[1], self.last[1]))
+        self.last, self.low, self.high, self.lost = current, None, None, lost
+        return same
+
+
 class _Network:
-    def __init__(self, topo: Topology, duration_s: float, scale: float) -> None:
+    def __init__(self, topo: Topology, duration_s: float, scale: float, max_steps: int = MAX_STEPS) -> None:
         self.topo = topo
         self.duration_s = duration_s
         self.fixed = topo.options.queue_model == "bmv2"
-        flows = [f for f in topo.flows if f.control == "alinea" and len(f.path) > 1]
-        keys = sorted({(b, a) for f in flows for a, b in zip(f.path, f.path[1:]) if self._reports(b, a)})
-        self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s)
-        self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for f in flows for a, b in zip(f.path, f.path[1:])}
+        routed = routed_paths(topo)
+        paths = [routed[f.name] for f in topo.flows if f.control == "alinea" and len(f.path) > 1]
+        keys = sorted({(b, a) for path in paths for a, b in zip(path, path[1:]) if self._reports(b, a)})
+        self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s, max_steps)
+        self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for path in paths for a, b in zip(path, path[1:])}
+        self.bits = {key: 8 * packet_bytes_over(topo, *key) for key in self.link_bps}
         self.buffers = {k: self._buffer(k, scale) for k in keys}
         self.egress: dict[DirectedLink, _Egress] = {}
         self.senders: dict[DirectedLink, list[_Leg]] = {}
         self.legs: list[_Leg] = []
-        for f in flows:
-            self._route(f.path)
+        for path in paths:
+            self._route(path)
         self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
         self.sent = {key: 0.0 for key in self.senders}
         self.receivers = [leg for leg in self.legs if leg.buffer is not None and leg.buffer.drain_pps is not None]
         self.events = sorted((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
                              if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None)
         self.reports: list[tuple[int, int, DirectedLink, int, bool, int, int]] = []  # a heap on arrival step
+        self.stopped_s: float | None = None  # the model settled here, before the end (None: it ran to the end)
+        self.sample_steps = 1
         self._seq = 0
 
     # ---- set-up ---------------------------------------------------------------------------------
@@ -170,7 +227,8 @@ class _Network:
         return self.topo.ports.get(key) or self.topo.host_buffers[key]
 
     def _bits(self, a: str, b: str) -> int:
-        return 8 * packet_bytes_over(self.topo, a, b)
+        bits = self.bits.get((a, b))
+        return 8 * packet_bytes_over(self.topo, a, b) if bits is None else bits
 
     def _route(self, path: tuple[str, ...]) -> None:
         legs = []
@@ -205,6 +263,9 @@ class _Network:
 
     # ---- the run --------------------------------------------------------------------------------
     def run(self) -> list[NetworkPeak]:
+        window = self._window_steps()
+        last_event = max((at for at, _, _ in self.events), default=0.0)
+        envelope = _Envelope()
         for k in range(int(self.duration_s / self.dt)):
             while self.events and self.events[0][0] <= k * self.dt:
                 self._link_rate(*self.events.pop(0)[1:])
@@ -212,7 +273,31 @@ class _Network:
             self._serve()
             self._send()
             self._report(k)
+            if k % self.sample_steps == 0:
+                envelope.sample(self._state())
+                if k and k % window == 0 and envelope.close_window(self._lost()) and k * self.dt > last_event:
+                    self.stopped_s = k * self.dt
+                    break
         return [NetworkPeak(b.key, b.capacity, b.peak, b.lost, b.first_loss_s) for b in self.buffers.values()]
+
+    def _window_steps(self) -> int:
+        """Steps of one settling window: long enough to hold several periods of any loop's
+        oscillation (``SETTLE_INTERVALS`` report intervals and loop delays of the slowest buffer),
+        and at least ``SETTLE_MIN_S``; a multiple of the sampling step."""
+        longest = max((b.interval_steps + b.report_steps for b in self.buffers.values()), default=1)
+        self.sample_steps = max(1, min((b.interval_steps for b in self.buffers.values()), default=1))
+        steps = max(SETTLE_INTERVALS * longest, round(SETTLE_MIN_S / self.dt))
+        return max(1, steps // self.sample_steps) * self.sample_steps
+
+    def _state(self) -> list[float]:
+        """What must stop moving for the model to have nothing more to say: every buffer's
+        occupancy (packets) and every law's rate (packets/s at its link)."""
+        held = [b.held / PACKET_TOLERANCE for b in self.buffers.values()]
+        rates = [c.rate_bps / (RATE_TOLERANCE * self.link_bps[key]) for key, c in self.controls.items()]
+        return held + rates
+
+    def _lost(self) -> float:
+        return sum(b.lost for b in self.buffers.values())
 
     def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
         for key in (link, link[::-1]):

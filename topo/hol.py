@@ -17,7 +17,12 @@ a priority queue and a law per (port, destination class), docs/fabric.md),
 likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
 link's rate, the victim at ``victim_rate``).
 
-    python -m topo.hol [--seconds 3] [--fairness per-flow] [--out DIR]
+    python -m topo.hol [--seconds 3] [--fairness per-flow] [--leaves 6 --spines 3 --hosts-per-leaf 4]
+                       [--senders 3] [--out DIR]
+
+The fabric's shape (``--leaves``, ``--spines``, ``--hosts-per-leaf``, ``--oversubscription``) and the
+incast's width (``--senders``, at most the hosts of leaf 1 but the victim) are parameters: the shipped
+default is 2 x 2 with 4 hosts a leaf and 3 senders.
 
 ``--backend netns`` runs the same experiment as real processes (root; p4switch, or BMv2 with
 ``--target bmv2``); real time is slower than the simulator's, so ``--host-rate``, ``--victim-rate``
@@ -64,7 +69,23 @@ class HolSetup:
 
     @property
     def victim(self) -> tuple[str, str]:
-        return ("h1_4", "h2_2")
+        """Leaf 1's last host to leaf 2's second: it shares leaf 1's uplinks and the spines' ports
+        toward leaf 2 with the incast, not the receiver's port."""
+        return (f"h1_{self.fabric.hosts_per_leaf}", "h2_2")
+
+    def refusal(self) -> str | None:
+        """Why this shape cannot hold the experiment (one line), or None."""
+        f = self.fabric
+        if f.leaves < 2:
+            return f"--leaves {f.leaves}: the experiment needs at least 2 leaves (senders on leaf 1, receivers on leaf 2)"
+        if f.spines < 1:
+            return f"--spines {f.spines}: at least 1"
+        if f.hosts_per_leaf < 2:
+            return f"--hosts-per-leaf {f.hosts_per_leaf}: at least 2 (the receiver and the victim's receiver)"
+        if not 1 <= self.senders <= f.hosts_per_leaf - 1:
+            return (f"--senders {self.senders}: between 1 and {f.hosts_per_leaf - 1} (leaf 1's hosts but the "
+                    f"victim's)")
+        return None
 
 
 def _flow(name: str, src: str, dst: str, control: str, start_s: float, rate: str | None) -> str:
@@ -80,6 +101,8 @@ def _flow(name: str, src: str, dst: str, control: str, start_s: float, rate: str
 def hol_topology(setup: HolSetup, control: str, incast: bool) -> Topology:
     if control not in HOL_CONTROLS:
         raise ValueError(f"control {control!r}: choose {', '.join(HOL_CONTROLS)}")
+    if (why := setup.refusal()) is not None:
+        raise ValueError(why)
     network = "hop-by-hop" if control in HOP_BY_HOP else "end-to-end"
     classes = f"  classes: {min(setup.fabric.hosts_per_leaf, MAX_CLASSES)}\n" if control == "alinea-classes" else ""
     src, dst = setup.victim
@@ -186,12 +209,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backend", default="sim", choices=("sim", "netns"))
     p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"), help="the netns backend's switch")
     base = HolSetup()
+    p.add_argument("--leaves", type=int, default=base.fabric.leaves, help="leaf switches (>= 2)")
+    p.add_argument("--spines", type=int, default=base.fabric.spines, help="spine switches (>= 1)")
+    p.add_argument("--hosts-per-leaf", type=int, default=base.fabric.hosts_per_leaf,
+                   help="hosts on each leaf (>= 2: a receiver and the victim's)")
+    p.add_argument("--oversubscription", type=float, default=base.fabric.oversubscription,
+                   help="a leaf's host capacity over its uplink capacity")
+    p.add_argument("--senders", type=int, default=base.senders,
+                   help="incast senders on leaf 1 (at most hosts-per-leaf - 1: the victim is the last host)")
     p.add_argument("--host-rate", default=base.fabric.host_rate, help="every host link's rate")
     p.add_argument("--victim-rate", default=base.victim_rate, help="the victim's cap (ALINEA, CVIHIS, none)")
     p.add_argument("--delay", default=base.fabric.delay, help="every link's propagation delay")
     args = p.parse_args(argv)
-    fabric = dataclasses.replace(base.fabric, host_rate=args.host_rate, delay=args.delay)
-    setup = HolSetup(fabric=fabric, victim_rate=args.victim_rate, seconds=args.seconds, fairness=args.fairness)
+    fabric = dataclasses.replace(base.fabric, host_rate=args.host_rate, delay=args.delay, leaves=args.leaves,
+                                 spines=args.spines, hosts_per_leaf=args.hosts_per_leaf,
+                                 oversubscription=args.oversubscription)
+    setup = HolSetup(fabric=fabric, victim_rate=args.victim_rate, seconds=args.seconds, fairness=args.fairness,
+                     senders=args.senders)
+    if (why := setup.refusal()) is not None:
+        p.error(why)
     results = [run_hol(setup, c, args.seed, args.backend, args.target) for c in args.controls.split(",")]
     text = json.dumps(results, indent=1)
     print(text)

@@ -1,0 +1,133 @@
+"""Random topologies (tests/topo/topogen.py) in short simulator runs: the invariants hold on every one,
+and a topology whose every flow is ALINEA loses nothing unless the loop analysis warned before the
+run (issue 46). The named tests below are the shapes the analysis missed, kept as regressions.
+
+The CI profile runs ``HBH_RANDOM_TOPOLOGIES`` examples per property (default 6) with a small cost
+budget per run; ``make fuzz-topo`` runs thousands (tests/topo/fuzz_topo.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.topo.randomcheck import judge
+from tests.topo.topogen import Drawn, topologies
+from topo.analysis import alinea_links, warnings
+from topo.fabric import IPPROTO_UDP, selector_next_hop
+from topo.hol import HolSetup, hol_topology
+from topo.hol import main as hol_main
+from topo.routes import routed_path
+from topo.schema import load_topology_text
+
+EXAMPLES = int(os.environ.get("HBH_RANDOM_TOPOLOGIES", "6"))
+#: packet-hops a CI run may cost (about a second of the simulator's time on a loaded machine)
+CI_BUDGET = 15_000
+RANDOM = settings(max_examples=EXAMPLES, deadline=None,
+                  suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+
+
+def _passes(d: Drawn) -> None:
+    verdict = judge(d.text, d.seconds, d.all_alinea, source=f"<random-{d.shape}>")
+    assert verdict.problems == [], f"{verdict.problems}\n{d!r}"
+
+
+@RANDOM
+@given(topologies(budget=CI_BUDGET))
+def test_every_random_topology_keeps_the_invariants(d: Drawn) -> None:
+    _passes(d)
+
+
+@RANDOM
+@given(topologies(budget=CI_BUDGET, alinea_only=True))
+def test_an_alinea_topology_loses_nothing_unless_the_analysis_warned(d: Drawn) -> None:
+    _passes(d)
+
+
+# ---- the shapes the analysis missed ----------------------------------------------------------------
+#: Issue 46's binary tree: 7 switches, four leaf senders to one sink at the root, 20 Mb/s links of 2 ms,
+#: 100-packet buffers, gains derived. Two ingress ports feed each middle switch's queue toward the root.
+TREE = """name: tree7
+defaults:
+  link: {rate: 20Mbps, delay: 2ms, buffer: 100}
+nodes:
+  S1: {kind: switch}
+  S2: {kind: switch}
+  S3: {kind: switch}
+  S4: {kind: switch}
+  S5: {kind: switch}
+  S6: {kind: switch}
+  S7: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+  H3: {kind: host}
+  H4: {kind: host}
+  H5: {kind: host}
+links:
+  - {ends: [S1, S2]}
+  - {ends: [S1, S3]}
+  - {ends: [S2, S4]}
+  - {ends: [S2, S5]}
+  - {ends: [S3, S6]}
+  - {ends: [S3, S7]}
+  - {ends: [H1, S4]}
+  - {ends: [H2, S5]}
+  - {ends: [H3, S6]}
+  - {ends: [H4, S7]}
+  - {ends: [S1, H5]}
+flows:
+  - {src: H1, dst: H5, control: alinea}
+  - {src: H2, dst: H5, control: alinea}
+  - {src: H3, dst: H5, control: alinea}
+  - {src: H4, dst: H5, control: alinea}
+"""
+
+
+def test_the_binary_tree_loses_nothing_unless_the_analysis_warned() -> None:
+    verdict = judge(TREE, 2.0, all_alinea=True, source="tree7.yaml")
+    assert verdict.problems == []
+    # the merges at S2 and S3 are what the analysis must see: its warnings name their buffers
+    assert verdict.lost == 0 or any(w.startswith(("law S4->S2", "law S5->S2", "law S6->S3", "law S7->S3"))
+                                    for w in verdict.warned)
+
+
+HOL_6X3 = HolSetup(fabric=dataclasses.replace(HolSetup().fabric, leaves=6, spines=3))
+
+
+@pytest.mark.parametrize("control", ["alinea", "alinea-classes"])
+def test_the_six_by_three_head_of_line_fabric_is_warned_on_the_spines_its_flows_hash_to(control: str) -> None:
+    """Issue 46: 153 packets dropped (29 with classes) on spine2 and spine3's buffers from leaf1 and
+    leaf2's from spine3, with no warning: the analysis read the tie-break's paths (every flow on
+    spine1), not the ECMP selector's."""
+    topo = hol_topology(HOL_6X3, control, incast=True)
+    used = alinea_links(topo)
+    assert ("leaf1", "spine2") in used and ("leaf1", "spine3") in used
+    warned = warnings(topo, HOL_6X3.seconds)
+    assert any(w.startswith(("law leaf1->spine2", "law leaf1->spine3", "law spine3->leaf2")) for w in warned), warned
+
+
+def test_a_datagram_flows_path_is_the_one_the_ecmp_selector_gives() -> None:
+    from hosts.datagram import DATA_PORT
+
+    topo = hol_topology(HOL_6X3, "alinea", incast=True)
+    for i, f in enumerate(topo.flows):
+        path = routed_path(topo, i, f)
+        assert (path[0], path[-1]) == (f.src, f.dst) and len(path) == len(f.path)
+        assert path[2] == selector_next_hop(topo, path[1], f.src, f.dst, IPPROTO_UDP, DATA_PORT + i + 1, DATA_PORT)
+    assert len({routed_path(topo, i, f)[2] for i, f in enumerate(topo.flows)}) > 1  # not all on the tie-break
+    plain = load_topology_text(TREE, "tree7.yaml")
+    assert all(routed_path(plain, i, f) == f.path for i, f in enumerate(plain.flows))
+
+
+def test_the_head_of_line_fabrics_shape_is_a_parameter(capsys) -> None:
+    topo = hol_topology(HOL_6X3, "alinea", incast=False)
+    assert {n for n in topo.nodes if n.startswith(("leaf", "spine"))} == {
+        *(f"leaf{i}" for i in range(1, 7)), *(f"spine{i}" for i in range(1, 4))}
+    for bad, word in ((["--leaves", "1"], "--leaves 1"), (["--hosts-per-leaf", "3", "--senders", "3"], "--senders 3")):
+        with pytest.raises(SystemExit) as exc:
+            hol_main(bad)
+        assert exc.value.code == 2
+        assert word in capsys.readouterr().err
