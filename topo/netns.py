@@ -61,7 +61,7 @@ from topo.invariants import (
     place_rx,
     place_tx,
 )
-from topo.keepup import CpuMeter, keepup_summary, relay_summary, verdict
+from topo.keepup import RELAY_STALL_NS, CpuMeter, keepup_summary, relay_summary, verdict
 from topo.link_pacing import LinkPacedQueues, LinkPacing, ceilings, hidden_queue_notice, paced_ways
 from topo.live import port_records
 from topo.model import Event, Topology
@@ -104,7 +104,10 @@ AGENT_ELECTION_ID = (0, 10)  # below `hbh params set` (1, 0), above `hbh shell` 
 START_LEAD_NS = 500_000_000  # t0 this far after every host said ready
 HOST_READY_TIMEOUT_S = 60.0
 NOT_FOUND = 5  # google.rpc.Code: arbitration says there is no primary
-LATE_READ_NS = 5_000_000  # reading a sample's counters after waking for it (topo/invariants.py's slack)
+#: how late a count may be against its sample's nominal time in a run that kept up (topo/invariants.py's
+#: slack): a frame reaches its socket up to RELAY_STALL_NS late (topo/keepup.py), and reading a
+#: sample's counters takes a few ms after the wake-up (whose own lateness is measured)
+LATE_READ_NS = RELAY_STALL_NS + 5_000_000
 
 
 @dataclass
