@@ -427,3 +427,16 @@ def test_counters_agree_packet_rows_by_the_last_samples_time() -> None:
     assert "100-101 rows" not in found[0].detail
     netns = end_state(t, sent, {"a": 101, "b": 50}, sample_lateness_ns=25 * MS)
     assert not [v for v in check_invariants(t, counted, {}, netns) if "packets_a.csv" in v.detail]
+
+
+def test_counters_agree_a_row_stamped_before_the_sample_may_be_counted_after_it_in_netns() -> None:
+    t = topo()
+    rec = consistent_recorder(t)
+    rec.packets["a"][-1] = (99, 0, S - MS)  # stamped 1 ms before the last sample
+    rec.flows = [FlowSample(s.t_ns, s.flow, s.sent, s.received - 1, 0, 1000) if s.t_ns == S and s.flow == "a"
+                 else s for s in rec.flows]  # ... and not yet taken when it was read
+    sent = {"a": 100, "b": 50}
+    sim = check_invariants(t, rec, {}, end_state(t, sent, {"a": 99, "b": 50}))
+    assert [v.name for v in sim if "packets_a.csv" in v.detail] == ["counters_agree"]
+    netns = end_state(t, sent, {"a": 99, "b": 50}, sample_lateness_ns=25 * MS)
+    assert not [v for v in check_invariants(t, rec, {}, netns) if "packets_a.csv" in v.detail]
