@@ -5,9 +5,11 @@
     p4switch -i 1@veth1 --no-p4             # wait for SetForwardingPipelineConfig
     p4switch --device-config build/alinea.p4switch.bin p4src/alinea.p4   # write it and exit
 
-Differences from simple_switch_grpc, on purpose: the program is P4 source (compiled by
-p4switch's own front end at start-up), not a BMv2 JSON; the P4Runtime device config is the
-preprocessed source (``--device-config`` writes it); the CPU port defaults to 255
+The program is p4c's BMv2 JSON (``p4switch build/alinea.json -- --cpu-port 255``, as
+simple_switch_grpc) or P4 source (compiled by p4switch's own front end at start-up), told
+apart by content; the P4Runtime device config likewise (the JSON's bytes, as BMv2, or the
+preprocessed source, which ``--device-config`` writes). Differences from simple_switch_grpc,
+on purpose: the CPU port defaults to 255
 (``alinea.p4``'s ``CPU_PORT``) where BMv2 has none unless ``--cpu-port`` is given (pass
 ``--cpu-port none`` for BMv2's behaviour); gRPC listens on loopback by default; the device id
 defaults to 0, as BMv2's. A BMv2-style ``--`` between the switch and the gRPC options is
@@ -126,8 +128,10 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run a P4_16 v1model program (P4 source) on Linux interfaces, with a P4Runtime gRPC "
                     "server and the BMv2 SimpleSwitch Thrift queue calls, like simple_switch_grpc.",
         epilog="Example: p4switch -i 1@veth1 -i 2@veth3 --cpu-port 255 p4src/alinea.p4")
-    p.add_argument("program", nargs="?", metavar="FILE.p4",
-                   help="P4_16 program to run (omit with --no-p4 to wait for SetForwardingPipelineConfig)")
+    p.add_argument("program", nargs="?", metavar="PROG.json|FILE.p4",
+                   help="program to run: p4c's BMv2 JSON (as simple_switch_grpc; a NAME.p4info.txtpb beside it "
+                        "is read too) or P4_16 source, told apart by content (omit with --no-p4 to wait for "
+                        "SetForwardingPipelineConfig)")
     p.add_argument("-i", "--interface", dest="interfaces", action="append", default=[], type=_interface,
                    metavar="PORT@IFACE", help="attach switch port PORT to Linux interface IFACE (repeatable)")
     p.add_argument("--device-id", type=int, default=0, help="P4Runtime device id (default 0, as BMv2)")
@@ -140,7 +144,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--cpu-port", type=_cpu_port, default=255, metavar="PORT|none",
                    help="port whose frames go to/come from the controller (packet-in/out); default 255 "
                         "(alinea.p4's CPU_PORT; BMv2 has none by default: 'none')")
-    p.add_argument("--pcap", metavar="DIR", help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR")
+    p.add_argument("--pcap", metavar="DIR", nargs="?", const=".",
+                   help="write <iface>_in.pcap / <iface>_out.pcap per port into DIR (default: the current "
+                        "directory, as BMv2's --pcap)")
     p.add_argument("--log-console", action="store_true", help="log to standard error")
     p.add_argument("--log-file", metavar="FILE", help="log to FILE")
     p.add_argument("-L", "--log-level", choices=sorted(LOG_LEVELS), default="info",
@@ -265,8 +271,6 @@ def _validate(args: argparse.Namespace, parser: argparse.ArgumentParser) -> None
         parser.error("no P4 program: give FILE.p4, or --no-p4 to wait for the controller's pipeline")
     if args.p4info and not args.device_config:
         parser.error("--p4info is only used with --device-config")
-    if args.program and Path(args.program).suffix.lower() == ".json":
-        parser.error(f"{args.program}: p4switch runs P4_16 source (FILE.p4), not a BMv2 JSON")
     if not 0 <= args.queue_depth < (1 << 19):
         parser.error(f"--queue-depth {args.queue_depth} out of range 0..{(1 << 19) - 1}")
     for name in ("port_overhead", "port_min_frame"):
@@ -321,8 +325,14 @@ def _serve(args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``p4switch`` console script; returns the exit status."""
     parser = build_parser()
-    args = parser.parse_args(_normalise(sys.argv[1:] if argv is None else argv))
+    args, unknown = parser.parse_known_args(_normalise(sys.argv[1:] if argv is None else argv))
+    if unknown:
+        flags = [a for a in unknown if a.startswith("-")] or unknown
+        print(f"p4switch: error: unknown option{'s' if len(flags) > 1 else ''} {' '.join(flags)} "
+              f"(p4switch --help lists the simple_switch_grpc options it takes)", file=sys.stderr)
+        return EXIT_USAGE
     _validate(args, parser)
+    from p4switch.bmv2json import Bmv2JsonError
     from p4switch.frontend.errors import P4Error, format_error
     from p4switch.p4runtime.device import PipelineLoadError
     from p4switch.switch import SwitchError
@@ -338,7 +348,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except P4Error as err:
         print(format_error(err), file=sys.stderr)
         return EXIT_ERROR
-    except (PortError, SwitchError, PipelineLoadError) as exc:
+    except (PortError, SwitchError, PipelineLoadError, Bmv2JsonError) as exc:
         print(f"p4switch: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
     except OSError as exc:

@@ -4,7 +4,8 @@ Why: the P4Runtime core (``p4switch.p4runtime``) never runs packets; it hands th
 ``ForwardingPipelineConfig`` a controller pushed and the packet-outs it received, and gets
 packet-ins back. This module turns those into the v1model architecture's terms.
 
-**Device config.** BMv2 takes its JSON as the ``p4_device_config``; p4switch takes the P4
+**Device config.** BMv2 takes its JSON as the ``p4_device_config``; so does p4switch
+(``p4switch.bmv2json``: a config that is a JSON object), and, for users without p4c, the P4
 program itself: the *preprocessed* P4_16 source as UTF-8 text, with the C preprocessor's
 line markers (``# 42 "p4src/alinea.p4"``), so that the switch needs no include files and
 errors still point at the lines the user wrote. :func:`device_config_for` makes it from a
@@ -95,22 +96,29 @@ def _front_end(pp: Any) -> tuple[Any, p4info_pb2.P4Info]:
     return checked, build_p4info(checked)
 
 
-def compile_device_config(device_config: bytes) -> CompiledProgram:
-    """Run the front end on a device config; PipelineLoadError says what is wrong with it."""
+def compile_device_config(device_config: bytes, p4info: p4info_pb2.P4Info | None = None) -> CompiledProgram:
+    """Run the front end on a device config; PipelineLoadError says what is wrong with it.
+
+    A config that is a JSON object is p4c's BMv2 JSON, as BMv2 takes it (p4switch.bmv2json,
+    with the pushed ``p4info`` for what the JSON does not say); anything else is the
+    preprocessed P4 source."""
+    from p4switch.bmv2json import Bmv2JsonError, compile_json, is_bmv2_json
     from p4switch.frontend.errors import P4Error, format_error
     from p4switch.frontend.preprocess import no_preprocess
 
     if not device_config:
-        raise PipelineLoadError("empty p4_device_config: p4switch needs the preprocessed P4 program "
-                                "(make it with `p4switch --device-config OUT FILE.p4`)")
+        raise PipelineLoadError("empty p4_device_config: p4switch needs p4c's BMv2 JSON or the preprocessed P4 "
+                                "program (make it with `p4switch --device-config OUT FILE.p4`)")
+    if is_bmv2_json(device_config):
+        try:
+            return compile_json(device_config, p4info)
+        except Bmv2JsonError as exc:
+            raise PipelineLoadError(f"p4_device_config (BMv2 JSON): {exc}") from None
     try:
         text = device_config.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise PipelineLoadError(f"p4_device_config is not UTF-8 text (byte {exc.start}): p4switch takes the "
                                 "preprocessed P4 source, not a BMv2 JSON or binary") from None
-    if text.lstrip().startswith("{"):
-        raise PipelineLoadError("p4_device_config looks like a BMv2 JSON; p4switch takes the preprocessed P4 "
-                                "source (make it with `p4switch --device-config OUT FILE.p4`)")
     try:
         checked, p4info = _front_end(no_preprocess(text, DEVICE_CONFIG_NAME))
     except P4Error as err:
@@ -365,24 +373,28 @@ class P4SwitchDevice:
         self.holder.state = value
 
     # ---- pipeline -----------------------------------------------------------------------
-    def _compiled(self, device_config: bytes) -> CompiledProgram:
-        """Compile once per distinct config (VERIFY then COMMIT pushes the same bytes twice)."""
-        digest = hashlib.sha256(device_config).digest()
+    def _compiled(self, device_config: bytes, p4info: p4info_pb2.P4Info | None = None) -> CompiledProgram:
+        """Compile once per distinct config (VERIFY then COMMIT pushes the same bytes twice); a
+        BMv2 JSON is read with the P4Info pushed with it, so that is part of the key."""
+        h = hashlib.sha256(device_config)
+        if p4info is not None and device_config.lstrip()[:1] == b"{":
+            h.update(p4info.SerializeToString(deterministic=True))
+        digest = h.digest()
         if self._cache is not None and self._cache[0] == digest:
             return self._cache[1]
-        program = compile_device_config(device_config)
+        program = compile_device_config(device_config, p4info)
         self._cache = (digest, program)
         return program
 
     def verify_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
-        program = self._compiled(device_config)
+        program = self._compiled(device_config, p4info)
         reason = p4info_mismatch(p4info, program.p4info)
         if reason:
             raise PipelineLoadError(reason)
 
     def load_pipeline(self, p4info: p4info_pb2.P4Info, device_config: bytes) -> None:
         self.verify_pipeline(p4info, device_config)
-        self.install(self._compiled(device_config), p4info)
+        self.install(self._compiled(device_config, p4info), p4info)
 
     def install(self, program: CompiledProgram, p4info: p4info_pb2.P4Info | None = None) -> RuntimeState:
         """Build a fresh state and pipeline for ``program`` and swap them in (atomically)."""

@@ -26,7 +26,8 @@ from typing import Any
 
 import hbh_engine as _engine
 
-from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder, compile_file
+from p4switch.bmv2json import compile_program_file
+from p4switch.device import CompiledProgram, P4SwitchDevice, PipelineHolder
 from p4switch.p4runtime.core import P4RuntimeCore
 from p4switch.pcap import PortCapture
 from p4switch.tm import DEFAULT_QUEUE_DEPTH, TrafficManager
@@ -342,7 +343,7 @@ class Switch:
         A controller may later replace it with SetForwardingPipelineConfig; Read/Write work on
         it meanwhile (as with simple_switch_grpc started with a JSON).
         """
-        program = compile_file(path, include_dirs, defines)
+        program = compile_program_file(path, include_dirs, defines)
         if self.realtime and self.sched.running:  # type: ignore[union-attr]
             self.sched.run_sync(self.device.install, program, timeout=60)  # type: ignore[union-attr]
         else:

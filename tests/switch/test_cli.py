@@ -29,7 +29,7 @@ def run_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess[str]
     (["-i", "600@veth1", ALINEA], 2, "port 600 out of range"),
     ([], 2, "no P4 program"),
     (["--no-p4", ALINEA], 2, "either FILE.p4 or --no-p4"),
-    (["prog.json"], 2, "not a BMv2 JSON"),
+    (["/nonexistent/prog.json"], 1, "/nonexistent/prog.json: error: cannot open"),
     (["--cpu-port", "511", ALINEA], 2, "511 is the drop port"),
     (["/nonexistent/x.p4"], 1, "/nonexistent/x.p4: error: cannot open P4 source"),
     (["--no-grpc", "--no-thrift", "-i", "1@p4nosuch0", ALINEA], 1, "interface 'p4nosuch0' does not exist"),
