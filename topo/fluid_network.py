@@ -48,8 +48,8 @@ DirectedLink = tuple[str, str]
 #: this many steps of every flow's hops, and the remedy's runs (``smallest_scale``) REMEDY_STEPS
 #: each. A fast loop's interval then rounds to whole steps (a few at the least), which the law is
 #: told (its a = T / (C L) follows), so the loop the model runs is the one it reports on.
-MAX_STEPS = 25_000
-REMEDY_STEPS = 8_000
+MAX_STEPS = 100_000
+REMEDY_STEPS = 20_000
 STEPS_PER_INTERVAL = 8
 #: Packets the model may lose before it counts as loss: a fluid overflow by a packet or so is
 #: within what the model leaves out (docs/alinea.md, "The hops together").

@@ -1,0 +1,50 @@
+"""What makes the laws-together model cheap must not change what it says (topo/fluid_network.py):
+the early stop once the network has settled, and a step set by the report intervals alone."""
+
+from __future__ import annotations
+
+import pytest
+
+import topo.fluid_network as fn
+from tests.topo.test_random_topologies import TREE
+from topo.schema import load_topology, load_topology_text
+
+SHORT_LINKS = TREE.replace("delay: 2ms", "delay: 0.1ms")
+
+
+def _peaks(topo, seconds: float) -> dict:  # type: ignore[no-untyped-def]
+    return {p.buffer: (p.peak, p.lost_pkts) for p in fn.network_peaks(topo, seconds)}
+
+
+@pytest.mark.parametrize(("topo", "seconds"), [
+    (lambda: load_topology("topo/paper-5router.yaml"), 20.0),
+    (lambda: load_topology_text(TREE, "tree7.yaml"), 3.0),
+])
+def test_the_early_stop_changes_no_buffers_peak_or_loss(topo, seconds: float, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    t = topo()
+    early = _peaks(t, seconds)
+    monkeypatch.setattr(fn, "SETTLE_MIN_S", 1e9)  # never settles: the whole horizon
+    full = _peaks(t, seconds)
+    assert early.keys() == full.keys()
+    for key, (peak, lost) in full.items():
+        capacity = t.ports.get(key, t.host_buffers.get(key)).capacity
+        assert early[key][0] * capacity == pytest.approx(peak * capacity, abs=1.0), key
+        assert (early[key][1] >= fn.LOSS_PKTS) == (lost >= fn.LOSS_PKTS), key
+
+
+def test_a_network_that_settles_stops_after_its_last_event_and_before_its_horizon() -> None:
+    from topo.scaling import scaled_topology
+
+    dropping = fn._Network(scaled_topology("capacity-drop", 50), 60.0, 1.0)  # R3-R4 falls at 30 s
+    dropping.run()
+    assert dropping.stopped_s is not None and 30.0 < dropping.stopped_s < 60.0
+
+
+def test_the_step_follows_the_report_intervals_not_the_shortest_link() -> None:
+    long_links = fn._Network(load_topology_text(TREE, "tree7.yaml"), 2.0, 1.0)
+    short = load_topology_text(SHORT_LINKS, "tree7-short.yaml")
+    short_links = fn._Network(short, 2.0, 1.0)
+    shortest_interval = min(p.interval_us for p in short.ports.values()) / 1e6
+    assert short_links.dt == pytest.approx(max(shortest_interval / fn.STEPS_PER_INTERVAL, 2.0 / fn.MAX_STEPS))
+    assert short_links.dt > min(link.delay_ns for link in short.links) / 1e9 / fn.STEPS_PER_INTERVAL
+    assert long_links.dt > 0
