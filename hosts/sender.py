@@ -1,7 +1,8 @@
 """Senders as sans-I/O cores: when the next packet is due, and at what rate.
 
-* :class:`Pacer` -- packets of ``packet_bytes`` at ``rate_bps``, evenly spaced; a rate change
-  takes effect from the last packet sent (not from "now"), so pacing has no jumps. It is the
+* :class:`Pacer` -- frames at ``rate_bps`` in bits: each is followed by its own bits at the rate
+  (``packet_bytes`` frames, the largest, evenly spaced); a rate change takes effect from the last
+  packet sent (not from "now"), so pacing has no jumps. It is the
   engine's (per-packet work): it also takes the flows round-robin and sends their frames.
 * :class:`AlineaHostSender` -- the paper's end host: its rate toward the first-hop switch is an
   :class:`~controlplane.alinea.AlineaLaw` fed by that switch's reports, the same law module the
@@ -31,7 +32,7 @@ NS_PER_S = 1_000_000_000
 
 
 #: ``Pacer(rate_bps, packet_bytes, start_ns=0, stop_at_pacer=False)``: the engine's paced sender
-#: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now)``, ``set_rate``.
+#: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now, nbytes=None)``, ``set_rate``.
 #: With its flows (``add_flow``) and bound to a scheduler and a link (``bind``), ``rearm()`` makes it
 #: send every packet itself: topo/simnet.py binds it, the law here only sets its rate.
 Pacer = _engine.PacedSender

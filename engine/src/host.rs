@@ -67,8 +67,11 @@ enum Pending {
 #[derive(Default)]
 struct State {
     rate_bps: f64,
+    /// The largest frame (bytes): the catch-up bound's gap (`take`).
     packet_bytes: i64,
     last_ns: Option<i64>,
+    /// The last frame's length (bytes; `packet_bytes` before the first): the gap after it.
+    last_bytes: i64,
     start_ns: i64,
     flows: Vec<Flow>,
     turn: usize,
@@ -79,9 +82,18 @@ struct State {
 }
 
 impl State {
-    fn gap_ns(&self) -> i64 {
-        let exact = (self.packet_bytes * 8 * NS_PER_S) as f64 / self.rate_bps;
+    /// How long a frame of `nbytes` occupies the rate: its bits / `rate_bps` (at least 1 ns).
+    ///
+    /// Why per frame: the law's rate is in bits/s (docs/alinea.md, "Bits, not packets"); a
+    /// 500-byte frame given a 1500-byte frame's gap carries a third of the bits that gap allows.
+    fn gap_of(&self, nbytes: i64) -> i64 {
+        let exact = (nbytes * 8 * NS_PER_S) as f64 / self.rate_bps;
         (exact.round_ties_even() as i64).max(1)
+    }
+
+    /// The gap after the last frame sent (its own bits at the rate).
+    fn gap_ns(&self) -> i64 {
+        self.gap_of(self.last_bytes)
     }
 
     fn pacer_next(&self) -> i64 {
@@ -154,9 +166,10 @@ impl State {
         let i = active[self.turn % active.len()];
         self.turn += 1;
         self.taken += 1;
-        let gap = self.gap_ns();
+        let gap = self.gap_of(self.packet_bytes);
         let back = (CATCH_UP_GAPS * gap).min(CATCH_UP_NS).max(gap);
         self.last_ns = Some(due.max(now - back).min(now));
+        self.last_bytes = self.flows[i].frame.len() as i64;
         Some(i)
     }
 }
@@ -179,8 +192,9 @@ struct Binding {
     counts: Py<PyDict>,
 }
 
-/// A sender of `packet_bytes` packets at `rate_bps`, evenly spaced; a rate change takes effect
-/// from the last packet sent, so pacing has no jumps. Its flows share it round-robin.
+/// A sender at `rate_bps` in bits: each frame is followed by a gap of its own bits at the rate
+/// (frames of `packet_bytes`, the largest, are evenly spaced); a rate change takes effect from the
+/// last packet sent, so pacing has no jumps. Its flows share it round-robin.
 ///
 /// Without `bind` it is the pure pacer (`next_send_ns`, `on_sent`). Bound to a scheduler and a
 /// link, `rearm()` schedules its next packet, and each packet schedules the next: the frame is
@@ -347,9 +361,15 @@ impl PacedSender {
     #[new]
     #[pyo3(signature = (rate_bps, packet_bytes, start_ns = 0, stop_at_pacer = false))]
     fn new(rate_bps: f64, packet_bytes: i64, start_ns: i64, stop_at_pacer: bool) -> PyResult<Self> {
+        if packet_bytes <= 0 {
+            return Err(PyValueError::new_err(format!(
+                "packet size must be > 0 bytes, got {packet_bytes}"
+            )));
+        }
         let state = State {
             rate_bps: check_rate(rate_bps, "sending")?,
             packet_bytes,
+            last_bytes: packet_bytes,
             start_ns,
             ..State::default()
         };
@@ -387,6 +407,7 @@ impl PacedSender {
         lock(&self.state).taken
     }
 
+    /// The gap after the last frame sent (before the first: a `packet_bytes` frame's).
     #[getter]
     fn gap_ns(&self) -> i64 {
         lock(&self.state).gap_ns()
@@ -397,8 +418,19 @@ impl PacedSender {
         lock(&self.state).pacer_next()
     }
 
-    fn on_sent(&self, now_ns: i64) {
-        lock(&self.state).last_ns = Some(now_ns);
+    /// A frame of `nbytes` (default `packet_bytes`) sent at `now_ns`: the next is due its gap later.
+    #[pyo3(signature = (now_ns, nbytes = None))]
+    fn on_sent(&self, now_ns: i64, nbytes: Option<i64>) -> PyResult<()> {
+        let mut st = lock(&self.state);
+        let nbytes = nbytes.unwrap_or(st.packet_bytes);
+        if nbytes <= 0 {
+            return Err(PyValueError::new_err(format!(
+                "a sent frame must have > 0 bytes, got {nbytes}"
+            )));
+        }
+        st.last_ns = Some(now_ns);
+        st.last_bytes = nbytes;
+        Ok(())
     }
 
     /// A new rate (from the last packet sent on); `rearm()` reschedules the next packet.

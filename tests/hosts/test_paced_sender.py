@@ -1,7 +1,8 @@
 """The engine's paced sender (hosts/sender.py ``Pacer``): spacing, round-robin, stamps, the NIC queue.
 
 Why: the hosts' per-packet sending runs in the engine (issue 22); the law only sets its rate. These
-pin what the Python send loop did: packets ``packet_bytes * 8 / rate`` apart from the last one sent,
+pin what the Python send loop did: packets ``packet_bytes * 8 / rate`` apart from the last one sent
+(each frame's own bits over the rate when a host's flows have several sizes),
 flows taken in turn while active, each frame its flow's with the sequence number and the send time
 plus the clock offset, a full NIC queue dropped and counted, on the engine's scheduler or another.
 """
@@ -14,6 +15,8 @@ import weakref
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from hosts.datagram import FrameTemplate, parse
 from hosts.sender import FixedSender, Pacer, SenderFlow
@@ -163,3 +166,76 @@ def test_a_bound_sender_in_a_cycle_is_collected() -> None:
     del sched, pacer, far
     gc.collect()
     assert ref() is None
+
+
+# ---- bits, not packets: each frame is followed by its own bits at the rate --------------------------
+
+NS = 1_000_000_000
+
+
+def _sized_frame(flow: int, size: int) -> bytes:
+    return FrameTemplate(src_mac=1, dst_mac=2, src_ip=3, dst_ip=4, flow=flow, size=size).frame(0, 0)
+
+
+def expected_send_times(sizes: list[int], rate_bps: float, start: int, until: int) -> list[tuple[int, int]]:
+    """An independent pacer: flows taken round-robin, frame k at t_k, and t_(k+1) = t_k + its own
+    bits / rate (rounded half to even to the ns, at least 1): (time, size) per frame before ``until``."""
+    out, t, k = [], start, 0
+    while t < until:
+        size = sizes[k % len(sizes)]
+        out.append((t, size))
+        t += max(1, round(size * 8 * NS / rate_bps))
+        k += 1
+    return out
+
+
+@settings(max_examples=60, deadline=None)
+@given(sizes=st.lists(st.integers(64, 9000), min_size=1, max_size=4),
+       rate_bps=st.floats(1e5, 1e10, allow_nan=False), start=st.integers(0, 10**6))
+def test_each_frame_is_followed_by_its_own_bits_at_the_rate(sizes: list[int], rate_bps: float, start: int) -> None:
+    """Flows of several frame sizes on one pacer: the gap after a frame is that frame's bits over
+    the rate, not the largest frame's (``packet_bytes``), so the bits sent per second are the rate.
+    Differential against a pacer written here from that rule alone."""
+    sched = VirtualScheduler()
+    pacer, far, _ = _line(sched, pacer=Pacer(rate_bps, max(sizes), start))
+    for i, size in enumerate(sizes):
+        pacer.add_flow(i + 1, 0, None, _sized_frame(i + 1, size))
+    pacer.rearm()
+    frames = 40
+    horizon = start + sum(max(1, round(s * 8 * NS / rate_bps)) for s in sizes) * frames // len(sizes)
+    sched.run_until(horizon - 1)
+    got = [(t, len(f)) for t, f in far.got]
+    assert got == expected_send_times(sizes, rate_bps, start, horizon)
+    # the bits of every frame but the last fill the time to the last one, at the rate (rounding: 1/2 ns a gap)
+    bits = 8 * sum(size for _, size in got[:-1])
+    assert abs(bits / rate_bps * NS - (got[-1][0] - got[0][0])) <= len(got) / 2 + 1
+
+
+def test_a_rate_change_spaces_the_last_frame_by_its_own_bits_at_the_new_rate() -> None:
+    """A 500-byte frame then a 1500-byte one at 8 Mb/s: 0.5 ms, then 1.5 ms; a new rate counts
+    from the last frame sent, with that frame's bits."""
+    sched = VirtualScheduler()
+    pacer, far, _ = _line(sched, pacer=Pacer(8e6, 1500))
+    pacer.add_flow(1, 0, None, _sized_frame(1, 500))
+    pacer.add_flow(2, 0, None, _sized_frame(2, 1500))
+    pacer.rearm()
+    sched.run_until(2_100_000)
+    assert [(t, len(f)) for t, f in far.got] == [(0, 500), (500_000, 1500), (2_000_000, 500)]
+    assert pacer.gap_ns == 500_000  # after the 500-byte frame sent at 2 ms
+    pacer.set_rate(4e6)  # 500 bytes at 4 Mb/s: 1 ms after the last frame
+    pacer.rearm()
+    sched.run_until(3_000_000)
+    assert [t for t, _ in far.got][-1] == 3_000_000
+
+
+def test_the_pure_pacer_spaces_by_the_frame_it_is_told_of() -> None:
+    pacer = Pacer(8e6, 1500, 0)
+    assert pacer.gap_ns == 1_500_000  # before any frame: a packet_bytes frame's
+    pacer.on_sent(0, 500)
+    assert pacer.next_send_ns() == 500_000
+    pacer.on_sent(500_000)  # no size: packet_bytes
+    assert pacer.next_send_ns() == 2_000_000
+    with pytest.raises(ValueError, match="sent frame must have > 0 bytes"):
+        pacer.on_sent(0, 0)
+    with pytest.raises(ValueError, match="packet size must be > 0 bytes"):
+        Pacer(8e6, 0)

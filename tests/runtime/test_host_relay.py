@@ -289,6 +289,30 @@ def test_paced_packets_carry_their_own_send_times_and_leave_after_wire_and_delay
     assert all(at - t0 >= ts + wire_time + delay for (_, at), ts in zip(got, stamps))
 
 
+def test_the_relay_spaces_each_paced_frame_by_its_own_bits() -> None:
+    """Flows of 500- and 1500-byte frames on one pacer, sent from the relay's thread: the gap after
+    each frame is its own bits at the rate (0.5 ms, then 1.5 ms at 8 Mb/s), as in the simulator
+    (the relay and the simulator share the pacer's state). Spaced as the largest frame, the host
+    sent two thirds of its law's bits. Read from the stamps (the pacer's schedule): at least, and
+    mostly exactly, that gap, as in the test above."""
+    from hosts.datagram import FrameTemplate, parse
+    from hosts.sender import Pacer
+
+    rate, sizes = 8_000_000, (500, 1500)
+    with relay(rate_bps=100_000_000, delay_ns=2_000_000) as (r, _tun, wire, t0):
+        pacer = Pacer(rate, max(sizes), time.monotonic_ns() - t0)
+        for flow, size in enumerate(sizes, start=1):
+            pacer.add_flow(flow, 0, None, FrameTemplate(src_mac=1, dst_mac=2, src_ip=3, dst_ip=4, flow=flow,
+                                                        size=size).frame(0, 0))
+        r.pace(pacer, 0)
+        got = [receive(wire)[0] for _ in range(20)]
+    stamps = [parse(frame).ts_ns for frame in got]
+    assert [len(f) for f in got] == [sizes[i % 2] for i in range(20)]
+    gaps = [(b - a, len(f) * 8 * 10**9 // rate) for a, b, f in zip(stamps, stamps[1:], got)]
+    assert all(g >= own for g, own in gaps), gaps
+    assert sum(g == own for g, own in gaps) >= len(gaps) // 2, gaps
+
+
 def test_a_new_rate_reaches_the_relay_with_rearm() -> None:
     """``set_rate`` then ``rearm()``, as the law does after a report: the relay slows down. Read
     from the packets' own send times (the pacer's schedule), not from how many came in a wall
