@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from controlplane.params import LawParams, PortParams
+from hosts.cvihis.variants import CvihisReading
 from hosts.gcc.params import GccParams
 
 __all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS",
@@ -120,6 +121,8 @@ class Flow:
     sack: bool = True
     target_ns: int | None = None  # ledbat: its target queuing delay (None: RFC 6817's 100 ms)
     gcc: GccParams | None = None  # gcc: its rates and filter (None: the defaults; max_rate None: r_max or the first link)
+    # CVIHIS (cvihis-rtm, cvihis-blm, tcp with cc cvihis-rtm): the reading it runs (hosts/cvihis/variants.py)
+    cvihis: CvihisReading = field(default_factory=CvihisReading)
 
 
 @dataclass(frozen=True)

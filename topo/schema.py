@@ -34,6 +34,8 @@ from controlplane.units import (
     parse_rate_or_share,
     resolve_rate,
 )
+from hosts.cvihis.variants import CHOICE_KEYS as CVIHIS_CHOICE_KEYS
+from hosts.cvihis.variants import CvihisReading, ReadingError
 from hosts.gcc.params import FILTERS as GCC_FILTERS
 from hosts.gcc.params import GAIN_SETS as GCC_GAIN_SETS
 from hosts.gcc.params import GccParams
@@ -62,12 +64,14 @@ from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 
-TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "links", "flows", "alinea", "events", "options")
+TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "links", "flows", "alinea", "events", "options",
+            "cvihis")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target",
-             "gcc")
+             "gcc", "cvihis")
+CVIHIS_KEYS = ("variant", *CVIHIS_CHOICE_KEYS)
 GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter", "gains")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
@@ -214,6 +218,7 @@ class _Loader:
 
     def load(self) -> Topology:
         self.defaults = self._defaults()
+        self.cvihis = self._cvihis(self.top["cvihis"].value, "cvihis") if "cvihis" in self.top else CvihisReading()
         self.nodes = self._nodes()
         self.links = self._links()
         flows, flow_nodes = self._flows()
@@ -505,9 +510,14 @@ class _Loader:
             raise self.doc.error(f["stop"].value, f"{path}.stop", f"stop ({stop} ns) must be after start ({start} ns)")
         if control != "tcp":
             self._check_send_times(f, item, path, src, start)
+        if "cvihis" in f and control not in CVIHIS_CONTROLS:
+            raise self.doc.error(f["cvihis"].key_node, f"{path}.cvihis",
+                                 f"only {' and '.join(CVIHIS_CONTROLS)} flows have cvihis (this one is {control}; "
+                                 "the file's top-level cvihis: applies to every CVIHIS law, cc cvihis-rtm too)")
+        reading = self._cvihis(f["cvihis"].value, f"{path}.cvihis", self.cvihis) if "cvihis" in f else self.cvihis
         if control == "tcp":
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
-                        **self._tcp_keys(f, path))
+                        cvihis=reading, **self._tcp_keys(f, path))
         if "target" in f and control != "ledbat":
             raise self.doc.error(f["target"].key_node, f"{path}.target",
                                  f"only ledbat flows have target (this one is {control})")
@@ -535,7 +545,29 @@ class _Loader:
                 raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
         gcc = self._gcc(f, path, r_max) if control == "gcc" else None
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
-                    line=self.doc.line(item), target_ns=target, gcc=gcc)
+                    line=self.doc.line(item), target_ns=target, gcc=gcc, cvihis=reading)
+
+    def _cvihis(self, node: YamlNode, path: str, base: CvihisReading | None = None) -> CvihisReading:
+        """``cvihis: {variant, areas, decisions_per_rtt, md, max_delay}`` (each optional): the reading of
+        CVIHIS to run (hosts/cvihis/variants.py). A flow's mapping goes on top of the file's (``base``): its
+        variant, if given, replaces the file's reading; its other keys change one choice each."""
+        entries = self.doc.mapping(node, path, CVIHIS_KEYS)
+        if not entries:
+            raise self.doc.error(node, path, f"changes nothing (set some of: {', '.join(CVIHIS_KEYS)})")
+        base = base or CvihisReading()
+        variant, changes = base.variant, dict(base.changes)
+        for key, entry in sorted(entries.items(), key=lambda kv: kv[0] != "variant"):  # the variant first
+            value = self.doc.scalar(entry.value, f"{path}.{key}")
+            try:
+                if key == "variant":
+                    variant, changes = CvihisReading(str(value)).variant, {}
+                else:
+                    CvihisReading(changes=((key, value),))
+                    changes[key] = value
+            except ReadingError as exc:
+                raise self.doc.error(entry.value, f"{path}.{key}", str(exc).split(": ", 1)[1]) from None
+        order = [k for k in CVIHIS_CHOICE_KEYS if k in changes]
+        return CvihisReading(variant, tuple((k, changes[k]) for k in order))
 
     def _gcc(self, f: dict[str, Entry], path: str, r_max: float | None) -> GccParams:
         """A gcc flow's ``gcc: {min_rate, max_rate, start_rate, filter, gains}`` (each optional): rates > 0,

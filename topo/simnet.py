@@ -125,7 +125,7 @@ def cvihis_params(topo: Topology, f: Flow) -> CvihisParams:
     """A CVIHIS flow's parameters: the defaults, its packet size, at most its first link's rate
     (or its r_max)."""
     cap = min(f.r_max_bps or math.inf, topo.link_between(f.path[0], f.path[1]).rate_bps)
-    base = CvihisParams()
+    base = f.cvihis.apply(CvihisParams())
     return dataclasses.replace(base, packet_size_bytes=f.packet_size, max_rate_bps=cap,
                                initial_rate_bps=min(base.initial_rate_bps, cap),
                                min_rate_bps=min(base.min_rate_bps, cap))

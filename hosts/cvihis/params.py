@@ -30,10 +30,13 @@ class CvihisParams:
     step_gradient: float = 0.2  # - / + (areas 2 and 4, and whenever the gradient wins)
     md_factor: float = 1.10  # inter-packet gap multiplier after a loss (at most once per RTT)
     pf: float = 1.05  # RTM: minDelay push factor per update interval
-    rtm_shift_areas: bool = True  # RTM: the areas' top moves up with the push (False: only minDelay, squeezed)
+    # How RTM's areas move when minDelay is pushed (docs/cvihis.md, "Readings"; hosts/cvihis/variants.py):
+    rtm_shift_areas: bool = False  # True: the areas' top always moves up with the push (keeps their width)
+    rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
+    md_per_packet: bool = False  # MD once per lost packet (True) or at most once per RTT (False)
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)
-    max_delay_gain: float = 0.5  # EWMA gain of maxDelay towards the OWD before a loss
+    max_delay_gain: float = 1.0  # EWMA gain of maxDelay towards the OWD before a loss (1: the newest loss)
     initial_span_ns: int = 50 * MS  # maxDelay - minDelay until the first loss is seen
     min_span_ns: int = 1 * MS  # smallest maxDelay - minDelay the areas are built on
     gradient_deadband_ns: int = 0  # |OWD change| up to this counts as a flat gradient
@@ -100,7 +103,7 @@ def _check_types(p: CvihisParams) -> None:
             if not isinstance(value, tuple):
                 raise ValueError(f"CvihisParams.area_edges: expected a tuple of 6 floats, got {value!r}")
             continue
-        if f.name == "rtm_shift_areas":
+        if f.name in ("rtm_shift_areas", "md_per_packet", "rtm_shift_until_loss"):
             if not isinstance(value, bool):
                 raise ValueError(f"CvihisParams.{f.name}: expected True or False, got {value!r}")
         elif f.name in _INT_FIELDS:

@@ -9,7 +9,8 @@ Once per update interval (a third of the sender's RTT, clamped) it places the in
 mean OWD in one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a
 command; a loss (from sequence numbers) emits an MD command at once, at most once per RTT.
 In real-time mode (RTM) minDelay is pushed up by PF every update and falls back to any lower
-OWD, and the areas move up with it (keeping their width), so the flow competes; in
+OWD, so the areas drift up and the flow competes (how the top of the areas moves with it is a
+reading the sources leave open: hosts/cvihis/variants.py); in
 backward-loading mode (BLM) minDelay is the smallest OWD ever, so the flow yields. The mode
 can change at any time without touching the delay history.
 """
@@ -52,6 +53,7 @@ class CvihisReceiver:
         self._min = 0  # smallest relative OWD ever (BLM's minDelay)
         self._rtm_min = 0.0  # RTM's pushed minDelay (relative)
         self._max: float | None = None  # maxDelay EWMA (relative); None until the first loss
+        self._peak = 0.0  # the highest interval mean OWD (relative) since the loss that taught maxDelay
         self._rtt_hint = 0  # sender's latest RTT estimate (0: none yet)
         self._min_rtt_hint = 0
         self._last_in_order: int | None = None
@@ -185,13 +187,26 @@ class CvihisReceiver:
         self._owd_count += 1
 
     def _take_loss(self, loss_rel: int) -> None:
-        """maxDelay follows the OWD of the last packet before each loss (EWMA)."""
+        """maxDelay follows the OWD of the last packet before each loss (EWMA).
+
+        A loss whose packet before it waited in no queue (OWD within ``min_span_ns`` of minDelay)
+        says nothing of where the loss point lies in the delay space: the packets were dropped
+        where the delays do not show (a receiver's buffer, a policer, a bit error). Such a loss
+        still brings an MD but does not move maxDelay: taken, it would collapse the areas onto
+        minDelay, and the first lasting rise of the path's delay (a slower link's longer
+        serialisation, a route change) would hold the flow in ``---`` at its floor for good.
+        """
+        if loss_rel - self._min < self.params.min_span_ns:
+            return
         if self._max is None:
             self._max = float(loss_rel)
         else:
             self._max += self.params.max_delay_gain * (loss_rel - self._max)
+        self._peak = float(loss_rel)
 
     def _md_allowed(self, now_ns: int) -> bool:
+        if self.params.md_per_packet:
+            return True
         guard = self._rtt_hint or self.params.initial_rtt_ns
         return self._last_md_ns is None or now_ns - self._last_md_ns >= guard
 
@@ -199,22 +214,31 @@ class CvihisReceiver:
         return self._rtm_min if self._mode is Mode.RTM else float(self._min)
 
     def _current_max(self) -> float:
-        """maxDelay in use: the top of the areas, moved up with RTM's push.
+        """maxDelay in use: the top of the areas (docs/cvihis.md, "Readings").
 
-        From losses (before the first one, ``initial_span_ns`` above the smallest OWD), plus in
-        RTM how far the push has lifted minDelay: the 7 areas keep the width learned from
-        losses and drift up as a whole. Were only minDelay pushed, the areas would shrink onto
-        maxDelay until ``min_span_ns`` is left and a millisecond of jitter flips a flow between
-        ``+++`` and ``---``; shifted, an RTM flow keeps the resolution of its areas and stays
-        above a BLM flow's on the same queue until a loss stops it (docs/cvihis.md).
+        From losses (before the first one, ``initial_span_ns`` above the smallest OWD). In RTM it
+        depends on the reading: ``areas shift`` adds how far the push has lifted minDelay, so the
+        areas keep their width and drift up as a whole; ``areas squeeze`` keeps the learned top, so
+        only minDelay is pushed (the sources' literal wording); ``areas probe`` (the default) shifts
+        until the first loss (no loss point is known yet: RTM probes for it) and squeezes after,
+        with the top never below the highest OWD seen since the newest loss (a delay that went
+        without loss shows the loss point is higher: a maxDelay learned when the queue was shorter,
+        e.g. in a competing TCP's slow start, must not hold the flow in ``---`` for good).
         """
-        top = float(self._min + self.params.initial_span_ns) if self._max is None else self._max
-        return top + self._lift()
+        top = self._learned_max() + self._lift()
+        if self._mode is Mode.RTM and self.params.rtm_shift_until_loss and self._max is not None:
+            top = max(top, float(self._peak))  # a delay that went without loss: the loss point is higher
+        return top
+
+    def _learned_max(self) -> float:
+        """maxDelay from losses; before the first, ``initial_span_ns`` above the smallest OWD."""
+        return float(self._min + self.params.initial_span_ns) if self._max is None else self._max
 
     def _lift(self) -> float:
         """How far RTM's push holds minDelay above the smallest OWD (0 in BLM, and with
         ``rtm_shift_areas`` False: the sources' literal reading, only minDelay pushed)."""
-        shift = self._mode is Mode.RTM and self.params.rtm_shift_areas
+        shifting = self.params.rtm_shift_areas or (self.params.rtm_shift_until_loss and self._max is None)
+        shift = self._mode is Mode.RTM and shifting
         return self._rtm_min - self._min if shift else 0.0
 
     def _interval(self) -> int:
@@ -236,6 +260,7 @@ class CvihisReceiver:
     def _update(self, now_ns: int) -> Feedback:
         """The periodic decision: area of the mean OWD, gradient, command; then RTM's push."""
         mean = self._owd_sum / self._owd_count
+        self._peak = max(self._peak, mean)
         area = classify(mean, self._current_min(), self._current_max(), self.params)
         gradient = gradient_sign(self._grad_sum, self.params.gradient_deadband_ns)
         command = decide(area, gradient)

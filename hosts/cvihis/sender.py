@@ -18,6 +18,7 @@ from hosts.cvihis.params import CvihisParams
 from hosts.cvihis.wire import U32, Feedback
 
 NS_PER_S = 1_000_000_000
+MAX_MD_PER_COMMAND = 64  # more would only pin the rate at its floor
 
 
 class CvihisSender:
@@ -33,6 +34,7 @@ class CvihisSender:
         self._min_rtt: int | None = None
         self._last_md_ns: int | None = None
         self._last_fb_seq: int | None = None
+        self._lost_seen: int | None = None
         self._seq = -1
         self._last_send_ns: int | None = None
         self.feedbacks = 0
@@ -51,8 +53,13 @@ class CvihisSender:
         self.feedbacks += 1
         self._last_fb_seq = fb.fb_seq % U32
         self._take_rtt(now_ns - fb.echo_ts_ns - fb.echo_delay_ns)
+        newly_lost = (fb.lost_total - self._lost_seen) % U32 if self._lost_seen is not None else 1
+        self._lost_seen = fb.lost_total % U32
         if fb.command == Command.MD:  # == not is: a plain int 5 from a caller counts too
-            self._multiplicative_decrease(now_ns)
+            if self.params.md_per_packet:
+                self._md_per_packet(newly_lost)
+            else:
+                self._multiplicative_decrease(now_ns)
         else:
             self._step(fb.step)
 
@@ -121,6 +128,13 @@ class CvihisSender:
         self.md_applied += 1
         self._smoothed_step_pps = 0.0
         self._set_rate(self._rate_pps / self.params.md_factor)
+
+    def _md_per_packet(self, newly_lost: int) -> None:
+        """One MD per packet lost since the last feedback (at least one: the command says a loss)."""
+        k = newly_lost if 0 < newly_lost < U32 // 2 else 1
+        self.md_applied += 1
+        self._smoothed_step_pps = 0.0
+        self._set_rate(self._rate_pps / self.params.md_factor ** min(k, MAX_MD_PER_COMMAND))
 
     def _step(self, step_packets: float) -> None:
         """Rate += EWMA of (step / sqrt(RTT in s)) packets per second."""

@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from hosts.cvihis import Command, CvihisParams, CvihisReceiver, Feedback, Mode
+from hosts.cvihis.variants import CvihisReading
 
 MS = 1_000_000
 P = CvihisParams()
@@ -251,8 +252,9 @@ def test_updates_come_three_times_per_rtt_hint_clamped() -> None:
         assert gaps == {expected}
 
 
-def test_rtm_areas_keep_their_width_and_move_up_with_the_push() -> None:
-    rtm, blm = CvihisReceiver(P, Mode.RTM), CvihisReceiver(P, Mode.BLM)
+def test_shifted_rtm_areas_keep_their_width_and_move_up_with_the_push() -> None:
+    """``areas shift`` (the ``shifted`` reading): the top of the areas moves up with the pushed minDelay."""
+    rtm, blm = CvihisReceiver(CvihisReading("shifted").apply(P), Mode.RTM), CvihisReceiver(P, Mode.BLM)
     base = 10**9
     # a packet every 5 ms, the queue growing 1 ms per packet (faster than the push), packet 50 lost
     trace = [Pkt(s, base + 5 * s * MS, base + 5 * s * MS + 10 * MS + s * MS, 40 * MS) for s in range(60) if s != 50]
@@ -267,9 +269,9 @@ def test_rtm_areas_keep_their_width_and_move_up_with_the_push() -> None:
 
 
 def test_rtm_areas_squeezed_keep_their_top_when_shifting_is_off() -> None:
-    """``rtm_shift_areas=False``: the sources' literal reading, only minDelay is pushed, so the top of the
-    areas stays the learned maxDelay and the span shrinks by the lift (the default moves the top with it)."""
-    squeezed = CvihisReceiver(CvihisParams(rtm_shift_areas=False), Mode.RTM)
+    """``areas squeeze``: the sources' literal wording, only minDelay is pushed, so the top of the areas stays
+    the learned maxDelay and the span shrinks by the lift."""
+    squeezed = CvihisReceiver(CvihisParams(rtm_shift_areas=False, rtm_shift_until_loss=False), Mode.RTM)
     blm = CvihisReceiver(P, Mode.BLM)
     base = 10**9
     trace = [Pkt(s, base + 5 * s * MS, base + 5 * s * MS + 10 * MS + s * MS, 40 * MS) for s in range(60) if s != 50]

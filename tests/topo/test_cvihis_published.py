@@ -52,7 +52,10 @@ def test_three_rtm_flows_on_one_bottleneck_are_fair_once_stable() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize(("row", "sets", "published"), ROWS)
 def test_two_bottleneck_rows_match_the_published_rates(row: str, sets: list[str], published: list[int]) -> None:
-    s = run_experiment(_variant("cvihis-two-bottleneck", sets), 60 * S, seed=1, plots=False).summary
+    """Goodput over the second half of 120 s runs: the default reading's RTM flows share by delay as well as
+    by loss, and the flows crossing both bottlenecks converge to their shares over tens of seconds (in 60 s
+    runs rows 2 and 6 can end a point or two outside 10 %: docs/cvihis.md, "In the network")."""
+    s = run_experiment(_variant("cvihis-two-bottleneck", sets), 120 * S, seed=1, plots=False).summary
     for name, kbps in zip(("f1", "f2", "f3"), published):
         measured = s["flows"][name]["goodput_bps"] / 1e3
         assert abs(measured - kbps) <= 0.10 * kbps, f"{row} {name}: {measured:.0f} kb/s, published {kbps}"
@@ -74,3 +77,41 @@ def test_blm_takes_the_bottleneck_back_when_the_rtm_flow_stops(blm_vs_rtm: dict)
 @pytest.mark.slow
 def test_blm_yields_most_of_the_bottleneck_to_a_competing_rtm_flow(blm_vs_rtm: dict) -> None:
     assert _mean_rate(blm_vs_rtm, "rtm", 35, 50) >= 2 * _mean_rate(blm_vs_rtm, "blm", 35, 50)
+
+
+#: (topology, time of the capacity drop, the new capacity, run length): the bottleneck after the drop is R3-R4
+#: at 1 Mb/s (below H2's 1.2 Mb/s playout) on capacity-drop, R1-R2 at 1.5 Mb/s on bottleneck-drop.
+DROPS = [("capacity-drop", 30, 1.0e6, 45), ("bottleneck-drop", 20, 1.5e6, 35)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize(("name", "at", "capacity", "seconds"), DROPS, ids=[d[0] for d in DROPS])
+def test_blm_takes_the_new_capacity_within_10_s_of_a_drop(name: str, at: float, capacity: float, seconds: float,
+                                                         seed: int) -> None:
+    """The paper's BLM takes the capacity back once competing traffic leaves; a drop of the path's capacity is
+    the same signal. Before it, capacity-drop's losses come from H2's receive buffer, with no queueing delay
+    before them: they must not teach maxDelay (docs/cvihis.md, "maxDelay"), or the longer serialisation on the
+    slower link holds BLM at its floor."""
+    base = load_base(ROOT / "topo" / f"{name}.yaml")
+    topo = point_topology(base, Point((), "cvihis-blm"))
+    s = run_experiment(topo, seconds * S, seed=seed, plots=False).summary
+    assert abs(_mean_rate(s, "f1", at + 10, seconds) - capacity) <= 0.10 * capacity
+
+
+#: the corners of the paper's grid (bottleneck, one-way access delay: RTT 20 and 200 ms)
+CORNERS = [("2Mbps", "8ms"), ("2Mbps", "98ms"), ("4.5Mbps", "8ms"), ("4.5Mbps", "98ms")]
+
+
+@pytest.mark.slow
+def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_to_it() -> None:
+    """CVIHIS's published TCP-friendliness (SOURCES.md E): against one reno connection with SACK (Linux NewReno),
+    the larger rate at most 2 times the smaller (published about 1.6), and RTT affects RTM less than TCP."""
+    from topo.results_tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/results.md runs it)
+
+    rates = {(rate, delay): rtm_cell(rate, delay, "reno") for rate, delay in CORNERS}
+    for cell, (rtm, tcp) in rates.items():
+        assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (cell, rtm, tcp)
+    for rate in ("2Mbps", "4.5Mbps"):
+        (rtm20, tcp20), (rtm200, tcp200) = rates[(rate, "8ms")], rates[(rate, "98ms")]
+        assert abs(rtm200 / rtm20 - 1) < abs(tcp200 / tcp20 - 1) or rtm200 / tcp200 >= rtm20 / tcp20, rate

@@ -1,0 +1,112 @@
+"""Named readings of CVIHIS: the choices the sources leave open, as a topology file selects them.
+
+The papers fix the step sizes, MD = 1.10, PF = 1.05 and the 7 areas, but not how the areas move
+when RTM pushes minDelay, how often a decision is taken per RTT, whether an MD applies per loss
+event or per lost packet, nor whether maxDelay is the newest loss's delay or an average. Each
+choice is one key of a ``cvihis:`` mapping in a topology file (``cvihis: {variant: shifted}``,
+``cvihis: {md: per-packet}``); a ``variant`` names a whole reading at once, and keys given beside
+it change that reading one choice at a time. The default, ``published``, is the reading that
+reproduces the published results (docs/cvihis.md, "Readings", has the measured grid behind it);
+the other readings stay here so that a researcher can run them side by side.
+
+Why a table of overrides on :class:`CvihisParams` rather than code paths: a reading is a set of
+parameter values, so every reading is validated by the same ``CvihisParams`` checks, runs the
+same cores and is reproducible from its name alone.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from types import MappingProxyType
+
+from hosts.cvihis.params import CvihisParams
+
+__all__ = ["AREAS", "CHOICE_KEYS", "DEFAULT_VARIANT", "MAX_DECISIONS_PER_RTT", "MAX_DELAY", "MD", "VARIANTS",
+           "CvihisReading", "ReadingError"]
+
+DEFAULT_VARIANT = "published"
+MAX_DECISIONS_PER_RTT = 10
+
+#: how RTM's areas move when minDelay is pushed (``areas:``)
+AREAS: Mapping[str, Mapping[str, object]] = MappingProxyType({
+    # the areas' top moves up with the push until the first loss, then only minDelay is pushed
+    "probe": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": True}),
+    # only minDelay is pushed, from the start: the areas squeeze onto maxDelay (the literal wording)
+    "squeeze": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": False}),
+    # the whole delay space moves up with the push, keeping the width learned from losses
+    "shift": MappingProxyType({"rtm_shift_areas": True, "rtm_shift_until_loss": False}),
+})
+#: what an MD applies to (``md:``)
+MD: Mapping[str, Mapping[str, object]] = MappingProxyType({
+    "per-rtt": MappingProxyType({"md_per_packet": False}),  # one per loss event: at most once per RTT
+    "per-packet": MappingProxyType({"md_per_packet": True}),  # one per lost packet
+})
+#: what maxDelay follows (``max_delay:``)
+MAX_DELAY: Mapping[str, Mapping[str, object]] = MappingProxyType({
+    "last-loss": MappingProxyType({"max_delay_gain": 1.0}),  # the OWD before the newest loss
+    "ewma": MappingProxyType({"max_delay_gain": 0.5}),  # an EWMA of it (gain 0.5)
+})
+
+#: the named readings: each a choice for every key (``variant:``)
+VARIANTS: Mapping[str, Mapping[str, object]] = MappingProxyType({
+    "published": MappingProxyType({"areas": "probe", "decisions_per_rtt": 3, "md": "per-rtt",
+                                   "max_delay": "last-loss"}),
+    "shifted": MappingProxyType({"areas": "shift", "decisions_per_rtt": 3, "md": "per-rtt",
+                                 "max_delay": "ewma"}),
+    "squeezed": MappingProxyType({"areas": "squeeze", "decisions_per_rtt": 3, "md": "per-rtt",
+                                  "max_delay": "ewma"}),
+})
+CHOICE_KEYS = ("areas", "decisions_per_rtt", "md", "max_delay")
+_TABLES: Mapping[str, Mapping[str, Mapping[str, object]]] = MappingProxyType(
+    {"areas": AREAS, "md": MD, "max_delay": MAX_DELAY})
+
+
+class ReadingError(ValueError):
+    """A reading's name or choice that does not exist; the message names the key and the choices."""
+
+
+@dataclass(frozen=True)
+class CvihisReading:
+    """One reading: a ``variant`` and the choices changed beside it (key, value pairs)."""
+
+    variant: str = DEFAULT_VARIANT
+    changes: tuple[tuple[str, object], ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.variant not in VARIANTS:
+            raise ReadingError(f"variant: {self.variant!r} is not one of {', '.join(VARIANTS)}")
+        for key, value in self.changes:
+            _check_choice(key, value)
+
+    def choices(self) -> dict[str, object]:
+        """Every key's choice: the variant's, with ``changes`` on top."""
+        return {**VARIANTS[self.variant], **dict(self.changes)}
+
+    def apply(self, params: CvihisParams) -> CvihisParams:
+        """``params`` with this reading's values (everything else, e.g. rates and sizes, kept)."""
+        values: dict[str, object] = {}
+        for key, value in self.choices().items():
+            if key == "decisions_per_rtt":
+                values["updates_per_rtt"] = value
+            else:
+                values.update(_TABLES[key][str(value)])
+        return dataclasses.replace(params, **values)
+
+    def describe(self) -> str:
+        """``variant`` or ``variant (key value, ...)``: how a report names the reading."""
+        if not self.changes:
+            return self.variant
+        return f"{self.variant} ({', '.join(f'{k} {v}' for k, v in self.changes)})"
+
+
+def _check_choice(key: str, value: object) -> None:
+    if key == "decisions_per_rtt":
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DECISIONS_PER_RTT:
+            raise ReadingError(f"decisions_per_rtt: {value!r} is not an integer in 1..{MAX_DECISIONS_PER_RTT}")
+        return
+    if key not in _TABLES:
+        raise ReadingError(f"{key}: unknown choice (use {', '.join(('variant', *CHOICE_KEYS))})")
+    if value not in _TABLES[key]:
+        raise ReadingError(f"{key}: {value!r} is not one of {', '.join(_TABLES[key])}")

@@ -1,0 +1,164 @@
+"""The named readings of CVIHIS (hosts/cvihis/variants.py) and the choices they select in the cores:
+RTM's areas probing until the first loss, maxDelay from the newest loss, a loss without queueing delay
+teaching no maxDelay, and an MD per lost packet."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from hosts.cvihis import Command, CvihisParams, CvihisReceiver, CvihisSender, Feedback, Mode
+from hosts.cvihis.variants import AREAS, CHOICE_KEYS, MAX_DELAY, MD, VARIANTS, CvihisReading, ReadingError
+
+MS = 1_000_000
+BASE = 10**9
+
+
+def test_the_default_reading_is_the_parameters_defaults() -> None:
+    """Code that builds ``CvihisParams()`` directly runs the published reading, as a topology file does."""
+    assert CvihisReading().apply(CvihisParams()) == CvihisParams()
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_every_variant_names_a_choice_for_every_key_and_gives_valid_parameters(variant: str) -> None:
+    reading = CvihisReading(variant)
+    assert set(reading.choices()) == set(CHOICE_KEYS)
+    params = reading.apply(CvihisParams())
+    assert params.updates_per_rtt == reading.choices()["decisions_per_rtt"]
+
+
+@settings(deadline=None)
+@given(st.sampled_from(list(VARIANTS)), st.sampled_from(list(AREAS)), st.integers(1, 10), st.sampled_from(list(MD)),
+       st.sampled_from(list(MAX_DELAY)), st.floats(80_000, 10e6), st.sampled_from([500, 1000, 1500]))
+def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: int, md: str, max_delay: str,
+                                            cap: float, size: int) -> None:
+    """Rates and sizes set by the network (a flow's cap, its packet size) survive any reading; each key's
+    choice lands in the parameters its table names, whatever the variant under it."""
+    base = CvihisParams(max_rate_bps=cap, initial_rate_bps=min(400_000.0, cap), packet_size_bytes=size)
+    changes = (("areas", areas), ("decisions_per_rtt", per_rtt), ("md", md), ("max_delay", max_delay))
+    p = CvihisReading(variant, changes).apply(base)
+    assert (p.max_rate_bps, p.initial_rate_bps, p.packet_size_bytes) == (cap, base.initial_rate_bps, size)
+    assert p.updates_per_rtt == per_rtt
+    for table, choice in ((AREAS, areas), (MD, md), (MAX_DELAY, max_delay)):
+        assert all(getattr(p, k) == v for k, v in table[choice].items())
+    untouched = {f.name for f in dataclasses.fields(p)} - {"updates_per_rtt", *AREAS["probe"], *MD["per-rtt"],
+                                                           *MAX_DELAY["ewma"]}
+    assert all(getattr(p, k) == getattr(base, k) for k in untouched)
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"variant": "fast"}, "variant: 'fast' is not one of published, shifted, squeezed"),
+    ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet"),
+    ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
+    ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
+    ({"changes": (("colour", "red"),)}, "colour: unknown choice"),
+])
+def test_an_unknown_reading_is_refused_in_one_line_naming_the_key(kwargs: dict, message: str) -> None:
+    with pytest.raises(ReadingError) as info:
+        CvihisReading(**kwargs)
+    assert message in str(info.value) and "\n" not in str(info.value)
+
+
+def test_describe_names_the_variant_and_its_changes() -> None:
+    assert CvihisReading().describe() == "published"
+    assert CvihisReading("shifted", (("md", "per-packet"),)).describe() == "shifted (md per-packet)"
+
+
+def _queue_trace(lost: tuple[int, ...] = (), n: int = 60, grow_ms: int = 1) -> list[tuple[int, int, int]]:
+    """(seq, send_ts, arrival): a packet every 5 ms, the queue growing ``grow_ms`` per packet, ``lost`` dropped."""
+    return [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + grow_ms * s * MS) for s in range(n) if s not in lost]
+
+
+def _feed(rx: CvihisReceiver, trace: list[tuple[int, int, int]], hint: int = 40 * MS) -> list[Feedback]:
+    out: list[Feedback] = []
+    for seq, ts, arrival in trace:
+        out += rx.on_timer(arrival)
+        out += rx.on_data(arrival, seq, ts, 1000, hint)
+    return out
+
+
+def _reading(variant: str, **changes: object) -> CvihisParams:
+    return CvihisReading(variant, tuple(changes.items())).apply(CvihisParams())
+
+
+def test_probe_moves_the_areas_up_with_the_push_until_the_first_loss_then_squeezes_them() -> None:
+    """areas probe: with no loss yet there is no learned maxDelay, so RTM keeps the guessed width above its
+    pushed minDelay (it probes for the loss point); once a loss has set maxDelay, only minDelay is pushed."""
+    probe = CvihisReceiver(_reading("published"), Mode.RTM)
+    shift = CvihisReceiver(_reading("shifted"), Mode.RTM)
+    blm = CvihisReceiver(_reading("published"), Mode.BLM)
+    before = _queue_trace(n=45)
+    for rx in (probe, shift, blm):
+        _feed(rx, before)
+    assert probe.min_delay_ns > blm.min_delay_ns  # pushed
+    assert probe.max_delay_ns - probe.min_delay_ns == pytest.approx(shift.max_delay_ns - shift.min_delay_ns)
+    # packet 50 lost at the top of the queue, which then drains: only minDelay moves with the push
+    after = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + (s if s < 50 else 100 - s) * MS)
+             for s in range(45, 90) if s != 50]
+    for rx in (probe, blm):
+        _feed(rx, after)
+    assert probe.lost == blm.lost == 1
+    assert probe.max_delay_ns == blm.max_delay_ns  # the learned loss point, not moved with the push
+    assert probe.min_delay_ns > blm.min_delay_ns
+    # the queue then rises above that point with no loss: the top follows the delays that went through
+    rising = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + (s - 30) * MS) for s in range(90, 140)]
+    _feed(probe, rising)
+    _feed(blm, rising)
+    assert probe.lost == 1 and probe.max_delay_ns > blm.max_delay_ns
+    assert probe.max_delay_ns <= blm.min_delay_ns + (139 - 30) * MS  # at most the highest delay seen
+
+
+def test_max_delay_follows_the_newest_loss_or_an_average() -> None:
+    """max_delay last-loss: the OWD before the newest loss; ewma: half way from the previous estimate."""
+    trace = _queue_trace(lost=(20, 50))
+    last, ewma = (CvihisReceiver(_reading("published", max_delay=m), Mode.BLM) for m in ("last-loss", "ewma"))
+    _feed(last, trace)
+    _feed(ewma, trace)
+    first, second = 19 * MS, 49 * MS  # the OWDs above the smallest before each loss
+    assert last.max_delay_ns - last.min_delay_ns == second
+    assert ewma.max_delay_ns - ewma.min_delay_ns == first + 0.5 * (second - first)
+
+
+@pytest.mark.parametrize("variant", list(VARIANTS))
+def test_a_loss_without_queueing_delay_teaches_no_max_delay(variant: str) -> None:
+    """Packets dropped where the delays do not show (a receiver's full buffer): the MD still comes, the areas
+    keep their width, so a later lasting rise of the path's delay (a slower link) is not read as congestion
+    beyond the loss point."""
+    flat = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS) for s in range(80) if s not in (20, 40, 60)]
+    rx = CvihisReceiver(_reading(variant), Mode.BLM)
+    feedback = _feed(rx, flat)
+    assert rx.lost == 3 and any(fb.command is Command.MD for fb in feedback)
+    assert rx.max_delay_ns - rx.min_delay_ns == CvihisParams().initial_span_ns
+    # the path's delay then rises 5 ms for good: the flow still increases (lower areas), it does not hold ---
+    later = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 15 * MS) for s in range(80, 200)]
+    commands = [fb.command for fb in _feed(rx, later)]
+    assert Command.STRONG_DECREASE not in commands[-10:]
+
+
+def test_md_per_packet_divides_the_rate_once_per_lost_packet() -> None:
+    """md per-packet: the receiver sends an MD at every new loss (no once-per-RTT guard) and the sender
+    divides its rate by MD for each packet lost since the feedback before (``lost_total``)."""
+    params = _reading("published", md="per-packet")
+    tx = CvihisSender(params)
+    t = BASE
+    tx.on_feedback(t, Feedback(1, Command.HOLD, 3, 0, 0, False, True, t - 40 * MS, 0, lost_total=0))
+    rate = tx.rate_pps
+    tx.on_feedback(t + MS, Feedback(2, Command.MD, None, 0, 0, True, True, t - 39 * MS, 0, lost_total=3))
+    assert tx.rate_pps == pytest.approx(rate / params.md_factor ** 3)
+    tx.on_feedback(t + 2 * MS, Feedback(3, Command.MD, None, 0, 0, True, True, t - 38 * MS, 0, lost_total=4))
+    assert tx.rate_pps == pytest.approx(rate / params.md_factor ** 4)  # within the RTT: applied anyway
+    per_rtt = CvihisSender(_reading("published"))
+    per_rtt.on_feedback(t, Feedback(1, Command.MD, None, 0, 0, True, True, t - 40 * MS, 0, lost_total=3))
+    per_rtt.on_feedback(t + MS, Feedback(2, Command.MD, None, 0, 0, True, True, t - 39 * MS, 0, lost_total=4))
+    assert per_rtt.md_applied == 1 and per_rtt.md_suppressed == 1
+
+
+def test_md_per_packet_receiver_sends_an_md_at_every_new_loss() -> None:
+    trace = _queue_trace(lost=(20, 24, 28), grow_ms=0)
+    per_packet = _feed(CvihisReceiver(_reading("published", md="per-packet"), Mode.RTM), trace)
+    per_rtt = _feed(CvihisReceiver(_reading("published"), Mode.RTM), trace)
+    assert sum(fb.command is Command.MD for fb in per_packet) == 3  # 20 ms apart, inside one 40 ms RTT
+    assert sum(fb.command is Command.MD for fb in per_rtt) == 2
