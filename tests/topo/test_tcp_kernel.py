@@ -22,10 +22,10 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args: list[str], needle: str) 
 def test_rtm_variant_changes_the_flows_parameters_only_inside() -> None:
     topo = R.scenario("cvihis-rtm-vs-tcp")
     flow = topo.flows[0]
-    assert simnet.cvihis_params(topo, flow).rtm_shift_areas
-    with K.rtm_variant(rtm_shift_areas=False, updates_per_rtt=1):
+    assert not simnet.cvihis_params(topo, flow).rtm_shift_areas  # the default reading, published
+    with K.rtm_variant(rtm_shift_areas=True, updates_per_rtt=1):
         p = simnet.cvihis_params(topo, flow)
-        assert not p.rtm_shift_areas and p.updates_per_rtt == 1
+        assert p.rtm_shift_areas and p.updates_per_rtt == 1
         assert p.packet_size_bytes == flow.packet_size  # the flow's own values are kept
     assert simnet.cvihis_params(topo, flow).updates_per_rtt == 3
 
