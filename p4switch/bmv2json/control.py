@@ -69,6 +69,53 @@ class ControlWriter:
         info_tables = {t.preamble.name: t for t in p4info.tables} if p4info is not None else None
         self.info_tables = info_tables
         self.public = self._public_actions()
+        self.meter_reads = self._meter_reads()
+        self._one_control_each()
+
+    def _meter_reads(self) -> dict[int, str]:
+        """Canonical action id -> the ``read`` of its table's direct meter. BMv2 writes a direct
+        meter's ``result_target`` on every hit of its table, before the action: each action
+        of the table reads it first (the meter itself runs on the hit, as in BMv2), except an
+        action other tables list too (it cannot read the meter there), which leaves the target
+        unwritten: the one difference from BMv2 (docs/p4switch.md)."""
+        out: dict[int, str] = {}
+        owner: dict[int, str] = {}
+        for pi, pipe in enumerate(self.j.get("pipelines") or []):
+            for n, t in enumerate(pipe.get("tables") or []):
+                for a in t.get("action_ids") or []:
+                    c = self.canon.get(a)
+                    if c is None:
+                        continue
+                    name = t.get("direct_meters")
+                    shared = c in owner and owner[c] != name
+                    owner[c] = name
+                    if shared:  # another table lists it too: a read there would not be BMv2's
+                        out.pop(c, None)
+                        owner[c] = "<shared>"
+                        continue
+                    if name:
+                        if name not in self.meters or not self.meters[name][1].get("is_direct"):
+                            raise Bmv2JsonError(f"pipelines[{pi}].tables[{n}].direct_meters",
+                                                f"no direct meter {name!r}")
+                        i, m = self.meters[name]
+                        target = self.refs.field(m.get("result_target"), f"meter_arrays[{i}].result_target")
+                        out[c] = f"mtr_{i}.read({target.text});"
+        return out
+
+    def _one_control_each(self) -> None:
+        """An action is declared in the control whose tables list it; one listed by tables of
+        both (JSON from P4_14) would be two P4 objects with one name: refused."""
+        seen: dict[int, int] = {}
+        for pi, pipe in enumerate(self.j.get("pipelines") or []):
+            for t in pipe.get("tables") or []:
+                for a in t.get("action_ids") or []:
+                    c = self.canon.get(a)
+                    if c is None or self._is_core_noaction(c):
+                        continue
+                    if seen.setdefault(c, pi) != pi:
+                        raise Bmv2JsonError(f"actions[{self.actions[c][0]}]",
+                                            f"action {self.actions[c][1].get('name')!r} is listed by tables of two "
+                                            "pipelines; the loader declares an action in one control")
 
     def _public_actions(self) -> set[int]:
         """Actions (canonical ids) a table that stays a table lists: they keep the JSON name;
@@ -107,7 +154,9 @@ class ControlWriter:
             if m.get("type") not in ("bytes", "packets"):
                 raise Bmv2JsonError(f"meter_arrays[{i}].type", f"meter type {m.get('type')!r}")
             if m.get("is_direct"):
-                raise Bmv2JsonError(f"meter_arrays[{i}].is_direct", "direct meters are not supported by the loader")
+                target = self.refs.field(m.get("result_target"), f"meter_arrays[{i}].result_target")
+                out.append(f'@name(".{name}") direct_meter<bit<{target.width}>>(MeterType.{m["type"]}) mtr_{i};')
+                continue
             out.append(f'@name(".{name}") meter(32w{m.get("size", 1)}, MeterType.{m["type"]}) mtr_{i};')
         for i, lst in self.learn.values():
             members = self._digest_members(lst)
@@ -154,10 +203,13 @@ class ControlWriter:
                 raise Bmv2JsonError(f"{path}.runtime_data[{k}].bitwidth", "a parameter needs its width")
             params.append((ident(rd["name"]), w))
         body = self._prims(a.get("primitives") or [], 0, len(a.get("primitives") or []), path, params)
+        if aid in self.meter_reads:
+            body = f"{self.meter_reads[aid]} {body}"
         raw = [rd["name"] for rd in a.get("runtime_data") or []]
         sig = ", ".join(f"{'' if r == n else f'@name({json.dumps(r)}) '}bit<{w}> {n}" for r, (n, w) in zip(raw, params))
         first = min(c for c in set(self.canon.values()) if self.actions[c][1].get("name") == a["name"])
-        if self._hidden(a["name"]) or (aid != first and aid not in self.public):
+        hidden = self._hidden(a["name"]) if self.p4info is not None else self._hidden(a["name"]) and aid not in self.public
+        if hidden or (aid != first and aid not in self.public):
             name = a["name"] if aid == first else f'{a["name"]}__{aid}'
             return f'@hidden @name(".{name}") action {self.action_name(aid)}({sig}) {{ {body} }}'
         return f'@name(".{a["name"]}") action {self.action_name(aid)}({sig}) {{ {body} }}'
@@ -217,7 +269,9 @@ class ControlWriter:
                     return f"{base}.{'setValid' if v.value else 'setInvalid'}();"
                 return f"if ({boolean(v)}) {{ {base}.setValid(); }} else {{ {base}.setInvalid(); }}"
             d = self._val(p, 0, path, params)
-            return f"{d.text} = {bits(self._val(p, 1, path, params), d.width)};"
+            if len(args) < 2:
+                raise Bmv2JsonError(path + ".parameters", "assign takes a field and a value")
+            return f"{d.text} = {self.ex.mod(args[1], d.width, path + '.parameters[1]', params)};"
         if op in ("assign_header", "assign_union"):
             a = [self.refs.header(x.get("value"), f"{path}.parameters[{k}].value") for k, x in enumerate(args[:2])]
             return f"{a[0]} = {a[1]};"
@@ -233,7 +287,7 @@ class ControlWriter:
             if n.kind != "int":
                 raise Bmv2JsonError(path + ".parameters[1]", f"{op} takes a constant count")
             return f"{s}.{'push_front' if op == 'push' else 'pop_front'}({n.value});"
-        if op == "mark_to_drop":
+        if op in ("mark_to_drop", "drop"):  # drop: the same request in JSON from P4_14 programs
             return "mark_to_drop(standard_metadata);"
         if op == "exit":
             return "exit;"
@@ -245,8 +299,10 @@ class ControlWriter:
             return f"reg_{i}.read({d.text}, {bits(self._val(p, 2, path, params), 32)});"
         if op == "register_write":
             i, r = self._named(p, 0, self.registers, path, "register array")
+            if len(args) < 3:
+                raise Bmv2JsonError(path + ".parameters", "register_write takes an array, an index and a value")
             return (f"reg_{i}.write({bits(self._val(p, 1, path, params), 32)}, "
-                    f"{bits(self._val(p, 2, path, params), r['bitwidth'])});")
+                    f"{self.ex.mod(args[2], r['bitwidth'], path + '.parameters[2]', params)});")
         if op == "count":
             i, c = self._named(p, 0, self.counters, path, "counter array")
             if c.get("is_direct"):
@@ -352,19 +408,24 @@ class ControlWriter:
 
     def table_text(self, t: dict, path: str, profiles: dict[str, tuple[int, dict]]) -> str:
         keys, widths, kinds = [], [], []
+        info = self.info_tables.get(t.get("name")) if self.info_tables is not None else None
+        optional = {f.name for f in info.match_fields if f.match_type == p4info_pb2.MatchField.OPTIONAL} if info else set()
         for n, k in enumerate(t.get("key") or []):
             kp = f"{path}.key[{n}]"
-            if k.get("match_type") not in MATCH_KINDS:
-                raise Bmv2JsonError(kp + ".match_type", f"match type {k.get('match_type')!r} is not supported")
+            kind = k.get("match_type")
+            if kind not in MATCH_KINDS:
+                raise Bmv2JsonError(kp + ".match_type", f"match type {kind!r} is not supported")
             text, w = self._key_width(k, kp)
+            if kind == "ternary" and k.get("name") in optional:
+                kind = "optional"  # p4c writes an optional key as ternary; the P4Info keeps the kind
             name = json.dumps(k.get("name") or text)
-            keys.append(f"{text} : {k['match_type']} @name({name});")
+            keys.append(f"{text} : {kind} @name({name});")
             widths.append(w)
-            kinds.append(k["match_type"])
+            kinds.append(kind)
         props = []
         ttype = t.get("type", "simple")
         if ttype in ("indirect", "indirect_ws"):
-            ap = t.get("action_profile")
+            ap = t.get("action_profile", t.get("act_prof_name"))  # act_prof_name: format 2.x before 2.12
             if ap not in profiles:
                 raise Bmv2JsonError(path + ".action_profile", f"unknown action profile {ap!r}")
             pi, prof = profiles[ap]
@@ -381,7 +442,7 @@ class ControlWriter:
                 raise Bmv2JsonError(path + ".with_counters", "no direct counter is bound to this table")
             props.append(f"counters = ctr_{direct[0]};")
         if t.get("direct_meters"):
-            raise Bmv2JsonError(path + ".direct_meters", "direct meters are not supported by the loader")
+            props.append(f"meters = mtr_{self.meters[t['direct_meters']][0]};")
         if t.get("support_timeout"):
             props.append("support_timeout = true;")
         scopes = self._scopes(t)
@@ -495,6 +556,11 @@ class _GraphWriter:
         self.tables = {t["name"]: (n, t) for n, t in enumerate(pipe.get("tables") or [])}
         self.conds = {c["name"]: (n, c) for n, c in enumerate(pipe.get("conditionals") or [])}
         self.profiles = {p["name"]: (n, p) for n, p in enumerate(pipe.get("action_profiles") or [])}
+        for t in pipe.get("tables") or []:  # format 2.x before 2.12: the profile is the table's own
+            name = t.get("act_prof_name")
+            if name and name not in self.profiles:
+                own = {"name": name, "max_size": t.get("max_size", 1024), "selector": t.get("selector")}
+                self.profiles[name] = (len(self.profiles), own)
         self.written: set[str] = set()
         self._pdom: dict[Any, frozenset] = {}
 
@@ -503,8 +569,10 @@ class _GraphWriter:
             c = self.conds[node][1]
             return [c.get("true_next"), c.get("false_next")]
         t = self.tables[node][1]
-        nx = list((t.get("next_tables") or {}).values())
-        return nx + [t.get("base_default_next")]
+        nt = t.get("next_tables") or {}
+        # base_default_next is where an action next_tables does not name goes: only then a successor
+        covered = "__HIT__" in nt and "__MISS__" in nt or all(a in nt for a in t.get("actions") or [])
+        return list(nt.values()) + ([] if covered and nt else [t.get("base_default_next")])
 
     def pdom(self, node: Any, depth: int = 0) -> frozenset:
         if node is None:
@@ -554,11 +622,17 @@ class _GraphWriter:
             return f"if ({tid}.apply().hit) {{ {hit} }} else {{ {miss} }}"
         cases = []
         names = {self.cw.actions[a][1]["name"]: a for a in t.get("action_ids") or [] if a in self.cw.actions}
+        by_target: dict[Any, list[str]] = {}
         for aname, target in nx.items():
             if target != join:
                 if aname not in names:
                     raise Bmv2JsonError(f"{self.path}.tables[{n}].next_tables", f"no action {aname!r} in the table")
-                cases.append(f"{self.cw.action_name(names[aname])}: {{ {self.body(target, join)} }}")
+                by_target.setdefault(target, []).append(self.cw.action_name(names[aname]))
+        for target, labels in by_target.items():  # actions going to one node share its case
+            cases.append(" ".join(f"{a}:" for a in labels[:-1]) + f" {labels[-1]}: {{ {self.body(target, join)} }}")
+        other = t.get("base_default_next")
+        if other != join and not all(a in nx for a in names):
+            cases.append(f"default: {{ {self.body(other, join)} }}")
         if not cases:
             return f"{tid}.apply();"
         return f"switch ({tid}.apply().action_run) {{ {' '.join(cases)} }}"

@@ -45,9 +45,10 @@ class Ex:
     """A translated expression: P4 text, ``kind`` (bits, bool or an untyped int) and width."""
 
     text: str
-    kind: str  # "bits" | "bool" | "int"
+    kind: str  # "bits" | "bool" | "int" | "error"
     width: int = 0
     value: int = 0
+    as_bool: str = ""  # the bool this 0/1 value came from ($valid$, b2d): d2b gives it back
 
 
 def bits(e: Ex, w: int) -> str:
@@ -65,9 +66,23 @@ def boolean(e: Ex) -> str:
     """``e`` as a ``bool`` expression."""
     if e.kind == "bool":
         return e.text
+    if e.as_bool:
+        return e.as_bool
     if e.kind == "int":
         return "true" if e.value else "false"
     return f"({e.text} != {e.width}w0)"
+
+
+def exact_width(*es: Ex) -> int:
+    """The width holding every operand: enough where the operator cannot carry (``&``,
+    comparisons)."""
+    w = 1
+    for e in es:
+        if e.kind == "bits":
+            w = max(w, e.width)
+        elif e.kind == "int":
+            w = max(w, e.value.bit_length() if e.value >= 0 else 64)
+    return w
 
 
 def width_of(*es: Ex) -> int:
@@ -121,6 +136,37 @@ class ExprTranslator:
             return Ex(f"packet.lookahead<bit<{off + w}>>()[{w - 1}:0]", "bits", w)
         raise Bmv2JsonError(path + ".type", f"a value of type {t!r} is not supported here")
 
+    def mod(self, e: Any, w: int, path: str, params: list[tuple[str, int]] | None = None) -> str:
+        """``e`` modulo ``2**w`` as a ``bit<w>`` expression: what assigning it to a ``w``-bit
+        field keeps. ``+ - * << & | ^ ~`` keep low bits from low bits, so they are computed at
+        ``w`` itself (p4c's ``(ttl + 0xff) & 0xff`` becomes one 8-bit add); anything else is
+        evaluated whole and cut."""
+        v = e.get("value") if isinstance(e, dict) else None
+        if isinstance(e, dict) and e.get("type") == "expression" and isinstance(v, dict):
+            if "type" in v:
+                return self.mod(v, w, path + ".value", params)
+            op = v.get("op")
+            full = (1 << w) - 1
+            if op == "&" and v.get("left") is not None and v.get("right") is not None:
+                for keep, other in (("left", "right"), ("right", "left")):
+                    c = v[other]
+                    if isinstance(c, dict) and c.get("type") == "hexstr" and hexint(c.get("value"), path) & full == full:
+                        return self.mod(v[keep], w, f"{path}.value.{keep}", params)  # p4c's mask: no-op here
+            if op == "<<" and isinstance(v.get("right"), dict) and v["right"].get("type") == "hexstr" \
+                    and v.get("left") is not None:
+                k = hexint(v["right"].get("value"), path + ".value.right.value")
+                if 0 <= k < w:
+                    return f"({self.mod(v['left'], w, path + '.value.left', params)} << {k})"
+                if k >= w:
+                    return f"{w}w0"
+            if op in ("+", "-", "*", "&", "|", "^") and v.get("left") is not None and v.get("right") is not None:
+                a = self.mod(v["left"], w, path + ".value.left", params)
+                b = self.mod(v["right"], w, path + ".value.right", params)
+                return f"({a} {op} {b})"
+            if op == "~" and v.get("right") is not None:
+                return f"(~{self.mod(v['right'], w, path + '.value.right', params)})"
+        return bits(self.expr(e, path, params), w)
+
     def _error(self, e: Ex, path: str) -> str:
         """``e`` as a value of P4's ``error`` type (``parser_error`` is one in v1model)."""
         if e.kind == "error":
@@ -140,6 +186,14 @@ class ExprTranslator:
                 raise Bmv2JsonError(path + "." + side, f"operator {op!r} needs its {side} operand")
             return self.expr(v[side], path + "." + side, params)
 
+        if op in ("&", "|", "^"):  # no carry: the operands' width is enough
+            a, b = sub("left"), sub("right")
+            for x, c in ((a, b), (b, a)):  # p4c's mask over a field already that narrow: the field
+                if op == "&" and x.kind == "bits" and c.kind == "int" and c.value >= 0 \
+                        and c.value & ((1 << x.width) - 1) == (1 << x.width) - 1:
+                    return x
+            w = exact_width(a, b)
+            return Ex(f"({bits(a, w)} {op} {bits(b, w)})", "bits", w)
         if op in ARITH:
             a, b = sub("left"), sub("right")
             w = width_of(a, b)
@@ -150,7 +204,7 @@ class ExprTranslator:
                 return Ex(f"({self._error(a, path)} {op} {self._error(b, path)})", "bool")
             if a.kind == b.kind == "bool" and op in ("==", "!="):
                 return Ex(f"({a.text} {op} {b.text})", "bool")
-            w = width_of(a, b)
+            w = exact_width(a, b)
             return Ex(f"({bits(a, w)} {op} {bits(b, w)})", "bool")
         if op in ("and", "or"):
             a, b = sub("left"), sub("right")
@@ -164,7 +218,8 @@ class ExprTranslator:
         if op == "d2b":
             return Ex(boolean(sub("right")), "bool")
         if op == "b2d":
-            return Ex(f"(({boolean(sub('right'))}) ? 1w1 : 1w0)", "bits", 1)
+            c = boolean(sub("right"))
+            return Ex(f"(({c}) ? 1w1 : 1w0)", "bits", 1, as_bool=c)
         if op == "valid":
             r = v.get("right")
             if not isinstance(r, dict) or r.get("type") != "header":

@@ -39,8 +39,15 @@ def _split(value: int, widths: list[int]) -> list[int]:
     return out
 
 
+def _kind(tr: dict) -> str | None:
+    """A transition's type; JSON of format 2.18 and older leave it out (``"value": "default"``)."""
+    if "type" in tr:
+        return tr["type"]
+    return "default" if tr.get("value") == "default" else "hexstr"
+
+
 def _keyset(tr: dict, path: str, widths: list[int], vsets: dict[str, str]) -> str:
-    t = tr.get("type")
+    t = _kind(tr)
     if t == "default":
         return "default"
     if t == "parse_vset":
@@ -81,8 +88,7 @@ def _op_text(op: dict, path: str, refs: Any, ex: ExprTranslator, errors: dict[in
         if len(params) != 2:
             raise Bmv2JsonError(path + ".parameters", "set takes a field and a value")
         dst = refs.field(params[0].get("value"), path + ".parameters[0].value")
-        val = ex.expr(params[1], path + ".parameters[1]")
-        return f"{dst.text} = {bits(val, dst.width)};"
+        return f"{dst.text} = {ex.mod(params[1], dst.width, path + '.parameters[1]')};"
     if kind == "verify":
         if len(params) != 2:
             raise Bmv2JsonError(path + ".parameters", "verify takes a condition and an error")
@@ -130,12 +136,12 @@ def parser_text(j: dict, refs: Any, ex: ExprTranslator) -> str:
         trs = st.get("transitions") or []
         if not trs:
             body.append("transition accept;")
-        elif not keys and len(trs) == 1 and trs[0].get("type") == "default":
+        elif not keys and len(trs) == 1 and _kind(trs[0]) == "default":
             body.append(f"transition {_state_name(trs[0].get('next_state'), init)};")
         else:
             if not keys:
                 raise Bmv2JsonError(path + ".transition_key", "value transitions need a transition key")
-            if trs[-1].get("type") != "default":
+            if _kind(trs[-1]) != "default":
                 cases.append("default: reject;")
             body.append(f"transition select({', '.join(k for k, _ in keys)}) {{ {' '.join(cases)} }}")
         states.append(f"state {_state_name(st.get('name'), init)} {{ {' '.join(body)} }}")

@@ -114,7 +114,7 @@ class Refs:
         inst, fname = v
         base = self.header(inst, path + "[0]")
         if fname == "$valid$":
-            return Ex(f"({base}.isValid() ? 1w1 : 1w0)", "bits", 1)
+            return Ex(f"({base}.isValid() ? 1w1 : 1w0)", "bits", 1, as_bool=f"{base}.isValid()")
         w = self.width(inst, fname, path + "[1]")
         if inst == "standard_metadata" and fname not in STD_FIELDS:
             raise Bmv2JsonError(path, f"standard_metadata.{fname} is not a v1model field")
@@ -180,12 +180,17 @@ def _field_lists(j: dict, refs: Refs) -> dict[tuple[str, str], list[int]]:
 def _types_text(j: dict, refs: Refs, p4info: p4info_pb2.P4Info | None) -> list[str]:
     out: list[str] = []
     extra = []
-    for i, (name, code) in enumerate(_list(j, "errors")):
-        if i < len(CORE_ERRORS):
-            if name != CORE_ERRORS[i] or code != i:
-                raise Bmv2JsonError(f"errors[{i}]", f"expected the core error {CORE_ERRORS[i]} = {i}")
-        elif code != i:
-            raise Bmv2JsonError(f"errors[{i}]", "error codes must follow declaration order")
+    # Codes are only compared by name here (an older p4c numbered NoError 1): the core errors
+    # come first, in core.p4's order, and the program's own after them.
+    codes = set()
+    for i, item in enumerate(_list(j, "errors")):
+        if not (isinstance(item, list) and len(item) == 2 and isinstance(item[1], int)) or item[1] in codes:
+            raise Bmv2JsonError(f"errors[{i}]", "an error is [name, unique code]")
+        codes.add(item[1])
+        name = item[0]
+        if name in CORE_ERRORS:
+            if name != CORE_ERRORS[i] if i < len(CORE_ERRORS) else True:
+                raise Bmv2JsonError(f"errors[{i}]", f"core error {name} out of core.p4's order")
         else:
             extra.append(ident(name))
     if extra:
@@ -242,9 +247,11 @@ def _check_top(j: Any) -> None:
     if isinstance(ver, list) and ver and ver[0] != 2:
         raise Bmv2JsonError("__meta__.version", f"BMv2 JSON format version {ver} (the loader reads 2.x)")
     for i, alias in enumerate(_list(j, "field_aliases")):
+        # An alias names the standard_metadata field BMv2 finds an intrinsic value in; a field
+        # v1model no longer has (lf_field_list, ...) is refused where the program uses it.
         ok = (isinstance(alias, list) and len(alias) == 2 and isinstance(alias[1], list)
-              and alias[1][:1] == ["standard_metadata"] and str(alias[0]).rsplit(".", 1)[-1] == alias[1][1]
-              and alias[1][1] in STD_FIELDS)
+              and alias[1][:1] == ["standard_metadata"] and len(alias[1]) == 2
+              and str(alias[0]).rsplit(".", 1)[-1] == alias[1][1])
         if not ok:
             raise Bmv2JsonError(f"field_aliases[{i}]", f"alias {alias!r} is not one of v1model's intrinsic fields")
     if len(_list(j, "parsers")) != 1:

@@ -173,6 +173,13 @@ def bench_pipeline(rep: Report, seed: int, packets: int) -> None:
     rep.add("pipeline (in-process)", "the same on the closures (HBH_P4_ORACLE=1, the differential oracle)",
             f"{n / best['oracle']:,.0f} pkts/s", f"{best['oracle'] * 1e6 / n:.1f} µs each; the engine "
             f"{best['oracle'] / best['engine']:.2f}x as fast; rounds taken in turn with the engine's")
+    from tests.bench.bmv2json_bench import measure as json_vs_source
+
+    m = json_vs_source(packets, PIPELINE_ROUNDS, seed)  # p4c's BMv2 JSON against its source, in turns
+    rep.add("pipeline (in-process)", "alinea.p4 loaded from p4c's BMv2 JSON / from its source (p4switch.bmv2json)",
+            f"{m['pps']['json'] / m['pps']['source']:.2f}x",
+            f"{m['pps']['json']:,.0f} vs {m['pps']['source']:,.0f} pkts/s, the same frames and entries, best of "
+            f"{m['rounds']} rounds of {m['packets']} packets taken in turn; {m['where']}")
     sw, sched, sink = _modelled_alinea(False)
     gap_ns = 10_000  # 100 kpps offered in virtual time: reports every 10 ms are clones too
     t = time.perf_counter()

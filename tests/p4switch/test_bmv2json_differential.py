@@ -28,8 +28,8 @@ from p4switch.state.tables import OptionalMatch, Range, Ternary
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
-LOADED = ["alinea", "basic_forward", "calc", "ecn", "firewall", "mirror", "priority", "profiles", "skeleton",
-          "source_route", "tunnel"]
+LOADED = ["alinea", "basic_forward", "calc", "ecn", "features", "firewall", "mirror", "priority", "profiles",
+          "skeleton", "source_route", "tunnel"]
 ALPHABET = [0x00, 0x01, 0x45]
 
 
@@ -309,7 +309,7 @@ def test_json_p4info_is_p4cs(name: str) -> None:
 
 @pytest.mark.parametrize("name", LOADED)
 def test_json_runs_as_its_source(name: str) -> None:
-    @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(ops=control_plane(name), batch=st.lists(frames(name), min_size=1, max_size=6))
     def check(ops: list, batch: list) -> None:
         pair = [build_pipeline(p, p4info_of(name), seed=7) for p in programs(name)]

@@ -56,7 +56,8 @@ def test_refusals_name_the_json_path() -> None:
         "header_types[3].fields[0]: signed")
     assert refused(mutated(["extern_instances"], [{"name": "x"}])).startswith("extern_instances[0]:")
     assert refused(mutated(["field_aliases"], [["my.alias", ["scalars", "x"]]])).startswith("field_aliases[0]:")
-    assert refused(json.loads((FIXTURES / "features.json").read_text())).startswith("meter_arrays[0].is_direct:")
+    assert refused(mutated(["header_union_stacks"], [{"name": "u"}])).startswith("header_union_stacks[0]:")
+    assert refused(mutated(["parsers"], [])).startswith("parsers: v1model has exactly one parser")
 
 
 @settings(max_examples=60, deadline=None)
