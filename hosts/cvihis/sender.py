@@ -34,7 +34,7 @@ class CvihisSender:
         self._min_rtt: int | None = None
         self._last_md_ns: int | None = None
         self._last_fb_seq: int | None = None
-        self._lost_seen: int | None = None
+        self._lost_seen = 0  # the receiver's lost_total in the newest feedback (md per-packet)
         self._seq = -1
         self._last_send_ns: int | None = None
         self.feedbacks = 0
@@ -53,7 +53,7 @@ class CvihisSender:
         self.feedbacks += 1
         self._last_fb_seq = fb.fb_seq % U32
         self._take_rtt(now_ns - fb.echo_ts_ns - fb.echo_delay_ns)
-        newly_lost = (fb.lost_total - self._lost_seen) % U32 if self._lost_seen is not None else 1
+        newly_lost = (fb.lost_total - self._lost_seen) % U32
         self._lost_seen = fb.lost_total % U32
         if fb.command == Command.MD:  # == not is: a plain int 5 from a caller counts too
             if self.params.md_per_packet:
