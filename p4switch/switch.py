@@ -380,9 +380,11 @@ class Switch:
             log.info("P4Runtime gRPC server listening on %s", opts.grpc_addr)
         if opts.thrift_port is not None:
             from p4switch.thrift_server import ThriftServer
+            from p4switch.thrift_tables import StandardTables
 
             thrift = ThriftServer(opts.thrift_host, opts.thrift_port, tm=self.tm, run_in_loop=self._run_in_loop,
-                                  clock=self.sched.now_ns, epoch_ns=self.sched.wall_origin_ns)
+                                  clock=self.sched.now_ns, epoch_ns=self.sched.wall_origin_ns,
+                                  tables=StandardTables(self.holder, self._run_in_loop))
             try:
                 thrift.start()
             except OSError as exc:

