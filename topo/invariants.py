@@ -23,8 +23,10 @@ summary.json and prints them (``hbh run --strict`` fails on any).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import groupby
+from operator import attrgetter
 from typing import Any
 
 from topo.model import CONTROLS, Flow, Topology
@@ -150,9 +152,16 @@ def check_invariants(topo: Topology, recorder: Recorder, summary: Mapping[str, A
     """Every invariant's violations (empty: the run is consistent). ``end_state`` None: only the
     checks the recorder alone supports."""
     out: list[Violation] = []
-    checks = (("conservation", lambda: _conservation(topo, recorder, end_state)),
+    memo: dict[str, dict[str, _HostSeries]] = {}
+
+    def series() -> dict[str, _HostSeries]:  # one pass over the flow samples, shared by two checks
+        if "s" not in memo:
+            memo["s"] = _host_series(topo, recorder)
+        return memo["s"]
+
+    checks = (("conservation", lambda: _conservation(topo, recorder, end_state, series)),
               ("link_rate", lambda: _link_rate(topo, recorder, end_state)),
-              ("host_capacity", lambda: _host_capacity(topo, recorder, end_state)),
+              ("host_capacity", lambda: _host_capacity(topo, recorder, end_state, series)),
               ("counters_agree", lambda: _counters_agree(topo, recorder, summary, end_state)))
     for name, check in checks:
         try:
@@ -175,14 +184,15 @@ def _final_flows(rec: Recorder) -> dict[str, tuple[int, int]]:
     return out
 
 
-def _conservation(topo: Topology, rec: Recorder, end: EndState | None) -> list[Violation]:
+def _conservation(topo: Topology, rec: Recorder, end: EndState | None,
+                  series: Callable[[], dict[str, _HostSeries]]) -> list[Violation]:
     out: list[Violation] = []
     for name, (sent, received) in sorted(_final_flows(rec).items()):
         if received > sent or received < 0 or sent < 0:
             out.append(Violation("conservation", f"flow {name}: received {received} > sent {sent} "
                                                  "(flows.csv, last sample)"))
     out += _tcp_bytes(rec, acked_is_received=end is not None and end.backend == "sim")
-    out += _playout_conservation(topo, rec)
+    out += _playout_conservation(topo, rec, series())
     if end is None:
         return out
     return out + _places_conservation(end)
@@ -249,37 +259,90 @@ def _unit(end: EndState) -> str:
     return "packets" if units <= {"packets"} else "packets and segments"
 
 
-def _playout_conservation(topo: Topology, rec: Recorder) -> list[Violation]:
+def _playout_conservation(topo: Topology, rec: Recorder, series: dict[str, _HostSeries]) -> list[Violation]:
     """Per host playout buffer, at each of its samples (the host samples its buffer and its flows'
     counts at one instant): occupancy within its capacity; what its datagram flows received =
     what it played + what it holds; each flow's own played count <= its received, and the flows'
     played counts add up to the buffer's (the first violation per buffer is said)."""
     out = []
-    into = {h.name: {f.name for f in topo.flows if f.dst == h.name and f.control in DATAGRAM_CONTROLS}
-            for h in topo.hosts}
-    flows_at: dict[int, dict[str, Any]] = {}
-    for s in rec.flows:
-        flows_at.setdefault(s.t_ns, {})[s.flow] = s
+    n_datagram = {h.name: sum(1 for f in topo.flows if f.dst == h.name and f.control in DATAGRAM_CONTROLS)
+                  for h in topo.hosts}
     for host, rows in sorted(_group(rec.buffers, "host").items()):
+        at = series.get(host)
         for b in rows:
-            at = flows_at.get(b.t_ns, {})
-            mine = [at[n] for n in sorted(into.get(host, ())) if n in at]
-            got = sum(s.received for s in mine)
-            played = [s.played for s in mine if s.played is not None]
+            v = at.at.get(b.t_ns) if at is not None else None
             said = None
             if not 0 <= b.occupancy <= b.capacity:
                 said = f"holds {b.occupancy} packets, capacity {b.capacity}"
-            elif len(mine) == len(into.get(host, ())) and got != b.played + b.occupancy:
-                said = f"its flows received {got} packets, it played {b.played} and holds {b.occupancy}"
-            elif any(s.played is not None and s.played > s.received for s in mine):
-                s = next(s for s in mine if s.played is not None and s.played > s.received)
-                said = f"flow {s.flow} played {s.played} packets of {s.received} received"
-            elif played and len(played) == len(mine) and sum(played) != b.played:
-                said = f"its flows' played counts add up to {sum(played)}, the buffer played {b.played}"
+            elif v is not None and v.received != b.played + b.occupancy:
+                said = f"its flows received {v.received} packets, it played {b.played} and holds {b.occupancy}"
+            elif at is not None and at.over_played is not None and at.over_played[0] <= b.t_ns:
+                said = at.over_played[1]
+            elif v is not None and v.n_played and v.n_played == n_datagram.get(host) and v.played != b.played:
+                said = f"its flows' played counts add up to {v.played}, the buffer played {b.played}"
             if said is not None:
                 out.append(Violation("conservation", f"{host} receive buffer at {b.t_ns / 1e9:.3f} s: {said}"))
                 break
     return out
+
+
+@dataclass(frozen=True, slots=True)
+class _AtTime:
+    """A destination host's flows at one sample time (cumulative)."""
+
+    datagram_bits: int  # bits of the packets its datagram flows received
+    all_bits: int  # the same with its TCP flows' in-order records
+    received: int  # packets its datagram flows received
+    played: int  # their played counts, summed
+    n_played: int  # how many of them have a played count
+
+
+@dataclass
+class _HostSeries:
+    at: dict[int, _AtTime] = field(default_factory=dict)
+    over_played: tuple[int, str] | None = None  # the first flow that played more than it received
+
+
+def _host_series(topo: Topology, rec: Recorder) -> dict[str, _HostSeries]:
+    """Per destination host, its flows' counts summed at each sample time, in one pass over the
+    samples (thousands of flows over a long run stay cheap)."""
+    totals = {h.name: [0, 0, 0, 0, 0] for h in topo.hosts}
+    # flow -> (its host's totals, bits per packet, datagram?)
+    info = {f.name: (totals[f.dst], 8 * f.packet_size, f.control in DATAGRAM_CONTROLS) for f in topo.flows
+            if f.dst in totals}
+    last_rx: dict[str, int] = {}
+    last_played: dict[str, int] = {}
+    out = {h.name: _HostSeries() for h in topo.hosts}
+    for t, group in groupby(sorted(rec.flows, key=attrgetter("t_ns")), key=attrgetter("t_ns")):
+        for s in group:
+            i = info.get(s.flow)
+            if i is None:
+                continue
+            tot, bits, datagram = i
+            got = s.received - last_rx.get(s.flow, 0)
+            last_rx[s.flow] = s.received
+            tot[1] += got * bits
+            if not datagram:
+                continue
+            tot[0] += got * bits
+            tot[2] += got
+            if s.played is not None:
+                before = last_played.get(s.flow)
+                last_played[s.flow] = s.played
+                tot[3] += s.played - (before or 0)
+                tot[4] += before is None
+                if s.played > s.received:
+                    dst = _dst(topo, s.flow)
+                    if out[dst].over_played is None:
+                        out[dst].over_played = (t, f"flow {s.flow} played {s.played} packets of {s.received} "
+                                                   "received")
+        for host, tot in totals.items():
+            out[host].at[t] = _AtTime(*tot)
+    return out
+
+
+def _dst(topo: Topology, flow: str) -> str:
+    return next(f.dst for f in topo.flows if f.name == flow)
 
 
 def _last(rows: Iterable[Any], key: str) -> dict[Any, Any]:
@@ -354,43 +417,42 @@ def max_frame_bytes(topo: Topology) -> int:
     return max([tcp, 64] + [f.packet_size for f in topo.flows])
 
 
-def _host_capacity(topo: Topology, rec: Recorder, end: EndState | None) -> list[Violation]:
+def _host_capacity(topo: Topology, rec: Recorder, end: EndState | None,
+                   series: Callable[[], dict[str, _HostSeries]]) -> list[Violation]:
     """Datagram flows into a host: their packets over any window fit the host's link (each counted
-    at its arrival); every flow, TCP's in-order records included, fits it from the run's start."""
-    out: list[Violation] = []
+    at its arrival); every flow, TCP's in-order records included, fits it from the run's start.
+    A host's playout: what it played over any window fits its playout rate."""
     late = end.sample_lateness_ns if end else 0
-    sizes = {f.name: f.packet_size for f in topo.flows}
+    return _host_links(topo, series(), late) + _host_playouts(topo, rec, late)
+
+
+def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> list[Violation]:
+    out: list[Violation] = []
     for host in topo.hosts:
         mine = [f for f in topo.flows if f.dst == host.name]
         if not mine:
             continue
         (sw,) = topo.neighbours(host.name)
         allowed, changes = _rate_integral(topo, sw, host.name)
-        slack = 8 * max(sizes[f.name] for f in mine) * (1 + changes) + topo.link_between(sw, host.name).rate_bps * late / 1e9
-        datagram = {f.name for f in mine if f.control in DATAGRAM_CONTROLS}
-        everyone = {f.name for f in mine}
-        got_d: dict[str, int] = {}
-        got_all: dict[str, int] = {}
-        pts_d, pts_all = [], []
-        for t, group in _by_time(rec.flows):
-            for s in group:
-                if s.flow in datagram:
-                    got_d[s.flow] = s.received * sizes[s.flow]
-                if s.flow in everyone:
-                    got_all[s.flow] = s.received * sizes[s.flow]
-            pts_d.append((t, 8.0 * sum(got_d.values()), allowed(t)))
-            pts_all.append((t, 8.0 * sum(got_all.values()), allowed(t)))
+        slack = 8 * max(f.packet_size for f in mine) * (1 + changes) + \
+            topo.link_between(sw, host.name).rate_bps * late / 1e9
+        at = sorted(series[host.name].at.items())
+        pts_d = [(t, float(v.datagram_bits), allowed(t)) for t, v in at]
         worst, i, j = _excess(pts_d)
         if worst > slack:
             out.append(Violation("host_capacity", f"{host.name}: its datagram flows received "
                                                   f"{(pts_d[j][1] - pts_d[i][1]) / 8:.0f} bytes in "
                                                   f"{pts_d[i][0] / 1e9:.3f}-{pts_d[j][0] / 1e9:.3f} s, link "
                                                   f"{sw}->{host.name} allows {(pts_d[j][2] - pts_d[i][2]) / 8:.0f}"))
-        over = [(t, c - a) for t, c, a in pts_all if c - a > slack]
-        if over:
-            t, x = over[0]
-            out.append(Violation("host_capacity", f"{host.name}: its flows received {x / 8:.0f} bytes more by "
-                                                  f"{t / 1e9:.3f} s than link {sw}->{host.name} carried at most"))
+        over = next(((t, v.all_bits - allowed(t)) for t, v in at if v.all_bits - allowed(t) > slack), None)
+        if over is not None:
+            out.append(Violation("host_capacity", f"{host.name}: its flows received {over[1] / 8:.0f} bytes more by "
+                                                  f"{over[0] / 1e9:.3f} s than link {sw}->{host.name} carried at most"))
+    return out
+
+
+def _host_playouts(topo: Topology, rec: Recorder, late: int) -> list[Violation]:
+    out: list[Violation] = []
     for host, rows in sorted(_group(rec.buffers, "host").items()):
         node = topo.nodes.get(host)
         if node is None or node.playout_bps is None or not rows:
@@ -479,14 +541,24 @@ def _packet_rows_agree(topo: Topology, rec: Recorder, late_ns: int) -> list[Viol
         rows, s = rec.packets.get(f.name), last.get(f.name)
         if rows is None or s is None or f.control not in DATAGRAM_CONTROLS:
             continue
-        surely = sum(1 for _seq, _sent, recv in rows if recv <= s.t_ns - late_ns)
-        maybe = sum(1 for _seq, _sent, recv in rows if recv <= s.t_ns + late_ns)
+        surely, maybe = _rows_by(rows, s.t_ns - late_ns, s.t_ns + late_ns)
         if not surely <= s.received <= maybe:
             rows_said = f"{surely} rows" if surely == maybe else f"{surely}-{maybe} rows"
             out.append(Violation("counters_agree", f"flow {f.name}: flows.csv says {s.received} received by "
                                                    f"{s.t_ns / 1e9:.3f} s, packets_{f.name}.csv has {rows_said} "
                                                    "received by then"))
     return out
+
+
+def _rows_by(rows: list[tuple[int, int, int]], lo_ns: int, hi_ns: int) -> tuple[int, int]:
+    """Rows received at or before ``lo_ns``, and at or before ``hi_ns`` (one pass)."""
+    lo = hi = 0
+    for _seq, _sent, recv in rows:
+        if recv <= hi_ns:
+            hi += 1
+            if recv <= lo_ns:
+                lo += 1
+    return lo, hi
 
 
 def _host_links_agree(topo: Topology, rec: Recorder, end: EndState, final: dict[str, tuple[int, int]]) -> list[Violation]:
