@@ -199,12 +199,24 @@ class _StandardHandler(_Unsupported):
 class _PreHandler(_Unsupported):
     _reason = "multicast groups are managed through P4Runtime PacketReplicationEngineEntry"
 
-    def __init__(self, service: str, module: ModuleType, ttypes: ModuleType) -> None:
+    def __init__(self, service: str, module: ModuleType, ttypes: ModuleType, tables: Any = None) -> None:
         self._service, self._module, self._ttypes = service, module, ttypes
+        self._tables = tables
 
     def __getattr__(self, method: str) -> Callable[..., Any]:
         if method.startswith("_"):
             raise AttributeError(method)
+        tables = self.__dict__.get("_tables")
+        if tables is not None and tables.config() is not None and hasattr(tables.pre, method):
+            call = getattr(tables.pre, method)
+
+            def served(*args: Any) -> Any:
+                try:
+                    return call(*args)
+                except pre_ttypes.InvalidMcOperation as exc:  # this service's own exception class
+                    raise self._ttypes.InvalidMcOperation(code=exc.code) from None
+
+            return served
 
         def unsupported(*_args: Any) -> Any:
             log.warning("thrift: %s", _not_supported(self._service, method, self._reason))
@@ -219,11 +231,17 @@ class _SimpleSwitchHandler:
     _MIRRORING = ("mirroring sessions (clone sessions) are managed through P4Runtime "
                   "CloneSessionEntry in p4switch")
 
-    def __init__(self, tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int) -> None:
+    def __init__(self, tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int,
+                 tables: Any = None) -> None:
         self._tm = tm
         self._run = run_in_loop
         self._clock = clock
         self._epoch_ns = epoch_ns
+        self._tables = tables  # its .mirroring serves the sessions when the switch runs a BMv2 JSON
+
+    def _mirrors(self) -> Any:
+        t = self._tables
+        return t.mirroring if t is not None and t.config() is not None else None
 
     def _call(self, what: str, fn: Callable[[], Any]) -> Any:
         try:
@@ -304,13 +322,28 @@ class _SimpleSwitchHandler:
         raise self._mirroring("mirroring_mapping_get_egress_port")
 
     def mirroring_session_add(self, mirror_id: int, config: Any) -> None:
-        raise self._mirroring("mirroring_session_add")
+        m = self._mirrors()
+        port = getattr(config, "port", None)
+        if m is None or port is None or getattr(config, "mgid", None) is not None:
+            raise self._mirroring("mirroring_session_add")  # a session to a multicast group: not here
+        try:
+            m.add(mirror_id, port)
+        except Exception as exc:  # a StateError: the session id or port out of range
+            raise sswitch_ttypes.InvalidMirroringOperation(
+                code=sswitch_ttypes.MirroringOperationErrorCode.SESSION_NOT_FOUND) from exc
 
     def mirroring_session_delete(self, mirror_id: int) -> None:
-        raise self._mirroring("mirroring_session_delete")
+        m = self._mirrors()
+        if m is None or m.get(mirror_id) is None:
+            raise self._mirroring("mirroring_session_delete")
+        m.delete(mirror_id)
 
     def mirroring_session_get(self, mirror_id: int) -> Any:
-        raise self._mirroring("mirroring_session_get")
+        m = self._mirrors()
+        ports = m.get(mirror_id) if m is not None else None
+        if not ports:
+            raise self._mirroring("mirroring_session_get")
+        return sswitch_ttypes.MirroringSessionConfig(port=ports[0])
 
 
 def processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int], epoch_ns: int,
@@ -319,10 +352,10 @@ def processor(tm: QueueControl, run_in_loop: RunInLoop, clock: Callable[[], int]
     mux = TMultiplexedProcessor()
     mux.registerProcessor("standard", Standard.Processor(_StandardHandler(config_json, tables)))
     mux.registerProcessor("simple_switch",
-                          priority_queues.Processor(_SimpleSwitchHandler(tm, run_in_loop, clock, epoch_ns)))
-    mux.registerProcessor("simple_pre", SimplePre.Processor(_PreHandler("simple_pre", SimplePre, pre_ttypes)))
+                          priority_queues.Processor(_SimpleSwitchHandler(tm, run_in_loop, clock, epoch_ns, tables)))
+    mux.registerProcessor("simple_pre", SimplePre.Processor(_PreHandler("simple_pre", SimplePre, pre_ttypes, tables)))
     mux.registerProcessor("simple_pre_lag",
-                          SimplePreLAG.Processor(_PreHandler("simple_pre_lag", SimplePreLAG, pre_lag_ttypes)))
+                          SimplePreLAG.Processor(_PreHandler("simple_pre_lag", SimplePreLAG, pre_lag_ttypes, tables)))
     return mux
 
 

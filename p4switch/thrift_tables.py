@@ -39,8 +39,12 @@ class StandardTables:
     def __init__(self, holder: Any, run_in_loop: Callable[[Callable[[], Any]], Any]) -> None:
         self._holder = holder
         self._run = run_in_loop
-        self._handles: dict[int, tuple[int, Any]] = {}  # handle -> (pipeline generation, entry)
+        self._handles: dict[int, tuple[int, str, Any]] = {}  # handle -> (pipeline generation, table, entry)
         self._next = 0
+        from p4switch.thrift_pre import MirroringCalls, PreCalls
+
+        self.pre = PreCalls(holder, run_in_loop)  # simple_pre(_lag): multicast groups
+        self.mirroring = MirroringCalls(holder, run_in_loop)  # simple_switch: clone sessions
 
     # ---- the program ------------------------------------------------------------------------
     def config(self) -> str | None:
@@ -138,9 +142,7 @@ class StandardTables:
             prio = getattr(options, "priority", None)
             prio = PRIO_TOP - prio if prio is not None and prio >= 0 and t.needs_priority else 0
             entry = t.insert(self._match(t, match_key), a.id, tuple(_int(b) for b in action_data), prio)
-            self._next += 1
-            self._handles[self._next] = (self._holder.generation, table_name, entry)
-            return self._next
+            return self._new_handle(table_name, entry)
         return self._call(add)
 
     def bm_mt_set_default_action(self, cxt_id: int, table_name: str, action_name: str, action_data: list) -> None:
@@ -148,6 +150,13 @@ class StandardTables:
             t = self._table(table_name)
             t.set_default(self._action(action_name).id, tuple(_int(b) for b in action_data))
         self._call(set_default)
+
+    def _new_handle(self, table_name: str, entry: Any) -> int:
+        """The next entry handle (BMv2 numbers them from 0)."""
+        handle = self._next
+        self._next += 1
+        self._handles[handle] = (self._holder.generation, table_name, entry)
+        return handle
 
     def _entry(self, table_name: str, handle: int) -> Any:
         got = self._handles.get(handle)
@@ -171,9 +180,7 @@ class StandardTables:
             for e in t:
                 h = by_entry.get(id(e))
                 if h is None:  # written by P4Runtime: it gets a handle here
-                    self._next += 1
-                    h = self._next
-                    self._handles[h] = (self._holder.generation, table_name, e)
+                    h = self._new_handle(table_name, e)
                 prio = PRIO_TOP - e.priority if e.priority else -1
                 out.append(T.BmMtEntry(match_key=[self._params(f, m) for f, m in zip(t.fields, e.match)],
                                        options=T.BmAddEntryOptions(priority=prio), entry_handle=h,

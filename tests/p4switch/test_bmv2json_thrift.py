@@ -46,7 +46,7 @@ def test_commands_file_tables_and_p4runtime_side() -> None:
     try:
         out = cli(srv.port, "table_add RouterIngress.ipv4_lpm RouterIngress.set_nhop 10.0.0.0/8 => 02:00:00:00:00:02 2\n"
                             "table_set_default RouterIngress.ipv4_lpm RouterIngress.drop\n")
-        assert "Entry has been added with handle 1" in out
+        assert "Entry has been added with handle 0" in out
         pl = holder.pipeline
         pkt = pl.new_packet(ROUTED, 1, 1000)
         pl.run_ingress(pkt)
@@ -54,7 +54,7 @@ def test_commands_file_tables_and_p4runtime_side() -> None:
         st = holder.state  # a P4Runtime-side write (the state P4Runtime's Write changes)
         st.tables_by_name["RouterIngress.ipv4_lpm"].insert({"hdr.ipv4.dstAddr": Lpm(0x0B000000, 8)},
                                                            st.actions_by_name["RouterIngress.set_nhop"].id, (7, 3))
-        dump = cli(srv.port, "table_dump RouterIngress.ipv4_lpm\ntable_delete RouterIngress.ipv4_lpm 1\n"
+        dump = cli(srv.port, "table_dump RouterIngress.ipv4_lpm\ntable_delete RouterIngress.ipv4_lpm 0\n"
                              "table_add RouterIngress.ipv4_lpm nosuch 1.2.3.4/32 =>\n")
         assert "0a000000/8" in dump and "0b000000/8" in dump and "RouterIngress.drop" in dump
         assert "has no action nosuch" in dump
@@ -75,3 +75,25 @@ def test_counters_and_registers() -> None:
         assert "Invalid register operation (INVALID_INDEX)" in out
     finally:
         srv.stop()
+
+
+def test_mirroring_and_multicast_lines_build_the_pre() -> None:
+    srv, holder = serve("mirror")
+    try:
+        out = cli(srv.port, "mirroring_add 5 3\nmc_mgrp_create 7\nmc_node_create 100 1 2\nmc_node_create 200 4\n"
+                            "mc_node_associate 7 0\nmc_node_associate 7 1\nmc_node_associate 9 0\n")
+        pre = holder.state.pre
+        assert [r.port for r in pre.clone_session(5).replicas] == [3]
+        assert sorted((r.port, r.instance) for r in pre.multicast_group(7).replicas) == [(1, 100), (2, 100), (4, 200)]
+        assert "Invalid PRE operation (INVALID_MGRP_HANDLE)" in out
+        cli(srv.port, "mc_node_dissociate 7 0\nmirroring_add 5 6\n")
+        assert [(r.port, r.instance) for r in pre.multicast_group(7).replicas] == [(4, 200)]
+        assert [r.port for r in pre.clone_session(5).replicas] == [6]
+    finally:
+        srv.stop()
+
+
+def test_port_maps_are_bmv2s() -> None:
+    from p4switch.thrift_pre import ports_of
+
+    assert ports_of("101") == [0, 2] and ports_of("1000") == [3] and ports_of("") == []
