@@ -20,8 +20,9 @@ What answers what:
   Bad arguments (port out of range, negative depth or rate) are answered with a
   ``TApplicationException`` whose message names the call and the bad value: these calls declare
   no IDL exception, and BMv2's int result is ignored by the CLI, which would hide the error.
-  Mirroring calls answer a ``TApplicationException`` saying clone sessions are owned by
-  P4Runtime here (the IDL's only mirroring code, SESSION_NOT_FOUND, would mislead).
+  Mirroring calls: with a BMv2 JSON running, ``mirroring_session_add/delete/get`` of a session
+  to a port act on the PRE's clone sessions (``p4switch.thrift_pre``); otherwise, and for a
+  session to a multicast group, they answer that clone sessions are owned by P4Runtime here.
 * ``standard``: when the switch runs a BMv2 JSON, ``bm_get_config`` returns it and the table,
   counter and register calls of ``p4switch.thrift_tables`` are served (``table_add``,
   ``table_set_default``, ``table_delete``, ``table_dump``, ``counter_read``, ``register_read`` /
@@ -31,8 +32,10 @@ What answers what:
   "Invalid table operation (ERROR)" and keeps running) and logs "... is not supported by
   p4switch" on the server; calls that declare no such exception get a ``TApplicationException``
   (UNKNOWN_METHOD) carrying that message.
-* ``simple_pre`` / ``simple_pre_lag``: every call raises ``InvalidMcOperation(ERROR)`` (multicast
-  groups are owned by P4Runtime's PacketReplicationEngineEntry here).
+* ``simple_pre`` / ``simple_pre_lag``: with a BMv2 JSON running, the group and node calls build
+  the PRE's multicast groups (``p4switch.thrift_pre``); otherwise, and for LAGs, every call
+  raises ``InvalidMcOperation(ERROR)`` (multicast groups are P4Runtime's
+  PacketReplicationEngineEntry then).
 """
 
 from __future__ import annotations
