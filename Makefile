@@ -18,7 +18,7 @@ CARGO_DIR := $(shell for c in "$$CARGO_HOME/bin/cargo" "$$HOME/.cargo/bin/cargo"
   [ -x "$$c" ] && v=$$("$$c" --version 2>/dev/null | cut -d' ' -f2) && \
   [ "$$(printf '%s\n%s\n' $(RUST_MIN) "$$v" | sort -V | head -1)" = "$(RUST_MIN)" ] && { dirname "$$c"; break; }; done)
 
-.PHONY: setup sysdeps engine test lint pytest p4 bench ns3-venv conformance demo fuzz fuzz-topo results map tcp-validation clean
+.PHONY: setup sysdeps engine test lint pytest p4 bench ns3-venv conformance demo wireshark fuzz fuzz-topo results map tcp-validation clean
 
 # The control path's modules compiled by mypyc (controlplane/native.py lists them): extension
 # modules beside their sources; any change in controlplane/ rebuilds them (mypy checks what they import).
@@ -110,6 +110,12 @@ ns3-venv: $(NS3_VENV)/.installed
 
 bench: setup ns3-venv
 	$(PY) -m tests.bench.run --out docs/performance.md $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) $(if $(BENCH_QUICK),--quick)
+
+# Wireshark: the ALINEA report dissector into the user's personal Lua plugin folder (docs/p4switch.md).
+wireshark:
+	@mkdir -p $(HOME)/.local/lib/wireshark/plugins
+	cp wireshark/hbh_alinea.lua $(HOME)/.local/lib/wireshark/plugins/
+	@echo "installed $(HOME)/.local/lib/wireshark/plugins/hbh_alinea.lua (restart Wireshark; tshark reads it at start)"
 
 fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
