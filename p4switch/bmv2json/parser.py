@@ -141,8 +141,8 @@ def parser_text(j: dict, refs: Any, ex: ExprTranslator) -> str:
         else:
             if not keys:
                 raise Bmv2JsonError(path + ".transition_key", "value transitions need a transition key")
-            if _kind(trs[-1]) != "default":
-                cases.append("default: reject;")
+            if _kind(trs[-1]) != "default":  # BMv2: no case matched and no default ends the parse
+                cases.append("default: accept;")
             body.append(f"transition select({', '.join(k for k, _ in keys)}) {{ {' '.join(cases)} }}")
         states.append(f"state {_state_name(st.get('name'), init)} {{ {' '.join(body)} }}")
     return ("parser ParserImpl(packet_in packet, out headers_t hdr, inout metadata_t meta, "

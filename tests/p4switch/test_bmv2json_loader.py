@@ -131,3 +131,18 @@ def test_p4runtime_shell_pushes_p4info_and_json(tmp_path: Path) -> None:
     pkt = holder.pipeline.new_packet(ROUTED, 1, 1000)
     holder.pipeline.run_ingress(pkt)
     assert pkt.std("egress_spec") == 2
+
+
+def test_no_matching_transition_and_no_default_accepts_as_bmv2() -> None:
+    """BMv2 goes to a state's default next state when no case matches, and with no default
+    transition that is the end of the parse: accepted, no parser error (not P4's reject)."""
+    from p4switch.device import build_pipeline
+
+    j = copy.deepcopy(BASIC)
+    start = j["parsers"][0]["parse_states"][0]
+    start["transitions"] = [t for t in start["transitions"] if t["type"] != "default"]
+    pl, _ = build_pipeline(compile_json(json.dumps(j).encode()), seed=1)
+    pkt = pl.new_packet(bytes(12) + b"\x12\x34" + bytes(40), 1, 0)
+    pl.run_ingress(pkt)
+    assert pl.error_name(pkt.std("parser_error")) == "NoError"
+    assert pkt.is_valid("hdr.ethernet")
