@@ -295,6 +295,7 @@ class _AtTime:
     received: int  # packets its datagram flows received
     played: int  # their played counts, summed
     n_played: int  # how many of them have a played count
+    played_bits: int  # their played counts, in bits (each flow's packets its own size)
 
 
 @dataclass
@@ -306,7 +307,7 @@ class _HostSeries:
 def _host_series(topo: Topology, rec: Recorder) -> dict[str, _HostSeries]:
     """Per destination host, its flows' counts summed at each sample time, in one pass over the
     samples (thousands of flows over a long run stay cheap)."""
-    totals = {h.name: [0, 0, 0, 0, 0] for h in topo.hosts}
+    totals = {h.name: [0, 0, 0, 0, 0, 0] for h in topo.hosts}
     # flow -> (its host's totals, bits per packet, datagram?)
     info = {f.name: (totals[f.dst], 8 * f.packet_size, f.control in DATAGRAM_CONTROLS) for f in topo.flows
             if f.dst in totals}
@@ -331,6 +332,7 @@ def _host_series(topo: Topology, rec: Recorder) -> dict[str, _HostSeries]:
                 last_played[s.flow] = s.played
                 tot[3] += s.played - (before or 0)
                 tot[4] += before is None
+                tot[5] += (s.played - (before or 0)) * bits
                 if s.played > s.received:
                     dst = _dst(topo, s.flow)
                     if out[dst].over_played is None:
@@ -423,7 +425,7 @@ def _host_capacity(topo: Topology, rec: Recorder, end: EndState | None,
     at its arrival); every flow, TCP's in-order records included, fits it from the run's start.
     A host's playout: what it played over any window fits its playout rate."""
     late = end.sample_lateness_ns if end else 0
-    return _host_links(topo, series(), late) + _host_playouts(topo, rec, late)
+    return _host_links(topo, series(), late) + _host_playouts(topo, rec, series(), late)
 
 
 def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> list[Violation]:
@@ -451,21 +453,31 @@ def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> li
     return out
 
 
-def _host_playouts(topo: Topology, rec: Recorder, late: int) -> list[Violation]:
+def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries], late: int) -> list[Violation]:
+    """A host's application plays each packet in its own bits' time at ``playout``: over any window,
+    the bits its flows played (their per-flow played counts) <= playout x window + one packet.
+    Without per-flow counts, the buffer's packets, each at least the smallest of its flows' size."""
     out: list[Violation] = []
     for host, rows in sorted(_group(rec.buffers, "host").items()):
         node = topo.nodes.get(host)
-        if node is None or node.playout_bps is None or not rows:
+        sizes = [f.packet_size for f in topo.flows if f.dst == host and f.control in DATAGRAM_CONTROLS]
+        if node is None or node.playout_bps is None or not rows or not sizes:
             continue
-        size = max((f.packet_size for f in topo.flows if f.dst == host), default=1000)
-        pps = node.playout_bps / (8 * size)
-        pts = [(b.t_ns, float(b.played), pps * b.t_ns / 1e9) for b in rows]
+        at = series[host].at if host in series else {}
+        per_flow = [(b.t_ns, at[b.t_ns]) for b in rows if b.t_ns in at]
+        if per_flow and all(v.n_played == len(sizes) for _t, v in per_flow):
+            pts = [(t, float(v.played_bits), node.playout_bps * t / 1e9) for t, v in per_flow]
+            slack, unit = 8 * max(sizes) + node.playout_bps * late / 1e9, "bits"
+        else:
+            pps = node.playout_bps / (8 * min(sizes))
+            pts = [(b.t_ns, float(b.played), pps * b.t_ns / 1e9) for b in rows]
+            slack, unit = 1 + pps * late / 1e9, "packets"
         worst, i, j = _excess(pts)
-        if worst > 1 + pps * late / 1e9:
-            out.append(Violation("host_capacity", f"{host}: played {pts[j][1] - pts[i][1]:.0f} packets in "
+        if worst > slack:
+            out.append(Violation("host_capacity", f"{host}: played {pts[j][1] - pts[i][1]:.0f} {unit} in "
                                                   f"{pts[i][0] / 1e9:.3f}-{pts[j][0] / 1e9:.3f} s, its playout "
-                                                  f"({node.playout_bps / 1e6:g} Mb/s of {size}-byte packets) "
-                                                  f"allows {pts[j][2] - pts[i][2]:.1f}"))
+                                                  f"({node.playout_bps / 1e6:g} Mb/s) allows "
+                                                  f"{pts[j][2] - pts[i][2]:.0f} (+ {slack:.0f})"))
     return out
 
 

@@ -440,3 +440,18 @@ def test_counters_agree_a_row_stamped_before_the_sample_may_be_counted_after_it_
     assert [v.name for v in sim if "packets_a.csv" in v.detail] == ["counters_agree"]
     netns = end_state(t, sent, {"a": 99, "b": 50}, sample_lateness_ns=25 * MS)
     assert not [v for v in check_invariants(t, rec, {}, netns) if "packets_a.csv" in v.detail]
+
+
+def test_host_capacity_counts_played_bits_per_flow_when_the_flows_say_them() -> None:
+    """D plays 4 Mb/s: 500 kB/s. Flows of 1000 B that played 50 packets per 100 ms keep to it; 60 do not."""
+    t = topo()
+
+    def played(per_100ms: int) -> Recorder:
+        rec = Recorder(buffers=[BufferSample(k * 100 * MS, "D", 0, 100, 2 * per_100ms * k, 0) for k in range(11)])
+        rec.flows = [FlowSample(k * 100 * MS, n, per_100ms * k, per_100ms * k, 0, 1000, per_100ms * k)
+                     for k in range(11) for n in "ab"]
+        return rec
+
+    assert [v for v in check_invariants(t, played(25), {}, None) if "played" in v.detail] == []
+    found = [v for v in check_invariants(t, played(30), {}, None) if "played" in v.detail]
+    assert [v.name for v in found] == ["host_capacity"] and " bits in " in found[0].detail
