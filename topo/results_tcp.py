@@ -212,7 +212,8 @@ def blm_section() -> list[str]:
            "`topo/cvihis-blm-vs-tcp.yaml` with the paper's timing (`--set flow[tcp].start=50s --set "
            "flow[tcp].stop=170s`): BLM and one TCP reno connection (RTT 200 ms) on a 3 Mb/s bottleneck with a "
            "50-packet drop-tail FIFO; BLM's RTT 10, 100 or 200 ms (`--set link[H1-R1].delay=...`); "
-           f"{BLM_SECONDS} s, seed {SEED}, CVIHIS's default reading (docs/cvihis.md, 'Readings'). Mean receive "
+           f"{BLM_SECONDS} s, seed {SEED}, CVIHIS's default reading (docs/cvihis.md, 'Readings'); this section and "
+           "the next are regenerated alone by `python -m topo.results_tcp --only blm,rtm`. Mean receive "
            "rates (Mb/s) per window; BLM's share of what the two received while TCP runs; *back within*: the "
            "first 0.5 s bin after TCP stops from which BLM's 5 s mean stays within 10 % of the capacity.", "",
            f"| BLM RTT | BLM alone (40-50 s) | TCP's first 20 s (50-70 s): BLM / TCP | while TCP runs ({TCP_ON}-"
