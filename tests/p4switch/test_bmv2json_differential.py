@@ -211,7 +211,15 @@ def parse_walk(draw: st.DrawFn, j: dict, pool: tuple[int, ...]) -> bytes:
         trs = state["transitions"]
         tr = draw(st.sampled_from(trs))
         keys = state["transition_key"]
-        if tr["type"] == "hexstr" and all(k["type"] in ("field", "stack_field") for k in keys):
+        peeks = {tuple(op["parameters"][0]["value"]): op["parameters"][1]["value"] for op in state["parser_ops"]
+                 if op["op"] == "set" and op["parameters"][1].get("type") == "lookahead"}
+        if tr["type"] == "hexstr" and len(keys) == 1 and tuple(keys[0]["value"]) in peeks:
+            off, w = peeks[tuple(keys[0]["value"])]  # a select on bits the state looked ahead at
+            start = len(buf) * 8 + off
+            need = (start + w + 7) // 8 - len(buf)
+            buf += bytes(draw(st.lists(st.sampled_from(pool), min_size=need, max_size=need)))
+            _set_bits(buf, start, w, int(tr["value"], 16))
+        elif tr["type"] == "hexstr" and all(k["type"] in ("field", "stack_field") for k in keys):
             widths = []
             for k in keys:
                 hname, fname = k["value"]
