@@ -11,7 +11,7 @@ controllers the runs use: the law (:class:`~controlplane.alinea.AlineaLaw`), and
 switch agent and an ALINEA host add to each report (:mod:`topo.fluid_control`).
 
 The plant, stepped every ``dt`` (an eighth of the shortest report interval, longer if a
-run would take more than ``MAX_STEPS``):
+run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 20,000):
 
 * an ALINEA flow's source sends at its law's rate toward the first hop (at most the link's);
 * switch ``v`` admits a flow's fluid from its previous hop ``u`` while the packets it holds from
@@ -27,7 +27,8 @@ run would take more than ``MAX_STEPS``):
   latency when ``u`` is a switch, and the rate it gives applies at once.
 
 Left out: packets (a rate here is exact, an occupancy a real number until it is reported), the
-reports' own bytes, flows other than ALINEA's, timed events.
+reports' own bytes, flows other than ALINEA's. Timed link-rate events are played at their time, and
+an ALINEA flow sends from its start to its stop.
 """
 
 from __future__ import annotations
@@ -49,6 +50,11 @@ DirectedLink = tuple[str, str]
 #: each. A fast loop's interval then rounds to whole steps (a few at the least), which the law is
 #: told (its a = T / (C L) follows), so the loop the model runs is the one it reports on.
 MAX_STEPS = 100_000
+#: ... and at most this many steps per second of the run, at least MIN_STEPS: a short run (the random
+#: topologies' fraction of a second to a few seconds) is not stepped at a fast loop's eighth of an
+#: interval for a cost above the run's own (its interval then rounds to a step or two).
+STEPS_PER_SECOND = 2_000
+MIN_STEPS = 20_000
 REMEDY_STEPS = 20_000
 STEPS_PER_INTERVAL = 8
 #: Packets the model may lose before it counts as loss: a fluid overflow by a packet or so is
@@ -118,6 +124,7 @@ class _Leg:
     buffer: _Buffer | None = None  # b's buffer fed by a (None: a receiver without one)
     egress: _Egress | None = None  # b's egress toward the flow's next hop (None: b receives)
     slot: int = 0  # this flow's place in that egress
+    active: tuple[float, float] = (0.0, float("inf"))  # a first leg: when its flow sends (start, stop)
     held: float = 0.0
 
 
@@ -127,7 +134,8 @@ def _step_s(topo: Topology, intervals_us: list[int], duration_s: float, max_step
     delay under 4 ms reports cost forty times the steps and changed nothing the reports see."""
     shortest = [iv / 1e6 for iv in intervals_us if iv > 0] or [link.delay_ns / 1e9 for link in topo.links
                                                               if link.delay_ns > 0] or [duration_s]
-    return max(min(shortest) / STEPS_PER_INTERVAL, duration_s / max_steps)
+    steps = min(max_steps, max(MIN_STEPS, round(STEPS_PER_SECOND * duration_s)))
+    return max(min(shortest) / STEPS_PER_INTERVAL, duration_s / steps)
 
 
 def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0,
@@ -198,7 +206,9 @@ class _Network:
         self.duration_s = duration_s
         self.fixed = topo.options.queue_model == "bmv2"
         routed = routed_paths(topo)
-        paths = [routed[f.name] for f in topo.flows if f.control == "alinea" and len(f.path) > 1]
+        alinea = [f for f in topo.flows if f.control == "alinea" and len(f.path) > 1]
+        paths = [routed[f.name] for f in alinea]
+        self.active = [(f.start_ns / NS, f.stop_ns / NS if f.stop_ns is not None else float("inf")) for f in alinea]
         keys = sorted({(b, a) for path in paths for a, b in zip(path, path[1:]) if self._reports(b, a)})
         self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s, max_steps)
         self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for path in paths for a, b in zip(path, path[1:])}
@@ -207,8 +217,8 @@ class _Network:
         self.egress: dict[DirectedLink, _Egress] = {}
         self.senders: dict[DirectedLink, list[_Leg]] = {}
         self.legs: list[_Leg] = []
-        for path in paths:
-            self._route(path)
+        for path, active in zip(paths, self.active):
+            self._route(path, active)
         self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
         self.sent = {key: 0.0 for key in self.senders}
         self.receivers = [leg for leg in self.legs if leg.buffer is not None and leg.buffer.drain_pps is not None]
@@ -230,7 +240,7 @@ class _Network:
         bits = self.bits.get((a, b))
         return 8 * packet_bytes_over(self.topo, a, b) if bits is None else bits
 
-    def _route(self, path: tuple[str, ...]) -> None:
+    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf"))) -> None:
         legs = []
         for a, b in zip(path, path[1:]):
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
@@ -241,6 +251,7 @@ class _Network:
             here.egress, here.slot = q, len(q.held)
             q.held.append(here)
             q.onward.append(onward)
+        legs[0].active = active
         self.senders.setdefault((path[0], path[1]), []).append(legs[0])
         self.legs.extend(legs)
 
@@ -264,14 +275,15 @@ class _Network:
     # ---- the run --------------------------------------------------------------------------------
     def run(self) -> list[NetworkPeak]:
         window = self._window_steps()
-        last_event = max((at for at, _, _ in self.events), default=0.0)
+        last_event = max([at for at, _, _ in self.events] + [t for span in self.active for t in span
+                                                              if t != float("inf")], default=0.0)
         envelope = _Envelope()
         for k in range(int(self.duration_s / self.dt)):
             while self.events and self.events[0][0] <= k * self.dt:
                 self._link_rate(*self.events.pop(0)[1:])
             self._arrive(k)
             self._serve()
-            self._send()
+            self._send(k * self.dt)
             self._report(k)
             if k % self.sample_steps == 0:
                 envelope.sample(self._state())
@@ -379,8 +391,13 @@ class _Network:
         q.onward[slot].line[-1] += amount
         q.deq += amount
 
-    def _send(self) -> None:
-        for key, legs in self.senders.items():
+    def _send(self, now_s: float) -> None:
+        """Each host link's rate, shared by the flows that send at ``now_s`` (a flow sends from its
+        start to its stop: one that stops hands its share to the others, as the host's pacer does)."""
+        for key, every in self.senders.items():
+            legs = [leg for leg in every if leg.active[0] <= now_s < leg.active[1]]
+            if not legs:
+                continue
             control = self.controls.get(key)
             link_bps = self.link_bps[key]
             rate = link_bps if control is None else min(control.rate_bps, link_bps)

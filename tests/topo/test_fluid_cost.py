@@ -45,6 +45,6 @@ def test_the_step_follows_the_report_intervals_not_the_shortest_link() -> None:
     short = load_topology_text(SHORT_LINKS, "tree7-short.yaml")
     short_links = fn._Network(short, 2.0, 1.0)
     shortest_interval = min(p.interval_us for p in short.ports.values()) / 1e6
-    assert short_links.dt == pytest.approx(max(shortest_interval / fn.STEPS_PER_INTERVAL, 2.0 / fn.MAX_STEPS))
+    assert short_links.dt == pytest.approx(max(shortest_interval / fn.STEPS_PER_INTERVAL, 2.0 / fn.MIN_STEPS))
     assert short_links.dt > min(link.delay_ns for link in short.links) / 1e9 / fn.STEPS_PER_INTERVAL
     assert long_links.dt > 0

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -23,9 +24,11 @@ from topo.hol import main as hol_main
 from topo.routes import routed_path
 from topo.schema import load_topology_text
 
-EXAMPLES = int(os.environ.get("HBH_RANDOM_TOPOLOGIES", "6"))
-#: packet-hops a CI run may cost (about a second of the simulator's time on a loaded machine)
-CI_BUDGET = 15_000
+EXAMPLES = int(os.environ.get("HBH_RANDOM_TOPOLOGIES", "5"))
+#: packet-hops a CI run may cost (about a second of the simulator's time on a loaded machine), and its
+#: longest run (the analysis's fluid model steps it too)
+CI_BUDGET = 10_000
+CI_SECONDS = 2.0
 RANDOM = settings(max_examples=EXAMPLES, deadline=None,
                   suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -36,13 +39,13 @@ def _passes(d: Drawn) -> None:
 
 
 @RANDOM
-@given(topologies(budget=CI_BUDGET))
+@given(topologies(budget=CI_BUDGET, max_seconds=CI_SECONDS))
 def test_every_random_topology_keeps_the_invariants(d: Drawn) -> None:
     _passes(d)
 
 
 @RANDOM
-@given(topologies(budget=CI_BUDGET, alinea_only=True))
+@given(topologies(budget=CI_BUDGET, alinea_only=True, max_seconds=CI_SECONDS))
 def test_an_alinea_topology_loses_nothing_unless_the_analysis_warned(d: Drawn) -> None:
     _passes(d)
 
@@ -131,3 +134,27 @@ def test_the_head_of_line_fabrics_shape_is_a_parameter(capsys) -> None:
             hol_main(bad)
         assert exc.value.code == 2
         assert word in capsys.readouterr().err
+
+
+def test_the_fluid_model_sends_a_flow_only_between_its_start_and_stop() -> None:
+    from topo.fluid_network import network_peaks
+
+    late = load_topology_text(TREE.replace("control: alinea}", "control: alinea, start: 1s}"), "tree7-late.yaml")
+    assert all(p.peak == 0.0 for p in network_peaks(late, 0.9))
+    assert any(p.peak > 0.0 for p in network_peaks(late, 2.0))
+
+
+#: Found by the random topologies: flows of 200, 576 and 1448 bytes from one host to two receivers,
+#: one behind a 1 Mb/s link. The simulator lost 165 packets in 4 s (seed 1, before the agents' egress
+#: rate followed the frames' sizes) and the analysis did not warn. In the fluid model S1's buffer from
+#: S3 never fills; the likely reason (not yet confirmed from the simulator's drop places) is that the
+#: model counts a link's packets in the largest size crossing it, so 1448-byte packets leave S1 toward
+#: H3 as if they were 576-byte ones.
+MIXED_SIZES_TREE = (Path(__file__).parent / "random_cases" / "mixed-sizes-tree.yaml").read_text()
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=False,
+                   reason="open: the analysis admits it (the fluid model's packets of one size per link?)")
+def test_mixed_packet_sizes_through_a_tree_lose_nothing_unless_warned() -> None:
+    verdict = judge(MIXED_SIZES_TREE, 4.0, all_alinea=True, source="mixed-sizes-tree.yaml")
+    assert verdict.problems == []

@@ -211,7 +211,8 @@ def _cost(net: _Net, rates: dict[tuple[str, str], float], flows: list[tuple[str,
 
 
 @st.composite
-def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None = None) -> Drawn:
+def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None = None,
+               max_seconds: float = MAX_SECONDS) -> Drawn:
     """A random topology and a run length whose estimated packet-hops stay near ``budget``.
 
     ``alinea_only``: every flow ALINEA (True), never all (False), either (None)."""
@@ -253,7 +254,7 @@ def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None
         sized.append((src, dst, control, size))
     cost = _cost(net, rates, sized)  # type: ignore[arg-type]
     rtt_s = 2 * (depth + 1) * longest_ms / 1e3  # at most: the longest link's delay on every hop
-    seconds = min(MAX_SECONDS, max(MIN_SECONDS, MIN_RTTS * rtt_s, budget / max(cost, 1.0)))
+    seconds = min(max_seconds, max(MIN_SECONDS, MIN_RTTS * rtt_s, budget / max(cost, 1.0)))
     seconds = float(f"{seconds:.2g}")
     flow_lines = [_scale_times(line, seconds) for line in flow_lines]
     receivers = sorted(set(dst for _, dst in pairs))
