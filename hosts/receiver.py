@@ -4,7 +4,8 @@
   and bytes received, one-way delays, loss (sequence numbers skipped and never seen) and
   reordering (a packet older than the newest seen), counted apart, and duplicates.
 * :class:`PlayoutBuffer` (the engine's) -- the paper's receiver buffer: ``capacity`` packets, drained by the
-  application at ``playout_bps``; an arrival to a full buffer is dropped (counted).
+  application at ``playout_bps`` in bits (each packet takes its own bits' time, so a mix of sizes plays
+  ``playout_bps``); an arrival to a full buffer is dropped (counted).
 * :class:`HostReporter` (the engine's) -- the receiver reports its buffer to its last-hop switch exactly as a
   switch port does (docs/wire-format.md): at the first arrival after ``interval_us`` has
   elapsed, a report with the occupancy, the capacity, a per-port sequence number and the drops
@@ -23,7 +24,8 @@ __all__ = ["FlowRecord", "PlayoutBuffer", "HostReporter", "HostReceiver"]
 #: ``duplicates``, ``reordered``, ``highest``, ``owd_sum_ns``, ``lost``, ``packets`` (the engine's:
 #: engine/src/host.rs, where the per-packet bookkeeping runs).
 FlowRecord = _engine.FlowRecord
-#: ``PlayoutBuffer(capacity, playout_bps, packet_bytes)``: ``on_arrival(now, flow=0)`` (False: dropped),
+#: ``PlayoutBuffer(capacity, playout_bps, packet_bytes)``: ``on_arrival(now, flow=0, nbytes=packet_bytes)``
+#: (False: dropped),
 #: ``drain(now)``, ``next_drain_ns()``; ``occupancy``, ``dropped``, ``played``, ``played_bytes``,
 #: ``played_by_flow`` (flow id -> packets played: the buffer is FIFO, so a shared host plays each flow's share).
 PlayoutBuffer = _engine.PlayoutBuffer

@@ -3,10 +3,12 @@
 * :class:`Pacer` -- frames at ``rate_bps`` in bits: each is followed by its own bits at the rate
   (``packet_bytes`` frames, the largest, evenly spaced); a rate change takes effect from the last
   packet sent (not from "now"), so pacing has no jumps. It is the
-  engine's (per-packet work): it also takes the flows round-robin and sends their frames.
+  engine's (per-packet work): it also takes the flows in turn, equal in bits (deficit round-robin
+  in bytes: one packet a turn when all are of one size), and sends their frames.
 * :class:`AlineaHostSender` -- the paper's end host: its rate toward the first-hop switch is an
   :class:`~controlplane.alinea.AlineaLaw` fed by that switch's reports, the same law module the
-  switch agents run. Several flows of one host share that rate, round-robin.
+  switch agents run, reading the switch's buffer in the frames the host sends (their mean size,
+  measured as a switch port's is). Several flows of one host share that rate equally in bits.
 * :class:`FixedSender` -- one flow at a constant rate (``control: fixed``).
 
 Bindings (``topo/simnet.py``, and ``topo/netns_host.py`` through it) give each sender's pacer its
@@ -22,7 +24,7 @@ import hbh_engine as _engine
 
 from controlplane.alinea import AlineaLaw
 from controlplane.forecast import QueueForecast
-from controlplane.frame_size import capacity_in_frames
+from controlplane.frame_size import READ_PERIOD_NS, FrameSizeWindow, capacity_in_frames
 from controlplane.params import LawParams
 from controlplane.report import Report
 
@@ -32,7 +34,8 @@ NS_PER_S = 1_000_000_000
 
 
 #: ``Pacer(rate_bps, packet_bytes, start_ns=0, stop_at_pacer=False)``: the engine's paced sender
-#: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now, nbytes=None)``, ``set_rate``.
+#: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now, nbytes=None)``, ``set_rate``;
+#: ``taken`` and ``taken_bytes`` count the frames it sent.
 #: With its flows (``add_flow``) and bound to a scheduler and a link (``bind``), ``rearm()`` makes it
 #: send every packet itself: topo/simnet.py binds it, the law here only sets its rate.
 Pacer = _engine.PacedSender
@@ -59,7 +62,13 @@ class SenderFlow:
 @dataclass
 class AlineaHostSender:
     """A host whose rate into the network follows its first-hop switch's reports; its flows share
-    the pacer round-robin."""
+    the pacer equally in bits.
+
+    Its law reads the switch's buffer in the frames it sends, of the mean size a
+    :class:`~controlplane.frame_size.FrameSizeWindow` measures from the pacer's frames (read every
+    ``READ_PERIOD_NS`` at a report), as a switch's law does from its port's counters: the largest
+    frame would make a buffer of small frames look fuller than it is (docs/alinea.md, "Bits, not
+    packets")."""
 
     law_params: LawParams
     packet_bytes: int
@@ -67,12 +76,17 @@ class AlineaHostSender:
     # the first hop's buffer unit (bytes; 0: packets): the law reads that buffer in bytes, as a
     # switch's does (controlplane/frame_size.py), so that hosts of several sizes share it in bits
     unit_bytes: int = 0
+    # the frame the host is expected to send before its pacer has (0: ``packet_bytes``)
+    frame_bytes: int = 0
     law: AlineaLaw = field(init=False)
     pacer: Pacer = field(init=False)
     _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
+    frames: FrameSizeWindow = field(init=False)
+    _next_read_ns: int = field(init=False, default=0)
 
     def __post_init__(self) -> None:
         self.law = AlineaLaw(self.law_params)
+        self.frames = FrameSizeWindow(self.frame_bytes or self.packet_bytes)
         start = min(f.start_ns for f in self.flows)
         self.pacer = Pacer(self.law.rate, self.packet_bytes, start)
 
@@ -82,7 +96,10 @@ class AlineaHostSender:
         d = self._drain
         sent = self.pacer.taken
         d.update(now_ns, report.occupancy, sent, sent, 0)
-        bits = 8 * self.packet_bytes
+        if now_ns >= self._next_read_ns:
+            self.frames.update(sent, self.pacer.taken_bytes)
+            self._next_read_ns = now_ns + READ_PERIOD_NS
+        bits = 8 * self.frames.mean
         capacity = self.buffer_frames(report.capacity)
         brake = d.brake(capacity, bits) if capacity else None
         rate = self.law.on_report(report.occupancy / capacity if capacity else 0.0, report.drops > 0, now_ns,
@@ -92,7 +109,7 @@ class AlineaHostSender:
 
     def buffer_frames(self, capacity: int) -> int:
         """The first hop's buffer of ``capacity`` packets in this host's frames, as its law reads it."""
-        return capacity_in_frames(capacity, self.unit_bytes, self.packet_bytes)
+        return capacity_in_frames(capacity, self.unit_bytes, self.frames.mean)
 
     def tick(self, now_ns: int) -> None:
         if self.law.tick(now_ns):

@@ -67,7 +67,14 @@ from topo.invariants import (
     place_tx,
 )
 from topo.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
-from topo.plan import buffer_unit_bytes, neighbour_mac, network_mode, priority_queues, switch_plan
+from topo.plan import (
+    buffer_unit_bytes,
+    expected_frame_bytes,
+    neighbour_mac,
+    network_mode,
+    priority_queues,
+    switch_plan,
+)
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
 from topo.simtcp import TCP_KINDS, SimTcpFlows
 
@@ -236,7 +243,11 @@ class SimHostNode(HostReceiver):
         if alinea:
             law = self.net.topo.law[(self.node.name, self.switch)]
             size = max(f.packet_size for f in mine if f.control == "alinea")
-            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea, buffer_unit_bytes(self.net.topo, self.switch)))
+            sizes = {f.packet_size for f in mine if f.control == "alinea"}
+            # what the pacer is expected to send before it has: its one size, or the plan's mean
+            frame = size if len(sizes) == 1 else expected_frame_bytes(self.net.topo, self.node.name, self.switch)
+            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea, buffer_unit_bytes(self.net.topo, self.switch),
+                                                          frame))
         for f in mine:
             if f.control == "fixed":
                 self.fixed.append(self._paced_by(FixedSender(self._sender_flow(f), f.rate_bps or 0.0, f.packet_size)))
@@ -409,7 +420,7 @@ class SimHostNode(HostReceiver):
         rec = self.records.get(d.flow)
         if rec is None:
             rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])
-        if self.buffer is not None and not self.buffer.on_arrival(now, d.flow):
+        if self.buffer is not None and not self.buffer.on_arrival(now, d.flow, d.size):
             self.net.counts["receiver_overflow"] += 1
         else:
             rec.on_packet(d.seq, d.ts_ns - self._flow_offsets[d.flow], now, d.size)

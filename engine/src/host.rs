@@ -1,7 +1,7 @@
 //! Hosts' per-packet work: a sender paced at its rate (hosts/sender.py's `Pacer`), a flow's
 //! receive accounting and the receiver's play-out buffer (hosts/receiver.py).
 //!
-//! Why here: a paced sender is one event per packet (take a flow round-robin, stamp the frame,
+//! Why here: a paced sender is one event per packet (take a flow in turn, stamp the frame,
 //! the NIC queue's check, the link's send, the next event); the rate it keeps is control logic
 //! and stays in Python (the ALINEA law per report, `set_rate` then `rearm`). With the engine's
 //! scheduler and link, a packet sent crosses no Python at all.
@@ -50,6 +50,8 @@ struct Flow {
     next_seq: i64,
     sent: i64,
     frame: Vec<u8>,
+    /// Bytes this flow may still send in its turn (deficit round-robin: `take`).
+    deficit: i64,
 }
 
 impl Flow {
@@ -76,6 +78,8 @@ struct State {
     flows: Vec<Flow>,
     turn: usize,
     taken: i64,
+    /// Bytes of the frames taken so far (every flow): what the host's law reads its frames from.
+    taken_bytes: i64,
     pending: Option<Pending>,
     /// When the pending packet was due (the time `arm` scheduled it for).
     due_ns: Option<i64>,
@@ -149,23 +153,46 @@ impl State {
         frame
     }
 
-    /// The flow whose packet goes now (round-robin over active flows), marked sent at `due`,
+    /// The flow whose packet goes now, marked sent at `due`,
     /// the time it was scheduled for, or at most `CATCH_UP_GAPS` gaps and `CATCH_UP_NS` (at
     /// least one gap) before `now`: in real time the loop wakes late, and spacing the next packet from the late
     /// wake-up instead would lose that lateness at every packet (a host paced at 22 Mb/s sent
     /// 19: docs/netns.md, "At higher link rates"); the packets a late wake-up owes then go at
     /// once, onto the host's modelled uplink, which spaces them at its bit rate. The bound keeps
     /// a long stall from becoming a burst. On a virtual clock `due` is `now`.
+    ///
+    /// The active flows share the rate in bits, by deficit round-robin in bytes: a flow's turn
+    /// grants it the largest active frame's bytes (when what it has left is less than its frame),
+    /// and it keeps the turn while its credit covers another frame. Why bytes: the law's rate is
+    /// in bits/s (docs/alinea.md, "Bits, not packets"), and a turn of one packet each gives a
+    /// 1500-byte flow three times a 500-byte flow's bits. With frames of one size every turn is one
+    /// packet: plain round-robin.
     fn take(&mut self, now: i64, due: i64) -> Option<usize> {
-        let active: Vec<usize> = (0..self.flows.len())
-            .filter(|&i| self.flows[i].active(now))
-            .collect();
+        let mut active: Vec<usize> = Vec::with_capacity(self.flows.len());
+        let mut quantum = 0;
+        for (i, f) in self.flows.iter_mut().enumerate() {
+            if f.active(now) {
+                active.push(i);
+                quantum = quantum.max(f.frame.len() as i64);
+            } else {
+                f.deficit = 0; // an idle flow saves no credit (as DRR's empty queue)
+            }
+        }
         if active.is_empty() {
             return None;
         }
         let i = active[self.turn % active.len()];
-        self.turn += 1;
+        let f = &mut self.flows[i];
+        let len = f.frame.len() as i64;
+        if f.deficit < len {
+            f.deficit += quantum;
+        }
+        f.deficit -= len;
+        if f.deficit < len {
+            self.turn += 1;
+        }
         self.taken += 1;
+        self.taken_bytes += len;
         let gap = self.gap_of(self.packet_bytes);
         let back = (CATCH_UP_GAPS * gap).min(CATCH_UP_NS).max(gap);
         self.last_ns = Some(due.max(now - back).min(now));
@@ -194,7 +221,7 @@ struct Binding {
 
 /// A sender at `rate_bps` in bits: each frame is followed by a gap of its own bits at the rate
 /// (frames of `packet_bytes`, the largest, are evenly spaced); a rate change takes effect from the
-/// last packet sent, so pacing has no jumps. Its flows share it round-robin.
+/// last packet sent, so pacing has no jumps. Its flows share it equally in bits (`State::take`).
 ///
 /// Without `bind` it is the pure pacer (`next_send_ns`, `on_sent`). Bound to a scheduler and a
 /// link, `rearm()` schedules its next packet, and each packet schedules the next: the frame is
@@ -407,6 +434,12 @@ impl PacedSender {
         lock(&self.state).taken
     }
 
+    /// Bytes of the packets taken so far (every flow).
+    #[getter]
+    fn taken_bytes(&self) -> i64 {
+        lock(&self.state).taken_bytes
+    }
+
     /// The gap after the last frame sent (before the first: a `packet_bytes` frame's).
     #[getter]
     fn gap_ns(&self) -> i64 {
@@ -461,6 +494,7 @@ impl PacedSender {
             next_seq: 0,
             sent: 0,
             frame: frame.to_vec(),
+            deficit: 0,
         });
         Ok(())
     }
@@ -622,7 +656,8 @@ impl FlowRecord {
 }
 
 /// The paper's receiver buffer (hosts/receiver.py): `capacity` packets, drained by the
-/// application at `playout_bps`; an arrival to a full buffer is dropped (counted).
+/// application at `playout_bps` in bits (each packet takes its own bits at that rate, so frames
+/// of several sizes play out `playout_bps`); an arrival to a full buffer is dropped (counted).
 #[pyclass(module = "hbh_engine")]
 pub struct PlayoutBuffer {
     #[pyo3(get)]
@@ -643,10 +678,11 @@ pub struct PlayoutBuffer {
     #[pyo3(get)]
     last_played_ns: i64,
     next_ns: Option<i64>,
-    /// The flow of every packet in the buffer, oldest first: the application takes them in
-    /// arrival order, so that what it played is known per flow (a host shared by several flows
-    /// plays out each flow's share, not the host's total: docs/metrics.md, goodput).
-    queue: VecDeque<u16>,
+    /// The flow and length (bytes) of every packet in the buffer, oldest first: the application
+    /// takes them in arrival order, so that what it played is known per flow (a host shared by
+    /// several flows plays out each flow's share, not the host's total: docs/metrics.md, goodput),
+    /// each in its own bits' time.
+    queue: VecDeque<(u16, i64)>,
     played_flows: BTreeMap<u16, i64>,
 }
 
@@ -669,25 +705,28 @@ impl PlayoutBuffer {
         })
     }
 
+    /// The play-out time of a `packet_bytes` packet.
     #[getter]
     fn gap_ns(&self) -> i64 {
-        ((self.packet_bytes * 8 * NS_PER_S) as f64 / self.playout_bps).round_ties_even() as i64
+        self.gap_of(self.packet_bytes)
     }
 
-    /// A packet of `flow` arrives; False if the buffer was full and it is dropped.
-    #[pyo3(signature = (now_ns, flow = 0))]
-    pub(crate) fn on_arrival(&mut self, now_ns: i64, flow: u16) -> bool {
-        self.drain(now_ns);
-        if self.occupancy >= self.capacity {
-            self.dropped += 1;
-            return false;
+    /// A packet of `flow` and `nbytes` (default `packet_bytes`) arrives; False if the buffer was
+    /// full and it is dropped.
+    #[pyo3(signature = (now_ns, flow = 0, nbytes = None))]
+    pub(crate) fn on_arrival(
+        &mut self,
+        now_ns: i64,
+        flow: u16,
+        nbytes: Option<i64>,
+    ) -> PyResult<bool> {
+        let nbytes = nbytes.unwrap_or(self.packet_bytes);
+        if nbytes <= 0 {
+            return Err(PyValueError::new_err(format!(
+                "an arriving packet must have > 0 bytes, got {nbytes}"
+            )));
         }
-        self.occupancy += 1;
-        self.queue.push_back(flow);
-        if self.next_ns.is_none() {
-            self.next_ns = Some(now_ns + self.gap_ns());
-        }
-        true
+        Ok(self.arrive(now_ns, flow, nbytes))
     }
 
     fn next_drain_ns(&self) -> Option<i64> {
@@ -705,17 +744,37 @@ impl PlayoutBuffer {
         while let Some(t) = self.next_ns.filter(|&t| t <= now_ns) {
             self.occupancy -= 1;
             self.played += 1;
-            if let Some(flow) = self.queue.pop_front() {
+            if let Some((flow, nbytes)) = self.queue.pop_front() {
                 *self.played_flows.entry(flow).or_insert(0) += 1;
+                self.played_bytes += nbytes;
             }
-            self.played_bytes += self.packet_bytes;
             self.last_played_ns = t;
-            self.next_ns = (self.occupancy > 0).then(|| t + self.gap_ns());
+            self.next_ns = self.queue.front().map(|&(_, next)| t + self.gap_of(next));
         }
     }
 }
 
 impl PlayoutBuffer {
+    /// The play-out time of a packet of `nbytes`: its bits at `playout_bps`.
+    fn gap_of(&self, nbytes: i64) -> i64 {
+        ((nbytes * 8 * NS_PER_S) as f64 / self.playout_bps).round_ties_even() as i64
+    }
+
+    /// A packet of `flow` and `nbytes` arrives (> 0 bytes); false if the buffer was full.
+    pub(crate) fn arrive(&mut self, now_ns: i64, flow: u16, nbytes: i64) -> bool {
+        self.drain(now_ns);
+        if self.occupancy >= self.capacity {
+            self.dropped += 1;
+            return false;
+        }
+        self.occupancy += 1;
+        self.queue.push_back((flow, nbytes));
+        if self.next_ns.is_none() {
+            self.next_ns = Some(now_ns + self.gap_of(nbytes));
+        }
+        true
+    }
+
     /// What a host's report says of the buffer: (occupancy, dropped, played, last played ns).
     pub(crate) fn report_values(&self) -> (i64, i64, i64, i64) {
         (

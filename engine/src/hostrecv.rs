@@ -153,7 +153,10 @@ impl HostReceiver {
             }
         };
         let accepted = match &b.buffer {
-            Some(buf) => buf.bind(py).try_borrow_mut()?.on_arrival(now, h.flow),
+            Some(buf) => buf
+                .bind(py)
+                .try_borrow_mut()?
+                .arrive(now, h.flow, h.size as i64),
             None => true,
         };
         if accepted {

@@ -12,6 +12,7 @@ from __future__ import annotations
 import gc
 import heapq
 import weakref
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -177,15 +178,28 @@ def _sized_frame(flow: int, size: int) -> bytes:
     return FrameTemplate(src_mac=1, dst_mac=2, src_ip=3, dst_ip=4, flow=flow, size=size).frame(0, 0)
 
 
+def drr_order(sizes: list[int]) -> Iterator[int]:
+    """Deficit round-robin as textbooks write it (Shreedhar and Varghese): flows visited in turn,
+    each visit adds the quantum (the largest frame) to the flow's deficit, which then sends frames
+    while the deficit covers one; the flows' frame sizes, in the order sent, forever."""
+    quantum, deficit = max(sizes), [0] * len(sizes)
+    while True:
+        for i, size in enumerate(sizes):
+            deficit[i] += quantum
+            while deficit[i] >= size:
+                deficit[i] -= size
+                yield size
+
+
 def expected_send_times(sizes: list[int], rate_bps: float, start: int, until: int) -> list[tuple[int, int]]:
-    """An independent pacer: flows taken round-robin, frame k at t_k, and t_(k+1) = t_k + its own
-    bits / rate (rounded half to even to the ns, at least 1): (time, size) per frame before ``until``."""
-    out, t, k = [], start, 0
+    """An independent pacer: flows taken by deficit round-robin in bytes, frame k at t_k, and
+    t_(k+1) = t_k + its own bits / rate (rounded half to even to the ns, at least 1): (time, size)
+    per frame before ``until``."""
+    out, t, order = [], start, drr_order(sizes)
     while t < until:
-        size = sizes[k % len(sizes)]
+        size = next(order)
         out.append((t, size))
         t += max(1, round(size * 8 * NS / rate_bps))
-        k += 1
     return out
 
 
@@ -194,8 +208,9 @@ def expected_send_times(sizes: list[int], rate_bps: float, start: int, until: in
        rate_bps=st.floats(1e5, 1e10, allow_nan=False), start=st.integers(0, 10**6))
 def test_each_frame_is_followed_by_its_own_bits_at_the_rate(sizes: list[int], rate_bps: float, start: int) -> None:
     """Flows of several frame sizes on one pacer: the gap after a frame is that frame's bits over
-    the rate, not the largest frame's (``packet_bytes``), so the bits sent per second are the rate.
-    Differential against a pacer written here from that rule alone."""
+    the rate, not the largest frame's (``packet_bytes``), so the bits sent per second are the rate;
+    the flows take turns by deficit round-robin in bytes, so each gets the same bits. Differential
+    against a pacer written here from those rules alone."""
     sched = VirtualScheduler()
     pacer, far, _ = _line(sched, pacer=Pacer(rate_bps, max(sizes), start))
     for i, size in enumerate(sizes):
@@ -209,23 +224,28 @@ def test_each_frame_is_followed_by_its_own_bits_at_the_rate(sizes: list[int], ra
     # the bits of every frame but the last fill the time to the last one, at the rate (rounding: 1/2 ns a gap)
     bits = 8 * sum(size for _, size in got[:-1])
     assert abs(bits / rate_bps * NS - (got[-1][0] - got[0][0])) <= len(got) / 2 + 1
+    # equal bits: any two flows' bytes differ by less than a quantum and a frame (DRR's bound)
+    per_flow = [sum(len(f) for _, f in far.got if parse(f).flow == i + 1) for i in range(len(sizes))]
+    assert max(per_flow) - min(per_flow) < 2 * max(sizes)
 
 
 def test_a_rate_change_spaces_the_last_frame_by_its_own_bits_at_the_new_rate() -> None:
-    """A 500-byte frame then a 1500-byte one at 8 Mb/s: 0.5 ms, then 1.5 ms; a new rate counts
-    from the last frame sent, with that frame's bits."""
+    """Three 500-byte frames (a 1500-byte quantum) then a 1500-byte one at 8 Mb/s: 0.5 ms each, then
+    1.5 ms; a new rate counts from the last frame sent, with that frame's bits."""
     sched = VirtualScheduler()
     pacer, far, _ = _line(sched, pacer=Pacer(8e6, 1500))
     pacer.add_flow(1, 0, None, _sized_frame(1, 500))
     pacer.add_flow(2, 0, None, _sized_frame(2, 1500))
     pacer.rearm()
-    sched.run_until(2_100_000)
-    assert [(t, len(f)) for t, f in far.got] == [(0, 500), (500_000, 1500), (2_000_000, 500)]
-    assert pacer.gap_ns == 500_000  # after the 500-byte frame sent at 2 ms
+    sched.run_until(3_100_000)
+    assert [(t, len(f)) for t, f in far.got] == [(0, 500), (500_000, 500), (1_000_000, 500), (1_500_000, 1500),
+                                                  (3_000_000, 500)]
+    assert pacer.gap_ns == 500_000  # after the 500-byte frame sent at 3 ms
+    assert (pacer.taken, pacer.taken_bytes) == (5, 3500)
     pacer.set_rate(4e6)  # 500 bytes at 4 Mb/s: 1 ms after the last frame
     pacer.rearm()
-    sched.run_until(3_000_000)
-    assert [t for t, _ in far.got][-1] == 3_000_000
+    sched.run_until(4_000_000)
+    assert [t for t, _ in far.got][-1] == 4_000_000
 
 
 def test_the_pure_pacer_spaces_by_the_frame_it_is_told_of() -> None:

@@ -37,6 +37,30 @@ def test_playout_buffer_drains_at_its_rate_and_refuses_when_full() -> None:
     assert (b.occupancy, b.played, b.next_drain_ns()) == (0, 2, None)
 
 
+@given(st.lists(st.tuples(st.integers(1, 4), st.integers(64, 9000)), min_size=1, max_size=60),
+       st.floats(1e4, 1e9, allow_nan=False))
+def test_playout_takes_each_packet_in_its_own_bits_time(packets: list[tuple[int, int]], playout_bps: float) -> None:
+    """Packets of several sizes (and flows) arriving at once are played out one after another, each
+    its own bits at ``playout_bps`` after the previous (rounded to the ns): differential against
+    that rule; the bytes played are the packets' own, and the per-flow counts add up."""
+    b = PlayoutBuffer(capacity=len(packets), playout_bps=playout_bps, packet_bytes=max(n for _, n in packets))
+    for flow, n in packets:
+        assert b.on_arrival(0, flow, n)
+    t = 0
+    for k, (_, n) in enumerate(packets):
+        t += round(n * 8 * 1_000_000_000 / playout_bps)
+        assert b.next_drain_ns() == t
+        b.drain(t)
+        assert (b.played, b.played_bytes, b.last_played_ns) == (k + 1, sum(m for _, m in packets[:k + 1]), t)
+    assert b.occupancy == 0 and b.next_drain_ns() is None
+    assert b.played_by_flow == {f: sum(1 for g, _ in packets if g == f) for f, _ in packets}
+
+
+def test_a_packet_of_no_bytes_is_refused() -> None:
+    with pytest.raises(ValueError, match="arriving packet must have > 0 bytes"):
+        PlayoutBuffer(capacity=2, playout_bps=8000, packet_bytes=1000).on_arrival(0, 1, 0)
+
+
 def test_host_reports_at_most_once_per_interval_with_drops_since_the_last() -> None:
     rep = HostReporter(node_id=7, capacity=200, interval_us=10_000, src_mac=1, dst_mac=2)
     first_frame = rep.on_arrival(0, 10, 0)
