@@ -397,6 +397,22 @@ def _playout_utilisation(topo: Topology, rec: Recorder, half: _Window) -> dict[s
             continue
         if not any(f.control != "tcp" for f in topo.flows if f.dst == host):
             continue
-        played = _at(samples, half.end_ns, lambda b: b.played) - _at(samples, half.start_ns, lambda b: b.played)
-        out[host] = played * max(sizes) * 8 / (node.playout_bps * half.secs)
+        names = {f.name for f in topo.flows if f.dst == host}
+        out[host] = _played_bits(names, sizes, samples, rec, half) / (node.playout_bps * half.secs)
     return out
+
+
+def _played_bits(names: set[str], sizes: list[int], samples: list[Any], rec: Recorder, half: _Window) -> float:
+    """The bits a host's application played over the window: with flows of several sizes (``names``),
+    each flow's played packets at its own frame size (the playout takes each packet in its own bits'
+    time); with one size, or without per-flow counts, the buffer's packets at the largest."""
+    flows: dict[str, list[Any]] = {}
+    for s in rec.flows:
+        if s.played is not None and s.flow in names:
+            flows.setdefault(s.flow, []).append(s)
+    if flows and len(set(sizes)) > 1:
+        return sum(8 * rows[-1].packet_bytes * (_at(rows, half.end_ns, lambda s: s.played)
+                                                - _at(rows, half.start_ns, lambda s: s.played))
+                   for rows in flows.values())
+    played = _at(samples, half.end_ns, lambda b: b.played) - _at(samples, half.start_ns, lambda b: b.played)
+    return played * max(sizes) * 8

@@ -11,6 +11,8 @@ written from docs/topologies.md:
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.topo.test_host_pacing_bits import ONE_HOST_TWO_SIZES
 from topo.record import FlowSample, Recorder
 from topo.runner import run_experiment
@@ -39,7 +41,11 @@ flows:
 
 
 def _run(text: str, name: str) -> Recorder:
-    return run_experiment(load_topology_text(text, name), 4 * S, seed=1, plots=False).recorder
+    return _result(text, name).recorder
+
+
+def _result(text: str, name: str) -> Any:
+    return run_experiment(load_topology_text(text, name), 4 * S, seed=1, plots=False)
 
 
 def _at(flows: list[FlowSample]) -> dict[tuple[str, int], FlowSample]:
@@ -82,8 +88,10 @@ def test_a_receiver_plays_out_its_rate_in_bits_with_mixed_sizes() -> None:
     backlogged (every sample over 2-4 s holds packets), the bits played over those 2 s are 2 Mb to
     two frames (the ones the window's ends cut). Draining a 1500-byte frame's time per packet played a
     mix of 500- and 1500-byte frames at half the rate or less. The per-flow played counts add up to the
-    buffer's."""
-    rec = _run(ONE_RECEIVER_TWO_SIZES, "one-receiver-two-sizes.yaml")
+    buffer's; the summary's playout utilisation counts each flow's packets at its own size (the buffer's
+    packets at the largest made it up to three times what was played)."""
+    result = _result(ONE_RECEIVER_TWO_SIZES, "one-receiver-two-sizes.yaml")
+    rec = result.recorder
     samples = [b for b in rec.buffers if b.host == "D1" and 2 * S <= b.t_ns <= 4 * S]
     assert samples and min(b.occupancy for b in samples) > 0
     at = _at(rec.flows)
@@ -93,3 +101,7 @@ def test_a_receiver_plays_out_its_rate_in_bits_with_mixed_sizes() -> None:
     assert abs(bits - 1_000_000 * 2) <= 2 * 8 * LARGE, (bits, played)
     end = next(b for b in rec.buffers if b.host == "D1" and b.t_ns == 4 * S)
     assert at[("small", 4 * S)].played + at[("large", 4 * S)].played == end.played  # type: ignore[operator]
+    bottleneck = result.summary["bottleneck"]
+    assert bottleneck["link"] == "D1 playout"
+    # the run window is the second half, 2-4 s: the same bits, to rounding
+    assert abs(bottleneck["utilisation"] - bits / 2e6) <= 0.01, (bottleneck, bits)
