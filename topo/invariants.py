@@ -435,9 +435,16 @@ def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> li
         if not mine:
             continue
         (sw,) = topo.neighbours(host.name)
-        allowed, changes = _rate_integral(topo, sw, host.name)
-        slack = 8 * max(f.packet_size for f in mine) * (1 + changes) + \
-            topo.link_between(sw, host.name).rate_bps * late / 1e9
+        sent_allowed, changes = _rate_integral(topo, sw, host.name)
+        link = topo.link_between(sw, host.name)
+
+        def allowed(t_ns: int, _a: Any = sent_allowed, _d: int = link.delay_ns) -> float:
+            """A frame arrives one propagation delay after the wire carried it: what arrived by t was
+            carried by t - delay, at the rate in force then (frames on the wire when a rate falls
+            arrive at the old rate)."""
+            return float(_a(max(0, t_ns - _d)))
+
+        slack = 8 * max(f.packet_size for f in mine) * (1 + changes) + link.rate_bps * late / 1e9
         at = sorted(series[host.name].at.items())
         pts_d = [(t, float(v.datagram_bits), allowed(t)) for t, v in at]
         worst, i, j = _excess(pts_d)

@@ -26,7 +26,9 @@ def test_per_port_alinea_throttles_the_spine_toward_the_receivers_leaf_and_sprea
     hops = {d["hops"] for d in r["spread"]}
     assert any(d["port"].endswith("->leaf2") for d in r["spread"] if d["hops"] == 1)
     assert {1, 2} <= hops  # the spine's port toward leaf 2, then a leaf 1 uplink
-    assert r["victim_share"] < 0.9  # the victim, bound for an idle host, loses throughput
+    # the victim, bound for an idle host, loses throughput: below the band the run without control
+    # keeps it in (the next test: within 5 % of its idle rate)
+    assert r["victim_share"] < 0.95
 
 
 def test_without_control_the_victim_keeps_its_rate_and_nothing_is_throttled():
