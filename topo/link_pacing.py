@@ -28,6 +28,7 @@ from typing import Any
 
 from controlplane.queues import QueueClient
 from controlplane.report import FRAME_BYTES as REPORT_FRAME_BYTES
+from topo.plan import frame_sizes_over
 
 __all__ = ["link_pps", "LinkPacedQueues", "PacedWay", "LinkPacing", "paced_ways", "ceilings", "DRAIN_MARGIN", "HIDDEN_BACKLOG_FRAMES",
            "hidden_queue_notice"]
@@ -161,18 +162,13 @@ def paced_ways(topo: Any, emulators: dict[tuple[str, str], str | None]) -> list[
         both = all(topo.nodes[n].is_switch for n in (link.a, link.b))
         for u, v in ends:
             way = ("a->b" if u == link.a else "b->a") if both else "a->b"
-            sizes = _sizes(topo, u, v)
+            sizes = frame_sizes_over(topo, u, v)
             # u reports its buffer fed by v back to v, one report per interval while v's data arrives
             params = topo.ports.get((u, v))
-            reports = 1e6 / params.interval_us if sizes and params is not None and _sizes(topo, v, u) else 0.0
+            reports = 1e6 / params.interval_us if sizes and params is not None and frame_sizes_over(topo, v, u) else 0.0
             ways.append(PacedWay(u, topo.port(u, v), (link.a, link.b), way, sock,
                                  max(sizes) if sizes else REPORT_FRAME_BYTES, reports))
     return ways
-
-
-def _sizes(topo: Any, u: str, v: str) -> list[int]:
-    """The frame sizes of the flows whose path crosses u -> v."""
-    return [f.packet_size for f in topo.flows if any(a == u and b == v for a, b in zip(f.path, f.path[1:]))]
 
 
 def ceilings(topo: Any, ways: list[PacedWay], switch: str) -> dict[int, int]:

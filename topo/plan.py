@@ -14,7 +14,7 @@ from hosts.tcp import MSS
 from hosts.tcp.wire import data_frame_bytes
 from topo.model import Flow, Topology
 
-__all__ = ["switch_plan", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
+__all__ = ["switch_plan", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
            "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
@@ -36,6 +36,11 @@ def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> in
 
 def _crosses(f: Flow, u: str, v: str) -> bool:
     return any(a == u and b == v for a, b in zip(f.path, f.path[1:]))
+
+
+def frame_sizes_over(topo: Topology, u: str, v: str) -> list[int]:
+    """The data frames of the flows whose path crosses u -> v (a TCP flow's: a full segment's frame)."""
+    return [flow_frame_bytes(f) for f in topo.flows if _crosses(f, u, v)]
 
 
 def flow_frame_bytes(f: Flow) -> int:

@@ -273,3 +273,26 @@ def test_the_backlog_of_a_falling_link_goes_back_into_the_switch(tmp_path: Path,
     assert backlog["final_backlog"]["R3-R4 a->b"] < left / 4, (backlog, left)
     assert (backlog["hidden_queue"] is True) == any(line.startswith("warning: link emulators held frames")
                                                     for line in paced["notices"])
+
+
+def test_a_tcp_flows_ceiling_counts_its_segments_frame_not_its_record() -> None:
+    """A TCP flow's ``packet_size`` is its application's 1448-byte record, the segment's payload; the
+    frame on the wire is larger, so a ceiling counted in records would let the switch send faster
+    than its link and the backlog would form in the emulator again."""
+    from hosts.tcp import MSS
+    from hosts.tcp.wire import data_frame_bytes
+    from topo.schema import load_topology_text
+
+    topo = load_topology_text("""\
+nodes:
+  H1: {kind: host}
+  R1: {kind: switch}
+  H2: {kind: host}
+links:
+  - {ends: [H1, R1]}
+  - {ends: [R1, H2]}
+flows:
+  - {src: H1, dst: H2, control: tcp}
+""", "tcp.yaml")
+    (way,) = [w for w in paced_ways(topo, {}) if w.switch == "R1" and w.port == topo.port("R1", "H2")]
+    assert way.frame_bytes == data_frame_bytes(MSS)
