@@ -1,0 +1,64 @@
+"""The acker election: the receiver with the worst TCP throughput estimate T ∝ 1 / (RTT · √p).
+
+Why a ratio ``c`` and not "the smallest T wins": estimates are noisy, and switching the acker costs
+the window (the new acker's ACKs are not the old one's), so a receiver takes over only when it is
+clearly worse, T(i) < c · T(acker), 0 < c <= 1 (Rizzo; c = 2/3 in the seed's runs). A receiver
+that has seen no loss (p = 0) has T = ∞: it never takes over from anyone and anyone with a loss
+takes over from it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+__all__ = ["throughput", "AckerElection", "Switch"]
+
+
+def throughput(rtt_ns: float, p: float) -> float:
+    """TCP's throughput up to a constant: 1 / (RTT · √p), in packets per second; ∞ when p = 0."""
+    if p <= 0:
+        return math.inf
+    return 1e9 / (max(rtt_ns, 1.0) * math.sqrt(p))
+
+
+@dataclass(frozen=True)
+class Switch:
+    """An acker change: at ``t_ns`` from ``old`` (0: none) to ``new``, with both estimates."""
+
+    t_ns: int
+    old: int
+    new: int
+    t_old: float
+    t_new: float
+
+
+@dataclass
+class AckerElection:
+    ratio: float
+    acker: int = 0
+    acker_p: float = 0.0
+    acker_rtt_ns: float = 0.0
+    switches: list[Switch] = field(default_factory=list)
+
+    def acker_throughput(self) -> float:
+        return throughput(self.acker_rtt_ns, self.acker_p)
+
+    def on_acker_state(self, p: float, rtt_ns: float | None) -> None:
+        """The acker's own loss estimate and RTT (from its ACKs or NAKs)."""
+        self.acker_p = p
+        if rtt_ns is not None:
+            self.acker_rtt_ns = rtt_ns
+
+    def on_report(self, t_ns: int, rid: int, p: float, rtt_ns: float) -> bool:
+        """A receiver's NAK with its estimate; True when it becomes the acker."""
+        if rid == self.acker:
+            self.on_acker_state(p, rtt_ns)
+            return False
+        t_new = throughput(rtt_ns, p)
+        t_old = self.acker_throughput()
+        if self.acker != 0 and not t_new < self.ratio * t_old:
+            return False
+        self.switches.append(Switch(t_ns, self.acker, rid, t_old, t_new))
+        self.acker, self.acker_p, self.acker_rtt_ns = rid, p, rtt_ns
+        return True

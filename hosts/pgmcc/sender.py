@@ -1,0 +1,153 @@
+"""A pgmcc sender, sans-I/O: a bulk source whose transmissions the acker's window clocks, whose
+repairs the receivers' NAKs ask for, and whose acker the NAKs elect.
+
+Why repairs take the window like new data: a repair loads the same links as a new packet, so the
+congestion loop counts it (it is a transmission); reliability only decides *what* the next
+transmission carries (the oldest repair asked for, else the next new packet), never *when*: the
+sender keeps sending new packets while old ones are missing, as pgmcc keeps the two apart.
+
+The driver calls ``can_send``/``take`` to send, ``on_feedback`` for each ACK or NAK, and
+``on_timer`` at ``next_timer_ns`` (the timeout). Times are the sender's clock.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass
+
+from hosts.pgmcc.election import AckerElection, Switch
+from hosts.pgmcc.params import PgmccParams
+from hosts.pgmcc.window import Window
+from hosts.pgmcc.wire import NO_SEQ, DataTag, Feedback
+from hosts.tcp.rto import RtoEstimator
+
+__all__ = ["PgmccSender", "Transmission"]
+
+#: Before the acker's first RTT sample, a repair is not sent twice within this long.
+REPAIR_HOLD_UNKNOWN_NS = 500_000_000
+
+
+@dataclass(frozen=True)
+class Transmission:
+    tx_seq: int
+    tag: DataTag
+    rtt_hint_ns: int  # the acker's smoothed RTT, 0 when unknown (receivers time their NAK retries on it)
+
+
+class PgmccSender:
+    def __init__(self, params: PgmccParams | None = None) -> None:
+        self.params = params or PgmccParams()
+        self.window = Window(self.params.max_window)
+        self.election = AckerElection(self.params.switch_ratio)
+        self.rto = RtoEstimator()
+        self.next_tx = 0
+        self.next_data = 0
+        self._repairs: deque[int] = deque()
+        self._queued: set[int] = set()
+        self._repaired_at: dict[int, int] = {}
+        self._deadline: int | None = None
+        self.receivers: dict[int, tuple[float, float]] = {}  # rid -> (p, RTT ns) from its last NAK
+        self.timeouts = 0
+        self.repairs_sent = 0
+        self.naks = 0
+        self.acks = 0
+        self.stale_acks = 0  # ACKs of a receiver that is no longer (or not yet) the acker
+
+    # ---- sending -----------------------------------------------------------------------------------
+    @property
+    def acker(self) -> int:
+        return self.election.acker
+
+    @property
+    def switches(self) -> list[Switch]:
+        return self.election.switches
+
+    def can_send(self) -> bool:
+        return self.window.can_send()
+
+    def take(self, now_ns: int) -> Transmission:
+        """The next transmission (call only when ``can_send``): a repair asked for, else new data."""
+        if self._repairs:
+            seq = self._repairs.popleft()
+            self._queued.discard(seq)
+            self._repaired_at[seq] = now_ns
+            self.repairs_sent += 1
+            tag = DataTag(seq, self.acker, True)
+        else:
+            tag = DataTag(self.next_data, self.acker, False)
+            self.next_data += 1
+        tx = Transmission(self.next_tx, tag, round(self.rto.srtt_ns or 0))
+        self.window.on_sent(self.next_tx)
+        self.next_tx += 1
+        if self._deadline is None:
+            self._deadline = now_ns + self._timeout_ns()
+        return tx
+
+    def _timeout_ns(self) -> int:
+        if self.params.timeout_ns is not None:
+            return self.params.timeout_ns
+        return self.rto.rto_ns
+
+    # ---- feedback ----------------------------------------------------------------------------------
+    def on_feedback(self, now_ns: int, fb: Feedback) -> None:
+        rtt = max(1, now_ns - fb.ts_echo_ns - fb.hold_ns)
+        if fb.is_ack:
+            self._on_ack(now_ns, fb, rtt)
+        else:
+            self._on_nak(now_ns, fb, rtt)
+
+    def _on_ack(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
+        if fb.rid != self.acker:
+            self.stale_acks += 1
+            return
+        self.acks += 1
+        self.rto.on_sample(rtt_ns)
+        self.election.on_acker_state(fb.p, rtt_ns)  # its latest sample, measured as a NAK's is
+        if self.window.on_ack(fb.rx_max, fb.mask, self.next_tx):
+            self._deadline = now_ns + self._timeout_ns() if self.window.inflight else None
+        elif not self.window.inflight:
+            self._deadline = None
+
+    def _on_nak(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
+        self.naks += 1
+        self.receivers[fb.rid] = (fb.p, float(rtt_ns))
+        first = self.acker == 0
+        if self.election.on_report(now_ns, fb.rid, fb.p, rtt_ns) and first:
+            # what went out before there was an acker can never be acknowledged: start the loop now
+            self.window.inflight.clear()
+            self._deadline = None
+        if self.params.repair and fb.nak_seq != NO_SEQ and fb.nak_seq < self.next_data:
+            self._ask_repair(now_ns, fb.nak_seq)
+
+    def _ask_repair(self, now_ns: int, seq: int) -> None:
+        """Queue a repair of ``seq`` unless one is queued or went out within the acker's RTT (the
+        other receivers' NAKs for the same loss, which the repair on its way will answer)."""
+        if seq in self._queued:
+            return
+        hold = self.rto.srtt_ns or REPAIR_HOLD_UNKNOWN_NS
+        last = self._repaired_at.get(seq)
+        if last is not None and now_ns - last < hold:
+            return
+        self._queued.add(seq)
+        self._repairs.append(seq)
+
+    # ---- the timeout -------------------------------------------------------------------------------
+    def next_timer_ns(self) -> int | None:
+        return self._deadline
+
+    def on_timer(self, now_ns: int) -> None:
+        """The acker's ACKs stopped: window to one packet, the timer backed off (adaptive)."""
+        if self._deadline is None or now_ns < self._deadline:
+            return
+        self.timeouts += 1
+        self.window.on_timeout(self.next_tx)
+        if self.params.timeout_ns is None:
+            self.rto.on_expiry()
+        self._deadline = None
+
+    def stats(self) -> dict[str, object]:
+        return {"acker": self.acker, "cwnd": self.window.cwnd, "data_sent": self.next_data,
+                "transmissions": self.next_tx, "repairs_sent": self.repairs_sent, "timeouts": self.timeouts,
+                "window_cuts": self.window.cuts, "losses_detected": self.window.losses, "acks": self.acks,
+                "stale_acks": self.stale_acks, "naks": self.naks,
+                "acker_switches": max(0, len(self.switches) - 1)}
