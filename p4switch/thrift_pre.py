@@ -10,6 +10,7 @@ A group handle is the group id. Port maps are BMv2's strings, port 0 the last ch
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +18,7 @@ from bm_runtime.simple_pre import ttypes as P
 
 from p4switch.state.errors import StateError
 from p4switch.state.pre import CloneSession, MulticastGroup, Replica
+from p4switch.thrift_handles import LowestFree
 
 McCode = P.McOperationErrorCode
 
@@ -34,7 +36,7 @@ class PreCalls:
         self._run = run_in_loop
         self._nodes: dict[int, tuple[int, tuple[int, ...]]] = {}  # L1 handle -> (rid, ports)
         self._members: dict[int, list[int]] = {}  # group -> L1 handles
-        self._next = 0
+        self._handles = LowestFree()
 
     def _pre(self) -> Any:
         if self._holder.state is None:
@@ -53,23 +55,25 @@ class PreCalls:
         self._pre().modify_multicast_group(MulticastGroup(group, replicas))
 
     def bm_mc_mgrp_create(self, cxt_id: int, mgrp: int) -> int:
+        """BMv2 answers the group id as its handle; creating an existing group changes nothing."""
         def create() -> int:
-            self._pre().insert_multicast_group(MulticastGroup(mgrp, ()))
-            self._members[mgrp] = []
+            if mgrp not in self._members:
+                self._pre().insert_multicast_group(MulticastGroup(mgrp, ()))
+                self._members[mgrp] = []
             return mgrp
         return self._call(create)
 
     def bm_mc_mgrp_destroy(self, cxt_id: int, mgrp_handle: int) -> None:
+        """BMv2 succeeds whether or not the group exists; its nodes are free to join another."""
         def destroy() -> None:
-            self._pre().delete_multicast_group(mgrp_handle)
-            self._members.pop(mgrp_handle, None)
+            if self._members.pop(mgrp_handle, None) is not None:
+                self._pre().delete_multicast_group(mgrp_handle)
         self._call(destroy)
 
     def bm_mc_node_create(self, cxt_id: int, rid: int, port_map: str, lag_map: str = "") -> int:
         if lag_map and "1" in lag_map:
             raise P.InvalidMcOperation(code=McCode.ERROR)  # no LAGs in p4switch
-        handle = self._next  # BMv2 numbers a context's nodes from 0
-        self._next += 1
+        handle = self._handles.take()  # BMv2: a context's nodes from 0, the lowest free first
         self._nodes[handle] = (rid, tuple(ports_of(port_map)))
         return handle
 
@@ -79,11 +83,16 @@ class PreCalls:
         self._nodes[l1_handle] = (self._nodes[l1_handle][0], tuple(ports_of(port_map)))
         self._call(lambda: [self._sync(g) for g, hs in self._members.items() if l1_handle in hs])
 
+    def _group_of(self, l1_handle: int) -> int | None:
+        return next((g for g, hs in self._members.items() if l1_handle in hs), None)
+
     def bm_mc_node_associate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
         if l1_handle not in self._nodes:
             raise P.InvalidMcOperation(code=McCode.INVALID_L1_HANDLE)
         if mgrp_handle not in self._members:
             raise P.InvalidMcOperation(code=McCode.INVALID_MGRP_HANDLE)
+        if self._group_of(l1_handle) is not None:  # BMv2: a node is in one group at most
+            raise P.InvalidMcOperation(code=McCode.ERROR)
 
         def associate() -> None:
             self._members[mgrp_handle].append(l1_handle)
@@ -91,8 +100,12 @@ class PreCalls:
         self._call(associate)
 
     def bm_mc_node_dissociate(self, cxt_id: int, mgrp_handle: int, l1_handle: int) -> None:
-        if l1_handle not in self._members.get(mgrp_handle, []):
+        if l1_handle not in self._nodes:
             raise P.InvalidMcOperation(code=McCode.INVALID_L1_HANDLE)
+        if mgrp_handle not in self._members:
+            raise P.InvalidMcOperation(code=McCode.INVALID_MGRP_HANDLE)
+        if l1_handle not in self._members[mgrp_handle]:
+            raise P.InvalidMcOperation(code=McCode.ERROR)
 
         def dissociate() -> None:
             self._members[mgrp_handle].remove(l1_handle)
@@ -100,10 +113,23 @@ class PreCalls:
         self._call(dissociate)
 
     def bm_mc_node_destroy(self, cxt_id: int, l1_handle: int) -> None:
-        if any(l1_handle in hs for hs in self._members.values()):
-            raise P.InvalidMcOperation(code=McCode.ERROR)
-        if self._nodes.pop(l1_handle, None) is None:
+        """BMv2 lets a node be destroyed while associated: it leaves its group first."""
+        if l1_handle not in self._nodes:
             raise P.InvalidMcOperation(code=McCode.INVALID_L1_HANDLE)
+        group = self._group_of(l1_handle)
+        if group is not None:
+            self.bm_mc_node_dissociate(cxt_id, group, l1_handle)
+        del self._nodes[l1_handle]
+        self._handles.release(l1_handle)
+
+
+    def bm_mc_get_entries(self, cxt_id: int) -> str:
+        """BMv2's JSON dump of the groups and nodes (``mc_dump``); a node's L2 handle is its L1
+        handle (BMv2 takes and frees both together), no LAGs."""
+        groups = [{"id": g, "l1_handles": list(hs)} for g, hs in sorted(self._members.items())]
+        nodes = [{"handle": h, "rid": rid, "l2_handle": h} for h, (rid, _) in sorted(self._nodes.items())]
+        l2 = [{"handle": h, "ports": sorted(ports), "lags": []} for h, (_, ports) in sorted(self._nodes.items())]
+        return json.dumps({"mgrps": groups, "l1_handles": nodes, "l2_handles": l2, "lags": []})
 
 
 class MirroringCalls:

@@ -24,9 +24,10 @@ What answers what:
   to a port act on the PRE's clone sessions (``p4switch.thrift_pre``); otherwise, and for a
   session to a multicast group, they answer that clone sessions are owned by P4Runtime here.
 * ``standard``: when the switch runs a BMv2 JSON, ``bm_get_config`` returns it and the table,
-  counter and register calls of ``p4switch.thrift_tables`` are served (``table_add``,
-  ``table_set_default``, ``table_delete``, ``table_dump``, ``counter_read``, ``register_read`` /
-  ``write``); otherwise it returns a minimal BMv2 JSON whose lists are empty (enough for
+  action-profile, counter, meter and register calls of ``p4switch.thrift_tables`` (with
+  ``thrift_profiles`` and ``thrift_externs``) are served with BMv2's replies and error codes
+  (``table_add``/``modify``/``delete``/``dump``/``clear``/``num_entries``, ``table_indirect_*``,
+  ``act_prof_*``, ``counter_*``, ``meter_*``, ``register_*``); otherwise it returns a minimal BMv2 JSON whose lists are empty (enough for
   the CLI to reach its prompt), ``bm_get_config_md5`` its MD5. Every other call raises the
   exception the IDL declares for it with its generic ``ERROR`` code (the CLI prints e.g.
   "Invalid table operation (ERROR)" and keeps running) and logs "... is not supported by

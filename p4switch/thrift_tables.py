@@ -1,17 +1,25 @@
-"""BMv2's Thrift ``standard`` table, counter and register calls on p4switch's runtime state.
+"""BMv2's Thrift ``standard`` table calls on p4switch's runtime state.
 
-Why: ``simple_switch_CLI`` commands files (``table_add``, ``table_set_default``, ``table_dump``,
-``counter_read``, ``register_write`` ...) are how many labs configure BMv2. The CLI reads the
-program from ``bm_get_config`` (the BMv2 JSON the switch runs) and sends names and byte strings;
-this module turns them into the same ``RuntimeState`` writes P4Runtime makes, on the switch
-loop (``run_in_loop``), so P4Runtime and Thrift see each other's writes. Priorities: BMv2's
-smaller number wins, P4Runtime's larger; a Thrift priority ``p`` is stored as ``PRIO_TOP - p``.
-Entry handles are the switch's own numbers, valid until the pipeline changes.
+Why: ``simple_switch_CLI`` commands files (``table_add``, ``table_modify``, ``table_dump``,
+``act_prof_create_member``, ``counter_read``, ``meter_set_rates``, ``register_write`` ...) are how
+many labs configure BMv2. The CLI reads the program from ``bm_get_config`` (the BMv2 JSON the
+switch runs) and sends names and byte strings; this module turns them into the same
+``RuntimeState`` writes P4Runtime makes, on the switch loop (``run_in_loop``), so P4Runtime and
+Thrift see each other's writes. Replies and error codes are BMv2's (behavioral-model
+``Standard_server.cpp``, ``match_tables.cpp``, ``match_units.cpp``, ``action_profile.cpp``,
+``meters.cpp``): handles as ``p4switch.thrift_handles`` numbers them, action data as BMv2 gives
+it back (the value's own bytes, at least one), the checks in BMv2's order. Priorities: BMv2's
+smaller number wins, P4Runtime's larger; a Thrift priority ``p`` is stored as ``PRIO_TOP - p``,
+and a const entry shows the priority p4c wrote in the JSON.
+
+Counters, meters and registers are in ``p4switch.thrift_externs``, action profiles and indirect
+tables in ``p4switch.thrift_profiles``; this class joins them.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -19,28 +27,71 @@ from bm_runtime.standard import ttypes as T
 
 from p4switch.state import Lpm
 from p4switch.state.errors import StateError
-from p4switch.state.tables import Exact, Range, Ternary
+from p4switch.state.profiles import GroupRef, MemberRef
+from p4switch.state.tables import Exact, OptionalMatch, Range, Ternary
+from p4switch.thrift_externs import ExternCalls
+from p4switch.thrift_handles import EntryBook
+from p4switch.thrift_profiles import ProfileCalls
 
 PRIO_TOP = (1 << 31) - 1
 Code = T.TableOperationErrorCode
 
 
-def _int(b: bytes) -> int:
+def table_error(name: str) -> T.InvalidTableOperation:
+    """BMv2's InvalidTableOperation with the code called ``name``."""
+    return T.InvalidTableOperation(code=getattr(Code, name))
+
+
+def to_int(b: bytes) -> int:
     return int.from_bytes(b, "big")
 
 
-def _bytes(v: int, width: int) -> bytes:
+def key_bytes(v: int, width: int) -> bytes:
+    """A match key value as BMv2 stores it: the field's full width in bytes."""
     return v.to_bytes(max(1, (width + 7) // 8), "big")
 
 
-class StandardTables:
-    """The ``standard`` calls the CLI's table, counter and register commands use."""
+def data_bytes(v: int) -> bytes:
+    """An action parameter as BMv2 answers it: the value's own bytes, at least one."""
+    return v.to_bytes(max(1, (v.bit_length() + 7) // 8), "big")
+
+
+class TableFacts:
+    """What the BMv2 JSON says about a table that P4Info does not: its BMv2 type, action
+    profile, const default entry or action, and the priorities of its const entries."""
+
+    def __init__(self, table: dict) -> None:
+        self.type = table.get("type", "simple")
+        self.profile = table.get("action_profile")
+        default = table.get("default_entry") or {}
+        self.const_default_entry = bool(default.get("action_entry_const"))
+        self.const_default_action = default.get("action_id") if default.get("action_const") else None
+        self.immutable = "entries" in table
+        self.const_priorities = [e.get("priority", -1) for e in table.get("entries", [])]
+        self.direct_counter = bool(table.get("with_counters"))
+        self.direct_meter = table.get("direct_meters")
+
+
+def program_facts(text: str) -> tuple[dict[str, TableFacts], dict[str, int]]:
+    """Table facts by name and action ids by name, from the JSON the switch runs."""
+    doc = json.loads(text)
+    tables = {t["name"]: TableFacts(t) for p in doc.get("pipelines", []) for t in p.get("tables", [])}
+    return tables, {a["name"]: a["id"] for a in doc.get("actions", [])}
+
+
+class StandardTables(ExternCalls, ProfileCalls):
+    """The ``standard`` calls the CLI's table, action-profile, counter, meter and register
+    commands use."""
 
     def __init__(self, holder: Any, run_in_loop: Callable[[Callable[[], Any]], Any]) -> None:
         self._holder = holder
         self._run = run_in_loop
-        self._handles: dict[int, tuple[int, str, Any]] = {}  # handle -> (pipeline generation, table, entry)
-        self._next = 0
+        self._generation = -1
+        self._books: dict[str, EntryBook] = {}
+        self._facts: dict[str, TableFacts] = {}
+        self._action_ids: dict[str, int] = {}
+        ExternCalls.__init__(self)
+        ProfileCalls.__init__(self)
         from p4switch.thrift_pre import MirroringCalls, PreCalls
 
         self.pre = PreCalls(holder, run_in_loop)  # simple_pre(_lag): multicast groups
@@ -57,166 +108,267 @@ class StandardTables:
         text = self.config()
         return hashlib.md5(text.encode()).digest() if text is not None else None
 
-    def _table(self, name: str) -> Any:
+    def _fresh(self) -> None:
+        """Forget every handle when the pipeline changed (BMv2 starts a new config from 0)."""
+        if self._generation != self._holder.generation:
+            self._generation = self._holder.generation
+            self._books = {}
+            text = self.config()
+            self._facts, self._action_ids = program_facts(text) if text is not None else ({}, {})
+            self._reset_externs()
+            self._reset_profiles()
+
+    def _table(self, name: str) -> tuple[Any, TableFacts, EntryBook]:
+        """The table ``name``, its JSON facts and its handle book, in step with its state."""
+        self._fresh()
         state = self._holder.state
         t = state.tables_by_name.get(name) if state is not None else None
-        if t is None:
-            raise T.InvalidTableOperation(code=Code.INVALID_TABLE_NAME)
-        return t
+        facts = self._facts.get(name)
+        if t is None or facts is None:
+            raise table_error("INVALID_TABLE_NAME")
+        book = self._books.get(name)
+        if book is None:
+            book = self._books[name] = EntryBook()
+        book.sync(t)
+        return t, facts, book
+
+    def _simple(self, name: str) -> tuple[Any, TableFacts, EntryBook]:
+        t, facts, book = self._table(name)
+        if facts.type != "simple":
+            raise table_error("WRONG_TABLE_TYPE")
+        return t, facts, book
 
     def _action(self, name: str) -> Any:
         a = self._holder.state.actions_by_name.get(name)
         if a is None:
-            raise T.InvalidTableOperation(code=Code.INVALID_ACTION_NAME)
+            raise table_error("INVALID_ACTION_NAME")
         return a
 
     def _call(self, fn: Callable[[], Any]) -> Any:
-        try:
-            return self._run(fn)
-        except StateError as exc:
-            code = {6: Code.DUPLICATE_ENTRY, 8: Code.TABLE_FULL}.get(int(exc.code), Code.ERROR)
-            raise T.InvalidTableOperation(code=code) from None
+        return self._run(lambda: _mapped(fn))
+
+    def _entry(self, book: EntryBook, handle: int, *, check_version: bool = True) -> Any:
+        e, why = book.entry(handle, check_version=check_version)
+        if e is None:
+            raise table_error(why)
+        return e
 
     # ---- match keys ---------------------------------------------------------------------------
     def _match(self, table: Any, params: list) -> dict[str, Any]:
         fields = table.fields
         if len(params) != len(fields):
-            raise T.InvalidTableOperation(code=Code.BAD_MATCH_KEY)
+            raise table_error("BAD_MATCH_KEY")
         out: dict[str, Any] = {}
         for f, p in zip(fields, params):
+            kind = f.kind.name.lower()
             if p.type == T.BmMatchParamType.EXACT:
-                out[f.name] = _int(p.exact.key)
+                out[f.name] = to_int(p.exact.key)
             elif p.type == T.BmMatchParamType.LPM:
                 if p.lpm.prefix_length:
-                    out[f.name] = Lpm(_int(p.lpm.key), p.lpm.prefix_length)
+                    out[f.name] = Lpm(to_int(p.lpm.key), p.lpm.prefix_length)
             elif p.type == T.BmMatchParamType.TERNARY:
-                if _int(p.ternary.mask):
-                    out[f.name] = Ternary(_int(p.ternary.key) & _int(p.ternary.mask), _int(p.ternary.mask))
+                value, mask = to_int(p.ternary.key), to_int(p.ternary.mask)
+                if kind == "optional" and mask == f.full_mask:
+                    out[f.name] = OptionalMatch(value)
+                elif kind == "optional" and mask:
+                    raise table_error("BAD_MATCH_KEY")
+                elif mask:
+                    out[f.name] = Ternary(value & mask, mask)
             elif p.type == T.BmMatchParamType.RANGE:
-                lo, hi = _int(p.range.start), _int(p.range.end_)
+                lo, hi = to_int(p.range.start), to_int(p.range.end_)
                 if (lo, hi) != (0, f.full_mask):
                     out[f.name] = Range(lo, hi)
             elif p.type == T.BmMatchParamType.VALID:
                 out[f.name] = int(bool(p.valid.key))
             else:
-                raise T.InvalidTableOperation(code=Code.BAD_MATCH_KEY)
+                raise table_error("BAD_MATCH_KEY")
         return out
 
     def _params(self, f: Any, m: Any) -> T.BmMatchParam:
         w = f.bitwidth
         if isinstance(m, (Exact, int)):
             v = m.value if isinstance(m, Exact) else m
-            return T.BmMatchParam(type=T.BmMatchParamType.EXACT, exact=T.BmMatchParamExact(_bytes(v, w)))
+            return T.BmMatchParam(type=T.BmMatchParamType.EXACT, exact=T.BmMatchParamExact(key_bytes(v, w)))
         if isinstance(m, Lpm):
-            return T.BmMatchParam(type=T.BmMatchParamType.LPM, lpm=T.BmMatchParamLPM(_bytes(m.value, w), m.prefix_len))
+            return T.BmMatchParam(type=T.BmMatchParamType.LPM, lpm=T.BmMatchParamLPM(key_bytes(m.value, w),
+                                                                                      m.prefix_len))
+        if isinstance(m, OptionalMatch):  # p4c writes an optional key as ternary
+            return T.BmMatchParam(type=T.BmMatchParamType.TERNARY,
+                                  ternary=T.BmMatchParamTernary(key_bytes(m.value, w), key_bytes(f.full_mask, w)))
         if isinstance(m, Ternary):
             return T.BmMatchParam(type=T.BmMatchParamType.TERNARY,
-                                  ternary=T.BmMatchParamTernary(_bytes(m.value, w), _bytes(m.mask, w)))
+                                  ternary=T.BmMatchParamTernary(key_bytes(m.value, w), key_bytes(m.mask, w)))
         if isinstance(m, Range):
-            return T.BmMatchParam(type=T.BmMatchParamType.RANGE, range=T.BmMatchParamRange(_bytes(m.low, w),
-                                                                                             _bytes(m.high, w)))
+            return T.BmMatchParam(type=T.BmMatchParamType.RANGE,
+                                  range=T.BmMatchParamRange(key_bytes(m.low, w), key_bytes(m.high, w)))
         kind = f.kind.name.lower()  # an absent (wildcard) value
         if kind == "lpm":
-            return T.BmMatchParam(type=T.BmMatchParamType.LPM, lpm=T.BmMatchParamLPM(_bytes(0, w), 0))
+            return T.BmMatchParam(type=T.BmMatchParamType.LPM, lpm=T.BmMatchParamLPM(key_bytes(0, w), 0))
         if kind == "range":
             return T.BmMatchParam(type=T.BmMatchParamType.RANGE,
-                                  range=T.BmMatchParamRange(_bytes(0, w), _bytes(f.full_mask, w)))
+                                  range=T.BmMatchParamRange(key_bytes(0, w), key_bytes(f.full_mask, w)))
         return T.BmMatchParam(type=T.BmMatchParamType.TERNARY,
-                              ternary=T.BmMatchParamTernary(_bytes(0, w), _bytes(0, w)))
+                              ternary=T.BmMatchParamTernary(key_bytes(0, w), key_bytes(0, w)))
 
-    def _action_entry(self, call: Any) -> T.BmActionEntry:
-        if call is None:
+    def _action_entry(self, call: Any, table: Any = None) -> T.BmActionEntry:
+        if isinstance(call, MemberRef):
+            return T.BmActionEntry(action_type=T.BmActionEntryType.MBR_HANDLE,
+                                   mbr_handle=self._member_handle(table, call.member_id))
+        if isinstance(call, GroupRef):
+            return T.BmActionEntry(action_type=T.BmActionEntryType.GRP_HANDLE,
+                                   grp_handle=self._group_handle(table, call.group_id))
+        if call is None or table is not None and table.profile is not None:
             return T.BmActionEntry(action_type=T.BmActionEntryType.NONE)
         info = self._holder.state.actions.get(call.action_id)
         name = info.name if info is not None else str(call.action_id)
-        widths = [p.bitwidth for p in info.params] if info is not None else [64] * len(call.params)
         return T.BmActionEntry(action_type=T.BmActionEntryType.ACTION_DATA, action_name=name,
-                               action_data=[_bytes(v, w) for v, w in zip(call.params, widths)])
+                               action_data=[data_bytes(v) for v in call.params])
 
-    # ---- calls --------------------------------------------------------------------------------
+    def _mt_entry(self, t: Any, facts: TableFacts, handle: int, e: Any) -> T.BmMtEntry:
+        prio = -1  # BMv2 has priorities in ternary, range and optional tables only
+        if t.needs_priority and e.is_const and facts.const_priorities:
+            consts = [c for c in t if c.is_const]
+            prio = facts.const_priorities[consts.index(e)]
+        elif t.needs_priority:
+            prio = PRIO_TOP - e.priority
+        return T.BmMtEntry(match_key=[self._params(f, m) for f, m in zip(t.fields, e.match)],
+                           options=T.BmAddEntryOptions(priority=prio), entry_handle=handle,
+                           action_entry=self._action_entry(e.action, t))
+
+    # ---- direct tables ------------------------------------------------------------------------
     def bm_mt_add_entry(self, cxt_id: int, table_name: str, match_key: list, action_name: str,
                         action_data: list, options: Any) -> int:
         def add() -> int:
-            t = self._table(table_name)
+            t, facts, book = self._simple(table_name)
             a = self._action(action_name)
-            prio = getattr(options, "priority", None)
-            prio = PRIO_TOP - prio if prio is not None and prio >= 0 and t.needs_priority else 0
-            entry = t.insert(self._match(t, match_key), a.id, tuple(_int(b) for b in action_data), prio)
-            return self._new_handle(table_name, entry)
+            if facts.immutable:
+                raise table_error("IMMUTABLE_TABLE_ENTRIES")
+            if len(action_data) != len(a.params):
+                raise table_error("BAD_ACTION_DATA")
+            if not t.fields:
+                raise table_error("NO_TABLE_KEY")
+            entry = t.insert(self._match(t, match_key), a.id, tuple(to_int(b) for b in action_data),
+                             self._priority(t, options))
+            return book.add(t, entry)
         return self._call(add)
 
-    def bm_mt_set_default_action(self, cxt_id: int, table_name: str, action_name: str, action_data: list) -> None:
-        def set_default() -> None:
-            t = self._table(table_name)
-            t.set_default(self._action(action_name).id, tuple(_int(b) for b in action_data))
-        self._call(set_default)
+    @staticmethod
+    def _priority(t: Any, options: Any) -> int:
+        prio = getattr(options, "priority", None)
+        return PRIO_TOP - prio if prio is not None and prio >= 0 and t.needs_priority else 0
 
-    def _new_handle(self, table_name: str, entry: Any) -> int:
-        """The next entry handle (BMv2 numbers them from 0)."""
-        handle = self._next
-        self._next += 1
-        self._handles[handle] = (self._holder.generation, table_name, entry)
-        return handle
-
-    def _entry(self, table_name: str, handle: int) -> Any:
-        got = self._handles.get(handle)
-        if got is None or got[1] != table_name or got[0] != self._holder.generation:
-            raise T.InvalidTableOperation(code=Code.INVALID_HANDLE)
-        return got[2]
+    def bm_mt_modify_entry(self, cxt_id: int, table_name: str, entry_handle: int, action_name: str,
+                           action_data: list) -> None:
+        def modify() -> None:
+            t, facts, book = self._simple(table_name)
+            a = self._action(action_name)
+            if facts.immutable:
+                raise table_error("IMMUTABLE_TABLE_ENTRIES")
+            if len(action_data) != len(a.params):
+                raise table_error("BAD_ACTION_DATA")
+            e = self._entry(book, entry_handle)
+            t.modify(_match_of(t, e), e.priority, action_id=a.id, params=tuple(to_int(b) for b in action_data),
+                     **_kept(e))
+        self._call(modify)
 
     def bm_mt_delete_entry(self, cxt_id: int, table_name: str, entry_handle: int) -> None:
         def delete() -> None:
-            t = self._table(table_name)
-            e = self._entry(table_name, entry_handle)
-            t.delete({f.name: m for f, m in zip(t.fields, e.match) if m is not None}, e.priority)
-            del self._handles[entry_handle]
+            t, facts, book = self._simple(table_name)
+            if facts.immutable:
+                raise table_error("IMMUTABLE_TABLE_ENTRIES")
+            e = self._entry(book, entry_handle)
+            t.discard(e)
+            book.removed(entry_handle)
         self._call(delete)
+
+    def bm_mt_set_default_action(self, cxt_id: int, table_name: str, action_name: str, action_data: list) -> None:
+        def set_default() -> None:
+            t, facts, _ = self._simple(table_name)
+            a = self._action(action_name)
+            if facts.const_default_entry:
+                raise table_error("DEFAULT_ENTRY_IS_CONST")
+            if facts.const_default_action is not None and self._action_ids.get(action_name) != facts.const_default_action:
+                raise table_error("DEFAULT_ACTION_IS_CONST")
+            if len(action_data) != len(a.params):
+                raise table_error("BAD_ACTION_DATA")
+            t.modify_default(a.id, tuple(to_int(b) for b in action_data), **_kept_default(t.default_entry))
+        self._call(set_default)
+
+    def bm_mt_reset_default_entry(self, cxt_id: int, table_name: str) -> None:
+        def reset() -> None:
+            t, _, _ = self._simple(table_name)
+            t.install_program_default(t.info.initial_default)
+        self._call(reset)
+
+    def bm_mt_get_num_entries(self, cxt_id: int, table_name: str) -> int:
+        return self._call(lambda: len(self._table(table_name)[0]))
+
+    def bm_mt_clear_entries(self, cxt_id: int, table_name: str, reset_default_entry: bool) -> None:
+        """BMv2 empties the table, const entries included, and numbers its entries from 0 again."""
+        def clear() -> None:
+            t, facts, book = self._table(table_name)
+            for e in t:
+                t.discard(e)
+            book.cleared(t)
+            if reset_default_entry:
+                self._reset_default(t, facts)
+        self._call(clear)
+
+    def _reset_default(self, t: Any, facts: TableFacts) -> None:
+        if facts.type == "simple":
+            t.install_program_default(t.info.initial_default)
+        else:
+            self._indirect_reset_default(t)
 
     def bm_mt_get_entries(self, cxt_id: int, table_name: str) -> list:
         def entries() -> list:
-            t = self._table(table_name)
-            by_entry = {id(e): h for h, (g, n, e) in self._handles.items() if n == table_name}
-            out = []
-            for e in t:
-                h = by_entry.get(id(e))
-                if h is None:  # written by P4Runtime: it gets a handle here
-                    h = self._new_handle(table_name, e)
-                prio = PRIO_TOP - e.priority if e.priority else -1
-                out.append(T.BmMtEntry(match_key=[self._params(f, m) for f, m in zip(t.fields, e.match)],
-                                       options=T.BmAddEntryOptions(priority=prio), entry_handle=h,
-                                       action_entry=self._action_entry(e.action)))
-            return out
+            t, facts, book = self._table(table_name)
+            return [self._mt_entry(t, facts, h, e) for h, e in book.items()]
         return self._call(entries)
 
+    def bm_mt_get_entry(self, cxt_id: int, table_name: str, entry_handle: int) -> T.BmMtEntry:
+        def entry() -> T.BmMtEntry:
+            t, facts, book = self._table(table_name)
+            return self._mt_entry(t, facts, entry_handle, self._entry(book, entry_handle))
+        return self._call(entry)
+
+    def bm_mt_get_entry_from_key(self, cxt_id: int, table_name: str, match_key: list, options: Any) -> T.BmMtEntry:
+        def entry() -> T.BmMtEntry:
+            t, facts, book = self._table(table_name)
+            e = t.get(self._match(t, match_key), self._priority(t, options))
+            for h, e2 in book.items():
+                if e2 is e:
+                    return self._mt_entry(t, facts, h, e)
+            raise table_error("BAD_MATCH_KEY")
+        return self._call(entry)
+
     def bm_mt_get_default_entry(self, cxt_id: int, table_name: str) -> T.BmActionEntry:
-        return self._call(lambda: self._action_entry(getattr(self._table(table_name).default_entry, "action", None)))
+        def default() -> T.BmActionEntry:
+            t, _, _ = self._table(table_name)
+            return self._action_entry(t.default_entry.action, t)
+        return self._call(default)
 
-    def bm_counter_read(self, cxt_id: int, counter_name: str, index: int) -> T.BmCounterValue:
-        def read() -> T.BmCounterValue:
-            c = self._holder.state.counters_by_name.get(counter_name) if self._holder.state else None
-            if c is None or not 0 <= index < c.size:
-                raise T.InvalidCounterOperation(code=T.CounterOperationErrorCode.INVALID_COUNTER_NAME
-                                                if c is None else T.CounterOperationErrorCode.INVALID_INDEX)
-            packets, nbytes = c.read(index)
-            return T.BmCounterValue(bytes=nbytes, packets=packets)
-        return self._run(read)
 
-    def _register(self, name: str, index: int | None) -> Any:
-        r = self._holder.state.registers_by_name.get(name) if self._holder.state else None
-        if r is None:
-            raise T.InvalidRegisterOperation(code=T.RegisterOperationErrorCode.INVALID_REGISTER_NAME)
-        if index is not None and not 0 <= index < r.size:
-            raise T.InvalidRegisterOperation(code=T.RegisterOperationErrorCode.INVALID_INDEX)
-        return r
+def _mapped(fn: Callable[[], Any]) -> Any:
+    """Run ``fn``; a P4Runtime-state refusal becomes BMv2's nearest table error code."""
+    try:
+        return fn()
+    except StateError as exc:
+        code = {6: "DUPLICATE_ENTRY", 8: "TABLE_FULL"}.get(int(exc.code), "ERROR")
+        raise table_error(code) from None
 
-    def bm_register_read(self, cxt_id: int, register_name: str, index: int) -> int:
-        return self._run(lambda: self._register(register_name, index).read(index))
 
-    def bm_register_write(self, cxt_id: int, register_name: str, index: int, value: int) -> None:
-        self._run(lambda: self._register(register_name, index).write(index, value))
+def _match_of(t: Any, e: Any) -> dict[str, Any]:
+    return {f.name: m for f, m in zip(t.fields, e.match) if m is not None}
 
-    def bm_register_read_all(self, cxt_id: int, register_name: str) -> list:
-        def read_all() -> list:
-            r = self._register(register_name, None)
-            return [r.read(i) for i in range(r.size)]
-        return self._run(read_all)
+
+def _kept(e: Any) -> dict[str, Any]:
+    """What a BMv2 modify leaves as it was (P4Runtime's MODIFY would reset some of it)."""
+    meter = e.direct_meter.config if e.direct_meter is not None else None
+    return {"controller_metadata": e.controller_metadata, "metadata": e.metadata,
+            "idle_timeout_ns": e.idle_timeout_ns, "meter_config": meter}
+
+
+def _kept_default(e: Any) -> dict[str, Any]:
+    meter = e.direct_meter.config if e.direct_meter is not None else None
+    return {"controller_metadata": e.controller_metadata, "metadata": e.metadata, "meter_config": meter}
