@@ -44,11 +44,12 @@ from controlplane.alinea import AlineaLaw, Forecast
 from controlplane.forecast import QueueForecast
 from controlplane.frame_size import READ_PERIOD_NS, FrameSizeWindow, capacity_in_frames
 from controlplane.params import LawParams, MetadataLaw, PortParams, law_from_metadata
+from controlplane.report import FRAME_BYTES as REPORT_FRAME_BYTES
 from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
-           "RegulatedPort", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "class_priority", "report_priority",
-           "MAX_CLASSES"]
+           "RegulatedPort", "LinkCeiling", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "link_pps",
+           "class_priority", "report_priority", "MAX_CLASSES"]
 
 
 #: Classes a port can hold: BMv2 has at most 8 priority queues per port and the top one is the reports'.
@@ -154,6 +155,20 @@ class RegulatedPort:
 
 
 @dataclass(frozen=True)
+class LinkCeiling:
+    """An emulated link's rate over an egress port (BMv2 with netem or :mod:`topo.linkemu`:
+    topo/link_pacing.py): the port's queue never gets a rate above it. In bits/s, because the agent
+    converts it to BMv2's packets/s at the mean frame the port sends, as it converts the law's rate."""
+
+    port: int
+    rate_bps: float
+    # the mean frame expected on the port until its counters say (a report's where no data goes)
+    frame_bytes: int
+    # reports this port sends on a way that also carries data: their share of the link at their own size
+    report_pps: float = 0.0
+
+
+@dataclass(frozen=True)
 class SwitchPlan:
     """Everything an agent installs on its switch, derived from the topology."""
 
@@ -177,6 +192,8 @@ class SwitchPlan:
     classes: int = 1
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
     neighbours: tuple[tuple[int, str], ...] = ()  # (port, the node on its other end): what traces name
+    # BMv2 with emulated links: each such port's egress held to its link's rate (topo/link_pacing.py)
+    link_ceilings: tuple[LinkCeiling, ...] = ()
 
 
 @dataclass
@@ -241,6 +258,23 @@ def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
     return pps if pps > 1 else 1
 
 
+def link_pps(rate_bps: float, frame_bytes: int, report_pps: float = 0.0) -> int:
+    """A link's rate as a queue rate: its reports' share (``report_pps`` frames of a report's size)
+    plus the rest in frames of ``frame_bytes``, rounded down; at least 1.
+
+    Why down: the ceiling is there so that the switch never sends faster than the link carries
+    (docs/bmv2.md, "No hidden queue on an emulated link"). ``frame_bytes`` is the mean frame the
+    port sends (:class:`~controlplane.frame_size.FrameSizeWindow`): at that mean the queue fills
+    the link in bits, where the largest frame would leave smaller ones part of it unused."""
+    if frame_bytes <= 0:
+        raise ValueError(f"frame_bytes must be > 0, got {frame_bytes}")
+    if report_pps <= 0:
+        pps = int(rate_bps // (8 * frame_bytes))
+        return pps if pps > 1 else 1
+    left = rate_bps - report_pps * 8 * REPORT_FRAME_BYTES
+    return (int(left // (8 * frame_bytes)) if left > 0 else 0) + max(1, int(report_pps))
+
+
 @dataclass
 class _PortLaw:
     law: AlineaLaw
@@ -299,6 +333,11 @@ class SwitchAgentCore:
     frame_sizes: dict[int, FrameSizeWindow] = field(default_factory=dict)
     unit_bytes: dict[int, int] = field(default_factory=dict)
     next_read_ns: int = 0
+    # BMv2 with emulated links (SwitchPlan.link_ceilings): port -> the link's rate now (b/s, lowered
+    # while its emulator drains), its reports/s, and the queue rate sent to a port no law limits
+    ceiling_bps: dict[int, float] = field(default_factory=dict)
+    ceiling_reports: dict[int, float] = field(default_factory=dict)
+    ceiling_sent: dict[int, int] = field(default_factory=dict)
 
     def _toward(self, port: int) -> str:
         """The neighbour on ``port`` (the port's number as text if the plan names none)."""
@@ -316,6 +355,11 @@ class SwitchAgentCore:
         self.only_class = {r.port: r.only_class for r in self.plan.regulated if r.only_class is not None}
         self.frame_sizes = {r.port: FrameSizeWindow(r.packet_bytes) for r in self.plan.regulated}
         self.unit_bytes = {r.port: r.unit_bytes for r in self.plan.regulated if r.unit_bytes > 0}
+        for lc in self.plan.link_ceilings:
+            self.ceiling_bps[lc.port] = lc.rate_bps
+            self.ceiling_reports[lc.port] = lc.report_pps
+            if lc.port not in self.frame_sizes:
+                self.frame_sizes[lc.port] = FrameSizeWindow(lc.frame_bytes)
         for reg in self.plan.regulated:
             for c in range(self.plan.classes) if reg.only_class is None else (reg.only_class,):
                 law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
@@ -323,11 +367,50 @@ class SwitchAgentCore:
                 if reg.limit_at_start and self.plan.actuate:
                     pl.pps = self._queue_pps(reg.port, law.rate, reg.packet_bytes)
                     cmds.append(SetQueueRate(reg.port, pl.pps, class_priority(c, self.plan.classes)))
+        for lc in self.plan.link_ceilings:
+            cmds += self._ceiling_only(lc.port)
         return cmds
 
     def _queue_pps(self, port: int, rate_bps: float, packet_bytes: int) -> int:
-        """The queue rate that gives the data ``rate_bps`` beside this switch's own reports."""
-        return rate_to_pps(rate_bps, packet_bytes) + round(self.report_pps.get(port, 0.0))
+        """The queue rate that gives the data ``rate_bps`` beside this switch's own reports, never above
+        the port's link (:class:`LinkCeiling`): the one place a rate in bits becomes BMv2's packets/s,
+        both at ``packet_bytes``, the mean frame the port sends."""
+        pps = rate_to_pps(rate_bps, packet_bytes) + round(self.report_pps.get(port, 0.0))
+        link_bps = self.ceiling_bps.get(port)
+        if link_bps is None:
+            return pps
+        return min(pps, link_pps(link_bps, packet_bytes, self.ceiling_reports.get(port, 0.0)))
+
+    def _ceiling_only(self, port: int) -> list[Command]:
+        """A port with a link ceiling and no law limiting it yet: every queue of it at the link's rate."""
+        if port not in self.ceiling_bps or any(p == port and pl.pps for (p, _), pl in self.ports.items()):
+            return []
+        pps = link_pps(self.ceiling_bps[port], self.frame_sizes[port].mean, self.ceiling_reports.get(port, 0.0))
+        if self.ceiling_sent.get(port) == pps:
+            return []
+        self.ceiling_sent[port] = pps
+        return [SetQueueRate(port, pps)]
+
+    def set_link_rate(self, port: int, rate_bps: float) -> list[Command]:
+        """The port's link now carries ``rate_bps`` (a timed ``link_rate`` event, or the ceiling lowered
+        while the link's emulator drains): every queue of the port resent within it."""
+        if port not in self.ceiling_bps:
+            raise ValueError(f"{self.plan.name}: port {port} has no emulated link (SwitchPlan.link_ceilings)")
+        if rate_bps <= 0:
+            raise ValueError(f"{self.plan.name} port {port}: a link rate must be > 0 b/s, got {rate_bps}")
+        self.ceiling_bps[port] = rate_bps
+        return self._requeue(port)
+
+    def _requeue(self, port: int) -> list[Command]:
+        """Every queue of ``port`` whose rate changed (its law's, within the link's ceiling)."""
+        cmds: list[Command] = []
+        for (p, c), pl in self.ports.items():
+            if p == port and pl.pps and self.plan.actuate:  # a port not limited yet stays so until its first report
+                pps = self._queue_pps(p, pl.law.rate, pl.packet_bytes)
+                if pps != pl.pps:
+                    pl.pps = pps
+                    cmds.append(SetQueueRate(p, pps, class_priority(c, self.plan.classes)))
+        return cmds + self._ceiling_only(port)
 
     def on_report(self, now_ns: int, port: int, metadata: dict[str, int], report: Report) -> list[Command]:
         """A report arrived on ``port`` with the packet-in ``metadata`` (law parameters)."""
@@ -340,7 +423,9 @@ class SwitchAgentCore:
         key = (port, self.only_class.get(port, data_class if data_class < self.plan.classes else 0))
         pl = self.ports.get(key)
         if pl is None:  # a port the plan did not regulate: regulate it with what the switch holds
-            pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)), self._default_bytes(), 0)
+            window = self.frame_sizes.get(port)
+            pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)),
+                                            window.mean if window is not None else self._default_bytes(), 0)
         # the buffer in this port's frames: its capacity, or fewer when it is read in bytes (frame_size.py)
         capacity = capacity_in_frames(report.capacity, self.unit_bytes.get(port, 0), pl.packet_bytes)
         forecast = self._forecast(now_ns, port, pl, metadata, report, capacity)
@@ -420,7 +505,7 @@ class SwitchAgentCore:
     def counters_due(self, now_ns: int) -> tuple[int, ...]:
         """The regulated ports whose ``MyEgress.tx_routed`` counters the binding is to read now and hand
         to :meth:`on_frame_counters`: every ``READ_PERIOD_NS`` (none in end-to-end mode: no queue rate)."""
-        if not self.plan.actuate or not self.frame_sizes or now_ns < self.next_read_ns:
+        if (not self.plan.actuate and not self.ceiling_bps) or not self.frame_sizes or now_ns < self.next_read_ns:
             return ()
         self.next_read_ns = now_ns + READ_PERIOD_NS
         return tuple(self.frame_sizes)
@@ -436,15 +521,10 @@ class SwitchAgentCore:
             before = window.mean
             if window.update(packets, nbytes) == before:
                 continue
-            for (p, c), pl in self.ports.items():
-                if p != port:
-                    continue
-                pl.packet_bytes = window.mean
-                if pl.pps and self.plan.actuate:  # a port not limited yet stays so until its first report
-                    pps = self._queue_pps(p, pl.law.rate, pl.packet_bytes)
-                    if pps != pl.pps:
-                        pl.pps = pps
-                        cmds.append(SetQueueRate(p, pps, class_priority(c, self.plan.classes)))
+            for (p, _), pl in self.ports.items():
+                if p == port:
+                    pl.packet_bytes = window.mean
+            cmds += self._requeue(port)
         return cmds
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:

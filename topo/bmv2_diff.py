@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Check", "compare", "table", "cpu_table", "SwitchCpu", "DEFAULT_TOPOLOGIES", "BUFFER_POINTS", "GOODPUT_REL", "REACTION_INTERVALS",
+__all__ = ["Check", "compare", "table", "cpu_table", "SwitchCpu", "load_average", "DEFAULT_TOPOLOGIES", "BUFFER_POINTS", "GOODPUT_REL", "REACTION_INTERVALS",
            "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,7 +110,14 @@ def compare(name: str, p4: dict[str, Any], bm: dict[str, Any]) -> list[Check]:
     kept = [(s.get("realtime") or {}).get("kept_up") for s in (p4, bm)]
     out.append(Check(name, "kept real time", _yes(kept[0]), _yes(kept[1]), "yes on both", kept[0] is True
                      and kept[1] is True))
+    if p4.get("load_average") or bm.get("load_average"):  # what else the machine ran meanwhile: not a check
+        out.append(Check(name, "load average, start-end (1 min)", _loads(p4), _loads(bm), "–", True))
     return out
+
+
+def _loads(summary: dict[str, Any]) -> str:
+    loads = summary.get("load_average") or []
+    return "-".join(_num(x, "{:.1f}") for x in loads) or "–"
 
 
 def _yes(v: Any) -> str:
@@ -138,6 +145,7 @@ def _run(path: Path, target: str, duration_ns: int, seed: int, out: Path) -> dic
     from topo.schema import load_topology
 
     meter = SwitchCpu(out / "network.json")
+    load0 = load_average()
     meter.start()
     try:
         res = run_experiment(load_topology(path), duration_ns, seed=seed, out=out, plots=False, backend="netns",
@@ -145,8 +153,20 @@ def _run(path: Path, target: str, duration_ns: int, seed: int, out: Path) -> dic
     finally:
         meter.stop()
     cores = meter.cores()
-    (out / "switch_cores.json").write_text(json.dumps(cores) + "\n")
-    return {**res.summary, "switch_cores": cores}
+    extra = {"switch_cores": cores, "load_average": [load0, load_average()]}
+    (out / "switch_cores.json").write_text(json.dumps(extra) + "\n")
+    return {**res.summary, **extra}
+
+
+def load_average() -> float | None:
+    """The machine's 1-minute load average (/proc/loadavg), None where it cannot be read.
+
+    Why: the two targets share a two-core machine with whatever else runs; a difference between them
+    is worth only as much as the load it was measured under, so each run keeps it, at its start and end."""
+    try:
+        return float(Path("/proc/loadavg").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 class SwitchCpu(threading.Thread):
@@ -223,7 +243,9 @@ def _load(run_dir: Path) -> dict[str, Any]:
         raise ValueError(f"{path}: cannot read a run's summary ({exc})") from None
     cores = run_dir / "switch_cores.json"
     if cores.exists():
-        summary["switch_cores"] = json.loads(cores.read_text())
+        extra = json.loads(cores.read_text())
+        # {"switch_cores": ..., "load_average": [start, end]}; a bare {switch: cores} before the load was kept
+        summary.update(extra if "switch_cores" in extra else {"switch_cores": extra})
     return summary
 
 

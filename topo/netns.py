@@ -26,6 +26,7 @@ process of the run.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import logging
 import math
@@ -62,7 +63,7 @@ from topo.invariants import (
     place_tx,
 )
 from topo.keepup import RELAY_STALL_NS, CpuMeter, keepup_summary, relay_summary, verdict
-from topo.link_pacing import LinkPacedQueues, LinkPacing, ceilings, hidden_queue_notice, paced_ways
+from topo.link_pacing import LinkPacing, ceilings, hidden_queue_notice, paced_ways
 from topo.live import port_records
 from topo.model import Event, Topology
 from topo.netns_pace import KERNEL_CC
@@ -382,20 +383,19 @@ class NetnsNetwork:
             sw.client = GrpcController(sw.spec.grpc_addr, sw.spec.device_id, election=AGENT_ELECTION_ID,
                                        on_message=_guarded(name, agent_box))
             sw.queues = thrift_connect("127.0.0.1", sw.spec.thrift_port)
-            if ways:
-                sw.queues = LinkPacedQueues(sw.queues, ceilings(self.topo, ways, name))
             plan = switch_plan(self.topo, name, fixed_departures=self.target == "bmv2" or None)
+            if ways:  # each emulated port's egress within its link's rate (topo/link_pacing.py)
+                plan = dataclasses.replace(plan, link_ceilings=ceilings(self.topo, ways, name))
             agent = SwitchAgent(plan, sw.client, sw.queues, sw.sched,
                                 tick_ns=AGENT_TICK_NS, on_trace=self._law_trace(name))
             agent_box.append(agent)
             sw.agent = agent
             sw.sched.run_sync(agent.install, program[0], program[1], timeout=60)
-            if isinstance(sw.queues, LinkPacedQueues):
-                sw.sched.run_sync(sw.queues.start)
         if ways:
-            self.pacing = LinkPacing(ways, {n: sw.queues for n, sw in self.switches.items()},  # type: ignore[misc]
+            self.pacing = LinkPacing(ways, {n: sw.agent for n, sw in self.switches.items()},
                                      lambda n, fn, *a: self.switches[n].sched.call_soon_threadsafe(fn, *a),  # type: ignore[union-attr]
-                                     lambda sock: control_call(sock, "stats"))
+                                     lambda sock: control_call(sock, "stats"),
+                                     {(ln.a, ln.b): ln.rate_bps for ln in self.topo.links})
 
     def _program(self) -> tuple[Any, bytes]:
         if self.target == "p4switch":

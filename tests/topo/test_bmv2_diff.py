@@ -85,6 +85,22 @@ def test_from_runs_already_made(tmp_path: Path, capsys: pytest.CaptureFixture[st
     assert "checks hold" in out and "failed" not in out
 
 
+def test_the_load_each_run_was_measured_under_is_shown_not_checked(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    for target, extra in (("p4switch", {"switch_cores": {"R1": 0.5}, "load_average": [1.25, 2.0]}),
+                          ("bmv2", {"R1": 0.75})):  # a run kept before the load was: its cores alone
+        d = tmp_path / "paper-1router" / target
+        d.mkdir(parents=True)
+        (d / "summary.json").write_text(json.dumps(_summary()))
+        (d / "switch_cores.json").write_text(json.dumps(extra))
+    assert main(["--from", str(tmp_path), "paper-1router"]) == 0
+    out = capsys.readouterr().out
+    assert "| paper-1router | load average, start-end (1 min) | 1.2-2.0 | – | – | ok |" in out
+    assert "| paper-1router | R1 | 0.50 | 0.75 |" in out
+    load = bmv2_diff.load_average()
+    assert load is None or load >= 0
+
+
 def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["no-such-topology"]) == 2
     assert main(["--from", str(tmp_path), "paper-1router"]) == 2

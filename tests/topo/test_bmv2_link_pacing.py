@@ -1,9 +1,9 @@
 """BMv2's egress paced at an emulated link's rate (topo/link_pacing.py): no BMv2 needed.
 
-What is checked: the rate a switch gets is never above its link's (in packets/s of the largest
-frame crossing the port), the law's rate wins where it is lower, a link's rate event and a drain
-move every queue of the port, the ways map onto the emulators as the netns backend wires them, and
-a run whose emulators held frames says so.
+What is checked: the ways map onto the emulators as the netns backend wires them and give each
+switch its ceilings in bits (the agent converts them at the mean frame each port sends:
+tests/controlplane/test_link_ceiling.py), a link's rate event and a drain reach every switch end of
+the link through its agent, and a run whose emulators held frames says so.
 """
 
 from __future__ import annotations
@@ -13,116 +13,20 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from controlplane.queues import QueueClient
+from controlplane.agent import LinkCeiling
+from controlplane.report import FRAME_BYTES as REPORT_BYTES
 from topo.link_pacing import (
     DRAIN_MARGIN,
     HIDDEN_BACKLOG_FRAMES,
-    LinkPacedQueues,
     LinkPacing,
     ceilings,
     hidden_queue_notice,
-    link_pps,
     paced_ways,
 )
 from topo.schema import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class _Service:
-    """The ``simple_switch`` Thrift methods a QueueClient calls, recorded."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[Any, ...]] = []
-
-    def set_egress_queue_rate(self, port: int, pps: int) -> None:
-        self.calls.append(("rate", port, None, pps))
-
-    def set_egress_priority_queue_rate(self, port: int, priority: int, pps: int) -> None:
-        self.calls.append(("rate", port, priority, pps))
-
-    def set_egress_queue_depth(self, port: int, depth: int) -> None:
-        self.calls.append(("depth", port, None, depth))
-
-
-def _paced(ceil: dict[int, int]) -> tuple[LinkPacedQueues, _Service]:
-    svc = _Service()
-    return LinkPacedQueues(QueueClient(svc, "fake"), ceil), svc
-
-
-@given(st.floats(min_value=1e3, max_value=1e11), st.integers(min_value=64, max_value=9000))
-def test_link_pps_never_exceeds_the_link(rate: float, frame: int) -> None:
-    pps = link_pps(rate, frame)
-    assert pps >= 1
-    if rate >= 8 * frame:
-        assert pps * 8 * frame <= rate < (pps + 1) * 8 * frame
-
-
-def test_link_pps_refuses_a_frame_of_no_bytes() -> None:
-    with pytest.raises(ValueError, match="frame_bytes"):
-        link_pps(1e6, 0)
-
-
-def test_the_law_wins_below_the_link_and_the_link_above() -> None:
-    q, svc = _paced({2: 250})
-    q.set_queue_rate(2, 150)
-    q.set_queue_rate(2, 900)
-    q.set_queue_rate(3, 900)  # a port with no emulated link: as the law says
-    assert svc.calls == [("rate", 2, None, 150), ("rate", 2, None, 250), ("rate", 3, None, 900)]
-
-
-def test_start_paces_the_ports_no_law_has_set() -> None:
-    q, svc = _paced({1: 250, 2: 375})
-    q.set_queue_rate(2, 100)
-    q.start()
-    assert svc.calls == [("rate", 2, None, 100), ("rate", 1, None, 250)]
-
-
-def test_depth_calls_pass_through() -> None:
-    q, svc = _paced({1: 250})
-    q.set_queue_depth(1, 300)
-    assert svc.calls == [("depth", 1, None, 300)]
-
-
-@given(st.lists(st.one_of(
-    st.tuples(st.just("law"), st.sampled_from([1, 2]), st.sampled_from([None, 0, 1]), st.integers(0, 2000)),
-    st.tuples(st.just("link"), st.sampled_from([1, 2]), st.none(), st.integers(1, 2000)),
-    st.tuples(st.just("drain"), st.sampled_from([1, 2]), st.none(), st.booleans())), max_size=40))
-def test_every_queue_ends_at_the_lower_of_law_and_link(ops: list[tuple[str, int, int | None, Any]]) -> None:
-    """Against an independent bookkeeping of what each queue must have after any sequence."""
-    ceil = {1: 250, 2: 125}
-    q, svc = _paced(dict(ceil))
-    law: dict[tuple[int, int | None], int] = {}
-    draining: set[int] = set()
-    for op, port, prio, value in ops:
-        if op == "law":
-            q.set_queue_rate(port, value, prio)
-            law[(port, prio)] = value
-        elif op == "link":
-            q.set_ceiling(port, value)
-            ceil[port] = value
-        else:
-            q.set_draining(port, value)
-            (draining.add if value else draining.discard)(port)
-    last: dict[tuple[int, int | None], int] = {}
-    for _, port, prio, pps in svc.calls:
-        last[(port, prio)] = pps
-    for (port, prio), pps in last.items():
-        c = ceil[port] if port not in draining else max(1, int(ceil[port] * (1 - DRAIN_MARGIN)))
-        want = law.get((port, prio), 0)
-        assert pps == (c if want <= 0 else min(want, c))
-        assert pps <= ceil[port]
-    for key in law:  # every queue the law set was sent something
-        assert key in last
-
-
-def test_a_ceiling_of_no_packets_is_refused() -> None:
-    q, _ = _paced({1: 250})
-    with pytest.raises(ValueError, match="at least 1"):
-        q.set_ceiling(1, 0)
 
 
 def test_ways_cover_every_switch_port_of_an_emulated_link() -> None:
@@ -136,23 +40,26 @@ def test_ways_cover_every_switch_port_of_an_emulated_link() -> None:
     assert {(w.switch, w.way) for w in r3r4} == {("R3", "a->b"), ("R4", "b->a")}
     host = [w for w in ways if w.link == ("R5", "H2")]
     assert [(w.switch, w.way) for w in host] == [("R5", "a->b")]
-    # 1000-byte frames: 3 Mb/s is 375 packets/s; toward R2 only reports (56 bytes) go: never held back
-    assert ceilings(topo, ways, "R3") == {topo.port("R3", "R2"): 3_000_000 // (8 * 56), topo.port("R3", "R4"): 375}
+    # in bits, with the frame the agent starts from: 1000-byte data toward R4, reports only toward R2
+    assert set(ceilings(topo, ways, "R3")) == {LinkCeiling(topo.port("R3", "R2"), 3e6, REPORT_BYTES),
+                                               LinkCeiling(topo.port("R3", "R4"), 3e6, 1000)}
     assert all(w.report_pps == 0 for w in ways)  # one-way flows: no port carries data and reports
 
 
-@given(st.floats(1e5, 1e10), st.integers(64, 9000), st.sampled_from([0.0, 100.0, 1000.0, 3333.3]))
-def test_a_port_with_data_and_reports_leaves_the_reports_their_share(rate: float, frame: int,
-                                                                     reports: float) -> None:
-    from controlplane.report import FRAME_BYTES
-    from topo.link_pacing import PacedWay
+def test_a_ways_starting_frame_is_the_expected_mean_not_the_largest(tmp_path: Path) -> None:
+    """Two flows of 200- and 1000-byte frames through R1: the agent starts from the mean the topology
+    expects (topo.plan.expected_frame_bytes), then follows the port's counters."""
+    from topo.plan import expected_frame_bytes
 
-    way = PacedWay("R1", 1, ("R1", "R2"), "a->b", None, frame, reports)
-    pps = way.ceiling(rate)
-    data = pps - max(1, int(reports)) if reports else pps
-    assert pps >= 1
-    if rate >= reports * 8 * FRAME_BYTES + 8 * frame:  # room for a data frame beside the reports
-        assert data * 8 * frame + reports * 8 * FRAME_BYTES <= rate + 8 * FRAME_BYTES
+    text = (ROOT / "topo/paper-1router.yaml").read_text()
+    one_way = "  - {name: f1, src: H1, dst: H2, control: alinea, start: 0s, r_max: 1.8Mbps}\n"
+    assert one_way in text
+    (tmp_path / "t.yaml").write_text(text.replace(
+        one_way, one_way + "  - {name: f2, src: H1, dst: H2, control: alinea, start: 0s, r_max: 1.8Mbps, "
+                           "packet_size: 200}\n"))
+    topo = load_topology(tmp_path / "t.yaml")
+    (way,) = [w for w in paced_ways(topo, {}) if w.switch == "R1" and w.port == topo.port("R1", "H2")]
+    assert way.frame_bytes == expected_frame_bytes(topo, "R1", "H2") < 1000
 
 
 def test_reports_are_counted_where_flows_go_both_ways(tmp_path: Path) -> None:
@@ -166,12 +73,21 @@ def test_reports_are_counted_where_flows_go_both_ways(tmp_path: Path) -> None:
     assert {w.port for w in ways if w.report_pps == 100.0} == {w.port for w in ways}  # a report every 10 ms
 
 
-def _pacing(stats: dict[str, dict[str, dict[str, int]]]) -> tuple[LinkPacing, list[tuple[Any, ...]],
-                                                                   dict[str, LinkPacedQueues]]:
+class _Agent:
+    """A switch agent's ``set_link_rate``, recorded (the conversion to packets/s is the agent's own)."""
+
+    def __init__(self) -> None:
+        self.rates: dict[int, float] = {}
+
+    def set_link_rate(self, port: int, bps: float) -> None:
+        self.rates[port] = bps
+
+
+def _pacing(stats: dict[str, dict[str, dict[str, int]]]) -> tuple[LinkPacing, list[tuple[Any, ...]], dict[str, _Agent]]:
     topo = load_topology(ROOT / "topo/capacity-drop.yaml")
     socks = {(link.a, link.b): f"/tmp/x-link-{link.a}-{link.b}.ctl" for link in topo.links}
     ways = paced_ways(topo, socks)
-    queues = {n.name: _paced(ceilings(topo, ways, n.name))[0] for n in topo.switches}
+    agents = {n.name: _Agent() for n in topo.switches}
     ran: list[tuple[Any, ...]] = []
 
     def run_on(switch: str, fn: Any, *args: Any) -> None:
@@ -183,31 +99,35 @@ def _pacing(stats: dict[str, dict[str, dict[str, int]]]) -> tuple[LinkPacing, li
             raise OSError("no such emulator")
         return stats[sock]
 
-    return LinkPacing(ways, queues, run_on, read), ran, queues
+    return LinkPacing(ways, agents, run_on, read, {(ln.a, ln.b): ln.rate_bps for ln in topo.links}), ran, agents
 
 
 def test_a_way_with_frames_waiting_drains_until_empty() -> None:
     sock = "/tmp/x-link-R3-R4.ctl"
     stats = {sock: {"a->b": {"backlog": 12, "peak_backlog": 23}, "b->a": {"backlog": 0, "peak_backlog": 0}}}
-    pacing, ran, queues = _pacing(stats)
+    pacing, ran, agents = _pacing(stats)
     pacing.check()
-    assert ran == [("R3", "set_draining", 2, True)]
-    assert queues["R3"].sent[(2, None)] == int(375 * (1 - DRAIN_MARGIN))
+    assert ran == [("R3", "set_link_rate", 2, pytest.approx(3e6 * (1 - DRAIN_MARGIN)))]
+    pacing.check()  # still waiting: nothing resent
+    assert len(ran) == 1
     stats[sock]["a->b"]["backlog"] = 0
     pacing.check()
-    assert ran[-1] == ("R3", "set_draining", 2, False) and queues["R3"].sent[(2, None)] == 375
+    assert ran[-1] == ("R3", "set_link_rate", 2, 3e6) and agents["R3"].rates[2] == 3e6
     summary = pacing.summary()
     assert summary["peak_backlog"]["R3-R4 a->b"] == 23 and summary["final_backlog"]["R3-R4 a->b"] == 0
     assert summary["hidden_queue"] is True
     assert pacing.unreadable  # the other emulators did not answer: kept, not raised
 
 
-def test_a_link_rate_event_moves_both_switch_ends() -> None:
-    pacing, ran, queues = _pacing({})
+def test_a_link_rate_event_moves_both_switch_ends_and_a_drain_keeps_its_margin() -> None:
+    sock = "/tmp/x-link-R3-R4.ctl"
+    stats = {sock: {"a->b": {"backlog": 30, "peak_backlog": 30}, "b->a": {"backlog": 0, "peak_backlog": 0}}}
+    pacing, ran, agents = _pacing(stats)
+    pacing.check()
     pacing.set_link_rate(("R3", "R4"), 1_000_000)
-    assert sorted(r[0] for r in ran) == ["R3", "R4"]
-    assert queues["R3"].sent[(2, None)] == 125  # 1000-byte data frames
-    assert queues["R4"].sent[(1, None)] == 1_000_000 // (8 * 56)  # reports only: never held back
+    assert sorted(r[0] for r in ran[1:]) == ["R3", "R4"]
+    assert agents["R3"].rates[2] == pytest.approx(1e6 * (1 - DRAIN_MARGIN))  # still draining, at the new rate
+    assert agents["R4"].rates[1] == 1e6
 
 
 def test_the_notice_names_the_worst_way_and_stays_quiet_under_the_threshold() -> None:
