@@ -120,6 +120,16 @@ class EcmpGroup:
 
 
 @dataclass(frozen=True)
+class McastRoute:
+    """A multicast group this switch replicates (docs/multicast.md): packets to ``address`` are copied
+    to every hop (``MyIngress.mcast_route``, PRE group ``group_id``, ``MyEgress.mcast_next_hop``)."""
+
+    address: int
+    group_id: int
+    hops: tuple[NextHop, ...]
+
+
+@dataclass(frozen=True)
 class ModelledPort:
     """An ingress port whose buffer the switch models and reports upstream."""
 
@@ -192,6 +202,7 @@ class SwitchPlan:
     classes: int = 1
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
     neighbours: tuple[tuple[int, str], ...] = ()  # (port, the node on its other end): what traces name
+    multicast: tuple[McastRoute, ...] = ()  # the multicast groups this switch replicates
     # BMv2 with emulated links: each such port's egress held to its link's rate (topo/link_pacing.py)
     link_ceilings: tuple[LinkCeiling, ...] = ()
 

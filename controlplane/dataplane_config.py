@@ -12,7 +12,7 @@ from typing import Any
 
 from p4.v1 import p4runtime_pb2 as pb
 
-from controlplane.p4runtime_client import clone_session, update
+from controlplane.p4runtime_client import clone_session, multicast_group, update
 from controlplane.params import LawParams, law_to_action
 
 #: The clone session that carries port p's reports is REPORT_SESSION_BASE + p (alinea.p4).
@@ -66,6 +66,34 @@ def dst_class_update(client: Any, prefix: int, prefix_len: int, data_class: int)
     return update(pb.Update.INSERT, client.names.table_entry(
         "MyIngress.dst_class", {"hdr.ipv4.dstAddr": (prefix, prefix_len)}, "MyIngress.set_class",
         {"data_class": data_class}))
+
+
+#: The copies alinea.p4's ``set_mcast`` holds (``port0..port3``).
+MCAST_MAX_COPIES = 4
+#: Ports below 2 ** MCAST_PORT_BITS have a ring of pending multicast packets (alinea.p4).
+MCAST_PORT_LIMIT = 64
+
+
+def multicast_updates(client: Any, groups: Iterable[tuple[int, int, list[tuple[int, int, int]]]]) -> list[pb.Update]:
+    """Multicast groups (docs/multicast.md): per (address, group id, hops (port, dst_mac, src_mac)) its
+    ``mcast_route`` entry, its PRE multicast group (one replica per hop port, instance 1), and one
+    ``mcast_next_hop`` entry per port the groups leave by (the port's next-hop addresses)."""
+    out: list[pb.Update] = []
+    next_hops: dict[int, tuple[int, int]] = {}
+    for address, group_id, hops in groups:
+        if not 1 <= len(hops) <= MCAST_MAX_COPIES:
+            raise ValueError(f"multicast group {group_id}: {len(hops)} copies, the program makes 1..{MCAST_MAX_COPIES}")
+        ports = [port for port, _, _ in hops]
+        padded = ports + [0] * (MCAST_MAX_COPIES - len(ports))
+        out.append(update(pb.Update.INSERT, client.names.table_entry(
+            "MyIngress.mcast_route", {"hdr.ipv4.dstAddr": address}, "MyIngress.set_mcast",
+            {"group": group_id, "copies": len(ports), **{f"port{i}": p for i, p in enumerate(padded)}})))
+        out.append(update(pb.Update.INSERT, multicast_group(group_id, [(port, 1) for port in ports])))
+        next_hops.update({port: (dst, src) for port, dst, src in hops})
+    out += [update(pb.Update.INSERT, client.names.table_entry(
+        "MyEgress.mcast_next_hop", {"standard_metadata.egress_port": port}, "MyEgress.set_next_hop",
+        {"dst_mac": dst, "src_mac": src})) for port, (dst, src) in sorted(next_hops.items())]
+    return out
 
 
 def add_route(client: Any, prefix: int, prefix_len: int, port: int, dst_mac: int, src_mac: int) -> None:

@@ -76,6 +76,8 @@ class SwitchAgent:
         for g in self.plan.groups:
             updates += dp.ecmp_updates(c, g.group_id, [(h.port, h.dst_mac, h.src_mac) for h in g.hops], g.prefixes)
         updates += [dp.dst_class_update(c, prefix, plen, cls) for prefix, plen, cls in self.plan.dst_classes]
+        updates += dp.multicast_updates(c, [(m.address, m.group_id, [(h.port, h.dst_mac, h.src_mac) for h in m.hops])
+                                            for m in self.plan.multicast])
         classes = self.plan.classes > 1
         if classes and self.plan.modelled:
             updates.append(dp.report_path_update(c, report_priority(self.plan.classes)))

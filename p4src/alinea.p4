@@ -70,9 +70,21 @@
    report clones in its queue (so they wait for nothing); egress builds the
    report there and recirculates it (report_path). */
 #define REPORT_RECIRC_PORT 510
+/* Multicast (docs/multicast.md): group addresses mcast_route holds, the
+   copies one switch makes of a group's packet (its child ports), and the
+   ring of pending multicast packets per ingress port: 2^MCAST_RING_BITS
+   places for each port below 2^MCAST_PORT_BITS (MCAST_SLOTS in all). */
+#define MCAST_ROUTES 256
+#define MCAST_RING_BITS 10
+#define MCAST_PORT_BITS 6
+#define MCAST_SLOTS 65536
 /* Bytes of an Ethernet header and of an ALINEA report header. */
 #define ETH_HDR_BYTES 14
 #define REPORT_HDR_BYTES 42
+// ---- pgmcc NAK aggregation (docs/multicast.md, "NAK aggregation"): slots of
+// the (session, sequence) -> last forwarded NAK table, a power of two.
+#define NAK_SLOTS 4096
+// ---- end pgmcc NAK aggregation
 
 typedef bit<9>  port_t;
 typedef bit<3>  class_t;
@@ -87,6 +99,11 @@ const bit<16> ETHERTYPE_IPV4   = 0x0800;
 const bit<16> ETHERTYPE_ALINEA = 0x88B5;
 const bit<8>  IPPROTO_TCP      = 6;
 const bit<8>  IPPROTO_UDP      = 17;
+// ---- pgmcc NAK aggregation: pgmcc feedback goes to this UDP port (hosts/pgmcc/wire.py);
+// a NAK is its type 2.  No other frame is parsed past UDP.
+const bit<16> PGMCC_FEEDBACK_PORT = 5002;
+const bit<8>  PGMCC_NAK           = 2;
+// ---- end pgmcc NAK aggregation
 
 const bit<4>  ALINEA_VERSION        = 2;
 const bit<4>  ALINEA_MSG_OCCUPANCY  = 1;
@@ -106,6 +123,7 @@ const bit<8> POLL_LIVE_SHIFT = 5;
 const bit<32> PKT_INSTANCE_TYPE_NORMAL        = 0;
 const bit<32> PKT_INSTANCE_TYPE_INGRESS_CLONE = 1;
 const bit<32> PKT_INSTANCE_TYPE_RECIRC        = 4;
+const bit<32> PKT_INSTANCE_TYPE_REPLICATION   = 5;
 
 /* Parser errors of our own, on top of core.p4's. */
 error {
@@ -209,6 +227,27 @@ header tcp_ports_t {
     bit<16> dstPort;
 }
 
+// ---- pgmcc NAK aggregation: the datagram header (hosts/datagram.py) and the
+// first 8 bytes of pgmcc feedback (hosts/pgmcc/wire.py), parsed only on
+// PGMCC_FEEDBACK_PORT.
+header hbh_datagram_t {
+    bit<16> magic;
+    bit<8>  version;
+    bit<8>  kind;
+    bit<16> flow;
+    bit<16> rtt;
+    bit<32> seq;
+    bit<64> ts_ns;
+}
+
+header pgmcc_feedback_t {
+    bit<8>  fb_type;
+    bit<8>  flags;
+    bit<16> rid;
+    bit<32> nak_seq;
+}
+// ---- end pgmcc NAK aggregation
+
 struct headers_t {
     packet_out_t    packet_out;
     packet_in_t     packet_in;
@@ -217,6 +256,8 @@ struct headers_t {
     ipv4_t          ipv4;
     udp_t           udp;
     tcp_ports_t     tcp_ports;
+    hbh_datagram_t   datagram;      // pgmcc NAK aggregation only
+    pgmcc_feedback_t pgmcc_fb;      // pgmcc NAK aggregation only
 }
 
 /*
@@ -236,6 +277,14 @@ struct metadata_t {
     bit<16> ecmp_group;     // ipv4_lpm chose an equal-cost group: its id (ecmp_group's key)
     bit<16> l4_src;         // UDP or TCP source port, 0 if none: selector field
     bit<16> l4_dst;         // UDP or TCP destination port, 0 if none: selector field
+    bit<16> mcast_group;    // mcast_route's PRE group for a group address (0: unicast)
+    bit<3>  mcast_copies;   // copies this switch makes of it (1..4): mcast_port0..
+    port_t  mcast_port0;
+    port_t  mcast_port1;
+    port_t  mcast_port2;
+    port_t  mcast_port3;
+    bit<32> mcast_slot;     // an admitted multicast packet's place in mcast_left
+    bit<1>  last_copy;      // egress: this copy is its packet's last to leave
     @field_list(REPORT_FIELD_LIST)
     port_t  report_port;    // port whose buffer is reported (= model_port)
     @field_list(REPORT_FIELD_LIST)
@@ -252,6 +301,8 @@ struct metadata_t {
     mac_t   upstream_mac;   // MAC address of the neighbour behind report_port
     @field_list(REPORT_FIELD_LIST)
     bit<3>  report_priority; // with classes: the reports' egress priority (report_path)
+    bit<48> nak_hold;        // pgmcc NAK aggregation: the session's hold (us), 0: off
+    bit<1>  nak_repeat;      // pgmcc NAK aggregation: a repeat within the hold, dropped
 }
 
 /* ------------------------------------------------------------------ */
@@ -284,6 +335,15 @@ register<bit<32>>(CELL_COUNT) deq_pkts;
    a packet off at either end of every interval (docs/wire-format.md). */
 register<bit<32>>(CELL_COUNT) drained_pkts;
 register<bit<48>>(CELL_COUNT) last_drain_ts;
+/* Multicast: a packet holds one slot of its ingress buffer until its LAST
+   copy leaves this switch (docs/multicast.md).  An admitted multicast
+   packet takes the next place of its ingress port's ring (mcast_next, per
+   port, wraps) and writes there how many of its copies are still queued;
+   each copy's egress counts one down, and the copy that reaches 0 frees the
+   buffer slot as a unicast departure does.  A place still taken refuses
+   the packet as an overflow. */
+register<bit<32>>(PORT_COUNT) mcast_next;
+register<bit<8>>(MCAST_SLOTS) mcast_left;
 
 /* The cell of (port, class) in the registers above: a macro, not a
    function, so that p4switch's engine runs every statement using it
@@ -352,8 +412,19 @@ parser MyParser(packet_in pkt,
         pkt.extract(hdr.udp);
         meta.l4_src = hdr.udp.srcPort;
         meta.l4_dst = hdr.udp.dstPort;
+        transition select(hdr.udp.dstPort) {
+            PGMCC_FEEDBACK_PORT: parse_pgmcc_feedback;
+            default:             accept;
+        }
+    }
+
+    // ---- pgmcc NAK aggregation
+    state parse_pgmcc_feedback {
+        pkt.extract(hdr.datagram);
+        pkt.extract(hdr.pgmcc_fb);
         transition accept;
     }
+    // ---- end pgmcc NAK aggregation
 
     /* TCP's ports, so that the ECMP hash spreads a host pair's TCP
        connections as it spreads UDP flows (the kernel's TCP in netns). */
@@ -406,6 +477,7 @@ control MyIngress(inout headers_t hdr,
     counter(PORT_COUNT, CounterType.packets_and_bytes) drop_no_route;
     counter(PORT_COUNT, CounterType.packets_and_bytes) drop_ttl_expired;
     counter(PORT_COUNT, CounterType.packets_and_bytes) drop_overflow;
+    counter(PORT_COUNT, CounterType.packets_and_bytes) drop_nak_repeat;  // pgmcc NAK aggregation
 
     /* --- drops, one action per reason --- */
 
@@ -424,6 +496,33 @@ control MyIngress(inout headers_t hdr,
         mark_to_drop(standard_metadata);
         drop_unsupported.count((bit<32>)standard_metadata.ingress_port);
     }
+
+    // ---- pgmcc NAK aggregation (docs/multicast.md, "NAK aggregation") ----
+    /* PGM's router NAK aggregation for pgmcc sessions: the first NAK for a
+       (session, sequence) goes upstream and its repeats within the
+       session's hold are dropped.  A slot per hash of (session, sequence)
+       holds the key and the time of the last NAK forwarded; a collision
+       overwrites the slot (the colliding NAK is forwarded: never a wrong
+       drop).  Sessions opt in through nak_aggregation entries. */
+    register<bit<48>>(NAK_SLOTS) nak_key;
+    register<bit<48>>(NAK_SLOTS) nak_ts;
+
+    action set_nak_hold(bit<48> hold_us) {
+        meta.nak_hold = hold_us;
+    }
+
+    table nak_aggregation {
+        key = { hdr.datagram.flow: exact; }
+        actions = { set_nak_hold; NoAction; }
+        const default_action = NoAction();
+        size = 256;
+    }
+
+    action discard_nak_repeat() {
+        mark_to_drop(standard_metadata);
+        drop_nak_repeat.count((bit<32>)standard_metadata.ingress_port);
+    }
+    // ---- end pgmcc NAK aggregation
 
     action discard_ttl_expired() {
         mark_to_drop(standard_metadata);
@@ -549,6 +648,30 @@ control MyIngress(inout headers_t hdr,
         }
     }
 
+    /* A multicast packet's admission: a slot of the arrival port's buffer
+       as admit(), and the next place of the port's ring of pending
+       multicast packets, which must be free (its packet's copies all gone);
+       the place then holds the copies to come.  One action: atomic against
+       egress's copy_departs. */
+    action admit_mcast() {
+        @atomic {
+            bit<32> occ;
+            bit<32> next;
+            bit<8> left;
+            occupancy.read(occ, meta.model_cell);
+            mcast_next.read(next, (bit<32>)meta.model_port);
+            bit<32> slot = ((bit<32>)meta.model_port << MCAST_RING_BITS)
+                           | (next & ((32w1 << MCAST_RING_BITS) - 1));
+            mcast_left.read(left, slot);
+            meta.admitted = (occ < meta.capacity && left == 0
+                             && (meta.model_port >> MCAST_PORT_BITS) == 0) ? 1w1 : 1w0;
+            occupancy.write(meta.model_cell, occ + (bit<32>)meta.admitted);
+            mcast_next.write((bit<32>)meta.model_port, next + (bit<32>)meta.admitted);
+            mcast_left.write(slot, (meta.admitted == 1w1) ? (bit<8>)meta.mcast_copies : left);
+            meta.mcast_slot = slot;
+        }
+    }
+
     /* Is a report on model_port due?  If so, restart its interval now,
        in the same action, so that one packet only triggers it.  An
        arrival triggers it after one interval; a report poll only after
@@ -595,6 +718,24 @@ control MyIngress(inout headers_t hdr,
             fwd_pkts.read(n, cell);
             fwd_pkts.write(cell, n + 1);
         }
+        meta.counted = 1;
+    }
+
+    /* A multicast packet's copy to port goes to that port's egress queue:
+       counted there as a routed packet (egress counts the copy when it
+       leaves). */
+    action count_copy(port_t port) {
+        bit<32> cell = CELL_OF(port, meta.data_class);
+        @atomic {
+            bit<32> n;
+            fwd_pkts.read(n, cell);
+            fwd_pkts.write(cell, n + 1);
+        }
+    }
+
+    /* Hand the packet to the PRE: one copy per child port of its group. */
+    action replicate() {
+        standard_metadata.mcast_grp = meta.mcast_group;
         meta.counted = 1;
     }
 
@@ -649,6 +790,35 @@ control MyIngress(inout headers_t hdr,
     action drop() {
         mark_to_drop(standard_metadata);
         drop_no_route.count((bit<32>)standard_metadata.ingress_port);
+    }
+
+    /* --- multicast --- */
+
+    /* A group address: its PRE group, and the copies this switch makes of
+       it with their egress ports (the first `copies` of port0..port3). */
+    action set_mcast(bit<16> group, bit<3> copies,
+                     port_t port0, port_t port1, port_t port2, port_t port3) {
+        meta.mcast_group = group;
+        meta.mcast_copies = copies;
+        meta.mcast_port0 = port0;
+        meta.mcast_port1 = port1;
+        meta.mcast_port2 = port2;
+        meta.mcast_port3 = port3;
+        meta.routed = 1;
+    }
+
+    /* One entry per multicast group this switch replicates; unicast
+       addresses miss it and are routed by ipv4_lpm. */
+    table mcast_route {
+        key = {
+            hdr.ipv4.dstAddr : exact;
+        }
+        actions = {
+            set_mcast;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = MCAST_ROUTES;
     }
 
     table ipv4_lpm {
@@ -729,12 +899,40 @@ control MyIngress(inout headers_t hdr,
                     request_report();
                 }
             }
+            // ---- pgmcc NAK aggregation
+            meta.nak_repeat = 1w0;
+            if (hdr.pgmcc_fb.isValid() && hdr.pgmcc_fb.fb_type == PGMCC_NAK) {
+                meta.nak_hold = 48w0;
+                nak_aggregation.apply();
+                if (meta.nak_hold != 48w0) {
+                    bit<32> slot;
+                    hash(slot, HashAlgorithm.crc32, 32w0,
+                         { hdr.datagram.flow, hdr.pgmcc_fb.nak_seq }, (bit<32>)NAK_SLOTS);
+                    bit<48> key = hdr.datagram.flow ++ hdr.pgmcc_fb.nak_seq;
+                    bit<48> seen;
+                    bit<48> at;
+                    nak_key.read(seen, slot);
+                    nak_ts.read(at, slot);
+                    if (seen == key && standard_metadata.ingress_global_timestamp - at < meta.nak_hold) {
+                        meta.nak_repeat = 1w1;
+                    } else {
+                        nak_key.write(slot, key);
+                        nak_ts.write(slot, standard_metadata.ingress_global_timestamp);
+                    }
+                }
+            }
+            // ---- end pgmcc NAK aggregation
             if (hdr.packet_out.isValid()) {
                 drop_poll();
+            } else if (meta.nak_repeat == 1w1) {
+                discard_nak_repeat();  // pgmcc NAK aggregation
             } else {
-                switch (ipv4_lpm.apply().action_run) {
-                    set_ecmp_group: {
-                        ecmp_group.apply();
+                mcast_route.apply();
+                if (meta.mcast_group == 16w0) {
+                    switch (ipv4_lpm.apply().action_run) {
+                        set_ecmp_group: {
+                            ecmp_group.apply();
+                        }
                     }
                 }
                 if (meta.routed == 1w1) {
@@ -743,13 +941,31 @@ control MyIngress(inout headers_t hdr,
                     } else {
                         hdr.ipv4.ttl = hdr.ipv4.ttl - 8w1;
                         if (meta.modelled == 1w1) {
-                            admit();
+                            if (meta.mcast_group == 16w0) {
+                                admit();
+                            } else {
+                                admit_mcast();
+                            }
                             if (meta.admitted == 1w0) {
                                 discard_overflow();
                             }
                         }
                         if (meta.modelled == 1w0 || meta.admitted == 1w1) {
-                            count_forwarded();
+                            if (meta.mcast_group == 16w0) {
+                                count_forwarded();
+                            } else {
+                                replicate();
+                                count_copy(meta.mcast_port0);
+                                if (meta.mcast_copies > 3w1) {
+                                    count_copy(meta.mcast_port1);
+                                }
+                                if (meta.mcast_copies > 3w2) {
+                                    count_copy(meta.mcast_port2);
+                                }
+                                if (meta.mcast_copies > 3w3) {
+                                    count_copy(meta.mcast_port3);
+                                }
+                            }
                         }
                     }
                 }
@@ -794,6 +1010,36 @@ control MyEgress(inout headers_t hdr,
             drained_pkts.write(cell, n + 1);
             last_drain_ts.write(cell, standard_metadata.egress_global_timestamp);
         }
+    }
+
+    /* A multicast copy leaves its queue: one copy fewer of its packet
+       pending (mcast_left); the last one frees the packet's buffer slot. */
+    action copy_departs() {
+        @atomic {
+            bit<8> left;
+            mcast_left.read(left, meta.mcast_slot);
+            mcast_left.write(meta.mcast_slot, (left == 0) ? 8w0 : left - 1);
+            meta.last_copy = (left == 1) ? 1w1 : 1w0;
+        }
+    }
+
+    /* A multicast copy's next hop: the addresses of the port it leaves by. */
+    action set_next_hop(mac_t dst_mac, mac_t src_mac) {
+        hdr.ethernet.dstAddr = dst_mac;
+        hdr.ethernet.srcAddr = src_mac;
+    }
+
+    /* One entry per port a multicast group leaves by. */
+    table mcast_next_hop {
+        key = {
+            standard_metadata.egress_port : exact;
+        }
+        actions = {
+            set_next_hop;
+            @defaultonly NoAction;
+        }
+        const default_action = NoAction();
+        size = PORT_COUNT;
     }
 
     /* A packet counted in fwd_pkts[egress_port] has left that port's
@@ -899,6 +1145,17 @@ control MyEgress(inout headers_t hdr,
             if (meta.counted == 1w1) {
                 count_dequeued();
             }
+        } else if (standard_metadata.instance_type == PKT_INSTANCE_TYPE_REPLICATION) {
+            mcast_next_hop.apply();
+            if (meta.admitted == 1w1) {
+                copy_departs();
+                if (meta.last_copy == 1w1) {
+                    release();
+                }
+            }
+            if (meta.counted == 1w1) {
+                count_dequeued();
+            }
         }
         tx.count((bit<32>)standard_metadata.egress_port);
     }
@@ -939,6 +1196,8 @@ control MyDeparser(packet_out pkt, in headers_t hdr) {
         pkt.emit(hdr.ipv4);
         pkt.emit(hdr.udp);
         pkt.emit(hdr.tcp_ports);
+        pkt.emit(hdr.datagram);  // pgmcc NAK aggregation: parsed on PGMCC_FEEDBACK_PORT only
+        pkt.emit(hdr.pgmcc_fb);  // pgmcc NAK aggregation
     }
 }
 

@@ -122,10 +122,12 @@ def alinea_links(topo: Topology) -> set[DirectedLink]:
 
 def downstream_drain(topo: Topology, u: str, v: str) -> float:
     """What v forwards of the flows that cross u -> v: per flow the slowest link behind v (and
-    the receiver's playout), summed."""
+    the receiver's playout), summed. A multicast group counts once, at its slowest branch behind v:
+    v frees a packet of it when its last copy leaves (docs/multicast.md)."""
     total = 0.0
     paths = routed_paths(topo)
     for f in topo.flows:
+    groups: dict[str, float] = {}
         hops = _hops(paths[f.name])
         if (u, v) not in hops:
             continue
@@ -134,8 +136,12 @@ def downstream_drain(topo: Topology, u: str, v: str) -> float:
         playout = topo.nodes[f.dst].playout_bps
         if playout:
             rates.append(playout)
-        total += min(rates) if rates else topo.link_between(u, v).rate_bps
-    return total
+        drain = min(rates) if rates else topo.link_between(u, v).rate_bps
+        if f.group is None:
+            total += drain
+        else:
+            groups[f.group] = min(groups.get(f.group, drain), drain)
+    return total + sum(groups.values())
 
 
 def buffer_of(topo: Topology, u: str, v: str) -> tuple[int, int]:

@@ -195,11 +195,16 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None,
     out += _playout_conservation(topo, rec, series())
     if end is None:
         return out
-    return out + _places_conservation(end)
+    return out + _places_conservation(end, {f.name: f.group for f in topo.flows if f.group is not None})
 
 
-def _places_conservation(end: EndState) -> list[Violation]:
-    """What the flows miss against what the places dropped and held (the module's docstring)."""
+def _places_conservation(end: EndState, groups: Mapping[str, str] | None = None) -> list[Violation]:
+    """What the flows miss against what the places dropped and held (the module's docstring).
+
+    ``groups``: multicast branch -> its group (docs/multicast.md). A packet a group's branches miss is
+    one frame held or dropped, shared by the branches behind that place, so over all flows a group
+    counts its most-missing branch against the frames held or dropped (the packets missing anywhere
+    are at least that many); against the drops, every branch's count (at most that many)."""
     out: list[Violation] = []
     for key, q in sorted(end.queues.items()):
         if q.enqueued != q.dequeued + q.depth:
@@ -218,8 +223,13 @@ def _places_conservation(end: EndState) -> list[Violation]:
                                                  f"arrived ({f.arrived}), dropped nor held on its path (its path's "
                                                  f"places dropped or held {room} frames)"))
     total_room = sum(p.dropped + p.held for p in end.places.values())
-    if sum(missing.values()) > total_room:
-        out.append(Violation("conservation", f"all flows: {sum(missing.values())} {_unit(end)} sent and not arrived "
+    by_group: dict[str, int] = {}
+    for name, gone in missing.items():
+        if groups and name in groups:
+            by_group[groups[name]] = max(by_group.get(groups[name], 0), gone)
+    at_least = sum(n for name, n in missing.items() if not groups or name not in groups) + sum(by_group.values())
+    if at_least > total_room:
+        out.append(Violation("conservation", f"all flows: {at_least} {_unit(end)} sent and not arrived "
                                              f"> {total_room} frames dropped or held anywhere"))
     data_drops = sum(p.dropped for p in end.places.values() if p.data_only)
     if data_drops > sum(missing.values()):

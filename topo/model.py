@@ -26,12 +26,14 @@ from controlplane.params import LawParams, PortParams
 from hosts.cvihis.variants import CvihisReading
 from hosts.gcc.params import GccParams
 
-__all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS",
+__all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS", "MULTICAST_CONTROLS",
            "DEFAULT_TCP_CC", "TCP_RECORD_BYTES",
            "DEFAULT_REORDER_DELAY_NS"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
 CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat", "gcc")
+#: The controls a multicast flow (``dst: [H2, H3]``) may take: hop-by-hop ALINEA, a fixed rate, pgmcc.
+MULTICAST_CONTROLS = ("alinea", "fixed", "pgmcc")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
@@ -128,6 +130,20 @@ class Flow:
 @dataclass(frozen=True)
 class Event:
     """A change during a run: a link's rate, or ALINEA parameters of some directed links."""
+    # multicast (docs/multicast.md): this flow is the branch toward ``dst`` of group ``group`` (the file's
+    # flow name), whose receivers are ``receivers`` (file order); None and () for a unicast flow
+    group: str | None = None
+    receivers: tuple[str, ...] = ()
+
+    @property
+    def is_multicast(self) -> bool:
+        return self.group is not None
+
+    @property
+    def sends(self) -> bool:
+        """Does this flow's source send it? Unicast: yes; a group's branches: only the lead (its first
+        receiver's), whose one stream the switches replicate to every receiver."""
+        return self.group is None or self.dst == self.receivers[0]
 
     at_ns: int
     kind: Literal["link_rate", "alinea", "mode"]
@@ -312,3 +328,54 @@ class Topology:
                 for u, v in zip(path, path[1:]):
                     seen[(u, v)] = None
         return list(seen)
+    # ---- multicast (docs/multicast.md) -----------------------------------------------------------
+    def groups(self) -> dict[str, list[Flow]]:
+        """Group name -> its branch flows, in receiver order (file order of the groups)."""
+        out: dict[str, list[Flow]] = {}
+        for f in self.flows:
+            if f.group is not None:
+                out.setdefault(f.group, []).append(f)
+        return out
+
+    def group_id(self, group: str) -> int:
+        """The group's 1-based id: its PRE multicast group id and the low bits of its address."""
+        return list(self.groups()).index(group) + 1
+
+    def group_ip(self, group: str) -> int:
+        """The group's IPv4 destination address, 239.1.<id >> 8>.<id & 255>."""
+        return (239 << 24) | (1 << 16) | self.group_id(group)
+
+    def wire_ids(self) -> dict[str, int]:
+        """Flow name -> the flow id its datagrams carry: a unicast flow's 1-based index in ``flows``;
+        every branch of a group carries its lead's (the one stream the source sends)."""
+        index = {f.name: i for i, f in enumerate(self.flows, start=1)}
+        return {f.name: index[self.sender_name(f)] for f in self.flows}
+
+    def wire_id(self, flow_name: str) -> int:
+        return self.wire_ids()[flow_name]
+
+    @staticmethod
+    def sender_name(f: Flow) -> str:
+        """The flow whose source sends ``f``'s packets: itself, or its group's lead branch."""
+        return f.name if f.group is None else f"{f.group}@{f.receivers[0]}"
+
+    def local_flow(self, host: str, wire_id: int) -> str:
+        """The name under which ``host`` records datagrams of ``wire_id``: the flow itself, or for a
+        group its branch toward ``host`` (the lead's name on any other host, e.g. the source)."""
+        f = self.flows[wire_id - 1]
+        if f.group is not None and host in f.receivers:
+            return f"{f.group}@{host}"
+        return f.name
+
+    def tree_links(self, group: str) -> list[tuple[str, str]]:
+        """The directed links of the group's tree, each once, in branch order."""
+        seen: dict[tuple[str, str], None] = {}
+        for f in self.groups()[group]:
+            for u, v in zip(f.path, f.path[1:]):
+                seen[(u, v)] = None
+        return list(seen)
+
+    def tree_children(self, group: str, node: str) -> list[str]:
+        """The nodes ``node`` sends the group's packets to (its copies), in branch order."""
+        return [v for u, v in self.tree_links(group) if u == node]
+

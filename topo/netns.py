@@ -655,14 +655,14 @@ class NetnsNetwork:
     def _merge_hosts(self) -> None:
         rec = self.recorder
         results = {h.name: h.results or {} for h in self.hosts.values()}
-        flow_ids = {f.name: i + 1 for i, f in enumerate(self.topo.flows)}
+        flow_ids = self.topo.wire_ids()  # a multicast branch: its group's id, its receiver's record
         by_t: dict[str, dict[int, dict[str, Any]]] = {n: {s["t_ns"]: s for s in r.get("samples", [])}
                                                       for n, r in results.items()}
         times = sorted({t for samples in by_t.values() for t in samples})
         for t in times:
             for f in self.topo.flows:
                 src, dst = by_t[f.src].get(t), by_t[f.dst].get(t)
-                sent = src["sent"].get(f.name, 0) if src else 0
+                sent = src["sent"].get(self.topo.sender_name(f), 0) if src else 0
                 received, owd = dst["received"].get(flow_ids[f.name], (0, 0)) if dst else (0, 0)
                 played = dst.get("played") if dst and f.control != "tcp" else None
                 rec.flows.append(FlowSample(t, f.name, sent, received, owd, f.packet_size,

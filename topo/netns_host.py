@@ -169,6 +169,7 @@ class _HostNet:
         self.sched = clock
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
+        self.wire_ids = topo.wire_ids()  # flow name -> the id on the wire (a group's branches: its lead's)
         self.counts: dict[str, int] = new_counts()
 
     def cvihis_params(self, f: Any) -> Any:

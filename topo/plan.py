@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import math
 
-from controlplane.agent import EcmpGroup, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
+from controlplane.agent import EcmpGroup, McastRoute, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
+from controlplane.dataplane_config import MCAST_MAX_COPIES, MCAST_PORT_LIMIT
 from controlplane.frame_size import capacity_in_frames
 from hosts.tcp import MSS
 from hosts.tcp.wire import data_frame_bytes
 from topo.model import Flow, Topology
 
-__all__ = ["switch_plan", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
+__all__ = ["switch_plan", "streams_over", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
            "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
@@ -30,7 +31,7 @@ def neighbour_mac(topo: Topology, node: str, neighbour: str) -> int:
 
 def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> int:
     """The packet size of the flows crossing u -> v (the largest), for rate -> packets/s."""
-    sizes = [f.packet_size for f in topo.flows if any(a == u and b == v for a, b in zip(f.path, f.path[1:]))]
+    sizes = [f.packet_size for f in streams_over(topo, u, v)]
     return max(sizes) if sizes else default
 
 
@@ -38,9 +39,22 @@ def _crosses(f: Flow, u: str, v: str) -> bool:
     return any(a == u and b == v for a, b in zip(f.path, f.path[1:]))
 
 
+def streams_over(topo: Topology, u: str, v: str) -> list[Flow]:
+    """The flows whose data crosses u -> v, a multicast group once (its first branch there): the
+    branches of a group on a link of its tree are one stream on it (docs/multicast.md)."""
+    seen: set[str] = set()
+    out: list[Flow] = []
+    for f in topo.flows:
+        if _crosses(f, u, v) and (f.group is None or f.group not in seen):
+            out.append(f)
+            if f.group is not None:
+                seen.add(f.group)
+    return out
+
+
 def frame_sizes_over(topo: Topology, u: str, v: str) -> list[int]:
     """The data frames of the flows whose path crosses u -> v (a TCP flow's: a full segment's frame)."""
-    return [flow_frame_bytes(f) for f in topo.flows if _crosses(f, u, v)]
+    return [flow_frame_bytes(f) for f in streams_over(topo, u, v)]
 
 
 def flow_frame_bytes(f: Flow) -> int:
@@ -52,7 +66,7 @@ def flow_frame_bytes(f: Flow) -> int:
 def expected_shares(topo: Topology, u: str, v: str) -> list[tuple[Flow, float]]:
     """The flows crossing u -> v with the b/s each is expected to carry there: the link's max-min
     fair shares in bits, a flow asking for less (``rate``, ``r_max``) keeping what it asks for."""
-    flows = [f for f in topo.flows if _crosses(f, u, v)]
+    flows = streams_over(topo, u, v)
     left = topo.link_between(u, v).rate_bps
     share: dict[str, float] = {}
     todo = sorted(flows, key=lambda f: f.rate_bps or f.r_max_bps or math.inf)
@@ -162,6 +176,25 @@ def _dst_classes(topo: Topology) -> tuple[tuple[int, int, int], ...]:
     return tuple((topo.ip(h), 32, c) for h, c in sorted(host_classes(topo).items()))
 
 
+def _multicast(topo: Topology, name: str) -> tuple[McastRoute, ...]:
+    """The groups ``name`` replicates: per group whose tree it is on, a copy per child (docs/multicast.md)."""
+    out = []
+    for group in topo.groups():
+        children = topo.tree_children(group, name)
+        if not children:
+            continue
+        if len(children) > MCAST_MAX_COPIES:
+            raise ValueError(f"multicast flow {group}: {name} would copy it to {len(children)} neighbours, "
+                             f"alinea.p4 makes at most {MCAST_MAX_COPIES} copies per switch")
+        (parent,) = {u for u, v in topo.tree_links(group) if v == name}
+        if topo.port(name, parent) >= MCAST_PORT_LIMIT:
+            raise ValueError(f"multicast flow {group}: {name} receives it on port {topo.port(name, parent)}, "
+                             f"alinea.p4 replicates from ports below {MCAST_PORT_LIMIT}")
+        hops = tuple(NextHop(topo.port(name, c), neighbour_mac(topo, name, c), topo.mac(name, c)) for c in children)
+        out.append(McastRoute(topo.group_ip(group), topo.group_id(group), hops))
+    return tuple(out)
+
+
 def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
     """``fixed_departures``: the switch's egress queues fix departures at enqueue (BMv2); by default
     what ``options.queue_model`` says (p4switch's model)."""
@@ -186,6 +219,7 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
                                     limit_at_start=(name, v) in used, only_class=cls.get(v),
                                     unit_bytes=buffer_unit_bytes(topo, v))
                       for v in topo.neighbours(name) if (name, v) in topo.law)
+    multicast = _multicast(topo, name)
     if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them
         depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
         depths = tuple((topo.port(name, v), depth) for v in topo.neighbours(name))
@@ -195,5 +229,6 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
                       regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
                       report_polls=topo.options.report_polls, classes=classes, dst_classes=_dst_classes(topo),
                       neighbours=tuple((topo.port(name, v), v) for v in topo.neighbours(name)),
+                      multicast=multicast,
                       fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
                                         else fixed_departures))

@@ -20,6 +20,7 @@ from typing import Any
 from controlplane.units import UnitError, parse_duration_ns
 from topo.analysis_cache import cached_warnings
 from topo.keepup import verdict
+from topo.multicast import multicast_lines
 
 __all__ = ["register", "run_experiment", "RunResult", "InvariantsFailed", "STRICT_EXIT"]
 
@@ -361,6 +362,7 @@ def _flow_lines(s: dict[str, Any]) -> list[str]:
             lines.append(f"  tcp {t['cc']}: {t['retransmissions']} retransmissions, smoothed RTT p50 {rtt['p50']} ms, "
                          f"p99 {rtt['p99']} ms, {t['bytes_received']} bytes received{done}"
                          + (f"; errors: {'; '.join(t['errors'])}" if t["errors"] else ""))
+    lines += multicast_lines(s.get("multicast", {}))
     neck = s.get("bottleneck")
     if neck and neck.get("link"):
         jain = f"{neck['jain']:.4f}" if neck.get("jain") is not None else neck.get("why")

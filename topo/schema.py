@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from yaml.nodes import Node as YamlNode
+from yaml.nodes import SequenceNode
 
 from controlplane.agent import MAX_CLASSES
 from controlplane.params import MAX_32, LawParams, ParamError, PortParams, validate_law, validate_port
@@ -52,6 +53,7 @@ from topo.model import (
     DEFAULT_TCP_CC,
     TCP_RECORD_BYTES,
     BufferTime,
+    MULTICAST_CONTROLS,
     Event,
     Flow,
     Link,
@@ -228,6 +230,7 @@ class _Loader:
         if self.buffer_drafts:
             self._resolve_buffers(flows)
             skeleton = Topology(skeleton.name, self.doc.source, self.nodes, self.links, [], {}, {})
+        self._check_trees(flows, flow_nodes)
         law, intervals, origins = self._laws(skeleton, flows)
         options = self._options()
         draft = Topology(skeleton.name, self.doc.source, self.nodes, self.links, flows, law,
@@ -491,13 +494,26 @@ class _Loader:
                 raise self.doc.error(where, f"flows[{i}].name",
                                      f"duplicate flow name {flow.name!r} (first: flows[{names[flow.name]}])")
             names[flow.name] = i
-            flows.append(flow)
-        return flows, items
+            if flow.group is None:
+                flows.append(flow)
+                continue
+            for r in flow.receivers:  # one branch per receiver (docs/multicast.md)
+                if f"{flow.name}@{r}" in names:
+                    raise self.doc.error(item, f"flows[{i}].name", f"branch {flow.name}@{r} is also a flow's name")
+                names[f"{flow.name}@{r}"] = i
+                flows.append(dataclasses.replace(flow, name=f"{flow.name}@{r}", dst=r))
+        self._flow_index = [names[f.name] for f in flows]
+        if any(f.group for f in flows) and self._ecmp_on():
+            raise self.doc.error(self.top["flows"].value, "flows", "multicast flows need single-path routes "
+                                 "(options.ecmp: false): a tree per group")
+        return flows, [items[k] for k in self._flow_index]
 
     def _flow(self, item: YamlNode, path: str, i: int) -> Flow:
         f = self.doc.mapping(item, path, FLOW_KEYS, required=("src", "dst", "control"))
         name = self.doc.text(f["name"].value, f"{path}.name") if "name" in f else f"f{i + 1}"
-        src, dst = (self._host_ref(f[k].value, f"{path}.{k}") for k in ("src", "dst"))
+        src = self._host_ref(f["src"].value, f"{path}.src")
+        receivers = self._receivers(f["dst"].value, f"{path}.dst", src)
+        dst = receivers[0] if receivers else self._host_ref(f["dst"].value, f"{path}.dst")
         if src == dst:
             raise self.doc.error(f["dst"].value, f"{path}.dst", f"src and dst are both {src}")
         control = self.doc.text(f["control"].value, f"{path}.control")
@@ -519,6 +535,9 @@ class _Loader:
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
                         cvihis=reading, **self._tcp_keys(f, path))
         if "target" in f and control != "ledbat":
+        if receivers and control not in MULTICAST_CONTROLS:
+            raise self.doc.error(f["dst"].value, f"{path}.dst", f"a {control} flow has one receiver; a list of "
+                                 f"receivers (multicast) takes control {' or '.join(MULTICAST_CONTROLS)}")
             raise self.doc.error(f["target"].key_node, f"{path}.target",
                                  f"only ledbat flows have target (this one is {control})")
         for key in ("cc", "size", "sack"):
@@ -545,7 +564,27 @@ class _Loader:
                 raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
         gcc = self._gcc(f, path, r_max) if control == "gcc" else None
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
-                    line=self.doc.line(item), target_ns=target, gcc=gcc, cvihis=reading)
+                    line=self.doc.line(item), target_ns=target, gcc=gcc, cvihis=reading,
+                    group=name if receivers else None, receivers=receivers)
+
+    def _receivers(self, node: YamlNode, path: str, src: str) -> tuple[str, ...]:
+        """A multicast flow's receivers (``dst: [H2, H3]``), () for a single ``dst``: hosts, each once,
+        two or more, the source not among them (docs/multicast.md)."""
+        if not isinstance(node, SequenceNode):
+            return ()
+        items = self.doc.sequence(node, path)
+        names: list[str] = []
+        for j, item in enumerate(items):
+            name = self._host_ref(item, f"{path}[{j}]")
+            if name == src:
+                raise self.doc.error(item, f"{path}[{j}]", f"the source {src} is among its own receivers")
+            if name in names:
+                raise self.doc.error(item, f"{path}[{j}]", f"receiver {name} named twice")
+            names.append(name)
+        if len(names) < 2:
+            raise self.doc.error(node, path, "a list of receivers (multicast) names two or more hosts "
+                                 "(one receiver: dst: H2)")
+        return tuple(names)
 
     def _cvihis(self, node: YamlNode, path: str, base: CvihisReading | None = None) -> CvihisReading:
         """``cvihis: {variant, areas, decisions_per_rtt, md, max_delay}`` (each optional): the reading of
@@ -696,7 +735,13 @@ class _Loader:
     def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
         path = skeleton.path(flow.src, flow.dst)
         if path is None:
-            raise self.doc.error(item, f"flows[{i}]", f"no path from {flow.src} to {flow.dst}")
+            k = self._flow_index[i]
+            if flow.group is not None:
+                dst = self.doc.mapping(item, f"flows[{k}]")["dst"].value
+                node = dst.value[flow.receivers.index(flow.dst)]
+                raise self.doc.error(node, f"flows[{k}].dst[{flow.receivers.index(flow.dst)}]",
+                                     f"receiver {flow.dst} is unreachable from {flow.src}")
+            raise self.doc.error(item, f"flows[{k}]", f"no path from {flow.src} to {flow.dst}")
         return dataclasses.replace(flow, path=path)
 
     # ---- ALINEA laws and ports -------------------------------------------------------------------
@@ -747,6 +792,19 @@ class _Loader:
         for link in self._law_links(topo):
             draft = self._draft(link, flows)
             for rank, sel in enumerate(selectors, start=_OVERRIDE_RANK):
+    def _check_trees(self, flows: list[Flow], items: list[YamlNode]) -> None:
+        """A multicast flow's routes must form a tree: one upstream neighbour per node (shortest paths
+        toward different receivers may part and meet again; then no switch knows its one parent)."""
+        parent: dict[tuple[str, str], str] = {}
+        for f, item in zip(flows, items):
+            if f.group is None:
+                continue
+            for u, v in zip(f.path, f.path[1:]):
+                if parent.setdefault((f.group, v), u) != u:
+                    k = self._flow_index[flows.index(f)]
+                    raise self.doc.error(item, f"flows[{k}].dst", f"the routes to {f.group}'s receivers reach {v} "
+                                         f"from both {parent[(f.group, v)]} and {u}: not a tree")
+
                 if sel.matches(link):
                     draft.apply(sel.law, sel.path, rank)
                     if sel.interval is not None:
@@ -990,3 +1048,8 @@ class _Loader:
         if mode not in NETWORK_MODES:
             raise self.doc.error(node, "options.network", f"{mode!r}: choose {' or '.join(NETWORK_MODES)}")
         return mode
+    def _ecmp_on(self) -> bool:
+        if "options" not in self.top:
+            return "fabric" in self.top
+        return self._ecmp(self.doc.mapping(self.top["options"].value, "options", OPTION_KEYS))
+

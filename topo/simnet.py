@@ -196,7 +196,7 @@ class SimHostNode(HostReceiver):
         topo = net.topo
         (self.switch,) = topo.neighbours(node.name)
         self.link: InMemoryLink | None = None
-        self.flow_ids = {f.name: i + 1 for i, f in enumerate(topo.flows)}
+        self.flow_ids = net.wire_ids  # flow name -> the id on the wire (a group's branches: its lead's)
         self.records: dict[int, FlowRecord] = {}
         # flow id -> its source's clock offset (the net's offset_of_flow), read per data packet
         self._flow_offsets = {fid: net.offset_of_flow(fid) for fid in net.flow_names}
@@ -232,13 +232,14 @@ class SimHostNode(HostReceiver):
         start = f.start_ns + self.net.rng.randrange(START_JITTER_NS)
         self.templates[f.name] = FrameTemplate(
             src_mac=self.net.topo.mac(self.node.name), dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
-            src_ip=self.net.topo.ip(self.node.name), dst_ip=self.net.topo.ip(f.dst), flow=self.flow_ids[f.name],
-            size=f.packet_size)
+            src_ip=self.net.topo.ip(self.node.name),
+            dst_ip=self.net.topo.ip(f.dst) if f.group is None else self.net.topo.group_ip(f.group),
+            flow=self.flow_ids[f.name], size=f.packet_size)
         self._sent[f.name] = 0
         return SenderFlow(self.flow_ids[f.name], f.name, start, f.stop_ns)
 
     def _setup_senders(self) -> None:
-        mine = [f for f in self.net.topo.flows if f.src == self.node.name]
+        mine = [f for f in self.net.topo.flows if f.src == self.node.name and f.sends]
         alinea = [self._sender_flow(f) for f in mine if f.control == "alinea"]
         if alinea:
             law = self.net.topo.law[(self.node.name, self.switch)]
@@ -323,9 +324,9 @@ class SimHostNode(HostReceiver):
         """The engine accounts the data of every flow whose end-to-end sink (CVIHIS, TFRC, LEDBAT,
         all control logic per packet) is not at this host; their records go into ``records``."""
         self.bind_receive(self.sched, self.records, self.buffer, self.reporter, self.net.counts)
-        for fid, name in self.net.flow_names.items():
+        for fid in self.net.flow_names:
             if fid not in self.sinks and fid not in self.e2e_sinks:
-                self.receive_flow(fid, name, self._flow_offsets[fid])
+                self.receive_flow(fid, self.net.topo.local_flow(self.node.name, fid), self._flow_offsets[fid])
 
     def paced_senders(self) -> list[AlineaHostSender | FixedSender]:
         """The senders whose every packet the engine's pacer sends (no control logic per packet)."""
@@ -419,7 +420,7 @@ class SimHostNode(HostReceiver):
             return
         rec = self.records.get(d.flow)
         if rec is None:
-            rec = self.records[d.flow] = FlowRecord(self.net.flow_names[d.flow])
+            rec = self.records[d.flow] = FlowRecord(self.net.topo.local_flow(self.node.name, d.flow))
         if self.buffer is not None and not self.buffer.on_arrival(now, d.flow, d.size):
             self.net.counts["receiver_overflow"] += 1
         else:
@@ -613,6 +614,7 @@ class SimNetwork:
             a, b = self._ends[(link.a, link.b)], self._ends[(link.b, link.a)]
             model = LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns, overhead_bytes=0,
                               min_frame_bytes=0)
+        self.wire_ids = topo.wire_ids()
             mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook(),
                                extra_delay=reorder_hook(link, self.seed, self.counts))
             for end in (a, b):
@@ -748,7 +750,7 @@ class SimNetwork:
                 rec.tcp.append(src.tcp.sample(now, fid))
                 took = None  # TCP's application reads its socket, not the playout buffer
             else:
-                r, sent = dst.records.get(fid), src.sent.get(f.name, 0)
+                r, sent = dst.records.get(fid), src.sent.get(self.topo.sender_name(f), 0)
                 took = played[f.dst].get(fid, 0) if f.dst in played else None
             rec.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
                                         r.owd_sum_ns if r else 0, f.packet_size, took))
@@ -821,8 +823,8 @@ class SimNetwork:
             if host.buffer is not None:
                 places[place_rx(name)] = Place(dropped=host.buffer.dropped, data_only=True)
         flows: dict[str, FlowEnd] = {}
-        for fid, f in enumerate(topo.flows, start=1):
-            src, dst = self.hosts[f.src], self.hosts[f.dst]
+        for f in topo.flows:
+            src, dst, fid = self.hosts[f.src], self.hosts[f.dst], self.wire_ids[f.name]
             if f.control == "tcp":
                 if src.tcp is None or dst.tcp is None:
                     continue
@@ -830,7 +832,7 @@ class SimNetwork:
                                         "segments", flow_places(topo, f))
             else:
                 rec = dst.records.get(fid)
-                flows[f.name] = FlowEnd(src.sent.get(f.name, 0), rec.received if rec else 0, "packets",
+                flows[f.name] = FlowEnd(src.sent.get(topo.sender_name(f), 0), rec.received if rec else 0, "packets",
                                         flow_places(topo, f))
         return EndState("sim", flows, places, queues, receiver_overflow=self.counts.get("receiver_overflow", 0),
                         max_frame_bytes=max_frame_bytes(topo), link_delivered=delivered, link_sent=handed)

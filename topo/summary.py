@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from topo.model import Flow, Topology
+from topo.multicast import multicast_block
 from topo.plan import network_mode
 from topo.record import FlowSample, Recorder
 from topo.summary_buffers import BAND, BufferRows, buffer_rows, buffer_stats
@@ -80,6 +81,8 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
     windows = {f.name: flow_window(f, rec, half) for f in topo.flows}
     out["flows"] = _flows(topo, rec, windows, half)
     out["links"] = _links(rec, half)
+    if topo.groups():  # per receiver of each multicast group, against its tree's rate (topo/multicast.py)
+        out["multicast"] = multicast_block(topo, out, rec.packets)
     out["bottleneck"] = _bottleneck(topo, rec, out, half)
     events = [e for e in topo.events if e.kind == "link_rate"]
     out["events"] = [reaction(topo, buffers, ev, duration_ns) | source_reaction(topo, rec, ev) for ev in events]
