@@ -105,9 +105,10 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
     assert main(["no-such-topology"]) == 2
     assert main(["--from", str(tmp_path), "paper-1router"]) == 2
     assert main(["paper-1router", "--duration", "soon"]) == 2
-    err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 3 and all(line.startswith("bmv2-diff: ") for line in err)
-    assert "no such topology" in err[0] and "summary" in err[1] and "--duration" in err[2]
+    assert main(["paper-1router", "--only", "bmv2"]) == 2
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if line.startswith("bmv2-diff: ")]
+    assert len(err) == 4
+    assert "no such topology" in err[0] and "summary" in err[1] and "--duration" in err[2] and "--out" in err[3]
 
 
 def _bmv2_missing() -> str | None:
