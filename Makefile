@@ -114,8 +114,8 @@ bench: setup ns3-venv
 # Wireshark: the ALINEA report dissector into the user's personal Lua plugin folder (docs/p4switch.md).
 wireshark:
 	@mkdir -p $(HOME)/.local/lib/wireshark/plugins
-	cp wireshark/hbh_alinea.lua $(HOME)/.local/lib/wireshark/plugins/
-	@echo "installed $(HOME)/.local/lib/wireshark/plugins/hbh_alinea.lua (restart Wireshark; tshark reads it at start)"
+	cp wireshark/hbh_alinea.lua wireshark/hbh_datagram.lua $(HOME)/.local/lib/wireshark/plugins/
+	@echo "installed hbh_alinea.lua and hbh_datagram.lua in $(HOME)/.local/lib/wireshark/plugins (restart Wireshark; tshark reads them at start)"
 
 fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
