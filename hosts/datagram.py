@@ -10,7 +10,8 @@ Header (network byte order, right after the UDP header)::
     3  kind    1 byte   0 = data, 1 = CVIHIS feedback (its 32 bytes follow the header),
                         2, 3, 4 = the simulator's TCP model: data segment, ACK, SYN (hosts/tcp/wire.py),
                         5 = TFRC report (hosts/tfrc/wire.py), 6 = LEDBAT acknowledgement (hosts/e2e_host.py),
-                        7 = GCC receiver report with REMB (hosts/gcc/wire.py)
+                        7 = GCC receiver report with REMB (hosts/gcc/wire.py),
+                        8, 9 = pgmcc data (or repair) and a receiver's ACK or NAK (hosts/pgmcc/wire.py)
     4  flow    2 bytes  flow id
     6  rtt     2 bytes  sender's RTT estimate in units of 100 µs (0 = unknown; CVIHIS)
     8  seq     4 bytes  per flow, 0, 1, 2, ...
@@ -34,7 +35,8 @@ import struct
 import hbh_engine as _engine
 
 __all__ = ["MAGIC", "HEADER_BYTES", "MIN_FRAME_BYTES", "KIND_DATA", "KIND_FEEDBACK", "KIND_TCP_DATA", "KIND_TCP_ACK",
-           "KIND_TCP_SYN", "KIND_TFRC_REPORT", "KIND_LEDBAT_ACK", "KIND_GCC_REPORT", "Datagram", "FrameTemplate",
+           "KIND_TCP_SYN", "KIND_TFRC_REPORT", "KIND_LEDBAT_ACK", "KIND_GCC_REPORT", "KIND_PGMCC_DATA",
+           "KIND_PGMCC_FEEDBACK", "Datagram", "FrameTemplate",
            "parse", "DatagramError"]
 
 MAGIC: int = _engine.DATAGRAM_MAGIC
@@ -54,6 +56,7 @@ KIND_FEEDBACK = 1
 KIND_TCP_DATA, KIND_TCP_ACK, KIND_TCP_SYN = 2, 3, 4
 KIND_TFRC_REPORT, KIND_LEDBAT_ACK = 5, 6
 KIND_GCC_REPORT = 7
+KIND_PGMCC_DATA, KIND_PGMCC_FEEDBACK = 8, 9
 
 
 #: One received datagram, read-only: ``flow``, ``seq``, ``ts_ns``, ``rtt_100us``, ``size`` (the
@@ -73,7 +76,7 @@ class FrameTemplate:
     """The fixed part of one flow's frames; :meth:`frame` fills in the per-packet fields."""
 
     def __init__(self, *, src_mac: int, dst_mac: int, src_ip: int, dst_ip: int, flow: int, size: int,
-                 ttl: int = 64, kind: int = KIND_DATA) -> None:
+                 ttl: int = 64, kind: int = KIND_DATA, dst_port: int = DATA_PORT) -> None:
         if not MIN_FRAME_BYTES <= size <= 9000:
             raise ValueError(f"packet size {size} bytes: must be {MIN_FRAME_BYTES}..9000")
         self.flow = flow
@@ -82,7 +85,7 @@ class FrameTemplate:
         eth = dst_mac.to_bytes(6, "big") + src_mac.to_bytes(6, "big") + b"\x08\x00"
         ip = bytearray(struct.pack("!BBHHHBBHII", 0x45, 0, size - ETH, 0, 0x4000, ttl, 17, 0, src_ip, dst_ip))
         struct.pack_into("!H", ip, 10, _checksum(bytes(ip)))
-        udp = struct.pack("!HHHH", DATA_PORT + flow % 1000, DATA_PORT, size - ETH - IP, 0)
+        udp = struct.pack("!HHHH", DATA_PORT + flow % 1000, dst_port, size - ETH - IP, 0)
         self._buf = bytearray(eth + bytes(ip) + udp + bytes(size - OFFSET))
 
     def frame(self, seq: int, ts_ns: int, rtt_100us: int = 0, payload: bytes = b"") -> bytes:

@@ -25,13 +25,14 @@ from typing import Literal
 from controlplane.params import LawParams, PortParams
 from hosts.cvihis.variants import CvihisReading
 from hosts.gcc.params import GccParams
+from hosts.pgmcc.params import PgmccParams
 
 __all__ = ["BufferTime", "Node", "Link", "Flow", "Event", "Options", "Topology", "CONTROLS", "CVIHIS_CONTROLS", "MULTICAST_CONTROLS",
            "DEFAULT_TCP_CC", "TCP_RECORD_BYTES",
            "DEFAULT_REORDER_DELAY_NS"]
 
 #: The values a flow's ``control`` may take (end-to-end controls join with the CVIHIS issue).
-CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat", "gcc")
+CONTROLS = ("alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tcp", "tfrc", "ledbat", "gcc", "pgmcc")
 #: The controls a multicast flow (``dst: [H2, H3]``) may take: hop-by-hop ALINEA, a fixed rate, pgmcc.
 MULTICAST_CONTROLS = ("alinea", "fixed", "pgmcc")
 #: The end-to-end controls: the receiver decides, the sender paces (hosts/cvihis).
@@ -94,6 +95,9 @@ class Link:
     buffer_time: BufferTime | None = None  # the buffer was given as a duration (already in ``buffer``)
     reorder: float = 0.0  # fraction of frames (ALINEA reports excepted) delivered reorder_delay_ns late
     reorder_delay_ns: int = 0
+    # fraction of frames (ALINEA reports excepted) the link loses, each independently, in both directions
+    # (drawn from a generator of the link's own, seeded by the run's seed: the seed's set 2)
+    loss: float = 0.0
 
     @property
     def ends(self) -> tuple[str, str]:
@@ -123,13 +127,9 @@ class Flow:
     sack: bool = True
     target_ns: int | None = None  # ledbat: its target queuing delay (None: RFC 6817's 100 ms)
     gcc: GccParams | None = None  # gcc: its rates and filter (None: the defaults; max_rate None: r_max or the first link)
+    pgmcc: PgmccParams | None = None  # pgmcc: its acker switch ratio, timeout, loss filter (None: the defaults)
     # CVIHIS (cvihis-rtm, cvihis-blm, tcp with cc cvihis-rtm): the reading it runs (hosts/cvihis/variants.py)
     cvihis: CvihisReading = field(default_factory=CvihisReading)
-
-
-@dataclass(frozen=True)
-class Event:
-    """A change during a run: a link's rate, or ALINEA parameters of some directed links."""
     # multicast (docs/multicast.md): this flow is the branch toward ``dst`` of group ``group`` (the file's
     # flow name), whose receivers are ``receivers`` (file order); None and () for a unicast flow
     group: str | None = None
@@ -144,6 +144,11 @@ class Event:
         """Does this flow's source send it? Unicast: yes; a group's branches: only the lead (its first
         receiver's), whose one stream the switches replicate to every receiver."""
         return self.group is None or self.dst == self.receivers[0]
+
+
+@dataclass(frozen=True)
+class Event:
+    """A change during a run: a link's rate, or ALINEA parameters of some directed links."""
 
     at_ns: int
     kind: Literal["link_rate", "alinea", "mode"]
@@ -179,6 +184,9 @@ class Options:
     # per-destination classes (docs/fabric.md): 1 = one FIFO and one law per port; N in 2..7: a host's
     # index among its switch's hosts, mod N, is its class, with a priority queue and a law per port
     classes: int = 1
+    # pgmcc (docs/multicast.md): every switch drops a session's repeated NAKs for a packet within this hold
+    # (PGM's router NAK aggregation; alinea.p4's nak_aggregation); 0: off
+    nak_aggregation_ns: int = 0
 
 
 @dataclass
@@ -320,14 +328,6 @@ class Topology:
             hops.append(nxt)
         return tuple(hops)
 
-    def directed_links(self) -> list[tuple[str, str]]:
-        """Every (upstream, downstream) pair that some flow uses, in a stable order."""
-        seen: dict[tuple[str, str], None] = {}
-        for flow in self.flows:
-            for path in self.all_paths(flow.src, flow.dst) if self.options.ecmp else [flow.path]:
-                for u, v in zip(path, path[1:]):
-                    seen[(u, v)] = None
-        return list(seen)
     # ---- multicast (docs/multicast.md) -----------------------------------------------------------
     def groups(self) -> dict[str, list[Flow]]:
         """Group name -> its branch flows, in receiver order (file order of the groups)."""
@@ -379,3 +379,11 @@ class Topology:
         """The nodes ``node`` sends the group's packets to (its copies), in branch order."""
         return [v for u, v in self.tree_links(group) if u == node]
 
+    def directed_links(self) -> list[tuple[str, str]]:
+        """Every (upstream, downstream) pair that some flow uses, in a stable order."""
+        seen: dict[tuple[str, str], None] = {}
+        for flow in self.flows:
+            for path in self.all_paths(flow.src, flow.dst) if self.options.ecmp else [flow.path]:
+                for u, v in zip(path, path[1:]):
+                    seen[(u, v)] = None
+        return list(seen)

@@ -16,6 +16,9 @@ Files (docs/results.md explains each column):
 * ``links.csv`` -- bytes carried per directed link, sampled (cumulative);
 * ``drops.csv`` -- drop counters per switch, port and reason, sampled (cumulative);
 * ``tcp.csv`` -- kernel TCP flows only (``control: tcp``): the sender's TCP_INFO, sampled;
+* ``pgmcc.csv`` -- pgmcc sources (``control: pgmcc``), sampled: the acker, the window, data packets
+  sent, repairs sent, timeouts (cumulative); ``pgmcc_switches.csv`` -- every acker election or switch:
+  when, from whom (``-``: none), to whom, and both throughput estimates 1/(RTT·√p) in packets/s;
 * ``packets_<flow>.csv`` -- every packet received: sequence number, send and receive time,
   one-way delay.
 """
@@ -28,7 +31,8 @@ from pathlib import Path
 
 from controlplane.agent import LawTrace
 
-__all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample", "TcpSample"]
+__all__ = ["Recorder", "LawRow", "FlowSample", "BufferSample", "LinkSample", "DropSample", "TcpSample", "PgmccSample",
+           "PgmccSwitch"]
 
 
 #: One report a law applied (or, end-to-end, one FIFO's sample): the switch agent's trace as it
@@ -91,6 +95,27 @@ class TcpSample:
         return dict(self.info).get(name)
 
 
+@dataclass(frozen=True, slots=True)
+class PgmccSample:
+    t_ns: int
+    flow: str  # the group's lead branch
+    acker: str  # "-": none elected yet
+    cwnd: float
+    data_sent: int  # cumulative
+    repairs: int  # cumulative
+    timeouts: int  # cumulative
+
+
+@dataclass(frozen=True, slots=True)
+class PgmccSwitch:
+    t_ns: int
+    flow: str
+    old: str  # "-": the first election
+    new: str
+    t_old: float  # the estimates compared, packets/s (inf: no loss seen)
+    t_new: float
+
+
 @dataclass
 class Recorder:
     laws: list[LawRow] = field(default_factory=list)
@@ -103,6 +128,8 @@ class Recorder:
     tcp_flows: dict[str, dict[str, object]] = field(default_factory=dict)  # flow -> both ends' totals
     # flow -> what its control's cores saw at the end (TFRC, LEDBAT: hosts/e2e_host.py), both ends merged
     control_stats: dict[str, dict[str, object]] = field(default_factory=dict)
+    pgmcc: list[PgmccSample] = field(default_factory=list)
+    pgmcc_switches: list[PgmccSwitch] = field(default_factory=list)
 
     def write(self, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
@@ -131,6 +158,14 @@ class Recorder:
                                                     "retrans", "rtt_ms", "rttvar_ms", "min_rtt_ms", "cwnd_pkts",
                                                     "ssthresh_pkts", "ca_state", "rwnd_limited_ms", "app_limited"],
                                   _tcp_rows(self.tcp)))
+        if self.pgmcc:
+            written.append(_write(out / "pgmcc.csv", ["t_s", "flow", "acker", "cwnd_pkts", "data_sent_pkts",
+                                                      "repairs_pkts", "timeouts"],
+                                  ([_t(r.t_ns), r.flow, r.acker, f"{r.cwnd:.3f}", r.data_sent, r.repairs, r.timeouts]
+                                   for r in self.pgmcc)))
+            written.append(_write(out / "pgmcc_switches.csv", ["t_s", "flow", "from", "to", "t_from_pps", "t_to_pps"],
+                                  ([_t(r.t_ns), r.flow, r.old, r.new, f"{r.t_old:.3f}", f"{r.t_new:.3f}"]
+                                   for r in self.pgmcc_switches)))
         for flow, rows in sorted(self.packets.items()):
             written.append(_write(out / f"packets_{flow}.csv", ["seq", "sent_s", "received_s", "owd_us"],
                                   ([seq, _t(sent), _t(recv), f"{(recv - sent) / 1000:.1f}"]

@@ -18,7 +18,7 @@ from topo.model import Flow, Topology
 __all__ = ["routed_path", "routed_paths", "DATAGRAM"]
 
 #: Controls whose packets carry hosts/datagram.py's UDP header.
-DATAGRAM = frozenset({"alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tfrc", "ledbat", "gcc"})
+DATAGRAM = frozenset({"alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tfrc", "ledbat", "gcc", "pgmcc"})
 
 
 def routed_path(topo: Topology, index: int, flow: Flow) -> tuple[str, ...]:

@@ -40,6 +40,7 @@ from hosts.cvihis.variants import CvihisReading, ReadingError
 from hosts.gcc.params import FILTERS as GCC_FILTERS
 from hosts.gcc.params import GAIN_SETS as GCC_GAIN_SETS
 from hosts.gcc.params import GccParams
+from hosts.pgmcc.params import PgmccParams
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
@@ -51,9 +52,9 @@ from topo.model import (
     DEFAULT_CONTROL_LATENCY_NS,
     DEFAULT_REORDER_DELAY_NS,
     DEFAULT_TCP_CC,
+    MULTICAST_CONTROLS,
     TCP_RECORD_BYTES,
     BufferTime,
-    MULTICAST_CONTROLS,
     Event,
     Flow,
     Link,
@@ -69,16 +70,17 @@ __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "links", "flows", "alinea", "events", "options",
             "cvihis")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
-LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay")
+LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay", "loss")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target",
-             "gcc", "cvihis")
+             "gcc", "cvihis", "pgmcc")
 CVIHIS_KEYS = ("variant", *CVIHIS_CHOICE_KEYS)
 GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter", "gains")
+PGMCC_KEYS = ("switch_ratio", "timeout", "loss_weight", "repair", "nak_retries")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls",
-               "ecmp", "network", "classes")
+               "ecmp", "network", "classes", "nak_aggregation")
 NETWORK_MODES = ("hop-by-hop", "end-to-end")
 #: Law keys a file may set in defaults.alinea (r_max is derived per link, see _derived_r_max).
 DEFAULT_LAW_KEYS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor")
@@ -201,6 +203,7 @@ class _Defaults:
     buffer: int | _BufferDraft = 200
     reorder: float = 0.0
     reorder_delay_ns: int = DEFAULT_REORDER_DELAY_NS
+    loss: float = 0.0
     packet_size: int = 1000
     law: dict[str, tuple[LawValue, int]] = field(default_factory=dict)
     interval: tuple[int, int] | None = None
@@ -226,11 +229,11 @@ class _Loader:
         flows, flow_nodes = self._flows()
         skeleton = Topology(self._name(), self.doc.source, self.nodes, self.links, [], {}, {})
         flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
+        self._check_trees(flows, flow_nodes)
         self._flows_by_name = flows
         if self.buffer_drafts:
             self._resolve_buffers(flows)
             skeleton = Topology(skeleton.name, self.doc.source, self.nodes, self.links, [], {}, {})
-        self._check_trees(flows, flow_nodes)
         law, intervals, origins = self._laws(skeleton, flows)
         options = self._options()
         draft = Topology(skeleton.name, self.doc.source, self.nodes, self.links, flows, law,
@@ -344,6 +347,7 @@ class _Loader:
             if "buffer" in link:
                 d.buffer = self._buffer(link["buffer"].value, "defaults.link.buffer", LINK_BUFFER_LIMIT)
             d.reorder, d.reorder_delay_ns = self._reorder(link, "defaults.link", d.reorder, d.reorder_delay_ns)
+            d.loss = self._loss(link, "defaults.link", d.loss)
         if "packet_size" in entries:
             d.packet_size = self._packet_size(entries["packet_size"].value, "defaults.packet_size")
         if "alinea" in entries:
@@ -463,7 +467,17 @@ class _Loader:
             buffer = 0
         reorder, reorder_delay = self._reorder(fields, path, d.reorder, d.reorder_delay_ns)
         return Link(a, b, rate, delay, buffer, line=self.doc.line(item), reorder=reorder,
-                    reorder_delay_ns=reorder_delay), fields["ends"].value
+                    reorder_delay_ns=reorder_delay, loss=self._loss(fields, path, d.loss)), fields["ends"].value
+
+    def _loss(self, fields: dict[str, Entry], path: str, loss: float) -> float:
+        """``loss: 2%``: the fraction of frames the link loses, each independently (topo.simnet.loss_hook)."""
+        if "loss" not in fields:
+            return loss
+        node = fields["loss"].value
+        loss = self.doc.unit(node, f"{path}.loss", parse_fraction)
+        if not 0 <= loss < 1:
+            raise self.doc.error(node, f"{path}.loss", f"{loss:g}: a loss fraction must be in [0, 1)")
+        return loss
 
     def _reorder(self, fields: dict[str, Entry], path: str, reorder: float, delay: int) -> tuple[float, int]:
         """``reorder: 0.2%`` (the fraction of frames held back) and ``reorder_delay: 20ms`` (by how much)."""
@@ -520,6 +534,9 @@ class _Loader:
         if control not in CONTROLS:
             raise self.doc.error(f["control"].value, f"{path}.control",
                                  f"unknown control {control!r} (known: {', '.join(CONTROLS)})")
+        if receivers and control not in MULTICAST_CONTROLS:
+            raise self.doc.error(f["dst"].value, f"{path}.dst", f"a {control} flow has one receiver; a list of "
+                                 f"receivers (multicast) takes control {' or '.join(MULTICAST_CONTROLS)}")
         start = self._duration(f["start"].value, f"{path}.start") if "start" in f else 0
         stop = self._duration(f["stop"].value, f"{path}.stop") if "stop" in f else None
         if stop is not None and stop <= start:
@@ -535,9 +552,6 @@ class _Loader:
             return Flow(name, src, dst, control, start, stop, TCP_RECORD_BYTES, line=self.doc.line(item),
                         cvihis=reading, **self._tcp_keys(f, path))
         if "target" in f and control != "ledbat":
-        if receivers and control not in MULTICAST_CONTROLS:
-            raise self.doc.error(f["dst"].value, f"{path}.dst", f"a {control} flow has one receiver; a list of "
-                                 f"receivers (multicast) takes control {' or '.join(MULTICAST_CONTROLS)}")
             raise self.doc.error(f["target"].key_node, f"{path}.target",
                                  f"only ledbat flows have target (this one is {control})")
         for key in ("cc", "size", "sack"):
@@ -545,6 +559,9 @@ class _Loader:
                 raise self.doc.error(f[key].key_node, f"{path}.{key}", f"only tcp flows have {key} (this one is {control})")
         if "gcc" in f and control != "gcc":
             raise self.doc.error(f["gcc"].key_node, f"{path}.gcc", f"only gcc flows have gcc (this one is {control})")
+        if "pgmcc" in f and control != "pgmcc":
+            raise self.doc.error(f["pgmcc"].key_node, f"{path}.pgmcc",
+                                 f"only pgmcc flows have pgmcc (this one is {control})")
         size = self._packet_size(f["packet_size"].value, f"{path}.packet_size") if "packet_size" in f \
             else self.defaults.packet_size
         rate = self._flow_rate(item, f, path, control)
@@ -556,6 +573,9 @@ class _Loader:
             if control == "ledbat":
                 raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
                                      "a ledbat flow has no r_max (its window follows the queuing delay)")
+            if control == "pgmcc":
+                raise self.doc.error(f["r_max"].key_node, f"{path}.r_max",
+                                     "a pgmcc flow has no r_max (its window follows the acker's ACKs)")
             r_max = self._rate(f["r_max"].value, f"{path}.r_max")
         target = None
         if "target" in f:
@@ -563,8 +583,9 @@ class _Loader:
             if target <= 0:
                 raise self.doc.error(f["target"].value, f"{path}.target", "a ledbat target must be > 0")
         gcc = self._gcc(f, path, r_max) if control == "gcc" else None
+        pgmcc = self._pgmcc(f["pgmcc"].value, f"{path}.pgmcc") if "pgmcc" in f else None
         return Flow(name, src, dst, control, start, stop, size, r_max_bps=r_max, rate_bps=rate,
-                    line=self.doc.line(item), target_ns=target, gcc=gcc, cvihis=reading,
+                    line=self.doc.line(item), target_ns=target, gcc=gcc, cvihis=reading, pgmcc=pgmcc,
                     group=name if receivers else None, receivers=receivers)
 
     def _receivers(self, node: YamlNode, path: str, src: str) -> tuple[str, ...]:
@@ -607,6 +628,37 @@ class _Loader:
                 raise self.doc.error(entry.value, f"{path}.{key}", str(exc).split(": ", 1)[1]) from None
         order = [k for k in CVIHIS_CHOICE_KEYS if k in changes]
         return CvihisReading(variant, tuple((k, changes[k]) for k in order))
+
+    def _pgmcc(self, node: YamlNode, where: str) -> PgmccParams:
+        """A pgmcc flow's ``pgmcc: {switch_ratio, timeout, loss_weight, repair, nak_retries}`` (each optional):
+        switch_ratio c in (0, 1], timeout ``adaptive`` or a duration > 0, loss_weight in (0, 1) (a fraction
+        or a percentage), repair true or false, nak_retries a whole number >= 0 (hosts/pgmcc/params.py)."""
+        g = self.doc.mapping(node, where, PGMCC_KEYS)
+        values: dict[str, Any] = {}
+        for key, closed in (("switch_ratio", True), ("loss_weight", False)):
+            if key in g:
+                values[key] = v = self.doc.unit(g[key].value, f"{where}.{key}", parse_fraction)
+                if not (0 < v <= 1 if closed else 0 < v < 1):
+                    raise self.doc.error(g[key].value, f"{where}.{key}",
+                                         f"{v:g}: {key} must be in (0, 1{']' if closed else ')'}")
+        if "timeout" in g:
+            raw = self.doc.scalar(g["timeout"].value, f"{where}.timeout")
+            if raw != "adaptive":
+                values["timeout_ns"] = self._duration(g["timeout"].value, f"{where}.timeout")
+                if values["timeout_ns"] <= 0:
+                    raise self.doc.error(g["timeout"].value, f"{where}.timeout",
+                                         "a fixed timeout must be > 0 (or: adaptive)")
+        if "repair" in g:
+            values["repair"] = self.doc.scalar(g["repair"].value, f"{where}.repair")
+            if not isinstance(values["repair"], bool):
+                raise self.doc.error(g["repair"].value, f"{where}.repair", f"{values['repair']!r}: repair is true or false")
+        if "nak_retries" in g:
+            values["nak_retries"] = self.doc.scalar(g["nak_retries"].value, f"{where}.nak_retries")
+            if isinstance(values["nak_retries"], bool) or not isinstance(values["nak_retries"], int) \
+                    or values["nak_retries"] < 0:
+                raise self.doc.error(g["nak_retries"].value, f"{where}.nak_retries",
+                                     f"{values['nak_retries']!r}: nak_retries is a whole number >= 0")
+        return PgmccParams(**values)  # every value checked above, each against its own line
 
     def _gcc(self, f: dict[str, Entry], path: str, r_max: float | None) -> GccParams:
         """A gcc flow's ``gcc: {min_rate, max_rate, start_rate, filter, gains}`` (each optional): rates > 0,
@@ -732,6 +784,19 @@ class _Loader:
             raise self.doc.error(node, path, f"{name} is a switch; flows run between hosts")
         return name
 
+    def _check_trees(self, flows: list[Flow], items: list[YamlNode]) -> None:
+        """A multicast flow's routes must form a tree: one upstream neighbour per node (shortest paths
+        toward different receivers may part and meet again; then no switch knows its one parent)."""
+        parent: dict[tuple[str, str], str] = {}
+        for f, item in zip(flows, items):
+            if f.group is None:
+                continue
+            for u, v in zip(f.path, f.path[1:]):
+                if parent.setdefault((f.group, v), u) != u:
+                    k = self._flow_index[flows.index(f)]
+                    raise self.doc.error(item, f"flows[{k}].dst", f"the routes to {f.group}'s receivers reach {v} "
+                                         f"from both {parent[(f.group, v)]} and {u}: not a tree")
+
     def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
         path = skeleton.path(flow.src, flow.dst)
         if path is None:
@@ -792,19 +857,6 @@ class _Loader:
         for link in self._law_links(topo):
             draft = self._draft(link, flows)
             for rank, sel in enumerate(selectors, start=_OVERRIDE_RANK):
-    def _check_trees(self, flows: list[Flow], items: list[YamlNode]) -> None:
-        """A multicast flow's routes must form a tree: one upstream neighbour per node (shortest paths
-        toward different receivers may part and meet again; then no switch knows its one parent)."""
-        parent: dict[tuple[str, str], str] = {}
-        for f, item in zip(flows, items):
-            if f.group is None:
-                continue
-            for u, v in zip(f.path, f.path[1:]):
-                if parent.setdefault((f.group, v), u) != u:
-                    k = self._flow_index[flows.index(f)]
-                    raise self.doc.error(item, f"flows[{k}].dst", f"the routes to {f.group}'s receivers reach {v} "
-                                         f"from both {parent[(f.group, v)]} and {u}: not a tree")
-
                 if sel.matches(link):
                     draft.apply(sel.law, sel.path, rank)
                     if sel.interval is not None:
@@ -1017,7 +1069,22 @@ class _Loader:
                 raise self.doc.error(node, "options.report_polls", f"{polls!r}: report_polls is true or false")
         return Options(report_loss=loss, fairness=fairness, queue_model=queue_model, control_latency_ns=latency,
                        control_latency_p99_ns=p99, report_polls=polls, ecmp=self._ecmp(entries),
-                       network=self._network(entries), classes=self._classes(entries))
+                       network=self._network(entries), classes=self._classes(entries),
+                       nak_aggregation_ns=self._nak_aggregation(entries))
+
+    def _nak_aggregation(self, entries: dict[str, Entry]) -> int:
+        """``options.nak_aggregation: 500ms``: every switch forwards the first NAK of a pgmcc session for a
+        packet and drops its repeats for that long (PGM's router aggregation; alinea.p4); 0 or absent: off."""
+        if "nak_aggregation" not in entries:
+            return 0
+        node = entries["nak_aggregation"].value
+        hold = self.doc.unit(node, "options.nak_aggregation", parse_duration_ns)
+        if not 0 <= hold < 1 << 47:
+            raise self.doc.error(node, "options.nak_aggregation", f"{hold} ns: a hold must be >= 0")
+        if hold and not any(f.control == "pgmcc" for f in self._flows_by_name):
+            raise self.doc.error(node, "options.nak_aggregation", "no pgmcc flow: NAK aggregation acts on "
+                                 "pgmcc sessions only")
+        return hold
 
     def _classes(self, entries: dict[str, Entry]) -> int:
         """``options.classes``: per-destination classes, 1 (the default) to MAX_CLASSES."""
@@ -1030,6 +1097,11 @@ class _Loader:
                                  f"{value!r}: classes is a whole number in 1..{MAX_CLASSES} (BMv2 has 8 priority "
                                  "queues per port; the top one is the reports')")
         return value
+
+    def _ecmp_on(self) -> bool:
+        if "options" not in self.top:
+            return "fabric" in self.top
+        return self._ecmp(self.doc.mapping(self.top["options"].value, "options", OPTION_KEYS))
 
     def _ecmp(self, entries: dict[str, Entry]) -> bool:
         """Multipath: ``options.ecmp`` if given, else on exactly when a fabric generated the file."""
@@ -1048,8 +1120,3 @@ class _Loader:
         if mode not in NETWORK_MODES:
             raise self.doc.error(node, "options.network", f"{mode!r}: choose {' or '.join(NETWORK_MODES)}")
         return mode
-    def _ecmp_on(self) -> bool:
-        if "options" not in self.top:
-            return "fabric" in self.top
-        return self._ecmp(self.doc.mapping(self.top["options"].value, "options", OPTION_KEYS))
-

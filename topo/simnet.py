@@ -31,10 +31,12 @@ from hosts.cvihis import CvihisParams, Feedback, FeedbackError, decode_feedback,
 from hosts.cvihis.wire import FEEDBACK_BYTES
 from hosts.cvihis_host import FEEDBACK_FRAME_BYTES, CvihisSink, CvihisSource
 from hosts.datagram import (
+    DATA_PORT,
     HEADER_BYTES,
     KIND_FEEDBACK,
     KIND_GCC_REPORT,
     KIND_LEDBAT_ACK,
+    KIND_PGMCC_FEEDBACK,
     KIND_TFRC_REPORT,
     OFFSET,
     DatagramError,
@@ -43,6 +45,7 @@ from hosts.datagram import (
 )
 from hosts.e2e_host import GccSink, GccSource, LedbatSink, LedbatSource, TfrcSink, TfrcSource
 from hosts.gcc import GccParams
+from hosts.pgmcc import FEEDBACK_PORT as PGMCC_FEEDBACK_PORT
 from hosts.receiver import FlowRecord, HostReceiver, HostReporter, PlayoutBuffer
 from hosts.sender import AlineaHostSender, FixedSender, Pacer, SenderFlow
 from hosts.tcp import MODELLED_CC, MSS
@@ -76,6 +79,7 @@ from topo.plan import (
     switch_plan,
 )
 from topo.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
+from topo.simpgmcc import PGMCC_KINDS, SimPgmccFlows
 from topo.simtcp import TCP_KINDS, SimTcpFlows
 
 __all__ = ["reorder_hook", "SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_NS", "DROP_SAMPLE_NS", "SimUnsupported", "sim_refusal"]
@@ -89,7 +93,7 @@ AGENT_TICK_NS = 10_000_000
 HOST_TX_QUEUE = 1000  # packets a host's NIC queue holds (Linux's default txqueuelen)
 Paced = TypeVar("Paced", AlineaHostSender, FixedSender)
 DROP_COUNTERS = ("drop_parser_error", "drop_bad_checksum", "drop_unsupported", "drop_spoofed_report",
-                 "drop_no_route", "drop_ttl_expired", "drop_overflow")
+                 "drop_no_route", "drop_ttl_expired", "drop_overflow", "drop_nak_repeat")
 
 _program_cache: dict[str, CompiledProgram] = {}
 
@@ -223,6 +227,9 @@ class SimHostNode(HostReceiver):
                if f.control == "tcp" and node.name in (f.src, f.dst)} if getattr(net, "tcp_model", False) else {}
         self.tcp = SimTcpFlows(self.sched, node.name, tcp, self._put, self._tcp_template,
                                self._paced_tcp_params) if tcp else None
+        self.pgmcc = SimPgmccFlows(self.sched, topo, node.name, self.offset, self._sender_flow, self._put,
+                                   self._pgmcc_template, self._sent, self.records, self._admit) \
+            if any(f.control == "pgmcc" and node.name in (f.src, f.dst) for f in topo.flows) else None
         self._setup_senders()
         self._setup_receiver()
         self._bind_receive()
@@ -325,7 +332,7 @@ class SimHostNode(HostReceiver):
         all control logic per packet) is not at this host; their records go into ``records``."""
         self.bind_receive(self.sched, self.records, self.buffer, self.reporter, self.net.counts)
         for fid in self.net.flow_names:
-            if fid not in self.sinks and fid not in self.e2e_sinks:
+            if fid not in self.sinks and fid not in self.e2e_sinks and (self.pgmcc is None or fid not in self.pgmcc.sinks):
                 self.receive_flow(fid, self.net.topo.local_flow(self.node.name, fid), self._flow_offsets[fid])
 
     def paced_senders(self) -> list[AlineaHostSender | FixedSender]:
@@ -342,6 +349,8 @@ class SimHostNode(HostReceiver):
             self.sched.call_later(AGENT_TICK_NS, self._tick)
         if self.tcp is not None:
             self.tcp.start()
+        if self.pgmcc is not None:
+            self.pgmcc.start()
 
     def _paced_tcp_params(self, f: Flow) -> CvihisParams:
         """A cvihis-rtm TCP flow's CVIHIS parameters: a CVIHIS flow's, its packets full segments."""
@@ -351,6 +360,20 @@ class SimHostNode(HostReceiver):
         topo = self.net.topo
         return FrameTemplate(src_mac=topo.mac(self.node.name), dst_mac=neighbour_mac(topo, self.node.name, self.switch),
                              src_ip=topo.ip(self.node.name), dst_ip=topo.ip(toward), flow=fid, size=size, kind=kind)
+
+    def _pgmcc_template(self, kind: int, size: int, dst_ip: int, wire_id: int) -> FrameTemplate:
+        """A pgmcc frame's template; feedback goes to its own UDP port (the switches' NAK aggregation)."""
+        topo = self.net.topo
+        return FrameTemplate(src_mac=topo.mac(self.node.name), dst_mac=neighbour_mac(topo, self.node.name, self.switch),
+                             src_ip=topo.ip(self.node.name), dst_ip=dst_ip, flow=wire_id, size=size, kind=kind,
+                             dst_port=PGMCC_FEEDBACK_PORT if kind == KIND_PGMCC_FEEDBACK else DATA_PORT)
+
+    def _admit(self, now: int, fid: int, size: int) -> bool:
+        """A pgmcc packet into the receive buffer, if the host has one (refused: counted as an overflow)."""
+        if self.buffer is not None and not self.buffer.on_arrival(now, fid, size):
+            self.net.counts["receiver_overflow"] += 1
+            return False
+        return True
 
     def _put(self, frame: bytes) -> None:
         """A frame onto the host's link through its NIC queue (full: dropped and counted)."""
@@ -415,6 +438,11 @@ class SimHostNode(HostReceiver):
             if self.tcp is not None:
                 self.tcp.receive(now, d)
             return
+        if d.kind in PGMCC_KINDS:
+            if self.pgmcc is None or not self.pgmcc.receive(now, d):
+                self.net.counts["unknown_flow"] = self.net.counts.get("unknown_flow", 0) + 1
+            self.report(now)
+            return
         if d.flow not in self._flow_offsets:  # a datagram of no flow of this network: counted, not a crash
             self.net.counts["unknown_flow"] = self.net.counts.get("unknown_flow", 0) + 1
             return
@@ -449,6 +477,9 @@ class SimHostNode(HostReceiver):
             out.setdefault(self.net.flow_names[fid], {}).update(src.stats())
         for fid, sink in self.e2e_sinks.items():
             out.setdefault(self.net.flow_names[fid], {}).update(sink.stats())
+        if self.pgmcc is not None:
+            for name, st in self.pgmcc.control_stats().items():
+                out.setdefault(name, {}).update(st)
         return out
 
     def _send_e2e_feedback(self, fid: int, payloads: list[bytes]) -> None:
@@ -583,12 +614,14 @@ class SimNetwork:
         self.program = program or alinea_program()
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}
+        self.wire_ids = topo.wire_ids()
         self.counts: dict[str, int] = new_counts()
         self.switches: dict[str, _SwitchNode] = {}
         self.hosts: dict[str, SimHostNode] = {}
         self.links: dict[tuple[str, str], InMemoryLink] = {}
         self._ends: dict[tuple[str, str], Any] = {}
         self.tcp_model = True  # SimHostNode runs the TCP model's flows (the netns host leaves them to the kernel)
+        self.link_lost: dict[tuple[str, str], int] = {}  # frames a link's ``loss`` lost, per direction
 
     def cvihis_params(self, f: Flow) -> CvihisParams:
         return cvihis_params(self.topo, f)
@@ -614,8 +647,7 @@ class SimNetwork:
             a, b = self._ends[(link.a, link.b)], self._ends[(link.b, link.a)]
             model = LinkModel(bitrate_bps=round(link.rate_bps), delay_ns=link.delay_ns, overhead_bytes=0,
                               min_frame_bytes=0)
-        self.wire_ids = topo.wire_ids()
-            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook(),
+            mem = InMemoryLink(self.sched, a, b, model=model, loss=self._loss_hook(link),
                                extra_delay=reorder_hook(link, self.seed, self.counts))
             for end in (a, b):
                 if isinstance(end, SimHostNode):
@@ -625,6 +657,7 @@ class SimNetwork:
             self.links[(link.a, link.b)] = self.links[(link.b, link.a)] = mem
         for node in topo.switches:
             self._start_agent(node.name)
+            self._nak_aggregation(node.name)
         for ev in topo.events:
             self.sched.call_at(ev.at_ns, self._apply_event, ev)
         for host in self.hosts.values():
@@ -633,14 +666,27 @@ class SimNetwork:
         self.sched.call_at(0, self._sample_drops)
         return self
 
-    def _loss_hook(self) -> Callable[[bytes, str], bool] | None:
+    def _loss_hook(self, link: Link) -> Callable[[bytes, str], bool] | None:
+        """The link's losses: ALINEA reports with ``options.report_loss`` (drawn from the run's
+        generator, as always) and every other frame with the link's ``loss`` (its own generator,
+        seeded from the run's seed and the link, so a lossy link changes no other draw; counted per
+        direction in ``link_lost``, which the run's end reads as that link's drops)."""
         p = self.topo.options.report_loss
-        if p <= 0:
+        if p <= 0 and link.loss <= 0:
             return None
+        rng = random.Random(f"{self.seed}:loss:{link.a}-{link.b}")
+        ends = {"a->b": (link.a, link.b), "b->a": (link.b, link.a)}
 
-        def lose(frame: bytes, _direction: str) -> bool:
-            if is_report(frame) and self.rng.random() < p:
-                self.counts["reports_lost"] += 1
+        def lose(frame: bytes, direction: str) -> bool:
+            if is_report(frame):
+                if p > 0 and self.rng.random() < p:
+                    self.counts["reports_lost"] += 1
+                    return True
+                return False
+            if link.loss > 0 and rng.random() < link.loss:
+                self.counts["link_lost_frames"] = self.counts.get("link_lost_frames", 0) + 1
+                key = ends[direction]
+                self.link_lost[key] = self.link_lost.get(key, 0) + 1
                 return True
             return False
 
@@ -671,6 +717,16 @@ class SimNetwork:
             rest = opts.control_latency_ns - half
             agent.queues = DelayedQueues(queues, self.sched, ControlLatency(
                 rest, None if opts.control_latency_p99_ns is None else opts.control_latency_p99_ns - p99_half, rng))
+
+    def _nak_aggregation(self, name: str) -> None:
+        """``options.nak_aggregation``: the switch's nak_aggregation entries, one per pgmcc session (its
+        wire id), written at set-up as the control plane would (alinea.p4; docs/multicast.md)."""
+        hold = self.topo.options.nak_aggregation_ns
+        if not hold:
+            return
+        for wire in sorted({self.wire_ids[f.name] for f in self.topo.flows if f.control == "pgmcc"}):
+            self.switches[name].client.insert_entry("MyIngress.nak_aggregation", {"hdr.datagram.flow": wire},
+                                                    "MyIngress.set_nak_hold", {"hold_us": max(1, hold // 1000)})
 
     def _to_agent(self, agent: SwitchAgent, msg: Any, latency: ControlLatency) -> None:
         """A packet-in reaches the agent after the control latency."""
@@ -754,6 +810,9 @@ class SimNetwork:
                 took = played[f.dst].get(fid, 0) if f.dst in played else None
             rec.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
                                         r.owd_sum_ns if r else 0, f.packet_size, took))
+        for host in self.hosts.values():
+            if host.pgmcc is not None:
+                rec.pgmcc.extend(host.pgmcc.sample(now))
         for name, host in self.hosts.items():
             if host.buffer is not None:
                 b = host.buffer
@@ -800,8 +859,9 @@ class SimNetwork:
             for u, v in ((link.a, link.b), (link.b, link.a)):
                 mem = self.links[(u, v)]
                 st = mem.stats[mem.direction_from(self._ends[(u, v)])]
-                # the link's loss option loses ALINEA reports only (``_loss_hook``): no flow's frame
-                places[place_link(u, v)] = Place(held=st.sent - st.delivered - st.lost)
+                # report_loss loses ALINEA reports (no flow's frame); a link's ``loss`` any other frame
+                places[place_link(u, v)] = Place(dropped=self.link_lost.get((u, v), 0),
+                                                 held=st.sent - st.delivered - st.lost)
                 delivered[(u, v)] = st.delivered
                 handed[(u, v)] = st.sent
         # with datagrams that have no feedback (alinea, fixed), every frame an ingress port drops is
@@ -851,6 +911,8 @@ class SimNetwork:
                 self.recorder.packets[rec.name] = rec.packets
             for name, stats in host.control_stats().items():
                 self.recorder.control_stats.setdefault(name, {}).update(stats)
+            if host.pgmcc is not None:
+                self.recorder.pgmcc_switches.extend(host.pgmcc.switches())
             if host.tcp is not None:
                 for fid, rec in host.tcp.records.items():
                     self.recorder.packets[rec.name] = rec.packets

@@ -15,6 +15,7 @@ from hosts.pgmcc.wire import (
     ACK,
     DATA_BYTES,
     FEEDBACK_BYTES,
+    FEEDBACK_PORT,
     NAK,
     NAK_SEQ_OFFSET,
     NO_SEQ,
@@ -28,4 +29,4 @@ from hosts.pgmcc.wire import (
 
 __all__ = ["PgmccParams", "ADAPTIVE", "PgmccSender", "PgmccReceiver", "Transmission", "AckerElection", "Switch",
            "throughput", "Feedback", "DataTag", "ACK", "NAK", "NO_SEQ", "DATA_BYTES", "FEEDBACK_BYTES",
-           "NAK_SEQ_OFFSET", "encode_data", "decode_data", "encode_feedback", "decode_feedback"]
+           "FEEDBACK_PORT", "NAK_SEQ_OFFSET", "encode_data", "decode_data", "encode_feedback", "decode_feedback"]

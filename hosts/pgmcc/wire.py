@@ -28,9 +28,11 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-__all__ = ["DATA_BYTES", "FEEDBACK_BYTES", "ACK", "NAK", "NO_SEQ", "DataTag", "Feedback", "encode_data",
+__all__ = ["FEEDBACK_PORT", "DATA_BYTES", "FEEDBACK_BYTES", "ACK", "NAK", "NO_SEQ", "DataTag", "Feedback", "encode_data",
            "decode_data", "encode_feedback", "decode_feedback", "NAK_SEQ_OFFSET"]
 
+#: The UDP port pgmcc feedback goes to: the one frame alinea.p4 parses past UDP (its NAK aggregation).
+FEEDBACK_PORT = 5002
 _DATA = struct.Struct("!IHBx")
 _FB = struct.Struct("!BBHIIIIqI")
 DATA_BYTES = _DATA.size

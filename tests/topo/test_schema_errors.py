@@ -47,7 +47,7 @@ def test_unknown_top_level_key_lists_the_allowed_ones():
 
 def test_unknown_key_in_a_link():
     text = BASE.replace("{ends: [R2, H2]}", "{ends: [R2, H2], colour: red}")
-    expect_error(text, "colour", "links[2].colour", "unknown key 'colour' (allowed: ends, rate, delay, buffer, reorder, reorder_delay)")
+    expect_error(text, "colour", "links[2].colour", "unknown key 'colour' (allowed: ends, rate, delay, buffer, reorder, reorder_delay, loss)")
 
 
 def test_missing_required_key():
@@ -184,7 +184,7 @@ def test_flow_with_no_path():
 def test_unknown_control_lists_the_known_ones():
     text = BASE.replace("control: alinea", "control: cvihis")
     expect_error(text, "cvihis", "flows[0].control",
-                 "unknown control 'cvihis' (known: alinea, fixed, cvihis-rtm, cvihis-blm, tcp, tfrc, ledbat, gcc)")
+                 "unknown control 'cvihis' (known: alinea, fixed, cvihis-rtm, cvihis-blm, tcp, tfrc, ledbat, gcc, pgmcc)")
 
 
 def test_fixed_flow_without_rate():

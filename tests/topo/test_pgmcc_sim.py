@@ -1,0 +1,152 @@
+"""pgmcc in the simulator (topo/simpgmcc.py) on short runs of the seed's four sets (topo/pgmcc/), NAK
+aggregation in alinea.p4 (options.nak_aggregation), lossy links (``loss:``) and the schema's refusals."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from topo.runner import run_experiment
+from topo.schema import load_topology, load_topology_text
+from topo.simnet import SimNetwork
+
+from .helpers import expect_error
+
+ROOT = Path(__file__).resolve().parents[2]
+SETS = ROOT / "topo" / "pgmcc"
+S = 1_000_000_000
+
+
+def run(path: Path | str, seconds: float, seed: int = 1, edit: tuple[str, str] | None = None) -> SimNetwork:
+    text = Path(path).read_text()
+    if edit is not None:
+        assert edit[0] in text
+        text = text.replace(*edit)
+    net = SimNetwork(load_topology_text(text, str(path)), seed=seed).build()
+    net.run_until(round(seconds * S))
+    net.finish()
+    return net
+
+
+def source(net: SimNetwork, host: str) -> object:
+    assert net.hosts[host].pgmcc is not None
+    (src,) = net.hosts[host].pgmcc.sources.values()
+    return src.core
+
+
+def rid(net: SimNetwork, host: str) -> int:
+    return net.topo.nodes[host].index
+
+
+# ---- set 1: the loop on a shared bottleneck ----------------------------------------------------------
+def test_set1_every_receiver_gets_every_packet_and_the_records_show_the_acker(tmp_path: Path) -> None:
+    topo = load_topology(SETS / "set1-window.yaml")
+    result = run_experiment(topo, 30 * S, seed=2, out=tmp_path, plots=False)
+    assert result.violations == []
+    stats = result.recorder.control_stats
+    lead = stats["pgm@M1"]
+    assert lead["acker"] in ("M1", "M2", "M3") and lead["acks"] > 0 and lead["window_cuts"] > 0
+    for r in ("M1", "M2", "M3"):
+        st = stats[f"pgm@{r}"]
+        assert st["unrecovered"] == 0 and st["duplicates"] <= st["delivered"]
+        # what is not delivered yet was sent in the last window (still in flight or awaiting repair)
+        assert lead["data_sent"] - st["delivered"] <= lead["cwnd"] + st["missing"] + 1
+    switches = (tmp_path / "pgmcc_switches.csv").read_text().splitlines()
+    assert switches[0] == "t_s,flow,from,to,t_from_pps,t_to_pps"
+    assert switches[1].split(",")[2] == "-"  # the first election, from no acker
+    rows = (tmp_path / "pgmcc.csv").read_text().splitlines()[1:]
+    assert len(rows) >= 300 and {r.split(",")[2] for r in rows[-10:]} == {lead["acker"]}
+
+
+# ---- set 2: lossy links -------------------------------------------------------------------------------
+def test_set2_lossy_links_lose_frames_seeded_and_accounted() -> None:
+    a = run(SETS / "set2-losses.yaml", 15, seed=4)
+    b = run(SETS / "set2-losses.yaml", 15, seed=4)
+    c = run(SETS / "set2-losses.yaml", 15, seed=5)
+    assert a.counts["link_lost_frames"] > 0
+    assert a.recorder.flows == b.recorder.flows and a.link_lost == b.link_lost  # the seed decides every draw
+    assert a.link_lost != c.link_lost
+    assert set(a.link_lost) <= {("R0", "R1"), ("R1", "R0"), ("R0", "R2"), ("R2", "R0")}  # lossy links only
+    mr1 = a.hosts["MR1"].pgmcc.sinks[a.wire_ids["pgm@MR1"]].core  # type: ignore[union-attr]
+    mr2 = a.hosts["MR2"].pgmcc.sinks[a.wire_ids["pgm@MR2"]].core  # type: ignore[union-attr]
+    assert mr2.lost > mr1.lost and mr2.p > mr1.p  # 1.6 % against 0.4 % on the same packets
+    ends = a.end_state()
+    for (u, v), n in a.link_lost.items():
+        assert ends.places[f"link {u}->{v}"].dropped == n
+
+
+def test_a_loss_of_zero_changes_no_run() -> None:
+    base = run(SETS / "set1-window.yaml", 5)
+    zero = run(SETS / "set1-window.yaml", 5, edit=("{ends: [R2, M1]}", "{ends: [R2, M1], loss: 0%}"))
+    assert base.recorder.flows == zero.recorder.flows
+
+
+# ---- sets 3 and 4: NAK aggregation ---------------------------------------------------------------------
+def test_set3_aggregation_keeps_the_far_receivers_naks_from_the_sender() -> None:
+    """MR3 loses the same packets as the near receivers, 50 ms later: R1 drops its NAKs as repeats, so
+    the sender never hears of it and never elects it; without aggregation its NAKs arrive."""
+    agg = run(SETS / "set3-suppression.yaml", 20)
+    off = run(SETS / "set3-suppression.yaml", 20, edit=("nak_aggregation: 250ms", "nak_aggregation: 0ms"))
+    s_agg, s_off = source(agg, "S"), source(off, "S")
+    assert rid(agg, "MR3") not in s_agg.receivers and all(sw.new != rid(agg, "MR3") for sw in s_agg.switches)
+    assert rid(off, "MR3") in s_off.receivers
+    repeats = sum(d.packets for d in agg.recorder.drops if d.reason == "nak_repeat" and d.switch == "R1")
+    assert repeats > 0
+    assert not any(d.reason == "nak_repeat" for d in off.recorder.drops)
+    for net in (agg, off):
+        for r in ("MR1", "MR2", "MR3"):
+            assert net.hosts[r].pgmcc.sinks[net.wire_ids[f"pgm@{r}"]].core.unrecovered == 0  # type: ignore[union-attr]
+
+
+def test_set4_the_far_receivers_naks_outlive_the_hold_and_elect_it() -> None:
+    net = run(SETS / "set4-representatives.yaml", 20)
+    s = source(net, "S")
+    assert rid(net, "MR3") in s.receivers
+    assert any(sw.new == rid(net, "MR3") for sw in s.switches)
+    assert [sw.t_ns for sw in s.switches] == sorted(sw.t_ns for sw in s.switches)
+
+
+# ---- the schema ------------------------------------------------------------------------------------------
+PG = """\
+nodes: {H1: {kind: host}, S1: {kind: switch}, H2: {kind: host}, H3: {kind: host}}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [S1, H2], loss: 2%}
+  - {ends: [S1, H3]}
+flows:
+  - {name: m, src: H1, dst: [H2, H3], control: pgmcc, pgmcc: {timeout: 2s}}
+options: {nak_aggregation: 100ms}
+"""
+
+
+def test_a_pgmcc_file_loads() -> None:
+    t = load_topology_text(PG, "t.yaml")
+    assert [f.name for f in t.flows] == ["m@H2", "m@H3"] and t.flows[0].pgmcc is not None
+    assert t.flows[0].pgmcc.timeout_ns == 2 * S and t.options.nak_aggregation_ns == 100_000_000
+    assert [link.loss for link in t.links] == [0.0, 0.02, 0.0]
+
+
+@pytest.mark.parametrize(("old", "new", "needle", "path", "what"), [
+    ("pgmcc: {timeout: 2s}", "pgmcc: {timeout: 0s}", "timeout", "flows[0].pgmcc.timeout", "must be > 0"),
+    ("pgmcc: {timeout: 2s}", "pgmcc: {switch_ratio: 1.5}", "switch_ratio", "flows[0].pgmcc.switch_ratio",
+     "1.5: switch_ratio must be in (0, 1]"),
+    ("pgmcc: {timeout: 2s}", "pgmcc: {loss_weight: 0}", "loss_weight", "flows[0].pgmcc.loss_weight", "(0, 1)"),
+    ("pgmcc: {timeout: 2s}", "pgmcc: {repair: maybe}", "repair", "flows[0].pgmcc.repair", "true or false"),
+    ("pgmcc: {timeout: 2s}", "pgmcc: {nak_retries: -1}", "nak_retries", "flows[0].pgmcc.nak_retries", ">= 0"),
+    ("pgmcc: {timeout: 2s}", "pgmcc: {colour: red}", "colour", "flows[0].pgmcc.colour", "unknown key"),
+    ("pgmcc: {timeout: 2s}", "r_max: 1Mbps", "r_max", "flows[0].r_max", "a pgmcc flow has no r_max"),
+    ("control: pgmcc, pgmcc: {timeout: 2s}", "control: alinea, pgmcc: {timeout: 2s}", "pgmcc: {", "flows[0].pgmcc",
+     "only pgmcc flows have pgmcc"),
+    ("loss: 2%", "loss: 100%", "loss", "links[1].loss", "must be in [0, 1)"),
+    ("loss: 2%", "loss: lots", "loss", "links[1].loss", ""),
+    ("nak_aggregation: 100ms", "nak_aggregation: -1ms", "nak_aggregation", "options.nak_aggregation", ""),
+])
+def test_bad_pgmcc_values_are_refused_with_their_line(old: str, new: str, needle: str, path: str, what: str) -> None:
+    assert old in PG
+    expect_error(PG.replace(old, new), needle, path, what)
+
+
+def test_nak_aggregation_without_a_pgmcc_flow_is_refused() -> None:
+    text = PG.replace("control: pgmcc, pgmcc: {timeout: 2s}", "control: alinea")
+    expect_error(text, "nak_aggregation", "options.nak_aggregation", "no pgmcc flow")
