@@ -100,6 +100,7 @@ __all__ = ["NetnsNetwork", "TARGETS", "AGENT_ELECTION_ID"]
 
 log = logging.getLogger(__name__)
 ROOT = Path(__file__).resolve().parents[1]
+P4_BUILD = ROOT / "build"  # where `make p4` writes p4c's alinea.json and P4Info
 TARGETS = ("p4switch", "bmv2")
 AGENT_ELECTION_ID = (0, 10)  # below `hbh params set` (1, 0), above `hbh shell` (0, 5)
 START_LEAD_NS = 500_000_000  # t0 this far after every host said ready
@@ -398,10 +399,20 @@ class NetnsNetwork:
                                      {(ln.a, ln.b): ln.rate_bps for ln in self.topo.links})
 
     def _program(self) -> tuple[Any, bytes]:
-        if self.target == "p4switch":
-            from topo.simnet import alinea_program
+        if self.target == "p4switch":  # p4c's JSON when `make p4` wrote a current one, else the source
+            from p4switch.bmv2json.build import compiled_json, other_program, program_sources
+            from topo.simnet import PROGRAM, alinea_program
 
             prog = alinea_program()
+            found = compiled_json(P4_BUILD, "alinea", program_sources(PROGRAM))
+            if not isinstance(found, str):
+                info, config = found.load()
+                why = other_program(info, prog.p4info)
+                if why is None:
+                    self._notice(f"switches run p4c's {found.json_path}")
+                    return info, config
+                found = f"{found.json_path} is another program: {why} (run `make p4` again)"
+            self._notice(f"switches run {PROGRAM.name} from source: {found}")
             return prog.p4info, prog.device_config
         from google.protobuf import text_format
         from p4.config.v1 import p4info_pb2
