@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 #: The generators of the document's sections, in its order ("paper": the summary and the runs of
 #: the shipped files and their variants, with their figures).
-SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc")
+SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc", "multicast")
 
 
 def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -139,6 +139,10 @@ def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
         from topo.results_gcc import results_section as gcc_section
 
         return gcc_section()
+    if name == "multicast":  # issue 50: pgmcc and hop-by-hop ALINEA on the fairness seed's sets
+        from topo.results_multicast import results_section as multicast_section
+
+        return multicast_section(raw / "multicast")
     from topo.results_fabric import fabric_sections
 
     return fabric_sections(figures, doc_dir)
