@@ -213,6 +213,13 @@ class NetnsNetwork:
             if f.control == "tcp" and f.cc in SIM_ONLY_CC and f.cc not in KERNEL_CC:
                 raise NetnsError(f"{self.topo.source}:{f.line}: flow {f.name}: cc {f.cc} is {SIM_ONLY_CC[f.cc]}; "
                                  "no kernel offers it: use --backend sim")
+        lossy = next((link for link in self.topo.links if link.loss > 0), None)
+        if lossy is not None:
+            raise NetnsError(f"{self.topo.source}:{lossy.line}: link {lossy.a}-{lossy.b}: loss (random link loss) is "
+                             "the simulator's only: use --backend sim")
+        if self.topo.options.nak_aggregation_ns:
+            raise NetnsError(f"{self.topo.source}: options.nak_aggregation: the netns backend does not write the "
+                             "switches' nak_aggregation entries yet: use --backend sim")
         if self.topo.options.report_loss > 0 and self.target == "bmv2":
             raise NetnsError(f"{self.topo.source}: options.report_loss is emulated by p4switch's links only "
                              "(--link-loss); BMv2 has no such loss model: use --target p4switch or --backend sim")

@@ -150,3 +150,16 @@ def test_bad_pgmcc_values_are_refused_with_their_line(old: str, new: str, needle
 def test_nak_aggregation_without_a_pgmcc_flow_is_refused() -> None:
     text = PG.replace("control: pgmcc, pgmcc: {timeout: 2s}", "control: alinea")
     expect_error(text, "nak_aggregation", "options.nak_aggregation", "no pgmcc flow")
+
+
+def test_the_netns_backend_refuses_lossy_links_and_nak_aggregation(tmp_path: Path) -> None:
+    """Neither is emulated there yet: refused before anything starts, naming the file's line."""
+    from topo.netns import NetnsNetwork
+    from topo.netns_plumbing import NetnsError
+
+    lossy = load_topology_text(PG.replace("options: {nak_aggregation: 100ms}\n", ""), "t.yaml")
+    with pytest.raises(NetnsError, match=r"t.yaml:4: link S1-H2: loss \(random link loss\) is the simulator's only"):
+        NetnsNetwork(lossy, duration_ns=10**9, run_dir=tmp_path)._refuse_unsupported()
+    agg = load_topology_text(PG.replace(", loss: 2%", ""), "t.yaml")
+    with pytest.raises(NetnsError, match="options.nak_aggregation: the netns backend does not write"):
+        NetnsNetwork(agg, duration_ns=10**9, run_dir=tmp_path)._refuse_unsupported()
