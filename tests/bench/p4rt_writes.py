@@ -1,6 +1,6 @@
 """P4Runtime Write throughput measured the way a controller writes.
 
-    python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--pin]
+    python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--bmv2] [--pin]
 
 Why its own module: the figure that matters to a user is what a controller sees over gRPC,
 not the in-process core. So a ``p4switch`` process runs ``p4src/alinea.p4`` (no ports needed),
@@ -212,6 +212,58 @@ class ServerUnavailable(RuntimeError):
     """A server to compare with cannot run here: a commit the clone lacks, no Go toolchain."""
 
 
+BMV2_JSON = ROOT / "tests" / "fixtures" / "bmv2-json"  # p4c's alinea.json: its ipv4_lpm is the source's
+
+
+def bmv2_version(exe: str) -> str:
+    import subprocess
+
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "?"
+    return (out.stdout.strip() or out.stderr.strip() or "?").splitlines()[0]
+
+
+@contextlib.contextmanager
+def bmv2_server(cpu: int | None = None) -> Iterator[str]:
+    """The real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json, pushed over
+    P4Runtime as a controller does; yields its address. ServerUnavailable when it is absent."""
+    import shutil
+    import subprocess
+
+    from google.protobuf import text_format
+    from p4.config.v1 import p4info_pb2
+    from p4.v1 import p4runtime_pb2 as pb
+
+    from tests.switch.netns import free_tcp_port, wait_tcp
+
+    exe = shutil.which("simple_switch_grpc")
+    if exe is None:
+        raise ServerUnavailable("simple_switch_grpc (real BMv2) is not on PATH")
+    port, thrift = free_tcp_port(), free_tcp_port()
+    cmd = [exe, "--no-p4", "--thrift-port", str(thrift), "--", "--grpc-server-addr", f"127.0.0.1:{port}"]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    proc = subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        if not wait_tcp(port, 30):
+            raise ServerUnavailable(f"simple_switch_grpc did not listen on {port}")
+        addr = f"127.0.0.1:{port}"
+        info = text_format.Parse((BMV2_JSON / "alinea.p4info.txtpb").read_text(), p4info_pb2.P4Info())
+        ctl = RawController(addr)
+        config = pb.ForwardingPipelineConfig(p4info=info, p4_device_config=(BMV2_JSON / "alinea.json").read_bytes())
+        ctl.stub.SetForwardingPipelineConfig(pb.SetForwardingPipelineConfigRequest(
+            device_id=0, election_id=ctl.election, config=config,
+            action=pb.SetForwardingPipelineConfigRequest.VERIFY_AND_COMMIT), timeout=60)
+        ctl.close()
+        time.sleep(0.5)  # the stream's end reaches BMv2 before the measuring client arbitrates
+        yield addr
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+
+
 GO_FLOOR = ROOT / "tests" / "bench" / "p4rt_floor_go"
 
 
@@ -284,6 +336,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure the same client against empty servers: grpc.aio, sync grpcio, Go")
     p.add_argument("--baseline", metavar="REV", action="append", default=[],
                    help="also measure the p4switch of commit REV (repeatable), alternated with this one")
+    p.add_argument("--bmv2", action="store_true",
+                   help="also measure the real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json")
     p.add_argument("--pin", action="store_true",
                    help="client on CPU 0, every server on CPU 1 (steadier figures than the OS's placement)")
     args = p.parse_args(argv)
@@ -295,6 +349,8 @@ def main(argv: list[str] | None = None) -> int:
     servers: dict[str, AbstractContextManager[str]] = {"p4switch": p4switch_server(cpu=cpu)}
     for rev in args.baseline:
         servers[f"p4switch at {rev}"] = commit_server(rev, cpu)
+    if args.bmv2:
+        servers["BMv2 simple_switch_grpc"] = bmv2_server(cpu)
     try:
         if args.floor:
             for kind in ("aio", "sync"):

@@ -37,6 +37,7 @@ import contextlib
 import os
 import platform
 import random
+import shutil
 import statistics
 import subprocess
 import sys
@@ -540,6 +541,13 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
     if go_floor is not None:
         labels["go"] = " to an empty Go server (a compiled gRPC runtime: tests/bench/p4rt_floor_go)"
         servers["go"] = pw.go_empty_server(go_floor, cpu)
+    bmv2 = shutil.which("simple_switch_grpc")
+    if bmv2 is not None:  # the real BMv2 as the baseline, in the same run (p4c's alinea.json pushed)
+        labels["bmv2"] = f" to the real BMv2 (simple_switch_grpc {pw.bmv2_version(bmv2)}, p4c's alinea.json)"
+        servers["bmv2"] = pw.bmv2_server(cpu)
+    elif where == "placed by the OS":
+        rep.add("P4Runtime", "table inserts/s over gRPC to the real BMv2", "not measured",
+                "simple_switch_grpc is not on PATH")
     results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client)
     for name, rates in results.items():
         for batch, rate in rates.median.items():
