@@ -41,6 +41,7 @@ class LawCheck:
     network: NetworkPeak | None = None  # the laws together: v's buffer fed by u
     inputs: int = 1  # links feeding v's queue that u's packets join (0: it drains faster than they feed it)
     scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
+    events_s: tuple[float, ...] = ()  # when the topology's links change rate
 
     @property
     def room_pkts(self) -> float:
@@ -71,8 +72,9 @@ class LawCheck:
             fixes.append(f"a buffer of at least {need} packets would hold them")
         n = self.network
         if n is not None and n.lost_pkts >= LOSS_PKTS:
+            past = [t for t in self.events_s if t <= (n.first_loss_s or 0.0)]
             what = "after the capacity drop" if self.drop_at_s is not None and (n.first_loss_s or 0) >= self.drop_at_s \
-                else "as the hops start up together"
+                else f"after the link-rate change at {max(past):g} s" if past else "as the hops start up together"
             why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
                        f"{n.first_loss_s:.2f} s in the fluid model)")
             fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
@@ -125,9 +127,9 @@ def downstream_drain(topo: Topology, u: str, v: str) -> float:
     the receiver's playout), summed. A multicast group counts once, at its slowest branch behind v:
     v frees a packet of it when its last copy leaves (docs/multicast.md)."""
     total = 0.0
+    groups: dict[str, float] = {}
     paths = routed_paths(topo)
     for f in topo.flows:
-    groups: dict[str, float] = {}
         hops = _hops(paths[f.name])
         if (u, v) not in hops:
             continue
@@ -207,8 +209,9 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
     """Every law's checks; the laws-together model runs once for the topology."""
     loops = law_loops(topo)
     peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
+    events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
     return [LawCheck(key, loop, assess(loop, duration_s, drop_at), drop_at, peaks.get(key[::-1]),
-                     feeding_links(topo, *key)) for key, loop, drop_at in loops]
+                     feeding_links(topo, *key), events_s=events) for key, loop, drop_at in loops]
 
 
 def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:

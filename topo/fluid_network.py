@@ -17,9 +17,12 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
 * switch ``v`` admits a flow's fluid from its previous hop ``u`` while the packets it holds from
   ``u`` are below buffer ``(v, u)``'s capacity (alinea.p4's per-ingress occupancy), and drops the rest;
 * what ``v`` admits joins its egress queue toward the next hop as a chunk. On BMv2's queues a
-  chunk keeps the queue rate in force when it was queued (BMv2 fixes a packet's departure when it
-  is queued, docs/bmv2.md); on the shaper every chunk leaves at the rate in force. A chunk
-  leaves no faster than the link;
+  chunk's packets are stamped when they are queued, as BMv2 stamps them (docs/bmv2.md): each one
+  a queue-rate gap after the stamp before it, or now if that has passed, and none leaves before
+  its stamp. A stamp the link could not keep (a link slower than the queue rate) stays in the
+  past, so when the link rises again the packets it holds back leave at the link's new rate,
+  not the queue rate's (a receiver's link that dips and recovers delivers its backlog in a burst).
+  On the shaper every chunk leaves at the rate in force. A chunk leaves no faster than the link;
 * a receiver with a receive buffer drains it at its playout rate, one without absorbs;
 * a fluid takes the link's delay and one packet's serialization to cross it;
 * buffer ``(v, u)`` reports every report interval (its occupancy, drops since the last report,
@@ -108,7 +111,9 @@ class _Egress:
     link_pps: float
     held: list[_Leg] = field(default_factory=list)  # per slot: the leg whose packets wait here
     onward: list[_Leg] = field(default_factory=list)  # per slot: the leg they leave on
+    # per chunk [packets per slot, the queue rate it was stamped at, the stamp of its next packet (s)]
     chunks: deque[list] = field(default_factory=deque)  # type: ignore[type-arg]
+    stamp: float = 0.0  # BMv2: the stamp of the last packet queued (s)
     fwd: float = 0.0  # packets queued, cumulative
     deq: float = 0.0  # packets sent, cumulative
     pps: float = 0.0  # the queue rate in force (0: the link's)
@@ -221,7 +226,15 @@ class _Network:
             self._route(path, active)
         self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
         self.sent = {key: 0.0 for key in self.senders}
-        self.receivers = [leg for leg in self.legs if leg.buffer is not None and leg.buffer.drain_pps is not None]
+        # per receiver's buffer (drained at its playout rate), the legs of the flows it receives
+        self.receivers: list[tuple[_Buffer, list[_Leg]]] = []
+        for leg in self.legs:
+            if leg.buffer is not None and leg.buffer.drain_pps is not None:
+                mine = next((legs for b, legs in self.receivers if b is leg.buffer), None)
+                if mine is None:
+                    self.receivers.append((leg.buffer, [leg]))
+                else:
+                    mine.append(leg)
         self.events = sorted((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
                              if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None)
         self.reports: list[tuple[int, int, DirectedLink, int, bool, int, int]] = []  # a heap on arrival step
@@ -282,7 +295,7 @@ class _Network:
             while self.events and self.events[0][0] <= k * self.dt:
                 self._link_rate(*self.events.pop(0)[1:])
             self._arrive(k)
-            self._serve()
+            self._serve(k)
             self._send(k * self.dt)
             self._report(k)
             if k % self.sample_steps == 0:
@@ -339,12 +352,15 @@ class _Network:
                 continue
             q.fwd += take
             pps = q.pps if fixed else 0.0
-            if q.chunks and q.chunks[-1][1] == pps:  # stamped alike: one chunk
+            now, prev = k * self.dt, q.stamp
+            first = prev if prev > now else now  # BMv2: a gap after the last stamp, or now
+            q.stamp = first + take / pps if pps > 0.0 else first
+            if q.chunks and q.chunks[-1][1] == pps and (pps == 0.0 or prev >= now):  # one stamped run
                 q.chunks[-1][0][leg.slot] += take
             else:
                 amounts = [0.0] * len(q.held)
                 amounts[leg.slot] = take
-                q.chunks.append([amounts, pps])
+                q.chunks.append([amounts, pps, first])
 
     def _drop(self, buf: _Buffer, amount: float, k: int) -> None:
         buf.lost += amount
@@ -352,18 +368,28 @@ class _Network:
         if buf.first_loss_s is None and buf.lost >= 1.0:
             buf.first_loss_s = k * self.dt
 
-    def _serve(self) -> None:
+    def _serve(self, k: int) -> None:
         fixed, dt = self.fixed, self.dt
+        end = (k + 1) * dt  # what may leave in this step: stamped before its end
         for q in self.egress.values():
             budget = dt
             while q.chunks and budget > 1e-15:
                 chunk = q.chunks[0]
-                pps = chunk[1] if fixed else q.pps
-                rate = min(pps, q.link_pps) if pps > 0 else q.link_pps
                 amounts = chunk[0]
                 total = sum(amounts)
-                out = min(total, rate * budget)
-                budget -= out / rate
+                if fixed:  # BMv2: the packets stamped by the step's end, at the link's rate
+                    pps, link = chunk[1], q.link_pps
+                    due = total if pps <= 0.0 or total <= 1e-9 else min(total, (end - chunk[2]) * pps)
+                    if due <= 1e-12 and total > 1e-9:
+                        break  # the head's stamp is later: FIFO, nothing behind it leaves either
+                    out = min(due, link * budget)
+                    budget -= out / link
+                    if pps > 0.0:
+                        chunk[2] += out / pps  # the stamps of what is left were fixed at enqueue
+                else:
+                    rate = min(q.pps, q.link_pps) if q.pps > 0 else q.link_pps
+                    out = min(total, rate * budget)
+                    budget -= out / rate
                 share = out / total if total > 0 else 1.0
                 for slot, amount in enumerate(amounts):
                     if amount > 0.0:
@@ -371,11 +397,18 @@ class _Network:
                         amounts[slot] = amount * (1 - share)
                 if share >= 1.0 - 1e-12:
                     q.chunks.popleft()
-        for leg in self.receivers:
-            buf = leg.buffer
-            assert buf is not None and buf.drain_pps is not None
-            if leg.held > 0.0:
-                out = min(leg.held, buf.drain_pps * dt * leg.held / buf.held)
+                elif fixed and out < total and budget > 1e-15:
+                    break  # held by its stamps, not by the link
+        for buf, legs in self.receivers:
+            # the playout takes drain x dt from the buffer, from each flow in proportion to what it
+            # holds: one share for the step, taken before any leg is drained (drained leg by leg, each
+            # share over what was left, the flows together took more than the playout)
+            held = sum(leg.held for leg in legs)
+            if held <= 0.0:
+                continue
+            share = min(1.0, buf.drain_pps * dt / held)
+            for leg in legs:
+                out = leg.held * share
                 leg.held -= out
                 buf.held = max(0.0, buf.held - out)
                 buf.drained += out
