@@ -103,6 +103,7 @@ def lpm_updates(p4info: object, kind: int, count: int, first_octet: int = 11) ->
         for i in range(count)]
 
 
+START_TIMEOUT_S = 180  # compiling alinea.p4 at start took over 30 s on a loaded 2-core machine
 MIN_WRITES_PER_ROUND = 100  # so that a rare slow Write (gRPC's, ~40 ms) counts at its own frequency
 
 
@@ -175,7 +176,7 @@ def p4switch_server(tree: Path = ROOT, cpu: int | None = None) -> Iterator[str]:
 
     with tempfile.TemporaryDirectory(prefix="p4rtw") as tmp:
         sw = SwitchProcess(["--log-level", "warn", str(tree / "p4src" / "alinea.p4")],
-                           str(Path(tmp) / "p4switch.log"), cpu=cpu, cwd=str(tree)).start()
+                           str(Path(tmp) / "p4switch.log"), cpu=cpu, cwd=str(tree)).start(timeout=START_TIMEOUT_S)
         try:
             yield sw.grpc_addr
         finally:
