@@ -169,38 +169,6 @@ def pdeathsig() -> None:
 CHILD_RT_PRIORITY = 5
 
 
-#: ``SCHED_RR`` priority of a BMv2 switch process in a real-time run: above the run's other processes
-#: (:data:`CHILD_RT_PRIORITY`), below the link emulators' loop (10). See :func:`raise_switch_priority`.
-BMV2_RT_PRIORITY = 7
-
-
-def raise_switch_priority(pid: int, priority: int = BMV2_RT_PRIORITY) -> bool:
-    """Every thread of ``pid`` at ``SCHED_RR`` ``priority`` when it runs at a lower real-time priority
-    (a real-time run's child, :func:`realtime_run`); False where nothing was raised.
-
-    Why BMv2's: its egress threads date each packet's departure when it is queued and, waking late,
-    send every departure already due back to back. Behind an emulated link that burst waits in the
-    emulator, outside the switch (docs/bmv2.md, "No hidden queue on an emulated link"). At the run's
-    own priority the switch shared the cores round-robin with the hosts' end-of-run work: at the end
-    of alinea-merge-2 BMv2 sent nothing for 200 ms, then 100 frames in 0.2 s (its pcap), and the
-    R1-R2 emulator held 46-79 of them when the run ended. Above the run's processes it is never
-    made to wait for them; it uses about a tenth of a core at the paper's rates, and the kernel's
-    real-time throttling still keeps 5 % of each core for everything else."""
-    try:
-        if os.sched_getscheduler(pid) != os.SCHED_RR or os.sched_getparam(pid).sched_priority >= priority:
-            return False
-    except OSError:
-        return False
-    raised = False
-    for tid in os.listdir(f"/proc/{pid}/task"):
-        try:
-            os.sched_setscheduler(int(tid), os.SCHED_RR, os.sched_param(priority))
-            raised = True
-        except OSError:  # the thread has ended, or the kernel refuses
-            continue
-    return raised
-
-
 def child_rt_priority() -> int:
     """The priority a netns run takes (:func:`realtime_run`): 0 unless root, and 0 when the runner
     already runs at a real-time priority (``chrt``), which the children inherit."""
@@ -279,8 +247,6 @@ class SwitchProcess:
             if not _wait_tcp(port, deadline, self.proc):
                 raise NetnsError(f"switch {self.spec.name} did not start listening on 127.0.0.1:{port} "
                                  f"(exit status {self.proc.poll()}): {self.output()}")
-        if self.is_bmv2():  # its threads are all started once both servers listen
-            raise_switch_priority(self.proc.pid)
 
     def is_bmv2(self) -> bool:
         return Path(self.command[0]).name == "simple_switch_grpc"

@@ -217,36 +217,3 @@ flows:
     (way,) = [w for w in paced_ways(topo, {}) if w.switch == "R1" and w.port == topo.port("R1", "H2")]
     assert way.frame_bytes == data_frame_bytes(MSS)
 
-
-def test_a_bmv2_process_in_a_real_time_run_is_raised_above_the_run_and_no_other_is() -> None:
-    """topo/netns_switches.py: a switch at the run's SCHED_RR priority goes above it, every thread;
-    a process at normal priority (a run that is not real-time) is left alone."""
-    import os
-    import subprocess
-    import time
-
-    from topo.netns_switches import BMV2_RT_PRIORITY, CHILD_RT_PRIORITY, raise_switch_priority
-
-    if os.geteuid() != 0:
-        pytest.skip("needs root (real-time priorities)")
-    rt = subprocess.Popen(["python3", "-c", "import threading, time\n"
-                           "threading.Thread(target=time.sleep, args=(30,)).start()\ntime.sleep(30)"])
-    plain = subprocess.Popen(["sleep", "30"])
-    try:
-        deadline = time.monotonic() + 5
-        while len(os.listdir(f"/proc/{rt.pid}/task")) < 2 and time.monotonic() < deadline:  # both threads up
-            time.sleep(0.02)
-        for tid in os.listdir(f"/proc/{rt.pid}/task"):
-            os.sched_setscheduler(int(tid), os.SCHED_RR, os.sched_param(CHILD_RT_PRIORITY))
-        assert raise_switch_priority(rt.pid)
-        for tid in os.listdir(f"/proc/{rt.pid}/task"):
-            assert os.sched_getscheduler(int(tid)) == os.SCHED_RR
-            assert os.sched_getparam(int(tid)).sched_priority == BMV2_RT_PRIORITY
-        assert not raise_switch_priority(rt.pid)  # already there
-        assert not raise_switch_priority(plain.pid)
-        assert os.sched_getscheduler(plain.pid) == os.SCHED_OTHER
-        assert CHILD_RT_PRIORITY < BMV2_RT_PRIORITY < 10  # below the link emulators' loop
-    finally:
-        for p in (rt, plain):
-            p.kill()
-            p.wait()
