@@ -210,6 +210,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, help="every case this long instead of its own length (a quick look)")
     p.add_argument("--raw", type=Path, default=ROOT / "results" / "docs" / "multicast", help="per-run JSON")
     p.add_argument("--only", help="comma-separated case names")
+    p.add_argument("--reuse", action="store_true", help="take a run's JSON in --raw when it holds the same run")
     args = p.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         print(f"results_multicast: --seconds {args.seconds:g}: must be > 0", file=sys.stderr)
@@ -223,7 +224,7 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', '.join(c.name for c in CASES)})", file=sys.stderr)
             return 2
         cases = tuple(c for c in CASES if c.name in names)
-    print("\n".join(table(run_all(args.raw, args.seconds, cases=cases))))
+    print("\n".join(table(run_all(args.raw, args.seconds, reuse=args.reuse, cases=cases))))
     return 0
 
 
