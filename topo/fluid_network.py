@@ -45,6 +45,10 @@ from topo.model import Topology
 from topo.plan import packet_bytes_over
 from topo.routes import routed_paths
 
+
+def _hops(path: tuple[str, ...]) -> list[DirectedLink]:
+    return list(zip(path, path[1:]))
+
 __all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "smallest_scale"]
 
 DirectedLink = tuple[str, str]
@@ -131,6 +135,11 @@ class _Leg:
     slot: int = 0  # this flow's place in that egress
     active: tuple[float, float] = (0.0, float("inf"))  # a first leg: when its flow sends (start, stop)
     held: float = 0.0
+    # multicast, where b copies the flow to several children (docs/multicast.md): every (egress, slot)
+    # a copy joins, and per copy what is still queued; b holds a packet until its last copy leaves,
+    # so ``held`` is the largest of them. Empty where b makes one copy (egress and slot above).
+    copies: list[tuple[_Egress, int]] = field(default_factory=list)
+    pending: list[float] = field(default_factory=list)
 
 
 def _step_s(topo: Topology, intervals_us: list[int], duration_s: float, max_steps: int = MAX_STEPS) -> float:
@@ -211,19 +220,24 @@ class _Network:
         self.duration_s = duration_s
         self.fixed = topo.options.queue_model == "bmv2"
         routed = routed_paths(topo)
-        alinea = [f for f in topo.flows if f.control == "alinea" and len(f.path) > 1]
+        # a multicast group is one stream, sent by its lead branch over the group's tree
+        alinea = [f for f in topo.flows if f.control == "alinea" and len(f.path) > 1 and f.sends]
         paths = [routed[f.name] for f in alinea]
+        trees = [topo.tree_links(f.group) if f.group is not None else _hops(p) for f, p in zip(alinea, paths)]
         self.active = [(f.start_ns / NS, f.stop_ns / NS if f.stop_ns is not None else float("inf")) for f in alinea]
-        keys = sorted({(b, a) for path in paths for a, b in zip(path, path[1:]) if self._reports(b, a)})
+        keys = sorted({(b, a) for tree in trees for a, b in tree if self._reports(b, a)})
         self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s, max_steps)
-        self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for path in paths for a, b in zip(path, path[1:])}
+        self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for tree in trees for a, b in tree}
         self.bits = {key: 8 * packet_bytes_over(topo, *key) for key in self.link_bps}
         self.buffers = {k: self._buffer(k, scale) for k in keys}
         self.egress: dict[DirectedLink, _Egress] = {}
         self.senders: dict[DirectedLink, list[_Leg]] = {}
         self.legs: list[_Leg] = []
-        for path, active in zip(paths, self.active):
-            self._route(path, active)
+        for f, path, tree, active in zip(alinea, paths, trees, self.active):
+            if f.group is None:
+                self._route(path, active)
+            else:
+                self._route_tree(tree, active)
         self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
         self.sent = {key: 0.0 for key in self.senders}
         # per receiver's buffer (drained at its playout rate), the legs of the flows it receives
@@ -267,6 +281,33 @@ class _Network:
         legs[0].active = active
         self.senders.setdefault((path[0], path[1]), []).append(legs[0])
         self.legs.extend(legs)
+
+    def _route_tree(self, links: list[DirectedLink], active: tuple[float, float]) -> None:
+        """A multicast group's legs, one per link of its tree (its root's first): a leg into a node
+        that copies the group to several children joins each child's egress (``_Leg.copies``)."""
+        legs: dict[DirectedLink, _Leg] = {}
+        for a, b in links:
+            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
+            legs[(a, b)] = _Leg(a, b, deque([0.0] * max(1, round(delay_s / self.dt))), self.buffers.get((b, a)))
+        for here in legs.values():
+            onwards = [legs[(x, c)] for x, c in links if x == here.b]
+            for onward in onwards:
+                key = (onward.a, onward.b)
+                q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_pps(key)))
+                if here.egress is None:
+                    here.egress, here.slot = q, len(q.held)
+                if len(onwards) > 1:
+                    here.copies.append((q, len(q.held)))
+                    here.pending.append(0.0)
+                q.held.append(here)
+                q.onward.append(onward)
+        root = legs[links[0]]
+        root.active = active
+        self.senders.setdefault(links[0], []).append(root)
+        self.legs.extend(legs.values())
+
+    def link_pps(self, key: DirectedLink) -> float:
+        return self.link_bps[key] / self._bits(*key)
 
     def _buffer(self, key: DirectedLink, scale: float) -> _Buffer:
         v, u = key
@@ -350,17 +391,27 @@ class _Network:
             q = leg.egress
             if q is None or take <= 0.0:
                 continue
-            q.fwd += take
-            pps = q.pps if fixed else 0.0
-            now, prev = k * self.dt, q.stamp
-            first = prev if prev > now else now  # BMv2: a gap after the last stamp, or now
-            q.stamp = first + take / pps if pps > 0.0 else first
-            if q.chunks and q.chunks[-1][1] == pps and (pps == 0.0 or prev >= now):  # one stamped run
-                q.chunks[-1][0][leg.slot] += take
-            else:
-                amounts = [0.0] * len(q.held)
-                amounts[leg.slot] = take
-                q.chunks.append([amounts, pps, first])
+            if not leg.copies:
+                self._enqueue(q, leg.slot, take, k, fixed)
+                continue
+            for i, (cq, slot) in enumerate(leg.copies):  # multicast: a copy into each child's egress
+                leg.pending[i] += take
+                self._enqueue(cq, slot, take, k, fixed)
+
+    def _enqueue(self, q: _Egress, slot: int, take: float, k: int, fixed: bool) -> None:
+        """``take`` packets of the leg in ``slot`` join egress ``q`` as a chunk (on BMv2's queues stamped
+        at the queue rate in force)."""
+        q.fwd += take
+        pps = q.pps if fixed else 0.0
+        now, prev = k * self.dt, q.stamp
+        first = prev if prev > now else now  # BMv2: a gap after the last stamp, or now
+        q.stamp = first + take / pps if pps > 0.0 else first
+        if q.chunks and q.chunks[-1][1] == pps and (pps == 0.0 or prev >= now):  # one stamped run
+            q.chunks[-1][0][slot] += take
+        else:
+            amounts = [0.0] * len(q.held)
+            amounts[slot] = take
+            q.chunks.append([amounts, pps, first])
 
     def _drop(self, buf: _Buffer, amount: float, k: int) -> None:
         buf.lost += amount
@@ -416,11 +467,17 @@ class _Network:
     @staticmethod
     def _depart(q: _Egress, slot: int, amount: float) -> None:
         here = q.held[slot]
-        here.held = max(0.0, here.held - amount)
+        freed = amount
+        if here.copies:  # multicast: the buffer frees what the slowest copy has now sent too
+            i = next(j for j, (cq, cs) in enumerate(here.copies) if cq is q and cs == slot)
+            before = max(here.pending)
+            here.pending[i] = max(0.0, here.pending[i] - amount)
+            freed = before - max(here.pending)
+        here.held = max(0.0, here.held - freed)
         buf = here.buffer
         if buf is not None:
-            buf.held = max(0.0, buf.held - amount)
-            buf.drained += amount
+            buf.held = max(0.0, buf.held - freed)
+            buf.drained += freed
         q.onward[slot].line[-1] += amount
         q.deq += amount
 

@@ -23,6 +23,7 @@ from yaml.nodes import Node as YamlNode
 from yaml.nodes import SequenceNode
 
 from controlplane.agent import MAX_CLASSES
+from controlplane.dataplane_config import MCAST_MAX_COPIES
 from controlplane.params import MAX_32, LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import (
     OfCapacity,
@@ -790,14 +791,21 @@ class _Loader:
         parent: dict[tuple[str, str], str] = {}
         for f, item in zip(flows, items):
             if f.group is None:
+        children: dict[tuple[str, str], set[str]] = {}
                 continue
             for u, v in zip(f.path, f.path[1:]):
                 if parent.setdefault((f.group, v), u) != u:
-                    k = self._flow_index[flows.index(f)]
+            k = self._flow_index[flows.index(f)]
                     raise self.doc.error(item, f"flows[{k}].dst", f"the routes to {f.group}'s receivers reach {v} "
                                          f"from both {parent[(f.group, v)]} and {u}: not a tree")
 
     def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
+                copies = children.setdefault((f.group, u), set())
+                copies.add(v)
+                if len(copies) > MCAST_MAX_COPIES:
+                    raise self.doc.error(item, f"flows[{k}].dst", f"{u} would copy {f.group} to {len(copies)} "
+                                         f"neighbours ({', '.join(sorted(copies))}); alinea.p4 makes at most "
+                                         f"{MCAST_MAX_COPIES} copies per switch")
         path = skeleton.path(flow.src, flow.dst)
         if path is None:
             k = self._flow_index[i]

@@ -21,7 +21,7 @@ from topo.model import CONTROLS
 
 __all__ = ["Drawn", "topologies", "RATES_MBPS", "DELAYS_MS", "SHAPES"]
 
-SHAPES = ("line", "merge", "tree", "fabric")
+SHAPES = ("line", "merge", "tree", "fabric", "multicast")
 RATES_MBPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 DELAYS_MS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20)
 BUFFER_TIMES = ("1ms", "5ms", "20ms", "50ms")
@@ -147,7 +147,32 @@ def _fabric(draw: st.DrawFn, _depth: int) -> _Net:
     return net
 
 
-_SHAPE = {"line": _line, "merge": _merge, "tree": _tree, "fabric": _fabric}
+def _multicast(draw: st.DrawFn, depth: int) -> _Net:
+    """A tree of switches fed at its root by one sender, receivers on its leaves (one or two each), for
+    a multicast flow from the sender to every receiver (docs/multicast.md) beside a few unicast flows."""
+    net = _Net()
+    levels = min(depth, 3)
+    fanout = draw(st.integers(2, 3 if levels <= 2 else 2))
+    level = [net.switch()]
+    net.senders = [net.host(level[0])]
+    for _ in range(levels - 1):
+        nxt = []
+        for parent in level:
+            for _ in range(fanout):
+                child = net.switch()
+                net.links.append((parent, child))
+                nxt.append(child)
+        level = nxt
+    for leaf in level:
+        net.receivers += [net.host(leaf) for _ in range(draw(st.integers(1, 2)))]
+    if len(net.receivers) < 2:
+        net.receivers.append(net.host(level[0]))
+    return net
+
+
+_SHAPE = {"line": _line, "merge": _merge, "tree": _tree, "fabric": _fabric, "multicast": _multicast}
+#: The controls a multicast flow is drawn with (pgmcc is left to its own tests).
+MULTICAST_FLOW_CONTROLS = ("alinea", "fixed")
 
 
 def _rate(mbps: float) -> str:
@@ -240,7 +265,7 @@ def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None
         link_lines.append("  - {" + ", ".join(keys) + "}\n")
     buffer = draw(st.one_of(st.integers(20, 300), st.sampled_from(BUFFER_TIMES)))
     all_alinea = draw(st.booleans()) if alinea_only is None else alinea_only
-    n_flows = draw(st.integers(1, 5))
+    n_flows = draw(st.integers(0, 2) if shape == "multicast" else st.integers(1, 5))
     pairs = [(draw(st.sampled_from(net.senders)), draw(st.sampled_from(net.receivers))) for _ in range(n_flows)]
     controls = ["alinea"] * n_flows if all_alinea else [draw(st.sampled_from(FLOW_CONTROLS)) for _ in range(n_flows)]
     if not all_alinea and alinea_only is False and set(controls) == {"alinea"}:
@@ -248,6 +273,11 @@ def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None
     # the run's length: the cost estimate wants the flows' sizes, which are drawn with the run's length
     # as a unit; so draw them at 1 s and scale the times once the length is known
     flow_lines, sized = [], []
+    if shape == "multicast":  # one flow from the root's sender to every receiver
+        control = "alinea" if all_alinea else draw(st.sampled_from(MULTICAST_FLOW_CONTROLS))
+        line, size = _flow_text(draw, 0, net.senders[0], "[" + ", ".join(net.receivers) + "]", control, 1.0)
+        flow_lines.append(line.replace("name: f0,", "name: m0,"))
+        sized += [(net.senders[0], r, control, size) for r in net.receivers]
     for i, ((src, dst), control) in enumerate(zip(pairs, controls), 1):
         line, size = _flow_text(draw, i, src, dst, control, 1.0)
         flow_lines.append(line)
@@ -257,7 +287,7 @@ def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None
     seconds = min(max_seconds, max(MIN_SECONDS, MIN_RTTS * rtt_s, budget / max(cost, 1.0)))
     seconds = float(f"{seconds:.2g}")
     flow_lines = [_scale_times(line, seconds) for line in flow_lines]
-    receivers = sorted(set(dst for _, dst in pairs))
+    receivers = sorted(set(dst for _, dst in pairs) | (set(net.receivers) if shape == "multicast" else set()))
     host_lines = []
     for h in net.hosts:
         extra = ""
