@@ -124,9 +124,13 @@ def alinea_links(topo: Topology) -> set[DirectedLink]:
 
 def downstream_drain(topo: Topology, u: str, v: str) -> float:
     """What v forwards of the flows that cross u -> v: per flow the slowest link behind v (and
-    the receiver's playout), summed. A multicast group counts once, at its slowest branch behind v:
-    v frees a packet of it when its last copy leaves (docs/multicast.md)."""
-    total = 0.0
+    the receiver's playout), summed, but flows that leave v by one link (or that v receives) share
+    it: together no more than its rate (or v's playout). Two flows on one 1 Mb/s line counted 2 Mb/s,
+    and a buffer fed at 1 Mb/s looked as if it drained faster than its feed (it never would build,
+    so needed no room for a packet: tests/topo/random_cases/equal-rates-two-packets.yaml). A
+    multicast group counts once, at its slowest branch behind v: v frees a packet of it when its
+    last copy leaves (docs/multicast.md)."""
+    shares: dict[str | None, float] = {}  # v's next hop (None: v receives) -> its unicast flows' drains
     groups: dict[str, float] = {}
     paths = routed_paths(topo)
     for f in topo.flows:
@@ -140,9 +144,13 @@ def downstream_drain(topo: Topology, u: str, v: str) -> float:
             rates.append(playout)
         drain = min(rates) if rates else topo.link_between(u, v).rate_bps
         if f.group is None:
-            total += drain
+            nxt = rest[0][1] if rest else None
+            shares[nxt] = shares.get(nxt, 0.0) + drain
         else:
             groups[f.group] = min(groups.get(f.group, drain), drain)
+    total = sum(min(share, topo.link_between(v, nxt).rate_bps if nxt is not None
+                    else topo.nodes[v].playout_bps or topo.link_between(u, v).rate_bps)
+                for nxt, share in shares.items())
     return total + sum(groups.values())
 
 
@@ -189,7 +197,9 @@ def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps
 def feeding_links(topo: Topology, u: str, v: str) -> int:
     """The links whose ALINEA packets share v's queue with u's: while v sends one of another link's
     packets, u's wait, so each such link is a packet the buffer must have room for. 0 when that
-    queue drains faster than those links can feed it (it never builds)."""
+    queue drains faster than those links can feed it (it never builds). A drain only as fast as the
+    feed is not faster: a pause of it (one of v's packets leaving late) queues a packet the feed never
+    lets it make up."""
     pairs = set()  # (the link's far end, where the packets go on from v; None: v receives them)
     paths = routed_paths(topo)
     for f in topo.flows:
@@ -202,7 +212,7 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
     onward = {nxt for p, nxt in pairs if p == u}
     feeders = {p for p, nxt in pairs if nxt in onward} or {u}
     feed_bps = sum(topo.link_between(p, v).rate_bps for p in feeders)
-    return len(feeders) if downstream_drain(topo, u, v) < feed_bps else 0
+    return len(feeders) if downstream_drain(topo, u, v) <= feed_bps else 0
 
 
 def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:

@@ -172,3 +172,33 @@ def test_a_receivers_link_that_dips_and_recovers_loses_nothing_unless_warned() -
     assert verdict.problems == []
     assert verdict.lost == 0 or any(w.startswith("law S1->H3") and "link-rate change at 1.12 s" in w
                                     for w in verdict.warned), verdict.warned
+
+
+#: Found by the random topologies: two flows one after the other (0.6-1 s together) down a line of
+#: 1 Mb/s links into S5, whose 5 ms buffer is 2 packets of 576 bytes (0.4 above its 80 % target). S4's
+#: law locked at its floor (the starved buffer's drain is what S4 itself sends), S4's buffer filled
+#: and dropped 7 packets, with no warning: the analysis summed the two flows' drains behind S5 (2 Mb/s
+#: through a 1 Mb/s link), so S5's buffer seemed to drain faster than its feed and to need no room for
+#: a packet. Flows that leave by one link now share it, and a drain only as fast as its feed needs it.
+EQUAL_RATES = (Path(__file__).parent / "random_cases" / "equal-rates-two-packets.yaml").read_text()
+
+
+def test_a_buffer_drained_only_as_fast_as_its_feed_needs_room_for_a_packet() -> None:
+    verdict = judge(EQUAL_RATES, 2.0, all_alinea=True, source="equal-rates-two-packets.yaml")
+    assert verdict.problems == []
+    assert verdict.lost == 0 or any(w.startswith("law S4->S5") and "less than one for each link" in w
+                                    for w in verdict.warned), verdict.warned
+
+
+#: Found by ``make fuzz-topo``: four ALINEA flows of 200-1448 bytes from H1 to H2 down a line whose
+#: S2 - S3 link falls from 20 to 1 Mb/s at 0.7 s (behind a 1 Gb/s S1 - S2 link with a 50 ms buffer).
+#: S2's buffer from S1 drops 21 packets in 1.4 s (seed 1) and the analysis does not warn: its fluid
+#: model holds S2's buffer through the fall (S1's queue, stamped at the old rates, arrives on top).
+MIXED_LINE_DROP = (Path(__file__).parent / "random_cases" / "mixed-line-capacity-drop.yaml").read_text()
+
+
+@pytest.mark.xfail(raises=AssertionError, strict=False,
+                   reason="open: a 20-fold capacity drop behind a mixed-size line; the fluid model does not see S2 overflow")
+def test_a_twenty_fold_drop_behind_a_mixed_size_line_loses_nothing_unless_warned() -> None:
+    verdict = judge(MIXED_LINE_DROP, 1.4, all_alinea=True, source="mixed-line-capacity-drop.yaml")
+    assert verdict.problems == []
