@@ -73,8 +73,13 @@ lint: setup
 	PATH="$(CARGO_DIR):$$PATH" cargo fmt --manifest-path $(ENGINE)/Cargo.toml --check
 	PATH="$(CARGO_DIR):$$PATH" cargo clippy --quiet --release --locked --manifest-path $(ENGINE)/Cargo.toml -- -D warnings
 
+# Two workers (pytest-xdist): tests/conftest.py puts the real-time tests (netns, p4switch's real-time
+# loop, wake-ups) in one group that one worker runs in turn beside the simulator's tests, and the Ray
+# sweeps in another. The "ci" hypothesis profile (derandomized, no example database) here too, so a
+# local .hypothesis/ cannot fail what CI passes. PYTEST_WORKERS=0 runs in one process.
+PYTEST_WORKERS ?= 2
 pytest: setup
-	$(VENV)/bin/pytest -q
+	$(VENV)/bin/pytest -q -n $(PYTEST_WORKERS) --dist loadgroup --hypothesis-profile=ci --durations=20
 
 test: setup lint pytest
 
