@@ -239,3 +239,25 @@ def test_a_mixed_size_tree_loses_nothing_unless_the_analysis_warned() -> None:
 
     verdict = judge(MIXED_SIZE_TREE, 2.0, all_alinea=True, source="<mixed-size-tree>")
     assert verdict.problems == []
+
+
+def test_unicast_runs_as_without_multicast_in_the_program(tmp_path: Path) -> None:
+    """The shipped program against the same program with its multicast cut out (mcast_route never applied,
+    so no packet is ever a group's): a unicast topology's run records the same samples, packet for packet."""
+    from p4switch.device import compile_file
+    from topo.simnet import SimNetwork
+
+    source = (ROOT / "p4src" / "alinea.p4").read_text()
+    assert source.count("mcast_route.apply();") == 1
+    cut = tmp_path / "alinea.p4"
+    cut.write_text(source.replace("mcast_route.apply();", ""))
+    topo = load_topology(ROOT / "topo" / "paper-5router.yaml")
+    records = []
+    for program in (compile_file(str(ROOT / "p4src" / "alinea.p4")), compile_file(str(cut))):
+        net = SimNetwork(topo, seed=1, program=program).build()
+        net.run_until(2 * 10**9)
+        net.finish()
+        rec = net.recorder
+        records.append((rec.flows, rec.laws, rec.buffers, rec.links, rec.drops, rec.packets))
+        assert rec.packets and rec.laws
+    assert records[0] == records[1]
