@@ -6,7 +6,8 @@ of its topologies failed and keep each one's file, so that a fix can be judged o
 Each failing topology is written to ``--out``/fail-N.yaml with its run length and problems in its
 first lines (``hbh run FILE --duration S --strict`` replays it); the last line says how many
 topologies ran, how many were all-ALINEA, how many the analysis warned about and how many failed.
-Exit status 1 if any failed.
+Exit status 1 if any failed. summary.json holds the counts after every topology ("finished": false
+until the last), and SIGINT or SIGTERM ends the run with its last line for what it judged.
 
     python -m tests.topo.fuzz_topo --count 2000 --seed 1 --out build/fuzz-topo
 """
@@ -15,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import signal
 import sys
 import time
 import traceback
@@ -57,16 +59,27 @@ def main(argv: list[str] | None = None) -> int:
             stats["failed"] += 1
             head = f"# seconds: {d.seconds:g}\n" + "".join(f"# problem: {p}\n" for p in problems)
             (args.out / f"fail-{stats['failed']}.yaml").write_text(head + d.text)
+        # the count so far, after every topology: a long run stopped early still says what it judged
+        (args.out / "summary.json").write_text(json.dumps({**stats, "finished": False}, indent=1) + "\n")
         if stats["ran"] % 50 == 0:
             print(f"{stats['ran']} topologies, {stats['failed']} failed ({time.monotonic() - started:.0f} s)",
                   file=sys.stderr, flush=True)
 
-    one()
+    signal.signal(signal.SIGTERM, _stop)
+    try:
+        one()
+    except KeyboardInterrupt:  # SIGINT or SIGTERM: the topologies judged so far are the result
+        print("fuzz-topo: stopped early", file=sys.stderr)
     stats["seconds"] = round(time.monotonic() - started)
-    (args.out / "summary.json").write_text(json.dumps(stats, indent=1) + "\n")
+    (args.out / "summary.json").write_text(json.dumps({**stats, "finished": stats["ran"] >= args.count}, indent=1)
+                                          + "\n")
     print(f"fuzz-topo: {stats['ran']} topologies ({stats['all_alinea']} all-ALINEA, {stats['warned']} warned, "
           f"{stats['lost']} with loss), {stats['failed']} failed; {stats['seconds']} s; files in {args.out}/")
     return 1 if stats["failed"] else 0
+
+
+def _stop(_signum: int, _frame: object) -> None:
+    raise KeyboardInterrupt
 
 
 if __name__ == "__main__":
