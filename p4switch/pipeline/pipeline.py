@@ -137,20 +137,24 @@ def _find_main(program: ast.Program) -> ast.InstantiationDecl:
     return mains[-1]
 
 
-def _field_lists(meta: Storage, meta_type: T.Type) -> dict[int, list[Storage]]:
-    """``@field_list(N)`` annotated user-metadata fields, per N."""
-    out: dict[int, list[Storage]] = {}
+def _field_lists(meta: Storage, meta_type: T.Type, out: dict[int, list[Storage]] | None = None
+                 ) -> dict[int, list[Storage]]:
+    """``@field_list(N)`` annotated user-metadata fields, per N, in nested structs too (a BMv2
+    JSON's metadata is ``meta.scalars``: p4switch.bmv2json writes p4c's fields there)."""
+    out = {} if out is None else out
     decl = getattr(meta_type, "decl", None)
     if not isinstance(decl, ast.StructDecl) or not isinstance(meta, StructS):
         return out
     for f in decl.fields:
+        st = meta.fields.get(f.name)
         for ann in f.annotations:
             if ann.name != "field_list":
                 continue
             for ident in _annotation_ints(ann):
-                st = meta.fields.get(f.name)
                 if st is not None:
                     out.setdefault(ident, []).append(st)
+        if st is not None:
+            _field_lists(st, getattr(f.type_ref, "type", None), out)
     return out
 
 
