@@ -133,19 +133,26 @@ def test_bmv2_agrees_with_p4switch(name: str, tmp_path: Path) -> None:
         pytest.skip(f"{name}: a run did not keep real time on this machine (p4switch {slow[0].p4switch}, "
                     f"BMv2 {slow[0].bmv2}): its numbers measure the machine")
     failed = [c for c in checks if not c.ok]
-    if failed and all(_bmv2_late_reaction(c) for c in failed):
-        pytest.xfail(f"{name}: on BMv2 a link's fall reaches the buffer one queue's schedule late "
-                     f"(BMv2 {failed[0].bmv2} report intervals; BMv2 dates a packet's departure when it is "
-                     "queued: docs/bmv2.md, 'capacity-drop's reaction on BMv2')")
+    fall = any(c.what.startswith("reaction to ") for c in checks)  # a topology with a link-rate event
+    if failed and fall and all(_bmv2_fall(c) for c in failed):
+        pytest.xfail(f"{name}: on BMv2 a link's fall reaches the buffer one queue's schedule late, and the "
+                     f"frames already stamped at the old rate wait in the emulator meanwhile "
+                     f"({'; '.join(f'{c.what}: BMv2 {c.bmv2}' for c in failed)}; BMv2 dates a packet's "
+                     "departure when it is queued: docs/bmv2.md, 'capacity-drop's reaction on BMv2')")
     assert not failed, bmv2_diff.table(checks)
 
 
-def _bmv2_late_reaction(c: Any) -> bool:
-    """The one check BMv2 1.15.5 cannot meet: an event's reaction, p4switch within its bound."""
+def _bmv2_fall(c: Any) -> bool:
+    """What BMv2 1.15.5 cannot meet at a link's fall: the event's reaction (p4switch within its bound),
+    and the emulator's peak while the old schedule leaves (the run still ending with a few frames)."""
     try:
-        return c.what.startswith("reaction to ") and float(c.p4switch) <= bmv2_diff.REACTION_INTERVALS
-    except ValueError:
+        if c.what.startswith("reaction to "):
+            return float(c.p4switch) <= bmv2_diff.REACTION_INTERVALS
+        if c.what.startswith("frames waiting in a link emulator"):
+            return int(c.bmv2.split(",")[1]) <= 4
+    except (ValueError, IndexError):
         return False
+    return False
 
 
 def test_switch_cpu_tells_a_busy_switch_from_an_idle_one(tmp_path: Path) -> None:
