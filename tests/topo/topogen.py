@@ -13,6 +13,7 @@ can run: ``hbh run FILE --duration Ns --strict``.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
@@ -278,8 +279,14 @@ def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None
         line, size = _flow_text(draw, 0, net.senders[0], "[" + ", ".join(net.receivers) + "]", control, 1.0)
         flow_lines.append(line.replace("name: f0,", "name: m0,"))
         sized += [(net.senders[0], r, control, size) for r in net.receivers]
+        group_size = size
     for i, ((src, dst), control) in enumerate(zip(pairs, controls), 1):
         line, size = _flow_text(draw, i, src, dst, control, 1.0)
+        if shape == "multicast" and control != "tcp":
+            # the group's size: a tree of mixed sizes is a known gap of the fluid model, kept apart
+            # (tests/topo/test_multicast.py, test_a_mixed_size_tree_loses_nothing_unless_the_analysis_warned)
+            line = re.sub(r"packet_size: \d+B", f"packet_size: {group_size}B", line)
+            size = group_size
         flow_lines.append(line)
         sized.append((src, dst, control, size))
     cost = _cost(net, rates, sized)  # type: ignore[arg-type]
