@@ -101,6 +101,25 @@ def test_the_load_each_run_was_measured_under_is_shown_not_checked(tmp_path: Pat
     assert load is None or load >= 0
 
 
+def test_only_a_falls_known_bmv2_limits_are_expected_failures() -> None:
+    """The differential test's xfail (below): BMv2's late reaction and the emulator's peak at a link's
+    fall, the run ending with a few frames; a loss, a buffer or a backlog left at the end still fail."""
+    p4, bm = _summary(), _summary()
+    bm["events"][0]["reaction_intervals"] = 55.0
+    bm["link_backlog"] = {"peak_backlog": {"R3-R4 a->b": 24}, "final_backlog": {"R3-R4 a->b": 1},
+                          "hidden_queue": True, "threshold_frames": 4}
+    failed = [c for c in compare("t", p4, bm) if not c.ok]
+    assert len(failed) == 2 and all(_bmv2_fall(c) for c in failed)
+    bm["link_backlog"]["final_backlog"]["R3-R4 a->b"] = 30
+    bm["loss"]["total"] = 3
+    bm["buffers"]["R1<-H1"]["mean"] += 0.05
+    failed = [c for c in compare("t", p4, bm) if not c.ok]
+    assert {c.what for c in failed if not _bmv2_fall(c)} >= {"packets lost", "R1<-H1 mean"}
+    assert not any(_bmv2_fall(c) for c in failed if c.what.startswith("frames waiting"))
+    p4["events"][0]["reaction_intervals"] = 3.5  # p4switch itself past the bound: not BMv2's limit
+    assert not any(_bmv2_fall(c) for c in compare("t", p4, bm) if c.what.startswith("reaction to "))
+
+
 def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["no-such-topology"]) == 2
     assert main(["--from", str(tmp_path), "paper-1router"]) == 2
