@@ -208,7 +208,7 @@ def results_section(raw: Path | None = None, reuse: bool = True) -> list[str]:
             "throughput as a fraction of the multicast session's over the whole run (packets of the same frame "
             "size; below 100 %: the session took more). The TCP model has no plain Reno: the seed's Reno runs are "
             "set beside our Reno congestion control with NewReno's recovery (no SACK). docs/multicast.md, "
-            "\"Results\", reads the rows.", "", *table(results), ""]
+            "\"Results on the seed's four sets\", reads the rows.", "", *table(results), ""]
 
 
 def main(argv: list[str] | None = None) -> int:
