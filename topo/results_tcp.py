@@ -207,7 +207,12 @@ BLM_MAX_SHARE, BLM_BACK, BLM_BACK_WITHIN = 0.20, 0.90, 30  # the targets (issue 
 CAPACITY_BPS = 3e6
 
 
-def blm_section() -> list[str]:
+def _blm_run(delay: str) -> dict[str, Any]:
+    """The BLM-against-TCP run with BLM's access delay ``delay`` (its summary)."""
+    return _run(scenario("cvihis-blm-vs-tcp", (f"link[H1-R1].delay={delay}", *BLM_SETS)), BLM_SECONDS).summary
+
+
+def blm_section(jobs: int = 1) -> list[str]:
     out = ["## CVIHIS BLM against TCP", "",
            "`topo/cvihis-blm-vs-tcp.yaml` with the paper's timing (`--set flow[tcp].start=50s --set "
            "flow[tcp].stop=170s`): BLM and one TCP reno connection (RTT 200 ms) on a 3 Mb/s bottleneck with a "
@@ -220,8 +225,15 @@ def blm_section() -> list[str]:
            f"{TCP_OFF} s): BLM / TCP | BLM's share ({TCP_ON}-{TCP_OFF} s) | its last 60 s | after ({TCP_OFF + 20}-"
            f"{BLM_SECONDS} s): BLM | back within (s) | loss |", "|---|---|---|---|---|---|---|---|---|"]
     worst_share, slowest = 0.0, 0.0
-    for label, delay in BLM_RTTS:
-        s = _run(scenario("cvihis-blm-vs-tcp", (f"link[H1-R1].delay={delay}", *BLM_SETS)), BLM_SECONDS).summary
+    delays = [delay for _label, delay in BLM_RTTS]
+    if jobs > 1:
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(jobs) as pool:
+            summaries = list(pool.map(_blm_run, delays))
+    else:
+        summaries = [_blm_run(delay) for delay in delays]
+    for (label, _delay), s in zip(BLM_RTTS, summaries):
         during = share(s, "blm", TCP_ON, TCP_OFF)
         back = back_within(s, "blm", TCP_OFF, BLM_BACK * CAPACITY_BPS)
         worst_share, slowest = max(worst_share, during), max(slowest, back)
@@ -259,50 +271,83 @@ RTM_RATES = ("2Mbps", "3Mbps", "4.5Mbps")
 RTM_RTTS = ((20, "8ms"), (80, "38ms"), (140, "68ms"), (200, "98ms"))
 PUBLISHED_WORST = 1.6
 TARGET_WORST = 2.0
+#: RTM's starting rates (the paper varied them): CVIHIS's default (400 kb/s) and the bottleneck's capacity
+RTM_STARTS = ("", "capacity")
 
 
 def rtm_cell(rate: str, delay: str, cc: str, seed: int = SEED, seconds: float = RTM_SECONDS,
-             reading: str = "") -> tuple[float, float]:
+             reading: str = "", start: str = "") -> tuple[float, float]:
     """(RTM, TCP) mean receive rates (b/s) over the second half of one grid run; ``reading``: a ``cvihis:``
-    mapping's text for the file (e.g. ``{variant: shifted}``), empty for the default."""
+    mapping's text for the file (e.g. ``{variant: shifted}``), empty for the default; ``start``: RTM's
+    starting rate (``cvihis: {start_rate: ...}`` on its flow), empty for CVIHIS's default."""
     sets = (f"link[R1-R2].rate={rate}", f"link[H1-R1].delay={delay}", f"link[H3-R1].delay={delay}")
     replace = (("cc: reno", f"cc: {cc}"),)
     if reading:
         replace += (("\nnodes:", f"\ncvihis: {reading}\nnodes:"),)
+    if start:
+        replace += (("control: cvihis-rtm}", f"control: cvihis-rtm, cvihis: {{start_rate: {start}}}}}"),)
     topo = scenario("cvihis-rtm-vs-tcp", sets, replace)
-    print(f"running {topo.name} {rate} {delay} {cc} seed {seed} ({seconds:g} s virtual) ...", file=sys.stderr, flush=True)
+    print(f"running {topo.name} {rate} {delay} {cc} start {start or 'default'} seed {seed} ({seconds:g} s virtual) ...",
+          file=sys.stderr, flush=True)
     s = run_experiment(topo, int(seconds * S), seed=seed, plots=False).summary
     return window(s, "rtm", seconds / 2, seconds), window(s, "tcp", seconds / 2, seconds)
 
 
-def rtm_section() -> list[str]:
+def rtm_cells(specs: list[tuple[Any, ...]], jobs: int = 1) -> list[tuple[float, float]]:
+    """``rtm_cell(*spec)`` for every spec, in order; with ``jobs`` > 1 in that many processes (each run is seeded,
+    so the numbers are the same either way: only the wall time changes)."""
+    if jobs <= 1:
+        return [rtm_cell(*spec) for spec in specs]
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(_rtm_cell_star, specs))
+
+
+def _rtm_cell_star(spec: tuple[Any, ...]) -> tuple[float, float]:
+    return rtm_cell(*spec)
+
+
+def start_rate(start: str, rate: str) -> str:
+    """A grid row's RTM starting rate: ``""`` (CVIHIS's default) or ``"capacity"`` (the bottleneck's rate)."""
+    return rate if start == "capacity" else start
+
+
+def rtm_section(jobs: int = 1) -> list[str]:
     out = ["## CVIHIS RTM against TCP: the TCP-friendliness grid", "",
            "`topo/cvihis-rtm-vs-tcp.yaml`: one RTM flow (CVIHIS's default reading, docs/cvihis.md 'Readings') and "
            "one TCP flow (the simulator's model, SACK on as Linux NewReno has it), both with the same RTT, on a "
-           "bottleneck with a 50-packet drop-tail FIFO; the paper's grid (2-4.5 Mb/s, RTT 20/80/140/200 ms, 26 "
-           f"tests against NewReno): 2, 3 and 4.5 Mb/s, four RTTs, reno then cubic, {RTM_SECONDS} s each (seed "
-           f"{SEED}), shares over {RTM_SECONDS // 2}-{RTM_SECONDS} s. The shares are those of one run, not converged "
-           "means; docs/cvihis.md ('Readings') has seeds 1-5 on the reno grid.", "",
-           "| cc | bottleneck | RTT 20 ms | RTT 80 ms | RTT 140 ms | RTT 200 ms |", "|---|---|---|---|---|---|"]
+           "bottleneck with a 50-packet drop-tail FIFO; the paper's grid (2-4.5 Mb/s, RTT 20/80/140/200 ms, starting "
+           "rates varied, 26 tests against NewReno): 2, 3 and 4.5 Mb/s, four RTTs, RTM starting at CVIHIS's default "
+           "400 kb/s or at the bottleneck's capacity (`cvihis: {start_rate: ...}`; against cubic at 400 kb/s only), "
+           "reno then cubic, "
+           f"{RTM_SECONDS} s each (seed {SEED}), shares over {RTM_SECONDS // 2}-{RTM_SECONDS} s. The shares are those "
+           "of one run, not converged means; docs/cvihis.md ('Readings') has seeds 1-5 on the reno grid.", "",
+           "| cc | bottleneck | RTM starts at | RTT 20 ms | RTT 80 ms | RTT 140 ms | RTT 200 ms |",
+           "|---|---|---|---|---|---|---|"]
     worst: dict[str, float] = {}
     by_rtt: dict[tuple[str, int], list[tuple[float, float]]] = {}
-    for cc in ("reno", "cubic"):
-        for rate in RTM_RATES:
-            cells = []
-            for rtt, delay in RTM_RTTS:
-                rtm, tcp = rtm_cell(rate, delay, cc)
-                ratio = max(rtm, tcp) / min(rtm, tcp) if min(rtm, tcp) > 0 else float("inf")
-                worst[cc] = max(worst.get(cc, 0.0), ratio)
-                by_rtt.setdefault((cc, rtt), []).append((rtm / 1e6, tcp / 1e6))
-                cells.append(f"{100 * rtm / (rtm + tcp):.0f} % (x{ratio:.1f})" if rtm + tcp else "-")
-            out.append(f"| {cc} | {rate.replace('Mbps', ' Mb/s')} | {' | '.join(cells)} |")
+    rows = [(cc, rate, start) for cc in ("reno", "cubic") for rate in RTM_RATES
+            for start in (RTM_STARTS if cc == "reno" else RTM_STARTS[:1])]
+    specs = [(rate, delay, cc, SEED, RTM_SECONDS, "", start_rate(start, rate))
+             for cc, rate, start in rows for _rtt, delay in RTM_RTTS]
+    results = iter(rtm_cells(specs, jobs))
+    for cc, rate, start in rows:
+        cells = []
+        for rtt, _delay in RTM_RTTS:
+            rtm, tcp = next(results)
+            ratio = max(rtm, tcp) / min(rtm, tcp) if min(rtm, tcp) > 0 else float("inf")
+            worst[cc] = max(worst.get(cc, 0.0), ratio)
+            by_rtt.setdefault((cc, rtt), []).append((rtm / 1e6, tcp / 1e6))
+            cells.append(f"{100 * rtm / (rtm + tcp):.0f} % (x{ratio:.1f})" if rtm + tcp else "-")
+        out.append(f"| {cc} | {rate.replace('Mbps', ' Mb/s')} | {start or '400 kb/s'} | {' | '.join(cells)} |")
     reno = [(rtt, statistics.fmean(r for r, _ in v), statistics.fmean(t for _, t in v))
             for (cc, rtt), v in by_rtt.items() if cc == "reno"]
     out += ["", "Cells: RTM's share of what the two received, and the larger over the smaller rate. "
             f"Worst ratio against reno: **{worst['reno']:.1f}** (target: at most {TARGET_WORST}), against cubic "
             f"{worst['cubic']:.1f}; published: about {PUBLISHED_WORST} against NewReno, the worst of 26 tests, and "
-            "CUBIC somewhat more aggressive than NewReno. How RTT affects each (reno rows, mean rate over the three "
-            "bottlenecks, Mb/s, RTM / TCP): "
+            "CUBIC somewhat more aggressive than NewReno. How RTT affects each (reno rows, mean rate over the "
+            "bottlenecks and starting rates, Mb/s, RTM / TCP): "
             + ", ".join(f"{rtt} ms {r:.2f} / {t:.2f}" for rtt, r, t in reno)
             + f"; from 20 to 200 ms RTM's rate changes by {_change(reno, 1)}, TCP's by {_change(reno, 2)} "
             "(published: RTT affects CVIHIS less than TCP). docs/cvihis.md ('Readings') gives the other readings "
@@ -407,24 +452,37 @@ def sections(figures: Path, doc_dir: Path) -> list[str]:
 CVIHIS_SECTIONS = {"blm": blm_section, "rtm": rtm_section}
 
 
-def grid_table(readings: list[str], seeds: list[int]) -> list[str]:
-    """The reno grid per reading and seed (docs/cvihis.md, "Readings"): RTM's share in each cell, the worst
-    ratio per row, and per reading the worst over its seeds."""
+def grid_table(readings: list[str], seeds: list[int], seconds: float = RTM_SECONDS, jobs: int = 1,
+               starts: tuple[str, ...] = RTM_STARTS) -> list[str]:
+    """The reno grid per reading, seed and RTM starting rate (docs/cvihis.md, "Readings"): RTM's share in each
+    cell, the worst ratio per row, and per reading the worst over its seeds and starting rates."""
     cells = [(rate, rtt, delay) for rate in RTM_RATES for rtt, delay in RTM_RTTS]
-    out = ["| reading | seed | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in cells) + " | worst |",
-           "|---|---|" + "---|" * (len(cells) + 1)]
-    for reading in readings:
-        worst_all = 0.0
-        for seed in seeds:
-            shares, worst = [], 0.0
-            for rate, _rtt, delay in cells:
-                rtm, tcp = rtm_cell(rate, delay, "reno", seed, reading="" if reading == "default" else reading)
-                worst = max(worst, max(rtm, tcp) / min(rtm, tcp) if min(rtm, tcp) > 0 else float("inf"))
-                shares.append(f"{100 * rtm / (rtm + tcp):.0f} %" if rtm + tcp else "-")
-            worst_all = max(worst_all, worst)
-            out.append(f"| `{reading}` | {seed} | {' | '.join(shares)} | {worst:.2f} |")
-        out.append(f"| `{reading}` | all |{' |' * len(cells)} **{worst_all:.2f}** |")
+    out = ["| reading | seed | RTM starts at | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in cells)
+           + " | worst |", "|---|---|---|" + "---|" * (len(cells) + 1)]
+    rows = [(reading, seed, start) for reading in readings for seed in seeds for start in starts]
+    specs = [(rate, delay, "reno", seed, seconds, "" if reading == "default" else reading, start_rate(start, rate))
+             for reading, seed, start in rows for rate, _rtt, delay in cells]
+    results = iter(rtm_cells(specs, jobs))
+    worst_all: dict[str, float] = {}
+    for reading, seed, start in rows:
+        shares, worst = [], 0.0
+        for _cell in cells:
+            rtm, tcp = next(results)
+            worst = max(worst, max(rtm, tcp) / min(rtm, tcp) if min(rtm, tcp) > 0 else float("inf"))
+            shares.append(f"{100 * rtm / (rtm + tcp):.0f} %" if rtm + tcp else "-")
+        worst_all[reading] = max(worst_all.get(reading, 0.0), worst)
+        out.append(f"| `{reading}` | {seed} | {start or '400 kb/s'} | {' | '.join(shares)} | {worst:.2f} |")
+        if (seed, start) == (seeds[-1], starts[-1]):
+            out.append(f"| `{reading}` | all | |{' |' * len(cells)} **{worst_all[reading]:.2f}** |")
     return out
+
+
+def _starts(ap: Any, text: str) -> tuple[str, ...]:
+    """``--starts``: the grid's starting rates by name ("default" is CVIHIS's own, the empty string here)."""
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names or any(n not in ("default", "capacity") for n in names):
+        ap.error(f"--starts {text}: use default, capacity or both")
+    return tuple("" if n == "default" else n for n in names)
 
 
 def _seeds(text: str) -> list[int]:
@@ -446,16 +504,22 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--grid", metavar="READINGS", help="instead: print the reno grid for these readings, ';'-"
                     "separated cvihis: mappings (e.g. '{variant: shifted};{md: per-packet}'; 'default' for none)")
     ap.add_argument("--seeds", default="1", help="with --grid: seeds, e.g. 1-5")
+    ap.add_argument("--starts", default="default,capacity", help="with --grid: RTM's starting rates, of "
+                    "default (CVIHIS's 400 kb/s) and capacity (the bottleneck's rate)")
+    ap.add_argument("--jobs", type=int, default=1, help="run this many simulations at once (the same numbers)")
+    ap.add_argument("--seconds", type=float, default=RTM_SECONDS, help="with --grid: each run's length (s); the "
+                    "shares are over its second half")
     args = ap.parse_args(argv)
     if args.grid:
-        print("\n".join(grid_table([r.strip() for r in args.grid.split(";") if r.strip()], _seeds(args.seeds))))
+        print("\n".join(grid_table([r.strip() for r in args.grid.split(";") if r.strip()], _seeds(args.seeds),
+                                     args.seconds, args.jobs, _starts(ap, args.starts))))
         return 0
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in CVIHIS_SECTIONS]
     if unknown or not names:
         ap.error(f"--only {args.only}: unknown section {', '.join(unknown) or '(none)'} "
                  f"(known: {', '.join(CVIHIS_SECTIONS)})")
-    lines = [line for n in names for line in CVIHIS_SECTIONS[n]()]
+    lines = [line for n in names for line in CVIHIS_SECTIONS[n](args.jobs)]
     doc = Path(args.doc)
     doc.write_text(splice_sections(doc.read_text(encoding="utf-8"), lines), encoding="utf-8")
     print(f"wrote the {', '.join(names)} sections of {doc}", file=sys.stderr)

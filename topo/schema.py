@@ -37,6 +37,7 @@ from controlplane.units import (
     resolve_rate,
 )
 from hosts.cvihis.variants import CHOICE_KEYS as CVIHIS_CHOICE_KEYS
+from hosts.cvihis.variants import RUN_KEYS as CVIHIS_RUN_KEYS
 from hosts.cvihis.variants import CvihisReading, ReadingError
 from hosts.gcc.params import FILTERS as GCC_FILTERS
 from hosts.gcc.params import GAIN_SETS as GCC_GAIN_SETS
@@ -75,7 +76,7 @@ LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay", "los
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
 FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r_max", "rate", "cc", "size", "sack", "target",
              "gcc", "cvihis", "pgmcc")
-CVIHIS_KEYS = ("variant", *CVIHIS_CHOICE_KEYS)
+CVIHIS_KEYS = ("variant", *CVIHIS_CHOICE_KEYS, *CVIHIS_RUN_KEYS)
 GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter", "gains")
 PGMCC_KEYS = ("switch_ratio", "timeout", "loss_weight", "repair", "nak_retries")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
@@ -609,16 +610,18 @@ class _Loader:
         return tuple(names)
 
     def _cvihis(self, node: YamlNode, path: str, base: CvihisReading | None = None) -> CvihisReading:
-        """``cvihis: {variant, areas, decisions_per_rtt, md, max_delay}`` (each optional): the reading of
-        CVIHIS to run (hosts/cvihis/variants.py). A flow's mapping goes on top of the file's (``base``): its
-        variant, if given, replaces the file's reading; its other keys change one choice each."""
+        """``cvihis: {variant, areas, decisions_per_rtt, push, md, max_delay, start_rate}`` (each optional):
+        the reading of CVIHIS to run (hosts/cvihis/variants.py) and the rate its senders start at. A flow's
+        mapping goes on top of the file's (``base``): its variant, if given, replaces the file's reading; its
+        other keys change one choice each."""
         entries = self.doc.mapping(node, path, CVIHIS_KEYS)
         if not entries:
             raise self.doc.error(node, path, f"changes nothing (set some of: {', '.join(CVIHIS_KEYS)})")
         base = base or CvihisReading()
         variant, changes = base.variant, dict(base.changes)
         for key, entry in sorted(entries.items(), key=lambda kv: kv[0] != "variant"):  # the variant first
-            value = self.doc.scalar(entry.value, f"{path}.{key}")
+            value = self._rate(entry.value, f"{path}.{key}") if key == "start_rate" \
+                else self.doc.scalar(entry.value, f"{path}.{key}")
             try:
                 if key == "variant":
                     variant, changes = CvihisReading(str(value)).variant, {}
@@ -627,7 +630,7 @@ class _Loader:
                     changes[key] = value
             except ReadingError as exc:
                 raise self.doc.error(entry.value, f"{path}.{key}", str(exc).split(": ", 1)[1]) from None
-        order = [k for k in CVIHIS_CHOICE_KEYS if k in changes]
+        order = [k for k in (*CVIHIS_CHOICE_KEYS, *CVIHIS_RUN_KEYS) if k in changes]
         return CvihisReading(variant, tuple((k, changes[k]) for k in order))
 
     def _pgmcc(self, node: YamlNode, where: str) -> PgmccParams:
@@ -789,23 +792,23 @@ class _Loader:
         """A multicast flow's routes must form a tree: one upstream neighbour per node (shortest paths
         toward different receivers may part and meet again; then no switch knows its one parent)."""
         parent: dict[tuple[str, str], str] = {}
-        children: dict[tuple[str, str], set[str]] = {}
         for f, item in zip(flows, items):
             if f.group is None:
+        children: dict[tuple[str, str], set[str]] = {}
                 continue
-            k = self._flow_index[flows.index(f)]
             for u, v in zip(f.path, f.path[1:]):
                 if parent.setdefault((f.group, v), u) != u:
+            k = self._flow_index[flows.index(f)]
                     raise self.doc.error(item, f"flows[{k}].dst", f"the routes to {f.group}'s receivers reach {v} "
                                          f"from both {parent[(f.group, v)]} and {u}: not a tree")
+
+    def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
                 copies = children.setdefault((f.group, u), set())
                 copies.add(v)
                 if len(copies) > MCAST_MAX_COPIES:
                     raise self.doc.error(item, f"flows[{k}].dst", f"{u} would copy {f.group} to {len(copies)} "
                                          f"neighbours ({', '.join(sorted(copies))}); alinea.p4 makes at most "
                                          f"{MCAST_MAX_COPIES} copies per switch")
-
-    def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
         path = skeleton.path(flow.src, flow.dst)
         if path is None:
             k = self._flow_index[i]

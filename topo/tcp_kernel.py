@@ -69,7 +69,7 @@ def blm_section(backends: tuple[str, ...]) -> list[str]:
     for label, delay in R.BLM_RTTS:
         sets = (f"link[H1-R1].delay={delay}", f"flow[tcp].start={BLM_ON}s", f"flow[tcp].stop={BLM_OFF}s")
         for backend in backends:
-            r, load = _run(R.scenario("cvihis-blm-vs-tcp", sets), BLM_SECONDS, backend)
+            r, load = _run(R.scenario("cvihis-blm-vs-tcp", sets, _reading()), BLM_SECONDS, backend)
             s = r.summary
             a, b = BLM_OFF - 15, BLM_OFF
             out.append(f"| {label} | {_who(backend)} | {R.window(s, 'blm', 5, BLM_ON) / 1e6:.2f} | "
@@ -116,6 +116,17 @@ RTM_TCPS = (("kernel reno, SACK (netns)", "netns", ()),
             ("model reno, no SACK (sim)", "sim", NO_SACK))
 
 
+#: ``--reading``: the CVIHIS reading (a variant of hosts/cvihis/variants.py) the blm and rtm sections run;
+#: empty: the file's (the default, ``published``)
+READING = {"variant": ""}
+
+
+def _reading() -> tuple[tuple[str, str], ...]:
+    """The text replacement that gives the file ``cvihis: {variant: ...}`` (none for the default)."""
+    v = READING["variant"]
+    return (("\nnodes:", f"\ncvihis: {{variant: {v}}}\nnodes:"),) if v else ()
+
+
 def _rtm_sets(rate: str, delay: str) -> tuple[str, ...]:
     return (f"link[R1-R2].rate={rate}", f"link[H1-R1].delay={delay}", f"link[H3-R1].delay={delay}")
 
@@ -140,7 +151,8 @@ def rtm_section(backends: tuple[str, ...]) -> list[str]:
             continue
         cells, worst = [], 0.0
         for rate, _rtt, delay in RTM_GRID:
-            r, load = _run(R.scenario("cvihis-rtm-vs-tcp", _rtm_sets(rate, delay), replace), R.RTM_SECONDS, backend)
+            r, load = _run(R.scenario("cvihis-rtm-vs-tcp", _rtm_sets(rate, delay), replace + _reading()),
+                           R.RTM_SECONDS, backend)
             text, ratio = _rtm_cell(r.summary)
             worst = max(worst, ratio)
             cells.append(text if backend == "sim" else f"{text}, load {load}")
@@ -149,14 +161,26 @@ def rtm_section(backends: tuple[str, ...]) -> list[str]:
 
 
 # ---- ablation: which of RTM's choices makes it unfriendly (simulator) ---------------------------------------------
-#: (label, CvihisParams changes): the readings of hosts/cvihis/variants.py (the default first), one decision
-#: per RTT, and TCP's decrease in place of MD 1.10 on the shifted reading.
-_SHIFTED = {"rtm_shift_areas": True, "rtm_shift_until_loss": False, "max_delay_gain": 0.5}
-ABLATION = (("`published`, the default (areas probe then squeezed, 3 decisions per RTT, MD 1.10)", {}),
-            ("`shifted` (areas shifted with the push)", _SHIFTED),
-            ("`squeezed` (only minDelay pushed)", {"rtm_shift_until_loss": False, "max_delay_gain": 0.5}),
-            ("published, one decision per RTT", {"updates_per_rtt": 1}),
-            ("shifted, MD 2 (TCP's halving) in place of 1.10", {**_SHIFTED, "md_factor": 2.0}))
+#: (label, CvihisParams changes): the readings of hosts/cvihis/variants.py (the default first), then the default
+#: with one choice changed (PF at every decision, one decision per RTT), and TCP's decrease in place of MD 1.10 on
+#: the shifted reading.
+def reading_changes(variant: str, **choices: object) -> dict[str, object]:
+    """The CvihisParams values a reading sets (every field a choice of hosts/cvihis/variants.py decides)."""
+    from hosts.cvihis import CvihisParams
+    from hosts.cvihis.variants import CvihisReading
+
+    p = CvihisReading(variant, tuple(choices.items())).apply(CvihisParams())
+    return {k: getattr(p, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss", "pf_per_rtt", "md_per_packet",
+                                       "max_delay_gain", "updates_per_rtt")}
+
+
+ABLATION = (("`published`, the default (areas probe then squeezed, 3 decisions per RTT, PF per decision, MD 1.10)",
+             reading_changes("published")),
+            ("`shifted` (areas shifted with the push, PF per decision)", reading_changes("shifted")),
+            ("`squeezed` (only minDelay pushed, PF per decision)", reading_changes("squeezed")),
+            ("published, PF once per RTT", reading_changes("published", push="per-rtt")),
+            ("published, one decision per RTT", reading_changes("published", decisions_per_rtt=1)),
+            ("shifted, MD 2 (TCP's halving) in place of 1.10", {**reading_changes("shifted"), "md_factor": 2.0}))
 
 
 @contextlib.contextmanager
@@ -198,7 +222,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)} (default all)")
     p.add_argument("--backends", default="netns,sim", help="netns,sim (default), or one of them")
     p.add_argument("--doc", type=Path, help="rewrite this file's <!-- tcp-kernel-SECTION --> sections")
+    p.add_argument("--reading", default="", help="the CVIHIS variant the blm and rtm sections run (default: the "
+                   "file's, published)")
     args = p.parse_args(argv)
+    from hosts.cvihis.variants import VARIANTS
+
+    if args.reading and args.reading not in VARIANTS:
+        print(f"topo.tcp_kernel: --reading {args.reading}: not one of {', '.join(VARIANTS)}", file=sys.stderr)
+        return 2
+    READING["variant"] = args.reading
     only = [s.strip() for s in args.only.split(",")]
     backends = tuple(b.strip() for b in args.backends.split(","))
     wrong = [s for s in only if s not in SECTIONS] + [b for b in backends if b not in ("netns", "sim")]
@@ -216,7 +248,9 @@ def main(argv: list[str] | None = None) -> int:
     for name in only:
         body = SECTIONS[name](backends)
         load = os.getloadavg()
-        how = (f"Generated by `{COMMAND.replace(' --doc', f' --only {name} --backends {args.backends} --doc')}` at commit "
+        reading = f" --reading {args.reading}" if args.reading else ""
+        how = (f"Generated by `{COMMAND.replace(' --doc', f' --only {name} --backends {args.backends}{reading} --doc')}` "
+               "at commit "
                f"{_commit()} (load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f} on "
                f"{os.cpu_count()} CPUs).")
         text = "\n".join([how, "", *body])

@@ -29,7 +29,8 @@ class CvihisParams:
     step_increase: float = 0.5  # ++   (area 1)
     step_gradient: float = 0.2  # - / + (areas 2 and 4, and whenever the gradient wins)
     md_factor: float = 1.10  # inter-packet gap multiplier after a loss (at most once per RTT)
-    pf: float = 1.05  # RTM: minDelay push factor per update interval
+    pf: float = 1.05  # RTM: minDelay push factor per update interval (or per RTT: pf_per_rtt)
+    pf_per_rtt: bool = False  # True: PF once per RTT, spread over its decisions; False: PF at every decision
     # How RTM's areas move when minDelay is pushed (docs/cvihis.md, "Readings"; hosts/cvihis/variants.py):
     rtm_shift_areas: bool = False  # True: the areas' top always moves up with the push (keeps their width)
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
@@ -103,7 +104,7 @@ def _check_types(p: CvihisParams) -> None:
             if not isinstance(value, tuple):
                 raise ValueError(f"CvihisParams.area_edges: expected a tuple of 6 floats, got {value!r}")
             continue
-        if f.name in ("rtm_shift_areas", "md_per_packet", "rtm_shift_until_loss"):
+        if f.name in ("rtm_shift_areas", "md_per_packet", "rtm_shift_until_loss", "pf_per_rtt"):
             if not isinstance(value, bool):
                 raise ValueError(f"CvihisParams.{f.name}: expected True or False, got {value!r}")
         elif f.name in _INT_FIELDS:

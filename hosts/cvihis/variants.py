@@ -1,8 +1,9 @@
 """Named readings of CVIHIS: the choices the sources leave open, as a topology file selects them.
 
 The papers fix the step sizes, MD = 1.10, PF = 1.05 and the 7 areas, but not how the areas move
-when RTM pushes minDelay, how often a decision is taken per RTT, whether an MD applies per loss
-event or per lost packet, nor whether maxDelay is the newest loss's delay or an average. Each
+when RTM pushes minDelay, how often a decision is taken per RTT (and so whether PF applies per
+decision or per RTT), whether an MD applies per loss event or per lost packet, nor whether maxDelay
+is the newest loss's delay or an average. Each
 choice is one key of a ``cvihis:`` mapping in a topology file (``cvihis: {variant: shifted}``,
 ``cvihis: {md: per-packet}``); a ``variant`` names a whole reading at once, and keys given beside
 it change that reading one choice at a time. The default, ``published``, is the reading that
@@ -23,8 +24,8 @@ from types import MappingProxyType
 
 from hosts.cvihis.params import CvihisParams
 
-__all__ = ["AREAS", "CHOICE_KEYS", "DEFAULT_VARIANT", "MAX_DECISIONS_PER_RTT", "MAX_DELAY", "MD", "VARIANTS",
-           "CvihisReading", "ReadingError"]
+__all__ = ["AREAS", "CHOICE_KEYS", "DEFAULT_VARIANT", "MAX_DECISIONS_PER_RTT", "MAX_DELAY", "MD", "PUSH",
+           "RUN_KEYS", "VARIANTS", "CvihisReading", "ReadingError"]
 
 DEFAULT_VARIANT = "published"
 MAX_DECISIONS_PER_RTT = 10
@@ -43,6 +44,11 @@ MD: Mapping[str, Mapping[str, object]] = MappingProxyType({
     "per-rtt": MappingProxyType({"md_per_packet": False}),  # one per loss event: at most once per RTT
     "per-packet": MappingProxyType({"md_per_packet": True}),  # one per lost packet
 })
+#: how often PF pushes RTM's minDelay (``push:``)
+PUSH: Mapping[str, Mapping[str, object]] = MappingProxyType({
+    "per-decision": MappingProxyType({"pf_per_rtt": False}),  # PF at every decision
+    "per-rtt": MappingProxyType({"pf_per_rtt": True}),  # PF once per RTT, spread over its decisions
+})
 #: what maxDelay follows (``max_delay:``)
 MAX_DELAY: Mapping[str, Mapping[str, object]] = MappingProxyType({
     "last-loss": MappingProxyType({"max_delay_gain": 1.0}),  # the OWD before the newest loss
@@ -51,16 +57,19 @@ MAX_DELAY: Mapping[str, Mapping[str, object]] = MappingProxyType({
 
 #: the named readings: each a choice for every key (``variant:``)
 VARIANTS: Mapping[str, Mapping[str, object]] = MappingProxyType({
-    "published": MappingProxyType({"areas": "probe", "decisions_per_rtt": 3, "md": "per-rtt",
-                                   "max_delay": "last-loss"}),
-    "shifted": MappingProxyType({"areas": "shift", "decisions_per_rtt": 3, "md": "per-rtt",
+    "published": MappingProxyType({"areas": "probe", "decisions_per_rtt": 3, "push": "per-decision",
+                                   "md": "per-rtt", "max_delay": "last-loss"}),
+    "shifted": MappingProxyType({"areas": "shift", "decisions_per_rtt": 3, "push": "per-decision", "md": "per-rtt",
                                  "max_delay": "ewma"}),
-    "squeezed": MappingProxyType({"areas": "squeeze", "decisions_per_rtt": 3, "md": "per-rtt",
-                                  "max_delay": "ewma"}),
+    "squeezed": MappingProxyType({"areas": "squeeze", "decisions_per_rtt": 3, "push": "per-decision",
+                                  "md": "per-rtt", "max_delay": "ewma"}),
 })
-CHOICE_KEYS = ("areas", "decisions_per_rtt", "md", "max_delay")
+CHOICE_KEYS = ("areas", "decisions_per_rtt", "push", "md", "max_delay")
+#: keys of a ``cvihis:`` mapping that set up one run rather than read the paper: ``start_rate`` (b/s), the rate
+#: the sender starts at (the paper's TCP-friendliness tests varied it); no variant sets them
+RUN_KEYS = ("start_rate",)
 _TABLES: Mapping[str, Mapping[str, Mapping[str, object]]] = MappingProxyType(
-    {"areas": AREAS, "md": MD, "max_delay": MAX_DELAY})
+    {"areas": AREAS, "push": PUSH, "md": MD, "max_delay": MAX_DELAY})
 
 
 class ReadingError(ValueError):
@@ -90,6 +99,8 @@ class CvihisReading:
         for key, value in self.choices().items():
             if key == "decisions_per_rtt":
                 values["updates_per_rtt"] = value
+            elif key == "start_rate":
+                values["initial_rate_bps"] = float(value)  # type: ignore[arg-type]
             else:
                 values.update(_TABLES[key][str(value)])
         return dataclasses.replace(params, **values)
@@ -102,11 +113,16 @@ class CvihisReading:
 
 
 def _check_choice(key: str, value: object) -> None:
+    if key == "start_rate":
+        lo, hi = CvihisParams().min_rate_bps, CvihisParams().max_rate_bps
+        if isinstance(value, bool) or not isinstance(value, int | float) or not lo <= value <= hi:
+            raise ReadingError(f"start_rate: {value!r} b/s is not in {lo:g}..{hi:g} b/s (CVIHIS's floor and ceiling)")
+        return
     if key == "decisions_per_rtt":
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DECISIONS_PER_RTT:
             raise ReadingError(f"decisions_per_rtt: {value!r} is not an integer in 1..{MAX_DECISIONS_PER_RTT}")
         return
     if key not in _TABLES:
-        raise ReadingError(f"{key}: unknown choice (use {', '.join(('variant', *CHOICE_KEYS))})")
+        raise ReadingError(f"{key}: unknown choice (use {', '.join(('variant', *CHOICE_KEYS, *RUN_KEYS))})")
     if value not in _TABLES[key]:
         raise ReadingError(f"{key}: {value!r} is not one of {', '.join(_TABLES[key])}")

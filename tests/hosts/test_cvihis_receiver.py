@@ -164,10 +164,13 @@ def test_max_delay_follows_the_owd_before_each_loss_as_an_ewma() -> None:
 
 
 @settings(max_examples=50, deadline=None)
-@given(st.integers(5, 200), st.sampled_from([1.01, 1.05, 1.2]), st.integers(2, 12))
+@given(st.integers(5, 200), st.sampled_from([1.01, 1.05, 1.2]), st.integers(2, 12), st.booleans())
 def test_rtm_min_delay_is_pushed_by_pf_per_update_and_reset_by_a_lower_owd(rtt_ms: int, pf: float,
-                                                                           updates: int) -> None:
-    params = CvihisParams(pf=pf, update_interval_min_ns=MS)
+                                                                           updates: int, per_rtt: bool) -> None:
+    """Each decision multiplies the offset-free estimate by PF (``pf_per_rtt`` False) or by PF^(1/n) with n
+    decisions per RTT (True: PF once per RTT)."""
+    params = CvihisParams(pf=pf, update_interval_min_ns=MS, pf_per_rtt=per_rtt)
+    per_rtt_decisions = params.updates_per_rtt
     rx = CvihisReceiver(params, Mode.RTM)
     rtt = rtt_ms * MS
     t = 10**10
@@ -184,7 +187,7 @@ def test_rtm_min_delay_is_pushed_by_pf_per_update_and_reset_by_a_lower_owd(rtt_m
             assert rx.min_delay_ns > before
             estimates.append(rtt / 2 + (rx.min_delay_ns - base))
     ratios = [b / a for a, b in zip([rtt / 2, *estimates], estimates)]
-    assert ratios == pytest.approx([pf] * updates)
+    assert ratios == pytest.approx([pf ** (1 / per_rtt_decisions) if per_rtt else pf] * updates)
     lower = math.floor(rx.min_delay_ns) - 1  # above the smallest OWD, below the pushed value
     rx.on_data(t + MS, seq, t + MS - lower, 1000, rtt)
     assert rx.min_delay_ns == lower

@@ -11,7 +11,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hosts.cvihis import Command, CvihisParams, CvihisReceiver, CvihisSender, Feedback, Mode
-from hosts.cvihis.variants import AREAS, CHOICE_KEYS, MAX_DELAY, MD, VARIANTS, CvihisReading, ReadingError
+from hosts.cvihis.variants import (
+    AREAS,
+    CHOICE_KEYS,
+    MAX_DELAY,
+    MD,
+    PUSH,
+    VARIANTS,
+    CvihisReading,
+    ReadingError,
+)
 
 MS = 1_000_000
 BASE = 10**9
@@ -32,20 +41,21 @@ def test_every_variant_names_a_choice_for_every_key_and_gives_valid_parameters(v
 
 @settings(deadline=None)
 @given(st.sampled_from(list(VARIANTS)), st.sampled_from(list(AREAS)), st.integers(1, 10), st.sampled_from(list(MD)),
-       st.sampled_from(list(MAX_DELAY)), st.floats(80_000, 10e6), st.sampled_from([500, 1000, 1500]))
+       st.sampled_from(list(MAX_DELAY)), st.floats(80_000, 10e6), st.sampled_from([500, 1000, 1500]),
+       st.sampled_from(list(PUSH)))
 def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: int, md: str, max_delay: str,
-                                            cap: float, size: int) -> None:
+                                            cap: float, size: int, push: str) -> None:
     """Rates and sizes set by the network (a flow's cap, its packet size) survive any reading; each key's
     choice lands in the parameters its table names, whatever the variant under it."""
     base = CvihisParams(max_rate_bps=cap, initial_rate_bps=min(400_000.0, cap), packet_size_bytes=size)
-    changes = (("areas", areas), ("decisions_per_rtt", per_rtt), ("md", md), ("max_delay", max_delay))
+    changes = (("areas", areas), ("decisions_per_rtt", per_rtt), ("push", push), ("md", md), ("max_delay", max_delay))
     p = CvihisReading(variant, changes).apply(base)
     assert (p.max_rate_bps, p.initial_rate_bps, p.packet_size_bytes) == (cap, base.initial_rate_bps, size)
     assert p.updates_per_rtt == per_rtt
-    for table, choice in ((AREAS, areas), (MD, md), (MAX_DELAY, max_delay)):
+    for table, choice in ((AREAS, areas), (PUSH, push), (MD, md), (MAX_DELAY, max_delay)):
         assert all(getattr(p, k) == v for k, v in table[choice].items())
-    untouched = {f.name for f in dataclasses.fields(p)} - {"updates_per_rtt", *AREAS["probe"], *MD["per-rtt"],
-                                                           *MAX_DELAY["ewma"]}
+    untouched = {f.name for f in dataclasses.fields(p)} - {"updates_per_rtt", *AREAS["probe"], *PUSH["per-rtt"],
+                                                           *MD["per-rtt"], *MAX_DELAY["ewma"]}
     assert all(getattr(p, k) == getattr(base, k) for k in untouched)
 
 
@@ -162,3 +172,19 @@ def test_md_per_packet_receiver_sends_an_md_at_every_new_loss() -> None:
     per_rtt = _feed(CvihisReceiver(_reading("published"), Mode.RTM), trace)
     assert sum(fb.command is Command.MD for fb in per_packet) == 3  # 20 ms apart, inside one 40 ms RTT
     assert sum(fb.command is Command.MD for fb in per_rtt) == 2
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.integers(1, 10), st.integers(1, 6), st.integers(5, 250), st.sampled_from(list(PUSH)))
+def test_push_per_rtt_lifts_min_delay_by_pf_once_per_rtt_whatever_the_decision_rate(n: int, rtts: int, rtt_ms: int,
+                                                                                   push: str) -> None:
+    """Differential against the closed form: after ``rtts`` RTTs of ``n`` decisions each (no OWD below the
+    pushed value), the offset-free estimate of the pushed minDelay is PF^rtts times half the smallest RTT with
+    ``push: per-rtt``, and PF^(n * rtts) times it with ``push: per-decision``."""
+    rx = CvihisReceiver(_reading("published", decisions_per_rtt=n, push=push), Mode.RTM)
+    rx._min_rtt_hint = rtt_ms * MS  # the sender's smallest RTT, as a data packet's hint sets it
+    for _ in range(n * rtts):
+        rx._push_min()
+    estimate = rtt_ms * MS / 2 + (rx._rtm_min - rx._min)
+    pushes = rtts if push == "per-rtt" else n * rtts
+    assert estimate == pytest.approx(rtt_ms * MS / 2 * CvihisParams().pf ** pushes, rel=1e-9)

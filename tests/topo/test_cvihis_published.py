@@ -79,6 +79,26 @@ def test_blm_yields_most_of_the_bottleneck_to_a_competing_rtm_flow(blm_vs_rtm: d
     assert _mean_rate(blm_vs_rtm, "rtm", 35, 50) >= 2 * _mean_rate(blm_vs_rtm, "blm", 35, 50)
 
 
+#: BLM's RTTs in the paper's figure as one-way access delays on topo/cvihis-blm-vs-tcp.yaml (TCP's RTT 200 ms)
+BLM_DELAYS = {"10ms": "3ms", "100ms": "48ms", "200ms": "98ms"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("rtt", list(BLM_DELAYS))
+def test_blm_yields_to_tcp_and_is_back_at_capacity_within_30_s_after_it(rtt: str, seed: int) -> None:
+    """The paper's BLM against one TCP NewReno connection (SOURCES.md E), time scaled down: TCP from 10 s to
+    70 s of a 100 s run. While TCP runs BLM gets at most a fifth of what the two receive, and within 30 s after
+    TCP stops its 5 s mean is back within 10 % of the 3 Mb/s capacity (docs/results.md's targets)."""
+    from topo import results_tcp as R  # noqa: PLC0415 (the section's own measures)
+
+    t = R.scenario("cvihis-blm-vs-tcp", (f"link[H1-R1].delay={BLM_DELAYS[rtt]}", "flow[tcp].start=10s",
+                                         "flow[tcp].stop=70s"))
+    s = run_experiment(t, 100 * S, seed=seed, plots=False).summary
+    assert R.share(s, "blm", 10, 70) <= R.BLM_MAX_SHARE
+    assert R.back_within(s, "blm", 70, R.BLM_BACK * R.CAPACITY_BPS) <= R.BLM_BACK_WITHIN
+
+
 #: (topology, time of the capacity drop, the new capacity, run length): the bottleneck after the drop is R3-R4
 #: at 1 Mb/s (below H2's 1.2 Mb/s playout) on capacity-drop, R1-R2 at 1.5 Mb/s on bottleneck-drop.
 DROPS = [("capacity-drop", 30, 1.0e6, 45), ("bottleneck-drop", 20, 1.5e6, 35)]
@@ -104,12 +124,16 @@ CORNERS = [("2Mbps", "8ms"), ("2Mbps", "98ms"), ("4.5Mbps", "8ms"), ("4.5Mbps", 
 
 
 @pytest.mark.slow
-def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_to_it() -> None:
+@pytest.mark.parametrize("start", ["", pytest.param("capacity", marks=pytest.mark.xfail(
+    strict=True, reason="issue 48 not met: RTM starting at the bottleneck's capacity keeps x2.9 of reno at 4.5 Mb/s, "
+                        "200 ms (docs/cvihis.md, 'Readings')"))], ids=["default-start", "start-at-capacity"])
+def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_to_it(start: str) -> None:
     """CVIHIS's published TCP-friendliness (SOURCES.md E): against one reno connection with SACK (Linux NewReno),
-    the larger rate at most 2 times the smaller (published about 1.6), and RTT affects RTM less than TCP."""
-    from topo.results_tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/results.md runs it)
+    the larger rate at most 2 times the smaller (published about 1.6), and RTT affects RTM less than TCP; RTM
+    starting at CVIHIS's default rate or at the bottleneck's capacity (the paper varied the starting rates)."""
+    from topo.results_tcp import rtm_cell, start_rate  # noqa: PLC0415 (the grid's own cell, as docs/results.md runs it)
 
-    rates = {(rate, delay): rtm_cell(rate, delay, "reno") for rate, delay in CORNERS}
+    rates = {(rate, delay): rtm_cell(rate, delay, "reno", start=start_rate(start, rate)) for rate, delay in CORNERS}
     for cell, (rtm, tcp) in rates.items():
         assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (cell, rtm, tcp)
     for rate in ("2Mbps", "4.5Mbps"):

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hosts.cvihis import CvihisParams
-from hosts.cvihis.variants import AREAS, MAX_DELAY, MD, VARIANTS, CvihisReading
+from hosts.cvihis.variants import AREAS, MAX_DELAY, MD, PUSH, VARIANTS, CvihisReading
 from tests.topo.helpers import BASE, SOURCE, expect_error
 from topo.schema import load_topology_text
 from topo.simnet import cvihis_params
@@ -42,23 +42,25 @@ def test_the_files_reading_and_a_flows_on_top_reach_the_cores() -> None:
 
 @settings(deadline=None, max_examples=40)
 @given(st.sampled_from(list(VARIANTS)), st.sampled_from(list(AREAS)), st.integers(1, 10), st.sampled_from(list(MD)),
-       st.sampled_from(list(MAX_DELAY)), st.sampled_from(["cvihis-rtm", "cvihis-blm"]))
+       st.sampled_from(list(MAX_DELAY)), st.sampled_from(["cvihis-rtm", "cvihis-blm"]), st.sampled_from(list(PUSH)))
 def test_any_reading_written_in_a_file_is_the_one_the_cores_run(variant: str, areas: str, per_rtt: int, md: str,
-                                                              max_delay: str, control: str) -> None:
+                                                              max_delay: str, control: str, push: str) -> None:
     """Differential: the parameters a flow's cores get equal the reading applied by hand to the defaults."""
-    top = f"{{variant: {variant}, areas: {areas}, decisions_per_rtt: {per_rtt}, md: {md}, max_delay: {max_delay}}}"
+    top = (f"{{variant: {variant}, areas: {areas}, decisions_per_rtt: {per_rtt}, push: {push}, md: {md}, "
+           f"max_delay: {max_delay}}}")
     topo = load_topology_text(cvihis(top, control=control), SOURCE)
     (f,) = topo.flows
-    expected = CvihisReading(variant, (("areas", areas), ("decisions_per_rtt", per_rtt), ("md", md),
+    expected = CvihisReading(variant, (("areas", areas), ("decisions_per_rtt", per_rtt), ("push", push), ("md", md),
                                        ("max_delay", max_delay))).apply(CvihisParams())
     got = cvihis_params(topo, f)
-    assert all(getattr(got, k) == getattr(expected, k) for k in
-               ("rtm_shift_areas", "rtm_shift_until_loss", "updates_per_rtt", "md_per_packet", "max_delay_gain"))
+    assert all(getattr(got, k) == getattr(expected, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss",
+               "updates_per_rtt", "pf_per_rtt", "md_per_packet", "max_delay_gain"))
 
 
 def test_bad_readings_are_refused_with_the_line() -> None:
     expect_error(cvihis("{variant: fast}"), "cvihis:", "cvihis.variant", "'fast' is not one of published")
     expect_error(cvihis("{md: sometimes}"), "cvihis:", "cvihis.md", "'sometimes' is not one of per-rtt, per-packet")
+    expect_error(cvihis("{push: hourly}"), "cvihis:", "cvihis.push", "'hourly' is not one of per-decision, per-rtt")
     expect_error(cvihis("{decisions_per_rtt: 0}"), "cvihis:", "cvihis.decisions_per_rtt", "not an integer in 1..10")
     expect_error(cvihis("{decisions_per_rtt: 2.5}"), "cvihis:", "cvihis.decisions_per_rtt", "not an integer")
     expect_error(cvihis("{areas: [shift]}"), "cvihis:", "cvihis.areas", "expected a single value")
@@ -68,3 +70,26 @@ def test_bad_readings_are_refused_with_the_line() -> None:
                  "'newest' is not one of last-loss, ewma")
     expect_error(cvihis(flow=", cvihis: {md: per-rtt}", control="tfrc"), "control: tfrc", "flows[0].cvihis",
                  "only cvihis-rtm and cvihis-blm flows have cvihis")
+
+
+@settings(deadline=None, max_examples=30)
+@given(st.integers(80, 100_000), st.sampled_from(["cvihis-rtm", "cvihis-blm"]), st.booleans())
+def test_a_start_rate_is_the_rate_the_sender_starts_at_capped_by_its_first_link(kbps: int, control: str,
+                                                                                in_flow: bool) -> None:
+    """The paper's TCP-friendliness tests varied CVIHIS's starting rate: ``start_rate`` sets it (at most the
+    sender's first link, as every CVIHIS rate) and changes nothing else of the reading."""
+    top, flow = ("", f", cvihis: {{start_rate: {kbps}kbps}}") if in_flow else (f"{{start_rate: {kbps}kbps}}", "")
+    topo = load_topology_text(cvihis(top, flow, control), SOURCE)
+    (f,) = topo.flows
+    p = cvihis_params(topo, f)
+    first_link = topo.link_between(f.path[0], f.path[1]).rate_bps
+    assert p.initial_rate_bps == min(kbps * 1e3, first_link)
+    assert p.rtm_shift_until_loss == CvihisParams().rtm_shift_until_loss and f.cvihis.variant == "published"
+    assert f.cvihis.describe() == f"published (start_rate {kbps * 1e3})"
+
+
+def test_bad_start_rates_are_refused_with_the_line() -> None:
+    expect_error(cvihis("{start_rate: 10kbps}"), "cvihis:", "cvihis.start_rate", "not in 80000..1e+08 b/s")
+    expect_error(cvihis("{start_rate: fast}"), "cvihis:", "cvihis.start_rate", "got 'fast'")
+    expect_error(cvihis(flow=", cvihis: {start_rate: 0Mbps}"), "control: cvihis-rtm", "flows[0].cvihis.start_rate",
+                 "must be > 0")
