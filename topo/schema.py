@@ -792,23 +792,23 @@ class _Loader:
         """A multicast flow's routes must form a tree: one upstream neighbour per node (shortest paths
         toward different receivers may part and meet again; then no switch knows its one parent)."""
         parent: dict[tuple[str, str], str] = {}
+        children: dict[tuple[str, str], set[str]] = {}
         for f, item in zip(flows, items):
             if f.group is None:
-        children: dict[tuple[str, str], set[str]] = {}
                 continue
+            k = self._flow_index[flows.index(f)]
             for u, v in zip(f.path, f.path[1:]):
                 if parent.setdefault((f.group, v), u) != u:
-            k = self._flow_index[flows.index(f)]
                     raise self.doc.error(item, f"flows[{k}].dst", f"the routes to {f.group}'s receivers reach {v} "
                                          f"from both {parent[(f.group, v)]} and {u}: not a tree")
-
-    def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
                 copies = children.setdefault((f.group, u), set())
                 copies.add(v)
                 if len(copies) > MCAST_MAX_COPIES:
                     raise self.doc.error(item, f"flows[{k}].dst", f"{u} would copy {f.group} to {len(copies)} "
                                          f"neighbours ({', '.join(sorted(copies))}); alinea.p4 makes at most "
                                          f"{MCAST_MAX_COPIES} copies per switch")
+
+    def _routed(self, skeleton: Topology, i: int, flow: Flow, item: YamlNode) -> Flow:
         path = skeleton.path(flow.src, flow.dst)
         if path is None:
             k = self._flow_index[i]
