@@ -30,7 +30,7 @@ from pathlib import Path
 from runtime.sched import RealtimeScheduler
 from topo.netns_plumbing import NetnsError
 
-__all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
+__all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "bmv2_binary", "BMV2_ENV", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
            "pdeathsig", "child_rt_priority", "realtime_run", "switch_spin_us", "CHILD_RT_PRIORITY", "LinkEmuSpec",
            "linkemu_command", "LinkEmuProcess", "read_line", "stop_process", "NO_THRIFT", "NO_THRIFT_LOG"]
 
@@ -137,9 +137,20 @@ def switch_spin_us(processes: int, cpus: int) -> int:
     return RealtimeScheduler.SPIN_NS // 1000 if cpus >= processes else 0
 
 
+#: environment variable naming the simple_switch_grpc binary to run (default: the one on PATH)
+BMV2_ENV = "HBH_BMV2"
+
+
+def bmv2_binary() -> str:
+    """``$HBH_BMV2`` or ``simple_switch_grpc``. Why: BMv2's default (logging) and performance
+    builds live in different prefixes, and what a switch costs the machine differs between them
+    (docs/bmv2.md); this picks one per run without changing PATH."""
+    return os.environ.get(BMV2_ENV) or "simple_switch_grpc"
+
+
 def bmv2_command(spec: SwitchSpec) -> list[str]:
     """simple_switch_grpc's own options, then ``--`` and its target (gRPC) options."""
-    cmd = ["simple_switch_grpc", "--device-id", str(spec.device_id)]
+    cmd = [bmv2_binary(), "--device-id", str(spec.device_id)]
     for port, ifname in spec.interfaces:
         cmd += ["-i", f"{port}@{ifname}"]
     cmd += ["--thrift-port", str(spec.thrift_port), "--log-file", spec.log_file, "--log-flush"]
@@ -152,7 +163,10 @@ def bmv2_command(spec: SwitchSpec) -> list[str]:
 
 
 def check_bmv2_tools() -> None:
-    missing = [t for t in ("p4c", "simple_switch_grpc") if shutil.which(t) is None]
+    chosen = os.environ.get(BMV2_ENV)
+    if chosen and not (os.path.isfile(chosen) and os.access(chosen, os.X_OK)):
+        raise NetnsError(f"{BMV2_ENV}={chosen}: not an executable file (it should name a simple_switch_grpc binary)")
+    missing = [t for t in ("p4c", chosen or "simple_switch_grpc") if shutil.which(t) is None]
     if missing:
         raise NetnsError(f"--target bmv2 needs {' and '.join(missing)} on PATH (see docs/bmv2.md); "
                          "use --target p4switch otherwise")
@@ -249,7 +263,7 @@ class SwitchProcess:
                                  f"(exit status {self.proc.poll()}): {self.output()}")
 
     def is_bmv2(self) -> bool:
-        return Path(self.command[0]).name == "simple_switch_grpc"
+        return self.command[0] == bmv2_binary() or Path(self.command[0]).name == "simple_switch_grpc"
 
     def _wait_thrift(self, deadline: float) -> None:
         """BMv2's gRPC port is open: its Thrift port should follow. A build without Thrift says so in

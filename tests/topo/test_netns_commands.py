@@ -83,6 +83,43 @@ def test_bmv2_tools_missing_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: p
     assert "simple_switch_grpc" in capsys.readouterr().err
 
 
+def test_hbh_bmv2_picks_the_binary(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """HBH_BMV2 names the simple_switch_grpc to run (e.g. BMv2's default build in its own prefix);
+    unset, the one on PATH; the rest of the command line is the same either way."""
+    monkeypatch.delenv("HBH_BMV2", raising=False)
+    on_path = bmv2_command(spec())
+    assert on_path[0] == "simple_switch_grpc"
+    exe = tmp_path / "bin" / "simple_switch_grpc"
+    exe.parent.mkdir()
+    exe.write_text("#!/bin/sh\n")
+    exe.chmod(0o755)
+    monkeypatch.setenv("HBH_BMV2", str(exe))
+    chosen = bmv2_command(spec())
+    assert chosen == [str(exe)] + on_path[1:]
+    monkeypatch.setattr(shutil, "which", lambda name: name if name in ("p4c", str(exe)) else None)
+    check_bmv2_tools()  # an executable HBH_BMV2 and p4c: nothing missing
+
+
+@pytest.mark.parametrize("make", ["missing", "not-executable", "directory"])
+def test_hbh_bmv2_not_executable_is_exit_2(make: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "simple_switch_grpc"
+    if make == "not-executable":
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o644)
+    elif make == "directory":
+        path.mkdir()
+    monkeypatch.setenv("HBH_BMV2", str(path))
+    with pytest.raises(plumbing.NetnsError, match="HBH_BMV2=.*not an executable file"):
+        check_bmv2_tools()
+    monkeypatch.setattr(plumbing.os, "geteuid", lambda: 0)
+    code = hbh_main(["run", str(ROOT / "topo/paper-1router.yaml"), "--backend", "netns", "--target", "bmv2",
+                     "--duration", "1s", "--out", "/nonexistent/never-written"])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "HBH_BMV2" in err and "Traceback" not in err and len(err.strip().splitlines()) == 1
+
+
 def test_not_root_is_exit_2(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.setattr(plumbing.os, "geteuid", lambda: 1000)
     code = hbh_main(["run", str(ROOT / "topo/paper-1router.yaml"), "--backend", "netns", "--duration", "1s",
