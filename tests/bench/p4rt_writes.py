@@ -103,6 +103,7 @@ def lpm_updates(p4info: object, kind: int, count: int, first_octet: int = 11) ->
         for i in range(count)]
 
 
+WRITE_TIMEOUT_S = 60  # one Write waited over 10 s on a machine at a load average of 30
 START_TIMEOUT_S = 180  # compiling alinea.p4 at start took over 30 s on a loaded 2-core machine
 MIN_WRITES_PER_ROUND = 100  # so that a rare slow Write (gRPC's, ~40 ms) counts at its own frequency
 
@@ -158,7 +159,7 @@ def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: obj
         stack.enter_context(pinned(client_cpus))
         ctls = {}
         for name, server in servers.items():
-            ctls[name] = RawController(stack.enter_context(server))
+            ctls[name] = RawController(stack.enter_context(server), timeout=WRITE_TIMEOUT_S)
             stack.callback(ctls[name].close)
         for _ in range(rounds):
             for name, ctl in ctls.items():
