@@ -285,6 +285,7 @@ struct metadata_t {
     port_t  mcast_port3;
     bit<32> mcast_slot;     // an admitted multicast packet's place in mcast_left
     bit<1>  last_copy;      // egress: this copy is its packet's last to leave
+    port_t  copy_port;      // ingress: the child port count_copy counts a copy for
     @field_list(REPORT_FIELD_LIST)
     port_t  report_port;    // port whose buffer is reported (= model_port)
     @field_list(REPORT_FIELD_LIST)
@@ -721,11 +722,12 @@ control MyIngress(inout headers_t hdr,
         meta.counted = 1;
     }
 
-    /* A multicast packet's copy to port goes to that port's egress queue:
-       counted there as a routed packet (egress counts the copy when it
-       leaves). */
-    action count_copy(port_t port) {
-        bit<32> cell = CELL_OF(port, meta.data_class);
+    /* A multicast packet's copy to meta.copy_port goes to that port's
+       egress queue: counted there as a routed packet (egress counts the copy
+       when it leaves).  No parameter: p4switch's engine runs an action
+       without parameters in its own walk. */
+    action count_copy() {
+        bit<32> cell = CELL_OF(meta.copy_port, meta.data_class);
         @atomic {
             bit<32> n;
             fwd_pkts.read(n, cell);
@@ -905,9 +907,12 @@ control MyIngress(inout headers_t hdr,
                 meta.nak_hold = 48w0;
                 nak_aggregation.apply();
                 if (meta.nak_hold != 48w0) {
-                    bit<32> slot;
-                    hash(slot, HashAlgorithm.crc32, 32w0,
-                         { hdr.datagram.flow, hdr.pgmcc_fb.nak_seq }, (bit<32>)NAK_SLOTS);
+                    /* The slot: session xor sequence, folded to NAK_SLOTS (a
+                       power of two); a session's consecutive NAKs take
+                       consecutive slots.  No hash extern: p4switch's engine
+                       runs this arithmetic in its own walk. */
+                    bit<32> slot = ((bit<32>)hdr.datagram.flow ^ hdr.pgmcc_fb.nak_seq)
+                                   & (bit<32>)(NAK_SLOTS - 1);
                     bit<48> key = hdr.datagram.flow ++ hdr.pgmcc_fb.nak_seq;
                     bit<48> seen;
                     bit<48> at;
@@ -955,15 +960,19 @@ control MyIngress(inout headers_t hdr,
                                 count_forwarded();
                             } else {
                                 replicate();
-                                count_copy(meta.mcast_port0);
+                                meta.copy_port = meta.mcast_port0;
+                                count_copy();
                                 if (meta.mcast_copies > 3w1) {
-                                    count_copy(meta.mcast_port1);
+                                    meta.copy_port = meta.mcast_port1;
+                                    count_copy();
                                 }
                                 if (meta.mcast_copies > 3w2) {
-                                    count_copy(meta.mcast_port2);
+                                    meta.copy_port = meta.mcast_port2;
+                                    count_copy();
                                 }
                                 if (meta.mcast_copies > 3w3) {
-                                    count_copy(meta.mcast_port3);
+                                    meta.copy_port = meta.mcast_port3;
+                                    count_copy();
                                 }
                             }
                         }

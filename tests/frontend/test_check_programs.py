@@ -61,7 +61,8 @@ def test_alinea_summary_names_blocks_tables_actions_and_instances() -> None:
         "ck": "MyComputeChecksum", "dep": "MyDeparser"}
     assert {t.fqn for t in cp.tables} == {"MyIngress.report_ingress", "MyIngress.port_config",
                                           "MyIngress.ipv4_lpm", "MyIngress.ecmp_group", "MyIngress.dst_class",
-                                          "MyEgress.report_path"}
+                                          "MyEgress.report_path", "MyIngress.mcast_route", "MyEgress.mcast_next_hop",
+                                          "MyIngress.nak_aggregation"}
     lpm = cp.table("MyIngress.ipv4_lpm")
     assert lpm is not None and lpm.size == 1024
     assert [(k.name, k.match_kind, str(k.type)) for k in lpm.keys] == [("hdr.ipv4.dstAddr", "lpm", "bit<32>")]

@@ -105,7 +105,8 @@ def test_alinea_pkg_info(alinea):
 def test_alinea_tables(alinea):
     tables = by_name(alinea.tables)
     assert set(tables) == {"MyIngress.report_ingress", "MyIngress.port_config", "MyIngress.ipv4_lpm",
-                           "MyIngress.ecmp_group", "MyIngress.dst_class", "MyEgress.report_path"}
+                           "MyIngress.ecmp_group", "MyIngress.dst_class", "MyEgress.report_path",
+                           "MyIngress.mcast_route", "MyEgress.mcast_next_hop", "MyIngress.nak_aggregation"}
     actions = {a.preamble.id: a.preamble.name for a in alinea.actions}
 
     classes = tables["MyIngress.dst_class"]
@@ -172,7 +173,7 @@ def test_alinea_actions_are_the_used_actions_with_param_widths(alinea, alinea_ch
 def test_alinea_counters_and_registers(alinea):
     counters = by_name(alinea.counters)
     drops = ["parser_error", "bad_checksum", "unsupported", "spoofed_report", "no_route",
-             "ttl_expired", "overflow"]
+             "ttl_expired", "overflow", "nak_repeat"]
     expected = {"MyIngress.rx", "MyEgress.tx", "MyEgress.tx_routed"} | {f"MyIngress.drop_{d}" for d in drops}
     assert set(counters) == expected
     for c in counters.values():
@@ -183,8 +184,12 @@ def test_alinea_counters_and_registers(alinea):
     registers = by_name(alinea.registers)
     widths = {n: r.type_spec.bitstring.bit.bitwidth for n, r in registers.items()}
     assert widths == {"occupancy": 32, "last_report_ts": 48, "last_arrival_ts": 48, "report_seq": 32, "overflow_drops": 32,
-                      "fwd_pkts": 32, "deq_pkts": 32, "drained_pkts": 32, "last_drain_ts": 48}
-    assert {r.size for r in registers.values()} == {512 * 8}  # one cell per (port, class)
+                      "fwd_pkts": 32, "deq_pkts": 32, "drained_pkts": 32, "last_drain_ts": 48,
+                      "mcast_next": 32, "mcast_left": 8, "MyIngress.nak_key": 48, "MyIngress.nak_ts": 48}
+    # one cell per (port, class); multicast's ring per port and its places; NAK aggregation's slots
+    apart = {"mcast_next": 512, "mcast_left": 65536, "MyIngress.nak_key": 4096, "MyIngress.nak_ts": 4096}
+    assert {n: r.size for n, r in registers.items() if n in apart} == apart
+    assert {r.size for n, r in registers.items() if n not in apart} == {512 * 8}
     assert not alinea.meters and not alinea.direct_counters and not alinea.digests
 
 
