@@ -46,6 +46,11 @@ class SimNet:
     hosts: dict[int, SimHost]
     program: CompiledProgram
 
+    def _repr_pretty_(self, p: object, cycle: bool) -> None:
+        """One line for hypothesis's report of a failing example: walking the switch's whole state
+        field by field (its default for a dataclass) takes minutes and gigabytes."""
+        p.text(f"SimNet(hosts={sorted(self.hosts)})")  # type: ignore[attr-defined]
+
 
 def sim_switch(path: Path = ALINEA, ports: tuple[int, ...] = (1, 2), bitrate: int = 1_000_000_000,
                delay_ns: int = 1000, options: SwitchOptions | None = None) -> SimNet:
