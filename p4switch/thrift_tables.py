@@ -240,17 +240,22 @@ class StandardTables(ExternCalls, ProfileCalls):
                         action_data: list, options: Any) -> int:
         def add() -> int:
             t, facts, book = self._simple(table_name)
-            a = self._action(action_name)
-            if facts.immutable:
-                raise table_error("IMMUTABLE_TABLE_ENTRIES")
-            if len(action_data) != len(a.params):
-                raise table_error("BAD_ACTION_DATA")
+            a = self._writable_action(facts, action_name, action_data)
             if not t.fields:
                 raise table_error("NO_TABLE_KEY")
             entry = t.insert(self._match(t, match_key), a.id, tuple(to_int(b) for b in action_data),
                              self._priority(t, options))
             return book.add(t, entry)
         return self._call(add)
+
+    def _writable_action(self, facts: Any, action_name: str, action_data: list) -> Any:
+        """The action an add or a modify writes, refused as BMv2 refuses it (immutable table, wrong data)."""
+        a = self._action(action_name)
+        if facts.immutable:
+            raise table_error("IMMUTABLE_TABLE_ENTRIES")
+        if len(action_data) != len(a.params):
+            raise table_error("BAD_ACTION_DATA")
+        return a
 
     @staticmethod
     def _priority(t: Any, options: Any) -> int:
@@ -261,11 +266,7 @@ class StandardTables(ExternCalls, ProfileCalls):
                            action_data: list) -> None:
         def modify() -> None:
             t, facts, book = self._simple(table_name)
-            a = self._action(action_name)
-            if facts.immutable:
-                raise table_error("IMMUTABLE_TABLE_ENTRIES")
-            if len(action_data) != len(a.params):
-                raise table_error("BAD_ACTION_DATA")
+            a = self._writable_action(facts, action_name, action_data)
             e = self._entry(book, entry_handle)
             t.modify(_match_of(t, e), e.priority, action_id=a.id, params=tuple(to_int(b) for b in action_data),
                      **_kept(e))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from hypothesis import strategies as st
 
@@ -82,6 +83,19 @@ class _Net:
         return out
 
 
+
+def _grow_tree(net: Any, level: list, levels: int, fanout: int) -> list:
+    """Hang `fanout` switches under each switch of `level`, `levels - 1` times; the last level."""
+    for _ in range(levels - 1):
+        nxt = []
+        for parent in level:
+            for _ in range(fanout):
+                child = net.switch()
+                net.links.append((parent, child))
+                nxt.append(child)
+        level = nxt
+    return level
+
 def _line(draw: st.DrawFn, depth: int) -> _Net:
     net = _Net()
     chain = net.chain(depth)
@@ -117,14 +131,7 @@ def _tree(draw: st.DrawFn, depth: int) -> _Net:
     fanout = draw(st.integers(2, 3 if levels <= 2 else 2))
     root = net.switch()
     level = [root]
-    for _ in range(levels - 1):
-        nxt = []
-        for parent in level:
-            for _ in range(fanout):
-                child = net.switch()
-                net.links.append((parent, child))
-                nxt.append(child)
-        level = nxt
+    level = _grow_tree(net, level, levels, fanout)
     for leaf in level:
         net.senders += [net.host(leaf) for _ in range(draw(st.integers(0 if len(level) > 2 else 1, 2)))]
     if not net.senders:
@@ -156,14 +163,7 @@ def _multicast(draw: st.DrawFn, depth: int) -> _Net:
     fanout = draw(st.integers(2, 3 if levels <= 2 else 2))
     level = [net.switch()]
     net.senders = [net.host(level[0])]
-    for _ in range(levels - 1):
-        nxt = []
-        for parent in level:
-            for _ in range(fanout):
-                child = net.switch()
-                net.links.append((parent, child))
-                nxt.append(child)
-        level = nxt
+    level = _grow_tree(net, level, levels, fanout)
     for leaf in level:
         net.receivers += [net.host(leaf) for _ in range(draw(st.integers(1, 2)))]
     if len(net.receivers) < 2:
