@@ -147,9 +147,11 @@ map: setup
 results-tcp: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures --only tcp
 
-# The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine) -> docs/tcp.md
+# The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine): new kernel runs
+# into docs/tcp-kernel-runs/, their tables into docs/tcp.md ("Validation against the kernel")
 tcp-validation: setup
-	chrt -r 10 $(PY) -m topo.tcp_validation --duration 60s --seed 1 --section tcp-validation-sack --doc docs/tcp.md
+	chrt -r 10 $(PY) -m topo.tcp_validation --duration 60s --seed 1 --save-kernel docs/tcp-kernel-runs --doc docs/tcp.md
+	$(PY) -m topo.tcp_diagnosis --kernel-from docs/tcp-kernel-runs --duration 60s --seed 1 --doc docs/tcp.md
 
 # The sources' TCP experiments, short, on the kernel's TCP in netns beside the model, and the RTM
 # ablation (root; ~35 min) -> docs/tcp.md ("The sources' experiments on the kernel's TCP")

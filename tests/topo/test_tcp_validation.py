@@ -76,11 +76,11 @@ def test_model_agrees_with_the_kernel(name: str, tmp_path) -> None:
 
 
 def test_stored_kernel_runs_rebuild_the_table(tmp_path) -> None:
-    """--kernel-from: the kernel's side from stored measurements (docs/tcp-kernel-runs), the simulator's
-    rerun; a missing case is named."""
+    """--kernel-from: the kernel's side from stored measurements (docs/tcp-kernel-runs/no-sack), the
+    simulator's rerun; a missing case is named."""
     doc = tmp_path / "t.md"
     doc.write_text("<!-- s -->\n<!-- /s -->\n")
-    stored = V.ROOT / "docs" / "tcp-kernel-runs"
+    stored = V.NO_SACK_KERNEL_SET
     assert V.main(["--kernel-from", str(stored), "--cases", "reno-2mbps-20ms", "--duration", "10s", "--section", "s",
                    "--doc", str(doc), "--no-sack"]) == 0
     text = doc.read_text()
@@ -89,7 +89,7 @@ def test_stored_kernel_runs_rebuild_the_table(tmp_path) -> None:
 
 
 def test_stored_kernel_runs_of_the_other_sack_setting_are_refused(capsys: pytest.CaptureFixture[str]) -> None:
-    stored = V.ROOT / "docs" / "tcp-kernel-runs"  # measured with sack: false
+    stored = V.NO_SACK_KERNEL_SET  # measured with sack: false
     assert V.main(["--kernel-from", str(stored), "--cases", "reno-2mbps-20ms", "--duration", "1s"]) == 2
     err = capsys.readouterr().err
     assert "reno-2mbps-20ms ran without SACK" in err and "--no-sack" in err and err.count("\n") == 1
@@ -126,12 +126,14 @@ def test_the_table_says_which_path_the_model_ran() -> None:
     assert "| 20.30 (the SYN's; sim +0) |" in syn
 
 
-@pytest.mark.parametrize("stored", ["tcp-kernel-runs-sack", "tcp-kernel-runs-sack-repeat", "tcp-kernel-runs-sack-3",
-                                    "tcp-kernel-runs-sack-pcap", "tcp-kernel-runs-sack-4", "tcp-kernel-runs-sack-5"])
-def test_every_stored_kernel_run_says_its_minimum_rtt(stored: str) -> None:
-    for path in sorted((V.ROOT / "docs" / stored).glob("*.json")):
+@pytest.mark.parametrize("stored", [V.LATEST_KERNEL_SET, V.NO_SACK_KERNEL_SET], ids=["sack", "no-sack"])
+def test_every_stored_kernel_run_says_its_minimum_rtt(stored) -> None:
+    paths = sorted(stored.glob("*.json"))
+    assert {p.stem for p in paths} == {c.name for c in V.CASES}
+    for path in paths:
         run = json.loads(path.read_text())
         assert run["min_rtt_ms"] > 0, path
+        assert bool(run.get("sack")) == (stored == V.LATEST_KERNEL_SET), path
 
 
 def test_results_section_holds_the_model_against_a_stored_kernel_run(tmp_path) -> None:
