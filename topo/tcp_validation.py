@@ -1,6 +1,7 @@
 """The simulator's TCP model against the kernel's: the same single bottleneck in both backends.
 
-    sudo .venv/bin/python -m topo.tcp_validation --duration 60s --seed 1 --doc docs/tcp.md
+    sudo .venv/bin/python -m topo.tcp_validation --duration 60s --seed 1 --save-kernel docs/tcp-kernel-runs --doc docs/tcp.md
+    .venv/bin/python -m topo.tcp_validation --duration 60s --seed 1 --kernel-from docs/tcp-kernel-runs --doc docs/tcp.md
 
 Why: the model (``hosts/tcp``) is only worth running where it behaves as Linux does. This runs
 H1 -- R1 -- H2 (access link ten times the bottleneck's rate, bottleneck R1 -> H2 with a
