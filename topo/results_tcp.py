@@ -170,10 +170,9 @@ def chen_section(figures: Path, rel: Path) -> list[str]:
             "ALINEA's delay is high but flat: its queues sit at the 70-95 % targets (docs/results.md, 'What the "
             "70-95 % targets cost in delay'). TCP's moves with its window in the drop-tail FIFOs: a ramp through "
             "congestion avoidance, one packet more queued per round trip (the CDF's steps), and jumps when records "
-            "wait for a retransmission (head-of-line blocking; the left figure's first seconds). On the kernel's "
-            "TCP (docs/tcp.md, 'The sources' experiments on the kernel's TCP') the spread holds but not the jitter: "
-            "the model's TCP jitter is one frame time, from its application stamping two records at each delayed "
-            "ACK, which the kernel's writer does not.", ""]
+            "wait for a retransmission (head-of-line blocking; the left figure's first seconds). docs/tcp.md "
+            "('ALINEA's one-way delay against TCP reno's (Chen et al.)') runs the same comparison on the kernel's "
+            "TCP beside the model's.", ""]
     return out
 
 
