@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from yaml.nodes import Node as YamlNode
-from yaml.nodes import SequenceNode
+from yaml.nodes import ScalarNode, SequenceNode
 
 from controlplane.agent import MAX_CLASSES
 from controlplane.dataplane_config import MCAST_MAX_COPIES
@@ -69,8 +69,8 @@ from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text"]
 
-TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "links", "flows", "alinea", "events", "options",
-            "cvihis")
+TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "groups", "links", "flows", "alinea", "events",
+            "options", "cvihis")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay", "loss")
 NODE_KEYS = ("kind", "receive_buffer", "playout", "clock_offset")
@@ -198,6 +198,15 @@ class _BufferDraft:
     path: str
 
 
+@dataclass(frozen=True)
+class _Group:
+    """A named receiver set of the file's ``groups`` (docs/topologies.md): its hosts and their list items."""
+
+    name: str
+    hosts: tuple[str, ...]
+    items: tuple[YamlNode, ...]
+
+
 @dataclass
 class _Defaults:
     rate_bps: float = 2.0e6
@@ -222,12 +231,14 @@ class _Loader:
         self.links: list[Link] = []
         self.defaults = _Defaults()
         self.buffer_drafts: dict[int | str, _BufferDraft] = {}  # link index / host name -> its duration
+        self.groups: dict[str, _Group] = {}
 
     def load(self) -> Topology:
         self.defaults = self._defaults()
         self.cvihis = self._cvihis(self.top["cvihis"].value, "cvihis") if "cvihis" in self.top else CvihisReading()
         self.nodes = self._nodes()
         self.links = self._links()
+        self.groups = self._groups()
         flows, flow_nodes = self._flows()
         skeleton = Topology(self._name(), self.doc.source, self.nodes, self.links, [], {}, {})
         flows = [self._routed(skeleton, i, f, flow_nodes[i]) for i, f in enumerate(flows)]
@@ -591,9 +602,20 @@ class _Loader:
                     group=name if receivers else None, receivers=receivers)
 
     def _receivers(self, node: YamlNode, path: str, src: str) -> tuple[str, ...]:
-        """A multicast flow's receivers (``dst: [H2, H3]``), () for a single ``dst``: hosts, each once,
-        two or more, the source not among them (docs/multicast.md)."""
+        """A multicast flow's receivers (``dst: [H2, H3]``, or ``dst: G1`` naming one of the file's
+        ``groups``), () for a single ``dst``: hosts, each once, two or more, the source not among them
+        (docs/multicast.md)."""
+        if isinstance(node, ScalarNode) and node.value in self.groups:
+            group = self.groups[node.value]
+            if src in group.hosts:
+                j = group.hosts.index(src)
+                raise self.doc.error(node, path, f"the source {src} is among the receivers of group {group.name} "
+                                     f"(groups.{group.name}[{j}], line {self.doc.line(group.items[j])})")
+            return group.hosts
         if not isinstance(node, SequenceNode):
+            if isinstance(node, ScalarNode) and self.groups and node.value not in self.nodes:
+                raise self.doc.error(node, path, f"unknown host or group {node.value!r} (nodes: "
+                                     f"{', '.join(self.nodes)}; groups: {', '.join(self.groups)})")
             return ()
         items = self.doc.sequence(node, path)
         names: list[str] = []
@@ -608,6 +630,35 @@ class _Loader:
             raise self.doc.error(node, path, "a list of receivers (multicast) names two or more hosts "
                                  "(one receiver: dst: H2)")
         return tuple(names)
+
+    def _groups(self) -> dict[str, _Group]:
+        """The file's named receiver sets (``groups: {G1: [H2, H3, H4]}``), which a flow's ``dst`` may
+        name instead of listing its receivers: each two or more distinct hosts; a name no node has."""
+        if "groups" not in self.top:
+            return {}
+        groups: dict[str, _Group] = {}
+        for entry in self.doc.mapping(self.top["groups"].value, "groups").values():
+            path = f"groups.{entry.key}"
+            if not NAME_RE.fullmatch(entry.key):
+                raise self.doc.error(entry.key_node, path,
+                                     f"bad group name {entry.key!r} (a letter, then letters, digits, '_' or '-')")
+            if entry.key in self.nodes:
+                raise self.doc.error(entry.key_node, path, f"group {entry.key} has the name of a node "
+                                     f"(line {self.nodes[entry.key].line}); a flow's dst: {entry.key} would be ambiguous")
+            items = self.doc.sequence(entry.value, path)
+            if not items:
+                raise self.doc.error(entry.value, path, f"group {entry.key} is empty (it names two or more hosts)")
+            hosts: list[str] = []
+            for j, item in enumerate(items):
+                name = self._host_ref(item, f"{path}[{j}]")
+                if name in hosts:
+                    raise self.doc.error(item, f"{path}[{j}]", f"receiver {name} named twice")
+                hosts.append(name)
+            if len(hosts) < 2:
+                raise self.doc.error(entry.value, path, f"group {entry.key} names one host; a group (multicast) "
+                                     "names two or more (one receiver: dst: a host)")
+            groups[entry.key] = _Group(entry.key, tuple(hosts), tuple(items))
+        return groups
 
     def _cvihis(self, node: YamlNode, path: str, base: CvihisReading | None = None) -> CvihisReading:
         """``cvihis: {variant, areas, decisions_per_rtt, push, md, max_delay, start_rate}`` (each optional):
@@ -814,8 +865,13 @@ class _Loader:
             k = self._flow_index[i]
             if flow.group is not None:
                 dst = self.doc.mapping(item, f"flows[{k}]")["dst"].value
-                node = dst.value[flow.receivers.index(flow.dst)]
-                raise self.doc.error(node, f"flows[{k}].dst[{flow.receivers.index(flow.dst)}]",
+                j = flow.receivers.index(flow.dst)
+                if isinstance(dst, ScalarNode):  # dst: a named group
+                    group = self.groups[dst.value]
+                    raise self.doc.error(dst, f"flows[{k}].dst", f"receiver {flow.dst} of group {group.name} "
+                                         f"(groups.{group.name}[{j}], line {self.doc.line(group.items[j])}) "
+                                         f"is unreachable from {flow.src}")
+                raise self.doc.error(dst.value[j], f"flows[{k}].dst[{j}]",
                                      f"receiver {flow.dst} is unreachable from {flow.src}")
             raise self.doc.error(item, f"flows[{k}]", f"no path from {flow.src} to {flow.dst}")
         return dataclasses.replace(flow, path=path)

@@ -3,6 +3,7 @@ plans that replicate it, the analysis on a tree, and a run of the shipped tree i
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from pathlib import Path
 
@@ -93,6 +94,60 @@ def test_a_bad_group_is_refused_with_its_line(receivers: list[str], needle: str,
     text = Y.replace("      - H2\n      - H3\n      - H4\n", "".join(f"      - {r}\n" for r in receivers))
     nth = 2 if needle == "      - H2" and receivers.count("H2") == 2 else 1
     expect_error(text, needle, path, what, nth=nth)
+
+
+GROUPED = Y.replace("flows:\n", "groups:\n  G1: [H2, H3, H4]\nflows:\n").replace(
+    "    dst:\n      - H2\n      - H3\n      - H4\n", "    dst: G1\n")
+
+
+def test_a_named_group_resolves_as_its_list() -> None:
+    listed, named = load_topology_text(Y, SOURCE), load_topology_text(GROUPED, SOURCE)
+    assert "dst: G1" in GROUPED
+    assert named.flows == [dataclasses.replace(f, line=g.line) for f, g in zip(listed.flows, named.flows)]
+    assert named.tree_links("m") == listed.tree_links("m")
+    # two flows may name one group: each is its own tree (its own group id and address)
+    two = load_topology_text(GROUPED + "  - {name: n, src: H1, dst: G1, control: fixed, rate: 1Mbps}\n", SOURCE)
+    assert [f.name for f in two.flows] == ["m@H2", "m@H3", "m@H4", "n@H2", "n@H3", "n@H4"]
+    assert two.group_ip("m") != two.group_ip("n")
+
+
+@pytest.mark.parametrize(("group", "needle", "path", "what"), [
+    ("G1: [H2, R2]", "G1: [", "groups.G1[1]", "R2 is a switch; flows run between hosts"),
+    ("G1: [H2, H7]", "G1: [", "groups.G1[1]", "unknown node 'H7'"),
+    ("G1: [H2, H3, H2]", "G1: [", "groups.G1[2]", "receiver H2 named twice"),
+    ("G1: [H2]", "G1: [", "groups.G1", "group G1 names one host"),
+    ("G1: []", "G1: [", "groups.G1", "group G1 is empty"),
+    ("G1: H2", "G1: H2", "groups.G1", "expected a list"),
+    ("H2: [H3, H4]", "H2: [H3", "groups.H2", "group H2 has the name of a node (line 6)"),
+    ("G1: [H2, H1]", "dst: G1", "flows[0].dst", "the source H1 is among the receivers of group G1 (groups.G1[1]"),
+    ("G1: [H9, H2]", "dst: G1", "flows[0].dst", "receiver H9 of group G1 (groups.G1[0], line"),
+    ("G2: [H2, H3]", "dst: G1", "flows[0].dst", "unknown host or group 'G1' (nodes: H1,"),
+])
+def test_a_bad_named_group_is_refused_with_its_line(group: str, needle: str, path: str, what: str) -> None:
+    text = GROUPED.replace("G1: [H2, H3, H4]", group)
+    msg = expect_error(text, needle, path, what)
+    if "unreachable" in msg or "among the receivers" in msg:
+        assert f"line {text.splitlines().index('  ' + group) + 1}" in msg
+
+
+def test_a_named_group_of_a_unicast_only_control_is_refused() -> None:
+    expect_error(GROUPED.replace("control: alinea", "control: tcp"), "dst: G1", "flows[0].dst",
+                 "a tcp flow has one receiver")
+
+
+def test_a_named_group_runs_as_its_list_in_the_simulator() -> None:
+    """The shipped tree with its receivers as a named group: the same run, receiver for receiver."""
+    from topo.runner import run_experiment
+
+    text = TREE.read_text()
+    grouped = text.replace("flows:\n", "groups:\n  G1: [H2, H3, H4, H5]\nflows:\n").replace(
+        "dst: [H2, H3, H4, H5]", "dst: G1")
+    assert "dst: G1" in grouped
+    runs = [run_experiment(load_topology_text(t, str(TREE)), 2 * 10**9, seed=1, plots=False).summary
+            for t in (text, grouped)]
+    assert runs[0]["multicast"] == runs[1]["multicast"]
+    assert runs[0]["flows"] == runs[1]["flows"]
+    assert runs[0]["loss"] == runs[1]["loss"]
 
 
 def test_a_multicast_flow_of_a_unicast_only_control_is_refused() -> None:
