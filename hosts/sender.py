@@ -18,6 +18,7 @@ senders of other modules (CVIHIS, TFRC, LEDBAT) they drive with ``next_send_ns``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 
 import hbh_engine as _engine
@@ -83,6 +84,8 @@ class AlineaHostSender:
     _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
     frames: FrameSizeWindow = field(init=False)
     _next_read_ns: int = field(init=False, default=0)
+    # its own link's rate now (b/s): the law's r_max is held at or below it (set_link_rate)
+    _link_bps: float = field(init=False, default=math.inf)
 
     def __post_init__(self) -> None:
         self.law = AlineaLaw(self.law_params)
@@ -106,6 +109,29 @@ class AlineaHostSender:
                                   report.interval_us * 1000, 1 / capacity if capacity else 0.0, brake=brake)
         self.pacer.set_rate(rate)
         return rate
+
+    def set_params(self, params: LawParams) -> None:
+        """The law's parameters as the file or an event sets them; r_max no higher than the link."""
+        self.law_params = params
+        self._apply_link_cap()
+
+    def set_link_rate(self, bps: float) -> None:
+        """A ``link_rate`` event on this host's own link.
+
+        Why: the host is the one node that knows its own link's rate, and a pacer faster than its
+        NIC only fills the NIC's queue, which no switch reports and no law sees: when the link
+        falls, the first hop's buffer empties, its reports ask for more, and the transmit queue
+        overflows (found by the random topologies: 1526 frames lost behind a 200 to 1 Mb/s fall).
+        So r_max follows min(its configured value, the link's rate), as a switch's egress rate is
+        the link's where a law does not ask for less; the law then clamps its rate at once."""
+        self._link_bps = float(bps)
+        self._apply_link_cap()
+
+    def _apply_link_cap(self) -> None:
+        p = self.law_params
+        cap = min(p.r_max, self._link_bps)  # the floor with it: a floor above the link is a queue too
+        self.law.set_params(p if cap == p.r_max else p.with_changes(r_max=cap, r_floor=min(p.r_floor, cap)))
+        self.pacer.set_rate(self.law.rate)
 
     def buffer_frames(self, capacity: int) -> int:
         """The first hop's buffer of ``capacity`` packets in this host's frames, as its law reads it."""

@@ -250,7 +250,7 @@ class NetnsHost:
             if ev.kind == "alinea":
                 clock.call_at(ev.at_ns, self._apply_event, ev)
             elif ev.kind == "link_rate" and ev.link is not None and self.name in ev.link:
-                clock.call_at(ev.at_ns, node.link.set_bitrate, round(ev.rate_bps))  # type: ignore[union-attr]
+                clock.call_at(ev.at_ns, self._set_link_rate, round(ev.rate_bps))
             elif ev.kind == "mode":  # a CVIHIS receiver switching BLM/RTM, as the simulator does it
                 fid = next(i + 1 for i, f in enumerate(self.topo.flows) if f.name == ev.flow)
                 if self.topo.flows[fid - 1].dst == self.name:
@@ -351,13 +351,21 @@ class NetnsHost:
         if self.node is not None:
             self.node.receive(frame, at_ns)
 
+    def _set_link_rate(self, bps: int) -> None:
+        """A ``link_rate`` event on this host's link: its wire, and its law's r_max (AlineaHostSender)."""
+        node = self.node
+        assert node is not None and node.link is not None
+        node.link.set_bitrate(bps)
+        if node.alinea is not None:
+            node.alinea.set_link_rate(bps)
+
     def _apply_event(self, ev: Event) -> None:
         """The parts of an ALINEA event that concern this host (the runner does the switches')."""
         node = self.node
         assert node is not None
         for u, v in ev.targets:
             if u == self.name and node.alinea is not None:
-                node.alinea.law.set_params(node.alinea.law.params.with_changes(**dict(ev.law_changes)))
+                node.alinea.set_params(node.alinea.law_params.with_changes(**dict(ev.law_changes)))
             if v == self.name and ev.interval_us is not None and node.reporter is not None:
                 node.reporter.interval_us = ev.interval_us
 

@@ -772,6 +772,11 @@ class SimNetwork:
     def _apply_event(self, ev: Event) -> None:
         if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None:
             self.links[ev.link].set_bitrate(round(ev.rate_bps))
+            for end in ev.link:  # a host's law keeps r_max at its own link's rate (AlineaHostSender)
+                host = self.hosts.get(end)
+                if host is not None and host.alinea is not None:
+                    host.alinea.set_link_rate(ev.rate_bps)
+                    host.alinea.pacer.rearm()
             return
         if ev.kind == "mode" and ev.flow is not None and ev.mode is not None:
             flow = next(f for f in self.topo.flows if f.name == ev.flow)
@@ -782,7 +787,8 @@ class SimNetwork:
                 params_io.apply_law_changes(self.switches[u].client, self.topo.port(u, v), dict(ev.law_changes))
             elif self.hosts[u].alinea is not None:
                 sender = self.hosts[u].alinea
-                sender.law.set_params(sender.law.params.with_changes(**dict(ev.law_changes)))
+                sender.set_params(sender.law_params.with_changes(**dict(ev.law_changes)))
+                sender.pacer.rearm()
             if ev.interval_us is not None and v in self.switches:
                 params_io.apply_port_changes(self.switches[v].client, self.topo.port(v, u),
                                                 {"interval_us": ev.interval_us})
