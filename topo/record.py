@@ -112,7 +112,7 @@ class PgmccSwitch:
     flow: str
     old: str  # "-": the first election
     new: str
-    t_old: float  # the estimates compared, packets/s (inf: no loss seen)
+    t_old: float  # the estimates compared, packets/s (rtt: packets: per packet sent; inf: no loss seen)
     t_new: float
 
 

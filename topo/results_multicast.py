@@ -58,6 +58,17 @@ SET2_ALINEA_S = 20.0
 FIXED_TIMEOUT = "3s"
 
 
+_PG = "control: pgmcc}"
+
+
+def _pg(options: str) -> str:
+    return f"control: pgmcc, pgmcc: {{{options}}}}}"
+
+
+_BRANCH_LOSS = tuple((f"{{ends: [{a}, {b}]}}", f"{{ends: [{a}, {b}], loss: 0.5%}}")
+                     for a, b in (("R1", "MR1"), ("R1", "MR2"), ("R3", "MR3")))
+
+
 @dataclass(frozen=True)
 class Case:
     name: str
@@ -91,6 +102,17 @@ CASES = (
          "23 %"),
     Case("set4", "set4-representatives", "set 4, representatives: MR3 200 ms farther, NAK aggregation", ("tcp",),
          "164 %"),
+    # set 4 under the readings that decide whether the acker goes back and forth (docs/multicast.md, "Set 4"):
+    # the RTT counted in packets (Rizzo's measure), a short loss filter, both, and losses that differ
+    # between the branches (each receiver's own link loses 0.5 % more, independently)
+    Case("set4-rtt-packets", "set4-representatives", "set 4, the election's RTT in packets", ("tcp",),
+         "164 % (set 4)", ((_PG, _pg("rtt: packets")),), alinea=False),
+    Case("set4-filter16", "set4-representatives", "set 4, receivers' loss filter 1/16", ("tcp",), "164 % (set 4)",
+         ((_PG, _pg("loss_weight: 0.0625")),), alinea=False),
+    Case("set4-rtt-packets-filter16", "set4-representatives", "set 4, RTT in packets and loss filter 1/16",
+         ("tcp",), "164 % (set 4)", ((_PG, _pg("rtt: packets, loss_weight: 0.0625")),), alinea=False),
+    Case("set4-branch-loss", "set4-representatives", "set 4, each receiver's link 0.5 % more loss, independent",
+         ("tcp",), "164 % (set 4)", _BRANCH_LOSS, alinea=False),
 )
 
 

@@ -42,7 +42,7 @@ from hosts.cvihis.variants import CvihisReading, ReadingError
 from hosts.gcc.params import FILTERS as GCC_FILTERS
 from hosts.gcc.params import GAIN_SETS as GCC_GAIN_SETS
 from hosts.gcc.params import GccParams
-from hosts.pgmcc.params import PgmccParams
+from hosts.pgmcc.params import RTT_UNITS, PgmccParams
 from hosts.tcp import SIM_ONLY_CC
 from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.derive import derive_missing
@@ -78,7 +78,7 @@ FLOW_KEYS = ("name", "src", "dst", "control", "start", "stop", "packet_size", "r
              "gcc", "cvihis", "pgmcc")
 CVIHIS_KEYS = ("variant", *CVIHIS_CHOICE_KEYS, *CVIHIS_RUN_KEYS)
 GCC_KEYS = ("min_rate", "max_rate", "start_rate", "filter", "gains")
-PGMCC_KEYS = ("switch_ratio", "timeout", "loss_weight", "repair", "nak_retries")
+PGMCC_KEYS = ("switch_ratio", "timeout", "loss_weight", "repair", "nak_retries", "rtt")
 EVENT_KEYS = ("at", "link", "rate", "alinea", "flow", "mode")
 MAX_CONTROL_LATENCY_NS = 1_000_000_000
 OPTION_KEYS = ("report_loss", "fairness", "queue_model", "control_latency", "control_latency_p99", "report_polls",
@@ -685,9 +685,10 @@ class _Loader:
         return CvihisReading(variant, tuple((k, changes[k]) for k in order))
 
     def _pgmcc(self, node: YamlNode, where: str) -> PgmccParams:
-        """A pgmcc flow's ``pgmcc: {switch_ratio, timeout, loss_weight, repair, nak_retries}`` (each optional):
-        switch_ratio c in (0, 1], timeout ``adaptive`` or a duration > 0, loss_weight in (0, 1) (a fraction
-        or a percentage), repair true or false, nak_retries a whole number >= 0 (hosts/pgmcc/params.py)."""
+        """A pgmcc flow's ``pgmcc: {switch_ratio, timeout, loss_weight, repair, nak_retries, rtt}`` (each
+        optional): switch_ratio c in (0, 1], timeout ``adaptive`` or a duration > 0, loss_weight in (0, 1) (a
+        fraction or a percentage), repair true or false, nak_retries a whole number >= 0, rtt ``time`` or
+        ``packets`` (hosts/pgmcc/params.py)."""
         g = self.doc.mapping(node, where, PGMCC_KEYS)
         values: dict[str, Any] = {}
         for key, closed in (("switch_ratio", True), ("loss_weight", False)):
@@ -713,6 +714,12 @@ class _Loader:
                     or values["nak_retries"] < 0:
                 raise self.doc.error(g["nak_retries"].value, f"{where}.nak_retries",
                                      f"{values['nak_retries']!r}: nak_retries is a whole number >= 0")
+        if "rtt" in g:
+            values["rtt"] = self.doc.text(g["rtt"].value, f"{where}.rtt")
+            if values["rtt"] not in RTT_UNITS:
+                raise self.doc.error(g["rtt"].value, f"{where}.rtt",
+                                     f"{values['rtt']!r}: rtt is {' or '.join(RTT_UNITS)} (what the acker election's "
+                                     "RTT counts)")
         return PgmccParams(**values)  # every value checked above, each against its own line
 
     def _gcc(self, f: dict[str, Entry], path: str, r_max: float | None) -> GccParams:

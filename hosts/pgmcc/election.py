@@ -15,11 +15,12 @@ from dataclasses import dataclass, field
 __all__ = ["throughput", "AckerElection", "Switch"]
 
 
-def throughput(rtt_ns: float, p: float) -> float:
-    """TCP's throughput up to a constant: 1 / (RTT · √p), in packets per second; ∞ when p = 0."""
+def throughput(rtt: float, p: float, unit: float = 1e9) -> float:
+    """TCP's throughput up to a constant: 1 / (RTT · √p); ∞ when p = 0. ``rtt`` in ns (``unit`` 1e9:
+    packets per second) or in packets sent (``unit`` 1: packets per packet the sender sends)."""
     if p <= 0:
         return math.inf
-    return 1e9 / (max(rtt_ns, 1.0) * math.sqrt(p))
+    return unit / (max(rtt, 1.0) * math.sqrt(p))
 
 
 @dataclass(frozen=True)
@@ -36,13 +37,14 @@ class Switch:
 @dataclass
 class AckerElection:
     ratio: float
+    unit: float = 1e9  # the RTTs' unit per second: 1e9 (ns), or 1 with RTTs counted in packets sent
     acker: int = 0
     acker_p: float = 0.0
     acker_rtt_ns: float = 0.0
     switches: list[Switch] = field(default_factory=list)
 
     def acker_throughput(self) -> float:
-        return throughput(self.acker_rtt_ns, self.acker_p)
+        return throughput(self.acker_rtt_ns, self.acker_p, self.unit)
 
     def on_acker_state(self, p: float, rtt_ns: float | None) -> None:
         """The acker's own loss estimate and RTT (from its ACKs or NAKs)."""
@@ -55,7 +57,7 @@ class AckerElection:
         if rid == self.acker:
             self.on_acker_state(p, rtt_ns)
             return False
-        t_new = throughput(rtt_ns, p)
+        t_new = throughput(rtt_ns, p, self.unit)
         t_old = self.acker_throughput()
         if self.acker != 0 and not t_new < self.ratio * t_old:
             return False

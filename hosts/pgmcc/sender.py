@@ -38,7 +38,7 @@ class PgmccSender:
     def __init__(self, params: PgmccParams | None = None) -> None:
         self.params = params or PgmccParams()
         self.window = Window(self.params.max_window)
-        self.election = AckerElection(self.params.switch_ratio)
+        self.election = AckerElection(self.params.switch_ratio, 1.0 if self.params.rtt == "packets" else 1e9)
         self.rto = RtoEstimator()
         self.next_tx = 0
         self.next_data = 0
@@ -96,13 +96,20 @@ class PgmccSender:
         else:
             self._on_nak(now_ns, fb, rtt)
 
+    def _election_rtt(self, fb: Feedback, rtt_ns: int) -> float:
+        """The RTT the election compares (params.rtt): the clock's, or the transmissions made since the
+        one the receiver last had (its rx_max)."""
+        if self.params.rtt == "packets":
+            return float(max(1, self.next_tx - fb.rx_max))
+        return float(rtt_ns)
+
     def _on_ack(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
         if fb.rid != self.acker:
             self.stale_acks += 1
             return
         self.acks += 1
         self.rto.on_sample(rtt_ns)
-        self.election.on_acker_state(fb.p, rtt_ns)  # its latest sample, measured as a NAK's is
+        self.election.on_acker_state(fb.p, self._election_rtt(fb, rtt_ns))  # measured as a NAK's is
         if self.window.on_ack(fb.rx_max, fb.mask, self.next_tx):
             self._deadline = now_ns + self._timeout_ns() if self.window.inflight else None
         elif not self.window.inflight:
@@ -110,9 +117,10 @@ class PgmccSender:
 
     def _on_nak(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
         self.naks += 1
-        self.receivers[fb.rid] = (fb.p, float(rtt_ns))
+        rtt = self._election_rtt(fb, rtt_ns)
+        self.receivers[fb.rid] = (fb.p, rtt)
         first = self.acker == 0
-        if self.election.on_report(now_ns, fb.rid, fb.p, rtt_ns) and first:
+        if self.election.on_report(now_ns, fb.rid, fb.p, rtt) and first:
             # what went out before there was an acker can never be acknowledged: start the loop now
             self.window.inflight.clear()
             self._deadline = None

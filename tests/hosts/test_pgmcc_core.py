@@ -146,6 +146,29 @@ def test_no_loss_reads_as_infinite_throughput() -> None:
     assert not e.on_report(2, 3, 0.0, 500 * MS)  # a lossless receiver never takes over
 
 
+@pytest.mark.parametrize("unit", ["time", "packets"])
+def test_the_election_rtt_is_the_clocks_or_the_transmissions_since_the_reports_rx_max(unit: str) -> None:
+    s = PgmccSender(PgmccParams(rtt=unit))
+    s.take(0)
+    s.on_feedback(50 * MS, Feedback(NAK, 1, 0, 0.01, 0, 0, NO_SEQ))  # elects 1
+    now = 100 * MS
+    for _ in range(6):  # a few round trips with the acker: the window opens, next_tx moves on
+        sent = []
+        while s.can_send():
+            sent.append(s.take(now).tx_seq)
+        now += 100 * MS
+        s.on_feedback(now, Feedback(ACK, 1, sent[-1], 0.01, now - 100 * MS, 0, mask=2**32 - 1))
+    assert s.next_tx > 20
+    assert s.election.acker_rtt_ns == (s.next_tx - sent[-1] if unit == "packets" else 100 * MS)
+    # the throughput compared is 1 / (RTT · sqrt(p)) in the same unit for everyone
+    assert s.election.acker_throughput() == pytest.approx(
+        (1 if unit == "packets" else 1e9) / (s.election.acker_rtt_ns * math.sqrt(0.01)))
+    s.on_feedback(now + 30 * MS, Feedback(NAK, 2, s.next_tx - 7, 0.02, now - 10 * MS, 5 * MS, 3))
+    p, rtt = s.receivers[2]
+    assert p == 0.02
+    assert rtt == (7 if unit == "packets" else 35 * MS)
+
+
 # ---- the window ----------------------------------------------------------------------------------------------
 def test_window_slow_starts_then_halves_once_per_rtt() -> None:
     w = Window(1000)
