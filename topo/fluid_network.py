@@ -32,13 +32,20 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
 Left out: packets (a rate here is exact, an occupancy a real number until it is reported), the
 reports' own bytes, flows other than ALINEA's. Timed link-rate events are played at their time, and
 an ALINEA flow sends from its start to its stop.
+
+The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/src/fluid.rs: the
+loop analysis runs before every ``hbh run``, and issue 46 bounds its cost at a tenth of the run or
+2 s); this module builds it, and between its steps the reports go to the controllers here, in
+Python, as the agents' and hosts' reports go to theirs. ``smallest_scale``'s runs stop at their
+first loss of ``LOSS_PKTS``: that answers what they ask.
 """
 
 from __future__ import annotations
 
-import heapq
-from collections import deque
+import math
 from dataclasses import dataclass, field
+
+from hbh_engine import FluidPlant
 
 from topo.fluid_control import HostControl, SwitchControl
 from topo.model import Topology
@@ -97,30 +104,20 @@ class _Buffer:
     capacity: int
     interval_steps: int
     report_steps: int  # report -> law
-    held: float = 0.0
-    drained: float = 0.0  # departures, cumulative
     drain_pps: float | None = None  # a receiver's playout
-    lost: float = 0.0
-    dropped: bool = False  # since the last report
-    peak: float = 0.0
-    first_loss_s: float | None = None
+    index: int = -1  # in the plant (its occupancy, drops and departures are there)
 
 
 @dataclass
 class _Egress:
-    """``a``'s egress queue toward ``b``: chunks of [packets per slot, the rate stamped (BMv2)]."""
+    """``a``'s egress queue toward ``b`` (its chunks, stamps and counters are in the plant)."""
 
     a: str
     b: str
     link_pps: float
     held: list[_Leg] = field(default_factory=list)  # per slot: the leg whose packets wait here
     onward: list[_Leg] = field(default_factory=list)  # per slot: the leg they leave on
-    # per chunk [packets per slot, the queue rate it was stamped at, the stamp of its next packet (s)]
-    chunks: deque[list] = field(default_factory=deque)  # type: ignore[type-arg]
-    stamp: float = 0.0  # BMv2: the stamp of the last packet queued (s)
-    fwd: float = 0.0  # packets queued, cumulative
-    deq: float = 0.0  # packets sent, cumulative
-    pps: float = 0.0  # the queue rate in force (0: the link's)
+    index: int = -1  # in the plant
 
 
 @dataclass
@@ -129,17 +126,15 @@ class _Leg:
 
     a: str
     b: str
-    line: deque[float]  # packets in flight, one entry per step of the link's delay
+    steps: int  # the link's delay and one packet's serialization, in steps
     buffer: _Buffer | None = None  # b's buffer fed by a (None: a receiver without one)
     egress: _Egress | None = None  # b's egress toward the flow's next hop (None: b receives)
     slot: int = 0  # this flow's place in that egress
     active: tuple[float, float] = (0.0, float("inf"))  # a first leg: when its flow sends (start, stop)
-    held: float = 0.0
     # multicast, where b copies the flow to several children (docs/multicast.md): every (egress, slot)
-    # a copy joins, and per copy what is still queued; b holds a packet until its last copy leaves,
-    # so ``held`` is the largest of them. Empty where b makes one copy (egress and slot above).
+    # a copy joins; b holds a packet until its last copy leaves. Empty where b makes one copy
+    # (egress and slot above).
     copies: list[tuple[_Egress, int]] = field(default_factory=list)
-    pending: list[float] = field(default_factory=list)
 
 
 def _step_s(topo: Topology, intervals_us: list[int], duration_s: float, max_steps: int = MAX_STEPS) -> float:
@@ -164,8 +159,8 @@ def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: in
     """About the smallest factor (up to 2^limit) by which every buffer must grow for the model to
     lose nothing (fewer than ``LOSS_PKTS``): doubling until it holds, then ``refine`` bisections
     (one: to half the last doubling, within the remedy's own coarser steps); None if none up to 2^limit."""
-    def holds(scale: float) -> bool:
-        return all(p.lost_pkts < LOSS_PKTS for p in network_peaks(topo, duration_s, scale, REMEDY_STEPS))
+    def holds(scale: float) -> bool:  # a run stops at its first loss of LOSS_PKTS: it does not hold
+        return all(p.lost_pkts < LOSS_PKTS for p in _Network(topo, duration_s, scale, REMEDY_STEPS, True).run())
 
     lo = 1.0
     for n in range(1, limit + 1):
@@ -215,8 +210,11 @@ class _Envelope:
 
 
 class _Network:
-    def __init__(self, topo: Topology, duration_s: float, scale: float, max_steps: int = MAX_STEPS) -> None:
+    def __init__(self, topo: Topology, duration_s: float, scale: float, max_steps: int = MAX_STEPS,
+                 stop_at_loss: bool = False) -> None:
         self.topo = topo
+        # stop once a buffer has lost LOSS_PKTS (what ``smallest_scale`` asks needs no more)
+        self.stop_at_loss = stop_at_loss
         self.duration_s = duration_s
         self.fixed = topo.options.queue_model == "bmv2"
         routed = routed_paths(topo)
@@ -239,7 +237,6 @@ class _Network:
             else:
                 self._route_tree(tree, active)
         self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
-        self.sent = {key: 0.0 for key in self.senders}
         # per receiver's buffer (drained at its playout rate), the legs of the flows it receives
         self.receivers: list[tuple[_Buffer, list[_Leg]]] = []
         for leg in self.legs:
@@ -251,10 +248,11 @@ class _Network:
                     mine.append(leg)
         self.events = sorted((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
                              if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None)
-        self.reports: list[tuple[int, int, DirectedLink, int, bool, int, int]] = []  # a heap on arrival step
+        # reports on their way, by the step they arrive in: (what answers it, occupancy, overflow,
+        # departures, when sampled (ns)), in the order sampled
+        self.reports: dict[int, list[tuple[tuple, int, bool, int, int]]] = {}  # type: ignore[type-arg]
         self.stopped_s: float | None = None  # the model settled here, before the end (None: it ran to the end)
         self.sample_steps = 1
-        self._seq = 0
 
     # ---- set-up ---------------------------------------------------------------------------------
     def _reports(self, v: str, u: str) -> bool:
@@ -271,7 +269,7 @@ class _Network:
         legs = []
         for a, b in zip(path, path[1:]):
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
-            legs.append(_Leg(a, b, deque([0.0] * max(1, round(delay_s / self.dt))), self.buffers.get((b, a))))
+            legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a))))
         for here, onward in zip(legs, legs[1:]):
             key = (onward.a, onward.b)
             q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_bps[key] / self._bits(*key)))
@@ -288,7 +286,7 @@ class _Network:
         legs: dict[DirectedLink, _Leg] = {}
         for a, b in links:
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
-            legs[(a, b)] = _Leg(a, b, deque([0.0] * max(1, round(delay_s / self.dt))), self.buffers.get((b, a)))
+            legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a)))
         for here in legs.values():
             onwards = [legs[(x, c)] for x, c in links if x == here.b]
             for onward in onwards:
@@ -298,7 +296,6 @@ class _Network:
                     here.egress, here.slot = q, len(q.held)
                 if len(onwards) > 1:
                     here.copies.append((q, len(q.held)))
-                    here.pending.append(0.0)
                 q.held.append(here)
                 q.onward.append(onward)
         root = legs[links[0]]
@@ -328,23 +325,84 @@ class _Network:
 
     # ---- the run --------------------------------------------------------------------------------
     def run(self) -> list[NetworkPeak]:
+        """The plant (hbh_engine.FluidPlant, engine/src/fluid.rs) steps the fluid: each step the links
+        deliver, the queues serve, the senders send; here, between its steps, the buffers report,
+        the laws answer, and the model checks whether it has settled."""
         window = self._window_steps()
         last_event = max([at for at, _, _ in self.events] + [t for span in self.active for t in span
                                                               if t != float("inf")], default=0.0)
         envelope = _Envelope()
-        for k in range(int(self.duration_s / self.dt)):
-            while self.events and self.events[0][0] <= k * self.dt:
-                self._link_rate(*self.events.pop(0)[1:])
-            self._arrive(k)
-            self._serve(k)
-            self._send(k * self.dt)
+        plant = self.plant = self._plant()
+        events, dt, sample = self.events, self.dt, self.sample_steps
+        every = self._report_every
+        steps = int(self.duration_s / dt)
+        k = 0
+        while k < steps:
+            while events and events[0][0] <= k * dt:
+                self._link_rate(*events.pop(0)[1:])
+            # the plant runs on its own up to the next step that asks something of this loop: a
+            # report sampled or arriving, a sample of the state, the step before an event
+            stop = min(steps - 1, -(-k // sample) * sample)
+            if every:
+                stop = min(stop, -(-k // every) * every)
+            if self.reports:
+                stop = min(stop, max(k, min(self.reports)))
+            if events:
+                stop = min(stop, max(k, _first_step(events[0][0], dt) - 1))
+            k = plant.run(k, stop + 1)
+            if plant.overflowed:
+                break  # ``stop_at_loss``: the answer is known
             self._report(k)
-            if k % self.sample_steps == 0:
+            if k % sample == 0:
                 envelope.sample(self._state())
-                if k and k % window == 0 and envelope.close_window(self._lost()) and k * self.dt > last_event:
-                    self.stopped_s = k * self.dt
+                if k and k % window == 0 and envelope.close_window(plant.lost()) and k * dt > last_event:
+                    self.stopped_s = k * dt
                     break
-        return [NetworkPeak(b.key, b.capacity, b.peak, b.lost, b.first_loss_s) for b in self.buffers.values()]
+            k += 1
+        return [NetworkPeak(b.key, b.capacity, peak, lost, first)
+                for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
+
+    def _plant(self) -> FluidPlant:
+        """The plant of this network: its buffers, legs, queues (a slot per leg that waits in one),
+        receivers and senders, in the order the model was built (the order it steps them in)."""
+        plant = FluidPlant(self.dt, self.fixed, LOSS_PKTS if self.stop_at_loss else None)
+        for buf in self.buffers.values():
+            buf.index = plant.add_buffer(float(buf.capacity), buf.drain_pps or 0.0)
+        legs = {id(leg): plant.add_leg(leg.steps, None if leg.buffer is None else leg.buffer.index)
+                for leg in self.legs}
+        for q in self.egress.values():
+            q.index = plant.add_queue(q.link_pps)
+        for q in self.egress.values():
+            for slot, (here, onward) in enumerate(zip(q.held, q.onward)):
+                copy = next((j for j, (cq, cs) in enumerate(here.copies) if cq is q and cs == slot), None)
+                plant.add_slot(q.index, slot, legs[id(here)], legs[id(onward)], copy)
+        for leg in self.legs:
+            plant.route_leg(legs[id(leg)], None if leg.egress is None else (leg.egress.index, leg.slot),
+                            [(cq.index, cs) for cq, cs in leg.copies])
+        for buf, mine in self.receivers:
+            plant.add_receiver(buf.index, [legs[id(leg)] for leg in mine])
+        self._sender_index = {}
+        for key, every in self.senders.items():
+            control = self.controls.get(key)
+            i = plant.add_sender(self.link_bps[key], float(self._bits(*key)),
+                                 [(legs[id(leg)], *leg.active) for leg in every], control is not None)
+            if control is not None:
+                plant.set_sender_rate(i, control.rate_bps)
+            self._sender_index[key] = i
+        # per buffer that reports: its plant index, interval and delay (steps), and what answers its
+        # report: the law, whether a host's, its sender's or queue's index, the buffer and interval
+        self._reporting = []
+        for buf in self.buffers.values():
+            v, u = buf.key
+            control = self.controls.get((u, v))
+            if control is None:
+                continue
+            host = isinstance(control, HostControl)
+            target = self._sender_index[(u, v)] if host else self.egress[(u, v)].index
+            answer = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS))
+            self._reporting.append((buf.index, buf.interval_steps, buf.report_steps, answer))
+        self._report_every = math.gcd(*[r[1] for r in self._reporting]) if self._reporting else 0
+        return plant
 
     def _window_steps(self) -> int:
         """Steps of one settling window: long enough to hold several periods of any loop's
@@ -358,160 +416,57 @@ class _Network:
     def _state(self) -> list[float]:
         """What must stop moving for the model to have nothing more to say: every buffer's
         occupancy (packets) and every law's rate (packets/s at its link)."""
-        held = [b.held / PACKET_TOLERANCE for b in self.buffers.values()]
+        held = [h / PACKET_TOLERANCE for h in self.plant.held()]
         rates = [c.rate_bps / (RATE_TOLERANCE * self.link_bps[key]) for key, c in self.controls.items()]
         return held + rates
-
-    def _lost(self) -> float:
-        return sum(b.lost for b in self.buffers.values())
 
     def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
         for key in (link, link[::-1]):
             if key in self.link_bps:
                 self.link_bps[key] = rate_bps
+                if key in self._sender_index:
+                    self.plant.set_sender_link(self._sender_index[key], rate_bps)
             if key in self.egress:
-                self.egress[key].link_pps = rate_bps / self._bits(*key)
-
-    def _arrive(self, k: int) -> None:
-        fixed = self.fixed
-        for leg in self.legs:
-            line = leg.line
-            amount = line.popleft()
-            line.append(0.0)
-            buf = leg.buffer
-            if amount <= 0.0 or buf is None:
-                continue  # nothing, or a receiver without a buffer
-            take = min(amount, max(0.0, buf.capacity - buf.held))
-            if amount - take > 1e-9:
-                self._drop(buf, amount - take, k)
-            buf.held += take
-            leg.held += take
-            if buf.held > buf.peak * buf.capacity:
-                buf.peak = buf.held / buf.capacity
-            q = leg.egress
-            if q is None or take <= 0.0:
-                continue
-            if not leg.copies:
-                self._enqueue(q, leg.slot, take, k, fixed)
-                continue
-            for i, (cq, slot) in enumerate(leg.copies):  # multicast: a copy into each child's egress
-                leg.pending[i] += take
-                self._enqueue(cq, slot, take, k, fixed)
-
-    def _enqueue(self, q: _Egress, slot: int, take: float, k: int, fixed: bool) -> None:
-        """``take`` packets of the leg in ``slot`` join egress ``q`` as a chunk (on BMv2's queues stamped
-        at the queue rate in force)."""
-        q.fwd += take
-        pps = q.pps if fixed else 0.0
-        now, prev = k * self.dt, q.stamp
-        first = prev if prev > now else now  # BMv2: a gap after the last stamp, or now
-        q.stamp = first + take / pps if pps > 0.0 else first
-        if q.chunks and q.chunks[-1][1] == pps and (pps == 0.0 or prev >= now):  # one stamped run
-            q.chunks[-1][0][slot] += take
-        else:
-            amounts = [0.0] * len(q.held)
-            amounts[slot] = take
-            q.chunks.append([amounts, pps, first])
-
-    def _drop(self, buf: _Buffer, amount: float, k: int) -> None:
-        buf.lost += amount
-        buf.dropped = True
-        if buf.first_loss_s is None and buf.lost >= 1.0:
-            buf.first_loss_s = k * self.dt
-
-    def _serve(self, k: int) -> None:
-        fixed, dt = self.fixed, self.dt
-        end = (k + 1) * dt  # what may leave in this step: stamped before its end
-        for q in self.egress.values():
-            budget = dt
-            while q.chunks and budget > 1e-15:
-                chunk = q.chunks[0]
-                amounts = chunk[0]
-                total = sum(amounts)
-                if fixed:  # BMv2: the packets stamped by the step's end, at the link's rate
-                    pps, link = chunk[1], q.link_pps
-                    due = total if pps <= 0.0 or total <= 1e-9 else min(total, (end - chunk[2]) * pps)
-                    if due <= 1e-12 and total > 1e-9:
-                        break  # the head's stamp is later: FIFO, nothing behind it leaves either
-                    out = min(due, link * budget)
-                    budget -= out / link
-                    if pps > 0.0:
-                        chunk[2] += out / pps  # the stamps of what is left were fixed at enqueue
-                else:
-                    rate = min(q.pps, q.link_pps) if q.pps > 0 else q.link_pps
-                    out = min(total, rate * budget)
-                    budget -= out / rate
-                share = out / total if total > 0 else 1.0
-                for slot, amount in enumerate(amounts):
-                    if amount > 0.0:
-                        self._depart(q, slot, amount * share)
-                        amounts[slot] = amount * (1 - share)
-                if share >= 1.0 - 1e-12:
-                    q.chunks.popleft()
-                elif fixed and out < total and budget > 1e-15:
-                    break  # held by its stamps, not by the link
-        for buf, legs in self.receivers:
-            # the playout takes drain x dt from the buffer, from each flow in proportion to what it
-            # holds: one share for the step, taken before any leg is drained (drained leg by leg, each
-            # share over what was left, the flows together took more than the playout)
-            held = sum(leg.held for leg in legs)
-            if held <= 0.0:
-                continue
-            share = min(1.0, buf.drain_pps * dt / held)
-            for leg in legs:
-                out = leg.held * share
-                leg.held -= out
-                buf.held = max(0.0, buf.held - out)
-                buf.drained += out
-
-    @staticmethod
-    def _depart(q: _Egress, slot: int, amount: float) -> None:
-        here = q.held[slot]
-        freed = amount
-        if here.copies:  # multicast: the buffer frees what the slowest copy has now sent too
-            i = next(j for j, (cq, cs) in enumerate(here.copies) if cq is q and cs == slot)
-            before = max(here.pending)
-            here.pending[i] = max(0.0, here.pending[i] - amount)
-            freed = before - max(here.pending)
-        here.held = max(0.0, here.held - freed)
-        buf = here.buffer
-        if buf is not None:
-            buf.held = max(0.0, buf.held - freed)
-            buf.drained += freed
-        q.onward[slot].line[-1] += amount
-        q.deq += amount
-
-    def _send(self, now_s: float) -> None:
-        """Each host link's rate, shared by the flows that send at ``now_s`` (a flow sends from its
-        start to its stop: one that stops hands its share to the others, as the host's pacer does)."""
-        for key, every in self.senders.items():
-            legs = [leg for leg in every if leg.active[0] <= now_s < leg.active[1]]
-            if not legs:
-                continue
-            control = self.controls.get(key)
-            link_bps = self.link_bps[key]
-            rate = link_bps if control is None else min(control.rate_bps, link_bps)
-            amount = rate * self.dt / self._bits(*key)
-            self.sent[key] += amount
-            for leg in legs:
-                leg.line[-1] += amount / len(legs)
+                q = self.egress[key]
+                q.link_pps = rate_bps / self._bits(*key)
+                self.plant.set_queue_link(q.index, q.link_pps)
 
     def _report(self, k: int) -> None:
+        """Step ``k``'s reports: the buffers whose interval ends sample theirs, the laws whose
+        reports arrive answer them (a host's law sets its sender's rate, a switch's its queue's).
+        Reports that arrive in one step are answered in the order they were sampled."""
+        plant, due, every = self.plant, self.reports, self._report_every
+        if every and k % every == 0:
+            now_ns = int(k * self.dt * NS)
+            for index, interval, delay, answer in self._reporting:
+                if k % interval == 0:
+                    held, drained, dropped = plant.report(index)
+                    report = (answer, round(held), dropped, round(drained), now_ns)
+                    mine = due.get(k + delay)
+                    if mine is None:
+                        due[k + delay] = [report]
+                    else:
+                        mine.append(report)
+        arrived = due.pop(k, None)
+        if arrived is None:
+            return
         now_ns = int(k * self.dt * NS)
-        for buf in self.buffers.values():
-            v, u = buf.key
-            if k % buf.interval_steps == 0 and (u, v) in self.controls:
-                self._seq += 1
-                heapq.heappush(self.reports, (k + buf.report_steps, self._seq, buf.key, round(buf.held), buf.dropped,
-                                              round(buf.drained), now_ns))
-                buf.dropped = False
-        while self.reports and self.reports[0][0] <= k:
-            _, _, (v, u), occupancy, overflow, drained, sampled_ns = heapq.heappop(self.reports)
-            buf, control = self.buffers[(v, u)], self.controls[(u, v)]
-            interval_ns = int(buf.interval_steps * self.dt * NS)
-            if isinstance(control, HostControl):
-                control.on_report(now_ns, occupancy, buf.capacity, overflow, interval_ns, round(self.sent[(u, v)]))
+        for (control, host, target, capacity, interval_ns), occupancy, overflow, drained, sampled_ns in arrived:
+            if host:
+                control.on_report(now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
+                plant.set_sender_rate(target, control.rate_bps)
             else:
-                q = self.egress[(u, v)]
-                q.pps = control.on_report(now_ns, sampled_ns, occupancy, buf.capacity, overflow, interval_ns,
-                                          round(q.fwd), round(q.deq), drained)
+                fwd, deq = plant.counters(target)
+                pps = control.on_report(now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns,
+                                        round(fwd), round(deq), drained)
+                plant.set_queue_rate(target, float(pps))
+
+
+def _first_step(at_s: float, dt: float) -> int:
+    """The first step ``k`` with ``at_s <= k * dt`` (when the run plays an event at ``at_s``)."""
+    k = max(0, int(at_s / dt))
+    while k * dt < at_s:
+        k += 1
+    while k > 0 and at_s <= (k - 1) * dt:
+        k -= 1
+    return k

@@ -12,6 +12,7 @@ mod afpacket;
 mod channel;
 mod ctrlheader;
 mod datagram;
+mod fluid;
 mod frame;
 mod host;
 mod hostrecv;
@@ -33,6 +34,7 @@ mod v1walk;
 #[pymodule]
 fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<sched::TimerHandle>()?;
+    m.add_class::<fluid::FluidPlant>()?;
     m.add_class::<sched::EventHeap>()?;
     m.add_class::<sched::VirtualScheduler>()?;
     m.add_class::<channel::FifoDelay>()?;

@@ -48,3 +48,29 @@ def test_the_step_follows_the_report_intervals_not_the_shortest_link() -> None:
     assert short_links.dt == pytest.approx(max(shortest_interval / fn.STEPS_PER_INTERVAL, 2.0 / fn.MIN_STEPS))
     assert short_links.dt > min(link.delay_ns for link in short.links) / 1e9 / fn.STEPS_PER_INTERVAL
     assert long_links.dt > 0
+
+
+def test_the_remedys_runs_stop_at_their_first_loss_and_find_the_same_scale(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    from topo.hol import HolSetup, hol_topology
+
+    t = hol_topology(HolSetup(), "alinea", incast=True)  # the shipped 2 x 2 fabric: its buffers must grow
+    stopped = []
+    run = fn._Network.run
+
+    def watched(self):  # type: ignore[no-untyped-def]
+        out = run(self)
+        stopped.append(self.plant.overflowed)
+        return out
+
+    monkeypatch.setattr(fn._Network, "run", watched)
+    early = fn.smallest_scale(t, 3.0)
+    assert any(stopped)  # some of its runs lost enough to stop early
+    init = fn._Network.__init__
+
+    def to_the_end(self, topo, duration_s, scale, max_steps=fn.MAX_STEPS, stop_at_loss=False):  # type: ignore[no-untyped-def]
+        init(self, topo, duration_s, scale, max_steps, False)
+
+    monkeypatch.setattr(fn._Network, "__init__", to_the_end)
+    stopped.clear()
+    assert fn.smallest_scale(t, 3.0) == early
+    assert not any(stopped)

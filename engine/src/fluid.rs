@@ -1,0 +1,572 @@
+//! The plant of topo/fluid_network.py's laws-together model, stepped: fluid on links, buffers,
+//! egress queues (BMv2's stamped chunks or the shaper), receivers' playout and the senders.
+//!
+//! Why compiled: the loop analysis runs before every `hbh run`, and its cost is these steps
+//! (up to a hundred thousand a model, every leg, queue and buffer in each; issue 46 bounds it at a
+//! tenth of the run or 2 s). The controllers stay where they are (topo/fluid_control.py, the law of
+//! controlplane/): Python reads what a report carries from here and sets what its answer changes
+//! (a queue's rate, a sender's rate). The rules are the module docstring's of
+//! topo/fluid_network.py; every sum is taken in the order the Python model took it, and min and
+//! max pick as Python's do, so the numbers are the same.
+
+use pyo3::exceptions::PyIndexError;
+use pyo3::prelude::*;
+use std::collections::VecDeque;
+
+struct Leg {
+    /// Packets in flight, a ring: step k reads (and empties) entry k % len, and what is sent on
+    /// the link in step k goes into that entry, to arrive len steps later.
+    line: Vec<f64>,
+    buffer: Option<usize>,
+    egress: Option<(usize, usize)>, // (queue, slot)
+    copies: Vec<(usize, usize)>,    // multicast: (queue, slot) of each copy
+    pending: Vec<f64>,              // ... and what each copy still has queued
+    held: f64,
+}
+
+struct Buffer {
+    capacity: f64,
+    held: f64,
+    drained: f64,
+    lost: f64,
+    dropped: bool,
+    peak: f64,
+    first_loss_s: Option<f64>,
+    drain_pps: f64, // a receiver's playout (receivers only)
+}
+
+struct Chunk {
+    amounts: Vec<f64>,
+    pps: f64,
+    stamp: f64,
+}
+
+struct Slot {
+    here: usize,         // the leg whose packets wait in this slot
+    copy: Option<usize>, // which of its copies (multicast)
+    onward: usize,       // the leg they leave on
+}
+
+struct Queue {
+    link_pps: f64,
+    slots: Vec<Slot>,
+    chunks: VecDeque<Chunk>,
+    stamp: f64,
+    fwd: f64,
+    deq: f64,
+    pps: f64,
+}
+
+struct Sender {
+    legs: Vec<(usize, f64, f64)>, // (first leg, start s, stop s)
+    rate_bps: Option<f64>,        // the law's (None: the link's)
+    link_bps: f64,
+    bits: f64,
+    sent: f64,
+}
+
+#[inline]
+fn max0(x: f64) -> f64 {
+    // Python's max(0.0, x)
+    if x > 0.0 {
+        x
+    } else {
+        0.0
+    }
+}
+
+#[inline]
+fn py_min(a: f64, b: f64) -> f64 {
+    // Python's min(a, b): a unless b < a
+    if b < a {
+        b
+    } else {
+        a
+    }
+}
+
+fn py_max_of(xs: &[f64]) -> f64 {
+    let mut m = xs[0];
+    for &x in &xs[1..] {
+        if x > m {
+            m = x;
+        }
+    }
+    m
+}
+
+/// The fluid plant. Built by topo/fluid_network.py (buffers, legs, queues, slots, receivers,
+/// senders, by index), then stepped with `run`.
+#[pyclass(module = "hbh_engine")]
+pub struct FluidPlant {
+    dt: f64,
+    fixed: bool,
+    stop_loss: Option<f64>,
+    legs: Vec<Leg>,
+    buffers: Vec<Buffer>,
+    queues: Vec<Queue>,
+    receivers: Vec<(usize, Vec<usize>)>,
+    senders: Vec<Sender>,
+    /// A buffer lost the `stop_loss` packets (the run may stop).
+    #[pyo3(get)]
+    overflowed: bool,
+}
+
+impl FluidPlant {
+    fn step(&mut self, k: usize) {
+        self.arrive(k);
+        self.serve(k);
+        self.send(k);
+    }
+
+    fn arrive(&mut self, k: usize) {
+        let now = k as f64 * self.dt;
+        let fixed = self.fixed;
+        let FluidPlant {
+            legs,
+            buffers,
+            queues,
+            stop_loss,
+            overflowed,
+            ..
+        } = self;
+        for leg in legs.iter_mut() {
+            let n = leg.line.len();
+            let i = k % n;
+            let amount = leg.line[i];
+            if amount == 0.0 {
+                continue;
+            }
+            leg.line[i] = 0.0;
+            let Some(b) = leg.buffer else { continue };
+            if amount < 0.0 {
+                continue;
+            }
+            let buf = &mut buffers[b];
+            let room = buf.capacity - buf.held;
+            let take = if amount < room { amount } else { max0(room) };
+            if amount - take > 1e-9 {
+                buf.lost += amount - take;
+                buf.dropped = true;
+                if buf.first_loss_s.is_none() && buf.lost >= 1.0 {
+                    buf.first_loss_s = Some(now);
+                }
+                if let Some(limit) = *stop_loss {
+                    if buf.lost >= limit {
+                        *overflowed = true;
+                    }
+                }
+            }
+            buf.held += take;
+            leg.held += take;
+            if buf.held > buf.peak * buf.capacity {
+                buf.peak = buf.held / buf.capacity;
+            }
+            let Some((q, slot)) = leg.egress else {
+                continue;
+            };
+            if take <= 0.0 {
+                continue;
+            }
+            if leg.copies.is_empty() {
+                enqueue(&mut queues[q], slot, take, now, fixed);
+                continue;
+            }
+            for (j, &(cq, cslot)) in leg.copies.iter().enumerate() {
+                leg.pending[j] += take;
+                enqueue(&mut queues[cq], cslot, take, now, fixed);
+            }
+        }
+    }
+
+    fn serve(&mut self, k: usize) {
+        let (fixed, dt) = (self.fixed, self.dt);
+        let end = (k + 1) as f64 * dt; // what may leave in this step: stamped before its end
+        let FluidPlant {
+            legs,
+            buffers,
+            queues,
+            receivers,
+            ..
+        } = self;
+        for q in queues.iter_mut() {
+            let mut budget = dt;
+            while budget > 1e-15 {
+                let Some(chunk) = q.chunks.front_mut() else {
+                    break;
+                };
+                let mut total = 0.0;
+                for &a in &chunk.amounts {
+                    total += a;
+                }
+                let out;
+                if fixed {
+                    // BMv2: the packets stamped by the step's end, at the link's rate
+                    let (pps, link) = (chunk.pps, q.link_pps);
+                    let due = if pps <= 0.0 || total <= 1e-9 {
+                        total
+                    } else {
+                        py_min(total, (end - chunk.stamp) * pps)
+                    };
+                    if due <= 1e-12 && total > 1e-9 {
+                        break; // the head's stamp is later: FIFO, nothing behind it leaves either
+                    }
+                    out = py_min(due, link * budget);
+                    budget -= out / link;
+                    if pps > 0.0 {
+                        chunk.stamp += out / pps;
+                    }
+                } else {
+                    let rate = if q.pps > 0.0 {
+                        py_min(q.pps, q.link_pps)
+                    } else {
+                        q.link_pps
+                    };
+                    out = py_min(total, rate * budget);
+                    budget -= out / rate;
+                }
+                let share = if total > 0.0 { out / total } else { 1.0 };
+                let keep = 1.0 - share;
+                for (slot, amount) in chunk.amounts.iter_mut().enumerate() {
+                    let a = *amount;
+                    if a > 0.0 {
+                        let gone = a * share;
+                        let s = &q.slots[slot];
+                        let here = &mut legs[s.here];
+                        let mut freed = gone;
+                        if let Some(c) = s.copy {
+                            // multicast: the buffer frees what the slowest copy has now sent too
+                            let before = py_max_of(&here.pending);
+                            here.pending[c] = max0(here.pending[c] - gone);
+                            freed = before - py_max_of(&here.pending);
+                        }
+                        here.held = max0(here.held - freed);
+                        if let Some(b) = here.buffer {
+                            let buf = &mut buffers[b];
+                            buf.held = max0(buf.held - freed);
+                            buf.drained += freed;
+                        }
+                        let line = &mut legs[s.onward].line;
+                        let n = line.len();
+                        line[k % n] += gone;
+                        q.deq += gone;
+                        *amount = a * keep;
+                    }
+                }
+                if share >= 1.0 - 1e-12 {
+                    q.chunks.pop_front();
+                } else if fixed && out < total && budget > 1e-15 {
+                    break; // held by its stamps, not by the link
+                }
+            }
+        }
+        for (b, mine) in receivers.iter() {
+            // the playout takes drain x dt from the buffer, from each flow in proportion to what it holds
+            let mut held = 0.0;
+            for &l in mine {
+                held += legs[l].held;
+            }
+            if held <= 0.0 {
+                continue;
+            }
+            let buf = &mut buffers[*b];
+            let share = py_min(1.0, buf.drain_pps * dt / held);
+            for &l in mine {
+                let leg = &mut legs[l];
+                let out = leg.held * share;
+                leg.held -= out;
+                buf.held = max0(buf.held - out);
+                buf.drained += out;
+            }
+        }
+    }
+
+    fn send(&mut self, k: usize) {
+        let dt = self.dt;
+        let now_s = k as f64 * dt;
+        let FluidPlant { legs, senders, .. } = self;
+        for s in senders.iter_mut() {
+            let active = s
+                .legs
+                .iter()
+                .filter(|(_, start, stop)| *start <= now_s && now_s < *stop)
+                .count();
+            if active == 0 {
+                continue;
+            }
+            let rate = match s.rate_bps {
+                None => s.link_bps,
+                Some(r) => py_min(r, s.link_bps),
+            };
+            let amount = rate * dt / s.bits;
+            s.sent += amount;
+            let each = amount / active as f64;
+            for &(l, start, stop) in &s.legs {
+                if start <= now_s && now_s < stop {
+                    let line = &mut legs[l].line;
+                    let n = line.len();
+                    line[k % n] += each;
+                }
+            }
+        }
+    }
+}
+
+fn enqueue(q: &mut Queue, slot: usize, take: f64, now: f64, fixed: bool) {
+    // ``take`` packets of the leg in ``slot`` join the queue as a chunk (on BMv2's queues stamped
+    // at the queue rate in force)
+    q.fwd += take;
+    let pps = if fixed { q.pps } else { 0.0 };
+    let prev = q.stamp;
+    let first = if prev > now { prev } else { now }; // BMv2: a gap after the last stamp, or now
+    q.stamp = if pps > 0.0 { first + take / pps } else { first };
+    if let Some(last) = q.chunks.back_mut() {
+        if last.pps == pps && (pps == 0.0 || prev >= now) {
+            last.amounts[slot] += take; // one stamped run
+            return;
+        }
+    }
+    let mut amounts = vec![0.0; q.slots.len()];
+    amounts[slot] = take;
+    q.chunks.push_back(Chunk {
+        amounts,
+        pps,
+        stamp: first,
+    });
+}
+
+fn check(i: usize, len: usize, what: &str) -> PyResult<usize> {
+    if i < len {
+        Ok(i)
+    } else {
+        Err(PyIndexError::new_err(format!("{what} {i}: only {len}")))
+    }
+}
+
+#[pymethods]
+impl FluidPlant {
+    #[new]
+    #[pyo3(signature = (dt, fixed, stop_loss = None))]
+    fn new(dt: f64, fixed: bool, stop_loss: Option<f64>) -> Self {
+        FluidPlant {
+            dt,
+            fixed,
+            stop_loss,
+            legs: Vec::new(),
+            buffers: Vec::new(),
+            queues: Vec::new(),
+            receivers: Vec::new(),
+            senders: Vec::new(),
+            overflowed: false,
+        }
+    }
+
+    /// A buffer of `capacity` packets (a receiver's: drained at `drain_pps`); its index.
+    #[pyo3(signature = (capacity, drain_pps = 0.0))]
+    fn add_buffer(&mut self, capacity: f64, drain_pps: f64) -> usize {
+        self.buffers.push(Buffer {
+            capacity,
+            held: 0.0,
+            drained: 0.0,
+            lost: 0.0,
+            dropped: false,
+            peak: 0.0,
+            first_loss_s: None,
+            drain_pps,
+        });
+        self.buffers.len() - 1
+    }
+
+    /// A leg whose link takes `steps` steps, into `buffer` (None: a receiver without one); its index.
+    #[pyo3(signature = (steps, buffer = None))]
+    fn add_leg(&mut self, steps: usize, buffer: Option<usize>) -> PyResult<usize> {
+        if let Some(b) = buffer {
+            check(b, self.buffers.len(), "buffer")?;
+        }
+        self.legs.push(Leg {
+            line: vec![0.0; steps.max(1)],
+            buffer,
+            egress: None,
+            copies: Vec::new(),
+            pending: Vec::new(),
+            held: 0.0,
+        });
+        Ok(self.legs.len() - 1)
+    }
+
+    /// An egress queue onto a link of `link_pps`; its index.
+    fn add_queue(&mut self, link_pps: f64) -> usize {
+        self.queues.push(Queue {
+            link_pps,
+            slots: Vec::new(),
+            chunks: VecDeque::new(),
+            stamp: 0.0,
+            fwd: 0.0,
+            deq: 0.0,
+            pps: 0.0,
+        });
+        self.queues.len() - 1
+    }
+
+    /// Slot `slot` of `queue` (the next one) holds `here`'s packets, which leave on `onward`;
+    /// `copy`: which of `here`'s multicast copies it is (None: its only way on).
+    #[pyo3(signature = (queue, slot, here, onward, copy = None))]
+    fn add_slot(
+        &mut self,
+        queue: usize,
+        slot: usize,
+        here: usize,
+        onward: usize,
+        copy: Option<usize>,
+    ) -> PyResult<()> {
+        check(queue, self.queues.len(), "queue")?;
+        check(here, self.legs.len(), "leg")?;
+        check(onward, self.legs.len(), "leg")?;
+        let q = &mut self.queues[queue];
+        if slot != q.slots.len() {
+            return Err(PyIndexError::new_err(format!(
+                "slot {slot}: the queue's next is {}",
+                q.slots.len()
+            )));
+        }
+        q.slots.push(Slot { here, copy, onward });
+        Ok(())
+    }
+
+    /// Leg `leg` joins `queue`'s `slot` (None: its node receives), or, multicast, every (queue,
+    /// slot) of `copies`.
+    #[pyo3(signature = (leg, egress, copies))]
+    fn route_leg(
+        &mut self,
+        leg: usize,
+        egress: Option<(usize, usize)>,
+        copies: Vec<(usize, usize)>,
+    ) -> PyResult<()> {
+        let l = check(leg, self.legs.len(), "leg")?;
+        for &(q, slot) in egress.iter().chain(copies.iter()) {
+            check(q, self.queues.len(), "queue")?;
+            check(slot, self.queues[q].slots.len(), "slot")?;
+        }
+        let leg = &mut self.legs[l];
+        leg.egress = egress;
+        leg.pending = vec![0.0; copies.len()];
+        leg.copies = copies;
+        Ok(())
+    }
+
+    /// Receiver's buffer `buffer` drains the legs `legs` at its playout rate.
+    fn add_receiver(&mut self, buffer: usize, legs: Vec<usize>) -> PyResult<()> {
+        check(buffer, self.buffers.len(), "buffer")?;
+        for &l in &legs {
+            check(l, self.legs.len(), "leg")?;
+        }
+        self.receivers.push((buffer, legs));
+        Ok(())
+    }
+
+    /// A host link of `link_bps` whose flows' first legs are `legs` (leg, start s, stop s), packets
+    /// of `bits`; `controlled`: a law sets its rate (`set_sender_rate`). Its index.
+    fn add_sender(
+        &mut self,
+        link_bps: f64,
+        bits: f64,
+        legs: Vec<(usize, f64, f64)>,
+        controlled: bool,
+    ) -> PyResult<usize> {
+        for &(l, _, _) in &legs {
+            check(l, self.legs.len(), "leg")?;
+        }
+        self.senders.push(Sender {
+            legs,
+            rate_bps: if controlled { Some(0.0) } else { None },
+            link_bps,
+            bits,
+            sent: 0.0,
+        });
+        Ok(self.senders.len() - 1)
+    }
+
+    fn set_sender_rate(&mut self, sender: usize, rate_bps: f64) -> PyResult<()> {
+        let s = check(sender, self.senders.len(), "sender")?;
+        if self.senders[s].rate_bps.is_some() {
+            self.senders[s].rate_bps = Some(rate_bps);
+        }
+        Ok(())
+    }
+
+    fn set_sender_link(&mut self, sender: usize, link_bps: f64) -> PyResult<()> {
+        let s = check(sender, self.senders.len(), "sender")?;
+        self.senders[s].link_bps = link_bps;
+        Ok(())
+    }
+
+    fn set_queue_link(&mut self, queue: usize, link_pps: f64) -> PyResult<()> {
+        let q = check(queue, self.queues.len(), "queue")?;
+        self.queues[q].link_pps = link_pps;
+        Ok(())
+    }
+
+    /// The queue rate in force (packets/s, 0: the link's).
+    fn set_queue_rate(&mut self, queue: usize, pps: f64) -> PyResult<()> {
+        let q = check(queue, self.queues.len(), "queue")?;
+        self.queues[q].pps = pps;
+        Ok(())
+    }
+
+    /// Steps `start` .. `stop` (arrive, serve, send each); stops after the step in which a buffer
+    /// lost `stop_loss` packets. Returns the last step run.
+    fn run(&mut self, start: usize, stop: usize) -> usize {
+        let mut k = start;
+        while k < stop {
+            self.step(k);
+            if self.overflowed {
+                return k;
+            }
+            k += 1;
+        }
+        stop.saturating_sub(1)
+    }
+
+    /// What buffer `b` reports: (held, drained, dropped since the last call); clears dropped.
+    fn report(&mut self, b: usize) -> PyResult<(f64, f64, bool)> {
+        let b = check(b, self.buffers.len(), "buffer")?;
+        let buf = &mut self.buffers[b];
+        let dropped = buf.dropped;
+        buf.dropped = false;
+        Ok((buf.held, buf.drained, dropped))
+    }
+
+    /// Queue `q`'s counters: (packets queued, packets sent), cumulative.
+    fn counters(&self, q: usize) -> PyResult<(f64, f64)> {
+        let q = check(q, self.queues.len(), "queue")?;
+        Ok((self.queues[q].fwd, self.queues[q].deq))
+    }
+
+    /// Packets sender `s` has sent, cumulative.
+    fn sent(&self, s: usize) -> PyResult<f64> {
+        let s = check(s, self.senders.len(), "sender")?;
+        Ok(self.senders[s].sent)
+    }
+
+    /// Every buffer's occupancy, in order.
+    fn held(&self) -> Vec<f64> {
+        self.buffers.iter().map(|b| b.held).collect()
+    }
+
+    /// Packets lost, all buffers together (summed in order).
+    fn lost(&self) -> f64 {
+        let mut total = 0.0;
+        for b in &self.buffers {
+            total += b.lost;
+        }
+        total
+    }
+
+    /// Per buffer: (peak, lost, first loss s or None).
+    fn peaks(&self) -> Vec<(f64, f64, Option<f64>)> {
+        self.buffers
+            .iter()
+            .map(|b| (b.peak, b.lost, b.first_loss_s))
+            .collect()
+    }
+}
