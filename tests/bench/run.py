@@ -24,7 +24,9 @@ produced it. Measured:
    RSS/fds/threads, forwarding gaps (also around one 10,000-update Write), reconnects, errors;
 7. the simulator on paper-5router (tests/bench/sim_bench.py) against ns-3 (tests/bench/ns3_bench.py)
    and against the pure-Python simulator, where its time goes (profile), the netns backend
-   (tests/bench/netns_bench.py) and ``hbh sweep`` serial vs Ray (tests/bench/sweep_bench.py).
+   (tests/bench/netns_bench.py) and ``hbh sweep`` serial vs Ray (tests/bench/sweep_bench.py);
+8. the loop analysis ``hbh run`` does before a run, its CPU time against the same run's wall time, per
+   topology (tests/bench/analysis_cost.py; issue 46 bounds it at a tenth of the run or 2 s).
 
 Parts 3-5 (gRPC) need root and network namespaces; without them those rows say why they were
 skipped.
@@ -683,7 +685,7 @@ def write(rep: Report, out: Path, command: str, seed: int, partial: bool = False
 
 
 #: the parts of the page, in the order they run (``--only`` names some of them)
-PARTS = ("frontend", "pipeline", "sim", "profile", "netns", "p4rt", "netns-backend", "soak", "sweep")
+PARTS = ("frontend", "pipeline", "sim", "profile", "netns", "p4rt", "netns-backend", "soak", "sweep", "analysis")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -725,6 +727,7 @@ def main(argv: list[str] | None = None) -> int:
 def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callable[[Report], None]]:
     """Each part of the page as a function of the report (parts that need namespaces say why they were skipped)."""
     from tests.bench import netns_bench as nb
+    from tests.bench.analysis_cost import bench_analysis_cost
     from tests.bench.sim_bench import bench_profile, bench_simulator
     from tests.bench.sweep_bench import bench_sweep
 
@@ -781,6 +784,7 @@ def _parts(args: argparse.Namespace, tmp: Path, soak: float) -> dict[str, Callab
                                     "rates of paper-1router and paper-5router"),
         "soak": soak_part,
         "sweep": lambda rep: bench_sweep(rep, "2s" if quick else "10s", 100 if quick else 1000),
+        "analysis": lambda rep: bench_analysis_cost(rep, quick),
     }
 
 
