@@ -10,16 +10,15 @@ distinct data packets delivered at its slowest receiver (pgmcc: the receivers' c
 branches' records). Both send 1514-byte frames (pgmcc's packet size is TCP's full segment frame), so
 packets compare like with like. f < 100 % means the multicast session took more than TCP.
 
-Run length: set 1's pgmcc runs last 3000 s of virtual time, as the seed's (it found Reno's share
-falling from fair over 300 s to 74 % over 3000 s; one simulates at about 20 times real time on an
-idle core). Sets 2-4's pgmcc runs last SHORT_S (300 s) and the ALINEA runs ALINEA_S (60 s), set 2's random-loss
-ALINEA runs SET2_ALINEA_S (20 s): set 2's runs simulate at 1-3 times real time on an idle core (10 Mb/s
-links, a loss drawn per frame in Python; with ALINEA the session fills the 10 Mb/s links), sets 3-4 at
-about 12, and every case must fit one sitting of a shared 2-core machine (these ran beside a load of
-25-30 on 2 cores); ALINEA's share and loss settle within seconds (no timeouts, no acker), pgmcc's
-drift is what the long runs are for. docs/multicast.md says what the short runs may hide. One seed
-(SEED) per case. The ALINEA run of set 1 with the fixed timeout would repeat the adaptive one (the
-timeout is pgmcc's): it is not run.
+Run length: every run lasts RUN_S (3000 s) of virtual time, the seed's length: it found Reno's share
+falling from fair over 300 s to 74 % over 3000 s, and pgmcc's drift (timeouts, acker switches) is what
+long runs show; ALINEA's share and loss settle within seconds, but one length for every row keeps the
+rows comparable. What it costs (measured with `--seconds 300`, nice 10, beside a load of 7-9 on 2 cores):
+a 300 s pgmcc run took 2-10 s of wall time (set 2's 10 Mb/s paths the most), an ALINEA one 2-12 s (set
+2's random-loss cases the most, the session filling 10 Mb/s links; about 250 MB of memory each at
+300 s), so the whole section at 3000 s is about a quarter of an hour of one core. One seed (SEED) per
+case. The ALINEA run of set 1 with the fixed timeout would repeat the adaptive one (the timeout is
+pgmcc's): it is not run; nor are set 4's readings (pgmcc's own choices).
 
 Each run's numbers are kept as JSON under ``--raw`` (results/docs/multicast/, not committed);
 ``results_section(reuse=True)`` (what ``results_doc --only multicast`` calls) takes a run's JSON when
@@ -41,18 +40,12 @@ from hosts.tcp import MSS
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 
-__all__ = ["CASES", "Case", "case_text", "run_case", "run_all", "table", "results_section", "main", "SET1_S", "SHORT_S",
-           "ALINEA_S", "SEED"]
+__all__ = ["CASES", "Case", "case_text", "run_case", "run_all", "table", "results_section", "main", "RUN_S", "SEED"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = ROOT / "topo" / "pgmcc"
 SEED = 1
-SET1_S = 3000.0
-SHORT_S = 300.0
-ALINEA_S = 60.0
-#: set 2's random-loss cases under ALINEA: the session fills the 10 Mb/s links, simulated at about
-#: real time on an idle core
-SET2_ALINEA_S = 20.0
+RUN_S = 3000.0
 #: pgmcc's fixed timeout in the fixed-timeout case (the seed names no value; ours: long enough that
 #: it fires on a stall only, not on a queue's delay: RTTs here reach 1.3 s with a full 50-packet queue)
 FIXED_TIMEOUT = "3s"
@@ -77,25 +70,21 @@ class Case:
     tcps: tuple[str, ...]
     seed_f: str  # the seed's f values, as it gives them
     edits: tuple[tuple[str, str], ...] = ()
-    seconds: float = SHORT_S  # the pgmcc run's length (ALINEA runs: ALINEA_S)
     alinea: bool = True  # also run with hop-by-hop ALINEA carrying the session
-    alinea_seconds: float = 0.0  # the ALINEA run's length (0: ALINEA_S)
 
 
 CASES = (
     Case("set1-fixed", "set1-window", "set 1: pgmcc (fixed 3 s timeout) vs TCP newreno-like (no SACK)", ("tcp",),
          "74 % (Reno, 3000 s; fair over 300 s)",
          (("pgmcc: {timeout: adaptive}", f"pgmcc: {{timeout: {FIXED_TIMEOUT}}}"), ("sack: true", "sack: false")),
-         SET1_S, alinea=False),
+         alinea=False),
     Case("set1-adaptive", "set1-window", "set 1: pgmcc (adaptive timeout) vs TCP newreno-like (no SACK)", ("tcp",),
-         "96 % (Reno, adaptive timeout)", (("sack: true", "sack: false"),), SET1_S),
-    Case("set1-sack", "set1-window", "set 1: pgmcc (adaptive timeout) vs TCP SACK", ("tcp",), "92 % (SACK)", (),
-         SET1_S),
+         "96 % (Reno, adaptive timeout)", (("sack: true", "sack: false"),)),
+    Case("set1-sack", "set1-window", "set 1: pgmcc (adaptive timeout) vs TCP SACK", ("tcp",), "92 % (SACK)"),
     Case("set2-low", "set2-losses", "set 2, low loss: MR1 400 ms 0.4 %, MR2 200 ms 1.6 %", ("tcp1", "tcp2"),
-         "f1 82 %, f2 85 %", alinea_seconds=SET2_ALINEA_S),
+         "f1 82 %, f2 85 %"),
     Case("set2-high", "set2-losses", "set 2, high loss: MR1 400 ms 2 %, MR2 200 ms 8 %", ("tcp1", "tcp2"),
-         "f1 78 %, f2 54 %", (("loss: 0.4%", "loss: 2%"), ("loss: 1.6%", "loss: 8%")),
-         alinea_seconds=SET2_ALINEA_S),
+         "f1 78 %, f2 54 %", (("loss: 0.4%", "loss: 2%"), ("loss: 1.6%", "loss: 8%"))),
     Case("set2-congestion", "set2-congestion", "set 2, congestion losses: 1 Mb/s 400 ms and 500 kb/s 200 ms paths",
          ("tcp1", "tcp2"), "f1 56 %, f2 96 %"),
     Case("set3", "set3-suppression", "set 3, feedback suppression: MR3 50 ms farther, NAK aggregation", ("tcp",),
@@ -140,7 +129,7 @@ def run_case(case: Case, control: str = "pgmcc", seconds: float | None = None, o
              seed: int = SEED) -> dict[str, Any]:
     """One run's numbers: f per TCP, the session's packets, and its control's own counts."""
     if seconds is None:
-        seconds = _length(case, control, None)
+        seconds = _length(None)
     topo = load_topology_text(case_text(case, control), f"{case.file}.yaml ({case.name}, {control})")
     t0 = time.perf_counter()
     result = run_experiment(topo, round(seconds * 1e9), seed, out, plots=False)
@@ -191,10 +180,8 @@ def table(results: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
     return rows
 
 
-def _length(case: Case, control: str, seconds: float | None) -> float:
-    if seconds is not None:
-        return seconds
-    return case.seconds if control == "pgmcc" else case.alinea_seconds or ALINEA_S
+def _length(seconds: float | None) -> float:
+    return RUN_S if seconds is None else seconds
 
 
 def run_all(raw: Path | None = None, seconds: float | None = None, reuse: bool = False,
@@ -203,7 +190,7 @@ def run_all(raw: Path | None = None, seconds: float | None = None, reuse: bool =
     for case in CASES if cases is None else cases:
         out[case.name] = {}
         for control in ("pgmcc", "alinea") if case.alinea else ("pgmcc",):
-            length = _length(case, control, seconds)
+            length = _length(seconds)
             kept = raw / f"{case.name}-{control}.json" if raw is not None else None
             if reuse and kept is not None and kept.is_file():
                 old = json.loads(kept.read_text())
@@ -225,8 +212,7 @@ def results_section(raw: Path | None = None, reuse: bool = True) -> list[str]:
     results = run_all(raw, reuse=reuse)
     return ["## Multicast: pgmcc and hop-by-hop ALINEA against TCP on the fairness seed's sets", "",
             "Generated by `python -m topo.results_doc --only multicast` (topo/results_multicast.py: simulator, seed "
-            f"{SEED}; set 1's pgmcc runs {SET1_S:g} s as the seed's, sets 2-4's {SHORT_S:g} s, the ALINEA runs "
-            f"{ALINEA_S:g} s, set 2's random-loss ALINEA runs {SET2_ALINEA_S:g} s; the module says why). f = TCP's "
+            f"{SEED}; every run {RUN_S:g} s, the seed's length; the module says why). f = TCP's "
             "throughput as a fraction of the multicast session's over the whole run (packets of the same frame "
             "size; below 100 %: the session took more). The TCP model has no plain Reno: the seed's Reno runs are "
             "set beside our Reno congestion control with NewReno's recovery (no SACK). docs/multicast.md, "
