@@ -252,6 +252,7 @@ class _Network:
         # departures, when sampled (ns)), in the order sampled
         self.reports: dict[int, list[tuple[tuple, int, bool, int, int]]] = {}  # type: ignore[type-arg]
         self.stopped_s: float | None = None  # the model settled here, before the end (None: it ran to the end)
+        self.steps_run = 0  # steps the last run took (it may stop early: settled, or ``stop_at_loss``)
         self.sample_steps = 1
 
     # ---- set-up ---------------------------------------------------------------------------------
@@ -359,6 +360,7 @@ class _Network:
                     self.stopped_s = k * dt
                     break
             k += 1
+        self.steps_run = min(k + 1, steps)
         return [NetworkPeak(b.key, b.capacity, peak, lost, first)
                 for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
 

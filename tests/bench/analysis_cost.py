@@ -169,8 +169,7 @@ def _counting() -> tuple[dict[str, int], Callable[[], None]]:
     def run(self: Any) -> Any:
         out = original(self)
         counts["runs"] += 1
-        end = self.stopped_s if self.stopped_s is not None else self.duration_s
-        counts["steps"] += int(round(end / self.dt))
+        counts["steps"] += self.steps_run
         counts["buffers"] = max(counts["buffers"], len(self.buffers))
         return out
 
