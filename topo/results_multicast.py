@@ -10,15 +10,16 @@ distinct data packets delivered at its slowest receiver (pgmcc: the receivers' c
 branches' records). Both send 1514-byte frames (pgmcc's packet size is TCP's full segment frame), so
 packets compare like with like. f < 100 % means the multicast session took more than TCP.
 
-Run length: every run lasts RUN_S (3000 s) of virtual time, the seed's length: it found Reno's share
-falling from fair over 300 s to 74 % over 3000 s, and pgmcc's drift (timeouts, acker switches) is what
-long runs show; ALINEA's share and loss settle within seconds, but one length for every row keeps the
-rows comparable. What it costs (measured with `--seconds 300`, nice 10, beside a load of 7-9 on 2 cores):
-a 300 s pgmcc run took 2-10 s of wall time (set 2's 10 Mb/s paths the most), an ALINEA one 2-12 s (set
-2's random-loss cases the most, the session filling 10 Mb/s links; about 250 MB of memory each at
-300 s), so the whole section at 3000 s is about a quarter of an hour of one core. One seed (SEED) per
-case. The ALINEA run of set 1 with the fixed timeout would repeat the adaptive one (the timeout is
-pgmcc's): it is not run; nor are set 4's readings (pgmcc's own choices).
+Run length: every run lasts RUN_S (3000 s) of virtual time, the seed's length: it found Reno's share falling
+from fair over 300 s to 74 % over 3000 s, and pgmcc's drift (timeouts, acker switches) and a TCP's slow
+build-up beside a session that fills the bottleneck (set 1's f over 60 s is a fraction of its f over 3000 s,
+with either control: docs/multicast.md) are what long runs show; one length for every row keeps the rows
+comparable. What it costs (measured with `--seconds 300`, nice 10, beside a load of 7-9 on 2 cores): a 300 s
+pgmcc run took 2-10 s of wall time (set 2's 10 Mb/s paths the most), an ALINEA one 2-12 s (set 2's random-loss
+cases the most, the session filling 10 Mb/s links), and the whole section at 3000 s took 967 s, the process
+peaking at 6.7 GB of memory. One seed (SEED) per case. The ALINEA run of set 1 with the fixed timeout would
+repeat the adaptive one (the timeout is pgmcc's): it is not run; nor are set 4's readings (pgmcc's own
+choices).
 
 Each run's numbers are kept as JSON under ``--raw`` (results/docs/multicast/, not committed);
 ``results_section(reuse=True)`` (what ``results_doc --only multicast`` calls) takes a run's JSON when
