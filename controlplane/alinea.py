@@ -92,11 +92,15 @@ class Forecast:
     guessed_fall: bool = False
     # the exact drain over the newest two departures, b/s (0: none): see settled_base
     newest_bps: float = 0.0
+    # the buffer was starved at the report (it held no more than the packet that arrived): it drains all
+    # that reaches it, so its measured drain is what this node sent, not what it can take (see settled_base)
+    starved: bool = False
 
     def __init__(self, occupancy: float, drain_bps: float, approach_bps: float = 0.0, damp_scale: float = 1.0,
-                 guessed_fall: bool = False, newest_bps: float = 0.0) -> None:
+                 guessed_fall: bool = False, newest_bps: float = 0.0, starved: bool = False) -> None:
         self.occupancy, self.drain_bps, self.approach_bps = occupancy, drain_bps, approach_bps
         self.damp_scale, self.guessed_fall, self.newest_bps = damp_scale, guessed_fall, newest_bps
+        self.starved = starved
 
 
 @dataclass(slots=True)
@@ -136,8 +140,19 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     return 1.0 + FORECAST_BOOST * (share if share < 1.0 else 1.0)
 
 
-def settled_base(forecast: Forecast) -> float:
-    """The settled law's base rate (b/s): the drain, or the newest drain when it has clearly fallen.
+def settled_base(forecast: Forecast, rate: float = 0.0) -> float:
+    """The settled law's base rate (b/s): the drain, or the newest drain when it has clearly fallen;
+    on a starved buffer (``forecast.starved``) no less than the law's own ``rate``.
+
+    Why the own rate on a starved buffer: a buffer that holds no more than the packet just arrived
+    drains everything that reaches it, so its drain measures what this node sent, not what the
+    buffer can take, and it reads 0 until the drain's window spans its shortest time. Taken as the
+    base, the law follows its own rate down and never back up: a 2-packet buffer (its 80 % target
+    not a whole packet, so it reads 1 packet at every report) settled on its second report, its
+    drain still unmeasured (0), and the law fell from 19.9 Mb/s to its floor, 1.5 % of a link whose
+    buffer behind it never held a second packet; the hop upstream, at its own floor above that,
+    overflowed (tests/topo/random_cases/starved-two-packet-buffer.yaml). The buffer's drain is at
+    least what it receives, and the step (the buffer is below its target) then raises the rate.
 
     Why: after a capacity drop behind the buffer, its occupancy gains its first packet only when
     the excess has made one (at 0.2 Mb/s over the new capacity at the paper's rates: up to 40 ms,
@@ -151,6 +166,8 @@ def settled_base(forecast: Forecast) -> float:
     the forecast follows a fall of the drain (``guessed_fall``): the fall is then in the drain,
     expected to end (docs/alinea.md, "The newest drain")."""
     base, newest = forecast.drain_bps, forecast.newest_bps
+    if forecast.starved:
+        return rate if rate > base else base
     if forecast.guessed_fall or not 0.0 < newest < base * (1 - NEWEST_FALL):
         return base
     floor = base * (1 - NEWEST_CAP)
@@ -203,7 +220,7 @@ class AlineaLaw:
             step = forecast_gain(occ - self.o, packet, forecast.guessed_fall and bool(p.k_p)) * self.w * (self.o - occ)
             if damp:
                 change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
-                rate = settled_base(forecast) + step - p.k_p * change
+                rate = settled_base(forecast, self.rate) + step - p.k_p * change
             else:
                 rate = self.rate + step
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it

@@ -461,7 +461,7 @@ class QueueForecast:
         whole = round(pkts)
         return Forecast((whole if whole > 0 else 0) / capacity, self.expected_pps * packet_bits,
                         self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall,
-                        self.newest_pps * packet_bits)
+                        self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS)
 
     def floor_pps(self, link_pps: float) -> float | None:
         """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""

@@ -7,7 +7,8 @@ control plane's latency when u is a switch) and checks three things: that the se
 stable (one law, its characteristic equation), that v's buffer can hold its target plus one
 packet from each link that feeds its queue (packets, which a fluid model does not see), and that
 the laws together do not overflow it (:mod:`topo.fluid_network`: the hops of a line start up
-together, which one law's model does not see). ``hbh run`` prints one warning per law that fails
+together, which one law's model does not see), and that no law's floor alone overflows it
+(:mod:`topo.floor_check`: a floor derived from a fast link above a slow path). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/alinea.md, "The loop with its delay" and "The hops together").
 """
 
@@ -18,6 +19,8 @@ import math
 from dataclasses import dataclass
 
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
+from controlplane.units import format_rate
+from topo.floor_check import FloorOverflow, floor_overflows
 from topo.fluid_network import LOSS_PKTS, NetworkPeak, network_peaks, smallest_scale
 from topo.model import Topology
 from topo.plan import law_frames
@@ -42,6 +45,7 @@ class LawCheck:
     inputs: int = 1  # links feeding v's queue that u's packets join (0: it drains faster than they feed it)
     scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
     events_s: tuple[float, ...] = ()  # when the topology's links change rate
+    floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/floor_check.py)
 
     @property
     def room_pkts(self) -> float:
@@ -50,7 +54,7 @@ class LawCheck:
 
     @property
     def lossless(self) -> bool:
-        return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs
+        return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
                 and (self.network is None or self.network.lost_pkts < LOSS_PKTS))
 
     def warning(self) -> str | None:
@@ -70,6 +74,12 @@ class LawCheck:
             why.append(f"{w}'s buffer holds {self.room_pkts:.2g} packets above its target, less than one for each "
                        f"link feeding its queue ({self.inputs}), each of which can hand it a packet at once")
             fixes.append(f"a buffer of at least {need} packets would hold them")
+        if (f := self.floor) is not None:
+            when = f" from {f.from_s:g} s" if f.from_s > 0 else ""
+            why.append(f"at its floor it sends {format_rate(f.push_bps)} (r_floor {format_rate(f.floor_bps)}), more "
+                       f"than {w} forwards of its flows{when} ({format_rate(f.drain_bps)}): the buffers from {w} on "
+                       f"gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports (full in {f.fill_s:.2g} s)")
+            fixes.append(f"an r_floor of at most {format_rate(f.drain_bps)} would not overflow it")
         n = self.network
         if n is not None and n.lost_pkts >= LOSS_PKTS:
             past = [t for t in self.events_s if t <= (n.first_loss_s or 0.0)]
@@ -77,9 +87,10 @@ class LawCheck:
                 else f"after the link-rate change at {max(past):g} s" if past else "as the hops start up together"
             why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
                        f"{n.first_loss_s:.2f} s in the fluid model)")
-            fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
-                         f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
-                         f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
+            if self.floor is None:  # a larger buffer only delays what the floor overflows
+                fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
+                             f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
+                             f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
         return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay "
                 f"{v.delay_intervals} report intervals of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; "
                 f"{'; '.join(fixes)}")
@@ -220,8 +231,10 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
     loops = law_loops(topo)
     peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
     events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
+    floors = floor_overflows(topo, duration_s) if loops else {}
     return [LawCheck(key, loop, assess(loop, duration_s, drop_at), drop_at, peaks.get(key[::-1]),
-                     feeding_links(topo, *key), events_s=events) for key, loop, drop_at in loops]
+                     feeding_links(topo, *key), events_s=events, floor=floors.get(key))
+            for key, loop, drop_at in loops]
 
 
 def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:

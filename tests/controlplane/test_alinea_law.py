@@ -294,6 +294,26 @@ def test_the_newest_drain_is_followed_for_one_report_and_never_on_a_guessed_fall
     assert settled_base(guessed) == pytest.approx(1.1e6)
 
 
+def test_a_settled_law_on_a_starved_buffer_does_not_follow_its_own_rate_down() -> None:
+    """A starved buffer's drain is what this node sent (0 before its window spans its shortest time):
+    the settled law's base is then its own rate, and the step (below target) raises it. Read as the
+    buffer's capacity, the drain took a 2-packet buffer's law from 19.9 Mb/s to its floor in one report
+    (tests/topo/random_cases/starved-two-packet-buffer.yaml)."""
+    p = replace(PAPER, o_max=0.8, r_max=20e6, r_floor=4e5, k_p=24e6)
+    law = AlineaLaw(p, 19.9e6)
+    for _ in range(2):  # a 2-packet buffer reads 1 packet (0.5): at rest there, its target is raised to O_max
+        law.on_report(0.5, packet=0.5, forecast=Forecast(0.5, 0.0, starved=True))
+    assert law.o == p.o_max
+    before = law.rate
+    unmeasured = law.on_report(0.5, packet=0.5, forecast=Forecast(0.5, 0.0, starved=True))
+    assert unmeasured > before
+    own = law.on_report(0.5, packet=0.5, forecast=Forecast(0.5, 2e6, starved=True))  # the drain lags its rate
+    assert own > unmeasured
+    assert settled_base(Forecast(0.5, 2e6, starved=True), 1e6) == 2e6  # a drain above the rate is kept
+    fed = settled_on_forecast()  # not starved: the drain is the base, however far below the rate
+    assert fed.on_report(0.7, packet=0.005, forecast=Forecast(0.7, 0.3e6)) == pytest.approx(0.3e6)
+
+
 def test_the_newest_drain_is_not_the_ramps() -> None:
     """Before O has reached O_max the ramp runs as the paper's (its rate + W·(O − Ô))."""
     p = LawParams(o_min=0.15, o_max=0.7, w_max=8e6, w_min=5e5, r_max=2e6, r_floor=4e4, k_p=24e6)

@@ -103,6 +103,17 @@ def test_a_starved_buffer_is_not_forecast_to_fill() -> None:
     assert f.forecast_pkts == 1
 
 
+def test_the_laws_forecast_says_when_the_buffer_was_starved() -> None:
+    """The law reads the drain of a starved buffer as a floor of what it can take (controlplane/alinea.py,
+    settled_base), not as its capacity."""
+    f = QueueForecast()
+    steady(f, 100, 20, 1, 150)
+    assert f.law_forecast(f.forecast_pkts, 100, 8000).starved
+    g = QueueForecast()
+    steady(g, 100, 200, 140, 140)
+    assert not g.law_forecast(g.forecast_pkts, 200, 8000).starved
+
+
 def test_the_arrivals_before_the_next_command_follow_the_measured_arrival_rate() -> None:
     f = QueueForecast()
     steady(f, 100, 200, 140, 140)  # 200 packets/s in, reports every 10 ms

@@ -101,3 +101,34 @@ def test_derived_parameters_regulate_the_paper_line_with_fifty_ms_links() -> Non
     for buf, b in s["buffers"].items():
         assert abs(b["mean"] - b["target"]) <= 0.03 and b["max"] < 1.0, (buf, b)
     assert s["flows"]["f1"]["goodput_bps"] >= 0.95 * 1.2e6
+
+
+FLOOR_OVER_DRAIN = """name: floor-over-drain
+defaults:
+  link: {rate: 500Mbps, delay: 1ms, buffer: 50}
+nodes:
+  S1: {kind: switch}
+  S2: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [S1, S2], rate: 5Mbps}
+  - {ends: [S2, H2]}
+flows:
+  - {name: f1, src: H1, dst: H2, control: alinea}
+"""
+
+
+def test_a_floor_above_what_the_switch_forwards_is_warned_with_the_floor_that_would_not_overflow() -> None:
+    """H1's floor is derived from its own 500 Mb/s link (10 Mb/s); behind S1 its flow crosses 5 Mb/s.
+    At its floor H1 still sends more than S1 forwards, whatever S1 reports: the warning names the
+    floor and the largest that would not overflow, and the simulator loses packets."""
+    t = load_topology_text(FLOOR_OVER_DRAIN, "floor.yaml")
+    ws = warnings(t, 1)
+    assert any(w.startswith("law H1->S1") and "r_floor 10Mbps" in w and "an r_floor of at most 5Mbps" in w
+               for w in ws), ws
+    assert run_experiment(t, S, seed=1, plots=False).summary["loss"]["total"] > 0
+    for fix in (FLOOR_OVER_DRAIN.replace("control: alinea}", "control: alinea, r_max: 4Mbps}"),  # never that much
+                FLOOR_OVER_DRAIN.replace("defaults:\n", "defaults:\n  alinea: {r_floor: 4Mbps}\n")):
+        assert not any("r_floor" in w for w in warnings(load_topology_text(fix, "floor.yaml"), 1))

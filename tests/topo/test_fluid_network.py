@@ -72,15 +72,18 @@ def test_the_links_feeding_a_queue_are_counted_per_queue() -> None:
 
 
 @pytest.mark.slow
-def test_a_buffer_without_room_for_its_feeders_is_ruled_out_and_loses_packets() -> None:
+def test_a_buffer_without_room_for_its_feeders_is_ruled_out() -> None:
     """docs/map.md: alinea-merge-2 at the paper's rates with 0.1 ms links and buffers of one
     bandwidth-delay product (2 packets): 0.6 packets above the 70 % target, two links feeding R1's
-    queue. No fluid model sees it; the packet check does, and the simulator loses packets."""
+    queue. No fluid model sees it; the packet check does. (The simulator lost 95 packets here at 4 %
+    of the bottleneck while the settled law read a starved buffer's drain, its own rate, as the
+    buffer's capacity and sat at its floor; since it does not, it loses none at seed 1: the check is
+    a bound, each feeder can hand the buffer a packet at once.)"""
     cell = Cell("alinea-merge-2", 1, 0.1, "1bdp")
     t = cell_topology(cell)
     ws = warnings(t, 10)
     assert any("less than one for each link feeding its queue (2)" in w for w in ws)
-    assert run_experiment(t, 10 * S, seed=1, plots=False).summary["loss"]["total"] > 0
+    assert run_experiment(t, 10 * S, seed=1, plots=False).summary["invariants"]["violations"] == []
 
 
 def test_a_dip_that_ends_sets_off_a_wave_on_bmv2s_queues_and_not_on_the_shaper() -> None:
