@@ -65,6 +65,8 @@ $(STAMP): requirements.lock pyproject.toml | sysdeps
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip==23.2.1 setuptools==65.5.0 wheel==0.45.1
 	$(PY) -m pip install -q -r requirements.lock
+	$(PY) -m pip install -q --no-deps p4runtime-shell==0.0.6
+	$(PY) controlplane/stubs_build.py
 	$(PY) -m pip install -q --no-deps --no-build-isolation -e .
 	touch $(STAMP)
 

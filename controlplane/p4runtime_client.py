@@ -18,8 +18,6 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from controlplane.stream_decode import decode_stream_response
-
 FPC = pb.SetForwardingPipelineConfigRequest
 MATCH_KIND = p4info_pb2.MatchField
 
@@ -322,9 +320,7 @@ class GrpcController(_ClientBase):
                  timeout: float = 10.0, *, stream: bool = True,
                  on_message: Callable[[pb.StreamMessageResponse], None] | None = None) -> None:
         """``stream=False``: no StreamChannel, no arbitration -- enough for Read (a monitor).
-        ``on_message`` is called on the reader thread for each stream message; a packet-in comes
-        to it as a ``stream_decode.PacketInMessage``, read as the message is (``WhichOneof``,
-        ``packet.payload``, ``packet.metadata``), every other message as protobuf's."""
+        ``on_message`` is called on the reader thread for each stream message."""
         import grpc
         from p4.v1 import p4runtime_pb2_grpc
 
@@ -344,13 +340,7 @@ class GrpcController(_ClientBase):
         self._reader: threading.Thread | None = None
         if not stream:
             return
-        if on_message is None:
-            self._stream = self._stub.StreamChannel(self._requests())
-        else:  # an agent: its packet-ins read without protobuf (controlplane/stream_decode.py)
-            channel = self._channel.stream_stream("/p4.v1.P4Runtime/StreamChannel",
-                                                  request_serializer=pb.StreamMessageRequest.SerializeToString,
-                                                  response_deserializer=decode_stream_response)
-            self._stream = channel(self._requests())
+        self._stream = self._stub.StreamChannel(self._requests())
         self._reader = threading.Thread(target=self._read_stream, daemon=True, name="grpc-controller")
         self._reader.start()
         self._stream_send(self._arbitration_request())

@@ -46,7 +46,6 @@ from runtime import heap
 
 from .core import P4RuntimeCore
 from .errors import P4RuntimeError
-from .wire import parse_write_request
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -355,19 +354,22 @@ class P4RuntimeServer:
     async def _serve(self) -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0)])
         servicer = _Servicer(self)
-        # Write's requests go through the fast decoder (wire.py), Read's answers come serialised
-        # (wire_encode.py); registered first, so they win over the generated handlers
-        write = grpc.unary_unary_rpc_method_handler(servicer.Write, request_deserializer=parse_write_request,
-                                                    response_serializer=pb.WriteResponse.SerializeToString)
-        read = grpc.unary_stream_rpc_method_handler(servicer.Read, request_deserializer=pb.ReadRequest.FromString,
-                                                    response_serializer=bytes)
-        # packet-ins come as wire bytes (P4RuntimeCore.open_stream), everything else as messages
-        stream = grpc.stream_stream_rpc_method_handler(servicer.StreamChannel,
-                                                       request_deserializer=pb.StreamMessageRequest.FromString,
-                                                       response_serializer=_stream_bytes)
-        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(
-            "p4.v1.P4Runtime", {"Write": write, "Read": read, "StreamChannel": stream}),))
-        p4runtime_pb2_grpc.add_P4RuntimeServicer_to_server(servicer, server)
+        # one handler for the whole service, with the serialisers the servicer needs: Read's answers
+        # and packet-ins come as wire bytes (wire_encode.py). Not the generated stub's own handlers:
+        # registered method handlers win over generic ones, and theirs serialise messages only.
+        unary, msg = grpc.unary_unary_rpc_method_handler, (lambda m: m.SerializeToString())
+        handlers = {
+            "Write": unary(servicer.Write, pb.WriteRequest.FromString, msg),
+            "Read": grpc.unary_stream_rpc_method_handler(servicer.Read, pb.ReadRequest.FromString, bytes),
+            "SetForwardingPipelineConfig": unary(servicer.SetForwardingPipelineConfig,
+                                                 pb.SetForwardingPipelineConfigRequest.FromString, msg),
+            "GetForwardingPipelineConfig": unary(servicer.GetForwardingPipelineConfig,
+                                                 pb.GetForwardingPipelineConfigRequest.FromString, msg),
+            "StreamChannel": grpc.stream_stream_rpc_method_handler(servicer.StreamChannel,
+                                                                   pb.StreamMessageRequest.FromString, _stream_bytes),
+            "Capabilities": unary(servicer.Capabilities, pb.CapabilitiesRequest.FromString, msg),
+        }
+        server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("p4.v1.P4Runtime", handlers),))
         try:
             port = server.add_insecure_port(self.address)
         except RuntimeError:  # grpcio says only "Failed to bind"; find out why
