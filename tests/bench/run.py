@@ -603,8 +603,8 @@ FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kp
           "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, "
           "where the p4switch of that day made 517-614 and 1,779-1,928; the rows 'of the p4switch before issue 9' run "
           "that p4switch here, beside today's, so the two rows' ratio is the speed-up on one machine. "
-          "The client is Python with pure-Python protobuf "
-          "(p4runtime-shell pins protobuf 3.20), so it costs a large share of every Write: the rows 'to an empty "
+          "The client is Python (grpcio, protobuf's compiled runtime), "
+          "and still costs a large share of every Write: the rows 'to an empty "
           "grpc.aio server' are what this client reaches against a server that does nothing, the ceiling of any "
           "server built on grpcio on this machine; the rows 'to an empty Go server' what it reaches against a "
           "compiled server that does nothing, the ceiling of any server, simple_switch_grpc's included.", "",
