@@ -12,9 +12,14 @@ head-of-line experiment on a 6 x 3 fabric and a larger one (topo/hol.py; the exp
 length and 60 s), and seeded random topologies of tests/topo/topogen.py at their own lengths.
 
     python -m tests.bench.analysis_cost [--quick] [--only NAME,...] [--no-run] [--json FILE]
+    python -m tests.bench.analysis_cost --digests [--randoms N]
 
 ``--no-run`` measures the analysis alone (its rows then have no run time). Part ``analysis`` of
-``python -m tests.bench.run`` writes the same rows to docs/performance.md.
+``python -m tests.bench.run`` writes the same rows to docs/performance.md. ``--digests`` prints one
+SHA-256 per case of what the analysis says (every buffer's peak, loss and first loss in the
+laws-together model, its warnings): run it on a tree and on its base (a ``git worktree`` with its
+own engine) to check that a change to the model's cost kept every answer (docs/engine.md, "How it
+is checked"). A command, not a test: digests typed into a test would pin every number.
 """
 
 from __future__ import annotations
@@ -203,6 +208,18 @@ def measure(case: Case, run: bool = True) -> Measured:
     return m
 
 
+def digest(case: Case) -> str:
+    """SHA-256 of what the analysis says of ``case``: the laws-together model's peaks, then the warnings."""
+    import hashlib
+
+    from topo.analysis import warnings
+    from topo.fluid_network import network_peaks
+
+    topo = case.load()
+    said = [repr(p) for p in network_peaks(topo, case.seconds)] + warnings(topo, case.seconds)
+    return hashlib.sha256("\n".join(said).encode()).hexdigest()
+
+
 def _row(m: Measured) -> tuple[str, str, str]:
     what = f"{m.name}, {m.seconds:g} s"
     size = f"{m.laws} laws, {m.buffers} buffers, {m.model_runs} model runs of {m.model_steps:,} steps"
@@ -234,8 +251,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--randoms", type=int, default=12, help="random topologies drawn (those with ALINEA kept)")
     p.add_argument("--no-run", action="store_true", help="the analysis alone")
     p.add_argument("--json", type=Path, default=None, help="append one JSON line per case")
+    p.add_argument("--digests", action="store_true", help="one SHA-256 per case of what the analysis says")
     args = p.parse_args(argv)
     only = [x.strip() for x in args.only.split(",") if x.strip()]
+    if args.digests:
+        for case in cases(args.quick, args.randoms):
+            if not only or any(o in f"{case.name}, {case.seconds:g} s" for o in only):
+                print(f"{digest(case)}  {case.name}, {case.seconds:g} s", flush=True)
+        return 0
     print(f"# load average at start {os.getloadavg()[0]:.1f}", flush=True)
     for case in cases(args.quick, args.randoms):
         if only and not any(o in f"{case.name}, {case.seconds:g} s" for o in only):
