@@ -26,9 +26,9 @@ __all__ = ["cache_dir", "topology_key", "cached_warnings"]
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The sources the analysis's answer depends on (the models, the law and what the agents add).
-SOURCES = ("topo/analysis.py", "topo/fluid_network.py", "engine/src/fluid.rs", "topo/fluid_control.py", "topo/plan.py",
-           "topo/model.py", "controlplane/loop_analysis.py", "controlplane/alinea.py", "controlplane/forecast.py",
-           "controlplane/agent.py", "controlplane/params.py")
+SOURCES = ("topo/analysis.py", "topo/floor_check.py", "topo/fluid_network.py", "engine/src/fluid.rs",
+           "topo/fluid_control.py", "topo/plan.py", "topo/model.py", "controlplane/loop_analysis.py",
+           "controlplane/alinea.py", "controlplane/forecast.py", "controlplane/agent.py", "controlplane/params.py")
 #: Fields that say where a value came from, not what it is.
 _SOURCE_FIELDS = frozenset({"line", "source", "name", "description", "provenance"})
 
