@@ -476,6 +476,72 @@ def grid_table(readings: list[str], seeds: list[int], seconds: float = RTM_SECON
     return out
 
 
+#: the two-bottleneck rows (SOURCES.md part B) as tests/topo/test_cvihis_published.py runs them: --set lines, published
+#: mean rate per flow (kb/s); rows 3 and 6 beside them as docs/results.md has them
+TARGET_ROWS = (
+    ("1", ("link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps", f"flow[f3].start={NEVER}"), (2008, 2050)),
+    ("2", ("link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps"), (2005, 2045, 2040)),
+    ("3", ("link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6.5Mbps"), (1929, 2005, 2646)),
+    ("4", (f"flow[f3].start={NEVER}",), (3049, 3053)),
+    ("5", (), (3047, 3042, 3048)),
+    ("6", ("link[R2-R3].rate=10Mbps",), (3081, 3014, 3968)),
+)
+#: BLM against TCP as the test runs it (time scaled down: TCP from 10 s to 70 s of 100 s), and the capacity drops
+#: (topology, the drop's time, the new capacity, the run's length)
+TARGET_BLM_SETS, TARGET_BLM = ("flow[tcp].start=10s", "flow[tcp].stop=70s"), (10, 70, 100)
+TARGET_DROPS = (("capacity-drop", 30, 1.0e6, 45), ("bottleneck-drop", 20, 1.5e6, 35))
+
+
+def _with_reading(name: str, reading: str, sets: tuple[str, ...] = (), control: str | None = None) -> Topology:
+    replace = (("\nnodes:", f"\ncvihis: {reading}\nnodes:"),) if reading else ()
+    return scenario(name, sets, replace, control)
+
+
+def _seeded(topo: Topology, seconds: float, seed: int) -> dict[str, Any]:
+    print(f"running {topo.name} seed {seed} ({seconds:g} s virtual) ...", file=sys.stderr, flush=True)
+    return run_experiment(topo, int(seconds * S), seed=seed, plots=False).summary
+
+
+def targets_table(readings: list[str], seeds: list[int]) -> list[str]:
+    """Issue 48's other CVIHIS targets per reading (docs/cvihis.md, "Readings"), as the tests of
+    tests/topo/test_cvihis_published.py measure them: the two-bottleneck rows (seed 1, goodput over 60-120 s of
+    120 s; the worst deviation from the published rate), three RTM flows (seed 1, 30-60 s of 60 s: Jain), BLM
+    against RTM (seed 1: RTM / BLM over 35-50 s), BLM against TCP over ``seeds`` (the largest share while TCP
+    runs, the slowest return) and BLM after a capacity drop over ``seeds`` (the furthest from the new capacity)."""
+    out = ["| reading | rows 1-6: flow kb/s (deviation) | worst row | three RTM flows: Jain | BLM vs RTM: RTM / BLM "
+           "| BLM vs TCP: largest share, slowest back (s) | BLM after a drop: furthest from the capacity |",
+           "|---|---|---|---|---|---|---|"]
+    a, b, seconds = TARGET_BLM
+    for reading in readings:
+        text = "" if reading == "default" else reading
+        cells, worst = [], 0.0
+        for row, sets, published in TARGET_ROWS:
+            s = _seeded(_with_reading("cvihis-two-bottleneck", text, sets), 120, SEED)
+            got = [s["flows"][f]["goodput_bps"] / 1e3 for f in ("f1", "f2", "f3")[:len(published)]]
+            dev = [100 * (g / p - 1) for g, p in zip(got, published)]
+            worst = max(worst, *(abs(d) for d in dev))
+            cells.append(f"{row}: " + ", ".join(f"{g:.0f} ({d:+.1f} %)" for g, d in zip(got, dev)))
+        s = _seeded(_with_reading("cvihis-three-flows", text), 60, SEED)
+        three = jain([f["goodput_bps"] for f in s["flows"].values()])
+        s = _seeded(_with_reading("cvihis-blm-vs-rtm", text), 75, SEED)
+        blm_rtm = window(s, "rtm", 35, 50) / max(window(s, "blm", 35, 50), 1.0)
+        most, slowest = 0.0, 0.0
+        for seed in seeds:
+            for _label, delay in BLM_RTTS:
+                s = _seeded(_with_reading("cvihis-blm-vs-tcp", text, (f"link[H1-R1].delay={delay}",
+                                                                      *TARGET_BLM_SETS)), seconds, seed)
+                most = max(most, share(s, "blm", a, b))
+                slowest = max(slowest, back_within(s, "blm", b, BLM_BACK * CAPACITY_BPS))
+        furthest = 0.0
+        for seed in seeds:
+            for name, at, capacity, length in TARGET_DROPS:
+                s = _seeded(_with_reading(name, text, control="cvihis-blm"), length, seed)
+                furthest = max(furthest, abs(window(s, "f1", at + 10, length) / capacity - 1))
+        out.append(f"| `{reading}` | {'; '.join(cells)} | {worst:.1f} % | {three:.4f} | {blm_rtm:.2f} "
+                   f"| {100 * most:.1f} %, {slowest:.1f} | {100 * furthest:.1f} % |")
+    return out
+
+
 def _starts(ap: Any, text: str) -> tuple[str, ...]:
     """``--starts``: the grid's starting rates by name ("default" is CVIHIS's own, the empty string here)."""
     names = [n.strip() for n in text.split(",") if n.strip()]
@@ -508,11 +574,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="run this many simulations at once (the same numbers)")
     ap.add_argument("--seconds", type=float, default=RTM_SECONDS, help="with --grid: each run's length (s); the "
                     "shares are over its second half")
+    ap.add_argument("--targets", metavar="READINGS", help="instead: print issue 48's other CVIHIS targets (the "
+                    "two-bottleneck rows, three RTM flows, BLM against RTM, TCP and a capacity drop) for these "
+                    "readings, as --grid takes them; --seeds for the BLM runs")
     args = ap.parse_args(argv)
-    if args.grid:
-        print("\n".join(grid_table([r.strip() for r in args.grid.split(";") if r.strip()], _seeds(args.seeds),
-                                     args.seconds, args.jobs, _starts(ap, args.starts))))
-        return 0
+    from topo.yaml_tree import TopologyError
+
+    try:
+        if args.targets:
+            print("\n".join(targets_table([r.strip() for r in args.targets.split(";") if r.strip()],
+                                           _seeds(args.seeds))))
+            return 0
+        if args.grid:
+            print("\n".join(grid_table([r.strip() for r in args.grid.split(";") if r.strip()], _seeds(args.seeds),
+                                         args.seconds, args.jobs, _starts(ap, args.starts))))
+            return 0
+    except TopologyError as exc:  # a reading the loader refuses: its one line, naming the file and the key
+        ap.error(str(exc).splitlines()[0])
     names = [n.strip() for n in args.only.split(",") if n.strip()]
     unknown = [n for n in names if n not in CVIHIS_SECTIONS]
     if unknown or not names:

@@ -34,6 +34,7 @@ class CvihisParams:
     # How RTM's areas move when minDelay is pushed (docs/cvihis.md, "Readings"; hosts/cvihis/variants.py):
     rtm_shift_areas: bool = False  # True: the areas' top always moves up with the push (keeps their width)
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
+    rtm_reprobe: bool = False  # ... and a delay past the loss point without a loss puts the top one PF push above it
     md_per_packet: bool = False  # MD once per lost packet (True) or at most once per RTT (False)
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)
@@ -104,7 +105,7 @@ def _check_types(p: CvihisParams) -> None:
             if not isinstance(value, tuple):
                 raise ValueError(f"CvihisParams.area_edges: expected a tuple of 6 floats, got {value!r}")
             continue
-        if f.name in ("rtm_shift_areas", "md_per_packet", "rtm_shift_until_loss", "pf_per_rtt"):
+        if f.name in ("rtm_shift_areas", "md_per_packet", "rtm_shift_until_loss", "rtm_reprobe", "pf_per_rtt"):
             if not isinstance(value, bool):
                 raise ValueError(f"CvihisParams.{f.name}: expected True or False, got {value!r}")
         elif f.name in _INT_FIELDS:

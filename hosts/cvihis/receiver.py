@@ -223,11 +223,16 @@ class CvihisReceiver:
         until the first loss (no loss point is known yet: RTM probes for it) and squeezes after,
         with the top never below the highest OWD seen since the newest loss (a delay that went
         without loss shows the loss point is higher: a maxDelay learned when the queue was shorter,
-        e.g. in a competing TCP's slow start, must not hold the flow in ``---`` for good).
+        e.g. in a competing TCP's slow start, must not hold the flow in ``---`` for good); ``areas
+        reprobe`` puts the top one PF push above such a delay (on the same offset-free estimate of the
+        absolute OWD as ``_push_min``), so the highest delay yet reads as a decrease area, not ``---``.
         """
         top = self._learned_max() + self._lift()
         if self._mode is Mode.RTM and self.params.rtm_shift_until_loss and self._max is not None:
-            top = max(top, float(self._peak))  # a delay that went without loss: the loss point is higher
+            peak = float(self._peak)  # a delay that went without loss: the loss point is higher
+            if self.params.rtm_reprobe and peak > self._learned_max():
+                peak += (self.params.pf - 1) * (self._min_rtt_hint / 2 + peak - self._min)  # one push above it
+            top = max(top, peak)
         return top
 
     def _learned_max(self) -> float:

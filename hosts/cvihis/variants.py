@@ -33,11 +33,14 @@ MAX_DECISIONS_PER_RTT = 10
 #: how RTM's areas move when minDelay is pushed (``areas:``)
 AREAS: Mapping[str, Mapping[str, object]] = MappingProxyType({
     # the areas' top moves up with the push until the first loss, then only minDelay is pushed
-    "probe": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": True}),
+    "probe": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": True, "rtm_reprobe": False}),
+    # as probe, and a delay past the loss point without a loss shows the loss point is higher: the top one push of
+    # PF above the highest such delay (RTM probes for the loss point again, one push at a time)
+    "reprobe": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": True, "rtm_reprobe": True}),
     # only minDelay is pushed, from the start: the areas squeeze onto maxDelay (the literal wording)
-    "squeeze": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": False}),
+    "squeeze": MappingProxyType({"rtm_shift_areas": False, "rtm_shift_until_loss": False, "rtm_reprobe": False}),
     # the whole delay space moves up with the push, keeping the width learned from losses
-    "shift": MappingProxyType({"rtm_shift_areas": True, "rtm_shift_until_loss": False}),
+    "shift": MappingProxyType({"rtm_shift_areas": True, "rtm_shift_until_loss": False, "rtm_reprobe": False}),
 })
 #: what an MD applies to (``md:``)
 MD: Mapping[str, Mapping[str, object]] = MappingProxyType({
@@ -63,6 +66,10 @@ VARIANTS: Mapping[str, Mapping[str, object]] = MappingProxyType({
                                  "max_delay": "ewma"}),
     "squeezed": MappingProxyType({"areas": "squeeze", "decisions_per_rtt": 3, "push": "per-decision",
                                   "md": "per-rtt", "max_delay": "ewma"}),
+    # the TCP-friendliest reading measured (docs/cvihis.md, "Readings"): a decision every half RTT (so PF pushes
+    # minDelay twice per RTT) and the top re-probed past a loss point the delay has passed without a loss
+    "reprobe": MappingProxyType({"areas": "reprobe", "decisions_per_rtt": 2, "push": "per-decision",
+                                 "md": "per-rtt", "max_delay": "last-loss"}),
 })
 CHOICE_KEYS = ("areas", "decisions_per_rtt", "push", "md", "max_delay")
 #: keys of a ``cvihis:`` mapping that set up one run rather than read the paper: ``start_rate`` (b/s), the rate

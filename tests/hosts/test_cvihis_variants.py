@@ -60,7 +60,7 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"variant": "fast"}, "variant: 'fast' is not one of published, shifted, squeezed"),
+    ({"variant": "fast"}, "variant: 'fast' is not one of published, shifted, squeezed, reprobe"),
     ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet"),
     ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
     ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
@@ -119,6 +119,28 @@ def test_probe_moves_the_areas_up_with_the_push_until_the_first_loss_then_squeez
     _feed(blm, rising)
     assert probe.lost == 1 and probe.max_delay_ns > blm.max_delay_ns
     assert probe.max_delay_ns <= blm.min_delay_ns + (139 - 30) * MS  # at most the highest delay seen
+
+
+def test_reprobe_puts_the_top_one_push_above_a_delay_that_passed_the_loss_point_without_loss() -> None:
+    """areas reprobe: as probe until the queue passes the learned loss point with no loss; then the top is the
+    highest delay seen pushed once by PF (on half the smallest RTT plus its height above the smallest OWD, as
+    minDelay's push), so RTM probes for the loss point again instead of reading the highest delay yet as ---."""
+    probe, reprobe = (CvihisReceiver(_reading("published", areas=a), Mode.RTM) for a in ("probe", "reprobe"))
+    blm = CvihisReceiver(_reading("published", areas="reprobe"), Mode.BLM)
+    # the queue grows, packet 50 is lost at its top, the queue drains: the same areas as probe
+    grow_and_drain = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + (s if s < 50 else 100 - s) * MS)
+                      for s in range(90) if s != 50]
+    for rx in (probe, reprobe, blm):
+        _feed(rx, grow_and_drain)
+    assert reprobe.max_delay_ns == probe.max_delay_ns
+    # the queue then rises past the learned loss point with no loss
+    rising = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + (s - 30) * MS) for s in range(90, 140)]
+    for rx in (probe, reprobe, blm):
+        _feed(rx, rising)
+    peak = probe.max_delay_ns - blm.min_delay_ns  # probe's top: the highest delay seen, above the smallest OWD
+    pushed = peak + (CvihisParams().pf - 1) * (40 * MS / 2 + peak)  # the hint: a 40 ms RTT
+    assert reprobe.max_delay_ns - blm.min_delay_ns == pytest.approx(pushed, rel=1e-9)
+    assert blm.max_delay_ns - blm.min_delay_ns == 49 * MS  # BLM keeps the learned loss point
 
 
 def test_max_delay_follows_the_newest_loss_or_an_average() -> None:

@@ -139,3 +139,16 @@ def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_t
     for rate in ("2Mbps", "4.5Mbps"):
         (rtm20, tcp20), (rtm200, tcp200) = rates[(rate, "8ms")], rates[(rate, "98ms")]
         assert abs(rtm200 / rtm20 - 1) < abs(tcp200 / tcp20 - 1) or rtm200 / tcp200 >= rtm20 / tcp20, rate
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_reprobe_reading_is_tcp_friendly_to_reno_on_the_corners_and_where_published_falls(seed: int) -> None:
+    """``cvihis: {variant: reprobe}`` (docs/cvihis.md, "Readings"): the corners of the paper's grid and the cell
+    where the default reading falls below half of reno's rate (3 Mb/s, 200 ms, seed 2): the larger rate at most 2
+    times the smaller."""
+    from topo.results_tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/cvihis.md runs it)
+
+    for rate, delay in [*CORNERS, ("3Mbps", "98ms")]:
+        rtm, tcp = rtm_cell(rate, delay, "reno", seed=seed, reading="{variant: reprobe}")
+        assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (rate, delay, rtm, tcp)

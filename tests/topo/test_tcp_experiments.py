@@ -77,3 +77,13 @@ def test_owd_stats_and_share_on_made_up_inputs() -> None:
     assert st["jitter"] == 10 and st["p50"] in (100, 105, 110) and st["n"] == 10
     s = {"series": {"t_s": [0.5, 1.0], "flows": {"a": {"receive_bps": [3e6, 3e6]}, "b": {"receive_bps": [1e6, 1e6]}}}}
     assert R.share(s, "a", 0, 1) == 0.75 and R.window(s, "b", 0, 1) == 1e6
+
+
+@pytest.mark.parametrize("mode", ["--grid", "--targets"])
+def test_a_reading_the_loader_refuses_is_one_line_naming_the_file_and_key(mode: str, capsys) -> None:
+    """``--grid`` / ``--targets`` with a reading that does not exist: the loader's one line, no traceback."""
+    with pytest.raises(SystemExit) as info:
+        R.main([mode, "{variant: nope}", "--starts", "default"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "cvihis.variant: 'nope' is not one of published" in err and "Traceback" not in err
