@@ -18,6 +18,17 @@ runs in real time (network namespaces, p4switch's real-time loop, timers and wak
 never overlap each other (they take a real-time priority, and two of them would share it) while the
 simulator's CPU-bound tests run on the other worker. The sweeps that start Ray are another group:
 two Ray clusters starting at once each miss Ray's own start-up deadline on two cores.
+
+The real-time worker is ``make test``'s critical path, so a test is put there by what it does, said
+explicitly where the words would mislead (``_group``, in this order):
+
+- ``@pytest.mark.realtime`` or ``@pytest.mark.netns`` (also on one parameter, ``pytest.param(...,
+  marks=...)``), or a parameter whose value is ``"netns"``: in the group;
+- ``@pytest.mark.cpu_only``: never in the group, whatever its source says: a test that needs neither
+  a real-time priority nor a punctual wake-up, so holds on a loaded worker as on an idle one (a
+  simulator run, a property test on a made-up clock, a unit test whose text only names netns: its
+  refusals, its keys, a run's rows read back; a subprocess's exit; a kill after a grace period);
+- otherwise the group if the test's source (or a fixture's it uses) says a ``REALTIME_WORDS`` word.
 """
 
 from __future__ import annotations
@@ -70,11 +81,13 @@ def _says_realtime(fn: object) -> bool:
 def _group(item: pytest.Item) -> str | None:
     if Path(str(item.path)).resolve().relative_to(ROOT).as_posix() in RAY_MODULES:
         return "ray"
-    if item.get_closest_marker("netns"):
+    if item.get_closest_marker("netns") or item.get_closest_marker("realtime"):
         return "realtime"
     params = getattr(getattr(item, "callspec", None), "params", {})
     if any(isinstance(v, str) and v == "netns" for v in params.values()):
         return "realtime"
+    if item.get_closest_marker("cpu_only"):
+        return None
     fns = [getattr(item, "function", None)]
     info = getattr(item, "_fixtureinfo", None)
     for defs in (info.name2fixturedefs.values() if info else ()):

@@ -10,13 +10,17 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
-#: three tests whose source names netns (grouped) and three that name nothing real-time (spread)
+#: three tests whose source names netns (grouped), three that name nothing real-time and one whose
+#: source names netns but is marked ``cpu_only`` (spread)
 GROUPED = {"test_bmv2_tools_missing_is_exit_2", "test_not_root_is_exit_2", "test_target_without_netns_is_refused"}
 SPREAD = {"test_p4switch_command_is_the_documented_one", "test_bmv2_command_is_the_documented_one",
-          "test_names_carry_the_prefix_and_fit_linux"}
+          "test_names_carry_the_prefix_and_fit_linux", "test_host_process_refuses_a_switch_name"}
 
 
+@pytest.mark.cpu_only
 def test_real_time_tests_run_on_one_worker_named_by_their_group() -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider",
                            "tests/topo/test_netns_commands.py", "-k", " or ".join(sorted(GROUPED | SPREAD))],

@@ -122,6 +122,7 @@ def test_the_arrivals_before_the_next_command_follow_the_measured_arrival_rate()
     assert f.arrivals_before_next_command() == pytest.approx(4.0, rel=0.05)
 
 
+@pytest.mark.cpu_only
 def test_a_report_after_a_stall_scales_the_damping_down() -> None:
     """A stall of 60 ms lets the buffer drain six reports' worth; read as one report's change, the
     damping term would answer with six times the kick (seen in netns: R_max at two hops at once)."""

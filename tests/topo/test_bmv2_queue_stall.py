@@ -91,6 +91,7 @@ def test_capacity_drop_on_bmv2_queues_reacts_within_three_intervals_at_any_phase
     assert reaction["recovery_s"] is not None and reaction["recovery_s"] <= settle_s
 
 
+@pytest.mark.cpu_only
 @pytest.mark.slow
 @pytest.mark.parametrize("phase_ms", [0, 20])
 def test_capacity_drop_reacts_within_three_intervals_at_the_control_latency_of_netns(phase_ms: int) -> None:

@@ -121,6 +121,7 @@ def test_paper_5router_alinea_is_lossless_beside_cvihis_and_every_control_reacts
 TCP1 = str(ROOT / "topo" / "tcp-1router.yaml")
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize(("args", "needle"), [
     (["--jobs", "2"], "--jobs 2: netns runs one at a time"),
     ([], "needs root"),
@@ -137,6 +138,7 @@ def test_netns_refusals_are_one_line_and_exit_2(tmp_path: Path, capsys, monkeypa
     assert not (tmp_path / "o" / "runs").exists()
 
 
+@pytest.mark.cpu_only
 def test_a_netns_run_has_its_own_key() -> None:
     """A results directory never takes a kernel run for a simulator run (or back); the simulator's keys
     are those of older directories."""

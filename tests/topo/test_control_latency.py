@@ -103,6 +103,7 @@ def test_reports_reach_the_agents_half_the_latency_later() -> None:
     assert late[("H1", "R1")] == instant[("H1", "R1")]  # a host's law has no control plane in between
 
 
+@pytest.mark.cpu_only
 @pytest.mark.slow
 def test_bmv2_queues_hold_with_a_jittery_control_plane() -> None:
     """paper-5router on BMv2's queues with the control latency's tail a loaded netns run measured

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -192,6 +193,7 @@ def test_a_data_frame_of_a_flow_not_in_the_topology_is_counted_in_both_paths() -
             assert h.net.counts["unknown_flow"] == 1 and not h.records
 
 
+@pytest.mark.cpu_only
 @settings(max_examples=100)
 @given(st.lists(st.tuples(st.integers(0, 3_000_000), st.integers(0, 40), st.integers(-2_000_000, 2_000_000)),
                 min_size=1, max_size=40), st.integers(0, 50_000_000))

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -311,6 +312,7 @@ def test_counters_agree_per_port_drops_and_egress_queues() -> None:
     assert any("egress queues refused 5" in v.detail for v in check_invariants(t, rec, summary_of(rec), bad_queue))
 
 
+@pytest.mark.cpu_only
 def test_counters_agree_a_host_links_frames_with_its_flows() -> None:
     """D only receives alinea and fixed datagrams: its link delivered exactly what its flows counted."""
     t = topo()
@@ -333,6 +335,7 @@ def test_counters_agree_the_receive_buffers_with_the_hosts_count() -> None:
     assert names(found) == ["counters_agree"] and "refused 2" in found[0].detail
 
 
+@pytest.mark.cpu_only
 def test_conservation_of_a_tcp_flows_bytes() -> None:
     t = topo()
     rec = Recorder(tcp_flows={"a": {"bytes_sent": 5000, "bytes_received": 4000}},
@@ -410,6 +413,7 @@ def test_an_empty_run_breaks_nothing_and_a_checkers_fault_is_a_violation_not_a_c
     assert names(found) == ["link_rate"] and found[0].detail.startswith("could not be checked: ")
 
 
+@pytest.mark.cpu_only
 def test_counters_agree_packet_rows_by_the_last_samples_time() -> None:
     """Rows of packets that came after the last sample (a netns host hands its rows over after the run)
     are not counted; a sample read late (netns) may count rows up to its lateness."""
@@ -429,6 +433,7 @@ def test_counters_agree_packet_rows_by_the_last_samples_time() -> None:
     assert not [v for v in check_invariants(t, counted, {}, netns) if "packets_a.csv" in v.detail]
 
 
+@pytest.mark.cpu_only
 def test_counters_agree_a_row_stamped_before_the_sample_may_be_counted_after_it_in_netns() -> None:
     t = topo()
     rec = consistent_recorder(t)

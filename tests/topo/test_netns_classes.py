@@ -17,6 +17,7 @@ from topo.plan import switch_plan
 from topo.workload import FlowSpec
 
 
+@pytest.mark.cpu_only
 def test_a_netns_law_row_keeps_the_class_of_its_law_on_the_runner_s_clock(tmp_path: Path) -> None:
     from topo.netns import NetnsNetwork
 

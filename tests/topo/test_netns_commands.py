@@ -180,6 +180,7 @@ def test_params_run_errors_name_the_option(tmp_path: Path, capsys: pytest.Captur
     assert "--switch is only used with --run" in capsys.readouterr().err
 
 
+@pytest.mark.cpu_only
 def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
     import pickle
     import subprocess

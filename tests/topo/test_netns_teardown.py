@@ -30,6 +30,7 @@ def test_a_slow_step_is_logged_with_its_time(caplog: pytest.LogCaptureFixture, m
     assert f"teardown: switch r1: process stop took {netns.SLOW_TEARDOWN_S + 1.5:.1f} s" in caplog.text
 
 
+@pytest.mark.cpu_only
 def test_a_process_that_ignores_sigterm_is_killed(caplog: pytest.LogCaptureFixture) -> None:
     proc = subprocess.Popen([sys.executable, "-c",
                              "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(1, flush=True);"

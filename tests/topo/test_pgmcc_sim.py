@@ -172,6 +172,7 @@ def test_nak_aggregation_without_a_pgmcc_flow_is_refused() -> None:
     expect_error(text, "nak_aggregation", "options.nak_aggregation", "no pgmcc flow")
 
 
+@pytest.mark.cpu_only
 def test_the_netns_backend_refuses_lossy_links_and_nak_aggregation(tmp_path: Path) -> None:
     """Neither is emulated there yet: refused before anything starts, naming the file's line."""
     from topo.netns import NetnsNetwork

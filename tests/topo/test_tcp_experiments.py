@@ -15,7 +15,9 @@ def run(topo, seconds: float, backend: str = "sim"):
     return run_experiment(topo, int(seconds * 1e9), seed=1, plots=False, backend=backend, **kw)
 
 
-@pytest.mark.parametrize("backend", ["sim", pytest.param("netns", marks=[pytest.mark.netns, pytest.mark.slow])])
+@pytest.mark.cpu_only
+@pytest.mark.parametrize("backend", [pytest.param("sim", marks=pytest.mark.cpu_only),
+                                     pytest.param("netns", marks=[pytest.mark.netns, pytest.mark.slow])])
 def test_tcp_through_a_hop_by_hop_network_is_dropped_only_at_its_first_hop(backend: str) -> None:
     """TCP reads no report: its packets fill R1's buffer fed by H3, the only one that drops; the
     regulated hops after it never fill, and the ALINEA flow's own buffers stay below full (netns:

@@ -80,6 +80,7 @@ def test_cc_and_size_belong_to_tcp_flows(kernel_offers: Path) -> None:
                  "only tcp flows have cc (this one is alinea)")
 
 
+@pytest.mark.cpu_only
 def test_the_simulator_refuses_bbr_before_the_run(kernel_offers: Path, capsys: pytest.CaptureFixture[str],
                                                   tmp_path: Path) -> None:
     text = TCP_FILE.read_text().replace("cc: cubic", "cc: bbr")
@@ -143,6 +144,7 @@ def test_sized_tcp_flow_completes_in_the_simulator() -> None:
     assert 1.2 < t["completion_s"] < 5, t
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("sack", [True, False])
 def test_the_simulator_honours_the_sack_key(sack: bool) -> None:
     """The model negotiates SACK as the key says (the summary's ``sack``, TCP_INFO's in netns)."""

@@ -95,6 +95,7 @@ def test_stored_kernel_runs_of_the_other_sack_setting_are_refused(capsys: pytest
     assert "reno-2mbps-20ms ran without SACK" in err and "--no-sack" in err and err.count("\n") == 1
 
 
+@pytest.mark.cpu_only
 @pytest.mark.parametrize("extra", [0.0, 1.2])
 def test_the_models_minimum_rtt_is_the_path_it_was_given(extra: float, tmp_path) -> None:
     """path_rtt_ms is what a data segment's RTT sample cannot go below on the topology, and the
