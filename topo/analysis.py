@@ -49,8 +49,9 @@ class LawCheck:
 
     @property
     def room_pkts(self) -> float:
-        """Packets the buffer holds above its settled target."""
-        return (1 - self.loop.law.o_max) * self.loop.buffer_pkts
+        """Packets the buffer holds above its settled target (rounded to 1e-9: (1 - 0.8) * 5 is 0.999...98
+        in floats, and a 5-packet buffer at 80 % was told it had less than the one packet it has)."""
+        return round((1 - self.loop.law.o_max) * self.loop.buffer_pkts, 9)
 
     @property
     def lossless(self) -> bool:
@@ -70,7 +71,7 @@ class LawCheck:
                          f"a buffer of at least {v.needed_buffer_pkts} packets ({_bdp(loop, v.needed_buffer_pkts)}) "
                          f"would settle it with these gains")
         if self.room_pkts < self.inputs:
-            need = math.ceil(self.inputs / (1 - loop.law.o_max))
+            need = math.ceil(round(self.inputs / (1 - loop.law.o_max), 9))
             why.append(f"{w}'s buffer holds {self.room_pkts:.2g} packets above its target, less than one for each "
                        f"link feeding its queue ({self.inputs}), each of which can hand it a packet at once")
             fixes.append(f"a buffer of at least {need} packets would hold them")

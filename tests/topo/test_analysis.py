@@ -132,3 +132,13 @@ def test_a_floor_above_what_the_switch_forwards_is_warned_with_the_floor_that_wo
     for fix in (FLOOR_OVER_DRAIN.replace("control: alinea}", "control: alinea, r_max: 4Mbps}"),  # never that much
                 FLOOR_OVER_DRAIN.replace("defaults:\n", "defaults:\n  alinea: {r_floor: 4Mbps}\n")):
         assert not any("r_floor" in w for w in warnings(load_topology_text(fix, "floor.yaml"), 1))
+
+
+def test_a_buffer_with_exactly_one_packet_above_its_target_has_room_for_its_one_feeder() -> None:
+    """5 packets at 80 %: one packet of room, for the one link feeding the queue ((1 - 0.8) * 5 is just
+    below 1 in floats: it was warned as less than one, and told to grow to 6)."""
+    src = FLOOR_OVER_DRAIN.replace("rate: 500Mbps", "rate: 2Mbps").replace("rate: 5Mbps}", "rate: 2Mbps, buffer: 5}")
+    checks = {c.key: c for c in check_topology(load_topology_text(src, "five.yaml"), 5)}
+    assert checks[("S1", "S2")].room_pkts == checks[("S1", "S2")].inputs == 1
+    small = {c.key: c for c in check_topology(load_topology_text(src.replace("buffer: 5}", "buffer: 4}"), "four.yaml"), 5)}
+    assert "a buffer of at least 5 packets" in (small[("S1", "S2")].warning() or "")
