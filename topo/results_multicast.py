@@ -16,10 +16,10 @@ build-up beside a session that fills the bottleneck (set 1's f over 60 s is a fr
 with either control: docs/multicast.md) are what long runs show; one length for every row keeps the rows
 comparable. What it costs (measured with `--seconds 300`, nice 10, beside a load of 7-9 on 2 cores): a 300 s
 pgmcc run took 2-10 s of wall time (set 2's 10 Mb/s paths the most), an ALINEA one 2-12 s (set 2's random-loss
-cases the most, the session filling 10 Mb/s links), and the whole section at 3000 s took 967 s, the process
-peaking at 6.7 GB of memory. One seed (SEED) per case. The ALINEA run of set 1 with the fixed timeout would
-repeat the adaptive one (the timeout is pgmcc's): it is not run; nor are set 4's readings (pgmcc's own
-choices).
+cases the most, the session filling 10 Mb/s links), and the whole section at 3000 s took 674-967 s (two runs),
+the process peaking at 6.7 GB of memory. One seed (SEED) per case. The ALINEA run of set 1 with the fixed
+timeout would repeat the adaptive one (the timeout is pgmcc's): it is not run; nor are set 4's readings
+(pgmcc's own choices).
 
 Each run's numbers are kept as JSON under ``--raw`` (results/docs/multicast/, not committed);
 ``results_section(reuse=True)`` (what ``results_doc --only multicast`` calls) takes a run's JSON when
