@@ -79,7 +79,8 @@ def _says_realtime(fn: object) -> bool:
 
 
 def _group(item: pytest.Item) -> str | None:
-    if Path(str(item.path)).resolve().relative_to(ROOT).as_posix() in RAY_MODULES:
+    path = Path(str(item.path)).resolve()
+    if path.is_relative_to(ROOT) and path.relative_to(ROOT).as_posix() in RAY_MODULES:
         return "ray"
     if item.get_closest_marker("netns") or item.get_closest_marker("realtime"):
         return "realtime"
