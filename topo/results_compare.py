@@ -1,8 +1,9 @@
-"""docs/results.md's sections on hop-by-hop ALINEA against end-to-end CVIHIS, on the published
-CVIHIS behaviour, and on fairness between ALINEA flows (called by ``topo.results_doc``).
+"""docs/results.md's sections on the published CVIHIS behaviour and on fairness between ALINEA
+flows (called by ``topo.results_doc``). Hop-by-hop ALINEA against every end-to-end control on the
+same bottleneck is topo/results_e2e.py's (``--only e2e``).
 
-Why a module of its own: these runs go through ``hbh compare`` (the sweep library, several
-seeds, Ray) and through topology variants, not through results_doc's single seeded runs.
+Why a module of its own: these runs go through topology variants, not through results_doc's
+single seeded runs.
 """
 
 from __future__ import annotations
@@ -13,8 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from topo.compare import compare, jain
-from topo.compare_report import flow_table, markdown_table
+from topo.compare import jain
 from topo.fairness import FAIRNESS, apply_fairness
 from topo.runner import run_experiment
 from topo.schema import load_topology
@@ -22,8 +22,6 @@ from topo.sweep.grammar import parse_settings
 from topo.sweep.points import Point, load_base, point_topology
 
 ROOT = Path(__file__).resolve().parents[1]
-COMPARE_SEEDS = "1-2"
-COMPARE_DURATION = "60s"
 S = 1_000_000_000
 
 #: the two-bottleneck rows: --set lines (topo/cvihis-two-bottleneck.yaml is row 5) and the published kb/s.
@@ -50,24 +48,6 @@ def _run(topo: Any, seconds: int) -> dict[str, Any]:
 def window_rate(summary: dict[str, Any], flow: str, a: float, b: float) -> float:
     se = summary["series"]
     return statistics.fmean(v for t, v in zip(se["t_s"], se["flows"][flow]["receive_bps"]) if a < t <= b)
-
-
-def comparison_sections(raw: Path) -> list[str]:
-    out = ["## Hop-by-hop ALINEA against end-to-end CVIHIS", "",
-           f"`hbh compare TOPO --controls alinea,cvihis-rtm,cvihis-blm --seeds {COMPARE_SEEDS} --duration "
-           f"{COMPARE_DURATION}` (the control replaces the flow's control; same topology, same seeds). Cells: "
-           "mean ± 95 % Student-t half-width over the seeds. The end-to-end runs use the same switches and "
-           "modelled buffers, no rate is ever set (docs/cvihis.md). The sources' reaction is, for every control, "
-           "their sending rate, read from their packets, falling 5 % after the drop (under ALINEA it comes "
-           "after the hops between the drop and the source have passed the cut back); the hop's reaction, "
-           "ALINEA's alone, is the rate of the hop in front of the shrunken link falling 5 %; docs/metrics.md "
-           "defines every row.", ""]
-    for name in ("paper-5router", "capacity-drop"):
-        print(f"comparing on {name} ...", file=sys.stderr, flush=True)
-        c = compare(str(ROOT / "topo" / f"{name}.yaml"), "alinea,cvihis-rtm,cvihis-blm", COMPARE_SEEDS,
-                    COMPARE_DURATION, raw / f"compare-{name}", progress=False, plots=False)
-        out += [f"### {name}", "", markdown_table(c.controls, c.metrics, c.reasons), "", flow_table(c.controls, c.summaries), ""]
-    return out
 
 
 def cvihis_sections() -> list[str]:
@@ -138,4 +118,4 @@ def fairness_sections() -> list[str]:
 
 
 def sections(raw: Path) -> list[str]:
-    return comparison_sections(raw) + cvihis_sections() + fairness_sections()
+    return cvihis_sections() + fairness_sections()

@@ -94,7 +94,7 @@ def main(argv: list[str] | None = None) -> int:
 
 #: The generators of the document's sections, in its order ("paper": the summary and the runs of
 #: the shipped files and their variants, with their figures).
-SECTION_NAMES = ("paper", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc", "multicast")
+SECTION_NAMES = ("paper", "e2e", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc", "multicast")
 
 
 def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict[str, Any]]]:
@@ -114,6 +114,10 @@ def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict
 def _sections(name: str, raw: Path, figures: Path, doc_dir: Path) -> list[str]:
     if name == "paper":
         return _paper(raw, figures, doc_dir)[0].splitlines()
+    if name == "e2e":  # issue 48: every unicast control beside hop-by-hop ALINEA on the same bottleneck
+        from topo.results_e2e import results_section as e2e_section
+
+        return e2e_section(raw, figures, doc_dir)
     if name == "compare":
         from topo.results_compare import sections
 
