@@ -12,28 +12,49 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-__all__ = ["PgmccParams", "ADAPTIVE", "RTT_UNITS", "DEFAULT_SWITCH_RATIO", "DEFAULT_LOSS_WEIGHT", "DUP_THRESHOLD", "MASK_BITS"]
+__all__ = [
+    "PgmccParams",
+    "ADAPTIVE",
+    "RTT_UNITS",
+    "DEFAULT_SWITCH_RATIO",
+    "DEFAULT_LOSS_WEIGHT",
+    "DUP_THRESHOLD",
+    "MASK_BITS",
+    "SSTHRESH",
+    "RETRY_MAX",
+]
 
 #: ``timeout_ns`` for the adaptive timeout: RFC 6298's SRTT + max(200 ms, 4 RTTVAR) on the acker's
 #: ACKs, backed off by doubling (the TCP model's own estimator, hosts/tcp/rto.py).
 ADAPTIVE = None
-DEFAULT_SWITCH_RATIO = 2 / 3  # c of the seed's runs
-#: The receivers' loss filter weight (1 - c_p): each transmission moves the estimate by 1/512 toward
-#: 1 (lost) or 0 (received): a memory of about 512 packets, so that a 0.4 % loss rate reads as more
-#: than zero most of the time (the election compares estimates, and p = 0 reads as infinite throughput).
-DEFAULT_LOSS_WEIGHT = 1 / 512
-#: What the RTT in the acker election's T = 1/(RTT·√p) counts. ``time``: the sender's clock, from the
-#: timestamp a NAK or ACK echoes (less how long the receiver held it). ``packets``: transmissions the
-#: sender made between the one that triggered the message and its arrival (the sender's next
-#: transmission number less the message's rx_max), Rizzo's measure, which needs no timestamp in the data
-#: and no clock: every receiver sees the same stream, so a packet count compares receivers as time does
-#: in a steady state, and differs from it while the window (the sending rate) changes. The adaptive
+#: c of the seed's runs (SOURCES.md F); the draft (section 2.3) suggests 0.75: the seed's benchmark is
+#: what the project reproduces.
+DEFAULT_SWITCH_RATIO = 2 / 3
+#: The receivers' loss filter weight (1 - c_p of the pgmcc draft, draft-ietf-rmt-bb-pgmcc-03 section 2.6:
+#: an EWMA over per-packet loss indicators, "good performance with c = 500/65536" in 16-bit fixed
+#: point). Read as the new sample's weight: each transmission moves the estimate by 500/65536 (about
+#: 1/131) toward 1 (lost) or 0 (received). Read literally as c_p, the estimate would be almost the last
+#: packet's own state, which the same section rules out (not "influenced too strongly by single loss
+#: events"). docs/multicast.md, "pgmcc as implemented".
+DEFAULT_LOSS_WEIGHT = 500 / 65536
+#: What the RTT in the acker election's estimate counts. ``time`` (the draft's recommendation, section
+#: 2.5.4): the sender's clock, from the timestamp a NAK or ACK echoes less how long the receiver held it
+#: (the draft's explicit timestamp with its correction term, 2.5.1). ``packets``: transmissions the sender
+#: made between the one that triggered the message and its arrival (the sender's next transmission number
+#: less the message's rx_max), the draft's least precise alternative (2.5.3, for receivers without a
+#: clock): equal to time at a steady rate, not while the window (the sending rate) changes. The adaptive
 #: timeout times the acker's ACKs on the clock either way.
 RTT_UNITS = ("time", "packets")
 #: A transmission is declared lost once the acker has received 3 later ones (TCP's duplicate-ACK rule).
 DUP_THRESHOLD = 3
 #: The ACK's bitmask: the acker's receive state of the 32 transmissions before its highest one.
 MASK_BITS = 32
+#: The window's slow-start threshold, fixed (draft section 2.2: "a fixed, small value for SSTHRESH (e.g. 4
+#: packets)", because the acker may change on any packet): exponential opening below it, linear above.
+SSTHRESH = 4.0
+#: Successive timeouts after which the sender drops its acker and elects anew (draft section 2.7: MUST
+#: force an election; two recommended).
+RETRY_MAX = 2
 
 
 @dataclass(frozen=True)

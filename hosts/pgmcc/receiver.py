@@ -43,6 +43,7 @@ class PgmccReceiver:
         self._last_at = 0
         self._retry_ns = RETRY_UNKNOWN_RTT_NS
         self.joined = False
+        self._reported_no_acker = False
         self.received = 0  # transmissions received
         self.lost = 0  # transmissions counted lost
         self.delivered = 0  # distinct data packets
@@ -53,8 +54,9 @@ class PgmccReceiver:
         self.naks_sent = 0
 
     # ---- packets -------------------------------------------------------------------------------
-    def on_data(self, now_ns: int, tx_seq: int, data_seq: int, acker: int, ts_ns: int,
-                rtt_hint_ns: int = 0) -> list[Feedback]:
+    def on_data(
+        self, now_ns: int, tx_seq: int, data_seq: int, acker: int, ts_ns: int, rtt_hint_ns: int = 0
+    ) -> list[Feedback]:
         """One data or repair packet; the ACK (when this receiver is named) and NAKs it triggers."""
         self._last_ts, self._last_at = ts_ns, now_ns
         if rtt_hint_ns > 0:
@@ -64,10 +66,22 @@ class PgmccReceiver:
         out: list[Feedback] = []
         if acker == self.rid:
             self.acks_sent += 1
-            out.append(Feedback(ACK, self.rid, self.rx_max or 0, self.p, ts_ns, 0,
-                                mask=(self._recent >> 1) & ((1 << MASK_BITS) - 1)))
-        if not self.joined and acker == 0:  # no acker yet: report, so the sender can elect one
+            out.append(
+                Feedback(
+                    ACK,
+                    self.rid,
+                    self.rx_max or 0,
+                    self.p,
+                    ts_ns,
+                    0,
+                    mask=(self._recent >> 1) & ((1 << MASK_BITS) - 1),
+                )
+            )
+        if acker == 0 and not self._reported_no_acker:
+            # no acker (the session's start, or the sender dropped it after timeouts): report, so the
+            # sender can elect one (draft section 2.3.1); once until a packet names an acker again
             out.append(self._nak(NO_SEQ, ts_ns, 0))
+        self._reported_no_acker = acker == 0
         self.joined = True
         out.extend(self._on_data_seq(now_ns, data_seq, ts_ns))
         return out
@@ -142,7 +156,15 @@ class PgmccReceiver:
         return len(self._missing)
 
     def stats(self) -> dict[str, object]:
-        return {"loss_estimate": self.p, "transmissions_received": self.received, "transmissions_lost": self.lost,
-                "delivered": self.delivered, "duplicates": self.duplicates, "repaired": self.repaired,
-                "unrecovered": self.unrecovered, "missing": self.missing, "acks_sent": self.acks_sent,
-                "naks_sent": self.naks_sent}
+        return {
+            "loss_estimate": self.p,
+            "transmissions_received": self.received,
+            "transmissions_lost": self.lost,
+            "delivered": self.delivered,
+            "duplicates": self.duplicates,
+            "repaired": self.repaired,
+            "unrecovered": self.unrecovered,
+            "missing": self.missing,
+            "acks_sent": self.acks_sent,
+            "naks_sent": self.naks_sent,
+        }

@@ -16,7 +16,7 @@ from collections import deque
 from dataclasses import dataclass
 
 from hosts.pgmcc.election import AckerElection, Switch
-from hosts.pgmcc.params import PgmccParams
+from hosts.pgmcc.params import RETRY_MAX, PgmccParams
 from hosts.pgmcc.window import Window
 from hosts.pgmcc.wire import NO_SEQ, DataTag, Feedback
 from hosts.tcp.rto import RtoEstimator
@@ -39,7 +39,7 @@ class PgmccSender:
         self.params = params or PgmccParams()
         self.window = Window(self.params.max_window)
         self.election = AckerElection(self.params.switch_ratio, 1.0 if self.params.rtt == "packets" else 1e9)
-        self.rto = RtoEstimator()
+        self._rtos: dict[int, RtoEstimator] = {}  # per receiver: the acker's RTO state survives switches
         self.next_tx = 0
         self.next_data = 0
         self._repairs: deque[int] = deque()
@@ -48,15 +48,30 @@ class PgmccSender:
         self._deadline: int | None = None
         self.receivers: dict[int, tuple[float, float]] = {}  # rid -> (p, RTT ns) from its last NAK
         self.timeouts = 0
+        self.retry = 0  # successive timeouts (any feedback resets it)
+        self.reelections = 0  # ackers dropped after RETRY_MAX successive timeouts
         self.repairs_sent = 0
         self.naks = 0
         self.acks = 0
-        self.stale_acks = 0  # ACKs of a receiver that is no longer (or not yet) the acker
+        self.stale_acks = 0  # ACKs of a receiver that is not the acker (the election's reports only)
 
     # ---- sending -----------------------------------------------------------------------------------
     @property
     def acker(self) -> int:
         return self.election.acker
+
+    @property
+    def rto(self) -> RtoEstimator:
+        """The current acker's RTO state. The draft (section 2.7) restarts SRTT and RTTVAR on an acker
+        change unless the sender keeps state for recent ackers: this sender keeps it for every receiver
+        that sent ACKs, so an acker taken back resumes its own estimate."""
+        return self._rto_of(self.acker)
+
+    def _rto_of(self, rid: int) -> RtoEstimator:
+        est = self._rtos.get(rid)
+        if est is None:
+            est = self._rtos[rid] = RtoEstimator()
+        return est
 
     @property
     def switches(self) -> list[Switch]:
@@ -91,6 +106,7 @@ class PgmccSender:
     # ---- feedback ----------------------------------------------------------------------------------
     def on_feedback(self, now_ns: int, fb: Feedback) -> None:
         rtt = max(1, now_ns - fb.ts_echo_ns - fb.hold_ns)
+        self.retry = 0  # draft section 3: any ACK or NAK ends a run of timeouts
         if fb.is_ack:
             self._on_ack(now_ns, fb, rtt)
         else:
@@ -105,7 +121,11 @@ class PgmccSender:
 
     def _on_ack(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
         if fb.rid != self.acker:
+            # draft sections 2.3 and 3: an ACK of another receiver (typically the previous acker's, in
+            # flight for one RTT after a switch) is a report for the election, never a window update
             self.stale_acks += 1
+            self._rto_of(fb.rid).on_sample(rtt_ns)
+            self._report(now_ns, fb, self._election_rtt(fb, rtt_ns))
             return
         self.acks += 1
         self.rto.on_sample(rtt_ns)
@@ -117,15 +137,19 @@ class PgmccSender:
 
     def _on_nak(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
         self.naks += 1
-        rtt = self._election_rtt(fb, rtt_ns)
+        self._report(now_ns, fb, self._election_rtt(fb, rtt_ns))
+        if self.params.repair and fb.nak_seq != NO_SEQ and fb.nak_seq < self.next_data:
+            self._ask_repair(now_ns, fb.nak_seq)
+
+    def _report(self, now_ns: int, fb: Feedback, rtt: float) -> None:
+        """A receiver's estimate for the election (draft section 2.3); with no acker, the first report
+        elects (section 2.3.1)."""
         self.receivers[fb.rid] = (fb.p, rtt)
         first = self.acker == 0
         if self.election.on_report(now_ns, fb.rid, fb.p, rtt) and first:
-            # what went out before there was an acker can never be acknowledged: start the loop now
+            # what went out while there was no acker can never be acknowledged: start the loop now
             self.window.inflight.clear()
             self._deadline = None
-        if self.params.repair and fb.nak_seq != NO_SEQ and fb.nak_seq < self.next_data:
-            self._ask_repair(now_ns, fb.nak_seq)
 
     def _ask_repair(self, now_ns: int, seq: int) -> None:
         """Queue a repair of ``seq`` unless one is queued or went out within the acker's RTT (the
@@ -152,10 +176,26 @@ class PgmccSender:
         if self.params.timeout_ns is None:
             self.rto.on_expiry()
         self._deadline = None
+        self.retry += 1
+        if self.retry >= RETRY_MAX and self.acker != 0:
+            # draft section 2.7: the acker may have left unannounced; after successive timeouts the
+            # sender MUST force a new election (packets name no acker; the receivers' reports elect)
+            self.election.drop_acker()
+            self.reelections += 1
 
     def stats(self) -> dict[str, object]:
-        return {"acker": self.acker, "cwnd": self.window.cwnd, "data_sent": self.next_data,
-                "transmissions": self.next_tx, "repairs_sent": self.repairs_sent, "timeouts": self.timeouts,
-                "window_cuts": self.window.cuts, "losses_detected": self.window.losses, "acks": self.acks,
-                "stale_acks": self.stale_acks, "naks": self.naks,
-                "acker_switches": max(0, len(self.switches) - 1)}
+        return {
+            "acker": self.acker,
+            "cwnd": self.window.cwnd,
+            "data_sent": self.next_data,
+            "transmissions": self.next_tx,
+            "repairs_sent": self.repairs_sent,
+            "timeouts": self.timeouts,
+            "window_cuts": self.window.cuts,
+            "losses_detected": self.window.losses,
+            "acks": self.acks,
+            "stale_acks": self.stale_acks,
+            "naks": self.naks,
+            "reelections": self.reelections,
+            "acker_switches": max(0, len(self.switches) - 1),
+        }

@@ -1,18 +1,26 @@
-"""pgmcc's TCP-like window on the acker's ACKs: slow start, then one packet per window per RTT;
-halved once per RTT on loss; back to one packet on a timeout.
+"""pgmcc's TCP-like window on the acker's ACKs (draft-ietf-rmt-bb-pgmcc-03 section 2.2): exponential
+opening up to a fixed threshold of 4 packets, then one packet per window per RTT; halved on a loss, with
+every change of the window suspended until feedback arrives for the first transmission after the cut;
+back to one packet on a timeout.
 
 Why transmissions are resolved from the ACK's bitmask and not from a cumulative ACK: the acker is
 one receiver of many and repair is not its business, so its ACK says which of the last 33
 transmissions reached it (its highest and the 32 before). A transmission is acknowledged when the
-mask shows it; lost when the acker has three later ones and the mask does not show it, or when it
-has fallen out of the mask unseen (DUP_THRESHOLD, as TCP's duplicate ACKs).
+mask shows it; lost when the mask does not show it and at least three later transmissions are shown
+received (the draft's rule, as TCP's three duplicate ACKs). A transmission the ACKs never report (older
+than the mask reaches when feedback resumes, after lost ACKs or an acker switch) is neither: it keeps
+its place in the window, as the draft's unreturned token, until a timeout clears the window.
+
+Why a count of unresolved transmissions against W instead of the draft's token count T: the same
+arithmetic (the draft's W - T is the number of transmissions neither acknowledged nor lost), kept per
+transmission so the sender knows which ones an ACK resolves, whichever acker they named.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hosts.pgmcc.params import DUP_THRESHOLD, MASK_BITS
+from hosts.pgmcc.params import DUP_THRESHOLD, MASK_BITS, SSTHRESH
 
 __all__ = ["Window"]
 
@@ -21,8 +29,8 @@ __all__ = ["Window"]
 class Window:
     max_window: int
     cwnd: float = 1.0
-    ssthresh: float = float("inf")
-    recover: int = 0  # losses of transmissions below this cut no more (one cut per RTT)
+    ssthresh: float = SSTHRESH
+    recover: int = 0  # no window change until an ACK reports this transmission or later (one cut per RTT)
     inflight: dict[int, None] = field(default_factory=dict)  # unresolved transmission numbers, in order
     acked: int = 0
     losses: int = 0
@@ -46,8 +54,9 @@ class Window:
             if back == 0 or (back <= MASK_BITS and mask >> (back - 1) & 1):
                 done.append(s)
                 newly += 1
-                self._grow()
-            elif back >= DUP_THRESHOLD:
+                if rx_max >= self.recover:
+                    self._grow()
+            elif back <= MASK_BITS and 1 + bin(mask & ((1 << (back - 1)) - 1)).count("1") >= DUP_THRESHOLD:
                 done.append(s)
                 self._loss(s, next_tx)
         for s in done:
@@ -56,10 +65,9 @@ class Window:
         return newly
 
     def _grow(self) -> None:
-        if self.cwnd < self.ssthresh:
-            self.cwnd += 1
-        else:
-            self.cwnd += 1 / self.cwnd
+        d = min(1.0, self.ssthresh - self.cwnd) if self.cwnd < self.ssthresh else 0.0
+        self.cwnd += d  # exponential opening up to the threshold, the rest of the packet linear
+        self.cwnd += (1 - d) / self.cwnd
         self.cwnd = min(self.cwnd, float(self.max_window))
 
     def _loss(self, tx_seq: int, next_tx: int) -> None:
@@ -68,12 +76,10 @@ class Window:
             return
         self.cuts += 1
         self.cwnd = max(self.cwnd / 2, 1.0)
-        self.ssthresh = max(self.cwnd, 2.0)
         self.recover = next_tx
 
     def on_timeout(self, next_tx: int) -> None:
-        """Everything in flight is written off; one packet at a time again, slow start to half."""
-        self.ssthresh = max(self.cwnd / 2, 2.0)
+        """Everything in flight is written off; one packet at a time again."""
         self.cwnd = 1.0
         self.inflight.clear()
         self.recover = next_tx

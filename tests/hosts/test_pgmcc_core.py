@@ -41,15 +41,31 @@ def test_data_tag_round_trips(seq: int, acker: int, repair: bool) -> None:
     assert decode_data(encode_data(tag)) == tag
 
 
-@given(st.sampled_from([ACK, NAK]), st.integers(1, 65534), st.integers(0, 2**32 - 1), st.floats(0, 1),
-       st.integers(-(2**62), 2**62), st.integers(0, 4_000_000) .map(lambda us: us * 1000),
-       st.integers(0, 2**32 - 1), st.integers(0, 2**32 - 1))
-def test_feedback_round_trips(typ: int, rid: int, rx: int, p: float, ts: int, hold: int, seq: int, mask: int) -> None:
+@given(
+    st.sampled_from([ACK, NAK]),
+    st.integers(1, 65534),
+    st.integers(0, 2**32 - 1),
+    st.floats(0, 1),
+    st.integers(-(2**62), 2**62),
+    st.integers(0, 4_000_000).map(lambda us: us * 1000),
+    st.integers(0, 2**32 - 1),
+    st.integers(0, 2**32 - 1),
+)
+def test_feedback_round_trips(
+    typ: int, rid: int, rx: int, p: float, ts: int, hold: int, seq: int, mask: int
+) -> None:
     fb = Feedback(typ, rid, rx, p, ts, hold, seq, mask)
     back = decode_feedback(encode_feedback(fb))
     assert back.p == pytest.approx(p, abs=2**-31)
-    assert (back.type, back.rid, back.rx_max, back.ts_echo_ns, back.hold_ns, back.nak_seq, back.mask) == \
-        (typ, rid, rx, ts, hold, seq, mask)
+    assert (back.type, back.rid, back.rx_max, back.ts_echo_ns, back.hold_ns, back.nak_seq, back.mask) == (
+        typ,
+        rid,
+        rx,
+        ts,
+        hold,
+        seq,
+        mask,
+    )
 
 
 def test_bad_feedback_is_a_value_error() -> None:
@@ -80,10 +96,10 @@ def test_loss_estimate_is_the_filter_over_transmissions(arrived: list[bool], w: 
             r.on_data(seq * MS, seq, seq, 0, seq * MS)
     last = max(i for i, ok in enumerate(arrived) if ok)
     p = 0.0
-    for ok in arrived[:last + 1]:
+    for ok in arrived[: last + 1]:
         p = (1 - w) * p + (0.0 if ok else w)
     assert r.p == pytest.approx(p, rel=1e-9, abs=1e-12)
-    assert r.lost == arrived[:last + 1].count(False)
+    assert r.lost == arrived[: last + 1].count(False)
 
 
 @given(st.sets(st.integers(0, 120), min_size=1), st.randoms(use_true_random=False))
@@ -128,14 +144,34 @@ def test_gaps_in_data_are_nakked_once_then_again_until_repaired_or_given_up() ->
 # ---- the election -------------------------------------------------------------------------------------------
 @given(st.floats(1e-4, 0.5), st.floats(1, 1000), st.floats(1e-4, 0.5), st.floats(1, 1000), st.floats(0.1, 1))
 def test_a_receiver_takes_over_iff_its_throughput_is_below_c_times_the_ackers(
-        p_j: float, rtt_j: float, p_i: float, rtt_i: float, c: float) -> None:
+    p_j: float, rtt_j: float, p_i: float, rtt_i: float, c: float
+) -> None:
     e = AckerElection(c)
     assert e.on_report(0, 1, p_j, rtt_j * MS)  # the first report elects
     took = e.on_report(1, 2, p_i, rtt_i * MS)
-    expected = 1 / (rtt_i * math.sqrt(p_i)) < c * 1 / (rtt_j * math.sqrt(p_j))
+
+    def m(rtt: float, p: float) -> float:  # the draft's 1/T (section 2.4), constants dropped
+        return rtt * math.sqrt(p) * (1 + 9 * p * (1 + 32 * p**2))
+
+    expected = 1 / m(rtt_i, p_i) < c / m(rtt_j, p_j)
     assert took == expected
     assert e.acker == (2 if expected else 1)
     assert len(e.switches) == 1 + took
+
+
+def test_the_estimate_is_the_drafts_equation_with_its_timeout_term() -> None:
+    """Draft section 2.4: the 9p(1 + 32p²) term makes a lossy receiver worse than 1/√p alone says: 8 %
+    loss at half the RTT of a 2 % receiver reads as the worse one (with 1/(RTT·√p) they would tie)."""
+    assert throughput(200 * MS, 0.08) < throughput(400 * MS, 0.02)
+    assert throughput(100 * MS, 0.01) == pytest.approx(1e9 / (100 * MS * 0.1 * (1 + 0.09 * (1 + 32e-4))))
+
+
+def test_the_defaults_are_the_drafts() -> None:
+    """RTT on the clock (section 2.5.4), the loss filter's 500/65536 (section 2.6), c the seed's 2/3."""
+    d = PgmccParams()
+    assert d.rtt == "time"
+    assert d.loss_weight == 500 / 65536
+    assert d.switch_ratio == pytest.approx(2 / 3)
 
 
 def test_no_loss_reads_as_infinite_throughput() -> None:
@@ -162,7 +198,8 @@ def test_the_election_rtt_is_the_clocks_or_the_transmissions_since_the_reports_r
     assert s.election.acker_rtt_ns == (s.next_tx - sent[-1] if unit == "packets" else 100 * MS)
     # the throughput compared is 1 / (RTT · sqrt(p)) in the same unit for everyone
     assert s.election.acker_throughput() == pytest.approx(
-        (1 if unit == "packets" else 1e9) / (s.election.acker_rtt_ns * math.sqrt(0.01)))
+        (1 if unit == "packets" else 1e9) / (s.election.acker_rtt_ns * math.sqrt(0.01) * (1 + 0.09 * 1.0032))
+    )
     s.on_feedback(now + 30 * MS, Feedback(NAK, 2, s.next_tx - 7, 0.02, now - 10 * MS, 5 * MS, 3))
     p, rtt = s.receivers[2]
     assert p == 0.02
@@ -170,21 +207,51 @@ def test_the_election_rtt_is_the_clocks_or_the_transmissions_since_the_reports_r
 
 
 # ---- the window ----------------------------------------------------------------------------------------------
-def test_window_slow_starts_then_halves_once_per_rtt() -> None:
+def test_window_opens_exponentially_to_4_then_halves_once_and_holds_for_an_rtt() -> None:
+    """Draft section 2.2: SSTHRESH fixed at 4 packets; a loss halves W once, and W does not move again
+    until an ACK reports the first transmission sent after the cut."""
     w = Window(1000)
     for s in range(4):
         w.on_sent(s)
-    assert w.on_ack(3, 0b111, 4) == 4 and w.cwnd == 5
+    assert w.on_ack(3, 0b111, 4) == 4
+    cwnd = 4.0  # 1 -> 4 exponentially, the fourth ACK linear
+    cwnd += 1 / cwnd
+    assert w.cwnd == pytest.approx(cwnd) and w.ssthresh == 4
     for s in range(4, 12):
         w.on_sent(s)
-    # 4 and 5 lost, 6..11 received: one cut for both
+    # 4 and 5 lost, 6..11 received: one cut for both, and no growth from 6..11 (sent before the cut)
     mask = sum(1 << (11 - 1 - s) for s in range(6, 11))
     w.on_ack(11, mask, 12)
     assert w.cuts == 1 and w.losses == 2 and not w.inflight
-    cwnd = 5 / 2  # transmissions are resolved in order: 4's loss halves, then 6..11 grow it in avoidance
-    for _ in range(6):
-        cwnd += 1 / cwnd
-    assert w.cwnd == pytest.approx(cwnd) and w.ssthresh == 2.5
+    assert w.cwnd == pytest.approx(cwnd / 2) and w.recover == 12
+    w.on_sent(12)
+    w.on_ack(12, 0xFFFF_FFFF, 13)  # feedback for the first transmission after the cut: growth again
+    assert w.cwnd == pytest.approx(cwnd / 2 + 1)  # below the threshold of 4: exponential
+
+
+def test_a_loss_needs_three_later_transmissions_acknowledged() -> None:
+    """Draft section 2.2: an unacknowledged packet is lost once 3 acknowledged ones follow it; later
+    transmissions that are missing too do not count."""
+    w = Window(1000, cwnd=20)
+    for s in range(6):
+        w.on_sent(s)
+    w.on_ack(5, 0b00001, 6)  # 0..3 missing, 4 and 5 received: 2 acknowledged after each
+    assert w.losses == 0 and list(w.inflight) == [0, 1, 2, 3]
+    w.on_sent(6)
+    w.on_ack(6, 0b00011, 7)  # 6 too: 0..3 now have 3 acknowledged after them
+    assert w.losses == 4 and w.cuts == 1 and not w.inflight
+
+
+def test_a_transmission_the_acks_never_report_is_neither_acked_nor_lost() -> None:
+    """Older than the ACK's mask reaches (here after 40 ACKs lost): not declared lost (no cut), and it
+    keeps its place in the window, as the draft's unreturned token, until a timeout."""
+    w = Window(1000, cwnd=60)
+    for s in range(41):
+        w.on_sent(s)
+    w.on_ack(40, 0xFFFF_FFFF, 41)  # reports 8..40 received; 0..7 beyond its reach
+    assert w.cuts == 0 and w.losses == 0 and list(w.inflight) == list(range(8))
+    w.on_timeout(41)
+    assert not w.inflight and w.cwnd == 1
 
 
 @given(st.lists(st.booleans(), min_size=1, max_size=200))
@@ -223,6 +290,56 @@ def test_a_timeout_returns_to_one_packet(fixed: int | None) -> None:
     assert s.timeouts == 1 and s.window.cwnd == 1 and s.can_send()
 
 
+def test_two_successive_timeouts_drop_the_acker_and_the_receivers_elect_again() -> None:
+    """Draft sections 2.7 and 3: after RETRY_MAX (2) timeouts with no feedback between them the sender
+    names no acker; a receiver seeing such a packet reports once, and that report elects."""
+    s = PgmccSender()
+    s.on_feedback(0, Feedback(NAK, 1, 0, 0.0, 0, 0))
+    s.take(0)
+    t = s.next_timer_ns() or 0
+    s.on_timer(t)
+    assert s.acker == 1 and s.timeouts == 1
+    s.on_feedback(t, Feedback(NAK, 2, 0, 0.0, t, 0))  # feedback ends the run (2 is no worse than 1)
+    s.take(t)
+    t = s.next_timer_ns() or 0
+    s.on_timer(t)
+    assert s.acker == 1 and s.timeouts == 2
+    s.take(t)
+    t = s.next_timer_ns() or 0
+    s.on_timer(t)
+    assert s.acker == 0 and s.reelections == 1
+    tx = s.take(t)
+    assert tx.tag.acker == 0
+    r = PgmccReceiver(2)
+    r.on_data(0, 0, 0, 1, 0)
+    (report,) = r.on_data(1, tx.tx_seq, 1, 0, 1)
+    assert report.type == NAK and report.nak_seq == NO_SEQ
+    assert r.on_data(2, tx.tx_seq + 1, 2, 0, 2) == []  # once per acker-less spell
+    s.on_feedback(t + 1, report)
+    assert s.acker == 2 and s.can_send()
+
+
+def test_after_a_switch_the_old_ackers_acks_only_vote_and_the_new_ackers_ack_resolves_the_window() -> None:
+    """Draft sections 2.3 and 3: a switch leaves W alone; an ACK of the old acker still in flight is a
+    report for the election (it can take the role back), never a window update; the new acker's first
+    ACK acknowledges, from its mask, the transmissions that named the old acker."""
+    s = PgmccSender()
+    s.on_feedback(0, Feedback(NAK, 1, 0, 0.001, 0, 0))
+    s.window.cwnd = 8.0
+    sent = [s.take(0).tx_seq for _ in range(8)]
+    assert not s.can_send()
+    s.on_feedback(10 * MS, Feedback(NAK, 2, 3, 0.05, 0, 0, nak_seq=NO_SEQ))  # far worse: takes over
+    assert s.acker == 2 and s.window.cwnd == 8.0
+    s.on_feedback(20 * MS, Feedback(ACK, 1, sent[2], 0.001, 0, 0, mask=0b11))
+    assert s.acker == 2 and s.stale_acks == 1 and len(s.window.inflight) == 8 and s.window.acked == 0
+    s.on_feedback(30 * MS, Feedback(ACK, 1, sent[3], 0.2, 0, 0, mask=0b111))  # now the worst: back
+    assert s.acker == 1 and s.window.acked == 0
+    s.on_feedback(40 * MS, Feedback(NAK, 2, 5, 0.3, 0, 0, nak_seq=NO_SEQ))  # 2 again
+    assert s.acker == 2
+    s.on_feedback(50 * MS, Feedback(ACK, 2, sent[7], 0.3, 0, 0, mask=0b1111111))
+    assert s.window.acked == 8 and not s.window.inflight and s.window.cuts == 0
+
+
 def test_repairs_go_first_and_one_loss_is_repaired_once_per_rtt() -> None:
     s = PgmccSender()
     s.on_feedback(0, Feedback(NAK, 1, 0, 0.0, 0, 0))
@@ -242,8 +359,15 @@ class ToyNet:
     """One sender, a drop-tail bottleneck (rate, queue, delay), then per-receiver branches (extra delay,
     independent random loss); feedback comes back over the same delays without loss."""
 
-    def __init__(self, rate_pps: float, queue: int, delay_ns: int, branches: dict[int, tuple[int, float]],
-                 params: PgmccParams, seed: int = 1) -> None:
+    def __init__(
+        self,
+        rate_pps: float,
+        queue: int,
+        delay_ns: int,
+        branches: dict[int, tuple[int, float]],
+        params: PgmccParams,
+        seed: int = 1,
+    ) -> None:
         self.gap = round(S / rate_pps)
         self.queue, self.delay = queue, delay_ns
         self.branches = branches

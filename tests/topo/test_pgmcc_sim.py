@@ -108,8 +108,9 @@ def test_set4_the_far_receivers_naks_outlive_the_hold_and_elect_it() -> None:
 
 
 def test_set4_a_short_loss_filter_brings_back_the_near_far_switching() -> None:
-    """With the default filter (1/512) MR3, once elected, stays. With a short one (1/16) the acker's stored
-    estimate decays between losses; a loss shared by every receiver reaches the sender first in a near
+    """With the default filter (the pgmcc draft's 500/65536) MR3, once elected, stays. With a short one
+    (1/16) the acker's stored estimate decays between losses; a loss shared by every receiver reaches the
+    sender first in a near
     receiver's NAK, whose fresh estimate takes over from MR3's decayed one, and MR3's own NAK for the same
     loss, 400 ms later, takes it back (docs/multicast.md, "Set 4")."""
     far = {"MR3"}
