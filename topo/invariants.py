@@ -381,9 +381,10 @@ def _excess(points: list[tuple[int, float, float]]) -> tuple[float, int, int]:
 def _rate_integral(topo: Topology, u: str, v: str) -> Any:
     """``allowed(t)``: bits link u-v may carry in [0, t] (its rate, then each rate event's)."""
     link = topo.link_between(u, v)
-    changes = sorted((ev.at_ns, ev.rate_bps) for ev in topo.events
-                     if ev.kind == "link_rate" and ev.link is not None and set(ev.link) == {u, v}
-                     and ev.rate_bps is not None)
+    # by time only (a stable sort): events at one instant act in the file's order, the last one stays
+    changes = sorted(((ev.at_ns, ev.rate_bps) for ev in topo.events
+                      if ev.kind == "link_rate" and ev.link is not None and set(ev.link) == {u, v}
+                      and ev.rate_bps is not None), key=lambda c: c[0])
     steps = [(0, link.rate_bps), *changes]
 
     def allowed(t_ns: int) -> float:

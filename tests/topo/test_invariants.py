@@ -460,3 +460,27 @@ def test_host_capacity_counts_played_bits_per_flow_when_the_flows_say_them() -> 
     assert [v for v in check_invariants(t, played(25), {}, None) if "played" in v.detail] == []
     found = [v for v in check_invariants(t, played(30), {}, None) if "played" in v.detail]
     assert [v.name for v in found] == ["host_capacity"] and " bits in " in found[0].detail
+
+
+def test_two_rate_events_at_one_instant_act_in_the_files_order() -> None:
+    """The simulator applies same-time events in file order: the rate allowed after them is the last one's."""
+    topo = load_topology_text("""\
+name: two-events
+defaults:
+  link: {rate: 20Mbps, delay: 1ms, buffer: 100}
+nodes:
+  S1: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [S1, H2]}
+flows:
+  - {name: f1, src: H1, dst: H2, control: fixed, rate: 1Mbps}
+events:
+  - {at: 1s, link: [H1, S1], rate: 1000Mbps}
+  - {at: 1s, link: [H1, S1], rate: 1Mbps}
+""", "two-events.yaml")
+    allowed, changes = I._rate_integral(topo, "H1", "S1")
+    assert changes == 2
+    assert allowed(2_000_000_000) - allowed(1_000_000_000) == pytest.approx(1_000_000)
