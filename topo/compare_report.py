@@ -18,13 +18,14 @@ Reasons = dict[str, list[dict[str, str]]]
 
 def cell(values: list[float | None], fmt: str, why: str | None = None) -> str:
     """``mean ± h`` (h: half-width of the 95 % Student-t interval), ``mean`` for one seed; with no
-    value, ``why`` there is none (``-`` when nobody said)."""
+    value, ``why`` there is none (``-`` when nobody said). A mean over only some of the seeds says
+    over how many (``(1 of 2 seeds)``): a cell must not pass for a result of every run."""
     present = [v for v in values if v is not None]
     if not present:
         return why or "-"
     mean, half = mean_ci(present)
-    text = fmt.format(mean)
-    return text if half is None else f"{text} ± {fmt.format(half)}"
+    text = fmt.format(mean) if half is None else f"{fmt.format(mean)} ± {fmt.format(half)}"
+    return text if len(present) == len(values) else f"{text} ({len(present)} of {len(values)} seeds)"
 
 
 def _why(reasons: Reasons | None, control: str, key: str) -> str | None:

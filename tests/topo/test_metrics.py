@@ -347,3 +347,14 @@ def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
     assert None not in last.values() and sum(last.values()) == host.played
     assert all(f["goodput_of"] == "played" for f in r.summary["flows"].values())
     assert sum(f["goodput_bps"] for f in r.summary["flows"].values()) <= 30e6 * 1.001
+
+
+def test_a_cell_averaged_over_only_some_seeds_says_over_how_many() -> None:
+    """A metric with a value in one seed's run only (LEDBAT's reaction when one run's rate never
+    fell) must not pass for the mean of every run."""
+    from topo.compare_report import cell
+
+    assert cell([0.5, 0.7], "{:.1f}") == "0.6 ± 1.3"
+    assert cell([None, 0.079], "{:.3f}") == "0.079 (1 of 2 seeds)"
+    assert cell([1.0, None, 3.0], "{:.1f}") == "2.0 ± 12.7 (2 of 3 seeds)"
+    assert cell([None, None], "{:.1f}", "no drop") == "no drop"
