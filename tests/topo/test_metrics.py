@@ -358,3 +358,16 @@ def test_a_cell_averaged_over_only_some_seeds_says_over_how_many() -> None:
     assert cell([None, 0.079], "{:.3f}") == "0.079 (1 of 2 seeds)"
     assert cell([1.0, None, 3.0], "{:.1f}") == "2.0 ± 12.7 (2 of 3 seeds)"
     assert cell([None, None], "{:.1f}", "no drop") == "no drop"
+
+
+def test_a_finished_run_leaves_nothing_frozen_for_the_collector() -> None:
+    """A process that runs many experiments (make fuzz-topo, a sweep's worker) must get each
+    finished run's cyclic garbage back: frozen objects are never collected (topo/runner._drive)."""
+    import gc
+
+    from topo.runner import run_experiment
+    from topo.schema import load_topology
+
+    gc.unfreeze()
+    run_experiment(load_topology("topo/paper-1router.yaml"), S // 2, 1, plots=False)
+    assert gc.get_freeze_count() == 0
