@@ -93,7 +93,7 @@ CASES = (
     Case("set4", "set4-representatives", "set 4, representatives: MR3 200 ms farther, NAK aggregation", ("tcp",),
          "164 %"),
     # set 4 under the readings that decide whether the acker goes back and forth (docs/multicast.md, "Set 4"):
-    # the RTT counted in packets (Rizzo's measure), a short loss filter, both, and losses that differ
+    # the RTT counted in packets (the pgmcc draft's section 2.5.3), a short loss filter, both, and losses that differ
     # between the branches (each receiver's own link loses 0.5 % more, independently)
     Case("set4-rtt-packets", "set4-representatives", "set 4, the election's RTT in packets", ("tcp",),
          "164 % (set 4)", ((_PG, _pg("rtt: packets")),), alinea=False),
