@@ -45,8 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from hbh_engine import FluidPlant
-
+from runtime.fluid import FluidPlant
 from topo.fluid_control import HostControl, SwitchControl
 from topo.model import Topology
 from topo.plan import packet_bytes_over
