@@ -6,6 +6,14 @@ congestion loop counts it (it is a transmission); reliability only decides *what
 transmission carries (the oldest repair asked for, else the next new packet), never *when*: the
 sender keeps sending new packets while old ones are missing, as pgmcc keeps the two apart.
 
+Why a switch gives the new acker one token: the acker only ACKs packets that name it, and a sender
+whose window is full (an ACK-clocked sender's usual state) sends none after the switch, while the old
+acker's ACKs, still in flight, only vote (draft sections 2.3 and 3). Read literally, the draft's sender
+then stalls until its timeout on every switch, although its section 2.3 expects feedback of the old and
+the new acker to interleave after one, which needs packets naming the new acker. Its section 3 gives a
+newly elected acker one token when there was none (``T = T + 1``); this sender does the same on every
+change of acker, and arms the timeout anew when that packet goes out, the draft's ``send_packet``.
+
 The driver calls ``can_send``/``take`` to send, ``on_feedback`` for each ACK or NAK, and
 ``on_timer`` at ``next_timer_ns`` (the timeout). Times are the sender's clock.
 """
@@ -48,12 +56,16 @@ class PgmccSender:
         self._deadline: int | None = None
         self.receivers: dict[int, tuple[float, float]] = {}  # rid -> (p, RTT ns) from its last NAK
         self.timeouts = 0
+        self.initial_rto_timeouts = 0  # timeouts armed before the acker had an RTT sample (the initial RTO)
+        self._armed_initial = False
         self.retry = 0  # successive timeouts (any feedback resets it)
         self.reelections = 0  # ackers dropped after RETRY_MAX successive timeouts
         self.repairs_sent = 0
         self.naks = 0
         self.acks = 0
         self.stale_acks = 0  # ACKs of a receiver that is not the acker (the election's reports only)
+        self._switch_token = False  # a new acker's token: one packet naming it, whatever the window
+        self.switch_tokens = 0  # packets sent on that token beyond a full window
 
     # ---- sending -----------------------------------------------------------------------------------
     @property
@@ -78,10 +90,14 @@ class PgmccSender:
         return self.election.switches
 
     def can_send(self) -> bool:
-        return self.window.can_send()
+        return self.window.can_send() or self._switch_token
 
     def take(self, now_ns: int) -> Transmission:
         """The next transmission (call only when ``can_send``): a repair asked for, else new data."""
+        rearm = self._switch_token  # the first packet naming a new acker: its timeout starts now
+        if rearm:
+            self._switch_token = False
+            self.switch_tokens += not self.window.can_send()
         if self._repairs:
             seq = self._repairs.popleft()
             self._queued.discard(seq)
@@ -94,13 +110,14 @@ class PgmccSender:
         tx = Transmission(self.next_tx, tag, round(self.rto.srtt_ns or 0))
         self.window.on_sent(self.next_tx)
         self.next_tx += 1
-        if self._deadline is None:
+        if self._deadline is None or rearm:
             self._deadline = now_ns + self._timeout_ns()
         return tx
 
     def _timeout_ns(self) -> int:
         if self.params.timeout_ns is not None:
             return self.params.timeout_ns
+        self._armed_initial = self.rto.srtt_ns is None
         return self.rto.rto_ns
 
     # ---- feedback ----------------------------------------------------------------------------------
@@ -146,10 +163,14 @@ class PgmccSender:
         elects (section 2.3.1)."""
         self.receivers[fb.rid] = (fb.p, rtt)
         first = self.acker == 0
-        if self.election.on_report(now_ns, fb.rid, fb.p, rtt) and first:
+        if not self.election.on_report(now_ns, fb.rid, fb.p, rtt):
+            return
+        if first:
             # what went out while there was no acker can never be acknowledged: start the loop now
             self.window.inflight.clear()
             self._deadline = None
+        else:
+            self._switch_token = True  # one packet names the new acker even with the window full
 
     def _ask_repair(self, now_ns: int, seq: int) -> None:
         """Queue a repair of ``seq`` unless one is queued or went out within the acker's RTT (the
@@ -172,6 +193,8 @@ class PgmccSender:
         if self._deadline is None or now_ns < self._deadline:
             return
         self.timeouts += 1
+        self.initial_rto_timeouts += self._armed_initial
+        self._switch_token = False  # the window sends again by itself
         self.window.on_timeout(self.next_tx)
         if self.params.timeout_ns is None:
             self.rto.on_expiry()
@@ -191,8 +214,11 @@ class PgmccSender:
             "transmissions": self.next_tx,
             "repairs_sent": self.repairs_sent,
             "timeouts": self.timeouts,
+            "initial_rto_timeouts": self.initial_rto_timeouts,
             "window_cuts": self.window.cuts,
             "losses_detected": self.window.losses,
+            "unreported": self.window.unreported,
+            "switch_tokens": self.switch_tokens,
             "acks": self.acks,
             "stale_acks": self.stale_acks,
             "naks": self.naks,

@@ -7,9 +7,11 @@ Why transmissions are resolved from the ACK's bitmask and not from a cumulative 
 one receiver of many and repair is not its business, so its ACK says which of the last 33
 transmissions reached it (its highest and the 32 before). A transmission is acknowledged when the
 mask shows it; lost when the mask does not show it and at least three later transmissions are shown
-received (the draft's rule, as TCP's three duplicate ACKs). A transmission the ACKs never report (older
-than the mask reaches when feedback resumes, after lost ACKs or an acker switch) is neither: it keeps
-its place in the window, as the draft's unreturned token, until a timeout clears the window.
+received (the draft's rule, as TCP's three duplicate ACKs). A transmission the ACKs can no longer
+report (older than an ACK's mask reaches: after 32 ACKs in a row were lost, or across an acker switch with
+a window of more than 33) is neither: it leaves the window uncounted (``unreported``). The draft's token
+for it would never return, and its timeout, re-armed by every ACK that acknowledges, would never fire
+while ACKs flow: the window would shrink by one for good with each such transmission.
 
 Why a count of unresolved transmissions against W instead of the draft's token count T: the same
 arithmetic (the draft's W - T is the number of transmissions neither acknowledged nor lost), kept per
@@ -35,6 +37,7 @@ class Window:
     acked: int = 0
     losses: int = 0
     cuts: int = 0
+    unreported: int = 0  # transmissions released beyond the ACK's mask, neither acked nor lost
 
     def can_send(self) -> bool:
         return len(self.inflight) < max(1, int(self.cwnd))
@@ -51,12 +54,15 @@ class Window:
             if s > rx_max:
                 break
             back = rx_max - s
-            if back == 0 or (back <= MASK_BITS and mask >> (back - 1) & 1):
+            if back > MASK_BITS:  # no ACK can report it any more: out of the window, uncounted
+                done.append(s)
+                self.unreported += 1
+            elif back == 0 or mask >> (back - 1) & 1:
                 done.append(s)
                 newly += 1
                 if rx_max >= self.recover:
                     self._grow()
-            elif back <= MASK_BITS and 1 + bin(mask & ((1 << (back - 1)) - 1)).count("1") >= DUP_THRESHOLD:
+            elif 1 + bin(mask & ((1 << (back - 1)) - 1)).count("1") >= DUP_THRESHOLD:
                 done.append(s)
                 self._loss(s, next_tx)
         for s in done:

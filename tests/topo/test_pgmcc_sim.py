@@ -76,6 +76,32 @@ def test_set2_lossy_links_lose_frames_seeded_and_accounted() -> None:
         assert ends.places[f"link {u}->{v}"].dropped == n
 
 
+def test_set2_the_acker_moves_between_equal_receivers_without_stalling_the_session() -> None:
+    """Set 2's receivers are equal by TCP's equation (400 ms at 0.4 %, 200 ms at 1.6 %): noise in their
+    loss estimates moves the acker back and forth. Each switch comes with the window full; the new
+    acker's token (hosts/pgmcc/sender.py) keeps the loop clocked, so switches do not end in timeouts."""
+    net = run(SETS / "set2-losses.yaml", 60)
+    s = source(net, "S")
+    assert {sw.new for sw in s.switches} == {rid(net, "MR1"), rid(net, "MR2")} and len(s.switches) > 2
+    assert s.switch_tokens > 0 and s.timeouts < len(s.switches) / 2
+
+
+def test_set2_congestion_the_slow_branch_sets_the_rate_and_the_fast_paths_tcp_takes_the_rest() -> None:
+    """Single rate: the session runs at what the 500 kb/s branch gives it beside TCP 2 (MR2, the worse
+    receiver by the equation, is the acker), so the TCP on the 1 Mb/s path gets more than the session:
+    f1 above 100 % is the price of one rate for the group, not pgmcc taking less than its share."""
+    from hosts.tcp import MSS
+
+    net = run(SETS / "set2-congestion.yaml", 60)
+    s = source(net, "S")
+    assert s.acker == rid(net, "MR2")
+    delivered = min(net.hosts[h].pgmcc.sinks[net.wire_ids[f"pgm@{h}"]].core.delivered  # type: ignore[union-attr]
+                    for h in ("MR1", "MR2"))
+    assert delivered * 1514 * 8 < 500_000 * 60
+    tcp1 = int(net.recorder.tcp_flows["tcp1"]["bytes_received"]) // MSS
+    assert tcp1 > delivered
+
+
 def test_a_loss_of_zero_changes_no_run() -> None:
     base = run(SETS / "set1-window.yaml", 5)
     zero = run(SETS / "set1-window.yaml", 5, edit=("{ends: [R2, M1]}", "{ends: [R2, M1], loss: 0%}"))
@@ -108,23 +134,24 @@ def test_set4_the_far_receivers_naks_outlive_the_hold_and_elect_it() -> None:
 
 
 def test_set4_a_short_loss_filter_brings_back_the_near_far_switching() -> None:
-    """With the default filter (the pgmcc draft's 500/65536) MR3, once elected, stays. With a short one
-    (1/16) the acker's stored estimate decays between losses; a loss shared by every receiver reaches the
-    sender first in a near
-    receiver's NAK, whose fresh estimate takes over from MR3's decayed one, and MR3's own NAK for the same
-    loss, 400 ms later, takes it back (docs/multicast.md, "Set 4")."""
+    """With a short loss filter (1/16) the acker's stored estimate decays between losses; a loss shared by
+    every receiver reaches the sender first in a near receiver's NAK, whose fresh estimate takes over from
+    MR3's decayed one, and MR3's own NAK for the same loss, 400 ms later, takes it back (docs/multicast.md,
+    "Set 4"). With the draft's filter (500/65536) the same happens far more seldom."""
     far = {"MR3"}
-    for weight, oscillates in ((None, False), ("0.0625", True)):
+    away_count = {}
+    for weight in (None, "0.0625"):
         edit = None if weight is None else ("control: pgmcc}", f"control: pgmcc, pgmcc: {{loss_weight: {weight}}}}}")
-        net = run(SETS / "set4-representatives.yaml", 30, edit=edit)
+        net = run(SETS / "set4-representatives.yaml", 60, edit=edit)
         s = source(net, "S")
         name = {net.topo.nodes[h].index: h for h in ("MR1", "MR2", "MR3")}
         hops = [(name.get(sw.old, "-"), name[sw.new], sw.t_ns) for sw in s.switches]
         away = [(i, t) for i, (old, new, t) in enumerate(hops) if old in far and new not in far]
-        assert bool(away) == oscillates, hops
+        away_count[weight] = len(away)
         for i, t in away:  # MR3 takes back within a second: the same loss in its own NAK
             if i + 1 < len(hops):
                 assert hops[i + 1][1] in far and hops[i + 1][2] - t < S, hops
+    assert away_count["0.0625"] > 2 * max(1, away_count[None]), away_count
 
 
 # ---- the schema ------------------------------------------------------------------------------------------
