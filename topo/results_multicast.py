@@ -17,14 +17,16 @@ with either control: docs/multicast.md) are what long runs show; one length for 
 comparable. What it costs (measured with `--seconds 300`, nice 10, beside a load of 7-9 on 2 cores): a 300 s
 pgmcc run took 2-10 s of wall time (set 2's 10 Mb/s paths the most), an ALINEA one 2-12 s (set 2's random-loss
 cases the most, the session filling 10 Mb/s links), and the whole section at 3000 s took 674-967 s (two runs),
-the process peaking at 6.7 GB of memory. One seed (SEED) per case. The ALINEA run of set 1 with the fixed
-timeout would repeat the adaptive one (the timeout is pgmcc's): it is not run; nor are set 4's readings
+the process peaking at 6.7 GB of memory. The table's row is seed SEED's run; the seed's eight pgmcc cases also run
+with EXTRA_SEEDS (a pgmcc run is the cheap half: one window, no switch agents), and the table gives their range of
+f beside seed SEED's, so a row that one seed's luck decides shows as a wide range. The ALINEA run of set 1 with the
+fixed timeout would repeat the adaptive one (the timeout is pgmcc's): it is not run; nor are set 4's readings
 (pgmcc's own choices).
 
-Each run's numbers are kept as JSON under ``--raw`` (results/docs/multicast/, not committed);
-``results_section(reuse=True)`` (what ``results_doc --only multicast`` calls) takes a run's JSON when
-it holds the same case, control, length and seed, and runs it otherwise, so that cases may be run in
-parallel first (``--only``) and the section written after.
+Each run's numbers are kept as JSON under ``--raw`` (results/docs/multicast/, not committed: <case>-<control>.json
+for seed SEED, <case>-<control>-s<seed>.json for the others); ``results_section(reuse=True)`` (what
+``results_doc --only multicast`` calls) takes a run's JSON when it holds the same case, control, length and seed, and
+runs it otherwise, so that cases may be run in parallel first (``--only``) and the section written after.
 """
 
 from __future__ import annotations
@@ -41,11 +43,14 @@ from hosts.tcp import MSS
 from topo.runner import run_experiment
 from topo.schema import load_topology_text
 
-__all__ = ["CASES", "Case", "case_text", "run_case", "run_all", "table", "results_section", "main", "RUN_S", "SEED"]
+__all__ = ["CASES", "Case", "case_text", "run_case", "run_all", "table", "results_section", "main", "RUN_S", "SEED",
+           "EXTRA_SEEDS"]
 
 ROOT = Path(__file__).resolve().parents[1]
 SETS = ROOT / "topo" / "pgmcc"
 SEED = 1
+#: The other seeds of the seed's eight pgmcc cases (Case.seeds)
+EXTRA_SEEDS = (2, 3)
 RUN_S = 3000.0
 #: pgmcc's fixed timeout in the fixed-timeout case (the seed names no value; ours: long enough that
 #: it fires on a stall only, not on a queue's delay: RTTs here reach 1.3 s with a full 50-packet queue)
@@ -72,6 +77,7 @@ class Case:
     seed_f: str  # the seed's f values, as it gives them
     edits: tuple[tuple[str, str], ...] = ()
     alinea: bool = True  # also run with hop-by-hop ALINEA carrying the session
+    seeds: bool = True  # pgmcc also runs with EXTRA_SEEDS
 
 
 CASES = (
@@ -96,13 +102,13 @@ CASES = (
     # the RTT counted in packets (the pgmcc draft's section 2.5.3), a short loss filter, both, and losses that differ
     # between the branches (each receiver's own link loses 0.5 % more, independently)
     Case("set4-rtt-packets", "set4-representatives", "set 4, the election's RTT in packets", ("tcp",),
-         "164 % (set 4)", ((_PG, _pg("rtt: packets")),), alinea=False),
+         "164 % (set 4)", ((_PG, _pg("rtt: packets")),), alinea=False, seeds=False),
     Case("set4-filter16", "set4-representatives", "set 4, receivers' loss filter 1/16", ("tcp",), "164 % (set 4)",
-         ((_PG, _pg("loss_weight: 0.0625")),), alinea=False),
+         ((_PG, _pg("loss_weight: 0.0625")),), alinea=False, seeds=False),
     Case("set4-rtt-packets-filter16", "set4-representatives", "set 4, RTT in packets and loss filter 1/16",
-         ("tcp",), "164 % (set 4)", ((_PG, _pg("rtt: packets, loss_weight: 0.0625")),), alinea=False),
+         ("tcp",), "164 % (set 4)", ((_PG, _pg("rtt: packets, loss_weight: 0.0625")),), alinea=False, seeds=False),
     Case("set4-branch-loss", "set4-representatives", "set 4, each receiver's link 0.5 % more loss, independent",
-         ("tcp",), "164 % (set 4)", _BRANCH_LOSS, alinea=False),
+         ("tcp",), "164 % (set 4)", _BRANCH_LOSS, alinea=False, seeds=False),
 )
 
 
@@ -151,6 +157,8 @@ def run_case(case: Case, control: str = "pgmcc", seconds: float | None = None, o
         "session_packets": session, "tcp_segments": tcp,
         "f": {name: (n / session if session else None) for name, n in tcp.items()},
         "acker_switches": lead.get("acker_switches"), "timeouts": lead.get("timeouts"),
+        "initial_rto_timeouts": lead.get("initial_rto_timeouts"), "switch_tokens": lead.get("switch_tokens"),
+        "unreported": lead.get("unreported"),
         "acker": lead.get("acker"), "repairs": lead.get("repairs_sent"),
         "session_sent": sent, "session_lost": {r: sent - n for r, n in delivered.items()} if control != "pgmcc" else None,
         "owd_p50_ms": {f.dst: s["flows"][f.name]["owd_ms"]["p50"] for f in branches if f.name in s["flows"]},
@@ -166,18 +174,32 @@ def _fs(r: dict[str, Any]) -> str:
     return ", ".join(f"{k} {_pct(v)}" for k, v in r["f"].items()) if len(r["f"]) > 1 else _pct(next(iter(r["f"].values())))
 
 
-def table(results: dict[str, dict[str, dict[str, Any]]]) -> list[str]:
-    rows = ["| case | pgmcc run | seed's f | f with pgmcc | acker switches | pgmcc timeouts | f with hop-by-hop "
-            "ALINEA | ALINEA session lost (worst receiver) | ALINEA receivers' OWD p50 (ms) |",
-            "|---|---:|---|---|---:|---:|---|---:|---|"]
+def _range(runs: list[dict[str, Any]]) -> str:
+    """f's range over the seeds' runs, per TCP ("-" with one run)."""
+    if len(runs) < 2:
+        return "-"
+    seeds = ",".join(str(r["seed"]) for r in sorted(runs, key=lambda r: r["seed"]))
+    parts = []
+    for name in runs[0]["f"]:
+        fs = [r["f"][name] for r in runs if r["f"].get(name) is not None]
+        span = f"{100 * min(fs):.0f}-{100 * max(fs):.0f} %" if fs else "-"
+        parts.append(span if len(runs[0]["f"]) == 1 else f"{name} {span}")
+    return f"{', '.join(parts)} (seeds {seeds})"
+
+
+def table(results: dict[str, dict[str, Any]]) -> list[str]:
+    rows = ["| case | pgmcc run | seed's f | f with pgmcc | f with pgmcc, other seeds too | acker switches | pgmcc "
+            "timeouts | f with hop-by-hop ALINEA | ALINEA session lost (worst receiver) | ALINEA receivers' OWD p50 (ms) |",
+            "|---|---:|---|---|---|---:|---:|---|---:|---|"]
     for case in CASES:
         pg, al = results.get(case.name, {}).get("pgmcc"), results.get(case.name, {}).get("alinea")
         if pg is None:
             continue
+        runs = results.get(case.name, {}).get("pgmcc-seeds") or [pg]
         lost = "-" if al is None or al["session_lost"] is None else str(max(al["session_lost"].values()))
         owd = "-" if al is None else ", ".join(f"{k} {v:.0f}" for k, v in al["owd_p50_ms"].items())
-        rows.append(f"| {case.title} | {pg['seconds']:g} s | {case.seed_f} | {_fs(pg)} | {pg['acker_switches']} | "
-                    f"{pg['timeouts']} | {'-' if al is None else _fs(al)} | {lost} | {owd} |")
+        rows.append(f"| {case.title} | {pg['seconds']:g} s | {case.seed_f} | {_fs(pg)} | {_range(runs)} | "
+                    f"{pg['acker_switches']} | {pg['timeouts']} | {'-' if al is None else _fs(al)} | {lost} | {owd} |")
     return rows
 
 
@@ -185,26 +207,39 @@ def _length(seconds: float | None) -> float:
     return RUN_S if seconds is None else seconds
 
 
+def _raw_name(case: Case, control: str, seed: int) -> str:
+    return f"{case.name}-{control}.json" if seed == SEED else f"{case.name}-{control}-s{seed}.json"
+
+
 def run_all(raw: Path | None = None, seconds: float | None = None, reuse: bool = False,
-            cases: tuple[Case, ...] | None = None) -> dict[str, dict[str, dict[str, Any]]]:
-    out: dict[str, dict[str, dict[str, Any]]] = {}
+            cases: tuple[Case, ...] | None = None, extra_seeds: bool = True) -> dict[str, dict[str, Any]]:
+    """Every case's runs: ``out[case][control]`` is seed SEED's, ``out[case]["pgmcc-seeds"]`` every seed's
+    pgmcc run (SEED first)."""
+    out: dict[str, dict[str, Any]] = {}
     for case in CASES if cases is None else cases:
         out[case.name] = {}
-        for control in ("pgmcc", "alinea") if case.alinea else ("pgmcc",):
+        runs = [("pgmcc", SEED)] + ([("alinea", SEED)] if case.alinea else [])
+        if case.seeds and extra_seeds:
+            runs += [("pgmcc", s) for s in EXTRA_SEEDS]
+        for control, seed in runs:
             length = _length(seconds)
-            kept = raw / f"{case.name}-{control}.json" if raw is not None else None
+            kept = raw / _raw_name(case, control, seed) if raw is not None else None
+            r = None
             if reuse and kept is not None and kept.is_file():
                 old = json.loads(kept.read_text())
-                if (old.get("seconds"), old.get("seed")) == (length, SEED):
-                    out[case.name][control] = old
-                    continue
-            print(f"running {case.name} with {control} ...", file=sys.stderr, flush=True)
-            r = run_case(case, control, length)
-            out[case.name][control] = r
-            print(f"  f {r['f']}, {r['wall_s']} s wall", file=sys.stderr, flush=True)
-            if raw is not None:
-                raw.mkdir(parents=True, exist_ok=True)
-                (raw / f"{case.name}-{control}.json").write_text(json.dumps(r, indent=1, sort_keys=True))
+                if (old.get("seconds"), old.get("seed")) == (length, seed):
+                    r = old
+            if r is None:
+                print(f"running {case.name} with {control}, seed {seed} ...", file=sys.stderr, flush=True)
+                r = run_case(case, control, length, seed=seed)
+                print(f"  f {r['f']}, {r['wall_s']} s wall", file=sys.stderr, flush=True)
+                if kept is not None:
+                    kept.parent.mkdir(parents=True, exist_ok=True)
+                    kept.write_text(json.dumps(r, indent=1, sort_keys=True))
+            if seed == SEED:
+                out[case.name][control] = r
+            if control == "pgmcc":
+                out[case.name].setdefault("pgmcc-seeds", []).append(r)
     return out
 
 
@@ -213,11 +248,15 @@ def results_section(raw: Path | None = None, reuse: bool = True) -> list[str]:
     results = run_all(raw, reuse=reuse)
     return ["## Multicast: pgmcc and hop-by-hop ALINEA against TCP on the fairness seed's sets", "",
             "Generated by `python -m topo.results_doc --only multicast` (topo/results_multicast.py: simulator, seed "
-            f"{SEED}; every run {RUN_S:g} s, the seed's length; the module says why). f = TCP's "
+            f"{SEED}; the seed's eight pgmcc cases also with seeds {', '.join(map(str, EXTRA_SEEDS))}; every run "
+            f"{RUN_S:g} s, the seed's length; the module says why). f = TCP's "
             "throughput as a fraction of the multicast session's over the whole run (packets of the same frame "
             "size; below 100 %: the session took more). The TCP model has no plain Reno: the seed's Reno runs are "
-            "set beside our Reno congestion control with NewReno's recovery (no SACK). docs/multicast.md, "
-            "\"Results on the seed's four sets\", reads the rows.", "", *table(results), ""]
+            "set beside our Reno congestion control with NewReno's recovery (no SACK). pgmcc runs with the seed's "
+            "acker switch ratio c = 2/3 (the draft's suggestion is 0.75: `pgmcc: {switch_ratio: 0.75}`), the "
+            "adaptive timeout from RFC 6298's initial 1 s, and one token for a newly chosen acker "
+            "(docs/multicast.md, \"pgmcc as implemented\"). docs/multicast.md, \"Results on the seed's four "
+            "sets\", reads the rows.", "", *table(results), ""]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -226,6 +265,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--raw", type=Path, default=ROOT / "results" / "docs" / "multicast", help="per-run JSON")
     p.add_argument("--only", help="comma-separated case names")
     p.add_argument("--reuse", action="store_true", help="take a run's JSON in --raw when it holds the same run")
+    p.add_argument("--one-seed", action="store_true", help=f"seed {SEED} only (not the cases' other seeds)")
     args = p.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         print(f"results_multicast: --seconds {args.seconds:g}: must be > 0", file=sys.stderr)
@@ -239,7 +279,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{', '.join(c.name for c in CASES)})", file=sys.stderr)
             return 2
         cases = tuple(c for c in CASES if c.name in names)
-    print("\n".join(table(run_all(args.raw, args.seconds, reuse=args.reuse, cases=cases))))
+    print("\n".join(table(run_all(args.raw, args.seconds, reuse=args.reuse, cases=cases,
+                                  extra_seeds=not args.one_seed))))
     return 0
 
 

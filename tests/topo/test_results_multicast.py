@@ -38,3 +38,21 @@ def test_a_short_case_run_reports_f_from_its_records() -> None:
     lines = table({"set3": {"pgmcc": r, "alinea": a}})
     assert len(lines) == 3 and case.seed_f in lines[2]
     assert MSS == 1448  # f counts TCP in full segments of this size, pgmcc in 1514-byte frames (1452 bytes of data)
+
+
+def test_the_table_gives_fs_range_over_the_seeds() -> None:
+    """Seed 1's f in its own column; every seed's range beside it, per TCP; one seed: no range."""
+    def run(seed: int, f: dict[str, float]) -> dict[str, object]:
+        return {"seed": seed, "seconds": 10.0, "f": f, "acker_switches": 0, "timeouts": 0}
+
+    one = [run(1, {"tcp": 1.0}), run(3, {"tcp": 1.5}), run(2, {"tcp": 0.5})]
+    two = [run(1, {"tcp1": 1.0, "tcp2": 2.0}), run(2, {"tcp1": 0.8, "tcp2": 2.2})]
+    lines = table({"set3": {"pgmcc": one[0], "pgmcc-seeds": one}, "set2-low": {"pgmcc": two[0], "pgmcc-seeds": two},
+                   "set4": {"pgmcc": run(1, {"tcp": 0.9})}})
+    rows = {line.split(" | ")[0]: line.split(" | ") for line in lines[2:]}
+    (set3,) = [r for k, r in rows.items() if "set 3" in k]
+    assert set3[3] == "100 %" and set3[4] == "50-150 % (seeds 1,2,3)"
+    (set2,) = [r for k, r in rows.items() if "set 2, low" in k]
+    assert set2[4] == "tcp1 80-100 %, tcp2 200-220 % (seeds 1,2)"
+    (set4,) = [r for k, r in rows.items() if "set 4, repr" in k]
+    assert set4[4] == "-"
