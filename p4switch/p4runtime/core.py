@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import operator
+import os
 import time
 from collections.abc import Callable, Generator, Mapping
 from dataclasses import dataclass, field
@@ -29,6 +30,7 @@ from p4switch.state.runtime import RuntimeState
 from .arbitration import Arbitration, StreamSession, check_role, election_id_of, to_uint128
 from .device import Device, PipelineLoadError
 from .errors import P4RuntimeError, to_p4_error
+from .fast_writes import FastWriter
 from .p4data import encode_p4data
 from .reads import counter_cells, read_entity, read_entity_wire
 from .wire_encode import packet_in_response, read_response
@@ -67,6 +69,12 @@ class _Saved:
     log: list[pb.Update] = field(default_factory=list)
 
 
+def python_only() -> bool:
+    """``HBH_P4RT=python``: the P4Runtime server and its Writes all in Python (the path before
+    issue 49's compiled front end and one-pass table writes), e.g. to compare the two."""
+    return os.environ.get("HBH_P4RT", "").strip().lower() == "python"
+
+
 def api_version() -> str:
     """The P4Runtime API version of the installed ``p4runtime`` protobuf package."""
     try:
@@ -78,8 +86,12 @@ def api_version() -> str:
 class P4RuntimeCore:
     def __init__(self, device: Device,
                  state_factory: Callable[[p4info_pb2.P4Info], RuntimeState] = RuntimeState.from_p4info,
-                 device_id: int = 1, scheduler: Scheduler | None = None) -> None:
+                 device_id: int = 1, scheduler: Scheduler | None = None, fast_writes: bool | None = None) -> None:
         self.device = device
+        #: table entries written in one pass (fast_writes.py) where it can; False: every update
+        #: through the general path. None: on unless HBH_P4RT=python (the Python-only path)
+        self.fast_writes = fast_writes if fast_writes is not None else not python_only()
+        self._fast: FastWriter | None = None
         self.state_factory = state_factory
         self.device_id = device_id
         self.scheduler = scheduler
@@ -212,6 +224,23 @@ class P4RuntimeCore:
         saved = self._saved
         clock = time.perf_counter_ns
         t_end = clock() + slice_ns if slice_ns else None
+        if self.fast_writes and saved is None:  # the one-pass path, else (nothing left applied) the general one
+            fast = self._fast
+            if fast is None or fast.state is not st:
+                fast = self._fast = FastWriter(st)
+            for update in req.updates:
+                undo = fast.apply(update)
+                if undo is None:
+                    for u in reversed(undos):
+                        u()
+                    undos = []
+                    break
+                undos.append(undo)
+                if t_end is not None and clock() >= t_end:
+                    yield
+                    t_end = clock() + slice_ns
+            else:
+                return pb.WriteResponse()
         for i, update in enumerate(req.updates):
             try:
                 undos.append(apply_update(st, update))
