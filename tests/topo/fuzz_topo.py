@@ -100,6 +100,8 @@ def main(argv: list[str] | None = None) -> int:
                 flush=True,
             )
 
+    if not args.in_process:
+        _warm()
     signal.signal(signal.SIGTERM, _stop)
     try:
         one()
@@ -164,6 +166,30 @@ def judge_in_child(d: Drawn, timeout: float) -> Judged:
         if proc.is_alive():
             proc.kill()
         proc.join()
+
+
+#: A run of this before the first fork imports what a run imports and compiles the switch's program
+#: once (p4switch/device.py keeps it per process): every child starts with both, and with the code
+#: as it was when the fuzz started, even if the working tree changes under a long run.
+WARM_UP = """name: warm-up
+defaults:
+  link: {rate: 10Mbps, delay: 1ms, buffer: 50}
+nodes:
+  S1: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [S1, H2]}
+flows:
+  - {name: f1, src: H1, dst: H2, control: alinea}
+"""
+
+
+def _warm() -> None:
+    verdict = judge(WARM_UP, 0.05, all_alinea=True, source="<warm-up>")
+    if verdict.problems:  # the simulator itself is broken: every topology would fail alike
+        raise SystemExit(f"fuzz-topo: the warm-up run failed: {verdict.problems}")
 
 
 def _rss_mb() -> float:
