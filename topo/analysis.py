@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from controlplane.units import format_rate
 from topo.floor_check import FloorOverflow, floor_overflows
-from topo.fluid_network import LOSS_PKTS, NetworkPeak, network_peaks, smallest_scale
+from topo.fluid_network import LOSS_PKTS, NetworkPeak, network_peaks, overflows, room_at_peak, smallest_scale
 from topo.model import Topology
 from topo.plan import law_frames
 from topo.routes import routed_paths
@@ -56,7 +56,13 @@ class LawCheck:
     @property
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
-                and (self.network is None or self.network.lost_pkts < LOSS_PKTS))
+                and not self.overflows)
+
+    @property
+    def overflows(self) -> bool:
+        """The laws together overflow v's buffer in the fluid model (topo.fluid_network.overflows): its
+        fluid lost, or its peak left no packet of room for each link feeding its queue."""
+        return self.network is not None and overflows(self.network, self.inputs)
 
     def warning(self) -> str | None:
         """One line saying why the analysis expects loss and what would avoid it; None if it does not."""
@@ -82,16 +88,22 @@ class LawCheck:
                        f"gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports (full in {f.fill_s:.2g} s)")
             fixes.append(f"an r_floor of at most {format_rate(f.drain_bps)} would not overflow it")
         n = self.network
-        if n is not None and n.lost_pkts >= LOSS_PKTS:
+        if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
+            peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
+                    is not None else f"comes within {room_at_peak(n):.2g} packets of full (its peak {n.peak:.1%})")
+            why.append(f"with every law running, {w}'s buffer of {n.capacity} packets {peak} in the fluid model, "
+                       f"leaving less than a packet for each link feeding its queue ({max(1, self.inputs)}): in "
+                       f"packets it overflows")
+        elif n is not None and self.overflows:
             past = [t for t in self.events_s if t <= (n.first_loss_s or 0.0)]
             what = "after the capacity drop" if self.drop_at_s is not None and (n.first_loss_s or 0) >= self.drop_at_s \
                 else f"after the link-rate change at {max(past):g} s" if past else "as the hops start up together"
             why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
                        f"{n.first_loss_s:.2f} s in the fluid model)")
-            if self.floor is None:  # a larger buffer only delays what the floor overflows
-                fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
-                             f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
-                             f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
+        if n is not None and self.overflows and self.floor is None:  # a larger buffer only delays what the floor overflows
+            fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
+                         f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
+                         f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
         return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay "
                 f"{v.delay_intervals} report intervals of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; "
                 f"{'; '.join(fixes)}")
@@ -299,9 +311,11 @@ def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> li
     """``checks`` with the buffers' remedy filled in when the laws together overflow one: the
     model runs again with larger buffers, up to a while after the last first loss (what
     overflows is a transient)."""
-    losses = [c.network.first_loss_s for c in checks if c.network is not None and c.network.lost_pkts >= LOSS_PKTS]
-    if not losses:
+    over = [c for c in checks if c.overflows]
+    if not over:
         return checks
-    horizon = min(duration_s, REMEDY_SPAN * max(t or 0.0 for t in losses) + REMEDY_MARGIN_S)
-    scale = smallest_scale(topo, horizon)
+    # a peak without a loss has no time in the model: the remedy's model then runs the whole run
+    latest = max(c.network.first_loss_s or duration_s for c in over if c.network is not None)
+    horizon = min(duration_s, REMEDY_SPAN * latest + REMEDY_MARGIN_S)
+    scale = smallest_scale(topo, horizon, packets={c.key[::-1]: c.inputs for c in checks})
     return [dataclasses.replace(c, scale=scale) for c in checks]

@@ -55,7 +55,7 @@ from topo.routes import routed_paths
 def _hops(path: tuple[str, ...]) -> list[DirectedLink]:
     return list(zip(path, path[1:]))
 
-__all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "smallest_scale"]
+__all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "overflows", "room_at_peak", "smallest_scale"]
 
 DirectedLink = tuple[str, str]
 #: The model's steps over a run at most (dt grows to keep to it): its cost before a run is about
@@ -154,12 +154,36 @@ def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0,
     return _Network(topo, duration_s, buffers_scale, max_steps).run()
 
 
-def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 1) -> float | None:
+def room_at_peak(peak: NetworkPeak) -> float:
+    """Packets the buffer still had room for at the model's peak (rounded to 1e-9, as the analysis's room)."""
+    return round((1.0 - peak.peak) * peak.capacity, 9)
+
+
+def overflows(peak: NetworkPeak, packets: int = 1) -> bool:
+    """The model loses packets in ``peak``'s buffer: ``LOSS_PKTS`` or more of its fluid, or its peak
+    leaves room for fewer than ``packets`` packets (at least one): one from each link feeding its queue.
+
+    Why the room at the peak: the model leaves packets out, and a packet is what a buffer takes or
+    drops, as the analysis's room above the target says of the settled loop (docs/alinea.md, "Packets:
+    room for each feeding link"). A fluid that fills a buffer to within less than a packet of its
+    capacity, in packets, overflows it: H1's 9-packet buffer at S1, which the model filled (1.85
+    packets of fluid lost, under ``LOSS_PKTS``), lost 3 in the simulator, and at 12-27 packets, with the
+    model's peak still within a packet of full, 1-2; at 36 neither (the model 1.1 packets from full)
+    (tests/topo/random_cases/tiny-buffer-fabric.yaml)."""
+    return peak.lost_pkts >= LOSS_PKTS or room_at_peak(peak) < max(1, packets)
+
+
+def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 1,
+                   packets: dict[DirectedLink, int] | None = None) -> float | None:
     """About the smallest factor (up to 2^limit) by which every buffer must grow for the model to
-    lose nothing (fewer than ``LOSS_PKTS``): doubling until it holds, then ``refine`` bisections
-    (one: to half the last doubling, within the remedy's own coarser steps); None if none up to 2^limit."""
+    lose nothing (no buffer ``overflows``; ``packets``: the packets each buffer (v, u) must keep room
+    for, default 1): doubling until it holds, then ``refine`` bisections (one: to half the last
+    doubling, within the remedy's own coarser steps); None if none up to 2^limit."""
+    need = packets or {}
+
     def holds(scale: float) -> bool:  # a run stops at its first loss of LOSS_PKTS: it does not hold
-        return all(p.lost_pkts < LOSS_PKTS for p in _Network(topo, duration_s, scale, REMEDY_STEPS, True).run())
+        return not any(overflows(p, need.get(p.buffer, 1))
+                       for p in _Network(topo, duration_s, scale, REMEDY_STEPS, True).run())
 
     lo = 1.0
     for n in range(1, limit + 1):
