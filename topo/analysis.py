@@ -248,7 +248,9 @@ def path_drain(topo: Topology, u: str, v: str) -> float:
     seemed to drain at 25 Mb/s, faster than its feed, so to need no room for a packet; it overflowed
     (tests/topo/random_cases/open-head-of-line-slow-branch.yaml: 63 lost at S2, unwarned). Equal to
     :func:`downstream_drain` where the flows behind v share no link beyond v's next one (every shipped
-    file). Multicast groups as there (each at its slowest branch, once)."""
+    file). Multicast groups as there (each at its slowest branch, once). Paths that part behind v and meet
+    again (ECMP) count a link behind the meeting point once per route: a bound from above, toward
+    silence, as :mod:`topo.floor_check`'s."""
     paths = routed_paths(topo)
     rests: list[tuple[str, tuple[DirectedLink, ...]]] = []  # (the flow's receiver, its hops after v)
     groups: dict[str, float] = {}
