@@ -90,7 +90,8 @@ class LawCheck:
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
-                    is not None else f"comes within {room_at_peak(n):.2g} packets of full (its peak {n.peak:.1%})")
+                    is not None else "reaches full" if room_at_peak(n) <= 0 else
+                    f"comes within {room_at_peak(n):.2g} packets of full (its peak {n.peak:.1%})")
             why.append(f"with every law running, {w}'s buffer of {n.capacity} packets {peak} in the fluid model, "
                        f"leaving less than a packet for each link feeding its queue ({max(1, self.inputs)}): in "
                        f"packets it overflows")
