@@ -18,9 +18,28 @@ def _blocks(lines: list[str]) -> list[tuple[str, str]]:
     return [(h, "\n".join(body).rstrip("\n") + "\n") for h, body in out]
 
 
+def _preamble(lines: list[str]) -> str | None:
+    """The text before the first ``## `` heading when ``lines`` start a document (a ``# `` title:
+    the paper generator's head, which names the commit its runs came from), else None."""
+    if not lines or not lines[0].startswith("# "):
+        return None
+    head = []
+    for line in lines:
+        if line.startswith("## "):
+            break
+        head.append(line)
+    return "\n".join(head).rstrip("\n") + "\n\n"
+
+
 def splice_sections(doc: str, section_lines: list[str]) -> str:
     """``doc`` with each ``## `` section of ``section_lines`` replacing the section of the same
-    heading (up to the next ``## ``), or appended when ``doc`` has none."""
+    heading (up to the next ``## ``), or appended when ``doc`` has none. A document head in
+    ``section_lines`` (title and the lines up to the first section) replaces ``doc``'s head, so the
+    commit and date it states are those of the runs that made the sections beneath it."""
+    head = _preamble(section_lines)
+    if head is not None:
+        first = doc.find("\n## ")
+        doc = head + (doc[first + 1:] if first >= 0 else "")
     for heading, text in _blocks(section_lines):
         start = doc.find(heading + "\n")
         if start < 0:
