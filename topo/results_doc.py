@@ -77,14 +77,18 @@ def main(argv: list[str] | None = None) -> int:
                      f"(known: {', '.join(SECTION_NAMES)})")
         from topo.results_splice import splice_sections
 
-        lines = [line for n in names for line in _sections(n, raw, figures, doc_dir)]
+        lines = [line for n in names if n != "moved" for line in _sections(n, raw, figures, doc_dir)]
         out = Path(args.out)
-        out.write_text(splice_sections(out.read_text() if out.exists() else "", lines))
+        text = splice_sections(out.read_text() if out.exists() else "", lines)
+        if "moved" in names:  # it reads the rest of the document: last
+            text = splice_sections(text, _moved(text))
+        out.write_text(text)
         print(f"wrote the {', '.join(names)} sections of {out}", file=sys.stderr)
         return 0
     head, runs = _paper(raw, figures, doc_dir)
-    extra = [line for n in SECTION_NAMES[1:] for line in _sections(n, raw, figures, doc_dir)]
+    extra = [line for n in SECTION_NAMES[1:-1] for line in _sections(n, raw, figures, doc_dir)]
     text = head + "\n".join(extra) + "\n"
+    text += "\n" + "\n".join(_moved(text)) + "\n"
     Path(args.out).write_text(text)
     (raw / "summaries.json").write_text(json.dumps({k: v["summary"] for k, v in runs.items()}, indent=1,
                                                    sort_keys=True))
@@ -94,7 +98,15 @@ def main(argv: list[str] | None = None) -> int:
 
 #: The generators of the document's sections, in its order ("paper": the summary and the runs of
 #: the shipped files and their variants, with their figures).
-SECTION_NAMES = ("paper", "e2e", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc", "multicast")
+SECTION_NAMES = ("paper", "e2e", "compare", "reaction", "scaled", "fabric", "tcp", "tcp-validation", "gcc", "multicast",
+                 "moved")
+
+
+def _moved(doc: str) -> list[str]:
+    """The last section: which figures moved since the results of 2026-11-27 (topo/results_moved.py)."""
+    from topo.results_moved import base_doc, moved_section
+
+    return moved_section(doc, base_doc())
 
 
 def _paper(raw: Path, figures: Path, doc_dir: Path) -> tuple[str, dict[str, dict[str, Any]]]:
