@@ -12,6 +12,7 @@ that cannot be read or written is skipped (the analysis then runs), never an err
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -22,13 +23,13 @@ from typing import Any
 
 from topo.model import Topology
 
-__all__ = ["cache_dir", "topology_key", "cached_warnings"]
+__all__ = ["cache_dir", "topology_key", "cached_warnings", "source_files"]
 
 ROOT = Path(__file__).resolve().parents[1]
-#: The sources the analysis's answer depends on (the models, the law and what the agents add).
-SOURCES = ("topo/analysis.py", "topo/floor_check.py", "topo/fluid_network.py", "engine/src/fluid.rs",
-           "topo/fluid_control.py", "topo/plan.py", "topo/model.py", "controlplane/loop_analysis.py",
-           "controlplane/alinea.py", "controlplane/forecast.py", "controlplane/agent.py", "controlplane/params.py")
+#: Where the sources the analysis's answer depends on live (the models, the routes, the law and
+#: what the agents add, the compiled plant): every file of these folders is in the key, so no
+#: module the analysis imports can be left out of it (a list of files went stale once: routes.py).
+SOURCE_DIRS = (("topo", "*.py"), ("controlplane", "*.py"), ("hosts", "*.py"), ("runtime", "*.py"), ("engine/src", "*.rs"))
 #: Fields that say where a value came from, not what it is.
 _SOURCE_FIELDS = frozenset({"line", "source", "name", "description", "provenance"})
 
@@ -56,13 +57,17 @@ def _plain(value: Any, top: bool = False) -> Any:
     return value
 
 
+def source_files() -> list[Path]:
+    """Every file whose text is part of the key, in a fixed order."""
+    return sorted(p for folder, pattern in SOURCE_DIRS for p in (ROOT / folder).rglob(pattern))
+
+
 def _code_digest() -> str:
     h = hashlib.sha256()
-    for rel in SOURCES:
-        try:
-            h.update((ROOT / rel).read_bytes())
-        except OSError:
-            h.update(rel.encode())
+    for path in source_files():
+        h.update(str(path.relative_to(ROOT)).encode())
+        with contextlib.suppress(OSError):
+            h.update(path.read_bytes())
     return h.hexdigest()
 
 

@@ -78,3 +78,23 @@ def test_hbh_run_no_analysis_skips_it(tmp_path: Path, monkeypatch) -> None:
     assert calls == [0.3]
     assert _run(tmp_path) == 0  # the cache answers
     assert calls == [0.3]
+
+
+def test_every_project_module_the_analysis_imports_is_in_the_key() -> None:
+    """The key covers the code the answer comes from: every module of this project that importing
+    the analysis and the plant loads, in a fresh interpreter (a hand-kept list once missed
+    topo/routes.py)."""
+    import json
+    import subprocess
+    import sys
+
+    from topo.analysis_cache import ROOT, source_files
+
+    probe = ("import json, sys, topo.analysis, topo.fluid_network; "
+             "print(json.dumps([m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)]))")
+    out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    loaded = {Path(f).resolve() for f in json.loads(out)}
+    mine = {p for p in loaded if p.is_relative_to(ROOT) and ".venv" not in p.parts and p.suffix == ".py"}
+    covered = {p.resolve() for p in source_files()}
+    assert (ROOT / "topo" / "routes.py").resolve() in covered
+    assert mine and mine <= covered, sorted(str(p) for p in mine - covered)
