@@ -701,9 +701,13 @@ class NetnsNetwork:
                 rec.tcp_flows.setdefault(name, {}).update(totals)
             for name, stats in r.get("control_stats", {}).items():
                 rec.control_stats.setdefault(name, {}).update(stats)
+            rec.pgmcc.extend(row for s in r.get("samples", []) for row in s.get("pgmcc", []))
+            rec.pgmcc_switches.extend(r.get("pgmcc_switches", []))
             for k, v in r.get("counts", {}).items():
                 self.counts[k] = self.counts.get(k, 0) + v
         rec.laws.sort(key=lambda row: row.t_ns)
+        rec.pgmcc.sort(key=lambda row: row.t_ns)
+        rec.pgmcc_switches.sort(key=lambda row: row.t_ns)
 
     def end_state(self) -> EndState:
         """What can be known of the network at the end (topo/invariants.py), for the invariants.

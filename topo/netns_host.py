@@ -383,7 +383,9 @@ class NetnsHost:
         if self.tcp is not None:
             sent |= self.tcp.sent()
             received |= self.tcp.received()
-        self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf, "played": played})
+        pgmcc = node.pgmcc.sample(t_ns) if node.pgmcc is not None else []  # the sources' state (pgmcc.csv)
+        self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf, "played": played,
+                             "pgmcc": pgmcc})
 
     def _end(self, t_ns: int) -> None:
         self._sample(t_ns)
@@ -403,6 +405,7 @@ class NetnsHost:
                     "packets": {r.name: r.packets for r in node.records.values()} | tcp.pop("rows"),
                     "counts": self._counts(net, relay), "tcp": tcp,
                     "control_stats": node.control_stats(),
+                    "pgmcc_switches": node.pgmcc.switches() if node.pgmcc is not None else [],
                     "uplink_bytes": node.link.sent_bytes if node.link is not None else 0,  # type: ignore[union-attr]
                     "port_stats": self._port_stats(relay), "host_relay": relay}
 
