@@ -701,7 +701,8 @@ class NetnsNetwork:
                 rec.tcp_flows.setdefault(name, {}).update(totals)
             for name, stats in r.get("control_stats", {}).items():
                 rec.control_stats.setdefault(name, {}).update(stats)
-            rec.pgmcc.extend(row for s in r.get("samples", []) for row in s.get("pgmcc", []))
+            last = {s["t_ns"]: s for s in r.get("samples", [])}  # the end's sample may repeat the last tick's
+            rec.pgmcc.extend(row for s in last.values() for row in s.get("pgmcc", []))
             rec.pgmcc_switches.extend(r.get("pgmcc_switches", []))
             for k, v in r.get("counts", {}).items():
                 self.counts[k] = self.counts.get(k, 0) + v
