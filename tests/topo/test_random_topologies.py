@@ -194,16 +194,17 @@ def test_a_buffer_drained_only_as_fast_as_its_feed_needs_room_for_a_packet() -> 
 
 #: Found by ``make fuzz-topo``: four ALINEA flows of 200-1448 bytes from H1 to H2 down a line whose
 #: S2 - S3 link falls from 20 to 1 Mb/s at 0.7 s (behind a 1 Gb/s S1 - S2 link with a 50 ms buffer).
-#: S2's buffer from S1 drops 21 packets in 1.4 s (seed 1) and the analysis does not warn: its fluid
-#: model holds S2's buffer through the fall (S1's queue, stamped at the old rates, arrives on top).
+#: S2's buffer from S1 drops 21 packets in 1.4 s (seed 1) and the analysis did not warn: the fluid
+#: model filled that buffer only at the end of the run (1.8 packets of fluid lost from 1.40 s), under its
+#: 3-packet tolerance. A buffer the model fills now counts as overflowing (topo.fluid_network.overflows):
+#: warned, on S2's buffer from S1, the one that drops.
 MIXED_LINE_DROP = (Path(__file__).parent / "random_cases" / "mixed-line-capacity-drop.yaml").read_text()
 
 
-@pytest.mark.xfail(raises=AssertionError, strict=False,
-                   reason="open: a 20-fold capacity drop behind a mixed-size line; the fluid model does not see S2 overflow")
 def test_a_twenty_fold_drop_behind_a_mixed_size_line_loses_nothing_unless_warned() -> None:
     verdict = judge(MIXED_LINE_DROP, 1.4, all_alinea=True, source="mixed-line-capacity-drop.yaml")
     assert verdict.problems == []
+    assert verdict.lost == 0 or any(w.startswith("law S1->S2") for w in verdict.warned), verdict.warned
 
 
 #: Found by ``make fuzz-topo``: H1 sends 200- and 1500-byte ALINEA flows to H3 over a 200 Mb/s link
@@ -320,7 +321,7 @@ OPEN_CASES = {
                                   "law answers. A defect of the agent's per-report starved test "
                                   "(controlplane/forecast.py), not physics: 0 lost with starvation remembered "
                                   "over the drain window (a scratch experiment)",
-    "open-head-of-line-fabric.yaml": "S2's FIFO toward S1 (50 Mb/s, full) carries f2 from S4 at ~49 Mb/s; "
+    "open-head-of-line-fabric.yaml": "(0 lost on the shaper queue model) S2's FIFO toward S1 (50 Mb/s, full) carries f2 from S4 at ~49 Mb/s; "
                                      "S5's law holds S2's 14-packet buffer from S5 at 1-6 packets (mean 36 %), "
                                      "its forecast reading 0 and its rate its measured drain plus a bounded "
                                      "step, so S5's flows get 0.2-1.8 Mb/s, less than H3's floor (1 Mb/s, 2 % "
