@@ -128,9 +128,11 @@ fuzz: setup
 	$(PY) -m tests.bench.fuzz --frames 1000000
 
 # Random topologies (tests/topo/topogen.py) in short simulator runs under the invariants; an all-ALINEA
-# one must lose nothing unless the loop analysis warned. Failures kept in build/fuzz-topo/ (about an hour).
+# one must lose nothing unless the loop analysis warned. Each topology runs in a forked child (memory
+# stays bounded). Failures kept in build/fuzz-topo/ (FUZZ_TOPO_OUT: elsewhere, e.g. for a second seed
+# run beside it); 0.5-3 s a topology, by the machine's load.
 fuzz-topo: setup
-	$(PY) -m tests.topo.fuzz_topo --count $(or $(FUZZ_TOPO_COUNT),2000) --seed $(or $(FUZZ_TOPO_SEED),1) --out build/fuzz-topo
+	$(PY) -m tests.topo.fuzz_topo --count $(or $(FUZZ_TOPO_COUNT),2000) --seed $(or $(FUZZ_TOPO_SEED),1) --out $(or $(FUZZ_TOPO_OUT),build/fuzz-topo)
 
 # A second `make demo` reuses the comparison runs in results/demo/runs that this code made (and says
 # so); `make demo DEMO_ARGS=--rerun` simulates them again.
