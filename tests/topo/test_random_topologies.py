@@ -50,6 +50,14 @@ def test_an_alinea_topology_loses_nothing_unless_the_analysis_warned(d: Drawn) -
     _passes(d)
 
 
+@RANDOM
+@given(topologies(budget=CI_BUDGET, max_seconds=CI_SECONDS, shapes=("multicast",)))
+def test_a_random_multicast_tree_keeps_the_invariants(d: Drawn) -> None:
+    """Issue 50: the random checks include multicast groups (a fifth of the shapes above draw one;
+    this property always does, so CI's few examples are sure to)."""
+    _passes(d)
+
+
 # ---- the shapes the analysis missed ----------------------------------------------------------------
 #: Issue 46's binary tree: 7 switches, four leaf senders to one sink at the root, 20 Mb/s links of 2 ms,
 #: 100-packet buffers, gains derived. Two ingress ports feed each middle switch's queue toward the root.

@@ -4,8 +4,9 @@ Why: the shipped files and their tests pass because the metrics and the analysis
 where they were developed; a researcher's own topology is where they break (issue 46). This
 module's hypothesis strategy draws lines, merges, trees and small leaf-spine fabrics, 1-6
 switches deep, links of 1 Mb/s-1 Gb/s and 0.1-20 ms, buffers in packets or as durations, mixed
-packet sizes, several flows per source and per destination, every control and timed rate
-changes, and a run length that keeps each simulator run cheap (``budget`` packet-hops).
+packet sizes, several flows per source and per destination, every control (TCP flows bulk or
+short, of a given size), a multicast group over a tree beside unicast flows, timed rate changes,
+and a run length that keeps each simulator run cheap (``budget`` packet-hops).
 
 The text is what is drawn (not a Topology built in Python), so a failing example is a file a user
 can run: ``hbh run FILE --duration Ns --strict``.
@@ -21,13 +22,15 @@ from hypothesis import strategies as st
 
 from topo.model import CONTROLS
 
-__all__ = ["Drawn", "topologies", "RATES_MBPS", "DELAYS_MS", "SHAPES"]
+__all__ = ["Drawn", "topologies", "RATES_MBPS", "DELAYS_MS", "SHAPES", "TCP_SIZES"]
 
 SHAPES = ("line", "merge", "tree", "fabric", "multicast")
 RATES_MBPS = (1, 2, 5, 10, 20, 50, 100, 200, 500, 1000)
 DELAYS_MS = (0.1, 0.25, 0.5, 1, 2, 5, 10, 20)
 BUFFER_TIMES = ("1ms", "5ms", "20ms", "50ms")
 PACKET_SIZES = (200, 576, 1000, 1448, 1500)
+#: A short TCP flow's size (half the TCP flows are bulk, the others one of these).
+TCP_SIZES = ("3kB", "20kB", "100kB", "500kB")
 #: The controls of a flow; "gcc" is left to its own tests (its own parameters block).
 FLOW_CONTROLS = tuple(c for c in CONTROLS if c != "gcc")
 #: A run is at least this long (s), and at least this many of its slowest path's round trips.
@@ -190,6 +193,8 @@ def _flow_text(draw: st.DrawFn, i: int, src: str, dst: str, control: str, second
     if control == "tcp":
         size = 1448
         keys.append(f"cc: {draw(st.sampled_from(('reno', 'cubic')))}")
+        if draw(st.booleans()):
+            keys.append(f"size: {draw(st.sampled_from(TCP_SIZES))}")
     else:
         keys.append(f"packet_size: {size}B")
     if control == "fixed":
@@ -238,11 +243,14 @@ def _cost(net: _Net, rates: dict[tuple[str, str], float], flows: list[tuple[str,
 
 @st.composite
 def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None = None,
-               max_seconds: float = MAX_SECONDS) -> Drawn:
+               max_seconds: float = MAX_SECONDS, shapes: tuple[str, ...] = SHAPES) -> Drawn:
     """A random topology and a run length whose estimated packet-hops stay near ``budget``.
 
-    ``alinea_only``: every flow ALINEA (True), never all (False), either (None)."""
-    shape = draw(st.sampled_from(SHAPES))
+    ``alinea_only``: every flow ALINEA (True), never all (False), either (None). ``shapes``: the
+    shapes drawn from (all of ``SHAPES`` by default)."""
+    if not shapes or set(shapes) - set(SHAPES):
+        raise ValueError(f"shapes must be some of {SHAPES}, got {shapes!r}")
+    shape = draw(st.sampled_from(shapes))
     depth = draw(st.integers(1, 6))
     net = _SHAPE[shape](draw, depth)
     base_rate = draw(st.sampled_from(RATES_MBPS))
