@@ -94,6 +94,15 @@ CASES = (
          "f1 78 %, f2 54 %", (("loss: 0.4%", "loss: 2%"), ("loss: 1.6%", "loss: 8%"))),
     Case("set2-congestion", "set2-congestion", "set 2, congestion losses: 1 Mb/s 400 ms and 500 kb/s 200 ms paths",
          ("tcp1", "tcp2"), "f1 56 %, f2 96 %"),
+    # set 2 against TCP without SACK: the seed does not say which TCP its set 2 ran (set 1 shows the flavour
+    # alone moves f by about 20 points)
+    Case("set2-low-nosack", "set2-losses", "set 2, low loss, TCP without SACK", ("tcp1", "tcp2"), "f1 82 %, f2 85 %",
+         (("sack: true", "sack: false"),), alinea=False, seeds=False),
+    Case("set2-high-nosack", "set2-losses", "set 2, high loss, TCP without SACK", ("tcp1", "tcp2"),
+         "f1 78 %, f2 54 %", (("loss: 0.4%", "loss: 2%"), ("loss: 1.6%", "loss: 8%"), ("sack: true", "sack: false")),
+         alinea=False, seeds=False),
+    Case("set2-congestion-nosack", "set2-congestion", "set 2, congestion losses, TCP without SACK",
+         ("tcp1", "tcp2"), "f1 56 %, f2 96 %", (("sack: true", "sack: false"),), alinea=False, seeds=False),
     Case("set3", "set3-suppression", "set 3, feedback suppression: MR3 50 ms farther, NAK aggregation", ("tcp",),
          "23 %"),
     Case("set4", "set4-representatives", "set 4, representatives: MR3 200 ms farther, NAK aggregation", ("tcp",),

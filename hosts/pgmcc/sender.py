@@ -75,8 +75,11 @@ class PgmccSender:
     @property
     def rto(self) -> RtoEstimator:
         """The current acker's RTO state. The draft (section 2.7) restarts SRTT and RTTVAR on an acker
-        change unless the sender keeps state for recent ackers: this sender keeps it for every receiver
-        that sent ACKs, so an acker taken back resumes its own estimate."""
+        change unless the sender keeps state for recent ackers. This sender restarts them, from the RTT
+        the electing report measured (RFC 6298 2.2's first sample: RTO = R + max(200 ms, 2R)): state
+        kept since a receiver was last the acker is stale when queues have grown meanwhile (set 2's
+        congestion case: an acker taken back after 10 s with an RTO of 0.8-1.3 s from its old samples,
+        while the report that elected it measured 1.2-1.4 s, timed out before its first ACK)."""
         return self._rto_of(self.acker)
 
     def _rto_of(self, rid: int) -> RtoEstimator:
@@ -141,8 +144,7 @@ class PgmccSender:
             # draft sections 2.3 and 3: an ACK of another receiver (typically the previous acker's, in
             # flight for one RTT after a switch) is a report for the election, never a window update
             self.stale_acks += 1
-            self._rto_of(fb.rid).on_sample(rtt_ns)
-            self._report(now_ns, fb, self._election_rtt(fb, rtt_ns))
+            self._report(now_ns, fb, self._election_rtt(fb, rtt_ns), rtt_ns)
             return
         self.acks += 1
         self.rto.on_sample(rtt_ns)
@@ -154,17 +156,19 @@ class PgmccSender:
 
     def _on_nak(self, now_ns: int, fb: Feedback, rtt_ns: int) -> None:
         self.naks += 1
-        self._report(now_ns, fb, self._election_rtt(fb, rtt_ns))
+        self._report(now_ns, fb, self._election_rtt(fb, rtt_ns), rtt_ns)
         if self.params.repair and fb.nak_seq != NO_SEQ and fb.nak_seq < self.next_data:
             self._ask_repair(now_ns, fb.nak_seq)
 
-    def _report(self, now_ns: int, fb: Feedback, rtt: float) -> None:
+    def _report(self, now_ns: int, fb: Feedback, rtt: float, clock_rtt_ns: int) -> None:
         """A receiver's estimate for the election (draft section 2.3); with no acker, the first report
-        elects (section 2.3.1)."""
+        elects (section 2.3.1). ``rtt`` is the election's (params.rtt), ``clock_rtt_ns`` the clock's."""
         self.receivers[fb.rid] = (fb.p, rtt)
         first = self.acker == 0
         if not self.election.on_report(now_ns, fb.rid, fb.p, rtt):
             return
+        est = self._rtos[fb.rid] = RtoEstimator()  # the new acker's timer starts from this report's RTT
+        est.on_sample(clock_rtt_ns)
         if first:
             # what went out while there was no acker can never be acknowledged: start the loop now
             self.window.inflight.clear()

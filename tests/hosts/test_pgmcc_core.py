@@ -281,15 +281,43 @@ def test_nothing_is_acked_before_an_acker_and_the_first_report_elects_and_restar
 @pytest.mark.parametrize("fixed", [None, 3 * S])
 def test_a_timeout_returns_to_one_packet(fixed: int | None) -> None:
     s = PgmccSender(PgmccParams(timeout_ns=fixed))
-    s.on_feedback(0, Feedback(NAK, 1, 0, 0.0, 0, 0))
-    s.take(0)
+    s.take(0)  # before any report: no acker, RFC 6298's initial RTO
+    assert s.next_timer_ns() == (fixed if fixed else 1 * S)
+    s.on_feedback(50 * MS, Feedback(NAK, 1, 0, 0.0, 0, 0))  # elects 1; it measured 50 ms
+    s.take(50 * MS)
     deadline = s.next_timer_ns()
-    assert deadline == (fixed if fixed else 1 * S)  # RFC 6298's initial RTO before any sample
+    assert deadline == 50 * MS + (fixed if fixed else 250 * MS)  # R + max(200 ms, 2R) from the report's R
     s.on_timer(deadline - 1)
     assert s.timeouts == 0
     s.on_timer(deadline)
     assert s.timeouts == 1 and s.window.cwnd == 1 and s.can_send()
-    assert s.initial_rto_timeouts == (0 if fixed else 1)  # armed before any RTT sample
+    assert s.initial_rto_timeouts == 0
+
+
+def test_a_timeout_before_any_report_is_counted_as_armed_from_the_initial_rto() -> None:
+    s = PgmccSender()
+    s.take(0)
+    s.on_timer(1 * S)
+    assert s.timeouts == 1 and s.initial_rto_timeouts == 1 and s.acker == 0
+
+
+def test_a_new_ackers_timer_starts_from_the_rtt_its_electing_report_measured() -> None:
+    """Not from state kept since it was last the acker: its path's queue may have grown since (draft
+    section 2.7 restarts SRTT and RTTVAR on a change of acker; RFC 6298 2.2 starts them from one sample)."""
+    s = PgmccSender()
+    s.on_feedback(100 * MS, Feedback(NAK, 2, 0, 0.05, 0, 0))
+    t = 100 * MS
+    for _ in range(30):  # receiver 2 acks every packet 100 ms later: a tight RTO
+        tx = s.take(t)
+        t += 100 * MS
+        s.on_feedback(t, Feedback(ACK, 2, tx.tx_seq, 0.05, t - 100 * MS, 0, mask=0xFFFF_FFFF))
+    assert s.rto.rto_ns < 400 * MS
+    s.on_feedback(t, Feedback(NAK, 1, 0, 0.5, t - 200 * MS, 0, nak_seq=NO_SEQ))  # 1 far worse: takes over
+    assert s.acker == 1
+    s.on_feedback(t + 1 * S, Feedback(NAK, 2, 0, 0.9, t - 200 * MS, 0, nak_seq=NO_SEQ))  # 2 back, at 1.2 s
+    assert s.acker == 2 and s.rto.srtt_ns == 1200 * MS
+    tx = s.take(t + 1 * S)
+    assert tx.tag.acker == 2 and s.next_timer_ns() == t + 1 * S + 1200 * MS + 2400 * MS
 
 
 def test_two_successive_timeouts_drop_the_acker_and_the_receivers_elect_again() -> None:
