@@ -336,6 +336,10 @@ OPEN_CASES = {
                                      "of its link): S5's buffer from H3 overflows from 2 s. The fluid model "
                                      "settles that buffer at its target, floor_check reads S5's path at its "
                                      "links' rates",
+    "open-burst-brake-merge.yaml": "as open-grant-burst-line: S2 (100 Mb/s toward S3, whose drain is 10 Mb/s) "
+                                   "reads 3-10 packets in S3's buffer in bursts and takes it as regulated; S2's "
+                                   "buffer from S1 drops 22 (0 on the shaper, 0 with starvation remembered over "
+                                   "the drain window in a scratch run)",
     "open-host-nic-rate-fall.yaml": "a host's NIC queue keeps its frames at the old rate after a link_rate "
                                     "event (engine InMemoryLink times frames at hand-over)",
     "open-unclassified-short-run.yaml": "as open-grant-burst-line: S2's agent reads 8 packets in S3's buffer "
