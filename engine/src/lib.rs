@@ -21,6 +21,8 @@ mod link;
 mod linkport;
 mod p4cells;
 mod p4fuse;
+mod p4rtfront;
+mod p4rtwrite;
 mod p4tables;
 mod p4vm;
 mod pre;
@@ -71,6 +73,8 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<tm::TrafficManager>()?;
     m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
     m.add_class::<p4vm::P4Program>()?;
+    m.add_class::<p4rtfront::P4RuntimeFront>()?;
+    m.add_class::<p4rtwrite::TableWritePlan>()?;
     m.add_class::<p4cells::Cells>()?;
     m.add_class::<pre::Pre>()?;
     m.add_class::<v1walk::V1Walk>()?;

@@ -196,16 +196,18 @@ class P4RuntimeCore:
             resp.config.cookie.CopyFrom(cfg.cookie)
         return resp
 
-    def write(self, req: pb.WriteRequest) -> pb.WriteResponse:
-        """The whole batch in one call (the simulation and in-process clients)."""
-        steps = self.write_steps(req)
+    def write(self, req: pb.WriteRequest, raw: bytes | None = None) -> pb.WriteResponse:
+        """The whole batch in one call (the simulation and in-process clients); ``raw``: the
+        request's wire bytes, when the caller has them (the engine then decodes table entries)."""
+        steps = self.write_steps(req, raw=raw)
         while True:
             try:
                 next(steps)
             except StopIteration as done:
                 return done.value
 
-    def write_steps(self, req: pb.WriteRequest, slice_ns: int | None = None) -> Generator[None, None, pb.WriteResponse]:
+    def write_steps(self, req: pb.WriteRequest, slice_ns: int | None = None,
+                    raw: bytes | None = None) -> Generator[None, None, pb.WriteResponse]:
         """A Write as a generator that yields after every ``slice_ns`` of work (never for
         DATAPLANE_ATOMIC): the gRPC binding runs one slice per switch-loop turn, so ports are
         served between slices and a 10,000-update batch does not stop forwarding for a second.
@@ -228,8 +230,10 @@ class P4RuntimeCore:
             fast = self._fast
             if fast is None or fast.state is not st:
                 fast = self._fast = FastWriter(st)
-            for update in req.updates:
-                undo = fast.apply(update)
+            decoded = fast.decode(raw)
+            apply = fast.apply if decoded is None else fast.apply_decoded
+            for update in req.updates if decoded is None else decoded:
+                undo = apply(update)
                 if undo is None:
                     for u in reversed(undos):
                         u()

@@ -55,6 +55,14 @@ class _Plan:
         self.resources = table.info.direct_counter is not None or table.info.direct_meter is not None
 
 
+def _engine() -> Any:
+    try:
+        import hbh_engine
+    except ImportError:
+        return None
+    return hbh_engine
+
+
 def _plannable(table: TableState) -> bool:
     info = table.info
     return (
@@ -71,6 +79,32 @@ class FastWriter:
     def __init__(self, st: RuntimeState) -> None:
         self.state = st
         self.plans = {tid: _Plan(st, t) for tid, t in st.tables.items() if _plannable(t)}
+        #: the engine's decoder of these tables' updates (None: an engine without it)
+        self.wire: Any = None
+        plan_class = getattr(_engine(), "TableWritePlan", None)
+        if plan_class is not None:
+            self.wire = plan_class(
+                {
+                    tid: (
+                        [(f.id, int(f.kind), f.bitwidth) for f in p.table.fields],
+                        {
+                            aid: [
+                                (pid, width)
+                                for pid, (_i, width) in sorted(params.items(), key=lambda kv: kv[1][0])
+                            ]
+                            for aid, (params, _n) in p.actions.items()
+                        },
+                    )
+                    for tid, p in self.plans.items()
+                }
+            )
+
+    def decode(self, raw: bytes | None) -> list[tuple] | None:
+        """The updates of a WriteRequest's wire bytes decoded by the engine (``TableWritePlan``),
+        for :meth:`apply_decoded`; None: decode them in Python (:meth:`apply`)."""
+        if raw is None or self.wire is None:
+            return None
+        return self.wire.decode(raw)
 
     def apply(self, update: pb.Update) -> Undo | None:
         """Apply ``update`` and return its undo, or None (nothing changed) if the general path
@@ -92,29 +126,51 @@ class FastWriter:
         found = self._match(plan, te)
         if found is None:
             return None
-        canon, masks, masked, rank = found
+        utype = update.type
+        call = None
+        if utype != DELETE and te.HasField("action"):
+            call = self._action(plan, te.action)
+        return self._apply(plan, utype, *found, call, te.controller_metadata, te.metadata)
+
+    def apply_decoded(self, d: tuple) -> Undo | None:
+        """:meth:`apply` of an update :meth:`decode` gave."""
+        utype, tid, fields, masks, masked, rank, action, controller_metadata, metadata = d
+        canon = tuple(
+            None if f is None else Exact(f[1]) if f[0] == _EXACT else Lpm(f[1], f[2]) for f in fields
+        )
+        call = None if action is None else ActionCall(action[0], action[1])
+        return self._apply(
+            self.plans[tid], utype, canon, masks, masked, rank, call, controller_metadata, metadata
+        )
+
+    @staticmethod
+    def _apply(
+        plan: _Plan,
+        utype: int,
+        canon: tuple,
+        masks: tuple,
+        masked: tuple,
+        rank: int,
+        call: ActionCall | None,
+        controller_metadata: int,
+        metadata: bytes,
+    ) -> Undo | None:
         table = plan.table
         key = (canon, 0)
-        utype = update.type
         if utype == DELETE:
             entry = table._entries.get(key)
             if entry is None or entry.is_const:
                 return None
             table.discard(entry)
             return lambda: table.restore(entry)
-        if utype != INSERT and utype != MODIFY:
-            return None
-        if not te.HasField("action"):
-            return None
-        call = self._action(plan, te.action)
-        if call is None:
+        if (utype != INSERT and utype != MODIFY) or call is None:
             return None
         if utype == INSERT:
             if key in table._entries or 0 < table.info.size <= len(table._entries):
                 return None
             entry = TableEntry(table.id, canon, 0, call)
-            entry.controller_metadata = te.controller_metadata
-            entry.metadata = te.metadata
+            entry.controller_metadata = controller_metadata
+            entry.metadata = metadata
             if plan.resources:
                 table._set_resources(entry, None, None, initial=True)
             table.add_indexed(entry, masks, masked, rank)
@@ -124,8 +180,8 @@ class FastWriter:
             return None
         snap = entry.snapshot()
         table._replace_action(entry, call)
-        entry.controller_metadata = te.controller_metadata
-        entry.metadata = te.metadata
+        entry.controller_metadata = controller_metadata
+        entry.metadata = metadata
         entry.idle_timeout_ns = 0
         if plan.resources:
             table._set_resources(entry, None, None, initial=False)

@@ -17,6 +17,14 @@ buffered by the thousand. When a stream ends (the client closed it, or died: the
 closes its socket), its session is closed at once, so a dead primary's queued messages are
 dropped and its election id is free again.
 
+With the compiled front end (``front="compiled"``, the default when the engine has it and
+``HBH_P4RT=python`` is not set: issue 49), the engine's ``P4RuntimeFront`` (tonic,
+engine/src/p4rtfront.rs) listens on the address instead: it answers Write by handing the
+request's bytes to :meth:`P4RuntimeServer.write_bytes` on a thread of its own (the core still
+runs on the switch loop, lent or submitted as here), and hands every other RPC byte for byte
+to this grpcio server, which then listens on a loopback port only the front end knows. Why: the
+grpcio server's cost per RPC was more than a whole one-update Write costs simple_switch_grpc.
+
 Listens only on the given address (loopback by default), without SO_REUSEPORT: grpcio sets
 it by default, and two switches on one port would then share the clients silently; a busy
 port is a :class:`ServerBindError`, found by a plain socket before gRPC tries (so gRPC
@@ -44,7 +52,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from runtime import heap
 
-from .core import P4RuntimeCore
+from .core import P4RuntimeCore, python_only
 from .errors import P4RuntimeError
 
 log = logging.getLogger(__name__)
@@ -76,6 +84,8 @@ class SerialCaller:
 
 
 _MORE = object()
+#: the name Python gives the compiled front end's threads (they are the engine's: "Dummy-N" else)
+FRONT_THREAD = "p4rt-front"
 #: Writes of at most this many updates are applied in one loop call, not sliced: a slice is 2 ms
 #: of loop time, and so few updates take well under that, so the Task and shield of a sliced
 #: Write would only add hand-offs to the path most controllers use (one update per Write)
@@ -101,15 +111,23 @@ def _run_now(fn: Callable[[], Any]) -> Future:
     return future
 
 
+def _status_details(err: P4RuntimeError) -> bytes:
+    """grpc-status-details-bin of ``err``: a google.rpc.Status with its p4.v1.Error details (b"": none)."""
+    if not err.details:
+        return b""
+    status = status_pb2.Status(code=int(err.code), message=err.message)
+    for d in err.details:
+        packed = any_pb2.Any()
+        packed.Pack(d)
+        status.details.append(packed)
+    return status.SerializeToString()
+
+
 async def _fail(context: grpc.aio.ServicerContext, err: P4RuntimeError) -> None:
     """End the RPC with err's code; per-item p4.v1.Error go in grpc-status-details-bin."""
-    if err.details:
-        status = status_pb2.Status(code=int(err.code), message=err.message)
-        for d in err.details:
-            packed = any_pb2.Any()
-            packed.Pack(d)
-            status.details.append(packed)
-        context.set_trailing_metadata((("grpc-status-details-bin", status.SerializeToString()),))
+    details = _status_details(err)
+    if details:
+        context.set_trailing_metadata((("grpc-status-details-bin", details),))
     await context.abort(_GRPC_CODE[int(err.code)], err.message)
 
 
@@ -179,10 +197,13 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
                                 f"too many open StreamChannels ({srv.open_streams}; at most {srv.max_streams})")
         srv.open_streams += 1
+        front_id = srv.front_stream_id(context)
         try:
             outbox = _Outbox(asyncio.get_running_loop(), srv)
             session = await self._call(lambda: self._core.open_stream(outbox.send, wire=True), context)
             reader = asyncio.create_task(self._read_stream(request_iterator, session, outbox))
+            if front_id is not None:
+                srv.front_streams[front_id] = (session, outbox)
             try:
                 async for item in outbox.items():
                     if isinstance(item, _Abort):
@@ -194,6 +215,8 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 srv.submit(lambda: self._core.close_stream(session))  # at once: frees a dead primary's id
         finally:
             srv.open_streams -= 1
+            if front_id is not None:
+                srv.front_streams.pop(front_id, None)
 
     async def _read_stream(self, requests: AsyncIterator[pb.StreamMessageRequest], session: Any,
                            outbox: _Outbox) -> None:
@@ -295,8 +318,13 @@ class P4RuntimeServer:
     def __init__(self, core: P4RuntimeCore, address: str = "127.0.0.1:9559",
                  run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
                  submit: Submit | None = None, try_call: TryCall | None = None, max_streams: int = 1024, max_queue: int = 4096,
-                 stream_batch: int = 64, write_slice_ns: int = 2_000_000) -> None:
+                 stream_batch: int = 64, write_slice_ns: int = 2_000_000, front: str | None = None) -> None:
         self.core = core
+        self.front = front_kind(front)
+        self._front: Any = None  # hbh_engine.P4RuntimeFront while it serves
+        self.backend_port: int | None = None  # the grpcio server's own port behind the front end
+        #: the front end's StreamChannels by its id for them: (session, outbox) (stream_gone)
+        self.front_streams: dict[int, tuple[Any, _Outbox]] = {}
         self.address = address
         self._pool: ThreadPoolExecutor | None = None
         if submit is None and run_in_loop is not None:
@@ -338,20 +366,87 @@ class P4RuntimeServer:
         problem = _bind_problem(self.address)
         if problem is not None:
             raise problem
+        compiled = self.front == "compiled"
+        listen = "127.0.0.1:0" if compiled else self.address
         loop = asyncio.new_event_loop()
         thread = threading.Thread(target=loop.run_forever, name="p4rt-grpc", daemon=True)
         thread.start()
+        front = server = None
         try:
-            server, port = asyncio.run_coroutine_threadsafe(self._serve(), loop).result(timeout=30)
+            server, port = asyncio.run_coroutine_threadsafe(self._serve(listen), loop).result(timeout=30)
+            if compiled:
+                import hbh_engine
+
+                self.backend_port = port
+                front = hbh_engine.P4RuntimeFront(_numeric_address(self.address), f"127.0.0.1:{port}",
+                                                  self.write_bytes, self.stream_gone)
+                port = front.start()
         except BaseException:
+            if server is not None:  # the front end could not start: nothing serves
+                asyncio.run_coroutine_threadsafe(server.stop(None), loop).result(timeout=5)
             loop.call_soon_threadsafe(loop.stop)
             thread.join(5)
             loop.close()
             raise
-        self._server, self.port, self._loop, self._thread = server, port, loop, thread
+        self._server, self.port, self._loop, self._thread, self._front = server, port, loop, thread, front
         return port
 
-    async def _serve(self) -> tuple[grpc.aio.Server, int]:
+    def write_bytes(self, raw: bytes) -> bytes | tuple[int, str, bytes]:
+        """A Write for the compiled front end, on one of its threads: the response's bytes, or
+        ``(code, message, grpc-status-details-bin)``. The same steps as the grpcio Write (lent
+        or submitted to the switch loop, sliced past WHOLE_WRITE_UPDATES); the front end runs
+        Writes and pipeline changes one at a time, and finishes a Write whose client left."""
+        me = threading.current_thread()
+        if me.name != FRONT_THREAD and isinstance(me, threading._DummyThread):  # the engine's thread: named once
+            me.name = FRONT_THREAD
+        try:
+            req = pb.WriteRequest.FromString(raw)
+        except Exception:  # noqa: BLE001 - what grpcio answers a request it cannot parse
+            return (int(grpc.StatusCode.INTERNAL.value[0]), "Exception deserializing request!", b"")
+        try:
+            if len(req.updates) <= WHOLE_WRITE_UPDATES:
+                resp = self._wait(lambda: self.core.write(req, raw), lend=True)
+            else:
+                steps = self.core.write_steps(req, self.write_slice_ns, raw)
+                with heap.collector_paused():
+                    resp = self._wait(lambda: _step(steps))
+                    while resp is _MORE:
+                        resp = self._wait(lambda: _step(steps))
+            return resp.SerializeToString()
+        except P4RuntimeError as e:
+            return (int(e.code), e.message, _status_details(e))
+        except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
+            log.exception("P4Runtime handler failed")
+            return (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
+
+    def front_stream_id(self, context: Any) -> int | None:
+        """The front end's id of a StreamChannel it hands on (its ``hbh-front-stream`` header)."""
+        if self._front is None and self.front != "compiled":
+            return None
+        for key, value in context.invocation_metadata() or ():
+            if key == "hbh-front-stream":
+                return int(value)
+        return None
+
+    def stream_gone(self, front_id: int) -> None:
+        """The front end's client of StreamChannel ``front_id`` left before its answers ended (it
+        cancelled, or its connection died): its session ends now, as when it was grpcio's client
+        (a dead primary's queued messages dropped, its election id free), not once the messages
+        still on their way through the front end have reached this server."""
+        found = self.front_streams.pop(front_id, None)
+        if found is not None:
+            session, outbox = found
+            outbox.closed = True
+            self.submit(lambda: self.core.close_stream(session))
+
+    def _wait(self, fn: Callable[[], T], lend: bool = False) -> T:
+        """:meth:`run` for a thread that may block: ``fn()`` on the switch state, its result."""
+        future = self.try_call(fn) if lend else None
+        if future is None:
+            future = self.submit(fn)
+        return future.result()
+
+    async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0)])
         servicer = _Servicer(self)
         # one handler for the whole service, with the serialisers the servicer needs: Read's answers
@@ -371,13 +466,13 @@ class P4RuntimeServer:
         }
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("p4.v1.P4Runtime", handlers),))
         try:
-            port = server.add_insecure_port(self.address)
+            port = server.add_insecure_port(address)
         except RuntimeError:  # grpcio says only "Failed to bind"; find out why
             port = 0
         if port == 0:
             await server.stop(None)
-            raise _bind_problem(self.address) or ServerBindError(
-                f"P4Runtime server cannot listen on {self.address}: gRPC could not bind it "
+            raise _bind_problem(address) or ServerBindError(
+                f"P4Runtime server cannot listen on {address}: gRPC could not bind it "
                 "(GRPC_VERBOSITY=debug shows its reason)")
         await server.start()
         return server, port
@@ -387,6 +482,9 @@ class P4RuntimeServer:
         if server is None or loop is None or thread is None:
             return
         self._server = None
+        front, self._front = self._front, None
+        if front is not None:  # first: it ends the calls it hands on
+            front.stop()
         try:
             asyncio.run_coroutine_threadsafe(server.stop(grace), loop).result(timeout=(grace or 0) + 5)
         finally:
@@ -396,6 +494,38 @@ class P4RuntimeServer:
                 loop.close()
             if self._pool is not None:
                 self._pool.shutdown(wait=False)
+
+
+def front_kind(front: str | None) -> str:
+    """``"compiled"`` or ``"python"``: the front end a P4RuntimeServer gets. None: compiled when
+    the engine has it and ``HBH_P4RT=python`` is not set."""
+    if front is None:
+        if python_only():
+            return "python"
+        try:
+            import hbh_engine
+        except ImportError:
+            return "python"
+        return "compiled" if hasattr(hbh_engine, "P4RuntimeFront") else "python"
+    if front not in ("compiled", "python"):
+        raise ValueError(f"P4Runtime front end {front!r}: expected 'compiled' or 'python'")
+    if front == "compiled":
+        import hbh_engine
+
+        if not hasattr(hbh_engine, "P4RuntimeFront"):
+            raise RuntimeError("the compiled P4Runtime front end needs an engine built with it: run make engine")
+    return front
+
+
+def _numeric_address(address: str) -> str:
+    """``address`` with its host resolved (the front end binds a numeric address), as
+    grpcio would bind its first address: ``localhost:9559`` -> ``127.0.0.1:9559``."""
+    host, _, port = address.rpartition(":")
+    host = host.strip("[]") or "0.0.0.0"
+    family, _kind, _proto, _name, sockaddr = socket.getaddrinfo(
+        host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+    ip = sockaddr[0]
+    return f"[{ip}]:{sockaddr[1]}" if family == socket.AF_INET6 else f"{ip}:{sockaddr[1]}"
 
 
 def _stream_bytes(msg: pb.StreamMessageResponse | bytes) -> bytes:

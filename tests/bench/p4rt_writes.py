@@ -1,6 +1,7 @@
 """P4Runtime Write throughput measured the way a controller writes.
 
-    python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--bmv2] [--pin]
+    python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--bmv2]
+                                      [--python-path] [--pin]
 
 Why its own module: the figure that matters to a user is what a controller sees over gRPC,
 not the in-process core. So a ``p4switch`` process runs ``p4src/alinea.p4`` (no ports needed),
@@ -10,8 +11,9 @@ update per Write and 100 per Write (at least 100 Writes a round: the 1000 entrie
 over for the second), deleting them again between passes. Rounds of the two
 batch sizes alternate, so machine load drifts hit both alike; the median round is reported.
 Other servers measured beside it (empty ones - grpcio's and a Go one, tests/bench/p4rt_floor*
-- and the p4switch of an earlier commit) are started at the same time and take their rounds in
-turn with it, for the same reason.
+-, the p4switch of an earlier commit, the real BMv2, and this p4switch on its Python-only path,
+``HBH_P4RT=python``: the grpcio server and the general write path) are started at the same time
+and take their rounds in turn with it, for the same reason.
 """
 
 from __future__ import annotations
@@ -170,18 +172,38 @@ def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: obj
 
 
 @contextlib.contextmanager
-def p4switch_server(tree: Path = ROOT, cpu: int | None = None) -> Iterator[str]:
-    """A p4switch process of the checkout at ``tree`` (alinea.p4, no ports, on ``cpu`` if given);
-    yields its address."""
+def p4switch_server(tree: Path = ROOT, cpu: int | None = None, env: dict[str, str] | None = None) -> Iterator[str]:
+    """A p4switch process of the checkout at ``tree`` (alinea.p4, no ports, on ``cpu`` if given,
+    with ``env`` added to its environment); yields its address."""
     from tests.switch.netns import SwitchProcess
 
     with tempfile.TemporaryDirectory(prefix="p4rtw") as tmp:
-        sw = SwitchProcess(["--log-level", "warn", str(tree / "p4src" / "alinea.p4")],
-                           str(Path(tmp) / "p4switch.log"), cpu=cpu, cwd=str(tree)).start(timeout=START_TIMEOUT_S)
+        with _environment(env or {}):  # only while it starts: the next servers get their own
+            sw = SwitchProcess(["--log-level", "warn", str(tree / "p4src" / "alinea.p4")],
+                               str(Path(tmp) / "p4switch.log"), cpu=cpu, cwd=str(tree)).start(timeout=START_TIMEOUT_S)
         try:
             yield sw.grpc_addr
         finally:
             sw.stop()
+
+
+@contextlib.contextmanager
+def _environment(env: dict[str, str]) -> Iterator[None]:
+    """``env`` in os.environ while the block starts a process (SwitchProcess inherits it)."""
+    before = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield
+    finally:
+        for k, v in before.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+#: the environment of a p4switch on its Python-only P4Runtime path (grpcio server, general writes)
+PYTHON_PATH = {"HBH_P4RT": "python"}
 
 
 @contextlib.contextmanager
@@ -340,6 +362,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure the p4switch of commit REV (repeatable), alternated with this one")
     p.add_argument("--bmv2", action="store_true",
                    help="also measure the real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json")
+    p.add_argument("--python-path", action="store_true",
+                   help="also measure this p4switch on its Python-only path (HBH_P4RT=python)")
     p.add_argument("--pin", action="store_true",
                    help="client on CPU 0, every server on CPU 1 (steadier figures than the OS's placement)")
     args = p.parse_args(argv)
@@ -349,6 +373,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pin needs CPUs 0 and 1")
     cpu, client = (1, {0}) if args.pin else (None, None)
     servers: dict[str, AbstractContextManager[str]] = {"p4switch": p4switch_server(cpu=cpu)}
+    if args.python_path:
+        servers["p4switch, HBH_P4RT=python"] = p4switch_server(cpu=cpu, env=PYTHON_PATH)
     for rev in args.baseline:
         servers[f"p4switch at {rev}"] = commit_server(rev, cpu)
     if args.bmv2:

@@ -532,13 +532,16 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
 
 def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | None, where: str,
                 cpu: int | None, client: set[int] | None) -> None:
-    """Today's p4switch, the one before issue 9 and the empty servers, started together and
+    """Today's p4switch, on its own Python-only path, the one before issue 9, the empty servers and
+    BMv2 when it is on PATH, started together and
     measured in turn by the same client (tests/bench/p4rt_writes.py)."""
     from tests.bench import p4rt_writes as pw
     from tests.switch.simnet import program
 
     labels = {"p4switch": ""}
     servers = {"p4switch": pw.p4switch_server(cpu=cpu)}
+    labels["python"] = " of this p4switch on its Python-only path (HBH_P4RT=python: grpcio server, general writes)"
+    servers["python"] = pw.p4switch_server(cpu=cpu, env=pw.PYTHON_PATH)
     if base is not None:
         labels["base"] = f" of the p4switch before issue 9 (commit {base[:10]})"
         servers["base"] = pw.commit_server(base, cpu)

@@ -11,11 +11,14 @@ timeouts, another entity, and every atomicity.
 
 from __future__ import annotations
 
+import hbh_engine
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from p4.v1 import p4runtime_pb2 as pb
 
 from p4switch.p4runtime import NullDevice, P4RuntimeCore, P4RuntimeError
+from p4switch.p4runtime.fast_writes import FastWriter
 from tests.p4runtime.helpers import Client, b
 from tests.p4runtime.p4info_builder import EXACT, LPM, RANGE, TERNARY, P4InfoBuilder
 
@@ -194,9 +197,15 @@ _WRITES = st.lists(
 )
 
 
-def _outcome(client: Client, updates: list[pb.Update], atomicity: int) -> tuple:
+def _outcome(client: Client, updates: list[pb.Update], atomicity: int, wire: bool = False) -> tuple:
+    """The Write's answer; ``wire``: with its bytes, which the engine decodes (TableWritePlan)."""
+    req = client._stamp(pb.WriteRequest(atomicity=atomicity))
+    req.updates.extend(updates)
     try:
-        return ("ok", client.write(*updates, atomicity=atomicity).SerializeToString())
+        return (
+            "ok",
+            client.core.write(req, raw=req.SerializeToString() if wire else None).SerializeToString(),
+        )
     except P4RuntimeError as e:
         return ("error", int(e.code), e.message, [(d.canonical_code, d.message) for d in e.details])
 
@@ -236,12 +245,23 @@ def _hits(core: P4RuntimeCore) -> list:
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(_WRITES)
 def test_same_outcomes_and_reads(writes) -> None:
-    (fast_core, fast), (slow_core, slow) = _core(True), _core(False)
+    (fast_core, fast), (slow_core, slow), (wire_core, wire) = _core(True), _core(False), _core(True)
     for updates, atomicity in writes:
-        assert _outcome(fast, updates, atomicity) == _outcome(slow, updates, atomicity)
-        assert _entries(fast) == _entries(slow)
-        assert _hits(fast_core) == _hits(slow_core)
+        expected = _outcome(slow, updates, atomicity)
+        assert _outcome(fast, updates, atomicity) == expected
+        assert _outcome(wire, updates, atomicity, wire=True) == expected
+        assert _entries(fast) == _entries(slow) == _entries(wire)
+        assert _hits(fast_core) == _hits(slow_core) == _hits(wire_core)
     assert fast_core.fast_writes and not slow_core.fast_writes
+
+
+def _lpm_insert(i: int) -> pb.Update:
+    te = pb.TableEntry(table_id=IDS["lpm"])
+    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(0x0A000000 | i << 8), prefix_len=24))
+    te.action.action.action_id = IDS["forward"]
+    te.action.action.params.add(param_id=1, value=b(2))
+    te.action.action.params.add(param_id=2, value=b(0xAABB))
+    return pb.Update(type=pb.Update.INSERT, entity=pb.Entity(table_entry=te))
 
 
 def test_plain_writes_take_the_one_pass_path(monkeypatch) -> None:
@@ -252,16 +272,36 @@ def test_plain_writes_take_the_one_pass_path(monkeypatch) -> None:
     monkeypatch.setattr(
         core_mod, "apply_update", lambda *a: (_ for _ in ()).throw(AssertionError("general path"))
     )
-    ups = []
-    for i in range(4):
-        te = pb.TableEntry(table_id=IDS["lpm"])
-        te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(0x0A000000 | i << 8), prefix_len=24))
-        te.action.action.action_id = IDS["forward"]
-        te.action.action.params.add(param_id=1, value=b(2))
-        te.action.action.params.add(param_id=2, value=b(0xAABB))
-        ups.append(pb.Update(type=pb.Update.INSERT, entity=pb.Entity(table_entry=te)))
-    client.write(*ups)
+    client.write(*[_lpm_insert(i) for i in range(4)])
     assert len(client.read(pb.Entity(table_entry=pb.TableEntry(table_id=IDS["lpm"])))) == 4
+
+
+@pytest.mark.skipif(
+    not hasattr(hbh_engine, "TableWritePlan"), reason="an engine without TableWritePlan (make engine)"
+)
+def test_engine_decodes_plain_requests() -> None:
+    """The engine's decoder takes a plain request, and leaves to Python what it does not know."""
+    core, client = _core(True)
+    ups = [_lpm_insert(i) for i in range(3)]
+    req = client._stamp(pb.WriteRequest(updates=ups))
+    st = core.device.state
+    wire = FastWriter(st)
+    decoded = wire.decode(req.SerializeToString())
+    assert decoded is not None and len(decoded) == 3
+    assert decoded[0][:6] == (
+        pb.Update.INSERT,
+        IDS["lpm"],
+        ((3, 0x0A000000, 24),),
+        (0xFFFFFF00,),
+        (0x0A000000,),
+        24,
+    )
+    assert decoded[0][6] == (IDS["forward"], (2, 0xAABB))
+    ups[
+        1
+    ].entity.table_entry.counter_data.packet_count = 1  # left to Python, which leaves it to the general path
+    assert wire.decode(pb.WriteRequest(updates=ups).SerializeToString()) is None
+    assert wire.decode(b"\xff\xff") is None
 
 
 def test_python_only_env_turns_it_off(monkeypatch) -> None:

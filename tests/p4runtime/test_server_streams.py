@@ -265,12 +265,13 @@ def test_short_writes_run_on_the_grpc_thread_when_the_loop_sleeps_long_ones_on_t
                 return done.value
             yield item
 
-    monkeypatch.setattr(srv.core, "write", lambda req: (threads.append(threading.current_thread().name), write(req))[1])
+    monkeypatch.setattr(srv.core, "write", lambda req, *raw: (threads.append(threading.current_thread().name),
+                                                             write(req, *raw))[1])
     monkeypatch.setattr(srv.core, "write_steps", steps)
     with _primary(addr) as stub:
         time.sleep(0.05)  # the loop sleeps: nothing to do
         stub.Write(_write_of([pb.Update.INSERT]), timeout=10)
-        assert threads and set(threads) == {"p4rt-grpc"}
+        assert threads and set(threads) == {"p4rt-front" if srv.front == "compiled" else "p4rt-grpc"}
         threads.clear()
         stub.Write(_write_of([pb.Update.MODIFY] * 2_000), timeout=60)
     assert threads and set(threads) == {"p4switch-loop"}
@@ -295,7 +296,7 @@ def test_the_collector_is_off_while_a_sliced_write_applies(served, monkeypatch):
                 return done.value
             yield item
 
-    monkeypatch.setattr(srv.core, "write", lambda req: (seen.append(gc.isenabled()), write(req))[1])
+    monkeypatch.setattr(srv.core, "write", lambda req, *raw: (seen.append(gc.isenabled()), write(req, *raw))[1])
     monkeypatch.setattr(srv.core, "write_steps", steps)
     assert gc.isenabled()
     with _primary(addr) as stub:

@@ -1,0 +1,161 @@
+"""The compiled P4Runtime front end (engine/src/p4rtfront.rs) against the grpcio server alone.
+
+The same controller session goes to a P4RuntimeServer with each front end: every answer a
+client sees (responses, codes, messages, the per-update errors in grpc-status-details-bin, Read
+results, arbitration updates) must be the same. The rest of tests/p4runtime/ runs on the default
+front end (the compiled one when the engine has it); ``HBH_P4RT=python`` runs it on grpcio's.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+
+import grpc
+import pytest
+from google.rpc import status_pb2
+from p4.v1 import p4runtime_pb2 as pb
+from p4.v1 import p4runtime_pb2_grpc
+
+from p4switch.p4runtime import NullDevice, P4RuntimeCore
+from p4switch.p4runtime.server import P4RuntimeServer, front_kind
+from tests.p4runtime.helpers import b
+from tests.p4runtime.p4info_builder import demo_p4info
+
+try:
+    front_kind("compiled")
+    COMPILED = True
+except RuntimeError:
+    COMPILED = False
+
+FPC = pb.SetForwardingPipelineConfigRequest
+
+
+def _outcome(fn, *args):
+    try:
+        resp = fn(*args, timeout=30)
+    except grpc.RpcError as e:
+        details = [(d.code, d.message, [x.SerializeToString() for x in d.details]) for d in _status(e)]
+        return ("error", e.code(), e.details(), details)
+    if hasattr(resp, "__iter__") and not hasattr(resp, "SerializeToString"):
+        return ("ok", sorted(x.SerializeToString(deterministic=True) for r in resp for x in r.entities))
+    return ("ok", resp.SerializeToString(deterministic=True))
+
+
+def _status(e: grpc.RpcError) -> list:
+    for key, value in e.trailing_metadata() or ():
+        if key == "grpc-status-details-bin":
+            return [status_pb2.Status.FromString(value)]
+    return []
+
+
+class _Stream:
+    def __init__(self, stub, election: int) -> None:
+        self.out: queue.Queue = queue.Queue()
+        self.got: queue.Queue = queue.Queue()
+        self.call = stub.StreamChannel(iter(self.out.get, None))
+        threading.Thread(target=self._read, daemon=True).start()
+        arb = pb.MasterArbitrationUpdate(device_id=1, election_id=pb.Uint128(low=election))
+        self.out.put(pb.StreamMessageRequest(arbitration=arb))
+
+    def _read(self) -> None:
+        try:
+            for msg in self.call:
+                self.got.put(msg.SerializeToString(deterministic=True))
+        except grpc.RpcError as e:
+            self.got.put(("ended", e.code()))
+        self.got.put(("closed",))
+
+    def next(self):
+        return self.got.get(timeout=30)
+
+    def close(self) -> None:
+        self.out.put(None)
+
+
+def _lpm(ids, prefix: int, port: int, plen: int = 24) -> pb.TableEntry:
+    te = pb.TableEntry(table_id=ids["MyIngress.ipv4_lpm"])
+    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(prefix), prefix_len=plen))
+    te.action.action.action_id = ids["MyIngress.forward"]
+    te.action.action.params.add(param_id=1, value=b(port))
+    te.action.action.params.add(param_id=2, value=b(0xAABB))
+    return te
+
+
+def _session(front: str) -> list:
+    """One controller's session against a fresh server; every answer, in order."""
+    core = P4RuntimeCore(NullDevice(), device_id=1)
+    srv = P4RuntimeServer(core, address="127.0.0.1:0", front=front)
+    port = srv.start()
+    out: list = []
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        p4info, ids = demo_p4info()
+        el = pb.Uint128(low=10)
+        config = pb.ForwardingPipelineConfig(p4info=p4info, p4_device_config=b"cfg")
+        fpc = FPC(device_id=1, election_id=el, action=FPC.VERIFY_AND_COMMIT, config=config)
+        out.append(_outcome(stub.Capabilities, pb.CapabilitiesRequest()))
+        out.append(_outcome(stub.SetForwardingPipelineConfig, fpc))  # not primary yet
+        primary = _Stream(stub, 10)
+        out.append(primary.next())
+        out.append(_outcome(stub.SetForwardingPipelineConfig, fpc))
+        ins = [
+            pb.Update(type=pb.Update.INSERT, entity=pb.Entity(table_entry=_lpm(ids, 0x0A000000 | i << 8, 2)))
+            for i in range(3)
+        ]
+        w = pb.WriteRequest(device_id=1, election_id=el)
+        out.append(_outcome(stub.Write, pb.WriteRequest(device_id=1, election_id=el, updates=ins[:2])))
+        for atomicity in (pb.WriteRequest.CONTINUE_ON_ERROR, pb.WriteRequest.ROLLBACK_ON_ERROR):
+            w = pb.WriteRequest(device_id=1, election_id=el, updates=ins, atomicity=atomicity)
+            out.append(_outcome(stub.Write, w))  # the first two exist
+        out.append(
+            _outcome(stub.Write, pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=3), updates=ins))
+        )
+        out.append(_outcome(stub.Write, pb.WriteRequest(device_id=7, election_id=el, updates=ins)))
+        bad = _lpm(ids, 0x0A000001, 2)  # bits beyond the prefix
+        out.append(
+            _outcome(
+                stub.Write,
+                pb.WriteRequest(
+                    device_id=1,
+                    election_id=el,
+                    updates=[pb.Update(type=pb.Update.INSERT, entity=pb.Entity(table_entry=bad))],
+                ),
+            )
+        )
+        many = [
+            pb.Update(type=pb.Update.INSERT, entity=pb.Entity(table_entry=_lpm(ids, 0x0B000000 | i << 8, 3)))
+            for i in range(40)
+        ]  # past the table's size: RESOURCE_EXHAUSTED, sliced path
+        out.append(_outcome(stub.Write, pb.WriteRequest(device_id=1, election_id=el, updates=many)))
+        read = pb.ReadRequest(device_id=1, entities=[pb.Entity(table_entry=pb.TableEntry())])
+        out.append(_outcome(stub.Read, read))
+        out.append(
+            _outcome(stub.GetForwardingPipelineConfig, pb.GetForwardingPipelineConfigRequest(device_id=1))
+        )
+        backup = _Stream(stub, 5)
+        out.append(backup.next())
+        primary.close()
+        out.append(primary.next())
+        out.append(backup.next())  # the backup hears the primary has gone
+        backup.close()
+    finally:
+        channel.close()
+        srv.stop(grace=0.5)
+    return out
+
+
+@pytest.mark.skipif(not COMPILED, reason="the engine was built without the compiled front end (make engine)")
+def test_compiled_front_answers_as_the_grpcio_server() -> None:
+    compiled, python = _session("compiled"), _session("python")
+    assert compiled == python
+    assert [o[0] for o in compiled if isinstance(o, tuple) and o and o[0] in ("ok", "error")].count(
+        "error"
+    ) >= 6
+
+
+def test_front_option() -> None:
+    with pytest.raises(ValueError, match="expected 'compiled' or 'python'"):
+        front_kind("fast")
+    assert front_kind("python") == "python"
