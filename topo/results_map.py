@@ -345,7 +345,8 @@ def _model_tables(plan: list[tuple[Cell, str, float, float, bool]], results: dic
     lines = ["### The laws together, in the fluid model", "",
              "Packets the fluid model of topo/fluid_network.py loses in each cell (every law of the file run together "
              "for the cell's duration, the agents' forecast and the hosts' brake included; the analysis calls "
-             f"{LOSS_PKTS:g} or more a loss), then the simulator's from the tables above.", ""]
+             f"{LOSS_PKTS:g} or more a loss in a buffer, or a peak that leaves less than a packet of room for each "
+             "link feeding its queue), then the simulator's from the tables above.", ""]
     lines += _grids(plan, ": model / simulator", lambda c, _ok: f"{model[c]:.0f} / {_loss(results.get(c))}")
     both = [c for c, *_ in plan if c in results and "error" not in results[c]]
     agree = sum(1 for c in both if (model[c] >= LOSS_PKTS) == (results[c]["loss"] > 0))
