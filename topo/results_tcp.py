@@ -451,11 +451,26 @@ def sections(figures: Path, doc_dir: Path) -> list[str]:
 CVIHIS_SECTIONS = {"blm": blm_section, "rtm": rtm_section}
 
 
-def grid_table(readings: list[str], seeds: list[int], seconds: float = RTM_SECONDS, jobs: int = 1,
-               starts: tuple[str, ...] = RTM_STARTS) -> list[str]:
-    """The reno grid per reading, seed and RTM starting rate (docs/cvihis.md, "Readings"): RTM's share in each
-    cell, the worst ratio per row, and per reading the worst over its seeds and starting rates."""
+def grid_cells(text: str = "") -> list[tuple[str, int, str]]:
+    """The grid's cells (bottleneck, RTT in ms, one-way access delay), all of them or those ``text`` names as
+    ``MBPS/RTT`` pairs (``2/200,4.5/20``); ValueError naming a cell that is not on the grid."""
     cells = [(rate, rtt, delay) for rate in RTM_RATES for rtt, delay in RTM_RTTS]
+    if not text:
+        return cells
+    by_name = {f"{rate.removesuffix('Mbps')}/{rtt}": (rate, rtt, delay) for rate, rtt, delay in cells}
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    wrong = [n for n in names if n not in by_name]
+    if wrong or not names:
+        raise ValueError(f"--cells {text}: {', '.join(wrong) or 'no cell'} not on the grid (e.g. {', '.join(by_name)})")
+    return [c for c in cells if f"{c[0].removesuffix('Mbps')}/{c[1]}" in names]
+
+
+def grid_table(readings: list[str], seeds: list[int], seconds: float = RTM_SECONDS, jobs: int = 1,
+               starts: tuple[str, ...] = RTM_STARTS, cells: list[tuple[str, int, str]] | None = None) -> list[str]:
+    """The reno grid per reading, seed and RTM starting rate (docs/cvihis.md, "Readings"): RTM's share in each
+    cell, the worst ratio per row, and per reading the worst over its seeds and starting rates (``cells``: some of
+    the grid's cells only, as ``grid_cells`` names them)."""
+    cells = cells or grid_cells()
     out = ["| reading | seed | RTM starts at | " + " | ".join(f"{r.replace('Mbps', '')}/{rtt}" for r, rtt, _ in cells)
            + " | worst |", "|---|---|---|" + "---|" * (len(cells) + 1)]
     rows = [(reading, seed, start) for reading in readings for seed in seeds for start in starts]
@@ -502,44 +517,53 @@ def _seeded(topo: Topology, seconds: float, seed: int) -> dict[str, Any]:
     return run_experiment(topo, int(seconds * S), seed=seed, plots=False).summary
 
 
-def targets_table(readings: list[str], seeds: list[int]) -> list[str]:
+def targets_table(readings: list[str], seeds: list[int], row_seeds: tuple[int, ...] = (SEED,)) -> list[str]:
     """Issue 48's other CVIHIS targets per reading (docs/cvihis.md, "Readings"), as the tests of
-    tests/topo/test_cvihis_published.py measure them: the two-bottleneck rows (seed 1, goodput over 60-120 s of
-    120 s; the worst deviation from the published rate), three RTM flows (seed 1, 30-60 s of 60 s: Jain), BLM
-    against RTM (seed 1: RTM / BLM over 35-50 s), BLM against TCP over ``seeds`` (the largest share while TCP
-    runs, the slowest return) and BLM after a capacity drop over ``seeds`` (the furthest from the new capacity)."""
-    out = ["| reading | rows 1-6: flow kb/s (deviation) | worst row | three RTM flows: Jain | BLM vs RTM: RTM / BLM "
-           "| BLM vs TCP: largest share, slowest back (s) | BLM after a drop: furthest from the capacity |",
-           "|---|---|---|---|---|---|---|"]
-    a, b, seconds = TARGET_BLM
+    tests/topo/test_cvihis_published.py measure them: the two-bottleneck rows (goodput over 60-120 s of 120 s; the
+    worst deviation from the published rate), three RTM flows (30-60 s of 60 s: Jain), BLM against RTM (RTM / BLM
+    over 35-50 s), each for every seed of ``row_seeds`` (a line each; seed 1 alone by default), then BLM against
+    TCP over ``seeds`` (the largest share while TCP runs, the slowest return) and BLM after a capacity drop over
+    ``seeds`` (the furthest from the new capacity), on the reading's first line."""
+    out = ["| reading | seed | rows 1-6: flow kb/s (deviation) | worst row | three RTM flows: Jain | BLM vs RTM: RTM / "
+           "BLM | BLM vs TCP: largest share, slowest back (s) | BLM after a drop: furthest from the capacity |",
+           "|---|---|---|---|---|---|---|---|"]
     for reading in readings:
-        text = "" if reading == "default" else reading
-        cells, worst = [], 0.0
-        for row, sets, published in TARGET_ROWS:
-            s = _seeded(_with_reading("cvihis-two-bottleneck", text, sets), 120, SEED)
-            got = [s["flows"][f]["goodput_bps"] / 1e3 for f in ("f1", "f2", "f3")[:len(published)]]
-            dev = [100 * (g / p - 1) for g, p in zip(got, published)]
-            worst = max(worst, *(abs(d) for d in dev))
-            cells.append(f"{row}: " + ", ".join(f"{g:.0f} ({d:+.1f} %)" for g, d in zip(got, dev)))
-        s = _seeded(_with_reading("cvihis-three-flows", text), 60, SEED)
-        three = jain([f["goodput_bps"] for f in s["flows"].values()])
-        s = _seeded(_with_reading("cvihis-blm-vs-rtm", text), 75, SEED)
-        blm_rtm = window(s, "rtm", 35, 50) / max(window(s, "blm", 35, 50), 1.0)
-        most, slowest = 0.0, 0.0
-        for seed in seeds:
-            for _label, delay in BLM_RTTS:
-                s = _seeded(_with_reading("cvihis-blm-vs-tcp", text, (f"link[H1-R1].delay={delay}",
-                                                                      *TARGET_BLM_SETS)), seconds, seed)
-                most = max(most, share(s, "blm", a, b))
-                slowest = max(slowest, back_within(s, "blm", b, BLM_BACK * CAPACITY_BPS))
-        furthest = 0.0
-        for seed in seeds:
-            for name, at, capacity, length in TARGET_DROPS:
-                s = _seeded(_with_reading(name, text, control="cvihis-blm"), length, seed)
-                furthest = max(furthest, abs(window(s, "f1", at + 10, length) / capacity - 1))
-        out.append(f"| `{reading}` | {'; '.join(cells)} | {worst:.1f} % | {three:.4f} | {blm_rtm:.2f} "
-                   f"| {100 * most:.1f} %, {slowest:.1f} | {100 * furthest:.1f} % |")
+        for i, seed in enumerate(row_seeds):
+            out.append(_targets_line(reading, seed, seeds if i == 0 else []))
     return out
+
+
+def _targets_line(reading: str, seed: int, seeds: list[int]) -> str:
+    """One line of ``targets_table``: the rows, three flows and BLM against RTM on ``seed``; the BLM runs against
+    TCP and after a drop over ``seeds`` (none: "-")."""
+    a, b, seconds = TARGET_BLM
+    text = "" if reading == "default" else reading
+    cells, worst = [], 0.0
+    for row, sets, published in TARGET_ROWS:
+        s = _seeded(_with_reading("cvihis-two-bottleneck", text, sets), 120, seed)
+        got = [s["flows"][f]["goodput_bps"] / 1e3 for f in ("f1", "f2", "f3")[:len(published)]]
+        dev = [100 * (g / p - 1) for g, p in zip(got, published)]
+        worst = max(worst, *(abs(d) for d in dev))
+        cells.append(f"{row}: " + ", ".join(f"{g:.0f} ({d:+.1f} %)" for g, d in zip(got, dev)))
+    s = _seeded(_with_reading("cvihis-three-flows", text), 60, seed)
+    three = jain([f["goodput_bps"] for f in s["flows"].values()])
+    s = _seeded(_with_reading("cvihis-blm-vs-rtm", text), 75, seed)
+    blm_rtm = window(s, "rtm", 35, 50) / max(window(s, "blm", 35, 50), 1.0)
+    most, slowest = 0.0, 0.0
+    for blm_seed in seeds:
+        for _label, delay in BLM_RTTS:
+            s = _seeded(_with_reading("cvihis-blm-vs-tcp", text, (f"link[H1-R1].delay={delay}",
+                                                                  *TARGET_BLM_SETS)), seconds, blm_seed)
+            most = max(most, share(s, "blm", a, b))
+            slowest = max(slowest, back_within(s, "blm", b, BLM_BACK * CAPACITY_BPS))
+    furthest = 0.0
+    for blm_seed in seeds:
+        for name, at, capacity, length in TARGET_DROPS:
+            s = _seeded(_with_reading(name, text, control="cvihis-blm"), length, blm_seed)
+            furthest = max(furthest, abs(window(s, "f1", at + 10, length) / capacity - 1))
+    blm = f"{100 * most:.1f} %, {slowest:.1f} | {100 * furthest:.1f} %" if seeds else "- | -"
+    return (f"| `{reading}` | {seed} | {'; '.join(cells)} | {worst:.1f} % | {three:.4f} | {blm_rtm:.2f} "
+            f"| {blm} |")
 
 
 def _starts(ap: Any, text: str) -> tuple[str, ...]:
@@ -574,6 +598,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--jobs", type=int, default=1, help="run this many simulations at once (the same numbers)")
     ap.add_argument("--seconds", type=float, default=RTM_SECONDS, help="with --grid: each run's length (s); the "
                     "shares are over its second half")
+    ap.add_argument("--cells", default="", help="with --grid: only these cells, MBPS/RTT pairs (e.g. 2/200,4.5/20)")
+    ap.add_argument("--row-seeds", default="1", help="with --targets: the seeds of the two-bottleneck rows, the three "
+                    "RTM flows and BLM against RTM (a line each)")
     ap.add_argument("--targets", metavar="READINGS", help="instead: print issue 48's other CVIHIS targets (the "
                     "two-bottleneck rows, three RTM flows, BLM against RTM, TCP and a capacity drop) for these "
                     "readings, as --grid takes them; --seeds for the BLM runs")
@@ -583,11 +610,15 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.targets:
             print("\n".join(targets_table([r.strip() for r in args.targets.split(";") if r.strip()],
-                                           _seeds(args.seeds))))
+                                           _seeds(args.seeds), tuple(_seeds(args.row_seeds)))))
             return 0
         if args.grid:
+            try:
+                cells = grid_cells(args.cells)
+            except ValueError as exc:
+                ap.error(str(exc))
             print("\n".join(grid_table([r.strip() for r in args.grid.split(";") if r.strip()], _seeds(args.seeds),
-                                         args.seconds, args.jobs, _starts(ap, args.starts))))
+                                         args.seconds, args.jobs, _starts(ap, args.starts), cells)))
             return 0
     except TopologyError as exc:  # a reading the loader refuses: its one line, naming the file and the key
         ap.error(str(exc).splitlines()[0])

@@ -171,7 +171,7 @@ def reading_changes(variant: str, **choices: object) -> dict[str, object]:
 
     p = CvihisReading(variant, tuple(choices.items())).apply(CvihisParams())
     return {k: getattr(p, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss", "rtm_reprobe", "pf_per_rtt",
-                                       "md_per_packet", "max_delay_gain", "updates_per_rtt")}
+                                       "pf_pushes_per_rtt", "md_per_packet", "max_delay_gain", "updates_per_rtt")}
 
 
 ABLATION = (("`published`, the default (areas probe then squeezed, 3 decisions per RTT, PF per decision, MD 1.10)",

@@ -31,6 +31,8 @@ class CvihisParams:
     md_factor: float = 1.10  # inter-packet gap multiplier after a loss (at most once per RTT)
     pf: float = 1.05  # RTM: minDelay push factor per update interval (or per RTT: pf_per_rtt)
     pf_per_rtt: bool = False  # True: PF once per RTT, spread over its decisions; False: PF at every decision
+    pf_pushes_per_rtt: float = 0.0  # > 0: PF this many times per RTT, spread over its decisions (PF^(k/n) each);
+    #                                 0: as pf_per_rtt says (the push rate apart from the decision rate)
     # How RTM's areas move when minDelay is pushed (docs/cvihis.md, "Readings"; hosts/cvihis/variants.py):
     rtm_shift_areas: bool = False  # True: the areas' top always moves up with the push (keeps their width)
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
@@ -61,6 +63,9 @@ class CvihisParams:
             _require(name, getattr(self, name), 0 < getattr(self, name) <= 100, "in (0, 100]")
         _require("md_factor", self.md_factor, 1 < self.md_factor <= 10, "in (1, 10]")
         _require("pf", self.pf, 1 < self.pf <= 10, "in (1, 10]")
+        _require("pf_pushes_per_rtt", self.pf_pushes_per_rtt, 0 <= self.pf_pushes_per_rtt <= 10, "in [0, 10]")
+        _require("pf_pushes_per_rtt", self.pf_pushes_per_rtt, not (self.pf_pushes_per_rtt and self.pf_per_rtt),
+                 "0 with pf_per_rtt True (two push rates at once)")
         _require("ewma_weight", self.ewma_weight, 0 < self.ewma_weight <= 1, "in (0, 1]")
         _require("max_delay_gain", self.max_delay_gain, 0 < self.max_delay_gain <= 1, "in (0, 1]")
         _require("rtt_gain", self.rtt_gain, 0 < self.rtt_gain <= 1, "in (0, 1]")
@@ -86,6 +91,14 @@ class CvihisParams:
     def packet_bits(self) -> int:
         """Bits per data packet: converts between packets/s and bits/s."""
         return 8 * self.packet_size_bytes
+
+    @property
+    def push_factor(self) -> float:
+        """RTM's push of minDelay at one decision: PF (``pf_per_rtt`` False, ``pf_pushes_per_rtt`` 0), PF^(1/n)
+        (``pf_per_rtt``: PF once per RTT over its n decisions) or PF^(k/n) (``pf_pushes_per_rtt`` k)."""
+        if self.pf_pushes_per_rtt:
+            return float(self.pf ** (self.pf_pushes_per_rtt / self.updates_per_rtt))
+        return float(self.pf ** (1 / self.updates_per_rtt)) if self.pf_per_rtt else self.pf
 
     def pps(self, rate_bps: float) -> float:
         """Packets per second at ``rate_bps``."""

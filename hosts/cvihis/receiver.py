@@ -279,9 +279,10 @@ class CvihisReceiver:
     def _push_min(self) -> None:
         """RTM: multiply minDelay by PF, on an offset-free estimate of the absolute OWD.
 
-        ``pf_per_rtt`` False (``push: per-decision``, the default): PF at every decision; True (``push:
-        per-rtt``): PF once per RTT, as a PF^(1/n) push at each of the n decisions per RTT, the push of one
-        decision per RTT (docs/cvihis.md, "Readings", has what each does on the reno grid).
+        ``push: per-decision``: PF at every decision; ``push: per-rtt``: PF once per RTT, as a PF^(1/n) push at
+        each of the n decisions per RTT, the push of one decision per RTT; ``push: k`` (a number): PF k times
+        per RTT, PF^(k/n) at each decision, a push rate apart from the decision rate (``CvihisParams.push_factor``;
+        docs/cvihis.md, "Readings", has what each does on the reno grid).
 
         The absolute OWD of the pushed value is estimated as half the smallest RTT the
         sender reported plus how far the push has already lifted it above the smallest OWD
@@ -290,9 +291,7 @@ class CvihisReceiver:
         if not self._min_rtt_hint:
             return
         absolute = self._min_rtt_hint / 2 + (self._rtm_min - self._min)
-        p = self.params
-        factor = p.pf ** (1 / p.updates_per_rtt) if p.pf_per_rtt else p.pf
-        self._rtm_min += (factor - 1) * absolute
+        self._rtm_min += (self.params.push_factor - 1) * absolute
 
     def _feedback(self, now_ns: int, command: Command, area: int | None, gradient: int) -> Feedback:
         self._fb_seq += 1

@@ -24,8 +24,8 @@ from types import MappingProxyType
 
 from hosts.cvihis.params import CvihisParams
 
-__all__ = ["AREAS", "CHOICE_KEYS", "DEFAULT_VARIANT", "MAX_DECISIONS_PER_RTT", "MAX_DELAY", "MD", "PUSH",
-           "RUN_KEYS", "VARIANTS", "CvihisReading", "ReadingError"]
+__all__ = ["AREAS", "CHOICE_KEYS", "DEFAULT_VARIANT", "MAX_DECISIONS_PER_RTT", "MAX_DELAY", "MAX_PUSHES_PER_RTT", "MD",
+           "PUSH", "RUN_KEYS", "VARIANTS", "CvihisReading", "ReadingError", "push_values"]
 
 DEFAULT_VARIANT = "published"
 MAX_DECISIONS_PER_RTT = 10
@@ -47,11 +47,13 @@ MD: Mapping[str, Mapping[str, object]] = MappingProxyType({
     "per-rtt": MappingProxyType({"md_per_packet": False}),  # one per loss event: at most once per RTT
     "per-packet": MappingProxyType({"md_per_packet": True}),  # one per lost packet
 })
-#: how often PF pushes RTM's minDelay (``push:``)
+#: how often PF pushes RTM's minDelay (``push:``); a number k instead of a name: PF k times per RTT, spread over its
+#: decisions (PF^(k/n) at each of n), a push rate apart from the decision rate (``push_values``)
 PUSH: Mapping[str, Mapping[str, object]] = MappingProxyType({
-    "per-decision": MappingProxyType({"pf_per_rtt": False}),  # PF at every decision
-    "per-rtt": MappingProxyType({"pf_per_rtt": True}),  # PF once per RTT, spread over its decisions
+    "per-decision": MappingProxyType({"pf_per_rtt": False, "pf_pushes_per_rtt": 0.0}),  # PF at every decision
+    "per-rtt": MappingProxyType({"pf_per_rtt": True, "pf_pushes_per_rtt": 0.0}),  # PF once per RTT, spread over it
 })
+MAX_PUSHES_PER_RTT = 10
 #: what maxDelay follows (``max_delay:``)
 MAX_DELAY: Mapping[str, Mapping[str, object]] = MappingProxyType({
     "last-loss": MappingProxyType({"max_delay_gain": 1.0}),  # the OWD before the newest loss
@@ -108,6 +110,8 @@ class CvihisReading:
                 values["updates_per_rtt"] = value
             elif key == "start_rate":
                 values["initial_rate_bps"] = float(value)  # type: ignore[arg-type]
+            elif key == "push":
+                values.update(push_values(value))
             else:
                 values.update(_TABLES[key][str(value)])
         return dataclasses.replace(params, **values)
@@ -119,6 +123,13 @@ class CvihisReading:
         return f"{self.variant} ({', '.join(f'{k} {v}' for k, v in self.changes)})"
 
 
+def push_values(push: object) -> Mapping[str, object]:
+    """The parameters of a ``push:`` choice: a name of ``PUSH``, or k pushes of PF per RTT (a number)."""
+    if isinstance(push, str):
+        return PUSH[push]
+    return {"pf_per_rtt": False, "pf_pushes_per_rtt": float(push)}  # type: ignore[arg-type]
+
+
 def _check_choice(key: str, value: object) -> None:
     if key == "start_rate":
         lo, hi = CvihisParams().min_rate_bps, CvihisParams().max_rate_bps
@@ -128,6 +139,11 @@ def _check_choice(key: str, value: object) -> None:
     if key == "decisions_per_rtt":
         if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_DECISIONS_PER_RTT:
             raise ReadingError(f"decisions_per_rtt: {value!r} is not an integer in 1..{MAX_DECISIONS_PER_RTT}")
+        return
+    if key == "push" and not (isinstance(value, str) and value in PUSH):
+        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= MAX_PUSHES_PER_RTT:
+            raise ReadingError(f"push: {value!r} is not one of {', '.join(PUSH)} or a number of pushes per RTT in "
+                               f"(0, {MAX_PUSHES_PER_RTT}]")
         return
     if key not in _TABLES:
         raise ReadingError(f"{key}: unknown choice (use {', '.join(('variant', *CHOICE_KEYS, *RUN_KEYS))})")

@@ -20,6 +20,7 @@ from hosts.cvihis.variants import (
     VARIANTS,
     CvihisReading,
     ReadingError,
+    push_values,
 )
 
 MS = 1_000_000
@@ -42,9 +43,9 @@ def test_every_variant_names_a_choice_for_every_key_and_gives_valid_parameters(v
 @settings(deadline=None)
 @given(st.sampled_from(list(VARIANTS)), st.sampled_from(list(AREAS)), st.integers(1, 10), st.sampled_from(list(MD)),
        st.sampled_from(list(MAX_DELAY)), st.floats(80_000, 10e6), st.sampled_from([500, 1000, 1500]),
-       st.sampled_from(list(PUSH)))
+       st.sampled_from([*PUSH, 0.5, 2, 2.5]))
 def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: int, md: str, max_delay: str,
-                                            cap: float, size: int, push: str) -> None:
+                                            cap: float, size: int, push: str | float) -> None:
     """Rates and sizes set by the network (a flow's cap, its packet size) survive any reading; each key's
     choice lands in the parameters its table names, whatever the variant under it."""
     base = CvihisParams(max_rate_bps=cap, initial_rate_bps=min(400_000.0, cap), packet_size_bytes=size)
@@ -52,8 +53,8 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
     p = CvihisReading(variant, changes).apply(base)
     assert (p.max_rate_bps, p.initial_rate_bps, p.packet_size_bytes) == (cap, base.initial_rate_bps, size)
     assert p.updates_per_rtt == per_rtt
-    for table, choice in ((AREAS, areas), (PUSH, push), (MD, md), (MAX_DELAY, max_delay)):
-        assert all(getattr(p, k) == v for k, v in table[choice].items())
+    for values in (AREAS[areas], push_values(push), MD[md], MAX_DELAY[max_delay]):
+        assert all(getattr(p, k) == v for k, v in values.items())
     untouched = {f.name for f in dataclasses.fields(p)} - {"updates_per_rtt", *AREAS["probe"], *PUSH["per-rtt"],
                                                            *MD["per-rtt"], *MAX_DELAY["ewma"]}
     assert all(getattr(p, k) == getattr(base, k) for k in untouched)
@@ -65,6 +66,9 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
     ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
     ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
     ({"changes": (("colour", "red"),)}, "colour: unknown choice"),
+    ({"changes": (("push", 0),)}, "push: 0 is not one of per-decision, per-rtt or a number of pushes per RTT in (0, 10]"),
+    ({"changes": (("push", True),)}, "push: True is not one of"),
+    ({"changes": (("push", "hourly"),)}, "push: 'hourly' is not one of per-decision, per-rtt or a number"),
 ])
 def test_an_unknown_reading_is_refused_in_one_line_naming_the_key(kwargs: dict, message: str) -> None:
     with pytest.raises(ReadingError) as info:
@@ -197,16 +201,18 @@ def test_md_per_packet_receiver_sends_an_md_at_every_new_loss() -> None:
 
 
 @settings(deadline=None, max_examples=60)
-@given(st.integers(1, 10), st.integers(1, 6), st.integers(5, 250), st.sampled_from(list(PUSH)))
+@given(st.integers(1, 10), st.integers(1, 6), st.integers(5, 250),
+       st.one_of(st.sampled_from(list(PUSH)), st.floats(0.1, 10), st.integers(1, 10)))
 def test_push_per_rtt_lifts_min_delay_by_pf_once_per_rtt_whatever_the_decision_rate(n: int, rtts: int, rtt_ms: int,
-                                                                                   push: str) -> None:
+                                                                                   push: str | float) -> None:
     """Differential against the closed form: after ``rtts`` RTTs of ``n`` decisions each (no OWD below the
     pushed value), the offset-free estimate of the pushed minDelay is PF^rtts times half the smallest RTT with
-    ``push: per-rtt``, and PF^(n * rtts) times it with ``push: per-decision``."""
+    ``push: per-rtt``, PF^(n * rtts) times it with ``push: per-decision``, and PF^(k * rtts) with ``push: k``
+    (k pushes per RTT, whatever the decision rate)."""
     rx = CvihisReceiver(_reading("published", decisions_per_rtt=n, push=push), Mode.RTM)
     rx._min_rtt_hint = rtt_ms * MS  # the sender's smallest RTT, as a data packet's hint sets it
     for _ in range(n * rtts):
         rx._push_min()
     estimate = rtt_ms * MS / 2 + (rx._rtm_min - rx._min)
-    pushes = rtts if push == "per-rtt" else n * rtts
+    pushes = rtts if push == "per-rtt" else n * rtts if push == "per-decision" else push * rtts
     assert estimate == pytest.approx(rtt_ms * MS / 2 * CvihisParams().pf ** pushes, rel=1e-9)

@@ -3,6 +3,7 @@ CVIHIS cores get from it, and bad readings refused in one line with the file's l
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -54,13 +55,24 @@ def test_any_reading_written_in_a_file_is_the_one_the_cores_run(variant: str, ar
                                        ("max_delay", max_delay))).apply(CvihisParams())
     got = cvihis_params(topo, f)
     assert all(getattr(got, k) == getattr(expected, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss",
-               "updates_per_rtt", "pf_per_rtt", "md_per_packet", "max_delay_gain"))
+               "updates_per_rtt", "pf_per_rtt", "pf_pushes_per_rtt", "md_per_packet", "max_delay_gain"))
+
+
+@pytest.mark.parametrize(("push", "factor"), [("2", 1.05 ** (2 / 3)), ("1.5", 1.05 ** 0.5), ("per-rtt", 1.05 ** (1 / 3))])
+def test_a_push_rate_in_a_file_reaches_the_cores_apart_from_the_decision_rate(push: str, factor: float) -> None:
+    """``push: k`` in a file: PF k times per RTT, spread over the reading's decisions (three by default)."""
+    topo = load_topology_text(cvihis(f"{{push: {push}, decisions_per_rtt: 3}}"), SOURCE)
+    (f,) = topo.flows
+    p = cvihis_params(topo, f)
+    assert p.updates_per_rtt == 3 and p.push_factor == pytest.approx(factor, rel=1e-12)
 
 
 def test_bad_readings_are_refused_with_the_line() -> None:
     expect_error(cvihis("{variant: fast}"), "cvihis:", "cvihis.variant", "'fast' is not one of published")
     expect_error(cvihis("{md: sometimes}"), "cvihis:", "cvihis.md", "'sometimes' is not one of per-rtt, per-packet")
     expect_error(cvihis("{push: hourly}"), "cvihis:", "cvihis.push", "'hourly' is not one of per-decision, per-rtt")
+    expect_error(cvihis("{push: 0}"), "cvihis:", "cvihis.push", "0 is not one of per-decision, per-rtt or a number "
+                 "of pushes per RTT in (0, 10]")
     expect_error(cvihis("{decisions_per_rtt: 0}"), "cvihis:", "cvihis.decisions_per_rtt", "not an integer in 1..10")
     expect_error(cvihis("{decisions_per_rtt: 2.5}"), "cvihis:", "cvihis.decisions_per_rtt", "not an integer")
     expect_error(cvihis("{areas: [shift]}"), "cvihis:", "cvihis.areas", "expected a single value")

@@ -89,3 +89,14 @@ def test_a_reading_the_loader_refuses_is_one_line_naming_the_file_and_key(mode: 
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "cvihis.variant: 'nope' is not one of published" in err and "Traceback" not in err
+
+
+def test_grid_cells_by_name_and_a_cell_off_the_grid_is_one_line(capsys) -> None:
+    """``--cells``: the grid's cells named MBPS/RTT, in the grid's order; a cell not on it refused in one line."""
+    assert R.grid_cells("4.5/200,2/20") == [("2Mbps", 20, "8ms"), ("4.5Mbps", 200, "98ms")]
+    assert R.grid_cells() == [(r, rtt, d) for r in R.RTM_RATES for rtt, d in R.RTM_RTTS]
+    with pytest.raises(SystemExit) as info:
+        R.main(["--grid", "default", "--cells", "2/201"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--cells 2/201: 2/201 not on the grid" in err and "Traceback" not in err
