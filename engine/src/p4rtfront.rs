@@ -16,6 +16,9 @@
 //! Writes and `SetForwardingPipelineConfig` pass one lock here, one at a time, as the Python
 //! server runs them (a Write is never applied against a half-changed pipeline).
 
+// tonic's Status is the error of every call here, as in tonic's own generated services
+#![allow(clippy::result_large_err)]
+
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;

@@ -17,13 +17,16 @@ use pyo3::types::{PyBytes, PyTuple};
 const EXACT: u32 = 2;
 const LPM: u32 = 3;
 
+/// An action's parameters: id -> (index, width).
+type Params = HashMap<u32, (usize, u32)>;
+
 /// Field kinds and widths of one table, and its actions' parameter ids and widths.
 struct TablePlan {
     /// field id -> (index, kind, width)
     fields: HashMap<u32, (usize, u32, u32)>,
     nfields: usize,
-    /// action id -> parameter id -> (index, width); and the count
-    actions: HashMap<u32, (HashMap<u32, (usize, u32)>, usize)>,
+    /// action id -> its parameters and their count
+    actions: HashMap<u32, (Params, usize)>,
 }
 
 /// `TableWritePlan({table_id: ([(field_id, kind, width)], {action_id: [(param_id, width)]})})`:
