@@ -216,3 +216,15 @@ def test_push_per_rtt_lifts_min_delay_by_pf_once_per_rtt_whatever_the_decision_r
     estimate = rtt_ms * MS / 2 + (rx._rtm_min - rx._min)
     pushes = rtts if push == "per-rtt" else n * rtts if push == "per-decision" else push * rtts
     assert estimate == pytest.approx(rtt_ms * MS / 2 * CvihisParams().pf ** pushes, rel=1e-9)
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.sampled_from(list(AREAS)), st.one_of(st.sampled_from(list(PUSH)), st.floats(0.1, 10)),
+       st.lists(st.integers(5, 115), max_size=6, unique=True), st.integers(0, 3))
+def test_blm_decides_alike_whatever_rtms_push_and_areas(areas: str, push: str | float, lost: list[int],
+                                                        grow_ms: int) -> None:
+    """BLM reads neither the push nor RTM's areas: at the same decision rate a BLM receiver gives the same feedback,
+    bit for bit, under any ``areas`` and ``push`` (so a push rate apart from the decision rate leaves BLM as it is)."""
+    trace = _queue_trace(lost=tuple(lost), n=120, grow_ms=grow_ms)
+    reference = _feed(CvihisReceiver(_reading("published"), Mode.BLM), trace)
+    assert _feed(CvihisReceiver(_reading("published", areas=areas, push=push), Mode.BLM), trace) == reference
