@@ -69,10 +69,17 @@ class _Saved:
     log: list[pb.Update] = field(default_factory=list)
 
 
+def p4rt_mode() -> str:
+    """``HBH_P4RT``: ``compiled`` puts the engine's gRPC front end before the P4Runtime server
+    (server.py); ``python`` keeps the server and its Writes all in Python (the path before issue
+    49: no one-pass table writes either), e.g. to compare; unset or empty: the grpcio server
+    with one-pass table writes."""
+    return os.environ.get("HBH_P4RT", "").strip().lower()
+
+
 def python_only() -> bool:
-    """``HBH_P4RT=python``: the P4Runtime server and its Writes all in Python (the path before
-    issue 49's compiled front end and one-pass table writes), e.g. to compare the two."""
-    return os.environ.get("HBH_P4RT", "").strip().lower() == "python"
+    """``HBH_P4RT=python`` (:func:`p4rt_mode`)."""
+    return p4rt_mode() == "python"
 
 
 def api_version() -> str:

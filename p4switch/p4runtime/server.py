@@ -17,8 +17,8 @@ buffered by the thousand. When a stream ends (the client closed it, or died: the
 closes its socket), its session is closed at once, so a dead primary's queued messages are
 dropped and its election id is free again.
 
-With the compiled front end (``front="compiled"``, the default when the engine has it and
-``HBH_P4RT=python`` is not set: issue 49), the engine's ``P4RuntimeFront`` (tonic,
+With the compiled front end (``front="compiled"``, or ``HBH_P4RT=compiled``: issue 49), the
+engine's ``P4RuntimeFront`` (tonic,
 engine/src/p4rtfront.rs) listens on the address instead: it answers Write by handing the
 request's bytes to :meth:`P4RuntimeServer.write_bytes` on a thread of its own (the core still
 runs on the switch loop, lent or submitted as here), and hands every other RPC byte for byte
@@ -52,7 +52,7 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from runtime import heap
 
-from .core import P4RuntimeCore, python_only
+from .core import P4RuntimeCore, p4rt_mode
 from .errors import P4RuntimeError
 
 log = logging.getLogger(__name__)
@@ -497,16 +497,14 @@ class P4RuntimeServer:
 
 
 def front_kind(front: str | None) -> str:
-    """``"compiled"`` or ``"python"``: the front end a P4RuntimeServer gets. None: compiled when
-    the engine has it and ``HBH_P4RT=python`` is not set."""
+    """``"compiled"`` or ``"python"``: the front end a P4RuntimeServer gets. None: compiled with
+    ``HBH_P4RT=compiled``, else grpcio's alone (the compiled one is opt-in until Writes of plain
+    entries stay in the engine: it hands packet-ins on through one more hop)."""
     if front is None:
-        if python_only():
-            return "python"
-        try:
-            import hbh_engine
-        except ImportError:
-            return "python"
-        return "compiled" if hasattr(hbh_engine, "P4RuntimeFront") else "python"
+        mode = p4rt_mode()
+        if mode not in ("", "compiled", "python"):
+            raise ValueError(f"HBH_P4RT={mode!r}: expected 'compiled' or 'python' (or unset)")
+        front = "compiled" if mode == "compiled" else "python"
     if front not in ("compiled", "python"):
         raise ValueError(f"P4Runtime front end {front!r}: expected 'compiled' or 'python'")
     if front == "compiled":

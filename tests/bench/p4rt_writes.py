@@ -1,7 +1,7 @@
 """P4Runtime Write throughput measured the way a controller writes.
 
     python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--bmv2]
-                                      [--python-path] [--pin]
+                                      [--compiled] [--python-path] [--pin]
 
 Why its own module: the figure that matters to a user is what a controller sees over gRPC,
 not the in-process core. So a ``p4switch`` process runs ``p4src/alinea.p4`` (no ports needed),
@@ -11,9 +11,10 @@ update per Write and 100 per Write (at least 100 Writes a round: the 1000 entrie
 over for the second), deleting them again between passes. Rounds of the two
 batch sizes alternate, so machine load drifts hit both alike; the median round is reported.
 Other servers measured beside it (empty ones - grpcio's and a Go one, tests/bench/p4rt_floor*
--, the p4switch of an earlier commit, the real BMv2, and this p4switch on its Python-only path,
-``HBH_P4RT=python``: the grpcio server and the general write path) are started at the same time
-and take their rounds in turn with it, for the same reason.
+-, the p4switch of an earlier commit, the real BMv2, and this p4switch with the compiled
+P4Runtime front end, ``HBH_P4RT=compiled``, and on its Python-only path, ``HBH_P4RT=python``: the
+grpcio server and the general write path) are started at the same time and take their rounds in
+turn with it, for the same reason.
 """
 
 from __future__ import annotations
@@ -204,6 +205,8 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
 
 #: the environment of a p4switch on its Python-only P4Runtime path (grpcio server, general writes)
 PYTHON_PATH = {"HBH_P4RT": "python"}
+#: ... and of one with the engine's compiled gRPC front end (p4switch/p4runtime/server.py)
+COMPILED_FRONT = {"HBH_P4RT": "compiled"}
 
 
 @contextlib.contextmanager
@@ -362,6 +365,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure the p4switch of commit REV (repeatable), alternated with this one")
     p.add_argument("--bmv2", action="store_true",
                    help="also measure the real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json")
+    p.add_argument("--compiled", action="store_true",
+                   help="also measure this p4switch with the compiled P4Runtime front end (HBH_P4RT=compiled)")
     p.add_argument("--python-path", action="store_true",
                    help="also measure this p4switch on its Python-only path (HBH_P4RT=python)")
     p.add_argument("--pin", action="store_true",
@@ -373,6 +378,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pin needs CPUs 0 and 1")
     cpu, client = (1, {0}) if args.pin else (None, None)
     servers: dict[str, AbstractContextManager[str]] = {"p4switch": p4switch_server(cpu=cpu)}
+    if args.compiled:
+        servers["p4switch, HBH_P4RT=compiled"] = p4switch_server(cpu=cpu, env=COMPILED_FRONT)
     if args.python_path:
         servers["p4switch, HBH_P4RT=python"] = p4switch_server(cpu=cpu, env=PYTHON_PATH)
     for rev in args.baseline:

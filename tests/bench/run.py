@@ -532,14 +532,16 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
 
 def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | None, where: str,
                 cpu: int | None, client: set[int] | None) -> None:
-    """Today's p4switch, on its own Python-only path, the one before issue 9, the empty servers and
-    BMv2 when it is on PATH, started together and
-    measured in turn by the same client (tests/bench/p4rt_writes.py)."""
+    """Today's p4switch, with its compiled front end and on its Python-only path, the one before
+    issue 9, the empty servers and BMv2 when it is on PATH, started together and measured in turn
+    by the same client (tests/bench/p4rt_writes.py)."""
     from tests.bench import p4rt_writes as pw
     from tests.switch.simnet import program
 
     labels = {"p4switch": ""}
     servers = {"p4switch": pw.p4switch_server(cpu=cpu)}
+    labels["compiled"] = " of this p4switch with the compiled front end (HBH_P4RT=compiled: tonic, one-pass writes)"
+    servers["compiled"] = pw.p4switch_server(cpu=cpu, env=pw.COMPILED_FRONT)
     labels["python"] = " of this p4switch on its Python-only path (HBH_P4RT=python: grpcio server, general writes)"
     servers["python"] = pw.p4switch_server(cpu=cpu, env=pw.PYTHON_PATH)
     if base is not None:

@@ -3,7 +3,7 @@
 The same controller session goes to a P4RuntimeServer with each front end: every answer a
 client sees (responses, codes, messages, the per-update errors in grpc-status-details-bin, Read
 results, arbitration updates) must be the same. The rest of tests/p4runtime/ runs on the default
-front end (the compiled one when the engine has it); ``HBH_P4RT=python`` runs it on grpcio's.
+front end (grpcio's); ``HBH_P4RT=compiled`` runs it on the compiled one.
 """
 
 from __future__ import annotations
@@ -155,7 +155,17 @@ def test_compiled_front_answers_as_the_grpcio_server() -> None:
     ) >= 6
 
 
-def test_front_option() -> None:
+def test_front_option(monkeypatch) -> None:
     with pytest.raises(ValueError, match="expected 'compiled' or 'python'"):
         front_kind("fast")
     assert front_kind("python") == "python"
+    monkeypatch.delenv("HBH_P4RT", raising=False)
+    assert front_kind(None) == "python"  # opt-in until plain Writes stay in the engine
+    monkeypatch.setenv("HBH_P4RT", "python")
+    assert front_kind(None) == "python"
+    monkeypatch.setenv("HBH_P4RT", "quick")
+    with pytest.raises(ValueError, match="HBH_P4RT='quick': expected 'compiled' or 'python'"):
+        front_kind(None)
+    if COMPILED:
+        monkeypatch.setenv("HBH_P4RT", "compiled")
+        assert front_kind(None) == "compiled"
