@@ -175,6 +175,41 @@ def run_case(case: Case, control: str = "pgmcc", seconds: float | None = None, o
     }
 
 
+def nak_estimates(case: Case, seconds: float, seed: int = SEED) -> dict[str, dict[str, float]]:
+    """Per receiver of the pgmcc session: the fraction of transmissions it lost, and the mean loss estimate p
+    its NAKs and its ACKs carried to the sender (docs/multicast.md, set 2: a NAK's p is the estimate its own
+    loss has just raised)."""
+    from hosts.pgmcc import sender as pgmcc_sender
+    from topo.simnet import SimNetwork
+
+    topo = load_topology_text(case_text(case), f"{case.file}.yaml ({case.name})")
+    carried: dict[tuple[int, bool], list[float]] = {}
+    original = pgmcc_sender.PgmccSender.on_feedback
+
+    def on_feedback(self: Any, now_ns: int, fb: Any) -> None:
+        carried.setdefault((fb.rid, fb.is_ack), []).append(fb.p)
+        original(self, now_ns, fb)
+
+    pgmcc_sender.PgmccSender.on_feedback = on_feedback  # type: ignore[method-assign]
+    try:
+        net = SimNetwork(topo, seed=seed).build()
+        net.run_until(round(seconds * 1e9))
+        net.finish()
+    finally:
+        pgmcc_sender.PgmccSender.on_feedback = original  # type: ignore[method-assign]
+    out = {}
+    for f in topo.flows:
+        if f.group is None or f.control != "pgmcc":
+            continue
+        core = net.hosts[f.dst].pgmcc.sinks[net.wire_ids[f.name]].core  # type: ignore[union-attr]
+        rid = topo.nodes[f.dst].index
+        naks, acks = carried.get((rid, False), []), carried.get((rid, True), [])
+        out[f.dst] = {"lost_fraction": core.lost / max(1, core.lost + core.received),
+                      "nak_p_mean": sum(naks) / len(naks) if naks else float("nan"), "naks": len(naks),
+                      "ack_p_mean": sum(acks) / len(acks) if acks else float("nan"), "acks": len(acks)}
+    return out
+
+
 def _pct(x: float | None) -> str:
     return "-" if x is None else f"{100 * x:.0f} %"
 
@@ -191,7 +226,8 @@ def _range(runs: list[dict[str, Any]]) -> str:
     parts = []
     for name in runs[0]["f"]:
         fs = [r["f"][name] for r in runs if r["f"].get(name) is not None]
-        span = f"{100 * min(fs):.0f}-{100 * max(fs):.0f} %" if fs else "-"
+        lo, hi = (f"{100 * x:.0f}" for x in (min(fs), max(fs))) if fs else ("-", "-")
+        span = "-" if not fs else f"{lo} %" if lo == hi else f"{lo}-{hi} %"
         parts.append(span if len(runs[0]["f"]) == 1 else f"{name} {span}")
     return f"{', '.join(parts)} (seeds {seeds})"
 
@@ -263,7 +299,8 @@ def results_section(raw: Path | None = None, reuse: bool = True) -> list[str]:
             "size; below 100 %: the session took more). The TCP model has no plain Reno: the seed's Reno runs are "
             "set beside our Reno congestion control with NewReno's recovery (no SACK). pgmcc runs with the seed's "
             "acker switch ratio c = 2/3 (the draft's suggestion is 0.75: `pgmcc: {switch_ratio: 0.75}`), the "
-            "adaptive timeout from RFC 6298's initial 1 s, and one token for a newly chosen acker "
+            "adaptive timeout restarted at each election from the RTT the electing report measured, and one token "
+            "for a newly chosen acker "
             "(docs/multicast.md, \"pgmcc as implemented\"). docs/multicast.md, \"Results on the seed's four "
             "sets\", reads the rows.", "", *table(results), ""]
 
@@ -275,10 +312,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--only", help="comma-separated case names")
     p.add_argument("--reuse", action="store_true", help="take a run's JSON in --raw when it holds the same run")
     p.add_argument("--one-seed", action="store_true", help=f"seed {SEED} only (not the cases' other seeds)")
+    p.add_argument("--nak-p", metavar="CASE", help="instead of f: each receiver's loss against the p its NAKs and ACKs "
+                   "carried, over --seconds (default 300) of CASE, seed 1")
     args = p.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
         print(f"results_multicast: --seconds {args.seconds:g}: must be > 0", file=sys.stderr)
         return 2
+    if args.nak_p is not None:
+        case = next((c for c in CASES if c.name == args.nak_p), None)
+        if case is None:
+            print(f"results_multicast: --nak-p: unknown case {args.nak_p}", file=sys.stderr)
+            return 2
+        for host, e in nak_estimates(case, args.seconds or 300.0).items():
+            print(f"{host}: lost {e['lost_fraction']:.4f} of its transmissions; p in its {e['naks']} NAKs "
+                  f"{e['nak_p_mean']:.4f} on average, in its {e['acks']} ACKs {e['ack_p_mean']:.4f}")
+        return 0
     cases = CASES
     if args.only:
         names = [n.strip() for n in args.only.split(",")]

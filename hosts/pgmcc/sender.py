@@ -78,8 +78,8 @@ class PgmccSender:
         change unless the sender keeps state for recent ackers. This sender restarts them, from the RTT
         the electing report measured (RFC 6298 2.2's first sample: RTO = R + max(200 ms, 2R)): state
         kept since a receiver was last the acker is stale when queues have grown meanwhile (set 2's
-        congestion case: an acker taken back after 10 s with an RTO of 0.8-1.3 s from its old samples,
-        while the report that elected it measured 1.2-1.4 s, timed out before its first ACK)."""
+        congestion case: an acker taken back timed out on its old samples' RTO before its first ACK,
+        while the report that elected it had measured the longer RTT)."""
         return self._rto_of(self.acker)
 
     def _rto_of(self, rid: int) -> RtoEstimator:

@@ -56,3 +56,19 @@ def test_the_table_gives_fs_range_over_the_seeds() -> None:
     assert set2[4] == "tcp1 80-100 %, tcp2 200-220 % (seeds 1,2)"
     (set4,) = [r for k, r in rows.items() if "set 4, repr" in k]
     assert set4[4] == "-"
+    same = table({"set3": {"pgmcc": one[0], "pgmcc-seeds": [one[0], run(2, {"tcp": 1.0})]}})
+    assert same[2].split(" | ")[4] == "100 % (seeds 1,2)"  # one value when every seed gives it
+
+
+def test_a_naks_loss_estimate_is_raised_by_the_loss_it_reports() -> None:
+    """Set 2's many switches (docs/multicast.md): the p a NAK carries includes its own loss, so on average it
+    stands above the receiver's loss rate, the more so where losses are rare."""
+    from topo.results_multicast import nak_estimates
+
+    case = next(c for c in CASES if c.name == "set2-low")
+    e = nak_estimates(case, 60.0)
+    assert set(e) == {"MR1", "MR2"} and all(r["naks"] > 0 for r in e.values())
+    for r in e.values():
+        assert r["nak_p_mean"] > r["lost_fraction"] > 0
+    ratio = {h: r["nak_p_mean"] / r["lost_fraction"] for h, r in e.items()}
+    assert ratio["MR1"] > ratio["MR2"]  # 0.4 % against 1.6 %
