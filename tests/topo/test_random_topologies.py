@@ -360,6 +360,13 @@ OPEN_CASES = {
                                              "drains at 1-4 Mb/s; it overflows at 1.5 s (34 lost). floor_check "
                                              "skips any topology with a multicast group (its slowest copy is "
                                              "not modelled there)",
+    "open-mixed-sizes-floor-line.yaml": "(minimised from fuzz-topo seed 1's fail-9) H1 (1 Gb/s link, so a "
+                                        "20 Mb/s floor) sends 1500 B and 576 B frames into S1's 19-packet "
+                                        "buffer, drained by a 20 Mb/s link: from 0.18 s H1's law sits at its "
+                                        "floor, both links carry 20.0 Mb/s, the buffer stays full and drops "
+                                        "182 unwarned (floor_check: no excess at floor = drain). With the next "
+                                        "link at 19 Mb/s it is warned; at 25 Mb/s 84 are still lost unwarned; "
+                                        "one 1500 B flow alone loses none; not traced further",
     "open-host-nic-rate-fall.yaml": "a host's NIC queue keeps its frames at the old rate after a link_rate "
                                     "event (engine InMemoryLink times frames at hand-over)",
     "open-unclassified-short-run.yaml": "the bursts off the 1 Gb/s link are starved now (QueueForecast."
