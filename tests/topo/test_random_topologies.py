@@ -367,6 +367,13 @@ OPEN_CASES = {
                                         "182 unwarned (floor_check: no excess at floor = drain). With the next "
                                         "link at 19 Mb/s it is warned; at 25 Mb/s 84 are still lost unwarned; "
                                         "one 1500 B flow alone loses none; not traced further",
+    "open-playout-shared-link.yaml": "(minimised from fuzz-topo seed 2's fail-2; 52 lost on the shaper) f1 "
+                                     "(576 B) and f2 (1000 B) share S4 -> S3 (2 Mb/s); H6 plays f1 at 1 Mb/s "
+                                     "from a 20-packet buffer behind a 200 Mb/s link, whose law (S3 -> H6) "
+                                     "cannot go below its floor (4 Mb/s): f1's share passes and H6's buffer "
+                                     "drops 58 unwarned. Without f2 it is warned; with S3 - S4 at 2.5 Mb/s "
+                                     "158 are lost, at 1.8 Mb/s 21, all unwarned: floor_check takes the "
+                                     "laws before S3 at their floors (0.04 Mb/s), they run far above them",
     "open-host-nic-rate-fall.yaml": "a host's NIC queue keeps its frames at the old rate after a link_rate "
                                     "event (engine InMemoryLink times frames at hand-over)",
     "open-unclassified-short-run.yaml": "the bursts off the 1 Gb/s link are starved now (QueueForecast."
