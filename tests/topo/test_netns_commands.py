@@ -6,7 +6,9 @@ pastes them from network.json); the end-to-end runs are in test_netns_runs.py (r
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -187,11 +189,23 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
 
     from topo.schema import load_topology
 
+    from topo.netns_plumbing import MARKER_DIR, new_prefix
+
     topo_file = tmp_path / "t.pkl"
     topo_file.write_bytes(pickle.dumps(load_topology(ROOT / "topo/paper-1router.yaml")))
-    proc = subprocess.run([sys.executable, "-m", "topo.netns_host", "--topology", str(topo_file), "--host", "R1",
-                           "--duration-ns", "1", "--out", str(tmp_path / "o"), "--prefix", "hbh00000"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    # a prefix of its own, marked live while the host process runs: a netns run starting meanwhile
+    # (another test worker) cleans up the processes of runs without a live marker, by prefix
+    prefix = new_prefix()
+    marker = MARKER_DIR / f"{prefix}.pid"
+    with contextlib.suppress(OSError):  # not root: no netns run can clean it up either
+        MARKER_DIR.mkdir(parents=True, exist_ok=True)
+        marker.write_text(f"{os.getpid()}\n")
+    try:
+        proc = subprocess.run([sys.executable, "-m", "topo.netns_host", "--topology", str(topo_file), "--host", "R1",
+                               "--duration-ns", "1", "--out", str(tmp_path / "o"), "--prefix", prefix],
+                              cwd=ROOT, capture_output=True, text=True, timeout=60)
+    finally:
+        marker.unlink(missing_ok=True)
     assert proc.returncode == 2 and "not a host" in proc.stderr
 
 
