@@ -187,9 +187,8 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
     import pickle
     import subprocess
 
-    from topo.schema import load_topology
-
     from topo.netns_plumbing import MARKER_DIR, new_prefix
+    from topo.schema import load_topology
 
     topo_file = tmp_path / "t.pkl"
     topo_file.write_bytes(pickle.dumps(load_topology(ROOT / "topo/paper-1router.yaml")))
