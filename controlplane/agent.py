@@ -511,8 +511,7 @@ class SwitchAgentCore:
         pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
                                    data_pps if data_pps > 0 else 0, now_ns, report.drained,
                                    report.drained_ts_us * 1000)
-        return pl.forecast.law_forecast(pkts, capacity, 8 * pl.packet_bytes, _link_pps(pl),
-                                        pl.law.params.o_min * capacity)
+        return pl.forecast.law_forecast(pkts, capacity, 8 * pl.packet_bytes)
 
     def counters_due(self, now_ns: int) -> tuple[int, ...]:
         """The regulated ports whose ``MyEgress.tx_routed`` counters the binding is to read now and hand

@@ -185,8 +185,6 @@ class QueueForecast:
     # it starts at (-1: none) and the drain over it; and how many entries were deleted.
     _stretches: list[tuple[int, float] | None] = field(default_factory=list)
     _popped: int = 0
-    # The reporter's time of the newest starved reading (at most IDLE_PKTS; -1: none yet): see ``burst_starved``.
-    _starved_ns: int = -1
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
                drained: int | None = None, drained_ns: int = 0) -> float:
@@ -248,7 +246,6 @@ class QueueForecast:
         self.newest_pps = self._newest_drain() if exact and occupancy > IDLE_PKTS else 0.0
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = float(occupancy)  # our own sending rate, not its capacity (a trap if read so)
-            self._starved_ns = hist[-1][0]  # on the drain's clock: its window holds this reading while it lasts
         else:
             self.forecast_pkts = occupancy + queued - self.expected_pps * horizon_s
         return self.forecast_pkts
@@ -459,54 +456,12 @@ class QueueForecast:
         return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s))
 
     # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/fluid_control.py) ----
-    def law_forecast(self, pkts: float, capacity: int, packet_bits: int, link_pps: float = 0.0,
-                     target_pkts: float = 0.0) -> Forecast:
-        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets).
-
-        ``link_pps`` (the link feeding the buffer, in this hop's packets) and ``target_pkts`` (the
-        law's lowest target, packets) let a burst read after a starved report count as starved
-        (:meth:`burst_starved`); without them (0) only a reading of at most ``IDLE_PKTS`` does.
-        A starved buffer's forecast is its reading and it has no start-up brake: its measured drain
-        is what this hop sent, not what it can take."""
-        starved = self.occupancy <= IDLE_PKTS
-        approach = self.approach_bps(capacity, packet_bits)
-        if not starved and self.burst_starved(link_pps, target_pkts):
-            starved, pkts, approach = True, float(self.occupancy), 0.0
-            self.forecast_pkts = pkts
+    def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
+        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
         whole = round(pkts)
         return Forecast((whole if whole > 0 else 0) / capacity, self.expected_pps * packet_bits,
-                        approach, self.span_scale(), self.guessed_fall,
-                        self.newest_pps * packet_bits, starved)
-
-    def starved_in_window(self) -> bool:
-        """The drain's window holds a starved reading (at most ``IDLE_PKTS``): the drain over it is
-        partly what this hop sent there, a lower bound of what the buffer can take."""
-        return self._starved_ns >= 0 and bool(self._hist) and self._starved_ns >= self._hist[self._first][0]
-
-    def burst_pkts(self, link_pps: float) -> float:
-        """What the feeding link (``link_pps``) can deposit in the buffer within one report gap beyond
-        the drain measured: a burst a buffer that drains faster than it is fed shows between reports."""
-        excess = link_pps - self.drain_pps
-        return excess * self.gap_s if excess > 0.0 else 0.0
-
-    def burst_starved(self, link_pps: float, target_pkts: float) -> bool:
-        """The reading is a burst into a starved buffer: the drain's window holds a starved reading
-        (at most ``IDLE_PKTS``), so the drain is what this hop sent there, a lower bound of what the
-        buffer takes, and the reading is no more than the feeding link deposits within one report
-        gap beyond that drain (:meth:`burst_pkts`), nor than the law's lowest target ``target_pkts``
-        (below it the law raises its rate whatever the buffer's capacity: no queue it regulates).
-
-        Why not one reading alone: behind a link faster than the buffer's own (1 Gb/s into 100-200
-        Mb/s) a burst reads 2-8 packets between starved readings; taken as regulated, the brake
-        capped the rate at that drain (lagging the sources' ramp) or the forecast counted this hop's
-        queue against it, and one report cut R_max to the drain or to the floor: the hop's own small
-        buffer overflowed before the hop upstream answered (docs/alinea.md, "A starved buffer")."""
-        if not self.starved_in_window():
-            return False
-        bound = self.burst_pkts(link_pps)
-        if target_pkts < bound:
-            bound = target_pkts
-        return self.occupancy <= bound
+                        self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall,
+                        self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS)
 
     def floor_pps(self, link_pps: float) -> float | None:
         """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""
