@@ -8,7 +8,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 P4SRC  := p4src/alinea.p4
 BUILD  := build
-APT_PKGS := cpp iproute2 python3-venv tcpdump gcc python3-dev
+APT_PKGS := cpp iproute2 python3-venv tcpdump gcc python3-dev tshark
 ENGINE := engine
 ENGINE_SRC := $(ENGINE)/Cargo.toml $(ENGINE)/Cargo.lock $(wildcard $(ENGINE)/src/*.rs)
 ENGINE_STAMP := $(VENV)/.engine
@@ -51,6 +51,7 @@ sysdeps:
 	command -v ip >/dev/null || missing="$$missing iproute2"; \
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
+	command -v tshark >/dev/null || missing="$$missing tshark"; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
 	  || missing="$$missing python3-dev"; \
