@@ -564,9 +564,19 @@ class TableState:
         self._send_entry(entry)
 
     def _add(self, entry: TableEntry) -> None:
+        self._index_fields(entry)
+        self._insert(entry)
+
+    def add_indexed(self, entry: TableEntry, masks: tuple[int, ...], masked: tuple[int, ...], rank: int) -> None:
+        """``_add`` of a checked entry of a direct table whose index fields (what ``_index_fields``
+        computes: no ranges) the caller has (p4runtime/fast_writes.py, which decodes them)."""
+        entry._masks, entry._masked, entry._ranges, entry._rank = masks, masked, (), rank
+        self._insert(entry)
+
+    def _insert(self, entry: TableEntry) -> None:
+        """An indexed entry into the table and to the engine (one place for both ways in)."""
         if self.profile is not None:
             self.profile.account(entry.action, +1)
-        self._index_fields(entry)
         entry._handle = self._next_handle  # handles grow: the engine's order is the writes'
         self._next_handle += 1
         self._entries[entry.key] = entry
@@ -574,20 +584,6 @@ class TableState:
             self._exact[tuple(m.value for m in entry.match)] = entry
         self._dirty = True
         self._send_entry(entry)
-
-    def add_indexed(self, entry: TableEntry, masks: tuple[int, ...], masked: tuple[int, ...], rank: int) -> None:
-        """``_add`` of a checked entry of a direct table whose index fields (what ``_index_fields``
-        computes: no ranges) the caller has (p4runtime/fast_writes.py, which decodes them)."""
-        entry._masks, entry._masked, entry._ranges, entry._rank = masks, masked, (), rank
-        entry._handle = self._next_handle
-        self._next_handle += 1
-        self._entries[entry.key] = entry
-        if self._exact_only:
-            self._exact[masked] = entry
-        self._dirty = True
-        if self._sinks:
-            self._sinks.send("table_put", self.id, entry._handle, masks, masked, (), rank,
-                             encode_action(entry.action))
 
     def _index_fields(self, entry: TableEntry) -> None:
         masks, values, ranges, plen = [], [], [], 0
