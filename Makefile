@@ -119,7 +119,7 @@ ns3-venv: $(NS3_VENV)/.installed
 bench: setup ns3-venv
 	$(PY) -m tests.bench.run --out docs/performance.md $(if $(BENCH_ONLY),--only $(BENCH_ONLY)) $(if $(BENCH_QUICK),--quick)
 
-# Wireshark: the ALINEA report dissector into the user's personal Lua plugin folder (docs/p4switch.md).
+# Wireshark: the ALINEA report dissector into the user's personal Lua plugin folder (docs/reference/p4switch.md).
 wireshark:
 	@mkdir -p $(HOME)/.local/lib/wireshark/plugins
 	cp wireshark/hbh_alinea.lua wireshark/hbh_datagram.lua $(HOME)/.local/lib/wireshark/plugins/
@@ -153,16 +153,16 @@ results-tcp: setup
 	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures --only tcp
 
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine): new kernel runs
-# into docs/tcp-kernel-runs/, their tables into docs/tcp.md ("Validation against the kernel")
+# into docs/tcp-kernel-runs/, their tables into docs/howto/tcp.md ("Validation against the kernel")
 tcp-validation: setup
-	chrt -r 10 $(PY) -m topo.tcp_validation --duration 60s --seed 1 --save-kernel docs/tcp-kernel-runs --doc docs/tcp.md
-	$(PY) -m topo.tcp_diagnosis --kernel-from docs/tcp-kernel-runs --duration 60s --seed 1 --doc docs/tcp.md
+	chrt -r 10 $(PY) -m topo.tcp_validation --duration 60s --seed 1 --save-kernel docs/tcp-kernel-runs --doc docs/howto/tcp.md
+	$(PY) -m topo.tcp_diagnosis --kernel-from docs/tcp-kernel-runs --duration 60s --seed 1 --doc docs/howto/tcp.md
 
 # The sources' TCP experiments, short, on the kernel's TCP in netns beside the model, and the RTM
-# ablation (root; ~35 min) -> docs/tcp.md ("The sources' experiments on the kernel's TCP")
+# ablation (root; ~35 min) -> docs/howto/tcp.md ("The sources' experiments on the kernel's TCP")
 .PHONY: tcp-kernel
 tcp-kernel: setup
-	chrt -r 10 $(PY) -m topo.tcp_kernel --doc docs/tcp.md
+	chrt -r 10 $(PY) -m topo.tcp_kernel --doc docs/howto/tcp.md
 
 clean:
 	rm -rf $(BUILD) .pytest_cache controlplane/*.so

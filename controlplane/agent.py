@@ -7,7 +7,7 @@ the occupancy of the neighbour's buffer *and* the law parameters the switch hold
 The law's rate (bits/s) becomes that port's egress queue rate in packets per second, the unit of
 BMv2's ``set_queue_rate``, at the mean size of the frames the port actually sends: the binding reads
 each regulated port's ``MyEgress.tx_routed`` counter (P4Runtime) when :meth:`SwitchAgentCore.counters_due`
-says, and :meth:`SwitchAgentCore.on_frame_counters` keeps the mean (docs/alinea.md, "Bits, not packets").
+says, and :meth:`SwitchAgentCore.on_frame_counters` keeps the mean (docs/background/alinea.md, "Bits, not packets").
 
 On BMv2's egress queues (``SwitchPlan.fixed_departures``, the default) a rate command reaches
 the wire only after the port's queue has drained. There each regulated port starts at its law's
@@ -16,16 +16,16 @@ comes later), keeps a :class:`~controlplane.forecast.QueueForecast` fed by the c
 report's packet-in carries, hands the law its forecast (:class:`~controlplane.alinea.Forecast`)
 and never sets a rate whose spacing, given to the packets expected before its next command
 (the measured arrival rate), would stamp the queue's schedule more than ``SCHEDULE_BOUND_S``
-beyond what the link needs for them and the queued ones (docs/bmv2.md).
+beyond what the link needs for them and the queued ones (docs/howto/bmv2.md).
 
-With per-destination classes (``SwitchPlan.classes`` > 1, docs/fabric.md) the laws are per
+With per-destination classes (``SwitchPlan.classes`` > 1, docs/howto/fabric.md) the laws are per
 (egress port, class): a report names its class, class ``c``'s law sets priority queue ``c`` of
 the port (``SetQueueRate.priority``), and the reports' queue, the top one above every class
 (``report_priority``; alinea.p4 recirculates the report clones onto it), is never rate-limited, so
 no report budget is added. Each class's R_max is a fair share of the one the switch holds (the
 link's rate): the link less what the port's other busy classes are *set* to take, each counted at
 most at an equal share, so that under strict priority a class at R_max leaves the lower classes
-their share (docs/fabric.md: it brought the classes' p99 slowdown below per-port ALINEA's). Never
+their share (docs/howto/fabric.md: it brought the classes' p99 slowdown below per-port ALINEA's). Never
 below an equal share of the busy classes nor the schedule bound's floor: an R_max cut by the other
 classes' measured *drains* (tried first) reached the floor, and on BMv2's queues a floor rate stamps
 the class's queued packets seconds ahead, past any later raise.
@@ -83,7 +83,7 @@ class PollReport:
     with ``report_poll = 1``). Reports are otherwise built only when a packet arrives on the port,
     so an upstream neighbour that sends slowly would hear of the buffer only as slowly: on BMv2's
     queues its rate commands would then come late and every packet queued in between would keep
-    a slow spacing (docs/bmv2.md)."""
+    a slow spacing (docs/howto/bmv2.md)."""
 
     port: int
     data_class: int = 0  # the class of the port's buffer to report (per-destination classes)
@@ -121,7 +121,7 @@ class EcmpGroup:
 
 @dataclass(frozen=True)
 class McastRoute:
-    """A multicast group this switch replicates (docs/multicast.md): packets to ``address`` are copied
+    """A multicast group this switch replicates (docs/howto/multicast.md): packets to ``address`` are copied
     to every hop (``MyIngress.mcast_route``, PRE group ``group_id``, ``MyEgress.mcast_next_hop``)."""
 
     address: int
@@ -197,7 +197,7 @@ class SwitchPlan:
     fixed_departures: bool = True
     # On fixed departures: poll the reports of the modelled ports traffic enters by (PollReport).
     report_polls: bool = False
-    # Per-destination classes (docs/fabric.md): 1 = one law per port, data and reports on priority 0;
+    # Per-destination classes (docs/howto/fabric.md): 1 = one law per port, data and reports on priority 0;
     # N > 1: class c of each port on priority queue c with a law of its own, reports on N (the top).
     classes: int = 1
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
@@ -237,7 +237,7 @@ class LawTrace:
     port: int = 0  # the port the report came in on (toward ``toward``)
     pps: int = 0  # the queue rate set (packets/s)
     # the law's O_max in force when it applied this report (None: no law): the target the summary
-    # compares the buffer with, so that a live or timed change moves it from its time on (docs/metrics.md)
+    # compares the buffer with, so that a live or timed change moves it from its time on (docs/reference/metrics.md)
     o_max: float | None = None
     # an end-to-end run's sample of an output FIFO (topo.simnet.fifo_rows), not a report: the FIFO of
     # u toward v and v's own receive buffer are both "v<-u", and a summary must not mix them
@@ -274,7 +274,7 @@ def link_pps(rate_bps: float, frame_bytes: int, report_pps: float = 0.0) -> int:
     plus the rest in frames of ``frame_bytes``, rounded down; at least 1.
 
     Why down: the ceiling is there so that the switch never sends faster than the link carries
-    (docs/bmv2.md, "No hidden queue on an emulated link"). ``frame_bytes`` is the mean frame the
+    (docs/howto/bmv2.md, "No hidden queue on an emulated link"). ``frame_bytes`` is the mean frame the
     port sends (:class:`~controlplane.frame_size.FrameSizeWindow`): at that mean the queue fills
     the link in bits, where the largest frame would leave smaller ones part of it unused."""
     if frame_bytes <= 0:
@@ -460,7 +460,7 @@ class SwitchAgentCore:
         """With classes: R_max less what the port's other busy classes are set to take, each counted at
         most at an equal share, so that under strict priority a class at R_max leaves the classes below
         it their share. Set rates, not drains (a drain reaches the floor when the others fill the link),
-        and never below an equal share of the busy classes nor the schedule bound's floor (docs/fabric.md)."""
+        and never below an equal share of the busy classes nor the schedule bound's floor (docs/howto/fabric.md)."""
         if self.plan.classes == 1 or pl.forecast is None:
             return law
         port, c = key
@@ -486,7 +486,7 @@ class SwitchAgentCore:
         during the silence, and the schedule bound cannot hold it, since the queue's counters come
         only with reports. Such a law holds its rate until the next report; silence there is most
         often a report queued behind the neighbour's own stamped schedule, or an idle port
-        (docs/bmv2.md, "Silence on BMv2's queues")."""
+        (docs/howto/bmv2.md, "Silence on BMv2's queues")."""
         cmds: list[Command] = []
         if self.plan.fixed_departures and self.plan.report_polls:
             cmds.extend(PollReport(m.port, c) for m in self.plan.modelled if m.polled for c in range(self.plan.classes))

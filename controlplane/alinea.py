@@ -9,7 +9,7 @@ On each control message (occupancy report) from the downstream node, for interva
 with O = O_min and W = W_max at the start. ``R`` is the node's outgoing rate toward the
 reporting neighbour (bits/s), ``O`` the desired occupancy of that neighbour's incoming buffer
 and ``O(k)`` the reported occupancy, both fractions of the buffer. Steps 1-3 are the paper's
-rule exactly; what the paper leaves open is chosen here and argued in docs/alinea.md:
+rule exactly; what the paper leaves open is chosen here and argued in docs/background/alinea.md:
 
 * **Floor.** ``R`` never goes below ``r_floor`` (> 0): reports are triggered by arrivals, so a
   node that stopped sending would never hear from its neighbour again.
@@ -36,7 +36,7 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/aline
   starts to arrive there, and the buffer's measured drain. Step 1 then acts on the forecast
   occupancy Ô instead of O(k), with W scaled by :func:`forecast_gain`; once O has reached O_max
   it reads ``R = drain + g·W·(O − Ô) − K_P·(O(k) − O(k−1))``: the rate follows the drain, the
-  forecast error corrects it, and the damping acts on the measured occupancy (docs/alinea.md,
+  forecast error corrects it, and the damping acts on the measured occupancy (docs/background/alinea.md,
   "On BMv2's egress queues"). Steps 2 and 3 use Ô. The drain there is the newest drain for a
   report when that has clearly fallen (:func:`settled_base`): a capacity drop behind the buffer
   shows in its departures before its occupancy has gained a packet.
@@ -128,7 +128,7 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     unknown (expected to last as long again as it has), and on BMv2's queues a cut is stamped on every
     packet queued until the next command, for good. Amplified, a dip of a quarter of a second stamped
     four times the deficit the dip needed, which came back a second later as a wave down the line
-    (docs/bmv2.md, "Why a longer dip still sets off a wave"). A rise is amplified as ever: under a
+    (docs/howto/bmv2.md, "Why a longer dip still sets off a wave"). A rise is amplified as ever: under a
     guessed fall the forecast errs toward a fuller buffer. The law passes ``guessed_fall`` only when
     it has the damping term, which reacts first to the fall: without it (``k_p`` = 0) the gain is
     its only fast answer, and the paper's law lost twice as much without it."""
@@ -164,7 +164,7 @@ def settled_base(forecast: Forecast, rate: float = 0.0) -> float:
     only past ``NEWEST_FALL``, above the settled drain's spread (one late departure in a steady
     stream costs one report at most 20 % slower: two packets stamped a little apart). Not while
     the forecast follows a fall of the drain (``guessed_fall``): the fall is then in the drain,
-    expected to end (docs/alinea.md, "The newest drain")."""
+    expected to end (docs/background/alinea.md, "The newest drain")."""
     base, newest = forecast.drain_bps, forecast.newest_bps
     if forecast.starved:
         return rate if rate > base else base

@@ -15,7 +15,7 @@ on BMv2:
 
 * ``Q`` and this hop's departures: two wrapping counters that alinea.p4 keeps per egress port and
   copies into the packet-in of every report arriving on that port (``fwd_pkts``: IPv4 packets
-  routed to the port; ``deq_pkts``: those that have left its queue; docs/wire-format.md);
+  routed to the port; ``deq_pkts``: those that have left its queue; docs/reference/wire-format.md);
 * ``h``: ``last_sent`` rebuilt as BMv2 builds it: a ledger of the queued packets' spacings, each
   report's arrivals (the growth of ``fwd_pkts``) at the rate the agent had set meanwhile, from
   which each report's departures (the growth of ``deq_pkts``) are taken off the front. An estimate
@@ -35,7 +35,7 @@ on BMv2:
   With the exact drain the short window is the newest ``DRAIN_FALL_PKTS`` departures and a fall
   counts once it exceeds the spread of the window's earlier drains: at high rates a capacity drop
   downstream shows at the first report after it, where the counts needed the buffer to gain
-  packets first (docs/alinea.md, "The drain, exactly").
+  packets first (docs/background/alinea.md, "The drain, exactly").
 """
 
 from __future__ import annotations
@@ -93,11 +93,11 @@ MIN_GAP_S = 0.01
 #: the margin on it for the next command's own latency.
 SLOW_GAP_MEMORY_S = 2.0
 SLOW_GAP_MARGIN = 1.5
-#: The start-up brake's approach time, in report gaps (docs/alinea.md, "Start-up brake").
+#: The start-up brake's approach time, in report gaps (docs/background/alinea.md, "Start-up brake").
 BRAKE_GAPS = 6
 #: The newest drain (``newest_pps``) is read over the newest stretch that holds this many departures:
 #: two spacings, the fewest in which a capacity drop downstream shows at the paper's rates before the
-#: buffer has gained a packet (docs/alinea.md, "The newest drain"). The law follows it for one report
+#: buffer has gained a packet (docs/background/alinea.md, "The newest drain"). The law follows it for one report
 #: at a time, bounded, and never extrapolates it over the horizon.
 NEWEST_PKTS = 2
 #: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
@@ -326,7 +326,7 @@ class QueueForecast:
         queues a cut is stamped on every packet queued before the next command, irreversibly. The
         fallen rate read over a horizon of a second put R4's buffer at 120 % after a 0.15 s dip of
         its drain, R3 cut to the floor, its queue froze for a second and its own buffer overflowed
-        (docs/bmv2.md). A fall that lasts is believed over the whole horizon once it has lasted
+        (docs/howto/bmv2.md). A fall that lasts is believed over the whole horizon once it has lasted
         ``1 / (1 + FALL_PERSISTENCE)`` of it: after a capacity drop the buffer downstream rises
         meanwhile, and its occupancy is in the forecast as measured."""
         h = self.horizon_s

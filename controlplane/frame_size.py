@@ -2,7 +2,7 @@
 
 The ALINEA law's rate is in bits/s, but BMv2's egress queue rate (``set_queue_rate``) is in
 packets/s, and a modelled buffer counts packets. Two consequences when a port's frames are not all
-of one size (docs/alinea.md, "Bits, not packets"):
+of one size (docs/background/alinea.md, "Bits, not packets"):
 
 * **The queue rate.** ``rate / (8 * frame)`` packets/s carries ``rate`` bits/s only if ``frame``
   is the mean size of the frames the queue actually sends. :class:`FrameSizeWindow` measures it

@@ -1,6 +1,6 @@
-"""The ALINEA loop with its delay: stability, overshoot and the buffer it needs (docs/alinea.md).
+"""The ALINEA loop with its delay: stability, overshoot and the buffer it needs (docs/background/analysis.md).
 
-Why: the gains of docs/alinea.md were argued from a delay-free characteristic equation, and
+Why: the gains of docs/background/alinea.md were argued from a delay-free characteristic equation, and
 what decides whether a hop loses packets is what that leaves out: the loop delay in report
 intervals (both propagation delays, the report's sampling, the control plane's latency, and a
 queue a rate command waits behind unless the agent forecasts past it) and the packets a link moves in one interval
@@ -15,7 +15,7 @@ intervals after it was computed::
     R(k)   = R(k-1) + W * (O - x(k)) - K * (x(k) - x(k-1))           (once O = O_max)
 
 Eliminating R gives the characteristic polynomial (z - 1)^2 z^d + a(W + K) z - aK: the loop is
-stable when all its roots lie inside the unit circle. ``d = 0`` is docs/alinea.md's equation.
+stable when all its roots lie inside the unit circle. ``d = 0`` is docs/background/alinea.md's equation.
 The start-up (adaptive O and W, the floor, R_max) and a capacity drop are not linear: their
 overshoot is measured by running the law itself (:class:`~controlplane.alinea.AlineaLaw`)
 against the fluid buffer above (:func:`fluid_peak`).
@@ -180,11 +180,11 @@ def assess(loop: Loop, duration_s: float = 60.0, drop_at_s: float | None = None)
     return Verdict(d, radius, peak, needed)
 
 
-#: The loop gains docs/alinea.md chose for the paper's delay (a*W_min, a*k_p), kept when a law's
+#: The loop gains docs/background/alinea.md chose for the paper's delay (a*W_min, a*k_p), kept when a law's
 #: gains are derived, scaled down when its delay asks for it (max_stable_scale, with a margin).
 LOOP_GAIN_W_MIN = 0.003
 LOOP_GAIN_K_P = 0.15
-W_MAX_HALVINGS = 4  # W_max = 2^4 * W_min, as docs/alinea.md's start-up ramp
+W_MAX_HALVINGS = 4  # W_max = 2^4 * W_min, as docs/background/alinea.md's start-up ramp
 FLOOR_OF_R_MAX = 0.02
 STABILITY_MARGIN = 0.8
 MIN_INTERVAL_S = 100e-6
@@ -204,11 +204,11 @@ def derived_interval_s(delay_s: float, rate_bps: float, packet_bits: int) -> flo
 
 def derive_gains(loop: Loop, have: dict[str, float], duration_s: float = 20.0) -> dict[str, float]:
     """The law's missing values (``w_min``, ``k_p``, ``w_max``, ``r_floor``) for ``loop``; ``have``
-    holds those the user gave, which are kept. The settled gains keep docs/alinea.md's loop gains
+    holds those the user gave, which are kept. The settled gains keep docs/background/alinea.md's loop gains
     (a*W_min = 0.003, a*k_p = 0.15) where the delay allows, else the stable scale times 0.8; W_max
     starts at 16 W_min and is halved while the fluid start-up overshoots past a quarter of the
     headroom above O_max: a quarter, because the hops of a line add overshoots that one law's
-    fluid model does not see (docs/alinea.md, "Derived parameters")."""
+    fluid model does not see (docs/background/analysis.md, "Derived parameters")."""
     d = delay_intervals(loop)
     w0, k0 = LOOP_GAIN_W_MIN / loop.a, LOOP_GAIN_K_P / loop.a
     scale = max_stable_scale(loop.a, w0, k0, d)

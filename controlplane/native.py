@@ -2,7 +2,7 @@
 
 Every report runs the switch agent, the forecast and the law (about a third of a simulation's
 packet-hops are reports): the number of Python steps per report, not their arithmetic, sets the
-simulator's speed (docs/engine.md, "The control path compiled"). `make setup` compiles the modules
+simulator's speed (docs/background/engine.md, "The control path compiled"). `make setup` compiles the modules
 of ``MODULES`` with mypyc into extension modules beside their sources and writes a stamp of the
 sources it compiled. There is one source of the law: the compiled modules are that source, built.
 

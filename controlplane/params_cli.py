@@ -269,7 +269,7 @@ def _show(args: argparse.Namespace) -> int:
 
 def format_origins(ports: dict[int, Any], records: dict[int, dict[str, Any]]) -> str:
     """Where each value a port holds came from: the run's topology file, derived by the loader
-    (docs/alinea.md, "Derived parameters"), the built-in default, or ``live`` (changed since the
+    (docs/background/analysis.md, "Derived parameters"), the built-in default, or ``live`` (changed since the
     run started, e.g. by ``hbh params set``)."""
     lines = ["where the values came from (file, derived, default; live = changed during the run):"]
     for port, st in sorted(ports.items()):

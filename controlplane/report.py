@@ -1,4 +1,4 @@
-"""The ALINEA report codec (docs/wire-format.md), shared by switch agents and hosts.
+"""The ALINEA report codec (docs/reference/wire-format.md), shared by switch agents and hosts.
 
 One definition of the 42-byte report keeps the P4 header, the agents and the host
 stacks from drifting apart; the P4 program builds reports, everything in Python reads
@@ -18,7 +18,7 @@ ETHERTYPE_ALINEA = 0x88B5
 VERSION = 2
 MSG_OCCUPANCY = 1
 FLAG_OVERFLOW = 0x01
-#: The report's class (per-destination classes, docs/fabric.md) is in the flags' bits 7-5.
+#: The report's class (per-destination classes, docs/howto/fabric.md) is in the flags' bits 7-5.
 CLASS_SHIFT = 5
 CLASS_MASK = 0xE0
 ETH_BYTES = 14

@@ -121,7 +121,7 @@ class SwitchAgent:
 
         Why: a set_queue_rate is a Thrift round trip (0.3-0.7 ms on this machine), and at 32 times
         the paper's rates (a report every 0.3 ms) one call per report fell behind without end: the
-        median control latency grew from 0.7 ms to 92 ms (docs/netns.md, "At higher link rates").
+        median control latency grew from 0.7 ms to 92 ms (docs/howto/netns.md, "At higher link rates").
         Every report still moves the law; only the rates superseded within a batch, which would
         have held for less than a call's time, are not sent."""
         with self._inbox_lock:

@@ -61,7 +61,7 @@ def parse_rate(text: object, what: str = "rate") -> float:
 class OfCapacity:
     """A rate (or an ALINEA gain, in b/s per unit of occupancy) written as a multiple of the
     regulated link's capacity, ``0.25C``: it keeps its meaning when the link's rate changes, since
-    occupancy is already a fraction of the neighbour's buffer (docs/alinea.md, "Relative gains")."""
+    occupancy is already a fraction of the neighbour's buffer (docs/background/analysis.md, "Relative gains")."""
 
     multiple: float
 

@@ -1,5 +1,5 @@
 """CVIHIS RTM setting the pace of the TCP model (``cc: cvihis-rtm``): CVIHIS's rate law over TCP's
-reliability, so that sized flows can run under CVIHIS (the fabric workload, docs/fabric.md).
+reliability, so that sized flows can run under CVIHIS (the fabric workload, docs/howto/fabric.md).
 
 Why this split: CVIHIS's sender paces datagrams and never retransmits; the TCP model recovers every
 loss but sets its rate by a window. Here the model's window is opened as for ``none``

@@ -7,7 +7,7 @@
   application at ``playout_bps`` in bits (each packet takes its own bits' time, so a mix of sizes plays
   ``playout_bps``); an arrival to a full buffer is dropped (counted).
 * :class:`HostReporter` (the engine's) -- the receiver reports its buffer to its last-hop switch exactly as a
-  switch port does (docs/wire-format.md): at the first arrival after ``interval_us`` has
+  switch port does (docs/reference/wire-format.md): at the first arrival after ``interval_us`` has
   elapsed, a report with the occupancy, the capacity, a per-port sequence number and the drops
   since the previous report, and the packets the application has taken (the buffer's drain).
 * :class:`HostReceiver` (the engine's) -- a host's receive of ordinary data packets in one engine

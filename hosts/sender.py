@@ -68,7 +68,7 @@ class AlineaHostSender:
     Its law reads the switch's buffer in the frames it sends, of the mean size a
     :class:`~controlplane.frame_size.FrameSizeWindow` measures from the pacer's frames (read every
     ``READ_PERIOD_NS`` at a report), as a switch's law does from its port's counters: the largest
-    frame would make a buffer of small frames look fuller than it is (docs/alinea.md, "Bits, not
+    frame would make a buffer of small frames look fuller than it is (docs/background/alinea.md, "Bits, not
     packets")."""
 
     law_params: LawParams

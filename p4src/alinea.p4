@@ -14,7 +14,7 @@
  * upstream neighbour.  Reports arriving from a downstream neighbour go
  * to the controller (packet-in), never further.
  *
- * Per-destination classes (docs/fabric.md, "Head-of-line blocking"): the
+ * Per-destination classes (docs/howto/fabric.md, "Head-of-line blocking"): the
  * control plane may map destination prefixes to a class (dst_class); a
  * class-c packet goes to egress priority queue c and every per-port
  * cell of the buffer model is kept per (port, class).  Reports take the
@@ -25,7 +25,7 @@
  * entries every packet is class 0 on priority 0 and a report clone goes
  * straight out of its port: one class, as before.
  *
- * docs/dataplane.md explains the design; docs/wire-format.md gives the
+ * docs/reference/dataplane.md explains the design; docs/wire-format.md gives the
  * byte layout of the report and of the packet-in/out metadata.
  *
  * Build-time parameters (override with -D):
@@ -70,7 +70,7 @@
    report clones in its queue (so they wait for nothing); egress builds the
    report there and recirculates it (report_path). */
 #define REPORT_RECIRC_PORT 510
-/* Multicast (docs/multicast.md): group addresses mcast_route holds, the
+/* Multicast (docs/howto/multicast.md): group addresses mcast_route holds, the
    copies one switch makes of a group's packet (its child ports), and the
    ring of pending multicast packets per ingress port: 2^MCAST_RING_BITS
    places for each port below 2^MCAST_PORT_BITS (MCAST_SLOTS in all). */
@@ -81,7 +81,7 @@
 /* Bytes of an Ethernet header and of an ALINEA report header. */
 #define ETH_HDR_BYTES 14
 #define REPORT_HDR_BYTES 42
-// ---- pgmcc NAK aggregation (docs/multicast.md, "NAK aggregation"): slots of
+// ---- pgmcc NAK aggregation (docs/howto/multicast.md, "NAK aggregation"): slots of
 // the (session, sequence) -> last forwarded NAK table, a power of two.
 #define NAK_SLOTS 4096
 // ---- end pgmcc NAK aggregation
@@ -153,7 +153,7 @@ header packet_in_t {
     /* For a report: this switch's own data packets toward the reporting
        neighbour (out of the port the report arrived on), two wrapping
        counts; the agent's forecast of a rate command's delay on BMv2's
-       egress queue (docs/bmv2.md) needs both. */
+       egress queue (docs/howto/bmv2.md) needs both. */
     bit<32> fwd_pkts;       // IPv4 packets routed to that port (queued)
     bit<32> deq_pkts;       // of those, packets that have left its queue
 }
@@ -180,7 +180,7 @@ header ethernet_t {
 
 /*
  * ALINEA occupancy report, 42 bytes, network byte order, right after
- * the Ethernet header (EtherType 0x88B5).  See docs/wire-format.md.
+ * the Ethernet header (EtherType 0x88B5).  See docs/reference/wire-format.md.
  */
 header alinea_report_t {
     bit<4>  version;        // ALINEA_VERSION
@@ -333,11 +333,11 @@ register<bit<32>>(CELL_COUNT) deq_pkts;
    egress queue (wrapping), and the egress_global_timestamp (µs) of the
    last of them.  A report carries both: the upstream hop reads the drain
    of its buffer from two reports exactly, where counts alone would be
-   a packet off at either end of every interval (docs/wire-format.md). */
+   a packet off at either end of every interval (docs/reference/wire-format.md). */
 register<bit<32>>(CELL_COUNT) drained_pkts;
 register<bit<48>>(CELL_COUNT) last_drain_ts;
 /* Multicast: a packet holds one slot of its ingress buffer until its LAST
-   copy leaves this switch (docs/multicast.md).  An admitted multicast
+   copy leaves this switch (docs/howto/multicast.md).  An admitted multicast
    packet takes the next place of its ingress port's ring (mcast_next, per
    port, wraps) and writes there how many of its copies are still queued;
    each copy's egress counts one down, and the copy that reaches 0 frees the
@@ -348,7 +348,7 @@ register<bit<8>>(MCAST_SLOTS) mcast_left;
 
 /* The cell of (port, class) in the registers above: a macro, not a
    function, so that p4switch's engine runs every statement using it
-   (docs/engine.md: function calls in expressions still run on the
+   (docs/background/engine.md: function calls in expressions still run on the
    closures); p4c expands it as cpp does. */
 #define CELL_OF(port, cls) (((bit<32>)(port) << 3) | (bit<32>)(cls))
 
@@ -498,7 +498,7 @@ control MyIngress(inout headers_t hdr,
         drop_unsupported.count((bit<32>)standard_metadata.ingress_port);
     }
 
-    // ---- pgmcc NAK aggregation (docs/multicast.md, "NAK aggregation") ----
+    // ---- pgmcc NAK aggregation (docs/howto/multicast.md, "NAK aggregation") ----
     /* PGM's router NAK aggregation for pgmcc sessions: the first NAK for a
        (session, sequence) goes upstream and its repeats within the
        session's hold are dropped.  A slot per hash of (session, sequence)
@@ -998,7 +998,7 @@ control MyEgress(inout headers_t hdr,
     /* Of those, the routed IPv4 frames (the ones counted in deq_pkts),
        per egress port, every class: the switch agent reads it (P4Runtime
        Read) for the mean size of the frames each port sends, which turns
-       its law's b/s into the queue's packets/s (docs/alinea.md, "Bits,
+       its law's b/s into the queue's packets/s (docs/background/alinea.md, "Bits,
        not packets").  Not tx: a report clone is counted there at the
        length of the packet that triggered it. */
     counter(PORT_COUNT, CounterType.packets_and_bytes) tx_routed;

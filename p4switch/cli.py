@@ -168,7 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--queue-model", choices=QUEUE_MODELS, default="bmv2",
                    help="egress queue rate limiter: bmv2 (default; a packet's departure is fixed when it is "
                         "queued, as simple_switch does) or shaper (the rate in force at dequeue spaces the "
-                        "packets, as a hardware shaper does); docs/p4switch.md")
+                        "packets, as a hardware shaper does); docs/reference/p4switch.md")
     p.add_argument("--port-bitrate", dest="port_bitrates", action="append", default=[], type=_bitrate,
                    metavar="[PORT=]BPS",
                    help="model a link of BPS bits/s on PORT (or on every port): the port does not send faster, "
@@ -188,7 +188,7 @@ def build_parser() -> argparse.ArgumentParser:
                         "(seeded by --seed), e.g. 0x88B5=0.1 for ALINEA reports")
     p.add_argument("--control-socket", metavar="PATH",
                    help="p4switch extension: a Unix socket to change port bit rates at run time and read the "
-                        "traffic manager's tail drops (docs/p4switch.md)")
+                        "traffic manager's tail drops (docs/reference/p4switch.md)")
     p.add_argument("--seed", type=int, help="seed of the program's random() extern")
     p.add_argument("--spin-us", type=int, default=SPIN_US, metavar="US",
                    help=f"p4switch extension: wait for a timer due within US microseconds by spinning, not "

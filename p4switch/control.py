@@ -4,7 +4,7 @@ Why: p4switch models each AF_PACKET port's wire (``--port-bitrate``, ``--port-de
 BMv2 does not have, so neither P4Runtime nor BMv2's Thrift IDL can change it. An experiment
 that drops a link's capacity mid-run (``topo/capacity-drop.yaml``) needs exactly that, and its
 recorder needs the traffic manager's tail drops, which no P4 counter sees. This is a p4switch
-extension (docs/p4switch.md), off unless ``--control-socket PATH`` is given: a Unix stream
+extension (docs/reference/p4switch.md), off unless ``--control-socket PATH`` is given: a Unix stream
 socket, one JSON object per line each way.
 
 Requests and answers::

@@ -6,7 +6,7 @@ actuates exactly this queue's rate, so its rate limiter must be BMv2's, not a fr
 
 Model. The default, ``queue_model="bmv2"``, is BMv2's ``QueueingLogicPriRL`` (the egress buffers
 of simple_switch; facts from behavioral-model's include/bm/bm_sim/queueing.h and
-targets/simple_switch/simple_switch.cpp, restated in docs/bmv2.md):
+targets/simple_switch/simple_switch.cpp, restated in docs/howto/bmv2.md):
 
 * Per egress port ``num_priorities`` FIFO queues (default 1). Each has a capacity in packets
   (default 64) and a rate in packets per second (0 = no limit, BMv2's default).

@@ -134,7 +134,7 @@ class InMemoryLink(_engine.InMemoryLink):
 # Measured with the new frame's time, a fall of the bit rate lengthened the window past the idle
 # gaps the TM's own spacing leaves: after capacity-drop's R3-R4 fall from 3 to 1 Mb/s, the next
 # three frames, served 6.7 ms apart on the queue's schedule, were each dated back to the end of
-# the one before, and the fall reached the wire 26 ms late (docs/bmv2.md).
+# the one before, and the fall reached the wire 26 ms late (docs/howto/bmv2.md).
 #
 # A frame the engine's TM served comes with the time its model served it (``TMItem.due_ns``: queued,
 # its rate slot come, the wire free), and starts then however late the loop got to it, up to

@@ -102,7 +102,7 @@ class RealtimeScheduler:
     spinning, i.e. at most ``spin_ns`` of CPU per timer. At high packet rates timers come closer
     than that and the loop spins all the time, a core's worth: right for a switch with a core of
     its own, a loss where the switch shares the cores with the rest of an emulation (``spin_ns=0``;
-    docs/netns.md). Without a timerfd (not Linux) the
+    docs/howto/netns.md). Without a timerfd (not Linux) the
     wait falls back to epoll's millisecond resolution.
     """
 
@@ -388,7 +388,7 @@ class RealtimeScheduler:
         engine's turns hold the GIL, and a thread of Python's that has it (a P4Runtime Read
         takes 0.8 ms of a core, a Thrift call a few hundred µs) kept the engine waiting until it
         blocked or the interval, 5 ms by default, ran out: 200 packets at 500 Mb/s. At 500 Mb/s
-        on paper-1router the lower interval halved the losses (docs/netns.md)."""
+        on paper-1router the lower interval halved the losses (docs/howto/netns.md)."""
         if self._spin_fd is None:
             return False
         self._engine_loop = server

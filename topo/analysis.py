@@ -9,7 +9,7 @@ packet from each link that feeds its queue (packets, which a fluid model does no
 the laws together do not overflow it (:mod:`topo.fluid_network`: the hops of a line start up
 together, which one law's model does not see), and that no law's floor alone overflows it
 (:mod:`topo.floor_check`: a floor derived from a fast link above a slow path). ``hbh run`` prints one warning per law that fails
-one, once, at start (docs/alinea.md, "The loop with its delay" and "The hops together").
+one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def loop_delay_s(topo: Topology, u: str, v: str, bits: int) -> float:
     """Command to effect, the report's sampling aside: the link's propagation both ways, one
     packet's serialization, and when u is a switch the control latency. On BMv2's queues a rate
     also waits behind u's own queue, but the agents forecast past it (controlplane/forecast.py,
-    docs/bmv2.md), so to first order both queue models have this delay."""
+    docs/howto/bmv2.md), so to first order both queue models have this delay."""
     link = topo.link_between(u, v)
     delay_ns = 2 * link.delay_ns + bits * 1e9 / link.rate_bps
     if topo.nodes[u].is_switch:
@@ -154,7 +154,7 @@ def downstream_drain(topo: Topology, u: str, v: str) -> float:
     and a buffer fed at 1 Mb/s looked as if it drained faster than its feed (it never would build,
     so needed no room for a packet: tests/topo/random_cases/equal-rates-two-packets.yaml). A
     multicast group counts once, at its slowest branch behind v: v frees a packet of it when its
-    last copy leaves (docs/multicast.md)."""
+    last copy leaves (docs/howto/multicast.md)."""
     shares: dict[str | None, float] = {}  # v's next hop (None: v receives) -> its unicast flows' drains
     groups: dict[str, float] = {}
     paths = routed_paths(topo)
@@ -193,7 +193,7 @@ def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
         if (u, v) not in used:
             continue
         capacity, interval_us = buffer_of(topo, u, v)
-        capacity, bits = law_frames(topo, u, v, capacity)  # the buffer in u's frames (docs/alinea.md, "Bits, not packets")
+        capacity, bits = law_frames(topo, u, v, capacity)  # the buffer in u's frames (docs/background/alinea.md, "Bits, not packets")
         drain = min(downstream_drain(topo, u, v), law.r_max)
         delay_ns = loop_delay_s(topo, u, v, bits) * 1e9
         loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain)

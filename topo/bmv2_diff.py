@@ -12,7 +12,7 @@ in network namespaces (``--backend netns``), once per ``--target``, and these ar
   (topo/link_pacing.py), and on both that the run kept real time (a run that fell behind measured
   the machine, not the target).
 
-The tolerances are argued in docs/bmv2.md ("The differential"): BMv2 forwards on four egress
+The tolerances are argued in docs/howto/bmv2.md ("The differential"): BMv2 forwards on four egress
 threads and dates departures with its own clock, so single departures jitter by tens of
 microseconds to a few milliseconds where p4switch's port dates each frame exactly; a buffer's mean
 and spread move by a point or two with that, not by more.
@@ -21,7 +21,7 @@ and spread move by a point or two with that, not by more.
     python -m topo.bmv2_diff --from DIR        # compare runs already made (DIR/NAME/TARGET/summary.json)
     python -m topo.bmv2_diff --only bmv2 --out DIR   # one target's runs (redo one side; then --from DIR)
 
-Prints one markdown table (the one docs/bmv2.md holds) and exits 1 when a check fails, 2 on bad
+Prints one markdown table (the one docs/howto/bmv2.md holds) and exits 1 when a check fails, 2 on bad
 input. Needs root, and ``simple_switch_grpc`` and ``p4c`` on PATH for the BMv2 runs.
 """
 
@@ -174,7 +174,7 @@ class SwitchCpu(threading.Thread):
     """Each switch process's CPU over a run, in cores (1.0: one core kept busy), read from /proc.
 
     Why here: the run's own meter (topo/keepup.py) adds the switches up; what a BMv2 process costs
-    the machine (docs/bmv2.md) is per process. It waits for the run's ``network.json`` to name the
+    the machine (docs/howto/bmv2.md) is per process. It waits for the run's ``network.json`` to name the
     switches and the start, then reads each one's CPU time every 0.5 s; the last reading before a
     process ends is its total."""
 

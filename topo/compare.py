@@ -36,7 +36,7 @@ __all__ = ["register", "compare", "run_metrics", "run_reasons", "jain", "COMPARE
 COMPARE_CONTROLS = tuple(c for c in CONTROLS if c != "fixed")
 DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
 
-#: (metric key, label, format) in the report's order; docs/metrics.md defines each.
+#: (metric key, label, format) in the report's order; docs/reference/metrics.md defines each.
 METRICS: tuple[tuple[str, str, str], ...] = (
     ("loss_packets", "loss (packets)", "{:.0f}"),
     ("loss_pct", "loss (%)", "{:.3f}"),
@@ -75,7 +75,7 @@ def _bottleneck(summary: dict[str, Any], rates: dict[str, float]) -> str | None:
 
 
 def run_metrics(summary: dict[str, Any], link_rates: dict[str, float], active: list[str]) -> dict[str, float | None]:
-    """A run's comparison metrics (docs/metrics.md). ``active``: the flows that ran; the summary's
+    """A run's comparison metrics (docs/reference/metrics.md). ``active``: the flows that ran; the summary's
     ``bottleneck`` names the flows Jain's index is over (those that cross it), else ``active``."""
     loss = summary["loss"]
     sent = loss["data_packets_sent"]
@@ -248,7 +248,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         f"e.g. tcp-cubic (default {DEFAULT_CONTROLS})")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
                    help="change the topology as hbh sweep's --set does, one value each (e.g. a row of "
-                        "topo/cvihis-two-bottleneck.yaml; docs/topologies.md); repeatable")
+                        "topo/cvihis-two-bottleneck.yaml; docs/reference/topologies.md); repeatable")
     p.add_argument("--backend", default="sim",
                    help="sim (virtual time, the default) or netns (real time, root: namespaces, p4switch and the "
                         "kernel's TCP; runs one at a time, --duration of wall time each)")

@@ -86,9 +86,9 @@ def write_report(path: Path, name: str, controls: tuple[str, ...], seeds: tuple[
         f"# Comparison on {name}", "",
         f"Produced by `{command}`: controls {', '.join(controls)}, seeds {', '.join(map(str, seeds))}, "
         f"{duration_ns / 1e9:g} s each. Cells: mean ± half-width of the 95 % Student-t interval over the "
-        "seeds (one seed: the value alone); a cell with no value says why. docs/metrics.md defines every "
+        "seeds (one seed: the value alone); a cell with no value says why. docs/reference/metrics.md defines every "
         "row: loss counts every data packet dropped anywhere, split into the receivers' playout buffers "
-        "(the application's buffer, which only hop-by-hop control sees: docs/compare.md) and the rest; "
+        "(the application's buffer, which only hop-by-hop control sees: docs/howto/compare.md) and the rest; "
         "delay, goodput and rate CV over each flow's window (the second half, or its own lifetime); "
         "utilisation over the second half at the bottleneck, the slowest resource that carried traffic (a link "
         "at its rate at the end of the run, or a host's playout); reaction to the first capacity drop: the "

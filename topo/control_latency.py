@@ -1,7 +1,7 @@
 """The control plane's latency in the simulator: fixed, or drawn per call with a measured spread.
 
 Why a spread: netns runs measure the agent's packet-in -> set_queue_rate latency with a median
-of a few ms but a 99th percentile five to fifteen times larger (docs/netns.md, "Control
+of a few ms but a 99th percentile five to fifteen times larger (docs/howto/netns.md, "Control
 latency"); a loop that holds with the median alone may not hold with the tail. Each direction of
 one agent's channel (packet-ins to it, its queue calls to the switch) is one connection, so calls
 arrive in the order they were made: a late call holds back the ones behind it.

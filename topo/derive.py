@@ -4,7 +4,7 @@ Why: the built-in defaults are the paper's absolute numbers (b/s at 2 Mb/s, a 10
 at another rate, delay or buffer they mean another loop. When a file gives none of a law's gains,
 floor or report interval, they are derived from that law's link rate, the neighbour's buffer, the
 packet size and the loop's delay (propagation, control latency), as
-docs/alinea.md ("Derived parameters") says; what the file gives is kept. Laws that carry no
+docs/background/analysis.md ("Derived parameters") says; what the file gives is kept. Laws that carry no
 ALINEA flow keep the built-in values (nothing to regulate).
 """
 
@@ -37,7 +37,7 @@ def derive_missing(topo: Topology, intervals: dict[DirectedLink, int],
             continue
         u, v = key
         capacity, interval_us = buffer_of(topo, u, v)
-        capacity, bits = law_frames(topo, u, v, capacity)  # the loop the agent runs (docs/alinea.md, "Bits, not packets")
+        capacity, bits = law_frames(topo, u, v, capacity)  # the loop the agent runs (docs/background/alinea.md, "Bits, not packets")
         drain = min(downstream_drain(topo, u, v), law[key].r_max)
         delay_s = loop_delay_s(topo, u, v, bits)
         if "interval" in missing:

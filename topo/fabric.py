@@ -9,7 +9,7 @@ Controls: ``alinea`` -- the switches run hop-by-hop ALINEA per port (``options.n
 hop-by-hop``) and the hosts' TCP model is the reliable transport at the edges; ``tcp`` -- end to
 end, each output port a drop-tail FIFO as deep as its link's buffer, TCP alone.
 
-Scaled time (docs/topologies.md): the simulator moves ~20-30k packet-hops a second, so rates are
+Scaled time (docs/reference/topologies.md): the simulator moves ~20-30k packet-hops a second, so rates are
 Mb/s instead of Gb/s and delays ms instead of µs, keeping the bandwidth-delay product in packets
 of a real fabric; flow sizes are the published CDF's times ``size_scale``.
 
@@ -18,11 +18,11 @@ of a real fabric; flow sizes are the published CDF's times ``size_scale``.
 ``--backend netns`` runs the same workload as real processes (root): the kernel's TCP carries the
 flows (``cvihis-rtm``: paced by CVIHIS, topo/netns_pace.py; ``none`` has no kernel), for ``--run``
 of real time, not until the last flow completes; ``--host-rate``, ``--delay``, ``--leaves`` and
-``--hosts-per-leaf`` shrink the fabric to what real time keeps up with (docs/fabric.md, "In netns").
+``--hosts-per-leaf`` shrink the fabric to what real time keeps up with (docs/howto/fabric.md, "In netns").
 
 Both backends report the spine links the same way (``spine_balance``: bytes on every leaf -> spine
 and spine -> leaf link, each spine's total, the gap between the spines), and what the ECMP hash
-alone gives (``hashed_bytes``: each flow's size on the spine its 5-tuple hashes to); docs/fabric.md,
+alone gives (``hashed_bytes``: each flow's size on the spine its 5-tuple hashes to); docs/howto/fabric.md,
 "Spine balance".
 """
 
@@ -53,7 +53,7 @@ __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
-#: classes (``options.classes`` = hosts per leaf, docs/fabric.md). ``none``: no control anywhere, the TCP
+#: classes (``options.classes`` = hosts per leaf, docs/howto/fabric.md). ``none``: no control anywhere, the TCP
 #: model's retransmission carrying the bytes with no congestion control (``cc: none``). ``cvihis-rtm``:
 #: end to end, the same window as ``none``, its segments paced by CVIHIS RTM (``cc: cvihis-rtm``,
 #: hosts/cvihis_tcp.py).
@@ -69,7 +69,7 @@ CAP_AFTER_ARRIVALS_NS = 10_000_000_000  # ... or this long after the last arriva
 
 @dataclass(frozen=True)
 class FabricSpec:
-    """The ``fabric:`` generator's parameters, as text the loader reads (docs/topologies.md)."""
+    """The ``fabric:`` generator's parameters, as text the loader reads (docs/reference/topologies.md)."""
 
     leaves: int = 4
     spines: int = 2

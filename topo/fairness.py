@@ -1,7 +1,7 @@
 """Per-flow fairness for hop-by-hop ALINEA: each law's R_max weighted by the flows behind it.
 
 Why: ALINEA regulates one buffer per ingress port, so a congested node splits its egress
-between its ingress ports, not between flows (docs/fairness.md: alinea-merge-shared gives
+between its ingress ports, not between flows (docs/background/fairness.md: alinea-merge-shared gives
 500/500/1000 kb/s). With ``options: {fairness: per-flow}`` the control plane, which knows every
 route, caps the law u runs toward v at u's per-flow share of v's egress links:
 

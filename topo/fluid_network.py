@@ -6,7 +6,7 @@ buffer, so it keeps ramping while the buffers behind fill one after another, and
 takes a loop delay (propagation both ways, the control latency) to pass one hop back. At 1 Gb/s a
 4 ms control latency is 500 packets, so the excess a line must hold during that passage can be
 more than a 200-packet buffer's headroom where every single loop stays below full (docs/map.md's
-x500 row; docs/alinea.md, "The hops together"). This model runs all the laws together, with the
+x500 row; docs/background/analysis.md, "The hops together"). This model runs all the laws together, with the
 controllers the runs use: the law (:class:`~controlplane.alinea.AlineaLaw`), and around it what a
 switch agent and an ALINEA host add to each report (:mod:`topo.fluid_control`).
 
@@ -17,7 +17,7 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
 * switch ``v`` admits a flow's fluid from its previous hop ``u`` while the packets it holds from
   ``u`` are below buffer ``(v, u)``'s capacity (alinea.p4's per-ingress occupancy), and drops the rest;
 * what ``v`` admits joins its egress queue toward the next hop as a chunk. On BMv2's queues a
-  chunk's packets are stamped when they are queued, as BMv2 stamps them (docs/bmv2.md): each one
+  chunk's packets are stamped when they are queued, as BMv2 stamps them (docs/howto/bmv2.md): each one
   a queue-rate gap after the stamp before it, or now if that has passed, and none leaves before
   its stamp. A stamp the link could not keep (a link slower than the queue rate) stays in the
   past, so when the link rises again the packets it holds back leave at the link's new rate,
@@ -71,14 +71,14 @@ MIN_STEPS = 20_000
 REMEDY_STEPS = 20_000
 STEPS_PER_INTERVAL = 8
 #: Packets the model may lose before it counts as loss: a fluid overflow by a packet or so is
-#: within what the model leaves out (docs/alinea.md, "The hops together").
+#: within what the model leaves out (docs/background/analysis.md, "The hops together").
 LOSS_PKTS = 3.0
 NS = 1_000_000_000
 #: The model stops early once two consecutive windows of at least SETTLE_MIN_S and SETTLE_INTERVALS
 #: report intervals plus loop delays (of the slowest buffer) span the same envelope, within
 #: PACKET_TOLERANCE packets of every buffer and RATE_TOLERANCE of every law's link rate, without a loss
 #: in the later one, past the last timed event: settled, or a limit cycle that repeats its peaks.
-#: What is left of the run cannot reach a higher peak than what the model has seen (docs/alinea.md,
+#: What is left of the run cannot reach a higher peak than what the model has seen (docs/background/analysis.md,
 #: "The hops together").
 SETTLE_MIN_S = 0.25
 SETTLE_INTERVALS = 40
@@ -130,7 +130,7 @@ class _Leg:
     egress: _Egress | None = None  # b's egress toward the flow's next hop (None: b receives)
     slot: int = 0  # this flow's place in that egress
     active: tuple[float, float] = (0.0, float("inf"))  # a first leg: when its flow sends (start, stop)
-    # multicast, where b copies the flow to several children (docs/multicast.md): every (egress, slot)
+    # multicast, where b copies the flow to several children (docs/howto/multicast.md): every (egress, slot)
     # a copy joins; b holds a packet until its last copy leaves. Empty where b makes one copy
     # (egress and slot above).
     copies: list[tuple[_Egress, int]] = field(default_factory=list)
@@ -164,7 +164,7 @@ def overflows(peak: NetworkPeak, packets: int = 1) -> bool:
     leaves room for fewer than ``packets`` packets (at least one): one from each link feeding its queue.
 
     Why the room at the peak: the model leaves packets out, and a packet is what a buffer takes or
-    drops, as the analysis's room above the target says of the settled loop (docs/alinea.md, "Packets:
+    drops, as the analysis's room above the target says of the settled loop (docs/background/analysis.md, "Packets:
     room for each feeding link"). A fluid that fills a buffer to within less than a packet of its
     capacity, in packets, overflows it: H1's 9-packet buffer at S1, which the model filled (1.85
     packets of fluid lost, under ``LOSS_PKTS``), lost 3 in the simulator, and at 12-27 packets, with the

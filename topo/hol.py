@@ -12,7 +12,7 @@ hops from leaf 2).
 
 Controls: ``alinea`` (hosts and switches hop-by-hop, the victim capped at ``victim_rate``),
 ``alinea-classes`` (the same with per-destination classes, ``options.classes`` = hosts per leaf:
-a priority queue and a law per (port, destination class), docs/fabric.md),
+a priority queue and a law per (port, destination class), docs/howto/fabric.md),
 ``cvihis-rtm`` (end to end, drop-tail FIFOs, the receivers' CVIHIS control, the victim capped
 likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
 link's rate, the victim at ``victim_rate``).
@@ -26,7 +26,7 @@ default is 2 x 2 with 4 hosts a leaf and 3 senders.
 
 ``--backend netns`` runs the same experiment as real processes (root; p4switch, or BMv2 with
 ``--target bmv2``); real time is slower than the simulator's, so ``--host-rate``, ``--victim-rate``
-and ``--delay`` scale the fabric down for it (docs/fabric.md, "In netns").
+and ``--delay`` scale the fabric down for it (docs/howto/fabric.md, "In netns").
 """
 
 from __future__ import annotations
@@ -59,8 +59,8 @@ class HolSetup:
     victim_rate: str = "4Mb/s"
     incast_start_s: float = 1.0
     seconds: float = 3.0
-    # ``per-flow``: the laws capped at their flows' share of each downstream link (docs/fairness.md),
-    # which is what keeps the victim whole under hop-by-hop control (docs/fabric.md)
+    # ``per-flow``: the laws capped at their flows' share of each downstream link (docs/background/fairness.md),
+    # which is what keeps the victim whole under hop-by-hop control (docs/howto/fabric.md)
     fairness: str = "per-port"
 
     @property
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--controls", default=",".join(HOL_CONTROLS))
-    p.add_argument("--fairness", default="per-port", choices=FAIRNESS, help="the laws' sharing (docs/fairness.md)")
+    p.add_argument("--fairness", default="per-port", choices=FAIRNESS, help="the laws' sharing (docs/background/fairness.md)")
     p.add_argument("--out", type=Path)
     p.add_argument("--backend", default="sim", choices=("sim", "netns"))
     p.add_argument("--target", default="p4switch", choices=("p4switch", "bmv2"), help="the netns backend's switch")

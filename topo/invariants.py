@@ -1,5 +1,5 @@
 """Invariants every run must satisfy, checked at its end (both backends): a metric is a claim, and
-these are the claims' cross-checks. docs/metrics.md ("Invariants") states each one precisely.
+these are the claims' cross-checks. docs/reference/metrics.md ("Invariants") states each one precisely.
 
 Pure functions over the topology, the :class:`~topo.record.Recorder`, the summary and the
 backend's :class:`EndState` (what it knows of the network when the run stops: per flow what was
@@ -201,7 +201,7 @@ def _conservation(topo: Topology, rec: Recorder, end: EndState | None,
 def _places_conservation(end: EndState, groups: Mapping[str, str] | None = None) -> list[Violation]:
     """What the flows miss against what the places dropped and held (the module's docstring).
 
-    ``groups``: multicast branch -> its group (docs/multicast.md). A packet a group's branches miss is
+    ``groups``: multicast branch -> its group (docs/howto/multicast.md). A packet a group's branches miss is
     one frame held or dropped, shared by the branches behind that place, so over all flows a group
     counts its most-missing branch against the frames held or dropped (the packets missing anywhere
     are at least that many); against the drops, every branch's count (at most that many)."""

@@ -1,7 +1,7 @@
 """Whether a real-time (netns) run kept up with its own emulation, from measurements of the run.
 
 Why: on a loaded machine the switch, link and host processes are not scheduled in time, and a
-netns run then measures the machine, not the protocol (docs/tcp.md, "Validation against the
+netns run then measures the machine, not the protocol (docs/howto/tcp.md, "Validation against the
 kernel"). The load average says that the machine was busy, not whether this run suffered. This
 measures it in the run: the netns runner wakes every sampling period (100 ms) at a set time,
 in the same scheduling class as the switch and host processes it forked (``chrt`` is inherited);
@@ -15,7 +15,7 @@ than ``STALL_LIMIT_NS``, and no host's frame relay put a frame on the wire more 
 simulator has no such measure (virtual time always keeps up).
 
 Why the relays too: the runner's wake-ups come every 100 ms on one core, and a stall of the
-data path can fall between them. At 500 Mb/s on paper-1router (docs/netns.md) the runner's
+data path can fall between them. At 500 Mb/s on paper-1router (docs/howto/netns.md) the runner's
 wake-ups were never more than 0.5 ms late while H1's relay, stopped by the kernel's real-time
 throttling, put 212-786 frames out more than 20 ms late, bursts the buffers downstream took for
 the network's.
@@ -73,7 +73,7 @@ def verdict(realtime: dict[str, Any] | None) -> str:
 
 def relay_summary(stats: dict[str, int]) -> dict[str, Any]:
     """A host's frame relay (engine/src/hostrelay.rs): how late its frames reached the socket after
-    their modelled wire time and delay (the stalls the Python frame loop had, docs/tcp.md), and
+    their modelled wire time and delay (the stalls the Python frame loop had, docs/howto/tcp.md), and
     what it carried."""
     sent = stats["tx_frames"] + stats["tx_dropped"]
     return {"frames_sent": sent, "frames_received": stats["rx_frames"], "to_tun": stats["rx_to_tun"],
@@ -103,7 +103,7 @@ class CpuMeter:
     kind (switches, hosts, link emulators; the runner: this process, its agents and sampling).
 
     Why: a run that did not keep up says the machine could not serve it, not why; the cores its
-    own processes kept busy tell apart a run that needed more than the machine (docs/netns.md,
+    own processes kept busy tell apart a run that needed more than the machine (docs/howto/netns.md,
     "At higher link rates") from one that shared the machine with other work (the load average
     beside it)."""
 

@@ -5,7 +5,7 @@ then pass every check a hand-written file passes (names, buffers, rates, law der
 is one loader. Generated nodes carry the line of the ``fabric`` key they came from, so an error in
 them points there.
 
-Naming and numbering (docs/topologies.md): leaves ``leaf1..leafL``, spines ``spine1..spineS``, hosts
+Naming and numbering (docs/reference/topologies.md): leaves ``leaf1..leafL``, spines ``spine1..spineS``, hosts
 ``h<leaf>_<i>``; node ids in that order; links host--leaf first (leaf by leaf), then every
 leaf--spine link, so a leaf's ports are its hosts 1..H, then its uplinks H+1..H+S, and a spine's
 port l faces leaf l. Routes between leaves are equal-cost groups over the spines (``options.ecmp``).

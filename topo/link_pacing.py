@@ -8,7 +8,7 @@ delay grows without bound. On p4switch the port *is* the link's serializer, so t
 the switch's egress queue, as on a hardware switch. Here BMv2's egress queue of every port whose
 link is emulated is given the link's rate as a ceiling, combined with the ALINEA law's rate where a
 law regulates the port (the lower of the two), and moved with the link at a timed rate event; the
-emulator is left with the wire time and the delay, and at most the frame on its wire (docs/bmv2.md,
+emulator is left with the wire time and the delay, and at most the frame on its wire (docs/howto/bmv2.md,
 "No hidden queue on an emulated link"). The ceiling stays in bits here: the switch's agent turns it
 into BMv2's packets/s (``set_queue_rate``) at the mean frame the port sends, measured from its
 counters, the same conversion as the law's (``SwitchPlan.link_ceilings``, controlplane/agent.py), so
@@ -174,4 +174,4 @@ def hidden_queue_notice(summary: dict[str, Any]) -> str | None:
     return (f"warning: link emulators held frames outside the switch, where the data plane does not count "
             f"them (more than {HIDDEN_BACKLOG_FRAMES} waiting on {len(set(over) | set(left))} way(s); most: "
             f"{worst[1]} on {worst[0]}, {sum(left.values())} left at the end): this run's buffers understate "
-            "the backlog (docs/bmv2.md)")
+            "the backlog (docs/howto/bmv2.md)")

@@ -33,7 +33,7 @@ being serialized or propagating are not counted: a long link holds many in fligh
 is a queue). On BMv2 the switch's egress queue of the port paces at the link's rate
 (:mod:`topo.link_pacing`), so the backlog of a slow link forms in the switch, where its data plane
 counts it; the emulator then holds at most the one frame on its wire, and a run whose emulators
-waited more frames says so (docs/bmv2.md, "No hidden queue on an emulated link").
+waited more frames says so (docs/howto/bmv2.md, "No hidden queue on an emulated link").
 """
 
 from __future__ import annotations

@@ -149,7 +149,7 @@ def classify(tr: LoopTrace, rate_mbps: float, delay_ms: float) -> Sorted:
 def long_runs(tr: LoopTrace, rate_mbps: float, min_frames: int) -> list[tuple[float, int, float]]:
     """The whole run's runs of at least ``min_frames`` data frames leaving the host: (when, in s
     from the trace's first TCP frame in, frames, how late the loop delivered the run's latest, ms).
-    Why: a loss of a 200 ms run's is decided by one burst (docs/tcp.md); this finds its time and
+    Why: a loss of a 200 ms run's is decided by one burst (docs/howto/tcp.md); this finds its time and
     whether the loop was stalled, to set beside the sender's TCP_INFO trace."""
     if not tr.out or not tr.ack:
         raise ValueError("the trace has no data frames out or no ACKs in (not a TCP sender's host?)")

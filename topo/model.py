@@ -5,7 +5,7 @@ resolved, validated objects; the loader (``topo.schema``) is the only code that 
 file format. Everything derived -- port numbers, addresses, routes -- is computed here, once,
 deterministically (so two runs of the same file build the same network).
 
-Addressing (documented in docs/topologies.md):
+Addressing (documented in docs/reference/topologies.md):
 
 * a switch's ports are numbered 1, 2, ... in the order its links appear in the file;
 * node ids are 1-based positions in the file's ``nodes`` mapping; a switch port's MAC is
@@ -39,7 +39,7 @@ MULTICAST_CONTROLS = ("alinea", "fixed", "pgmcc")
 CVIHIS_CONTROLS = ("cvihis-rtm", "cvihis-blm")
 #: The simulator's default control latency, a report's packet-in to its queue rate applied: the
 #: median the netns backend measures for p4switch on our 2-core machines (about 0.5 ms idle), rounded
-#: up to a whole millisecond (docs/netns.md, "Control latency").
+#: up to a whole millisecond (docs/howto/netns.md, "Control latency").
 DEFAULT_CONTROL_LATENCY_NS = 1_000_000
 #: ``control: tcp`` (the kernel's TCP, netns backend only): the congestion control when the file names
 #: none, and the application record a TCP sender writes (a "packet" of a TCP flow in the CSVs and the
@@ -130,7 +130,7 @@ class Flow:
     pgmcc: PgmccParams | None = None  # pgmcc: its acker switch ratio, timeout, loss filter (None: the defaults)
     # CVIHIS (cvihis-rtm, cvihis-blm, tcp with cc cvihis-rtm): the reading it runs (hosts/cvihis/variants.py)
     cvihis: CvihisReading = field(default_factory=CvihisReading)
-    # multicast (docs/multicast.md): this flow is the branch toward ``dst`` of group ``group`` (the file's
+    # multicast (docs/howto/multicast.md): this flow is the branch toward ``dst`` of group ``group`` (the file's
     # flow name), whose receivers are ``receivers`` (file order); None and () for a unicast flow
     group: str | None = None
     receivers: tuple[str, ...] = ()
@@ -173,7 +173,7 @@ class Options:
     # simulator: the 99th percentile of that latency (lognormal around the median above, each
     # direction in order, seeded); None = every call takes exactly control_latency
     control_latency_p99_ns: int | None = None
-    # on BMv2's queues, each agent polls the reports of the ports traffic enters by (docs/bmv2.md)
+    # on BMv2's queues, each agent polls the reports of the ports traffic enters by (docs/howto/bmv2.md)
     report_polls: bool = False
     # equal-cost multipath: a switch with several shortest next hops toward a host spreads flows over
     # them by 5-tuple hash (alinea.p4's ecmp_group); off, the one next hop of the tie-break (by name)
@@ -181,10 +181,10 @@ class Options:
     # "hop-by-hop" or "end-to-end" whatever the flows' controls (e.g. TCP flows under ALINEA switches);
     # None: hop-by-hop when some flow is ALINEA-controlled (topo/plan.py, network_mode)
     network: str | None = None
-    # per-destination classes (docs/fabric.md): 1 = one FIFO and one law per port; N in 2..7: a host's
+    # per-destination classes (docs/howto/fabric.md): 1 = one FIFO and one law per port; N in 2..7: a host's
     # index among its switch's hosts, mod N, is its class, with a priority queue and a law per port
     classes: int = 1
-    # pgmcc (docs/multicast.md): every switch drops a session's repeated NAKs for a packet within this hold
+    # pgmcc (docs/howto/multicast.md): every switch drops a session's repeated NAKs for a packet within this hold
     # (PGM's router NAK aggregation; alinea.p4's nak_aggregation); 0: off
     nak_aggregation_ns: int = 0
 
@@ -328,7 +328,7 @@ class Topology:
             hops.append(nxt)
         return tuple(hops)
 
-    # ---- multicast (docs/multicast.md) -----------------------------------------------------------
+    # ---- multicast (docs/howto/multicast.md) -----------------------------------------------------------
     def groups(self) -> dict[str, list[Flow]]:
         """Group name -> its branch flows, in receiver order (file order of the groups)."""
         out: dict[str, list[Flow]] = {}

@@ -1,6 +1,6 @@
 """Multicast flows: the rate a group's tree can run at, and the per-receiver view of a run.
 
-Why a module: a multicast flow is resolved into one branch flow per receiver (docs/multicast.md),
+Why a module: a multicast flow is resolved into one branch flow per receiver (docs/howto/multicast.md),
 so the summary's flow rows are already per receiver; what only the group knows -- the single
 rate its tree must run at (its slowest branch), how far each receiver is from it, what a slow
 branch costs its siblings in delay -- is computed here, from the topology and the summary.

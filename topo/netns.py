@@ -238,7 +238,7 @@ class NetnsNetwork:
         self.link_mode = "linkemu"
         self._notice(f"links: tc netem unavailable ({missing}); rate and delay emulated by {len(self.topo.links)} "
                      "hbh link emulator processes (python -m topo.linkemu: AF_PACKET between each switch "
-                     "interface and its neighbour, p4switch's link model; docs/bmv2.md)")
+                     "interface and its neighbour, p4switch's link model; docs/howto/bmv2.md)")
 
     def _make_links(self) -> None:
         topo, pre = self.topo, self.prefix
@@ -331,7 +331,7 @@ class NetnsNetwork:
             sw.process.wait_ready(deadline)
         if self.target == "bmv2" and self.topo.options.queue_model != "bmv2":
             self._notice(f"options.queue_model: {self.topo.options.queue_model} models p4switch's queues; "
-                         "BMv2's egress queues fix each packet's departure when it is queued (docs/bmv2.md)")
+                         "BMv2's egress queues fix each packet's departure when it is queued (docs/howto/bmv2.md)")
         if self.link_mode == "netem":
             self._netem_links()
 
@@ -653,7 +653,7 @@ class NetnsNetwork:
             # The emulators' backlog as of the run's last sample (run_until's, at the duration): a reading
             # taken now would count the teardown, the hosts ending their run on the same cores as the
             # switches (at alinea-merge-2's end BMv2 sent nothing for 0.2 s, then 100 frames in 0.2 s,
-            # and the R1-R2 emulator held 46-79 of them 0.65 s after the last sample; docs/bmv2.md).
+            # and the R1-R2 emulator held 46-79 of them 0.65 s after the last sample; docs/howto/bmv2.md).
             hidden = hidden_queue_notice(self.pacing.summary())
             if hidden:
                 self._notice(hidden)

@@ -377,7 +377,7 @@ class NetnsHost:
             node.buffer.drain(node.sched.now_ns())
             b = node.buffer
             buf = BufferSample(t_ns, self.name, b.occupancy, b.capacity, b.played, b.dropped)
-            played = b.played_by_flow  # flow id -> packets the application took (docs/metrics.md, goodput)
+            played = b.played_by_flow  # flow id -> packets the application took (docs/reference/metrics.md, goodput)
         sent = dict(node.sent)
         received = {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()}
         if self.tcp is not None:
@@ -488,7 +488,7 @@ def python_loop_reason(flows: Iterable[Any], link: Any, traced: bool, ignores_ou
     The relay has no per-frame Python: a paced kernel flow (its CVIHIS stamp on every segment,
     topo/netns_pace.py), reordering on the host's link (its seeded draws per frame), the loop trace
     (per-frame timestamps) and a kernel without PACKET_IGNORE_OUTGOING need it. ``HBH_HOST_RELAY=python``
-    keeps the Python loop, for comparison (docs/netns.md)."""
+    keeps the Python loop, for comparison (docs/howto/netns.md)."""
     mode = relay_mode()
     reasons = [why for why, yes in (
         (f"{RELAY_ENV}=python", mode == "python"),

@@ -6,7 +6,7 @@ take a per-segment release, but it paces itself: a socket given ``SO_MAX_PACING_
 second) is paced by TCP's own timer when no fq qdisc does it (``sk_pacing_status`` becomes
 ``SK_PACING_NEEDED`` in ``sk_setsockopt``; ``tcp_internal_pacing`` then spaces each skb by
 ``skb->len / sk_pacing_rate``, ``skb->len`` the TCP header and payload, and ``sk_pacing_rate`` never
-exceeds ``sk_max_pacing_rate``; Linux >= 4.13, docs/fabric.md). The host's tun keeps pfifo_fast
+exceeds ``sk_max_pacing_rate``; Linux >= 4.13, docs/howto/fabric.md). The host's tun keeps pfifo_fast
 (``topo/tcpflow.py``), so the kernel paces. The CVIHIS sender core (:class:`CvihisPace`, unchanged)
 decides the rate; each change is written to the socket as ``rate_pps x (MTU - 20)`` bytes/s, one
 full segment per CVIHIS gap.

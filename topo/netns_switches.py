@@ -43,7 +43,7 @@ THRIFT_GRACE_S = 10.0
 NO_THRIFT_LOG = "compiled without Thrift support"
 NO_THRIFT = ("{name}: this simple_switch_grpc has no Thrift server, and set_queue_rate (the agents' egress rates) "
              "needs it: BMv2 builds simple_switch_grpc with one only when configured with --with-thrift "
-             "(targets/simple_switch_grpc: ./configure --with-thrift; docs/bmv2.md)")
+             "(targets/simple_switch_grpc: ./configure --with-thrift; docs/howto/bmv2.md)")
 
 
 log = logging.getLogger(__name__)
@@ -130,10 +130,10 @@ def switch_spin_us(processes: int, cpus: int) -> int:
     Why: past a few hundred Mb/s a switch's timers come closer than the spin, and its loop spins
     all the time, a core's worth of real-time priority. On two cores that core came from the hosts
     and the runner, and it pushed a core past the kernel's real-time budget (the 30-40 ms stalls
-    docs/netns.md describes). The exact times the port dates its frames with
+    docs/howto/netns.md describes). The exact times the port dates its frames with
     (runtime/link.py, ``RealtimeWire.busy_due``) make a late wake-up cost no rate: paper-1router at
     500 Mb/s, derived, lost 826-1,191 packets without the spin against 2,170-2,250 with it, and its
-    switch used 0.65 of a core instead of 0.8 (docs/netns.md)."""
+    switch used 0.65 of a core instead of 0.8 (docs/howto/netns.md)."""
     return RealtimeScheduler.SPIN_NS // 1000 if cpus >= processes else 0
 
 
@@ -144,7 +144,7 @@ BMV2_ENV = "HBH_BMV2"
 def bmv2_binary() -> str:
     """``$HBH_BMV2`` or ``simple_switch_grpc``. Why: BMv2's default (logging) and performance
     builds live in different prefixes, and what a switch costs the machine differs between them
-    (docs/bmv2.md); this picks one per run without changing PATH."""
+    (docs/howto/bmv2.md); this picks one per run without changing PATH."""
     return os.environ.get(BMV2_ENV) or "simple_switch_grpc"
 
 
@@ -168,7 +168,7 @@ def check_bmv2_tools() -> None:
         raise NetnsError(f"{BMV2_ENV}={chosen}: not an executable file (it should name a simple_switch_grpc binary)")
     missing = [t for t in ("p4c", chosen or "simple_switch_grpc") if shutil.which(t) is None]
     if missing:
-        raise NetnsError(f"--target bmv2 needs {' and '.join(missing)} on PATH (see docs/bmv2.md); "
+        raise NetnsError(f"--target bmv2 needs {' and '.join(missing)} on PATH (see docs/howto/bmv2.md); "
                          "use --target p4switch otherwise")
 
 
@@ -208,7 +208,7 @@ def realtime_run(priority: int) -> Iterator[None]:
     machine. On BMv2's queues such a stall is a fall of a switch's drain, and one run in three of
     paper-5router lost packets to it. The children alone at a real-time priority starved the
     runner (wake-ups 1.8 s late): all of the run's processes share the priority, as under ``chrt``
-    (docs/netns.md). The link emulators raise their own loop higher (runtime/realtime.py); the
+    (docs/howto/netns.md). The link emulators raise their own loop higher (runtime/realtime.py); the
     kernel's real-time throttling keeps 5 % of each core for the rest."""
     if priority <= 0:
         yield

@@ -41,7 +41,7 @@ def _crosses(f: Flow, u: str, v: str) -> bool:
 
 def streams_over(topo: Topology, u: str, v: str) -> list[Flow]:
     """The flows whose data crosses u -> v, a multicast group once (its first branch there): the
-    branches of a group on a link of its tree are one stream on it (docs/multicast.md)."""
+    branches of a group on a link of its tree are one stream on it (docs/howto/multicast.md)."""
     seen: set[str] = set()
     out: list[Flow] = []
     for f in topo.flows:
@@ -85,7 +85,7 @@ def expected_frame_bytes(topo: Topology, u: str, v: str, default: int = 1000) ->
 
     The rule the switch agent follows from the port's counters once it sends (what left the port,
     controlplane/frame_size.py): it turns a law's b/s into packets/s. The loop analysis and the
-    derived gains use it so that they see the loop the agent runs (docs/alinea.md, "Bits, not packets")."""
+    derived gains use it so that they see the loop the agent runs (docs/background/alinea.md, "Bits, not packets")."""
     shares = expected_shares(topo, u, v)
     sizes = {flow_frame_bytes(f) for f, _ in shares}
     if len(sizes) <= 1:
@@ -156,7 +156,7 @@ def _return_links(topo: Topology) -> set[tuple[str, str]]:
 
 def host_classes(topo: Topology) -> dict[str, int]:
     """Per-destination classes: a host's index among the hosts of its switch, mod ``options.classes``,
-    so that two hosts behind one switch share a class only beyond that many (docs/fabric.md)."""
+    so that two hosts behind one switch share a class only beyond that many (docs/howto/fabric.md)."""
     classes = topo.options.classes
     out: dict[str, int] = {}
     for sw in topo.switches:
@@ -177,7 +177,7 @@ def _dst_classes(topo: Topology) -> tuple[tuple[int, int, int], ...]:
 
 
 def _multicast(topo: Topology, name: str) -> tuple[McastRoute, ...]:
-    """The groups ``name`` replicates: per group whose tree it is on, a copy per child (docs/multicast.md)."""
+    """The groups ``name`` replicates: per group whose tree it is on, a copy per child (docs/howto/multicast.md)."""
     out = []
     for group in topo.groups():
         children = topo.tree_children(group, name)
@@ -210,7 +210,7 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     classes = topo.options.classes
     # with classes, each (port, class) cell has the port's capacity: a class may hold what the port held
     # alone (dividing it among the classes in use, with gains tuned for the whole buffer, made the
-    # fabric's tail four times slower: docs/fabric.md)
+    # fabric's tail four times slower: docs/howto/fabric.md)
     modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
                                   neighbour_mac(topo, name, u), polled=(u, name) in carrying)
                      for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)

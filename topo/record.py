@@ -8,7 +8,7 @@ Files (docs/results.md explains each column):
 
 * ``laws.csv`` -- every report a law applied: who regulates whom, the reported occupancy, the
   rate it set, its O and W; on BMv2's queues also the forecast occupancy, the drain and the
-  newest drain (two departures) the switch agent's law ran on (docs/alinea.md); the O_max in force
+  newest drain (two departures) the switch agent's law ran on (docs/background/alinea.md); the O_max in force
   (the target, blank where no law runs) and whether the row is an end-to-end run's FIFO sample;
 * ``flows.csv`` -- per flow and per sampling period: packets sent and received, rates, mean
   one-way delay, packets its destination's application played out (blank: no playout buffer);

@@ -53,7 +53,7 @@ def window_rate(summary: dict[str, Any], flow: str, a: float, b: float) -> float
 def cvihis_sections() -> list[str]:
     out = ["## The published CVIHIS behaviour", "",
            "Seed 1, 60 s runs; rates are goodput over 30-60 s. Two-bottleneck test: topo/cvihis-two-bottleneck.yaml "
-           "(row 5) and the rows' `--set` lines (docs/topologies.md); published values from SOURCES.md part B.", "",
+           "(row 5) and the rows' `--set` lines (docs/reference/topologies.md); published values from SOURCES.md part B.", "",
            "| row | flow 1 kb/s (published) | flow 2 | flow 3 | Jain |", "|---|---|---|---|---|"]
     misses: list[str] = []
     for row, sets, published in ROWS:
@@ -84,9 +84,9 @@ def _row_verdict(misses: list[str]) -> str:
     if not misses:
         return "Every flow of every row is within 10 % of its published rate."
     return (f"Outside 10 % of the published rate: {', '.join(misses)}. End to end every output port is a shared "
-            "drop-tail FIFO, as in the published testbed (docs/compare.md); the rows with a third flow are where "
+            "drop-tail FIFO, as in the published testbed (docs/howto/compare.md); the rows with a third flow are where "
             "the two flows that cross both bottlenecks also meet losses at R1-R2 and converge slowly towards "
-            "each other (docs/cvihis.md, 'In the network'). All flows have a 50 ms one-way delay, so it is not an "
+            "each other (docs/background/cvihis.md, 'In the network'). All flows have a 50 ms one-way delay, so it is not an "
             "RTT bias.")
 
 
@@ -96,14 +96,14 @@ def _blm_verdict(blm: float, rtm: float) -> str:
         return f"While both run, BLM keeps {100 * share:.0f} % of what the two carry: it yields, as published."
     return (f"While both run, BLM keeps {100 * share:.0f} % of what the two carry; published: BLM yields most of "
             "the bottleneck to RTM, so this implementation does not reproduce it on this path (100 ms RTT, a buffer of "
-            "about one bandwidth-delay product); docs/cvihis.md ('In the network') says what was measured and tried.")
+            "about one bandwidth-delay product); docs/background/cvihis.md ('In the network') says what was measured and tried.")
 
 
 def fairness_sections() -> list[str]:
     out = ["## Fairness between ALINEA flows", "",
            "Seed 1, 60 s; goodput over 30-60 s. `fairness` is the topology option (`options: {fairness: ...}`): "
            "`per-port` is the law as the paper has it, `per-flow` weights each law's R_max by the flows behind it. "
-           "docs/fairness.md explains both.", "",
+           "docs/background/fairness.md explains both.", "",
            "| topology | fairness | per-flow goodput (kb/s) | Jain | loss |", "|---|---|---|---|---|"]
     for name in ("alinea-merge-2", "alinea-merge-3", "alinea-merge-shared"):
         for fairness in FAIRNESS:

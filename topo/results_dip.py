@@ -6,7 +6,7 @@ up (seen on this two-core machine: R4's drain fell from 1.2 to 0.5 Mb/s for 0.15
 queues a hop that cuts for such a dip stamps the cut on every packet it queues before its next
 command, its own queue freezes for as long, and the hop behind it sees a fall in turn. The
 simulator's switches never stall, so the dip is made with two link-rate events on R4-R5 of
-capacity-drop: the same drain seen from R3, deterministic. docs/alinea.md, "A fall that may end",
+capacity-drop: the same drain seen from R3, deterministic. docs/background/alinea.md, "A fall that may end",
 says what the agents do about it.
 """
 

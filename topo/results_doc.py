@@ -54,7 +54,7 @@ def variants() -> list[tuple[str, str, Topology]]:
         ("report-loss", "paper-5router with 10 % of ALINEA reports lost at random", loss),
         ("paper-law", "paper-5router with the paper's law alone (k_p = 0: no damping term)", paper_law),
         ("shaper-queues", "paper-5router on p4switch's shaper option (a rate change applies to what is queued "
-         "at once, as a hardware shaper at dequeue; docs/bmv2.md), the agents without their forecast", shaper),
+         "at once, as a hardware shaper at dequeue; docs/howto/bmv2.md), the agents without their forecast", shaper),
     ]
 
 
@@ -212,7 +212,7 @@ def render(runs: dict[str, dict[str, Any]], figures: Path, doc_dir: Path) -> str
            f"{SEED}, {DURATION_NS / 1e9:g} s of virtual time, the `sim` backend (every router is p4switch running "
            f"`p4src/alinea.p4`), commit {_commit()}, {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}. The "
            "CSV time series of each run are written to `results/docs/<run>/` (not committed).", "",
-           "Definitions (docs/metrics.md, computed by `topo/summary.py`): a buffer `v<-u` is node v's buffer fed by "
+           "Definitions (docs/reference/metrics.md, computed by `topo/summary.py`): a buffer `v<-u` is node v's buffer fed by "
            "u, as reported to u; mean and standard deviation are over the second half of the time before the first "
            "link-rate event (the run's, without one), against the target in force at each report; *within 3 points "
            "from* is the time after which the buffer stays within 3 points of its target; goodput is what the flow's "

@@ -4,7 +4,7 @@
 Every control a unicast flow can have -- hop-by-hop ALINEA, CVIHIS RTM and BLM, TCP reno and cubic
 (the simulator's model), TFRC, LEDBAT and GCC -- on the same bottleneck: ``hbh compare`` on
 paper-5router (steady) and capacity-drop (R3-R4 falls from 3 to 1 Mb/s at 30 s), the cells as
-``hbh compare`` computes them (topo/compare.py, docs/metrics.md), and one figure per topology (seed 1:
+``hbh compare`` computes them (topo/compare.py, docs/reference/metrics.md), and one figure per topology (seed 1:
 one-way delay and the throughput delivered to the receiver over time, and delay against utilisation
 for every run). A control the simulator refuses on a topology keeps its column and the section says
 why in one line; so does a control whose runs failed.
@@ -29,7 +29,7 @@ __all__ = ["HEADING", "CONTROLS", "TOPOLOGIES", "results_section", "figure"]
 
 ROOT = Path(__file__).resolve().parents[1]
 HEADING = "## Hop-by-hop ALINEA against the end-to-end controls"
-#: every control a unicast flow can have (pgmcc is multicast's: docs/multicast.md)
+#: every control a unicast flow can have (pgmcc is multicast's: docs/howto/multicast.md)
 CONTROLS = ("alinea", "cvihis-rtm", "cvihis-blm", "tcp-reno", "tcp-cubic", "tfrc", "ledbat", "gcc")
 TOPOLOGIES = ("paper-5router", "capacity-drop")
 SEEDS = "1-2"
@@ -131,19 +131,19 @@ def results_section(
         "",
         f"`hbh compare TOPO --controls {','.join(controls)} --seeds {seeds} --duration {duration}` "
         "(`python -m topo.results_doc --only e2e`; the control replaces the flow's control; same topology, same "
-        "seeds, the simulator). Cells: mean ± 95 % Student-t half-width over the seeds; docs/metrics.md defines "
-        "every row, docs/compare.md how to read them. Hop by hop every switch models a buffer per ingress port and "
+        "seeds, the simulator). Cells: mean ± 95 % Student-t half-width over the seeds; docs/reference/metrics.md defines "
+        "every row, docs/howto/compare.md how to read them. Hop by hop every switch models a buffer per ingress port and "
         "ALINEA sets the rate toward it; end to end the same switches are drop-tail FIFOs as deep as their link's "
         "buffer and no rate is ever set. Loss is split into the network (and NIC queues) and the receivers' "
-        "playout buffers, which only hop-by-hop control sees (docs/compare.md). The sources' reaction is, for "
+        "playout buffers, which only hop-by-hop control sees (docs/howto/compare.md). The sources' reaction is, for "
         "every control, their sending rate, read from their packets, falling 5 % after the drop; the hop's "
         "reaction, ALINEA's alone, is the rate of the hop in front of the shrunken link falling 5 %. TCP's "
         "one-way delay is per application record, from the write to its in-order delivery (the wait in the "
-        "socket and behind a retransmission included; docs/tcp.md), and TCP starts on time whatever the seed. "
+        "socket and behind a retransmission included; docs/howto/tcp.md), and TCP starts on time whatever the seed. "
         "The figure: seed 1 of each control; the one-way delay (0.5 s means, log scale) and the rate delivered "
         "at the receiver (a datagram on arrival, before the playout buffer; TCP in order, to the application) "
         "over time, beside the slowest link on the path and the receiver's playout; on the right every run's OWD "
-        "p50 against its bottleneck utilisation. docs/e2e.md reads it.",
+        "p50 against its bottleneck utilisation. docs/background/e2e.md reads it.",
         "",
     ]
     for name in topologies:
@@ -196,7 +196,7 @@ def _tcp_note(topo: Any, controls: tuple[str, ...]) -> str:
     return (
         f"{names}: the receiving application reads its socket at once, so the playout ({rates}) does "
         "not limit TCP; its bottleneck, where its utilisation is read, is the slowest link it crosses, and its "
-        "goodput is not capped by the playout (docs/compare.md)."
+        "goodput is not capped by the playout (docs/howto/compare.md)."
     )
 
 

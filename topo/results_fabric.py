@@ -177,9 +177,9 @@ def hol_section() -> list[str]:
             "link, whose law the ALINEA host runs, and whose cap, the victim's 4 Mb/s, lists it too; under "
             "the caps, a port held at its cap is listed too; under `alinea-classes` a switch's law is per (port, "
             "class), the class named). *Victim lost*: the victim's packets missing below the highest it delivered "
-            "(under TCP: segments still missing after its retransmissions). `alinea-classes` is the per-destination classes of docs/fabric.md; the "
-            "last row is `alinea` with the per-flow caps of docs/fairness.md (`--fairness per-flow`); both meet the "
-            "issue's target here (docs/fabric.md compares them).", "", *_hol(), ""]
+            "(under TCP: segments still missing after its retransmissions). `alinea-classes` is the per-destination classes of docs/howto/fabric.md; the "
+            "last row is `alinea` with the per-flow caps of docs/background/fairness.md (`--fairness per-flow`); both meet the "
+            "issue's target here (docs/howto/fabric.md compares them).", "", *_hol(), ""]
 
 
 def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
@@ -191,7 +191,7 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
     rel = png.relative_to(doc_dir) if png.is_relative_to(doc_dir) else png
     return [HEADING, "",
             f"A {SPEC.leaves}-leaf, {SPEC.spines}-spine fabric of {SPEC.leaves * SPEC.hosts_per_leaf} hosts "
-            f"(`fabric:` in docs/topologies.md): {SPEC.host_rate} host links, non-blocking uplinks "
+            f"(`fabric:` in docs/reference/topologies.md): {SPEC.host_rate} host links, non-blocking uplinks "
             f"({SPEC.hosts_per_leaf * SPEC.host_rate_bps / SPEC.spines / 1e6:g} Mb/s), {SPEC.delay} per link, "
             f"{SPEC.buffer}-packet buffers, equal-cost groups over the spines (alinea.p4's action selector). "
             "**Scaled time**: the rates are a thousandth of a 10 Gb/s fabric's and the delays a thousand times "
@@ -205,16 +205,16 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
             "Controls: `alinea` -- the switches hop-by-hop per port, TCP at the edges; `alinea-classes` -- the "
             f"same with per-destination classes ({min(SPEC.hosts_per_leaf, 7)} classes: a host's index on its leaf; "
             "a priority queue and a law per (port, class), the reports recirculated onto a priority above "
-            "every class, docs/fabric.md); `tcp` -- end to end, drop-tail FIFOs; `none` -- no control anywhere: "
+            "every class, docs/howto/fabric.md); `tcp` -- end to end, drop-tail FIFOs; `none` -- no control anywhere: "
             "drop-tail FIFOs and the TCP model's retransmission without congestion control (`cc: none`, a "
             "window that never shrinks), so that the bytes still arrive; `cvihis-rtm` -- end to end, drop-tail "
             "FIFOs, the same window with every segment paced by CVIHIS RTM (`cc: cvihis-rtm`, hosts/cvihis_tcp.py: "
-            "CVIHIS's rate over the TCP model's recovery, docs/fabric.md; in the head-of-line table below it runs "
+            "CVIHIS's rate over the TCP model's recovery, docs/howto/fabric.md; in the head-of-line table below it runs "
             "CVIHIS's own constant-rate datagrams). "
             f"Seeds {', '.join(map(str, SEEDS))} (`topo/results_fabric.py`; "
             "`python -m topo.results_fabric` regenerates this section alone); mean ± 95 % t interval over seeds. "
             "Slowdown = FCT / ideal FCT, the ideal being three one-way delays of the path plus the flow's frames "
-            "at its slowest link (docs/topologies.md); the spine gap is |spine 1 - spine 2| bytes over their mean.",
+            "at its slowest link (docs/reference/topologies.md); the spine gap is |spine 1 - spine 2| bytes over their mean.",
             "", *_overall(runs), "",
             "Per size decade, seeds pooled: p50 / p99 slowdown (flows).", "", *_buckets(runs), "",
             f"![slowdown against flow size]({rel})", "",

@@ -1,5 +1,5 @@
 """docs/results.md's last section: which published figures moved since the results a reader may
-have cited, and by how much (issue 46: the metrics were redefined once, docs/metrics.md, and
+have cited, and by how much (issue 46: the metrics were redefined once, docs/reference/metrics.md, and
 every number they feed was regenerated).
 
 The reference is docs/results.md as ``make results`` last wrote it whole before the metrics were
@@ -15,7 +15,7 @@ from pathlib import Path
 __all__ = ["BASE_COMMIT", "moved_section", "table_cells", "HEADING"]
 
 #: ``make results`` on 2026-11-27 (the newest drain), the last whole regeneration before the
-#: metrics of docs/metrics.md (commit e88830e) changed what the tables mean.
+#: metrics of docs/reference/metrics.md (commit e88830e) changed what the tables mean.
 BASE_COMMIT = "926c737"
 HEADING = "## What moved since the results of 2026-11-27"
 #: at most this many changed rows listed per section (the count says how many there are)
@@ -76,7 +76,7 @@ def moved_section(new_doc: str, old_doc: str | None) -> list[str]:
         HEADING,
         "",
         f"Generated with the rest of this file: each table row of a section that docs/results.md had at "
-        f"commit {BASE_COMMIT} (`make results` of 2026-11-27, before docs/metrics.md redefined the metrics) "
+        f"commit {BASE_COMMIT} (`make results` of 2026-11-27, before docs/reference/metrics.md redefined the metrics) "
         f"against the same row now, cell by cell (`topo/results_moved.py`).",
         "",
     ]

@@ -13,7 +13,7 @@ packets compare like with like. f < 100 % means the multicast session took more 
 Run length: every run lasts RUN_S (3000 s) of virtual time, the seed's length: it found Reno's share falling
 from fair over 300 s to 74 % over 3000 s, and pgmcc's drift (timeouts, acker switches) and a TCP's slow
 build-up beside a session that fills the bottleneck (set 1's f over 60 s is a fraction of its f over 3000 s,
-with either control: docs/multicast.md) are what long runs show; one length for every row keeps the rows
+with either control: docs/howto/multicast.md) are what long runs show; one length for every row keeps the rows
 comparable. What it costs (measured with `--seconds 300`, nice 10, beside a load of 7-9 on 2 cores): a 300 s
 pgmcc run took 2-10 s of wall time (set 2's 10 Mb/s paths the most), an ALINEA one 2-12 s (set 2's random-loss
 cases the most, the session filling 10 Mb/s links), and the whole section at 3000 s took 674-967 s (two runs),
@@ -107,7 +107,7 @@ CASES = (
          "23 %"),
     Case("set4", "set4-representatives", "set 4, representatives: MR3 200 ms farther, NAK aggregation", ("tcp",),
          "164 %"),
-    # set 4 under the readings that decide whether the acker goes back and forth (docs/multicast.md, "Set 4"):
+    # set 4 under the readings that decide whether the acker goes back and forth (docs/howto/multicast.md, "Set 4"):
     # the RTT counted in packets (the pgmcc draft's section 2.5.3), a short loss filter, both, and losses that differ
     # between the branches (each receiver's own link loses 0.5 % more, independently)
     Case("set4-rtt-packets", "set4-representatives", "set 4, the election's RTT in packets", ("tcp",),
@@ -177,7 +177,7 @@ def run_case(case: Case, control: str = "pgmcc", seconds: float | None = None, o
 
 def nak_estimates(case: Case, seconds: float, seed: int = SEED) -> dict[str, dict[str, float]]:
     """Per receiver of the pgmcc session: the fraction of transmissions it lost, and the mean loss estimate p
-    its NAKs and its ACKs carried to the sender (docs/multicast.md, set 2: a NAK's p is the estimate its own
+    its NAKs and its ACKs carried to the sender (docs/howto/multicast.md, set 2: a NAK's p is the estimate its own
     loss has just raised)."""
     from hosts.pgmcc import sender as pgmcc_sender
     from topo.simnet import SimNetwork
@@ -301,7 +301,7 @@ def results_section(raw: Path | None = None, reuse: bool = True) -> list[str]:
             "acker switch ratio c = 2/3 (the draft's suggestion is 0.75: `pgmcc: {switch_ratio: 0.75}`), the "
             "adaptive timeout restarted at each election from the RTT the electing report measured, and one token "
             "for a newly chosen acker "
-            "(docs/multicast.md, \"pgmcc as implemented\"). docs/multicast.md, \"Results on the seed's four "
+            "(docs/howto/multicast.md, \"pgmcc as implemented\"). docs/multicast.md, \"Results on the seed's four "
             "sets\", reads the rows.", "", *table(results), ""]
 
 

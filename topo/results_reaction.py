@@ -1,6 +1,6 @@
 """docs/results.md's section on capacity-drop's reaction time over the drop's phase (called by
 ``topo.results_doc``), and, as ``python -m topo.results_reaction --latencies 0.5ms 1ms``, the
-reaction over one whole cycle of the drop at each control latency (docs/netns.md's table).
+reaction over one whole cycle of the drop at each control latency (docs/howto/netns.md's table).
 
 Why: the reaction to a capacity drop is the time until the hop feeding the congested buffer cuts
 its rate. The hop learns of the drop from the buffer's first extra packet, and when that packet
@@ -135,7 +135,7 @@ def reaction_sections(base: Topology | None = None) -> list[str]:
              "brackets the first report that showed R3's buffer above its level at the drop: the time the buffer "
              "takes to gain a packet (one per 40 ms at this drop) plus the report's way back, which the drop's "
              "phase decides. On BMv2's queues R2 cuts earlier, at the first report whose two newest departures "
-             "from R3's buffer show the drop (docs/alinea.md, \"The newest drain\"); the shaper's law has no "
+             "from R3's buffer show the drop (docs/background/alinea.md, \"The newest drain\"); the shaper's law has no "
              "drain to follow and cuts at the detection.", "",
              head, "|" + "---|" * (len(PHASES_MS) + 4)]
     for model, rows in runs.items():

@@ -45,7 +45,7 @@ def scaled_sections() -> list[str]:
     lines = ["## Derived parameters at other rates and delays", "",
              "Each shipped file with every rate (playout and R_max too) multiplied, or every link delay set, "
              "and its gains, floor and report interval left out, so that topo/derive.py derives them "
-             "(docs/alinea.md, \"Derived parameters\"); on BMv2's queues, seed 1 (`topo/results_scaled.py`). "
+             "(docs/background/analysis.md, \"Derived parameters\"); on BMv2's queues, seed 1 (`topo/results_scaled.py`). "
              "Worst error: the largest |mean - target| over the second half, in points, over the buffers that "
              "fill (a buffer fed by a slower link than its own drain is never regulated: listed apart). "
              "capacity-drop's drop comes at half the run.", "",

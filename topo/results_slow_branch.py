@@ -2,7 +2,7 @@
 
 ``python -m topo.results_slow_branch [--duration 20] [--rates 2Mbps,1.5Mbps,1Mbps,0.5Mbps]`` runs
 topo/multicast-tree.yaml in the simulator (seed 1) once per rate of the S3 -> S7 link (H5's branch), and
-once without H5 among the receivers, and writes docs/multicast.md's ``## Results: a slow branch`` section
+once without H5 among the receivers, and writes docs/howto/multicast.md's ``## Results: a slow branch`` section
 (a table per run: each receiver's goodput against the tree rate, the sequence numbers it misses, its
 median one-way delay; the branching buffers' mean occupancy) and docs/figures/multicast-slow-branch.png.
 
@@ -26,7 +26,7 @@ __all__ = ["slow_branch_runs", "section", "main"]
 
 ROOT = Path(__file__).resolve().parents[1]
 TREE = ROOT / "topo" / "multicast-tree.yaml"
-DOC = ROOT / "docs" / "multicast.md"
+DOC = ROOT / "docs" / "howto" / "multicast.md"
 FIGURE = ROOT / "docs" / "figures" / "multicast-slow-branch.png"
 SLOW_LINK = "{ends: [S3, S7], rate: 1Mbps}"
 BRANCHING = ("S1<-H1", "S2<-S1", "S3<-S1")
@@ -57,7 +57,7 @@ def slow_branch_runs(rates: list[str], duration_s: float, seed: int = 1) -> list
 def section(rows: list[dict[str, Any]], duration_s: float, command: str) -> list[str]:
     out = ["## Results: a slow branch", "",
            f"Regenerate: `{command}` (simulator, seed 1, {duration_s:g} s per run; goodput and delay over the "
-           "second half of the run, docs/metrics.md). topo/multicast-tree.yaml with H5's branch (S3 -> S7) at each "
+           "second half of the run, docs/reference/metrics.md). topo/multicast-tree.yaml with H5's branch (S3 -> S7) at each "
            "rate, and without H5 among the receivers:", "",
            "| run | tree rate | receiver | goodput | of tree rate | missing | one-way delay p50 |",
            "|---|---|---|---|---|---|---|"]

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SEED = 1
 S = 1_000_000_000
 COMMAND = "make results-tcp  (python -m topo.results_doc --only tcp)"
-NEVER = "100000s"  # a flow started after the run is left out (docs/topologies.md, "Variants")
+NEVER = "100000s"  # a flow started after the run is left out (docs/reference/topologies.md, "Variants")
 
 __all__ = ["sections", "scenario", "owd_stats", "share", "window"]
 
@@ -130,13 +130,13 @@ def cross_reading(used: list[float]) -> str:
     span = f"{hi:.0f} %" if round(lo) == round(hi) else f"{lo:.0f}-{hi:.0f} %"
     return (f"{CROSS_READING} On BMv2's queues R1 -> R2 is {span} used over these rows; on p4switch's shaper at "
             "dequeue, this file's queue model until the switch to BMv2's, part of it went unused with TCP "
-            "although packets waited (docs/bmv2.md).")
+            "although packets waited (docs/howto/bmv2.md).")
 
 
 # ---- Chen et al.: one-way delay of ALINEA and TCP on paper-5router --------------------------------------------
 CHEN_SECONDS = 60
 #: H1's own link at 10 Mb/s for both runs: TCP's first bottleneck is then a router's drop-tail FIFO (R1 -> R2,
-#: 200 packets) and not H1's NIC queue (the model has no TCP Small Queues; docs/tcp.md).
+#: 200 packets) and not H1's NIC queue (the model has no TCP Small Queues; docs/howto/tcp.md).
 CHEN_SETS = ("link[H1-R1].rate=10Mbps",)
 
 
@@ -153,7 +153,7 @@ def chen_section(figures: Path, rel: Path) -> list[str]:
            "router's 200-packet drop-tail FIFO rather than H1's own NIC queue), once with its ALINEA flow and once "
            f"with the flow as TCP reno (`--controls tcp-reno`: end to end, every output port a drop-tail FIFO). "
            f"Seed {SEED}, {CHEN_SECONDS} s, packets received in the second half. TCP's one-way delay is per "
-           "1448-byte application record, from the write to its in-order delivery (docs/tcp.md); TCP's application "
+           "1448-byte application record, from the write to its in-order delivery (docs/howto/tcp.md); TCP's application "
            "reads at once, ALINEA's flow is drained by H2's 1.2 Mb/s playout. Jitter: the mean |difference| of "
            "consecutive packets' one-way delays (RFC 3550's D).", "",
            "| flow | goodput (Mb/s) | OWD p50 (ms) | OWD p99 (ms) | p99 - p50 (ms) | std (ms) | jitter (ms) | loss |",
@@ -170,7 +170,7 @@ def chen_section(figures: Path, rel: Path) -> list[str]:
             "ALINEA's delay is high but flat: its queues sit at the 70-95 % targets (docs/results.md, 'What the "
             "70-95 % targets cost in delay'). TCP's moves with its window in the drop-tail FIFOs: a ramp through "
             "congestion avoidance, one packet more queued per round trip (the CDF's steps), and jumps when records "
-            "wait for a retransmission (head-of-line blocking; the left figure's first seconds). docs/tcp.md "
+            "wait for a retransmission (head-of-line blocking; the left figure's first seconds). docs/howto/tcp.md "
             "('ALINEA's one-way delay against TCP reno's (Chen et al.)') runs the same comparison on the kernel's "
             "TCP beside the model's.", ""]
     return out
@@ -216,7 +216,7 @@ def blm_section(jobs: int = 1) -> list[str]:
            "`topo/cvihis-blm-vs-tcp.yaml` with the paper's timing (`--set flow[tcp].start=50s --set "
            "flow[tcp].stop=170s`): BLM and one TCP reno connection (RTT 200 ms) on a 3 Mb/s bottleneck with a "
            "50-packet drop-tail FIFO; BLM's RTT 10, 100 or 200 ms (`--set link[H1-R1].delay=...`); "
-           f"{BLM_SECONDS} s, seed {SEED}, CVIHIS's default reading (docs/cvihis.md, 'Readings'); this section and "
+           f"{BLM_SECONDS} s, seed {SEED}, CVIHIS's default reading (docs/background/cvihis.md, 'Readings'); this section and "
            "the next are regenerated alone by `python -m topo.results_tcp --only blm,rtm`. Mean receive "
            "rates (Mb/s) per window; BLM's share of what the two received while TCP runs; *back within*: the "
            "first 0.5 s bin after TCP stops from which BLM's 5 s mean stays within 10 % of the capacity.", "",
@@ -314,14 +314,14 @@ def start_rate(start: str, rate: str) -> str:
 
 def rtm_section(jobs: int = 1) -> list[str]:
     out = ["## CVIHIS RTM against TCP: the TCP-friendliness grid", "",
-           "`topo/cvihis-rtm-vs-tcp.yaml`: one RTM flow (CVIHIS's default reading, docs/cvihis.md 'Readings') and "
+           "`topo/cvihis-rtm-vs-tcp.yaml`: one RTM flow (CVIHIS's default reading, docs/background/cvihis.md 'Readings') and "
            "one TCP flow (the simulator's model, SACK on as Linux NewReno has it), both with the same RTT, on a "
            "bottleneck with a 50-packet drop-tail FIFO; the paper's grid (2-4.5 Mb/s, RTT 20/80/140/200 ms, starting "
            "rates varied, 26 tests against NewReno): 2, 3 and 4.5 Mb/s, four RTTs, RTM starting at CVIHIS's default "
            "400 kb/s or at the bottleneck's capacity (`cvihis: {start_rate: ...}`; against cubic at 400 kb/s only), "
            "reno then cubic, "
            f"{RTM_SECONDS} s each (seed {SEED}), shares over {RTM_SECONDS // 2}-{RTM_SECONDS} s. The shares are those "
-           "of one run, not converged means; docs/cvihis.md ('Readings') has seeds 1-5 on the reno grid.", "",
+           "of one run, not converged means; docs/background/cvihis.md ('Readings') has seeds 1-5 on the reno grid.", "",
            "| cc | bottleneck | RTM starts at | RTT 20 ms | RTT 80 ms | RTT 140 ms | RTT 200 ms |",
            "|---|---|---|---|---|---|---|"]
     worst: dict[str, float] = {}
@@ -349,7 +349,7 @@ def rtm_section(jobs: int = 1) -> list[str]:
             "bottlenecks and starting rates, Mb/s, RTM / TCP): "
             + ", ".join(f"{rtt} ms {r:.2f} / {t:.2f}" for rtt, r, t in reno)
             + f"; from 20 to 200 ms RTM's rate changes by {_change(reno, 1)}, TCP's by {_change(reno, 2)} "
-            "(published: RTT affects CVIHIS less than TCP). docs/cvihis.md ('Readings') gives the other readings "
+            "(published: RTT affects CVIHIS less than TCP). docs/background/cvihis.md ('Readings') gives the other readings "
             "of the paper on this grid and why the default is the one above.", ""]
     return out
 
@@ -441,7 +441,7 @@ def sections(figures: Path, doc_dir: Path) -> list[str]:
     rel = figures.relative_to(doc_dir) if figures.is_relative_to(doc_dir) else figures
     header = ["## TCP in the network", "", f"The sections up to the next part are generated by `{COMMAND}` (also "
               f"part of `make results`) at commit {_commit()}: the simulator (short versions of the BLM, Chen and RTM runs on the kernel's "
-              "TCP in netns are in docs/tcp.md, 'The sources' experiments on the kernel's TCP'; "
+              "TCP in netns are in docs/howto/tcp.md, 'The sources' experiments on the kernel's TCP'; "
               "tests/topo/test_tcp_experiments.py runs the cross-traffic case in netns too), seed "
               f"{SEED}. Issue 23: TCP crossing a hop-by-hop network, and the sources' experiments against TCP.", ""]
     return header + (cross_section() + chen_section(figures, rel) + blm_section() + rtm_section()
@@ -467,7 +467,7 @@ def grid_cells(text: str = "") -> list[tuple[str, int, str]]:
 
 def grid_table(readings: list[str], seeds: list[int], seconds: float = RTM_SECONDS, jobs: int = 1,
                starts: tuple[str, ...] = RTM_STARTS, cells: list[tuple[str, int, str]] | None = None) -> list[str]:
-    """The reno grid per reading, seed and RTM starting rate (docs/cvihis.md, "Readings"): RTM's share in each
+    """The reno grid per reading, seed and RTM starting rate (docs/background/cvihis.md, "Readings"): RTM's share in each
     cell, the worst ratio per row, and per reading the worst over its seeds and starting rates (``cells``: some of
     the grid's cells only, as ``grid_cells`` names them)."""
     cells = cells or grid_cells()
@@ -518,7 +518,7 @@ def _seeded(topo: Topology, seconds: float, seed: int) -> dict[str, Any]:
 
 
 def targets_table(readings: list[str], seeds: list[int], row_seeds: tuple[int, ...] = (SEED,)) -> list[str]:
-    """Issue 48's other CVIHIS targets per reading (docs/cvihis.md, "Readings"), as the tests of
+    """Issue 48's other CVIHIS targets per reading (docs/background/cvihis.md, "Readings"), as the tests of
     tests/topo/test_cvihis_published.py measure them: the two-bottleneck rows (goodput over 60-120 s of 120 s; the
     worst deviation from the published rate), three RTM flows (30-60 s of 60 s: Jain), BLM against RTM (RTM / BLM
     over 35-50 s), each for every seed of ``row_seeds`` (a line each; seed 1 alone by default), then BLM against

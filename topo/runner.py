@@ -165,7 +165,7 @@ def _drive_frozen(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | 
     host_full = net.counts.get("host_tx_queue_full", 0)
     summary["loss"]["host_tx_queue_full"] = host_full
     summary["loss"]["total"] += host_full
-    # frames a link's `reorder` held back (the reordering TCP and TFRC may read as loss; docs/e2e.md)
+    # frames a link's `reorder` held back (the reordering TCP and TFRC may read as loss; docs/background/e2e.md)
     summary["loss"]["reordered_by_links"] = net.counts.get("reordered_frames", 0)
     from topo.invariants import check_invariants, invariants_block
 
@@ -220,11 +220,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.add_argument("--no-analysis", action="store_true",
                    help="skip the loop analysis before the run (its warnings; it is cached per topology and "
-                        "duration, docs/alinea.md)")
+                        "duration, docs/background/alinea.md)")
     p.add_argument("--strict", action="store_true",
-                   help=f"exit with status {STRICT_EXIT} if the run breaks an invariant (docs/metrics.md, Invariants)")
+                   help=f"exit with status {STRICT_EXIT} if the run breaks an invariant (docs/reference/metrics.md, Invariants)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
-                   help="change one value of the file, as hbh sweep's --set does (docs/sweeps.md), e.g. "
+                   help="change one value of the file, as hbh sweep's --set does (docs/howto/sweeps.md), e.g. "
                         "alinea.o_max=0.7 or link[R1-H2].rate=1Mbps; repeatable")
     p.set_defaults(func=_main)
 
@@ -305,7 +305,7 @@ def realtime_line(rt: dict[str, Any] | None) -> str | None:
 
 
 def format_summary(s: dict[str, Any]) -> str:
-    """What ``hbh run`` prints: every number is defined in docs/metrics.md."""
+    """What ``hbh run`` prints: every number is defined in docs/reference/metrics.md."""
     lines = [f"{s['topology']}: {s['duration_s']:g} s, seed {s.get('seed')}, backend {s.get('backend')}"]
     lines += _loss_lines(s["loss"])
     lines += _buffer_lines(s)
@@ -322,7 +322,7 @@ def format_summary(s: dict[str, Any]) -> str:
 
 
 def _loss_lines(loss: dict[str, Any]) -> list[str]:
-    """Loss in the network and loss at the receivers' playout buffers, apart (docs/metrics.md)."""
+    """Loss in the network and loss at the receivers' playout buffers, apart (docs/reference/metrics.md)."""
     lines = [f"loss: {loss['total']} packets (sent {loss['data_packets_sent']}, received "
              f"{loss['data_packets_received']}; missing sequence numbers {loss['lost_by_sequence']}; "
              f"reordered {loss['reordered']})",

@@ -2,7 +2,7 @@
 
 Why: the file states defaults, selectors and derived values (r_max, ports, routes); this shows
 what the backends will actually get, so a file can be checked without running it, and the
-resolved values quoted in docs/topologies.md come from a command. A broken file prints its
+resolved values quoted in docs/reference/topologies.md come from a command. A broken file prints its
 one-line ``FILE:LINE: PATH: ...`` error and exits 1.
 """
 
@@ -107,8 +107,8 @@ def _events(t: Topology) -> list[str]:
 
 
 def _analysis(t: Topology) -> list[str]:
-    """The loop analysis of every law that carries an ALINEA flow (docs/alinea.md)."""
-    out = ["loop analysis (docs/alinea.md, \"The loop with its delay\"):"]
+    """The loop analysis of every law that carries an ALINEA flow (docs/background/analysis.md)."""
+    out = ["loop analysis (docs/background/analysis.md, \"The loop with its delay\"):"]
     checks = check_topology(t)
     for c in checks:
         v = c.verdict

@@ -86,7 +86,7 @@ __all__ = ["reorder_hook", "SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_N
 
 ROOT = Path(__file__).resolve().parents[1]
 PROGRAM = ROOT / "p4src" / "alinea.p4"
-START_JITTER_NS = 200_000_000  # each flow starts up to 200 ms late, drawn from the seed (docs/compare.md)
+START_JITTER_NS = 200_000_000  # each flow starts up to 200 ms late, drawn from the seed (docs/howto/compare.md)
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
@@ -117,7 +117,7 @@ def fifo_rows(topo: Topology, switch: str, t_ns: int, queues: dict[int, tuple[in
 
     ``queues`` maps a port to (packets queued, depth limit, tail drops so far). The FIFO of u toward
     v is recorded as buffer ``v<-u``: the buffer of link u->v, which hop-by-hop mode models at v's
-    ingress and end-to-end mode keeps at u's egress (docs/compare.md)."""
+    ingress and end-to-end mode keeps at u's egress (docs/howto/compare.md)."""
     rows = []
     for v in topo.neighbours(switch):
         occ, limit, drops = queues.get(topo.port(switch, v), (0, 0, 0))
@@ -564,7 +564,7 @@ def _collector_spared() -> Iterator[None]:
     A run allocates objects by the million (the rows it records, a report's objects) and leaves no
     cycles behind (paper-5router over 300 s: none collected), yet each of the collector's passes
     over the old generation walked every row recorded so far: a seventh of the CPU time of a long
-    run (docs/engine.md, "The collector"). Frozen objects are thawed after the run, so a network
+    run (docs/background/engine.md, "The collector"). Frozen objects are thawed after the run, so a network
     dropped later (a sweep's worker runs many) is collected as before; results do not change."""
     before = gc.get_threshold()
     gc.freeze()
@@ -720,7 +720,7 @@ class SimNetwork:
 
     def _nak_aggregation(self, name: str) -> None:
         """``options.nak_aggregation``: the switch's nak_aggregation entries, one per pgmcc session (its
-        wire id), written at set-up as the control plane would (alinea.p4; docs/multicast.md)."""
+        wire id), written at set-up as the control plane would (alinea.p4; docs/howto/multicast.md)."""
         hold = self.topo.options.nak_aggregation_ns
         if not hold:
             return

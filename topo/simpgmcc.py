@@ -4,7 +4,7 @@ host's link and scheduler.
 The source's core sends to the group (a multicast flow's ``topo.group_ip``; a unicast pgmcc flow is a
 session of one receiver) with the group's wire id; every receiving host runs a receiver core on the
 copies the switches replicate and sends its ACKs and NAKs back to the source's unicast address with
-the same wire id (docs/multicast.md). Each receiver records the packets it receives under its own
+the same wire id (docs/howto/multicast.md). Each receiver records the packets it receives under its own
 branch's name (``m1@H3``): the transmission number is the record's sequence number, so the summary's
 loss is the network's, not the repairs'.
 

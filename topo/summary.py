@@ -1,6 +1,6 @@
 """The numbers a run is judged by, computed from what the recorder kept (summary.json).
 
-docs/metrics.md defines each one -- what it counts, over which window, in which unit, where it is
+docs/reference/metrics.md defines each one -- what it counts, over which window, in which unit, where it is
 in summary.json -- and this module computes them as defined there, for both backends (the
 simulator and netns record the same rows: topo/record.py). The buffers' reductions are in
 topo/summary_buffers.py (shared with the figures), the reactions to events in
@@ -217,7 +217,7 @@ def _last_by(rows: list[Any], attr: str) -> dict[str, Any]:
 
 def _tcp(f: Any, rec: Recorder, half: _Window, samples: list[Any]) -> dict[str, Any]:
     """A kernel TCP flow: both ends' totals, retransmissions and smoothed RTT from its sender's
-    TCP_INFO ``samples`` (docs/netns.md, "Kernel TCP flows")."""
+    TCP_INFO ``samples`` (docs/howto/netns.md, "Kernel TCP flows")."""
     ends = rec.tcp_flows.get(f.name, {})
     rtt = [v / 1000 for s in samples if (v := s.get("rtt_us"))]
     last = samples[-1] if samples else None
@@ -264,7 +264,7 @@ def _links(rec: Recorder, half: _Window) -> dict[str, Any]:
 
 # ---- flows ---------------------------------------------------------------------------------------------
 def flow_window(f: Flow, rec: Recorder, half: _Window) -> _Window:
-    """The window a flow's rates are measured over (docs/metrics.md, "Windows"): the run's window
+    """The window a flow's rates are measured over (docs/reference/metrics.md, "Windows"): the run's window
     ``half`` (its second half, from the last event on) when the flow is active over all of it (its
     steady state), else its own lifetime, from its first packet's send time to the end of the run,
     its ``stop`` or (a sized TCP flow) its completion, and then to its last packet's arrival: a flow
@@ -331,7 +331,7 @@ def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Wi
             out[f.name]["fct_s"] = round((completed - f.start_ns) / 1e9, 4) if isinstance(completed, int) else None
         if f.control == "tcp":
             out[f.name]["tcp"] = _tcp(f, rec, half, tcp_samples.get(f.name, []))
-        if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/e2e.md)
+        if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/background/e2e.md)
             out[f.name]["control"] = dict(sorted(rec.control_stats[f.name].items()))
     return out
 

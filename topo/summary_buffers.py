@@ -1,4 +1,4 @@
-"""A run's buffers as the summary and the figures both see them (docs/metrics.md, "Buffers").
+"""A run's buffers as the summary and the figures both see them (docs/reference/metrics.md, "Buffers").
 
 Why one module: the summary's numbers (mean, std, convergence) and the figures' lines must be
 reduced from the same rows against the same targets, or they disagree. Three things are decided

@@ -1,5 +1,5 @@
 """Reaction to a link-rate event, measured from what happened, not from a sampling bin
-(docs/metrics.md, "Reaction").
+(docs/reference/metrics.md, "Reaction").
 
 * **reaction** (hop by hop): the time from the event until the law of the hop that feeds the
   congested node first sets a rate ``REACTION_DROP`` below the one it set before the event (from

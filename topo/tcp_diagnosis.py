@@ -1,6 +1,6 @@
 """Why the model's bottleneck occupancy differs from the kernel's: both sides' traces, case by case.
 
-    .venv/bin/python -m topo.tcp_diagnosis --kernel-from docs/tcp-kernel-runs --doc docs/tcp.md
+    .venv/bin/python -m topo.tcp_diagnosis --kernel-from docs/tcp-kernel-runs --doc docs/howto/tcp.md
 
 Why: ``topo/tcp_validation.py`` compares two means (goodput, the bottleneck's mean occupancy over
 a run's second half); a difference there can come from TCP (a different sawtooth) or from the

@@ -8,7 +8,7 @@ priority above the host's; the loop and the tun stay in the host process. Why it
 default: it was built to test whether the shared lock and the application's stalls cause the
 bursts that keep the kernel's bottleneck occupancy from the model's at 20 Mb/s, 200 ms. It made
 the kernel's sender app-limited about half as often, but did not move the occupancy, which
-scatters as much either way (docs/tcp.md, "TCP endpoints in a process of their own").
+scatters as much either way (docs/howto/tcp.md, "TCP endpoints in a process of their own").
 
 The child (``multiprocessing``'s spawn: a fresh interpreter, not a fork of a threaded process)
 binds the listeners before it says ``ready``, starts the endpoints on the run's ``start``, publishes
@@ -54,7 +54,7 @@ class TcpEnds:
     kernel congestion control of a paced flow (topo/netns_pace.py), else the flow's own.
 
     Each endpoint's thread starts ``START_LEAD_NS`` before its flow, from one starter thread, not
-    all at time 0: a workload of thousands of flows (docs/fabric.md, "Spine balance") would
+    all at time 0: a workload of thousands of flows (docs/howto/fabric.md, "Spine balance") would
     otherwise start thousands of threads at once, in the host's start (which its runner bounds),
     and keep them all waking every ``POLL_S`` until their flows begin."""
 

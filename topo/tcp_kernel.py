@@ -5,9 +5,9 @@ model, and the runs that explain CVIHIS RTM's distance from its published TCP-fr
 Why a module apart from ``topo.results_tcp``: netns runs take real time and root, and measure the
 machine as well as TCP, so they cannot be part of ``make results``; each netns row here carries the
 load average at the end of its run and whether the run kept real time (``topo/keepup.py``: a row that
-did not is marked **behind**, with why), and docs/tcp.md keeps the tables with the command that made them:
+did not is marked **behind**, with why), and docs/howto/tcp.md keeps the tables with the command that made them:
 
-    sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md     # ~35 min; --only to pick
+    sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/howto/tcp.md     # ~35 min; --only to pick
 
 Sections (``--only``): ``blm`` (BLM against kernel reno), ``chen`` (ALINEA's one-way delay against
 kernel reno's), ``rtm`` (RTM against kernel reno and the model, each with and without SACK, on the
@@ -35,7 +35,7 @@ __all__ = ["main", "SECTIONS", "rtm_variant"]
 
 SEED = 1
 S = 1_000_000_000
-COMMAND = "sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/tcp.md"
+COMMAND = "sudo chrt -r 10 .venv/bin/python -m topo.tcp_kernel --doc docs/howto/tcp.md"
 
 
 def _run(topo: Topology, seconds: float, backend: str) -> tuple[Any, str]:

@@ -2,16 +2,16 @@
 
 Why the kernel's own TCP and not a model: the point is to compare ALINEA with the congestion
 controls real stacks run (reno, cubic, bbr: whatever ``tcp_available_congestion_control`` lists).
-The simulator runs a model of reno and cubic instead (``hosts/tcp``, ``topo/simtcp.py``; docs/tcp.md).
+The simulator runs a model of reno and cubic instead (``hosts/tcp``, ``topo/simtcp.py``; docs/howto/tcp.md).
 
 How a TCP flow's packets travel. A host's ``eth0`` carries no IP address (the host process owns
-it through AF_PACKET, docs/netns.md). A host with TCP flows gets a tun device (:class:`TunRelay`,
+it through AF_PACKET, docs/howto/netns.md). A host with TCP flows gets a tun device (:class:`TunRelay`,
 ``tcp0``) holding its address ``10.0.<id>.1/32`` and the route to every host; the kernel's TCP
 segments leave through it, and the host process sends each one as a frame on its uplink -- the
 link's rate and delay, exactly like its datagrams; frames arriving on ``eth0`` that carry TCP are
 written back into the tun. That relay runs in the engine's thread (:class:`runtime.hostrelay.HostRelay`,
 bound by :class:`topo.netns_host.RelayUplink`), or on the host's Python loop
-(:class:`topo.netns_host.HostUplink`) where a frame needs Python (docs/netns.md). ``eth0`` has strict reverse
+(:class:`topo.netns_host.HostUplink`) where a frame needs Python (docs/howto/netns.md). ``eth0`` has strict reverse
 path filtering, so the kernel does not also take those frames straight from ``eth0``.
 
 What a sender writes: records of :data:`~topo.model.TCP_RECORD_BYTES` (the last one of a sized
@@ -248,7 +248,7 @@ class TcpSender(_Endpoint):
     def _send_all(self, sock: socket.socket, stop_ns: int) -> bool:
         """Write the flow's records until its size or its stop; True if it ended because the peer
         acknowledged every byte of a sized flow. Such a sender's thread ends there rather than at the
-        run's end: a workload of thousands of short flows (docs/fabric.md, "Spine balance") would
+        run's end: a workload of thousands of short flows (docs/howto/fabric.md, "Spine balance") would
         otherwise keep every flow it ever started sampling its socket until the end, a load that grows
         with the run. A flow without a size, or not all acknowledged, is sampled to the end as before."""
         size = self.flow.size_bytes
@@ -391,7 +391,7 @@ class TunRelay:
             with contextlib.suppress(OSError):
                 Path(path).write_text(value)
         # the qdisc the model assumes whatever the machine's net.core.default_qdisc: fq would pace
-        # reno and cubic, fq_codel could drop in the sender's own queue (docs/tcp.md, "The 200 ms gap")
+        # reno and cubic, fq_codel could drop in the sender's own queue (docs/howto/tcp.md, "The 200 ms gap")
         for cmd in (["tc", "qdisc", "replace", "dev", TUN_NAME, "root", "pfifo_fast"],
                     ["ip", "link", "set", TUN_NAME, "mtu", str(self.mtu), "up"],
                     ["ip", "addr", "add", f"{self.address}/32", "dev", TUN_NAME],

@@ -1,6 +1,6 @@
 """TFRC reads reordering as loss: its rate against the fraction of packets a link reorders.
 
-    .venv/bin/python -m topo.tfrc_reordering --doc docs/e2e.md
+    .venv/bin/python -m topo.tfrc_reordering --doc docs/background/e2e.md
 
 Why: Gharai & Perkins (SOURCES.md C) show that TFRC, like TCP, takes a packet overtaken by three
 others for a lost one, so even 0.2 % of reordering lowers its rate on a path that loses nothing.

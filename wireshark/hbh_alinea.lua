@@ -1,4 +1,4 @@
--- Wireshark dissector for the ALINEA occupancy report (hbh project, docs/wire-format.md).
+-- Wireshark dissector for the ALINEA occupancy report (hbh project, docs/reference/wire-format.md).
 --
 -- EtherType 0x88B5, version 2, message type 1: 42 bytes after the Ethernet header, big-endian,
 -- bit fields most significant bit first. Install: `make wireshark` (copies this file into the

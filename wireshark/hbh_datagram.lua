@@ -1,10 +1,10 @@
--- Wireshark dissector for the hbh project's datagrams (hosts/datagram.py, docs/wire-format.md):
+-- Wireshark dissector for the hbh project's datagrams (hosts/datagram.py, docs/reference/wire-format.md):
 -- the 20-byte header every end-to-end flow's UDP payload starts with (magic 0x4842 "HB",
 -- version 1), and the feedback each control sends back after it:
---   kind 1 CVIHIS feedback (32 bytes, docs/cvihis.md "Feedback wire format"),
+--   kind 1 CVIHIS feedback (32 bytes, docs/background/cvihis.md "Feedback wire format"),
 --   kind 5 TFRC report (32 bytes, hosts/tfrc/wire.py),
 --   kind 6 LEDBAT acknowledgement (12 bytes, hosts/e2e_host.py),
---   kind 7 GCC receiver report with REMB (32 bytes, docs/wire-format.md "GCC receiver report").
+--   kind 7 GCC receiver report with REMB (32 bytes, docs/reference/wire-format.md "GCC receiver report").
 -- Found by content (a heuristic on UDP: the magic and the version), whatever the ports, and
 -- on UDP port 5001 before the dissector Wireshark has for it.
 -- Install: `make wireshark`, or `tshark -X lua_script:wireshark/hbh_datagram.lua`.

@@ -1,7 +1,7 @@
 """CVIHIS end-to-end delay-based congestion control, as sans-I/O state machines.
 
 Events and a clock in, decisions out: no sockets, sleeps, threads or wall clock, so the same
-objects run in the virtual-time simulator and in real hosts. See docs/cvihis.md.
+objects run in the virtual-time simulator and in real hosts. See docs/background/cvihis.md.
 """
 
 from hosts.cvihis.areas import AREAS, TARGET_AREA, Command

@@ -2,7 +2,7 @@
 
 Every constant of the algorithm lives here so an experiment can name (and vary) it, and so
 a bad value is rejected once, at construction, with the parameter and value in the message,
-instead of surfacing later as a strange rate. docs/cvihis.md gives the reasoning behind
+instead of surfacing later as a strange rate. docs/background/cvihis.md gives the reasoning behind
 each default.
 """
 
@@ -22,7 +22,7 @@ DEFAULT_AREA_EDGES: tuple[float, ...] = (0.08, 0.22, 0.38, 0.48, 0.62, 0.80)
 class CvihisParams:
     """All tunables of CVIHIS; validated in ``__post_init__`` (ValueError names the field)."""
 
-    # Steps, in packets per sqrt(RTT) (see docs/cvihis.md, "From step to gap").
+    # Steps, in packets per sqrt(RTT) (see docs/background/cvihis.md, "From step to gap").
     step_strong_decrease: float = 1.0  # --- (area 6)
     step_strong_increase: float = 0.7  # +++ (area 0)
     step_decrease: float = 0.5  # --   (area 5)
@@ -33,7 +33,7 @@ class CvihisParams:
     pf_per_rtt: bool = False  # True: PF once per RTT, spread over its decisions; False: PF at every decision
     pf_pushes_per_rtt: float = 0.0  # > 0: PF this many times per RTT, spread over its decisions (PF^(k/n) each);
     #                                 0: as pf_per_rtt says (the push rate apart from the decision rate)
-    # How RTM's areas move when minDelay is pushed (docs/cvihis.md, "Readings"; hosts/cvihis/variants.py):
+    # How RTM's areas move when minDelay is pushed (docs/background/cvihis.md, "Readings"; hosts/cvihis/variants.py):
     rtm_shift_areas: bool = False  # True: the areas' top always moves up with the push (keeps their width)
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
     rtm_reprobe: bool = False  # ... and a delay past the loss point without a loss puts the top one PF push above it

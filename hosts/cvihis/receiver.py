@@ -214,7 +214,7 @@ class CvihisReceiver:
         return self._rtm_min if self._mode is Mode.RTM else float(self._min)
 
     def _current_max(self) -> float:
-        """maxDelay in use: the top of the areas (docs/cvihis.md, "Readings").
+        """maxDelay in use: the top of the areas (docs/background/cvihis.md, "Readings").
 
         From losses (before the first one, ``initial_span_ns`` above the smallest OWD). In RTM it
         depends on the reading: ``areas shift`` adds how far the push has lifted minDelay, so the
@@ -247,7 +247,7 @@ class CvihisReceiver:
         return self._rtm_min - self._min if shift else 0.0
 
     def _interval(self) -> int:
-        """A third of the sender's RTT (``updates_per_rtt``), clamped (docs/cvihis.md).
+        """A third of the sender's RTT (``updates_per_rtt``), clamped (docs/background/cvihis.md).
 
         The steps are the published sizes per decision, so the decision rate sets how fast a
         flow can take or give up a link: once per RTT, ``+++`` adds 0.7·RTT^-1.5 packets/s per
@@ -282,7 +282,7 @@ class CvihisReceiver:
         ``push: per-decision``: PF at every decision; ``push: per-rtt``: PF once per RTT, as a PF^(1/n) push at
         each of the n decisions per RTT, the push of one decision per RTT; ``push: k`` (a number): PF k times
         per RTT, PF^(k/n) at each decision, a push rate apart from the decision rate (``CvihisParams.push_factor``;
-        docs/cvihis.md, "Readings", has what each does on the reno grid).
+        docs/background/cvihis.md, "Readings", has what each does on the reno grid).
 
         The absolute OWD of the pushed value is estimated as half the smallest RTT the
         sender reported plus how far the push has already lifted it above the smallest OWD

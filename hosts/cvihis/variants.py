@@ -7,7 +7,7 @@ is the newest loss's delay or an average. Each
 choice is one key of a ``cvihis:`` mapping in a topology file (``cvihis: {variant: shifted}``,
 ``cvihis: {md: per-packet}``); a ``variant`` names a whole reading at once, and keys given beside
 it change that reading one choice at a time. The default, ``published``, is the reading that
-reproduces the published results (docs/cvihis.md, "Readings", has the measured grid behind it);
+reproduces the published results (docs/background/cvihis.md, "Readings", has the measured grid behind it);
 the other readings stay here so that a researcher can run them side by side.
 
 Why a table of overrides on :class:`CvihisParams` rather than code paths: a reading is a set of
@@ -68,7 +68,7 @@ VARIANTS: Mapping[str, Mapping[str, object]] = MappingProxyType({
                                  "max_delay": "ewma"}),
     "squeezed": MappingProxyType({"areas": "squeeze", "decisions_per_rtt": 3, "push": "per-decision",
                                   "md": "per-rtt", "max_delay": "ewma"}),
-    # the TCP-friendliest reading measured (docs/cvihis.md, "Readings"): a decision every half RTT (so PF pushes
+    # the TCP-friendliest reading measured (docs/background/cvihis.md, "Readings"): a decision every half RTT (so PF pushes
     # minDelay twice per RTT) and the top re-probed past a loss point the delay has passed without a loss
     "reprobe": MappingProxyType({"areas": "reprobe", "decisions_per_rtt": 2, "push": "per-decision",
                                  "md": "per-rtt", "max_delay": "last-loss"}),

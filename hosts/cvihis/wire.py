@@ -2,7 +2,7 @@
 
 One message carries both things the sender needs: the rate command the receiver decided
 (area, signed step, loss) and an echo of the sender's own timestamp, from which the sender
-measures the RTT without synchronised clocks. The layout is in docs/cvihis.md.
+measures the RTT without synchronised clocks. The layout is in docs/background/cvihis.md.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Receiver (receiver.py): packet groups (groups.py), an arrival-time filter (trend
 default, or the draft's kalman.py), the adaptive threshold and over-use detector (detector.py), the
 AIMD remote rate controller (aimd.py); its reports are RTCP receiver reports with a REMB (wire.py).
 Sender (sender.py): the loss-based controller (loss.py) under the REMB, a video-like source and a
-pacer. docs/e2e.md, "GCC".
+pacer. docs/background/e2e.md, "GCC".
 """
 
 from hosts.gcc.params import FILTERS, GccParams

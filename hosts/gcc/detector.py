@@ -17,7 +17,7 @@ the time condition is not met yet, the state stays what it was.
 K_u, K_d: the draft's 0.01 and 0.00018 by default, whichever the filter: they are the adaptive
 threshold's design (Carlucci et al. 2016): up fast, down slowly, so that the queue a loss-based flow
 builds raises gamma and GCC is not starved. ``gains: libwebrtc`` takes the pair libwebrtc uses with
-its trendline, 0.0087 and 0.039, which lets gamma fall faster than it rises (docs/e2e.md measures
+its trendline, 0.0087 and 0.039, which lets gamma fall faster than it rises (docs/background/e2e.md measures
 what that does against cubic).
 """
 

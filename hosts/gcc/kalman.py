@@ -17,7 +17,7 @@ q = 10^-3, e(0) = 0.1, chi in [0.001, 0.1] (0.01 here, the middle on a log scale
 K is not given by the draft: 60 groups here (0.3 s of 5 ms groups). var_v_hat(0) is the floor, 1.
 
 The detector compares m_hat(i) with its threshold as the draft writes it: a per-group delay
-variation in ms. With 5 ms groups that is a coarse test (docs/e2e.md: why trendline is the default).
+variation in ms. With 5 ms groups that is a coarse test (docs/background/e2e.md: why trendline is the default).
 """
 
 from __future__ import annotations

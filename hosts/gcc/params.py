@@ -2,7 +2,7 @@
 
 Why these four: GCC drives a media encoder, which has a floor (below it the picture is useless) and a
 ceiling (the encoder's best quality); the sender starts somewhere between and only the congestion
-controllers move it. ``filter`` names the arrival-time filter (docs/e2e.md, "GCC": the trendline
+controllers move it. ``filter`` names the arrival-time filter (docs/background/e2e.md, "GCC": the trendline
 estimator of today's implementations by default, the draft's Kalman filter on request); ``gains``
 the adaptive threshold's K_u and K_d (the draft's by default, or libwebrtc's: hosts/gcc/detector.py).
 """

@@ -1,5 +1,5 @@
 """The trendline estimator: the arrival-time filter of today's GCC implementations (libwebrtc's
-``goog_cc`` since 2017), the default here (docs/e2e.md says why).
+``goog_cc`` since 2017), the default here (docs/background/e2e.md says why).
 
 Why a slope: a queue that grows makes the one-way delay climb at (sending rate - capacity) /
 capacity, whatever the group spacing; the slope of the accumulated delay variation against arrival

@@ -4,7 +4,7 @@ Sender (sender.py): a TCP-like window (window.py) clocked by the ACKs of one rec
 elected by the throughput estimate T ∝ 1/(RTT·√p) carried in the receivers' NAKs (election.py);
 NAK-driven repairs that share the window but not its decisions; a fixed or adaptive timeout.
 Receiver (receiver.py): the loss estimate, NAKs with retries, ACKs with a 32-bit bitmask while it is
-the acker. Messages: wire.py. docs/multicast.md, "pgmcc as implemented".
+the acker. Messages: wire.py. docs/howto/multicast.md, "pgmcc as implemented".
 """
 
 from hosts.pgmcc.election import AckerElection, Switch, throughput

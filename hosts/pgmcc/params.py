@@ -4,7 +4,7 @@ nak_retries, rtt}``).
 Why these: the seed's results turn on the acker switch's damping ``c`` (2/3 in its runs) and on the
 sender's timeout (fixed or adaptive: it decides much of set 1's result); the receivers' loss filter and
 whether repairs are sent are the two choices Rizzo's description leaves to an implementation
-(docs/multicast.md, "pgmcc as implemented").
+(docs/howto/multicast.md, "pgmcc as implemented").
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ DEFAULT_SWITCH_RATIO = 2 / 3
 #: point). Read as the new sample's weight: each transmission moves the estimate by 500/65536 (about
 #: 1/131) toward 1 (lost) or 0 (received). Read literally as c_p, the estimate would be almost the last
 #: packet's own state, which the same section rules out (not "influenced too strongly by single loss
-#: events"). docs/multicast.md, "pgmcc as implemented".
+#: events"). docs/howto/multicast.md, "pgmcc as implemented".
 DEFAULT_LOSS_WEIGHT = 500 / 65536
 #: What the RTT in the acker election's estimate counts. ``time`` (the draft's recommendation, section
 #: 2.5.4): the sender's clock, from the timestamp a NAK or ACK echoes less how long the receiver held it

@@ -5,7 +5,7 @@ Why the loss estimate runs on transmission numbers: every packet sent (new data 
 transmission of the session's congestion loop, so a gap there is a packet the network dropped;
 gaps in data numbers are what reliability asks back for (NAKs), and the two are kept apart, as
 pgmcc keeps reliability apart from congestion control. A transmission that arrives after a later
-one was counted lost (reordering) stays counted lost: a receiver sees it as TCP would (docs/e2e.md).
+one was counted lost (reordering) stays counted lost: a receiver sees it as TCP would (docs/background/e2e.md).
 """
 
 from __future__ import annotations

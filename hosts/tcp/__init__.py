@@ -2,7 +2,7 @@
 RFC 6675) or, without SACK, NewReno's (RFC 6582).
 
 The kernel runs ``control: tcp`` in the netns backend (``topo/tcpflow.py``); this package is the
-simulator's TCP, validated against the kernel on a single bottleneck (docs/tcp.md).
+simulator's TCP, validated against the kernel on a single bottleneck (docs/howto/tcp.md).
 """
 
 from hosts.tcp.cubic import Cubic

@@ -4,7 +4,7 @@ window that never shrinks for congestion, so that a flow sends as fast as its li
 Why a window control and not a datagram sender: the fabric workload's flows are sized and must end
 when delivered; without a control (``none``) something must still carry the bytes reliably. The
 model's sender already recovers every loss; this class only takes the reaction to loss away, so
-``none`` differs from ``tcp`` by the congestion control alone (docs/fabric.md). Simulator only: no
+``none`` differs from ``tcp`` by the congestion control alone (docs/howto/fabric.md). Simulator only: no
 kernel offers it.
 """
 

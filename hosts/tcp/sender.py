@@ -30,11 +30,11 @@ Behaviour, and where it comes from:
   the flight (``pipe="flight"``, the default): the kernel's traces fit that, not the RFC 6675
   estimate that takes the duplicate-ACKed segments out of it (``pipe="dupacks"``), with which the
   model kept sending near the link's rate through recoveries in which the kernel sent at less than
-  half of it (docs/tcp.md, "Validation").
+  half of it (docs/howto/tcp.md, "Validation").
   ``recovery="inflation"`` is RFC 6582's own window arithmetic instead: cwnd = ssthresh + 3 on
   entry, +1 per duplicate ACK, deflated by the amount a partial ACK acknowledges (+1); with the
   pipe held at ssthresh + 3 a slow-start overshoot keeps the queue full and loses again, which the
-  kernel does not (docs/tcp.md).
+  kernel does not (docs/howto/tcp.md).
 * the timer: every ACK of new data restarts it, partial ones included (RFC 6582's
   "Slow-but-Steady" variant, what Linux does; ``impatient=True`` restarts it on the first partial
   ACK only): a window with many losses is then recovered one loss per RTT, not cut short by a

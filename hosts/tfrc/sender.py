@@ -13,7 +13,7 @@ Rules kept (section numbers of RFC 5348):
   X doubles at most once per RTT, at most to 2 X_recv;
 * 4.4: no report for RTO halves X (at least s / t_mbi) and re-arms the timer.
 
-Simplified against the RFC, and said so in docs/e2e.md: ``X_recv_set`` is the last report's
+Simplified against the RFC, and said so in docs/background/e2e.md: ``X_recv_set`` is the last report's
 X_recv only, and the sender does not cap the rate by the data it has (bulk sender).
 """
 

@@ -77,7 +77,7 @@ class ControlWriter:
         meter's ``result_target`` on every hit of its table, before the action: each action
         of the table reads it first (the meter itself runs on the hit, as in BMv2), except an
         action other tables list too (it cannot read the meter there), which leaves the target
-        unwritten: the one difference from BMv2 (docs/p4switch.md)."""
+        unwritten: the one difference from BMv2 (docs/reference/p4switch.md)."""
         out: dict[int, str] = {}
         owner: dict[int, str] = {}
         for pi, pipe in enumerate(self.j.get("pipelines") or []):

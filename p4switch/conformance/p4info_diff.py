@@ -5,7 +5,7 @@ are compared as sorted multisets). A difference is reported as a class such as
 ``tables.missing``, ``actions.extra``, ``tables.preamble.id``, ``tables.action_refs`` or
 ``tables.action_refs(NoAction)`` (the only difference in the refs is p4c's implicit
 ``NoAction``), with the object's name as detail. ``type_info`` and ``pkg_info`` are
-compared whole. The one deliberate difference (docs/p4switch.md): p4switch names the
+compared whole. The one deliberate difference (docs/reference/p4switch.md): p4switch names the
 package after the program's file (``pkg_info.name``) where p4c leaves it empty, so a
 ``pkg_info.name`` missing from p4c's output is not compared.
 """

@@ -6,7 +6,7 @@ serialising it cost about 160 µs per entry on the switch loop; a controller rea
 ten times a second took a quarter of the switch's time from its ports (soak benchmark, issue
 9). Counter cells likewise: a netns run reads every switch's drop counters each second, and
 fourteen cells took 0.4 ms of the switch loop, a stall that at 256 Mb/s overflowed a buffer with
-2 ms of headroom (docs/netns.md, "At higher link rates"). Entries are written here straight into bytes, in the order protobuf serialises fields (by
+2 ms of headroom (docs/howto/netns.md, "At higher link rates"). Entries are written here straight into bytes, in the order protobuf serialises fields (by
 field number), so that the gRPC client receives exactly what ``SerializeToString`` would have
 produced (a test compares the two). Anything else - action profiles, one-shot action sets,
 requested direct resources - is left to protobuf by the caller. Since ``make setup`` installs the

@@ -72,7 +72,7 @@ Design
   (engine/src/p4vm.rs) and runs there; a control statement it does not translate runs
   through its own closure from the engine, a parser or deparser it does not translate runs
   on its closures (one log line each). ``oracle=True`` / ``HBH_P4_ORACLE=1``: the closures
-  only (the differential oracle). docs/engine.md has the state of the port.
+  only (the differential oracle). docs/background/engine.md has the state of the port.
 
 API for the architecture (switch) layer
 =======================================

@@ -18,7 +18,7 @@ length and 60 s), and seeded random topologies of tests/topo/topogen.py at their
 ``python -m tests.bench.run`` writes the same rows to docs/performance.md. ``--digests`` prints one
 SHA-256 per case of what the analysis says (every buffer's peak, loss and first loss in the
 laws-together model, its warnings): run it on a tree and on its base (a ``git worktree`` with its
-own engine) to check that a change to the model's cost kept every answer (docs/engine.md, "How it
+own engine) to check that a change to the model's cost kept every answer (docs/background/engine.md, "How it
 is checked"). A command, not a test: digests typed into a test would pin every number.
 """
 

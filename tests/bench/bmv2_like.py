@@ -5,7 +5,7 @@ wiring and its effect are checked on p4switch made to look like BMv2 from the li
 link model (``--port-bitrate``/``--port-delay`` dropped), BMv2's queue model (enqueue-time
 departures, the default), and every link through a :mod:`topo.linkemu` process, as a BMv2 run on a
 kernel without netem has them. With ``--no-pace`` the pacing is left out (the hidden queue of
-docs/bmv2.md). Root; seeded.
+docs/howto/bmv2.md). Root; seeded.
 
     sudo .venv/bin/python -m tests.bench.bmv2_like topo/capacity-drop.yaml --duration 12s --drop-at 6s \
         [--no-pace] [--out DIR]

@@ -83,7 +83,7 @@ def bench_cpu_5router(rep: Any, tmp: Path, seconds: int) -> None:
             f"options.control_latency is {DEFAULT_CONTROL_LATENCY_NS / 1e6:g} ms (topo/model.py: "
             + ("this median, rounded up to a whole millisecond)"
                if max(1, math.ceil(latency.get('median_ms', 0))) * 1_000_000 == DEFAULT_CONTROL_LATENCY_NS else
-               "set from an earlier median of this row, not this one: see docs/netns.md)"))
+               "set from an earlier median of this row, not this one: see docs/howto/netns.md)"))
 
 
 def scaled(topo: Any, k: int) -> Any:
@@ -196,7 +196,7 @@ def busy(summary: dict[str, Any]) -> str:
 
 def with_min_interval(topo: Any, min_us: int) -> Any:
     """``topo`` with no report interval below ``min_us``: what the real-time path can keep (one report
-    per buffer every ``min_us``), whatever the scaling asked (docs/netns.md, "At higher link rates")."""
+    per buffer every ``min_us``), whatever the scaling asked (docs/howto/netns.md, "At higher link rates")."""
     t = copy.deepcopy(topo)
     t.ports = {key: replace(p, interval_us=max(min_us, p.interval_us)) for key, p in t.ports.items()}
     t.host_buffers = {key: replace(p, interval_us=max(min_us, p.interval_us)) for key, p in t.host_buffers.items()}

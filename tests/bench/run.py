@@ -364,7 +364,7 @@ def bench_throughput(rep: Report, tmp: Path, seconds: float, trees: dict[str, Pa
     ``elsewhere`` (the method since 2026-11-27): h2 drops the blast at its address
     check. Why: the veth delivers each frame the switch sends into h2's stack on the switch's CPU,
     and a UDP frame to a port nobody listens on costs h2 its IP and UDP receive and an ICMP reply,
-    about a third of the switch's CPU at overload (perf, docs/engine.md): that is the bench's
+    about a third of the switch's CPU at overload (perf, docs/background/engine.md): that is the bench's
     receiver's work, not the switch's. False: the old method, kept as a row to compare with.
     """
     receiver, includes = _RECEIVERS[elsewhere]
@@ -602,7 +602,7 @@ def _cell(text: str) -> str:
 
 
 FOOTER = ["For comparison (SOURCES.md D): BMv2's best build forwards about 80 kpps of simple IPv4; "
-          "p4switch runs alinea.p4 in the compiled engine's P4 VM (docs/engine.md), one forwarding loop thread, with "
+          "p4switch runs alinea.p4 in the compiled engine's P4 VM (docs/background/engine.md), one forwarding loop thread, with "
           "P4Runtime and Thrift in Python beside it.", "",
           "P4Runtime writes, for comparison: issue 9 measured simple_switch_grpc (BMv2) at 1,122-1,152 inserts/s "
           "with one update per Write and 2,593-2,674 with 100, with a client like this one on the machine of that report, "

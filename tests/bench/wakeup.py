@@ -1,5 +1,5 @@
 """What waking another process costs on this machine: two processes pass a byte back and forth
-over two pipes, on one core and then on two (docs/netns.md, "At higher link rates").
+over two pipes, on one core and then on two (docs/howto/netns.md, "At higher link rates").
 
     python -m tests.bench.wakeup [--round-trips 20000]
 

@@ -252,7 +252,7 @@ def test_with_classes_polls_ask_for_every_class() -> None:
 
 def test_with_classes_another_class_s_drain_does_not_cut_a_class_s_r_max_below_its_share() -> None:
     """A class's R_max cut by the other classes' drains could reach the floor and, on BMv2's queues,
-    stamp its queued packets seconds ahead (docs/fabric.md): a busy class draining more than the link
+    stamp its queued packets seconds ahead (docs/howto/fabric.md): a busy class draining more than the link
     still leaves the other its equal share."""
     c = classed(classes=2, fixed_departures=True)
     c.start()

@@ -1,7 +1,7 @@
 """The real-time agent's packet-ins in batches (controlplane/switch_agent.py).
 
 Why: at 32 times the paper's rates a report reaches the agent every 0.3 ms and a set_queue_rate is a
-Thrift round trip of 0.3-0.7 ms; one call per report fell behind without end (docs/netns.md, "At
+Thrift round trip of 0.3-0.7 ms; one call per report fell behind without end (docs/howto/netns.md, "At
 higher link rates"). These pin the batch: every report goes through the law, in order; each queue
 gets one call with the batch's last rate; every report that changed a rate has a latency sample.
 """

@@ -241,7 +241,7 @@ def settled_on_forecast(o_max: float = 0.7, k_p: float = 24e6) -> AlineaLaw:
 def test_a_cut_on_a_guessed_fall_is_not_amplified(error_pkts: int) -> None:
     """Above target on a guessed fall of the drain, the forecast error is corrected at W alone: on
     BMv2's queues a cut is stamped for good, and the fall's length is a guess (a dip of 0.25 s cut
-    with the gain stamped four times the deficit it needed: docs/bmv2.md). Not guessed, the same
+    with the gain stamped four times the deficit it needed: docs/howto/bmv2.md). Not guessed, the same
     error is corrected with the gain."""
     occ = 0.7 + error_pkts * 0.005
     guessed, known = settled_on_forecast(), settled_on_forecast()
@@ -270,7 +270,7 @@ def test_without_the_damping_term_a_cut_on_a_guessed_fall_keeps_its_gain() -> No
         settled_on_forecast().on_report(0.7, packet=0.005, forecast=Forecast(occ, 1.2e6))
 
 
-# ---- the newest drain (docs/alinea.md, "The newest drain") ---------------------------------------
+# ---- the newest drain (docs/background/alinea.md, "The newest drain") ---------------------------------------
 
 @pytest.mark.parametrize(("newest", "base"), [
     (1.2e6, 1.2e6),  # as the drain

@@ -184,7 +184,7 @@ def feed_exact(f: QueueForecast, leave: list[int], until_ns: int, pps: int = 150
 def test_the_exact_drain_follows_a_capacity_drop_at_the_first_report_after_it() -> None:
     """7,500 packets/s leave (capacity-drop at x50), then the link behind the buffer falls to 6,250
     packets/s: the first report after the drop holds some 30 late departures and the drain reads
-    the new rate there, where counts needed the buffer to gain packets first (docs/alinea.md, "The
+    the new rate there, where counts needed the buffer to gain packets first (docs/background/alinea.md, "The
     drain, exactly")."""
     before = departures([133_333] * 7500)
     after = departures([160_000] * 400, before[-1])
@@ -213,7 +213,7 @@ def test_a_fall_of_the_drain_is_expected_to_last_as_long_again_as_it_has_lasted(
     """150 packets/s leave, then 60/s. Over a horizon of about a second the forecast at first
     expects the fall to end (a software switch short of CPU, not only a capacity drop), then, as it
     lasts, expects it over more and more of the horizon, until it is believed over all of it
-    (docs/bmv2.md, "A fall that may end")."""
+    (docs/howto/bmv2.md, "A fall that may end")."""
     pps, queued = 150, 150  # a horizon of a second
     before = departures([int(1e9 / 150)] * 600)
     after = departures([int(1e9 / 60)] * 120, before[-1])
@@ -246,7 +246,7 @@ def test_the_exact_drain_follows_a_fall_that_ends_a_ramp() -> None:
     """At start-up the hop downstream forwards at its R_max until the buffer behind it fills, then is
     cut: the drain rises, then falls. The rise is a trend, not noise, and must not hide the fall
     (paper-5router at 100 Mb/s with 1 ms links: R1 kept reading R2's drain at R2's R_max while R2
-    was cut, and R2's buffer overflowed; docs/alinea.md, "Reading the map")."""
+    was cut, and R2's buffer overflowed; docs/background/analysis.md, "Reading the map")."""
     up = [3000 + 9000 * i / 1500 for i in range(1500)]  # 3,000 to 12,000 packets/s
     hold = [12000.0] * 600
     down = [12000 - 4500 * i / 700 for i in range(700)]  # cut toward 7,500 packets/s
@@ -364,7 +364,7 @@ def test_the_fall_read_from_the_first_stretches_is_that_of_the_whole_window(
 def test_the_newest_drain_is_the_exact_drain_over_the_newest_two_departures() -> None:
     """150 packets/s leave, then the link behind the buffer falls to 125/s (capacity-drop): the
     newest drain reads the two newest spacings, so it shows the drop at the first report that
-    holds two late departures, where the buffer has not yet gained a packet (docs/alinea.md,
+    holds two late departures, where the buffer has not yet gained a packet (docs/background/alinea.md,
     "The newest drain")."""
     before = departures([int(1e9 / 150)] * 300)
     after = departures([8 * MS] * 10, before[-1])

@@ -1,5 +1,5 @@
 """Bits, not packets: the mean frame size a port sends, and the buffer read in bytes (controlplane/frame_size.py),
-and the switch agent's queue rate following them (docs/alinea.md, "Bits, not packets")."""
+and the switch agent's queue rate following them (docs/background/alinea.md, "Bits, not packets")."""
 
 from __future__ import annotations
 

@@ -26,7 +26,7 @@ A = 0.01 / (200 * 8000)  # T / (C L) of the paper's buffers
 @given(aw=st.floats(1e-4, 3.9), ak=st.floats(0, 0.99))
 @settings(max_examples=60, deadline=None)
 def test_without_delay_the_roots_are_docs_quadratic(aw: float, ak: float) -> None:
-    """d = 0 is docs/alinea.md's z^2 - (2 - aW - aK) z + (1 - aK)."""
+    """d = 0 is docs/background/alinea.md's z^2 - (2 - aW - aK) z + (1 - aK)."""
     got = np.sort_complex(characteristic_roots(1.0, aw, ak, 0))
     want = np.sort_complex(np.roots([1.0, -(2 - aw - ak), 1 - ak]))
     assert np.allclose(got, want, atol=1e-9)

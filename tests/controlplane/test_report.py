@@ -1,4 +1,4 @@
-"""The report codec against the documented wire format (docs/wire-format.md is the oracle)."""
+"""The report codec against the documented wire format (docs/reference/wire-format.md is the oracle)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from controlplane import dataplane_config as dp
 from controlplane.report import FRAME_BYTES, Report, ReportError, decode, encode
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "wire-format.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "wire-format.md"
 
 
 def documented_example() -> bytes:

@@ -38,7 +38,7 @@ def test_control_instantiated_at_top_level_and_applied_is_an_error() -> None:
     src = "control A() { apply { } }\nA() a;\ncontrol B() { apply { a.apply(); } }"
     e = one_error(src)
     assert "top level" in e.message and (e.line, e.col) == pos(src, "A() a")
-    # p4switch's extension: one only passed to a package is accepted (docs/p4switch.md)
+    # p4switch's extension: one only passed to a package is accepted (docs/reference/p4switch.md)
     ok = "control A() { apply { } }\ncontrol P_t();\npackage Pk(P_t p);\nA() a;\nPk(a) main;"
     assert errors(ok) == []
 

@@ -185,7 +185,7 @@ def test_blm_flow_alone_settles_below_the_drop_point() -> None:
 
 
 def report() -> str:
-    """The closed-loop numbers quoted in docs/cvihis.md (python -m tests.hosts.test_cvihis_loop)."""
+    """The closed-loop numbers quoted in docs/background/cvihis.md (python -m tests.hosts.test_cvihis_loop)."""
     lines = [f"bottleneck {C_PPS:.0f} pkt/s, drop-tail depth {DEPTH} packets, base RTT 40 ms, "
              f"area edges {PARAMS.area_edges}",
              "| scenario | window (s) | delivered pkt/s per flow | share of C | Jain | drops (whole run) | queue avg / max in window |",

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from hosts.cvihis import Command, Feedback, FeedbackError, decode_feedback, encode_feedback
 from hosts.cvihis.wire import FEEDBACK_BYTES
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "cvihis.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "background" / "cvihis.md"
 
 
 @st.composite
@@ -40,7 +40,7 @@ def test_round_trip_is_exact(fb: Feedback) -> None:
 
 
 def documented_example() -> bytes:
-    """The hex dump under "### Example" in docs/cvihis.md."""
+    """The hex dump under "### Example" in docs/background/cvihis.md."""
     text = DOC.read_text()
     block = text[text.index("### Example"):]
     block = block[block.index("```") + 3:]

@@ -323,10 +323,10 @@ def test_loop_settles_below_capacity_with_a_short_queue() -> None:
 
 
 def test_the_wire_format_example_is_what_the_codec_writes() -> None:
-    """docs/wire-format.md's GCC example: its bytes decode to the values its text states."""
+    """docs/reference/wire-format.md's GCC example: its bytes decode to the values its text states."""
     from pathlib import Path
 
-    doc = (Path(__file__).resolve().parents[2] / "docs" / "wire-format.md").read_text(encoding="utf-8")
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "reference" / "wire-format.md").read_text(encoding="utf-8")
     section = doc.split("## GCC receiver report", 1)[1]
     dump = section.split("```\n", 1)[1].split("```", 1)[0]
     data = bytes(int(h, 16) for line in dump.splitlines() for h in line.split()[1:])

@@ -119,7 +119,7 @@ def _send_times(sched: LateScheduler, stop_ns: int = 1_000_000) -> list[int]:
 def test_late_wake_ups_do_not_slow_the_pacing() -> None:
     """Each packet is spaced from when it was due, not from the late wake-up that sent it: spaced
     from the wake-up, 30 µs late at every 100 µs packet, a host sent 77 % of its rate (netns, a 22
-    Mb/s law sent 19 Mb/s: docs/netns.md, "At higher link rates")."""
+    Mb/s law sent 19 Mb/s: docs/howto/netns.md, "At higher link rates")."""
     assert _send_times(LateScheduler(30_000)) == [30_000 + 100_000 * i for i in range(10)]
 
 

@@ -121,7 +121,7 @@ def test_recovery_retransmits_each_hole_once_before_any_timeout(lost: set[int], 
     DupThresh SACKed segments above each: none is IsLost) then fill the pipe, so no new segment
     can bring the SACKs that would mark them; RFC 6675 leaves that case to the timer (found by
     this test with 11 holes: {30, 31, 32, 72, 95, 108, 136, 146, 155, 157, 159}, reno), where the
-    kernel's RACK/TLP would probe first (not modelled, docs/tcp.md)."""
+    kernel's RACK/TLP would probe first (not modelled, docs/howto/tcp.md)."""
     tx = bulk(cc)
     p = Pipe(tx, TcpReceiver(), lambda n: False, sack=True, drop=lambda s: s.seq in lost and not s.retransmission)
     p.run(2_000 * MS)

@@ -1,6 +1,6 @@
 """BMv2's egress queues (QueueingLogicPriRL), the traffic manager's default model.
 
-Each test is written from a fact of BMv2's sources (docs/bmv2.md restates them): departure
+Each test is written from a fact of BMv2's sources (docs/howto/bmv2.md restates them): departure
 fixed at push as max(now, last_sent + 1/rate), capacity per priority queue, enq_qdepth and
 deq_qdepth per priority queue, the highest-priority head whose time has come. They fail on a
 traffic manager that applies the rate when it serves the queue (the ``shaper`` model).

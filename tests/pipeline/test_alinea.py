@@ -1,5 +1,5 @@
 """alinea.p4 through the pipeline: routing, drops and their counters, the buffer model,
-report clones and the report egress builds (docs/dataplane.md, docs/wire-format.md)."""
+report clones and the report egress builds (docs/reference/dataplane.md, docs/wire-format.md)."""
 
 from __future__ import annotations
 
@@ -192,7 +192,7 @@ def _classify(sw: Loaded, prefix: int, data_class: int) -> None:
 
 
 def test_a_classed_destination_takes_its_priority_queue_and_its_own_buffer_cell(sw: Loaded) -> None:
-    """Per-destination classes (docs/fabric.md): class c on priority c, occupancy and admission per
+    """Per-destination classes (docs/howto/fabric.md): class c on priority c, occupancy and admission per
     (port, class), so a full class does not refuse another's packets."""
     configure_port(sw, 1, capacity=1, interval_us=10**9)
     _classify(sw, 0x0A000203, 2)  # 10.0.2.3: class 2
@@ -245,7 +245,7 @@ def _recirculated_report(sw: Loaded, top: int) -> tuple[object, object]:
 
 def test_with_classes_a_report_is_recirculated_onto_the_top_priority_of_its_port(sw: Loaded) -> None:
     """BMv2 gives a clone priority 0, below every class: report_path recirculates the built report
-    and ingress sends it out of the reported port on the reports' own priority (docs/fabric.md)."""
+    and ingress sends it out of the reported port on the reports' own priority (docs/howto/fabric.md)."""
     _, back = _recirculated_report(sw, top=4)
     assert not back.marked_to_drop and back.clone_request is None
     assert back.std("egress_spec") == 1 and back.std("priority") == 4

@@ -219,7 +219,7 @@ def test_struct_typed_header_field_is_flattened_on_the_wire() -> None:
 
 
 # an extern function the program declares itself: the checker accepts it, the pipeline has
-# no implementation for it (docs/p4switch.md, deliberate differences)
+# no implementation for it (docs/reference/p4switch.md, deliberate differences)
 UNSUPPORTED = program("apply {\n        hdr.h.a = 1;\n        my_extern(hdr.h.b);\n    }",
                       types=H4 + " extern void my_extern(out bit<8> x);")
 

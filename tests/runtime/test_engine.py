@@ -1,6 +1,6 @@
 """What the compiled engine adds to the contracts of runtime/sched.py, runtime/link.py, p4switch/tm.py.
 
-Why: the engine's objects hold Python objects and call back into Python (docs/engine.md, "Rules the
+Why: the engine's objects hold Python objects and call back into Python (docs/background/engine.md, "Rules the
 Rust code keeps"). These tests pin the rules: cycles through the engine are collected, a callback
 may re-enter the object that called it, the same objects run on a scheduler that is not the
 engine's, and a missing callback is a clear error.

@@ -194,7 +194,7 @@ def test_a_realtime_wire_credits_a_late_wake_up_while_back_to_back() -> None:
 
 def test_a_realtime_wire_does_not_date_a_frame_back_over_an_idle_gap_after_a_rate_fall() -> None:
     """The TM spaces frames 6.7 ms apart on a 2.7 ms wire; the bit rate falls to an 8 ms wire. The
-    next frame starts when it is served, not when the previous one ended (docs/bmv2.md)."""
+    next frame starts when it is served, not when the previous one ended (docs/howto/bmv2.md)."""
     wire = RealtimeWire()
     for k in range(5):
         assert wire.busy_ns(k * 6_700_000, 2_700_000) == 2_700_000

@@ -1,4 +1,4 @@
-"""docs/sweeps.md says what the code does: its example error and its table of targets and keys."""
+"""docs/howto/sweeps.md says what the code does: its example error and its table of targets and keys."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from topo.sweep.grammar import TARGET_KEYS, SweepError
 from topo.sweep.run import plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
-DOC = (ROOT / "docs" / "sweeps.md").read_text(encoding="utf-8")
+DOC = (ROOT / "docs" / "howto" / "sweeps.md").read_text(encoding="utf-8")
 
 
 def test_the_documented_error_is_the_real_one():

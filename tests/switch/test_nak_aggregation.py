@@ -1,4 +1,4 @@
-"""alinea.p4's pgmcc NAK aggregation on one switch in virtual time (docs/multicast.md, "NAK
+"""alinea.p4's pgmcc NAK aggregation on one switch in virtual time (docs/howto/multicast.md, "NAK
 aggregation"): a session's first NAK for a packet goes on, its repeats within the session's hold are
 dropped and counted; ACKs, sessions without an entry and other UDP ports pass untouched. A reference
 model (the slot session xor sequence folded to NAK_SLOTS picks, key and time) predicts every frame's fate."""

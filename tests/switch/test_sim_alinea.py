@@ -241,7 +241,7 @@ def test_a_dropped_packet_still_triggers_its_report_clone() -> None:
 
 
 def test_a_reports_packet_in_carries_the_queue_counters_of_its_port() -> None:
-    """fwd_pkts[p] - deq_pkts[p] is what is routed and still queued toward port p (docs/dataplane.md)."""
+    """fwd_pkts[p] - deq_pkts[p] is what is routed and still queued toward port p (docs/reference/dataplane.md)."""
     net = sim_switch()
     configure_alinea(net.ctl, modelled={1: (8, 1_000_000)}, neighbours=(2,))
     net.switch.tm.set_queue_rate(2, 1000)  # 1 packet/ms out of port 2

@@ -1,5 +1,5 @@
 """alinea.p4's multicast on a whole switch in virtual time: replication through the PRE and the
-ingress buffer a multicast packet holds until its last copy leaves (docs/multicast.md).
+ingress buffer a multicast packet holds until its last copy leaves (docs/howto/multicast.md).
 
 Port 1 feeds a group copied to ports 2 and 3; port 3's queue is slow, so every packet's copy
 there is its last: the buffer of port 1 must count exactly the packets whose port-3 copy has not

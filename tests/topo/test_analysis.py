@@ -50,7 +50,7 @@ def test_the_delay_is_the_network_and_the_control_plane() -> None:
 def test_where_the_analysis_warns_the_simulator_loses_packets() -> None:
     """The issue's first row: paper-5router with rates and playout x10, nothing else, on the shaper,
     where the law runs as the analysis models it. (On BMv2's queues, the file's default since issue
-    20, the agents' forecast and start-up brake hold this case: 0 lost, docs/alinea.md.)"""
+    20, the agents' forecast and start-up brake hold this case: 0 lost, docs/background/alinea.md.)"""
     src = (text("paper-5router").replace("rate: 2Mbps", "rate: 20Mbps").replace("rate: 3Mbps", "rate: 30Mbps")
            .replace("playout: 1.2Mbps", "playout: 12Mbps"))
     t = load_topology_text(src, "x10.yaml")
@@ -77,7 +77,7 @@ def test_derived_values_are_marked_and_pass_their_own_analysis() -> None:
 def test_derived_parameters_regulate_ten_and_fifty_times_the_paper_rates(name: str, k: int, seconds: int) -> None:
     """Issue 21's first row, with the gains left out of the file, on BMv2's queues (the default):
     zero loss, every buffer within 3 points of its target over the second half, the bottleneck's
-    rate delivered. Before the start-up brake (docs/alinea.md) x10 lost 22 packets: the ramp ran
+    rate delivered. Before the start-up brake (docs/background/alinea.md) x10 lost 22 packets: the ramp ran
     open loop into H2's 10 packets of headroom."""
     src = _scaled_without_gains(name, k)
     t = load_topology_text(src, f"{name}-x{k}.yaml")

@@ -133,7 +133,7 @@ def test_bad_input_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str
 def _bmv2_missing() -> str | None:
     missing = [t for t in ("simple_switch_grpc", "p4c") if shutil.which(t) is None]
     if missing:
-        return f"{' and '.join(missing)} not on PATH (BMv2 and p4c are built outside this project: docs/bmv2.md)"
+        return f"{' and '.join(missing)} not on PATH (BMv2 and p4c are built outside this project: docs/howto/bmv2.md)"
     if os.geteuid() != 0:
         return "needs root (network namespaces)"
     if not (ROOT / "build" / "alinea.json").exists():
@@ -157,7 +157,7 @@ def test_bmv2_agrees_with_p4switch(name: str, tmp_path: Path) -> None:
         pytest.xfail(f"{name}: on BMv2 a link's fall reaches the buffer one queue's schedule late, and the "
                      f"frames already stamped at the old rate wait in the emulator meanwhile "
                      f"({'; '.join(f'{c.what}: BMv2 {c.bmv2}' for c in failed)}; BMv2 dates a packet's "
-                     "departure when it is queued: docs/bmv2.md, 'capacity-drop's reaction on BMv2')")
+                     "departure when it is queued: docs/howto/bmv2.md, 'capacity-drop's reaction on BMv2')")
     assert not failed, bmv2_diff.table(checks)
 
 

@@ -187,7 +187,7 @@ def test_the_backlog_of_a_falling_link_goes_back_into_the_switch(tmp_path: Path,
     if paced["realtime"].get("kept_up"):  # a run that fell behind loses packets to the machine, not the pacing
         assert paced["loss"]["total"] == 0, paced["loss"]
     # without the pacing the R3-R4 emulator holds what its slower wire cannot carry, ever more; with
-    # it, what the switch's queue had stamped before the drop, draining (docs/bmv2.md)
+    # it, what the switch's queue had stamped before the drop, draining (docs/howto/bmv2.md)
     left = json.loads((tmp_path / "bare" / "logs" / "linkemu-R3-R4.log").read_text().split("stopped: ")[-1]
                       .replace("'", '"'))["a->b"]["backlog"]
     assert backlog["final_backlog"]["R3-R4 a->b"] < left / 4, (backlog, left)

@@ -1,7 +1,7 @@
 """Issue 20's stall and its fix: the ALINEA loop on BMv2's egress queues (p4switch's default).
 
 BMv2 fixes a packet's departure when it is queued, so a rate command reaches the wire only after
-the hop's own queue has drained (docs/bmv2.md). The agents before issue 20's fix started at the
+the hop's own queue has drained (docs/howto/bmv2.md). The agents before issue 20's fix started at the
 floor and ran the law on the reported occupancy alone: on real simple_switch the paper's
 five-router line froze (goodput at the floor, R1-R4 stuck at 77-85 %), and so it does here. The
 agents now start at R_max, forecast the downstream buffer over their queue's horizon from the
@@ -81,7 +81,7 @@ def capacity_drop_at(phase_ms: int, control_latency_ns: int | None = None):
 def test_capacity_drop_on_bmv2_queues_reacts_within_three_intervals_at_any_phase(phase_ms: int) -> None:
     """Zero loss and R2's reaction within 3 report intervals at the drop's phases that were
     slowest before the reports carried their drain (4.05 and 4.24 intervals: R3's sampled
-    occupancy rose by its first packet only 4 intervals after the drop, docs/bmv2.md); R3's
+    occupancy rose by its first packet only 4 intervals after the drop, docs/howto/bmv2.md); R3's
     buffer back within 3 points of its target within the settled law's time constant (its
     buffer in bits over W_min) plus the horizon of R2's own queue at the new rate."""
     t, ev, reaction = capacity_drop_at(phase_ms)
@@ -95,10 +95,10 @@ def test_capacity_drop_on_bmv2_queues_reacts_within_three_intervals_at_any_phase
 @pytest.mark.slow
 @pytest.mark.parametrize("phase_ms", [0, 20])
 def test_capacity_drop_reacts_within_three_intervals_at_the_control_latency_of_netns(phase_ms: int) -> None:
-    """At netns's control latency (a median of 0.5-0.6 ms, docs/netns.md) the settled loop puts R3's
+    """At netns's control latency (a median of 0.5-0.6 ms, docs/howto/netns.md) the settled loop puts R3's
     departures where its buffer gains its first packet 4-6 intervals after the drop, at every phase
     (the reaction was 4.4-5.6 intervals over one 40 ms cycle, and 3.9-4.1 in netns). The drop shows
-    earlier in R3's two newest departures, which the settled law follows (docs/alinea.md, "The
+    earlier in R3's two newest departures, which the settled law follows (docs/background/alinea.md, "The
     newest drain")."""
     capacity_drop_at(phase_ms, control_latency_ns=500_000)
 
@@ -108,7 +108,7 @@ def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_i
     at 3 s) hears of R3's buffer every 200 ms, and on BMv2's queues each late command leaves more
     packets stamped at a slow spacing. With ``report_polls`` R3's agent polls the report of the
     port R2 feeds every tick, which the data plane answers once two report intervals have passed
-    (docs/bmv2.md)."""
+    (docs/howto/bmv2.md)."""
     src = (ROOT / "topo" / "paper-5router.yaml").read_text() + "options:\n  queue_model: bmv2\n"
     src += "events:\n  - {at: 3s, alinea: {node: R2, toward: R3, r_max: 40kbps}}\n"
     late = {}
@@ -127,7 +127,7 @@ def test_with_report_polls_a_slow_hop_hears_of_its_neighbours_buffer_every_two_i
 
 @pytest.mark.slow
 def test_flows_against_an_incast_tree_complete_on_bmv2_queues() -> None:
-    """The fabric's stall at 70 % load (docs/bmv2.md, "Silence on BMv2's queues"): an incast from
+    """The fabric's stall at 70 % load (docs/howto/bmv2.md, "Silence on BMv2's queues"): an incast from
     twelve hosts into one cuts the hops toward it deep, their queues' schedules run seconds ahead,
     and the reports the opposite direction's laws need wait behind them. Those laws used to read the
     silence as lost feedback and decay, stamping their own queues, whose reverse reports then waited

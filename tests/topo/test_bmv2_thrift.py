@@ -76,7 +76,7 @@ def test_a_bmv2_without_thrift_is_said_in_one_line(tmp_path: Path, monkeypatch: 
         msg = str(err.value)
         assert "\n" not in msg
         assert msg.startswith("switch R1: ") and "no Thrift server" in msg
-        assert "set_queue_rate" in msg and "--with-thrift" in msg and "docs/bmv2.md" in msg
+        assert "set_queue_rate" in msg and "--with-thrift" in msg and "docs/howto/bmv2.md" in msg
         if mode == "warns":  # read from the log, before the grace period is over
             assert NO_THRIFT_LOG in sw.log_text()
             assert time.monotonic() - started < grace

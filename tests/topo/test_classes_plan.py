@@ -32,7 +32,7 @@ def test_priority_queues_hold_the_reports_and_every_class() -> None:
 
 def test_with_classes_reports_are_cloned_to_the_recirculation_port_and_one_class_to_their_own() -> None:
     """The agents point every report session at alinea.p4's REPORT_RECIRC_PORT and write report_path's
-    one entry (the reports' top priority, docs/fabric.md); with one class neither."""
+    one entry (the reports' top priority, docs/howto/fabric.md); with one class neither."""
     from controlplane.dataplane_config import REPORT_RECIRC_PORT, REPORT_SESSION_BASE
     from topo.simnet import SimNetwork
 

@@ -60,7 +60,7 @@ def test_every_shipped_topology_takes_every_control(topology: str) -> None:
 
 
 def is_multicast(path: Path) -> bool:
-    """A shipped file with a flow to a list of receivers (docs/multicast.md)."""
+    """A shipped file with a flow to a list of receivers (docs/howto/multicast.md)."""
     import yaml
 
     return any(isinstance(f.get("dst"), list) for f in yaml.safe_load(path.read_text()).get("flows", []))

@@ -1,7 +1,7 @@
 """The published CVIHIS behaviour (SOURCES.md part B), end to end in the simulator.
 
 Each test runs a topology file of topo/ (or a small inline line) and checks a property the
-CVIHIS paper reports; docs/results.md has the full numbers and docs/cvihis.md ("In the
+CVIHIS paper reports; docs/results.md has the full numbers and docs/background/cvihis.md ("In the
 network") the mechanisms behind them.
 """
 
@@ -54,7 +54,7 @@ def test_three_rtm_flows_on_one_bottleneck_are_fair_once_stable() -> None:
 def test_two_bottleneck_rows_match_the_published_rates(row: str, sets: list[str], published: list[int]) -> None:
     """Goodput over the second half of 120 s runs: the default reading's RTM flows share by delay as well as
     by loss, and the flows crossing both bottlenecks converge to their shares over tens of seconds (in 60 s
-    runs rows 2 and 6 can end a point or two outside 10 %: docs/cvihis.md, "In the network")."""
+    runs rows 2 and 6 can end a point or two outside 10 %: docs/background/cvihis.md, "In the network")."""
     s = run_experiment(_variant("cvihis-two-bottleneck", sets), 120 * S, seed=1, plots=False).summary
     for name, kbps in zip(("f1", "f2", "f3"), published):
         measured = s["flows"][name]["goodput_bps"] / 1e3
@@ -111,7 +111,7 @@ def test_blm_takes_the_new_capacity_within_10_s_of_a_drop(name: str, at: float, 
                                                          seed: int) -> None:
     """The paper's BLM takes the capacity back once competing traffic leaves; a drop of the path's capacity is
     the same signal. Before it, capacity-drop's losses come from H2's receive buffer, with no queueing delay
-    before them: they must not teach maxDelay (docs/cvihis.md, "maxDelay"), or the longer serialisation on the
+    before them: they must not teach maxDelay (docs/background/cvihis.md, "maxDelay"), or the longer serialisation on the
     slower link holds BLM at its floor."""
     base = load_base(ROOT / "topo" / f"{name}.yaml")
     topo = point_topology(base, Point((), "cvihis-blm"))
@@ -126,7 +126,7 @@ CORNERS = [("2Mbps", "8ms"), ("2Mbps", "98ms"), ("4.5Mbps", "8ms"), ("4.5Mbps", 
 @pytest.mark.slow
 @pytest.mark.parametrize("start", ["", pytest.param("capacity", marks=pytest.mark.xfail(
     strict=True, reason="issue 48 not met: RTM starting at the bottleneck's capacity keeps x2.9 of reno at 4.5 Mb/s, "
-                        "200 ms (docs/cvihis.md, 'Readings')"))], ids=["default-start", "start-at-capacity"])
+                        "200 ms (docs/background/cvihis.md, 'Readings')"))], ids=["default-start", "start-at-capacity"])
 def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_to_it(start: str) -> None:
     """CVIHIS's published TCP-friendliness (SOURCES.md E): against one reno connection with SACK (Linux NewReno),
     the larger rate at most 2 times the smaller (published about 1.6), and RTT affects RTM less than TCP; RTM
@@ -144,10 +144,10 @@ def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_t
 @pytest.mark.slow
 @pytest.mark.parametrize("seed", [1, 2])
 def test_the_reprobe_reading_is_tcp_friendly_to_reno_on_the_corners_and_where_published_falls(seed: int) -> None:
-    """``cvihis: {variant: reprobe}`` (docs/cvihis.md, "Readings"): the corners of the paper's grid and the cell
+    """``cvihis: {variant: reprobe}`` (docs/background/cvihis.md, "Readings"): the corners of the paper's grid and the cell
     where the default reading falls below half of reno's rate (3 Mb/s, 200 ms, seed 2): the larger rate at most 2
     times the smaller."""
-    from topo.results_tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/cvihis.md runs it)
+    from topo.results_tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/background/cvihis.md runs it)
 
     for rate, delay in [*CORNERS, ("3Mbps", "98ms")]:
         rtm, tcp = rtm_cell(rate, delay, "reno", seed=seed, reading="{variant: reprobe}")

@@ -1,4 +1,4 @@
-"""docs/topologies.md's defaults table says, for every key, what the loader does when a file leaves
+"""docs/reference/topologies.md's defaults table says, for every key, what the loader does when a file leaves
 it out: a built-in value (checked against what the loader resolves) or a value derived per law
 (checked against the loader's own record of where each value came from, ``Topology.provenance``)."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
 from topo.schema import load_topology_text
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "topologies.md"
 
 # One ALINEA flow H1 -> H2 through R1 and R2 (laws H1->R1, R1->R2, R2->H2), and R1 -- R3, a switch
 # link no flow crosses: its laws keep the built-in values.

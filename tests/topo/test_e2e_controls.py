@@ -1,5 +1,5 @@
 """TFRC and LEDBAT flows (``control: tfrc | ledbat``) and the link option ``reorder``: loader
-checks, simulator runs, and (root) the same flows in the netns backend (docs/e2e.md)."""
+checks, simulator runs, and (root) the same flows in the netns backend (docs/background/e2e.md)."""
 
 from __future__ import annotations
 

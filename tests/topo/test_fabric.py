@@ -144,9 +144,9 @@ def test_many_flows_spread_over_both_spines_and_all_complete_no_faster_than_idea
 def test_the_documented_fabric_example_loads_as_described():
     import re
 
-    doc = (ROOT / "docs" / "topologies.md").read_text(encoding="utf-8").split("## Leaf-spine fabrics", 1)[1]
+    doc = (ROOT / "docs" / "reference" / "topologies.md").read_text(encoding="utf-8").split("## Leaf-spine fabrics", 1)[1]
     example = re.search(r"```yaml\n(.*?)```", doc, re.S).group(1)
-    topo = load_topology_text(example, "docs/topologies.md")
+    topo = load_topology_text(example, "docs/reference/topologies.md")
     assert len(topo.hosts) == 16 and len(topo.switches) == 6 and topo.options.ecmp
     assert topo.link_between("leaf1", "spine1").rate_bps == 20e6  # 4 x 10 Mb/s over 2 spines, oversubscription 1
     (flow,) = topo.flows

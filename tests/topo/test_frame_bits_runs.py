@@ -1,6 +1,6 @@
 """Bits, not packets, in runs: a bottleneck shared by frames of several sizes is used to the full, and a
-merge of two sizes is shared in bits (docs/alinea.md, "Bits, not packets"). The topologies are written
-from docs/topologies.md, as a user would."""
+merge of two sizes is shared in bits (docs/background/alinea.md, "Bits, not packets"). The topologies are written
+from docs/reference/topologies.md, as a user would."""
 
 from __future__ import annotations
 

@@ -49,7 +49,7 @@ def test_one_gcc_flow_uses_most_of_an_empty_bottleneck_without_a_standing_queue(
 def test_beside_rtm_gcc_keeps_the_queue_shorter_and_rtm_uses_more() -> None:
     """The thesis' comparison (SOURCES.md E): on the same empty bottleneck RTM uses more of it (almost
     100 % against GCC's ~80 %) and GCC keeps the queuing delay lower. 1 Mb/s, 60 s, the second half:
-    asserted as orderings, not values (RTM's numbers depend on its readings, docs/cvihis.md); RTM's
+    asserted as orderings, not values (RTM's numbers depend on its readings, docs/background/cvihis.md); RTM's
     utilisation may fall short of GCC's by 0.02 (two 0.5 s bins' worth of the window)."""
     m = {c: measures(run(scenario(1e6, [f"control: {c}"]), 60), 1e6, ["f1"]) for c in ("gcc", "cvihis-rtm")}
     assert m["gcc"]["queuing_ms"] < m["cvihis-rtm"]["queuing_ms"], m

@@ -45,7 +45,7 @@ def test_an_unknown_control_is_refused():
 
 def test_per_flow_caps_keep_the_victim_within_ten_percent_of_idle_with_no_loss():
     """The issue's target for a fix: the incast's senders capped at their share of the receiver's
-    link (docs/fairness.md) never fill leaf 2's buffer, so the shared ports are not cut for them
+    link (docs/background/fairness.md) never fill leaf 2's buffer, so the shared ports are not cut for them
     (their rates sit at the caps, which the spread lists as well)."""
     r = run_hol(dataclasses.replace(SHORT, fairness="per-flow"), "alinea")
     assert r["victim_share"] >= 0.9
@@ -58,7 +58,7 @@ def test_an_unknown_fairness_is_refused():
 
 
 def test_per_destination_classes_keep_the_victim_within_ten_percent_of_idle_with_no_loss():
-    """The designed fix (docs/fabric.md): the incast's class and the victim's have their own priority
+    """The designed fix (docs/howto/fabric.md): the incast's class and the victim's have their own priority
     queues and laws at every hop, so a cut toward the congested receiver leaves the victim's class at
     R_max; none of the victim's packets is lost, and no law of its class is among the throttled."""
     r = run_hol(SHORT, "alinea-classes")

@@ -1,5 +1,5 @@
-"""Bits, not packets, at the hosts (docs/alinea.md, "Bits, not packets"), in short runs of topologies
-written from docs/topologies.md:
+"""Bits, not packets, at the hosts (docs/background/alinea.md, "Bits, not packets"), in short runs of topologies
+written from docs/reference/topologies.md:
 
 * a host's ALINEA law reads its switch's buffer in the frames it sends (their measured mean), so it
   holds the buffer's *bytes* at its target, as a switch's law does;

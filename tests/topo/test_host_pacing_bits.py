@@ -1,7 +1,7 @@
-"""A host's paced sender sends its law's bits, whatever its flows' frame sizes (docs/alinea.md, "Bits,
+"""A host's paced sender sends its law's bits, whatever its flows' frame sizes (docs/background/alinea.md, "Bits,
 not packets"): in a run, the bits a host of 500- and 1500-byte ALINEA flows hands its NIC per second
 are the integral of its law's rate (laws.csv's rows) over the same time. Spaced as its largest frame,
-it sent two thirds of them. The topology is written from docs/topologies.md, as a user would."""
+it sent two thirds of them. The topology is written from docs/reference/topologies.md, as a user would."""
 
 from __future__ import annotations
 

@@ -103,7 +103,7 @@ def relays(late_over_20ms: int) -> dict[str, dict[str, float]]:
 
 def test_a_relays_stall_falls_behind_though_the_runner_woke_on_time() -> None:
     """The runner's wake-ups punctual, H1's relay 786 frames more than 20 ms late (500 Mb/s on
-    paper-1router, docs/netns.md): behind, and the verdict names the relay; none: kept up."""
+    paper-1router, docs/howto/netns.md): behind, and the verdict names the relay; none: kept up."""
     stalled = {**keepup_summary([100_000] * 200), "host_relays": relays(786)}
     assert verdict(stalled) == "no: H1's relay put 786 frames out more than 20 ms late (at most 38.6 ms)"
     assert verdict({**keepup_summary([100_000] * 200), "host_relays": relays(0)}) == "yes"

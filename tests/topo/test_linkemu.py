@@ -5,7 +5,7 @@ Root tests (marked ``netns``): two veth pairs of a run-like prefix, the emulator
 on one side and their kernel receive timestamps (SO_TIMESTAMPNS) read on the other. The
 reference is :class:`runtime.link.LinkModel` / :class:`~runtime.link.Transmitter`: a
 saturated link's rate within 2 %, an isolated frame's one-way delay within 0.5 ms of the
-model's wire time + delay. The numbers measured are printed (``pytest -s``); docs/bmv2.md has
+model's wire time + delay. The numbers measured are printed (``pytest -s``); docs/howto/bmv2.md has
 them.
 """
 

@@ -1,5 +1,5 @@
-"""Every number a run prints is computed as docs/metrics.md defines it, on topologies written from
-docs/topologies.md (not the shipped files): per-flow goodput at a shared receiver, windows of flows
+"""Every number a run prints is computed as docs/reference/metrics.md defines it, on topologies written from
+docs/reference/topologies.md (not the shipped files): per-flow goodput at a shared receiver, windows of flows
 that start or end inside the run and their FCT, rate CV's bins, convergence over the buffers that
 can reach their target, Jain's index at the bottleneck, reaction from the packets, the series the
 figures draw, targets moved during a run, and loss at the receivers' playout buffers apart."""

@@ -1,4 +1,4 @@
-"""Multicast flows (docs/multicast.md): the file's ``dst: [..]``, its branches, its tree, the switch
+"""Multicast flows (docs/howto/multicast.md): the file's ``dst: [..]``, its branches, its tree, the switch
 plans that replicate it, the analysis on a tree, and a run of the shipped tree in the simulator."""
 
 from __future__ import annotations

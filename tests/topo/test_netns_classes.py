@@ -1,4 +1,4 @@
-"""Per-destination classes in the netns backend (docs/fabric.md, "In netns"): the agents' law rows
+"""Per-destination classes in the netns backend (docs/howto/fabric.md, "In netns"): the agents' law rows
 keep their class, as the simulator's do, so that ``topo.hol``'s spread names the class a law cut;
 (root) a short workload under classes through p4switch."""
 

@@ -1,4 +1,4 @@
-"""Multicast as real processes (docs/multicast.md, "What runs where"): the shipped 7-switch tree under
+"""Multicast as real processes (docs/howto/multicast.md, "What runs where"): the shipped 7-switch tree under
 hop-by-hop ALINEA, and a pgmcc session (the seed's set 1), in namespaces with p4switch and the agents.
 
 Needs root (skipped with the reason otherwise). Bounded: each run lasts a fixed, short virtual time, and its

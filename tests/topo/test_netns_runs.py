@@ -204,7 +204,7 @@ def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
 
 
 def test_bmv2_one_router(tmp_path: Path) -> None:
-    """The same run on real BMv2 where p4c and simple_switch_grpc exist (docs/bmv2.md)."""
+    """The same run on real BMv2 where p4c and simple_switch_grpc exist (docs/howto/bmv2.md)."""
     import shutil
 
     N.require_netns()

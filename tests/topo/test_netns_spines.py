@@ -1,4 +1,4 @@
-"""Spine balance in the netns backend (docs/fabric.md, "Spine balance"): the kernel's TCP flows
+"""Spine balance in the netns backend (docs/howto/fabric.md, "Spine balance"): the kernel's TCP flows
 take the spine alinea.p4's 5-tuple hash gives their ports, and the fabric's summary reports the
 spine links' bytes with the simulator's definition (topo/fabric.py, ``spine_balance``)."""
 

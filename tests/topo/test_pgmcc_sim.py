@@ -136,7 +136,7 @@ def test_set4_the_far_receivers_naks_outlive_the_hold_and_elect_it() -> None:
 def test_set4_a_short_loss_filter_brings_back_the_near_far_switching() -> None:
     """With a short loss filter (1/16) the acker's stored estimate decays between losses; a loss shared by
     every receiver reaches the sender first in a near receiver's NAK, whose fresh estimate takes over from
-    MR3's decayed one, and MR3's own NAK for the same loss, 400 ms later, takes it back (docs/multicast.md,
+    MR3's decayed one, and MR3's own NAK for the same loss, 400 ms later, takes it back (docs/howto/multicast.md,
     "Set 4"). With the draft's filter (500/65536) the same happens far more seldom."""
     far = {"MR3"}
     away_count = {}

@@ -153,7 +153,7 @@ def test_the_fluid_model_sends_a_flow_only_between_its_start_and_stop() -> None:
 
 #: Found by the random topologies: flows of 200, 576 and 1448 bytes from one host to two receivers,
 #: one behind a 1 Mb/s link. The simulator lost 165 packets in 4 s (seed 1) and the analysis did not
-#: warn, before the agents' and hosts' rates followed the frames' sizes (docs/alinea.md, "Bits, not
+#: warn, before the agents' and hosts' rates followed the frames' sizes (docs/background/alinea.md, "Bits, not
 #: packets"); with them it passes.
 MIXED_SIZES_TREE = (Path(__file__).parent / "random_cases" / "mixed-sizes-tree.yaml").read_text()
 

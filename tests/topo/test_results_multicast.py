@@ -61,7 +61,7 @@ def test_the_table_gives_fs_range_over_the_seeds() -> None:
 
 
 def test_a_naks_loss_estimate_is_raised_by_the_loss_it_reports() -> None:
-    """Set 2's many switches (docs/multicast.md): the p a NAK carries includes its own loss, so on average it
+    """Set 2's many switches (docs/howto/multicast.md): the p a NAK carries includes its own loss, so on average it
     stands above the receiver's loss rate, the more so where losses are rare."""
     from topo.results_multicast import nak_estimates
 

@@ -1,4 +1,4 @@
-"""The example in docs/topologies.md is a valid file that means what the doc says."""
+"""The example in docs/reference/topologies.md is a valid file that means what the doc says."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from topo.schema import TopologyError, load_topology_text
 from topo.show import describe
 
-DOC = Path(__file__).resolve().parents[2] / "docs" / "topologies.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "topologies.md"
 
 
 def format_example() -> str:
@@ -22,7 +22,7 @@ def format_example() -> str:
 
 
 def test_the_documented_example_loads():
-    t = load_topology_text(format_example(), "docs/topologies.md")
+    t = load_topology_text(format_example(), "docs/reference/topologies.md")
     assert t.name == "paper-5router" and list(t.nodes) == ["H1", "R1", "H2"]
     assert [f.name for f in t.flows] == ["f1", "bg"]
     # f1 (r_max 1.8 Mb/s) and bg (fixed 500 kb/s) cross R1 -> H2, a 3 Mb/s link.

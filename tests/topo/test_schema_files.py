@@ -75,7 +75,7 @@ def test_capacity_drop_is_paper_5router_plus_the_drop():
     base, drop = load("paper-5router"), load("capacity-drop")
     assert (drop.nodes, drop.links, drop.flows) == (base.nodes, base.links, base.flows)
     assert (drop.law, drop.ports) == (base.law, base.ports)
-    # both on BMv2's queues, the default (docs/bmv2.md)
+    # both on BMv2's queues, the default (docs/howto/bmv2.md)
     assert drop.options == base.options and drop.options.queue_model == "bmv2"
     [event] = drop.events
     assert (event.kind, event.at_ns, event.link, event.rate_bps) == ("link_rate", 30_000_000_000, ("R3", "R4"), 1e6)

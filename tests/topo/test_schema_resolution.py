@@ -1,4 +1,4 @@
-"""Defaults, overrides, r_max derivation and events resolve as docs/topologies.md says."""
+"""Defaults, overrides, r_max derivation and events resolve as docs/reference/topologies.md says."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Runs of frames in a netns run's pcaps (topo/tcp_bursts.py, docs/tcp.md "Why the occupancy differs")."""
+"""Runs of frames in a netns run's pcaps (topo/tcp_bursts.py, docs/howto/tcp.md "Why the occupancy differs")."""
 
 from __future__ import annotations
 

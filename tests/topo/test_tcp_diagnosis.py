@@ -62,7 +62,7 @@ def test_a_trace_survives_its_file(tmp_path: Path) -> None:
 
 def test_the_stored_traces_tell_a_loss_recovery_from_cwr() -> None:
     """The stored runs' traces sample TCP_INFO's state: the kernel's reductions there are loss
-    recoveries (ca_state 3), none a CWR (2), which the model does not have (docs/tcp.md)."""
+    recoveries (ca_state 3), none a CWR (2), which the model does not have (docs/howto/tcp.md)."""
     traces = sorted(STORED.glob(f"*{TRACE_SUFFIX}"))
     assert len(traces) == len(CASES)
     for trace in traces:

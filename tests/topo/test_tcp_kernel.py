@@ -31,7 +31,7 @@ def test_rtm_variant_changes_the_flows_parameters_only_inside() -> None:
 
 
 def test_squeezed_rtm_leaves_tcp_more_than_shifted_rtm() -> None:
-    """At 2 Mb/s, 20 ms (the corner where the squeeze matters most, docs/tcp.md): with only minDelay
+    """At 2 Mb/s, 20 ms (the corner where the squeeze matters most, docs/howto/tcp.md): with only minDelay
     pushed, RTM reads the queue TCP builds as delay near its loss point and gives way."""
     topo = R.scenario("cvihis-rtm-vs-tcp")
     shares = {}

@@ -1,10 +1,10 @@
-"""The simulator's TCP model against the kernel's on one bottleneck (docs/tcp.md, "Validation").
+"""The simulator's TCP model against the kernel's on one bottleneck (docs/howto/tcp.md, "Validation").
 
 The root test runs two of ``topo.tcp_validation``'s cases for a short time in both backends and
 asks for the same 10 % agreement on goodput and on the bottleneck's mean occupancy. The kernel's
 side runs in real time through p4switch, so it needs a machine that is not saturated: on a loaded
 2-core machine the emulation stalls (RTT samples far above what the queue can hold) and the
-kernel's goodput drops for reasons that are not TCP's (docs/tcp.md).
+kernel's goodput drops for reasons that are not TCP's (docs/howto/tcp.md).
 """
 
 from __future__ import annotations

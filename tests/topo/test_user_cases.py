@@ -1,4 +1,4 @@
-"""Issue 46's cases, written from docs/topologies.md alone as a new user would (tests/topo/user_cases/):
+"""Issue 46's cases, written from docs/reference/topologies.md alone as a new user would (tests/topo/user_cases/):
 each runs in the simulator under the invariants, and where every flow is ALINEA it loses nothing
 unless the loop analysis warned before the run (tests/topo/randomcheck.py judges them as it judges
 the random topologies)."""

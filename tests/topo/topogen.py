@@ -1,4 +1,4 @@
-"""Random topologies, written as a user writes them: YAML text in the format of docs/topologies.md.
+"""Random topologies, written as a user writes them: YAML text in the format of docs/reference/topologies.md.
 
 Why: the shipped files and their tests pass because the metrics and the analysis were checked
 where they were developed; a researcher's own topology is where they break (issue 46). This
@@ -160,7 +160,7 @@ def _fabric(draw: st.DrawFn, _depth: int) -> _Net:
 
 def _multicast(draw: st.DrawFn, depth: int) -> _Net:
     """A tree of switches fed at its root by one sender, receivers on its leaves (one or two each), for
-    a multicast flow from the sender to every receiver (docs/multicast.md) beside a few unicast flows."""
+    a multicast flow from the sender to every receiver (docs/howto/multicast.md) beside a few unicast flows."""
     net = _Net()
     levels = min(depth, 3)
     fanout = draw(st.integers(2, 3 if levels <= 2 else 2))

@@ -1,4 +1,4 @@
-"""Parameter sweeps and many-seed runs (``hbh sweep``, docs/sweeps.md).
+"""Parameter sweeps and many-seed runs (``hbh sweep``, docs/howto/sweeps.md).
 
 * :mod:`topo.sweep.grammar` -- ``--set``, ``--controls``, ``--seeds``;
 * :mod:`topo.sweep.points` -- the grid, and the one function turning a point into a topology;

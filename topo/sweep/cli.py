@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sweep", help="parameter sweeps and many-seed runs (Ray or serial), resumable",
         description="Run the cartesian product of --set values x --controls, each for every seed, in the "
-                    "simulator (docs/sweeps.md). Writes DIR/runs.csv, DIR/sweep.md, DIR/fig_*.png; re-running "
+                    "simulator (docs/howto/sweeps.md). Writes DIR/runs.csv, DIR/sweep.md, DIR/fig_*.png; re-running "
                     "the same command only runs what is missing.")
     p.add_argument("topology", help="topology file, e.g. topo/paper-1router.yaml")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=V1,V2",

@@ -1,4 +1,4 @@
-"""The sweep's command-line grammar: ``--set``, ``--controls`` and ``--seeds`` (docs/sweeps.md).
+"""The sweep's command-line grammar: ``--set``, ``--controls`` and ``--seeds`` (docs/howto/sweeps.md).
 
 Why parsed apart from the topology: a mistake in the grammar itself (unknown section or key, an
 empty value list, a bad seed range) is found before any file is read; whether a value is valid
@@ -25,7 +25,7 @@ class SweepError(ValueError):
     """A sweep's definition is wrong; the message is one line naming the option and value."""
 
 
-#: The keys each target may set (the topology file's names, docs/topologies.md).
+#: The keys each target may set (the topology file's names, docs/reference/topologies.md).
 TARGET_KEYS: dict[str, tuple[str, ...]] = {
     "alinea": ("o_min", "o_max", "w_max", "w_min", "k_p", "r_floor", "r_max", "interval"),
     "link": ("rate", "delay", "buffer"),

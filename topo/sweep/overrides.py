@@ -1,7 +1,7 @@
 """``hbh run TOPO --set TARGET.KEY=VALUE``: one run of a file with some of its values changed.
 
 Why through the sweep's grammar and points: a one-off change is a sweep point with one value per
-setting, so it takes exactly ``hbh sweep``'s ``--set`` syntax (docs/sweeps.md) and passes the
+setting, so it takes exactly ``hbh sweep``'s ``--set`` syntax (docs/howto/sweeps.md) and passes the
 loader's checks with the loader's messages, instead of a copy of the file edited by hand.
 """
 

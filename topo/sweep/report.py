@@ -24,7 +24,7 @@ Row = dict[str, Any]
 
 
 def metrics(summary: dict[str, Any]) -> dict[str, float | None]:
-    """The numbers a run is judged by, as flat columns (docs/sweeps.md lists them)."""
+    """The numbers a run is judged by, as flat columns (docs/howto/sweeps.md lists them)."""
     loss = summary["loss"]
     out: dict[str, float | None] = {"loss.total": loss["total"],
                                     "loss.dropped_in_network": loss["dropped_in_network"],
@@ -97,7 +97,7 @@ def write_sweep_md(path: Path, title: str, agg: list[dict[str, Any]], params: li
     names = list(agg[0]["metrics"]) if agg else []
     lines = [f"# Sweep: {title}", "", f"Produced by `{command}`.", "",
              "Each cell: mean ± half-width of the 95 % confidence interval over the seeds (Student t, "
-             "n − 1 degrees of freedom); no interval with one seed. Columns are defined in docs/sweeps.md; "
+             "n − 1 degrees of freedom); no interval with one seed. Columns are defined in docs/howto/sweeps.md; "
              "one row per run is in runs.csv.", ""]
     header = [*params, "n", *names]
     lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]

@@ -121,7 +121,7 @@ class Checker(Collector, TypeResolver, ExprChecker, CallChecker, StmtChecker, Ta
     def check_top_level_blocks(self) -> None:
         """p4c refuses a parser or control instantiated at top level. p4switch accepts one
         that is only passed to a package (``MyIngress() ig; V1Switch(..., ig, ...) main;``,
-        docs/p4switch.md) and reports any other, e.g. one applied from a control."""
+        docs/reference/p4switch.md) and reports any other, e.g. one applied from a control."""
         tops = {d: t for d in self.program.declarations if isinstance(d, ast.InstantiationDecl)
                 and isinstance(t := self.decl_types.get(d), T.ParserType | T.ControlType)}
         if not tops:
