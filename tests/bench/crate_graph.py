@@ -1,0 +1,91 @@
+"""The engine crate's module graph, measured from its code: who names whom through ``crate::``.
+
+    python -m tests.bench.crate_graph [engine/src]
+
+Prints every module's edges to the crate's other modules (a ``use crate::m::...`` line, a
+``use crate::{m, ...}`` group, or a ``crate::m::`` path in the code; comments are left out, since
+doc links name modules too) and the circles: the strongly connected components of more than one
+module (Tarjan). docs/background/engine.md quotes its output ("The module circle").
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def edges(src: Path) -> dict[str, set[str]]:
+    """module -> the crate's other modules its code names (``lib`` left out: it only registers)."""
+    mods = {p.stem for p in src.glob("*.rs") if p.stem != "lib"}
+    out: dict[str, set[str]] = {m: set() for m in mods}
+    for m in mods:
+        text = re.sub(r"//[^\n]*", "", (src / f"{m}.rs").read_text(encoding="utf-8"))
+        named = set(re.findall(r"\bcrate::(\w+)", text))
+        for group in re.findall(r"\bcrate::\{([^}]*)\}", text):
+            named |= set(re.findall(r"(?:^|,)\s*(\w+)", group))
+        out[m] = {n for n in named if n in mods and n != m}
+    return out
+
+
+def circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module, each sorted, largest first."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    sys.setrecursionlimit(max(1000, 10 * len(graph)))
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return sorted(found, key=lambda c: (-len(c), c))
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m tests.bench.crate_graph", description=__doc__.split("\n\n")[0]
+    )
+    p.add_argument("src", nargs="?", type=Path, default=ROOT / "engine" / "src", help="a crate's src/ folder")
+    args = p.parse_args(argv)
+    if not args.src.is_dir() or not any(args.src.glob("*.rs")):
+        print(f"crate_graph: {args.src} is not a folder of .rs files", file=sys.stderr)
+        return 2
+    graph = edges(args.src)
+    print(f"{len(graph)} modules, {sum(len(e) for e in graph.values())} edges between them")
+    found = circles(graph)
+    print(f"{len(found)} circle(s)" + (":" if found else ""))
+    for comp in found:
+        print(f"  {len(comp)} modules: {' '.join(comp)}")
+        for m in comp:
+            print(f"    {m} -> {' '.join(sorted(graph[m] & set(comp)))}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
