@@ -128,7 +128,7 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     unknown (expected to last as long again as it has), and on BMv2's queues a cut is stamped on every
     packet queued until the next command, for good. Amplified, a dip of a quarter of a second stamped
     four times the deficit the dip needed, which came back a second later as a wave down the line
-    (docs/howto/bmv2.md, "Why a longer dip still sets off a wave"). A rise is amplified as ever: under a
+    (docs/results.md, "capacity-drop: a dip that ends"). A rise is amplified as ever: under a
     guessed fall the forecast errs toward a fuller buffer. The law passes ``guessed_fall`` only when
     it has the damping term, which reacts first to the fall: without it (``k_p`` = 0) the gain is
     its only fast answer, and the paper's law lost twice as much without it."""

@@ -213,7 +213,7 @@ def test_a_fall_of_the_drain_is_expected_to_last_as_long_again_as_it_has_lasted(
     """150 packets/s leave, then 60/s. Over a horizon of about a second the forecast at first
     expects the fall to end (a software switch short of CPU, not only a capacity drop), then, as it
     lasts, expects it over more and more of the horizon, until it is believed over all of it
-    (docs/howto/bmv2.md, "A fall that may end")."""
+    (docs/background/alinea.md, "On BMv2's egress queues")."""
     pps, queued = 150, 150  # a horizon of a second
     before = departures([int(1e9 / 150)] * 600)
     after = departures([int(1e9 / 60)] * 120, before[-1])
