@@ -8,7 +8,7 @@ priority above the host's; the loop and the tun stay in the host process. Why it
 default: it was built to test whether the shared lock and the application's stalls cause the
 bursts that keep the kernel's bottleneck occupancy from the model's at 20 Mb/s, 200 ms. It made
 the kernel's sender app-limited about half as often, but did not move the occupancy, which
-scatters as much either way (docs/howto/tcp.md, "TCP endpoints in a process of their own").
+scatters as much either way (docs/howto/netns.md, "Kernel TCP flows").
 
 The child (``multiprocessing``'s spawn: a fresh interpreter, not a fork of a threaded process)
 binds the listeners before it says ``ready``, starts the endpoints on the run's ``start``, publishes

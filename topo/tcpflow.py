@@ -391,7 +391,7 @@ class TunRelay:
             with contextlib.suppress(OSError):
                 Path(path).write_text(value)
         # the qdisc the model assumes whatever the machine's net.core.default_qdisc: fq would pace
-        # reno and cubic, fq_codel could drop in the sender's own queue (docs/howto/tcp.md, "The 200 ms gap")
+        # reno and cubic, fq_codel could drop in the sender's own queue (docs/howto/tcp.md, "Not modelled")
         for cmd in (["tc", "qdisc", "replace", "dev", TUN_NAME, "root", "pfifo_fast"],
                     ["ip", "link", "set", TUN_NAME, "mtu", str(self.mtu), "up"],
                     ["ip", "addr", "add", f"{self.address}/32", "dev", TUN_NAME],

@@ -23,7 +23,7 @@ wait, and Linux's timing of it decides how fast slow start opens the window. Wha
   ``tcp_rcv_space_adjust``, whose growth term lets the window keep ahead of slow start's
   doubling), at most half of ``tcp_rmem``'s 6 MB maximum. Without the growth term the window held
   slow start's flight at 20 Mb/s, 200 ms to about 170 segments where the kernel's reached 260
-  (docs/howto/tcp.md, "The 200 ms gap"). Why the window matters: while a hole is open
+  (docs/howto/tcp.md, "The model"). Why the window matters: while a hole is open
   the application reads nothing, so the window stops the sender from sending far past the hole;
   without it a SACK-less recovery keeps the bottleneck full and repairs one hole per full-queue
   RTT (docs/howto/tcp.md).
