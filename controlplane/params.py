@@ -6,7 +6,7 @@ parameters of the port it arrived on). All of them go through :func:`validate` a
 encoders here, so a value refused in one path is refused in all, and what the switch holds
 decodes to exactly what was written.
 
-Units (docs/background/alinea.md, docs/dataplane.md):
+Units (docs/background/alinea.md, docs/reference/dataplane.md):
 
 * ``o_min``, ``o_max`` -- fractions of the downstream buffer in (0, 1]; on the switch, parts
   per million (``bit<32>``).

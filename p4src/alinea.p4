@@ -25,7 +25,7 @@
  * entries every packet is class 0 on priority 0 and a report clone goes
  * straight out of its port: one class, as before.
  *
- * docs/reference/dataplane.md explains the design; docs/wire-format.md gives the
+ * docs/reference/dataplane.md explains the design; docs/reference/wire-format.md gives the
  * byte layout of the report and of the packet-in/out metadata.
  *
  * Build-time parameters (override with -D):

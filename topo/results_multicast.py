@@ -301,7 +301,7 @@ def results_section(raw: Path | None = None, reuse: bool = True) -> list[str]:
             "acker switch ratio c = 2/3 (the draft's suggestion is 0.75: `pgmcc: {switch_ratio: 0.75}`), the "
             "adaptive timeout restarted at each election from the RTT the electing report measured, and one token "
             "for a newly chosen acker "
-            "(docs/howto/multicast.md, \"pgmcc as implemented\"). docs/multicast.md, \"Results on the seed's four "
+            "(docs/howto/multicast.md, \"pgmcc as implemented\"). docs/howto/multicast.md, \"Results on the seed's four "
             "sets\", reads the rows.", "", *table(results), ""]
 
 

@@ -205,7 +205,7 @@ def sim_side(case: Case, kernel: dict[str, Any], duration_ns: int, seed: int, ou
                     extra_rtt_ms=0.0 if topology_path else path_extra_ms(case, kernel))
 
 
-#: The kernel runs docs/howto/tcp.md and docs/results.md hold the model against (docs/tcp.md, "Validation
+#: The kernel runs docs/howto/tcp.md and docs/results.md hold the model against (docs/howto/tcp.md, "Validation
 #: against the kernel", says how they were made); ``no-sack/`` beside them, the runs with ``sack: false``.
 LATEST_KERNEL_SET = ROOT / "docs" / "tcp-kernel-runs"
 NO_SACK_KERNEL_SET = LATEST_KERNEL_SET / "no-sack"

@@ -1,5 +1,5 @@
 """alinea.p4 through the pipeline: routing, drops and their counters, the buffer model,
-report clones and the report egress builds (docs/reference/dataplane.md, docs/wire-format.md)."""
+report clones and the report egress builds (docs/reference/dataplane.md, docs/reference/wire-format.md)."""
 
 from __future__ import annotations
 

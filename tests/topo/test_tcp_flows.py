@@ -1,5 +1,5 @@
 """TCP flows (``control: tcp``): the loader's checks, the simulator's model (and its refusal of
-bbr), and (root) kernel runs through namespaces and p4switch (docs/howto/netns.md, docs/tcp.md)."""
+bbr), and (root) kernel runs through namespaces and p4switch (docs/howto/netns.md, docs/howto/tcp.md)."""
 
 from __future__ import annotations
 
