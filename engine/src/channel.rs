@@ -123,4 +123,16 @@ impl DelayedCalls {
         }
         Ok(())
     }
+
+    /// Disconnected (calls dropped again, as before `connect`). Why: the target (an agent's
+    /// method) leads back to the network that holds this channel; the other fields are fixed
+    /// at creation and hold only older objects.
+    fn __clear__(&self) {
+        let target = match self.target.try_lock() {
+            Ok(mut t) => t.take(),
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner().take(),
+            Err(std::sync::TryLockError::WouldBlock) => None,
+        };
+        drop(target);
+    }
 }

@@ -4,7 +4,7 @@
 //! Why here: every packet hop is one `send` and one delivery; the delivery is scheduled on the
 //! engine's own heap without a handle object when the scheduler is the engine's.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -20,6 +20,16 @@ const NS_PER_S: i128 = 1_000_000_000;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// The lock for the collector's clear: None while another thread holds it (then nothing is
+/// cleared: waiting could deadlock on the GIL the clear holds).
+fn try_lock<T>(m: &Mutex<T>) -> Option<MutexGuard<'_, T>> {
+    match m.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
 }
 
 /// Bits a frame of `nbytes` occupies on the wire (padding to `min_frame_bytes`, plus overhead).
@@ -170,6 +180,15 @@ impl Transmitter {
             Ok(m) => visit.call(&*m),
             Err(_) => Ok(()),
         }
+    }
+
+    /// The model object becomes None (the numbers read from it stay: frames still serialize).
+    /// Why: a model is any Python object, which may hold the link.
+    fn __clear__(&self) {
+        Python::with_gil(|py| {
+            let old = try_lock(&self.model_obj).map(|mut m| std::mem::replace(&mut *m, py.None()));
+            drop(old);
+        })
     }
 }
 
@@ -476,6 +495,15 @@ impl InMemoryLink {
             }
         }
         visit.call(&self.stats)
+    }
+
+    /// No loss or delay hook any more (frames sent afterwards go through untouched). Why: a
+    /// hook (a method of the network's loss model) leads back to the network holding the link;
+    /// the other fields are fixed at creation and hold only older objects.
+    fn __clear__(&self) {
+        let loss = try_lock(&self.loss).and_then(|mut h| h.take());
+        let delay = try_lock(&self.extra_delay).and_then(|mut h| h.take());
+        drop((loss, delay));
     }
 }
 

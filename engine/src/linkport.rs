@@ -210,6 +210,8 @@ impl LinkPort {
     }
 
     fn __clear__(&self) {
-        *lock(&self.wiring) = Wiring::default();
+        // dropped once the lock is released: a finaliser run by the drop may use this port
+        let old = std::mem::take(&mut *lock(&self.wiring));
+        drop(old);
     }
 }

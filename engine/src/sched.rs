@@ -184,6 +184,9 @@ impl TimerHandle {
         format!("<TimerHandle when={} fn={} {}>", self.when, name, state)
     }
 
+    /// No `__clear__`: what a handle holds is fixed when it is made, so it refers only to older
+    /// objects; a cycle through it returns through whatever holds the handle (a heap, a TM's
+    /// wake-up, a Python object), and that holder's clear breaks it.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         self.call.traverse(&visit)
     }
@@ -461,6 +464,29 @@ impl Heap {
         self.live.load(Relaxed)
     }
 
+    /// Every entry taken out, for the caller to drop once the lock is released (the collector's
+    /// clear: a finished run's heap holds the objects that hold its scheduler). The heap stays
+    /// usable: its lanes keep their numbers (their links hold them), empty; the handles and
+    /// tokens taken are cancelled and the count of live entries drops by what was taken.
+    fn take_all(&mut self) -> Vec<Entry> {
+        let mut taken = std::mem::take(&mut self.heap).into_vec();
+        taken.extend(self.now.drain(..));
+        for lane in &mut self.lanes {
+            taken.extend(lane.waiting.drain(..));
+            lane.active = false;
+        }
+        for entry in &taken {
+            match &entry.job {
+                Job::Handle(h) => h.get().token.cancel(),
+                Job::Token(t, _) => t.cancel(),
+                Job::Call(_) | Job::Lane(..) => {
+                    self.live.fetch_sub(1, Relaxed);
+                }
+            }
+        }
+        taken
+    }
+
     fn traverse(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
         let waiting = self.lanes.iter().flat_map(|l| l.waiting.iter());
         for entry in self.heap.iter().chain(self.now.iter()).chain(waiting) {
@@ -565,6 +591,18 @@ fn lock_py<'a>(py: Python<'_>, heap: &'a Mutex<Heap>) -> MutexGuard<'a, Heap> {
             Err(TryLockError::WouldBlock) => py.allow_threads(|| drop(lock(heap))),
         }
     }
+}
+
+/// The collector's clear of a heap: its entries taken under the lock and dropped after it (a
+/// dropped object's finaliser may schedule on this heap again). Another thread holding the lock
+/// (it cannot, while this one holds the GIL, unless it waits for the GIL): nothing cleared.
+fn clear_heap(heap: &Mutex<Heap>) {
+    let taken = match heap.try_lock() {
+        Ok(mut h) => h.take_all(),
+        Err(TryLockError::Poisoned(p)) => p.into_inner().take_all(),
+        Err(TryLockError::WouldBlock) => return,
+    };
+    drop(taken);
 }
 
 /// The heap for runtime/sched.py's `RealtimeScheduler` (which adds its own lock and threads).
@@ -677,6 +715,12 @@ impl EventHeap {
             Ok(heap) => heap.traverse(&visit),
             Err(_) => Ok(()),
         }
+    }
+
+    /// Why: its entries hold the objects that hold it (a TM's service, a channel's
+    /// `call_later`), a cycle of engine objects the collector can break only here.
+    fn __clear__(&self) {
+        clear_heap(&self.heap)
     }
 }
 
@@ -880,6 +924,12 @@ impl VirtualScheduler {
             Ok(heap) => heap.traverse(&visit),
             Err(_) => Ok(()),
         }
+    }
+
+    /// Why: its entries hold the objects that hold it (a TM's service, a channel's
+    /// `call_later`), a cycle of engine objects the collector can break only here.
+    fn __clear__(&self) {
+        clear_heap(&self.heap)
     }
 }
 

@@ -103,6 +103,14 @@ impl TMItem {
         }
         Ok(())
     }
+
+    /// `packet` None, no walk packet. Why: `packet` may be set to anything, the item itself
+    /// or an object that holds it.
+    fn __clear__(&mut self) {
+        let packet = Python::with_gil(|py| std::mem::replace(&mut self.packet, py.None()));
+        let walk = self.walk.take();
+        drop((packet, walk));
+    }
 }
 
 /// Counters of one egress port (all its priority queues together).
@@ -1057,5 +1065,34 @@ impl TrafficManager {
             }
         }
         Ok(())
+    }
+
+    /// No service, nothing queued, no wake-up pending (counters kept): serving a port
+    /// afterwards finds it empty, a packet queued afterwards is served with "no service
+    /// callback bound". Why: the service (a `V1Walk` holding this TM) and the queued packets
+    /// are the cycles through a TM; its scheduler fields are fixed at creation.
+    fn __clear__(&self) {
+        let mut inner = match self.inner.try_lock() {
+            Ok(inner) => inner,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let mut taken: Vec<Queued> = Vec::new();
+        let mut wakes: Vec<Wake> = Vec::new();
+        let service = inner.service.take();
+        for p in inner.ports.iter_mut().flatten() {
+            for q in &mut p.queues {
+                taken.extend(q.items.drain(..).map(|(item, _)| item));
+            }
+            p.occupancy = 0;
+            wakes.extend(p.wake.take());
+        }
+        drop(inner);
+        for wake in &wakes {
+            if let Wake::Engine(token) = wake {
+                token.cancel();
+            }
+        }
+        drop((service, taken, wakes));
     }
 }

@@ -986,4 +986,20 @@ impl V1Walk {
         }
         Ok(())
     }
+
+    /// No port wired (a frame out on one is then dropped as `egress_port_missing`), no
+    /// pipeline seen, no packet-in route; counts kept. Why: ports lead to links and back to
+    /// the switch; the fields fixed at creation (tm, core, ...) hold only older objects, and
+    /// the TM's clear breaks the cycle through its service.
+    fn __clear__(&self) {
+        let mut st = match self.state.try_lock() {
+            Ok(st) => st,
+            Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),
+            Err(std::sync::TryLockError::WouldBlock) => return,
+        };
+        let ports: Vec<Option<Out>> = st.ports.iter_mut().map(Option::take).collect();
+        let taken = (st.seen.take(), st.current.take(), st.packet_ins.take());
+        drop(st);
+        drop((ports, taken));
+    }
 }
