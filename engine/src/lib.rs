@@ -75,6 +75,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<p4vm::P4Program>()?;
     m.add_class::<p4rtfront::P4RuntimeFront>()?;
     m.add_class::<p4rtwrite::TableWritePlan>()?;
+    m.add_class::<p4rtwrite::DecodedWrite>()?;
     m.add_class::<p4cells::Cells>()?;
     m.add_class::<pre::Pre>()?;
     m.add_class::<v1walk::V1Walk>()?;

@@ -237,10 +237,9 @@ class P4RuntimeCore:
             fast = self._fast
             if fast is None or fast.state is not st:
                 fast = self._fast = FastWriter(st)
-            decoded = fast.decode(raw)
-            apply = fast.apply if decoded is None else fast.apply_decoded
-            for update in req.updates if decoded is None else decoded:
-                undo = apply(update)
+            decoded = fast.decode(req, raw)
+            for i in range(len(decoded) if decoded is not None else -1):
+                undo = fast.apply_decoded(decoded.update(i))
                 if undo is None:
                     for u in reversed(undos):
                         u()
@@ -251,7 +250,8 @@ class P4RuntimeCore:
                     yield
                     t_end = clock() + slice_ns
             else:
-                return pb.WriteResponse()
+                if decoded is not None:
+                    return pb.WriteResponse()
         for i, update in enumerate(req.updates):
             try:
                 undos.append(apply_update(st, update))

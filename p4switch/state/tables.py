@@ -567,10 +567,11 @@ class TableState:
         self._index_fields(entry)
         self._insert(entry)
 
-    def add_indexed(self, entry: TableEntry, masks: tuple[int, ...], masked: tuple[int, ...], rank: int) -> None:
+    def add_indexed(self, entry: TableEntry, masks: tuple[int, ...], masked: tuple[int, ...],
+                    ranges: tuple[tuple[int, int, int], ...], rank: int) -> None:
         """``_add`` of a checked entry of a direct table whose index fields (what ``_index_fields``
-        computes: no ranges) the caller has (p4runtime/fast_writes.py, which decodes them)."""
-        entry._masks, entry._masked, entry._ranges, entry._rank = masks, masked, (), rank
+        computes) the caller has (p4runtime/fast_writes.py: the engine decodes them)."""
+        entry._masks, entry._masked, entry._ranges, entry._rank = masks, masked, ranges, rank
         self._insert(entry)
 
     def _insert(self, entry: TableEntry) -> None:

@@ -3,10 +3,11 @@
 The same random Write sequences go to two cores, one with ``fast_writes`` and one without:
 every Write must end alike (the response, or the same code, message and per-update errors)
 and a Read of every table entry must give the same entries after each Write. The updates mix
-what the one-pass path takes (exact and LPM entries) with everything it must leave to the
-general path: malformed values, unknown ids, missing or surplus parameters, entries that
-exist or are missing, a full table, ternary/range tables, default entries, counter data, idle
-timeouts, another entity, and every atomicity.
+what the one-pass path takes (exact, LPM, ternary, range and optional entries with direct
+actions, decoded by the engine) with everything it must leave to the general path: malformed
+values, unknown ids, missing or surplus parameters, entries that exist or are missing, a full
+table, wrong priorities, default entries, counter data, idle timeouts, another entity, and
+every atomicity.
 """
 
 from __future__ import annotations
@@ -276,32 +277,59 @@ def test_plain_writes_take_the_one_pass_path(monkeypatch) -> None:
     assert len(client.read(pb.Entity(table_entry=pb.TableEntry(table_id=IDS["lpm"])))) == 4
 
 
+def _acl_insert(i: int) -> pb.Update:
+    te = pb.TableEntry(table_id=IDS["acl"], priority=5)
+    te.match.add(field_id=1).exact.value = b(i)
+    te.match.add(field_id=2).ternary.CopyFrom(pb.FieldMatch.Ternary(value=b(0x0A000000), mask=b(0xFF000000)))
+    te.match.add(field_id=3).range.CopyFrom(pb.FieldMatch.Range(low=b(80), high=b(90)))
+    te.action.action.action_id = IDS["drop"]
+    return pb.Update(type=pb.Update.INSERT, entity=pb.Entity(table_entry=te))
+
+
+def test_ternary_and_range_writes_take_the_one_pass_path(monkeypatch) -> None:
+    core, client = _core(True)
+    import p4switch.p4runtime.core as core_mod
+
+    monkeypatch.setattr(
+        core_mod, "apply_update", lambda *a: (_ for _ in ()).throw(AssertionError("general path"))
+    )
+    client.write(*[_acl_insert(i) for i in range(3)])
+    assert len(client.read(pb.Entity(table_entry=pb.TableEntry(table_id=IDS["acl"])))) == 3
+    hit = core.device.state.tables[IDS["acl"]].lookup((1, 0x0A010203, 85))
+    assert hit is not None and hit.priority == 5 and hit._ranges == ((2, 80, 90),)
+
+
 @pytest.mark.skipif(
-    not hasattr(hbh_engine, "TableWritePlan"), reason="an engine without TableWritePlan (make engine)"
+    not hasattr(hbh_engine, "DecodedWrite"), reason="an engine without DecodedWrite (make engine)"
 )
 def test_engine_decodes_plain_requests() -> None:
-    """The engine's decoder takes a plain request, and leaves to Python what it does not know."""
+    """The engine's decoder takes a plain request, and leaves to the general path what it does
+    not know."""
     core, client = _core(True)
-    ups = [_lpm_insert(i) for i in range(3)]
+    ups = [_lpm_insert(i) for i in range(3)] + [_acl_insert(1)]
     req = client._stamp(pb.WriteRequest(updates=ups))
-    st = core.device.state
-    wire = FastWriter(st)
-    decoded = wire.decode(req.SerializeToString())
-    assert decoded is not None and len(decoded) == 3
-    assert decoded[0][:6] == (
+    wire = FastWriter(core.device.state)
+    decoded = wire.decode(req)
+    assert decoded is not None and len(decoded) == 4
+    assert decoded.update(0)[:8] == (
         pb.Update.INSERT,
         IDS["lpm"],
         ((3, 0x0A000000, 24),),
         (0xFFFFFF00,),
         (0x0A000000,),
+        (),
         24,
+        0,
     )
-    assert decoded[0][6] == (IDS["forward"], (2, 0xAABB))
-    ups[
-        1
-    ].entity.table_entry.counter_data.packet_count = 1  # left to Python, which leaves it to the general path
-    assert wire.decode(pb.WriteRequest(updates=ups).SerializeToString()) is None
-    assert wire.decode(b"\xff\xff") is None
+    assert decoded.update(0)[8] == (IDS["forward"], (2, 0xAABB))
+    acl = decoded.update(3)
+    assert acl[2] == ((2, 1, 0), (4, 0x0A000000, 0xFF000000), (5, 80, 90))
+    assert acl[5:8] == (((2, 80, 90),), 5, 5)
+    with pytest.raises(IndexError):
+        decoded.update(4)
+    ups[1].entity.table_entry.counter_data.packet_count = 1  # left to the general path
+    assert wire.decode(pb.WriteRequest(updates=ups)) is None
+    assert wire.decode(req, b"\xff\xff") is None
 
 
 def test_python_only_env_turns_it_off(monkeypatch) -> None:
