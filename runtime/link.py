@@ -93,6 +93,13 @@ class InMemoryLink(_engine.InMemoryLink):
     that frame's propagation delay: frames sent after it may then arrive before it (reordering).
     ``send``, ``backlog_ns`` and ``direction_from`` run in the engine (engine/src/link.rs); on
     the engine's scheduler a delivery needs no Python frame until the far end's ``receive``.
+
+    A frame handed over while its direction's wire is busy waits in a FIFO (the qdisc in front of
+    a NIC) and is serialized at the rate in force when it reaches the wire; ``waiting(from_end)``
+    gives ``(frames, bytes)`` waiting, ``backlog_ns`` how long until all are serialized. Its
+    propagation delay is the one in force at hand-over (netem's too). The queue has no bound of
+    its own: a host refuses a data frame while the backlog exceeds ``HOST_TX_QUEUE`` frames'
+    wire time (topo/simnet.py).
     """
 
     def __new__(
@@ -111,7 +118,8 @@ class InMemoryLink(_engine.InMemoryLink):
 
     def set_bitrate(self, bitrate_bps: int) -> None:
         """Change the bit rate of both directions from now on (a frame on the wire finishes at the
-        old rate): how a topology's timed link-rate event acts."""
+        old rate, the frames waiting for the wire leave at the new one): how a topology's timed
+        link-rate event acts."""
         self.model = replace(self.model, bitrate_bps=bitrate_bps)
 
     def sender(self, from_end: Endpoint) -> Callable[[bytes], int]:

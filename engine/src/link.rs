@@ -4,6 +4,7 @@
 //! Why here: every packet hop is one `send` and one delivery; the delivery is scheduled on the
 //! engine's own heap without a handle object when the scheduler is the engine's.
 
+use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, TryLockError};
 
 use pyo3::exceptions::PyValueError;
@@ -74,7 +75,7 @@ impl Model {
     }
 }
 
-#[derive(Default)]
+#[derive(Clone, Default)]
 pub(crate) struct TxState {
     pub model: Model,
     pub free_at_ns: i64,
@@ -266,6 +267,40 @@ fn deliver_to(target: &Bound<'_, PyAny>, data: Frame) -> PyResult<()> {
 
 const DIRECTIONS: [&str; 2] = ["a->b", "b->a"];
 
+/// A frame handed to a direction while its wire was busy: it waits in the direction's queue.
+/// The loss and delay hooks were asked at hand-over (their draws keep the order of the sends).
+struct Waiting {
+    data: Frame,
+    nbytes: i64,
+    lost: bool,
+    /// Its propagation delay, fixed at hand-over (the link's delay then plus the delay hook's;
+    /// netem's delay too is set when a packet enters its queue).
+    delay_ns: i64,
+    /// Its delivery's place among the scheduler's events, taken at hand-over (the engine's
+    /// scheduler; None: lost, or another scheduler): the same order as had it been scheduled then.
+    seq: Option<u64>,
+}
+
+/// What waits for one direction's wire: a FIFO (the qdisc in front of a NIC, or a port's frame
+/// the TM did not pace), each frame serialized at the rate in force when it reaches the wire.
+///
+/// Why: a host hands its frames over faster than its link may carry them (a sender above its
+/// link's rate, a TCP window); timed at hand-over, the frames waiting when a `link_rate` event
+/// changed the rate kept the old one (issue 46: a host link carried its old rate for 1000 frames
+/// after a fall). A frame on the wire finishes as it started; what waits is re-timed
+/// (`InMemoryLink::retime`). The queue has no bound of its own: a host's senders refuse a data
+/// frame while `backlog_ns` exceeds `HOST_TX_QUEUE` frames (topo/simnet.py, host.rs `put`).
+#[derive(Default)]
+struct Nic {
+    queue: VecDeque<Waiting>,
+    queued_bytes: i64,
+    /// The transmitter as it will be once every waiting frame is serialized at the current
+    /// rate (`backlog_ns`); the wire's own state when nothing waits.
+    tail: TxState,
+    /// A wire-free call (`nic_free`) is scheduled (always, while something waits).
+    armed: bool,
+}
+
 /// A full-duplex link joining two endpoints in one process (virtual-time binding).
 ///
 /// `send(from_end, frame)` serializes the frame on that direction's transmitter and calls
@@ -285,6 +320,7 @@ pub struct InMemoryLink {
     loss: Mutex<Option<PyObject>>,
     extra_delay: Mutex<Option<PyObject>>,
     tx: [Py<Transmitter>; 2],
+    nic: [Mutex<Nic>; 2],
     link_stats: [Py<LinkStats>; 2],
     #[pyo3(get)]
     stats: Py<PyDict>,
@@ -317,68 +353,187 @@ impl InMemoryLink {
         }
     }
 
-    /// `send` for a frame the engine holds (an owned buffer goes on to the far end as it is).
-    pub(crate) fn transmit(&self, from_end: &Bound<'_, PyAny>, mut data: Frame) -> PyResult<i64> {
+    /// `send` for a frame the engine holds (an owned buffer goes on to the far end as it is):
+    /// onto the wire if it is free and nothing waits, else into the direction's queue (`Nic`).
+    /// Returns ns until the frames handed to this side so far are all serialized.
+    pub(crate) fn transmit(
+        slf: &Bound<'_, Self>,
+        from_end: &Bound<'_, PyAny>,
+        mut data: Frame,
+    ) -> PyResult<i64> {
         let py = from_end.py();
-        let dir = self.direction(from_end)?;
+        let me = slf.get();
+        let dir = me.direction(from_end)?;
         let nbytes = data.bytes(py).len() as i64;
-        let now = self.now(py)?;
-        let (end, delay) = {
-            let mut tx = lock(&self.tx[dir].get().state);
-            (tx.transmit(now, nbytes).1, tx.model.delay_ns)
-        };
-        let stats = self.link_stats[dir].bind(py);
+        let now = me.now(py)?;
+        let stats = me.link_stats[dir].bind(py);
         {
             let mut s = stats.borrow_mut();
             s.sent += 1;
             s.sent_bytes += nbytes;
         }
-        let loss = self.loss(py);
-        let lost = match loss {
+        let lost = match me.loss(py) {
             Some(hook) => hook
                 .bind(py)
                 .call1((data.as_py(py), DIRECTIONS[dir]))?
                 .is_truthy()?,
             None => false,
         };
+        let extra_ns: i64 = match (lost, me.extra_delay(py)) {
+            (false, Some(hook)) => hook
+                .bind(py)
+                .call1((data.as_py(py), DIRECTIONS[dir]))?
+                .extract()?,
+            _ => 0,
+        };
         if lost {
             stats.borrow_mut().lost += 1;
-        } else {
-            let extra: i64 = match self.extra_delay(py) {
-                Some(hook) => hook
-                    .bind(py)
-                    .call1((data.as_py(py), DIRECTIONS[dir]))?
-                    .extract()?,
-                None => 0,
-            };
-            let delay = delay + extra;
-            let target = if dir == 0 { &self.b_end } else { &self.a_end };
-            match &self.engine_sched {
-                Some((s, lanes)) => s.get().schedule_lane(
-                    lanes[dir],
-                    end + delay,
-                    Call::Deliver(target.clone_ref(py), data, stats.clone().unbind()),
-                ),
-                None => {
-                    let args = PyTuple::new(
-                        py,
-                        [
-                            target.bind(py).clone(),
-                            data.into_py(py).into_bound(py).into_any(),
-                            stats.clone().into_any(),
-                        ],
-                    )?;
-                    let call = (end + delay, self.deliver.clone_ref(py));
-                    let mut all = vec![call.0.into_pyobject(py)?.into_any(), call.1.into_bound(py)];
-                    all.extend(args.iter());
-                    self.sched
-                        .bind(py)
-                        .call_method1(intern!(py, "call_at"), PyTuple::new(py, all)?)?;
-                }
+        }
+        let mut nic = lock(&me.nic[dir]);
+        let mut tx = lock(&me.tx[dir].get().state);
+        if nic.queue.is_empty() && tx.free_at_ns <= now {
+            let end = tx.transmit(now, nbytes).1;
+            nic.tail = tx.clone();
+            let delay = tx.model.delay_ns;
+            drop((tx, nic));
+            if !lost {
+                me.schedule_delivery(py, dir, end + delay + extra_ns, data, None)?;
             }
+            return Ok(end - now);
+        }
+        let end = nic.tail.transmit(now, nbytes).1;
+        let delay_ns = tx.model.delay_ns + extra_ns;
+        let seq = match (&me.engine_sched, lost) {
+            (Some((s, _)), false) => Some(s.get().reserve_seq()),
+            _ => None,
+        };
+        nic.queue.push_back(Waiting {
+            data,
+            nbytes,
+            lost,
+            delay_ns,
+            seq,
+        });
+        nic.queued_bytes += nbytes;
+        let arm = !nic.armed;
+        nic.armed = true;
+        let free = tx.free_at_ns;
+        drop((tx, nic));
+        if arm {
+            Self::arm_free(slf, dir, free)?;
         }
         Ok(end - now)
     }
+
+    /// The frame's delivery to the far end at `when` (in the direction's lane, at `seq` if given).
+    fn schedule_delivery(
+        &self,
+        py: Python<'_>,
+        dir: usize,
+        when: i64,
+        data: Frame,
+        seq: Option<u64>,
+    ) -> PyResult<()> {
+        let stats = self.link_stats[dir].bind(py);
+        let target = if dir == 0 { &self.b_end } else { &self.a_end };
+        match &self.engine_sched {
+            Some((s, lanes)) => {
+                let call = Call::Deliver(target.clone_ref(py), data, stats.clone().unbind());
+                match seq {
+                    Some(seq) => s.get().schedule_lane_seq(lanes[dir], when, seq, call),
+                    None => s.get().schedule_lane(lanes[dir], when, call),
+                }
+            }
+            None => {
+                let all = [
+                    when.into_pyobject(py)?.into_any(),
+                    self.deliver.bind(py).clone(),
+                    target.bind(py).clone(),
+                    data.into_py(py).into_bound(py).into_any(),
+                    stats.clone().into_any(),
+                ];
+                self.sched
+                    .bind(py)
+                    .call_method1(intern!(py, "call_at"), PyTuple::new(py, all)?)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// `nic_free` of direction `dir` at `when` (the end of the frame on the wire).
+    fn arm_free(slf: &Bound<'_, Self>, dir: usize, when: i64) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        match &me.engine_sched {
+            Some((s, _)) => s
+                .get()
+                .schedule_call(when, Call::NicFree(slf.clone().unbind(), dir)),
+            None => {
+                let f = wrap_pyfunction!(link_nic_free, py)?;
+                me.sched
+                    .bind(py)
+                    .call_method1(intern!(py, "call_at"), (when, f, slf, dir))?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Direction `dir`'s wire is free: the frames due on it now go on, each at the rate in
+    /// force (`Call::NicFree`); the next wire-free call is armed if any frame still waits.
+    pub(crate) fn nic_free(slf: &Bound<'_, Self>, dir: usize) -> PyResult<()> {
+        let py = slf.py();
+        let me = slf.get();
+        let now = me.now(py)?;
+        let mut started = Vec::new();
+        let rearm = {
+            let mut nic = lock(&me.nic[dir]);
+            let mut tx = lock(&me.tx[dir].get().state);
+            while tx.free_at_ns <= now {
+                let Some(w) = nic.queue.pop_front() else {
+                    break;
+                };
+                nic.queued_bytes -= w.nbytes;
+                let end = tx.transmit(now, w.nbytes).1;
+                if !w.lost {
+                    started.push((end + w.delay_ns, w.data, w.seq));
+                }
+            }
+            if nic.queue.is_empty() {
+                nic.armed = false;
+                nic.tail = tx.clone();
+                None
+            } else {
+                Some(tx.free_at_ns)
+            }
+        };
+        for (when, data, seq) in started {
+            me.schedule_delivery(py, dir, when, data, seq)?;
+        }
+        match rearm {
+            Some(when) => Self::arm_free(slf, dir, when),
+            None => Ok(()),
+        }
+    }
+
+    /// The waiting frames of every direction re-timed at the model in force: each starts where
+    /// the one before ends, the first where the frame on the wire ends (it finishes as it was).
+    fn retime(&self) {
+        for (nic, tx) in self.nic.iter().zip(&self.tx) {
+            let mut nic = lock(nic);
+            let tx = lock(&tx.get().state);
+            let mut tail = tx.clone();
+            for w in &nic.queue {
+                tail.transmit(tx.free_at_ns, w.nbytes);
+            }
+            nic.tail = tail;
+        }
+    }
+}
+
+/// `InMemoryLink::nic_free` for a scheduler other than the engine's.
+#[pyfunction]
+fn link_nic_free(link: &Bound<'_, InMemoryLink>, dir: usize) -> PyResult<()> {
+    InMemoryLink::nic_free(link, dir)
 }
 
 #[pymethods]
@@ -406,6 +561,12 @@ impl InMemoryLink {
         for (name, s) in DIRECTIONS.iter().zip(&link_stats) {
             stats.set_item(name, s)?;
         }
+        let nic = || {
+            Ok::<_, PyErr>(Mutex::new(Nic {
+                tail: TxState::new(Model::read(model)?),
+                ..Nic::default()
+            }))
+        };
         Ok(InMemoryLink {
             sched: sched.clone().unbind(),
             engine_sched: engine_of(sched).map(|s| {
@@ -417,6 +578,7 @@ impl InMemoryLink {
             loss: Mutex::new(loss),
             extra_delay: Mutex::new(extra_delay),
             tx,
+            nic: [nic()?, nic()?],
             link_stats,
             stats: stats.unbind(),
             deliver: wrap_pyfunction!(link_deliver, py)?.into_any().unbind(),
@@ -429,10 +591,15 @@ impl InMemoryLink {
         self.tx[0].get().model(py)
     }
 
-    /// Change the model of both directions from now on (a frame on the wire finishes as it was).
+    /// Change the model of both directions from now on: a frame on the wire finishes as it
+    /// was, the frames waiting for the wire are serialized at the new rate.
     #[setter]
     fn set_model(&self, model: &Bound<'_, PyAny>) -> PyResult<()> {
-        self.tx.iter().try_for_each(|tx| tx.get().set_model(model))
+        self.tx
+            .iter()
+            .try_for_each(|tx| tx.get().set_model(model))?;
+        self.retime();
+        Ok(())
     }
 
     #[getter]
@@ -462,17 +629,24 @@ impl InMemoryLink {
     /// Put `frame` on the wire from `from_end`; returns ns until this side's transmitter is
     /// free again (what a TM service callback returns as wire time).
     pub(crate) fn send(
-        &self,
+        slf: &Bound<'_, Self>,
         from_end: &Bound<'_, PyAny>,
         frame: &Bound<'_, PyAny>,
     ) -> PyResult<i64> {
-        self.transmit(from_end, Frame::from_any(frame)?)
+        Self::transmit(slf, from_end, Frame::from_any(frame)?)
     }
 
-    /// How long the frames already handed to this side still occupy its transmitter.
+    /// How long the frames already handed to this side still occupy its transmitter (the
+    /// waiting ones at the rate in force).
     pub(crate) fn backlog_ns(&self, from_end: &Bound<'_, PyAny>, now_ns: i64) -> PyResult<i64> {
         let dir = self.direction(from_end)?;
-        Ok((lock(&self.tx[dir].get().state).free_at_ns - now_ns).max(0))
+        Ok((lock(&self.nic[dir]).tail.free_at_ns - now_ns).max(0))
+    }
+
+    /// `(frames, bytes)` handed to this side that wait for its wire (not started yet).
+    fn waiting(&self, from_end: &Bound<'_, PyAny>) -> PyResult<(usize, i64)> {
+        let nic = lock(&self.nic[self.direction(from_end)?]);
+        Ok((nic.queue.len(), nic.queued_bytes))
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
@@ -483,6 +657,13 @@ impl InMemoryLink {
         for (tx, stats) in self.tx.iter().zip(&self.link_stats) {
             visit.call(tx)?;
             visit.call(stats)?;
+        }
+        for nic in &self.nic {
+            if let Ok(nic) = nic.try_lock() {
+                for w in &nic.queue {
+                    w.data.traverse(&visit)?;
+                }
+            }
         }
         visit.call(&self.deliver)?;
         visit.call(&self.a_end)?;
@@ -516,7 +697,7 @@ pub(crate) fn send_frame(
 ) -> PyResult<()> {
     let py = link.py();
     match link.downcast::<InMemoryLink>() {
-        Ok(l) => l.get().transmit(end, Frame::Owned(frame)).map(|_| ()),
+        Ok(l) => InMemoryLink::transmit(l, end, Frame::Owned(frame)).map(|_| ()),
         Err(_) => link
             .call_method1(intern!(py, "send"), (end, PyBytes::new(py, &frame)))
             .map(|_| ()),

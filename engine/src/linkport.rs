@@ -99,7 +99,7 @@ impl LinkPort {
         };
         me.tx_frames.fetch_add(1, Ordering::Relaxed);
         match engine {
-            Some(l) => l.get().transmit(slf.as_any(), frame),
+            Some(l) => InMemoryLink::transmit(l.bind(py), slf.as_any(), frame),
             None => link
                 .bind(py)
                 .call_method1(intern!(py, "send"), (slf, frame.into_py(py)))?

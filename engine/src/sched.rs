@@ -17,7 +17,7 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::frame::Frame;
 use crate::host::PacedSender;
-use crate::link::{deliver, LinkStats};
+use crate::link::{deliver, InMemoryLink, LinkStats};
 use crate::rtloop::TxPort;
 use crate::tm::TrafficManager;
 
@@ -104,6 +104,8 @@ pub enum Call {
     Deliver(PyObject, Frame, Py<LinkStats>),
     /// A paced sender's next packet (`PacedSender()`).
     Pace(Py<PacedSender>),
+    /// A link direction's wire is free: its waiting frames' turn (`InMemoryLink::nic_free`).
+    NicFree(Py<InMemoryLink>, usize),
 }
 
 impl Call {
@@ -116,6 +118,7 @@ impl Call {
             Call::Deliver(target, data, stats) => {
                 deliver(target.bind(py), data.clone_ref(py), stats.bind(py))
             }
+            Call::NicFree(link, dir) => InMemoryLink::nic_free(link.bind(py), *dir),
         }
     }
 
@@ -139,6 +142,7 @@ impl Call {
             Call::Release(tx) => format!("TxPort.release({})", tx.get().name()),
             Call::Deliver(..) => "InMemoryLink delivery".to_string(),
             Call::Pace(_) => "PacedSender".to_string(),
+            Call::NicFree(..) => "InMemoryLink wire free".to_string(),
         }
     }
 
@@ -151,6 +155,7 @@ impl Call {
             Call::Serve(tm, _) => visit.call(tm),
             Call::Release(tx) => visit.call(tx),
             Call::Pace(sender) => visit.call(sender),
+            Call::NicFree(link, _) => visit.call(link),
             Call::Deliver(target, data, stats) => {
                 visit.call(target)?;
                 data.traverse(visit)?;
@@ -344,6 +349,12 @@ impl Heap {
     /// (a link's delay made shorter) goes into the heap itself.
     pub fn push_lane(&mut self, lane: u32, when: i64, call: Call) {
         let seq = self.next_seq();
+        self.push_lane_seq(lane, when, seq, call)
+    }
+
+    /// `push_lane` with a place in the order taken earlier (`reserve_seq`): the call comes due
+    /// as if it had been scheduled then (a frame that waited for its link's wire).
+    pub fn push_lane_seq(&mut self, lane: u32, when: i64, seq: u64, call: Call) {
         let l = &mut self.lanes[lane as usize];
         if l.active && when < l.tail_when {
             return self.insert(
@@ -802,6 +813,16 @@ impl VirtualScheduler {
     /// `schedule_call` in lane `lane`: calls that come due in the order they are scheduled.
     pub fn schedule_lane(&self, lane: u32, t_ns: i64, call: Call) {
         lock(&self.heap).push_lane(lane, t_ns, call);
+    }
+
+    /// A place in the order of events, for a call scheduled later with it (`schedule_lane_seq`).
+    pub fn reserve_seq(&self) -> u64 {
+        lock(&self.heap).next_seq()
+    }
+
+    /// `schedule_lane` at a place in the order reserved earlier (`reserve_seq`).
+    pub fn schedule_lane_seq(&self, lane: u32, t_ns: i64, seq: u64, call: Call) {
+        lock(&self.heap).push_lane_seq(lane, t_ns, seq, call);
     }
 
     /// Schedule a call nobody will cancel (a link's delivery): no handle object.
