@@ -3,7 +3,7 @@
 Why: P4 labs (p4lang/tutorials, p4-utils) build their networks with a Mininet ``Switch`` class
 that starts ``simple_switch_grpc`` with the JSON, one ``-i PORT@IFACE`` per link, the Thrift
 port and, after ``--``, the gRPC address and CPU port. :class:`P4Switch` starts ``p4switch``
-with the same command line (docs/reference/p4switch.md, "Mininet"), so such a script changes its
+with the same command line (docs/howto/p4switch-for-bmv2-users.md, "In Mininet and p4-utils"), so such a script changes its
 switch class (or p4-utils' ``sw_path``) and nothing else. Mininet is imported when this module
 is, so only a script that uses Mininet imports it.
 

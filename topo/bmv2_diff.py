@@ -21,7 +21,7 @@ and spread move by a point or two with that, not by more.
     python -m topo.bmv2_diff --from DIR        # compare runs already made (DIR/NAME/TARGET/summary.json)
     python -m topo.bmv2_diff --only bmv2 --out DIR   # one target's runs (redo one side; then --from DIR)
 
-Prints one markdown table (the one docs/howto/bmv2.md holds) and exits 1 when a check fails, 2 on bad
+Prints one markdown table (its bounds are docs/howto/bmv2.md's) and exits 1 when a check fails, 2 on bad
 input. Needs root, and ``simple_switch_grpc`` and ``p4c`` on PATH for the BMv2 runs.
 """
 

@@ -1,5 +1,5 @@
 """A GCC receiver report on the wire: 32 bytes after our datagram header (hosts/datagram.py, kind
-``KIND_GCC_REPORT``), an RTCP receiver report and a REMB in one (docs/reference/wire-format.md, "GCC report").
+``KIND_GCC_REPORT``), an RTCP receiver report and a REMB in one (docs/reference/wire-format.md, "GCC receiver report").
 
     0  remb_bps        8  u64  the delay-based estimate A_hat, b/s (0: none yet)
     8  echo_ts_ns      8  u64  send timestamp of the newest data packet received (sender's clock)

@@ -11,7 +11,7 @@ closures are also the differential oracle the tests compare the engine with.
 
 Registers: the PHV slots themselves, then temporaries. Values are ``bit<w>`` with ``w <= 64``,
 ``bool`` (0/1) and error/enum codes; ``int<w>``, wider fields, varbits, header unions and
-stacks with run-time indexes are not in this slice (see docs/background/engine.md, "state of the port").
+stacks with run-time indexes are not in this slice (see docs/background/engine.md, "The P4 pipeline in the engine").
 """
 
 from __future__ import annotations

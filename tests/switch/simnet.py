@@ -66,7 +66,7 @@ def sim_switch(path: Path = ALINEA, ports: tuple[int, ...] = (1, 2), bitrate: in
     return SimNet(sched, sw, ctl, hosts, prog)
 
 
-# ---- alinea.p4 configuration (docs/reference/dataplane.md, "What users must configure") -------------------
+# ---- alinea.p4 configuration (docs/reference/dataplane.md, "What users of p4c/BMv2 (and of p4switch) must configure") -------------------
 
 SWITCH_MAC = {1: 0x02_00_00_00_01_01, 2: 0x02_00_00_00_01_02}
 HOST_MAC = {1: 0x02_00_00_00_00_01, 2: 0x02_00_00_00_00_02}
