@@ -129,7 +129,14 @@ def _drive(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | None, p
     Why thawed: frozen objects are never examined by the cyclic collector, and a network is full of
     cycles, so a process that runs many experiments (``make fuzz-topo``, a sweep's worker, the test
     suite) kept every finished run's network: ``make fuzz-topo`` grew by ~10 MB a topology and was
-    killed for memory after 1,072 of its 2,000."""
+    killed for memory after 1,072 of its 2,000.
+
+    Why a full collection first: what earlier runs left (their networks' cycles, collectable since
+    the engine's objects clear theirs) is not counted toward the collector's own next full pass
+    once frozen and thawed, so that pass came rarely (the in-process fuzz grew to ~1 GB between
+    two); collected here, before this run freezes what exists, a process holds at most the last
+    finished run's network."""
+    gc.collect()
     try:
         return _drive_frozen(net, topo, duration_ns, seed, out, progress, plots, backend, extra)
     finally:
