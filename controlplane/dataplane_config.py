@@ -72,6 +72,9 @@ def dst_class_update(client: Any, prefix: int, prefix_len: int, data_class: int)
 MCAST_MAX_COPIES = 4
 #: Ports below 2 ** MCAST_PORT_BITS have a ring of pending multicast packets (alinea.p4).
 MCAST_PORT_LIMIT = 64
+#: Places in each such ring (2 ** MCAST_RING_BITS): a port holds at most this many of a group's packets
+#: (a packet whose place is still taken is refused), whatever its buffer (docs/multicast.md).
+MCAST_RING = 1024
 
 
 def multicast_updates(client: Any, groups: Iterable[tuple[int, int, list[tuple[int, int, int]]]]) -> list[pb.Update]:

@@ -83,9 +83,19 @@ class LawCheck:
             fixes.append(f"a buffer of at least {need} packets would hold them")
         if (f := self.floor) is not None:
             when = f" from {f.from_s:g} s" if f.from_s > 0 else ""
-            why.append(f"at its floor it sends {format_rate(f.push_bps)} (r_floor {format_rate(f.floor_bps)}), more "
-                       f"than {w} forwards of its flows{when} ({format_rate(f.drain_bps)}): the buffers from {w} on "
-                       f"gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports (full in {f.fill_s:.2g} s)")
+            sends = (f"at its floor it sends {format_rate(f.push_bps)} (r_floor {format_rate(f.floor_bps)})"
+                     if f.push_bps >= f.floor_bps * (1 - 1e-9) else
+                     f"it cannot go below its floor (r_floor {format_rate(f.floor_bps)}), above the "
+                     f"{format_rate(f.push_bps)} of its flows that reach {u}, so it passes them all")
+            how = "".join(f"; {w} frees a packet of group {g} only when its slowest copy (to {dst}) leaves"
+                          for g, dst in f.slowest)
+            if f.mix is not None:
+                how += (f"; right after a flow starts or stops, {w}'s queue rate toward {f.mix[0]}, set in packets/s "
+                        f"from the mean frame it sent over the last 0.2 s, carries about {f.mix[1]:.0%} of its "
+                        f"bits in those 0.2 s (its frames are of several sizes)")
+            why.append(f"{sends}, more than {w} forwards of its flows{when} ({format_rate(f.drain_bps)}{how}): the "
+                       f"buffers from {w} on gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports "
+                       f"(full in {f.fill_s:.2g} s)")
             fixes.append(f"an r_floor of at most {format_rate(f.drain_bps)} would not overflow it")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:

@@ -23,7 +23,7 @@ from yaml.nodes import Node as YamlNode
 from yaml.nodes import ScalarNode, SequenceNode
 
 from controlplane.agent import MAX_CLASSES
-from controlplane.dataplane_config import MCAST_MAX_COPIES
+from controlplane.dataplane_config import MCAST_MAX_COPIES, MCAST_RING
 from controlplane.params import MAX_32, LawParams, ParamError, PortParams, validate_law, validate_port
 from controlplane.units import (
     OfCapacity,
@@ -986,10 +986,17 @@ class _Loader:
             raise self.doc.error_at_line(origin.line, origin.path, f"{exc} (law {link[0]}->{link[1]})") from None
 
     def _ports(self, topo: Topology, intervals: dict[DirectedLink, int]) -> dict[DirectedLink, PortParams]:
+        """Each switch port's modelled buffer: its link's, but at most ``MCAST_RING`` packets on a port that
+        receives a group's packets, whose ring of pending multicast packets (alinea.p4) refuses the next
+        one past that many, whatever room the buffer has: a law aiming at 80 % of a larger buffer sat at
+        the ring's 1024 and dropped there (tests/topo/random_cases/multicast-small-packets.yaml)."""
         ports: dict[DirectedLink, PortParams] = {}
+        tree_ports = {(v, u) for f in self._flows_by_name if f.group is not None for u, v in zip(f.path, f.path[1:])}
         for switch in topo.switches:
             for nb in topo.neighbours(switch.name):
                 capacity = topo.link_between(switch.name, nb).buffer
+                if (switch.name, nb) in tree_ports:
+                    capacity = min(capacity, MCAST_RING)
                 ports[(switch.name, nb)] = validate_port(PortParams(capacity, intervals[(nb, switch.name)]))
         return ports
 
