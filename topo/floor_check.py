@@ -8,15 +8,20 @@ its floor, whatever the reports say: no gain, target or forecast can hold it. Th
 larger buffer, which only delays the loss.
 
 What a law pushes at its floor is the floor, or less when its flows cannot bring that much: a host's
-flows are each at most their R_max and its link; a switch forwards what reaches it, at least what the
-laws before it push at their own floors (flows that leave by other links counted in full: the check
-errs toward silence). What the buffer's node forwards of those flows is what the links behind it can
-carry of them, links shared by several of the flows counted once (per path from the node: a link
-reached by two paths is counted twice, again toward silence), and a receiver's playout. Checked over
-each stretch of the run in which the same flows run and no link changes rate; the law is ruled out if
-its floor's excess fills, within one stretch, its buffer and every buffer behind it on its flows'
-paths (the laws there forward at their own floors, so the excess may gather at the last buffer
-before the slow link).
+flows are each at most their R_max and its link; a switch passes its share of what reaches it, each
+link into it at what that node lets the law there run (its R_max when the node forwards its flows
+faster, else what the node forwards, never below that law's floor), the link's flows at their
+sources' shares (a host's flows share its link equally in bits, each at most its r_max). What the
+buffer's node forwards is each flow at its share, at most what its path behind the node takes (links
+shared by several of the flows counted once per path from the node: a link reached by two paths is
+counted twice, toward silence; a receiver's playout); a multicast group at its slowest copy's pace,
+since the node frees the group's packet when its last copy leaves. Right after a flow starts or
+stops, a switch whose frames are of several sizes drains at what its queue rate (packets/s from the
+mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`). Checked over each
+stretch of the run in which the same flows run and no link changes rate; the law is ruled out if its
+floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buffer above its target
+(the law reaches its floor only above it) and every buffer behind it on its flows' paths (the laws
+there forward at their own floors, so the excess may gather at the last buffer before the slow link).
 """
 
 from __future__ import annotations
