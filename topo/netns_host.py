@@ -31,6 +31,7 @@ import signal
 import sys
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
@@ -88,7 +89,10 @@ class RunClock:
 
 class HostUplink:
     """The host->switch direction of the host's link: serialization at the link's rate, then
-    the propagation delay, then the real socket (the switch->host direction is the switch's)."""
+    the propagation delay, then the real socket (the switch->host direction is the switch's).
+
+    Frames handed over while the wire is busy wait (the NIC queue) and a rate change re-times
+    them (``set_bitrate``), as the simulator's link does (engine/src/link.rs, ``Nic``)."""
 
     def __init__(self, clock: RunClock, port: PacketSocketPort, model: LinkModel) -> None:
         self.clock = clock
@@ -100,31 +104,56 @@ class HostUplink:
         self.loss: Callable[[bytes], bool] | None = None  # True: lose the frame on the wire
         self.trace: LoopTrace | None = None  # HBH_LOOP_TRACE (topo/loop_trace.py)
         self.extra_delay: Callable[..., int] | None = None  # the link's reorder (topo.simnet.reorder_hook)
+        # [handed over at, start, end, extra delay (None: lost), frame, its handle], oldest first,
+        # from the last frame that may still be on the wire: what set_bitrate re-times
+        self._timeline: deque[list[Any]] = deque()
 
     def backlog_ns(self, _endpoint: Any, now_ns: int) -> int:
         """How long frames already handed over still occupy the uplink (the host's NIC queue)."""
         return max(0, self.tx.free_at_ns - now_ns)
 
     def send(self, _endpoint: Any, frame: bytes) -> int:
-        _start, end = self.tx.transmit(self.clock.now_ns(), len(frame))
+        now = self.clock.now_ns()
+        start, end = self.tx.transmit(now, len(frame))
         self.sent_bytes += len(frame)
+        extra = None
+        handle = None
         if self.loss is None or not self.loss(frame):  # a lost frame still took its wire time
             extra = self.extra_delay(frame, "up") if self.extra_delay is not None else 0
-            due = end + self.delay_ns + extra
-            if self.trace is None:
-                self.clock.call_at(due, self.port.send, frame)
-            else:
-                self.clock.call_at(due, self._traced_send, frame, due)
-        return end - _start
+            handle = self._schedule(frame, end + self.delay_ns + extra)
+        timeline = self._timeline
+        while timeline and timeline[0][2] <= now:
+            timeline.popleft()
+        timeline.append([now, start, end, extra, frame, handle])
+        return end - start
+
+    def _schedule(self, frame: bytes, due: int) -> Any:
+        if self.trace is None:
+            return self.clock.call_at(due, self.port.send, frame)
+        return self.clock.call_at(due, self._traced_send, frame, due)
 
     def _traced_send(self, frame: bytes, due: int) -> None:
         self.trace.on_out(frame, self.clock.now_ns() - due)  # type: ignore[union-attr]
         self.port.send(frame)
 
     def set_bitrate(self, bitrate_bps: int) -> None:
-        """A ``link_rate`` event on this host's link, from the next frame on."""
+        """A ``link_rate`` event on this host's link: the frame on the wire finishes at the old
+        rate, the frames waiting for the wire (not started yet) leave at the new one."""
         self.model = dataclasses.replace(self.model, bitrate_bps=bitrate_bps)
         self.tx.model = self.model
+        now = self.clock.now_ns()
+        timeline = self._timeline
+        waiting = [entry for entry in timeline if entry[1] > now]
+        if not waiting:
+            return
+        before = len(timeline) - len(waiting)
+        self.tx.free_at_ns = timeline[before - 1][2] if before else 0
+        for entry in waiting:
+            at, _start, _end, extra, frame, handle = entry
+            entry[1], entry[2] = self.tx.transmit(at, len(frame))
+            if handle is not None:
+                handle.cancel()
+                entry[5] = self._schedule(frame, entry[2] + self.delay_ns + extra)
 
 
 class RelayUplink:
@@ -156,8 +185,9 @@ class RelayUplink:
         return int(end - start)
 
     def set_bitrate(self, bitrate_bps: int) -> None:
+        """As :meth:`HostUplink.set_bitrate`, in the relay (``Uplink::retime``)."""
         self.model = dataclasses.replace(self.model, bitrate_bps=bitrate_bps)
-        self.relay.set_bitrate(bitrate_bps)
+        self.relay.set_bitrate(bitrate_bps, self.clock.now_ns())
 
 
 class _HostNet:

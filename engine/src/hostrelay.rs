@@ -87,23 +87,107 @@ impl Counts {
 /// A frame on the wire: due at the socket at `.0` (run ns), `.1` keeps equal times in order.
 type Due = Reverse<(i64, u64, Vec<u8>)>;
 
+/// A frame's times on the uplink, kept until it has surely left the wire (`Uplink::retime`).
+struct Timed {
+    /// When it was handed over (run ns).
+    at: i64,
+    start: i64,
+    end: i64,
+    nbytes: i64,
+    extra_ns: i64,
+    lost: bool,
+    /// Its `Due` entry's order (a lost frame has none).
+    seq: u64,
+}
+
 struct Uplink {
     tx: TxState,
     due: BinaryHeap<Due>,
     seq: u64,
     queue_frames: i64,
+    /// The frames handed over, oldest first, from the last one that may still be on the wire.
+    timeline: VecDeque<Timed>,
 }
 
 impl Uplink {
+    fn new(tx: TxState, queue_frames: i64) -> Self {
+        Uplink {
+            tx,
+            due: BinaryHeap::new(),
+            seq: 0,
+            queue_frames,
+            timeline: VecDeque::new(),
+        }
+    }
+
     /// Serialize `frame` at `now`; unless `lost`, it reaches the socket after the delay (+ `extra`).
     fn transmit(&mut self, now: i64, frame: Vec<u8>, extra_ns: i64, lost: bool) -> (i64, i64) {
-        let (start, end) = self.tx.transmit(now, frame.len() as i64);
+        let nbytes = frame.len() as i64;
+        let (start, end) = self.tx.transmit(now, nbytes);
+        self.seq += 1;
         if !lost {
-            self.seq += 1;
             let due = end + self.tx.model.delay_ns + extra_ns;
             self.due.push(Reverse((due, self.seq, frame)));
         }
+        // `now` may run `PACE_AHEAD_NS` ahead of the clock: a frame ended before that is off the wire
+        while self
+            .timeline
+            .front()
+            .is_some_and(|t| t.end + PACE_AHEAD_NS <= now)
+        {
+            self.timeline.pop_front();
+        }
+        self.timeline.push_back(Timed {
+            at: now,
+            start,
+            end,
+            nbytes,
+            extra_ns,
+            lost,
+            seq: self.seq,
+        });
         (start, end)
+    }
+
+    /// A new bit rate at `now`: the frame on the wire finishes as it started, the frames waiting
+    /// for the wire (the host's NIC queue: not started by `now`) are serialized at the new rate,
+    /// each from where the one before it ends, as the simulator's link does (link.rs, `Nic`).
+    /// Returns whether any frame was re-timed.
+    fn retime(&mut self, now: i64, bitrate_bps: i64) -> bool {
+        self.tx.model.bitrate_bps = bitrate_bps;
+        let Some(k) = self.timeline.iter().position(|t| t.start > now) else {
+            return false;
+        };
+        let mut tx = TxState::new(self.tx.model);
+        tx.free_at_ns = if k > 0 { self.timeline[k - 1].end } else { 0 };
+        let first = self.timeline[k].seq;
+        let mut waiting: Vec<(u64, Vec<u8>)> = Vec::new();
+        let kept: Vec<Due> = std::mem::take(&mut self.due)
+            .into_iter()
+            .filter_map(|Reverse((due, seq, frame))| {
+                if seq >= first {
+                    waiting.push((seq, frame));
+                    None
+                } else {
+                    Some(Reverse((due, seq, frame)))
+                }
+            })
+            .collect();
+        self.due = kept.into();
+        waiting.sort_unstable_by_key(|(seq, _)| *seq);
+        let mut frames = waiting.into_iter().peekable();
+        for t in self.timeline.iter_mut().skip(k) {
+            (t.start, t.end) = tx.transmit(t.at, t.nbytes);
+            if !t.lost {
+                let frame = frames.next_if(|(seq, _)| *seq == t.seq).map(|(_, f)| f);
+                if let Some(frame) = frame {
+                    let due = t.end + tx.model.delay_ns + t.extra_ns;
+                    self.due.push(Reverse((due, t.seq, frame)));
+                }
+            }
+        }
+        self.tx = tx;
+        true
     }
 
     /// `frame` onto the uplink at `now` through the host's NIC queue: false (and not sent) when
@@ -434,6 +518,8 @@ pub struct HostRelay {
     thread: Mutex<Option<JoinHandle<()>>>,
     wake_fd: i32,
     notify_fd: i32,
+    /// The run's 0 on the monotonic clock (`set_bitrate`'s now).
+    t0_ns: i64,
 }
 
 #[pymethods]
@@ -469,12 +555,7 @@ impl HostRelay {
             min_frame_bytes: 0,
         };
         let shared = Arc::new(Shared {
-            uplink: Mutex::new(Uplink {
-                tx: TxState::new(model),
-                due: BinaryHeap::new(),
-                seq: 0,
-                queue_frames,
-            }),
+            uplink: Mutex::new(Uplink::new(TxState::new(model), queue_frames)),
             pacers: Mutex::new(Vec::new()),
             rearm: Arc::new(AtomicBool::new(false)),
             to_python: Mutex::new(VecDeque::new()),
@@ -505,6 +586,7 @@ impl HostRelay {
             thread: Mutex::new(Some(thread)),
             wake_fd,
             notify_fd,
+            t0_ns: t0_monotonic_ns,
         })
     }
 
@@ -554,14 +636,20 @@ impl HostRelay {
         (lock(&self.shared.uplink).tx.free_at_ns - now_ns).max(0)
     }
 
-    /// A `link_rate` event on the host's link: the new rate from the next frame on.
-    fn set_bitrate(&self, bitrate_bps: i64) -> PyResult<()> {
+    /// A `link_rate` event on the host's link at run time `now_ns` (default: the clock's now):
+    /// the frame on the wire finishes at the old rate, the frames waiting in the NIC queue leave
+    /// at the new one.
+    #[pyo3(signature = (bitrate_bps, now_ns = None))]
+    fn set_bitrate(&self, bitrate_bps: i64, now_ns: Option<i64>) -> PyResult<()> {
         if bitrate_bps < 0 {
             return Err(PyValueError::new_err(format!(
                 "host relay: bit rate must be >= 0 b/s, got {bitrate_bps}"
             )));
         }
-        lock(&self.shared.uplink).tx.model.bitrate_bps = bitrate_bps;
+        let now = now_ns.unwrap_or_else(|| monotonic_ns() - self.t0_ns);
+        if lock(&self.shared.uplink).retime(now, bitrate_bps) {
+            signal(self.wake_fd); // a frame may now be due sooner than the thread's wake-up
+        }
         Ok(())
     }
 

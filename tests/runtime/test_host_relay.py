@@ -347,3 +347,18 @@ def test_a_paced_sender_faster_than_the_uplink_fills_the_nic_queue_and_counts_it
         taken = pacer.taken
     assert counts["host_tx_queue_full"] >= 10
     assert counts["host_tx_queue_full"] < taken  # the queue's frames went out
+
+
+def test_a_rate_change_retimes_the_frames_waiting_in_the_nic_queue() -> None:
+    """As the simulator's link (tests/runtime/test_link_nic_queue.py): five frames at once, the rate
+    doubled during the second; the second finishes at the old rate, the three waiting leave at the new
+    one, and every frame goes out once, in order."""
+    rate = 1_000_000
+    with relay(rate) as (r, _tun, wire, t0):
+        now = time.monotonic_ns() - t0 + 50_000_000  # run time ahead of the clock: nothing due yet
+        frames = [ETH + bytes([i]) * 100 for i in range(5)]
+        ends = [r.send(now, f)[1] for f in frames]
+        on_wire = ends[0] + wire_ns(114, rate) // 2  # half of the second frame is out
+        r.set_bitrate(2 * rate, on_wire)
+        assert r.backlog_ns(on_wire) == (ends[1] - on_wire) + 3 * wire_ns(114, 2 * rate)
+        assert [receive(wire)[0] for _ in frames] == frames
