@@ -1,7 +1,7 @@
 """What a controller writes so that p4src/alinea.p4 routes, models buffers and reports.
 
 Everything the program needs from the control plane is a table entry or a clone session
-(BMv2's P4Runtime server has no register writes); docs/dataplane.md explains each. The
+(BMv2's P4Runtime server has no register writes); docs/reference/dataplane.md explains each. The
 names here are the P4Info names, so a wrong one fails at once with the client's error.
 """
 
@@ -62,7 +62,7 @@ def ecmp_updates(client: Any, group_id: int, hops: Iterable[tuple[int, int, int]
 
 def dst_class_update(client: Any, prefix: int, prefix_len: int, data_class: int) -> pb.Update:
     """Per-destination classes: packets to ``prefix/prefix_len`` are of ``data_class``, on egress
-    priority queue ``data_class`` (``MyIngress.dst_class``; docs/fabric.md)."""
+    priority queue ``data_class`` (``MyIngress.dst_class``; docs/howto/fabric.md)."""
     return update(pb.Update.INSERT, client.names.table_entry(
         "MyIngress.dst_class", {"hdr.ipv4.dstAddr": (prefix, prefix_len)}, "MyIngress.set_class",
         {"data_class": data_class}))
@@ -73,12 +73,12 @@ MCAST_MAX_COPIES = 4
 #: Ports below 2 ** MCAST_PORT_BITS have a ring of pending multicast packets (alinea.p4).
 MCAST_PORT_LIMIT = 64
 #: Places in each such ring (2 ** MCAST_RING_BITS): a port holds at most this many of a group's packets
-#: (a packet whose place is still taken is refused), whatever its buffer (docs/multicast.md).
+#: (a packet whose place is still taken is refused), whatever its buffer (docs/howto/multicast.md).
 MCAST_RING = 1024
 
 
 def multicast_updates(client: Any, groups: Iterable[tuple[int, int, list[tuple[int, int, int]]]]) -> list[pb.Update]:
-    """Multicast groups (docs/multicast.md): per (address, group id, hops (port, dst_mac, src_mac)) its
+    """Multicast groups (docs/howto/multicast.md): per (address, group id, hops (port, dst_mac, src_mac)) its
     ``mcast_route`` entry, its PRE multicast group (one replica per hop port, instance 1), and one
     ``mcast_next_hop`` entry per port the groups leave by (the port's next-hop addresses)."""
     out: list[pb.Update] = []
@@ -122,7 +122,7 @@ def model_port_updates(client: Any, port: int, *, recirculate: bool = False, **c
 
 def report_path_update(client: Any, priority: int) -> pb.Update:
     """Classes: report clones reaching REPORT_RECIRC_PORT are recirculated and leave their port on
-    egress ``priority``, the top one, so that no class's queue delays them (docs/fabric.md)."""
+    egress ``priority``, the top one, so that no class's queue delays them (docs/howto/fabric.md)."""
     return update(pb.Update.INSERT, client.names.table_entry(
         "MyEgress.report_path", {"standard_metadata.egress_port": REPORT_RECIRC_PORT},
         "MyEgress.recirculate_report", {"priority": priority}))

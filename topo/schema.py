@@ -1,4 +1,4 @@
-"""The topology file format (docs/topologies.md): YAML in, a resolved ``topo.model.Topology`` out.
+"""The topology file format (docs/reference/topologies.md): YAML in, a resolved ``topo.model.Topology`` out.
 
 Why a hand-written walker rather than a schema library: every complaint must name the file, the
 line and the key path (``FILE:LINE: links[3].rate: ...``), and the values use the project's own
@@ -200,7 +200,7 @@ class _BufferDraft:
 
 @dataclass(frozen=True)
 class _Group:
-    """A named receiver set of the file's ``groups`` (docs/topologies.md): its hosts and their list items."""
+    """A named receiver set of the file's ``groups`` (docs/reference/topologies.md): its hosts and their list items."""
 
     name: str
     hosts: tuple[str, ...]
@@ -524,7 +524,7 @@ class _Loader:
             if flow.group is None:
                 flows.append(flow)
                 continue
-            for r in flow.receivers:  # one branch per receiver (docs/multicast.md)
+            for r in flow.receivers:  # one branch per receiver (docs/howto/multicast.md)
                 if f"{flow.name}@{r}" in names:
                     raise self.doc.error(item, f"flows[{i}].name", f"branch {flow.name}@{r} is also a flow's name")
                 names[f"{flow.name}@{r}"] = i
@@ -604,7 +604,7 @@ class _Loader:
     def _receivers(self, node: YamlNode, path: str, src: str) -> tuple[str, ...]:
         """A multicast flow's receivers (``dst: [H2, H3]``, or ``dst: G1`` naming one of the file's
         ``groups``), () for a single ``dst``: hosts, each once, two or more, the source not among them
-        (docs/multicast.md)."""
+        (docs/howto/multicast.md)."""
         if isinstance(node, ScalarNode) and node.value in self.groups:
             group = self.groups[node.value]
             if src in group.hosts:
