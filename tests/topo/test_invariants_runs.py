@@ -143,7 +143,8 @@ def test_hbh_compare_records_and_says_each_runs_invariants(tmp_path: Path, monke
 
 
 #: a host's fixed flow five times faster than its 20 Mb/s link (its NIC queue fills: ~0.4 s of
-#: frames), then the link falls to 1 Mb/s: the frames still in the NIC queue must go at 1 Mb/s.
+#: frames), then the link falls to 1 Mb/s: the frames still in the NIC queue must go at 1 Mb/s
+#: (they do since the link's queue re-times what waits: engine/src/link.rs, ``Nic``).
 HOST_LINK_FALL = """\
 name: host-link-rate-fall
 defaults:
@@ -162,9 +163,6 @@ events:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="a host's NIC queue keeps the old rate after a link_rate fall: the "
-                                       "simulator schedules each queued frame at hand-over (engine/src/link.rs "
-                                       "Transmitter), and links.csv converts that backlog at the new rate")
 def test_a_host_links_rate_fall_slows_the_frames_already_in_its_nic_queue() -> None:
     topo = load_topology_text(HOST_LINK_FALL, "host-link-rate-fall.yaml")
     net = SimNetwork(topo, seed=1).build()
