@@ -254,22 +254,33 @@ class RealtimeScheduler:
         for it and the loop, should it wake meanwhile, waits for ``fn`` to end before it touches
         anything. A busy loop (it is not asleep, or it is waiting to take its state back) is
         never delayed: the caller gets None and uses :meth:`submit`. After ``fn`` the loop is
-        woken when ``fn`` left it work to do sooner than it planned.
+        woken when ``fn`` left it work to do sooner than it planned. While the engine runs the
+        loop's turns (:meth:`set_engine_loop`) it lends the state the same way, from its own
+        waits (``PortServer.try_lend``).
         """
-        if not self._running or self._loop_wants_state or not self._state.acquire(blocking=False):
+        if not self._running or self._loop_wants_state:
             return None
+        engine = None
+        if not self._state.acquire(blocking=False):
+            engine = self._engine_loop if self._in_timers else None
+            if engine is None or not engine.try_lend():
+                return None
         future: Future = Future()
         future.set_running_or_notify_cancel()
         due_before = self._events.next_due()
-        self._loop_ident = threading.get_ident()
+        owner, self._loop_ident = self._loop_ident, threading.get_ident()
         try:
             future.set_result(fn())
         except BaseException as exc:  # handed to the caller, as submit would
             future.set_exception(exc)
         finally:
-            self._loop_ident = None
             due_after = self._events.next_due()
-            self._state.release()
+            if engine is None:
+                self._loop_ident = None
+                self._state.release()
+            else:  # the loop thread, waiting in the engine, owns the state again
+                self._loop_ident = owner
+                engine.end_lend()
         if self._soon or (due_after is not None and (due_before is None or due_after < due_before)):
             self._wake()
         return future
@@ -381,8 +392,9 @@ class RealtimeScheduler:
         (``PortServer.run``); the loop takes over again when a descriptor of its own is ready.
         Returns False (and changes nothing) where the selector is not epoll.
 
-        While the engine runs them the loop never sleeps in its own poll, so :meth:`try_call`
-        finds it busy and callers hand their work over (:meth:`submit`), which wakes it.
+        While the engine runs them the loop never sleeps in its own poll; :meth:`try_call` then
+        takes the state from the engine while it waits (``PortServer.try_lend``), and callers
+        find it busy otherwise and hand their work over (:meth:`submit`), which wakes it.
 
         It also lowers the process's switch interval to ``ENGINE_GIL_INTERVAL_S``. Why: the
         engine's turns hold the GIL, and a thread of Python's that has it (a P4Runtime Read

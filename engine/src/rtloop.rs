@@ -15,6 +15,7 @@
 //! the Python fallback (captures, `--link-loss`, `--port-delay`) uses the same class.
 
 use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::exceptions::PyOSError;
@@ -528,7 +529,17 @@ pub struct PortServer {
     ports: Mutex<Ports>,
     rx: Mutex<Option<Box<RxBatch>>>,
     capture: Option<Arc<CaptureLog>>,
+    /// The switch state while `run` waits (`LEND_*`): lent to another thread (`try_lend`) for
+    /// one short call, as the scheduler lends it while its own poll sleeps.
+    lend: AtomicU8,
 }
+
+/// `PortServer.lend`: the loop is at work (the state is its own)...
+const LEND_BUSY: u8 = 0;
+/// ... it waits, the GIL free, touching nothing: `try_lend` may take the state ...
+const LEND_FREE: u8 = 1;
+/// ... another thread has it: the loop, woken, waits for `end_lend`.
+const LEND_TAKEN: u8 = 2;
 
 impl PortServer {
     fn run_due(&self, py: Python<'_>) -> PyResult<bool> {
@@ -702,6 +713,7 @@ impl PortServer {
                 tx: Vec::new(),
             }),
             rx: Mutex::new(None),
+            lend: AtomicU8::new(LEND_BUSY),
             capture: capture.map(|sink| {
                 Arc::new(CaptureLog {
                     records: Mutex::new(Vec::new()),
@@ -787,6 +799,24 @@ impl PortServer {
         })
     }
 
+    /// Take the switch state while `run` waits (True), for one short call on the calling
+    /// thread, which then calls `end_lend`; False: the loop is at work. Why: a one-update
+    /// P4Runtime Write handed to the loop thread and its answer handed back cost two thread
+    /// wake-ups and a wait for the GIL, more than the Write itself (runtime/sched.py's
+    /// `try_call` lends its own poll's sleep the same way).
+    fn try_lend(&self) -> bool {
+        self.lend
+            .compare_exchange(LEND_FREE, LEND_TAKEN, Ordering::Acquire, Ordering::Relaxed)
+            .is_ok()
+    }
+
+    /// The call `try_lend` allowed has ended: the loop may take its state back.
+    fn end_lend(&self) {
+        let _ =
+            self.lend
+                .compare_exchange(LEND_TAKEN, LEND_FREE, Ordering::Release, Ordering::Relaxed);
+    }
+
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.walk)?;
         visit.call(&self.heap)?;
@@ -846,7 +876,7 @@ impl PortServer {
         // across the call; readiness is level-triggered, so the selector still sees it after.
         let ready_now =
             || unsafe { libc::epoll_wait(sel_epfd, buf as *mut libc::epoll_event, len, 0) };
-        let n = py.allow_threads(|| {
+        let wait_ready = || {
             let Some(spin) = spin_ns else {
                 return ready_now();
             };
@@ -876,6 +906,21 @@ impl PortServer {
             // SAFETY: `pfd` and `ts` live across the call; no signal mask change.
             unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
             ready_now()
+        };
+        // the state is free for `try_lend` while this waits; taken back (after a lent call
+        // ends) before anything else runs
+        self.lend.store(LEND_FREE, Ordering::Release);
+        let n = py.allow_threads(|| {
+            let n = wait_ready();
+            while self
+                .lend
+                .compare_exchange(LEND_FREE, LEND_BUSY, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+            {
+                // SAFETY: plain system call.
+                unsafe { libc::sched_yield() };
+            }
+            n
         });
         ready_fds(n, &evs)
     }

@@ -223,3 +223,36 @@ def test_the_loops_idle_turns_run_in_the_engine_and_still_take_handed_work() -> 
             skip_if_the_machine_wakes_late(500_000, f"the timer ran {(fired[0] - due) / 1e6:.0f} ms late")
         assert fired[0] < due + 500_000_000
         assert len(crossed(b, 10)) == 10 - 10 // 5
+
+
+def test_the_engine_lends_the_state_while_it_waits() -> None:
+    """With the engine running the loop's turns, a short call from another thread (a one-update
+    P4Runtime Write) runs on that thread while the engine waits (``PortServer.try_lend``), as
+    the owner of the state; a callback the loop is woken for meanwhile starts only after it
+    ends; frames still cross."""
+    import threading
+
+    with open_bed(engine_loop=True) as b:
+        sched = b.switch.sched
+        assert sched._engine_loop is not None
+        lent = None
+        deadline = time.monotonic() + 30.0
+        while lent is None and time.monotonic() < deadline:  # the engine waits between its turns
+            lent = sched.try_call(lambda: (threading.get_ident(), sched.in_loop_thread()))
+            time.sleep(0.001)
+        assert lent is not None and lent.result(0) == (threading.get_ident(), True)
+        assert not sched.in_loop_thread()
+        marks: list[str] = []
+        woke = threading.Event()
+
+        def call() -> None:
+            marks.append("lent:start")
+            sched.call_soon_threadsafe(lambda: (marks.append("loop"), woke.set()))
+            time.sleep(0.05)
+            marks.append("lent:end")
+
+        while sched.try_call(call) is None and time.monotonic() < deadline:
+            time.sleep(0.001)
+        assert woke.wait(30)
+        assert marks == ["lent:start", "lent:end", "loop"]
+        assert len(crossed(b, 10)) == 10 - 10 // 5
