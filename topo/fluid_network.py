@@ -427,6 +427,7 @@ class _Network:
             answer = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS))
             self._reporting.append((buf.index, buf.interval_steps, buf.report_steps, answer))
         self._report_every = math.gcd(*[r[1] for r in self._reporting]) if self._reporting else 0
+        self._rate_unit()
         return plant
 
     def _window_steps(self) -> int:
@@ -442,10 +443,18 @@ class _Network:
         """What must stop moving for the model to have nothing more to say: every buffer's
         occupancy (packets) and every law's rate (packets/s at its link)."""
         held = [h / PACKET_TOLERANCE for h in self.plant.held()]
-        rates = [c.rate_bps / (RATE_TOLERANCE * self.link_bps[key]) for key, c in self.controls.items()]
-        return held + rates
+        return held + [law.rate / unit for law, unit in self._rate_units]
+
+    def _rate_unit(self) -> None:
+        """Each law and what its rate is divided by in ``_state`` (the state of every sample: worked
+        out here, when a link rate changes, not per sample)."""
+        self._rate_units = [(c.law, RATE_TOLERANCE * self.link_bps[key]) for key, c in self.controls.items()]
 
     def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
+        self._link_rate_set(link, rate_bps)
+        self._rate_unit()
+
+    def _link_rate_set(self, link: DirectedLink, rate_bps: float) -> None:
         for key in (link, link[::-1]):
             if key in self.link_bps:
                 self.link_bps[key] = rate_bps
