@@ -10,11 +10,11 @@ Exit status 1 if any failed. summary.json holds the counts after every topology 
 until the last), and SIGINT or SIGTERM ends the run with its last line for what it judged.
 
 Each topology is judged in a process of its own, forked from this one (``--in-process``: in this
-one). Why: a finished simulator run is not always freed (cycles through engine objects that the
-collector cannot clear keep a network's queued and in-flight frames), and in one process the run
-grew by ~6.6 MB a topology until the kernel killed it; forked, the parent never simulates, so it
-stays at its own size whatever a run leaves behind, and a run that crashes or hangs
-(``--timeout``) is a failure kept, not the end of the fuzz.
+one). Why: a run that crashes or hangs (``--timeout``) is then a failure kept, not the end of the
+fuzz, and the parent, which never simulates, stays at its own size whatever a run leaves behind.
+In one process a finished run is freed too (the engine's objects clear their cycles, the runner
+collects before each run: issue 46): 200 topologies of seed 1 in process ended at 116 MB, where
+before those fixes the process grew ~6.6 MB a topology (1,423 MB at 200) until the kernel killed it.
 
     python -m tests.topo.fuzz_topo --count 2000 --seed 1 --out build/fuzz-topo
 """
