@@ -73,7 +73,7 @@ def section(rows: list[dict[str, Any]], duration_s: float, command: str) -> list
     for r in rows:
         cells = " | ".join(f"{100 * r['buffers'][b]:.1f} %" if b in r["buffers"] else "-" for b in BRANCHING)
         out.append(f"| {r['label']} | {cells} | {r['loss']} | {r['violations']} |")
-    out += ["", f"![per receiver goodput and delay against the slow branch's rate](figures/{FIGURE.name})", ""]
+    out += ["", f"![per receiver goodput and delay against the slow branch's rate](../figures/{FIGURE.name})", ""]
     return out
 
 
