@@ -20,8 +20,9 @@ stops, a switch whose frames are of several sizes drains at what its queue rate 
 mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`). Checked over each
 stretch of the run in which the same flows run and no link changes rate; the law is ruled out if its
 floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buffer above its target
-(the law reaches its floor only above it) and every buffer behind it on its flows' paths (the laws
-there forward at their own floors, so the excess may gather at the last buffer before the slow link).
+(the law reaches its floor only above it) and every buffer behind it on its flows' paths that can fill
+(the laws there forward at their own floors, so the excess may gather at the last buffer before the
+slow link; one whose node drains it faster than its link feeds it never fills).
 """
 
 from __future__ import annotations
@@ -208,7 +209,10 @@ class _Stretch:
             frames, bits = law_frames(self.topo, u, v, port.capacity)
             room = (port.capacity - law.o_max * frames) * bits
         hops = {hop for f in self.crossing[(u, v)] for hop in self.paths[f.name][self.paths[f.name].index((u, v)) + 1:]}
-        return room + sum(_buffer_bits(self.topo, *hop) for hop in hops)
+        # a buffer behind a link that its node drains faster than the link feeds it never fills: the excess
+        # gathers before it (multicast fail-1: H4's receive buffer, 1 Mb/s in, a 2 Mb/s playout out)
+        return room + sum(_buffer_bits(self.topo, *hop) for hop in hops
+                          if self.drain(*hop, self.rate(*hop))[0] < self.rate(*hop) * (1 - 1e-9))
 
     def mix_dip(self, u: str, v: str, before: list[Flow] | None) -> tuple[DirectedLink, float] | None:
         """v's regulated egress that carries u's flows, with the share of its rate in bits it carries in the
