@@ -55,6 +55,7 @@ SENDER = textwrap.dedent("""
     s.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 22)
     n, t0 = 0, time.monotonic()
     last, pause = t0, 0.0
+    late = []  # [stamp, sent] of the frames whose send ended over 5 ms after their stamp (the first 1,000)
     while True:
         now = time.monotonic()
         pause, last = max(pause, now - last), now
@@ -64,16 +65,20 @@ SENDER = textwrap.dedent("""
         burst = 0
         while n < due and burst < 256:
             frame[-8:] = n.to_bytes(8, "big")
-            frame[-16:-8] = time.time_ns().to_bytes(8, "big")  # CLOCK_REALTIME, as the receiver's stamps
+            stamp = time.time_ns()
+            frame[-16:-8] = stamp.to_bytes(8, "big")  # CLOCK_REALTIME, as the receiver's stamps
             try:
                 s.send(frame)
             except BlockingIOError:
                 break
+            done = time.time_ns()
+            if done - stamp > 5_000_000 and len(late) < 1000:  # this process paused after the stamp
+                late.append([stamp * 1e-9, done * 1e-9])
             n += 1
             burst += 1
         if n >= due:
             time.sleep(0.0002)
-    print(json.dumps({"sent": n, "sender_max_pause_s": pause, "end_s": time.time()}))
+    print(json.dumps({"sent": n, "sender_max_pause_s": pause, "end_s": time.time(), "late_sends": late}))
 """)
 
 RECEIVER = textwrap.dedent("""
@@ -161,9 +166,10 @@ class SoakResult:
     meters: dict[int, dict] = field(default_factory=dict)  # hiccup meters during the soak, by core
 
     def own_stalls(self) -> dict | None:
-        """The receiver's stalls over 20 ms less the pauses of the switch's core (hiccup.py);
-        None when that core's meter could not run at real-time priority."""
-        return own_stalls(self.receiver, self.meters)
+        """The receiver's stalls over 20 ms less the pauses of the switch's core (hiccup.py)
+        and the sender's own (:func:`own_stalls`); None when that core's meter could not run at
+        real-time priority."""
+        return own_stalls(self.receiver, self.meters, self.sender)
 
     def verdicts(self) -> dict[str, bool]:
         """The done-criteria of issue 9's soak."""
@@ -182,11 +188,31 @@ class SoakResult:
         return ok
 
 
-def own_stalls(receiver: dict, meters: dict[int, dict]) -> dict | None:
+def union(intervals: list[list[float]]) -> list[list[float]]:
+    """[start, end] intervals merged where they overlap, in order (hiccup.overlap wants them
+    disjoint)."""
+    out: list[list[float]] = []
+    for s, e in sorted(intervals):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return out
+
+
+def own_stalls(receiver: dict, meters: dict[int, dict], sender: dict | None = None) -> dict | None:
+    """The receiver's stalls less the pauses that were not the switch's: its core's (the
+    SCHED_FIFO meter's late wake-ups) and the sender's between a frame's stamp and the end of
+    its send (``late_sends``; in ``sender``, or in ``receiver`` when both outputs are merged).
+    Why the sender's: a sender descheduled between the two - most of its loop, so where most of
+    its pauses fall - sends a frame stamped before the pause, which then looks held by the
+    switch for the whole pause (a 950 ms "stall" of the soak's with the sender's longest pause
+    950.0 ms, the switch's core meter quiet)."""
     meter = meters.get(SWITCH_CPU)
     if not meter or not meter.get("rt") or meter.get("failed"):
         return None
-    res = attribute(receiver.get("stall_spans", []), meter["hiccups"])
+    late = (sender if sender is not None else receiver).get("late_sends", [])
+    res = attribute(receiver.get("stall_spans", []), union(meter["hiccups"] + late))
     spans = receiver.get("stall_spans", [])
     res["own_over"] += receiver.get("stalls_over_20ms", 0) - len(spans)  # unlisted ones count as the switch's
     # the stalls not over 20 ms are not attributed: each counts as the switch's own
