@@ -233,7 +233,13 @@ class _Stretch:
         (hop,) = nxt
         if hop not in self.topo.law:
             return None
-        now = [flow_frame_bytes(f) for f in self.crossing.get(hop, [])]
+        # a flow that starts from a host sending nothing yet ramps up from its law's start (its share of the
+        # mix comes slowly); one from a host already sending takes its equal share of the pacer at once
+        sending = {f.src for f in before or []}
+        now = [flow_frame_bytes(f) for f in self.crossing.get(hop, [])
+               if before is None or f in before or f.src in sending]
+        if not now:
+            return None
         then = [flow_frame_bytes(f) for f in before or [] if hop in self.paths[f.name]]
         mean = len(now) / sum(1 / b for b in now)
         old = len(then) / sum(1 / b for b in then) if then else max(now)
