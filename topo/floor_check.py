@@ -22,7 +22,8 @@ stretch of the run in which the same flows run and no link changes rate; the law
 floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buffer above its target
 (the law reaches its floor only above it) and every buffer behind it on its flows' paths that can fill
 (the laws there forward at their own floors, so the excess may gather at the last buffer before the
-slow link; one whose node drains it faster than its link feeds it never fills).
+slow link; one whose node drains it faster than it can be fed, by its link or a slower one before it
+on the way from u, never fills).
 """
 
 from __future__ import annotations
@@ -208,11 +209,20 @@ class _Stretch:
         if port is not None:
             frames, bits = law_frames(self.topo, u, v, port.capacity)
             room = (port.capacity - law.o_max * frames) * bits
-        hops = {hop for f in self.crossing[(u, v)] for hop in self.paths[f.name][self.paths[f.name].index((u, v)) + 1:]}
-        # a buffer behind a link that its node drains faster than the link feeds it never fills: the excess
-        # gathers before it (multicast fail-1: H4's receive buffer, 1 Mb/s in, a 2 Mb/s playout out)
-        return room + sum(_buffer_bits(self.topo, *hop) for hop in hops
-                          if self.drain(*hop, self.rate(*hop))[0] < self.rate(*hop) * (1 - 1e-9))
+        # what can reach each buffer behind: its link, or the slowest link before it from u (what u's flows
+        # cross on the way there carries their excess no faster)
+        feed: dict[DirectedLink, float] = {}
+        for f in self.crossing[(u, v)]:
+            hops = self.paths[f.name]
+            most = self.rate(u, v)
+            for hop in hops[hops.index((u, v)) + 1:]:
+                most = min(most, self.rate(*hop))
+                feed[hop] = max(feed.get(hop, 0.0), most)
+        # a buffer that its node drains faster than it can be fed never fills: the excess gathers before it
+        # (multicast fail-1: H4's receive buffer, 1 Mb/s in, a 2 Mb/s playout out; host-floor-mix-dip-tree: S1's
+        # 91-packet buffer from S2, behind S2's 2 Mb/s link, drained at 100 Mb/s)
+        return room + sum(_buffer_bits(self.topo, *hop) for hop, most in feed.items()
+                          if self.drain(*hop, most)[0] < most * (1 - 1e-9))
 
     def mix_dip(self, u: str, v: str, before: list[Flow] | None) -> tuple[DirectedLink, float] | None:
         """v's regulated egress that carries u's flows, with the share of its rate in bits it carries in the
