@@ -23,7 +23,9 @@ floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buff
 (the law reaches its floor only above it) and every buffer behind it on its flows' paths that can fill
 (the laws there forward at their own floors, so the excess may gather at the last buffer before the
 slow link; one whose node drains it faster than it can be fed, by its link or a slower one before it
-on the way from u, never fills).
+on the way from u, never fills). A law whose floor alone sends what its path drains has no margin to take
+a dip's excess back, and a dip lasts longer than the window while the new mix waits behind the old frames
+in the FIFO: after a flow starts or stops (not at the run's start), any dip rules it out.
 """
 
 from __future__ import annotations
@@ -93,9 +95,13 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             mix = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
             if mix is None:
                 continue
+            # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
+            # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
+            # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
+            no_margin = t0 > 0 and push >= law.r_floor * (1 - 1e-9) and abs(push - drain) <= drain * 1e-9
             drain, slowest = stretch.drain(*key, push, dip=mix)
             span = min(MIX_WINDOW_NS, t1 - t0)
-            if push > drain * (1 + 1e-9) and (push - drain) * span / NS >= held:
+            if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
                 out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
                                          mix=(mix[0][1], mix[1]))
     return out
