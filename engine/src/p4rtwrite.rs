@@ -17,9 +17,11 @@
 
 use std::collections::HashMap;
 
-use pyo3::exceptions::PyIndexError;
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyTuple};
+use pyo3::types::{PyBytes, PyTuple, PyWeakrefMethods, PyWeakrefReference};
+
+use crate::p4vm::P4Program;
 
 const EXACT: u32 = 2;
 const LPM: u32 = 3;
@@ -49,7 +51,56 @@ struct TablePlan {
 #[pyclass(module = "hbh_engine")]
 pub struct TableWritePlan {
     tables: HashMap<u32, TablePlan>,
+    /// the tables whose plain entries the engine writes itself (`apply`)
+    stores: HashMap<u32, Store>,
 }
+
+/// The engine's side of one table's entries (issue 49, item 7): the keys of all its entries
+/// (however written) with their handles, and the updates `apply` made that the table's Python
+/// state has not taken in yet (`store_take`). Python tells it of every other change
+/// (`store_add`, `store_remove`) and of the programs applying the table (`store_attach`).
+struct Store {
+    /// the table's size (0: no limit)
+    size: usize,
+    /// an entry's key (`key_of`) -> its handle, and whether it is const
+    keys: HashMap<Vec<u64>, (u64, bool)>,
+    /// the handle the next insert gets (handles grow, as the Python table's)
+    next_handle: u64,
+    /// applied updates, in order, with their entries' handles
+    journal: Vec<(u64, Decoded)>,
+    /// the engine programs applying this table (weakly held, as `Sinks`)
+    sinks: Vec<Py<PyWeakrefReference>>,
+}
+
+/// An entry's key from its index fields: a table's field kinds make (masks, masked values,
+/// ranges, priority) one-to-one with its canonical match and priority.
+fn key_of(masks: &[u64], masked: &[u64], ranges: &[(usize, u64, u64)], priority: u32) -> Vec<u64> {
+    let mut k = Vec::with_capacity(masks.len() * 2 + ranges.len() * 3 + 1);
+    k.extend_from_slice(masks);
+    k.extend_from_slice(masked);
+    for &(i, lo, hi) in ranges {
+        k.extend_from_slice(&[i as u64, lo, hi]);
+    }
+    k.push(priority as u64);
+    k
+}
+
+/// A WriteRequest's own fields: device id, role id, election id, atomicity, and whether a role
+/// name was given; None for one given twice (protobuf's merge rules: the general path's).
+struct Header {
+    device_id: u64,
+    role_id: u64,
+    election: Option<u128>,
+    atomicity: u64,
+    role: bool,
+}
+
+/// A key `take_in` changed: (table, key, what it held before: None for an insert).
+type Undo = (u32, Vec<u64>, Option<(u64, bool)>);
+
+const INSERT: u64 = 1;
+const MODIFY: u64 = 2;
+const DELETE: u64 = 3;
 
 type FieldSpec = Vec<(u32, u32, u32)>;
 type ActionSpec = HashMap<u32, Vec<(u32, u32)>>;
@@ -427,7 +478,10 @@ impl TableWritePlan {
                 },
             );
         }
-        Ok(TableWritePlan { tables: out })
+        Ok(TableWritePlan {
+            tables: out,
+            stores: HashMap::new(),
+        })
     }
 
     /// The updates of a WriteRequest's bytes, all checked (`DecodedWrite`); None when any update
@@ -435,22 +489,318 @@ impl TableWritePlan {
     fn decode(&self, py: Python<'_>, request: &[u8]) -> Option<DecodedWrite> {
         py.allow_threads(|| self.decode_all(request))
     }
+
+    /// Keep table `tid`'s entries here from now on (`size`: its size, 0 for none); false when
+    /// the plan does not decode its entries. Its keys start empty: Python adds those it has.
+    fn store_table(&mut self, tid: u32, size: usize) -> bool {
+        if !self.tables.contains_key(&tid) {
+            return false;
+        }
+        self.stores.insert(
+            tid,
+            Store {
+                size,
+                keys: HashMap::new(),
+                next_handle: 0,
+                journal: Vec::new(),
+                sinks: Vec::new(),
+            },
+        );
+        true
+    }
+
+    /// An entry the table's Python state added itself (an insert of its own, a const entry, a
+    /// rollback): its index fields, priority, handle and constness.
+    #[allow(clippy::too_many_arguments)]
+    fn store_add(
+        &mut self,
+        tid: u32,
+        masks: Vec<u64>,
+        masked: Vec<u64>,
+        ranges: Vec<(usize, u64, u64)>,
+        priority: u32,
+        handle: u64,
+        is_const: bool,
+    ) -> PyResult<()> {
+        let st = self.store(tid)?;
+        st.keys.insert(
+            key_of(&masks, &masked, &ranges, priority),
+            (handle, is_const),
+        );
+        st.next_handle = st.next_handle.max(handle + 1);
+        Ok(())
+    }
+
+    /// An entry the table's Python state removed itself.
+    fn store_remove(
+        &mut self,
+        tid: u32,
+        masks: Vec<u64>,
+        masked: Vec<u64>,
+        ranges: Vec<(usize, u64, u64)>,
+        priority: u32,
+    ) -> PyResult<()> {
+        self.store(tid)?
+            .keys
+            .remove(&key_of(&masks, &masked, &ranges, priority));
+        Ok(())
+    }
+
+    /// An engine program applying table `tid` (it gets the store's writes from now on).
+    fn store_attach(&mut self, tid: u32, program: &Bound<'_, PyAny>) -> PyResult<()> {
+        let py = program.py();
+        let st = self.store(tid)?;
+        st.sinks
+            .retain(|w| w.bind(py).upgrade().is_some_and(|p| !p.is(program)));
+        st.sinks.push(PyWeakrefReference::new(program)?.unbind());
+        Ok(())
+    }
+
+    /// The updates `apply` made to table `tid` since the last call, in order, as
+    /// `(handle, update)` with `update` as `DecodedWrite.update` gives it.
+    fn store_take<'py>(
+        &mut self,
+        py: Python<'py>,
+        tid: u32,
+    ) -> PyResult<Vec<(u64, Bound<'py, PyTuple>)>> {
+        let journal = std::mem::take(&mut self.store(tid)?.journal);
+        journal
+            .iter()
+            .map(|(h, d)| Ok((*h, decoded_tuple(py, d)?)))
+            .collect()
+    }
+
+    /// Apply a WriteRequest (its bytes) here when every update is a plain one of a stored table
+    /// that succeeds and the request comes from the primary (`device_id`, `election_id`), with
+    /// at most `limit` updates: the keys change, the programs get the entries, and the tables
+    /// touched are returned (their Python state takes the updates in with `store_take`).
+    /// None, with nothing changed: the request is not one to apply here.
+    fn apply(
+        &mut self,
+        py: Python<'_>,
+        request: &[u8],
+        device_id: u64,
+        election_id: u128,
+        limit: usize,
+    ) -> PyResult<Option<Vec<u32>>> {
+        let Some((h, updates)) = self.decode_request(request, true) else {
+            return Ok(None);
+        };
+        if h.device_id != device_id
+            || h.role_id != 0
+            || h.role
+            || h.election != Some(election_id)
+            || h.atomicity > 2
+            || updates.len() > limit
+        {
+            return Ok(None);
+        }
+        let mut handles = Vec::with_capacity(updates.len());
+        if !self.take_in(&updates, &mut handles) {
+            return Ok(None);
+        }
+        let mut touched: Vec<u32> = Vec::new();
+        for (d, handle) in updates.into_iter().zip(handles) {
+            let st = self.stores.get_mut(&d.table_id).expect("a store just used");
+            let mut live = false;
+            for w in &st.sinks {
+                let Some(prog) = w.bind(py).upgrade() else {
+                    continue;
+                };
+                live = true;
+                let prog = prog.downcast::<P4Program>()?;
+                let mut prog = prog.try_borrow_mut()?;
+                if d.utype == DELETE {
+                    prog.remove_entry(d.table_id, handle)?;
+                } else {
+                    let action = d.action.clone().expect("checked by take_in");
+                    prog.put_direct(
+                        d.table_id,
+                        handle,
+                        d.masks.clone(),
+                        d.masked.clone(),
+                        d.ranges.clone(),
+                        d.rank as i64,
+                        action,
+                    )?;
+                }
+            }
+            if !live && !st.sinks.is_empty() {
+                st.sinks.clear();
+            }
+            if !touched.contains(&d.table_id) {
+                touched.push(d.table_id);
+            }
+            st.journal.push((handle, d));
+        }
+        Ok(Some(touched))
+    }
 }
 
 impl TableWritePlan {
+    fn store(&mut self, tid: u32) -> PyResult<&mut Store> {
+        self.stores.get_mut(&tid).ok_or_else(|| {
+            PyValueError::new_err(format!("TableWritePlan: table 0x{tid:08x} is not stored"))
+        })
+    }
+
     fn decode_all(&self, request: &[u8]) -> Option<DecodedWrite> {
+        let (_, updates) = self.decode_request(request, false)?;
+        Some(DecodedWrite { updates })
+    }
+
+    /// The request's header (read when `header`; else left at its defaults) and its updates.
+    fn decode_request(&self, request: &[u8], header: bool) -> Option<(Header, Vec<Decoded>)> {
+        let mut h = Header {
+            device_id: 0,
+            role_id: 0,
+            election: None,
+            atomicity: 0,
+            role: false,
+        };
+        let (mut dev, mut rid, mut eid, mut atom, mut role) = (None, None, None, None, None);
         let mut updates = Vec::new();
         let mut r = Reader::new(request);
         loop {
             match r.field() {
                 Ok(Some((4, Value::Bytes(b)))) => updates.push(self.update(b)?),
-                Ok(Some((1 | 2 | 3 | 5 | 6, _))) => {}
+                Ok(Some((n @ (1 | 2 | 3 | 5 | 6), v))) => {
+                    if !header {
+                        continue;
+                    }
+                    match (n, v) {
+                        (1, Value::Varint(x)) => once(&mut dev, x)?,
+                        (2, Value::Varint(x)) => once(&mut rid, x)?,
+                        (3, Value::Bytes(b)) => once(&mut eid, b)?,
+                        (5, Value::Varint(x)) => once(&mut atom, x)?,
+                        (6, Value::Bytes(b)) => once(&mut role, b)?,
+                        _ => return None,
+                    }
+                }
                 Ok(Some(_)) | Err(()) => return None,
                 Ok(None) => break,
             }
         }
-        Some(DecodedWrite { updates })
+        if header {
+            h.device_id = dev.unwrap_or(0);
+            h.role_id = rid.unwrap_or(0);
+            h.atomicity = atom.unwrap_or(0);
+            h.role = role.is_some_and(|b| !b.is_empty());
+            if let Some(b) = eid {
+                let (mut high, mut low) = (None, None);
+                let mut r = Reader::new(b);
+                while let Some((n, v)) = r.field().ok()? {
+                    match (n, v) {
+                        (1, Value::Varint(x)) => once(&mut high, x)?,
+                        (2, Value::Varint(x)) => once(&mut low, x)?,
+                        _ => return None,
+                    }
+                }
+                h.election = Some(((high.unwrap_or(0) as u128) << 64) | low.unwrap_or(0) as u128);
+            }
+        }
+        Some((h, updates))
     }
+
+    /// Check `updates` against the stores' keys, in order, and take them in (keys and
+    /// handles); false (and the keys as they were) when one is not the store's to apply.
+    fn take_in(&mut self, updates: &[Decoded], handles: &mut Vec<u64>) -> bool {
+        let mut undo: Vec<Undo> = Vec::new();
+        let mut ok = true;
+        for d in updates {
+            let Some(st) = self.stores.get_mut(&d.table_id) else {
+                ok = false;
+                break;
+            };
+            let key = key_of(&d.masks, &d.masked, &d.ranges, d.priority);
+            let found = st.keys.get(&key).copied();
+            match d.utype {
+                DELETE => match found {
+                    Some((h, false)) => {
+                        st.keys.remove(&key);
+                        undo.push((d.table_id, key, found));
+                        handles.push(h);
+                    }
+                    _ => ok = false,
+                },
+                INSERT => {
+                    if d.action.is_none()
+                        || found.is_some()
+                        || (st.size > 0 && st.keys.len() >= st.size)
+                    {
+                        ok = false;
+                    } else {
+                        let h = st.next_handle;
+                        st.next_handle += 1;
+                        st.keys.insert(key.clone(), (h, false));
+                        undo.push((d.table_id, key, None));
+                        handles.push(h);
+                    }
+                }
+                MODIFY => match found {
+                    Some((h, false)) if d.action.is_some() => handles.push(h),
+                    _ => ok = false,
+                },
+                _ => ok = false,
+            }
+            if !ok {
+                break;
+            }
+        }
+        if !ok {
+            for (tid, key, before) in undo.into_iter().rev() {
+                let st = self.stores.get_mut(&tid).expect("a store just used");
+                match before {
+                    Some(v) => {
+                        st.keys.insert(key, v);
+                    }
+                    None => {
+                        st.keys.remove(&key);
+                        st.next_handle -= 1;
+                    }
+                }
+            }
+        }
+        ok
+    }
+}
+
+/// An update as Python takes it: `(type, table_id, fields, masks, masked, ranges, rank,
+/// priority, action, controller_metadata, metadata)`.
+fn decoded_tuple<'py>(py: Python<'py>, d: &Decoded) -> PyResult<Bound<'py, PyTuple>> {
+    let fields = PyTuple::new(
+        py,
+        d.fields
+            .iter()
+            .map(|f| -> PyResult<PyObject> {
+                Ok(match f {
+                    None => py.None(),
+                    Some((k, a, b)) => (*k, *a, *b).into_pyobject(py)?.into_any().unbind(),
+                })
+            })
+            .collect::<PyResult<Vec<_>>>()?,
+    )?;
+    let action: PyObject = match &d.action {
+        None => py.None(),
+        Some((aid, params)) => (*aid, PyTuple::new(py, params)?)
+            .into_pyobject(py)?
+            .into_any()
+            .unbind(),
+    };
+    (
+        d.utype,
+        d.table_id,
+        fields,
+        PyTuple::new(py, &d.masks)?,
+        PyTuple::new(py, &d.masked)?,
+        PyTuple::new(py, &d.ranges)?,
+        d.rank,
+        d.priority,
+        action,
+        d.controller_metadata,
+        PyBytes::new(py, &d.metadata),
+    )
+        .into_pyobject(py)
 }
 
 /// A Write's plain updates, decoded: `len(d)`, and `d.update(i)`, the i-th as `(type, table_id,
@@ -473,38 +823,6 @@ impl DecodedWrite {
             .updates
             .get(i)
             .ok_or_else(|| PyIndexError::new_err("update index out of range"))?;
-        let fields = PyTuple::new(
-            py,
-            d.fields
-                .iter()
-                .map(|f| -> PyResult<PyObject> {
-                    Ok(match f {
-                        None => py.None(),
-                        Some((k, a, b)) => (*k, *a, *b).into_pyobject(py)?.into_any().unbind(),
-                    })
-                })
-                .collect::<PyResult<Vec<_>>>()?,
-        )?;
-        let action: PyObject = match &d.action {
-            None => py.None(),
-            Some((aid, params)) => (*aid, PyTuple::new(py, params)?)
-                .into_pyobject(py)?
-                .into_any()
-                .unbind(),
-        };
-        (
-            d.utype,
-            d.table_id,
-            fields,
-            PyTuple::new(py, &d.masks)?,
-            PyTuple::new(py, &d.masked)?,
-            PyTuple::new(py, &d.ranges)?,
-            d.rank,
-            d.priority,
-            action,
-            d.controller_metadata,
-            PyBytes::new(py, &d.metadata),
-        )
-            .into_pyobject(py)
+        decoded_tuple(py, d)
     }
 }

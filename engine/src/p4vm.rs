@@ -798,6 +798,35 @@ impl P4Program {
         Ok(&mut self.tables[i])
     }
 
+    /// Entry `handle` of table `tid` with a direct action (the P4Runtime entry store's writes,
+    /// p4rtwrite.rs: what `table_put` does with an `ACT_DIRECT` action).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn put_direct(
+        &mut self,
+        tid: u32,
+        handle: u64,
+        masks: Vec<u64>,
+        masked: Vec<u64>,
+        ranges: Vec<(usize, u64, u64)>,
+        rank: i64,
+        action: (u32, Vec<u64>),
+    ) -> PyResult<()> {
+        self.table_mut(tid)?.put(
+            handle,
+            masks,
+            masked,
+            ranges,
+            rank,
+            Act::Direct(action.0, action.1),
+        )
+    }
+
+    /// `table_remove` for the P4Runtime entry store.
+    pub(crate) fn remove_entry(&mut self, tid: u32, handle: u64) -> PyResult<()> {
+        self.table_mut(tid)?.remove(handle);
+        Ok(())
+    }
+
     fn profile_mut(&mut self, pid: u32) -> PyResult<&mut Profile> {
         let i = self.profile_index.get(&pid).copied().ok_or_else(|| {
             PyValueError::new_err(format!(

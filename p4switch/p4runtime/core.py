@@ -213,6 +213,21 @@ class P4RuntimeCore:
             except StopIteration as done:
                 return done.value
 
+    def write_wire(self, raw: bytes) -> bytes | None:
+        """A Write's bytes applied in the engine's entry store (fast_writes.py: every update a
+        plain one of a stored table, all succeeding, from the primary): the response's bytes, or
+        None, with nothing changed, for :meth:`write` to take the request."""
+        if not self.fast_writes or self._saved is not None:
+            return None
+        st = self.state
+        primary = self.arbitration.primary
+        if st is None or primary is None or primary.election_id is None:
+            return None
+        fast = self._fast
+        if fast is None or fast.state is not st:
+            fast = self._fast = FastWriter.of(st)
+        return b"" if fast.apply(raw, self.device_id, primary.election_id) else None  # b"": a WriteResponse
+
     def write_steps(self, req: pb.WriteRequest, slice_ns: int | None = None,
                     raw: bytes | None = None) -> Generator[None, None, pb.WriteResponse]:
         """A Write as a generator that yields after every ``slice_ns`` of work (never for
@@ -236,7 +251,11 @@ class P4RuntimeCore:
         if self.fast_writes and saved is None:  # the one-pass path, else (nothing left applied) the general one
             fast = self._fast
             if fast is None or fast.state is not st:
-                fast = self._fast = FastWriter(st)
+                fast = self._fast = FastWriter.of(st)
+            if fast.stored:  # all in the engine's store (the caller is the primary: checked above)
+                primary = self.arbitration.primary
+                if fast.apply(req.SerializeToString() if raw is None else raw, self.device_id, primary.election_id):
+                    return pb.WriteResponse()
             decoded = fast.decode(req, raw)
             for i in range(len(decoded) if decoded is not None else -1):
                 undo = fast.apply_decoded(decoded.update(i))

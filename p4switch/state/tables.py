@@ -21,7 +21,7 @@ action) is also sent to the engine programs that apply the table (``attach``,
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
@@ -271,14 +271,85 @@ class TableState:
         self._exact_only = kinds <= {MatchKind.EXACT}
         self._by_id = {f.id: i for i, f in enumerate(info.fields)}
         self._by_name = {f.name: i for i, f in enumerate(info.fields)}
-        self._entries: dict[tuple, TableEntry] = {}
+        self._ents: dict[tuple, TableEntry] = {}  # by key: read through _entries
         self._exact: dict[tuple[int, ...], TableEntry] = {}
         self._groups: list[_Group] = []
         self._dirty = False
         self.profile: ActionProfileState | None = None  # set by RuntimeState for indirect tables
         self._sinks = Sinks()  # engine programs applying this table (dataplane.py)
-        self._next_handle = 0
+        self._next_h = 0  # read through _next_handle
+        #: the engine's store of this table's entries (``hbh_engine.TableWritePlan``: the P4Runtime
+        #: core's Writes may apply plain entries there, p4runtime/fast_writes.py), None: not kept
+        self._store: Any = None
+        self._pending = False  # the store has updates this state has not taken in yet
         self.default_entry = self._new_default()
+
+    # --------------------------------------------- the engine's entry store
+
+    @property
+    def _entries(self) -> dict[tuple, TableEntry]:
+        """The entries by key, with the store's updates taken in first."""
+        if self._pending:
+            self._take_in()
+        return self._ents
+
+    @property
+    def _next_handle(self) -> int:
+        """The handle the next entry gets (handles grow; the store's updates taken in first)."""
+        if self._pending:
+            self._take_in()
+        return self._next_h
+
+    @_next_handle.setter
+    def _next_handle(self, value: int) -> None:
+        self._next_h = value
+
+    def bind_store(self, store: Any) -> None:
+        """Keep this table's entries in ``store`` too (which ``store.store_table`` made ready for
+        it): its keys, handles and programs, then every change. The P4Runtime core may then apply
+        a Write's plain updates there (``store.apply``) and mark this table ``_pending``: the
+        entry objects are built when something here next looks at the entries."""
+        if self._pending:
+            self._take_in()
+        for e in self._ents.values():
+            store.store_add(self.id, e._masks, e._masked, e._ranges, e.priority, e._handle, e.is_const)
+        for ref in self._sinks._refs:
+            prog = ref()
+            if prog is not None:
+                store.store_attach(self.id, prog)
+        self._store = store
+
+    def _take_in(self) -> None:
+        """Build the entries of the updates the store applied (its programs have them already)."""
+        self._pending = False
+        ents, exact, nxt = self._ents, self._exact if self._exact_only else None, self._next_h
+        for handle, (utype, _, fields, masks, masked, ranges, rank, priority, action, cm, md) in \
+                self._store.store_take(self.id):
+            canon = tuple(None if f is None else _STORED_MATCH[f[0]](f[1], f[2]) for f in fields)
+            key = (canon, priority)
+            if utype == 3:  # DELETE
+                del ents[key]
+                if exact is not None:
+                    del exact[tuple(m.value for m in canon)]
+                continue
+            call = ActionCall(action[0], action[1])
+            if utype == 2:  # MODIFY
+                entry = ents[key]
+                entry.action = call
+                entry.idle_timeout_ns = 0
+            else:
+                entry = TableEntry(self.id, canon, priority, call)
+                entry._masks, entry._masked, entry._ranges, entry._rank = masks, masked, ranges, rank
+                entry._handle = handle
+                ents[key] = entry
+                if exact is not None:
+                    exact[tuple(m.value for m in canon)] = entry
+                if handle >= nxt:
+                    nxt = handle + 1
+            entry.controller_metadata = cm
+            entry.metadata = md
+        self._next_h = nxt
+        self._dirty = True
 
     # ------------------------------------------------------------ reading
 
@@ -297,6 +368,8 @@ class TableState:
 
     def lookup(self, key: tuple[int, ...]) -> TableEntry | None:
         """The entry a packet with these field values hits (P4Info field order), or None."""
+        if self._pending:
+            self._take_in()
         if self._exact_only:
             return self._exact.get(key)
         if self._dirty:
@@ -392,6 +465,8 @@ class TableState:
             program.table_put(*self._put_args(entry))
         program.table_default(self.id, encode_action(self.default_entry.action))
         self._sinks.add(program)
+        if self._store is not None:
+            self._store.store_attach(self.id, program)
 
     def _put_args(self, entry: TableEntry) -> tuple:
         return (self.id, entry._handle, entry._masks, entry._masked, entry._ranges, entry._rank,
@@ -441,6 +516,8 @@ class TableState:
     def discard(self, entry: TableEntry) -> None:
         """Remove an entry object (no rule checks: used by DELETE and by rollbacks)."""
         del self._entries[entry.key]
+        if self._store is not None:
+            self._store.store_remove(self.id, entry._masks, entry._masked, entry._ranges, entry.priority)
         if self.profile is not None:
             self.profile.account(entry.action, -1)
         if self._exact_only:
@@ -579,8 +656,11 @@ class TableState:
         if self.profile is not None:
             self.profile.account(entry.action, +1)
         entry._handle = self._next_handle  # handles grow: the engine's order is the writes'
-        self._next_handle += 1
-        self._entries[entry.key] = entry
+        self._next_h += 1
+        self._ents[entry.key] = entry
+        if self._store is not None:
+            self._store.store_add(self.id, entry._masks, entry._masked, entry._ranges, entry.priority,
+                                  entry._handle, entry.is_const)
         if self._exact_only:
             self._exact[tuple(m.value for m in entry.match)] = entry
         self._dirty = True
@@ -621,6 +701,16 @@ class TableState:
 
     def _describe(self, entry: TableEntry) -> str:
         return f"{_fmt(self.fields, entry.match)} priority {entry.priority}"
+
+
+#: the engine's match kinds (P4Info's MatchType numbers) -> the state's matches
+_STORED_MATCH: dict[int, Callable[[int, int], Match]] = {
+    2: lambda v, _b: Exact(v),
+    3: Lpm,
+    4: Ternary,
+    5: Range,
+    6: lambda v, _b: OptionalMatch(v),
+}
 
 
 def canonical_match(where: str, fields: Sequence[MatchFieldInfo], by_id: Mapping[int, int],

@@ -1,0 +1,185 @@
+"""Plain table entries kept in the engine (p4switch/p4runtime/fast_writes.py, ``FastWriter.apply``).
+
+A Write whose updates are all plain entries of tables without counters, meters or profiles is
+applied in the engine's store: the keys, the engine program's entries, and a journal the table's
+Python state builds its entry objects from when something looks. These check, on a real
+engine-backed switch (basic_forward, p4c's JSON): packets see each such Write at once; Read and
+simple_switch_CLI (Thrift) see it; a Thrift write is seen by the store (an INSERT of its key is
+ALREADY_EXISTS, a DELETE of it is applied there); and a random sequence of Writes leaves the
+same forwarding, entries and answers as the general path.
+"""
+
+from __future__ import annotations
+
+import hbh_engine
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from p4.v1 import p4runtime_pb2 as pb
+
+from p4switch.device import P4SwitchDevice, PipelineHolder, compile_device_config
+from p4switch.p4runtime import Code, P4RuntimeCore, P4RuntimeError
+from p4switch.p4runtime import fast_writes as fw
+from p4switch.thrift_server import ThriftServer
+from p4switch.thrift_tables import StandardTables
+from tests.p4runtime.helpers import Client, b
+from tests.p4switch.test_bmv2json_thrift import FIXTURES, cli
+
+pytestmark = pytest.mark.skipif(
+    not hasattr(getattr(hbh_engine, "TableWritePlan", None), "apply"),
+    reason="an engine without the entry store (make engine)",
+)
+LPM_TABLE = "RouterIngress.ipv4_lpm"
+FRAME = bytes.fromhex("00000000000100000000000208004500002200000000401100000a000001") + bytes(18)
+
+
+def _switch(fast: bool = True) -> tuple[PipelineHolder, P4RuntimeCore, Client]:
+    holder = PipelineHolder()
+    device = P4SwitchDevice(holder, inject=lambda port, frame: None, cpu_port=None, seed=1)
+    device.install(compile_device_config((FIXTURES / "basic_forward.json").read_bytes()))
+    core = P4RuntimeCore(device, device_id=1, fast_writes=fast)
+    client = Client(core)
+    client.arbitrate(10)
+    return holder, core, client
+
+
+def _ids(holder: PipelineHolder) -> tuple[int, int, int]:
+    st_ = holder.state
+    return (
+        st_.tables_by_name[LPM_TABLE].id,
+        st_.actions_by_name["RouterIngress.set_nhop"].id,
+        st_.actions_by_name["RouterIngress.drop"].id,
+    )
+
+
+def _update(holder: PipelineHolder, kind: int, prefix: int, plen: int, port: int | None) -> pb.Update:
+    tid, nhop, _ = _ids(holder)
+    te = pb.TableEntry(table_id=tid)
+    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(prefix), prefix_len=plen))
+    if port is not None:
+        te.action.action.action_id = nhop
+        te.action.action.params.add(param_id=1, value=b(0x020000000002))
+        te.action.action.params.add(param_id=2, value=b(port))
+    return pb.Update(type=kind, entity=pb.Entity(table_entry=te))
+
+
+def _write(client: Client, *updates: pb.Update) -> None:
+    req = client._stamp(pb.WriteRequest(updates=updates))
+    client.core.write(req, raw=req.SerializeToString())
+
+
+def _egress(holder: PipelineHolder, dst: int) -> int:
+    pkt = holder.pipeline.new_packet(FRAME[:30] + dst.to_bytes(4, "big") + FRAME[34:], 1, 1000)
+    holder.pipeline.run_ingress(pkt)
+    return int(pkt.std("egress_spec"))
+
+
+@pytest.fixture
+def stored(monkeypatch) -> list[bool]:
+    """Every FastWriter.apply outcome, in order."""
+    seen: list[bool] = []
+    apply = fw.FastWriter.apply
+
+    def spy(self, raw: bytes, device_id: int, election_id: int) -> bool:
+        seen.append(apply(self, raw, device_id, election_id))
+        return seen[-1]
+
+    monkeypatch.setattr(fw.FastWriter, "apply", spy)
+    return seen
+
+
+def test_store_writes_reach_packets_read_and_thrift_and_thrift_writes_reach_the_store(stored) -> None:
+    holder, core, client = _switch()
+    run = lambda fn: fn()  # noqa: E731 - the test's one thread is the switch loop
+    srv = ThriftServer(
+        "127.0.0.1",
+        0,
+        tm=object(),
+        run_in_loop=run,
+        clock=lambda: 0,
+        epoch_ns=0,
+        tables=StandardTables(holder, run),
+    )
+    srv.start()
+    try:
+        table = holder.state.tables_by_name[LPM_TABLE]
+        _write(client, _update(holder, pb.Update.INSERT, 0x0A000000, 8, 2))
+        assert stored == [True] and table._pending  # applied in the engine; no entry object yet
+        assert holder.pipeline.engine.table_len(table.id) == 1 and table._pending
+        assert _egress(holder, 0x0A000001) == 2  # the engine program has it at once
+        dump = cli(srv.port, "table_dump RouterIngress.ipv4_lpm\n")
+        assert "0a000000/8" in dump and "Dumping entry 0x0" in dump
+        _write(client, _update(holder, pb.Update.MODIFY, 0x0A000000, 8, 5))
+        assert stored[-1] and _egress(holder, 0x0A000001) == 5
+        got = client.read(pb.Entity(table_entry=pb.TableEntry(table_id=table.id)))
+        assert [e.table_entry.action.action.params[1].value for e in got] == [b(5)]
+        out = cli(
+            srv.port,
+            "table_add RouterIngress.ipv4_lpm RouterIngress.set_nhop 11.0.0.0/8 => 02:00:00:00:00:02 7\n",
+        )
+        assert "Entry has been added with handle 1" in out and _egress(holder, 0x0B000001) == 7
+        with pytest.raises(P4RuntimeError) as e:  # the store knows Thrift's entry
+            _write(client, _update(holder, pb.Update.INSERT, 0x0B000000, 8, 3))
+        assert stored[-1] is False and e.value.details[0].canonical_code == Code.ALREADY_EXISTS
+        _write(client, _update(holder, pb.Update.DELETE, 0x0B000000, 8, None))
+        assert stored[-1] and _egress(holder, 0x0B000001) != 7
+        out = cli(
+            srv.port, "table_num_entries RouterIngress.ipv4_lpm\ntable_delete RouterIngress.ipv4_lpm 0\n"
+        )
+        assert "RuntimeCmd: 1" in out and len(table) == 0
+        _write(client, _update(holder, pb.Update.INSERT, 0x0A000000, 8, 4))  # Thrift's delete reached it
+        assert stored[-1] and _egress(holder, 0x0A000001) == 4
+        assert [e._handle for e in table] == [2]  # handles keep growing across both ways in
+    finally:
+        srv.stop()
+
+
+_OPS = st.lists(
+    st.tuples(
+        st.sampled_from([pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE]),
+        st.integers(0, 5),
+        st.integers(1, 9),
+    ),
+    min_size=1,
+    max_size=6,
+)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_OPS, st.sampled_from([0, 1, 2])), min_size=1, max_size=8))
+def test_random_writes_forward_read_and_fail_as_the_general_path(writes) -> None:
+    """The same Writes to a switch with the store and to one on the general path: the same
+    answers (per-update errors included), Reads and forwarding after each."""
+    (fh, _, fast), (sh, _, slow) = _switch(True), _switch(False)
+    prefixes = [
+        (0x0A000000, 8),
+        (0x0A010000, 16),
+        (0x0A010200, 24),
+        (0x0B000000, 8),
+        (0x0A010203, 32),
+        (0, 0),
+    ]
+    probes = [0x0A000001, 0x0A010001, 0x0A010201, 0x0A010203, 0x0B000001, 0x0C000001]
+    for ops, atomicity in writes:
+        outcomes = []
+        for holder, client in ((fh, fast), (sh, slow)):
+            ups = [
+                _update(holder, kind, *prefixes[i], None if kind == pb.Update.DELETE else port)
+                for kind, i, port in ops
+            ]
+            req = client._stamp(pb.WriteRequest(updates=ups, atomicity=atomicity))
+            try:
+                client.core.write(req, raw=req.SerializeToString())
+                outcomes.append(None)
+            except P4RuntimeError as e:
+                outcomes.append((e.code, e.message, [(d.canonical_code, d.message) for d in e.details]))
+        assert outcomes[0] == outcomes[1]
+        reads = [
+            sorted(
+                x.SerializeToString(deterministic=True)
+                for x in c.read(pb.Entity(table_entry=pb.TableEntry(table_id=_ids(h)[0])))
+            )
+            for h, c in ((fh, fast), (sh, slow))
+        ]
+        assert reads[0] == reads[1]
+        assert [_egress(fh, d) for d in probes] == [_egress(sh, d) for d in probes]
