@@ -56,8 +56,9 @@ pub struct TableWritePlan {
 }
 
 /// The engine's side of one table's entries (issue 49, item 7): the keys of all its entries
-/// (however written) with their handles, and the updates `apply` made that the table's Python
-/// state has not taken in yet (`store_take`). Python tells it of every other change
+/// (however written) with their handles, and what `apply` changed that the table's Python
+/// state has not taken in yet (`store_take`), one item per key however many Writes changed it
+/// (so it stays within twice the table's size). Python tells it of every other change
 /// (`store_add`, `store_remove`) and of the programs applying the table (`store_attach`).
 struct Store {
     /// the table's size (0: no limit)
@@ -66,10 +67,18 @@ struct Store {
     keys: HashMap<Vec<u64>, (u64, bool)>,
     /// the handle the next insert gets (handles grow, as the Python table's)
     next_handle: u64,
-    /// applied updates, in order, with their entries' handles
-    journal: Vec<(u64, Decoded)>,
+    /// the keys `apply` changed since the Python state last took them in
+    pending: HashMap<Vec<u64>, Pending>,
     /// the engine programs applying this table (weakly held, as `Sinks`)
     sinks: Vec<Py<PyWeakrefReference>>,
+}
+
+/// A key `apply` changed: the handle of the entry the Python state holds for it (None: none),
+/// the handle it has now and the last update (a DELETE: the key has no entry now).
+struct Pending {
+    held: Option<u64>,
+    handle: u64,
+    update: Decoded,
 }
 
 /// An entry's key from its index fields: a table's field kinds make (masks, masked values,
@@ -502,7 +511,7 @@ impl TableWritePlan {
                 size,
                 keys: HashMap::new(),
                 next_handle: 0,
-                journal: Vec::new(),
+                pending: HashMap::new(),
                 sinks: Vec::new(),
             },
         );
@@ -556,18 +565,27 @@ impl TableWritePlan {
         Ok(())
     }
 
-    /// The updates `apply` made to table `tid` since the last call, in order, as
-    /// `(handle, update)` with `update` as `DecodedWrite.update` gives it.
+    /// The handle the table's next entry gets, and what `apply` changed in table `tid` since
+    /// the last call, a key at a time, in the order
+    /// of the handles the keys have now: `(held, handle, update)` with `held` the handle of the
+    /// entry the Python state holds for the key (None: none), `update` the last one (as
+    /// `DecodedWrite.update` gives it; a DELETE: the key has no entry now). Held == handle: the
+    /// entry was modified; else the held one (if any) is gone and, unless deleted, a new one is
+    /// there - put in handle order, the entries keep the order of their inserts.
+    #[allow(clippy::type_complexity)]
     fn store_take<'py>(
         &mut self,
         py: Python<'py>,
         tid: u32,
-    ) -> PyResult<Vec<(u64, Bound<'py, PyTuple>)>> {
-        let journal = std::mem::take(&mut self.store(tid)?.journal);
-        journal
+    ) -> PyResult<(u64, Vec<(Option<u64>, u64, Bound<'py, PyTuple>)>)> {
+        let st = self.store(tid)?;
+        let mut items: Vec<Pending> = std::mem::take(&mut st.pending).into_values().collect();
+        items.sort_unstable_by_key(|p| p.handle);
+        let out = items
             .iter()
-            .map(|(h, d)| Ok((*h, decoded_tuple(py, d)?)))
-            .collect()
+            .map(|p| Ok((p.held, p.handle, decoded_tuple(py, &p.update)?)))
+            .collect::<PyResult<_>>()?;
+        Ok((st.next_handle, out))
     }
 
     /// Apply a WriteRequest (its bytes) here when every update is a plain one of a stored table
@@ -631,7 +649,33 @@ impl TableWritePlan {
             if !touched.contains(&d.table_id) {
                 touched.push(d.table_id);
             }
-            st.journal.push((handle, d));
+            let key = key_of(&d.masks, &d.masked, &d.ranges, d.priority);
+            match st.pending.get_mut(&key) {
+                // deleted before the Python state saw it: nothing to take in
+                Some(p) if d.utype == DELETE && p.held.is_none() => {
+                    st.pending.remove(&key);
+                }
+                Some(p) => {
+                    p.handle = handle;
+                    p.update = d;
+                }
+                None => {
+                    // a key without news: the Python state holds what the keys held before
+                    let held = if d.utype == INSERT {
+                        None
+                    } else {
+                        Some(handle)
+                    };
+                    st.pending.insert(
+                        key,
+                        Pending {
+                            held,
+                            handle,
+                            update: d,
+                        },
+                    );
+                }
+            }
         }
         Ok(Some(touched))
     }

@@ -320,20 +320,22 @@ class TableState:
         self._store = store
 
     def _take_in(self) -> None:
-        """Build the entries of the updates the store applied (its programs have them already)."""
+        """Build the entries the store changed (its programs have them already): a key at a
+        time, new entries in handle order - the order of their inserts, as the dict keeps it."""
         self._pending = False
-        ents, exact, nxt = self._ents, self._exact if self._exact_only else None, self._next_h
-        for handle, (utype, _, fields, masks, masked, ranges, rank, priority, action, cm, md) in \
-                self._store.store_take(self.id):
+        ents, exact = self._ents, self._exact if self._exact_only else None
+        nxt, changed = self._store.store_take(self.id)  # the handles deleted unseen stay used
+        for held, handle, (utype, _, fields, masks, masked, ranges, rank, priority, action, cm, md) in changed:
             canon = tuple(None if f is None else _STORED_MATCH[f[0]](f[1], f[2]) for f in fields)
             key = (canon, priority)
-            if utype == 3:  # DELETE
+            if held is not None and held != handle or utype == 3:  # the held entry is gone
                 del ents[key]
                 if exact is not None:
                     del exact[tuple(m.value for m in canon)]
+            if utype == 3:  # DELETE
                 continue
             call = ActionCall(action[0], action[1])
-            if utype == 2:  # MODIFY
+            if held == handle:  # modified
                 entry = ents[key]
                 entry.action = call
                 entry.idle_timeout_ns = 0
@@ -344,11 +346,9 @@ class TableState:
                 ents[key] = entry
                 if exact is not None:
                     exact[tuple(m.value for m in canon)] = entry
-                if handle >= nxt:
-                    nxt = handle + 1
             entry.controller_metadata = cm
             entry.metadata = md
-        self._next_h = nxt
+        self._next_h = max(self._next_h, nxt)
         self._dirty = True
 
     # ------------------------------------------------------------ reading

@@ -135,37 +135,51 @@ def test_store_writes_reach_packets_read_and_thrift_and_thrift_writes_reach_the_
 
 
 _OPS = st.lists(
-    st.tuples(
-        st.sampled_from([pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE]),
-        st.integers(0, 5),
-        st.integers(1, 9),
-    ),
+    st.tuples(st.integers(0, 5), st.integers(1, 9), st.sampled_from(["modify", "delete"]), st.integers(0, 9)),
     min_size=1,
     max_size=6,
 )
+PREFIXES = [(0x0A000000, 8), (0x0A010000, 16), (0x0A010200, 24), (0x0B000000, 8), (0x0A010203, 32), (0, 0)]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(st.tuples(_OPS, st.sampled_from([0, 1, 2])), min_size=1, max_size=8))
+def _kinds(ops: list, present: set[int]) -> list[tuple[int, int, int]]:
+    """(kind, prefix index, port) of each op: what succeeds on the keys present (tracked through
+    the Write), one in ten the opposite (an INSERT of a present key, a MODIFY or DELETE of an
+    absent one); prefix 5 (a /0) always fails."""
+    out = []
+    for i, port, change, dice in ops:
+        wrong = dice == 0
+        if (i in present) != wrong:
+            kind = pb.Update.MODIFY if change == "modify" else pb.Update.DELETE
+        else:
+            kind = pb.Update.INSERT
+        if not wrong and i != 5:
+            if kind == pb.Update.INSERT:
+                present.add(i)
+            elif kind == pb.Update.DELETE:
+                present.discard(i)
+        out.append((kind, i, port))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.tuples(_OPS, st.sampled_from([0, 1, 2]), st.booleans()), min_size=1, max_size=10))
 def test_random_writes_forward_read_and_fail_as_the_general_path(writes) -> None:
     """The same Writes to a switch with the store and to one on the general path: the same
-    answers (per-update errors included), Reads and forwarding after each."""
+    answers (per-update errors included) and forwarding after each, and the same Reads after
+    those followed by one (so the store's changes pile up over several Writes in between)."""
     (fh, _, fast), (sh, _, slow) = _switch(True), _switch(False)
-    prefixes = [
-        (0x0A000000, 8),
-        (0x0A010000, 16),
-        (0x0A010200, 24),
-        (0x0B000000, 8),
-        (0x0A010203, 32),
-        (0, 0),
-    ]
     probes = [0x0A000001, 0x0A010001, 0x0A010201, 0x0A010203, 0x0B000001, 0x0C000001]
-    for ops, atomicity in writes:
+    slow_table = sh.state.tables_by_name[LPM_TABLE]
+    writes[-1] = (*writes[-1][:2], True)
+    for ops, atomicity, look in writes:
+        present = {PREFIXES.index((e.match[0].value, e.match[0].prefix_len)) for e in slow_table}
+        kinds = _kinds(ops, present)
         outcomes = []
         for holder, client in ((fh, fast), (sh, slow)):
             ups = [
-                _update(holder, kind, *prefixes[i], None if kind == pb.Update.DELETE else port)
-                for kind, i, port in ops
+                _update(holder, kind, *PREFIXES[i], None if kind == pb.Update.DELETE else port)
+                for kind, i, port in kinds
             ]
             req = client._stamp(pb.WriteRequest(updates=ups, atomicity=atomicity))
             try:
@@ -174,6 +188,9 @@ def test_random_writes_forward_read_and_fail_as_the_general_path(writes) -> None
             except P4RuntimeError as e:
                 outcomes.append((e.code, e.message, [(d.canonical_code, d.message) for d in e.details]))
         assert outcomes[0] == outcomes[1]
+        assert [_egress(fh, d) for d in probes] == [_egress(sh, d) for d in probes]
+        if not look:
+            continue
         reads = [
             sorted(
                 x.SerializeToString(deterministic=True)
@@ -182,4 +199,35 @@ def test_random_writes_forward_read_and_fail_as_the_general_path(writes) -> None
             for h, c in ((fh, fast), (sh, slow))
         ]
         assert reads[0] == reads[1]
-        assert [_egress(fh, d) for d in probes] == [_egress(sh, d) for d in probes]
+        handles = [e._handle for e in fh.state.tables_by_name[LPM_TABLE]]
+        assert handles == sorted(handles)  # in the order of their inserts, as the general path keeps them
+
+
+def test_changes_piled_up_between_looks_keep_the_general_paths_order() -> None:
+    """Entries deleted and inserted again, modified, inserted and deleted unseen, over Writes
+    with no look in between: a Read then gives the general path's entries in its order."""
+    switches = [_switch(True), _switch(False)]
+    steps = [
+        [(pb.Update.INSERT, 0, 2), (pb.Update.INSERT, 1, 3), (pb.Update.INSERT, 2, 4)],
+        None,  # a look: the Python state holds these three
+        [(pb.Update.DELETE, 0, None)],
+        [(pb.Update.INSERT, 3, 5), (pb.Update.MODIFY, 1, 6)],
+        [(pb.Update.INSERT, 0, 7), (pb.Update.INSERT, 4, 8)],
+        [(pb.Update.DELETE, 4, None), (pb.Update.MODIFY, 3, 9)],
+        None,
+    ]
+    reads = []
+    for holder, _, client in switches:
+        got = []
+        for step in steps:
+            if step is None:
+                got.append(
+                    [
+                        x.SerializeToString(deterministic=True)
+                        for x in client.read(pb.Entity(table_entry=pb.TableEntry(table_id=_ids(holder)[0])))
+                    ]
+                )
+                continue
+            _write(client, *[_update(holder, kind, *PREFIXES[i], port) for kind, i, port in step])
+        reads.append(got)
+    assert reads[0] == reads[1] and len(reads[0][-1]) == 4
