@@ -30,7 +30,7 @@ from p4switch.state.runtime import RuntimeState
 from .arbitration import Arbitration, StreamSession, check_role, election_id_of, to_uint128
 from .device import Device, PipelineLoadError
 from .errors import P4RuntimeError, to_p4_error
-from .fast_writes import FastWriter
+from .fast_writes import STORE_MAX_UPDATES, FastWriter
 from .p4data import encode_p4data
 from .reads import counter_cells, read_entity, read_entity_wire
 from .wire_encode import packet_in_response, read_response
@@ -252,7 +252,7 @@ class P4RuntimeCore:
             fast = self._fast
             if fast is None or fast.state is not st:
                 fast = self._fast = FastWriter.of(st)
-            if fast.stored:  # all in the engine's store (the caller is the primary: checked above)
+            if fast.stored and len(req.updates) <= STORE_MAX_UPDATES:  # all in the engine's store
                 primary = self.arbitration.primary
                 if fast.apply(req.SerializeToString() if raw is None else raw, self.device_id, primary.election_id):
                     return pb.WriteResponse()
