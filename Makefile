@@ -141,28 +141,28 @@ demo: setup p4
 	$(VENV)/bin/hbh demo $(DEMO_ARGS)
 
 results: setup
-	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures
+	$(VENV)/bin/hbh results --out docs/results.md --figures docs/figures
 
 # Where the law works: rates x1-x500, delays 0.1-50 ms, buffers 200 and 1 BDP (Ray; ~20 min on 2 cores) -> docs/map.md
 map: setup
-	$(PY) -m topo.results_map --out docs/map.md --figures docs/figures
+	$(VENV)/bin/hbh map --out docs/map.md --figures docs/figures
 
 # Only docs/results.md's TCP sections (issue 23; ~10 min), also part of `make results`
 .PHONY: results-tcp
 results-tcp: setup
-	$(PY) -m topo.results_doc --out docs/results.md --figures docs/figures --only tcp
+	$(VENV)/bin/hbh results --out docs/results.md --figures docs/figures --only tcp
 
 # The simulator's TCP model against the kernel's (root: netns; ~12 min on a quiet machine): new kernel runs
 # into docs/tcp-kernel-runs/, their tables into docs/howto/tcp.md ("Validation against the kernel")
 tcp-validation: setup
-	chrt -r 10 $(PY) -m topo.tcp_validation --duration 60s --seed 1 --save-kernel docs/tcp-kernel-runs --doc docs/howto/tcp.md
-	$(PY) -m topo.tcp_diagnosis --kernel-from docs/tcp-kernel-runs --duration 60s --seed 1 --doc docs/howto/tcp.md
+	chrt -r 10 $(VENV)/bin/hbh tcp-validation --duration 60s --seed 1 --save-kernel docs/tcp-kernel-runs --doc docs/howto/tcp.md
+	$(VENV)/bin/hbh tcp-diagnosis --kernel-from docs/tcp-kernel-runs --duration 60s --seed 1 --doc docs/howto/tcp.md
 
 # The sources' TCP experiments, short, on the kernel's TCP in netns beside the model, and the RTM
 # ablation (root; ~35 min) -> docs/howto/tcp.md ("The sources' experiments on the kernel's TCP")
 .PHONY: tcp-kernel
 tcp-kernel: setup
-	chrt -r 10 $(PY) -m topo.tcp_kernel --doc docs/howto/tcp.md
+	chrt -r 10 $(VENV)/bin/hbh tcp-kernel --doc docs/howto/tcp.md
 
 clean:
 	rm -rf $(BUILD) .pytest_cache controlplane/*.so

@@ -17,9 +17,9 @@ threads and dates departures with its own clock, so single departures jitter by 
 microseconds to a few milliseconds where p4switch's port dates each frame exactly; a buffer's mean
 and spread move by a point or two with that, not by more.
 
-    python -m topo.bmv2_diff [TOPOLOGY.yaml ...] [--duration 40s] [--seed 1] [--out DIR]
-    python -m topo.bmv2_diff --from DIR        # compare runs already made (DIR/NAME/TARGET/summary.json)
-    python -m topo.bmv2_diff --only bmv2 --out DIR   # one target's runs (redo one side; then --from DIR)
+    hbh bmv2-diff [TOPOLOGY.yaml ...] [--duration 40s] [--seed 1] [--out DIR]
+    hbh bmv2-diff --from DIR        # compare runs already made (DIR/NAME/TARGET/summary.json)
+    hbh bmv2-diff --only bmv2 --out DIR   # one target's runs (redo one side; then --from DIR)
 
 Prints one markdown table (its bounds are docs/howto/bmv2.md's) and exits 1 when a check fails, 2 on bad
 input. Needs root, and ``simple_switch_grpc`` and ``p4c`` on PATH for the BMv2 runs.
@@ -37,6 +37,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from runtime.arguments import ValueParser
 
 __all__ = ["Check", "compare", "table", "cpu_table", "SwitchCpu", "load_average", "DEFAULT_TOPOLOGIES", "BUFFER_POINTS", "GOODPUT_REL", "REACTION_INTERVALS",
            "main"]
@@ -251,7 +253,7 @@ def _load(run_dir: Path) -> dict[str, Any]:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m topo.bmv2_diff", description=__doc__,
+    p = ValueParser(prog="hbh bmv2-diff", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("topologies", nargs="*", metavar="TOPOLOGY",
                    help=f"topology files or names (default: {', '.join(DEFAULT_TOPOLOGIES)})")

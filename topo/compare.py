@@ -36,24 +36,6 @@ __all__ = ["register", "compare", "run_metrics", "run_reasons", "jain", "COMPARE
 COMPARE_CONTROLS = tuple(c for c in CONTROLS if c != "fixed")
 DEFAULT_CONTROLS = "alinea,cvihis-rtm,cvihis-blm"
 
-#: (metric key, label, format) in the report's order; docs/reference/metrics.md defines each.
-METRICS: tuple[tuple[str, str, str], ...] = (
-    ("loss_packets", "loss (packets)", "{:.0f}"),
-    ("loss_pct", "loss (%)", "{:.3f}"),
-    ("loss_network_packets", "loss in the network and NIC queues (packets)", "{:.0f}"),
-    ("loss_receiver_packets", "loss at the receivers' playout buffers (packets)", "{:.0f}"),
-    ("owd_mean_ms", "OWD mean (ms)", "{:.1f}"),
-    ("owd_p50_ms", "OWD p50 (ms)", "{:.1f}"),
-    ("owd_p99_ms", "OWD p99 (ms)", "{:.1f}"),
-    ("utilisation", "bottleneck utilisation", "{:.3f}"),
-    ("goodput_kbps", "total goodput (kb/s)", "{:.0f}"),
-    ("convergence_s", "convergence (s)", "{:.2f}"),
-    ("hop_reaction_s", "hop's reaction to the capacity drop (s)", "{:.3f}"),
-    ("reaction_s", "sources' reaction to the capacity drop (s)", "{:.3f}"),
-    ("rate_cv", "rate CV", "{:.3f}"),
-    ("jain", "Jain's index", "{:.4f}"),
-)
-
 
 class CompareError(ValueError):
     """Bad input to ``hbh compare``: one line, exit 2."""

@@ -10,7 +10,25 @@ from typing import Any
 from topo.sweep.stats import mean_ci
 from topo.sweep.store import write_atomic
 
-__all__ = ["format_table", "write_report", "plot_compare", "cell"]
+__all__ = ["format_table", "write_report", "plot_compare", "cell", "METRICS"]
+
+#: (metric key, label, format) in the report's order; docs/reference/metrics.md defines each.
+METRICS: tuple[tuple[str, str, str], ...] = (
+    ("loss_packets", "loss (packets)", "{:.0f}"),
+    ("loss_pct", "loss (%)", "{:.3f}"),
+    ("loss_network_packets", "loss in the network and NIC queues (packets)", "{:.0f}"),
+    ("loss_receiver_packets", "loss at the receivers' playout buffers (packets)", "{:.0f}"),
+    ("owd_mean_ms", "OWD mean (ms)", "{:.1f}"),
+    ("owd_p50_ms", "OWD p50 (ms)", "{:.1f}"),
+    ("owd_p99_ms", "OWD p99 (ms)", "{:.1f}"),
+    ("utilisation", "bottleneck utilisation", "{:.3f}"),
+    ("goodput_kbps", "total goodput (kb/s)", "{:.0f}"),
+    ("convergence_s", "convergence (s)", "{:.2f}"),
+    ("hop_reaction_s", "hop's reaction to the capacity drop (s)", "{:.3f}"),
+    ("reaction_s", "sources' reaction to the capacity drop (s)", "{:.3f}"),
+    ("rate_cv", "rate CV", "{:.3f}"),
+    ("jain", "Jain's index", "{:.4f}"),
+)
 
 
 Reasons = dict[str, list[dict[str, str]]]
@@ -37,8 +55,6 @@ def _rows(controls: tuple[str, ...], table: dict[str, list[dict[str, float | Non
           reasons: Reasons | None = None) -> tuple[list[list[str]], list[str]]:
     """The table's rows, and the notes for the rows no control has a value in (left out of the table,
     each with why)."""
-    from topo.compare import METRICS
-
     rows, notes = [["metric", *controls]], []
     for key, label, fmt in METRICS:
         if all(m.get(key) is None for c in controls for m in table[c]):

@@ -13,7 +13,7 @@ Scaled time (docs/reference/topologies.md): the simulator moves ~20-30k packet-h
 Mb/s instead of Gb/s and delays ms instead of µs, keeping the bandwidth-delay product in packets
 of a real fabric; flow sizes are the published CDF's times ``size_scale``.
 
-    python -m topo.fabric --cdf websearch --load 0.5 --control alinea --duration 1s --out DIR
+    hbh fabric --cdf websearch --load 0.5 --control alinea --duration 1s --out DIR
 
 ``--backend netns`` runs the same workload as real processes (root): the kernel's TCP carries the
 flows (``cvihis-rtm``: paced by CVIHIS, topo/netns_pace.py; ``none`` has no kernel), for ``--run``
@@ -37,11 +37,11 @@ from pathlib import Path
 from controlplane.agent import MAX_CLASSES
 from controlplane.units import parse_duration_ns, parse_rate
 from hosts.datagram import DATA_PORT
-from p4switch.pipeline.algorithms import crc16
 from runtime.arguments import ValueParser
 from topo.fct import FctRow, fct_rows, port_occupancy, slowdown_table, write_fct_csv
 from topo.model import Topology
 from topo.record import Recorder
+from topo.routes import IPPROTO_TCP, IPPROTO_UDP, selector_next_hop
 from topo.schema import load_topology_text
 from topo.simnet import SimNetwork
 from topo.tcpflow import TCP_PORT_BASE
@@ -49,7 +49,7 @@ from topo.workload import FlowSpec, WorkloadError, cdf_named, flows_yaml, poisso
 from topo.yaml_tree import TopologyError
 
 __all__ = ["FabricSpec", "FabricRun", "FABRIC_CONTROLS", "fabric_topology", "run_fabric", "run_fabric_netns",
-           "spine_link_bytes", "spine_gap", "spine_balance", "selector_next_hop", "hashed_bytes", "main"]
+           "spine_link_bytes", "spine_gap", "spine_balance", "hashed_bytes", "main"]
 
 #: a fabric run's control -> the network mode of its switches. The flows are sized TCP flows under every
 #: control: the simulator's one reliable transport. ``alinea-classes``: hop by hop with per-destination
@@ -62,7 +62,6 @@ FABRIC_CONTROLS = {"alinea": "hop-by-hop", "alinea-classes": "hop-by-hop", "tcp"
 #: the flows' congestion control where it is not the default (cubic)
 FLOW_CC = {"none": "none", "cvihis-rtm": "cvihis-rtm"}
 STEP_NS = 50_000_000  # how often the run checks whether every flow has completed
-IPPROTO_TCP, IPPROTO_UDP = 6, 17
 CAP_NS = 30_000_000_000  # a simulator run stops here (virtual time) even if some flow has not completed
 CAP_AFTER_ARRIVALS_NS = 10_000_000_000  # ... or this long after the last arrival, for longer workloads
 
@@ -169,19 +168,6 @@ def spine_balance(links: dict[tuple[str, str], int]) -> dict:
     return out
 
 
-def selector_next_hop(topo: Topology, node: str, src: str, dst: str, proto: int, sport: int = 0,
-                      dport: int = 0) -> str:
-    """The next hop alinea.p4's ``ecmp_selector`` gives a packet ``src -> dst`` at ``node``: the crc16
-    of the selector fields (source and destination address, protocol, the two L4 ports the parser
-    copied: 0 where it copies none), modulo the group's size, picks a member in the group's order
-    (topo/plan.py: the next hops sorted by name). BMv2's and p4switch's rule with unit weights."""
-    hops = topo.next_hops(node, dst)
-    if not hops:
-        raise ValueError(f"{node} has no route to {dst}")
-    key = (topo.ip(src) << 72) | (topo.ip(dst) << 40) | (proto << 32) | (sport << 16) | dport
-    return hops[crc16(key, 104) % len(hops)]
-
-
 def hashed_bytes(run: FabricRun) -> dict[str, int]:
     """Each inter-leaf flow's size on the spine its data packets' 5-tuple hashes to at its source
     leaf: what the uplinks carry of the flows' payload if the switches hash as :func:`selector_next_hop`
@@ -268,7 +254,7 @@ def _hashed(run: FabricRun) -> dict:
 
 
 def _parser() -> argparse.ArgumentParser:
-    p = ValueParser(prog="python -m topo.fabric", description=__doc__.split("\n\n")[0])  # runtime/arguments.py
+    p = ValueParser(prog="hbh fabric", description=__doc__.split("\n\n")[0])  # runtime/arguments.py
     p.add_argument("--cdf", default="websearch", help="websearch, datamining, or a CDF file")
     p.add_argument("--load", type=float, default=0.5, help="offered load, a fraction of the host links")
     p.add_argument("--control", default="alinea", choices=sorted(FABRIC_CONTROLS))
@@ -303,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             run = run_fabric(topo, args.seed, cap_ns=max(CAP_NS, duration + CAP_AFTER_ARRIVALS_NS))
     except (WorkloadError, TopologyError, ValueError) as exc:
-        print(f"python -m topo.fabric: {exc}", file=sys.stderr)
+        print(f"hbh fabric: {exc}", file=sys.stderr)
         return 2
     result = summary(run)
     shown = {k: result[k] for k in ("flows", "completed", "end_s", "spine_bytes", "realtime") if k in result}

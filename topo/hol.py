@@ -17,7 +17,7 @@ a priority queue and a law per (port, destination class), docs/howto/fabric.md),
 likewise), ``tcp`` (end to end, the TCP model), ``none`` (end to end, fixed-rate senders at their
 link's rate, the victim at ``victim_rate``).
 
-    python -m topo.hol [--seconds 3] [--fairness per-flow] [--leaves 6 --spines 3 --hosts-per-leaf 4]
+    hbh hol [--seconds 3] [--fairness per-flow] [--leaves 6 --spines 3 --hosts-per-leaf 4]
                        [--senders 3] [--out DIR]
 
 The fabric's shape (``--leaves``, ``--spines``, ``--hosts-per-leaf``, ``--oversubscription``) and the
@@ -31,13 +31,13 @@ and ``--delay`` scale the fabric down for it (docs/howto/fabric.md, "In netns").
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 from dataclasses import dataclass
 from pathlib import Path
 
 from controlplane.agent import MAX_CLASSES
+from runtime.arguments import ValueParser
 from topo.fabric import FabricSpec
 from topo.fairness import FAIRNESS
 from topo.model import Topology
@@ -200,7 +200,7 @@ def run_hol(setup: HolSetup, control: str, seed: int = 1, backend: str = "sim", 
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m topo.hol", description=__doc__.split("\n\n")[0])
+    p = ValueParser(prog="hbh hol", description=__doc__.split("\n\n")[0])
     p.add_argument("--seconds", type=float, default=3.0)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--controls", default=",".join(HOL_CONTROLS))

@@ -1,7 +1,7 @@
 """Where a netns TCP sender's runs of data are born: a timeline of its host process's frame loop.
 
-    HBH_LOOP_TRACE=DIR sudo -E chrt -r 10 .venv/bin/python -m topo.tcp_validation ... --pcap --out OUT
-    .venv/bin/python -m topo.loop_trace DIR/H1.trace.json [--rate-mbps 20] [--delay-ms 50]
+    HBH_LOOP_TRACE=DIR sudo -E chrt -r 10 .venv/bin/hbh tcp-validation ... --pcap --out OUT
+    .venv/bin/hbh loop-trace DIR/H1.trace.json [--rate-mbps 20] [--delay-ms 50]
 
 Why: R1's pcaps (``topo.tcp_bursts``) show data arriving from H1 in runs the ACKs leaving R1
 toward H1 do not have; between the two captures are H1's host process and H1's kernel. With
@@ -24,7 +24,6 @@ bottleneck's frame time, as ``topo.tcp_bursts``) by what started them:
 
 from __future__ import annotations
 
-import argparse
 import bisect
 import json
 import os
@@ -36,6 +35,7 @@ from pathlib import Path
 
 from hosts.tcp import MSS
 from hosts.tcp.wire import data_frame_bytes
+from runtime.arguments import ValueParser
 from topo.tcp_bursts import DATA_MIN_BYTES, Profile, profile
 
 __all__ = ["LoopTrace", "ENV", "load", "classify", "main", "WINDOW_NS", "KINDS"]
@@ -178,7 +178,7 @@ def report(name: str, s: Sorted) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m topo.loop_trace", description=__doc__.split("\n\n")[0])
+    p = ValueParser(prog="hbh loop-trace", description=__doc__.split("\n\n")[0])
     p.add_argument("traces", nargs="+", type=Path, help="DIR/<host>.trace.json of TCP senders' hosts")
     p.add_argument("--rate-mbps", type=float, default=20.0, help="the bottleneck's rate (default 20)")
     p.add_argument("--delay-ms", type=float, default=50.0, help="the sender's uplink delay (default 50: 200 ms RTT)")

@@ -20,25 +20,26 @@ ERROR_SCALE = 0.10  # the colour saturates at 10 points
 
 
 def map_figure(png: Path, name: str, plan: list[tuple[Any, str, float, float, bool]],
-               results: dict[Any, dict[str, Any]]) -> None:
-    from topo.results_map import BUFFERS, DELAYS_MS, RATES
-
-    fig, axes = plt.subplots(1, len(BUFFERS), figsize=(5.2 * len(BUFFERS), 3.6), squeeze=False)
+               results: dict[Any, dict[str, Any]], *, rates: tuple[int, ...], delays_ms: tuple[float, ...],
+               buffers: tuple[str, ...]) -> None:
+    """Draw ``name``'s cells of ``plan`` on the map's grid (topo/results_map.py's ``RATES``,
+    ``DELAYS_MS``, ``BUFFERS``: passed in, so that this module imports nothing of the project)."""
+    fig, axes = plt.subplots(1, len(buffers), figsize=(5.2 * len(buffers), 3.6), squeeze=False)
     cmap = plt.get_cmap("Greens_r")
-    for ax, buf in zip(axes[0], BUFFERS):
+    for ax, buf in zip(axes[0], buffers):
         for cell, _text, _s, _cost, lossless in plan:
             if cell.name != name or cell.buffer != buf:
                 continue
-            x, y = DELAYS_MS.index(cell.delay_ms), RATES.index(cell.rate)
+            x, y = delays_ms.index(cell.delay_ms), rates.index(cell.rate)
             r = results.get(cell)
             label, colour = _look(r, cmap)
             ax.add_patch(Rectangle((x, y), 1, 1, facecolor=colour, edgecolor="white",
                                    hatch=None if lossless else "///"))
             ax.text(x + 0.5, y + 0.5, label, ha="center", va="center", fontsize=7)
-        ax.set_xlim(0, len(DELAYS_MS))
-        ax.set_ylim(0, len(RATES))
-        ax.set_xticks([i + 0.5 for i in range(len(DELAYS_MS))], [f"{d:g} ms" for d in DELAYS_MS])
-        ax.set_yticks([i + 0.5 for i in range(len(RATES))], [f"x{k}" for k in RATES])
+        ax.set_xlim(0, len(delays_ms))
+        ax.set_ylim(0, len(rates))
+        ax.set_xticks([i + 0.5 for i in range(len(delays_ms))], [f"{d:g} ms" for d in delays_ms])
+        ax.set_yticks([i + 0.5 for i in range(len(rates))], [f"x{k}" for k in rates])
         ax.set_xlabel("link delay")
         ax.set_ylabel("rates (x1 = the paper's 2 Mb/s)")
         ax.set_title(f"{name}: buffers {'200 packets' if buf == '200' else '1 BDP'}", fontsize=9)

@@ -56,7 +56,7 @@ TCP_RECORD_BYTES = 1448
 class BufferTime:
     """Where a buffer given as a duration came from (``buffer: 5ms``): ``ns`` of draining at
     ``rate_bps`` in ``packet_size``-byte packets. The buffer itself is always the packet count
-    the loader derived from these; this is kept only to show it (``python -m topo.show``)."""
+    the loader derived from these; this is kept only to show it (``hbh show``)."""
 
     ns: int
     rate_bps: float

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+from pathlib import Path
 from typing import Any
 
 from topo.model import Event, Topology
@@ -21,6 +22,8 @@ from topo.runner import run_experiment
 from topo.schema import load_topology
 
 __all__ = ["DIPS", "dip_runs", "dip_sections"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -79,7 +82,6 @@ def dip_runs(base: Topology) -> dict[str, list[dict[str, Any]]]:
 
 
 def dip_sections(base: Topology | None = None) -> list[str]:
-    from topo.results_doc import ROOT
 
     base = base or load_topology(ROOT / "topo" / "capacity-drop.yaml")
     runs = dip_runs(base)

@@ -1,5 +1,5 @@
 """docs/results.md's section "Hop-by-hop ALINEA against the end-to-end controls" (issue 48, item 3;
-``python -m topo.results_doc --only e2e``, part of ``make results``).
+``hbh results --only e2e``, part of ``make results``).
 
 Every control a unicast flow can have -- hop-by-hop ALINEA, CVIHIS RTM and BLM, TCP reno and cubic
 (the simulator's model), TFRC, LEDBAT and GCC -- on the same bottleneck: ``hbh compare`` on
@@ -130,7 +130,7 @@ def results_section(
         HEADING,
         "",
         f"`hbh compare TOPO --controls {','.join(controls)} --seeds {seeds} --duration {duration}` "
-        "(`python -m topo.results_doc --only e2e`; the control replaces the flow's control; same topology, same "
+        "(`hbh results --only e2e`; the control replaces the flow's control; same topology, same "
         "seeds, the simulator). Cells: mean ± 95 % Student-t half-width over the seeds; docs/reference/metrics.md defines "
         "every row, docs/howto/compare.md how to read them. Hop by hop every switch models a buffer per ingress port and "
         "ALINEA sets the rate toward it; end to end the same switches are drop-tail FIFOs as deep as their link's "

@@ -1,6 +1,6 @@
 """docs/results.md's fabric section: FCT slowdowns on a leaf-spine under every control at three
 loads, spine balance, and the head-of-line experiment (called by ``topo.results_doc``; alone, it
-regenerates just its section of docs/results.md: ``python -m topo.results_fabric``; with
+regenerates just its section of docs/results.md: ``hbh results-fabric``; with
 ``--hol-only``, just the head-of-line subsection).
 
 Why seeds with confidence intervals: a workload's flows are random; one seed's p99 is one draw.
@@ -10,7 +10,6 @@ Each (control, load) runs ``SEEDS`` seeds; tables give the mean over seeds +- th
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import math
 import os
@@ -25,6 +24,7 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+from runtime.arguments import ValueParser
 from topo.fabric import FABRIC_CONTROLS, FabricRun, FabricSpec, fabric_topology, run_fabric, spine_gap  # noqa: E402
 from topo.fct import FctRow, slowdown_table  # noqa: E402
 from topo.hol import HOL_CONTROLS, HolSetup, run_hol  # noqa: E402
@@ -212,7 +212,7 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
             "CVIHIS's rate over the TCP model's recovery, docs/howto/fabric.md; in the head-of-line table below it runs "
             "CVIHIS's own constant-rate datagrams). "
             f"Seeds {', '.join(map(str, SEEDS))} (`topo/results_fabric.py`; "
-            "`python -m topo.results_fabric` regenerates this section alone); mean ± 95 % t interval over seeds. "
+            "`hbh results-fabric` regenerates this section alone); mean ± 95 % t interval over seeds. "
             "Slowdown = FCT / ideal FCT, the ideal being three one-way delays of the path plus the flow's frames "
             "at its slowest link (docs/reference/topologies.md); the spine gap is |spine 1 - spine 2| bytes over their mean.",
             "", *_overall(runs), "",
@@ -222,7 +222,7 @@ def fabric_sections(figures: Path, doc_dir: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap = ValueParser(prog="hbh results-fabric", description=__doc__.split("\n\n")[0])
     ap.add_argument("--doc", default="docs/results.md")
     ap.add_argument("--figures", default="docs/figures")
     ap.add_argument("--hol-only", action="store_true",

@@ -1,5 +1,5 @@
 """docs/results.md's section on capacity-drop's reaction time over the drop's phase (called by
-``topo.results_doc``), and, as ``python -m topo.results_reaction --latencies 0.5ms 1ms``, the
+``topo.results_doc``), and, as ``hbh results-reaction --latencies 0.5ms 1ms``, the
 reaction over one whole cycle of the drop at each control latency (docs/howto/netns.md's table).
 
 Why: the reaction to a capacity drop is the time until the hop feeding the congested buffer cuts
@@ -13,17 +13,20 @@ drop) and what the agent adds after it.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import statistics
 import sys
+from pathlib import Path
 from typing import Any
 
+from runtime.arguments import ValueParser
 from topo.model import Topology
 from topo.runner import run_experiment
 from topo.schema import load_topology
 
 __all__ = ["reaction_sections", "PHASES_MS", "reaction_runs", "latency_scan", "main"]
+
+ROOT = Path(__file__).resolve().parents[1]
 
 S = 1_000_000_000
 MS = 1_000_000
@@ -89,9 +92,8 @@ def latency_scan(base: Topology, latency_ns: int, step_ms: int = 2, model: str =
 
 def main(argv: list[str] | None = None) -> int:
     from controlplane.units import UnitError, parse_duration_ns
-    from topo.results_doc import ROOT
 
-    p = argparse.ArgumentParser(prog="python -m topo.results_reaction",
+    p = ValueParser(prog="hbh results-reaction",
                                 description="capacity-drop's reaction over one cycle of the drop, per control latency")
     p.add_argument("--latencies", nargs="+", default=["0.5ms", "1ms", "2ms", "4ms"], help="control latencies")
     p.add_argument("--step-ms", type=int, default=2, help="the drop's phase step, ms (a cycle is 40 ms)")
@@ -123,7 +125,6 @@ def _fmt(x: float | None) -> str:
 
 
 def reaction_sections(base: Topology | None = None) -> list[str]:
-    from topo.results_doc import ROOT
 
     base = base or load_topology(ROOT / "topo" / "capacity-drop.yaml")
     runs = reaction_runs(base)

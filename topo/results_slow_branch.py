@@ -1,6 +1,6 @@
 """What a slow branch does to the others: the multicast tree run with its slow branch at several rates.
 
-``python -m topo.results_slow_branch [--duration 20] [--rates 2Mbps,1.5Mbps,1Mbps,0.5Mbps]`` runs
+``hbh results-slow-branch [--duration 20] [--rates 2Mbps,1.5Mbps,1Mbps,0.5Mbps]`` runs
 topo/multicast-tree.yaml in the simulator (seed 1) once per rate of the S3 -> S7 link (H5's branch), and
 once without H5 among the receivers, and writes docs/howto/multicast.md's ``## Results: a slow branch`` section
 (a table per run: each receiver's goodput against the tree rate, the sequence numbers it misses, its
@@ -12,11 +12,11 @@ multicast, and this says how much each receiver pays for it (rate and delay), me
 
 from __future__ import annotations
 
-import argparse
 import re
 from pathlib import Path
 from typing import Any
 
+from runtime.arguments import ValueParser
 from topo.multicast import tree_rate
 from topo.results_splice import splice_sections
 from topo.runner import run_experiment
@@ -103,7 +103,7 @@ def _figure(rows: list[dict[str, Any]], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    p = ValueParser(prog="hbh results-slow-branch", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--duration", type=float, default=20.0, help="seconds of simulated time per run")
     p.add_argument("--rates", default="2Mbps,1.5Mbps,1Mbps,0.5Mbps", help="rates of H5's branch, comma-separated")
     args = p.parse_args(argv)
@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
     if not rates or not all(re.fullmatch(r"[0-9.]+[kMG]?bps", r) for r in rates):
         p.error(f"--rates: rates such as 1.5Mbps, got {args.rates!r}")
     rows = slow_branch_runs(rates, args.duration)
-    command = f"python -m topo.results_slow_branch --duration {args.duration:g} --rates {','.join(rates)}"
+    command = f"hbh results-slow-branch --duration {args.duration:g} --rates {','.join(rates)}"
     DOC.write_text(splice_sections(DOC.read_text(), section(rows, args.duration, command)))
     _figure(rows, FIGURE)
     print(f"wrote {DOC} and {FIGURE}")

@@ -1,10 +1,24 @@
 """Replace some ``## `` sections of docs/results.md, keeping the rest (``make results`` regenerates
-the whole file; ``python -m topo.results_doc --only NAME`` one generator's sections, for a change
+the whole file; ``hbh results --only NAME`` one generator's sections, for a change
 that touches only them: a full run takes most of an hour)."""
 
 from __future__ import annotations
 
-__all__ = ["splice_sections"]
+import subprocess
+from pathlib import Path
+
+__all__ = ["splice_sections", "commit"]
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def commit() -> str:
+    """The checkout's short commit, which a generated section names (``unknown`` without git)."""
+    try:
+        return subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
+                              cwd=ROOT, timeout=10).stdout.strip() or "unknown"
+    except OSError:
+        return "unknown"
 
 
 def _blocks(lines: list[str]) -> list[tuple[str, str]]:

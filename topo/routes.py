@@ -2,7 +2,7 @@
 
 Why: ``Flow.path`` is the routes' tie-break (the next hop first by name). With ``ecmp`` on (a
 leaf-spine fabric's default) a switch with several shortest next hops spreads flows by the crc16
-of their 5-tuple (alinea.p4's ``ecmp_selector``, :func:`topo.fabric.selector_next_hop`), so the
+of their 5-tuple (alinea.p4's ``ecmp_selector``, :func:`selector_next_hop`), so the
 flows a spine carries are not the ones the tie-break puts there: an analysis of the tie-break's
 paths checks queues the packets never meet and misses those they fill (the head-of-line fabric
 at 6 leaves and 3 spines lost 153 packets on spines the tie-break left idle). A datagram flow's
@@ -15,10 +15,11 @@ from __future__ import annotations
 
 from topo.model import Flow, Topology
 
-__all__ = ["routed_path", "routed_paths", "DATAGRAM"]
+__all__ = ["routed_path", "routed_paths", "selector_next_hop", "DATAGRAM", "IPPROTO_TCP", "IPPROTO_UDP"]
 
 #: Controls whose packets carry hosts/datagram.py's UDP header.
 DATAGRAM = frozenset({"alinea", "fixed", "cvihis-rtm", "cvihis-blm", "tfrc", "ledbat", "gcc", "pgmcc"})
+IPPROTO_TCP, IPPROTO_UDP = 6, 17
 
 
 def routed_path(topo: Topology, index: int, flow: Flow) -> tuple[str, ...]:
@@ -27,7 +28,6 @@ def routed_path(topo: Topology, index: int, flow: Flow) -> tuple[str, ...]:
     if not topo.options.ecmp or flow.control not in DATAGRAM or len(topo.all_paths(flow.src, flow.dst)) <= 1:
         return flow.path
     from hosts.datagram import DATA_PORT
-    from topo.fabric import IPPROTO_UDP, selector_next_hop
 
     sport = DATA_PORT + (index + 1) % 1000
     hops = [flow.src]
@@ -39,6 +39,21 @@ def routed_path(topo: Topology, index: int, flow: Flow) -> tuple[str, ...]:
         else:
             hops.append(selector_next_hop(topo, here, flow.src, flow.dst, IPPROTO_UDP, sport, DATA_PORT))
     return tuple(hops)
+
+
+def selector_next_hop(topo: Topology, node: str, src: str, dst: str, proto: int, sport: int = 0,
+                      dport: int = 0) -> str:
+    """The next hop alinea.p4's ``ecmp_selector`` gives a packet ``src -> dst`` at ``node``: the crc16
+    of the selector fields (source and destination address, protocol, the two L4 ports the parser
+    copied: 0 where it copies none), modulo the group's size, picks a member in the group's order
+    (topo/plan.py: the next hops sorted by name). BMv2's and p4switch's rule with unit weights."""
+    from p4switch.pipeline.algorithms import crc16
+
+    hops = topo.next_hops(node, dst)
+    if not hops:
+        raise ValueError(f"{node} has no route to {dst}")
+    key = (topo.ip(src) << 72) | (topo.ip(dst) << 40) | (proto << 32) | (sport << 16) | dport
+    return hops[crc16(key, 104) % len(hops)]
 
 
 def routed_paths(topo: Topology) -> dict[str, tuple[str, ...]]:

@@ -64,10 +64,24 @@ from topo.model import (
     Options,
     Topology,
 )
-from topo.tcpflow import kernel_congestion_controls
 from topo.yaml_tree import Doc, Entry, TopologyError, compose
 
-__all__ = ["TopologyError", "load_topology", "load_topology_text"]
+__all__ = ["TopologyError", "load_topology", "load_topology_text", "kernel_congestion_controls"]
+
+
+#: Where the running kernel lists the congestion controls a TCP socket may take (a ``tcp`` flow's ``cc``).
+AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
+#: Accepted when the kernel does not say (no /proc file): every Linux has these two built in.
+FALLBACK_CC = ("reno", "cubic")
+
+
+def kernel_congestion_controls() -> tuple[tuple[str, ...], bool]:
+    """The congestion controls this kernel offers, and whether it said so (False: the fallback)."""
+    try:
+        names = tuple(AVAILABLE_CC.read_text().split())
+    except OSError:
+        return FALLBACK_CC, False
+    return (names, True) if names else (FALLBACK_CC, False)
 
 TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "groups", "links", "flows", "alinea", "events",
             "options", "cvihis")

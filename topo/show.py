@@ -1,4 +1,4 @@
-"""``python -m topo.show FILE...``: print a topology as the loader resolved it.
+"""``hbh show FILE...``: print a topology as the loader resolved it.
 
 Why: the file states defaults, selectors and derived values (r_max, ports, routes); this shows
 what the backends will actually get, so a file can be checked without running it, and the
@@ -8,10 +8,10 @@ one-line ``FILE:LINE: PATH: ...`` error and exits 1.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 from controlplane.units import format_duration, format_rate
+from runtime.arguments import ValueParser
 from topo.analysis import check_topology, with_remedy
 from topo.model import BufferTime, Topology
 from topo.schema import TopologyError, load_topology
@@ -132,7 +132,7 @@ def describe(t: Topology) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m topo.show", description=__doc__.splitlines()[0])
+    parser = ValueParser(prog="hbh show", description=__doc__.splitlines()[0])
     parser.add_argument("files", nargs="+", help="topology YAML files")
     args = parser.parse_args(argv)
     status = 0

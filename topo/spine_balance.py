@@ -7,14 +7,14 @@ however good the hash: this module draws the spine of every inter-leaf flow at r
 hash) many times and gives the gap's distribution, for runs of several lengths. If the
 simulator's gaps sit inside it, the gap is the hashing granularity of a short run, not the hash.
 
-    python -m topo.spine_balance [--load 0.5] [--seconds 2 8 32] [--seeds 10]
+    hbh spine-balance [--load 0.5] [--seconds 2 8 32] [--seeds 10]
 
-``--workload`` judges one exact workload instead (the one ``python -m topo.fabric`` draws with the
+``--workload`` judges one exact workload instead (the one ``hbh fabric`` draws with the
 same arguments): the ideal hash's gap over *its* inter-leaf flows, and over its host pairs (the
 unit a hash of the addresses alone can spread), so that a measured gap can be set against what
 the hash could give on those very flows:
 
-    python -m topo.spine_balance --workload --leaves 2 --hosts-per-leaf 2 --host-rate 1Mb/s \
+    hbh spine-balance --workload --leaves 2 --hosts-per-leaf 2 --host-rate 1Mb/s \
         --duration 8s --size-scale 0.0005 --seed 1
 """
 
@@ -27,6 +27,7 @@ import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from runtime.arguments import ValueParser
 from topo.fabric import FabricSpec
 from topo.results_fabric import CDF, SIZE_SCALE, SPEC
 from topo.workload import FlowSpec, WorkloadError, cdf_named, poisson_flows
@@ -134,7 +135,7 @@ def _one_workload(args: argparse.Namespace) -> int:
                               size_scale=args.size_scale)
         rows = [workload_odds(flows, unit) for unit in UNITS]
     except (WorkloadError, ValueError) as exc:
-        print(f"python -m topo.spine_balance: {exc}", file=sys.stderr)
+        print(f"hbh spine-balance: {exc}", file=sys.stderr)
         return 2
     inter = [f for f in flows if _leaf(f.src) != _leaf(f.dst)]
     print(f"{len(flows)} flows, {len(inter)} inter-leaf ({sum(f.size_bytes for f in inter)} bytes)")
@@ -146,7 +147,7 @@ def _one_workload(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m topo.spine_balance", description=__doc__.split("\n\n")[0])
+    p = ValueParser(prog="hbh spine-balance", description=__doc__.split("\n\n")[0])
     p.add_argument("--load", type=float, default=0.5)
     p.add_argument("--seconds", type=float, nargs="+", default=[2.0, 8.0, 32.0], help="arrivals per run")
     p.add_argument("--seeds", type=int, default=10)

@@ -1,6 +1,6 @@
 """How bursty a netns TCP run's data reaches the bottleneck, against the ACKs that clock it.
 
-    .venv/bin/python -m topo.tcp_bursts RUN_DIR... [--rate-mbps 20]
+    .venv/bin/hbh tcp-bursts RUN_DIR... [--rate-mbps 20]
 
 (RUN_DIR: a netns run with pcaps, e.g. ``topo.tcp_validation --pcap``'s ``OUT/<case>/netns``.)
 
@@ -17,7 +17,6 @@ closer to the previous than half the bottleneck's frame time (faster than the bo
 
 from __future__ import annotations
 
-import argparse
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +26,7 @@ from scapy.utils import RawPcapReader
 
 from hosts.tcp import MSS
 from hosts.tcp.wire import data_frame_bytes
+from runtime.arguments import ValueParser
 
 __all__ = ["Profile", "runs", "profile", "pcap_times", "main", "DATA_MIN_BYTES"]
 
@@ -100,7 +100,7 @@ def table(rows: list[tuple[str, Profile, Profile]]) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m topo.tcp_bursts", description=__doc__.split("\n\n")[0])
+    p = ValueParser(prog="hbh tcp-bursts", description=__doc__.split("\n\n")[0])
     p.add_argument("runs", nargs="+", type=Path, help="netns run directories (with pcap/R1/)")
     p.add_argument("--rate-mbps", type=float, default=20.0, help="the bottleneck's rate (default 20)")
     args = p.parse_args(argv)

@@ -48,12 +48,9 @@ from runtime.realtime import enter_realtime
 from topo.model import TCP_RECORD_BYTES, Flow
 from topo.record import TcpSample
 
-__all__ = ["kernel_congestion_controls", "tcp_info", "TcpSender", "TcpReceiver", "TunRelay", "RecordParser",
+__all__ = ["tcp_info", "TcpSender", "TcpReceiver", "TunRelay", "RecordParser",
            "TCPI_FIELDS", "TCP_PORT_BASE", "TUN_NAME", "encode_record"]
 
-AVAILABLE_CC = Path("/proc/sys/net/ipv4/tcp_available_congestion_control")
-#: Accepted when the kernel does not say (no /proc file): every Linux has these two built in.
-FALLBACK_CC = ("reno", "cubic")
 TCP_PORT_BASE = 5000  # flow number n listens on TCP_PORT_BASE + n
 TUN_NAME = "tcp0"
 TUN_MTU = 1500
@@ -78,15 +75,6 @@ TCPI_FIELDS = {"ca_state": (1, "B"), "flags": (7, "B"), "rtt_us": (68, "I"), "rt
 TCPI_LEN = 232
 TCPI_OPTIONS_OFFSET, TCPI_OPT_SACK = 5, 2  # tcpi_options, and its bit for SACK negotiated
 IFF_TUN, IFF_NO_PI, TUNSETIFF = 0x0001, 0x1000, 0x400454CA
-
-
-def kernel_congestion_controls() -> tuple[tuple[str, ...], bool]:
-    """The congestion controls this kernel offers, and whether it said so (False: the fallback)."""
-    try:
-        names = tuple(AVAILABLE_CC.read_text().split())
-    except OSError:
-        return FALLBACK_CC, False
-    return (names, True) if names else (FALLBACK_CC, False)
 
 
 def sack_in_use(sock: socket.socket) -> bool:

@@ -12,11 +12,11 @@ from topo.fabric import (
     fabric_topology,
     hashed_bytes,
     run_fabric_netns,
-    selector_next_hop,
     spine_balance,
     spine_gap,
     summary,
 )
+from topo.routes import selector_next_hop
 from topo.tcpflow import TCP_PORT_BASE
 from topo.workload import FlowSpec
 

@@ -18,10 +18,9 @@ from hypothesis import HealthCheck, given, settings
 from tests.topo.randomcheck import judge
 from tests.topo.topogen import Drawn, topologies
 from topo.analysis import alinea_links, warnings
-from topo.fabric import IPPROTO_UDP, selector_next_hop
 from topo.hol import HolSetup, hol_topology
 from topo.hol import main as hol_main
-from topo.routes import routed_path
+from topo.routes import IPPROTO_UDP, routed_path, selector_next_hop
 from topo.schema import load_topology_text
 
 EXAMPLES = int(os.environ.get("HBH_RANDOM_TOPOLOGIES", "5"))

@@ -1,5 +1,5 @@
 """docs/results.md's section "Hop-by-hop ALINEA against the end-to-end controls" (topo/results_e2e.py,
-``python -m topo.results_doc --only e2e``) on short runs: one spliceable section, a ``### `` per
+``hbh results --only e2e``) on short runs: one spliceable section, a ``### `` per
 topology with a column for every control, a refused control kept as a column and said why in one
 line, and a figure per topology written and linked."""
 

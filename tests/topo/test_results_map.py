@@ -57,5 +57,5 @@ def test_the_figure_draws_run_lost_and_unrun_cells(tmp_path: Path) -> None:
     results = {c: {"loss": int(c.rate == 500), "worst": 0.01 * c.rate / 50, "peak": 0.9, "goodput_bps": 1.0}
                for c, *_ in plan if c.delay_ms < 50}
     png = tmp_path / "map.png"
-    map_figure(png, "paper-5router", plan, results)
+    map_figure(png, "paper-5router", plan, results, rates=RATES, delays_ms=DELAYS_MS, buffers=BUFFERS)
     assert png.stat().st_size > 10_000

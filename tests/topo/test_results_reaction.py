@@ -1,4 +1,4 @@
-"""``python -m topo.results_reaction``: capacity-drop's reaction over the drop's cycle, per control latency."""
+"""``hbh results-reaction``: capacity-drop's reaction over the drop's cycle, per control latency."""
 
 from __future__ import annotations
 

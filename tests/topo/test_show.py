@@ -1,4 +1,4 @@
-"""``python -m topo.show`` prints what the loader resolved, or the file's one-line error."""
+"""``hbh show`` prints what the loader resolved, or the file's one-line error."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 from hbh.cli import main as hbh_main
 from tests.switch import netns as N
 from tests.topo.helpers import BASE, SOURCE, expect_error
-from topo import tcpflow
+from topo import schema, tcpflow
 from topo.keepup import verdict
 from topo.model import TCP_RECORD_BYTES
 from topo.runner import run_experiment
@@ -33,7 +33,7 @@ def kernel_offers(monkeypatch: pytest.MonkeyPatch, tmp_path: Path):
     """The kernel's list, as the loader reads it: reno cubic bbr."""
     path = tmp_path / "tcp_available_congestion_control"
     path.write_text("reno cubic bbr\n")
-    monkeypatch.setattr(tcpflow, "AVAILABLE_CC", path)
+    monkeypatch.setattr(schema, "AVAILABLE_CC", path)
     return path
 
 
@@ -58,8 +58,8 @@ def test_unknown_cc_is_refused_with_the_kernels_list(kernel_offers: Path) -> Non
 
 
 def test_without_the_kernels_file_reno_and_cubic_are_accepted(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(tcpflow, "AVAILABLE_CC", tmp_path / "absent")
-    assert tcpflow.kernel_congestion_controls() == (("reno", "cubic"), False)
+    monkeypatch.setattr(schema, "AVAILABLE_CC", tmp_path / "absent")
+    assert schema.kernel_congestion_controls() == (("reno", "cubic"), False)
     expect_error(with_flow("{src: H1, dst: H2, control: tcp, cc: bbr}"), "cc: bbr", "flows[0].cc",
                  "(available: reno cubic;")
 

@@ -1,4 +1,4 @@
-"""``python -m topo.tcp_kernel``: bad input in one line (exit 2); the RTM variants reach the simulator's
+"""``hbh tcp-kernel``: bad input in one line (exit 2); the RTM variants reach the simulator's
 CVIHIS flows and go away after; a squeezed RTM yields more to TCP than the shifted one."""
 
 from __future__ import annotations

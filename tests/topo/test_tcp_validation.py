@@ -138,7 +138,7 @@ def test_every_stored_kernel_run_says_its_minimum_rtt(stored) -> None:
 
 
 def test_results_section_holds_the_model_against_a_stored_kernel_run(tmp_path) -> None:
-    """docs/results.md's section (python -m topo.results_doc --only tcp-validation): a row per case
+    """docs/results.md's section (hbh results --only tcp-validation): a row per case
     with the stored kernel run's numbers beside the model's, run now."""
     import json as _json
 
