@@ -150,7 +150,7 @@ class RegulatedPort:
     port: int
     law: LawParams
     # converts the law's b/s into the queue's packets/s until the port's counters say what it sends
-    # (the mean frame size the topology expects on the link: topo.plan.expected_frame_bytes)
+    # (the mean frame size the topology expects on the link: topo.net.plan.expected_frame_bytes)
     packet_bytes: int
     # Rate-limit the port from the start (traffic is expected on it); otherwise the queue stays
     # unlimited until the first report, so that reports sent upstream through a port that
@@ -166,8 +166,8 @@ class RegulatedPort:
 
 @dataclass(frozen=True)
 class LinkCeiling:
-    """An emulated link's rate over an egress port (BMv2 with netem or :mod:`topo.linkemu`:
-    topo/link_pacing.py): the port's queue never gets a rate above it. In bits/s, because the agent
+    """An emulated link's rate over an egress port (BMv2 with netem or :mod:`topo.netns.linkemu`:
+    topo/netns/link_pacing.py): the port's queue never gets a rate above it. In bits/s, because the agent
     converts it to BMv2's packets/s at the mean frame the port sends, as it converts the law's rate."""
 
     port: int
@@ -203,14 +203,14 @@ class SwitchPlan:
     dst_classes: tuple[tuple[int, int, int], ...] = ()  # (prefix, prefix_len, class): MyIngress.dst_class
     neighbours: tuple[tuple[int, str], ...] = ()  # (port, the node on its other end): what traces name
     multicast: tuple[McastRoute, ...] = ()  # the multicast groups this switch replicates
-    # BMv2 with emulated links: each such port's egress held to its link's rate (topo/link_pacing.py)
+    # BMv2 with emulated links: each such port's egress held to its link's rate (topo/netns/link_pacing.py)
     link_ceilings: tuple[LinkCeiling, ...] = ()
 
 
 @dataclass
 class LawTrace:
     """One report a law applied, as the agent applied it: the agent's trace and the recorder's row
-    (``topo.record.LawRow``, one line of laws.csv; end-to-end mode records each FIFO's samples as rows too).
+    (``topo.net.record.LawRow``, one line of laws.csv; end-to-end mode records each FIFO's samples as rows too).
 
     The agent fills in ``node`` (its switch) and ``toward`` (the neighbour on ``port``, from its
     plan), so a binding records the trace as it comes (``on_trace=recorder.laws.append``): a
@@ -239,7 +239,7 @@ class LawTrace:
     # the law's O_max in force when it applied this report (None: no law): the target the summary
     # compares the buffer with, so that a live or timed change moves it from its time on (docs/reference/metrics.md)
     o_max: float | None = None
-    # an end-to-end run's sample of an output FIFO (topo.simnet.fifo_rows), not a report: the FIFO of
+    # an end-to-end run's sample of an output FIFO (topo.sim.network.fifo_rows), not a report: the FIFO of
     # u toward v and v's own receive buffer are both "v<-u", and a summary must not mix them
     fifo: bool = False
 

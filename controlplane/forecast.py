@@ -455,7 +455,7 @@ class QueueForecast:
         """The start-up brake's b/s per unit of room below O_max: the buffer over BRAKE_GAPS gaps."""
         return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s))
 
-    # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/fluid_control.py) ----
+    # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/analysis/fluid_control.py) ----
     def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
         """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
         whole = round(pkts)

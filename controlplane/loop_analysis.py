@@ -4,7 +4,7 @@ Why: the gains of docs/background/alinea.md were argued from a delay-free charac
 what decides whether a hop loses packets is what that leaves out: the loop delay in report
 intervals (both propagation delays, the report's sampling, the control plane's latency, and a
 queue a rate command waits behind unless the agent forecasts past it) and the packets a link moves in one interval
-against the buffer. This module is pure arithmetic on one loop; ``topo.analysis`` builds the
+against the buffer. This module is pure arithmetic on one loop; ``topo.analysis.check`` builds the
 loops of a topology and the warnings ``hbh run`` prints.
 
 The loop of one law (node U regulating its rate R toward D, whose buffer of C packets of L bits

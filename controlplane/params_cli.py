@@ -9,11 +9,11 @@ A port the switch has no entry for is refused the same way, before anything is w
 To write, the tool becomes the primary controller for a moment (election id
 ``PARAMS_ELECTION_ID``, above any agent's, or one above the highest id the switch has seen when
 an agent took the role back after an earlier write); the agent takes the primary role back when
-the tool disconnects (netns runs: one above, see :mod:`topo.netns`), and applies the change at
+the tool disconnects (netns runs: one above, see :mod:`topo.netns.network`), and applies the change at
 the next report it receives.
 
 A switch is named by its P4Runtime address, or -- when the command is registered with a
-``locate`` function (``topo.live`` does: a netns run's directory and the switch's topology name)
+``locate`` function (``topo.netns.live`` does: a netns run's directory and the switch's topology name)
 -- by ``--run DIR --switch NAME``; this module knows nothing of experiments.
 """
 
@@ -51,7 +51,7 @@ _ORIGIN_FIELDS = ("o_min", "o_max", "w_max", "w_min", "k_p", "r_max", "r_floor")
 # (run directory, switch name) -> (P4Runtime address, device id); ParamError if there is no such switch
 Locate = Callable[[str, str], tuple[str, int]]
 # (run directory, switch name) -> {port: what the run's topology resolved for it}: "link_rate_bps",
-# "toward", "law" {field: value}, "origins" {field: file|derived|default} (topo.live.port_records)
+# "toward", "law" {field: value}, "origins" {field: file|derived|default} (topo.netns.live.port_records)
 Describe = Callable[[str, str], dict[int, dict[str, Any]]]
 
 

@@ -166,7 +166,7 @@ class SwitchAgent:
         return self.core.on_report(self.sched.now_ns(), meta["ingress_port"], meta, report)
 
     def set_link_rate(self, port: int, rate_bps: float) -> None:
-        """The emulated link over ``port`` carries ``rate_bps`` now (topo/link_pacing.py, on this agent's
+        """The emulated link over ``port`` carries ``rate_bps`` now (topo/netns/link_pacing.py, on this agent's
         loop): the port's queues are resent within it, at the mean frame the port sends."""
         self.apply(self.core.set_link_rate(port, rate_bps))
 

@@ -17,10 +17,10 @@ from runtime.arguments import ValueParser
 # `hbh --help` stays fast and a broken optional layer cannot hide the others.
 COMMAND_MODULES: tuple[str, ...] = (
     "p4switch.frontend.cli",
-    "topo.runner",
+    "topo.run.runner",
     "topo.sweep.cli",
-    "topo.compare",
-    "topo.live",  # also `hbh params` (controlplane.params_cli), told how to find a run's switches
+    "topo.experiments.compare",
+    "topo.netns.live",  # also `hbh params` (controlplane.params_cli), told how to find a run's switches
     "hbh.demo",
 )
 
@@ -31,25 +31,25 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: runs: importing them all (matplotlib, the simulator, Ray's helpers) would cost every ``hbh``
 #: seconds.
 PROGRAMS: tuple[tuple[str, str, str], ...] = (
-    ("show", "topo.show", "print a topology file as the loader resolved it, with the loop analysis"),
-    ("fabric", "topo.fabric", "a leaf-spine fabric under a workload of sized flows: FCTs and spine balance"),
-    ("hol", "topo.hol", "head-of-line blocking: a victim flow under incast, per control"),
-    ("spine-balance", "topo.spine_balance", "the spine gap per-flow ECMP hashing leaves, from the workload alone"),
-    ("bmv2-diff", "topo.bmv2_diff", "BMv2 against p4switch: the same topology and seed in netns, compared (root)"),
-    ("tcp-validation", "topo.tcp_validation", "the simulator's TCP model against the kernel's on one bottleneck"),
-    ("tcp-kernel", "topo.tcp_kernel", "the sources' TCP experiments on the kernel's TCP in netns, beside the model"),
-    ("tcp-diagnosis", "topo.tcp_diagnosis", "why the model's bottleneck occupancy differs from the kernel's"),
-    ("tcp-bursts", "topo.tcp_bursts", "how bursty a netns TCP run's data reaches the bottleneck"),
-    ("loop-trace", "topo.loop_trace", "a netns TCP sender's runs sorted by cause, from its host's frame-loop trace"),
-    ("tfrc-reordering", "topo.tfrc_reordering", "TFRC's rate against the fraction of packets a link reorders"),
-    ("results", "topo.results_doc", "regenerate docs/results.md and its figures (--only SECTIONS: some of them)"),
-    ("map", "topo.results_map", "regenerate docs/map.md: where the ALINEA law works (Ray)"),
-    ("results-fabric", "topo.results_fabric", "regenerate docs/results.md's fabric section alone"),
-    ("results-gcc", "topo.results_gcc", "GCC beside CVIHIS RTM in Carlucci et al.'s three settings"),
-    ("results-multicast", "topo.results_multicast", "the fairness seed's four pgmcc sets, and with hop-by-hop ALINEA"),
-    ("results-reaction", "topo.results_reaction", "capacity-drop's reaction over one cycle of the drop, per control latency"),
-    ("results-slow-branch", "topo.results_slow_branch", "the multicast tree with its slow branch at several rates"),
-    ("results-tcp", "topo.results_tcp", "docs/results.md's TCP sections, and grids of their variants"),
+    ("show", "topo.file.show", "print a topology file as the loader resolved it, with the loop analysis"),
+    ("fabric", "topo.experiments.fabric", "a leaf-spine fabric under a workload of sized flows: FCTs and spine balance"),
+    ("hol", "topo.experiments.hol", "head-of-line blocking: a victim flow under incast, per control"),
+    ("spine-balance", "topo.results.spine_balance", "the spine gap per-flow ECMP hashing leaves, from the workload alone"),
+    ("bmv2-diff", "topo.experiments.bmv2_diff", "BMv2 against p4switch: the same topology and seed in netns, compared (root)"),
+    ("tcp-validation", "topo.experiments.tcp_validation", "the simulator's TCP model against the kernel's on one bottleneck"),
+    ("tcp-kernel", "topo.results.tcp_kernel", "the sources' TCP experiments on the kernel's TCP in netns, beside the model"),
+    ("tcp-diagnosis", "topo.experiments.tcp_diagnosis", "why the model's bottleneck occupancy differs from the kernel's"),
+    ("tcp-bursts", "topo.netns.tcp_bursts", "how bursty a netns TCP run's data reaches the bottleneck"),
+    ("loop-trace", "topo.netns.loop_trace", "a netns TCP sender's runs sorted by cause, from its host's frame-loop trace"),
+    ("tfrc-reordering", "topo.experiments.tfrc_reordering", "TFRC's rate against the fraction of packets a link reorders"),
+    ("results", "topo.results.doc", "regenerate docs/results.md and its figures (--only SECTIONS: some of them)"),
+    ("map", "topo.results.map", "regenerate docs/map.md: where the ALINEA law works (Ray)"),
+    ("results-fabric", "topo.results.fabric", "regenerate docs/results.md's fabric section alone"),
+    ("results-gcc", "topo.results.gcc", "GCC beside CVIHIS RTM in Carlucci et al.'s three settings"),
+    ("results-multicast", "topo.results.multicast", "the fairness seed's four pgmcc sets, and with hop-by-hop ALINEA"),
+    ("results-reaction", "topo.results.reaction", "capacity-drop's reaction over one cycle of the drop, per control latency"),
+    ("results-slow-branch", "topo.results.slow_branch", "the multicast tree with its slow branch at several rates"),
+    ("results-tcp", "topo.results.tcp", "docs/results.md's TCP sections, and grids of their variants"),
 )
 _PROGRAM_MODULES = {command: module for command, module, _help in PROGRAMS}
 

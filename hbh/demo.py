@@ -42,10 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from topo.compare import compare
-    from topo.compare_report import format_table
-    from topo.runner import format_summary, run_experiment
-    from topo.schema import load_topology
+    from topo.experiments.compare import compare
+    from topo.experiments.compare_report import format_table
+    from topo.file.schema import load_topology
+    from topo.run.runner import format_summary, run_experiment
 
     try:
         duration = parse_duration_ns(args.duration, "--duration")

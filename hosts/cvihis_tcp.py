@@ -15,7 +15,7 @@ CVIHIS's own cadence (a third of the RTT, and at once on a loss), not on TCP's A
 stays the model's, and the decisions keep their published timing instead of the ACKs' (one per one
 or two segments, none when the flow is idle).
 
-Sans-I/O: times in, decisions out; ``topo/simtcp.py`` binds it to a simulated host.
+Sans-I/O: times in, decisions out; ``topo/sim/tcp.py`` binds it to a simulated host.
 """
 
 from __future__ import annotations

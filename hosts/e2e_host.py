@@ -4,7 +4,7 @@ bindings drive for CVIHIS (``hosts/cvihis_host.py``): ``next_send_ns`` / ``take`
 whose feedback payloads the binding carries back in datagrams of kind ``feedback_kind``.
 
 Why one interface: the simulator and the netns host process run the same host object
-(``topo/simnet.py``'s ``SimHostNode``), so a control written against it runs in both backends.
+(``topo/sim/network.py``'s ``SimHostNode``), so a control written against it runs in both backends.
 Each host has its own clock (``offset_ns``); TFRC uses echoed timestamps and LEDBAT differences
 of one-way delays, so an offset changes nothing.
 """

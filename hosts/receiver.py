@@ -35,7 +35,7 @@ PlayoutBuffer = _engine.PlayoutBuffer
 #: ``interval_us`` may be changed; ``seq`` is the last report's number (the engine's: it runs in the
 #: host's receive, engine/src/hostrecv.rs).
 HostReporter = _engine.HostReporter
-#: ``HostReceiver``: the base class of a simulated host (topo/simnet.py's ``SimHostNode``) whose
+#: ``HostReceiver``: the base class of a simulated host (topo/sim/network.py's ``SimHostNode``) whose
 #: ``receive(frame)`` accounts ordinary data packets in the engine (engine/src/hostrecv.rs) and
 #: hands every other frame to the subclass's ``_receive_python``; ``bind_receive``,
 #: ``receive_flow``, ``receive_counts()``.

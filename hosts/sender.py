@@ -11,7 +11,7 @@
   measured as a switch port's is). Several flows of one host share that rate equally in bits.
 * :class:`FixedSender` -- one flow at a constant rate (``control: fixed``).
 
-Bindings (``topo/simnet.py``, and ``topo/netns_host.py`` through it) give each sender's pacer its
+Bindings (``topo/sim/network.py``, and ``topo/netns/host.py`` through it) give each sender's pacer its
 flows' frames, bind it to their scheduler and link and ``rearm()`` it after each rate change; the
 senders of other modules (CVIHIS, TFRC, LEDBAT) they drive with ``next_send_ns`` and ``take``.
 """
@@ -38,7 +38,7 @@ NS_PER_S = 1_000_000_000
 #: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now, nbytes=None)``, ``set_rate``;
 #: ``taken`` and ``taken_bytes`` count the frames it sent.
 #: With its flows (``add_flow``) and bound to a scheduler and a link (``bind``), ``rearm()`` makes it
-#: send every packet itself: topo/simnet.py binds it, the law here only sets its rate.
+#: send every packet itself: topo/sim/network.py binds it, the law here only sets its rate.
 Pacer = _engine.PacedSender
 
 

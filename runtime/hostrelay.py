@@ -7,7 +7,7 @@ kernel's segments (docs/howto/netns.md, "Kernel TCP flows"). The class is the en
 (engine/src/hostrelay.rs): ``HostRelay(tun_fd, sock_fd, vnet_hdr_len, eth_header, bitrate_bps,
 delay_ns, t0_monotonic_ns, queue_frames)``; ``send(now_ns, frame, extra_ns=0, lost=False)``,
 ``backlog_ns(now_ns)``, ``set_bitrate``, ``notify_fd`` and ``take()`` for the frames Python must
-see, ``stats()``, ``close()``. ``topo/netns_host.py`` binds it.
+see, ``stats()``, ``close()``. ``topo/netns/host.py`` binds it.
 """
 
 from __future__ import annotations

@@ -99,7 +99,7 @@ class InMemoryLink(_engine.InMemoryLink):
     gives ``(frames, bytes)`` waiting, ``backlog_ns`` how long until all are serialized. Its
     propagation delay is the one in force at hand-over (netem's too). The queue has no bound of
     its own: a host refuses a data frame while the backlog exceeds ``HOST_TX_QUEUE`` frames'
-    wire time (topo/simnet.py).
+    wire time (topo/sim/network.py).
     """
 
     def __new__(

@@ -72,7 +72,7 @@ TimerHandle = _engine.TimerHandle
 VirtualScheduler = _engine.VirtualScheduler
 #: A connection's calls in virtual time (engine/src/channel.rs): ``FifoDelay().delay(now, draw)``
 #: keeps them in order; ``DelayedCalls(sched, fifo, median_ns, target, behind)`` is a callable
-#: whose calls reach ``target`` ``median_ns`` later on ``fifo`` (topo/control_latency.py).
+#: whose calls reach ``target`` ``median_ns`` later on ``fifo`` (topo/sim/control_latency.py).
 FifoDelay = _engine.FifoDelay
 DelayedCalls = _engine.DelayedCalls
 _EventHeap = _engine.EventHeap

@@ -30,7 +30,7 @@ def parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser
 @functools.cache
 def every_parser() -> list[argparse.ArgumentParser]:
     from p4switch.cli import build_parser as p4switch_parser
-    from topo.fabric import _parser as fabric_parser
+    from topo.experiments.fabric import _parser as fabric_parser
 
     return [*parsers(build_parser()), p4switch_parser(), fabric_parser()]
 

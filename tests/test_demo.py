@@ -6,8 +6,8 @@ import dataclasses
 from pathlib import Path
 
 from hbh.cli import main
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
+from topo.file.schema import load_topology, load_topology_text
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[1]
 

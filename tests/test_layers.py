@@ -91,11 +91,11 @@ def test_the_checker_sees_a_forbidden_edge(tmp_path: Path) -> None:
     pkg = tmp_path / "hosts"
     pkg.mkdir()
     (pkg / "__init__.py").write_text("")
-    (pkg / "bad.py").write_text("import topo.model\nfrom p4switch.thrift_server import _processor\n"
+    (pkg / "bad.py").write_text("import topo.net.model\nfrom p4switch.thrift_server import _processor\n"
                                 "from controlplane import queues\n\n\ndef f():\n    return queues._Loopback\n")
     got = violations("hosts", tmp_path)
     assert [v.split(": ", 1)[1] for v in got] == [
-        "hosts imports topo.model (topo is not allowed)",
+        "hosts imports topo.net.model (topo is not allowed)",
         "hosts imports p4switch.thrift_server (p4switch is not allowed)",
         "imports the private name _processor from p4switch.thrift_server",
         "uses the private name queues._Loopback",

@@ -1,7 +1,7 @@
 """TCP as a model, sans-I/O, for the simulator: reno and CUBIC (RFC 9438), SACK recovery (RFC 2018,
 RFC 6675) or, without SACK, NewReno's (RFC 6582).
 
-The kernel runs ``control: tcp`` in the netns backend (``topo/tcpflow.py``); this package is the
+The kernel runs ``control: tcp`` in the netns backend (``topo/netns/tcpflow.py``); this package is the
 simulator's TCP, validated against the kernel on a single bottleneck (docs/howto/tcp.md).
 """
 
@@ -16,7 +16,7 @@ __all__ = ["Cubic", "Reno", "AckInfo", "Ack", "TcpReceiver", "TcpSender", "Segme
            "congestion_control", "MODELLED_CC", "SIM_ONLY_CC", "NoControl"]
 
 #: ``none``: no congestion control, the model's reliability alone; ``cvihis-rtm``: ``none``'s window,
-#: its segments paced by CVIHIS RTM (``hosts/cvihis_tcp.py``, bound by ``topo/simtcp.py``). No kernel
+#: its segments paced by CVIHIS RTM (``hosts/cvihis_tcp.py``, bound by ``topo/sim/tcp.py``). No kernel
 #: offers either; each maps to what it is, for the errors that refuse them.
 SIM_ONLY_CC = {"none": "the simulator's TCP model without congestion control",
                "cvihis-rtm": "the simulator's TCP model paced by CVIHIS RTM"}

@@ -4,7 +4,7 @@ Why segments and not bytes: every segment the model sends is a full MSS (the las
 flow shorter), as the kernel's are for a bulk writer, so sequence numbers count segments; byte
 totals are segments times their lengths.
 
-What it is driven by (the binding, ``topo/simnet.py``, does the I/O): :meth:`on_timer` when
+What it is driven by (the binding, ``topo/sim/network.py``, does the I/O): :meth:`on_timer` when
 :meth:`next_timer_ns` comes (the flow's start, the retransmission timer), :meth:`on_syn_ack` and
 :meth:`on_ack` for what arrives. Each returns the segments to put on the wire now.
 
@@ -12,7 +12,7 @@ Behaviour, and where it comes from:
 
 * connection set-up: a SYN (retransmitted on the 1 s initial RTO), data once its answer arrives;
   the SYN's RTT is the first sample (as Linux takes it);
-* the application writes like ``topo/tcpflow.py``'s: while less than ``notsent_segments`` are
+* the application writes like ``topo/netns/tcpflow.py``'s: while less than ``notsent_segments`` are
   written but not sent (Linux's ``TCP_NOTSENT_LOWAT``), so a record's send stamp includes its
   wait in the socket, and bulk data never runs out;
 * slow start and congestion avoidance: the congestion control's (``hosts/tcp/reno.py``,
@@ -87,7 +87,7 @@ __all__ = ["Segment", "TcpSender", "CongestionControl", "Pacer", "MSS", "INITIAL
 
 MSS = 1448  # payload bytes of a 1500-byte IPv4 packet with TCP timestamps
 INITIAL_CWND = 10
-NOTSENT_SEGMENTS = math.ceil(16384 / MSS)  # topo/tcpflow.py's TCP_NOTSENT_LOWAT, in segments
+NOTSENT_SEGMENTS = math.ceil(16384 / MSS)  # topo/netns/tcpflow.py's TCP_NOTSENT_LOWAT, in segments
 DUPACK_THRESHOLD = 3
 
 

@@ -1,14 +1,14 @@
 """The loop analysis's cost before a run against that run's wall time (issue 46, docs/performance.md).
 
-Why: ``hbh run`` runs the loop analysis (topo/analysis.py ``warnings``: one law at a time, then every
-law together in topo/fluid_network.py's fluid model) before it simulates; it is cached, but the
+Why: ``hbh run`` runs the loop analysis (topo/analysis/check.py ``warnings``: one law at a time, then every
+law together in topo/analysis/fluid_network.py's fluid model) before it simulates; it is cached, but the
 first run of a topology pays it. Its cost must stay at most a tenth of the run's wall time, or 2 s,
 whichever is larger. This measures, for each case, in the same process and one after the other: the
 analysis's CPU seconds (uncached, as a first run pays them) and the wall and CPU seconds of the
 same ``hbh run`` (simulator backend, ``run_experiment`` without figures: the smallest wall time, so
 the strictest bound), and the ratio of the analysis to its bound. Cases: every shipped topo/*.yaml
 and the user cases of tests/topo/user_cases/ at ``hbh run``'s default length (60 s), the
-head-of-line experiment on a 6 x 3 fabric and a larger one (topo/hol.py; the experiment's own
+head-of-line experiment on a 6 x 3 fabric and a larger one (topo/experiments/hol.py; the experiment's own
 length and 60 s), and seeded random topologies of tests/topo/topogen.py at their own lengths.
 
     python -m tests.bench.analysis_cost [--quick] [--only NAME,...] [--no-run] [--json FILE]
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-#: ``hbh run``'s default length (topo/runner.py ``--duration``)
+#: ``hbh run``'s default length (topo/run/runner.py ``--duration``)
 DEFAULT_S = 60.0
 #: the bound of issue 46: a tenth of the run's wall time, or this, whichever is larger
 FLOOR_S = 2.0
@@ -85,8 +85,8 @@ class Measured:
 
 def _hol(leaves: int, spines: int, hosts: int, senders: int) -> Callable[[], Any]:
     def load() -> Any:
-        from topo.fabric import FabricSpec
-        from topo.hol import HolSetup, hol_topology
+        from topo.experiments.fabric import FabricSpec
+        from topo.experiments.hol import HolSetup, hol_topology
 
         spec = FabricSpec(leaves=leaves, spines=spines, hosts_per_leaf=hosts, delay="250us", buffer=100)
         return hol_topology(HolSetup(fabric=spec, senders=senders), "alinea", True)
@@ -95,7 +95,7 @@ def _hol(leaves: int, spines: int, hosts: int, senders: int) -> Callable[[], Any
 
 def _file(path: Path) -> Callable[[], Any]:
     def load() -> Any:
-        from topo.schema import load_topology
+        from topo.file.schema import load_topology
 
         return load_topology(path)
     return load
@@ -103,7 +103,7 @@ def _file(path: Path) -> Callable[[], Any]:
 
 def _text(text: str, name: str) -> Callable[[], Any]:
     def load() -> Any:
-        from topo.schema import load_topology_text
+        from topo.file.schema import load_topology_text
 
         return load_topology_text(text, name)
     return load
@@ -152,9 +152,9 @@ def cases(quick: bool = False, randoms: int = 12) -> list[Case]:
     out = [Case(p.name, _file(p), DEFAULT_S) for p in sorted((ROOT / "topo").glob("*.yaml"))]
     out += [Case(f"user case {p.name}", _file(p), DEFAULT_S)
             for p in sorted((ROOT / "tests" / "topo" / "user_cases").glob("*.yaml"))]
-    out.append(Case("head-of-line fabric 6 x 3, 4 hosts a leaf (topo/hol.py)", _hol(6, 3, 4, 3), 3.0))
+    out.append(Case("head-of-line fabric 6 x 3, 4 hosts a leaf (topo/experiments/hol.py)", _hol(6, 3, 4, 3), 3.0))
     if not quick:
-        out.append(Case("head-of-line fabric 6 x 3, 4 hosts a leaf (topo/hol.py)", _hol(6, 3, 4, 3), DEFAULT_S))
+        out.append(Case("head-of-line fabric 6 x 3, 4 hosts a leaf (topo/experiments/hol.py)", _hol(6, 3, 4, 3), DEFAULT_S))
         out.append(Case("head-of-line fabric 12 x 4, 8 hosts a leaf, 7 senders", _hol(12, 4, 8, 7), 3.0))
         out.append(Case("head-of-line fabric 12 x 4, 8 hosts a leaf, 7 senders", _hol(12, 4, 8, 7), DEFAULT_S))
         out.append(Case("multicast tree of 31 switches, 16 receivers", _text(multicast_tree(5), "<multicast-31>"),
@@ -166,7 +166,7 @@ def cases(quick: bool = False, randoms: int = 12) -> list[Case]:
 def _counting() -> tuple[dict[str, int], Callable[[], None]]:
     """Counts the laws-together model's runs and steps (wraps ``_Network.run``); returns the counts
     and the function that restores it."""
-    import topo.fluid_network as fn
+    import topo.analysis.fluid_network as fn
 
     counts = {"runs": 0, "steps": 0, "buffers": 0}
     original = fn._Network.run
@@ -186,8 +186,8 @@ def _counting() -> tuple[dict[str, int], Callable[[], None]]:
 
 
 def measure(case: Case, run: bool = True) -> Measured:
-    from topo.analysis import law_loops, warnings
-    from topo.runner import run_experiment
+    from topo.analysis.check import law_loops, warnings
+    from topo.run.runner import run_experiment
 
     topo = case.load()
     laws = len(law_loops(topo))
@@ -212,8 +212,8 @@ def digest(case: Case) -> str:
     """SHA-256 of what the analysis says of ``case``: the laws-together model's peaks, then the warnings."""
     import hashlib
 
-    from topo.analysis import warnings
-    from topo.fluid_network import network_peaks
+    from topo.analysis.check import warnings
+    from topo.analysis.fluid_network import network_peaks
 
     topo = case.load()
     said = [repr(p) for p in network_peaks(topo, case.seconds)] + warnings(topo, case.seconds)

@@ -1,9 +1,9 @@
 """A p4switch made BMv2-like behind link emulators: the link pacing's check where BMv2 is absent.
 
-Why: topo/link_pacing.py keeps a slow link's backlog in the switch on BMv2. Without a BMv2, its
+Why: topo/netns/link_pacing.py keeps a slow link's backlog in the switch on BMv2. Without a BMv2, its
 wiring and its effect are checked on p4switch made to look like BMv2 from the links' side: no port
 link model (``--port-bitrate``/``--port-delay`` dropped), BMv2's queue model (enqueue-time
-departures, the default), and every link through a :mod:`topo.linkemu` process, as a BMv2 run on a
+departures, the default), and every link through a :mod:`topo.netns.linkemu` process, as a BMv2 run on a
 kernel without netem has them. With ``--no-pace`` the pacing is left out (the hidden queue of
 docs/howto/bmv2.md). Root; seeded.
 
@@ -24,10 +24,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import topo.netns as netns
+import topo.netns.network as netns
 from controlplane.units import parse_duration_ns
-from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.run.runner import run_experiment
 
 
 def bmv2_like(pace: bool) -> None:

@@ -9,9 +9,9 @@
   - scaled (:func:`scaled`): every rate of the topology (links, playout, R_max and the law's rate
     parameters) times k = 1, 2, 4, ..., every delay and report interval divided by k: the same
     system in packets and report intervals, so a report every 312 µs per buffer at 64 Mb/s;
-  - derived (``topo.scaling.scaled_topology``, as docs/map.md runs other rates): every rate times
+  - derived (``topo.file.scaling.scaled_topology``, as docs/map.md runs other rates): every rate times
     k, the shipped delays kept, the gains, floor and report interval derived for the rate
-    (topo/derive.py): what a user gets who changes the link rates of a shipped file;
+    (topo/analysis/derive.py): what a user gets who changes the link rates of a shipped file;
 
   each until a run fails (the simulator's verdict on the same topology is shown beside it); with
   several trees (this one and a baseline commit's files), each climbs until it fails, the trees in
@@ -32,7 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from topo.model import DEFAULT_CONTROL_LATENCY_NS
+from topo.net.model import DEFAULT_CONTROL_LATENCY_NS
 
 ROOT = Path(__file__).resolve().parents[2]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
@@ -52,8 +52,8 @@ def _self_cpu_s() -> float:
 
 
 def bench_cpu_5router(rep: Any, tmp: Path, seconds: int) -> None:
-    from topo.netns import NetnsNetwork
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.netns.network import NetnsNetwork
 
     topo = load_topology(ROOT / "topo/paper-5router.yaml")
     section = "netns backend"
@@ -80,7 +80,7 @@ def bench_cpu_5router(rep: Any, tmp: Path, seconds: int) -> None:
     rep.add(section, "control latency: a report's packet-in read by the agent -> its set_queue_rate applied",
             f"median {latency.get('median_ms', 0):.2f} ms, p99 {latency.get('p99_ms', 0):.2f} ms",
             f"{latency['samples']} reports that changed a rate, the same run; the simulator's default "
-            f"options.control_latency is {DEFAULT_CONTROL_LATENCY_NS / 1e6:g} ms (topo/model.py: "
+            f"options.control_latency is {DEFAULT_CONTROL_LATENCY_NS / 1e6:g} ms (topo/net/model.py: "
             + ("this median, rounded up to a whole millisecond)"
                if max(1, math.ceil(latency.get('median_ms', 0))) * 1_000_000 == DEFAULT_CONTROL_LATENCY_NS else
                "set from an earlier median of this row, not this one: see docs/howto/netns.md)"))
@@ -115,9 +115,9 @@ RATE_SCRIPT = """
 import json, sys
 from pathlib import Path
 from tests.bench.netns_bench import scaled
-from topo.runner import run_experiment
-from topo.scaling import scaled_topology
-from topo.schema import load_topology
+from topo.run.runner import run_experiment
+from topo.file.scaling import scaled_topology
+from topo.file.schema import load_topology
 k, seconds, out, name, how = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], sys.argv[5]
 topo = scaled_topology(name, k) if how == "derived" else scaled(load_topology(Path(f"topo/{name}.yaml")), k)
 s = run_experiment(topo, seconds * 1_000_000_000, out=out, plots=False, backend="netns", pcap=False).summary
@@ -137,7 +137,7 @@ def _netns_summary(tree: Path, name: str, k: int, seconds: int, out: Path, how: 
 #: how a climb scales the topology, and the words its rows say it in
 HOW = {"scaled": "rates x k, delays and report intervals / k",
        "derived": "rates x k, the shipped delays, gains, floor and report interval derived for the rate "
-                  "(topo/scaling.py, as docs/map.md)"}
+                  "(topo/file/scaling.py, as docs/map.md)"}
 
 
 def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[int, ...],
@@ -145,9 +145,9 @@ def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[
     """The highest rate at which shipped topology ``name``, scaled ``how`` (:data:`HOW`), meets its
     targets on each tree's p4switch (None: this tree), the trees run in turns at each rate until
     every one has failed once."""
-    from topo.runner import run_experiment
-    from topo.scaling import scaled_topology
-    from topo.schema import load_topology
+    from topo.file.scaling import scaled_topology
+    from topo.file.schema import load_topology
+    from topo.run.runner import run_experiment
 
     trees = trees or {"": None}
     base = load_topology(ROOT / f"topo/{name}.yaml")
@@ -180,10 +180,10 @@ def bench_max_rate(rep: Any, tmp: Path, name: str, seconds: int, factors: tuple[
 
 
 def busy(summary: dict[str, Any]) -> str:
-    """", its processes kept 1.6 of 2 cores busy" (topo/keepup.py's ``CpuMeter``), and, for a run
-    that fell behind its emulation, why (topo/keepup.py's ``verdict``); "" for a tree whose runs
+    """", its processes kept 1.6 of 2 cores busy" (topo/netns/keepup.py's ``CpuMeter``), and, for a run
+    that fell behind its emulation, why (topo/netns/keepup.py's ``verdict``); "" for a tree whose runs
     do not measure the cores."""
-    from topo.keepup import verdict
+    from topo.netns.keepup import verdict
 
     rt = summary.get("realtime", {})
     cpu = rt.get("cpu_cores")
@@ -237,9 +237,9 @@ def main(argv: list[str] | None = None) -> int:
     """``python -m tests.bench.netns_bench`` (root): scaled runs in netns, one JSON line each."""
     import argparse
 
-    from topo.runner import run_experiment
-    from topo.schema import load_topology
-    from topo.yaml_tree import TopologyError
+    from topo.file.schema import load_topology
+    from topo.file.yaml_tree import TopologyError
+    from topo.run.runner import run_experiment
 
     p = argparse.ArgumentParser(prog="python -m tests.bench.netns_bench", description=main.__doc__)
     p.add_argument("--topology", default="paper-1router", help="a topo/*.yaml name")
@@ -255,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, OSError, TopologyError) as exc:
         p.error(str(exc))
     base_mbps = min(link.rate_bps for link in base.links) / 1e6
-    from topo.scaling import scaled_topology
+    from topo.file.scaling import scaled_topology
 
     for k in factors:
         topo = scaled_topology(a.topology, k) if a.how == "derived" else scaled(base, k)

@@ -42,14 +42,14 @@ GROUPS = (  # (label, fragment of the file path or of the built-in's name), firs
     ("Thrift and P4Runtime core, protobuf (packet-in, counter reads)", "/sswitch_runtime/"),
     ("switch agents and the ALINEA law", "/controlplane/"),
     ("hosts (senders, receivers, datagrams)", "/hosts/"),
-    ("hosts' binding (topo/simnet.py: receive, reports, control hooks), recording, sampling", "/topo/"),
+    ("hosts' binding (topo/sim/network.py: receive, reports, control hooks), recording, sampling", "/topo/"),
 )
 OTHER = "other (Python's built-ins and runtime: bytes, struct, dicts, ...)"
 
 
 def _network(seconds: float) -> Any:
-    from topo.schema import load_topology
-    from topo.simnet import SimNetwork
+    from topo.file.schema import load_topology
+    from topo.sim.network import SimNetwork
 
     return SimNetwork(load_topology(ROOT / "topo" / "paper-5router.yaml"), seed=1).build(), int(seconds * 1e9)
 
@@ -60,8 +60,8 @@ def _hops(net: Any) -> int:
 
 
 def bench_simulator(rep: Any, quick: bool) -> None:
-    from topo.runner import run_experiment
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.run.runner import run_experiment
 
     section = "simulator (paper-5router, virtual time)"
     seconds = 10 if quick else 60
@@ -96,9 +96,9 @@ def _gigabit_run(seconds: float, how: str) -> dict[str, Any]:
     import dataclasses
 
     from tests.bench.netns_bench import scaled
-    from topo.results_map import Cell, cell_topology
-    from topo.runner import run_experiment
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.results.map import Cell, cell_topology
+    from topo.run.runner import run_experiment
 
     if how == "derived":
         topo = cell_topology(Cell("paper-5router", GIGABIT, 3, "1bdp"))
@@ -155,8 +155,8 @@ HOPS_SCRIPT = """
 import json, sys, time
 from pathlib import Path
 from tests.bench.netns_bench import scaled
-from topo.schema import load_topology
-from topo.simnet import SimNetwork
+from topo.file.schema import load_topology
+from topo.sim.network import SimNetwork
 k, seconds = int(sys.argv[1]), float(sys.argv[2])
 topo = scaled(load_topology(Path('topo/paper-5router.yaml')), k)
 net = SimNetwork(topo, seed=1).build()

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tests.bench.analysis_cost import Measured, multicast_tree, random_cases
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
 
 
 def test_the_generated_multicast_tree_has_a_receiver_on_every_leaf_switch() -> None:

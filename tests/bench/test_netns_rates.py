@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from tests.bench.netns_bench import ROOT, busy, rate_row, scaled, sent_vs_law, with_min_interval
-from topo.keepup import keepup_summary
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.netns.keepup import keepup_summary
 
 
 def test_the_floor_raises_only_the_intervals_below_it() -> None:

@@ -1,5 +1,5 @@
 """An emulated link's ceiling on a BMv2 port, converted by the agent at the mean frame the port sends
-(controlplane/agent.py: ``LinkCeiling``, ``link_pps``; topo/link_pacing.py gives the rates in bits).
+(controlplane/agent.py: ``LinkCeiling``, ``link_pps``; topo/netns/link_pacing.py gives the rates in bits).
 
 Why here: the law's rate and the link's both become BMv2's packets/s in one place, the agent's
 ``_queue_pps``, at the port's measured mean frame (controlplane/frame_size.py). What is checked: the

@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-import topo.simnet as simnet
+import topo.sim.network as simnet
 from p4switch.bmv2json import compile_json
 from p4switch.bmv2json.build import CompiledJson, other_program
-from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from tests.switch import netns as N
-from topo.netns_plumbing import clean
-from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.netns.plumbing import clean
+from topo.run.runner import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -17,7 +17,7 @@ import pytest
 
 from runtime.hostrelay import HostRelay
 from runtime.link import LinkModel
-from topo.netns_host import python_loop_reason, relay_mode
+from topo.netns.host import python_loop_reason, relay_mode
 
 ETH = bytes(range(12)) + b"\x08\x00"
 WAIT_S = 5.0

@@ -191,9 +191,9 @@ class Port:
 @settings(max_examples=100, deadline=None)
 @given(schedules())
 def test_the_netns_python_uplink_times_its_frames_as_the_simulators_link(case) -> None:
-    """topo/netns_host.py's HostUplink (the netns host's uplink on its Python loop) against the engine's
+    """topo/netns/host.py's HostUplink (the netns host's uplink on its Python loop) against the engine's
     link on one schedule of sends and rate changes: every frame leaves at the same time."""
-    from topo.netns_host import HostUplink
+    from topo.netns.host import HostUplink
 
     sends, changes, first, delay, _stop = case
     lose = {i for i, (_, _, lost) in enumerate(sends) if lost}

@@ -18,9 +18,9 @@ from typing import Any
 import pytest
 
 from p4switch.tm import TMItem
-from topo.runner import run_experiment
-from topo.schema import load_topology
-from topo.simnet import SimNetwork
+from topo.file.schema import load_topology
+from topo.run.runner import run_experiment
+from topo.sim.network import SimNetwork
 
 pytestmark = pytest.mark.cpu_only
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from topo.sweep.grammar import TARGET_KEYS, SweepError
+from topo.file.settings import TARGET_KEYS, SweepError
 from topo.sweep.run import plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]

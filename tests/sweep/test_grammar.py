@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo.model import CONTROLS
-from topo.sweep.grammar import (
+from topo.file.settings import (
     SweepError,
     parse_controls,
     parse_seeds,
@@ -13,6 +12,7 @@ from topo.sweep.grammar import (
     parse_settings,
     split_control,
 )
+from topo.net.model import CONTROLS
 
 
 @pytest.mark.parametrize(("text", "target", "selector", "key", "values", "name"), [

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from topo.schema import TopologyError, load_topology_text
-from topo.sweep.grammar import SweepError, parse_settings
-from topo.sweep.points import Base, grid, point_topology
+from topo.file.points import Base, grid, point_topology
+from topo.file.schema import TopologyError, load_topology_text
+from topo.file.settings import SweepError, parse_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 #: H1 -- R1 -- R2 -- H2; one override on R1, an alinea flow and a fixed one.
@@ -55,7 +55,7 @@ def test_a_selector_changes_only_its_laws(base):
     assert {p.interval_us for (v, _), p in t.ports.items() if v != "R2"} == {10_000}
     others = [k for k in t.law if k != ("R1", "R2")]
     assert others and all(t.law[k] == base.topo.law[k] for k in others)
-    # R1 -> R2's gains follow its new interval when the file leaves them to be derived (topo/derive.py)
+    # R1 -> R2's gains follow its new interval when the file leaves them to be derived (topo/analysis/derive.py)
     kept = ("o_min", "o_max", "r_max")
     assert all(getattr(t.law[("R1", "R2")], k) == getattr(base.topo.law[("R1", "R2")], k) for k in kept)
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hbh.cli import main
-from topo.sweep.overrides import topology_with
-from topo.sweep.points import point_topology
+from topo.file.overrides import topology_with
+from topo.file.points import point_topology
 from topo.sweep.run import plan_sweep
 
 ROOT = Path(__file__).resolve().parents[2]

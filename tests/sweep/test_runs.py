@@ -19,7 +19,7 @@ import pytest
 
 from hbh.cli import main
 from tests.wakeups import busy_thread_share
-from topo.sweep.grammar import SweepError
+from topo.file.settings import SweepError
 from topo.sweep.run import plan_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -142,22 +142,22 @@ def test_a_killed_sweep_resumes_with_only_the_missing_runs(tmp_path):
 
 
 def test_a_failed_run_is_reported_and_does_not_stop_the_others(tmp_path, monkeypatch, capsys):
-    import topo.runner
+    import topo.run.runner
 
-    real = topo.runner.run_experiment
+    real = topo.run.runner.run_experiment
 
     def flaky(topo_, duration_ns, seed, *args, **kwargs):
         if seed == 2:
             raise RuntimeError("simulated crash")
         return real(topo_, duration_ns, seed, *args, **kwargs)
 
-    monkeypatch.setattr(topo.runner, "run_experiment", flaky)
+    monkeypatch.setattr(topo.run.runner, "run_experiment", flaky)
     result = run_sweep(small_sweep(), tmp_path, serial=True, progress=False, plots=False)
     assert len(result.failures) == 2 and len(result.rows) == 2
     err = capsys.readouterr().err
     assert "alinea.o_max=0.6, seed 2: RuntimeError: simulated crash" in err
     assert "simulated crash" in (tmp_path / "sweep.md").read_text()
-    monkeypatch.setattr(topo.runner, "run_experiment", real)
+    monkeypatch.setattr(topo.run.runner, "run_experiment", real)
     again = run_sweep(small_sweep(), tmp_path, serial=True, progress=False, plots=False)
     assert (again.ran, again.skipped, again.failures) == (2, 2, [])
     assert not list((tmp_path / "failed").glob("*.json"))

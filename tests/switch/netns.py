@@ -254,7 +254,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def free_tcp_port() -> int:
     """A loopback TCP port nobody listens on right now, never one handed out before in this process."""
-    from topo.netns_switches import free_tcp_port as pick
+    from topo.netns.switches import free_tcp_port as pick
 
     return pick()
 
@@ -336,7 +336,7 @@ class SwitchProcess:
 def skip_unless_kept_up(summary: dict, what: str) -> None:
     """Skip when a real-time run fell behind while other work loaded the machine: its numbers
     (loss, occupancy, agreement with the simulator) then measure the machine, as the run itself
-    says (topo/keepup.py). Why both conditions: a run that falls behind on an idle machine is a
+    says (topo/netns/keepup.py). Why both conditions: a run that falls behind on an idle machine is a
     regression, and fails.
 
     The evidence, measured by the run: its keep-up verdict, the load average at its end and the
@@ -344,7 +344,7 @@ def skip_unless_kept_up(summary: dict, what: str) -> None:
     work: the suite's other pytest-xdist workers (``make test`` runs two), one core each of the
     simulator's tests at normal priority, which the run's real-time priority preempts; on an idle
     machine they would otherwise turn every fall behind into a skip."""
-    from topo.keepup import verdict
+    from topo.netns.keepup import verdict
 
     rt = summary.get("realtime") or {}
     said = verdict(rt)

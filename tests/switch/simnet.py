@@ -17,7 +17,7 @@ from controlplane.report import FRAME_BYTES, Report, decode, encode
 from p4switch.device import CompiledProgram, compile_file
 from p4switch.switch import Switch, SwitchOptions
 from runtime.sched import VirtualScheduler
-from topo.sim import SimHost, attach_host
+from topo.sim.hosts import SimHost, attach_host
 
 ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"

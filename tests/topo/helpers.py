@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo.schema import TopologyError, load_topology_text
+from topo.file.schema import TopologyError, load_topology_text
 
 #: H1 -- R1 -- R2 -- H2, H2 reports (receive buffer); one alinea flow H1 -> H2.
 BASE = """\

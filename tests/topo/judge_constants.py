@@ -45,8 +45,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     import controlplane.alinea as law
     from tests.topo.randomcheck import lost_packets
-    from topo.runner import run_experiment
-    from topo.schema import load_topology_text
+    from topo.file.schema import load_topology_text
+    from topo.run.runner import run_experiment
 
     text = args.topology.read_text()
     base = {name: float(getattr(law, name)) for name in CONSTANTS}

@@ -1,5 +1,5 @@
 """What every random topology must satisfy (tests/topo/topogen.py draws them): one short simulator
-run under the invariants (topo/invariants.py), and for a topology whose every flow is ALINEA,
+run under the invariants (topo/net/invariants.py), and for a topology whose every flow is ALINEA,
 zero loss unless the loop analysis warned before the run.
 
 Shared by the CI property tests (tests/topo/test_random_topologies.py) and the long fuzz run
@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from topo.analysis import warnings
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
-from topo.simnet import sim_refusal
+from topo.analysis.check import warnings
+from topo.file.schema import load_topology_text
+from topo.run.runner import run_experiment
+from topo.sim.network import sim_refusal
 
 __all__ = ["Verdict", "judge", "lost_packets"]
 

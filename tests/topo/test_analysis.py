@@ -1,4 +1,4 @@
-"""The loop analysis of a topology's laws, and hbh run's warnings from it (topo/analysis.py)."""
+"""The loop analysis of a topology's laws, and hbh run's warnings from it (topo/analysis/check.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from topo.analysis import check_topology, warnings
-from topo.runner import run_experiment
-from topo.scaling import scaled_text
-from topo.schema import load_topology, load_topology_text
+from topo.analysis.check import check_topology, warnings
+from topo.file.scaling import scaled_text
+from topo.file.schema import load_topology, load_topology_text
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -61,7 +61,7 @@ def test_where_the_analysis_warns_the_simulator_loses_packets() -> None:
 
 def _scaled_without_gains(name: str, k: int) -> str:
     """The shipped file with every rate (and playout, R_max) times k and no gains, floor or
-    interval: what topo/derive.py fills in."""
+    interval: what topo/analysis/derive.py fills in."""
     return scaled_text(name, k)
 
 

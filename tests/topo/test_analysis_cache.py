@@ -1,5 +1,5 @@
 """The loop analysis before ``hbh run``: cached per resolved topology and duration, skipped by
-``--no-analysis`` (topo/analysis_cache.py)."""
+``--no-analysis`` (topo/analysis/cache.py)."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-import topo.analysis
+import topo.analysis.check
 from hbh.cli import main
-from topo.analysis_cache import cached_warnings, topology_key
-from topo.schema import load_topology_text
+from topo.analysis.cache import cached_warnings, topology_key
+from topo.file.schema import load_topology_text
 
 LINE = """name: cached
 defaults: {link: {rate: 2Mbps, delay: 3ms, buffer: 50}}
@@ -25,13 +25,13 @@ flows:
 
 def _counting(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     calls: list[float] = []
-    real = topo.analysis.warnings
+    real = topo.analysis.check.warnings
 
     def counted(t, duration_s=60.0):  # type: ignore[no-untyped-def]
         calls.append(duration_s)
         return real(t, duration_s)
 
-    monkeypatch.setattr(topo.analysis, "warnings", counted)
+    monkeypatch.setattr(topo.analysis.check, "warnings", counted)
     return calls
 
 
@@ -59,7 +59,7 @@ def test_an_unwritable_cache_still_gives_the_analysis(tmp_path: Path) -> None:
     blocker = tmp_path / "file"
     blocker.write_text("not a directory")
     t = load_topology_text(LINE, "a.yaml")
-    assert cached_warnings(t, 1.0, blocker / "sub") == (topo.analysis.warnings(t, 1.0), False)
+    assert cached_warnings(t, 1.0, blocker / "sub") == (topo.analysis.check.warnings(t, 1.0), False)
 
 
 def _run(tmp_path: Path, *extra: str) -> int:
@@ -83,18 +83,18 @@ def test_hbh_run_no_analysis_skips_it(tmp_path: Path, monkeypatch) -> None:
 def test_every_project_module_the_analysis_imports_is_in_the_key() -> None:
     """The key covers the code the answer comes from: every module of this project that importing
     the analysis and the plant loads, in a fresh interpreter (a hand-kept list once missed
-    topo/routes.py)."""
+    topo/net/routes.py)."""
     import json
     import subprocess
     import sys
 
-    from topo.analysis_cache import ROOT, source_files
+    from topo.analysis.cache import ROOT, source_files
 
-    probe = ("import json, sys, topo.analysis, topo.fluid_network; "
+    probe = ("import json, sys, topo.analysis.check, topo.analysis.fluid_network; "
              "print(json.dumps([m.__file__ for m in list(sys.modules.values()) if getattr(m, '__file__', None)]))")
     out = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True).stdout
     loaded = {Path(f).resolve() for f in json.loads(out)}
     mine = {p for p in loaded if p.is_relative_to(ROOT) and ".venv" not in p.parts and p.suffix == ".py"}
     covered = {p.resolve() for p in source_files()}
-    assert (ROOT / "topo" / "routes.py").resolve() in covered
+    assert (ROOT / "topo" / "net" / "routes.py").resolve() in covered
     assert mine and mine <= covered, sorted(str(p) for p in mine - covered)

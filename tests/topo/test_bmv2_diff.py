@@ -1,4 +1,4 @@
-"""The BMv2-vs-p4switch differential (topo/bmv2_diff.py).
+"""The BMv2-vs-p4switch differential (topo/experiments/bmv2_diff.py).
 
 The comparison itself is checked on summaries made here (no BMv2 needed); the differential proper
 runs only where ``simple_switch_grpc`` and ``p4c`` are on PATH (and root, and ``make p4`` done),
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo import bmv2_diff
-from topo.bmv2_diff import BUFFER_POINTS, compare, main
+from topo.experiments import bmv2_diff
+from topo.experiments.bmv2_diff import BUFFER_POINTS, compare, main
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""BMv2's egress paced at an emulated link's rate (topo/link_pacing.py): no BMv2 needed.
+"""BMv2's egress paced at an emulated link's rate (topo/netns/link_pacing.py): no BMv2 needed.
 
 What is checked: the ways map onto the emulators as the netns backend wires them and give each
 switch its ceilings in bits (the agent converts them at the mean frame each port sends:
@@ -16,7 +16,8 @@ import pytest
 
 from controlplane.agent import LinkCeiling
 from controlplane.report import FRAME_BYTES as REPORT_BYTES
-from topo.link_pacing import (
+from topo.file.schema import load_topology
+from topo.netns.link_pacing import (
     DRAIN_MARGIN,
     HIDDEN_BACKLOG_FRAMES,
     LinkPacing,
@@ -24,7 +25,6 @@ from topo.link_pacing import (
     hidden_queue_notice,
     paced_ways,
 )
-from topo.schema import load_topology
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,8 +48,8 @@ def test_ways_cover_every_switch_port_of_an_emulated_link() -> None:
 
 def test_a_ways_starting_frame_is_the_expected_mean_not_the_largest(tmp_path: Path) -> None:
     """Two flows of 200- and 1000-byte frames through R1: the agent starts from the mean the topology
-    expects (topo.plan.expected_frame_bytes), then follows the port's counters."""
-    from topo.plan import expected_frame_bytes
+    expects (topo.net.plan.expected_frame_bytes), then follows the port's counters."""
+    from topo.net.plan import expected_frame_bytes
 
     text = (ROOT / "topo/paper-1router.yaml").read_text()
     one_way = "  - {name: f1, src: H1, dst: H2, control: alinea, start: 0s, r_max: 1.8Mbps}\n"
@@ -145,8 +145,8 @@ def _bmv2_like_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pace: bool) 
     every link through an emulator, the pacing on or off (tests/bench/bmv2_like.py, as fixtures)."""
     import dataclasses
 
-    import topo.netns as netns
-    from topo.runner import run_experiment
+    import topo.netns.network as netns
+    from topo.run.runner import run_experiment
 
     def choose(self: Any) -> None:
         self.link_mode = "linkemu"
@@ -201,7 +201,7 @@ def test_a_tcp_flows_ceiling_counts_its_segments_frame_not_its_record() -> None:
     than its link and the backlog would form in the emulator again."""
     from hosts.tcp import MSS
     from hosts.tcp.wire import data_frame_bytes
-    from topo.schema import load_topology_text
+    from topo.file.schema import load_topology_text
 
     topo = load_topology_text("""\
 nodes:

@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-import topo.simnet
+import topo.sim.network
 from controlplane.alinea import NEWEST_FALL
-from topo.plan import switch_plan
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
+from topo.file.schema import load_topology, load_topology_text
+from topo.net.plan import switch_plan
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -45,7 +45,7 @@ def test_paper_5router_regulates_on_bmv2_queues() -> None:
 @pytest.mark.slow
 def test_paper_5router_freezes_on_bmv2_queues_without_the_forecast(monkeypatch: pytest.MonkeyPatch) -> None:
     """The agents as they were (floor start, no forecast, no schedule bound) on the same queues."""
-    monkeypatch.setattr(topo.simnet, "switch_plan", lambda t, name: switch_plan(t, name, fixed_departures=False))
+    monkeypatch.setattr(topo.sim.network, "switch_plan", lambda t, name: switch_plan(t, name, fixed_departures=False))
     t = on_queue_model("paper-5router", "bmv2")
     s = run_experiment(t, 30 * S, seed=1, plots=False).summary
     goodput = s["flows"]["f1"]["goodput_bps"]
@@ -133,8 +133,8 @@ def test_flows_against_an_incast_tree_complete_on_bmv2_queues() -> None:
     silence as lost feedback and decay, stamping their own queues, whose reverse reports then waited
     in turn: the reverse flows and the incast froze (6 of 22 flows done after 8 s). Either the
     hold of a silent law or the report budget on the queue rate keeps it moving."""
-    from topo.fabric import FabricSpec, fabric_topology, run_fabric
-    from topo.workload import FlowSpec, incast
+    from topo.experiments.fabric import FabricSpec, fabric_topology, run_fabric
+    from topo.file.workload import FlowSpec, incast
 
     spec = FabricSpec()
     flows = incast([h for h in spec.hosts() if not h.startswith("h4")], "h4_1", 300_000, 0)

@@ -3,7 +3,7 @@
 BMv2 1.15 builds simple_switch_grpc with a Thrift server only when configured ``--with-thrift``;
 such a switch accepts ``--thrift-port`` with a warning in its log and never opens the port, while its
 gRPC server runs. A fake ``simple_switch_grpc`` on PATH does exactly that (or stays silent, or opens
-both ports), and :class:`topo.netns_switches.SwitchProcess` must tell the first two from a switch
+both ports), and :class:`topo.netns.switches.SwitchProcess` must tell the first two from a switch
 that is merely slow, naming ``set_queue_rate`` and ``--with-thrift``.
 """
 
@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from topo import netns_switches
-from topo.netns_plumbing import NetnsError
-from topo.netns_switches import NO_THRIFT_LOG, SwitchProcess, SwitchSpec, bmv2_command, free_tcp_port
+from topo.netns import switches as netns_switches
+from topo.netns.plumbing import NetnsError
+from topo.netns.switches import NO_THRIFT_LOG, SwitchProcess, SwitchSpec, bmv2_command, free_tcp_port
 
 FAKE = """#!{python}
 # A stand-in for simple_switch_grpc: its gRPC port opens; the Thrift port per MODE.

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from controlplane.agent import MAX_CLASSES
-from topo.hol import HolSetup, hol_topology
-from topo.plan import host_classes, priority_queues, switch_plan
+from topo.experiments.hol import HolSetup, hol_topology
+from topo.net.plan import host_classes, priority_queues, switch_plan
 
 
 def test_hosts_behind_one_switch_get_distinct_classes_up_to_the_count() -> None:
@@ -34,7 +34,7 @@ def test_with_classes_reports_are_cloned_to_the_recirculation_port_and_one_class
     """The agents point every report session at alinea.p4's REPORT_RECIRC_PORT and write report_path's
     one entry (the reports' top priority, docs/howto/fabric.md); with one class neither."""
     from controlplane.dataplane_config import REPORT_RECIRC_PORT, REPORT_SESSION_BASE
-    from topo.simnet import SimNetwork
+    from topo.sim.network import SimNetwork
 
     for control, classes in (("alinea-classes", 4), ("alinea", 1)):
         net = SimNetwork(hol_topology(HolSetup(), control, incast=True), 1).build()

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from hbh.cli import main
-from topo.compare import compare, jain, run_metrics
+from topo.experiments.compare import compare, jain, run_metrics
 
 ROOT = Path(__file__).resolve().parents[2]
 P5 = str(ROOT / "topo" / "paper-5router.yaml")
@@ -45,8 +45,8 @@ def test_every_shipped_topology_takes_every_control(topology: str) -> None:
     """The flows' keys a control does not take (r_max for tcp and ledbat, cc for the others, a ledbat
     target...) go when the control changes, so every point of the comparison loads and the simulator
     accepts it (tcp-cubic: the model has cubic)."""
-    from topo.compare import _check_backend
-    from topo.sweep.grammar import SweepError
+    from topo.experiments.compare import _check_backend
+    from topo.file.settings import SweepError
     from topo.sweep.run import plan_sweep
 
     if is_multicast(ROOT / "topo" / topology):
@@ -128,7 +128,7 @@ TCP1 = str(ROOT / "topo" / "tcp-1router.yaml")
 ])
 def test_netns_refusals_are_one_line_and_exit_2(tmp_path: Path, capsys, monkeypatch: pytest.MonkeyPatch,
                                                   args: list[str], needle: str) -> None:
-    from topo import netns_plumbing
+    from topo.netns import plumbing as netns_plumbing
 
     monkeypatch.setattr(netns_plumbing.os, "geteuid", lambda: 1000)  # not root, whoever runs the tests
     assert main(["compare", TCP1, "--controls", "cvihis-rtm,tcp-reno", "--backend", "netns", "--duration", "2s",

@@ -15,11 +15,11 @@ import pytest
 from controlplane import native
 from runtime.sched import VirtualScheduler
 from tests.topo.helpers import BASE, expect_error
-from topo.control_latency import ControlLatency
-from topo.model import DEFAULT_CONTROL_LATENCY_NS
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
-from topo.simnet import DelayedQueues, SimNetwork
+from topo.file.schema import load_topology, load_topology_text
+from topo.net.model import DEFAULT_CONTROL_LATENCY_NS
+from topo.run.runner import run_experiment
+from topo.sim.control_latency import ControlLatency
+from topo.sim.network import DelayedQueues, SimNetwork
 
 ROOT = Path(__file__).resolve().parents[2]
 MS = 1_000_000

@@ -12,11 +12,11 @@ from pathlib import Path
 
 import pytest
 
-from topo.compare import jain
-from topo.runner import run_experiment
-from topo.schema import load_topology
-from topo.sweep.grammar import parse_settings
-from topo.sweep.points import Point, load_base, point_topology
+from topo.experiments.compare import jain
+from topo.file.points import Point, load_base, point_topology
+from topo.file.schema import load_topology
+from topo.file.settings import parse_settings
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -90,7 +90,7 @@ def test_blm_yields_to_tcp_and_is_back_at_capacity_within_30_s_after_it(rtt: str
     """The paper's BLM against one TCP NewReno connection (SOURCES.md E), time scaled down: TCP from 10 s to
     70 s of a 100 s run. While TCP runs BLM gets at most a fifth of what the two receive, and within 30 s after
     TCP stops its 5 s mean is back within 10 % of the 3 Mb/s capacity (docs/results.md's targets)."""
-    from topo import results_tcp as R  # noqa: PLC0415 (the section's own measures)
+    from topo.results import tcp as R  # noqa: PLC0415 (the section's own measures)
 
     t = R.scenario("cvihis-blm-vs-tcp", (f"link[H1-R1].delay={BLM_DELAYS[rtt]}", "flow[tcp].start=10s",
                                          "flow[tcp].stop=70s"))
@@ -131,7 +131,7 @@ def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners_and_rtt_matters_less_t
     """CVIHIS's published TCP-friendliness (SOURCES.md E): against one reno connection with SACK (Linux NewReno),
     the larger rate at most 2 times the smaller (published about 1.6), and RTT affects RTM less than TCP; RTM
     starting at CVIHIS's default rate or at the bottleneck's capacity (the paper varied the starting rates)."""
-    from topo.results_tcp import rtm_cell, start_rate  # noqa: PLC0415 (the grid's own cell, as docs/results.md runs it)
+    from topo.results.tcp import rtm_cell, start_rate  # noqa: PLC0415 (the grid's own cell, as docs/results.md runs it)
 
     rates = {(rate, delay): rtm_cell(rate, delay, "reno", start=start_rate(start, rate)) for rate, delay in CORNERS}
     for cell, (rtm, tcp) in rates.items():
@@ -147,7 +147,7 @@ def test_the_reprobe_reading_is_tcp_friendly_to_reno_on_the_corners_and_where_pu
     """``cvihis: {variant: reprobe}`` (docs/background/cvihis.md, "Readings"): the corners of the paper's grid and the cell
     where the default reading falls below half of reno's rate (3 Mb/s, 200 ms, seed 2): the larger rate at most 2
     times the smaller."""
-    from topo.results_tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/background/cvihis.md runs it)
+    from topo.results.tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/background/cvihis.md runs it)
 
     for rate, delay in [*CORNERS, ("3Mbps", "98ms")]:
         rtm, tcp = rtm_cell(rate, delay, "reno", seed=seed, reading="{variant: reprobe}")

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
-from topo.simnet import SimNetwork
+from topo.file.schema import load_topology_text
+from topo.run.runner import run_experiment
+from topo.sim.network import SimNetwork
 
 S = 1_000_000_000
 LINE = """

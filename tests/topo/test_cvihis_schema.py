@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from hosts.cvihis import CvihisParams
 from hosts.cvihis.variants import AREAS, MAX_DELAY, MD, PUSH, VARIANTS, CvihisReading
 from tests.topo.helpers import BASE, SOURCE, expect_error
-from topo.schema import load_topology_text
-from topo.simnet import cvihis_params
+from topo.file.schema import load_topology_text
+from topo.sim.network import cvihis_params
 
 ALINEA = "  - {src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}"
 

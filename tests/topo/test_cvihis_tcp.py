@@ -1,5 +1,5 @@
 """``cc: cvihis-rtm`` in the simulator: the TCP model's flows paced by CVIHIS RTM, whose receiver's
-feedback comes back in CVIHIS datagrams (hosts/cvihis_tcp.py, topo/simtcp.py); short runs."""
+feedback comes back in CVIHIS datagrams (hosts/cvihis_tcp.py, topo/sim/tcp.py); short runs."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from hosts.cvihis_tcp import CvihisPace
-from topo.fabric import FabricSpec, fabric_topology, run_fabric
-from topo.workload import FlowSpec
+from topo.experiments.fabric import FabricSpec, fabric_topology, run_fabric
+from topo.file.workload import FlowSpec
 
 from .helpers import expect_error
 
@@ -63,9 +63,9 @@ def test_cvihis_rtm_without_sack_is_refused_naming_the_flow():
 
 
 def test_the_netns_backend_accepts_cvihis_rtm_and_still_refuses_none(tmp_path: Path):
-    """cvihis-rtm runs on the kernel's TCP paced by CVIHIS (topo/netns_pace.py); none has no kernel."""
-    from topo.netns import NetnsNetwork
-    from topo.netns_plumbing import NetnsError
+    """cvihis-rtm runs on the kernel's TCP paced by CVIHIS (topo/netns/pace.py); none has no kernel."""
+    from topo.netns.network import NetnsNetwork
+    from topo.netns.plumbing import NetnsError
 
     paced = fabric_topology(SPEC, [FlowSpec("paced", "h1_1", "h2_1", 10_000, 0)], "cvihis-rtm")
     NetnsNetwork(paced, duration_ns=10**9, run_dir=tmp_path)._refuse_unsupported()

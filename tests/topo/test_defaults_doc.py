@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from controlplane.units import parse_bytes, parse_duration_ns, parse_fraction, parse_rate
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "topologies.md"
 

@@ -7,8 +7,8 @@ import pytest
 
 from tests.switch import netns as N
 from tests.topo.helpers import BASE, SOURCE, expect_error
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.run.runner import run_experiment
 
 ALINEA = "  - {src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}"
 
@@ -121,7 +121,7 @@ def test_tfrc_and_ledbat_run_in_netns(flow: str) -> None:
 
 
 def test_the_reordering_table_is_regenerated_by_its_command(tmp_path) -> None:
-    from topo import tfrc_reordering as T
+    from topo.experiments import tfrc_reordering as T
 
     doc = tmp_path / "e2e.md"
     doc.write_text("before\n<!-- tfrc-reordering -->\nold\n<!-- /tfrc-reordering -->\nafter\n")

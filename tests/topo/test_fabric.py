@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from controlplane.p4runtime_client import InProcessController
-from topo.fabric import FabricSpec, fabric_topology, hashed_bytes, run_fabric, summary
-from topo.plan import switch_plan
-from topo.schema import load_topology, load_topology_text
-from topo.simnet import SimNetwork
-from topo.workload import FlowSpec, cdf_named, poisson_flows
+from topo.experiments.fabric import FabricSpec, fabric_topology, hashed_bytes, run_fabric, summary
+from topo.file.schema import load_topology, load_topology_text
+from topo.file.workload import FlowSpec, cdf_named, poisson_flows
+from topo.net.plan import switch_plan
+from topo.sim.network import SimNetwork
 
 from .helpers import expect_error
 

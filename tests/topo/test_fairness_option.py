@@ -1,4 +1,4 @@
-"""The per-flow fairness option (topo/fairness.py): R_max weighted by the flows behind each law."""
+"""The per-flow fairness option (topo/file/fairness.py): R_max weighted by the flows behind each law."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from topo.compare import jain
-from topo.fairness import apply_fairness, per_flow_caps
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
-from topo.yaml_tree import TopologyError
+from topo.experiments.compare import jain
+from topo.file.fairness import apply_fairness, per_flow_caps
+from topo.file.schema import load_topology, load_topology_text
+from topo.file.yaml_tree import TopologyError
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED = ROOT / "topo" / "alinea-merge-shared.yaml"

@@ -1,5 +1,5 @@
 """Random topologies that lost packets at a law's floor, unwarned, until the floor check
-(topo/floor_check.py) modelled what it had left out: a multicast group's slowest copy, a queue rate
+(topo/analysis/floor_check.py) modelled what it had left out: a multicast group's slowest copy, a queue rate
 set in packets/s from the last frames' mean, a law before the node that runs above its floor, and the
 multicast ring's 1024 places (issue 46). Each file's first lines hold its run length and the problem
 the judge reported when it was found by ``make fuzz-topo``."""
@@ -15,9 +15,9 @@ from hypothesis import strategies as st
 
 from controlplane.dataplane_config import MCAST_MAX_COPIES, MCAST_RING
 from tests.topo.randomcheck import judge
-from topo.floor_check import _Stretch
-from topo.routes import routed_paths
-from topo.schema import load_topology_text
+from topo.analysis.floor_check import _Stretch
+from topo.file.schema import load_topology_text
+from topo.net.routes import routed_paths
 
 CASES = Path(__file__).parent / "random_cases"
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,13 +1,13 @@
-"""What makes the laws-together model cheap must not change what it says (topo/fluid_network.py):
+"""What makes the laws-together model cheap must not change what it says (topo/analysis/fluid_network.py):
 the early stop once the network has settled, and a step set by the report intervals alone."""
 
 from __future__ import annotations
 
 import pytest
 
-import topo.fluid_network as fn
+import topo.analysis.fluid_network as fn
 from tests.topo.test_random_topologies import TREE
-from topo.schema import load_topology, load_topology_text
+from topo.file.schema import load_topology, load_topology_text
 
 SHORT_LINKS = TREE.replace("delay: 2ms", "delay: 0.1ms")
 
@@ -33,7 +33,7 @@ def test_the_early_stop_changes_no_buffers_peak_or_loss(topo, seconds: float, mo
 
 
 def test_a_network_that_settles_stops_after_its_last_event_and_before_its_horizon() -> None:
-    from topo.scaling import scaled_topology
+    from topo.file.scaling import scaled_topology
 
     dropping = fn._Network(scaled_topology("capacity-drop", 50), 60.0, 1.0)  # R3-R4 falls at 30 s
     dropping.run()
@@ -51,7 +51,7 @@ def test_the_step_follows_the_report_intervals_not_the_shortest_link() -> None:
 
 
 def test_the_remedys_runs_stop_at_their_first_loss_and_find_the_same_scale(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    from topo.hol import HolSetup, hol_topology
+    from topo.experiments.hol import HolSetup, hol_topology
 
     t = hol_topology(HolSetup(), "alinea", incast=True)  # the shipped 2 x 2 fabric: its buffers must grow
     stopped = []

@@ -1,5 +1,5 @@
-"""Every law of a topology together against fluid queues (topo/fluid_network.py), and the checks
-topo/analysis.py builds on it."""
+"""Every law of a topology together against fluid queues (topo/analysis/fluid_network.py), and the checks
+topo/analysis/check.py builds on it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from topo.analysis import alinea_links, check_topology, feeding_links, warnings
-from topo.fluid_network import LOSS_PKTS, network_peaks
-from topo.results_map import Cell, cell_topology
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
+from topo.analysis.check import alinea_links, check_topology, feeding_links, warnings
+from topo.analysis.fluid_network import LOSS_PKTS, network_peaks
+from topo.file.schema import load_topology, load_topology_text
+from topo.results.map import Cell, cell_topology
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -91,7 +91,7 @@ def test_a_dip_that_ends_sets_off_a_wave_on_bmv2s_queues_and_not_on_the_shaper()
     stamped on what it queues during the dip and comes back as a wave up the line (the simulator
     loses packets); on the shaper a cut ends when the rate rises (none). The model, whose chunks
     keep the rate they were queued with, shows the same difference."""
-    from topo.results_dip import DIPS, DURATION_NS, _with_dip
+    from topo.results.dip import DIPS, DURATION_NS, _with_dip
 
     base = load_topology(ROOT / "topo" / "capacity-drop.yaml")
     start, length_ms, rate = DIPS[-1]

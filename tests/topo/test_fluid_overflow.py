@@ -1,4 +1,4 @@
-"""When the laws-together model counts a buffer as overflowing (topo/fluid_network.py, ``overflows``):
+"""When the laws-together model counts a buffer as overflowing (topo/analysis/fluid_network.py, ``overflows``):
 its fluid lost ``LOSS_PKTS`` or more, or its peak left room for fewer packets than the links feeding
 its queue can hand it at once (at least one). Hypothesis over any peak the model can report."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo.fluid_network import LOSS_PKTS, NetworkPeak, overflows, room_at_peak
+from topo.analysis.fluid_network import LOSS_PKTS, NetworkPeak, overflows, room_at_peak
 
 peaks = st.builds(
     lambda c, peak, lost: NetworkPeak(

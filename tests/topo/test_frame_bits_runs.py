@@ -8,9 +8,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.plan import buffer_unit_bytes, expected_frame_bytes, expected_shares, flow_frame_bytes, law_frames
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.net.plan import (
+    buffer_unit_bytes,
+    expected_frame_bytes,
+    expected_shares,
+    flow_frame_bytes,
+    law_frames,
+)
+from topo.run.runner import run_experiment
 
 S = 1_000_000_000
 

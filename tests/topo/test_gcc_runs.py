@@ -1,7 +1,7 @@
 """``control: gcc`` in the simulator: Carlucci et al.'s settings in spirit (SOURCES.md E), the clock
 offset changing nothing, and ``hbh compare`` taking gcc on every shipped topology.
 
-The path is topo/results_gcc.py's: H1 -- R1 -- R2 -- H2, 10 Mb/s access, the bottleneck R1 -> R2 at C
+The path is topo/results/gcc.py's: H1 -- R1 -- R2 -- H2, 10 Mb/s access, the bottleneck R1 -> R2 at C
 with 40 ms and a 300 ms drop-tail FIFO (RTT 100 ms). Measures are the summary's second half."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.switch import netns as N
-from topo.compare import compare
-from topo.results_gcc import base_delay_ms, jain, measures, scenario
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.experiments.compare import compare
+from topo.file.schema import load_topology_text
+from topo.results.gcc import base_delay_ms, jain, measures, scenario
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -107,8 +107,8 @@ def test_the_kalman_filter_runs_as_an_option() -> None:
 def test_every_shipped_topology_takes_gcc(topology: str) -> None:
     """``hbh compare --controls ...,gcc``: every shipped file's flows become gcc flows that load."""
     from tests.topo.test_compare import is_multicast
-    from topo.compare import _check_backend
-    from topo.sweep.grammar import SweepError
+    from topo.experiments.compare import _check_backend
+    from topo.file.settings import SweepError
     from topo.sweep.run import plan_sweep
 
     if is_multicast(ROOT / "topo" / topology):
@@ -145,7 +145,7 @@ def test_gcc_runs_in_netns() -> None:
 
 
 def test_the_tables_empty_path_delay_is_what_a_packet_that_never_queues_sees() -> None:
-    """topo/results_gcc.py's queuing delay subtracts base_delay_ms: a 50 kb/s fixed flow (a packet every
+    """topo/results/gcc.py's queuing delay subtracts base_delay_ms: a 50 kb/s fixed flow (a packet every
     160 ms, 8 ms of service at 1 Mb/s) never queues, so its one-way delay is exactly that base."""
     s = run(scenario(1e6, ["control: fixed, rate: 50kbps"]), 3)
     owd = s["flows"]["f1"]["owd_ms"]
@@ -153,7 +153,7 @@ def test_the_tables_empty_path_delay_is_what_a_packet_that_never_queues_sees() -
 
 
 def test_results_gcc_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys) -> None:
-    from topo.results_gcc import main
+    from topo.results.gcc import main
 
     (tmp_path / "d.md").write_text("no markers\n")
     for args, needle in ((["--duration", "0"], "--duration 0"), (["--seeds", "x"], "--seeds x"),
@@ -165,11 +165,11 @@ def test_results_gcc_refuses_bad_arguments_in_one_line(tmp_path: Path, capsys) -
 
 @pytest.mark.slow
 def test_results_section_is_one_spliceable_section_with_every_row() -> None:
-    """docs/results.md's GCC section (topo.results_doc --only gcc): one ``## `` section, the published
+    """docs/results.md's GCC section (topo.results.doc --only gcc): one ``## `` section, the published
     figures, then a row per setting and control (4 capacities x 2, three flows x 2, cubic x 2, and the
     Kalman and libwebrtc-gains rows)."""
-    from topo.results_gcc import results_section
-    from topo.results_splice import splice_sections
+    from topo.results.gcc import results_section
+    from topo.results.splice import splice_sections
 
     lines = results_section("1", 2.0)
     assert lines[0].startswith("## GCC beside CVIHIS RTM") and sum(line.startswith("## ") for line in lines) == 1

@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from hosts.gcc import GccParams
 from tests.topo.helpers import BASE, SOURCE, expect_error
-from topo.schema import TopologyError, load_topology_text
+from topo.file.schema import TopologyError, load_topology_text
 
 ALINEA = "  - {src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}"
 
@@ -91,7 +91,7 @@ def test_any_rates_load_in_order_or_are_refused_in_one_line(lo, start, hi, r_max
 
 
 def test_show_prints_a_gcc_flows_parameters() -> None:
-    from topo.show import describe
+    from topo.file.show import describe
 
     out = describe(load_topology_text(gcc(", gcc: {min_rate: 100kbps, max_rate: 2Mbps, filter: kalman}"), SOURCE))
     assert "gcc 100kbps .. 2Mbps from 300kbps, kalman filter, draft gains" in out

@@ -6,8 +6,8 @@ import dataclasses
 
 import pytest
 
-from topo.hol import HolSetup, hol_topology, run_hol
-from topo.plan import host_classes
+from topo.experiments.hol import HolSetup, hol_topology, run_hol
+from topo.net.plan import host_classes
 
 SHORT = HolSetup(incast_start_s=0.5, seconds=1.5)
 

@@ -4,7 +4,7 @@ written from docs/reference/topologies.md:
 * a host's ALINEA law reads its switch's buffer in the frames it sends (their measured mean), so it
   holds the buffer's *bytes* at its target, as a switch's law does;
 * a host's flows share its rate equally in bits (deficit round-robin in bytes), as
-  ``topo.plan.expected_frame_bytes`` assumes;
+  ``topo.net.plan.expected_frame_bytes`` assumes;
 * a receiver's playout buffer plays each packet in its own bits' time, so mixed sizes play out
   ``playout`` bits/s, and its per-flow played counts add up to the buffer's.
 """
@@ -14,9 +14,9 @@ from __future__ import annotations
 from typing import Any
 
 from tests.topo.test_host_pacing_bits import ONE_HOST_TWO_SIZES
-from topo.record import FlowSample, Recorder
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.net.record import FlowSample, Recorder
+from topo.run.runner import run_experiment
 
 S = 1_000_000_000
 SMALL, LARGE = 500, 1500

@@ -5,9 +5,9 @@ it sent two thirds of them. The topology is written from docs/reference/topologi
 
 from __future__ import annotations
 
-from topo.record import FlowSample, LawRow
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.net.record import FlowSample, LawRow
+from topo.run.runner import run_experiment
 
 S = 1_000_000_000
 

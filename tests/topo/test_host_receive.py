@@ -19,13 +19,13 @@ from hypothesis import strategies as st
 from controlplane.report import Report, encode
 from hosts.datagram import FrameTemplate
 from runtime.sched import VirtualScheduler
-from topo.netns_host import _HostNet
-from topo.schema import load_topology_text
-from topo.simnet import SimHostNode
+from topo.file.schema import load_topology_text
+from topo.netns.host import _HostNet
+from topo.sim.network import SimHostNode
 
 # H2 has a small buffer (overflows) and a reporter; flow t (TFRC) and flow c (CVIHIS) have their sinks
 # at H2 (Python's); flows a and back are the engine's. The sources' clocks are offset both ways (H1's
-# flows start when its clock reads 0: topo/schema.py; the frames below still stamp times around it).
+# flows start when its clock reads 0: topo/file/schema.py; the frames below still stamp times around it).
 TOPOLOGY = """\
 nodes:
   H1: {kind: host, clock_offset: -7ms}

@@ -1,4 +1,4 @@
-"""The run-end invariants (topo/invariants.py) on hand-made recordings: each one fails on a
+"""The run-end invariants (topo/net/invariants.py) on hand-made recordings: each one fails on a
 recording that breaks it and passes on one that keeps it, and the windowed checks agree with a
 brute-force pass over every window (hypothesis)."""
 
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo import invariants as I
-from topo.invariants import EndState, FlowEnd, Place, QueueEnd, check_invariants, flow_places
-from topo.record import BufferSample, DropSample, FlowSample, LinkSample, Recorder, TcpSample
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.net import invariants as I
+from topo.net.invariants import EndState, FlowEnd, Place, QueueEnd, check_invariants, flow_places
+from topo.net.record import BufferSample, DropSample, FlowSample, LinkSample, Recorder, TcpSample
 
 MERGE = """\
 name: t

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from hbh.cli import main as hbh_main
-from topo.invariants import NAMES
-from topo.runner import STRICT_EXIT, InvariantsFailed, run_experiment
-from topo.schema import load_topology_text
-from topo.simnet import SimNetwork
+from topo.file.schema import load_topology_text
+from topo.net.invariants import NAMES
+from topo.run.runner import STRICT_EXIT, InvariantsFailed, run_experiment
+from topo.sim.network import SimNetwork
 
 #: two sources merge at R1 onto a slower R1-R2, one sink with a playout buffer; a fixed flow
 #: faster than its own access link (its NIC queue fills, R1 drops) and a rate drop on R1-R2.
@@ -89,7 +89,7 @@ def test_run_experiment_strict_raises_with_the_results(monkeypatch: pytest.Monke
 def test_a_run_whose_switches_hide_their_drops_breaks_conservation(monkeypatch: pytest.MonkeyPatch) -> None:
     """Drop counters that read zero everywhere: the records and the summary agree with each other,
     but the flows' missing packets are then nowhere on their paths."""
-    import topo.simnet as simnet
+    import topo.sim.network as simnet
 
     monkeypatch.setattr(simnet, "read_drop_counters", lambda client, ports: [])
     topo = load_topology_text(merge("alinea").replace("start: 1s", "start: 0s"), "merge.yaml")
@@ -103,7 +103,7 @@ def test_a_run_whose_switches_hide_their_drops_breaks_conservation(monkeypatch: 
 def test_a_short_netns_run_keeps_every_invariant(tmp_path: Path) -> None:
     """Real processes: the end state's bounds (what the hosts' last sample cannot see) still hold."""
     from tests.switch import netns as N
-    from topo.netns_plumbing import clean
+    from topo.netns.plumbing import clean
 
     N.require_netns()
     topo = load_topology_text(merge("alinea").replace("start: 1s", "start: 0s"), "merge.yaml")
@@ -133,7 +133,7 @@ def test_hbh_compare_records_and_says_each_runs_invariants(tmp_path: Path, monke
     err = capsys.readouterr().err
     for control in ("alinea", "cvihis-rtm"):
         assert f"hbh compare: {control}, seed 1: invariant violated: link_rate: link " in err
-    from topo.compare import compare
+    from topo.experiments.compare import compare
 
     again = compare(str(path), "alinea,cvihis-rtm", "1", "3s", out, serial=True, plots=False)  # resumed: stored
     for control in ("alinea", "cvihis-rtm"):

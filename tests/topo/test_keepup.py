@@ -1,4 +1,4 @@
-"""Whether a real-time run kept up (topo/keepup.py): the verdict from the run's wake-up lateness."""
+"""Whether a real-time run kept up (topo/netns/keepup.py): the verdict from the run's wake-up lateness."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import time
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo.keepup import LATE_LIMIT_NS, STALL_LIMIT_NS, CpuMeter, keepup_summary, verdict
-from topo.tcp_kernel import realtime_note
+from topo.netns.keepup import LATE_LIMIT_NS, STALL_LIMIT_NS, CpuMeter, keepup_summary, verdict
+from topo.results.tcp_kernel import realtime_note
 
 
 def test_punctual_wakeups_kept_up() -> None:
@@ -87,7 +87,7 @@ def test_the_cpu_meter_counts_each_kinds_processes_from_its_start() -> None:
 
 
 def cpu_seconds(pid: int) -> float:
-    """CPU seconds process ``pid`` used so far, read independently of topo.keepup."""
+    """CPU seconds process ``pid`` used so far, read independently of topo.netns.keepup."""
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()  # noqa: SIM115, PTH123
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
@@ -110,7 +110,7 @@ def test_a_relays_stall_falls_behind_though_the_runner_woke_on_time() -> None:
 
 
 def test_hbh_run_says_whether_a_netns_run_kept_up_and_the_cores_it_used() -> None:
-    from topo.runner import realtime_line
+    from topo.run.runner import realtime_line
 
     cores = {"cpu_cores": {"total": 1.7, "cpus": 2}}
     behind = realtime_line({**keepup_summary([100_000] * 200), "host_relays": relays(786), **cores})

@@ -1,7 +1,7 @@
-"""The link emulator (topo/linkemu.py) against p4switch's own link model.
+"""The link emulator (topo/netns/linkemu.py) against p4switch's own link model.
 
 Root tests (marked ``netns``): two veth pairs of a run-like prefix, the emulator process
-(``python -m topo.linkemu``, started as the netns backend starts it) between them, frames sent in
+(``python -m topo.netns.linkemu``, started as the netns backend starts it) between them, frames sent in
 on one side and their kernel receive timestamps (SO_TIMESTAMPNS) read on the other. The
 reference is :class:`runtime.link.LinkModel` / :class:`~runtime.link.Transmitter`: a
 saturated link's rate within 2 %, an isolated frame's one-way delay within 0.5 ms of the
@@ -28,9 +28,9 @@ from hypothesis import strategies as st
 from p4switch.control import control_call
 from runtime.link import Transmitter
 from tests.wakeups import skip_if_the_machine_wakes_late
-from topo.linkemu import Direction, frame_bytes_model
-from topo.netns_plumbing import Plumbing, clean, control_socket_path, emulator_ifname, new_prefix
-from topo.netns_switches import LinkEmuProcess, LinkEmuSpec, linkemu_command
+from topo.netns.linkemu import Direction, frame_bytes_model
+from topo.netns.plumbing import Plumbing, clean, control_socket_path, emulator_ifname, new_prefix
+from topo.netns.switches import LinkEmuProcess, LinkEmuSpec, linkemu_command
 
 ROOT = Path(__file__).resolve().parents[2]
 ETHERTYPE = 0x88B6  # IEEE local experimental (0x88B5 is the ALINEA report's)
@@ -44,14 +44,14 @@ def test_command_line() -> None:
     spec = LinkEmuSpec(name="R1-R2", a="hbh0a1b21p2e", b="hbh0a1b22p1e", bitrate_bps=2_000_000, delay_ns=3_000_000,
                        both_ways=True, control_socket="/tmp/hbh0a1b2-link-R1-R2.ctl", log_file="x.log")
     assert linkemu_command(spec, python="py") == [
-        "py", "-m", "topo.linkemu", "--a", "hbh0a1b21p2e", "--b", "hbh0a1b22p1e", "--rate", "2000000",
+        "py", "-m", "topo.netns.linkemu", "--a", "hbh0a1b21p2e", "--b", "hbh0a1b22p1e", "--rate", "2000000",
         "--delay-ns", "3000000", "--both-ways", "--control-socket", "/tmp/hbh0a1b2-link-R1-R2.ctl"]
     spec.both_ways = False
     assert "--both-ways" not in linkemu_command(spec)
 
 
 def test_emulator_ends_carry_the_prefix_and_fit_linux() -> None:
-    from topo.netns_plumbing import NetnsError
+    from topo.netns.plumbing import NetnsError
 
     assert emulator_ifname("hbh0a1b212p34") == "hbh0a1b212p34e"
     with pytest.raises(NetnsError, match="longer than 15"):
@@ -76,8 +76,8 @@ class _Plumbing:
 
 
 def _network(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, missing: str | None) -> Any:
-    import topo.netns as netns
-    from topo.schema import load_topology
+    import topo.netns.network as netns
+    from topo.file.schema import load_topology
 
     monkeypatch.setattr(netns, "netem_missing", lambda prefix: missing)
     net = netns.NetnsNetwork(load_topology(ROOT / "topo/capacity-drop.yaml"), duration_ns=1, run_dir=tmp_path,
@@ -124,7 +124,7 @@ def test_with_netem_links_are_plain_veths(tmp_path: Path, monkeypatch: pytest.Mo
 
 
 def test_a_link_rate_event_goes_to_the_emulator(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import topo.netns as netns
+    import topo.netns.network as netns
 
     net = _network(tmp_path, monkeypatch, "unknown")
     calls: list[tuple] = []
@@ -139,7 +139,7 @@ def test_clean_removes_control_sockets_of_dead_runs_only(tmp_path: Path, monkeyp
     clean() remove it once the run is dead, and leave a live run's alone."""
     if os.geteuid() != 0:
         pytest.skip("needs root (the run markers are in /run/hbh)")
-    from topo import netns_plumbing
+    from topo.netns import plumbing as netns_plumbing
 
     monkeypatch.setattr(netns_plumbing, "SOCKET_DIR", tmp_path)
     live = Plumbing(new_prefix())
@@ -363,7 +363,7 @@ def test_the_netem_probe_answers_and_leaves_nothing() -> None:
     """Where netem works it says None; elsewhere (this machine: no sch_netem) why not, in one line."""
     if os.geteuid() != 0:
         pytest.skip("needs root (a probe veth pair)")
-    from topo.netns import netem_missing
+    from topo.netns.network import netem_missing
 
     prefix = new_prefix()
     try:

@@ -14,7 +14,7 @@ import pytest
 
 from controlplane import params_cli
 from hbh.cli import main as hbh_main
-from topo.live import LiveError, run_ended, switch_info
+from topo.netns.live import LiveError, run_ended, switch_info
 
 PORTS = {"1": {"toward": "H1", "link_rate_bps": 2e6}, "2": {"toward": "R2", "link_rate_bps": 3e6}}
 

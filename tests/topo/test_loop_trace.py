@@ -1,4 +1,4 @@
-"""A host process's frame-loop timeline and the causes of its data runs (topo/loop_trace.py)."""
+"""A host process's frame-loop timeline and the causes of its data runs (topo/netns/loop_trace.py)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from topo import loop_trace as L
+from topo.netns import loop_trace as L
 
 MS = 1_000_000
 DELAY_MS = 5.0

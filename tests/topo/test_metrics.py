@@ -13,15 +13,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from hosts.receiver import PlayoutBuffer
-from topo.compare import run_metrics, run_reasons
-from topo.compare_report import format_table
-from topo.record import Recorder
-from topo.runner import format_summary, run_experiment
-from topo.schema import load_topology_text
-from topo.simnet import SimNetwork
-from topo.summary import SERIES_BIN_NS, summarize
-from topo.summary_buffers import buffer_rows
-from topo.summary_reaction import source_reaction
+from topo.experiments.compare import run_metrics, run_reasons
+from topo.experiments.compare_report import format_table
+from topo.file.schema import load_topology_text
+from topo.net.record import Recorder
+from topo.run.runner import format_summary, run_experiment
+from topo.run.summary import SERIES_BIN_NS, summarize
+from topo.run.summary_buffers import buffer_rows
+from topo.run.summary_reaction import source_reaction
+from topo.sim.network import SimNetwork
 
 S = 1_000_000_000
 
@@ -352,7 +352,7 @@ def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
 def test_a_cell_averaged_over_only_some_seeds_says_over_how_many() -> None:
     """A metric with a value in one seed's run only (LEDBAT's reaction when one run's rate never
     fell) must not pass for the mean of every run."""
-    from topo.compare_report import cell
+    from topo.experiments.compare_report import cell
 
     assert cell([0.5, 0.7], "{:.1f}") == "0.6 ± 1.3"
     assert cell([None, 0.079], "{:.3f}") == "0.079 (1 of 2 seeds)"
@@ -365,8 +365,8 @@ def test_a_finished_run_leaves_nothing_frozen_for_the_collector() -> None:
     finished run's cyclic garbage back: frozen objects are never collected (topo/runner._drive)."""
     import gc
 
-    from topo.runner import run_experiment
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.run.runner import run_experiment
 
     gc.unfreeze()
     run_experiment(load_topology("topo/paper-1router.yaml"), S // 2, 1, plots=False)

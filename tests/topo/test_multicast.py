@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.analysis import downstream_drain
-from topo.fluid_network import LOSS_PKTS, network_peaks
-from topo.multicast import branch_rate, tree_rate
-from topo.plan import switch_plan
-from topo.schema import TopologyError, load_topology, load_topology_text
+from topo.analysis.check import downstream_drain
+from topo.analysis.fluid_network import LOSS_PKTS, network_peaks
+from topo.file.schema import TopologyError, load_topology, load_topology_text
+from topo.net.multicast import branch_rate, tree_rate
+from topo.net.plan import switch_plan
 
 from .helpers import SOURCE, expect_error
 
@@ -137,7 +137,7 @@ def test_a_named_group_of_a_unicast_only_control_is_refused() -> None:
 
 def test_a_named_group_runs_as_its_list_in_the_simulator() -> None:
     """The shipped tree with its receivers as a named group: the same run, receiver for receiver."""
-    from topo.runner import run_experiment
+    from topo.run.runner import run_experiment
 
     text = TREE.read_text()
     grouped = text.replace("flows:\n", "groups:\n  G1: [H2, H3, H4, H5]\nflows:\n").replace(
@@ -223,7 +223,7 @@ def test_the_fluid_model_of_the_shipped_tree_holds_it_without_loss() -> None:
 def test_the_shipped_tree_runs_at_its_slowest_branch_without_loss() -> None:
     """Done-when of issue 50 in the simulator: a 7-switch tree with branches at 2, 1.5, 2 and 1 Mb/s,
     zero loss, every receiver within 3 % of the slowest branch's rate."""
-    from topo.runner import run_experiment
+    from topo.run.runner import run_experiment
 
     topo = load_topology(TREE)
     assert len(topo.switches) >= 7 and len({branch_rate(topo, f) for f in topo.flows}) >= 3
@@ -241,7 +241,7 @@ def test_the_shipped_tree_runs_at_its_slowest_branch_without_loss() -> None:
 #: Found by the random topologies' multicast shape (tests/topo/topogen.py): a 200-byte multicast group and a
 #: 576-byte unicast flow share S1 -> S3; the simulator drops one packet at S3 (its buffer holds many more
 #: 200-byte packets than the fluid model, which counts a link's packets at the largest size crossing it,
-#: topo/plan.py's packet_bytes_over, sees), and the analysis does not warn. With one size for both it warns.
+#: topo/net/plan.py's packet_bytes_over, sees), and the analysis does not warn. With one size for both it warns.
 MIXED_SIZE_TREE = """\
 name: random-multicast
 defaults:
@@ -300,7 +300,7 @@ def test_unicast_runs_as_without_multicast_in_the_program(tmp_path: Path) -> Non
     """The shipped program against the same program with its multicast cut out (mcast_route never applied,
     so no packet is ever a group's): a unicast topology's run records the same samples, packet for packet."""
     from p4switch.device import compile_file
-    from topo.simnet import SimNetwork
+    from topo.sim.network import SimNetwork
 
     source = (ROOT / "p4src" / "alinea.p4").read_text()
     assert source.count("mcast_route.apply();") == 1

@@ -1,5 +1,5 @@
 """Per-destination classes in the netns backend (docs/howto/fabric.md, "In netns"): the agents' law rows
-keep their class, as the simulator's do, so that ``topo.hol``'s spread names the class a law cut;
+keep their class, as the simulator's do, so that ``topo.experiments.hol``'s spread names the class a law cut;
 (root) a short workload under classes through p4switch."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ import pytest
 
 from controlplane.agent import LawTrace
 from tests.switch import netns as N
-from topo.fabric import FabricSpec, fabric_topology, run_fabric_netns
-from topo.hol import HolSetup, hol_topology
-from topo.plan import switch_plan
-from topo.workload import FlowSpec
+from topo.experiments.fabric import FabricSpec, fabric_topology, run_fabric_netns
+from topo.experiments.hol import HolSetup, hol_topology
+from topo.file.workload import FlowSpec
+from topo.net.plan import switch_plan
 
 
 @pytest.mark.cpu_only
 def test_a_netns_law_row_keeps_the_class_of_its_law_on_the_runner_s_clock(tmp_path: Path) -> None:
-    from topo.netns import NetnsNetwork
+    from topo.netns.network import NetnsNetwork
 
     topo = hol_topology(HolSetup(), "alinea-classes", incast=True)
     net = NetnsNetwork(topo, duration_ns=10**9, run_dir=tmp_path)

@@ -18,9 +18,9 @@ import pytest
 from hbh.cli import main as hbh_main
 from p4switch.cli import _options as p4switch_options
 from p4switch.cli import build_parser
-from topo import netns_plumbing as plumbing
-from topo.live import SHELL_ELECTION_ID, LiveError, shell_command, switch_info
-from topo.netns_switches import SwitchSpec, bmv2_command, check_bmv2_tools, p4switch_command, switch_spin_us
+from topo.netns import plumbing
+from topo.netns.live import SHELL_ELECTION_ID, LiveError, shell_command, switch_info
+from topo.netns.switches import SwitchSpec, bmv2_command, check_bmv2_tools, p4switch_command, switch_spin_us
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -165,7 +165,7 @@ def test_shell_is_a_backup_unless_asked(tmp_path: Path) -> None:
     cmd = shell_command(info, python="py")
     assert cmd == ["py", "-m", "p4runtime_sh", "--grpc-addr", "127.0.0.1:50001", "--device-id", "2",
                    "--election-id", "0,5"]
-    from topo.netns import AGENT_ELECTION_ID
+    from topo.netns.network import AGENT_ELECTION_ID
 
     assert AGENT_ELECTION_ID > SHELL_ELECTION_ID  # the shell is below the agent: it keeps the primary role
     assert shell_command(info, primary=True, python="py")[-1] == "1,0"
@@ -187,8 +187,8 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
     import pickle
     import subprocess
 
-    from topo.netns_plumbing import MARKER_DIR, new_prefix
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.netns.plumbing import MARKER_DIR, new_prefix
 
     topo_file = tmp_path / "t.pkl"
     topo_file.write_bytes(pickle.dumps(load_topology(ROOT / "topo/paper-1router.yaml")))
@@ -200,7 +200,7 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
         MARKER_DIR.mkdir(parents=True, exist_ok=True)
         marker.write_text(f"{os.getpid()}\n")
     try:
-        proc = subprocess.run([sys.executable, "-m", "topo.netns_host", "--topology", str(topo_file), "--host", "R1",
+        proc = subprocess.run([sys.executable, "-m", "topo.netns.host", "--topology", str(topo_file), "--host", "R1",
                                "--duration-ns", "1", "--out", str(tmp_path / "o"), "--prefix", prefix],
                               cwd=ROOT, capture_output=True, text=True, timeout=60)
     finally:
@@ -209,7 +209,7 @@ def test_host_process_refuses_a_switch_name(tmp_path: Path) -> None:
 
 
 def test_netem_command_for_bmv2_links() -> None:
-    from topo.netns import netem_command
+    from topo.netns.network import netem_command
 
     assert netem_command("hbh0a1b22p1", 2_000_000, 3_000_000) == [
         "tc", "qdisc", "replace", "dev", "hbh0a1b22p1", "root", "netem", "delay", "3000us", "rate", "2000000bit",
@@ -266,7 +266,7 @@ def test_bad_spin_is_one_line(text: str, capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_free_tcp_ports_are_never_handed_out_twice_in_one_process() -> None:
-    from topo.netns_switches import free_tcp_port
+    from topo.netns.switches import free_tcp_port
 
     ports = [free_tcp_port() for _ in range(200)]
     assert len(set(ports)) == len(ports)
@@ -276,8 +276,8 @@ def test_a_host_closes_when_its_loop_does_not_answer(capsys: pytest.CaptureFixtu
     """A starved machine (a 16-host fabric on 2 cores, load 22) let a host's loop miss run_sync's
     5 s while the host closed: the results were written, but the error made the run fail. Closing
     now goes on, says so, and still closes the relay."""
-    from topo.netns_host import NetnsHost
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.netns.host import NetnsHost
 
     class Starved:
         closed = False
@@ -307,8 +307,8 @@ def test_a_host_process_sends_nothing_after_the_run() -> None:
     flow that stops earlier keeps its time, and nothing else of the topology changes."""
     import dataclasses
 
-    from topo.netns_host import ending_with_run
-    from topo.schema import load_topology
+    from topo.file.schema import load_topology
+    from topo.netns.host import ending_with_run
 
     topo = load_topology(ROOT / "topo/paper-1router.yaml")
     f = topo.flows[0]

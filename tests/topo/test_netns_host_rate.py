@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.switch import netns as N
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.run.runner import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from tests.switch import netns as N
-from topo.multicast import tree_rate
-from topo.netns_plumbing import clean, leftovers
-from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.net.multicast import tree_rate
+from topo.netns.plumbing import clean, leftovers
+from topo.run.runner import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -1,4 +1,4 @@
-"""``cc: cvihis-rtm`` in netns (topo/netns_pace.py): the stamps, the CVIHIS feedback and the socket's
+"""``cc: cvihis-rtm`` in netns (topo/netns/pace.py): the stamps, the CVIHIS feedback and the socket's
 pacing rate without namespaces, then (root) one sized flow on the kernel's TCP through p4switch."""
 
 from __future__ import annotations
@@ -10,16 +10,16 @@ import pytest
 
 from hosts.datagram import KIND_FEEDBACK, parse
 from tests.switch import netns as N
-from topo.netns_pace import (
+from topo.file.schema import load_topology_text
+from topo.netns.pace import (
     TRAILER_BYTES,
     UNPACED_SEGMENTS,
     KernelPacedFlows,
     pace_summary,
     pacing_bytes_per_s,
 )
-from topo.runner import run_experiment
-from topo.schema import load_topology_text
-from topo.tcpflow import TCP_PORT_BASE, TUN_MTU
+from topo.netns.tcpflow import TCP_PORT_BASE, TUN_MTU
+from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 TCP_FILE = ROOT / "topo/tcp-1router.yaml"

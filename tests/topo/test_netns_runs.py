@@ -24,9 +24,9 @@ import pytest
 
 from hbh.cli import main as hbh_main
 from tests.switch import netns as N
-from topo.netns_plumbing import clean, leftovers
-from topo.runner import run_experiment
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.netns.plumbing import clean, leftovers
+from topo.run.runner import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 

@@ -1,13 +1,13 @@
 """Spine balance in the netns backend (docs/howto/fabric.md, "Spine balance"): the kernel's TCP flows
 take the spine alinea.p4's 5-tuple hash gives their ports, and the fabric's summary reports the
-spine links' bytes with the simulator's definition (topo/fabric.py, ``spine_balance``)."""
+spine links' bytes with the simulator's definition (topo/experiments/fabric.py, ``spine_balance``)."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.switch import netns as N
-from topo.fabric import (
+from topo.experiments.fabric import (
     FabricSpec,
     fabric_topology,
     hashed_bytes,
@@ -16,9 +16,9 @@ from topo.fabric import (
     spine_gap,
     summary,
 )
-from topo.routes import selector_next_hop
-from topo.tcpflow import TCP_PORT_BASE
-from topo.workload import FlowSpec
+from topo.file.workload import FlowSpec
+from topo.net.routes import selector_next_hop
+from topo.netns.tcpflow import TCP_PORT_BASE
 
 SPINES = ("spine1", "spine2")
 

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-import topo.netns as netns
+import topo.netns.network as netns
 
 
 def test_a_failing_step_is_logged_and_the_teardown_goes_on(caplog: pytest.LogCaptureFixture) -> None:
     ran: list[str] = []
-    with caplog.at_level(logging.WARNING, logger="topo.netns"):
+    with caplog.at_level(logging.WARNING, logger="topo.netns.network"):
         netns._teardown_step("switch r1: agent stop", lambda: 1 // 0)
         netns._teardown_step("host h1: exit", lambda: ran.append("next"))
     assert ran == ["next"]
@@ -25,7 +25,7 @@ def test_a_failing_step_is_logged_and_the_teardown_goes_on(caplog: pytest.LogCap
 def test_a_slow_step_is_logged_with_its_time(caplog: pytest.LogCaptureFixture, monkeypatch) -> None:
     clock = iter([100.0, 100.0 + netns.SLOW_TEARDOWN_S + 1.5])
     monkeypatch.setattr(netns.time, "monotonic", lambda: next(clock, 200.0))
-    with caplog.at_level(logging.WARNING, logger="topo.netns"):
+    with caplog.at_level(logging.WARNING, logger="topo.netns.network"):
         netns._teardown_step("switch r1: process stop", lambda: None)
     assert f"teardown: switch r1: process stop took {netns.SLOW_TEARDOWN_S + 1.5:.1f} s" in caplog.text
 
@@ -38,7 +38,7 @@ def test_a_process_that_ignores_sigterm_is_killed(caplog: pytest.LogCaptureFixtu
     try:
         proc.stdout.readline()  # SIGTERM is ignored from here on
         proc.terminate()
-        with caplog.at_level(logging.WARNING, logger="topo.netns"):
+        with caplog.at_level(logging.WARNING, logger="topo.netns.network"):
             netns._end_process(proc)
         assert proc.returncode == -9
         assert f"pid {proc.pid} ignored SIGTERM for 5 s; killed" in caplog.text

@@ -1,5 +1,5 @@
 """What a node forwards of the flows one link brings it, links behind it shared at every depth
-(topo/analysis.py, ``path_drain``), against a direct computation: progressive filling of the flows'
+(topo/analysis/check.py, ``path_drain``), against a direct computation: progressive filling of the flows'
 rates over the links and receivers they cross (hypothesis, on random trees behind the node).
 
 Why progressive filling is the oracle: the flows that enter at v and branch off toward their
@@ -14,9 +14,9 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo.analysis import downstream_drain, feeding_links, path_drain
-from topo.routes import routed_paths
-from topo.schema import load_topology_text
+from topo.analysis.check import downstream_drain, feeding_links, path_drain
+from topo.file.schema import load_topology_text
+from topo.net.routes import routed_paths
 
 RATES = (1, 2, 5, 10, 20, 50, 100)
 

@@ -1,4 +1,4 @@
-"""pgmcc in the simulator (topo/simpgmcc.py) on short runs of the seed's four sets (topo/pgmcc/), NAK
+"""pgmcc in the simulator (topo/sim/pgmcc.py) on short runs of the seed's four sets (topo/pgmcc/), NAK
 aggregation in alinea.p4 (options.nak_aggregation), lossy links (``loss:``) and the schema's refusals."""
 
 from __future__ import annotations
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
-from topo.simnet import SimNetwork
+from topo.file.schema import load_topology, load_topology_text
+from topo.run.runner import run_experiment
+from topo.sim.network import SimNetwork
 
 from .helpers import expect_error
 
@@ -203,8 +203,8 @@ def test_nak_aggregation_without_a_pgmcc_flow_is_refused() -> None:
 @pytest.mark.cpu_only
 def test_the_netns_backend_refuses_lossy_links_and_nak_aggregation(tmp_path: Path) -> None:
     """Neither is emulated there yet: refused before anything starts, naming the file's line."""
-    from topo.netns import NetnsNetwork
-    from topo.netns_plumbing import NetnsError
+    from topo.netns.network import NetnsNetwork
+    from topo.netns.plumbing import NetnsError
 
     lossy = load_topology_text(PG.replace("options: {nak_aggregation: 100ms}\n", ""), "t.yaml")
     with pytest.raises(NetnsError, match=r"t.yaml:4: link S1-H2: loss \(random link loss\) is the simulator's only"):

@@ -17,11 +17,11 @@ from hypothesis import HealthCheck, given, settings
 
 from tests.topo.randomcheck import judge
 from tests.topo.topogen import Drawn, topologies
-from topo.analysis import alinea_links, warnings
-from topo.hol import HolSetup, hol_topology
-from topo.hol import main as hol_main
-from topo.routes import IPPROTO_UDP, routed_path, selector_next_hop
-from topo.schema import load_topology_text
+from topo.analysis.check import alinea_links, warnings
+from topo.experiments.hol import HolSetup, hol_topology
+from topo.experiments.hol import main as hol_main
+from topo.file.schema import load_topology_text
+from topo.net.routes import IPPROTO_UDP, routed_path, selector_next_hop
 
 EXAMPLES = int(os.environ.get("HBH_RANDOM_TOPOLOGIES", "5"))
 #: packet-hops a CI run may cost (about a second of the simulator's time on a loaded machine), and its
@@ -143,7 +143,7 @@ def test_the_head_of_line_fabrics_shape_is_a_parameter(capsys) -> None:
 
 
 def test_the_fluid_model_sends_a_flow_only_between_its_start_and_stop() -> None:
-    from topo.fluid_network import network_peaks
+    from topo.analysis.fluid_network import network_peaks
 
     late = load_topology_text(TREE.replace("control: alinea}", "control: alinea, start: 1s}"), "tree7-late.yaml")
     assert all(p.peak == 0.0 for p in network_peaks(late, 0.9))
@@ -203,7 +203,7 @@ def test_a_buffer_drained_only_as_fast_as_its_feed_needs_room_for_a_packet() -> 
 #: S2 - S3 link falls from 20 to 1 Mb/s at 0.7 s (behind a 1 Gb/s S1 - S2 link with a 50 ms buffer).
 #: S2's buffer from S1 drops 21 packets in 1.4 s (seed 1) and the analysis did not warn: the fluid
 #: model filled that buffer only at the end of the run (1.8 packets of fluid lost from 1.40 s), under its
-#: 3-packet tolerance. A buffer the model fills now counts as overflowing (topo.fluid_network.overflows):
+#: 3-packet tolerance. A buffer the model fills now counts as overflowing (topo.analysis.fluid_network.overflows):
 #: warned, on S2's buffer from S1, the one that drops.
 MIXED_LINE_DROP = (Path(__file__).parent / "random_cases" / "mixed-line-capacity-drop.yaml").read_text()
 
@@ -251,7 +251,7 @@ def test_a_law_on_a_buffer_it_cannot_fill_does_not_fall_to_its_floor() -> None:
 #: link and H3's 5 Mb/s playout. S2's buffer from S1 dropped 63 packets in 4 s (seed 1), unwarned: the
 #: analysis counted each flow's slowest link behind S2 apart (three flows into H4 at 5 Mb/s each: 25 Mb/s in
 #: all), so the buffer seemed to drain faster than its 10 Mb/s feed and to need no room for a packet. The
-#: links behind a node are now shared at every depth (``topo.analysis.path_drain``): it drains 10 Mb/s, as
+#: links behind a node are now shared at every depth (``topo.analysis.check.path_drain``): it drains 10 Mb/s, as
 #: fast as it is fed, and holds 0.2 packets above its target: warned.
 SLOW_BRANCH = (Path(__file__).parent / "random_cases" / "slow-branch-one-packet-buffer.yaml").read_text()
 

@@ -1,4 +1,4 @@
-"""A netns run's real-time priority (topo/netns_switches.py): every thread of the runner for the
+"""A netns run's real-time priority (topo/netns/switches.py): every thread of the runner for the
 run, inherited by the processes it starts, and back to normal after, even when the run fails."""
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ import threading
 
 import pytest
 
-from topo.netns_plumbing import NetnsError
-from topo.netns_switches import child_rt_priority, realtime_run
+from topo.netns.plumbing import NetnsError
+from topo.netns.switches import child_rt_priority, realtime_run
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="real-time priorities need root")
 

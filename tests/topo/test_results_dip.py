@@ -2,8 +2,8 @@
 
 from pathlib import Path
 
-from topo.results_dip import _with_dip
-from topo.schema import load_topology
+from topo.file.schema import load_topology
+from topo.results.dip import _with_dip
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""docs/results.md's section "Hop-by-hop ALINEA against the end-to-end controls" (topo/results_e2e.py,
+"""docs/results.md's section "Hop-by-hop ALINEA against the end-to-end controls" (topo/results/e2e.py,
 ``hbh results --only e2e``) on short runs: one spliceable section, a ``### `` per
 topology with a column for every control, a refused control kept as a column and said why in one
 line, and a figure per topology written and linked."""
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from topo.results_e2e import CONTROLS, HEADING, NOT_RUN, results_section
-from topo.results_splice import splice_sections
+from topo.results.e2e import CONTROLS, HEADING, NOT_RUN, results_section
+from topo.results.splice import splice_sections
 
 
 def _header(lines: list[str], topology: str) -> list[str]:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from topo.results_fabric import HEADING, ci
-from topo.results_splice import splice_sections as splice
+from topo.results.fabric import HEADING, ci
+from topo.results.splice import splice_sections as splice
 
 
 def test_splice_replaces_only_the_fabric_section_or_appends_it():
@@ -30,7 +30,7 @@ def test_ci_is_the_mean_with_a_t_interval_that_narrows_with_agreement():
 
 
 def test_hol_only_needs_a_fabric_section_to_update(tmp_path, capsys):
-    from topo.results_fabric import main
+    from topo.results.fabric import main
 
     doc = tmp_path / "results.md"
     doc.write_text("# Results\n\n## Other\n")

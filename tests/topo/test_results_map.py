@@ -1,4 +1,4 @@
-"""docs/map.md's pieces (topo/results_map.py): the cells' files and the figure; the runs are
+"""docs/map.md's pieces (topo/results/map.py): the cells' files and the figure; the runs are
 ``make map``'s (an hour of simulator time)."""
 
 from __future__ import annotations
@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from topo.map_figure import map_figure
-from topo.results_map import (
+from topo.file.scaling import scaled_text
+from topo.file.schema import load_topology_text
+from topo.results.map import (
     BUFFERS,
     DELAYS_MS,
     MIN_BUFFER_PKTS,
@@ -21,8 +22,7 @@ from topo.results_map import (
     cells,
     packet_hops,
 )
-from topo.scaling import scaled_text
-from topo.schema import load_topology_text
+from topo.results.map_figure import map_figure
 
 S = 1_000_000_000
 

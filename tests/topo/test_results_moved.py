@@ -1,4 +1,4 @@
-"""topo/results_moved.py: the list of figures that moved is a cell-by-cell comparison of the same
+"""topo/results/moved.py: the list of figures that moved is a cell-by-cell comparison of the same
 table rows, and says nothing moved where nothing did."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo.results_moved import HEADING, moved_section, table_cells
+from topo.results.moved import HEADING, moved_section, table_cells
 
 OLD = """# Results
 

@@ -1,4 +1,4 @@
-"""topo/results_multicast.py: every case's file loads as pgmcc and as hop-by-hop ALINEA, and a short
+"""topo/results/multicast.py: every case's file loads as pgmcc and as hop-by-hop ALINEA, and a short
 case run reports f from the run's own records."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from hosts.tcp import MSS
-from topo.results_multicast import CASES, case_text, run_case, table
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
+from topo.results.multicast import CASES, case_text, run_case, table
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
@@ -63,7 +63,7 @@ def test_the_table_gives_fs_range_over_the_seeds() -> None:
 def test_a_naks_loss_estimate_is_raised_by_the_loss_it_reports() -> None:
     """Set 2's many switches (docs/howto/multicast.md): the p a NAK carries includes its own loss, so on average it
     stands above the receiver's loss rate, the more so where losses are rare."""
-    from topo.results_multicast import nak_estimates
+    from topo.results.multicast import nak_estimates
 
     case = next(c for c in CASES if c.name == "set2-low")
     e = nak_estimates(case, 60.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo.results_reaction import main
+from topo.results.reaction import main
 
 
 def test_bad_latencies_and_steps_are_refused_with_their_name(capsys: pytest.CaptureFixture[str]) -> None:

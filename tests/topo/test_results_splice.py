@@ -1,4 +1,4 @@
-"""topo/results_splice.py: regenerating some sections of docs/results.md keeps the rest, and a
+"""topo/results/splice.py: regenerating some sections of docs/results.md keeps the rest, and a
 regenerated document head (which names the commit of its runs) replaces the old one."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from topo.results_splice import splice_sections
+from topo.results.splice import splice_sections
 
 DOC = "# Results\n\nGenerated at commit aaa.\n\n## One\n\nold one\n\n## Two\n\nold two\n"
 

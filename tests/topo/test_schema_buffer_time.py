@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from p4switch.tm import MAX_QUEUE_DEPTH
-from topo.model import BufferTime
-from topo.schema import load_topology, load_topology_text
-from topo.show import describe
-from topo.sweep.grammar import SweepError, parse_settings
-from topo.sweep.points import Base, grid, point_topology
+from topo.file.points import Base, grid, point_topology
+from topo.file.schema import load_topology, load_topology_text
+from topo.file.settings import SweepError, parse_settings
+from topo.file.show import describe
+from topo.net.model import BufferTime
 
 from .helpers import BASE, SOURCE, expect_error
 

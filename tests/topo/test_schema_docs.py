@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from topo.schema import TopologyError, load_topology_text
-from topo.show import describe
+from topo.file.schema import TopologyError, load_topology_text
+from topo.file.show import describe
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "reference" / "topologies.md"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from topo.schema import TopologyError, load_topology, load_topology_text
+from topo.file.schema import TopologyError, load_topology, load_topology_text
 
 from .helpers import BASE, expect_error
 

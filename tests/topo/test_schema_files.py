@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from controlplane.params import validate_law
-from topo.schema import load_topology
+from topo.file.schema import load_topology
 
 TOPO = Path(__file__).resolve().parents[2] / "topo"
 FILES = ["paper-1router", "paper-5router", "capacity-drop"]

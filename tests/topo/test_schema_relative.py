@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from controlplane.units import OfCapacity, UnitError, parse_rate_or_share, resolve_rate
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
 
 from .helpers import BASE, SOURCE, expect_error
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controlplane.params import LawParams
-from topo.schema import load_topology_text
+from topo.file.schema import load_topology_text
 
 from .helpers import BASE, SOURCE, line_of
 
@@ -25,7 +25,7 @@ def test_builtin_defaults_when_the_file_says_nothing():
         builtin.o_min, builtin.o_max, builtin.w_max, builtin.w_min, builtin.r_floor, builtin.k_p)
     assert set(t.provenance[("R2", "R1")].values()) <= {"default", "derived"}
     assert t.provenance[("R2", "R1")]["w_min"] == "default" and t.ports[("R1", "R2")].interval_us == 10_000
-    law = t.law[("R1", "R2")]  # carries f1: gains, floor and interval derived (topo/derive.py)
+    law = t.law[("R1", "R2")]  # carries f1: gains, floor and interval derived (topo/analysis/derive.py)
     assert (law.o_min, law.o_max) == (builtin.o_min, builtin.o_max)
     assert {k: t.provenance[("R1", "R2")][k] for k in ("w_max", "w_min", "k_p", "r_floor", "interval")} == dict.fromkeys(
         ("w_max", "w_min", "k_p", "r_floor", "interval"), "derived")

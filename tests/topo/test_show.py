@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from topo.schema import load_topology
-from topo.show import main
+from topo.file.schema import load_topology
+from topo.file.show import main
 
 TOPO = Path(__file__).resolve().parents[2] / "topo"
 
@@ -36,7 +36,7 @@ def test_show_prints_each_laws_checks_and_the_warnings_with_their_remedy(tmp_pat
     """alinea-merge-2 at the paper's rates with 1 ms links and buffers of one BDP (3 packets):
     R1's buffer has 0.9 packets of room above its target for two feeding links; R2's queue drains
     faster than its one link feeds it."""
-    from topo.results_map import Cell, cell_text
+    from topo.results.map import Cell, cell_text
 
     path = tmp_path / "m2.yaml"
     path.write_text(cell_text(Cell("alinea-merge-2", 1, 1, "1bdp")))

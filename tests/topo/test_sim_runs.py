@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from topo.model import Event
-from topo.runner import run_experiment
-from topo.schema import load_topology
-from topo.summary import BAND
+from topo.file.schema import load_topology
+from topo.net.model import Event
+from topo.run.runner import run_experiment
+from topo.run.summary import BAND
 
 ROOT = Path(__file__).resolve().parents[2]
 S = 1_000_000_000
@@ -95,7 +95,7 @@ def test_same_command_twice_writes_identical_csvs(tmp_path: Path) -> None:
 
 
 def test_timed_parameter_event_reaches_the_switch_and_its_agent() -> None:
-    from topo.simnet import SimNetwork
+    from topo.sim.network import SimNetwork
 
     t = topo("paper-1router")
     t.events = [Event(at_ns=2 * S, kind="alinea", targets=(("R1", "H2"),), law_changes=(("o_max", 0.8),),

@@ -1,4 +1,4 @@
-"""The spine gap an ideal per-flow hash gives, from the workload alone (topo/spine_balance.py)."""
+"""The spine gap an ideal per-flow hash gives, from the workload alone (topo/results/spine_balance.py)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import random
 
 import pytest
 
-from topo.spine_balance import gap_stats, hash_gaps, workload_odds
-from topo.workload import FlowSpec
+from topo.file.workload import FlowSpec
+from topo.results.spine_balance import gap_stats, hash_gaps, workload_odds
 
 
 def test_one_flow_always_lands_on_one_spine() -> None:

@@ -1,4 +1,4 @@
-"""Runs of frames in a netns run's pcaps (topo/tcp_bursts.py, docs/howto/tcp.md "Why the occupancy differs")."""
+"""Runs of frames in a netns run's pcaps (topo/netns/tcp_bursts.py, docs/howto/tcp.md "Why the occupancy differs")."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 from scapy.utils import wrpcap
 
-from topo import tcp_bursts as B
+from topo.netns import tcp_bursts as B
 
 
 @given(st.lists(st.floats(min_value=0, max_value=10, allow_nan=False), max_size=60),

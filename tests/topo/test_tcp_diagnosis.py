@@ -1,4 +1,4 @@
-"""The kernel runs' traces and the diagnosis read from them (topo/tcp_trace.py, topo/tcp_diagnosis.py)."""
+"""The kernel runs' traces and the diagnosis read from them (topo/experiments/tcp_trace.py, topo/experiments/tcp_diagnosis.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from topo import tcp_diagnosis as D
-from topo.tcp_trace import TRACE_SUFFIX, TracePoint, read_trace, trace_of_run, write_trace
-from topo.tcp_validation import CASES, LATEST_KERNEL_SET
+from topo.experiments import tcp_diagnosis as D
+from topo.experiments.tcp_trace import TRACE_SUFFIX, TracePoint, read_trace, trace_of_run, write_trace
+from topo.experiments.tcp_validation import CASES, LATEST_KERNEL_SET
 
 STORED = LATEST_KERNEL_SET
 

@@ -1,4 +1,4 @@
-"""Where a netns host's kernel TCP endpoints run (topo/tcp_ends.py): threads by default; a child
+"""Where a netns host's kernel TCP endpoints run (topo/netns/tcp_ends.py): threads by default; a child
 process on request, bounded and cleaned up; a bad ``HBH_TCP_ENDS`` refused by name."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from topo import tcp_ends
-from topo.schema import load_topology
-from topo.tcp_ends import TcpEnds, TcpEndsProcess, open_tcp_ends
+from topo.file.schema import load_topology
+from topo.netns import tcp_ends
+from topo.netns.tcp_ends import TcpEnds, TcpEndsProcess, open_tcp_ends
 
 ROOT = Path(__file__).resolve().parents[2]
 TOPO = load_topology(ROOT / "topo/tcp-1router.yaml")
@@ -81,8 +81,8 @@ def test_the_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyPatch) ->
 # ---- root: both ends, each in its own child process, over a namespace's loopback ---------------------------
 TWO_ENDS = """
 import time
-from topo.schema import load_topology_text
-from topo.tcp_ends import TcpEndsProcess
+from topo.file.schema import load_topology_text
+from topo.netns.tcp_ends import TcpEndsProcess
 text = open("topo/tcp-1router.yaml").read().replace("start: 0s}", "start: 0s, size: 300kB}")
 topo = load_topology_text(text, "tcp-1router.yaml")
 flows = {1: topo.flows[0]}

@@ -1,13 +1,13 @@
 """The sources' experiments with TCP (issue 23, items 4 and 5; docs/results.md), on short simulator
-runs: the qualitative properties each section of ``topo.results_tcp`` reports."""
+runs: the qualitative properties each section of ``topo.results.tcp`` reports."""
 
 from __future__ import annotations
 
 import pytest
 
 from tests.switch import netns as N
-from topo import results_tcp as R
-from topo.runner import run_experiment
+from topo.results import tcp as R
+from topo.run.runner import run_experiment
 
 
 def run(topo, seconds: float, backend: str = "sim"):

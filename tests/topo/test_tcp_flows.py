@@ -12,12 +12,13 @@ import pytest
 from hbh.cli import main as hbh_main
 from tests.switch import netns as N
 from tests.topo.helpers import BASE, SOURCE, expect_error
-from topo import schema, tcpflow
-from topo.keepup import verdict
-from topo.model import TCP_RECORD_BYTES
-from topo.runner import run_experiment
-from topo.schema import load_topology, load_topology_text
-from topo.simnet import SimNetwork, SimUnsupported
+from topo.file import schema
+from topo.file.schema import load_topology, load_topology_text
+from topo.net.model import TCP_RECORD_BYTES
+from topo.netns import tcpflow
+from topo.netns.keepup import verdict
+from topo.run.runner import run_experiment
+from topo.sim.network import SimNetwork, SimUnsupported
 
 ROOT = Path(__file__).resolve().parents[2]
 TCP_FILE = ROOT / "topo/tcp-1router.yaml"
@@ -101,8 +102,8 @@ def test_cc_none_is_the_simulators_and_the_netns_backend_refuses_it(kernel_offer
     topo = load_topology_text(with_flow("{src: H1, dst: H2, control: tcp, cc: none, size: 10kB}"), SOURCE)
     assert topo.flows[0].cc == "none"
     SimNetwork(topo)  # accepted by the simulator
-    from topo.netns import NetnsNetwork
-    from topo.netns_plumbing import NetnsError
+    from topo.netns.network import NetnsNetwork
+    from topo.netns.plumbing import NetnsError
     net = NetnsNetwork(topo, duration_ns=10**9, run_dir=tmp_path)
     with pytest.raises(NetnsError, match=r"cc none is the simulator's TCP model without congestion control; "
                                          r"no kernel offers it: use --backend sim"):

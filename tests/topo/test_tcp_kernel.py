@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from topo import results_tcp as R
-from topo import simnet
-from topo import tcp_kernel as K
-from topo.runner import run_experiment
+from topo.results import tcp as R
+from topo.results import tcp_kernel as K
+from topo.run.runner import run_experiment
+from topo.sim import network as simnet
 
 
 @pytest.mark.parametrize(("args", "needle"), [(["--only", "nosuch"], "unknown nosuch"),

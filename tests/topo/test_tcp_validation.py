@@ -1,6 +1,6 @@
 """The simulator's TCP model against the kernel's on one bottleneck (docs/howto/tcp.md, "Validation").
 
-The root test runs two of ``topo.tcp_validation``'s cases for a short time in both backends and
+The root test runs two of ``topo.experiments.tcp_validation``'s cases for a short time in both backends and
 asks for the same 10 % agreement on goodput and on the bottleneck's mean occupancy. The kernel's
 side runs in real time through p4switch, so it needs a machine that is not saturated: on a loaded
 2-core machine the emulation stalls (RTT samples far above what the queue can hold) and the
@@ -16,8 +16,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.switch import netns as N
-from topo import tcp_validation as V
-from topo.schema import load_topology_text
+from topo.experiments import tcp_validation as V
+from topo.file.schema import load_topology_text
 
 
 @pytest.mark.parametrize("sack", [True, False])
@@ -142,7 +142,7 @@ def test_results_section_holds_the_model_against_a_stored_kernel_run(tmp_path) -
     with the stored kernel run's numbers beside the model's, run now."""
     import json as _json
 
-    from topo.tcp_validation import CASES, LATEST_KERNEL_SET, results_section
+    from topo.experiments.tcp_validation import CASES, LATEST_KERNEL_SET, results_section
 
     case = next(c for c in CASES if c.name == "reno-2mbps-20ms")
     stored = _json.loads((LATEST_KERNEL_SET / f"{case.name}.json").read_text())

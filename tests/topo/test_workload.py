@@ -7,8 +7,16 @@ import random
 
 import pytest
 
-from topo.fct import FctRow, bucket_of, percentile, slowdown_table, wire_bytes
-from topo.workload import BUILTIN_CDFS, WorkloadError, cdf_named, flows_yaml, incast, load_cdf, poisson_flows
+from topo.file.workload import (
+    BUILTIN_CDFS,
+    WorkloadError,
+    cdf_named,
+    flows_yaml,
+    incast,
+    load_cdf,
+    poisson_flows,
+)
+from topo.run.fct import FctRow, bucket_of, percentile, slowdown_table, wire_bytes
 
 HOSTS = [f"h{i}" for i in range(8)]
 

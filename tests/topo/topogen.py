@@ -20,7 +20,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from topo.model import CONTROLS
+from topo.net.model import CONTROLS
 
 __all__ = ["Drawn", "topologies", "RATES_MBPS", "DELAYS_MS", "SHAPES", "TCP_SIZES"]
 

@@ -11,8 +11,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from topo.schema import TopologyError
-from topo.sweep.grammar import SweepError
+from topo.file.schema import TopologyError
+from topo.file.settings import SweepError
 
 __all__ = ["register"]
 

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from topo.sweep.grammar import SweepError
+from topo.file.settings import SweepError
 from topo.sweep.task import RunSpec, run_one
 
 __all__ = ["serial_runs", "ray_runs", "ray_session", "OBJECT_STORE_BYTES"]

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from controlplane.units import UnitError, parse_duration_ns
-from topo.model import CONTROLS
+from topo.file.points import Base, Point, grid, load_base, point_topology
+from topo.file.settings import Setting, SweepError, parse_controls, parse_seeds, parse_settings
+from topo.net.model import CONTROLS
 from topo.sweep.code import code_digest
 from topo.sweep.execute import Result, ray_runs, serial_runs
-from topo.sweep.grammar import Setting, SweepError, parse_controls, parse_seeds, parse_settings
-from topo.sweep.points import Base, Point, grid, load_base, point_topology
 from topo.sweep.report import aggregate, metrics, plot_sweep, write_runs_csv, write_sweep_md
 from topo.sweep.store import Store, write_atomic
 from topo.sweep.task import RunSpec, run_key

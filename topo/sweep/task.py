@@ -3,7 +3,7 @@ in namespaces for ``hbh compare --backend netns``).
 
 Why the arguments are the file's text and the point (not a resolved Topology): they are small
 and plain to ship to a worker on another machine, and the worker resolves the point through
-the same :func:`topo.sweep.points.point_topology` the driver validated it with.
+the same :func:`topo.file.points.point_topology` the driver validated it with.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from topo.sweep.points import Base, Point
+from topo.file.points import Base, Point
 
 __all__ = ["RunSpec", "run_key", "run_one"]
 
@@ -52,7 +52,7 @@ def _base(source: str, text: str) -> Base:
     """The resolved base file, kept per worker process (a worker runs many points of one file)."""
     digest = hashlib.sha256(text.encode()).hexdigest()
     if digest not in _BASES:
-        from topo.schema import load_topology_text
+        from topo.file.schema import load_topology_text
 
         _BASES.clear()
         _BASES[digest] = Base(source, text, load_topology_text(text, source))
@@ -62,8 +62,8 @@ def _base(source: str, text: str) -> Base:
 def run_one(source: str, text: str, spec: RunSpec) -> dict[str, Any]:
     """The run's summary, or its error as one line; never raises (one failed run must not stop a sweep)."""
     try:
-        from topo.runner import run_experiment
-        from topo.sweep.points import point_topology
+        from topo.file.points import point_topology
+        from topo.run.runner import run_experiment
 
         topo = point_topology(_base(source, text), spec.point)
         result = run_experiment(topo, spec.duration_ns, spec.seed, out=None, progress=False, plots=False,

@@ -1,0 +1,347 @@
+"""Every ALINEA law of a topology checked against the loop analysis, before a run.
+
+Why: a researcher who changes a link rate or delay should not silently get a lossy loop. For each
+law (u regulating its rate toward v) this builds :class:`controlplane.loop_analysis.Loop` from
+the topology (v's buffer and report interval, the packet size, both propagation delays, the
+control plane's latency when u is a switch) and checks three things: that the settled loop is
+stable (one law, its characteristic equation), that v's buffer can hold its target plus one
+packet from each link that feeds its queue (packets, which a fluid model does not see), and that
+the laws together do not overflow it (:mod:`topo.analysis.fluid_network`: the hops of a line start up
+together, which one law's model does not see), and that no law's floor alone overflows it
+(:mod:`topo.analysis.floor_check`: a floor derived from a fast link above a slow path). ``hbh run`` prints one warning per law that fails
+one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
+from controlplane.units import format_rate
+from topo.analysis.floor_check import FloorOverflow, floor_overflows
+from topo.analysis.fluid_network import (
+    LOSS_PKTS,
+    NetworkPeak,
+    network_peaks,
+    overflows,
+    room_at_peak,
+    smallest_scale,
+)
+from topo.net.model import Topology
+from topo.net.plan import law_frames
+from topo.net.routes import routed_paths
+
+__all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
+           "buffer_of", "feeding_links", "path_drain", "with_remedy"]
+
+DirectedLink = tuple[str, str]
+#: The remedy's model runs last this many times the latest first loss, plus the margin (s).
+REMEDY_SPAN = 1.5
+REMEDY_MARGIN_S = 1.0
+
+
+@dataclass(frozen=True)
+class LawCheck:
+    key: DirectedLink
+    loop: Loop
+    verdict: Verdict  # the one-law analysis: the settled loop's stability, its fluid peak
+    drop_at_s: float | None
+    network: NetworkPeak | None = None  # the laws together: v's buffer fed by u
+    inputs: int = 1  # links feeding v's queue that u's packets join (0: it drains faster than they feed it)
+    scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
+    events_s: tuple[float, ...] = ()  # when the topology's links change rate
+    floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
+
+    @property
+    def room_pkts(self) -> float:
+        """Packets the buffer holds above its settled target (rounded to 1e-9: (1 - 0.8) * 5 is 0.999...98
+        in floats, and a 5-packet buffer at 80 % was told it had less than the one packet it has)."""
+        return round((1 - self.loop.law.o_max) * self.loop.buffer_pkts, 9)
+
+    @property
+    def lossless(self) -> bool:
+        return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
+                and not self.overflows)
+
+    @property
+    def overflows(self) -> bool:
+        """The laws together overflow v's buffer in the fluid model (topo.analysis.fluid_network.overflows): its
+        fluid lost, or its peak left no packet of room for each link feeding its queue."""
+        return self.network is not None and overflows(self.network, self.inputs)
+
+    def warning(self) -> str | None:
+        """One line saying why the analysis expects loss and what would avoid it; None if it does not."""
+        if self.lossless:
+            return None
+        v, loop = self.verdict, self.loop
+        u, w = self.key
+        why, fixes = [], []
+        if v.radius_settled >= 1.0:
+            why.append(f"the settled loop is unstable (root modulus {v.radius_settled:.3f} >= 1)")
+            fixes.append(_gain_fix(loop, v.delay_intervals) if v.needed_buffer_pkts is None else
+                         f"a buffer of at least {v.needed_buffer_pkts} packets ({_bdp(loop, v.needed_buffer_pkts)}) "
+                         f"would settle it with these gains")
+        if self.room_pkts < self.inputs:
+            need = math.ceil(round(self.inputs / (1 - loop.law.o_max), 9))
+            why.append(f"{w}'s buffer holds {self.room_pkts:.2g} packets above its target, less than one for each "
+                       f"link feeding its queue ({self.inputs}), each of which can hand it a packet at once")
+            fixes.append(f"a buffer of at least {need} packets would hold them")
+        if (f := self.floor) is not None:
+            when = f" from {f.from_s:g} s" if f.from_s > 0 else ""
+            sends = (f"at its floor it sends {format_rate(f.push_bps)} (r_floor {format_rate(f.floor_bps)})"
+                     if f.push_bps >= f.floor_bps * (1 - 1e-9) else
+                     f"it cannot go below its floor (r_floor {format_rate(f.floor_bps)}), above the "
+                     f"{format_rate(f.push_bps)} of its flows that reach {u}, so it passes them all")
+            how = "".join(f"; {w} frees a packet of group {g} only when its slowest copy (to {dst}) leaves"
+                          for g, dst in f.slowest)
+            if f.mix is not None:
+                how += (f"; right after a flow starts or stops, {w}'s queue rate toward {f.mix[0]}, set in packets/s "
+                        f"from the mean frame it sent over the last 0.2 s, carries about {f.mix[1]:.0%} of its "
+                        f"bits in those 0.2 s (its frames are of several sizes)")
+            why.append(f"{sends}, more than {w} forwards of its flows{when} ({format_rate(f.drain_bps)}{how}): the "
+                       f"buffers from {w} on gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports "
+                       f"(full in {f.fill_s:.2g} s)")
+            fixes.append(f"an r_floor of at most {format_rate(f.drain_bps)} would not overflow it")
+        n = self.network
+        if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
+            peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
+                    is not None else "reaches full" if room_at_peak(n) <= 0 else
+                    f"comes within {room_at_peak(n):.2g} packets of full (its peak {n.peak:.1%})")
+            why.append(f"with every law running, {w}'s buffer of {n.capacity} packets {peak} in the fluid model, "
+                       f"leaving less than a packet for each link feeding its queue ({max(1, self.inputs)}): in "
+                       f"packets it overflows")
+        elif n is not None and self.overflows:
+            past = [t for t in self.events_s if t <= (n.first_loss_s or 0.0)]
+            what = "after the capacity drop" if self.drop_at_s is not None and (n.first_loss_s or 0) >= self.drop_at_s \
+                else f"after the link-rate change at {max(past):g} s" if past else "as the hops start up together"
+            why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
+                       f"{n.first_loss_s:.2f} s in the fluid model)")
+        if n is not None and self.overflows and self.floor is None:  # a larger buffer only delays what the floor overflows
+            fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
+                         f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
+                         f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
+        return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay "
+                f"{v.delay_intervals} report intervals of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; "
+                f"{'; '.join(fixes)}")
+
+
+def _gain_fix(loop: Loop, d: int) -> str:
+    law = loop.law
+    scale = max_stable_scale(loop.a, law.w_min, law.k_p, d)
+    if scale <= 0:
+        return "no buffer up to 2^19 packets avoids it, and no smaller gains were found stable: shorten the delay"
+    return (f"no buffer up to 2^19 packets avoids it (at this delay the gains decide); k_p <= "
+            f"{law.k_p * scale / 1e6:.3g} Mb/s with w_min <= {law.w_min * scale * scale / 1e3:.3g} kb/s would be "
+            f"stable")
+
+
+def _bdp(loop: Loop, pkts: int) -> str:
+    bdp = loop.drain_bps * 2 * loop.delay_s / loop.packet_bits
+    return f"{pkts / bdp:.1f} x the bandwidth-delay product" if bdp > 0 else "no delay"
+
+
+def _hops(path: tuple[str, ...]) -> list[DirectedLink]:
+    return list(zip(path, path[1:]))
+
+
+def loop_delay_s(topo: Topology, u: str, v: str, bits: int) -> float:
+    """Command to effect, the report's sampling aside: the link's propagation both ways, one
+    packet's serialization, and when u is a switch the control latency. On BMv2's queues a rate
+    also waits behind u's own queue, but the agents forecast past it (controlplane/forecast.py,
+    docs/howto/bmv2.md), so to first order both queue models have this delay."""
+    link = topo.link_between(u, v)
+    delay_ns = 2 * link.delay_ns + bits * 1e9 / link.rate_bps
+    if topo.nodes[u].is_switch:
+        delay_ns += topo.options.control_latency_ns
+    return delay_ns / 1e9
+
+
+def alinea_links(topo: Topology) -> set[DirectedLink]:
+    """The directed links an ALINEA flow crosses (the laws that regulate traffic)."""
+    paths = routed_paths(topo)
+    return {(a, b) for f in topo.flows if f.control == "alinea" for a, b in _hops(paths[f.name])}
+
+
+def downstream_drain(topo: Topology, u: str, v: str) -> float:
+    """What v forwards of the flows that cross u -> v: per flow the slowest link behind v (and
+    the receiver's playout), summed, but flows that leave v by one link (or that v receives) share
+    it: together no more than its rate (or v's playout). Two flows on one 1 Mb/s line counted 2 Mb/s,
+    and a buffer fed at 1 Mb/s looked as if it drained faster than its feed (it never would build,
+    so needed no room for a packet: tests/topo/random_cases/equal-rates-two-packets.yaml). A
+    multicast group counts once, at its slowest branch behind v: v frees a packet of it when its
+    last copy leaves (docs/howto/multicast.md)."""
+    shares: dict[str | None, float] = {}  # v's next hop (None: v receives) -> its unicast flows' drains
+    groups: dict[str, float] = {}
+    paths = routed_paths(topo)
+    for f in topo.flows:
+        hops = _hops(paths[f.name])
+        if (u, v) not in hops:
+            continue
+        rest = hops[hops.index((u, v)) + 1:]
+        rates = [topo.link_between(a, b).rate_bps for a, b in rest]
+        playout = topo.nodes[f.dst].playout_bps
+        if playout:
+            rates.append(playout)
+        drain = min(rates) if rates else topo.link_between(u, v).rate_bps
+        if f.group is None:
+            nxt = rest[0][1] if rest else None
+            shares[nxt] = shares.get(nxt, 0.0) + drain
+        else:
+            groups[f.group] = min(groups.get(f.group, drain), drain)
+    total = sum(min(share, topo.link_between(v, nxt).rate_bps if nxt is not None
+                    else topo.nodes[v].playout_bps or topo.link_between(u, v).rate_bps)
+                for nxt, share in shares.items())
+    return total + sum(groups.values())
+
+
+def buffer_of(topo: Topology, u: str, v: str) -> tuple[int, int]:
+    """(capacity in packets, report interval in µs) of v's buffer fed by u."""
+    port = topo.ports.get((v, u)) or topo.host_buffers[(v, u)]
+    return port.capacity, port.interval_us
+
+
+def law_loops(topo: Topology) -> list[tuple[DirectedLink, Loop, float | None]]:
+    """(law, its loop, when its drain drops) for every law whose link carries an ALINEA flow."""
+    out = []
+    used = alinea_links(topo)
+    for (u, v), law in sorted(topo.law.items()):
+        if (u, v) not in used:
+            continue
+        capacity, interval_us = buffer_of(topo, u, v)
+        capacity, bits = law_frames(topo, u, v, capacity)  # the buffer in u's frames (docs/background/alinea.md, "Bits, not packets")
+        drain = min(downstream_drain(topo, u, v), law.r_max)
+        delay_ns = loop_delay_s(topo, u, v, bits) * 1e9
+        loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain)
+        drop_at = None
+        for ev in topo.events:
+            if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None:
+                after = _drain_after(topo, u, v, ev.link, ev.rate_bps)
+                if after < drain:
+                    loop = Loop(law, capacity, bits, interval_us / 1e6, delay_ns / 1e9, drain, after)
+                    drop_at = ev.at_ns / 1e9
+                    break
+        out.append(((u, v), loop, drop_at))
+    return out
+
+
+def _drain_after(topo: Topology, u: str, v: str, link: tuple[str, str], rate_bps: float) -> float:
+    saved = topo.link_between(*link)
+    index = topo.links.index(saved)
+    topo.links[index] = type(saved)(saved.a, saved.b, rate_bps, saved.delay_ns, saved.buffer, line=saved.line)
+    try:
+        return min(downstream_drain(topo, u, v), topo.law[(u, v)].r_max)
+    finally:
+        topo.links[index] = saved
+
+
+def feeding_links(topo: Topology, u: str, v: str) -> int:
+    """The links whose ALINEA packets share v's queue with u's: while v sends one of another link's
+    packets, u's wait, so each such link is a packet the buffer must have room for. 0 when that
+    queue drains faster than those links can feed it (it never builds). A drain only as fast as the
+    feed is not faster: a pause of it (one of v's packets leaving late) queues a packet the feed never
+    lets it make up."""
+    pairs = set()  # (the link's far end, where the packets go on from v; None: v receives them)
+    paths = routed_paths(topo)
+    for f in topo.flows:
+        if f.control != "alinea":
+            continue
+        path = paths[f.name]
+        for i in range(1, len(path)):
+            if path[i] == v:
+                pairs.add((path[i - 1], path[i + 1] if i + 1 < len(path) else None))
+    onward = {nxt for p, nxt in pairs if p == u}
+    feeders = {p for p, nxt in pairs if nxt in onward} or {u}
+    feed_bps = sum(topo.link_between(p, v).rate_bps for p in feeders)
+    return len(feeders) if path_drain(topo, u, v) <= feed_bps else 0
+
+
+def path_drain(topo: Topology, u: str, v: str) -> float:
+    """What v can forward of the flows that cross u -> v, every link behind v shared by the flows that
+    cross it (at most its rate for all of them), every receiver's playout by the flows it receives.
+
+    :func:`downstream_drain` shares only v's own next link: three flows that cross a 10 Mb/s link behind v
+    and then one 5 Mb/s link into their receiver counted 5 Mb/s each, and a 1-packet buffer fed at 10 Mb/s
+    seemed to drain at 25 Mb/s, faster than its feed, so to need no room for a packet; it overflowed
+    (tests/topo/random_cases/open-head-of-line-slow-branch.yaml: 63 lost at S2, unwarned). Equal to
+    :func:`downstream_drain` where the flows behind v share no link beyond v's next one (every shipped
+    file). Multicast groups as there (each at its slowest branch, once). Paths that part behind v and meet
+    again (ECMP) count a link behind the meeting point once per route: a bound from above, toward
+    silence, as :mod:`topo.analysis.floor_check`'s."""
+    paths = routed_paths(topo)
+    rests: list[tuple[str, tuple[DirectedLink, ...]]] = []  # (the flow's receiver, its hops after v)
+    groups: dict[str, float] = {}
+    for f in topo.flows:
+        hops = _hops(paths[f.name])
+        if (u, v) not in hops:
+            continue
+        rest = tuple(hops[hops.index((u, v)) + 1:])
+        if f.group is None:
+            rests.append((f.dst, rest))
+            continue
+        rates = [topo.link_between(a, b).rate_bps for a, b in rest]
+        if topo.nodes[f.dst].playout_bps:
+            rates.append(topo.nodes[f.dst].playout_bps)
+        drain = min(rates) if rates else topo.link_between(u, v).rate_bps
+        groups[f.group] = min(groups.get(f.group, drain), drain)
+    link_uv = topo.link_between(u, v).rate_bps
+    ending = sum(1 for _, rest in rests if not rest)
+    here = min(ending * link_uv, topo.nodes[v].playout_bps or link_uv) if ending else 0.0
+    onward: dict[DirectedLink, list[tuple[str, tuple[DirectedLink, ...]]]] = {}
+    for dst, rest in rests:
+        if rest:
+            onward.setdefault(rest[0], []).append((dst, rest[1:]))
+    return here + sum(_beyond(topo, hop, group) for hop, group in onward.items()) + sum(groups.values())
+
+
+def _beyond(topo: Topology, hop: DirectedLink, rests: list[tuple[str, tuple[DirectedLink, ...]]]) -> float:
+    """What crosses ``hop`` of the flows whose hops after it are ``rests``: its rate at most, and what the
+    links and receivers behind it take of them."""
+    a, b = hop
+    out = 0.0
+    if any(not rest for _, rest in rests):
+        out += topo.nodes[b].playout_bps or math.inf
+    onward: dict[DirectedLink, list[tuple[str, tuple[DirectedLink, ...]]]] = {}
+    for dst, rest in rests:
+        if rest:
+            onward.setdefault(rest[0], []).append((dst, rest[1:]))
+    out += sum(_beyond(topo, nxt, group) for nxt, group in onward.items())
+    return min(out, topo.link_between(a, b).rate_bps)
+
+
+def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
+    """Every law's checks; the laws-together model runs once for the topology."""
+    loops = law_loops(topo)
+    peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
+    events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
+    floors = floor_overflows(topo, duration_s) if loops else {}
+    # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
+    # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
+    verdicts: dict[tuple[Loop, float | None], Verdict] = {}
+    for _, loop, drop_at in loops:
+        if (loop, drop_at) not in verdicts:
+            verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
+    return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
+                     feeding_links(topo, *key), events_s=events, floor=floors.get(key))
+            for key, loop, drop_at in loops]
+
+
+def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:
+    """One line per law the analysis expects to lose packets (hop-by-hop runs only)."""
+    return [w for c in with_remedy(topo, check_topology(topo, duration_s), duration_s)
+            if (w := c.warning()) is not None]
+
+
+def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[LawCheck]:
+    """``checks`` with the buffers' remedy filled in when the laws together overflow one: the
+    model runs again with larger buffers, up to a while after the last first loss (what
+    overflows is a transient)."""
+    over = [c for c in checks if c.overflows]
+    if not over:
+        return checks
+    # a peak without a loss has no time in the model: the remedy's model then runs the whole run
+    latest = max(c.network.first_loss_s or duration_s for c in over if c.network is not None)
+    horizon = min(duration_s, REMEDY_SPAN * latest + REMEDY_MARGIN_S)
+    scale = smallest_scale(topo, horizon, packets={c.key[::-1]: c.inputs for c in checks})
+    return [dataclasses.replace(c, scale=scale) for c in checks]

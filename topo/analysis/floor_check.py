@@ -1,0 +1,315 @@
+"""Where an ALINEA law's floor alone overflows the buffer it regulates (topo/analysis/check.py).
+
+Why: a law's floor (``r_floor``) is derived from its own link (a fiftieth of its rate, topo/analysis/derive.py),
+not from what the flows cross behind the buffer it regulates. A host on a 500 Mb/s link has a 10 Mb/s
+floor; if its flows cross 5 Mb/s behind its switch, the switch's buffer gains 5 Mb/s with the law at
+its floor, whatever the reports say: no gain, target or forecast can hold it. The laws-together model
+(topo/analysis/fluid_network.py) sees it when it runs long enough, and then blames the start-up and offers a
+larger buffer, which only delays the loss.
+
+What a law pushes at its floor is the floor, or less when its flows cannot bring that much: a host's
+flows are each at most their R_max and its link; a switch passes its share of what reaches it, each
+link into it at what that node lets the law there run (its R_max when the node forwards its flows
+faster, else what the node forwards, never below that law's floor), the link's flows at their
+sources' shares (a host's flows share its link equally in bits, each at most its r_max). What the
+buffer's node forwards is each flow at its share, at most what its path behind the node takes (links
+shared by several of the flows counted once per path from the node: a link reached by two paths is
+counted twice, toward silence; a receiver's playout); a multicast group at its slowest copy's pace,
+since the node frees the group's packet when its last copy leaves. Right after a flow starts or
+stops, a switch whose frames are of several sizes drains at what its queue rate (packets/s from the
+mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`). Checked over each
+stretch of the run in which the same flows run and no link changes rate; the law is ruled out if its
+floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buffer above its target
+(the law reaches its floor only above it) and every buffer behind it on its flows' paths that can fill
+(the laws there forward at their own floors, so the excess may gather at the last buffer before the
+slow link; one whose node drains it faster than it can be fed, by its link or a slower one before it
+on the way from u, never fills). A law whose floor alone sends what its path drains has no margin to take
+a dip's excess back, and a dip lasts longer than the window while the new mix waits behind the old frames
+in the FIFO: after a flow starts or stops (not at the run's start), any dip rules it out.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
+from topo.net.model import Flow, Topology
+from topo.net.plan import flow_frame_bytes, law_frames
+from topo.net.routes import routed_paths
+
+__all__ = ["FloorOverflow", "floor_overflows"]
+
+DirectedLink = tuple[str, str]
+NS = 1_000_000_000
+#: How long a switch's queue rate keeps the mean frame of the frames it sent before a flow started or
+#: stopped: the span of its frame-size window (controlplane/frame_size.py)
+MIX_WINDOW_NS = WINDOW_SAMPLES * READ_PERIOD_NS
+
+
+@dataclass(frozen=True)
+class FloorOverflow:
+    """Law u -> v at its floor sends ``push_bps``, more than v forwards of its flows (``drain_bps``),
+    from ``from_s``: the room left in the buffers from v on is full ``fill_s`` later. ``slowest``: the
+    multicast groups among them, each with the receiver whose copy frees its packets (None: unicast)."""
+
+    floor_bps: float
+    push_bps: float
+    drain_bps: float
+    from_s: float
+    fill_s: float
+    slowest: tuple[tuple[str, str], ...] = ()
+    mix: tuple[str, float] | None = None  # (v's next hop, the share of its bits its queue rate carries)
+
+
+def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, FloorOverflow]:
+    """The laws whose floor fills their buffer in some stretch of the first ``duration_s`` of the run
+    (the first such stretch of each)."""
+    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
+    alinea = [f for f in topo.flows if f.control == "alinea"]
+    if not alinea:
+        return {}
+    end_ns = int(duration_s * NS)
+    cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
+        ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
+    times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
+    out: dict[DirectedLink, FloorOverflow] = {}
+    before: list[Flow] = []  # the flows of the stretch before
+    for t0, t1 in zip(times, times[1:]):
+        rates = {}
+        for ev in sorted(topo.events, key=lambda e: e.at_ns):
+            if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
+                rates[_key(*ev.link)] = ev.rate_bps
+        active = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+        stretch = _Stretch(topo, paths, active, rates)
+        before, previous = active, before
+        for key, law in topo.law.items():
+            if key in out or key not in stretch.crossing:
+                continue
+            push = stretch.push(*key)
+            held = stretch.room_bits(*key)
+            drain, slowest = stretch.drain(*key, push)
+            if push > drain * (1 + 1e-9) and (push - drain) * (t1 - t0) / NS >= held:
+                out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest)
+                continue
+            mix = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
+            if mix is None:
+                continue
+            # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
+            # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
+            # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
+            no_margin = t0 > 0 and push >= law.r_floor * (1 - 1e-9) and abs(push - drain) <= drain * 1e-9
+            drain, slowest = stretch.drain(*key, push, dip=mix)
+            span = min(MIX_WINDOW_NS, t1 - t0)
+            if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
+                out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
+                                         mix=(mix[0][1], mix[1]))
+    return out
+
+
+def _key(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a < b else (b, a)
+
+
+def _buffer_bits(topo: Topology, u: str, v: str) -> float:
+    """v's buffer fed by u, bits (0: none)."""
+    port = topo.ports.get((v, u)) or topo.host_buffers.get((v, u))
+    if port is None:
+        return 0.0
+    frames, bits = law_frames(topo, u, v, port.capacity)
+    return frames * bits
+
+
+def _unit(f: Flow) -> str:
+    """A multicast group's branches are one sender's packets: counted once, as the group."""
+    return f.group if f.group is not None else f.name
+
+
+class _Stretch:
+    """One stretch of the run: its flows, its link rates."""
+
+    def __init__(self, topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], active: list[Flow],
+                 rates: dict[tuple[str, str], float]) -> None:
+        self.topo, self.paths, self.rates = topo, paths, rates
+        self.crossing: dict[DirectedLink, list[Flow]] = {}
+        for f in active:
+            for hop in paths[f.name]:
+                self.crossing.setdefault(hop, []).append(f)
+        # what a unit's source hands the network: its link shared equally in bits by the host's units
+        # (hosts/sender.py: the pacer's flows share it so), at most the unit's r_max
+        units_of: dict[str, set[str]] = {}
+        for f in active:
+            units_of.setdefault(f.src, set()).add(_unit(f))
+        self.demand = {_unit(f): min(f.r_max_bps or math.inf,
+                                     self.rate(f.src, f.path[1]) / len(units_of[f.src])) for f in active}
+        self._push: dict[tuple[DirectedLink, bool | None], float] = {}
+        self._dip: tuple[DirectedLink, float] | None = None
+
+    def rate(self, a: str, b: str) -> float:
+        return self.rates.get(_key(a, b), self.topo.link_between(a, b).rate_bps)
+
+    def _units(self, u: str, v: str) -> dict[str, list[Flow]]:
+        units: dict[str, list[Flow]] = {}
+        for f in self.crossing.get((u, v), []):
+            units.setdefault(_unit(f), []).append(f)
+        return units
+
+    def push(self, u: str, v: str, at_floor: bool = True) -> float:
+        """What u sends toward v at the floor of its law (``at_floor``; else at its R_max): at most the
+        link, what its units can bring (their r_max), and u's share of what reaches it for v."""
+        if ((u, v), at_floor) in self._push:
+            return self._push[((u, v), at_floor)]
+        self._push[((u, v), at_floor)] = 0.0  # a cycle of routes (none here) adds nothing
+        units = self._units(u, v)
+        link = self.rate(u, v)
+        bring = sum(min((f.r_max_bps or math.inf for f in fs), default=math.inf) for fs in units.values())
+        feed = math.inf
+        if self.topo.nodes[u].is_switch:
+            before = {hops[hops.index((u, v)) - 1] for hops in (self.paths[f.name] for fs in units.values()
+                                                                for f in fs) if hops.index((u, v)) > 0}
+            feed = 0.0
+            for w, _ in before:  # each link into u carries its units at their demands' shares
+                theirs = {_unit(f) for f in self.crossing[(w, u)]}
+                d_all = sum(self.demand[n] for n in theirs)
+                mine = sum(self.demand[n] for n in theirs if n in units)
+                feed += self._upstream(w, u) * (mine / d_all if d_all > 0 else 1.0)
+        law = self.topo.law.get((u, v))
+        cap = (law.r_floor if at_floor else law.r_max) if law is not None else math.inf
+        self._push[((u, v), at_floor)] = out = min(cap, link, bring, feed)
+        return out
+
+    def _upstream(self, w: str, u: str) -> float:
+        """What the law w -> u sends: what it can (at its R_max), as far as u lets it (:meth:`allowed`)."""
+        return min(self.push(w, u, at_floor=False), self.allowed(w, u))
+
+    def allowed(self, u: str, x: str) -> float:
+        """The rate x lets u's law run at: its R_max (or the link) if x forwards u's flows at least that
+        fast (x's buffer from u cannot fill), else what x forwards, never below the law's floor. A law
+        before u runs at its floor only when u's buffer from it fills: a floor far below the link is not
+        where a law runs when what is behind it drains faster (playout-shared-link.yaml: S4 -> S3's
+        0.04 Mb/s floor, at 2 Mb/s in the run)."""
+        if ((u, x), None) in self._push:
+            return self._push[((u, x), None)]
+        self._push[((u, x), None)] = math.inf
+        law = self.topo.law.get((u, x))
+        top = min(self.rate(u, x), law.r_max if law is not None else math.inf)
+        out = top
+        if self.topo.nodes[x].is_switch:
+            nxt = {hops[hops.index((u, x)) + 1] for hops in (self.paths[f.name] for f in self.crossing.get((u, x), []))
+                   if hops.index((u, x)) + 1 < len(hops)}
+            onward = sum(self.allowed(*hop) for hop in nxt)
+            if onward < top:
+                out = max(law.r_floor if law is not None else 0.0, onward)
+        self._push[((u, x), None)] = out
+        return out
+
+    def room_bits(self, u: str, v: str) -> float:
+        """The room the floor's excess can fill: v's buffer above its target (u's law reaches its floor
+        only with that buffer above its target), and every buffer behind it on the flows' paths, whole (the
+        laws there forward at their own floors, so the excess may gather at the last before the slow link).
+        In u's frames: the data plane admits packets (its capacity of them), the law aims at its share of
+        the buffer in bits (:func:`topo.net.plan.law_frames`)."""
+        law = self.topo.law[(u, v)]
+        room = 0.0
+        port = self.topo.ports.get((v, u)) or self.topo.host_buffers.get((v, u))
+        if port is not None:
+            frames, bits = law_frames(self.topo, u, v, port.capacity)
+            room = (port.capacity - law.o_max * frames) * bits
+        # what can reach each buffer behind: its link, or the slowest link before it from u (what u's flows
+        # cross on the way there carries their excess no faster)
+        feed: dict[DirectedLink, float] = {}
+        for f in self.crossing[(u, v)]:
+            hops = self.paths[f.name]
+            most = self.rate(u, v)
+            for hop in hops[hops.index((u, v)) + 1:]:
+                most = min(most, self.rate(*hop))
+                feed[hop] = max(feed.get(hop, 0.0), most)
+        # a buffer that its node drains faster than it can be fed never fills: the excess gathers before it
+        # (multicast fail-1: H4's receive buffer, 1 Mb/s in, a 2 Mb/s playout out; host-floor-mix-dip-tree: S1's
+        # 91-packet buffer from S2, behind S2's 2 Mb/s link, drained at 100 Mb/s)
+        return room + sum(_buffer_bits(self.topo, *hop) for hop, most in feed.items()
+                          if self.drain(*hop, most)[0] < most * (1 - 1e-9))
+
+    def mix_dip(self, u: str, v: str, before: list[Flow] | None) -> tuple[DirectedLink, float] | None:
+        """v's regulated egress that carries u's flows, with the share of its rate in bits it carries in the
+        first 0.2 s of this stretch, if less than all: the agent sets a queue rate in packets/s from the
+        mean frame it sent over the last 0.2 s (controlplane/frame_size.py), so a mix of smaller frames
+        than that mean is sent slower in bits, by their ratio, until the window has caught up (a quarter
+        of the way at each of its reads). The mean before: that of the flows of the
+        stretch before (``before``), or at the run's start (None) the largest frame (the flows start a
+        little apart, and the largest may come first). Means of the frames a link's flows send at equal
+        shares of it in bits. Only the first hop out of v and only while one hop carries all of u's flows
+        (mixed-sizes-floor-line.yaml: 1500 B frames alone, then 576 B ones too, 10-13 Mb/s of 20)."""
+        if not self.topo.nodes[v].is_switch:
+            return None
+        nxt = {self.paths[f.name][self.paths[f.name].index((u, v)) + 1] for f in self.crossing[(u, v)]
+               if self.paths[f.name].index((u, v)) + 1 < len(self.paths[f.name])}
+        if len(nxt) != 1:
+            return None
+        (hop,) = nxt
+        if hop not in self.topo.law:
+            return None
+        # a flow that starts from a host sending nothing yet ramps up from its law's start (its share of the
+        # mix comes slowly); one from a host already sending takes its equal share of the pacer at once
+        sending = {f.src for f in before or []}
+        now = [flow_frame_bytes(f) for f in self.crossing.get(hop, [])
+               if before is None or f in before or f.src in sending]
+        if not now:
+            return None
+        then = [flow_frame_bytes(f) for f in before or [] if hop in self.paths[f.name]]
+        mean = len(now) / sum(1 / b for b in now)
+        old = len(then) / sum(1 / b for b in then) if then else max(now)
+        if mean >= old * (1 - 1e-9):
+            return None
+        # each read of the counters moves the window's mean a WINDOW_SAMPLES-th of the way: the share over
+        # the window is the mean of the reads' shares
+        reads = [mean / (old + (mean - old) * k / WINDOW_SAMPLES) for k in range(WINDOW_SAMPLES)]
+        return hop, sum(reads) / len(reads)
+
+    def drain(self, u: str, v: str, push: float,
+              dip: tuple[DirectedLink, float] | None = None) -> tuple[float, tuple[tuple[str, str], ...]]:
+        """What v forwards of the flows u sends it, when u sends ``push``: each unit its share of it (in
+        proportion to what its source hands the network), at most what its paths out of v take (links
+        shared by several flows counted once per path from v, and a receiver's playout). A group's packet
+        leaves v's buffer with its last copy: the group drains at its slowest branch's pace. Also the
+        groups and the receiver of each one's slowest copy."""
+        units = self._units(u, v)
+        demand = {name: self.demand[name] for name in units}
+        total = sum(demand.values())
+        share = {name: push * d / total if total > 0 and math.isfinite(total) else
+                 (push / len(units) if not math.isfinite(d) or total == 0 else 0.0) for name, d in demand.items()}
+        if not math.isfinite(total):
+            infinite = [n for n, d in demand.items() if not math.isfinite(d)]
+            share = {n: push / len(infinite) if n in infinite else 0.0 for n in demand}
+        rest = {f.name: self.paths[f.name][self.paths[f.name].index((u, v)) + 1:] for fs in units.values() for f in fs}
+        unicast = [(fs[0], rest[fs[0].name], share[name]) for name, fs in units.items() if fs[0].group is None]
+        self._dip = dip
+        out = self._through(v, unicast, math.inf)
+        slowest = []
+        for name, fs in units.items():
+            if fs[0].group is None:
+                continue
+            paces = [(self._through(v, [(f, rest[f.name], share[name])], math.inf), f.dst) for f in fs]
+            pace, dst = min(paces)
+            out += pace
+            if len(fs) > 1:
+                slowest.append((name, dst))
+        self._dip = None
+        return out, tuple(slowest)
+
+    def _through(self, node: str, rest: list[tuple[Flow, tuple[DirectedLink, ...], float]], cap: float) -> float:
+        ending = [(f, most) for f, hops, most in rest if not hops]
+        out = sum(min(f.r_max_bps or math.inf, most) for f, most in ending)
+        playout = self.topo.nodes[node].playout_bps
+        if ending and playout:
+            out = min(out, playout)
+        onward: dict[DirectedLink, list[tuple[Flow, tuple[DirectedLink, ...], float]]] = {}
+        for f, hops, most in rest:
+            if hops:
+                onward.setdefault(hops[0], []).append((f, hops[1:], most))
+        for (a, b), group in onward.items():
+            rate = self.rate(a, b)
+            if self._dip is not None and self._dip[0] == (a, b):
+                rate *= self._dip[1]
+            out += self._through(b, group, rate)
+        return min(out, cap)

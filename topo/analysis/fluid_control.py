@@ -1,0 +1,68 @@
+"""The controllers of topo/analysis/fluid_network.py: one law each, with what its owner adds per report.
+
+Why: what keeps a line of hops lossless is not the law alone but what a switch agent wraps it
+in on BMv2's queues (the forecast past its own queue, the measured drain, the schedule's bound)
+and the start-up brake of an ALINEA host. A fluid check with the bare law overflows lines the
+simulator holds; so the check drives the same pieces the agents and hosts use:
+:class:`~controlplane.forecast.QueueForecast` (its ``law_forecast``, ``hold_pps`` and ``brake``, the
+one composition :class:`controlplane.agent.SwitchAgentCore` and :class:`hosts.sender.AlineaHostSender`
+call too) and :func:`~controlplane.agent.rate_to_pps`.
+"""
+
+from __future__ import annotations
+
+from controlplane.agent import rate_to_pps
+from controlplane.alinea import AlineaLaw
+from controlplane.forecast import QueueForecast
+from controlplane.params import LawParams
+
+__all__ = ["HostControl", "SwitchControl"]
+
+
+class HostControl:
+    """An ALINEA host's law: its rate is its pacer's, its drain forecast feeds the brake."""
+
+    def __init__(self, law: LawParams, packet_bytes: int) -> None:
+        self.law = AlineaLaw(law)
+        self.bits = 8 * packet_bytes
+        self._drain = QueueForecast()
+
+    @property
+    def rate_bps(self) -> float:
+        return self.law.rate
+
+    def on_report(self, now_ns: int, occupancy: int, capacity: int, overflow: bool, interval_ns: int,
+                  sent: int) -> float:
+        d = self._drain
+        d.update(now_ns, occupancy, sent, sent, 0)
+        return self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
+                                  brake=d.brake(capacity, self.bits))
+
+
+class SwitchControl:
+    """A switch agent's law for one egress port: on BMv2's queues with its forecast and bound."""
+
+    def __init__(self, law: LawParams, packet_bytes: int, fixed_departures: bool) -> None:
+        self.law = AlineaLaw(law, law.r_max if fixed_departures else None)
+        self.packet_bytes = packet_bytes
+        self.bits = 8 * packet_bytes
+        self.forecast = QueueForecast() if fixed_departures else None
+        self.pps = 0
+
+    @property
+    def rate_bps(self) -> float:
+        return self.law.rate
+
+    def on_report(self, now_ns: int, sampled_ns: int, occupancy: int, capacity: int, overflow: bool,
+                  interval_ns: int, fwd: int, deq: int, drained: int) -> int:
+        """The queue rate (packets/s) after one report."""
+        forecast = None
+        f = self.forecast
+        if f is not None:
+            pkts = f.update(sampled_ns, occupancy, fwd, deq, self.pps, now_ns, drained, sampled_ns)
+            forecast = f.law_forecast(pkts, capacity, self.bits)
+        self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, forecast)
+        if f is not None:  # at the R_max the switch holds, as the agent's
+            self.law.hold_at_least(self.bits * f.hold_pps(self.law.params.r_max / self.bits))
+        self.pps = rate_to_pps(self.law.rate, self.packet_bytes)
+        return self.pps

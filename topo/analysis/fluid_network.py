@@ -1,0 +1,506 @@
+"""Every ALINEA law of a topology at once, against fluid queues joined as the flows join them.
+
+Why: the loop analysis (controlplane/loop_analysis.py) takes one law at a time, its neighbours at
+equilibrium. On a line they are not at start-up: the source's law reads only the first hop's
+buffer, so it keeps ramping while the buffers behind fill one after another, and each hop's cut
+takes a loop delay (propagation both ways, the control latency) to pass one hop back. At 1 Gb/s a
+4 ms control latency is 500 packets, so the excess a line must hold during that passage can be
+more than a 200-packet buffer's headroom where every single loop stays below full (docs/map.md's
+x500 row; docs/background/analysis.md, "The hops together"). This model runs all the laws together, with the
+controllers the runs use: the law (:class:`~controlplane.alinea.AlineaLaw`), and around it what a
+switch agent and an ALINEA host add to each report (:mod:`topo.analysis.fluid_control`).
+
+The plant, stepped every ``dt`` (an eighth of the shortest report interval, longer if a
+run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 20,000):
+
+* an ALINEA flow's source sends at its law's rate toward the first hop (at most the link's);
+* switch ``v`` admits a flow's fluid from its previous hop ``u`` while the packets it holds from
+  ``u`` are below buffer ``(v, u)``'s capacity (alinea.p4's per-ingress occupancy), and drops the rest;
+* what ``v`` admits joins its egress queue toward the next hop as a chunk. On BMv2's queues a
+  chunk's packets are stamped when they are queued, as BMv2 stamps them (docs/howto/bmv2.md): each one
+  a queue-rate gap after the stamp before it, or now if that has passed, and none leaves before
+  its stamp. A stamp the link could not keep (a link slower than the queue rate) stays in the
+  past, so when the link rises again the packets it holds back leave at the link's new rate,
+  not the queue rate's (a receiver's link that dips and recovers delivers its backlog in a burst).
+  On the shaper every chunk leaves at the rate in force. A chunk leaves no faster than the link;
+* a receiver with a receive buffer drains it at its playout rate, one without absorbs;
+* a fluid takes the link's delay and one packet's serialization to cross it;
+* buffer ``(v, u)`` reports every report interval (its occupancy, drops since the last report,
+  its cumulative departures); the report reaches ``u`` after the link's delay, plus the control
+  latency when ``u`` is a switch, and the rate it gives applies at once.
+
+Left out: packets (a rate here is exact, an occupancy a real number until it is reported), the
+reports' own bytes, flows other than ALINEA's. Timed link-rate events are played at their time, and
+an ALINEA flow sends from its start to its stop.
+
+The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/src/fluid.rs: the
+loop analysis runs before every ``hbh run``, and issue 46 bounds its cost at a tenth of the run or
+2 s); this module builds it, and between its steps the reports go to the controllers here, in
+Python, as the agents' and hosts' reports go to theirs. ``smallest_scale``'s runs stop at their
+first loss of ``LOSS_PKTS``: that answers what they ask.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from runtime.fluid import FluidPlant
+from topo.analysis.fluid_control import HostControl, SwitchControl
+from topo.net.model import Topology
+from topo.net.plan import packet_bytes_over
+from topo.net.routes import routed_paths
+
+
+def _hops(path: tuple[str, ...]) -> list[DirectedLink]:
+    return list(zip(path, path[1:]))
+
+__all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "overflows", "room_at_peak", "smallest_scale"]
+
+DirectedLink = tuple[str, str]
+#: The model's steps over a run at most (dt grows to keep to it): its cost before a run is about
+#: this many steps of every flow's hops, and the remedy's runs (``smallest_scale``) REMEDY_STEPS
+#: each. A fast loop's interval then rounds to whole steps (a few at the least), which the law is
+#: told (its a = T / (C L) follows), so the loop the model runs is the one it reports on.
+MAX_STEPS = 100_000
+#: ... and at most this many steps per second of the run, at least MIN_STEPS: a short run (the random
+#: topologies' fraction of a second to a few seconds) is not stepped at a fast loop's eighth of an
+#: interval for a cost above the run's own (its interval then rounds to a step or two).
+STEPS_PER_SECOND = 2_000
+MIN_STEPS = 20_000
+REMEDY_STEPS = 20_000
+STEPS_PER_INTERVAL = 8
+#: Packets the model may lose before it counts as loss: a fluid overflow by a packet or so is
+#: within what the model leaves out (docs/background/analysis.md, "The hops together").
+LOSS_PKTS = 3.0
+NS = 1_000_000_000
+#: The model stops early once two consecutive windows of at least SETTLE_MIN_S and SETTLE_INTERVALS
+#: report intervals plus loop delays (of the slowest buffer) span the same envelope, within
+#: PACKET_TOLERANCE packets of every buffer and RATE_TOLERANCE of every law's link rate, without a loss
+#: in the later one, past the last timed event: settled, or a limit cycle that repeats its peaks.
+#: What is left of the run cannot reach a higher peak than what the model has seen (docs/background/analysis.md,
+#: "The hops together").
+SETTLE_MIN_S = 0.25
+SETTLE_INTERVALS = 40
+PACKET_TOLERANCE = 0.5
+RATE_TOLERANCE = 0.005
+
+
+@dataclass(frozen=True)
+class NetworkPeak:
+    """What the model says of buffer ``(v, u)`` (``v``'s buffer fed by ``u``)."""
+
+    buffer: DirectedLink
+    capacity: int
+    peak: float  # highest occupancy, fraction of the buffer (at most 1: it drops the rest)
+    lost_pkts: float
+    first_loss_s: float | None
+
+
+@dataclass
+class _Buffer:
+    key: DirectedLink  # (v, u)
+    capacity: int
+    interval_steps: int
+    report_steps: int  # report -> law
+    drain_pps: float | None = None  # a receiver's playout
+    index: int = -1  # in the plant (its occupancy, drops and departures are there)
+
+
+@dataclass
+class _Egress:
+    """``a``'s egress queue toward ``b`` (its chunks, stamps and counters are in the plant)."""
+
+    a: str
+    b: str
+    link_pps: float
+    held: list[_Leg] = field(default_factory=list)  # per slot: the leg whose packets wait here
+    onward: list[_Leg] = field(default_factory=list)  # per slot: the leg they leave on
+    index: int = -1  # in the plant
+
+
+@dataclass
+class _Leg:
+    """One flow's crossing of link ``a -> b``, and what ``b`` holds of it."""
+
+    a: str
+    b: str
+    steps: int  # the link's delay and one packet's serialization, in steps
+    buffer: _Buffer | None = None  # b's buffer fed by a (None: a receiver without one)
+    egress: _Egress | None = None  # b's egress toward the flow's next hop (None: b receives)
+    slot: int = 0  # this flow's place in that egress
+    active: tuple[float, float] = (0.0, float("inf"))  # a first leg: when its flow sends (start, stop)
+    # multicast, where b copies the flow to several children (docs/howto/multicast.md): every (egress, slot)
+    # a copy joins; b holds a packet until its last copy leaves. Empty where b makes one copy
+    # (egress and slot above).
+    copies: list[tuple[_Egress, int]] = field(default_factory=list)
+
+
+def _step_s(topo: Topology, intervals_us: list[int], duration_s: float, max_steps: int = MAX_STEPS) -> float:
+    """An eighth of the shortest report interval: the loops' time scale. A link delay shorter than
+    that is rounded to whole steps (at most 1/16 of an interval off): stepping at a 0.1 ms link's
+    delay under 4 ms reports cost forty times the steps and changed nothing the reports see."""
+    shortest = [iv / 1e6 for iv in intervals_us if iv > 0] or [link.delay_ns / 1e9 for link in topo.links
+                                                              if link.delay_ns > 0] or [duration_s]
+    steps = min(max_steps, max(MIN_STEPS, round(STEPS_PER_SECOND * duration_s)))
+    return max(min(shortest) / STEPS_PER_INTERVAL, duration_s / steps)
+
+
+def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0,
+                  max_steps: int = MAX_STEPS) -> list[NetworkPeak]:
+    """Run every law carrying an ALINEA flow together for ``duration_s``; one entry per buffer.
+
+    ``buffers_scale`` multiplies every buffer (the targets kept as fractions)."""
+    return _Network(topo, duration_s, buffers_scale, max_steps).run()
+
+
+def room_at_peak(peak: NetworkPeak) -> float:
+    """Packets the buffer still had room for at the model's peak (rounded to 1e-9, as the analysis's room)."""
+    return round((1.0 - peak.peak) * peak.capacity, 9)
+
+
+def overflows(peak: NetworkPeak, packets: int = 1) -> bool:
+    """The model loses packets in ``peak``'s buffer: ``LOSS_PKTS`` or more of its fluid, or its peak
+    leaves room for fewer than ``packets`` packets (at least one): one from each link feeding its queue.
+
+    Why the room at the peak: the model leaves packets out, and a packet is what a buffer takes or
+    drops, as the analysis's room above the target says of the settled loop (docs/background/analysis.md, "Packets:
+    room for each feeding link"). A fluid that fills a buffer to within less than a packet of its
+    capacity, in packets, overflows it: H1's 9-packet buffer at S1, which the model filled (1.85
+    packets of fluid lost, under ``LOSS_PKTS``), lost 3 in the simulator, and at 12-27 packets, with the
+    model's peak still within a packet of full, 1-2; at 36 neither (the model 1.1 packets from full)
+    (tests/topo/random_cases/tiny-buffer-fabric.yaml)."""
+    return peak.lost_pkts >= LOSS_PKTS or room_at_peak(peak) < max(1, packets)
+
+
+def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 1,
+                   packets: dict[DirectedLink, int] | None = None) -> float | None:
+    """About the smallest factor (up to 2^limit) by which every buffer must grow for the model to
+    lose nothing (no buffer ``overflows``; ``packets``: the packets each buffer (v, u) must keep room
+    for, default 1): doubling until it holds, then ``refine`` bisections (one: to half the last
+    doubling, within the remedy's own coarser steps); None if none up to 2^limit."""
+    need = packets or {}
+
+    def holds(scale: float) -> bool:  # a run stops at its first loss of LOSS_PKTS: it does not hold
+        return not any(overflows(p, need.get(p.buffer, 1))
+                       for p in _Network(topo, duration_s, scale, REMEDY_STEPS, True).run())
+
+    lo = 1.0
+    for n in range(1, limit + 1):
+        if holds(2.0 ** n):
+            hi = 2.0 ** n
+            break
+        lo = 2.0 ** n
+    else:
+        return None
+    for _ in range(refine):
+        mid = (lo + hi) / 2
+        lo, hi = (lo, mid) if holds(mid) else (mid, hi)
+    return hi
+
+
+class _Envelope:
+    """The lowest and highest value of each state variable over the current and the last window."""
+
+    def __init__(self) -> None:
+        self.low: list[float] | None = None
+        self.high: list[float] | None = None
+        self.last: tuple[list[float], list[float]] | None = None
+        self.lost = 0.0
+
+    def sample(self, state: list[float]) -> None:
+        if self.low is None or self.high is None:
+            self.low, self.high = list(state), list(state)
+            return
+        low, high = self.low, self.high
+        for i, x in enumerate(state):
+            if x < low[i]:
+                low[i] = x
+            elif x > high[i]:
+                high[i] = x
+
+    def close_window(self, lost: float) -> bool:
+        """Start a new window; True when the one that ends spans the one before it, within one unit
+        of tolerance (the state was scaled by its tolerance), and lost nothing."""
+        if self.low is None or self.high is None:
+            return False
+        current = (self.low, self.high)
+        same = self.last is not None and lost == self.lost and all(
+            abs(a - b) <= 1.0 and abs(c - d) <= 1.0
+            for a, b, c, d in zip(current[0], self.last[0], current[1], self.last[1]))
+        self.last, self.low, self.high, self.lost = current, None, None, lost
+        return same
+
+
+class _Network:
+    def __init__(self, topo: Topology, duration_s: float, scale: float, max_steps: int = MAX_STEPS,
+                 stop_at_loss: bool = False) -> None:
+        self.topo = topo
+        # stop once a buffer has lost LOSS_PKTS (what ``smallest_scale`` asks needs no more)
+        self.stop_at_loss = stop_at_loss
+        self.duration_s = duration_s
+        self.fixed = topo.options.queue_model == "bmv2"
+        routed = routed_paths(topo)
+        # a multicast group is one stream, sent by its lead branch over the group's tree
+        alinea = [f for f in topo.flows if f.control == "alinea" and len(f.path) > 1 and f.sends]
+        paths = [routed[f.name] for f in alinea]
+        trees = [topo.tree_links(f.group) if f.group is not None else _hops(p) for f, p in zip(alinea, paths)]
+        self.active = [(f.start_ns / NS, f.stop_ns / NS if f.stop_ns is not None else float("inf")) for f in alinea]
+        keys = sorted({(b, a) for tree in trees for a, b in tree if self._reports(b, a)})
+        self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s, max_steps)
+        self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for tree in trees for a, b in tree}
+        self.bits = {key: 8 * packet_bytes_over(topo, *key) for key in self.link_bps}
+        self.buffers = {k: self._buffer(k, scale) for k in keys}
+        self.egress: dict[DirectedLink, _Egress] = {}
+        self.senders: dict[DirectedLink, list[_Leg]] = {}
+        self.legs: list[_Leg] = []
+        for f, path, tree, active in zip(alinea, paths, trees, self.active):
+            if f.group is None:
+                self._route(path, active)
+            else:
+                self._route_tree(tree, active)
+        self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
+        # per receiver's buffer (drained at its playout rate), the legs of the flows it receives
+        self.receivers: list[tuple[_Buffer, list[_Leg]]] = []
+        for leg in self.legs:
+            if leg.buffer is not None and leg.buffer.drain_pps is not None:
+                mine = next((legs for b, legs in self.receivers if b is leg.buffer), None)
+                if mine is None:
+                    self.receivers.append((leg.buffer, [leg]))
+                else:
+                    mine.append(leg)
+        self.events = sorted((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
+                             if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None)
+        # reports on their way, by the step they arrive in: (what answers it, occupancy, overflow,
+        # departures, when sampled (ns)), in the order sampled
+        self.reports: dict[int, list[tuple[tuple, int, bool, int, int]]] = {}  # type: ignore[type-arg]
+        self.stopped_s: float | None = None  # the model settled here, before the end (None: it ran to the end)
+        self.steps_run = 0  # steps the last run took (it may stop early: settled, or ``stop_at_loss``)
+        self.sample_steps = 1
+
+    # ---- set-up ---------------------------------------------------------------------------------
+    def _reports(self, v: str, u: str) -> bool:
+        return (v, u) in self.topo.ports or (v, u) in self.topo.host_buffers
+
+    def _port(self, key: DirectedLink):  # type: ignore[no-untyped-def]
+        return self.topo.ports.get(key) or self.topo.host_buffers[key]
+
+    def _bits(self, a: str, b: str) -> int:
+        bits = self.bits.get((a, b))
+        return 8 * packet_bytes_over(self.topo, a, b) if bits is None else bits
+
+    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf"))) -> None:
+        legs = []
+        for a, b in zip(path, path[1:]):
+            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
+            legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a))))
+        for here, onward in zip(legs, legs[1:]):
+            key = (onward.a, onward.b)
+            q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_bps[key] / self._bits(*key)))
+            here.egress, here.slot = q, len(q.held)
+            q.held.append(here)
+            q.onward.append(onward)
+        legs[0].active = active
+        self.senders.setdefault((path[0], path[1]), []).append(legs[0])
+        self.legs.extend(legs)
+
+    def _route_tree(self, links: list[DirectedLink], active: tuple[float, float]) -> None:
+        """A multicast group's legs, one per link of its tree (its root's first): a leg into a node
+        that copies the group to several children joins each child's egress (``_Leg.copies``)."""
+        legs: dict[DirectedLink, _Leg] = {}
+        for a, b in links:
+            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
+            legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a)))
+        for here in legs.values():
+            onwards = [legs[(x, c)] for x, c in links if x == here.b]
+            for onward in onwards:
+                key = (onward.a, onward.b)
+                q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_pps(key)))
+                if here.egress is None:
+                    here.egress, here.slot = q, len(q.held)
+                if len(onwards) > 1:
+                    here.copies.append((q, len(q.held)))
+                q.held.append(here)
+                q.onward.append(onward)
+        root = legs[links[0]]
+        root.active = active
+        self.senders.setdefault(links[0], []).append(root)
+        self.legs.extend(legs.values())
+
+    def link_pps(self, key: DirectedLink) -> float:
+        return self.link_bps[key] / self._bits(*key)
+
+    def _buffer(self, key: DirectedLink, scale: float) -> _Buffer:
+        v, u = key
+        port = self._port(key)
+        report_s = self.topo.link_between(v, u).delay_ns / 1e9
+        if self.topo.nodes[u].is_switch:
+            report_s += self.topo.options.control_latency_ns / 1e9
+        node = self.topo.nodes[v]
+        drain = None if node.is_switch else (node.playout_bps or 0.0) / self._bits(u, v)
+        return _Buffer(key, max(1, round(port.capacity * scale)), max(1, round(port.interval_us / 1e6 / self.dt)),
+                       round(report_s / self.dt), drain_pps=drain)
+
+    def _control(self, u: str, v: str) -> HostControl | SwitchControl:
+        law = self.topo.law[(u, v)]
+        if not self.topo.nodes[u].is_switch:
+            return HostControl(law, packet_bytes_over(self.topo, u, v))
+        return SwitchControl(law, packet_bytes_over(self.topo, u, v), self.fixed)
+
+    # ---- the run --------------------------------------------------------------------------------
+    def run(self) -> list[NetworkPeak]:
+        """The plant (hbh_engine.FluidPlant, engine/src/fluid.rs) steps the fluid: each step the links
+        deliver, the queues serve, the senders send; here, between its steps, the buffers report,
+        the laws answer, and the model checks whether it has settled."""
+        window = self._window_steps()
+        last_event = max([at for at, _, _ in self.events] + [t for span in self.active for t in span
+                                                              if t != float("inf")], default=0.0)
+        envelope = _Envelope()
+        plant = self.plant = self._plant()
+        events, dt, sample = self.events, self.dt, self.sample_steps
+        every = self._report_every
+        steps = int(self.duration_s / dt)
+        k = 0
+        while k < steps:
+            while events and events[0][0] <= k * dt:
+                self._link_rate(*events.pop(0)[1:])
+            # the plant runs on its own up to the next step that asks something of this loop: a
+            # report sampled or arriving, a sample of the state, the step before an event
+            stop = min(steps - 1, -(-k // sample) * sample)
+            if every:
+                stop = min(stop, -(-k // every) * every)
+            if self.reports:
+                stop = min(stop, max(k, min(self.reports)))
+            if events:
+                stop = min(stop, max(k, _first_step(events[0][0], dt) - 1))
+            k = plant.run(k, stop + 1)
+            if plant.overflowed:
+                break  # ``stop_at_loss``: the answer is known
+            self._report(k)
+            if k % sample == 0:
+                envelope.sample(self._state())
+                if k and k % window == 0 and envelope.close_window(plant.lost()) and k * dt > last_event:
+                    self.stopped_s = k * dt
+                    break
+            k += 1
+        self.steps_run = min(k + 1, steps)
+        return [NetworkPeak(b.key, b.capacity, peak, lost, first)
+                for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
+
+    def _plant(self) -> FluidPlant:
+        """The plant of this network: its buffers, legs, queues (a slot per leg that waits in one),
+        receivers and senders, in the order the model was built (the order it steps them in)."""
+        plant = FluidPlant(self.dt, self.fixed, LOSS_PKTS if self.stop_at_loss else None)
+        for buf in self.buffers.values():
+            buf.index = plant.add_buffer(float(buf.capacity), buf.drain_pps or 0.0)
+        legs = {id(leg): plant.add_leg(leg.steps, None if leg.buffer is None else leg.buffer.index)
+                for leg in self.legs}
+        for q in self.egress.values():
+            q.index = plant.add_queue(q.link_pps)
+        for q in self.egress.values():
+            for slot, (here, onward) in enumerate(zip(q.held, q.onward)):
+                copy = next((j for j, (cq, cs) in enumerate(here.copies) if cq is q and cs == slot), None)
+                plant.add_slot(q.index, slot, legs[id(here)], legs[id(onward)], copy)
+        for leg in self.legs:
+            plant.route_leg(legs[id(leg)], None if leg.egress is None else (leg.egress.index, leg.slot),
+                            [(cq.index, cs) for cq, cs in leg.copies])
+        for buf, mine in self.receivers:
+            plant.add_receiver(buf.index, [legs[id(leg)] for leg in mine])
+        self._sender_index = {}
+        for key, every in self.senders.items():
+            control = self.controls.get(key)
+            i = plant.add_sender(self.link_bps[key], float(self._bits(*key)),
+                                 [(legs[id(leg)], *leg.active) for leg in every], control is not None)
+            if control is not None:
+                plant.set_sender_rate(i, control.rate_bps)
+            self._sender_index[key] = i
+        # per buffer that reports: its plant index, interval and delay (steps), and what answers its
+        # report: the law, whether a host's, its sender's or queue's index, the buffer and interval
+        self._reporting = []
+        for buf in self.buffers.values():
+            v, u = buf.key
+            control = self.controls.get((u, v))
+            if control is None:
+                continue
+            host = isinstance(control, HostControl)
+            target = self._sender_index[(u, v)] if host else self.egress[(u, v)].index
+            answer = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS))
+            self._reporting.append((buf.index, buf.interval_steps, buf.report_steps, answer))
+        self._report_every = math.gcd(*[r[1] for r in self._reporting]) if self._reporting else 0
+        self._rate_unit()
+        return plant
+
+    def _window_steps(self) -> int:
+        """Steps of one settling window: long enough to hold several periods of any loop's
+        oscillation (``SETTLE_INTERVALS`` report intervals and loop delays of the slowest buffer),
+        and at least ``SETTLE_MIN_S``; a multiple of the sampling step."""
+        longest = max((b.interval_steps + b.report_steps for b in self.buffers.values()), default=1)
+        self.sample_steps = max(1, min((b.interval_steps for b in self.buffers.values()), default=1))
+        steps = max(SETTLE_INTERVALS * longest, round(SETTLE_MIN_S / self.dt))
+        return max(1, steps // self.sample_steps) * self.sample_steps
+
+    def _state(self) -> list[float]:
+        """What must stop moving for the model to have nothing more to say: every buffer's
+        occupancy (packets) and every law's rate (packets/s at its link)."""
+        held = [h / PACKET_TOLERANCE for h in self.plant.held()]
+        return held + [law.rate / unit for law, unit in self._rate_units]
+
+    def _rate_unit(self) -> None:
+        """Each law and what its rate is divided by in ``_state`` (the state of every sample: worked
+        out here, when a link rate changes, not per sample)."""
+        self._rate_units = [(c.law, RATE_TOLERANCE * self.link_bps[key]) for key, c in self.controls.items()]
+
+    def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
+        self._link_rate_set(link, rate_bps)
+        self._rate_unit()
+
+    def _link_rate_set(self, link: DirectedLink, rate_bps: float) -> None:
+        for key in (link, link[::-1]):
+            if key in self.link_bps:
+                self.link_bps[key] = rate_bps
+                if key in self._sender_index:
+                    self.plant.set_sender_link(self._sender_index[key], rate_bps)
+            if key in self.egress:
+                q = self.egress[key]
+                q.link_pps = rate_bps / self._bits(*key)
+                self.plant.set_queue_link(q.index, q.link_pps)
+
+    def _report(self, k: int) -> None:
+        """Step ``k``'s reports: the buffers whose interval ends sample theirs, the laws whose
+        reports arrive answer them (a host's law sets its sender's rate, a switch's its queue's).
+        Reports that arrive in one step are answered in the order they were sampled."""
+        plant, due, every = self.plant, self.reports, self._report_every
+        if every and k % every == 0:
+            now_ns = int(k * self.dt * NS)
+            for index, interval, delay, answer in self._reporting:
+                if k % interval == 0:
+                    held, drained, dropped = plant.report(index)
+                    report = (answer, round(held), dropped, round(drained), now_ns)
+                    mine = due.get(k + delay)
+                    if mine is None:
+                        due[k + delay] = [report]
+                    else:
+                        mine.append(report)
+        arrived = due.pop(k, None)
+        if arrived is None:
+            return
+        now_ns = int(k * self.dt * NS)
+        for (control, host, target, capacity, interval_ns), occupancy, overflow, drained, sampled_ns in arrived:
+            if host:
+                control.on_report(now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
+                plant.set_sender_rate(target, control.rate_bps)
+            else:
+                fwd, deq = plant.counters(target)
+                pps = control.on_report(now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns,
+                                        round(fwd), round(deq), drained)
+                plant.set_queue_rate(target, float(pps))
+
+
+def _first_step(at_s: float, dt: float) -> int:
+    """The first step ``k`` with ``at_s <= k * dt`` (when the run plays an event at ``at_s``)."""
+    k = max(0, int(at_s / dt))
+    while k * dt < at_s:
+        k += 1
+    while k > 0 and at_s <= (k - 1) * dt:
+        k -= 1
+    return k

@@ -1,0 +1,234 @@
+"""From a topology to what each switch agent installs (routes, modelled ports, regulated ports).
+
+Both backends build their agents from these plans, so a switch is configured identically in
+the simulator, between namespaces and on real BMv2.
+"""
+
+from __future__ import annotations
+
+import math
+
+from controlplane.agent import EcmpGroup, McastRoute, ModelledPort, NextHop, RegulatedPort, Route, SwitchPlan
+from controlplane.dataplane_config import MCAST_MAX_COPIES, MCAST_PORT_LIMIT
+from controlplane.frame_size import capacity_in_frames
+from hosts.tcp import MSS
+from hosts.tcp.wire import data_frame_bytes
+from topo.net.model import Flow, Topology
+
+__all__ = ["switch_plan", "streams_over", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
+           "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
+
+#: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
+QUEUE_HEADROOM = 64
+
+
+def neighbour_mac(topo: Topology, node: str, neighbour: str) -> int:
+    """The MAC address ``node`` sends to on its link to ``neighbour``."""
+    if topo.nodes[neighbour].is_switch:
+        return topo.mac(neighbour, node)
+    return topo.mac(neighbour)
+
+
+def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> int:
+    """The packet size of the flows crossing u -> v (the largest), for rate -> packets/s."""
+    sizes = [f.packet_size for f in streams_over(topo, u, v)]
+    return max(sizes) if sizes else default
+
+
+def _crosses(f: Flow, u: str, v: str) -> bool:
+    return any(a == u and b == v for a, b in zip(f.path, f.path[1:]))
+
+
+def streams_over(topo: Topology, u: str, v: str) -> list[Flow]:
+    """The flows whose data crosses u -> v, a multicast group once (its first branch there): the
+    branches of a group on a link of its tree are one stream on it (docs/howto/multicast.md)."""
+    seen: set[str] = set()
+    out: list[Flow] = []
+    for f in topo.flows:
+        if _crosses(f, u, v) and (f.group is None or f.group not in seen):
+            out.append(f)
+            if f.group is not None:
+                seen.add(f.group)
+    return out
+
+
+def frame_sizes_over(topo: Topology, u: str, v: str) -> list[int]:
+    """The data frames of the flows whose path crosses u -> v (a TCP flow's: a full segment's frame)."""
+    return [flow_frame_bytes(f) for f in streams_over(topo, u, v)]
+
+
+def flow_frame_bytes(f: Flow) -> int:
+    """The frames a flow's data travels in: ``packet_size``, or for TCP a full segment's frame (its
+    ``packet_size`` is the application's record, the segment's payload)."""
+    return data_frame_bytes(MSS) if f.control == "tcp" else f.packet_size
+
+
+def expected_shares(topo: Topology, u: str, v: str) -> list[tuple[Flow, float]]:
+    """The flows crossing u -> v with the b/s each is expected to carry there: the link's max-min
+    fair shares in bits, a flow asking for less (``rate``, ``r_max``) keeping what it asks for."""
+    flows = streams_over(topo, u, v)
+    left = topo.link_between(u, v).rate_bps
+    share: dict[str, float] = {}
+    todo = sorted(flows, key=lambda f: f.rate_bps or f.r_max_bps or math.inf)
+    while todo:
+        fair = left / len(todo)
+        f = todo.pop(0)
+        share[f.name] = min(fair, f.rate_bps or f.r_max_bps or math.inf)
+        left -= share[f.name]
+    return [(f, share[f.name]) for f in flows]
+
+
+def expected_frame_bytes(topo: Topology, u: str, v: str, default: int = 1000) -> int:
+    """The mean size of the frames u is expected to send to v: the flows' sizes, each weighted by
+    the packets it sends at its expected share of the link (:func:`expected_shares`, in bits), so
+    ``sum(share) / sum(share / size)``, in whole bytes; exactly the size when all are of one.
+
+    The rule the switch agent follows from the port's counters once it sends (what left the port,
+    controlplane/frame_size.py): it turns a law's b/s into packets/s. The loop analysis and the
+    derived gains use it so that they see the loop the agent runs (docs/background/alinea.md, "Bits, not packets")."""
+    shares = expected_shares(topo, u, v)
+    sizes = {flow_frame_bytes(f) for f, _ in shares}
+    if len(sizes) <= 1:
+        return sizes.pop() if sizes else default
+    bits = sum(s for _, s in shares)
+    packets = sum(s / flow_frame_bytes(f) for f, s in shares)
+    return round(bits / packets) if packets > 0 else max(sizes)
+
+
+def buffer_unit_bytes(topo: Topology, v: str) -> int:
+    """The unit of v's modelled buffers when the flows entering v are of several sizes: the smallest
+    (0 otherwise: the buffers are in packets, which is then the same). Each law toward v reads its
+    buffer as capacity x unit bytes (controlplane/frame_size.py), so that the ports sharing one of
+    v's FIFOs share it in bits; the smallest, so that no law aims past the packets v admits. A
+    host's receive buffer stays in packets: one link feeds it, there is nothing to share."""
+    if not topo.nodes[v].is_switch:
+        return 0
+    sizes = {flow_frame_bytes(f) for f in topo.flows if v in f.path[1:]}
+    return min(sizes) if len(sizes) > 1 else 0
+
+
+def law_frames(topo: Topology, u: str, v: str, capacity: int) -> tuple[int, int]:
+    """(v's buffer of ``capacity`` packets counted in u's frames, the bits of one): the loop u's law
+    toward v runs, as the agent runs it (buffer_unit_bytes, expected_frame_bytes); for the analysis."""
+    frame = expected_frame_bytes(topo, u, v)
+    return capacity_in_frames(capacity, buffer_unit_bytes(topo, v), frame), 8 * frame
+
+
+def network_mode(topo: Topology) -> str:
+    """``hop-by-hop`` when some flow is ALINEA-controlled (switches regulate their egress rates),
+    else ``end-to-end``: the same data plane, reports kept for measurement, no queue rate ever
+    set, and each output port a drop-tail FIFO as deep as its link's buffer, shared by every
+    flow through it (the sources' own control, e.g. CVIHIS, is all there is)."""
+    if topo.options.network is not None:
+        return topo.options.network
+    return "hop-by-hop" if any(f.control == "alinea" for f in topo.flows) else "end-to-end"
+
+
+def _routes(topo: Topology, name: str) -> tuple[tuple[Route, ...], tuple[EcmpGroup, ...]]:
+    """A /32 route per reachable host: direct (one next hop, exactly as without ECMP) or to the
+    equal-cost group of its next hops, one group per distinct set of next hops (group ids 1, 2, ...
+    in host order), so that a leaf sends every remote host through one group of its uplinks."""
+    routes: list[Route] = []
+    by_hops: dict[tuple[str, ...], list[tuple[int, int]]] = {}
+    for host in topo.hosts:
+        hops = topo.next_hops(name, host.name)
+        if len(hops) == 1:
+            nxt = hops[0]
+            routes.append(Route(topo.ip(host.name), 32, topo.port(name, nxt), neighbour_mac(topo, name, nxt),
+                                topo.mac(name, nxt)))
+        elif hops:
+            by_hops.setdefault(hops, []).append((topo.ip(host.name), 32))
+    groups = tuple(EcmpGroup(gid, tuple(NextHop(topo.port(name, h), neighbour_mac(topo, name, h), topo.mac(name, h))
+                                        for h in hops), tuple(prefixes))
+                   for gid, (hops, prefixes) in enumerate(by_hops.items(), start=1))
+    return tuple(routes), groups
+
+
+#: Controls whose receivers send packets back along the path (ACKs, feedback, rate commands).
+NO_RETURN = ("alinea", "fixed")
+
+
+def _return_links(topo: Topology) -> set[tuple[str, str]]:
+    """The directed links the flows' return traffic crosses: traffic enters a switch there too,
+    so the switch reports that buffer, and its reports share the egress queue toward the flow."""
+    return {(v, u) for f in topo.flows if f.control not in NO_RETURN for u, v in zip(f.path, f.path[1:])}
+
+
+def host_classes(topo: Topology) -> dict[str, int]:
+    """Per-destination classes: a host's index among the hosts of its switch, mod ``options.classes``,
+    so that two hosts behind one switch share a class only beyond that many (docs/howto/fabric.md)."""
+    classes = topo.options.classes
+    out: dict[str, int] = {}
+    for sw in topo.switches:
+        hosts = [n for n in topo.neighbours(sw.name) if not topo.nodes[n].is_switch]
+        out.update({h: i % classes for i, h in enumerate(hosts)})
+    return out
+
+
+def priority_queues(classes: int) -> int:
+    """Egress priority queues per port (``--priority-queues``): one, or the reports' and one per class."""
+    return 1 if classes == 1 else classes + 1
+
+
+def _dst_classes(topo: Topology) -> tuple[tuple[int, int, int], ...]:
+    if topo.options.classes == 1:
+        return ()
+    return tuple((topo.ip(h), 32, c) for h, c in sorted(host_classes(topo).items()))
+
+
+def _multicast(topo: Topology, name: str) -> tuple[McastRoute, ...]:
+    """The groups ``name`` replicates: per group whose tree it is on, a copy per child (docs/howto/multicast.md)."""
+    out = []
+    for group in topo.groups():
+        children = topo.tree_children(group, name)
+        if not children:
+            continue
+        if len(children) > MCAST_MAX_COPIES:
+            raise ValueError(f"multicast flow {group}: {name} would copy it to {len(children)} neighbours, "
+                             f"alinea.p4 makes at most {MCAST_MAX_COPIES} copies per switch")
+        (parent,) = {u for u, v in topo.tree_links(group) if v == name}
+        if topo.port(name, parent) >= MCAST_PORT_LIMIT:
+            raise ValueError(f"multicast flow {group}: {name} receives it on port {topo.port(name, parent)}, "
+                             f"alinea.p4 replicates from ports below {MCAST_PORT_LIMIT}")
+        hops = tuple(NextHop(topo.port(name, c), neighbour_mac(topo, name, c), topo.mac(name, c)) for c in children)
+        out.append(McastRoute(topo.group_ip(group), topo.group_id(group), hops))
+    return tuple(out)
+
+
+def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None) -> SwitchPlan:
+    """``fixed_departures``: the switch's egress queues fix departures at enqueue (BMv2); by default
+    what ``options.queue_model`` says (p4switch's model)."""
+    node = topo.nodes[name]
+    if not node.is_switch:
+        raise ValueError(f"{name} is not a switch")
+    routes, groups = _routes(topo, name)
+    hop_by_hop = network_mode(topo) == "hop-by-hop"
+    # End-to-end: no modelled ingress buffer (no admission, no reports). Its occupancy counter
+    # would also leak: a packet the egress FIFO tail-drops was admitted but never released.
+    used = set(topo.directed_links())
+    carrying = used | _return_links(topo)
+    classes = topo.options.classes
+    # with classes, each (port, class) cell has the port's capacity: a class may hold what the port held
+    # alone (dividing it among the classes in use, with gains tuned for the whole buffer, made the
+    # fabric's tail four times slower: docs/howto/fabric.md)
+    modelled = tuple(ModelledPort(topo.port(name, u), topo.ports[(name, u)], topo.mac(name, u),
+                                  neighbour_mac(topo, name, u), polled=(u, name) in carrying)
+                     for u in topo.neighbours(name) if (name, u) in topo.ports and hop_by_hop)
+    cls = host_classes(topo) if classes > 1 else {}
+    regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], expected_frame_bytes(topo, name, v),
+                                    limit_at_start=(name, v) in used, only_class=cls.get(v),
+                                    unit_bytes=buffer_unit_bytes(topo, v))
+                      for v in topo.neighbours(name) if (name, v) in topo.law)
+    multicast = _multicast(topo, name)
+    if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them
+        depth = sum(m.params.capacity for m in modelled) + QUEUE_HEADROOM
+        depths = tuple((topo.port(name, v), depth) for v in topo.neighbours(name))
+    else:  # a router's drop-tail FIFO per output port, the link's buffer deep, shared by every flow
+        depths = tuple((topo.port(name, v), topo.link_between(name, v).buffer) for v in topo.neighbours(name))
+    return SwitchPlan(name=name, node_id=node.index, routes=routes, groups=groups, modelled=modelled,
+                      regulated=regulated, queue_depths=depths, actuate=hop_by_hop,
+                      report_polls=topo.options.report_polls, classes=classes, dst_classes=_dst_classes(topo),
+                      neighbours=tuple((topo.port(name, v), v) for v in topo.neighbours(name)),
+                      multicast=multicast,
+                      fixed_departures=(topo.options.queue_model == "bmv2" if fixed_departures is None
+                                        else fixed_departures))

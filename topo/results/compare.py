@@ -1,0 +1,121 @@
+"""docs/results.md's sections on the published CVIHIS behaviour and on fairness between ALINEA
+flows (called by ``topo.results.doc``). Hop-by-hop ALINEA against every end-to-end control on the
+same bottleneck is topo/results/e2e.py's (``--only e2e``).
+
+Why a module of its own: these runs go through topology variants, not through results_doc's
+single seeded runs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from topo.experiments.compare import jain
+from topo.file.fairness import FAIRNESS, apply_fairness
+from topo.file.points import Point, load_base, point_topology
+from topo.file.schema import load_topology
+from topo.file.settings import parse_settings
+from topo.run.runner import run_experiment
+
+ROOT = Path(__file__).resolve().parents[2]
+S = 1_000_000_000
+
+#: the two-bottleneck rows: --set lines (topo/cvihis-two-bottleneck.yaml is row 5) and the published kb/s.
+ROWS = [
+    ("1", ["link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps", "flow[f3].start=100000s"], [2008, 2050]),
+    ("2", ["link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps"], [2005, 2045, 2040]),
+    ("3", ["link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6.5Mbps"], [1929, 2005, 2646]),
+    ("4", ["flow[f3].start=100000s"], [3049, 3053]),
+    ("5", [], [3047, 3042, 3048]),
+    ("6", ["link[R2-R3].rate=10Mbps"], [3081, 3014, 3968]),
+]
+
+def variant(name: str, sets: list[str]) -> Any:
+    """topo/NAME.yaml with ``--set`` lines applied (single values), as ``hbh sweep`` would."""
+    base = load_base(ROOT / "topo" / f"{name}.yaml")
+    return point_topology(base, Point(tuple((s, s.values[0]) for s in parse_settings(sets)), None))
+
+
+def _run(topo: Any, seconds: int) -> dict[str, Any]:
+    print(f"running {topo.name} ({seconds} s virtual) ...", file=sys.stderr, flush=True)
+    return run_experiment(topo, seconds * S, seed=1, plots=False).summary
+
+
+def window_rate(summary: dict[str, Any], flow: str, a: float, b: float) -> float:
+    se = summary["series"]
+    return statistics.fmean(v for t, v in zip(se["t_s"], se["flows"][flow]["receive_bps"]) if a < t <= b)
+
+
+def cvihis_sections() -> list[str]:
+    out = ["## The published CVIHIS behaviour", "",
+           "Seed 1, 60 s runs; rates are goodput over 30-60 s. Two-bottleneck test: topo/cvihis-two-bottleneck.yaml "
+           "(row 5) and the rows' `--set` lines (docs/reference/topologies.md); published values from SOURCES.md part B.", "",
+           "| row | flow 1 kb/s (published) | flow 2 | flow 3 | Jain |", "|---|---|---|---|---|"]
+    misses: list[str] = []
+    for row, sets, published in ROWS:
+        s = _run(variant("cvihis-two-bottleneck", sets), 60)
+        got = [s["flows"][f]["goodput_bps"] / 1e3 for f in ("f1", "f2", "f3")[:len(published)]]
+        cells = [f"{g:.0f} ({p})" for g, p in zip(got, published)] + ["-"] * (3 - len(published))
+        misses += [f"row {row} flow {i + 1} {100 * (g / p - 1):+.1f} %" for i, (g, p) in enumerate(zip(got, published))
+                   if abs(g - p) > 0.10 * p]
+        out.append(f"| {row} | {' | '.join(cells)} | {jain(got):.4f} |")
+    out += ["", _row_verdict(misses), ""]
+    s = _run(variant("cvihis-three-flows", []), 60)
+    g = [f["goodput_bps"] for f in s["flows"].values()]
+    out += ["", f"Three RTM flows on one 4 Mb/s bottleneck (topo/cvihis-three-flows.yaml): goodputs "
+            f"{', '.join(f'{x / 1e3:.0f}' for x in g)} kb/s, Jain {jain(g):.4f}, utilisation "
+            f"{sum(g) / 4e6:.3f} (published: Jain > 0.99, ~100 %).", ""]
+    s = _run(load_topology(ROOT / "topo" / "cvihis-blm-vs-rtm.yaml"), 75)
+    w = {(f, a): window_rate(s, f, a, b) / 1e3 for f in ("blm", "rtm") for a, b in ((10, 20), (35, 50), (65, 75))}
+    out += ["### BLM against RTM", "",
+            "One BLM flow alone on a 4 Mb/s, 40 ms bottleneck; an RTM flow joins at 20 s and stops at 50 s "
+            "(tests/topo/test_cvihis_published.py). Mean receive rate (kb/s) per window:", "",
+            "| window | BLM | RTM |", "|---|---|---|",
+            *[f"| {a}-{b} s | {w[('blm', a)]:.0f} | {w[('rtm', a)]:.0f} |" for a, b in ((10, 20), (35, 50), (65, 75))],
+            "", _blm_verdict(w[("blm", 35)], w[("rtm", 35)]), ""]
+    return out
+
+
+def _row_verdict(misses: list[str]) -> str:
+    if not misses:
+        return "Every flow of every row is within 10 % of its published rate."
+    return (f"Outside 10 % of the published rate: {', '.join(misses)}. End to end every output port is a shared "
+            "drop-tail FIFO, as in the published testbed (docs/howto/compare.md); the rows with a third flow are where "
+            "the two flows that cross both bottlenecks also meet losses at R1-R2 and converge slowly towards "
+            "each other (docs/background/cvihis.md, 'In the network'). All flows have a 50 ms one-way delay, so it is not an "
+            "RTT bias.")
+
+
+def _blm_verdict(blm: float, rtm: float) -> str:
+    share = blm / (blm + rtm) if blm + rtm else 0.0
+    if share < 1 / 3:
+        return f"While both run, BLM keeps {100 * share:.0f} % of what the two carry: it yields, as published."
+    return (f"While both run, BLM keeps {100 * share:.0f} % of what the two carry; published: BLM yields most of "
+            "the bottleneck to RTM, so this implementation does not reproduce it on this path (100 ms RTT, a buffer of "
+            "about one bandwidth-delay product); docs/background/cvihis.md ('In the network') says what was measured and tried.")
+
+
+def fairness_sections() -> list[str]:
+    out = ["## Fairness between ALINEA flows", "",
+           "Seed 1, 60 s; goodput over 30-60 s. `fairness` is the topology option (`options: {fairness: ...}`): "
+           "`per-port` is the law as the paper has it, `per-flow` weights each law's R_max by the flows behind it. "
+           "docs/background/fairness.md explains both.", "",
+           "| topology | fairness | per-flow goodput (kb/s) | Jain | loss |", "|---|---|---|---|---|"]
+    for name in ("alinea-merge-2", "alinea-merge-3", "alinea-merge-shared"):
+        for fairness in FAIRNESS:
+            topo = variant(name, [])
+            topo = apply_fairness(dataclasses.replace(topo, options=dataclasses.replace(topo.options,
+                                                                                        fairness=fairness)))
+            s = _run(topo, 60)
+            g = [f["goodput_bps"] for f in s["flows"].values()]
+            out.append(f"| {name} | {fairness} | {', '.join(f'{x / 1e3:.0f}' for x in g)} | {jain(g):.4f} "
+                       f"| {s['loss']['total']} |")
+    return out + [""]
+
+
+def sections(raw: Path) -> list[str]:
+    return cvihis_sections() + fairness_sections()

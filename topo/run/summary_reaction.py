@@ -1,0 +1,145 @@
+"""Reaction to a link-rate event, measured from what happened, not from a sampling bin
+(docs/reference/metrics.md, "Reaction").
+
+* **reaction** (hop by hop): the time from the event until the law of the hop that feeds the
+  congested node first sets a rate ``REACTION_DROP`` below the one it set before the event (from
+  the law's rows: one per report, so its resolution is the report interval);
+* **source reaction** (every control): the time from the event until the sources of the flows
+  that cross the link have cut their sending rate ``REACTION_DROP`` below their rate over the
+  second before it, read from the packets: packets sent by time t is the highest sequence number
+  received that was sent by t, plus one (a lost packet still counts as sent), and the rate at the
+  send time of each packet is the packets sent over the ``window`` before it. Packets still queued
+  when the run ends have not arrived: there the source's own counter, sampled every 100 ms, says
+  what it sent (interpolated between samples), and the rate is read at each sample. The window is the
+  time of ``REACTION_PACKETS`` packets at the rate before the event (at least
+  ``REACTION_MIN_WINDOW_NS``): long enough that one packet more or less is not read as a cut,
+  short against the 0.5 s bins of the series. It is the measure's resolution and is recorded:
+  a window that ends after the cut lags it by up to a window. If the sources were already below
+  that level at the event (a sawtooth in its fall), the reaction is their first fall
+  ``REACTION_DROP`` below their rate at the event: a fall that began before it is not its reaction.
+"""
+
+from __future__ import annotations
+
+import bisect
+from typing import Any
+
+from topo.net.model import Topology
+from topo.net.record import Recorder
+from topo.run.summary_buffers import BufferRows, convergence
+
+__all__ = ["REACTION_DROP", "reaction", "source_reaction", "crossing"]
+
+REACTION_DROP = 0.05
+REACTION_PACKETS = 20
+REACTION_MIN_WINDOW_NS = 10_000_000
+
+
+def crossing(topo: Topology, a: str, b: str) -> list[Any]:
+    """The flows whose path uses the link a-b (either direction)."""
+    return [f for f in topo.flows
+            if any({f.path[i], f.path[i + 1]} == {a, b} for i in range(len(f.path) - 1))]
+
+
+def reaction(topo: Topology, buffers: dict[str, BufferRows], ev: Any, duration_ns: int) -> dict[str, Any]:
+    """The event's entry in summary.json's ``events``: the regulating hop's reaction and the
+    congested buffer's peak and recovery (hop by hop)."""
+    a, b = ev.link
+    result: dict[str, Any] = {"at_s": ev.at_ns / 1e9, "kind": "link_rate", "link": f"{a}-{b}",
+                              "rate_bps": ev.rate_bps}
+    flows = crossing(topo, a, b)
+    if not flows:
+        return result
+    flow = flows[0]
+    u, v = (a, b) if flow.path.index(a) < flow.path.index(b) else (b, a)
+    i = flow.path.index(u)
+    if i == 0:
+        return result
+    feeder = flow.path[i - 1]
+    buf = buffers.get(f"{u}<-{feeder}")
+    if buf is None or buf.kind != "regulated":
+        return result  # end to end: no hop sets a rate (see source_reaction_s)
+    pairs = list(zip(buf.rows, buf.targets))
+    before = [r for r, _ in pairs if r.t_ns <= ev.at_ns]
+    after = [(r, t) for r, t in pairs if r.t_ns > ev.at_ns]
+    if not before or not after or before[-1].rate_bps <= 0:
+        return result
+    rate0 = before[-1].rate_bps
+    hit = next((r for r, _ in after if r.rate_bps <= rate0 * (1 - REACTION_DROP)), None)
+    interval_us = topo.ports[(u, feeder)].interval_us if (u, feeder) in topo.ports else 0
+    recovered = convergence([r for r, _ in after], [t for _, t in after], duration_ns)
+    result.update({"regulator": feeder, "buffer": buf.name, "rate_before_bps": round(rate0),
+                   "reaction_s": None if hit is None else round((hit.t_ns - ev.at_ns) / 1e9, 4),
+                   "reaction_intervals": (None if hit is None or not interval_us
+                                          else round((hit.t_ns - ev.at_ns) / 1e3 / interval_us, 2)),
+                   "max_occupancy_after": round(max(r.fraction for r, _ in after), 4),
+                   "recovery_s": None if recovered is None else round(recovered - ev.at_ns / 1e9, 4)})
+    return result
+
+
+def _sent_curve(rows: list[tuple[int, int, int]], samples: list[Any]) -> tuple[list[int], list[float]]:
+    """(times, packets sent by then): exact points from the received packets (a packet's send time,
+    its sequence number + 1) and from the source's own counter (``FlowSample.sent``, every 100 ms,
+    which also covers the packets still queued at the end of the run), the running maximum in time
+    order; between two points the count is interpolated."""
+    pts = sorted([(sent, seq + 1) for seq, sent, _ in rows] + [(s.t_ns, s.sent) for s in samples])
+    times: list[int] = []
+    counts: list[float] = []
+    top = 0
+    for t, n in pts:
+        top = max(top, n)
+        if times and times[-1] == t:
+            counts[-1] = top
+        else:
+            times.append(t)
+            counts.append(top)
+    return times, counts
+
+
+def _count(curve: tuple[list[int], list[float]], t: int) -> float:
+    times, counts = curve
+    i = bisect.bisect_right(times, t)
+    if i == 0:
+        return 0.0
+    if i == len(times) or times[i - 1] == t:
+        return counts[i - 1]
+    t0, t1 = times[i - 1], times[i]
+    return counts[i - 1] + (counts[i] - counts[i - 1]) * (t - t0) / (t1 - t0)
+
+
+def source_reaction(topo: Topology, rec: Recorder, ev: Any) -> dict[str, Any]:
+    """``source_reaction_s`` and its ``source_reaction_window_s`` (None: no flow crosses the link, no
+    packet before the event, or the sources never cut by REACTION_DROP)."""
+    none = {"source_reaction_s": None, "source_reaction_window_s": None}
+    a, b = ev.link
+    names = {f.name for f in crossing(topo, a, b)}
+    samples: dict[str, list[Any]] = {n: [] for n in names}
+    for x in rec.flows:
+        if x.flow in names:
+            samples[x.flow].append(x)
+    curves = [_sent_curve(rec.packets.get(n, []), samples[n]) for n in sorted(names)]
+    curves = [c for c in curves if c[0] and c[1][-1] > 0]
+    if not curves:
+        return none
+    at = ev.at_ns
+    span = min(1_000_000_000, at)
+    if span <= 0:
+        return none
+
+    def sent_by(t: int) -> int:
+        return sum(_count(c, t) for c in curves)
+
+    rate0 = (sent_by(at) - sent_by(at - span)) / span  # packets per ns
+    if rate0 <= 0:
+        return none
+    window = max(REACTION_MIN_WINDOW_NS, round(REACTION_PACKETS / rate0))
+    floor = rate0 * (1 - REACTION_DROP)
+
+    def rate(t: int) -> float:
+        return (sent_by(t) - sent_by(t - window)) / window
+
+    floor = min(floor, rate(at) * (1 - REACTION_DROP))  # already falling at the event: a cut below that
+    for t in sorted({t for c in curves for t in c[0] if t > at}):
+        if rate(t) <= floor:
+            return {"source_reaction_s": round((t - at) / 1e9, 4), "source_reaction_window_s": round(window / 1e9, 4)}
+    return {"source_reaction_s": None, "source_reaction_window_s": round(window / 1e9, 4)}
