@@ -28,6 +28,19 @@ MAY_IMPORT: dict[str, frozenset[str]] = {
     "hbh": frozenset({"hbh_engine", "bmv2_thrift", "runtime", "p4switch", "controlplane", "hosts", "topo"}),
 }
 PACKAGES = frozenset(MAY_IMPORT)
+# topo/'s subpackages -> the other subpackages they may import (docs/architecture.md, "Inside topo/");
+# topo/ holds no module of its own but its __init__
+TOPO_MAY_IMPORT: dict[str, frozenset[str]] = {
+    "net": frozenset(),
+    "analysis": frozenset({"net"}),
+    "file": frozenset({"net", "analysis"}),
+    "sim": frozenset({"net"}),
+    "netns": frozenset({"net", "sim"}),
+    "run": frozenset({"net", "analysis", "file", "sim", "netns"}),
+    "sweep": frozenset({"net", "file", "run"}),
+    "experiments": frozenset({"net", "analysis", "file", "sim", "netns", "run", "sweep"}),
+    "results": frozenset({"net", "analysis", "file", "sim", "netns", "run", "sweep", "experiments"}),
+}
 # compiled packages: Python module -> its source folder (a Rust crate, built by `make setup`)
 COMPILED: dict[str, str] = {"hbh_engine": "engine"}
 PYTHON_PACKAGES = PACKAGES - COMPILED.keys()
@@ -70,6 +83,30 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
     return out
 
 
+def topo_violations(root: Path = ROOT) -> list[str]:
+    """Every import between topo/'s subpackages that ``TOPO_MAY_IMPORT`` does not allow, as
+    ``file:line: what`` (``from topo import sub`` counts as importing ``sub``)."""
+    out: list[str] = []
+    for path in sorted((root / "topo").rglob("*.py")):
+        where = path.relative_to(root)
+        if len(where.parts) < 3:
+            continue  # topo/__init__.py
+        sub = where.parts[1]
+        allowed = TOPO_MAY_IMPORT.get(sub, frozenset()) | {sub}
+        for node in ast.walk(ast.parse(path.read_text(), str(where))):
+            if isinstance(node, ast.Import):
+                modules = [a.name for a in node.names]
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                modules = ([f"topo.{a.name}" for a in node.names] if node.module == "topo" else [node.module])
+            else:
+                continue
+            for module in modules:
+                parts = module.split(".")
+                if parts[0] == "topo" and len(parts) > 1 and parts[1] not in allowed:
+                    out.append(f"{where}:{node.lineno}: topo.{sub} imports {module} (topo.{parts[1]} is not allowed)")
+    return out
+
+
 def test_every_product_package_has_rules() -> None:
     found = {p.name for p in ROOT.iterdir() if (p / "__init__.py").is_file()} - {"tests"}
     assert found == PYTHON_PACKAGES, "a new top-level package needs its line in MAY_IMPORT and docs/architecture.md"
@@ -100,3 +137,27 @@ def test_the_checker_sees_a_forbidden_edge(tmp_path: Path) -> None:
         "imports the private name _processor from p4switch.thrift_server",
         "uses the private name queues._Loopback",
     ]
+
+
+def test_topo_holds_subpackages_only_each_with_rules() -> None:
+    top = ROOT / "topo"
+    assert sorted(p.name for p in top.glob("*.py")) == ["__init__.py"], "topo/'s modules live in its subpackages"
+    found = {p.parent.name for p in top.glob("*/__init__.py")}
+    assert found == TOPO_MAY_IMPORT.keys(), "a new subpackage of topo/ needs its line in TOPO_MAY_IMPORT"
+
+
+def test_topo_subpackage_imports() -> None:
+    assert topo_violations() == []
+
+
+def test_the_checker_sees_a_forbidden_edge_inside_topo(tmp_path: Path) -> None:
+    for sub in ("net", "run"):
+        (tmp_path / "topo" / sub).mkdir(parents=True)
+        (tmp_path / "topo" / sub / "__init__.py").write_text("")
+    (tmp_path / "topo" / "__init__.py").write_text("")
+    (tmp_path / "topo" / "net" / "bad.py").write_text("import topo.net.model\n\n\ndef f():\n"
+                                                      "    from topo import run\n    from topo.run.x import y\n")
+    (tmp_path / "topo" / "run" / "good.py").write_text("from topo.net import model\n")
+    got = [v.split(": ", 1)[1] for v in topo_violations(tmp_path)]
+    assert got == ["topo.net imports topo.run (topo.run is not allowed)",
+                   "topo.net imports topo.run.x (topo.run is not allowed)"]

@@ -1,10 +1,11 @@
-"""No import circle between the project's Python files (issue 51).
+"""No import circle between the project's Python files, and no folder of more than 20 of them (issue 51).
 
 Every ``.py`` file of a product package is parsed (``ast``, nothing is imported) and each import of
 another of the project's modules -- at module level or inside a function, where a circle hides best
 -- is an edge from the importing file to the imported one (``from pkg import mod`` names the module
 ``pkg.mod`` when it is one). A circle means two files that can only be read, tested and moved
-together; the test names every circle it finds.
+together; the test names every circle it finds. A folder of more than ``MAX_MODULES`` files is a heap
+a reader cannot take in: it wants splitting by concept, as topo/ was (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -88,6 +89,7 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
     return sorted(out)
 
 
+MAX_MODULES = 20
 #: Packages whose circles are known and not yet broken (a strict xfail: breaking them makes it pass,
 #: and the entry must go).
 KNOWN_CIRCLES = {
@@ -107,6 +109,13 @@ def _graph() -> dict[str, set[str]]:
 def test_no_import_circle_between_files(package: str) -> None:
     found = [c for c in cycles(_graph()) if c[0].split(".")[0] == package]
     assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
+
+
+@pytest.mark.parametrize("package", sorted(PYTHON_PACKAGES))
+def test_no_folder_holds_more_than_20_modules(package: str) -> None:
+    big = {str(d.relative_to(ROOT)): n for d in [ROOT / package, *(ROOT / package).rglob("*")]
+           if d.is_dir() and (n := len(list(d.glob("*.py")))) > MAX_MODULES}
+    assert big == {}, f"folders of more than {MAX_MODULES} modules: {big}"
 
 
 def test_the_checker_sees_a_circle_through_a_function(tmp_path: Path) -> None:
