@@ -155,15 +155,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--doc", type=Path, help="rewrite this file's gcc-carlucci section with the table")
     args = p.parse_args(argv)
     if args.duration <= 0:
-        print(f"results_gcc: --duration {args.duration:g}: must be > 0", file=sys.stderr)
+        print(f"hbh results-gcc: --duration {args.duration:g}: must be > 0", file=sys.stderr)
         return 2
     try:
         seeds = parse_seeds(args.seeds)
     except ValueError as e:
-        print(f"results_gcc: --seeds {args.seeds}: {e}", file=sys.stderr)
+        print(f"hbh results-gcc: --seeds {args.seeds}: {e}", file=sys.stderr)
         return 2
     if args.doc is not None and not all(m in (args.doc.read_text() if args.doc.is_file() else "") for m in MARKS):
-        print(f"results_gcc: --doc {args.doc}: no {MARKS[0]} ... {MARKS[1]} section to rewrite", file=sys.stderr)
+        print(f"hbh results-gcc: --doc {args.doc}: no {MARKS[0]} ... {MARKS[1]} section to rewrite", file=sys.stderr)
         return 2
     body = table(args.duration, seeds)
     print(body)

@@ -316,12 +316,12 @@ def main(argv: list[str] | None = None) -> int:
                    "carried, over --seconds (default 300) of CASE, seed 1")
     args = p.parse_args(argv)
     if args.seconds is not None and args.seconds <= 0:
-        print(f"results_multicast: --seconds {args.seconds:g}: must be > 0", file=sys.stderr)
+        print(f"hbh results-multicast: --seconds {args.seconds:g}: must be > 0", file=sys.stderr)
         return 2
     if args.nak_p is not None:
         case = next((c for c in CASES if c.name == args.nak_p), None)
         if case is None:
-            print(f"results_multicast: --nak-p: unknown case {args.nak_p}", file=sys.stderr)
+            print(f"hbh results-multicast: --nak-p: unknown case {args.nak_p}", file=sys.stderr)
             return 2
         for host, e in nak_estimates(case, args.seconds or 300.0).items():
             print(f"{host}: lost {e['lost_fraction']:.4f} of its transmissions; p in its {e['naks']} NAKs "
@@ -332,7 +332,7 @@ def main(argv: list[str] | None = None) -> int:
         names = [n.strip() for n in args.only.split(",")]
         unknown = sorted(set(names) - {c.name for c in CASES})
         if unknown:
-            print(f"results_multicast: --only: unknown case {', '.join(unknown)} (known: "
+            print(f"hbh results-multicast: --only: unknown case {', '.join(unknown)} (known: "
                   f"{', '.join(c.name for c in CASES)})", file=sys.stderr)
             return 2
         cases = tuple(c for c in CASES if c.name in names)
