@@ -1,4 +1,5 @@
-"""Workloads: CDF files, Poisson arrivals at a load, incast; and the FCT metrics' definitions."""
+"""Workloads: CDF files, Poisson arrivals at a load, incast, a topology file's ``workload:``; and the FCT
+metrics' definitions."""
 
 from __future__ import annotations
 
@@ -7,6 +8,9 @@ import random
 
 import pytest
 
+from tests.topo.helpers import BASE, SOURCE, expect_error
+from topo.experiments.fabric import FabricSpec
+from topo.file.schema import load_topology, load_topology_text
 from topo.file.workload import (
     BUILTIN_CDFS,
     WorkloadError,
@@ -106,3 +110,56 @@ def test_slowdown_table_buckets_by_decade_and_counts_only_completed_flows():
     assert [bucket_of(s) for s in (1, 9, 10, 999, 1000)] == [0, 0, 1, 2, 3]
     assert percentile([3.0, 1.0, 2.0], 50) == 2.0 and percentile([3.0, 1.0, 2.0], 99) == 3.0
     assert wire_bytes(1448) < wire_bytes(1449) < 2 * wire_bytes(1448)
+
+
+# ---- workload: in a topology file (issue 51 item 2) -------------------------------------------------
+FABRIC = """name: wl
+fabric: {leaves: 2, spines: 2, hosts_per_leaf: 2, host_rate: 10Mb/s, oversubscription: 1, delay: 250us, buffer: 100}
+"""
+
+
+def test_a_files_workload_draws_the_flows_hbh_fabric_draws():
+    text = FABRIC + "workload: {cdf: websearch, load: 0.5, size_scale: 0.01, duration: 1s, seed: 3}\n"
+    topo = load_topology_text(text, SOURCE)
+    spec = FabricSpec(leaves=2, spines=2, hosts_per_leaf=2, host_rate="10Mb/s", oversubscription=1.0,
+                      delay="250us", buffer=100)
+    drawn = poisson_flows(spec.hosts(), cdf_named("websearch"), load=0.5, host_rate_bps=spec.host_rate_bps,
+                          duration_ns=1_000_000_000, seed=3, size_scale=0.01)
+    assert drawn
+    assert [(f.name, f.src, f.dst, f.size_bytes, f.start_ns) for f in topo.flows] == [
+        (f.name, f.src, f.dst, f.size_bytes, f.start_ns) for f in drawn]
+    assert {f.control for f in topo.flows} == {"tcp"}
+    by_module = load_topology_text(spec.yaml() + flows_yaml(drawn), SOURCE)
+    assert [(f.path, f.cc) for f in topo.flows] == [(f.path, f.cc) for f in by_module.flows]
+
+
+def test_a_workload_comes_after_the_files_own_flows_and_may_set_their_cc():
+    text = FABRIC + ("flows:\n  - {name: mine, src: h1_1, dst: h2_1, control: tcp, size: 10kB}\n"
+                     "workload: {cdf: websearch, load: 0.3, size_scale: 0.01, duration: 1s, start: 1s, cc: reno}\n")
+    flows = load_topology_text(text, SOURCE).flows
+    assert flows[0].name == "mine" and len(flows) > 1
+    assert all(f.name.startswith("w") and f.cc == "reno" and f.start_ns >= 1_000_000_000 for f in flows[1:])
+
+
+def test_a_cdf_file_beside_the_topology_file(tmp_path):
+    (tmp_path / "mine.cdf").write_text("1000 0\n5000 1\n")
+    path = tmp_path / "f.yaml"
+    path.write_text(FABRIC + "workload: {cdf: mine.cdf, load: 0.2, duration: 1s}\n")
+    flows = load_topology(path).flows
+    assert flows and all(1000 <= f.size_bytes <= 5000 for f in flows)
+
+
+@pytest.mark.parametrize(("workload", "needle", "path", "what"), [
+    ("{cdf: websearch, load: 2, duration: 1s}", "workload:", "workload.load", "in (0, 1]"),
+    ("{cdf: nosuch, load: 0.5, duration: 1s}", "workload:", "workload.cdf", "nosuch: no such CDF file"),
+    ("{cdf: websearch, load: 0.5}", "workload:", "workload", "missing required key 'duration'"),
+    ("{cdf: websearch, load: 0.5, duration: 1s, rate: 1Mbps}", "workload:", "workload.rate", "unknown key 'rate'"),
+    ("{cdf: websearch, load: 0.5, duration: 1s, size_scale: 0}", "workload:", "workload.size_scale", "> 0"),
+])
+def test_a_bad_workload_is_refused_on_its_line(workload, needle, path, what):
+    expect_error(FABRIC + f"workload: {workload}\n", needle, path, what)
+
+
+def test_a_workload_needs_a_fabric():
+    expect_error(BASE + "workload: {cdf: websearch, load: 0.5, duration: 1s}\n", "workload:", "workload",
+                 "the file needs a fabric: section")

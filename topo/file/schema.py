@@ -48,6 +48,7 @@ from p4switch.tm import MAX_QUEUE_DEPTH, QUEUE_MODELS
 from topo.analysis.derive import derive_missing
 from topo.file.fairness import FAIRNESS, apply_fairness
 from topo.file.leafspine import expand_fabric
+from topo.file.workload import expand_workload
 from topo.file.yaml_tree import Doc, Entry, TopologyError, compose
 from topo.net.model import (
     CONTROLS,
@@ -83,7 +84,7 @@ def kernel_congestion_controls() -> tuple[tuple[str, ...], bool]:
         return FALLBACK_CC, False
     return (names, True) if names else (FALLBACK_CC, False)
 
-TOP_KEYS = ("name", "description", "defaults", "fabric", "nodes", "groups", "links", "flows", "alinea", "events",
+TOP_KEYS = ("name", "description", "defaults", "fabric", "workload", "nodes", "groups", "links", "flows", "alinea", "events",
             "options", "cvihis")
 DEFAULT_KEYS = ("link", "packet_size", "alinea")
 LINK_KEYS = ("ends", "rate", "delay", "buffer", "reorder", "reorder_delay", "loss")
@@ -140,7 +141,8 @@ def load_topology_text(text: str, source: str, edit: Callable[[YamlNode], dict[i
     root = compose(text, source)
     labels = edit(root) if edit is not None else {}
     doc = Doc(source, labels)
-    expand_fabric(root, doc)  # fabric: -> nodes and links (topo/file/leafspine.py)
+    fabric = expand_fabric(root, doc)  # fabric: -> nodes and links (topo/file/leafspine.py)
+    expand_workload(root, doc, fabric)  # workload: -> flows (topo/file/workload.py)
     top = doc.mapping(root, "", TOP_KEYS, required=("nodes", "links"))
     return _Loader(doc, top).load()
 

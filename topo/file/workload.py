@@ -19,8 +19,14 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from controlplane.units import parse_duration_ns
+from topo.file.leafspine import LeafSpine
+from topo.file.yaml_tree import Doc
+
 __all__ = ["WorkloadError", "SizeCdf", "FlowSpec", "load_cdf", "cdf_named", "poisson_flows", "incast",
-           "flows_yaml", "BUILTIN_CDFS", "CDF_DIR"]
+           "flows_yaml", "expand_workload", "BUILTIN_CDFS", "CDF_DIR", "WORKLOAD_KEYS"]
 
 CDF_DIR = Path(__file__).resolve().parents[1] / "workloads"
 #: the distributions shipped (their sources are named in the files)
@@ -149,3 +155,84 @@ def flows_yaml(specs: list[FlowSpec], control: str = "tcp", cc: str | None = Non
     lines += [f"  - {{name: {f.name}, src: {f.src}, dst: {f.dst}, control: {control}, size: {f.size_bytes}, "
               f"start: {f.start_ns}ns{with_cc}}}" for f in specs]
     return "\n".join(lines) + "\n"
+
+
+# ---- the ``workload:`` section of a topology file --------------------------------------------------
+#: ``workload:``'s keys (docs/reference/topologies.md): the flows ``hbh fabric`` draws, from a file
+WORKLOAD_KEYS = ("cdf", "load", "size_scale", "duration", "start", "seed", "cc")
+_STR, _INT = "tag:yaml.org,2002:str", "tag:yaml.org,2002:int"
+
+
+def expand_workload(root: Node, doc: Doc, fabric: LeafSpine | None) -> list[FlowSpec]:
+    """Replace ``workload:`` by the sized TCP flows it draws between ``fabric``'s hosts (in place:
+    after the file's own ``flows``, named ``w1``, ``w2``, ...), exactly as :func:`poisson_flows`
+    draws them for ``hbh fabric``; the flows drawn ([] without a workload).
+
+    Why in the file: a user's own fabric (any leaves, spines and hosts, ``fabric:``) then runs the
+    shipped experiments' workloads with ``hbh run``, ``hbh sweep`` or ``hbh compare``, no Python
+    needed. Generated flows carry the line of the ``workload`` key, so an error in them points there.
+    """
+    if not isinstance(root, MappingNode):
+        return []
+    at = [i for i, (k, _v) in enumerate(root.value) if isinstance(k, ScalarNode) and k.value == "workload"]
+    if not at:
+        return []
+    key_node, node = root.value[at[0]]
+    if fabric is None:
+        raise doc.error(key_node, "workload", "draws flows between a fabric's hosts at its host rate: "
+                                              "the file needs a fabric: section")
+    w = doc.mapping(node, "workload", WORKLOAD_KEYS, required=("cdf", "load", "duration"))
+    cdf_name = doc.text(w["cdf"].value, "workload.cdf")
+    here = Path(doc.source).parent
+    if cdf_name not in BUILTIN_CDFS and not Path(cdf_name).is_absolute() and (here / cdf_name).is_file():
+        cdf_name = str(here / cdf_name)  # a CDF file beside the topology file
+    load = _number(doc, w["load"].value, "workload.load")
+    scale = _number(doc, w["size_scale"].value, "workload.size_scale") if "size_scale" in w else 1.0
+    duration = doc.unit(w["duration"].value, "workload.duration", parse_duration_ns)
+    start = doc.unit(w["start"].value, "workload.start", parse_duration_ns) if "start" in w else 0
+    seed = doc.integer(w["seed"].value, "workload.seed", "seed") if "seed" in w else 1
+    if not 0 < load <= 1:
+        raise doc.error(w["load"].value, "workload.load", f"{load:g}: a fraction of the host links' capacity in (0, 1]")
+    if not scale > 0:
+        raise doc.error(w["size_scale"].value, "workload.size_scale", f"{scale:g}: must be > 0")
+    if not duration > 0:
+        raise doc.error(w["duration"].value, "workload.duration", "the arrivals' window must be > 0")
+    try:
+        cdf = cdf_named(cdf_name)
+    except WorkloadError as exc:
+        raise doc.error(w["cdf"].value, "workload.cdf", str(exc)) from None
+    try:
+        specs = poisson_flows(fabric.hosts(), cdf, load=load, host_rate_bps=fabric.host_rate_bps,
+                              duration_ns=duration, seed=seed, size_scale=scale, start_ns=start)
+    except WorkloadError as exc:
+        raise doc.error(node, "workload", str(exc)) from None
+    mark = key_node.start_mark
+
+    def scalar(value: str, tag: str = _STR) -> ScalarNode:
+        return ScalarNode(tag, value, mark, mark)
+
+    def flow(f: FlowSpec) -> MappingNode:
+        pairs = [("name", scalar(f.name)), ("src", scalar(f.src)), ("dst", scalar(f.dst)),
+                 ("control", scalar("tcp")), ("size", scalar(str(f.size_bytes), _INT)),
+                 ("start", scalar(f"{f.start_ns}ns"))]
+        if "cc" in w:
+            pairs.append(("cc", w["cc"].value))
+        return MappingNode("tag:yaml.org,2002:map", [(scalar(k), v) for k, v in pairs], mark, mark)
+
+    del root.value[at[0]]
+    flows = [k for k in root.value if isinstance(k[0], ScalarNode) and k[0].value == "flows"]
+    generated = [flow(f) for f in specs]
+    if flows and isinstance(flows[0][1], SequenceNode):
+        flows[0][1].value.extend(generated)
+    elif not flows:
+        root.value.append((scalar("flows"), SequenceNode("tag:yaml.org,2002:seq", generated, mark, mark)))
+    else:
+        doc.sequence(flows[0][1], "flows")  # not a list: the loader's own complaint
+    return specs
+
+
+def _number(doc: Doc, node: Node, path: str) -> float:
+    value = doc.scalar(node, path)
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise doc.error(node, path, f"{value!r}: expected a number")
+    return float(value)
