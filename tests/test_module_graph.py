@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.bench.crate_graph import circles
 from tests.test_layers import PYTHON_PACKAGES, ROOT
 
 
@@ -55,38 +56,9 @@ def import_graph(root: Path = ROOT, packages: frozenset[str] = PYTHON_PACKAGES) 
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
-    """The strongly connected components of more than one module (Tarjan), each sorted."""
-    index: dict[str, int] = {}
-    low: dict[str, int] = {}
-    stack: list[str] = []
-    on_stack: set[str] = set()
-    out: list[list[str]] = []
-
-    def visit(v: str) -> None:
-        index[v] = low[v] = len(index)
-        stack.append(v)
-        on_stack.add(v)
-        for w in sorted(graph[v]):
-            if w not in index:
-                visit(w)
-                low[v] = min(low[v], low[w])
-            elif w in on_stack:
-                low[v] = min(low[v], index[w])
-        if low[v] == index[v]:
-            component = []
-            while True:
-                w = stack.pop()
-                on_stack.discard(w)
-                component.append(w)
-                if w == v:
-                    break
-            if len(component) > 1:
-                out.append(sorted(component))
-
-    for v in sorted(graph):
-        if v not in index:
-            visit(v)
-    return sorted(out)
+    """The strongly connected components of more than one module, each sorted, in name order
+    (the crate graph's Tarjan, applied to Python modules)."""
+    return sorted(circles(graph))
 
 
 MAX_MODULES = 20
