@@ -88,7 +88,7 @@ struct State {
 impl State {
     /// How long a frame of `nbytes` occupies the rate: its bits / `rate_bps` (at least 1 ns).
     ///
-    /// Why per frame: the law's rate is in bits/s (docs/alinea.md, "Bits, not packets"); a
+    /// Why per frame: the law's rate is in bits/s (docs/background/alinea.md, "Bits, not packets"); a
     /// 500-byte frame given a 1500-byte frame's gap carries a third of the bits that gap allows.
     fn gap_of(&self, nbytes: i64) -> i64 {
         let exact = (nbytes * 8 * NS_PER_S) as f64 / self.rate_bps;
@@ -157,14 +157,14 @@ impl State {
     /// the time it was scheduled for, or at most `CATCH_UP_GAPS` gaps and `CATCH_UP_NS` (at
     /// least one gap) before `now`: in real time the loop wakes late, and spacing the next packet from the late
     /// wake-up instead would lose that lateness at every packet (a host paced at 22 Mb/s sent
-    /// 19: docs/netns.md, "At higher link rates"); the packets a late wake-up owes then go at
+    /// 19: docs/howto/netns.md, "At higher link rates"); the packets a late wake-up owes then go at
     /// once, onto the host's modelled uplink, which spaces them at its bit rate. The bound keeps
     /// a long stall from becoming a burst. On a virtual clock `due` is `now`.
     ///
     /// The active flows share the rate in bits, by deficit round-robin in bytes: a flow's turn
     /// grants it the largest active frame's bytes (when what it has left is less than its frame),
     /// and it keeps the turn while its credit covers another frame. Why bytes: the law's rate is
-    /// in bits/s (docs/alinea.md, "Bits, not packets"), and a turn of one packet each gives a
+    /// in bits/s (docs/background/alinea.md, "Bits, not packets"), and a turn of one packet each gives a
     /// 1500-byte flow three times a 500-byte flow's bits. With frames of one size every turn is one
     /// packet: plain round-robin.
     fn take(&mut self, now: i64, due: i64) -> Option<usize> {
@@ -680,7 +680,7 @@ pub struct PlayoutBuffer {
     next_ns: Option<i64>,
     /// The flow and length (bytes) of every packet in the buffer, oldest first: the application
     /// takes them in arrival order, so that what it played is known per flow (a host shared by
-    /// several flows plays out each flow's share, not the host's total: docs/metrics.md, goodput),
+    /// several flows plays out each flow's share, not the host's total: docs/reference/metrics.md, goodput),
     /// each in its own bits' time.
     queue: VecDeque<(u16, i64)>,
     played_flows: BTreeMap<u16, i64>,

@@ -329,7 +329,7 @@ impl HostReceiver {
 const ETHERTYPE_ALINEA: u16 = 0x88B5;
 const VERSION_AND_TYPE: u8 = (2 << 4) | 1;
 const FLAG_OVERFLOW: u8 = 0x01;
-/// Ethernet header and the 42-byte report (docs/wire-format.md).
+/// Ethernet header and the 42-byte report (docs/reference/wire-format.md).
 pub const REPORT_FRAME_BYTES: usize = 14 + 42;
 const MAC_MASK: u64 = (1 << 48) - 1;
 const TS_MASK: u64 = (1 << 48) - 1;
@@ -347,7 +347,7 @@ fn field(value: i64, bits: u32, what: &str) -> PyResult<u64> {
 }
 
 /// The report of a host's buffer to its last-hop switch, exactly as a switch port reports
-/// (docs/wire-format.md): at the first arrival after `interval_us` has elapsed since the last
+/// (docs/reference/wire-format.md): at the first arrival after `interval_us` has elapsed since the last
 /// report, a report with the occupancy, the capacity, a sequence number (`seq`, the last one
 /// sent), the drops since the previous report (flag overflow when any) and the packets the
 /// application has taken, the last at `drained_ns`. `on_arrival` gives the report's frame

@@ -4,7 +4,7 @@
 //! Why: in a netns run the host process emulated its uplink (rate, delay) for every TCP segment in
 //! Python, on the same loop as the host's control logic; that loop stalled for 25-35 ms at a time
 //! and released the segments in runs, which the bottleneck queue then saw as bursts the model does
-//! not have (docs/tcp.md, "Bursts inside H1's host process"). Here the per-frame work runs in Rust:
+//! not have (docs/howto/tcp.md, "Why the occupancy differs"). Here the per-frame work runs in Rust:
 //! read a segment from the tun, serialize it on the uplink's transmitter (`link::TxState`, the one
 //! link model), hold it for the propagation delay, send it on the socket; and a TCP frame received
 //! on the socket goes straight back into the tun. Python keeps what is not TCP: it hands its own
@@ -613,7 +613,7 @@ impl HostRelay {
     ///
     /// Why: bound to the host's Python loop, every packet was a timer of that loop and a Python
     /// call into the relay; at 128 Mb/s (16,000 packets/s) the host process used most of a core
-    /// and sent less than its law asked (docs/netns.md, "At higher link rates").
+    /// and sent less than its law asked (docs/howto/netns.md, "At higher link rates").
     fn pace(&self, py: Python<'_>, sender: Py<PacedSender>, offset_ns: i64) -> PyResult<()> {
         let wake_fd = self.wake_fd;
         let hook = RelayHook {

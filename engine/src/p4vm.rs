@@ -6,12 +6,12 @@
 //! instructions per block (`dst <- op(a, b)` on registers, jumps by instruction index, header
 //! extract/emit by header index, checksums by field-list index) that a loader written for any
 //! front end can produce: p4switch's emitter (p4switch/pipeline/emitter.py) today, a BMv2-JSON
-//! loader later (its primitives map onto the same instructions; docs/engine.md).
+//! loader later (its primitives map onto the same instructions; docs/background/engine.md).
 //!
 //! Registers: `0..nslots` are the PHV slots (the Python list the rest of the pipeline still
 //! reads), `nslots..` are temporaries. Values are `u64`: `bit<w>` with `w <= 64`, `bool` as
 //! 0/1, error codes. Wider fields and `int<w>` are not in this slice: the emitter refuses the
-//! block and the closures run it (docs/engine.md, "state of the port"). A PHV slot is read from
+//! block and the closures run it (docs/background/engine.md, "The P4 pipeline in the engine"). A PHV slot is read from
 //! the Python list the first time the block reads it and written back at the end of the block
 //! only if the block wrote it, so a block's cost is the slots it touches, not the PHV's size.
 
