@@ -540,7 +540,7 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
 
     labels = {"p4switch": ""}
     servers = {"p4switch": pw.p4switch_server(cpu=cpu)}
-    labels["compiled"] = " of this p4switch with the compiled front end (HBH_P4RT=compiled: tonic, one-pass writes)"
+    labels["compiled"] = " of this p4switch with the compiled front end (HBH_P4RT=compiled: tonic; plain entries written in the engine)"
     servers["compiled"] = pw.p4switch_server(cpu=cpu, env=pw.COMPILED_FRONT)
     labels["python"] = " of this p4switch on its Python-only path (HBH_P4RT=python: grpcio server, general writes)"
     servers["python"] = pw.p4switch_server(cpu=cpu, env=pw.PYTHON_PATH)
