@@ -12,18 +12,9 @@ from hypothesis import strategies as st
 
 from runtime.link import InMemoryLink, LinkModel
 from runtime.sched import VirtualScheduler
+from tests.runtime.test_link import NS, Sink  # the timestamping receiver the link tests share
 
-NS = 1_000_000_000
 RAW = {"overhead_bytes": 0, "min_frame_bytes": 0}  # wire bytes = frame bytes, as the simulator's links
-
-
-class Sink:
-    def __init__(self, sched: VirtualScheduler) -> None:
-        self.sched = sched
-        self.got: list[tuple[int, bytes]] = []
-
-    def receive(self, frame: bytes) -> None:
-        self.got.append((self.sched.now_ns(), frame))
 
 
 def frame(ident: int, nbytes: int) -> bytes:
