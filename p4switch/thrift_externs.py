@@ -23,6 +23,7 @@ from typing import Any
 from bm_runtime.standard import ttypes as T
 
 from p4switch.state.externs import MeterConfig
+from p4switch.thrift_entries import table_error
 
 CounterCode = T.CounterOperationErrorCode
 MeterCode = T.MeterOperationErrorCode
@@ -109,8 +110,6 @@ class ExternCalls:
     def _direct_counter(self, table_name: str, handle: int | None) -> Any:
         t, facts, book = self._table(table_name)  # type: ignore[attr-defined]
         if t.info.direct_counter is None:
-            from p4switch.thrift_tables import table_error
-
             raise table_error("COUNTERS_DISABLED")
         if handle is None:
             return [e for _, e in book.items()]
@@ -172,8 +171,6 @@ class ExternCalls:
     def _direct_meter(self, table_name: str, handle: int) -> Any:
         t, facts, book = self._table(table_name)  # type: ignore[attr-defined]
         if t.info.direct_meter is None:
-            from p4switch.thrift_tables import table_error
-
             raise table_error("METERS_DISABLED")
         return self._entry(book, handle, check_version=False)  # type: ignore[attr-defined]
 
@@ -183,8 +180,6 @@ class ExternCalls:
             try:
                 self._set_cell(("direct", table_name, e._handle), e.direct_meter, rates)
             except T.InvalidMeterOperation:  # BMv2's table call answers a meter refusal as ERROR
-                from p4switch.thrift_tables import table_error
-
                 raise table_error("ERROR") from None
         self._run(set_rates)
 

@@ -24,6 +24,7 @@ from bm_runtime.standard import ttypes as T
 
 from p4switch.state.errors import StateError
 from p4switch.state.profiles import GroupRef, MemberRef
+from p4switch.thrift_entries import kept, match_of
 from p4switch.thrift_handles import IdBook
 
 
@@ -272,9 +273,7 @@ class ProfileCalls:
             t, facts, book = self._indirect(table_name, ws)
             e = self._entry(book, entry_handle)  # type: ignore[attr-defined]
             ref = ref_of(t, handle)
-            from p4switch.thrift_tables import _kept, _match_of
-
-            t.modify(_match_of(t, e), e.priority, action_id=ref, **_kept(e))
+            t.modify(match_of(t, e), e.priority, action_id=ref, **kept(e))
         self._table_call(modify)
 
     def bm_mt_indirect_modify_entry(self, cxt_id: int, table_name: str, entry_handle: int, mbr_handle: int) -> None:

@@ -29,17 +29,12 @@ from p4switch.state import Lpm
 from p4switch.state.errors import StateError
 from p4switch.state.profiles import GroupRef, MemberRef
 from p4switch.state.tables import Exact, OptionalMatch, Range, Ternary
+from p4switch.thrift_entries import kept, kept_default, match_of, table_error
 from p4switch.thrift_externs import ExternCalls
 from p4switch.thrift_handles import EntryBook
 from p4switch.thrift_profiles import ProfileCalls
 
 PRIO_TOP = (1 << 31) - 1
-Code = T.TableOperationErrorCode
-
-
-def table_error(name: str) -> T.InvalidTableOperation:
-    """BMv2's InvalidTableOperation with the code called ``name``."""
-    return T.InvalidTableOperation(code=getattr(Code, name))
 
 
 def to_int(b: bytes) -> int:
@@ -268,8 +263,8 @@ class StandardTables(ExternCalls, ProfileCalls):
             t, facts, book = self._simple(table_name)
             a = self._writable_action(facts, action_name, action_data)
             e = self._entry(book, entry_handle)
-            t.modify(_match_of(t, e), e.priority, action_id=a.id, params=tuple(to_int(b) for b in action_data),
-                     **_kept(e))
+            t.modify(match_of(t, e), e.priority, action_id=a.id, params=tuple(to_int(b) for b in action_data),
+                     **kept(e))
         self._call(modify)
 
     def bm_mt_delete_entry(self, cxt_id: int, table_name: str, entry_handle: int) -> None:
@@ -292,7 +287,7 @@ class StandardTables(ExternCalls, ProfileCalls):
                 raise table_error("DEFAULT_ACTION_IS_CONST")
             if len(action_data) != len(a.params):
                 raise table_error("BAD_ACTION_DATA")
-            t.modify_default(a.id, tuple(to_int(b) for b in action_data), **_kept_default(t.default_entry))
+            t.modify_default(a.id, tuple(to_int(b) for b in action_data), **kept_default(t.default_entry))
         self._call(set_default)
 
     def bm_mt_reset_default_entry(self, cxt_id: int, table_name: str) -> None:
@@ -357,19 +352,3 @@ def _mapped(fn: Callable[[], Any]) -> Any:
     except StateError as exc:
         code = {6: "DUPLICATE_ENTRY", 8: "TABLE_FULL"}.get(int(exc.code), "ERROR")
         raise table_error(code) from None
-
-
-def _match_of(t: Any, e: Any) -> dict[str, Any]:
-    return {f.name: m for f, m in zip(t.fields, e.match) if m is not None}
-
-
-def _kept(e: Any) -> dict[str, Any]:
-    """What a BMv2 modify leaves as it was (P4Runtime's MODIFY would reset some of it)."""
-    meter = e.direct_meter.config if e.direct_meter is not None else None
-    return {"controller_metadata": e.controller_metadata, "metadata": e.metadata,
-            "idle_timeout_ns": e.idle_timeout_ns, "meter_config": meter}
-
-
-def _kept_default(e: Any) -> dict[str, Any]:
-    meter = e.direct_meter.config if e.direct_meter is not None else None
-    return {"controller_metadata": e.controller_metadata, "metadata": e.metadata, "meter_config": meter}
