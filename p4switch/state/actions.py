@@ -9,11 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from enum import IntEnum
 
 from p4.config.v1 import p4info_pb2
 
 from .bytestrings import fits_unsigned
 from .errors import invalid
+
+
+class Scope(IntEnum):
+    """``p4.config.v1.ActionRef.Scope``: where a table may use an action (its entries, its
+    default, or both); a table says it of each of its actions, and an action profile checks
+    a member's action against every table it implements."""
+
+    TABLE_AND_DEFAULT = 0
+    TABLE_ONLY = 1
+    DEFAULT_ONLY = 2
 
 
 @dataclass(frozen=True, slots=True)

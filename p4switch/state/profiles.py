@@ -29,16 +29,29 @@ from bisect import bisect_right
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from p4.config.v1 import p4info_pb2
 
-from .actions import ActionCall, ActionInfo
+from .actions import ActionCall, ActionInfo, Scope
 from .dataplane import Sinks
 from .errors import Code, StateError, invalid, not_found
 
-if TYPE_CHECKING:
-    from .tables import TableState
+
+class _ScopedActions(Protocol):
+    @property
+    def action_scopes(self) -> Mapping[int, Scope]: ...
+
+
+class ProfileTable(Protocol):
+    """What a profile asks of a table it implements (``tables.TableState`` is one): its name
+    and where it may use each action. The tables hold their profile, not the reverse import."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def info(self) -> _ScopedActions: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +183,7 @@ class ActionProfileState:
     """
 
     def __init__(self, info: ActionProfileInfo, actions: Mapping[int, ActionInfo],
-                 tables: Sequence[TableState]) -> None:
+                 tables: Sequence[ProfileTable]) -> None:
         self.info = info
         self.id = info.id
         self.name = info.name
@@ -360,8 +373,6 @@ class ActionProfileState:
 
     def check_action(self, action_id: int, params: Sequence[int]) -> ActionCall:
         """An action every table of the profile may use in an entry, with valid arguments."""
-        from .tables import Scope
-
         info = self._actions.get(action_id)
         if info is None:
             raise invalid(f"action profile '{self.name}': unknown action id 0x{action_id:08x}")

@@ -28,7 +28,7 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
-from .actions import ActionCall, ActionInfo
+from .actions import ActionCall, ActionInfo, Scope
 from .bytestrings import decode_unsigned, fits_unsigned
 from .dataplane import ACT_DIRECT, ACT_GROUP, ACT_MEMBER, ACT_NONE, ACT_SET, Sinks
 from .errors import Code, StateError, invalid, not_found
@@ -60,14 +60,6 @@ class MatchKind(IntEnum):
     TERNARY = 4
     RANGE = 5
     OPTIONAL = 6
-
-
-class Scope(IntEnum):
-    """``p4.config.v1.ActionRef.Scope``: where an action may be used."""
-
-    TABLE_AND_DEFAULT = 0
-    TABLE_ONLY = 1
-    DEFAULT_ONLY = 2
 
 
 @dataclass(frozen=True, slots=True)
