@@ -16,7 +16,7 @@ from typing import Any
 from p4.config.v1 import p4info_pb2
 
 from .errors import Bmv2JsonError
-from .exprs import Ex, ExprTranslator, bits, boolean, hexint, ident
+from .exprs import Ex, ExprTranslator, bits, boolean, calc_fields, hexint, ident
 
 COUNTER_UNITS = {p4info_pb2.CounterSpec.BYTES: "bytes", p4info_pb2.CounterSpec.PACKETS: "packets"}
 MATCH_KINDS = {"exact", "lpm", "ternary", "range", "optional"}
@@ -313,8 +313,6 @@ class ControlWriter:
             d = self._val(p, 2, path, params)
             return f"mtr_{i}.execute_meter({bits(self._val(p, 1, path, params), 32)}, {d.text});"
         if op == "modify_field_with_hash_based_offset":
-            from .program import calc_fields
-
             d = self._val(p, 0, path, params)
             base, size = self._val(p, 1, path, params), self._val(p, 3, path, params)
             ci, calc = self._named(p, 2, self.calcs, path, "calculation")

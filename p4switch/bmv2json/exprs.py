@@ -235,3 +235,25 @@ class ExprTranslator:
             w = width_of(a, b)
             return Ex(f"({c} ? {bits(a, w)} : {bits(b, w)})", "bits", w)
         raise Bmv2JsonError(path + ".op", f"operator {op!r} is not supported by the loader")
+
+
+ALGOS = {"crc16", "crc32", "csum16", "identity", "xor16", "random"}
+
+
+def calc_fields(calc: dict, path: str, ex: ExprTranslator) -> tuple[str, list[str], bool]:
+    """A calculation's algorithm, its input fields (P4 text) and whether the payload follows."""
+    algo = calc.get("algo")
+    if algo not in ALGOS:
+        raise Bmv2JsonError(path + ".algo", f"hash algorithm {algo!r} is not supported by the loader")
+    fields, payload = [], False
+    for k, el in enumerate(calc.get("input") or []):
+        p = f"{path}.input[{k}]"
+        if payload:
+            raise Bmv2JsonError(p, "only the payload may follow the payload")
+        if isinstance(el, dict) and el.get("type") == "payload":
+            payload = True
+            continue
+        if not isinstance(el, dict) or el.get("type") != "field":
+            raise Bmv2JsonError(p, "calculation inputs must be fields (or the payload)")
+        fields.append(ex.expr(el, p).text)
+    return algo, fields, payload

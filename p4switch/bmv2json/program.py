@@ -19,7 +19,7 @@ from p4.config.v1 import p4info_pb2
 
 from .control import ControlWriter
 from .errors import Bmv2JsonError
-from .exprs import Ex, ExprTranslator, hexint, ident
+from .exprs import Ex, ExprTranslator, boolean, calc_fields, hexint, ident
 from .parser import parser_text
 
 CORE_ERRORS = ["NoError", "PacketTooShort", "NoMatch", "StackOutOfBounds", "HeaderTooShort", "ParserTimeout",
@@ -288,7 +288,7 @@ def _checksum_controls(j: dict, refs: Refs, ex: ExprTranslator) -> tuple[str, st
             raise Bmv2JsonError(p + ".calculation", f"unknown calculation {c.get('calculation')!r}")
         ci, calc = calcs[c["calculation"]]
         algo, fields, payload = calc_fields(calc, f"calculations[{ci}]", ex)
-        cond = "true" if c.get("if_cond") is None else _bool(ex.expr(c["if_cond"], p + ".if_cond"))
+        cond = "true" if c.get("if_cond") is None else boolean(ex.expr(c["if_cond"], p + ".if_cond"))
         target = refs.field(c.get("target"), p + ".target").text
         suffix = "_with_payload" if payload else ""
         stmt = f"{{{', '.join(fields)}}}, {target}, HashAlgorithm.{algo});"
@@ -299,34 +299,6 @@ def _checksum_controls(j: dict, refs: Refs, ex: ExprTranslator) -> tuple[str, st
     sig = "(inout headers_t hdr, inout metadata_t meta)"
     return (f"control VerifyChecksumImpl{sig} {{ apply {{ {' '.join(verify)} }} }}",
             f"control ComputeChecksumImpl{sig} {{ apply {{ {' '.join(update)} }} }}")
-
-
-def _bool(e: Ex) -> str:
-    from .exprs import boolean
-
-    return boolean(e)
-
-
-ALGOS = {"crc16", "crc32", "csum16", "identity", "xor16", "random"}
-
-
-def calc_fields(calc: dict, path: str, ex: ExprTranslator) -> tuple[str, list[str], bool]:
-    """A calculation's algorithm, its input fields (P4 text) and whether the payload follows."""
-    algo = calc.get("algo")
-    if algo not in ALGOS:
-        raise Bmv2JsonError(path + ".algo", f"hash algorithm {algo!r} is not supported by the loader")
-    fields, payload = [], False
-    for k, el in enumerate(calc.get("input") or []):
-        p = f"{path}.input[{k}]"
-        if payload:
-            raise Bmv2JsonError(p, "only the payload may follow the payload")
-        if isinstance(el, dict) and el.get("type") == "payload":
-            payload = True
-            continue
-        if not isinstance(el, dict) or el.get("type") != "field":
-            raise Bmv2JsonError(p, "calculation inputs must be fields (or the payload)")
-        fields.append(ex.expr(el, p).text)
-    return algo, fields, payload
 
 
 def translate(j: Any, p4info: p4info_pb2.P4Info | None = None) -> str:
