@@ -25,13 +25,13 @@ from __future__ import annotations
 import hashlib
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
+from p4switch.bmv2json import Bmv2JsonError, compile_json, is_bmv2_json
+from p4switch.compiled import CompiledProgram, compile_file, device_config_for, front_end
 from p4switch.p4runtime.device import PipelineLoadError
 from p4switch.state.runtime import ControllerHeader, RuntimeState
 
@@ -52,58 +52,12 @@ _KINDS = ("tables", "actions", "action_profiles", "counters", "direct_counters",
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass
-class CompiledProgram:
-    """A checked program and the P4Info the front end built for it."""
-
-    checked: Any
-    p4info: p4info_pb2.P4Info
-    device_config: bytes
-
-
-def _relines(text: str, line_map: Sequence[tuple[str, int]]) -> str:
-    """Preprocessed text, blank lines left out, with a line marker before every line whose
-    origin is not the line after the previous one's (what cpp does), so that every position
-    survives the round trip through the device config."""
-    out: list[str] = []
-    prev: tuple[str, int] | None = None
-    for i, line in enumerate(text.split("\n")):
-        if not line.strip():
-            continue
-        origin = line_map[i] if i < len(line_map) else ("<unknown>", i + 1)
-        if prev is None or origin != (prev[0], prev[1] + 1):
-            name = origin[0].replace("\\", "\\\\").replace('"', '\\"')
-            out.append(f'# {origin[1]} "{name}"')
-        out.append(line)
-        prev = origin
-    return "\n".join(out) + "\n"
-
-
-def device_config_for(path: str | Path, include_dirs: Iterable[str | Path] = (),
-                      defines: Iterable[str] = ()) -> bytes:
-    """The p4switch device config of the ``.p4`` file at ``path`` (raises P4Error)."""
-    from p4switch.frontend.preprocess import preprocess_file
-
-    pp = preprocess_file(path, list(include_dirs), list(defines))
-    return _relines(pp.text, pp.line_map).encode("utf-8")
-
-
-def _front_end(pp: Any) -> tuple[Any, p4info_pb2.P4Info]:
-    from p4switch.frontend.check import check_program
-    from p4switch.frontend.p4info import build_p4info
-    from p4switch.frontend.parser import parse_preprocessed
-
-    checked = check_program(parse_preprocessed(pp))
-    return checked, build_p4info(checked)
-
-
 def compile_device_config(device_config: bytes, p4info: p4info_pb2.P4Info | None = None) -> CompiledProgram:
     """Run the front end on a device config; PipelineLoadError says what is wrong with it.
 
     A config that is a JSON object is p4c's BMv2 JSON, as BMv2 takes it (p4switch.bmv2json,
     with the pushed ``p4info`` for what the JSON does not say); anything else is the
     preprocessed P4 source."""
-    from p4switch.bmv2json import Bmv2JsonError, compile_json, is_bmv2_json
     from p4switch.frontend.errors import P4Error, format_error
     from p4switch.frontend.preprocess import no_preprocess
 
@@ -121,7 +75,7 @@ def compile_device_config(device_config: bytes, p4info: p4info_pb2.P4Info | None
         raise PipelineLoadError(f"p4_device_config is not UTF-8 text (byte {exc.start}): p4switch takes the "
                                 "preprocessed P4 source, not a BMv2 JSON or binary") from None
     try:
-        checked, p4info = _front_end(no_preprocess(text, DEVICE_CONFIG_NAME))
+        checked, p4info = front_end(no_preprocess(text, DEVICE_CONFIG_NAME))
     except P4Error as err:
         raise PipelineLoadError(f"the P4 program in p4_device_config has errors:\n{format_error(err)}") from None
     return CompiledProgram(checked, p4info, device_config)
@@ -147,22 +101,6 @@ def _shared_compile(digest: bytes, device_config: bytes, p4info: p4info_pb2.P4In
             while len(_SHARED) > _SHARED_MAX:
                 del _SHARED[next(iter(_SHARED))]
     return program
-
-
-def compile_file(path: str | Path, include_dirs: Iterable[str | Path] = (),
-                 defines: Iterable[str] = ()) -> CompiledProgram:
-    """Front end on a ``.p4`` file (raises P4Error with file:line:col).
-
-    The front end reads cpp's output itself, not the device config made from it: the config's
-    text under the file's own name would make the column finder look for tokens on the
-    config's lines instead of the file's, and put columns off.
-    """
-    from p4switch.frontend.preprocess import preprocess_file
-
-    pp = preprocess_file(path, [str(d) for d in include_dirs], list(defines))
-    config = _relines(pp.text, pp.line_map).encode("utf-8")
-    checked, p4info = _front_end(pp)
-    return CompiledProgram(checked, p4info, config)
 
 
 def build_pipeline(program: CompiledProgram, p4info: p4info_pb2.P4Info | None = None, *,

@@ -15,6 +15,8 @@ from typing import Any
 
 from p4.config.v1 import p4info_pb2
 
+from p4switch.compiled import CompiledProgram, compile_file, front_end
+
 from .errors import Bmv2JsonError
 from .program import translate
 
@@ -39,15 +41,14 @@ def parse_json(data: bytes) -> Any:
         raise Bmv2JsonError("", f"not valid JSON: line {exc.lineno} column {exc.colno}: {exc.msg}") from None
 
 
-def compile_json(data: bytes, p4info: p4info_pb2.P4Info | None = None) -> Any:
-    """A ``p4switch.device.CompiledProgram`` from a BMv2 JSON's bytes.
+def compile_json(data: bytes, p4info: p4info_pb2.P4Info | None = None) -> CompiledProgram:
+    """A ``p4switch.compiled.CompiledProgram`` from a BMv2 JSON's bytes.
 
     ``p4info`` (the controller's, when it pushed one) supplies what the JSON does not hold:
     which header is a controller header, counter units, action scopes, digest field names.
     Raises Bmv2JsonError (the JSON is refused) or P4Error (the written program does not check:
     a loader bug or a JSON p4c did not write).
     """
-    from p4switch.device import CompiledProgram, _front_end
     from p4switch.frontend.preprocess import preprocess_text
 
     try:
@@ -57,7 +58,7 @@ def compile_json(data: bytes, p4info: p4info_pb2.P4Info | None = None) -> Any:
     from p4switch.frontend.errors import P4Error
 
     try:
-        checked, built = _front_end(preprocess_text(text, JSON_CONFIG_NAME))
+        checked, built = front_end(preprocess_text(text, JSON_CONFIG_NAME))
     except P4Error as err:
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise Bmv2JsonError("", f"the program written from this JSON does not check: {first}") from None
@@ -70,8 +71,6 @@ def compile_program_file(path: Any, include_dirs: Any = (), defines: Any = (),
     object is p4c's BMv2 JSON (its P4Info, when given, read as for a pushed config), anything
     else P4_16 source for the front end."""
     from pathlib import Path
-
-    from p4switch.device import compile_file
 
     p = Path(path)
     if p.is_file():
