@@ -26,7 +26,7 @@ from p4switch.state import (
     RegisterArray,
 )
 
-from . import algorithms
+from .algorithms import algorithm
 from .calls import method_name, method_target
 from .exprs import is_aggregate, mask_of
 from .layout import (
@@ -239,7 +239,7 @@ class ExternCompiler:
         if not name and isinstance(e.const_value, int) and isinstance(e.type, T.EnumType):
             name = e.type.members[e.const_value]
         try:
-            return name, algorithms.algorithm(name, self.rng)
+            return name, algorithm(name, self.rng)
         except KeyError:
             raise PipelineError(e.loc, f"pipeline: unsupported hash algorithm '{name}'") from None
 

@@ -9,10 +9,7 @@ after ``run_ingress``/``run_egress``; the pipeline never acts on them itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
-    from .pipeline import V1Pipeline
+from typing import Any, Protocol
 
 DROP_PORT = 511  # BMv2's drop port: egress_spec after mark_to_drop()
 
@@ -73,6 +70,22 @@ class PreserveRequest:
     slots: tuple[int, ...] | None = None
 
 
+class PacketPipeline(Protocol):
+    """What a :class:`Packet` reads of the pipeline that made it (``pipeline.V1Pipeline`` is
+    the one): its PHV template, standard metadata's slots and masks, and access by path. The
+    pipeline makes packets and hands itself in; a packet never imports it."""
+
+    template: list
+    std_slots: dict[str, int]
+    std_masks: dict[str, int]
+
+    def read_path(self, pkt: Packet, path: str) -> Any: ...
+
+    def write_path(self, pkt: Packet, path: str, value: int) -> None: ...
+
+    def header_valid(self, pkt: Packet, path: str) -> bool: ...
+
+
 class Packet:
     """One packet instance.
 
@@ -84,7 +97,7 @@ class Packet:
                  "recirculate", "truncate_len", "digests", "pipeline", "parsed", "logs",
                  "assert_failures", "deparsed")
 
-    def __init__(self, pipeline: V1Pipeline, data: bytes, now_us: int) -> None:
+    def __init__(self, pipeline: PacketPipeline, data: bytes, now_us: int) -> None:
         self.pipeline = pipeline
         self.phv: list = pipeline.template[:]
         self.data = data
