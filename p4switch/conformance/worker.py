@@ -65,7 +65,7 @@ def _arch_of_source(path: Path) -> str:
 
 
 def _front(task: dict[str, Any]) -> dict[str, Any]:
-    from p4switch.frontend import check_program
+    from p4switch.frontend.check import check_program
     from p4switch.frontend.errors import P4Error
     from p4switch.frontend.parser import parse_preprocessed
     from p4switch.frontend.preprocess import preprocess_file

@@ -72,7 +72,7 @@ def _guarded(fn: Callable[[argparse.Namespace], int]) -> Callable[[argparse.Name
 
 def _front_end(args: argparse.Namespace) -> Any:
     """Preprocess, parse and check; returns the ``CheckedProgram`` (warnings printed)."""
-    from p4switch.frontend import check_program
+    from p4switch.frontend.check import check_program
     from p4switch.frontend.parser import parse_preprocessed
     from p4switch.frontend.preprocess import preprocess_file
 

@@ -18,8 +18,8 @@ from scapy.layers.inet import IP, UDP
 from scapy.layers.l2 import Ether
 from scapy.packet import Raw
 
-from p4switch.frontend import compile_file
 from p4switch.frontend.p4info import build_p4info
+from p4switch.frontend.passes import compile_file
 from p4switch.pipeline import load_pipeline
 from p4switch.state import Lpm, RuntimeState
 

@@ -12,8 +12,8 @@ from p4switch.conformance import classify, corpus
 from p4switch.conformance.__main__ import main
 from p4switch.conformance.p4info_diff import diff_p4info
 from p4switch.conformance.pool import run_tasks
-from p4switch.frontend import compile_file
 from p4switch.frontend.p4info import build_p4info
+from p4switch.frontend.passes import compile_file
 
 V1 = """#include <core.p4>
 #include <v1model.p4>

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from p4switch.device import compile_device_config, compile_file, device_config_for
-from p4switch.frontend import compile_file as frontend_compile
 from p4switch.frontend.errors import P4Error, iter_errors
+from p4switch.frontend.passes import compile_file as frontend_compile
 from p4switch.p4runtime.device import PipelineLoadError
 
 PROGRAM = """#include <core.p4>

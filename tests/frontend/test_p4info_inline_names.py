@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from p4switch.frontend import compile_file
 from p4switch.frontend.p4info import build_p4info
+from p4switch.frontend.passes import compile_file
 from p4switch.pipeline import load_pipeline
 from p4switch.state import RuntimeState
 

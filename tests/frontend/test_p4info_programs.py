@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from p4switch.frontend import ast, compile_file
+from p4switch.frontend import ast
 from p4switch.frontend.errors import P4Error
 from p4switch.frontend.p4info import (
     PREFIX_ACTION,
@@ -28,6 +28,7 @@ from p4switch.frontend.p4info import (
     hashed_id,
     serialize_p4info,
 )
+from p4switch.frontend.passes import compile_file
 
 ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"

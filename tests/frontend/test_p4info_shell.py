@@ -13,8 +13,8 @@ import google.protobuf.text_format
 import pytest
 from p4.config.v1 import p4info_pb2
 
-from p4switch.frontend import compile_file
 from p4switch.frontend.p4info import build_p4info, read_p4info, write_p4info
+from p4switch.frontend.passes import compile_file
 from tests.frontend.test_p4info_programs import assert_ids_well_formed
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -7,8 +7,8 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from p4switch.frontend import compile_file
 from p4switch.frontend.p4info import build_p4info
+from p4switch.frontend.passes import compile_file
 from p4switch.pipeline import Packet, V1Pipeline, load_pipeline
 from p4switch.state import RuntimeState
 

@@ -7,9 +7,9 @@ import struct
 
 import pytest
 
-from p4switch.frontend import parse_file
 from p4switch.frontend.check import CheckErrors, check_program
 from p4switch.frontend.p4info import build_p4info
+from p4switch.frontend.parser import parse_file
 
 from .helpers import load_source
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+import p4switch.frontend.check.values as V
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
-from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import (
     INVALID_HEADER,
     TYPE_DECLS,

@@ -9,9 +9,9 @@ cycle (a struct containing itself) is reported instead of recursing.
 
 from __future__ import annotations
 
+import p4switch.frontend.check.values as V
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
-from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import TYPE_DECLS, UNKNOWN, Core, Ctx, describe_decl, is_unknown
 from p4switch.frontend.check.exprs import constant_aggregate
 

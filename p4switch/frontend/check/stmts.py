@@ -7,9 +7,9 @@ their parser; ``accept`` and ``reject`` are implicit.
 
 from __future__ import annotations
 
+import p4switch.frontend.check.values as V
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
-from p4switch.frontend.check import values as V
 from p4switch.frontend.check.core import ACCEPT_STATE, REJECT_STATE, UNKNOWN, Core, Ctx, is_unknown
 from p4switch.frontend.check.scopes import Scope
 
