@@ -62,12 +62,6 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 MAX_MODULES = 20
-#: Packages whose circles are known and not yet broken (a strict xfail: breaking them makes it pass,
-#: and the entry must go).
-KNOWN_CIRCLES = {
-    "p4switch": "the front end's checker, the pipeline compiler, bmv2json/device, state and the Thrift "
-                "servers import each other (issue 51 broke topo/'s; these are p4switch's own)",
-}
 
 
 @functools.cache
@@ -75,9 +69,7 @@ def _graph() -> dict[str, set[str]]:
     return import_graph()
 
 
-@pytest.mark.parametrize("package", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_CIRCLES[p])) if p in KNOWN_CIRCLES else p
-    for p in sorted(PYTHON_PACKAGES)])
+@pytest.mark.parametrize("package", sorted(PYTHON_PACKAGES))
 def test_no_import_circle_between_files(package: str) -> None:
     found = [c for c in cycles(_graph()) if c[0].split(".")[0] == package]
     assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
