@@ -29,14 +29,14 @@ class CvihisParams:
     step_increase: float = 0.5  # ++   (area 1)
     step_gradient: float = 0.2  # - / + (areas 2 and 4, and whenever the gradient wins)
     md_factor: float = 1.10  # inter-packet gap multiplier after a loss (at most once per RTT)
-    pf: float = 1.05  # RTM: minDelay push factor per update interval (or per RTT: pf_per_rtt)
+    pf: float = 1.05  # RTM: minDelay push factor (how often: pf_pushes_per_rtt, pf_per_rtt)
     pf_per_rtt: bool = False  # True: PF once per RTT, spread over its decisions; False: PF at every decision
-    pf_pushes_per_rtt: float = 0.0  # > 0: PF this many times per RTT, spread over its decisions (PF^(k/n) each);
-    #                                 0: as pf_per_rtt says (the push rate apart from the decision rate)
+    pf_pushes_per_rtt: float = 1.25  # > 0: PF this many times per RTT, spread over its decisions (PF^(k/n) each);
+    #                                  0: as pf_per_rtt says (the push rate apart from the decision rate)
     # How RTM's areas move when minDelay is pushed (docs/background/cvihis.md, "Readings"; hosts/cvihis/variants.py):
     rtm_shift_areas: bool = False  # True: the areas' top always moves up with the push (keeps their width)
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
-    rtm_reprobe: bool = False  # ... and a delay past the loss point without a loss puts the top one PF push above it
+    rtm_reprobe: bool = True  # ... and a delay past the loss point without a loss puts the top one PF push above it
     md_per_packet: bool = False  # MD once per lost packet (True) or at most once per RTT (False)
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)

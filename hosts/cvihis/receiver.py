@@ -219,12 +219,12 @@ class CvihisReceiver:
         From losses (before the first one, ``initial_span_ns`` above the smallest OWD). In RTM it
         depends on the reading: ``areas shift`` adds how far the push has lifted minDelay, so the
         areas keep their width and drift up as a whole; ``areas squeeze`` keeps the learned top, so
-        only minDelay is pushed (the sources' literal wording); ``areas probe`` (the default) shifts
+        only minDelay is pushed (the sources' literal wording); ``areas probe`` shifts
         until the first loss (no loss point is known yet: RTM probes for it) and squeezes after,
         with the top never below the highest OWD seen since the newest loss (a delay that went
         without loss shows the loss point is higher: a maxDelay learned when the queue was shorter,
         e.g. in a competing TCP's slow start, must not hold the flow in ``---`` for good); ``areas
-        reprobe`` puts the top one PF push above such a delay (on the same offset-free estimate of the
+        reprobe`` (the default) puts the top one PF push above such a delay (on the same offset-free estimate of the
         absolute OWD as ``_push_min``), so the highest delay yet reads as a decrease area, not ``---``.
         """
         top = self._learned_max() + self._lift()

@@ -168,8 +168,8 @@ def test_max_delay_follows_the_owd_before_each_loss_as_an_ewma() -> None:
 def test_rtm_min_delay_is_pushed_by_pf_per_update_and_reset_by_a_lower_owd(rtt_ms: int, pf: float,
                                                                            updates: int, per_rtt: bool) -> None:
     """Each decision multiplies the offset-free estimate by PF (``pf_per_rtt`` False) or by PF^(1/n) with n
-    decisions per RTT (True: PF once per RTT)."""
-    params = CvihisParams(pf=pf, update_interval_min_ns=MS, pf_per_rtt=per_rtt)
+    decisions per RTT (True: PF once per RTT); ``pf_pushes_per_rtt`` 0, so ``pf_per_rtt`` says."""
+    params = CvihisParams(pf=pf, update_interval_min_ns=MS, pf_per_rtt=per_rtt, pf_pushes_per_rtt=0.0)
     per_rtt_decisions = params.updates_per_rtt
     rx = CvihisReceiver(params, Mode.RTM)
     rtt = rtt_ms * MS

@@ -28,7 +28,7 @@ BASE = 10**9
 
 
 def test_the_default_reading_is_the_parameters_defaults() -> None:
-    """Code that builds ``CvihisParams()`` directly runs the published reading, as a topology file does."""
+    """Code that builds ``CvihisParams()`` directly runs the default reading, as a topology file does."""
     assert CvihisReading().apply(CvihisParams()) == CvihisParams()
 
 
@@ -61,7 +61,9 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"variant": "fast"}, "variant: 'fast' is not one of published, shifted, squeezed, reprobe"),
+    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-slow, probe, shifted, squeezed, reprobe"),
+    ({"variant": "published"}, "variant: 'published' was the default until issue 48 and is now named 'probe'; the "
+                               "default is now 'reprobe-slow'"),
     ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet"),
     ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
     ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
@@ -77,7 +79,7 @@ def test_an_unknown_reading_is_refused_in_one_line_naming_the_key(kwargs: dict, 
 
 
 def test_describe_names_the_variant_and_its_changes() -> None:
-    assert CvihisReading().describe() == "published"
+    assert CvihisReading().describe() == "reprobe-slow"
     assert CvihisReading("shifted", (("md", "per-packet"),)).describe() == "shifted (md per-packet)"
 
 
@@ -101,9 +103,9 @@ def _reading(variant: str, **changes: object) -> CvihisParams:
 def test_probe_moves_the_areas_up_with_the_push_until_the_first_loss_then_squeezes_them() -> None:
     """areas probe: with no loss yet there is no learned maxDelay, so RTM keeps the guessed width above its
     pushed minDelay (it probes for the loss point); once a loss has set maxDelay, only minDelay is pushed."""
-    probe = CvihisReceiver(_reading("published"), Mode.RTM)
+    probe = CvihisReceiver(_reading("probe"), Mode.RTM)
     shift = CvihisReceiver(_reading("shifted"), Mode.RTM)
-    blm = CvihisReceiver(_reading("published"), Mode.BLM)
+    blm = CvihisReceiver(_reading("probe"), Mode.BLM)
     before = _queue_trace(n=45)
     for rx in (probe, shift, blm):
         _feed(rx, before)
@@ -129,8 +131,8 @@ def test_reprobe_puts_the_top_one_push_above_a_delay_that_passed_the_loss_point_
     """areas reprobe: as probe until the queue passes the learned loss point with no loss; then the top is the
     highest delay seen pushed once by PF (on half the smallest RTT plus its height above the smallest OWD, as
     minDelay's push), so RTM probes for the loss point again instead of reading the highest delay yet as ---."""
-    probe, reprobe = (CvihisReceiver(_reading("published", areas=a), Mode.RTM) for a in ("probe", "reprobe"))
-    blm = CvihisReceiver(_reading("published", areas="reprobe"), Mode.BLM)
+    probe, reprobe = (CvihisReceiver(_reading("probe", areas=a), Mode.RTM) for a in ("probe", "reprobe"))
+    blm = CvihisReceiver(_reading("probe", areas="reprobe"), Mode.BLM)
     # the queue grows, packet 50 is lost at its top, the queue drains: the same areas as probe
     grow_and_drain = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + (s if s < 50 else 100 - s) * MS)
                       for s in range(90) if s != 50]
@@ -150,7 +152,7 @@ def test_reprobe_puts_the_top_one_push_above_a_delay_that_passed_the_loss_point_
 def test_max_delay_follows_the_newest_loss_or_an_average() -> None:
     """max_delay last-loss: the OWD before the newest loss; ewma: half way from the previous estimate."""
     trace = _queue_trace(lost=(20, 50))
-    last, ewma = (CvihisReceiver(_reading("published", max_delay=m), Mode.BLM) for m in ("last-loss", "ewma"))
+    last, ewma = (CvihisReceiver(_reading("probe", max_delay=m), Mode.BLM) for m in ("last-loss", "ewma"))
     _feed(last, trace)
     _feed(ewma, trace)
     first, second = 19 * MS, 49 * MS  # the OWDs above the smallest before each loss
@@ -177,7 +179,7 @@ def test_a_loss_without_queueing_delay_teaches_no_max_delay(variant: str) -> Non
 def test_md_per_packet_divides_the_rate_once_per_lost_packet() -> None:
     """md per-packet: the receiver sends an MD at every new loss (no once-per-RTT guard) and the sender
     divides its rate by MD for each packet lost since the feedback before (``lost_total``)."""
-    params = _reading("published", md="per-packet")
+    params = _reading("probe", md="per-packet")
     tx = CvihisSender(params)
     t = BASE
     tx.on_feedback(t, Feedback(1, Command.HOLD, 3, 0, 0, False, True, t - 40 * MS, 0, lost_total=0))
@@ -186,7 +188,7 @@ def test_md_per_packet_divides_the_rate_once_per_lost_packet() -> None:
     assert tx.rate_pps == pytest.approx(rate / params.md_factor ** 3)
     tx.on_feedback(t + 2 * MS, Feedback(3, Command.MD, None, 0, 0, True, True, t - 38 * MS, 0, lost_total=4))
     assert tx.rate_pps == pytest.approx(rate / params.md_factor ** 4)  # within the RTT: applied anyway
-    per_rtt = CvihisSender(_reading("published"))
+    per_rtt = CvihisSender(_reading("probe"))
     per_rtt.on_feedback(t, Feedback(1, Command.MD, None, 0, 0, True, True, t - 40 * MS, 0, lost_total=3))
     per_rtt.on_feedback(t + MS, Feedback(2, Command.MD, None, 0, 0, True, True, t - 39 * MS, 0, lost_total=4))
     assert per_rtt.md_applied == 1 and per_rtt.md_suppressed == 1
@@ -194,8 +196,8 @@ def test_md_per_packet_divides_the_rate_once_per_lost_packet() -> None:
 
 def test_md_per_packet_receiver_sends_an_md_at_every_new_loss() -> None:
     trace = _queue_trace(lost=(20, 24, 28), grow_ms=0)
-    per_packet = _feed(CvihisReceiver(_reading("published", md="per-packet"), Mode.RTM), trace)
-    per_rtt = _feed(CvihisReceiver(_reading("published"), Mode.RTM), trace)
+    per_packet = _feed(CvihisReceiver(_reading("probe", md="per-packet"), Mode.RTM), trace)
+    per_rtt = _feed(CvihisReceiver(_reading("probe"), Mode.RTM), trace)
     assert sum(fb.command is Command.MD for fb in per_packet) == 3  # 20 ms apart, inside one 40 ms RTT
     assert sum(fb.command is Command.MD for fb in per_rtt) == 2
 
@@ -209,7 +211,7 @@ def test_push_per_rtt_lifts_min_delay_by_pf_once_per_rtt_whatever_the_decision_r
     pushed value), the offset-free estimate of the pushed minDelay is PF^rtts times half the smallest RTT with
     ``push: per-rtt``, PF^(n * rtts) times it with ``push: per-decision``, and PF^(k * rtts) with ``push: k``
     (k pushes per RTT, whatever the decision rate)."""
-    rx = CvihisReceiver(_reading("published", decisions_per_rtt=n, push=push), Mode.RTM)
+    rx = CvihisReceiver(_reading("probe", decisions_per_rtt=n, push=push), Mode.RTM)
     rx._min_rtt_hint = rtt_ms * MS  # the sender's smallest RTT, as a data packet's hint sets it
     for _ in range(n * rtts):
         rx._push_min()
@@ -226,5 +228,5 @@ def test_blm_decides_alike_whatever_rtms_push_and_areas(areas: str, push: str | 
     """BLM reads neither the push nor RTM's areas: at the same decision rate a BLM receiver gives the same feedback,
     bit for bit, under any ``areas`` and ``push`` (so a push rate apart from the decision rate leaves BLM as it is)."""
     trace = _queue_trace(lost=tuple(lost), n=120, grow_ms=grow_ms)
-    reference = _feed(CvihisReceiver(_reading("published"), Mode.BLM), trace)
-    assert _feed(CvihisReceiver(_reading("published", areas=areas, push=push), Mode.BLM), trace) == reference
+    reference = _feed(CvihisReceiver(_reading("probe"), Mode.BLM), trace)
+    assert _feed(CvihisReceiver(_reading("probe", areas=areas, push=push), Mode.BLM), trace) == reference
