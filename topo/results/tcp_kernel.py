@@ -117,7 +117,7 @@ RTM_TCPS = (("kernel reno, SACK (netns)", "netns", ()),
 
 
 #: ``--reading``: the CVIHIS reading (a variant of hosts/cvihis/variants.py) the blm and rtm sections run;
-#: empty: the file's (the default, ``published``)
+#: empty: the file's (the default, ``reprobe-slow``)
 READING = {"variant": ""}
 
 
@@ -174,12 +174,15 @@ def reading_changes(variant: str, **choices: object) -> dict[str, object]:
                                        "pf_pushes_per_rtt", "md_per_packet", "max_delay_gain", "updates_per_rtt")}
 
 
-ABLATION = (("`published`, the default (areas probe then squeezed, 3 decisions per RTT, PF per decision, MD 1.10)",
-             reading_changes("published")),
+ABLATION = (("`reprobe-slow`, the default (areas re-probed, 3 decisions per RTT, PF 1.25 times per RTT, MD 1.10)",
+             reading_changes("reprobe-slow")),
+            ("`probe`, the default until issue 48 (areas probe then squeezed, 3 decisions per RTT, PF per decision)",
+             reading_changes("probe")),
             ("`shifted` (areas shifted with the push, PF per decision)", reading_changes("shifted")),
             ("`squeezed` (only minDelay pushed, PF per decision)", reading_changes("squeezed")),
-            ("published, PF once per RTT", reading_changes("published", push="per-rtt")),
-            ("published, one decision per RTT", reading_changes("published", decisions_per_rtt=1)),
+            ("`reprobe` (areas re-probed, 2 decisions per RTT, PF per decision)", reading_changes("reprobe")),
+            ("probe, PF once per RTT", reading_changes("probe", push="per-rtt")),
+            ("probe, one decision per RTT", reading_changes("probe", decisions_per_rtt=1)),
             ("shifted, MD 2 (TCP's halving) in place of 1.10", {**reading_changes("shifted"), "md_factor": 2.0}))
 
 
@@ -223,7 +226,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default="netns,sim", help="netns,sim (default), or one of them")
     p.add_argument("--doc", type=Path, help="rewrite this file's <!-- tcp-kernel-SECTION --> sections")
     p.add_argument("--reading", default="", help="the CVIHIS variant the blm and rtm sections run (default: the "
-                   "file's, published)")
+                   "file's, reprobe-slow)")
     args = p.parse_args(argv)
     from hosts.cvihis.variants import VARIANTS
 
