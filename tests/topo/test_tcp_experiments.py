@@ -100,3 +100,15 @@ def test_grid_cells_by_name_and_a_cell_off_the_grid_is_one_line(capsys) -> None:
     assert info.value.code == 2
     err = capsys.readouterr().err
     assert "--cells 2/201: 2/201 not on the grid" in err and "Traceback" not in err
+
+
+def test_a_grid_start_names_a_rate_and_an_unknown_start_is_one_line(capsys) -> None:
+    """``--starts``: RTM starts at CVIHIS's own rate (no ``start_rate``), half the bottleneck's capacity or the
+    capacity; another name is refused in one line naming the choices."""
+    assert [R.start_rate(s, "4.5Mbps") for s in R.RTM_STARTS] == ["", "2.25Mbps", "4.5Mbps"]
+    assert R.start_rate("half", "2Mbps") == "1Mbps"
+    with pytest.raises(SystemExit) as info:
+        R.main(["--grid", "default", "--starts", "quarter"])
+    assert info.value.code == 2
+    err = capsys.readouterr().err
+    assert "--starts quarter: use one or more of default, half, capacity" in err and "Traceback" not in err
