@@ -78,8 +78,10 @@ def test_one_router_meets_its_targets_and_agrees_with_the_simulator(tmp_path: Pa
 
 
 def test_five_routers_lose_nothing(tmp_path: Path) -> None:
+    """15 s: the laws converge hop by hop from the receiver back, the last (R1's) at ~9 s in the
+    simulator, so the run holds the whole start-up, where the buffers fill, and 6 s of steady state."""
     N.require_netns()
-    s = run_experiment(load_topology(FIVE), 30_000_000_000, seed=1, out=tmp_path, plots=False,
+    s = run_experiment(load_topology(FIVE), 15_000_000_000, seed=1, out=tmp_path, plots=False,
                        backend="netns", pcap=False).summary
     assert s["loss"]["data_packets_received"] > 0
     N.skip_unless_kept_up(s, "five routers without loss")
@@ -201,24 +203,6 @@ def test_nothing_is_left_behind(tmp_path: Path, sig: signal.Signals) -> None:
             proc.wait(10)
         if prefix:
             clean(prefix)
-
-
-def test_bmv2_one_router(tmp_path: Path) -> None:
-    """The same run on real BMv2 where p4c and simple_switch_grpc exist (docs/howto/bmv2.md)."""
-    import shutil
-
-    N.require_netns()
-    missing = [t for t in ("p4c", "simple_switch_grpc") if shutil.which(t) is None]
-    if missing:
-        pytest.skip(f"needs {' and '.join(missing)} on PATH (BMv2 and p4c are not installed here)")
-    if not (ROOT / "build/alinea.json").exists():
-        subprocess.run(["make", "p4"], cwd=ROOT, check=True, timeout=600)
-    s = run_experiment(load_topology(ONE), 20_000_000_000, out=tmp_path, plots=False, backend="netns",
-                       target="bmv2").summary
-    N.skip_unless_kept_up(s, "BMv2, one router")
-    assert s["loss"]["total"] == 0, s["loss"]
-    for name, b in s["buffers"].items():
-        assert abs(b["mean"] - b["target"]) <= 0.05, (name, b)
 
 
 def test_capacity_drop_runs_in_netns_and_the_hop_behind_reacts(tmp_path: Path) -> None:
