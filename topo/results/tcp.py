@@ -356,7 +356,8 @@ def rtm_section(jobs: int = 1) -> list[str]:
             f"Worst ratio against reno, RTM starting at 400 kb/s: **{worst['reno', '']:.1f}** (target: at most "
             f"{TARGET_WORST}); starting at "
             + ", at ".join(f"{START_LABELS[s]} {worst['reno', s]:.1f}" for s in RTM_STARTS[1:])
-            + " (deviations from the paper: docs/background/cvihis.md, 'Readings'); against cubic "
+            + " (reported beside the target; docs/background/cvihis.md, 'Readings', has them over seeds 1-5); against "
+            "cubic "
             f"{worst['cubic', '']:.1f}; published: about {PUBLISHED_WORST} against NewReno, the worst of 26 tests, and "
             "CUBIC somewhat more aggressive than NewReno. How RTT affects each (reno rows, mean rate over the "
             "bottlenecks and starting rates, Mb/s, RTM / TCP): "
