@@ -54,10 +54,10 @@ def started(run_dir: Path) -> dict[str, Any] | None:
     return net if net.get("t0_monotonic_ns") else None
 
 
-def test_one_router_meets_its_targets_and_agrees_with_the_simulator(tmp_path: Path) -> None:
-    N.require_netns()
+def test_one_router_meets_its_targets_and_agrees_with_the_simulator(one_router_netns: tuple[Path, Any]) -> None:
+    """The run (tests/topo/conftest.py) is test_bmv2_diff's p4switch side too."""
+    out, real = one_router_netns
     topo = load_topology(ONE)
-    real = run_experiment(topo, 20_000_000_000, seed=1, out=tmp_path / "netns", plots=False, backend="netns")
     s = real.summary
     N.skip_unless_kept_up(s, "one router against the simulator")
     assert s["loss"]["total"] == 0, s["loss"]
@@ -68,7 +68,6 @@ def test_one_router_meets_its_targets_and_agrees_with_the_simulator(tmp_path: Pa
         assert abs(s["buffers"][name]["mean"] - b["mean"]) <= 0.05, (name, b, s["buffers"][name])
     for name, f in sim["flows"].items():
         assert abs(s["flows"][name]["goodput_bps"] - f["goodput_bps"]) <= 0.05 * f["goodput_bps"], name
-    out = tmp_path / "netns"
     for f in ("laws.csv", "flows.csv", "buffers.csv", "links.csv", "drops.csv", "summary.json", "network.json",
               "logs/R1.log"):
         assert (out / f).stat().st_size > 0, f
