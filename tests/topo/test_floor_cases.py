@@ -1,8 +1,8 @@
 """Random topologies that lost packets at a law's floor, unwarned, until the floor check
 (topo/analysis/floor_check.py) modelled what it had left out: a multicast group's slowest copy, a queue rate
-set in packets/s from the last frames' mean, a law before the node that runs above its floor, and the
-multicast ring's 1024 places (issue 46). Each file's first lines hold its run length and the problem
-the judge reported when it was found by ``make fuzz-topo``."""
+set in packets/s from the last frames' mean (at the next switch and at the law's own), a law before the
+node that runs above its floor, and the multicast ring's 1024 places (issue 46). Each file's first lines
+hold its run length and the problem the judge reported when it was found by ``make fuzz-topo``."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from controlplane.dataplane_config import MCAST_MAX_COPIES, MCAST_RING
 from tests.topo.randomcheck import judge
+from topo.analysis.check import warnings
 from topo.analysis.floor_check import _Stretch
 from topo.file.schema import load_topology_text
 from topo.net.routes import routed_paths
@@ -49,6 +50,32 @@ def test_a_queue_rate_set_from_the_last_frames_mean_is_warned_when_the_mix_chang
     verdict = judge(text, seconds, all_alinea=True, source="mixed-sizes-floor-line.yaml")
     assert verdict.problems == []
     assert any(w.startswith("law H1->S1") and "packets/s" in w for w in verdict.warned), verdict.warned
+
+
+def test_a_queue_rate_set_from_the_last_frames_mean_is_warned_when_the_frames_grow() -> None:
+    """S1's law toward S4 at its floor (10 Mb/s, a fiftieth of its 500 Mb/s link) sends what S4 drains toward
+    H5 (10 Mb/s); H2 sends 200 B frames alone until a 1448 B flow joins at 0.48 s, and S1's queue rate, in
+    packets/s from the mean frame it sent over the last 0.2 s (200 B), carried the new mix at up to 17.6 Mb/s
+    until its window caught up: S4's buffer from S1 overflowed (278 lost, seed 1), unwarned, the check having
+    looked only at a mean that falls, at the next switch. Warned, on S4's buffer from S1, the one that loses."""
+    text, seconds = _case("mix-surge-floor.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="mix-surge-floor.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law S1->S4") and "its frames grow" in w for w in verdict.warned), verdict.warned
+
+
+def test_flows_starting_together_from_an_idle_host_change_the_mix_as_at_the_runs_start() -> None:
+    """As mixed-sizes-floor-line (H1's 20 Mb/s floor = S4-S2's 20 Mb/s, frames of 1500 and 576 B), but both
+    flows start at 0.96 s from a host that sent nothing before: S4's window read the 1500 B frames first and
+    fell to 832 B, and H1's buffer at S4 overflowed (82 lost, seed 1), unwarned, the check having left out
+    flows from a host that sent nothing (they ramp in beside the flows already there, but here there were
+    none). Warned, on S4's buffer from H1, as with the flows at 0 s."""
+    text, seconds = _case("mixed-floor-idle-host-late-start.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="mixed-floor-idle-host-late-start.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law H1->S4") and "packets/s" in w for w in verdict.warned), verdict.warned
+    at_start = load_topology_text(text.replace("start: 0.96s", "start: 0s"), "at-start.yaml")
+    assert any(w.startswith("law H1->S4") for w in warnings(at_start, seconds))
 
 
 def test_a_playout_behind_a_law_that_cannot_go_below_its_floor_is_warned() -> None:

@@ -387,21 +387,6 @@ OPEN_CASES = {
                                    "reads 3-10 packets in S3's buffer in bursts and takes it as regulated; S2's "
                                    "buffer from S1 drops 22 (0 on the shaper, 0 with starvation remembered over "
                                    "the drain window in a scratch run)",
-    "open-mix-surge-floor.yaml": "(minimised from fuzz-topo seed 3's fail-2/3) S1's law at its floor (10 Mb/s, a "
-                                 "fiftieth of its 500 Mb/s link) sends what S4 drains toward H5 (10 Mb/s), so S4's "
-                                 "44-packet buffer from S1 sits near its top; H2 sends 200 B frames alone until a "
-                                 "1448 B flow joins at 0.48 s, and S1's queue rate, in packets/s from the mean frame "
-                                 "of the last 0.2 s (200 B), carries the new mix at up to 17.6 Mb/s until its window "
-                                 "catches up: S4's buffer overflows 0.54-0.72 s (0 lost with one packet size). "
-                                 "floor_check's mix dip looks only at a falling mean at the next switch; a rising "
-                                 "mean at the law's own queue multiplies its floor's bits by new/old mean",
-    "open-mixed-floor-idle-host-late-start.yaml": "(minimised from fuzz-topo seed 3's fail-12..16) as "
-                                                  "mixed-sizes-floor-line (H1's 20 Mb/s floor = S4-S2's 20 Mb/s, "
-                                                  "1500/576 B), but both flows start at 0.96 s from a host that "
-                                                  "sent nothing before, which floor_check exempts from the mix dip "
-                                                  "(a flow from an idle host ramps in): S4's window falls from "
-                                                  "1500 B to 832 B over 5 reads and H1's buffer at S4 overflows "
-                                                  "0.4-0.67 s after the start. With the flows at 0 s it is warned",
     "open-shared-buffer-slow-egress.yaml": "(minimised from fuzz-topo seed 3's fail-4..10) S1's 10-packet buffer "
                                            "from S2 holds frames of f5 (to H4 behind a 1 Mb/s link) and of flows "
                                            "to H5 (100 Mb/s); S2's one law for the port measures S1's drain at "

@@ -100,10 +100,14 @@ class LawCheck:
                 how += (f"; right after a flow starts or stops, {w}'s queue rate toward {f.mix[0]}, set in packets/s "
                         f"from the mean frame it sent over the last 0.2 s, carries about {f.mix[1]:.0%} of its "
                         f"bits in those 0.2 s (its frames are of several sizes)")
+            if f.surge is not None:
+                how += (f"; right after a flow starts or stops, {u}'s queue rate toward {w}, set in packets/s from the "
+                        f"mean frame it sent over the last 0.2 s, sends about {f.surge:.0%} of its law's bits in those "
+                        f"0.2 s (its frames grow)")
             why.append(f"{sends}, more than {w} forwards of its flows{when} ({format_rate(f.drain_bps)}{how}): the "
                        f"buffers from {w} on gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports "
                        f"(full in {f.fill_s:.2g} s)")
-            fixes.append(f"an r_floor of at most {format_rate(f.drain_bps)} would not overflow it")
+            fixes.append(f"an r_floor of at most {format_rate(f.drain_bps / (f.surge or 1.0))} would not overflow it")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s

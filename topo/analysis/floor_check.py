@@ -17,7 +17,14 @@ shared by several of the flows counted once per path from the node: a link reach
 counted twice, toward silence; a receiver's playout); a multicast group at its slowest copy's pace,
 since the node frees the group's packet when its last copy leaves. Right after a flow starts or
 stops, a switch whose frames are of several sizes drains at what its queue rate (packets/s from the
-mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`). Checked over each
+mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`); a link that carried none
+of the flows before starts that mean from their largest frame, as at the run's start (the first frames
+may be the largest flow's). And u's own queue, when u is a switch, sends its law's packets/s in the new
+mix's frames: when they grow (a larger-frame flow joins, a smaller-frame one stops), its floor carries
+new over old mean times its bits, falling back as its window catches up (:meth:`_Stretch.mix_surge`;
+the laws before u follow what it forwards), which rules the law out if the excess over what v forwards
+fills the room in 0.2 s. Only after a flow starts or stops: at the run's start u's law starts from its
+R_max with v's buffer empty, above a floor it can still cut to while its window fills. Checked over each
 stretch of the run in which the same flows run and no link changes rate; the law is ruled out if its
 floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buffer above its target
 (the law reaches its floor only above it) and every buffer behind it on its flows' paths that can fill
@@ -60,6 +67,7 @@ class FloorOverflow:
     fill_s: float
     slowest: tuple[tuple[str, str], ...] = ()
     mix: tuple[str, float] | None = None  # (v's next hop, the share of its bits its queue rate carries)
+    surge: float | None = None  # u's queue sends this many times its law's bits in the 0.2 s after its frames grew
 
 
 def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, FloorOverflow]:
@@ -92,19 +100,44 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             if push > drain * (1 + 1e-9) and (push - drain) * (t1 - t0) / NS >= held:
                 out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest)
                 continue
+            surge = stretch.mix_surge(*key, before=previous) if t0 > 0 else None
+            if surge is not None and push >= law.r_floor * (1 - 1e-9):
+                # the law at its floor, u's queue sends its floor's packets/s in frames larger than the window's
+                # mean: the floor times the surge in bits, as far as u's link and what reaches u allow
+                # (the laws before u run at what u forwards: as its queue sends more, they follow)
+                lifted = _Stretch(topo, paths, active, rates, lift={key: law.r_floor * surge})
+                lifted.push(*key)
+                more = min(law.r_floor * surge, lifted.supply[key])
+                gone, paces = stretch.drain(*key, more)
+                span = min(MIX_WINDOW_NS, t1 - t0)
+                if more > gone * (1 + 1e-9) and (more - gone) * span / NS >= held:
+                    out[key] = FloorOverflow(law.r_floor, more, gone, t0 / NS, held / (more - gone), paces,
+                                             surge=surge)
+                    continue
             mix = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
             if mix is None:
                 continue
             # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
             # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
             # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
-            no_margin = t0 > 0 and push >= law.r_floor * (1 - 1e-9) and abs(push - drain) <= drain * 1e-9
+            # (not when v's egress carried none of the flows before: no old frames wait, as at the run's start)
+            fresh = not any(mix[0] in paths[f.name] for f in previous)
+            no_margin = (t0 > 0 and not fresh and push >= law.r_floor * (1 - 1e-9)
+                         and abs(push - drain) <= drain * 1e-9)
             drain, slowest = stretch.drain(*key, push, dip=mix)
             span = min(MIX_WINDOW_NS, t1 - t0)
             if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
                 out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
                                          mix=(mix[0][1], mix[1]))
     return out
+
+
+def _window_share(mean: float, old: float) -> float:
+    """The bits a queue rate set from a window starting at ``old`` bytes carries of frames of ``mean`` bytes,
+    as a share of what it is set to, over the window's span: each read of the counters moves the window's
+    mean a WINDOW_SAMPLES-th of the way, so the mean of the reads' shares."""
+    reads = [mean / (old + (mean - old) * k / WINDOW_SAMPLES) for k in range(WINDOW_SAMPLES)]
+    return sum(reads) / len(reads)
 
 
 def _key(a: str, b: str) -> tuple[str, str]:
@@ -129,8 +162,10 @@ class _Stretch:
     """One stretch of the run: its flows, its link rates."""
 
     def __init__(self, topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], active: list[Flow],
-                 rates: dict[tuple[str, str], float]) -> None:
+                 rates: dict[tuple[str, str], float], lift: dict[DirectedLink, float] | None = None) -> None:
         self.topo, self.paths, self.rates = topo, paths, rates
+        #: a queue that sends more than its law's rate (:meth:`mix_surge`): what it forwards, at least
+        self.lift = lift or {}
         self.crossing: dict[DirectedLink, list[Flow]] = {}
         for f in active:
             for hop in paths[f.name]:
@@ -143,6 +178,8 @@ class _Stretch:
         self.demand = {_unit(f): min(f.r_max_bps or math.inf,
                                      self.rate(f.src, f.path[1]) / len(units_of[f.src])) for f in active}
         self._push: dict[tuple[DirectedLink, bool | None], float] = {}
+        #: what u could send toward v whatever its law: its link, its units' r_max, what reaches u for v
+        self.supply: dict[DirectedLink, float] = {}
         self._dip: tuple[DirectedLink, float] | None = None
 
     def rate(self, a: str, b: str) -> float:
@@ -175,6 +212,7 @@ class _Stretch:
                 feed += self._upstream(w, u) * (mine / d_all if d_all > 0 else 1.0)
         law = self.topo.law.get((u, v))
         cap = (law.r_floor if at_floor else law.r_max) if law is not None else math.inf
+        self.supply[(u, v)] = min(link, bring, feed)
         self._push[((u, v), at_floor)] = out = min(cap, link, bring, feed)
         return out
 
@@ -200,6 +238,8 @@ class _Stretch:
             onward = sum(self.allowed(*hop) for hop in nxt)
             if onward < top:
                 out = max(law.r_floor if law is not None else 0.0, onward)
+        if (u, x) in self.lift:
+            out = max(out, min(top, self.lift[(u, x)]))
         self._push[((u, x), None)] = out
         return out
 
@@ -235,11 +275,10 @@ class _Stretch:
         first 0.2 s of this stretch, if less than all: the agent sets a queue rate in packets/s from the
         mean frame it sent over the last 0.2 s (controlplane/frame_size.py), so a mix of smaller frames
         than that mean is sent slower in bits, by their ratio, until the window has caught up (a quarter
-        of the way at each of its reads). The mean before: that of the flows of the
-        stretch before (``before``), or at the run's start (None) the largest frame (the flows start a
-        little apart, and the largest may come first). Means of the frames a link's flows send at equal
-        shares of it in bits. Only the first hop out of v and only while one hop carries all of u's flows
-        (mixed-sizes-floor-line.yaml: 1500 B frames alone, then 576 B ones too, 10-13 Mb/s of 20)."""
+        of the way at each of its reads). The means before and after: :meth:`_mix_change` (``before``:
+        the flows of the stretch before, None at the run's start). Only the first hop out of v and only
+        while one hop carries all of u's flows (mixed-sizes-floor-line.yaml: 1500 B frames alone, then
+        576 B ones too, 10-13 Mb/s of 20)."""
         if not self.topo.nodes[v].is_switch:
             return None
         nxt = {self.paths[f.name][self.paths[f.name].index((u, v)) + 1] for f in self.crossing[(u, v)]
@@ -249,22 +288,43 @@ class _Stretch:
         (hop,) = nxt
         if hop not in self.topo.law:
             return None
-        # a flow that starts from a host sending nothing yet ramps up from its law's start (its share of the
-        # mix comes slowly); one from a host already sending takes its equal share of the pacer at once
+        means = self._mix_change(hop, before)
+        if means is None or means[0] >= means[1] * (1 - 1e-9):
+            return None
+        return hop, _window_share(*means)
+
+    def mix_surge(self, u: str, v: str, before: list[Flow]) -> float | None:
+        """How many times the bits of its law's rate u's own queue toward v sends in the first 0.2 s of this
+        stretch, if more: u is a switch, whose queue rate is in packets/s from the mean frame it sent over
+        the last 0.2 s, so when its frames grow (a larger-frame flow joins, a smaller-frame one stops) it
+        sends each of its law's packets/s in frames larger than that mean, until the window has caught up
+        (mix-surge-floor.yaml: 200 B frames alone, then 1448 B ones too, 10 Mb/s sent as up to 17.6). A host's
+        pacer counts bytes (hosts/sender.py): none there. Means and flows as :meth:`mix_dip`'s."""
+        if not self.topo.nodes[u].is_switch:
+            return None
+        means = self._mix_change((u, v), before)
+        if means is None or means[0] <= means[1] * (1 + 1e-9):
+            return None
+        return _window_share(*means)
+
+    def _mix_change(self, hop: DirectedLink, before: list[Flow] | None) -> tuple[float, float] | None:
+        """(the mean frame hop's flows send now, the mean its window starts this stretch from), at equal
+        shares of the link in bits. The mean before: that of the flows of the stretch before (``before``)
+        that crossed it. A hop that carried none of them (at the run's start, ``before`` None, or a later
+        stretch) starts from the largest frame: the window's mean is then its first frames', and the flows
+        start a little apart, the largest may come first (mixed-floor-idle-host-late-start.yaml: two flows
+        starting together from a host that sent nothing before, S4's window at 1500 B, falling to 832).
+        Beside flows the hop already carries, a flow that starts from a host sending nothing yet ramps up
+        from its law's start (its share of the mix comes slowly) and is left out; one from a host already
+        sending takes its equal share of the pacer at once."""
+        then = [flow_frame_bytes(f) for f in before or [] if hop in self.paths[f.name]]
         sending = {f.src for f in before or []}
         now = [flow_frame_bytes(f) for f in self.crossing.get(hop, [])
-               if before is None or f in before or f.src in sending]
+               if not then or f in (before or []) or f.src in sending]
         if not now:
             return None
-        then = [flow_frame_bytes(f) for f in before or [] if hop in self.paths[f.name]]
         mean = len(now) / sum(1 / b for b in now)
-        old = len(then) / sum(1 / b for b in then) if then else max(now)
-        if mean >= old * (1 - 1e-9):
-            return None
-        # each read of the counters moves the window's mean a WINDOW_SAMPLES-th of the way: the share over
-        # the window is the mean of the reads' shares
-        reads = [mean / (old + (mean - old) * k / WINDOW_SAMPLES) for k in range(WINDOW_SAMPLES)]
-        return hop, sum(reads) / len(reads)
+        return mean, (len(then) / sum(1 / b for b in then) if then else max(now))
 
     def drain(self, u: str, v: str, push: float,
               dip: tuple[DirectedLink, float] | None = None) -> tuple[float, tuple[tuple[str, str], ...]]:
