@@ -22,6 +22,7 @@ mod linkport;
 mod p4cells;
 mod p4fuse;
 mod p4rtfront;
+mod p4rtread;
 mod p4rtwrite;
 mod p4tables;
 mod p4vm;
@@ -75,6 +76,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<p4vm::P4Program>()?;
     m.add_class::<p4rtfront::P4RuntimeFront>()?;
     m.add_class::<p4rtwrite::TableWritePlan>()?;
+    m.add_class::<p4rtread::TableEntityWriter>()?;
     m.add_class::<p4rtwrite::DecodedWrite>()?;
     m.add_class::<p4cells::Cells>()?;
     m.add_class::<pre::Pre>()?;

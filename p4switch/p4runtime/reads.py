@@ -12,6 +12,7 @@ read with a match no entry has.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
@@ -22,7 +23,7 @@ from p4switch.state.errors import Code, StateError, invalid, not_found
 from p4switch.state.externs import CounterUnit, check_index
 from p4switch.state.profiles import ActionProfileState
 from p4switch.state.runtime import RuntimeState, bitstring_width
-from p4switch.state.tables import TableEntry, TableState
+from p4switch.state.tables import Exact, Lpm, OptionalMatch, Range, TableEntry, TableState, Ternary
 
 from .p4data import encode_p4data
 from .translate import (
@@ -64,12 +65,48 @@ def read_entity_wire(state: RuntimeState, entity: pb.Entity, now_ns: int) -> lis
         return [e.SerializeToString() for e in read_entity(state, entity, now_ns)]
     out = []
     for table in _tables(state, te):
-        for e in _filtered(_selected(table, te), te):
-            if e.action is None or isinstance(e.action, ActionCall):
+        entries = _filtered(_selected(table, te), te)
+        writer = _writer(state, table)
+        written = writer.entities(entries) if writer is not None else [None] * len(entries)
+        if None not in written:  # every entry (the common case: a table of direct actions)
+            out += written
+            continue
+        for e, wire in zip(entries, written):
+            if wire is not None:  # written by the engine
+                out.append(wire)
+            elif e.action is None or isinstance(e.action, ActionCall):
                 out.append(table_entity(state, table.id, table.fields, e))
             else:
                 out.append(pb.Entity(table_entry=encode_table_entry(state, table, e, te, now_ns)).SerializeToString())
     return out
+
+
+_WRITERS: weakref.WeakKeyDictionary[TableState, Any] = weakref.WeakKeyDictionary()
+
+
+def _writer(state: RuntimeState, table: TableState) -> Any:
+    """The engine's writer of ``table``'s entries as wire bytes (``hbh_engine.TableEntityWriter``,
+    engine/src/p4rtread.rs: ``wire_encode.table_entity``'s bytes, written for a whole table at
+    once), made at its first Read; None without the engine. It hands back entries it does not
+    write (indirect actions, values over 128 bits) for :func:`read_entity_wire` to write."""
+    writer = _WRITERS.get(table)
+    if writer is None and _ENGINE_WRITER is not None:
+        params = {aid: [p.id for p in a.params] for aid, a in state.actions.items()}
+        fields = [(f.id, int(f.kind)) for f in table.fields]
+        writer = _WRITERS[table] = _ENGINE_WRITER(table.id, fields, params, _WRITTEN_CLASSES)
+    return writer
+
+
+def _engine_writer() -> Any:
+    try:
+        from hbh_engine import TableEntityWriter
+    except ImportError:  # an engine without it, or none: every entry written in Python
+        return None
+    return TableEntityWriter
+
+
+_ENGINE_WRITER = _engine_writer()
+_WRITTEN_CLASSES = (Exact, Lpm, Ternary, Range, OptionalMatch, ActionCall)
 
 
 def _get(objects: dict[int, Any], ident: int, what: str) -> Any:
@@ -96,15 +133,19 @@ def _selected(table: TableState, te: pb.TableEntry) -> list[TableEntry]:
         return [table.default_entry]
     if te.match:
         canon = table.canonical_match(decode_match(table, te.match))
-        if te.priority:
+        if te.priority or not table.needs_priority:  # the key is whole: one lookup, not a scan
             e = table.find(canon, te.priority)
             return [e] if e is not None else []
-        return [e for e in table if e.match == canon]
+        return [e for e in table if e.match == canon]  # a match without its priority: every priority
     return list(table)
 
 
-def _filtered(entries: list[TableEntry], te: pb.TableEntry) -> Iterable[TableEntry]:
+def _filtered(entries: list[TableEntry], te: pb.TableEntry) -> list[TableEntry]:
+    """The entries the request's other fields (action id, priority, metadata) select."""
     action_id = te.action.action.action_id if te.action.WhichOneof("type") == "action" else 0
+    if not (action_id or te.priority or te.controller_metadata or te.metadata):
+        return entries
+    out = []
     for e in entries:
         if action_id and getattr(e.action, "action_id", None) != action_id:
             continue
@@ -114,7 +155,8 @@ def _filtered(entries: list[TableEntry], te: pb.TableEntry) -> Iterable[TableEnt
             continue
         if te.metadata and e.metadata != te.metadata:
             continue
-        yield e
+        out.append(e)
+    return out
 
 
 def encode_table_entry(state: RuntimeState, table: TableState, entry: TableEntry, want: pb.TableEntry | None,

@@ -19,11 +19,12 @@ dropped and its election id is free again.
 
 With the compiled front end (``front="compiled"``, or ``HBH_P4RT=compiled``: issue 49), the
 engine's ``P4RuntimeFront`` (tonic,
-engine/src/p4rtfront.rs) listens on the address instead: it answers Write by handing the
-request's bytes to :meth:`P4RuntimeServer.write_bytes` on a thread of its own (the core still
-runs on the switch loop, lent or submitted as here), and hands every other RPC byte for byte
-to this grpcio server, which then listens on a loopback port only the front end knows. Why: the
-grpcio server's cost per RPC was more than a whole one-update Write costs simple_switch_grpc.
+engine/src/p4rtfront.rs) listens on the address instead: it answers Write and Read by handing
+the request's bytes to :meth:`P4RuntimeServer.write_bytes` and :meth:`P4RuntimeServer.read_bytes`
+on a thread of its own (the core still runs on the switch loop, lent or submitted as here), and
+hands every other RPC byte for byte to this grpcio server, which then listens on a loopback port
+only the front end knows. Why: the grpcio server's cost per RPC was more than a whole one-update
+Write costs simple_switch_grpc, and a Read handed on through it took about 1 ms.
 
 Listens only on the given address (loopback by default), without SO_REUSEPORT: grpcio sets
 it by default, and two switches on one port would then share the clients silently; a busy
@@ -94,6 +95,26 @@ WHOLE_WRITE_UPDATES = 16
 #: first (P4RuntimeCore.write_wire), lent like a short Write: applied there, it costs about half a
 #: µs an update (a 100-update Write is a few kB)
 STORE_WRITE_BYTES = 64 * 1024
+
+
+def _name_front_thread() -> None:
+    """Name the compiled front end's thread calling in (the engine's: "Dummy-N" else), once."""
+    me = threading.current_thread()
+    if me.name != FRONT_THREAD and isinstance(me, threading._DummyThread):
+        me.name = FRONT_THREAD
+
+
+def _keyed_read(req: pb.ReadRequest) -> bool:
+    """A Read of one table entry by its table and match, or of one counter cell: a short call."""
+    if len(req.entities) != 1:
+        return False
+    ent = req.entities[0]
+    kind = ent.WhichOneof("entity")
+    if kind == "table_entry":
+        return bool(ent.table_entry.table_id and ent.table_entry.match)
+    if kind == "counter_entry":
+        return bool(ent.counter_entry.counter_id and ent.counter_entry.HasField("index"))
+    return False
 
 
 def _step(steps: Any) -> Any:
@@ -383,7 +404,7 @@ class P4RuntimeServer:
 
                 self.backend_port = port
                 front = hbh_engine.P4RuntimeFront(_numeric_address(self.address), f"127.0.0.1:{port}",
-                                                  self.write_bytes, self.stream_gone)
+                                                  self.write_bytes, self.stream_gone, self.read_bytes)
                 port = front.start()
         except BaseException:
             if server is not None:  # the front end could not start: nothing serves
@@ -400,9 +421,7 @@ class P4RuntimeServer:
         ``(code, message, grpc-status-details-bin)``. The same steps as the grpcio Write (lent
         or submitted to the switch loop, sliced past WHOLE_WRITE_UPDATES); the front end runs
         Writes and pipeline changes one at a time, and finishes a Write whose client left."""
-        me = threading.current_thread()
-        if me.name != FRONT_THREAD and isinstance(me, threading._DummyThread):  # the engine's thread: named once
-            me.name = FRONT_THREAD
+        _name_front_thread()
         if len(raw) <= STORE_WRITE_BYTES:  # the engine's entry store first: no message at all
             try:
                 out = self._wait(lambda: self.core.write_wire(raw), lend=True)
@@ -430,6 +449,26 @@ class P4RuntimeServer:
         except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
             log.exception("P4Runtime handler failed")
             return (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
+
+    def read_bytes(self, raw: bytes) -> tuple[list[bytes], tuple[int, str, bytes] | None]:
+        """A Read for the compiled front end, on one of its threads: the responses' bytes, and
+        None or the ``(code, message, grpc-status-details-bin)`` the stream ends with after them
+        (the grpcio Read's answer). A Read of one entry or cell by its key is lent (:meth:`run`):
+        short, and two thread hand-offs were most of its time; any other goes to the switch loop."""
+        _name_front_thread()
+        try:
+            req = pb.ReadRequest.FromString(raw)
+        except Exception as e:  # noqa: BLE001 - what the grpcio server answers a Read it cannot parse
+            return [], (int(grpc.StatusCode.UNKNOWN.value[0]), f"Unexpected {type(e)}: {e}", b"")
+        try:
+            result = self._wait(lambda: self.core.read_wire(req), lend=_keyed_read(req))
+        except P4RuntimeError as e:
+            return [], (int(e.code), e.message, _status_details(e))
+        except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
+            log.exception("P4Runtime handler failed")
+            return [], (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
+        err = result.error
+        return result.responses, None if err is None else (int(err.code), err.message, _status_details(err))
 
     def front_stream_id(self, context: Any) -> int | None:
         """The front end's id of a StreamChannel it hands on (its ``hbh-front-stream`` header)."""

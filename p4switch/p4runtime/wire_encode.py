@@ -89,9 +89,18 @@ def counter_entity(counter_id: int, index: int, packets: int, nbytes: int) -> by
     return _len(0x3A, body)  # Entity.counter_entry (7)
 
 
+#: ``ReadResponse.entities``' tag and one-byte length, for the entities under 128 bytes
+_SHORT_ENTITY = [bytes((0x0A, n)) for n in range(0x80)]
+
+
 def read_response(entities: Sequence[bytes]) -> bytes:
     """``ReadResponse{entities}`` from serialised entities."""
-    return b"".join(_len(0x0A, e) for e in entities)
+    parts = []
+    for e in entities:
+        n = len(e)
+        parts.append(_SHORT_ENTITY[n] if n < 0x80 else b"\x0a" + varint(n))
+        parts.append(e)
+    return b"".join(parts)
 
 
 def packet_in_response(payload: bytes, metadata: Sequence[tuple[int, bytes]]) -> bytes:

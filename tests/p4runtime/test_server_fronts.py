@@ -32,13 +32,18 @@ FPC = pb.SetForwardingPipelineConfigRequest
 
 
 def _outcome(fn, *args):
+    """("ok", answer) or ("error", code, message, details); a Read's entities (sorted) come with
+    either, those of an error being the ones sent before it."""
+    got: list[bytes] = []
     try:
         resp = fn(*args, timeout=30)
+        if hasattr(resp, "__iter__") and not hasattr(resp, "SerializeToString"):
+            for r in resp:
+                got.extend(x.SerializeToString(deterministic=True) for x in r.entities)
+            return ("ok", sorted(got))
     except grpc.RpcError as e:
         details = [(d.code, d.message, [x.SerializeToString() for x in d.details]) for d in _status(e)]
-        return ("error", e.code(), e.details(), details)
-    if hasattr(resp, "__iter__") and not hasattr(resp, "SerializeToString"):
-        return ("ok", sorted(x.SerializeToString(deterministic=True) for r in resp for x in r.entities))
+        return ("error", e.code(), e.details(), details, sorted(got))
     return ("ok", resp.SerializeToString(deterministic=True))
 
 
@@ -80,6 +85,38 @@ def _lpm(ids, prefix: int, port: int, plen: int = 24) -> pb.TableEntry:
     te.action.action.params.add(param_id=1, value=b(port))
     te.action.action.params.add(param_id=2, value=b(0xAABB))
     return te
+
+
+def _reads(ids) -> list[pb.ReadRequest]:
+    """Reads with answers of every shape: one entry by its key, a miss, wildcards, one counter
+    cell, direct counters, errors before any answer (device, unknown id, no entity type) and
+    after some (the second of two entities names no table)."""
+    te = pb.TableEntry
+    lpm = ids["MyIngress.ipv4_lpm"]
+    hit, miss = _lpm(ids, 0x0A000000, 2), _lpm(ids, 0x0C000000, 2)
+    cell = pb.CounterEntry(counter_id=ids["MyIngress.port_pkts"], index=pb.Index(index=3))
+    entities = [
+        [pb.Entity(table_entry=te())],
+        [pb.Entity(table_entry=te(table_id=lpm, match=hit.match))],
+        [pb.Entity(table_entry=te(table_id=lpm, match=miss.match))],
+        [pb.Entity(table_entry=te(table_id=lpm))],
+        [pb.Entity(table_entry=te(table_id=lpm, is_default_action=True))],
+        [pb.Entity(table_entry=te(table_id=lpm, counter_data=pb.CounterData()))],
+        [pb.Entity(counter_entry=cell)],
+        [pb.Entity(counter_entry=pb.CounterEntry(counter_id=ids["MyIngress.port_pkts"]))],
+        [pb.Entity(table_entry=te(table_id=lpm)), pb.Entity(table_entry=te(table_id=0x7777))],
+        [pb.Entity(table_entry=te(table_id=0x7777))],
+        [pb.Entity()],
+    ]
+    reads = [pb.ReadRequest(device_id=1, entities=e) for e in entities]
+    return [*reads, pb.ReadRequest(device_id=9, entities=entities[0])]
+
+
+def _raw_read(channel: grpc.Channel):
+    """Read taking the request's bytes as they are (to send one that does not parse)."""
+    return channel.unary_stream(
+        "/p4.v1.P4Runtime/Read", request_serializer=None, response_deserializer=pb.ReadResponse.FromString
+    )
 
 
 def _session(front: str) -> list:
@@ -129,8 +166,9 @@ def _session(front: str) -> list:
             for i in range(40)
         ]  # past the table's size: RESOURCE_EXHAUSTED, sliced path
         out.append(_outcome(stub.Write, pb.WriteRequest(device_id=1, election_id=el, updates=many)))
-        read = pb.ReadRequest(device_id=1, entities=[pb.Entity(table_entry=pb.TableEntry())])
-        out.append(_outcome(stub.Read, read))
+        for read in _reads(ids):
+            out.append(_outcome(stub.Read, read))
+        out.append(_outcome(_raw_read(channel), b"\xff\xff"))  # not a ReadRequest
         out.append(
             _outcome(stub.GetForwardingPipelineConfig, pb.GetForwardingPipelineConfigRequest(device_id=1))
         )

@@ -115,3 +115,48 @@ def test_packet_ins_are_byte_for_byte_protobufs(payload: bytes, metadata: list[t
     for mid, value in metadata:
         resp.packet.metadata.add(metadata_id=mid, value=value)
     assert packet_in_response(payload, metadata) == resp.SerializeToString()
+
+
+def test_reads_without_the_engines_writer_are_the_same(monkeypatch) -> None:
+    """Without ``hbh_engine.TableEntityWriter`` every entry is written in Python: the same bytes."""
+    from p4switch.p4runtime import reads
+
+    req = pb.ReadRequest(device_id=1)
+    req.entities.add().table_entry.SetInParent()  # every table
+    with_engine = CORE.read_wire(req).responses
+    monkeypatch.setattr(reads, "_ENGINE_WRITER", None)
+    monkeypatch.setattr(reads, "_WRITERS", reads.weakref.WeakKeyDictionary())
+    assert CORE.read_wire(req).responses == with_engine == [r.SerializeToString() for r in CORE.read(req).responses]
+
+
+def test_the_engines_writer_hands_back_what_it_cannot_write() -> None:
+    """Values over 128 bits, actions that are not ActionCalls, objects of other types: None, for
+    the caller to write; everything else as ``wire_encode.table_entity`` writes it."""
+    from types import SimpleNamespace
+
+    import pytest
+
+    from p4switch.p4runtime.reads import _WRITTEN_CLASSES
+    from p4switch.p4runtime.wire_encode import table_entity
+    from p4switch.state.actions import ActionCall
+    from p4switch.state.tables import Exact, Lpm, MatchFieldInfo, MatchKind, TableEntry
+
+    engine = pytest.importorskip("hbh_engine")
+    fields = (MatchFieldInfo(1, "a", 200, MatchKind.EXACT), MatchFieldInfo(2, "b", 32, MatchKind.LPM))
+    writer = engine.TableEntityWriter(7, [(f.id, int(f.kind)) for f in fields], {3: [1, 2]}, _WRITTEN_CLASSES)
+    # what table_entity looks up in a RuntimeState: the action's parameters
+    state = SimpleNamespace(actions={3: SimpleNamespace(params=(SimpleNamespace(id=1), SimpleNamespace(id=2)))})
+
+    def entry(a: int, action: object, b_match: object = None) -> TableEntry:
+        e = TableEntry(7, (Exact(a), b_match), 0, action)
+        e.controller_metadata, e.metadata, e.idle_timeout_ns, e.is_const = 5, b"\x00md", 9, True
+        return e
+
+    plain = entry(1 << 127, ActionCall(3, (0, (1 << 128) - 1)), Lpm(0x0A000000, 8))
+    no_action = entry(0, None)
+    wide = entry(1 << 128, ActionCall(3, (1, 2)))
+    wide_param = entry(1, ActionCall(3, (1, 1 << 128)))
+    indirect = entry(1, SimpleNamespace(action_id=3, params=(1, 2)))
+    got = writer.entities([plain, no_action, wide, wide_param, indirect, "not an entry"])
+    assert got == [table_entity(state, 7, fields, plain), table_entity(state, 7, fields, no_action),
+                   None, None, None, None]
