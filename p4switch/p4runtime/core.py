@@ -331,21 +331,22 @@ class P4RuntimeCore:
         st = self._require_state()
         now = self.now_ns()
         entities: list[Any] = []
-        errors, failed = [], False
-        for ent in req.entities:
+        failures: dict[int, StateError] = {}  # the p4.v1.Error details are built only when one failed
+        for i, ent in enumerate(req.entities):
             try:
-                entities.extend(reader(st, ent, now))
-                errors.append(to_p4_error(Code.OK))
+                entities += reader(st, ent, now)
             except StateError as e:
-                errors.append(to_p4_error(e.code, e.message))
-                failed = True
-        responses = [response(entities[i:i + READ_CHUNK]) for i in range(0, len(entities), READ_CHUNK)]
-        if not responses:
-            responses = [response([])]
+                failures[i] = e
+        if len(entities) <= READ_CHUNK:
+            responses = [response(entities)]
+        else:
+            responses = [response(entities[i:i + READ_CHUNK]) for i in range(0, len(entities), READ_CHUNK)]
         err = None
-        if failed:
-            nfail = sum(1 for e in errors if e.canonical_code != Code.OK)
-            err = P4RuntimeError(Code.UNKNOWN, f"Read failure: {nfail} of {len(errors)} request(s) failed", errors)
+        if failures:
+            n = len(req.entities)
+            errors = [to_p4_error(e.code, e.message) if e is not None else to_p4_error(Code.OK)
+                      for e in map(failures.get, range(n))]
+            err = P4RuntimeError(Code.UNKNOWN, f"Read failure: {len(failures)} of {n} request(s) failed", errors)
         return ReadResult(responses, err)
 
     # ---------------------------------------------------- pipeline config

@@ -61,7 +61,9 @@ def read_entity_wire(state: RuntimeState, entity: pb.Entity, now_ns: int) -> lis
         return [counter_entity(arr.id, i, *_kept(arr.unit, arr.packets[i], arr.bytes[i]))
                 for arr, i in _cells(state.counters, ce.counter_id, ce, "counter")]
     te = entity.table_entry
-    if entity.WhichOneof("entity") != "table_entry" or any(te.HasField(f) for f in _DIRECT_RESOURCES):
+    has = te.HasField
+    if (entity.WhichOneof("entity") != "table_entry" or has("counter_data") or has("meter_config")
+            or has("meter_counter_data") or has("time_since_last_hit")):  # the direct resources
         return [e.SerializeToString() for e in read_entity(state, entity, now_ns)]
     out = []
     for table in _tables(state, te):

@@ -1,7 +1,7 @@
 """P4Runtime Write throughput measured the way a controller writes.
 
     python -m tests.bench.p4rt_writes [--entries 1000] [--rounds 3] [--floor] [--baseline REV] [--bmv2]
-                                      [--compiled] [--python-path] [--pin]
+                                      [--compiled] [--python-path] [--pin] [--reads]
 
 Why its own module: the figure that matters to a user is what a controller sees over gRPC,
 not the in-process core. So a ``p4switch`` process runs ``p4src/alinea.p4`` (no ports needed),
@@ -14,7 +14,9 @@ Other servers measured beside it (empty ones - grpcio's and a Go one, tests/benc
 -, the p4switch of an earlier commit, the real BMv2, and this p4switch with the compiled
 P4Runtime front end, ``HBH_P4RT=compiled``, and on its Python-only path, ``HBH_P4RT=python``: the
 grpcio server and the general write path) are started at the same time and take their rounds in
-turn with it, for the same reason.
+turn with it, for the same reason. With ``--reads`` (and in ``make bench``), the switches among them
+then hold all the entries and their Reads are measured the same way, in turns: one entry by its
+whole key (the entries in turn) and the whole table.
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,10 +41,18 @@ ALINEA = ROOT / "p4src" / "alinea.p4"
 
 @dataclass
 class WriteRates:
-    """Median inserts/s per batch size, and every round's rate (for the details column)."""
+    """Median inserts/s per batch size, and every round's rate (for the details column); with
+    Reads measured, the same of Reads/s per kind of Read (:data:`READ_KINDS`)."""
 
     median: dict[int, float]
     rounds: dict[int, list[float]]
+    read_median: dict[str, float] = field(default_factory=dict)
+    read_rounds: dict[str, list[float]] = field(default_factory=dict)
+
+
+#: the Reads measured: one entry by its whole key (the entries in turn), and the whole table
+READ_KINDS = ("one entry", "whole table")
+READS_PER_ROUND = {"one entry": 500, "whole table": 20}
 
 
 class RawController:
@@ -86,6 +96,11 @@ class RawController:
     def write(self, updates: list) -> None:
         req = self.pb.WriteRequest(device_id=self.device_id, election_id=self.election, updates=updates)
         self.stub.Write(req, timeout=self.timeout)
+
+    def read(self, entities: list) -> int:
+        """A Read of ``entities``; how many entities came back."""
+        req = self.pb.ReadRequest(device_id=self.device_id, entities=entities)
+        return sum(len(r.entities) for r in self.stub.Read(req, timeout=self.timeout))
 
     def close(self) -> None:
         self._out.put(None)
@@ -147,17 +162,36 @@ def pinned(cpus: set[int] | None) -> Iterator[None]:
                 os.sched_setaffinity(tid, mask)
 
 
+def _read_round(ctl: RawController, inserts: list, kind: str) -> float:
+    """Reads/s of ``kind`` (:data:`READ_KINDS`) against a table holding ``inserts``' entries; a
+    wrong answer (an entity too many or missing) is an error, not a figure."""
+    from p4.v1 import p4runtime_pb2 as pb
+
+    n = READS_PER_ROUND[kind]
+    whole = [pb.Entity(table_entry=pb.TableEntry(table_id=inserts[0].entity.table_entry.table_id))]
+    keyed = [[pb.Entity(table_entry=u.entity.table_entry)] for u in inserts]
+    t = time.perf_counter()
+    for i in range(n):
+        got = ctl.read(keyed[i % len(keyed)] if kind == "one entry" else whole)
+        want = 1 if kind == "one entry" else len(inserts)
+        if got != want:
+            raise RuntimeError(f"a Read of {kind} answered {got} entities, not {want}")
+    return n / (time.perf_counter() - t)
+
+
 def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: object, entries: int = 1000,
                     rounds: int = 3, batches: tuple[int, ...] = (1, 100),
-                    client_cpus: set[int] | None = None) -> dict[str, WriteRates]:
+                    client_cpus: set[int] | None = None, read_from: Collection[str] = ()) -> dict[str, WriteRates]:
     """Start every server, then measure them round-robin: server after server, batch size after
     batch size, ``rounds`` times, so a drift in machine load hits each of them alike. With
-    ``client_cpus`` the client runs only there (start the servers on other CPUs)."""
+    ``client_cpus`` the client runs only there (start the servers on other CPUs). The servers
+    named in ``read_from`` then get all the entries and their Reads are measured the same way."""
     from p4.v1 import p4runtime_pb2 as pb
 
     inserts = lpm_updates(p4info, pb.Update.INSERT, entries)
     deletes = lpm_updates(p4info, pb.Update.DELETE, entries)
     out = {name: {b: [] for b in batches} for name in servers}
+    reads: dict[str, dict[str, list[float]]] = {name: {k: [] for k in READ_KINDS} for name in read_from}
     with contextlib.ExitStack() as stack:
         stack.enter_context(pinned(client_cpus))
         ctls = {}
@@ -168,7 +202,15 @@ def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: obj
             for name, ctl in ctls.items():
                 for batch in batches:
                     out[name][batch].append(_round(ctl, inserts, deletes, batch))
-    return {name: WriteRates({b: statistics.median(r) for b, r in rates.items()}, rates)
+        for name in reads:
+            for i in range(0, len(inserts), 500):
+                ctls[name].write(inserts[i:i + 500])
+        for _ in range(rounds):
+            for name, kinds in reads.items():
+                for kind, rates in kinds.items():
+                    rates.append(_read_round(ctls[name], inserts, kind))
+    return {name: WriteRates({b: statistics.median(r) for b, r in rates.items()}, rates,
+                             {k: statistics.median(r) for k, r in reads.get(name, {}).items()}, reads.get(name, {}))
             for name, rates in out.items()}
 
 
@@ -371,6 +413,9 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure this p4switch on its Python-only path (HBH_P4RT=python)")
     p.add_argument("--pin", action="store_true",
                    help="client on CPU 0, every server on CPU 1 (steadier figures than the OS's placement)")
+    p.add_argument("--reads", action="store_true",
+                   help="also measure Reads (one entry by its key, the whole table) of the switches: "
+                        "this p4switch, its compiled front end, BMv2")
     args = p.parse_args(argv)
     from tests.switch.simnet import program
 
@@ -394,7 +439,9 @@ def main(argv: list[str] | None = None) -> int:
                 servers["empty Go server"] = go_empty_server(build_go_floor(), cpu)
             except ServerUnavailable as exc:
                 print(f"p4rt_writes: the empty Go server is left out: {exc}", file=sys.stderr)
-        results = measure_servers(servers, program(str(ALINEA)).p4info, args.entries, args.rounds, client_cpus=client)
+        readable = [n for n in servers if n.startswith(("p4switch", "BMv2"))] if args.reads else []
+        results = measure_servers(servers, program(str(ALINEA)).p4info, args.entries, args.rounds, client_cpus=client,
+                                  read_from=readable)
     except ServerUnavailable as exc:
         print(f"p4rt_writes: {exc}", file=sys.stderr)
         return 2
@@ -402,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
             print(f"{name}: {batch} update(s) per Write: median {rate:,.0f} inserts/s (rounds: {rounds})")
+        for kind, rate in rates.read_median.items():
+            rounds = ", ".join(f"{r:,.0f}" for r in rates.read_rounds[kind])
+            print(f"{name}: Reads of {kind}: median {rate:,.0f} Reads/s, {1e3 / rate:.3f} ms each (rounds: {rounds})")
     return 0
 
 

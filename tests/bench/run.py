@@ -559,7 +559,9 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
     elif where == "placed by the OS":
         rep.add("P4Runtime", "table inserts/s over gRPC to the real BMv2", "not measured",
                 "simple_switch_grpc is not on PATH")
-    results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client)
+    readable = [n for n in ("p4switch", "compiled", "bmv2") if n in servers]
+    results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client,
+                                 read_from=readable)
     for name, rates in results.items():
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
@@ -567,6 +569,15 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
                     f"{rate:,.0f} /s", f"{entries} ipv4_lpm entries; raw p4runtime stubs, arbitration stream open; "
                     f"median of 3 rounds, taken in turn with the other servers of these rows ({rounds}) "
                     "(tests/bench/p4rt_writes.py)")
+    for name in readable:
+        rates = results[name]
+        for kind, rate in rates.read_median.items():
+            rounds = ", ".join(f"{r:,.0f}" for r in rates.read_rounds[kind])
+            what = "one entry by its key" if kind == "one entry" else f"the whole table ({entries} entries)"
+            rep.add("P4Runtime", f"table Reads/s over gRPC{labels[name]}, {what}, {where}",
+                    f"{rate:,.0f} /s", f"{1e3 / rate:.3f} ms a Read; {pw.READS_PER_ROUND[kind]} Reads a round, "
+                    f"median of 3 rounds, taken in turn with the other switches of these rows ({rounds}), after "
+                    "their Write rounds (tests/bench/p4rt_writes.py)")
 
 
 def bench_soak(rep: Report, minutes: float) -> None:
