@@ -40,9 +40,14 @@ def variant(name: str, sets: list[str]) -> Any:
     return point_topology(base, Point(tuple((s, s.values[0]) for s in parse_settings(sets)), None))
 
 
-def _run(topo: Any, seconds: int) -> dict[str, Any]:
-    print(f"running {topo.name} ({seconds} s virtual) ...", file=sys.stderr, flush=True)
-    return run_experiment(topo, seconds * S, seed=1, plots=False).summary
+def _run(topo: Any, seconds: int, seed: int = 1) -> dict[str, Any]:
+    print(f"running {topo.name} seed {seed} ({seconds} s virtual) ...", file=sys.stderr, flush=True)
+    return run_experiment(topo, seconds * S, seed=seed, plots=False).summary
+
+
+#: the two-bottleneck rows' runs: the paper ran each row once, and phase effects scatter single runs, so the target
+#: is each flow's mean over these seeds (issue 48; docs/background/cvihis.md, "How the default was chosen")
+ROW_SEEDS, ROW_SECONDS = (1, 2, 3, 4, 5), 120
 
 
 def window_rate(summary: dict[str, Any], flow: str, a: float, b: float) -> float:
@@ -51,29 +56,37 @@ def window_rate(summary: dict[str, Any], flow: str, a: float, b: float) -> float
 
 
 def cvihis_sections() -> list[str]:
+    seeds = ", ".join(map(str, ROW_SEEDS))
     out = ["## The published CVIHIS behaviour", "",
-           "Seed 1, 60 s runs; rates are goodput over 30-60 s. Two-bottleneck test: topo/cvihis-two-bottleneck.yaml "
-           "(row 5) and the rows' `--set` lines (docs/reference/topologies.md); published values from SOURCES.md part B.", "",
-           "| row | flow 1 kb/s (published) | flow 2 | flow 3 | Jain |", "|---|---|---|---|---|"]
+           f"Two-bottleneck test: topo/cvihis-two-bottleneck.yaml (row 5) and the rows' `--set` lines "
+           "(docs/reference/topologies.md); published values from SOURCES.md part B. CVIHIS's default reading, "
+           f"seeds {seeds}, {ROW_SECONDS} s runs, goodput over {ROW_SECONDS // 2}-{ROW_SECONDS} s: each flow's mean "
+           "over the seeds against its published rate (the paper ran each row once; single runs scatter), then each "
+           "seed's deviation.", "",
+           "| row | flow | published (kb/s) | mean over the seeds (kb/s) | deviation of the mean | each seed's deviation |",
+           "|---|---|---|---|---|---|"]
     misses: list[str] = []
     for row, sets, published in ROWS:
-        s = _run(variant("cvihis-two-bottleneck", sets), 60)
-        got = [s["flows"][f]["goodput_bps"] / 1e3 for f in ("f1", "f2", "f3")[:len(published)]]
-        cells = [f"{g:.0f} ({p})" for g, p in zip(got, published)] + ["-"] * (3 - len(published))
-        misses += [f"row {row} flow {i + 1} {100 * (g / p - 1):+.1f} %" for i, (g, p) in enumerate(zip(got, published))
-                   if abs(g - p) > 0.10 * p]
-        out.append(f"| {row} | {' | '.join(cells)} | {jain(got):.4f} |")
+        runs = [_run(variant("cvihis-two-bottleneck", sets), ROW_SECONDS, seed) for seed in ROW_SEEDS]
+        for i, p in enumerate(published):
+            got = [s["flows"][f"f{i + 1}"]["goodput_bps"] / 1e3 for s in runs]
+            mean = statistics.fmean(got)
+            if abs(mean - p) > 0.10 * p:
+                misses.append(f"row {row} flow {i + 1} {100 * (mean / p - 1):+.1f} %")
+            out.append(f"| {row} | {i + 1} | {p} | {mean:.0f} | {100 * (mean / p - 1):+.1f} % | "
+                       + ", ".join(f"{100 * (g / p - 1):+.1f}" for g in got) + " % |")
     out += ["", _row_verdict(misses), ""]
     s = _run(variant("cvihis-three-flows", []), 60)
     g = [f["goodput_bps"] for f in s["flows"].values()]
-    out += ["", f"Three RTM flows on one 4 Mb/s bottleneck (topo/cvihis-three-flows.yaml): goodputs "
+    out += ["", f"Three RTM flows on one 4 Mb/s bottleneck (topo/cvihis-three-flows.yaml), seed 1, 60 s, goodput "
+            "over 30-60 s: goodputs "
             f"{', '.join(f'{x / 1e3:.0f}' for x in g)} kb/s, Jain {jain(g):.4f}, utilisation "
             f"{sum(g) / 4e6:.3f} (published: Jain > 0.99, ~100 %).", ""]
     s = _run(load_topology(ROOT / "topo" / "cvihis-blm-vs-rtm.yaml"), 75)
     w = {(f, a): window_rate(s, f, a, b) / 1e3 for f in ("blm", "rtm") for a, b in ((10, 20), (35, 50), (65, 75))}
     out += ["### BLM against RTM", "",
             "One BLM flow alone on a 4 Mb/s, 40 ms bottleneck; an RTM flow joins at 20 s and stops at 50 s "
-            "(tests/topo/test_cvihis_published.py). Mean receive rate (kb/s) per window:", "",
+            "(tests/topo/test_cvihis_published.py); seed 1, 75 s. Mean receive rate (kb/s) per window:", "",
             "| window | BLM | RTM |", "|---|---|---|",
             *[f"| {a}-{b} s | {w[('blm', a)]:.0f} | {w[('rtm', a)]:.0f} |" for a, b in ((10, 20), (35, 50), (65, 75))],
             "", _blm_verdict(w[("blm", 35)], w[("rtm", 35)]), ""]
@@ -82,8 +95,8 @@ def cvihis_sections() -> list[str]:
 
 def _row_verdict(misses: list[str]) -> str:
     if not misses:
-        return "Every flow of every row is within 10 % of its published rate."
-    return (f"Outside 10 % of the published rate: {', '.join(misses)}. End to end every output port is a shared "
+        return "Every flow's mean over the seeds is within 10 % of its published rate, in every row."
+    return (f"A mean over the seeds outside 10 % of the published rate: {', '.join(misses)}. End to end every output port is a shared "
             "drop-tail FIFO, as in the published testbed (docs/howto/compare.md); the rows with a third flow are where "
             "the two flows that cross both bottlenecks also meet losses at R1-R2 and converge slowly towards "
             "each other (docs/background/cvihis.md, 'In the network'). All flows have a 50 ms one-way delay, so it is not an "
