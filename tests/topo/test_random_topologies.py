@@ -387,14 +387,6 @@ OPEN_CASES = {
                                    "reads 3-10 packets in S3's buffer in bursts and takes it as regulated; S2's "
                                    "buffer from S1 drops 22 (0 on the shaper, 0 with starvation remembered over "
                                    "the drain window in a scratch run)",
-    "open-shared-buffer-slow-egress.yaml": "(minimised from fuzz-topo seed 3's fail-4..10) S1's 10-packet buffer "
-                                           "from S2 holds frames of f5 (to H4 behind a 1 Mb/s link) and of flows "
-                                           "to H5 (100 Mb/s); S2's one law for the port measures S1's drain at "
-                                           "~9.6 Mb/s and its forecast reads 0 in most reports while the buffer "
-                                           "holds 9-10 packets, so it keeps sending near the link's 10 Mb/s: the "
-                                           "buffer overflows from 0.97 s. A per-port law cannot slow f5 alone; "
-                                           "the analysis sees neither the slow exit's share of the buffer nor the "
-                                           "forecast's blind spot (as open-head-of-line-fabric)",
     "open-stamped-mixed-backlog.yaml": "(minimised from fuzz-topo seed 3's fail-1; 0 lost on the shaper) S2 "
                                        "forwards S1's 50 ms FIFO of 200 B and 1448 B frames toward S5, whose "
                                        "33-packet buffer it regulates; the two hops' queue rates come from their "

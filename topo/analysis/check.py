@@ -8,7 +8,9 @@ stable (one law, its characteristic equation), that v's buffer can hold its targ
 packet from each link that feeds its queue (packets, which a fluid model does not see), and that
 the laws together do not overflow it (:mod:`topo.analysis.fluid_network`: the hops of a line start up
 together, which one law's model does not see), and that no law's floor alone overflows it
-(:mod:`topo.analysis.floor_check`: a floor derived from a fast link above a slow path). ``hbh run`` prints one warning per law that fails
+(:mod:`topo.analysis.floor_check`: a floor derived from a fast link above a slow path), and that the buffer is
+not shared by an exit slower than its share of the feed with exits that pass, whose departures the law
+would take for the buffer's drain (:mod:`topo.analysis.head_of_line`). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
 
@@ -29,6 +31,7 @@ from topo.analysis.fluid_network import (
     room_at_peak,
     smallest_scale,
 )
+from topo.analysis.head_of_line import SlowExit, slow_exits
 from topo.net.model import Topology
 from topo.net.plan import law_frames
 from topo.net.routes import routed_paths
@@ -53,6 +56,7 @@ class LawCheck:
     scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
     events_s: tuple[float, ...] = ()  # when the topology's links change rate
     floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
+    slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
 
     @property
     def room_pkts(self) -> float:
@@ -63,7 +67,7 @@ class LawCheck:
     @property
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
-                and not self.overflows)
+                and self.slow_exit is None and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -108,6 +112,16 @@ class LawCheck:
                        f"buffers from {w} on gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports "
                        f"(full in {f.fill_s:.2g} s)")
             fixes.append(f"an r_floor of at most {format_rate(f.drain_bps / (f.surge or 1.0))} would not overflow it")
+        if (x := self.slow_exit) is not None:
+            where = f"the flows {w} forwards toward {x.exit}" if x.exit is not None else f"the flows {w} receives"
+            when = f" from {x.from_s:g} s" if x.from_s > 0 else ""
+            why.append(f"{w}'s buffer from {u} holds {where} ({', '.join(x.flows)}){when}: {u} can feed them "
+                       f"{format_rate(x.feed_bps)} ({x.share:.0%} of what it sends), more than their path takes "
+                       f"({format_rate(x.drain_bps)}), while {w}'s other exits pass what they get; one law for the "
+                       f"port holds that buffer only at {format_rate(x.hold_bps)}, and there most of the drain "
+                       f"it measures is its own sending, not the buffer's (head-of-line blocking)")
+            fixes.append("a per-port law cannot slow one exit: per-destination classes (options.classes) give each "
+                         "its own queue and law")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -320,6 +334,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
     peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
     events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
     floors = floor_overflows(topo, duration_s) if loops else {}
+    exits = slow_exits(topo, duration_s, _beyond) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -327,7 +342,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
         if (loop, drop_at) not in verdicts:
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
-                     feeding_links(topo, *key), events_s=events, floor=floors.get(key))
+                     feeding_links(topo, *key), events_s=events, floor=floors.get(key), slow_exit=exits.get(key))
             for key, loop, drop_at in loops]
 
 

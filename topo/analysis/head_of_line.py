@@ -1,0 +1,153 @@
+"""Where an ALINEA law regulates a buffer shared by an exit slower than its share of the feed (topo/analysis/check.py).
+
+Why: alinea.p4 counts, per ingress port, the packets that came in on it and have not left the switch
+(docs/reference/dataplane.md, "The buffer model"): v's buffer from u is one count for u's packets
+whatever egress of v they leave by. Group u's flows by that exit (v's next hop, or v itself for the
+flows it receives). An exit whose flows u feeds faster than the path behind it takes them (its share
+of what u can send above what its links, or a receiver's playout, drain) keeps its packets in the
+buffer: the buffer builds with them whatever the other exits drain. When every other exit's path
+takes more than u can feed it, their packets leave as they come: for them the buffer is starved, and
+their departures are what u sent of them. (Where two exits build, the law measures what their paths
+take, a capacity: not this case.)
+
+A per-port law cannot slow one exit: it holds the buffer only by holding the whole port to the rate
+at which the slow exit's share is what its path drains (head-of-line blocking: every exit waits with
+it; docs/howto/fabric.md). It reads that from the buffer's occupancy, as any law; but the drain it
+measures (the buffer's departures of u's packets, which the forecast on BMv2's queues subtracts over
+its horizon, ``Ô = O + Q − μ·h``, and the start-up brake caps at: controlplane/forecast.py) is then
+mostly its own sending, the passing exits' packets: not a capacity, the trap the agent avoids only
+when the buffer holds at most one packet (``IDLE_PKTS``), which a buffer holding the slow exit's
+backlog never does. When the passing exits carry more of the measured drain than the slow exit
+drains, at the rate that holds the buffer, the law takes what it sent for what the buffer can take:
+its forecast reads the buffer emptying while it fills with the slow exit's packets, and it keeps
+sending. This is the case here: the measured drain at that rate is the slow exit's own drain over
+its share, of which the passing exits carry one minus the share, so the rule is a share below one
+half, and the slow exit's backlog, growing from nothing at the feed less the drain, filling the
+whole buffer within the stretch (the law blind to it keeps sending what it can) (tests/topo/random_cases/shared-buffer-slow-egress.yaml: the slow exit a fourth of the feed,
+S2's forecast 0 while S1's 10-packet buffer held 9-10, 182 lost; the head-of-line experiment's
+incast, three fourths of the spine's port toward the receivers' leaf, loses nothing).
+
+What u can send of each flow: its source's share of the source's link (a host's flows share it
+equally in bits), at most its R_max and every link on its way to v; u's link to v shared among the
+flows in proportion to what they bring (a FIFO serves each flow as it arrives). What the path behind v
+takes of an exit's flows: check.py's reading (every link behind v at most its rate for the flows that
+cross it, a receiver's playout), passed in as ``beyond`` (check.py imports this module). Checked over
+each stretch of the run in which the same ALINEA flows run, at the links' declared rates (link-rate
+events left out). Multicast groups are left out (a group's packet leaves at its slowest copy's pace:
+topo/analysis/floor_check.py). A bound toward silence: an exit is slow only if even the feed its flows
+can bring at most (every source at its link) overflows what its path takes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from topo.net.model import Flow, Topology
+from topo.net.routes import routed_paths
+
+__all__ = ["SlowExit", "slow_exits"]
+
+DirectedLink = tuple[str, str]
+Rests = list[tuple[str, tuple[DirectedLink, ...]]]  # (a flow's receiver, its hops after the hop)
+#: What the links behind a hop take of the flows whose hops after it are the rests (check.py's ``_beyond``).
+Beyond = Callable[[Topology, DirectedLink, Rests], float]
+#: The slow exit's share of the feed below which the passing exits carry most of the drain the law measures.
+PASSING_MAJORITY = 0.5
+
+
+@dataclass(frozen=True)
+class SlowExit:
+    """v's buffer from u holds the packets of the flows leaving v toward ``exit`` (v's next hop; None: v
+    receives them), fed ``feed_bps`` (``share`` of u's link) while their path takes ``drain_bps``; the
+    other exits' flows pass, so the law's measured drain at the rate that holds the buffer
+    (``hold_bps``) is mostly what it sent, from ``from_s``; sending on at the feed, the backlog alone
+    fills the buffer in ``fill_s``."""
+
+    exit: str | None
+    flows: tuple[str, ...]
+    feed_bps: float
+    drain_bps: float
+    share: float
+    hold_bps: float
+    fill_s: float  # the backlog, from nothing, fills the whole buffer in this long at the feed
+    from_s: float = 0.0
+
+
+def slow_exits(topo: Topology, duration_s: float, beyond: Beyond) -> dict[DirectedLink, SlowExit]:
+    """The laws whose buffer a slow exit shares with passing ones, each at the first stretch of the
+    first ``duration_s`` of the run where it does."""
+    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
+    alinea = [f for f in topo.flows if f.control == "alinea"]
+    end_ns = int(duration_s * 1e9)
+    cuts = sorted({0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None})
+    out: dict[DirectedLink, SlowExit] = {}
+    times = [c for c in cuts if c < end_ns] + [end_ns]
+    for t0, t1 in zip(times, times[1:]):
+        running = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+        for key in topo.law:
+            if key in out:
+                continue
+            found = _slow_exit(topo, key, running, paths, beyond)
+            if found is not None and found.fill_s <= (t1 - t0) / 1e9:
+                out[key] = dataclasses.replace(found, from_s=t0 / 1e9)
+    return out
+
+
+def _slow_exit(
+    topo: Topology,
+    key: DirectedLink,
+    running: Sequence[Flow],
+    paths: dict[str, tuple[DirectedLink, ...]],
+    beyond: Beyond,
+) -> SlowExit | None:
+    u, v = key
+    crossing = [f for f in running if key in paths[f.name]]
+    if len(crossing) < 2 or any(f.group is not None for f in crossing):
+        return None
+    bring = {
+        f.name: _brings(topo, f, running, paths[f.name][: paths[f.name].index(key) + 1]) for f in crossing
+    }
+    total = sum(bring.values())
+    link = topo.link_between(u, v).rate_bps
+    scale = min(1.0, link / total) if total > 0 else 0.0
+    exits: dict[str | None, list[Flow]] = {}
+    for f in crossing:
+        rest = paths[f.name][paths[f.name].index(key) + 1 :]
+        exits.setdefault(rest[0][1] if rest else None, []).append(f)
+    port = topo.ports.get((v, u)) or topo.host_buffers.get((v, u))
+    if len(exits) < 2 or port is None:
+        return None
+    feeds: dict[str | None, tuple[float, float]] = {}  # exit -> (its feed, what its path takes)
+    for nxt, fs in exits.items():
+        rests = [(f.dst, paths[f.name][paths[f.name].index(key) + 2 :]) for f in fs]
+        drain = beyond(topo, (v, nxt), rests) if nxt is not None else topo.nodes[v].playout_bps or math.inf
+        feeds[nxt] = (scale * sum(bring[f.name] for f in fs), drain)
+    slow = [nxt for nxt, (feed, drain) in feeds.items() if feed > drain]
+    if len(slow) != 1:  # none builds, or several: the drain the law measures is then theirs, a capacity
+        return None
+    worst = None
+    for nxt in slow:
+        fs = exits[nxt]
+        feed, drain = feeds[nxt]
+        share = feed / (scale * total) if total > 0 else 0.0
+        if share < PASSING_MAJORITY:
+            pps = scale * sum(
+                bring[f.name] / (8 * f.packet_size) for f in fs
+            )  # the exit's packets/s at the feed
+            fill = port.capacity / (pps * (1 - drain / feed))
+            if worst is None or fill < worst.fill_s:
+                worst = SlowExit(nxt, tuple(f.name for f in fs), feed, drain, share, drain / share, fill)
+    return worst
+
+
+def _brings(topo: Topology, f: Flow, running: Sequence[Flow], hops: tuple[DirectedLink, ...]) -> float:
+    """What flow ``f`` can bring over ``hops`` (its path from its source up to the law's link): its source's
+    link shared equally in bits among the source's running flows, at most its R_max and every link."""
+    sharing = sum(1 for g in running if g.src == f.src)
+    rate = topo.link_between(*hops[0]).rate_bps / max(1, sharing)
+    for a, b in hops[1:]:
+        rate = min(rate, topo.link_between(a, b).rate_bps)
+    return min(rate, f.r_max_bps or math.inf)
