@@ -171,7 +171,7 @@ def test_results_section_is_one_spliceable_section_with_every_row() -> None:
     from topo.results.gcc import results_section
     from topo.results.splice import splice_sections
 
-    lines = results_section("1", 2.0)
+    lines = results_section("1", 1.0)  # the rows, not their values: 1 s runs
     assert lines[0].startswith("## GCC beside CVIHIS RTM") and sum(line.startswith("## ") for line in lines) == 1
     rows = [line for line in lines if line.startswith(("| one flow |", "| three flows |", "| against one cubic |"))]
     assert len(rows) == 4 * 2 + 2 + 2 + 2

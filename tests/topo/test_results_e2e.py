@@ -28,12 +28,13 @@ def _row(lines: list[str], topology: str, label: str) -> list[str]:
 
 @pytest.mark.slow
 def test_section_has_a_column_per_control_and_a_figure_per_topology(tmp_path: Path) -> None:
-    """Every unicast control on both topologies (3 s runs, one seed): one ``## `` section that splices
-    into a document once; each topology's table has a column per control, in order, every one with a
-    delay and a utilisation cell (all ran); each figure exists and is linked relative to the doc."""
+    """Every unicast control on both topologies (1 s runs, one seed: the cells' form, not their values):
+    one ``## `` section that splices into a document once; each topology's table has a column per
+    control, in order, every one with a delay and a utilisation cell (all ran); each figure exists and
+    is linked relative to the doc."""
     doc_dir = tmp_path / "docs"
     figures = doc_dir / "figures"
-    lines = results_section(tmp_path / "raw", figures, doc_dir, seeds="1", duration="3s")
+    lines = results_section(tmp_path / "raw", figures, doc_dir, seeds="1", duration="1s")
     assert lines[0] == HEADING and sum(line.startswith("## ") for line in lines) == 1
     assert f"--controls {','.join(CONTROLS)}" in lines[2]
     for topology in ("paper-5router", "capacity-drop"):
@@ -63,7 +64,7 @@ def test_a_control_the_simulator_refuses_keeps_its_column_and_says_why(tmp_path:
         tmp_path / "fig",
         tmp_path,
         seeds="1",
-        duration="2s",
+        duration="1s",
         topologies=("paper-5router",),
         controls=("alinea", "tcp-bbr"),
     )
