@@ -16,7 +16,8 @@ P4Runtime front end, ``HBH_P4RT=compiled``, and on its Python-only path, ``HBH_P
 grpcio server and the general write path) are started at the same time and take their rounds in
 turn with it, for the same reason. With ``--reads`` (and in ``make bench``), the switches among them
 then hold all the entries and their Reads are measured the same way, in turns: one entry by its
-whole key (the entries in turn) and the whole table.
+whole key (the entries in turn) and the whole table; and a PacketOut to the p4switches' CPU port
+until its PacketIn comes back on the same StreamChannel (BMv2 runs without a CPU port here).
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class WriteRates:
     rounds: dict[int, list[float]]
     read_median: dict[str, float] = field(default_factory=dict)
     read_rounds: dict[str, list[float]] = field(default_factory=dict)
+    #: each round's median PacketOut -> PacketIn round trip (s), when measured
+    echo_rounds: list[float] = field(default_factory=list)
 
 
 #: the Reads measured: one entry by its whole key (the entries in turn), and the whole table
@@ -179,13 +182,35 @@ def _read_round(ctl: RawController, inserts: list, kind: str) -> float:
     return n / (time.perf_counter() - t)
 
 
+ECHOES_PER_ROUND = 300
+
+
+def _echo_round(ctl: RawController, p4info: object) -> float:
+    """The median time from a PacketOut to the CPU port (alinea.p4 sends it back) until its
+    PacketIn arrives on the same StreamChannel: what one stream message costs each way."""
+    from tests.bench.soak_controller import frame, packet_out
+
+    cpm = next(c for c in p4info.controller_packet_metadata if c.preamble.name == "packet_out")
+    msg = packet_out(cpm, 255, frame(47009))
+    times = []
+    for _ in range(ECHOES_PER_ROUND):
+        t = time.perf_counter()
+        ctl.send(msg)
+        while ctl.received.get(timeout=WRITE_TIMEOUT_S).WhichOneof("update") != "packet":
+            pass
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
 def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: object, entries: int = 1000,
                     rounds: int = 3, batches: tuple[int, ...] = (1, 100),
-                    client_cpus: set[int] | None = None, read_from: Collection[str] = ()) -> dict[str, WriteRates]:
+                    client_cpus: set[int] | None = None, read_from: Collection[str] = (),
+                    echo_from: Collection[str] = ()) -> dict[str, WriteRates]:
     """Start every server, then measure them round-robin: server after server, batch size after
     batch size, ``rounds`` times, so a drift in machine load hits each of them alike. With
     ``client_cpus`` the client runs only there (start the servers on other CPUs). The servers
-    named in ``read_from`` then get all the entries and their Reads are measured the same way."""
+    named in ``read_from`` then get all the entries and their Reads are measured the same way;
+    those in ``echo_from`` (p4switches: their CPU port) the PacketOut -> PacketIn round trip."""
     from p4.v1 import p4runtime_pb2 as pb
 
     inserts = lpm_updates(p4info, pb.Update.INSERT, entries)
@@ -205,12 +230,16 @@ def measure_servers(servers: dict[str, AbstractContextManager[str]], p4info: obj
         for name in reads:
             for i in range(0, len(inserts), 500):
                 ctls[name].write(inserts[i:i + 500])
+        echoes: dict[str, list[float]] = {name: [] for name in echo_from}
         for _ in range(rounds):
             for name, kinds in reads.items():
                 for kind, rates in kinds.items():
                     rates.append(_read_round(ctls[name], inserts, kind))
+            for name, times in echoes.items():
+                times.append(_echo_round(ctls[name], p4info))
     return {name: WriteRates({b: statistics.median(r) for b, r in rates.items()}, rates,
-                             {k: statistics.median(r) for k, r in reads.get(name, {}).items()}, reads.get(name, {}))
+                             {k: statistics.median(r) for k, r in reads.get(name, {}).items()}, reads.get(name, {}),
+                             echoes.get(name, []))
             for name, rates in out.items()}
 
 
@@ -415,7 +444,7 @@ def main(argv: list[str] | None = None) -> int:
                    help="client on CPU 0, every server on CPU 1 (steadier figures than the OS's placement)")
     p.add_argument("--reads", action="store_true",
                    help="also measure Reads (one entry by its key, the whole table) of the switches: "
-                        "this p4switch, its compiled front end, BMv2")
+                        "this p4switch, its compiled front end, BMv2; and the p4switches' PacketOut -> PacketIn")
     args = p.parse_args(argv)
     from tests.switch.simnet import program
 
@@ -440,8 +469,9 @@ def main(argv: list[str] | None = None) -> int:
             except ServerUnavailable as exc:
                 print(f"p4rt_writes: the empty Go server is left out: {exc}", file=sys.stderr)
         readable = [n for n in servers if n.startswith(("p4switch", "BMv2"))] if args.reads else []
+        echo = [n for n in servers if n.startswith("p4switch")] if args.reads else []
         results = measure_servers(servers, program(str(ALINEA)).p4info, args.entries, args.rounds, client_cpus=client,
-                                  read_from=readable)
+                                  read_from=readable, echo_from=echo)
     except ServerUnavailable as exc:
         print(f"p4rt_writes: {exc}", file=sys.stderr)
         return 2
@@ -452,6 +482,10 @@ def main(argv: list[str] | None = None) -> int:
         for kind, rate in rates.read_median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.read_rounds[kind])
             print(f"{name}: Reads of {kind}: median {rate:,.0f} Reads/s, {1e3 / rate:.3f} ms each (rounds: {rounds})")
+        if rates.echo_rounds:
+            rounds = ", ".join(f"{r * 1e3:.3f}" for r in rates.echo_rounds)
+            print(f"{name}: PacketOut -> PacketIn: median {statistics.median(rates.echo_rounds) * 1e3:.3f} ms "
+                  f"(rounds: {rounds})")
     return 0
 
 

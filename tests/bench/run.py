@@ -561,7 +561,7 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
                 "simple_switch_grpc is not on PATH")
     readable = [n for n in ("p4switch", "compiled", "bmv2") if n in servers]
     results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client,
-                                 read_from=readable)
+                                 read_from=readable, echo_from=[n for n in ("p4switch", "compiled") if n in servers])
     for name, rates in results.items():
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
@@ -578,6 +578,14 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
                     f"{rate:,.0f} /s", f"{1e3 / rate:.3f} ms a Read; {pw.READS_PER_ROUND[kind]} Reads a round, "
                     f"median of 3 rounds, taken in turn with the other switches of these rows ({rounds}), after "
                     "their Write rounds (tests/bench/p4rt_writes.py)")
+    for name in ("p4switch", "compiled"):
+        echoes = results[name].echo_rounds if name in results else []
+        if echoes:
+            rounds = ", ".join(f"{r * 1e3:.3f}" for r in echoes)
+            rep.add("P4Runtime", f"PacketOut -> PacketIn round trip over the StreamChannel{labels[name]}, {where}",
+                    f"{statistics.median(echoes) * 1e3:.3f} ms", f"a PacketOut to the CPU port, which alinea.p4 "
+                    f"sends back; median of {pw.ECHOES_PER_ROUND} a round, median of 3 rounds ({rounds}), taken "
+                    "in turn (tests/bench/p4rt_writes.py)")
 
 
 def bench_soak(rep: Report, minutes: float) -> None:

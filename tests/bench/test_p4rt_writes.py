@@ -54,11 +54,12 @@ def test_pinning_is_undone_after_the_block() -> None:
 
 def test_reads_are_measured_for_the_switches_named() -> None:
     """``read_from``: those servers get every entry, then each kind of Read its rounds (a wrong
-    answer would raise); the others are measured for Writes only."""
+    answer would raise), and ``echo_from`` PacketOuts coming back; the others Writes only."""
     servers = {"switch": pw.p4switch_server(), "aio": pw.empty_server("aio")}
     rates = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries=20, rounds=2, batches=(10,),
-                               read_from=["switch"])
+                               read_from=["switch"], echo_from=["switch"])
+    assert len(rates["switch"].echo_rounds) == 2 and all(x > 0 for x in rates["switch"].echo_rounds)
     assert {k: len(v) for k, v in rates["switch"].read_rounds.items()} == {k: 2 for k in pw.READ_KINDS}
     assert all(x > 0 for v in rates["switch"].read_rounds.values() for x in v)
     assert set(rates["switch"].read_median) == set(pw.READ_KINDS)
-    assert rates["aio"].read_rounds == {} and rates["aio"].read_median == {}
+    assert rates["aio"].read_rounds == {} and rates["aio"].read_median == {} and rates["aio"].echo_rounds == []
