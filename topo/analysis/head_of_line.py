@@ -34,8 +34,10 @@ takes of an exit's flows: check.py's reading (every link behind v at most its ra
 cross it, a receiver's playout), passed in as ``beyond`` (check.py imports this module). Checked over
 each stretch of the run in which the same ALINEA flows run, at the links' declared rates (link-rate
 events left out). Multicast groups are left out (a group's packet leaves at its slowest copy's pace:
-topo/analysis/floor_check.py). A bound toward silence: an exit is slow only if even the feed its flows
-can bring at most (every source at its link) overflows what its path takes.
+topo/analysis/floor_check.py). The feed is what the sources could bring, every one at its link's share,
+a bound from above (toward a warning); against it, the backlog counts from an empty buffer and only one
+exit may build (toward silence; a first version that let several build warned three lossless
+topologies of 300 drawn by fuzz-topo's seed 8, all-ALINEA, whose sources never ramped that far).
 """
 
 from __future__ import annotations
