@@ -18,14 +18,19 @@ its horizon, ``Ô = O + Q − μ·h``, and the start-up brake caps at: controlpl
 mostly its own sending, the passing exits' packets: not a capacity, the trap the agent avoids only
 when the buffer holds at most one packet (``IDLE_PKTS``), which a buffer holding the slow exit's
 backlog never does. When the passing exits carry more of the measured drain than the slow exit
-drains, at the rate that holds the buffer, the law takes what it sent for what the buffer can take:
-its forecast reads the buffer emptying while it fills with the slow exit's packets, and it keeps
-sending. This is the case here: the measured drain at that rate is the slow exit's own drain over
-its share, of which the passing exits carry one minus the share, so the rule is a share below one
-half, and the slow exit's backlog, growing from nothing at the feed less the drain, filling the
-whole buffer within the stretch (the law blind to it keeps sending what it can) (tests/topo/random_cases/shared-buffer-slow-egress.yaml: the slow exit a fourth of the feed,
-S2's forecast 0 while S1's 10-packet buffer held 9-10, 182 lost; the head-of-line experiment's
-incast, three fourths of the spine's port toward the receivers' leaf, loses nothing).
+drains, at the rate that holds the buffer, the law takes what it sent for what the buffer can take.
+The settled law reads ``R = drain + g·W·(O − Ô) − K_P·(O(k) − O(k−1))`` (controlplane/alinea.py):
+with the buffer full and steady its rate is its measured drain, which is its own sending, a fixed
+point at whatever rate it sits, and its forecast, which subtracts that drain over the horizon, reads
+the buffer emptying. In tests/topo/random_cases/shared-buffer-slow-egress.yaml (the slow exit a fourth
+of the feed) S2's forecast read 0 while S1's 10-packet buffer held 9-10 and 182 were lost; a scratch
+run with the forecast replaced by the occupancy (``Ô = O``) still lost 153, S2's rate staying at its
+measured drain (3.3-4.6 Mb/s, about the 4 Mb/s that only holds the backlog) with the buffer full: the
+drain the law anchors on, not the forecast alone, is blind. The head-of-line experiment's incast,
+three fourths of the spine's port toward the receivers' leaf, loses nothing. So the rule: a share
+below one half (the passing exits then carry most of the drain measured at the holding rate, the
+slow exit's drain over its share), and the slow exit's backlog, growing from nothing at the feed less
+its drain, filling the whole buffer within a stretch (a law blind to it keeps sending what it can).
 
 What u can send of each flow: its source's share of the source's link (a host's flows share it
 equally in bits), at most its R_max and every link on its way to v; u's link to v shared among the
