@@ -35,10 +35,11 @@ def test_caps_follow_the_flows_behind_each_law() -> None:
 
 @pytest.mark.slow
 def test_per_flow_option_shares_a_port_per_flow_without_loss() -> None:
-    fair = run_experiment(_with("per-flow"), 40 * S, seed=1, plots=False).summary
+    """20 s runs (goodput over the second half): Jain's index of each is that of 40 s runs to 1 %."""
+    fair = run_experiment(_with("per-flow"), 20 * S, seed=1, plots=False).summary
     assert fair["loss"]["total"] == 0
     assert jain([f["goodput_bps"] for f in fair["flows"].values()]) >= 0.99
-    per_port = run_experiment(_with("per-port"), 40 * S, seed=1, plots=False).summary
+    per_port = run_experiment(_with("per-port"), 20 * S, seed=1, plots=False).summary
     assert jain([f["goodput_bps"] for f in per_port["flows"].values()]) < 0.95  # the split the option corrects
 
 
