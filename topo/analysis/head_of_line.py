@@ -25,8 +25,10 @@ point at whatever rate it sits, and its forecast, which subtracts that drain ove
 the buffer emptying. In tests/topo/random_cases/shared-buffer-slow-egress.yaml (the slow exit a fourth
 of the feed) S2's forecast read 0 while S1's 10-packet buffer held 9-10 and 182 were lost; a scratch
 run with the forecast replaced by the occupancy (``Ô = O``) still lost 153, S2's rate staying at its
-measured drain (3.3-4.6 Mb/s, about the 4 Mb/s that only holds the backlog) with the buffer full: the
-drain the law anchors on, not the forecast alone, is blind. The head-of-line experiment's incast,
+measured drain (3.3-4.6 Mb/s, about the 4 Mb/s that only holds the backlog) with the buffer full, and
+without the overflow cut's floor at the drain as well 127: after each cut the rate returns to the
+drain, the window's mean of what it sent. The drain the law anchors on, not the forecast alone, is
+blind; on the shaper queue model, where the law has no drain base (its step alone), 9 were lost. The head-of-line experiment's incast,
 three fourths of the spine's port toward the receivers' leaf, loses nothing. So the rule: a share
 below one half (the passing exits then carry most of the drain measured at the holding rate, the
 slow exit's drain over its share), and the slow exit's backlog, growing from nothing at the feed less
