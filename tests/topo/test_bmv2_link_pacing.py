@@ -141,7 +141,7 @@ def test_the_notice_names_the_worst_way_and_stays_quiet_under_the_threshold() ->
 
 # ---- the wiring in a netns run (root): p4switch made BMv2-like behind link emulators ------------
 def _bmv2_like_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pace: bool) -> dict[str, Any]:
-    """capacity-drop, its drop at 4 s, 10 s: p4switch without its port link model (BMv2 has none),
+    """capacity-drop, its drop at 3 s, 7 s: p4switch without its port link model (BMv2 has none),
     every link through an emulator, the pacing on or off (tests/bench/bmv2_like.py, as fixtures)."""
     import dataclasses
 
@@ -165,8 +165,8 @@ def _bmv2_like_run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, pace: bool) 
         monkeypatch.setattr(netns, "paced_ways", lambda topo, emulators: [])
     topo = load_topology(ROOT / "topo/capacity-drop.yaml")
     (ev,) = topo.events
-    topo.events[:] = [dataclasses.replace(ev, at_ns=4_000_000_000)]
-    return dict(run_experiment(topo, 10_000_000_000, seed=1, out=tmp_path, plots=False, backend="netns",
+    topo.events[:] = [dataclasses.replace(ev, at_ns=3_000_000_000)]
+    return dict(run_experiment(topo, 7_000_000_000, seed=1, out=tmp_path, plots=False, backend="netns",
                                target="p4switch", pcap=False).summary)
 
 
