@@ -74,3 +74,30 @@ def test_the_remedys_runs_stop_at_their_first_loss_and_find_the_same_scale(monke
     stopped.clear()
     assert fn.smallest_scale(t, 3.0) == early
     assert not any(stopped)
+
+
+
+def _hol_fabric():  # type: ignore[no-untyped-def]
+    from topo.experiments.hol import HolSetup, hol_topology
+
+    return hol_topology(HolSetup(), "alinea", incast=True)
+
+
+@pytest.mark.parametrize(("topo", "seconds"), [
+    (lambda: load_topology_text(TREE, "tree7.yaml"), 3.0),  # symmetric subtrees: twin laws
+    (_hol_fabric, 3.0),  # a fabric's hosts and spines
+])
+def test_twin_laws_answering_a_report_once_change_no_peak_loss_or_time(topo, seconds: float, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    answered = []
+    for control in (fn.SwitchControl, fn.HostControl):
+        def counted(self, *args, report=control.on_report):  # type: ignore[no-untyped-def]
+            answered.append(args)
+            return report(self, *args)
+
+        monkeypatch.setattr(control, "on_report", counted)
+    shared = fn.network_peaks(topo(), seconds)
+    once = len(answered)
+    monkeypatch.setattr(fn._Network, "share_twins", False)
+    answered.clear()
+    assert fn.network_peaks(topo(), seconds) == shared  # the same floats, to the last bit
+    assert once < len(answered)  # from fewer answers computed

@@ -48,6 +48,7 @@ class SwitchControl:
         self.bits = 8 * packet_bytes
         self.forecast = QueueForecast() if fixed_departures else None
         self.pps = 0
+        self._r_max_pps = self.law.params.r_max / self.bits  # the R_max the switch holds, packets/s
 
     @property
     def rate_bps(self) -> float:
@@ -56,13 +57,13 @@ class SwitchControl:
     def on_report(self, now_ns: int, sampled_ns: int, occupancy: int, capacity: int, overflow: bool,
                   interval_ns: int, fwd: int, deq: int, drained: int) -> int:
         """The queue rate (packets/s) after one report."""
-        forecast = None
-        f = self.forecast
-        if f is not None:
+        law, f = self.law, self.forecast  # (every report of the model comes here: locals, not attributes)
+        if f is None:
+            law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, None)
+        else:
             pkts = f.update(sampled_ns, occupancy, fwd, deq, self.pps, now_ns, drained, sampled_ns)
-            forecast = f.law_forecast(pkts, capacity, self.bits)
-        self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, forecast)
-        if f is not None:  # at the R_max the switch holds, as the agent's
-            self.law.hold_at_least(self.bits * f.hold_pps(self.law.params.r_max / self.bits))
-        self.pps = rate_to_pps(self.law.rate, self.packet_bytes)
-        return self.pps
+            law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
+                          f.law_forecast(pkts, capacity, self.bits))
+            law.hold_at_least(self.bits * f.hold_pps(self._r_max_pps))  # at the R_max the switch holds, as the agent's
+        pps = self.pps = rate_to_pps(law.rate, self.packet_bytes)
+        return pps

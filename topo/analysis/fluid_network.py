@@ -36,8 +36,10 @@ an ALINEA flow sends from its start to its stop.
 The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/src/fluid.rs: the
 loop analysis runs before every ``hbh run``, and issue 46 bounds its cost at a tenth of the run or
 2 s); this module builds it, and between its steps the reports go to the controllers here, in
-Python, as the agents' and hosts' reports go to theirs. ``smallest_scale``'s runs stop at their
-first loss of ``LOSS_PKTS``: that answers what they ask.
+Python, as the agents' and hosts' reports go to theirs; twin laws (of one kind and parameters, that
+have had the same reports: a fabric's or a tree's symmetric ports) answer a report they share once,
+which changes none of the model's numbers (the laws' answers are most of its cost). ``smallest_scale``'s runs
+stop at their first loss of ``LOSS_PKTS``: that answers what they ask.
 """
 
 from __future__ import annotations
@@ -84,6 +86,8 @@ SETTLE_MIN_S = 0.25
 SETTLE_INTERVALS = 40
 PACKET_TOLERANCE = 0.5
 RATE_TOLERANCE = 0.005
+#: The table of which buffers report at which step (``_Network._sampled``) holds at most this many entries.
+SAMPLED_TABLE = 100_000
 
 
 @dataclass(frozen=True)
@@ -233,6 +237,9 @@ class _Envelope:
 
 
 class _Network:
+    #: Twin laws answer a report once (``_report``); False: every law answers its own (the tests' reference).
+    share_twins = True
+
     def __init__(self, topo: Topology, duration_s: float, scale: float, max_steps: int = MAX_STEPS,
                  stop_at_loss: bool = False) -> None:
         self.topo = topo
@@ -415,8 +422,19 @@ class _Network:
                 plant.set_sender_rate(i, control.rate_bps)
             self._sender_index[key] = i
         # per buffer that reports: its plant index, interval and delay (steps), and what answers its
-        # report: the law, whether a host's, its sender's or queue's index, the buffer and interval
+        # report: the law, whether a host's, its sender's or queue's index, the buffer and interval,
+        # and the law's place in ``controls`` (its twin class, the reports it has yet to answer, its rate)
         self._reporting = []
+        place = {key: i for i, key in enumerate(self.controls)}
+        self._rates = [c.rate_bps for c in self.controls.values()]
+        self._pending: list[list[tuple]] = [[] for _ in self.controls]  # type: ignore[type-arg]
+        # twins: laws of one kind and the same parameters start in one class (the same state)
+        kinds: dict[str, int] = {}
+        self._twin = [kinds.setdefault(repr((type(c), c.law.params, c.bits, getattr(c, "forecast", None) is None,
+                                             None if self.share_twins else i)), len(kinds))
+                      for i, c in enumerate(self.controls.values())]
+        self._twins = len(kinds)
+        self._solo = [self._twin.count(c) == 1 for c in self._twin]
         for buf in self.buffers.values():
             v, u = buf.key
             control = self.controls.get((u, v))
@@ -424,9 +442,18 @@ class _Network:
                 continue
             host = isinstance(control, HostControl)
             target = self._sender_index[(u, v)] if host else self.egress[(u, v)].index
-            answer = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS))
+            answer = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), place[(u, v)])
             self._reporting.append((buf.index, buf.interval_steps, buf.report_steps, answer))
         self._report_every = math.gcd(*[r[1] for r in self._reporting]) if self._reporting else 0
+        # the buffers that sample their report at step k (a multiple of _report_every), in the order
+        # above, by k's place in the intervals' least common multiple (a step asks only those: at the
+        # 31-switch tree's three intervals, a quarter); None where that period is long against the run
+        # or the table large (the step then asks every buffer, as building the table would)
+        gap = self._report_every
+        period = math.lcm(*[r[1] for r in self._reporting]) // gap if self._reporting else 0
+        self._sampled: list[list[tuple]] | None = None  # type: ignore[type-arg]
+        if 0 < period <= int(self.duration_s / self.dt) // (8 * gap) and period * len(self._reporting) <= SAMPLED_TABLE:
+            self._sampled = [[r for r in self._reporting if j * gap % r[1] == 0] for j in range(period)]
         self._rate_unit()
         return plant
 
@@ -443,12 +470,12 @@ class _Network:
         """What must stop moving for the model to have nothing more to say: every buffer's
         occupancy (packets) and every law's rate (packets/s at its link)."""
         held = [h / PACKET_TOLERANCE for h in self.plant.held()]
-        return held + [law.rate / unit for law, unit in self._rate_units]
+        return held + [rate / unit for rate, unit in zip(self._rates, self._rate_units)]
 
     def _rate_unit(self) -> None:
-        """Each law and what its rate is divided by in ``_state`` (the state of every sample: worked
-        out here, when a link rate changes, not per sample)."""
-        self._rate_units = [(c.law, RATE_TOLERANCE * self.link_bps[key]) for key, c in self.controls.items()]
+        """What each law's rate is divided by in ``_state`` (the state of every sample: worked out
+        here, when a link rate changes, not per sample), in the order of ``controls``."""
+        self._rate_units = [RATE_TOLERANCE * self.link_bps[key] for key in self.controls]
 
     def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
         self._link_rate_set(link, rate_bps)
@@ -469,31 +496,83 @@ class _Network:
         """Step ``k``'s reports: the buffers whose interval ends sample theirs, the laws whose
         reports arrive answer them (a host's law sets its sender's rate, a switch's its queue's).
         Reports that arrive in one step are answered in the order they were sampled."""
-        plant, due, every = self.plant, self.reports, self._report_every
+        plant, due, every, sampled = self.plant, self.reports, self._report_every, self._sampled
         if every and k % every == 0:
             now_ns = int(k * self.dt * NS)
-            for index, interval, delay, answer in self._reporting:
-                if k % interval == 0:
-                    held, drained, dropped = plant.report(index)
-                    report = (answer, round(held), dropped, round(drained), now_ns)
-                    mine = due.get(k + delay)
-                    if mine is None:
-                        due[k + delay] = [report]
-                    else:
-                        mine.append(report)
+            for index, interval, delay, answer in self._reporting if sampled is None else sampled[k // every % len(sampled)]:
+                if k % interval:
+                    continue
+                held, drained, dropped = plant.report(index)
+                report = (answer, round(held), dropped, round(drained), now_ns)
+                mine = due.get(k + delay)
+                if mine is None:
+                    due[k + delay] = [report]
+                else:
+                    mine.append(report)
         arrived = due.pop(k, None)
         if arrived is None:
             return
+        # Twins: a law is a function of the reports it has answered (its own kind and parameters aside).
+        # Two laws of one class (the same kind and parameters, the same reports so far) that get the same
+        # report now answer it alike: the first computes, the others take its answer and keep the report
+        # to answer later, all of them at once, should a report of theirs ever differ from their class's
+        # (a fabric's or a tree's symmetric laws: a third to a half of the reports). The same rates, in
+        # the same order, as every law answering every report. Classes only split: a law alone in its
+        # class stays alone (``_solo``), and answers its reports at once.
         now_ns = int(k * self.dt * NS)
-        for (control, host, target, capacity, interval_ns), occupancy, overflow, drained, sampled_ns in arrived:
+        rates, pending, twin, solo = self._rates, self._pending, self._twin, self._solo
+        answered: dict[tuple, list] | None = None  # type: ignore[type-arg]  # (class, report) -> [class, rate, value, law, twins]
+        for (control, host, target, capacity, interval_ns, i), occupancy, overflow, drained, sampled_ns in arrived:
+            if solo[i]:  # (the reports of most laws, most often: written out)
+                if host:
+                    control.on_report(now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
+                    rate = rates[i] = control.law.rate
+                    plant.set_sender_rate(target, rate)
+                else:
+                    fwd, deq = plant.counters(target)
+                    pps = control.on_report(now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns,
+                                            round(fwd), round(deq), drained)
+                    rates[i] = control.law.rate
+                    plant.set_queue_rate(target, float(pps))
+                continue
             if host:
-                control.on_report(now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
-                plant.set_sender_rate(target, control.rate_bps)
+                said: tuple[int, ...] = (now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
             else:
                 fwd, deq = plant.counters(target)
-                pps = control.on_report(now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns,
-                                        round(fwd), round(deq), drained)
-                plant.set_queue_rate(target, float(pps))
+                said = (now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns, round(fwd), round(deq),
+                        drained)
+            if answered is None:
+                answered = {}
+            key = (twin[i], said)
+            known = answered.get(key)
+            if known is None:
+                self._catch_up(i, control)  # it leaves its class: the reports its twins answered for it, first
+                out = control.on_report(*said)
+                rate = control.law.rate
+                value = rate if host else float(out)
+                answered[key] = [self._twins, rate, value, i, 1]
+                twin[i] = self._twins
+                self._twins += 1
+            else:
+                pending[i].append(said)
+                twin[i], rate, value = known[0], known[1], known[2]
+                known[4] += 1
+            rates[i] = rate
+            if host:
+                plant.set_sender_rate(target, value)
+            else:
+                plant.set_queue_rate(target, value)
+        if answered is not None:
+            for known in answered.values():
+                if known[4] == 1:  # a class of one stays one: its law answers its own reports from now on
+                    solo[known[3]] = True
+
+    def _catch_up(self, i: int, control: HostControl | SwitchControl) -> None:
+        """Law ``i`` answers the reports its twins answered for it."""
+        late = self._pending[i]
+        for old in late:
+            control.on_report(*old)  # type: ignore[arg-type]
+        late.clear()
 
 
 def _first_step(at_s: float, dt: float) -> int:
