@@ -376,17 +376,6 @@ OPEN_CASES = {
                                   "law answers. A defect of the agent's per-report starved test "
                                   "(controlplane/forecast.py), not physics: 0 lost with starvation remembered "
                                   "over the drain window (a scratch experiment)",
-    "open-head-of-line-fabric.yaml": "(0 lost on the shaper queue model) S2's FIFO toward S1 (50 Mb/s, full) carries f2 from S4 at ~49 Mb/s; "
-                                     "S5's law holds S2's 14-packet buffer from S5 at 1-6 packets (mean 36 %), "
-                                     "its forecast reading 0 and its rate its measured drain plus a bounded "
-                                     "step, so S5's flows get 0.2-1.8 Mb/s, less than H3's floor (1 Mb/s, 2 % "
-                                     "of its link): S5's buffer from H3 overflows from 2 s. The fluid model "
-                                     "settles that buffer at its target, floor_check reads S5's path at its "
-                                     "links' rates. 0 lost with S4-S2 at 40 Mb/s (below the 50 Mb/s S2 forwards): "
-                                     "S4 alone keeps S2's FIFO toward S1 backlogged, so S5's drain is its share of "
-                                     "it, in proportion to the packets it keeps there, not a capacity, and the law's "
-                                     "rate follows that drain (the drain-anchored base's blind spot, as in "
-                                     "shared-buffer-slow-egress.yaml, topo/analysis/head_of_line.py)",
     "open-burst-brake-merge.yaml": "as open-grant-burst-line: S2 (100 Mb/s toward S3, whose drain is 10 Mb/s) "
                                    "reads 3-10 packets in S3's buffer in bursts and takes it as regulated; S2's "
                                    "buffer from S1 drops 22 (0 on the shaper, 0 with starvation remembered over "

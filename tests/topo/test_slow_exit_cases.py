@@ -1,5 +1,6 @@
-"""Random topologies that lost packets in a buffer shared by a slow exit and exits that pass, unwarned,
-until the loop analysis saw the slow exit's share of the buffer (topo/analysis/head_of_line.py, issue 46).
+"""Random topologies that lost packets, unwarned, where a law's measured drain was not a capacity: a buffer
+shared by a slow exit and exits that pass, a drain that is a share of a FIFO another link fills
+(topo/analysis/head_of_line.py, issue 46).
 Each file's first lines hold its run length and the problem the judge reported when it was found by
 ``make fuzz-topo``."""
 
@@ -48,4 +49,26 @@ def test_an_incast_that_holds_most_of_the_port_is_not_a_slow_exit_beside_passing
     holds the port there without loss (tests/topo/test_hol.py)."""
     for control in ("alinea", "alinea-classes"):
         checks = check_topology(hol_topology(HolSetup(), control, incast=True), HolSetup().seconds)
-        assert all(c.slow_exit is None for c in checks)
+        assert all(c.slow_exit is None and c.shared_fifo is None for c in checks)
+
+
+def test_a_floor_above_a_law_whose_drain_is_its_share_of_a_fifo_another_link_fills_is_warned() -> None:
+    """S4 alone fills S2's FIFO toward S1 (50 Mb/s each); S5's flows get their share of it, as many as
+    S5 keeps there, and S5's law sat at 0.2-1.8 Mb/s, below H3's floor (1 Mb/s): S5's buffer from H3
+    overflowed (134 lost, seed 1), unwarned. Warned, on S5's buffer from H3, the one that loses."""
+    text, seconds = _case("head-of-line-fabric.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="head-of-line-fabric.yaml")
+    assert verdict.problems == []
+    assert any(
+        w.startswith("law H3->S5") and "which S4 keeps backlogged by itself" in w for w in verdict.warned
+    ), verdict.warned
+
+
+def test_a_fifo_no_other_link_fills_alone_is_not_a_share() -> None:
+    """The same fabric with S4's link to S2 at 40 Mb/s, below the 50 Mb/s S2 forwards toward S1: S4 alone no
+    longer keeps the FIFO backlogged (the run loses nothing), and no law is warned for it."""
+    text, seconds = _case("head-of-line-fabric.yaml")
+    slow = text.replace("- {ends: [S2, S4], buffer: 237}", "- {ends: [S2, S4], rate: 40Mbps, buffer: 237}")
+    assert slow != text
+    checks = check_topology(load_topology_text(slow, "s4-slow.yaml"), seconds)
+    assert all(c.shared_fifo is None for c in checks)

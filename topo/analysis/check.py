@@ -10,7 +10,8 @@ the laws together do not overflow it (:mod:`topo.analysis.fluid_network`: the ho
 together, which one law's model does not see), and that no law's floor alone overflows it
 (:mod:`topo.analysis.floor_check`: a floor derived from a fast link above a slow path), and that the buffer is
 not shared by an exit slower than its share of the feed with exits that pass, whose departures the law
-would take for the buffer's drain (:mod:`topo.analysis.head_of_line`). ``hbh run`` prints one warning per law that fails
+would take for the buffer's drain, nor drained as a share of a FIFO another link fills below the floor of
+the law that feeds it (:mod:`topo.analysis.head_of_line`). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
 
@@ -31,7 +32,7 @@ from topo.analysis.fluid_network import (
     room_at_peak,
     smallest_scale,
 )
-from topo.analysis.head_of_line import SlowExit, slow_exits
+from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
 from topo.net.model import Topology
 from topo.net.plan import law_frames
 from topo.net.routes import routed_paths
@@ -57,6 +58,7 @@ class LawCheck:
     events_s: tuple[float, ...] = ()  # when the topology's links change rate
     floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
     slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
+    shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
 
     @property
     def room_pkts(self) -> float:
@@ -67,7 +69,7 @@ class LawCheck:
     @property
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
-                and self.slow_exit is None and not self.overflows)
+                and self.slow_exit is None and self.shared_fifo is None and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -122,6 +124,15 @@ class LawCheck:
                        f"it measures is its own sending, not the buffer's (head-of-line blocking)")
             fixes.append("a per-port law cannot slow one exit: per-destination classes (options.classes) give each "
                          "its own queue and law")
+        if (q := self.shared_fifo) is not None:
+            when = f" from {q.from_s:g} s" if q.from_s > 0 else ""
+            why.append(f"{w}'s flows toward {q.v} leave it through {q.v}'s FIFO toward {q.toward}, which {q.other} "
+                       f"keeps backlogged by itself ({format_rate(q.other_bps)} for the {format_rate(q.fifo_bps)} "
+                       f"{q.v} forwards){when}: {w}'s drain there is its share of that FIFO, set by the packets it "
+                       f"keeps in it, not a capacity, and {w}'s law, which follows its measured drain, may sit "
+                       f"anywhere down to its floor ({format_rate(q.u_floor_bps)}), below {u}'s "
+                       f"(r_floor {format_rate(q.floor_bps)}): {w}'s buffer from {u} then fills")
+            fixes.append(f"an r_floor of at most {format_rate(q.u_floor_bps)} would follow it")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -335,6 +346,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
     events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
     floors = floor_overflows(topo, duration_s) if loops else {}
     exits = slow_exits(topo, duration_s, _beyond) if loops else {}
+    fifos = shared_fifos(topo, duration_s) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -342,7 +354,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
         if (loop, drop_at) not in verdicts:
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
-                     feeding_links(topo, *key), events_s=events, floor=floors.get(key), slow_exit=exits.get(key))
+                     feeding_links(topo, *key), events_s=events, floor=floors.get(key), slow_exit=exits.get(key),
+                     shared_fifo=fifos.get(key))
             for key, loop, drop_at in loops]
 
 

@@ -34,6 +34,18 @@ below one half (the passing exits then carry most of the drain measured at the h
 slow exit's drain over its share), and the slow exit's backlog, growing from nothing at the feed less
 its drain, filling the whole buffer within a stretch (a law blind to it keeps sending what it can).
 
+A kin case, one hop on (:func:`shared_fifos`): u's flows join, at v, the egress FIFO toward w, which
+another link p -> v keeps backlogged by itself (p's link, its law's R_max and its flows' sources bring at
+least what v forwards toward w). A FIFO serves each link's packets in the order they came, so u's packets
+leave it in proportion to how many of them wait there: u's drain is its share of that FIFO, set by what u
+keeps in it, not a capacity, and u's law, whose settled rate on BMv2's queues is its measured drain plus
+its forecast's correction, may sit anywhere down to its own floor (nothing pulls it to its target). The
+law x -> u that feeds it cannot go below its floor: if that floor is above u's, u's buffer from x fills
+whenever u's law sits between them. tests/topo/random_cases/head-of-line-fabric.yaml: S4's 50 Mb/s into
+S2's FIFO toward S1 (50 Mb/s), S5's law holding S2's buffer from S5 at 1-6 of 14 packets and sending
+0.2-1.8 Mb/s, H3's floor 1 Mb/s (S5's 0.2 Mb/s): S5's buffer from H3 overflowed; with S4-S2 at 40 Mb/s
+(S4 alone no longer fills the FIFO) nothing was lost. On a shaper the law has no drain base: not checked.
+
 What u can send of each flow: its source's share of the source's link (a host's flows share it
 equally in bits), at most its R_max and every link on its way to v; u's link to v shared among the
 flows in proportion to what they bring (a FIFO serves each flow as it arrives). What the path behind v
@@ -57,7 +69,7 @@ from dataclasses import dataclass
 from topo.net.model import Flow, Topology
 from topo.net.routes import routed_paths
 
-__all__ = ["SlowExit", "slow_exits"]
+__all__ = ["SlowExit", "slow_exits", "SharedFifo", "shared_fifos"]
 
 DirectedLink = tuple[str, str]
 Rests = list[tuple[str, tuple[DirectedLink, ...]]]  # (a flow's receiver, its hops after the hop)
@@ -160,3 +172,79 @@ def _brings(topo: Topology, f: Flow, running: Sequence[Flow], hops: tuple[Direct
     for a, b in hops[1:]:
         rate = min(rate, topo.link_between(a, b).rate_bps)
     return min(rate, f.r_max_bps or math.inf)
+
+
+@dataclass(frozen=True)
+class SharedFifo:
+    """Law x -> u feeds u's flows toward v, whose egress toward ``toward`` link ``other`` -> v keeps
+    backlogged by itself (it brings ``other_bps``, at least the ``fifo_bps`` v forwards there): u's drain is
+    its share of that FIFO, and u's law (its floor ``u_floor_bps``) may sit anywhere down to it, below the
+    ``floor_bps`` x cannot go under, from ``from_s``."""
+
+    u: str
+    v: str
+    toward: str
+    other: str
+    other_bps: float
+    fifo_bps: float
+    floor_bps: float
+    u_floor_bps: float
+    from_s: float = 0.0
+
+
+def shared_fifos(topo: Topology, duration_s: float) -> dict[DirectedLink, SharedFifo]:
+    """The laws x -> u whose floor is above the floor of a law u -> v whose drain is its share of a FIFO
+    another link keeps backlogged by itself (see :func:`_shared_fifo`), each at the first stretch of the
+    first ``duration_s`` of the run where it is."""
+    if topo.options.queue_model != "bmv2":  # on a shaper the law has no drain base (forecast None)
+        return {}
+    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
+    alinea = [f for f in topo.flows if f.control == "alinea"]
+    end_ns = int(duration_s * 1e9)
+    cuts = sorted({0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None})
+    times = [c for c in cuts if c < end_ns]
+    out: dict[DirectedLink, SharedFifo] = {}
+    for t0 in times:
+        running = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+        for (u, v), law in sorted(topo.law.items()):
+            if topo.nodes[u].is_switch:
+                for key, found in _shared_fifo(topo, u, v, law.r_floor, running, paths).items():
+                    out.setdefault(key, dataclasses.replace(found, from_s=t0 / 1e9))
+    return out
+
+
+def _shared_fifo(
+    topo: Topology,
+    u: str,
+    v: str,
+    u_floor: float,
+    running: Sequence[Flow],
+    paths: dict[str, tuple[DirectedLink, ...]],
+) -> dict[DirectedLink, SharedFifo]:
+    out: dict[DirectedLink, SharedFifo] = {}
+    for f in running:
+        hops = paths[f.name]
+        if (u, v) not in hops or (i := hops.index((u, v))) == 0 or i + 1 >= len(hops):
+            continue
+        x, w = hops[i - 1][0], hops[i + 1][1]
+        law_x = topo.law.get((x, u))
+        if law_x is None or law_x.r_floor <= u_floor or (x, u) in out:
+            continue
+        law_vw = topo.law.get((v, w))
+        fifo = min(topo.link_between(v, w).rate_bps, law_vw.r_max if law_vw is not None else math.inf)
+        others: dict[str, list[tuple[Flow, tuple[DirectedLink, ...]]]] = {}
+        for g in running:
+            gh = paths[g.name]
+            if (v, w) in gh and (j := gh.index((v, w))) > 0 and gh[j - 1][0] != u:
+                others.setdefault(gh[j - 1][0], []).append((g, gh[:j]))
+        for p, gs in sorted(others.items()):
+            law_p = topo.law.get((p, v))
+            feed = min(
+                topo.link_between(p, v).rate_bps,
+                law_p.r_max if law_p is not None else math.inf,
+                sum(_brings(topo, g, running, up) for g, up in gs),
+            )
+            if feed >= fifo:
+                out[(x, u)] = SharedFifo(u, v, w, p, feed, fifo, law_x.r_floor, u_floor)
+                break
+    return out
