@@ -1,4 +1,6 @@
-"""Where an ALINEA law regulates a buffer shared by an exit slower than its share of the feed (topo/analysis/check.py).
+"""Where the drain an ALINEA law measures is not a capacity (topo/analysis/check.py): a buffer shared by an
+exit slower than its share of the feed and exits that pass (:func:`slow_exits`), and a drain that is a
+share of a FIFO another link fills (:func:`shared_fifos`).
 
 Why: alinea.p4 counts, per ingress port, the packets that came in on it and have not left the switch
 (docs/reference/dataplane.md, "The buffer model"): v's buffer from u is one count for u's packets
