@@ -64,6 +64,18 @@ def test_a_queue_rate_set_from_the_last_frames_mean_is_warned_when_the_frames_gr
     assert any(w.startswith("law S1->S4") and "its frames grow" in w for w in verdict.warned), verdict.warned
 
 
+def test_a_queue_rate_set_from_the_last_frames_mean_is_warned_when_a_smaller_frame_flow_stops() -> None:
+    """H3 sends 200 B frames in two flows and 1500 B ones in a third; S3's law toward S1 at its floor (20 Mb/s,
+    a fiftieth of its 1 Gb/s link) sends what S1 drains toward H5 (20 Mb/s). One 200 B flow stops at 0.6 s: S3's
+    frames grow, its queue rate (packets/s from the last 0.2 s's mean) sends more than its floor, and S1's
+    buffer from S3 filled and overflowed (101 lost, seed 1), unwarned. Warned, on S1's buffer from S3 (the
+    warning names the first change that grows S3's frames: 0.12 s, when a 1500 B flow joins)."""
+    text, seconds = _case("mix-surge-small-flow-stops.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="mix-surge-small-flow-stops.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law S3->S1") and "its frames grow" in w for w in verdict.warned), verdict.warned
+
+
 def test_flows_starting_together_from_an_idle_host_change_the_mix_as_at_the_runs_start() -> None:
     """As mixed-sizes-floor-line (H1's 20 Mb/s floor = S4-S2's 20 Mb/s, frames of 1500 and 576 B), but both
     flows start at 0.96 s from a host that sent nothing before: S4's window read the 1500 B frames first and
