@@ -52,6 +52,8 @@ sysdeps:
 	$(PYTHON) -c 'import ensurepip, venv' 2>/dev/null || missing="$$missing python3-venv"; \
 	command -v tcpdump >/dev/null || missing="$$missing tcpdump"; \
 	command -v tshark >/dev/null || missing="$$missing tshark"; \
+	command -v mn >/dev/null || missing="$$missing mininet"; \
+	command -v ping >/dev/null || missing="$$missing iputils-ping"; \
 	command -v gcc >/dev/null || missing="$$missing gcc"; \
 	$(PYTHON) -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h")))' \
 	  || missing="$$missing python3-dev"; \
