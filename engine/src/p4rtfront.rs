@@ -35,6 +35,7 @@ use bytes::{Buf, BufMut, Bytes};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
+use pyo3::{PyTraverseError, PyVisit};
 use tokio::sync::{watch, Mutex};
 use tokio_stream::StreamExt;
 use tonic::body::BoxBody;
@@ -593,6 +594,27 @@ impl P4RuntimeFront {
         self.stop = Some(stop_tx);
         self.thread = Some(thread);
         Ok(port)
+    }
+
+    /// The callbacks are bound methods of the Python server that holds this front end: a cycle
+    /// the collector can only see through here. The running server keeps its own clones, which
+    /// the collector counts as outside references, so a live front end is never collected.
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.write)?;
+        visit.call(&self.gone)?;
+        visit.call(&self.read)
+    }
+
+    /// Breaks the cycle: the callbacks become None (a started server still holds its clones).
+    fn __clear__(&mut self) {
+        let old = Python::with_gil(|py| {
+            (
+                std::mem::replace(&mut self.write, py.None()),
+                std::mem::replace(&mut self.gone, py.None()),
+                std::mem::replace(&mut self.read, py.None()),
+            )
+        });
+        drop(old);
     }
 
     /// Stop listening, end every call, and wait for the front end's threads (at most a few s).

@@ -55,6 +55,30 @@ def test_cycles_through_engine_objects_are_collected() -> None:
     assert ref() is None
 
 
+class FrontOwner:
+    """As p4switch/p4runtime/server.py holds it: the front end's callbacks are this object's methods."""
+
+    def __init__(self) -> None:
+        import hbh_engine
+
+        self.front = hbh_engine.P4RuntimeFront("127.0.0.1:0", "127.0.0.1:1", self.write, self.gone, self.read)
+
+    def write(self, body: bytes) -> bytes:
+        return body
+
+    def gone(self, stream: int) -> None:
+        pass
+
+    def read(self, body: bytes) -> bytes:
+        return body
+
+
+def test_a_cycle_through_the_p4runtime_front_end_is_collected() -> None:
+    ref = weakref.ref(FrontOwner())
+    gc.collect()
+    assert ref() is None
+
+
 def test_a_service_callback_may_enqueue_into_its_own_tm() -> None:
     """Recirculation: egress of one packet queues another into the same TM."""
     s = VirtualScheduler()
