@@ -170,3 +170,14 @@ def test_a_groups_drain_is_its_slowest_copys_path(tree: tuple[str, dict[str, flo
     assert math.isclose(drain, min(paces.values()), rel_tol=1e-9)
     if len(paces) > 1:
         assert [dst for _, dst in slowest][0] in {h for h, p in paces.items() if math.isclose(p, drain)}
+
+
+def test_link_events_at_one_instant_apply_in_the_files_order_in_the_analysis() -> None:
+    """Two rate events on S1-S3 at 0.56 s, 20 Mb/s then 5 Mb/s: the runs apply them in the file's order
+    (the link ends at 5 Mb/s, under H1's 10 Mb/s floor toward a group's copy on it, 133 lost, seed 1),
+    while the fluid model sorted same-time events by rate and ended at 20 Mb/s: unwarned (fuzz-topo seed
+    4). Warned now, on the law before the buffer that loses."""
+    text, seconds = _case("same-instant-link-events.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="same-instant-link-events.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law H1->S1") for w in verdict.warned), verdict.warned

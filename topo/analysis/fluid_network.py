@@ -276,8 +276,10 @@ class _Network:
                     self.receivers.append((leg.buffer, [leg]))
                 else:
                     mine.append(leg)
-        self.events = sorted((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
-                             if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None)
+        # by time only, a stable sort: events at one instant apply in the file's order, as the runs apply them
+        self.events = sorted(((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
+                              if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None),
+                             key=lambda e: e[0])
         # reports on their way, by the step they arrive in: (what answers it, occupancy, overflow,
         # departures, when sampled (ns)), in the order sampled
         self.reports: dict[int, list[tuple[tuple, int, bool, int, int]]] = {}  # type: ignore[type-arg]
