@@ -102,19 +102,30 @@ class SlowExit:
     from_s: float = 0.0
 
 
+def _paths(topo: Topology) -> dict[str, tuple[DirectedLink, ...]]:
+    """Each flow's path as its directed links."""
+    return {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
+
+
+def _stretches(topo: Topology, duration_s: float) -> list[tuple[int, int, list[Flow]]]:
+    """The stretches (start ns, end ns, the ALINEA flows running) of the first ``duration_s`` of the
+    run between two flows' starts or stops: within one, the same flows share the same buffers."""
+    alinea = [f for f in topo.flows if f.control == "alinea"]
+    end_ns = int(duration_s * 1e9)
+    cuts = sorted({0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None})
+    times = [c for c in cuts if c < end_ns] + [end_ns]
+    return [(t0, t1, [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)])
+            for t0, t1 in zip(times, times[1:])]
+
+
 def slow_exits(topo: Topology, duration_s: float, beyond: Beyond) -> dict[DirectedLink, SlowExit]:
     """The laws whose buffer a slow exit shares with passing ones, each at the first stretch of the
     first ``duration_s`` of the run where it does."""
     if topo.options.queue_model != "bmv2":  # on a shaper the law has no drain base (forecast None)
         return {}
-    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
-    alinea = [f for f in topo.flows if f.control == "alinea"]
-    end_ns = int(duration_s * 1e9)
-    cuts = sorted({0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None})
+    paths = _paths(topo)
     out: dict[DirectedLink, SlowExit] = {}
-    times = [c for c in cuts if c < end_ns] + [end_ns]
-    for t0, t1 in zip(times, times[1:]):
-        running = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+    for t0, t1, running in _stretches(topo, duration_s):
         for key in topo.law:
             if key in out or not topo.nodes[key[0]].is_switch:  # a host's law has no drain base (see above)
                 continue
@@ -205,14 +216,9 @@ def shared_fifos(topo: Topology, duration_s: float) -> dict[DirectedLink, Shared
     first ``duration_s`` of the run where it is."""
     if topo.options.queue_model != "bmv2":  # on a shaper the law has no drain base (forecast None)
         return {}
-    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
-    alinea = [f for f in topo.flows if f.control == "alinea"]
-    end_ns = int(duration_s * 1e9)
-    cuts = sorted({0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None})
-    times = [c for c in cuts if c < end_ns]
+    paths = _paths(topo)
     out: dict[DirectedLink, SharedFifo] = {}
-    for t0 in times:
-        running = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+    for t0, _t1, running in _stretches(topo, duration_s):
         for (u, v), law in sorted(topo.law.items()):
             if topo.nodes[u].is_switch:
                 for key, found in _shared_fifo(topo, u, v, law.r_floor, running, paths).items():
