@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -738,6 +738,15 @@ class _Loader:
                                      "RTT counts)")
         return PgmccParams(**values)  # every value checked above, each against its own line
 
+    def _gcc_choice(self, g: dict, key: str, default: str, known: Sequence[str], where: str) -> str:
+        """``gcc.<key>``: one of ``known`` (``default`` when absent), else refused at its line."""
+        if key not in g:
+            return default
+        value = self.doc.text(g[key].value, f"{where}.{key}")
+        if value not in known:
+            raise self.doc.error(g[key].value, f"{where}.{key}", f"unknown {key} {value!r} (known: {', '.join(known)})")
+        return value
+
     def _gcc(self, f: dict[str, Entry], path: str, r_max: float | None) -> GccParams:
         """A gcc flow's ``gcc: {min_rate, max_rate, start_rate, filter, gains}`` (each optional): rates > 0,
         min_rate <= start_rate <= max_rate as far as given, max_rate or r_max (one cap, not both)."""
@@ -757,18 +766,8 @@ class _Loader:
             if rates[low] > rates[high]:
                 raise self.doc.error(g[high].value, f"{where}.{high}",
                                      f"{high} ({rates[high]:g} b/s) is below {low} ({rates[low]:g} b/s)")
-        filt = "trendline"
-        if "filter" in g:
-            filt = self.doc.text(g["filter"].value, f"{where}.filter")
-            if filt not in GCC_FILTERS:
-                raise self.doc.error(g["filter"].value, f"{where}.filter",
-                                     f"unknown filter {filt!r} (known: {', '.join(GCC_FILTERS)})")
-        gains = "draft"
-        if "gains" in g:
-            gains = self.doc.text(g["gains"].value, f"{where}.gains")
-            if gains not in GCC_GAIN_SETS:
-                raise self.doc.error(g["gains"].value, f"{where}.gains",
-                                     f"unknown gains {gains!r} (known: {', '.join(GCC_GAIN_SETS)})")
+        filt = self._gcc_choice(g, "filter", "trendline", GCC_FILTERS, where)
+        gains = self._gcc_choice(g, "gains", "draft", GCC_GAIN_SETS, where)
         if r_max is not None and rates.get("min_rate", 0) > r_max:
             raise self.doc.error(g["min_rate"].value, f"{where}.min_rate",
                                  f"min_rate ({rates['min_rate']:g} b/s) is above the flow's r_max ({r_max:g} b/s)")
