@@ -21,6 +21,7 @@ mod link;
 mod linkport;
 mod p4cells;
 mod p4fuse;
+mod p4ins;
 mod p4rtfront;
 mod p4rtread;
 mod p4rtwrite;

@@ -11,7 +11,7 @@
 //! half-way; jumps are then renumbered. Jump threading follows a jump to a `Jmp` on to that
 //! `Jmp`'s target, which is where execution would go next anyway.
 
-use crate::p4vm::Ins;
+use crate::p4ins::Ins;
 
 /// The jump target of an instruction, if it has one.
 fn target_of(ins: &Ins) -> Option<u32> {
