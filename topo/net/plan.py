@@ -14,6 +14,7 @@ from controlplane.frame_size import capacity_in_frames
 from hosts.tcp import MSS
 from hosts.tcp.wire import data_frame_bytes
 from topo.net.model import Flow, Topology
+from topo.net.routes import routed_paths
 
 __all__ = ["switch_plan", "streams_over", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
            "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
@@ -35,17 +36,21 @@ def packet_bytes_over(topo: Topology, u: str, v: str, default: int = 1000) -> in
     return max(sizes) if sizes else default
 
 
-def _crosses(f: Flow, u: str, v: str) -> bool:
-    return any(a == u and b == v for a, b in zip(f.path, f.path[1:]))
-
-
 def streams_over(topo: Topology, u: str, v: str) -> list[Flow]:
     """The flows whose data crosses u -> v, a multicast group once (its first branch there): the
-    branches of a group on a link of its tree are one stream on it (docs/howto/multicast.md)."""
+    branches of a group on a link of its tree are one stream on it (docs/howto/multicast.md).
+
+    On the path the switches hash the flow to (topo.net.routes.routed_paths), not ``Flow.path``, the
+    tie-break: under ECMP a link the hash picks and the tie-break does not carried no flow here, so its
+    frames were the 1,000-byte default: the loop analysis ran an S1-S4-S2 line of 200-byte frames as
+    625 packets/s (1 Mb/s of them, not 5) and saw no buffer behind S1 fill, where the run lost 10
+    (tests/topo/test_ecmp_path_cases.py, random_cases/ecmp-slow-exit-line.yaml)."""
     seen: set[str] = set()
     out: list[Flow] = []
+    paths = routed_paths(topo)
     for f in topo.flows:
-        if _crosses(f, u, v) and (f.group is None or f.group not in seen):
+        path = paths[f.name]
+        if (u, v) in zip(path, path[1:]) and (f.group is None or f.group not in seen):
             out.append(f)
             if f.group is not None:
                 seen.add(f.group)
@@ -103,7 +108,8 @@ def buffer_unit_bytes(topo: Topology, v: str) -> int:
     host's receive buffer stays in packets: one link feeds it, there is nothing to share."""
     if not topo.nodes[v].is_switch:
         return 0
-    sizes = {flow_frame_bytes(f) for f in topo.flows if v in f.path[1:]}
+    paths = routed_paths(topo)  # as the switches hash them (streams_over)
+    sizes = {flow_frame_bytes(f) for f in topo.flows if v in paths[f.name][1:]}
     return min(sizes) if len(sizes) > 1 else 0
 
 
