@@ -76,6 +76,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(tm::bmv2_interval_ns, m)?)?;
     m.add_class::<p4vm::P4Program>()?;
     m.add_class::<p4rtfront::P4RuntimeFront>()?;
+    m.add_class::<p4rtfront::StreamSender>()?;
     m.add_class::<p4rtwrite::TableWritePlan>()?;
     m.add_class::<p4rtread::TableEntityWriter>()?;
     m.add_class::<p4rtwrite::DecodedWrite>()?;

@@ -13,9 +13,14 @@
 //! * answers `Read` itself the same way (`P4RuntimeServer.read_bytes`: the responses' bytes, and
 //!   the status the stream ends with). Why: handed on, a one-entry Read crossed two gRPC hops
 //!   and the grpcio server's asyncio loop, about 1 ms where simple_switch_grpc takes 0.3 ms;
-//! * hands every other RPC, byte for byte, to the existing grpcio server, which then listens on
-//!   a loopback port of its own (`backend`): its answers, errors and stream behaviour stay
-//!   exactly what they were.
+//! * serves `StreamChannel` itself: the client's messages go to Python in batches
+//!   (`P4RuntimeServer.stream_messages`, whose core does the arbitration, packet-outs and digest
+//!   acks), and what the core sends the client (arbitration updates, packet-ins, digest lists,
+//!   stream errors) goes straight from the switch loop into this stream's queue through a
+//!   [`StreamSender`], with no Python server between. Why: handed on to the grpcio server, a
+//!   PacketOut -> PacketIn round trip crossed one more gRPC hop and its asyncio loop (50-100 us);
+//! * hands the other RPCs (pipeline config, Capabilities), byte for byte, to the existing
+//!   grpcio server, which then listens on a loopback port of its own (`backend`).
 //!
 //! Writes and `SetForwardingPipelineConfig` pass one lock here, one at a time, as the Python
 //! server runs them (a Write is never applied against a half-changed pipeline).
@@ -27,16 +32,19 @@ use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::task::{Context, Poll};
 use std::thread::JoinHandle;
 
 use bytes::{Buf, BufMut, Bytes};
 use pyo3::exceptions::{PyOSError, PyRuntimeError};
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::PyBytes;
+use pyo3::types::{PyBytes, PyList};
 use pyo3::{PyTraverseError, PyVisit};
-use tokio::sync::{watch, Mutex};
+use tokio::sync::{mpsc, watch, Mutex};
+use tokio::task::JoinHandle as TaskHandle;
 use tokio_stream::StreamExt;
 use tonic::body::BoxBody;
 use tonic::codec::{Codec, DecodeBuf, Decoder, EncodeBuf, Encoder};
@@ -88,53 +96,20 @@ impl Decoder for RawCodec {
     }
 }
 
-/// A StreamChannel's messages handed on to the back end; None: the client's stream failed (its
-/// connection died), and the back end's call is then reset - its session ends at once, as it
-/// did when the client was grpcio's own - not half-closed behind the messages still queued.
-#[derive(Clone, Copy, Default)]
-struct ForwardCodec;
-
-impl Codec for ForwardCodec {
-    type Encode = Option<Bytes>;
-    type Decode = Bytes;
-    type Encoder = ForwardCodec;
-    type Decoder = RawCodec;
-
-    fn encoder(&mut self) -> Self::Encoder {
-        ForwardCodec
-    }
-
-    fn decoder(&mut self) -> Self::Decoder {
-        RawCodec
-    }
-}
-
-impl Encoder for ForwardCodec {
-    type Item = Option<Bytes>;
-    type Error = Status;
-
-    fn encode(&mut self, item: Option<Bytes>, dst: &mut EncodeBuf<'_>) -> Result<(), Status> {
-        match item {
-            Some(b) => {
-                dst.put(b);
-                Ok(())
-            }
-            None => Err(Status::cancelled("the client's stream failed")),
-        }
-    }
-}
-
 struct Inner {
     backend: Channel,
     write: Py<PyAny>,
     /// `read(request_bytes)`: `(responses, status)`, the responses' bytes in order and None or
     /// the `(code, message, details)` the stream ends with after them.
     read: Py<PyAny>,
-    /// `gone(stream_id)`: a client's StreamChannel ended before its answers did (it cancelled
-    /// or its connection died): Python ends the session at once, as grpcio did for its own
-    /// clients; the back end's call ends later, behind the messages still on their way.
-    gone: Py<PyAny>,
-    streams: std::sync::atomic::AtomicU64,
+    /// The StreamChannels' Python side (`P4RuntimeServer`): `stream_open(sender)`,
+    /// `stream_messages(handle, [bytes])`, `stream_end(handle)`, `stream_close(handle)`.
+    streams: Py<PyAny>,
+    /// At most this many of a client's messages wait while a batch of them is served (its
+    /// flow-control window holds back the rest); one batch is at most this many.
+    stream_batch: usize,
+    /// Packet-ins and digest lists dropped for clients that did not read them.
+    dropped: Arc<AtomicU64>,
     /// Writes and pipeline changes, one at a time.
     write_lock: Mutex<()>,
 }
@@ -348,43 +323,320 @@ impl tonic::server::ServerStreamingService<Bytes> for ReadSvc {
     }
 }
 
-/// The header naming a handed-on StreamChannel to the back end (`P4RuntimeServer.stream_gone`).
-const STREAM_ID_HEADER: &str = "hbh-front-stream";
-
-/// The back end's answers on one StreamChannel; dropped before they ended, it tells Python.
-struct Watched {
-    inner: Pin<Box<Streaming<Bytes>>>,
-    id: u64,
-    front: Arc<Inner>,
-    ended: bool,
+/// What goes to a StreamChannel's client, in order: a message's bytes, the end of the stream
+/// (OK), or the status it ends with.
+enum Out {
+    Msg(Bytes),
+    End,
+    Abort(Status),
 }
 
-impl tokio_stream::Stream for Watched {
-    type Item = Result<Bytes, Status>;
+/// A client's message, or its half-close.
+enum In {
+    Msg(Bytes),
+    End,
+}
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let next = tokio_stream::Stream::poll_next(self.inner.as_mut(), cx);
-        if matches!(next, Poll::Ready(None) | Poll::Ready(Some(Err(_)))) {
-            self.ended = true;
+/// `send(message)`: one StreamChannel's way to its client, for the core's `StreamSession.send`
+/// (called on the switch loop, or wherever the core runs). A message is a
+/// `p4.v1.StreamMessageResponse` or its bytes (a packet-in, `wire_encode.packet_in_response`).
+/// Packet-ins and digest lists beyond `max_queue` waiting are dropped for a client that does not
+/// read (counted in `P4RuntimeFront.dropped`), arbitration updates never: as the grpcio
+/// server's queue of a stream. Once the stream is over, sending does nothing.
+#[pyclass(module = "hbh_engine", frozen)]
+pub struct StreamSender {
+    tx: mpsc::UnboundedSender<Out>,
+    queued: Arc<AtomicUsize>,
+    dropped: Arc<AtomicU64>,
+    max_queue: AtomicUsize,
+}
+
+#[pymethods]
+impl StreamSender {
+    fn send(&self, msg: &Bound<'_, PyAny>) -> PyResult<()> {
+        if self.tx.is_closed() {
+            return Ok(());
         }
-        next
+        let py = msg.py();
+        let (bytes, droppable) = match msg.downcast::<PyBytes>() {
+            Ok(b) => (Bytes::copy_from_slice(b.as_bytes()), true),
+            Err(_) => {
+                let kind = msg.call_method1(intern!(py, "WhichOneof"), ("update",))?;
+                let droppable = !matches!(
+                    kind.extract::<Option<String>>()?.as_deref(),
+                    Some("arbitration")
+                );
+                let raw = msg.call_method0(intern!(py, "SerializeToString"))?;
+                (
+                    Bytes::copy_from_slice(raw.downcast::<PyBytes>()?.as_bytes()),
+                    droppable,
+                )
+            }
+        };
+        if droppable
+            && self.queued.load(Ordering::Relaxed) >= self.max_queue.load(Ordering::Relaxed)
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return Ok(());
+        }
+        self.queued.fetch_add(1, Ordering::Relaxed);
+        let _ = self.tx.send(Out::Msg(bytes));
+        Ok(())
+    }
+
+    /// How many waiting messages make packet-ins and digest lists be dropped.
+    #[getter]
+    fn get_max_queue(&self) -> usize {
+        self.max_queue.load(Ordering::Relaxed)
+    }
+
+    #[setter]
+    fn set_max_queue(&self, n: usize) {
+        self.max_queue.store(n, Ordering::Relaxed);
     }
 }
 
-impl Drop for Watched {
+/// A status as Python gives it: `(code, message, grpc-status-details-bin)`.
+fn py_status(out: &Bound<'_, PyAny>) -> PyResult<Status> {
+    let (code, message, details): PyStatus = out.extract()?;
+    Ok(Status::with_details(
+        Code::from_i32(code),
+        message,
+        Bytes::from(details),
+    ))
+}
+
+/// A stream's Python handle: dropped, its session is closed (`stream_close`), whatever ended it
+/// (the client half-closed, failed or cancelled, an error, the front end stopping).
+struct Session {
+    handle: Option<Py<PyAny>>,
+    front: Arc<Inner>,
+}
+
+impl Session {
+    fn handle(&self) -> &Py<PyAny> {
+        self.handle
+            .as_ref()
+            .expect("a session's handle lives as long as it does")
+    }
+}
+
+impl Session {
+    /// `stream_close(handle)` now, on this (blocking) thread: the session ends before its client
+    /// sees the stream end, as the grpcio server's; the drop's call then finds it closed.
+    fn close(&self) {
+        Python::with_gil(|py| {
+            let handle = self.handle().clone_ref(py);
+            if let Err(e) = self
+                .front
+                .streams
+                .bind(py)
+                .call_method1(intern!(py, "stream_close"), (handle,))
+            {
+                e.print(py);
+            }
+        })
+    }
+}
+
+impl Drop for Session {
     fn drop(&mut self) {
-        if self.ended {
+        let Some(handle) = self.handle.take() else {
+            return;
+        };
+        let front = self.front.clone();
+        let close = move || {
+            Python::with_gil(|py| {
+                if let Err(e) = front
+                    .streams
+                    .bind(py)
+                    .call_method1(intern!(py, "stream_close"), (handle,))
+                {
+                    e.print(py);
+                }
+            })
+        };
+        match tokio::runtime::Handle::try_current() {
+            // never on a runtime worker: it would wait for the GIL with every other call behind it
+            Ok(rt) => {
+                rt.spawn_blocking(close);
+            }
+            Err(_) => close(),
+        }
+    }
+}
+
+impl Inner {
+    /// `stream_open(sender)`: the stream's handle, or the status refusing it.
+    fn call_open(&self, sender: StreamSender) -> Result<Py<PyAny>, Status> {
+        Python::with_gil(|py| {
+            let answer = || -> PyResult<Result<Py<PyAny>, Status>> {
+                let out = self
+                    .streams
+                    .bind(py)
+                    .call_method1(intern!(py, "stream_open"), (sender,))?;
+                if out.is_instance_of::<pyo3::types::PyTuple>() {
+                    return Ok(Err(py_status(&out)?));
+                }
+                Ok(Ok(out.unbind()))
+            };
+            answer().unwrap_or_else(|e| {
+                Err(Status::internal(format!(
+                    "internal error: StreamChannel handler: {e}"
+                )))
+            })
+        })
+    }
+
+    /// `stream_messages(handle, messages)`: None, or the status the stream ends with.
+    fn call_messages(&self, session: &Session, msgs: Vec<Bytes>) -> Option<Status> {
+        Python::with_gil(|py| {
+            let answer = || -> PyResult<Option<Status>> {
+                let list = PyList::new(py, msgs.iter().map(|m| PyBytes::new(py, m)))?;
+                let out = self.streams.bind(py).call_method1(
+                    intern!(py, "stream_messages"),
+                    (session.handle().clone_ref(py), list),
+                )?;
+                if out.is_none() {
+                    return Ok(None);
+                }
+                Ok(Some(py_status(&out)?))
+            };
+            answer().unwrap_or_else(|e| {
+                Some(Status::internal(format!(
+                    "internal error: StreamChannel handler: {e}"
+                )))
+            })
+        })
+    }
+
+    /// `stream_end(handle)`: the client half-closed; its session ends once its messages are served.
+    fn call_end(&self, session: &Session) {
+        Python::with_gil(|py| {
+            if let Err(e) = self
+                .streams
+                .bind(py)
+                .call_method1(intern!(py, "stream_end"), (session.handle().clone_ref(py),))
+            {
+                e.print(py);
+            }
+        })
+    }
+}
+
+/// The client's messages into `to`, at most `stream_batch` waiting: flow control holds back the
+/// rest. A stream that fails ends here; the response's end closes the session.
+async fn read_stream(mut inbound: Streaming<Bytes>, to: mpsc::Sender<In>) {
+    loop {
+        match inbound.message().await {
+            Ok(Some(m)) => {
+                if to.send(In::Msg(m)).await.is_err() {
+                    return;
+                }
+            }
+            Ok(None) => {
+                let _ = to.send(In::End).await;
+                return;
+            }
+            Err(_) => return,
+        }
+    }
+}
+
+/// Serve the client's messages, a batch per Python call (what waits when the last one ends);
+/// the first refusal ends the stream with its status; the half-close ends the session, then the
+/// stream (PI/BMv2 end it too: p4runtime-shell's teardown waits for that).
+async fn feed_stream(
+    front: Arc<Inner>,
+    session: Arc<Session>,
+    mut from: mpsc::Receiver<In>,
+    out: mpsc::UnboundedSender<Out>,
+) {
+    while let Some(first) = from.recv().await {
+        let mut msgs = Vec::new();
+        let mut ended = false;
+        let mut next = Some(first);
+        while let Some(item) = next.take() {
+            match item {
+                In::Msg(m) => msgs.push(m),
+                In::End => {
+                    ended = true;
+                    break;
+                }
+            }
+            if msgs.len() < front.stream_batch {
+                next = from.try_recv().ok();
+            }
+        }
+        if !msgs.is_empty() {
+            let (f, s) = (front.clone(), session.clone());
+            let refused = tokio::task::spawn_blocking(move || f.call_messages(&s, msgs))
+                .await
+                .unwrap_or_else(|e| {
+                    Some(Status::internal(format!(
+                        "internal error: StreamChannel handler: {e}"
+                    )))
+                });
+            if let Some(status) = refused {
+                let s = session.clone();
+                let _ = tokio::task::spawn_blocking(move || s.close()).await;
+                let _ = out.send(Out::Abort(status));
+                return;
+            }
+        }
+        if ended {
+            let (f, s) = (front.clone(), session.clone());
+            let _ = tokio::task::spawn_blocking(move || {
+                f.call_end(&s);
+                s.close();
+            })
+            .await;
+            let _ = out.send(Out::End);
             return;
         }
-        let (front, id) = (self.front.clone(), self.id);
-        if let Ok(rt) = tokio::runtime::Handle::try_current() {
-            rt.spawn_blocking(move || {
-                Python::with_gil(|py| {
-                    if let Err(e) = front.gone.bind(py).call1((id,)) {
-                        e.print(py);
-                    }
-                })
-            });
+    }
+}
+
+/// What a StreamChannel's client gets; dropped (the stream over), its tasks stop and its
+/// session is closed at once, so a dead primary's queued messages are dropped and its election
+/// id is free again.
+struct NativeStream {
+    rx: mpsc::UnboundedReceiver<Out>,
+    queued: Arc<AtomicUsize>,
+    tasks: [TaskHandle<()>; 2],
+    _session: Arc<Session>,
+    ended: bool,
+}
+
+impl tokio_stream::Stream for NativeStream {
+    type Item = Result<Bytes, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        match self.rx.poll_recv(cx) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Some(Out::Msg(b))) => {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
+                Poll::Ready(Some(Ok(b)))
+            }
+            Poll::Ready(Some(Out::Abort(status))) => {
+                self.ended = true;
+                Poll::Ready(Some(Err(status)))
+            }
+            Poll::Ready(Some(Out::End)) | Poll::Ready(None) => {
+                self.ended = true;
+                Poll::Ready(None)
+            }
+        }
+    }
+}
+
+impl Drop for NativeStream {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
         }
     }
 }
@@ -392,44 +644,41 @@ impl Drop for Watched {
 struct StreamSvc(Arc<Inner>);
 impl tonic::server::StreamingService<Bytes> for StreamSvc {
     type Response = Bytes;
-    type ResponseStream = Watched;
-    type Future = BoxFuture<Result<Response<Watched>, Status>>;
+    type ResponseStream = NativeStream;
+    type Future = BoxFuture<Result<Response<NativeStream>, Status>>;
     fn call(&mut self, req: Request<Streaming<Bytes>>) -> Self::Future {
         let inner = self.0.clone();
         Box::pin(async move {
-            // the client's messages until it half-closes, or None once if its stream fails
-            let mut inbound = fresh(req).map(|s| {
-                let mut failed = false;
-                s.map_while(move |m| {
-                    if failed {
-                        return None;
-                    }
-                    failed = m.is_err();
-                    Some(m.ok())
+            let inbound = req.into_inner();
+            let (tx, rx) = mpsc::unbounded_channel();
+            let queued = Arc::new(AtomicUsize::new(0));
+            let sender = StreamSender {
+                tx: tx.clone(),
+                queued: queued.clone(),
+                dropped: inner.dropped.clone(),
+                max_queue: AtomicUsize::new(usize::MAX),
+            };
+            let me = inner.clone();
+            // the session is closed when this is dropped, even if this call is given up first
+            let session = tokio::task::spawn_blocking(move || {
+                me.call_open(sender).map(|handle| Session {
+                    handle: Some(handle),
+                    front: me.clone(),
                 })
-            });
-            let id = inner
-                .streams
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-            let value = id
-                .to_string()
-                .parse()
-                .map_err(|_| Status::internal("internal error: stream id"))?;
-            inbound.metadata_mut().insert(STREAM_ID_HEADER, value);
-            let resp = inner
-                .client()
-                .await?
-                .streaming(
-                    inbound,
-                    path("/p4.v1.P4Runtime/StreamChannel"),
-                    ForwardCodec,
-                )
-                .await?;
-            let front = inner.clone();
-            Ok(resp.map(move |s| Watched {
-                inner: Box::pin(s),
-                id,
-                front,
+            })
+            .await
+            .map_err(|e| {
+                Status::internal(format!("internal error: StreamChannel handler: {e}"))
+            })??;
+            let session = Arc::new(session);
+            let (in_tx, in_rx) = mpsc::channel(inner.stream_batch.max(1));
+            let reader = tokio::spawn(read_stream(inbound, in_tx));
+            let feeder = tokio::spawn(feed_stream(inner.clone(), session.clone(), in_rx, tx));
+            Ok(Response::new(NativeStream {
+                rx,
+                queued,
+                tasks: [reader, feeder],
+                _session: session,
                 ended: false,
             }))
         })
@@ -473,19 +722,24 @@ where
     }
 }
 
-/// `P4RuntimeFront(address, backend, write, gone, read)`: `start()` listens on `address`
-/// (HOST:PORT; port 0 picks one) and returns the bound port; `write(request_bytes)` answers a
-/// Write with the response's bytes or `(code, message, details_bytes)`; `read(request_bytes)` a
-/// Read with `(responses, None or (code, message, details_bytes))`; the other RPCs go to
-/// `backend`, a StreamChannel with its id in the `hbh-front-stream` header; `gone(id)` when its
-/// client left.
+/// `P4RuntimeFront(address, backend, write, read, streams, stream_batch=64)`: `start()` listens
+/// on `address` (HOST:PORT; port 0 picks one) and returns the bound port; `write(request_bytes)`
+/// answers a Write with the response's bytes or `(code, message, details_bytes)`;
+/// `read(request_bytes)` a Read with `(responses, None or (code, message, details_bytes))`;
+/// `streams` serves StreamChannels: `stream_open(sender)` returns a handle for the stream (or the
+/// status refusing it) and gives the core `sender.send`, `stream_messages(handle, [bytes])`
+/// serves a batch of the client's messages (None, or the status ending the stream),
+/// `stream_end(handle)` follows the client's half-close, `stream_close(handle)` comes once when
+/// the stream is over, however it ended. The other RPCs go to `backend`.
 #[pyclass(module = "hbh_engine")]
 pub struct P4RuntimeFront {
     address: String,
     backend: String,
     write: Py<PyAny>,
-    gone: Py<PyAny>,
     read: Py<PyAny>,
+    streams: Py<PyAny>,
+    stream_batch: usize,
+    dropped: Arc<AtomicU64>,
     stop: Option<watch::Sender<bool>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -493,22 +747,32 @@ pub struct P4RuntimeFront {
 #[pymethods]
 impl P4RuntimeFront {
     #[new]
+    #[pyo3(signature = (address, backend, write, read, streams, stream_batch=64))]
     fn new(
         address: String,
         backend: String,
         write: Py<PyAny>,
-        gone: Py<PyAny>,
         read: Py<PyAny>,
+        streams: Py<PyAny>,
+        stream_batch: usize,
     ) -> Self {
         P4RuntimeFront {
             address,
             backend,
             write,
-            gone,
             read,
+            streams,
+            stream_batch,
+            dropped: Arc::new(AtomicU64::new(0)),
             stop: None,
             thread: None,
         }
+    }
+
+    /// Packet-ins and digest lists dropped so far for clients that did not read them.
+    #[getter]
+    fn dropped(&self) -> u64 {
+        self.dropped.load(Ordering::Relaxed)
     }
 
     fn start(&mut self, py: Python<'_>) -> PyResult<u16> {
@@ -544,9 +808,10 @@ impl P4RuntimeFront {
                 backend.connect_lazy()
             },
             write: self.write.clone_ref(py),
-            gone: self.gone.clone_ref(py),
             read: self.read.clone_ref(py),
-            streams: std::sync::atomic::AtomicU64::new(0),
+            streams: self.streams.clone_ref(py),
+            stream_batch: self.stream_batch.max(1),
+            dropped: self.dropped.clone(),
             write_lock: Mutex::new(()),
         });
         let listener = {
@@ -601,8 +866,8 @@ impl P4RuntimeFront {
     /// the collector counts as outside references, so a live front end is never collected.
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.write)?;
-        visit.call(&self.gone)?;
-        visit.call(&self.read)
+        visit.call(&self.read)?;
+        visit.call(&self.streams)
     }
 
     /// Breaks the cycle: the callbacks become None (a started server still holds its clones).
@@ -610,8 +875,8 @@ impl P4RuntimeFront {
         let old = Python::with_gil(|py| {
             (
                 std::mem::replace(&mut self.write, py.None()),
-                std::mem::replace(&mut self.gone, py.None()),
                 std::mem::replace(&mut self.read, py.None()),
+                std::mem::replace(&mut self.streams, py.None()),
             )
         });
         drop(old);

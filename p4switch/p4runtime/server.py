@@ -22,9 +22,15 @@ engine's ``P4RuntimeFront`` (tonic,
 engine/src/p4rtfront.rs) listens on the address instead: it answers Write and Read by handing
 the request's bytes to :meth:`P4RuntimeServer.write_bytes` and :meth:`P4RuntimeServer.read_bytes`
 on a thread of its own (the core still runs on the switch loop, lent or submitted as here), and
-hands every other RPC byte for byte to this grpcio server, which then listens on a loopback port
-only the front end knows. Why: the grpcio server's cost per RPC was more than a whole one-update
-Write costs simple_switch_grpc, and a Read handed on through it took about 1 ms.
+serves StreamChannel itself: a stream's messages come in batches to :meth:`stream_messages`, and
+the core sends to the client through the front end's ``StreamSender`` of that stream, with the
+same queue limit, batches, lending and session ends as here. It hands Capabilities and the
+pipeline RPCs byte for byte to this grpcio server, which then listens on a loopback port only the
+front end knows. Why: the grpcio server's cost per RPC was more than a whole one-update Write
+costs simple_switch_grpc, a Read handed on through it took about 1 ms, and a PacketOut ->
+PacketIn round trip handed on crossed one more gRPC hop (50-100 us).
+
+A stream message that does not parse ends its stream with INVALID_ARGUMENT, on either front end.
 
 Listens only on the given address (loopback by default), without SO_REUSEPORT: grpcio sets
 it by default, and two switches on one port would then share the clients silently; a busy
@@ -54,7 +60,7 @@ from p4.v1 import p4runtime_pb2_grpc
 from runtime import heap
 
 from .core import P4RuntimeCore, p4rt_mode
-from .errors import P4RuntimeError
+from .errors import Code, P4RuntimeError
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -115,6 +121,33 @@ def _keyed_read(req: pb.ReadRequest) -> bool:
     if kind == "counter_entry":
         return bool(ent.counter_entry.counter_id and ent.counter_entry.HasField("index"))
     return False
+
+
+def _parse_stream(raw: list[bytes]) -> tuple[list[pb.StreamMessageRequest], P4RuntimeError | None]:
+    """A client's stream messages, up to the first that does not parse, and the error ending the
+    stream there (None: all parsed)."""
+    out: list[pb.StreamMessageRequest] = []
+    for m in raw:
+        try:
+            out.append(pb.StreamMessageRequest.FromString(m))
+        except Exception as e:  # noqa: BLE001 - protobuf's DecodeError, or worse
+            return out, P4RuntimeError(
+                Code.INVALID_ARGUMENT,
+                f"StreamChannel: a message of {len(m)} bytes is not a p4.v1.StreamMessageRequest ({e})",
+            )
+    return out, None
+
+
+def _serve_batch(
+    core: P4RuntimeCore, session: Any, msgs: list[pb.StreamMessageRequest]
+) -> P4RuntimeError | None:
+    """On the switch loop: the core takes each message; the first refusal ends the stream."""
+    for req in msgs:
+        try:
+            core.stream_message(session, req)
+        except P4RuntimeError as e:
+            return e
+    return None
 
 
 def _step(steps: Any) -> Any:
@@ -215,20 +248,20 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         if result.error is not None:
             await _fail(context, result.error)
 
-    async def StreamChannel(self, request_iterator: AsyncIterator[pb.StreamMessageRequest],
-                            context: Any) -> AsyncIterator[pb.StreamMessageResponse]:
+    async def StreamChannel(
+        self, request_iterator: AsyncIterator[pb.StreamMessageRequest], context: Any
+    ) -> AsyncIterator[pb.StreamMessageResponse]:
         srv = self._srv
         if srv.open_streams >= srv.max_streams:
-            await context.abort(grpc.StatusCode.RESOURCE_EXHAUSTED,
-                                f"too many open StreamChannels ({srv.open_streams}; at most {srv.max_streams})")
+            await context.abort(
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"too many open StreamChannels ({srv.open_streams}; at most {srv.max_streams})",
+            )
         srv.open_streams += 1
-        front_id = srv.front_stream_id(context)
         try:
             outbox = _Outbox(asyncio.get_running_loop(), srv)
             session = await self._call(lambda: self._core.open_stream(outbox.send, wire=True), context)
             reader = asyncio.create_task(self._read_stream(request_iterator, session, outbox))
-            if front_id is not None:
-                srv.front_streams[front_id] = (session, outbox)
             try:
                 async for item in outbox.items():
                     if isinstance(item, _Abort):
@@ -240,12 +273,10 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 srv.submit(lambda: self._core.close_stream(session))  # at once: frees a dead primary's id
         finally:
             srv.open_streams -= 1
-            if front_id is not None:
-                srv.front_streams.pop(front_id, None)
 
-    async def _read_stream(self, requests: AsyncIterator[pb.StreamMessageRequest], session: Any,
-                           outbox: _Outbox) -> None:
-        """Hand inbound messages to the core, a batch per switch-loop call. When the client
+    async def _read_stream(self, requests: AsyncIterator[bytes], session: Any, outbox: _Outbox) -> None:
+        """Hand inbound messages (their bytes: one that does not parse ends the stream, after
+        those before it) to the core, a batch per switch-loop call. When the client
         half-closes, the session ends and the server finishes the stream, as PI/BMv2 do
         (p4runtime-shell's teardown waits for that)."""
         inbox: asyncio.Queue = asyncio.Queue(maxsize=self._srv.stream_batch)
@@ -258,6 +289,9 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
         except (grpc.RpcError, asyncio.CancelledError):
             feeder.cancel()
             raise
+        except grpc.aio.AbortError:  # the handler ended the stream with an error: nothing more to read
+            feeder.cancel()
+            return
         except Exception:
             log.exception("P4Runtime stream reader failed")
         if not feeder.done():
@@ -270,8 +304,12 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
             while not inbox.empty() and len(batch) < self._srv.stream_batch:
                 batch.append(inbox.get_nowait())
             ended = batch[-1] is _END
-            msgs = batch[:-1] if ended else batch
-            err = await self._srv.run(lambda m=msgs: self._serve_batch(session, m), lend=len(msgs) == 1)
+            msgs, err = _parse_stream(batch[:-1] if ended else batch)
+            if msgs:
+                served = await self._srv.run(
+                    lambda m=msgs: _serve_batch(self._core, session, m), lend=len(msgs) == 1
+                )
+                err = served or err
             if err is not None:
                 outbox.put(_Abort(err))
                 return
@@ -280,14 +318,17 @@ class _Servicer(p4runtime_pb2_grpc.P4RuntimeServicer):
                 outbox.put(_END)
                 return
 
-    def _serve_batch(self, session: Any, msgs: list[pb.StreamMessageRequest]) -> P4RuntimeError | None:
-        """On the switch loop: the core takes each message; the first refusal ends the stream."""
-        for req in msgs:
-            try:
-                self._core.stream_message(session, req)
-            except P4RuntimeError as e:
-                return e
-        return None
+
+_GONE = object()
+
+
+class _FrontStream:
+    """A compiled front end's stream: its core session (a handle the front end keeps)."""
+
+    __slots__ = ("session",)
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
 
 
 class _Outbox:
@@ -311,10 +352,11 @@ class _Outbox:
             self.closed = True
 
     def put(self, item: Any) -> None:
-        droppable = isinstance(item, bytes) or (isinstance(item, pb.StreamMessageResponse)
-                                                and item.WhichOneof("update") != "arbitration")
+        droppable = isinstance(item, bytes) or (
+            isinstance(item, pb.StreamMessageResponse) and item.WhichOneof("update") != "arbitration"
+        )
         if droppable and len(self._queue) >= self._srv.max_queue:  # bytes: a packet-in (wire_encode)
-            self._srv.dropped_stream_messages += 1
+            self._srv._dropped += 1
             return
         self._queue.append(item)
         self._ready.set()
@@ -340,16 +382,26 @@ class P4RuntimeServer:
     directly on the server's thread.
     """
 
-    def __init__(self, core: P4RuntimeCore, address: str = "127.0.0.1:9559",
-                 run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
-                 submit: Submit | None = None, try_call: TryCall | None = None, max_streams: int = 1024, max_queue: int = 4096,
-                 stream_batch: int = 64, write_slice_ns: int = 2_000_000, front: str | None = None) -> None:
+    def __init__(
+        self,
+        core: P4RuntimeCore,
+        address: str = "127.0.0.1:9559",
+        run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
+        submit: Submit | None = None,
+        try_call: TryCall | None = None,
+        max_streams: int = 1024,
+        max_queue: int = 4096,
+        stream_batch: int = 64,
+        write_slice_ns: int = 2_000_000,
+        front: str | None = None,
+    ) -> None:
         self.core = core
         self.front = front_kind(front)
         self._front: Any = None  # hbh_engine.P4RuntimeFront while it serves
         self.backend_port: int | None = None  # the grpcio server's own port behind the front end
-        #: the front end's StreamChannels by its id for them: (session, outbox) (stream_gone)
-        self.front_streams: dict[int, tuple[Any, _Outbox]] = {}
+        #: the compiled front end's StreamChannels: handle -> None while open (stream_open/close)
+        self.front_streams: dict[_FrontStream, None] = {}
+        self._front_lock = threading.Lock()
         self.address = address
         self._pool: ThreadPoolExecutor | None = None
         if submit is None and run_in_loop is not None:
@@ -364,7 +416,8 @@ class P4RuntimeServer:
         self.open_streams = 0
         self.write_slice_ns = write_slice_ns
         self.write_lock = asyncio.Lock()
-        self.dropped_stream_messages = 0
+        self._dropped = 0
+        self._front_dropped = 0  # counted by a stopped front end
         self.port: int | None = None
         self._server: grpc.aio.Server | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -403,8 +456,14 @@ class P4RuntimeServer:
                 import hbh_engine
 
                 self.backend_port = port
-                front = hbh_engine.P4RuntimeFront(_numeric_address(self.address), f"127.0.0.1:{port}",
-                                                  self.write_bytes, self.stream_gone, self.read_bytes)
+                front = hbh_engine.P4RuntimeFront(
+                    _numeric_address(self.address),
+                    f"127.0.0.1:{port}",
+                    self.write_bytes,
+                    self.read_bytes,
+                    self,
+                    self.stream_batch,
+                )
                 port = front.start()
         except BaseException:
             if server is not None:  # the front end could not start: nothing serves
@@ -427,7 +486,11 @@ class P4RuntimeServer:
                 out = self._wait(lambda: self.core.write_wire(raw), lend=True)
             except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
                 log.exception("P4Runtime handler failed")
-                return (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
+                return (
+                    int(grpc.StatusCode.INTERNAL.value[0]),
+                    f"internal error: {type(e).__name__}: {e}",
+                    b"",
+                )
             if out is not None:
                 return out
         try:
@@ -466,29 +529,76 @@ class P4RuntimeServer:
             return [], (int(e.code), e.message, _status_details(e))
         except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
             log.exception("P4Runtime handler failed")
-            return [], (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
+            return [], (
+                int(grpc.StatusCode.INTERNAL.value[0]),
+                f"internal error: {type(e).__name__}: {e}",
+                b"",
+            )
         err = result.error
         return result.responses, None if err is None else (int(err.code), err.message, _status_details(err))
 
-    def front_stream_id(self, context: Any) -> int | None:
-        """The front end's id of a StreamChannel it hands on (its ``hbh-front-stream`` header)."""
-        if self._front is None and self.front != "compiled":
-            return None
-        for key, value in context.invocation_metadata() or ():
-            if key == "hbh-front-stream":
-                return int(value)
-        return None
+    @property
+    def dropped_stream_messages(self) -> int:
+        """Packet-ins and digest lists dropped for stream clients that did not read them."""
+        front = self._front
+        return self._dropped + self._front_dropped + (front.dropped if front is not None else 0)
 
-    def stream_gone(self, front_id: int) -> None:
-        """The front end's client of StreamChannel ``front_id`` left before its answers ended (it
-        cancelled, or its connection died): its session ends now, as when it was grpcio's client
-        (a dead primary's queued messages dropped, its election id free), not once the messages
-        still on their way through the front end have reached this server."""
-        found = self.front_streams.pop(front_id, None)
-        if found is not None:
-            session, outbox = found
-            outbox.closed = True
-            self.submit(lambda: self.core.close_stream(session))
+    # The compiled front end's StreamChannels (engine/src/p4rtfront.rs), each call on one of its
+    # threads: the same steps as _Servicer.StreamChannel's.
+
+    def stream_open(self, sender: Any) -> _FrontStream | tuple[int, str, bytes]:
+        """A new stream: its handle, or the status refusing it. The core sends to the client
+        through ``sender`` (an ``hbh_engine.StreamSender``, from any thread)."""
+        _name_front_thread()
+        with self._front_lock:
+            if self.open_streams >= self.max_streams:
+                return (
+                    int(Code.RESOURCE_EXHAUSTED),
+                    f"too many open StreamChannels ({self.open_streams}; at most {self.max_streams})",
+                    b"",
+                )
+            self.open_streams += 1
+        sender.max_queue = self.max_queue
+        try:
+            session = self._wait(lambda: self.core.open_stream(sender.send, wire=True), lend=True)
+        except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
+            with self._front_lock:
+                self.open_streams -= 1
+            log.exception("P4Runtime handler failed")
+            return (int(Code.INTERNAL), f"internal error: {type(e).__name__}: {e}", b"")
+        handle = _FrontStream(session)
+        with self._front_lock:
+            self.front_streams[handle] = None
+        return handle
+
+    def stream_messages(self, handle: _FrontStream, raw: list[bytes]) -> tuple[int, str, bytes] | None:
+        """A batch of a stream's messages, served on the switch loop (lent if just one); None, or
+        the status ending the stream (the first refusal, or a message that does not parse)."""
+        _name_front_thread()
+        msgs, err = _parse_stream(raw)
+        try:
+            if msgs:
+                err = (
+                    self._wait(lambda: _serve_batch(self.core, handle.session, msgs), lend=len(msgs) == 1)
+                    or err
+                )
+        except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
+            log.exception("P4Runtime stream handler failed")
+            return (int(Code.INTERNAL), f"internal error: {type(e).__name__}: {e}", b"")
+        return None if err is None else (int(err.code), err.message, _status_details(err))
+
+    def stream_end(self, handle: _FrontStream) -> None:
+        """The client half-closed and its messages are served: its session ends, then its stream."""
+        self._wait(lambda: self.core.close_stream(handle.session))
+
+    def stream_close(self, handle: _FrontStream) -> None:
+        """The stream is over, however it ended (once per stream): its session ends now, so a
+        dead primary's queued messages are dropped and its election id is free again."""
+        with self._front_lock:
+            if self.front_streams.pop(handle, _GONE) is _GONE:
+                return
+            self.open_streams -= 1
+        self.submit(lambda: self.core.close_stream(handle.session))
 
     def _wait(self, fn: Callable[[], T], lend: bool = False) -> T:
         """:meth:`run` for a thread that may block: ``fn()`` on the switch state, its result."""
@@ -507,12 +617,15 @@ class P4RuntimeServer:
         handlers = {
             "Write": unary(servicer.Write, pb.WriteRequest.FromString, msg),
             "Read": grpc.unary_stream_rpc_method_handler(servicer.Read, pb.ReadRequest.FromString, bytes),
-            "SetForwardingPipelineConfig": unary(servicer.SetForwardingPipelineConfig,
-                                                 pb.SetForwardingPipelineConfigRequest.FromString, msg),
-            "GetForwardingPipelineConfig": unary(servicer.GetForwardingPipelineConfig,
-                                                 pb.GetForwardingPipelineConfigRequest.FromString, msg),
-            "StreamChannel": grpc.stream_stream_rpc_method_handler(servicer.StreamChannel,
-                                                                   pb.StreamMessageRequest.FromString, _stream_bytes),
+            "SetForwardingPipelineConfig": unary(
+                servicer.SetForwardingPipelineConfig, pb.SetForwardingPipelineConfigRequest.FromString, msg
+            ),
+            "GetForwardingPipelineConfig": unary(
+                servicer.GetForwardingPipelineConfig, pb.GetForwardingPipelineConfigRequest.FromString, msg
+            ),
+            "StreamChannel": grpc.stream_stream_rpc_method_handler(
+                servicer.StreamChannel, None, _stream_bytes
+            ),
             "Capabilities": unary(servicer.Capabilities, pb.CapabilitiesRequest.FromString, msg),
         }
         server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler("p4.v1.P4Runtime", handlers),))
@@ -524,7 +637,8 @@ class P4RuntimeServer:
             await server.stop(None)
             raise _bind_problem(address) or ServerBindError(
                 f"P4Runtime server cannot listen on {address}: gRPC could not bind it "
-                "(GRPC_VERBOSITY=debug shows its reason)")
+                "(GRPC_VERBOSITY=debug shows its reason)"
+            )
         await server.start()
         return server, port
 
@@ -533,9 +647,12 @@ class P4RuntimeServer:
         if server is None or loop is None or thread is None:
             return
         self._server = None
-        front, self._front = self._front, None
+        front = self._front
         if front is not None:  # first: it ends the calls it hands on
             front.stop()
+            self._front, self._front_dropped = None, self._front_dropped + front.dropped
+            for handle in list(self.front_streams):  # any its stopped runtime could not close
+                self.stream_close(handle)
         try:
             asyncio.run_coroutine_threadsafe(server.stop(grace), loop).result(timeout=(grace or 0) + 5)
         finally:
@@ -562,7 +679,9 @@ def front_kind(front: str | None) -> str:
         import hbh_engine
 
         if not hasattr(hbh_engine, "P4RuntimeFront"):
-            raise RuntimeError("the compiled P4Runtime front end needs an engine built with it: run make engine")
+            raise RuntimeError(
+                "the compiled P4Runtime front end needs an engine built with it: run make engine"
+            )
     return front
 
 
@@ -572,7 +691,8 @@ def _numeric_address(address: str) -> str:
     host, _, port = address.rpartition(":")
     host = host.strip("[]") or "0.0.0.0"
     family, _kind, _proto, _name, sockaddr = socket.getaddrinfo(
-        host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)[0]
+        host, int(port), type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
     ip = sockaddr[0]
     return f"[{ip}]:{sockaddr[1]}" if family == socket.AF_INET6 else f"{ip}:{sockaddr[1]}"
 
@@ -601,7 +721,9 @@ def _bind_problem(address: str) -> ServerBindError | None:
                 s.bind(sockaddr)
         except OSError as exc:
             if exc.errno == errno.EADDRINUSE:
-                err = ServerBindError(f"{what}: address already in use (another switch or server listens there)")
+                err = ServerBindError(
+                    f"{what}: address already in use (another switch or server listens there)"
+                )
                 err.errno = errno.EADDRINUSE
                 return err
             return ServerBindError(f"{what}: {exc.strerror or exc}")

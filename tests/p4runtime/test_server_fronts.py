@@ -184,6 +184,194 @@ def _session(front: str) -> list:
     return out
 
 
+class _Echo(NullDevice):
+    """Answers a PacketOut with a PacketIn (the payload reversed, the egress port as ingress port)."""
+
+    core: P4RuntimeCore | None = None
+
+    def packet_out(self, payload: bytes, metadata: dict[str, int]) -> None:
+        super().packet_out(payload, metadata)
+        self.core.packet_in(payload[::-1], {"ingress_port": metadata["egress_port"], "reason": 2})
+
+
+class _Chan:
+    """A StreamChannel of raw messages (bytes, or a StreamMessageRequest); what it gets, in order:
+    each message's bytes, then ("ended", code, message) if it failed, then ("closed",)."""
+
+    def __init__(self, channel: grpc.Channel, first=None) -> None:
+        self.out: queue.Queue = queue.Queue()
+        self.got: queue.Queue = queue.Queue()
+        call = channel.stream_stream(
+            "/p4.v1.P4Runtime/StreamChannel", request_serializer=None, response_deserializer=None
+        )
+        self.call = call(iter(self.out.get, None), timeout=60)
+        threading.Thread(target=self._read, daemon=True).start()
+        if first is not None:
+            self.send(first)
+
+    def _read(self) -> None:
+        try:
+            for raw in self.call:
+                msg = pb.StreamMessageResponse.FromString(raw)
+                self.got.put(msg.SerializeToString(deterministic=True))
+        except grpc.RpcError as e:
+            self.got.put(("ended", e.code(), e.details()))
+        self.got.put(("closed",))
+
+    def send(self, msg) -> None:
+        self.out.put(msg if isinstance(msg, bytes) else msg.SerializeToString())
+
+    def next(self):
+        return self.got.get(timeout=30)
+
+    def rest(self) -> list:
+        """Everything until the stream is over."""
+        out = [self.next()]
+        while out[-1] != ("closed",):
+            out.append(self.next())
+        return out
+
+    def close(self) -> None:
+        self.out.put(None)
+
+
+def _arb(election: int | None, device: int = 1, role: str = "") -> pb.StreamMessageRequest:
+    msg = pb.StreamMessageRequest()
+    msg.arbitration.device_id = device
+    if election is not None:
+        msg.arbitration.election_id.low = election
+    if role:
+        msg.arbitration.role.name = role
+    return msg
+
+
+def _packet(
+    port: int, payload: bytes = b"\x0a\x00\x00\x01abc", pad: bytes | None = b"\x00"
+) -> pb.StreamMessageRequest:
+    msg = pb.StreamMessageRequest()
+    msg.packet.payload = payload
+    msg.packet.metadata.add(metadata_id=1, value=bytes([port]))
+    if pad is not None:
+        msg.packet.metadata.add(metadata_id=2, value=pad)
+    return msg
+
+
+def _stream_session(front: str) -> list:
+    """Stream shapes against a fresh server: arbitration (primary, backups, take-over, refusals),
+    packet-out -> packet-in, refused packet-outs, digests and their acks, a client that
+    disconnects, one that never arbitrates, a message that does not parse, the stream limit."""
+    device = _Echo()
+    core = P4RuntimeCore(device, device_id=1)
+    device.core = core
+    srv = P4RuntimeServer(core, address="127.0.0.1:0", front=front, max_streams=4)
+    port = srv.start()
+    out: list = []
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+    try:
+        stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
+        p4info, ids = demo_p4info()
+        a = _Chan(channel, _arb(10))
+        out.append(a.next())  # primary
+        fpc = FPC(
+            device_id=1,
+            election_id=pb.Uint128(low=10),
+            action=FPC.VERIFY_AND_COMMIT,
+            config=pb.ForwardingPipelineConfig(p4info=p4info),
+        )
+        out.append(_outcome(stub.SetForwardingPipelineConfig, fpc))
+        b = _Chan(channel, _arb(5))
+        out.append(b.next())  # backup: only b is told
+        for msg in (_packet(3), _packet(4, b"\x0b"), _packet(7, pad=None), _packet(3, pad=b"\xff\xff")):
+            a.send(msg)
+            out.append(a.next())  # a packet-in, or the stream error naming the packet-out
+        b.send(_packet(3))
+        out.append(b.next())  # PERMISSION_DENIED: a backup
+        cfg = pb.DigestEntry.Config(max_timeout_ns=0, max_list_size=1, ack_timeout_ns=10**12)
+        digest = pb.Update(
+            type=pb.Update.INSERT,
+            entity=pb.Entity(digest_entry=pb.DigestEntry(digest_id=ids["learn_t"], config=cfg)),
+        )
+        out.append(
+            _outcome(
+                stub.Write, pb.WriteRequest(device_id=1, election_id=pb.Uint128(low=10), updates=[digest])
+            )
+        )
+        device.state.digests[ids["learn_t"]].add((0xAABBCCDDEEFF, 3), 1_000)
+        got = a.next()
+        out.append(got)
+        (dl,) = [pb.StreamMessageResponse.FromString(got).digest]
+        for who, did in ((b, ids["learn_t"]), (a, 0x1234)):  # a backup's ack; an unknown digest
+            ack = pb.StreamMessageRequest()
+            ack.digest_ack.digest_id, ack.digest_ack.list_id = did, dl.list_id
+            who.send(ack)
+            out.append(who.next())
+        ack.digest_ack.digest_id = ids["learn_t"]
+        a.send(ack)  # acked: no answer
+        other = pb.StreamMessageRequest()
+        other.other.type_url = "type.googleapis.com/x.Unknown"
+        a.send(other)
+        out.append(a.next())  # UNIMPLEMENTED, after the ack: the same digest is learnable again
+        device.state.digests[ids["learn_t"]].add((0xAABBCCDDEEFF, 3), 2_000)
+        out.append(a.next())
+        b.send(_arb(12))
+        out += [b.next(), a.next()]  # b takes over: both are told
+        a.send(_arb(10))
+        out.append(a.next())  # a re-arbitrates below b: a backup
+        c = _Chan(channel, _arb(12))  # b's election id
+        out += c.rest()
+        d = _Chan(channel, _arb(1, device=9))
+        out += d.rest()
+        e = _Chan(channel, _arb(1, role="sdn"))
+        out += e.rest()
+        idle = _Chan(channel)  # never arbitrates
+        idle.send(_packet(3))
+        out.append(idle.next())  # PERMISSION_DENIED
+        f = _Chan(channel, _arb(2))
+        out.append(f.next())
+        g = _Chan(channel, _arb(3))  # a fifth stream: beyond max_streams
+        out += g.rest()
+        f.send(b"\xff\xff")  # not a StreamMessageRequest
+        out += f.rest()
+        b.call.cancel()  # the primary disconnects: everyone left learns there is none
+        out += [b.rest(), a.next()]
+        h = _Chan(channel, _arb(12))  # its election id is free again
+        out.append(h.next())
+        out.append(a.next())
+        a.send(_packet(5))  # a backup again
+        out.append(a.next())
+        h.send(_packet(5))
+        out.append(h.next())
+        h.close()  # half-close: the server ends the stream; a hears there is no primary
+        out += [h.rest(), a.next()]
+        for s in (a, idle):
+            s.close()
+            out.append(s.rest())
+        out.append(srv.open_streams)
+    finally:
+        channel.close()
+        srv.stop(grace=0.5)
+    return out
+
+
+@pytest.mark.skipif(not COMPILED, reason="the engine was built without the compiled front end (make engine)")
+def test_compiled_front_streams_as_the_grpcio_server() -> None:
+    compiled, python = _stream_session("compiled"), _stream_session("python")
+    for i, (x, y) in enumerate(zip(compiled, python)):
+        assert x == y, f"step {i}: compiled {x!r}, grpcio {y!r}"
+    assert len(compiled) == len(python)
+    ended = [o for o in _flat(compiled) if isinstance(o, tuple) and o[0] == "ended"]
+    assert {o[1] for o in ended} >= {
+        grpc.StatusCode.INVALID_ARGUMENT,
+        grpc.StatusCode.NOT_FOUND,
+        grpc.StatusCode.RESOURCE_EXHAUSTED,
+        grpc.StatusCode.CANCELLED,
+    }
+
+
+def _flat(items: list) -> list:
+    return [y for x in items for y in (x if isinstance(x, list) else [x])]
+
+
 @pytest.mark.skipif(not COMPILED, reason="the engine was built without the compiled front end (make engine)")
 def test_compiled_front_answers_as_the_grpcio_server() -> None:
     compiled, python = _session("compiled"), _session("python")

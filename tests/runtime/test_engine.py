@@ -56,18 +56,15 @@ def test_cycles_through_engine_objects_are_collected() -> None:
 
 
 class FrontOwner:
-    """As p4switch/p4runtime/server.py holds it: the front end's callbacks are this object's methods."""
+    """As p4switch/p4runtime/server.py holds it: the front end's callbacks are this object and its methods."""
 
     def __init__(self) -> None:
         import hbh_engine
 
-        self.front = hbh_engine.P4RuntimeFront("127.0.0.1:0", "127.0.0.1:1", self.write, self.gone, self.read)
+        self.front = hbh_engine.P4RuntimeFront("127.0.0.1:0", "127.0.0.1:1", self.write, self.read, self)
 
     def write(self, body: bytes) -> bytes:
         return body
-
-    def gone(self, stream: int) -> None:
-        pass
 
     def read(self, body: bytes) -> bytes:
         return body
