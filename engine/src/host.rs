@@ -17,7 +17,13 @@ use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::datagram::{SEQ_AT, TS_AT};
 use crate::link::{send_frame, wire_time_ns, InMemoryLink};
-use crate::sched::{engine_of, now_of, Call, Token, VirtualScheduler};
+use crate::sched::{engine_of, now_of, Call, Token, VirtualScheduler, Work};
+
+/// A paced sender's next packet (`Call::Engine`'s `PacedSender()`).
+static PACE: Work = Work {
+    run: |sender, _| PacedSender::fire(sender.downcast::<PacedSender>()?),
+    name: |_, _| "PacedSender".to_string(),
+};
 
 const NS_PER_S: i64 = 1_000_000_000;
 /// How far behind its schedule a real-time sender may catch up (see `State::take`): at most
@@ -329,7 +335,10 @@ impl PacedSender {
         };
         let t = raw.max(now);
         let handle = match &b.engine_sched {
-            Some(s) => Pending::Engine(s.get().schedule_token(t, Call::Pace(slf.clone().unbind()))),
+            Some(s) => Pending::Engine(
+                s.get()
+                    .schedule_token(t, Call::Engine(&PACE, slf.clone().into_any().unbind(), 0)),
+            ),
             None => Pending::Other(
                 b.sched
                     .bind(py)

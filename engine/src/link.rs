@@ -15,7 +15,13 @@ use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 use crate::frame::Frame;
 use crate::hostrecv::HostReceiver;
 use crate::linkport::LinkPort;
-use crate::sched::{engine_of, now_of, Call, VirtualScheduler};
+use crate::sched::{engine_of, now_of, Call, VirtualScheduler, Work};
+
+/// A link direction's wire is free (`Call::Engine`): its waiting frames' turn.
+static NIC_FREE: Work = Work {
+    run: |link, dir| InMemoryLink::nic_free(link.downcast::<InMemoryLink>()?, dir),
+    name: |_, _| "InMemoryLink wire free".to_string(),
+};
 
 const NS_PER_S: i128 = 1_000_000_000;
 
@@ -242,12 +248,8 @@ fn link_deliver(
 
 /// `link_deliver`, as the engine's scheduler runs it (`sched::Call::Deliver`): no argument tuple,
 /// no Python call.
-pub(crate) fn deliver(
-    target: &Bound<'_, PyAny>,
-    data: Frame,
-    stats: &Bound<'_, LinkStats>,
-) -> PyResult<()> {
-    stats.borrow_mut().delivered += 1;
+fn deliver(target: &Bound<'_, PyAny>, data: Frame, stats: &Bound<'_, PyAny>) -> PyResult<()> {
+    stats.downcast::<LinkStats>()?.borrow_mut().delivered += 1;
     deliver_to(target, data)
 }
 
@@ -438,7 +440,12 @@ impl InMemoryLink {
         let target = if dir == 0 { &self.b_end } else { &self.a_end };
         match &self.engine_sched {
             Some((s, lanes)) => {
-                let call = Call::Deliver(target.clone_ref(py), data, stats.clone().unbind());
+                let call = Call::Deliver(
+                    deliver,
+                    target.clone_ref(py),
+                    data,
+                    stats.clone().into_any().unbind(),
+                );
                 match seq {
                     Some(seq) => s.get().schedule_lane_seq(lanes[dir], when, seq, call),
                     None => s.get().schedule_lane(lanes[dir], when, call),
@@ -465,9 +472,10 @@ impl InMemoryLink {
         let py = slf.py();
         let me = slf.get();
         match &me.engine_sched {
-            Some((s, _)) => s
-                .get()
-                .schedule_call(when, Call::NicFree(slf.clone().unbind(), dir)),
+            Some((s, _)) => s.get().schedule_call(
+                when,
+                Call::Engine(&NIC_FREE, slf.clone().into_any().unbind(), dir),
+            ),
             None => {
                 let f = wrap_pyfunction!(link_nic_free, py)?;
                 me.sched
@@ -479,7 +487,7 @@ impl InMemoryLink {
     }
 
     /// Direction `dir`'s wire is free: the frames due on it now go on, each at the rate in
-    /// force (`Call::NicFree`); the next wire-free call is armed if any frame still waits.
+    /// force (`NIC_FREE`); the next wire-free call is armed if any frame still waits.
     pub(crate) fn nic_free(slf: &Bound<'_, Self>, dir: usize) -> PyResult<()> {
         let py = slf.py();
         let me = slf.get();

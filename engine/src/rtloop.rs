@@ -25,7 +25,16 @@ use pyo3::{PyTraverseError, PyVisit};
 
 use crate::afpacket::{open_tx_socket, send_batch, RxBatch, BATCH};
 use crate::link::wire_time_ns;
-use crate::sched::{monotonic_ns, Call, EventHeap};
+use crate::sched::{monotonic_ns, Call, EventHeap, Work};
+
+/// A modelled port's propagation delay (`Call::Engine`): the frames now due go to its socket.
+static RELEASE: Work = Work {
+    run: |tx, _| TxPort::release(tx.downcast::<TxPort>()?.as_unbound(), tx.py()),
+    name: |tx, _| match tx.downcast::<TxPort>() {
+        Ok(tx) => format!("TxPort.release({})", tx.get().name()),
+        Err(_) => "TxPort.release".to_string(),
+    },
+};
 use crate::v1walk::{Hooks, V1Walk};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -224,8 +233,11 @@ impl TxPort {
             log.flush(py)?;
         }
         if let Some((at, heap)) = q.arm {
-            heap.get()
-                .push_token(py, at, Call::Release(me.clone_ref(py)));
+            heap.get().push_token(
+                py,
+                at,
+                Call::Engine(&RELEASE, me.clone_ref(py).into_any(), 0),
+            );
         }
         Ok(q.busy)
     }
@@ -309,8 +321,11 @@ impl TxPort {
                 .zip(st.heap.as_ref().map(|h| h.clone_ref(py)))
         };
         if let Some((at, heap)) = next {
-            heap.get()
-                .push_token(py, at, Call::Release(me.clone_ref(py)));
+            heap.get().push_token(
+                py,
+                at,
+                Call::Engine(&RELEASE, me.clone_ref(py).into_any(), 0),
+            );
         }
         Ok(())
     }

@@ -16,10 +16,6 @@ use pyo3::types::{PyBool, PyInt, PyTuple};
 use pyo3::{PyTraverseError, PyVisit};
 
 use crate::frame::Frame;
-use crate::host::PacedSender;
-use crate::link::{deliver, InMemoryLink, LinkStats};
-use crate::rtloop::TxPort;
-use crate::tm::TrafficManager;
 
 const PENDING: u8 = 0;
 const CANCELLED: u8 = 1;
@@ -89,6 +85,20 @@ impl Token {
     }
 }
 
+/// The engine's own work a `Call::Engine` runs on its object and number (a TM's port, a link
+/// direction): how to run it, and its name in a `TimerHandle`'s repr.
+///
+/// Why function pointers: each kind is a `static` in the module that does the work (`tm::SERVE`,
+/// `host::PACE`, `rtloop::RELEASE`, `link::NIC_FREE`), so this module names none of them and
+/// they can all use it; a call is still one entry with no allocation.
+pub struct Work {
+    pub run: fn(&Bound<'_, PyAny>, usize) -> PyResult<()>,
+    pub name: fn(&Bound<'_, PyAny>, usize) -> String,
+}
+
+/// A link's delivery of `frame` to `target`, counted in `stats` (`link::deliver`).
+pub type DeliverFn = fn(&Bound<'_, PyAny>, Frame, &Bound<'_, PyAny>) -> PyResult<()>;
+
 /// What a handle runs: a Python callable with its arguments, or the engine's own work.
 ///
 /// Why the second: in real time the TM's service of every packet is a timer; as a Python bound
@@ -96,36 +106,29 @@ impl Token {
 /// per packet, where the engine can call itself.
 pub enum Call {
     Py(PyObject, Py<PyTuple>),
-    /// The TM's scheduled service of one port (`TrafficManager._serve(port)`).
-    Serve(Py<TrafficManager>, usize),
-    /// A modelled port's propagation delay: the frames now due go to its socket.
-    Release(Py<TxPort>),
+    /// The engine's own work on an object and a number: a TM port's service
+    /// (`TrafficManager._serve(port)`), a modelled port's propagation delay, a paced sender's
+    /// next packet, a link direction's free wire.
+    Engine(&'static Work, PyObject, usize),
     /// A link's delivery of a frame to the far end (`target`), counted in the direction's stats.
-    Deliver(PyObject, Frame, Py<LinkStats>),
-    /// A paced sender's next packet (`PacedSender()`).
-    Pace(Py<PacedSender>),
-    /// A link direction's wire is free: its waiting frames' turn (`InMemoryLink::nic_free`).
-    NicFree(Py<InMemoryLink>, usize),
+    Deliver(DeliverFn, PyObject, Frame, PyObject),
 }
 
 impl Call {
     pub fn run(&self, py: Python<'_>) -> PyResult<()> {
         match self {
             Call::Py(cb, args) => cb.bind(py).call1(args.bind(py)).map(|_| ()),
-            Call::Serve(tm, port) => TrafficManager::serve_port(tm.bind(py), *port),
-            Call::Pace(sender) => PacedSender::fire(sender.bind(py)),
-            Call::Release(tx) => TxPort::release(tx, py),
-            Call::Deliver(target, data, stats) => {
-                deliver(target.bind(py), data.clone_ref(py), stats.bind(py))
+            Call::Engine(work, obj, n) => (work.run)(obj.bind(py), *n),
+            Call::Deliver(f, target, data, stats) => {
+                f(target.bind(py), data.clone_ref(py), stats.bind(py))
             }
-            Call::NicFree(link, dir) => InMemoryLink::nic_free(link.bind(py), *dir),
         }
     }
 
     /// `run`, moving what the call carries (a delivered frame's buffer goes on without a copy).
     pub fn run_owned(self, py: Python<'_>) -> PyResult<()> {
         match self {
-            Call::Deliver(target, data, stats) => deliver(target.bind(py), data, stats.bind(py)),
+            Call::Deliver(f, target, data, stats) => f(target.bind(py), data, stats.bind(py)),
             other => other.run(py),
         }
     }
@@ -138,11 +141,8 @@ impl Call {
                     .map(|n| n.to_string())
                     .unwrap_or_else(|_| cb.to_string())
             }
-            Call::Serve(_, port) => format!("TrafficManager._serve({port})"),
-            Call::Release(tx) => format!("TxPort.release({})", tx.get().name()),
+            Call::Engine(work, obj, n) => (work.name)(obj.bind(py), *n),
             Call::Deliver(..) => "InMemoryLink delivery".to_string(),
-            Call::Pace(_) => "PacedSender".to_string(),
-            Call::NicFree(..) => "InMemoryLink wire free".to_string(),
         }
     }
 
@@ -152,11 +152,8 @@ impl Call {
                 visit.call(cb)?;
                 visit.call(args)
             }
-            Call::Serve(tm, _) => visit.call(tm),
-            Call::Release(tx) => visit.call(tx),
-            Call::Pace(sender) => visit.call(sender),
-            Call::NicFree(link, _) => visit.call(link),
-            Call::Deliver(target, data, stats) => {
+            Call::Engine(_, obj, _) => visit.call(obj),
+            Call::Deliver(_, target, data, stats) => {
                 visit.call(target)?;
                 data.traverse(visit)?;
                 visit.call(stats)
@@ -386,7 +383,7 @@ impl Heap {
         let l = &mut self.lanes[lane as usize];
         match l.waiting.pop_front() {
             Some(next) => {
-                if let Job::Lane(_, Call::Deliver(_, frame, _)) = &next.job {
+                if let Job::Lane(_, Call::Deliver(_, _, frame, _)) = &next.job {
                     frame.prefetch();
                 }
                 self.heap.push(next)

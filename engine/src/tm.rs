@@ -14,7 +14,15 @@ use pyo3::types::{PyBool, PyInt};
 use pyo3::{intern, PyTraverseError, PyVisit};
 
 use crate::prefetch;
-use crate::sched::{engine_of, monotonic_ns, now_of, Call, EventHeap, Token, VirtualScheduler};
+use crate::sched::{
+    engine_of, monotonic_ns, now_of, Call, EventHeap, Token, VirtualScheduler, Work,
+};
+
+/// The scheduled service of a port (`Call::Engine`'s `TrafficManager._serve(port)`).
+static SERVE: Work = Work {
+    run: |tm, port| TrafficManager::serve_port(tm.downcast::<TrafficManager>()?, port),
+    name: |_, port| format!("TrafficManager._serve({port})"),
+};
 use crate::v1walk::{V1Walk, WalkPacket};
 
 const NS_PER_S: i64 = 1_000_000_000;
@@ -571,7 +579,7 @@ impl TrafficManager {
         }
         p.wake_at = t;
         let this = slf.get();
-        let serve = || Call::Serve(slf.clone().unbind(), port);
+        let serve = || Call::Engine(&SERVE, slf.clone().into_any().unbind(), port);
         p.wake = Some(match (&this.engine_sched, &this.realtime_heap) {
             (Some(s), _) => Wake::Engine(s.get().schedule_token(t, serve())),
             (None, Some(heap)) => Wake::Engine(heap.get().push_token(py, t, serve()).0),
