@@ -33,6 +33,7 @@ from topo.analysis.fluid_network import (
     smallest_scale,
 )
 from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
+from topo.analysis.report_gap import with_sparse_reports
 from topo.net.model import Topology
 from topo.net.plan import law_frames
 from topo.net.routes import routed_paths
@@ -361,8 +362,9 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
 
 def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:
     """One line per law the analysis expects to lose packets (hop-by-hop runs only)."""
-    return [w for c in with_remedy(topo, check_topology(topo, duration_s), duration_s)
-            if (w := c.warning()) is not None]
+    warned = [w for c in with_remedy(topo, check_topology(topo, duration_s), duration_s)
+              if (w := c.warning()) is not None]
+    return with_sparse_reports(topo, law_loops(topo), warned)  # topo/analysis/report_gap.py
 
 
 def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[LawCheck]:
