@@ -32,6 +32,7 @@ mod prefetch;
 mod rtloop;
 mod sched;
 mod tm;
+mod txport;
 mod v1copies;
 mod v1walk;
 
@@ -58,7 +59,7 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<hostrecv::HostReporter>()?;
     m.add_class::<hostrelay::HostRelay>()?;
     m.add("HOST_RELAY_TO_PYTHON_MAX", hostrelay::TO_PYTHON_MAX)?;
-    m.add("REALTIME_DATE_BACK_MAX_NS", rtloop::DATE_BACK_MAX_NS)?;
+    m.add("REALTIME_DATE_BACK_MAX_NS", txport::DATE_BACK_MAX_NS)?;
     m.add_class::<datagram::Datagram>()?;
     m.add_function(wrap_pyfunction!(datagram::parse_datagram, m)?)?;
     m.add_function(wrap_pyfunction!(datagram::write_datagram_header, m)?)?;
@@ -83,10 +84,10 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<p4cells::Cells>()?;
     m.add_class::<pre::Pre>()?;
     m.add_class::<v1walk::V1Walk>()?;
-    m.add_class::<v1walk::WalkProgram>()?;
-    m.add_class::<v1walk::WalkPacket>()?;
-    m.add_class::<rtloop::RealtimeWire>()?;
-    m.add_class::<rtloop::TxPort>()?;
+    m.add_class::<v1copies::WalkProgram>()?;
+    m.add_class::<v1copies::WalkPacket>()?;
+    m.add_class::<txport::RealtimeWire>()?;
+    m.add_class::<txport::TxPort>()?;
     m.add_class::<rtloop::PortServer>()?;
     m.add("P4_STATUS_END", p4vm::STATUS_END)?;
     m.add("P4_STATUS_REJECT", p4vm::STATUS_REJECT)?;

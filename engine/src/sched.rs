@@ -89,7 +89,7 @@ impl Token {
 /// direction): how to run it, and its name in a `TimerHandle`'s repr.
 ///
 /// Why function pointers: each kind is a `static` in the module that does the work (`tm::SERVE`,
-/// `host::PACE`, `rtloop::RELEASE`, `link::NIC_FREE`), so this module names none of them and
+/// `host::PACE`, `txport::RELEASE`, `link::NIC_FREE`), so this module names none of them and
 /// they can all use it; a call is still one entry with no allocation.
 pub struct Work {
     pub run: fn(&Bound<'_, PyAny>, usize) -> PyResult<()>,

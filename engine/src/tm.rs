@@ -23,7 +23,8 @@ static SERVE: Work = Work {
     run: |tm, port| TrafficManager::serve_port(tm.downcast::<TrafficManager>()?, port),
     name: |_, port| format!("TrafficManager._serve({port})"),
 };
-use crate::v1walk::{V1Walk, WalkPacket};
+use crate::v1copies::WalkPacket;
+use crate::v1walk::V1Walk;
 
 const NS_PER_S: i64 = 1_000_000_000;
 pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
