@@ -70,10 +70,10 @@ class _Saved:
 
 
 def p4rt_mode() -> str:
-    """``HBH_P4RT``: ``compiled`` puts the engine's gRPC front end before the P4Runtime server
-    (server.py); ``python`` keeps the server and its Writes all in Python (the path before issue
-    49: no one-pass table writes either), e.g. to compare; unset or empty: the grpcio server
-    with one-pass table writes."""
+    """``HBH_P4RT``: unset, empty or ``compiled``: the engine's gRPC front end before the P4Runtime
+    server (server.py); ``grpcio``: the grpcio server alone, with one-pass table writes;
+    ``python``: the server and its Writes all in Python (the path before issue 49: no one-pass
+    table writes either), e.g. to compare."""
     return os.environ.get("HBH_P4RT", "").strip().lower()
 
 

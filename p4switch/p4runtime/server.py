@@ -17,8 +17,8 @@ buffered by the thousand. When a stream ends (the client closed it, or died: the
 closes its socket), its session is closed at once, so a dead primary's queued messages are
 dropped and its election id is free again.
 
-With the compiled front end (``front="compiled"``, or ``HBH_P4RT=compiled``: issue 49), the
-engine's ``P4RuntimeFront`` (tonic,
+With the compiled front end (the default where the engine has it; ``HBH_P4RT=grpcio`` or
+``python`` leave grpcio's server alone: issue 49), the engine's ``P4RuntimeFront`` (tonic,
 engine/src/p4rtfront.rs) listens on the address instead: it answers Write and Read by handing
 the request's bytes to :meth:`P4RuntimeServer.write_bytes` and :meth:`P4RuntimeServer.read_bytes`
 on a thread of its own (the core still runs on the switch loop, lent or submitted as here), and
@@ -665,13 +665,19 @@ class P4RuntimeServer:
 
 
 def front_kind(front: str | None) -> str:
-    """``"compiled"`` or ``"python"``: the front end a P4RuntimeServer gets. None: compiled with
-    ``HBH_P4RT=compiled``, else grpcio's alone (the compiled one is opt-in until Writes of plain
-    entries stay in the engine: it hands packet-ins on through one more hop)."""
+    """``"compiled"`` or ``"python"`` (grpcio's server alone): the front end a P4RuntimeServer
+    gets. None: the compiled one when the engine has it, unless ``HBH_P4RT`` is ``grpcio`` or
+    ``python``; ``HBH_P4RT=compiled`` insists on it (an engine without it is then an error)."""
     if front is None:
         mode = p4rt_mode()
-        if mode not in ("", "compiled", "python"):
-            raise ValueError(f"HBH_P4RT={mode!r}: expected 'compiled' or 'python' (or unset)")
+        if mode not in ("", "compiled", "grpcio", "python"):
+            raise ValueError(f"HBH_P4RT={mode!r}: expected 'compiled', 'grpcio' or 'python' (or unset)")
+        if mode == "":
+            try:
+                import hbh_engine
+            except ImportError:  # no engine at all: grpcio's server
+                hbh_engine = None
+            mode = "compiled" if hasattr(hbh_engine, "P4RuntimeFront") else "grpcio"
         front = "compiled" if mode == "compiled" else "python"
     if front not in ("compiled", "python"):
         raise ValueError(f"P4Runtime front end {front!r}: expected 'compiled' or 'python'")

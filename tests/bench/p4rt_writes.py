@@ -11,13 +11,14 @@ update per Write and 100 per Write (at least 100 Writes a round: the 1000 entrie
 over for the second), deleting them again between passes. Rounds of the two
 batch sizes alternate, so machine load drifts hit both alike; the median round is reported.
 Other servers measured beside it (empty ones - grpcio's and a Go one, tests/bench/p4rt_floor*
--, the p4switch of an earlier commit, the real BMv2, and this p4switch with the compiled
-P4Runtime front end, ``HBH_P4RT=compiled``, and on its Python-only path, ``HBH_P4RT=python``: the
-grpcio server and the general write path) are started at the same time and take their rounds in
-turn with it, for the same reason. With ``--reads`` (and in ``make bench``), the switches among them
-then hold all the entries and their Reads are measured the same way, in turns: one entry by its
-whole key (the entries in turn) and the whole table; and a PacketOut to the p4switches' CPU port
-until its PacketIn comes back on the same StreamChannel (BMv2 runs without a CPU port here).
+-, the p4switch of an earlier commit, the real BMv2, and this p4switch with the Python
+P4Runtime front end, ``HBH_P4RT=grpcio`` (its default is the compiled one), and on its
+Python-only path, ``HBH_P4RT=python``: the grpcio server and the general write path) are started
+at the same time and take their rounds in turn with it, for the same reason. With ``--reads``
+(and in ``make bench``), the switches among them then hold all the entries and their Reads are
+measured the same way, in turns: one entry by its whole key (the entries in turn) and the whole
+table; and a PacketOut to the p4switches' CPU port until its PacketIn comes back on the same
+StreamChannel (BMv2 runs without a CPU port here).
 """
 
 from __future__ import annotations
@@ -276,8 +277,8 @@ def _environment(env: dict[str, str]) -> Iterator[None]:
 
 #: the environment of a p4switch on its Python-only P4Runtime path (grpcio server, general writes)
 PYTHON_PATH = {"HBH_P4RT": "python"}
-#: ... and of one with the engine's compiled gRPC front end (p4switch/p4runtime/server.py)
-COMPILED_FRONT = {"HBH_P4RT": "compiled"}
+#: ... and of one with grpcio's server as its front end, not the engine's (p4switch/p4runtime/server.py)
+GRPCIO_FRONT = {"HBH_P4RT": "grpcio"}
 
 
 @contextlib.contextmanager
@@ -436,15 +437,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="also measure the p4switch of commit REV (repeatable), alternated with this one")
     p.add_argument("--bmv2", action="store_true",
                    help="also measure the real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json")
-    p.add_argument("--compiled", action="store_true",
-                   help="also measure this p4switch with the compiled P4Runtime front end (HBH_P4RT=compiled)")
+    p.add_argument("--grpcio", action="store_true",
+                   help="also measure this p4switch with the Python P4Runtime front end (HBH_P4RT=grpcio)")
     p.add_argument("--python-path", action="store_true",
                    help="also measure this p4switch on its Python-only path (HBH_P4RT=python)")
     p.add_argument("--pin", action="store_true",
                    help="client on CPU 0, every server on CPU 1 (steadier figures than the OS's placement)")
     p.add_argument("--reads", action="store_true",
                    help="also measure Reads (one entry by its key, the whole table) of the switches: "
-                        "this p4switch, its compiled front end, BMv2; and the p4switches' PacketOut -> PacketIn")
+                        "this p4switch, with its Python front end, BMv2; and the p4switches' PacketOut -> PacketIn")
     args = p.parse_args(argv)
     from tests.switch.simnet import program
 
@@ -452,8 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--pin needs CPUs 0 and 1")
     cpu, client = (1, {0}) if args.pin else (None, None)
     servers: dict[str, AbstractContextManager[str]] = {"p4switch": p4switch_server(cpu=cpu)}
-    if args.compiled:
-        servers["p4switch, HBH_P4RT=compiled"] = p4switch_server(cpu=cpu, env=COMPILED_FRONT)
+    if args.grpcio:
+        servers["p4switch, HBH_P4RT=grpcio"] = p4switch_server(cpu=cpu, env=GRPCIO_FRONT)
     if args.python_path:
         servers["p4switch, HBH_P4RT=python"] = p4switch_server(cpu=cpu, env=PYTHON_PATH)
     for rev in args.baseline:

@@ -532,16 +532,16 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
 
 def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | None, where: str,
                 cpu: int | None, client: set[int] | None) -> None:
-    """Today's p4switch, with its compiled front end and on its Python-only path, the one before
-    issue 9, the empty servers and BMv2 when it is on PATH, started together and measured in turn
-    by the same client (tests/bench/p4rt_writes.py)."""
+    """Today's p4switch (its compiled front end), with its Python front end and on its Python-only
+    path, the one before issue 9, the empty servers and BMv2 when it is on PATH, started together
+    and measured in turn by the same client (tests/bench/p4rt_writes.py)."""
     from tests.bench import p4rt_writes as pw
     from tests.switch.simnet import program
 
     labels = {"p4switch": ""}
     servers = {"p4switch": pw.p4switch_server(cpu=cpu)}
-    labels["compiled"] = " of this p4switch with the compiled front end (HBH_P4RT=compiled: tonic; plain entries written in the engine)"
-    servers["compiled"] = pw.p4switch_server(cpu=cpu, env=pw.COMPILED_FRONT)
+    labels["grpcio"] = " of this p4switch with the Python front end (HBH_P4RT=grpcio: grpcio server; plain entries written in the engine)"
+    servers["grpcio"] = pw.p4switch_server(cpu=cpu, env=pw.GRPCIO_FRONT)
     labels["python"] = " of this p4switch on its Python-only path (HBH_P4RT=python: grpcio server, general writes)"
     servers["python"] = pw.p4switch_server(cpu=cpu, env=pw.PYTHON_PATH)
     if base is not None:
@@ -559,9 +559,9 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
     elif where == "placed by the OS":
         rep.add("P4Runtime", "table inserts/s over gRPC to the real BMv2", "not measured",
                 "simple_switch_grpc is not on PATH")
-    readable = [n for n in ("p4switch", "compiled", "bmv2") if n in servers]
+    readable = [n for n in ("p4switch", "grpcio", "bmv2") if n in servers]
     results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client,
-                                 read_from=readable, echo_from=[n for n in ("p4switch", "compiled") if n in servers])
+                                 read_from=readable, echo_from=[n for n in ("p4switch", "grpcio") if n in servers])
     for name, rates in results.items():
         for batch, rate in rates.median.items():
             rounds = ", ".join(f"{r:,.0f}" for r in rates.rounds[batch])
@@ -578,7 +578,7 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
                     f"{rate:,.0f} /s", f"{1e3 / rate:.3f} ms a Read; {pw.READS_PER_ROUND[kind]} Reads a round, "
                     f"median of 3 rounds, taken in turn with the other switches of these rows ({rounds}), after "
                     "their Write rounds (tests/bench/p4rt_writes.py)")
-    for name in ("p4switch", "compiled"):
+    for name in ("p4switch", "grpcio"):
         echoes = results[name].echo_rounds if name in results else []
         if echoes:
             rounds = ", ".join(f"{r * 1e3:.3f}" for r in echoes)

@@ -3,7 +3,7 @@
 The same controller session goes to a P4RuntimeServer with each front end: every answer a
 client sees (responses, codes, messages, the per-update errors in grpc-status-details-bin, Read
 results, arbitration updates) must be the same. The rest of tests/p4runtime/ runs on the default
-front end (grpcio's); ``HBH_P4RT=compiled`` runs it on the compiled one.
+front end (the compiled one); ``HBH_P4RT=grpcio`` runs it on grpcio's.
 """
 
 from __future__ import annotations
@@ -386,11 +386,13 @@ def test_front_option(monkeypatch) -> None:
         front_kind("fast")
     assert front_kind("python") == "python"
     monkeypatch.delenv("HBH_P4RT", raising=False)
-    assert front_kind(None) == "python"  # opt-in until plain Writes stay in the engine
-    monkeypatch.setenv("HBH_P4RT", "python")
-    assert front_kind(None) == "python"
+    # the compiled one where the engine has it
+    assert front_kind(None) == ("compiled" if COMPILED else "python")
+    for grpcio in ("grpcio", "python"):
+        monkeypatch.setenv("HBH_P4RT", grpcio)
+        assert front_kind(None) == "python"
     monkeypatch.setenv("HBH_P4RT", "quick")
-    with pytest.raises(ValueError, match="HBH_P4RT='quick': expected 'compiled' or 'python'"):
+    with pytest.raises(ValueError, match="HBH_P4RT='quick': expected 'compiled', 'grpcio' or 'python'"):
         front_kind(None)
     if COMPILED:
         monkeypatch.setenv("HBH_P4RT", "compiled")
