@@ -36,6 +36,17 @@ def test_a_slow_exit_behind_a_line_only_ecmp_takes_is_warned() -> None:
     )
 
 
+def test_two_flows_on_a_line_only_ecmp_takes_are_warned_where_they_lose() -> None:
+    """f1 (to H3, 1 Mb/s) and f2 (to H4, 1 Mb/s, from 0.4 s) both hash to S1 -> S4 -> S2, whose 2 Mb/s link
+    has a 5-packet buffer at S2: 90 lost there and at S4 (seed 1), unwarned, the analysis running the line
+    in 1,000-byte frames. Warned on S4 -> S2, the law whose buffer loses."""
+    text, seconds = _case("ecmp-two-flows-line.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="ecmp-two-flows-line.yaml")
+    assert verdict.problems == []
+    assert verdict.lost > 0
+    assert any(w.startswith("law S4->S2") for w in verdict.warned), verdict.warned
+
+
 def test_the_hashed_paths_links_carry_the_flows_frames_and_the_tie_breaks_carry_none() -> None:
     """What the agent's plan, the derived parameters and the fluid model take for a link's frames follows
     the path the switches hash the flow to."""
