@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.bench.crate_graph import circles
+from tests.bench.crate_graph import edges as crate_edges
 from tests.test_layers import PYTHON_PACKAGES, ROOT
 
 
@@ -77,8 +78,11 @@ def test_no_import_circle_between_files(package: str) -> None:
 
 @pytest.mark.parametrize("package", sorted(PYTHON_PACKAGES))
 def test_no_folder_holds_more_than_20_modules(package: str) -> None:
-    big = {str(d.relative_to(ROOT)): n for d in [ROOT / package, *(ROOT / package).rglob("*")]
-           if d.is_dir() and (n := len(list(d.glob("*.py")))) > MAX_MODULES}
+    big = {
+        str(d.relative_to(ROOT)): n
+        for d in [ROOT / package, *(ROOT / package).rglob("*")]
+        if d.is_dir() and (n := len(list(d.glob("*.py")))) > MAX_MODULES
+    }
     assert big == {}, f"folders of more than {MAX_MODULES} modules: {big}"
 
 
@@ -94,3 +98,9 @@ def test_the_checker_sees_a_circle_through_a_function(tmp_path: Path) -> None:
     graph = import_graph(tmp_path, frozenset({"hosts"}))
     assert graph["hosts.d"] == {"hosts", "hosts.a"}
     assert cycles(graph) == [["hosts.a", "hosts.c", "hosts.sub.b"]]
+
+
+def test_no_module_circle_in_the_engine_crate() -> None:
+    """The Rust engine's modules form no circle either (docs/background/engine.md, "The module graph")."""
+    found = circles(crate_edges(ROOT / "engine" / "src"))
+    assert found == [], "engine module circles: " + "; ".join(" <-> ".join(c) for c in found)

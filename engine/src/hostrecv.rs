@@ -67,6 +67,14 @@ pub struct HostReceiver {
     to_python: AtomicI64,
 }
 
+/// `link::FastEnd` for a `HostReceiver`: its `receive_frame`.
+pub(crate) fn fast_end(target: &Bound<'_, PyAny>, frame: Frame) -> Result<PyResult<()>, Frame> {
+    match target.downcast::<HostReceiver>() {
+        Ok(host) => Ok(HostReceiver::receive_frame(host, frame, None)),
+        Err(_) => Err(frame),
+    }
+}
+
 impl HostReceiver {
     /// A frame from the link, as the engine holds it (see the class), arrived now or `at` ns.
     pub(crate) fn receive_frame(

@@ -93,5 +93,10 @@ fn hbh_engine(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("P4_STATUS_REJECT", p4vm::STATUS_REJECT)?;
     m.add("DEFAULT_QUEUE_DEPTH", tm::DEFAULT_QUEUE_DEPTH)?;
     m.add("MAX_QUEUE_DEPTH", tm::MAX_QUEUE_DEPTH)?;
+    // The calls across layers without Python: a lower module reaches the one above through
+    // these (a link its far ends, a port its switch's walk, a TM the walk as its service).
+    let _ = link::FAST_ENDS.set([linkport::fast_end, hostrecv::fast_end]);
+    let _ = linkport::WALK_RECEIVE.set(&v1walk::PORT_RECEIVE);
+    let _ = tm::WALK_SERVICE.set(&v1walk::TM_SERVICE);
     Ok(())
 }

@@ -5,7 +5,7 @@
 //! engine's own heap without a handle object when the scheduler is the engine's.
 
 use std::collections::VecDeque;
-use std::sync::{Mutex, MutexGuard, TryLockError};
+use std::sync::{Mutex, MutexGuard, OnceLock, TryLockError};
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
@@ -13,8 +13,6 @@ use pyo3::types::{PyBytes, PyDict, PyTuple};
 use pyo3::{intern, wrap_pyfunction, PyTraverseError, PyVisit};
 
 use crate::frame::Frame;
-use crate::hostrecv::HostReceiver;
-use crate::linkport::LinkPort;
 use crate::sched::{engine_of, now_of, Call, VirtualScheduler, Work};
 
 /// A link direction's wire is free (`Call::Engine`): its waiting frames' turn.
@@ -253,14 +251,22 @@ fn deliver(target: &Bound<'_, PyAny>, data: Frame, stats: &Bound<'_, PyAny>) -> 
     deliver_to(target, data)
 }
 
+/// A far end that takes a frame without a Python call: the frame back when `target` is not
+/// of its kind.
+pub(crate) type FastEnd = fn(&Bound<'_, PyAny>, Frame) -> Result<PyResult<()>, Frame>;
+
+/// The engine's far ends, tried in order (`linkport::fast_end`, `hostrecv::fast_end`): set by
+/// lib.rs when the module loads, since both are above this module.
+pub(crate) static FAST_ENDS: OnceLock<[FastEnd; 2]> = OnceLock::new();
+
 /// The far end's `receive(frame)`: the engine's ports and hosts without a Python call.
-fn deliver_to(target: &Bound<'_, PyAny>, data: Frame) -> PyResult<()> {
+fn deliver_to(target: &Bound<'_, PyAny>, mut data: Frame) -> PyResult<()> {
     let py = target.py();
-    if let Ok(port) = target.downcast::<LinkPort>() {
-        return LinkPort::deliver(port, data);
-    }
-    if let Ok(host) = target.downcast::<HostReceiver>() {
-        return HostReceiver::receive_frame(host, data, None);
+    for end in FAST_ENDS.get().into_iter().flatten() {
+        match end(target, data) {
+            Ok(done) => return done,
+            Err(back) => data = back,
+        }
     }
     target
         .call_method1(intern!(py, "receive"), (data.into_py(py),))

@@ -7,7 +7,7 @@
 //! count it, then hand it on (`on_receive(number, frame)`, `link.send(port, frame)`).
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
@@ -15,14 +15,31 @@ use pyo3::{intern, PyClass, PyTraverseError, PyVisit};
 
 use crate::frame::Frame;
 use crate::link::InMemoryLink;
-use crate::v1walk::V1Walk;
+
+/// The switch's walk as a port's `on_receive`: its owner when `on_receive` is the walk's bound
+/// `receive`, and that `receive` (ingress port, frame) called without Python.
+pub(crate) struct WalkReceive {
+    pub(crate) owner: fn(&Bound<'_, PyAny>) -> Option<PyObject>,
+    pub(crate) receive: fn(&Bound<'_, PyAny>, u64, Frame) -> PyResult<()>,
+}
+
+/// v1walk's `PORT_RECEIVE`, set by lib.rs when the module loads (the walk is above this module).
+pub(crate) static WALK_RECEIVE: OnceLock<&'static WalkReceive> = OnceLock::new();
+
+/// `link::FastEnd` for a `LinkPort`: its `deliver`.
+pub(crate) fn fast_end(target: &Bound<'_, PyAny>, frame: Frame) -> Result<PyResult<()>, Frame> {
+    match target.downcast::<LinkPort>() {
+        Ok(port) => Ok(LinkPort::deliver(port, frame)),
+        Err(_) => Err(frame),
+    }
+}
 
 /// What the port is wired to; each engine object beside the Python one it was read from.
 #[derive(Default)]
 struct Wiring {
     on_receive: Option<PyObject>,
-    /// `on_receive` is `V1Walk.receive` bound to this walk: called without Python.
-    walk: Option<Py<V1Walk>>,
+    /// `on_receive` is the walk's bound `receive`: the walk, called without Python.
+    walk: Option<(PyObject, &'static WalkReceive)>,
     link: Option<PyObject>,
     /// `link` is the engine's `InMemoryLink` (or a subclass that keeps its `send`).
     engine_link: Option<Py<InMemoryLink>>,
@@ -69,12 +86,12 @@ impl LinkPort {
         let (walk, call) = {
             let w = lock(&me.wiring);
             (
-                w.walk.as_ref().map(|x| x.clone_ref(py)),
+                w.walk.as_ref().map(|(x, r)| (x.clone_ref(py), *r)),
                 w.on_receive.as_ref().map(|x| x.clone_ref(py)),
             )
         };
         match (walk, me.number) {
-            (Some(walk), n) if n >= 0 => walk.get().receive_frame(py, n as u64, frame),
+            (Some((walk, r)), n) if n >= 0 => (r.receive)(walk.bind(py), n as u64, frame),
             _ => match call {
                 Some(f) => f.bind(py).call1((me.number, frame.into_py(py))).map(|_| ()),
                 None => Ok(()),
@@ -136,9 +153,10 @@ impl LinkPort {
 
     #[setter]
     fn set_on_receive(&self, py: Python<'_>, on_receive: Option<PyObject>) {
-        let walk = on_receive
-            .as_ref()
-            .and_then(|f| method_owner::<V1Walk>(f.bind(py), "receive"));
+        let walk = on_receive.as_ref().and_then(|f| {
+            let r = *WALK_RECEIVE.get()?;
+            (r.owner)(f.bind(py)).map(|walk| (walk, r))
+        });
         let mut w = lock(&self.wiring);
         w.on_receive = on_receive;
         w.walk = walk;
@@ -199,7 +217,7 @@ impl LinkPort {
             for o in [&w.on_receive, &w.link].into_iter().flatten() {
                 visit.call(o)?;
             }
-            if let Some(x) = &w.walk {
+            if let Some((x, _)) = &w.walk {
                 visit.call(x)?;
             }
             if let Some(x) = &w.engine_link {

@@ -6,7 +6,7 @@
 //! it is one (timers armed without a Python call), any `Scheduler` otherwise (the real-time loop).
 
 use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -24,7 +24,6 @@ static SERVE: Work = Work {
     name: |_, port| format!("TrafficManager._serve({port})"),
 };
 use crate::v1copies::WalkPacket;
-use crate::v1walk::V1Walk;
 
 const NS_PER_S: i64 = 1_000_000_000;
 pub const DEFAULT_QUEUE_DEPTH: i64 = 64;
@@ -381,41 +380,47 @@ struct Port {
     occupancy: i64,
 }
 
+/// The engine's walk as a TM's service: its owner when a service is the walk's bound `service`,
+/// and its egress of a walk's packet and its service of any item, called without Python.
+pub(crate) struct WalkService {
+    pub(crate) owner: fn(&Bound<'_, PyAny>) -> Option<PyObject>,
+    pub(crate) egress: fn(&Bound<'_, PyAny>, usize, WalkItem) -> PyResult<i64>,
+    pub(crate) service: fn(&Bound<'_, PyAny>, usize, &Bound<'_, TMItem>) -> PyResult<i64>,
+}
+
+/// v1walk's `TM_SERVICE`, set by lib.rs when the module loads (the walk is above this module).
+pub(crate) static WALK_SERVICE: OnceLock<&'static WalkService> = OnceLock::new();
+
 /// Who serves a dequeued item: a Python callable, or the engine's walk itself (a `V1Walk`'s
 /// bound `service`, called here without a Python call per packet).
 enum Service {
     Py(PyObject),
-    Walk(Py<V1Walk>),
+    Walk(PyObject, &'static WalkService),
 }
 
 impl Service {
     fn clone_ref(&self, py: Python<'_>) -> Service {
         match self {
             Service::Py(f) => Service::Py(f.clone_ref(py)),
-            Service::Walk(w) => Service::Walk(w.clone_ref(py)),
+            Service::Walk(w, s) => Service::Walk(w.clone_ref(py), s),
         }
     }
 
     /// `service`, or the walk's bound `service` recognised as the walk's.
     fn of(py: Python<'_>, service: PyObject) -> Service {
-        let f = service.bind(py);
-        let walk = f
-            .getattr(intern!(py, "__self__"))
-            .ok()
-            .and_then(|o| o.downcast_into::<V1Walk>().ok());
-        let named = f
-            .getattr(intern!(py, "__name__"))
-            .is_ok_and(|n| n.to_string() == "service");
+        let walk = WALK_SERVICE
+            .get()
+            .and_then(|s| (s.owner)(service.bind(py)).map(|w| (w, *s)));
         match walk {
-            Some(w) if named => Service::Walk(w.unbind()),
-            _ => Service::Py(service),
+            Some((w, s)) => Service::Walk(w, s),
+            None => Service::Py(service),
         }
     }
 
     fn call(&self, py: Python<'_>, port: usize, item: Queued, prio: usize) -> PyResult<i64> {
         match (self, item) {
-            (Service::Walk(w), Queued::Walk(item)) => w.get().egress(py, port, *item),
-            (Service::Walk(w), Queued::Py(item)) => w.get().service(py, port, item.bind(py)),
+            (Service::Walk(w, s), Queued::Walk(item)) => (s.egress)(w.bind(py), port, *item),
+            (Service::Walk(w, s), Queued::Py(item)) => (s.service)(w.bind(py), port, item.bind(py)),
             (Service::Py(f), item) => {
                 let item = match item {
                     Queued::Py(item) => item,
@@ -1055,7 +1060,7 @@ impl TrafficManager {
         };
         match &inner.service {
             Some(Service::Py(s)) => visit.call(s)?,
-            Some(Service::Walk(w)) => visit.call(w)?,
+            Some(Service::Walk(w, _)) => visit.call(w)?,
             None => {}
         }
         for p in inner.ports.iter().flatten() {

@@ -25,13 +25,40 @@ use pyo3::{PyTraverseError, PyVisit};
 use crate::afpacket::{RxBatch, BUF};
 use crate::ctrlheader::HeaderSplit;
 use crate::frame::Frame;
-use crate::linkport::{method_owner, LinkPort};
+use crate::linkport::{method_owner, LinkPort, WalkReceive};
 use crate::p4vm::STATUS_REJECT;
-use crate::tm::{TMItem, TrafficManager, WalkItem};
+use crate::tm::{TMItem, TrafficManager, WalkItem, WalkService};
 use crate::txport::TxPort;
 use crate::v1copies::{
     clone_of, fresh, reentry, replica, WalkPacket, WalkProgram, PKT_EGRESS_CLONE,
     PKT_INGRESS_CLONE, PKT_RECIRC, PKT_REPLICATION, PKT_RESUBMIT,
+};
+
+/// The walk as a `LinkPort`'s `on_receive` (`linkport::WALK_RECEIVE`, set by lib.rs).
+pub(crate) static PORT_RECEIVE: WalkReceive = WalkReceive {
+    owner: |f| method_owner::<V1Walk>(f, "receive").map(Py::into_any),
+    receive: |w, port, frame| {
+        w.downcast::<V1Walk>()?
+            .get()
+            .receive_frame(w.py(), port, frame)
+    },
+};
+
+/// The walk as a TM's service (`tm::WALK_SERVICE`, set by lib.rs).
+pub(crate) static TM_SERVICE: WalkService = WalkService {
+    owner: |f| {
+        let py = f.py();
+        let walk = f
+            .getattr(intern!(py, "__self__"))
+            .ok()
+            .and_then(|o| o.downcast_into::<V1Walk>().ok());
+        let named = f
+            .getattr(intern!(py, "__name__"))
+            .is_ok_and(|n| n.to_string() == "service");
+        walk.filter(|_| named).map(|w| w.into_any().unbind())
+    },
+    egress: |w, port, item| w.downcast::<V1Walk>()?.get().egress(w.py(), port, item),
+    service: |w, port, item| w.downcast::<V1Walk>()?.get().service(w.py(), port, item),
 };
 
 const DROP_PORT: u64 = 511;

@@ -5,7 +5,7 @@
 Prints every module's edges to the crate's other modules (a ``use crate::m::...`` line, a
 ``use crate::{m, ...}`` group, or a ``crate::m::`` path in the code; comments are left out, since
 doc links name modules too) and the circles: the strongly connected components of more than one
-module (Tarjan). docs/background/engine.md quotes its output ("The module circle").
+module (Tarjan). docs/background/engine.md describes the graph ("The module graph").
 """
 
 from __future__ import annotations
