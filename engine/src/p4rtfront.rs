@@ -331,10 +331,11 @@ enum Out {
     Abort(Status),
 }
 
-/// A client's message, or its half-close.
+/// A client's message, its half-close, or the status its stream failed with.
 enum In {
     Msg(Bytes),
     End,
+    Failed(Status),
 }
 
 /// `send(message)`: one StreamChannel's way to its client, for the core's `StreamSession.send`
@@ -394,6 +395,24 @@ impl StreamSender {
     fn set_max_queue(&self, n: usize) {
         self.max_queue.store(n, Ordering::Relaxed);
     }
+}
+
+/// The largest request message taken, as grpcio's server (and tonic's by default).
+const MAX_REQUEST: usize = 4 << 20;
+
+/// grpcio's status for a request message over [`MAX_REQUEST`], for tonic's (OUT_OF_RANGE, its
+/// own words), so a client sees the same refusal from either front end; None for any other.
+fn too_large(status: &Status) -> Option<Status> {
+    if status.code() != Code::OutOfRange {
+        return None;
+    }
+    let rest = status
+        .message()
+        .strip_prefix("Error, decoded message length too large: found ")?;
+    let n = rest.split(' ').next()?;
+    Some(Status::resource_exhausted(format!(
+        "SERVER: Received message larger than max ({n} vs. {MAX_REQUEST})"
+    )))
 }
 
 /// A status as Python gives it: `(code, message, grpc-status-details-bin)`.
@@ -525,7 +544,8 @@ impl Inner {
 }
 
 /// The client's messages into `to`, at most `stream_batch` waiting: flow control holds back the
-/// rest. A stream that fails ends here; the response's end closes the session.
+/// rest. A stream that fails (a message over the size limit, a reset) ends the call with its
+/// status, if the client is still there to hear it.
 async fn read_stream(mut inbound: Streaming<Bytes>, to: mpsc::Sender<In>) {
     loop {
         match inbound.message().await {
@@ -538,7 +558,11 @@ async fn read_stream(mut inbound: Streaming<Bytes>, to: mpsc::Sender<In>) {
                 let _ = to.send(In::End).await;
                 return;
             }
-            Err(_) => return,
+            Err(status) => {
+                let status = too_large(&status).unwrap_or(status);
+                let _ = to.send(In::Failed(status)).await;
+                return;
+            }
         }
     }
 }
@@ -555,12 +579,17 @@ async fn feed_stream(
     while let Some(first) = from.recv().await {
         let mut msgs = Vec::new();
         let mut ended = false;
+        let mut failed = None;
         let mut next = Some(first);
         while let Some(item) = next.take() {
             match item {
                 In::Msg(m) => msgs.push(m),
                 In::End => {
                     ended = true;
+                    break;
+                }
+                In::Failed(status) => {
+                    failed = Some(status);
                     break;
                 }
             }
@@ -577,12 +606,18 @@ async fn feed_stream(
                         "internal error: StreamChannel handler: {e}"
                     )))
                 });
-            if let Some(status) = refused {
+            if let Some(status) = refused.or(failed.take()) {
                 let s = session.clone();
                 let _ = tokio::task::spawn_blocking(move || s.close()).await;
                 let _ = out.send(Out::Abort(status));
                 return;
             }
+        }
+        if let Some(status) = failed {
+            let s = session.clone();
+            let _ = tokio::task::spawn_blocking(move || s.close()).await;
+            let _ = out.send(Out::Abort(status));
+            return;
         }
         if ended {
             let (f, s) = (front.clone(), session.clone());
@@ -703,7 +738,9 @@ where
         let method = req.uri().path().to_owned();
         Box::pin(async move {
             // requests up to 4 MiB, as grpcio's server takes; answers of any size, as it sends
-            let mut grpc = tonic::server::Grpc::new(RawCodec).max_encoding_message_size(usize::MAX);
+            let mut grpc = tonic::server::Grpc::new(RawCodec)
+                .max_decoding_message_size(MAX_REQUEST)
+                .max_encoding_message_size(usize::MAX);
             let resp = match method.as_str() {
                 "/p4.v1.P4Runtime/Write" => grpc.unary(WriteSvc(inner), req).await,
                 "/p4.v1.P4Runtime/Read" => grpc.server_streaming(ReadSvc(inner), req).await,
@@ -717,6 +754,14 @@ where
                 "/p4.v1.P4Runtime/Capabilities" => grpc.unary(CapabilitiesSvc(inner), req).await,
                 _ => Status::unimplemented(format!("unknown method {method}")).into_http(),
             };
+            // a request over the size limit, refused before any handler: grpcio's answer
+            if resp.headers().get("grpc-status").map(|v| v.as_bytes()) == Some(b"11") {
+                if let Some(status) = Status::from_header_map(resp.headers()) {
+                    if let Some(ours) = too_large(&status) {
+                        return Ok(ours.into_http());
+                    }
+                }
+            }
             Ok(resp)
         })
     }

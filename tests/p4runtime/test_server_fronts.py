@@ -368,6 +368,39 @@ def test_compiled_front_streams_as_the_grpcio_server() -> None:
     }
 
 
+def _oversized(front: str) -> list:
+    """A request message over 4 MiB to every kind of RPC: each refused as grpcio refuses it."""
+    core = P4RuntimeCore(NullDevice(), device_id=1)
+    srv = P4RuntimeServer(core, address="127.0.0.1:0", front=front)
+    port = srv.start()
+    big = b"\x0a" + bytes(5 << 20)
+    out: list = []
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}", options=[("grpc.max_send_message_length", -1)])
+    try:
+        for name in ("Write", "Capabilities", "SetForwardingPipelineConfig"):
+            call = channel.unary_unary(f"/p4.v1.P4Runtime/{name}", request_serializer=None)
+            out.append(_outcome(call, big))
+        out.append(_outcome(_raw_read(channel), big))
+        chan = _Chan(channel, _arb(1))
+        out.append(chan.next())
+        chan.send(big)
+        out += chan.rest()
+        out.append(core.arbitration.primary is None)  # its session ended with it
+    finally:
+        channel.close()
+        srv.stop(grace=0.5)
+    return out
+
+
+@pytest.mark.skipif(not COMPILED, reason="the engine was built without the compiled front end (make engine)")
+def test_compiled_front_refuses_oversized_messages_as_the_grpcio_server() -> None:
+    compiled, python = _oversized("compiled"), _oversized("python")
+    assert compiled == python
+    assert [o[1] for o in compiled if isinstance(o, tuple) and o[0] in ("error", "ended")] == [
+        grpc.StatusCode.RESOURCE_EXHAUSTED
+    ] * 5
+
+
 def _flat(items: list) -> list:
     return [y for x in items for y in (x if isinstance(x, list) else [x])]
 
