@@ -14,6 +14,7 @@ use std::collections::HashMap;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 
 /// P4Info's MatchType numbers (p4info.proto): the kinds of a table's fields.
 const EXACT: u8 = 2;
@@ -220,6 +221,15 @@ impl TableEntityWriter {
             params,
             classes,
         })
+    }
+
+    /// The classes it holds, shown to the collector (visit only: they are the state module's
+    /// classes, which outlive any writer, so there is nothing here to clear).
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for c in &self.classes {
+            visit.call(c)?;
+        }
+        Ok(())
     }
 
     /// The `Entity{table_entry}` bytes of each entry, None for one this does not write.

@@ -160,3 +160,6 @@ def test_the_engines_writer_hands_back_what_it_cannot_write() -> None:
     got = writer.entities([plain, no_action, wide, wide_param, indirect, "not an entry"])
     assert got == [table_entity(state, 7, fields, plain), table_entity(state, 7, fields, no_action),
                    None, None, None, None]
+    import gc
+
+    assert set(map(id, gc.get_referents(writer))) >= set(map(id, _WRITTEN_CLASSES))  # shown to the collector
