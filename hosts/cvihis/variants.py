@@ -79,6 +79,10 @@ VARIANTS: Mapping[str, Mapping[str, object]] = MappingProxyType({
     # TCP-friendliest against reno at the paper's starting rate, its BLM yielding more slowly
     "reprobe": MappingProxyType({"areas": "reprobe", "decisions_per_rtt": 2, "push": "per-decision",
                                  "md": "per-rtt", "max_delay": "last-loss"}),
+    # as reprobe-slow, but maxDelay an EWMA of the losses' delays (the paper: "an EWMA may be used"): it meets the
+    # two-bottleneck row the default misses, not the half-capacity start (docs/background/cvihis.md, "Readings")
+    "reprobe-ewma": MappingProxyType({"areas": "reprobe", "decisions_per_rtt": 3, "push": 1.25, "md": "per-rtt",
+                                      "max_delay": "ewma"}),
 })
 #: variants that were renamed: the old name, refused in one line naming the new one
 RENAMED: Mapping[str, str] = MappingProxyType({"published": "probe"})

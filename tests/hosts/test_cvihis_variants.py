@@ -61,7 +61,7 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-slow, probe, shifted, squeezed, reprobe"),
+    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-slow, probe, shifted, squeezed, reprobe, reprobe-ewma"),
     ({"variant": "published"}, "variant: 'published' was the default until issue 48 and is now named 'probe'; the "
                                "default is now 'reprobe-slow'"),
     ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet"),
@@ -158,6 +158,21 @@ def test_max_delay_follows_the_newest_loss_or_an_average() -> None:
     first, second = 19 * MS, 49 * MS  # the OWDs above the smallest before each loss
     assert last.max_delay_ns - last.min_delay_ns == second
     assert ewma.max_delay_ns - ewma.min_delay_ns == first + 0.5 * (second - first)
+
+
+def test_reprobe_ewma_is_the_default_reading_with_max_delay_an_average() -> None:
+    """``reprobe-ewma`` changes one choice of the default, maxDelay, and so no parameter but its gain; a
+    receiver of each, fed the same two losses, differs only in its top: the EWMA sits below the newest loss (BLM: RTM's
+    top over a rising queue is the re-probed delay, the same in both)."""
+    ewma, default = _reading("reprobe-ewma"), CvihisParams()
+    assert ewma == CvihisReading(changes=(("max_delay", "ewma"),)).apply(default)
+    assert [f.name for f in dataclasses.fields(ewma) if getattr(ewma, f.name) != getattr(default, f.name)] == [
+        "max_delay_gain"]
+    trace = _queue_trace(lost=(20, 50))
+    a, b = CvihisReceiver(ewma, Mode.BLM), CvihisReceiver(default, Mode.BLM)
+    _feed(a, trace)
+    _feed(b, trace)
+    assert a.min_delay_ns == b.min_delay_ns and a.max_delay_ns < b.max_delay_ns
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))

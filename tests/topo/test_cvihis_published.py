@@ -172,3 +172,29 @@ def test_the_reprobe_reading_is_tcp_friendly_to_reno_on_the_corners_and_where_pr
     for rate, delay in [*CORNERS, ("3Mbps", "98ms")]:
         rtm, tcp = rtm_cell(rate, delay, "reno", seed=seed, reading="{variant: reprobe}")
         assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (rate, delay, rtm, tcp)
+
+
+@pytest.mark.slow
+def test_the_reprobe_ewma_reading_meets_the_sixth_two_bottleneck_row_as_a_seed_mean() -> None:
+    """``cvihis: {variant: reprobe-ewma}`` (docs/background/cvihis.md, "Readings"): the row the default misses (R2-R3
+    at 10 Mb/s, where flow 3 takes from the two flows that cross both bottlenecks), each flow's mean over seeds 1-5
+    within 10 % of the published rate, the target the default meets in rows 1-5."""
+    from topo.results.tcp import TARGET_ROWS, _with_reading  # noqa: PLC0415 (the rows as docs/results.md runs them)
+
+    _, sets, published = next(r for r in TARGET_ROWS if r[0] == "6")
+    topo = _with_reading("cvihis-two-bottleneck", "{variant: reprobe-ewma}", sets)
+    runs = [run_experiment(topo, 120 * S, seed=seed, plots=False).summary for seed in range(1, 6)]
+    for name, kbps in zip(("f1", "f2", "f3"), published):
+        mean = statistics.fmean(s["flows"][name]["goodput_bps"] / 1e3 for s in runs)
+        assert abs(mean - kbps) <= 0.10 * kbps, f"row 6 {name}: {mean:.0f} kb/s over seeds 1-5, published {kbps}"
+
+
+@pytest.mark.slow
+def test_the_reprobe_ewma_reading_is_tcp_friendly_to_reno_on_the_corners() -> None:
+    """``reprobe-ewma`` keeps the default's published TCP-friendliness from the paper's initial rate: on the grid's
+    corners the larger rate at most 2 times the smaller (seed 1)."""
+    from topo.results.tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/background/cvihis.md runs it)
+
+    for rate, delay in CORNERS:
+        rtm, tcp = rtm_cell(rate, delay, "reno", reading="{variant: reprobe-ewma}")
+        assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (rate, delay, rtm, tcp)
