@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
+from typing import Final
 
 from controlplane.alinea import Brake, Forecast
 
@@ -49,61 +50,63 @@ __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT
            "DRAIN_SHIFT_PKTS", "DRAIN_SHIFT_SHARE", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS",
            "drain_noise", "NEWEST_PKTS", "WINDOW_COMPACT"]
 
-COUNTER_MASK = (1 << 32) - 1
-NS = 1_000_000_000
+COUNTER_MASK: Final = (1 << 32) - 1
+NS: Final = 1_000_000_000
 #: Longest window of the drain estimate, s (and the shortest).
-DRAIN_WINDOW_S = 1.0
-DRAIN_WINDOW_MIN_S = 0.1
+DRAIN_WINDOW_S: Final = 1.0
+DRAIN_WINDOW_MIN_S: Final = 0.1
 #: The short window: long enough for DRAIN_SHORT_PKTS of the drain, at most DRAIN_SHORT_S and at
 #: least DRAIN_SHORT_GAPS report gaps; and the difference from the long one, packets/s, that makes
 #: it the estimate. In packets, because a capacity drop fills the buffer's headroom in a time that
 #: shrinks with the rate: at 100 Mb/s the paper's 60 packets of headroom last 5 report intervals
 #: after a drop from 60 to 50 Mb/s, and a window of 3 gaps, two of them from before the drop, read
 #: 57.7 Mb/s on the first report after it: the hop upstream cut too little (32 packets lost).
-DRAIN_SHORT_S = 0.2
-DRAIN_SHORT_PKTS = 50
-DRAIN_SHORT_GAPS = 1
-DRAIN_SHIFT_PPS = 8.0
+DRAIN_SHORT_S: Final = 0.2
+DRAIN_SHORT_PKTS: Final = 50
+DRAIN_SHORT_GAPS: Final = 1
+DRAIN_SHIFT_PPS: Final = 8.0
 #: ... and at least this many packets over the short window (8 packets/s over 0.2 s: the same at
 #: the paper's rates): the count of a short window is noisy by a packet at its ends, and with 8
 #: packets/s alone a one-gap window at 100 Mb/s fell "below" the long one on noise, every other
 #: report: the drain read low and held H2 (paper-1router at x50) 8 packets under its target.
-DRAIN_SHIFT_PKTS = 1.6
+DRAIN_SHIFT_PKTS: Final = 1.6
 #: With the exact drain, the share of the long window's drain a fall must exceed: the drain of one
 #: port's packets from a buffer that other ports share comes in bunches (their packets interleave).
-DRAIN_SHIFT_SHARE = 0.05
+DRAIN_SHIFT_SHARE: Final = 0.05
 #: ... and this many times the spread of the window's earlier drains (their noise, read from
 #: successive differences: see ``drain_noise``), of which it needs DRAIN_SPREAD_GAPS.
-DRAIN_SHIFT_SIGMAS = 3.0
-DRAIN_SPREAD_GAPS = 4
+DRAIN_SHIFT_SIGMAS: Final = 3.0
+DRAIN_SPREAD_GAPS: Final = 4
 #: Departures a drain is read over (the short window and each stretch of the spread).
-DRAIN_FALL_PKTS = 8
+DRAIN_FALL_PKTS: Final = 8
 #: A fall of the drain is expected to last this many times as long again as it has lasted so far
 #: (the median of a duration known only to have lasted so long, if its scale is unknown).
-FALL_PERSISTENCE = 1.0
+FALL_PERSISTENCE: Final = 1.0
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
-SCHEDULE_BOUND_S = 2.0
+SCHEDULE_BOUND_S: Final = 2.0
 #: The share of the schedule's slack one rate command may use.
-COMMAND_SHARE = 0.5
+COMMAND_SHARE: Final = 0.5
 #: Smoothing time of the arrival rate and the report gap, s; the shortest gap assumed, s.
-ARRIVAL_SMOOTH_S = 0.1
-MIN_GAP_S = 0.01
+ARRIVAL_SMOOTH_S: Final = 0.1
+MIN_GAP_S: Final = 0.01
 #: How long the longest reception gap is remembered (it decays with this time constant, s), and
 #: the margin on it for the next command's own latency.
-SLOW_GAP_MEMORY_S = 2.0
-SLOW_GAP_MARGIN = 1.5
+SLOW_GAP_MEMORY_S: Final = 2.0
+SLOW_GAP_MARGIN: Final = 1.5
 #: The start-up brake's approach time, in report gaps (docs/background/alinea.md, "Start-up brake").
-BRAKE_GAPS = 6
+BRAKE_GAPS: Final = 6
 #: The newest drain (``newest_pps``) is read over the newest stretch that holds this many departures:
 #: two spacings, the fewest in which a capacity drop downstream shows at the paper's rates before the
 #: buffer has gained a packet (docs/background/alinea.md, "The newest drain"). The law follows it for one report
 #: at a time, bounded, and never extrapolates it over the horizon.
-NEWEST_PKTS = 2
+NEWEST_PKTS: Final = 2
 #: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
-IDLE_PKTS = 1
+IDLE_PKTS: Final = 1
+#: ``QueueForecast._tail_spacing`` when no empty entry follows the ledger's last (a spacing is never negative).
+NO_SPACING: Final = -1.0
 #: Entries out of the drain's window are deleted from its list once there are this many, and half of it.
-WINDOW_COMPACT = 64
+WINDOW_COMPACT: Final = 64
 
 
 def drain_noise(rates: list[float]) -> float:
@@ -171,9 +174,19 @@ class QueueForecast:
     # and the packets' total (exact: integers).
     # Lists, not deques, though their oldest leave first: the compiled module indexes a list
     # natively and a deque through the interpreter's protocol, and they hold tens of entries.
+    # Reports with no arrivals add nothing to the schedule: the ledger keeps only the entries with
+    # packets (a fluid model's 1 ms reports at a few packets a second are mostly empty: three
+    # quarters of a fabric's ledger, summed at every report). What the empty ones left is where the
+    # ledger's oldest spacing comes from (a count that outgrows the ledger is spaced at it): _leads[i]
+    # is the spacing of the oldest entry after entry i - 1, empty or not (entry i's own if none
+    # empty came between), _tail_spacing that of the oldest empty entry after the last (NO_SPACING:
+    # none). The same schedule, to the bit: an empty entry's product is 0.0, and adding 0.0 to a sum
+    # of non-negative floats leaves it as it is.
     _counts: list[int] = field(default_factory=list)
     _spacings: list[float] = field(default_factory=list)
     _products: list[float] = field(default_factory=list)
+    _leads: list[float] = field(default_factory=list)
+    _tail_spacing: float = NO_SPACING
     _stamped: int = 0
     # The drain's window is _hist[_first:], oldest first: entries that leave it stay in the list
     # until they are half of it, then go at once (one move of the rest, where a deletion per report
@@ -185,6 +198,10 @@ class QueueForecast:
     # it starts at (-1: none) and the drain over it; and how many entries were deleted.
     _stretches: list[tuple[int, float] | None] = field(default_factory=list)
     _popped: int = 0
+    # The absolute number of the oldest entry from which _hist is in order (neither its times nor
+    # its departures ever fall from an entry to the next): where _stretch may start from the stretch before.
+    _ordered_from: int = 0
+    _timed_from: int = 0  # ... and the oldest from which its times are (the short window's walk)
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
                drained: int | None = None, drained_ns: int = 0) -> float:
@@ -209,10 +226,16 @@ class QueueForecast:
             if not exact:
                 self._drained += ((deq - self.deq) & COUNTER_MASK) - (occupancy - self.occupancy)
         spacing = NS / pps if pps > 0 else 0.0
-        self._counts.append(arrivals)  # the ledger: this report's arrivals at the rate in force
-        self._spacings.append(spacing)
-        self._products.append(arrivals * spacing)
-        self._stamped += arrivals
+        if arrivals:  # the ledger: this report's arrivals at the rate in force
+            tail = self._tail_spacing
+            self._leads.append(spacing if tail == NO_SPACING else tail)
+            self._tail_spacing = NO_SPACING
+            self._counts.append(arrivals)
+            self._spacings.append(spacing)
+            self._products.append(arrivals * spacing)
+            self._stamped += arrivals
+        elif self._tail_spacing == NO_SPACING:
+            self._tail_spacing = spacing
         if exact:
             if self._reported is not None:
                 self._drained += (drained - self._reported) & COUNTER_MASK  # type: ignore[operator]
@@ -222,7 +245,13 @@ class QueueForecast:
         ahead = last_sent - now_ns
         horizon_s = self.horizon_s = (ahead if ahead > 0 else 0) / NS
         hist, stretches = self._hist, self._stretches
-        hist.append((drained_ns if exact else now_ns, self._drained))
+        t_hist = drained_ns if exact else now_ns
+        if hist:
+            if t_hist < hist[-1][0]:
+                self._ordered_from = self._timed_from = self._popped + len(hist)
+            elif self._drained < hist[-1][1]:
+                self._ordered_from = self._popped + len(hist)
+        hist.append((t_hist, self._drained))
         stretches.append(None)
         window_s = DRAIN_WINDOW_MIN_S if horizon_s < DRAIN_WINDOW_MIN_S else horizon_s  # min(max()) written out
         window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
@@ -272,8 +301,20 @@ class QueueForecast:
         short_s = self.short_window_s()
         j, first = len(hist) - 1, self._first
         short_ns = short_s * NS  # once, not per entry walked (a host's report walks ~20)
-        while j > first and now_ns - hist[j][0] < short_ns:
-            j -= 1
+        if self._timed_from <= self._popped + first:
+            # The window in order (its times never fall): the entries within the short window of now
+            # are the newest ones, and the walk down from the newest ends at the newest entry past it
+            # (or at the window's first): found by bisection (at 1 ms reports the walk crossed ~100).
+            lo = first
+            while lo < j:
+                mid = (lo + j + 1) // 2
+                if now_ns - hist[mid][0] < short_ns:
+                    j = mid - 1
+                else:
+                    lo = mid
+        else:
+            while j > first and now_ns - hist[j][0] < short_ns:
+                j -= 1
         short = self._rate_since(hist[j], short_s / 4)
         span_s = (now_ns - hist[j][0]) / NS
         if span_s > short_s / 4 and short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_PKTS / span_s):
@@ -384,12 +425,31 @@ class QueueForecast:
     def _stretch(self, end: int) -> tuple[int, float]:
         """(absolute number of the newest entry before ``hist[end]`` with ``DRAIN_FALL_PKTS`` or
         more departures and some time between them, the drain since it); (-1, 0) if none."""
-        hist = self._hist
+        hist, popped = self._hist, self._popped
         t1, d1 = hist[end]
+        before = self._stretches[end - 1] if end > 0 and end == len(hist) - 1 else None
+        if before is not None and before[0] >= self._ordered_from:
+            # The newest entry, in order from where the stretch before it starts: the entries
+            # that qualify (as many departures or more before it, and time) are the oldest up to
+            # one, the last that qualified for the entry before qualifies for this one, and the
+            # newest that does is the first past it that does not, less one (every report asks
+            # this: the walk back from the newest crossed ~40 entries of a fluid model's window).
+            j = before[0] - popped
+            j = j if j > -1 else -1  # (the entries before the list's first are older than the window)
+            while j + 1 < end:
+                t0, d0 = hist[j + 1]
+                if d1 - d0 >= DRAIN_FALL_PKTS and t1 > t0:
+                    j += 1
+                else:
+                    break
+            if j < self._first:
+                return -1, 0.0
+            t0, d0 = hist[j]
+            return j + popped, (d1 - d0) * NS / (t1 - t0)
         for j in range(end - 1, self._first - 1, -1):
             t0, d0 = hist[j]
             if d1 - d0 >= DRAIN_FALL_PKTS and t1 > t0:
-                return j + self._popped, (d1 - d0) * NS / (t1 - t0)
+                return j + popped, (d1 - d0) * NS / (t1 - t0)
         return -1, 0.0
 
     def _schedule_ns(self, queued: int) -> float:
@@ -397,23 +457,30 @@ class QueueForecast:
         at the spacing it was queued with (the older ones have left). The sum of the entries'
         products, oldest first: the same floats, added in the same order, as the sum of
         ``count * spacing`` over the ledger."""
-        counts, spacings, products, extra = self._counts, self._spacings, self._products, self._stamped - queued
+        counts, spacings, products, leads = self._counts, self._spacings, self._products, self._leads
+        extra = self._stamped - queued
         while extra > 0 and counts:
             first = counts[0]
             if extra < first:
                 counts[0] = first = first - extra
                 products[0] = first * spacings[0]
+                leads[0] = spacings[0]  # the empty entries before it have gone
                 extra = 0
                 break
             extra -= first
             del counts[0]
             del spacings[0]
             del products[0]
-        if extra < 0:  # more queued than the ledger holds (a wrap, a restart): at the oldest spacing
-            spacing = spacings[0] if spacings else 0.0
+            del leads[0]
+        if extra > 0:  # (with the empty entries after the last)
+            self._tail_spacing = NO_SPACING
+        elif extra < 0:  # more queued than the ledger holds (a wrap, a restart): at the oldest spacing
+            tail = self._tail_spacing
+            spacing = leads[0] if leads else (0.0 if tail == NO_SPACING else tail)
             counts.insert(0, -extra)
             spacings.insert(0, spacing)
             products.insert(0, -extra * spacing)
+            leads.insert(0, spacing)
         self._stamped = queued
         return sum(products)
 

@@ -310,6 +310,44 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
         assert list(f._products) == [c * s for c, s in zip(f._counts, f._spacings)]
 
 
+@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0, 0, 0, 1, 2, 5]), st.integers(0, 6),
+                          st.sampled_from([0, 0, 0, 0, 1, 3]), st.sampled_from([0, 7, 800, 1500, 8000])),
+                min_size=1, max_size=120))
+def test_the_schedule_is_that_of_a_ledger_of_every_report(steps: list[tuple[int, int, int, int, int]]) -> None:
+    """Reports that bring no packet (most of a fluid model's) leave no entry in the ledger, yet the
+    schedule is, to the bit, that of a ledger of every report's arrivals at its spacing: the newest
+    ``Q`` packets at the spacings they were queued with, and packets beyond the ledger (the departures'
+    counter stepping back) at the spacing of its oldest entry, empty or not."""
+    f = QueueForecast()
+    counts: list[int] = []
+    spacings: list[float] = []
+    t = fwd = deq = stamped = 0
+    for n, (gap_ms, arrivals, departures, back, pps) in enumerate(steps):
+        t += gap_ms * MS
+        fwd += arrivals
+        deq = max(0, deq + min(departures, fwd - deq) - back)
+        f.update(t, 5, fwd, deq, pps)
+        queued = fwd - deq
+        new = queued if n == 0 else arrivals
+        counts.append(new)
+        spacings.append(1_000_000_000 / pps if pps > 0 else 0.0)
+        stamped += new
+        extra = stamped - queued
+        while extra > 0 and counts:
+            if extra < counts[0]:
+                counts[0] -= extra
+                extra = 0
+                break
+            extra -= counts.pop(0)
+            spacings.pop(0)
+        if extra < 0:
+            spacings.insert(0, spacings[0] if spacings else 0.0)
+            counts.insert(0, -extra)
+        stamped = queued
+        assert f.last_sent_ns == t + int(sum(c * s for c, s in zip(counts, spacings)))
+        assert f._counts == [c for c in counts if c]
+
+
 # The lazy walk against the rescan, both from the source: a compiled class cannot be subclassed
 # here (tests/controlplane/test_native.py compares the compiled build with the source).
 SourceForecast = native.source_module("forecast").QueueForecast
