@@ -44,8 +44,10 @@ stop at their first loss of ``LOSS_PKTS``: that answers what they ask.
 
 from __future__ import annotations
 
+import gc
 import math
 from dataclasses import dataclass, field
+from operator import truediv
 
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, SwitchControl
@@ -366,8 +368,19 @@ class _Network:
                                                               if t != float("inf")], default=0.0)
         envelope = _Envelope()
         plant = self.plant = self._plant()
+        # The run makes millions of short-lived tuples and lists and no cycles: the collector's passes
+        # over them (and over every object of the process, at its oldest generation) are a twentieth of it.
+        collecting = gc.isenabled()
+        gc.disable()
+        try:
+            return self._run(plant, envelope, window, last_event)
+        finally:
+            if collecting:
+                gc.enable()
+
+    def _run(self, plant: FluidPlant, envelope: _Envelope, window: int, last_event: float) -> list[NetworkPeak]:
         events, dt, sample = self.events, self.dt, self.sample_steps
-        every = self._report_every
+        every, stop_at_loss = self._report_every, self.stop_at_loss
         steps = int(self.duration_s / dt)
         k = 0
         while k < steps:
@@ -378,12 +391,14 @@ class _Network:
             stop = min(steps - 1, -(-k // sample) * sample)
             if every:
                 stop = min(stop, -(-k // every) * every)
-            if self.reports:
+            # (a report's or an event's step is never before k: at stop == k, as where every step
+            # samples a report, they cannot bring it closer)
+            if stop > k and self.reports:
                 stop = min(stop, max(k, min(self.reports)))
-            if events:
+            if stop > k and events:
                 stop = min(stop, max(k, _first_step(events[0][0], dt) - 1))
             k = plant.run(k, stop + 1)
-            if plant.overflowed:
+            if stop_at_loss and plant.overflowed:  # (the plant overflows only with a loss to stop at)
                 break  # ``stop_at_loss``: the answer is known
             self._report(k)
             if k % sample == 0:
@@ -471,8 +486,8 @@ class _Network:
     def _state(self) -> list[float]:
         """What must stop moving for the model to have nothing more to say: every buffer's
         occupancy (packets) and every law's rate (packets/s at its link)."""
-        held = [h / PACKET_TOLERANCE for h in self.plant.held()]
-        return held + [rate / unit for rate, unit in zip(self._rates, self._rate_units)]
+        held = self.plant.held()
+        return list(map(truediv, held, [PACKET_TOLERANCE] * len(held))) + list(map(truediv, self._rates, self._rate_units))
 
     def _rate_unit(self) -> None:
         """What each law's rate is divided by in ``_state`` (the state of every sample: worked out
@@ -501,8 +516,9 @@ class _Network:
         plant, due, every, sampled = self.plant, self.reports, self._report_every, self._sampled
         if every and k % every == 0:
             now_ns = int(k * self.dt * NS)
+            # (the table holds the buffers whose interval ends at k; without it, every buffer is asked)
             for index, interval, delay, answer in self._reporting if sampled is None else sampled[k // every % len(sampled)]:
-                if k % interval:
+                if sampled is None and k % interval:
                     continue
                 held, drained, dropped = plant.report(index)
                 report = (answer, round(held), dropped, round(drained), now_ns)
@@ -548,7 +564,8 @@ class _Network:
             key = (twin[i], said)
             known = answered.get(key)
             if known is None:
-                self._catch_up(i, control)  # it leaves its class: the reports its twins answered for it, first
+                if pending[i]:
+                    self._catch_up(i, control)  # it leaves its class: the reports its twins answered for it, first
                 out = control.on_report(*said)
                 rate = control.law.rate
                 value = rate if host else float(out)
