@@ -115,6 +115,7 @@ class LawCheck:
                        f"buffers from {w} on gain {format_rate(f.push_bps - f.drain_bps)} whatever {w} reports "
                        f"(full in {f.fill_s:.2g} s)")
             fixes.append(f"an r_floor of at most {format_rate(f.drain_bps / (f.surge or 1.0))} would not overflow it")
+            why[-1], fixes[-1] = f.explained(w, why[-1], fixes[-1])  # a drop to exactly the floor (floor_check.py)
         if (x := self.slow_exit) is not None:
             where = f"the flows {w} forwards toward {x.exit}" if x.exit is not None else f"the flows {w} receives"
             when = f" from {x.from_s:g} s" if x.from_s > 0 else ""

@@ -32,7 +32,12 @@ floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buff
 slow link; one whose node drains it faster than it can be fed, by its link or a slower one before it
 on the way from u, never fills). A law whose floor alone sends what its path drains has no margin to take
 a dip's excess back, and a dip lasts longer than the window while the new mix waits behind the old frames
-in the FIFO: after a flow starts or stops (not at the run's start), any dip rules it out.
+in the FIFO: after a flow starts or stops (not at the run's start), any dip rules it out. A dip counts
+what it gathers read by read until v forwards the floor (:meth:`_Stretch.dip_gathers`), not its excess
+net of what v forwards above the floor afterwards; on BMv2's queues a packet leaves at the spacing it was
+queued at, so each read's excess counts push/drain times. And a link behind v that falls to exactly what
+the floor sends rules the law out (:meth:`_Stretch.drop_to_floor`): it sent more until its reports told
+it, and at its floor nothing of that leaves while the drop lasts.
 """
 
 from __future__ import annotations
@@ -40,7 +45,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
+from controlplane.units import format_rate
 from topo.net.model import Flow, Topology
 from topo.net.plan import flow_frame_bytes, law_frames
 from topo.net.routes import routed_paths
@@ -52,6 +59,8 @@ NS = 1_000_000_000
 #: How long a switch's queue rate keeps the mean frame of the frames it sent before a flow started or
 #: stopped: the span of its frame-size window (controlplane/frame_size.py)
 MIX_WINDOW_NS = WINDOW_SAMPLES * READ_PERIOD_NS
+#: The reports of a law's ramp from its floor followed at most (:meth:`_Stretch.start_ramp`)
+MAX_RAMP_REPORTS = 20_000
 
 
 @dataclass(frozen=True)
@@ -68,6 +77,27 @@ class FloorOverflow:
     slowest: tuple[tuple[str, str], ...] = ()
     mix: tuple[str, float] | None = None  # (v's next hop, the share of its bits its queue rate carries)
     surge: float | None = None  # u's queue sends this many times its law's bits in the 0.2 s after its frames grew
+    kept: bool = False  # a drop behind v to exactly the floor: the excess queued before u's law heard of it stays
+    ramp_from: DirectedLink | None = None  # v's law toward this hop starts at its floor (a shaper) and ramps too slowly
+
+    def _when(self) -> str:
+        return f" from {self.from_s:g} s" if self.from_s > 0 else ""
+
+    def explained(self, v: str, why: str, fix: str) -> tuple[str, str]:
+        """The warning's (why, fix) (topo/analysis/check.py): these, unless the overflow is ``kept``."""
+        if self.ramp_from is not None:
+            _, x = self.ramp_from
+            return (f"at its floor it sends {format_rate(self.push_bps)}, while {v}'s law toward {x}, on a shaper, "
+                    f"starts at its floor and forwards {format_rate(self.drain_bps)} of its flows{self._when()}: it "
+                    f"rises a step a report, each report reading the packet that carries it, and {v}'s buffer fills "
+                    f"first (in {self.fill_s:.2g} s)",
+                    f"an r_floor of at most {format_rate(self.drain_bps)} would not overflow it")
+        if not self.kept:
+            return why, fix
+        return (f"at its floor it sends {format_rate(self.push_bps)}, exactly what {v} forwards of its flows after a "
+                f"link behind {v} falls at {self.from_s:g} s: what it sent above that until its reports told it "
+                f"(a loop's delay) stays in the buffers from {v} on while the drop lasts, with no margin to drain back",
+                f"an r_floor below {format_rate(self.drain_bps)} would let them drain back")
 
 
 def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, FloorOverflow]:
@@ -83,6 +113,7 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
     times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
     out: dict[DirectedLink, FloorOverflow] = {}
     before: list[Flow] = []  # the flows of the stretch before
+    capacity_before: dict[DirectedLink, float] = {}  # what v could forward of u's flows in the stretch before
     for t0, t1 in zip(times, times[1:]):
         rates = {}
         for ev in sorted(topo.events, key=lambda e: e.at_ns):
@@ -91,12 +122,26 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
         active = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
         stretch = _Stretch(topo, paths, active, rates)
         before, previous = active, before
+        fresh_hops = {hop for f in active for hop in paths[f.name]} - {hop for f in previous for hop in paths[f.name]}
         for key, law in topo.law.items():
             if key in out or key not in stretch.crossing:
                 continue
             push = stretch.push(*key)
             held = stretch.room_bits(*key)
             drain, slowest = stretch.drain(*key, push)
+            # (v's buffer from u is empty if u -> v carried nothing before: the room is then all of it)
+            empty = held + law.o_max * _buffer_bits(topo, *key) if key in fresh_hops else held
+            ramp = stretch.start_ramp(*key, push, empty, t1 - t0, fresh_hops)
+            if ramp is not None:
+                out[key] = FloorOverflow(law.r_floor, push, ramp[1], t0 / NS, ramp[2], slowest, ramp_from=ramp[0])
+                continue
+            was, capacity_before[key] = capacity_before.get(key), stretch.drain(*key, stretch.push(*key, False))[0]
+            if was is not None and stretch.drop_to_floor(*key, t0, was, push):
+                # a link behind v fell to exactly what u's floor sends: u's law sent more until its reports told it,
+                # and what that loop's delay queued in v's buffer never leaves while the drop lasts
+                # (floor-equals-dipped-drain.yaml)
+                out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, math.inf, slowest, kept=True)
+                continue
             if push > drain * (1 + 1e-9) and (push - drain) * (t1 - t0) / NS >= held:
                 out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest)
                 continue
@@ -114,9 +159,10 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
                     out[key] = FloorOverflow(law.r_floor, more, gone, t0 / NS, held / (more - gone), paces,
                                              surge=surge)
                     continue
-            mix = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
-            if mix is None:
+            dip = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
+            if dip is None:
                 continue
+            mix, reads = dip[:2], dip[2]
             # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
             # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
             # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
@@ -129,14 +175,26 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
                 out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
                                          mix=(mix[0][1], mix[1]))
+                continue
+            # what the dip gathers before the window's mean has caught up enough for v to forward the push, not
+            # the excess net of what v forwards above it afterwards: the buffer's peak (host-mix-dip-stamped.yaml)
+            gathered, deepest, slowest = stretch.dip_gathers(*key, push, mix[0], reads, span)
+            if gathered >= held:
+                out[key] = FloorOverflow(law.r_floor, push, deepest, t0 / NS, held / (push - deepest), slowest,
+                                         mix=(mix[0][1], mix[1]))
     return out
 
 
-def _window_share(mean: float, old: float) -> float:
+def _window_reads(mean: float, old: float) -> tuple[float, ...]:
     """The bits a queue rate set from a window starting at ``old`` bytes carries of frames of ``mean`` bytes,
-    as a share of what it is set to, over the window's span: each read of the counters moves the window's
-    mean a WINDOW_SAMPLES-th of the way, so the mean of the reads' shares."""
-    reads = [mean / (old + (mean - old) * k / WINDOW_SAMPLES) for k in range(WINDOW_SAMPLES)]
+    as a share of what it is set to, between each read of the counters and the next over the window's span:
+    each read moves the window's mean a WINDOW_SAMPLES-th of the way."""
+    return tuple(mean / (old + (mean - old) * k / WINDOW_SAMPLES) for k in range(WINDOW_SAMPLES))
+
+
+def _window_share(mean: float, old: float) -> float:
+    """:func:`_window_reads` over the window's span: the mean of the reads' shares."""
+    reads = _window_reads(mean, old)
     return sum(reads) / len(reads)
 
 
@@ -162,10 +220,14 @@ class _Stretch:
     """One stretch of the run: its flows, its link rates."""
 
     def __init__(self, topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], active: list[Flow],
-                 rates: dict[tuple[str, str], float], lift: dict[DirectedLink, float] | None = None) -> None:
-        self.topo, self.paths, self.rates = topo, paths, rates
+                 rates: dict[tuple[str, str], float], lift: dict[DirectedLink, float] | None = None,
+                 start: bool = False) -> None:
+        self.topo, self.paths, self.rates, self.start = topo, paths, rates, start
         #: a queue that sends more than its law's rate (:meth:`mix_surge`): what it forwards, at least
         self.lift = lift or {}
+        #: a law held below its link (:meth:`start_ramp`): what its queue forwards, at most
+        self.held: dict[DirectedLink, float] = {}
+        self._active = active
         self.crossing: dict[DirectedLink, list[Flow]] = {}
         for f in active:
             for hop in paths[f.name]:
@@ -209,7 +271,8 @@ class _Stretch:
                 theirs = {_unit(f) for f in self.crossing[(w, u)]}
                 d_all = sum(self.demand[n] for n in theirs)
                 mine = sum(self.demand[n] for n in theirs if n in units)
-                feed += self._upstream(w, u) * (mine / d_all if d_all > 0 else 1.0)
+                # (at a shaper's start every law is at its floor: what reaches u is what they send there)
+                feed += (self.push(w, u) if self.start else self._upstream(w, u)) * (mine / d_all if d_all > 0 else 1.0)
         law = self.topo.law.get((u, v))
         cap = (law.r_floor if at_floor else law.r_max) if law is not None else math.inf
         self.supply[(u, v)] = min(link, bring, feed)
@@ -270,7 +333,66 @@ class _Stretch:
         return room + sum(_buffer_bits(self.topo, *hop) for hop, most in feed.items()
                           if self.drain(*hop, most)[0] < most * (1 - 1e-9))
 
-    def mix_dip(self, u: str, v: str, before: list[Flow] | None) -> tuple[DirectedLink, float] | None:
+    def start_ramp(self, u: str, v: str, push: float, held: float, span_ns: int,
+                   fresh: set[DirectedLink]) -> tuple[DirectedLink, float, float] | None:
+        """A law v -> x on a shaper (queue_model shaper), which starts at its floor, that its flows reach in
+        this stretch with v -> x carrying none before (``fresh``: the run's start, or v -> x idle until now),
+        and that ramps too slowly for v's buffer from u, fed ``push``: (v -> x, what v forwards of u's flows at
+        the start, the seconds the room lasts). Its law, without a forecast on a shaper, reads at each report
+        the packet that carries it (reports ride on arrivals; x's queue drains faster than v feeds it while v
+        ramps): ``1 / C`` of the buffer C in its frames, and steps ``W·(O − 1/C)`` a report, the first a loop
+        after the start (the first packet leaves at once), then one an interval at most and one a packet of its
+        at most (``8·frame / rate`` apart). With C under
+        ``1 / O_max`` (one packet over the target) it only falls (shaper-start-floor.yaml). u's push, when u is a
+        switch, is at most what the laws before it send at their floors, where every law on a shaper starts."""
+        if self.topo.options.queue_model != "shaper" or not self.topo.nodes[v].is_switch:
+            return None
+        nxt = {self.paths[f.name][self.paths[f.name].index((u, v)) + 1] for f in self.crossing[(u, v)]
+               if self.paths[f.name].index((u, v)) + 1 < len(self.paths[f.name])}
+        if self.topo.nodes[u].is_switch:  # u's own law starts at its floor, fed by laws at theirs
+            push = min(push, _Stretch(self.topo, self.paths, self._active, self.rates, start=True).push(u, v))
+        for hop in sorted(nxt & fresh):
+            law = self.topo.law.get(hop)
+            port = self.topo.ports.get(hop[::-1]) or self.topo.host_buffers.get(hop[::-1])
+            if law is None or port is None or law.r_floor >= self.rate(*hop) * (1 - 1e-9):
+                continue
+            frames, bits = law_frames(self.topo, *hop, port.capacity)
+            # the first packet leaves at once and brings the first report back a loop later
+            link = self.topo.link_between(*hop)
+            first_gap = 2 * link.delay_ns / NS + bits / self.rate(*hop) + port.interval_us / 1e6
+            ramp, t, gathered, first = AlineaLaw(law), 0.0, 0.0, None
+            for _ in range(MAX_RAMP_REPORTS):
+                self.held = {hop: ramp.rate}
+                self._push.clear()
+                forwarded = self.drain(u, v, push)[0]
+                self.held = {}
+                first = forwarded if first is None else first
+                if forwarded >= push * (1 - 1e-9) or t >= span_ns / NS:
+                    break
+                gap = max(port.interval_us / 1e6, bits / ramp.rate) if t > 0 else first_gap
+                gathered += (push - forwarded) * gap
+                if gathered >= held:
+                    return hop, first, t + gap
+                ramp.on_report(1 / frames, packet=1 / frames)
+                t += gap
+            self._push.clear()
+        return None
+
+    def drop_to_floor(self, u: str, v: str, t0: int, was: float, push: float) -> bool:
+        """Whether a link behind v fell at ``t0`` so that what v can forward of u's flows (``was`` before) is
+        now exactly u's floor push: not u's own link (a host's law keeps its floor at its link's rate), not
+        less (the floor's excess then overflows within the stretch, the check above)."""
+        behind = {_key(*hop) for f in self.crossing[(u, v)]
+                  for hop in self.paths[f.name][self.paths[f.name].index((u, v)) + 1:]}
+        if not any(ev.kind == "link_rate" and ev.at_ns == t0 and ev.link is not None and _key(*ev.link) in behind
+                   for ev in self.topo.events):
+            return False
+        now = self.drain(u, v, self.push(u, v, False))[0]
+        law = self.topo.law[(u, v)]
+        return (was > now * (1 + 1e-9) and abs(push - now) <= push * 1e-9 and push >= law.r_floor * (1 - 1e-9)
+                and now < self.rate(u, v) * (1 - 1e-9))
+
+    def mix_dip(self, u: str, v: str, before: list[Flow] | None) -> tuple[DirectedLink, float, tuple[float, ...]] | None:
         """v's regulated egress that carries u's flows, with the share of its rate in bits it carries in the
         first 0.2 s of this stretch, if less than all: the agent sets a queue rate in packets/s from the
         mean frame it sent over the last 0.2 s (controlplane/frame_size.py), so a mix of smaller frames
@@ -291,7 +413,33 @@ class _Stretch:
         means = self._mix_change(hop, before)
         if means is None or means[0] >= means[1] * (1 - 1e-9):
             return None
-        return hop, _window_share(*means)
+        return hop, _window_share(*means), _window_reads(*means)
+
+    def dip_gathers(self, u: str, v: str, push: float, hop: DirectedLink, reads: tuple[float, ...],
+                    span_ns: int) -> tuple[float, float, tuple[tuple[str, str], ...]]:
+        """The bits v's buffer from u gathers while v's queue toward ``hop`` carries each read's share
+        (``reads``, :meth:`mix_dip`) of its rate, until it forwards ``push``; with what v forwards at the
+        deepest of the dip, and the groups' slowest copies then. On BMv2's queues a packet's departure is
+        fixed when it is queued, at the spacing of the queue rate then: the packets queued over a read's
+        ``dt`` at ``push`` leave over ``push / drain`` times ``dt``, whatever the rate is when they reach the
+        head, so the backlog gains ``(push - drain) * push / drain * dt`` (not ``push - drain``: that is a
+        queue served at the rate in force, the shaper's)."""
+        stamped = self.topo.options.queue_model == "bmv2"
+        gathered, deepest, slowest = 0.0, math.inf, ()
+        left = span_ns
+        for share in reads:
+            dt, left = min(READ_PERIOD_NS, left), left - READ_PERIOD_NS
+            if dt <= 0:
+                break
+            drain, paces = self.drain(u, v, push, dip=(hop, share))
+            if drain < deepest:
+                deepest, slowest = drain, paces
+            if push <= drain * (1 + 1e-9):
+                break  # the window has caught up: v forwards what u sends, and the buffer's peak is behind
+            gathered += (push - drain) * (push / drain if stamped and drain > 0 else 1.0) * dt / NS
+            if drain <= 0:
+                gathered = math.inf
+        return gathered, deepest, slowest
 
     def mix_surge(self, u: str, v: str, before: list[Flow]) -> float | None:
         """How many times the bits of its law's rate u's own queue toward v sends in the first 0.2 s of this
@@ -371,5 +519,6 @@ class _Stretch:
             rate = self.rate(a, b)
             if self._dip is not None and self._dip[0] == (a, b):
                 rate *= self._dip[1]
+            rate = min(rate, self.held.get((a, b), math.inf))
             out += self._through(b, group, rate)
         return min(out, cap)
