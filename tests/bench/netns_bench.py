@@ -32,6 +32,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from tests.bench.p4rt_writes import TREE_ONLY
 from topo.net.model import DEFAULT_CONTROL_LATENCY_NS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,15 +110,23 @@ def meets_targets(summary: dict[str, Any]) -> tuple[bool, str]:
     return ok, f"loss {summary['loss']['total']}, worst occupancy error {100 * worst:.1f} points"
 
 
-#: one netns run of a scaled shipped topology in a tree (this one or a baseline's files), its
-#: summary as the last line of the output
-RATE_SCRIPT = """
-import json, sys
+#: one netns run of a scaled shipped topology in a tree (this one or a baseline's files, and only its
+#: packages: TREE_ONLY), its summary as the last line of the output; issue 51's module names or, in a commit
+#: before it (run.py's NETNS_BASELINE), the flat ones
+RATE_IMPORTS = TREE_ONLY + """
+import json
 from pathlib import Path
 from tests.bench.netns_bench import scaled
-from topo.run.runner import run_experiment
-from topo.file.scaling import scaled_topology
-from topo.file.schema import load_topology
+try:
+    from topo.file.scaling import scaled_topology
+    from topo.file.schema import load_topology
+    from topo.run.runner import run_experiment
+except ImportError:  # topo/ before issue 51
+    from topo.runner import run_experiment
+    from topo.scaling import scaled_topology
+    from topo.schema import load_topology
+"""
+RATE_SCRIPT = RATE_IMPORTS + """
 k, seconds, out, name, how = int(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3]), sys.argv[4], sys.argv[5]
 topo = scaled_topology(name, k) if how == "derived" else scaled(load_topology(Path(f"topo/{name}.yaml")), k)
 s = run_experiment(topo, seconds * 1_000_000_000, out=out, plots=False, backend="netns", pcap=False).summary

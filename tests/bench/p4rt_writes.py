@@ -404,6 +404,17 @@ def resolve_commit(rev: str) -> str | None:
     return found.stdout.strip() if found.returncode == 0 else None
 
 
+#: the first lines of a script run in another tree (``commit_tree``'s, cwd the tree): the project's packages
+#: from that tree's files only. Why: this checkout's .venv installs the project editable, and its finder
+#: (last on sys.meta_path) lends any module the tree lacks from this checkout, so in a commit before issue 51
+#: ``from topo.file.schema import ...`` would load today's topo/file/schema.py on that commit's other
+#: modules instead of failing; with the finder gone it fails, and the script falls back to the old names
+TREE_ONLY = """
+import sys
+sys.meta_path[:] = [f for f in sys.meta_path if not getattr(f, "__module__", "").startswith("__editable__")]
+"""
+
+
 @contextlib.contextmanager
 def commit_tree(rev: str) -> Iterator[Path]:
     """The files of commit ``rev`` of this repository in a temporary directory (git archive)."""

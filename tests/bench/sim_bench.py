@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import native
+from tests.bench.p4rt_writes import TREE_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
 GROUPS = (  # (label, fragment of the file path or of the built-in's name), first match wins
@@ -150,13 +151,20 @@ ROUNDS = 2
 #: from one minute to the next, and each of these rounds takes seconds
 PEER_ROUNDS = 4
 
-# One timed run in a fresh process, cwd = the tree measured (so its packages are the ones imported).
-HOPS_SCRIPT = """
-import json, sys, time
+# One timed run in a fresh process, cwd = the tree measured (so its packages, and only they, are the ones
+# imported: TREE_ONLY), issue 51's module names or, in a commit before it (ENGINE_BASELINE), the flat ones.
+HOPS_IMPORTS = TREE_ONLY + """
+import json, time
 from pathlib import Path
 from tests.bench.netns_bench import scaled
-from topo.file.schema import load_topology
-from topo.sim.network import SimNetwork
+try:
+    from topo.file.schema import load_topology
+    from topo.sim.network import SimNetwork
+except ImportError:  # topo/ before issue 51
+    from topo.schema import load_topology
+    from topo.simnet import SimNetwork
+"""
+HOPS_SCRIPT = HOPS_IMPORTS + """
 k, seconds = int(sys.argv[1]), float(sys.argv[2])
 topo = scaled(load_topology(Path('topo/paper-5router.yaml')), k)
 net = SimNetwork(topo, seed=1).build()
