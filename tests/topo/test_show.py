@@ -46,3 +46,20 @@ def test_show_prints_each_laws_checks_and_the_warnings_with_their_remedy(tmp_pat
     assert "R1 -> R2:" in out and "drains faster than it is fed" in out
     warnings = [line for line in out.splitlines() if line.strip().startswith("warning: law ")]
     assert len(warnings) == 2 and all("a buffer of at least 7 packets would hold them" in w for w in warnings)
+
+
+def test_show_prints_every_warning_hbh_run_prints(capsys):
+    """report-gap-multicast: S3 -> S7 runs at its packets' gap (topo/analysis/report_gap.py), a warning
+    the per-law checks do not give; ``hbh show`` prints it, and exactly the warnings ``hbh run`` prints
+    for a run of the same length (check.py's ``warnings``)."""
+    from topo.analysis.check import warnings
+
+    path = Path(__file__).parent / "random_cases" / "report-gap-multicast.yaml"
+    assert main([str(path)]) == 0
+    shown = [
+        line.strip().removeprefix("warning: ")
+        for line in capsys.readouterr().out.splitlines()
+        if line.strip().startswith("warning: ")
+    ]
+    assert any(w.startswith("law S3->S7") and "reports on arrivals" in w for w in shown), shown
+    assert shown == warnings(load_topology(path), 60.0)

@@ -39,7 +39,7 @@ from topo.net.plan import law_frames
 from topo.net.routes import routed_paths
 
 __all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
-           "buffer_of", "feeding_links", "path_drain", "with_remedy"]
+           "buffer_of", "feeding_links", "path_drain", "with_remedy", "warnings_of"]
 
 DirectedLink = tuple[str, str]
 #: The remedy's model runs last this many times the latest first loss, plus the margin (s).
@@ -363,9 +363,15 @@ def check_topology(topo: Topology, duration_s: float = 60.0) -> list[LawCheck]:
 
 def warnings(topo: Topology, duration_s: float = 60.0) -> list[str]:
     """One line per law the analysis expects to lose packets (hop-by-hop runs only)."""
-    warned = [w for c in with_remedy(topo, check_topology(topo, duration_s), duration_s)
-              if (w := c.warning()) is not None]
-    return with_sparse_reports(topo, law_loops(topo), warned)  # topo/analysis/report_gap.py
+    return warnings_of(topo, check_topology(topo, duration_s), duration_s)
+
+
+def warnings_of(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[str]:
+    """The warnings of ``checks`` (:func:`check_topology`'s for ``duration_s``): each law's, with the buffers'
+    remedy, then the laws that run at their packets' gap (topo/analysis/report_gap.py). ``hbh run`` and
+    ``hbh show`` both print these, so neither can miss a rule the other has."""
+    warned = [w for c in with_remedy(topo, checks, duration_s) if (w := c.warning()) is not None]
+    return with_sparse_reports(topo, [(c.key, c.loop, c.drop_at_s) for c in checks], warned)
 
 
 def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[LawCheck]:

@@ -12,7 +12,7 @@ import sys
 
 from controlplane.units import format_duration, format_rate
 from runtime.arguments import ValueParser
-from topo.analysis.check import check_topology, with_remedy
+from topo.analysis.check import check_topology, warnings_of
 from topo.file.schema import TopologyError, load_topology
 from topo.net.model import BufferTime, Topology
 
@@ -109,7 +109,7 @@ def _events(t: Topology) -> list[str]:
 def _analysis(t: Topology) -> list[str]:
     """The loop analysis of every law that carries an ALINEA flow (docs/background/analysis.md)."""
     out = ["loop analysis (docs/background/analysis.md, \"The loop with its delay\"):"]
-    checks = check_topology(t)
+    checks = check_topology(t, 60.0)
     for c in checks:
         v = c.verdict
         together = "" if c.network is None else (f", with every law {c.network.peak:.1%}"
@@ -119,7 +119,7 @@ def _analysis(t: Topology) -> list[str]:
                    + (f", {c.room_pkts:.3g} packets above the target for {c.inputs} feeding link(s)" if c.inputs else
                       ", drains faster than it is fed")
                    + ("" if c.lossless else " -- expects loss or no settling"))
-    out += [f"  warning: {w}" for c in with_remedy(t, checks, 60.0) if (w := c.warning()) is not None]
+    out += [f"  warning: {w}" for w in warnings_of(t, checks, 60.0)]  # what `hbh run` prints (check.py)
     return out
 
 
