@@ -311,7 +311,31 @@ def _baseline_tree(rev: str) -> Iterator[Path]:
                 raise ServerUnavailable(f"the engine of commit {rev} did not build: {built.stderr.strip()[-300:]}")
             with zipfile.ZipFile(found[0]) as whl:
                 whl.extractall(tree, [n for n in whl.namelist() if n.startswith("hbh_engine/")])
+        _stubs_of_its_day(tree)
         yield tree
+
+
+def _stubs_of_its_day(tree: Path) -> None:
+    """This checkout's P4Runtime stubs (the ``p4`` package) at the tree's top, which its processes import
+    before the .venv's, without the registered method handlers today's grpcio-tools generates.
+
+    Why: since 3643047 ``make setup`` regenerates the stubs (controlplane/stubs_build.py), and their
+    ``add_P4RuntimeServicer_to_server`` also registers each method's handler, which grpcio serves
+    before any generic handler. A server of a commit before that registers its own generic handlers
+    for Write and Read first, "so they win over the generated handlers", as they did with the stubs
+    of its day: under today's stubs its Read, which yields wire bytes, was serialised by
+    ``ReadResponse.SerializeToString`` and every Read failed (UNKNOWN, "descriptor 'SerializeToString'
+    ... doesn't apply to a 'bytes' object"). Without the registered handlers the dispatch is that of
+    its day; a server that registers only the stubs' handlers is served by the same handlers either way.
+    """
+    import p4
+
+    src = Path(p4.__file__).parent
+    shutil.copytree(src, tree / "p4", ignore=shutil.ignore_patterns("__pycache__"))
+    for grpc_stub in (tree / "p4").rglob("*_pb2_grpc.py"):
+        text = grpc_stub.read_text()
+        kept = [line for line in text.splitlines(keepends=True) if ".add_registered_method_handlers(" not in line]
+        grpc_stub.write_text("".join(kept))
 
 
 def _cpu_s(pid: int) -> float:
