@@ -136,8 +136,9 @@ def _corners(start: str) -> dict[tuple[str, str], tuple[float, float]]:
 
 @pytest.mark.slow
 @pytest.mark.parametrize("start", ["", pytest.param("capacity", marks=pytest.mark.xfail(
-    strict=True, reason="a documented deviation (docs/background/cvihis.md, 'Readings'): RTM starting at the "
-                        "bottleneck's capacity keeps x2.1 of reno at 4.5 Mb/s, 200 ms"))],
+    strict=True, reason="a documented deviation (docs/background/cvihis.md, 'Why RTM from half the capacity ends "
+                        "above reno'): RTM starting at the bottleneck's capacity keeps x2.1 of reno at 4.5 Mb/s, "
+                        "200 ms, the share it keeps there in the long run from any start"))],
                          ids=["default-start", "start-at-capacity"])
 def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners(start: str) -> None:
     """CVIHIS's published TCP-friendliness (SOURCES.md E): against one reno connection with SACK (Linux NewReno),
