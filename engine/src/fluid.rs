@@ -9,8 +9,10 @@
 //! topo/fluid_network.py; every sum is taken in the order the Python model took it, and min and
 //! max pick as Python's do, so the numbers are the same.
 
-use pyo3::exceptions::PyIndexError;
+use crate::fluid_loop::{LawSpec, Loop, Plant, ReporterSpec};
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
 use std::collections::VecDeque;
 
 struct Leg {
@@ -110,6 +112,54 @@ pub struct FluidPlant {
     /// A buffer lost the `stop_loss` packets (the run may stop).
     #[pyo3(get)]
     overflowed: bool,
+    /// The reports and laws between the steps (fluid_loop.rs), once `set_loop` gave them.
+    between: Option<Loop>,
+}
+
+impl Plant for FluidPlant {
+    fn step_dt(&self) -> f64 {
+        self.dt
+    }
+
+    fn advance(&mut self, k: usize) -> bool {
+        self.step(k);
+        self.overflowed
+    }
+
+    fn take_report(&mut self, b: usize) -> (f64, f64, bool) {
+        let buf = &mut self.buffers[b];
+        let dropped = buf.dropped;
+        buf.dropped = false;
+        (buf.held, buf.drained, dropped)
+    }
+
+    fn queue_counters(&self, q: usize) -> (f64, f64) {
+        (self.queues[q].fwd, self.queues[q].deq)
+    }
+
+    fn sender_sent(&self, s: usize) -> f64 {
+        self.senders[s].sent
+    }
+
+    fn put_queue_rate(&mut self, q: usize, pps: f64) {
+        self.queues[q].pps = pps;
+    }
+
+    fn put_sender_rate(&mut self, s: usize, rate_bps: f64) {
+        if self.senders[s].rate_bps.is_some() {
+            self.senders[s].rate_bps = Some(rate_bps);
+        }
+    }
+
+    fn each_held(&self, f: &mut dyn FnMut(f64)) {
+        for b in &self.buffers {
+            f(b.held);
+        }
+    }
+
+    fn total_lost(&self) -> f64 {
+        self.lost()
+    }
 }
 
 impl FluidPlant {
@@ -358,6 +408,7 @@ impl FluidPlant {
             receivers: Vec::new(),
             senders: Vec::new(),
             overflowed: false,
+            between: None,
         }
     }
 
@@ -525,6 +576,81 @@ impl FluidPlant {
             k += 1;
         }
         stop.saturating_sub(1)
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        match &self.between {
+            Some(between) => between.visit(&visit),
+            None => Ok(()),
+        }
+    }
+
+    fn __clear__(&mut self) {
+        self.between = None;
+    }
+
+    /// The loop between the steps (fluid_loop.rs): per law (its controller, host?, its sender's
+    /// or queue's index, its buffer's capacity, interval ns, twin class), per buffer that reports
+    /// (its index, interval and delay in steps, its law's place), the laws' rates, the envelope's
+    /// sampling and window steps, the last timed event (s), the buffers' unit in the envelope,
+    /// and whether a loss of `stop_loss` stops the run.
+    #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (laws, reporting, rates, sample, window, last_event, tolerance, stop_at_loss))]
+    fn set_loop(
+        &mut self,
+        py: Python<'_>,
+        laws: Vec<LawSpec>,
+        reporting: Vec<ReporterSpec>,
+        rates: Vec<f64>,
+        sample: usize,
+        window: usize,
+        last_event: f64,
+        tolerance: f64,
+        stop_at_loss: bool,
+    ) -> PyResult<()> {
+        for &(_, host, target, ..) in &laws {
+            let len = if host {
+                self.senders.len()
+            } else {
+                self.queues.len()
+            };
+            check(target, len, if host { "sender" } else { "queue" })?;
+        }
+        for &(buffer, ..) in &reporting {
+            check(buffer, self.buffers.len(), "buffer")?;
+        }
+        self.between = Some(Loop::new(
+            py,
+            laws,
+            reporting,
+            rates,
+            sample,
+            window,
+            last_event,
+            tolerance,
+            stop_at_loss,
+        )?);
+        Ok(())
+    }
+
+    /// What each law's rate is divided by in the envelope's state, in the laws' order.
+    fn set_rate_units(&mut self, units: Vec<f64>) -> PyResult<()> {
+        match self.between.as_mut() {
+            Some(between) => between.set_units(units),
+            None => Err(PyValueError::new_err("set_loop first")),
+        }
+    }
+
+    /// Steps `start` .. `until`, each followed by its reports, the laws' answers and the
+    /// envelope: (the step it stopped at, or `until`; 0: ran to `until`, 1: stopped at a loss,
+    /// 2: settled).
+    fn drive(&mut self, py: Python<'_>, start: usize, until: usize) -> PyResult<(usize, u8)> {
+        let Some(mut between) = self.between.take() else {
+            return Err(PyValueError::new_err("set_loop first"));
+        };
+        let out = between.drive(py, self, start, until);
+        self.between = Some(between);
+        out
     }
 
     /// What buffer `b` reports: (held, drained, dropped since the last call); clears dropped.

@@ -13,6 +13,7 @@ mod channel;
 mod ctrlheader;
 mod datagram;
 mod fluid;
+mod fluid_loop;
 mod frame;
 mod host;
 mod hostrecv;

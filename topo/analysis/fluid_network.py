@@ -35,19 +35,20 @@ an ALINEA flow sends from its start to its stop.
 
 The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/src/fluid.rs: the
 loop analysis runs before every ``hbh run``, and issue 46 bounds its cost at a tenth of the run or
-2 s); this module builds it, and between its steps the reports go to the controllers here, in
-Python, as the agents' and hosts' reports go to theirs; twin laws (of one kind and parameters, that
-have had the same reports: a fabric's or a tree's symmetric ports) answer a report they share once,
-which changes none of the model's numbers (the laws' answers are most of its cost). ``smallest_scale``'s runs
-stop at their first loss of ``LOSS_PKTS``: that answers what they ask.
+2 s); this module builds it. Between its steps the engine (engine/src/fluid_loop.rs) samples the
+buffers' reports, carries them to their laws and checks whether the model has settled; each law's
+controller here answers its reports, in Python, as the agents' and hosts' controllers answer theirs
+(the engine calls its ``on_report``: what surrounded the answers in Python cost more than the
+answers). Twin laws (of one kind and parameters, that have had the same reports: a fabric's or a
+tree's symmetric ports) answer a report they share once, which changes none of the model's numbers
+(the laws' answers are most of its cost). ``smallest_scale``'s runs stop at their first loss of
+``LOSS_PKTS``: that answers what they ask.
 """
 
 from __future__ import annotations
 
 import gc
-import math
 from dataclasses import dataclass, field
-from operator import truediv
 
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, SwitchControl
@@ -88,8 +89,6 @@ SETTLE_MIN_S = 0.25
 SETTLE_INTERVALS = 40
 PACKET_TOLERANCE = 0.5
 RATE_TOLERANCE = 0.005
-#: The table of which buffers report at which step (``_Network._sampled``) holds at most this many entries.
-SAMPLED_TABLE = 100_000
 
 
 @dataclass(frozen=True)
@@ -205,39 +204,6 @@ def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: in
     return hi
 
 
-class _Envelope:
-    """The lowest and highest value of each state variable over the current and the last window."""
-
-    def __init__(self) -> None:
-        self.low: list[float] | None = None
-        self.high: list[float] | None = None
-        self.last: tuple[list[float], list[float]] | None = None
-        self.lost = 0.0
-
-    def sample(self, state: list[float]) -> None:
-        if self.low is None or self.high is None:
-            self.low, self.high = list(state), list(state)
-            return
-        low, high = self.low, self.high
-        for i, x in enumerate(state):
-            if x < low[i]:
-                low[i] = x
-            elif x > high[i]:
-                high[i] = x
-
-    def close_window(self, lost: float) -> bool:
-        """Start a new window; True when the one that ends spans the one before it, within one unit
-        of tolerance (the state was scaled by its tolerance), and lost nothing."""
-        if self.low is None or self.high is None:
-            return False
-        current = (self.low, self.high)
-        same = self.last is not None and lost == self.lost and all(
-            abs(a - b) <= 1.0 and abs(c - d) <= 1.0
-            for a, b, c, d in zip(current[0], self.last[0], current[1], self.last[1]))
-        self.last, self.low, self.high, self.lost = current, None, None, lost
-        return same
-
-
 class _Network:
     #: Twin laws answer a report once (``_report``); False: every law answers its own (the tests' reference).
     share_twins = True
@@ -282,9 +248,6 @@ class _Network:
         self.events = sorted(((ev.at_ns / NS, ev.link, ev.rate_bps) for ev in topo.events
                               if ev.kind == "link_rate" and ev.link is not None and ev.rate_bps is not None),
                              key=lambda e: e[0])
-        # reports on their way, by the step they arrive in: (what answers it, occupancy, overflow,
-        # departures, when sampled (ns)), in the order sampled
-        self.reports: dict[int, list[tuple[tuple, int, bool, int, int]]] = {}  # type: ignore[type-arg]
         self.stopped_s: float | None = None  # the model settled here, before the end (None: it ran to the end)
         self.steps_run = 0  # steps the last run took (it may stop early: settled, or ``stop_at_loss``)
         self.sample_steps = 1
@@ -361,59 +324,46 @@ class _Network:
     # ---- the run --------------------------------------------------------------------------------
     def run(self) -> list[NetworkPeak]:
         """The plant (hbh_engine.FluidPlant, engine/src/fluid.rs) steps the fluid: each step the links
-        deliver, the queues serve, the senders send; here, between its steps, the buffers report,
-        the laws answer, and the model checks whether it has settled."""
+        deliver, the queues serve, the senders send; between its steps the buffers report, the laws
+        here answer, and the model checks whether it has settled (engine/src/fluid_loop.rs: it calls
+        each law's controller, ``SwitchControl.on_report`` or ``HostControl.on_report``, in Python)."""
         window = self._window_steps()
         last_event = max([at for at, _, _ in self.events] + [t for span in self.active for t in span
                                                               if t != float("inf")], default=0.0)
-        envelope = _Envelope()
-        plant = self.plant = self._plant()
-        # The run makes millions of short-lived tuples and lists and no cycles: the collector's passes
-        # over them (and over every object of the process, at its oldest generation) are a twentieth of it.
+        plant = self.plant = self._plant(window, last_event)
+        # The run makes millions of short-lived objects (the laws' reports and answers) and no cycles:
+        # the collector's passes over them (and over every object of the process) are a twentieth of it.
         collecting = gc.isenabled()
         gc.disable()
         try:
-            return self._run(plant, envelope, window, last_event)
+            return self._run(plant)
         finally:
             if collecting:
                 gc.enable()
 
-    def _run(self, plant: FluidPlant, envelope: _Envelope, window: int, last_event: float) -> list[NetworkPeak]:
-        events, dt, sample = self.events, self.dt, self.sample_steps
-        every, stop_at_loss = self._report_every, self.stop_at_loss
+    def _run(self, plant: FluidPlant) -> list[NetworkPeak]:
+        events, dt = self.events, self.dt
         steps = int(self.duration_s / dt)
         k = 0
         while k < steps:
             while events and events[0][0] <= k * dt:
                 self._link_rate(*events.pop(0)[1:])
-            # the plant runs on its own up to the next step that asks something of this loop: a
-            # report sampled or arriving, a sample of the state, the step before an event
-            stop = min(steps - 1, -(-k // sample) * sample)
-            if every:
-                stop = min(stop, -(-k // every) * every)
-            # (a report's or an event's step is never before k: at stop == k, as where every step
-            # samples a report, they cannot bring it closer)
-            if stop > k and self.reports:
-                stop = min(stop, max(k, min(self.reports)))
-            if stop > k and events:
-                stop = min(stop, max(k, _first_step(events[0][0], dt) - 1))
-            k = plant.run(k, stop + 1)
-            if stop_at_loss and plant.overflowed:  # (the plant overflows only with a loss to stop at)
-                break  # ``stop_at_loss``: the answer is known
-            self._report(k)
-            if k % sample == 0:
-                envelope.sample(self._state())
-                if k and k % window == 0 and envelope.close_window(plant.lost()) and k * dt > last_event:
+            # the plant and the laws run on their own up to the step of the next event
+            until = min(steps, _first_step(events[0][0], dt)) if events else steps
+            k, why = plant.drive(k, until)
+            if why:  # 1: ``stop_at_loss`` (the answer is known); 2: settled
+                if why == 2:
                     self.stopped_s = k * dt
-                    break
-            k += 1
+                break
         self.steps_run = min(k + 1, steps)
         return [NetworkPeak(b.key, b.capacity, peak, lost, first)
                 for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
 
-    def _plant(self) -> FluidPlant:
+    def _plant(self, window: int, last_event: float) -> FluidPlant:
         """The plant of this network: its buffers, legs, queues (a slot per leg that waits in one),
-        receivers and senders, in the order the model was built (the order it steps them in)."""
+        receivers and senders, in the order the model was built (the order it steps them in); and
+        its loop between the steps: the laws, the buffers that report to them, the envelope's
+        ``window`` and the ``last_event`` it must have passed to settle."""
         plant = FluidPlant(self.dt, self.fixed, LOSS_PKTS if self.stop_at_loss else None)
         for buf in self.buffers.values():
             buf.index = plant.add_buffer(float(buf.capacity), buf.drain_pps or 0.0)
@@ -438,20 +388,17 @@ class _Network:
             if control is not None:
                 plant.set_sender_rate(i, control.rate_bps)
             self._sender_index[key] = i
-        # per buffer that reports: its plant index, interval and delay (steps), and what answers its
-        # report: the law, whether a host's, its sender's or queue's index, the buffer and interval,
-        # and the law's place in ``controls`` (its twin class, the reports it has yet to answer, its rate)
-        self._reporting = []
+        # per law (in the order of ``controls``): its controller, whether a host's, its sender's or
+        # queue's index, its buffer's capacity and interval (ns), its twin class; per buffer that
+        # reports: its plant index, interval and delay (steps), its law's place
         place = {key: i for i, key in enumerate(self.controls)}
-        self._rates = [c.rate_bps for c in self.controls.values()]
-        self._pending: list[list[tuple]] = [[] for _ in self.controls]  # type: ignore[type-arg]
         # twins: laws of one kind and the same parameters start in one class (the same state)
         kinds: dict[str, int] = {}
-        self._twin = [kinds.setdefault(repr((type(c), c.law.params, c.bits, getattr(c, "forecast", None) is None,
-                                             None if self.share_twins else i)), len(kinds))
-                      for i, c in enumerate(self.controls.values())]
-        self._twins = len(kinds)
-        self._solo = [self._twin.count(c) == 1 for c in self._twin]
+        twin = [kinds.setdefault(repr((type(c), c.law.params, c.bits, getattr(c, "forecast", None) is None,
+                                       None if self.share_twins else i)), len(kinds))
+                for i, c in enumerate(self.controls.values())]
+        laws: list[tuple | None] = [None] * len(self.controls)  # type: ignore[type-arg]
+        reporting = []
         for buf in self.buffers.values():
             v, u = buf.key
             control = self.controls.get((u, v))
@@ -459,18 +406,12 @@ class _Network:
                 continue
             host = isinstance(control, HostControl)
             target = self._sender_index[(u, v)] if host else self.egress[(u, v)].index
-            answer = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), place[(u, v)])
-            self._reporting.append((buf.index, buf.interval_steps, buf.report_steps, answer))
-        self._report_every = math.gcd(*[r[1] for r in self._reporting]) if self._reporting else 0
-        # the buffers that sample their report at step k (a multiple of _report_every), in the order
-        # above, by k's place in the intervals' least common multiple (a step asks only those: at the
-        # 31-switch tree's three intervals, a quarter); None where that period is long against the run
-        # or the table large (the step then asks every buffer, as building the table would)
-        gap = self._report_every
-        period = math.lcm(*[r[1] for r in self._reporting]) // gap if self._reporting else 0
-        self._sampled: list[list[tuple]] | None = None  # type: ignore[type-arg]
-        if 0 < period <= int(self.duration_s / self.dt) // (8 * gap) and period * len(self._reporting) <= SAMPLED_TABLE:
-            self._sampled = [[r for r in self._reporting if j * gap % r[1] == 0] for j in range(period)]
+            i = place[(u, v)]
+            laws[i] = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), twin[i])
+            reporting.append((buf.index, buf.interval_steps, buf.report_steps, i))
+        plant.set_loop(laws, reporting, [c.rate_bps for c in self.controls.values()], self.sample_steps, window,
+                       last_event, PACKET_TOLERANCE, self.stop_at_loss)
+        self.plant = plant
         self._rate_unit()
         return plant
 
@@ -483,16 +424,12 @@ class _Network:
         steps = max(SETTLE_INTERVALS * longest, round(SETTLE_MIN_S / self.dt))
         return max(1, steps // self.sample_steps) * self.sample_steps
 
-    def _state(self) -> list[float]:
-        """What must stop moving for the model to have nothing more to say: every buffer's
-        occupancy (packets) and every law's rate (packets/s at its link)."""
-        held = self.plant.held()
-        return list(map(truediv, held, [PACKET_TOLERANCE] * len(held))) + list(map(truediv, self._rates, self._rate_units))
-
     def _rate_unit(self) -> None:
-        """What each law's rate is divided by in ``_state`` (the state of every sample: worked out
-        here, when a link rate changes, not per sample), in the order of ``controls``."""
-        self._rate_units = [RATE_TOLERANCE * self.link_bps[key] for key in self.controls]
+        """What each law's rate is divided by in the envelope's state (every buffer's occupancy in
+        ``PACKET_TOLERANCE``s, every law's rate in ``RATE_TOLERANCE``s of its link's: what must stop
+        moving for the model to have nothing more to say), in the order of ``controls``: worked out
+        here, when a link rate changes, not per sample."""
+        self.plant.set_rate_units([RATE_TOLERANCE * self.link_bps[key] for key in self.controls])
 
     def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
         self._link_rate_set(link, rate_bps)
@@ -508,90 +445,6 @@ class _Network:
                 q = self.egress[key]
                 q.link_pps = rate_bps / self._bits(*key)
                 self.plant.set_queue_link(q.index, q.link_pps)
-
-    def _report(self, k: int) -> None:
-        """Step ``k``'s reports: the buffers whose interval ends sample theirs, the laws whose
-        reports arrive answer them (a host's law sets its sender's rate, a switch's its queue's).
-        Reports that arrive in one step are answered in the order they were sampled."""
-        plant, due, every, sampled = self.plant, self.reports, self._report_every, self._sampled
-        if every and k % every == 0:
-            now_ns = int(k * self.dt * NS)
-            # (the table holds the buffers whose interval ends at k; without it, every buffer is asked)
-            for index, interval, delay, answer in self._reporting if sampled is None else sampled[k // every % len(sampled)]:
-                if sampled is None and k % interval:
-                    continue
-                held, drained, dropped = plant.report(index)
-                report = (answer, round(held), dropped, round(drained), now_ns)
-                mine = due.get(k + delay)
-                if mine is None:
-                    due[k + delay] = [report]
-                else:
-                    mine.append(report)
-        arrived = due.pop(k, None)
-        if arrived is None:
-            return
-        # Twins: a law is a function of the reports it has answered (its own kind and parameters aside).
-        # Two laws of one class (the same kind and parameters, the same reports so far) that get the same
-        # report now answer it alike: the first computes, the others take its answer and keep the report
-        # to answer later, all of them at once, should a report of theirs ever differ from their class's
-        # (a fabric's or a tree's symmetric laws: a third to a half of the reports). The same rates, in
-        # the same order, as every law answering every report. Classes only split: a law alone in its
-        # class stays alone (``_solo``), and answers its reports at once.
-        now_ns = int(k * self.dt * NS)
-        rates, pending, twin, solo = self._rates, self._pending, self._twin, self._solo
-        answered: dict[tuple, list] | None = None  # type: ignore[type-arg]  # (class, report) -> [class, rate, value, law, twins]
-        for (control, host, target, capacity, interval_ns, i), occupancy, overflow, drained, sampled_ns in arrived:
-            if solo[i]:  # (the reports of most laws, most often: written out)
-                if host:
-                    control.on_report(now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
-                    rate = rates[i] = control.law.rate
-                    plant.set_sender_rate(target, rate)
-                else:
-                    fwd, deq = plant.counters(target)
-                    pps = control.on_report(now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns,
-                                            round(fwd), round(deq), drained)
-                    rates[i] = control.law.rate
-                    plant.set_queue_rate(target, float(pps))
-                continue
-            if host:
-                said: tuple[int, ...] = (now_ns, occupancy, capacity, overflow, interval_ns, round(plant.sent(target)))
-            else:
-                fwd, deq = plant.counters(target)
-                said = (now_ns, sampled_ns, occupancy, capacity, overflow, interval_ns, round(fwd), round(deq),
-                        drained)
-            if answered is None:
-                answered = {}
-            key = (twin[i], said)
-            known = answered.get(key)
-            if known is None:
-                if pending[i]:
-                    self._catch_up(i, control)  # it leaves its class: the reports its twins answered for it, first
-                out = control.on_report(*said)
-                rate = control.law.rate
-                value = rate if host else float(out)
-                answered[key] = [self._twins, rate, value, i, 1]
-                twin[i] = self._twins
-                self._twins += 1
-            else:
-                pending[i].append(said)
-                twin[i], rate, value = known[0], known[1], known[2]
-                known[4] += 1
-            rates[i] = rate
-            if host:
-                plant.set_sender_rate(target, value)
-            else:
-                plant.set_queue_rate(target, value)
-        if answered is not None:
-            for known in answered.values():
-                if known[4] == 1:  # a class of one stays one: its law answers its own reports from now on
-                    solo[known[3]] = True
-
-    def _catch_up(self, i: int, control: HostControl | SwitchControl) -> None:
-        """Law ``i`` answers the reports its twins answered for it."""
-        late = self._pending[i]
-        for old in late:
-            control.on_report(*old)  # type: ignore[arg-type]
-        late.clear()
 
 
 def _first_step(at_s: float, dt: float) -> int:

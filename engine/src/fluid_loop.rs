@@ -1,0 +1,461 @@
+//! The loop of topo/analysis/fluid_network.py's laws-together model between the plant's steps:
+//! the buffers sample their reports, the reports travel, the laws answer them (a call into the
+//! Python controller of each, topo/analysis/fluid_control.py), and the model checks whether it
+//! has settled.
+//!
+//! Why compiled: the laws answer about a million reports in the bench's big cases (every step
+//! samples one), and in Python what surrounds each answer (sampling, rounding, queueing, the twin
+//! classes, the envelope) cost more than the answers themselves: issue 46 bounds the analysis
+//! at a tenth of the run or 2 s. The laws stay where they are, in Python (controlplane/, the
+//! agents' code): this only calls them. It knows the plant through `Plant` alone (fluid.rs
+//! implements it). The rules are fluid_network.py's, as its `_report` and `_Envelope` applied
+//! them before they moved here: the same reports in the same order, Python's `round`, every
+//! comparison as Python's, so the model's numbers are the same to the bit.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::intern;
+use pyo3::prelude::*;
+use pyo3::{PyTraverseError, PyVisit};
+use std::collections::HashMap;
+
+/// What the loop asks of the plant.
+pub trait Plant {
+    fn step_dt(&self) -> f64;
+    /// Step `k`; true when a buffer lost the plant's `stop_loss` (the run may stop).
+    fn advance(&mut self, k: usize) -> bool;
+    /// Buffer `b`'s report: (held, drained, dropped since the last); clears dropped.
+    fn take_report(&mut self, b: usize) -> (f64, f64, bool);
+    fn queue_counters(&self, q: usize) -> (f64, f64);
+    fn sender_sent(&self, s: usize) -> f64;
+    fn put_queue_rate(&mut self, q: usize, pps: f64);
+    fn put_sender_rate(&mut self, s: usize, rate_bps: f64);
+    /// Calls `f` with every buffer's occupancy, in order.
+    fn each_held(&self, f: &mut dyn FnMut(f64));
+    fn total_lost(&self) -> f64;
+}
+
+/// Python's `round(x)` of a float (half to even), an error where Python's would raise.
+fn py_round(x: f64) -> PyResult<i64> {
+    if !x.is_finite() {
+        return Err(PyValueError::new_err(format!(
+            "the fluid model reported {x} packets"
+        )));
+    }
+    Ok(x.round_ties_even() as i64)
+}
+
+struct Law {
+    on_report: Py<PyAny>, // the controller's on_report, bound
+    law: Py<PyAny>,       // its AlineaLaw (the rate after each answer)
+    host: bool,           // a host's (sets its sender's rate) or a switch's (its queue's)
+    target: usize,        // the sender's or the queue's index in the plant
+    capacity: i64,
+    interval_ns: i64,
+}
+
+struct Reporter {
+    buffer: usize,
+    interval: usize,
+    delay: usize,
+    law: usize,
+}
+
+/// What a law is told: a host's (now, occupancy, capacity, overflow, interval, sent) or a
+/// switch's (now, sampled, occupancy, capacity, overflow, interval, fwd, deq, drained); overflow
+/// as 0 / 1 (Python's True == 1 in the twins' keys).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct Said([i64; 9]);
+
+struct Report {
+    law: usize,
+    occupancy: i64,
+    overflow: bool,
+    drained: i64,
+    sampled_ns: i64,
+}
+
+/// A report a twin class answered this step: (class, report) -> the class it moves to, the
+/// rate and value, the law that computed it and how many took it.
+struct Known {
+    class: usize,
+    said: Said,
+    moved: usize,
+    rate: f64,
+    value: f64,
+    law: usize,
+    count: usize,
+}
+
+pub struct Loop {
+    laws: Vec<Law>,
+    reporting: Vec<Reporter>,
+    every: usize,                     // the gcd of the intervals (0: no buffer reports)
+    rates: Vec<f64>,                  // each law's rate (b/s)
+    units: Vec<f64>,                  // ... divided by this in the envelope's state
+    twin: Vec<usize>,                 // each law's twin class
+    twins: usize,                     // classes so far
+    solo: Vec<bool>,                  // alone in its class: answers its reports at once
+    pending: Vec<Vec<Said>>,          // reports its twins answered for it
+    due: HashMap<usize, Vec<Report>>, // reports on their way, by the step they arrive in, in the order sampled
+    sample: usize,
+    window: usize,
+    last_event: f64,
+    tolerance: f64, // packets: the buffers' unit in the envelope's state
+    stop_at_loss: bool,
+    // the envelope: the lowest and highest of the state over the current window and the last one
+    low: Vec<f64>,
+    high: Vec<f64>,
+    open: bool,
+    last: Option<(Vec<f64>, Vec<f64>)>,
+    lost: f64,
+    state: Vec<f64>,
+}
+
+/// A law as fluid_network.py hands it: (its controller, host?, target, capacity, interval ns, twin class).
+pub type LawSpec = (Py<PyAny>, bool, usize, i64, i64, usize);
+/// A buffer that reports: (plant index, interval steps, delay steps, its law's place).
+pub type ReporterSpec = (usize, usize, usize, usize);
+
+impl Loop {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        py: Python<'_>,
+        laws: Vec<LawSpec>,
+        reporting: Vec<ReporterSpec>,
+        rates: Vec<f64>,
+        sample: usize,
+        window: usize,
+        last_event: f64,
+        tolerance: f64,
+        stop_at_loss: bool,
+    ) -> PyResult<Loop> {
+        if rates.len() != laws.len() {
+            return Err(PyValueError::new_err("one rate per law"));
+        }
+        let mut out = Vec::with_capacity(laws.len());
+        let mut twin = Vec::with_capacity(laws.len());
+        for (control, host, target, capacity, interval_ns, class) in laws {
+            let c = control.bind(py);
+            out.push(Law {
+                on_report: c.getattr(intern!(py, "on_report"))?.unbind(),
+                law: c.getattr(intern!(py, "law"))?.unbind(),
+                host,
+                target,
+                capacity,
+                interval_ns,
+            });
+            twin.push(class);
+        }
+        let mut reporters = Vec::with_capacity(reporting.len());
+        let mut every = 0;
+        for (buffer, interval, delay, law) in reporting {
+            if law >= out.len() || interval == 0 {
+                return Err(PyValueError::new_err(format!(
+                    "reporter of buffer {buffer}: law {law}, interval {interval}"
+                )));
+            }
+            every = gcd(every, interval);
+            reporters.push(Reporter {
+                buffer,
+                interval,
+                delay,
+                law,
+            });
+        }
+        let twins = twin.iter().map(|&c| c + 1).max().unwrap_or(0);
+        let solo = twin
+            .iter()
+            .map(|c| twin.iter().filter(|d| *d == c).count() == 1)
+            .collect();
+        let n = out.len();
+        Ok(Loop {
+            laws: out,
+            reporting: reporters,
+            every,
+            units: vec![1.0; n],
+            rates,
+            twin,
+            twins,
+            solo,
+            pending: (0..n).map(|_| Vec::new()).collect(),
+            due: HashMap::new(),
+            sample: sample.max(1),
+            window: window.max(1),
+            last_event,
+            tolerance,
+            stop_at_loss,
+            low: Vec::new(),
+            high: Vec::new(),
+            open: false,
+            last: None,
+            lost: 0.0,
+            state: Vec::new(),
+        })
+    }
+
+    /// The Python objects it holds (the plant's `__traverse__`).
+    pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
+        for law in &self.laws {
+            visit.call(&law.on_report)?;
+            visit.call(&law.law)?;
+        }
+        Ok(())
+    }
+
+    pub fn set_units(&mut self, units: Vec<f64>) -> PyResult<()> {
+        if units.len() != self.laws.len() {
+            return Err(PyValueError::new_err("one rate unit per law"));
+        }
+        self.units = units;
+        Ok(())
+    }
+
+    /// Steps `start` .. `until`, each followed by its reports and the envelope's sample: (the
+    /// step it stopped at, or `until`; why: 0 it ran to `until`, 1 a loss stopped it
+    /// (`stop_at_loss`), 2 it settled).
+    pub fn drive<P: Plant>(
+        &mut self,
+        py: Python<'_>,
+        plant: &mut P,
+        start: usize,
+        until: usize,
+    ) -> PyResult<(usize, u8)> {
+        let dt = plant.step_dt();
+        let mut k = start;
+        while k < until {
+            if plant.advance(k) && self.stop_at_loss {
+                return Ok((k, 1));
+            }
+            self.report(py, plant, k, dt)?;
+            if k % self.sample == 0 {
+                self.sample_state(plant);
+                if k != 0
+                    && k % self.window == 0
+                    && self.close_window(plant.total_lost())
+                    && k as f64 * dt > self.last_event
+                {
+                    return Ok((k, 2));
+                }
+            }
+            k += 1;
+        }
+        Ok((until, 0))
+    }
+
+    fn call(&self, py: Python<'_>, i: usize, said: &Said) -> PyResult<PyObject> {
+        let law = &self.laws[i];
+        let s = &said.0;
+        if law.host {
+            law.on_report
+                .call1(py, (s[0], s[1], s[2], s[3] != 0, s[4], s[5]))
+        } else {
+            law.on_report.call1(
+                py,
+                (s[0], s[1], s[2], s[3], s[4] != 0, s[5], s[6], s[7], s[8]),
+            )
+        }
+    }
+
+    fn rate(&self, py: Python<'_>, i: usize) -> PyResult<f64> {
+        self.laws[i]
+            .law
+            .bind(py)
+            .getattr(intern!(py, "rate"))?
+            .extract()
+    }
+
+    /// Step `k`'s reports: the buffers whose interval ends sample theirs, the laws whose reports
+    /// arrive answer them (in the order sampled). Twin laws (one class: the same kind,
+    /// parameters and reports so far) that get the same report answer it once: the first
+    /// computes, the others take its answer and keep the report, to answer it should a report
+    /// of theirs ever differ from their class's (fluid_network.py's docstring).
+    fn report<P: Plant>(
+        &mut self,
+        py: Python<'_>,
+        plant: &mut P,
+        k: usize,
+        dt: f64,
+    ) -> PyResult<()> {
+        let now_ns = (k as f64 * dt * 1e9) as i64;
+        if self.every > 0 && k % self.every == 0 {
+            for r in &self.reporting {
+                if k % r.interval != 0 {
+                    continue;
+                }
+                let (held, drained, dropped) = plant.take_report(r.buffer);
+                let report = Report {
+                    law: r.law,
+                    occupancy: py_round(held)?,
+                    overflow: dropped,
+                    drained: py_round(drained)?,
+                    sampled_ns: now_ns,
+                };
+                self.due.entry(k + r.delay).or_default().push(report);
+            }
+        }
+        let Some(arrived) = self.due.remove(&k) else {
+            return Ok(());
+        };
+        let mut answered: Vec<Known> = Vec::new();
+        for rep in arrived {
+            let i = rep.law;
+            let (host, target) = (self.laws[i].host, self.laws[i].target);
+            let (capacity, interval_ns) = (self.laws[i].capacity, self.laws[i].interval_ns);
+            let overflow = rep.overflow as i64;
+            let said = if host {
+                let sent = py_round(plant.sender_sent(target))?;
+                Said([
+                    now_ns,
+                    rep.occupancy,
+                    capacity,
+                    overflow,
+                    interval_ns,
+                    sent,
+                    0,
+                    0,
+                    0,
+                ])
+            } else {
+                let (fwd, deq) = plant.queue_counters(target);
+                Said([
+                    now_ns,
+                    rep.sampled_ns,
+                    rep.occupancy,
+                    capacity,
+                    overflow,
+                    interval_ns,
+                    py_round(fwd)?,
+                    py_round(deq)?,
+                    rep.drained,
+                ])
+            };
+            let (rate, value);
+            if self.solo[i] {
+                let out = self.call(py, i, &said)?;
+                rate = self.rate(py, i)?;
+                value = if host { rate } else { out.extract::<f64>(py)? };
+            } else {
+                let class = self.twin[i];
+                match answered
+                    .iter_mut()
+                    .find(|a| a.class == class && a.said == said)
+                {
+                    None => {
+                        if !self.pending[i].is_empty() {
+                            // it leaves its class: the reports its twins answered for it, first
+                            let late = std::mem::take(&mut self.pending[i]);
+                            for old in &late {
+                                self.call(py, i, old)?;
+                            }
+                        }
+                        let out = self.call(py, i, &said)?;
+                        rate = self.rate(py, i)?;
+                        value = if host { rate } else { out.extract::<f64>(py)? };
+                        answered.push(Known {
+                            class,
+                            said,
+                            moved: self.twins,
+                            rate,
+                            value,
+                            law: i,
+                            count: 1,
+                        });
+                        self.twin[i] = self.twins;
+                        self.twins += 1;
+                    }
+                    Some(known) => {
+                        self.pending[i].push(said);
+                        self.twin[i] = known.moved;
+                        rate = known.rate;
+                        value = known.value;
+                        known.count += 1;
+                    }
+                }
+            }
+            self.rates[i] = rate;
+            if host {
+                plant.put_sender_rate(target, value);
+            } else {
+                plant.put_queue_rate(target, value);
+            }
+        }
+        for known in &answered {
+            if known.count == 1 {
+                // a class of one stays one: its law answers its own reports from now on
+                self.solo[known.law] = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// The state (every buffer's occupancy in `tolerance`s, every law's rate in its unit) into
+    /// the window's envelope.
+    fn sample_state<P: Plant>(&mut self, plant: &P) {
+        let mut state = std::mem::take(&mut self.state);
+        state.clear();
+        let tolerance = self.tolerance;
+        plant.each_held(&mut |held| state.push(held / tolerance));
+        for (rate, unit) in self.rates.iter().zip(&self.units) {
+            state.push(rate / unit);
+        }
+        if !self.open {
+            self.low.clear();
+            self.low.extend_from_slice(&state);
+            self.high.clear();
+            self.high.extend_from_slice(&state);
+            self.open = true;
+        } else {
+            for (i, &x) in state.iter().enumerate() {
+                if x < self.low[i] {
+                    self.low[i] = x;
+                } else if x > self.high[i] {
+                    self.high[i] = x;
+                }
+            }
+        }
+        self.state = state;
+    }
+
+    /// Starts a new window; true when the one that ends spans the one before it, within one unit
+    /// of tolerance, and lost nothing.
+    fn close_window(&mut self, lost: f64) -> bool {
+        if !self.open {
+            return false;
+        }
+        let same = match &self.last {
+            Some((low, high)) => {
+                lost == self.lost
+                    && self
+                        .low
+                        .iter()
+                        .zip(low)
+                        .zip(self.high.iter().zip(high))
+                        .all(|((a, b), (c, d))| (a - b).abs() <= 1.0 && (c - d).abs() <= 1.0)
+            }
+            None => false,
+        };
+        let (low, high) = match self.last.take() {
+            Some((mut low, mut high)) => {
+                std::mem::swap(&mut low, &mut self.low);
+                std::mem::swap(&mut high, &mut self.high);
+                (low, high)
+            }
+            None => (
+                std::mem::take(&mut self.low),
+                std::mem::take(&mut self.high),
+            ),
+        };
+        self.last = Some((low, high));
+        self.open = false;
+        self.lost = lost;
+        same
+    }
+}
+
+fn gcd(a: usize, b: usize) -> usize {
+    if b == 0 {
+        a
+    } else {
+        gcd(b, a % b)
+    }
+}
