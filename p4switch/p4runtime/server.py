@@ -169,6 +169,23 @@ def _run_now(fn: Callable[[], Any]) -> Future:
     return future
 
 
+def _read_answer(future: Future) -> tuple[list[bytes], tuple[int, str, bytes] | None]:
+    """The compiled front end's answer of a Read whose ``core.read_wire`` call is ``future``."""
+    try:
+        result = future.result()
+    except P4RuntimeError as e:
+        return [], (int(e.code), e.message, _status_details(e))
+    except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
+        log.exception("P4Runtime handler failed")
+        return [], (
+            int(grpc.StatusCode.INTERNAL.value[0]),
+            f"internal error: {type(e).__name__}: {e}",
+            b"",
+        )
+    err = result.error
+    return result.responses, None if err is None else (int(err.code), err.message, _status_details(err))
+
+
 def _status_details(err: P4RuntimeError) -> bytes:
     """grpc-status-details-bin of ``err``: a google.rpc.Status with its p4.v1.Error details (b"": none)."""
     if not err.details:
@@ -463,6 +480,8 @@ class P4RuntimeServer:
                     self.read_bytes,
                     self,
                     self.stream_batch,
+                    self.write_now,
+                    self.read_now,
                 )
                 port = front.start()
         except BaseException:
@@ -513,6 +532,41 @@ class P4RuntimeServer:
             log.exception("P4Runtime handler failed")
             return (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
 
+    def write_now(self, raw: bytes) -> bytes | tuple[int, str, bytes] | None:
+        """A Write for the compiled front end, on its own thread, where no other Write is under way:
+        answered at once (as :meth:`write_bytes`) when the engine's entry store takes it whole and
+        the switch loop lends its state; None, with nothing changed, for :meth:`write_bytes`.
+        Why: handed to a thread of its own, a one-update Write crossed two thread wake-ups."""
+        if len(raw) > STORE_WRITE_BYTES:
+            return None
+        _name_front_thread()
+        core = self.core
+        future = self.try_call(lambda: core.write_wire(raw))
+        if future is None:
+            return None
+        try:
+            return future.result()
+        except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
+            log.exception("P4Runtime handler failed")
+            return (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
+
+    def read_now(self, raw: bytes) -> tuple[list[bytes], tuple[int, str, bytes] | None] | None:
+        """A Read of one entry or cell by its key for the compiled front end, on its own thread:
+        answered at once (as :meth:`read_bytes`) when the switch loop lends its state; None for
+        :meth:`read_bytes`."""
+        try:
+            req = pb.ReadRequest.FromString(raw)
+        except Exception:  # noqa: BLE001 - read_bytes answers it
+            return None
+        if not _keyed_read(req):
+            return None
+        _name_front_thread()
+        core = self.core
+        future = self.try_call(lambda: core.read_wire(req))
+        if future is None:
+            return None
+        return _read_answer(future)
+
     def read_bytes(self, raw: bytes) -> tuple[list[bytes], tuple[int, str, bytes] | None]:
         """A Read for the compiled front end, on one of its threads: the responses' bytes, and
         None or the ``(code, message, grpc-status-details-bin)`` the stream ends with after them
@@ -523,19 +577,11 @@ class P4RuntimeServer:
             req = pb.ReadRequest.FromString(raw)
         except Exception as e:  # noqa: BLE001 - what the grpcio server answers a Read it cannot parse
             return [], (int(grpc.StatusCode.UNKNOWN.value[0]), f"Unexpected {type(e)}: {e}", b"")
-        try:
-            result = self._wait(lambda: self.core.read_wire(req), lend=_keyed_read(req))
-        except P4RuntimeError as e:
-            return [], (int(e.code), e.message, _status_details(e))
-        except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
-            log.exception("P4Runtime handler failed")
-            return [], (
-                int(grpc.StatusCode.INTERNAL.value[0]),
-                f"internal error: {type(e).__name__}: {e}",
-                b"",
-            )
-        err = result.error
-        return result.responses, None if err is None else (int(err.code), err.message, _status_details(err))
+        lend = _keyed_read(req)
+        future = self.try_call(lambda: self.core.read_wire(req)) if lend else None
+        if future is None:
+            future = self.submit(lambda: self.core.read_wire(req))
+        return _read_answer(future)
 
     @property
     def dropped_stream_messages(self) -> int:
