@@ -101,3 +101,23 @@ def test_twin_laws_answering_a_report_once_change_no_peak_loss_or_time(topo, sec
     answered.clear()
     assert fn.network_peaks(topo(), seconds) == shared  # the same floats, to the last bit
     assert once < len(answered)  # from fewer answers computed
+
+
+def test_a_law_that_fails_between_the_engines_steps_fails_the_model_with_its_own_error(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    def broken(self, *args):  # type: ignore[no-untyped-def]
+        raise ZeroDivisionError("the law's own error")
+
+    for control in (fn.SwitchControl, fn.HostControl):
+        monkeypatch.setattr(control, "on_report", broken)
+    with pytest.raises(ZeroDivisionError, match="the law's own error"):
+        fn.network_peaks(load_topology_text(TREE, "tree7.yaml"), 1.0)
+
+
+def test_the_plant_runs_its_laws_only_once_it_has_them() -> None:
+    from runtime.fluid import FluidPlant
+
+    plant = FluidPlant(0.001, True)
+    with pytest.raises(ValueError, match="set_loop first"):
+        plant.drive(0, 10)
+    with pytest.raises(IndexError, match="queue 0"):
+        plant.set_loop([(object(), False, 0, 10, 1_000_000, 0)], [], [0.0], 1, 1, 0.0, 0.5, False)
