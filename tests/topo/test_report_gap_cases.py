@@ -63,3 +63,50 @@ def test_on_a_shaper_a_cut_is_undone_and_not_warned() -> None:
     shaper = text.replace("name: random-multicast", "name: random-multicast\noptions: {queue_model: shaper}")
     assert shaper != text
     assert _sparse(shaper) == set()
+
+
+#: f0 (1 Mb/s law caps, a 500 kb/s exit) goes H1 -> S1 -> S3 -> S4 -> H2 by the switches' hash of its 5-tuple;
+#: its tie-break (Flow.path) is S2. S3 -> S4 is a 1 ms link whose derived interval (1.56 ms) is far shorter than
+#: the flow's packet gap (24 ms).
+ECMP = """name: ecmp-report-gap
+defaults:
+  link: {rate: 100Mbps, delay: 20ms, buffer: 37}
+nodes:
+  S1: {kind: switch}
+  S2: {kind: switch}
+  S3: {kind: switch}
+  S4: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [S1, S2]}
+  - {ends: [S1, S3]}
+  - {ends: [S2, S4], delay: 1ms}
+  - {ends: [S3, S4], delay: 1ms}
+  - {ends: [S4, H2], rate: 500kbps}
+flows:
+  - {name: f9, src: H2, dst: H1, control: fixed, rate: 100kbps, packet_size: 1500B}
+  - {name: f0, src: H1, dst: H2, control: alinea, start: 0s, packet_size: 1500B, r_max: 1Mbps}
+options: {ecmp: true}
+alinea:
+  - {node: S1, r_max: 1Mbps}
+  - {node: S2, r_max: 1Mbps}
+  - {node: S3, r_max: 1Mbps}
+"""
+
+
+def test_under_ecmp_the_rule_reads_the_path_the_hash_gives() -> None:
+    """The law that carries f0 is S3 -> S4, the hash's (topo/net/routes.py), as the loop analysis's laws
+    (check.py's law_loops): it runs at f0's 24 ms gap, unstable there, and is named. Read on the tie-break,
+    S3 -> S4 carried nothing (no gap, no rule) and S2 -> S4 is no law the analysis checks: nothing was named.
+    (30 s of this file, seed 1: S4's buffer rises past its target at 6.58 s, S3's law cuts to 33 kb/s for a
+    gap, and S4 drops 975 packets from 7 s; the laws-together model warns S3 -> S4 as well.)"""
+    from topo.analysis.report_gap import arrivals_bps, forwards_bps
+    from topo.net.routes import routed_paths
+
+    topo = load_topology_text(ECMP, "ecmp-report-gap.yaml")
+    assert topo.flows[1].path[2] == "S2" and routed_paths(topo)["f0"][2] == "S3"
+    assert arrivals_bps(topo, "S3", "S4", 1e6) == forwards_bps(topo, "S3", "S4") == 500e3
+    assert arrivals_bps(topo, "S2", "S4", 1e6) == 0.0
+    assert _sparse(ECMP) == {("S3", "S4")}

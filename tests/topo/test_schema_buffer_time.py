@@ -66,6 +66,47 @@ def test_a_link_no_flow_crosses_uses_defaults_packet_size():
     assert t.links[1].buffer_time == BufferTime(5_000_000, 1e9, 500) and t.links[1].buffer == 1250
 
 
+#: Two equal-cost routes H1 -> S1 -> {S2, S3} -> S4 -> H2 under ECMP, 20 ms buffers at 2 Mb/s; f1's 200-byte
+#: frames take S2 by the tie-break (by name) and S3 by the switches' hash of its 5-tuple; f0 stays on S1.
+ECMP = """name: ecmp-buffers
+defaults:
+  link: {rate: 2Mbps, delay: 1ms, buffer: 20ms}
+nodes:
+  S1: {kind: switch}
+  S2: {kind: switch}
+  S3: {kind: switch}
+  S4: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+  H3: {kind: host}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [S1, S2]}
+  - {ends: [S1, S3]}
+  - {ends: [S2, S4]}
+  - {ends: [S3, S4]}
+  - {ends: [S4, H2]}
+  - {ends: [S1, H3]}
+flows:
+  - {name: f0, src: H1, dst: H3, control: fixed, rate: 100kbps, packet_size: 200B}
+  - {name: f1, src: H1, dst: H2, control: fixed, rate: 100kbps, packet_size: 200B}
+options: {ecmp: true}
+"""
+
+
+def test_under_ecmp_a_duration_counts_the_frames_of_the_flows_the_hash_puts_on_the_link():
+    """20 ms at 2 Mb/s is 25 of f1's 200-byte frames on the route its packets take (S3), and 5 of the
+    1,000-byte default on the one only its tie-break takes (S2), which no packet crosses. Counted on the
+    tie-break it was the other way round: the links f1 crosses held 4 ms of its frames."""
+    from topo.net.routes import routed_paths
+
+    t = load_topology_text(ECMP, "ecmp-buffers.yaml")
+    assert t.flows[1].path[2] == "S2" and routed_paths(t)["f1"] == ("H1", "S1", "S3", "S4", "H2")
+    assert {f"{ln.a}-{ln.b}": ln.buffer for ln in t.links} == {
+        "H1-S1": 25, "S1-S2": 5, "S1-S3": 25, "S2-S4": 5, "S3-S4": 25, "S4-H2": 25, "S1-H3": 25}
+    assert t.ports[("S4", "S3")].capacity == 25 and t.ports[("S4", "S2")].capacity == 5
+
+
 def test_a_receive_buffer_duration_drains_at_the_playout_rate():
     t = load(TEXT.replace("receive_buffer: 100", "receive_buffer: 2s"))
     h2 = t.nodes["H2"]

@@ -26,9 +26,9 @@ The analysis at T read the settled root modulus 0.977; at T' = 12 ms (d' = 1) it
 
 So the rule, for a switch's law on BMv2's queues without report polls (a host's pacing applies a cut to
 the next packet only; on a shaper a later rate undoes it; polls report every two intervals). λ is the most
-that can cross u -> v in packets/s: each unicast flow at its path's slowest link, its receiver's playout
-and its R_max (a fixed flow: its rate), each multicast group once at its tree's rate, their sum at most
-the law's R_max and the link's rate. The law is warned when, with T' = L/λ longer than T:
+that can cross u -> v in packets/s (on the paths the switches hash the flows to, topo/net/routes.py): each
+unicast flow at its path's slowest link, its receiver's playout and its R_max (a fixed flow: its rate), each
+multicast group once at its tree's rate, their sum at most the law's R_max and the link's rate. The law is warned when, with T' = L/λ longer than T:
 
 * the settled loop at T' is unstable;
 * v's buffer can hold a backlog: v forwards less of these flows than u may send (each at the slowest link
@@ -53,8 +53,9 @@ import math
 
 from controlplane.forecast import schedule_floor_pps
 from controlplane.loop_analysis import Loop, delay_intervals, spectral_radius
-from topo.net.model import Topology
-from topo.net.multicast import branch_rate, tree_rate
+from topo.net.model import Flow, Topology
+from topo.net.multicast import tree_rate
+from topo.net.routes import routed_paths
 
 __all__ = ["SparseReports", "sparse_reports", "with_sparse_reports"]
 
@@ -90,16 +91,31 @@ class SparseReports:
         )
 
 
+def _hops(topo: Topology, f: Flow) -> list[DirectedLink]:
+    """The links ``f`` crosses on the path the switches hash it to (topo.net.routes), not ``Flow.path``'s
+    tie-break: under ECMP the flows a law carries are those (as topo/net/plan.py's)."""
+    path = routed_paths(topo)[f.name]
+    return list(zip(path, path[1:]))
+
+
+def _alone_bps(topo: Topology, f: Flow) -> float:
+    """topo.net.multicast's ``branch_rate`` on the routed path: its slowest link, the receiver's playout, the
+    flow's R_max (a fixed flow: its rate). A group's branches are never hashed (ECMP refuses groups)."""
+    rates = [topo.link_between(a, b).rate_bps for a, b in _hops(topo, f)]
+    rates += [r for r in (topo.nodes[f.dst].playout_bps, f.r_max_bps, f.rate_bps) if r]
+    return min(rates) if rates else math.inf
+
+
 def arrivals_bps(topo: Topology, u: str, v: str, law_r_max: float) -> float:
     """The most that can cross u -> v, b/s: each unicast flow at the most its branch carries alone, each
     group once at its tree's rate, at most the law's R_max and the link's rate."""
     total = 0.0
     groups: set[str] = set()
     for f in topo.flows:
-        if (u, v) not in zip(f.path, f.path[1:]):
+        if (u, v) not in _hops(topo, f):
             continue
         if f.group is None:
-            total += branch_rate(topo, f)
+            total += _alone_bps(topo, f)
         elif f.group not in groups:
             groups.add(f.group)
             total += tree_rate(topo, f.group)[0]
@@ -113,7 +129,7 @@ def forwards_bps(topo: Topology, u: str, v: str) -> float:
     total = 0.0
     groups: dict[str, float] = {}
     for f in topo.flows:
-        hops = list(zip(f.path, f.path[1:]))
+        hops = _hops(topo, f)
         if (u, v) not in hops:
             continue
         rest = hops[hops.index((u, v)) + 1 :]
@@ -145,7 +161,7 @@ def _room_pkts(topo: Topology, u: str, v: str) -> float:
     """The fewest packets any of u's buffers fed by a switch with flows toward v holds above its law's target."""
     rooms = []
     for f in topo.flows:
-        hops = list(zip(f.path, f.path[1:]))
+        hops = _hops(topo, f)
         if (u, v) not in hops or hops.index((u, v)) == 0:
             continue
         t = hops[hops.index((u, v)) - 1][0]

@@ -66,6 +66,7 @@ from topo.net.model import (
     Options,
     Topology,
 )
+from topo.net.routes import routed_paths
 
 __all__ = ["TopologyError", "load_topology", "load_topology_text", "kernel_congestion_controls"]
 
@@ -261,7 +262,7 @@ class _Loader:
         self._check_trees(flows, flow_nodes)
         self._flows_by_name = flows
         if self.buffer_drafts:
-            self._resolve_buffers(flows)
+            self._resolve_buffers(flows, skeleton.name)
             skeleton = Topology(skeleton.name, self.doc.source, self.nodes, self.links, [], {}, {})
         law, intervals, origins = self._laws(skeleton, flows)
         options = self._options()
@@ -828,15 +829,22 @@ class _Loader:
                                  "use r_max to cap it)")
         return None
 
-    def _resolve_buffers(self, flows: list[Flow]) -> None:
+    def _resolve_buffers(self, flows: list[Flow], name: str) -> None:
         """Durations into packets: a link's at its rate, a host's receive buffer at its playout rate,
         counted in the largest packet size of the flows through it (any direction; for a host, the
-        flows it receives), or ``defaults.packet_size`` when none is. Rounded up, at least 1."""
+        flows it receives), or ``defaults.packet_size`` when none is. Rounded up, at least 1.
+
+        A flow goes through the links of the path the switches hash it to (topo.net.routes), not of
+        ``Flow.path``, the tie-break: under ECMP a 20 ms buffer on a 2 Mb/s link only the hash gave
+        200-byte flows was 5 packets (1,000-byte default), 4 ms of their frames
+        (tests/topo/test_schema_buffer_time.py)."""
+        paths = routed_paths(Topology(name, self.doc.source, self.nodes, self.links, flows, {}, {},
+                                      options=Options(ecmp=self._ecmp_on())))
         for key, draft in self.buffer_drafts.items():
             if isinstance(key, int):
                 link = self.links[key]
                 sizes = [f.packet_size for f in flows
-                         if any({u, v} == set(link.ends) for u, v in zip(f.path, f.path[1:]))]
+                         if any({u, v} == set(link.ends) for u, v in zip(paths[f.name], paths[f.name][1:]))]
                 whose = "" if draft.path == f"links[{key}].buffer" else f" (links[{key}] {link.a} -- {link.b})"
                 time = self._buffer_time(draft, link.rate_bps, sizes, LINK_BUFFER_LIMIT, whose)
                 self.links[key] = dataclasses.replace(link, buffer=time.packets, buffer_time=time)
