@@ -22,15 +22,17 @@ unit is that size), so such runs are what they were with sizes from the topology
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = ["FrameSizeWindow", "capacity_in_frames", "WINDOW_SAMPLES", "MIN_FRAMES", "READ_PERIOD_NS"]
 
 #: The agent reads its regulated ports' counters this often (both bindings).
-READ_PERIOD_NS = 50_000_000
+READ_PERIOD_NS: Final = 50_000_000
 #: The mean spans the frames sent over the last this many reads (0.2 s): long enough for a
 #: steady mean at a few hundred frames/s, short enough to follow a flow that starts or stops.
-WINDOW_SAMPLES = 4
+WINDOW_SAMPLES: Final = 4
 #: Fewer frames than this in the window: too few to say what the port sends; the mean is kept.
-MIN_FRAMES = 8
+MIN_FRAMES: Final = 8
 
 
 class FrameSizeWindow:

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import ModuleType
 
 #: the modules compiled, in this package: a report's path from its decoding to the rate it sets
-MODULES = ("params", "report", "forecast", "alinea", "agent", "switch_agent")
+MODULES = ("params", "report", "forecast", "alinea", "frame_size", "agent", "switch_agent")
 #: set to 1 to run the control path interpreted (profiling it by function, the differential test)
 ENV = "HBH_INTERPRETED"
 PACKAGE_DIR = Path(__file__).resolve().parent

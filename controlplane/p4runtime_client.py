@@ -57,6 +57,8 @@ class Names:
         self.cpm = {c.preamble.name: c for c in p4info.controller_packet_metadata}
         self.action_profiles = {p.preamble.name: p for p in p4info.action_profiles}
         self._packet_in_names: dict[int, str] | None = None
+        #: counter ids by name: an agent reads its ports' counters every 50 ms (read_counters)
+        self.counter_ids = {name: c.preamble.id for name, c in self.counters.items()}
 
     def table_entry(self, table: str, match: Mapping[str, Any], action: str | None = None,
                     params: Mapping[str, int] | None = None, priority: int = 0) -> pb.TableEntry:
@@ -113,7 +115,7 @@ class Names:
         return te
 
     def counter_id(self, counter: str) -> int:
-        return _lookup(self.counters, counter, "counter").preamble.id
+        return _lookup(self.counter_ids, counter, "counter")
 
     def counter_entry(self, counter: str, index: int | None = None) -> pb.CounterEntry:
         ce = pb.CounterEntry(counter_id=self.counter_id(counter))
@@ -271,6 +273,10 @@ class _ClientBase:
         raise NotImplementedError
 
 
+#: the sets of counter cells an in-process client keeps a reader for (read_counters); more are read again
+MAX_COUNTER_READERS = 64
+
+
 class InProcessController(_ClientBase):
     """A primary client calling a ``P4RuntimeCore`` directly (the sim binding).
 
@@ -288,6 +294,7 @@ class InProcessController(_ClientBase):
         self.device_id = core.device_id
         self.election = election
         self.received = []
+        self._counter_readers: dict[tuple[tuple[str, int], ...], tuple[Names, Callable[[], list[tuple[int, int]]]]] = {}
         self.session = core.open_stream(on_message or self.received.append, on_packet_in)
         core.stream_message(self.session, self._arbitration_request())
         state = core.device.state
@@ -308,9 +315,21 @@ class InProcessController(_ClientBase):
 
     def read_counters(self, cells: Sequence[tuple[str, int]]) -> list[tuple[int, int]]:
         """As a Read does, but as values (``P4RuntimeCore.read_counter_cells``): in one process
-        the messages would only be built to be taken apart again."""
+        the messages would only be built to be taken apart again. The cells read before (an agent
+        reads the same ones every 50 ms, the simulator its drop counters every second) keep their
+        reader (``P4RuntimeCore.counter_cells_reader``) while the P4Info is the same."""
+        key = tuple(cells)
         names = self.names
-        return self.core.read_counter_cells([(names.counter_id(c), i) for c, i in cells])
+        kept = self._counter_readers.get(key)
+        if kept is None or kept[0] is not names:
+            try:
+                ids = [(names.counter_ids[c], i) for c, i in key]
+            except KeyError:
+                ids = [(names.counter_id(c), i) for c, i in key]  # raises ClientError, naming the counter
+            if len(self._counter_readers) >= MAX_COUNTER_READERS:
+                self._counter_readers.clear()
+            kept = self._counter_readers[key] = (names, self.core.counter_cells_reader(ids))
+        return kept[1]()
 
 
 class GrpcController(_ClientBase):

@@ -32,7 +32,7 @@ from .device import Device, PipelineLoadError
 from .errors import P4RuntimeError, to_p4_error
 from .fast_writes import STORE_MAX_UPDATES, FastWriter
 from .p4data import encode_p4data
-from .reads import counter_cells, read_entity, read_entity_wire
+from .reads import CellRef, counter_cell_refs, counter_cells, read_cell_refs, read_entity, read_entity_wire
 from .wire_encode import packet_in_response, read_response
 from .writes import apply_update
 
@@ -319,6 +319,26 @@ class P4RuntimeCore:
             return counter_cells(self._require_state(), cells)
         except StateError as e:
             raise P4RuntimeError(e.code, e.message) from None
+
+    def counter_cells_reader(self, cells: list[tuple[int, int]]) -> Callable[[], list[tuple[int, int]]]:
+        """:meth:`read_counter_cells` of ``cells`` as a call of no arguments, for a client that reads the
+        same cells again and again (a switch agent its ports' frame counters every 50 ms): each call
+        answers as :meth:`read_counter_cells` would then, from the state a Read addresses then, its
+        errors included; the cells are found again only when that state is another (a pipeline
+        pushed). Why: finding them was most of a read's cost (reads.counter_cell_refs)."""
+        kept: list[tuple[RuntimeState, list[CellRef]]] = []
+
+        def read() -> list[tuple[int, int]]:
+            st = self._require_state()
+            if not kept or kept[0][0] is not st:
+                try:
+                    refs = counter_cell_refs(st, cells)
+                except StateError as e:
+                    raise P4RuntimeError(e.code, e.message) from None
+                kept[:] = [(st, refs)]
+            return read_cell_refs(kept[0][1])
+
+        return read
 
     def read_wire(self, req: pb.ReadRequest) -> ReadResult:
         """:meth:`read` with each ReadResponse already serialised (bytes): the gRPC server's path."""

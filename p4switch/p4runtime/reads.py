@@ -211,14 +211,33 @@ def _counter_data(unit: CounterUnit, packets: int, nbytes: int) -> pb.CounterDat
     return encode_counter_data(*_kept(unit, packets, nbytes))
 
 
+#: One counter cell a Read names, found: (the counter's packet cells, its byte cells, the index,
+#: whether it keeps packets, whether it keeps bytes).
+CellRef = tuple[Any, Any, int, bool, bool]
+
+
+def counter_cell_refs(state: RuntimeState, cells: Iterable[tuple[int, int]]) -> list[CellRef]:
+    """Each (counter id, index) of ``state`` found and checked as a Read of it is: a counter of no such
+    id, an index out of range raise StateError. A state's counters are made with it (none comes or
+    goes later, a Write changes their values in place), so the refs hold while the state does."""
+    counters = state.counters
+    out = []
+    for counter_id, index in cells:
+        arr = _get(counters, counter_id, "counter")
+        check_index(arr.name, index, arr.size)
+        out.append((arr.packets, arr.bytes, index, arr.unit != CounterUnit.BYTES, arr.unit != CounterUnit.PACKETS))
+    return out
+
+
+def read_cell_refs(refs: list[CellRef]) -> list[tuple[int, int]]:
+    """(packets, bytes) of each cell now: what a Read of them answers (the units the counter keeps)."""
+    return [(packets[i] if pk else 0, nbytes[i] if bk else 0) for packets, nbytes, i, pk, bk in refs]
+
+
 def counter_cells(state: RuntimeState, cells: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
     """(packets, bytes) of each (counter id, index): what a Read of those cells answers, as values
     (for in-process clients: ``P4RuntimeCore.read_counter_cells``). Raises StateError as the Read would."""
-    out = []
-    for counter_id, index in cells:
-        arr = _get(state.counters, counter_id, "counter")
-        out.append(_kept(arr.unit, *arr.read(index)))
-    return out
+    return read_cell_refs(counter_cell_refs(state, cells))
 
 
 def _cells(arrays: Mapping[int, Any], array_id: int, entry: Any, what: str) -> Iterator[tuple[Any, int]]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from p4.v1 import p4runtime_pb2 as pb
 
-from controlplane.p4runtime_client import InProcessController, _ClientBase
+from controlplane.p4runtime_client import ClientError, InProcessController, _ClientBase
 from p4switch.p4runtime import Code, NullDevice, P4RuntimeCore
 from p4switch.p4runtime.errors import P4RuntimeError
 from tests.p4runtime.helpers import (
@@ -389,3 +389,26 @@ def test_counter_cells_read_as_values_in_process_are_what_a_read_answers():
     raises_code(Code.INVALID_ARGUMENT, ctl.read_counters, [("MyIngress.port_pkts", -1)])
     with pytest.raises(P4RuntimeError):  # the Read fails the same cells
         _ClientBase.read_counters(ctl, [("MyIngress.port_pkts", 8)])
+
+
+def test_cells_read_again_follow_the_counts_a_new_pipeline_and_its_errors():
+    """An in-process client keeps a reader for cells it read before (P4RuntimeCore.counter_cells_reader):
+    each read still answers what a Read would then."""
+    core, device, primary, p4info, ids = setup_core()
+    cid = ids["MyIngress.port_pkts"]  # PACKETS unit, size 8
+    ctl = InProcessController(core)
+    cells = [("MyIngress.port_pkts", 5), ("MyIngress.port_pkts", 3)]
+    assert ctl.read_counters(cells) == [(0, 0), (0, 0)]
+    device.state.counters[cid].count(5, 100)
+    assert ctl.read_counters(list(cells)) == [(1, 0), (0, 0)] == _ClientBase.read_counters(ctl, cells)
+    primary.set_pipeline(p4info, cookie=43)  # a new state, its counters at 0
+    device.state.counters[cid].count(3, 100)
+    assert ctl.read_counters(cells) == [(0, 0), (1, 0)] == _ClientBase.read_counters(ctl, cells)
+    read = core.counter_cells_reader([(cid, 3)])
+    assert read() == read() == [(1, 0)]
+    for bad, code in (([(cid, 8)], Code.OUT_OF_RANGE), ([(cid, -1)], Code.INVALID_ARGUMENT), ([(7, 0)], Code.NOT_FOUND)):
+        read = core.counter_cells_reader(bad)
+        raises_code(code, read)
+        raises_code(code, read)  # at every read, as the Read fails
+    with pytest.raises(ClientError, match="unknown counter 'MyIngress.nope'"):
+        ctl.read_counters([("MyIngress.nope", 0)])
