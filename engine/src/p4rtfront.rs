@@ -9,8 +9,9 @@
 //! * answers `Write` itself: the request's bytes go to one Python callable (the switch's
 //!   P4Runtime server, `P4RuntimeServer.write_bytes` in `p4switch/p4runtime/server.py`), called
 //!   on a blocking thread with the GIL; it returns the response's bytes or the status (code,
-//!   message, `grpc-status-details-bin`). First, when no other Write is under way,
-//!   `write_now` tries it on the runtime's own thread: the engine's entry store applies it if
+//!   message, `grpc-status-details-bin`). First, when no other Write is under way, `write_now`
+//!   (if the server gives one: not where it may run on one CPU only) tries it on the runtime's
+//!   own thread: the engine's entry store applies it if
 //!   the switch loop lends its state at once (an idle switch), else nothing is done and the
 //!   blocking thread takes it. Why: the hand-off to a blocking thread and back were two thread
 //!   wake-ups, more than the Write itself (a one-update Write took 230 µs at the client where
@@ -122,7 +123,7 @@ struct Inner {
     /// Packet-ins and digest lists dropped for clients that did not read them.
     dropped: Arc<AtomicU64>,
     /// Writes and pipeline changes, one at a time.
-    write_lock: Mutex<()>,
+    write_lock: Arc<Mutex<()>>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -187,13 +188,20 @@ impl Inner {
             }
         }
         let me = self.clone();
-        let task = tokio::spawn(async move {
-            let _one = me.write_lock.lock().await;
-            let call = me.clone();
-            tokio::task::spawn_blocking(move || call.call_write(&body))
-                .await
-                .map_err(|e| Status::internal(format!("internal error: Write handler: {e}")))?
-        });
+        let task = match self.write_lock.clone().try_lock_owned() {
+            // the lock is free: straight to the blocking thread, which runs to its end anyway
+            Ok(one) => tokio::task::spawn_blocking(move || {
+                let _one = one;
+                me.call_write(&body)
+            }),
+            Err(_) => tokio::spawn(async move {
+                let _one = me.write_lock.clone().lock_owned().await;
+                let call = me.clone();
+                tokio::task::spawn_blocking(move || call.call_write(&body))
+                    .await
+                    .map_err(|e| Status::internal(format!("internal error: Write handler: {e}")))?
+            }),
+        };
         match task.await {
             Ok(Ok(b)) => Ok(Response::new(b)),
             Ok(Err(status)) => Err(status),
@@ -972,7 +980,7 @@ impl P4RuntimeFront {
             streams: self.streams.clone_ref(py),
             stream_batch: self.stream_batch.max(1),
             dropped: self.dropped.clone(),
-            write_lock: Mutex::new(()),
+            write_lock: Arc::new(Mutex::new(())),
         });
         let listener = {
             let _enter = runtime.enter();

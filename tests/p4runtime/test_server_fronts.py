@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import queue
 import threading
+from concurrent.futures import Future
 
 import grpc
 import pytest
@@ -17,7 +18,7 @@ from google.rpc import status_pb2
 from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
-from p4switch.p4runtime import NullDevice, P4RuntimeCore
+from p4switch.p4runtime import NullDevice, P4RuntimeCore, server
 from p4switch.p4runtime.server import P4RuntimeServer, front_kind
 from tests.p4runtime.helpers import b
 from tests.p4runtime.p4info_builder import demo_p4info
@@ -119,10 +120,18 @@ def _raw_read(channel: grpc.Channel):
     )
 
 
-def _session(front: str) -> list:
-    """One controller's session against a fresh server; every answer, in order."""
+def _lend(fn):
+    """``try_call`` of an idle switch loop: the call runs at once on the caller's thread."""
+    future: Future = Future()
+    future.set_result(fn())
+    return future
+
+
+def _session(front: str, lend: bool = False) -> list:
+    """One controller's session against a fresh server; every answer, in order. With ``lend``,
+    the server may run its short calls on its own threads, as with an idle switch loop."""
     core = P4RuntimeCore(NullDevice(), device_id=1)
-    srv = P4RuntimeServer(core, address="127.0.0.1:0", front=front)
+    srv = P4RuntimeServer(core, address="127.0.0.1:0", front=front, try_call=_lend if lend else None)
     port = srv.start()
     out: list = []
     channel = grpc.insecure_channel(f"127.0.0.1:{port}")
@@ -406,8 +415,14 @@ def _flat(items: list) -> list:
 
 
 @pytest.mark.skipif(not COMPILED, reason="the engine was built without the compiled front end (make engine)")
-def test_compiled_front_answers_as_the_grpcio_server() -> None:
-    compiled, python = _session("compiled"), _session("python")
+@pytest.mark.parametrize(("lend", "cpus"), [(False, None), (True, None), (True, {0})])
+def test_compiled_front_answers_as_the_grpcio_server(monkeypatch, lend: bool, cpus: set[int] | None) -> None:
+    """Also with short calls lent (answered on the front end's own thread: write_now, read_now),
+    and confined to one CPU (the front end then hands every call to a thread of its own)."""
+    if cpus is not None:
+        monkeypatch.setattr(server.os, "sched_getaffinity", lambda pid: cpus)
+    assert server._answer_on_runtime_thread() is (cpus is None or len(cpus) > 1)
+    compiled, python = _session("compiled", lend), _session("python", lend)
     assert compiled == python
     assert [o[0] for o in compiled if isinstance(o, tuple) and o and o[0] in ("ok", "error")].count(
         "error"
