@@ -16,6 +16,7 @@ CASE = "report-gap-multicast.yaml"
 
 
 def _case() -> tuple[str, float]:
+    """The file's text, which ends with its alinea section (more items may be appended), and its run length."""
     text = (CASES / CASE).read_text()
     return text, float(text.splitlines()[0].removeprefix("# seconds:"))
 
@@ -44,14 +45,14 @@ def test_with_an_interval_its_reports_keep_the_law_is_not_warned_for_it() -> Non
     the loop the law runs (the run loses nothing), and the rule is silent."""
     text, _ = _case()
     assert ("S3", "S7") in _sparse(text)
-    assert _sparse(text + "alinea:\n  - {node: S3, toward: S7, interval: 12ms}\n") == set()
+    assert _sparse(text + "  - {node: S3, toward: S7, interval: 12ms}\n") == set()
 
 
 def test_a_cut_that_the_buffers_above_absorb_is_not_warned() -> None:
     """A floor high enough that the cut stamps a short stall (r_floor 400 kb/s), or a buffer at S3 from S1
     with room for what S1 sends meanwhile: the rule is silent (both runs lose nothing)."""
     text, _ = _case()
-    assert _sparse(text + "alinea:\n  - {node: S3, toward: S7, r_floor: 400kbps}\n") == set()
+    assert _sparse(text + "  - {node: S3, toward: S7, r_floor: 400kbps}\n") == set()
     roomy = text.replace("- {ends: [S1, S3], delay: 20ms}", "- {ends: [S1, S3], delay: 20ms, buffer: 300}")
     assert roomy != text
     assert _sparse(roomy) == set()
@@ -110,3 +111,13 @@ def test_under_ecmp_the_rule_reads_the_path_the_hash_gives() -> None:
     assert arrivals_bps(topo, "S3", "S4", 1e6) == forwards_bps(topo, "S3", "S4") == 500e3
     assert arrivals_bps(topo, "S2", "S4", 1e6) == 0.0
     assert _sparse(ECMP) == {("S3", "S4")}
+
+
+def test_with_the_group_counted_once_in_r_max_the_law_is_not_warned() -> None:
+    """The file without its alinea section: the loader counts m0 once in each law's R_max (S3 -> S7: 1 Mb/s,
+    not 2), S7 forwards all S3 may send it, its buffer never holds a backlog, and the rule is silent (the run,
+    seed 1, loses nothing)."""
+    text, _ = _case()
+    plain = text[: text.index("alinea:\n")]
+    assert load_topology_text(plain, CASE).law[("S3", "S7")].r_max == 1e6
+    assert _sparse(plain) == set()

@@ -92,6 +92,21 @@ def test_a_fixed_flow_counts_with_its_rate():
     assert bg.path == ("H1", "R1", "R2", "H2")
 
 
+def test_a_multicast_group_counts_once_in_r_max():
+    """Group m (1 Mb/s) to H2 and H3, both behind R1 -> R2, and a unicast flow of 0.5 Mb/s: R1 -> R2 carries one
+    copy of m's packets, so its law's R_max is 1.5 Mb/s, not 2.5 (docs/howto/multicast.md: per-link sums count
+    a group once); behind the branching R2 each branch is one stream."""
+    text = BASE.replace("  H2: {kind: host, receive_buffer: 100, playout: 1Mbps}\n",
+                        "  H2: {kind: host, receive_buffer: 100, playout: 1Mbps}\n  H3: {kind: host}\n").replace(
+        "  - {ends: [R2, H2]}\n", "  - {ends: [R2, H2]}\n  - {ends: [R2, H3]}\n").replace(
+        "  - {src: H1, dst: H2, control: alinea, r_max: 1.5Mbps}\n",
+        "  - {name: m, src: H1, dst: [H2, H3], control: alinea, r_max: 1Mbps}\n"
+        "  - {name: u, src: H1, dst: H3, control: alinea, r_max: 0.5Mbps}\n")
+    t = load(text)
+    assert t.law[("H1", "R1")].r_max == 1.5e6 and t.law[("R1", "R2")].r_max == 1.5e6
+    assert t.law[("R2", "H2")].r_max == 1e6
+
+
 def test_an_override_r_max_wins():
     t = load(BASE + "alinea:\n  - {node: R1, toward: R2, r_max: 2.9Mbps}\n")
     assert t.law[("R1", "R2")].r_max == 2.9e6

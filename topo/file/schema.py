@@ -983,12 +983,21 @@ class _Loader:
         """min(link rate, sum of the crossing flows' caps) when every crossing flow has a cap.
 
         A flow's cap is its r_max (alinea) or its rate (fixed): a fixed flow's packets cross
-        the link too, so the regulated aggregate must leave room for them.
+        the link too, so the regulated aggregate must leave room for them. A multicast group counts
+        once (its first branch on the link): its branches carry one copy of each packet over a link
+        (docs/howto/multicast.md). Counted per receiver behind the link, a 1 Mb/s group of two receivers
+        behind S3 -> S7 gave that law 2 Mb/s, a floor of 40 kb/s and room to cut below the group's rate
+        (tests/topo/random_cases/report-gap-multicast.yaml, which gives those values in its file).
         """
         wire = self._link_of(link)
         index = self.links.index(wire)
         link_origin = _Origin(_DERIVED_RANK, f"links[{index}]", wire.line)
-        crossing = [(i, f) for i, f in enumerate(flows) if link in zip(f.path, f.path[1:])]
+        crossing, groups = [], set()
+        for i, f in enumerate(flows):
+            if link in zip(f.path, f.path[1:]) and (f.group is None or f.group not in groups):
+                crossing.append((i, f))
+                if f.group is not None:
+                    groups.add(f.group)
         caps = [f.r_max_bps if f.r_max_bps is not None else f.rate_bps for _, f in crossing]
         if not crossing or any(c is None for c in caps):
             return wire.rate_bps, link_origin
