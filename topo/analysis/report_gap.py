@@ -40,9 +40,10 @@ multicast group once at its tree's rate, their sum at most the law's R_max and t
 
 An upper bound on λ, so the shortest gap the packets can keep: link-rate events, flows sharing a bottleneck
 and flows that start late only lengthen it. Judged on ``python -m tests.topo.fuzz_topo --count 300 --seed 22``:
-it warns none of those topologies; on variants of the case (seed 1) it warned two that lost nothing (S3's
-buffer from S1 at 74 and 200 packets: the buffer sat at 30, not at its target, when the stall came) and
-missed none that lost. The case's numbers: ``hbh show`` (T, k_p) and ``hbh run FILE --duration 4s --seed 1``
+it warns none of those topologies; on variants of the case (seed 1) with its R_max counting m0 once per
+receiver behind a link, as the loader then derived it, it warned two that lost nothing (S3's buffer from S1
+at 74 and 200 packets: the buffer sat at 30, not at its target, when the stall came) and missed none that
+lost. Derived with the group once (the loader's rule now), those variants lose nothing and it warns none. The case's numbers: ``hbh show`` (T, k_p) and ``hbh run FILE --duration 4s --seed 1``
 (laws.csv, links.csv).
 """
 
