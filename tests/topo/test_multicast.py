@@ -239,9 +239,10 @@ def test_the_shipped_tree_runs_at_its_slowest_branch_without_loss() -> None:
 
 
 #: Found by the random topologies' multicast shape (tests/topo/topogen.py): a 200-byte multicast group and a
-#: 576-byte unicast flow share S1 -> S3; the simulator drops one packet at S3 (its buffer holds many more
-#: 200-byte packets than the fluid model, which counts a link's packets at the largest size crossing it,
-#: topo/net/plan.py's packet_bytes_over, sees), and the analysis does not warn. With one size for both it warns.
+#: 576-byte unicast flow share S1 -> S3; the simulator drops one packet at S3, whose buffer holds many more
+#: 200-byte packets than the fluid model saw while it counted a link's packets at the largest size crossing
+#: it (topo/net/plan.py's packet_bytes_over), and the analysis did not warn. It counts each buffer in its flows'
+#: mean frame since (topo/analysis/fluid_network.py, tests/topo/test_fluid_frame_cases.py), and warns.
 MIXED_SIZE_TREE = """\
 name: random-multicast
 defaults:
@@ -287,8 +288,6 @@ events:
 """
 
 
-@pytest.mark.xfail(strict=True, reason="the fluid model counts a link's packets at its largest size: "
-                   "mixed sizes under a multicast tree overflow unwarned (one packet)")
 def test_a_mixed_size_tree_loses_nothing_unless_the_analysis_warned() -> None:
     from tests.topo.randomcheck import judge
 

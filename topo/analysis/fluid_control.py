@@ -7,6 +7,10 @@ simulator holds; so the check drives the same pieces the agents and hosts use:
 :class:`~controlplane.forecast.QueueForecast` (its ``law_forecast``, ``hold_pps`` and ``brake``, the
 one composition :class:`controlplane.agent.SwitchAgentCore` and :class:`hosts.sender.AlineaHostSender`
 call too) and :func:`~controlplane.agent.rate_to_pps`.
+
+The model's fluid is in one unit on every link (topo/analysis/fluid_network.py); a controller built with a
+``ratio`` (units per packet of its flows, 1 with one frame size) reads its buffer's occupancy and capacity,
+and its queue's counters, in packets, and a switch's answers its queue rate back in units.
 """
 
 from __future__ import annotations
@@ -22,9 +26,10 @@ __all__ = ["HostControl", "SwitchControl"]
 class HostControl:
     """An ALINEA host's law: its rate is its pacer's, its drain forecast feeds the brake."""
 
-    def __init__(self, law: LawParams, packet_bytes: int) -> None:
+    def __init__(self, law: LawParams, packet_bytes: int, ratio: float = 1.0) -> None:
         self.law = AlineaLaw(law)
         self.bits = 8 * packet_bytes
+        self.ratio = ratio  # the model's units of fluid per packet (topo/analysis/fluid_network.py)
         self._drain = QueueForecast()
 
     @property
@@ -34,6 +39,8 @@ class HostControl:
     def on_report(self, now_ns: int, occupancy: int, capacity: int, overflow: bool, interval_ns: int,
                   sent: int) -> float:
         d = self._drain
+        if self.ratio != 1.0:  # the model's units, in packets
+            occupancy, capacity, sent = round(occupancy / self.ratio), round(capacity / self.ratio), round(sent / self.ratio)
         d.update(now_ns, occupancy, sent, sent, 0)
         return self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
                                   brake=d.brake(capacity, self.bits))
@@ -42,8 +49,9 @@ class HostControl:
 class SwitchControl:
     """A switch agent's law for one egress port: on BMv2's queues with its forecast and bound."""
 
-    def __init__(self, law: LawParams, packet_bytes: int, fixed_departures: bool) -> None:
+    def __init__(self, law: LawParams, packet_bytes: int, fixed_departures: bool, ratio: float = 1.0) -> None:
         self.law = AlineaLaw(law, law.r_max if fixed_departures else None)
+        self.ratio = ratio  # the model's units of fluid per packet (topo/analysis/fluid_network.py)
         self.packet_bytes = packet_bytes
         self.bits = 8 * packet_bytes
         self.forecast = QueueForecast() if fixed_departures else None
@@ -58,6 +66,10 @@ class SwitchControl:
                   interval_ns: int, fwd: int, deq: int, drained: int) -> int:
         """The queue rate (packets/s) after one report."""
         law, f = self.law, self.forecast  # (every report of the model comes here: locals, not attributes)
+        ratio = self.ratio
+        if ratio != 1.0:  # the model's units, in packets; the answer back in units
+            occupancy, capacity = round(occupancy / ratio), round(capacity / ratio)
+            fwd, deq, drained = round(fwd / ratio), round(deq / ratio), round(drained / ratio)
         if f is None:
             law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, None)
         else:
@@ -66,4 +78,4 @@ class SwitchControl:
                           f.law_forecast(pkts, capacity, self.bits))
             law.hold_at_least(self.bits * f.hold_pps(self._r_max_pps))  # at the R_max the switch holds, as the agent's
         pps = self.pps = rate_to_pps(law.rate, self.packet_bytes)
-        return pps
+        return pps if ratio == 1.0 else pps * ratio  # type: ignore[return-value]

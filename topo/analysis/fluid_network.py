@@ -25,6 +25,14 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
   On the shaper every chunk leaves at the rate in force. A chunk leaves no faster than the link;
 * a receiver with a receive buffer drains it at its playout rate, one without absorbs;
 * a fluid takes the link's delay and one packet's serialization to cross it;
+* the fluid is in one unit on every link, the smallest frame of the modelled flows, so that a leg hands
+  the next link the same bits; a buffer counts its flows' packets, each the mean frame of the flows
+  crossing its link at their expected shares of it in bits (``_mean_frame_bits``): its capacity is its
+  packets in units, and its law reads it, and its queue's counters, in packets (topo/analysis/fluid_control.py).
+  Each link's fluid was in the largest frame of any flow crossing it: 576-byte frames beside a 1500-byte
+  flow capped at 2 Mb/s ran as 1500-byte packets, every buffer of the line 2.6 times its bits, and the wave
+  after a capacity drop came 0.1 s late, its loss after the run's end (fuzz-topo seed 23's fail-3,
+  tests/topo/random_cases/frames-capacity-drop-line.yaml);
 * buffer ``(v, u)`` reports every report interval (its occupancy, drops since the last report,
   its cumulative departures); the report reaches ``u`` after the link's delay, plus the control
   latency when ``u`` is a switch, and the rate it gives applies at once.
@@ -53,7 +61,7 @@ from dataclasses import dataclass, field
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, SwitchControl
 from topo.net.model import Topology
-from topo.net.plan import packet_bytes_over
+from topo.net.plan import expected_shares, flow_frame_bytes
 from topo.net.routes import routed_paths
 
 
@@ -109,6 +117,8 @@ class _Buffer:
     interval_steps: int
     report_steps: int  # report -> law
     drain_pps: float | None = None  # a receiver's playout
+    ratio: float = 1.0  # units of fluid per packet of its flows (``_Network._ratio``)
+    packets: int = 0  # its capacity in packets (``capacity`` is in units)
     index: int = -1  # in the plant (its occupancy, drops and departures are there)
 
 
@@ -224,7 +234,16 @@ class _Network:
         keys = sorted({(b, a) for tree in trees for a, b in tree if self._reports(b, a)})
         self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s, max_steps)
         self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for tree in trees for a, b in tree}
-        self.bits = {key: 8 * packet_bytes_over(topo, *key) for key in self.link_bps}
+        # The plant's unit of fluid, on every link: the smallest frame of the model's flows. One unit for all
+        # links keeps the fluid's bits as it crosses from one link to the next (the plant hands a leg's
+        # amount to the next leg as it is); each buffer then holds its packets in units of its flows' mean
+        # frame (``_ratio``). With one frame size, unit and frame are the same and nothing converts.
+        self.modelled = {f.name for f in alinea}
+        sizes = [flow_frame_bytes(f) for f in alinea]
+        self.unit_bits = 8 * min(sizes) if sizes else 8 * 1000
+        self.bits = {key: self.unit_bits for key in self.link_bps}
+        #: per link, the mean frame of the flows crossing it (bits), at their expected shares of it
+        self.frame_bits = {key: _mean_frame_bits(topo, *key, self.modelled) for key in self.link_bps}
         self.buffers = {k: self._buffer(k, scale) for k in keys}
         self.egress: dict[DirectedLink, _Egress] = {}
         self.senders: dict[DirectedLink, list[_Leg]] = {}
@@ -261,12 +280,21 @@ class _Network:
 
     def _bits(self, a: str, b: str) -> int:
         bits = self.bits.get((a, b))
-        return 8 * packet_bytes_over(self.topo, a, b) if bits is None else bits
+        return self.unit_bits if bits is None else bits
+
+    def _frame(self, a: str, b: str) -> float:
+        """The mean frame (bits) of the modelled flows crossing a -> b (``_mean_frame_bits``)."""
+        bits = self.frame_bits.get((a, b))
+        return _mean_frame_bits(self.topo, a, b, self.modelled) if bits is None else bits
+
+    def _ratio(self, u: str, v: str) -> float:
+        """Units of fluid per packet of u -> v's flows (1 with one frame size)."""
+        return self._frame(u, v) / self.unit_bits
 
     def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf"))) -> None:
         legs = []
         for a, b in zip(path, path[1:]):
-            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
+            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
             legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a))))
         for here, onward in zip(legs, legs[1:]):
             key = (onward.a, onward.b)
@@ -283,7 +311,7 @@ class _Network:
         that copies the group to several children joins each child's egress (``_Leg.copies``)."""
         legs: dict[DirectedLink, _Leg] = {}
         for a, b in links:
-            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._bits(a, b) / self.link_bps[(a, b)]
+            delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
             legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a)))
         for here in legs.values():
             onwards = [legs[(x, c)] for x, c in links if x == here.b]
@@ -312,14 +340,16 @@ class _Network:
             report_s += self.topo.options.control_latency_ns / 1e9
         node = self.topo.nodes[v]
         drain = None if node.is_switch else (node.playout_bps or 0.0) / self._bits(u, v)
-        return _Buffer(key, max(1, round(port.capacity * scale)), max(1, round(port.interval_us / 1e6 / self.dt)),
-                       round(report_s / self.dt), drain_pps=drain)
+        ratio = self._ratio(u, v)
+        return _Buffer(key, max(1, round(port.capacity * scale * ratio)), max(1, round(port.interval_us / 1e6 / self.dt)),
+                       round(report_s / self.dt), drain_pps=drain, ratio=ratio, packets=max(1, round(port.capacity * scale)))
 
     def _control(self, u: str, v: str) -> HostControl | SwitchControl:
         law = self.topo.law[(u, v)]
+        ratio = self._ratio(u, v)
         if not self.topo.nodes[u].is_switch:
-            return HostControl(law, packet_bytes_over(self.topo, u, v))
-        return SwitchControl(law, packet_bytes_over(self.topo, u, v), self.fixed)
+            return HostControl(law, round(self._frame(u, v) / 8), ratio)
+        return SwitchControl(law, round(self._frame(u, v) / 8), self.fixed, ratio)
 
     # ---- the run --------------------------------------------------------------------------------
     def run(self) -> list[NetworkPeak]:
@@ -356,7 +386,7 @@ class _Network:
                     self.stopped_s = k * dt
                 break
         self.steps_run = min(k + 1, steps)
-        return [NetworkPeak(b.key, b.capacity, peak, lost, first)
+        return [NetworkPeak(b.key, b.packets, peak, lost / b.ratio, first)
                 for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
 
     def _plant(self, window: int, last_event: float) -> FluidPlant:
@@ -394,7 +424,7 @@ class _Network:
         place = {key: i for i, key in enumerate(self.controls)}
         # twins: laws of one kind and the same parameters start in one class (the same state)
         kinds: dict[str, int] = {}
-        twin = [kinds.setdefault(repr((type(c), c.law.params, c.bits, getattr(c, "forecast", None) is None,
+        twin = [kinds.setdefault(repr((type(c), c.law.params, c.bits, c.ratio, getattr(c, "forecast", None) is None,
                                        None if self.share_twins else i)), len(kinds))
                 for i, c in enumerate(self.controls.values())]
         laws: list[tuple | None] = [None] * len(self.controls)  # type: ignore[type-arg]
@@ -455,3 +485,17 @@ def _first_step(at_s: float, dt: float) -> int:
     while k > 0 and at_s <= (k - 1) * dt:
         k -= 1
     return k
+
+
+def _mean_frame_bits(topo: Topology, u: str, v: str, flows: set[str]) -> float:
+    """The mean frame (bits) of the modelled ``flows`` crossing u -> v, each weighted by the packets it sends
+    at its expected share of the link (:func:`topo.net.plan.expected_shares`: max-min fair in bits, a flow
+    asking for less keeping it): what a buffer fed by u -> v counts per packet of them; the 1,000-byte
+    default where none cross. A 200-byte flow beside a 1,000-byte one capped at 2 Mb/s on 100 Mb/s sends 49
+    of its packets for each of the other's: 203 bytes a packet, not the 1,000 of the largest."""
+    shares = [(flow_frame_bytes(f), bits) for f, bits in expected_shares(topo, u, v) if f.name in flows]
+    sizes = {size for size, _ in shares}
+    if len(sizes) <= 1:
+        return 8.0 * (sizes.pop() if sizes else 1000)
+    packets = sum(bits / size for size, bits in shares)
+    return 8.0 * sum(bits for _, bits in shares) / packets if packets > 0 else 8.0 * max(sizes)
