@@ -10,10 +10,9 @@
 //!   P4Runtime server, `P4RuntimeServer.write_bytes` in `p4switch/p4runtime/server.py`), called
 //!   on a blocking thread with the GIL; it returns the response's bytes or the status (code,
 //!   message, `grpc-status-details-bin`). First, when no other Write is under way, `write_now`
-//!   (if the server gives one: not where it may run on one CPU only) tries it on the runtime's
-//!   own thread: the engine's entry store applies it if
-//!   the switch loop lends its state at once (an idle switch), else nothing is done and the
-//!   blocking thread takes it. Why: the hand-off to a blocking thread and back were two thread
+//!   tries it on the runtime's own thread ([`call_in_place`]): the engine's entry store applies
+//!   it if the switch loop lends its state at once (an idle switch), else nothing is done and
+//!   the blocking thread takes it. Why: the hand-off to a blocking thread and back were two thread
 //!   wake-ups, more than the Write itself (a one-update Write took 230 µs at the client where
 //!   simple_switch_grpc's took 170 µs; 140 µs without them);
 //! * answers `Read` itself the same way (`P4RuntimeServer.read_bytes`: the responses' bytes, and
@@ -182,7 +181,7 @@ impl Inner {
         if let Some(now) = &self.write_now {
             // no Write under way: try it here, on the runtime's thread (no hand-off either way)
             if let Ok(_one) = self.write_lock.try_lock() {
-                if let Some(answer) = self.call_now(now, &body, "Write") {
+                if let Some(answer) = call_in_place(|| self.call_now(now, &body, "Write")) {
                     return answer.map(Response::new);
                 }
             }
@@ -305,6 +304,17 @@ fn read_failed(e: PyErr) -> ReadAnswer {
     )
 }
 
+/// `call()` on this runtime thread, its worker's other work handed to another thread meanwhile
+/// (`tokio::task::block_in_place`), which keeps it if it took it up before the call ended. Why:
+/// the call may wait for the GIL (the switch loop holds it while it works), and the other calls
+/// and streams must not wait with it; and a thread that did every call's whole work itself got
+/// less than its share of CPUs shared with busy processes: after a first fast round of Writes,
+/// the scheduler made it wait out their slices (tests/bench/p4rt_writes.py's later rounds at
+/// half the rate), where the calls spread over two threads, as simple_switch_grpc's, did not.
+fn call_in_place<T>(call: impl FnOnce() -> T) -> T {
+    tokio::task::block_in_place(call)
+}
+
 /// A status as the Python handlers give it: (code, message, `grpc-status-details-bin`).
 type PyStatus = (i32, String, Vec<u8>);
 
@@ -374,7 +384,7 @@ impl tonic::server::ServerStreamingService<Bytes> for ReadSvc {
         Box::pin(async move {
             let body = req.into_inner();
             let now = match &inner.read_now {
-                Some(now) => inner.call_read_now(now, &body),
+                Some(now) => call_in_place(|| inner.call_read_now(now, &body)),
                 None => None,
             };
             let (responses, status) = match now {

@@ -45,7 +45,6 @@ import collections
 import contextlib
 import errno
 import logging
-import os
 import socket
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -102,24 +101,6 @@ WHOLE_WRITE_UPDATES = 16
 #: first (P4RuntimeCore.write_wire), lent like a short Write: applied there, it costs about half a
 #: µs an update (a 100-update Write is a few kB)
 STORE_WRITE_BYTES = 64 * 1024
-
-
-def _answer_on_runtime_thread() -> bool:
-    """Whether the compiled front end tries short Writes and keyed Reads on its runtime's own
-    thread (``write_now``/``read_now``) before handing them to a thread of its own: yes, unless
-    this process may run on one CPU only.
-
-    Why: with the CPUs free to place them, the hand-off to another thread and back (two
-    wake-ups, often across CPUs) was most of a one-update Write: 230 µs at the bench's client
-    (tests/bench/p4rt_writes.py) against 140 µs on the runtime's thread, where BMv2 took 190-250
-    µs. Confined to one CPU shared with busy processes it is the other way round (410 µs against
-    200 µs, BMv2 180 µs; the same run): the one thread doing all the work exceeds its share of
-    that CPU and waits out other processes' slices, where two threads sharing the work do not,
-    and a hand-off on one CPU crosses none."""
-    try:
-        return len(os.sched_getaffinity(0)) > 1
-    except (AttributeError, OSError):  # no affinity on this platform: as free CPUs
-        return True
 
 
 def _name_front_thread() -> None:
@@ -499,7 +480,8 @@ class P4RuntimeServer:
                     self.read_bytes,
                     self,
                     self.stream_batch,
-                    *((self.write_now, self.read_now) if _answer_on_runtime_thread() else ()),
+                    self.write_now,
+                    self.read_now,
                 )
                 port = front.start()
         except BaseException:
@@ -554,7 +536,8 @@ class P4RuntimeServer:
         """A Write for the compiled front end, on its own thread, where no other Write is under way:
         answered at once (as :meth:`write_bytes`) when the engine's entry store takes it whole and
         the switch loop lends its state; None, with nothing changed, for :meth:`write_bytes`.
-        Why: handed to a thread of its own, a one-update Write crossed two thread wake-ups."""
+        Why: handed to a thread of its own, a one-update Write crossed two thread wake-ups (the
+        front end calls this with its runtime's other work handed to another thread meanwhile)."""
         if len(raw) > STORE_WRITE_BYTES:
             return None
         _name_front_thread()
