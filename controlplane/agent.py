@@ -8,6 +8,10 @@ The law's rate (bits/s) becomes that port's egress queue rate in packets per sec
 BMv2's ``set_queue_rate``, at the mean size of the frames the port actually sends: the binding reads
 each regulated port's ``MyEgress.tx_routed`` counter (P4Runtime) when :meth:`SwitchAgentCore.counters_due`
 says, and :meth:`SwitchAgentCore.on_frame_counters` keeps the mean (docs/background/alinea.md, "Bits, not packets").
+With one class the port's queue rate also holds the reports this switch sends out of it: the binding reads
+``MyIngress.rx`` of those ports too, and :meth:`SwitchAgentCore.on_arrival_counters` keeps the reports/s the
+data plane will send there (ReportRate): one per data arrival (every frame in less the neighbour's reports,
+which this agent receives), plus the polls' with ``report_polls``, at most one per report interval.
 
 On BMv2's egress queues (``SwitchPlan.fixed_departures``, the default) a rate command reaches
 the wire only after the port's queue has drained. There each regulated port starts at its law's
@@ -36,9 +40,10 @@ P4Runtime client, a Thrift queue client and a scheduler, in either binding.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from controlplane.alinea import AlineaLaw, Forecast
 from controlplane.forecast import QueueForecast
@@ -50,6 +55,11 @@ from controlplane.report import Report
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
            "RegulatedPort", "LinkCeiling", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "link_pps",
            "class_priority", "report_priority", "MAX_CLASSES"]
+
+
+#: The span of a port's counters over which the reports it sends are measured (ReportRate): a second,
+#: so that a port reporting every few report intervals is read as a rate, not as 0 or 1 per read.
+REPORT_WINDOW_NS: Final = 1_000_000_000
 
 
 #: Classes a port can hold: BMv2 has at most 8 priority queues per port and the top one is the reports'.
@@ -286,6 +296,46 @@ def link_pps(rate_bps: float, frame_bytes: int, report_pps: float = 0.0) -> int:
     return (int(left // (8 * frame_bytes)) if left > 0 else 0) + max(1, int(report_pps))
 
 
+class ReportRate:
+    """The reports/s one port will send, from the data arriving on it (``MyIngress.rx`` less the neighbour's
+    reports, which this agent receives as packet-ins).
+
+    The data plane reports a port at a data arrival on it once an interval has passed since its last report,
+    or at a poll (``report_polls``) once two have and the port has seen an arrival lately: at most
+    ``1 / interval`` reports/s, and fewer when the neighbour sends slowly (one per arrival) and no poll comes.
+    A port's queue rate holds these reports beside the data (BMv2 counts its rate in packets of any size):
+    reserving the interval's rate where far fewer go out hands the unused slots to the data, above what the
+    law set (docs/howto/bmv2.md). Arrivals, not the reports the port sent: those wait in the same queue, so
+    a reserve read from them would be held down by the reserve itself."""
+
+    def __init__(self, interval_pps: float) -> None:
+        self.interval_pps = interval_pps
+        self.samples: list[tuple[int, int]] = []  # (t_ns, data arrivals so far), the last REPORT_WINDOW_NS
+
+    def update(self, now_ns: int, arrivals: int, poll_pps: float) -> float | None:
+        """The reports/s over the last ``REPORT_WINDOW_NS``: one per arrival, plus ``poll_pps`` while data
+        arrives (an upper bound: a report at an arrival puts the next poll's off), at most the interval's
+        (None until the counters span that long; a counter that went back, a pipeline pushed again, starts over)."""
+        if self.samples and arrivals < self.samples[-1][1]:
+            self.samples.clear()
+        self.samples.append((now_ns, arrivals))
+        while len(self.samples) > 2 and self.samples[1][0] <= now_ns - REPORT_WINDOW_NS:
+            self.samples.pop(0)
+        t0, a0 = self.samples[0]
+        if now_ns - t0 < REPORT_WINDOW_NS:
+            return None
+        rate = (arrivals - a0) * 1e9 / (now_ns - t0)
+        return min(self.interval_pps, rate + poll_pps if rate > 0 else 0.0)
+
+
+def report_reserve(rate_pps: float, interval_pps: float) -> float:
+    """The packets/s a port's queue holds for its reports at ``rate_pps``: whole packets, rounded up, and one
+    more, so that the queue is never exactly loaded by its law and its reports (a packet above the law's
+    rounded rate would otherwise wait, and the reports behind it); never more than the interval's rate (the
+    most the data plane sends, and what a busy port holds from the start)."""
+    return min(interval_pps, float(math.ceil(rate_pps - 1e-9) + 1))
+
+
 @dataclass
 class _PortLaw:
     law: AlineaLaw
@@ -337,6 +387,10 @@ class SwitchAgentCore:
     # Reports/s this switch sends out of each port (about the buffer that port's traffic enters):
     # they share the port's egress queue, whose rate BMv2 counts in packets of any size.
     report_pps: dict[int, float] = field(default_factory=dict)
+    report_rates: dict[int, ReportRate] = field(default_factory=dict)  # port -> its reports (on_arrival_counters)
+    reports_in: dict[int, int] = field(default_factory=dict)  # port -> reports received on it (in MyIngress.rx)
+    last_tick_ns: int = -1
+    tick_period_ns: int = 0  # the binding's tick, measured: a report poll's period
     only_class: dict[int, int] = field(default_factory=dict)  # port -> RegulatedPort.only_class
     towards: dict[int, str] = field(default_factory=dict)  # port -> the neighbour on it (SwitchPlan.neighbours)
     # The mean size of the frames each regulated port sends, from its counters (on_frame_counters),
@@ -363,6 +417,7 @@ class SwitchAgentCore:
         if self.plan.classes == 1:  # with classes the reports have a queue of their own
             self.report_pps = {m.port: 1e6 / m.params.interval_us for m in self.plan.modelled
                                if m.polled and m.params.interval_us > 0}
+            self.report_rates = {p: ReportRate(pps) for p, pps in self.report_pps.items()}
         self.only_class = {r.port: r.only_class for r in self.plan.regulated if r.only_class is not None}
         self.frame_sizes = {r.port: FrameSizeWindow(r.packet_bytes) for r in self.plan.regulated}
         self.unit_bytes = {r.port: r.unit_bytes for r in self.plan.regulated if r.unit_bytes > 0}
@@ -430,6 +485,7 @@ class SwitchAgentCore:
                 self.on_trace(LawTrace(now_ns, self.plan.name, self._toward(port), report.occupancy, report.capacity,
                                         report.drops, 0.0, 0.0, 0.0, port=port))
             return []
+        self.reports_in[port] = self.reports_in.get(port, 0) + 1
         data_class = report.data_class
         key = (port, self.only_class.get(port, data_class if data_class < self.plan.classes else 0))
         pl = self.ports.get(key)
@@ -488,6 +544,9 @@ class SwitchAgentCore:
         often a report queued behind the neighbour's own stamped schedule, or an idle port
         (docs/howto/bmv2.md, "Silence on BMv2's queues")."""
         cmds: list[Command] = []
+        if self.last_tick_ns >= 0:
+            self.tick_period_ns = now_ns - self.last_tick_ns
+        self.last_tick_ns = now_ns
         if self.plan.fixed_departures and self.plan.report_polls:
             cmds.extend(PollReport(m.port, c) for m in self.plan.modelled if m.polled for c in range(self.plan.classes))
         for key, pl in self.ports.items():
@@ -536,6 +595,36 @@ class SwitchAgentCore:
                 if p == port:
                     pl.packet_bytes = window.mean
             cmds += self._requeue(port)
+        return cmds
+
+    def arrival_ports(self) -> tuple[int, ...]:
+        """The ports whose ``MyIngress.rx`` counters the binding reads with the frame counters (whenever
+        :meth:`counters_due` names ports) and hands to :meth:`on_arrival_counters`."""
+        return tuple(self.report_rates) if self.plan.actuate else ()
+
+    def _poll_pps(self, interval_pps: float) -> float:
+        """Reports/s the polls add on a port with traffic: a poll reports once two intervals have passed
+        since the last report, at the tick's granularity (0 without ``report_polls``)."""
+        if not (self.plan.fixed_departures and self.plan.report_polls) or self.tick_period_ns <= 0:
+            return 0.0
+        two_ns = 2e9 / interval_pps
+        return 1e9 / (math.ceil(two_ns / self.tick_period_ns - 1e-9) * self.tick_period_ns)
+
+    def on_arrival_counters(self, now_ns: int, counts: list[tuple[int, int]]) -> list[Command]:
+        """(port, frames received so far): each port's queue holds the reports its data arrivals (and polls)
+        make over the last ``REPORT_WINDOW_NS`` (ReportRate, report_reserve), and its rates follow."""
+        cmds: list[Command] = []
+        for port, frames in counts:
+            rr = self.report_rates.get(port)
+            if rr is None:
+                continue
+            rate = rr.update(now_ns, frames - self.reports_in.get(port, 0), self._poll_pps(rr.interval_pps))
+            if rate is None:
+                continue
+            reserve = report_reserve(rate, rr.interval_pps)
+            if reserve != self.report_pps.get(port):
+                self.report_pps[port] = reserve
+                cmds += self._requeue(port)
         return cmds
 
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:

@@ -48,6 +48,8 @@ NOT_FOUND = 5  # google.rpc.Code: arbitration update "there is no primary"
 POLL_FRAME = bytes(12) + b"\x00\x00"
 #: The counter of the routed frames each egress port sent (alinea.p4): the agent's mean frame size.
 TX_ROUTED = "MyEgress.tx_routed"
+#: Every frame each ingress port received: less the neighbour's reports, the data that makes this switch report.
+RX = "MyIngress.rx"
 
 
 class SwitchAgent:
@@ -175,22 +177,31 @@ class SwitchAgent:
         commands = self.core.on_tick(now)
         ports = self.core.counters_due(now)
         if ports and self.read_frames:
-            commands += self.core.on_frame_counters(self._frame_counters(ports))
+            arrival_ports = self.core.arrival_ports()
+            frames, arrivals = self._frame_counters(ports, arrival_ports)
+            commands += self.core.on_frame_counters(frames)
+            if arrivals:
+                commands += self.core.on_arrival_counters(now, arrivals)
         if commands:
             self.apply(commands)
         self._tick_handle = self.sched.call_later(self.tick_ns, self._tick)
 
-    def _frame_counters(self, ports: tuple[int, ...]) -> list[tuple[int, int, int]]:
-        """(port, packets, bytes) of each port's routed frames sent (one P4Runtime Read). A switch whose
-        program has no such counter (an older alinea.p4) is told once; its rates keep the topology's sizes."""
+    def _frame_counters(self, ports: tuple[int, ...], arrival_ports: tuple[int, ...] = ()
+                        ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
+        """(port, packets, bytes) of each of ``ports``' routed frames sent, and (port, frames received) of each
+        of ``arrival_ports`` (one P4Runtime Read). A switch whose program has no such counter (an older
+        alinea.p4) is told once; its rates keep the topology's sizes and the reports' interval rate."""
+        cells = [(TX_ROUTED, p) for p in ports] + [(RX, p) for p in arrival_ports]
         try:
-            counts = self.client.read_counters([(TX_ROUTED, p) for p in ports])
+            counts = self.client.read_counters(cells)
         except Exception as exc:  # noqa: BLE001 - a Read's error is the client's or gRPC's, either way the same
             self.read_frames = False
-            self.errors.append(f"{self.plan.name}: cannot read {TX_ROUTED}: {exc}")
+            self.errors.append(f"{self.plan.name}: cannot read {TX_ROUTED}/{RX}: {exc}")
             log.error("%s", self.errors[-1])
-            return []
-        return [(p, packets, nbytes) for p, (packets, nbytes) in zip(ports, counts)]
+            return [], []
+        n = len(ports)
+        frames = [(p, packets, nbytes) for p, (packets, nbytes) in zip(ports, counts[:n])]
+        return frames, [(p, counts[n + i][0]) for i, p in enumerate(arrival_ports)]
 
     def apply(self, commands: list[Command]) -> None:
         for cmd in commands:
