@@ -19,6 +19,11 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/backg
   (Wang, Kosmatopoulos, Papageorgiou, Papamichail, IEEE T-ITS 2014) damps it. It is applied only
   once O has reached O_max: before that, step 2's O = O(k) already acts on the change of
   occupancy and the paper's start-up ramp is kept as written. ``k_p = 0`` is the paper's law.
+  When the buffer's capacity in the node's frames moves (``packet``, 1 / capacity, follows the mean
+  frame it sends: controlplane/frame_size.py), O(k−1) is first expressed on the new capacity:
+  otherwise the fraction's jump reads as the buffer filling or emptying (a host's buffer at its
+  first hop going from 38 to 54 frames read 4.03 -> 2.91 of itself, a buffer emptying, while it
+  gained 4 packets: the rate jumped from its 4 Mb/s floor to 49 Mb/s into a buffer 90 % full).
 * **Overflow.** A report whose OVERFLOW flag is set (drops since the previous report) is read as
   a full buffer (O(k) = 1, so step 3 applies) and the rate is also cut by ``OVERFLOW_CUT``; with a
   forecast, whose measured drain says what the buffer can take, no lower than
@@ -183,6 +188,7 @@ class AlineaLaw:
         self.o = params.o_min
         self.w = params.w_max
         self.last_occupancy: float | None = None
+        self.last_packet = 0.0  # the previous report's ``packet`` (0: none), to rescale last_occupancy
         self.reports = 0
         self.stale = False
         self.last_report_ns: int | None = None
@@ -206,6 +212,8 @@ class AlineaLaw:
         if self.stale:
             self.restart()
         measured = 1.0 if overflow else (occupancy if occupancy > 0.0 else 0.0)  # max(0, O(k))
+        if packet and self.last_packet and packet != self.last_packet and self.last_occupancy is not None:
+            self.last_occupancy *= packet / self.last_packet  # O(k-1) on this report's capacity
         damp = bool(p.k_p) and self.o >= p.o_max and self.last_occupancy is not None
         if forecast is None:
             occ = measured
@@ -240,7 +248,7 @@ class AlineaLaw:
         elif occ > p.o_max:
             self.o = p.o_max
             self.w = p.w_min
-        self.last_occupancy = measured
+        self.last_occupancy, self.last_packet = measured, packet
         self.reports += 1
         return self.rate
 

@@ -68,6 +68,27 @@ def test_damping_term_acts_only_once_the_target_reached_o_max() -> None:
     assert law.rate == pytest.approx(plain.rate + 1e7 * 0.005)
 
 
+def test_the_damping_term_compares_occupancies_on_one_capacity() -> None:
+    """The buffer read in the node's mean frame: when that capacity moves (``packet`` = 1 / capacity), the
+    same packets are another fraction of it, which is no change of the buffer (issue 46: a host's law read
+    4.03 -> 2.91 of its buffer as the buffer emptying and left its floor for 49 Mb/s into a full buffer)."""
+    from controlplane.alinea import Forecast
+
+    p = PAPER.with_changes(k_p=1e7)
+    law, plain = AlineaLaw(p, rate=1.5e6), AlineaLaw(PAPER, rate=1.5e6)
+    for a in (law, plain):
+        a.on_report(34 / 40, packet=1 / 40)  # past O_max: O = O_max from here on
+        a.on_report(34 / 50, packet=1 / 50)  # the same 34 packets, the capacity now 50 frames
+    assert law.rate == pytest.approx(plain.rate)  # no damping: the buffer did not change
+    law.on_report(40 / 40, packet=1 / 40)  # back to 40 frames, 6 packets more: damped on 6 / 40
+    plain.on_report(40 / 40, packet=1 / 40)
+    assert law.rate == pytest.approx(max(p.r_floor, plain.rate - 1e7 * 6 / 40))
+    settled = AlineaLaw(p, rate=1.5e6)
+    settled.on_report(34 / 40, packet=1 / 40, forecast=Forecast(34 / 40, 1.2e6))
+    settled.on_report(34 / 50, packet=1 / 50, forecast=Forecast(0.8, 1.2e6))
+    assert settled.rate == pytest.approx(1.2e6)  # on target, the buffer unchanged: the drain
+
+
 def test_overflow_reads_as_a_full_buffer_and_cuts_the_rate() -> None:
     law = AlineaLaw(PAPER, rate=1.6e6)
     law.on_report(0.5, overflow=True)
