@@ -135,18 +135,38 @@ RECEIVER = textwrap.dedent("""
 """)
 
 
+#: The compiled P4Runtime front end's threads (engine/src/p4rtfront.rs): the thread that runs its
+#: runtime, one worker and at most four blocking threads, which tokio starts when first needed (a call
+#: answered in ``block_in_place`` hands the worker's place to one) and keeps for the runtime's life. A
+#: pool that fills late in the soak is not a leak; one past this bound is.
+FRONT_THREAD = "p4rt-front"
+FRONT_THREADS_MAX = 1 + 1 + 4
+
+
 @dataclass
 class ProcStats:
     rss_kib: int
     fds: int
     threads: int
+    front_threads: int = 0  # of ``threads``, the front end's (FRONT_THREAD)
 
 
 def proc_stats(pid: int) -> ProcStats:
     """RSS, open fds and threads of a process, from /proc."""
     status = Path(f"/proc/{pid}/status").read_text().splitlines()
     fields = {line.split(":")[0]: line.split(":")[1].strip() for line in status if ":" in line}
-    return ProcStats(int(fields["VmRSS"].split()[0]), len(os.listdir(f"/proc/{pid}/fd")), int(fields["Threads"]))
+    front = 0
+    for task in os.listdir(f"/proc/{pid}/task"):
+        with contextlib.suppress(OSError):  # a thread that ended meanwhile
+            front += Path(f"/proc/{pid}/task/{task}/comm").read_text().strip() == FRONT_THREAD
+    return ProcStats(int(fields["VmRSS"].split()[0]), len(os.listdir(f"/proc/{pid}/fd")), int(fields["Threads"]),
+                     front)
+
+
+def no_growth(before: ProcStats, end: ProcStats) -> bool:
+    """No fd and no thread more at the end, but for the front end's pool, which must stay in its bound."""
+    others = end.threads - end.front_threads <= before.threads - before.front_threads
+    return end.fds <= before.fds and others and end.front_threads <= FRONT_THREADS_MAX
 
 
 @dataclass
@@ -172,15 +192,16 @@ class SoakResult:
         return own_stalls(self.receiver, self.meters, self.sender)
 
     def verdicts(self) -> dict[str, bool]:
+        growth = f"no fd or thread growth (the front end's pool within {FRONT_THREADS_MAX} threads)"
         """The done-criteria of issue 9's soak."""
         s1, end = self.stats.get("after 1 min"), self.stats.get("end")
         start = self.stats.get("start")
         ok: dict[str, bool] = {}
         if s1 and end:
             ok["RSS within 10 % of its value after the first minute"] = abs(end.rss_kib - s1.rss_kib) <= 0.1 * s1.rss_kib
-            ok["no fd or thread growth"] = end.fds <= s1.fds and end.threads <= s1.threads
+            ok[growth] = no_growth(s1, end)
         elif start and end:
-            ok["no fd or thread growth"] = end.fds <= start.fds and end.threads <= start.threads
+            ok[growth] = no_growth(start, end)
         own = self.own_stalls()
         over = self.receiver.get("stalls_over_20ms", 1) if own is None else own["own_over"]
         ok["no forwarding gap above 20 ms (the switch's own)"] = over == 0
@@ -427,7 +448,8 @@ def report_rows(res: SoakResult) -> list[tuple[str, str, str]]:
     rows = []
     for when, st in res.stats.items():
         rows.append((f"switch process at {when}", f"{st.rss_kib / 1024:,.1f} MiB RSS",
-                     f"{st.fds} open fds, {st.threads} threads"))
+                     f"{st.fds} open fds, {st.threads} threads ({st.front_threads} of them the P4Runtime "
+                     f"front end's)"))
     rx, tx = res.receiver, res.sender
     lost = tx.get("sent", 0) - rx.get("received", 0)
     rows.append(("traffic h1 -> h2", f"{res.rate_pps:,.0f} pkts/s offered",
