@@ -29,7 +29,7 @@ S = 1_000_000_000
 COMMAND = "make results-tcp  (hbh results --only tcp)"
 NEVER = "100000s"  # a flow started after the run is left out (docs/reference/topologies.md, "Variants")
 
-__all__ = ["sections", "scenario", "owd_stats", "share", "window"]
+__all__ = ["sections", "scenario", "owd_stats", "share", "window", "rtm_topology"]
 
 
 def scenario(name: str, sets: tuple[str, ...] = (), replace: tuple[tuple[str, str], ...] = (),
@@ -280,18 +280,25 @@ START_LABELS = {"": "400 kb/s", "half": "half the capacity", "capacity": "the ca
 START_NAMES = ("default", "half", "capacity")
 
 
-def rtm_cell(rate: str, delay: str, cc: str, seed: int = SEED, seconds: float = RTM_SECONDS,
-             reading: str = "", start: str = "") -> tuple[float, float]:
-    """(RTM, TCP) mean receive rates (b/s) over the second half of one grid run; ``reading``: a ``cvihis:``
-    mapping's text for the file (e.g. ``{variant: shifted}``), empty for the default; ``start``: RTM's
-    starting rate (``cvihis: {start_rate: ...}`` on its flow), empty for CVIHIS's default."""
+def rtm_topology(rate: str, delay: str, cc: str = "reno", reading: str = "", start: str = "") -> Topology:
+    """One cell of the grid as ``rtm_cell`` runs it (either backend: topo/experiments/rtm_kernel.py runs it in
+    netns): topo/cvihis-rtm-vs-tcp.yaml with the bottleneck's ``rate``, both access links' one-way ``delay``, TCP's
+    ``cc``, a ``cvihis:`` reading's text and RTM's starting rate (empty: the defaults)."""
     sets = (f"link[R1-R2].rate={rate}", f"link[H1-R1].delay={delay}", f"link[H3-R1].delay={delay}")
     replace = (("cc: reno", f"cc: {cc}"),)
     if reading:
         replace += (("\nnodes:", f"\ncvihis: {reading}\nnodes:"),)
     if start:
         replace += (("control: cvihis-rtm}", f"control: cvihis-rtm, cvihis: {{start_rate: {start}}}}}"),)
-    topo = scenario("cvihis-rtm-vs-tcp", sets, replace)
+    return scenario("cvihis-rtm-vs-tcp", sets, replace)
+
+
+def rtm_cell(rate: str, delay: str, cc: str, seed: int = SEED, seconds: float = RTM_SECONDS,
+             reading: str = "", start: str = "") -> tuple[float, float]:
+    """(RTM, TCP) mean receive rates (b/s) over the second half of one grid run; ``reading``: a ``cvihis:``
+    mapping's text for the file (e.g. ``{variant: shifted}``), empty for the default; ``start``: RTM's
+    starting rate (``cvihis: {start_rate: ...}`` on its flow), empty for CVIHIS's default."""
+    topo = rtm_topology(rate, delay, cc, reading, start)
     print(f"running {topo.name} {rate} {delay} {cc} start {start or 'default'} seed {seed} ({seconds:g} s virtual) ...",
           file=sys.stderr, flush=True)
     s = run_experiment(topo, int(seconds * S), seed=seed, plots=False).summary
