@@ -371,7 +371,7 @@ class Switch:
             from p4switch.p4runtime.server import P4RuntimeServer
 
             server = P4RuntimeServer(self.p4rt, opts.grpc_addr, submit=self.sched.submit,
-                                     try_call=self.sched.try_call)
+                                     try_call=self.sched.try_call, try_now=self.sched.try_now)
             try:
                 server.start()
             except OSError as exc:  # ServerBindError: the address and why (e.g. already in use)

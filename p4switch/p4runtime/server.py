@@ -58,6 +58,7 @@ from p4.v1 import p4runtime_pb2 as pb
 from p4.v1 import p4runtime_pb2_grpc
 
 from runtime import heap
+from runtime.sched import NOT_LENT
 
 from .core import P4RuntimeCore, p4rt_mode
 from .errors import Code, P4RuntimeError
@@ -68,6 +69,8 @@ _GRPC_CODE = {sc.value[0]: sc for sc in grpc.StatusCode}
 _END = object()
 Submit = Callable[[Callable[[], Any]], Future]
 TryCall = Callable[[Callable[[], Any]], "Future | None"]
+#: ``fn()`` run at once on the switch state (its result, its exception raised) or NOT_LENT
+TryNow = Callable[[Callable[[], Any]], Any]
 
 
 class ServerBindError(OSError):
@@ -169,10 +172,28 @@ def _run_now(fn: Callable[[], Any]) -> Future:
     return future
 
 
-def _read_answer(future: Future) -> tuple[list[bytes], tuple[int, str, bytes] | None]:
-    """The compiled front end's answer of a Read whose ``core.read_wire`` call is ``future``."""
+def _never_lent(fn: Callable[[], Any]) -> Any:
+    """``try_now`` without a switch loop that lends its state."""
+    return NOT_LENT
+
+
+def _try_now_by(try_call: TryCall) -> TryNow:
+    """``try_now`` made of a ``try_call`` (a caller that gives only that)."""
+
+    def now(fn: Callable[[], Any]) -> Any:
+        future = try_call(fn)
+        return NOT_LENT if future is None else future.result()
+
+    return now
+
+
+def _read_answer(read: Callable[[], Any]) -> tuple[list[bytes], tuple[int, str, bytes] | None] | None:
+    """The compiled front end's answer of a Read: ``read()`` gives ``core.read_wire``'s result,
+    or NOT_LENT (then None: not answered)."""
     try:
-        result = future.result()
+        result = read()
+        if result is NOT_LENT:
+            return None
     except P4RuntimeError as e:
         return [], (int(e.code), e.message, _status_details(e))
     except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
@@ -406,6 +427,7 @@ class P4RuntimeServer:
         run_in_loop: Callable[[Callable[[], Any]], Any] | None = None,
         submit: Submit | None = None,
         try_call: TryCall | None = None,
+        try_now: TryNow | None = None,
         max_streams: int = 1024,
         max_queue: int = 4096,
         stream_batch: int = 64,
@@ -427,6 +449,8 @@ class P4RuntimeServer:
             submit = lambda fn: pool.submit(blocking, fn)  # noqa: E731
         self.submit: Submit = submit or _run_now
         self.try_call: TryCall = try_call or (lambda fn: None)
+        #: ``try_call`` answered on the spot, without a Future (``RealtimeScheduler.try_now``)
+        self.try_now: TryNow = try_now or (_try_now_by(try_call) if try_call is not None else _never_lent)
         self.max_streams = max_streams
         self.max_queue = max_queue
         self.stream_batch = stream_batch
@@ -449,10 +473,10 @@ class P4RuntimeServer:
         (up to the 5 ms switch interval each time) and then for the call, where on its own
         thread it simply serves the frame after the call; a 10,000-update Write run lent, slice
         after slice, stalled forwarding for 20 ms in the soak benchmark."""
-        future = self.try_call(fn) if lend else None
-        if future is None:
+        out = self.try_now(fn) if lend else NOT_LENT
+        if out is NOT_LENT:
             return await asyncio.wrap_future(self.submit(fn))
-        return future.result()
+        return out
 
     def start(self) -> int:
         """Start serving; returns the bound port (useful with a ``:0`` address)."""
@@ -542,11 +566,9 @@ class P4RuntimeServer:
             return None
         _name_front_thread()
         core = self.core
-        future = self.try_call(lambda: core.write_wire(raw))
-        if future is None:
-            return None
         try:
-            return future.result()
+            out = self.try_now(lambda: core.write_wire(raw))
+            return None if out is NOT_LENT else out
         except Exception as e:  # noqa: BLE001 - a bug must not kill the server silently
             log.exception("P4Runtime handler failed")
             return (int(grpc.StatusCode.INTERNAL.value[0]), f"internal error: {type(e).__name__}: {e}", b"")
@@ -563,10 +585,7 @@ class P4RuntimeServer:
             return None
         _name_front_thread()
         core = self.core
-        future = self.try_call(lambda: core.read_wire(req))
-        if future is None:
-            return None
-        return _read_answer(future)
+        return _read_answer(lambda: self.try_now(lambda: core.read_wire(req)))
 
     def read_bytes(self, raw: bytes) -> tuple[list[bytes], tuple[int, str, bytes] | None]:
         """A Read for the compiled front end, on one of its threads: the responses' bytes, and
@@ -578,11 +597,13 @@ class P4RuntimeServer:
             req = pb.ReadRequest.FromString(raw)
         except Exception as e:  # noqa: BLE001 - what the grpcio server answers a Read it cannot parse
             return [], (int(grpc.StatusCode.UNKNOWN.value[0]), f"Unexpected {type(e)}: {e}", b"")
-        lend = _keyed_read(req)
-        future = self.try_call(lambda: self.core.read_wire(req)) if lend else None
-        if future is None:
-            future = self.submit(lambda: self.core.read_wire(req))
-        return _read_answer(future)
+        answer = None
+        if _keyed_read(req):
+            answer = _read_answer(lambda: self.try_now(lambda: self.core.read_wire(req)))
+        if answer is None:
+            answer = _read_answer(lambda: self.submit(lambda: self.core.read_wire(req)).result())
+        assert answer is not None
+        return answer
 
     @property
     def dropped_stream_messages(self) -> int:
@@ -649,10 +670,8 @@ class P4RuntimeServer:
 
     def _wait(self, fn: Callable[[], T], lend: bool = False) -> T:
         """:meth:`run` for a thread that may block: ``fn()`` on the switch state, its result."""
-        future = self.try_call(fn) if lend else None
-        if future is None:
-            future = self.submit(fn)
-        return future.result()
+        out = self.try_now(fn) if lend else NOT_LENT
+        return self.submit(fn).result() if out is NOT_LENT else out
 
     async def _serve(self, address: str) -> tuple[grpc.aio.Server, int]:
         server = grpc.aio.server(options=[("grpc.so_reuseport", 0), ("grpc.http2.bdp_probe", 0)])
