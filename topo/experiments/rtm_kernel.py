@@ -15,7 +15,7 @@ both runs the same way.
 Each (seed, cell, start) is one run of ``--seconds`` per backend; each window W of ``--windows`` is
 read from it over (W/2, W], as ``hbh results-tcp --grid --seconds W`` reads a W-second run (a run's
 first W seconds do not depend on its length: in the simulator bit for bit,
-tests/topo/test_rtm_kernel.py). Per window: RTM's and reno's mean receive rates and their ratio
+tests/topo/experiments/test_rtm_kernel.py). Per window: RTM's and reno's mean receive rates and their ratio
 (the larger over the smaller), the bottleneck's utilisation, how often the FIFO was empty (its
 100 ms samples at most ``EMPTY_PACKETS``) and reno's window at its reductions (twice each new
 ssthresh: Linux's and the model's reno halve). A netns run carries the load average before and after
@@ -238,7 +238,7 @@ def table(
         "model | kernel run: load (1 min) before -> after, its cores, real time |",
         "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    summary: dict[tuple[str, str, str], list[tuple[float, float]]] = {}
+    summary: dict[tuple[str, str, str], tuple[list[dict[str, Any]], list[dict[str, Any]]]] = {}
     for w in windows:
         key = f"{w:g}"
         for spec, _seconds, k, s in rows:
@@ -250,20 +250,31 @@ def table(
                 f"{_util(kw)} / {_util(sw)} | "
                 f"{_mech(kw) if kw else '-'} | {_mech(sw) if sw else '-'} | {_load(k) if k else '-'} |"
             )
-            if kw and sw:
-                summary.setdefault((spec.cell, spec.start, key), []).append((kw["ratio"], sw["ratio"]))
+            both = summary.setdefault((spec.cell, spec.start, key), ([], []))
+            for side, w_ in zip(both, (kw, sw)):
+                if w_:
+                    side.append(w_)
     lines += [
         "",
-        "| cell | RTM starts at | length | seeds | kernel: mean ratio (worst) | model: mean ratio (worst) |",
+        "| cell | RTM starts at | length | seeds kernel / model | kernel: RTM's mean share, mean ratio (worst) | "
+        "model: the same |",
         "|---|---|---|---|---|---|",
     ]
-    for (cell, start, key), pairs in summary.items():
-        ks, ss = [p[0] for p in pairs], [p[1] for p in pairs]
+    for (cell, start, key), (ks, ss) in summary.items():
         lines.append(
-            f"| {cell} | {START_LABELS['' if start == 'default' else start]} | {key} s | {len(pairs)} | "
-            f"{statistics.fmean(ks):.2f} ({max(ks):.2f}) | {statistics.fmean(ss):.2f} ({max(ss):.2f}) |"
+            f"| {cell} | {START_LABELS['' if start == 'default' else start]} | {key} s | {len(ks)} / {len(ss)} | "
+            f"{_over(ks)} | {_over(ss)} |"
         )
     return "\n".join(lines)
+
+
+def _over(ws: list[dict[str, Any]]) -> str:
+    """RTM's mean share and the mean (worst) ratio over some runs' windows, "-" for none."""
+    if not ws:
+        return "-"
+    ratios = [w["ratio"] for w in ws]
+    share = statistics.fmean(w["rtm_share"] for w in ws)
+    return f"{100 * share:.0f} %, {statistics.fmean(ratios):.2f} ({max(ratios):.2f})"
 
 
 def _numbers(text: str, what: str) -> list[float]:
