@@ -13,8 +13,7 @@ import pytest
 from p4switch.frontend import ast
 from p4switch.frontend.check import check_program
 from p4switch.frontend.parser import parse_text
-
-from .checkutil import PRELUDE
+from tests.frontend.check.checkutil import PRELUDE
 
 # standard_metadata_t field -> the BMv2 name simple_switch knows it by
 ALIASES = {

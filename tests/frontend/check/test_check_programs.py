@@ -12,8 +12,8 @@ from p4switch.frontend import ast
 from p4switch.frontend import types as T
 from p4switch.frontend.check import CheckedProgram, SymbolicValue, check_program
 from p4switch.frontend.parser import parse_file
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"
 PROGRAMS = [ALINEA, *sorted((ROOT / "tests" / "p4programs").glob("*.p4"))]
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
-
-from .checkutil import check, errors, in_control, one_error, one_warning, pos
+from tests.frontend.check.checkutil import check, errors, in_control, one_error, one_warning, pos
 
 ACTIONS = """
     register<bit<32>>(16) r;

@@ -4,7 +4,7 @@ parameters, one namespace for a block's (type) parameters, blocks as parameters,
 
 from __future__ import annotations
 
-from .checkutil import errors, one_error, pos
+from tests.frontend.check.checkutil import errors, one_error, pos
 
 
 def test_extern_or_string_parameter_cannot_have_a_direction() -> None:

@@ -12,8 +12,9 @@ from pathlib import Path
 from p4switch.frontend import ast as A
 from p4switch.frontend.parser import parse_preprocessed, tokenize
 from p4switch.frontend.preprocess import preprocess_file
+from tests.paths import ROOT
 
-ALINEA = Path(__file__).resolve().parents[2] / "p4src" / "alinea.p4"
+ALINEA = ROOT / "p4src" / "alinea.p4"
 
 
 def test_alinea_with_v1model_parses_and_reports_stage_times() -> None:

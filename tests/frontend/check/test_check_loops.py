@@ -7,8 +7,7 @@ import pytest
 
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
-
-from .checkutil import check, errors, in_control, one_error, pos
+from tests.frontend.check.checkutil import check, errors, in_control, one_error, pos
 
 OPS = ["+", "-", "*", "/", "%", "<<", ">>", "&", "|", "^", "|+|", "|-|"]
 

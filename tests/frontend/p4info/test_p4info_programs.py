@@ -29,8 +29,8 @@ from p4switch.frontend.p4info import (
     serialize_p4info,
 )
 from p4switch.frontend.passes import compile_file
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 ALINEA = ROOT / "p4src" / "alinea.p4"
 FEATURES = ROOT / "tests" / "p4programs" / "features.p4"
 MF = p4info_pb2.MatchField

@@ -8,8 +8,7 @@ import pytest
 from p4switch.frontend.check import values as V
 from p4switch.frontend.errors import P4Error
 from p4switch.frontend.parser import parse_text
-
-from .checkutil import errors, in_control, one_error, pos
+from tests.frontend.check.checkutil import errors, in_control, one_error, pos
 
 
 def test_huge_width_is_a_located_error_naming_the_limit() -> None:

@@ -5,14 +5,13 @@ The corpus (programs/constructs.p4) is parsed once; each test looks at one const
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from p4switch.frontend import ast as A
 from p4switch.frontend.parser import parse_file
+from tests.paths import FRONTEND_PROGRAMS
 
-PROGRAMS = Path(__file__).parent / "programs"
+PROGRAMS = FRONTEND_PROGRAMS
 
 
 @pytest.fixture(scope="module")

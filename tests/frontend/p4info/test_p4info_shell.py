@@ -15,9 +15,9 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.frontend.p4info import build_p4info, read_p4info, write_p4info
 from p4switch.frontend.passes import compile_file
-from tests.frontend.test_p4info_programs import assert_ids_well_formed
+from tests.frontend.p4info.test_p4info_programs import assert_ids_well_formed
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 PROGRAMS = [ROOT / "p4src" / "alinea.p4", *sorted((ROOT / "tests" / "p4programs").glob("*.p4"))]
 
 

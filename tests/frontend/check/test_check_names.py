@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from p4switch.frontend.check import qualify
 from p4switch.frontend.parser import parse_text
-
-from .checkutil import check, errors, one_error, pos
+from tests.frontend.check.checkutil import check, errors, one_error, pos
 
 BLOCKS = """
 parser P(packet_in pkt, out hs_t hdr, inout m_t m, inout standard_metadata_t sm) {

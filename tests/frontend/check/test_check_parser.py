@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from p4switch.frontend import ast
 from p4switch.frontend.check import ACCEPT_STATE, REJECT_STATE
-
-from .checkutil import check, errors, one_error, one_warning, pos
+from tests.frontend.check.checkutil import check, errors, one_error, one_warning, pos
 
 
 def parser(states: str, locals_: str = "") -> str:

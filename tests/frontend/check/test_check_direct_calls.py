@@ -5,8 +5,7 @@ InstantiateDirectCalls does, so names and the IR are those of an ordinary instan
 from __future__ import annotations
 
 from p4switch.frontend import ast
-
-from .checkutil import check, errors
+from tests.frontend.check.checkutil import check, errors
 
 CALLEE = """
 control Sub(inout bit<8> x) {

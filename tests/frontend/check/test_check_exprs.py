@@ -8,8 +8,7 @@ import pytest
 from p4switch.frontend import ast
 from p4switch.frontend import types as T
 from p4switch.frontend.check import SymbolicValue
-
-from .checkutil import check, errors, in_control, one_error, one_warning, pos, warnings
+from tests.frontend.check.checkutil import check, errors, in_control, one_error, one_warning, pos, warnings
 
 
 def stmts(body: str, locals_: str = "") -> str:

@@ -9,8 +9,7 @@ from p4.config.v1 import p4info_pb2
 
 from p4switch.frontend.p4info import build_p4info
 from p4switch.frontend.passes import compile_file
-
-from .test_p4info_programs import SKELETON
+from tests.frontend.p4info.test_p4info_programs import SKELETON
 
 REF = p4info_pb2.ActionRef
 

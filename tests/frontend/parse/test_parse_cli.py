@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from hbh.cli import main
+from tests.paths import ROOT
 
-ALINEA = Path(__file__).resolve().parents[2] / "p4src" / "alinea.p4"
+ALINEA = ROOT / "p4src" / "alinea.p4"
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -9,8 +9,9 @@ from p4switch.frontend.p4info import build_p4info
 from p4switch.frontend.passes import compile_file
 from p4switch.pipeline import load_pipeline
 from p4switch.state import RuntimeState
+from tests.paths import FRONTEND_PROGRAMS
 
-PROGRAM = Path(__file__).parent / "programs" / "inline_profiles.p4"
+PROGRAM = FRONTEND_PROGRAMS / "inline_profiles.p4"
 
 
 def test_property_name_annotation_names_the_inline_instance() -> None:

@@ -8,8 +8,7 @@ import pytest
 
 from p4switch.frontend.errors import P4Error
 from p4switch.frontend.parser import parse_text
-
-from .checkutil import errors, in_control, one_error
+from tests.frontend.check.checkutil import errors, in_control, one_error
 
 ENUM = "enum bit<8> E { A = 1, B = 2 }\n"
 

@@ -3,7 +3,7 @@ attached resources; switch on action_run."""
 
 from __future__ import annotations
 
-from .checkutil import check, errors, in_control, one_error, one_warning, pos
+from tests.frontend.check.checkutil import check, errors, in_control, one_error, one_warning, pos
 
 ACTIONS = """
     action set(bit<8> v) { m.x = v; }
