@@ -87,115 +87,195 @@ impl TableEntityWriter {
 
     /// `Entity{table_entry}` of one entry, or None when it is not one this writes.
     fn entity(&self, py: Python<'_>, e: &Bound<'_, PyAny>, buf: &mut Vec<u8>) -> PyResult<bool> {
-        let mut te = Vec::with_capacity(96);
-        uint_field(&mut te, 0x08, self.table_id);
+        let Some(parts) = self.parts(py, e)? else {
+            return Ok(false);
+        };
+        write_entity(buf, &parts.borrowed());
+        Ok(true)
+    }
+
+    /// What `Entity{table_entry}` of one entry holds, or None when it is not one this writes.
+    pub(crate) fn parts(
+        &self,
+        py: Python<'_>,
+        e: &Bound<'_, PyAny>,
+    ) -> PyResult<Option<OwnedParts>> {
         let matches = e.getattr(intern!(py, "match"))?;
         let matches = matches.downcast::<PyTuple>()?;
         if matches.len() != self.fields.len() {
-            return Ok(false);
+            return Ok(None);
         }
-        let mut fm = Vec::with_capacity(32);
-        let mut body = Vec::with_capacity(24);
+        let mut parts: Vec<FieldParts> = Vec::with_capacity(self.fields.len());
         for (m, &(fid, kind)) in matches.iter().zip(&self.fields) {
             if m.is_none() {
                 continue;
             }
             match self.class_of(kind) {
                 Some(cls) if m.get_type().is(cls.bind(py)) => {}
-                _ => return Ok(false),
+                _ => return Ok(None),
             }
             let u = |name: &Bound<'_, pyo3::types::PyString>| -> PyResult<Option<u128>> {
                 Ok(uint(&m.getattr(name)?))
             };
-            body.clear();
-            let tag = match kind {
-                EXACT | OPTIONAL => {
-                    let Some(v) = u(intern!(py, "value"))? else {
-                        return Ok(false);
-                    };
-                    value_field(&mut body, 0x0A, v);
-                    if kind == EXACT {
-                        0x12
-                    } else {
-                        0x3A
-                    }
-                }
-                LPM => {
-                    let (Some(v), Some(plen)) =
-                        (u(intern!(py, "value"))?, u(intern!(py, "prefix_len"))?)
-                    else {
-                        return Ok(false);
-                    };
-                    value_field(&mut body, 0x0A, v);
-                    uint_field(&mut body, 0x10, plen as u64);
-                    0x22
-                }
-                TERNARY => {
-                    let (Some(v), Some(mask)) = (u(intern!(py, "value"))?, u(intern!(py, "mask"))?)
-                    else {
-                        return Ok(false);
-                    };
-                    value_field(&mut body, 0x0A, v);
-                    value_field(&mut body, 0x12, mask);
-                    0x1A
-                }
-                _ => {
-                    let (Some(lo), Some(hi)) = (u(intern!(py, "low"))?, u(intern!(py, "high"))?)
-                    else {
-                        return Ok(false);
-                    };
-                    value_field(&mut body, 0x0A, lo);
-                    value_field(&mut body, 0x12, hi);
-                    0x32
-                }
+            let (a, b) = match kind {
+                EXACT | OPTIONAL => (u(intern!(py, "value"))?, Some(0)),
+                LPM => (u(intern!(py, "value"))?, u(intern!(py, "prefix_len"))?),
+                TERNARY => (u(intern!(py, "value"))?, u(intern!(py, "mask"))?),
+                _ => (u(intern!(py, "low"))?, u(intern!(py, "high"))?),
             };
-            fm.clear();
-            uint_field(&mut fm, 0x08, fid);
-            len_field(&mut fm, tag, &body);
-            len_field(&mut te, 0x12, &fm);
+            let (Some(a), Some(b)) = (a, b) else {
+                return Ok(None);
+            };
+            parts.push((fid, kind, a, b));
         }
         let action = e.getattr(intern!(py, "action"))?;
+        let mut values: Vec<(u64, u128)> = Vec::new();
+        let mut aid = None;
         if !action.is_none() {
             if !action.get_type().is(self.classes[5].bind(py)) {
-                return Ok(false);
+                return Ok(None);
             }
-            let aid: u64 = action.getattr(intern!(py, "action_id"))?.extract()?;
-            let values = action.getattr(intern!(py, "params"))?;
-            let values = values.downcast::<PyTuple>()?;
-            let Some(ids) = self.params.get(&aid) else {
-                return Ok(false);
+            let id: u64 = action.getattr(intern!(py, "action_id"))?.extract()?;
+            let params = action.getattr(intern!(py, "params"))?;
+            let params = params.downcast::<PyTuple>()?;
+            let Some(ids) = self.params.get(&id) else {
+                return Ok(None);
             };
-            let mut act = Vec::with_capacity(48);
-            uint_field(&mut act, 0x08, aid);
-            let mut param = Vec::with_capacity(16);
-            for (pid, v) in ids.iter().zip(values.iter()) {
+            for (pid, v) in ids.iter().zip(params.iter()) {
                 let Some(v) = uint(&v) else {
-                    return Ok(false);
+                    return Ok(None);
                 };
-                param.clear();
-                uint_field(&mut param, 0x10, *pid);
-                value_field(&mut param, 0x1A, v);
-                len_field(&mut act, 0x22, &param);
+                values.push((*pid, v));
             }
-            let mut table_action = Vec::with_capacity(act.len() + 4);
-            len_field(&mut table_action, 0x0A, &act);
-            len_field(&mut te, 0x1A, &table_action); // TableEntry.action = TableAction{action}
+            aid = Some(id);
         }
-        let flag = |name| -> PyResult<u64> { Ok(e.getattr(name)?.is_truthy()? as u64) };
+        let flag = |name| -> PyResult<bool> { e.getattr(name)?.is_truthy() };
         let num = |name| -> PyResult<u64> { e.getattr(name)?.extract::<u64>() };
-        uint_field(&mut te, 0x20, num(intern!(py, "priority"))?);
-        uint_field(&mut te, 0x28, num(intern!(py, "controller_metadata"))?);
-        uint_field(&mut te, 0x40, flag(intern!(py, "is_default"))?);
-        uint_field(&mut te, 0x48, num(intern!(py, "idle_timeout_ns"))?);
         let md = e.getattr(intern!(py, "metadata"))?;
-        let md = md.downcast::<PyBytes>()?.as_bytes();
-        if !md.is_empty() {
-            len_field(&mut te, 0x5A, md);
-        }
-        uint_field(&mut te, 0x68, flag(intern!(py, "is_const"))?);
-        len_field(buf, 0x12, &te); // Entity.table_entry
-        Ok(true)
+        Ok(Some(OwnedParts {
+            table_id: self.table_id,
+            matches: parts,
+            action: aid.map(|id| (id, values)),
+            priority: num(intern!(py, "priority"))?,
+            controller_metadata: num(intern!(py, "controller_metadata"))?,
+            is_default: flag(intern!(py, "is_default"))?,
+            idle_timeout_ns: num(intern!(py, "idle_timeout_ns"))?,
+            metadata: md.downcast::<PyBytes>()?.as_bytes().to_vec(),
+            is_const: flag(intern!(py, "is_const"))?,
+        }))
     }
+}
+
+/// [`EntityParts`] holding its own match fields, parameters and metadata.
+pub(crate) struct OwnedParts {
+    pub table_id: u64,
+    pub matches: Vec<FieldParts>,
+    pub action: Option<(u64, Vec<(u64, u128)>)>,
+    pub priority: u64,
+    pub controller_metadata: u64,
+    pub is_default: bool,
+    pub idle_timeout_ns: u64,
+    pub metadata: Vec<u8>,
+    pub is_const: bool,
+}
+
+impl OwnedParts {
+    pub(crate) fn borrowed(&self) -> EntityParts<'_> {
+        EntityParts {
+            table_id: self.table_id,
+            matches: &self.matches,
+            action: self.action.as_ref().map(|(id, v)| (*id, v.as_slice())),
+            priority: self.priority,
+            controller_metadata: self.controller_metadata,
+            is_default: self.is_default,
+            idle_timeout_ns: self.idle_timeout_ns,
+            metadata: &self.metadata,
+            is_const: self.is_const,
+        }
+    }
+}
+
+/// One match field to write: (field id, kind, a, b) with (a, b) exact and optional (value, 0),
+/// LPM (value, prefix length), ternary (value, mask), range (low, high).
+pub(crate) type FieldParts = (u64, u8, u128, u128);
+
+/// What `Entity{table_entry}` holds: the given match fields in P4Info order (don't-cares left
+/// out), the direct action (id, its parameters (id, value) in order) and the entry's scalars.
+pub(crate) struct EntityParts<'a> {
+    pub table_id: u64,
+    pub matches: &'a [FieldParts],
+    pub action: Option<(u64, &'a [(u64, u128)])>,
+    pub priority: u64,
+    pub controller_metadata: u64,
+    pub is_default: bool,
+    pub idle_timeout_ns: u64,
+    pub metadata: &'a [u8],
+    pub is_const: bool,
+}
+
+/// `Entity{table_entry}` of `p` appended to `buf`, as protobuf serialises it: the one writer of
+/// both `TableEntityWriter` (an entry object of the state) and the keyed Read of the engine's
+/// entry store (`TableWritePlan.read_keyed`, an update the state has not taken in yet).
+pub(crate) fn write_entity(buf: &mut Vec<u8>, p: &EntityParts<'_>) {
+    let mut te = Vec::with_capacity(96);
+    uint_field(&mut te, 0x08, p.table_id);
+    let mut fm = Vec::with_capacity(32);
+    let mut body = Vec::with_capacity(24);
+    for &(fid, kind, a, b) in p.matches {
+        body.clear();
+        let tag = match kind {
+            EXACT | OPTIONAL => {
+                value_field(&mut body, 0x0A, a);
+                if kind == EXACT {
+                    0x12
+                } else {
+                    0x3A
+                }
+            }
+            LPM => {
+                value_field(&mut body, 0x0A, a);
+                uint_field(&mut body, 0x10, b as u64);
+                0x22
+            }
+            TERNARY => {
+                value_field(&mut body, 0x0A, a);
+                value_field(&mut body, 0x12, b);
+                0x1A
+            }
+            _ => {
+                value_field(&mut body, 0x0A, a);
+                value_field(&mut body, 0x12, b);
+                0x32
+            }
+        };
+        fm.clear();
+        uint_field(&mut fm, 0x08, fid);
+        len_field(&mut fm, tag, &body);
+        len_field(&mut te, 0x12, &fm);
+    }
+    if let Some((aid, params)) = p.action {
+        let mut act = Vec::with_capacity(48);
+        uint_field(&mut act, 0x08, aid);
+        let mut param = Vec::with_capacity(16);
+        for &(pid, v) in params {
+            param.clear();
+            uint_field(&mut param, 0x10, pid);
+            value_field(&mut param, 0x1A, v);
+            len_field(&mut act, 0x22, &param);
+        }
+        let mut table_action = Vec::with_capacity(act.len() + 4);
+        len_field(&mut table_action, 0x0A, &act);
+        len_field(&mut te, 0x1A, &table_action); // TableEntry.action = TableAction{action}
+    }
+    uint_field(&mut te, 0x20, p.priority);
+    uint_field(&mut te, 0x28, p.controller_metadata);
+    uint_field(&mut te, 0x40, p.is_default as u64);
+    uint_field(&mut te, 0x48, p.idle_timeout_ns);
+    if !p.metadata.is_empty() {
+        len_field(&mut te, 0x5A, p.metadata);
+    }
+    uint_field(&mut te, 0x68, p.is_const as u64);
+    len_field(buf, 0x12, &te); // Entity.table_entry
 }
 
 #[pymethods]

@@ -14,6 +14,12 @@
 //! without a Python object; the updates become Python tuples one at a time
 //! (`DecodedWrite.update`), so a sliced 10,000-update Write does not build them all in its first
 //! slice. tests/p4runtime/test_fast_writes.py checks it against the general path.
+//!
+//! The stores also answer a Read of one entry by its whole key (`read_keyed`): the same decoder
+//! gives the key, and the entry is written from the update that left it (one the table's Python
+//! state has not taken in) or from the entry object that state holds, by the Read's one writer
+//! (`p4rtread::write_entity`). Anything else, and every error, is the Python path's
+//! (tests/p4runtime/test_keyed_reads.py holds the bytes equal).
 
 use std::collections::HashMap;
 
@@ -21,6 +27,7 @@ use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyTuple, PyWeakrefMethods, PyWeakrefReference};
 
+use crate::p4rtread::{write_entity, EntityParts, FieldParts, TableEntityWriter};
 use crate::p4vm::P4Program;
 
 const EXACT: u32 = 2;
@@ -43,6 +50,10 @@ struct TablePlan {
     needs_priority: bool,
     /// action id -> its parameters and their count
     actions: HashMap<u32, (Params, usize)>,
+    /// the fields' (id, kind) in P4Info order, and each action's parameter ids in order (what
+    /// a keyed Read writes an update with)
+    field_order: Vec<(u32, u32)>,
+    param_order: HashMap<u32, Vec<u32>>,
 }
 
 /// `TableWritePlan({table_id: ([(field_id, kind, width)], {action_id: [(param_id, width)]})})`:
@@ -71,6 +82,11 @@ struct Store {
     pending: HashMap<Vec<u64>, Pending>,
     /// the engine programs applying this table (weakly held, as `Sinks`)
     sinks: Vec<Py<PyWeakrefReference>>,
+    /// the entry objects the Python state holds, by handle (`store_add`, `store_objects`): a
+    /// keyed Read writes the one its key names (`read_keyed`)
+    objects: HashMap<u64, Py<PyAny>>,
+    /// the writer of this table's entry objects (`store_writer`; None: keyed Reads go to Python)
+    writer: Option<Py<TableEntityWriter>>,
 }
 
 /// A key `apply` changed: the handle of the entry the Python state holds for it (None: none),
@@ -244,6 +260,113 @@ struct Decoded {
     metadata: Vec<u8>,
 }
 
+/// A table entry's match as the store keys it: per field None or (kind, a, b) (as `Decoded`),
+/// masks, masked values, ranges and the LPM prefix lengths' sum.
+struct KeyFields {
+    fields: Vec<Option<(u32, u64, u64)>>,
+    masks: Vec<u64>,
+    masked: Vec<u64>,
+    ranges: Vec<(usize, u64, u64)>,
+    plens: u32,
+}
+
+/// The `FieldMatch` messages of an entry of `plan`'s table, decoded and checked; None when the
+/// general path must take them (it gives the error of one that is wrong).
+fn key_fields(plan: &TablePlan, matches: Vec<&[u8]>) -> Option<KeyFields> {
+    let n = plan.nfields;
+    let mut fields: Vec<Option<(u32, u64, u64)>> = vec![None; n];
+    let mut masks = vec![0u64; n];
+    let mut masked = vec![0u64; n];
+    let mut ranges = Vec::new();
+    let mut plens = 0u32;
+    for m in matches {
+        let (mut fid, mut kind_msg) = (None, None);
+        let mut r = Reader::new(m);
+        while let Some((k, v)) = r.field().ok()? {
+            match (k, v) {
+                (1, Value::Varint(x)) => once(&mut fid, x)?,
+                (2, Value::Bytes(b)) => once(&mut kind_msg, (EXACT, b))?,
+                (3, Value::Bytes(b)) => once(&mut kind_msg, (TERNARY, b))?,
+                (4, Value::Bytes(b)) => once(&mut kind_msg, (LPM, b))?,
+                (6, Value::Bytes(b)) => once(&mut kind_msg, (RANGE, b))?,
+                (7, Value::Bytes(b)) => once(&mut kind_msg, (OPTIONAL, b))?,
+                _ => return None,
+            }
+        }
+        let fid = u32::try_from(fid.unwrap_or(0)).ok()?;
+        let &(i, kind, width) = plan.fields.get(&fid)?;
+        let (given, body) = kind_msg?;
+        if fields[i].is_some() || given != kind {
+            return None;
+        }
+        // the message's two fields: bytes 1 and (bytes or, for LPM, varint) 2
+        let (mut one, mut two_b, mut two_v) = (None, None, None);
+        let mut r = Reader::new(body);
+        while let Some((k, v)) = r.field().ok()? {
+            match (k, v) {
+                (1, Value::Bytes(x)) => once(&mut one, x)?,
+                (2, Value::Bytes(x)) if kind == TERNARY || kind == RANGE => once(&mut two_b, x)?,
+                (2, Value::Varint(x)) if kind == LPM => once(&mut two_v, x)?,
+                _ => return None,
+            }
+        }
+        let full = full_mask(width);
+        let v = unsigned(one?, width)?;
+        match kind {
+            EXACT | OPTIONAL => {
+                fields[i] = Some((kind, v, 0));
+                masks[i] = full;
+                masked[i] = v;
+            }
+            LPM => {
+                let plen = two_v.unwrap_or(0);
+                if plen == 0 || plen > width as u64 {
+                    return None;
+                }
+                let plen = plen as u32;
+                let low = if plen >= 64 { 0 } else { full >> plen };
+                if v & low != 0 {
+                    return None;
+                }
+                fields[i] = Some((LPM, v, plen as u64));
+                masks[i] = full ^ low;
+                masked[i] = v;
+                plens += plen;
+            }
+            TERNARY => {
+                let mask = unsigned(two_b?, width)?;
+                if mask == 0 || v & !mask != 0 {
+                    return None;
+                }
+                fields[i] = Some((TERNARY, v, mask));
+                masks[i] = mask;
+                masked[i] = v;
+            }
+            _ => {
+                let high = unsigned(two_b?, width)?;
+                if v > high || (v == 0 && high == full) {
+                    return None;
+                }
+                fields[i] = Some((RANGE, v, high));
+                ranges.push((i, v, high));
+            }
+        }
+    }
+    for &(i, kind, _) in plan.fields.values() {
+        if kind == EXACT && fields[i].is_none() {
+            return None;
+        }
+    }
+    ranges.sort_unstable_by_key(|r| r.0);
+    Some(KeyFields {
+        fields,
+        masks,
+        masked,
+        ranges,
+        plens,
+    })
+}
+
 impl TableWritePlan {
     fn update(&self, msg: &[u8]) -> Option<Decoded> {
         let mut utype = None;
@@ -294,98 +417,19 @@ impl TableWritePlan {
         if plan.needs_priority != (priority != 0) || priority > MAX_PRIORITY {
             return None;
         }
-        let n = plan.nfields;
-        let mut fields: Vec<Option<(u32, u64, u64)>> = vec![None; n];
-        let mut masks = vec![0u64; n];
-        let mut masked = vec![0u64; n];
-        let mut ranges = Vec::new();
-        let mut plens = 0u32;
-        for m in matches {
-            let (mut fid, mut kind_msg) = (None, None);
-            let mut r = Reader::new(m);
-            while let Some((k, v)) = r.field().ok()? {
-                match (k, v) {
-                    (1, Value::Varint(x)) => once(&mut fid, x)?,
-                    (2, Value::Bytes(b)) => once(&mut kind_msg, (EXACT, b))?,
-                    (3, Value::Bytes(b)) => once(&mut kind_msg, (TERNARY, b))?,
-                    (4, Value::Bytes(b)) => once(&mut kind_msg, (LPM, b))?,
-                    (6, Value::Bytes(b)) => once(&mut kind_msg, (RANGE, b))?,
-                    (7, Value::Bytes(b)) => once(&mut kind_msg, (OPTIONAL, b))?,
-                    _ => return None,
-                }
-            }
-            let fid = u32::try_from(fid.unwrap_or(0)).ok()?;
-            let &(i, kind, width) = plan.fields.get(&fid)?;
-            let (given, body) = kind_msg?;
-            if fields[i].is_some() || given != kind {
-                return None;
-            }
-            // the message's two fields: bytes 1 and (bytes or, for LPM, varint) 2
-            let (mut one, mut two_b, mut two_v) = (None, None, None);
-            let mut r = Reader::new(body);
-            while let Some((k, v)) = r.field().ok()? {
-                match (k, v) {
-                    (1, Value::Bytes(x)) => once(&mut one, x)?,
-                    (2, Value::Bytes(x)) if kind == TERNARY || kind == RANGE => {
-                        once(&mut two_b, x)?
-                    }
-                    (2, Value::Varint(x)) if kind == LPM => once(&mut two_v, x)?,
-                    _ => return None,
-                }
-            }
-            let full = full_mask(width);
-            let v = unsigned(one?, width)?;
-            match kind {
-                EXACT | OPTIONAL => {
-                    fields[i] = Some((kind, v, 0));
-                    masks[i] = full;
-                    masked[i] = v;
-                }
-                LPM => {
-                    let plen = two_v.unwrap_or(0);
-                    if plen == 0 || plen > width as u64 {
-                        return None;
-                    }
-                    let plen = plen as u32;
-                    let low = if plen >= 64 { 0 } else { full >> plen };
-                    if v & low != 0 {
-                        return None;
-                    }
-                    fields[i] = Some((LPM, v, plen as u64));
-                    masks[i] = full ^ low;
-                    masked[i] = v;
-                    plens += plen;
-                }
-                TERNARY => {
-                    let mask = unsigned(two_b?, width)?;
-                    if mask == 0 || v & !mask != 0 {
-                        return None;
-                    }
-                    fields[i] = Some((TERNARY, v, mask));
-                    masks[i] = mask;
-                    masked[i] = v;
-                }
-                _ => {
-                    let high = unsigned(two_b?, width)?;
-                    if v > high || (v == 0 && high == full) {
-                        return None;
-                    }
-                    fields[i] = Some((RANGE, v, high));
-                    ranges.push((i, v, high));
-                }
-            }
-        }
-        for &(i, kind, _) in plan.fields.values() {
-            if kind == EXACT && fields[i].is_none() {
-                return None;
-            }
-        }
-        ranges.sort_unstable_by_key(|r| r.0);
+        let key = key_fields(plan, matches)?;
         let action = match action {
             None => None,
             Some(b) => Some(self.action(plan, b)?),
         };
         let priority = priority as u32;
+        let KeyFields {
+            fields,
+            masks,
+            masked,
+            ranges,
+            plens,
+        } = key;
         Some(Decoded {
             utype,
             table_id,
@@ -460,6 +504,11 @@ impl TableWritePlan {
             let needs_priority = fields
                 .iter()
                 .any(|&(_, kind, _)| matches!(kind, TERNARY | RANGE | OPTIONAL));
+            let field_order = fields.iter().map(|&(id, kind, _)| (id, kind)).collect();
+            let param_order = actions
+                .iter()
+                .map(|(&aid, ps)| (aid, ps.iter().map(|&(pid, _)| pid).collect()))
+                .collect();
             let fields = fields
                 .into_iter()
                 .enumerate()
@@ -484,6 +533,8 @@ impl TableWritePlan {
                     nfields,
                     needs_priority,
                     actions,
+                    field_order,
+                    param_order,
                 },
             );
         }
@@ -513,14 +564,18 @@ impl TableWritePlan {
                 next_handle: 0,
                 pending: HashMap::new(),
                 sinks: Vec::new(),
+                objects: HashMap::new(),
+                writer: None,
             },
         );
         true
     }
 
     /// An entry the table's Python state added itself (an insert of its own, a const entry, a
-    /// rollback): its index fields, priority, handle and constness.
+    /// rollback): its index fields, priority, handle and constness, and the entry object (None:
+    /// a keyed Read of it goes to Python).
     #[allow(clippy::too_many_arguments)]
+    #[pyo3(signature = (tid, masks, masked, ranges, priority, handle, is_const, entry=None))]
     fn store_add(
         &mut self,
         tid: u32,
@@ -530,13 +585,37 @@ impl TableWritePlan {
         priority: u32,
         handle: u64,
         is_const: bool,
+        entry: Option<Py<PyAny>>,
     ) -> PyResult<()> {
         let st = self.store(tid)?;
-        st.keys.insert(
+        let before = st.keys.insert(
             key_of(&masks, &masked, &ranges, priority),
             (handle, is_const),
         );
+        if let Some((old, _)) = before {
+            st.objects.remove(&old);
+        }
+        if let Some(e) = entry {
+            st.objects.insert(handle, e);
+        }
         st.next_handle = st.next_handle.max(handle + 1);
+        Ok(())
+    }
+
+    /// The entry objects the table's Python state built for the updates it took in
+    /// (`store_take`), each by its `_handle`.
+    fn store_objects(&mut self, tid: u32, entries: Vec<Bound<'_, PyAny>>) -> PyResult<()> {
+        let st = self.store(tid)?;
+        for e in entries {
+            let handle: u64 = e.getattr(pyo3::intern!(e.py(), "_handle"))?.extract()?;
+            st.objects.insert(handle, e.unbind());
+        }
+        Ok(())
+    }
+
+    /// The writer of table `tid`'s entry objects as Read answers (`reads.table_writer`).
+    fn store_writer(&mut self, tid: u32, writer: Py<TableEntityWriter>) -> PyResult<()> {
+        self.store(tid)?.writer = Some(writer);
         Ok(())
     }
 
@@ -549,9 +628,10 @@ impl TableWritePlan {
         ranges: Vec<(usize, u64, u64)>,
         priority: u32,
     ) -> PyResult<()> {
-        self.store(tid)?
-            .keys
-            .remove(&key_of(&masks, &masked, &ranges, priority));
+        let st = self.store(tid)?;
+        if let Some((handle, _)) = st.keys.remove(&key_of(&masks, &masked, &ranges, priority)) {
+            st.objects.remove(&handle);
+        }
         Ok(())
     }
 
@@ -581,11 +661,77 @@ impl TableWritePlan {
         let st = self.store(tid)?;
         let mut items: Vec<Pending> = std::mem::take(&mut st.pending).into_values().collect();
         items.sort_unstable_by_key(|p| p.handle);
+        for p in &items {
+            match p.held {
+                // the held entry is gone (the Python state drops it now)
+                Some(h) if h != p.handle || p.update.utype == DELETE => {
+                    st.objects.remove(&h);
+                }
+                _ => {}
+            }
+        }
         let out = items
             .iter()
             .map(|p| Ok((p.held, p.handle, decoded_tuple(py, &p.update)?)))
             .collect::<PyResult<_>>()?;
         Ok((st.next_handle, out))
+    }
+
+    /// A ReadRequest's bytes answered from the stores, as the Python path answers it (one
+    /// `ReadResponse`'s bytes): a Read of one entry of a stored table by its whole key, with
+    /// nothing else asked, from device `device_id` and the default role. None, with nothing
+    /// changed, for any other Read and whenever the entry is not one this writes: the Python path
+    /// answers it (and gives every error). Why: a keyed Read spent about 40 µs in Python (parsing,
+    /// the match's checks, the lookup) for a few hundred bytes (issue 49, item 7). The caller owns
+    /// the switch state, as for `apply`.
+    fn read_keyed<'py>(
+        &self,
+        py: Python<'py>,
+        request: &[u8],
+        device_id: u64,
+    ) -> Option<Bound<'py, PyBytes>> {
+        let (tid, key, filter) = self.read_key(request, device_id)?;
+        let st = self.stores.get(&tid)?;
+        let mut entity = Vec::with_capacity(128);
+        let Some(&(handle, _)) = st.keys.get(&key) else {
+            return Some(PyBytes::new(py, b"")); // no such entry: one empty ReadResponse
+        };
+        match st.pending.get(&key) {
+            Some(p) if p.handle == handle && p.update.utype != DELETE => {
+                self.pending_entity(&p.update, &filter, &mut entity)?
+            }
+            Some(_) => return None,
+            None => {
+                let e = st.objects.get(&handle)?.bind(py);
+                let writer = st.writer.as_ref()?.bind(py).try_borrow().ok()?;
+                let held: u64 = e
+                    .getattr(pyo3::intern!(py, "_handle"))
+                    .ok()?
+                    .extract()
+                    .ok()?;
+                if held != handle {
+                    return None;
+                }
+                let parts = writer.parts(py, e).ok()??;
+                let parts = parts.borrowed();
+                if filter.keeps(&parts) {
+                    write_entity(&mut entity, &parts);
+                }
+            }
+        }
+        if entity.is_empty() {
+            return Some(PyBytes::new(py, b"")); // filtered out: one empty ReadResponse
+        }
+        let mut out = Vec::with_capacity(entity.len() + 4);
+        out.push(0x0A); // ReadResponse.entities
+        let mut n = entity.len() as u64;
+        while n > 0x7F {
+            out.push((n as u8 & 0x7F) | 0x80);
+            n >>= 7;
+        }
+        out.push(n as u8);
+        out.extend_from_slice(&entity);
+        Some(PyBytes::new(py, &out))
     }
 
     /// Apply a WriteRequest (its bytes) here when every update is a plain one of a stored table
@@ -681,7 +827,165 @@ impl TableWritePlan {
     }
 }
 
+/// What a keyed Read selects beside the key (`reads._filtered`): an action id, controller
+/// metadata and metadata, each only when given (not zero, not empty).
+struct ReadFilter<'a> {
+    action_id: u64,
+    controller_metadata: u64,
+    metadata: &'a [u8],
+}
+
+impl ReadFilter<'_> {
+    fn keeps(&self, p: &EntityParts<'_>) -> bool {
+        (self.action_id == 0 || p.action.map(|a| a.0) == Some(self.action_id))
+            && (self.controller_metadata == 0 || p.controller_metadata == self.controller_metadata)
+            && (self.metadata.is_empty() || p.metadata == self.metadata)
+    }
+}
+
+/// The action id of a Read's `TableAction` filter (0: none); None for one that is not a direct
+/// action or does not parse as the Python path's protobuf would.
+fn action_filter(msg: &[u8]) -> Option<u64> {
+    let mut inner = None;
+    let mut r = Reader::new(msg);
+    while let Some((n, v)) = r.field().ok()? {
+        match (n, v) {
+            (1, Value::Bytes(b)) => once(&mut inner, b)?,
+            _ => return None,
+        }
+    }
+    let Some(inner) = inner else {
+        return Some(0);
+    };
+    let mut aid = None;
+    let mut r = Reader::new(inner);
+    while let Some((n, v)) = r.field().ok()? {
+        match (n, v) {
+            (1, Value::Varint(x)) => once(&mut aid, x)?,
+            (4, Value::Bytes(param)) => {
+                // parameters select nothing; they only have to parse
+                let mut r = Reader::new(param);
+                while let Some((k, v)) = r.field().ok()? {
+                    match (k, v) {
+                        (2, Value::Varint(_)) | (3, Value::Bytes(_)) => {}
+                        _ => return None,
+                    }
+                }
+            }
+            _ => return None,
+        }
+    }
+    Some(u32::try_from(aid.unwrap_or(0)).ok()? as u64)
+}
+
 impl TableWritePlan {
+    /// The table and store key of a ReadRequest's bytes that asks for one entry of a planned
+    /// table by its whole key (match, and priority where the table has one) and for nothing
+    /// else, from device `device_id` and the default role; None for any other request.
+    fn read_key<'a>(
+        &self,
+        request: &'a [u8],
+        device_id: u64,
+    ) -> Option<(u32, Vec<u64>, ReadFilter<'a>)> {
+        let (mut dev, mut entity) = (None, None);
+        let mut r = Reader::new(request);
+        while let Some((n, v)) = r.field().ok()? {
+            match (n, v) {
+                (1, Value::Varint(x)) => once(&mut dev, x)?,
+                (2, Value::Bytes(b)) => once(&mut entity, b)?,
+                (3, Value::Bytes([])) => {} // role: the default one only
+                _ => return None,
+            }
+        }
+        if dev.unwrap_or(0) != device_id {
+            return None;
+        }
+        let mut te = None;
+        let mut r = Reader::new(entity?);
+        while let Some((n, v)) = r.field().ok()? {
+            match (n, v) {
+                (2, Value::Bytes(b)) => once(&mut te, b)?,
+                _ => return None,
+            }
+        }
+        let (mut table_id, mut prio, mut action, mut cm, mut md) = (None, None, None, None, None);
+        let mut matches: Vec<&[u8]> = Vec::new();
+        let mut r = Reader::new(te?);
+        while let Some((n, v)) = r.field().ok()? {
+            match (n, v) {
+                (1, Value::Varint(x)) => once(&mut table_id, x)?,
+                (2, Value::Bytes(b)) => matches.push(b),
+                (3, Value::Bytes(b)) => once(&mut action, b)?,
+                (4, Value::Varint(x)) => once(&mut prio, x)?,
+                (5, Value::Varint(x)) => once(&mut cm, x)?,
+                (11, Value::Bytes(b)) => once(&mut md, b)?,
+                _ => return None,
+            }
+        }
+        let filter = ReadFilter {
+            action_id: match action {
+                None => 0,
+                Some(b) => action_filter(b)?,
+            },
+            controller_metadata: cm.unwrap_or(0),
+            metadata: md.unwrap_or(&[]),
+        };
+        if matches.is_empty() {
+            return None;
+        }
+        let table_id = u32::try_from(table_id?).ok()?;
+        let plan = self.tables.get(&table_id)?;
+        let priority = prio.unwrap_or(0);
+        if plan.needs_priority != (priority != 0) || priority > MAX_PRIORITY {
+            return None;
+        }
+        let k = key_fields(plan, matches)?;
+        Some((
+            table_id,
+            key_of(&k.masks, &k.masked, &k.ranges, priority as u32),
+            filter,
+        ))
+    }
+
+    /// `Entity{table_entry}` of the entry an update applied here left (one the table's Python
+    /// state has not taken in): what `TableState._take_in` will build, as its writer writes it.
+    fn pending_entity(
+        &self,
+        d: &Decoded,
+        filter: &ReadFilter<'_>,
+        buf: &mut Vec<u8>,
+    ) -> Option<()> {
+        let plan = self.tables.get(&d.table_id)?;
+        let mut matches: Vec<FieldParts> = Vec::with_capacity(d.fields.len());
+        for (f, &(fid, _)) in d.fields.iter().zip(&plan.field_order) {
+            if let Some((kind, a, b)) = *f {
+                matches.push((fid as u64, kind as u8, a as u128, b as u128));
+            }
+        }
+        let (aid, values) = d.action.as_ref()?;
+        let ids = plan.param_order.get(aid)?;
+        let params: Vec<(u64, u128)> = ids
+            .iter()
+            .zip(values)
+            .map(|(&pid, &v)| (pid as u64, v as u128))
+            .collect();
+        let parts = EntityParts {
+            table_id: d.table_id as u64,
+            matches: &matches,
+            action: Some((*aid as u64, &params)),
+            priority: d.priority as u64,
+            controller_metadata: d.controller_metadata,
+            is_default: false,
+            idle_timeout_ns: 0,
+            metadata: &d.metadata,
+            is_const: false,
+        };
+        if filter.keeps(&parts) {
+            write_entity(buf, &parts);
+        }
+        Some(())
+    }
+
     fn store(&mut self, tid: u32) -> PyResult<&mut Store> {
         self.stores.get_mut(&tid).ok_or_else(|| {
             PyValueError::new_err(format!("TableWritePlan: table 0x{tid:08x} is not stored"))

@@ -340,6 +340,21 @@ class P4RuntimeCore:
 
         return read
 
+    def read_keyed_wire(self, raw: bytes) -> bytes | None:
+        """A ReadRequest's bytes answered by the engine's entry store (``FastWriter.read_keyed``:
+        one entry of a plain table by its whole key, nothing else asked): the one ReadResponse's
+        bytes :meth:`read_wire` would answer; None, nothing read, for :meth:`read_wire` to take
+        the request (any other Read, and every error)."""
+        if not self.fast_writes or self._saved is not None:
+            return None
+        st = self.state
+        if st is None:
+            return None
+        fast = self._fast
+        if fast is None or fast.state is not st:
+            fast = self._fast = FastWriter.of(st)
+        return fast.read_keyed(raw, self.device_id)
+
     def read_wire(self, req: pb.ReadRequest) -> ReadResult:
         """:meth:`read` with each ReadResponse already serialised (bytes): the gRPC server's path."""
         return self._read(req, read_entity_wire, read_response)

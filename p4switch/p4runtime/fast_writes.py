@@ -43,6 +43,8 @@ from p4switch.state.actions import ActionCall
 from p4switch.state.runtime import RuntimeState
 from p4switch.state.tables import Exact, Lpm, OptionalMatch, Range, Scope, TableEntry, TableState, Ternary
 
+from .reads import table_writer
+
 Undo = Callable[[], None]
 INSERT, MODIFY, DELETE = pb.Update.INSERT, pb.Update.MODIFY, pb.Update.DELETE
 #: the engine's match kinds (P4Info's MatchType numbers) -> the state's matches
@@ -100,6 +102,8 @@ class FastWriter:
         self.wire: Any = None
         #: the tables whose entries the engine keeps (``apply``), by id
         self.stored: dict[int, TableState] = {}
+        #: whether the engine answers keyed Reads of the stored tables (``read_keyed``)
+        self.reads = False
         plan_class = getattr(_engine(), "TableWritePlan", None)
         if plan_class is not None:
             self.wire = plan_class({tid: (p.fields, p.actions) for tid, p in self.plans.items()})
@@ -108,6 +112,10 @@ class FastWriter:
                     if not p.resources and self.wire.store_table(tid, max(p.table.info.size, 0)):
                         p.table.bind_store(self.wire)
                         self.stored[tid] = p.table
+                        writer = table_writer(st, p.table) if hasattr(self.wire, "read_keyed") else None
+                        if writer is not None:
+                            self.wire.store_writer(tid, writer)
+                            self.reads = True
 
     @classmethod
     def of(cls, st: RuntimeState) -> FastWriter:
@@ -130,6 +138,13 @@ class FastWriter:
         for tid in touched:
             stored[tid]._pending = True
         return True
+
+    def read_keyed(self, raw: bytes, device_id: int) -> bytes | None:
+        """A ReadRequest's bytes answered by the engine's store: the ReadResponse's bytes when it
+        asks for one entry of a stored table by its whole key and nothing else (the bytes the
+        Python path answers, ``read_entity_wire``); None, nothing read, for the Python path.
+        The caller owns the switch state (the entries are read as they are)."""
+        return self.wire.read_keyed(raw, device_id) if self.reads else None
 
     def decode(self, req: pb.WriteRequest, raw: bytes | None = None) -> Any:
         """The updates of a WriteRequest decoded by the engine from its wire bytes (``raw``, or

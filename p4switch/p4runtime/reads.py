@@ -68,7 +68,7 @@ def read_entity_wire(state: RuntimeState, entity: pb.Entity, now_ns: int) -> lis
     out = []
     for table in _tables(state, te):
         entries = _filtered(_selected(table, te), te)
-        writer = _writer(state, table)
+        writer = table_writer(state, table)
         written = writer.entities(entries) if writer is not None else [None] * len(entries)
         if None not in written:  # every entry (the common case: a table of direct actions)
             out += written
@@ -86,7 +86,7 @@ def read_entity_wire(state: RuntimeState, entity: pb.Entity, now_ns: int) -> lis
 _WRITERS: weakref.WeakKeyDictionary[TableState, Any] = weakref.WeakKeyDictionary()
 
 
-def _writer(state: RuntimeState, table: TableState) -> Any:
+def table_writer(state: RuntimeState, table: TableState) -> Any:
     """The engine's writer of ``table``'s entries as wire bytes (``hbh_engine.TableEntityWriter``,
     engine/src/p4rtread.rs: ``wire_encode.table_entity``'s bytes, written for a whole table at
     once), made at its first Read; None without the engine. It hands back entries it does not

@@ -304,7 +304,7 @@ class TableState:
         if self._pending:
             self._take_in()
         for e in self._ents.values():
-            store.store_add(self.id, e._masks, e._masked, e._ranges, e.priority, e._handle, e.is_const)
+            store.store_add(self.id, e._masks, e._masked, e._ranges, e.priority, e._handle, e.is_const, e)
         for ref in self._sinks._refs:
             prog = ref()
             if prog is not None:
@@ -317,6 +317,7 @@ class TableState:
         self._pending = False
         ents, exact = self._ents, self._exact if self._exact_only else None
         nxt, changed = self._store.store_take(self.id)  # the handles deleted unseen stay used
+        built = []  # the new entry objects, for the store (its keyed Reads write them)
         for held, handle, (utype, _, fields, masks, masked, ranges, rank, priority, action, cm, md) in changed:
             canon = tuple(None if f is None else _STORED_MATCH[f[0]](f[1], f[2]) for f in fields)
             key = (canon, priority)
@@ -336,10 +337,13 @@ class TableState:
                 entry._masks, entry._masked, entry._ranges, entry._rank = masks, masked, ranges, rank
                 entry._handle = handle
                 ents[key] = entry
+                built.append(entry)
                 if exact is not None:
                     exact[tuple(m.value for m in canon)] = entry
             entry.controller_metadata = cm
             entry.metadata = md
+        if built:
+            self._store.store_objects(self.id, built)
         self._next_h = max(self._next_h, nxt)
         self._dirty = True
 
@@ -652,7 +656,7 @@ class TableState:
         self._ents[entry.key] = entry
         if self._store is not None:
             self._store.store_add(self.id, entry._masks, entry._masked, entry._ranges, entry.priority,
-                                  entry._handle, entry.is_const)
+                                  entry._handle, entry.is_const, entry)
         if self._exact_only:
             self._exact[tuple(m.value for m in entry.match)] = entry
         self._dirty = True
