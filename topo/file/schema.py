@@ -951,8 +951,10 @@ class _Loader:
         intervals: dict[DirectedLink, int] = {}
         origins: dict[DirectedLink, dict[str, str]] = {}
         selectors = self._selectors(topo)
+        paths = routed_paths(Topology(topo.name, self.doc.source, self.nodes, self.links, flows, {}, {},
+                                      options=Options(ecmp=self._ecmp_on())))
         for link in self._law_links(topo):
-            draft = self._draft(link, flows)
+            draft = self._draft(link, flows, paths)
             for rank, sel in enumerate(selectors, start=_OVERRIDE_RANK):
                 if sel.matches(link):
                     draft.apply(sel.law, sel.path, rank)
@@ -965,7 +967,7 @@ class _Loader:
             origins[link]["interval"] = _provenance(draft.interval_origin)
         return law, intervals, origins
 
-    def _draft(self, link: DirectedLink, flows: list[Flow]) -> _Draft:
+    def _draft(self, link: DirectedLink, flows: list[Flow], paths: dict[str, tuple[str, ...]]) -> _Draft:
         d = self.defaults
         builtin = LawParams()
         values = {k: getattr(builtin, k) for k in DEFAULT_LAW_KEYS}
@@ -973,14 +975,20 @@ class _Loader:
         for key, (value, line) in d.law.items():
             values[key] = value
             origins[key] = _Origin(_DEFAULTS_RANK, d.law_path, line)
-        values["r_max"], origins["r_max"] = self._derived_r_max(link, flows)
+        values["r_max"], origins["r_max"] = self._derived_r_max(link, flows, paths)
         interval, interval_origin = PortParams().interval_us, _BUILTIN
         if d.interval is not None:
             interval, interval_origin = d.interval[0], _Origin(_DEFAULTS_RANK, d.law_path, d.interval[1])
         return _Draft(values, origins, interval, interval_origin)
 
-    def _derived_r_max(self, link: DirectedLink, flows: list[Flow]) -> tuple[float, _Origin]:
+    def _derived_r_max(self, link: DirectedLink, flows: list[Flow],
+                       paths: dict[str, tuple[str, ...]]) -> tuple[float, _Origin]:
         """min(link rate, sum of the crossing flows' caps) when every crossing flow has a cap.
+
+        A flow crosses the links of the path the switches hash it to (``paths``: topo.net.routes), as
+        the buffers' durations count it (``_resolve_buffers``), not ``Flow.path``, the tie-break: under
+        ECMP the head-of-line fabric's victim, capped at 4 Mb/s, hashes to spine 2, and its cap went to
+        spine 1's laws, whose links carry none of its packets, while spine 2's took the link's rate.
 
         A flow's cap is its r_max (alinea) or its rate (fixed): a fixed flow's packets cross
         the link too, so the regulated aggregate must leave room for them. A multicast group counts
@@ -994,7 +1002,8 @@ class _Loader:
         link_origin = _Origin(_DERIVED_RANK, f"links[{index}]", wire.line)
         crossing, groups = [], set()
         for i, f in enumerate(flows):
-            if link in zip(f.path, f.path[1:]) and (f.group is None or f.group not in groups):
+            path = paths.get(f.name, f.path)
+            if link in zip(path, path[1:]) and (f.group is None or f.group not in groups):
                 crossing.append((i, f))
                 if f.group is not None:
                     groups.add(f.group)
