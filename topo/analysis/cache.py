@@ -1,11 +1,12 @@
 """The loop analysis's warnings, cached by what they depend on.
 
 Why: the analysis runs the fluid models of :mod:`topo.analysis.check` before every ``hbh run``; a
-researcher who reruns a topology (another seed, another output directory, a sweep's repetitions)
-should not pay for it again. The key is the topology as resolved (every node, link, flow, law,
-port, event and option: not its name, file or source lines, which change nothing), the run's
-duration, and the source of every module the answer comes from, so an edit to the law or the
-models is a miss rather than a stale answer. Entries are small JSON files in
+researcher who reruns a topology (another output directory, a sweep's repetitions) should not pay for
+it again. The key is the topology as resolved (every node, link, flow, law, port, event and option:
+not its name, file or source lines, which change nothing), with its flows at the starts a simulator
+run draws from its seed (topo/net/starts.py: another seed starts them elsewhere, another analysis),
+the run's duration, and the source of every module the answer comes from, so an edit to the law or
+the models is a miss rather than a stale answer. Entries are small JSON files in
 ``$HBH_CACHE_DIR`` (default ``$XDG_CACHE_HOME/hbh/analysis``, ``~/.cache/hbh/analysis``); a cache
 that cannot be read or written is skipped (the analysis then runs), never an error.
 """
@@ -22,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from topo.net.model import Topology
+from topo.net.starts import with_drawn_starts
 
 __all__ = ["cache_dir", "topology_key", "cached_warnings", "source_files"]
 
@@ -78,10 +80,14 @@ def topology_key(topo: Topology, duration_s: float) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def cached_warnings(topo: Topology, duration_s: float, directory: Path | None = None) -> tuple[list[str], bool]:
-    """(the analysis's warnings for a run of ``duration_s``, whether they came from the cache)."""
+def cached_warnings(topo: Topology, duration_s: float, directory: Path | None = None,
+                    seed: int | None = None) -> tuple[list[str], bool]:
+    """(the analysis's warnings for a run of ``duration_s``, whether they came from the cache); ``seed``: a
+    simulator run's, whose flows start where it draws them (None: at the file's starts)."""
     from topo.analysis.check import warnings
 
+    if seed is not None:
+        topo = with_drawn_starts(topo, seed)
     where = directory if directory is not None else cache_dir()
     path = where / f"{topology_key(topo, duration_s)}.json"
     try:

@@ -78,6 +78,7 @@ from topo.net.plan import (
     switch_plan,
 )
 from topo.net.record import BufferSample, DropSample, FlowSample, LawRow, LinkSample, Recorder
+from topo.net.starts import START_JITTER_NS, drawn_starts
 from topo.sim.control_latency import ControlLatency
 from topo.sim.pgmcc import PGMCC_KINDS, SimPgmccFlows
 from topo.sim.tcp import TCP_KINDS, SimTcpFlows
@@ -86,7 +87,6 @@ __all__ = ["reorder_hook", "SimNetwork", "PROGRAM", "START_JITTER_NS", "SAMPLE_N
 
 ROOT = Path(__file__).resolve().parents[2]
 PROGRAM = ROOT / "p4src" / "alinea.p4"
-START_JITTER_NS = 200_000_000  # each flow starts up to 200 ms late, drawn from the seed (docs/howto/compare.md)
 SAMPLE_NS = 100_000_000  # flows, buffers, links sampled every 100 ms
 DROP_SAMPLE_NS = 1_000_000_000  # drop counters read over P4Runtime every second
 AGENT_TICK_NS = 10_000_000
@@ -236,7 +236,8 @@ class SimHostNode(HostReceiver):
 
     # ---- set-up -----------------------------------------------------------------------------------
     def _sender_flow(self, f: Flow) -> SenderFlow:
-        start = f.start_ns + self.net.rng.randrange(START_JITTER_NS)
+        starts = getattr(self.net, "starts", None)  # the simulator's, drawn at build (topo/net/starts.py)
+        start = starts[f.name] if starts is not None else f.start_ns + self.net.rng.randrange(START_JITTER_NS)
         self.templates[f.name] = FrameTemplate(
             src_mac=self.net.topo.mac(self.node.name), dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
             src_ip=self.net.topo.ip(self.node.name),
@@ -640,6 +641,8 @@ class SimNetwork:
                 port = topo.port(node.name, nb)
                 self._ends[(node.name, nb)] = sw.add_link_port(port, f"{node.name}-eth{port}")
             self.switches[node.name] = _SwitchNode(sw, None, None)  # type: ignore[arg-type]
+        # every flow's start, drawn from the seed before anything else draws (the loop analysis draws them alike)
+        self.starts = drawn_starts(topo, self.rng)
         for node in topo.hosts:
             host = self.hosts[node.name] = SimHostNode(self, node)
             self._ends[(node.name, host.switch)] = host
