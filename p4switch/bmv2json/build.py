@@ -63,7 +63,7 @@ def _objects(info: p4info_pb2.P4Info) -> dict[tuple[str, str], int]:
 def other_program(compiled: p4info_pb2.P4Info, source: p4info_pb2.P4Info) -> str | None:
     """Why p4c's P4Info is not the source's program (an object one has and the other lacks, or
     has under another id), or None when they name the same objects with the same ids. p4c and
-    p4switch's front end give one program the same P4Info (tests/p4switch/test_bmv2json_differential)."""
+    p4switch's front end give one program the same P4Info (tests/p4switch/bmv2json/test_bmv2json_differential)."""
     a, b = _objects(compiled), _objects(source)
     for (kind, name), ident in sorted(b.items()):
         if (kind, name) not in a:

@@ -23,7 +23,7 @@ from p4switch.p4runtime import fast_writes as fw
 from p4switch.thrift_server import ThriftServer
 from p4switch.thrift_tables import StandardTables
 from tests.p4runtime.helpers import Client, b
-from tests.p4switch.test_bmv2json_thrift import FIXTURES, cli
+from tests.p4switch.thrift.test_bmv2json_thrift import FIXTURES, cli
 
 pytestmark = pytest.mark.skipif(
     not hasattr(getattr(hbh_engine, "TableWritePlan", None), "apply"),

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from controlplane.report import Report, encode
 from p4switch.pcap import PcapWriter
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 LUA = ROOT / "wireshark" / "hbh_alinea.lua"
 FIELDS = ["alinea.version", "alinea.msg_type", "alinea.flags", "alinea.class", "alinea.node_id", "alinea.port",
           "alinea.occupancy", "alinea.capacity", "alinea.timestamp_us", "alinea.seq", "alinea.drops",

@@ -17,12 +17,12 @@ import pytest
 
 import topo.netns.network as netns
 from p4switch.bmv2json.build import CompiledJson, compiled_json, other_program, program_sources
+from tests.paths import ROOT
 from tests.switch import netns as N
 from topo.file.schema import load_topology
 from topo.run.runner import run_experiment
 from topo.sim.network import PROGRAM, alinea_program
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
 
 

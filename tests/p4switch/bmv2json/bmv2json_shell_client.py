@@ -1,6 +1,6 @@
 """p4runtime-shell with ``config=(p4info, json)`` against p4switch; run as a subprocess.
 
-Usage: python -m tests.p4switch.bmv2json_shell_client ADDR P4INFO_TXT BMV2_JSON
+Usage: python -m tests.p4switch.bmv2json.bmv2json_shell_client ADDR P4INFO_TXT BMV2_JSON
 Prints one JSON object: the entry it read back after inserting one.
 """
 

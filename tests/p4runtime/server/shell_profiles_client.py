@@ -1,6 +1,6 @@
 """Programs load_balance.p4's action selector with the real p4runtime-shell; run as a subprocess.
 
-Usage: python -m tests.p4runtime.shell_profiles_client ADDR P4INFO_TXT DEVICE_CONFIG
+Usage: python -m tests.p4runtime.server.shell_profiles_client ADDR P4INFO_TXT DEVICE_CONFIG
 Prints one JSON object with what it read back and how refused writes were answered.
 """
 

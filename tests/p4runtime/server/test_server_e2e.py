@@ -13,7 +13,6 @@ import os
 import queue
 import subprocess
 import sys
-from pathlib import Path
 
 import grpc
 import pytest
@@ -25,8 +24,7 @@ from p4.v1 import p4runtime_pb2_grpc
 from p4switch.p4runtime import NullDevice, P4RuntimeCore
 from p4switch.p4runtime.server import P4RuntimeServer
 from tests.p4runtime.p4info_builder import demo_p4info
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 class LoopbackDevice(NullDevice):
@@ -63,7 +61,7 @@ def test_p4runtime_shell_end_to_end(server, tmp_path):
     cfg_path = tmp_path / "device.bin"
     cfg_path.write_bytes(b"opaque device config")
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.run([sys.executable, "-m", "tests.p4runtime.shell_client", addr, str(info_path), str(cfg_path)],
+    proc = subprocess.run([sys.executable, "-m", "tests.p4runtime.server.shell_client", addr, str(info_path), str(cfg_path)],
                           cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-3000:]
     out = json.loads(proc.stdout.strip().splitlines()[-1])

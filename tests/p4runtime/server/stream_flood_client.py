@@ -1,6 +1,6 @@
 """A controller that becomes primary, queues PacketOuts as fast as it can, and waits to be killed.
 
-    python -m tests.p4runtime.stream_flood_client ADDR ELECTION_LOW COUNT
+    python -m tests.p4runtime.server.stream_flood_client ADDR ELECTION_LOW COUNT
 
 Used by test_server_streams: the test SIGKILLs this process and checks the switch stops
 serving its PacketOuts and frees its election id. Prints ``primary`` once arbitration

@@ -2,7 +2,7 @@
 against p4switch, each started by simple_switch_grpc's command line on p4c's JSON: the CLI must
 print the same thing, line for line (handles, dumps, rates, and every error line).
 
-The files in cli_commands/ cover table_add/modify/delete/dump/clear/num_entries (handles per
+The files in tests/p4switch/cli_commands/ cover table_add/modify/delete/dump/clear/num_entries (handles per
 table, reused with a new version after a delete), const entries and const defaults, direct
 counters and meters, indexed counters, meters and registers (write, read, reset), action
 profiles and selectors (members, groups, indirect tables and their defaults), mirroring and
@@ -12,15 +12,14 @@ multicast, and malformed lines. Runs only where simple_switch_grpc is on PATH.
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 
 import pytest
 
-from tests.p4switch.cli_switches import CLI, P4SWITCH, bmv2, run_on
+from tests.p4switch.thrift.cli_switches import CLI, P4SWITCH, bmv2, run_on
+from tests.paths import CLI_COMMANDS, ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
-COMMANDS = Path(__file__).with_name("cli_commands")
+COMMANDS = CLI_COMMANDS
 
 
 @pytest.mark.parametrize("program", ["features", "profiles", "alinea"])

@@ -2,7 +2,7 @@
 
 p4runtime-shell keeps one global client, so each run gets its own process. The
 script prints one JSON object with what it observed; the test asserts on it.
-Usage: python -m tests.p4runtime.shell_client ADDR P4INFO_TXT DEVICE_CONFIG
+Usage: python -m tests.p4runtime.server.shell_client ADDR P4INFO_TXT DEVICE_CONFIG
 """
 
 from __future__ import annotations

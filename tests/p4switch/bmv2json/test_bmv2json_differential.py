@@ -25,8 +25,8 @@ from p4switch.device import build_pipeline, compile_file, p4info_mismatch
 from p4switch.state import Lpm
 from p4switch.state.profiles import GroupRef, MemberRef
 from p4switch.state.tables import OptionalMatch, Range, Ternary
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
 LOADED = ["alinea", "basic_forward", "calc", "ecn", "features", "firewall", "mirror", "priority", "profiles",
           "skeleton", "source_route", "tunnel"]

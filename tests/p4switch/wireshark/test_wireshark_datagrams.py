@@ -21,8 +21,8 @@ from hosts.gcc.wire import encode_report as encode_gcc
 from hosts.tfrc.sender import TfrcReport
 from hosts.tfrc.wire import encode_report as encode_tfrc
 from p4switch.pcap import PcapWriter
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 LUA = ROOT / "wireshark" / "hbh_datagram.lua"
 HEADER = ["hbh.kind", "hbh.flow", "hbh.rtt_100us", "hbh.seq", "hbh.ts_ns"]
 BODY = {

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import ROOT
 from tests.switch import netns as N
 from topo.file.schema import load_topology
 from topo.netns.plumbing import clean
@@ -25,7 +26,6 @@ from topo.run.runner import run_experiment
 
 pytestmark = [pytest.mark.netns, pytest.mark.slow]
 
-ROOT = Path(__file__).resolve().parents[2]
 WS = ROOT / "wireshark"
 LATE_REPORTS = 2  # reports leave every interval (>= 100 ms here); the run's end cuts at most this many
 

@@ -8,7 +8,6 @@ import os
 import random
 import subprocess
 import sys
-from pathlib import Path
 
 from google.protobuf import text_format
 
@@ -16,8 +15,7 @@ from p4switch.device import P4SwitchDevice, PipelineHolder
 from p4switch.p4runtime import P4RuntimeCore
 from p4switch.p4runtime.server import P4RuntimeServer
 from tests.p4runtime.indirect import LOAD_BALANCE, ipv4_udp, program
-
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def test_p4runtime_shell_programs_members_groups_and_entries(tmp_path) -> None:
@@ -32,7 +30,7 @@ def test_p4runtime_shell_programs_members_groups_and_entries(tmp_path) -> None:
         cfg_path = tmp_path / "load_balance.p4switch.bin"
         cfg_path.write_bytes(prog.device_config)
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        proc = subprocess.run([sys.executable, "-m", "tests.p4runtime.shell_profiles_client", f"127.0.0.1:{port}",
+        proc = subprocess.run([sys.executable, "-m", "tests.p4runtime.server.shell_profiles_client", f"127.0.0.1:{port}",
                                str(info_path), str(cfg_path)], cwd=ROOT, env=env, capture_output=True, text=True,
                               timeout=120)
     finally:

@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+from tests.paths import ROOT
+
 CLI = Path(sys.executable).with_name("simple_switch_CLI")
 P4SWITCH = [sys.executable, "-m", "p4switch.cli"]
 
@@ -52,7 +54,7 @@ def switch(command: list[str], program: Path, log: Path | None = None) -> Iterat
     argv = [*command, "--thrift-port", str(thrift), str(program), "--", "--grpc-server-addr",
             f"127.0.0.1:{grpc}"]
     out = open(log, "wb") if log is not None else subprocess.DEVNULL  # noqa: SIM115 - closed below
-    root = Path(__file__).resolve().parents[2]
+    root = ROOT
     env = dict(os.environ, PYTHONPATH=str(root))
     proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, cwd=root, env=env)
     try:

@@ -14,8 +14,8 @@ from p4switch.device import P4SwitchDevice, PipelineHolder, compile_device_confi
 from p4switch.state import Lpm
 from p4switch.thrift_server import ThriftServer
 from p4switch.thrift_tables import StandardTables
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
 ROUTED = bytes.fromhex("000000000001000000000002" "0800" "450000220000000040110000" "0a0000010a000002") + bytes(14)
 CLI = Path(sys.executable).with_name("simple_switch_CLI")

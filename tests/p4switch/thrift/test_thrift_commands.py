@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from p4switch.state import Lpm
 from p4switch.state.profiles import GroupRef, MemberRef
 from p4switch.thrift_handles import SLOT_MASK, VERSION_SHIFT, EntryBook, LowestFree
-from tests.p4switch.test_bmv2json_thrift import cli, serve
+from tests.p4switch.thrift.test_bmv2json_thrift import cli, serve
 
 FRAME = bytes.fromhex("000000000001000000000002" "0800" "450000220000000040110000" "0a0000010a000002") + bytes(14)
 

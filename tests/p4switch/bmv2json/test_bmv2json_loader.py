@@ -20,8 +20,8 @@ from p4switch.device import P4SwitchDevice, PipelineHolder, compile_device_confi
 from p4switch.p4runtime import P4RuntimeCore
 from p4switch.p4runtime.device import PipelineLoadError
 from p4switch.p4runtime.server import P4RuntimeServer
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
 BASIC = json.loads((FIXTURES / "basic_forward.json").read_text())
 ROUTED = bytes.fromhex("000000000001000000000002" "0800" "450000220000000040110000" "0a0000010a000002") + bytes(14)
@@ -119,7 +119,7 @@ def test_p4runtime_shell_pushes_p4info_and_json(tmp_path: Path) -> None:
     port = srv.start()
     try:
         env = dict(os.environ, PYTHONPATH=str(ROOT))
-        proc = subprocess.run([sys.executable, "-m", "tests.p4switch.bmv2json_shell_client", f"127.0.0.1:{port}",
+        proc = subprocess.run([sys.executable, "-m", "tests.p4switch.bmv2json.bmv2json_shell_client", f"127.0.0.1:{port}",
                                str(FIXTURES / "basic_forward.p4info.txtpb"), str(FIXTURES / "basic_forward.json")],
                               cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
     finally:

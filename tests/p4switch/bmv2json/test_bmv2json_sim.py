@@ -9,17 +9,15 @@ field list read only from the top level of the metadata once lost the report's p
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 import topo.sim.network as simnet
 from p4switch.bmv2json import compile_json
 from p4switch.bmv2json.build import CompiledJson, other_program
+from tests.paths import ROOT
 from topo.file.schema import load_topology
 from topo.run.runner import run_experiment
 
-ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
 
 
