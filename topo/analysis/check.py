@@ -105,9 +105,11 @@ class LawCheck:
             how = "".join(f"; {w} frees a packet of group {g} only when its slowest copy (to {dst}) leaves"
                           for g, dst in f.slowest)
             if f.mix is not None:
+                held = ("" if f.mix_law_bps is None else
+                        f"; its law still at the {format_rate(f.mix_law_bps)} what is behind {f.mix[0]} held it to before")
                 how += (f"; right after a flow starts or stops, {w}'s queue rate toward {f.mix[0]}, set in packets/s "
                         f"from the mean frame it sent over the last 0.2 s, carries about {f.mix[1]:.0%} of its "
-                        f"bits in those 0.2 s (its frames are of several sizes)")
+                        f"bits in those 0.2 s (its frames are of several sizes{held})")
             if f.surge is not None:
                 how += (f"; right after a flow starts or stops, {u}'s queue rate toward {w}, set in packets/s from the "
                         f"mean frame it sent over the last 0.2 s, sends about {f.surge:.0%} of its law's bits in those "

@@ -17,9 +17,11 @@ shared by several of the flows counted once per path from the node: a link reach
 counted twice, toward silence; a receiver's playout); a multicast group at its slowest copy's pace,
 since the node frees the group's packet when its last copy leaves. Right after a flow starts or
 stops, a switch whose frames are of several sizes drains at what its queue rate (packets/s from the
-mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`); a link that carried none
-of the flows before starts that mean from their largest frame, as at the run's start (the first frames
-may be the largest flow's). And u's own queue, when u is a switch, sends its law's packets/s in the new
+mean frame of the last 0.2 s) carries of the new mix (:meth:`_Stretch.mix_dip`), a share of what its law
+runs at then: the link, or less where what is behind held that law below it before, until the backlog that
+hold left behind it has drained (it moves only by its reports: :meth:`_Stretch.law_at_change`); a link that
+carried none of the flows before starts that mean from their largest frame, as at the run's start (the
+first frames may be the largest flow's). And u's own queue, when u is a switch, sends its law's packets/s in the new
 mix's frames: when they grow (a larger-frame flow joins, a smaller-frame one stops), its floor carries
 new over old mean times its bits, falling back as its window catches up (:meth:`_Stretch.mix_surge`;
 the laws before u follow what it forwards), which rules the law out if the excess over what v forwards
@@ -76,6 +78,7 @@ class FloorOverflow:
     fill_s: float
     slowest: tuple[tuple[str, str], ...] = ()
     mix: tuple[str, float] | None = None  # (v's next hop, the share of its bits its queue rate carries)
+    mix_law_bps: float | None = None  # v's law toward that hop as the mix changed, when held below its link
     surge: float | None = None  # u's queue sends this many times its law's bits in the 0.2 s after its frames grew
     kept: bool = False  # a drop behind v to exactly the floor: the excess queued before u's law heard of it stays
     ramp_from: DirectedLink | None = None  # v's law toward this hop starts at its floor (a shaper) and ramps too slowly
@@ -113,6 +116,7 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
     times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
     out: dict[DirectedLink, FloorOverflow] = {}
     before: list[Flow] = []  # the flows of the stretch before
+    prior: _Stretch | None = None  # the stretch before
     capacity_before: dict[DirectedLink, float] = {}  # what v could forward of u's flows in the stretch before
     for t0, t1 in zip(times, times[1:]):
         rates = {}
@@ -120,7 +124,7 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
                 rates[_key(*ev.link)] = ev.rate_bps
         active = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
-        stretch = _Stretch(topo, paths, active, rates)
+        stretch = prior = _Stretch(topo, paths, active, rates, prior=prior, span=(t0, t1))
         before, previous = active, before
         fresh_hops = {hop for f in active for hop in paths[f.name]} - {hop for f in previous for hop in paths[f.name]}
         for key, law in topo.law.items():
@@ -163,6 +167,8 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             if dip is None:
                 continue
             mix, reads = dip[:2], dip[2]
+            at_change = stretch.law_at_change(*mix[0])
+            held_at = at_change if at_change < stretch.rate(*mix[0]) * (1 - 1e-9) else None
             # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
             # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
             # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
@@ -174,14 +180,14 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             span = min(MIX_WINDOW_NS, t1 - t0)
             if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
                 out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
-                                         mix=(mix[0][1], mix[1]))
+                                         mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
                 continue
             # what the dip gathers before the window's mean has caught up enough for v to forward the push, not
             # the excess net of what v forwards above it afterwards: the buffer's peak (host-mix-dip-stamped.yaml)
             gathered, deepest, slowest = stretch.dip_gathers(*key, push, mix[0], reads, span)
             if gathered >= held:
                 out[key] = FloorOverflow(law.r_floor, push, deepest, t0 / NS, held / (push - deepest), slowest,
-                                         mix=(mix[0][1], mix[1]))
+                                         mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
     return out
 
 
@@ -221,8 +227,11 @@ class _Stretch:
 
     def __init__(self, topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], active: list[Flow],
                  rates: dict[tuple[str, str], float], lift: dict[DirectedLink, float] | None = None,
-                 start: bool = False) -> None:
+                 start: bool = False, prior: _Stretch | None = None, span: tuple[int, int] = (0, 0)) -> None:
         self.topo, self.paths, self.rates, self.start = topo, paths, rates, start
+        #: the stretch before (None: this one starts the run) and this one's (start, end), ns: where a law runs
+        #: when this one begins (:meth:`law_at_change`)
+        self.prior, self.span = prior, span
         #: a queue that sends more than its law's rate (:meth:`mix_surge`): what it forwards, at least
         self.lift = lift or {}
         #: a law held below its link (:meth:`start_ramp`): what its queue forwards, at most
@@ -305,6 +314,29 @@ class _Stretch:
             out = max(out, min(top, self.lift[(u, x)]))
         self._push[((u, x), None)] = out
         return out
+
+    def law_at_change(self, v: str, x: str) -> float:
+        """The rate v's law toward x runs at as this stretch begins (inf: its link's): what x lets it run at
+        (:meth:`allowed`), and no more than an earlier stretch of v -> x's flows held it to while the backlog
+        that hold left in x's buffer drains. A law moves only by its reports: one held below its link by what
+        is behind x (a slow exit's backlog) still is when a flow starts or stops, and its queue rate in
+        packets/s is that rate, not the link's (seed 7 fail-1: S1's law toward S3 at 4-9 Mb/s, held by H4's
+        5 Mb/s exit, while its window fell from 1450 B to 504 B). When the hold lifts (a flow to a faster exit
+        joins) x's buffer still holds its target of the slow exit's packets, which leave at the held rate
+        first: O_max of x's buffer over that rate (fail-1 at the run's starts: f3 to H3 joined at 0.117 s,
+        f2's 576 B frames at 0.153 s, S1's law toward S3 still at 4-9 Mb/s). At the run's start, or on a
+        hop idle in the stretch before, the law starts from its R_max (BMv2's queues) or its last rate."""
+        now = self.allowed(v, x)
+        law = self.topo.law.get((v, x))
+        backlog = (law.o_max if law is not None else 1.0) * _buffer_bits(self.topo, v, x)
+        out = math.inf
+        s = self.prior
+        while s is not None and (v, x) in s.crossing:
+            held = s.allowed(v, x)
+            if 0 < held < now and (self.span[0] - s.span[1]) / NS < backlog / held:
+                out = min(out, held)
+            s = s.prior
+        return min(now, out)
 
     def room_bits(self, u: str, v: str) -> float:
         """The room the floor's excess can fill: v's buffer above its target (u's law reaches its floor
@@ -518,7 +550,7 @@ class _Stretch:
         for (a, b), group in onward.items():
             rate = self.rate(a, b)
             if self._dip is not None and self._dip[0] == (a, b):
-                rate *= self._dip[1]
+                rate = min(rate, self.law_at_change(a, b)) * self._dip[1]
             rate = min(rate, self.held.get((a, b), math.inf))
             out += self._through(b, group, rate)
         return min(out, cap)
