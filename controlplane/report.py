@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from typing import NoReturn
+from typing import Final, NoReturn
 
-ETHERTYPE_ALINEA = 0x88B5
+ETHERTYPE_ALINEA: Final = 0x88B5
 #: 2: the report carries its buffer's drain (``drained``, ``drained_ts``); version 1 had none.
-VERSION = 2
+VERSION: Final = 2
 MSG_OCCUPANCY = 1
 FLAG_OVERFLOW = 0x01
 #: The report's class (per-destination classes, docs/howto/fabric.md) is in the flags' bits 7-5.
 CLASS_SHIFT = 5
 CLASS_MASK = 0xE0
-ETH_BYTES = 14
-REPORT_BYTES = 42
-FRAME_BYTES = ETH_BYTES + REPORT_BYTES
+ETH_BYTES: Final = 14
+REPORT_BYTES: Final = 42
+FRAME_BYTES: Final = ETH_BYTES + REPORT_BYTES
 
 # version/type, flags, node, port, occupancy, capacity, timestamp (48 bits: high 16, low 32),
 # seq, drops, interval_us, drained, drained_ts (48 bits: high 16, low 32)
@@ -81,10 +81,6 @@ class Report:
         return (self.flags & CLASS_MASK) >> CLASS_SHIFT
 
 
-_ETHERTYPE = ETHERTYPE_ALINEA.to_bytes(2, "big")
-_MAC_MASK = (1 << 48) - 1
-
-
 def is_report(frame: bytes) -> bool:
     return len(frame) >= ETH_BYTES and int.from_bytes(frame[12:14], "big") == ETHERTYPE_ALINEA
 
@@ -92,14 +88,28 @@ def is_report(frame: bytes) -> bool:
 def decode(frame: bytes) -> Report:
     """Decode a report frame (Ethernet + report; padding after it is ignored)."""
     # A well-formed report passes one test (every report of a simulation comes here); anything
-    # else is checked step by step, for the error that names what is wrong.
-    if not (len(frame) >= FRAME_BYTES and frame[12:14] == _ETHERTYPE and frame[ETH_BYTES] >> 4 == VERSION):
+    # else is checked step by step, for the error that names what is wrong. The fields are read
+    # byte by byte at _LAYOUT's offsets (tests/controlplane/test_report.py holds them to encode's):
+    # compiled, a byte of a ``bytes`` is a C read and the shifts are on machine ints, where struct's
+    # unpack and int.from_bytes went through Python calls, a tuple and an int object per field.
+    b = frame
+    if not (len(b) >= FRAME_BYTES and b[12] == ETHERTYPE_ALINEA >> 8 and b[13] == ETHERTYPE_ALINEA & 0xFF
+            and b[ETH_BYTES] >> 4 == VERSION):
         _refuse(frame)
-    (vt, flags, node, port, occ, cap, ts_hi, ts_lo, seq, drops, interval, drained, dts_hi,
-     dts_lo) = _LAYOUT.unpack_from(frame, ETH_BYTES)
-    macs = int.from_bytes(frame[0:12], "big")
-    return Report(node, port, occ, cap, (ts_hi << 32) | ts_lo, seq, drops, interval, flags, drained,
-                  (dts_hi << 32) | dts_lo, macs >> 48, macs & _MAC_MASK, vt >> 4, vt & 0xF)
+    vt = b[14]
+    return Report(_u16(b, 16), _u16(b, 18), _u32(b, 20), _u32(b, 24), (_u16(b, 28) << 32) | _u32(b, 30),
+                  _u32(b, 34), _u32(b, 38), _u32(b, 42), b[15], _u32(b, 46), (_u16(b, 50) << 32) | _u32(b, 52),
+                  (_u16(b, 0) << 32) | _u32(b, 2), (_u16(b, 6) << 32) | _u32(b, 8), vt >> 4, vt & 0xF)
+
+
+def _u16(b: bytes, i: int) -> int:
+    """The big-endian 16-bit field at byte ``i``."""
+    return (b[i] << 8) | b[i + 1]
+
+
+def _u32(b: bytes, i: int) -> int:
+    """The big-endian 32-bit field at byte ``i``."""
+    return (b[i] << 24) | (b[i + 1] << 16) | (b[i + 2] << 8) | b[i + 3]
 
 
 def _refuse(frame: bytes) -> NoReturn:
