@@ -24,7 +24,7 @@ WHY = (
 )
 
 
-@pytest.mark.xfail(strict=True, reason=WHY)
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=WHY)
 def test_small_frames_held_in_a_fifo_another_host_keeps_backlogged_are_warned_or_not_lost() -> None:
     name = "open-small-frames-shared-fifo.yaml"
     text = (RANDOM_CASES / name).read_text()
