@@ -92,7 +92,7 @@ test: setup lint pytest
 # hbh bmv2-diff's check as a test: every default topology for 40 s on BMv2 and p4switch, compared
 # (root, simple_switch_grpc and p4c on PATH: docs/howto/bmv2.md; skipped with the reason elsewhere).
 test-bmv2: setup
-	$(VENV)/bin/pytest -q -m bmv2_full tests/topo/test_bmv2_diff.py
+	$(VENV)/bin/pytest -q -m bmv2_full tests/topo/bmv2/test_bmv2_diff.py
 
 p4: setup
 	@mkdir -p $(BUILD)

@@ -23,7 +23,7 @@ SPREAD = {"test_p4switch_command_is_the_documented_one", "test_bmv2_command_is_t
 @pytest.mark.cpu_only
 def test_real_time_tests_run_on_one_worker_named_by_their_group() -> None:
     done = subprocess.run([sys.executable, "-m", "pytest", "-n", "2", "--dist", "loadgroup", "-v", "-p", "no:cacheprovider",
-                           "tests/topo/test_netns_commands.py", "-k", " or ".join(sorted(GROUPED | SPREAD))],
+                           "tests/topo/netns/test_netns_commands.py", "-k", " or ".join(sorted(GROUPED | SPREAD))],
                           cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:]
     ran = {m.group(2).split("::")[-1]: m.group(1)

@@ -2,7 +2,7 @@
 
 Datagram socket pairs stand in for the tun device and the AF_PACKET socket (the relay only reads
 and writes whole packets on them), so these run without root; the namespace test is in
-tests/topo/test_tcp_flows.py.
+tests/topo/sim/test_tcp_flows.py.
 """
 
 from __future__ import annotations

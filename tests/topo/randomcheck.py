@@ -2,7 +2,7 @@
 run under the invariants (topo/net/invariants.py), and for a topology whose every flow is ALINEA,
 zero loss unless the loop analysis warned before the run.
 
-Shared by the CI property tests (tests/topo/test_random_topologies.py) and the long fuzz run
+Shared by the CI property tests (tests/topo/random/test_random_topologies.py) and the long fuzz run
 (``make fuzz-topo``, tests/topo/fuzz_topo.py), so both judge a topology alike.
 """
 

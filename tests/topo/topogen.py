@@ -292,7 +292,7 @@ def topologies(draw: st.DrawFn, budget: float = 40_000, alinea_only: bool | None
         line, size = _flow_text(draw, i, src, dst, control, 1.0)
         if shape == "multicast" and control != "tcp":
             # the group's size: a tree of mixed sizes is a known gap of the fluid model, kept apart
-            # (tests/topo/test_multicast.py, test_a_mixed_size_tree_loses_nothing_unless_the_analysis_warned)
+            # (tests/topo/net/test_multicast.py, test_a_mixed_size_tree_loses_nothing_unless_the_analysis_warned)
             line = re.sub(r"packet_size: \d+B", f"packet_size: {group_size}B", line)
             size = group_size
         flow_lines.append(line)

@@ -837,7 +837,7 @@ class _Loader:
         A flow goes through the links of the path the switches hash it to (topo.net.routes), not of
         ``Flow.path``, the tie-break: under ECMP a 20 ms buffer on a 2 Mb/s link only the hash gave
         200-byte flows was 5 packets (1,000-byte default), 4 ms of their frames
-        (tests/topo/test_schema_buffer_time.py)."""
+        (tests/topo/file/test_schema_buffer_time.py)."""
         paths = routed_paths(Topology(name, self.doc.source, self.nodes, self.links, flows, {}, {},
                                       options=Options(ecmp=self._ecmp_on())))
         for key, draft in self.buffer_drafts.items():

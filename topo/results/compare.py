@@ -86,7 +86,7 @@ def cvihis_sections() -> list[str]:
     w = {(f, a): window_rate(s, f, a, b) / 1e3 for f in ("blm", "rtm") for a, b in ((10, 20), (35, 50), (65, 75))}
     out += ["### BLM against RTM", "",
             "One BLM flow alone on a 4 Mb/s, 40 ms bottleneck; an RTM flow joins at 20 s and stops at 50 s "
-            "(tests/topo/test_cvihis_published.py); seed 1, 75 s. Mean receive rate (kb/s) per window:", "",
+            "(tests/topo/experiments/test_cvihis_published.py); seed 1, 75 s. Mean receive rate (kb/s) per window:", "",
             "| window | BLM | RTM |", "|---|---|---|",
             *[f"| {a}-{b} s | {w[('blm', a)]:.0f} | {w[('rtm', a)]:.0f} |" for a, b in ((10, 20), (35, 50), (65, 75))],
             "", _blm_verdict(w[("blm", 35)], w[("rtm", 35)]), ""]

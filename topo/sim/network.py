@@ -191,7 +191,7 @@ class SimHostNode(HostReceiver):
     packet of a flow with no end-to-end sink here is counted there (record, buffer, the report
     when one is due, sent on ``link``) without Python; every other frame comes to
     :meth:`_receive_python`, which handles any frame the same way (the differential oracle of the
-    engine's path, tests/topo/test_host_receive.py)."""
+    engine's path, tests/topo/sim/test_host_receive.py)."""
 
     def __init__(self, net: SimNetwork, node: Node) -> None:
         self.net = net

@@ -1,0 +1,200 @@
+"""The published CVIHIS behaviour (SOURCES.md part B), end to end in the simulator.
+
+Each test runs a topology file of topo/ (or a small inline line) and checks a property the
+CVIHIS paper reports; docs/results.md has the full numbers and docs/background/cvihis.md ("In the
+network") the mechanisms behind them.
+"""
+
+from __future__ import annotations
+
+import functools
+import statistics
+
+import pytest
+
+from tests.paths import ROOT
+from topo.experiments.compare import jain
+from topo.file.points import Point, load_base, point_topology
+from topo.file.schema import load_topology
+from topo.file.settings import parse_settings
+from topo.run.runner import run_experiment
+
+S = 1_000_000_000
+
+#: (row, --set lines, published mean rate per flow in kb/s), rows 1, 2, 4, 5 of the two-bottleneck test.
+ROWS = [
+    pytest.param("row1", ["link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps", "flow[f3].start=100000s"],
+                 [2008, 2050], id="row1"),
+    pytest.param("row2", ["link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps"], [2005, 2045, 2040], id="row2"),
+    pytest.param("row4", ["flow[f3].start=100000s"], [3049, 3053], id="row4"),
+    pytest.param("row5", [], [3047, 3042, 3048], id="row5"),
+]
+
+
+def _variant(name: str, sets: list[str]):
+    base = load_base(ROOT / "topo" / f"{name}.yaml")
+    return point_topology(base, Point(tuple((s, s.values[0]) for s in parse_settings(sets)), None))
+
+
+def _mean_rate(summary: dict, flow: str, a: float, b: float) -> float:
+    se = summary["series"]
+    return statistics.fmean(v for t, v in zip(se["t_s"], se["flows"][flow]["receive_bps"]) if a < t <= b)
+
+
+@pytest.mark.slow
+def test_three_rtm_flows_on_one_bottleneck_are_fair_once_stable() -> None:
+    s = run_experiment(_variant("cvihis-three-flows", []), 60 * S, seed=1, plots=False).summary
+    goodputs = [f["goodput_bps"] for f in s["flows"].values()]  # over 30-60 s
+    assert jain(goodputs) >= 0.99
+    assert sum(goodputs) >= 0.9 * 4e6  # and they use the bottleneck
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("row", "sets", "published"), ROWS)
+def test_two_bottleneck_rows_match_the_published_rates(row: str, sets: list[str], published: list[int]) -> None:
+    """Goodput over the second half of 120 s runs: the default reading's RTM flows share by delay as well as
+    by loss, and the flows crossing both bottlenecks converge to their shares over tens of seconds. The paper
+    ran each row once; the target is each flow's mean over seeds 1-5 (docs/background/cvihis.md, "How the
+    default was chosen"), seed 1 here."""
+    s = run_experiment(_variant("cvihis-two-bottleneck", sets), 120 * S, seed=1, plots=False).summary
+    for name, kbps in zip(("f1", "f2", "f3"), published):
+        measured = s["flows"][name]["goodput_bps"] / 1e3
+        assert abs(measured - kbps) <= 0.10 * kbps, f"{row} {name}: {measured:.0f} kb/s, published {kbps}"
+
+
+@pytest.fixture(scope="module")
+def blm_vs_rtm() -> dict:
+    return run_experiment(load_topology(ROOT / "topo" / "cvihis-blm-vs-rtm.yaml"), 75 * S, seed=1, plots=False).summary
+
+
+@pytest.mark.slow
+def test_blm_takes_the_bottleneck_back_when_the_rtm_flow_stops(blm_vs_rtm: dict) -> None:
+    during = _mean_rate(blm_vs_rtm, "blm", 35, 50)
+    after = _mean_rate(blm_vs_rtm, "blm", 65, 75)
+    assert _mean_rate(blm_vs_rtm, "rtm", 65, 75) == 0
+    assert after >= 0.9 * 4e6 and after > 1.3 * during
+
+
+@pytest.mark.slow
+def test_blm_yields_most_of_the_bottleneck_to_a_competing_rtm_flow(blm_vs_rtm: dict) -> None:
+    assert _mean_rate(blm_vs_rtm, "rtm", 35, 50) >= 2 * _mean_rate(blm_vs_rtm, "blm", 35, 50)
+
+
+#: BLM's RTTs in the paper's figure as one-way access delays on topo/cvihis-blm-vs-tcp.yaml (TCP's RTT 200 ms)
+BLM_DELAYS = {"10ms": "3ms", "100ms": "48ms", "200ms": "98ms"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize("rtt", list(BLM_DELAYS))
+def test_blm_yields_to_tcp_and_is_back_at_capacity_within_30_s_after_it(rtt: str, seed: int) -> None:
+    """The paper's BLM against one TCP NewReno connection (SOURCES.md E), time scaled down: TCP from 10 s to
+    70 s of a 100 s run. While TCP runs BLM gets at most a fifth of what the two receive, and within 30 s after
+    TCP stops its 5 s mean is back within 10 % of the 3 Mb/s capacity (docs/results.md's targets)."""
+    from topo.results import tcp as R  # noqa: PLC0415 (the section's own measures)
+
+    t = R.scenario("cvihis-blm-vs-tcp", (f"link[H1-R1].delay={BLM_DELAYS[rtt]}", "flow[tcp].start=10s",
+                                         "flow[tcp].stop=70s"))
+    s = run_experiment(t, 100 * S, seed=seed, plots=False).summary
+    assert R.share(s, "blm", 10, 70) <= R.BLM_MAX_SHARE
+    assert R.back_within(s, "blm", 70, R.BLM_BACK * R.CAPACITY_BPS) <= R.BLM_BACK_WITHIN
+
+
+#: (topology, time of the capacity drop, the new capacity, run length): the bottleneck after the drop is R3-R4
+#: at 1 Mb/s (below H2's 1.2 Mb/s playout) on capacity-drop, R1-R2 at 1.5 Mb/s on bottleneck-drop.
+DROPS = [("capacity-drop", 30, 1.0e6, 45), ("bottleneck-drop", 20, 1.5e6, 35)]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2, 3, 4, 5])
+@pytest.mark.parametrize(("name", "at", "capacity", "seconds"), DROPS, ids=[d[0] for d in DROPS])
+def test_blm_takes_the_new_capacity_within_10_s_of_a_drop(name: str, at: float, capacity: float, seconds: float,
+                                                         seed: int) -> None:
+    """The paper's BLM takes the capacity back once competing traffic leaves; a drop of the path's capacity is
+    the same signal. Before it, capacity-drop's losses come from H2's receive buffer, with no queueing delay
+    before them: they must not teach maxDelay (docs/background/cvihis.md, "maxDelay"), or the longer serialisation on the
+    slower link holds BLM at its floor."""
+    base = load_base(ROOT / "topo" / f"{name}.yaml")
+    topo = point_topology(base, Point((), "cvihis-blm"))
+    s = run_experiment(topo, seconds * S, seed=seed, plots=False).summary
+    assert abs(_mean_rate(s, "f1", at + 10, seconds) - capacity) <= 0.10 * capacity
+
+
+#: the corners of the paper's grid (bottleneck, one-way access delay: RTT 20 and 200 ms)
+CORNERS = [("2Mbps", "8ms"), ("2Mbps", "98ms"), ("4.5Mbps", "8ms"), ("4.5Mbps", "98ms")]
+
+
+@functools.cache
+def _corners(start: str) -> dict[tuple[str, str], tuple[float, float]]:
+    """(RTM, TCP) rates on the grid's corners, RTM starting at ``start`` (the grid's own cell, as docs/results.md
+    runs it); cached: two tests read the default start's."""
+    from topo.results.tcp import rtm_cell, start_rate  # noqa: PLC0415
+
+    return {(rate, delay): rtm_cell(rate, delay, "reno", start=start_rate(start, rate)) for rate, delay in CORNERS}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("start", ["", pytest.param("capacity", marks=pytest.mark.xfail(
+    strict=True, reason="a documented deviation (docs/background/cvihis.md, 'Why RTM from half the capacity ends "
+                        "above reno'): RTM starting at the bottleneck's capacity keeps x2.1 of reno at 4.5 Mb/s, "
+                        "200 ms, the share it keeps there in the long run from any start"))],
+                         ids=["default-start", "start-at-capacity"])
+def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners(start: str) -> None:
+    """CVIHIS's published TCP-friendliness (SOURCES.md E): against one reno connection with SACK (Linux NewReno),
+    the larger rate at most 2 times the smaller (published about 1.6); RTM starting at CVIHIS's default rate, the
+    paper's initial rate (the paper varied the starting rates; from the bottleneck's capacity the default reading
+    keeps more than twice reno's rate where the RTT is long)."""
+    for cell, (rtm, tcp) in _corners(start).items():
+        assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (cell, rtm, tcp)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("rate", [pytest.param("2Mbps", marks=pytest.mark.xfail(
+    strict=True, reason="RTT changes neither flow much at 2 Mb/s: from 20 to 200 ms RTM -1.6 %, reno +1.3 % "
+                        "(seed 1), RTM's share a little lower")), "4.5Mbps"])
+def test_rtt_matters_less_to_rtm_than_to_reno(rate: str) -> None:
+    """The paper: RTT affects CVIHIS less than TCP. From RTT 20 to 200 ms on one bottleneck, RTM's rate changes
+    less than reno's, or RTM's rate relative to reno's does not fall."""
+    rates = _corners("")
+    (rtm20, tcp20), (rtm200, tcp200) = rates[(rate, "8ms")], rates[(rate, "98ms")]
+    assert abs(rtm200 / rtm20 - 1) < abs(tcp200 / tcp20 - 1) or rtm200 / tcp200 >= rtm20 / tcp20, (
+        rtm20, tcp20, rtm200, tcp200)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [1, 2])
+def test_the_reprobe_reading_is_tcp_friendly_to_reno_on_the_corners_and_where_probe_falls(seed: int) -> None:
+    """``cvihis: {variant: reprobe}`` (docs/background/cvihis.md, "Readings"): the corners of the paper's grid and the cell
+    where the ``probe`` reading (the default until issue 48) falls below half of reno's rate (3 Mb/s, 200 ms, seed
+    2): the larger rate at most 2 times the smaller."""
+    from topo.results.tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/background/cvihis.md runs it)
+
+    for rate, delay in [*CORNERS, ("3Mbps", "98ms")]:
+        rtm, tcp = rtm_cell(rate, delay, "reno", seed=seed, reading="{variant: reprobe}")
+        assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (rate, delay, rtm, tcp)
+
+
+@pytest.mark.slow
+def test_the_reprobe_ewma_reading_meets_the_sixth_two_bottleneck_row_as_a_seed_mean() -> None:
+    """``cvihis: {variant: reprobe-ewma}`` (docs/background/cvihis.md, "Readings"): the row the default misses (R2-R3
+    at 10 Mb/s, where flow 3 takes from the two flows that cross both bottlenecks), each flow's mean over seeds 1-5
+    within 10 % of the published rate, the target the default meets in rows 1-5."""
+    from topo.results.tcp import TARGET_ROWS, _with_reading  # noqa: PLC0415 (the rows as docs/results.md runs them)
+
+    _, sets, published = next(r for r in TARGET_ROWS if r[0] == "6")
+    topo = _with_reading("cvihis-two-bottleneck", "{variant: reprobe-ewma}", sets)
+    runs = [run_experiment(topo, 120 * S, seed=seed, plots=False).summary for seed in range(1, 6)]
+    for name, kbps in zip(("f1", "f2", "f3"), published):
+        mean = statistics.fmean(s["flows"][name]["goodput_bps"] / 1e3 for s in runs)
+        assert abs(mean - kbps) <= 0.10 * kbps, f"row 6 {name}: {mean:.0f} kb/s over seeds 1-5, published {kbps}"
+
+
+@pytest.mark.slow
+def test_the_reprobe_ewma_reading_is_tcp_friendly_to_reno_on_the_corners() -> None:
+    """``reprobe-ewma`` keeps the default's published TCP-friendliness from the paper's initial rate: on the grid's
+    corners the larger rate at most 2 times the smaller (seed 1)."""
+    from topo.results.tcp import rtm_cell  # noqa: PLC0415 (the grid's own cell, as docs/background/cvihis.md runs it)
+
+    for rate, delay in CORNERS:
+        rtm, tcp = rtm_cell(rate, delay, "reno", reading="{variant: reprobe-ewma}")
+        assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (rate, delay, rtm, tcp)

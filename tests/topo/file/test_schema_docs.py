@@ -1,0 +1,46 @@
+"""The example in docs/reference/topologies.md is a valid file that means what the doc says."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.paths import ROOT
+from topo.file.schema import TopologyError, load_topology_text
+from topo.file.show import describe
+
+DOC = ROOT / "docs" / "reference" / "topologies.md"
+
+
+def format_example() -> str:
+    text = DOC.read_text(encoding="utf-8")
+    section = text.split("## The format", 1)[1]
+    match = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert match is not None
+    return match.group(1)
+
+
+def test_the_documented_example_loads():
+    t = load_topology_text(format_example(), "docs/reference/topologies.md")
+    assert t.name == "paper-5router" and list(t.nodes) == ["H1", "R1", "H2"]
+    assert [f.name for f in t.flows] == ["f1", "bg"]
+    # f1 (r_max 1.8 Mb/s) and bg (fixed 500 kb/s) cross R1 -> H2, a 3 Mb/s link.
+    assert t.law[("R1", "H2")].r_max == 2.3e6
+    assert t.law[("R1", "H2")].o_max == 0.95 and t.law[("R1", "H2")].w_min == 1e6
+    assert t.ports[("R1", "H1")].interval_us == 10_000
+    assert [e.kind for e in t.events] == ["alinea", "link_rate"]
+    assert t.options.report_loss == 0.1
+
+
+
+def test_the_buffer_duration_example_shows_what_the_doc_says():
+    section = DOC.read_text(encoding="utf-8").split("### Buffers given as durations", 1)[1].split("\n### ", 1)[0]
+    example, shown, errors = re.findall(r"```(?:yaml)?\n(.*?)```", section, re.S)
+    out = describe(load_topology_text(example, "t.yaml"))
+    assert all(line + "\n" in out for line in shown.splitlines())
+    edits = [("buffer: 50}", "buffer: -5ms}"), ("buffer: 50}", "buffer: 5MS}"), ("buffer: 5ms}", "buffer: 5s}")]
+    for line, (old, new) in zip(errors.splitlines(), edits, strict=True):
+        with pytest.raises(TopologyError) as info:
+            load_topology_text(example.replace(old, new), "t.yaml")
+        assert str(info.value) == line

@@ -1,0 +1,93 @@
+"""How the random topologies' judge (tests/topo/randomcheck.py) reads multicast cases: a copy lost on one
+branch counts as lost, a copy lost above a branching point counts for every receiver beneath it, a tree that
+loses nothing passes, and pgmcc sessions (which the generator leaves out) keep the invariants it checks."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.paths import ROOT
+from tests.topo.randomcheck import judge
+
+#: H1 feeds a group {H2, H3, H4} through S1; S2 copies to H2 and H3, S3 to H4. ``{slow}`` is the one link
+#: that carries less than the group's fixed 2 Mb/s, with a 5-packet buffer in front of it.
+TREE = """\
+name: judge-multicast
+defaults:
+  link: {{rate: 10Mbps, delay: 2ms, buffer: 50}}
+nodes:
+  H1: {{kind: host}}
+  S1: {{kind: switch}}
+  S2: {{kind: switch}}
+  S3: {{kind: switch}}
+  H2: {{kind: host}}
+  H3: {{kind: host}}
+  H4: {{kind: host}}
+links:
+  - {{ends: [H1, S1]}}
+  - {{ends: [S1, S2]{s1s2}}}
+  - {{ends: [S1, S3]}}
+  - {{ends: [S2, H2]}}
+  - {{ends: [S2, H3]{s2h3}}}
+  - {{ends: [S3, H4]}}
+flows:
+  - {{name: m0, src: H1, dst: [H2, H3, H4], control: fixed, rate: 2Mbps, packet_size: 1000B}}
+"""
+SLOW = ", rate: 1Mbps, buffer: 5"
+
+
+def _missing(summary: dict, host: str) -> int:
+    return int(summary["multicast"]["m0"]["receivers"][host]["missing_seq"])
+
+
+def test_a_copy_lost_on_one_branch_is_lost_for_that_receiver_only() -> None:
+    v = judge(TREE.format(s1s2="", s2h3=SLOW), 2.0, all_alinea=False, source="<branch-loss>")
+    assert v.problems == [], v.problems  # the invariants hold for a group that loses on one branch
+    assert v.lost > 0
+    assert _missing(v.summary, "H3") > 0 and _missing(v.summary, "H2") == 0 and _missing(v.summary, "H4") == 0
+    assert v.summary["loss"]["dropped_in_network"] > 0
+
+
+def test_a_copy_lost_above_a_branching_point_is_lost_for_every_receiver_beneath_it() -> None:
+    v = judge(TREE.format(s1s2=SLOW, s2h3=""), 2.0, all_alinea=False, source="<trunk-loss>")
+    assert v.problems == [], v.problems
+    dropped = v.summary["loss"]["dropped_in_network"]
+    assert dropped > 0 and _missing(v.summary, "H4") == 0
+    assert _missing(v.summary, "H2") == _missing(v.summary, "H3") > 0
+    assert v.lost >= _missing(v.summary, "H2") + _missing(v.summary, "H3") >= dropped
+
+
+def test_an_alinea_tree_that_loses_nothing_passes() -> None:
+    v = judge(
+        (ROOT / "topo" / "multicast-tree.yaml").read_text(), 3.0, all_alinea=True, source="multicast-tree"
+    )
+    assert v.problems == [] and v.lost == 0 and v.warned == []
+
+
+def test_an_alinea_tree_losing_copies_on_a_branch_is_a_problem_unless_warned(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same judgement as for unicast: an all-ALINEA group that lost a copy is a problem unless the
+    analysis warned first. A receiver that cannot take the stream (a 1-packet receive buffer played out
+    at a tenth of the tree's rate) loses copies on its branch only; the analysis warns of that buffer, so
+    the case passes; with the warning taken away, the same run is a problem."""
+    import tests.topo.randomcheck as rc
+
+    text = (ROOT / "topo" / "multicast-tree.yaml").read_text()
+    old = "H3: {kind: host, receive_buffer: 100, playout: 4Mbps}"
+    assert old in text
+    text = text.replace(old, "H3: {kind: host, receive_buffer: 1, playout: 0.1Mbps}")
+    v = judge(text, 3.0, all_alinea=True, source="<starved-receiver>")
+    assert v.lost > 0 and any("H3" in w for w in v.warned) and v.problems == []
+    assert v.summary["multicast"]["m1"]["receivers"]["H2"]["missing_seq"] == 0
+    monkeypatch.setattr(rc, "warnings", lambda *a, **k: [])
+    unwarned = judge(text, 3.0, all_alinea=True, source="<starved-receiver>")
+    assert unwarned.lost == v.lost and any("packets were lost" in p for p in unwarned.problems)
+
+
+def test_a_pgmcc_group_keeps_the_invariants() -> None:
+    v = judge(
+        (ROOT / "topo" / "pgmcc" / "set1-window.yaml").read_text(), 5.0, all_alinea=False, source="set1"
+    )
+    assert v.problems == [], v.problems
+    assert set(v.summary["multicast"]["pgm"]["receivers"]) == {"M1", "M2", "M3"}
