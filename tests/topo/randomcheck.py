@@ -39,7 +39,7 @@ def judge(text: str, seconds: float, all_alinea: bool, seed: int = 1, source: st
     topo = load_topology_text(text, source)
     if (why := sim_refusal(topo)) is not None:
         return Verdict([f"the simulator refused it: {why}"], [], 0, {})
-    warned = warnings(topo, seconds) if all_alinea else []
+    warned = warnings(topo, seconds, seed) if all_alinea else []  # the run's starts (topo/net/starts.py)
     summary = run_experiment(topo, round(seconds * 1e9), seed, plots=False).summary
     problems = [f"invariant {v['name']}: {v['detail']}"
                 for v in summary.get("invariants", {}).get("violations", [])]

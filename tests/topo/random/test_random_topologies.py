@@ -380,11 +380,6 @@ OPEN_CASES = {
                                    "reads 3-10 packets in S3's buffer in bursts and takes it as regulated; S2's "
                                    "buffer from S1 drops 22 (0 on the shaper, 0 with starvation remembered over "
                                    "the drain window in a scratch run)",
-    "open-unclassified-short-run.yaml": "as open-grant-burst-line: S2's agent reads 8 packets in S3's buffer "
-                                        "(a burst off the 1 Gb/s link) and its brake cuts 205 Mb/s to its "
-                                        "floor (20 Mb/s) in one report; S2's 63-packet buffer from S1 fills "
-                                        "in 2 ms behind S1's queue, stamped at its old rate (83 lost; 47 "
-                                        "with starvation remembered, where S1's own forecast swings next)",
 }
 
 

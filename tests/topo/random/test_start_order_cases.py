@@ -9,9 +9,46 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from tests.paths import RANDOM_CASES
+from tests.topo.randomcheck import judge
 from topo.file.schema import load_topology_text
 from topo.net.starts import with_drawn_starts
 from topo.run.runner import run_experiment
+
+CASES = RANDOM_CASES
+
+
+def _case(name: str) -> tuple[str, float]:
+    text = (CASES / name).read_text()
+    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+
+
+def test_the_analysis_starts_the_flows_where_the_run_starts_them() -> None:
+    """H1 sends f1 (configured at 0 s, toward H6 behind S3's 1 Mb/s link to S6), a group m0 to seven receivers
+    and f2 (both at 0.1 s, f2 toward H7 behind S3's fast link to S7). From the file's starts f1 runs alone for
+    0.1 s, S1's law toward S3 settles at its floor before the others join, and the model saw nothing. Seed 1
+    started f2 at 0.117 s, m0 at 0.136 s and f1 at 0.153 s: S3's law toward S7 cut to its floor on S7's first
+    report (its drain not yet measured), the packets queued meanwhile were stamped 17-23 ms apart and S3's
+    queue toward S7 froze until 0.53 s, its packets and the group's, which wait for their copy to S6, filled
+    S3's buffer from S1, and 26 were lost from 0.41 s. From the run's starts the model overflows that buffer
+    from 0.39 s."""
+    text, seconds = _case("multicast-start-order.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="multicast-start-order.yaml")
+    assert verdict.problems == []
+
+
+def test_a_brake_cut_that_only_the_runs_starts_bring_is_warned() -> None:
+    """Four flows toward H4 and H5 over S1 -> S2 -> S3 (1 Gb/s) -> S4, configured at 0, 24, 24 and 72 ms.
+    The run starts them at 154, 41, 60 and 146 ms: S2's law toward S3 reads a burst of packets in S3's buffer
+    and its brake cuts it to its floor, and S2's 63-packet buffer from S1 fills behind S1's queue, stamped
+    at its old rate (83 lost at 0.16 s). From the file's starts the model saw nothing; from the run's it sees
+    the same cut (S2 -> S3 from 194 to 27 Mb/s on 5 units in S3's buffer) and S2's buffer overflow, 50 ms
+    earlier than the run (an open case of test_random_topologies.py until the analysis took the run's starts;
+    the cut itself is the agent's, still open)."""
+    text, seconds = _case("open-unclassified-short-run.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="open-unclassified-short-run.yaml")
+    assert verdict.problems == []
+
 
 MIXED = """name: starts
 defaults:
