@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.crate_graph import circles
-from tests.bench.crate_graph import edges as crate_edges
+from tests.bench.tools.crate_graph import circles
+from tests.bench.tools.crate_graph import edges as crate_edges
 from tests.test_layers import PYTHON_PACKAGES, ROOT
 
 

@@ -15,6 +15,8 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+from tests.bench import spread
+
 ROOT = Path(__file__).resolve().parents[2]
 NS3_PIN = "ns3==3.44.post0"
 NS3_VENV = ROOT / "build" / "ns3-venv"
@@ -51,8 +53,6 @@ def _ahead(ns3: float, hbh: float) -> str:
 def row(rep: Any, k: int, seconds: float, rates: dict[str, list[float]], hops: dict[str, int],
         cpu: dict[str, list[float]]) -> None:
     """The row of one rate: medians of rounds taken in turn with the simulator (sim_bench.bench_peers)."""
-    from tests.bench.sim_bench import spread
-
     ns3, hbh = statistics.median(rates["ns3"]), statistics.median(rates["now"])
     ns3_cpu, hbh_cpu = statistics.median(cpu["ns3"]), statistics.median(cpu["now"])
     rep.add(SECTION, f"links {2 * k}/{3 * k} Mb/s: ns-3 packet-hops/s / hbh sim packet-hops/s",

@@ -183,14 +183,36 @@ def _read_round(ctl: RawController, inserts: list, kind: str) -> float:
     return n / (time.perf_counter() - t)
 
 
+def packet_out(names_cpm: object, port: int, payload: bytes) -> object:  # -> pb.StreamMessageRequest
+    """A PacketOut of ``payload`` out of ``port``, its metadata named as the program's ``packet_out``
+    header (``names_cpm``: its ControllerPacketMetadata) names them."""
+    from p4.v1 import p4runtime_pb2 as pb
+
+    msg = pb.StreamMessageRequest()
+    msg.packet.payload = payload
+    for md in names_cpm.metadata:
+        value = port if md.name == "egress_port" else 0
+        msg.packet.metadata.add(metadata_id=md.id, value=value.to_bytes(max(1, (md.bitwidth + 7) // 8), "big"))
+    return msg
+
+
+def frame(dport: int) -> bytes:
+    """A UDP frame from h1 to h2 with a valid header checksum (alinea.p4 drops a bad one)."""
+    udp = (40000).to_bytes(2, "big") + dport.to_bytes(2, "big") + (8 + 18).to_bytes(2, "big") + bytes(2) + bytes(18)
+    ip = bytearray([0x45, 0, 0, 20 + len(udp), 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 1, 1, 10, 0, 2, 1])
+    total = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
+    while total >> 16:
+        total = (total & 0xFFFF) + (total >> 16)
+    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")  # alinea.p4 drops a bad header checksum
+    return bytes.fromhex("020000000002020000000102") + b"\x08\x00" + ip + udp
+
+
 ECHOES_PER_ROUND = 300
 
 
 def _echo_round(ctl: RawController, p4info: object) -> float:
     """The median time from a PacketOut to the CPU port (alinea.p4 sends it back) until its
     PacketIn arrives on the same StreamChannel: what one stream message costs each way."""
-    from tests.bench.soak_controller import frame, packet_out
-
     cpm = next(c for c in p4info.controller_packet_metadata if c.preamble.name == "packet_out")
     msg = packet_out(cpm, 255, frame(47009))
     times = []

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from controlplane import native
+from tests.bench import spread
 from tests.bench.p4rt_writes import TREE_ONLY
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -240,10 +241,6 @@ def bench_peers(rep: Any, section: str, quick: bool) -> None:
             _ratio_row(rep, section, k, seconds, at_k, hops_k)
         if "interp" in at_k:
             _native_row(rep, section, k, seconds, at_k, hops_k)
-
-
-def spread(rates: list[float]) -> str:
-    return ", ".join(f"{r:,.0f}" for r in rates)
 
 
 def _pair_row(rep: Any, section: str, label: str, keys: tuple[str, str], names: tuple[str, str], seconds: float,

@@ -253,7 +253,7 @@ def _ns_python(ns: str, script: str, *args: str) -> subprocess.Popen:
 
 
 def _capacity(topo, frame: bytes, seconds: float, ctl) -> float:  # noqa: ANN001
-    from tests.bench.run import BLASTER
+    from tests.bench.blast import BLASTER
 
     tx0 = ctl.read_counter("MyEgress.tx", 2)[0]
     subprocess.run(["ip", "netns", "exec", topo.hosts["h1"].name, sys.executable, "-c", BLASTER, "eth0",
@@ -391,7 +391,7 @@ def _harness_off_core(cpu: int) -> Iterator[None]:
 
 
 def run(minutes: float, load: float = 0.8, log: bool = True) -> SoakResult:
-    from tests.bench.run import ALINEA, _frame, _start
+    from tests.bench.blast import ALINEA, _frame, _start
     from tests.switch.simnet import program
 
     with tempfile.TemporaryDirectory(prefix="p4soak") as tmpdir, _harness_off_core(SWITCH_CPU):

@@ -21,28 +21,9 @@ from google.protobuf import text_format
 from p4.config.v1 import p4info_pb2
 from p4.v1 import p4runtime_pb2 as pb
 
-from tests.bench.p4rt_writes import RawController, lpm_updates
+from tests.bench.p4rt_writes import RawController, frame, lpm_updates, packet_out
 
 SOAK_DPORT_OUT = 47002  # UDP destination port of the PacketOuts sent out of port 2
-
-
-def packet_out(names_cpm: p4info_pb2.ControllerPacketMetadata, port: int, payload: bytes) -> pb.StreamMessageRequest:
-    msg = pb.StreamMessageRequest()
-    msg.packet.payload = payload
-    for md in names_cpm.metadata:
-        value = port if md.name == "egress_port" else 0
-        msg.packet.metadata.add(metadata_id=md.id, value=value.to_bytes(max(1, (md.bitwidth + 7) // 8), "big"))
-    return msg
-
-
-def frame(dport: int) -> bytes:
-    udp = (40000).to_bytes(2, "big") + dport.to_bytes(2, "big") + (8 + 18).to_bytes(2, "big") + bytes(2) + bytes(18)
-    ip = bytearray([0x45, 0, 0, 20 + len(udp), 0, 0, 0, 0, 64, 17, 0, 0, 10, 0, 1, 1, 10, 0, 2, 1])
-    total = sum(int.from_bytes(ip[i:i + 2], "big") for i in range(0, 20, 2))
-    while total >> 16:
-        total = (total & 0xFFFF) + (total >> 16)
-    ip[10:12] = (~total & 0xFFFF).to_bytes(2, "big")  # alinea.p4 drops a bad header checksum
-    return bytes.fromhex("020000000002020000000102") + b"\x08\x00" + ip + udp
 
 
 #: the soak controllers' entries: ``ENTRIES`` /24 prefixes under ``FIRST_OCTET``.0.0.0/8

@@ -5,7 +5,7 @@ For every ``*.json`` under the given behavioral-model checkout's ``tests/`` and 
 one line per file (runs, or the loader's one-line refusal) and the totals. A crash (anything but
 a refusal) is counted apart: it is a loader bug.
 
-    .venv/bin/python -m tests.bench.bmv2json_corpus PATH/TO/behavioral-model
+    .venv/bin/python -m tests.bench.tools.bmv2json_corpus PATH/TO/behavioral-model
 """
 
 from __future__ import annotations

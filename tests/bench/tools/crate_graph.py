@@ -1,6 +1,6 @@
 """The engine crate's module graph, measured from its code: who names whom through ``crate::``.
 
-    python -m tests.bench.crate_graph [engine/src]
+    python -m tests.bench.tools.crate_graph [engine/src]
 
 Prints every module's edges to the crate's other modules (a ``use crate::m::...`` line, a
 ``use crate::{m, ...}`` group, or a ``crate::m::`` path in the code; comments are left out, since
@@ -15,7 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.paths import ROOT
 
 
 def edges(src: Path) -> dict[str, set[str]]:
@@ -69,7 +69,7 @@ def circles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(
-        prog="python -m tests.bench.crate_graph", description=__doc__.split("\n\n")[0]
+        prog="python -m tests.bench.tools.crate_graph", description=__doc__.split("\n\n")[0]
     )
     p.add_argument("src", nargs="?", type=Path, default=ROOT / "engine" / "src", help="a crate's src/ folder")
     args = p.parse_args(argv)

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.bench.run import ELSEWHERE_MAC, _frame, _is_bench_udp, h1_switch_h2
+from tests.bench.blast import ELSEWHERE_MAC, _frame
+from tests.bench.run import _is_bench_udp, h1_switch_h2
 from tests.switch import netns as N
 
 pytestmark = pytest.mark.netns

@@ -1,10 +1,10 @@
-"""tests.bench.crate_graph finds the edges and the circles a crate's code has, and only those."""
+"""tests.bench.tools.crate_graph finds the edges and the circles a crate's code has, and only those."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from tests.bench.crate_graph import circles, edges, main
+from tests.bench.tools.crate_graph import circles, edges, main
 
 
 def crate(tmp_path: Path, files: dict[str, str]) -> Path:

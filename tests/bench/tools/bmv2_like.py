@@ -7,7 +7,7 @@ departures, the default), and every link through a :mod:`topo.netns.linkemu` pro
 kernel without netem has them. With ``--no-pace`` the pacing is left out (the hidden queue of
 docs/howto/bmv2.md). Root; seeded.
 
-    sudo .venv/bin/python -m tests.bench.bmv2_like topo/capacity-drop.yaml --duration 12s --drop-at 6s \
+    sudo .venv/bin/python -m tests.bench.tools.bmv2_like topo/capacity-drop.yaml --duration 12s --drop-at 6s \
         [--no-pace] [--out DIR]
 
 Prints the run's ``link_backlog`` (per emulated way: most frames waiting, frames left at the end)
@@ -35,7 +35,7 @@ def bmv2_like(pace: bool) -> None:
 
     def choose(self: Any) -> None:
         self.link_mode = "linkemu"
-        self._notice("links: link emulators forced for p4switch (tests/bench/bmv2_like.py)")
+        self._notice("links: link emulators forced for p4switch (tests/bench/tools/bmv2_like.py)")
 
     spec = netns.NetnsNetwork._spec
 
@@ -52,7 +52,7 @@ def bmv2_like(pace: bool) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m tests.bench.bmv2_like", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m tests.bench.tools.bmv2_like", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("topology", type=Path)
     p.add_argument("--duration", default="12s")
