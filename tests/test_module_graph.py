@@ -1,11 +1,14 @@
 """No import circle between the project's Python files, and no folder of more than 20 of them (issue 51).
 
-Every ``.py`` file of a product package is parsed (``ast``, nothing is imported) and each import of
-another of the project's modules -- at module level or inside a function, where a circle hides best
--- is an edge from the importing file to the imported one (``from pkg import mod`` names the module
-``pkg.mod`` when it is one). A circle means two files that can only be read, tested and moved
-together; the test names every circle it finds. A folder of more than ``MAX_MODULES`` files is a heap
-a reader cannot take in: it wants splitting by concept, as topo/ was (docs/architecture.md).
+Every ``.py`` file of a product package, and of tests/, is parsed (``ast``, nothing is imported) and
+each import of another of the project's modules -- at module level or inside a function, where a
+circle hides best -- is an edge from the importing file to the imported one (``from pkg import mod``
+names the module ``pkg.mod`` when it is one). A circle means two files that can only be read, tested
+and moved together; the test names every circle it finds. A folder of more than ``MAX_MODULES`` files
+is a heap a reader cannot take in: it wants splitting by concept, as topo/ was (docs/architecture.md).
+tests/ is held to both rules as the product is (``CHECKED``): its folders follow the product's
+packages (tests/topo/sim/ tests topo/sim/), and a test module that outgrows its folder goes to the
+subfolder of what it exercises, its data found through tests/paths.py.
 """
 
 from __future__ import annotations
@@ -63,20 +66,22 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 MAX_MODULES = 20
+#: the product's packages and the tests' own tree, each held to both rules
+CHECKED = PYTHON_PACKAGES | {"tests"}
 
 
 @functools.cache
 def _graph() -> dict[str, set[str]]:
-    return import_graph()
+    return import_graph(packages=CHECKED)
 
 
-@pytest.mark.parametrize("package", sorted(PYTHON_PACKAGES))
+@pytest.mark.parametrize("package", sorted(CHECKED))
 def test_no_import_circle_between_files(package: str) -> None:
     found = [c for c in cycles(_graph()) if c[0].split(".")[0] == package]
     assert found == [], "import circles: " + "; ".join(" <-> ".join(c) for c in found)
 
 
-@pytest.mark.parametrize("package", sorted(PYTHON_PACKAGES))
+@pytest.mark.parametrize("package", sorted(CHECKED))
 def test_no_folder_holds_more_than_20_modules(package: str) -> None:
     big = {
         str(d.relative_to(ROOT)): n
@@ -84,6 +89,13 @@ def test_no_folder_holds_more_than_20_modules(package: str) -> None:
         if d.is_dir() and (n := len(list(d.glob("*.py")))) > MAX_MODULES
     }
     assert big == {}, f"folders of more than {MAX_MODULES} modules: {big}"
+
+
+def test_the_rules_read_the_tests_tree_too() -> None:
+    """tests/ is walked like a product package: its subfolders' modules and the imports between them."""
+    graph = _graph()
+    assert {"tests.topo.randomcheck", "tests.topo.sim.test_sim_runs", "tests.bench.run"} <= graph.keys()
+    assert "tests.bench.blast" in graph["tests.bench.run"]
 
 
 def test_the_checker_sees_a_circle_through_a_function(tmp_path: Path) -> None:
