@@ -34,6 +34,10 @@ pub struct HeaderSplit {
     nbytes: usize,
     /// Per field: its name, its lowest bit counted from the end of the header's bytes, its width.
     fields: Vec<(Py<PyString>, usize, u32)>,
+    /// `{name: 0}` for every field, in the fields' order: each split starts from a copy. Why: a
+    /// dict filled from empty was resized twice and hashed each name into a new table, half of a
+    /// packet-in's split; a copy has every key in place, and the values set replace the zeros.
+    template: Py<PyDict>,
 }
 
 impl HeaderSplit {
@@ -47,7 +51,7 @@ impl HeaderSplit {
             return Ok(None);
         }
         let head = &data[..self.nbytes];
-        let meta = PyDict::new(py);
+        let meta = self.template.bind(py).copy()?;
         for (name, lo, width) in &self.fields {
             meta.set_item(name.bind(py), bits_at(head, *lo, *width))?;
         }
@@ -58,7 +62,11 @@ impl HeaderSplit {
 #[pymethods]
 impl HeaderSplit {
     #[new]
-    fn new(bits: usize, layout: Vec<(Bound<'_, PyString>, usize, u128)>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        bits: usize,
+        layout: Vec<(Bound<'_, PyString>, usize, u128)>,
+    ) -> PyResult<Self> {
         let nbytes = bits.div_ceil(8);
         let drop = nbytes * 8 - bits;
         let mut fields = Vec::with_capacity(layout.len());
@@ -72,7 +80,15 @@ impl HeaderSplit {
             }
             fields.push((name.unbind(), drop + shift, width));
         }
-        Ok(HeaderSplit { nbytes, fields })
+        let template = PyDict::new(py);
+        for (name, _, _) in &fields {
+            template.set_item(name.bind(py), 0)?;
+        }
+        Ok(HeaderSplit {
+            nbytes,
+            fields,
+            template: template.unbind(),
+        })
     }
 
     /// `({name: value}, payload)` of `frame`, or None if it is shorter than the header.
@@ -89,6 +105,7 @@ impl HeaderSplit {
     }
 
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
-        self.fields.iter().try_for_each(|(n, _, _)| visit.call(n))
+        self.fields.iter().try_for_each(|(n, _, _)| visit.call(n))?;
+        visit.call(&self.template)
     }
 }
