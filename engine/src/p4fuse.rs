@@ -152,6 +152,17 @@ pub(crate) fn fuse(code: &[Ins], arglists: &mut Vec<Vec<u32>>) -> Vec<Ins> {
             set_target(ins, t);
         }
     }
+    // A jump to the block's end, or to an instruction that ends it, ends it there: one dispatch
+    // fewer on every path through an if's then-branch or an action's case.
+    for i in 0..n {
+        if let Ins::Jmp(t) = code[i] {
+            match code.get(t as usize) {
+                None => code[i] = Ins::End,
+                Some(end @ (Ins::End | Ins::Reject(_))) => code[i] = end.clone(),
+                _ => {}
+            }
+        }
+    }
     let mut landed = vec![false; n + 1];
     for ins in &code {
         if let Some(t) = target_of(ins) {

@@ -97,7 +97,12 @@ fn read_bits(data: &[u8], pos: u64, n: u32) -> u64 {
     let first = (pos >> 3) as usize;
     if pos & 7 == 0 && n & 7 == 0 {
         // Whole bytes from a byte boundary, as most of a header's fields are: the bytes as they
-        // are, without the 128-bit shifts and the mask (the same value: tests below).
+        // are, without the 128-bit shifts and the mask (the same value: tests below). With eight
+        // bytes to read from there, one load of all eight, the field's at its top.
+        if let (Some(eight), true) = (data.get(first..first + 8), n > 0) {
+            let word = u64::from_be_bytes(eight.try_into().unwrap_or([0; 8]));
+            return word >> (64 - n);
+        }
         return data[first..first + (n >> 3) as usize]
             .iter()
             .fold(0u64, |a, &b| (a << 8) | b as u64);
@@ -125,8 +130,14 @@ impl BitWriter<'_> {
             // Nothing pending (`acc` is 0) and whole bytes, as most of a header's fields are: the
             // field's low bytes as they are, not a byte at a time through the 128-bit accumulator
             // (the deparser's emit was a fifth of the VM's instructions; the same bytes: tests below).
-            self.out
-                .extend_from_slice(&v.to_be_bytes()[8 - (width >> 3) as usize..]);
+            // Written as all eight bytes of the field shifted to the top, then cut to its own: a
+            // copy of a constant size, not a call of memcpy for a few bytes.
+            if width > 0 {
+                let len = self.out.len();
+                self.out
+                    .extend_from_slice(&(v << (64 - width)).to_be_bytes());
+                self.out.truncate(len + (width >> 3) as usize);
+            }
             return;
         }
         self.acc = (self.acc << width) | (v & mask_of(width as u64)) as u128;
@@ -374,7 +385,7 @@ struct Run<'a, 'py, const OWNED: bool> {
     py: Python<'py>,
     /// The PHV list; None: the registers hold the whole PHV (`run_owned`, no list behind).
     phv: Option<&'a Bound<'py, PyList>>,
-    regs: &'a mut Vec<u64>,
+    regs: &'a mut [u64],
     seen: &'a mut Vec<u8>,
     touched: &'a mut Vec<u32>,
     bool_slot: &'a [bool],
@@ -1204,28 +1215,9 @@ fn exec<const OWNED: bool>(
                 if cursor + h.width > avail {
                     return Ok((too_short, cursor));
                 }
-                let mut pos = cursor;
-                for &(r, w) in &h.fields {
-                    st.set(r, read_bits(data, pos, w));
-                    pos += w as u64;
-                }
-                st.set(h.valid, 1);
-                cursor = pos;
+                cursor = extract(h, st, data, cursor);
             }
-            Ins::Emit(h) => {
-                let h = &headers[h as usize];
-                if st.get(h.valid)? != 0 {
-                    let mut bw = BitWriter {
-                        out,
-                        acc: 0,
-                        bits: 0,
-                    };
-                    for &(r, w) in &h.fields {
-                        let v = st.get(r)?;
-                        bw.push(v, w);
-                    }
-                }
-            }
+            Ins::Emit(h) => emit(&headers[h as usize], st, out)?,
             Ins::Reject(code) => return Ok((code, cursor)),
             Ins::End => return Ok((STATUS_END, cursor)),
             Ins::Step => {
@@ -1235,11 +1227,8 @@ fn exec<const OWNED: bool>(
                 }
             }
             Ins::Csum16 { dst, list } => {
-                let mut sum = Csum16::default();
-                for &(r, w) in &lists[list as usize] {
-                    sum.push(st.get(r)?, w);
-                }
-                st.set(dst, sum.finish());
+                let v = checksum(&lists[list as usize], st)?;
+                st.set(dst, v);
             }
             Ins::Table { t, dsts, args } => tabs.apply(
                 t as usize,
@@ -1277,47 +1266,121 @@ fn exec<const OWNED: bool>(
                 p4cells::update(&tabs.cells[pk as usize].0, i, |x| x.wrapping_add(1));
                 p4cells::update(&tabs.cells[by as usize].0, i, |x| x.wrapping_add(n));
             }
-            Ins::Py(n) => {
-                st.flush(true)?;
-                if let Some(f) = tabs.on_clone {
-                    tabs.req.hand_over(f, st)?;
-                }
-                callbacks[n as usize].call1(st.py, (st.list()?,))?;
-            }
-            Ins::Call { f, dsts, args } => {
-                let regs = &arglists[args as usize];
-                let mut vals = Vec::with_capacity(regs.len());
-                for &r in regs {
-                    vals.push(st.get(r)?);
-                }
-                let res = callbacks[f as usize].call1(st.py, PyTuple::new(st.py, vals)?)?;
-                let bad = |_: PyErr| {
-                    PyValueError::new_err(
-                        "P4Program: a call returned other than its bit<=64> values",
-                    )
-                };
-                match arglists[dsts as usize].as_slice() {
-                    [] => {}
-                    [d] => {
-                        let v = res.extract::<u64>(st.py).map_err(bad)?;
-                        st.set(*d, v);
-                    }
-                    ds => {
-                        let vs = res.extract::<Vec<u64>>(st.py).map_err(bad)?;
-                        if vs.len() != ds.len() {
-                            return Err(PyValueError::new_err(
-                                "P4Program: a call returned too few or many values",
-                            ));
-                        }
-                        for (&d, v) in ds.iter().zip(vs) {
-                            st.set(d, v);
-                        }
-                    }
-                }
-            }
+            Ins::Py(n) => call_py(&callbacks[n as usize], tabs, st)?,
+            Ins::Call { f, dsts, args } => call(
+                &callbacks[f as usize],
+                &arglists[args as usize],
+                &arglists[dsts as usize],
+                st,
+            )?,
         }
     }
     Ok((STATUS_END, cursor))
+}
+
+// The heavier instructions' bodies, apart from `exec`'s loop. Why not inlined: the loop's
+// dispatch and its one-line instructions run for every instruction, and with every body
+// inlined its registers were spilled around the bodies' calls and loops (the program counter
+// and the code's address reloaded from the stack at every dispatch, a quarter of the VM's time).
+
+/// Extract header `h` at bit `cursor` (the caller checked the length): the cursor after it.
+#[inline(never)]
+fn extract<const OWNED: bool>(
+    h: &Header,
+    st: &mut Run<'_, '_, OWNED>,
+    data: &[u8],
+    cursor: u64,
+) -> u64 {
+    let mut pos = cursor;
+    for &(r, w) in &h.fields {
+        st.set(r, read_bits(data, pos, w));
+        pos += w as u64;
+    }
+    st.set(h.valid, 1);
+    pos
+}
+
+/// Emit header `h` into `out` if it is valid.
+#[inline(never)]
+fn emit<const OWNED: bool>(
+    h: &Header,
+    st: &mut Run<'_, '_, OWNED>,
+    out: &mut Vec<u8>,
+) -> PyResult<()> {
+    if st.get(h.valid)? != 0 {
+        let mut bw = BitWriter {
+            out,
+            acc: 0,
+            bits: 0,
+        };
+        for &(r, w) in &h.fields {
+            let v = st.get(r)?;
+            bw.push(v, w);
+        }
+    }
+    Ok(())
+}
+
+/// `csum16` of field list `list`'s registers.
+#[inline(never)]
+fn checksum<const OWNED: bool>(list: &[(u32, u32)], st: &mut Run<'_, '_, OWNED>) -> PyResult<u64> {
+    let mut sum = Csum16::default();
+    for &(r, w) in list {
+        sum.push(st.get(r)?, w);
+    }
+    Ok(sum.finish())
+}
+
+/// `Ins::Py`: the closure `f` over the PHV list.
+#[inline(never)]
+fn call_py<const OWNED: bool>(
+    f: &Py<PyAny>,
+    tabs: &mut Stores<'_>,
+    st: &mut Run<'_, '_, OWNED>,
+) -> PyResult<()> {
+    st.flush(true)?;
+    if let Some(h) = tabs.on_clone {
+        tabs.req.hand_over(h, st)?;
+    }
+    f.call1(st.py, (st.list()?,))?;
+    Ok(())
+}
+
+/// `Ins::Call`: `dsts <- f(*args)`.
+#[inline(never)]
+fn call<const OWNED: bool>(
+    f: &Py<PyAny>,
+    regs: &[u32],
+    dsts: &[u32],
+    st: &mut Run<'_, '_, OWNED>,
+) -> PyResult<()> {
+    let mut vals = Vec::with_capacity(regs.len());
+    for &r in regs {
+        vals.push(st.get(r)?);
+    }
+    let res = f.call1(st.py, PyTuple::new(st.py, vals)?)?;
+    let bad = |_: PyErr| {
+        PyValueError::new_err("P4Program: a call returned other than its bit<=64> values")
+    };
+    match dsts {
+        [] => {}
+        [d] => {
+            let v = res.extract::<u64>(st.py).map_err(bad)?;
+            st.set(*d, v);
+        }
+        ds => {
+            let vs = res.extract::<Vec<u64>>(st.py).map_err(bad)?;
+            if vs.len() != ds.len() {
+                return Err(PyValueError::new_err(
+                    "P4Program: a call returned too few or many values",
+                ));
+            }
+            for (&d, v) in ds.iter().zip(vs) {
+                st.set(d, v);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// The bit concatenation of a field list (MSB first), padded with zero bits to `pad` bits.
@@ -1405,6 +1468,7 @@ impl Requests {
 }
 
 impl Stores<'_> {
+    #[inline(never)]
     /// One apply: the entry the key hits (the default entry on a miss, or when an indirect
     /// entry resolves to nothing: an empty group), its action id and data into `dsts`.
     fn apply<const OWNED: bool>(
@@ -1479,6 +1543,17 @@ mod tests {
         let data: Vec<u8> = (0..40).map(|_| next() as u8).collect();
         for pos in 0..64u64 {
             for n in 0..=64u32 {
+                assert_eq!(
+                    read_bits(&data, pos, n),
+                    bits_one_by_one(&data, pos, n),
+                    "pos {pos} n {n}"
+                );
+            }
+        }
+        // ... and up to the data's last bit (fewer than eight bytes left to read)
+        let end = data.len() as u64 * 8;
+        for pos in end - 80..=end {
+            for n in 0..=64u32.min((end - pos) as u32) {
                 assert_eq!(
                     read_bits(&data, pos, n),
                     bits_one_by_one(&data, pos, n),
