@@ -153,7 +153,41 @@ def _holds_still(items: list[float], seconds: float):  # noqa: ANN202 - a predic
     return still
 
 
+def _arbitration_updates(stream: Stream) -> queue.Queue:
+    """The stream's arbitration updates, read on a thread of their own, as they come."""
+    updates: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        with contextlib.suppress(grpc.RpcError):
+            for msg in stream.call:
+                if msg.WhichOneof("update") == "arbitration":
+                    updates.put(msg.arbitration)
+
+    threading.Thread(target=read, daemon=True).start()
+    return updates
+
+
+def _until_no_primary(updates: queue.Queue, timeout: float) -> pb.MasterArbitrationUpdate | None:
+    """The first update saying there is no primary (NOT_FOUND), or None after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            upd = updates.get(timeout=left)
+        except queue.Empty:
+            break
+        if upd.status.code == grpc.StatusCode.NOT_FOUND.value[0]:
+            return upd
+    return None
+
+
 def test_a_killed_primary_stops_being_served_and_frees_its_election_id(served):
+    """The spec (Client Arbitration) counts a controller dead once the server finds its stream
+    broken, and promises an advisory to the other controllers then; until that moment its
+    election id is still a live client's, and a new stream arbitrating with it is refused with
+    INVALID_ARGUMENT (as PI/BMv2 refuse it while the old stream's handler has not ended). A killed
+    process's stream is broken on the server's side only when the server gets to it, which a
+    loaded machine delays past the client's reconnect: so a backup waits for the advisory, and
+    the controller reconnects after it."""
     srv, device, addr = served
     with grpc.insecure_channel(addr) as channel:
         stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
@@ -171,16 +205,24 @@ def test_a_killed_primary_stops_being_served_and_frees_its_election_id(served):
         reader.start()
         assert _wait(lambda: "queued\n" in lines and len(device.served_at) > 500, 30), lines
         time.sleep(1.0)  # the client keeps pushing; a server without back-pressure buffers it all
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
         with grpc.insecure_channel(addr) as channel:
             stub = p4runtime_pb2_grpc.P4RuntimeStub(channel)
-            again = Stream(stub, 7)  # the same controller, reconnecting with its election id
+            backup = Stream(stub, 3)
             try:
-                reply = again.first()
-                assert reply.arbitration.status.code == 0, reply  # its election id was freed
+                assert backup.first().arbitration.status.code == grpc.StatusCode.ALREADY_EXISTS.value[0]
+                updates = _arbitration_updates(backup)
+                proc.send_signal(signal.SIGKILL)
+                proc.wait(10)
+                # the server found the stream broken: the backup hears there is no primary
+                assert _until_no_primary(updates, 60) is not None, "the killed primary's stream is still live"
+                again = Stream(stub, 7)  # the same controller, reconnecting with its election id
+                try:
+                    reply = again.first()
+                    assert reply.arbitration.status.code == 0, reply  # its election id was freed
+                finally:
+                    again.close()
             finally:
-                again.close()
+                backup.close()
         # Serving stops (what was dequeued before the kill may still be served: how long that takes
         # is the machine's business, so the test waits until the count holds still for a second),
         # and the queued rest was dropped, not served.
