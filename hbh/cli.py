@@ -38,7 +38,7 @@ PROGRAMS: tuple[tuple[str, str, str], ...] = (
     ("bmv2-diff", "topo.experiments.bmv2_diff", "BMv2 against p4switch: the same topology and seed in netns, compared (root)"),
     ("tcp-validation", "topo.experiments.tcp_validation", "the simulator's TCP model against the kernel's on one bottleneck"),
     ("tcp-kernel", "topo.results.tcp_kernel", "the sources' TCP experiments on the kernel's TCP in netns, beside the model"),
-    ("rtm-kernel", "topo.experiments.rtm_kernel", "CVIHIS RTM against the kernel's reno in netns and the model's, per grid cell"),
+    ("rtm-kernel", "topo.results.rtm_kernel", "CVIHIS RTM against the kernel's reno in netns and the model's, per grid cell"),
     ("tcp-diagnosis", "topo.experiments.tcp_diagnosis", "why the model's bottleneck occupancy differs from the kernel's"),
     ("tcp-bursts", "topo.netns.tcp_bursts", "how bursty a netns TCP run's data reaches the bottleneck"),
     ("loop-trace", "topo.netns.loop_trace", "a netns TCP sender's runs sorted by cause, from its host's frame-loop trace"),

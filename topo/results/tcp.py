@@ -281,7 +281,7 @@ START_NAMES = ("default", "half", "capacity")
 
 
 def rtm_topology(rate: str, delay: str, cc: str = "reno", reading: str = "", start: str = "") -> Topology:
-    """One cell of the grid as ``rtm_cell`` runs it (either backend: topo/experiments/rtm_kernel.py runs it in
+    """One cell of the grid as ``rtm_cell`` runs it (either backend: topo/results/rtm_kernel.py runs it in
     netns): topo/cvihis-rtm-vs-tcp.yaml with the bottleneck's ``rate``, both access links' one-way ``delay``, TCP's
     ``cc``, a ``cvihis:`` reading's text and RTM's starting rate (empty: the defaults)."""
     sets = (f"link[R1-R2].rate={rate}", f"link[H1-R1].delay={delay}", f"link[H3-R1].delay={delay}")

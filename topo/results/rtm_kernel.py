@@ -15,7 +15,7 @@ both runs the same way.
 Each (seed, cell, start) is one run of ``--seconds`` per backend; each window W of ``--windows`` is
 read from it over (W/2, W], as ``hbh results-tcp --grid --seconds W`` reads a W-second run (a run's
 first W seconds do not depend on its length: in the simulator bit for bit,
-tests/topo/experiments/test_rtm_kernel.py). Per window: RTM's and reno's mean receive rates and their ratio
+tests/topo/results/test_rtm_kernel.py). Per window: RTM's and reno's mean receive rates and their ratio
 (the larger over the smaller), the bottleneck's utilisation, how often the FIFO was empty (its
 100 ms samples at most ``EMPTY_PACKETS``) and reno's window at its reductions (twice each new
 ssthresh: Linux's and the model's reno halve). A netns run carries the load average before and after

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from topo.experiments import rtm_kernel as K
+from topo.results import rtm_kernel as K
 from topo.results import tcp as R
 from topo.run.runner import run_experiment
 
