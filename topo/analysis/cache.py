@@ -3,8 +3,9 @@
 Why: the analysis runs the fluid models of :mod:`topo.analysis.check` before every ``hbh run``; a
 researcher who reruns a topology (another output directory, a sweep's repetitions) should not pay for
 it again. The key is the topology as resolved (every node, link, flow, law, port, event and option:
-not its name, file or source lines, which change nothing), with its flows at the starts a simulator
-run draws from its seed (topo/net/starts.py: another seed starts them elsewhere, another analysis),
+not its name, file or source lines, which change nothing), with its flows at the starts the run's
+hosts draw from its seed on its backend (topo/net/starts.py: another seed or backend starts them elsewhere,
+another analysis),
 the run's duration, and the source of every module the answer comes from, so an edit to the law or
 the models is a miss rather than a stale answer. Entries are small JSON files in
 ``$HBH_CACHE_DIR`` (default ``$XDG_CACHE_HOME/hbh/analysis``, ``~/.cache/hbh/analysis``); a cache
@@ -81,13 +82,15 @@ def topology_key(topo: Topology, duration_s: float) -> str:
 
 
 def cached_warnings(topo: Topology, duration_s: float, directory: Path | None = None,
-                    seed: int | None = None) -> tuple[list[str], bool]:
+                    seed: int | None = None, backend: str = "sim") -> tuple[list[str], bool]:
     """(the analysis's warnings for a run of ``duration_s``, whether they came from the cache); ``seed``: a
-    simulator run's, whose flows start where it draws them (None: at the file's starts)."""
+    run's on ``backend`` (``"sim"`` or ``"netns"``), whose flows start where its hosts draw them (None: at the
+    file's starts). The key is the started topology: another seed or backend that starts a flow elsewhere is
+    another entry."""
     from topo.analysis.check import warnings
 
     if seed is not None:
-        topo = with_drawn_starts(topo, seed)
+        topo = with_drawn_starts(topo, seed, backend)
     where = directory if directory is not None else cache_dir()
     path = where / f"{topology_key(topo, duration_s)}.json"
     try:

@@ -344,12 +344,13 @@ def _beyond(topo: Topology, hop: DirectedLink, rests: list[tuple[str, tuple[Dire
     return min(out, topo.link_between(a, b).rate_bps)
 
 
-def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = None) -> list[LawCheck]:
-    """Every law's checks; the laws-together model runs once for the topology. ``seed``: a simulator run's,
-    whose flows start where it draws them (:func:`topo.net.starts.with_drawn_starts`); None: at the file's
-    starts."""
+def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = None,
+                   backend: str = "sim") -> list[LawCheck]:
+    """Every law's checks; the laws-together model runs once for the topology. ``seed``: a run's on ``backend``
+    (``"sim"`` or ``"netns"``), whose flows start where its hosts draw them
+    (:func:`topo.net.starts.with_drawn_starts`); None: at the file's starts (``hbh show``, ``make map``)."""
     if seed is not None:
-        topo = with_drawn_starts(topo, seed)
+        topo = with_drawn_starts(topo, seed, backend)
     loops = law_loops(topo)
     peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
     events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
@@ -368,10 +369,11 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             for key, loop, drop_at in loops]
 
 
-def warnings(topo: Topology, duration_s: float = 60.0, seed: int | None = None) -> list[str]:
+def warnings(topo: Topology, duration_s: float = 60.0, seed: int | None = None, backend: str = "sim") -> list[str]:
     """One line per law the analysis expects to lose packets (hop-by-hop runs only). ``seed``: the analysis of
-    the simulator's run of that seed, its flows started where the run starts them (up to 200 ms after the
-    file's starts, drawn from the seed: topo/net/starts.py); None: at the file's starts.
+    the run of that seed on ``backend`` (``"sim"`` or ``"netns"``, whose hosts draw from the seed differently),
+    its flows started where the run starts them (up to 200 ms after the file's starts: topo/net/starts.py);
+    None: at the file's starts (``hbh show``, ``make map``: no run).
 
     Why the seed: which flows start together decides how the hops start up. f1 configured at 0 s and m0 and
     f2 at 0.1 s, from one host: at the file's starts f1 alone settled S3's buffer before the others came and
@@ -379,7 +381,7 @@ def warnings(topo: Topology, duration_s: float = 60.0, seed: int | None = None) 
     overflowed (26 lost from 0.41 s; the model at those starts: 107 packets from 0.39 s;
     tests/topo/random_cases/multicast-start-order.yaml)."""
     if seed is not None:
-        topo = with_drawn_starts(topo, seed)
+        topo = with_drawn_starts(topo, seed, backend)
     return warnings_of(topo, check_topology(topo, duration_s), duration_s)
 
 

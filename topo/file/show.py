@@ -107,7 +107,8 @@ def _events(t: Topology) -> list[str]:
 
 
 def _analysis(t: Topology) -> list[str]:
-    """The loop analysis of every law that carries an ALINEA flow (docs/background/analysis.md)."""
+    """The loop analysis of every law that carries an ALINEA flow (docs/background/analysis.md), its flows at
+    the file's starts: ``hbh show`` analyses no run, so no seed's or backend's draws (topo/net/starts.py)."""
     out = ["loop analysis (docs/background/analysis.md, \"The loop with its delay\"):"]
     checks = check_topology(t, 60.0)
     for c in checks:

@@ -26,7 +26,6 @@ import contextlib
 import dataclasses
 import os
 import pickle
-import random
 import signal
 import sys
 import threading
@@ -45,6 +44,7 @@ from runtime.sched import RealtimeScheduler
 from topo.net.model import Event, Topology
 from topo.net.plan import neighbour_mac
 from topo.net.record import BufferSample, Recorder
+from topo.net.starts import host_rng, host_starts
 from topo.netns.loop_trace import LoopTrace
 from topo.netns.pace import KERNEL_CC, TRAILER_BYTES, KernelPacedFlows
 from topo.netns.tcp_ends import TcpEnds, TcpEndsProcess, open_tcp_ends
@@ -195,7 +195,9 @@ class _HostNet:
 
     def __init__(self, topo: Topology, seed: int, host: str, clock: RunClock) -> None:
         self.topo = topo
-        self.rng = random.Random(f"{seed}:{host}")
+        self.rng = host_rng(seed, host)
+        # this host's starts, its generator's first draws (topo/net/starts.py: the analysis draws them alike)
+        self.starts = host_starts(topo, host, self.rng)
         self.sched = clock
         self.recorder = Recorder()
         self.flow_names = {i + 1: f.name for i, f in enumerate(topo.flows)}

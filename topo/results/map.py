@@ -129,7 +129,8 @@ def packet_hops(topo: Topology, seconds: float) -> float:
 
 
 def predicted(topo: Topology, seconds: float) -> tuple[bool, float]:
-    """The analysis' verdict, and the packets the laws-together fluid model loses."""
+    """The analysis' verdict, and the packets the laws-together fluid model loses, the flows at the file's
+    starts (the map judges the file, not one seed's run: topo/net/starts.py)."""
     checks = check_topology(topo, seconds)
     return all(c.lossless for c in checks), sum(c.network.lost_pkts for c in checks if c.network is not None)
 

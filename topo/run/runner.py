@@ -227,7 +227,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-plots", action="store_true", help="skip the PNG figures")
     p.add_argument("--no-analysis", action="store_true",
                    help="skip the loop analysis before the run (its warnings; it is cached per topology, "
-                        "duration and, in the simulator, seed: docs/background/analysis.md)")
+                        "duration, seed and backend: docs/background/analysis.md)")
     p.add_argument("--strict", action="store_true",
                    help=f"exit with status {STRICT_EXIT} if the run breaks an invariant (docs/reference/metrics.md, Invariants)")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="TARGET.KEY=VALUE",
@@ -256,8 +256,9 @@ def _main(args: argparse.Namespace) -> int:
             print(f"hbh run: {why}", file=sys.stderr)
             return 2
     out = Path(args.out or f"results/{topo.name}")
-    seed = args.seed if args.backend == "sim" else None  # the simulator's starts (topo/net/starts.py)
-    for warning in ([] if args.no_analysis else cached_warnings(topo, duration / 1e9, seed=seed)[0]):
+    # the flows where this run's hosts start them, the simulator's draws or the netns hosts' (topo/net/starts.py)
+    for warning in ([] if args.no_analysis else cached_warnings(topo, duration / 1e9, seed=args.seed,
+                                                                  backend=args.backend)[0]):
         print(f"hbh run: warning: {warning}", file=sys.stderr)
     if args.backend != "sim" or args.target != "p4switch":
         from topo.netns.plumbing import NetnsError, require_root

@@ -236,8 +236,8 @@ class SimHostNode(HostReceiver):
 
     # ---- set-up -----------------------------------------------------------------------------------
     def _sender_flow(self, f: Flow) -> SenderFlow:
-        starts = getattr(self.net, "starts", None)  # the simulator's, drawn at build (topo/net/starts.py)
-        start = starts[f.name] if starts is not None else f.start_ns + self.net.rng.randrange(START_JITTER_NS)
+        # drawn before the hosts are built: the simulator's at build, a netns host's by its _HostNet (topo/net/starts.py)
+        start = self.net.starts[f.name]
         self.templates[f.name] = FrameTemplate(
             src_mac=self.net.topo.mac(self.node.name), dst_mac=neighbour_mac(self.net.topo, self.node.name, self.switch),
             src_ip=self.net.topo.ip(self.node.name),

@@ -1,13 +1,17 @@
 """Random topologies that lost packets, unwarned, because the loop analysis ran its fluid model from the
 file's starts while the simulator starts every flow up to 200 ms later, drawn from the seed (issue 46):
 which flows start together decides how the hops start up. The analysis of a run of seed N now starts the
-flows where that run does (topo/net/starts.py, one function for both). Each file's first lines hold its
-run length and the problem the judge reported when it was found."""
+flows where that run does (topo/net/starts.py, one function for both), in the simulator and in netns,
+whose hosts draw theirs each from its own generator. Each file's first lines hold its run length and the
+problem the judge reported when it was found."""
 
 from __future__ import annotations
 
 import csv
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from tests.paths import RANDOM_CASES
 from tests.topo.randomcheck import judge
@@ -99,3 +103,112 @@ def test_the_cached_analysis_of_another_seed_is_another_entry(tmp_path: Path) ->
     assert cached_warnings(topo, 0.4, tmp_path, seed=1) == (warnings(topo, 0.4, 1), False)
     assert cached_warnings(topo, 0.4, tmp_path, seed=1)[1]
     assert cached_warnings(topo, 0.4, tmp_path, seed=2) == (warnings(topo, 0.4, 2), False)
+
+
+NETNS = """name: netns-starts
+defaults:
+  link: {rate: 10Mbps, delay: 1ms, buffer: 50}
+nodes:
+  S1: {kind: switch}
+  H1: {kind: host}
+  H2: {kind: host}
+  H3: {kind: host}
+  H4: {kind: host}
+links:
+  - {ends: [H1, S1]}
+  - {ends: [H2, S1]}
+  - {ends: [H3, S1]}
+  - {ends: [H4, S1]}
+flows:
+  - {name: a, src: H1, dst: H3, control: fixed, rate: 1Mbps, start: 0.05s}
+  - {name: t, src: H1, dst: H4, control: tfrc, start: 0.01s}
+  - {name: b, src: H1, dst: H4, control: alinea}
+  - {name: p, src: H1, dst: [H3, H4], control: pgmcc, start: 0.03s}
+  - {name: g, src: H2, dst: [H3, H4], control: alinea, start: 0.1s}
+  - {name: c, src: H2, dst: H4, control: cvihis-rtm}
+  - {name: l, src: H2, dst: H3, control: ledbat, start: 0.02s}
+"""
+
+
+def _netns_first_sends(topo: Any, seed: int, host: str) -> dict[int, int]:
+    """The first frame (ns) of each wire id the netns host ``host`` of a run of ``seed`` sends: its own
+    ``_HostNet`` (the draws, in its own process in a run) and ``SimHostNode``, as ``NetnsHost._start``
+    builds them, on a virtual clock with a link that keeps what it is handed (no namespaces, no root)."""
+    from hosts.datagram import parse
+    from runtime.link import LinkModel
+    from runtime.sched import VirtualScheduler
+    from topo.netns.host import _HostNet
+    from topo.sim.network import SimHostNode
+
+    clock = VirtualScheduler()
+    first: dict[int, int] = {}
+
+    class Wire:
+        model = LinkModel(bitrate_bps=10**9, delay_ns=0, overhead_bytes=0, min_frame_bytes=0)
+
+        def backlog_ns(self, _end: object, _now: int) -> int:
+            return 0
+
+        def send(self, _end: object, frame: bytes) -> int:
+            first.setdefault(parse(bytes(frame)).flow, clock.now_ns())
+            return 0
+
+    node = SimHostNode(_HostNet(topo, seed, host, clock), topo.nodes[host])  # type: ignore[arg-type]
+    node.link = Wire()  # type: ignore[assignment]
+    node.start()
+    clock.run_until(400_000_000)
+    return first
+
+
+def test_a_netns_hosts_first_packets_leave_at_the_starts_the_analysis_models() -> None:
+    """A netns host draws its flows' starts in its own process, from the seed and its name, not from the
+    simulator's generator: the analysis before a netns run (``hbh run --backend netns``) models those
+    (``with_drawn_starts(topo, seed, "netns")``, topo/net/starts.py's ``host_starts`` for both). Each flow
+    of both sending hosts, of every kind (pgmcc, ALINEA, a group, fixed, TFRC, LEDBAT, CVIHIS), sends its
+    first packet at the start the analysis models, for three seeds; the netns starts are not the
+    simulator's. One ALINEA flow per host: a host's ALINEA flows share its pacer, and a second one's first
+    packet waits for the pacer's next slot, up to a packet's time at the law's rate after its start."""
+    topo = load_topology_text(NETNS, "netns-starts.yaml")
+    wire = topo.wire_ids()
+    for seed in (1, 2, 3):
+        modelled = {f.name: f.start_ns for f in with_drawn_starts(topo, seed, "netns").flows}
+        for host in ("H1", "H2"):
+            first = _netns_first_sends(topo, seed, host)
+            mine = [f for f in topo.flows if f.src == host and f.sends]
+            assert {wire[f.name] for f in mine} <= first.keys(), (seed, host, first)
+            for f in mine:
+                assert abs(first[wire[f.name]] - modelled[f.name]) < 1_000_000, (seed, host, f.name)
+        assert modelled != {f.name: f.start_ns for f in with_drawn_starts(topo, seed).flows}
+
+
+def test_the_analysis_of_a_netns_run_is_another_entry(tmp_path: Path) -> None:
+    """The same seed starts the flows elsewhere in a netns run: its cached analysis is its own."""
+    from topo.analysis.cache import cached_warnings
+    from topo.analysis.check import warnings
+
+    topo = load_topology_text(MIXED, "starts.yaml")
+    assert cached_warnings(topo, 0.4, tmp_path, seed=1, backend="netns") == (
+        warnings(topo, 0.4, 1, "netns"),
+        False,
+    )
+    assert cached_warnings(topo, 0.4, tmp_path, seed=1, backend="netns")[1]
+    assert not cached_warnings(topo, 0.4, tmp_path, seed=1)[1]
+
+
+@pytest.mark.netns
+@pytest.mark.slow
+def test_a_netns_runs_flows_start_where_its_analysis_starts_them(tmp_path: Path) -> None:
+    """The same in real namespaces (root; 1 s of real time): each flow's first packet, as the receiver
+    records it, left its host at the start the analysis before that run models, within a few ms of the
+    real-time loop's lateness."""
+    from tests.switch import netns as N
+
+    N.require_netns()
+    topo = load_topology_text(NETNS, "netns-starts.yaml")
+    s = run_experiment(topo, 1_000_000_000, 2, tmp_path, plots=False, backend="netns", pcap=False).summary
+    N.skip_unless_kept_up(s, "the flows' first packets on time")
+    modelled = {f.name: f.start_ns / 1e9 for f in with_drawn_starts(topo, 2, "netns").flows}
+    for f in topo.flows:
+        with open(tmp_path / f"packets_{f.name}.csv") as rows:
+            first = min(float(row["sent_s"]) for row in csv.DictReader(rows))
+        assert abs(first - modelled[f.name]) < 5e-3, (f.name, first, modelled[f.name])
