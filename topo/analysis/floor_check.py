@@ -252,6 +252,8 @@ class _Stretch:
         #: what u could send toward v whatever its law: its link, its units' r_max, what reaches u for v
         self.supply: dict[DirectedLink, float] = {}
         self._dip: tuple[DirectedLink, float] | None = None
+        #: what the groups' copies take of each link while :meth:`drain` counts the unicast flows
+        self._taken: dict[DirectedLink, float] = {}
 
     def rate(self, a: str, b: str) -> float:
         return self.rates.get(_key(a, b), self.topo.link_between(a, b).rate_bps)
@@ -511,8 +513,10 @@ class _Stretch:
         """What v forwards of the flows u sends it, when u sends ``push``: each unit its share of it (in
         proportion to what its source hands the network), at most what its paths out of v take (links
         shared by several flows counted once per path from v, and a receiver's playout). A group's packet
-        leaves v's buffer with its last copy: the group drains at its slowest branch's pace. Also the
-        groups and the receiver of each one's slowest copy."""
+        leaves v's buffer with its last copy: the group drains at its slowest branch's pace, and every copy
+        takes that pace of the links it leaves by, from the unicast flows that share them (S3 -> S6's 1 Mb/s
+        counted once for f1 and m0's copies: multicast-copy-shares-link.yaml). Also the groups and the
+        receiver of each one's slowest copy."""
         units = self._units(u, v)
         demand = {name: self.demand[name] for name in units}
         total = sum(demand.values())
@@ -524,7 +528,7 @@ class _Stretch:
         rest = {f.name: self.paths[f.name][self.paths[f.name].index((u, v)) + 1:] for fs in units.values() for f in fs}
         unicast = [(fs[0], rest[fs[0].name], share[name]) for name, fs in units.items() if fs[0].group is None]
         self._dip = dip
-        out = self._through(v, unicast, math.inf)
+        out = 0.0
         slowest = []
         for name, fs in units.items():
             if fs[0].group is None:
@@ -534,7 +538,12 @@ class _Stretch:
             out += pace
             if len(fs) > 1:
                 slowest.append((name, dst))
-        self._dip = None
+            # every copy leaves at the group's pace: a link a copy takes is that much less for the unicast
+            # flows that leave by it too (a group crosses a link once, whatever copies follow it)
+            for hop in {hop for f in fs for hop in rest[f.name]}:
+                self._taken[hop] = self._taken.get(hop, 0.0) + pace
+        out += self._through(v, unicast, math.inf)
+        self._dip, self._taken = None, {}
         return out, tuple(slowest)
 
     def _through(self, node: str, rest: list[tuple[Flow, tuple[DirectedLink, ...], float]], cap: float) -> float:
@@ -552,5 +561,6 @@ class _Stretch:
             if self._dip is not None and self._dip[0] == (a, b):
                 rate = min(rate, self.law_at_change(a, b)) * self._dip[1]
             rate = min(rate, self.held.get((a, b), math.inf))
+            rate = max(0.0, rate - self._taken.get((a, b), 0.0))
             out += self._through(b, group, rate)
         return min(out, cap)
