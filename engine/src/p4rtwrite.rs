@@ -234,6 +234,20 @@ fn full_mask(width: u32) -> u64 {
 }
 
 /// Set `slot` once: a second occurrence of a singular field is left to protobuf's own rules.
+/// The TableEntry inside an Entity's bytes, when the Entity holds that and nothing else (the one
+/// kind of entity the engine's Write and keyed-Read paths answer; anything else goes to Python).
+fn entity_table_entry(entity: &[u8]) -> Option<&[u8]> {
+    let mut te = None;
+    let mut r = Reader::new(entity);
+    while let Some((n, v)) = r.field().ok()? {
+        match (n, v) {
+            (2, Value::Bytes(b)) => once(&mut te, b)?,
+            _ => return None,
+        }
+    }
+    te
+}
+
 fn once<T>(slot: &mut Option<T>, v: T) -> Option<()> {
     if slot.is_some() {
         return None;
@@ -383,15 +397,7 @@ impl TableWritePlan {
         if !(1..=3).contains(&utype) {
             return None;
         }
-        let mut te = None;
-        let mut r = Reader::new(entity?);
-        while let Some((n, v)) = r.field().ok()? {
-            match (n, v) {
-                (2, Value::Bytes(b)) => once(&mut te, b)?,
-                _ => return None,
-            }
-        }
-        self.table_entry(utype, te?)
+        self.table_entry(utype, entity_table_entry(entity?)?)
     }
 
     fn table_entry(&self, utype: u64, msg: &[u8]) -> Option<Decoded> {
@@ -900,17 +906,10 @@ impl TableWritePlan {
         if dev.unwrap_or(0) != device_id {
             return None;
         }
-        let mut te = None;
-        let mut r = Reader::new(entity?);
-        while let Some((n, v)) = r.field().ok()? {
-            match (n, v) {
-                (2, Value::Bytes(b)) => once(&mut te, b)?,
-                _ => return None,
-            }
-        }
+        let te = entity_table_entry(entity?)?;
         let (mut table_id, mut prio, mut action, mut cm, mut md) = (None, None, None, None, None);
         let mut matches: Vec<&[u8]> = Vec::new();
-        let mut r = Reader::new(te?);
+        let mut r = Reader::new(te);
         while let Some((n, v)) = r.field().ok()? {
             match (n, v) {
                 (1, Value::Varint(x)) => once(&mut table_id, x)?,
