@@ -25,13 +25,14 @@ fixed timeout would repeat the adaptive one (the timeout is pgmcc's): it is not 
 
 Each run's numbers are kept as JSON under ``--raw`` (results/docs/multicast/, not committed: <case>-<control>.json
 for seed SEED, <case>-<control>-s<seed>.json for the others); ``results_section(reuse=True)`` (what
-``results_doc --only multicast`` calls) takes a run's JSON when it holds the same case, control, length and seed, and
-runs it otherwise, so that cases may be run in parallel first (``--only``) and the section written after.
+``results_doc --only multicast`` calls) takes a run's JSON when it holds the same case, control, length and seed and was made by the
+same commit with no tracked file changed (``code_version``), and runs it otherwise, so that cases may be run in parallel first (``--only``) and the section written after.
 """
 
 from __future__ import annotations
 
 import json
+import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -256,11 +257,32 @@ def _raw_name(case: Case, control: str, seed: int) -> str:
     return f"{case.name}-{control}.json" if seed == SEED else f"{case.name}-{control}-s{seed}.json"
 
 
+def code_version() -> str | None:
+    """HEAD's commit when git's tracked files are unchanged, else None. A kept run is reused only when it was made
+    by the same code: a run kept from an older commit would publish that commit's numbers under this one's."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True,
+                              timeout=10).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT,
+                               capture_output=True, text=True, check=True, timeout=30).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return None if dirty or not head else head
+
+
+def reusable(old: dict[str, Any], length: float, seed: int, code: str | None) -> dict[str, Any] | None:
+    """A kept run's numbers if it holds this length and seed and was made by this code (``code`` not None)."""
+    if code is None or old.get("code") != code:
+        return None
+    return old if (old.get("seconds"), old.get("seed")) == (length, seed) else None
+
+
 def run_all(raw: Path | None = None, seconds: float | None = None, reuse: bool = False,
             cases: tuple[Case, ...] | None = None, extra_seeds: bool = True) -> dict[str, dict[str, Any]]:
     """Every case's runs: ``out[case][control]`` is seed SEED's, ``out[case]["pgmcc-seeds"]`` every seed's
     pgmcc run (SEED first)."""
     out: dict[str, dict[str, Any]] = {}
+    code = code_version() if reuse else None
     for case in CASES if cases is None else cases:
         out[case.name] = {}
         runs = [("pgmcc", SEED)] + ([("alinea", SEED)] if case.alinea else [])
@@ -271,12 +293,10 @@ def run_all(raw: Path | None = None, seconds: float | None = None, reuse: bool =
             kept = raw / _raw_name(case, control, seed) if raw is not None else None
             r = None
             if reuse and kept is not None and kept.is_file():
-                old = json.loads(kept.read_text())
-                if (old.get("seconds"), old.get("seed")) == (length, seed):
-                    r = old
+                r = reusable(json.loads(kept.read_text()), length, seed, code)
             if r is None:
                 print(f"running {case.name} with {control}, seed {seed} ...", file=sys.stderr, flush=True)
-                r = run_case(case, control, length, seed=seed)
+                r = dict(run_case(case, control, length, seed=seed), code=code)
                 print(f"  f {r['f']}, {r['wall_s']} s wall", file=sys.stderr, flush=True)
                 if kept is not None:
                     kept.parent.mkdir(parents=True, exist_ok=True)
