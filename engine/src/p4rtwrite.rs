@@ -234,6 +234,17 @@ fn full_mask(width: u32) -> u64 {
 }
 
 /// Set `slot` once: a second occurrence of a singular field is left to protobuf's own rules.
+/// The fields of one TableEntry message the engine acts on (`TableWritePlan::entry_fields`).
+struct EntryFields<'a, 'p> {
+    table_id: u32,
+    plan: &'p TablePlan,
+    matches: Vec<&'a [u8]>,
+    action: Option<&'a [u8]>,
+    priority: u32,
+    cm: Option<u64>,
+    md: Option<&'a [u8]>,
+}
+
 /// The TableEntry inside an Entity's bytes, when the Entity holds that and nothing else (the one
 /// kind of entity the engine's Write and keyed-Read paths answer; anything else goes to Python).
 fn entity_table_entry(entity: &[u8]) -> Option<&[u8]> {
@@ -400,7 +411,10 @@ impl TableWritePlan {
         self.table_entry(utype, entity_table_entry(entity?)?)
     }
 
-    fn table_entry(&self, utype: u64, msg: &[u8]) -> Option<Decoded> {
+    /// A TableEntry's fields, its table's plan and its priority (checked against the plan), for
+    /// both the Write path and the keyed Read: one reading of the message, so the two paths cannot
+    /// disagree on which entries the engine answers. None sends the message to Python.
+    fn entry_fields<'a>(&self, msg: &'a [u8]) -> Option<EntryFields<'a, '_>> {
         let (mut table_id, mut action, mut cm, mut md, mut prio) = (None, None, None, None, None);
         let mut matches: Vec<&[u8]> = Vec::new();
         let mut r = Reader::new(msg);
@@ -412,7 +426,7 @@ impl TableWritePlan {
                 (5, Value::Varint(x)) => once(&mut cm, x)?,
                 (11, Value::Bytes(b)) => once(&mut md, b)?,
                 (4, Value::Varint(x)) => once(&mut prio, x)?,
-                // is_default_action, idle_timeout_ns, is_const: only their zero
+                // is_default_action, idle_timeout_ns, is_const: only their zero (proto3's absent)
                 (8 | 9 | 13, Value::Varint(0)) => {}
                 _ => return None,
             }
@@ -423,12 +437,32 @@ impl TableWritePlan {
         if plan.needs_priority != (priority != 0) || priority > MAX_PRIORITY {
             return None;
         }
+        Some(EntryFields {
+            table_id,
+            plan,
+            matches,
+            action,
+            priority: priority as u32,
+            cm,
+            md,
+        })
+    }
+
+    fn table_entry(&self, utype: u64, msg: &[u8]) -> Option<Decoded> {
+        let EntryFields {
+            table_id,
+            plan,
+            matches,
+            action,
+            priority,
+            cm,
+            md,
+        } = self.entry_fields(msg)?;
         let key = key_fields(plan, matches)?;
         let action = match action {
             None => None,
             Some(b) => Some(self.action(plan, b)?),
         };
-        let priority = priority as u32;
         let KeyFields {
             fields,
             masks,
@@ -907,20 +941,15 @@ impl TableWritePlan {
             return None;
         }
         let te = entity_table_entry(entity?)?;
-        let (mut table_id, mut prio, mut action, mut cm, mut md) = (None, None, None, None, None);
-        let mut matches: Vec<&[u8]> = Vec::new();
-        let mut r = Reader::new(te);
-        while let Some((n, v)) = r.field().ok()? {
-            match (n, v) {
-                (1, Value::Varint(x)) => once(&mut table_id, x)?,
-                (2, Value::Bytes(b)) => matches.push(b),
-                (3, Value::Bytes(b)) => once(&mut action, b)?,
-                (4, Value::Varint(x)) => once(&mut prio, x)?,
-                (5, Value::Varint(x)) => once(&mut cm, x)?,
-                (11, Value::Bytes(b)) => once(&mut md, b)?,
-                _ => return None,
-            }
-        }
+        let EntryFields {
+            table_id,
+            plan,
+            matches,
+            action,
+            priority,
+            cm,
+            md,
+        } = self.entry_fields(te)?;
         let filter = ReadFilter {
             action_id: match action {
                 None => 0,
@@ -932,16 +961,10 @@ impl TableWritePlan {
         if matches.is_empty() {
             return None;
         }
-        let table_id = u32::try_from(table_id?).ok()?;
-        let plan = self.tables.get(&table_id)?;
-        let priority = prio.unwrap_or(0);
-        if plan.needs_priority != (priority != 0) || priority > MAX_PRIORITY {
-            return None;
-        }
         let k = key_fields(plan, matches)?;
         Some((
             table_id,
-            key_of(&k.masks, &k.masked, &k.ranges, priority as u32),
+            key_of(&k.masks, &k.masked, &k.ranges, priority),
             filter,
         ))
     }
