@@ -7,7 +7,8 @@ reason elsewhere.
 ``make test`` runs it on paper-1router for 20 s (``test_one_router_on_bmv2_meets_its_targets_and_agrees_with_p4switch``);
 ``make test-bmv2`` runs every default topology of ``hbh bmv2-diff`` for its 40 s (marker ``bmv2_full``,
 which ``make test`` deselects: 6 minutes). BMv2's run comes first, and a run that fell behind real time
-is a skip before p4switch's run is made (a machine loaded by the suite's other worker).
+is a skip before p4switch's run is made, whatever the load (BMv2's speed is its build's, not this
+project's); p4switch's run falling behind skips only under other work.
 """
 
 from __future__ import annotations
@@ -150,15 +151,17 @@ def _differential(name: str, seconds: int, tmp_path: Path, *, idle_must_keep_up:
     """The checks of topology ``name`` run ``seconds`` on each target, and BMv2's summary
     (``p4switch``: p4switch's summary from a run already made for it, asked for after BMv2's run).
 
-    BMv2's run first: where it fell behind real time (the target that falls behind first on a loaded
-    machine), the test skips before p4switch's run is made; where p4switch's did, after it.
-    ``idle_must_keep_up``: a run that fell behind on a machine without other work is no skip (the
-    comparison's "kept real time" then fails), as ``tests.switch.netns.skip_unless_kept_up`` says."""
+    BMv2's run first: where it fell behind real time, the test skips before p4switch's run is made,
+    whatever the load (how fast a BMv2 build keeps up is that build's and the machine's: CI's BMv2
+    fell behind at a load average of 1.2-1.3, which no check of this project's can tell from other
+    work). Where p4switch's run fell behind, it skips after it; ``idle_must_keep_up``: p4switch's
+    run falling behind on a machine without other work is no skip (the comparison's "kept real
+    time" then fails), as ``tests.switch.netns.skip_unless_kept_up`` says."""
     if not (ROOT / "build" / "alinea.json").exists():
         subprocess.run(["make", "p4"], cwd=ROOT, check=True, timeout=600)
     path = [ROOT / "topo" / f"{name}.yaml"]
     ((_, _, bm),) = bmv2_diff._run_all(path, seconds * 1_000_000_000, 1, tmp_path, ("bmv2",))
-    _skip_unless_kept_up(name, "BMv2", bm, idle_must_keep_up)
+    _skip_unless_kept_up(name, "BMv2", bm, idle_must_keep_up=False)
     if p4switch is not None:
         p4 = p4switch()
     else:
@@ -198,8 +201,9 @@ def test_one_router_on_bmv2_meets_its_targets_and_agrees_with_p4switch(tmp_path:
     """make test's differential: paper-1router, 20 s (its buffers' mean and spread are over the second
     half, after both laws converged, ~5 s). BMv2's own run holds its buffers at their targets without
     loss; the whole run agrees with p4switch's as ``hbh bmv2-diff`` checks it (p4switch's: the run
-    test_netns_runs checks against the simulator, tests/topo/conftest.py). A run that fell behind
-    real time skips only under other work (on an idle machine, one router must keep up on either target)."""
+    test_netns_runs checks against the simulator, tests/topo/conftest.py). BMv2's run that fell
+    behind real time skips; p4switch's only under other work (on an idle machine one router must keep
+    up on p4switch)."""
     checks, bm = _differential("paper-1router", 20, tmp_path, idle_must_keep_up=True,
                                p4switch=lambda: request.getfixturevalue("one_router_netns")[1].summary)
     assert bm["loss"]["total"] == 0, bm["loss"]
