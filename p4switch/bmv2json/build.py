@@ -53,7 +53,7 @@ def _objects(info: p4info_pb2.P4Info) -> dict[tuple[str, str], int]:
     """(kind, name) -> id of every named object of a P4Info."""
     out: dict[tuple[str, str], int] = {}
     for field, value in info.ListFields():
-        for obj in value if field.label == field.LABEL_REPEATED else [value]:
+        for obj in value if field.is_repeated else [value]:
             pre = getattr(obj, "preamble", None)
             if pre is not None and pre.name:
                 out[(field.name, pre.name)] = pre.id

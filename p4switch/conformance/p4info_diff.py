@@ -43,7 +43,7 @@ def _field_values(msg: Message) -> dict[str, Any]:
     for fd, value in msg.ListFields():
         if fd.message_type is not None and fd.message_type.GetOptions().map_entry:
             out[fd.name] = sorted(f"{k}={_key(value[k])}" for k in value)
-        elif fd.label == fd.LABEL_REPEATED:
+        elif fd.is_repeated:
             out[fd.name] = sorted(_key(v) for v in value)
         else:
             out[fd.name] = _key(value)
