@@ -85,7 +85,8 @@ def violations(package: str, root: Path = ROOT) -> list[str]:
 
 def topo_violations(root: Path = ROOT) -> list[str]:
     """Every import between topo/'s subpackages that ``TOPO_MAY_IMPORT`` does not allow, as
-    ``file:line: what`` (``from topo import sub`` counts as importing ``sub``)."""
+    ``file:line: what`` (``from topo import sub`` counts as importing ``sub``; a relative import is
+    resolved from the importing file's package, so ``from ..run import x`` is ``topo.run``)."""
     out: list[str] = []
     for path in sorted((root / "topo").rglob("*.py")):
         where = path.relative_to(root)
@@ -96,8 +97,13 @@ def topo_violations(root: Path = ROOT) -> list[str]:
         for node in ast.walk(ast.parse(path.read_text(), str(where))):
             if isinstance(node, ast.Import):
                 modules = [a.name for a in node.names]
-            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-                modules = ([f"topo.{a.name}" for a in node.names] if node.module == "topo" else [node.module])
+            elif isinstance(node, ast.ImportFrom) and (node.level or node.module):
+                base = node.module or ""
+                if node.level:  # relative: from the importing file's package, as Python resolves it
+                    package = where.with_suffix("").parts[:-1]
+                    up = list(package[: len(package) - (node.level - 1)])
+                    base = ".".join([*up, base] if base else up)
+                modules = ([f"topo.{a.name}" for a in node.names] if base == "topo" else [base])
             else:
                 continue
             for module in modules:
@@ -157,7 +163,12 @@ def test_the_checker_sees_a_forbidden_edge_inside_topo(tmp_path: Path) -> None:
     (tmp_path / "topo" / "__init__.py").write_text("")
     (tmp_path / "topo" / "net" / "bad.py").write_text("import topo.net.model\n\n\ndef f():\n"
                                                       "    from topo import run\n    from topo.run.x import y\n")
-    (tmp_path / "topo" / "run" / "good.py").write_text("from topo.net import model\n")
+    (tmp_path / "topo" / "run" / "good.py").write_text("from topo.net import model\nfrom ..net import plan\n"
+                                                      "from . import other\n")
+    (tmp_path / "topo" / "net" / "relative.py").write_text("from ..run import runner\nfrom .. import run\n"
+                                                           "from . import model\n")
     got = [v.split(": ", 1)[1] for v in topo_violations(tmp_path)]
     assert got == ["topo.net imports topo.run (topo.run is not allowed)",
-                   "topo.net imports topo.run.x (topo.run is not allowed)"]
+                   "topo.net imports topo.run.x (topo.run is not allowed)",
+                   "topo.net imports topo.run (topo.run is not allowed)",
+                   "topo.net imports topo.run (topo.run is not allowed)"]
