@@ -1,0 +1,58 @@
+"""A sized TCP flow's rates count the bytes it carries: its records hold its size, the last one only
+what is left of it (docs/reference/metrics.md, "TCP flows"), so a flow that completes inside its
+window received exactly its size there -- not its record count times 1448 bytes."""
+
+from __future__ import annotations
+
+import pytest
+
+from topo.file.schema import load_topology_text
+from topo.run.runner import run_experiment
+
+S = 1_000_000_000
+
+# sizes that are not whole records: 2000 B is 1448 + 552, the worst case of the three
+SIZES = {"t1": 2000, "t2": 10_000, "t3": 100_001}
+LINE = """
+name: sized
+defaults: {link: {rate: 10Mbps, delay: 1ms, buffer: 100}}
+nodes: {H1: {kind: host}, H2: {kind: host}, H3: {kind: host}, R1: {kind: switch}, H4: {kind: host}}
+links:
+  - {ends: [H1, R1]}
+  - {ends: [H2, R1]}
+  - {ends: [H3, R1]}
+  - {ends: [R1, H4]}
+flows:
+  - {name: t1, src: H1, dst: H4, control: tcp, size: 2000B, start: 0s}
+  - {name: t2, src: H2, dst: H4, control: tcp, size: 10000B, start: 0.3s}
+  - {name: t3, src: H3, dst: H4, control: tcp, size: 100001B, start: 0.6s}
+"""
+
+
+@pytest.fixture(scope="module")
+def summary() -> dict:
+    return run_experiment(load_topology_text(LINE, "user.yaml"), 2 * S, 1, None, plots=False).summary
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_a_sized_flows_goodput_over_its_lifetime_is_its_size(summary: dict, name: str) -> None:
+    f = summary["flows"][name]
+    assert f["tcp"]["completed"] and f["tcp"]["bytes_received"] == SIZES[name]
+    assert f["window"] == "lifetime"
+    span = f["window_s"][1] - f["window_s"][0]
+    size_bits = 8 * SIZES[name]
+    # goodput and receive rate are rounded to whole b/s and the window to the microsecond
+    slack = 1 + 1e-6 * f["goodput_bps"] + span
+    assert abs(f["goodput_bps"] * span - size_bits) <= slack, (f["goodput_bps"] * span, size_bits)
+    assert abs(f["receive_bps"] * span - size_bits) <= slack
+    assert f["send_bps"] * span <= size_bits + slack  # what it handed its socket: its size at most
+
+
+@pytest.mark.parametrize("name", sorted(SIZES))
+def test_the_series_a_figure_draws_carries_the_flows_size(summary: dict, name: str) -> None:
+    """The 0.5 s bins of ``series`` (the rates figure) add up to the bytes the flow carried."""
+    bins = summary["series"]["t_s"]
+    widths = [t - s for s, t in zip([0.0] + bins, bins)]
+    for key in ("receive_bps", "send_bps"):
+        carried = sum(r * w for r, w in zip(summary["series"]["flows"][name][key], widths))
+        assert abs(carried - 8 * SIZES[name]) <= len(bins), (key, carried)
