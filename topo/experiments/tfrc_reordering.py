@@ -52,7 +52,7 @@ def run(reorder: str, duration_ns: int, seed: int) -> dict[str, Any]:
                        plots=False).summary
     f = s["flows"]["f1"]
     return {"reorder": reorder, "goodput_bps": f["goodput_bps"], "lost": s["loss"]["lost_by_sequence"]
-            + s["loss"]["dropped_in_network"], "reordered": s["loss"]["reordered"], **f["control"]}
+            + s["loss"]["dropped_in_network"], "reordered": s["loss"]["reordered"], **f["control_state"]}
 
 
 def table(rows: list[dict[str, Any]]) -> str:

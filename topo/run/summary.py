@@ -348,8 +348,11 @@ def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Wi
             out[f.name]["fct_s"] = round((completed - f.start_ns) / 1e9, 4) if isinstance(completed, int) else None
         if f.control == "tcp":
             out[f.name]["tcp"] = _tcp(f, rec, half, tcp_samples.get(f.name, []))
-        if f.name in rec.control_stats:  # TFRC, LEDBAT: their cores' own view (docs/background/e2e.md)
-            out[f.name]["control"] = dict(sorted(rec.control_stats[f.name].items()))
+        if f.name in rec.control_stats:  # TFRC, LEDBAT, GCC, pgmcc: their cores' own view (docs/background/e2e.md)
+            # beside ``control`` (the control's name, which every flow has), not over it: a key whose
+            # type depends on the control made `hbh run` print the dict as the flow's control and
+            # `hbh sweep` (its runs.csv's control column) fail with a traceback
+            out[f.name]["control_state"] = dict(sorted(rec.control_stats[f.name].items()))
     return out
 
 

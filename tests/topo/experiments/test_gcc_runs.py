@@ -40,7 +40,7 @@ def test_one_gcc_flow_uses_most_of_an_empty_bottleneck_without_a_standing_queue(
     assert 0.65 <= s["links"]["R1->R2"]["utilisation"] <= 1.0, s["links"]["R1->R2"]
     assert f["owd_ms"]["mean"] - base_delay_ms(1e6) < 100, f["owd_ms"]
     assert s["loss"]["dropped_in_network"] == 0
-    c = f["control"]
+    c = f["control_state"]
     assert c["overuse_signals"] >= 1 and c["decreases"] >= 1, c
     assert c["filter"] == "trendline" and c["reports"] >= 50  # a regular report a second, and early ones
 
@@ -80,7 +80,7 @@ def test_gcc_against_one_cubic_flow_keeps_its_floor_and_the_drafts_threshold_kee
     for gains in ("draft", "libwebrtc"):
         s = run(scenario(2e6, [f"control: gcc, gcc: {{gains: {gains}}}", "control: tcp, cc: cubic"]), 60)
         g, t = s["flows"]["f1"], s["flows"]["f2"]
-        assert g["goodput_bps"] >= 0.8 * 50e3 and g["control"]["rate_bps"] >= 50e3, g
+        assert g["goodput_bps"] >= 0.8 * 50e3 and g["control_state"]["rate_bps"] >= 50e3, g
         assert t["goodput_bps"] > 0.2 * 2e6, t
         shares[gains] = g["receive_bps"] / (g["receive_bps"] + t["receive_bps"])
     assert shares["draft"] > 2 * shares["libwebrtc"], shares
@@ -93,14 +93,14 @@ def test_clock_offsets_change_nothing() -> None:
     shifted = text.replace("H1: {kind: host}", "H1: {kind: host, clock_offset: 1500ms}") \
                   .replace("H2: {kind: host}", "H2: {kind: host, clock_offset: 3s}")
     a, b = run(text, 20), run(shifted, 20)
-    assert a["flows"]["f1"]["control"] == b["flows"]["f1"]["control"]
-    assert 30 * 19.8 <= a["flows"]["f1"]["control"]["frames"] <= 30 * 20 + 1  # 30 frames/s from a start within 0.2 s
+    assert a["flows"]["f1"]["control_state"] == b["flows"]["f1"]["control_state"]
+    assert 30 * 19.8 <= a["flows"]["f1"]["control_state"]["frames"] <= 30 * 20 + 1  # 30 frames/s from a start within 0.2 s
     assert a["flows"]["f1"]["goodput_bps"] == b["flows"]["f1"]["goodput_bps"]
 
 
 def test_the_kalman_filter_runs_as_an_option() -> None:
     s = run(scenario(1e6, ["control: gcc, gcc: {filter: kalman, start_rate: 800kbps}"]), 10)
-    assert s["flows"]["f1"]["control"]["filter"] == "kalman" and s["flows"]["f1"]["goodput_bps"] > 0
+    assert s["flows"]["f1"]["control_state"]["filter"] == "kalman" and s["flows"]["f1"]["goodput_bps"] > 0
 
 
 @pytest.mark.parametrize("topology", sorted(p.name for p in (ROOT / "topo").glob("*.yaml")))
@@ -130,7 +130,7 @@ def test_compare_alinea_and_gcc_on_bottleneck_drop(tmp_path: Path) -> None:
     assert c.failures == 0 and c.controls == ("alinea", "gcc")
     assert all(c.metrics[k][0]["goodput_kbps"] > 100 for k in c.controls), c.metrics
     (flow,) = c.summaries["gcc"][0]["flows"].values()
-    assert flow["control"]["filter"] == "trendline"
+    assert flow["control_state"]["filter"] == "trendline"
     assert "gcc" in (tmp_path / "report.md").read_text()
 
 
@@ -141,7 +141,7 @@ def test_gcc_runs_in_netns() -> None:
     N.require_netns()
     s = run(scenario(1e6, ["control: gcc, gcc: {start_rate: 500kbps}"]), 8, backend="netns")
     f = s["flows"]["f1"]
-    assert f["goodput_bps"] > 200e3 and f["control"]["reports"] >= 4 and f["control"]["receiver_reports"] >= 4
+    assert f["goodput_bps"] > 200e3 and f["control_state"]["reports"] >= 4 and f["control_state"]["receiver_reports"] >= 4
 
 
 def test_the_tables_empty_path_delay_is_what_a_packet_that_never_queues_sees() -> None:

@@ -70,7 +70,7 @@ def test_ledbat_holds_the_queue_near_its_target_without_loss() -> None:
     f, q = s["flows"]["f1"], s["buffers"]["H2<-R1"]["mean"]
     assert f["goodput_bps"] > 0.95 * 2e6 and s["loss"]["dropped_in_network"] == 0
     assert 0.2 < q < 0.4, q
-    assert 40 < f["control"]["queuing_delay_ms"] < 80 and f["control"]["losses"] == 0
+    assert 40 < f["control_state"]["queuing_delay_ms"] < 80 and f["control_state"]["losses"] == 0
     assert 60 + 20 < f["owd_ms"]["p50"] < 60 + 20 + 15  # propagation (2 x 10 ms) + the target, give or take
 
 
@@ -96,8 +96,8 @@ def test_reordering_is_counted_apart_from_loss_and_read_as_loss_by_tfrc() -> Non
     assert mixed["loss"]["reordered"] > 0 and mixed["loss"]["reordered_by_links"] >= mixed["loss"]["reordered"]
     assert mixed["loss"]["lost_by_sequence"] == 0 and mixed["loss"]["dropped_in_network"] == 0
     assert clean["flows"]["f1"]["goodput_bps"] > 0.95 * 1.5e6
-    assert clean["flows"]["f1"]["control"]["counted_lost"] == 0
-    seen = mixed["flows"]["f1"]["control"]  # TFRC's receiver: every reordered packet called lost, then late
+    assert clean["flows"]["f1"]["control_state"]["counted_lost"] == 0
+    seen = mixed["flows"]["f1"]["control_state"]  # TFRC's receiver: every reordered packet called lost, then late
     assert seen["counted_lost"] == seen["late"] > 0 and seen["loss_event_rate"] > 0
     assert mixed["flows"]["f1"]["goodput_bps"] < 0.9 * clean["flows"]["f1"]["goodput_bps"], mixed["flows"]
 
@@ -117,7 +117,7 @@ def test_tfrc_and_ledbat_run_in_netns(flow: str) -> None:
     N.skip_unless_kept_up(s, f"{flow} in netns")
     assert f["goodput_bps"] > 0.5e6, f  # a real flow through p4switch, not a trickle
     assert s["loss"]["reordered_by_links"] > 0  # the host's uplink held some frames back
-    assert f["control"], f  # the cores' own view came back from the host processes
+    assert f["control_state"], f  # the cores' own view came back from the host processes
 
 
 def test_the_reordering_table_is_regenerated_by_its_command(tmp_path) -> None:
