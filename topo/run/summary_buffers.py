@@ -29,7 +29,7 @@ from topo.net.model import Topology
 from topo.net.plan import network_mode
 from topo.net.record import LawRow, Recorder
 
-__all__ = ["BAND", "BufferRows", "buffer_rows", "buffer_stats", "convergence", "target_changes"]
+__all__ = ["BAND", "BufferRows", "buffer_rows", "buffer_stats", "convergence", "runs_law", "target_changes"]
 
 BAND = 0.03  # 3 percentage points
 #: a law whose rate stays at this share of its R_max or above is not what limits its buffer's inflow
@@ -75,12 +75,26 @@ def buffer_rows(topo: Topology, rec: Recorder) -> dict[str, BufferRows]:
         if fifo:
             kind, queue = "fifo", f"{u}->{v}"
         else:
-            kind = "regulated" if hop_by_hop and (u, v) in topo.law else "measured"
+            kind = "regulated" if hop_by_hop and (u, v) in topo.law and runs_law(topo, u) else "measured"
             queue = f"{v} receive buffer" if receive else _ingress_queue(topo, u, v)
         b = BufferRows(name, v, u, kind, queue, rows)
         b.targets = [_row_target(topo, r) for r in rows] if kind == "regulated" else [None] * len(rows)
         out[name] = b
     return out
+
+
+def runs_law(topo: Topology, u: str) -> bool:
+    """Does u set its rate toward its neighbours from their reports? A switch does (hop by hop); a
+    host only when it sends an ALINEA flow: its other flows' rates are their controls' own (TCP's
+    segments and ACKs, an end-to-end control's packets and feedback, a fixed rate), and the reports
+    it gets are kept as measurements (laws.csv: rate 0, no ``o_max``). The buffer such a host feeds
+    has no target: counted as regulated, the file's O_max stood as one, and the buffer, which
+    nothing steers to it, kept the run's convergence at "none" (a TCP receiver's ACKs at 1 % of an
+    80 % target)."""
+    node = topo.nodes.get(u)
+    if node is None or node.is_switch:
+        return True
+    return any(f.src == u and f.control == "alinea" and f.sends for f in topo.flows)
 
 
 def _ingress_queue(topo: Topology, u: str, v: str) -> str:
