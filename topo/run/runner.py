@@ -54,7 +54,7 @@ class InvariantsFailed(Exception):
 
 def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None = None, *, progress: bool = False,
                    plots: bool = True, backend: str = "sim", target: str = "p4switch",
-                   pcap: bool = True, strict: bool = False) -> RunResult:
+                   pcap: bool = True, strict: bool = False, settings: list[str] | None = None) -> RunResult:
     """Run ``topo`` for ``duration_ns`` of (virtual or real) time; write results to ``out`` if given.
 
     ``backend="netns"`` runs real processes in network namespaces (root only, see
@@ -62,14 +62,17 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
     ``out`` (a temporary directory when None). The network is always torn down, also on errors,
     Ctrl-C and SIGTERM. Its invariants (topo/net/invariants.py) are checked at the end and recorded
     in the summary; ``strict``: a violation raises :class:`InvariantsFailed` (results written).
+    ``settings``: the ``--set`` lines ``topo`` was made with, recorded in the summary (``settings``),
+    so that a run of a variant says which.
     """
+    given = {"settings": list(settings)} if settings else {}
     if backend not in BACKENDS:
         raise ValueError(f"backend {backend!r}: choose one of {', '.join(BACKENDS)}")
     if backend == "sim":
         from topo.sim.network import SimNetwork
 
         return _strict(_drive(SimNetwork(topo, seed=seed).build(), topo, duration_ns, seed, out, progress, plots,
-                              backend), strict)
+                              backend, given), strict)
     import tempfile
 
     from topo.netns.network import NetnsNetwork
@@ -85,7 +88,7 @@ def run_experiment(topo: Any, duration_ns: int, seed: int = 1, out: Path | None 
         if out is not None:
             _print_network(net)
         return _strict(_drive(net, topo, duration_ns, seed, out, progress, plots, backend,
-                              {"target": target, "notices": net.notices}), strict)
+                              {"target": target, "notices": net.notices, **given}), strict)
 
 
 def _strict(result: RunResult, strict: bool) -> RunResult:
@@ -276,7 +279,7 @@ def _main(args: argparse.Namespace) -> int:
     try:
         result = run_experiment(topo, duration, args.seed, out, progress=not args.no_progress,
                                 plots=not args.no_plots, backend=args.backend, target=args.target,
-                                pcap=not args.no_pcap, strict=args.strict)
+                                pcap=not args.no_pcap, strict=args.strict, settings=args.sets)
     except InvariantsFailed as failed:
         result = failed.result
     except KeyboardInterrupt:
@@ -315,7 +318,8 @@ def realtime_line(rt: dict[str, Any] | None) -> str | None:
 
 def format_summary(s: dict[str, Any]) -> str:
     """What ``hbh run`` prints: every number is defined in docs/reference/metrics.md."""
-    lines = [f"{s['topology']}: {s['duration_s']:g} s, seed {s.get('seed')}, backend {s.get('backend')}"]
+    lines = [f"{s['topology']}: {s['duration_s']:g} s, seed {s.get('seed')}, backend {s.get('backend')}"
+             + "".join(f", --set {line}" for line in s.get("settings", []))]
     lines += _loss_lines(s["loss"])
     lines += _buffer_lines(s)
     lines += _flow_lines(s)
