@@ -24,6 +24,10 @@ The fabric's shape (``--leaves``, ``--spines``, ``--hosts-per-leaf``, ``--oversu
 incast's width (``--senders``, at most the hosts of leaf 1 but the victim) are parameters: the shipped
 default is 2 x 2 with 4 hosts a leaf and 3 senders.
 
+Before each hop-by-hop run with the incast the loop analysis runs as ``hbh run``'s does: its warnings
+are the result's ``analysis_warnings`` and go to stderr, and a run that dropped packets in the
+switches where the analysis said nothing says so there too.
+
 ``--backend netns`` runs the same experiment as real processes (root; p4switch, or BMv2 with
 ``--target bmv2``); real time is slower than the simulator's, so ``--host-rate``, ``--victim-rate``
 and ``--delay`` scale the fabric down for it (docs/howto/fabric.md, "In netns").
@@ -33,11 +37,13 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
 from controlplane.agent import MAX_CLASSES
 from runtime.arguments import ValueParser
+from topo.analysis.cache import cached_warnings
 from topo.experiments.fabric import FabricSpec
 from topo.file.fairness import FAIRNESS
 from topo.file.schema import load_topology_text
@@ -45,7 +51,7 @@ from topo.net.model import Topology
 from topo.net.record import Recorder
 from topo.sim.network import SimNetwork
 
-__all__ = ["HolSetup", "hol_topology", "victim_throughput", "sequence_gaps", "rate_spread", "run_hol", "HOL_CONTROLS", "main"]
+__all__ = ["HolSetup", "hol_topology", "victim_throughput", "sequence_gaps", "rate_spread", "run_hol", "HOL_CONTROLS", "analysis_lines", "main"]
 
 HOL_CONTROLS = ("alinea", "alinea-classes", "cvihis-rtm", "tcp", "none")
 #: Controls run hop by hop (the ALINEA law on every switch port).
@@ -189,6 +195,11 @@ def run_hol(setup: HolSetup, control: str, seed: int = 1, backend: str = "sim", 
     idle = victim_throughput(_run(hol_topology(setup, control, False), setup.seconds, seed, backend, target,
                                   realtime), *window)
     topo = hol_topology(setup, control, True)
+    # what `hbh run` would say before this run (the flows where this run starts them): hbh hol runs its
+    # networks itself, so without this a hop-by-hop run's switch drops came with no word on whether the
+    # analysis expected them
+    warned = (cached_warnings(topo, setup.seconds, seed=seed, backend=backend)[0] if control in HOP_BY_HOP
+              else [])
     rec = _run(topo, setup.seconds, seed, backend, target, realtime)
     busy = victim_throughput(rec, *window)
     incast = sum(victim_throughput(rec, *window, flow=f"incast{i}") for i in range(1, setup.senders + 1))
@@ -196,7 +207,23 @@ def run_hol(setup: HolSetup, control: str, seed: int = 1, backend: str = "sim", 
     return {"control": control, "victim_idle_bps": round(idle), "victim_bps": round(busy),
             "victim_share": busy / idle if idle else None, "victim_lost": sequence_gaps(rec),
             "incast_bps": round(incast), "switch_drops": drops,
-            "spread": rate_spread(topo, rec, *window)} | ({"realtime": realtime} if realtime else {})
+            "spread": rate_spread(topo, rec, *window)} | ({"realtime": realtime} if realtime else {}) \
+        | ({"analysis_warnings": warned} if control in HOP_BY_HOP else {})
+
+
+def analysis_lines(results: list[dict[str, object]]) -> list[str]:
+    """What the loop analysis said before each hop-by-hop run with the incast, and a line for a run that
+    dropped packets in the switches where it said nothing (the analysis admitted a lossy network)."""
+    lines = []
+    for r in results:
+        if "analysis_warnings" not in r:
+            continue
+        warned = list(r["analysis_warnings"])  # type: ignore[call-overload]
+        lines += [f"warning: {r['control']}: {w}" for w in warned]
+        if r["switch_drops"] and not warned:
+            lines.append(f"{r['control']}: {r['switch_drops']} packets dropped in the switches with the incast, "
+                         "and the loop analysis did not warn (docs/background/analysis.md)")
+    return lines
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -229,6 +256,8 @@ def main(argv: list[str] | None = None) -> int:
     if (why := setup.refusal()) is not None:
         p.error(why)
     results = [run_hol(setup, c, args.seed, args.backend, args.target) for c in args.controls.split(",")]
+    for line in analysis_lines(results):
+        print(f"hbh hol: {line}", file=sys.stderr)
     text = json.dumps(results, indent=1)
     print(text)
     if args.out is not None:
