@@ -37,6 +37,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -47,6 +48,7 @@ from topo.analysis.cache import cached_warnings
 from topo.experiments.fabric import FabricSpec
 from topo.file.fairness import FAIRNESS
 from topo.file.schema import load_topology_text
+from topo.file.yaml_tree import TopologyError
 from topo.net.model import Topology
 from topo.net.record import Recorder
 from topo.sim.network import SimNetwork
@@ -91,6 +93,10 @@ class HolSetup:
         if not 1 <= self.senders <= f.hosts_per_leaf - 1:
             return (f"--senders {self.senders}: between 1 and {f.hosts_per_leaf - 1} (leaf 1's hosts but the "
                     f"victim's)")
+        measured_from = self.incast_start_s + 0.5
+        if not (math.isfinite(self.seconds) and self.seconds > measured_from):
+            return (f"--seconds {self.seconds:g}: more than {measured_from:g} (the victim is measured from half a "
+                    f"second after the incast starts at {self.incast_start_s:g} s to the end)")
         return None
 
 
@@ -255,7 +261,13 @@ def main(argv: list[str] | None = None) -> int:
                      senders=args.senders)
     if (why := setup.refusal()) is not None:
         p.error(why)
-    results = [run_hol(setup, c, args.seed, args.backend, args.target) for c in args.controls.split(",")]
+    controls = args.controls.split(",")
+    try:  # every control's network, before any runs: a bad value is one line, not a traceback
+        for control in controls:
+            hol_topology(setup, control, True)
+    except (ValueError, TopologyError) as exc:
+        p.error(str(exc))
+    results = [run_hol(setup, c, args.seed, args.backend, args.target) for c in controls]
     for line in analysis_lines(results):
         print(f"hbh hol: {line}", file=sys.stderr)
     text = json.dumps(results, indent=1)
