@@ -15,6 +15,7 @@ p, the packets it called lost that arrived after all) and the rate TFRC ended wi
 
 from __future__ import annotations
 
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,8 +73,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--doc", type=Path, help="rewrite this file's tfrc-reordering section with the table")
     args = p.parse_args(argv)
-    if args.duration <= 0:
-        print(f"tfrc_reordering: --duration {args.duration:g}: must be > 0", file=sys.stderr)
+    if not (math.isfinite(args.duration) and args.duration > 0):  # nan and inf too: one line, not a traceback
+        print(f"hbh tfrc-reordering: --duration {args.duration:g}: a number of seconds > 0", file=sys.stderr)
         return 2
     rows = [run(f, int(args.duration * 1e9), args.seed) for f in FRACTIONS]
     body = table(rows)
