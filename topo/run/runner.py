@@ -381,8 +381,12 @@ def _flow_lines(s: dict[str, Any]) -> list[str]:
         over = (f", over {f.get('window')} {window[0]:.2f}-{window[1]:.2f} s" if window else "")
         fct = f"; FCT {f['fct_s']:g} s" if f.get("fct_s") is not None else (
             "; not completed" if "fct_s" in f else "")
+        # no packet received in its window (a flow that starts at the end, or one starved): no delay was
+        # measured, and the summary's p50 and p99 of no values are not one
+        delay = ("no packet received in its window" if owd.get("mean") is None
+                 else f"one-way delay p50 {owd['p50']:.1f} ms, p99 {owd['p99']:.1f} ms")
         lines.append(f"flow {name} {f['src']}->{f['dst']} ({f['control']}): goodput {f['goodput_bps'] / 1e6:.3f} Mb/s "
-                     f"({what}{over}), one-way delay p50 {owd['p50']:.1f} ms, p99 {owd['p99']:.1f} ms{fct}")
+                     f"({what}{over}), {delay}{fct}")
         if (t := f.get("tcp")) is not None:
             rtt = t["rtt_ms"]
             done = f", completed in {t['completion_s']:g} s" if t["completed"] else ""
