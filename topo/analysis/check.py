@@ -110,6 +110,10 @@ class LawCheck:
                 how += (f"; right after a flow starts or stops, {w}'s queue rate toward {f.mix[0]}, set in packets/s "
                         f"from the mean frame it sent over the last 0.2 s, carries about {f.mix[1]:.0%} of its "
                         f"bits in those 0.2 s (its frames are of several sizes{held})")
+            if f.head is not None:
+                how += (f"; {w}'s buffer from {u} is one FIFO: its target and what the floor gathered above it are "
+                        f"packets of the flows that ran before, which leave at {format_rate(f.head[0])} first (for "
+                        f"{f.head[1]:.2g} s) and hold the new flows' packets behind them")
             if f.surge is not None:
                 how += (f"; right after a flow starts or stops, {u}'s queue rate toward {w}, set in packets/s from the "
                         f"mean frame it sent over the last 0.2 s, sends about {f.surge:.0%} of its law's bits in those "

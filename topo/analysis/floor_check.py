@@ -40,6 +40,11 @@ net of what v forwards above the floor afterwards; on BMv2's queues a packet lea
 queued at, so each read's excess counts push/drain times. And a link behind v that falls to exactly what
 the floor sends rules the law out (:meth:`_Stretch.drop_to_floor`): it sent more until its reports told
 it, and at its floor nothing of that leaves while the drop lasts.
+
+What the floor gathers above the target in one stretch is still there in the next (:func:`_carry`): the
+check carries it, and when the flows change, v's buffer from u, one FIFO, first passes what it holds (its
+target and that excess: the flows before's packets) at the pace their paths give them, the new flows'
+packets behind them.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ from dataclasses import dataclass
 
 from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
+from controlplane.params import LawParams
 from controlplane.units import format_rate
 from topo.net.model import Flow, Topology
 from topo.net.plan import flow_frame_bytes, law_frames
@@ -82,6 +88,7 @@ class FloorOverflow:
     surge: float | None = None  # u's queue sends this many times its law's bits in the 0.2 s after its frames grew
     kept: bool = False  # a drop behind v to exactly the floor: the excess queued before u's law heard of it stays
     ramp_from: DirectedLink | None = None  # v's law toward this hop starts at its floor (a shaper) and ramps too slowly
+    head: tuple[float, float] | None = None  # v's FIFO from u first passes the old flows' backlog: (its pace, seconds)
 
     def _when(self) -> str:
         return f" from {self.from_s:g} s" if self.from_s > 0 else ""
@@ -118,6 +125,7 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
     before: list[Flow] = []  # the flows of the stretch before
     prior: _Stretch | None = None  # the stretch before
     capacity_before: dict[DirectedLink, float] = {}  # what v could forward of u's flows in the stretch before
+    backlog: dict[DirectedLink, _Backlog] = {}  # what u's floor left above v's target at the stretch's end
     for t0, t1 in zip(times, times[1:]):
         rates = {}
         for ev in sorted(topo.events, key=lambda e: e.at_ns):
@@ -129,66 +137,136 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
         fresh_hops = {hop for f in active for hop in paths[f.name]} - {hop for f in previous for hop in paths[f.name]}
         for key, law in topo.law.items():
             if key in out or key not in stretch.crossing:
+                backlog.pop(key, None)
                 continue
-            push = stretch.push(*key)
-            held = stretch.room_bits(*key)
-            drain, slowest = stretch.drain(*key, push)
-            # (v's buffer from u is empty if u -> v carried nothing before: the room is then all of it)
-            empty = held + law.o_max * _buffer_bits(topo, *key) if key in fresh_hops else held
-            ramp = stretch.start_ramp(*key, push, empty, t1 - t0, fresh_hops)
-            if ramp is not None:
-                out[key] = FloorOverflow(law.r_floor, push, ramp[1], t0 / NS, ramp[2], slowest, ramp_from=ramp[0])
-                continue
-            was, capacity_before[key] = capacity_before.get(key), stretch.drain(*key, stretch.push(*key, False))[0]
-            if was is not None and stretch.drop_to_floor(*key, t0, was, push):
-                # a link behind v fell to exactly what u's floor sends: u's law sent more until its reports told it,
-                # and what that loop's delay queued in v's buffer never leaves while the drop lasts
-                # (floor-equals-dipped-drain.yaml)
-                out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, math.inf, slowest, kept=True)
-                continue
-            if push > drain * (1 + 1e-9) and (push - drain) * (t1 - t0) / NS >= held:
-                out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest)
-                continue
-            surge = stretch.mix_surge(*key, before=previous) if t0 > 0 else None
-            if surge is not None and push >= law.r_floor * (1 - 1e-9):
-                # the law at its floor, u's queue sends its floor's packets/s in frames larger than the window's
-                # mean: the floor times the surge in bits, as far as u's link and what reaches u allow
-                # (the laws before u run at what u forwards: as its queue sends more, they follow)
-                lifted = _Stretch(topo, paths, active, rates, lift={key: law.r_floor * surge})
-                lifted.push(*key)
-                more = min(law.r_floor * surge, lifted.supply[key])
-                gone, paces = stretch.drain(*key, more)
-                span = min(MIX_WINDOW_NS, t1 - t0)
-                if more > gone * (1 + 1e-9) and (more - gone) * span / NS >= held:
-                    out[key] = FloorOverflow(law.r_floor, more, gone, t0 / NS, held / (more - gone), paces,
-                                             surge=surge)
-                    continue
-            dip = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
-            if dip is None:
-                continue
-            mix, reads = dip[:2], dip[2]
-            at_change = stretch.law_at_change(*mix[0])
-            held_at = at_change if at_change < stretch.rate(*mix[0]) * (1 - 1e-9) else None
-            # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
-            # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
-            # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
-            # (not when v's egress carried none of the flows before: no old frames wait, as at the run's start)
-            fresh = not any(mix[0] in paths[f.name] for f in previous)
-            no_margin = (t0 > 0 and not fresh and push >= law.r_floor * (1 - 1e-9)
-                         and abs(push - drain) <= drain * 1e-9)
-            drain, slowest = stretch.drain(*key, push, dip=mix)
-            span = min(MIX_WINDOW_NS, t1 - t0)
-            if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
-                out[key] = FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
-                                         mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
-                continue
-            # what the dip gathers before the window's mean has caught up enough for v to forward the push, not
-            # the excess net of what v forwards above it afterwards: the buffer's peak (host-mix-dip-stamped.yaml)
-            gathered, deepest, slowest = stretch.dip_gathers(*key, push, mix[0], reads, span)
-            if gathered >= held:
-                out[key] = FloorOverflow(law.r_floor, push, deepest, t0 / NS, held / (push - deepest), slowest,
-                                         mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
+            carried = _carry(stretch, key, backlog.pop(key, None), rates, t0, t1)
+            found = _one_law(stretch, key, law, t0, t1, previous, fresh_hops, capacity_before)
+            if found is None and isinstance(carried, FloorOverflow):
+                found = carried
+            if found is not None:
+                out[key] = found
+            elif isinstance(carried, _Backlog):
+                backlog[key] = carried
     return out
+
+
+@dataclass(frozen=True)
+class _Backlog:
+    """What u's floor left in the buffers from v on above v's target at a stretch's end (``bits``), gathered
+    since ``since_ns``: v's FIFO from u holds it, and its target, of the flows ``flows`` (those of that
+    stretch, or of an earlier one whose backlog is still ahead in the FIFO: ``head_bits`` of it left)."""
+
+    bits: float
+    since_ns: int
+    flows: tuple[Flow, ...]
+    head_bits: float | None = None
+
+
+def _carry(stretch: _Stretch, key: DirectedLink, held: _Backlog | None, rates: dict[tuple[str, str], float],
+           t0: int, t1: int) -> FloorOverflow | _Backlog | None:
+    """The floor's excess carried from stretch to stretch: an overflow, or what is left at this stretch's end.
+
+    Within one stretch :func:`_one_law` counts the excess from the buffer at its target; what the floor
+    gathered in the stretches before is still there (a head start fills room too). And v's buffer from u is
+    one FIFO: what it holds when a flow starts or stops, its target and that backlog, is the old flows'
+    packets, which leave at the pace their paths out of v give them (v's drain of the old flows, at today's
+    link rates) before any of the new flows' packets behind them (multicast-start-order.yaml at seed 6: f1
+    alone for 0.21 s, S1's floor 2 Mb/s into S3's FIFO toward S6's 1 Mb/s link; m0 and f2 then join toward
+    faster exits, but S3's 237-packet target of f1's frames and the excess leave at 1 Mb/s first, for about
+    3 s, and the buffer fills at 0.97 s). Counted only while the law is at its floor from stretch to stretch: its excess is then
+    what fills the buffer above its target; a stretch whose floor v forwards drains it back at the margin."""
+    u, v = key
+    law = stretch.topo.law[key]
+    push = stretch.push(u, v)
+    if push < law.r_floor * (1 - 1e-9):
+        return None  # u's flows cannot bring its floor: it passes them all, and v's buffer settles at its target
+    drain = stretch.drain(u, v, push)[0]
+    room = stretch.room_bits(u, v)
+    left_s = (t1 - t0) / NS
+    gathered, since = (held.bits, held.since_ns) if held is not None else (0.0, t0)
+    gone_s = (t0 - since) / NS  # since the floor's excess began to gather
+    head = None  # (the old flows' pace out of v's FIFO, the seconds their backlog takes to leave)
+    flows, ahead = tuple(stretch._active), None
+    if held is not None and (held.head_bits is not None or set(held.flows) != set(stretch._active)):
+        old = _Stretch(stretch.topo, stretch.paths, list(held.flows), rates)
+        pace = old.drain(u, v, old.push(u, v))[0]
+        whole = _buffer_bits(stretch.topo, u, v)
+        content = held.head_bits if held.head_bits is not None else min(law.o_max * whole + gathered, whole)
+        if pace < drain * (1 - 1e-9):
+            head = (pace, content / pace if pace > 0 else math.inf)
+            head_s = min(left_s, head[1])
+            old_room = min(room, old.room_bits(u, v))  # the new flows' packets reach no buffer behind v yet
+            if push > pace and gathered + (push - pace) * head_s >= old_room:
+                return FloorOverflow(law.r_floor, push, pace, since / NS,
+                                     gone_s + (old_room - gathered) / (push - pace), head=head)
+            gathered = max(0.0, gathered + (push - pace) * head_s)
+            gone_s, left_s = gone_s + head_s, left_s - head_s
+            if content > pace * head_s:  # the old flows' packets still ahead at the stretch's end
+                flows, ahead = held.flows, content - pace * head_s
+    if push > drain * (1 + 1e-9) and gathered + (push - drain) * left_s >= room:
+        return FloorOverflow(law.r_floor, push, drain, since / NS, gone_s + (room - gathered) / (push - drain),
+                             head=head)
+    gathered = max(0.0, gathered + (push - drain) * left_s)
+    return _Backlog(gathered, since, flows, ahead) if gathered > 0 else None
+
+
+def _one_law(stretch: _Stretch, key: DirectedLink, law: LawParams, t0: int, t1: int, previous: list[Flow],
+             fresh_hops: set[DirectedLink], capacity_before: dict[DirectedLink, float]) -> FloorOverflow | None:
+    """Whether u's floor overflows v's buffer within this stretch, from v's buffer at its target."""
+    topo, paths, active, rates = stretch.topo, stretch.paths, stretch._active, stretch.rates
+    push = stretch.push(*key)
+    held = stretch.room_bits(*key)
+    drain, slowest = stretch.drain(*key, push)
+    # (v's buffer from u is empty if u -> v carried nothing before: the room is then all of it)
+    empty = held + law.o_max * _buffer_bits(topo, *key) if key in fresh_hops else held
+    ramp = stretch.start_ramp(*key, push, empty, t1 - t0, fresh_hops)
+    if ramp is not None:
+        return FloorOverflow(law.r_floor, push, ramp[1], t0 / NS, ramp[2], slowest, ramp_from=ramp[0])
+    was, capacity_before[key] = capacity_before.get(key), stretch.drain(*key, stretch.push(*key, False))[0]
+    if was is not None and stretch.drop_to_floor(*key, t0, was, push):
+        # a link behind v fell to exactly what u's floor sends: u's law sent more until its reports told it,
+        # and what that loop's delay queued in v's buffer never leaves while the drop lasts
+        # (floor-equals-dipped-drain.yaml)
+        return FloorOverflow(law.r_floor, push, drain, t0 / NS, math.inf, slowest, kept=True)
+    if push > drain * (1 + 1e-9) and (push - drain) * (t1 - t0) / NS >= held:
+        return FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest)
+    surge = stretch.mix_surge(*key, before=previous) if t0 > 0 else None
+    if surge is not None and push >= law.r_floor * (1 - 1e-9):
+        # the law at its floor, u's queue sends its floor's packets/s in frames larger than the window's
+        # mean: the floor times the surge in bits, as far as u's link and what reaches u allow
+        # (the laws before u run at what u forwards: as its queue sends more, they follow)
+        lifted = _Stretch(topo, paths, active, rates, lift={key: law.r_floor * surge})
+        lifted.push(*key)
+        more = min(law.r_floor * surge, lifted.supply[key])
+        gone, paces = stretch.drain(*key, more)
+        span = min(MIX_WINDOW_NS, t1 - t0)
+        if more > gone * (1 + 1e-9) and (more - gone) * span / NS >= held:
+            return FloorOverflow(law.r_floor, more, gone, t0 / NS, held / (more - gone), paces, surge=surge)
+    dip = stretch.mix_dip(*key, before=None if t0 == 0 else previous)
+    if dip is None:
+        return None
+    mix, reads = dip[:2], dip[2]
+    at_change = stretch.law_at_change(*mix[0])
+    held_at = at_change if at_change < stretch.rate(*mix[0]) * (1 - 1e-9) else None
+    # a law whose floor alone sends what its path drains, when a flow starts or stops, has no margin to
+    # take the dip's excess back: the buffer stays where the dip left it, and the dip lasts longer than
+    # the window while the new frames wait behind the old ones in v's FIFO (mix-dip-fifo-wait.yaml)
+    # (not when v's egress carried none of the flows before: no old frames wait, as at the run's start)
+    fresh = not any(mix[0] in paths[f.name] for f in previous)
+    no_margin = (t0 > 0 and not fresh and push >= law.r_floor * (1 - 1e-9)
+                 and abs(push - drain) <= drain * 1e-9)
+    drain, slowest = stretch.drain(*key, push, dip=mix)
+    span = min(MIX_WINDOW_NS, t1 - t0)
+    if push > drain * (1 + 1e-9) and (no_margin or (push - drain) * span / NS >= held):
+        return FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest,
+                             mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
+    # what the dip gathers before the window's mean has caught up enough for v to forward the push, not
+    # the excess net of what v forwards above it afterwards: the buffer's peak (host-mix-dip-stamped.yaml)
+    gathered, deepest, slowest = stretch.dip_gathers(*key, push, mix[0], reads, span)
+    if gathered >= held:
+        return FloorOverflow(law.r_floor, push, deepest, t0 / NS, held / (push - deepest), slowest,
+                             mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
+    return None
 
 
 def _window_reads(mean: float, old: float) -> tuple[float, ...]:

@@ -26,7 +26,7 @@ WHY = (
 
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=WHY)
 def test_a_floor_at_the_drain_with_a_jittering_frame_mix_is_warned_or_not_lost() -> None:
-    name = "open-floor-at-drain-jitter.yaml"
+    name = "floor-at-drain-jitter.yaml"
     text = (RANDOM_CASES / name).read_text()
     verdict = judge(
         text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name
