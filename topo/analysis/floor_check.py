@@ -44,7 +44,9 @@ it, and at its floor nothing of that leaves while the drop lasts.
 What the floor gathers above the target in one stretch is still there in the next (:func:`_carry`): the
 check carries it, and when the flows change, v's buffer from u, one FIFO, first passes what it holds (its
 target and that excess: the flows before's packets) at the pace their paths give them, the new flows'
-packets behind them.
+packets behind them. And a host's floor exactly at what v forwards (no margin) is followed frame by frame
+(:func:`_reading_pump`): with frames of several sizes v's count of them jitters, and the law's damping term
+lifts its rate on each fall of the count while the floor clips each cut.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from dataclasses import dataclass
 
 from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
-from controlplane.params import LawParams
+from controlplane.params import LawParams, PortParams
 from controlplane.units import format_rate
 from topo.net.model import Flow, Topology
 from topo.net.plan import flow_frame_bytes, law_frames
@@ -69,6 +71,10 @@ NS = 1_000_000_000
 MIX_WINDOW_NS = WINDOW_SAMPLES * READ_PERIOD_NS
 #: The reports of a law's ramp from its floor followed at most (:meth:`_Stretch.start_ramp`)
 MAX_RAMP_REPORTS = 20_000
+#: The frames of a host's pacer followed at most by :func:`_reading_pump`
+MAX_PUMP_FRAMES = 5_000
+#: The phases of the pacer's pattern :func:`_reading_pump` starts from (v's buffer then holds its first frames)
+PUMP_PHASES = 8
 
 
 @dataclass(frozen=True)
@@ -89,6 +95,8 @@ class FloorOverflow:
     kept: bool = False  # a drop behind v to exactly the floor: the excess queued before u's law heard of it stays
     ramp_from: DirectedLink | None = None  # v's law toward this hop starts at its floor (a shaper) and ramps too slowly
     head: tuple[float, float] | None = None  # v's FIFO from u first passes the old flows' backlog: (its pace, seconds)
+    pump: tuple[float, int] | None = None  # a host's floor at v's drain, its damping lifted by v's jittering count:
+    # (its mean frame, bytes; how many frame sizes it sends)
 
     def _when(self) -> str:
         return f" from {self.from_s:g} s" if self.from_s > 0 else ""
@@ -102,6 +110,13 @@ class FloorOverflow:
                     f"rises a step a report, each report reading the packet that carries it, and {v}'s buffer fills "
                     f"first (in {self.fill_s:.2g} s)",
                     f"an r_floor of at most {format_rate(self.drain_bps)} would not overflow it")
+        if self.pump is not None:
+            return (f"at its floor it sends {format_rate(self.push_bps)}, exactly what {v} forwards of its flows"
+                    f"{self._when()}, with no margin to drain back what it sends above it: {v} counts its frames "
+                    f"({self.pump[1]} sizes, {self.pump[0]:.0f} B on average) more or fewer as large or small ones "
+                    f"are queued when a report leaves, and the law's damping term lifts its rate on every fall of "
+                    f"that count while its floor clips every cut: {v}'s buffer fills in about {self.fill_s:.2g} s",
+                    f"an r_floor below {format_rate(self.drain_bps)} would leave it a margin to drain back")
         if not self.kept:
             return why, fix
         return (f"at its floor it sends {format_rate(self.push_bps)}, exactly what {v} forwards of its flows after a "
@@ -230,6 +245,9 @@ def _one_law(stretch: _Stretch, key: DirectedLink, law: LawParams, t0: int, t1: 
         return FloorOverflow(law.r_floor, push, drain, t0 / NS, math.inf, slowest, kept=True)
     if push > drain * (1 + 1e-9) and (push - drain) * (t1 - t0) / NS >= held:
         return FloorOverflow(law.r_floor, push, drain, t0 / NS, held / (push - drain), slowest)
+    pumped = _reading_pump(stretch, key, law, push, t0, t1)
+    if pumped is not None:
+        return pumped
     surge = stretch.mix_surge(*key, before=previous) if t0 > 0 else None
     if surge is not None and push >= law.r_floor * (1 - 1e-9):
         # the law at its floor, u's queue sends its floor's packets/s in frames larger than the window's
@@ -267,6 +285,135 @@ def _one_law(stretch: _Stretch, key: DirectedLink, law: LawParams, t0: int, t1: 
         return FloorOverflow(law.r_floor, push, deepest, t0 / NS, held / (push - deepest), slowest,
                              mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
     return None
+
+
+def _reading_pump(stretch: _Stretch, key: DirectedLink, law: LawParams, push: float, t0: int,
+                  t1: int) -> FloorOverflow | None:
+    """A host law whose floor is exactly what v forwards of its flows, pumped above it by its own damping term
+    as v's count of the host's frames of several sizes jitters from report to report (floor-at-drain-jitter.yaml:
+    H1's 2 Mb/s floor, a fiftieth of its link, into S1's 9-packet buffer toward H2's 2 Mb/s).
+
+    Why: with the floor at the drain the law has no margin below it: whatever it sends above its floor stays
+    in the buffers from v on, and only a reading above its target holds it at the floor. v's buffer holds a
+    steady number of bits, but as a count of frames of several sizes it reads more or fewer packets as the
+    large frames or the small ones are queued when a report leaves (a report rides on an arrival), and the
+    law's damping term (``-K_P·(O(k) - O(k-1))``, applied once its target is O_max) lifts the rate on every
+    fall of that count while the floor clips every cut: the rate above the floor is the count's fall from its
+    highest reading, held until it rises again. With frames of one size the count at an arrival is steady.
+
+    How: the host's frames in the pacer's order (equal bits among its flows, each at most its r_max; each
+    flow's frames evenly spaced in its share of the bits, merged by when each one's bits are done), sent at
+    the law's rate from v's buffer at the law's target (O_max of it in the host's frames), drained at the
+    floor; at each arrival v counts its packets, and a report leaves on the first arrival an interval after
+    the last. The law itself (:class:`controlplane.alinea.AlineaLaw`, settled: its target at O_max, W at
+    W_min) reads each report as the host does (the count over the buffer in the host's mean frames). Overflow:
+    the count at an arrival above the buffer's capacity (the data plane admits packets). Followed for at most
+    ``MAX_PUMP_FRAMES`` frames; the bits it gathered over them then go on at their mean rate to the stretch's
+    end. The pattern's phase when the stretch begins is the run's: the earliest fill of ``PUMP_PHASES`` phases.
+    Lossless with one frame size, or with 1500 and 576 B frames alone, where the count is steady (the
+    variants in tests/topo/random/test_floor_at_drain_jitter_cases.py)."""
+    u, v = key
+    topo = stretch.topo
+    port = topo.host_buffers.get((v, u)) or topo.ports.get((v, u))
+    if topo.nodes[u].is_switch or port is None or law.k_p <= 0 or port.interval_us <= 0:
+        return None
+    if abs(push - law.r_floor) > law.r_floor * 1e-9:
+        return None  # the floor does not bind: u's flows bring less
+    most = stretch.drain(u, v, stretch.push(u, v, False))[0]
+    if abs(most - push) > push * 1e-9:
+        return None  # v forwards more than the floor (a margin to drain back) or less (the check above)
+    flows = stretch.crossing[key]
+    sizes = [flow_frame_bytes(f) for f in flows]
+    if len(set(sizes)) < 2:
+        return None
+    frames, bits = law_frames(topo, u, v, port.capacity)
+    share = _water_fill(push, [f.r_max_bps or math.inf for f in flows])
+    span = (t1 - t0) / NS
+    seq = _paced_frames(sizes, share, min(MAX_PUMP_FRAMES, math.ceil(2 * push * span / (8 * min(sizes))) + 64)
+                        + PUMP_PHASES)
+    if seq is None:
+        return None
+    mean = sum(seq) / len(seq)
+    fill = min(_pump_fill([8 * b for b in seq[phase:]], law, port, push, span, frames, bits)
+               for phase in range(PUMP_PHASES))
+    if fill > span:
+        return None
+    return FloorOverflow(law.r_floor, law.r_floor, push, t0 / NS, fill, pump=(mean, len(set(sizes))))
+
+
+def _pump_fill(order: list[float], law: LawParams, port: PortParams, push: float, span: float, frames: int,
+               bits: int) -> float:
+    """:func:`_reading_pump`'s model over the frames ``order`` (bits each), the first of them queued in v's buffer
+    to the law's target: the seconds until an arrival finds it full (inf: not within ``span``)."""
+    packet = 1 / frames
+    target = law.o_max * frames * bits  # v's buffer at the law's target, bits
+    queued, held = 0, 0.0
+    while held < target and queued < len(order):
+        held += order[queued]
+        queued += 1
+    alinea = AlineaLaw(law)
+    alinea.o, alinea.w = law.o_max, law.w_min
+    alinea.last_occupancy, alinea.last_packet = queued * packet, packet
+    rate, interval = law.r_floor, port.interval_us / 1e6
+    now, last_report = 0.0, -math.inf
+    arrived, departed, head, peak = held, 0.0, 0, queued
+    j = queued
+    while j < len(order) and now < span:
+        # frame j arrives at ``now``: v has begun to send every frame whose bits before it the drain has carried
+        # (it idles only empty); one on the wire no longer counts in v's buffer
+        gone = min(push * now, arrived)
+        while head < j and departed <= gone:
+            departed += order[head]
+            head += 1
+        count = j + 1 - head
+        peak = max(peak, count)
+        if count > port.capacity:
+            return now
+        if now - last_report >= interval:
+            rate = alinea.on_report(count * packet, packet=packet)
+            last_report = now
+        arrived += order[j]
+        now += order[j] / rate
+        j += 1
+    if 0 < now < span:  # followed as far as MAX_PUMP_FRAMES: its gain goes on at its mean rate
+        gain = (arrived - held - push * now) / now  # b/s above the drain
+        mean = (arrived - held) / (j - queued)
+        if gain > 0:
+            return now + (port.capacity - peak + 1) * mean / gain
+    return math.inf
+
+
+def _water_fill(total: float, caps: list[float]) -> list[float]:
+    """``total`` shared equally among len(caps) parts, each at most its cap (the rest to the others)."""
+    out = [0.0] * len(caps)
+    left, open_ = total, sorted(range(len(caps)), key=lambda i: caps[i])
+    while open_:
+        each = left / len(open_)
+        i = open_[0]
+        if caps[i] <= each:
+            out[i], left = caps[i], left - caps[i]
+            open_.pop(0)
+            continue
+        for i in open_:
+            out[i] = each
+        break
+    return out
+
+
+def _paced_frames(sizes: list[int], shares: list[float], count: int) -> list[int] | None:
+    """The first ``count`` frames (bytes) of flows of ``sizes`` sharing a pacer in bits by ``shares``: each
+    flow's frames evenly spaced in its share, merged by when each one's bits are done (the pacer's turns in
+    bytes come to that order). None if no flow has a share."""
+    live = [(b, r) for b, r in zip(sizes, shares) if r > 0]
+    if not live:
+        return None
+    done = [8 * b / r for b, r in live]  # when each flow's next frame's bits are done, at its share
+    out = []
+    for _ in range(count):
+        i = min(range(len(live)), key=done.__getitem__)
+        out.append(live[i][0])
+        done[i] += 8 * live[i][0] / live[i][1]
+    return out
 
 
 def _window_reads(mean: float, old: float) -> tuple[float, ...]:
