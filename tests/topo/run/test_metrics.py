@@ -336,8 +336,12 @@ def test_loss_at_a_receivers_playout_buffer_is_said_apart_from_the_networks() ->
 @pytest.mark.slow
 def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
     """The netns backend runs the same host code: its per-flow played counts add up to the sink's own
-    counter and the goodputs to it stay within its playout (whether or not the run kept real time)."""
+    counter and the goodputs to it stay within its playout, whether or not the run kept real time,
+    up to the netns lateness allowance (docs/reference/metrics.md: a host reads its counters at its
+    sample's wake-up, up to the runner's latest wake-up + LATE_READ_NS after the nominal time; CI at
+    a load of 13 read 30.032 Mb/s over a 1.5 s window, 1 ms of 30 Mb/s)."""
     from tests.switch import netns as N
+    from topo.netns.network import LATE_READ_NS
 
     N.require_netns()
     topo = load_topology_text(TREE, "user.yaml")
@@ -345,8 +349,13 @@ def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
     last = {f.name: [x for x in r.recorder.flows if x.flow == f.name][-1].played for f in topo.flows}
     host = [b for b in r.recorder.buffers if b.host == "S"][-1]
     assert None not in last.values() and sum(last.values()) == host.played
-    assert all(f["goodput_of"] == "played" for f in r.summary["flows"].values())
-    assert sum(f["goodput_bps"] for f in r.summary["flows"].values()) <= 30e6 * 1.001
+    flows = r.summary["flows"].values()
+    assert all(f["goodput_of"] == "played" for f in flows)
+    assert not [v for v in r.summary["invariants"]["violations"] if "host_capacity" in str(v)]
+    late_s = (r.summary["realtime"]["late_max_ms"] * 1e6 + LATE_READ_NS) / 1e9
+    window_s = max(f["window_s"][1] - f["window_s"][0] for f in flows)
+    slack_bits = 8 * max(f.packet_size for f in topo.flows) + 30e6 * late_s
+    assert sum(f["goodput_bps"] for f in flows) <= 30e6 + slack_bits / window_s
 
 
 def test_a_cell_averaged_over_only_some_seeds_says_over_how_many() -> None:
