@@ -84,6 +84,8 @@ class AlineaHostSender:
     _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
     frames: FrameSizeWindow = field(init=False)
     _next_read_ns: int = field(init=False, default=0)
+    # the first hop's buffer in this host's frames at the last report (``buffer_frames`` of its capacity)
+    capacity: int = field(init=False, default=0)
     # its own link's rate now (b/s): the law's r_max is held at or below it (set_link_rate)
     _link_bps: float = field(init=False, default=math.inf)
 
@@ -94,20 +96,27 @@ class AlineaHostSender:
         self.pacer = Pacer(self.law.rate, self.packet_bytes, start)
 
     def on_report(self, now_ns: int, report: Report) -> float:
+        """One report of the first hop's buffer: the law's new rate, set on the pacer. ``capacity``
+        keeps that buffer in this host's frames, as the law read it (the binding records it)."""
         # the first hop's drain of our packets: what we sent (nothing waits here: the pacer spaces
         # packets onto the wire) less the buffer's growth; it feeds the start-up brake
-        d = self._drain
-        sent = self.pacer.taken
-        d.update(now_ns, report.occupancy, sent, sent, 0)
+        d, pacer, frames = self._drain, self.pacer, self.frames
+        sent = pacer.taken
+        occupancy = report.occupancy
+        d.update(now_ns, occupancy, sent, sent, 0)
         if now_ns >= self._next_read_ns:
-            self.frames.update(sent, self.pacer.taken_bytes)
+            frames.update(sent, pacer.taken_bytes)
             self._next_read_ns = now_ns + READ_PERIOD_NS
-        bits = 8 * self.frames.mean
-        capacity = self.buffer_frames(report.capacity)
-        brake = d.brake(capacity, bits) if capacity else None
-        rate = self.law.on_report(report.occupancy / capacity if capacity else 0.0, report.drops > 0, now_ns,
-                                  report.interval_us * 1000, 1 / capacity if capacity else 0.0, brake=brake)
-        self.pacer.set_rate(rate)
+        mean = frames.mean
+        capacity = self.capacity = capacity_in_frames(report.capacity, self.unit_bytes, mean)
+        # the law's arguments by position (forecast None): a host reports every interval, and
+        # keywords cost the compiled call a parse of its arguments by name
+        if capacity:
+            rate = self.law.on_report(occupancy / capacity, report.drops > 0, now_ns, report.interval_us * 1000,
+                                      1 / capacity, None, d.brake(capacity, 8 * mean))
+        else:
+            rate = self.law.on_report(0.0, report.drops > 0, now_ns, report.interval_us * 1000, 0.0, None, None)
+        pacer.set_rate(rate)
         return rate
 
     def set_params(self, params: LawParams) -> None:

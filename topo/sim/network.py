@@ -542,12 +542,14 @@ class SimHostNode(HostReceiver):
             self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy,
                                                  report.capacity, report.drops, 0.0, 0.0, 0.0))
             return
-        rate = self.alinea.on_report(now, report)
-        law = self.alinea.law
-        self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy,
-                                             self.alinea.buffer_frames(report.capacity), report.drops, rate, law.o,
-                                             law.w, o_max=law.params.o_max))
-        self.alinea.pacer.rearm()
+        alinea = self.alinea
+        rate = alinea.on_report(now, report)
+        law = alinea.law
+        # by position (forecast, drain, newest, class, port, pps none): a compiled class parses keywords slower
+        self.net.recorder.laws.append(LawRow(now, self.node.name, self.switch, report.occupancy, alinea.capacity,
+                                             report.drops, rate, law.o, law.w, None, None, None, 0, 0, 0,
+                                             law.params.o_max))
+        alinea.pacer.rearm()
 
 
 #: the cyclic collector's thresholds while the event loop runs (gen0 allocations, then gen1 and gen2
