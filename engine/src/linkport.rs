@@ -83,19 +83,20 @@ impl LinkPort {
         let py = slf.py();
         let me = slf.get();
         me.rx_frames.fetch_add(1, Ordering::Relaxed);
-        let (walk, call) = {
+        // What the frame goes to, taken as `Bound`s (the lock is not held over the call; a
+        // `Bound` let go is a plain decref, where a `Py` first asks pyo3 whether this thread
+        // holds the GIL), and only the one the frame takes.
+        let to = {
             let w = lock(&me.wiring);
-            (
-                w.walk.as_ref().map(|(x, r)| (x.clone_ref(py), *r)),
-                w.on_receive.as_ref().map(|x| x.clone_ref(py)),
-            )
+            match (&w.walk, me.number) {
+                (Some((x, r)), n) if n >= 0 => Ok((x.bind(py).clone(), *r, n as u64)),
+                _ => Err(w.on_receive.as_ref().map(|x| x.bind(py).clone())),
+            }
         };
-        match (walk, me.number) {
-            (Some((walk, r)), n) if n >= 0 => (r.receive)(walk.bind(py), n as u64, frame),
-            _ => match call {
-                Some(f) => f.bind(py).call1((me.number, frame.into_py(py))).map(|_| ()),
-                None => Ok(()),
-            },
+        match to {
+            Ok((walk, r, n)) => (r.receive)(&walk, n, frame),
+            Err(Some(f)) => f.call1((me.number, frame.into_py(py))).map(|_| ()),
+            Err(None) => Ok(()),
         }
     }
 
@@ -103,22 +104,23 @@ impl LinkPort {
     pub(crate) fn transmit(slf: &Bound<'_, Self>, frame: Frame) -> PyResult<i64> {
         let py = slf.py();
         let me = slf.get();
-        let (engine, link) = {
+        // as `deliver`: `Bound`s, and only the one the frame takes
+        let to = {
             let w = lock(&me.wiring);
-            (
-                w.engine_link.as_ref().map(|x| x.clone_ref(py)),
-                w.link.as_ref().map(|x| x.clone_ref(py)),
-            )
+            match (&w.link, &w.engine_link) {
+                (None, _) => None,
+                (Some(_), Some(l)) => Some(Ok(l.bind(py).clone())),
+                (Some(link), None) => Some(Err(link.bind(py).clone())),
+            }
         };
-        let Some(link) = link else {
+        let Some(to) = to else {
             me.tx_dropped.fetch_add(1, Ordering::Relaxed); // an unconnected port, like a cable-less NIC
             return Ok(0);
         };
         me.tx_frames.fetch_add(1, Ordering::Relaxed);
-        match engine {
-            Some(l) => InMemoryLink::transmit(l.bind(py), slf.as_any(), frame),
-            None => link
-                .bind(py)
+        match to {
+            Ok(l) => InMemoryLink::transmit(&l, slf.as_any(), frame),
+            Err(link) => link
                 .call_method1(intern!(py, "send"), (slf, frame.into_py(py)))?
                 .extract(),
         }

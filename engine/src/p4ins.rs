@@ -205,4 +205,33 @@ pub(crate) enum Ins {
     },
     /// A run of `Mov`s, in order: `arglists[n]` is (destination, source) pairs, flattened.
     Movs(u32),
+    // The forms below leave out writes no instruction reads: each replaces a fused form whose
+    // temporary (the constant's `k`, the branch's `dst`) nothing but the fused sequence itself
+    // reads (p4fuse.rs's liveness: only where every block writes each temporary before it reads it).
+    /// `BinK` without the write of `k`: `dst <- a op imm`.
+    BinI {
+        op: BinOp,
+        dst: u32,
+        a: u32,
+        imm: u64,
+        mask: u64,
+    },
+    /// `BinJ` without the write of `dst`: branch on `a op b`.
+    CmpJ {
+        op: BinOp,
+        a: u32,
+        b: u32,
+        mask: u64,
+        on_zero: bool,
+        target: u32,
+    },
+    /// `BinKJ` without the writes of `k` and `dst`: branch on `a op imm`.
+    CmpKJ {
+        op: BinOp,
+        a: u32,
+        imm: u64,
+        mask: u64,
+        on_zero: bool,
+        target: u32,
+    },
 }

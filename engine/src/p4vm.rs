@@ -402,7 +402,15 @@ impl<'py, const OWNED: bool> Run<'_, 'py, OWNED> {
         if !OWNED && i < self.nslots && self.seen[i] == 0 {
             return self.load(i);
         }
-        Ok(self.regs[i])
+        debug_assert!(i < self.regs.len());
+        // SAFETY: every register a run reads or writes was checked against the length of the
+        // register file when the program was loaded (`validate`: the instructions, their
+        // argument lists, the headers, the field lists, the parser error slot; the fused forms
+        // are made of checked ones), and a run's register file always has that length
+        // (`self.regs`, or a packet's swapped in by `run_owned` only when of the same length).
+        // Why unchecked: the VM reads or writes a register for nearly every instruction, and
+        // each access tested the bound again (a load of the length, a compare, a branch).
+        Ok(unsafe { *self.regs.get_unchecked(i) })
     }
 
     /// PHV slot `i`'s first read from the list (a run over a Python PHV).
@@ -462,7 +470,9 @@ impl<'py, const OWNED: bool> Run<'_, 'py, OWNED> {
             }
             self.seen[i] = 2;
         }
-        self.regs[i] = v;
+        debug_assert!(i < self.regs.len());
+        // SAFETY: as `get`'s: `r` was checked against the register file's length at load.
+        unsafe { *self.regs.get_unchecked_mut(i) = v };
     }
 }
 
@@ -563,20 +573,40 @@ impl P4Program {
     }
 
     /// `run_blocks` over a PHV held by the engine (`phv`: every slot's value, `nslots` of
-    /// them; a bool as 0/1): the registers start as `phv` and `phv` gets them back. For
-    /// blocks that make no call into Python (the v1model walk in the engine, v1walk.rs).
+    /// them, or a whole register file, `nregs` of them; a bool as 0/1): the registers start as
+    /// `phv` and `phv` gets them back. For blocks that make no call into Python (the v1model
+    /// walk in the engine, v1walk.rs). A register file is swapped in and out, not copied: why,
+    /// a packet's walk copied its PHV in and out of the registers three times (ingress in and
+    /// out, egress in), the largest copies of a packet-hop; the walk's packets hold a register
+    /// file (`WalkProgram`'s template), whose temporaries no block reads before writing them.
     pub(crate) fn run_owned<'py>(
         &mut self,
         py: Python<'py>,
         blocks: &[usize],
-        phv: &mut [u64],
+        phv: &mut Vec<u64>,
         data: Option<&[u8]>,
         parser_error: Option<u32>,
     ) -> PyResult<(i64, u64, Requests)> {
+        if phv.len() == self.regs.len() && phv.len() > self.nslots {
+            std::mem::swap(&mut self.regs, phv);
+            let res = self.run_blocks::<true>(py, blocks, None, data, 0, parser_error);
+            std::mem::swap(&mut self.regs, phv);
+            return res;
+        }
         self.phv_in(phv)?;
         let res = self.run_blocks::<true>(py, blocks, None, data, 0, parser_error);
         self.phv_out(phv);
         res
+    }
+
+    /// The length of the register file (the PHV's slots, then the temporaries).
+    pub(crate) fn nregs(&self) -> usize {
+        self.regs.len()
+    }
+
+    /// The number of PHV slots.
+    pub(crate) fn nslots(&self) -> usize {
+        self.nslots
     }
 
     /// The registers start as `phv` (a PHV of the program's layout).
@@ -591,26 +621,8 @@ impl P4Program {
         Ok(())
     }
 
-    /// `run_owned` whose PHV stays in the registers: the caller reads the slots it needs
-    /// (`reg`) and takes the whole PHV back (`phv_out`) only when it goes on with it. Why: a
-    /// packet's egress is its last run, and the copy back of every slot served no one.
-    pub(crate) fn run_in<'py>(
-        &mut self,
-        py: Python<'py>,
-        blocks: &[usize],
-        phv: &[u64],
-    ) -> PyResult<(i64, u64, Requests)> {
-        self.phv_in(phv)?;
-        self.run_blocks::<true>(py, blocks, None, None, 0, None)
-    }
-
-    /// PHV slot `slot` as the last run left it.
-    pub(crate) fn reg(&self, slot: usize) -> u64 {
-        self.regs[slot]
-    }
-
     /// The PHV as the last run left it, into `phv`.
-    pub(crate) fn phv_out(&self, phv: &mut [u64]) {
+    fn phv_out(&self, phv: &mut [u64]) {
         phv.copy_from_slice(&self.regs[..self.nslots]);
     }
 
@@ -921,9 +933,21 @@ impl P4Program {
         prog.validate()?;
         if fuse {
             let mut prog = prog;
+            // registers a header or a field list names are always written (p4fuse.rs)
+            let mut pinned = vec![false; prog.regs.len()];
+            let named = prog
+                .headers
+                .iter()
+                .flat_map(|h| std::iter::once(h.valid).chain(h.fields.iter().map(|&(r, _)| r)));
+            for r in named.chain(prog.lists.iter().flatten().map(|&(r, _)| r)) {
+                if let Some(p) = pinned.get_mut(r as usize) {
+                    *p = true;
+                }
+            }
+            let once = p4fuse::read_once(&prog.blocks, &prog.arglists, prog.nslots, &pinned);
             let mut arglists = std::mem::take(&mut prog.arglists);
-            for b in prog.blocks.iter_mut() {
-                *b = p4fuse::fuse(b, &mut arglists);
+            for (b, once) in prog.blocks.iter_mut().zip(&once) {
+                *b = p4fuse::fuse(b, &mut arglists, once);
             }
             prog.arglists = arglists;
             return Ok(prog);
@@ -1193,6 +1217,41 @@ fn exec<const OWNED: bool>(
                     pc = target as usize
                 }
             }
+            Ins::BinI {
+                op,
+                dst,
+                a,
+                imm,
+                mask,
+            } => {
+                let v = op.apply(st.get(a)?, imm, mask);
+                st.set(dst, v)
+            }
+            Ins::CmpJ {
+                op,
+                a,
+                b,
+                mask,
+                on_zero,
+                target,
+            } => {
+                let (x, y) = (st.get(a)?, st.get(b)?);
+                if (op.apply(x, y, mask) == 0) == on_zero {
+                    pc = target as usize
+                }
+            }
+            Ins::CmpKJ {
+                op,
+                a,
+                imm,
+                mask,
+                on_zero,
+                target,
+            } => {
+                if (op.apply(st.get(a)?, imm, mask) == 0) == on_zero {
+                    pc = target as usize
+                }
+            }
             Ins::Movs(n) => {
                 for pair in arglists[n as usize].chunks_exact(2) {
                     let v = st.get(pair[1])?;
@@ -1217,7 +1276,13 @@ fn exec<const OWNED: bool>(
                 }
                 cursor = extract(h, st, data, cursor);
             }
-            Ins::Emit(h) => emit(&headers[h as usize], st, out)?,
+            Ins::Emit(h) => {
+                // a header that is not valid emits nothing: tested here, without the call
+                let h = &headers[h as usize];
+                if st.get(h.valid)? != 0 {
+                    emit(h, st, out)?
+                }
+            }
             Ins::Reject(code) => return Ok((code, cursor)),
             Ins::End => return Ok((STATUS_END, cursor)),
             Ins::Step => {
@@ -1300,23 +1365,21 @@ fn extract<const OWNED: bool>(
     pos
 }
 
-/// Emit header `h` into `out` if it is valid.
+/// Emit header `h` (valid: the caller tested it) into `out`.
 #[inline(never)]
 fn emit<const OWNED: bool>(
     h: &Header,
     st: &mut Run<'_, '_, OWNED>,
     out: &mut Vec<u8>,
 ) -> PyResult<()> {
-    if st.get(h.valid)? != 0 {
-        let mut bw = BitWriter {
-            out,
-            acc: 0,
-            bits: 0,
-        };
-        for &(r, w) in &h.fields {
-            let v = st.get(r)?;
-            bw.push(v, w);
-        }
+    let mut bw = BitWriter {
+        out,
+        acc: 0,
+        bits: 0,
+    };
+    for &(r, w) in &h.fields {
+        let v = st.get(r)?;
+        bw.push(v, w);
     }
     Ok(())
 }

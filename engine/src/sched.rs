@@ -126,10 +126,18 @@ impl Call {
     }
 
     /// `run`, moving what the call carries (a delivered frame's buffer goes on without a copy).
+    /// Its objects are let go as `Bound`s: a `Py` dropped asks pyo3 whether this thread holds
+    /// the GIL (a thread-local read) before its decref, which every event paid two or three times.
     pub fn run_owned(self, py: Python<'_>) -> PyResult<()> {
         match self {
-            Call::Deliver(f, target, data, stats) => f(target.bind(py), data, stats.bind(py)),
-            other => other.run(py),
+            Call::Py(cb, args) => {
+                let (cb, args) = (cb.into_bound(py), args.into_bound(py));
+                cb.call1(&args).map(|_| ())
+            }
+            Call::Engine(work, obj, n) => (work.run)(&obj.into_bound(py), n),
+            Call::Deliver(f, target, data, stats) => {
+                f(&target.into_bound(py), data, &stats.into_bound(py))
+            }
         }
     }
 
@@ -245,7 +253,7 @@ impl Ready {
 
     pub fn run(self, py: Python<'_>) -> PyResult<()> {
         match self {
-            Ready::Handle(h) => h.get().call.run(py),
+            Ready::Handle(h) => h.into_bound(py).get().call.run(py),
             Ready::Call(_, call) => call.run_owned(py),
         }
     }

@@ -49,6 +49,8 @@ pub struct WalkProgram {
     pub(crate) ingress: Vec<usize>,
     pub(crate) egress: Vec<usize>,
     pub(crate) template: Vec<u64>,
+    /// The PHV's slots in `template` (the program's temporaries follow them).
+    pub(crate) nslots: usize,
     pub(crate) slots: Slots,
     /// The PRE's sessions and groups (the runtime state's copy for the engine).
     pub(crate) pre: Py<Pre>,
@@ -69,6 +71,7 @@ impl WalkProgram {
     #[new]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         pipeline: PyObject,
         program: Py<P4Program>,
         ingress: Vec<usize>,
@@ -127,12 +130,23 @@ impl WalkProgram {
                 "WalkProgram: a standard_metadata slot past the PHV",
             ));
         }
+        // A packet's PHV is a whole register file of the program (its temporaries after the
+        // slots, zero here): the program's runs swap it in and out (P4Program::run_owned).
+        let (nslots, nregs) = {
+            let p = program.bind(py).borrow();
+            (p.nslots(), p.nregs())
+        };
+        let mut template = template;
+        if n == nslots {
+            template.resize(nregs, 0);
+        }
         Ok(WalkProgram {
             pipeline,
             program,
             ingress,
             egress,
             template,
+            nslots: n,
             slots,
             pre,
             reset,
@@ -167,7 +181,9 @@ pub struct WalkPacket {
 impl WalkPacket {
     /// Ask for what its egress reads first: the PHV, and the headers of an engine buffer.
     pub(crate) fn prefetch(&self) {
-        prefetch::lines(self.phv.as_ptr(), self.phv.len() * 8);
+        // the slots (the temporaries after them are written before they are read)
+        let n = self.phv.len().min(self.prog.get().nslots);
+        prefetch::lines(self.phv.as_ptr(), n * 8);
         self.data.prefetch();
     }
 

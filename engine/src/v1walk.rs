@@ -236,7 +236,7 @@ impl V1Walk {
     /// Parser, checksum verification and ingress, then the end of ingress in simple_switch's
     /// order: the clones of an I2E request, a resubmit, a multicast group, a drop, unicast.
     fn walk_ingress(&self, py: Python<'_>, mut pkt: WalkPacket) -> PyResult<()> {
-        let prog = pkt.prog.clone_ref(py);
+        let prog = pkt.prog.bind(py).clone(); // a `Bound`: let go without pyo3's GIL check
         let wp = prog.get();
         let s = &wp.slots;
         if let Some(t) = s.igts {
@@ -454,7 +454,7 @@ impl V1Walk {
         stamps: [i64; 4],
         due: Option<i64>,
     ) -> PyResult<i64> {
-        let wp = pkt.prog.clone_ref(py);
+        let wp = pkt.prog.bind(py).clone(); // a `Bound`: let go without pyo3's GIL check
         let wp = wp.get();
         let s = &wp.slots;
         let now_us = self.tm.get().now_ns(py)?.div_euclid(1000);
@@ -476,14 +476,8 @@ impl V1Walk {
         }
         let res = {
             let mut prog = wp.program.bind(py).borrow_mut();
-            prog.run_in(py, &wp.egress, &pkt.phv).map(|(_, _, req)| {
-                // the PHV goes on only into a clone or a recirculation
-                if req.clone.is_some() || req.preserve[1].is_some() {
-                    prog.phv_out(&mut pkt.phv);
-                }
-                let spec = prog.reg(s.egress_spec);
-                (req, prog.emitted_bytes().to_vec(), spec)
-            })
+            prog.run_owned(py, &wp.egress, &mut pkt.phv, None, None)
+                .map(|(_, _, req)| (req, prog.emitted_bytes().to_vec(), pkt.phv[s.egress_spec]))
         };
         let (req, head, egress_spec) = match res {
             Ok(r) => r,
