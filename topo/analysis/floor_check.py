@@ -32,7 +32,9 @@ floor's excess fills, within one stretch (or the 0.2 s of a mix's dip), its buff
 (the law reaches its floor only above it) and every buffer behind it on its flows' paths that can fill
 (the laws there forward at their own floors, so the excess may gather at the last buffer before the
 slow link; one whose node drains it faster than it can be fed, by its link or a slower one before it
-on the way from u, never fills). A law whose floor alone sends what its path drains has no margin to take
+on the way from u, never fills; nor any from a hop whose law's floor is below what its buffer drains on:
+that law cuts to the drain and holds its buffer at its target, so the excess stays before it).
+A law whose floor alone sends what its path drains has no margin to take
 a dip's excess back, and a dip lasts longer than the window while the new mix waits behind the old frames
 in the FIFO: after a flow starts or stops (not at the run's start), any dip rules it out. A dip counts
 what it gathers read by read until v forwards the floor (:meth:`_Stretch.dip_gathers`), not its excess
@@ -568,7 +570,8 @@ class _Stretch:
     def room_bits(self, u: str, v: str) -> float:
         """The room the floor's excess can fill: v's buffer above its target (u's law reaches its floor
         only with that buffer above its target), and every buffer behind it on the flows' paths, whole (the
-        laws there forward at their own floors, so the excess may gather at the last before the slow link).
+        laws there forward at their own floors, so the excess may gather at the last before the slow link), up
+        to a law whose floor is below what its buffer drains (it holds that buffer at its target).
         In u's frames: the data plane admits packets (its capacity of them), the law aims at its share of
         the buffer in bits (:func:`topo.net.plan.law_frames`)."""
         law = self.topo.law[(u, v)]
@@ -579,12 +582,19 @@ class _Stretch:
             room = (port.capacity - law.o_max * frames) * bits
         # what can reach each buffer behind: its link, or the slowest link before it from u (what u's flows
         # cross on the way there carries their excess no faster)
+        # as far as the excess can pass: a law x -> w whose floor is below what w forwards of the flows cuts to
+        # that drain and holds w's buffer at its target, so the excess gathers before x, not behind it
+        # (multicast-floor-held-branch.yaml: H1's 10 Mb/s floor, its group's slowest copy 5 Mb/s behind S1 -> S3,
+        # whose law's 1 Mb/s floor holds S3's buffer: S1's buffer from H1 fills, S3's 2.5 Mbit never do)
         feed: dict[DirectedLink, float] = {}
         for f in self.crossing[(u, v)]:
             hops = self.paths[f.name]
             most = self.rate(u, v)
             for hop in hops[hops.index((u, v)) + 1:]:
                 most = min(most, self.rate(*hop))
+                law_there = self.topo.law.get(hop)
+                if law_there is not None and law_there.r_floor < self.drain(*hop, most)[0] * (1 - 1e-9):
+                    break
                 feed[hop] = max(feed.get(hop, 0.0), most)
         # a buffer that its node drains faster than it can be fed never fills: the excess gathers before it
         # (multicast fail-1: H4's receive buffer, 1 Mb/s in, a 2 Mb/s playout out; host-floor-mix-dip-tree: S1's
