@@ -380,6 +380,20 @@ OPEN_CASES = {
                                    "reads 3-10 packets in S3's buffer in bursts and takes it as regulated; S2's "
                                    "buffer from S1 drops 22 (0 on the shaper, 0 with starvation remembered over "
                                    "the drain window in a scratch run)",
+    "open-brake-starved-receiver-line.yaml": "fuzz seed 6 draws #108, #109, #110 (one family): S1's start-up brake "
+                                             "reads 2 of H2's 24 packets (a burst off the 100 Mb/s link into a "
+                                             "50 Mb/s playout) as a regulated buffer and caps S1 -> H2 at the drain "
+                                             "measured while H2 was starved: 100 to 3.1 Mb/s in one report (0.19 s), "
+                                             "back up by ~50 kb/s a report (28 Mb/s at 1.3 s); the sources' ramp "
+                                             "gathers behind it and S2's buffer from S5 drops 17 at 0.63-0.70 s. "
+                                             "The loop analysis models no such reading (a fluid has no burst). "
+                                             "0 lost with the brake's cap removed (scratch, interpreted)",
+    "open-brake-starved-multicast-release.yaml": "fuzz seed 6 draw #129: as m0 starts, S2's brake reads 2-6 packets "
+                                                 "in S4's buffer with a measured drain of 0 (starved) and cuts S2 -> "
+                                                 "S4 from 50 Mb/s to its 1 Mb/s floor (0.64-0.69 s); what S2 queued "
+                                                 "under that cut reaches S4 back to back at the 50 Mb/s link at 0.81 s "
+                                                 "(1 to 185 packets in 7 ms, drained at H2's 5 Mb/s): 23 dropped "
+                                                 "there. 0 lost with the brake's cap removed (scratch, interpreted)",
 }
 
 
