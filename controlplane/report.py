@@ -3,7 +3,7 @@
 One definition of the 42-byte report keeps the P4 header, the agents and the host
 stacks from drifting apart; the P4 program builds reports, everything in Python reads
 them through this module. Hosts' reports are built by the engine's ``HostReporter``
-(engine/src/hostrecv.rs, per data packet); ``encode`` here is the reference its test
+(engine/src/hosts/hostrecv.rs, per data packet); ``encode`` here is the reference its test
 (tests/hosts/test_receiver.py) compares it with, byte for byte.
 """
 

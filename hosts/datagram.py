@@ -22,7 +22,7 @@ The IPv4 header never changes within a flow, so its checksum is computed once; t
 is 0 (allowed for IPv4). Frames are built from a template whose header fields are rewritten per
 packet.
 
-The header's one codec is the engine's (engine/src/datagram.rs): :func:`parse` decodes a frame
+The header's one codec is the engine's (engine/src/wire/datagram.rs): :func:`parse` decodes a frame
 there (every frame a simulated host receives), :meth:`FrameTemplate.frame` writes the header
 there, and the engine's paced sender stamps the same fields. This module keeps the frame's
 Ethernet/IPv4/UDP template and names the engine's pieces.

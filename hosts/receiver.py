@@ -22,7 +22,7 @@ __all__ = ["FlowRecord", "PlayoutBuffer", "HostReporter", "HostReceiver"]
 
 #: ``FlowRecord(name)``: ``on_packet(seq, sent_ns, now_ns, size)``; ``received``, ``bytes``,
 #: ``duplicates``, ``reordered``, ``highest``, ``owd_sum_ns``, ``lost``, ``packets`` (the engine's:
-#: engine/src/host.rs, where the per-packet bookkeeping runs).
+#: engine/src/hosts/host.rs, where the per-packet bookkeeping runs).
 FlowRecord = _engine.FlowRecord
 #: ``PlayoutBuffer(capacity, playout_bps, packet_bytes)``: ``on_arrival(now, flow=0, nbytes=packet_bytes)``
 #: (False: dropped),
@@ -33,10 +33,10 @@ PlayoutBuffer = _engine.PlayoutBuffer
 #: ``on_arrival(now_ns, occupancy, drops_total, drained=0, drained_ns=0)`` is the report's frame
 #: (Ethernet and report, as ``controlplane.report.encode`` writes it) when one is due, else None;
 #: ``interval_us`` may be changed; ``seq`` is the last report's number (the engine's: it runs in the
-#: host's receive, engine/src/hostrecv.rs).
+#: host's receive, engine/src/hosts/hostrecv.rs).
 HostReporter = _engine.HostReporter
 #: ``HostReceiver``: the base class of a simulated host (topo/sim/network.py's ``SimHostNode``) whose
-#: ``receive(frame)`` accounts ordinary data packets in the engine (engine/src/hostrecv.rs) and
+#: ``receive(frame)`` accounts ordinary data packets in the engine (engine/src/hosts/hostrecv.rs) and
 #: hands every other frame to the subclass's ``_receive_python``; ``bind_receive``,
 #: ``receive_flow``, ``receive_counts()``.
 HostReceiver = _engine.HostReceiver

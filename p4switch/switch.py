@@ -115,7 +115,7 @@ class Switch:
         if opts.pcap_dir:
             epoch = sched.wall_origin_ns if isinstance(sched, RealtimeScheduler) else 0
             self.capture = PortCapture(opts.pcap_dir, sched.now_ns, epoch_ns=epoch)
-        # The engine walks the packets (engine/src/v1walk.rs) in both bindings: a port's frames
+        # The engine walks the packets (engine/src/v1model/v1walk.rs) in both bindings: a port's frames
         # go to it and it sends on the port itself, or through _emit where the switch has work of
         # its own per frame out (real time: port errors and wire pacing; captures).
         self.walk: Any = self.core.use_engine_walk()

@@ -65,7 +65,7 @@ DEFAULT_QUEUE_DEPTH: int = _engine.DEFAULT_QUEUE_DEPTH
 MAX_QUEUE_DEPTH: int = _engine.MAX_QUEUE_DEPTH
 QUEUE_MODELS = ("bmv2", "shaper")
 
-# The queues run in the engine (engine/src/tm.rs), the model above unchanged. ``TMItem`` is one
+# The queues run in the engine (engine/src/v1model/tm.rs), the model above unchanged. ``TMItem`` is one
 # queued packet (``packet`` and the stamps: ``port``, ``prio``, ``enq_ns``, ``deq_ns``,
 # ``enq_timestamp_us``, ``enq_qdepth``, ``deq_timedelta_us``, ``deq_qdepth``, ``depart_ns``); a
 # target subclasses it for its per-copy facts. ``PortStats``: ``enqueued``, ``dequeued``,

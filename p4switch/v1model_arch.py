@@ -33,7 +33,7 @@ So a clone is made even when the original is then resubmitted, multicast or drop
 resubmit wins over multicast and unicast.
 
 The engine walks the packets itself (``use_engine_walk``: ``hbh_engine.V1Walk``,
-engine/src/v1walk.rs, the same steps in the same order over a PHV held in Rust, reading the
+engine/src/v1model/v1walk.rs, the same steps in the same order over a PHV held in Rust, reading the
 PRE's copy in the engine, ``PacketReplicationEngine.engine``). This walk is the whole walk for
 a pipeline the engine does not run wholly, and under ``HBH_P4_ORACLE=1``, where it is the
 differential oracle of the engine's.
@@ -142,7 +142,7 @@ class V1ModelSwitchCore:
         self.extra_drops: Callable[[], Mapping[str, int]] | None = None
 
     def use_engine_walk(self, cpu_port: int | None = None) -> Any:
-        """Let the engine walk the packets it can (``hbh_engine.V1Walk``, engine/src/v1walk.rs):
+        """Let the engine walk the packets it can (``hbh_engine.V1Walk``, engine/src/v1model/v1walk.rs):
         it serves the TM from now on and hands this core what it does not walk itself. The
         caller feeds received frames to ``walk.receive`` and gives it each port's ``send``."""
         import hbh_engine

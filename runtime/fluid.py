@@ -1,4 +1,4 @@
-"""The loop analysis's compiled plant (engine/src/fluid.rs): the fluid model of queues, links,
+"""The loop analysis's compiled plant (engine/src/analysis/fluid.rs): the fluid model of queues, links,
 receivers' playout and senders that topo/analysis/fluid_network.py steps, its reports still answered by the
 law in Python (one law).
 

@@ -72,7 +72,7 @@ class LinkModel:
 
 # One direction of a link (``Transmitter(model)``, ``transmit(now_ns, nbytes) -> (start, end)``,
 # ``free_at_ns``, ``model`` settable) and the per-direction counters are the engine's
-# (engine/src/link.rs). The transmitter keeps the exact end of the current transmission plus a
+# (engine/src/net/link.rs). The transmitter keeps the exact end of the current transmission plus a
 # remainder in units of 1/bitrate ns, so no rounding accumulates while it stays busy.
 Transmitter = _engine.Transmitter
 #: frames per direction: ``sent``, ``delivered``, ``lost`` (by the loss hook), ``sent_bytes``
@@ -91,7 +91,7 @@ class InMemoryLink(_engine.InMemoryLink):
     if given, returns True to lose a frame in transit (it still occupies the wire); direction
     is ``"a->b"`` or ``"b->a"``. ``extra_delay(frame, direction)``, if given, returns ns added to
     that frame's propagation delay: frames sent after it may then arrive before it (reordering).
-    ``send``, ``backlog_ns`` and ``direction_from`` run in the engine (engine/src/link.rs); on
+    ``send``, ``backlog_ns`` and ``direction_from`` run in the engine (engine/src/net/link.rs); on
     the engine's scheduler a delivery needs no Python frame until the far end's ``receive``.
 
     A frame handed over while its direction's wire is busy waits in a FIFO (the qdisc in front of
@@ -129,7 +129,7 @@ class InMemoryLink(_engine.InMemoryLink):
 
 
 # A modelled wire in real time (``RealtimeWire()``, ``busy_ns(now_ns, wire_ns)``, ``free_ns``,
-# ``last_wire_ns``) is the engine's (engine/src/rtloop.rs), which the engine's own transmitter
+# ``last_wire_ns``) is the engine's (engine/src/realtime/rtloop.rs), which the engine's own transmitter
 # (``TxPort``) uses too: one implementation of the rule below. It says when each frame starts,
 # given when it was served.
 #

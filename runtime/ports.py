@@ -123,7 +123,7 @@ class LinkPort(_engine.LinkPort):
     It is the link's endpoint (``receive``) and the switch's port (``send`` returns the
     link's busy time, which the TM waits). Create it (``LinkPort(number, name, on_receive=None)``),
     create the link with it as one end, then ``attach(link)``. ``receive``, ``send`` and
-    ``attach`` run in the engine (engine/src/linkport.rs): a frame the link delivers reaches the
+    ``attach`` run in the engine (engine/src/net/linkport.rs): a frame the link delivers reaches the
     switch's walk (``on_receive`` set to ``V1Walk.receive``), and a frame the walk sends reaches
     the link, with no Python frame per packet hop. Override neither in a subclass: the engine
     calls its own.

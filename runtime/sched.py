@@ -86,13 +86,13 @@ def _check_time(value: int, what: str) -> int:
     return value
 
 
-# The event heap, its handles and the virtual-time loop are the engine's (engine/src/sched.rs):
+# The event heap, its handles and the virtual-time loop are the engine's (engine/src/net/sched.rs):
 # the same contract as above, run without a Python frame per event. ``EventHeap`` keys entries by
 # (due time, insertion number); ``VirtualScheduler`` adds a FIFO for events due at the current
 # time (O(1), the order stays exactly one heap's) and runs callbacks until a time or until idle.
 TimerHandle = _engine.TimerHandle
 VirtualScheduler = _engine.VirtualScheduler
-#: A connection's calls in virtual time (engine/src/channel.rs): ``FifoDelay().delay(now, draw)``
+#: A connection's calls in virtual time (engine/src/net/channel.rs): ``FifoDelay().delay(now, draw)``
 #: keeps them in order; ``DelayedCalls(sched, fifo, median_ns, target, behind)`` is a callable
 #: whose calls reach ``target`` ``median_ns`` later on ``fifo`` (topo/sim/control_latency.py).
 FifoDelay = _engine.FifoDelay

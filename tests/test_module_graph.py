@@ -133,9 +133,6 @@ def crate_folders_over(root: Path = ROOT, crates: tuple[str, ...] = CRATES, most
     }
 
 
-@pytest.mark.xfail(strict=True, reason="engine/src holds 29 modules at 7f8058d: issue 51's 'no folder of more than "
-                   "20 modules' is not met for the crate yet (its split by concept is the engine's owner's; remove "
-                   "this mark when it lands)")
 def test_no_crate_folder_holds_more_than_20_modules() -> None:
     big = crate_folders_over()
     assert big == {}, f"crate folders of more than {MAX_MODULES} modules: {big}"

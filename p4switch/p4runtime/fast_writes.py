@@ -5,7 +5,7 @@ dicts, ``TableState.insert`` and its checks, one undo closure each), about 28 µ
 four times simple_switch_grpc's cost. Nearly every Write a controller makes is a batch of
 INSERT/MODIFY/DELETE of plain entries - exact, LPM, ternary, range and optional matches with a
 direct action - so this module does only that: the engine decodes the request's wire bytes
-(``hbh_engine.TableWritePlan``, engine/src/p4rtwrite.rs: the one decoder of this path, with the
+(``hbh_engine.TableWritePlan``, engine/src/p4rt/p4rtwrite.rs: the one decoder of this path, with the
 tables' field and parameter widths resolved when the pipeline is loaded) and this builds, for
 each update, the entry the general path would build.
 

@@ -88,7 +88,7 @@ _WRITERS: weakref.WeakKeyDictionary[TableState, Any] = weakref.WeakKeyDictionary
 
 def table_writer(state: RuntimeState, table: TableState) -> Any:
     """The engine's writer of ``table``'s entries as wire bytes (``hbh_engine.TableEntityWriter``,
-    engine/src/p4rtread.rs: ``wire_encode.table_entity``'s bytes, written for a whole table at
+    engine/src/p4rt/p4rtread.rs: ``wire_encode.table_entity``'s bytes, written for a whole table at
     once), made at its first Read; None without the engine. It hands back entries it does not
     write (indirect actions, values over 128 bits) for :func:`read_entity_wire` to write."""
     writer = _WRITERS.get(table)

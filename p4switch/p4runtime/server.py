@@ -19,7 +19,7 @@ dropped and its election id is free again.
 
 With the compiled front end (the default where the engine has it; ``HBH_P4RT=grpcio`` or
 ``python`` leave grpcio's server alone: issue 49), the engine's ``P4RuntimeFront`` (tonic,
-engine/src/p4rtfront.rs) listens on the address instead: it answers Write and Read by handing
+engine/src/p4rt/p4rtfront.rs) listens on the address instead: it answers Write and Read by handing
 the request's bytes to :meth:`P4RuntimeServer.write_bytes` and :meth:`P4RuntimeServer.read_bytes`
 on a thread of its own (the core still runs on the switch loop, lent or submitted as here), and
 serves StreamChannel itself: a stream's messages come in batches to :meth:`stream_messages`, and
@@ -621,7 +621,7 @@ class P4RuntimeServer:
         front = self._front
         return self._dropped + self._front_dropped + (front.dropped if front is not None else 0)
 
-    # The compiled front end's StreamChannels (engine/src/p4rtfront.rs), each call on one of its
+    # The compiled front end's StreamChannels (engine/src/p4rt/p4rtfront.rs), each call on one of its
     # threads: the same steps as _Servicer.StreamChannel's.
 
     def stream_open(self, sender: Any) -> _FrontStream | tuple[int, str, bytes]:

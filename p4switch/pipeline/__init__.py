@@ -69,7 +69,7 @@ Design
 
 * **Engine form** (``emitter.py``): after the closures are built, every block the emitter
   translates is also emitted as register-machine code for ``hbh_engine.P4Program``
-  (engine/src/p4vm.rs) and runs there; a control statement it does not translate runs
+  (engine/src/p4/p4vm.rs) and runs there; a control statement it does not translate runs
   through its own closure from the engine, a parser or deparser it does not translate runs
   on its closures (one log line each). ``oracle=True`` / ``HBH_P4_ORACLE=1``: the closures
   only (the differential oracle). docs/background/engine.md has the state of the port.

@@ -4,7 +4,7 @@ Why a second output of the same compiler and not a second compiler: the names, t
 (every field's slot), the constants, the checks and the error codes are resolved by the
 pipeline compiler's own visitors (``ref_of``, ``scalar`` for constant folding,
 ``runtime_const``, ``leaves``, ``error_code``); this mixin only turns the statement and
-expression kinds it knows into instructions for ``hbh_engine.P4Program`` (engine/src/p4vm.rs)
+expression kinds it knows into instructions for ``hbh_engine.P4Program`` (engine/src/p4/p4vm.rs)
 instead of closures. A block that uses anything else raises :class:`Unsupported` naming the
 construct, and that block runs on the closures (``V1Pipeline`` logs one line per block); the
 closures are also the differential oracle the tests compare the engine with.
@@ -39,10 +39,10 @@ except ImportError:  # no engine: nothing is emitted for it anyway
 
 CK = ast.CallKind
 
-# Opcodes and operators: engine/src/p4vm.rs (mod op, BinOp::from_code).
+# Opcodes and operators: engine/src/p4/p4vm.rs (mod op, BinOp::from_code).
 (CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP, CSUM16, PY, CALL, TABLE, REGREAD,
  REGWRITE, COUNT, CLONE, TRUNCATE, PRESERVE) = range(24)
-# Selector hash algorithms the engine computes (engine/src/p4tables.rs, ALGO_*).
+# Selector hash algorithms the engine computes (engine/src/p4/p4tables.rs, ALGO_*).
 SELECTOR_ALGOS = {"crc16": 0, "crc32": 1, "csum16": 2}
 STATUS_END, STATUS_REJECT = -1, -2
 BINOPS = {"+": 0, "-": 1, "*": 2, "&": 3, "|": 4, "^": 5, "<<": 6, ">>": 7, "==": 8, "!=": 9, "<": 10,

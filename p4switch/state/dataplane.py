@@ -22,7 +22,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
-# Action kinds of hbh_engine's table interface (engine/src/p4tables.rs, ACT_*); tables.py's
+# Action kinds of hbh_engine's table interface (engine/src/p4/p4tables.rs, ACT_*); tables.py's
 # ``encode_action`` writes an entry's action in them.
 ACT_NONE, ACT_DIRECT, ACT_MEMBER, ACT_GROUP, ACT_SET = range(5)
 

@@ -7,7 +7,7 @@ with colours numbered as v1model's ``V1MODEL_METER_COLOR_*`` constants. Time is
 passed in (integer nanoseconds); nothing here reads a clock.
 
 Counter cells and the cells of unsigned registers of up to 64 bits are ``hbh_engine.Cells``
-(engine/src/p4cells.rs): the engine's P4 program updates them per packet and the control
+(engine/src/p4/p4cells.rs): the engine's P4 program updates them per packet and the control
 plane reads them here, one store for both (indexed like the lists they replace; a list where
 the engine is not built, and for signed or wider registers, which the engine does not run).
 """

@@ -6,7 +6,7 @@ limits are v1model's: ports are ``bit<9>``, replica instances (``egress_rid``)
 (``priority``) ``bit<3>``. Id 0 is P4Runtime's wildcard, so it is never writable.
 
 The engine's v1model walk reads a copy of the sessions and groups (``engine``, an
-``hbh_engine.Pre``, engine/src/pre.rs) so that it makes clones and multicast copies without a
+``hbh_engine.Pre``, engine/src/v1model/pre.rs) so that it makes clones and multicast copies without a
 Python call. The dicts here stay what P4Runtime reads; the copy has one writer, ``_store``,
 which every change (insert, modify, delete, a failed batch's restore) goes through.
 """

@@ -135,7 +135,7 @@ RECEIVER = textwrap.dedent("""
 """)
 
 
-#: The compiled P4Runtime front end's threads (engine/src/p4rtfront.rs): the thread that runs its
+#: The compiled P4Runtime front end's threads (engine/src/p4rt/p4rtfront.rs): the thread that runs its
 #: runtime, one worker and at most four blocking threads, which tokio starts when first needed (a call
 #: answered in ``block_in_place`` hands the worker's place to one) and keeps for the runtime's life. A
 #: pool that fills late in the soak is not a leak; one past this bound is.

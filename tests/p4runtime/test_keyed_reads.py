@@ -1,6 +1,6 @@
 """Keyed Reads answered by the engine's entry store against the Python path.
 
-``P4RuntimeCore.read_keyed_wire`` (``TableWritePlan.read_keyed``, engine/src/p4rtwrite.rs)
+``P4RuntimeCore.read_keyed_wire`` (``TableWritePlan.read_keyed``, engine/src/p4rt/p4rtwrite.rs)
 answers a Read of one entry of a plain table by its whole key without Python; it must give the
 bytes ``read_wire`` gives for the same request, byte for byte, and leave every other Read (and
 every error) to it. Random Write sequences (exact, LPM, ternary, range and optional keys,

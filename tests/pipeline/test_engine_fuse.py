@@ -1,4 +1,4 @@
-"""The P4 VM's load-time fusion (engine/src/p4fuse.rs) against the same blocks run as given:
+"""The P4 VM's load-time fusion (engine/src/p4/p4fuse.rs) against the same blocks run as given:
 random blocks made of the patterns it fuses (a constant into a temporary read by the next
 operation, an operation whose result the next instruction branches on, runs of moves, jumps to
 jumps), with jumps landing anywhere, including inside those patterns, give the same status,

@@ -1,4 +1,4 @@
-"""The engine's copy of the table state (p4switch/state/dataplane.py, engine/src/p4tables.rs)
+"""The engine's copy of the table state (p4switch/state/dataplane.py, engine/src/p4/p4tables.rs)
 against the differential oracle's lookups in the P4Runtime core's own index: the same
 writes (insert, modify, delete, defaults, undo, members, groups) into both runtime states,
 then the same frames through both, on every kind of match and an action selector."""

@@ -1,4 +1,4 @@
-"""The netns host's frame relay in the engine (hbh_engine.HostRelay, engine/src/hostrelay.rs).
+"""The netns host's frame relay in the engine (hbh_engine.HostRelay, engine/src/hosts/hostrelay.rs).
 
 Datagram socket pairs stand in for the tun device and the AF_PACKET socket (the relay only reads
 and writes whole packets on them), so these run without root; the namespace test is in

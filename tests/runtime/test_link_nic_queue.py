@@ -1,4 +1,4 @@
-"""The queue in front of an in-memory link's wire (engine/src/link.rs, ``Nic``): frames handed over
+"""The queue in front of an in-memory link's wire (engine/src/net/link.rs, ``Nic``): frames handed over
 while the wire is busy wait in a FIFO and are serialized at the rate in force when they reach the
 wire, so a rate change re-times what waits; the frame on the wire finishes as it started (issue 46,
 tests/topo/random_cases/host-nic-rate-fall.yaml)."""

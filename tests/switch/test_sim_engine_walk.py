@@ -1,4 +1,4 @@
-"""The v1model walk in the engine (hbh_engine.V1Walk, engine/src/v1walk.rs) against the Python
+"""The v1model walk in the engine (hbh_engine.V1Walk, engine/src/v1model/v1walk.rs) against the Python
 walk on the closures (HBH_P4_ORACLE=1), the differential oracle: the same frames at the same
 times into two switches give the same frames out of every port at the same times, the same
 packet-ins, drops, queue counters and registers. The engine's walk carries out every request

@@ -41,9 +41,9 @@ Left out: packets (a rate here is exact, an occupancy a real number until it is 
 reports' own bytes, flows other than ALINEA's. Timed link-rate events are played at their time, and
 an ALINEA flow sends from its start to its stop.
 
-The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/src/fluid.rs: the
+The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/src/analysis/fluid.rs: the
 loop analysis runs before every ``hbh run``, and issue 46 bounds its cost at a tenth of the run or
-2 s); this module builds it. Between its steps the engine (engine/src/fluid_loop.rs) samples the
+2 s); this module builds it. Between its steps the engine (engine/src/analysis/fluid_loop.rs) samples the
 buffers' reports, carries them to their laws and checks whether the model has settled; each law's
 controller here answers its reports, in Python, as the agents' and hosts' controllers answer theirs
 (the engine calls its ``on_report``: what surrounded the answers in Python cost more than the
@@ -353,9 +353,9 @@ class _Network:
 
     # ---- the run --------------------------------------------------------------------------------
     def run(self) -> list[NetworkPeak]:
-        """The plant (hbh_engine.FluidPlant, engine/src/fluid.rs) steps the fluid: each step the links
+        """The plant (hbh_engine.FluidPlant, engine/src/analysis/fluid.rs) steps the fluid: each step the links
         deliver, the queues serve, the senders send; between its steps the buffers report, the laws
-        here answer, and the model checks whether it has settled (engine/src/fluid_loop.rs: it calls
+        here answer, and the model checks whether it has settled (engine/src/analysis/fluid_loop.rs: it calls
         each law's controller, ``SwitchControl.on_report`` or ``HostControl.on_report``, in Python)."""
         window = self._window_steps()
         last_event = max([at for at, _, _ in self.events] + [t for span in self.active for t in span

@@ -92,7 +92,7 @@ class HostUplink:
     the propagation delay, then the real socket (the switch->host direction is the switch's).
 
     Frames handed over while the wire is busy wait (the NIC queue) and a rate change re-times
-    them (``set_bitrate``), as the simulator's link does (engine/src/link.rs, ``Nic``)."""
+    them (``set_bitrate``), as the simulator's link does (engine/src/net/link.rs, ``Nic``)."""
 
     def __init__(self, clock: RunClock, port: PacketSocketPort, model: LinkModel) -> None:
         self.clock = clock
@@ -158,7 +158,7 @@ class HostUplink:
 
 class RelayUplink:
     """The host->switch direction of the host's link in the engine's relay thread
-    (:class:`runtime.hostrelay.HostRelay`, engine/src/hostrelay.rs): the same model as :class:`HostUplink`,
+    (:class:`runtime.hostrelay.HostRelay`, engine/src/hosts/hostrelay.rs): the same model as :class:`HostUplink`,
     but the kernel's TCP segments never enter Python, and neither do the timers that hold every
     frame for its wire time and delay. Python's own frames (datagrams, reports) are handed in here."""
 
@@ -236,7 +236,7 @@ class NetnsHost:
         self.tun_mtu = TUN_MTU - TRAILER_BYTES if any(f.cc in KERNEL_CC and f.src == name
                                                       for f in self.tcp_flows.values()) else TUN_MTU
         self.trace = LoopTrace.from_env()  # the frame loop's timeline, for topo/netns/loop_trace.py
-        self.relay: HostRelay | None = None  # the frame relay in the engine (engine/src/hostrelay.rs)
+        self.relay: HostRelay | None = None  # the frame relay in the engine (engine/src/hosts/hostrelay.rs)
 
     def open(self) -> None:
         relay_mode()  # a bad HBH_HOST_RELAY is said before anything opens

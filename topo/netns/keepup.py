@@ -72,7 +72,7 @@ def verdict(realtime: dict[str, Any] | None) -> str:
 
 
 def relay_summary(stats: dict[str, int]) -> dict[str, Any]:
-    """A host's frame relay (engine/src/hostrelay.rs): how late its frames reached the socket after
+    """A host's frame relay (engine/src/hosts/hostrelay.rs): how late its frames reached the socket after
     their modelled wire time and delay (the stalls the Python frame loop had, docs/howto/tcp.md), and
     what it carried."""
     sent = stats["tx_frames"] + stats["tx_dropped"]

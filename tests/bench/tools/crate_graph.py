@@ -18,16 +18,27 @@ from pathlib import Path
 from tests.paths import ROOT
 
 
+def module_files(src: Path) -> dict[str, Path]:
+    """module -> its file, in ``src`` and its concept folders (``lib`` and a folder's ``mod.rs`` left
+    out: they only register; docs/background/engine.md, "The crate's folders")."""
+    files = {p.stem: p for p in sorted(src.rglob("*.rs")) if p.stem not in ("lib", "mod")}
+    if len(files) != sum(1 for p in src.rglob("*.rs") if p.stem not in ("lib", "mod")):
+        raise ValueError(f"{src}: two modules of one name in different folders")
+    return files
+
+
 def edges(src: Path) -> dict[str, set[str]]:
-    """module -> the crate's other modules its code names (``lib`` left out: it only registers)."""
-    mods = {p.stem for p in src.glob("*.rs") if p.stem != "lib"}
-    out: dict[str, set[str]] = {m: set() for m in mods}
-    for m in mods:
-        text = re.sub(r"//[^\n]*", "", (src / f"{m}.rs").read_text(encoding="utf-8"))
-        named = set(re.findall(r"\bcrate::(\w+)", text))
-        for group in re.findall(r"\bcrate::\{([^}]*)\}", text):
-            named |= set(re.findall(r"(?:^|,)\s*(\w+)", group))
-        out[m] = {n for n in named if n in mods and n != m}
+    """module -> the crate's other modules its code names: a path through ``crate::`` names the
+    modules among its segments (``crate::sched::X``, ``crate::net::sched::X``)."""
+    files = module_files(src)
+    out: dict[str, set[str]] = {m: set() for m in files}
+    for m, path in files.items():
+        text = re.sub(r"//[^\n]*", "", path.read_text(encoding="utf-8"))
+        named = set(re.findall(r"\bcrate::((?:\w+::)*\w+)", text))
+        for group in re.findall(r"\bcrate::((?:\w+::)*)\{([^}]*)\}", text):
+            named |= {group[0] + g for g in re.findall(r"(?:^|,)\s*(\w+)", group[1])}
+        segments = {seg for path_ in named for seg in path_.split("::")}
+        out[m] = {n for n in segments if n in files and n != m}
     return out
 
 
@@ -73,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     p.add_argument("src", nargs="?", type=Path, default=ROOT / "engine" / "src", help="a crate's src/ folder")
     args = p.parse_args(argv)
-    if not args.src.is_dir() or not any(args.src.glob("*.rs")):
+    if not args.src.is_dir() or not any(args.src.rglob("*.rs")):
         print(f"crate_graph: {args.src} is not a folder of .rs files", file=sys.stderr)
         return 2
     graph = edges(args.src)

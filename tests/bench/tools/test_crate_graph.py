@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tests.bench.tools.crate_graph import circles, edges, main
 
 
@@ -36,3 +38,17 @@ def test_a_circle_is_found_and_a_dag_has_none(tmp_path: Path) -> None:
 def test_a_folder_without_rust_files_is_a_clear_error(tmp_path: Path, capsys) -> None:
     assert main([str(tmp_path)]) == 2
     assert "is not a folder of .rs files" in capsys.readouterr().err
+
+
+def test_modules_in_concept_folders_are_found_by_either_path(tmp_path: Path) -> None:
+    """A module in a folder is named by its own name (re-exported at the root) or through its folder's."""
+    crate(tmp_path, {"lib": "mod net;\nuse net::sched;\n"})
+    (tmp_path / "net").mkdir()
+    (tmp_path / "net" / "mod.rs").write_text("pub(crate) mod sched;\npub(crate) mod link;\n")
+    (tmp_path / "net" / "sched.rs").write_text("use crate::net::link::L;\n")
+    (tmp_path / "net" / "link.rs").write_text("")
+    (tmp_path / "host.rs").write_text("use crate::sched::S;\nuse crate::net::{link, sched::T};\n")
+    assert edges(tmp_path) == {"sched": {"link"}, "link": set(), "host": {"sched", "link"}}
+    (tmp_path / "net" / "host.rs").write_text("")
+    with pytest.raises(ValueError, match="two modules of one name"):
+        edges(tmp_path)

@@ -1,4 +1,4 @@
-"""The compiled P4Runtime front end (engine/src/p4rtfront.rs) against the grpcio server alone.
+"""The compiled P4Runtime front end (engine/src/p4rt/p4rtfront.rs) against the grpcio server alone.
 
 The same controller session goes to a P4RuntimeServer with each front end: every answer a
 client sees (responses, codes, messages, the per-update errors in grpc-status-details-bin, Read

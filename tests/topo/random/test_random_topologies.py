@@ -350,7 +350,7 @@ def test_the_floor_burst_lines_warning_names_the_buffer_that_loses() -> None:
 #: allowed): the engine's link timed each frame when the host handed it over, so the up to 1000 frames
 #: waiting in H4's NIC queue at the fall kept the old rate, and links.csv's byte counter jumped by what
 #: the re-timed backlog no longer held. Frames now wait in a FIFO in front of the wire and are serialized
-#: at the rate in force when they reach it (engine/src/link.rs, ``Nic``; tests/runtime/test_link_nic_queue.py).
+#: at the rate in force when they reach it (engine/src/net/link.rs, ``Nic``; tests/runtime/test_link_nic_queue.py).
 HOST_NIC_RATE_FALL = (RANDOM_CASES / "host-nic-rate-fall.yaml").read_text()
 #: The same family with one flow (minimised from seed 1's fail-2): pgmcc from H1 keeps its 10 Mb/s link's
 #: NIC queue full, and the link falls to 5 Mb/s at 2 s.

@@ -144,7 +144,7 @@ def test_hbh_compare_records_and_says_each_runs_invariants(tmp_path: Path, monke
 
 #: a host's fixed flow five times faster than its 20 Mb/s link (its NIC queue fills: ~0.4 s of
 #: frames), then the link falls to 1 Mb/s: the frames still in the NIC queue must go at 1 Mb/s
-#: (they do since the link's queue re-times what waits: engine/src/link.rs, ``Nic``).
+#: (they do since the link's queue re-times what waits: engine/src/net/link.rs, ``Nic``).
 HOST_LINK_FALL = """\
 name: host-link-rate-fall
 defaults:

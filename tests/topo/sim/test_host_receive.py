@@ -1,6 +1,6 @@
 """The simulated host's receive: the engine's path against the Python path, frame by frame.
 
-``SimHostNode.receive`` is the engine's (engine/src/hostrecv.rs): it accounts an ordinary data packet
+``SimHostNode.receive`` is the engine's (engine/src/hosts/hostrecv.rs): it accounts an ordinary data packet
 of a flow with no end-to-end sink at the host (record, play-out buffer, the reporter's due time) and
 hands every other frame to ``_receive_python``, which handles any frame. Two hosts built alike get the
 same frames at the same times, one through ``receive`` and one through ``_receive_python`` alone;

@@ -241,7 +241,7 @@ flows:
 @pytest.mark.netns
 @pytest.mark.slow
 def test_kernel_tcp_crosses_the_hosts_relay_at_its_links_rate_and_delay(tmp_path: Path) -> None:
-    """H1's uplink, emulated by the engine's relay (engine/src/hostrelay.rs), is the bottleneck: the
+    """H1's uplink, emulated by the engine's relay (engine/src/hosts/hostrelay.rs), is the bottleneck: the
     flow's goodput is that link's rate less the headers, its minimum RTT the links' delays and wire times."""
     N.require_netns()
     topo = load_topology_text(UPLINK_BOTTLENECK, "uplink.yaml")
