@@ -35,7 +35,7 @@ NS_PER_S = 1_000_000_000
 
 
 #: ``Pacer(rate_bps, packet_bytes, start_ns=0, stop_at_pacer=False)``: the engine's paced sender
-#: (engine/src/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now, nbytes=None)``, ``set_rate``;
+#: (engine/src/hosts/host.rs). As a pacer: ``gap_ns``, ``next_send_ns()``, ``on_sent(now, nbytes=None)``, ``set_rate``;
 #: ``taken`` and ``taken_bytes`` count the frames it sent.
 #: With its flows (``add_flow``) and bound to a scheduler and a link (``bind``), ``rearm()`` makes it
 #: send every packet itself: topo/sim/network.py binds it, the law here only sets its rate.

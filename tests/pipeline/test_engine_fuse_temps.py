@@ -1,4 +1,4 @@
-"""The P4 VM's fusion where it leaves temporaries unwritten (engine/src/p4fuse.rs, "Writes nothing
+"""The P4 VM's fusion where it leaves temporaries unwritten (engine/src/p4/p4fuse.rs, "Writes nothing
 reads"): blocks shaped as the emitter makes them, each expression's value in a fresh temporary
 written before it is read (an assignment through a temporary, a condition branched on, an
 operation with a constant operand), with jumps onto the starts of those pieces or, in some

@@ -1,4 +1,4 @@
-"""The engine's controller-header split over many frames in a row (engine/src/ctrlheader.rs keeps the
+"""The engine's controller-header split over many frames in a row (engine/src/wire/ctrlheader.rs keeps the
 last split's values and sets only the fields that changed): every split gives what reading that
 frame's header as one integer gives, whatever came before it, and a dict handed out is the
 caller's own (changing it changes no later split)."""
