@@ -6,15 +6,30 @@ cursor, PHV and emitted bytes either way."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-hbh_engine = pytest.importorskip("hbh_engine")
+from tests.pipeline.vm_blocks import (
+    BIN,
+    CONST,
+    EMIT,
+    END,
+    EXTRACT,
+    JMP,
+    JNZ,
+    JZ,
+    LNOT,
+    MOV,
+    NBINOPS,
+    NEG,
+    NOT,
+    NSLOTS,
+    REJECT,
+    STEP,
+)
+from tests.pipeline.vm_blocks import program as vm_program
 
-NSLOTS, NTEMPS = 6, 4
-CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP = range(14)
-NBINOPS = 14
+NTEMPS = 4
 
 
 @st.composite
@@ -56,9 +71,7 @@ def blocks(draw: st.DrawFn) -> list[tuple]:
 
 
 def program(code: list[tuple], fuse: bool):  # noqa: ANN201 - an hbh_engine.P4Program
-    # header 0: validity in slot 5, fields slots 0 (8 bits) and 1 (16 bits)
-    return hbh_engine.P4Program([code], [(5, [(0, 8), (1, 16)])], [], [], NSLOTS, NTEMPS, [], 1, 2, 4,
-                                fuse=fuse)
+    return vm_program([code], NTEMPS, fuse)
 
 
 @settings(max_examples=400, deadline=None)

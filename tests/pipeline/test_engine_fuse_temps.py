@@ -8,15 +8,28 @@ write, in every block of its program."""
 
 from __future__ import annotations
 
-import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-hbh_engine = pytest.importorskip("hbh_engine")
+from tests.pipeline.vm_blocks import (
+    BIN,
+    CONST,
+    EMIT,
+    END,
+    EXTRACT,
+    JMP,
+    JNZ,
+    JZ,
+    LNOT,
+    MOV,
+    NBINOPS,
+    NOT,
+    NSLOTS,
+    STEP,
+)
+from tests.pipeline.vm_blocks import program as vm_program
 
-NSLOTS, NTEMPS = 6, 40
-CONST, MOV, BIN, NOT, LNOT, NEG, JMP, JZ, JNZ, EXTRACT, EMIT, REJECT, END, STEP = range(14)
-NBINOPS = 14
+NTEMPS = 40
 
 
 @st.composite
@@ -68,8 +81,7 @@ def block(draw: st.DrawFn) -> list[tuple]:
 
 
 def program(blocks: list[list[tuple]], fuse: bool):  # noqa: ANN201 - an hbh_engine.P4Program
-    # header 0: validity in slot 5, fields slots 0 (8 bits) and 1 (16 bits)
-    return hbh_engine.P4Program(blocks, [(5, [(0, 8), (1, 16)])], [], [], NSLOTS, NTEMPS, [], 1, 2, 4, fuse=fuse)
+    return vm_program(blocks, NTEMPS, fuse)
 
 
 @settings(max_examples=400, deadline=None)
