@@ -84,7 +84,7 @@ class AlineaHostSender:
     _drain: QueueForecast = field(init=False, default_factory=QueueForecast)
     frames: FrameSizeWindow = field(init=False)
     _next_read_ns: int = field(init=False, default=0)
-    # the first hop's buffer in this host's frames at the last report (``buffer_frames`` of its capacity)
+    # the first hop's buffer in this host's frames at the last report (controlplane.frame_size.capacity_in_frames)
     capacity: int = field(init=False, default=0)
     # its own link's rate now (b/s): the law's r_max is held at or below it (set_link_rate)
     _link_bps: float = field(init=False, default=math.inf)
@@ -141,10 +141,6 @@ class AlineaHostSender:
         cap = min(p.r_max, self._link_bps)  # the floor with it: a floor above the link is a queue too
         self.law.set_params(p if cap == p.r_max else p.with_changes(r_max=cap, r_floor=min(p.r_floor, cap)))
         self.pacer.set_rate(self.law.rate)
-
-    def buffer_frames(self, capacity: int) -> int:
-        """The first hop's buffer of ``capacity`` packets in this host's frames, as its law reads it."""
-        return capacity_in_frames(capacity, self.unit_bytes, self.frames.mean)
 
     def tick(self, now_ns: int) -> None:
         if self.law.tick(now_ns):
