@@ -21,8 +21,9 @@ from tests.paths import ROOT
 def module_files(src: Path) -> dict[str, Path]:
     """module -> its file, in ``src`` and its concept folders (``lib`` and a folder's ``mod.rs`` left
     out: they only register; docs/background/engine.md, "The crate's folders")."""
-    files = {p.stem: p for p in sorted(src.rglob("*.rs")) if p.stem not in ("lib", "mod")}
-    if len(files) != sum(1 for p in src.rglob("*.rs") if p.stem not in ("lib", "mod")):
+    paths = [p for p in sorted(src.rglob("*.rs")) if p.stem not in ("lib", "mod")]
+    files = {p.stem: p for p in paths}
+    if len(files) != len(paths):
         raise ValueError(f"{src}: two modules of one name in different folders")
     return files
 
