@@ -74,5 +74,6 @@ def multicast_lines(block: Mapping[str, Any]) -> list[str]:
             owd = r["owd_ms"] or {}
             lines.append(f"  {host}: goodput {r['goodput_bps'] / 1e6:.3f} Mb/s ({frac} of the tree rate; its branch "
                          f"alone {r['branch_bps'] / 1e6:.3g} Mb/s), missing {r['missing_seq']} of "
-                         f"{r['received'] + r['missing_seq']}, one-way delay p50 {owd.get('p50', 0):.1f} ms")
+                         f"{r['received'] + r['missing_seq']}, " + (
+                             "no packet received" if owd.get("p50") is None else f"one-way delay p50 {owd['p50']:.1f} ms"))
     return lines

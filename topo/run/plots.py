@@ -69,7 +69,8 @@ def _multicast(summary: dict[str, Any], path: Path, title: str) -> Path:
                      label=f"{group} at {host}")
             labels.append(f"{group}@{host}")
             shares.append(100 * (r["of_tree_rate"] or 0.0))
-            notes.append(f"missing {r['missing_seq']}, p50 {(r['owd_ms'] or {}).get('p50', 0):.0f} ms")
+            p50 = (r["owd_ms"] or {}).get("p50")
+            notes.append(f"missing {r['missing_seq']}, " + ("none received" if p50 is None else f"p50 {p50:.0f} ms"))
             i += 1
     top.set_ylabel("received (Mb/s)")
     top.set_xlabel("time (s)")

@@ -40,6 +40,15 @@ class _Window:
         return (self.end_ns - self.start_ns) / 1e9
 
 
+def _owd_ms(owd: list[float]) -> dict[str, float | None]:
+    """A flow's one-way delay: with no packet received no delay was measured, so every statistic is
+    None (a 0 would read as a delay of 0 ms in a table or a sweep's runs.csv)."""
+    if not owd:
+        return {"mean": None, "p50": None, "p99": None}
+    return {"mean": round(statistics.fmean(owd), 3), "p50": round(_percentile(owd, 0.5), 3),
+            "p99": round(_percentile(owd, 0.99), 3)}
+
+
 def _percentile(values: list[float], q: float) -> float:
     if not values:
         return 0.0
@@ -341,8 +350,7 @@ def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Wi
                        "send_bps": round(sent / w.secs) if w.secs > 0 else 0,
                        "receive_bps": round(received_bps), "goodput_bps": round(goodput), "goodput_of": measured,
                        "window_s": [round(w.start_ns / 1e9, 6), round(w.end_ns / 1e9, 6)], "window": w.kind,
-                       "owd_ms": {"mean": round(statistics.fmean(owd), 3) if owd else None,
-                                  "p50": round(_percentile(owd, 0.5), 3), "p99": round(_percentile(owd, 0.99), 3)}}
+                       "owd_ms": _owd_ms(owd)}
         if f.size_bytes is not None:
             completed = rec.tcp_flows.get(f.name, {}).get("completed_ns")
             out[f.name]["fct_s"] = round((completed - f.start_ns) / 1e9, 4) if isinstance(completed, int) else None
