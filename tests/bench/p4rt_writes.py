@@ -11,7 +11,9 @@ update per Write and 100 per Write (at least 100 Writes a round: the 1000 entrie
 over for the second), deleting them again between passes. Rounds of the two
 batch sizes alternate, so machine load drifts hit both alike; the median round is reported.
 Other servers measured beside it (empty ones - grpcio's and a Go one, tests/bench/p4rt_floor*
--, the p4switch of an earlier commit, the real BMv2, and this p4switch with the Python
+-, the p4switch of an earlier commit, the real BMv2 (its default build on PATH, and its
+performance build - logging macros and event logger compiled out - at /opt/bmv2-perf or
+``$HBH_BMV2_PERF``, when there is one), and this p4switch with the Python
 P4Runtime front end, ``HBH_P4RT=grpcio`` (its default is the compiled one), and on its
 Python-only path, ``HBH_P4RT=python``: the grpcio server and the general write path) are started
 at the same time and take their rounds in turn with it, for the same reason. With ``--reads``
@@ -346,10 +348,50 @@ def bmv2_version(exe: str) -> str:
     return (out.stdout.strip() or out.stderr.strip() or "?").splitlines()[0]
 
 
+#: environment variable naming the simple_switch_grpc of BMv2's performance build (default: BMV2_PERF_DEFAULT)
+BMV2_PERF_ENV = "HBH_BMV2_PERF"
+#: where BMv2's performance build is installed when the variable is unset (its own prefix, /usr/local left
+#: to the default build: /root/logs/bmv2perf/build.md is the recipe)
+BMV2_PERF_DEFAULT = Path("/opt/bmv2-perf/bin/simple_switch_grpc")
+
+
+@dataclass(frozen=True)
+class Bmv2Build:
+    """One build of the real BMv2 measured beside the p4switch. ``exe`` None: not here, ``absent`` says why."""
+
+    key: str  # its name among the servers (tests/bench/run.py's rows)
+    label: str  # what the rows call it
+    exe: str | None
+    absent: str = ""
+    #: what sets it apart, for the rows' labels
+    detail: str = ""
+
+
+def bmv2_builds() -> list[Bmv2Build]:
+    """The BMv2 builds to measure: the default one (simple_switch_grpc on PATH) and the performance
+    build BMv2's docs/performance.md names (configure --disable-logging-macros --disable-elogger; CMake
+    -DENABLE_LOGGING_MACROS=OFF -DENABLE_ELOGGER=OFF), at ``$HBH_BMV2_PERF`` or BMV2_PERF_DEFAULT."""
+    import shutil
+
+    on_path = shutil.which("simple_switch_grpc")
+    builds = [Bmv2Build("bmv2", "the real BMv2", on_path, "" if on_path else "simple_switch_grpc is not on PATH")]
+    named = os.environ.get(BMV2_PERF_ENV)
+    perf = named or str(BMV2_PERF_DEFAULT)
+    if os.path.isfile(perf) and os.access(perf, os.X_OK):
+        absent, exe = "", perf
+    elif named:
+        absent, exe = f"{BMV2_PERF_ENV}={named}: not an executable file (it should name a simple_switch_grpc)", None
+    else:
+        absent, exe = f"no {perf} (BMv2's performance build; {BMV2_PERF_ENV} names another)", None
+    builds.append(Bmv2Build("bmv2-perf", "the real BMv2's performance build", exe, absent,
+                            "logging macros and event logger compiled out"))
+    return builds
+
+
 @contextlib.contextmanager
-def bmv2_server(cpu: int | None = None) -> Iterator[str]:
-    """The real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json, pushed over
-    P4Runtime as a controller does; yields its address. ServerUnavailable when it is absent."""
+def bmv2_server(cpu: int | None = None, exe: str | None = None) -> Iterator[str]:
+    """The real BMv2 (``exe``, by default simple_switch_grpc on PATH) running p4c's alinea.json,
+    pushed over P4Runtime as a controller does; yields its address. ServerUnavailable when it is absent."""
     import shutil
     import subprocess
 
@@ -359,7 +401,7 @@ def bmv2_server(cpu: int | None = None) -> Iterator[str]:
 
     from tests.switch.netns import free_tcp_port, wait_tcp
 
-    exe = shutil.which("simple_switch_grpc")
+    exe = exe or shutil.which("simple_switch_grpc")
     if exe is None:
         raise ServerUnavailable("simple_switch_grpc (real BMv2) is not on PATH")
     port, thrift = free_tcp_port(), free_tcp_port()
@@ -469,7 +511,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--baseline", metavar="REV", action="append", default=[],
                    help="also measure the p4switch of commit REV (repeatable), alternated with this one")
     p.add_argument("--bmv2", action="store_true",
-                   help="also measure the real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json")
+                   help="also measure the real BMv2 (simple_switch_grpc on PATH) running p4c's alinea.json, and "
+                        f"its performance build when there is one ({BMV2_PERF_DEFAULT} or ${BMV2_PERF_ENV})")
     p.add_argument("--grpcio", action="store_true",
                    help="also measure this p4switch with the Python P4Runtime front end (HBH_P4RT=grpcio)")
     p.add_argument("--python-path", action="store_true",
@@ -493,7 +536,12 @@ def main(argv: list[str] | None = None) -> int:
     for rev in args.baseline:
         servers[f"p4switch at {rev}"] = commit_server(rev, cpu)
     if args.bmv2:
-        servers["BMv2 simple_switch_grpc"] = bmv2_server(cpu)
+        for build in bmv2_builds():
+            if build.exe is None and build.key != "bmv2":  # the default build's absence stops the run, as it did
+                print(f"p4rt_writes: {build.label} is left out: {build.absent}", file=sys.stderr)
+                continue
+            name = "BMv2 simple_switch_grpc" if build.key == "bmv2" else "BMv2 performance build simple_switch_grpc"
+            servers[name] = bmv2_server(cpu, build.exe)
     try:
         if args.floor:
             for kind in ("aio", "sync"):

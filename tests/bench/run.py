@@ -491,8 +491,9 @@ def bench_inserts(rep: Report, tmp: Path, entries: int, grpc_ok: bool) -> None:
 def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | None, where: str,
                 cpu: int | None, client: set[int] | None) -> None:
     """Today's p4switch (its compiled front end), with its Python front end and on its Python-only
-    path, the one before issue 9, the empty servers and BMv2 when it is on PATH, started together
-    and measured in turn by the same client (tests/bench/p4rt_writes.py)."""
+    path, the one before issue 9, the empty servers and BMv2's default and performance builds when
+    they are here (pw.bmv2_builds), started together and measured in turn by the same client
+    (tests/bench/p4rt_writes.py)."""
     from tests.bench import p4rt_writes as pw
     from tests.switch.simnet import program
 
@@ -510,14 +511,16 @@ def _write_rows(rep: Report, entries: int, base: str | None, go_floor: Path | No
     if go_floor is not None:
         labels["go"] = " to an empty Go server (a compiled gRPC runtime: tests/bench/p4rt_floor_go)"
         servers["go"] = pw.go_empty_server(go_floor, cpu)
-    bmv2 = shutil.which("simple_switch_grpc")
-    if bmv2 is not None:  # the real BMv2 as the baseline, in the same run (p4c's alinea.json pushed)
-        labels["bmv2"] = f" to the real BMv2 (simple_switch_grpc {pw.bmv2_version(bmv2)}, p4c's alinea.json)"
-        servers["bmv2"] = pw.bmv2_server(cpu)
-    elif where == "placed by the OS":
-        rep.add("P4Runtime", "table inserts/s over gRPC to the real BMv2", "not measured",
-                "simple_switch_grpc is not on PATH")
-    readable = [n for n in ("p4switch", "grpcio", "bmv2") if n in servers]
+    bmv2 = pw.bmv2_builds()  # the real BMv2 as the baseline, in the same run (p4c's alinea.json pushed)
+    for build in bmv2:
+        if build.exe is not None:
+            detail = f", {build.detail}" if build.detail else ""
+            labels[build.key] = (f" to {build.label} (simple_switch_grpc {pw.bmv2_version(build.exe)}{detail}, "
+                                 "p4c's alinea.json)")
+            servers[build.key] = pw.bmv2_server(cpu, build.exe)
+        elif where == "placed by the OS":
+            rep.add("P4Runtime", f"table inserts/s over gRPC to {build.label}", "not measured", build.absent)
+    readable = [n for n in ("p4switch", "grpcio", *(b.key for b in bmv2)) if n in servers]
     results = pw.measure_servers(servers, program(str(pw.ALINEA)).p4info, entries, rounds=3, client_cpus=client,
                                  read_from=readable, echo_from=[n for n in ("p4switch", "grpcio") if n in servers])
     for name, rates in results.items():
