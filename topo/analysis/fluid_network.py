@@ -16,7 +16,14 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
 * an ALINEA flow's source sends at its law's rate toward the first hop (at most the link's);
 * switch ``v`` admits a flow's fluid from its previous hop ``u`` while the packets it holds from
   ``u`` are below buffer ``(v, u)``'s capacity (alinea.p4's per-ingress occupancy), and drops the rest;
-* what ``v`` admits joins its egress queue toward the next hop as a chunk. On BMv2's queues a
+* what ``v`` admits joins its egress queue toward the next hop as a chunk, behind every chunk already
+  there (a FIFO: a chunk leaves its flows in proportion, so fluid from several links shares one only
+  when it joined at the same step; a stamped run of one link's fluid stays one chunk). A link's fluid
+  appended to another's earlier run left beside the packets ahead of it: at seed 1 of
+  ``hbh hol --leaves 6 --spines 3`` spine 2's first fluid left leaf 2's FIFO toward the receiver at once,
+  where in the run its packets wait 90 ms behind ~120 of spine 1's and spine 3's, spine 2's law reads no
+  drain, falls to its floor and stamps its queue there for a second; the model saw none of the 181
+  packets lost (tests/topo/analysis/test_fluid_fifo_order.py). On BMv2's queues a
   chunk's packets are stamped when they are queued, as BMv2 stamps them (docs/howto/bmv2.md): each one
   a queue-rate gap after the stamp before it, or now if that has passed, and none leaves before
   its stamp. A stamp the link could not keep (a link slower than the queue rate) stays in the

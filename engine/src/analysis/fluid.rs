@@ -1,5 +1,5 @@
 //! The plant of topo/fluid_network.py's laws-together model, stepped: fluid on links, buffers,
-//! egress queues (BMv2's stamped chunks or the shaper), receivers' playout and the senders.
+//! egress queues (BMv2's stamped chunks or the shaper, FIFO), receivers' playout and the senders.
 //!
 //! Why compiled: the loop analysis runs before every `hbh run`, and its cost is these steps
 //! (up to a hundred thousand a model, every leg, queue and buffer in each; issue 46 bounds it at a
@@ -41,6 +41,7 @@ struct Chunk {
     amounts: Vec<f64>,
     pps: f64,
     stamp: f64,
+    queued: f64, // when its first packets joined the queue (s)
 }
 
 struct Slot {
@@ -371,8 +372,16 @@ fn enqueue(q: &mut Queue, slot: usize, take: f64, now: f64, fixed: bool) {
     let first = if prev > now { prev } else { now }; // BMv2: a gap after the last stamp, or now
     q.stamp = if pps > 0.0 { first + take / pps } else { first };
     if let Some(last) = q.chunks.back_mut() {
-        if last.pps == pps && (pps == 0.0 || prev >= now) {
-            last.amounts[slot] += take; // one stamped run
+        // one stamped run, and FIFO: a chunk leaves its slots in proportion, so only what joined the queue
+        // at one instant, or one slot's packets alone, may share it (another slot's packets appended to a
+        // run that queued earlier would leave beside the packets ahead of them, not behind them)
+        let alone = last
+            .amounts
+            .iter()
+            .enumerate()
+            .all(|(i, &a)| i == slot || a <= 0.0);
+        if last.pps == pps && (pps == 0.0 || prev >= now) && (last.queued == now || alone) {
+            last.amounts[slot] += take;
             return;
         }
     }
@@ -382,6 +391,7 @@ fn enqueue(q: &mut Queue, slot: usize, take: f64, now: f64, fixed: bool) {
         amounts,
         pps,
         stamp: first,
+        queued: now,
     });
 }
 
