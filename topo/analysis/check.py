@@ -58,6 +58,7 @@ class LawCheck:
     inputs: int = 1  # links feeding v's queue that u's packets join (0: it drains faster than they feed it)
     scale: float | None = None  # buffers this many times as large lose nothing together (None: not found)
     events_s: tuple[float, ...] = ()  # when the topology's links change rate
+    starts_s: tuple[tuple[float, str], ...] = ()  # (when, which) the ALINEA flows start, as the model starts them
     floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
     slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
     shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
@@ -152,8 +153,14 @@ class LawCheck:
                        f"packets it overflows")
         elif n is not None and self.overflows:
             past = [t for t in self.events_s if t <= (n.first_loss_s or 0.0)]
+            # the flow that joined the running network last before the loss, if one did (the head-of-line fabric's
+            # last incast joins a FIFO behind the others' backlog: tests/topo/analysis/test_fluid_fifo_order.py)
+            first = min((t for t, _ in self.starts_s), default=0.0)
+            joined = max((s for s in self.starts_s if first < s[0] <= (n.first_loss_s or 0.0)), default=None)
             what = "after the capacity drop" if self.drop_at_s is not None and (n.first_loss_s or 0) >= self.drop_at_s \
-                else f"after the link-rate change at {max(past):g} s" if past else "as the hops start up together"
+                else f"after the link-rate change at {max(past):g} s" if past \
+                else "as the hops start up together" + ("" if joined is None else
+                                                        f" after flow {joined[1]} joins at {joined[0]:.3g} s")
             why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
                        f"{n.first_loss_s:.2f} s in the fluid model)")
         if n is not None and self.overflows and self.floor is None:  # a larger buffer only delays what the floor overflows
@@ -358,6 +365,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     loops = law_loops(topo)
     peaks = {p.buffer: p for p in network_peaks(topo, duration_s)} if loops else {}
     events = tuple(sorted(ev.at_ns / 1e9 for ev in topo.events if ev.kind == "link_rate"))
+    starts = tuple(sorted((f.start_ns / 1e9, f.name) for f in topo.flows if f.control == "alinea"))
     floors = floor_overflows(topo, duration_s) if loops else {}
     exits = slow_exits(topo, duration_s, _beyond) if loops else {}
     fifos = shared_fifos(topo, duration_s) if loops else {}
@@ -368,7 +376,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
         if (loop, drop_at) not in verdicts:
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
-                     feeding_links(topo, *key), events_s=events, floor=floors.get(key), slow_exit=exits.get(key),
+                     feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
                      shared_fifo=fifos.get(key))
             for key, loop, drop_at in loops]
 

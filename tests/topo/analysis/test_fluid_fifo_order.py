@@ -20,6 +20,7 @@ import pytest
 from topo.analysis.check import warnings
 from topo.experiments.hol import HolSetup, _run, hol_topology
 from topo.net.model import Topology
+from topo.net.starts import with_drawn_starts
 
 FABRIC_6X3 = dataclasses.replace(HolSetup().fabric, leaves=6, spines=3)
 
@@ -55,3 +56,15 @@ def test_the_shipped_2x2_head_of_line_fabric_is_warned_where_per_port_loses_and_
     topo = hol_topology(per_flow, "alinea", incast=True)
     assert _lossy_laws(topo, 1, per_flow.seconds) == set()
     assert _warned_laws(topo, 1, per_flow.seconds) == set()
+
+
+def test_the_warning_names_the_flow_whose_start_the_loss_follows() -> None:
+    """A loss in the model long after the run began follows a flow that joined the running network: the
+    warning says which (it said only "as the hops start up together", while the victim had run alone for a
+    second), here the incast that starts last, whose packets wait behind the others' backlog."""
+    setup = HolSetup(fabric=FABRIC_6X3)
+    topo = hol_topology(setup, "alinea", incast=True)
+    last = max((f for f in with_drawn_starts(topo, 1, "sim").flows), key=lambda f: f.start_ns)
+    assert last.name.startswith("incast")
+    spine = next(w for w in warnings(topo, setup.seconds, 1) if w.startswith("law leaf1->spine2:"))
+    assert f"after flow {last.name} joins at {last.start_ns / 1e9:.3g} s" in spine
