@@ -17,11 +17,14 @@ MIX_CHANGE_LINE = (
     "b/s into packets/s at the mean frame it sent over the last 0.2 s (controlplane/frame_size.py), which lags: "
     "in 0.2-0.3 s S1 -> S2 carries 47.1 Mb/s where S1's law sets 43.7 (S2 -> S3 47.0 for 41.9), in 0.3-0.4 s "
     "45.5 for 44.0 while S2 forwards 45.0. S1's law, reading S2's buffer at 3-5 packets (75-125 % of its 4 "
-    "frames), sets on average 0.13 Mb/s under the drain it measures (4.4 in the report after a drop), less "
-    "than that error, and the buffer stays near full for 0.1 s: 11 of f1's frames lost at 0.31-0.41 s. Not at a floor (S1's law at 44 Mb/s, floor 1 Mb/s), so "
+    "frames), is still in its start-up ramp, whose brake caps it at the drain it measures once the buffer is a "
+    "packet past O_max (controlplane/alinea.py, Brake.cap): on average 0.13 Mb/s under that drain (4.4 in the report "
+    "after a drop), less than the error, and the buffer stays near full for 0.1 s: 11 of f1's frames lost at "
+    "0.31-0.41 s. Not at a floor (S1's law at 44 Mb/s, floor 1 Mb/s), so "
     "floor_check's 'its frames grow' does not look at it, and the fluid model has no frame window. 0 lost with "
-    "every frame 576 B or every frame 1448 B, and with a 0.05 s frame window (WINDOW_SAMPLES 1, scratch); the "
-    "mix shrinking instead (the 576 B flows configured at 0.3 s) loses 8"
+    "every frame 576 B or every frame 1448 B, with a 0.05 s frame window (WINDOW_SAMPLES 1, scratch), and "
+    "with the brake's cap removed (scratch, interpreted): the lag and the cap together; the mix shrinking "
+    "instead (the 576 B flows configured at 0.3 s) loses 8"
 )
 
 
