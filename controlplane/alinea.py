@@ -100,12 +100,19 @@ class Forecast:
     # the buffer was starved at the report (it held no more than the packet that arrived): it drains all
     # that reaches it, so its measured drain is what this node sent, not what it can take (see settled_base)
     starved: bool = False
+    # a report within the drain's window found it starved: the drain is then what this node sent over part
+    # of the window, a lower bound of what the buffer takes, not a measure of it (0: not measured yet)
+    window_starved: bool = False
+    # while window_starved: the exact drain over the newest report gap, b/s (0: none), the start-up brake's
+    # drain when higher (controlplane/forecast.py, QueueForecast.law_forecast)
+    gap_bps: float = 0.0
 
     def __init__(self, occupancy: float, drain_bps: float, approach_bps: float = 0.0, damp_scale: float = 1.0,
-                 guessed_fall: bool = False, newest_bps: float = 0.0, starved: bool = False) -> None:
+                 guessed_fall: bool = False, newest_bps: float = 0.0, starved: bool = False,
+                 window_starved: bool = False, gap_bps: float = 0.0) -> None:
         self.occupancy, self.drain_bps, self.approach_bps = occupancy, drain_bps, approach_bps
         self.damp_scale, self.guessed_fall, self.newest_bps = damp_scale, guessed_fall, newest_bps
-        self.starved = starved
+        self.starved, self.window_starved, self.gap_bps = starved, window_starved, gap_bps
 
 
 @dataclass(slots=True)
@@ -147,7 +154,20 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
 
 def settled_base(forecast: Forecast, rate: float = 0.0) -> float:
     """The settled law's base rate (b/s): the drain, or the newest drain when it has clearly fallen;
-    on a starved buffer (``forecast.starved``) no less than the law's own ``rate``.
+    on a starved buffer (``forecast.starved``) no less than the law's own ``rate``; while the drain's
+    window holds a starved report (``forecast.window_starved``) the drain itself, or the law's own
+    ``rate`` if the window has not measured one yet (0).
+
+    Why not the newest drain while the window holds a starved report: the drain is then what this node
+    sent, not what the buffer takes, and a newest drain below it is this node's own spacing (a few
+    packets of mixed sizes after the buffer emptied), not a capacity drop behind the buffer. Followed,
+    it cut a law on a 10 Mb/s link whose buffer emptied every few reports by up to 20 % at each report
+    that found 2-7 packets there (S4 -> S5 in tests/topo/random_cases/burst-brake-merge.yaml, seed 1:
+    7-10 Mb/s, the link carrying 8.7 then 8.0 Mb/s over 1.4-1.6 and 1.6-2 s, 9.6 and 9.8 without it);
+    every buffer up the line of 10 Mb/s links gained what it lost, and S2's buffer from S1 overflowed
+    (15 lost). Why the own rate before a drain is measured: a drain of 0 is none, and as the base it cut
+    the law to its floor at the report its ramp ended, a floor that BMv2's queue stamps on every packet
+    queued until the next command (issue 46's binary tree of 7 switches, four senders to one sink).
 
     Why the own rate on a starved buffer: a buffer that holds no more than the packet just arrived
     drains everything that reaches it, so its drain measures what this node sent, not what the
@@ -171,9 +191,9 @@ def settled_base(forecast: Forecast, rate: float = 0.0) -> float:
     the forecast follows a fall of the drain (``guessed_fall``): the fall is then in the drain,
     expected to end (docs/background/alinea.md, "The newest drain")."""
     base, newest = forecast.drain_bps, forecast.newest_bps
-    if forecast.starved:
+    if forecast.starved or (forecast.window_starved and base <= 0.0):
         return rate if rate > base else base
-    if forecast.guessed_fall or not 0.0 < newest < base * (1 - NEWEST_FALL):
+    if forecast.window_starved or forecast.guessed_fall or not 0.0 < newest < base * (1 - NEWEST_FALL):
         return base
     floor = base * (1 - NEWEST_CAP)
     return newest if newest > floor else floor
@@ -232,7 +252,9 @@ class AlineaLaw:
             else:
                 rate = self.rate + step
                 if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it
-                    rate = min(rate, Brake(forecast.drain_bps, forecast.approach_bps).cap(p.o_max, occ, packet))
+                    drain = forecast.drain_bps  # max(drain, gap_bps), written out (every report of the ramp)
+                    drain = forecast.gap_bps if forecast.gap_bps > drain else drain
+                    rate = min(rate, Brake(drain, forecast.approach_bps).cap(p.o_max, occ, packet))
         if overflow:
             cut = self.rate * OVERFLOW_CUT
             if forecast is not None:

@@ -101,7 +101,9 @@ BRAKE_GAPS: Final = 6
 #: buffer has gained a packet (docs/background/alinea.md, "The newest drain"). The law follows it for one report
 #: at a time, bounded, and never extrapolates it over the horizon.
 NEWEST_PKTS: Final = 2
-#: A downstream buffer at or below this many packets is starved (its drain is our sending rate).
+#: A downstream buffer at or below this many packets is starved (its drain is our sending rate). While the
+#: drain's window holds a report that found it so, the drain is a lower bound of what the buffer takes
+#: (``QueueForecast.law_forecast``; docs/background/alinea.md, "Start-up brake").
 IDLE_PKTS: Final = 1
 #: ``QueueForecast._tail_spacing`` when no empty entry follows the ledger's last (a spacing is never negative).
 NO_SPACING: Final = -1.0
@@ -202,6 +204,9 @@ class QueueForecast:
     # its departures ever fall from an entry to the next): where _stretch may start from the stretch before.
     _ordered_from: int = 0
     _timed_from: int = 0  # ... and the oldest from which its times are (the short window's walk)
+    _starved_ns: int = -1  # the newest report that found the buffer starved (reporter's clock; -1: none)
+    starved_in_window: bool = False  # ... within the drain window's length of this report
+    gap_pps: float = 0.0  # the exact drain over the newest report gap: between its two newest departures seen (0: none)
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
                drained: int | None = None, drained_ns: int = 0) -> float:
@@ -264,6 +269,12 @@ class QueueForecast:
             self._popped += first
             first = 0
         self._first = first
+        if occupancy <= IDLE_PKTS:
+            self._starved_ns = now_ns
+        self.starved_in_window = self._starved_ns >= 0 and now_ns - self._starved_ns < window_ns
+        t0, d0 = hist[-2] if exact and len(hist) > 1 else hist[-1]
+        t1, d1 = hist[-1]
+        self.gap_pps = (d1 - d0) * NS / (t1 - t0) if t1 > t0 else 0.0
         self.drain_pps = self._rate_since(hist[first])
         if exact:
             self._follow_exact_fall()
@@ -524,11 +535,27 @@ class QueueForecast:
 
     # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/analysis/fluid_control.py) ----
     def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
-        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets)."""
+        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets).
+
+        While the drain's window holds a report that found the buffer starved (``starved_in_window``), its
+        drain is what this hop sent then, lagging the sources' ramp (0 until the window spans its shortest
+        time), and the start-up brake's drain is no lower than the drain over the newest report gap
+        (``Forecast.gap_bps``): departures of a buffer that now holds packets, the freshest measure of what it
+        takes. Read per report, a burst of 2-3 packets off a faster link in a buffer that drains faster than it
+        is fed was taken as a regulated buffer, and the brake cut to the window's drain plus the room over the
+        approach time: 1 Gb/s to 55 Mb/s under ~110 Mb/s of arrivals (grant-burst-line.yaml), 100 to 3.1 Mb/s
+        into a 50 Mb/s playout with the drain not yet measured (brake-starved-receiver-line.yaml), and 50 Mb/s
+        to the floor in front of a 5 Mb/s exit, whose cut, stamped on BMv2's queue, came back as a burst of 185
+        packets (brake-starved-multicast-release.yaml; tests/topo/random_cases/). With it the brake aims as
+        designed: 100 -> 50.5 Mb/s (the gap's 47.5 plus the room), and 6.6 -> 5.1 Mb/s as the 5 Mb/s buffer
+        approaches O_max. The window's drain is kept where it is higher (a gap is one report's noise), and once
+        no report in the window found the buffer starved, the window's drain alone measures it."""
         whole = round(pkts)
+        starved = self.starved_in_window
         return Forecast((whole if whole > 0 else 0) / capacity, self.expected_pps * packet_bits,
                         self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall,
-                        self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS)
+                        self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS, starved,
+                        self.gap_pps * packet_bits if starved else 0.0)
 
     def floor_pps(self, link_pps: float) -> float | None:
         """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""

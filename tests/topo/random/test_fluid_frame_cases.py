@@ -39,11 +39,12 @@ def test_a_backlog_of_mixed_frames_behind_a_regulated_hop_is_warned() -> None:
     regulates: S5's buffer from S2 dropped 0.45-1.0 s (71 lost, seed 1; 0 on the shaper), unwarned, and the
     file was kept open (open-stamped-mixed-backlog.yaml, tests/topo/random/test_random_topologies.py's OPEN_CASES).
     The model ran its links in 1448-byte packets, S5's buffer several times its bits in the mix. Warned on
-    S2 -> S5, the law whose buffer loses."""
+    S2 -> S5, the law whose buffer lost. (The run loses nothing since the start-up brake's drain became, while
+    the window holds a starved report, no lower than the drain over the newest report gap: controlplane/forecast.py,
+    ``QueueForecast.law_forecast``; the warning stays, the model's laws starting alike.)"""
     text, seconds = _case("stamped-mixed-backlog.yaml")
     verdict = judge(text, seconds, all_alinea=True, source="stamped-mixed-backlog.yaml")
     assert verdict.problems == []
-    assert verdict.lost > 0
     assert any(w.startswith("law S2->S5") for w in verdict.warned), verdict.warned
 
 
