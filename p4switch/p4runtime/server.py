@@ -560,8 +560,8 @@ class P4RuntimeServer:
         """A Write for the compiled front end, on its own thread, where no other Write is under way:
         answered at once (as :meth:`write_bytes`) when the engine's entry store takes it whole and
         the switch loop lends its state; None, with nothing changed, for :meth:`write_bytes`.
-        Why: handed to a thread of its own, a one-update Write crossed two thread wake-ups (the
-        front end calls this with its runtime's other work handed to another thread meanwhile)."""
+        Why: handed to the switch loop, a one-update Write crossed two more thread wake-ups (the
+        front end calls this on its caller thread, which runs one such call at a time)."""
         if len(raw) > STORE_WRITE_BYTES:
             return None
         _name_front_thread()

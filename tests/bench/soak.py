@@ -136,11 +136,11 @@ RECEIVER = textwrap.dedent("""
 
 
 #: The compiled P4Runtime front end's threads (engine/src/p4rt/p4rtfront.rs): the thread that runs its
-#: runtime, one worker and at most four blocking threads, which tokio starts when first needed (a call
-#: answered in ``block_in_place`` hands the worker's place to one) and keeps for the runtime's life. A
-#: pool that fills late in the soak is not a leak; one past this bound is.
+#: runtime, one worker, the caller thread (short Writes and Reads) and at most four blocking threads,
+#: which tokio starts when first needed and keeps for the runtime's life. A pool that fills late in the
+#: soak is not a leak; one past this bound is.
 FRONT_THREAD = "p4rt-front"
-FRONT_THREADS_MAX = 1 + 1 + 4
+FRONT_THREADS_MAX = 1 + 1 + 1 + 4
 
 
 @dataclass

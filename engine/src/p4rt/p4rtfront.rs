@@ -10,9 +10,9 @@
 //!   P4Runtime server, `P4RuntimeServer.write_bytes` in `p4switch/p4runtime/server.py`), called
 //!   on a blocking thread with the GIL; it returns the response's bytes or the status (code,
 //!   message, `grpc-status-details-bin`). First, when no other Write is under way, `write_now`
-//!   tries it on the runtime's own thread ([`call_in_place`]): the engine's entry store applies
+//!   tries it on the front end's caller thread ([`Caller`]): the engine's entry store applies
 //!   it if the switch loop lends its state at once (an idle switch), else nothing is done and
-//!   the blocking thread takes it. Why: the hand-off to a blocking thread and back were two thread
+//!   a blocking thread takes it. Why: the hand-off to a blocking thread and back were two thread
 //!   wake-ups, more than the Write itself (a one-update Write took 230 µs at the client where
 //!   simple_switch_grpc's took 170 µs; 140 µs without them);
 //! * answers `Read` itself the same way (`P4RuntimeServer.read_bytes`: the responses' bytes, and
@@ -123,6 +123,8 @@ struct Inner {
     dropped: Arc<AtomicU64>,
     /// Writes and pipeline changes, one at a time.
     write_lock: Arc<Mutex<()>>,
+    /// The thread that runs `write_now` and `read_now` (see [`Caller`]).
+    caller: Arc<Caller>,
 }
 
 type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -178,11 +180,26 @@ impl Inner {
     /// other calls go on meanwhile.
     async fn write(self: Arc<Self>, req: Request<Bytes>) -> Result<Response<Bytes>, Status> {
         let body = req.into_inner();
-        if let Some(now) = &self.write_now {
-            // no Write under way: try it here, on the runtime's thread (no hand-off either way)
-            if let Ok(_one) = self.write_lock.try_lock() {
-                if let Some(answer) = call_in_place(|| self.call_now(now, &body, "Write")) {
-                    return answer.map(Response::new);
+        if self.write_now.is_some() {
+            // no Write under way and the caller thread free: try it there; the lock goes with
+            // the call, which runs to its end even if this call is given up meanwhile
+            if let Ok(one) = self.write_lock.clone().try_lock_owned() {
+                let (me, b) = (self.clone(), body.clone());
+                let tried = self.caller.try_call(move || {
+                    let _one = one;
+                    let now = me.write_now.as_ref().expect("write_now is set");
+                    me.call_now(now, &b, "Write")
+                });
+                if let Some(answer) = tried {
+                    match answer.await {
+                        Ok(Some(answer)) => return answer.map(Response::new),
+                        Ok(None) => {}
+                        Err(_) => {
+                            return Err(Status::internal(
+                                "internal error: Write handler: the caller thread stopped",
+                            ))
+                        }
+                    }
                 }
             }
         }
@@ -304,15 +321,107 @@ fn read_failed(e: PyErr) -> ReadAnswer {
     )
 }
 
-/// `call()` on this runtime thread, its worker's other work handed to another thread meanwhile
-/// (`tokio::task::block_in_place`), which keeps it if it took it up before the call ended. Why:
-/// the call may wait for the GIL (the switch loop holds it while it works), and the other calls
-/// and streams must not wait with it; and a thread that did every call's whole work itself got
-/// less than its share of CPUs shared with busy processes: after a first fast round of Writes,
-/// the scheduler made it wait out their slices (tests/bench/p4rt_writes.py's later rounds at
-/// half the rate), where the calls spread over two threads, as simple_switch_grpc's, did not.
-fn call_in_place<T>(call: impl FnOnce() -> T) -> T {
-    tokio::task::block_in_place(call)
+/// A call for the caller thread, and where its answer goes.
+type Job = Box<dyn FnOnce() + Send>;
+
+/// One thread of the front end's own that runs the short calls (`write_now`, `read_now`) one
+/// at a time, each handed over with no lock held while the thread is woken and answered through
+/// a oneshot channel; a call that finds it busy takes the blocking threads' path.
+///
+/// Why: run in the runtime's thread under `tokio::task::block_in_place`, a one-update Write
+/// cost about 8 context switches on a CPU shared with other processes: block_in_place hands the
+/// runtime's worker to a blocking thread, whose pool wakes it while holding its lock, and the
+/// answer then goes back to that thread; each woken thread took the CPU at once and blocked on
+/// the lock its waker still held (`perf sched timehist`). Measured in turns with that front end
+/// (client on CPU 0, servers on CPU 1, 15 rounds of 1000 one-update Writes each, machine
+/// load 3-5): 7.6 switches and 84 µs of the server's CPU per Write there, 3.3 and 66 µs here;
+/// 5,460 Writes/s there, 6,209 here, simple_switch_grpc 6,038. The work stays spread over two
+/// threads (the runtime's: the gRPC I/O; this one: the Python call), which a CPU shared with
+/// busy processes serves better than one thread doing all of it: the scheduler holds back a
+/// thread that used more than its share of the CPU, and one thread doing the whole of each Write
+/// waited twice as long for the CPU. With no other work on the CPU (the same runs at real-time
+/// priority, a stand-in) the hand-off costs a little: 6,061 Writes/s here, 6,855 there,
+/// simple_switch_grpc 5,976.
+struct Caller {
+    /// The call waiting to run (at most one: see `busy`).
+    slot: std::sync::Mutex<Option<Job>>,
+    /// A call is waiting or under way.
+    busy: std::sync::atomic::AtomicBool,
+    stop: std::sync::atomic::AtomicBool,
+    thread: std::sync::OnceLock<std::thread::Thread>,
+}
+
+impl Caller {
+    fn new() -> Arc<Caller> {
+        Arc::new(Caller {
+            slot: std::sync::Mutex::new(None),
+            busy: std::sync::atomic::AtomicBool::new(false),
+            stop: std::sync::atomic::AtomicBool::new(false),
+            thread: std::sync::OnceLock::new(),
+        })
+    }
+
+    /// Start the thread (it keeps a Python thread state, as the runtime's threads).
+    fn start(self: &Arc<Self>) -> std::io::Result<JoinHandle<()>> {
+        let me = self.clone();
+        let handle = std::thread::Builder::new()
+            .name("p4rt-front".into())
+            .spawn(move || {
+                keep_thread_state();
+                me.serve();
+                drop_thread_state();
+            })?;
+        let _ = self.thread.set(handle.thread().clone());
+        Ok(handle)
+    }
+
+    fn serve(&self) {
+        loop {
+            let job = self.slot.lock().unwrap_or_else(|e| e.into_inner()).take();
+            match job {
+                Some(job) => {
+                    // a panic drops the call's answer (its caller gets an internal error), not
+                    // the thread
+                    let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(job));
+                    self.busy.store(false, Ordering::Release);
+                }
+                None if self.stop.load(Ordering::Acquire) => return,
+                None => std::thread::park(),
+            }
+        }
+    }
+
+    /// `call()` on the caller thread, its answer to come; None (`call` dropped unrun): the
+    /// thread is busy with another call or stopped.
+    fn try_call<T: Send + 'static>(
+        &self,
+        call: impl FnOnce() -> T + Send + 'static,
+    ) -> Option<tokio::sync::oneshot::Receiver<T>> {
+        let thread = self.thread.get()?;
+        if self.stop.load(Ordering::Acquire)
+            || self
+                .busy
+                .compare_exchange(false, true, Ordering::Acquire, Ordering::Relaxed)
+                .is_err()
+        {
+            return None;
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let job: Job = Box::new(move || {
+            let _ = tx.send(call());
+        });
+        *self.slot.lock().unwrap_or_else(|e| e.into_inner()) = Some(job);
+        thread.unpark();
+        Some(rx)
+    }
+
+    /// End the thread once the call under way (if any) has ended.
+    fn stop(&self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.get() {
+            t.unpark();
+        }
+    }
 }
 
 /// A status as the Python handlers give it: (code, message, `grpc-status-details-bin`).
@@ -383,8 +492,20 @@ impl tonic::server::ServerStreamingService<Bytes> for ReadSvc {
         let inner = self.0.clone();
         Box::pin(async move {
             let body = req.into_inner();
-            let now = match &inner.read_now {
-                Some(now) => call_in_place(|| inner.call_read_now(now, &body)),
+            let tried = match inner.read_now {
+                Some(_) => {
+                    let (me, b) = (inner.clone(), body.clone());
+                    inner.caller.try_call(move || {
+                        let now = me.read_now.as_ref().expect("read_now is set");
+                        me.call_read_now(now, &b)
+                    })
+                }
+                None => None,
+            };
+            let now = match tried {
+                Some(answer) => answer.await.map_err(|_| {
+                    Status::internal("internal error: Read handler: the caller thread stopped")
+                })?,
                 None => None,
             };
             let (responses, status) = match now {
@@ -909,6 +1030,7 @@ pub struct P4RuntimeFront {
     dropped: Arc<AtomicU64>,
     stop: Option<watch::Sender<bool>>,
     thread: Option<JoinHandle<()>>,
+    caller: Option<(Arc<Caller>, JoinHandle<()>)>,
 }
 
 #[pymethods]
@@ -938,6 +1060,7 @@ impl P4RuntimeFront {
             dropped: Arc::new(AtomicU64::new(0)),
             stop: None,
             thread: None,
+            caller: None,
         }
     }
 
@@ -978,6 +1101,8 @@ impl P4RuntimeFront {
         let backend = Channel::from_shared(format!("http://{}", self.backend))
             .map_err(|e| PyOSError::new_err(format!("P4Runtime back end {}: {e}", self.backend)))?
             .tcp_nodelay(true);
+        let caller = Caller::new();
+        let caller_thread = caller.start()?;
         let inner = Arc::new(Inner {
             backend: {
                 let _enter = runtime.enter();
@@ -991,10 +1116,16 @@ impl P4RuntimeFront {
             stream_batch: self.stream_batch.max(1),
             dropped: self.dropped.clone(),
             write_lock: Arc::new(Mutex::new(())),
+            caller: caller.clone(),
         });
+        // the caller thread ends if the front end does not start after all
+        let stop_caller = |e: std::io::Error| {
+            caller.stop();
+            e
+        };
         let listener = {
             let _enter = runtime.enter();
-            tokio::net::TcpListener::from_std(std_listener)?
+            tokio::net::TcpListener::from_std(std_listener).map_err(stop_caller)?
         };
         let (stop_tx, stop_rx) = watch::channel(false);
         let thread = std::thread::Builder::new()
@@ -1033,9 +1164,11 @@ impl P4RuntimeFront {
                     }
                 });
                 runtime.shutdown_timeout(std::time::Duration::from_secs(2));
-            })?;
+            })
+            .map_err(stop_caller)?;
         self.stop = Some(stop_tx);
         self.thread = Some(thread);
+        self.caller = Some((caller, caller_thread));
         Ok(port)
     }
 
@@ -1070,6 +1203,12 @@ impl P4RuntimeFront {
             let _ = tx.send(true);
         }
         if let Some(t) = self.thread.take() {
+            py.allow_threads(|| {
+                let _ = t.join();
+            });
+        }
+        if let Some((caller, t)) = self.caller.take() {
+            caller.stop();
             py.allow_threads(|| {
                 let _ = t.join();
             });
