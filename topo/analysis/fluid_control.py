@@ -57,6 +57,10 @@ class SwitchControl:
         self.forecast = QueueForecast() if fixed_departures else None
         self.pps = 0
         self._r_max_pps = self.law.params.r_max / self.bits  # the R_max the switch holds, packets/s
+        self.params = law
+        # per-destination classes: the laws of the port's other classes (their queues above or below this
+        # one's on the port's link), whose set rates cut this one's R_max (``_fair_share``)
+        self.siblings: list[SwitchControl] = []
 
     @property
     def rate_bps(self) -> float:
@@ -74,8 +78,25 @@ class SwitchControl:
             law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, None)
         else:
             pkts = f.update(sampled_ns, occupancy, fwd, deq, self.pps, now_ns, drained, sampled_ns)
+            if self.siblings:
+                law.set_params(self._fair_share(f))
             law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
                           f.law_forecast(pkts, capacity, self.bits))
             law.hold_at_least(self.bits * f.hold_pps(self._r_max_pps))  # at the R_max the switch holds, as the agent's
         pps = self.pps = rate_to_pps(law.rate, self.packet_bytes)
         return pps if ratio == 1.0 else pps * ratio  # type: ignore[return-value]
+
+    def _fair_share(self, f: QueueForecast) -> LawParams:
+        """The R_max a switch agent gives this class's law (controlplane/agent.py, ``SwitchAgentCore._fair_share``,
+        docs/howto/fabric.md): the link less what the port's other busy classes (packets queued or arriving,
+        as their forecasts last read) are set to take, each counted at most at an equal share; never below an
+        equal share of the busy classes, the schedule bound's floor, nor the law's floor."""
+        law = self.params
+        busy = [o for o in self.siblings if o.forecast is not None
+                and (o.forecast.queued > 0 or o.forecast.arrival_pps > 0)]
+        if not busy:
+            return law
+        share = law.r_max / (len(busy) + 1)
+        cap = max(share, law.r_max - sum(min(o.law.rate, share) for o in busy),
+                  self.bits * (f.floor_pps(self._r_max_pps) or 0.0))
+        return law if cap >= law.r_max else law.with_changes(r_max=max(cap, law.r_floor))

@@ -30,6 +30,14 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
   past, so when the link rises again the packets it holds back leave at the link's new rate,
   not the queue rate's (a receiver's link that dips and recovers delivers its backlog in a burst).
   On the shaper every chunk leaves at the rate in force. A chunk leaves no faster than the link;
+* with per-destination classes (``options.classes``, docs/howto/fabric.md) a flow's fluid is of its
+  destination's class (topo/net/plan.py ``host_classes``) and keeps to that class's cell of each buffer
+  (each the port's capacity), priority queue and law, as alinea.p4 and the switch agent keep them: a port's
+  queues share its link, the highest class served first (BMv2's strict priority), and each class's law
+  takes its R_max from the port's other busy classes (:class:`~topo.analysis.fluid_control.SwitchControl`).
+  With one FIFO and one law per port the model gave ``alinea-classes`` the warnings of ``alinea`` word for
+  word: the shipped ``hbh hol`` fabric, seed 1, lost 13 packets, 9 in leaf 2's buffers from the spines
+  unwarned (tests/topo/analysis/test_fluid_classes.py). The analysis warns per buffer: a port's cells as one;
 * a receiver with a receive buffer drains it at its playout rate, one without absorbs;
 * a fluid takes the link's delay and one packet's serialization to cross it;
 * the fluid is in one unit on every link, the smallest frame of the modelled flows, so that a leg hands
@@ -64,11 +72,12 @@ from __future__ import annotations
 
 import gc
 from dataclasses import dataclass, field
+from typing import Any
 
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, SwitchControl
 from topo.net.model import Topology
-from topo.net.plan import expected_shares, flow_frame_bytes
+from topo.net.plan import expected_shares, flow_frame_bytes, host_classes
 from topo.net.routes import routed_paths
 
 
@@ -78,6 +87,9 @@ def _hops(path: tuple[str, ...]) -> list[DirectedLink]:
 __all__ = ["NetworkPeak", "network_peaks", "MAX_STEPS", "LOSS_PKTS", "overflows", "room_at_peak", "smallest_scale"]
 
 DirectedLink = tuple[str, str]
+#: A buffer or an egress queue of the model: its link (v, u) or (a, b), and with per-destination classes its class
+#: ((v, u, c): alinea.p4 keeps a cell per (port, class), the switch a priority queue and a law per (port, class))
+Cell = tuple[Any, ...]
 #: The model's steps over a run at most (dt grows to keep to it): its cost before a run is about
 #: this many steps of every flow's hops, and the remedy's runs (``smallest_scale``) REMEDY_STEPS
 #: each. A fast loop's interval then rounds to whole steps (a few at the least), which the law is
@@ -119,7 +131,7 @@ class NetworkPeak:
 
 @dataclass
 class _Buffer:
-    key: DirectedLink  # (v, u)
+    key: Cell  # (v, u), with classes (v, u, c)
     capacity: int
     interval_steps: int
     report_steps: int  # report -> law
@@ -136,6 +148,7 @@ class _Egress:
     a: str
     b: str
     link_pps: float
+    cls: int = 0  # with per-destination classes: its priority queue of the port
     held: list[_Leg] = field(default_factory=list)  # per slot: the leg whose packets wait here
     onward: list[_Leg] = field(default_factory=list)  # per slot: the leg they leave on
     index: int = -1  # in the plant
@@ -238,7 +251,12 @@ class _Network:
         paths = [routed[f.name] for f in alinea]
         trees = [topo.tree_links(f.group) if f.group is not None else _hops(p) for f, p in zip(alinea, paths)]
         self.active = [(f.start_ns / NS, f.stop_ns / NS if f.stop_ns is not None else float("inf")) for f in alinea]
-        keys = sorted({(b, a) for tree in trees for a, b in tree if self._reports(b, a)})
+        # per-destination classes (options.classes, docs/howto/fabric.md): a flow's packets are of its destination's
+        # class (a group's of none: class 0) in every buffer cell, priority queue and law on its way
+        self.classes = topo.options.classes
+        dst_class = host_classes(topo) if self.classes > 1 else {}
+        flow_class = [0 if f.group is not None else dst_class.get(f.dst, 0) for f in alinea]
+        keys = sorted({self._cell(b, a, c) for tree, c in zip(trees, flow_class) for a, b in tree if self._reports(b, a)})
         self.dt = _step_s(topo, [self._port(k).interval_us for k in keys], duration_s, max_steps)
         self.link_bps = {(a, b): topo.link_between(a, b).rate_bps for tree in trees for a, b in tree}
         # The plant's unit of fluid, on every link: the smallest frame of the model's flows. One unit for all
@@ -252,15 +270,23 @@ class _Network:
         #: per link, the mean frame of the flows crossing it (bits), at their expected shares of it
         self.frame_bits = {key: _mean_frame_bits(topo, *key, self.modelled) for key in self.link_bps}
         self.buffers = {k: self._buffer(k, scale) for k in keys}
-        self.egress: dict[DirectedLink, _Egress] = {}
+        self.egress: dict[Cell, _Egress] = {}
         self.senders: dict[DirectedLink, list[_Leg]] = {}
         self.legs: list[_Leg] = []
-        for f, path, tree, active in zip(alinea, paths, trees, self.active):
+        for f, path, tree, active, c in zip(alinea, paths, trees, self.active, flow_class):
             if f.group is None:
-                self._route(path, active)
+                self._route(path, active, c)
             else:
                 self._route_tree(tree, active)
-        self.controls = {(u, v): self._control(u, v) for v, u in keys if (u, v) in topo.law}
+        self.controls: dict[Cell, HostControl | SwitchControl] = {}
+        for key in keys:
+            v, u = key[:2]
+            if (u, v) in topo.law and self._law_key(key) not in self.controls:
+                self.controls[self._law_key(key)] = self._control(u, v)
+        for law_key, control in self.controls.items():  # a port's classes: each law's fair share (SwitchControl)
+            if len(law_key) == 3 and isinstance(control, SwitchControl):
+                control.siblings = [o for k, o in self.controls.items()
+                                    if k[:2] == law_key[:2] and o is not control and isinstance(o, SwitchControl)]
         # per receiver's buffer (drained at its playout rate), the legs of the flows it receives
         self.receivers: list[tuple[_Buffer, list[_Leg]]] = []
         for leg in self.legs:
@@ -279,11 +305,22 @@ class _Network:
         self.sample_steps = 1
 
     # ---- set-up ---------------------------------------------------------------------------------
+    def _cell(self, v: str, u: str, c: int) -> Cell:
+        """Buffer (v, u)'s cell (or egress queue u -> v's) of class ``c``: the link alone without classes."""
+        return (v, u) if self.classes == 1 else (v, u, c)
+
+    def _law_key(self, key: Cell) -> Cell:
+        """The law that buffer cell ``key`` reports to: the switch's law of its port and class (the key of its
+        egress queue), or a host's one law, whichever class its buffer's cell holds (a host's pacer is one)."""
+        v, u = key[:2]
+        return (u, v) if len(key) == 2 or not self.topo.nodes[u].is_switch else (u, v, key[2])
+
     def _reports(self, v: str, u: str) -> bool:
         return (v, u) in self.topo.ports or (v, u) in self.topo.host_buffers
 
-    def _port(self, key: DirectedLink):  # type: ignore[no-untyped-def]
-        return self.topo.ports.get(key) or self.topo.host_buffers[key]
+    def _port(self, key: Cell):  # type: ignore[no-untyped-def]
+        link = key[:2]
+        return self.topo.ports.get(link) or self.topo.host_buffers[link]
 
     def _bits(self, a: str, b: str) -> int:
         bits = self.bits.get((a, b))
@@ -298,14 +335,16 @@ class _Network:
         """Units of fluid per packet of u -> v's flows (1 with one frame size)."""
         return self._frame(u, v) / self.unit_bits
 
-    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf"))) -> None:
+    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf")), cls: int = 0) -> None:
         legs = []
         for a, b in zip(path, path[1:]):
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
-            legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a))))
+            legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get(self._cell(b, a, cls))))
         for here, onward in zip(legs, legs[1:]):
-            key = (onward.a, onward.b)
-            q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_bps[key] / self._bits(*key)))
+            key = self._cell(onward.a, onward.b, cls)
+            link = (onward.a, onward.b)
+            q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*link, self.link_bps[link] / self._bits(*link),
+                                                                            cls))
             here.egress, here.slot = q, len(q.held)
             q.held.append(here)
             q.onward.append(onward)
@@ -319,12 +358,13 @@ class _Network:
         legs: dict[DirectedLink, _Leg] = {}
         for a, b in links:
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
-            legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get((b, a)))
+            legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get(self._cell(b, a, 0)))
         for here in legs.values():
             onwards = [legs[(x, c)] for x, c in links if x == here.b]
             for onward in onwards:
-                key = (onward.a, onward.b)
-                q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*key, self.link_pps(key)))
+                key = self._cell(onward.a, onward.b, 0)
+                link = (onward.a, onward.b)
+                q = self.egress.get(key) or self.egress.setdefault(key, _Egress(*link, self.link_pps(link)))
                 if here.egress is None:
                     here.egress, here.slot = q, len(q.held)
                 if len(onwards) > 1:
@@ -339,8 +379,8 @@ class _Network:
     def link_pps(self, key: DirectedLink) -> float:
         return self.link_bps[key] / self._bits(*key)
 
-    def _buffer(self, key: DirectedLink, scale: float) -> _Buffer:
-        v, u = key
+    def _buffer(self, key: Cell, scale: float) -> _Buffer:
+        v, u = key[:2]  # with classes each (port, class) cell has the port's capacity (topo/net/plan.py)
         port = self._port(key)
         report_s = self.topo.link_between(v, u).delay_ns / 1e9
         if self.topo.nodes[u].is_switch:
@@ -393,8 +433,9 @@ class _Network:
                     self.stopped_s = k * dt
                 break
         self.steps_run = min(k + 1, steps)
-        return [NetworkPeak(b.key, b.packets, peak, lost / b.ratio, first)
-                for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
+        peaks = [NetworkPeak(b.key[:2], b.packets, peak, lost / b.ratio, first)
+                 for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
+        return peaks if self.classes == 1 else _per_buffer(peaks)
 
     def _plant(self, window: int, last_event: float) -> FluidPlant:
         """The plant of this network: its buffers, legs, queues (a slot per leg that waits in one),
@@ -406,8 +447,8 @@ class _Network:
             buf.index = plant.add_buffer(float(buf.capacity), buf.drain_pps or 0.0)
         legs = {id(leg): plant.add_leg(leg.steps, None if leg.buffer is None else leg.buffer.index)
                 for leg in self.legs}
-        for q in self.egress.values():
-            q.index = plant.add_queue(q.link_pps)
+        for q, below in self._queue_order():
+            q.index = plant.add_queue(q.link_pps, below)
         for q in self.egress.values():
             for slot, (here, onward) in enumerate(zip(q.held, q.onward)):
                 copy = next((j for j, (cq, cs) in enumerate(here.copies) if cq is q and cs == slot), None)
@@ -431,19 +472,22 @@ class _Network:
         place = {key: i for i, key in enumerate(self.controls)}
         # twins: laws of one kind and the same parameters start in one class (the same state)
         kinds: dict[str, int] = {}
+        # (a law with classes beside it takes its R_max from theirs: it answers its own)
         twin = [kinds.setdefault(repr((type(c), c.law.params, c.bits, c.ratio, getattr(c, "forecast", None) is None,
-                                       None if self.share_twins else i)), len(kinds))
+                                       None if self.share_twins and not getattr(c, "siblings", None) else i)),
+                                 len(kinds))
                 for i, c in enumerate(self.controls.values())]
         laws: list[tuple | None] = [None] * len(self.controls)  # type: ignore[type-arg]
         reporting = []
         for buf in self.buffers.values():
-            v, u = buf.key
-            control = self.controls.get((u, v))
+            v, u = buf.key[:2]
+            law_key = self._law_key(buf.key)
+            control = self.controls.get(law_key)
             if control is None:
                 continue
             host = isinstance(control, HostControl)
-            target = self._sender_index[(u, v)] if host else self.egress[(u, v)].index
-            i = place[(u, v)]
+            target = self._sender_index[(u, v)] if host else self.egress[law_key].index
+            i = place[law_key]
             laws[i] = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), twin[i])
             reporting.append((buf.index, buf.interval_steps, buf.report_steps, i))
         plant.set_loop(laws, reporting, [c.rate_bps for c in self.controls.values()], self.sample_steps, window,
@@ -451,6 +495,17 @@ class _Network:
         self.plant = plant
         self._rate_unit()
         return plant
+
+    def _queue_order(self) -> list[tuple[_Egress, bool]]:
+        """The queues as the plant takes them, each with whether it is below the one before it: with classes
+        a port's priority queues one after another, the highest class first (BMv2 serves the highest
+        priority first, docs/howto/bmv2.md), each below the one before it on the port's link."""
+        if self.classes == 1:
+            return [(q, False) for q in self.egress.values()]
+        ports: dict[DirectedLink, list[_Egress]] = {}
+        for q in self.egress.values():
+            ports.setdefault((q.a, q.b), []).append(q)
+        return [(q, i > 0) for qs in ports.values() for i, q in enumerate(sorted(qs, key=lambda q: -q.cls))]
 
     def _window_steps(self) -> int:
         """Steps of one settling window: long enough to hold several periods of any loop's
@@ -466,7 +521,7 @@ class _Network:
         ``PACKET_TOLERANCE``s, every law's rate in ``RATE_TOLERANCE``s of its link's: what must stop
         moving for the model to have nothing more to say), in the order of ``controls``: worked out
         here, when a link rate changes, not per sample."""
-        self.plant.set_rate_units([RATE_TOLERANCE * self.link_bps[key] for key in self.controls])
+        self.plant.set_rate_units([RATE_TOLERANCE * self.link_bps[key[:2]] for key in self.controls])
 
     def _link_rate(self, link: DirectedLink, rate_bps: float) -> None:
         self._link_rate_set(link, rate_bps)
@@ -478,10 +533,10 @@ class _Network:
                 self.link_bps[key] = rate_bps
                 if key in self._sender_index:
                     self.plant.set_sender_link(self._sender_index[key], rate_bps)
-            if key in self.egress:
-                q = self.egress[key]
-                q.link_pps = rate_bps / self._bits(*key)
-                self.plant.set_queue_link(q.index, q.link_pps)
+            for q in self.egress.values():  # with classes, each priority queue of the port
+                if (q.a, q.b) == key:
+                    q.link_pps = rate_bps / self._bits(*key)
+                    self.plant.set_queue_link(q.index, q.link_pps)
 
 
 def _first_step(at_s: float, dt: float) -> int:
@@ -492,6 +547,20 @@ def _first_step(at_s: float, dt: float) -> int:
     while k > 0 and at_s <= (k - 1) * dt:
         k -= 1
     return k
+
+
+def _per_buffer(peaks: list[NetworkPeak]) -> list[NetworkPeak]:
+    """A port's class cells as one buffer (what the analysis warns of): the highest peak, the losses summed,
+    the first loss of any."""
+    out: dict[DirectedLink, NetworkPeak] = {}
+    for p in peaks:
+        was = out.get(p.buffer)
+        if was is not None:
+            firsts = [t for t in (was.first_loss_s, p.first_loss_s) if t is not None]
+            p = NetworkPeak(p.buffer, p.capacity, max(was.peak, p.peak), was.lost_pkts + p.lost_pkts,
+                            min(firsts) if firsts else None)
+        out[p.buffer] = p
+    return list(out.values())
 
 
 def _mean_frame_bits(topo: Topology, u: str, v: str, flows: set[str]) -> float:

@@ -1,5 +1,6 @@
 //! The plant of topo/fluid_network.py's laws-together model, stepped: fluid on links, buffers,
-//! egress queues (BMv2's stamped chunks or the shaper, FIFO), receivers' playout and the senders.
+//! egress queues (BMv2's stamped chunks or the shaper, FIFO; a port's priority queues sharing its link),
+//! receivers' playout and the senders.
 //!
 //! Why compiled: the loop analysis runs before every `hbh run`, and its cost is these steps
 //! (up to a hundred thousand a model, every leg, queue and buffer in each; issue 46 bounds it at a
@@ -52,6 +53,9 @@ struct Slot {
 
 struct Queue {
     link_pps: f64,
+    /// Per-destination classes: this queue is one of a port's priority queues, below the one added
+    /// before it, whose link it shares (strict priority: it gets what that one leaves of each step).
+    below: bool,
     slots: Vec<Slot>,
     chunks: VecDeque<Chunk>,
     stamp: f64,
@@ -240,9 +244,16 @@ impl FluidPlant {
             receivers,
             ..
         } = self;
+        // the link time left in this step on the port of the queue served last (priority queues of
+        // one port, `below`, share it: on BMv2's queues `budget` is that link time, on the shaper the
+        // queue's own time, `wire` the link's)
+        let mut wire = dt;
         for q in queues.iter_mut() {
-            let mut budget = dt;
-            while budget > 1e-15 {
+            if !q.below {
+                wire = dt;
+            }
+            let mut budget = if fixed { wire } else { dt };
+            while budget > 1e-15 && (fixed || !q.below || wire > 1e-15) {
                 let Some(chunk) = q.chunks.front_mut() else {
                     break;
                 };
@@ -273,8 +284,13 @@ impl FluidPlant {
                     } else {
                         q.link_pps
                     };
-                    out = py_min(total, rate * budget);
+                    let mut o = py_min(total, rate * budget);
+                    if q.below {
+                        o = py_min(o, q.link_pps * wire);
+                    }
+                    out = o;
                     budget -= out / rate;
+                    wire -= out / q.link_pps;
                 }
                 let share = if total > 0.0 { out / total } else { 1.0 };
                 let keep = 1.0 - share;
@@ -309,6 +325,9 @@ impl FluidPlant {
                 } else if fixed && out < total && budget > 1e-15 {
                     break; // held by its stamps, not by the link
                 }
+            }
+            if fixed {
+                wire = budget;
             }
         }
         for (b, mine) in receivers.iter() {
@@ -455,10 +474,18 @@ impl FluidPlant {
         Ok(self.legs.len() - 1)
     }
 
-    /// An egress queue onto a link of `link_pps`; its index.
-    fn add_queue(&mut self, link_pps: f64) -> usize {
+    /// An egress queue onto a link of `link_pps`; its index. `below`: a priority queue of the port
+    /// of the queue added just before it, below that one (per-destination classes).
+    #[pyo3(signature = (link_pps, below = false))]
+    fn add_queue(&mut self, link_pps: f64, below: bool) -> PyResult<usize> {
+        if below && self.queues.is_empty() {
+            return Err(PyValueError::new_err(
+                "a queue below another needs one added before it",
+            ));
+        }
         self.queues.push(Queue {
             link_pps,
+            below,
             slots: Vec::new(),
             chunks: VecDeque::new(),
             stamp: 0.0,
@@ -466,7 +493,7 @@ impl FluidPlant {
             deq: 0.0,
             pps: 0.0,
         });
-        self.queues.len() - 1
+        Ok(self.queues.len() - 1)
     }
 
     /// Slot `slot` of `queue` (the next one) holds `here`'s packets, which leave on `onward`;
