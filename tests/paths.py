@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parents[1]
 TOPO = ROOT / "topo"
 #: random topologies that once failed the judge, kept as cases (tests/topo/random/)
 RANDOM_CASES = ROOT / "tests" / "topo" / "random_cases"
-#: issue 46's topologies as a new user writes them (tests/topo/random/test_user_cases.py)
+#: issue 46's topologies as a new user writes them (tests/topo/random/cases/test_user_cases.py)
 USER_CASES = ROOT / "tests" / "topo" / "user_cases"
 #: P4 programs written for the front end's tests (tests/frontend/)
 FRONTEND_PROGRAMS = ROOT / "tests" / "frontend" / "programs"

@@ -313,7 +313,7 @@ def _reading_pump(stretch: _Stretch, key: DirectedLink, law: LawParams, push: fl
     ``MAX_PUMP_FRAMES`` frames; the bits it gathered over them then go on at their mean rate to the stretch's
     end. The pattern's phase when the stretch begins is the run's: the earliest fill of ``PUMP_PHASES`` phases.
     Lossless with one frame size, or with 1500 and 576 B frames alone, where the count is steady (the
-    variants in tests/topo/random/test_floor_at_drain_jitter_cases.py)."""
+    variants in tests/topo/random/cases/test_floor_at_drain_jitter_cases.py)."""
     u, v = key
     topo = stretch.topo
     port = topo.host_buffers.get((v, u)) or topo.ports.get((v, u))

@@ -44,7 +44,7 @@ def streams_over(topo: Topology, u: str, v: str) -> list[Flow]:
     tie-break: under ECMP a link the hash picks and the tie-break does not carried no flow here, so its
     frames were the 1,000-byte default: the loop analysis ran an S1-S4-S2 line of 200-byte frames as
     625 packets/s (1 Mb/s of them, not 5) and saw no buffer behind S1 fill, where the run lost 10
-    (tests/topo/random/test_ecmp_path_cases.py, random_cases/ecmp-slow-exit-line.yaml)."""
+    (tests/topo/random/cases/test_ecmp_path_cases.py, random_cases/ecmp-slow-exit-line.yaml)."""
     seen: set[str] = set()
     out: list[Flow] = []
     paths = routed_paths(topo)

@@ -241,7 +241,7 @@ def test_the_shipped_tree_runs_at_its_slowest_branch_without_loss() -> None:
 #: 576-byte unicast flow share S1 -> S3; the simulator drops one packet at S3, whose buffer holds many more
 #: 200-byte packets than the fluid model saw while it counted a link's packets at the largest size crossing
 #: it (topo/net/plan.py's packet_bytes_over), and the analysis did not warn. It counts each buffer in its flows'
-#: mean frame since (topo/analysis/fluid_network.py, tests/topo/random/test_fluid_frame_cases.py), and warns.
+#: mean frame since (topo/analysis/fluid_network.py, tests/topo/random/cases/test_fluid_frame_cases.py), and warns.
 MIXED_SIZE_TREE = """\
 name: random-multicast
 defaults:

@@ -330,7 +330,7 @@ def test_the_packet_room_rule_warns_where_the_simulator_loses_and_stops_where_it
 #: The topology is warned now, by the packet-room rule on H1's and S1's buffers, which the model fills;
 #: S4's buffer, the one that loses, was not while the model counted it in 576-byte packets (its peak left
 #: one packet of room). Counted in its flows' mean frame (topo/analysis/fluid_network.py, one unit for every
-#: link: tests/topo/random/test_fluid_frame_cases.py), the model fills it too, though it still does not swing.
+#: link: tests/topo/random/cases/test_fluid_frame_cases.py), the model fills it too, though it still does not swing.
 FLOOR_BURST = (RANDOM_CASES / "floor-burst-line.yaml").read_text()
 
 
