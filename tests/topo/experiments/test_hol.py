@@ -21,8 +21,14 @@ def test_the_victim_shares_the_uplinks_and_spines_but_not_the_receivers_port():
     assert set(topo.all_paths(victim.src, victim.dst)[0][1:-1]) <= {"leaf1", "leaf2", "spine1", "spine2"}
 
 
+#: long enough for the victim's loss to show over its window (1-3 s): over SHORT's (1-1.5 s) the share
+#: it keeps swung with the incast's start-up from seed to seed (0.81-1.03 at seeds 1-3 at 05cf078; 0.88-0.91
+#: over 1-3 s)
+THROTTLED = dataclasses.replace(SHORT, seconds=3.0)
+
+
 def test_per_port_alinea_throttles_the_spine_toward_the_receivers_leaf_and_spreads_upstream():
-    r = run_hol(SHORT, "alinea")
+    r = run_hol(THROTTLED, "alinea")
     hops = {d["hops"] for d in r["spread"]}
     assert any(d["port"].endswith("->leaf2") for d in r["spread"] if d["hops"] == 1)
     assert {1, 2} <= hops  # the spine's port toward leaf 2, then a leaf 1 uplink
