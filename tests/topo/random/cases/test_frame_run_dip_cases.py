@@ -6,8 +6,7 @@ fail-2 and fail-3; minimised)."""
 
 from __future__ import annotations
 
-from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import judge_case
 
 
 def test_a_run_of_small_frames_after_large_ones_at_the_next_switch_is_warned_or_not_lost() -> None:
@@ -23,9 +22,6 @@ def test_a_run_of_small_frames_after_large_ones_at_the_next_switch_is_warned_or_
     cut is to 0.85 Mb/s, the link carries 3.5 Mb/s over 0.1-0.5 s, no backlog forms and nothing is lost. The mix
     turning within a FIFO at the next switch (the premise) is not fixed: this file no longer reaches it."""
     name = "small-frame-run-dip.yaml"
-    text = (RANDOM_CASES / name).read_text()
-    verdict = judge(
-        text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name
-    )
+    verdict = judge_case(name)
     assert verdict.problems == []
     assert verdict.lost == 0

@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import judge_case
 
 MIX_CHANGE_LINE = (
     "H1 sends f1 and f3 (576 B) and f2 (1448 B, r_max 20 Mb/s) through S1 -> S2 (50 Mb/s; S2's buffer from S1 "
@@ -31,8 +30,5 @@ MIX_CHANGE_LINE = (
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=MIX_CHANGE_LINE)
 def test_a_mix_that_grows_as_a_large_frame_flow_starts_off_the_floor_is_warned_or_not_lost() -> None:
     name = "open-mix-change-line.yaml"
-    text = (RANDOM_CASES / name).read_text()
-    verdict = judge(
-        text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name
-    )
+    verdict = judge_case(name)
     assert verdict.problems == []

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import judge_case
 
 BRAKE_STARVED_PLAYOUT = (
     "H2 (two 200 B flows) and H1 (576 B) send through S1 to H3, whose 69-packet receive buffer plays out at "
@@ -26,8 +25,5 @@ BRAKE_STARVED_PLAYOUT = (
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=BRAKE_STARVED_PLAYOUT)
 def test_a_brake_cut_at_a_starved_playout_buffer_with_small_gains_is_warned_or_not_lost() -> None:
     name = "open-brake-starved-playout-small-gain.yaml"
-    text = (RANDOM_CASES / name).read_text()
-    verdict = judge(
-        text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name
-    )
+    verdict = judge_case(name)
     assert verdict.problems == []

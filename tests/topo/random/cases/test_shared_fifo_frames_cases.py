@@ -7,8 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import judge_case
 
 WHY = (
     "H2 sends f3 (200 B, to H4) and f5 (1448 B, to H5) equally in bits; its law reads S1's 22-packet buffer "
@@ -27,8 +26,5 @@ WHY = (
 @pytest.mark.xfail(strict=True, raises=AssertionError, reason=WHY)
 def test_small_frames_held_in_a_fifo_another_host_keeps_backlogged_are_warned_or_not_lost() -> None:
     name = "open-small-frames-shared-fifo.yaml"
-    text = (RANDOM_CASES / name).read_text()
-    verdict = judge(
-        text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name
-    )
+    verdict = judge_case(name)
     assert verdict.problems == []

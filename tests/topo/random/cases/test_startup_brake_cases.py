@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import judge_case
 
 
 #: grant-burst-line.yaml: four flows down S1 -> S2 -> S3 (1 Gb/s) -> S4. S2's agent at start-up (its rate at R_max)
@@ -28,7 +27,6 @@ from tests.topo.randomcheck import judge
 @pytest.mark.parametrize("name", ["grant-burst-line.yaml", "brake-starved-receiver-line.yaml",
                                   "brake-starved-multicast-release.yaml", "burst-brake-merge.yaml"])
 def test_a_burst_into_a_buffer_starved_within_the_drain_window_loses_nothing(name: str) -> None:
-    text = (RANDOM_CASES / name).read_text()
-    verdict = judge(text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name)
+    verdict = judge_case(name)
     assert verdict.problems == []
     assert verdict.lost == 0
