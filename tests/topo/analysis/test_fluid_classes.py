@@ -13,30 +13,16 @@ from __future__ import annotations
 import pytest
 
 from runtime.fluid import FluidPlant
-from topo.analysis.check import warnings
-from topo.experiments.hol import HolSetup, _run, hol_topology
-from topo.net.model import Topology
-
-
-def _lossy_laws(topo: Topology, seed: int, seconds: float) -> set[str]:
-    """The laws ``u->v`` whose buffer (v's, fed by u; any class) dropped packets in the simulator's run."""
-    rec = _run(topo, seconds, seed)
-    last: dict[tuple[str, int, str], int] = {}
-    for d in sorted(rec.drops, key=lambda d: d.t_ns):
-        last[(d.switch, d.port, d.reason)] = d.packets
-    return {f"{topo.neighbour_on(sw, port)}->{sw}" for (sw, port, _), n in last.items() if n}
-
-
-def _warned_laws(topo: Topology, seed: int, seconds: float) -> set[str]:
-    return {w.split(":")[0].removeprefix("law ") for w in warnings(topo, seconds, seed)}
+from tests.topo.analysis.hol_laws import lossy_laws, warned_laws
+from topo.experiments.hol import HolSetup, hol_topology
 
 
 def test_the_shipped_head_of_line_fabric_with_classes_loses_packets_only_where_the_analysis_warned() -> None:
     setup = HolSetup()
     topo = hol_topology(setup, "alinea-classes", incast=True)
-    lossy = _lossy_laws(topo, 1, setup.seconds)
+    lossy = lossy_laws(topo, 1, setup.seconds)
     assert lossy, "the case no longer loses packets: it tests nothing"
-    assert lossy <= _warned_laws(topo, 1, setup.seconds)
+    assert lossy <= warned_laws(topo, 1, setup.seconds)
 
 
 def _two_classes(below: bool, fixed: bool) -> tuple[FluidPlant, list[int]]:

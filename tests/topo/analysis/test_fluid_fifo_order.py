@@ -17,33 +17,20 @@ import dataclasses
 
 import pytest
 
+from tests.topo.analysis.hol_laws import lossy_laws, warned_laws
 from topo.analysis.check import warnings
-from topo.experiments.hol import HolSetup, _run, hol_topology
-from topo.net.model import Topology
+from topo.experiments.hol import HolSetup, hol_topology
 from topo.net.starts import with_drawn_starts
 
 FABRIC_6X3 = dataclasses.replace(HolSetup().fabric, leaves=6, spines=3)
-
-
-def _lossy_laws(topo: Topology, seed: int, seconds: float) -> set[str]:
-    """The laws ``u->v`` whose buffer (v's, fed by u) dropped packets in the simulator's run of ``seed``."""
-    rec = _run(topo, seconds, seed)
-    last: dict[tuple[str, int, str], int] = {}
-    for d in sorted(rec.drops, key=lambda d: d.t_ns):
-        last[(d.switch, d.port, d.reason)] = d.packets
-    return {f"{topo.neighbour_on(sw, port)}->{sw}" for (sw, port, _), n in last.items() if n}
-
-
-def _warned_laws(topo: Topology, seed: int, seconds: float) -> set[str]:
-    return {w.split(":")[0].removeprefix("law ") for w in warnings(topo, seconds, seed)}
 
 
 @pytest.mark.parametrize("fairness", ["per-port", "per-flow"])
 def test_the_6x3_head_of_line_fabric_loses_packets_only_where_the_analysis_warned(fairness: str) -> None:
     setup = HolSetup(fabric=FABRIC_6X3, fairness=fairness)
     topo = hol_topology(setup, "alinea", incast=True)
-    lossy = _lossy_laws(topo, 1, setup.seconds)
-    assert lossy <= _warned_laws(topo, 1, setup.seconds)
+    lossy = lossy_laws(topo, 1, setup.seconds)
+    assert lossy <= warned_laws(topo, 1, setup.seconds)
 
 
 def test_the_shipped_2x2_head_of_line_fabric_is_warned_where_per_port_loses_and_silent_per_flow() -> None:
@@ -51,11 +38,11 @@ def test_the_shipped_2x2_head_of_line_fabric_is_warned_where_per_port_loses_and_
     overflow are warned; per-flow, nothing is lost and nothing warned."""
     per_port = HolSetup()
     topo = hol_topology(per_port, "alinea", incast=True)
-    assert _lossy_laws(topo, 1, per_port.seconds) <= _warned_laws(topo, 1, per_port.seconds)
+    assert lossy_laws(topo, 1, per_port.seconds) <= warned_laws(topo, 1, per_port.seconds)
     per_flow = HolSetup(fairness="per-flow")
     topo = hol_topology(per_flow, "alinea", incast=True)
-    assert _lossy_laws(topo, 1, per_flow.seconds) == set()
-    assert _warned_laws(topo, 1, per_flow.seconds) == set()
+    assert lossy_laws(topo, 1, per_flow.seconds) == set()
+    assert warned_laws(topo, 1, per_flow.seconds) == set()
 
 
 def test_the_warning_names_the_flow_whose_start_the_loss_follows() -> None:
