@@ -142,3 +142,14 @@ def setup_core(scheduler=None):
     primary.arbitrate(10)
     primary.set_pipeline(p4info, cookie=42)
     return core, device, primary, p4info, ids
+
+
+def compiled_front() -> bool:
+    """Whether this build's engine carries the compiled P4Runtime front end (``front_kind("compiled")``)."""
+    from p4switch.p4runtime.server import front_kind  # noqa: PLC0415 (the server module starts nothing on import)
+
+    try:
+        front_kind("compiled")
+    except RuntimeError:
+        return False
+    return True

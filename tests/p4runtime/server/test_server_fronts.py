@@ -20,14 +20,10 @@ from p4.v1 import p4runtime_pb2_grpc
 
 from p4switch.p4runtime import NullDevice, P4RuntimeCore
 from p4switch.p4runtime.server import P4RuntimeServer, front_kind
-from tests.p4runtime.helpers import b
+from tests.p4runtime.helpers import b, compiled_front
 from tests.p4runtime.p4info_builder import demo_p4info
 
-try:
-    front_kind("compiled")
-    COMPILED = True
-except RuntimeError:
-    COMPILED = False
+COMPILED = compiled_front()
 
 FPC = pb.SetForwardingPipelineConfigRequest
 
