@@ -410,7 +410,7 @@ def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> li
     model runs again with larger buffers, up to a while after the last first loss (what
     overflows is a transient)."""
     over = [c for c in checks if c.overflows]
-    if not over:
+    if not any(c.floor is None for c in over):  # a floor's overflow names no buffer remedy (``LawCheck.warning``)
         return checks
     # a peak without a loss has no time in the model: the remedy's model then runs the whole run
     latest = max(c.network.first_loss_s or duration_s for c in over if c.network is not None)
