@@ -72,7 +72,10 @@ def test_model_agrees_with_the_kernel(name: str, tmp_path) -> None:
         pytest.skip(f"the kernel's run fell behind its real-time emulation ({verdict})")
     model = V.run_case(case, "sim", 20_000_000_000, 1, tmp_path / "sim", extra_rtt_ms=V.path_extra_ms(case, kernel))
     for key in ("goodput_bps", "occupancy"):
-        assert abs(model[key] - kernel[key]) <= V.TOLERANCE * kernel[key], (key, kernel, model)
+        # the kernel's real-time figures in full: a loaded run that passed the soundness check once read
+        # occupancy 0.72 against 0.85 quiet (cubic, 2 Mb/s, 20 ms), and pytest cut the dict before them
+        assert abs(model[key] - kernel[key]) <= V.TOLERANCE * kernel[key], (
+            key, kernel[key], model[key], {k: v for k, v in kernel.items() if k != "realtime"}, kernel.get("realtime"))
 
 
 def test_stored_kernel_runs_rebuild_the_table(tmp_path) -> None:
