@@ -54,7 +54,7 @@ from controlplane.report import Report
 
 __all__ = ["SetQueueRate", "SetQueueDepth", "PollReport", "Command", "Route", "NextHop", "EcmpGroup", "ModelledPort",
            "RegulatedPort", "LinkCeiling", "SwitchPlan", "LawTrace", "SwitchAgentCore", "rate_to_pps", "link_pps",
-           "class_priority", "report_priority", "MAX_CLASSES"]
+           "class_priority", "report_priority", "MAX_CLASSES", "class_r_max", "queue_busy"]
 
 
 #: The span of a port's counters over which the reports it sends are measured (ReportRate): a second,
@@ -357,7 +357,24 @@ def _link_pps(pl: _PortLaw) -> float:
 
 def _busy(pl: _PortLaw) -> bool:
     """A class with packets waiting in its queue of the port, or still arriving there."""
-    return pl.forecast is not None and (pl.forecast.queued > 0 or pl.forecast.arrival_pps > 0)
+    return queue_busy(pl.forecast)
+
+
+def queue_busy(forecast: QueueForecast | None) -> bool:
+    """A queue (one class of a port) with packets waiting, or still arriving, as its forecast last read."""
+    return forecast is not None and (forecast.queued > 0 or forecast.arrival_pps > 0)
+
+
+def class_r_max(law: LawParams, busy_rates: list[float], floor_bps: float) -> LawParams:
+    """With classes: R_max less what the port's other busy classes are set to take (``busy_rates``),
+    each counted at most at an equal share, so that under strict priority a class at R_max leaves the
+    classes below it their share. Set rates, not drains (a drain reaches the floor when the others fill
+    the link), and never below an equal share of the busy classes, ``floor_bps`` (the schedule bound's
+    floor) nor the law's floor (docs/howto/fabric.md). One rule for the agents and the loop analysis's
+    model of them (topo/analysis/fluid_control.py)."""
+    share = law.r_max / (len(busy_rates) + 1)
+    cap = max(share, law.r_max - sum(min(rate, share) for rate in busy_rates), floor_bps)
+    return law if cap >= law.r_max else law.with_changes(r_max=max(cap, law.r_floor))
 
 
 def _trace_forecast(forecast: Forecast | None) -> tuple[float | None, float | None, float | None]:
@@ -513,20 +530,14 @@ class SwitchAgentCore:
         return cmds
 
     def _fair_share(self, key: Queue, pl: _PortLaw, law: LawParams) -> LawParams:
-        """With classes: R_max less what the port's other busy classes are set to take, each counted at
-        most at an equal share, so that under strict priority a class at R_max leaves the classes below
-        it their share. Set rates, not drains (a drain reaches the floor when the others fill the link),
-        and never below an equal share of the busy classes nor the schedule bound's floor (docs/howto/fabric.md)."""
+        """With classes: R_max cut by what the port's other busy classes are set to take (``class_r_max``)."""
         if self.plan.classes == 1 or pl.forecast is None:
             return law
         port, c = key
-        busy = [o for (p, k), o in self.ports.items() if p == port and k != c and _busy(o)]
+        busy = [o.law.rate for (p, k), o in self.ports.items() if p == port and k != c and _busy(o)]
         if not busy:
             return law
-        share = law.r_max / (len(busy) + 1)
-        cap = max(share, law.r_max - sum(min(o.law.rate, share) for o in busy),
-                  8 * pl.packet_bytes * (self._schedule_floor_pps(pl) or 0.0))
-        return law if cap >= law.r_max else law.with_changes(r_max=max(cap, law.r_floor))
+        return class_r_max(law, busy, 8 * pl.packet_bytes * (self._schedule_floor_pps(pl) or 0.0))
 
     def _schedule_floor_pps(self, pl: _PortLaw) -> float | None:
         """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""

@@ -15,7 +15,7 @@ and its queue's counters, in packets, and a switch's answers its queue rate back
 
 from __future__ import annotations
 
-from controlplane.agent import rate_to_pps
+from controlplane.agent import class_r_max, queue_busy, rate_to_pps
 from controlplane.alinea import AlineaLaw
 from controlplane.forecast import QueueForecast
 from controlplane.params import LawParams
@@ -87,16 +87,9 @@ class SwitchControl:
         return pps if ratio == 1.0 else pps * ratio  # type: ignore[return-value]
 
     def _fair_share(self, f: QueueForecast) -> LawParams:
-        """The R_max a switch agent gives this class's law (controlplane/agent.py, ``SwitchAgentCore._fair_share``,
-        docs/howto/fabric.md): the link less what the port's other busy classes (packets queued or arriving,
-        as their forecasts last read) are set to take, each counted at most at an equal share; never below an
-        equal share of the busy classes, the schedule bound's floor, nor the law's floor."""
-        law = self.params
-        busy = [o for o in self.siblings if o.forecast is not None
-                and (o.forecast.queued > 0 or o.forecast.arrival_pps > 0)]
+        """The R_max a switch agent gives this class's law (controlplane/agent.py, ``class_r_max``), the
+        port's other classes busy as their forecasts last read."""
+        busy = [o.law.rate for o in self.siblings if queue_busy(o.forecast)]
         if not busy:
-            return law
-        share = law.r_max / (len(busy) + 1)
-        cap = max(share, law.r_max - sum(min(o.law.rate, share) for o in busy),
-                  self.bits * (f.floor_pps(self._r_max_pps) or 0.0))
-        return law if cap >= law.r_max else law.with_changes(r_max=max(cap, law.r_floor))
+            return self.params
+        return class_r_max(self.params, busy, self.bits * (f.floor_pps(self._r_max_pps) or 0.0))
