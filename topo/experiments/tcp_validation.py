@@ -23,6 +23,7 @@ netns backend).
 
 from __future__ import annotations
 
+import csv
 import json
 import os
 import subprocess
@@ -94,7 +95,23 @@ def run_case(case: Case, backend: str, duration_ns: int, seed: int, out: Path | 
     topo = load_topology_text(topology_text(case, sack=sack, extra_rtt_ms=extra_rtt_ms), f"<{case.name}>")
     s = run_experiment(topo, duration_ns, seed=seed, out=out, plots=False, backend=backend,
                        **({"pcap": pcap} if backend == "netns" else {})).summary
-    return measures(s) | ({"path_extra_ms": extra_rtt_ms} if extra_rtt_ms else {})
+    return (measures(s) | ({"path_extra_ms": extra_rtt_ms} if extra_rtt_ms else {})
+            | (sender_limits(out / "tcp.csv") if out is not None else {}))
+
+
+def sender_limits(tcp_csv: Path) -> dict[str, Any]:
+    """What else held the kernel's sender, from its TCP_INFO samples (tcp.csv): the time the receiver's
+    window held it back (``rwnd_limited_ms``: the sink read late, which the model does not have) and
+    the window at which it first left slow start (``slow_start_exit_pkts``: HyStart reads ACK spacing
+    in real time, so a late relay can move it)."""
+    if not tcp_csv.exists():
+        return {}
+    with tcp_csv.open() as f:
+        rows = list(csv.DictReader(f))
+    first_exit = next((r["ssthresh_pkts"] for r in rows if r.get("ssthresh_pkts")), None)
+    rwnd = rows[-1].get("rwnd_limited_ms") if rows else None
+    return {"rwnd_limited_ms": float(rwnd) if rwnd else 0.0,
+            "slow_start_exit_pkts": int(first_exit) if first_exit else None}
 
 
 def measures(s: dict[str, Any]) -> dict[str, Any]:
@@ -138,11 +155,14 @@ def soundness(case: Case, run: dict[str, Any]) -> str:
     """Whether a real-time (netns) run kept up with its own emulation: "yes", or why not. Late
     wake-ups in the run (topo/netns/keepup.py; runs stored before it was measured lack it) or a smoothed
     RTT far above what the path can hold (propagation plus a full queue) mean the switch or host
-    processes were not scheduled in time (a loaded machine), not TCP. (An idle bottleneck beside a
+    processes were not scheduled in time (a loaded machine), not TCP; so does a sender the receiver's
+    window held back (the sink read late; the model's receiver reads at once). (An idle bottleneck beside a
     busy mean occupancy is no such sign: SACK-less recoveries drain the queue for a while.)"""
     said = verdict(run.get("realtime"))
     if said.startswith("no"):
         return said
+    if run.get("rwnd_limited_ms"):
+        return f"no: the receiver's window held the sender back {run['rwnd_limited_ms']:.0f} ms (the sink read late)"
     bound = max_rtt_ms(case)
     if run.get("rtt_p99_ms") is not None and run["rtt_p99_ms"] > 1.2 * bound:
         return f"no: RTT p99 {run['rtt_p99_ms']:.0f} ms > {bound:.0f} ms possible"

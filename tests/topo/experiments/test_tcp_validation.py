@@ -53,6 +53,16 @@ def test_a_kernel_run_that_fell_behind_its_emulation_is_flagged() -> None:
     assert verdict == "no: RTT p99 946 ms > 323 ms possible"
     late = {**ok, "realtime": {"wakeups": 600, "late_p99_ms": 12.0, "late_max_ms": 40.0}}
     assert V.soundness(case, late).startswith("no: wake-ups 12.0 ms late")
+    held = {**ok, "rwnd_limited_ms": 140.0}
+    assert V.soundness(case, held) == "no: the receiver's window held the sender back 140 ms (the sink read late)"
+
+
+def test_the_sender_limits_come_from_the_kernels_samples(tmp_path) -> None:
+    rows = ["t_s,flow,cwnd_pkts,ssthresh_pkts,rwnd_limited_ms", "0.1,t1,19,,0.000", "0.2,t1,28,28,0.000",
+            "0.3,t1,14,14,3.500"]
+    (tmp_path / "tcp.csv").write_text("\n".join(rows) + "\n")
+    assert V.sender_limits(tmp_path / "tcp.csv") == {"rwnd_limited_ms": 3.5, "slow_start_exit_pkts": 28}
+    assert V.sender_limits(tmp_path / "missing.csv") == {}
 
 
 def test_the_command_refuses_unknown_cases(capsys: pytest.CaptureFixture[str]) -> None:
@@ -75,7 +85,8 @@ def test_model_agrees_with_the_kernel(name: str, tmp_path) -> None:
         # the kernel's real-time figures in full: a loaded run that passed the soundness check once read
         # occupancy 0.72 against 0.85 quiet (cubic, 2 Mb/s, 20 ms), and pytest cut the dict before them
         assert abs(model[key] - kernel[key]) <= V.TOLERANCE * kernel[key], (
-            key, kernel[key], model[key], {k: v for k, v in kernel.items() if k != "realtime"}, kernel.get("realtime"))
+            key, kernel[key], model[key], {k: v for k, v in kernel.items() if k != "realtime"}, kernel.get("realtime"),
+            "model", {k: model.get(k) for k in ("retransmissions", "rtt_p50_ms", "slow_start_exit_pkts")})
 
 
 def test_stored_kernel_runs_rebuild_the_table(tmp_path) -> None:
