@@ -299,7 +299,10 @@ class RealtimeScheduler:
         or :data:`NOT_LENT` when the loop could not lend its state (``fn`` did not run).
 
         Why: the caller that waits for the answer anyway (the compiled P4Runtime front end, on its
-        own thread) paid about 10 µs of Python for the Future it got and read at once."""
+        own thread) paid about 10 µs of Python for the Future it got and read at once.
+
+        The compiled P4Runtime front end takes and gives back the state by these same steps
+        without running Python (engine/src/p4rt/p4rtnative.rs): keep the two alike."""
         if not self._running or self._loop_wants_state:
             return NOT_LENT
         engine = None

@@ -23,7 +23,7 @@ use analysis::{fluid, fluid_loop};
 use hosts::{host, hostrecv, hostrelay};
 use net::{channel, link, linkport, sched};
 use p4::{p4cells, p4fuse, p4ins, p4tables, p4vm};
-use p4rt::{p4rtfront, p4rtread, p4rtwrite};
+use p4rt::{p4rtfront, p4rtnative, p4rtread, p4rtwrite};
 use realtime::{afpacket, rtloop, txport};
 use v1model::{pre, tm, v1copies, v1walk};
 use wire::{ctrlheader, datagram, frame, prefetch};

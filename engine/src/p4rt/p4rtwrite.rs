@@ -724,7 +724,7 @@ impl TableWritePlan {
     /// answers it (and gives every error). Why: a keyed Read spent about 40 µs in Python (parsing,
     /// the match's checks, the lookup) for a few hundred bytes (issue 49, item 7). The caller owns
     /// the switch state, as for `apply`.
-    fn read_keyed<'py>(
+    pub(crate) fn read_keyed<'py>(
         &self,
         py: Python<'py>,
         request: &[u8],
@@ -779,7 +779,7 @@ impl TableWritePlan {
     /// at most `limit` updates: the keys change, the programs get the entries, and the tables
     /// touched are returned (their Python state takes the updates in with `store_take`).
     /// None, with nothing changed: the request is not one to apply here.
-    fn apply(
+    pub(crate) fn apply(
         &mut self,
         py: Python<'_>,
         request: &[u8],
