@@ -21,6 +21,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
+from controlplane.frame_size import capacity_in_frames
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from controlplane.units import format_rate
 from topo.analysis.floor_check import FloorOverflow, floor_overflows
@@ -35,12 +36,12 @@ from topo.analysis.fluid_network import (
 from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
 from topo.analysis.report_gap import with_sparse_reports
 from topo.net.model import Topology
-from topo.net.plan import law_frames
+from topo.net.plan import buffer_unit_bytes, law_frames
 from topo.net.routes import routed_paths
 from topo.net.starts import with_drawn_starts
 
 __all__ = ["LawCheck", "law_loops", "check_topology", "warnings", "loop_delay_s", "downstream_drain", "alinea_links",
-           "buffer_of", "feeding_links", "path_drain", "with_remedy", "warnings_of"]
+           "buffer_of", "feeding_links", "pacing_law", "path_drain", "with_remedy", "warnings_of"]
 
 DirectedLink = tuple[str, str]
 #: The remedy's model runs last this many times the latest first loss, plus the margin (s).
@@ -62,6 +63,9 @@ class LawCheck:
     floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
     slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
     shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
+    paced: tuple[str, float] | None = None  # (next hop, floor): v's law toward it paces a shared queue (pacing_law)
+    frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
+    unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
 
     @property
     def room_pkts(self) -> float:
@@ -94,9 +98,8 @@ class LawCheck:
                          f"would settle it with these gains")
         if self.room_pkts < self.inputs:
             need = math.ceil(round(self.inputs / (1 - loop.law.o_max), 9))
-            why.append(f"{w}'s buffer holds {self.room_pkts:.2g} packets above its target, less than one for each "
-                       f"link feeding its queue ({self.inputs}), each of which can hand it a packet at once")
-            fixes.append(f"a buffer of at least {need} packets would hold them")
+            why.append(self._room_why())
+            fixes.append(f"a buffer of at least {self._packets(need)} packets would hold them")
         if (f := self.floor) is not None:
             when = f" from {f.from_s:g} s" if f.from_s > 0 else ""
             sends = (f"at its floor it sends {format_rate(f.push_bps)} (r_floor {format_rate(f.floor_bps)})"
@@ -165,11 +168,49 @@ class LawCheck:
                        f"{n.first_loss_s:.2f} s in the fluid model)")
         if n is not None and self.overflows and self.floor is None:  # a larger buffer only delays what the floor overflows
             fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
-                         f"buffers {self.scale:.3g} times these (here {math.ceil(loop.buffer_pkts * self.scale)} "
+                         f"buffers {self.scale:.3g} times these (here {math.ceil(round(n.capacity * self.scale, 9))} "
                          f"packets, {_bdp(loop, math.ceil(loop.buffer_pkts * self.scale))}) would not overflow")
         return (f"law {u}->{w}: the loop analysis expects loss or a loop that never settles: loop delay "
                 f"{v.delay_intervals} report intervals of {loop.interval_s * 1e3:g} ms; {' and '.join(why)}; "
                 f"{'; '.join(fixes)}")
+
+    def _room_why(self) -> str:
+        """Why the packet-room rule fires, in the frames the law counts the buffer in."""
+        (u, w), (held, pinned) = self.key, self._buffer_text()
+        why = (f"{held}, less than one for each link feeding its queue ({self.inputs}), each of which can hand it "
+               f"a packet at once{pinned}")
+        if (p := self.paced) is not None:
+            nxt, floor = p
+            why += (f"; {w} sends that queue toward {nxt} at the rate of its law toward {nxt}, not at what the path "
+                    f"behind drains: the start-up brake cuts that law to the drain it measures, what the links then "
+                    f"feed, and it climbs back at its gain (from as low as its floor, {format_rate(floor)}), so {u}'s "
+                    f"share falls when another link's flow starts")
+        return why
+
+    def _buffer_text(self) -> tuple[str, str]:
+        """v's buffer from u as the law counts it (in u's frames where v's buffers are in a smaller unit) and the
+        packets it holds above its target; and, when one packet is above the target, that every report says so
+        (else "")."""
+        loop, (u, w) = self.loop, self.key
+        o_max, size = loop.law.o_max, loop.buffer_pkts
+        counted = (f"{size} of {u}'s {self.frame_bytes} B frames" if 0 < self.unit_bytes < self.frame_bytes
+                   else f"{size} packet{'s' if size != 1 else ''}")
+        held = f"{w}'s buffer from {u}, {counted}, holds {self.room_pkts:.2g} packets above its target"
+        if round(size * o_max, 9) >= 1:
+            return held, ""
+        # no packet at or below the target: a report counts the packet that sent it
+        return held, (f"; one packet is {1 / size:.0%} of it: every report, which counts the packet that sent it, "
+                      f"reads it above its target ({o_max:.0%}), and the law only follows its measured drain")
+
+    def _packets(self, frames: int) -> int:
+        """The fewest packets a topology file's ``buffer:`` may give v's buffer for u's law to count ``frames`` of
+        its frames there (controlplane/frame_size.py, ``capacity_in_frames``)."""
+        if not 0 < self.unit_bytes < self.frame_bytes:
+            return frames
+        packets = frames
+        while capacity_in_frames(packets, self.unit_bytes, self.frame_bytes) < frames:
+            packets += 1
+        return packets
 
 
 def _gain_fix(loop: Loop, d: int) -> str:
@@ -286,7 +327,55 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
     packets, u's wait, so each such link is a packet the buffer must have room for. 0 when that
     queue drains faster than those links can feed it (it never builds). A drain only as fast as the
     feed is not faster: a pause of it (one of v's packets leaving late) queues a packet the feed never
-    lets it make up."""
+    lets it make up. Nor is a queue that several links feed and v's law toward its next hop paces
+    (:func:`pacing_law`)."""
+    feeders, _, feed_bps = _queue_feed(topo, u, v)
+    return len(feeders) if path_drain(topo, u, v) <= feed_bps or pacing_law(topo, u, v) is not None else 0
+
+
+def pacing_law(topo: Topology, u: str, v: str) -> tuple[str, float] | None:
+    """(the next hop, the floor of v's law toward it) when that law paces a queue at v that u's flows share
+    with another link's, from a floor below what those links can feed it; None otherwise.
+
+    Such a queue drains at the law's rate, not at what the path behind it drains (:func:`path_drain`): the
+    start-up brake cuts the law to the drain it measures, which behind a starved buffer is what the links
+    then feed, and the law climbs back at its gain, so for a while the queue drains only as fast as it is fed
+    (:func:`feeding_links`), and u's share of it falls when another link's flow starts. S1's buffer from S3,
+    2 packets (1 ms at 20 Mb/s), drained toward H8, whose receive buffer plays out at 50 Mb/s: S1's law
+    toward H8 held R_max until the brake cut it to 26 Mb/s at 0.6 s, as f4 started from S2 into that queue;
+    S3's share fell from 18.5 to 12 Mb/s and its buffer overflowed (6 lost at 0.687-0.702 s, seed 1),
+    unwarned while the playout counted as a drain faster than the feed
+    (tests/topo/random_cases/one-packet-buffer-paced-exit.yaml; without f4, or without H8's receive buffer
+    and so its law, nothing was lost). Alone in such a queue, u's packets are all the brake measures, and u's
+    law follows the law that paces them: a 1-packet buffer at S1 from S0 toward a receive buffer lost nothing.
+    A law whose floor is at least the feed never lets the queue build, nor one whose own buffer at the next hop
+    drains faster than v can send it (a switch's law starts at its R_max, and the brake cuts it only once that
+    buffer gains a packet): without that, ``make fuzz-topo`` seed 13 (300 draws, --alinea-only) warned five more
+    topologies, none of which lost a packet, S1's queue toward S2 there drained at 50 Mb/s behind a 20 Mb/s
+    link."""
+    feeders, onward, feed_bps = _queue_feed(topo, u, v)
+    if len(feeders) < 2:
+        return None
+    for nxt in sorted(n for n in onward if n is not None):
+        law = topo.law.get((v, nxt))
+        # the brake cuts the law only once its own buffer gains a packet: v must be able to send faster than
+        # nxt drains, or the law stays at what it starts from, its R_max, and the queue drains at that
+        if (law is not None and law.r_floor < feed_bps
+                and path_drain(topo, v, nxt) <= min(law.r_max, topo.link_between(v, nxt).rate_bps)):
+            return nxt, law.r_floor
+    return None
+
+
+def _paced_only(topo: Topology, u: str, v: str) -> tuple[str, float] | None:
+    """:func:`pacing_law` where it alone makes :func:`feeding_links` count the links (the path behind v drains
+    faster than they feed it), for the warning's words."""
+    _, _, feed_bps = _queue_feed(topo, u, v)
+    return pacing_law(topo, u, v) if path_drain(topo, u, v) > feed_bps else None
+
+
+def _queue_feed(topo: Topology, u: str, v: str) -> tuple[set[str], set[str | None], float]:
+    """(the links feeding v's queues of u's ALINEA flows, those queues' next hops (None: v receives), the
+    feeding links' rates summed)."""
     pairs = set()  # (the link's far end, where the packets go on from v; None: v receives them)
     paths = routed_paths(topo)
     for f in topo.flows:
@@ -298,8 +387,7 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
                 pairs.add((path[i - 1], path[i + 1] if i + 1 < len(path) else None))
     onward = {nxt for p, nxt in pairs if p == u}
     feeders = {p for p, nxt in pairs if nxt in onward} or {u}
-    feed_bps = sum(topo.link_between(p, v).rate_bps for p in feeders)
-    return len(feeders) if path_drain(topo, u, v) <= feed_bps else 0
+    return feeders, onward, sum(topo.link_between(p, v).rate_bps for p in feeders)
 
 
 def path_drain(topo: Topology, u: str, v: str) -> float:
@@ -377,7 +465,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
-                     shared_fifo=fifos.get(key))
+                     shared_fifo=fifos.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
 
 
