@@ -33,10 +33,14 @@ multicast group once at its tree's rate, their sum at most the law's R_max and t
 * the settled loop at T' is unstable;
 * v's buffer can hold a backlog: v forwards less of these flows than u may send (each at the slowest link
   after v, the laws' R_max there, the playout; a group at its slowest copy), so the law settles at O_max;
-* the stall one packet's rise stamps is more than u's buffers fed by a switch hold above their target
+* either the stall one packet's rise stamps is more than u's buffers fed by a switch hold above their target
   (a switch upstream keeps sending what its own queue has stamped): the cut, K_P/C below λ but no lower
   than the floor and the schedule bound's rate (``schedule_floor_pps``), stamped on the two packets the
-  agent expects before its next command, which leave that much later than at λ, while λ keeps arriving.
+  agent expects before its next command, which leave that much later than at λ, while λ keeps arriving;
+* or u holds a backlog toward v (its flows can bring u more than v forwards, ``supply_bps``): each rise of
+  the law then reaches v's buffer while each cut stops at the floor, and v's buffer creeps to full
+  (report-gap-own-buffer-line.yaml: 2 lost by 4 s, 33 by 20 s). A source-limited flow (the group of
+  report-gap-multicast.yaml) brings u no more than v forwards: a rise sends nothing more.
 
 An upper bound on λ, so the shortest gap the packets can keep: link-rate events, flows sharing a bottleneck
 and flows that start late only lengthen it. Judged on ``python -m tests.topo.fuzz_topo --count 300 --seed 22``:
@@ -76,20 +80,32 @@ class SparseReports:
     per_packet_bps: float  # K_P / C: the damping term's cut when the buffer gains one packet
     stall_s: float  # how much later than at λ the packets queued before the next command leave after that cut
     room_pkts: float  # the fewest packets one of u's switch-fed buffers holds above its target
+    supply_bps: float  # the most the flows can bring u (supply_bps); above what v forwards: u holds a backlog
+
+    @property
+    def stalls_upstream(self) -> bool:
+        """The cut on a one-packet rise stalls more packets than u's switch-fed buffers hold above target."""
+        return self.stall_s / self.gap_s > self.room_pkts  # packets arriving at one per gap meanwhile
 
     def warning(self) -> str:
         u, v = self.key
-        return (
+        head = (
             f"law {u}->{v}: the loop analysis expects loss or a loop that never settles: {v} reports on "
             f"arrivals, and {u}'s flows reach it at most at {self.arrivals_bps / 1e6:.3g} Mb/s, one packet "
             f"per {self.gap_s * 1e3:.3g} ms, longer than its report interval of {self.interval_s * 1e3:g} ms: "
             f"the law runs at that gap (loop delay {self.delay_gaps} gaps), where its settled loop is "
             f"unstable (root modulus {self.radius:.3f} >= 1): one packet more in {v}'s buffer cuts "
-            f"{self.per_packet_bps / 1e6:.3g} Mb/s, and on BMv2's queues {u} stamps the cut on the packets "
-            f"queued until its next report, which then leave about {self.stall_s * 1e3:.3g} ms late, while "
-            f"{u}'s buffers fed by a switch hold {self.room_pkts:.3g} packets above their target; a report "
-            f"interval of at least {self.gap_s * 1e3:.3g} ms (alinea.interval) derives gains for it"
+            f"{self.per_packet_bps / 1e6:.3g} Mb/s"
         )
+        if self.stalls_upstream:
+            why = (f", and on BMv2's queues {u} stamps the cut on the packets queued until its next report, which "
+                   f"then leave about {self.stall_s * 1e3:.3g} ms late, while {u}'s buffers fed by a switch hold "
+                   f"{self.room_pkts:.3g} packets above their target")
+        else:
+            why = (f", and {u}'s buffers hold a backlog toward {v} (its flows can bring {u} "
+                   f"{self.supply_bps / 1e6:.3g} Mb/s), so each rise of the law reaches {v}'s buffer while each cut "
+                   f"stops at the floor: {v}'s buffer swings about its target and creeps to full")
+        return f"{head}{why}; a report interval of at least {self.gap_s * 1e3:.3g} ms (alinea.interval) derives gains for it"
 
 
 def _hops(topo: Topology, f: Flow) -> list[DirectedLink]:
@@ -121,6 +137,26 @@ def arrivals_bps(topo: Topology, u: str, v: str, law_r_max: float) -> float:
             groups.add(f.group)
             total += tree_rate(topo, f.group)[0]
     return min(total, law_r_max, topo.link_between(u, v).rate_bps)
+
+
+def supply_bps(topo: Topology, u: str, v: str) -> float:
+    """The most the flows that cross u -> v can bring u, b/s: each unicast flow at the slowest link before u
+    and its R_max (a fixed flow: its rate), each group once at the slowest of its links before u. More than
+    v forwards of them, and u's buffers hold a backlog toward v: each rise of u's law reaches v's buffer."""
+    total = 0.0
+    groups: dict[str, float] = {}
+    for f in topo.flows:
+        hops = _hops(topo, f)
+        if (u, v) not in hops:
+            continue
+        rates = [topo.link_between(a, b).rate_bps for a, b in hops[: hops.index((u, v))]]
+        rates += [r for r in (f.r_max_bps, f.rate_bps) if r]
+        rate = min(rates) if rates else math.inf
+        if f.group is None:
+            total += rate
+        else:
+            groups[f.group] = min(groups.get(f.group, rate), rate)
+    return total + sum(groups.values())
 
 
 def forwards_bps(topo: Topology, u: str, v: str) -> float:
@@ -197,13 +233,15 @@ def sparse_reports(
         at_gap = dataclasses.replace(loop, interval_s=gap_s)
         d = delay_intervals(at_gap)
         radius = spectral_radius(at_gap.a, loop.law.w_min, loop.law.k_p, d)
+        if radius < 1.0:
+            continue
         stall_s = _stall_s(loop, rate, topo.link_between(u, v).rate_bps)
-        room = _room_pkts(topo, u, v)
-        if radius >= 1.0 and stall_s * rate / loop.packet_bits > room:
-            per_packet = loop.law.k_p / loop.buffer_pkts
-            out[(u, v)] = SparseReports(
-                (u, v), gap_s, rate, d, radius, loop.interval_s, per_packet, stall_s, room
-            )
+        found = SparseReports((u, v), gap_s, rate, d, radius, loop.interval_s, loop.law.k_p / loop.buffer_pkts,
+                              stall_s, _room_pkts(topo, u, v), supply_bps(topo, u, v))
+        # the cut stalls the buffers above, or u holds a backlog that each rise sends on (the cut stops at the
+        # floor, the rise does not: open-report-gap-own-buffer-line.yaml crept to full)
+        if found.stalls_upstream or found.supply_bps > forwards_bps(topo, u, v) * (1 + 1e-9):
+            out[(u, v)] = found
     return out
 
 

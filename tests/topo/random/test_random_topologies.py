@@ -377,17 +377,6 @@ OPEN_CASES = {
                                        "(topo/analysis/check.py, pacing_law), and 11 frames hold 2.2 above the target; the "
                                        "laws-together model does not play the brake's cut, so sees no fall. At 3, 4 and 8 "
                                        "packets it loses 7, 11 and 8 and is warned; at 32 and 64 it loses none",
-    "open-report-gap-own-buffer-line.yaml": "One 1448 B flow H1 -> S1 -> S2 -> H3, S2's exit 1 Mb/s. The loss is at S2's "
-                                            "30-packet buffer from S1 (not H3 - S2's 20 ms buffer, which carries no data). "
-                                            "S2 reports on arrivals, once per 11.6 ms packet gap, not at the derived 1.448 ms "
-                                            "interval, and k_p (36 Mb/s) over 30 packets is 1.2 Mb/s a packet, more than the "
-                                            "1 Mb/s drain. Over 1.5-20 s the 60 reports that found one packet fewer raised "
-                                            "S1's rate by 482 kb/s on average, the 71 that found one more cut it by 140 kb/s "
-                                            "(the cut is bounded below, the rise is not): the buffer creeps from 27 to 30 "
-                                            "packets and overflows from 3.23 s (2 lost by 4 s, 33 by 20 s). "
-                                            "topo/analysis/report_gap.py finds the loop at the gap unstable (root modulus "
-                                            "1.107) but warns only when the cut stalls a switch-fed buffer above S1, and S1's "
-                                            "is fed by a host; the laws-together model loses from 10.2 s, after the 4 s run",
 }
 
 

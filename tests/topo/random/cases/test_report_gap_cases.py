@@ -5,7 +5,7 @@ the judge reported when ``make fuzz-topo`` found it."""
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import judge, judge_case
 from topo.analysis.check import law_loops
 from topo.analysis.report_gap import sparse_reports
 from topo.file.schema import load_topology_text
@@ -120,3 +120,27 @@ def test_with_the_group_counted_once_in_r_max_the_law_is_not_warned() -> None:
     plain = text[: text.index("alinea:\n")]
     assert load_topology_text(plain, CASE).law[("S3", "S7")].r_max == 1e6
     assert _sparse(plain) == set()
+
+
+def test_a_law_at_its_packets_gap_over_a_backlog_is_warned_for_its_own_buffer() -> None:
+    """One 1448 B flow H1 -> S1 -> S2 -> H3, S2's exit 1 Mb/s (``make fuzz-topo`` seed 1). S2 reports on arrivals,
+    once per 11.6 ms, not at the derived 1.448 ms interval, where S1's settled loop is unstable (root modulus
+    1.107); k_p over S2's 30 packets is 1.2 Mb/s a packet, more than the 1 Mb/s drain. S1's buffer from H1 holds a
+    backlog, so each report that finds a packet fewer raises what S1 sends (482 kb/s on average over 1.5-20 s)
+    while each that finds one more cuts it no lower than the floor (140 kb/s): S2's buffer crept from 27 to 30
+    packets and overflowed from 3.23 s (2 lost by 4 s, 33 by 20 s), unwarned, since the rule looked only at a
+    stall of switch-fed buffers above S1, and S1's is fed by a host. Warned, for S2's own buffer."""
+    verdict = judge_case("report-gap-own-buffer-line.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law S1->S2") and "creeps to full" in w for w in verdict.warned), verdict.warned
+
+
+def test_a_source_limited_group_holds_no_backlog_at_u() -> None:
+    """report-gap-multicast's m0 comes at most at its 1 Mb/s R_max, all S7 forwards of it: S3 holds no backlog
+    toward S7, a rise of S3's law sends nothing more, and only the upstream stall makes it a warning (the roomy
+    and high-floor variants lose nothing over 20 s, seed 1)."""
+    from topo.analysis.report_gap import forwards_bps, supply_bps
+
+    text, _ = _case()
+    topo = load_topology_text(text, CASE)
+    assert supply_bps(topo, "S3", "S7") <= forwards_bps(topo, "S3", "S7")
