@@ -45,6 +45,23 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/backg
   "On BMv2's egress queues"). Steps 2 and 3 use Ô. The drain there is the newest drain for a
   report when that has clearly fallen (:func:`settled_base`): a capacity drop behind the buffer
   shows in its departures before its occupancy has gained a packet.
+* **Start-up brake.** During the ramp (O below O_max) a forecast's rate is at most the drain plus the room
+  left below O_max over the approach time (:class:`Brake`). Where every drain that cut reads is a lower bound
+  of what the buffer takes (its window holds a report that found it starved, and the newest report gap began
+  on one: ``Forecast.window_starved`` and the previous report), the cut is a guess, and it may leave the rate
+  below what the buffer takes, which the law's own step, ``W·(O − O(k))``, makes up only at W's pace: W is
+  derived for the buffer in bits, and a buffer of 69 frames of 200 B climbed 15 kb/s a report into a 10 Mb/s
+  playout, at half of it for a second, while the buffers behind the hop overflowed
+  (tests/topo/random_cases/brake-starved-playout-small-gain.yaml). So the law keeps the rate such a cut
+  came from (``braked_from``), and at each report that finds the buffer starved again (it drains all that
+  reaches it: the rate is below what it takes) the rate goes back toward it as far as the brake's cap allows
+  on what the buffer is known to take, the drain it read up to the rate set, plus the room over the approach
+  time: one approach step a report, from the rate it has. No new constant: the cap is the brake's own, and
+  the buffer fills at most as the brake lets it. Not on the drain alone: a starved buffer's drain over a
+  report gap is what this hop sent in it, bunched: read at 14 Mb/s by a law set to 5 Mb/s, it took the law
+  to its R_max in one report (burst-brake-merge.yaml, seed 7). Not from a cut on a gap that began on a buffer
+  holding packets: that gap's drain measures it.
+  The rate to go back to is forgotten once reached, on an overflow, when the ramp ends and on a restart.
 
 The object is a pure state machine: reports and the time in, the rate out.
 """
@@ -211,6 +228,8 @@ class AlineaLaw:
         self.last_packet = 0.0  # the previous report's ``packet`` (0: none), to rescale last_occupancy
         self.reports = 0
         self.stale = False
+        # the ramp's rate a start-up brake cut on lower bounds of the drain came from (0: none; module docstring)
+        self.braked_from = 0.0
         self.last_report_ns: int | None = None
         self.interval_ns = 0
         self._silent = 0
@@ -251,10 +270,22 @@ class AlineaLaw:
                 rate = settled_base(forecast, self.rate) + step - p.k_p * change
             else:
                 rate = self.rate + step
-                if forecast.approach_bps and occ > packet:  # the ramp: approach O_max, don't overrun it
+                if forecast.approach_bps:  # the ramp: approach O_max, don't overrun it
                     drain = forecast.drain_bps  # max(drain, gap_bps), written out (every report of the ramp)
                     drain = forecast.gap_bps if forecast.gap_bps > drain else drain
-                    rate = min(rate, Brake(drain, forecast.approach_bps).cap(p.o_max, occ, packet))
+                    if occ > packet:
+                        cap = Brake(drain, forecast.approach_bps).cap(p.o_max, occ, packet)
+                        if rate > cap:
+                            if forecast.window_starved and rate > self.braked_from and self._was_starved(packet):
+                                self.braked_from = self._clamp(rate)  # a cut on lower bounds of the drain alone
+                            rate = cap
+                    elif self.braked_from > rate:  # starved again after such a cut: back at the brake's pace
+                        taken = drain if drain < self.rate else self.rate  # known taken at the rate set
+                        back = Brake(taken, forecast.approach_bps).cap(p.o_max, occ, packet)
+                        back = back if back < self.braked_from else self.braked_from
+                        rate = back if back > rate else rate
+        if damp or overflow or rate >= self.braked_from:
+            self.braked_from = 0.0
         if overflow:
             cut = self.rate * OVERFLOW_CUT
             if forecast is not None:
@@ -273,6 +304,12 @@ class AlineaLaw:
         self.last_occupancy, self.last_packet = measured, packet
         self.reports += 1
         return self.rate
+
+    def _was_starved(self, packet: float) -> bool:
+        """The previous report found the buffer starved (no more than one packet; none yet counts as starved):
+        the newest report gap's drain then began on an empty buffer, a lower bound like the window's."""
+        last = self.last_occupancy  # a whole number of packets, as a fraction (rescaled: up to rounding)
+        return last is None or (round(last / packet) <= 1 if packet > 0.0 else last <= 0.0)
 
     def hold_at_least(self, rate: float) -> None:
         """Raise the rate to ``rate`` if it is below (within [floor, R_max])."""
@@ -302,6 +339,7 @@ class AlineaLaw:
         """Start the adaptation again (O = O_min, W = W_max), keeping the current rate."""
         self.o, self.w = self.params.o_min, self.params.w_max
         self.last_occupancy = None
+        self.braked_from = 0.0
         self.stale = False
 
     # ---- parameters ----------------------------------------------------------------------------

@@ -30,3 +30,21 @@ def test_a_burst_into_a_buffer_starved_within_the_drain_window_loses_nothing(nam
     verdict = judge_case(name)
     assert verdict.problems == []
     assert verdict.lost == 0
+
+
+#: brake-starved-playout-small-gain.yaml (make fuzz-topo seed 13, --alinea-only): H2 (two 200 B flows) and H1 (576 B)
+#: send through S1 to H3, whose 69-packet receive buffer plays out at 10 Mb/s. S1's agent, at R_max (200 Mb/s), read 2
+#: packets in H3's buffer after reports that found it starved, and its brake cut to the drain over that report gap
+#: (the sources' ramp, 3.8 Mb/s) plus the room: 4.55 Mb/s, a lower bound of what the buffer takes, not a measure of it.
+#: The law then climbed at its own step, W = 24 kb/s per unit of occupancy (the buffer is 110 kbit): 15 kb/s a report,
+#: 5.2 Mb/s at 1.5 s, H3 playing out half its 10 Mb/s at 1-2 packets while S1's buffers from H1 and H2 filled and
+#: overflowed: 163 lost. brake-starved-playout-small-buffers.yaml (fail-2 of that draw: 20-packet buffers on H2's
+#: and H3's links) lost 519 at S1's buffer from H2. Now a cut made on lower bounds alone is undone, at the reports that
+#: find the buffer starved again, at the brake's pace (controlplane/alinea.py, ``AlineaLaw.braked_from``): S1 -> H3
+#: carries 6.6, 7.2, 7.9, 8.7, 9.3 Mb/s over the 0.2 s from 0.6 s on (4.7-5.1 before), as fast as the hosts' laws
+#: behind S1 raise what it has to send, and neither file loses a packet.
+@pytest.mark.parametrize("name", ["brake-starved-playout-small-gain.yaml", "brake-starved-playout-small-buffers.yaml"])
+def test_a_brake_cut_on_a_starved_playout_buffer_climbs_back_and_loses_nothing(name: str) -> None:
+    verdict = judge_case(name)
+    assert verdict.problems == []
+    assert verdict.lost == 0
