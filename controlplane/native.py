@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 
-#: the modules compiled, in this package: a report's path from its decoding to the rate it sets
-MODULES = ("params", "report", "forecast", "alinea", "frame_size", "agent", "switch_agent")
+#: the modules compiled, in this package: a report's path from its decoding to the rate it sets, and the loop
+#: analysis's fluid model of it (fluid_laws: its controllers, asked most of the analysis's cost)
+MODULES = ("params", "report", "forecast", "alinea", "frame_size", "agent", "switch_agent", "fluid_laws")
 #: set to 1 to run the control path interpreted (profiling it by function, the differential test)
 ENV = "HBH_INTERPRETED"
 PACKAGE_DIR = Path(__file__).resolve().parent

@@ -2,94 +2,13 @@
 
 Why: what keeps a line of hops lossless is not the law alone but what a switch agent wraps it
 in on BMv2's queues (the forecast past its own queue, the measured drain, the schedule's bound)
-and the start-up brake of an ALINEA host. A fluid check with the bare law overflows lines the
-simulator holds; so the check drives the same pieces the agents and hosts use:
-:class:`~controlplane.forecast.QueueForecast` (its ``law_forecast``, ``hold_pps`` and ``brake``, the
-one composition :class:`controlplane.agent.SwitchAgentCore` and :class:`hosts.sender.AlineaHostSender`
-call too) and :func:`~controlplane.agent.rate_to_pps`.
-
-The model's fluid is in one unit on every link (topo/analysis/fluid_network.py); a controller built with a
-``ratio`` (units per packet of its flows, 1 with one frame size) reads its buffer's occupancy and capacity,
-and its queue's counters, in packets, and a switch's answers its queue rate back in units.
+and the start-up brake of an ALINEA host; the model drives the same pieces the agents and hosts use.
+The controllers live in :mod:`controlplane.fluid_laws`, compiled with the control path (the model asks
+them most of its cost, issue 46); this module names them where the analysis looks for them.
 """
 
 from __future__ import annotations
 
-from controlplane.agent import class_r_max, queue_busy, rate_to_pps
-from controlplane.alinea import AlineaLaw
-from controlplane.forecast import QueueForecast
-from controlplane.params import LawParams
+from controlplane.fluid_laws import HostControl, LawBatch, SwitchControl
 
-__all__ = ["HostControl", "SwitchControl"]
-
-
-class HostControl:
-    """An ALINEA host's law: its rate is its pacer's, its drain forecast feeds the brake."""
-
-    def __init__(self, law: LawParams, packet_bytes: int, ratio: float = 1.0) -> None:
-        self.law = AlineaLaw(law)
-        self.bits = 8 * packet_bytes
-        self.ratio = ratio  # the model's units of fluid per packet (topo/analysis/fluid_network.py)
-        self._drain = QueueForecast()
-
-    @property
-    def rate_bps(self) -> float:
-        return self.law.rate
-
-    def on_report(self, now_ns: int, occupancy: int, capacity: int, overflow: bool, interval_ns: int,
-                  sent: int) -> float:
-        d = self._drain
-        if self.ratio != 1.0:  # the model's units, in packets
-            occupancy, capacity, sent = round(occupancy / self.ratio), round(capacity / self.ratio), round(sent / self.ratio)
-        d.update(now_ns, occupancy, sent, sent, 0)
-        return self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
-                                  brake=d.brake(capacity, self.bits))
-
-
-class SwitchControl:
-    """A switch agent's law for one egress port: on BMv2's queues with its forecast and bound."""
-
-    def __init__(self, law: LawParams, packet_bytes: int, fixed_departures: bool, ratio: float = 1.0) -> None:
-        self.law = AlineaLaw(law, law.r_max if fixed_departures else None)
-        self.ratio = ratio  # the model's units of fluid per packet (topo/analysis/fluid_network.py)
-        self.packet_bytes = packet_bytes
-        self.bits = 8 * packet_bytes
-        self.forecast = QueueForecast() if fixed_departures else None
-        self.pps = 0
-        self._r_max_pps = self.law.params.r_max / self.bits  # the R_max the switch holds, packets/s
-        self.params = law
-        # per-destination classes: the laws of the port's other classes (their queues above or below this
-        # one's on the port's link), whose set rates cut this one's R_max (``_fair_share``)
-        self.siblings: list[SwitchControl] = []
-
-    @property
-    def rate_bps(self) -> float:
-        return self.law.rate
-
-    def on_report(self, now_ns: int, sampled_ns: int, occupancy: int, capacity: int, overflow: bool,
-                  interval_ns: int, fwd: int, deq: int, drained: int) -> int:
-        """The queue rate (packets/s) after one report."""
-        law, f = self.law, self.forecast  # (every report of the model comes here: locals, not attributes)
-        ratio = self.ratio
-        if ratio != 1.0:  # the model's units, in packets; the answer back in units
-            occupancy, capacity = round(occupancy / ratio), round(capacity / ratio)
-            fwd, deq, drained = round(fwd / ratio), round(deq / ratio), round(drained / ratio)
-        if f is None:
-            law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, None)
-        else:
-            pkts = f.update(sampled_ns, occupancy, fwd, deq, self.pps, now_ns, drained, sampled_ns)
-            if self.siblings:
-                law.set_params(self._fair_share(f))
-            law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
-                          f.law_forecast(pkts, capacity, self.bits))
-            law.hold_at_least(self.bits * f.hold_pps(self._r_max_pps))  # at the R_max the switch holds, as the agent's
-        pps = self.pps = rate_to_pps(law.rate, self.packet_bytes)
-        return pps if ratio == 1.0 else pps * ratio  # type: ignore[return-value]
-
-    def _fair_share(self, f: QueueForecast) -> LawParams:
-        """The R_max a switch agent gives this class's law (controlplane/agent.py, ``class_r_max``), the
-        port's other classes busy as their forecasts last read."""
-        busy = [o.law.rate for o in self.siblings if queue_busy(o.forecast)]
-        if not busy:
-            return self.params
-        return class_r_max(self.params, busy, self.bits * (f.floor_pps(self._r_max_pps) or 0.0))
+__all__ = ["HostControl", "SwitchControl", "LawBatch"]

@@ -60,9 +60,9 @@ The plant's steps run in the compiled engine (``hbh_engine.FluidPlant``, engine/
 loop analysis runs before every ``hbh run``, and issue 46 bounds its cost at a tenth of the run or
 2 s); this module builds it. Between its steps the engine (engine/src/analysis/fluid_loop.rs) samples the
 buffers' reports, carries them to their laws and checks whether the model has settled; each law's
-controller here answers its reports, in Python, as the agents' and hosts' controllers answer theirs
-(the engine calls its ``on_report``: what surrounded the answers in Python cost more than the
-answers). Twin laws (of one kind and parameters, that have had the same reports: a fabric's or a
+controller (controlplane/fluid_laws.py, compiled with the control path) answers its reports as the agents'
+and hosts' controllers answer theirs, a step's reports in one call from the engine (``LawBatch.answer``:
+what surrounded the answers in Python, then a call into each answer, cost more than the answers). Twin laws (of one kind and parameters, that have had the same reports: a fabric's or a
 tree's symmetric ports) answer a report they share once, which changes none of the model's numbers
 (the laws' answers are most of its cost). ``smallest_scale``'s runs stop at their first loss of
 ``LOSS_PKTS``: that answers what they ask.
@@ -75,7 +75,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from runtime.fluid import FluidPlant
-from topo.analysis.fluid_control import HostControl, SwitchControl
+from topo.analysis.fluid_control import HostControl, LawBatch, SwitchControl
 from topo.net.model import Topology
 from topo.net.plan import expected_shares, flow_frame_bytes, host_classes
 from topo.net.routes import routed_paths
@@ -413,8 +413,9 @@ class _Network:
     def run(self) -> list[NetworkPeak]:
         """The plant (hbh_engine.FluidPlant, engine/src/analysis/fluid.rs) steps the fluid: each step the links
         deliver, the queues serve, the senders send; between its steps the buffers report, the laws
-        here answer, and the model checks whether it has settled (engine/src/analysis/fluid_loop.rs: it calls
-        each law's controller, ``SwitchControl.on_report`` or ``HostControl.on_report``, in Python)."""
+        here answer, and the model checks whether it has settled (engine/src/analysis/fluid_loop.rs: it hands a
+        step's reports to ``LawBatch.answer``, which calls each law's controller, ``SwitchControl.on_report``
+        or ``HostControl.on_report``)."""
         window = self._window_steps()
         last_event = max([at for at, _, _ in self.events] + [t for span in self.active for t in span
                                                               if t != float("inf")], default=0.0)
@@ -477,7 +478,7 @@ class _Network:
             if control is not None:
                 plant.set_sender_rate(i, control.rate_bps)
             self._sender_index[key] = i
-        # per law (in the order of ``controls``): its controller, whether a host's, its sender's or
+        # per law (in the order of ``controls``, as ``LawBatch`` holds them): whether a host's, its sender's or
         # queue's index, its buffer's capacity and interval (ns), its twin class; per buffer that
         # reports: its plant index, interval and delay (steps), its law's place
         place = {key: i for i, key in enumerate(self.controls)}
@@ -499,10 +500,11 @@ class _Network:
             host = isinstance(control, HostControl)
             target = self._sender_index[(u, v)] if host else self.egress[law_key].index
             i = place[law_key]
-            laws[i] = (control, host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), twin[i])
+            laws[i] = (host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), twin[i])
             reporting.append((buf.index, buf.interval_steps, buf.report_steps, i))
-        plant.set_loop(laws, reporting, [c.rate_bps for c in self.controls.values()], self.sample_steps, window,
-                       last_event, PACKET_TOLERANCE, self.stop_at_loss)
+        plant.set_loop(LawBatch(list(self.controls.values())).answer, laws, reporting,
+                       [c.rate_bps for c in self.controls.values()], self.sample_steps, window, last_event,
+                       PACKET_TOLERANCE, self.stop_at_loss)
         self.plant = plant
         self._rate_unit()
         return plant

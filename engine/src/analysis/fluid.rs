@@ -58,6 +58,9 @@ struct Queue {
     below: bool,
     slots: Vec<Slot>,
     chunks: VecDeque<Chunk>,
+    /// The amounts of chunks that have left, kept for the next chunks (a chunk a step per leg: an
+    /// allocation each was a fifth of the plant's steps)
+    spare: Vec<Vec<f64>>,
     stamp: f64,
     fwd: f64,
     deq: f64,
@@ -321,7 +324,9 @@ impl FluidPlant {
                     }
                 }
                 if share >= 1.0 - 1e-12 {
-                    q.chunks.pop_front();
+                    if let Some(gone) = q.chunks.pop_front() {
+                        q.spare.push(gone.amounts);
+                    }
                 } else if fixed && out < total && budget > 1e-15 {
                     break; // held by its stamps, not by the link
                 }
@@ -404,7 +409,14 @@ fn enqueue(q: &mut Queue, slot: usize, take: f64, now: f64, fixed: bool) {
             return;
         }
     }
-    let mut amounts = vec![0.0; q.slots.len()];
+    let mut amounts = match q.spare.pop() {
+        Some(mut spare) => {
+            spare.clear();
+            spare.resize(q.slots.len(), 0.0);
+            spare
+        }
+        None => vec![0.0; q.slots.len()],
+    };
     amounts[slot] = take;
     q.chunks.push_back(Chunk {
         amounts,
@@ -488,6 +500,7 @@ impl FluidPlant {
             below,
             slots: Vec::new(),
             chunks: VecDeque::new(),
+            spare: Vec::new(),
             stamp: 0.0,
             fwd: 0.0,
             deq: 0.0,
@@ -626,16 +639,17 @@ impl FluidPlant {
         self.between = None;
     }
 
-    /// The loop between the steps (fluid_loop.rs): per law (its controller, host?, its sender's
-    /// or queue's index, its buffer's capacity, interval ns, twin class), per buffer that reports
-    /// (its index, interval and delay in steps, its law's place), the laws' rates, the envelope's
-    /// sampling and window steps, the last timed event (s), the buffers' unit in the envelope,
-    /// and whether a loss of `stop_loss` stops the run.
+    /// The loop between the steps (fluid_loop.rs): the laws' `answer` (controlplane/fluid_laws.py's
+    /// `LawBatch.answer`: a step's calls, ten integers each, to a rate and a value each), per law
+    /// (host?, its sender's or queue's index, its buffer's capacity, interval ns, twin class), per
+    /// buffer that reports (its index, interval and delay in steps, its law's place), the laws'
+    /// rates, the envelope's sampling and window steps, the last timed event (s), the buffers' unit
+    /// in the envelope, and whether a loss of `stop_loss` stops the run.
     #[allow(clippy::too_many_arguments)]
-    #[pyo3(signature = (laws, reporting, rates, sample, window, last_event, tolerance, stop_at_loss))]
+    #[pyo3(signature = (answer, laws, reporting, rates, sample, window, last_event, tolerance, stop_at_loss))]
     fn set_loop(
         &mut self,
-        py: Python<'_>,
+        answer: Py<PyAny>,
         laws: Vec<LawSpec>,
         reporting: Vec<ReporterSpec>,
         rates: Vec<f64>,
@@ -645,7 +659,7 @@ impl FluidPlant {
         tolerance: f64,
         stop_at_loss: bool,
     ) -> PyResult<()> {
-        for &(_, host, target, ..) in &laws {
+        for &(host, target, ..) in &laws {
             let len = if host {
                 self.senders.len()
             } else {
@@ -657,7 +671,7 @@ impl FluidPlant {
             check(buffer, self.buffers.len(), "buffer")?;
         }
         self.between = Some(Loop::new(
-            py,
+            answer,
             laws,
             reporting,
             rates,
@@ -668,6 +682,11 @@ impl FluidPlant {
             stop_at_loss,
         )?);
         Ok(())
+    }
+
+    /// Answers the laws have computed so far (one per report but those a twin's answer served).
+    fn answers(&self) -> usize {
+        self.between.as_ref().map_or(0, Loop::answers)
     }
 
     /// What each law's rate is divided by in the envelope's state, in the laws' order.

@@ -1,22 +1,25 @@
 //! The loop of topo/analysis/fluid_network.py's laws-together model between the plant's steps:
-//! the buffers sample their reports, the reports travel, the laws answer them (a call into the
-//! Python controller of each, topo/analysis/fluid_control.py), and the model checks whether it
-//! has settled.
+//! the buffers sample their reports, the reports travel, the laws answer them (one call a step
+//! into the controllers, controlplane/fluid_laws.py's `LawBatch.answer`, with every report that
+//! arrives in it), and the model checks whether it has settled.
 //!
 //! Why compiled: the laws answer about a million reports in the bench's big cases (every step
 //! samples one), and in Python what surrounds each answer (sampling, rounding, queueing, the twin
 //! classes, the envelope) cost more than the answers themselves: issue 46 bounds the analysis
 //! at a tenth of the run or 2 s. The laws stay where they are, in Python (controlplane/, the
-//! agents' code): this only calls them. It knows the plant through `Plant` alone (fluid.rs
+//! agents' code): this only calls them. One call a step, not one a report: the 12 x 4 head-of-line
+//! fabric's 60 s model asks 433,330 answers, each a call with its own tuple of arguments and a read
+//! of the law's rate back. It knows the plant through `Plant` alone (fluid.rs
 //! implements it). The rules are fluid_network.py's, as its `_report` and `_Envelope` applied
 //! them before they moved here: the same reports in the same order, Python's `round`, every
-//! comparison as Python's, so the model's numbers are the same to the bit.
+//! comparison as Python's, so the model's numbers are the same to the bit. A step's answers are
+//! computed in the order its reports arrive and applied after the last (a rate set in a step
+//! changes none of the counters another report of that step reads: the plant moves only in `advance`).
 
 use pyo3::exceptions::PyValueError;
-use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
 use pyo3::{PyTraverseError, PyVisit};
-use std::collections::HashMap;
 
 /// What the loop asks of the plant.
 pub trait Plant {
@@ -45,13 +48,14 @@ fn py_round(x: f64) -> PyResult<i64> {
 }
 
 struct Law {
-    on_report: Py<PyAny>, // the controller's on_report, bound
-    law: Py<PyAny>,       // its AlineaLaw (the rate after each answer)
-    host: bool,           // a host's (sets its sender's rate) or a switch's (its queue's)
-    target: usize,        // the sender's or the queue's index in the plant
+    host: bool,    // a host's (sets its sender's rate) or a switch's (its queue's)
+    target: usize, // the sender's or the queue's index in the plant
     capacity: i64,
     interval_ns: i64,
 }
+
+/// Integers per call in the batch (controlplane/fluid_laws.py `CALL_INTS`): the law's place, then `Said`.
+const CALL_INTS: usize = 10;
 
 struct Reporter {
     buffer: usize,
@@ -75,28 +79,32 @@ struct Report {
 }
 
 /// A report a twin class answered this step: (class, report) -> the class it moves to, the
-/// rate and value, the law that computed it and how many took it.
+/// batch's answer that holds its rate and value, the law that computed it and how many took it.
 struct Known {
     class: usize,
     said: Said,
     moved: usize,
-    rate: f64,
-    value: f64,
+    answer: usize,
     law: usize,
     count: usize,
 }
 
 pub struct Loop {
+    answer: Py<PyAny>, // LawBatch.answer, bound: a step's calls -> (rate, value) per call
     laws: Vec<Law>,
     reporting: Vec<Reporter>,
-    every: usize,                     // the gcd of the intervals (0: no buffer reports)
-    rates: Vec<f64>,                  // each law's rate (b/s)
-    units: Vec<f64>,                  // ... divided by this in the envelope's state
-    twin: Vec<usize>,                 // each law's twin class
-    twins: usize,                     // classes so far
-    solo: Vec<bool>,                  // alone in its class: answers its reports at once
-    pending: Vec<Vec<Said>>,          // reports its twins answered for it
-    due: HashMap<usize, Vec<Report>>, // reports on their way, by the step they arrive in, in the order sampled
+    every: usize,              // the gcd of the intervals (0: no buffer reports)
+    rates: Vec<f64>,           // each law's rate (b/s)
+    units: Vec<f64>,           // ... divided by this in the envelope's state
+    twin: Vec<usize>,          // each law's twin class
+    twins: usize,              // classes so far
+    solo: Vec<bool>,           // alone in its class: answers its reports at once
+    pending: Vec<Vec<Said>>,   // reports its twins answered for it
+    due: Vec<Vec<Report>>, // reports on their way, in the order sampled: step k's at k % len (longer than any delay)
+    calls: Vec<i64>,       // this step's calls, CALL_INTS integers each
+    plan: Vec<(usize, usize)>, // this step's reports in order: (law, the answer that is its)
+    known: Vec<Known>,     // this step's answers shared by twins
+    answers: usize,        // answers the laws computed (calls), the run so far
     sample: usize,
     window: usize,
     last_event: f64,
@@ -111,15 +119,15 @@ pub struct Loop {
     state: Vec<f64>,
 }
 
-/// A law as fluid_network.py hands it: (its controller, host?, target, capacity, interval ns, twin class).
-pub type LawSpec = (Py<PyAny>, bool, usize, i64, i64, usize);
+/// A law as fluid_network.py hands it: (host?, target, capacity, interval ns, twin class).
+pub type LawSpec = (bool, usize, i64, i64, usize);
 /// A buffer that reports: (plant index, interval steps, delay steps, its law's place).
 pub type ReporterSpec = (usize, usize, usize, usize);
 
 impl Loop {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        py: Python<'_>,
+        answer: Py<PyAny>,
         laws: Vec<LawSpec>,
         reporting: Vec<ReporterSpec>,
         rates: Vec<f64>,
@@ -134,11 +142,8 @@ impl Loop {
         }
         let mut out = Vec::with_capacity(laws.len());
         let mut twin = Vec::with_capacity(laws.len());
-        for (control, host, target, capacity, interval_ns, class) in laws {
-            let c = control.bind(py);
+        for (host, target, capacity, interval_ns, class) in laws {
             out.push(Law {
-                on_report: c.getattr(intern!(py, "on_report"))?.unbind(),
-                law: c.getattr(intern!(py, "law"))?.unbind(),
                 host,
                 target,
                 capacity,
@@ -148,6 +153,7 @@ impl Loop {
         }
         let mut reporters = Vec::with_capacity(reporting.len());
         let mut every = 0;
+        let mut longest = 0;
         for (buffer, interval, delay, law) in reporting {
             if law >= out.len() || interval == 0 {
                 return Err(PyValueError::new_err(format!(
@@ -155,6 +161,7 @@ impl Loop {
                 )));
             }
             every = gcd(every, interval);
+            longest = longest.max(delay);
             reporters.push(Reporter {
                 buffer,
                 interval,
@@ -169,6 +176,7 @@ impl Loop {
             .collect();
         let n = out.len();
         Ok(Loop {
+            answer,
             laws: out,
             reporting: reporters,
             every,
@@ -178,7 +186,11 @@ impl Loop {
             twins,
             solo,
             pending: (0..n).map(|_| Vec::new()).collect(),
-            due: HashMap::new(),
+            due: (0..=longest).map(|_| Vec::new()).collect(),
+            calls: Vec::new(),
+            plan: Vec::new(),
+            known: Vec::new(),
+            answers: 0,
             sample: sample.max(1),
             window: window.max(1),
             last_event,
@@ -195,11 +207,12 @@ impl Loop {
 
     /// The Python objects it holds (the plant's `__traverse__`).
     pub fn visit(&self, visit: &PyVisit<'_>) -> Result<(), PyTraverseError> {
-        for law in &self.laws {
-            visit.call(&law.on_report)?;
-            visit.call(&law.law)?;
-        }
-        Ok(())
+        visit.call(&self.answer)
+    }
+
+    /// Answers the laws computed so far (a twin's shared answer is computed once).
+    pub fn answers(&self) -> usize {
+        self.answers
     }
 
     pub fn set_units(&mut self, units: Vec<f64>) -> PyResult<()> {
@@ -242,30 +255,14 @@ impl Loop {
         Ok((until, 0))
     }
 
-    fn call(&self, py: Python<'_>, i: usize, said: &Said) -> PyResult<PyObject> {
-        let law = &self.laws[i];
-        let s = &said.0;
-        if law.host {
-            law.on_report
-                .call1(py, (s[0], s[1], s[2], s[3] != 0, s[4], s[5]))
-        } else {
-            law.on_report.call1(
-                py,
-                (s[0], s[1], s[2], s[3], s[4] != 0, s[5], s[6], s[7], s[8]),
-            )
-        }
-    }
-
-    fn rate(&self, py: Python<'_>, i: usize) -> PyResult<f64> {
-        self.laws[i]
-            .law
-            .bind(py)
-            .getattr(intern!(py, "rate"))?
-            .extract()
+    fn push_call(&mut self, i: usize, said: &Said) -> usize {
+        self.calls.push(i as i64);
+        self.calls.extend_from_slice(&said.0);
+        self.calls.len() / CALL_INTS - 1
     }
 
     /// Step `k`'s reports: the buffers whose interval ends sample theirs, the laws whose reports
-    /// arrive answer them (in the order sampled). Twin laws (one class: the same kind,
+    /// arrive answer them (in the order sampled, in one call). Twin laws (one class: the same kind,
     /// parameters and reports so far) that get the same report answer it once: the first
     /// computes, the others take its answer and keep the report, to answer it should a report
     /// of theirs ever differ from their class's (fluid_network.py's docstring).
@@ -277,6 +274,7 @@ impl Loop {
         dt: f64,
     ) -> PyResult<()> {
         let now_ns = (k as f64 * dt * 1e9) as i64;
+        let ring = self.due.len();
         if self.every > 0 && k % self.every == 0 {
             for r in &self.reporting {
                 if k % r.interval != 0 {
@@ -290,14 +288,18 @@ impl Loop {
                     drained: py_round(drained)?,
                     sampled_ns: now_ns,
                 };
-                self.due.entry(k + r.delay).or_default().push(report);
+                self.due[(k + r.delay) % ring].push(report);
             }
         }
-        let Some(arrived) = self.due.remove(&k) else {
+        let mut arrived = std::mem::take(&mut self.due[k % ring]);
+        if arrived.is_empty() {
+            self.due[k % ring] = arrived;
             return Ok(());
-        };
-        let mut answered: Vec<Known> = Vec::new();
-        for rep in arrived {
+        }
+        self.calls.clear();
+        self.plan.clear();
+        self.known.clear();
+        for rep in arrived.drain(..) {
             let i = rep.law;
             let (host, target) = (self.laws[i].host, self.laws[i].target);
             let (capacity, interval_ns) = (self.laws[i].capacity, self.laws[i].interval_ns);
@@ -329,57 +331,65 @@ impl Loop {
                     rep.drained,
                 ])
             };
-            let (rate, value);
             if self.solo[i] {
-                let out = self.call(py, i, &said)?;
-                rate = self.rate(py, i)?;
-                value = if host { rate } else { out.extract::<f64>(py)? };
-            } else {
-                let class = self.twin[i];
-                match answered
-                    .iter_mut()
-                    .find(|a| a.class == class && a.said == said)
-                {
-                    None => {
-                        if !self.pending[i].is_empty() {
-                            // it leaves its class: the reports its twins answered for it, first
-                            let late = std::mem::take(&mut self.pending[i]);
-                            for old in &late {
-                                self.call(py, i, old)?;
-                            }
-                        }
-                        let out = self.call(py, i, &said)?;
-                        rate = self.rate(py, i)?;
-                        value = if host { rate } else { out.extract::<f64>(py)? };
-                        answered.push(Known {
-                            class,
-                            said,
-                            moved: self.twins,
-                            rate,
-                            value,
-                            law: i,
-                            count: 1,
-                        });
-                        self.twin[i] = self.twins;
-                        self.twins += 1;
+                let a = self.push_call(i, &said);
+                self.plan.push((i, a));
+                continue;
+            }
+            let class = self.twin[i];
+            match self
+                .known
+                .iter_mut()
+                .find(|a| a.class == class && a.said == said)
+            {
+                None => {
+                    // it leaves its class: the reports its twins answered for it, first
+                    for old in std::mem::take(&mut self.pending[i]) {
+                        self.push_call(i, &old);
                     }
-                    Some(known) => {
-                        self.pending[i].push(said);
-                        self.twin[i] = known.moved;
-                        rate = known.rate;
-                        value = known.value;
-                        known.count += 1;
-                    }
+                    let a = self.push_call(i, &said);
+                    self.plan.push((i, a));
+                    self.known.push(Known {
+                        class,
+                        said,
+                        moved: self.twins,
+                        answer: a,
+                        law: i,
+                        count: 1,
+                    });
+                    self.twin[i] = self.twins;
+                    self.twins += 1;
+                }
+                Some(known) => {
+                    self.plan.push((i, known.answer));
+                    self.twin[i] = known.moved;
+                    known.count += 1;
+                    self.pending[i].push(said);
                 }
             }
+        }
+        self.due[k % ring] = arrived;
+        let calls = PyList::new(py, &self.calls)?;
+        let answers: Vec<f64> = self.answer.bind(py).call1((calls,))?.extract()?;
+        let asked = self.calls.len() / CALL_INTS;
+        if answers.len() != 2 * asked {
+            return Err(PyValueError::new_err(format!(
+                "the laws gave {} numbers for {asked} reports (two each)",
+                answers.len()
+            )));
+        }
+        self.answers += asked;
+        for &(i, a) in &self.plan {
+            let (rate, value) = (answers[2 * a], answers[2 * a + 1]);
             self.rates[i] = rate;
-            if host {
+            let target = self.laws[i].target;
+            if self.laws[i].host {
                 plant.put_sender_rate(target, value);
             } else {
                 plant.put_queue_rate(target, value);
             }
         }
-        for known in &answered {
+        for known in &self.known {
             if known.count == 1 {
                 // a class of one stays one: its law answers its own reports from now on
                 self.solo[known.law] = true;
