@@ -124,7 +124,16 @@ def drain_noise(rates: list[float]) -> float:
     differences). A trend moves successive readings little; noise moves them as much as ever."""
     if len(rates) < 2:
         return 0.0
-    return math.sqrt(sum((a - b) ** 2 for a, b in zip(rates, rates[1:])) / (2 * (len(rates) - 1)))
+    # sum((a - b) ** 2 for a, b in zip(rates, rates[1:])) written out: the same squares added in the same
+    # order from 0.0 (Python 3.11's sum of floats), without a generator and a copy of the list per call
+    # (a candidate fall of the loop analysis's fluid model asks it over a window of ~150 stretches)
+    total = 0.0
+    before = rates[0]
+    for i in range(1, len(rates)):
+        now = rates[i]
+        total += (before - now) ** 2
+        before = now
+    return math.sqrt(total / (2 * (len(rates) - 1)))
 
 
 def schedule_floor_pps(queued: int, link_pps: float, horizon_s: float = 0.0, arrivals: float = 1.0,
@@ -359,7 +368,7 @@ class QueueForecast:
         if not short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps):
             self._falling = False
             return
-        spread = 0.0 if was_falling else drain_noise([r for r, _ in self._chunk_rates(end)[1:]])
+        spread = 0.0 if was_falling else drain_noise(self._earlier_rates(end))
         self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
                                                      DRAIN_SHIFT_SIGMAS * spread)
         if not self._falling:
@@ -407,6 +416,25 @@ class QueueForecast:
             end, rate = step
             out.append((rate, self._hist[end][0]))
         return out
+
+    def _earlier_rates(self, end: int) -> list[float]:
+        """``[r for r, _ in self._chunk_rates(end)[1:]]``: the drains of the window's stretches before the
+        newest one, newest first, walked without the list of pairs (``_older``'s steps written out)."""
+        stretches, popped, first = self._stretches, self._popped, self._first
+        out: list[float] = []
+        newest = True
+        while True:
+            stretch = stretches[end]
+            if stretch is None:
+                stretch = stretches[end] = self._stretch(end)
+            start = stretch[0] - popped
+            if start < first:
+                return out
+            end = start
+            if newest:
+                newest = False
+            else:
+                out.append(stretch[1])
 
     def _older(self, end: int) -> tuple[int, float] | None:
         """(index where the stretch ending at ``hist[end]`` starts, its drain), the stretch found
@@ -493,7 +521,12 @@ class QueueForecast:
             products.insert(0, -extra * spacing)
             leads.insert(0, spacing)
         self._stamped = queued
-        return sum(products)
+        # sum(products) written out: the same floats added in the same order from 0.0, as Python 3.11's sum
+        # adds floats (no compensation), without a call through the builtins per report
+        total = 0.0
+        for product in products:
+            total += product
+        return total
 
     def _note_reception(self, recv_ns: int) -> None:
         if self._recv_ns is not None:
