@@ -69,3 +69,13 @@ def test_the_tree_whose_one_frame_buffer_feeds_a_paced_shared_queue_is_warned() 
     assert verdict.problems == []
     law = [w for w in verdict.warned if w.startswith("law S3->S1")]
     assert law and "its law toward H8" in law[0] and "every report" in law[0], verdict.warned
+
+
+def test_the_same_tree_with_sixteen_packets_loses_nothing_once_a_cut_on_lower_bounds_climbs_back() -> None:
+    """The tree above with S1's buffer from S3 at 16 packets (11 of S3's frames as its law counts them): S1's law
+    toward H8 held R_max until the start-up brake cut it to 26 Mb/s at 0.6 s, as f4 joined S1's queue toward H8,
+    and S3's share fell faster than S3's law followed: 3 lost at 0.706-0.715 s, unwarned (the laws-together model
+    does not play the brake's cut). Since a cut made on lower bounds of the drain climbs back at the brake's pace
+    (controlplane/alinea.py, 1acc690) the fall is short: nothing lost (seeds 1-3), so no warning is owed."""
+    verdict = judge_case("paced-exit-16-packets.yaml")
+    assert verdict.problems == [] and verdict.lost == 0
