@@ -55,6 +55,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 
 from controlplane.forecast import schedule_floor_pps
 from controlplane.loop_analysis import Loop, delay_intervals, spectral_radius
@@ -139,47 +140,50 @@ def arrivals_bps(topo: Topology, u: str, v: str, law_r_max: float) -> float:
     return min(total, law_r_max, topo.link_between(u, v).rate_bps)
 
 
-def supply_bps(topo: Topology, u: str, v: str) -> float:
-    """The most the flows that cross u -> v can bring u, b/s: each unicast flow at the slowest link before u
-    and its R_max (a fixed flow: its rate), each group once at the slowest of its links before u. More than
-    v forwards of them, and u's buffers hold a backlog toward v: each rise of u's law reaches v's buffer."""
+def _flows_sum(topo: Topology, u: str, v: str, rate_of: Callable[[Flow, list[DirectedLink], list[DirectedLink]], float]) -> float:
+    """The sum over the flows that cross u -> v of ``rate_of(flow, hops before u -> v, hops after it)``, each
+    group once at its slowest member's."""
     total = 0.0
     groups: dict[str, float] = {}
     for f in topo.flows:
         hops = _hops(topo, f)
         if (u, v) not in hops:
             continue
-        rates = [topo.link_between(a, b).rate_bps for a, b in hops[: hops.index((u, v))]]
-        rates += [r for r in (f.r_max_bps, f.rate_bps) if r]
-        rate = min(rates) if rates else math.inf
+        i = hops.index((u, v))
+        rate = rate_of(f, hops[:i], hops[i + 1 :])
         if f.group is None:
             total += rate
         else:
             groups[f.group] = min(groups.get(f.group, rate), rate)
     return total + sum(groups.values())
+
+
+def supply_bps(topo: Topology, u: str, v: str) -> float:
+    """The most the flows that cross u -> v can bring u, b/s: each unicast flow at the slowest link before u
+    and its R_max (a fixed flow: its rate), each group once at the slowest of its links before u. More than
+    v forwards of them, and u's buffers hold a backlog toward v: each rise of u's law reaches v's buffer."""
+
+    def before(f: Flow, hops: list[DirectedLink], _after: list[DirectedLink]) -> float:
+        rates = [topo.link_between(a, b).rate_bps for a, b in hops]
+        rates += [r for r in (f.r_max_bps, f.rate_bps) if r]
+        return min(rates) if rates else math.inf
+
+    return _flows_sum(topo, u, v, before)
 
 
 def forwards_bps(topo: Topology, u: str, v: str) -> float:
     """The most v can forward of the flows that cross u -> v, b/s: each unicast flow at the slowest of the
     links after v, the laws' R_max on them and its receiver's playout, each group once at its slowest copy.
     A buffer that u cannot feed faster than that never holds a backlog."""
-    total = 0.0
-    groups: dict[str, float] = {}
-    for f in topo.flows:
-        hops = _hops(topo, f)
-        if (u, v) not in hops:
-            continue
-        rest = hops[hops.index((u, v)) + 1 :]
+
+    def after(f: Flow, _before: list[DirectedLink], rest: list[DirectedLink]) -> float:
         rates = [topo.link_between(a, b).rate_bps for a, b in rest]
         rates += [topo.law[hop].r_max for hop in rest if hop in topo.law]
         if topo.nodes[f.dst].playout_bps:
             rates.append(topo.nodes[f.dst].playout_bps)  # type: ignore[arg-type]
-        rate = min(rates) if rates else math.inf
-        if f.group is None:
-            total += rate
-        else:
-            groups[f.group] = min(groups.get(f.group, rate), rate)
-    return total + sum(groups.values())
+        return min(rates) if rates else math.inf
+
+    return _flows_sum(topo, u, v, after)
 
 
 #: Packets a cut is stamped on: the agent's bound counts the arrivals over two report gaps (forecast.py).
