@@ -153,3 +153,15 @@ def compiled_front() -> bool:
     except RuntimeError:
         return False
     return True
+
+
+def route_update(tid: int, nhop: int, kind: int, prefix: int, plen: int, port: int | None) -> pb.Update:
+    """An ``ipv4_lpm`` entry of the router fixture's table ``tid`` (``set_nhop``'s id ``nhop``): ``prefix/plen``
+    to ``port`` (None: the match alone, as a DELETE sends it)."""
+    te = pb.TableEntry(table_id=tid)
+    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(prefix), prefix_len=plen))
+    if port is not None:
+        te.action.action.action_id = nhop
+        te.action.action.params.add(param_id=1, value=b(0x020000000002))
+        te.action.action.params.add(param_id=2, value=b(port))
+    return pb.Update(type=kind, entity=pb.Entity(table_entry=te))

@@ -22,7 +22,7 @@ from p4switch.p4runtime import Code, P4RuntimeCore, P4RuntimeError
 from p4switch.p4runtime import fast_writes as fw
 from p4switch.thrift_server import ThriftServer
 from p4switch.thrift_tables import StandardTables
-from tests.p4runtime.helpers import Client, b
+from tests.p4runtime.helpers import Client, b, route_update
 from tests.p4switch.thrift.test_bmv2json_thrift import FIXTURES, cli
 
 pytestmark = pytest.mark.skipif(
@@ -54,13 +54,7 @@ def _ids(holder: PipelineHolder) -> tuple[int, int, int]:
 
 def _update(holder: PipelineHolder, kind: int, prefix: int, plen: int, port: int | None) -> pb.Update:
     tid, nhop, _ = _ids(holder)
-    te = pb.TableEntry(table_id=tid)
-    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(prefix), prefix_len=plen))
-    if port is not None:
-        te.action.action.action_id = nhop
-        te.action.action.params.add(param_id=1, value=b(0x020000000002))
-        te.action.action.params.add(param_id=2, value=b(port))
-    return pb.Update(type=kind, entity=pb.Entity(table_entry=te))
+    return route_update(tid, nhop, kind, prefix, plen, port)
 
 
 def _write(client: Client, *updates: pb.Update) -> None:

@@ -19,7 +19,7 @@ from p4switch.device import P4SwitchDevice, PipelineHolder, compile_device_confi
 from p4switch.p4runtime import P4RuntimeCore
 from p4switch.p4runtime.server import P4RuntimeServer
 from runtime.sched import RealtimeScheduler
-from tests.p4runtime.helpers import Client, b, compiled_front
+from tests.p4runtime.helpers import Client, compiled_front, route_update
 from tests.p4switch.thrift.test_bmv2json_thrift import FIXTURES
 
 pytestmark = pytest.mark.skipif(
@@ -91,13 +91,7 @@ class _Switch:
 
 def _update(sw: _Switch, kind: int, prefix: int, plen: int, port: int | None) -> pb.Update:
     tid, nhop = sw.ids()
-    te = pb.TableEntry(table_id=tid)
-    te.match.add(field_id=1).lpm.CopyFrom(pb.FieldMatch.LPM(value=b(prefix), prefix_len=plen))
-    if port is not None:
-        te.action.action.action_id = nhop
-        te.action.action.params.add(param_id=1, value=b(0x020000000002))
-        te.action.action.params.add(param_id=2, value=b(port))
-    return pb.Update(type=kind, entity=pb.Entity(table_entry=te))
+    return route_update(tid, nhop, kind, prefix, plen, port)
 
 
 def _key(sw: _Switch, prefix: int, plen: int) -> pb.TableEntry:
