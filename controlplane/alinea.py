@@ -62,6 +62,17 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/backg
   to its R_max in one report (burst-brake-merge.yaml, seed 7). Not from a cut on a gap that began on a buffer
   holding packets: that gap's drain measures it.
   The rate to go back to is forgotten once reached, on an overflow, when the ramp ends and on a restart.
+* **No windup.** Once settled, a report that finds the buffer starved takes the law's own rate as the base
+  (:func:`settled_base`), and the step, the whole target as error, adds to it at every such report. Where the
+  buffer is starved because this node has nothing to send (its own input held upstream), that rate is never
+  exercised and the climb is integrator windup: S2's law toward S1 in issue 46's 7-switch tree (fuzz seed 2)
+  climbed 5.6 Mb/s a report from 27 to 379 Mb/s while S1's buffer read 1 packet and S2 sent 10 Mb/s; the next
+  burst left S2 at 379 Mb/s (BMv2's queue stamps it) into a 20 Mb/s exit, and 266 packets overflowed unwarned.
+  So on a starved buffer the rate climbs no further than the brake's cap on what the buffer drained, which is
+  what this node sent (the higher of the window's and the newest gap's drain), plus the room below O_max over
+  the approach time (with a brake: ``approach_bps``); a rate already above that is held, not cut. No new
+  constant: where the rate is exercised, what it sends is its rate and the cap climbs with it
+  (starved-two-packet-buffer.yaml's climb from the floor).
 
 The object is a pure state machine: reports and the time in, the rate out.
 """
@@ -268,6 +279,12 @@ class AlineaLaw:
             if damp:
                 change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
                 rate = settled_base(forecast, self.rate) + step - p.k_p * change
+                if forecast.starved and forecast.approach_bps and rate > self.rate:  # no windup (module docstring)
+                    sent = forecast.drain_bps  # max(drain, gap_bps), written out
+                    sent = forecast.gap_bps if forecast.gap_bps > sent else sent
+                    cap = Brake(sent, forecast.approach_bps).cap(p.o_max, occ, packet)
+                    cap = cap if cap > self.rate else self.rate
+                    rate = rate if rate < cap else cap
             else:
                 rate = self.rate + step
                 if forecast.approach_bps:  # the ramp: approach O_max, don't overrun it
