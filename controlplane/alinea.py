@@ -142,6 +142,12 @@ class Forecast:
         self.damp_scale, self.guessed_fall, self.newest_bps = damp_scale, guessed_fall, newest_bps
         self.starved, self.window_starved, self.gap_bps = starved, window_starved, gap_bps
 
+    def brake(self) -> Brake:
+        """The start-up brake on this report: its drain the higher of the window's and the newest gap's
+        (both what this node sent while the buffer was starved), its approach ``approach_bps``."""
+        drain = self.gap_bps if self.gap_bps > self.drain_bps else self.drain_bps
+        return Brake(drain, self.approach_bps)
+
 
 @dataclass(slots=True)
 class Brake:
@@ -280,23 +286,21 @@ class AlineaLaw:
                 change = forecast.damp_scale * (measured - self.last_occupancy)  # type: ignore[operator]
                 rate = settled_base(forecast, self.rate) + step - p.k_p * change
                 if forecast.starved and forecast.approach_bps and rate > self.rate:  # no windup (module docstring)
-                    sent = forecast.drain_bps  # max(drain, gap_bps), written out
-                    sent = forecast.gap_bps if forecast.gap_bps > sent else sent
-                    cap = Brake(sent, forecast.approach_bps).cap(p.o_max, occ, packet)
+                    cap = forecast.brake().cap(p.o_max, occ, packet)
                     cap = cap if cap > self.rate else self.rate
                     rate = rate if rate < cap else cap
             else:
                 rate = self.rate + step
                 if forecast.approach_bps:  # the ramp: approach O_max, don't overrun it
-                    drain = forecast.drain_bps  # max(drain, gap_bps), written out (every report of the ramp)
-                    drain = forecast.gap_bps if forecast.gap_bps > drain else drain
+                    brake = forecast.brake()
                     if occ > packet:
-                        cap = Brake(drain, forecast.approach_bps).cap(p.o_max, occ, packet)
+                        cap = brake.cap(p.o_max, occ, packet)
                         if rate > cap:
                             if forecast.window_starved and rate > self.braked_from and self._was_starved(packet):
                                 self.braked_from = self._clamp(rate)  # a cut on lower bounds of the drain alone
                             rate = cap
                     elif self.braked_from > rate:  # starved again after such a cut: back at the brake's pace
+                        drain = brake.drain_bps
                         taken = drain if drain < self.rate else self.rate  # known taken at the rate set
                         back = Brake(taken, forecast.approach_bps).cap(p.o_max, occ, packet)
                         back = back if back < self.braked_from else self.braked_from

@@ -419,46 +419,41 @@ class QueueForecast:
 
     def _earlier_rates(self, end: int) -> list[float]:
         """``[r for r, _ in self._chunk_rates(end)[1:]]``: the drains of the window's stretches before the
-        newest one, newest first, walked without the list of pairs (``_older``'s steps written out)."""
-        stretches, popped, first = self._stretches, self._popped, self._first
+        newest one, newest first, walked without the list of pairs."""
+        stretches, first = self._stretches, self._first
         out: list[float] = []
-        newest = True
-        while True:
-            stretch = stretches[end]
-            if stretch is None:
-                stretch = stretches[end] = self._stretch(end)
-            start = stretch[0] - popped
-            if start < first:
-                return out
-            end = start
-            if newest:
-                newest = False
-            else:
-                out.append(stretch[1])
+        start = self._start_of(end)
+        while start >= first:
+            end, start = start, self._start_of(start)
+            if start >= first:
+                out.append(stretches[end][1])  # type: ignore[index]
+        return out
 
-    def _older(self, end: int) -> tuple[int, float] | None:
-        """(index where the stretch ending at ``hist[end]`` starts, its drain), the stretch found
-        once and stored; None if it starts before the window."""
+    def _start_of(self, end: int) -> int:
+        """The window index where the stretch ending at ``hist[end]`` starts (below ``_first``: before the
+        window), the stretch found once and stored: the one step of every walk along the stretches."""
         stretch = self._stretches[end]
         if stretch is None:
             stretch = self._stretches[end] = self._stretch(end)
-        start = stretch[0] - self._popped
-        return None if start < self._first else (start, stretch[1])
+        return stretch[0] - self._popped
+
+    def _older(self, end: int) -> tuple[int, float] | None:
+        """(index where the stretch ending at ``hist[end]`` starts, its drain); None if it starts before the
+        window."""
+        start = self._start_of(end)
+        return None if start < self._first else (start, self._stretches[end][1])  # type: ignore[index]
 
     def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
         """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
         ``hist[end]``, else None: the same walk without its list (every report asks it)."""
-        stretches, popped, first = self._stretches, self._popped, self._first
         newest = None
-        for _ in range(count):  # _older's steps written out (every report walks DRAIN_SPREAD_GAPS + 1)
-            stretch = stretches[end]
-            if stretch is None:
-                stretch = stretches[end] = self._stretch(end)
-            end = stretch[0] - popped
-            if end < first:
+        for _ in range(count):  # every report walks DRAIN_SPREAD_GAPS + 1
+            start = self._start_of(end)
+            if start < self._first:
                 return None
             if newest is None:
-                newest = (stretch[1], self._hist[end][0])
+                newest = (self._stretches[end][1], self._hist[start][0])  # type: ignore[index]
+            end = start
         return newest
 
     def _stretch(self, end: int) -> tuple[int, float]:
