@@ -180,6 +180,36 @@ impl Inner {
             .await
     }
 
+    /// A call the entry store may answer with no Python run (`Native::write`, `Native::read_keyed`):
+    /// on this thread when `here` (the placement's choice; `guard` released right after it), else on
+    /// the caller thread, which holds `guard` until the call has run. None: the store did not take
+    /// it, or the caller thread was busy.
+    async fn native_call<T: Send + 'static, G: Send + 'static>(
+        self: &Arc<Self>,
+        native: &Native,
+        here: bool,
+        guard: G,
+        body: &Bytes,
+        call: fn(&Native, Python<'_>, &[u8]) -> Option<T>,
+    ) -> Option<T> {
+        if here {
+            let answer = Python::with_gil(|py| call(native, py, body));
+            drop(guard);
+            Placement::ran_here();
+            return answer;
+        }
+        let (me, b) = (self.clone(), body.clone());
+        let tried = self.caller.try_call(move || {
+            let _guard = guard;
+            let native = me.native.as_ref().expect("native is set");
+            Python::with_gil(|py| call(native, py, &b))
+        });
+        match tried {
+            Some(answer) => answer.await.ok().flatten(),
+            None => None,
+        }
+    }
+
     /// A Write, run to its end even when its client gives up (the Python server shielded it
     /// the same way): the lock is held until the batch is applied or refused. On a blocking
     /// thread: the switch may take its time (a busy loop, a sliced batch), and the front end's
@@ -189,23 +219,10 @@ impl Inner {
         if let Some(native) = &self.native {
             // no Write under way: the entry store may take it with no Python run
             if let Ok(one) = self.write_lock.clone().try_lock_owned() {
-                let answer = if body.len() <= HERE_MAX_BYTES && Placement::here() {
-                    let answer = Python::with_gil(|py| native.write(py, &body));
-                    drop(one);
-                    Placement::ran_here();
-                    answer
-                } else {
-                    let (me, b) = (self.clone(), body.clone());
-                    let tried = self.caller.try_call(move || {
-                        let _one = one;
-                        let native = me.native.as_ref().expect("native is set");
-                        Python::with_gil(|py| native.write(py, &b))
-                    });
-                    match tried {
-                        Some(answer) => answer.await.ok().flatten(),
-                        None => None,
-                    }
-                };
+                let here = body.len() <= HERE_MAX_BYTES && Placement::here();
+                let answer = self
+                    .native_call(native, here, one, &body, Native::write)
+                    .await;
                 if let Some(answer) = answer {
                     self.native_answers.fetch_add(1, Ordering::Relaxed);
                     return match answer {
@@ -646,21 +663,9 @@ impl tonic::server::ServerStreamingService<Bytes> for ReadSvc {
             let body = req.into_inner();
             if let Some(native) = &inner.native {
                 // one entry by its key: the entry store may answer it with no Python run
-                let answer = if Placement::here() {
-                    let answer = Python::with_gil(|py| native.read_keyed(py, &body));
-                    Placement::ran_here();
-                    answer
-                } else {
-                    let (me, b) = (inner.clone(), body.clone());
-                    let tried = inner.caller.try_call(move || {
-                        let native = me.native.as_ref().expect("native is set");
-                        Python::with_gil(|py| native.read_keyed(py, &b))
-                    });
-                    match tried {
-                        Some(answer) => answer.await.ok().flatten(),
-                        None => None,
-                    }
-                };
+                let answer = inner
+                    .native_call(native, Placement::here(), (), &body, Native::read_keyed)
+                    .await;
                 if let Some(answer) = answer {
                     inner.native_answers.fetch_add(1, Ordering::Relaxed);
                     return Ok(Response::new(tokio_stream::iter(vec![Ok(Bytes::from(
