@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from typing import Final
 
-__all__ = ["FrameSizeWindow", "capacity_in_frames", "WINDOW_SAMPLES", "MIN_FRAMES", "READ_PERIOD_NS"]
+__all__ = ["FrameSizeWindow", "capacity_in_frames", "packets_for_frames", "WINDOW_SAMPLES", "MIN_FRAMES", "READ_PERIOD_NS"]
 
 #: The agent reads its regulated ports' counters this often (both bindings).
 READ_PERIOD_NS: Final = 50_000_000
@@ -70,3 +70,12 @@ def capacity_in_frames(capacity: int, unit_bytes: int, frame_bytes: int) -> int:
         return capacity
     frames = (capacity * unit_bytes + frame_bytes // 2) // frame_bytes
     return frames if frames > 1 else 1
+
+
+def packets_for_frames(frames: int, unit_bytes: int, frame_bytes: int) -> int:
+    """The fewest packets of capacity that :func:`capacity_in_frames` counts as at least ``frames`` frames of
+    ``frame_bytes``: its rounding, ``(capacity * unit + frame // 2) // frame >= frames``, solved for the
+    capacity (a remedy the loop analysis words in the packets a topology file's ``buffer:`` sets)."""
+    if unit_bytes <= 0 or frame_bytes <= unit_bytes or frames <= 1:  # in packets, or at least one frame anyway
+        return frames
+    return max(frames, -(-(frames * frame_bytes - frame_bytes // 2) // unit_bytes))

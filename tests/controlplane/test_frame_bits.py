@@ -17,6 +17,7 @@ from controlplane.frame_size import (
     WINDOW_SAMPLES,
     FrameSizeWindow,
     capacity_in_frames,
+    packets_for_frames,
 )
 from controlplane.p4runtime_client import ClientError
 from controlplane.params import LawParams
@@ -265,3 +266,11 @@ def test_a_switch_without_the_counter_is_told_once_and_keeps_the_planned_size() 
         agent._tick()
     assert len(client.reads) == 1 and len(agent.errors) == 1 and "tx_routed" in agent.errors[0]
     assert queues.rates == [(2, rate_to_pps(LAW.r_max, 1000))]
+
+
+@given(st.integers(1, 5000), st.integers(1, 1500), st.integers(1, 9000))
+def test_packets_for_frames_is_the_fewest_packets_counted_as_that_many_frames(frames: int, unit: int,
+                                                                               frame: int) -> None:
+    packets = packets_for_frames(frames, unit, frame)
+    assert capacity_in_frames(packets, unit, frame) >= frames
+    assert packets == frames or capacity_in_frames(packets - 1, unit, frame) < frames

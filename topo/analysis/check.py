@@ -21,7 +21,7 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from controlplane.frame_size import capacity_in_frames
+from controlplane.frame_size import packets_for_frames
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from controlplane.units import format_rate
 from topo.analysis.floor_check import FloorOverflow, floor_overflows
@@ -204,13 +204,8 @@ class LawCheck:
 
     def _packets(self, frames: int) -> int:
         """The fewest packets a topology file's ``buffer:`` may give v's buffer for u's law to count ``frames`` of
-        its frames there (controlplane/frame_size.py, ``capacity_in_frames``)."""
-        if not 0 < self.unit_bytes < self.frame_bytes:
-            return frames
-        packets = frames
-        while capacity_in_frames(packets, self.unit_bytes, self.frame_bytes) < frames:
-            packets += 1
-        return packets
+        its frames there."""
+        return packets_for_frames(frames, self.unit_bytes, self.frame_bytes)
 
 
 def _gain_fix(loop: Loop, d: int) -> str:
