@@ -491,6 +491,8 @@ class _Network:
                 for i, c in enumerate(self.controls.values())]
         laws: list[tuple | None] = [None] * len(self.controls)  # type: ignore[type-arg]
         reporting = []
+        # a switch's buffer is polled as the agents poll the data plane: on BMv2's queues, with report_polls
+        polled_switches = self.fixed and self.topo.options.report_polls
         for buf in self.buffers.values():
             v, u = buf.key[:2]
             law_key = self._law_key(buf.key)
@@ -501,7 +503,8 @@ class _Network:
             target = self._sender_index[(u, v)] if host else self.egress[law_key].index
             i = place[law_key]
             laws[i] = (host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), twin[i])
-            reporting.append((buf.index, buf.interval_steps, buf.report_steps, i))
+            polled = polled_switches and buf.drain_pps is None
+            reporting.append((buf.index, buf.interval_steps, buf.report_steps, i, polled))
         plant.set_loop(LawBatch(list(self.controls.values())).answer, laws, reporting,
                        [c.rate_bps for c in self.controls.values()], self.sample_steps, window, last_event,
                        PACKET_TOLERANCE, self.stop_at_loss)

@@ -35,7 +35,9 @@ struct Buffer {
     dropped: bool,
     peak: f64,
     first_loss_s: Option<f64>,
-    drain_pps: f64, // a receiver's playout (receivers only)
+    drain_pps: f64,      // a receiver's playout (receivers only)
+    arrived: bool,       // packets arrived since its last report
+    last_arrival_s: f64, // when packets last arrived (-inf: never)
 }
 
 struct Chunk {
@@ -138,7 +140,13 @@ impl Plant for FluidPlant {
         let buf = &mut self.buffers[b];
         let dropped = buf.dropped;
         buf.dropped = false;
+        buf.arrived = false;
         (buf.held, buf.drained, dropped)
+    }
+
+    fn arrivals(&self, b: usize) -> (bool, f64) {
+        let buf = &self.buffers[b];
+        (buf.arrived, buf.last_arrival_s)
     }
 
     fn queue_counters(&self, q: usize) -> (f64, f64) {
@@ -201,6 +209,10 @@ impl FluidPlant {
                 continue;
             }
             let buf = &mut buffers[b];
+            if amount > 1e-9 {
+                buf.arrived = true;
+                buf.last_arrival_s = now;
+            }
             let room = buf.capacity - buf.held;
             let take = if amount < room { amount } else { max0(room) };
             if amount - take > 1e-9 {
@@ -465,6 +477,8 @@ impl FluidPlant {
             peak: 0.0,
             first_loss_s: None,
             drain_pps,
+            arrived: false,
+            last_arrival_s: f64::NEG_INFINITY,
         });
         self.buffers.len() - 1
     }

@@ -26,8 +26,10 @@ pub trait Plant {
     fn step_dt(&self) -> f64;
     /// Step `k`; true when a buffer lost the plant's `stop_loss` (the run may stop).
     fn advance(&mut self, k: usize) -> bool;
-    /// Buffer `b`'s report: (held, drained, dropped since the last); clears dropped.
+    /// Buffer `b`'s report: (held, drained, dropped since the last); clears dropped and arrived.
     fn take_report(&mut self, b: usize) -> (f64, f64, bool);
+    /// Buffer `b`'s arrivals: (any since its last report, when the last came in s; -inf: never).
+    fn arrivals(&self, b: usize) -> (bool, f64);
     fn queue_counters(&self, q: usize) -> (f64, f64);
     fn sender_sent(&self, s: usize) -> f64;
     fn put_queue_rate(&mut self, q: usize, pps: f64);
@@ -35,6 +37,25 @@ pub trait Plant {
     /// Calls `f` with every buffer's occupancy, in order.
     fn each_held(&self, f: &mut dyn FnMut(f64));
     fn total_lost(&self) -> f64;
+}
+
+/// Whether buffer `r` reports at step `k` (one of its intervals' ends), as the data plane's
+/// buffers do (p4src/alinea.p4's `check_report_due`, hosts/receiver.py's reporter): after an
+/// arrival, at once; without one, a polled switch buffer (`options.report_polls` on BMv2's
+/// queues: the agents poll) on a poll two intervals after its last report while it saw an
+/// arrival in its last `POLL_LIVE_INTERVALS` intervals; else it is silent. Why: a law that hears
+/// nothing holds its rate. Reports of an idle buffer at every interval let the model's laws climb
+/// before their flows start (a host's to 235 Mb/s on a 20 Mb/s path, where the run's host starts
+/// at its initial rate), so the model started up from another state than the run.
+fn report_due(r: &Reporter, (arrived, last_s): (bool, f64), k: usize, dt: f64) -> bool {
+    if arrived {
+        return true;
+    }
+    let live = (k as f64) * dt - last_s < (POLL_LIVE_INTERVALS * r.interval) as f64 * dt;
+    r.polls
+        && live
+        && r.last_report
+            .is_none_or(|last| k - last >= POLL_INTERVALS * r.interval)
 }
 
 /// Python's `round(x)` of a float (half to even), an error where Python's would raise.
@@ -62,7 +83,14 @@ struct Reporter {
     interval: usize,
     delay: usize,
     law: usize,
+    polls: bool, // polled while live (a switch's, with report polls); else it reports on arrivals only
+    last_report: Option<usize>, // the step of its last report
 }
+
+/// A report poll reports a port only within this many report intervals of its last arrival
+/// (p4src/alinea.p4's 2^POLL_LIVE_SHIFT), and only two intervals after its last report.
+const POLL_LIVE_INTERVALS: usize = 32;
+const POLL_INTERVALS: usize = 2;
 
 /// What a law is told: a host's (now, occupancy, capacity, overflow, interval, sent) or a
 /// switch's (now, sampled, occupancy, capacity, overflow, interval, fwd, deq, drained); overflow
@@ -121,8 +149,8 @@ pub struct Loop {
 
 /// A law as fluid_network.py hands it: (host?, target, capacity, interval ns, twin class).
 pub type LawSpec = (bool, usize, i64, i64, usize);
-/// A buffer that reports: (plant index, interval steps, delay steps, its law's place).
-pub type ReporterSpec = (usize, usize, usize, usize);
+/// A buffer that reports: (plant index, interval steps, delay steps, its law's place, polled).
+pub type ReporterSpec = (usize, usize, usize, usize, bool);
 
 impl Loop {
     #[allow(clippy::too_many_arguments)]
@@ -154,7 +182,7 @@ impl Loop {
         let mut reporters = Vec::with_capacity(reporting.len());
         let mut every = 0;
         let mut longest = 0;
-        for (buffer, interval, delay, law) in reporting {
+        for (buffer, interval, delay, law, polls) in reporting {
             if law >= out.len() || interval == 0 {
                 return Err(PyValueError::new_err(format!(
                     "reporter of buffer {buffer}: law {law}, interval {interval}"
@@ -167,6 +195,8 @@ impl Loop {
                 interval,
                 delay,
                 law,
+                polls,
+                last_report: None,
             });
         }
         let twins = twin.iter().map(|&c| c + 1).max().unwrap_or(0);
@@ -276,10 +306,11 @@ impl Loop {
         let now_ns = (k as f64 * dt * 1e9) as i64;
         let ring = self.due.len();
         if self.every > 0 && k % self.every == 0 {
-            for r in &self.reporting {
-                if k % r.interval != 0 {
+            for r in self.reporting.iter_mut() {
+                if k % r.interval != 0 || !report_due(r, plant.arrivals(r.buffer), k, dt) {
                     continue;
                 }
+                r.last_report = Some(k);
                 let (held, drained, dropped) = plant.take_report(r.buffer);
                 let report = Report {
                     law: r.law,

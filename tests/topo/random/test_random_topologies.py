@@ -368,16 +368,6 @@ def test_a_host_link_whose_rate_falls_under_a_full_nic_queue_keeps_its_rate(text
 #: Found by ``make fuzz-topo`` (seed 1) and not fixed yet: each file's first lines hold its run length
 #: and the problem the judge reported; the reason says what the traces show (issue 46's note).
 OPEN_CASES = {
-    "open-stamped-starved-line.yaml": "make fuzz-topo seed 1 (2,000 draws at 1c13b0c; 221 lost at ac2f325): H1's three "
-                                      "flows (1448 and 1500 B) on a line whose S3 -> S4 is 20 Mb/s. S2's brake cut its "
-                                      "queue toward S3 to 10 Mb/s at 0.04-0.06 s, and BMv2's queue stamped the ~800 "
-                                      "packets then waiting in S2 (its buffer from S1 at 94-97 %) at that rate; S3's "
-                                      "buffer drained at 20 Mb/s and read starved from 0.27 s, so S2's law rose to its "
-                                      "cap (62.5 Mb/s: the drain it read plus the room over the approach time) and held "
-                                      "it while the old stamps left. From 0.437 s the packets stamped at 62.5 Mb/s "
-                                      "reached S3: 1 -> 275 packets in 35 ms, 221 lost. On a starved report the "
-                                      "forecast is O itself (Ô ignores the queue S2 has committed), and the analysis's "
-                                      "model does not replay the stamps of a cut",
     "open-start-frame-expected-fabric.yaml": "make fuzz-topo seed 1 (2,000 draws at 05cf078), 194 lost at 0.36-0.42 s while "
                                              "f1's 576 B frames run alone (f2's 1448 B ones start at 0.96 s): S4 and S2 "
                                              "turn their laws' b/s into packets/s at the topology's expected mean frame "

@@ -212,3 +212,33 @@ def test_a_netns_runs_flows_start_where_its_analysis_starts_them(tmp_path: Path)
         with open(tmp_path / f"packets_{f.name}.csv") as rows:
             first = min(float(row["sent_s"]) for row in csv.DictReader(rows))
         assert abs(first - modelled[f.name]) < 5e-3, (f.name, first, modelled[f.name])
+
+
+def test_a_host_law_silent_until_its_flow_starts_starts_the_model_as_the_run_starts() -> None:
+    """f1 (200 B frames, H1 -> S1 -> S3 -> H4, 20 Mb/s playout) starts at 36 ms in the run of seed 1. In the run
+    H1's law hears nothing before its packets reach S1 and starts at its initial 20 Mb/s; S1's brake and
+    the climb back then push 30-48 Mb/s at S3, whose law toward H4 cuts slowly, and S3's 132-packet buffer from
+    S1 overflowed (48 lost from 0.15 s). The model's buffers reported at every interval, also before any
+    arrival: H1's law climbed to 235 Mb/s on empty reports, its first burst made S3's brake cut at once, and the
+    model peaked 2 packets short of full. With the data plane's rule (a buffer reports after an arrival, and
+    is polled only while one is recent: engine/src/analysis/fluid_loop.rs) the model overflows S3's buffer
+    from 0.16 s, the law the run lost on."""
+    text, seconds = _case("silent-before-start-merge.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="silent-before-start-merge.yaml")
+    assert verdict.lost > 0, "the case no longer loses packets: it tests nothing"
+    assert verdict.problems == []
+    assert any(w.startswith("law S1->S3") for w in verdict.warned), verdict.warned
+
+
+def test_a_brake_cut_stamped_on_a_queue_is_warned_where_the_model_starts_as_the_run() -> None:
+    """H1's three flows (1448 and 1500 B) on a line whose S3 -> S4 is 20 Mb/s (make fuzz-topo seed 1). S2's
+    brake cut its queue toward S3 to 10 Mb/s at 0.04-0.06 s and BMv2's queue stamped the ~800 packets then
+    waiting in S2 at that rate; S3's buffer read starved, S2's law rose to its cap (62.5 Mb/s) and held it
+    while the old stamps left, and from 0.437 s the packets stamped at the cap filled S3's 275-packet buffer
+    (221 lost). Kept open while the model's idle buffers reported and its laws wound up before their flows
+    started; with the data plane's report rule the model overflows S3's buffer from 0.52 s, on S2 -> S3."""
+    text, seconds = _case("stamped-starved-line.yaml")
+    verdict = judge(text, seconds, all_alinea=True, source="stamped-starved-line.yaml")
+    assert verdict.lost > 0, "the case no longer loses packets: it tests nothing"
+    assert verdict.problems == []
+    assert any(w.startswith("law S2->S3") for w in verdict.warned), verdict.warned
