@@ -125,7 +125,7 @@ def _buckets(runs: dict[tuple[str, float], list[FabricRun]]) -> list[str]:
 
 def slowdown_figure(runs: dict[tuple[str, float], list[FabricRun]], path: Path) -> None:
     """Slowdown against flow size (p50 solid, p99 dashed), one panel per load, one colour per control."""
-    fig, axes = plt.subplots(1, len(LOADS), figsize=(4 * len(LOADS), 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(LOADS), figsize=(4 * len(LOADS), 4.1), sharey=True)
     for ax, load in zip(axes, LOADS):
         for i, control in enumerate(FABRIC_CONTROLS):
             table = [r for r in slowdown_table(_pooled(runs[(control, load)])) if r["bucket"] != "all"]
@@ -138,8 +138,10 @@ def slowdown_figure(runs: dict[tuple[str, float], list[FabricRun]], path: Path) 
         ax.set_xlabel("flow size (bytes, decade centre)")
         ax.grid(True, which="both", lw=0.3)
     axes[0].set_ylabel("FCT slowdown")
-    axes[-1].legend(fontsize=7)
-    fig.tight_layout()
+    # below the panels: inside one, it covered the 70 % panel's p99 lines (issue 46)
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="lower center", ncol=len(FABRIC_CONTROLS), fontsize=7, frameon=False)
+    fig.tight_layout(rect=(0.0, 0.12, 1.0, 1.0))
     fig.savefig(path, dpi=110)
     plt.close(fig)
 

@@ -36,3 +36,27 @@ def test_hol_only_needs_a_fabric_section_to_update(tmp_path, capsys):
     doc.write_text("# Results\n\n## Other\n")
     assert main(["--doc", str(doc), "--hol-only"]) == 2
     assert "no fabric section" in capsys.readouterr().err and doc.read_text() == "# Results\n\n## Other\n"
+
+
+def test_the_slowdown_figures_legend_covers_no_panel(tmp_path, monkeypatch):
+    """The legend sat inside the 70 % panel, over its p99 lines (issue 46): it goes below the panels."""
+    import types
+
+    import matplotlib.pyplot as plt
+
+    from topo.experiments.fabric import FABRIC_CONTROLS
+    from topo.results import fabric
+    from topo.run.fct import FctRow
+
+    rows = [FctRow(f"f{i}", "a", "b", 10 ** (1 + i % 5), 0, 10 ** (6 + i % 3), 10 ** 5) for i in range(40)]
+    runs = {(c, load): [types.SimpleNamespace(rows=rows)] for c in FABRIC_CONTROLS for load in fabric.LOADS}
+    drawn = []
+    monkeypatch.setattr(plt, "close", drawn.append)
+    fabric.slowdown_figure(runs, tmp_path / "slowdown.png")
+    (fig,) = drawn
+    renderer = fig.canvas.get_renderer()
+    legends = fig.legends + [a.get_legend() for a in fig.axes if a.get_legend() is not None]
+    assert len(legends) == 1
+    box = legends[0].get_window_extent(renderer)
+    assert not any(box.overlaps(ax.get_window_extent(renderer)) for ax in fig.axes)
+    plt.close(fig)
