@@ -8,7 +8,8 @@
 * :class:`AlineaHostSender` -- the paper's end host: its rate toward the first-hop switch is an
   :class:`~controlplane.alinea.AlineaLaw` fed by that switch's reports, the same law module the
   switch agents run, reading the switch's buffer in the frames the host sends (their mean size,
-  measured as a switch port's is). Several flows of one host share that rate equally in bits.
+  measured as a switch port's is). Several flows of one host share that rate max-min fair in bits, a flow
+  with an ``r_max`` held under it by the pacer.
 * :class:`FixedSender` -- one flow at a constant rate (``control: fixed``).
 
 Bindings (``topo/sim/network.py``, and ``topo/netns/host.py`` through it) give each sender's pacer its
@@ -63,7 +64,7 @@ class SenderFlow:
 @dataclass
 class AlineaHostSender:
     """A host whose rate into the network follows its first-hop switch's reports; its flows share
-    the pacer equally in bits.
+    the pacer max-min fair in bits, each under its ``r_max``.
 
     Its law reads the switch's buffer in the frames it sends, of the mean size a
     :class:`~controlplane.frame_size.FrameSizeWindow` measures from the pacer's frames (read every

@@ -259,3 +259,36 @@ def test_the_pure_pacer_spaces_by_the_frame_it_is_told_of() -> None:
         pacer.on_sent(0, 0)
     with pytest.raises(ValueError, match="packet size must be > 0 bytes"):
         Pacer(8e6, 0)
+
+
+@given(caps=st.lists(st.one_of(st.none(), st.integers(1, 12).map(lambda m: m * 1e6)), min_size=1, max_size=4))
+@settings(max_examples=40, deadline=None)
+def test_a_flow_with_a_ceiling_stays_under_it_and_the_others_share_what_it_leaves(caps: list[float | None]) -> None:
+    """A flow's ``r_max`` is its own ceiling: the host's flows share its rate max-min fair in bits (an ALINEA
+    flow of 5 Mb/s beside an uncapped one on a 20 Mb/s host got 10 before: an equal split). The rate here is
+    8 Mb/s; each flow sends no more than its cap, and the pacer sends as much as the caps allow."""
+    sched = VirtualScheduler()
+    pacer, far, _ = _line(sched)
+    for i, cap in enumerate(caps, start=1):
+        pacer.add_flow(i, 0, None, _frame(i), cap)
+    pacer.rearm()
+    span = 200_000_000  # 0.2 s: 2,000 frames of 100 B at 8 Mb/s
+    sched.run_until(span)
+    bits = {i: 0 for i in range(1, len(caps) + 1)}
+    for _, f in far.got:
+        bits[parse(f).flow] += 8 * SIZE
+    expected, left = {}, 8e6  # max-min fair shares of 8 Mb/s
+    todo = sorted(bits, key=lambda i: caps[i - 1] or float("inf"))
+    while todo:
+        i = todo.pop(0)
+        expected[i] = min(left / (len(todo) + 1), caps[i - 1] or float("inf"))
+        left -= expected[i]
+    for i, got in bits.items():
+        rate = got / (span / 1e9)
+        assert rate <= expected[i] + 8 * SIZE / (span / 1e9) * 2, (i, rate, expected)  # two frames' rounding
+        assert rate >= expected[i] * 0.97 - 8 * SIZE / (span / 1e9) * 2, (i, rate, expected)
+
+
+def test_a_flow_cap_must_be_a_rate() -> None:
+    with pytest.raises(ValueError, match="flow 1's cap rate must be > 0"):
+        Pacer(8e6, SIZE).add_flow(1, 0, None, _frame(1), 0.0)

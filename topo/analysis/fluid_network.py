@@ -165,6 +165,7 @@ class _Leg:
     egress: _Egress | None = None  # b's egress toward the flow's next hop (None: b receives)
     slot: int = 0  # this flow's place in that egress
     active: tuple[float, float] = (0.0, float("inf"))  # a first leg: when its flow sends (start, stop)
+    cap_bps: float = float("inf")  # a first leg: its flow's ceiling (r_max), which the host's pacer keeps it under
     # multicast, where b copies the flow to several children (docs/howto/multicast.md): every (egress, slot)
     # a copy joins; b holds a packet until its last copy leaves. Empty where b makes one copy
     # (egress and slot above).
@@ -285,10 +286,8 @@ class _Network:
         self.senders: dict[DirectedLink, list[_Leg]] = {}
         self.legs: list[_Leg] = []
         for f, path, tree, active, c in zip(alinea, paths, trees, self.active, flow_class):
-            if f.group is None:
-                self._route(path, active, c)
-            else:
-                self._route_tree(tree, active)
+            first = self._route(path, active, c) if f.group is None else self._route_tree(tree, active)
+            first.cap_bps = f.r_max_bps or float("inf")
         self.controls: dict[Cell, HostControl | SwitchControl] = {}
         for key in keys:
             v, u = key[:2]
@@ -346,7 +345,7 @@ class _Network:
         """Units of fluid per packet of u -> v's flows (1 with one frame size)."""
         return self._frame(u, v) / self.unit_bits
 
-    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf")), cls: int = 0) -> None:
+    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf")), cls: int = 0) -> _Leg:
         legs = []
         for a, b in zip(path, path[1:]):
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
@@ -362,8 +361,9 @@ class _Network:
         legs[0].active = active
         self.senders.setdefault((path[0], path[1]), []).append(legs[0])
         self.legs.extend(legs)
+        return legs[0]
 
-    def _route_tree(self, links: list[DirectedLink], active: tuple[float, float]) -> None:
+    def _route_tree(self, links: list[DirectedLink], active: tuple[float, float]) -> _Leg:
         """A multicast group's legs, one per link of its tree (its root's first): a leg into a node
         that copies the group to several children joins each child's egress (``_Leg.copies``)."""
         legs: dict[DirectedLink, _Leg] = {}
@@ -386,6 +386,7 @@ class _Network:
         root.active = active
         self.senders.setdefault(links[0], []).append(root)
         self.legs.extend(legs.values())
+        return root
 
     def link_pps(self, key: DirectedLink) -> float:
         return self.link_bps[key] / self._bits(*key)
@@ -474,7 +475,8 @@ class _Network:
         for key, every in self.senders.items():
             control = self.controls.get(key)
             i = plant.add_sender(self.link_bps[key], float(self._bits(*key)),
-                                 [(legs[id(leg)], *leg.active) for leg in every], control is not None)
+                                 [(legs[id(leg)], *leg.active) for leg in every], control is not None,
+                                 [leg.cap_bps for leg in every])
             if control is not None:
                 plant.set_sender_rate(i, control.rate_bps)
             self._sender_index[key] = i

@@ -286,8 +286,10 @@ class SimHostNode(HostReceiver):
 
     def _paced_by(self, sender: Paced) -> Paced:
         """``sender``'s flows sent by its pacer in the engine (per packet: no Python)."""
+        caps = {f.name: f.r_max_bps for f in self.net.topo.flows if f.control == "alinea"}
         for flow in sender.flows:
-            sender.pacer.add_flow(flow.flow_id, flow.start_ns, flow.stop_ns, self.templates[flow.name].frame(0, 0))
+            sender.pacer.add_flow(flow.flow_id, flow.start_ns, flow.stop_ns, self.templates[flow.name].frame(0, 0),
+                                  caps.get(flow.name))
             self._paced[flow.name] = (sender.pacer, flow.flow_id)
         return sender
 

@@ -71,6 +71,8 @@ struct Queue {
 
 struct Sender {
     legs: Vec<(usize, f64, f64)>, // (first leg, start s, stop s)
+    caps: Vec<f64>,               // each leg's flow's ceiling (b/s; inf: none), in `legs`' order
+    shares: Vec<(f64, usize)>,    // a step's active legs: (cap, place in `legs`), lowest cap first
     rate_bps: Option<f64>,        // the law's (None: the link's)
     link_bps: f64,
     bits: f64,
@@ -373,27 +375,34 @@ impl FluidPlant {
         let now_s = k as f64 * dt;
         let FluidPlant { legs, senders, .. } = self;
         for s in senders.iter_mut() {
-            let active = s
-                .legs
-                .iter()
-                .filter(|(_, start, stop)| *start <= now_s && now_s < *stop)
-                .count();
-            if active == 0 {
+            s.shares.clear();
+            for (j, &(_, start, stop)) in s.legs.iter().enumerate() {
+                if start <= now_s && now_s < stop {
+                    s.shares.push((s.caps[j], j));
+                }
+            }
+            if s.shares.is_empty() {
                 continue;
             }
             let rate = match s.rate_bps {
                 None => s.link_bps,
                 Some(r) => py_min(r, s.link_bps),
             };
-            let amount = rate * dt / s.bits;
-            s.sent += amount;
-            let each = amount / active as f64;
-            for &(l, start, stop) in &s.legs {
-                if start <= now_s && now_s < stop {
-                    let line = &mut legs[l].line;
-                    let n = line.len();
-                    line[k % n] += each;
-                }
+            // the flows share the rate in bits, a flow with a ceiling keeping no more than it (max-min,
+            // as the hosts' pacer: engine/src/hosts/host.rs, `take`)
+            s.shares.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let mut left = rate;
+            let mut count = s.shares.len();
+            for &(cap, j) in &s.shares {
+                let fair = left / count as f64;
+                let share = if cap < fair { cap } else { fair };
+                left -= share;
+                count -= 1;
+                let amount = share * dt / s.bits;
+                s.sent += amount;
+                let line = &mut legs[s.legs[j].0].line;
+                let n = line.len();
+                line[k % n] += amount;
             }
         }
     }
@@ -580,19 +589,28 @@ impl FluidPlant {
     }
 
     /// A host link of `link_bps` whose flows' first legs are `legs` (leg, start s, stop s), packets
-    /// of `bits`; `controlled`: a law sets its rate (`set_sender_rate`). Its index.
+    /// of `bits`; `controlled`: a law sets its rate (`set_sender_rate`); `caps`: each flow's ceiling
+    /// (b/s; None or inf: none). Its index.
+    #[pyo3(signature = (link_bps, bits, legs, controlled, caps = None))]
     fn add_sender(
         &mut self,
         link_bps: f64,
         bits: f64,
         legs: Vec<(usize, f64, f64)>,
         controlled: bool,
+        caps: Option<Vec<f64>>,
     ) -> PyResult<usize> {
         for &(l, _, _) in &legs {
             check(l, self.legs.len(), "leg")?;
         }
+        let caps = caps.unwrap_or_else(|| vec![f64::INFINITY; legs.len()]);
+        if caps.len() != legs.len() || caps.iter().any(|c| c.is_nan() || *c <= 0.0) {
+            return Err(PyValueError::new_err("one ceiling > 0 per leg"));
+        }
         self.senders.push(Sender {
             legs,
+            caps,
+            shares: Vec::new(),
             rate_bps: if controlled { Some(0.0) } else { None },
             link_bps,
             bits,

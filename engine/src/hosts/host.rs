@@ -58,11 +58,22 @@ struct Flow {
     frame: Vec<u8>,
     /// Bytes this flow may still send in its turn (deficit round-robin: `take`).
     deficit: i64,
+    /// Its own ceiling (b/s; the flow's `r_max`): it sends no faster, its share left to the others.
+    cap_bps: Option<f64>,
+    /// When its ceiling lets it send its next frame (ns).
+    ready_ns: i64,
 }
 
 impl Flow {
     fn active(&self, now: i64) -> bool {
         now >= self.start_ns && self.stop_ns.is_none_or(|s| now < s)
+    }
+
+    /// When it can send next (its start, or when its ceiling lets it; None: it has stopped by then,
+    /// or by `now`). May be before `now`: a late wake-up catches up from there (`take`).
+    fn next_at(&self, now: i64) -> Option<i64> {
+        let t = self.start_ns.max(self.ready_ns);
+        self.stop_ns.is_none_or(|s| now.max(t) < s).then_some(t)
     }
 }
 
@@ -123,12 +134,7 @@ impl State {
                 _ => Some(t),
             };
         }
-        let earliest = self
-            .flows
-            .iter()
-            .filter(|f| f.stop_ns.is_none_or(|s| s > now))
-            .map(|f| f.start_ns)
-            .min()?;
+        let earliest = self.flows.iter().filter_map(|f| f.next_at(now)).min()?;
         Some(self.pacer_next().max(earliest))
     }
 
@@ -172,22 +178,28 @@ impl State {
     /// and it keeps the turn while its credit covers another frame. Why bytes: the law's rate is
     /// in bits/s (docs/background/alinea.md, "Bits, not packets"), and a turn of one packet each gives a
     /// 1500-byte flow three times a 500-byte flow's bits. With frames of one size every turn is one
-    /// packet: plain round-robin.
+    /// packet: plain round-robin. A flow with a ceiling (its `r_max`) waits out its own gap at that
+    /// rate, its turns skipped meanwhile: the others share what it leaves (max-min fair in bits, as
+    /// topo/net/plan.py's `expected_shares` expects the flows to share a link).
     fn take(&mut self, now: i64, due: i64) -> Option<usize> {
-        let mut active: Vec<usize> = Vec::with_capacity(self.flows.len());
         let mut quantum = 0;
-        for (i, f) in self.flows.iter_mut().enumerate() {
-            if f.active(now) {
-                active.push(i);
+        for f in self.flows.iter_mut() {
+            if f.active(now) && f.ready_ns <= now {
                 quantum = quantum.max(f.frame.len() as i64);
             } else {
                 f.deficit = 0; // an idle flow saves no credit (as DRR's empty queue)
             }
         }
-        if active.is_empty() {
+        if quantum == 0 {
             return None;
         }
-        let i = active[self.turn % active.len()];
+        // the turn goes round every flow, passing those that cannot send now: a flow that waits out
+        // its ceiling shifts no other flow's place in the round
+        let n = self.flows.len();
+        let i = (0..n)
+            .map(|k| (self.turn + k) % n)
+            .find(|&i| self.flows[i].active(now) && self.flows[i].ready_ns <= now)?;
+        self.turn = i;
         let f = &mut self.flows[i];
         let len = f.frame.len() as i64;
         if f.deficit < len {
@@ -195,14 +207,22 @@ impl State {
         }
         f.deficit -= len;
         if f.deficit < len {
-            self.turn += 1;
+            self.turn = i + 1;
         }
         self.taken += 1;
         self.taken_bytes += len;
         let gap = self.gap_of(self.packet_bytes);
         let back = (CATCH_UP_GAPS * gap).min(CATCH_UP_NS).max(gap);
-        self.last_ns = Some(due.max(now - back).min(now));
-        self.last_bytes = self.flows[i].frame.len() as i64;
+        let at = due.max(now - back).min(now);
+        self.last_ns = Some(at);
+        self.last_bytes = len;
+        let f = &mut self.flows[i];
+        if let Some(cap) = f.cap_bps {
+            // one frame's gap at its ceiling after the last, a frame sent late keeping the lateness
+            // it can make up (a bucket of one frame): the host's own pacing may hold it a little
+            let own = (((len * 8 * NS_PER_S) as f64 / cap).round_ties_even() as i64).max(1);
+            f.ready_ns = f.ready_ns.max(at - own) + own;
+        }
         Some(i)
     }
 }
@@ -481,15 +501,20 @@ impl PacedSender {
         Ok(())
     }
 
-    /// One more flow: `frame` is its frame with sequence number and timestamp still to fill in.
-    #[pyo3(signature = (flow_id, start_ns, stop_ns, frame))]
+    /// One more flow: `frame` is its frame with sequence number and timestamp still to fill in;
+    /// `cap_bps`, its own ceiling (its `r_max`), None: its share of the pacer's rate.
+    #[pyo3(signature = (flow_id, start_ns, stop_ns, frame, cap_bps = None))]
     fn add_flow(
         &self,
         flow_id: i64,
         start_ns: i64,
         stop_ns: Option<i64>,
         frame: &[u8],
+        cap_bps: Option<f64>,
     ) -> PyResult<()> {
+        let cap_bps = cap_bps
+            .map(|c| check_rate(c, &format!("flow {flow_id}'s cap")))
+            .transpose()?;
         if frame.len() < TS_AT + 8 {
             return Err(PyValueError::new_err(format!(
                 "flow {flow_id}: a {}-byte frame has no datagram header",
@@ -504,6 +529,8 @@ impl PacedSender {
             sent: 0,
             frame: frame.to_vec(),
             deficit: 0,
+            cap_bps,
+            ready_ns: i64::MIN,
         });
         Ok(())
     }

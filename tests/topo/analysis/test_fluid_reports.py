@@ -13,6 +13,7 @@ import pytest
 
 import topo.analysis.fluid_network as fluid_network
 from controlplane.fluid_laws import CALL_INTS, LawBatch
+from runtime.fluid import FluidPlant
 from topo.analysis.fluid_network import network_peaks
 from topo.file.schema import load_topology_text
 
@@ -85,3 +86,21 @@ def test_polled_buffers_report_until_their_last_arrival_is_32_intervals_old(aske
         during = min(b - a for a, b in zip(times, times[1:]) if b < 0.59e9)  # one interval (and a step's rounding)
         assert after, "no poll after the stop: the test tests nothing"
         assert all(b - a >= 2 * during - 1e5 for a, b in zip(after, after[1:]))
+
+
+@pytest.mark.parametrize("caps", [[2e6, None, None], [1e6, 5e6], [None, None], [9e6, 9e6, 9e6]])
+def test_a_hosts_flows_share_its_rate_max_min_with_each_flows_ceiling(caps: list[float | None]) -> None:
+    """The model's host sends as its pacer does (engine/src/hosts/host.rs): a flow with an ``r_max`` keeps under
+    it and the others share what it leaves, in bits. 8 Mb/s of 1000-byte packets for one second, one leg each."""
+    plant = FluidPlant(0.001, True)
+    legs = [plant.add_leg(1, plant.add_buffer(1e9)) for _ in caps]
+    plant.add_sender(8e6, 8000.0, [(leg, 0.0, float("inf")) for leg in legs], False,
+                     [c or float("inf") for c in caps])
+    plant.run(0, 1001)
+    got = [8000.0 * plant.report(b)[0] / 1e6 for b in range(len(caps))]  # Mb/s over the second
+    expected, left = {}, 8.0
+    order = sorted(range(len(caps)), key=lambda i: caps[i] or float("inf"))
+    for n, i in enumerate(order):
+        expected[i] = min(left / (len(order) - n), (caps[i] or float("inf")) / 1e6)
+        left -= expected[i]
+    assert got == pytest.approx([expected[i] for i in range(len(caps))], rel=0.01)

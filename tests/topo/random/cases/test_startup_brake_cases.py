@@ -21,15 +21,25 @@ from tests.topo.randomcheck import judge_case
 #: from 50 Mb/s to its 1 Mb/s floor on a drain of 0 in front of H2's 5 Mb/s exit; the cut, stamped on S2's queue,
 #: reached S4 as a burst of 185 packets (23 lost). With the drain over the newest report gap as the brake's drain
 #: while the window holds a starved report, the brake aims at what the buffer takes.
-#: burst-brake-merge.yaml: S4's law toward S5 (a 10 Mb/s link whose buffer at S5 empties every few reports) followed
-#: the newest drain down at each report that found 2-7 packets there, its own spacing read as a capacity drop; the
-#: line of 10 Mb/s links behind it gained what it lost and S2's buffer from S1 overflowed (15 lost in 2 s).
 @pytest.mark.parametrize("name", ["grant-burst-line.yaml", "brake-starved-receiver-line.yaml",
-                                  "brake-starved-multicast-release.yaml", "burst-brake-merge.yaml"])
+                                  "brake-starved-multicast-release.yaml"])
 def test_a_burst_into_a_buffer_starved_within_the_drain_window_loses_nothing(name: str) -> None:
     verdict = judge_case(name)
     assert verdict.problems == []
     assert verdict.lost == 0
+
+
+#: burst-brake-merge.yaml: S4's law toward S5 (a 10 Mb/s link whose buffer at S5 empties every few reports) followed
+#: the newest drain down at each report that found 2-7 packets there, its own spacing read as a capacity drop; the
+#: line of 10 Mb/s links behind it gained what it lost and S2's buffer from S1 overflowed (15 lost in 2 s). Lossless
+#: at seeds 1 and 2 after that fix, 8 lost unwarned at seed 3, while H2's pacer split its rate equally between f1
+#: and f3. Since f1 keeps under its r_max (1 Mb/s) and f3 takes the rest (engine/src/hosts/host.rs), S1's queue
+#: toward S2 is stamped at 10 Mb/s when S2's buffer fills and 20-34 packets are lost at seeds 1-3, each run warned
+#: (the model overflows S2's buffer from S1 or S1's from H1): what the judge asks of any random topology.
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_merge_whose_flow_keeps_under_its_r_max_loses_only_where_warned(seed: int) -> None:
+    verdict = judge_case("burst-brake-merge.yaml", seed=seed)
+    assert verdict.problems == []
 
 
 #: brake-starved-playout-small-gain.yaml (make fuzz-topo seed 13, --alinea-only): H2 (two 200 B flows) and H1 (576 B)
