@@ -131,8 +131,9 @@ class Forecast:
     # a report within the drain's window found it starved: the drain is then what this node sent over part
     # of the window, a lower bound of what the buffer takes, not a measure of it (0: not measured yet)
     window_starved: bool = False
-    # while window_starved: the exact drain over the newest report gap, b/s (0: none), the start-up brake's
-    # drain when higher (controlplane/forecast.py, QueueForecast.law_forecast)
+    # while window_starved: the higher of the exact drain over the newest report gap and the window's drain before
+    # a fall replaced it, b/s (0: none), the start-up brake's drain when higher (controlplane/forecast.py,
+    # QueueForecast.law_forecast: a fall of what a starved buffer drained is this node's own spacing)
     gap_bps: float = 0.0
 
     def __init__(self, occupancy: float, drain_bps: float, approach_bps: float = 0.0, damp_scale: float = 1.0,
