@@ -11,7 +11,8 @@ together, which one law's model does not see), and that no law's floor alone ove
 (:mod:`topo.analysis.floor_check`: a floor derived from a fast link above a slow path), and that the buffer is
 not shared by an exit slower than its share of the feed with exits that pass, whose departures the law
 would take for the buffer's drain, nor drained as a share of a FIFO another link fills below the floor of
-the law that feeds it (:mod:`topo.analysis.head_of_line`). ``hbh run`` prints one warning per law that fails
+the law that feeds it (:mod:`topo.analysis.head_of_line`), and that it holds the small frames that arrive behind one
+large frame leaving by an exit no law paces (:mod:`topo.analysis.frame_train`). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
 
@@ -33,6 +34,7 @@ from topo.analysis.fluid_network import (
     room_at_peak,
     smallest_scale,
 )
+from topo.analysis.frame_train import FrameTrain, frame_trains
 from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
 from topo.analysis.report_gap import with_sparse_reports
 from topo.net.model import Topology
@@ -63,6 +65,7 @@ class LawCheck:
     floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
     slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
     shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
+    train: FrameTrain | None = None  # small frames behind a large one overflow v's buffer (frame_train.py)
     paced: tuple[str, float] | None = None  # (next hop, floor): v's law toward it paces a shared queue (pacing_law)
     frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
     unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
@@ -76,7 +79,7 @@ class LawCheck:
     @property
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
-                and self.slow_exit is None and self.shared_fifo is None and not self.overflows)
+                and self.slow_exit is None and self.shared_fifo is None and self.train is None and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -146,6 +149,12 @@ class LawCheck:
                        f"anywhere down to its floor ({format_rate(q.u_floor_bps)}), below {u}'s "
                        f"(r_floor {format_rate(q.floor_bps)}): {w}'s buffer from {u} then fills")
             fixes.append(f"an r_floor of at most {format_rate(q.u_floor_bps)} would follow it")
+        if (t := self.train) is not None:
+            why.append(f"{w}'s buffer from {u} counts packets ({t.capacity}), and {t.frames} of {u}'s {t.small_bytes} B "
+                       f"frames arrive at {format_rate(t.in_bps)} while one {t.large_bytes} B frame leaves toward {t.exit} "
+                       f"at {format_rate(t.out_bps)} (no law paces that exit): frames that wait behind a large one on a "
+                       f"link follow it back to back, a train no rate in bits avoids")
+            fixes.append(f"a buffer of at least {t.frames} packets would hold it")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -452,6 +461,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     floors = floor_overflows(topo, duration_s) if loops else {}
     exits = slow_exits(topo, duration_s, _beyond) if loops else {}
     fifos = shared_fifos(topo, duration_s) if loops else {}
+    trains = frame_trains(topo, {key for key, _, _ in loops}) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -460,7 +470,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
-                     shared_fifo=fifos.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     shared_fifo=fifos.get(key), train=trains.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
 

@@ -46,3 +46,15 @@ def test_a_dip_of_a_drain_that_is_this_hops_own_sending_cuts_nothing(seed: int) 
     assert verdict.problems == []
     assert verdict.lost == 0
 
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_train_of_small_frames_behind_a_large_one_is_warned(seed: int) -> None:
+    """small-frame-train-buffer.yaml (make fuzz-topo seed 3, fail-4, shrunk; fail-3 is it with f1 starting at
+    0.2 s): S1's buffer from S2 is 5 packets (1 ms at 50 Mb/s in 1448 B frames), and S1's exit toward H3, which
+    sends no reports, is served at its link's rate. f3's 200 B frames that waited behind f4's first 1448 B frame
+    arrived 32 µs apart while it left S1 (232 µs): 5 held, the 6th and 7th lost (2 at seed 1, the reports before
+    and after reading 1 packet), at any rate in bits the laws set. The loop analysis warns it
+    (topo/analysis/frame_train.py)."""
+    verdict = judge_case("small-frame-train-buffer.yaml", seed=seed)
+    assert verdict.problems == []
+    assert verdict.lost == 0 or any(w.startswith("law S2->S1") and "back to back" in w for w in verdict.warned)
