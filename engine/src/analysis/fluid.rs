@@ -175,6 +175,17 @@ impl Plant for FluidPlant {
         }
     }
 
+    fn each_lag(&self, now: f64, f: &mut dyn FnMut(f64)) {
+        for q in &self.queues {
+            let lag = if self.fixed && q.pps > 0.0 {
+                q.stamp - now - (q.fwd - q.deq) / q.pps
+            } else {
+                0.0
+            };
+            f(max0(lag));
+        }
+    }
+
     fn total_lost(&self) -> f64 {
         self.lost()
     }

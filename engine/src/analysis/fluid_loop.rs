@@ -36,6 +36,9 @@ pub trait Plant {
     fn put_sender_rate(&mut self, s: usize, rate_bps: f64);
     /// Calls `f` with every buffer's occupancy, in order.
     fn each_held(&self, f: &mut dyn FnMut(f64));
+    /// Calls `f` with every queue's lag at `now` (s): how much later its last stamp is than its
+    /// packets would leave at its rate now (0 without stamps, or none later).
+    fn each_lag(&self, now: f64, f: &mut dyn FnMut(f64));
     fn total_lost(&self) -> f64;
 }
 
@@ -271,7 +274,7 @@ impl Loop {
             }
             self.report(py, plant, k, dt)?;
             if k % self.sample == 0 {
-                self.sample_state(plant);
+                self.sample_state(plant, k as f64 * dt);
                 if k != 0
                     && k % self.window == 0
                     && self.close_window(plant.total_lost())
@@ -431,11 +434,19 @@ impl Loop {
 
     /// The state (every buffer's occupancy in `tolerance`s, every law's rate in its unit) into
     /// the window's envelope.
-    fn sample_state<P: Plant>(&mut self, plant: &P) {
+    ///
+    /// The queues' lags are state too: a queue whose packets were stamped at an older, slower rate
+    /// trickles them out with every buffer and law steady (a brake's cut to its floor, then held
+    /// above: 25 packets/s for 0.9 s while the law asked for 783), and the model stopped there as
+    /// settled, before the backlog behind them left at the rate now and overflowed the next buffer.
+    /// In quarters of a window: a lag that shrinks window by window keeps the model running.
+    fn sample_state<P: Plant>(&mut self, plant: &P, now: f64) {
         let mut state = std::mem::take(&mut self.state);
         state.clear();
         let tolerance = self.tolerance;
         plant.each_held(&mut |held| state.push(held / tolerance));
+        let lag_unit = self.window as f64 * plant.step_dt() / 4.0;
+        plant.each_lag(now, &mut |lag| state.push(lag / lag_unit));
         for (rate, unit) in self.rates.iter().zip(&self.units) {
             state.push(rate / unit);
         }
