@@ -159,8 +159,8 @@ class RegulatedPort:
 
     port: int
     law: LawParams
-    # converts the law's b/s into the queue's packets/s until the port's counters say what it sends
-    # (the mean frame size the topology expects on the link: topo.net.plan.expected_frame_bytes)
+    # the mean frame size the topology expects on the link (topo.net.plan.expected_frame_bytes): without
+    # frame_sizes, what converts the law's b/s into the queue's packets/s until the port's counters say
     packet_bytes: int
     # Rate-limit the port from the start (traffic is expected on it); otherwise the queue stays
     # unlimited until the first report, so that reports sent upstream through a port that
@@ -172,6 +172,10 @@ class RegulatedPort:
     # The neighbour's buffer unit (bytes): its capacity is read as capacity * unit_bytes bytes, so
     # that the ports feeding one FIFO share it in bits (controlplane/frame_size.py); 0: in packets.
     unit_bytes: int = 0
+    # The data frame sizes expected through the port (topo.net.plan.frame_sizes_over): while a law sets the
+    # port's queue at its R_max, the bits it has not sent go to frames of the smallest (controlplane/frame_size.py,
+    # FrameSizeWindow.open_mean); empty: the mean of what it sent, packet_bytes until it has.
+    frame_sizes: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -415,6 +419,7 @@ class SwitchAgentCore:
     frame_sizes: dict[int, FrameSizeWindow] = field(default_factory=dict)
     unit_bytes: dict[int, int] = field(default_factory=dict)
     next_read_ns: int = 0
+    read_ns: int = 0  # when counters_due last named the ports: the time of the counters' read
     # BMv2 with emulated links (SwitchPlan.link_ceilings): port -> the link's rate now (b/s, lowered
     # while its emulator drains), its reports/s, and the queue rate sent to a port no law limits
     ceiling_bps: dict[int, float] = field(default_factory=dict)
@@ -436,7 +441,7 @@ class SwitchAgentCore:
                                if m.polled and m.params.interval_us > 0}
             self.report_rates = {p: ReportRate(pps) for p, pps in self.report_pps.items()}
         self.only_class = {r.port: r.only_class for r in self.plan.regulated if r.only_class is not None}
-        self.frame_sizes = {r.port: FrameSizeWindow(r.packet_bytes) for r in self.plan.regulated}
+        self.frame_sizes = {r.port: FrameSizeWindow(r.packet_bytes, r.frame_sizes) for r in self.plan.regulated}
         self.unit_bytes = {r.port: r.unit_bytes for r in self.plan.regulated if r.unit_bytes > 0}
         for lc in self.plan.link_ceilings:
             self.ceiling_bps[lc.port] = lc.rate_bps
@@ -446,9 +451,9 @@ class SwitchAgentCore:
         for reg in self.plan.regulated:
             for c in range(self.plan.classes) if reg.only_class is None else (reg.only_class,):
                 law = AlineaLaw(reg.law, reg.law.r_max if self.plan.fixed_departures else None)
-                pl = self.ports[(reg.port, c)] = _PortLaw(law, reg.packet_bytes, 0)
+                pl = self.ports[(reg.port, c)] = _PortLaw(law, self.frame_sizes[reg.port].mean, 0)
                 if reg.limit_at_start and self.plan.actuate:
-                    pl.pps = self._queue_pps(reg.port, law.rate, reg.packet_bytes)
+                    pl.pps = self._queue_pps(reg.port, law.rate, self._queue_frame(reg.port, pl))
                     cmds.append(SetQueueRate(reg.port, pl.pps, class_priority(c, self.plan.classes)))
         for lc in self.plan.link_ceilings:
             cmds += self._ceiling_only(lc.port)
@@ -463,6 +468,15 @@ class SwitchAgentCore:
         if link_bps is None:
             return pps
         return min(pps, link_pps(link_bps, packet_bytes, self.ceiling_reports.get(port, 0.0)))
+
+    def _queue_frame(self, port: int, pl: _PortLaw) -> int:
+        """The frame a law's rate becomes packets/s at: the mean the port sent, or while the law is at its R_max
+        (nothing downstream holds it back) the frame that lets a flow not seen yet through at its bits
+        (``FrameSizeWindow.open_mean``: the R_max the port has not sent, in the smallest frames expected)."""
+        window = self.frame_sizes.get(port)
+        if window is None or pl.law.rate < pl.law.params.r_max:
+            return pl.packet_bytes
+        return window.open_mean
 
     def _ceiling_only(self, port: int) -> list[Command]:
         """A port with a link ceiling and no law limiting it yet: every queue of it at the link's rate."""
@@ -489,7 +503,7 @@ class SwitchAgentCore:
         cmds: list[Command] = []
         for (p, c), pl in self.ports.items():
             if p == port and pl.pps and self.plan.actuate:  # a port not limited yet stays so until its first report
-                pps = self._queue_pps(p, pl.law.rate, pl.packet_bytes)
+                pps = self._queue_pps(p, pl.law.rate, self._queue_frame(p, pl))
                 if pps != pl.pps:
                     pl.pps = pps
                     cmds.append(SetQueueRate(p, pps, class_priority(c, self.plan.classes)))
@@ -588,6 +602,7 @@ class SwitchAgentCore:
         to :meth:`on_frame_counters`: every ``READ_PERIOD_NS`` (none in end-to-end mode: no queue rate)."""
         if (not self.plan.actuate and not self.ceiling_bps) or not self.frame_sizes or now_ns < self.next_read_ns:
             return ()
+        self.read_ns = now_ns
         self.next_read_ns = now_ns + READ_PERIOD_NS
         return tuple(self.frame_sizes)
 
@@ -599,14 +614,26 @@ class SwitchAgentCore:
             window = self.frame_sizes.get(port)
             if window is None:
                 continue
-            before = window.mean
-            if window.update(packets, nbytes) == before:
+            before = window.mean, window.open_mean
+            window.update(packets, nbytes, self.read_ns, self._sendable_bps(port))
+            if (window.mean, window.open_mean) == before:
                 continue
             for (p, _), pl in self.ports.items():
                 if p == port:
                     pl.packet_bytes = window.mean
             cmds += self._requeue(port)
         return cmds
+
+    def _sendable_bps(self, port: int) -> float:
+        """The bits/s the port's queues may send now: its laws' rates (those limiting it; with classes, their
+        sum), within the R_max the switch holds (the link's rate) and its link's ceiling."""
+        rate = link = 0.0
+        for (p, _), pl in self.ports.items():
+            if p == port and pl.pps:
+                rate += pl.law.rate
+                link = max(link, pl.link_bps or pl.law.params.r_max)
+        ceiling = self.ceiling_bps.get(port)
+        return min(rate, link) if ceiling is None else min(rate, link, ceiling)
 
     def arrival_ports(self) -> tuple[int, ...]:
         """The ports whose ``MyIngress.rx`` counters the binding reads with the frame counters (whenever
@@ -642,7 +669,7 @@ class SwitchAgentCore:
         port, c = key
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
             pl.law.hold_at_least(8 * pl.packet_bytes * pl.forecast.hold_pps(_link_pps(pl)))
-        pps = self._queue_pps(port, pl.law.rate, pl.packet_bytes)
+        pps = self._queue_pps(port, pl.law.rate, self._queue_frame(port, pl))
         if pps == pl.pps or not self.plan.actuate:
             return []
         pl.pps = pps

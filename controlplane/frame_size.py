@@ -7,7 +7,10 @@ of one size (docs/background/alinea.md, "Bits, not packets"):
 * **The queue rate.** ``rate / (8 * frame)`` packets/s carries ``rate`` bits/s only if ``frame``
   is the mean size of the frames the queue actually sends. :class:`FrameSizeWindow` measures it
   from the port's counters (``MyEgress.tx_routed``, the routed frames that left the port: packets
-  and bytes, read through P4Runtime), over the last ``WINDOW_SAMPLES`` reads.
+  and bytes, read through P4Runtime), over the last ``WINDOW_SAMPLES`` reads. Before the port has
+  sent, the smallest frame expected through it; and a law at its R_max converts at ``open_mean``, in
+  which the bits of the rate the port did not send count as frames of the flows it has not seen, so
+  that a flow that starts or joins is not sent slower than the rate's bits until a read sees it.
 * **The buffer.** A switch's egress queue is one FIFO shared by the flows of every ingress port;
   by Little's law each port's packets in it are its packet rate times the common wait, so laws
   that hold every port's buffer at one *packet* occupancy share the link equally in packets, not
@@ -36,29 +39,54 @@ MIN_FRAMES: Final = 8
 
 
 class FrameSizeWindow:
-    """The mean size (whole bytes) of the frames a port sent over the last reads of its counters.
+    """The mean size (whole bytes) of the frames a port sent over the last reads of its counters, and the
+    frame a queue rate at the port's whole R_max is set at.
 
-    Until the window holds ``MIN_FRAMES`` frames it is ``initial`` (what the topology expects);
-    afterwards the mean of the window, kept through a silence (no frames, no news). Integer
-    arithmetic: frames of one size give exactly that size."""
+    ``mean``: until the window holds ``MIN_FRAMES`` frames it is the smallest of ``sizes``, or without them
+    ``initial`` (what the topology expects); afterwards the mean of the window, kept through a silence (no
+    frames, no news). Integer arithmetic: frames of one size give exactly that size.
 
-    def __init__(self, initial: int) -> None:
+    ``open_mean`` (with ``sizes``, the data frame sizes expected through the port, and the bits its queue may
+    send, ``rate_bps`` at each read): the window's frames with the bits they carried, and the bits the rate
+    allowed over the window's span that the port did not send in the frames of flows it has not seen: of the
+    smallest size until the window has held ``MIN_FRAMES`` frames (the first flow may be any; the smallest
+    makes every later correction, at this hop and the next, one to fewer packets/s), then of ``initial``, the
+    topology's expected mean; never above ``mean``. Its packets/s at the rate are never below the packets the
+    port sent, and a flow of smaller frames that starts beside a few larger ones is not held to their packet
+    rate. Once the port sends its rate (no bits unused), ``mean``. Without ``sizes``: ``mean``."""
+
+    def __init__(self, initial: int, sizes: tuple[int, ...] = ()) -> None:
         if initial <= 0:
             raise ValueError(f"frame size {initial} bytes: must be > 0")
-        self.mean = initial
-        self._samples: list[tuple[int, int]] = []  # (packets, bytes), oldest first
+        if any(size <= 0 for size in sizes):
+            raise ValueError(f"frame sizes {sizes} bytes: each must be > 0")
+        self.smallest = min(sizes) if sizes else 0
+        self.mean = self.open_mean = self.smallest or initial
+        self.expected = initial
+        self.measured = False  # the window has held MIN_FRAMES frames: the mean is the port's, not the smallest
+        self._samples: list[tuple[int, int, int]] = []  # (time ns, packets, bytes), oldest first
 
-    def update(self, packets: int, nbytes: int) -> int:
-        """One read of the port's counters (cumulative packets and bytes); returns the mean."""
+    def update(self, packets: int, nbytes: int, now_ns: int = 0, rate_bps: float = 0.0) -> int:
+        """One read of the port's counters (cumulative packets and bytes) at ``now_ns``, when its queue may
+        send ``rate_bps``; returns the mean."""
         samples = self._samples
-        if samples and (packets < samples[-1][0] or nbytes < samples[-1][1]):
+        if samples and (packets < samples[-1][1] or nbytes < samples[-1][2]):
             samples.clear()  # the counters were reset (a pipeline pushed again): start over
-        samples.append((packets, nbytes))
+        samples.append((now_ns, packets, nbytes))
         if len(samples) > WINDOW_SAMPLES + 1:
             del samples[0]
-        frames = packets - samples[0][0]
+        t0, p0, b0 = samples[0]
+        frames, sent = packets - p0, nbytes - b0
         if frames >= MIN_FRAMES:
-            self.mean = (nbytes - samples[0][1] + frames // 2) // frames
+            self.mean = (sent + frames // 2) // frames
+            self.measured = True
+        unused = int(rate_bps * (now_ns - t0) / 8e9) - sent if self.smallest else 0
+        if unused > 0:  # the bits the rate allowed and the port did not send, in the frames of flows not seen
+            unit = self.expected if self.measured else self.smallest
+            whole = frames * unit + unused
+            self.open_mean = min(((sent + unused) * unit + whole // 2) // whole, self.mean)
+        elif frames >= MIN_FRAMES or not self.smallest:
+            self.open_mean = self.mean
         return self.mean
 
 

@@ -223,7 +223,8 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     cls = host_classes(topo) if classes > 1 else {}
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], expected_frame_bytes(topo, name, v),
                                     limit_at_start=(name, v) in used, only_class=cls.get(v),
-                                    unit_bytes=buffer_unit_bytes(topo, v))
+                                    unit_bytes=buffer_unit_bytes(topo, v),
+                                    frame_sizes=tuple(sorted(set(frame_sizes_over(topo, name, v)))))
                       for v in topo.neighbours(name) if (name, v) in topo.law)
     multicast = _multicast(topo, name)
     if hop_by_hop:  # the modelled ingress buffers hold the packets; the egress queue only needs room for them

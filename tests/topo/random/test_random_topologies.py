@@ -367,24 +367,7 @@ def test_a_host_link_whose_rate_falls_under_a_full_nic_queue_keeps_its_rate(text
 
 #: Found by ``make fuzz-topo`` (seed 1) and not fixed yet: each file's first lines hold its run length
 #: and the problem the judge reported; the reason says what the traces show (issue 46's note).
-OPEN_CASES = {
-    "open-start-frame-expected-fabric.yaml": "make fuzz-topo seed 1 (2,000 draws at 05cf078), 194 lost at 0.36-0.42 s while "
-                                             "f1's 576 B frames run alone (f2's 1448 B ones start at 0.96 s): S4 and S2 "
-                                             "turn their laws' b/s into packets/s at the topology's expected mean frame "
-                                             "(824 B over both flows) until their port counters have a window's frames; "
-                                             "S2's read corrects first, and until S4's next read S4 sends 576 B frames at "
-                                             "824 B's packet rate while S2 fills S4's 9-packet buffer from S2. No frame "
-                                             "window (0.05 s included) changes it: the start's estimate, not the lag; the "
-                                             "fluid model has no such start. Seeds 2 and 3 lose nothing",
-    "open-start-frame-shrink-merge.yaml": "make fuzz-topo seed 13 --alinea-only (300 draws at 05cf078), 361 lost at "
-                                          "0.157-0.169 s: f2's 200 B flow (r_max 100 Mb/s) starts at 0.15 s beside f1's "
-                                          "576 B frames, S5 -> S6 still converts its law's b/s at 576 B, so it sends "
-                                          "about 35 Mb/s of 200 B frames while S1's law, at its 100 Mb/s R_max from the "
-                                          "start, fills S5's 146-packet buffer from S1 in about 4 ms, before a report "
-                                          "can act. A shrinking mix, not a growing one: the window's lag is what a "
-                                          "shrink costs (under-sending), and no window length changes it; the fluid "
-                                          "model does not play that dip while the law upstream is at R_max. Seed 3 "
-                                          "loses 507, seed 2 none",
+OPEN_CASES: dict[str, str] = {
 }
 
 
