@@ -363,22 +363,3 @@ def test_a_host_link_whose_rate_falls_under_a_full_nic_queue_keeps_its_rate(text
                                                                              name: str) -> None:
     verdict = judge(text, seconds, all_alinea=False, source=name)
     assert verdict.problems == []
-
-
-#: Found by ``make fuzz-topo`` (seed 1) and not fixed yet: each file's first lines hold its run length
-#: and the problem the judge reported; the reason says what the traces show (issue 46's note).
-OPEN_CASES: dict[str, str] = {
-}
-
-
-@pytest.mark.parametrize("name", sorted(OPEN_CASES))
-def test_open_fuzz_cases_still_fail_as_found(name: str, request: pytest.FixtureRequest) -> None:
-    """Kept so that the next change of the law or the analysis is judged on them; each fails today
-    (strict: one that passes must leave this list for a named test of its own)."""
-    request.applymarker(pytest.mark.xfail(strict=True, reason=OPEN_CASES[name]))
-    text = (RANDOM_CASES / name).read_text()
-    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
-    verdict = judge(text, seconds, all_alinea="alinea" in text and all(
-        "control: alinea" in line for line in text.splitlines() if line.strip().startswith("- {name:")),
-        source=name)
-    assert verdict.problems == []
