@@ -21,7 +21,7 @@ from topo.experiments.hol import HolSetup, hol_topology
     "issue 46, the head-of-line family: seed 1 loses 1 packet at 2.84 s in leaf2's buffer from spine1 (class 0, "
     "its law's loop swinging the buffer 50 -> 100 % in 60 ms), where the model peaks at 96 % (4 packets of room "
     "for 2 feeding links). It warned at 98.1 % while its idle buffers reported at every interval; with the data "
-    "plane's report rule it warns 3 of the run's 3 lossy laws but this one (the run is warned). Over the shipped "
+    "plane's report rule it warns the run's two other lossy laws and one that loses nothing. Over the shipped "
     "2 x 2 and a 6 x 3 fabric, seeds 1-3, per-port fairness: 5 of 12 runs have a lossy law unwarned, 3 before"))
 def test_the_shipped_head_of_line_fabric_with_classes_loses_packets_only_where_the_analysis_warned() -> None:
     setup = HolSetup()
