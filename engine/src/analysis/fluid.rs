@@ -72,8 +72,9 @@ struct Queue {
 struct Sender {
     legs: Vec<(usize, f64, f64)>, // (first leg, start s, stop s)
     caps: Vec<f64>,               // each leg's flow's ceiling (b/s; inf: none), in `legs`' order
-    shares: Vec<(f64, usize)>,    // a step's active legs: (cap, place in `legs`), lowest cap first
-    rate_bps: Option<f64>,        // the law's (None: the link's)
+    by_cap: Vec<usize>, // places in `legs`, lowest ceiling first (sorted once, at `add_sender`)
+    shares: Vec<(f64, usize)>, // a step's active legs: (cap, place in `legs`), in `by_cap`'s order
+    rate_bps: Option<f64>, // the law's (None: the link's)
     link_bps: f64,
     bits: f64,
     sent: f64,
@@ -387,7 +388,8 @@ impl FluidPlant {
         let FluidPlant { legs, senders, .. } = self;
         for s in senders.iter_mut() {
             s.shares.clear();
-            for (j, &(_, start, stop)) in s.legs.iter().enumerate() {
+            for &j in &s.by_cap {
+                let (_, start, stop) = s.legs[j];
                 if start <= now_s && now_s < stop {
                     s.shares.push((s.caps[j], j));
                 }
@@ -401,7 +403,6 @@ impl FluidPlant {
             };
             // the flows share the rate in bits, a flow with a ceiling keeping no more than it (max-min,
             // as the hosts' pacer: engine/src/hosts/host.rs, `take`)
-            s.shares.sort_by(|a, b| a.0.total_cmp(&b.0));
             let mut left = rate;
             let mut count = s.shares.len();
             for &(cap, j) in &s.shares {
@@ -618,9 +619,12 @@ impl FluidPlant {
         if caps.len() != legs.len() || caps.iter().any(|c| c.is_nan() || *c <= 0.0) {
             return Err(PyValueError::new_err("one ceiling > 0 per leg"));
         }
+        let mut by_cap: Vec<usize> = (0..legs.len()).collect();
+        by_cap.sort_by(|&a, &b| caps[a].total_cmp(&caps[b]));
         self.senders.push(Sender {
             legs,
             caps,
+            by_cap,
             shares: Vec::new(),
             rate_bps: if controlled { Some(0.0) } else { None },
             link_bps,

@@ -40,6 +40,12 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// A rate in b/s, > 0 (`what`: whose, for the error).
+/// The time (ns, rounded half to even) a frame of `nbytes` takes at `rate_bps`: the pacer's gap, a
+/// flow's gap at its ceiling, a playout's time.
+fn frame_gap_ns(nbytes: i64, rate_bps: f64) -> i64 {
+    ((nbytes * 8 * NS_PER_S) as f64 / rate_bps).round_ties_even() as i64
+}
+
 fn check_rate(rate_bps: f64, what: &str) -> PyResult<f64> {
     if rate_bps.is_nan() || rate_bps <= 0.0 {
         return Err(PyValueError::new_err(format!(
@@ -108,8 +114,7 @@ impl State {
     /// Why per frame: the law's rate is in bits/s (docs/background/alinea.md, "Bits, not packets"); a
     /// 500-byte frame given a 1500-byte frame's gap carries a third of the bits that gap allows.
     fn gap_of(&self, nbytes: i64) -> i64 {
-        let exact = (nbytes * 8 * NS_PER_S) as f64 / self.rate_bps;
-        (exact.round_ties_even() as i64).max(1)
+        frame_gap_ns(nbytes, self.rate_bps).max(1)
     }
 
     /// The gap after the last frame sent (its own bits at the rate).
@@ -220,7 +225,7 @@ impl State {
         if let Some(cap) = f.cap_bps {
             // one frame's gap at its ceiling after the last, a frame sent late keeping the lateness
             // it can make up (a bucket of one frame): the host's own pacing may hold it a little
-            let own = (((len * 8 * NS_PER_S) as f64 / cap).round_ties_even() as i64).max(1);
+            let own = frame_gap_ns(len, cap).max(1);
             f.ready_ns = f.ready_ns.max(at - own) + own;
         }
         Some(i)
@@ -793,7 +798,7 @@ impl PlayoutBuffer {
 impl PlayoutBuffer {
     /// The play-out time of a packet of `nbytes`: its bits at `playout_bps`.
     fn gap_of(&self, nbytes: i64) -> i64 {
-        ((nbytes * 8 * NS_PER_S) as f64 / self.playout_bps).round_ties_even() as i64
+        frame_gap_ns(nbytes, self.playout_bps)
     }
 
     /// A packet of `flow` and `nbytes` arrives (> 0 bytes); false if the buffer was full.
