@@ -20,6 +20,7 @@ import pytest
 from hbh.cli import main
 from tests.wakeups import busy_thread_share
 from topo.file.settings import SweepError
+from topo.netns.switches import free_tcp_port
 from topo.sweep.run import plan_sweep, run_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -224,9 +225,7 @@ def test_an_address_nobody_answers_on_is_refused_in_seconds(tmp_path, capsys):
 @pytest.mark.slow
 def test_a_sweep_joins_a_running_cluster_and_leaves_it_running(tmp_path, ray_root):
     """`ray start --head` on loopback (Ray's single-machine mode, no token), then --address."""
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
+    port = free_tcp_port()
     env = {**os.environ, "RAY_USAGE_STATS_ENABLED": "0", "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0",
            "RAY_AUTH_MODE": "disabled"}
     ray_bin = str(Path(sys.executable).parent / "ray")

@@ -81,6 +81,7 @@ from topo.netns.plumbing import (
     switch_ifname,
 )
 from topo.netns.switches import (
+    PORT_RETRIES,
     START_TIMEOUT_S,
     LinkEmuProcess,
     LinkEmuSpec,
@@ -329,18 +330,37 @@ class NetnsNetwork:
     def _start_switches(self) -> None:
         deadline = time.monotonic() + START_TIMEOUT_S
         for node in self.topo.switches:
-            spec = self._spec(node.name)
-            if spec.pcap_dir:
-                Path(spec.pcap_dir).mkdir(parents=True, exist_ok=True)
-            cmd = p4switch_command(spec) if self.target == "p4switch" else bmv2_command(spec)
-            self.switches[node.name] = _SwitchNode(spec, SwitchProcess(spec, cmd, ROOT))
-        for sw in self.switches.values():
-            sw.process.wait_ready(deadline)
+            self._spawn_switch(node.name)
+        for name in list(self.switches):
+            self._wait_switch(name, deadline)
         if self.target == "bmv2" and self.topo.options.queue_model != "bmv2":
             self._notice(f"options.queue_model: {self.topo.options.queue_model} models p4switch's queues; "
                          "BMv2's egress queues fix each packet's departure when it is queued (docs/howto/bmv2.md)")
         if self.link_mode == "netem":
             self._netem_links()
+
+    def _spawn_switch(self, name: str) -> None:
+        spec = self._spec(name)
+        if spec.pcap_dir:
+            Path(spec.pcap_dir).mkdir(parents=True, exist_ok=True)
+        cmd = p4switch_command(spec) if self.target == "p4switch" else bmv2_command(spec)
+        self.switches[name] = _SwitchNode(spec, SwitchProcess(spec, cmd, ROOT))
+
+    def _wait_switch(self, name: str, deadline: float) -> None:
+        """Wait for a switch's ports; one that lost a port to another process between the probe and
+        its bind is started again on fresh ports, at most PORT_RETRIES times."""
+        for attempt in range(PORT_RETRIES + 1):
+            process = self.switches[name].process
+            try:
+                process.wait_ready(deadline)
+                return
+            except NetnsError:
+                if attempt == PORT_RETRIES or not process.lost_port():
+                    raise
+            process.stop()
+            self._notice(f"{name}: port {process.spec.grpc_port} or {process.spec.thrift_port} was taken "
+                         "before the switch bound it; starting it again on other ports")
+            self._spawn_switch(name)
 
     def _netem_links(self) -> None:
         """BMv2 has no link model: rate and delay by ``tc netem`` on the switch's interfaces."""

@@ -30,7 +30,7 @@ from pathlib import Path
 from runtime.sched import RealtimeScheduler
 from topo.netns.plumbing import NetnsError
 
-__all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "bmv2_binary", "BMV2_ENV", "SwitchProcess", "free_tcp_port", "check_bmv2_tools",
+__all__ = ["SwitchSpec", "p4switch_command", "bmv2_command", "bmv2_binary", "BMV2_ENV", "SwitchProcess", "free_tcp_port", "check_bmv2_tools", "PORT_TAKEN", "PORT_RETRIES",
            "pdeathsig", "child_rt_priority", "realtime_run", "switch_spin_us", "CHILD_RT_PRIORITY", "LinkEmuSpec",
            "linkemu_command", "LinkEmuProcess", "read_line", "stop_process", "NO_THRIFT", "NO_THRIFT_LOG"]
 
@@ -50,20 +50,53 @@ log = logging.getLogger(__name__)
 
 
 _GIVEN: set[int] = set()
+#: the block of ports probed when the kernel's ephemeral range leaves no room below it
+FALLBACK_PORTS = (20000, 32767)
+#: the bind error a switch prints when its port was taken between the probe and its own bind
+PORT_TAKEN = "address already in use"
+#: how often a switch that lost its ports to another process is started again on fresh ones
+PORT_RETRIES = 3
+
+
+def _ephemeral_range() -> tuple[int, int]:
+    with contextlib.suppress(OSError, ValueError):
+        lo, hi = Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()
+        return int(lo), int(hi)
+    return 32768, 60999
+
+
+def _listen_block() -> tuple[int, int]:
+    """Ports outside the kernel's ephemeral range: every outgoing connection of the machine (a gRPC
+    client, a test's socket) is given a port from that range, so a port probed there can be taken
+    before the switch binds it (CI saw "address already in use" with parallel test workers)."""
+    lo, hi = _ephemeral_range()
+    if lo - 1 - 10000 >= 2000:
+        return 10000, lo - 1
+    if 65535 - hi >= 2000:
+        return hi + 1, 65535
+    return FALLBACK_PORTS
 
 
 def free_tcp_port() -> int:
-    """A free port of 127.0.0.1, never one this process handed out before: each probe's socket is
-    closed before the switch binds, so the kernel may offer the same port twice, and two switches of
-    one run then collide ("address already in use", seen once in a netns run)."""
-    for _ in range(100):
+    """A free port of 127.0.0.1 outside the ephemeral range, never one this process handed out before.
+    Each process starts at its own place in the block (by its pid), so parallel runners probe different
+    ports; the probe's socket is closed before the switch binds, so a race is still possible and the
+    switch is then started again (:data:`PORT_RETRIES`)."""
+    lo, hi = _listen_block()
+    span = hi - lo + 1
+    start = (os.getpid() * 7919) % span
+    for i in range(span):
+        port = lo + (start + len(_GIVEN) + i) % span
+        if port in _GIVEN:
+            continue
         with socket.socket() as s:
-            s.bind(("127.0.0.1", 0))
-            port = s.getsockname()[1]
-        if port not in _GIVEN:
-            _GIVEN.add(port)
-            return port
-    raise OSError("no free TCP port on 127.0.0.1 that this process has not handed out already")
+            try:
+                s.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        _GIVEN.add(port)
+        return port
+    raise OSError(f"no free TCP port on 127.0.0.1 in {lo}-{hi} that this process has not handed out already")
 
 
 @dataclass
@@ -261,6 +294,10 @@ class SwitchProcess:
             if not _wait_tcp(port, deadline, self.proc):
                 raise NetnsError(f"switch {self.spec.name} did not start listening on 127.0.0.1:{port} "
                                  f"(exit status {self.proc.poll()}): {self.output()}")
+
+    def lost_port(self) -> bool:
+        """The switch exited because another process bound one of its ports first."""
+        return self.proc.poll() is not None and PORT_TAKEN in self.log_text().lower()
 
     def is_bmv2(self) -> bool:
         return self.command[0] == bmv2_binary() or Path(self.command[0]).name == "simple_switch_grpc"

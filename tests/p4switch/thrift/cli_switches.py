@@ -19,15 +19,15 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from tests.paths import ROOT
+from topo.netns.switches import free_tcp_port
 
 CLI = Path(sys.executable).with_name("simple_switch_CLI")
 P4SWITCH = [sys.executable, "-m", "p4switch.cli"]
 
 
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
+    """A port outside the ephemeral range (see topo.netns.switches.free_tcp_port)."""
+    return free_tcp_port()
 
 
 def bmv2() -> list[str] | None:
