@@ -218,6 +218,7 @@ class QueueForecast:
     gap_pps: float = 0.0  # the exact drain over the newest report gap: between its two newest departures seen (0: none)
     window_pps: float = 0.0  # the drain over the whole window, before a fall replaced it (drain_pps otherwise)
     passing: bool = False  # the buffer holds no more than this hop sent it since the last report (see _lower_bound_pps)
+    follows_trend: bool = True  # a steady fall of the exact drain is followed (``_follow_trend``; not in the fluid model)
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
                drained: int | None = None, drained_ns: int = 0) -> float:
@@ -291,6 +292,7 @@ class QueueForecast:
         if exact:
             self._follow_exact_fall()
             if not self._falling:
+                self._follow_trend(len(hist) - 1)
                 self.expected_pps = self.drain_pps
         else:
             self._follow_counted_fall()
@@ -380,6 +382,67 @@ class QueueForecast:
             self._fall_start_ns = start_ns
         self.expected_pps = self._over_horizon(short, self.drain_pps, (self._hist[-1][0] - self._fall_start_ns) / NS)
         self.drain_pps = short
+
+    def _follow_trend(self, end: int) -> None:
+        """A steady fall of the exact drain across the window replaces the window's drain with the trend's value
+        now: the least-squares line through the window's stretches (``DRAIN_FALL_PKTS`` departures each, at
+        their midpoints), taken when its slope is a fall by more than ``DRAIN_SHIFT_SIGMAS`` of its standard
+        error, the noise read from successive differences (``drain_noise``: a trend moves them little). Only a
+        fall, as the fall's gate, and only down to the trend's value now, never extrapolated over the horizon.
+
+        Why: the window's drain is the drain of its middle. A drain that falls slowly (the buffer's own law
+        cutting as the buffer behind it fills) stays under it by the slope times half the window, report after
+        report, and no single stretch falls by more than the spread: the gate above never opens. The law's rate
+        followed the window's drain 0.4-0.7 Mb/s above what S3 took, its target rose with the occupancy, and
+        S3's 61-packet buffer for S6's packets crept from 3 to full in 130 ms (tests/topo/random_cases/
+        slow-drain-creep-tree.yaml). Noise has no slope beyond its error: a starved buffer's dips are not
+        followed.
+
+        Not in the loop analysis's fluid model (``follows_trend`` False: controlplane/fluid_laws.py). Its drain
+        readings are fluid counts at a report's sample time, the run's the exact times of departures that other
+        ports' packets space unevenly, so the gate opens at other reports in the two: in
+        silent-before-start-merge.yaml (seed 1) the model's S1 -> S3 followed a trend from 0.087 s, the run's
+        only from 0.133 s; the model cut earlier and S3's buffer peaked 6.5 packets short of full where the run
+        lost 38, unwarned. The rule only lowers the drain a law expects: without it the model errs toward a
+        warning (the head-of-line 2 x 2, per port: the run's loss moved from leaf1 -> spine1 to leaf1 -> spine2,
+        which the model without it warns and with it did not)."""
+        if not self.follows_trend:
+            return
+        newest = self._newest_stretch(end, 1)
+        if newest is None or not newest[0] < self.drain_pps:
+            return
+        hist = self._hist
+        rates: list[float] = []
+        mids: list[float] = []
+        stop = hist[end][0]
+        while True:
+            step = self._older(end)
+            if step is None:
+                break
+            end, rate = step
+            start = hist[end][0]
+            rates.append(rate)
+            mids.append((start + stop) / 2 / NS)
+            stop = start
+        n = len(rates)
+        if n < DRAIN_SPREAD_GAPS + 1:
+            return
+        t_mean = sum(mids) / n
+        r_mean = sum(rates) / n
+        sxx = 0.0
+        sxy = 0.0
+        for i in range(n):
+            dt = mids[i] - t_mean
+            sxx += dt * dt
+            sxy += dt * (rates[i] - r_mean)
+        if sxx <= 0:
+            return
+        slope = sxy / sxx
+        if not slope < 0 or -slope * math.sqrt(sxx) <= DRAIN_SHIFT_SIGMAS * drain_noise(rates):
+            return
+        now = r_mean + slope * (hist[-1][0] / NS - t_mean)
+        if 0 < now < self.drain_pps:
+            self.drain_pps = now
 
     def _over_horizon(self, short: float, long: float, lasted_s: float) -> float:
         """The mean drain expected over the horizon when a fall has lasted ``lasted_s``: the fallen rate for

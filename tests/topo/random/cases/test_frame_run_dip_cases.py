@@ -2,8 +2,9 @@
 a switch's backlog left as a run of large frames and then a run of small ones into the next switch, whose queue rate
 in packets/s follows the mean frame it sent (a strict xfail as open-small-frame-run-dip.yaml until the start-up
 brake's drain over the newest report gap; found by ``make fuzz-topo``, seed 9, fail-2 and fail-3; minimised); and a
-drain counted in packets that dipped over one report gap (starved-drain-dip-tree.yaml). The files' first lines hold
-their run length and the problem the judge reported."""
+drain counted in packets that dipped over one report gap (starved-drain-dip-tree.yaml), and an exact drain that fell
+slowly across its window (slow-drain-creep-tree.yaml). The files' first lines hold their run length and the problem
+the judge reported."""
 
 from __future__ import annotations
 
@@ -58,3 +59,17 @@ def test_a_train_of_small_frames_behind_a_large_one_is_warned(seed: int) -> None
     verdict = judge_case("small-frame-train-buffer.yaml", seed=seed)
     assert verdict.problems == []
     assert verdict.lost == 0 or any(w.startswith("law S2->S1") and "back to back" in w for w in verdict.warned)
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_slow_steady_fall_of_the_drain_downstream_is_followed(seed: int) -> None:
+    """slow-drain-creep-tree.yaml (make fuzz-topo seed 3 at e0f70ab, fail-1): S6's law toward S3's 61-packet buffer
+    (200 B frames of f1). S3's drain toward S1 fell slowly, 6.1 -> 5.6 Mb/s over 0.2-0.3 s (S3's own law cutting as
+    S1's buffer filled); S6's window drain, the drain of the window's middle, stayed 0.3-0.5 Mb/s above the newest
+    drains report after report, no single stretch fell by more than the spread, the law's rate followed the window
+    and its adaptive target rose with the occupancy: the buffer crept 3 -> 61 packets in 130 ms and lost 10 (seed 1),
+    unwarned. The forecast follows a fall whose slope across the window exceeds its error (controlplane/forecast.py,
+    ``QueueForecast._follow_trend``; tests/controlplane/test_drain_trend.py)."""
+    verdict = judge_case("slow-drain-creep-tree.yaml", seed=seed)
+    assert verdict.problems == []
+    assert verdict.lost == 0 or verdict.warned
