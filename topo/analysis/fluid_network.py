@@ -43,7 +43,9 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
 * the fluid is in one unit on every link, the smallest frame of the modelled flows, so that a leg hands
   the next link the same bits; a buffer counts its flows' packets, each the mean frame of the flows
   crossing its link at their expected shares of it in bits (``_mean_frame_bits``): its capacity is its
-  packets in units, and its law reads it, and its queue's counters, in packets (topo/analysis/fluid_control.py).
+  packets in units, and its law reads it, and its queue's counters, in packets (topo/analysis/fluid_control.py),
+  of a capacity in packets or, where the node's buffers are in bytes of its smallest frame, in the law's
+  frames (one run each: ``network_peaks``).
   Each link's fluid was in the largest frame of any flow crossing it: 576-byte frames beside a 1500-byte
   flow capped at 2 Mb/s ran as 1500-byte packets, every buffer of the line 2.6 times its bits, and the wave
   after a capacity drop came 0.1 s late, its loss after the run's end (fuzz-topo seed 23's fail-3,
@@ -74,10 +76,11 @@ import gc
 from dataclasses import dataclass, field
 from typing import Any
 
+from controlplane.frame_size import capacity_in_frames
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, LawBatch, SwitchControl
 from topo.net.model import Topology
-from topo.net.plan import expected_shares, flow_frame_bytes, host_classes
+from topo.net.plan import buffer_unit_bytes, expected_shares, flow_frame_bytes, host_classes
 from topo.net.routes import routed_paths
 
 
@@ -186,8 +189,31 @@ def network_peaks(topo: Topology, duration_s: float, buffers_scale: float = 1.0,
                   max_steps: int = MAX_STEPS) -> list[NetworkPeak]:
     """Run every law carrying an ALINEA flow together for ``duration_s``; one entry per buffer.
 
-    ``buffers_scale`` multiplies every buffer (the targets kept as fractions)."""
-    return _Network(topo, duration_s, buffers_scale, max_steps).run()
+    ``buffers_scale`` multiplies every buffer (the targets kept as fractions).
+
+    Where a law reads its buffer in frames (``_Network.in_frames``: frames of several sizes enter the node), the
+    model runs twice, its laws reading their buffers in packets and in frames, and each buffer's entry is the
+    worse of the two (``_worse``): the agent reads the buffer in the frames of the smallest size its port
+    expects until it has sent, which for a port sending that size is its packets, then in the mean frame it
+    sends (controlplane/frame_size.py), and the model's laws run one reading each."""
+    network = _Network(topo, duration_s, buffers_scale, max_steps)
+    peaks = network.run()
+    if not network.in_frames():
+        return peaks
+    framed = _Network(topo, duration_s, buffers_scale, max_steps, frames=True).run()
+    return _worse(peaks, framed)
+
+
+def _worse(a: list[NetworkPeak], b: list[NetworkPeak]) -> list[NetworkPeak]:
+    """Per buffer, the higher peak and loss of two runs of the model, and the earlier first loss."""
+    other = {p.buffer: p for p in b}
+    out = []
+    for p in a:
+        q = other.get(p.buffer, p)
+        first = [t for t in (p.first_loss_s, q.first_loss_s) if t is not None]
+        out.append(NetworkPeak(p.buffer, p.capacity, max(p.peak, q.peak), max(p.lost_pkts, q.lost_pkts),
+                               min(first) if first else None))
+    return out
 
 
 def room_at_peak(peak: NetworkPeak) -> float:
@@ -223,10 +249,16 @@ def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: in
     (tests/bench/analysis_cost.py, 60 s) failed at 2, 4, ..., 64 in six runs, 0.27 s of its 1.8 s.
     Where 2^limit holds, the doublings go on from 4 (one run more than before: the one at 2^limit)."""
     need = packets or {}
+    framed: list[bool] = []  # some law reads its buffer in frames: each reading must hold (network_peaks)
 
     def holds(scale: float) -> bool:  # a run stops at its first loss of LOSS_PKTS: it does not hold
-        return not any(overflows(p, need.get(p.buffer, 1))
-                       for p in _Network(topo, duration_s, scale, REMEDY_STEPS, True).run())
+        network = _Network(topo, duration_s, scale, REMEDY_STEPS, True)
+        if not framed:
+            framed.append(network.in_frames())
+        if any(overflows(p, need.get(p.buffer, 1)) for p in network.run()):
+            return False
+        return not framed[0] or not any(overflows(p, need.get(p.buffer, 1)) for p in
+                                        _Network(topo, duration_s, scale, REMEDY_STEPS, True, frames=True).run())
 
     lo, top_held = 1.0, False
     for n in range(1, limit + 1):
@@ -251,8 +283,11 @@ class _Network:
     share_twins = True
 
     def __init__(self, topo: Topology, duration_s: float, scale: float, max_steps: int = MAX_STEPS,
-                 stop_at_loss: bool = False) -> None:
+                 stop_at_loss: bool = False, frames: bool = False) -> None:
         self.topo = topo
+        # the laws read their buffers in frames where the node's buffers are in bytes (``_law_capacity``)
+        self.frames = frames
+        self._units: dict[str, int] = {}
         # stop once a buffer has lost LOSS_PKTS (what ``smallest_scale`` asks needs no more)
         self.stop_at_loss = stop_at_loss
         self.duration_s = duration_s
@@ -403,6 +438,30 @@ class _Network:
         return _Buffer(key, max(1, round(port.capacity * scale * ratio)), max(1, round(port.interval_us / 1e6 / self.dt)),
                        round(report_s / self.dt), drain_pps=drain, ratio=ratio, packets=max(1, round(port.capacity * scale)))
 
+    def _law_capacity(self, buf: _Buffer) -> int:
+        """Buffer ``buf``'s capacity as its law reads it once its port sends its mean frame, in units: where
+        ``v``'s buffers are in bytes of the smallest frame entering ``v`` (``buffer_unit_bytes``), its packets
+        in the law's frames of those bytes (``capacity_in_frames``, as controlplane/agent.py and hosts/sender.py
+        read a report), else its capacity.
+
+        Why: the data plane admits ``capacity`` packets whatever their size, and a law toward a buffer fed by
+        several frame sizes reads it in bytes of the smallest, so that the ports sharing one of ``v``'s FIFOs
+        share it in bits. Read in packets, S2's law toward S5's 313-packet buffer (its 1,000 B frames beside
+        another link's 200 B) aimed the model at 250 packets where the run's law aims at 50 of the 63 frames
+        it reads: the model's S2 never cut there, and S1 behind it never met the cuts that overflowed S2's
+        38-packet buffer from S1 in the run (fuzz seed 2's merge: tests/topo/random_cases/merge-unit-capacity.yaml)."""
+        v, u = buf.key[:2]
+        unit = self._units.get(v)
+        if unit is None:
+            unit = self._units[v] = buffer_unit_bytes(self.topo, v)
+        frames = capacity_in_frames(buf.packets, unit, round(self._frame(u, v) / 8))
+        return buf.capacity if frames == buf.packets else max(1, round(frames * buf.ratio))
+
+    def in_frames(self) -> bool:
+        """Some law reads its buffer in fewer frames than its packets (``_law_capacity``)."""
+        return any(self._law_capacity(buf) != buf.capacity for buf in self.buffers.values()
+                   if self._law_key(buf.key) in self.controls)
+
     def _control(self, u: str, v: str) -> HostControl | SwitchControl:
         law = self.topo.law[(u, v)]
         ratio = self._ratio(u, v)
@@ -504,7 +563,8 @@ class _Network:
             host = isinstance(control, HostControl)
             target = self._sender_index[(u, v)] if host else self.egress[law_key].index
             i = place[law_key]
-            laws[i] = (host, target, buf.capacity, int(buf.interval_steps * self.dt * NS), twin[i])
+            capacity = self._law_capacity(buf) if self.frames else buf.capacity
+            laws[i] = (host, target, capacity, int(buf.interval_steps * self.dt * NS), twin[i])
             polled = polled_switches and buf.drain_pps is None
             reporting.append((buf.index, buf.interval_steps, buf.report_steps, i, polled))
         plant.set_loop(LawBatch(list(self.controls.values())).answer, laws, reporting,

@@ -75,8 +75,8 @@ def test_the_remedys_runs_stop_at_their_first_loss_and_find_the_same_scale(monke
     assert any(stopped)  # some of its runs lost enough to stop early
     init = fn._Network.__init__
 
-    def to_the_end(self, topo, duration_s, scale, max_steps=fn.MAX_STEPS, stop_at_loss=False):  # type: ignore[no-untyped-def]
-        init(self, topo, duration_s, scale, max_steps, False)
+    def to_the_end(self, topo, duration_s, scale, max_steps=fn.MAX_STEPS, stop_at_loss=False, frames=False):  # type: ignore[no-untyped-def]
+        init(self, topo, duration_s, scale, max_steps, False, frames)
 
     monkeypatch.setattr(fn._Network, "__init__", to_the_end)
     stopped.clear()

@@ -19,9 +19,12 @@ def _fake_network(holds_from: float, tried: list[float]):  # type: ignore[no-unt
     """A laws-together model whose one buffer loses below ``holds_from`` times its size, and nothing from there."""
 
     class Fake:
-        def __init__(self, topo, duration_s, scale, max_steps=fn.MAX_STEPS, stop_at_loss=False):  # type: ignore[no-untyped-def]
+        def __init__(self, topo, duration_s, scale, max_steps=fn.MAX_STEPS, stop_at_loss=False, frames=False):  # type: ignore[no-untyped-def]
             self.scale = scale
             tried.append(scale)
+
+        def in_frames(self) -> bool:  # its buffer is in packets: no second reading to run
+            return False
 
         def run(self) -> list[fn.NetworkPeak]:
             lossy = self.scale < holds_from
