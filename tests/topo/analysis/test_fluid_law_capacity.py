@@ -37,9 +37,9 @@ def test_a_merge_whose_upstream_law_meets_the_cuts_of_a_buffer_read_in_frames_is
     """Fuzz seed 2's merge (issue 46): S2 forwards H1's 1,000 B flow into S5's buffer, which H2's 200 B flow
     makes a buffer of 200 B units; S2's law reads it as 63 frames, aims at 50 and cuts as it fills, and S1's
     law, whose drain window lags those cuts (by about 2 Mb/s at seed 1) and whose settled gain corrects a
-    quarter of a Mb/s at a full buffer, overflows S2's 38-packet buffer from S1 (2, 12 and 0 packets lost at
-    seeds 1-3). The model read S5's buffer as 313 packets, S2 never cut there, and S1's buffer peaked at 67 %:
-    no warning. Read as the run reads it, the model overflows that buffer, on S1 -> S2."""
+    quarter of a Mb/s at a full buffer, overflows S2's 38-packet buffer from S1 (2 and 12 packets lost at seeds
+    1 and 2 when found, at 0d3e842). The model read S5's buffer as 313 packets, S2 never cut there, and S1's
+    buffer peaked at 67 %: no warning. Read as the run reads it, the model overflows that buffer, on S1 -> S2."""
     topo = load_topology_text((RANDOM_CASES / CASE).read_text(), CASE)
     framed = {p.buffer: p for p in network_peaks(topo, 0.32)}[("S2", "S1")]
     in_packets = {p.buffer: p for p in _Network(topo, 0.32, 1.0).run()}[("S2", "S1")]
