@@ -41,11 +41,13 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
 * a receiver with a receive buffer drains it at its playout rate, one without absorbs;
 * a fluid takes the link's delay and one packet's serialization to cross it;
 * the fluid is in one unit on every link, the smallest frame of the modelled flows, so that a leg hands
-  the next link the same bits; a buffer counts its flows' packets, each the mean frame of the flows
-  crossing its link at their expected shares of it in bits (``_mean_frame_bits``): its capacity is its
-  packets in units, and its law reads it, and its queue's counters, in packets (topo/analysis/fluid_control.py),
-  of a capacity in packets or, where the node's buffers are in bytes of its smallest frame, in the law's
-  frames (one run each: ``network_peaks``).
+  the next link the same bits; a buffer's unit is a packet of the mean frame of the flows crossing its link
+  at their expected shares of it in bits (``_mean_frame_bits``): its capacity is its packets in those units,
+  and its law reads it, and its queue's counters, in packets (topo/analysis/fluid_control.py), of a capacity
+  in packets or, where the node's buffers are in bytes of its smallest frame, in the law's frames (one run
+  each: ``network_peaks``). What it holds it counts flow by flow, each flow's fluid as that flow's packets
+  (``_Network._weight``): a FIFO that keeps one flow's small frames waiting while another's large ones pass
+  fills the buffer with the small ones.
   Each link's fluid was in the largest frame of any flow crossing it: 576-byte frames beside a 1500-byte
   flow capped at 2 Mb/s ran as 1500-byte packets, every buffer of the line 2.6 times its bits, and the wave
   after a capacity drop came 0.1 s late, its loss after the run's end (fuzz-topo seed 23's fail-3,
@@ -173,6 +175,8 @@ class _Leg:
     # a copy joins; b holds a packet until its last copy leaves. Empty where b makes one copy
     # (egress and slot above).
     copies: list[tuple[_Egress, int]] = field(default_factory=list)
+    # what a unit of this flow's fluid counts in ``buffer`` (``_Network._weight``): 1 with one frame size
+    weight: float = 1.0
 
 
 def _step_s(topo: Topology, intervals_us: list[int], duration_s: float, max_steps: int = MAX_STEPS) -> float:
@@ -321,7 +325,8 @@ class _Network:
         self.senders: dict[DirectedLink, list[_Leg]] = {}
         self.legs: list[_Leg] = []
         for f, path, tree, active, c in zip(alinea, paths, trees, self.active, flow_class):
-            first = self._route(path, active, c) if f.group is None else self._route_tree(tree, active)
+            frame = 8 * flow_frame_bytes(f)
+            first = self._route(path, active, c, frame) if f.group is None else self._route_tree(tree, active, frame)
             first.cap_bps = f.r_max_bps or float("inf")
         self.controls: dict[Cell, HostControl | SwitchControl] = {}
         for key in keys:
@@ -380,11 +385,26 @@ class _Network:
         """Units of fluid per packet of u -> v's flows (1 with one frame size)."""
         return self._frame(u, v) / self.unit_bits
 
-    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf")), cls: int = 0) -> _Leg:
+    def _weight(self, a: str, b: str, frame_bits: float) -> float:
+        """What a unit of a flow's fluid counts in b's buffer from a, the flow's frames ``frame_bits``: its packets in
+        that buffer's unit (``_ratio(a, b)`` units a packet, a packet being the mean frame of a -> b's flows).
+
+        Why per flow: the data plane admits packets, and a buffer holds a flow's packets for as long as they
+        wait in b's egress toward the flow's next hop; where one FIFO keeps one flow's small frames waiting
+        and another's large ones pass, the buffer holds the small ones, not the mean. Counted at the mean
+        frame, issue 46's small-frames-shared-fifo.yaml held H2's 200 B frames (waiting in S1's FIFO
+        toward H4 behind H3's) as 351 B ones, 1.75 times too few packets: the model's S1 buffer from H2 (22
+        packets) peaked at 85 % and it did not warn, where the run's held 15-22 from 1.4 s and lost packets.
+        With one frame size through the link the weight is 1 and nothing changes."""
+        return self._frame(a, b) / frame_bits
+
+    def _route(self, path: tuple[str, ...], active: tuple[float, float] = (0.0, float("inf")), cls: int = 0,
+               frame_bits: float = 0.0) -> _Leg:
         legs = []
         for a, b in zip(path, path[1:]):
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
-            legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get(self._cell(b, a, cls))))
+            legs.append(_Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get(self._cell(b, a, cls)),
+                             weight=self._weight(a, b, frame_bits) if frame_bits else 1.0))
         for here, onward in zip(legs, legs[1:]):
             key = self._cell(onward.a, onward.b, cls)
             link = (onward.a, onward.b)
@@ -398,13 +418,14 @@ class _Network:
         self.legs.extend(legs)
         return legs[0]
 
-    def _route_tree(self, links: list[DirectedLink], active: tuple[float, float]) -> _Leg:
+    def _route_tree(self, links: list[DirectedLink], active: tuple[float, float], frame_bits: float = 0.0) -> _Leg:
         """A multicast group's legs, one per link of its tree (its root's first): a leg into a node
         that copies the group to several children joins each child's egress (``_Leg.copies``)."""
         legs: dict[DirectedLink, _Leg] = {}
         for a, b in links:
             delay_s = self.topo.link_between(a, b).delay_ns / 1e9 + self._frame(a, b) / self.link_bps[(a, b)]
-            legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get(self._cell(b, a, 0)))
+            legs[(a, b)] = _Leg(a, b, max(1, round(delay_s / self.dt)), self.buffers.get(self._cell(b, a, 0)),
+                                weight=self._weight(a, b, frame_bits) if frame_bits else 1.0)
         for here in legs.values():
             onwards = [legs[(x, c)] for x, c in links if x == here.b]
             for onward in onwards:
@@ -517,7 +538,7 @@ class _Network:
         plant = FluidPlant(self.dt, self.fixed, LOSS_PKTS if self.stop_at_loss else None)
         for buf in self.buffers.values():
             buf.index = plant.add_buffer(float(buf.capacity), buf.drain_pps or 0.0)
-        legs = {id(leg): plant.add_leg(leg.steps, None if leg.buffer is None else leg.buffer.index)
+        legs = {id(leg): plant.add_leg(leg.steps, None if leg.buffer is None else leg.buffer.index, leg.weight)
                 for leg in self.legs}
         for q, below in self._queue_order():
             q.index = plant.add_queue(q.link_pps, below)

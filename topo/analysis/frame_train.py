@@ -15,7 +15,7 @@ queue sends every frame after the spacing of its rate, not of the frame ahead; a
 u: the train is as long as the frames bunched behind the large one upstream, at most what u's paced queue sends while
 the large frame crosses u -> v, and what builds behind a slower exit is the laws' to hold, in bits (the fluid model and
 the room rule of topo/analysis/check.py): counted as ``large·C_in / (small·C_out)`` it warned a host's buffer of 37
-frames where 3 were lost (tests/topo/random_cases/open-small-frames-shared-fifo.yaml, for another reason)."""
+frames where 3 were lost (tests/topo/random_cases/small-frames-shared-fifo.yaml, for another reason)."""
 
 from __future__ import annotations
 

@@ -25,6 +25,9 @@ struct Leg {
     copies: Vec<(usize, usize)>,    // multicast: (queue, slot) of each copy
     pending: Vec<f64>,              // ... and what each copy still has queued
     held: f64,
+    /// What a unit of this leg's fluid counts in its buffer (its flow's packets at the buffer's unit:
+    /// topo/analysis/fluid_network.py, `_Leg.weight`); 1 with one frame size.
+    weight: f64,
 }
 
 struct Buffer {
@@ -227,10 +230,15 @@ impl FluidPlant {
                 buf.arrived = true;
                 buf.last_arrival_s = now;
             }
+            // the buffer counts the leg's fluid at its weight (the packets it is); the leg and its queue
+            // keep the fluid's own units
+            let w = leg.weight;
+            let counted = amount * w;
             let room = buf.capacity - buf.held;
-            let take = if amount < room { amount } else { max0(room) };
-            if amount - take > 1e-9 {
-                buf.lost += amount - take;
+            let kept = if counted < room { counted } else { max0(room) };
+            let take = kept / w;
+            if counted - kept > 1e-9 {
+                buf.lost += counted - kept;
                 buf.dropped = true;
                 if buf.first_loss_s.is_none() && buf.lost >= 1.0 {
                     buf.first_loss_s = Some(now);
@@ -241,7 +249,7 @@ impl FluidPlant {
                     }
                 }
             }
-            buf.held += take;
+            buf.held += kept;
             leg.held += take;
             if buf.held > buf.peak * buf.capacity {
                 buf.peak = buf.held / buf.capacity;
@@ -339,8 +347,9 @@ impl FluidPlant {
                         here.held = max0(here.held - freed);
                         if let Some(b) = here.buffer {
                             let buf = &mut buffers[b];
-                            buf.held = max0(buf.held - freed);
-                            buf.drained += freed;
+                            let counted = freed * here.weight;
+                            buf.held = max0(buf.held - counted);
+                            buf.drained += counted;
                         }
                         let line = &mut legs[s.onward].line;
                         let n = line.len();
@@ -376,8 +385,9 @@ impl FluidPlant {
                 let leg = &mut legs[l];
                 let out = leg.held * share;
                 leg.held -= out;
-                buf.held = max0(buf.held - out);
-                buf.drained += out;
+                let counted = out * leg.weight;
+                buf.held = max0(buf.held - counted);
+                buf.drained += counted;
             }
         }
     }
@@ -504,11 +514,17 @@ impl FluidPlant {
         self.buffers.len() - 1
     }
 
-    /// A leg whose link takes `steps` steps, into `buffer` (None: a receiver without one); its index.
-    #[pyo3(signature = (steps, buffer = None))]
-    fn add_leg(&mut self, steps: usize, buffer: Option<usize>) -> PyResult<usize> {
+    /// A leg whose link takes `steps` steps, into `buffer` (None: a receiver without one), a unit of
+    /// its fluid counting `weight` in that buffer; its index.
+    #[pyo3(signature = (steps, buffer = None, weight = 1.0))]
+    fn add_leg(&mut self, steps: usize, buffer: Option<usize>, weight: f64) -> PyResult<usize> {
         if let Some(b) = buffer {
             check(b, self.buffers.len(), "buffer")?;
+        }
+        if !(weight > 0.0 && weight.is_finite()) {
+            return Err(PyValueError::new_err(format!(
+                "leg weight {weight}: must be > 0 and finite"
+            )));
         }
         self.legs.push(Leg {
             line: vec![0.0; steps.max(1)],
@@ -517,6 +533,7 @@ impl FluidPlant {
             copies: Vec::new(),
             pending: Vec::new(),
             held: 0.0,
+            weight,
         });
         Ok(self.legs.len() - 1)
     }
