@@ -81,7 +81,7 @@ from typing import Any
 from controlplane.frame_size import capacity_in_frames
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, LawBatch, SwitchControl
-from topo.net.model import Topology
+from topo.net.model import Flow, Topology
 from topo.net.plan import buffer_unit_bytes, expected_shares, flow_frame_bytes, host_classes
 from topo.net.routes import routed_paths
 
@@ -314,7 +314,7 @@ class _Network:
         # links keeps the fluid's bits as it crosses from one link to the next (the plant hands a leg's
         # amount to the next leg as it is); each buffer then holds its packets in units of its flows' mean
         # frame (``_ratio``). With one frame size, unit and frame are the same and nothing converts.
-        self.modelled = {f.name for f in alinea}
+        self.modelled = _modelled_names(topo, alinea)
         sizes = [flow_frame_bytes(f) for f in alinea]
         self.unit_bits = 8 * min(sizes) if sizes else 8 * 1000
         self.bits = {key: self.unit_bits for key in self.link_bps}
@@ -660,6 +660,25 @@ def _per_buffer(peaks: list[NetworkPeak]) -> list[NetworkPeak]:
                             min(firsts) if firsts else None)
         out[p.buffer] = p
     return list(out.values())
+
+
+def _modelled_names(topo: Topology, alinea: list[Flow]) -> set[str]:
+    """The names of the modelled flows as the links know them: each of ``alinea``'s, and for a multicast group
+    (modelled as its lead branch, the one stream its source sends) every branch of it. Why: a link of the tree
+    carries the group under one branch's name (:func:`topo.net.plan.streams_over`: a group counted once per
+    link), the branch toward the receivers beneath it, not the lead's; ``_mean_frame_bits`` counted only the
+    lead's name and gave every link off the lead's path the 1,000-byte default. In fuzz seed 15's tree
+    (tests/topo/random_cases/multicast-stamped-starved-receiver.yaml) the group's 200-byte frames from S1 to S3
+    and on to H3 were read as 1,000-byte packets: H3's 32-packet receive buffer held 32 kB played out at
+    1 Mb/s (0.26 s instead of 0.05 s), S3's law toward it turned its rate into a fifth of the packets, and the
+    model's H3 peaked at 37 % while the run lost 19 packets there."""
+    groups = topo.groups()
+    names: set[str] = set()
+    for f in alinea:
+        names.add(f.name)
+        if f.group is not None:
+            names.update(g.name for g in groups.get(f.group, ()))
+    return names
 
 
 def _mean_frame_bits(topo: Topology, u: str, v: str, flows: set[str]) -> float:

@@ -52,3 +52,21 @@ def test_a_merge_whose_upstream_law_meets_the_cuts_of_a_buffer_read_in_frames_is
             assert any(w.startswith("law S1->S2") for w in verdict.warned), (seed, verdict.warned)
         lost += verdict.lost
     assert lost > 0, "the case no longer loses packets at seeds 1-3: it tests nothing"
+
+
+def test_a_multicast_groups_frames_are_its_own_on_every_link_of_its_tree() -> None:
+    """The model runs a group as its lead branch's stream over the group's tree, but a link off the lead's path
+    carries the group under another branch's name (topo/net/plan.py, ``streams_over``). The mean frame of the
+    modelled flows on such a link was taken over the lead's name alone, found none and fell back to 1,000 B:
+    fuzz seed 15's tree (multicast-stamped-starved-receiver.yaml, 200 B frames) counted H3's 32-packet receive
+    buffer at five times its bits and its playout at a fifth of its packets. Every link of the tree, and every
+    buffer on it, now counts the group's packets at the group's frame (``_modelled_names``)."""
+    case = "multicast-stamped-starved-receiver.yaml"
+    topo = load_topology_text((RANDOM_CASES / case).read_text(), case)
+    (size,) = {f.packet_size for f in topo.flows}
+    (group,) = topo.groups()
+    net = _Network(topo, 0.4, 1.0)
+    tree = set(topo.tree_links(group))
+    assert tree == set(net.frame_bits) and len(tree) == 6  # H1->S1, S1->S2, S2->H2, S1->S3, S3->H3, S3->H4
+    assert {net._frame(u, v) for u, v in tree} == {8.0 * size}, net.frame_bits
+    assert {buf.ratio for buf in net.buffers.values()} == {1.0}
