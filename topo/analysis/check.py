@@ -36,6 +36,7 @@ from topo.analysis.fluid_network import (
 )
 from topo.analysis.frame_train import FrameTrain, frame_trains
 from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
+from topo.analysis.mix_step import MixStep, mix_steps
 from topo.analysis.report_gap import with_sparse_reports
 from topo.net.model import Topology
 from topo.net.plan import buffer_unit_bytes, law_frames
@@ -66,6 +67,7 @@ class LawCheck:
     slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
     shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
     train: FrameTrain | None = None  # small frames behind a large one overflow v's buffer (frame_train.py)
+    step: MixStep | None = None  # a flow's stop or start shrinks u's frames faster than v's queue rate follows (mix_step.py)
     paced: tuple[str, float] | None = None  # (next hop, floor): v's law toward it paces a shared queue (pacing_law)
     frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
     unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
@@ -79,7 +81,8 @@ class LawCheck:
     @property
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
-                and self.slow_exit is None and self.shared_fifo is None and self.train is None and not self.overflows)
+                and self.slow_exit is None and self.shared_fifo is None and self.train is None and self.step is None
+                and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -155,6 +158,15 @@ class LawCheck:
                        f"at {format_rate(t.out_bps)} (no law paces that exit): frames that wait behind a large one on a "
                        f"link follow it back to back, a train no rate in bits avoids")
             fixes.append(f"a buffer of at least {t.frames} packets would hold it")
+        if (m := self.step) is not None:
+            why.append(f"when the flows change at {m.at_s:g} s {u}'s frames shrink to {m.frame_bytes:.0f} B on average: "
+                       f"its pacer sends its law's bits in them at once (up to the {format_rate(m.push_bps)} its path carries "
+                       f"there), while {w}'s queue toward "
+                       f"{m.hop}, set in packets/s from the mean frame it sent over the last 0.2 s, forwards "
+                       f"{format_rate(m.drain_bps)} of them ({m.share:.0%} of its rate): within the loop's delay "
+                       f"({m.delay_s * 1e3:.2g} ms), before any report can cut {u}, {w}'s buffer from {u} gains "
+                       f"{m.gained_pkts:.3g} packets, more than the {m.room_pkts:.3g} it holds above its target")
+            fixes.append(f"a buffer of at least {m.need_pkts} packets would hold them")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -462,6 +474,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     exits = slow_exits(topo, duration_s, _beyond) if loops else {}
     fifos = shared_fifos(topo, duration_s) if loops else {}
     trains = frame_trains(topo, {key for key, _, _ in loops}) if loops else {}
+    steps = mix_steps(topo, duration_s, {key: loop.delay_s for key, loop, _ in loops}) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -470,7 +483,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
-                     shared_fifo=fifos.get(key), train=trains.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     shared_fifo=fifos.get(key), train=trains.get(key), step=steps.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
 

@@ -44,3 +44,15 @@ def test_a_flow_that_starts_is_sent_at_its_bits_from_its_first_frame(name: str, 
     verdict = judge_case(name, seed=seed)
     assert verdict.problems == []
     assert verdict.lost == 0
+
+
+def test_a_large_frame_flow_that_stops_beside_a_small_frame_one_is_warned() -> None:
+    """make fuzz-topo seed 4: H2 sends f1 (1500 B, until 1.52 s) and f2 (200 B) through S1 -> S2 (10 Mb/s; S1's buffer
+    from H2 holds 17 packets). S1's queue toward S2 sent ~2,900 packets/s, its law's ~8 Mb/s over the 353 B mean frame
+    of the last 0.2 s; when f1 stopped H2's pacer sent its law's bits in f2's 200 B frames at once, ~5,000 a second,
+    and S1's buffer from H2 went from 7 packets to 17 in 7 ms, within H2's loop delay (4.3 ms) and the reports after:
+    8 lost at 1.533 s (seed 1), unwarned. The frame window cannot follow a change faster than its reads; the loop
+    analysis now warns law H2->S1 at that stop (topo/analysis/mix_step.py)."""
+    verdict = judge_case("stop-frame-mix-line.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law H2->S1") and "change at 1.52 s" in w for w in verdict.warned)

@@ -1,0 +1,168 @@
+"""A host's law that cannot cut within its loop's delay when a flow's stop or start shrinks the frames it sends
+through a switch whose queue rate is still set from the old, larger mean frame (topo/analysis/check.py).
+
+Why: a switch's egress queue rate is in packets/s, its law's bits over the mean frame the port sent over the
+last 0.2 s (controlplane/frame_size.py), so right after a larger-frame flow stops (or a smaller-frame one starts
+beside it) the queue sends the new, smaller frames at the old packets/s: fewer bits than its law, by their ratio
+(:meth:`~topo.analysis.floor_check._Stretch.mix_dip`). A host's pacer counts bytes (hosts/sender.py): its law's
+bits go to its remaining flows at once, in more packets/s. The switch's buffer from the host, which the data plane
+counts in packets, gains the difference, and nothing the host's law does can cut it before its loop's delay has
+passed (the link's propagation both ways and a packet's serialization: :func:`topo.analysis.check.loop_delay_s`),
+the report's sampling aside. :mod:`topo.analysis.floor_check` asks the same dip of a law at its floor only; the
+laws-together model (:mod:`topo.analysis.fluid_network`) converts every link's bits at one mean frame, so it sees
+no dip at all. Seen in fuzz-topo seed 4 (issue 46, tests/topo/random_cases/stop-frame-mix-line.yaml): f1 (1500 B)
+and f2 (200 B) from H2 through S1 and S2, 10 Mb/s, S1's buffer from H2 17 packets; f1 stops at 1.52 s and S1's
+queue toward S2 keeps its ~2,900 packets/s (the 353 B mean) while H2 sends f2's 200 B frames at ~5,000 a second:
+S1's buffer went from 7 packets to 17 in 7 ms and lost 8, H2's loop delay being 5 ms.
+
+What u sends when the mix changes: its flows' path's rate (what v forwards of them before the change, the rate
+the laws run at when they use their links: issue 46 asks >= 98 %), in bits, now in the remaining flows' frames.
+What v forwards then: at the share of its rate its window's first read carries (:func:`floor_check._window_reads`,
+through :meth:`~topo.analysis.floor_check._Stretch.dip_gathers`, which counts BMv2's stamped departures as
+the floor check does). The excess over the loop's delay, in packets of the new frames, against the packets v's
+buffer holds above the law's target (its capacity less the target's share of it counted in u's frames,
+:func:`topo.net.plan.law_frames`, as the agent counts it): more, and the law is ruled out. Only hosts: a switch's
+own queue converts at its own window, so its packets/s do not jump when its frames shrink. The rate at the
+path's is an upper estimate: fuzz-topo seed 17 (300 draws, --alinea-only) gained 4 warnings, all one drawn
+topology and its shrinks, that lose nothing: H2's law was at 7 Mb/s of its 10 when f2's 1500 B frames stopped
+beside f1's 200 B ones, S1's buffer from H2 peaked at 11 of its 17 packets where the check counts 10.9 gained
+above a 9-packet room at 10 Mb/s.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from controlplane.alinea import AlineaLaw
+from controlplane.params import LawParams
+from topo.analysis.floor_check import NS, _Stretch, _unit
+from topo.net.model import Flow, Topology
+from topo.net.plan import flow_frame_bytes, law_frames
+from topo.net.routes import routed_paths
+
+__all__ = ["MixStep", "mix_steps"]
+
+DirectedLink = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class MixStep:
+    """Law u -> v (u a host) when the frames change at ``at_s``: u keeps sending ``push_bps`` for ``delay_s``,
+    now in frames of ``frame_bytes``, while v's queue toward ``hop`` forwards ``drain_bps`` of them (``share``
+    of its rate): v's buffer from u gains ``gained_pkts``, more than the ``room_pkts`` above its target."""
+
+    hop: str
+    share: float
+    at_s: float
+    push_bps: float
+    drain_bps: float
+    delay_s: float
+    frame_bytes: float
+    gained_pkts: float
+    room_pkts: float
+    need_pkts: int  # the smallest buffer (packets) whose room above the target holds the gain
+
+
+def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, float]) -> dict[DirectedLink, MixStep]:
+    """For each host law (u, v) in ``delays`` (its loop's delay, s): the change of the run's flows whose mix dip
+    at v overfills v's buffer from u the most within that delay, if one does (the law's climb from its start
+    bounds what it sends: a change early in the run may overfill it less than a later one)."""
+    alinea = [f for f in topo.flows if f.control == "alinea"]
+    keys = [k for k in delays if not topo.nodes[k[0]].is_switch and topo.nodes[k[1]].is_switch]
+    if not alinea or not keys:
+        return {}
+    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
+    end_ns = int(duration_s * NS)
+    cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
+        ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
+    times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
+    out: dict[DirectedLink, MixStep] = {}
+    before: list[Flow] = []
+    prior: _Stretch | None = None
+    for t0, t1 in zip(times, times[1:]):
+        rates: dict[tuple[str, str], float] = {}
+        for ev in sorted(topo.events, key=lambda e: e.at_ns):
+            if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
+                rates[min(ev.link[0], ev.link[1]), max(ev.link[0], ev.link[1])] = ev.rate_bps
+        active = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+        stretch = _Stretch(topo, paths, active, rates, prior=prior, span=(t0, t1))
+        if t0 > 0 and prior is not None:
+            for key in keys:
+                if key not in stretch.crossing or key not in prior.crossing:
+                    continue
+                found = _step(stretch, prior, key, before, delays[key], t0, t1)
+                was = out.get(key)
+                if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
+                    out[key] = found
+        before, prior = active, stretch
+    return out
+
+
+def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Flow], delay_s: float,
+          t0: int, t1: int) -> MixStep | None:
+    """Whether the frames' change at ``t0`` fills v's buffer from u before u's law can have heard of it."""
+    u, v = key
+    dip = stretch.mix_dip(u, v, before=before)
+    if dip is None:
+        return None
+    hop, reads = dip[0], dip[2]
+    # what u sent before: what v forwarded of its flows, the laws at their links; at most what u's remaining
+    # flows can take now (their r_max, u's link)
+    push = min(prior.drain(u, v, prior.push(u, v, False))[0], stretch.push(u, v, False))
+    port = stretch.topo.ports.get((v, u))
+    if port is None or push <= 0:
+        return None
+    law = stretch.topo.law[key]
+    frames = law_frames(stretch.topo, u, v, port.capacity)[0]
+    # no more than the law can have climbed to since u's first flow toward v started
+    flows = [f for f in stretch.topo.flows if f.control == "alinea" and (u, v) in stretch.paths[f.name]]
+    push = _ramp(law, frames, port.interval_us * 1000, flows, t0, push)
+    span_ns = min(int(delay_s * NS), t1 - t0)
+    gathered, deepest, _ = stretch.dip_gathers(u, v, push, hop, reads, span_ns)
+    if gathered <= 0:
+        return None
+    frame = _mean_frame(stretch, u, v)
+    gained = gathered / (8 * frame)
+    room = port.capacity - law.o_max * frames
+    if gained < room:
+        return None
+    need = port.capacity
+    while need < 64 * port.capacity and need - law.o_max * law_frames(stretch.topo, u, v, need)[0] < gained:
+        need += 1
+    return MixStep(hop[1], reads[0], t0 / NS, push, deepest, span_ns / NS, frame, gained, room, need)
+
+
+def _ramp(params: LawParams, frames: int, interval_ns: int, flows: list[Flow], until_ns: int, cap: float) -> float:
+    """The rate u's law can have reached by ``until_ns`` from its floor, ``flows`` (u's toward v) sending at it, v's
+    buffer (``frames`` of u's frames) read empty at every report: its fastest climb (each report raises it by its
+    gain times its target's distance; the damping term adds nothing at a steady reading, and the start-up brake
+    only cuts). v reports one data arrival at most every ``interval_ns`` (alinea.p4): a report at most every
+    interval or every packet of u's pacer at the law's rate, whichever is longer (its flows' units at equal shares
+    in bits, the mean frame :func:`_mean_frame` takes), none while no flow runs. At most ``cap``: a 1500 B flow
+    alone from 0 s at a 0.2 Mb/s floor brings a report every 60 ms, and f2's start at 0.15 s in
+    stop-frame-mix-line.yaml found H2's law below 2 Mb/s in the bound (0.23 in the run), not at the link's 10."""
+    law = AlineaLaw(params)
+    now = min((f.start_ns for f in flows), default=until_ns)
+    while now < until_ns and law.rate < cap:
+        units: dict[str, int] = {}
+        for f in flows:
+            if f.start_ns <= now and (f.stop_ns is None or f.stop_ns > now):
+                units.setdefault(_unit(f), flow_frame_bytes(f))
+        if not units:
+            now = min((f.start_ns for f in flows if f.start_ns > now), default=until_ns)
+            continue
+        mean = len(units) / sum(1 / b for b in units.values())
+        gap = max(interval_ns, math.ceil(8 * mean * NS / law.rate)) if law.rate > 0 else interval_ns
+        now += gap
+        if now <= until_ns:
+            law.on_report(0.0, False, now, gap, 1 / frames if frames else 0.0)
+    return min(law.rate, cap)
+
+
+def _mean_frame(stretch: _Stretch, u: str, v: str) -> float:
+    """The mean frame (bytes) of u's flows toward v, each unit at its equal share in bits (u's pacer)."""
+    sizes: dict[str, int] = {}
+    for f in stretch.crossing[(u, v)]:
+        sizes.setdefault(_unit(f), flow_frame_bytes(f))
+    return len(sizes) / sum(1 / b for b in sizes.values()) if sizes else math.inf
