@@ -58,3 +58,31 @@ def test_a_brake_cut_on_a_starved_playout_buffer_climbs_back_and_loses_nothing(n
     verdict = judge_case(name)
     assert verdict.problems == []
     assert verdict.lost == 0
+
+
+#: committed-starved-playout-line.yaml (issue 46, fail-2 of a fuzz draw): two flows down S1 -> S2 -> S3 -> S4 (299-packet
+#: buffers) into H4's 20-packet receive buffer, played out at 5 Mb/s. S4's agent read H4's buffer starved (the playout
+#: takes what arrives) and raised its law at each such report, to 6.6 Mb/s, its forecast the occupancy alone while its
+#: queue still held the packets stamped at its earlier, lower rates; the rise reached H4 a horizon later, the first
+#: report that found 2 packets forecast 111 (the window's drain, 2.9 Mb/s, what H4 had been sent, read as what it takes)
+#: and the law fell to its floor (0.3 Mb/s), stamped on S4's queue: the line swung 0-100 % for 4 s, H4 played out
+#: 1.1 of its 5 Mb/s and 343 packets were lost, unwarned. committed-starved-tree.yaml (0.8 s): S5's law toward S2 rose
+#: to 10.7 Mb/s while S2's buffer read starved behind ~400 packets stamped at 2.5-4.5 Mb/s; once they had left, its
+#: stamps arrived into S2's 5 Mb/s drain (56 lost, unwarned). Now a starved report forecasts what the stamped queue will
+#: leave in the buffer at the drain it had while it held a backlog, and a backlog within the drain's window of a starved
+#: report is forecast at that drain (controlplane/forecast.py, ``QueueForecast._starved_forecast``,
+#: ``_backlog_drain_pps``): the line settles at 80 % and plays out 5 Mb/s without a loss; the tree still loses as the
+#: hops start up together (S2's drain falls as S1 behind it fills), and the loop analysis, whose fluid model runs the
+#: same forecast, warns on S5 -> S2.
+def test_a_starved_buffer_behind_a_stamped_queue_settles_and_loses_nothing() -> None:
+    verdict = judge_case("committed-starved-playout-line.yaml")
+    assert verdict.problems == []
+    assert verdict.lost == 0
+    goodput_bps = sum(f["goodput_bps"] for f in verdict.summary["flows"].values())
+    assert goodput_bps > 0.9 * 5e6  # H4's playout (5 Mb/s in the file), not a fifth of it
+
+
+def test_a_starved_buffer_behind_a_stamped_queue_loses_only_where_warned() -> None:
+    verdict = judge_case("committed-starved-tree.yaml")
+    assert verdict.problems == []
+    assert any(w.startswith("law S5->S2") for w in verdict.warned) or verdict.lost == 0
