@@ -66,7 +66,7 @@ class SwitchControl:
         self.ratio = ratio  # the model's units of fluid per packet (topo/analysis/fluid_network.py)
         self.packet_bytes = packet_bytes
         self.bits = 8 * packet_bytes
-        self.forecast: QueueForecast | None = QueueForecast(follows_trend=False) if fixed_departures else None
+        self.forecast: QueueForecast | None = QueueForecast(follows_trend=False, counts_stamps=False) if fixed_departures else None
         self.pps = 0
         self._r_max_pps = self.law.params.r_max / self.bits  # the R_max the switch holds, packets/s
         self.params = law

@@ -309,15 +309,19 @@ def test_a_buffer_the_laws_together_fill_to_within_a_packet_is_warned() -> None:
 @pytest.mark.parametrize("buffer", [9, 24, 36])
 def test_the_packet_room_rule_warns_where_the_simulator_loses_and_stops_where_it_does_not(buffer: int) -> None:
     """The same file with H1's buffer at S1 grown (its gains derived again): the simulator loses packets
-    there up to about 30 packets, and none from 33 (seed 1); the rule warns up to 33 and not at 36,
+    there up to about 30 packets, and none from 33 (seed 1); the rule warns H1 -> S1 up to 33 and not at 36,
     where the model's peak leaves more than a packet of room. A differential of the rule against the
-    simulator: each size passes the judge, and the largest is not warned (the rule is not a blanket)."""
+    simulator: each size passes the judge, and the largest is not warned on H1 -> S1 (the rule is not a
+    blanket). Since a backlog in a window that holds a starved report is forecast at the backlog's drain
+    (controlplane/forecast.py), the model also warns S1 -> S4 at 36: S4's buffer fills at start-up, within
+    a packet of full; the model warned that law from 45 before, and the run loses in S4's buffer from 45
+    (seed 1), so that warning is the rule's margin on another buffer, not the buffer grown here."""
     text = TINY_BUFFER.replace("{ends: [H1, S1], buffer: 5ms}", f"{{ends: [H1, S1], buffer: {buffer}}}")
     assert text != TINY_BUFFER
     verdict = judge(text, 4.0, all_alinea=True, source=f"tiny-buffer-fabric-{buffer}.yaml")
     assert verdict.problems == []
     if buffer == 36:
-        assert verdict.warned == []
+        assert not any(w.startswith("law H1->S1") for w in verdict.warned), verdict.warned
 
 
 #: Found by ``make fuzz-topo`` (seed 1): five ALINEA flows of 200 and 576 bytes from H1 down a line of

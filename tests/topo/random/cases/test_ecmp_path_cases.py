@@ -4,6 +4,8 @@ and the problem the judge reported when it was found by ``make fuzz-topo``."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.paths import RANDOM_CASES
 from tests.topo.randomcheck import judge
 from topo.analysis.check import check_topology
@@ -35,14 +37,19 @@ def test_a_slow_exit_behind_a_line_only_ecmp_takes_is_warned() -> None:
     )
 
 
-def test_two_flows_on_a_line_only_ecmp_takes_are_warned_where_they_lose() -> None:
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_two_flows_on_a_line_only_ecmp_takes_are_warned_where_they_lose(seed: int) -> None:
     """f1 (to H3, 1 Mb/s) and f2 (to H4, 1 Mb/s, from 0.4 s) both hash to S1 -> S4 -> S2, whose 2 Mb/s link
     has a 5-packet buffer at S2: 90 lost there and at S4 (seed 1), unwarned, the analysis running the line
-    in 1,000-byte frames. Warned on S4 -> S2, the law whose buffer loses."""
+    in 1,000-byte frames. Warned on S4 -> S2, the law whose buffer lost. The run now loses nothing at seeds 1-3:
+    since a starved report's forecast counts the queue BMv2 has already stamped, and a backlog in a window that
+    holds a starved report is forecast at the backlog's drain (controlplane/forecast.py). The judge must pass every seed, and the
+    model, which runs the line in the flows' frames, still warns S4 -> S2 (a warning without loss is the
+    judge's lesser error)."""
     text, seconds = _case("ecmp-two-flows-line.yaml")
-    verdict = judge(text, seconds, all_alinea=True, source="ecmp-two-flows-line.yaml")
+    verdict = judge(text, seconds, all_alinea=True, seed=seed, source="ecmp-two-flows-line.yaml")
     assert verdict.problems == []
-    assert verdict.lost > 0
+    assert verdict.lost == 0
     assert any(w.startswith("law S4->S2") for w in verdict.warned), verdict.warned
 
 

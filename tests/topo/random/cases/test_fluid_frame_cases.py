@@ -41,7 +41,10 @@ def test_a_backlog_of_mixed_frames_behind_a_regulated_hop_is_lossless_and_the_mo
     nothing since the start-up brake's drain became, while the window holds a starved report, no lower than the
     drain over the newest report gap (controlplane/forecast.py, ``QueueForecast.law_forecast``). The model,
     whose laws now hear nothing before their flows' packets arrive (as the run's), agrees: no warning (it
-    warned while its laws climbed on idle reports before the flows' drawn starts)."""
+    warned while its laws climbed on idle reports before the flows' drawn starts). It warned S2 -> S5 again once a
+    starved report's forecast counted the queue's stamps (``QueueForecast._starved_forecast``): the model's queue
+    held a standing backlog stamped faster than the drain of S5's last backlog, and S2's law swung; the model
+    leaves that rule out (``counts_stamps`` False in controlplane/fluid_laws.py), as it does the trend fit."""
     text, seconds = _case("stamped-mixed-backlog.yaml")
     verdict = judge(text, seconds, all_alinea=True, source="stamped-mixed-backlog.yaml")
     assert verdict.problems == []

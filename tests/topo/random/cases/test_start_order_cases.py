@@ -230,15 +230,22 @@ def test_a_host_law_silent_until_its_flow_starts_starts_the_model_as_the_run_sta
     assert any(w.startswith("law S1->S3") for w in verdict.warned), verdict.warned
 
 
-def test_a_brake_cut_stamped_on_a_queue_is_warned_where_the_model_starts_as_the_run() -> None:
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_a_brake_cut_stamped_on_a_queue_is_warned_where_the_model_starts_as_the_run(seed: int) -> None:
     """H1's three flows (1448 and 1500 B) on a line whose S3 -> S4 is 20 Mb/s (make fuzz-topo seed 1). S2's
     brake cut its queue toward S3 to 10 Mb/s at 0.04-0.06 s and BMv2's queue stamped the ~800 packets then
     waiting in S2 at that rate; S3's buffer read starved, S2's law rose to its cap (62.5 Mb/s) and held it
     while the old stamps left, and from 0.437 s the packets stamped at the cap filled S3's 275-packet buffer
     (221 lost). Kept open while the model's idle buffers reported and its laws wound up before their flows
-    started; with the data plane's report rule the model overflows S3's buffer from 0.52 s, on S2 -> S3."""
+    started; with the data plane's report rule the model overflows S3's buffer from 0.52 s, on S2 -> S3.
+    The run now loses nothing at seeds 1-3: a starved report's forecast counts the queue BMv2 has already
+    stamped (controlplane/forecast.py, ``QueueForecast._starved_forecast``), so S2's law no longer rises to its
+    cap on S3's starved reports while the old stamps leave (stamped-starved-line.yaml is the family of
+    committed-starved-playout-line.yaml). The judge must still pass every seed; the model still warns S2 -> S3
+    at seed 1 (a warning without loss is the judge's lesser error)."""
     text, seconds = _case("stamped-starved-line.yaml")
-    verdict = judge(text, seconds, all_alinea=True, source="stamped-starved-line.yaml")
-    assert verdict.lost > 0, "the case no longer loses packets: it tests nothing"
+    verdict = judge(text, seconds, all_alinea=True, seed=seed, source="stamped-starved-line.yaml")
     assert verdict.problems == []
-    assert any(w.startswith("law S2->S3") for w in verdict.warned), verdict.warned
+    assert verdict.lost == 0
+    if seed == 1:
+        assert any(w.startswith("law S2->S3") for w in verdict.warned), verdict.warned
