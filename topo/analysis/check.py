@@ -12,7 +12,8 @@ together, which one law's model does not see), and that no law's floor alone ove
 not shared by an exit slower than its share of the feed with exits that pass, whose departures the law
 would take for the buffer's drain, nor drained as a share of a FIFO another link fills below the floor of
 the law that feeds it (:mod:`topo.analysis.head_of_line`), and that it holds the small frames that arrive behind one
-large frame leaving by an exit no law paces (:mod:`topo.analysis.frame_train`). ``hbh run`` prints one warning per law that fails
+large frame leaving by an exit no law paces (:mod:`topo.analysis.frame_train`), nor a run of small frames a switch's backlog
+sends into a queue whose rate in packets/s is set from a larger mean frame (:mod:`topo.analysis.frame_run`). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
 
@@ -34,6 +35,7 @@ from topo.analysis.fluid_network import (
     room_at_peak,
     smallest_scale,
 )
+from topo.analysis.frame_run import FrameRun, frame_runs
 from topo.analysis.frame_train import FrameTrain, frame_trains
 from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
 from topo.analysis.mix_step import MixStep, mix_steps
@@ -68,6 +70,7 @@ class LawCheck:
     shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
     train: FrameTrain | None = None  # small frames behind a large one overflow v's buffer (frame_train.py)
     step: MixStep | None = None  # a flow's stop or start shrinks u's frames faster than v's queue rate follows (mix_step.py)
+    run: FrameRun | None = None  # a run of u's small frames is sent on slower in bits by v's queue (frame_run.py)
     paced: tuple[str, float] | None = None  # (next hop, floor): v's law toward it paces a shared queue (pacing_law)
     frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
     unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
@@ -82,7 +85,7 @@ class LawCheck:
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
                 and self.slow_exit is None and self.shared_fifo is None and self.train is None and self.step is None
-                and not self.overflows)
+                and self.run is None and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -167,6 +170,13 @@ class LawCheck:
                        f"({m.delay_s * 1e3:.2g} ms), before any report can cut {u}, {w}'s buffer from {u} gains "
                        f"{m.gained_pkts:.3g} packets, more than the {m.room_pkts:.3g} it holds above its target")
             fixes.append(f"a buffer of at least {m.need_pkts} packets would hold them")
+        if (r := self.run) is not None:
+            why.append(f"{u}'s backlog toward {w} can send a run of {r.run_frames} of its {r.small_bytes} B frames (what its "
+                       f"buffers from their links hold) at {format_rate(r.in_bps)}, while {w}'s queue toward {r.exit}, set in "
+                       f"packets/s from the mean frame it sent over the last 0.2 s (about {r.mean_bytes:.0f} B), sends them on "
+                       f"at {r.small_bytes / r.mean_bytes:.0%} of its {format_rate(r.out_bps)} in bits: {w}'s buffer from "
+                       f"{u} gains {r.gained_pkts:.3g} packets, more than the {r.room_pkts:.3g} it holds above its target")
+            fixes.append(f"a buffer of at least {r.need_pkts} packets would hold them")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -475,6 +485,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     fifos = shared_fifos(topo, duration_s) if loops else {}
     trains = frame_trains(topo, {key for key, _, _ in loops}) if loops else {}
     steps = mix_steps(topo, duration_s, {key: loop.delay_s for key, loop, _ in loops}) if loops else {}
+    runs = frame_runs(topo) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -483,7 +494,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
-                     shared_fifo=fifos.get(key), train=trains.get(key), step=steps.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     shared_fifo=fifos.get(key), train=trains.get(key), step=steps.get(key), run=runs.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
 
