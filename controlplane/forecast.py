@@ -314,7 +314,7 @@ class QueueForecast:
         self.window_busy_pps = self._busy_since(now_ns - window_ns)
         if occupancy <= IDLE_PKTS:  # a starved buffer drains whatever arrives: the measured drain is
             self.forecast_pkts = self._starved_forecast(occupancy)  # our own sending rate, not its capacity
-        elif self.starved_in_window and self.window_busy_pps > 0.0 and self.expected_pps >= self.window_pps:
+        elif self._takes_backlog_drain():
             self.forecast_pkts = self._committed_pkts(occupancy, self.window_busy_pps)  # _backlog_drain_pps
         else:
             self.forecast_pkts = occupancy + queued - self.expected_pps * horizon_s
@@ -409,10 +409,12 @@ class QueueForecast:
         5 Mb/s playout, and S4's law fell to its floor (tests/topo/random_cases/committed-starved-playout-line.yaml).
         Only the gaps within the window: a backlog's drain from before it is not what the buffer takes now (a spine's
         packets waiting in a leaf's FIFO behind another spine's: tests/topo/analysis/test_fluid_fifo_order.py)."""
-        if (self.starved_in_window and self.window_busy_pps > 0.0 and self.occupancy > IDLE_PKTS
-                and self.expected_pps >= self.window_pps):
-            return self.window_busy_pps
-        return self.expected_pps
+        return self.window_busy_pps if self._takes_backlog_drain() else self.expected_pps
+
+    def _takes_backlog_drain(self) -> bool:
+        """The newest report found a backlog, the window a starved report, and no fall is followed."""
+        return (self.starved_in_window and self.window_busy_pps > 0.0 and self.occupancy > IDLE_PKTS
+                and self.expected_pps >= self.window_pps)
 
     def _committed_pkts(self, occupancy: int, mu: float) -> float:
         """The buffer's occupancy when the newest queued packet reaches it, each queued packet arriving at the

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
 from topo.analysis.floor_check import NS, _unit
 from topo.net.model import Flow, Topology
-from topo.net.plan import flow_frame_bytes, law_frames
+from topo.net.plan import buffer_for_gain, flow_frame_bytes, room_above_target
 from topo.net.routes import routed_paths
 
 __all__ = ["FrameRun", "frame_runs"]
@@ -105,13 +105,10 @@ def frame_runs(topo: Topology) -> dict[DirectedLink, FrameRun]:
         # laws' to hold): per small frame in, the share it does not send on
         per = 1 - (small / mean) * out_bps / min(in_bps, out_bps)
         gained = run * per
-        law = topo.law[(u, v)]
-        room = port.capacity - law.o_max * law_frames(topo, u, v, port.capacity)[0]
+        room = room_above_target(topo, u, v, port.capacity)
         if run <= 0 or gained <= room:
             continue
-        need = port.capacity
-        while need < 64 * port.capacity and need - law.o_max * law_frames(topo, u, v, need)[0] < gained:
-            need += 1
+        need = buffer_for_gain(topo, u, v, gained)
         found = FrameRun(w, small, mean, in_bps, out_bps, run, gained, room, need)
         was = out.get((u, v))
         if was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts:

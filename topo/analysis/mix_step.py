@@ -38,7 +38,7 @@ from controlplane.alinea import AlineaLaw
 from controlplane.params import LawParams
 from topo.analysis.floor_check import NS, _Stretch, _unit
 from topo.net.model import Flow, Topology
-from topo.net.plan import flow_frame_bytes, law_frames
+from topo.net.plan import buffer_for_gain, flow_frame_bytes, law_frames, room_above_target
 from topo.net.routes import routed_paths
 
 __all__ = ["MixStep", "mix_steps"]
@@ -124,12 +124,10 @@ def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Fl
         return None
     frame = _mean_frame(stretch, u, v)
     gained = gathered / (8 * frame)
-    room = port.capacity - law.o_max * frames
+    room = room_above_target(stretch.topo, u, v, port.capacity)
     if gained < room:
         return None
-    need = port.capacity
-    while need < 64 * port.capacity and need - law.o_max * law_frames(stretch.topo, u, v, need)[0] < gained:
-        need += 1
+    need = buffer_for_gain(stretch.topo, u, v, gained)
     return MixStep(hop[1], reads[0], t0 / NS, push, deepest, span_ns / NS, frame, gained, room, need)
 
 

@@ -16,7 +16,7 @@ from hosts.tcp.wire import data_frame_bytes
 from topo.net.model import Flow, Topology
 from topo.net.routes import routed_paths
 
-__all__ = ["switch_plan", "streams_over", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
+__all__ = ["switch_plan", "room_above_target", "buffer_for_gain", "streams_over", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
            "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
@@ -118,6 +118,22 @@ def law_frames(topo: Topology, u: str, v: str, capacity: int) -> tuple[int, int]
     toward v runs, as the agent runs it (buffer_unit_bytes, expected_frame_bytes); for the analysis."""
     frame = expected_frame_bytes(topo, u, v)
     return capacity_in_frames(capacity, buffer_unit_bytes(topo, v), frame), 8 * frame
+
+
+def room_above_target(topo: Topology, u: str, v: str, capacity: int) -> float:
+    """Packets v's buffer of ``capacity`` from u holds above the target u's law aims at (counted in u's
+    frames, as the law counts it): what a burst the law cannot yet answer may add without a loss."""
+    return capacity - topo.law[(u, v)].o_max * law_frames(topo, u, v, capacity)[0]
+
+
+def buffer_for_gain(topo: Topology, u: str, v: str, gained_pkts: float) -> int:
+    """The smallest buffer (packets, from its own size, at most 64 times it) whose room above the target
+    holds ``gained_pkts``: the remedy a warning names."""
+    capacity = topo.ports[(v, u)].capacity
+    need = capacity
+    while need < 64 * capacity and room_above_target(topo, u, v, need) < gained_pkts:
+        need += 1
+    return need
 
 
 def network_mode(topo: Topology) -> str:
