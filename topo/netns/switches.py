@@ -50,6 +50,9 @@ log = logging.getLogger(__name__)
 
 
 _GIVEN: set[int] = set()
+#: the lowest port handed out: Ray's workers listen on 10002-19999 by default (`ray start
+#: --min-worker-port/--max-worker-port`), and a sweep or a test's Ray head runs beside the switches
+LISTEN_FLOOR = 20000
 #: the block of ports probed when the kernel's ephemeral range leaves no room below it
 FALLBACK_PORTS = (20000, 32767)
 #: the bind error a switch prints when its port was taken between the probe and its own bind
@@ -68,10 +71,11 @@ def _ephemeral_range() -> tuple[int, int]:
 def _listen_block() -> tuple[int, int]:
     """Ports outside the kernel's ephemeral range: every outgoing connection of the machine (a gRPC
     client, a test's socket) is given a port from that range, so a port probed there can be taken
-    before the switch binds it (CI saw "address already in use" with parallel test workers)."""
+    before the switch binds it (CI saw "address already in use" with parallel test workers). Ray's
+    worker ports are left out too (:data:`LISTEN_FLOOR`): CI saw a Ray head's port taken by them."""
     lo, hi = _ephemeral_range()
-    if lo - 1 - 10000 >= 2000:
-        return 10000, lo - 1
+    if lo - 1 - LISTEN_FLOOR >= 2000:
+        return LISTEN_FLOOR, lo - 1
     if 65535 - hi >= 2000:
         return hi + 1, 65535
     return FALLBACK_PORTS
