@@ -182,9 +182,9 @@ class LawCheck:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
                     is not None else "reaches full" if room_at_peak(n) <= 0 else
                     f"comes within {room_at_peak(n):.2g} packets of full (its peak {n.peak:.1%})")
-            why.append(f"with every law running, {w}'s buffer of {n.capacity} packets {peak} in the fluid model, "
-                       f"leaving less than a packet for each link feeding its queue ({max(1, self.inputs)}): in "
-                       f"packets it overflows")
+            why.append(f"with every law running, {w}'s buffer of {n.capacity} packets {peak} in the fluid model"
+                       f"{_twin(n)}, leaving less than a packet for each link feeding its queue ({max(1, self.inputs)}): "
+                       f"in packets it overflows")
         elif n is not None and self.overflows:
             past = [t for t in self.events_s if t <= (n.first_loss_s or 0.0)]
             # the flow that joined the running network last before the loss, if one did (the head-of-line fabric's
@@ -196,7 +196,7 @@ class LawCheck:
                 else "as the hops start up together" + ("" if joined is None else
                                                         f" after flow {joined[1]} joins at {joined[0]:.3g} s")
             why.append(f"with every law running, {w}'s buffer overflows {what} (about {n.lost_pkts:.0f} packets from "
-                       f"{n.first_loss_s:.2f} s in the fluid model)")
+                       f"{n.first_loss_s:.2f} s in the fluid model{_twin(n)})")
         if n is not None and self.overflows and self.floor is None:  # a larger buffer only delays what the floor overflows
             fixes.append("buffers up to 64 times these still overflow in the model" if self.scale is None else
                          f"buffers {self.scale:.3g} times these (here {math.ceil(round(n.capacity * self.scale, 9))} "
@@ -237,6 +237,15 @@ class LawCheck:
         """The fewest packets a topology file's ``buffer:`` may give v's buffer for u's law to count ``frames`` of
         its frames there."""
         return packets_for_frames(frames, self.unit_bytes, self.frame_bytes)
+
+
+def _twin(n: NetworkPeak) -> str:
+    """Where the model's peak is a twin buffer's (fluid_network.py, ``_Network._twins``): which, and why it counts."""
+    if n.twin is None:
+        return ""
+    v, u = n.twin
+    return (f", as its twin, {v}'s buffer from {u}, does there (their flows' paths are alike hop for hop; which twin "
+            f"swings deepest is decided by the packets' order in the FIFO they share downstream)")
 
 
 def _gain_fix(loop: Loop, d: int) -> str:

@@ -39,6 +39,8 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
   word: the shipped ``hbh hol`` fabric, seed 1, lost 13 packets, 9 in leaf 2's buffers from the spines
   unwarned (tests/topo/analysis/test_fluid_classes.py). The analysis warns per buffer: a port's cells as one;
 * a receiver with a receive buffer drains it at its playout rate, one without absorbs;
+* twin buffer cells, which the flows' paths cannot tell apart, each take the worst peak of their twins
+  (``_Network._twins``): which of them swings deepest is the model's interleaving's choice, not theirs;
 * a fluid takes the link's delay and one packet's serialization to cross it;
 * the fluid is in one unit on every link, the smallest frame of the modelled flows, so that a leg hands
   the next link the same bits; a buffer's unit is a packet of the mean frame of the flows crossing its link
@@ -81,6 +83,7 @@ from typing import Any
 from controlplane.frame_size import capacity_in_frames
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, LawBatch, SwitchControl
+from topo.analysis.frame_run import _max_min
 from topo.net.model import Flow, Topology
 from topo.net.plan import buffer_unit_bytes, expected_shares, flow_frame_bytes, host_classes
 from topo.net.routes import routed_paths
@@ -132,6 +135,9 @@ class NetworkPeak:
     peak: float  # highest occupancy, fraction of the buffer (at most 1: it drops the rest)
     lost_pkts: float
     first_loss_s: float | None
+    # the buffer whose peak this one takes (``_Network.twins``: its flows' paths cannot tell the two apart);
+    # None: its own
+    twin: DirectedLink | None = None
 
 
 @dataclass
@@ -216,7 +222,7 @@ def _worse(a: list[NetworkPeak], b: list[NetworkPeak]) -> list[NetworkPeak]:
         q = other.get(p.buffer, p)
         first = [t for t in (p.first_loss_s, q.first_loss_s) if t is not None]
         out.append(NetworkPeak(p.buffer, p.capacity, max(p.peak, q.peak), max(p.lost_pkts, q.lost_pkts),
-                               min(first) if first else None))
+                               min(first) if first else None, (q if q.peak > p.peak else p).twin))
     return out
 
 
@@ -337,6 +343,7 @@ class _Network:
             if len(law_key) == 3 and isinstance(control, SwitchControl):
                 control.siblings = [o for k, o in self.controls.items()
                                     if k[:2] == law_key[:2] and o is not control and isinstance(o, SwitchControl)]
+        self.twins = self._twins(alinea, paths, flow_class)
         # per receiver's buffer (drained at its playout rate), the legs of the flows it receives
         self.receivers: list[tuple[_Buffer, list[_Leg]]] = []
         for leg in self.legs:
@@ -447,6 +454,47 @@ class _Network:
     def link_pps(self, key: DirectedLink) -> float:
         return self.link_bps[key] / self._bits(*key)
 
+    def _twins(self, alinea: list[Flow], paths: list[tuple[str, ...]], flow_class: list[int]) -> list[list[Cell]]:
+        """The groups of buffer cells that the flows' paths cannot tell apart (two or more each): cells of one
+        class whose flows meet, hop for hop over their whole paths, links of the same rate and delay, buffers of
+        the same capacity, report interval and playout, the same laws, as many flows of their class in each cell,
+        and have the same max-min fair share and stop; each flow at the same hop of its path.
+
+        Why: the model runs one interleaving of such twins' fluid, and which twin's loop swings deepest is decided
+        there by which step a chunk joins the FIFO they share downstream (and the flows' drawn starts), where a
+        run decides it by its packets. In ``hbh hol --leaves 6 --spines 3`` with per-destination classes the three
+        incast flows cross one spine each toward leaf 2's FIFO toward the receiver: at seed 2 the model took leaf
+        2's buffer from spine 2 within 1.3 packets of full and spine 1's to 85 %, and the run lost 5 packets in
+        spine 1's and none in spine 2's; at seed 1 the model lost fluid in spine 1's and 2's buffers from leaf 1
+        and took spine 3's to 94 %, and the run lost 12 there (tests/topo/analysis/test_fluid_classes.py). A flow
+        of another class on a twin's links (the victim's, above the incast's on spine 3) counts through the
+        max-min shares: it leaves each twin's flows their share. A multicast group's cells have no twins."""
+        unicast = [(f, p, c) for f, p, c in zip(alinea, paths, flow_class) if f.group is None]
+        hops = {f.name: tuple(_hops(p)) for f, p, _ in unicast}
+        share = _max_min(self.topo, hops, [f for f, _, _ in unicast])
+        held: dict[Cell, list[tuple[Flow, int]]] = {}
+        for f, _, c in unicast:
+            for j, (a, b) in enumerate(hops[f.name]):
+                held.setdefault(self._cell(b, a, c), []).append((f, j))
+        groups = {f.group for f in alinea if f.group is not None}
+        shared = {self._cell(b, a, 0) for f in alinea if f.group in groups for a, b in self.topo.tree_links(f.group)}
+
+        def hop(f: Flow, c: int, a: str, b: str) -> tuple[Any, ...]:
+            link, key = self.topo.link_between(a, b), self._cell(b, a, c)
+            buf = self.buffers.get(key)
+            kept = None if buf is None else (buf.packets, buf.interval_steps, buf.drain_pps)
+            return (link.rate_bps, link.delay_ns, kept, repr(self.topo.law.get((a, b))), len(held.get(key, ())))
+
+        def profile(f: Flow, j: int, c: int) -> tuple[Any, ...]:
+            return (j, share[f.name], f.stop_ns, tuple(hop(f, c, a, b) for a, b in hops[f.name]))
+
+        alike: dict[tuple[Any, ...], list[Cell]] = {}
+        for key in self.buffers:
+            if key in held and key not in shared:
+                c = key[2] if len(key) == 3 else 0
+                alike.setdefault((c, tuple(sorted((profile(f, j, c) for f, j in held[key]), key=repr))), []).append(key)
+        return [cells for cells in alike.values() if len(cells) > 1]
+
     def _buffer(self, key: Cell, scale: float) -> _Buffer:
         v, u = key[:2]  # with classes each (port, class) cell has the port's capacity (topo/net/plan.py)
         port = self._port(key)
@@ -526,8 +574,15 @@ class _Network:
                     self.stopped_s = k * dt
                 break
         self.steps_run = min(k + 1, steps)
-        peaks = [NetworkPeak(b.key[:2], b.packets, peak, lost / b.ratio, first)
-                 for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())]
+        cells = {b.key: NetworkPeak(b.key[:2], b.packets, peak, lost / b.ratio, first)
+                 for b, (peak, lost, first) in zip(self.buffers.values(), plant.peaks())}
+        for twins in self.twins:  # each takes the worst of its twins' (``_twins``)
+            worst = max((cells[k] for k in twins), key=lambda p: (p.lost_pkts, p.peak))
+            for k in twins:
+                if cells[k] is not worst:
+                    cells[k] = NetworkPeak(k[:2], cells[k].capacity, worst.peak, worst.lost_pkts, worst.first_loss_s,
+                                           worst.buffer)
+        peaks = list(cells.values())
         return peaks if self.classes == 1 else _per_buffer(peaks)
 
     def _plant(self, window: int, last_event: float) -> FluidPlant:
@@ -657,7 +712,7 @@ def _per_buffer(peaks: list[NetworkPeak]) -> list[NetworkPeak]:
         if was is not None:
             firsts = [t for t in (was.first_loss_s, p.first_loss_s) if t is not None]
             p = NetworkPeak(p.buffer, p.capacity, max(was.peak, p.peak), was.lost_pkts + p.lost_pkts,
-                            min(firsts) if firsts else None)
+                            min(firsts) if firsts else None, (p if p.peak > was.peak else was).twin)
         out[p.buffer] = p
     return list(out.values())
 

@@ -10,25 +10,60 @@ switch agent sets it (R_max cut to a fair share while other classes of the port 
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from runtime.fluid import FluidPlant
 from tests.topo.analysis.hol_laws import lossy_laws, warned_laws
+from topo.analysis.check import warnings
+from topo.analysis.fluid_network import _Network
 from topo.experiments.hol import HolSetup, hol_topology
+from topo.net.starts import with_drawn_starts
+
+FABRIC_6X3 = HolSetup(fabric=dataclasses.replace(HolSetup().fabric, leaves=6, spines=3))
+
+
+@pytest.mark.parametrize(("setup", "seed"), [(HolSetup(), 2), (HolSetup(), 3), (FABRIC_6X3, 1), (FABRIC_6X3, 2)],
+                         ids=["2x2-seed2", "2x2-seed3", "6x3-seed1", "6x3-seed2"])
+def test_the_head_of_line_fabrics_with_classes_lose_packets_only_where_the_analysis_warned(setup: HolSetup,
+                                                                                           seed: int) -> None:
+    """6 x 3, seeds 1 and 2: the run lost packets in leaf 1's uplink buffer at spine 3, and in leaf 2's buffer from
+    spine 1, where the model had taken a twin of each (spine 1's and 2's from leaf 1; leaf 2's from spine 2) to
+    the loss and the run's own to 94 and 85 %; twins take each other's peak (fluid_network.py, ``_twins``)."""
+    topo = hol_topology(setup, "alinea-classes", incast=True)
+    lossy = lossy_laws(topo, seed, setup.seconds)
+    assert lossy, "the case no longer loses packets: it tests nothing"
+    assert lossy <= warned_laws(topo, seed, setup.seconds)
 
 
 @pytest.mark.xfail(strict=True, reason=(
-    "issue 46, the head-of-line family: seed 1 loses 1 packet at 2.84 s in leaf2's buffer from spine1 (class 0, "
-    "its law's loop swinging the buffer 50 -> 100 % in 60 ms), where the model peaks at 96 % (4 packets of room "
-    "for 2 feeding links). It warned at 98.1 % while its idle buffers reported at every interval; with the data "
-    "plane's report rule it warns the run's two other lossy laws and one that loses nothing. Over the shipped "
-    "2 x 2 and a 6 x 3 fabric, seeds 1-3, per-port fairness: 5 of 12 runs have a lossy law unwarned, 3 before"))
+    "issue 46, the head-of-line family: the shipped 2 x 2, seed 7, loses 2 packets at 2.44 s in leaf2's buffer "
+    "from spine2 (class 0: the incast flow that shares spine2 with the victim), where the model peaks at 91 %; "
+    "it has no twin (spine1 carries two incast flows). Seeds 1-7 of the 2 x 2 and 6 x 3 fabrics, alinea and "
+    "alinea-classes (28 runs): 2 have a lossy law unwarned (this one and alinea's seed 6, spine2->leaf2 too), "
+    "7 before the twins"))
 def test_the_shipped_head_of_line_fabric_with_classes_loses_packets_only_where_the_analysis_warned() -> None:
     setup = HolSetup()
     topo = hol_topology(setup, "alinea-classes", incast=True)
-    lossy = lossy_laws(topo, 1, setup.seconds)
+    lossy = lossy_laws(topo, 7, setup.seconds)
     assert lossy, "the case no longer loses packets: it tests nothing"
-    assert lossy <= warned_laws(topo, 1, setup.seconds)
+    assert lossy <= warned_laws(topo, 7, setup.seconds)
+
+
+def test_the_spines_cells_of_one_class_are_twins_where_each_carries_one_incast_flow() -> None:
+    """6 x 3: one incast flow a spine, so leaf 2's class-0 cells from the three spines are twins (the victim's class 1
+    beside spine 3's leaves the flow its max-min share); 2 x 2: spine 1 carries two incast flows, spine 2 one, so
+    theirs are not. A twin's warning names the buffer whose peak it takes."""
+    six = with_drawn_starts(hol_topology(FABRIC_6X3, "alinea-classes", incast=True), 2, "sim")
+    groups = _Network(six, FABRIC_6X3.seconds, 1.0).twins
+    assert [("leaf2", f"spine{k}", 0) for k in (1, 2, 3)] in groups
+    assert not any(len(cell) == 3 and cell[2] == 1 for g in groups for cell in g)  # the victim's cells have none
+    two = with_drawn_starts(hol_topology(HolSetup(), "alinea-classes", incast=True), 2, "sim")
+    assert not any(("leaf2", "spine1", 0) in g for g in _Network(two, HolSetup().seconds, 1.0).twins)
+    said = [w for w in warnings(hol_topology(FABRIC_6X3, "alinea-classes", incast=True), FABRIC_6X3.seconds, 2)
+            if "as its twin" in w]
+    assert said and all(w.startswith("law spine") and "->leaf2" in w.split(":")[0] for w in said)
 
 
 def _two_classes(below: bool, fixed: bool) -> tuple[FluidPlant, list[int]]:
