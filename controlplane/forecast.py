@@ -153,6 +153,146 @@ def schedule_floor_pps(queued: int, link_pps: float, horizon_s: float = 0.0, arr
     return n / (n / link_pps + (slack - n / link_pps) * COMMAND_SHARE)
 
 
+class _PathNode:
+    """A stretch of the exact drain in ``_TrendSums``: the one ending at its entry, and the sums of the least-squares
+    fit over it and the stretches before it, back to its chain's root (a stretch that began before the window)."""
+
+    def __init__(self, parent: int, depth: int, flat: int, jump: int, x: int, xx: int, r: float, xr: float,
+                 dd: float) -> None:
+        self.parent = parent  # the entry its stretch starts at (list index; -1: a root, whose stretch is not counted)
+        self.depth = depth  # stretches counted from the root to it (0: the root)
+        self.flat = flat  # the depth where the run of stretches with its drain (the same float) ending at it begins
+        self.jump = jump  # an older entry of its chain, for the search of the window's oldest stretch (see below)
+        # the sums over the counted stretches up to it: x, each stretch's midpoint as the sum of its two ends' times
+        # less twice _TrendSums.ref_ns (ns, exact integers), x², the drain r less _TrendSums.ref_pps, x·r, and the
+        # square of the drain's difference from the stretch before's
+        self.x = x
+        self.xx = xx
+        self.r = r
+        self.xr = xr
+        self.dd = dd
+
+
+class _TrendSums:
+    """The least-squares line of ``QueueForecast._follow_trend`` without its walk over the window's stretches.
+
+    The stretches a report reads end at its newest entry, each starting where the one before it ends: a chain
+    along ``QueueForecast._start_of`` back to the window's start. Successive reports read different chains (at
+    1 Gb/s with reports every 20 µs the DRAIN_FALL_PKTS departures of a stretch span ~4 reports: ~4 interleaved
+    chains, which join where a report brought no departure), so the sums are kept per entry, from its chain's root
+    to it, each set once from those of the entry its stretch starts at. A chain's sums over the window are the newest
+    entry's less those of the entry where the window's oldest stretch starts, found by Myers's jump pointers
+    (E. W. Myers, "An applicative random-access stack", 1983): O(log n) steps for n stretches, where the walk took n
+    at every report (paper-5router at 1 Gb/s, reports every 20 µs: ~940 stretches over ~3,800 entries, the median
+    of its fits in tests/bench/sim_bench.py's 0.4 s run of that row). Times are integer ns from ``ref_ns``, the
+    window's start when the entries before it were last deleted (every sum is then set again from there): the sums
+    of times are exact and the others span a few windows, so the line is the walk's to rounding
+    (tests/controlplane/test_drain_trend.py)."""
+
+    def __init__(self) -> None:
+        self.nodes: list[_PathNode | None] = []  # beside QueueForecast._hist: None until a fit needs it
+        # times are summed from ref_ns and drains from ref_pps (the window's start and drain when the sums were set
+        # last): the sums of x·r then hold neither a drain times a long time nor a time times a high drain
+        self.ref_ns = 0
+        self.ref_pps = 0.0
+
+    def line(self, f: QueueForecast, end: int) -> tuple[int, float, float, float, float] | None:
+        """The line through the window's stretches before ``hist[end]`` (their drains at their midpoints): their
+        number, the slope (packets/s per s), the sum of the squared deviations of their midpoints from their mean
+        (s²), the noise of successive drains (``drain_noise``) and the line's value at ``hist[end]``'s time; None
+        with fewer than ``DRAIN_SPREAD_GAPS + 1`` stretches. ``_follow_trend``'s walk computed the same, up to
+        rounding."""
+        first, nodes = f._first, self.nodes
+        newest = self._node(f, end)
+        if newest.parent < first:
+            return None
+        node = newest  # the oldest stretch within the window: the oldest node of the chain whose parent is in it
+        while True:
+            parent = nodes[node.parent]
+            if parent is None or parent.parent < first:
+                break
+            jumped = nodes[node.jump]
+            node = jumped if jumped is not None and jumped.parent >= first else parent
+        n = newest.depth - node.depth + 1
+        if n < DRAIN_SPREAD_GAPS + 1:
+            return None
+        base = nodes[node.parent]
+        assert base is not None
+        sx, sr = newest.x - base.x, newest.r - base.r  # sr: the drains less ref_pps
+        spread_ns2 = n * (newest.xx - base.xx) - sx * sx  # n² times the variance of x: exact
+        if spread_ns2 <= 0:
+            return None
+        sxx = spread_ns2 / (n * 4 * NS * NS)  # s² (a midpoint is x / 2 ns)
+        if newest.flat <= node.depth:
+            # one drain across the window: a flat line, exactly (the sums would give a slope of rounding, which a
+            # noise of 0 does not hide: a paced drain of 625 packets/s read as a fall)
+            return n, 0.0, sxx, 0.0, f._stretches[end][1]  # type: ignore[index]
+        slope = (newest.xr - base.xr - sx * sr / n) / (2 * NS) / sxx
+        dd = newest.dd - node.dd
+        noise = math.sqrt((dd if dd > 0.0 else 0.0) / (2 * (n - 1)))
+        now = self.ref_pps + sr / n + slope * ((2 * n * (f._hist[end][0] - self.ref_ns) - sx) / (2 * n * NS))
+        return n, slope, sxx, noise, now
+
+    def _node(self, f: QueueForecast, end: int) -> _PathNode:
+        """The node of ``hist[end]``, with those of its chain back to one already set or to the window's start."""
+        nodes = self.nodes
+        if not nodes:
+            self.ref_ns, self.ref_pps = f._hist[f._first][0], f.window_pps
+        while len(nodes) < len(f._hist):
+            nodes.append(None)
+        known = nodes[end]
+        if known is not None:
+            return known
+        chain: list[int] = []
+        i = end
+        while True:
+            chain.append(i)
+            start = f._start_of(i)
+            if start < f._first or nodes[start] is not None:
+                break
+            i = start
+        for k in range(len(chain) - 1, -1, -1):
+            i = chain[k]
+            start = f._start_of(i)
+            nodes[i] = self._grow(f, i, start if start >= f._first else -1)
+        return nodes[end]  # type: ignore[return-value]
+
+    def _grow(self, f: QueueForecast, i: int, start: int) -> _PathNode:
+        """The node of ``hist[i]``, whose stretch starts at ``hist[start]`` (-1: before the window, a root)."""
+        if start < 0:
+            return _PathNode(-1, 0, 0, i, 0, 0, 0.0, 0.0, 0.0)
+        nodes, stretches = self.nodes, f._stretches
+        parent = nodes[start]
+        assert parent is not None
+        x = f._hist[start][0] + f._hist[i][0] - 2 * self.ref_ns
+        rate = stretches[i][1]  # type: ignore[index]
+        d = rate - stretches[start][1] if parent.depth > 0 else 0.0  # type: ignore[index]
+        r = rate - self.ref_pps
+        up = nodes[parent.jump]
+        assert up is not None
+        further = nodes[up.jump]
+        assert further is not None
+        # Myers's rule: jump twice as far as the parent's jump when it and the jump's own are the same length
+        jump = up.jump if parent.depth - up.depth == up.depth - further.depth else start
+        flat = parent.flat if parent.depth > 0 and d == 0.0 else parent.depth + 1
+        return _PathNode(start, parent.depth + 1, flat, jump, parent.x + x, parent.xx + x * x, parent.r + r,
+                         parent.xr + x * r, parent.dd + d * d)
+
+    def drop(self, f: QueueForecast, count: int) -> None:
+        """``f`` deleted the oldest ``count`` entries of its list: the nodes set are set again, from its new
+        first entry's time, chains rooted in the window (what the sums span stays a few windows)."""
+        kept = self.nodes[count:]
+        if not kept:
+            self.nodes = kept
+            return
+        self.nodes = [None] * len(kept)
+        self.ref_ns, self.ref_pps = f._hist[0][0], f.window_pps
+        for i in range(len(kept)):
+            node = kept[i]
+            if node is not None:
+                self.nodes[i] = self._grow(f, i, node.parent - count if node.parent >= count else -1)
+
+
 @dataclass
 class QueueForecast:
     """One regulated egress port: its queue's horizon and the downstream buffer's forecast."""
@@ -229,6 +369,7 @@ class QueueForecast:
     _busy_from: list[int] = field(default_factory=list)  # when each of those gaps began (the reporter's clock)
     busy_pps: float = 0.0
     window_busy_pps: float = 0.0  # ... over those that began within the drain's window (0: none)
+    _trend: _TrendSums = field(default_factory=_TrendSums)  # the sums of _follow_trend's line
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
                drained: int | None = None, drained_ns: int = 0) -> float:
@@ -291,6 +432,7 @@ class QueueForecast:
             del hist[:first]
             del stretches[:first]
             self._popped += first
+            self._trend.drop(self, first)
             first = 0
         self._first = first
         if occupancy <= IDLE_PKTS:
@@ -539,36 +681,12 @@ class QueueForecast:
         newest = self._newest_stretch(end, 1)
         if newest is None or not newest[0] < self.drain_pps:
             return
-        hist = self._hist
-        rates: list[float] = []
-        mids: list[float] = []
-        stop = hist[end][0]
-        while True:
-            step = self._older(end)
-            if step is None:
-                break
-            end, rate = step
-            start = hist[end][0]
-            rates.append(rate)
-            mids.append((start + stop) / 2 / NS)
-            stop = start
-        n = len(rates)
-        if n < DRAIN_SPREAD_GAPS + 1:
+        line = self._trend.line(self, end)
+        if line is None:
             return
-        t_mean = sum(mids) / n
-        r_mean = sum(rates) / n
-        sxx = 0.0
-        sxy = 0.0
-        for i in range(n):
-            dt = mids[i] - t_mean
-            sxx += dt * dt
-            sxy += dt * (rates[i] - r_mean)
-        if sxx <= 0:
+        _, slope, sxx, noise, now = line
+        if not slope < 0 or -slope * math.sqrt(sxx) <= DRAIN_SHIFT_SIGMAS * noise:
             return
-        slope = sxy / sxx
-        if not slope < 0 or -slope * math.sqrt(sxx) <= DRAIN_SHIFT_SIGMAS * drain_noise(rates):
-            return
-        now = r_mean + slope * (hist[-1][0] / NS - t_mean)
         if 0 < now < self.drain_pps:
             self.drain_pps = now
 
