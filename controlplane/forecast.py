@@ -361,12 +361,14 @@ class QueueForecast:
     follows_trend: bool = True  # a steady fall of the exact drain is followed (``_follow_trend``; not in the fluid model)
     counts_stamps: bool = True  # a starved report counts the queue's stamps (``_starved_forecast``; not in the fluid model)
     # The drain while the buffer held a backlog (see _note_backlog_drain): the newest report gaps that began and
-    # ended on more than IDLE_PKTS packets, oldest first, departures and ns, and their sums; and their drain (0: none).
+    # ended on more than IDLE_PKTS packets, oldest first, departures and ns, the departures' sum; and their drain (0: none).
     _busy_pkts: list[int] = field(default_factory=list)
     _busy_ns: list[int] = field(default_factory=list)
     _busy_pkts_sum: int = 0
-    _busy_ns_sum: int = 0
     _busy_from: list[int] = field(default_factory=list)  # when each of those gaps began (the reporter's clock)
+    _busy_spans: list[int] = field(default_factory=list)  # ... each timed by its departures (see _note_backlog_drain)
+    _busy_spans_sum: int = 0
+    _busy_end_ns: int = -1  # where the newest of those spans ended (-1: none)
     busy_pps: float = 0.0
     window_busy_pps: float = 0.0  # ... over those that began within the drain's window (0: none)
     _trend: _TrendSums = field(default_factory=_TrendSums)  # the sums of _follow_trend's line
@@ -467,27 +469,50 @@ class QueueForecast:
         its departures over it are what the buffer takes, not what this hop sent it (none: it took none, this hop's
         packets waiting behind others'). ``busy_pps`` is the drain over the newest such gaps that hold
         ``DRAIN_SHORT_PKTS`` departures (all of them while fewer): a stretch of a few departures of mixed frame
-        sizes is noisy."""
+        sizes is noisy.
+
+        ``busy_pps`` (what the starved forecast takes the buffer to drain) times the gaps by their departures, with
+        the exact drain: from the newest departure the report before saw to the newest this one saw, a gap without
+        departures to the report (a stall), each no earlier than the one before ended, so that a backlog's spans
+        tile its departures. Why: a gap timed by the reports holds its departures ± 1, and at start-up one gap is
+        the whole measure: 2 departures of H2's 1,250 packets/s playout in a gap of 1.06 ms read 1,881 packets/s,
+        every starved report after it took the stamps of S1's queue toward H2 up to that rate as drained, S1's law
+        climbed to 2,019 packets/s over an 80 ms horizon and the 20-packet buffer lost 7
+        (tests/topo/random_cases/busy-gap-multicast-receiver.yaml). A span that begins at a departure the buffer
+        then went idle after reads low: a lower bound, which errs toward a larger forecast there. Not the law's
+        drain (``window_busy_pps``, by the reports' times): read low, it cut S1's law toward a buffer that a
+        1448 B frame's 11.6 ms made look backlogged to 0.36 Mb/s of a 1 Mb/s link, and H2's buffer at S1 behind
+        it overflowed (fuzz seed 17). In the fluid model a report's departures are timed at the report: the two
+        are one."""
         hist = self._hist
         if len(hist) < 2 or t1 <= t0:
             return
-        d0 = hist[-2][1]
-        d1 = hist[-1][1]
+        e0, d0 = hist[-2]
+        e1, d1 = hist[-1]
         if d1 < d0:
             return
-        pkts, busy = self._busy_pkts, self._busy_ns
+        span = t1 - t0
+        if self._exact:
+            start = e0 if e0 > self._busy_end_ns else self._busy_end_ns
+            end = e1 if d1 > d0 else t1
+            if end > start:
+                span = end - start
+                self._busy_end_ns = end
+        pkts, busy, spans = self._busy_pkts, self._busy_ns, self._busy_spans
         pkts.append(d1 - d0)
         busy.append(t1 - t0)
+        spans.append(span)
         self._busy_from.append(t0)
         self._busy_pkts_sum += d1 - d0
-        self._busy_ns_sum += t1 - t0
+        self._busy_spans_sum += span
         while len(pkts) > 1 and self._busy_pkts_sum - pkts[0] >= DRAIN_SHORT_PKTS:
             self._busy_pkts_sum -= pkts[0]
-            self._busy_ns_sum -= busy[0]
+            self._busy_spans_sum -= spans[0]
             del pkts[0]
             del busy[0]
+            del spans[0]
             del self._busy_from[0]
-        self.busy_pps = self._busy_pkts_sum * NS / self._busy_ns_sum if self._busy_ns_sum > 0 else 0.0
+        self.busy_pps = self._busy_pkts_sum * NS / self._busy_spans_sum if self._busy_spans_sum > 0 else 0.0
 
     def _busy_since(self, since_ns: float) -> float:
         """The drain over the backlogged gaps (``_note_backlog_drain``) that began at ``since_ns`` or later (0: none)."""

@@ -582,3 +582,34 @@ def test_the_fluid_models_forecast_leaves_the_stamps_of_a_starved_report_out() -
     assert replay.forecasts[-1][0] == line.forecasts[-1][0] <= IDLE_PKTS
     assert model.busy_pps > 0 and replay.forecasts[-1][1] == replay.forecasts[-1][0]
     assert line.forecasts[-1][1] > line.forecasts[-1][0] + 10
+
+
+@pytest.mark.parametrize("period_ns", [1_060_000, 1_700_000, 3_100_000])
+def test_a_backlogs_drain_is_timed_from_departure_to_departure(period_ns: int) -> None:
+    """A playout of 1,250 packets/s (H2's 2 Mb/s in 200 B frames) holding a backlog, reported at gaps its spacing
+    does not divide: each gap holds one or two departures more or less than its length at the spacing, and timed
+    by the reports the first gap read up to 1,881 packets/s (busy-gap-multicast-receiver.yaml). Timed from the
+    departure before the gap to the newest in it, the backlog's drain is its spacing's from the first gap on, and
+    after a stall (a gap with no departure) too."""
+    spacing = 800_000
+    leave = departures([spacing] * 40)
+    f = QueueForecast()
+    t, fwd = 3 * spacing + period_ns // 3, 0
+    readings = []
+    while t <= leave[-1]:
+        gone = [x for x in leave if x <= t]
+        f.update(t, 5, fwd + 5, fwd, 1250, drained=len(gone), drained_ns=gone[-1] if gone else 0)
+        if f.busy_pps > 0:
+            readings.append(f.busy_pps)
+        t += period_ns
+        fwd = len(gone)
+    assert readings and all(r == pytest.approx(1250, rel=1e-9) for r in readings)
+    # a stall of 3 spacings, then the backlog again: the stall is in the drain once, not twice
+    stalled = departures([4 * spacing] + [spacing] * 9, leave[-1])
+    while t <= stalled[-1]:
+        gone = [x for x in leave + stalled if x <= t]
+        f.update(t, 5, fwd + 5, fwd, 1250, drained=len(gone), drained_ns=gone[-1])
+        t += period_ns
+        fwd = len(gone)
+    gone = [x for x in leave + stalled if x <= t - period_ns]
+    assert f.busy_pps == pytest.approx(f._busy_pkts_sum * 1e9 / (gone[-1] - (gone[-1 - f._busy_pkts_sum])), rel=1e-9)
