@@ -354,9 +354,10 @@ class _PortLaw:
 Queue = tuple[int, int]  # (egress port, class): one law each
 
 
-def _link_pps(pl: _PortLaw) -> float:
-    """The port's packets/s at the R_max the switch holds (the link's rate)."""
-    return (pl.link_bps or pl.law.params.r_max) / (8 * pl.packet_bytes)
+def _link_pps(pl: _PortLaw, frame_bytes: int) -> float:
+    """The port's packets/s at the R_max the switch holds (the link's rate), in the queue's frames
+    (``SwitchAgentCore._queue_frame``): a queue rate, like the schedule floor it bounds."""
+    return (pl.link_bps or pl.law.params.r_max) / (8 * frame_bytes)
 
 
 def _busy(pl: _PortLaw) -> bool:
@@ -470,13 +471,41 @@ class SwitchAgentCore:
         return min(pps, link_pps(link_bps, packet_bytes, self.ceiling_reports.get(port, 0.0)))
 
     def _queue_frame(self, port: int, pl: _PortLaw) -> int:
-        """The frame a law's rate becomes packets/s at: the mean the port sent, or while the law is at its R_max
-        (nothing downstream holds it back) the frame that lets a flow not seen yet through at its bits
-        (``FrameSizeWindow.open_mean``: the R_max the port has not sent, in the smallest frames expected)."""
+        """The frame every queue rate of the port is in: what turns a law's b/s into BMv2's packets/s, and a
+        packets/s the queue must hold (the schedule bound's floor, the link's packets/s) back into b/s.
+
+        While the law is below its R_max it holds the port, and the port sends the frames it sent:
+        ``_sent_frame``, the frame its drain is read in, so that a law that sets its rate to the drain in bits
+        sets its queue to the drain in packets (the mean while the drain is no faster than the reads saw the
+        port send). At its R_max (nothing downstream holds it back), ``FrameSizeWindow.open_frame`` at the rate
+        its queues may send now (``_sendable_bps``): the bits of that rate the port did not send count as frames
+        of flows it has not seen, so that a flow that starts is not sent slower than its bits until a read sees
+        it. Not below the R_max: there the bits the port did not send are not frames it sends, and a backlog of
+        the frames it does send would leave at several times the law's bits (the open frame at any rate, tried
+        for issue 46: stamped-mixed-backlog.yaml lost 716 / 139 / 19 at seeds 1-3, unwarned at 1 and 3, where
+        it loses 0 / 0 / 0). Without a window: ``packet_bytes``."""
         window = self.frame_sizes.get(port)
-        if window is None or pl.law.rate < pl.law.params.r_max:
+        if window is None:
             return pl.packet_bytes
-        return window.open_mean
+        if pl.law.rate < pl.law.params.r_max:
+            return self._sent_frame(port, pl)
+        return window.open_frame(self._sendable_bps(port))
+
+    def _sent_frame(self, port: int, pl: _PortLaw) -> int:
+        """The frame every reading of what the port sent is in: the neighbour's buffer (its capacity in this port's
+        frames, the packets in it), the drain of this port's packets from it and the drains derived from that, all
+        read in packets and turned into b/s here: the packets that drained are frames of the window's mean as
+        many per second as the port's reads saw it send, the rest frames of flows the reads have not seen
+        (``FrameSizeWindow.sent_frame`` at the drain). Why not the mean alone: the drain's packets left the port
+        at the rate its queue was set to, and at the R_max that is ``_queue_frame``'s open frame, counting flows
+        not seen yet; at the mean of what the reads saw (S6 toward S3 in open-lagging-mean-brake-tree.yaml: f3's
+        1500 B frames until the next read, while f2's 200 B frames joined at 30,000/s), S3's drain of S6's packets
+        read 130-330 Mb/s, above S6's 100 Mb/s R_max, and S6's law never cut while S3's 79-packet buffer
+        overflowed. Without a forecast (no drain) or a window: ``packet_bytes``, the mean."""
+        window = self.frame_sizes.get(port)
+        if window is None or pl.forecast is None:
+            return pl.packet_bytes
+        return window.sent_frame(pl.forecast.drain_pps)
 
     def _ceiling_only(self, port: int) -> list[Command]:
         """A port with a link ceiling and no law limiting it yet: every queue of it at the link's rate."""
@@ -524,9 +553,11 @@ class SwitchAgentCore:
             window = self.frame_sizes.get(port)
             pl = self.ports[key] = _PortLaw(AlineaLaw(law_from_metadata(metadata)),
                                             window.mean if window is not None else self._default_bytes(), 0)
+        pkts = self._forecast_pkts(now_ns, port, pl, metadata, report)
+        frame = self._sent_frame(port, pl)
         # the buffer in this port's frames: its capacity, or fewer when it is read in bytes (frame_size.py)
-        capacity = capacity_in_frames(report.capacity, self.unit_bytes.get(port, 0), pl.packet_bytes)
-        forecast = self._forecast(now_ns, port, pl, metadata, report, capacity)
+        capacity = capacity_in_frames(report.capacity, self.unit_bytes.get(port, 0), frame)
+        forecast = None if pkts is None or pl.forecast is None else pl.forecast.law_forecast(pkts, capacity, 8 * frame)
         try:
             params = pl.held(metadata)
             pl.law.set_params(self._fair_share(key, pl, params))
@@ -551,12 +582,14 @@ class SwitchAgentCore:
         busy = [o.law.rate for (p, k), o in self.ports.items() if p == port and k != c and _busy(o)]
         if not busy:
             return law
-        return class_r_max(law, busy, 8 * pl.packet_bytes * (self._schedule_floor_pps(pl) or 0.0))
+        frame = self._queue_frame(port, pl)
+        return class_r_max(law, busy, 8 * frame * (self._schedule_floor_pps(pl, frame) or 0.0))
 
-    def _schedule_floor_pps(self, pl: _PortLaw) -> float | None:
-        """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it)."""
+    def _schedule_floor_pps(self, pl: _PortLaw, frame_bytes: int) -> float | None:
+        """The lowest queue rate that keeps the BMv2 schedule within its bound (None: already past it), with
+        the queue's frames ``frame_bytes``."""
         assert pl.forecast is not None
-        return pl.forecast.floor_pps(_link_pps(pl))
+        return pl.forecast.floor_pps(_link_pps(pl, frame_bytes))
 
     def on_tick(self, now_ns: int) -> list[Command]:
         """Called periodically: lets laws whose reports stopped decay their rate, and, on BMv2's
@@ -579,11 +612,11 @@ class SwitchAgentCore:
                 cmds.extend(self._actuate(key, pl))
         return cmds
 
-    def _forecast(self, now_ns: int, port: int, pl: _PortLaw, metadata: dict[str, int],
-                  report: Report, capacity: int) -> Forecast | None:
-        """The law's forecast on BMv2's queues (None on a shaper, or without the counters); ``capacity``:
-        the buffer in this port's frames."""
-        if not self.plan.fixed_departures or "fwd_pkts" not in metadata or not capacity:
+    def _forecast_pkts(self, now_ns: int, port: int, pl: _PortLaw, metadata: dict[str, int],
+                       report: Report) -> float | None:
+        """The forecast occupancy (packets) on BMv2's queues, the report fed to the port's forecast (None on a
+        shaper, without the counters, or for a buffer of no capacity)."""
+        if not self.plan.fixed_departures or "fwd_pkts" not in metadata or not report.capacity:
             return None
         if pl.forecast is None:
             pl.forecast = QueueForecast()
@@ -592,10 +625,9 @@ class SwitchAgentCore:
         # drain over a short window as noisy as the jitter (seen with a 60 ms p99 latency).
         t_ns = report.timestamp_us * 1000 if report.timestamp_us else now_ns
         data_pps = pl.pps - round(self.report_pps.get(port, 0.0))
-        pkts = pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
-                                   data_pps if data_pps > 0 else 0, now_ns, report.drained,
-                                   report.drained_ts_us * 1000)
-        return pl.forecast.law_forecast(pkts, capacity, 8 * pl.packet_bytes)
+        return pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
+                                  data_pps if data_pps > 0 else 0, now_ns, report.drained,
+                                  report.drained_ts_us * 1000)
 
     def counters_due(self, now_ns: int) -> tuple[int, ...]:
         """The regulated ports whose ``MyEgress.tx_routed`` counters the binding is to read now and hand
@@ -668,7 +700,9 @@ class SwitchAgentCore:
     def _actuate(self, key: Queue, pl: _PortLaw) -> list[Command]:
         port, c = key
         if pl.forecast is not None:  # BMv2: a cut must not stamp a far-future schedule
-            pl.law.hold_at_least(8 * pl.packet_bytes * pl.forecast.hold_pps(_link_pps(pl)))
+            # a queue rate (packets/s), held in b/s at the frame _queue_pps turns the rate back into packets/s at
+            frame = self._queue_frame(port, pl)
+            pl.law.hold_at_least(8 * frame * pl.forecast.hold_pps(_link_pps(pl, frame)))
         pps = self._queue_pps(port, pl.law.rate, self._queue_frame(port, pl))
         if pps == pl.pps or not self.plan.actuate:
             return []

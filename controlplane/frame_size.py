@@ -11,6 +11,10 @@ of one size (docs/background/alinea.md, "Bits, not packets"):
   sent, the smallest frame expected through it; and a law at its R_max converts at ``open_mean``, in
   which the bits of the rate the port did not send count as frames of the flows it has not seen, so
   that a flow that starts or joins is not sent slower than the rate's bits until a read sees it.
+* **What the port sent.** A neighbour's report counts this port's packets (in its buffer, drained
+  from it); :meth:`FrameSizeWindow.sent_frame` is their frame at the rate they came: as many per
+  second as the reads saw the port send are frames of the mean, the rest frames of flows the reads
+  have not seen (those ``open_mean`` counts unsent bits in), never above the mean.
 * **The buffer.** A switch's egress queue is one FIFO shared by the flows of every ingress port;
   by Little's law each port's packets in it are its packet rate times the common wait, so laws
   that hold every port's buffer at one *packet* occupancy share the link equally in packets, not
@@ -65,6 +69,7 @@ class FrameSizeWindow:
         self.expected = initial
         self.measured = False  # the window has held MIN_FRAMES frames: the mean is the port's, not the smallest
         self._samples: list[tuple[int, int, int]] = []  # (time ns, packets, bytes), oldest first
+        self._span: tuple[int, int, int] | None = None  # the window at the last read: frames, bytes sent, ns
 
     def update(self, packets: int, nbytes: int, now_ns: int = 0, rate_bps: float = 0.0) -> int:
         """One read of the port's counters (cumulative packets and bytes) at ``now_ns``, when its queue may
@@ -80,14 +85,43 @@ class FrameSizeWindow:
         if frames >= MIN_FRAMES:
             self.mean = (sent + frames // 2) // frames
             self.measured = True
-        unused = int(rate_bps * (now_ns - t0) / 8e9) - sent if self.smallest else 0
+        self._span = (frames, sent, now_ns - t0)
+        self.open_mean = self.open_frame(rate_bps)
+        return self.mean
+
+    def open_frame(self, rate_bps: float) -> int:
+        """``open_mean`` for a queue that may send ``rate_bps``: the window of the last read, with the bits that rate
+        allowed over its span and the port did not send in the frames of flows not seen. At the rate of the read,
+        ``open_mean`` itself; a rate the port sent all of (or less), the mean; fewer than ``MIN_FRAMES`` frames and
+        no bits unused, the open frame kept from before."""
+        span = self._span
+        if span is None or not self.smallest:
+            return self.open_mean if span is None else self.mean
+        frames, sent, span_ns = span
+        unused = int(rate_bps * span_ns / 8e9) - sent
         if unused > 0:  # the bits the rate allowed and the port did not send, in the frames of flows not seen
             unit = self.expected if self.measured else self.smallest
             whole = frames * unit + unused
-            self.open_mean = min(((sent + unused) * unit + whole // 2) // whole, self.mean)
-        elif frames >= MIN_FRAMES or not self.smallest:
-            self.open_mean = self.mean
-        return self.mean
+            return min(((sent + unused) * unit + whole // 2) // whole, self.mean)
+        return self.mean if frames >= MIN_FRAMES else self.open_mean
+
+    def sent_frame(self, pps: float) -> int:
+        """The mean frame of ``pps`` packets/s the port sent (a drain of its packets downstream, read in packets):
+        as many per second as the window's reads saw the port send are frames of the window's mean, the rest frames
+        of flows the reads have not seen, the frames ``open_frame`` counts the bits the port did not send in (the
+        smallest until the window has held ``MIN_FRAMES`` frames, then the topology's expected mean); never above
+        the mean. With one frame size, exactly that size. Without ``sizes``, before any read, or at ``pps`` no
+        higher than the window's: the mean."""
+        span = self._span
+        if span is None or not self.smallest or pps <= 0:
+            return self.mean
+        frames, _, span_ns = span
+        seen = frames * 1e9 / span_ns if span_ns > 0 else 0.0
+        if pps <= seen:
+            return self.mean
+        unit = self.expected if self.measured else self.smallest
+        frame = round((seen * self.mean + (pps - seen) * unit) / pps)
+        return frame if frame < self.mean else self.mean
 
 
 def capacity_in_frames(capacity: int, unit_bytes: int, frame_bytes: int) -> int:

@@ -3,7 +3,9 @@ frame sizes expected through the port; controlplane/agent.py, ``SwitchAgentCore.
 sent, the smallest; while its law is at R_max, the bits of R_max it did not send go to the frames of flows it has not
 seen (the smallest until it has sent a window's frames, then the topology's expected mean; never above what it sent),
 so that the queue's packets/s never fall below the packets a flow that starts brings; once a law holds the port below
-R_max, the mean of what it sent.
+R_max, the frame of what it sent (the mean, while its drain downstream is no faster than its reads saw it send).
+The frame of what a port sent (``FrameSizeWindow.sent_frame``, ``SwitchAgentCore._sent_frame``) is also what its
+neighbour's report, read in packets, is turned into bits at: the drain and the buffer.
 
 Two random topologies lost packets, unwarned, to the former start (tests/topo/random/cases/test_mix_change_line_cases.py):
 a port that had sent nothing converted its law's b/s at the topology's expected mean frame, over flows not started
@@ -119,3 +121,67 @@ def test_a_law_that_holds_the_port_back_sends_at_the_mean_the_port_sent() -> Non
                 Report(node_id=3, port=1, occupancy=30, capacity=33, timestamp_us=0, seq=1, interval_us=1000))
     assert pl.law.rate < 100e6
     assert pl.pps == rate_to_pps(pl.law.rate, 1448)
+
+
+# ---- the frame of the packets a port sent (FrameSizeWindow.sent_frame; SwitchAgentCore._sent_frame) ----------------
+
+
+@given(sizes, st.lists(st.integers(0, 400), min_size=1, max_size=8), st.floats(0, 1e6))
+def test_packets_of_one_frame_size_are_that_size_at_any_rate(size, counts, pps) -> None:
+    """With one frame size the frame of the packets a port sent is that size, whatever their rate: every run whose
+    flows have one size converts as before."""
+    window = FrameSizeWindow(size, (size,))
+    packets = 0
+    for i, n in enumerate(counts):
+        packets += n
+        window.update(packets, packets * size, i * READ_PERIOD_NS, 8 * size * pps)
+        assert window.sent_frame(pps) == size
+
+
+@given(st.lists(st.lists(sizes, max_size=60), min_size=2, max_size=10), sizes, st.floats(1, 1e6))
+def test_packets_beyond_what_the_reads_saw_are_frames_of_flows_not_seen(reads, smallest, pps) -> None:
+    """Property: no more packets/s than the window's reads saw the port send are frames of its mean; beyond them the
+    rest are frames of the flows not seen (the smallest until measured, then the expected), never above the mean."""
+    reads = [[max(f, smallest) for f in frames] for frames in reads]
+    window = FrameSizeWindow(9000, (smallest, 9000))
+    packets = nbytes = 0
+    for i, frames in enumerate(reads):
+        packets, nbytes = packets + len(frames), nbytes + sum(frames)
+        window.update(packets, nbytes, i * READ_PERIOD_NS)
+    frame = window.sent_frame(pps)
+    unit = window.expected if window.measured else smallest
+    assert min(unit, window.mean) <= frame <= window.mean
+    first = max(0, len(reads) - 1 - WINDOW_SAMPLES)
+    seen = sum(len(f) for f in reads[first + 1:]) * 1e9 / ((len(reads) - 1 - first) * READ_PERIOD_NS)
+    if pps <= seen:
+        assert frame == window.mean
+
+
+def test_a_drain_faster_than_the_port_was_seen_to_send_is_read_in_the_frames_of_flows_not_seen() -> None:
+    """open-lagging-mean-brake-tree.yaml's S6 toward S3 (issue 46): its reads saw f3's 1500 B frames at ~20 Mb/s, its law
+    at its 100 Mb/s R_max sets its queue at the open frame, and f2's 200 B frames (410 B the expected mean) join at
+    ~30,000/s before the next read. S3 drains S6's packets at 17,000/s: read at the 1500 B mean that was 200 Mb/s,
+    above the link, and S6's law did not cut while S3's buffer overflowed. The drain's packets beyond the ~1,700/s
+    the reads saw are frames of flows not seen: never more bits than those."""
+    law = LawParams(r_max=100e6, r_floor=2e6)
+    c = SwitchAgentCore(SwitchPlan(name="S6", node_id=6, neighbours=((3, "S3"),),
+                                   regulated=(RegulatedPort(3, law, 410, frame_sizes=(200, 1500)),)))
+    traces: list = []
+    c.on_trace = traces.append
+    c.start()
+    per_read = round(20e6 * READ_PERIOD_NS / 1e9 / 8 / 1500)
+    run(c, [[1500] * per_read] * (WINDOW_SAMPLES + 1))
+    assert c.frame_sizes[3].mean == 1500
+    t0 = (WINDOW_SAMPLES + 1) * READ_PERIOD_NS
+    seen_pps, pps, gap_us = per_read * 1e9 / READ_PERIOD_NS, 17_000, 600
+    fwd = drained = 0
+    for k in range(1, 400):
+        fwd += round(pps * gap_us / 1e6)
+        drained += round(pps * gap_us / 1e6)
+        t_us = t0 // 1000 + k * gap_us
+        c.on_report(t_us * 1000, 3, {"fwd_pkts": fwd, "deq_pkts": fwd},
+                    Report(node_id=3, port=1, occupancy=2, capacity=79, timestamp_us=t_us, seq=k, interval_us=gap_us,
+                           drained=drained, drained_ts_us=t_us))
+    drain = traces[-1].drain_bps
+    assert drain > 0
+    assert drain <= 8 * (seen_pps * 1500 + (pps - seen_pps) * 410) * 1.05
