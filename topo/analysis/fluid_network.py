@@ -83,9 +83,8 @@ from typing import Any
 from controlplane.frame_size import capacity_in_frames
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, LawBatch, SwitchControl
-from topo.analysis.frame_run import _max_min
 from topo.net.model import Flow, Topology
-from topo.net.plan import buffer_unit_bytes, expected_shares, flow_frame_bytes, host_classes
+from topo.net.plan import buffer_unit_bytes, expected_shares, flow_frame_bytes, host_classes, max_min_shares
 from topo.net.routes import routed_paths
 
 
@@ -471,7 +470,7 @@ class _Network:
         max-min shares: it leaves each twin's flows their share. A multicast group's cells have no twins."""
         unicast = [(f, p, c) for f, p, c in zip(alinea, paths, flow_class) if f.group is None]
         hops = {f.name: tuple(_hops(p)) for f, p, _ in unicast}
-        share = _max_min(self.topo, hops, [f for f, _, _ in unicast])
+        share = max_min_shares(self.topo, hops, [f for f, _, _ in unicast])
         held: dict[Cell, list[tuple[Flow, int]]] = {}
         for f, _, c in unicast:
             for j, (a, b) in enumerate(hops[f.name]):

@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
 from topo.analysis.floor_check import NS, _unit
 from topo.net.model import Flow, Topology
-from topo.net.plan import buffer_for_gain, flow_frame_bytes, room_above_target
+from topo.net.plan import buffer_for_gain, flow_frame_bytes, max_min_shares, room_above_target
 from topo.net.routes import routed_paths
 
 __all__ = ["FrameRun", "frame_runs"]
@@ -72,7 +72,7 @@ def frame_runs(topo: Topology) -> dict[DirectedLink, FrameRun]:
             crossing.setdefault((path[i], path[i + 1]), []).append(f)
             if i > 0:
                 through.setdefault((path[i - 1], path[i], path[i + 1]), []).append(f)
-    shares = _max_min(topo, {f.name: tuple(zip(paths[f.name], paths[f.name][1:])) for f in alinea}, alinea)
+    shares = max_min_shares(topo, {f.name: tuple(zip(paths[f.name], paths[f.name][1:])) for f in alinea}, alinea)
     out: dict[DirectedLink, FrameRun] = {}
     window_s = WINDOW_SAMPLES * READ_PERIOD_NS / NS
     for (u, v, w), flows in sorted(through.items()):
@@ -114,24 +114,3 @@ def frame_runs(topo: Topology) -> dict[DirectedLink, FrameRun]:
         if was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts:
             out[(u, v)] = found
     return out
-
-
-def _max_min(topo: Topology, hops: dict[str, tuple[DirectedLink, ...]], flows: list[Flow]) -> dict[str, float]:
-    """Each flow's max-min fair share in bits over the links of its whole path, a flow asking for less (``rate``,
-    ``r_max``) keeping what it asks for: the mix its frames make at each hop when the laws use their links."""
-    cap = {f.name: f.rate_bps or f.r_max_bps or math.inf for f in flows}
-    left = {hop: topo.link_between(*hop).rate_bps for f in flows for hop in hops[f.name]}
-    share: dict[str, float] = {}
-    todo = {f.name for f in flows}
-    while todo:
-        on = {hop: [n for n in todo if hop in hops[n]] for hop in left}
-        fair = min((left[hop] / len(ns) for hop, ns in on.items() if ns), default=math.inf)
-        fair = min(fair, min(cap[n] for n in todo))
-        done = {n for n in todo if cap[n] <= fair * (1 + 1e-12)} | {
-            n for hop, ns in on.items() if ns and left[hop] / len(ns) <= fair * (1 + 1e-12) for n in ns}
-        for n in done:
-            share[n] = fair
-            for hop in hops[n]:
-                left[hop] -= fair
-        todo -= done
-    return share

@@ -83,6 +83,27 @@ def expected_shares(topo: Topology, u: str, v: str) -> list[tuple[Flow, float]]:
     return [(f, share[f.name]) for f in flows]
 
 
+def max_min_shares(topo: Topology, hops: dict[str, tuple[tuple[str, str], ...]], flows: list[Flow]) -> dict[str, float]:
+    """Each flow's max-min fair share in bits over the links of its whole path (``hops``: its directed links), a flow asking for less (``rate``,
+    ``r_max``) keeping what it asks for: the mix its frames make at each hop when the laws use their links."""
+    cap = {f.name: f.rate_bps or f.r_max_bps or math.inf for f in flows}
+    left = {hop: topo.link_between(*hop).rate_bps for f in flows for hop in hops[f.name]}
+    share: dict[str, float] = {}
+    todo = {f.name for f in flows}
+    while todo:
+        on = {hop: [n for n in todo if hop in hops[n]] for hop in left}
+        fair = min((left[hop] / len(ns) for hop, ns in on.items() if ns), default=math.inf)
+        fair = min(fair, min(cap[n] for n in todo))
+        done = {n for n in todo if cap[n] <= fair * (1 + 1e-12)} | {
+            n for hop, ns in on.items() if ns and left[hop] / len(ns) <= fair * (1 + 1e-12) for n in ns}
+        for n in done:
+            share[n] = fair
+            for hop in hops[n]:
+                left[hop] -= fair
+        todo -= done
+    return share
+
+
 def expected_frame_bytes(topo: Topology, u: str, v: str, default: int = 1000) -> int:
     """The mean size of the frames u is expected to send to v: the flows' sizes, each weighted by
     the packets it sends at its expected share of the link (:func:`expected_shares`, in bits), so
