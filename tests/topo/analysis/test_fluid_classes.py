@@ -42,7 +42,9 @@ def test_the_head_of_line_fabrics_with_classes_lose_packets_only_where_the_analy
     "from spine2 (class 0: the incast flow that shares spine2 with the victim), where the model peaks at 91 %; "
     "it has no twin (spine1 carries two incast flows). Seeds 1-7 of the 2 x 2 and 6 x 3 fabrics, alinea and "
     "alinea-classes (28 runs): 2 have a lossy law unwarned (this one and alinea's seed 6, spine2->leaf2 too), "
-    "7 before the twins"))
+    "7 before the twins. The run's spine laws reach their floor on the agent's drain trend, the model's never: "
+    "the floor's hole in BMv2's schedule, then the law's burst behind it (controlplane/forecast.py, "
+    "QueueForecast._follow_trend)"))
 def test_the_shipped_head_of_line_fabric_with_classes_loses_packets_only_where_the_analysis_warned() -> None:
     setup = HolSetup()
     topo = hol_topology(setup, "alinea-classes", incast=True)
