@@ -507,6 +507,27 @@ class SwitchAgentCore:
             return pl.packet_bytes
         return window.sent_frame(pl.forecast.drain_pps)
 
+    def _held_frame(self, port: int, pl: _PortLaw, frame: int) -> int:
+        """The frame of the packets the neighbour's buffer holds, which a buffer read in bytes is counted in (its
+        capacity in them, so that the occupancy is read as a share of its bytes): the port's newest departures, at the
+        rate it sent them over the newest report gap (``FrameSizeWindow.sent_frame`` at ``QueueForecast.sent_pps``),
+        never above ``frame``, the frame of the drain's packets (a buffer gains only while it is fed faster than it
+        drains: its packets came at no fewer packets/s than the drain's). With one frame size, that size. The drains
+        stay in ``frame``, the frame the queue turns b/s back into packets/s at; the start-up brake's room is the
+        buffer's bytes over its approach time, as before (its capacity in these frames at their bits:
+        ``QueueForecast.law_forecast``'s ``held_bits``). Not for a buffer in packets (no unit): its room is packets.
+
+        Why not the drain's frame: the drain's window lags a flow of small frames that joins, and the buffer fills with
+        them first. open-lagging-mean-brake-tree.yaml at seed 1: f2's 200 B frames joined f3's 1500 B ones at S6 at
+        ~30,000/s; read in the drain's frame (~1,100 B), S3's buffer from S6 (79 packets of 200 B) held 26 packets of
+        14 frames, 186 %, and S6's law cut from 21 Mb/s to its 2 Mb/s floor, a cut BMv2's queue stamped for ~80 ms
+        while S3 starved; read in the frame of what S6 sent (~410 B), 26 of 39, and S6 cut 100 -> 85 -> 44 Mb/s."""
+        window = self.frame_sizes.get(port)
+        if window is None or pl.forecast is None:
+            return frame
+        held = window.sent_frame(pl.forecast.sent_pps)
+        return held if held < frame else frame
+
     def _ceiling_only(self, port: int) -> list[Command]:
         """A port with a link ceiling and no law limiting it yet: every queue of it at the link's rate."""
         if port not in self.ceiling_bps or any(p == port and pl.pps for (p, _), pl in self.ports.items()):
@@ -555,9 +576,13 @@ class SwitchAgentCore:
                                             window.mean if window is not None else self._default_bytes(), 0)
         pkts = self._forecast_pkts(now_ns, port, pl, metadata, report)
         frame = self._sent_frame(port, pl)
-        # the buffer in this port's frames: its capacity, or fewer when it is read in bytes (frame_size.py)
-        capacity = capacity_in_frames(report.capacity, self.unit_bytes.get(port, 0), frame)
-        forecast = None if pkts is None or pl.forecast is None else pl.forecast.law_forecast(pkts, capacity, 8 * frame)
+        # the buffer in this port's frames: its capacity, or fewer when it is read in bytes (frame_size.py), then in
+        # the frames it holds (_held_frame)
+        unit = self.unit_bytes.get(port, 0)
+        held = self._held_frame(port, pl, frame) if unit else frame
+        capacity = capacity_in_frames(report.capacity, unit, held)
+        forecast = (None if pkts is None or pl.forecast is None
+                    else pl.forecast.law_forecast(pkts, capacity, 8 * frame, 8 * held))
         try:
             params = pl.held(metadata)
             pl.law.set_params(self._fair_share(key, pl, params))

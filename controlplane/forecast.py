@@ -357,6 +357,7 @@ class QueueForecast:
     starved_in_window: bool = False  # ... within the drain window's length of this report
     gap_pps: float = 0.0  # the exact drain over the newest report gap: between its two newest departures seen (0: none)
     window_pps: float = 0.0  # the drain over the whole window, before a fall replaced it (drain_pps otherwise)
+    sent_pps: float = 0.0  # this hop's departures toward the buffer over the newest report gap, packets/s (0: none yet)
     passing: bool = False  # the buffer holds no more than this hop sent it since the last report (see _lower_bound_pps)
     follows_trend: bool = True  # a steady fall of the exact drain is followed (``_follow_trend``; not in the fluid model)
     counts_stamps: bool = True  # a starved report counts the queue's stamps (``_starved_forecast``; not in the fluid model)
@@ -370,6 +371,11 @@ class QueueForecast:
     _busy_spans_sum: int = 0
     _busy_end_ns: int = -1  # where the newest of those spans ended (-1: none)
     busy_pps: float = 0.0
+    # The newest departures, (time, departures so far) of the reports that saw some, oldest first: as few as hold
+    # DRAIN_SHORT_PKTS departures (kept only where a starved report counts the stamps); and the highest drain over them
+    # at a starved report since the newest backlog gap (see _starved_forecast; 0: none).
+    _short: list[tuple[int, int]] = field(default_factory=list)
+    starved_peak_pps: float = 0.0
     window_busy_pps: float = 0.0  # ... over those that began within the drain's window (0: none)
     _trend: _TrendSums = field(default_factory=_TrendSums)  # the sums of _follow_trend's line
 
@@ -411,7 +417,9 @@ class QueueForecast:
                 self._drained += (drained - self._reported) & COUNTER_MASK  # type: ignore[operator]
             self._reported = drained
         last_sent = self.last_sent_ns = now_ns + int(self._schedule_ns(queued))
-        self.passing = t_prev is not None and occupancy <= ((deq - self.deq) & COUNTER_MASK)
+        sent = (deq - self.deq) & COUNTER_MASK
+        self.passing = t_prev is not None and occupancy <= sent
+        self.sent_pps = sent * NS / (now_ns - t_prev) if t_prev is not None and now_ns > t_prev else 0.0
         before = self.occupancy
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
         ahead = last_sent - now_ns
@@ -425,6 +433,8 @@ class QueueForecast:
                 self._ordered_from = self._popped + len(hist)
         hist.append((t_hist, self._drained))
         stretches.append(None)
+        if self.counts_stamps:
+            self._note_short(t_hist)
         window_s = DRAIN_WINDOW_MIN_S if horizon_s < DRAIN_WINDOW_MIN_S else horizon_s  # min(max()) written out
         window_ns = (window_s if window_s < DRAIN_WINDOW_S else DRAIN_WINDOW_S) * NS
         first = self._first
@@ -513,6 +523,7 @@ class QueueForecast:
             del spans[0]
             del self._busy_from[0]
         self.busy_pps = self._busy_pkts_sum * NS / self._busy_spans_sum if self._busy_spans_sum > 0 else 0.0
+        self.starved_peak_pps = 0.0
 
     def _busy_since(self, since_ns: float) -> float:
         """The drain over the backlogged gaps (``_note_backlog_drain``) that began at ``since_ns`` or later (0: none)."""
@@ -553,7 +564,18 @@ class QueueForecast:
         the forecast read ~200 packets of S5's 26 on every other report (1,587/s, the drain of a backlog long
         gone): S2's law swung, the model filled S5's buffer and warned where the run loses nothing. The rule only
         raises the forecast on a starved report: without it the model's laws rise there as they did before it,
-        and the model errs toward a warning (committed-starved-tree.yaml stays warned on S5 -> S2)."""
+        and the model errs toward a warning (committed-starved-tree.yaml stays warned on S5 -> S2).
+
+        ``busy_pps`` is what the buffer took then; what it has drained since is a lower bound of what it takes now,
+        and the drain counts no lower than the highest drain over ``DRAIN_SHORT_PKTS`` departures (``_short``) at a
+        starved report since the newest backlog gap (``starved_peak_pps``; that many departures, as ``busy_pps``
+        holds: a report gap's few are bunched). Why: what a buffer takes grows while it is starved (the hop behind it
+        raises its own law), and its backlog's drain, the newest gap's and the window's (a mix of this hop's slower
+        past) all fell below what it drained. open-lagging-mean-brake-tree.yaml at seed 1: S3's buffer from S6 held a
+        backlog at start-up drained at 7,300/s (S3's law toward S1 converted at f3's 1500 B frames), then took all S6
+        sent, up to 12,000/s, starved for 0.5 s while S3's own law climbed; S6's forecast counted its stamps above
+        7,300/s as filling S3's buffer (100-140 packets of its 79, S3 reading 1), its law held ~7,000/s, and H4's
+        buffer behind H3's ~950 packets in S6's FIFO overflowed (60 lost, the buffer read in its frames)."""
         base = float(occupancy)
         mu = self.busy_pps
         if mu <= 0.0 or not self.counts_stamps:
@@ -561,8 +583,26 @@ class QueueForecast:
         low = self._lower_bound_pps()
         mu = low if low > mu else mu
         mu = self.drain_pps if self.drain_pps > mu else mu
+        short = self._short  # the newest DRAIN_SHORT_PKTS departures, drained at a starved report
+        if len(short) > 1 and short[-1][1] - short[0][1] >= DRAIN_SHORT_PKTS and short[-1][0] > short[0][0]:
+            drain = (short[-1][1] - short[0][1]) * NS / (short[-1][0] - short[0][0])
+            self.starved_peak_pps = drain if drain > self.starved_peak_pps else self.starved_peak_pps
+        peak = self.starved_peak_pps
+        mu = peak if peak > mu else mu
         peak = self._committed_pkts(occupancy, mu)
         return peak if peak > base else base
+
+    def _note_short(self, t_ns: int) -> None:
+        """The newest departures (``_short``): a report that saw some adds its time and count, and the oldest go while
+        the rest hold ``DRAIN_SHORT_PKTS``; a time or a count that went back (a wrap, a reporter restarted) starts over."""
+        short, drained = self._short, self._drained
+        if short and (drained < short[-1][1] or t_ns < short[-1][0]):
+            short.clear()
+        if short and drained == short[-1][1]:
+            return
+        short.append((t_ns, drained))
+        while len(short) > 2 and drained - short[1][1] >= DRAIN_SHORT_PKTS:
+            del short[0]
 
     def _backlog_drain_pps(self) -> float:
         """The drain the forecast and the law take on a report that found the buffer holding a backlog while the
@@ -915,8 +955,11 @@ class QueueForecast:
         return capacity * packet_bits / (BRAKE_GAPS * (MIN_GAP_S if self.gap_s < MIN_GAP_S else self.gap_s))
 
     # ---- what a law's owner hands it (one composition: the agents, the hosts, topo/analysis/fluid_control.py) ----
-    def law_forecast(self, pkts: float, capacity: int, packet_bits: int) -> Forecast:
-        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets).
+    def law_forecast(self, pkts: float, capacity: int, packet_bits: int, held_bits: int = 0) -> Forecast:
+        """The law's :class:`Forecast` after :meth:`update` returned ``pkts`` (Ô, packets) of a buffer of ``capacity``
+        packets: its drains in b/s at ``packet_bits`` a packet, the start-up brake's room (the buffer in bits) at
+        ``held_bits`` a packet, the bits of the packets it holds (0: ``packet_bits``; controlplane/agent.py,
+        ``SwitchAgentCore._held_frame``).
 
         While the drain's window holds a report that found the buffer starved (``starved_in_window``), its
         drain is what this hop sent then, lagging the sources' ramp (0 until the window spans its shortest
@@ -934,7 +977,7 @@ class QueueForecast:
         whole = round(pkts)
         starved = self.starved_in_window
         return Forecast((whole if whole > 0 else 0) / capacity, self._backlog_drain_pps() * packet_bits,
-                        self.approach_bps(capacity, packet_bits), self.span_scale(), self.guessed_fall,
+                        self.approach_bps(capacity, held_bits or packet_bits), self.span_scale(), self.guessed_fall,
                         self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS, starved,
                         self._lower_bound_pps() * packet_bits if starved else 0.0)
 

@@ -185,3 +185,37 @@ def test_a_drain_faster_than_the_port_was_seen_to_send_is_read_in_the_frames_of_
     drain = traces[-1].drain_bps
     assert drain > 0
     assert drain <= 8 * (seen_pps * 1500 + (pps - seen_pps) * 410) * 1.05
+
+
+def test_a_buffer_filled_by_frames_the_reads_have_not_seen_is_read_in_their_frames() -> None:
+    """open-lagging-mean-brake-tree.yaml's S6 toward S3 at seed 1 (issue 46): its reads saw f3's 1500 B frames at
+    ~1,700/s; f2's 200 B frames (410 B the expected mean) join at ~30,000/s before the next read and S3's 79-packet
+    buffer (200 B its unit: 15,800 B) drains S6's packets at 5,000/s. The packets in the buffer are the newest S6 sent,
+    at the rate it sent them: no more than the ~1,700/s the reads saw are 1500 B frames, the rest frames of flows not
+    seen. Read in the frame of the drain's packets (~1,100 B in the run: the drain's window is nearer what the reads
+    saw), 26 packets were 186 % of the buffer, and S6's law cut to its 2 Mb/s floor, a cut BMv2's queue stamped for
+    ~80 ms while S3 starved."""
+    law = LawParams(r_max=100e6, r_floor=2e6)
+    c = SwitchAgentCore(SwitchPlan(name="S6", node_id=6, neighbours=((3, "S3"),),
+                                   regulated=(RegulatedPort(3, law, 410, unit_bytes=200, frame_sizes=(200, 1500)),)))
+    traces: list = []
+    c.on_trace = traces.append
+    c.start()
+    per_read = round(20e6 * READ_PERIOD_NS / 1e9 / 8 / 1500)
+    run(c, [[1500] * per_read] * (WINDOW_SAMPLES + 1))
+    t0_us = (WINDOW_SAMPLES + 1) * READ_PERIOD_NS // 1000
+    seen_pps, sent_pps, drain_pps, gap_us = per_read * 1e9 / READ_PERIOD_NS, 30_000, 5_000, 600
+    sent = drained = 0
+    for k in range(1, 60):
+        sent += round(sent_pps * gap_us / 1e6)
+        drained = sent - 1 if k < 50 else drained + round(drain_pps * gap_us / 1e6)  # starved, then filling
+        t_us = t0_us + k * gap_us
+        c.on_report(t_us * 1000, 3, {"fwd_pkts": sent, "deq_pkts": sent},
+                    Report(node_id=3, port=1, occupancy=sent - drained, capacity=79, timestamp_us=t_us, seq=k,
+                           interval_us=gap_us, drained=drained, drained_ts_us=t_us))
+        if sent - drained >= 15:
+            break
+    held = (seen_pps * 1500 + (sent_pps - seen_pps) * 410) / sent_pps  # the frame of what S6 sent into the buffer
+    occupancy = traces[-1].occupancy
+    assert occupancy >= 15
+    assert traces[-1].forecast <= occupancy * held / (79 * 200) + 1 / traces[-1].capacity < law.o_max
