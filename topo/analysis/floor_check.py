@@ -99,6 +99,8 @@ class FloorOverflow:
     head: tuple[float, float] | None = None  # v's FIFO from u first passes the old flows' backlog: (its pace, seconds)
     pump: tuple[float, int] | None = None  # a host's floor at v's drain, its damping lifted by v's jittering count:
     # (its mean frame, bytes; how many frame sizes it sends)
+    held_copy: tuple[str, str, float] | None = None  # a group's copy leaves v at exactly its r_max, beside
+    # other flows from u: (the group, the node that copy goes to, the group's r_max)
 
     def _when(self) -> str:
         return f" from {self.from_s:g} s" if self.from_s > 0 else ""
@@ -119,6 +121,16 @@ class FloorOverflow:
                     f"are queued when a report leaves, and the law's damping term lifts its rate on every fall of "
                     f"that count while its floor clips every cut: {v}'s buffer fills in about {self.fill_s:.2g} s",
                     f"an r_floor below {format_rate(self.drain_bps)} would leave it a margin to drain back")
+        if self.held_copy is not None:
+            group, x, cap = self.held_copy
+            return (f"it sends group {group}, at most {format_rate(cap)} (its r_max), beside other flows, and {v} "
+                    f"passes the group's copy toward {x} at {format_rate(self.drain_bps)}{self._when()}, exactly "
+                    f"the most the group brings; {v} frees a packet of the group only when its last copy leaves, so "
+                    f"every burst of the group from this law's queue (its FIFO mixes the group with the others, and "
+                    f"the law climbs on {v}'s drain while their packets pass fast) stays in {v}'s buffer, which the "
+                    f"law drains back only by cutting every flow beside the group: the buffer fills burst by burst",
+                    f"an r_max above {format_rate(cap)} on {v}'s law toward {x} would give the group's copies a "
+                    f"margin to drain its bursts")
         if not self.kept:
             return why, fix
         return (f"at its floor it sends {format_rate(self.push_bps)}, exactly what {v} forwards of its flows after a "
@@ -160,6 +172,8 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             found = _one_law(stretch, key, law, t0, t1, previous, fresh_hops, capacity_before)
             if found is None and isinstance(carried, FloorOverflow):
                 found = carried
+            if found is None:  # the least specific finding: a burst's, not the floor's alone
+                found = _copy_at_its_r_max(stretch, key, law, stretch.push(*key), t0)
             if found is not None:
                 out[key] = found
             elif isinstance(carried, _Backlog):
@@ -286,6 +300,47 @@ def _one_law(stretch: _Stretch, key: DirectedLink, law: LawParams, t0: int, t1: 
     if gathered >= held:
         return FloorOverflow(law.r_floor, push, deepest, t0 / NS, held / (push - deepest), slowest,
                              mix=(mix[0][1], mix[1]), mix_law_bps=held_at)
+    return None
+
+
+def _copy_at_its_r_max(stretch: _Stretch, key: DirectedLink, law: LawParams, push: float,
+                       t0: int) -> FloorOverflow | None:
+    """A switch's law that sends a multicast group capped at its r_max, beside other flows, into a buffer where
+    one of the group's copies leaves at exactly that r_max (v's law toward that branch carries the group
+    alone: its R_max is the group's r_max, topo/file/schema.py ``_derived_r_max``).
+
+    Why: v frees a group's packet when its last copy leaves, so that copy's queue drains the group at the mean
+    rate it arrives at, with no margin: every burst of the group that u's queue sends stays in v's buffer. And
+    u's queue sends bursts: its FIFO holds the group's packets among the others', and v's drain, read from
+    the packets that leave, is fast while the other flows' packets pass, so the law climbs on it and sends
+    the group's packets queued behind them at that pace. The law takes a burst back only by sending less of
+    the group, which it does only by cutting every flow beside it too (the sender's pacer shares its rate
+    equally in bits, the group at most its r_max), and at its floor not at all if the group still gets its
+    r_max there. make fuzz-topo seed 5 (multicast-paced-branch.yaml): m0 at 2 Mb/s from H1 to six hosts beside
+    f1 up to 1 Gb/s, m0's copy toward S7 at S3's R_max, 2 Mb/s; S3's buffer from S1 fills burst by burst
+    (384 dropped at seed 1, f1 held to 2.7 Mb/s behind m0's packets). The same file with S3's R_max toward S7
+    at 2.2 Mb/s loses nothing at seeds 1-3 (f1 at 198 Mb/s), and with S1's floor at 3 Mb/s (m0 then under its
+    r_max at the floor) it still loses 13-397: the margin the copy's queue lacks, not the floor, is the cause."""
+    u, v = key
+    topo = stretch.topo
+    units = stretch._units(u, v)
+    if not topo.nodes[u].is_switch or len(units) < 2:
+        return None
+    for name, fs in sorted(units.items()):
+        cap = min((f.r_max_bps or math.inf for f in fs), default=math.inf)
+        if fs[0].group is None or not math.isfinite(cap):
+            continue
+        for f in fs:
+            hops = stretch.paths[f.name]
+            i = hops.index(key)
+            if i + 1 >= len(hops):
+                continue
+            x = hops[i + 1][1]
+            branch = topo.law.get((v, x))
+            exit_bps = min(stretch.rate(v, x), branch.r_max if branch is not None else math.inf)
+            if abs(exit_bps - cap) <= cap * 1e-9:  # a slower exit is the drain's to find (:meth:`_Stretch.drain`)
+                return FloorOverflow(law.r_floor, push, exit_bps, t0 / NS, math.inf, ((name, f.dst),),
+                                     held_copy=(name, x, cap))
     return None
 
 

@@ -1,12 +1,14 @@
 """A multicast group's copy and a unicast flow that leave a switch by the same link share that link's rate:
 the floor check (topo/analysis/floor_check.py, ``_Stretch.drain``) counted the link once for the unicast
 flows and again for each group's copy, so a law's floor that sent more than the link carries looked drained
-(issue 46; multicast-start-order.yaml at seed 6 counted S3 -> S6's 1 Mb/s twice). The file's first lines
-hold its run length and what it shows."""
+(issue 46; multicast-start-order.yaml at seed 6 counted S3 -> S6's 1 Mb/s twice). And a group's copy that
+leaves at exactly the group's r_max holds every burst of the group in the buffer it shares with other flows
+(multicast-paced-branch.yaml). The files' first lines hold their run length and what they show."""
 
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
+from tests.topo.randomcheck import judge
 from topo.analysis.floor_check import floor_overflows
 from topo.file.schema import load_topology_text
 from topo.net.starts import with_drawn_starts
@@ -24,3 +26,27 @@ def test_a_groups_copy_and_a_unicast_flow_share_their_link_in_the_floor_check() 
     assert ("S1", "S2") in found, found
     over = found[("S1", "S2")]
     assert over.drain_bps <= topo.link_between("S2", "S3").rate_bps < over.push_bps
+
+
+def test_a_groups_copy_that_leaves_at_its_r_max_holds_the_buffer_its_bursts_reach() -> None:
+    """multicast-paced-branch.yaml (make fuzz-topo seed 5): m0's copy toward S7 leaves S3 at that law's R_max,
+    m0's own r_max (derived from the group alone), so every burst of m0 that S1's queue sends beside f1 stays in
+    S3's buffer from S1 (S3 frees m0's packet with its last copy). The check finds it at S1's law, the copy
+    toward S7, and the run loses there, warned; with S3's R_max toward S7 above m0's r_max the copy has a margin,
+    the check finds nothing and the run loses nothing."""
+    name = "multicast-paced-branch.yaml"
+    text = (RANDOM_CASES / name).read_text()
+    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
+    topo = with_drawn_starts(load_topology_text(text, name), 1)
+    m0_r_max = next(f.r_max_bps for f in topo.flows if f.group == "m0")
+    assert topo.law[("S3", "S7")].r_max == m0_r_max  # derived from the group alone (topo/file/schema.py)
+    over = floor_overflows(topo, seconds)[("S1", "S3")]
+    assert over.held_copy == ("m0", "S7", m0_r_max)
+    verdict = judge(text, seconds, all_alinea=True, seed=1, source=name)
+    assert verdict.lost > 0
+    assert verdict.problems == []
+    assert any(w.startswith("law S1->S3:") and "toward S7" in w for w in verdict.warned), verdict.warned
+    margin = text.replace("flows:\n", f"alinea:\n  - {{node: S3, toward: S7, r_max: {1.1 * m0_r_max:.0f}bps}}\nflows:\n", 1)
+    wide = with_drawn_starts(load_topology_text(margin, name), 1)
+    assert ("S1", "S3") not in floor_overflows(wide, seconds)
+    assert judge(margin, seconds, all_alinea=True, seed=1, source=name).lost == 0
