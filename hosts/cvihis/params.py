@@ -12,6 +12,7 @@ import math
 from dataclasses import dataclass, field, fields
 
 MS = 1_000_000  # nanoseconds per millisecond
+MAX_MD_PER_FILL = 64  # more MDs of 1.10 per fill would only pin the rate at its floor
 
 #: Default edges of the 7 rate-adaptation areas, as fractions of [minDelay, maxDelay].
 #: Area 3 (the target) is [0.38, 0.48): strictly below the middle (0.5).
@@ -38,6 +39,8 @@ class CvihisParams:
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
     rtm_reprobe: bool = True  # ... and a delay past the loss point without a loss puts the top one PF push above it
     md_per_packet: bool = False  # MD once per lost packet (True) or at most once per RTT (False)
+    md_per_fill: int = 0  # > 0: one MD per lost packet, up to this many per fill of the queue (from a loss until a
+    #                       decision below the target area, at least one RTT later); 0: as md_per_packet says
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)
     max_delay_gain: float = 1.0  # EWMA gain of maxDelay towards the OWD before a loss (1: the newest loss)
@@ -74,6 +77,9 @@ class CvihisParams:
                      "update_interval_max_ns", "initial_update_interval_ns", "initial_rtt_ns",
                      "packet_size_bytes", "reorder_window", "updates_per_rtt"):
             _require(name, getattr(self, name), getattr(self, name) >= 1, ">= 1")
+        _require("md_per_fill", self.md_per_fill, 0 <= self.md_per_fill <= MAX_MD_PER_FILL, f"in 0..{MAX_MD_PER_FILL}")
+        _require("md_per_fill", self.md_per_fill, not (self.md_per_fill and self.md_per_packet),
+                 "0 with md_per_packet True (two MD rules at once)")
         _require("gradient_deadband_ns", self.gradient_deadband_ns, self.gradient_deadband_ns >= 0, ">= 0")
         _require("initial_span_ns", self.initial_span_ns, self.initial_span_ns >= self.min_span_ns,
                  f">= min_span_ns ({self.min_span_ns})")
@@ -107,7 +113,7 @@ class CvihisParams:
 
 _INT_FIELDS = {"initial_span_ns", "min_span_ns", "gradient_deadband_ns", "reorder_window",
                "updates_per_rtt", "update_interval_min_ns", "update_interval_max_ns", "initial_update_interval_ns",
-               "initial_rtt_ns", "packet_size_bytes"}
+               "initial_rtt_ns", "packet_size_bytes", "md_per_fill"}
 
 
 def _check_types(p: CvihisParams) -> None:

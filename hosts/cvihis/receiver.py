@@ -7,7 +7,8 @@ cancels out of every quantity the decisions use, bit for bit.
 
 Once per update interval (a third of the sender's RTT, clamped) it places the interval's
 mean OWD in one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a
-command; a loss (from sequence numbers) emits an MD command at once, at most once per RTT.
+command; a loss (from sequence numbers) emits an MD command at once, at most once per RTT (``md:`` in
+hosts/cvihis/variants.py: once per lost packet, or up to two per fill of the queue).
 In real-time mode (RTM) minDelay is pushed up by PF every update and falls back to any lower
 OWD, so the areas drift up and the flow competes (how the top of the areas moves with it is a
 reading the sources leave open: hosts/cvihis/variants.py); in
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from hosts.cvihis.areas import AREAS, Command, classify, decide, gradient_sign, step_packets
+from hosts.cvihis.areas import AREAS, TARGET_AREA, Command, classify, decide, gradient_sign, step_packets
 from hosts.cvihis.params import CvihisParams
 from hosts.cvihis.seqtrack import Arrival, SeqTracker
 from hosts.cvihis.wire import Feedback
@@ -63,7 +64,9 @@ class CvihisReceiver:
         self._echo_ts = 0
         self._echo_arrival = 0
         self._next_update: int | None = None
-        self._last_md_ns: int | None = None
+        self._last_md_ns: int | None = None  # the newest loss event's (or fill's) first MD
+        self._in_fill = False  # md_per_fill: losses since the newest fill began, and the queue not yet drained
+        self._fill_lost = 0  # md_per_fill: packets lost in that fill
         self._fb_seq = 0
         self._bytes = 0
         self._histogram = [0] * AREAS
@@ -95,9 +98,7 @@ class CvihisReceiver:
         if result.newly_lost:
             assert result.loss_owd is not None
             self._take_loss(result.loss_owd)
-            if self._md_allowed(now_ns):
-                self._last_md_ns = now_ns
-                out.append(self._feedback(now_ns, Command.MD, None, 0))
+            out.extend(self._feedback(now_ns, Command.MD, None, 0) for _ in range(self._mds(now_ns, result.newly_lost)))
         if now_ns >= self._next_update:
             out.append(self._update(now_ns))
         return out
@@ -204,11 +205,33 @@ class CvihisReceiver:
             self._max += self.params.max_delay_gain * (loss_rel - self._max)
         self._peak = float(loss_rel)
 
-    def _md_allowed(self, now_ns: int) -> bool:
+    def _mds(self, now_ns: int, newly_lost: int) -> int:
+        """How many MD commands these losses bring: one (``md: per-packet``: the sender counts the packets from
+        ``lost_total``); one per lost packet up to ``md_per_fill`` in the current fill of the queue (``md:
+        two-per-fill``: an MD each, so the sender needs no guard); else one at most once per RTT hint."""
         if self.params.md_per_packet:
-            return True
-        guard = self._rtt_hint or self.params.initial_rtt_ns
-        return self._last_md_ns is None or now_ns - self._last_md_ns >= guard
+            return 1
+        if self.params.md_per_fill:
+            if not self._in_fill:  # the first loss of a fill
+                self._in_fill, self._last_md_ns, self._fill_lost = True, now_ns, 0
+            count = max(0, min(newly_lost, self.params.md_per_fill - self._fill_lost))
+            self._fill_lost += newly_lost
+            return count
+        if self._last_md_ns is not None and now_ns - self._last_md_ns < self._md_guard():
+            return 0
+        self._last_md_ns = now_ns
+        return 1
+
+    def _md_guard(self) -> int:
+        """One RTT (the sender's hint; ``initial_rtt_ns`` before one): a loss event's span."""
+        return self._rtt_hint or self.params.initial_rtt_ns
+
+    def _end_fill(self, now_ns: int, area: int) -> None:
+        """``md: two-per-fill``: the fill of the queue that brought the newest MDs ends at the first decision below
+        the target area (the queue has drained below where the flow aims) at least one RTT after its first loss, so
+        one fill is never split into two, and losses after it start the next fill."""
+        if self._in_fill and area < TARGET_AREA and now_ns - (self._last_md_ns or 0) >= self._md_guard():
+            self._in_fill = False
 
     def _current_min(self) -> float:
         return self._rtm_min if self._mode is Mode.RTM else float(self._min)
@@ -270,6 +293,7 @@ class CvihisReceiver:
         gradient = gradient_sign(self._grad_sum, self.params.gradient_deadband_ns)
         command = decide(area, gradient)
         self._histogram[area] += 1
+        self._end_fill(now_ns, area)
         if self._mode is Mode.RTM:
             self._push_min()
         self._grad_sum = self._owd_sum = self._owd_count = 0

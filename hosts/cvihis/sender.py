@@ -6,7 +6,8 @@ packets per sqrt(RTT) changes the rate by s / sqrt(RTT in seconds) packets per s
 each command; the change actually applied is an EWMA of the commanded changes
 (``ewma_weight`` for the newest, the rest for the history), which damps the alternation of
 opposite commands near the target. A loss multiplies the gap by ``md_factor``, at most once
-per RTT, and clears the smoothing history so no earlier increase is replayed after it.
+per RTT (``md:`` in hosts/cvihis/variants.py: once per lost packet, or once per MD command the receiver counts), and
+clears the smoothing history so no earlier increase is replayed after it.
 """
 
 from __future__ import annotations
@@ -58,6 +59,8 @@ class CvihisSender:
         if fb.command == Command.MD:  # == not is: a plain int 5 from a caller counts too
             if self.params.md_per_packet:
                 self._md_per_packet(newly_lost)
+            elif self.params.md_per_fill:
+                self._md_per_fill()
             else:
                 self._multiplicative_decrease(now_ns)
         else:
@@ -125,6 +128,13 @@ class CvihisSender:
             self.md_suppressed += 1
             return
         self._last_md_ns = now_ns
+        self.md_applied += 1
+        self._smoothed_step_pps = 0.0
+        self._set_rate(self._rate_pps / self.params.md_factor)
+
+    def _md_per_fill(self) -> None:
+        """``md: two-per-fill``: one MD per MD command, unguarded: the receiver sends one per lost packet up to
+        ``md_per_fill`` per fill of the queue, which it alone sees (the delays)."""
         self.md_applied += 1
         self._smoothed_step_pps = 0.0
         self._set_rate(self._rate_pps / self.params.md_factor)

@@ -2,7 +2,8 @@
 
 The papers fix the step sizes, MD = 1.10, PF = 1.05 and the 7 areas, but not how the areas move
 when RTM pushes minDelay, how often a decision is taken per RTT (and so whether PF applies per
-decision or per RTT), whether an MD applies per loss event or per lost packet, nor whether maxDelay
+decision or per RTT), whether an MD applies per loss event or per lost packet (or, ``md: two-per-fill``, per lost packet up to
+two per fill of the queue: docs/background/cvihis.md, "How the default was chosen"), nor whether maxDelay
 is the newest loss's delay or an average. Each
 choice is one key of a ``cvihis:`` mapping in a topology file (``cvihis: {variant: shifted}``,
 ``cvihis: {md: per-packet}``); a ``variant`` names a whole reading at once, and keys given beside
@@ -46,8 +47,10 @@ AREAS: Mapping[str, Mapping[str, object]] = MappingProxyType({
 })
 #: what an MD applies to (``md:``)
 MD: Mapping[str, Mapping[str, object]] = MappingProxyType({
-    "per-rtt": MappingProxyType({"md_per_packet": False}),  # one per loss event: at most once per RTT
-    "per-packet": MappingProxyType({"md_per_packet": True}),  # one per lost packet
+    "per-rtt": MappingProxyType({"md_per_packet": False, "md_per_fill": 0}),  # one per loss event: at most once per RTT
+    "per-packet": MappingProxyType({"md_per_packet": True, "md_per_fill": 0}),  # one per lost packet
+    # one per lost packet, up to two per fill of the queue: from a loss until the delay is back below the target area
+    "two-per-fill": MappingProxyType({"md_per_packet": False, "md_per_fill": 2}),
 })
 #: how often PF pushes RTM's minDelay (``push:``); a number k instead of a name: PF k times per RTT, spread over its
 #: decisions (PF^(k/n) at each of n), a push rate apart from the decision rate (``push_values``)

@@ -30,6 +30,9 @@ def test_defaults_follow_the_thesis_steps_and_factors() -> None:
         ("ewma_weight", 0.0),
         ("ewma_weight", 1.5),
         ("max_delay_gain", 0),
+        ("md_per_fill", -1),
+        ("md_per_fill", 65),
+        ("md_per_fill", 1.5),
         ("rtt_gain", 2.0),
         ("initial_span_ns", 0),
         ("min_span_ns", 2.5),
@@ -53,6 +56,12 @@ def test_bad_value_names_the_parameter_and_value(name: str, value: object) -> No
     assert f"CvihisParams.{name}" in message
     assert repr(value) in message
     assert "\n" not in message
+
+
+def test_two_md_rules_at_once_are_refused() -> None:
+    """md_per_packet and md_per_fill each say how many MDs a loss brings: both set is no reading."""
+    with pytest.raises(ValueError, match=r"CvihisParams.md_per_fill: 2 is not 0 with md_per_packet True"):
+        CvihisParams(md_per_packet=True, md_per_fill=2)
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """The named readings of CVIHIS (hosts/cvihis/variants.py) and the choices they select in the cores:
 RTM's areas probing until the first loss, maxDelay from the newest loss, a loss without queueing delay
-teaching no maxDelay, and an MD per lost packet."""
+teaching no maxDelay, an MD per lost packet, and up to two per fill of the queue."""
 
 from __future__ import annotations
 
@@ -64,7 +64,7 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
     ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-slow, probe, shifted, squeezed, reprobe, reprobe-ewma"),
     ({"variant": "published"}, "variant: 'published' was the default until issue 48 and is now named 'probe'; the "
                                "default is now 'reprobe-slow'"),
-    ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet"),
+    ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet, two-per-fill"),
     ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
     ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
     ({"changes": (("colour", "red"),)}, "colour: unknown choice"),
@@ -215,6 +215,49 @@ def test_md_per_packet_receiver_sends_an_md_at_every_new_loss() -> None:
     per_rtt = _feed(CvihisReceiver(_reading("probe"), Mode.RTM), trace)
     assert sum(fb.command is Command.MD for fb in per_packet) == 3  # 20 ms apart, inside one 40 ms RTT
     assert sum(fb.command is Command.MD for fb in per_rtt) == 2
+
+
+@settings(deadline=None, max_examples=60)
+@given(st.lists(st.integers(5, 115), min_size=1, max_size=12, unique=True), st.sampled_from(["probe", "reprobe-slow"]),
+       st.sampled_from(list(Mode)))
+def test_two_per_fill_sends_one_md_per_lost_packet_up_to_two_while_the_queue_fills(lost: list[int], variant: str,
+                                                                                    mode: Mode) -> None:
+    """md two-per-fill on a queue that only grows (one fill, never back below the target area): one MD command
+    per lost packet up to two, wherever the losses fall; per-rtt sends one per RTT hint, per-packet one per
+    loss."""
+    trace = _queue_trace(lost=tuple(lost), n=120)
+    mds = sum(fb.command is Command.MD for fb in _feed(CvihisReceiver(_reading(variant, md="two-per-fill"), mode),
+                                                        trace))
+    assert mds == min(len(lost), 2)
+
+
+def test_two_per_fill_starts_a_new_fill_once_the_queue_has_drained_below_the_target() -> None:
+    """Two losses in a rising queue: two MDs (the fill's allowance); two more losses in the same fill: none; the
+    queue then drains (decisions below the target area) and rises again: the next fill's two losses bring two MDs.
+    Per-rtt gives one MD per 40 ms RTT hint instead."""
+    rise = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + s * MS) for s in range(60) if s not in (30, 31, 40, 45)]
+    drain = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + max(0, 59 - 2 * (s - 59)) * MS) for s in range(60, 120)]
+    again = [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + (s - 120) * MS)
+             for s in range(120, 180) if s not in (150, 151)]
+    rx = CvihisReceiver(_reading("reprobe-slow", md="two-per-fill"), Mode.RTM)
+    counts = [sum(fb.command is Command.MD for fb in _feed(rx, part)) for part in (rise, drain, again)]
+    assert rx.lost == 6 and counts == [2, 0, 2]
+    assert rx.area_histogram[:3] != (0, 0, 0)
+
+
+def test_two_per_fill_sender_applies_every_md_command_within_an_rtt() -> None:
+    """The receiver counts a fill's MDs (it alone sees the delays), so the sender applies each MD command, even
+    two within one RTT where per-rtt suppresses the second."""
+    t = BASE
+    fill, per_rtt = CvihisSender(_reading("reprobe-slow", md="two-per-fill")), CvihisSender(_reading("reprobe-slow"))
+    for tx in (fill, per_rtt):
+        tx.on_feedback(t, Feedback(1, Command.HOLD, 3, 0, 0, False, True, t - 40 * MS, 0, lost_total=0))
+    rate = fill.rate_pps
+    for tx in (fill, per_rtt):
+        for i in (2, 3):
+            tx.on_feedback(t + i * MS, Feedback(i, Command.MD, None, 0, 0, True, True, t - 39 * MS, 0, lost_total=i))
+    assert fill.rate_pps == pytest.approx(rate / CvihisParams().md_factor ** 2) and fill.md_suppressed == 0
+    assert per_rtt.md_applied == 1 and per_rtt.md_suppressed == 1
 
 
 @settings(deadline=None, max_examples=60)

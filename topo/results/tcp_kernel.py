@@ -171,7 +171,8 @@ def reading_changes(variant: str, **choices: object) -> dict[str, object]:
 
     p = CvihisReading(variant, tuple(choices.items())).apply(CvihisParams())
     return {k: getattr(p, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss", "rtm_reprobe", "pf_per_rtt",
-                                       "pf_pushes_per_rtt", "md_per_packet", "max_delay_gain", "updates_per_rtt")}
+                                       "pf_pushes_per_rtt", "md_per_packet", "md_per_fill", "max_delay_gain",
+                                       "updates_per_rtt")}
 
 
 ABLATION = (("`reprobe-slow`, the default (areas re-probed, 3 decisions per RTT, PF 1.25 times per RTT, MD 1.10)",

@@ -55,7 +55,7 @@ def test_any_reading_written_in_a_file_is_the_one_the_cores_run(variant: str, ar
                                        ("max_delay", max_delay))).apply(CvihisParams())
     got = cvihis_params(topo, f)
     assert all(getattr(got, k) == getattr(expected, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss",
-               "updates_per_rtt", "pf_per_rtt", "pf_pushes_per_rtt", "md_per_packet", "max_delay_gain"))
+               "updates_per_rtt", "pf_per_rtt", "pf_pushes_per_rtt", "md_per_packet", "md_per_fill", "max_delay_gain"))
 
 
 @pytest.mark.parametrize(("push", "factor"), [("2", 1.05 ** (2 / 3)), ("1.5", 1.05 ** 0.5), ("per-rtt", 1.05 ** (1 / 3))])
@@ -71,7 +71,7 @@ def test_bad_readings_are_refused_with_the_line() -> None:
     expect_error(cvihis("{variant: fast}"), "cvihis:", "cvihis.variant", "'fast' is not one of reprobe-slow, probe")
     expect_error(cvihis("{variant: published}"), "cvihis:", "cvihis.variant",
                  "'published' was the default until issue 48 and is now named 'probe'")
-    expect_error(cvihis("{md: sometimes}"), "cvihis:", "cvihis.md", "'sometimes' is not one of per-rtt, per-packet")
+    expect_error(cvihis("{md: sometimes}"), "cvihis:", "cvihis.md", "'sometimes' is not one of per-rtt, per-packet, two-per-fill")
     expect_error(cvihis("{push: hourly}"), "cvihis:", "cvihis.push", "'hourly' is not one of per-decision, per-rtt")
     expect_error(cvihis("{push: 0}"), "cvihis:", "cvihis.push", "0 is not one of per-decision, per-rtt or a number "
                  "of pushes per RTT in (0, 10]")
