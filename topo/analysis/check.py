@@ -12,7 +12,7 @@ together, which one law's model does not see), and that no law's floor alone ove
 not shared by an exit slower than its share of the feed with exits that pass, whose departures the law
 would take for the buffer's drain, nor drained as a share of a FIFO another link fills below the floor of
 the law that feeds it (:mod:`topo.analysis.head_of_line`), and that it holds the small frames that arrive behind one
-large frame leaving by an exit no law paces (:mod:`topo.analysis.frame_train`), nor a run of small frames a switch's backlog
+large frame leaving by an exit no law paces, or playing out at a receiver (:mod:`topo.analysis.frame_train`), nor a run of small frames a switch's backlog
 sends into a queue whose rate in packets/s is set from a larger mean frame (:mod:`topo.analysis.frame_run`). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
@@ -36,7 +36,7 @@ from topo.analysis.fluid_network import (
     smallest_scale,
 )
 from topo.analysis.frame_run import FrameRun, frame_runs
-from topo.analysis.frame_train import FrameTrain, frame_trains
+from topo.analysis.frame_train import FrameTrain, frame_trains, receiver_trains
 from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
 from topo.analysis.mix_step import MixStep, mix_steps
 from topo.analysis.report_gap import with_sparse_reports
@@ -155,12 +155,19 @@ class LawCheck:
                        f"anywhere down to its floor ({format_rate(q.u_floor_bps)}), below {u}'s "
                        f"(r_floor {format_rate(q.floor_bps)}): {w}'s buffer from {u} then fills")
             fixes.append(f"an r_floor of at most {format_rate(q.u_floor_bps)} would follow it")
-        if (t := self.train) is not None:
+        if (t := self.train) is not None and t.playout:
+            why.append(f"{w}'s receive buffer counts packets ({t.capacity}) and holds each until it is played out: "
+                       f"while one {t.large_bytes} B frame plays out at {format_rate(t.out_bps)}, {t.frames} of {u}'s "
+                       f"{t.small_bytes} B frames arrive behind it at {format_rate(t.in_bps)}, {t.need} packets, though "
+                       f"the playout is faster in bits: frames that wait behind a large one on a link follow it back "
+                       f"to back, a train no rate in bits avoids")
+            fixes.append(f"a receive_buffer of at least {t.need} packets would hold it")
+        elif (t := self.train) is not None:
             why.append(f"{w}'s buffer from {u} counts packets ({t.capacity}), and {t.frames} of {u}'s {t.small_bytes} B "
                        f"frames arrive at {format_rate(t.in_bps)} while one {t.large_bytes} B frame leaves toward {t.exit} "
                        f"at {format_rate(t.out_bps)} (no law paces that exit): frames that wait behind a large one on a "
                        f"link follow it back to back, a train no rate in bits avoids")
-            fixes.append(f"a buffer of at least {t.frames} packets would hold it")
+            fixes.append(f"a buffer of at least {t.need} packets would hold it")
         if (m := self.step) is not None:
             why.append(f"when the flows change at {m.at_s:g} s {u}'s frames shrink to {m.frame_bytes:.0f} B on average: "
                        f"its pacer sends its law's bits in them at once (up to the {format_rate(m.push_bps)} its path carries "
@@ -492,7 +499,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     floors = floor_overflows(topo, duration_s) if loops else {}
     exits = slow_exits(topo, duration_s, _beyond) if loops else {}
     fifos = shared_fifos(topo, duration_s) if loops else {}
-    trains = frame_trains(topo, {key for key, _, _ in loops}) if loops else {}
+    laws = {key for key, _, _ in loops}
+    trains = {**frame_trains(topo, laws), **receiver_trains(topo, laws)} if loops else {}
     steps = mix_steps(topo, duration_s, {key: loop.delay_s for key, loop, _ in loops}) if loops else {}
     runs = frame_runs(topo) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4

@@ -3,7 +3,8 @@ a switch's backlog left as a run of large frames and then a run of small ones in
 in packets/s follows the mean frame it sent (a strict xfail as open-small-frame-run-dip.yaml until the start-up
 brake's drain over the newest report gap; found by ``make fuzz-topo``, seed 9, fail-2 and fail-3; minimised; warned by topo/analysis/frame_run.py); and a
 drain counted in packets that dipped over one report gap (starved-drain-dip-tree.yaml), and an exact drain that fell
-slowly across its window (slow-drain-creep-tree.yaml). The files' first lines hold their run length and the problem
+slowly across its window (slow-drain-creep-tree.yaml); and trains of small frames behind a large one, at a switch's
+exit no law paces (small-frame-train-buffer.yaml) and at a receiver's playout (receiver-frame-train.yaml). The files' first lines hold their run length and the problem
 the judge reported."""
 
 from __future__ import annotations
@@ -76,3 +77,19 @@ def test_a_slow_steady_fall_of_the_drain_downstream_is_followed(seed: int) -> No
     verdict = judge_case("slow-drain-creep-tree.yaml", seed=seed)
     assert verdict.problems == []
     assert verdict.lost == 0 or verdict.warned
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_a_train_of_small_frames_behind_a_large_one_at_a_receiver_is_warned(seed: int) -> None:
+    """receiver-frame-train.yaml (make fuzz-topo seed 5, fail-4, as found): H2's receive buffer is 2 packets (1 ms at
+    its 20 Mb/s playout in 1448 B frames) and holds each frame until it is played out; S3 -> H2 is 10 Mb/s. f1's
+    200 B frames that waited in S3's queue behind one of f4's 1448 B frames (S3's law paces it in packets/s, and the
+    departures that fell due while the large frame took 1.16 ms on the link left after it) arrived 160 µs apart,
+    3 within the large frame's 579 µs of playout: one or two lost after almost every 1448 B frame while f4 ran (21
+    at seed 1), the playout twice the link in bits. The loop analysis warns S3 -> H2 with the frames and the 4
+    packets that hold them (topo/analysis/frame_train.py, ``receiver_trains``); a receive_buffer of 3 packets lost
+    1 at seed 1 and one of 4 none."""
+    verdict = judge_case("receiver-frame-train.yaml", seed=seed)
+    assert verdict.problems == []
+    assert any(w.startswith("law S3->H2") and "receive buffer counts packets (2)" in w
+               and "receive_buffer of at least 4 packets" in w for w in verdict.warned)
