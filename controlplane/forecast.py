@@ -751,12 +751,9 @@ class QueueForecast:
         fuller, past the forecast gain's deadband, and cut to its floor at 2.24 s; the hole left spine2 about
         2.30 s, the law stamped ~60 packets at its class R_max behind it, and they reached leaf2's buffer from
         spine2 at 2.36-2.44 s while its share of the FIFO had halved: 2 lost, unwarned (the model's laws, which
-        leave the rule out, never reach their floor there). Measured with scratch toggles (/root/logs/hol/NOTE.md):
-        without the rule no spine law of that run reaches its floor and spine2's buffer loses nothing; with the
-        line held no lower than the newest stretch's drain, likewise, and the 28 head-of-line runs (2 x 2 and
-        6 x 3, alinea and alinea-classes, seeds 1-7) lose 774 packets instead of 1,032, but the random cases
-        (tests/topo/random_cases/, seeds 1-3) 5,643 instead of 5,599, slow-drain-creep-tree.yaml 11 instead of
-        1 (warned) and sparse-report-start-fabric.yaml's seed 3 three, unwarned: not taken."""
+        leave the rule out, never reach their floor there). Holding the line no lower than the newest stretch's
+        drain removes that loss but makes slow-drain-creep-tree.yaml and sparse-report-start-fabric.yaml lose more
+        (the latter unwarned at seed 3), so the rule stays as it is (issue 46's notes hold the measurements)."""
         if not self.follows_trend:
             return
         newest = self._newest_stretch(end, 1)

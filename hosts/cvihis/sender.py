@@ -128,13 +128,11 @@ class CvihisSender:
             self.md_suppressed += 1
             return
         self._last_md_ns = now_ns
-        self.md_applied += 1
-        self._smoothed_step_pps = 0.0
-        self._set_rate(self._rate_pps / self.params.md_factor)
+        self._md_per_fill()
 
     def _md_per_fill(self) -> None:
-        """``md: two-per-fill``: one MD per MD command, unguarded: the receiver sends one per lost packet up to
-        ``md_per_fill`` per fill of the queue, which it alone sees (the delays)."""
+        """One MD, unguarded (``md: two-per-fill`` takes one per MD command: the receiver sends one per lost packet
+        up to ``md_per_fill`` per fill of the queue, which it alone sees, the delays)."""
         self.md_applied += 1
         self._smoothed_step_pps = 0.0
         self._set_rate(self._rate_pps / self.params.md_factor)

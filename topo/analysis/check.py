@@ -155,14 +155,15 @@ class LawCheck:
                        f"anywhere down to its floor ({format_rate(q.u_floor_bps)}), below {u}'s "
                        f"(r_floor {format_rate(q.floor_bps)}): {w}'s buffer from {u} then fills")
             fixes.append(f"an r_floor of at most {format_rate(q.u_floor_bps)} would follow it")
-        if (t := self.train) is not None and t.playout:
+        t = self.train
+        if t is not None and t.playout:
             why.append(f"{w}'s receive buffer counts packets ({t.capacity}) and holds each until it is played out: "
                        f"while one {t.large_bytes} B frame plays out at {format_rate(t.out_bps)}, {t.frames} of {u}'s "
                        f"{t.small_bytes} B frames arrive behind it at {format_rate(t.in_bps)}, {t.need} packets, though "
                        f"the playout is faster in bits: frames that wait behind a large one on a link follow it back "
                        f"to back, a train no rate in bits avoids")
             fixes.append(f"a receive_buffer of at least {t.need} packets would hold it")
-        elif (t := self.train) is not None:
+        elif t is not None:
             why.append(f"{w}'s buffer from {u} counts packets ({t.capacity}), and {t.frames} of {u}'s {t.small_bytes} B "
                        f"frames arrive at {format_rate(t.in_bps)} while one {t.large_bytes} B frame leaves toward {t.exit} "
                        f"at {format_rate(t.out_bps)} (no law paces that exit): frames that wait behind a large one on a "

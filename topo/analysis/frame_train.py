@@ -31,6 +31,7 @@ a rate under about one small frame per large frame's time on the link would avoi
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -92,8 +93,7 @@ def frames_during_playout(large: int, small: int, in_bps: float, playout_bps: fl
     """Small frames arriving back to back at ``in_bps`` strictly before a ``large`` frame that arrived just ahead of
     them has played out at ``playout_bps``: the k >= 1 with ``k·small/in_bps < large/playout_bps`` (exact: at a
     tie the played frame leaves first, as the engine's buffer drains before it admits)."""
-    ratio = Fraction(large) * Fraction(in_bps) / (Fraction(small) * Fraction(playout_bps))
-    return -(-ratio.numerator // ratio.denominator) - 1
+    return math.ceil(Fraction(large) * Fraction(in_bps) / (Fraction(small) * Fraction(playout_bps))) - 1
 
 
 def receiver_trains(topo: Topology, laws: set[DirectedLink]) -> dict[DirectedLink, FrameTrain]:
