@@ -29,7 +29,7 @@ class CvihisParams:
     step_decrease: float = 0.5  # --   (area 5)
     step_increase: float = 0.5  # ++   (area 1)
     step_gradient: float = 0.2  # - / + (areas 2 and 4, and whenever the gradient wins)
-    md_factor: float = 1.10  # inter-packet gap multiplier after a loss (at most once per RTT)
+    md_factor: float = 1.10  # inter-packet gap multiplier per MD (how many per loss: md_per_fill, md_per_packet)
     pf: float = 1.05  # RTM: minDelay push factor (how often: pf_pushes_per_rtt, pf_per_rtt)
     pf_per_rtt: bool = False  # True: PF once per RTT, spread over its decisions; False: PF at every decision
     pf_pushes_per_rtt: float = 1.25  # > 0: PF this many times per RTT, spread over its decisions (PF^(k/n) each);
@@ -39,7 +39,7 @@ class CvihisParams:
     rtm_shift_until_loss: bool = True  # ... until the first loss, then only minDelay (the top: the loss point)
     rtm_reprobe: bool = True  # ... and a delay past the loss point without a loss puts the top one PF push above it
     md_per_packet: bool = False  # MD once per lost packet (True) or at most once per RTT (False)
-    md_per_fill: int = 0  # > 0: one MD per lost packet, up to this many per fill of the queue (from a loss until a
+    md_per_fill: int = 2  # > 0: one MD per lost packet, up to this many per fill of the queue (from a loss until a
     #                       decision below the target area, at least one RTT later); 0: as md_per_packet says
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)

@@ -7,8 +7,8 @@ cancels out of every quantity the decisions use, bit for bit.
 
 Once per update interval (a third of the sender's RTT, clamped) it places the interval's
 mean OWD in one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a
-command; a loss (from sequence numbers) emits an MD command at once, at most once per RTT (``md:`` in
-hosts/cvihis/variants.py: once per lost packet, or up to two per fill of the queue).
+command; a loss (from sequence numbers) emits an MD command at once, one per lost packet up to two per fill of
+the queue (the default; ``md:`` in hosts/cvihis/variants.py: at most one per RTT, or one per lost packet).
 In real-time mode (RTM) minDelay is pushed up by PF every update and falls back to any lower
 OWD, so the areas drift up and the flow competes (how the top of the areas moves with it is a
 reading the sources leave open: hosts/cvihis/variants.py); in
@@ -248,7 +248,9 @@ class CvihisReceiver:
         without loss shows the loss point is higher: a maxDelay learned when the queue was shorter,
         e.g. in a competing TCP's slow start, must not hold the flow in ``---`` for good); ``areas
         reprobe`` (the default) puts the top one PF push above such a delay (on the same offset-free estimate of the
-        absolute OWD as ``_push_min``), so the highest delay yet reads as a decrease area, not ``---``.
+        absolute OWD as ``_push_min``), so the highest delay yet sits below the top, not past it (in area 5 while
+        that push exceeds a quarter of its height above minDelay, else still in area 6: docs/background/cvihis.md,
+        "Row 6, what is left").
         """
         top = self._learned_max() + self._lift()
         if self._mode is Mode.RTM and self.params.rtm_shift_until_loss and self._max is not None:

@@ -14,6 +14,7 @@ from hosts.cvihis.variants import CvihisReading
 
 MS = 1_000_000
 P = CvihisParams()
+PER_RTT = CvihisParams(md_per_fill=0)  # md: per-rtt, one MD per loss event
 # Traces are generated packet by packet: no per-example deadline on a shared, loaded machine.
 TRACES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 
@@ -138,7 +139,8 @@ def test_duplicates_are_counted_and_ignored() -> None:
 @TRACES
 @given(traces(reorder=False))
 def test_md_commands_are_at_least_one_rtt_hint_apart(trace: list[Pkt]) -> None:
-    rx = CvihisReceiver(P)
+    """``md: per-rtt`` (one MD per loss event; the default's two-per-fill: tests/hosts/test_cvihis_variants.py)."""
+    rx = CvihisReceiver(PER_RTT)
     md_times: list[tuple[int, int]] = []
     hints = [p.hint for p in trace]
     for i, fb in run(rx, trace):

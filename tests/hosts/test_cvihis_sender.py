@@ -13,6 +13,7 @@ from hosts.cvihis import Command, CvihisParams, CvihisSender, Feedback
 MS = 1_000_000
 S = 1_000_000_000
 P = CvihisParams()
+PER_RTT = CvihisParams(md_per_fill=0)  # md: per-rtt: the sender guards once per RTT
 
 
 def feedback(fb_seq: int, command: Command, echo_ts: int, echo_delay: int = 0, step_milli: int | None = None,
@@ -41,7 +42,7 @@ def feedback_runs(draw: st.DrawFn) -> list[tuple[int, Feedback]]:
 @settings(deadline=None)
 @given(feedback_runs())
 def test_md_is_applied_at_most_once_per_rtt(run: list[tuple[int, Feedback]]) -> None:
-    tx = CvihisSender(P)
+    tx = CvihisSender(PER_RTT)
     last_md: int | None = None
     for now, fb in run:
         applied = tx.md_applied
@@ -115,7 +116,7 @@ def test_md_divides_the_rate_by_md_factor_and_clears_the_smoothing_history() -> 
 
 
 def test_second_md_within_one_rtt_is_suppressed_and_after_one_rtt_applied() -> None:
-    tx = CvihisSender(P)
+    tx = CvihisSender(PER_RTT)
     tx.on_feedback(S + 50 * MS, feedback(1, Command.MD, S))
     rate = tx.rate_pps
     tx.on_feedback(S + 90 * MS, feedback(2, Command.MD, S + 40 * MS))  # 40 ms after, RTT 50 ms

@@ -32,6 +32,15 @@ def test_the_default_reading_is_the_parameters_defaults() -> None:
     assert CvihisReading().apply(CvihisParams()) == CvihisParams()
 
 
+def test_the_default_is_reprobe_slow_with_two_mds_per_fill() -> None:
+    """``reprobe-fill`` (the default since issue 48's adoption of ``md: two-per-fill``) is the former default,
+    ``reprobe-slow``, with one choice changed, the MD; ``reprobe-slow`` keeps running as it did."""
+    assert CvihisReading("reprobe-slow", (("md", "two-per-fill"),)).apply(CvihisParams()) == CvihisParams()
+    slow = _reading("reprobe-slow")
+    assert [f.name for f in dataclasses.fields(slow) if getattr(slow, f.name) != getattr(CvihisParams(), f.name)] == [
+        "md_per_fill"] and slow.md_per_fill == 0
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_every_variant_names_a_choice_for_every_key_and_gives_valid_parameters(variant: str) -> None:
     reading = CvihisReading(variant)
@@ -61,9 +70,10 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-slow, probe, shifted, squeezed, reprobe, reprobe-ewma"),
+    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-fill, reprobe-slow, probe, shifted, squeezed, reprobe, "
+                          "reprobe-ewma"),
     ({"variant": "published"}, "variant: 'published' was the default until issue 48 and is now named 'probe'; the "
-                               "default is now 'reprobe-slow'"),
+                               "default is now 'reprobe-fill'"),
     ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet, two-per-fill"),
     ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
     ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
@@ -79,7 +89,7 @@ def test_an_unknown_reading_is_refused_in_one_line_naming_the_key(kwargs: dict, 
 
 
 def test_describe_names_the_variant_and_its_changes() -> None:
-    assert CvihisReading().describe() == "reprobe-slow"
+    assert CvihisReading().describe() == "reprobe-fill"
     assert CvihisReading("shifted", (("md", "per-packet"),)).describe() == "shifted (md per-packet)"
 
 
@@ -160,12 +170,12 @@ def test_max_delay_follows_the_newest_loss_or_an_average() -> None:
     assert ewma.max_delay_ns - ewma.min_delay_ns == first + 0.5 * (second - first)
 
 
-def test_reprobe_ewma_is_the_default_reading_with_max_delay_an_average() -> None:
-    """``reprobe-ewma`` changes one choice of the default, maxDelay, and so no parameter but its gain; a
-    receiver of each, fed the same two losses, differs only in its top: the EWMA sits below the newest loss (BLM: RTM's
-    top over a rising queue is the re-probed delay, the same in both)."""
-    ewma, default = _reading("reprobe-ewma"), CvihisParams()
-    assert ewma == CvihisReading(changes=(("max_delay", "ewma"),)).apply(default)
+def test_reprobe_ewma_is_reprobe_slow_with_max_delay_an_average() -> None:
+    """``reprobe-ewma`` changes one choice of ``reprobe-slow`` (the default before ``reprobe-fill``), maxDelay, and so
+    no parameter but its gain; a receiver of each, fed the same two losses, differs only in its top: the EWMA sits
+    below the newest loss (BLM: RTM's top over a rising queue is the re-probed delay, the same in both)."""
+    ewma, default = _reading("reprobe-ewma"), _reading("reprobe-slow")
+    assert ewma == CvihisReading("reprobe-slow", (("max_delay", "ewma"),)).apply(CvihisParams())
     assert [f.name for f in dataclasses.fields(ewma) if getattr(ewma, f.name) != getattr(default, f.name)] == [
         "max_delay_gain"]
     trace = _queue_trace(lost=(20, 50))

@@ -53,6 +53,8 @@ S = 1_000_000_000
 EMPTY_PACKETS = 2
 #: a data frame of either flow (1514 bytes), for the bandwidth-delay product in frames
 FRAME_BITS = 1514 * 8
+#: the reading of the runs stored before a run recorded its own (``reading``): the default from c72e5d4 on
+STORED_BEFORE_READING = "reprobe-slow"
 BOTTLENECK = ("R1", "R2")
 
 
@@ -65,6 +67,8 @@ class Spec:
     delay: str
     start: str  # a name of START_NAMES
     seed: int
+    reading: str = ""  # a variant of hosts/cvihis/variants.py; empty: the default
+
 
     @property
     def cell(self) -> str:
@@ -84,9 +88,16 @@ class Spec:
             self.rate,
             self.delay,
             "reno",
-            "",
+            f"{{variant: {self.reading}}}" if self.reading else "",
             start_rate("" if self.start == "default" else self.start, self.rate),
         )
+
+    @property
+    def variant(self) -> str:
+        """The reading's name, the default's resolved: what a stored run records (``reading``)."""
+        from hosts.cvihis.variants import DEFAULT_VARIANT
+
+        return self.reading or DEFAULT_VARIANT
 
 
 def _rows(path: Path) -> list[dict[str, str]]:
@@ -194,6 +205,7 @@ def _run(spec: Spec, seconds: float, windows: list[float], backend: str, out: Pa
             "wall_s": round(time.time() - t0, 1),
             "measured": f"netns run of `hbh rtm-kernel` at commit {_commit()}, "
             f"{time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime(t0))}",
+            "reading": spec.variant,
         }
     return record_of_run(spec, seconds, windows, run_dir, **extra)
 
@@ -327,6 +339,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument(
         "--kernel-from", type=Path, help="take the kernel's side from DIR/<run>.json instead of running it"
     )
+    p.add_argument("--reading", default="", help="the CVIHIS variant RTM runs (default: the default reading); a "
+                   "stored run of another reading is refused")
     args = p.parse_args(argv)
     try:
         cells = grid_cells(args.cells)
@@ -337,6 +351,10 @@ def main(argv: list[str] | None = None) -> int:
             raise ValueError(f"--starts {args.starts}: use one or more of {', '.join(START_NAMES)}")
         if args.seconds <= 0 or max(windows) > args.seconds:
             raise ValueError(f"--windows {args.windows}: each at most --seconds {args.seconds:g}")
+        from hosts.cvihis.variants import VARIANTS
+
+        if args.reading and args.reading not in VARIANTS:
+            raise ValueError(f"--reading {args.reading}: not one of {', '.join(VARIANTS)}")
         backends = [b.strip() for b in args.backends.split(",") if b.strip()]
         if not backends or any(b not in ("netns", "sim") for b in backends):
             raise ValueError(
@@ -346,7 +364,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"hbh rtm-kernel: {exc}", file=sys.stderr)
         return 2
     specs = [
-        Spec(rate, rtt, delay, start, seed)
+        Spec(rate, rtt, delay, start, seed, args.reading)
         for seed in seeds
         for rate, rtt, delay in cells
         for start in starts
@@ -381,6 +399,10 @@ def main(argv: list[str] | None = None) -> int:
         if "netns" in backends:
             if stored is not None and stored.is_file():
                 k = json.loads(stored.read_text())
+                if k.get("reading", STORED_BEFORE_READING) != spec.variant:
+                    print(f"hbh rtm-kernel: {stored}: a run of {k.get('reading', STORED_BEFORE_READING)}, not of "
+                          f"{spec.variant} (--reading)", file=sys.stderr)
+                    return 2
                 missing = [f"{w:g}" for w in windows if f"{w:g}" not in k["windows"]]
                 if missing:  # a window not read when it was stored: read it from the run, if kept
                     try:

@@ -117,7 +117,7 @@ RTM_TCPS = (("kernel reno, SACK (netns)", "netns", ()),
 
 
 #: ``--reading``: the CVIHIS reading (a variant of hosts/cvihis/variants.py) the blm and rtm sections run;
-#: empty: the file's (the default, ``reprobe-slow``)
+#: empty: the file's (the default, ``reprobe-fill``)
 READING = {"variant": ""}
 
 
@@ -175,7 +175,9 @@ def reading_changes(variant: str, **choices: object) -> dict[str, object]:
                                        "updates_per_rtt")}
 
 
-ABLATION = (("`reprobe-slow`, the default (areas re-probed, 3 decisions per RTT, PF 1.25 times per RTT, MD 1.10)",
+ABLATION = (("`reprobe-fill`, the default (areas re-probed, 3 decisions per RTT, PF 1.25 times per RTT, MD 1.10 per "
+              "lost packet, up to two per fill of the queue)", reading_changes("reprobe-fill")),
+            ("`reprobe-slow`, the default before reprobe-fill (as it, one MD per loss event)",
              reading_changes("reprobe-slow")),
             ("`probe`, the default until issue 48 (areas probe then squeezed, 3 decisions per RTT, PF per decision)",
              reading_changes("probe")),
@@ -227,7 +229,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default="netns,sim", help="netns,sim (default), or one of them")
     p.add_argument("--doc", type=Path, help="rewrite this file's <!-- tcp-kernel-SECTION --> sections")
     p.add_argument("--reading", default="", help="the CVIHIS variant the blm and rtm sections run (default: the "
-                   "file's, reprobe-slow)")
+                   "file's, reprobe-fill)")
     args = p.parse_args(argv)
     from hosts.cvihis.variants import VARIANTS
 

@@ -25,6 +25,7 @@ SPEC = K.Spec("2Mbps", 20, "8ms", "half", 1)
         (["--starts", "soon"], "use one or more of"),
         (["--backends", "carrier"], "unknown carrier"),
         (["--seeds", "x-3"], "not N or N-M"),
+        (["--reading", "published"], "--reading published: not one of"),
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(capsys, args: list[str], needle: str) -> None:
@@ -73,6 +74,7 @@ def test_stored_kernel_runs_tabulate_without_running(capsys, tmp_path: Path, mon
         "realtime": {"verdict": "yes", "cores": 0.3},
         "load_before": [1.0, 1.0, 1.0],
         "load_after": [2.0, 1.0, 1.0],
+        "reading": SPEC.variant,
     }
     (tmp_path / f"{SPEC.name(240)}.json").write_text(json.dumps(record))
     monkeypatch.setattr(K, "run_experiment", lambda *a, **k: pytest.fail("ran something"))
@@ -82,3 +84,15 @@ def test_stored_kernel_runs_tabulate_without_running(capsys, tmp_path: Path, mon
     )
     out = capsys.readouterr().out
     assert "75 % (x3.00)" in out and "1.0 -> 2.0, 0.30 cores, kept up" in out
+
+
+def test_a_stored_run_of_another_reading_is_refused(capsys, tmp_path: Path) -> None:
+    """A run stored before runs recorded their reading was made with ``reprobe-slow`` (the default then): paired
+    with the default's simulator side it would compare two readings, so it is refused unless ``--reading`` names
+    it."""
+    (tmp_path / f"{SPEC.name(240)}.json").write_text(json.dumps({"windows": {}}))
+    args = ["--kernel-from", str(tmp_path), "--cells", "2/20", "--starts", "half", "--backends", "netns"]
+    assert K.main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert f"a run of reprobe-slow, not of {SPEC.variant}" in err and "\n" not in err
+    assert K.Spec("2Mbps", 20, "8ms", "half", 1, "reprobe-slow").variant == K.STORED_BEFORE_READING
