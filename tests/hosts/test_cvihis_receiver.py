@@ -204,17 +204,26 @@ def test_blm_min_delay_is_the_smallest_owd_ever(trace: list[Pkt]) -> None:
 
 
 @TRACES
-@given(traces(), st.data())
-def test_mode_switch_mid_run_keeps_the_delay_history(trace: list[Pkt], data: st.DataObject) -> None:
+@given(traces(), st.data(), st.sampled_from([PER_RTT, P]))
+def test_mode_switch_mid_run_keeps_the_delay_history(trace: list[Pkt], data: st.DataObject,
+                                                     params: CvihisParams) -> None:
+    """After returning to BLM every periodic decision is what a never-switched receiver decides; with ``md:
+    per-rtt`` every MD too, bit for bit. With the default's two MDs per fill, a fill open at the switch may end at
+    another decision (RTM's pushed areas decide when the queue is back below the target), so the MD commands, and
+    the feedback numbers after them, may differ: the decisions are compared without them."""
     i = data.draw(st.integers(0, len(trace) - 1))
     j = data.draw(st.integers(i, len(trace)))
-    steady, switched = CvihisReceiver(P, Mode.BLM), CvihisReceiver(P, Mode.BLM)
+    steady, switched = CvihisReceiver(params, Mode.BLM), CvihisReceiver(params, Mode.BLM)
     a = run(steady, trace)
     b = run(switched, trace, switches={i: Mode.RTM, j: Mode.BLM})
     switched.set_mode(Mode.BLM)  # j may be past the last packet
-    # after returning to BLM every decision is what a never-switched receiver decides
-    assert [fb for k, fb in a if k >= j] == [fb for k, fb in b if k >= j]
-    assert len(a) == len(b)
+    if params.md_per_fill:
+        def decisions(out: list[tuple[int, Feedback]]) -> list[tuple[object, ...]]:
+            return [(fb.command, fb.area, fb.step_milli, fb.gradient) for k, fb in out if k >= j and not fb.loss]
+        assert decisions(a) == decisions(b)
+    else:
+        assert [fb for k, fb in a if k >= j] == [fb for k, fb in b if k >= j]
+        assert len(a) == len(b)
     for attr in ("received", "lost", "reordered", "duplicates", "min_delay_ns", "max_delay_ns"):
         assert getattr(steady, attr) == getattr(switched, attr)
 
