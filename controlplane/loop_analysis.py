@@ -33,7 +33,7 @@ from controlplane.alinea import AlineaLaw
 from controlplane.params import LawParams
 
 __all__ = ["Loop", "delay_intervals", "characteristic_roots", "spectral_radius", "max_stable_scale", "fluid_peak",
-           "min_buffer", "Verdict", "assess"]
+           "min_buffer", "Verdict", "assess", "r_max_with_margin"]
 
 
 @dataclass(frozen=True)
@@ -200,6 +200,26 @@ def derived_interval_s(delay_s: float, rate_bps: float, packet_bits: int) -> flo
     derivation keeps stable) and never shorter than 2.5 packets at the link's rate (a report should
     see a change) nor than 100 µs."""
     return max(delay_s / INTERVALS_PER_DELAY, PACKETS_PER_INTERVAL * packet_bits / rate_bps, MIN_INTERVAL_S)
+
+
+def r_max_with_margin(caps_bps: float, link_bps: float, packet_bits: int, interval_s: float) -> float:
+    """A switch's law's R_max when its flows' caps sum to ``caps_bps`` below the link: one frame per
+    report interval above them, at most the caps again and the link.
+
+    Why: at R_max = the caps' sum the port serves its flows at exactly their largest mean arrival
+    rate, a queue at load 1: a burst that an upstream FIFO sends (the capped flow's packets queued
+    behind others, released at the upstream law's rate) is never drained, it stays in the buffer the
+    upstream law reads, which can take it back only by cutting every flow it carries (make fuzz-topo
+    seed 5: a 2 Mb/s group's branch held f1 to 2.7 Mb/s of 200 Mb/s). The law acts once per report
+    interval T and moves whole frames of L bits: a margin below L/T moves no extra frame in an
+    interval, so L/T is the least margin the loop can act with; with it the port sends one frame
+    more per interval than its flows bring, and a backlog of n frames drains in n intervals.
+    Bounded by the caps: T is at least 2.5 frames at the link's rate (``derived_interval_s``), so on a
+    fast link L/T reaches 0.4 x the link, many times a small cap; where the caps bring less than a
+    frame per interval their own frames are the loop's quantum, and R_max stays within twice what the
+    flows can use (its floor, 2 % of R_max, within 4 % of the caps). A host's law gets none
+    (topo/analysis/derive.py): its pacers send no burst."""
+    return min(link_bps, caps_bps + min(packet_bits / interval_s, caps_bps))
 
 
 def derive_gains(loop: Loop, have: dict[str, float], duration_s: float = 20.0) -> dict[str, float]:

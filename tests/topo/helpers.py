@@ -5,6 +5,8 @@ from __future__ import annotations
 import pytest
 
 from topo.file.schema import TopologyError, load_topology_text
+from topo.net.model import Topology
+from topo.net.plan import law_frames
 
 #: H1 -- R1 -- R2 -- H2, H2 reports (receive buffer); one alinea flow H1 -> H2.
 BASE = """\
@@ -22,6 +24,17 @@ flows:
 """
 
 SOURCE = "t.yaml"
+
+
+def capped_r_max(topo: Topology, u: str, v: str, caps_bps: float) -> float:
+    """The R_max the loader derives for u's law toward v from flows whose caps sum to ``caps_bps`` below the link:
+    a switch's gets one frame per report interval above them, at most the caps again and the link; a host's none
+    (controlplane/loop_analysis.py, ``r_max_with_margin``; topo/analysis/derive.py)."""
+    if not topo.nodes[u].is_switch:
+        return caps_bps
+    _, bits = law_frames(topo, u, v, 100)
+    interval_s = (topo.ports.get((v, u)) or topo.host_buffers[(v, u)]).interval_us / 1e6
+    return min(topo.link_between(u, v).rate_bps, caps_bps + min(bits / interval_s, caps_bps))
 
 
 def line_of(text: str, needle: str, nth: int = 1) -> int:

@@ -307,7 +307,8 @@ def _copy_at_its_r_max(stretch: _Stretch, key: DirectedLink, law: LawParams, pus
                        t0: int) -> FloorOverflow | None:
     """A switch's law that sends a multicast group capped at its r_max, beside other flows, into a buffer where
     one of the group's copies leaves at exactly that r_max (v's law toward that branch carries the group
-    alone: its R_max is the group's r_max, topo/file/schema.py ``_derived_r_max``).
+    alone with an override's R_max at the group's r_max: derived, it has one frame per report interval more,
+    topo/analysis/derive.py).
 
     Why: v frees a group's packet when its last copy leaves, so that copy's queue drains the group at the mean
     rate it arrives at, with no margin: every burst of the group that u's queue sends stays in v's buffer. And

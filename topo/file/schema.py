@@ -996,6 +996,10 @@ class _Loader:
         (docs/howto/multicast.md). Counted per receiver behind the link, a 1 Mb/s group of two receivers
         behind S3 -> S7 gave that law 2 Mb/s, a floor of 40 kb/s and room to cut below the group's rate
         (tests/topo/random_cases/report-gap-multicast.yaml, which gives those values in its file).
+
+        The sum is not a switch's law's last word: ``topo.analysis.derive.derive_missing`` adds a margin of one
+        frame per report interval, at most the sum again, once the interval is known (``r_max_with_margin``: at
+        the sum the port's queue is at load 1).
         """
         wire = self._link_of(link)
         index = self.links.index(wire)

@@ -7,6 +7,7 @@ import re
 import pytest
 
 from tests.paths import ROOT
+from tests.topo.helpers import capped_r_max
 from topo.file.schema import TopologyError, load_topology_text
 from topo.file.show import describe
 
@@ -25,8 +26,9 @@ def test_the_documented_example_loads():
     t = load_topology_text(format_example(), "docs/reference/topologies.md")
     assert t.name == "paper-5router" and list(t.nodes) == ["H1", "R1", "H2"]
     assert [f.name for f in t.flows] == ["f1", "bg"]
-    # f1 (r_max 1.8 Mb/s) and bg (fixed 500 kb/s) cross R1 -> H2, a 3 Mb/s link.
-    assert t.law[("R1", "H2")].r_max == 2.3e6
+    # f1 (r_max 1.8 Mb/s) and bg (fixed 500 kb/s) cross R1 -> H2, a 3 Mb/s link: 2.3 Mb/s and its margin
+    # (one 1000 B frame per 10 ms report interval, 800 kb/s), capped at the link.
+    assert t.law[("R1", "H2")].r_max == capped_r_max(t, "R1", "H2", 2.3e6) == t.link_between("R1", "H2").rate_bps
     assert t.law[("R1", "H2")].o_max == 0.95 and t.law[("R1", "H2")].w_min == 1e6
     assert t.ports[("R1", "H1")].interval_us == 10_000
     assert [e.kind for e in t.events] == ["alinea", "link_rate"]

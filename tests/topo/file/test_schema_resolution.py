@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from controlplane.params import LawParams
-from tests.topo.helpers import BASE, SOURCE, line_of
+from tests.topo.helpers import BASE, SOURCE, capped_r_max, line_of
 from topo.file.schema import load_topology_text
 
 
@@ -73,7 +73,7 @@ def test_laws_exist_only_toward_reporting_nodes():
 def test_r_max_sums_the_crossing_flows_and_is_capped_by_the_link():
     text = BASE + "  - {src: H1, dst: H2, control: alinea, r_max: 1Mbps}\n"
     t = load(text)
-    assert t.law[("R1", "R2")].r_max == 2.5e6  # 1.5 + 1 < 3 Mb/s
+    assert t.law[("R1", "R2")].r_max == capped_r_max(t, "R1", "R2", 2.5e6)  # 1.5 + 1 < 3 Mb/s, and its margin
     assert t.law[("R2", "H2")].r_max == 2e6  # capped by the 2 Mb/s link
     assert t.law[("R2", "R1")].r_max == 3e6  # no flow: the link rate
 
@@ -85,7 +85,7 @@ def test_r_max_is_the_link_rate_when_a_flow_has_no_r_max():
 
 def test_a_fixed_flow_counts_with_its_rate():
     t = load(BASE + "  - {name: bg, src: H1, dst: H2, control: fixed, rate: 200kbps, start: 5s, stop: 9s}\n")
-    assert t.law[("R1", "R2")].r_max == 1.7e6
+    assert t.law[("R1", "R2")].r_max == capped_r_max(t, "R1", "R2", 1.7e6)
     bg = t.flows[1]
     assert (bg.rate_bps, bg.r_max_bps, bg.start_ns, bg.stop_ns) == (2e5, None, 5_000_000_000, 9_000_000_000)
     assert bg.path == ("H1", "R1", "R2", "H2")
@@ -102,8 +102,9 @@ def test_a_multicast_group_counts_once_in_r_max():
         "  - {name: m, src: H1, dst: [H2, H3], control: alinea, r_max: 1Mbps}\n"
         "  - {name: u, src: H1, dst: H3, control: alinea, r_max: 0.5Mbps}\n")
     t = load(text)
-    assert t.law[("H1", "R1")].r_max == 1.5e6 and t.law[("R1", "R2")].r_max == 1.5e6
-    assert t.law[("R2", "H2")].r_max == 1e6
+    assert t.law[("H1", "R1")].r_max == 1.5e6  # a host's law: no margin (its pacers send no burst)
+    assert t.law[("R1", "R2")].r_max == capped_r_max(t, "R1", "R2", 1.5e6)
+    assert t.law[("R2", "H2")].r_max == capped_r_max(t, "R2", "H2", 1e6)
 
 
 def test_an_override_r_max_wins():

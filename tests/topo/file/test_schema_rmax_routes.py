@@ -6,13 +6,14 @@ rate, with a floor and gains derived from it."""
 from __future__ import annotations
 
 from controlplane.units import parse_rate
+from tests.topo.helpers import capped_r_max
 from topo.experiments.hol import HolSetup, hol_topology
 from topo.net.routes import routed_paths
 
 
 def test_a_capped_flows_cap_goes_to_the_laws_of_the_spine_it_hashes_to() -> None:
     """The head-of-line fabric without its incast: the victim alone, capped, from leaf 1 to leaf 2. Its
-    hashed spine's two laws hold its cap; the other spine's, which it never crosses, their links'."""
+    hashed spine's two laws hold its cap and a margin (``capped_r_max``); the other spine's, which it never crosses, their links'."""
     setup = HolSetup()
     topo = hol_topology(setup, "alinea", incast=False)
     (victim,) = [f for f in topo.flows if f.name == "victim"]
@@ -25,5 +26,5 @@ def test_a_capped_flows_cap_goes_to_the_laws_of_the_spine_it_hashes_to() -> None
     cap = parse_rate(setup.victim_rate)
     for spine in (hashed, other):
         for u, v in ((routed[1], spine), (spine, routed[-2])):
-            want = cap if spine == hashed else topo.link_between(u, v).rate_bps
+            want = capped_r_max(topo, u, v, cap) if spine == hashed else topo.link_between(u, v).rate_bps
             assert topo.law[(u, v)].r_max == want, (u, v)

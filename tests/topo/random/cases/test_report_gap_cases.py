@@ -5,6 +5,7 @@ the judge reported when ``make fuzz-topo`` found it."""
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
+from tests.topo.helpers import capped_r_max
 from tests.topo.randomcheck import judge, judge_case
 from topo.analysis.check import law_loops
 from topo.analysis.report_gap import sparse_reports
@@ -114,11 +115,13 @@ def test_under_ecmp_the_rule_reads_the_path_the_hash_gives() -> None:
 
 def test_with_the_group_counted_once_in_r_max_the_law_is_not_warned() -> None:
     """The file without its alinea section: the loader counts m0 once in each law's R_max (S3 -> S7: 1 Mb/s,
-    not 2), S7 forwards all S3 may send it, its buffer never holds a backlog, and the rule is silent (the run,
-    seed 1, loses nothing)."""
+    not 2, and its margin, topo/analysis/derive.py), S7 forwards all S3 may send it, its
+    buffer never holds a backlog, and the rule is silent (the run, seed 1, loses nothing)."""
     text, _ = _case()
     plain = text[: text.index("alinea:\n")]
-    assert load_topology_text(plain, CASE).law[("S3", "S7")].r_max == 1e6
+    topo = load_topology_text(plain, CASE)
+    m0_r_max = next(f.r_max_bps for f in topo.flows if f.group == "m0")
+    assert topo.law[("S3", "S7")].r_max == capped_r_max(topo, "S3", "S7", m0_r_max)
     assert _sparse(plain) == set()
 
 
