@@ -362,11 +362,22 @@ class QueueForecast:
     follows_trend: bool = True  # a steady fall of the exact drain is followed (``_follow_trend``; not in the fluid model)
     counts_stamps: bool = True  # a starved report counts the queue's stamps (``_starved_forecast``; not in the fluid model)
     # The drain while the buffer held a backlog (see _note_backlog_drain): the newest report gaps that began and
-    # ended on more than IDLE_PKTS packets, oldest first, departures and ns, the departures' sum; and their drain (0: none).
+    # ended on more than IDLE_PKTS packets, oldest first, departures, the departures' sum; and their drain (0: none).
+    # The gaps are the lists' entries from _busy_first on: older ones stay until they are half of the lists and
+    # WINDOW_COMPACT or more, then go at once (as _hist's; deleting one per report moved every list's whole length).
     _busy_pkts: list[int] = field(default_factory=list)
-    _busy_ns: list[int] = field(default_factory=list)
     _busy_pkts_sum: int = 0
     _busy_from: list[int] = field(default_factory=list)  # when each of those gaps began (the reporter's clock)
+    _busy_first: int = 0
+    # For ``_busy_since``: per gap, the departures and ns (report to report) of every gap noted before it (all since
+    # the start: integers, exact), and their running totals; and the list index from which ``_busy_from`` never falls
+    # (the gaps' starts are the reports' times, in order unless the reporter's clock went back)
+    _busy_pkts_before: list[int] = field(default_factory=list)
+    _busy_ns_before: list[int] = field(default_factory=list)
+    _busy_pkts_total: int = 0
+    _busy_ns_total: int = 0
+    _busy_sorted: int = 0
+    _busy_at: int = 0  # where the last search found the window's first gap (a hint: checked before it is taken)
     _busy_spans: list[int] = field(default_factory=list)  # ... each timed by its departures (see _note_backlog_drain)
     _busy_spans_sum: int = 0
     _busy_end_ns: int = -1  # where the newest of those spans ended (-1: none)
@@ -508,33 +519,72 @@ class QueueForecast:
             if end > start:
                 span = end - start
                 self._busy_end_ns = end
-        pkts, busy, spans = self._busy_pkts, self._busy_ns, self._busy_spans
+        pkts, spans, starts = self._busy_pkts, self._busy_spans, self._busy_from
+        if starts and t0 < starts[-1]:
+            self._busy_sorted = len(starts)
         pkts.append(d1 - d0)
-        busy.append(t1 - t0)
         spans.append(span)
-        self._busy_from.append(t0)
+        starts.append(t0)
+        self._busy_pkts_before.append(self._busy_pkts_total)
+        self._busy_ns_before.append(self._busy_ns_total)
+        self._busy_pkts_total += d1 - d0
+        self._busy_ns_total += t1 - t0
         self._busy_pkts_sum += d1 - d0
         self._busy_spans_sum += span
-        while len(pkts) > 1 and self._busy_pkts_sum - pkts[0] >= DRAIN_SHORT_PKTS:
-            self._busy_pkts_sum -= pkts[0]
-            self._busy_spans_sum -= spans[0]
-            del pkts[0]
-            del busy[0]
-            del spans[0]
-            del self._busy_from[0]
+        first = self._busy_first
+        while len(pkts) - first > 1 and self._busy_pkts_sum - pkts[first] >= DRAIN_SHORT_PKTS:
+            self._busy_pkts_sum -= pkts[first]
+            self._busy_spans_sum -= spans[first]
+            first += 1
+        if first >= WINDOW_COMPACT and 2 * first >= len(pkts):
+            del pkts[:first]
+            del spans[:first]
+            del starts[:first]
+            del self._busy_pkts_before[:first]
+            del self._busy_ns_before[:first]
+            self._busy_sorted = self._busy_sorted - first if self._busy_sorted > first else 0
+            self._busy_at = self._busy_at - first if self._busy_at > first else 0
+            first = 0
+        self._busy_first = first
         self.busy_pps = self._busy_pkts_sum * NS / self._busy_spans_sum if self._busy_spans_sum > 0 else 0.0
         self.starved_peak_pps = 0.0
 
     def _busy_since(self, since_ns: float) -> float:
-        """The drain over the backlogged gaps (``_note_backlog_drain``) that began at ``since_ns`` or later (0: none)."""
-        starts, pkts, busy = self._busy_from, self._busy_pkts, self._busy_ns
-        n = 0
-        span = 0
-        i = len(starts) - 1
-        while i >= 0 and starts[i] >= since_ns:
-            n += pkts[i]
-            span += busy[i]
-            i -= 1
+        """The drain over the backlogged gaps (``_note_backlog_drain``) that began at ``since_ns`` or later (0: none):
+        the newest gaps back to the first that began earlier.
+
+        Why searched: every report asks it, and where a buffer's backlog drains a few packets a gap (the head-of-line
+        fabric's spines, whose packets wait behind others' in leaf 2's FIFO) the gaps pile up, and the walk back over
+        the drain window's (~800 of 1.2 ms in the fluid model) was a fifth of the loop analysis's cost (issue 46).
+        Where the starts never fall (``_busy_sorted`` on) the gaps that began at ``since_ns`` or later are the ones
+        after a binary search's point, which the walk back would stop at too; below it the walk goes on as before.
+        The sums are of integers from the running totals: the same ``n`` and ``span`` as the walk's."""
+        starts, first = self._busy_from, self._busy_first
+        since = math.ceil(since_ns)  # a start (an integer) is at or after since_ns if and only if at or after this
+        end = len(starts)
+        bottom = self._busy_sorted if self._busy_sorted > first else first
+        # the first gap of [bottom, end) that began at or after since: where the last report's was or the gap after
+        # it (the window moves on by about a report gap a report), else searched
+        i = self._busy_at
+        if not bottom <= i < end or starts[i] < since:
+            i += 1
+        if not (bottom <= i <= end and (i == bottom or starts[i - 1] < since) and (i == end or starts[i] >= since)):
+            lo, hi = bottom, end
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if starts[mid] >= since:
+                    hi = mid
+                else:
+                    lo = mid + 1
+            i = lo
+        self._busy_at = i
+        if i == bottom:
+            while i > first and starts[i - 1] >= since:
+                i -= 1
+        if i == end:
+            return 0.0
+        n = self._busy_pkts_total - self._busy_pkts_before[i]
+        span = self._busy_ns_total - self._busy_ns_before[i]
         return n * NS / span if span > 0 else 0.0
 
     def _starved_forecast(self, occupancy: int) -> float:
@@ -708,7 +758,7 @@ class QueueForecast:
         if not short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps):
             self._falling = False
             return
-        spread = 0.0 if was_falling else drain_noise(self._earlier_rates(end))
+        spread = 0.0 if was_falling else self._earlier_noise(end)
         self._falling = short < self.drain_pps - max(DRAIN_SHIFT_PPS, DRAIN_SHIFT_SHARE * self.drain_pps,
                                                      DRAIN_SHIFT_SIGMAS * spread)
         if not self._falling:
@@ -818,6 +868,25 @@ class QueueForecast:
             if start >= first:
                 out.append(stretches[end][1])  # type: ignore[index]
         return out
+
+    def _earlier_noise(self, end: int) -> float:
+        """``drain_noise(self._earlier_rates(end))``, summed along the walk: the same squares added in the same order
+        from 0.0, without the list of drains and a second pass over it (every candidate fall of the loop analysis's
+        fluid model asks it over a window of ~150 stretches; issue 46)."""
+        stretches, first = self._stretches, self._first
+        total = 0.0
+        count = 0
+        before = 0.0
+        start = self._start_of(end)
+        while start >= first:
+            end, start = start, self._start_of(start)
+            if start >= first:
+                now: float = stretches[end][1]  # type: ignore[index]
+                if count:
+                    total += (before - now) ** 2
+                before = now
+                count += 1
+        return math.sqrt(total / (2 * (count - 1))) if count > 1 else 0.0
 
     def _start_of(self, end: int) -> int:
         """The window index where the stretch ending at ``hist[end]`` starts (below ``_first``: before the

@@ -13,6 +13,7 @@ from controlplane.forecast import (
     DRAIN_SHIFT_PPS,
     DRAIN_SHIFT_SHARE,
     DRAIN_SHIFT_SIGMAS,
+    DRAIN_SHORT_PKTS,
     DRAIN_SPREAD_GAPS,
     DRAIN_WINDOW_S,
     IDLE_PKTS,
@@ -398,6 +399,82 @@ def test_the_fall_read_from_the_first_stretches_is_that_of_the_whole_window(
             assert (lazy.guessed_fall, lazy.drain_pps, lazy.expected_pps) == (ref.guessed_fall, ref.drain_pps,
                                                                               ref.expected_pps)
     assert lazy._chunk_rates(len(lazy._hist) - 1) == rescanned_chunks(lazy._hist[lazy._first:])
+
+
+class WalkingForecast(SourceForecast):  # type: ignore[misc,valid-type]
+    """The backlog's drain and the earlier stretches' noise as first written (the reference of their searched and
+    summed forms, issue 46): every backlogged gap in one list trimmed from its front one by one, ``_busy_since`` a
+    walk back from the newest gap over it, the noise ``drain_noise`` of the list ``_earlier_rates`` walks; each
+    answer checked against the forecast's own."""
+
+    def _note_backlog_drain(self, t0: int, t1: int) -> None:
+        pkts, ns = self._busy_pkts_total, self._busy_ns_total
+        super()._note_backlog_drain(t0, t1)
+        gaps = self.__dict__.setdefault("walked", [])
+        if self._busy_ns_total != ns:  # a gap noted (its span is t1 - t0 > 0)
+            gaps.append((t0, self._busy_pkts_total - pkts, self._busy_ns_total - ns))
+            while len(gaps) > 1 and sum(p for _, p, _ in gaps[1:]) >= DRAIN_SHORT_PKTS:
+                del gaps[0]
+
+    def _busy_since(self, since_ns: float) -> float:
+        n = span = 0
+        for start, pkts, ns in reversed(self.__dict__.get("walked", [])):
+            if start < since_ns:
+                break
+            n += pkts
+            span += ns
+        got = super()._busy_since(since_ns)
+        assert got == (n * 1_000_000_000 / span if span > 0 else 0.0)
+        self.__dict__["asked"] = self.__dict__.get("asked", 0) + (span > 0)
+        return got
+
+    def _earlier_noise(self, end: int) -> float:
+        got = super()._earlier_noise(end)
+        assert got == drain_noise(self._earlier_rates(end))
+        return got
+
+
+@given(st.lists(st.tuples(st.integers(1, 40), st.integers(-3, 20), st.integers(0, 12), st.integers(0, 12),
+                          st.integers(0, 30), st.integers(50, 2000), st.booleans()), min_size=1, max_size=12))
+def test_the_backlog_s_drain_searched_and_the_noise_summed_are_the_walks(
+        segments: list[tuple[int, int, int, int, int, int, bool]]) -> None:
+    """Reports in segments of a pace (a reporter's clock that goes back now and then), drain, occupancy and rate, with
+    the exact drain or without: the drain over the backlogged gaps within the window, searched and summed from running
+    totals, is the walk's over every gap (the same integers, the same float), before and after the list's oldest go
+    in bulk; and the noise of the window's earlier stretches, summed along the walk, is ``drain_noise``'s."""
+    f = WalkingForecast()
+    t, fwd, deq, drained = 1_000 * MS, 0, 0, 0
+    for reports, gap_ms, arrivals, drains, occ, pps, exact in segments:
+        for _ in range(reports):
+            t += gap_ms * MS
+            fwd += arrivals
+            deq += min(arrivals, fwd - deq)
+            drained += drains
+            if exact:
+                f.update(t, occ, fwd, deq, pps, drained=drained, drained_ns=t - MS // 2)
+            else:
+                f.update(t, occ, fwd, deq, pps)
+    walked = f.__dict__.get("walked", [])
+    assert f._busy_from[f._busy_first:] == [start for start, _, _ in walked]
+
+
+def test_the_backlog_s_drain_is_searched_across_a_clock_that_went_back_and_a_bulk_deletion() -> None:
+    """A backlog drained a packet every 4 ms, reports every 1 ms (the gaps pile up past the drain's window), the
+    reporter's clock set back once: the searched drain is the walk's at every report (``WalkingForecast`` checks
+    each), the search met gaps out of order, and the list's oldest went in bulk."""
+    f = WalkingForecast()
+    t, drained = 1_000 * MS, 0
+    unsorted = compacted = 0
+    for k in range(1_200):
+        t += -40 * MS if k == 400 else MS
+        drained += k % 4 == 0
+        before = len(f._busy_from)
+        f.update(t, 20, k + 1, k - 4, 1_000, drained=drained, drained_ns=t - MS // 2)
+        unsorted += f._busy_sorted > f._busy_first
+        compacted += len(f._busy_from) < before
+    assert f.__dict__["asked"] > 1_000
+    assert unsorted > 0 and compacted > 0
+    assert len(f.__dict__["walked"]) > 100  # the drain's window (at most 1 s) searched within the gaps
 
 
 def test_the_newest_drain_is_the_exact_drain_over_the_newest_two_departures() -> None:
