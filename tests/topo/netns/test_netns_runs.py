@@ -125,7 +125,7 @@ def test_params_set_during_a_run_shows_in_its_csv(tmp_path: Path, capsys) -> Non
         assert hbh_main(["params", "show", "--run", str(tmp_path), "--switch", "R1"]) == 0
         shown = capsys.readouterr().out
         row = next(line for line in shown.splitlines() if line.startswith("   2 (toward H2, link 2Mbps)"))
-        assert "o_max live" in row and "w_min live" in row and "w_max file" in row and "r_max derived" in row
+        assert "o_max live" in row and "w_min live" in row and "w_max file" in row and "r_max file" in row
         table_row = next(line for line in shown.splitlines() if line.split()[:1] == ["2"])
         assert "250kbps" in table_row  # 0.125 x 2 Mb/s
         t.join(60)
