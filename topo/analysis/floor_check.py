@@ -58,13 +58,14 @@ from dataclasses import dataclass
 
 from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
+from controlplane.loop_analysis import r_max_with_margin
 from controlplane.params import LawParams, PortParams
 from controlplane.units import format_rate
 from topo.net.model import Flow, Topology
 from topo.net.plan import flow_frame_bytes, law_frames
 from topo.net.routes import routed_paths
 
-__all__ = ["FloorOverflow", "floor_overflows"]
+__all__ = ["FloorOverflow", "HeldExit", "floor_overflows"]
 
 DirectedLink = tuple[str, str]
 NS = 1_000_000_000
@@ -77,6 +78,39 @@ MAX_RAMP_REPORTS = 20_000
 MAX_PUMP_FRAMES = 5_000
 #: The phases of the pacer's pattern :func:`_reading_pump` starts from (v's buffer then holds its first frames)
 PUMP_PHASES = 8
+
+
+@dataclass(frozen=True)
+class HeldExit:
+    """v's law toward ``toward`` passes a capped unit at no more than what its flows bring (``carried_bps``,
+    the caps of what it carries; :func:`_exit_at_its_r_max`): ``unit`` a group (its copy toward that node) or a
+    unicast flow; ``fix_bps`` the R_max the loader derives from those caps (``r_max_with_margin``)."""
+
+    unit: str
+    toward: str
+    carried_bps: float
+    fix_bps: float
+    group: bool = True
+
+    def explained(self, v: str, exit_bps: float, when: str) -> tuple[str, str]:
+        """The warning's (why, fix): the same load-1 queue for a group's copy and a unicast flow's exit."""
+        x, cap = self.toward, format_rate(self.carried_bps)
+        if self.group:
+            what = (f"it sends group {self.unit}, at most {cap} (its r_max), beside other flows, and {v} passes the "
+                    f"group's copy toward {x} at {format_rate(exit_bps)}{when}, exactly the most the group brings; "
+                    f"{v} frees a packet of the group only when its last copy leaves, so every burst of the group")
+            whom = "the group's copies"
+        else:
+            what = (f"it sends {self.unit} beside other flows, and {v}'s law toward {x}, which carries flows capped at "
+                    f"{cap} in all (their r_max), passes them at {format_rate(exit_bps)}{when}, its R_max: at most what "
+                    f"they bring, a queue at load 1, so every burst of {self.unit}")
+            whom = f"{v}'s queue toward {x}"
+        return (f"{what} from this law's queue (its FIFO mixes it with the others, and the law climbs on {v}'s drain "
+                f"while their packets pass fast) stays in {v}'s buffer, which the law drains back only by cutting "
+                f"every flow beside it: the buffer fills burst by burst",
+                f"an r_max of {format_rate(self.fix_bps)} on {v}'s law toward {x} (the caps and one frame per report "
+                f"interval, what the loader derives when the file gives none) would give {whom} a margin to drain "
+                f"its bursts")
 
 
 @dataclass(frozen=True)
@@ -99,8 +133,7 @@ class FloorOverflow:
     head: tuple[float, float] | None = None  # v's FIFO from u first passes the old flows' backlog: (its pace, seconds)
     pump: tuple[float, int] | None = None  # a host's floor at v's drain, its damping lifted by v's jittering count:
     # (its mean frame, bytes; how many frame sizes it sends)
-    held_copy: tuple[str, str, float] | None = None  # a group's copy leaves v at exactly its r_max, beside
-    # other flows from u: (the group, the node that copy goes to, the group's r_max)
+    held_copy: HeldExit | None = None  # a capped unit leaves v at exactly what it brings, beside other flows from u
 
     def _when(self) -> str:
         return f" from {self.from_s:g} s" if self.from_s > 0 else ""
@@ -122,15 +155,7 @@ class FloorOverflow:
                     f"that count while its floor clips every cut: {v}'s buffer fills in about {self.fill_s:.2g} s",
                     f"an r_floor below {format_rate(self.drain_bps)} would leave it a margin to drain back")
         if self.held_copy is not None:
-            group, x, cap = self.held_copy
-            return (f"it sends group {group}, at most {format_rate(cap)} (its r_max), beside other flows, and {v} "
-                    f"passes the group's copy toward {x} at {format_rate(self.drain_bps)}{self._when()}, exactly "
-                    f"the most the group brings; {v} frees a packet of the group only when its last copy leaves, so "
-                    f"every burst of the group from this law's queue (its FIFO mixes the group with the others, and "
-                    f"the law climbs on {v}'s drain while their packets pass fast) stays in {v}'s buffer, which the "
-                    f"law drains back only by cutting every flow beside the group: the buffer fills burst by burst",
-                    f"an r_max above {format_rate(cap)} on {v}'s law toward {x} would give the group's copies a "
-                    f"margin to drain its bursts")
+            return self.held_copy.explained(v, self.drain_bps, self._when())
         if not self.kept:
             return why, fix
         return (f"at its floor it sends {format_rate(self.push_bps)}, exactly what {v} forwards of its flows after a "
@@ -173,7 +198,7 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
             if found is None and isinstance(carried, FloorOverflow):
                 found = carried
             if found is None:  # the least specific finding: a burst's, not the floor's alone
-                found = _copy_at_its_r_max(stretch, key, law, stretch.push(*key), t0)
+                found = _exit_at_its_r_max(stretch, key, law, stretch.push(*key), t0)
             if found is not None:
                 out[key] = found
             elif isinstance(carried, _Backlog):
@@ -303,46 +328,83 @@ def _one_law(stretch: _Stretch, key: DirectedLink, law: LawParams, t0: int, t1: 
     return None
 
 
-def _copy_at_its_r_max(stretch: _Stretch, key: DirectedLink, law: LawParams, push: float,
+def _exit_at_its_r_max(stretch: _Stretch, key: DirectedLink, law: LawParams, push: float,
                        t0: int) -> FloorOverflow | None:
-    """A switch's law that sends a multicast group capped at its r_max, beside other flows, into a buffer where
-    one of the group's copies leaves at exactly that r_max (v's law toward that branch carries the group
-    alone with an override's R_max at the group's r_max: derived, it has one frame per report interval more,
-    topo/analysis/derive.py).
+    """A switch's law that sends a capped unit beside other flows into a buffer where the unit leaves at no more
+    than what it brings: a multicast group's copy at exactly the group's r_max, or a unicast flow whose next
+    law's R_max, given in the file below its link, is at most the caps of the flows that law carries (derived,
+    it has one frame per report interval more, topo/analysis/derive.py: this is an override's case).
 
-    Why: v frees a group's packet when its last copy leaves, so that copy's queue drains the group at the mean
-    rate it arrives at, with no margin: every burst of the group that u's queue sends stays in v's buffer. And
-    u's queue sends bursts: its FIFO holds the group's packets among the others', and v's drain, read from
-    the packets that leave, is fast while the other flows' packets pass, so the law climbs on it and sends
-    the group's packets queued behind them at that pace. The law takes a burst back only by sending less of
-    the group, which it does only by cutting every flow beside it too (the sender's pacer shares its rate
-    equally in bits, the group at most its r_max), and at its floor not at all if the group still gets its
-    r_max there. make fuzz-topo seed 5 (multicast-paced-branch.yaml): m0 at 2 Mb/s from H1 to six hosts beside
+    Why: v's queue toward that exit then drains the unit at the mean rate it arrives at, with no margin: every
+    burst of it that u's queue sends stays in v's buffer (a group's packet leaves it with its last copy; a
+    unicast flow's queue at load 1 keeps its bursts the same way). And u's queue sends bursts: its FIFO holds
+    the unit's packets among the others', and v's drain, read from the packets that leave, is fast while the
+    other flows' packets pass, so the law climbs on it and sends the unit's packets queued behind them at that
+    pace. The law takes a burst back only by sending less of the unit, which it does only by cutting every flow
+    beside it too (the sender's pacer shares its rate equally in bits, the unit at most its r_max), and at its
+    floor not at all if the unit still gets its r_max there. A host's law has no FIFO of other flows' packets
+    to burst from (its pacer spaces them): paper-1router.yaml's R1 -> H2 at f1's 1.8 Mb/s is not found.
+    make fuzz-topo seed 5 (multicast-paced-branch.yaml): m0 at 2 Mb/s from H1 to six hosts beside
     f1 up to 1 Gb/s, m0's copy toward S7 at S3's R_max, 2 Mb/s; S3's buffer from S1 fills burst by burst
     (384 dropped at seed 1, f1 held to 2.7 Mb/s behind m0's packets). The same file with S3's R_max toward S7
     at 2.2 Mb/s loses nothing at seeds 1-3 (f1 at 198 Mb/s), and with S1's floor at 3 Mb/s (m0 then under its
-    r_max at the floor) it still loses 13-397: the margin the copy's queue lacks, not the floor, is the cause."""
+    r_max at the floor) it still loses 13-397: the margin the copy's queue lacks, not the floor, is the cause.
+    Its unicast analog (unicast-capped-exit.yaml, m0 to H7 alone, S3 -> S7 given 2 Mb/s) loses 141/112 at seeds
+    1/2."""
     u, v = key
     topo = stretch.topo
     units = stretch._units(u, v)
     if not topo.nodes[u].is_switch or len(units) < 2:
         return None
     for name, fs in sorted(units.items()):
-        cap = min((f.r_max_bps or math.inf for f in fs), default=math.inf)
-        if fs[0].group is None or not math.isfinite(cap):
+        if not math.isfinite(_cap(fs)):
             continue
         for f in fs:
             hops = stretch.paths[f.name]
             i = hops.index(key)
             if i + 1 >= len(hops):
                 continue
-            x = hops[i + 1][1]
-            branch = topo.law.get((v, x))
-            exit_bps = min(stretch.rate(v, x), branch.r_max if branch is not None else math.inf)
-            if abs(exit_bps - cap) <= cap * 1e-9:  # a slower exit is the drain's to find (:meth:`_Stretch.drain`)
-                return FloorOverflow(law.r_floor, push, exit_bps, t0 / NS, math.inf, ((name, f.dst),),
-                                     held_copy=(name, x, cap))
+            held = _held_exit(stretch, name, fs, hops[i + 1])
+            if held is not None:
+                branch = topo.law.get(hops[i + 1])  # none: the group's copy leaves by a link at its r_max
+                exit_bps = min(stretch.rate(*hops[i + 1]), branch.r_max if branch is not None else math.inf)
+                return FloorOverflow(law.r_floor, push, exit_bps, t0 / NS, math.inf,
+                                     ((name, f.dst),) if held.group else (), held_copy=held)
     return None
+
+
+def _cap(fs: list[Flow]) -> float:
+    """A unit's cap: its flows' least r_max (a group's copies share one), inf when one has none."""
+    return min((f.r_max_bps or math.inf for f in fs), default=math.inf)
+
+
+def _held_exit(stretch: _Stretch, name: str, fs: list[Flow], hop: DirectedLink) -> HeldExit | None:
+    """Whether v's law toward x (``hop``) passes the unit ``name`` at no more than what its flows bring: a
+    group's copy at exactly the group's r_max (its link or its law's R_max: a slower exit is the drain's to find,
+    :meth:`_Stretch.drain`); a unicast flow through a law whose R_max is below its link and at most the caps of
+    the units it carries (all capped): the file's R_max, since a derived one is the link's or above the caps.
+    The link as the file gives it: slow-drain-creep-tree.yaml's S3 -> S1 keeps its 20 Mb/s link's rate as R_max
+    when the link turns 1 Gb/s at 1.26 s, a law derived from its link, not a held exit."""
+    (v, x), topo = hop, stretch.topo
+    branch = topo.law.get(hop)
+    link = stretch.rate(v, x)
+    exit_bps = min(link, branch.r_max if branch is not None else math.inf)
+    if fs[0].group is not None:
+        carried = _cap(fs)
+        held = abs(exit_bps - carried) <= carried * 1e-9
+    else:
+        carried = sum(_cap(them) for them in stretch._units(v, x).values())
+        # below the file's link (not today's: a law derived from a link an event later speeds keeps its old rate)
+        held = (branch is not None and branch.r_max < topo.link_between(v, x).rate_bps * (1 - 1e-9)
+                and math.isfinite(carried) and branch.r_max <= carried * (1 + 1e-9))
+    if not held or not math.isfinite(carried):
+        return None
+    port = topo.ports.get((x, v)) or topo.host_buffers.get((x, v))
+    fix = carried
+    if port is not None:
+        _, bits = law_frames(topo, v, x, port.capacity)
+        fix = r_max_with_margin(carried, topo.link_between(v, x).rate_bps, bits, port.interval_us / 1e6)
+    return HeldExit(name, x, carried, fix, group=fs[0].group is not None)
 
 
 def _reading_pump(stretch: _Stretch, key: DirectedLink, law: LawParams, push: float, t0: int,
