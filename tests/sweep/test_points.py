@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.topo.helpers import capped_r_max
 from topo.file.points import Base, grid, point_topology
 from topo.file.schema import TopologyError, load_topology_text
 from topo.file.settings import SweepError, parse_settings
@@ -55,9 +56,14 @@ def test_a_selector_changes_only_its_laws(base):
     assert {p.interval_us for (v, _), p in t.ports.items() if v != "R2"} == {10_000}
     others = [k for k in t.law if k != ("R1", "R2")]
     assert others and all(t.law[k] == base.topo.law[k] for k in others)
-    # R1 -> R2's gains follow its new interval when the file leaves them to be derived (topo/analysis/derive.py)
-    kept = ("o_min", "o_max", "r_max")
+    # R1 -> R2's gains follow its new interval when the file leaves them to be derived (topo/analysis/derive.py),
+    # and so does its derived R_max: a switch's margin above its flows' caps (a's 1.5 Mb/s, b's 300 kb/s) is one
+    # frame per report interval
+    kept = ("o_min", "o_max")
     assert all(getattr(t.law[("R1", "R2")], k) == getattr(base.topo.law[("R1", "R2")], k) for k in kept)
+    for topo in (base.topo, t):
+        assert topo.law[("R1", "R2")].r_max == pytest.approx(capped_r_max(topo, "R1", "R2", 1.8e6))
+    assert t.law[("R1", "R2")].r_max > base.topo.law[("R1", "R2")].r_max
 
 
 def test_links_flows_nodes_options(base):
