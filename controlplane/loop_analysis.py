@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from controlplane.alinea import AlineaLaw
+from controlplane.fluid_laws import fluid_peak_steps
 from controlplane.params import LawParams
 
 __all__ = ["Loop", "delay_intervals", "characteristic_roots", "spectral_radius", "max_stable_scale", "fluid_peak",
@@ -118,23 +119,16 @@ def fluid_peak(loop: Loop, duration_s: float = 60.0, drop_at_s: float | None = N
     # sees now), replaced by the newest (a list shifted by one each step cost a copy of it per step: the loop
     # analysis runs this over ~45,000 steps per distinct loop, issue 46)
     applied = [law.rate] * (d + 1)
-    at = 0
-    x = 0.0  # packets
-    peak = 0.0
     drop_at = duration_s / 2 if drop_at_s is None else drop_at_s
     packets_per_bit = 1 / loop.packet_bits
     drain, drop_to, buffer_pkts = loop.drain_bps, loop.drop_to_bps, loop.buffer_pkts
     interval_ns, unit = int(t_step * 1e9), 1 / buffer_pkts
-    on_report = law.on_report
-    for k in range(int(duration_s / t_step)):
-        t = k * t_step
-        mu = drain if drop_to is None or t < drop_at else drop_to
-        # max(0.0, ...) and max(peak, x) written out (the same floats: the first on a tie)
-        x = x + (applied[at] - mu) * t_step * packets_per_bit
-        x = x if x > 0.0 else 0.0
-        peak = x if x > peak else peak
-        applied[at] = on_report(x / buffer_pkts, False, int(t * 1e9), interval_ns, unit)
-        at = at + 1 if at < d else 0
+    # the steps, compiled (controlplane/fluid_laws.py): the same floats as this loop interpreted, which was ~15 %
+    # of a fabric's loop analysis (issue 46); every value handed over a float as the loop read it (an int's
+    # conversion is exact below 2**53, as Python's mixed arithmetic converts it)
+    peak = fluid_peak_steps(law, applied, int(duration_s / t_step), float(t_step), float(drain),
+                            None if drop_to is None else float(drop_to), float(drop_at), float(packets_per_bit),
+                            float(buffer_pkts), interval_ns, float(unit))
     return peak / buffer_pkts
 
 

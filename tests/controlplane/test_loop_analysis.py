@@ -8,6 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from controlplane.alinea import AlineaLaw
 from controlplane.loop_analysis import (
     Loop,
     characteristic_roots,
@@ -79,3 +80,38 @@ def test_min_buffer_is_the_smallest_that_keeps_the_peak_below_full() -> None:
     assert c is not None and c > 1
     assert fluid_peak(Loop(PAPER, c, 8000, 0.01, 0.1, 1.2e6), 40) < 1.0
     assert min_buffer(Loop(PAPER, 200, 8000, 0.01, 0.007, 1.2e6), 40) <= 200
+
+
+def _fluid_peak_interpreted(loop: Loop, duration_s: float, drop_at_s: float | None) -> float:
+    """fluid_peak as it was before its steps moved into controlplane/fluid_laws.py (issue 46): the reference."""
+    t_step = loop.interval_s
+    d = delay_intervals(loop)
+    law = AlineaLaw(loop.law)
+    applied = [law.rate] * (d + 1)
+    at, x, peak = 0, 0.0, 0.0
+    drop_at = duration_s / 2 if drop_at_s is None else drop_at_s
+    packets_per_bit = 1 / loop.packet_bits
+    drain, drop_to, buffer_pkts = loop.drain_bps, loop.drop_to_bps, loop.buffer_pkts
+    interval_ns, unit = int(t_step * 1e9), 1 / buffer_pkts
+    for k in range(int(duration_s / t_step)):
+        t = k * t_step
+        mu = drain if drop_to is None or t < drop_at else drop_to
+        x = x + (applied[at] - mu) * t_step * packets_per_bit
+        x = x if x > 0.0 else 0.0
+        peak = x if x > peak else peak
+        applied[at] = law.on_report(x / buffer_pkts, False, int(t * 1e9), interval_ns, unit)
+        at = at + 1 if at < d else 0
+    return peak / buffer_pkts
+
+
+@given(buffer=st.integers(5, 400), bits=st.sampled_from([800, 8000, 12000]), interval=st.floats(1e-4, 0.02),
+       delay=st.floats(0.0, 0.1), drain=st.one_of(st.floats(1e4, 5e6), st.integers(10_000, 5_000_000)),
+       drop=st.one_of(st.none(), st.floats(0.0, 2e6), st.integers(0, 2_000_000)),
+       drop_at=st.one_of(st.none(), st.floats(0.0, 3.0), st.integers(0, 3)), duration=st.floats(0.05, 3.0))
+@settings(max_examples=80, deadline=None)
+def test_fluid_peak_compiled_steps_are_the_interpreted_loops(buffer: int, bits: int, interval: float, delay: float,
+                                                             drain: float, drop: float | None, drop_at: float | None,
+                                                             duration: float) -> None:
+    """The steps in controlplane/fluid_laws.py give the interpreted loop's peak to the bit (ints given as rates too)."""
+    loop = Loop(PAPER, buffer, bits, interval, delay, drain, drop)
+    assert fluid_peak(loop, duration, drop_at) == _fluid_peak_interpreted(loop, duration, drop_at)
