@@ -83,25 +83,22 @@ def test_min_buffer_is_the_smallest_that_keeps_the_peak_below_full() -> None:
 
 
 def _fluid_peak_interpreted(loop: Loop, duration_s: float, drop_at_s: float | None) -> float:
-    """fluid_peak as it was before its steps moved into controlplane/fluid_laws.py (issue 46): the reference."""
+    """fluid_peak's loop as it was before its steps moved into controlplane/fluid_laws.py (issue 46): the pending
+    rates a list shifted by one each step, ``max`` where the compiled steps write the comparison out. An
+    independent form of the same computation, the reference."""
     t_step = loop.interval_s
-    d = delay_intervals(loop)
     law = AlineaLaw(loop.law)
-    applied = [law.rate] * (d + 1)
-    at, x, peak = 0, 0.0, 0.0
+    applied = [law.rate] * (delay_intervals(loop) + 1)
+    x, peak = 0.0, 0.0
     drop_at = duration_s / 2 if drop_at_s is None else drop_at_s
-    packets_per_bit = 1 / loop.packet_bits
-    drain, drop_to, buffer_pkts = loop.drain_bps, loop.drop_to_bps, loop.buffer_pkts
-    interval_ns, unit = int(t_step * 1e9), 1 / buffer_pkts
     for k in range(int(duration_s / t_step)):
         t = k * t_step
-        mu = drain if drop_to is None or t < drop_at else drop_to
-        x = x + (applied[at] - mu) * t_step * packets_per_bit
-        x = x if x > 0.0 else 0.0
-        peak = x if x > peak else peak
-        applied[at] = law.on_report(x / buffer_pkts, False, int(t * 1e9), interval_ns, unit)
-        at = at + 1 if at < d else 0
-    return peak / buffer_pkts
+        mu = loop.drain_bps if loop.drop_to_bps is None or t < drop_at else loop.drop_to_bps
+        x = max(0.0, x + (applied[0] - mu) * t_step * (1 / loop.packet_bits))
+        peak = max(peak, x)
+        rate = law.on_report(x / loop.buffer_pkts, False, int(t * 1e9), int(t_step * 1e9), 1 / loop.buffer_pkts)
+        applied = applied[1:] + [rate]
+    return peak / loop.buffer_pkts
 
 
 @given(buffer=st.integers(5, 400), bits=st.sampled_from([800, 8000, 12000]), interval=st.floats(1e-4, 0.02),
