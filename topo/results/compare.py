@@ -97,10 +97,11 @@ def _row_verdict(misses: list[str]) -> str:
     if not misses:
         return "Every flow's mean over the seeds is within 10 % of its published rate, in every row."
     return (f"A mean over the seeds outside 10 % of the published rate: {', '.join(misses)}. End to end every output port is a shared "
-            "drop-tail FIFO, as in the published testbed (docs/howto/compare.md); the rows with a third flow are where "
-            "the two flows that cross both bottlenecks also meet losses at R1-R2 and converge slowly towards "
-            "each other (docs/background/cvihis.md, 'In the network'). All flows have a 50 ms one-way delay, so it is not an "
-            "RTT bias.")
+            "drop-tail FIFO, as in the published testbed (docs/howto/compare.md). Where a row with a third flow misses, the "
+            "two flows that cross both bottlenecks are held at R2-R3, not at R1-R2: R2-R3's fills bring most of their MDs "
+            "and leave R1-R2 idle after them (docs/background/cvihis.md, 'Row 6, what is left'; `python -m "
+            "tests.topo.cvihis_fills` counts each queue's drops). All flows have a 50 ms one-way delay: only the queues "
+            "set their RTTs apart.")
 
 
 def _blm_verdict(blm: float, rtm: float) -> str:

@@ -1,10 +1,11 @@
-"""The cycle trace of one RTM-against-reno cell (tests/topo/cvihis_cycles.py): its table and its refusals."""
+"""The cycle trace of one RTM-against-reno cell (tests/topo/cvihis_cycles.py) and the fill trace of one two-bottleneck
+row (tests/topo/cvihis_fills.py): their tables, what they count and their refusals."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.topo import cvihis_cycles
+from tests.topo import cvihis_cycles, cvihis_fills
 
 
 def test_cycles_follow_renos_losses(capsys):
@@ -37,4 +38,35 @@ def test_cycles_areas_count_every_decision():
 def test_cycles_refuse_bad_arguments(capsys, argv, says):
     with pytest.raises(SystemExit) as exc:
         cvihis_cycles.main(argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+# ---- tests/topo/cvihis_fills.py: a two-bottleneck row traced by where its FIFOs overflow -----------------------
+def test_fills_table_puts_every_md_somewhere(capsys):
+    assert cvihis_fills.main(["--row", "6", "--seconds", "20"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines[2:] if line.startswith("| f")]
+    assert [r.split("|")[1].strip() for r in rows] == ["f1", "f2", "f3"]
+    for r in rows:
+        shares = [int(c.strip().removesuffix(" %")) for c in r.split("|")[4:-1]]
+        assert len(shares) == 3 and abs(sum(shares) - 100) <= 2, r  # rounding of three shares
+    assert any(line.startswith("fills (drops): R1-R2 ") for line in lines)
+
+
+def test_fills_without_flow_3_leave_r2_r3_alone():
+    """Row 4 (no flow 3): R2-R3 (9 Mb/s) carries only what R1-R2 (6 Mb/s) lets through, so it never overflows and
+    no MD can follow one of its fills; R1-R2's idle time is what it did not send of its capacity."""
+    tr = cvihis_fills.trace("4", 1, 20.0, 10_000_000)
+    assert set(tr.mds) == {"f1", "f2"} and tr.fills["R2-R3"] == []
+    assert tr.fills["R1-R2"], "two RTM flows overflow a 40-packet FIFO within 10 s"
+    idle = sum(s for _, s in tr.idle)
+    assert 0 <= idle < tr.seconds
+    # what R1-R2 sent bounds what arrived (1 %: the packets on their way at the window's ends)
+    assert sum(tr.goodput.values()) <= tr.capacity_bps * (1 - idle / tr.seconds) * 1.01
+
+
+@pytest.mark.parametrize(("argv", "says"), [(["--row", "7"], "--row 7"), (["--seconds", "0"], "must be > 0")])
+def test_fills_refuse_bad_arguments(capsys, argv, says):
+    with pytest.raises(SystemExit) as exc:
+        cvihis_fills.main(argv)
     assert exc.value.code == 2 and says in capsys.readouterr().err
