@@ -127,7 +127,7 @@ CORNERS = [("2Mbps", "8ms"), ("2Mbps", "98ms"), ("4.5Mbps", "8ms"), ("4.5Mbps", 
 @functools.cache
 def _corners(start: str) -> dict[tuple[str, str], tuple[float, float]]:
     """(RTM, TCP) rates on the grid's corners, RTM starting at ``start`` (the grid's own cell, as docs/results.md
-    runs it); cached: two tests read the default start's."""
+    runs it); cached per start."""
     from topo.results.tcp import rtm_cell, start_rate  # noqa: PLC0415
 
     return {(rate, delay): rtm_cell(rate, delay, "reno", start=start_rate(start, rate)) for rate, delay in CORNERS}
@@ -145,15 +145,32 @@ def test_rtm_is_tcp_friendly_to_reno_on_the_grids_corners(start: str) -> None:
         assert max(rtm, tcp) <= 2.0 * min(rtm, tcp), (cell, rtm, tcp)
 
 
+#: the seeds the RTT claim is judged over: it is a trend over the paper's 26 tests, where one seed's pair of 40 s runs
+#: moves RTM's share between 20 and 200 ms by -15 to +9 points (docs/background/cvihis.md, "RTT and RTM's share")
+RTT_SEEDS = (1, 2, 3, 4, 5)
+
+
+@functools.cache
+def _rtt_corners(rate: str) -> dict[str, tuple[float, float]]:
+    """(RTM, TCP) rates at RTT 20 and 200 ms on one bottleneck, each the mean over ``RTT_SEEDS`` (RTM from CVIHIS's
+    default rate, the grid's own cell as docs/results.md runs it)."""
+    from topo.results.tcp import rtm_cell  # noqa: PLC0415
+
+    runs = {delay: [rtm_cell(rate, delay, "reno", seed=seed) for seed in RTT_SEEDS] for delay in ("8ms", "98ms")}
+    return {delay: (statistics.fmean(r for r, _ in pairs), statistics.fmean(t for _, t in pairs))
+            for delay, pairs in runs.items()}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("rate", ["2Mbps", pytest.param("4.5Mbps", marks=pytest.mark.xfail(
-    strict=True, reason="seed 1's scatter: RTM's share at 4.5 Mb/s falls from 48 % at 20 ms to 45 % at 200 ms; over "
-                        "seeds 1-5 it rises (48 % to 51 % on average, docs/background/cvihis.md)"))])
+@pytest.mark.parametrize("rate", [pytest.param("2Mbps", marks=pytest.mark.xfail(
+    strict=True, reason="over seeds 1-5 RTM's share at 2 Mb/s falls from 46 % at 20 ms to 40 % at 200 ms (RTM -14 %, "
+                        "reno +12 %): the default misses the claim there (docs/background/cvihis.md)")), "4.5Mbps"])
 def test_rtt_matters_less_to_rtm_than_to_reno(rate: str) -> None:
-    """The paper: RTT affects CVIHIS less than TCP. From RTT 20 to 200 ms on one bottleneck, RTM's rate changes
-    less than reno's, or RTM's rate relative to reno's does not fall."""
-    rates = _corners("")
-    (rtm20, tcp20), (rtm200, tcp200) = rates[(rate, "8ms")], rates[(rate, "98ms")]
+    """The paper: RTT affects CVIHIS less than TCP (it does modestly at short RTTs, somewhat better than TCP at long
+    ones). From RTT 20 to 200 ms on one bottleneck, over seeds 1-5, RTM's mean rate changes less than reno's, or
+    RTM's mean rate relative to reno's does not fall."""
+    rates = _rtt_corners(rate)
+    (rtm20, tcp20), (rtm200, tcp200) = rates["8ms"], rates["98ms"]
     assert abs(rtm200 / rtm20 - 1) < abs(tcp200 / tcp20 - 1) or rtm200 / tcp200 >= rtm20 / tcp20, (
         rtm20, tcp20, rtm200, tcp200)
 
