@@ -370,7 +370,8 @@ def rtm_section(jobs: int = 1) -> list[str]:
             "bottlenecks and starting rates, Mb/s, RTM / TCP): "
             + ", ".join(f"{rtt} ms {r:.2f} / {t:.2f}" for rtt, r, t in reno)
             + f"; from 20 to 200 ms RTM's rate changes by {_change(reno, 1)}, TCP's by {_change(reno, 2)} "
-            "(published: RTT affects CVIHIS less than TCP). docs/background/cvihis.md ('Readings') gives the other readings "
+            "(published: RTT affects CVIHIS less than TCP; seed 1's grid, over seeds 1-5 not at 2 Mb/s: "
+            "docs/background/cvihis.md, 'RTT and RTM's share'). docs/background/cvihis.md ('Readings') gives the other readings "
             "of the paper on this grid and why the default is the one above.", ""]
     return out
 
