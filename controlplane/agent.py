@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from controlplane.alinea import AlineaLaw, Forecast
-from controlplane.forecast import QueueForecast
+from controlplane.forecast import QueueForecast, round_even
 from controlplane.frame_size import READ_PERIOD_NS, FrameSizeWindow, capacity_in_frames
 from controlplane.params import LawParams, MetadataLaw, PortParams, law_from_metadata
 from controlplane.report import FRAME_BYTES as REPORT_FRAME_BYTES
@@ -279,7 +279,7 @@ class LawTrace:
 
 def rate_to_pps(rate_bps: float, packet_bytes: int) -> int:
     """Queue rate for ``rate_bps`` of ``packet_bytes`` packets; never 0 (BMv2: 0 = unlimited)."""
-    pps = round(rate_bps / (8 * packet_bytes))
+    pps = round_even(rate_bps / (8 * packet_bytes))  # round(), without the builtin's call (controlplane/forecast.py)
     return pps if pps > 1 else 1
 
 

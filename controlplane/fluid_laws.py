@@ -25,7 +25,7 @@ from typing import Final
 
 from controlplane.agent import class_r_max, queue_busy, rate_to_pps
 from controlplane.alinea import AlineaLaw
-from controlplane.forecast import QueueForecast
+from controlplane.forecast import QueueForecast, round_even
 from controlplane.params import LawParams
 
 __all__ = ["HostControl", "SwitchControl", "LawBatch", "CALL_INTS", "fluid_peak_steps"]
@@ -52,7 +52,8 @@ class HostControl:
                   sent: int) -> float:
         d = self._drain
         if self.ratio != 1.0:  # the model's units, in packets
-            occupancy, capacity, sent = round(occupancy / self.ratio), round(capacity / self.ratio), round(sent / self.ratio)
+            ratio = self.ratio  # (round_even: round() without the builtin's call, controlplane/forecast.py)
+            occupancy, capacity, sent = round_even(occupancy / ratio), round_even(capacity / ratio), round_even(sent / ratio)
         d.update(now_ns, occupancy, sent, sent, 0)
         return self.law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity,
                                   brake=d.brake(capacity, self.bits))
@@ -84,8 +85,8 @@ class SwitchControl:
         law, f = self.law, self.forecast
         ratio = self.ratio
         if ratio != 1.0:  # the model's units, in packets; the answer back in units
-            occupancy, capacity = round(occupancy / ratio), round(capacity / ratio)
-            fwd, deq, drained = round(fwd / ratio), round(deq / ratio), round(drained / ratio)
+            occupancy, capacity = round_even(occupancy / ratio), round_even(capacity / ratio)
+            fwd, deq, drained = round_even(fwd / ratio), round_even(deq / ratio), round_even(drained / ratio)
         if f is None:
             law.on_report(occupancy / capacity, overflow, now_ns, interval_ns, 1 / capacity, None)
         else:

@@ -48,7 +48,7 @@ from controlplane.alinea import Brake, Forecast
 
 __all__ = ["QueueForecast", "DRAIN_WINDOW_S", "DRAIN_WINDOW_MIN_S", "DRAIN_SHORT_S", "DRAIN_SHIFT_PPS",
            "DRAIN_SHIFT_PKTS", "DRAIN_SHIFT_SHARE", "SCHEDULE_BOUND_S", "schedule_floor_pps", "BRAKE_GAPS",
-           "drain_noise", "NEWEST_PKTS", "WINDOW_COMPACT"]
+           "drain_noise", "NEWEST_PKTS", "WINDOW_COMPACT", "round_even"]
 
 COUNTER_MASK: Final = (1 << 32) - 1
 NS: Final = 1_000_000_000
@@ -126,14 +126,28 @@ def drain_noise(rates: list[float]) -> float:
         return 0.0
     # sum((a - b) ** 2 for a, b in zip(rates, rates[1:])) written out: the same squares added in the same
     # order from 0.0 (Python 3.11's sum of floats), without a generator and a copy of the list per call
-    # (a candidate fall of the loop analysis's fluid model asks it over a window of ~150 stretches)
+    # (a candidate fall of the loop analysis's fluid model asks it over a window of ~150 stretches); each
+    # square as math.pow(d, 2.0), the C pow that float's ** calls (of |d|: the same square), which the
+    # compiled module calls directly where ``d ** 2`` went through the interpreter's number protocol
     total = 0.0
     before = rates[0]
     for i in range(1, len(rates)):
         now = rates[i]
-        total += (before - now) ** 2
+        total += math.pow(before - now, 2.0)
         before = now
     return math.sqrt(total / (2 * (len(rates) - 1)))
+
+
+def round_even(x: float) -> int:
+    """``round(x)`` of a float: the nearest whole number, a half to the even one.
+
+    Why not the builtin: compiled, ``round`` is looked up in the builtins and called through the interpreter
+    with the float boxed, twice per report of a switch's law in the loop analysis's fluid model (its
+    forecast's occupancy and its queue rate, controlplane/agent.py ``rate_to_pps``; issue 46). ``x - floor(x)``
+    is exact (a float's fraction below 1), so the comparisons with 0.5 are exact too."""
+    whole = math.floor(x)
+    rest = x - whole
+    return whole + 1 if rest > 0.5 or (rest == 0.5 and whole % 2 == 1) else whole
 
 
 def schedule_floor_pps(queued: int, link_pps: float, horizon_s: float = 0.0, arrivals: float = 1.0,
@@ -333,12 +347,21 @@ class QueueForecast:
     # empty came between), _tail_spacing that of the oldest empty entry after the last (NO_SPACING:
     # none). The same schedule, to the bit: an empty entry's product is 0.0, and adding 0.0 to a sum
     # of non-negative floats leaves it as it is.
+    # The ledger is the lists' entries from _ledger_first on: the entries whose packets have left stay
+    # until they are half of the lists and WINDOW_COMPACT or more, then go at once (as _hist's: a deletion
+    # at the front per report moved the whole ledger). _fold is the sum of _products[_ledger_first:_folded]
+    # as _schedule_ns adds them (-1: none): while no packet leaves (a queue behind another's, as in the
+    # head-of-line fabric: two thirds of its reports), the oldest entries stay as they were and the sum goes
+    # on from it over the entries appended since, the same floats added in the same order.
     _counts: list[int] = field(default_factory=list)
     _spacings: list[float] = field(default_factory=list)
     _products: list[float] = field(default_factory=list)
     _leads: list[float] = field(default_factory=list)
     _tail_spacing: float = NO_SPACING
     _stamped: int = 0
+    _ledger_first: int = 0
+    _fold: float = 0.0
+    _folded: int = -1
     # The drain's window is _hist[_first:], oldest first: entries that leave it stay in the list
     # until they are half of it, then go at once (one move of the rest, where a deletion per report
     # moved the whole window: at 1 Gb/s it holds tens of thousands). Indices below are the list's.
@@ -681,7 +704,7 @@ class QueueForecast:
         n = 0.0
         span_ns = 0.0
         peak = 0.0
-        for i in range(len(counts) - 1, -1, -1):
+        for i in range(len(counts) - 1, self._ledger_first - 1, -1):
             n += counts[i]
             span_ns += products[i]
             excess = n - mu * span_ns / NS
@@ -883,7 +906,7 @@ class QueueForecast:
             if start >= first:
                 now: float = stretches[end][1]  # type: ignore[index]
                 if count:
-                    total += (before - now) ** 2
+                    total += math.pow(before - now, 2.0)
                 before = now
                 count += 1
         return math.sqrt(total / (2 * (count - 1))) if count > 1 else 0.0
@@ -951,35 +974,51 @@ class QueueForecast:
         products, oldest first: the same floats, added in the same order, as the sum of
         ``count * spacing`` over the ledger."""
         counts, spacings, products, leads = self._counts, self._spacings, self._products, self._leads
+        head, folded = self._ledger_first, self._folded
         extra = self._stamped - queued
-        while extra > 0 and counts:
-            first = counts[0]
+        while extra > 0 and head < len(counts):
+            folded = -1  # the oldest entries change: the sum starts again
+            first = counts[head]
             if extra < first:
-                counts[0] = first = first - extra
-                products[0] = first * spacings[0]
-                leads[0] = spacings[0]  # the empty entries before it have gone
+                counts[head] = first = first - extra
+                products[head] = first * spacings[head]
+                leads[head] = spacings[head]  # the empty entries before it have gone
                 extra = 0
                 break
             extra -= first
-            del counts[0]
-            del spacings[0]
-            del products[0]
-            del leads[0]
+            head += 1
         if extra > 0:  # (with the empty entries after the last)
             self._tail_spacing = NO_SPACING
         elif extra < 0:  # more queued than the ledger holds (a wrap, a restart): at the oldest spacing
+            folded = -1
             tail = self._tail_spacing
-            spacing = leads[0] if leads else (0.0 if tail == NO_SPACING else tail)
-            counts.insert(0, -extra)
-            spacings.insert(0, spacing)
-            products.insert(0, -extra * spacing)
-            leads.insert(0, spacing)
+            spacing = leads[head] if head < len(leads) else (0.0 if tail == NO_SPACING else tail)
+            if head > 0:  # in the place of the newest entry gone
+                head -= 1
+                counts[head], spacings[head], products[head], leads[head] = -extra, spacing, -extra * spacing, spacing
+            else:
+                counts.insert(0, -extra)
+                spacings.insert(0, spacing)
+                products.insert(0, -extra * spacing)
+                leads.insert(0, spacing)
+        if head >= WINDOW_COMPACT and 2 * head >= len(counts):
+            del counts[:head]
+            del spacings[:head]
+            del products[:head]
+            del leads[:head]
+            folded = folded - head if folded >= 0 else -1
+            head = 0
+        self._ledger_first = head
         self._stamped = queued
-        # sum(products) written out: the same floats added in the same order from 0.0, as Python 3.11's sum
-        # adds floats (no compensation), without a call through the builtins per report
-        total = 0.0
-        for product in products:
-            total += product
+        # sum(products[head:]) written out: the same floats added in the same order from 0.0, as Python 3.11's sum
+        # adds floats (no compensation), without a call through the builtins per report; from _fold where the
+        # entries it summed are still the oldest
+        total, i = (0.0, head) if folded < 0 else (self._fold, folded)
+        end = len(products)
+        while i < end:
+            total += products[i]
+            i += 1
+        self._fold, self._folded = total, end
         return total
 
     def _note_reception(self, recv_ns: int) -> None:
@@ -1040,7 +1079,7 @@ class QueueForecast:
         designed: 100 -> 50.5 Mb/s (the gap's 47.5 plus the room), and 6.6 -> 5.1 Mb/s as the 5 Mb/s buffer
         approaches O_max. The window's drain is kept where it is higher (a gap is one report's noise), and once
         no report in the window found the buffer starved, the window's drain alone measures it."""
-        whole = round(pkts)
+        whole = round_even(pkts)
         starved = self.starved_in_window
         return Forecast((whole if whole > 0 else 0) / capacity, self._backlog_drain_pps() * packet_bits,
                         self.approach_bps(capacity, held_bits or packet_bits), self.span_scale(), self.guessed_fall,

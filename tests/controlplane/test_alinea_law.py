@@ -190,6 +190,68 @@ def test_identical_reports_give_identical_outputs(p: LawParams, seq: list[tuple[
     assert out_a == out_b
 
 
+class _PaperRule:
+    """The law without a forecast written from the pseudo-code (SOURCES.md A) and the module's rules on top of it
+    (damping, overflow cut, resting rule, a new capacity's rescale, set_params' carried state), every parameter
+    read from its ``LawParams`` where it is used: the reference of the law that keeps its parameters' fields."""
+
+    def __init__(self, p: LawParams) -> None:
+        self.p, self.rate, self.o, self.w = p, p.r_floor, p.o_min, p.w_max
+        self.last: float | None = None
+        self.last_packet = 0.0
+
+    def report(self, occ: float, overflow: bool, packet: float) -> float:
+        p = self.p
+        occ = 1.0 if overflow else max(0.0, occ)
+        if packet and self.last_packet and packet != self.last_packet and self.last is not None:
+            self.last *= packet / self.last_packet
+        rate = self.rate + self.w * (self.o - occ)
+        if p.k_p and self.o >= p.o_max and self.last is not None:
+            rate -= p.k_p * (occ - self.last)
+        if overflow:
+            rate = min(rate, self.rate * OVERFLOW_CUT)
+        self.rate = min(max(rate, p.r_floor), p.r_max)
+        if self.o < occ < p.o_max:
+            self.o, self.w = occ, max(self.w / 2, p.w_min)
+        elif packet and abs(occ - self.o) < packet / 2 and self.o < p.o_max:
+            self.o, self.w = min(self.o + packet, p.o_max), max(self.w / 2, p.w_min)
+        elif occ > p.o_max:
+            self.o, self.w = p.o_max, p.w_min
+        self.last, self.last_packet = occ, packet
+        return self.rate
+
+    def set_params(self, p: LawParams) -> None:
+        pinned = self.o >= self.p.o_max
+        self.p = p
+        self.o = p.o_max if pinned else min(max(self.o, p.o_min), p.o_max)
+        self.w = min(max(self.w, p.w_min), p.w_max)
+        self.rate = min(max(self.rate, p.r_floor), p.r_max)
+
+
+@settings(max_examples=150, deadline=None)
+@given(law_params(), law_params(), reports, reports, st.booleans())
+def test_the_law_reads_the_parameters_it_was_last_given_as_the_paper_rule_does(
+        p: LawParams, q: LawParams, before: list[tuple[float, bool, float]], after: list[tuple[float, bool, float]],
+        equal: bool) -> None:
+    """The law keeps its parameters' fields beside them (``AlineaLaw.params``' setter: a compiled law read each by
+    name, a tenth of the loop analysis's cost): its rates, targets and gains are, to the bit, the reference's,
+    which reads every field from the parameters where it uses it, before and after ``set_params`` (new values, or
+    equal ones in another object) and a ``restart``."""
+    law, ref = AlineaLaw(p), _PaperRule(p)
+    for occ, overflow, packet in before:
+        assert law.on_report(occ, overflow, packet=packet) == ref.report(occ, overflow, packet)
+        assert (law.o, law.w) == (ref.o, ref.w)
+    new = replace(p) if equal else q
+    law.set_params(new)
+    ref.set_params(new)
+    assert law.params == new and (law.rate, law.o, law.w) == (ref.rate, ref.o, ref.w)
+    for occ, overflow, packet in after:
+        assert law.on_report(occ, overflow, packet=packet) == ref.report(occ, overflow, packet)
+        assert (law.o, law.w) == (ref.o, ref.w)
+    law.restart()
+    assert (law.o, law.w) == (new.o_min, new.w_max)
+
+
 # ---- with a forecast (BMv2's queues) ------------------------------------------------------------
 
 def test_with_a_forecast_the_settled_law_follows_the_drain_and_damps_on_the_measured_occupancy() -> None:

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from controlplane import native
@@ -21,6 +23,7 @@ from controlplane.forecast import (
     WINDOW_COMPACT,
     QueueForecast,
     drain_noise,
+    round_even,
     schedule_floor_pps,
 )
 
@@ -306,10 +309,11 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
         for count in range(1, DRAIN_SPREAD_GAPS + 3):  # the newest of `count` stretches, or None
             assert f._newest_stretch(len(f._hist) - 1, count) == (chunks[0] if len(chunks) >= count else None)
         assert f._chunk_rates(len(f._hist) - 1) == chunks
-        assert f._stamped == sum(f._counts) == f.queued
+        head = f._ledger_first  # the ledger: the lists' entries from there on
+        assert f._stamped == sum(f._counts[head:]) == f.queued
         assert len(f._counts) == len(f._spacings)
         # each entry's time, kept beside it, is its count times its spacing (the schedule sums them)
-        assert list(f._products) == [c * s for c, s in zip(f._counts, f._spacings)]
+        assert f._products[head:] == [c * s for c, s in zip(f._counts[head:], f._spacings[head:])]
 
 
 @given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0, 0, 0, 1, 2, 5]), st.integers(0, 6),
@@ -347,7 +351,75 @@ def test_the_schedule_is_that_of_a_ledger_of_every_report(steps: list[tuple[int,
             counts.insert(0, -extra)
         stamped = queued
         assert f.last_sent_ns == t + int(sum(c * s for c, s in zip(counts, spacings)))
-        assert f._counts == [c for c in counts if c]
+        assert f._counts[f._ledger_first:] == [c for c in counts if c]
+
+
+def _folded(products: list[float]) -> float:
+    """The products added one by one from 0.0, oldest first (the schedule's sum as specified)."""
+    total = 0.0
+    for p in products:
+        total = total + p
+    return total
+
+
+@given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0, 0, 1, 2, 3, 7]), st.sampled_from([0, 0, 0, 1, 2, 9]),
+                          st.sampled_from([0, 0, 0, 0, 0, 0, 1, 4]), st.sampled_from([0, 7, 800, 1333, 8000, 3001])),
+                min_size=1, max_size=400))
+@example([(1, 1, 1, 0, 800)] * 200)  # an entry in, one out: the spent entries reach WINDOW_COMPACT
+@example([(1, 2, 0, 0, 1333), (1, 2, 0, 0, 3001), (2, 0, 3, 0, 8000)] * 60 + [(1, 0, 0, 4, 7), (1, 1, 0, 0, 800)])
+def test_the_schedule_summed_on_from_its_last_sum_is_the_whole_ledgers_sum_to_the_bit(
+        steps: list[tuple[int, int, int, int, int]]) -> None:
+    """The schedule goes on from its last sum while no packet leaves, and the ledger's spent entries stay in its
+    lists until they are half of them (``_ledger_first``, ``_fold``): after every report, stalled or not, its
+    ledger and schedule are, to the bit, those of a ledger kept as a list whose oldest entries are deleted as
+    their packets leave, its products summed from 0.0 oldest first (``_schedule_ns`` as it was before: the
+    reference). Runs of reports without departures (most of a queue's in the head-of-line fabric) and long
+    ledgers that reach ``WINDOW_COMPACT`` included."""
+    f = QueueForecast()
+    counts: list[int] = []
+    spacings: list[float] = []
+    leads: list[float] = []
+    tail = -1.0
+    t = fwd = deq = stamped = 0
+    for n, (gap_ms, arrivals, departures, back, pps) in enumerate(steps):
+        t += gap_ms * MS
+        fwd += arrivals
+        deq = max(0, deq + min(departures, fwd - deq) - back)
+        f.update(t, 5, fwd, deq, pps)
+        queued = fwd - deq
+        new = queued if n == 0 else arrivals
+        spacing = 1_000_000_000 / pps if pps > 0 else 0.0
+        if new:  # the reference ledger: non-empty entries, the oldest spacing after each gone one kept in leads
+            leads.append(spacing if tail < 0 else tail)
+            tail = -1.0
+            counts.append(new)
+            spacings.append(spacing)
+        elif tail < 0:
+            tail = spacing
+        stamped += new
+        extra = stamped - queued
+        while extra > 0 and counts:
+            if extra < counts[0]:
+                counts[0] -= extra
+                leads[0] = spacings[0]
+                extra = 0
+                break
+            extra -= counts.pop(0)
+            spacings.pop(0)
+            leads.pop(0)
+        if extra > 0:
+            tail = -1.0
+        elif extra < 0:
+            oldest = leads[0] if leads else (0.0 if tail < 0 else tail)
+            counts.insert(0, -extra)
+            spacings.insert(0, oldest)
+            leads.insert(0, oldest)
+        stamped = queued
+        head = f._ledger_first
+        assert f._counts[head:] == counts and f._spacings[head:] == spacings and f._leads[head:] == leads
+        assert f._fold == _folded([c * s for c, s in zip(counts, spacings)])  # floats: == is to the bit here
+        assert f.last_sent_ns == t + int(f._fold)
+        assert head < WINDOW_COMPACT or 2 * head < len(f._counts)
 
 
 # The lazy walk against the rescan, both from the source: a compiled class cannot be subclassed
@@ -715,3 +787,25 @@ def test_a_backlogs_drain_is_timed_from_departure_to_departure(period_ns: int) -
         fwd = len(gone)
     gone = [x for x in leave + stalled if x <= t - period_ns]
     assert f.busy_pps == pytest.approx(f._busy_pkts_sum * 1e9 / (gone[-1] - (gone[-1 - f._busy_pkts_sum])), rel=1e-9)
+
+
+finite = st.floats(-1e150, 1e150, allow_nan=False, allow_infinity=False)
+
+
+@given(st.one_of(finite, st.integers(-2**60, 2**60).map(lambda n: n / 2), st.integers(-10**6, 10**6).map(lambda n: n + 0.5),
+                 st.floats(-1e4, 1e4).map(lambda x: math.nextafter(math.floor(x) + 0.5, x))))
+def test_round_even_is_the_builtin_round_of_a_float(x: float) -> None:
+    """``round_even`` (the forecast's occupancy and the queue rate, compiled without the builtin's call) is
+    ``round(x)``: the nearest whole number, halves to the even one, whatever the float."""
+    assert round_even(x) == round(x) and type(round_even(x)) is int
+
+
+@given(st.lists(finite, max_size=40))
+def test_the_drain_noise_squares_are_those_of_the_power_operator(rates: list[float]) -> None:
+    """``drain_noise`` squares each difference with ``math.pow(d, 2.0)``: to the bit, the formula's ``d ** 2``
+    summed from 0 in order (each square, and the noise)."""
+    for a, b in zip(rates, rates[1:]):
+        assert math.pow(a - b, 2.0) == (a - b) ** 2
+    expected = math.sqrt(sum((a - b) ** 2 for a, b in zip(rates, rates[1:])) / (2 * (len(rates) - 1))) \
+        if len(rates) > 1 else 0.0
+    assert drain_noise(rates) == expected
