@@ -107,6 +107,8 @@ NEWEST_PKTS: Final = 2
 IDLE_PKTS: Final = 1
 #: ``QueueForecast._tail_spacing`` when no empty entry follows the ledger's last (a spacing is never negative).
 NO_SPACING: Final = -1.0
+#: ``QueueForecast._stretch_starts`` of an entry whose stretch has not been asked for yet (-1 is "none").
+UNREAD: Final = -2
 #: Entries out of the drain's window are deleted from its list once there are this many, and half of it.
 WINDOW_COMPACT: Final = 64
 
@@ -240,7 +242,7 @@ class _TrendSums:
         if newest.flat <= node.depth:
             # one drain across the window: a flat line, exactly (the sums would give a slope of rounding, which a
             # noise of 0 does not hide: a paced drain of 625 packets/s read as a fall)
-            return n, 0.0, sxx, 0.0, f._stretches[end][1]  # type: ignore[index]
+            return n, 0.0, sxx, 0.0, f._stretch_rates[end]
         slope = (newest.xr - base.xr - sx * sr / n) / (2 * NS) / sxx
         dd = newest.dd - node.dd
         noise = math.sqrt((dd if dd > 0.0 else 0.0) / (2 * (n - 1)))
@@ -275,12 +277,12 @@ class _TrendSums:
         """The node of ``hist[i]``, whose stretch starts at ``hist[start]`` (-1: before the window, a root)."""
         if start < 0:
             return _PathNode(-1, 0, 0, i, 0, 0, 0.0, 0.0, 0.0)
-        nodes, stretches = self.nodes, f._stretches
+        nodes, rates = self.nodes, f._stretch_rates
         parent = nodes[start]
         assert parent is not None
         x = f._hist[start][0] + f._hist[i][0] - 2 * self.ref_ns
-        rate = stretches[i][1]  # type: ignore[index]
-        d = rate - stretches[start][1] if parent.depth > 0 else 0.0  # type: ignore[index]
+        rate = rates[i]
+        d = rate - rates[start] if parent.depth > 0 else 0.0
         r = rate - self.ref_pps
         up = nodes[parent.jump]
         assert up is not None
@@ -367,10 +369,13 @@ class QueueForecast:
     # moved the whole window: at 1 Gb/s it holds tens of thousands). Indices below are the list's.
     _hist: list[tuple[int, int]] = field(default_factory=list)
     _first: int = 0
-    # For each entry of _hist: the stretch of the exact drain ending there (_chunk_rates), None
+    # For each entry of _hist: the stretch of the exact drain ending there (_chunk_rates), UNREAD
     # until asked: the absolute number (entries deleted from the list so far + index) of the entry
-    # it starts at (-1: none) and the drain over it; and how many entries were deleted.
-    _stretches: list[tuple[int, float] | None] = field(default_factory=list)
+    # it starts at (-1: none), and beside it the drain over it; and how many entries were deleted.
+    # Two lists, not one of pairs: every walk along the stretches reads the starts (~150 a candidate
+    # fall of the loop analysis's model), and a pair a report was a tuple and a float to make and free.
+    _stretch_starts: list[int] = field(default_factory=list)
+    _stretch_rates: list[float] = field(default_factory=list)
     _popped: int = 0
     # The absolute number of the oldest entry from which _hist is in order (neither its times nor
     # its departures ever fall from an entry to the next): where _stretch may start from the stretch before.
@@ -458,7 +463,7 @@ class QueueForecast:
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
         ahead = last_sent - now_ns
         horizon_s = self.horizon_s = (ahead if ahead > 0 else 0) / NS
-        hist, stretches = self._hist, self._stretches
+        hist, starts, rates = self._hist, self._stretch_starts, self._stretch_rates
         t_hist = drained_ns if exact else now_ns
         if hist:
             if t_hist < hist[-1][0]:
@@ -466,7 +471,8 @@ class QueueForecast:
             elif self._drained < hist[-1][1]:
                 self._ordered_from = self._popped + len(hist)
         hist.append((t_hist, self._drained))
-        stretches.append(None)
+        starts.append(UNREAD)
+        rates.append(0.0)
         if self.counts_stamps:
             self._note_short(t_hist)
         window_s = DRAIN_WINDOW_MIN_S if horizon_s < DRAIN_WINDOW_MIN_S else horizon_s  # min(max()) written out
@@ -476,7 +482,8 @@ class QueueForecast:
             first += 1
         if first >= WINDOW_COMPACT and 2 * first >= len(hist):
             del hist[:first]
-            del stretches[:first]
+            del starts[:first]
+            del rates[:first]
             self._popped += first
             self._trend.drop(self, first)
             first = 0
@@ -883,20 +890,20 @@ class QueueForecast:
     def _earlier_rates(self, end: int) -> list[float]:
         """``[r for r, _ in self._chunk_rates(end)[1:]]``: the drains of the window's stretches before the
         newest one, newest first, walked without the list of pairs."""
-        stretches, first = self._stretches, self._first
+        rates, first = self._stretch_rates, self._first
         out: list[float] = []
         start = self._start_of(end)
         while start >= first:
             end, start = start, self._start_of(start)
             if start >= first:
-                out.append(stretches[end][1])  # type: ignore[index]
+                out.append(rates[end])
         return out
 
     def _earlier_noise(self, end: int) -> float:
         """``drain_noise(self._earlier_rates(end))``, summed along the walk: the same squares added in the same order
         from 0.0, without the list of drains and a second pass over it (every candidate fall of the loop analysis's
         fluid model asks it over a window of ~150 stretches; issue 46)."""
-        stretches, first = self._stretches, self._first
+        rates, first = self._stretch_rates, self._first
         total = 0.0
         count = 0
         before = 0.0
@@ -904,7 +911,7 @@ class QueueForecast:
         while start >= first:
             end, start = start, self._start_of(start)
             if start >= first:
-                now: float = stretches[end][1]  # type: ignore[index]
+                now = rates[end]
                 if count:
                     total += math.pow(before - now, 2.0)
                 before = now
@@ -914,16 +921,17 @@ class QueueForecast:
     def _start_of(self, end: int) -> int:
         """The window index where the stretch ending at ``hist[end]`` starts (below ``_first``: before the
         window), the stretch found once and stored: the one step of every walk along the stretches."""
-        stretch = self._stretches[end]
-        if stretch is None:
-            stretch = self._stretches[end] = self._stretch(end)
-        return stretch[0] - self._popped
+        start = self._stretch_starts[end]
+        if start == UNREAD:
+            start, self._stretch_rates[end] = self._stretch(end)
+            self._stretch_starts[end] = start
+        return start - self._popped
 
     def _older(self, end: int) -> tuple[int, float] | None:
         """(index where the stretch ending at ``hist[end]`` starts, its drain); None if it starts before the
         window."""
         start = self._start_of(end)
-        return None if start < self._first else (start, self._stretches[end][1])  # type: ignore[index]
+        return None if start < self._first else (start, self._stretch_rates[end])
 
     def _newest_stretch(self, end: int, count: int) -> tuple[float, int] | None:
         """``_chunk_rates(end, count)[0]`` if the window holds ``count`` stretches before
@@ -934,7 +942,7 @@ class QueueForecast:
             if start < self._first:
                 return None
             if newest is None:
-                newest = (self._stretches[end][1], self._hist[start][0])  # type: ignore[index]
+                newest = (self._stretch_rates[end], self._hist[start][0])
             end = start
         return newest
 
@@ -943,14 +951,14 @@ class QueueForecast:
         more departures and some time between them, the drain since it); (-1, 0) if none."""
         hist, popped = self._hist, self._popped
         t1, d1 = hist[end]
-        before = self._stretches[end - 1] if end > 0 and end == len(hist) - 1 else None
-        if before is not None and before[0] >= self._ordered_from:
+        before = self._stretch_starts[end - 1] if end > 0 and end == len(hist) - 1 else UNREAD
+        if before != UNREAD and before >= self._ordered_from:
             # The newest entry, in order from where the stretch before it starts: the entries
             # that qualify (as many departures or more before it, and time) are the oldest up to
             # one, the last that qualified for the entry before qualifies for this one, and the
             # newest that does is the first past it that does not, less one (every report asks
             # this: the walk back from the newest crossed ~40 entries of a fluid model's window).
-            j = before[0] - popped
+            j = before - popped
             j = j if j > -1 else -1  # (the entries before the list's first are older than the window)
             while j + 1 < end:
                 t0, d0 = hist[j + 1]
@@ -1013,11 +1021,10 @@ class QueueForecast:
         # sum(products[head:]) written out: the same floats added in the same order from 0.0, as Python 3.11's sum
         # adds floats (no compensation), without a call through the builtins per report; from _fold where the
         # entries it summed are still the oldest
-        total, i = (0.0, head) if folded < 0 else (self._fold, folded)
+        total, start = (0.0, head) if folded < 0 else (self._fold, folded)
         end = len(products)
-        while i < end:
+        for i in range(start, end):
             total += products[i]
-            i += 1
         self._fold, self._folded = total, end
         return total
 

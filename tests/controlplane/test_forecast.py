@@ -309,6 +309,7 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
         for count in range(1, DRAIN_SPREAD_GAPS + 3):  # the newest of `count` stretches, or None
             assert f._newest_stretch(len(f._hist) - 1, count) == (chunks[0] if len(chunks) >= count else None)
         assert f._chunk_rates(len(f._hist) - 1) == chunks
+        assert len(f._stretch_starts) == len(f._stretch_rates) == len(f._hist)  # a stretch's two lists, aligned
         head = f._ledger_first  # the ledger: the lists' entries from there on
         assert f._stamped == sum(f._counts[head:]) == f.queued
         assert len(f._counts) == len(f._spacings)
