@@ -37,7 +37,14 @@ from topo.analysis.fluid_network import (
 )
 from topo.analysis.frame_run import FrameRun, frame_runs
 from topo.analysis.frame_train import FrameTrain, frame_trains, receiver_trains
-from topo.analysis.head_of_line import SharedFifo, SlowExit, shared_fifos, slow_exits
+from topo.analysis.head_of_line import (
+    FifoShare,
+    SharedFifo,
+    SlowExit,
+    fifo_shares,
+    shared_fifos,
+    slow_exits,
+)
 from topo.analysis.mix_step import MixStep, mix_steps
 from topo.analysis.report_gap import with_sparse_reports
 from topo.net.model import Topology
@@ -68,6 +75,9 @@ class LawCheck:
     floor: FloorOverflow | None = None  # u's floor alone overflows v's buffer (topo/analysis/floor_check.py)
     slow_exit: SlowExit | None = None  # v's buffer holds a slow exit's backlog beside passing exits (head_of_line.py)
     shared_fifo: SharedFifo | None = None  # v's drain is its share of a FIFO another link fills (head_of_line.py)
+    # u's own drain at v is its share of a FIFO another link fills, and the model holds v's buffer at its target or
+    # above (head_of_line.py, fifo_shares; set by check_topology only then)
+    fifo_share: FifoShare | None = None
     train: FrameTrain | None = None  # small frames behind a large one overflow v's buffer (frame_train.py)
     step: MixStep | None = None  # a flow's stop or start shrinks u's frames faster than v's queue rate follows (mix_step.py)
     run: FrameRun | None = None  # a run of u's small frames is sent on slower in bits by v's queue (frame_run.py)
@@ -84,7 +94,8 @@ class LawCheck:
     @property
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
-                and self.slow_exit is None and self.shared_fifo is None and self.train is None and self.step is None
+                and self.slow_exit is None and self.shared_fifo is None and self.fifo_share is None
+                and self.train is None and self.step is None
                 and self.run is None and not self.overflows)
 
     @property
@@ -155,6 +166,14 @@ class LawCheck:
                        f"anywhere down to its floor ({format_rate(q.u_floor_bps)}), below {u}'s "
                        f"(r_floor {format_rate(q.floor_bps)}): {w}'s buffer from {u} then fills")
             fixes.append(f"an r_floor of at most {format_rate(q.u_floor_bps)} would follow it")
+        if (s := self.fifo_share) is not None and (n := self.network) is not None:
+            when = f" from {s.from_s:.3g} s" if s.from_s > 0 else ""
+            why.append(f"{u}'s flows leave {w} through its FIFO toward {s.toward}, which {s.other} keeps backlogged by "
+                       f"itself ({format_rate(s.other_bps)} for the {format_rate(s.fifo_bps)} {w} forwards){when}: {u}'s "
+                       f"drain there is its share of that FIFO, not a capacity, and it falls as {s.other}'s backlog "
+                       f"grows; with {w}'s buffer from {u} held at its target ({n.peak:.0%} at its peak in the fluid "
+                       f"model), which cell of the FIFO swings to full is the packets' order's choice, not the loop's")
+            fixes.append(f"no setting of {u}'s law holds it: its drain is what {s.other} leaves it of that FIFO")
         t = self.train
         if t is not None and t.playout:
             why.append(f"{w}'s receive buffer counts packets ({t.capacity}) and holds each until it is played out: "
@@ -500,6 +519,9 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     floors = floor_overflows(topo, duration_s) if loops else {}
     exits = slow_exits(topo, duration_s, _beyond) if loops else {}
     fifos = shared_fifos(topo, duration_s) if loops else {}
+    law_loops_of = {key: loop for key, loop, _ in loops}
+    shares = {key: s for key, s in (fifo_shares(topo, duration_s) if loops else {}).items()
+              if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
     laws = {key for key, _, _ in loops}
     trains = {**frame_trains(topo, laws), **receiver_trains(topo, laws)} if loops else {}
     steps = mix_steps(topo, duration_s, {key: loop.delay_s for key, loop, _ in loops}) if loops else {}
@@ -512,9 +534,17 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
-                     shared_fifo=fifos.get(key), train=trains.get(key), step=steps.get(key), run=runs.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     shared_fifo=fifos.get(key), fifo_share=shares.get(key),
+                     train=trains.get(key), step=steps.get(key), run=runs.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
+
+
+def _held(peak: NetworkPeak | None, loop: Loop) -> bool:
+    """The model holds the law's buffer at its target or above (head_of_line.py, ``fifo_shares``): below it the law
+    passes what reaches it, and its drain's swings are the FIFO's to absorb (the random cases whose laws take a FIFO
+    share peak at 4-59 % of their buffers and lose nothing there)."""
+    return peak is not None and peak.peak >= loop.law.o_max
 
 
 def warnings(topo: Topology, duration_s: float = 60.0, seed: int | None = None, backend: str = "sim") -> list[str]:
