@@ -42,6 +42,7 @@ from topo.analysis.head_of_line import (
     SharedFifo,
     SlowExit,
     fifo_shares,
+    share_feeders,
     shared_fifos,
     slow_exits,
 )
@@ -78,6 +79,9 @@ class LawCheck:
     # u's own drain at v is its share of a FIFO another link fills, and the model holds v's buffer at its target or
     # above (head_of_line.py, fifo_shares; set by check_topology only then)
     fifo_share: FifoShare | None = None
+    # (x, its share): u's drain at v is what v's law toward x sends, a law whose drain is a held FIFO share, and the
+    # model holds v's buffer from u at its target or above (head_of_line.py, share_feeders)
+    fed_share: tuple[str, FifoShare] | None = None
     train: FrameTrain | None = None  # small frames behind a large one overflow v's buffer (frame_train.py)
     step: MixStep | None = None  # a flow's stop or start shrinks u's frames faster than v's queue rate follows (mix_step.py)
     run: FrameRun | None = None  # a run of u's small frames is sent on slower in bits by v's queue (frame_run.py)
@@ -95,6 +99,7 @@ class LawCheck:
     def lossless(self) -> bool:
         return (self.verdict.radius_settled < 1.0 and self.room_pkts >= self.inputs and self.floor is None
                 and self.slow_exit is None and self.shared_fifo is None and self.fifo_share is None
+                and self.fed_share is None
                 and self.train is None and self.step is None
                 and self.run is None and not self.overflows)
 
@@ -174,6 +179,13 @@ class LawCheck:
                        f"grows; with {w}'s buffer from {u} held at its target ({n.peak:.0%} at its peak in the fluid "
                        f"model), which cell of the FIFO swings to full is the packets' order's choice, not the loop's")
             fixes.append(f"no setting of {u}'s law holds it: its drain is what {s.other} leaves it of that FIFO")
+        if self.fed_share is not None and (n := self.network) is not None:
+            v2, s = self.fed_share
+            why.append(f"{u}'s drain at {w} is what {w}'s law toward {v2} sends, and that law's drain is its share of "
+                       f"{v2}'s FIFO toward {s.toward}, which {s.other} keeps backlogged by itself: it swings as "
+                       f"{s.other}'s backlog does, and with {w}'s buffer from {u} held at its target ({n.peak:.0%} at "
+                       f"its peak in the fluid model), which swing fills it is the packets' order's choice, not the loop's")
+            fixes.append(f"no setting of {u}'s law holds it: its drain follows what {s.other} leaves {w} of that FIFO")
         t = self.train
         if t is not None and t.playout:
             why.append(f"{w}'s receive buffer counts packets ({t.capacity}) and holds each until it is played out: "
@@ -522,6 +534,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     law_loops_of = {key: loop for key, loop, _ in loops}
     shares = {key: s for key, s in (fifo_shares(topo, duration_s) if loops else {}).items()
               if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
+    feeders = {key: f for key, f in share_feeders(topo, shares).items()
+               if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
     laws = {key for key, _, _ in loops}
     trains = {**frame_trains(topo, laws), **receiver_trains(topo, laws)} if loops else {}
     steps = mix_steps(topo, duration_s, {key: loop.delay_s for key, loop, _ in loops}) if loops else {}
@@ -534,7 +548,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
-                     shared_fifo=fifos.get(key), fifo_share=shares.get(key),
+                     shared_fifo=fifos.get(key), fifo_share=shares.get(key), fed_share=feeders.get(key),
                      train=trains.get(key), step=steps.get(key), run=runs.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
