@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 
 import pytest
 from hypothesis import example, given
@@ -317,6 +318,19 @@ def test_the_stored_drain_stretches_are_those_of_a_rescan_of_the_window(
         assert f._products[head:] == [c * s for c, s in zip(f._counts[head:], f._spacings[head:])]
 
 
+def _reports(f: QueueForecast, steps: list[tuple[int, int, int, int, int]]) -> Iterator[tuple[int, int, int, int]]:
+    """Drive ``f`` with ``steps`` (gap in ms, arrivals, departures, the departures' counter stepping back, pps), one
+    report each; after each, yield (its time, the packets queued, the packets it brought, its pps): the first
+    report brings the whole queue."""
+    t = fwd = deq = 0
+    for n, (gap_ms, arrivals, departures, back, pps) in enumerate(steps):
+        t += gap_ms * MS
+        fwd += arrivals
+        deq = max(0, deq + min(departures, fwd - deq) - back)
+        f.update(t, 5, fwd, deq, pps)
+        yield t, fwd - deq, (fwd - deq if n == 0 else arrivals), pps
+
+
 @given(st.lists(st.tuples(st.integers(1, 40), st.sampled_from([0, 0, 0, 1, 2, 5]), st.integers(0, 6),
                           st.sampled_from([0, 0, 0, 0, 1, 3]), st.sampled_from([0, 7, 800, 1500, 8000])),
                 min_size=1, max_size=120))
@@ -328,14 +342,8 @@ def test_the_schedule_is_that_of_a_ledger_of_every_report(steps: list[tuple[int,
     f = QueueForecast()
     counts: list[int] = []
     spacings: list[float] = []
-    t = fwd = deq = stamped = 0
-    for n, (gap_ms, arrivals, departures, back, pps) in enumerate(steps):
-        t += gap_ms * MS
-        fwd += arrivals
-        deq = max(0, deq + min(departures, fwd - deq) - back)
-        f.update(t, 5, fwd, deq, pps)
-        queued = fwd - deq
-        new = queued if n == 0 else arrivals
+    stamped = 0
+    for t, queued, new, pps in _reports(f, steps):
         counts.append(new)
         spacings.append(1_000_000_000 / pps if pps > 0 else 0.0)
         stamped += new
@@ -381,14 +389,8 @@ def test_the_schedule_summed_on_from_its_last_sum_is_the_whole_ledgers_sum_to_th
     spacings: list[float] = []
     leads: list[float] = []
     tail = -1.0
-    t = fwd = deq = stamped = 0
-    for n, (gap_ms, arrivals, departures, back, pps) in enumerate(steps):
-        t += gap_ms * MS
-        fwd += arrivals
-        deq = max(0, deq + min(departures, fwd - deq) - back)
-        f.update(t, 5, fwd, deq, pps)
-        queued = fwd - deq
-        new = queued if n == 0 else arrivals
+    stamped = 0
+    for t, queued, new, pps in _reports(f, steps):
         spacing = 1_000_000_000 / pps if pps > 0 else 0.0
         if new:  # the reference ledger: non-empty entries, the oldest spacing after each gone one kept in leads
             leads.append(spacing if tail < 0 else tail)
