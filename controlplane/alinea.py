@@ -62,6 +62,15 @@ rule exactly; what the paper leaves open is chosen here and argued in docs/backg
   to its R_max in one report (burst-brake-merge.yaml, seed 7). Not from a cut on a gap that began on a buffer
   holding packets: that gap's drain measures it.
   The rate to go back to is forgotten once reached, on an overflow, when the ramp ends and on a restart.
+  Neither such a cut nor the way back holds the rate below what reached this node for the buffer over the newest
+  report gap (``Forecast.arrival_bps``, the arrivals at its own queue; a cut never raises the rate it cuts):
+  below it, the excess leaves a buffer that held no more than a packet a gap ago, room to spare, for this node's
+  own, whose law upstream learns of it a report and a loop delay later. On a line of six switches and 100 Mb/s
+  links (tests/topo/random_cases/brake-guess-ramp-line.yaml) a bunch of 4 packets in S4's 125-packet buffer cut
+  S3's law from its R_max, 200 Mb/s, to the drain over the gap plus the room (72 Mb/s) while the host's ramp
+  brought S3 75-80 Mb/s; the law then climbed 0.45 Mb/s a report, S3's 62-packet buffer from S2 filled in
+  12 ms, and each hop up the line braked on the packets the one below gained (645, 825, 151 lost at seeds 1-3,
+  unwarned; 0, 46, 0 with this rule). No new constant: the arrivals are counted per report, as the drain is.
 * **No windup.** Once settled, a report that finds the buffer starved takes the law's own rate as the base
   (:func:`settled_base`), and the step, the whole target as error, adds to it at every such report. Where the
   buffer is starved because this node has nothing to send (its own input held upstream), that rate is never
@@ -135,13 +144,17 @@ class Forecast:
     # a fall replaced it, b/s (0: none), the start-up brake's drain when higher (controlplane/forecast.py,
     # QueueForecast.law_forecast: a fall of what a starved buffer drained is this node's own spacing)
     gap_bps: float = 0.0
+    # what reached this node for the buffer over the newest report gap (the arrivals at its own queue), b/s (0: none):
+    # a start-up brake's guess does not hold the rate below it (see the module docstring)
+    arrival_bps: float = 0.0
 
     def __init__(self, occupancy: float, drain_bps: float, approach_bps: float = 0.0, damp_scale: float = 1.0,
                  guessed_fall: bool = False, newest_bps: float = 0.0, starved: bool = False,
-                 window_starved: bool = False, gap_bps: float = 0.0) -> None:
+                 window_starved: bool = False, gap_bps: float = 0.0, arrival_bps: float = 0.0) -> None:
         self.occupancy, self.drain_bps, self.approach_bps = occupancy, drain_bps, approach_bps
         self.damp_scale, self.guessed_fall, self.newest_bps = damp_scale, guessed_fall, newest_bps
         self.starved, self.window_starved, self.gap_bps = starved, window_starved, gap_bps
+        self.arrival_bps = arrival_bps
 
     def brake(self) -> Brake:
         """The start-up brake on this report: its drain the higher of the window's and the newest gap's
@@ -316,11 +329,16 @@ class AlineaLaw:
                         if rate > cap:
                             if forecast.window_starved and rate > self.braked_from and self._was_starved(packet):
                                 self.braked_from = self._clamp(rate)  # a cut on lower bounds of the drain alone
+                                arrived = forecast.arrival_bps  # ... is a guess: not below what reaches this node
+                                if arrived > cap:
+                                    cap = arrived if arrived < rate else rate
                             rate = cap
                     elif self.braked_from > rate:  # starved again after such a cut: back at the brake's pace
                         drain = brake.drain_bps
                         taken = drain if drain < self.rate else self.rate  # known taken at the rate set
                         back = Brake(taken, forecast.approach_bps).cap(self._o_max, occ, packet)
+                        if forecast.arrival_bps > back:  # ... and no lower than what reaches this node
+                            back = forecast.arrival_bps
                         back = back if back < self.braked_from else self.braked_from
                         rate = back if back > rate else rate
         if damp or overflow or rate >= self.braked_from:

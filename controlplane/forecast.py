@@ -385,6 +385,7 @@ class QueueForecast:
     starved_in_window: bool = False  # ... within the drain window's length of this report
     gap_pps: float = 0.0  # the exact drain over the newest report gap: between its two newest departures seen (0: none)
     window_pps: float = 0.0  # the drain over the whole window, before a fall replaced it (drain_pps otherwise)
+    gap_arrival_pps: float = 0.0  # this hop's arrivals toward the buffer (at its queue) over the newest report gap, packets/s
     sent_pps: float = 0.0  # this hop's departures toward the buffer over the newest report gap, packets/s (0: none yet)
     passing: bool = False  # the buffer holds no more than this hop sent it since the last report (see _lower_bound_pps)
     follows_trend: bool = True  # a steady fall of the exact drain is followed (``_follow_trend``; not in the fluid model)
@@ -459,6 +460,7 @@ class QueueForecast:
         sent = (deq - self.deq) & COUNTER_MASK
         self.passing = t_prev is not None and occupancy <= sent
         self.sent_pps = sent * NS / (now_ns - t_prev) if t_prev is not None and now_ns > t_prev else 0.0
+        self.gap_arrival_pps = arrivals * NS / (now_ns - t_prev) if t_prev is not None and now_ns > t_prev else 0.0
         before = self.occupancy
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
         ahead = last_sent - now_ns
@@ -1091,7 +1093,7 @@ class QueueForecast:
         return Forecast((whole if whole > 0 else 0) / capacity, self._backlog_drain_pps() * packet_bits,
                         self.approach_bps(capacity, held_bits or packet_bits), self.span_scale(), self.guessed_fall,
                         self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS, starved,
-                        self._lower_bound_pps() * packet_bits if starved else 0.0)
+                        self._lower_bound_pps() * packet_bits if starved else 0.0, self.gap_arrival_pps * packet_bits)
 
     def _lower_bound_pps(self) -> float:
         """While the drain's window holds a starved report: the highest of its lower bounds of what the buffer takes,
