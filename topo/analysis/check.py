@@ -201,12 +201,17 @@ class LawCheck:
                        f"link follow it back to back, a train no rate in bits avoids")
             fixes.append(f"a buffer of at least {t.need} packets would hold it")
         if (m := self.step) is not None:
+            sender = ("its pacer sends its law's bits in them at once" if not m.backlog_s else
+                      "its backlog, queued behind its link with its departures stamped, leaves in them at the link's bits")
+            within = ("within the loop's delay" if not m.backlog_s else
+                      f"within the loop's delay and the {m.backlog_s * 1e3:.2g} ms the backlog its upstream laws hold takes")
+            cut = f"any report can cut {u}" if not m.backlog_s else f"any cut of {u} can act"
+
             why.append(f"when the flows change at {m.at_s:g} s {u}'s frames shrink to {m.frame_bytes:.0f} B on average: "
-                       f"its pacer sends its law's bits in them at once (up to the {format_rate(m.push_bps)} its path carries "
-                       f"there), while {w}'s queue toward "
+                       f"{sender} (up to the {format_rate(m.push_bps)} its path carries there), while {w}'s queue toward "
                        f"{m.hop}, set in packets/s from the mean frame it sent over the last 0.2 s, forwards "
-                       f"{format_rate(m.drain_bps)} of them ({m.share:.0%} of its rate): within the loop's delay "
-                       f"({m.delay_s * 1e3:.2g} ms), before any report can cut {u}, {w}'s buffer from {u} gains "
+                       f"{format_rate(m.drain_bps)} of them ({m.share:.0%} of its rate): {within} "
+                       f"({m.delay_s * 1e3:.2g} ms), before {cut}, {w}'s buffer from {u} gains "
                        f"{m.gained_pkts:.3g} packets, more than the {m.room_pkts:.3g} it holds above its target")
             fixes.append(f"a buffer of at least {m.need_pkts} packets would hold them")
         if (r := self.run) is not None:

@@ -21,8 +21,16 @@ What v forwards then: at the share of its rate its window's first read carries (
 through :meth:`~topo.analysis.floor_check._Stretch.dip_gathers`, which counts BMv2's stamped departures as
 the floor check does). The excess over the loop's delay, in packets of the new frames, against the packets v's
 buffer holds above the law's target (its capacity less the target's share of it counted in u's frames,
-:func:`topo.net.plan.law_frames`, as the agent counts it): more, and the law is ruled out. Only hosts: a switch's
-own queue converts at its own window, so its packets/s do not jump when its frames shrink. The rate at the
+:func:`topo.net.plan.law_frames`, as the agent counts it): more, and the law is ruled out. A switch u's
+own queue converts at its own window, so its packets/s do not jump when its frames shrink, unless it sends a backlog
+at its wire's bits (:func:`_sends_backlog_at_wire`: on BMv2's queues a backlog a law upstream holds waits behind the
+wire with its departures stamped when queued, in the past): then it is counted as a host's pacer is, over its loop's
+delay and the time its link takes to send that backlog (its cuts stamp only what is queued after them), from its
+law's R_max (the agent starts a switch's law there on BMv2) and only once v's port can have read its frame window
+(before, it converts at the smallest frame). Seen in fuzz-topo seed 7 (tests/topo/random_cases/
+stamped-backlog-mix-fabric.yaml): H2's law held ~105 packets in S1; when f2's 200 B frames reached S1's head, S1 sent
+4,300-4,900 packets/s at 10 Mb/s though set to ~3,900, S3's queue toward S2 stayed at ~3,950 packets/s (its 317 B
+mean) and S3's buffer from S1 gained from 3 packets to 40 in 80 ms: 10 lost at seed 1. The rate at the
 path's is an upper estimate: fuzz-topo seed 17 (300 draws, --alinea-only) gained 4 warnings, all one drawn
 topology and its shrinks, that lose nothing: H2's law was at 7 Mb/s of its 10 when f2's 1500 B frames stopped
 beside f1's 200 B ones, S1's buffer from H2 peaked at 11 of its 17 packets where the check counts 10.9 gained
@@ -35,6 +43,7 @@ import math
 from dataclasses import dataclass
 
 from controlplane.alinea import AlineaLaw
+from controlplane.frame_size import READ_PERIOD_NS
 from controlplane.params import LawParams
 from topo.analysis.floor_check import NS, _Stretch, _unit
 from topo.net.model import Flow, Topology
@@ -62,6 +71,7 @@ class MixStep:
     gained_pkts: float
     room_pkts: float
     need_pkts: int  # the smallest buffer (packets) whose room above the target holds the gain
+    backlog_s: float = 0.0  # u a switch: of ``delay_s``, the wait of u's stamped backlog (_backlog_wait)
 
 
 def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, float]) -> dict[DirectedLink, MixStep]:
@@ -69,10 +79,11 @@ def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, floa
     at v overfills v's buffer from u the most within that delay, if one does (the law's climb from its start
     bounds what it sends: a change early in the run may overfill it less than a later one)."""
     alinea = [f for f in topo.flows if f.control == "alinea"]
-    keys = [k for k in delays if not topo.nodes[k[0]].is_switch and topo.nodes[k[1]].is_switch]
+    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
+    keys = [k for k in delays if topo.nodes[k[1]].is_switch
+            and (not topo.nodes[k[0]].is_switch or _sends_backlog_at_wire(topo, paths, alinea, k))]
     if not alinea or not keys:
         return {}
-    paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
     end_ns = int(duration_s * NS)
     cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
         ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
@@ -107,6 +118,8 @@ def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Fl
     if dip is None:
         return None
     hop, reads = dip[0], dip[2]
+    if stretch.topo.nodes[u].is_switch and (not _window_read(stretch, hop, t0) or not _link_full(prior, u, v)):
+        return None
     # what u sent before: what v forwarded of its flows, the laws at their links; at most what u's remaining
     # flows can take now (their r_max, u's link)
     push = min(prior.drain(u, v, prior.push(u, v, False))[0], stretch.push(u, v, False))
@@ -117,7 +130,10 @@ def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Fl
     frames = law_frames(stretch.topo, u, v, port.capacity)[0]
     # no more than the law can have climbed to since u's first flow toward v started
     flows = [f for f in stretch.topo.flows if f.control == "alinea" and (u, v) in stretch.paths[f.name]]
-    push = _ramp(law, frames, port.interval_us * 1000, flows, t0, push)
+    if not stretch.topo.nodes[u].is_switch:  # a switch's law on BMv2's queues starts at its R_max (agent.py)
+        push = _ramp(law, frames, port.interval_us * 1000, flows, t0, push)
+    backlog_s = _backlog_wait(stretch, u, v) if stretch.topo.nodes[u].is_switch else 0.0
+    delay_s += backlog_s
     span_ns = min(int(delay_s * NS), t1 - t0)
     gathered, deepest, _ = stretch.dip_gathers(u, v, push, hop, reads, span_ns)
     if gathered <= 0:
@@ -128,7 +144,59 @@ def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Fl
     if gained < room:
         return None
     need = buffer_for_gain(stretch.topo, u, v, gained)
-    return MixStep(hop[1], reads[0], t0 / NS, push, deepest, span_ns / NS, frame, gained, room, need)
+    return MixStep(hop[1], reads[0], t0 / NS, push, deepest, span_ns / NS, frame, gained, room, need, backlog_s)
+
+
+def _sends_backlog_at_wire(topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], alinea: list[Flow],
+                            key: DirectedLink) -> bool:
+    """Whether switch u's queue toward v sends its backlog at its link's bits, like a host's pacer, when its frames
+    shrink: on BMv2's queues (a departure stamped when the packet is queued, at most one queue-rate interval after the
+    one before, never before the packet came), with u's law free to run at its link's rate (its R_max at least
+    the link's: its queue rate is the link's packets/s at its mean frame, so frames larger than that mean are held
+    by the wire, not the stamps) and a law upstream that keeps u's buffer from it at a target (a law (x, u) over
+    u's flows toward v): that standing backlog waits behind the wire with its stamps past, and when smaller frames
+    reach the head they leave at the wire's bits, not at the mean's packets/s; u's law's cuts stamp only the packets
+    queued after them."""
+    u, v = key
+    law = topo.law.get(key)
+    if topo.options.queue_model != "bmv2" or law is None or law.r_max < topo.link_between(u, v).rate_bps:
+        return False
+    feeders = {p[p.index(key) - 1][0] for f in alinea if key in (p := paths[f.name]) and p.index(key) > 0}
+    return any((x, u) in topo.law for x in feeders)
+
+
+def _backlog_wait(stretch: _Stretch, u: str, v: str) -> float:
+    """The time (s) switch u's link toward v takes to send the backlog the laws upstream hold in u's buffers at their
+    targets (each its ``o_max`` of the buffer in its frames, the target :func:`~topo.net.plan.room_above_target` counts): packets queued before u's law cut, their
+    departures stamped then, which leave at the wire's bits whatever the cut (:func:`_sends_backlog_at_wire`); u's
+    cut reaches v's buffer only after them."""
+    topo = stretch.topo
+    feeders = {x for f in stretch.crossing[(u, v)] for (x, y) in stretch.paths[f.name] if y == u}
+    bits = 0.0
+    for x in sorted(feeders):
+        port = topo.ports.get((u, x))
+        if (x, u) in topo.law and port is not None:
+            frames, frame_bits = law_frames(topo, x, u, port.capacity)
+            bits += topo.law[(x, u)].o_max * frames * frame_bits
+    return bits / topo.link_between(u, v).rate_bps
+
+
+def _link_full(prior: _Stretch, u: str, v: str) -> bool:
+    """Whether what reaches switch u for v before the change fills u's link toward v (its flows' demands, what the
+    links into u bring, u's law at its R_max): only then do the laws upstream hold a backlog in u's buffers, behind
+    the wire; a link faster than what comes in keeps none (stamped-mixed-backlog.yaml: 50 Mb/s into S2, whose link
+    toward S5 carries 200)."""
+    return prior.push(u, v, False) >= prior.rate(u, v) * (1 - 1e-9)
+
+
+def _window_read(stretch: _Stretch, hop: DirectedLink, t0: int) -> bool:
+    """Whether v's port toward ``hop`` can have read its frame window over the flows it carried before ``t0``: until a
+    read (every ``READ_PERIOD_NS``) has seen ``MIN_FRAMES`` frames it converts at the smallest frame expected through
+    it (controlplane/frame_size.py), below any mix, so no mix that shrinks makes it dip. The flows' first frames are
+    counted from their start (the path's delay to v not taken off: a read sooner, a dip counted sooner)."""
+    starts = [f.start_ns for f in stretch.topo.flows if f.control == "alinea" and hop in stretch.paths[f.name]
+              and f.start_ns < t0]
+    return bool(starts) and t0 - min(starts) >= READ_PERIOD_NS
 
 
 def _ramp(params: LawParams, frames: int, interval_ns: int, flows: list[Flow], until_ns: int, cap: float) -> float:
