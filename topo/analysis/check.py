@@ -178,14 +178,14 @@ class LawCheck:
                        f"drain there is its share of that FIFO, not a capacity, and it falls as {s.other}'s backlog "
                        f"grows; with {w}'s buffer from {u} held at its target ({n.peak:.0%} at its peak in the fluid "
                        f"model), which cell of the FIFO swings to full is the packets' order's choice, not the loop's")
-            fixes.append(f"no setting of {u}'s law holds it: its drain is what {s.other} leaves it of that FIFO")
+            fixes.append(_share_fix(u, s, f"its drain is what {s.other} leaves it of that FIFO"))
         if self.fed_share is not None and (n := self.network) is not None:
             v2, s = self.fed_share
             why.append(f"{u}'s drain at {w} is what {w}'s law toward {v2} sends, and that law's drain is its share of "
                        f"{v2}'s FIFO toward {s.toward}, which {s.other} keeps backlogged by itself: it swings as "
                        f"{s.other}'s backlog does, and with {w}'s buffer from {u} held at its target ({n.peak:.0%} at "
                        f"its peak in the fluid model), which swing fills it is the packets' order's choice, not the loop's")
-            fixes.append(f"no setting of {u}'s law holds it: its drain follows what {s.other} leaves {w} of that FIFO")
+            fixes.append(_share_fix(u, s, f"its drain follows what {s.other} leaves {w} of that FIFO"))
         t = self.train
         if t is not None and t.playout:
             why.append(f"{w}'s receive buffer counts packets ({t.capacity}) and holds each until it is played out: "
@@ -557,6 +557,17 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
                      train=trains.get(key), step=steps.get(key), run=runs.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
+
+
+def _share_fix(u: str, share: FifoShare, why: str) -> str:
+    """The fix a FIFO share's warning names. No setting of u's law holds it (``why``); per-flow caps at the hosts
+    (``fairness: per-flow``) bound what each link brings to its flows' share, and where that keeps any link from
+    backlogging the FIFO alone fifo_shares finds no share (the head-of-line fabrics with them lost nothing and were
+    not warned, 48 runs: test_fluid_fifo_order.py); with them already on, the file's caps are what remains."""
+    if share.per_flow:
+        return f"no setting of {u}'s law holds it: {why}, even with the file's per-flow caps"
+    return (f"no setting of {u}'s law holds it ({why}); options: {{fairness: per-flow}} caps each host's flows at their "
+            f"share, which keeps a link from backlogging that FIFO alone where their caps sum below its rate")
 
 
 def _held(peak: NetworkPeak | None, loop: Loop) -> bool:

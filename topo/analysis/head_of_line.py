@@ -304,6 +304,7 @@ class FifoShare:
     other_bps: float
     fifo_bps: float
     from_s: float = 0.0
+    per_flow: bool = False  # the file caps its host laws per flow (``fairness: per-flow``): the warning's fix then differs
 
 
 def fifo_shares(topo: Topology, duration_s: float) -> dict[DirectedLink, FifoShare]:
@@ -336,7 +337,8 @@ def fifo_shares(topo: Topology, duration_s: float) -> dict[DirectedLink, FifoSha
                     continue
                 found = _backlogger(topo, u, v, hops[i + 1][1], running, paths, host_laws=True)
                 if found is not None:
-                    out[(u, v)] = FifoShare(hops[i + 1][1], found[0], found[1], found[2], t0 / 1e9)
+                    out[(u, v)] = FifoShare(hops[i + 1][1], found[0], found[1], found[2], t0 / 1e9,
+                                            topo.options.fairness == "per-flow")
     return out
 
 

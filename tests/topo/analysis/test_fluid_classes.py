@@ -66,6 +66,11 @@ def test_a_fifo_share_is_warned_only_where_the_model_holds_the_buffer_at_its_tar
     assert set(fifo_shares(topo, setup.seconds)) == {("spine1", "leaf2"), ("spine2", "leaf2")}
     said = [w for w in warnings(topo, setup.seconds, 1) if "share of that FIFO" in w]
     assert sorted(w.split(":")[0] for w in said) == ["law spine1->leaf2", "law spine2->leaf2"]
+    # the fix named: per-flow caps where the file has none, the caps' limit where it has them
+    assert all("options: {fairness: per-flow}" in w for w in said)
+    per_flow = dataclasses.replace(topo, options=dataclasses.replace(topo.options, fairness="per-flow"))
+    shares = fifo_shares(per_flow, setup.seconds)  # the option alone, its caps not applied: the same shares
+    assert shares and all(s.per_flow for s in shares.values())
     case = load_topology_text((RANDOM_CASES / "paced-exit-16-packets.yaml").read_text(), "paced-exit-16-packets.yaml")
     assert ("S7", "S3") in fifo_shares(case, 2.0)
     assert not any("share of that FIFO" in w for w in warnings(case, 2.0, 1))
