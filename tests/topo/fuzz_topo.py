@@ -5,8 +5,11 @@ Why apart from pytest: a property test stops at its first failure; a long run sh
 of its topologies failed and keep each one's file, so that a fix can be judged on all of them.
 Each failing topology is written to ``--out``/fail-N.yaml with its run length and problems in its
 first lines (``hbh run FILE --duration S --strict`` replays it); the last line says how many
-topologies ran, how many were all-ALINEA, how many the analysis warned about and how many failed.
-Exit status 1 if any failed. summary.json holds the counts after every topology ("finished": false
+topologies ran, how many were all-ALINEA, how many the analysis warned about and how many failed,
+and, of the all-ALINEA ones, how many the analysis warned about that lost nothing (its warnings'
+cost: a warning on every run would pass the rule and tell a user nothing). records.jsonl holds one
+line per topology (its shape, whether all-ALINEA, the packets lost, the first lines of each warning),
+so a change to the analysis can be judged on which warnings it adds or removes. Exit status 1 if any failed. summary.json holds the counts after every topology ("finished": false
 until the last), and SIGINT or SIGTERM ends the run with its last line for what it judged.
 
 Each topology is judged in a process of its own, forked from this one (``--in-process``: in this
@@ -65,7 +68,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.count < 1 or args.timeout <= 0:
         p.error(f"--count must be >= 1 and --timeout > 0, got {args.count} and {args.timeout:g}")
     args.out.mkdir(parents=True, exist_ok=True)
-    stats = {"ran": 0, "all_alinea": 0, "warned": 0, "lost": 0, "failed": 0}
+    stats = {"ran": 0, "all_alinea": 0, "warned": 0, "lost": 0, "failed": 0, "alinea_warned_lossless": 0}
+    records = (args.out / "records.jsonl").open("w")
     started = time.monotonic()
 
     @hypothesis_seed(args.seed)
@@ -86,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         stats["all_alinea"] += d.all_alinea
         stats["warned"] += bool(warned)
         stats["lost"] += bool(lost)
+        stats["alinea_warned_lossless"] += bool(d.all_alinea and warned and not lost)
+        records.write(json.dumps(_record(stats["ran"], d, warned, lost, bool(problems))) + "\n")
+        records.flush()
         if problems:
             stats["failed"] += 1
             head = f"# seconds: {d.seconds:g}\n" + "".join(f"# problem: {p}\n" for p in problems)
@@ -107,15 +114,23 @@ def main(argv: list[str] | None = None) -> int:
         one()
     except KeyboardInterrupt:  # SIGINT or SIGTERM: the topologies judged so far are the result
         print("fuzz-topo: stopped early", file=sys.stderr)
+    records.close()
     stats["seconds"] = round(time.monotonic() - started)
     (args.out / "summary.json").write_text(
         json.dumps({**stats, "finished": stats["ran"] >= args.count}, indent=1) + "\n"
     )
     print(
         f"fuzz-topo: {stats['ran']} topologies ({stats['all_alinea']} all-ALINEA, {stats['warned']} warned, "
-        f"{stats['lost']} with loss), {stats['failed']} failed; {stats['seconds']} s; files in {args.out}/"
+        f"{stats['lost']} with loss), {stats['failed']} failed; {stats['alinea_warned_lossless']} all-ALINEA "
+        f"warned but lost nothing; {stats['seconds']} s; files in {args.out}/"
     )
     return 1 if stats["failed"] else 0
+
+
+def _record(n: int, d: Drawn, warned: list[str], lost: int, failed: bool) -> dict[str, object]:
+    """One topology's line in records.jsonl: enough to count the analysis' warnings by kind."""
+    return {"n": n, "shape": d.shape, "all_alinea": d.all_alinea, "lost": lost, "failed": failed,
+            "warned": [w[:200] for w in warned]}
 
 
 def _stop(_signum: int, _frame: object) -> None:

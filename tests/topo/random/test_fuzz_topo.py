@@ -69,13 +69,20 @@ def test_the_fuzz_counts_what_its_children_judged(tmp_path, monkeypatch: pytest.
 
     def fake(text: str, seconds: float, all_alinea: bool, seed: int = 1, source: str = "") -> Verdict:
         here.append(source)  # in a child, this list is the child's copy
-        return Verdict(["a problem"] if "multicast" in source else [], [], 0, {})
+        warned = ["law S1->S2: a warning"] if len(text) % 2 else []
+        return Verdict(["a problem"] if "multicast" in source else [], warned, len(text) % 3, {})
 
     monkeypatch.setattr(fuzz_topo, "judge", fake)
     assert fuzz_topo.main(["--count", "12", "--seed", "3", "--out", str(tmp_path)]) in (0, 1)
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["ran"] == 12 and summary["finished"] is True
     assert summary["failed"] == len(list(tmp_path.glob("fail-*.yaml")))
+    records = [json.loads(line) for line in (tmp_path / "records.jsonl").read_text().splitlines()]
+    assert [r["n"] for r in records] == list(range(1, 13))
+    assert summary["failed"] == sum(r["failed"] for r in records)
+    assert summary["warned"] == sum(bool(r["warned"]) for r in records)
+    assert summary["alinea_warned_lossless"] == sum(r["all_alinea"] and bool(r["warned"]) and not r["lost"]
+                                                    for r in records)
     assert here == ["<warm-up>"]  # this process ran the warm-up only; the topologies ran in children
 
 
