@@ -1,11 +1,12 @@
-"""The cycle trace of one RTM-against-reno cell (tests/topo/cvihis_cycles.py) and the fill trace of one two-bottleneck
-row (tests/topo/cvihis_fills.py): their tables, what they count and their refusals."""
+"""The cycle trace of one RTM-against-reno cell (tests/topo/cvihis_cycles.py), the fill trace of one two-bottleneck
+row (tests/topo/cvihis_fills.py) and the overflow trace of reno-grid cells (tests/topo/cvihis_overflows.py): their
+tables, what they count and their refusals."""
 
 from __future__ import annotations
 
 import pytest
 
-from tests.topo import cvihis_cycles, cvihis_fills
+from tests.topo import cvihis_cycles, cvihis_fills, cvihis_overflows
 
 
 def test_cycles_follow_renos_losses(capsys):
@@ -69,4 +70,31 @@ def test_fills_without_flow_3_leave_r2_r3_alone():
 def test_fills_refuse_bad_arguments(capsys, argv, says):
     with pytest.raises(SystemExit) as exc:
         cvihis_fills.main(argv)
+    assert exc.value.code == 2 and says in capsys.readouterr().err
+
+
+# ---- tests/topo/cvihis_overflows.py: reno-grid cells traced by the overflows of their FIFO ---------------------
+def test_overflows_table_has_a_row_per_cell(capsys):
+    assert cvihis_overflows.main(["--cells", "2/20,2/200", "--seconds", "12"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    rows = [line for line in lines[2:] if line.startswith("| 2/")]
+    assert [r.split("|")[1].strip() for r in rows] == ["2/20", "2/200"]
+    assert all(r.count("|") == len(cvihis_overflows.COLUMNS) + 2 for r in rows)
+    assert any(line.startswith("seeds 1, 12 s runs read over 6-12 s") for line in lines)
+
+
+def test_overflows_count_rtms_losses_among_the_drops():
+    """RTM's losses are drops of the one bottleneck it crosses, so never more than the drops; the receiver decides
+    three times per RTT (its RTT hint is the sender's SRTT, read here a sample apart)."""
+    m = cvihis_overflows.measure(cvihis_overflows.trace("2Mbps", "98ms", 1, 16.0, 10_000_000), 4.0)
+    assert m["overflows_min"] > 0, "reno's slow start overflows the 50-packet FIFO"
+    assert 0 <= m["rtm_lost"] <= m["drops"] and 0 <= m["rtm_part"] <= 100 and 0 <= m["spared"] <= 100
+    assert 0 < m["share"] < 100 and 2.5 < m["decisions_per_rtt"] < 3.5
+
+
+@pytest.mark.parametrize(("argv", "says"), [(["--cells", "5/200"], "5/200 not on the grid"),
+                                            (["--seeds", "x"], "--seeds x"), (["--seconds", "0"], "must be > 0")])
+def test_overflows_refuse_bad_arguments(capsys, argv, says):
+    with pytest.raises(SystemExit) as exc:
+        cvihis_overflows.main(argv)
     assert exc.value.code == 2 and says in capsys.readouterr().err
