@@ -5,7 +5,9 @@
   reordering (a packet older than the newest seen), counted apart, and duplicates.
 * :class:`PlayoutBuffer` (the engine's) -- the paper's receiver buffer: ``capacity`` packets, drained by the
   application at ``playout_bps`` in bits (each packet takes its own bits' time, so a mix of sizes plays
-  ``playout_bps``); an arrival to a full buffer is dropped (counted).
+  ``playout_bps``); an arrival to a full buffer is dropped (counted). Its clock never runs back: an
+  arrival stamped before the latest ``drain(now)`` (a netns host reads its buffer at a sample, then takes
+  frames its kernel stamped earlier) joins at that time, so what a read said was played stays true.
 * :class:`HostReporter` (the engine's) -- the receiver reports its buffer to its last-hop switch exactly as a
   switch port does (docs/reference/wire-format.md): at the first arrival after ``interval_us`` has
   elapsed, a report with the occupancy, the capacity, a per-port sequence number and the drops

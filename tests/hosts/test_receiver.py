@@ -56,6 +56,29 @@ def test_playout_takes_each_packet_in_its_own_bits_time(packets: list[tuple[int,
     assert b.played_by_flow == {f: sum(1 for g, _ in packets if g == f) for f, _ in packets}
 
 
+@given(st.lists(st.tuples(st.booleans(), st.integers(0, 3_000_000), st.integers(0, 3_000_000)), max_size=200))
+def test_a_packet_stamped_before_the_buffer_was_read_plays_no_earlier(ops: list[tuple[bool, int, int]]) -> None:
+    """A netns host reads its buffer at a sample's wake-up and may then take frames its kernel stamped
+    earlier. Whatever the stamps, what the buffer said it had played at each read stays true: between
+    any two reads it plays at most its rate x the time between them + one packet, and no packet plays
+    before the time the buffer last read (its clock never runs back; one packet per ms here)."""
+    b = PlayoutBuffer(capacity=50, playout_bps=8_000_000, packet_bytes=1000)
+    now, reads = 0, [(0, 0)]
+    for is_read, step, back in ops:
+        now += step
+        if is_read:
+            b.drain(now)
+            reads.append((now, b.played))
+        else:
+            b.on_arrival(max(0, now - back))
+            assert b.next_drain_ns() is None or b.next_drain_ns() > reads[-1][0]
+    b.drain(now)
+    reads.append((now, b.played))
+    for i, (ti, pi) in enumerate(reads):
+        for tj, pj in reads[i + 1:]:
+            assert pj - pi <= (tj - ti) // 1_000_000 + 1
+
+
 def test_a_packet_of_no_bytes_is_refused() -> None:
     with pytest.raises(ValueError, match="arriving packet must have > 0 bytes"):
         PlayoutBuffer(capacity=2, playout_bps=8000, packet_bytes=1000).on_arrival(0, 1, 0)

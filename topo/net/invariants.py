@@ -436,10 +436,12 @@ def _host_capacity(topo: Topology, rec: Recorder, end: EndState | None,
     at its arrival); every flow, TCP's in-order records included, fits it from the run's start.
     A host's playout: what it played over any window fits its playout rate."""
     late = end.sample_lateness_ns if end else 0
-    return _host_links(topo, series(), late) + _host_playouts(topo, rec, series(), late)
+    return _host_links(topo, rec, series(), late) + _host_playouts(topo, rec, series())
 
 
-def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> list[Violation]:
+def _host_links(topo: Topology, rec: Recorder, series: dict[str, _HostSeries], late: int) -> list[Violation]:
+    """Each sample's received counts at the time its host read them (``Recorder.read_ns``); the
+    lateness term stays for the frames a netns host takes after their kernel stamp."""
     out: list[Violation] = []
     for host in topo.hosts:
         mine = [f for f in topo.flows if f.dst == host.name]
@@ -456,7 +458,8 @@ def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> li
             return float(_a(max(0, t_ns - _d)))
 
         slack = 8 * max(f.packet_size for f in mine) * (1 + changes) + link.rate_bps * late / 1e9
-        at = sorted(series[host.name].at.items())
+        read = _reads(rec, host.name)
+        at = [(read(t), v) for t, v in sorted(series[host.name].at.items())]
         pts_d = [(t, float(v.datagram_bits), allowed(t)) for t, v in at]
         worst, i, j = _excess(pts_d)
         if worst > slack:
@@ -471,10 +474,14 @@ def _host_links(topo: Topology, series: dict[str, _HostSeries], late: int) -> li
     return out
 
 
-def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries], late: int) -> list[Violation]:
+def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries]) -> list[Violation]:
     """A host's application plays each packet in its own bits' time at ``playout``: over any window,
     the bits its flows played (their per-flow played counts) <= playout x window + one packet.
-    Without per-flow counts, the buffer's packets, each at least the smallest of its flows' size."""
+    Without per-flow counts, the buffer's packets, each at least the smallest of its flows' size.
+
+    Each sample counts at the time its host read it (``Recorder.read_ns``: a netns host's wake-up
+    may be late), and a buffer plays no packet before a time it was read at (engine PlayoutBuffer): so the
+    bound is exact at those times in both backends, with no lateness allowance to hide a burst in."""
     out: list[Violation] = []
     for host, rows in sorted(_group(rec.buffers, "host").items()):
         node = topo.nodes.get(host)
@@ -482,14 +489,15 @@ def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries]
         if node is None or node.playout_bps is None or not rows or not sizes:
             continue
         at = series[host].at if host in series else {}
-        per_flow = [(b.t_ns, at[b.t_ns]) for b in rows if b.t_ns in at]
+        read = _reads(rec, host)
+        per_flow = [(read(b.t_ns), at[b.t_ns]) for b in rows if b.t_ns in at]
         if per_flow and all(v.n_played == len(sizes) for _t, v in per_flow):
             pts = [(t, float(v.played_bits), node.playout_bps * t / 1e9) for t, v in per_flow]
-            slack, unit = 8 * max(sizes) + node.playout_bps * late / 1e9, "bits"
+            slack, unit = 8 * max(sizes), "bits"
         else:
             pps = node.playout_bps / (8 * min(sizes))
-            pts = [(b.t_ns, float(b.played), pps * b.t_ns / 1e9) for b in rows]
-            slack, unit = 1 + pps * late / 1e9, "packets"
+            pts = [(read(b.t_ns), float(b.played), pps * read(b.t_ns) / 1e9) for b in rows]
+            slack, unit = 1, "packets"
         worst, i, j = _excess(pts)
         if worst > slack:
             out.append(Violation("host_capacity", f"{host}: played {pts[j][1] - pts[i][1]:.0f} {unit} in "
@@ -497,6 +505,11 @@ def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries]
                                                   f"({node.playout_bps / 1e6:g} Mb/s) allows "
                                                   f"{pts[j][2] - pts[i][2]:.0f} (+ {slack:.0f})"))
     return out
+
+
+def _reads(rec: Recorder, host: str) -> Callable[[int], int]:
+    """When ``host`` read a sample's counts: the sample's time, unless it read them later (netns)."""
+    return lambda t_ns: rec.read_ns.get((host, t_ns), t_ns)
 
 
 def _by_time(samples: Iterable[Any]) -> list[tuple[int, list[Any]]]:

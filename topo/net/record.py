@@ -130,6 +130,10 @@ class Recorder:
     control_stats: dict[str, dict[str, object]] = field(default_factory=dict)
     pgmcc: list[PgmccSample] = field(default_factory=list)
     pgmcc_switches: list[PgmccSwitch] = field(default_factory=list)
+    # (host, sample time) -> when the host read that sample's receive-side counts, where not at the
+    # sample's time: a netns host reads them at its own wake-up, which may come late (the invariants
+    # compare those counts at these times: topo/net/invariants.py, host_capacity)
+    read_ns: dict[tuple[str, int], int] = field(default_factory=dict)
 
     def write(self, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)

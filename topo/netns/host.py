@@ -405,11 +405,17 @@ class NetnsHost:
         node = self.node
         assert node is not None
         buf, played = None, None
+        # the counts are those at the wake-up, which may come late: the sample says when it read them
+        read = node.sched.now_ns()
         if node.buffer is not None:
-            node.buffer.drain(node.sched.now_ns())
+            node.buffer.drain(read)
             b = node.buffer
             buf = BufferSample(t_ns, self.name, b.occupancy, b.capacity, b.played, b.dropped)
             played = b.played_by_flow  # flow id -> packets the application took (docs/reference/metrics.md, goodput)
+            # not before its last play (a frame the kernel stamped a hair ahead of this clock may have
+            # moved it); no packet taken later plays before it: the buffer's clock never runs back
+            # (engine PlayoutBuffer), so its counts are exact at each sample's read time
+            read = max(read, b.last_played_ns)
         sent = dict(node.sent)
         received = {fid: (r.received, r.owd_sum_ns) for fid, r in node.records.items()}
         if self.tcp is not None:
@@ -417,7 +423,7 @@ class NetnsHost:
             received |= self.tcp.received()
         pgmcc = node.pgmcc.sample(t_ns) if node.pgmcc is not None else []  # the sources' state (pgmcc.csv)
         self.samples.append({"t_ns": t_ns, "sent": sent, "received": received, "buffer": buf, "played": played,
-                             "pgmcc": pgmcc})
+                             "pgmcc": pgmcc, "read_ns": read})
 
     def _end(self, t_ns: int) -> None:
         self._sample(t_ns)

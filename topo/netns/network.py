@@ -719,6 +719,8 @@ class NetnsNetwork:
                 s = by_t[name].get(t)
                 if s is not None and s["buffer"] is not None:
                     rec.buffers.append(s["buffer"])
+                if s is not None and s.get("read_ns", t) != t:
+                    rec.read_ns[(name, t)] = s["read_ns"]
         for r in results.values():
             rec.laws.extend(r.get("laws", []))
             rec.packets.update(r.get("packets", {}))

@@ -699,6 +699,12 @@ impl FlowRecord {
 /// The paper's receiver buffer (hosts/receiver.py): `capacity` packets, drained by the
 /// application at `playout_bps` in bits (each packet takes its own bits at that rate, so frames
 /// of several sizes play out `playout_bps`); an arrival to a full buffer is dropped (counted).
+///
+/// The buffer's clock never runs back: an arrival stamped before the latest time the buffer was
+/// drained to (a netns host reads its buffer at a sample's wake-up, then takes frames the kernel
+/// stamped before it) joins the buffer at that time. The application cannot have played a packet
+/// before it had it, so what the buffer said it had played by then stays true, and every packet
+/// still takes its own bits' time after the one before (docs/reference/metrics.md, host_capacity).
 #[pyclass(module = "hbh_engine")]
 pub struct PlayoutBuffer {
     #[pyo3(get)]
@@ -719,6 +725,8 @@ pub struct PlayoutBuffer {
     #[pyo3(get)]
     last_played_ns: i64,
     next_ns: Option<i64>,
+    /// The latest time the buffer was drained to: an earlier arrival joins it then.
+    clock_ns: i64,
     /// The flow and length (bytes) of every packet in the buffer, oldest first: the application
     /// takes them in arrival order, so that what it played is known per flow (a host shared by
     /// several flows plays out each flow's share, not the host's total: docs/reference/metrics.md, goodput),
@@ -741,6 +749,7 @@ impl PlayoutBuffer {
             played_bytes: 0,
             last_played_ns: 0,
             next_ns: None,
+            clock_ns: i64::MIN,
             queue: VecDeque::new(),
             played_flows: BTreeMap::new(),
         })
@@ -782,6 +791,7 @@ impl PlayoutBuffer {
 
     /// The application takes every packet whose play-out time has come.
     fn drain(&mut self, now_ns: i64) {
+        self.clock_ns = self.clock_ns.max(now_ns);
         while let Some(t) = self.next_ns.filter(|&t| t <= now_ns) {
             self.occupancy -= 1;
             self.played += 1;
@@ -801,8 +811,10 @@ impl PlayoutBuffer {
         frame_gap_ns(nbytes, self.playout_bps)
     }
 
-    /// A packet of `flow` and `nbytes` arrives (> 0 bytes); false if the buffer was full.
+    /// A packet of `flow` and `nbytes` arrives (> 0 bytes); false if the buffer was full. It
+    /// joins no earlier than the buffer's clock (see the struct).
     pub(crate) fn arrive(&mut self, now_ns: i64, flow: u16, nbytes: i64) -> bool {
+        let now_ns = now_ns.max(self.clock_ns);
         self.drain(now_ns);
         if self.occupancy >= self.capacity {
             self.dropped += 1;

@@ -276,6 +276,24 @@ def test_host_capacity_fails_when_a_host_plays_out_faster_than_its_playout() -> 
     assert names(found) == ["host_capacity"] and "played" in found[0].detail
 
 
+def test_host_capacity_compares_a_playout_at_the_times_its_host_read_it() -> None:
+    """A netns host reads its counts at its wake-up, which may be late: a sample read 60 ms late holds
+    30 packets more than its nominal time allows (4 Mb/s: 50 per 100 ms), with no lateness allowance to
+    cover it. At the read times the playout fits; a burst beyond them is still found, with no allowance."""
+    t = topo()
+    late = {5: 60 * MS}
+    counts = [50 * k + (30 if k in late else 0) for k in range(11)]
+    rec = Recorder(buffers=[BufferSample(k * 100 * MS, "D", 0, 100, counts[k], 0) for k in range(11)])
+    assert names(check_invariants(t, rec, {}, None)) == ["host_capacity"]
+    rec.read_ns = {("D", k * 100 * MS): k * 100 * MS + d for k, d in late.items()}
+    assert check_invariants(t, rec, {}, None) == []
+    rec.buffers[5] = BufferSample(500 * MS, "D", 0, 100, counts[5] + 2, 0)
+    none = {"a": 0, "b": 0}
+    found = [v for v in check_invariants(t, rec, {}, end_state(t, none, none, sample_lateness_ns=1000 * MS))
+             if "played" in v.detail]
+    assert [v.name for v in found] == ["host_capacity"] and "-0.560 s" in found[0].detail
+
+
 # ---- counters_agree ------------------------------------------------------------------------------
 def test_counters_agree_fails_when_the_summary_misstates_the_counters() -> None:
     t = topo()
