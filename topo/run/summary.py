@@ -306,24 +306,32 @@ def bits_of_first(f: Flow) -> Callable[[float], float]:
     return lambda k: min(k * bits, size_bits)
 
 
-def _at(samples: list[Any], t: int, value: Any) -> float:
-    """A cumulative counter at ``t``, linear between the samples around it (0 at time 0)."""
+def _at(samples: list[Any], t: int, value: Any, when: Callable[[Any], int] | None = None) -> float:
+    """A cumulative counter at ``t``, linear between the samples around it (0 at time 0); each
+    sample at ``when(sample)`` (default its time: a netns host's read time, ``_read_times``)."""
     prev_t, prev_v = 0, 0.0
     for s in samples:
         v = value(s)
-        if s.t_ns >= t:
-            if s.t_ns == prev_t:
+        st = s.t_ns if when is None else when(s)
+        if st >= t:
+            if st == prev_t:
                 return float(v)
-            return prev_v + (v - prev_v) * (t - prev_t) / (s.t_ns - prev_t)
-        prev_t, prev_v = s.t_ns, float(v)
+            return prev_v + (v - prev_v) * (t - prev_t) / (st - prev_t)
+        prev_t, prev_v = st, float(v)
     return prev_v
 
 
-def _played_end(samples: list[FlowSample], w: _Window) -> int:
+def _read_times(rec: Recorder, host: str) -> Callable[[Any], int]:
+    """When ``host`` read a sample's receive-side counts (played, received): a netns host reads them
+    at its own wake-up, which may come late (Recorder.read_ns); the simulator at the sample's time."""
+    return lambda s: rec.read_ns.get((host, s.t_ns), s.t_ns)
+
+
+def _played_end(samples: list[FlowSample], w: _Window, when: Callable[[Any], int]) -> int:
     """A lifetime window's end for what the application played: the first sample at which the
     flow's played count reached its final value (the buffer plays out after the last arrival)."""
     final = samples[-1].played if samples else None
-    return next((s.t_ns for s in samples if s.t_ns >= w.end_ns and s.played == final), w.end_ns)
+    return next((when(s) for s in samples if s.t_ns >= w.end_ns and s.played == final), w.end_ns)
 
 
 def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Window) -> dict[str, Any]:
@@ -341,9 +349,11 @@ def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Wi
         samples = flow_samples.get(f.name, [])
         goodput, measured = received_bps, "received"
         if samples and samples[-1].played is not None:  # its destination's application plays a buffer out
-            end = _played_end(samples, w) if w.kind == "lifetime" else w.end_ns
+            read = _read_times(rec, f.dst)
+            end = _played_end(samples, w, read) if w.kind == "lifetime" else w.end_ns
             span = (end - w.start_ns) / 1e9
-            played = _at(samples, end, lambda s: s.played or 0) - _at(samples, w.start_ns, lambda s: s.played or 0)
+            played = (_at(samples, end, lambda s: s.played or 0, read)
+                      - _at(samples, w.start_ns, lambda s: s.played or 0, read))
             goodput, measured = (played * bits / span if span > 0 else 0.0), "played"
         sent = first(_at(samples, w.end_ns, lambda s: s.sent)) - first(_at(samples, w.start_ns, lambda s: s.sent))
         out[f.name] = {"src": f.src, "dst": f.dst, "control": f.control, "received": len(rows),
@@ -441,9 +451,11 @@ def _played_bits(names: set[str], sizes: list[int], samples: list[Any], rec: Rec
     for s in rec.flows:
         if s.played is not None and s.flow in names:
             flows.setdefault(s.flow, []).append(s)
+    read = _read_times(rec, samples[0].host)
     if flows and len(set(sizes)) > 1:
-        return sum(8 * rows[-1].packet_bytes * (_at(rows, half.end_ns, lambda s: s.played)
-                                                - _at(rows, half.start_ns, lambda s: s.played))
+        return sum(8 * rows[-1].packet_bytes * (_at(rows, half.end_ns, lambda s: s.played, read)
+                                                - _at(rows, half.start_ns, lambda s: s.played, read))
                    for rows in flows.values())
-    played = _at(samples, half.end_ns, lambda b: b.played) - _at(samples, half.start_ns, lambda b: b.played)
+    played = (_at(samples, half.end_ns, lambda b: b.played, read)
+              - _at(samples, half.start_ns, lambda b: b.played, read))
     return played * max(sizes) * 8

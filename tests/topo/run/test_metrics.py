@@ -337,11 +337,11 @@ def test_loss_at_a_receivers_playout_buffer_is_said_apart_from_the_networks() ->
 def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
     """The netns backend runs the same host code: its per-flow played counts add up to the sink's own
     counter and the goodputs to it stay within its playout, whether or not the run kept real time,
-    up to the netns lateness allowance (docs/reference/metrics.md: a host reads its counters at its
-    sample's wake-up, up to the runner's latest wake-up + LATE_READ_NS after the nominal time; CI at
-    a load of 13 read 30.032 Mb/s over a 1.5 s window, 1 ms of 30 Mb/s)."""
+    with no lateness allowance: a host reads its counters at its own sample's wake-up, which may be
+    late (once 52 ms while the runner's were 1 ms), and the recorder says when, so the invariant and
+    the goodputs take the counts at their read times (docs/reference/metrics.md, host_capacity);
+    each flow's goodput is rounded to 1 b/s."""
     from tests.switch import netns as N
-    from topo.netns.network import LATE_READ_NS
 
     N.require_netns()
     topo = load_topology_text(TREE, "user.yaml")
@@ -352,10 +352,10 @@ def test_netns_hosts_count_what_they_play_per_flow_too(tmp_path) -> None:
     flows = r.summary["flows"].values()
     assert all(f["goodput_of"] == "played" for f in flows)
     assert not [v for v in r.summary["invariants"]["violations"] if "host_capacity" in str(v)]
-    late_s = (r.summary["realtime"]["late_max_ms"] * 1e6 + LATE_READ_NS) / 1e9
+    assert len({tuple(f["window_s"]) for f in flows}) == 1  # one window: the goodputs add up as one count
     window_s = max(f["window_s"][1] - f["window_s"][0] for f in flows)
-    slack_bits = 8 * max(f.packet_size for f in topo.flows) + 30e6 * late_s
-    assert sum(f["goodput_bps"] for f in flows) <= 30e6 + slack_bits / window_s
+    slack_bits = 8 * max(f.packet_size for f in topo.flows)
+    assert sum(f["goodput_bps"] for f in flows) <= 30e6 + slack_bits / window_s + len(flows)
 
 
 def test_a_cell_averaged_over_only_some_seeds_says_over_how_many() -> None:
