@@ -171,12 +171,13 @@ def _rtt_corners(rate: str) -> dict[str, tuple[float, float]]:
     "4.5Mbps"])
 def test_rtt_matters_less_to_rtm_than_to_reno(rate: str) -> None:
     """The paper: RTT affects CVIHIS less than TCP (it does modestly at short RTTs, somewhat better than TCP at long
-    ones). From RTT 20 to 200 ms on one bottleneck, over seeds 1-5, RTM's mean rate changes less than reno's, or
-    RTM's mean rate relative to reno's does not fall."""
+    ones). From RTT 20 to 200 ms on one bottleneck, over seeds 1-5, RTM's mean rate relative to reno's does not
+    fall. Why not "RTM's rate changes less than reno's": the two fill the link at both RTTs, so their changes are
+    about equal and opposite, and that clause would hold whenever RTM merely gets more than reno at 20 ms, however
+    much its share falls (four readings pass it so, docs/background/cvihis.md)."""
     rates = _rtt_corners(rate)
     (rtm20, tcp20), (rtm200, tcp200) = rates["8ms"], rates["98ms"]
-    assert abs(rtm200 / rtm20 - 1) < abs(tcp200 / tcp20 - 1) or rtm200 / tcp200 >= rtm20 / tcp20, (
-        rtm20, tcp20, rtm200, tcp200)
+    assert rtm200 / tcp200 >= rtm20 / tcp20, (rtm20, tcp20, rtm200, tcp200)
 
 
 @pytest.mark.slow
