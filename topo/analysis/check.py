@@ -48,6 +48,7 @@ from topo.analysis.head_of_line import (
 )
 from topo.analysis.mix_step import MixStep, mix_steps
 from topo.analysis.report_gap import with_sparse_reports
+from topo.analysis.wire_backlog import WireBacklog, wire_backlogs
 from topo.net.model import Topology
 from topo.net.plan import buffer_unit_bytes, law_frames
 from topo.net.routes import routed_paths
@@ -85,6 +86,9 @@ class LawCheck:
     train: FrameTrain | None = None  # small frames behind a large one overflow v's buffer (frame_train.py)
     step: MixStep | None = None  # a flow's stop or start shrinks u's frames faster than v's queue rate follows (mix_step.py)
     run: FrameRun | None = None  # a run of u's small frames is sent on slower in bits by v's queue (frame_run.py)
+    # u's backlog waits behind its wire with its stamps past, so its cuts land late, and the model holds v's buffer at
+    # its target or above (wire_backlog.py; set by check_topology only then)
+    wire: WireBacklog | None = None
     paced: tuple[str, float] | None = None  # (next hop, floor): v's law toward it paces a shared queue (pacing_law)
     frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
     unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
@@ -101,7 +105,7 @@ class LawCheck:
                 and self.slow_exit is None and self.shared_fifo is None and self.fifo_share is None
                 and self.fed_share is None
                 and self.train is None and self.step is None
-                and self.run is None and not self.overflows)
+                and self.run is None and self.wire is None and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -221,6 +225,19 @@ class LawCheck:
                        f"at {r.small_bytes / r.mean_bytes:.0%} of its {format_rate(r.out_bps)} in bits: {w}'s buffer from "
                        f"{u} gains {r.gained_pkts:.3g} packets, more than the {r.room_pkts:.3g} it holds above its target")
             fixes.append(f"a buffer of at least {r.need_pkts} packets would hold them")
+        if (b := self.wire) is not None:
+            when = f" from {b.from_s:g} s" if b.from_s > 0 else ""
+            why.append(f"{u}'s flows toward {w} come in frames of several sizes and{when} bring it "
+                       f"{format_rate(b.feed_bps)} for its {format_rate(b.link_bps)} link, so the laws upstream hold a "
+                       f"backlog in {u} ({b.backlog_s * 1e3:.2g} ms of the link) that waits behind the wire with its "
+                       f"departures stamped in the past (its queue rate at R_max, from the mean frame it sent over the "
+                       f"last 0.2 s, can exceed the link's packets/s): a cut of {u}'s law spaces only the packets queued "
+                       f"after it, which leave at the link's rate until their stamps catch up, and at a cut to the "
+                       f"{format_rate(b.drain_bps)} {w} forwards of them {w}'s buffer from {u} gains "
+                       f"{b.gained_pkts:.3g} packets beyond what the law expects, more than the {b.room_pkts:.3g} it "
+                       f"holds above its target")
+            fixes.append(f"a buffer of at least {b.need_pkts} packets would hold them, or an r_max for {u} -> {w} a few "
+                         f"percent below its link keeps that backlog in its queue's stamps")
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -545,6 +562,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     trains = {**frame_trains(topo, laws), **receiver_trains(topo, laws)} if loops else {}
     steps = mix_steps(topo, duration_s, {key: loop.delay_s for key, loop, _ in loops}) if loops else {}
     runs = frame_runs(topo) if loops else {}
+    wires = {key: b for key, b in (wire_backlogs(topo, duration_s) if loops else {}).items()
+             if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -554,7 +573,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
                      shared_fifo=fifos.get(key), fifo_share=shares.get(key), fed_share=feeders.get(key),
-                     train=trains.get(key), step=steps.get(key), run=runs.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     train=trains.get(key), step=steps.get(key), run=runs.get(key), wire=wires.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
 
