@@ -44,7 +44,7 @@ import math
 from dataclasses import dataclass
 
 from topo.analysis.floor_check import NS, _Stretch, _unit
-from topo.analysis.mix_step import _backlog_wait, _mean_frame, _sends_backlog_at_wire
+from topo.analysis.mix_step import _backlog_wait, _mean_frame, _sends_backlog_at_wire, stretches
 from topo.net.model import Topology
 from topo.net.plan import buffer_for_gain, flow_frame_bytes, room_above_target
 from topo.net.routes import routed_paths
@@ -82,17 +82,8 @@ def wire_backlogs(topo: Topology, duration_s: float) -> dict[DirectedLink, WireB
             and (k[1], k[0]) in topo.ports and _sends_backlog_at_wire(topo, paths, alinea, k)]
     if not alinea or not keys:
         return {}
-    end_ns = int(duration_s * NS)
-    cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
-        ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
-    times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
     out: dict[DirectedLink, WireBacklog] = {}
-    for t0, t1 in zip(times, times[1:]):
-        rates: dict[tuple[str, str], float] = {}
-        for ev in sorted(topo.events, key=lambda e: e.at_ns):
-            if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
-                rates[min(ev.link[0], ev.link[1]), max(ev.link[0], ev.link[1])] = ev.rate_bps
-        active = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+    for t0, t1, rates, active in stretches(topo, alinea, duration_s):
         stretch = _Stretch(topo, paths, active, rates, span=(t0, t1))
         for key in keys:
             found = _late_cut(stretch, key, t0)
