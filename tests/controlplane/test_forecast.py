@@ -234,7 +234,9 @@ def test_a_fall_of_the_drain_is_expected_to_last_as_long_again_as_it_has_lasted(
             assert f.drain_pps <= f.expected_pps <= 151  # between the fallen drain and the one before
             expected.append(f.expected_pps)
             lasted.append((gone[-1] - f._fall_start_ns) / 1e9)
-            assert f.forecast_pkts == pytest.approx(140 + queued - f.expected_pps * f.horizon_s, abs=1)
+            # (this queue of 150 at 150/s sends 60/s: its stamps lag its departures, and the drain over that counts)
+            plain = 140 + queued - f.expected_pps * f.horizon_s
+            assert f.forecast_pkts == pytest.approx(plain + f.expected_pps * f.stamp_lag_s, abs=1)
         t += 10 * MS
         fwd = len(gone)
     assert expected, "the fall was never followed"
@@ -812,3 +814,61 @@ def test_the_drain_noise_squares_are_those_of_the_power_operator(rates: list[flo
     expected = math.sqrt(sum((a - b) ** 2 for a, b in zip(rates, rates[1:])) / (2 * (len(rates) - 1))) \
         if len(rates) > 1 else 0.0
     assert drain_noise(rates) == expected
+
+
+def stamped_queue(gaps_us: list[int], rates: list[int], wire_pps: float = 0.0,
+                  occ: int = 10) -> Iterator[tuple[QueueForecast, float]]:
+    """A BMv2 queue fed packets ``gaps_us`` apart, each stamped at the later of its arrival and the stamp before plus
+    the spacing of the rate in force (``rates``, one per 10 ms report); each leaves at its stamp, or with ``wire_pps``
+    no sooner than the wire has sent the one before. Yields the forecast after each report and BMv2's newest stamp."""
+    f, t_arr, last, wire_free = QueueForecast(), 0.0, 0.0, 0.0
+    departs: list[float] = []
+    gaps = iter(gaps_us * (1 + 10_000 * len(rates) // sum(gaps_us)))
+    pending = next(gaps, None)
+    for k, pps in enumerate(rates):
+        t_end = (k + 1) * 10 * MS
+        while pending is not None and t_arr + pending * 1000 < t_end:
+            t_arr += pending * 1000
+            last = max(t_arr, last + 1e9 / pps)
+            wire_free = max(last, wire_free + 1e9 / wire_pps) if wire_pps else last
+            departs.append(wire_free)
+            pending = next(gaps, None)
+        f.update(t_end, occ, len(departs), sum(1 for d in departs if d <= t_end), pps)
+        yield f, last
+
+
+@given(st.lists(st.integers(50, 15_000), min_size=1, max_size=30), st.lists(st.sampled_from([100, 200, 500, 1000, 3000]),
+                                                                             min_size=1, max_size=60))
+def test_stamps_that_keep_the_wire_read_no_lag(gaps_us: list[int], rates: list[int]) -> None:
+    """Packets leaving at their stamps: the stamps never lag the ledger, and the forecast is the ledger's alone."""
+    for f, _ in stamped_queue(gaps_us, rates):
+        assert f.stamp_lag_s == 0.0
+
+
+def test_a_wire_slower_than_the_stamps_adds_the_drain_over_their_lag() -> None:
+    """Stamped at 2,000/s and sent at 1,900/s (a mean frame that lags the frames leaving): the queue's packets wait for
+    the wire with their stamps in the past, and a rate set now spaces packets from the newest stamp, earlier than the
+    ledger's end. The lag read is no longer than the real one (the ledger's end less its oldest spacing, less BMv2's
+    newest stamp), grows with the backlog, and the forecast holds the drain over it (not on a starved buffer)."""
+    lags = []
+    for f, last in stamped_queue([400], [2000] * 100, wire_pps=1900):
+        real = (f.last_sent_ns - 1e9 / 2000 - last) / 1e9
+        assert f.stamp_lag_s <= real + 1e-9
+        lags.append(f.stamp_lag_s)
+    assert lags[-1] > lags[50] > 0.0
+    plain = f.occupancy + f.queued - f.expected_pps * f.horizon_s
+    assert f.forecast_pkts == pytest.approx(plain + f.expected_pps * f.stamp_lag_s)
+    # a starved buffer drains all that reaches it: its drain is no rate to count the lag at
+    starved = [f for f, _ in stamped_queue([400], [2000] * 100, wire_pps=1900, occ=IDLE_PKTS)][-1]
+    assert starved.stamp_lag_s > 0.0 and starved.forecast_pkts == IDLE_PKTS
+
+
+def test_the_fluid_models_forecast_reads_no_stamp_lag() -> None:
+    """The loop analysis's model (``counts_stamps`` False): its stamps keep the wire; the rule stays out of it."""
+    f = QueueForecast(counts_stamps=False)
+    fwd = deq = 0
+    for k in range(50):
+        fwd += 20
+        deq += 19
+        f.update(k * 10 * MS, 10, fwd, deq, 2000)
+    assert f.queued > 0 and f.stamp_lag_s == 0.0

@@ -79,7 +79,7 @@ def test_a_switch_backlog_that_leaves_in_smaller_frames_is_warned(name: str) -> 
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
-def test_a_tree_whose_two_exits_share_one_link_loses_only_where_warned(seed: int) -> None:
+def test_a_tree_whose_two_exits_share_one_link_loses_nothing(seed: int) -> None:
     """tree-two-exits-overflow.yaml (fuzz seed 11, 2,000 draws, at 4047f02): f1 (1448 B, H2 at 50 Mb/s, to H5's
     10 Mb/s link) and f2 (1000 B, H1 at 20 Mb/s, to H4) merge at S2 into S2 -> S1 (20 Mb/s; S1's buffer from S2 104
     packets). S2's queue rate at its 20 Mb/s R_max, from the mean frame of its last 0.2 s (1,224 B against 1,244 B
@@ -89,10 +89,12 @@ def test_a_tree_whose_two_exits_share_one_link_loses_only_where_warned(seed: int
     stamps: S2 -> S1 carried 20 Mb/s until 1.29 s, S1 forwarded 16.5, and S1's buffer from S2 went from its target to
     full: 20/9/12 lost at seeds 1-3, unwarned (with S2's R_max at 19.5 Mb/s, under the link's packets/s, nothing).
     The fluid model converts at one mean frame, its stamps keep the wire, and it peaked that buffer at 90 %; the
-    loop analysis now warns law S2->S1 for that backlog (topo/analysis/wire_backlog.py)."""
+    loop analysis warns law S2->S1 for that backlog (topo/analysis/wire_backlog.py). Now S2's forecast counts how far
+    its stamps lag the ledger's schedule (the drain over that lag, controlplane/forecast.py ``_note_stamps``), its
+    law sees the packets its cut will not space, and nothing is lost at seeds 1-3 (still warned)."""
     verdict = judge_case("tree-two-exits-overflow.yaml", seed=seed)
     assert verdict.problems == []
-    assert verdict.lost == 0 or any(w.startswith("law S2->S1") and "stamped in the past" in w for w in verdict.warned)
+    assert verdict.lost == 0
 
 
 def test_the_tree_with_its_merge_law_under_its_link_keeps_the_backlog_in_its_stamps() -> None:
