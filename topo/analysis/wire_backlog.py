@@ -22,7 +22,9 @@ sent ~1,990 (its mean lagging f1's growing share: 1,224 B against 1,244 sent), a
 packets (45-50 ms of the wire) in S2. From 1.05 s S2's law cut to 10-17 Mb/s (1,050-1,840 packets/s) while its
 link went on sending 20 Mb/s until 1.29 s, and S1's buffer from S2 went from its target (66 of 84 frames) to full
 (104 packets). With S2's R_max 19.5 Mb/s, below the link's packets/s, the stamps hold the backlog and nothing is
-lost (seeds 1-3). The fluid model converts a switch's rate at one mean frame (topo/analysis/fluid_network.py), so
+lost (seeds 1-3); since the agent's forecast counts a bound on the stamps' lag (controlplane/forecast.py,
+``_note_stamps``), nothing is lost there at R_max 20 Mb/s either, but the forecast leaves the lag out while its drain's
+window holds a starved report, as in the stamped-backlog-mix fabrics, which still lose: the rule stays. The fluid model converts a switch's rate at one mean frame (topo/analysis/fluid_network.py), so
 its stamps keep the wire and it sees none of this: it peaks that buffer at 90 %.
 
 So: u's law toward v is warned where (1) it sends its backlog at the wire (:func:`mix_step._sends_backlog_at_wire`:
