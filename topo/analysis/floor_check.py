@@ -54,6 +54,7 @@ lifts its rate on each fall of the count while the floor clips each cut.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from controlplane.alinea import AlineaLaw
@@ -164,6 +165,25 @@ class FloorOverflow:
                 f"an r_floor below {format_rate(self.drain_bps)} would let them drain back")
 
 
+def stretches(topo: Topology, alinea: list[Flow], duration_s: float
+              ) -> Iterator[tuple[int, int, dict[tuple[str, str], float], list[Flow]]]:
+    """The run's first ``duration_s`` cut where the ALINEA flows start or stop or a link's rate changes: each
+    stretch's (start, end) in ns, the link rates then (changed links only, keyed by sorted ends) and the flows
+    active. Why one place: every check that looks for the worst moment of a run (this module's, mix_step.py's, wire_backlog.py's) walks
+    the same stretches."""
+    end_ns = int(duration_s * NS)
+    cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
+        ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
+    times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
+    events = sorted(topo.events, key=lambda e: e.at_ns)
+    for t0, t1 in zip(times, times[1:]):
+        rates: dict[tuple[str, str], float] = {}
+        for ev in events:
+            if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
+                rates[_key(*ev.link)] = ev.rate_bps
+        yield t0, t1, rates, [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+
+
 def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, FloorOverflow]:
     """The laws whose floor fills their buffer in some stretch of the first ``duration_s`` of the run
     (the first such stretch of each)."""
@@ -171,21 +191,12 @@ def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, Flo
     alinea = [f for f in topo.flows if f.control == "alinea"]
     if not alinea:
         return {}
-    end_ns = int(duration_s * NS)
-    cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
-        ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
-    times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
     out: dict[DirectedLink, FloorOverflow] = {}
     before: list[Flow] = []  # the flows of the stretch before
     prior: _Stretch | None = None  # the stretch before
     capacity_before: dict[DirectedLink, float] = {}  # what v could forward of u's flows in the stretch before
     backlog: dict[DirectedLink, _Backlog] = {}  # what u's floor left above v's target at the stretch's end
-    for t0, t1 in zip(times, times[1:]):
-        rates = {}
-        for ev in sorted(topo.events, key=lambda e: e.at_ns):
-            if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
-                rates[_key(*ev.link)] = ev.rate_bps
-        active = [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+    for t0, t1, rates, active in stretches(topo, alinea, duration_s):
         stretch = prior = _Stretch(topo, paths, active, rates, prior=prior, span=(t0, t1))
         before, previous = active, before
         fresh_hops = {hop for f in active for hop in paths[f.name]} - {hop for f in previous for hop in paths[f.name]}

@@ -40,13 +40,12 @@ above a 9-packet room at 10 Mb/s.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS
 from controlplane.params import LawParams
-from topo.analysis.floor_check import NS, _Stretch, _unit
+from topo.analysis.floor_check import NS, _Stretch, _unit, stretches
 from topo.net.model import Flow, Topology
 from topo.net.plan import buffer_for_gain, flow_frame_bytes, law_frames, room_above_target
 from topo.net.routes import routed_paths
@@ -100,24 +99,6 @@ def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, floa
                     out[key] = found
         before, prior = active, stretch
     return out
-
-
-def stretches(topo: Topology, alinea: list[Flow], duration_s: float
-              ) -> Iterator[tuple[int, int, dict[tuple[str, str], float], list[Flow]]]:
-    """The run's first ``duration_s`` cut where the ALINEA flows start or stop or a link's rate changes: each
-    stretch's (start, end) in ns, the link rates then (changed links only, keyed by sorted ends) and the flows
-    active. Why one place: every check that looks for the worst moment of a run walks the same stretches."""
-    end_ns = int(duration_s * NS)
-    cuts = {0} | {f.start_ns for f in alinea} | {f.stop_ns for f in alinea if f.stop_ns is not None} | {
-        ev.at_ns for ev in topo.events if ev.kind == "link_rate"}
-    times = sorted(t for t in cuts if 0 <= t < end_ns) + [end_ns]
-    events = sorted(topo.events, key=lambda e: e.at_ns)
-    for t0, t1 in zip(times, times[1:]):
-        rates: dict[tuple[str, str], float] = {}
-        for ev in events:
-            if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
-                rates[min(ev.link[0], ev.link[1]), max(ev.link[0], ev.link[1])] = ev.rate_bps
-        yield t0, t1, rates, [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
 
 
 def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Flow], delay_s: float,

@@ -45,8 +45,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from topo.analysis.floor_check import NS, _Stretch, _unit
-from topo.analysis.mix_step import _backlog_wait, _mean_frame, _sends_backlog_at_wire, stretches
+from topo.analysis.floor_check import NS, _Stretch, _unit, stretches
+from topo.analysis.mix_step import _backlog_wait, _mean_frame, _sends_backlog_at_wire
 from topo.net.model import Topology
 from topo.net.plan import buffer_for_gain, flow_frame_bytes, room_above_target
 from topo.net.routes import routed_paths
