@@ -19,6 +19,7 @@ import statistics
 import sys
 from dataclasses import dataclass, field
 
+from topo.file.settings import parse_seeds
 from topo.results.tcp import grid_cells, scenario
 
 S = 1_000_000_000
@@ -126,14 +127,6 @@ def table(rows: list[tuple[str, dict[str, float]]]) -> list[str]:
     return out
 
 
-def seed_range(text: str) -> list[int]:
-    """``1-5`` or ``3``: the seeds; ValueError naming the text otherwise."""
-    a, _, b = text.partition("-")
-    if not (a.isdigit() and (not b or b.isdigit())) or int(b or a) < int(a):
-        raise ValueError(f"--seeds {text}: use N or N-M")
-    return list(range(int(a), int(b or a) + 1))
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m tests.topo.cvihis_overflows", description=__doc__.split("\n\n")[0])
     p.add_argument("--cells", default="2/20,2/200", help="the grid's cells, MBPS/RTT,... (e.g. 2/20,2/200)")
@@ -148,9 +141,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.seconds <= 0 or args.sample_ms <= 0 or not 0 <= skip < args.seconds or args.buffer < 0:
         p.error("--seconds and --sample-ms must be > 0, --skip in [0, --seconds), --buffer >= 0")
     try:
-        cells, seeds = grid_cells(args.cells), seed_range(args.seeds)
+        cells = grid_cells(args.cells)
     except ValueError as exc:
         p.error(str(exc))
+    try:
+        seeds = parse_seeds(args.seeds)
+    except ValueError:
+        p.error(f"--seeds {args.seeds}: use N, N-M or a comma list of those (e.g. 1-5)")
     rows = []
     for rate, rtt, delay in cells:
         runs = [measure(trace(rate, delay, seed, args.seconds, round(args.sample_ms * MS), args.reading, args.buffer),

@@ -458,8 +458,7 @@ def _host_links(topo: Topology, rec: Recorder, series: dict[str, _HostSeries], l
             return float(_a(max(0, t_ns - _d)))
 
         slack = 8 * max(f.packet_size for f in mine) * (1 + changes) + link.rate_bps * late / 1e9
-        read = _reads(rec, host.name)
-        at = [(read(t), v) for t, v in sorted(series[host.name].at.items())]
+        at = [(rec.read_at(host.name, t), v) for t, v in sorted(series[host.name].at.items())]
         pts_d = [(t, float(v.datagram_bits), allowed(t)) for t, v in at]
         worst, i, j = _excess(pts_d)
         if worst > slack:
@@ -489,14 +488,14 @@ def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries]
         if node is None or node.playout_bps is None or not rows or not sizes:
             continue
         at = series[host].at if host in series else {}
-        read = _reads(rec, host)
-        per_flow = [(read(b.t_ns), at[b.t_ns]) for b in rows if b.t_ns in at]
+        per_flow = [(rec.read_at(host, b.t_ns), at[b.t_ns]) for b in rows if b.t_ns in at]
         if per_flow and all(v.n_played == len(sizes) for _t, v in per_flow):
             pts = [(t, float(v.played_bits), node.playout_bps * t / 1e9) for t, v in per_flow]
             slack, unit = 8 * max(sizes), "bits"
         else:
             pps = node.playout_bps / (8 * min(sizes))
-            pts = [(read(b.t_ns), float(b.played), pps * read(b.t_ns) / 1e9) for b in rows]
+            reads = [rec.read_at(host, b.t_ns) for b in rows]
+            pts = [(t, float(b.played), pps * t / 1e9) for t, b in zip(reads, rows)]
             slack, unit = 1, "packets"
         worst, i, j = _excess(pts)
         if worst > slack:
@@ -505,11 +504,6 @@ def _host_playouts(topo: Topology, rec: Recorder, series: dict[str, _HostSeries]
                                                   f"({node.playout_bps / 1e6:g} Mb/s) allows "
                                                   f"{pts[j][2] - pts[i][2]:.0f} (+ {slack:.0f})"))
     return out
-
-
-def _reads(rec: Recorder, host: str) -> Callable[[int], int]:
-    """When ``host`` read a sample's counts: the sample's time, unless it read them later (netns)."""
-    return lambda t_ns: rec.read_ns.get((host, t_ns), t_ns)
 
 
 def _by_time(samples: Iterable[Any]) -> list[tuple[int, list[Any]]]:

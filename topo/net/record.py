@@ -135,6 +135,11 @@ class Recorder:
     # compare those counts at these times: topo/net/invariants.py, host_capacity)
     read_ns: dict[tuple[str, int], int] = field(default_factory=dict)
 
+    def read_at(self, host: str, t_ns: int) -> int:
+        """When ``host`` read its receive-side counts of the sample at ``t_ns``: that time, unless it
+        read them later (a netns host's wake-up). The one lookup the summary and the invariants share."""
+        return self.read_ns.get((host, t_ns), t_ns)
+
     def write(self, out: Path) -> list[Path]:
         out.mkdir(parents=True, exist_ok=True)
         written = [

@@ -322,9 +322,9 @@ def _at(samples: list[Any], t: int, value: Any, when: Callable[[Any], int] | Non
 
 
 def _read_times(rec: Recorder, host: str) -> Callable[[Any], int]:
-    """When ``host`` read a sample's receive-side counts (played, received): a netns host reads them
-    at its own wake-up, which may come late (Recorder.read_ns); the simulator at the sample's time."""
-    return lambda s: rec.read_ns.get((host, s.t_ns), s.t_ns)
+    """When ``host`` read a sample's receive-side counts (played, received), for :func:`_at`'s ``when``
+    (Recorder.read_at: a netns host reads them at its own wake-up, which may come late)."""
+    return lambda s: rec.read_at(host, s.t_ns)
 
 
 def _played_end(samples: list[FlowSample], w: _Window, when: Callable[[Any], int]) -> int:
