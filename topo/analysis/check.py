@@ -13,7 +13,9 @@ not shared by an exit slower than its share of the feed with exits that pass, wh
 would take for the buffer's drain, nor drained as a share of a FIFO another link fills below the floor of
 the law that feeds it (:mod:`topo.analysis.head_of_line`), and that it holds the small frames that arrive behind one
 large frame leaving by an exit no law paces, or playing out at a receiver (:mod:`topo.analysis.frame_train`), nor a run of small frames a switch's backlog
-sends into a queue whose rate in packets/s is set from a larger mean frame (:mod:`topo.analysis.frame_run`). ``hbh run`` prints one warning per law that fails
+sends into a queue whose rate in packets/s is set from a larger mean frame (:mod:`topo.analysis.frame_run`), and that
+no buffer overflows in the fluid model at the rate an exit carries that runs dry under frames larger than the FIFO
+its laws hold (:mod:`topo.analysis.exit_idle`). ``hbh run`` prints one warning per law that fails
 one, once, at start (docs/background/analysis.md, "The loop with its delay" and "The hops together").
 """
 
@@ -26,6 +28,7 @@ from dataclasses import dataclass
 from controlplane.frame_size import packets_for_frames
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from controlplane.units import format_rate
+from topo.analysis.exit_idle import ExitShortfall, exit_shortfalls
 from topo.analysis.floor_check import FloorOverflow, floor_overflows
 from topo.analysis.fluid_network import (
     LOSS_PKTS,
@@ -89,6 +92,9 @@ class LawCheck:
     # u's backlog waits behind its wire with its stamps past, so its cuts land late, and the model holds v's buffer at
     # its target or above (wire_backlog.py; set by check_topology only then)
     wire: WireBacklog | None = None
+    # v's buffer from u overflows in the fluid model only at the rates idle exits carry, exits whose FIFO the laws
+    # feeding it hold at less than one of its large frames (exit_idle.py)
+    idle: ExitShortfall | None = None
     paced: tuple[str, float] | None = None  # (next hop, floor): v's law toward it paces a shared queue (pacing_law)
     frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
     unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
@@ -105,7 +111,7 @@ class LawCheck:
                 and self.slow_exit is None and self.shared_fifo is None and self.fifo_share is None
                 and self.fed_share is None
                 and self.train is None and self.step is None
-                and self.run is None and self.wire is None and not self.overflows)
+                and self.run is None and self.wire is None and self.idle is None and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -238,6 +244,9 @@ class LawCheck:
                        f"holds above its target")
             fixes.append(f"a buffer of at least {b.need_pkts} packets would hold them, or an r_max for {u} -> {w} a few "
                          f"percent below its link keeps that backlog in its queue's stamps")
+        if (i := self.idle) is not None:
+            why.append(_idle_why(u, w, i))
+            fixes.append(_idle_fix(i))
         n = self.network
         if n is not None and self.overflows and n.lost_pkts < LOSS_PKTS:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
@@ -298,6 +307,24 @@ class LawCheck:
         """The fewest packets a topology file's ``buffer:`` may give v's buffer for u's law to count ``frames`` of
         its frames there."""
         return packets_for_frames(frames, self.unit_bytes, self.frame_bytes)
+
+
+def _idle_why(u: str, w: str, i: ExitShortfall) -> str:
+    """Why the idle-exit rule fires (topo/analysis/exit_idle.py)."""
+    exits = "; ".join(f"{e.v}'s exit toward {e.w}, which no law paces, carries about {1 - e.idle:.1%} of its rate: the "
+                      f"laws feeding it hold its FIFO at about {e.target_bytes:.0f} B, less than one of its "
+                      f"{e.large_bytes} B frames, and it runs dry for the rest of each large frame's bits (its flows' "
+                      f"frames are of several sizes; a fluid has none)" for e in i.exits)
+    p = i.peak
+    peak = (f"fills ({p.lost_pkts:.2g} packets of fluid lost from {p.first_loss_s:.2f} s)" if p.first_loss_s is not None
+            else f"peaks at {p.peak:.1%}")
+    return f"{exits}; at that rate {w}'s buffer from {u} {peak} in the fluid model, the laws behind their loops"
+
+
+def _idle_fix(i: ExitShortfall) -> str:
+    """The idle-exit rule's remedy: the FIFO held at a large frame or more."""
+    return "; ".join(f"buffers at {e.v} from the links feeding its exit toward {e.w} whose targets hold a "
+                     f"{e.large_bytes} B frame would keep it busy" for e in i.exits)
 
 
 def _twin(n: NetworkPeak) -> str:
@@ -564,6 +591,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     runs = frame_runs(topo) if loops else {}
     wires = {key: b for key, b in (wire_backlogs(topo, duration_s) if loops else {}).items()
              if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
+    inputs = {key: feeding_links(topo, *key) for key in laws}
+    idles = exit_shortfalls(topo, duration_s, peaks, inputs) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
     verdicts: dict[tuple[Loop, float | None], Verdict] = {}
@@ -571,9 +600,9 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
         if (loop, drop_at) not in verdicts:
             verdicts[(loop, drop_at)] = assess(loop, duration_s, drop_at)
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
-                     feeding_links(topo, *key), events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
+                     inputs[key], events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
                      shared_fifo=fifos.get(key), fifo_share=shares.get(key), fed_share=feeders.get(key),
-                     train=trains.get(key), step=steps.get(key), run=runs.get(key), wire=wires.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
+                     train=trains.get(key), step=steps.get(key), run=runs.get(key), wire=wires.get(key), idle=idles.get(key), paced=_paced_only(topo, *key), frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]
 
