@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from controlplane.frame_size import packets_for_frames
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from controlplane.units import format_rate
+from topo.analysis.brake_ramp import with_brake_ramps
 from topo.analysis.exit_idle import ExitShortfall, exit_shortfalls
 from topo.analysis.floor_check import FloorOverflow, floor_overflows
 from topo.analysis.fluid_network import (
@@ -643,10 +644,12 @@ def warnings(topo: Topology, duration_s: float = 60.0, seed: int | None = None, 
 
 def warnings_of(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[str]:
     """The warnings of ``checks`` (:func:`check_topology`'s for ``duration_s``): each law's, with the buffers'
-    remedy, then the laws that run at their packets' gap (topo/analysis/report_gap.py). ``hbh run`` and
+    remedy, then the laws that run at their packets' gap (topo/analysis/report_gap.py), then those whose buffer a
+    start-up brake's cut under the sources' ramp overruns (topo/analysis/brake_ramp.py). ``hbh run`` and
     ``hbh show`` both print these, so neither can miss a rule the other has."""
     warned = [w for c in with_remedy(topo, checks, duration_s) if (w := c.warning()) is not None]
-    return with_sparse_reports(topo, [(c.key, c.loop, c.drop_at_s) for c in checks], warned)
+    loops = [(c.key, c.loop, c.drop_at_s) for c in checks]
+    return with_brake_ramps(topo, loops, with_sparse_reports(topo, loops, warned), path_drain)
 
 
 def with_remedy(topo: Topology, checks: list[LawCheck], duration_s: float) -> list[LawCheck]:

@@ -5,9 +5,12 @@ from __future__ import annotations
 import dataclasses
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from tests.paths import ROOT
-from topo.analysis.check import check_topology, warnings
+from tests.paths import RANDOM_CASES, ROOT
+from topo.analysis.brake_ramp import _gained_bits, brake_ramps
+from topo.analysis.check import check_topology, law_loops, path_drain, warnings
 from topo.file.scaling import scaled_text
 from topo.file.schema import load_topology, load_topology_text
 from topo.run.runner import run_experiment
@@ -141,3 +144,24 @@ def test_a_buffer_with_exactly_one_packet_above_its_target_has_room_for_its_one_
     assert checks[("S1", "S2")].room_pkts == checks[("S1", "S2")].inputs == 1
     small = {c.key: c for c in check_topology(load_topology_text(src.replace("buffer: 5}", "buffer: 4}"), "four.yaml"), 5)}
     assert "a buffer of at least 5 packets" in (small[("S1", "S2")].warning() or "")
+
+
+@given(st.floats(1e3, 1e12), st.floats(1e3, 1e10), st.floats(0.0, 1.0), st.floats(0.0, 1.0))
+def test_a_brake_ramps_gain_grows_with_the_ramp_and_never_beyond_its_rise(slope: float, rise: float, a: float,
+                                                                          b: float) -> None:
+    """topo/analysis/brake_ramp.py: what u's buffer gains over a span is the ramp's triangle until the rise left is
+    spent, then the rise a second: never less over a longer span, never more than the rise times the span."""
+    short, long = sorted((a, b))
+    assert _gained_bits(slope, rise, short) <= _gained_bits(slope, rise, long) * (1 + 1e-12)
+    assert _gained_bits(slope, rise, long) <= rise * long * (1 + 1e-12)
+    assert _gained_bits(slope, rise, long) <= slope * long * long / 2 * (1 + 1e-12)
+
+
+def test_a_brake_cut_under_a_ramp_is_a_bmv2_queues_rule() -> None:
+    """A switch's brake acts through its forecast on BMv2's queues only: on a shaper's, the rule is silent."""
+    name = "open-brake-guess-small-buffers-line.yaml"
+    src = (RANDOM_CASES / name).read_text()
+    bmv2 = load_topology_text(src, name)
+    shaper = load_topology_text(src.replace("defaults:", "options: {queue_model: shaper}\ndefaults:", 1), name)
+    assert set(brake_ramps(bmv2, law_loops(bmv2), path_drain)) == {("S1", "S2"), ("S2", "S3")}
+    assert brake_ramps(shaper, law_loops(shaper), path_drain) == {}
