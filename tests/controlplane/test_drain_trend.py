@@ -145,3 +145,29 @@ def test_the_trend_s_running_sums_fit_the_line_through_the_window_s_stretches(
             assert slope * math.sqrt(sxx) == pytest.approx(want[1] * math.sqrt(want[2]), rel=1e-9, abs=1e-10 * scale)
             assert noise == pytest.approx(want[3], rel=1e-9, abs=1e-10 * scale)
             assert now == pytest.approx(want[4], rel=1e-10, abs=1e-10 * scale)
+
+
+def test_a_fall_that_begins_within_a_steady_fall_expects_no_more_than_the_trend() -> None:
+    """silent-before-start-merge.yaml (seed 3): S1's law toward S3 followed a steady fall of S3's drain (the trend's
+    14,555 packets/s against the window's 16,745) when a stretch fell past the fall's gate; the fall's horizon mixed
+    the fallen drain with the window's, the expected drain jumped to 16,612 packets/s, the forecast fell by 31
+    packets and the law rose 3.4 Mb/s for 10 ms, which S1's stamped backlog delivered into S3's full buffer 20 ms
+    later (1 lost, unwarned). The drain before a fall is the trend's value now where a steady fall is followed:
+    the report at which a fall begins to be followed expects no more than the report before it."""
+    f = QueueForecast()
+    t, drained, last_ns = 0, 0, 0
+    next_ns = 1e9 / falling(0)
+    expected: list[tuple[bool, float, float]] = []  # per report: a fall followed, the expected drain, the window's
+    while t < SPAN_NS + 20_000_000:
+        t += GAP_NS
+        while next_ns <= t:
+            last_ns, drained = round(next_ns), drained + 1
+            rate = falling(next_ns) if next_ns < SPAN_NS else 0.8 * END_PPS
+            next_ns += 1e9 / rate
+        f.update(t, 20, drained + 60, drained, round(START_PPS), drained=drained, drained_ns=last_ns)  # 16 ms queued
+        expected.append((f.guessed_fall, f.expected_pps, f.window_pps))
+    onsets = [i for i in range(1, len(expected)) if expected[i][0] and not expected[i - 1][0]]
+    assert onsets, "no fall followed: the test tests nothing"
+    assert expected[onsets[0] - 1][1] < expected[onsets[0] - 1][2]  # the trend was followed before the fall
+    for i in onsets:
+        assert expected[i][1] <= expected[i - 1][1]
