@@ -10,8 +10,11 @@ on the known part of the future)::
 
     Ô = O(k) + Q − μ·h
 
-with ``μ`` the buffer's drain of this hop's packets. Everything comes from what the agent can know
-on BMv2:
+with ``μ`` the buffer's drain of this hop's packets, and no less than the excess of every newest part of
+the queued packets over what drains while they arrive: the buffer never goes below empty, so where a hole
+in the queue's schedule (packets stamped slower than the drain) empties it, the drain it misses there is
+not taken off the packets stamped behind the hole (``_committed_pkts``). Everything comes from what the
+agent can know on BMv2:
 
 * ``Q`` and this hop's departures: two wrapping counters that alinea.p4 keeps per egress port and
   copies into the packet-in of every report arriving on that port (``fwd_pkts``: IPv4 packets
@@ -523,8 +526,8 @@ class QueueForecast:
             self.forecast_pkts = self._starved_forecast(occupancy)  # our own sending rate, not its capacity
         elif self._takes_backlog_drain():
             self.forecast_pkts = self._committed_pkts(occupancy, self.window_busy_pps)  # _backlog_drain_pps
-        else:
-            self.forecast_pkts = occupancy + queued - self.expected_pps * horizon_s
+        else:  # O + Q - μ·h, or more where a hole in the schedule empties the buffer before the stamps behind it
+            self.forecast_pkts = self._committed_pkts(occupancy, self.expected_pps)
         if self.stamp_lag_s > 0.0 and not self.starved_in_window:
             self.forecast_pkts += self.expected_pps * self.stamp_lag_s
         return self.forecast_pkts
@@ -755,7 +758,15 @@ class QueueForecast:
     def _committed_pkts(self, occupancy: int, mu: float) -> float:
         """The buffer's occupancy when the newest queued packet reaches it, each queued packet arriving at the
         spacing it was stamped with and the buffer draining ``mu`` packets/s, never below empty: the largest of
-        ``O + Q - mu·h`` and the excess of each newest part of the ledger over what drains while it arrives."""
+        ``O + Q - mu·h`` and the excess of each newest part of the ledger over what drains while it arrives.
+
+        Why on every report, not only those that read the buffer starved: a buffer that holds a backlog now
+        empties just as well in a hole further down the ledger. ``O + Q - mu·h`` took the drain it missed there off
+        the packets stamped behind the hole: S4's law toward H4's 20-packet receive buffer (1 Mb/s playout, 217
+        packets/s) read 19 packets there, 205 queued over a horizon of 1.05 s that held the floor's hole stamped a
+        second before, as bound for empty (Ô 0), and its rate jumped from 1 to 2.8-3.3 Mb/s; the stamps behind the
+        hole refilled the buffer, and the jump overflowed it a horizon later
+        (tests/topo/random_cases/open-hole-burst-receive-buffer-line.yaml, issue 46)."""
         counts, products = self._counts, self._products
         n = 0.0
         span_ns = 0.0

@@ -660,6 +660,12 @@ class Line:
         return peak
 
 
+    def at_newest(self) -> int:
+        """The downstream buffer's occupancy when this hop's newest stamped packet reaches it."""
+        newest = self.stamps[-1]
+        return len(self.stamps) - sum(1 for s in self.served if s <= newest)
+
+
 def starved_then_raised() -> Line:
     """0.1 s at the source's rate (the buffer fills at 200 packets/s over what it takes: a backlog), 0.1 s cut to
     500 packets/s (the buffer empties and starves), then 2000 packets/s for 50 ms: stamped behind the 500 packets/s
@@ -872,3 +878,44 @@ def test_the_fluid_models_forecast_reads_no_stamp_lag() -> None:
         deq += 19
         f.update(k * 10 * MS, 10, fwd, deq, 2000)
     assert f.queued > 0 and f.stamp_lag_s == 0.0
+
+
+def held_then_hole_then_burst(hole_pps: int, burst_pps: int) -> Line:
+    """0.3 s at the source's rate (the buffer gains 200 packets/s over what it takes: a backlog of 60), 50 ms cut to
+    ``hole_pps`` (a hole in the queue's schedule: its stamps take longer than the backlog lasts), then 20 ms at
+    ``burst_pps``, stamped behind the hole: the buffer still holds a backlog at the last report, empties in the hole,
+    and the burst fills it again."""
+    line = Line()
+    line.run(0.3, SOURCE_PPS)
+    line.run(0.05, hole_pps)
+    line.run(0.02, burst_pps)
+    return line
+
+
+def test_a_hole_in_the_schedule_does_not_drain_the_burst_behind_it() -> None:
+    """A buffer cannot go below empty: the drain it misses while a hole in the queue's schedule starves it is not
+    taken off the packets stamped behind the hole. ``O + Q - mu h`` took it off, read the backlogged buffer as bound
+    for empty, and the law raised its rate over stamps that would fill it: S4's law toward H4's 20-packet receive
+    buffer, 19 packets there, read 0 and jumped from 1 to 2.8-3.3 Mb/s into its 1 Mb/s playout, which overflowed a
+    horizon later (tests/topo/random_cases/open-hole-burst-receive-buffer-line.yaml; issue 46). The forecast is the
+    buffer's occupancy when the newest stamped packet reaches it, with the buffer reflected at empty."""
+    line = held_then_hole_then_burst(300, 3000)
+    occupancy, forecast = line.forecasts[-1]
+    f = line.f
+    assert occupancy > IDLE_PKTS and not f.starved_in_window  # a backlog: the drain measures what the buffer takes
+    assert f.expected_pps == pytest.approx(CAP_PPS, rel=0.02)
+    assert occupancy + f.queued - f.expected_pps * f.horizon_s < 0  # the whole queue's excess: bound for empty
+    truth = line.at_newest()
+    assert truth > 10
+    assert forecast == pytest.approx(truth, abs=2)
+
+
+@given(st.integers(100, 700), st.integers(1000, 5000))
+@example(300, 3000)
+def test_the_forecast_is_the_reflected_buffer_when_the_newest_stamp_arrives(hole_pps: int, burst_pps: int) -> None:
+    """Whatever the hole and the burst behind it: the forecast is the buffer's occupancy when the newest stamped packet
+    reaches it (the fluid buffer never below empty), to within a few packets (a fluid buffer; the packets in service, a report's edges)."""
+    line = held_then_hole_then_burst(hole_pps, burst_pps)
+    occupancy, forecast = line.forecasts[-1]
+    assert occupancy > IDLE_PKTS and not line.f.starved_in_window
+    assert forecast == pytest.approx(line.at_newest(), abs=3)
