@@ -138,12 +138,26 @@ def test_a_floor_above_what_the_switch_forwards_is_warned_with_the_floor_that_wo
 
 def test_a_buffer_with_exactly_one_packet_above_its_target_has_room_for_its_one_feeder() -> None:
     """5 packets at 80 %: one packet of room, for the one link feeding the queue ((1 - 0.8) * 5 is just
-    below 1 in floats: it was warned as less than one, and told to grow to 6)."""
-    src = FLOOR_OVER_DRAIN.replace("rate: 500Mbps", "rate: 2Mbps").replace("rate: 5Mbps}", "rate: 2Mbps, buffer: 5}")
+    below 1 in floats: it was warned as less than one, and told to grow to 6). H2's 1 Mb/s link holds S2's
+    buffer at its target (the room rule counts only there: ``LawCheck.short_of_room``)."""
+    src = (FLOOR_OVER_DRAIN.replace("rate: 500Mbps", "rate: 2Mbps").replace("rate: 5Mbps}", "rate: 2Mbps, buffer: 5}")
+           .replace("- {ends: [S2, H2]}", "- {ends: [S2, H2], rate: 1Mbps}"))
     checks = {c.key: c for c in check_topology(load_topology_text(src, "five.yaml"), 5)}
     assert checks[("S1", "S2")].room_pkts == checks[("S1", "S2")].inputs == 1
     small = {c.key: c for c in check_topology(load_topology_text(src.replace("buffer: 5}", "buffer: 4}"), "four.yaml"), 5)}
     assert "a buffer of at least 5 packets" in (small[("S1", "S2")].warning() or "")
+
+
+def test_the_room_above_a_target_counts_only_where_the_laws_together_hold_the_buffer_there() -> None:
+    """A 4-packet buffer at 80 % holds 0.8 packets above its target, less than its one feeding link's packet. On a
+    line of 2 Mb/s links nothing holds S2's buffer at its target (the model peaks far below it): the room rule is
+    silent and the packet is counted above the model's peak (``LawCheck.short_of_room``); behind H2's 1 Mb/s link
+    the laws hold it there and the rule warns."""
+    src = (FLOOR_OVER_DRAIN.replace("rate: 500Mbps", "rate: 2Mbps").replace("rate: 5Mbps}", "rate: 2Mbps, buffer: 4}"))
+    for text, held in ((src, False), (src.replace("- {ends: [S2, H2]}", "- {ends: [S2, H2], rate: 1Mbps}"), True)):
+        c = {c.key: c for c in check_topology(load_topology_text(text, "four.yaml"), 5)}[("S1", "S2")]
+        assert c.room_pkts < c.inputs == 1 and c.network is not None
+        assert (c.network.peak >= c.loop.law.o_max) == held and c.short_of_room == held
 
 
 @given(st.floats(1e3, 1e12), st.floats(1e3, 1e10), st.floats(0.0, 1.0), st.floats(0.0, 1.0))

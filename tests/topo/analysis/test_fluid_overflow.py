@@ -1,6 +1,7 @@
 """When the laws-together model counts a buffer as overflowing (topo/analysis/fluid_network.py, ``overflows``):
 its fluid lost ``LOSS_PKTS`` or more, or its peak left room for fewer packets than the links feeding
-its queue can hand it at once (at least one). Hypothesis over any peak the model can report."""
+its queue can hand it at once (with none, ``check.packet_margin``'s 0, its peak at full). Hypothesis over any
+peak the model can report."""
 
 from __future__ import annotations
 
@@ -26,9 +27,11 @@ def test_a_buffer_overflows_exactly_when_it_lost_enough_or_had_no_packet_of_room
     room = (1.0 - p.peak) * p.capacity
     if p.lost_pkts >= LOSS_PKTS:
         assert overflows(p, packets)
-    elif room >= max(1, packets) + 1e-6:
+    elif packets == 0:
+        assert overflows(p, packets) == (room_at_peak(p) <= 0)
+    elif room >= packets + 1e-6:
         assert not overflows(p, packets)
-    elif room < max(1, packets) - 1e-6:
+    elif room < packets - 1e-6:
         assert overflows(p, packets)
 
 
