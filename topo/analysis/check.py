@@ -239,6 +239,9 @@ class LawCheck:
         if (m := self.step) is not None:
             sender = ("its pacer sends its law's bits in them at once" if not m.backlog_s else
                       "its backlog, queued behind its link with its departures stamped, leaves in them at the link's bits")
+            if m.through:
+                sender = ("its law, at its R_max above all it carries, passes them as they come, a starting host's "
+                          "law sending its floor in its smallest frame")
             within = ("within the loop's delay" if not m.backlog_s else
                       f"within the loop's delay and the {m.backlog_s * 1e3:.2g} ms the backlog its upstream laws hold takes")
             cut = f"any report can cut {u}" if not m.backlog_s else f"any cut of {u} can act"

@@ -34,7 +34,9 @@ mean) and S3's buffer from S1 gained from 3 packets to 40 in 80 ms: 10 lost at s
 path's is an upper estimate: fuzz-topo seed 17 (300 draws, --alinea-only) gained 4 warnings, all one drawn
 topology and its shrinks, that lose nothing: H2's law was at 7 Mb/s of its 10 when f2's 1500 B frames stopped
 beside f1's 200 B ones, S1's buffer from H2 peaked at 11 of its 17 packets where the check counts 10.9 gained
-above a 9-packet room at 10 Mb/s.
+above a 9-packet room at 10 Mb/s. A switch whose law and link are above all it carries holds no backlog and
+passes its hosts' packets as they come: a host that starts mid-run then reaches v's queue as through a host's
+pacer, from its law's floor in its smallest frame (:func:`_through_step`, open-merge-burst-through-ramp.yaml).
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ class MixStep:
     room_pkts: float
     need_pkts: int  # the smallest buffer (packets) whose room above the target holds the gain
     backlog_s: float = 0.0  # u a switch: of ``delay_s``, the wait of u's stamped backlog (_backlog_wait)
+    through: bool = False  # u a switch that passes its hosts' packets as they come (_passes_through)
 
 
 def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, float]) -> dict[DirectedLink, MixStep]:
@@ -105,11 +108,15 @@ def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Fl
           t0: int, t1: int) -> MixStep | None:
     """Whether the frames' change at ``t0`` fills v's buffer from u before u's law can have heard of it."""
     u, v = key
+    switch = stretch.topo.nodes[u].is_switch
+    # a switch whose link idles holds no backlog: it passes its feeders' packets as they come (_passes_through)
+    if switch and not _link_full(prior, u, v):
+        return _through_step(stretch, prior, key, before, delay_s, t0, t1) if _passes_through(stretch, prior, u, v) else None
     dip = stretch.mix_dip(u, v, before=before)
     if dip is None:
         return None
     hop, reads = dip[0], dip[2]
-    if stretch.topo.nodes[u].is_switch and (not _window_read(stretch, hop, t0) or not _link_full(prior, u, v)):
+    if switch and not _window_read(stretch, hop, t0):
         return None
     # what u sent before: what v forwarded of its flows, the laws at their links; at most what u's remaining
     # flows can take now (their r_max, u's link)
@@ -121,9 +128,9 @@ def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Fl
     frames = law_frames(stretch.topo, u, v, port.capacity)[0]
     # no more than the law can have climbed to since u's first flow toward v started
     flows = [f for f in stretch.topo.flows if f.control == "alinea" and (u, v) in stretch.paths[f.name]]
-    if not stretch.topo.nodes[u].is_switch:  # a switch's law on BMv2's queues starts at its R_max (agent.py)
+    if not switch:  # a switch's law on BMv2's queues starts at its R_max (agent.py)
         push = _ramp(law, frames, port.interval_us * 1000, flows, t0, push)
-    backlog_s = _backlog_wait(stretch, u, v) if stretch.topo.nodes[u].is_switch else 0.0
+    backlog_s = _backlog_wait(stretch, u, v) if switch else 0.0
     delay_s += backlog_s
     span_ns = min(int(delay_s * NS), t1 - t0)
     gathered, deepest, _ = stretch.dip_gathers(u, v, push, hop, reads, span_ns)
@@ -170,6 +177,79 @@ def _backlog_wait(stretch: _Stretch, u: str, v: str) -> float:
             frames, frame_bits = law_frames(topo, x, u, port.capacity)
             bits += topo.law[(x, u)].o_max * frames * frame_bits
     return bits / topo.link_between(u, v).rate_bps
+
+
+def _passes_through(stretch: _Stretch, prior: _Stretch, u: str, v: str) -> bool:
+    """Whether switch u passes its flows toward v as they come, at its feeders' packets/s, before and after the
+    change: on BMv2's queues its law starts at its R_max (agent.py), and where that and its link are above all
+    that reaches u for v, its queue, stamping each packet at most a queue-rate gap after the one before, never
+    before it came, holds none; its hosts' pacers count bytes, so when their frames shrink v gets their bits in
+    more packets/s at once, and u's law can cut them only a loop's delay after v's buffer has read them, as a
+    host's can. Seen in open-merge-burst-through-ramp.yaml (fuzz-topo seed 19): S1's law toward S2 at its
+    500 Mb/s R_max passed the 200 B frames of H3's f5 (started at 0.24 s beside f1's 576 B) at ~6,000
+    packets/s into S2's queue toward H4, still at ~4,300 packets/s (20 Mb/s over 576 B): S2's buffer from S1
+    went from 1 packet to 44 frames in 40 ms and lost 10 (seed 1), S1's loop delay being 41 ms."""
+    law = stretch.topo.law.get((u, v))
+    if stretch.topo.options.queue_model != "bmv2" or law is None:
+        return False
+    top = min(law.r_max, stretch.rate(u, v))
+    return max(prior.push(u, v, False), stretch.push(u, v, False)) < top * (1 - 1e-9)
+
+
+def _through_step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Flow], delay_s: float,
+                  t0: int, t1: int) -> MixStep | None:
+    """Switch u passes its hosts' packets as they come (:func:`_passes_through`): when a host that sent nothing
+    before starts flows toward v at ``t0``, v gets at once its law's start (its floor, the climb over the loop's
+    delay) in packets of its smallest frame (the flows' starts are drawn apart: the smallest may send alone
+    first, its pacer handing it the whole law), beside the hosts already sending, each at most the rate its law
+    can have climbed to, in its flows' mean frame; v's queue toward the next hop still sends its law's bits over
+    the mean frame of the flows it carried (the 0.2 s window, read no sooner). The packets/s over that rate, over
+    u's loop's delay (no report can cut u sooner), against the packets v's buffer holds above its target."""
+    u, v = key
+    topo, span_ns = stretch.topo, min(int(delay_s * NS), t1 - t0, READ_PERIOD_NS)
+    hops = {stretch.paths[f.name][stretch.paths[f.name].index(key) + 1] for f in stretch.crossing[key]
+            if stretch.paths[f.name].index(key) + 1 < len(stretch.paths[f.name])}
+    port = topo.ports.get((v, u))
+    if len(hops) != 1 or port is None:
+        return None
+    (hop,) = hops
+    means = stretch._mix_change(hop, before)
+    if hop not in topo.law or means is None or not _window_read(stretch, hop, t0):
+        return None
+    sending = {f.src for f in before}
+    if all(f.src in sending for f in stretch.crossing[key]):
+        return None  # no host starts: the pacers' frames shrink only as mix_dip counts them
+    queue_pps = prior.allowed(*hop) / (8 * means[1])
+    arrivals_pps, bits = 0.0, 0.0
+    for first in sorted({stretch.paths[f.name][0] for f in stretch.crossing[key]}):
+        rate = _host_ramp(stretch, first, t0 + span_ns)
+        if not math.isfinite(rate):
+            return None  # a flow a switch's law or a fixed source feeds: not bounded here
+        mine = [f for f in stretch.crossing[key] if stretch.paths[f.name][0] == first]
+        frames = [flow_frame_bytes(f) for f in mine]
+        frame = min(frames) if first[0] not in sending else len(frames) / sum(1 / b for b in frames)
+        arrivals_pps += rate / (8 * frame)
+        bits += rate
+    gained = (arrivals_pps - queue_pps) * span_ns / NS
+    room = room_above_target(topo, u, v, port.capacity)
+    if gained < room:
+        return None
+    frame = bits / (8 * arrivals_pps)
+    return MixStep(hop[1], means[1] and queue_pps * 8 * frame / prior.allowed(*hop), t0 / NS, bits,
+                   queue_pps * 8 * frame, span_ns / NS, frame, gained, room, buffer_for_gain(topo, u, v, gained),
+                   through=True)
+
+
+def _host_ramp(stretch: _Stretch, first: DirectedLink, until_ns: int) -> float:
+    """The most the host law ``first`` can have climbed to by ``until_ns`` (:func:`_ramp`, from its floor, over
+    its own flows, at most its link); inf for a hop no host's law regulates."""
+    topo = stretch.topo
+    law, port = topo.law.get(first), topo.ports.get(first[::-1])
+    if law is None or port is None or topo.nodes[first[0]].is_switch:
+        return math.inf
+    mine = [f for f in topo.flows if f.control == "alinea" and stretch.paths[f.name][0] == first]
+    frames = law_frames(topo, *first, port.capacity)[0]
+    return _ramp(law, frames, port.interval_us * 1000, mine, until_ns, stretch.rate(*first))
 
 
 def _link_full(prior: _Stretch, u: str, v: str) -> bool:
