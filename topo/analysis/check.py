@@ -486,15 +486,22 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
     return len(feeders) if path_drain(topo, u, v) <= feed_bps or pacing_law(topo, u, v) is not None else 0
 
 
-def packet_margin(topo: Topology, v: str, inputs: int) -> int:
-    """The packets the laws-together model's peak must leave room for in v's buffer of a law whose queue ``inputs``
-    links feed (:func:`feeding_links`): one for each; none where that queue drains faster than they feed it (0) and
-    one frame size enters v (its buffers count packets): each packet leaves before the next arrives, so the links
-    hand it none the fluid does not hold (topo.analysis.fluid_network.overflows). Where frames of several sizes enter
+def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> int:
+    """The packets the laws-together model's peak must leave room for in v's buffer of u's law, whose queue ``inputs``
+    links feed (:func:`feeding_links`): one for each; none where that queue drains faster than they feed it (0), one
+    frame size enters v (its buffers count packets) and no law of v paces it: each packet leaves before the next
+    arrives, so the links hand it none the fluid does not hold (topo.analysis.fluid_network.overflows). A law of v
+    toward the queue's next hop can cut its drain below the feed, and the queue builds as any other: one
+    (tests/topo/random_cases/sparse-report-start-fabric.yaml: S2's buffer from S3, paced by S2's law toward H4,
+    97 % in the model, lost 7 packets when found). Where frames of several sizes enter
     v, its queue rate is set in packets/s from a mean frame, and a run of small frames drains slower in bits than the
     links feed it: one (fuzz seed 37, draw 394: S3's buffer from S1, one of S1's 544 B frames, fed at 2 Mb/s and
     drained at 5 Mb/s, 18 % in the model, lost 55 packets)."""
-    return inputs or (1 if buffer_unit_bytes(topo, v) > 0 else 0)
+    if inputs:
+        return inputs
+    _, onward, _ = _queue_feed(topo, u, v)
+    paced = any((v, nxt) in topo.law for nxt in onward if nxt is not None)
+    return 1 if paced or buffer_unit_bytes(topo, v) > 0 else 0
 
 
 def pacing_law(topo: Topology, u: str, v: str) -> tuple[str, float] | None:
@@ -633,7 +640,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     wires = {key: b for key, b in (wire_backlogs(topo, duration_s) if loops else {}).items()
              if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
     inputs = {key: feeding_links(topo, *key) for key in laws}
-    margins = {key: packet_margin(topo, key[1], n) for key, n in inputs.items()}
+    margins = {key: packet_margin(topo, *key, n) for key, n in inputs.items()}
     idles = exit_shortfalls(topo, duration_s, peaks, margins) if loops else {}
     # one assessment per distinct loop: a fabric's laws are a few loops many times over (the 12 x 4
     # head-of-line fabric's 16 laws are 4), and each runs a fluid model over the whole run
