@@ -17,7 +17,7 @@ the loop's delay of u's law: a host whose ramp is a step has reached its rate by
 u holds it), and the law t -> u is warned when that is more than the buffer holds above the one packet it holds
 while starved.
 
-Seen in tests/topo/random_cases/open-brake-guess-small-buffers-line.yaml (tests.topo.fuzz_topo --count 2000 --seed
+Seen in tests/topo/random_cases/brake-guess-small-buffers-line.yaml (tests.topo.fuzz_topo --count 2000 --seed
 7, fail-3): H1's law ramps ~0.16 Mb/s a ms down six switches of 100 Mb/s links with 21-packet buffers of 200 B
 frames; S3's law (R_max 200 Mb/s) brakes on S4's 100 Mb/s exit, S2's on S3's buffer, and at seed 1 S2 cut to 57.9
 Mb/s while H1's ramp brought it 64 and more; S1's law, reporting every 10.5 ms across a 10 ms link, could not act

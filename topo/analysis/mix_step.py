@@ -36,7 +36,7 @@ topology and its shrinks, that lose nothing: H2's law was at 7 Mb/s of its 10 wh
 beside f1's 200 B ones, S1's buffer from H2 peaked at 11 of its 17 packets where the check counts 10.9 gained
 above a 9-packet room at 10 Mb/s. A switch whose law and link are above all it carries holds no backlog and
 passes its hosts' packets as they come: a host that starts mid-run then reaches v's queue as through a host's
-pacer, from its law's floor in its smallest frame (:func:`_through_step`, open-merge-burst-through-ramp.yaml).
+pacer, from its law's floor in its smallest frame (:func:`_through_step`, merge-burst-through-ramp.yaml).
 """
 
 from __future__ import annotations
@@ -185,7 +185,7 @@ def _passes_through(stretch: _Stretch, prior: _Stretch, u: str, v: str) -> bool:
     that reaches u for v, its queue, stamping each packet at most a queue-rate gap after the one before, never
     before it came, holds none; its hosts' pacers count bytes, so when their frames shrink v gets their bits in
     more packets/s at once, and u's law can cut them only a loop's delay after v's buffer has read them, as a
-    host's can. Seen in open-merge-burst-through-ramp.yaml (fuzz-topo seed 19): S1's law toward S2 at its
+    host's can. Seen in merge-burst-through-ramp.yaml (fuzz-topo seed 19): S1's law toward S2 at its
     500 Mb/s R_max passed the 200 B frames of H3's f5 (started at 0.24 s beside f1's 576 B) at ~6,000
     packets/s into S2's queue toward H4, still at ~4,300 packets/s (20 Mb/s over 576 B): S2's buffer from S1
     went from 1 packet to 44 frames in 40 ms and lost 10 (seed 1), S1's loop delay being 41 ms."""

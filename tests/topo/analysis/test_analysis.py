@@ -173,7 +173,7 @@ def test_a_brake_ramps_gain_grows_with_the_ramp_and_never_beyond_its_rise(slope:
 
 def test_a_brake_cut_under_a_ramp_is_a_bmv2_queues_rule() -> None:
     """A switch's brake acts through its forecast on BMv2's queues only: on a shaper's, the rule is silent."""
-    name = "open-brake-guess-small-buffers-line.yaml"
+    name = "brake-guess-small-buffers-line.yaml"
     src = (RANDOM_CASES / name).read_text()
     bmv2 = load_topology_text(src, name)
     shaper = load_topology_text(src.replace("defaults:", "options: {queue_model: shaper}\ndefaults:", 1), name)

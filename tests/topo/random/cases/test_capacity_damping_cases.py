@@ -82,6 +82,6 @@ def test_a_burst_through_a_law_at_its_r_max_loses_only_where_warned() -> None:
     (20 Mb/s over f1's 576 B), so S2's buffer from S1 went from 1 packet to 44 frames in 40 ms (0.32-0.36 s, seed
     1), within S1's 41 ms loop delay: 10 lost, before the capacity drop at 1.2 s plays any part. The analysis
     warns S1's law (topo/analysis/mix_step.py, ``_through_step``)."""
-    verdict = judge_case("open-merge-burst-through-ramp.yaml")
+    verdict = judge_case("merge-burst-through-ramp.yaml")
     assert verdict.problems == []
     assert any(w.startswith("law S1->S2") for w in verdict.warned) or verdict.lost == 0

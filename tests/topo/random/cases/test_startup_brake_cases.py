@@ -161,7 +161,7 @@ def test_a_guessed_brake_cut_does_not_cascade_up_a_line(seed: int) -> None:
     assert verdict.lost == 0
 
 
-@pytest.mark.parametrize("name", ["brake-guess-ramp-line.yaml", "open-brake-guess-small-buffers-line.yaml"])
+@pytest.mark.parametrize("name", ["brake-guess-ramp-line.yaml", "brake-guess-small-buffers-line.yaml"])
 def test_a_brake_cut_under_a_ramp_up_a_line_is_warned_before_the_run(name: str) -> None:
     """The rule names the law whose buffer overflows in the runs (S2's from S1), at each seed judged here."""
     topo = load_topology_text((RANDOM_CASES / name).read_text(), name)
@@ -174,7 +174,7 @@ def test_a_brake_cut_below_the_ramp_loses_only_where_warned() -> None:
     assert verdict.problems == []
 
 
-#: open-brake-guess-small-buffers-line.yaml (the same draw's fail-3): the same line with 21-packet buffers (34 kbit of
+#: brake-guess-small-buffers-line.yaml (the same draw's fail-3): the same line with 21-packet buffers (34 kbit of
 #: 200 B frames, a third of a millisecond at 100 Mb/s). The brakes' cuts cascade up the line into buffers that fill in
 #: a few ms: at seed 1 S2's law toward S3 cut to 57.9 Mb/s (the drain plus the room, on 3 of S3's 20 packets) while
 #: H1's ramp, ~0.16 Mb/s a millisecond, brought S2 64 and more, and S2's buffer from S1 overflowed before S1's law
@@ -184,5 +184,5 @@ def test_a_brake_cut_below_the_ramp_loses_only_where_warned() -> None:
 #: law acts, where its buffer from S1 holds 32 kbit), so these runs lose only where warned.
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_brake_cut_in_a_line_of_tiny_buffers_loses_only_where_warned(seed: int) -> None:
-    verdict = judge_case("open-brake-guess-small-buffers-line.yaml", seed=seed)
+    verdict = judge_case("brake-guess-small-buffers-line.yaml", seed=seed)
     assert verdict.problems == []
