@@ -185,7 +185,7 @@ def forecast_gain(error: float, packet: float, guessed_fall: bool = False) -> fl
     """W's gain for a forecast error ``error`` (fraction, forecast less target); ``packet`` = 1 / capacity.
 
     No gain for a cut while the forecast rests on a guessed fall (``guessed_fall``): its length is
-    unknown (expected to last ``FALL_PERSISTENCE`` times as long again as it has), and on BMv2's queues a cut is stamped on every
+    unknown (expected to last as long again as it has), and on BMv2's queues a cut is stamped on every
     packet queued until the next command, for good. Amplified, a dip of a quarter of a second stamped
     four times the deficit the dip needed, which came back a second later as a wave down the line
     (docs/results.md, "capacity-drop: a dip that ends"). A rise is amplified as ever: under a

@@ -82,15 +82,9 @@ DRAIN_SHIFT_SIGMAS: Final = 3.0
 DRAIN_SPREAD_GAPS: Final = 4
 #: Departures a drain is read over (the short window and each stretch of the spread).
 DRAIN_FALL_PKTS: Final = 8
-#: A fall of the drain is expected to last this many times as long again as it has lasted so far.
-#: Tuned, not derived (issue 46 item 6 asks for a value from the loop): at 1 (the median of a duration known
-#: only to have lasted so long) a fall that is the hop downstream cutting as its own buffer fills, which lasts
-#: as long as that buffer takes to settle, was expected to end while the horizon grew with the queue faster than
-#: the fall aged: open-ramp-drain-fall-tree.yaml lost 111/110/110 (seeds 1-3), 14/14/14 at 2. Over the random
-#: cases at seeds 1-3 (all-ALINEA) 2 lost 6,862 where 1 lost 7,300, 25 runs fewer and 5 more (all warned), no
-#: run newly lossy and unwarned; 5 and 100 (the fallen drain over the whole horizon) lost 13 and 12 in the ramp:
-#: the rest of its loss is the fall deepening below its measured value, which no persistence removes.
-FALL_PERSISTENCE: Final = 2.0
+#: A fall of the drain is expected to last this many times as long again as it has lasted so far
+#: (the median of a duration known only to have lasted so long, if its scale is unknown).
+FALL_PERSISTENCE: Final = 1.0
 #: No rate command may stamp more than this much schedule beyond what the link itself would take
 #: to send the queued packets (s): a cut cannot be undone on BMv2, so it must not freeze the queue.
 SCHEDULE_BOUND_S: Final = 2.0

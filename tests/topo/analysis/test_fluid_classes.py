@@ -40,8 +40,8 @@ def test_the_head_of_line_fabrics_with_classes_lose_packets_only_where_the_analy
     assert lossy <= warned_laws(topo, seed, setup.seconds)
 
 
-@pytest.mark.parametrize(("setup", "seed"), [(HolSetup(), 9), (HolSetup(), 12), (FABRIC_6X3, 9)],
-                         ids=["2x2-seed9", "2x2-seed12", "6x3-seed9"])
+@pytest.mark.parametrize(("setup", "seed"), [(HolSetup(), 9), (HolSetup(), 11), (FABRIC_6X3, 8)],
+                         ids=["2x2-seed9", "2x2-seed11", "6x3-seed8"])
 def test_a_spines_buffer_at_the_receivers_leaf_is_warned_where_its_drain_is_a_share_of_a_fifo(setup: HolSetup,
                                                                                              seed: int) -> None:
     """Issue 46, the head-of-line family: these runs lost packets in leaf 2's buffer from a spine (class 0, the
@@ -51,8 +51,7 @@ def test_a_spines_buffer_at_the_receivers_leaf_is_warned_where_its_drain_is_a_sh
     law whose drain is such a share where the model holds its buffer at its target (head_of_line.py, fifo_shares).
     The 2 x 2 at seed 7 now loses nothing at leaf 2 (only at the spines from leaf 1, warned): a fall of a drain that
     begins while a steady fall is followed expects no more than the trend (controlplane/forecast.py,
-    ``QueueForecast._follow_exact_fall``). The 2 x 2 at seed 11 and the 6 x 3 at seed 8 no longer lose at leaf 2
-    since a fall is expected to last twice as long again as it has (``FALL_PERSISTENCE``): seeds 12 and 9 do."""
+    ``QueueForecast._follow_exact_fall``)."""
     topo = hol_topology(setup, "alinea-classes", incast=True)
     lossy = lossy_laws(topo, seed, setup.seconds)
     assert any(law.endswith("->leaf2") for law in lossy), "the case no longer loses at leaf 2: it tests nothing"
