@@ -236,7 +236,14 @@ class LawCheck:
                        f"at {format_rate(t.out_bps)} (no law paces that exit): frames that wait behind a large one on a "
                        f"link follow it back to back, a train no rate in bits avoids")
             fixes.append(f"a buffer of at least {t.need} packets would hold it")
-        if (m := self.step) is not None:
+        if (m := self.step) is not None and m.ramp:
+            why.append(f"{u}'s law, at its R_max above all it carries, passes a starting host's climb as it comes: from "
+                       f"{m.at_s:g} s the climb is above the {format_rate(m.drain_bps)} {w} forwards toward {m.hop}, and "
+                       f"within {u}'s loop's delay and {w}'s report interval ({m.delay_s * 1e3:.2g} ms, before any "
+                       f"report can cut {u}) it reaches up to {format_rate(m.push_bps)}: {w}'s buffer from {u} gains "
+                       f"{m.gained_pkts:.3g} packets, more than the {m.room_pkts:.3g} it holds above its target")
+            fixes.append(f"a buffer of at least {m.need_pkts} packets would hold them")
+        elif (m := self.step) is not None:
             sender = ("its pacer sends its law's bits in them at once" if not m.backlog_s else
                       "its backlog, queued behind its link with its departures stamped, leaves in them at the link's bits")
             if m.through:

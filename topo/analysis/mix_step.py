@@ -36,7 +36,9 @@ topology and its shrinks, that lose nothing: H2's law was at 7 Mb/s of its 10 wh
 beside f1's 200 B ones, S1's buffer from H2 peaked at 11 of its 17 packets where the check counts 10.9 gained
 above a 9-packet room at 10 Mb/s. A switch whose law and link are above all it carries holds no backlog and
 passes its hosts' packets as they come: a host that starts mid-run then reaches v's queue as through a host's
-pacer, from its law's floor in its smallest frame (:func:`_through_step`, merge-burst-through-ramp.yaml).
+pacer, from its law's floor in its smallest frame (:func:`_through_step`, merge-burst-through-ramp.yaml); in
+the same frames its law's climb reaches v's buffer until the switch's law hears it (:func:`_ramp_step`,
+start-ramp-through-fabric.yaml).
 """
 
 from __future__ import annotations
@@ -75,6 +77,7 @@ class MixStep:
     need_pkts: int  # the smallest buffer (packets) whose room above the target holds the gain
     backlog_s: float = 0.0  # u a switch: of ``delay_s``, the wait of u's stamped backlog (_backlog_wait)
     through: bool = False  # u a switch that passes its hosts' packets as they come (_passes_through)
+    ramp: bool = False  # u passes a starting host's ramp at its R_max (_ramp_step): in u's frames, no mix
 
 
 def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, float]) -> dict[DirectedLink, MixStep]:
@@ -85,7 +88,9 @@ def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, floa
     paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
     keys = [k for k in delays if topo.nodes[k[1]].is_switch
             and (not topo.nodes[k[0]].is_switch or _sends_backlog_at_wire(topo, paths, alinea, k))]
-    if not alinea or not keys:
+    # a switch's law toward a switch that can pass a starting host's ramp as it comes (_ramp_step)
+    ramps = [k for k in delays if topo.nodes[k[0]].is_switch and topo.nodes[k[1]].is_switch]
+    if not alinea or not (keys or ramps):
         return {}
     out: dict[DirectedLink, MixStep] = {}
     before: list[Flow] = []
@@ -96,12 +101,19 @@ def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, floa
             for key in keys:
                 if key not in stretch.crossing or key not in prior.crossing:
                     continue
-                found = _step(stretch, prior, key, before, delays[key], t0, t1)
-                was = out.get(key)
-                if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
-                    out[key] = found
+                _keep(out, key, _step(stretch, prior, key, before, delays[key], t0, t1))
+            for key in ramps:
+                if key in stretch.crossing:
+                    _keep(out, key, _ramp_step(stretch, prior, key, before, delays[key], t0, t1))
         before, prior = active, stretch
     return out
+
+
+def _keep(out: dict[DirectedLink, MixStep], key: DirectedLink, found: MixStep | None) -> None:
+    """Keep for ``key`` the step that overfills v's buffer the most."""
+    was = out.get(key)
+    if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
+        out[key] = found
 
 
 def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Flow], delay_s: float,
@@ -238,6 +250,49 @@ def _through_step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before:
     return MixStep(hop[1], means[1] and queue_pps * 8 * frame / prior.allowed(*hop), t0 / NS, bits,
                    queue_pps * 8 * frame, span_ns / NS, frame, gained, room, buffer_for_gain(topo, u, v, gained),
                    through=True)
+
+
+def _ramp_step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Flow], delay_s: float,
+               t0: int, t1: int) -> MixStep | None:
+    """Switch u passes its hosts' packets as they come (:func:`_passes_through`) when a host that sent nothing
+    before starts flows toward v at ``t0``: the host's law climbs from its floor (:func:`_ramp`), its buffer in u
+    read empty, and u's law, at its R_max above all it carries, hands the climb on to v, whose queue toward the
+    next hop drains what that hop lets it (:meth:`_Stretch.allowed`). From the moment the climb passes that drain,
+    v's buffer from u gains the climb's rate over it until u hears it: u's loop's delay and v's report interval
+    (no report can cut u sooner), at most the climb's rate at the end of that span over the drain. Seen in
+    start-ramp-through-fabric.yaml (fuzz seed 23): S1's law toward S3 at its 1 Gb/s R_max passed H1's climb (414
+    Mb/s by 0.916 s) into S3's 625-packet buffer, which drains at 100 Mb/s toward S2, behind a 10 ms link: S1's
+    cuts came a loop later and the buffer was full at 0.939 s (71 lost at seeds 1-3)."""
+    u, v = key
+    topo, sending = stretch.topo, {f.src for f in before}
+    hops = {stretch.paths[f.name][stretch.paths[f.name].index(key) + 1] for f in stretch.crossing[key]
+            if stretch.paths[f.name].index(key) + 1 < len(stretch.paths[f.name])}
+    port = topo.ports.get((v, u))
+    firsts = sorted({stretch.paths[f.name][0] for f in stretch.crossing[key] if f.src not in sending})
+    if len(hops) != 1 or port is None or not firsts or not _passes_through(stretch, prior, u, v):
+        return None
+    drain = stretch.allowed(*next(iter(hops)))
+    top = min(topo.law[key].r_max, stretch.rate(u, v))
+    carried = min(prior.push(u, v, False), stretch.push(u, v, False)) if key in prior.crossing else 0.0
+
+    def arrival(at_ns: int) -> float:
+        return min(top, carried + sum(_host_ramp(stretch, first, at_ns) for first in firsts))
+
+    if not math.isfinite(arrival(t1)) or arrival(t1) <= drain:
+        return None
+    lo, hi = t0, t1  # the climb passes the drain in (lo, hi]
+    while hi - lo > port.interval_us * 1000:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if arrival(mid) > drain else (mid, hi)
+    span_ns = min(int(delay_s * NS) + port.interval_us * 1000, t1 - lo)
+    push = arrival(lo + span_ns)
+    frame = _mean_frame(stretch, u, v)
+    gained = (push - drain) * span_ns / NS / (8 * frame)
+    room = room_above_target(topo, u, v, port.capacity)
+    if gained < room:
+        return None
+    return MixStep(hops.pop()[1], 1.0, lo / NS, push, drain, span_ns / NS, frame, gained, room,
+                   buffer_for_gain(topo, u, v, gained), ramp=True)
 
 
 def _host_ramp(stretch: _Stretch, first: DirectedLink, until_ns: int) -> float:
