@@ -498,7 +498,7 @@ class SwitchAgentCore:
         many per second as the port's reads saw it send, the rest frames of flows the reads have not seen
         (``FrameSizeWindow.sent_frame`` at the drain). Why not the mean alone: the drain's packets left the port
         at the rate its queue was set to, and at the R_max that is ``_queue_frame``'s open frame, counting flows
-        not seen yet; at the mean of what the reads saw (S6 toward S3 in open-lagging-mean-brake-tree.yaml: f3's
+        not seen yet; at the mean of what the reads saw (S6 toward S3 in lagging-mean-brake-tree.yaml: f3's
         1500 B frames until the next read, while f2's 200 B frames joined at 30,000/s), S3's drain of S6's packets
         read 130-330 Mb/s, above S6's 100 Mb/s R_max, and S6's law never cut while S3's 79-packet buffer
         overflowed. Without a forecast (no drain) or a window: ``packet_bytes``, the mean."""
@@ -518,7 +518,7 @@ class SwitchAgentCore:
         ``QueueForecast.law_forecast``'s ``held_bits``). Not for a buffer in packets (no unit): its room is packets.
 
         Why not the drain's frame: the drain's window lags a flow of small frames that joins, and the buffer fills with
-        them first. open-lagging-mean-brake-tree.yaml at seed 1: f2's 200 B frames joined f3's 1500 B ones at S6 at
+        them first. lagging-mean-brake-tree.yaml at seed 1: f2's 200 B frames joined f3's 1500 B ones at S6 at
         ~30,000/s; read in the drain's frame (~1,100 B), S3's buffer from S6 (79 packets of 200 B) held 26 packets of
         14 frames, 186 %, and S6's law cut from 21 Mb/s to its 2 Mb/s floor, a cut BMv2's queue stamped for ~80 ms
         while S3 starved; read in the frame of what S6 sent (~410 B), 26 of 39, and S6 cut 100 -> 85 -> 44 Mb/s."""

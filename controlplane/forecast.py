@@ -703,7 +703,7 @@ class QueueForecast:
         starved report since the newest backlog gap (``starved_peak_pps``; that many departures, as ``busy_pps``
         holds: a report gap's few are bunched). Why: what a buffer takes grows while it is starved (the hop behind it
         raises its own law), and its backlog's drain, the newest gap's and the window's (a mix of this hop's slower
-        past) all fell below what it drained. open-lagging-mean-brake-tree.yaml at seed 1: S3's buffer from S6 held a
+        past) all fell below what it drained. lagging-mean-brake-tree.yaml at seed 1: S3's buffer from S6 held a
         backlog at start-up drained at 7,300/s (S3's law toward S1 converted at f3's 1500 B frames), then took all S6
         sent, up to 12,000/s, starved for 0.5 s while S3's own law climbed; S6's forecast counted its stamps above
         7,300/s as filling S3's buffer (100-140 packets of its 79, S3 reading 1), its law held ~7,000/s, and H4's
@@ -837,8 +837,8 @@ class QueueForecast:
 
         The drain before the fall, which the horizon's mean weighs against the fallen one (``_over_horizon``), is the
         window's, or where a steady fall of it was followed up to the report before the fall began, no more than the
-        trend's value then (``_follow_trend``): the window's drain is that of its middle. In silent-before-start-merge.yaml (seed 3) S1's law toward S3 had followed a
-        trend to 14,555 packets/s, the window's 16,745, when a stretch fell past the gate: the window's drain over
+        trend's value then (``_follow_trend``): the window's drain is that of its middle. In
+        silent-before-start-merge.yaml (seed 3) S1's law toward S3 had followed a trend to 14,555 packets/s, the window's 16,745, when a stretch fell past the gate: the window's drain over
         the 15 ms horizon raised the expected drain to 16,612, the forecast fell by 31 packets, the law rose
         3.4 Mb/s for 10 ms, and S1's stamped backlog brought it into S3's full buffer 20 ms later: 1 lost, unwarned
         (none with the trend's). Only the horizon's mean: the gate still compares the fall with the window's drain

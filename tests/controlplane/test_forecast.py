@@ -716,7 +716,7 @@ def test_stamps_at_a_rate_the_starved_buffer_has_drained_since_its_backlog_forec
     backlog of its own builds), then stamps 3,000/s behind those. The buffer's drain since its backlog, 3,000/s over
     far more than a short window's departures, is a lower bound of what it takes that the backlog's drain, the newest
     gap's (1,000/s, the held stamps) and the window's mix of the two all fall below; read at those, the forecast
-    counted the 3,000/s stamps as filling a buffer that takes them (open-lagging-mean-brake-tree.yaml, seed 1: S6's
+    counted the 3,000/s stamps as filling a buffer that takes them (lagging-mean-brake-tree.yaml, seed 1: S6's
     law held at a third of what S3 took, while its own FIFO's backlog overflowed H4's buffer at S6)."""
     line = Line()
     line.run(0.1, SOURCE_PPS)

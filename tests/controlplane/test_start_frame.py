@@ -158,7 +158,7 @@ def test_packets_beyond_what_the_reads_saw_are_frames_of_flows_not_seen(reads, s
 
 
 def test_a_drain_faster_than_the_port_was_seen_to_send_is_read_in_the_frames_of_flows_not_seen() -> None:
-    """open-lagging-mean-brake-tree.yaml's S6 toward S3 (issue 46): its reads saw f3's 1500 B frames at ~20 Mb/s, its law
+    """lagging-mean-brake-tree.yaml's S6 toward S3 (issue 46): its reads saw f3's 1500 B frames at ~20 Mb/s, its law
     at its 100 Mb/s R_max sets its queue at the open frame, and f2's 200 B frames (410 B the expected mean) join at
     ~30,000/s before the next read. S3 drains S6's packets at 17,000/s: read at the 1500 B mean that was 200 Mb/s,
     above the link, and S6's law did not cut while S3's buffer overflowed. The drain's packets beyond the ~1,700/s
@@ -188,7 +188,7 @@ def test_a_drain_faster_than_the_port_was_seen_to_send_is_read_in_the_frames_of_
 
 
 def test_a_buffer_filled_by_frames_the_reads_have_not_seen_is_read_in_their_frames() -> None:
-    """open-lagging-mean-brake-tree.yaml's S6 toward S3 at seed 1 (issue 46): its reads saw f3's 1500 B frames at
+    """lagging-mean-brake-tree.yaml's S6 toward S3 at seed 1 (issue 46): its reads saw f3's 1500 B frames at
     ~1,700/s; f2's 200 B frames (410 B the expected mean) join at ~30,000/s before the next read and S3's 79-packet
     buffer (200 B its unit: 15,800 B) drains S6's packets at 5,000/s. The packets in the buffer are the newest S6 sent,
     at the rate it sent them: no more than the ~1,700/s the reads saw are 1500 B frames, the rest frames of flows not

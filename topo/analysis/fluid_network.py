@@ -711,7 +711,7 @@ def settle_after(last_event_s: float, window: int, dt: float) -> float:
     Why: the engine stops where the window that ends spans the one before it and its end is past the
     ``last_event`` it was given; given the last event itself, a window that held the quiet before a flow's
     start and a few of its steps matched the quiet window before it. At seed 1 of
-    tests/topo/random_cases/open-slow-descent-tiny-buffer-fabric.yaml f1 starts at 1.236 s and the model
+    tests/topo/random_cases/slow-descent-tiny-buffer-fabric.yaml f1 starts at 1.236 s and the model
     stopped at 1.243 s, settled, its source's law 7 ms into a climb of ~11 kb/s a report (under the rate
     tolerance's 100 kb/s of H1's 20 Mb/s link in those 7 ms) that ran on to 5.3 Mb/s on the 2 Mb/s path and
     overflowed S1's 5-packet buffer in the run, unwarned; at seed 3 f1 started at 1.264 s, after that window's

@@ -23,7 +23,7 @@ def _peaks(topo, seconds: float) -> dict:  # type: ignore[no-untyped-def]
 #: for 0.9 s; every buffer and law was steady, and the model stopped at 1.0 s as settled, before the backlog behind
 #: them left at the rate then and overflowed S1's 20-packet buffer (the run lost 12 at 1.6 s, unwarned). The queues'
 #: lags (engine/src/analysis/fluid_loop.rs, ``sample_state``) are state the early stop now waits on.
-#: open-slow-descent-tiny-buffer-fabric.yaml (seed 1): f1 starts at 1.236 s and the model stopped at 1.243 s as
+#: slow-descent-tiny-buffer-fabric.yaml (seed 1): f1 starts at 1.236 s and the model stopped at 1.243 s as
 #: settled, the window then ending holding the quiet before f1 and 7 ms of its law's slow climb, the same as the
 #: quiet one before it; run on, S1's 5-packet buffer fills (the run lost 1, unwarned). Both windows compared now
 #: begin after the last start (``fn.settle_after``).
@@ -31,7 +31,7 @@ def _peaks(topo, seconds: float) -> dict:  # type: ignore[no-untyped-def]
     (lambda: load_topology("topo/paper-5router.yaml"), 20.0),
     (lambda: load_topology_text(TREE, "tree7.yaml"), 3.0),
     (lambda: with_drawn_starts(load_topology(RANDOM_CASES / "floor-stamped-trickle.yaml"), 1, "sim"), 4.0),
-    (lambda: with_drawn_starts(load_topology(RANDOM_CASES / "open-slow-descent-tiny-buffer-fabric.yaml"), 1, "sim"),
+    (lambda: with_drawn_starts(load_topology(RANDOM_CASES / "slow-descent-tiny-buffer-fabric.yaml"), 1, "sim"),
      4.0),
 ])
 def test_the_early_stop_changes_no_buffers_peak_or_loss(topo, seconds: float, monkeypatch) -> None:  # type: ignore[no-untyped-def]

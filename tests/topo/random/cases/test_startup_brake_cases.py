@@ -91,7 +91,7 @@ def test_a_starved_buffer_behind_a_stamped_queue_loses_only_where_warned() -> No
     assert any(w.startswith("law S5->S2") for w in verdict.warned) or verdict.lost == 0
 
 
-#: open-lagging-mean-brake-tree.yaml (an unseeded hypothesis example of test_random_topologies.py, as found): f3 (1500 B)
+#: lagging-mean-brake-tree.yaml (an unseeded hypothesis example of test_random_topologies.py, as found): f3 (1500 B)
 #: from H4 runs alone down S6 -> S3 -> S1 -> H7 until f2's 200 B frames from H3 join S6's FIFO toward S3 (0.276 s at
 #: seed 1). S3's law toward S1, at its R_max in start-up, reads 3-4 of S1's packets (200 B frames queued behind a
 #: 1500 B one at S1's 100 Mb/s exit, fed at 500 Mb/s) and its brake cuts it to the newest drain (500 -> 58 Mb/s at seed
@@ -103,7 +103,7 @@ def test_a_starved_buffer_behind_a_stamped_queue_loses_only_where_warned() -> No
 #: reads ~40 Mb/s and cuts; seeds 2 and 3 lose nothing.
 @pytest.mark.parametrize("seed", [2, 3])
 def test_a_drain_of_frames_not_read_yet_is_read_in_their_frames(seed: int) -> None:
-    verdict = judge_case("open-lagging-mean-brake-tree.yaml", seed=seed)
+    verdict = judge_case("lagging-mean-brake-tree.yaml", seed=seed)
     assert verdict.problems == []
     assert verdict.lost == 0
 
@@ -120,12 +120,12 @@ def test_a_drain_of_frames_not_read_yet_is_read_in_their_frames(seed: int) -> No
 #: backlog (controlplane/forecast.py, ``QueueForecast._starved_forecast``): H4's buffer at S6 peaks at 72 of its 79
 #: packets at ~0.5 s and falls to ~35 as S6's law climbs back (the first alone: 60 lost; the second alone: 116).
 def test_a_brake_into_a_lagging_frame_window_loses_nothing() -> None:
-    verdict = judge_case("open-lagging-mean-brake-tree.yaml", seed=1)
+    verdict = judge_case("lagging-mean-brake-tree.yaml", seed=1)
     assert verdict.problems == []
     assert verdict.lost == 0
 
 
-#: open-slow-descent-tiny-buffer-fabric.yaml (make fuzz-topo seed 6): f1 (1000 B) from H1 over a 20 Mb/s link into
+#: slow-descent-tiny-buffer-fabric.yaml (make fuzz-topo seed 6): f1 (1000 B) from H1 over a 20 Mb/s link into
 #: S1's 5-packet buffer, on to S4 (its buffer 255 packets) and a 2 Mb/s exit to H4. S1's law toward S4 starts at its
 #: 50 Mb/s R_max and comes down only as S4's large buffer fills (16 Mb/s at 3.2 s, S4 at 40 %), while H1's law, whose
 #: buffer at S1 reads 1 packet all along, climbs ~11 kb/s a report from 0.4 to 5.3 Mb/s on a 2 Mb/s path. When S1's
@@ -137,7 +137,7 @@ def test_a_brake_into_a_lagging_frame_window_loses_nothing() -> None:
 #: (topo/analysis/fluid_network.py, ``settle_after``), and it warns at every seed.
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_a_slow_descent_into_a_tiny_buffer_loses_only_where_warned(seed: int) -> None:
-    verdict = judge_case("open-slow-descent-tiny-buffer-fabric.yaml", seed=seed)
+    verdict = judge_case("slow-descent-tiny-buffer-fabric.yaml", seed=seed)
     assert verdict.problems == []
     assert verdict.warned
 
