@@ -29,6 +29,7 @@ from controlplane.frame_size import packets_for_frames
 from controlplane.loop_analysis import Loop, Verdict, assess, max_stable_scale
 from controlplane.units import format_rate
 from topo.analysis.brake_ramp import with_brake_ramps
+from topo.analysis.drain_fall import DrainFall, drain_falls
 from topo.analysis.exit_idle import ExitShortfall, exit_shortfalls
 from topo.analysis.floor_check import FloorOverflow, floor_overflows
 from topo.analysis.fluid_network import (
@@ -93,6 +94,9 @@ class LawCheck:
     # u's backlog waits behind its wire with its stamps past, so its cuts land late, and the model holds v's buffer at
     # its target or above (wire_backlog.py; set by check_topology only then)
     wire: WireBacklog | None = None
+    # v's drain of u's flows falls in the start-up under the backlog u stamped before, and the model holds v's buffer
+    # and one of u's from its feeders at their targets or above (drain_fall.py; set by check_topology only then)
+    fall: DrainFall | None = None
     # v's buffer from u overflows in the fluid model only at the rates idle exits carry, exits whose FIFO the laws
     # feeding it hold at less than one of its large frames (exit_idle.py)
     idle: ExitShortfall | None = None
@@ -137,7 +141,8 @@ class LawCheck:
                 and self.slow_exit is None and self.shared_fifo is None and self.fifo_share is None
                 and self.fed_share is None
                 and self.train is None and self.step is None
-                and self.run is None and self.wire is None and self.idle is None and not self.overflows)
+                and self.run is None and self.wire is None and self.fall is None and self.idle is None
+                and not self.overflows)
 
     @property
     def overflows(self) -> bool:
@@ -280,6 +285,9 @@ class LawCheck:
                        f"holds above its target")
             fixes.append(f"a buffer of at least {b.need_pkts} packets would hold them, or an r_max for {u} -> {w} a few "
                          f"percent below its link keeps that backlog in its queue's stamps")
+        if (d := self.fall) is not None:
+            why.append(_fall_why(u, w, d))
+            fixes.append(f"a buffer of at least {d.need_pkts} packets would hold them")
         if (i := self.idle) is not None:
             why.append(_idle_why(u, w, i))
             fixes.append(_idle_fix(i))
@@ -344,6 +352,17 @@ class LawCheck:
         """The fewest packets a topology file's ``buffer:`` may give v's buffer for u's law to count ``frames`` of
         its frames there."""
         return packets_for_frames(frames, self.unit_bytes, self.frame_bytes)
+
+
+def _fall_why(u: str, w: str, d: DrainFall) -> str:
+    """Why a drain that falls under u's stamped backlog overfills w's buffer (drain_fall.py)."""
+    when = f" from {d.from_s:.3g} s" if d.from_s > 0 else ""
+    return (f"{u}'s flows toward {w} can bring it {format_rate(d.supply_bps)}{when}, more than the "
+            f"{format_rate(d.stamp_bps)} its law starts at, so the laws of {', '.join(d.feeders)} hold a backlog in {u} (about "
+            f"{d.backlog_pkts:.3g} packets at their targets) that its queue stamps at that rate; {w} passes them at "
+            f"first at up to {format_rate(d.start_bps)}, then its law cuts to the {format_rate(d.drain_bps)} the path "
+            f"behind forwards, and what {u} stamped before cannot be taken back: {w}'s buffer from {u} gains up to "
+            f"{d.gained_pkts:.3g} packets, more than the {d.room_pkts:.3g} it holds above its target")
 
 
 def _idle_why(u: str, w: str, i: ExitShortfall) -> str:
@@ -646,6 +665,10 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     runs = frame_runs(topo) if loops else {}
     wires = {key: b for key, b in (wire_backlogs(topo, duration_s) if loops else {}).items()
              if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])}
+    falls = {key: b for key, b in (drain_falls(topo, duration_s) if loops else {}).items()
+             if key in law_loops_of and _held(peaks.get(key[::-1]), law_loops_of[key])
+             and any(_held(peaks.get((key[0], x)), law_loops_of[(x, key[0])]) for x in b.feeders
+                     if (x, key[0]) in law_loops_of)}
     inputs = {key: feeding_links(topo, *key) for key in laws}
     margins = {key: packet_margin(topo, *key, n) for key, n in inputs.items()}
     idles = exit_shortfalls(topo, duration_s, peaks, margins) if loops else {}
@@ -658,7 +681,8 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
     return [LawCheck(key, loop, verdicts[(loop, drop_at)], drop_at, peaks.get(key[::-1]),
                      inputs[key], events_s=events, starts_s=starts, floor=floors.get(key), slow_exit=exits.get(key),
                      shared_fifo=fifos.get(key), fifo_share=shares.get(key), fed_share=feeders.get(key),
-                     train=trains.get(key), step=steps.get(key), run=runs.get(key), wire=wires.get(key), idle=idles.get(key), paced=_paced_only(topo, *key),
+                     train=trains.get(key), step=steps.get(key), run=runs.get(key), wire=wires.get(key), fall=falls.get(key),
+                     idle=idles.get(key), paced=_paced_only(topo, *key),
                      braked=pacing_law(topo, *key) is not None, margin=margins[key], frame_bytes=loop.packet_bits // 8,
                      unit_bytes=buffer_unit_bytes(topo, key[1]))
             for key, loop, drop_at in loops]

@@ -1,6 +1,7 @@
 """A host law that cannot cut within its loop's delay when its frames shrink faster than a switch's queue rate
 follows them, and a switch's law whose backlog, stamped behind its wire on BMv2's queues, leaves in them at the
-wire's bits (topo/analysis/mix_step.py)."""
+wire's bits (topo/analysis/mix_step.py); and a drain that falls in the start-up under a backlog a switch stamped
+before it (topo/analysis/drain_fall.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import re
 
 from tests.paths import RANDOM_CASES
 from topo.analysis.check import check_topology
+from topo.analysis.drain_fall import drain_falls
 from topo.file.schema import load_topology_text
 
 CASE = (RANDOM_CASES / "stop-frame-mix-line.yaml").read_text()
@@ -77,3 +79,45 @@ def test_a_small_backlog_upstream_is_sent_within_the_room() -> None:
     small = BACKLOG.replace(H2_BUFFER, "  - {ends: [H2, S1], buffer: 20}")
     assert small != BACKLOG
     assert _switch_step(small) is None
+
+
+RAMP = (RANDOM_CASES / "ramp-drain-fall-tree.yaml").read_text()
+S2_S5 = "  - {ends: [S2, S5], rate: 50Mbps, delay: 0.25ms}"
+
+
+def _fall(text: str):  # type: ignore[no-untyped-def]
+    """S5's law toward S2 in ramp-drain-fall-tree.yaml (topo/analysis/drain_fall.py), the rule alone: the seed's
+    model decides only whether check.py keeps it."""
+    return drain_falls(load_topology_text(text, "ramp-drain-fall-tree.yaml"), 4.0).get(("S5", "S2"))
+
+
+def test_a_drain_that_falls_under_a_stamped_backlog_overfills_the_buffer() -> None:
+    """H3's law holds 80 % of S5's 1,086-packet buffer, stamped at S5's 50 Mb/s; S2 passes it at first, then
+    forwards the 20 Mb/s of H9's exit: S2's buffer from S5 gains 60 % of the backlog."""
+    fall = _fall(RAMP)
+    assert fall is not None and fall.feeders == ("H3",)
+    assert fall.stamp_bps == fall.start_bps == 50e6 and fall.drain_bps == 20e6
+    assert abs(fall.backlog_pkts - 0.8 * 1086) < 1
+    assert abs(fall.gained_pkts - 0.6 * fall.backlog_pkts) < 1e-6 and fall.gained_pkts > fall.room_pkts
+
+
+def test_the_fall_is_warned_before_the_run_at_every_seed() -> None:
+    topo = load_topology_text(RAMP, "ramp-drain-fall-tree.yaml")
+    for seed in (1, 2, 3):
+        check = {c.key: c for c in check_topology(topo, 4.0, seed=seed)}[("S5", "S2")]
+        assert check.fall is not None and not check.lossless
+
+
+def test_no_backlog_or_no_fall_gains_nothing() -> None:
+    """H3 no faster than S5's link: S5 passes what reaches it. H9's exit at S5's rate: S2's drain need not fall.
+    The buffer the warning names: its room holds the gain."""
+    h3 = "  - {ends: [H3, S5], delay: 0.5ms}"
+    slow = RAMP.replace(h3, "  - {ends: [H3, S5], rate: 50Mbps, delay: 0.5ms}")
+    h9 = "  - {ends: [H9, S1], rate: 20Mbps, delay: 0.1ms, buffer: 50ms}"
+    fast = RAMP.replace(h9, h9.replace("20Mbps", "50Mbps"))
+    assert slow != RAMP and fast != RAMP
+    assert _fall(slow) is None and _fall(fast) is None
+    fall = _fall(RAMP)
+    assert fall is not None
+    assert _fall(RAMP.replace(S2_S5, S2_S5[:-1] + f", buffer: {fall.need_pkts}}}")) is None
+    assert _fall(RAMP.replace(S2_S5, S2_S5[:-1] + f", buffer: {fall.need_pkts - 1}}}")) is not None

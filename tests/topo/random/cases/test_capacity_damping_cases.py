@@ -1,8 +1,8 @@
 """Random topologies that lost packets, unwarned, because a law's damping term read a change of its
 buffer's capacity as a change of its occupancy (issue 46); and three found by ``make fuzz-topo`` seed 19
 (count 2,000): a receive buffer behind a stamped queue whose forecast read a hole in the schedule as
-draining the buffer (fixed; its damping term still reads the hole passing as the buffer emptying) and a ramp
-whose drain falls behind its buffer, strict xfails, and a burst through a law at its R_max, now warned. Each file's first lines
+draining the buffer (fixed; its damping term still reads the hole passing as the buffer emptying), a strict xfail, a ramp
+whose drain falls under a stamped backlog and a burst through a law at its R_max, both now warned. Each file's first lines
 hold its run length and the problem the judge reported when it was found."""
 
 from __future__ import annotations
@@ -55,22 +55,21 @@ def test_a_receive_buffer_behind_a_hole_in_the_stamped_schedule_loses_nothing() 
     assert verdict.lost == 0 or any(w.startswith("law S4->H4") for w in verdict.warned), verdict.warned
 
 
-@pytest.mark.xfail(strict=True, reason="S5's forecast expects the ramp's falling drain to recover (FALL_PERSISTENCE) "
-                   "(111/110/110 lost at seeds 1-3, seed 1 unwarned)")
-def test_a_ramp_whose_drain_falls_behind_its_buffer_loses_nothing() -> None:
-    """f2 (576 B) from H3 through S5 -> S2 -> S1 to H9's 20 Mb/s exit; S2's buffer from S5 holds 543 packets. In
-    the start-up, S1 cuts S2 as H9's buffer fills, S2's drain toward S1 falls from 29 to 20 Mb/s over 0.2-0.3 s,
-    and S5's forecast of S2's buffer reads 0.84-0.94 while the buffer rises from 50 % to full at ~20 packets a
-    report (0.20-0.27 s, seed 1): the stamps in S5's queue, at the rates of its ramp, exceed the drain the
-    forecast counts. The forecast follows the fall of the exact drain (``QueueForecast._follow_exact_fall``) but
-    expects it to last only as long again as it has (``_over_horizon``, ``FALL_PERSISTENCE``): the horizon grows
-    with S5's queue (56 -> 178 ms over 0.15-0.28 s) faster than the fall's age, so the expected drain stays between
-    the fallen one and the window's (5,155 packets/s at 0.27 s, the fallen 4,753, S2's rate toward S1 4,340): over
-    the 171 ms horizon ~130 packets the forecast takes off that the buffer keeps. 111 lost at 0.27-0.38 s; the loop
-    analysis warns at seeds 2-3 only (and at seed 1 over a 0.4 s run: 95 lost)."""
-    verdict = judge_case("open-ramp-drain-fall-tree.yaml")
+def test_a_ramp_whose_drain_falls_under_a_stamped_backlog_loses_only_where_warned() -> None:
+    """f2 (576 B) from H3 through S5 -> S2 -> S1 to H9's 20 Mb/s exit; S2's buffer from S5 holds 543 packets. H3's
+    law (100 Mb/s) holds ~870 packets in S5, whose queue stamps them at its 50 Mb/s R_max. In the start-up S1 cuts
+    S2 as H9's buffer fills, S2's drain toward S1 falls from 29 to 20 Mb/s over 0.2-0.3 s, and S2's buffer from S5
+    rises from 50 % to full at ~20 packets a report (seed 1): the stamps in S5's queue exceed the drain S5's forecast
+    counts, which follows the fall only as it shows (``QueueForecast._over_horizon``, ``FALL_PERSISTENCE``: the
+    horizon, 56 -> 178 ms, outgrows the fall's age) and cannot take back what S5 stamped before it: 111/110/110
+    lost at 0.27-0.38 s (seeds 1-3). A FALL_PERSISTENCE of 2 lost 14 and cost the results' dip that ends on BMv2's
+    queues (fc24dd7). The laws-together model lost there at seeds 2-3 but peaked at 93 % at seed 1's starts, where
+    S5's forecast, before it had measured a drain, cut to the floor for one report and the hole held the backlog
+    back; the analysis now warns S5's law at every seed for the fall under its stamped backlog
+    (topo/analysis/drain_fall.py: 521 packets gained, 109 above the target)."""
+    verdict = judge_case("ramp-drain-fall-tree.yaml")
     assert verdict.problems == []
-    assert verdict.lost == 0
+    assert verdict.lost == 0 or any(w.startswith("law S5->S2") for w in verdict.warned), verdict.warned
 
 
 def test_a_burst_through_a_law_at_its_r_max_loses_only_where_warned() -> None:
