@@ -522,12 +522,46 @@ def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> int:
     97 % in the model, lost 7 packets when found). Where frames of several sizes enter
     v, its queue rate is set in packets/s from a mean frame, and a run of small frames drains slower in bits than the
     links feed it: one (fuzz seed 37, draw 394: S3's buffer from S1, one of S1's 544 B frames, fed at 2 Mb/s and
-    drained at 5 Mb/s, 18 % in the model, lost 55 packets)."""
-    if inputs:
-        return inputs
+    drained at 5 Mb/s, 18 % in the model, lost 55 packets).
+
+    A switch's queue that u's link alone feeds, with one frame size at v, keeps no packet beyond the fluid whether it
+    builds or not, paced or not (:func:`_single_feed_margin`): one fewer than the queues u's flows leave v by."""
     _, onward, _ = _queue_feed(topo, u, v)
     paced = any((v, nxt) in topo.law for nxt in onward if nxt is not None)
-    return 1 if paced or buffer_unit_bytes(topo, v) > 0 else 0
+    margin = inputs or (1 if paced or buffer_unit_bytes(topo, v) > 0 else 0)
+    single = _single_feed_margin(topo, u, v) if inputs <= 1 else None
+    return margin if single is None else min(margin, single)
+
+
+def _single_feed_margin(topo: Topology, u: str, v: str) -> int | None:
+    """The packets of room v's buffer from u needs beyond the fluid's peak when v is a switch, one frame size enters
+    it, and u's link alone feeds the queues u's flows join there (:func:`feeding_links` 1): the number of those
+    queues less one; None where that does not hold.
+
+    Why (docs/background/analysis.md, "The hops together"): alinea.p4 frees a packet's slot when the queue releases
+    it to the wire (``release``, at egress), so the buffer counts the packets waiting, not the one on the wire. A
+    queue serves its packets one at a time at its rate (BMv2 stamps ``max(now, last + 1/rate)``; a shaper spaces
+    them at service), a FIFO whose waiting count is the work it holds less the packet being served, rounded up:
+    C packets wait (the next is dropped) only when it holds more than C packets' work. Whole packets arrive no later than a
+    fluid of the same packets would, and that fluid has brought all of them each time the next packet arrives,
+    so at each arrival (when a packet is admitted or dropped) the packets' queue holds no more work than that
+    fluid's (the queue's backlog is the largest arrivals-less-service over the past, and arrivals that came earlier
+    only leave more time to serve them). A drop then needs the fluid itself above C: a peak at full, no packet of
+    margin. Where u's flows leave by k queues of v, the count is their sum, and each queue other than the one a
+    packet arrives at may hold the part of its last packet that its fluid has not yet brought: k - 1.
+    Not at a receiver (it holds a packet until its last bit has played out: the packet being served counts, one
+    packet), nor where frames of several sizes enter v (its queue rate in packets/s from a mean frame bounds
+    no packet count by the fluid), nor where another link feeds the queue (u's packets wait behind its packets,
+    which the fluid interleaves finer; any flow's, ALINEA's or not)."""
+    if not topo.nodes[v].is_switch or buffer_unit_bytes(topo, v) > 0:
+        return None
+    paths = routed_paths(topo)
+    pairs = {(path[i - 1], path[i + 1] if i + 1 < len(path) else None)  # every flow's, ALINEA's or not
+             for path in (paths[f.name] for f in topo.flows) for i in range(1, len(path)) if path[i] == v}
+    onward = {nxt for p, nxt in pairs if p == u}
+    if None in onward or any(p != u for p, nxt in pairs if nxt in onward):
+        return None
+    return len(onward) - 1
 
 
 def pacing_law(topo: Topology, u: str, v: str) -> tuple[str, float] | None:

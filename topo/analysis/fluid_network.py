@@ -233,8 +233,8 @@ def room_at_peak(peak: NetworkPeak) -> float:
 def overflows(peak: NetworkPeak, packets: int = 1) -> bool:
     """The model loses packets in ``peak``'s buffer: ``LOSS_PKTS`` or more of its fluid, or its peak
     leaves room for fewer than ``packets`` packets: one from each link feeding its queue; with none (0: the
-    queue drains faster than its links feed it, no law of the node paces it and one frame size enters the node,
-    ``check.packet_margin``), its peak at full.
+    queue drains faster than its links feed it, no law of the node paces it and one frame size enters the node, or a
+    switch's queue one link alone feeds with one frame size, ``check.packet_margin``), its peak at full.
 
     Why the room at the peak: the model leaves packets out, and a packet is what a buffer takes or
     drops, as the analysis's room above the target says of the settled loop (docs/background/analysis.md, "Packets:
