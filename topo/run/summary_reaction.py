@@ -42,24 +42,36 @@ def crossing(topo: Topology, a: str, b: str) -> list[Any]:
             if any({f.path[i], f.path[i + 1]} == {a, b} for i in range(len(f.path) - 1))]
 
 
+def _regulated_feeder(topo: Topology, buffers: dict[str, BufferRows], a: str,
+                      b: str) -> tuple[str, str, BufferRows] | None:
+    """(u, the hop feeding u, u's buffer from it) for the first flow crossing a-b (u the link's end
+    it reaches first) whose buffer there a law regulates; None when no crossing flow's is.
+
+    Why not simply the first crossing flow: in a file that mixes controls, that flow may come from
+    a host that runs no law (a TFRC or TCP sender), whose buffer is only measured, while an ALINEA
+    flow beside it is regulated at the same node: the hop's reaction then went missing, or not,
+    with the order of the flows in the file."""
+    for flow in crossing(topo, a, b):
+        u = a if flow.path.index(a) < flow.path.index(b) else b
+        i = flow.path.index(u)
+        if i == 0:
+            continue
+        buf = buffers.get(f"{u}<-{flow.path[i - 1]}")
+        if buf is not None and buf.kind == "regulated":
+            return u, flow.path[i - 1], buf
+    return None
+
+
 def reaction(topo: Topology, buffers: dict[str, BufferRows], ev: Any, duration_ns: int) -> dict[str, Any]:
     """The event's entry in summary.json's ``events``: the regulating hop's reaction and the
     congested buffer's peak and recovery (hop by hop)."""
     a, b = ev.link
     result: dict[str, Any] = {"at_s": ev.at_ns / 1e9, "kind": "link_rate", "link": f"{a}-{b}",
                               "rate_bps": ev.rate_bps}
-    flows = crossing(topo, a, b)
-    if not flows:
-        return result
-    flow = flows[0]
-    u, v = (a, b) if flow.path.index(a) < flow.path.index(b) else (b, a)
-    i = flow.path.index(u)
-    if i == 0:
-        return result
-    feeder = flow.path[i - 1]
-    buf = buffers.get(f"{u}<-{feeder}")
-    if buf is None or buf.kind != "regulated":
+    found = _regulated_feeder(topo, buffers, a, b)
+    if found is None:
         return result  # end to end: no hop sets a rate (see source_reaction_s)
+    u, feeder, buf = found
     pairs = list(zip(buf.rows, buf.targets))
     before = [r for r, _ in pairs if r.t_ns <= ev.at_ns]
     after = [(r, t) for r, t in pairs if r.t_ns > ev.at_ns]

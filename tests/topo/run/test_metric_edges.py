@@ -1,0 +1,116 @@
+"""The buffer and reaction metrics at their edges, on generated inputs (docs/reference/metrics.md).
+
+Found by recomputing a user's runs from their CSVs (issue 46): a report exactly 3 points below its
+target counted as outside the band and one 3 points above as inside (floating point), which moved
+convergence times by up to 1.7 s; a capacity drop's hop reaction went missing when a TFRC flow was
+listed before the ALINEA one; and a buffer whose flow had stopped before the steady window stood as
+"did not settle", taking the run's convergence with it.
+"""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from controlplane.agent import LawTrace
+from topo.file.schema import load_topology_text
+from topo.net.record import Recorder
+from topo.run.summary_buffers import BufferRows, buffer_rows, buffer_stats, convergence, in_band
+from topo.run.summary_reaction import reaction
+
+S = 1_000_000_000
+
+
+def _row(t_ns: int, occupancy: int, capacity: int, o_max: float | None, node: str = "U", toward: str = "V",
+         rate: float = 1e6) -> LawTrace:
+    return LawTrace(t_ns, node, toward, occupancy, capacity, 0, rate, 0.15, 1e6, o_max=o_max)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.integers(1, 1000), st.integers(1, 100), st.data())
+def test_the_band_is_three_points_either_side_exactly(capacity: int, percent: int, data: st.DataObject) -> None:
+    """A report of n packets of C against a p % target is within the band iff |n/C - p/100| <= 3/100,
+    in exact arithmetic: the same on both sides of the target."""
+    n = data.draw(st.integers(0, capacity))
+    target = percent / 100
+    exact = abs(Fraction(n, capacity) - Fraction(percent, 100)) <= Fraction(3, 100)
+    assert in_band(n / capacity - target) == exact
+    got = convergence([_row(S, n, capacity, target)], [target], 2 * S)
+    assert (got is not None) == exact
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.integers(3, 300), st.integers(10, 97))
+def test_reports_three_points_below_and_above_converge_alike(capacity: int, percent: int) -> None:
+    """Below or above by the same whole number of packets: the same convergence time."""
+    k = (3 * capacity) // 100  # the most packets within 3 points
+    target = percent / 100
+    centre = round(target * capacity)
+    if abs(Fraction(centre, capacity) - Fraction(percent, 100)) > Fraction(1, 10**9):
+        return  # the target is not a whole number of packets here: no symmetric pair
+    times = {}
+    for sign in (-1, 1):
+        n = centre + sign * k
+        if not 0 <= n <= capacity:
+            return
+        rows = [_row(S, capacity, capacity, target), _row(2 * S, n, capacity, target)]
+        times[sign] = convergence(rows, [target, target], 3 * S)
+    assert times[-1] == times[1] == 2.0
+
+
+MIXED = """
+name: mixed
+defaults: {link: {rate: 10Mbps, delay: 2ms, buffer: 100}}
+nodes: {A: {kind: host}, B: {kind: host}, C: {kind: host}, R1: {kind: switch}, R2: {kind: switch},
+        D: {kind: host}}
+links:
+  - {ends: [A, R1]}
+  - {ends: [B, R1]}
+  - {ends: [C, R1]}
+  - {ends: [R1, R2], rate: 5Mbps}
+  - {ends: [R2, D]}
+flows:
+FLOWS
+events:
+  - {at: 2s, link: [R1, R2], rate: 2Mbps}
+"""
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.permutations(["alinea", "tfrc", "ledbat"]), st.integers(0, 40))
+def test_the_hop_reaction_is_the_regulated_hops_whatever_the_flows_order(controls: list[str], cut_at: int) -> None:
+    """Three senders into one drop, one of them ALINEA: the hop that reacts is the ALINEA host's (the
+    only one whose buffer at R1 a law regulates), in whatever order the file lists the flows."""
+    hosts = ["A", "B", "C"]
+    lines = "\n".join(f"  - {{name: f{i}, src: {h}, dst: D, control: {c}}}" for i, (h, c) in enumerate(zip(hosts, controls)))
+    topo = load_topology_text(MIXED.replace("FLOWS", lines), "user.yaml")
+    regulated = hosts[controls.index("alinea")]
+    rec = Recorder()
+    for h, c in zip(hosts, controls):
+        for i in range(100):  # a report every 40 ms; the regulated host cuts by half at report cut_at
+            t = i * 40_000_000
+            rate = 5e6 if h != regulated or t <= 2 * S + cut_at * 1_000_000 else 2.5e6
+            if c == "alinea":
+                rec.laws.append(_row(t, 80, 100, 0.8, node=h, toward="R1", rate=rate))
+            else:  # a lawless host keeps the reports as measurements: rate 0, no O_max
+                rec.laws.append(_row(t, 10, 100, None, node=h, toward="R1", rate=0.0))
+    (ev,) = topo.events
+    got = reaction(topo, buffer_rows(topo, rec), ev, 4 * S)
+    assert got["regulator"] == regulated and got["buffer"] == f"R1<-{regulated}"
+    assert got["reaction_s"] is not None and 0 < got["reaction_s"] <= cut_at / 1000 + 0.04
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(1, 999), min_size=1, max_size=30), st.integers(0, 100))
+def test_a_buffer_nothing_reached_in_the_steady_window_is_idle_not_unsettled(before_ms: list[int],
+                                                                              occupancy: int) -> None:
+    """Reports only before the window (its flow stopped): the buffer is named idle with why, so the
+    run's convergence is over the buffers that were measured, not "did not settle"."""
+    topo = load_topology_text(MIXED.replace("FLOWS", "  - {name: f0, src: A, dst: D, control: alinea, stop: 1s}"),
+                              "user.yaml")
+    rows = [_row(t * 1_000_000, occupancy, 100, 0.8, node="A", toward="R1") for t in sorted(before_ms)]
+    b = BufferRows("R1<-A", "R1", "A", "regulated", "R1->R2", rows, [0.8] * len(rows))
+    got = buffer_stats(topo, b, 2 * S, 4 * S)
+    assert got["cannot_reach"].startswith("idle")
