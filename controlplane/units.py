@@ -91,14 +91,21 @@ def resolve_rate(value: float | OfCapacity, capacity_bps: float | None, what: st
     return value
 
 
+#: the longest duration accepted, in ns (about 146 years): the simulator's clock is signed 64-bit
+#: nanoseconds, and a time must leave room for the delays added to it. Beyond it ``--duration 1e30s``
+#: ran without end and a flow's ``start: 1e30s`` stopped the run with a traceback.
+MAX_DURATION_NS = 2**62
+
+
 def parse_duration_ns(text: object, what: str = "duration") -> int:
     """Integer nanoseconds from ``3ms``, ``60s``, ``250us``; a bare number is seconds."""
     value, unit = _split(text, what, "3ms, 60s or 250us")
-    if unit == "":
-        return round(value * 1e9)
-    scale = _TIME_UNITS.get(unit)
+    scale = 1e9 if unit == "" else _TIME_UNITS.get(unit)
     if scale is None:
         raise UnitError(f"{what}: unknown time unit {unit!r} in {text!r} (use ns, us, ms, s)")
+    if abs(value * scale) > MAX_DURATION_NS:
+        raise UnitError(f"{what}: {text!r} is too long (at most {MAX_DURATION_NS / 1e9:.3g} s: the simulator's "
+                        "clock counts 64-bit nanoseconds)")
     return round(value * scale)
 
 

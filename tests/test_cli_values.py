@@ -77,3 +77,15 @@ def test_p4switch_gives_a_dashed_delay_the_error_the_joined_form_gets(capsys: py
         assert exit_.value.code == 2
         errors.append(capsys.readouterr().err.strip().splitlines()[-1])
     assert errors[0] == errors[1] and "the delay must be >= 0" in errors[1]
+
+
+@pytest.mark.parametrize("command", [["run", TOPO, "--no-analysis"], ["sweep", TOPO, "--serial", "--out", "{tmp}/s"],
+                                     ["compare", TOPO, "--serial", "--out", "{tmp}/c"], ["demo", "--out", "{tmp}/d"]])
+@pytest.mark.parametrize("value", ["1e30s", "5e9s", "1e19ns"])
+def test_a_duration_beyond_the_clock_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                 command: list[str], value: str) -> None:
+    """``hbh run --duration 1e30s`` ran without end: a duration past 2^62 ns is refused at once."""
+    assert main([*(w.format(tmp=tmp_path) for w in command), "--duration", value]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "too long" in err and "usage:" not in err
+    assert not list(tmp_path.rglob("runs/*.json"))

@@ -904,6 +904,14 @@ class _Loader:
                 raise self.doc.error(dst.value[j], f"flows[{k}].dst[{j}]",
                                      f"receiver {flow.dst} is unreachable from {flow.src}")
             raise self.doc.error(item, f"flows[{k}]", f"no path from {flow.src} to {flow.dst}")
+        if flow.control == "alinea" and not skeleton.reports(path[1]):
+            # the source's law is the one toward its neighbour, which exists only where that
+            # neighbour reports (a host linked straight to the source, without a receive buffer,
+            # left the run to fail on the missing law, with a traceback)
+            k = self._flow_index[i]
+            raise self.doc.error(item, f"flows[{k}]", f"an alinea flow's source sets its rate from its neighbour's "
+                                 f"reports, and {path[1]}, a host without receive_buffer, sends none: give "
+                                 f"{path[1]} receive_buffer and playout, or put a switch between {flow.src} and it")
         return dataclasses.replace(flow, path=path)
 
     # ---- ALINEA laws and ports -------------------------------------------------------------------

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.topo.helpers import BASE, expect_error
 from topo.file.schema import TopologyError, load_topology, load_topology_text
@@ -365,3 +367,28 @@ def test_a_flow_from_a_host_whose_clock_reads_below_zero_is_named() -> None:
     assert load_topology_text(late, "t.yaml").flows[0].start_ns == 7_000_000
     ahead = BASE.replace("H1: {kind: host}", "H1: {kind: host, clock_offset: 5ms}")
     assert load_topology_text(ahead, "t.yaml").flows[0].start_ns == 0
+
+
+@given(exponent=st.integers(19, 400), unit=st.sampled_from(["s", "ms", "us", "ns", ""]),
+       key=st.sampled_from(["start", "stop"]))
+@settings(max_examples=60, deadline=None)
+def test_a_time_beyond_the_clock_is_one_line_not_a_traceback(exponent: int, unit: str, key: str) -> None:
+    """``start: 1e30s`` stopped a run with an OverflowError (the pacer's C long): every time the file
+    gives past 2^62 ns (1e19 ns and up, in any unit) is refused at its line."""
+    value = f"1e{exponent}{unit}"
+    text = BASE.replace("r_max: 1.5Mbps", f"{key}: {value}")
+    expect_error(text, value, f"flows[0].{key}", "is too l")  # too long; past a float, too large
+
+
+@pytest.mark.parametrize("control", ["alinea", "fixed, rate: 1Mbps", "tcp", "tfrc"])
+def test_an_alinea_source_linked_straight_to_a_host_without_a_receive_buffer_is_named(control: str) -> None:
+    """Two hosts on one link: an ALINEA source has no law toward a neighbour that never reports (the run
+    failed with a KeyError); other controls need none, and a receive buffer gives it one."""
+    text = ("nodes:\n  H1: {kind: host}\n  H2: {kind: host}\nlinks:\n  - {ends: [H1, H2]}\n"
+            f"flows:\n  - {{src: H1, dst: H2, control: {control}}}\n")
+    if control != "alinea":
+        assert load_topology_text(text, "t.yaml").flows[0].path == ("H1", "H2")
+        return
+    expect_error(text, "control: alinea", "flows[0]", "H2, a host without receive_buffer, sends none")
+    buffered = text.replace("H2: {kind: host}", "H2: {kind: host, receive_buffer: 50, playout: 1Mbps}")
+    assert ("H1", "H2") in load_topology_text(buffered, "t.yaml").law
