@@ -90,6 +90,7 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
                     for b in buffers.values()}  # end to end every rate is 0: no law sets one
     windows = {f.name: flow_window(f, rec, half) for f in topo.flows}
     out["flows"] = _flows(topo, rec, windows, half)
+    out["goodput_total_bps"] = round(_total_goodput(topo, rec, half))
     out["links"] = _links(rec, half)
     if topo.groups():  # per receiver of each multicast group, against its tree's rate (topo/net/multicast.py)
         out["multicast"] = multicast_block(topo, out, rec.packets)
@@ -372,6 +373,30 @@ def _flows(topo: Topology, rec: Recorder, windows: dict[str, _Window], half: _Wi
             # `hbh sweep` (its runs.csv's control column) fail with a traceback
             out[f.name]["control_state"] = dict(sorted(rec.control_stats[f.name].items()))
     return out
+
+
+def _total_goodput(topo: Topology, rec: Recorder, half: _Window) -> float:
+    """What every flow's application took over the run window, per second (each flow counted as its
+    ``goodput_bps`` is: played where its host plays a buffer out, else received).
+
+    Why not the sum of the flows' ``goodput_bps``: a flow that ends (or starts) inside the run is
+    measured over its own lifetime, the others over the run window, and rates over different
+    windows do not add up: five flows into a 6 Mb/s playout, one of them stopping at 3 s of 5,
+    summed to 6.9 Mb/s."""
+    if half.secs <= 0:
+        return 0.0
+    flow_samples = _by_flow(rec.flows)
+    bits = 0.0
+    for f in topo.flows:
+        first = bits_of_first(f)
+        samples = flow_samples.get(f.name, [])
+        if samples and samples[-1].played is not None:
+            read = _read_times(rec, f.dst)
+            bits += f.packet_size * 8 * (_at(samples, half.end_ns, lambda s: s.played or 0, read)
+                                         - _at(samples, half.start_ns, lambda s: s.played or 0, read))
+        else:
+            bits += sum(first(seq + 1) - first(seq) for seq, _, recv in rec.packets.get(f.name, []) if half.has(recv))
+    return bits / half.secs
 
 
 # ---- the bottleneck and fairness ---------------------------------------------------------------------

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from controlplane.agent import LawTrace
 from topo.file.schema import load_topology_text
 from topo.net.record import Recorder
+from topo.run.runner import run_experiment
 from topo.run.summary_buffers import BufferRows, buffer_rows, buffer_stats, convergence, in_band
 from topo.run.summary_reaction import reaction
 
@@ -114,3 +115,36 @@ def test_a_buffer_nothing_reached_in_the_steady_window_is_idle_not_unsettled(bef
     b = BufferRows("R1<-A", "R1", "A", "regulated", "R1->R2", rows, [0.8] * len(rows))
     got = buffer_stats(topo, b, 2 * S, 4 * S)
     assert got["cannot_reach"].startswith("idle")
+
+
+SINK = """
+name: sink
+defaults: {link: {rate: 10Mbps, delay: 1ms, buffer: 100}}
+nodes: {A: {kind: host}, B: {kind: host}, C: {kind: host}, R1: {kind: switch},
+        S: {kind: host, receive_buffer: 150, playout: PLAYOUTMbps}}
+links:
+  - {ends: [A, R1]}
+  - {ends: [B, R1]}
+  - {ends: [C, R1]}
+  - {ends: [R1, S], rate: 8Mbps}
+flows:
+  - {name: a, src: A, dst: S, control: alinea}
+  - {name: b, src: B, dst: S, control: CONTROL, STOP}
+  - {name: c, src: C, dst: S, control: fixed, rate: 500kbps, start: 0.5s}
+"""
+
+
+@settings(max_examples=6, deadline=None)
+@given(st.integers(3, 6), st.sampled_from(["alinea", "fixed, rate: 3Mbps"]), st.integers(5, 35))
+def test_the_total_goodput_is_over_one_window_and_never_above_the_playout(playout: int, control: str,
+                                                                            stop_ds: int) -> None:
+    """Flows into one playout, one stopping inside the run (measured over its lifetime): the total is
+    what the application took over the run window, at most the playout rate; the sum of the flows'
+    goodputs, each over its own window, summed above it (6.9 Mb/s into a 6 Mb/s playout)."""
+    from topo.experiments.compare import run_metrics
+
+    text = SINK.replace("PLAYOUT", str(playout)).replace("CONTROL", control).replace("STOP", f"stop: {stop_ds / 10}s")
+    s = run_experiment(load_topology_text(text, "user.yaml"), 4 * S, 1, None, plots=False).summary
+    total = run_metrics(s, {}, list(s["flows"]))["goodput_kbps"] * 1e3
+    assert total <= playout * 1e6 * 1.005 + 8 * 1000 / 2  # one packet over the 2 s window
+    assert total == s["goodput_total_bps"]
