@@ -392,6 +392,10 @@ class QueueForecast:
     window_pps: float = 0.0  # the drain over the whole window, before a fall replaced it (drain_pps otherwise)
     gap_arrival_pps: float = 0.0  # this hop's arrivals toward the buffer (at its queue) over the newest report gap, packets/s
     sent_pps: float = 0.0  # this hop's departures toward the buffer over the newest report gap, packets/s (0: none yet)
+    report_gap_s: float = 0.0  # the newest report gap on the reporter's clock, s (0: none yet)
+    # what reached the buffer over the newest report gap, packets: its occupancy's change plus its departures (exact,
+    # or without them this hop's departures, ``sent``); all of it this hop's packets, stamped a horizon before
+    gap_arrived: int = 0
     passing: bool = False  # the buffer holds no more than this hop sent it since the last report (see _lower_bound_pps)
     follows_trend: bool = True  # a steady fall of the exact drain is followed (``_follow_trend``; not in the fluid model)
     counts_stamps: bool = True  # a starved report counts the queue's stamps (``_starved_forecast``; not in the fluid model)
@@ -440,6 +444,7 @@ class QueueForecast:
         # paper's rates, one per 0.2 ms at x50): the steps are written out with locals, each the
         # same expression as in its own method before, so the same integers and floats.
         self._note_reception(now_ns if recv_ns is None else recv_ns)
+        drained_before = self._drained
         queued = (fwd - deq) & COUNTER_MASK
         exact = self._exact = drained is not None and drained_ns > 0
         t_prev = self.t_ns
@@ -470,6 +475,8 @@ class QueueForecast:
         sent = (deq - self.deq) & COUNTER_MASK
         self.passing = t_prev is not None and occupancy <= sent
         self.sent_pps = sent * NS / (now_ns - t_prev) if t_prev is not None and now_ns > t_prev else 0.0
+        self.report_gap_s = (now_ns - t_prev) / NS if t_prev is not None and now_ns > t_prev else 0.0
+        self.gap_arrived = occupancy - self.occupancy + self._drained - drained_before if t_prev is not None else 0
         self.gap_arrival_pps = arrivals * NS / (now_ns - t_prev) if t_prev is not None and now_ns > t_prev else 0.0
         before = self.occupancy
         self.t_ns, self.fwd, self.deq, self.occupancy, self.queued = now_ns, fwd, deq, occupancy, queued
@@ -766,7 +773,7 @@ class QueueForecast:
         packets/s) read 19 packets there, 205 queued over a horizon of 1.05 s that held the floor's hole stamped a
         second before, as bound for empty (Ô 0), and its rate jumped from 1 to 2.8-3.3 Mb/s; the stamps behind the
         hole refilled the buffer, and the jump overflowed it a horizon later
-        (tests/topo/random_cases/open-hole-burst-receive-buffer-line.yaml, issue 46)."""
+        (tests/topo/random_cases/hole-burst-receive-buffer-line.yaml, issue 46)."""
         counts, products = self._counts, self._products
         n = 0.0
         span_ns = 0.0
@@ -1161,10 +1168,21 @@ class QueueForecast:
         no report in the window found the buffer starved, the window's drain alone measures it."""
         whole = round_even(pkts)
         starved = self.starved_in_window
-        return Forecast((whole if whole > 0 else 0) / capacity, self._backlog_drain_pps() * packet_bits,
+        drain = self._backlog_drain_pps()
+        return Forecast((whole if whole > 0 else 0) / capacity, drain * packet_bits,
                         self.approach_bps(capacity, held_bits or packet_bits), self.span_scale(), self.guessed_fall,
                         self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS, starved,
-                        self._lower_bound_pps() * packet_bits if starved else 0.0, self.gap_arrival_pps * packet_bits)
+                        self._lower_bound_pps() * packet_bits if starved else 0.0, self.gap_arrival_pps * packet_bits,
+                        self._committed_change(drain) / capacity)
+
+    def _committed_change(self, drain_pps: float) -> float:
+        """What reached the buffer over the newest report gap less what it drains over the gap at ``drain_pps``, packets,
+        a packet nearer none: the count of a gap is known to a packet (the packet in service at either end), so only
+        the rest is this hop's stamps for sure (``Forecast.committed_change``)."""
+        excess = self.gap_arrived - drain_pps * self.report_gap_s
+        if excess < -1.0:
+            return excess + 1.0
+        return excess - 1.0 if excess > 1.0 else 0.0
 
     def _lower_bound_pps(self) -> float:
         """While the drain's window holds a starved report: the highest of its lower bounds of what the buffer takes,

@@ -40,8 +40,8 @@ def test_the_head_of_line_fabrics_with_classes_lose_packets_only_where_the_analy
     assert lossy <= warned_laws(topo, seed, setup.seconds)
 
 
-@pytest.mark.parametrize(("setup", "seed"), [(HolSetup(), 9), (HolSetup(), 11), (FABRIC_6X3, 8)],
-                         ids=["2x2-seed9", "2x2-seed11", "6x3-seed8"])
+@pytest.mark.parametrize(("setup", "seed"), [(HolSetup(), 10), (HolSetup(), 11), (FABRIC_6X3, 7)],
+                         ids=["2x2-seed10", "2x2-seed11", "6x3-seed7"])
 def test_a_spines_buffer_at_the_receivers_leaf_is_warned_where_its_drain_is_a_share_of_a_fifo(setup: HolSetup,
                                                                                              seed: int) -> None:
     """Issue 46, the head-of-line family: these runs lost packets in leaf 2's buffer from a spine (class 0, the
@@ -51,7 +51,10 @@ def test_a_spines_buffer_at_the_receivers_leaf_is_warned_where_its_drain_is_a_sh
     law whose drain is such a share where the model holds its buffer at its target (head_of_line.py, fifo_shares).
     The 2 x 2 at seed 7 now loses nothing at leaf 2 (only at the spines from leaf 1, warned): a fall of a drain that
     begins while a steady fall is followed expects no more than the trend (controlplane/forecast.py,
-    ``QueueForecast._follow_exact_fall``)."""
+    ``QueueForecast._follow_exact_fall``). The 2 x 2 at seed 9 and the 6 x 3 at seed 8 lose nothing at leaf 2 since
+    the damping leaves out a fall that what reached the buffer explains (controlplane/alinea.py, ``unexplained``):
+    seeds 10 and 7 in their place, which do (every seed 1-14 of the 2 x 2 and 1-12 of the 6 x 3 loses only where
+    warned)."""
     topo = hol_topology(setup, "alinea-classes", incast=True)
     lossy = lossy_laws(topo, seed, setup.seconds)
     assert any(law.endswith("->leaf2") for law in lossy), "the case no longer loses at leaf 2: it tests nothing"
@@ -82,14 +85,16 @@ def test_a_fifo_share_is_warned_only_where_the_model_holds_the_buffer_at_its_tar
 def test_the_spines_cells_of_one_class_are_twins_where_each_carries_one_incast_flow() -> None:
     """6 x 3: one incast flow a spine, so leaf 2's class-0 cells from the three spines are twins (the victim's class 1
     beside spine 3's leaves the flow its max-min share); 2 x 2: spine 1 carries two incast flows, spine 2 one, so
-    theirs are not. A twin's warning names the buffer whose peak it takes."""
+    theirs are not. A twin's warning names the buffer whose peak it takes (at seed 5: at seed 2 the model no longer
+    takes a twin to the loss since the damping leaves out a fall that what reached the buffer explains,
+    controlplane/alinea.py ``unexplained``; the run's losses there are warned all the same)."""
     six = with_drawn_starts(hol_topology(FABRIC_6X3, "alinea-classes", incast=True), 2, "sim")
     groups = _Network(six, FABRIC_6X3.seconds, 1.0).twins
     assert [("leaf2", f"spine{k}", 0) for k in (1, 2, 3)] in groups
     assert not any(len(cell) == 3 and cell[2] == 1 for g in groups for cell in g)  # the victim's cells have none
     two = with_drawn_starts(hol_topology(HolSetup(), "alinea-classes", incast=True), 2, "sim")
     assert not any(("leaf2", "spine1", 0) in g for g in _Network(two, HolSetup().seconds, 1.0).twins)
-    said = [w for w in warnings(hol_topology(FABRIC_6X3, "alinea-classes", incast=True), FABRIC_6X3.seconds, 2)
+    said = [w for w in warnings(hol_topology(FABRIC_6X3, "alinea-classes", incast=True), FABRIC_6X3.seconds, 5)
             if "as its twin" in w]
     assert said and all(w.startswith("law spine") and "->leaf2" in w.split(":")[0] for w in said)
 
