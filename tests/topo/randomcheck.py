@@ -8,6 +8,7 @@ Shared by the CI property tests (tests/topo/random/test_random_topologies.py) an
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,7 +18,7 @@ from topo.file.schema import load_topology_text
 from topo.run.runner import run_experiment
 from topo.sim.network import sim_refusal
 
-__all__ = ["Verdict", "judge", "judge_case", "lost_packets"]
+__all__ = ["Verdict", "case_seconds", "judge", "judge_case", "lost_packets"]
 
 
 @dataclass
@@ -51,8 +52,16 @@ def judge(text: str, seconds: float, all_alinea: bool, seed: int = 1, source: st
     return Verdict(problems, warned, lost, summary)
 
 
+def case_seconds(text: str) -> float:
+    """A kept case's run length, from its file's first line: ``# seconds: S``, or ``... run for S s`` in the
+    older files."""
+    first = text.splitlines()[0]
+    found = re.search(r"run for ([0-9.]+) s", first)
+    return float(found.group(1)) if found else float(first.removeprefix("# seconds:"))
+
+
 def judge_case(name: str, all_alinea: bool = True, seed: int = 1) -> Verdict:
-    """A case kept in tests/topo/random_cases/ (found by the fuzzer), judged as found: its file's first
-    line holds its run length (``# seconds: S``)."""
+    """A case kept in tests/topo/random_cases/ (found by the fuzzer), judged as found (its first line holds its
+    run length: :func:`case_seconds`)."""
     text = (RANDOM_CASES / name).read_text()
-    return judge(text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea, seed, source=name)
+    return judge(text, case_seconds(text), all_alinea, seed, source=name)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge, judge_case
+from tests.topo.randomcheck import case_seconds, judge, judge_case
 
 CASES = RANDOM_CASES
 
@@ -29,7 +29,7 @@ def test_a_hosts_law_does_not_read_its_buffers_growing_capacity_as_the_buffer_em
     name = "host-frames-capacity-damping.yaml"
     text = (CASES / name).read_text()
     verdict = judge(
-        text, float(text.splitlines()[0].removeprefix("# seconds:")), all_alinea=True, source=name
+        text, case_seconds(text), all_alinea=True, source=name
     )
     assert verdict.problems == []
     assert verdict.lost == 0 or any(w.startswith("law H1->S1") for w in verdict.warned), verdict.warned

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.check import check_topology
 from topo.file.schema import load_topology_text
 from topo.net.plan import buffer_unit_bytes, expected_frame_bytes, packet_bytes_over, streams_over
@@ -18,7 +18,7 @@ CASES = RANDOM_CASES
 
 def _case(name: str) -> tuple[str, float]:
     text = (CASES / name).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def test_a_slow_exit_behind_a_line_only_ecmp_takes_is_warned() -> None:

@@ -12,7 +12,7 @@ clips every cut, and the buffer overflows at 1.17, 1.34 and 1.52 s."""
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.floor_check import floor_overflows
 from topo.file.schema import load_topology_text
 from topo.net.starts import with_drawn_starts
@@ -22,7 +22,7 @@ NAME = "floor-at-drain-jitter.yaml"
 
 def _case() -> tuple[str, float]:
     text = (RANDOM_CASES / NAME).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def test_a_floor_at_the_drain_with_a_jittering_frame_mix_is_warned_or_not_lost() -> None:

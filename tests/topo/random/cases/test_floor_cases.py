@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from controlplane.dataplane_config import MCAST_MAX_COPIES, MCAST_RING
 from tests.paths import RANDOM_CASES, ROOT
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.check import warnings
 from topo.analysis.floor_check import _Stretch
 from topo.file.schema import load_topology_text
@@ -25,7 +25,7 @@ CASES = RANDOM_CASES
 
 def _case(name: str) -> tuple[str, float]:
     text = (CASES / name).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def test_a_law_at_its_floor_above_a_groups_slowest_copy_is_warned() -> None:

@@ -7,7 +7,7 @@ was found by ``make fuzz-topo``."""
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.fluid_network import _mean_frame_bits, _Network
 from topo.file.schema import load_topology_text
 
@@ -16,7 +16,7 @@ CASES = RANDOM_CASES
 
 def _case(name: str) -> tuple[str, float]:
     text = (CASES / name).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def test_a_capacity_drop_behind_a_line_of_small_frames_is_warned() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.check import warnings
 from topo.file.schema import load_topology_text
 
@@ -28,7 +28,7 @@ def test_a_dip_takes_its_share_of_a_law_held_below_its_link_not_of_the_link() ->
     nothing holds S1's law, and neither the check nor the run finds anything."""
     name = "mix-dip-held-law.yaml"
     text = (CASES / name).read_text()
-    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
+    seconds = case_seconds(text)
     verdict = judge(text, seconds, all_alinea=True, source=name)
     assert verdict.problems == []
     assert any(w.startswith("law H1->S1") and "held it to before" in w for w in verdict.warned), (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tests.paths import RANDOM_CASES, ROOT
 from tests.topo.helpers import capped_r_max
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.floor_check import floor_overflows
 from topo.file.schema import load_topology_text
 from topo.net.starts import with_drawn_starts
@@ -22,7 +22,7 @@ def test_a_groups_copy_and_a_unicast_flow_share_their_link_in_the_floor_check() 
     the slow link and together above it: S2 forwards at most the slow link of them (it frees a group packet
     only when its copy to H3 leaves), so the floor fills S2's buffer from S1 (the run loses there)."""
     text = (RANDOM_CASES / "multicast-copy-shares-link.yaml").read_text()
-    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
+    seconds = case_seconds(text)
     topo = with_drawn_starts(load_topology_text(text, "multicast-copy-shares-link.yaml"), 1)
     found = floor_overflows(topo, seconds)
     assert ("S1", "S2") in found, found
@@ -38,7 +38,7 @@ def test_a_groups_copy_that_leaves_at_its_r_max_holds_the_buffer_its_bursts_reac
     m0's packet with its last copy): the check finds it at S1's law, and the run loses there, warned."""
     name = "multicast-paced-branch.yaml"
     text = (RANDOM_CASES / name).read_text()
-    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
+    seconds = case_seconds(text)
     topo = with_drawn_starts(load_topology_text(text, name), 1)
     m0_r_max = next(f.r_max_bps for f in topo.flows if f.group == "m0")
     assert m0_r_max < topo.law[("S3", "S7")].r_max == capped_r_max(topo, "S3", "S7", m0_r_max)
@@ -60,7 +60,7 @@ def test_a_unicast_flows_exit_given_its_cap_as_r_max_holds_the_buffer_its_bursts
     loses there, warned. Without the override (derived: the margin) nothing is found and nothing is lost."""
     name = "unicast-capped-exit.yaml"
     text = (RANDOM_CASES / name).read_text()
-    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
+    seconds = case_seconds(text)
     override = "alinea:\n  - {node: S3, toward: S7, r_max: 2Mbps}\n"
     assert override in text
     derived = text.replace(override, "")

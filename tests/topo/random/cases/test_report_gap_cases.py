@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
 from tests.topo.helpers import capped_r_max
-from tests.topo.randomcheck import judge, judge_case
+from tests.topo.randomcheck import case_seconds, judge, judge_case
 from topo.analysis.check import law_loops
 from topo.analysis.report_gap import sparse_reports
 from topo.file.schema import load_topology_text
@@ -18,7 +18,7 @@ CASE = "report-gap-multicast.yaml"
 def _case() -> tuple[str, float]:
     """The file's text, which ends with its alinea section (more items may be appended), and its run length."""
     text = (CASES / CASE).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def _sparse(text: str) -> set[tuple[str, str]]:

@@ -5,7 +5,7 @@ report slots no report takes go to the data, above the rate the law set."""
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 
 CASES = RANDOM_CASES
 
@@ -16,7 +16,7 @@ def test_a_law_at_its_floor_holds_the_data_where_no_report_goes_back() -> None:
     slots of a 10 ms interval held in the queue S3 still sent f0 at its 1 Mb/s and S4's buffer overflowed
     for the whole run. Held to the reports that go (none), the cut holds: nothing is lost."""
     text = (CASES / "ecmp-idle-return-reserve.yaml").read_text()
-    seconds = float(text.splitlines()[0].removeprefix("# seconds:"))
+    seconds = case_seconds(text)
     verdict = judge(text, seconds, all_alinea=True, source="ecmp-idle-return-reserve.yaml")
     assert verdict.problems == []
     assert verdict.lost == 0

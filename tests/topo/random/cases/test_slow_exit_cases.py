@@ -7,7 +7,7 @@ Each file's first lines hold its run length and the problem the judge reported w
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.check import check_topology
 from topo.experiments.hol import HolSetup, hol_topology
 from topo.file.schema import load_topology_text
@@ -17,7 +17,7 @@ CASES = RANDOM_CASES
 
 def _case(name: str) -> tuple[str, float]:
     text = (CASES / name).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def test_a_buffer_shared_by_a_slow_exit_and_exits_that_pass_is_warned() -> None:

@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge
+from tests.topo.randomcheck import case_seconds, judge
 from topo.file.schema import load_topology_text
 from topo.net.starts import with_drawn_starts
 from topo.run.runner import run_experiment
@@ -24,7 +24,7 @@ CASES = RANDOM_CASES
 
 def _case(name: str) -> tuple[str, float]:
     text = (CASES / name).read_text()
-    return text, float(text.splitlines()[0].removeprefix("# seconds:"))
+    return text, case_seconds(text)
 
 
 def test_the_analysis_starts_the_flows_where_the_run_starts_them() -> None:
