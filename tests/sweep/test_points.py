@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.topo.helpers import capped_r_max
 from topo.file.points import Base, grid, point_topology
@@ -113,3 +115,42 @@ def test_the_message_is_the_files_own(base):
     with pytest.raises(TopologyError) as written:
         load_topology_text(TEXT + "options: {report_loss: 1}\n", "t.yaml")
     assert str(written.value).split(": ", 1)[1] in str(swept.value)
+
+
+MULTI = """\
+nodes:
+  S: {kind: host}
+  R1: {kind: switch}
+  X1: {kind: host}
+  X2: {kind: host}
+  X3: {kind: host}
+links:
+  - {ends: [S, R1]}
+  - {ends: [R1, X1]}
+  - {ends: [R1, X2]}
+  - {ends: [R1, X3]}
+flows:
+"""
+
+
+@given(st.integers(0, 3), st.integers(2, 3), st.data())
+@settings(max_examples=40, deadline=None)
+def test_a_flow_setting_edits_the_files_flow_of_that_name_beside_a_multicast_one(where: int, receivers: int,
+                                                                                 data: st.DataObject) -> None:
+    """A multicast flow resolves to one branch per receiver, so the resolved flows no longer line up
+    with the file's items: ``flow[u3]`` failed with an IndexError or set another flow's rate. Every
+    unicast flow named gets the value, and no other flow changes."""
+    unicast = [f"  - {{name: u{i}, src: S, dst: X{1 + i % 3}, control: fixed, rate: {100 + i}kbps}}\n"
+               for i in range(4)]
+    group = ", ".join(f"X{j + 1}" for j in range(receivers))
+    items = unicast[:where] + [f"  - {{name: m, src: S, dst: [{group}], control: fixed, rate: 50kbps}}\n"] + unicast[where:]
+    text = MULTI + "".join(items)
+    base = Base("t.yaml", text, load_topology_text(text, "t.yaml"))
+    target = data.draw(st.sampled_from([f"u{i}" for i in range(4)] + ["m"]))
+    t = one(base, f"flow[{target}].rate=777kbps")
+    for f in t.flows:
+        mine = f.name == target or f.name.startswith(f"{target}@")
+        before = next(g for g in base.topo.flows if g.name == f.name)
+        assert f.rate_bps == (777e3 if mine else before.rate_bps), (f.name, target)
+    with pytest.raises(SweepError, match="branch of multicast flow m|unknown flow"):
+        one(base, "flow[zz].rate=1Mbps")

@@ -181,13 +181,38 @@ def _link_ends(topo: Topology, s: Setting) -> tuple[str, str]:
 
 
 def _edit_flow(root: MappingNode, topo: Topology, s: Setting, value: ScalarNode, line: int) -> None:
-    items = _get(root, "flows").value  # type: ignore[union-attr]
-    names = [f.name for f in topo.flows]
+    flows = _get(root, "flows")
+    items = [i for i in flows.value if isinstance(i, MappingNode)] if isinstance(flows, SequenceNode) else []
+    names = _file_flow_names(items)
     if s.selector and s.selector[0][1] not in names:
-        raise SweepError(f"--set {s.text}: unknown flow {s.selector[0][1]!r} (flows: {', '.join(names)})")
-    for i, name in enumerate(names):
+        raise SweepError(f"--set {s.text}: unknown flow {s.selector[0][1]!r} (the file's flows: "
+                         f"{', '.join(names) or 'none'}{_not_in_the_file(topo, s.selector[0][1])})")
+    for item, name in zip(items, names):
         if not s.selector or name == s.selector[0][1]:
-            _set(items[i], s.key, value, line)
+            _set(item, s.key, value, line)
+
+
+def _file_flow_names(items: list[MappingNode]) -> list[str]:
+    """The name of each item of the file's ``flows:`` (its ``name``, else ``f<i>``, as the loader names it).
+
+    Why not ``Topology.flows``: a multicast flow resolves to one branch per receiver and a
+    ``workload:`` appends flows of its own, so its i-th flow is not the file's i-th item: with a
+    multicast flow first, ``flow[u]`` failed with an IndexError, or edited another flow."""
+    names = []
+    for i, item in enumerate(items):
+        name = _get(item, "name")
+        names.append(str(name.value) if isinstance(name, ScalarNode) else f"f{i + 1}")
+    return names
+
+
+def _not_in_the_file(topo: Topology, name: str) -> str:
+    """Why a resolved flow's name is no ``flow[...]``: a multicast branch, or a workload's draw."""
+    flow = next((f for f in topo.flows if f.name == name), None)
+    if flow is None:
+        return ""
+    if flow.group is not None and "@" in name:
+        return f"; {name} is a branch of multicast flow {name.split('@')[0]}: set flow[{name.split('@')[0]}]"
+    return f"; {name} is drawn by the file's workload: section"
 
 
 def _edit_node(root: MappingNode, topo: Topology, s: Setting, value: ScalarNode, line: int) -> None:
