@@ -5,6 +5,8 @@ window received exactly its size there -- not its record count times 1448 bytes.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from topo.file.schema import load_topology_text
 from topo.run.runner import run_experiment
@@ -56,3 +58,18 @@ def test_the_series_a_figure_draws_carries_the_flows_size(summary: dict, name: s
     for key in ("receive_bps", "send_bps"):
         carried = sum(r * w for r, w in zip(summary["series"]["flows"][name][key], widths))
         assert abs(carried - 8 * SIZES[name]) <= len(bins), (key, carried)
+
+
+@settings(max_examples=5, deadline=None)
+@given(st.integers(20, 400), st.integers(0, 10))
+def test_a_sized_flows_rtt_is_read_while_it_ran(size_kb: int, start_ds: int) -> None:
+    """After a sized flow completes its socket's smoothed RTT stays at its last value: those samples
+    are left out, or a flow done in 0.13 s of a 3 s run read its last SRTT as its p50 and p99."""
+    text = LINE.replace("size: 100001B, start: 0.6s", f"size: {size_kb}kB, start: {start_ds / 10}s")
+    run = run_experiment(load_topology_text(text, "user.yaml"), 3 * S, 1, None, plots=False)
+    s, rec = run.summary, run.recorder
+    for name, f in s["flows"].items():
+        done = rec.tcp_flows[name]["completed_ns"]
+        assert isinstance(done, int) and done < 3 * S
+        kept = [x for x in rec.tcp if x.flow == name and x.get("rtt_us") and x.t_ns <= done]
+        assert f["tcp"]["rtt_ms"]["samples"] == len(kept), name
