@@ -134,13 +134,13 @@ def source_reaction(topo: Topology, rec: Recorder, ev: Any) -> dict[str, Any]:
     packet before the event, or the sources never cut by REACTION_DROP)."""
     none = {"source_reaction_s": None, "source_reaction_window_s": None}
     a, b = ev.link
-    names = {f.name for f in crossing(topo, a, b)}
-    samples: dict[str, list[Any]] = {n: [] for n in names}
+    bits = {f.name: 8 * f.packet_size for f in crossing(topo, a, b)}
+    samples: dict[str, list[Any]] = {n: [] for n in bits}
     for x in rec.flows:
-        if x.flow in names:
+        if x.flow in bits:
             samples[x.flow].append(x)
-    curves = [_sent_curve(rec.packets.get(n, []), samples[n]) for n in sorted(names)]
-    curves = [c for c in curves if c[0] and c[1][-1] > 0]
+    curves = [(_sent_curve(rec.packets.get(n, []), samples[n]), bits[n]) for n in sorted(bits)]
+    curves = [(c, w) for c, w in curves if c[0] and c[1][-1] > 0]
     if not curves:
         return none
     at = ev.at_ns
@@ -148,20 +148,24 @@ def source_reaction(topo: Topology, rec: Recorder, ev: Any) -> dict[str, Any]:
     if span <= 0:
         return none
 
-    def sent_by(t: int) -> int:
-        return sum(_count(c, t) for c in curves)
+    def sent_by(t: int) -> float:
+        """Bits sent by ``t``: the rate is in bits (docs/reference/metrics.md's units), so that where
+        packet sizes differ a flow of small packets does not outweigh one of large packets by their
+        count (counted in packets, a 1500-byte flow halving beside a steady 200-byte one was no cut)."""
+        return sum(w * _count(c, t) for c, w in curves)
 
-    rate0 = (sent_by(at) - sent_by(at - span)) / span  # packets per ns
-    if rate0 <= 0:
+    packets0 = sum(_count(c, at) - _count(c, at - span) for c, _ in curves) / span  # packets per ns
+    rate0 = (sent_by(at) - sent_by(at - span)) / span  # bits per ns
+    if rate0 <= 0 or packets0 <= 0:
         return none
-    window = max(REACTION_MIN_WINDOW_NS, round(REACTION_PACKETS / rate0))
+    window = max(REACTION_MIN_WINDOW_NS, round(REACTION_PACKETS / packets0))
     floor = rate0 * (1 - REACTION_DROP)
 
     def rate(t: int) -> float:
         return (sent_by(t) - sent_by(t - window)) / window
 
     floor = min(floor, rate(at) * (1 - REACTION_DROP))  # already falling at the event: a cut below that
-    for t in sorted({t for c in curves for t in c[0] if t > at}):
+    for t in sorted({t for c, _ in curves for t in c[0] if t > at}):
         if rate(t) <= floor:
             return {"source_reaction_s": round((t - at) / 1e9, 4), "source_reaction_window_s": round(window / 1e9, 4)}
     return {"source_reaction_s": None, "source_reaction_window_s": round(window / 1e9, 4)}

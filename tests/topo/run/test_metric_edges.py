@@ -148,3 +148,44 @@ def test_the_total_goodput_is_over_one_window_and_never_above_the_playout(playou
     total = run_metrics(s, {}, list(s["flows"]))["goodput_kbps"] * 1e3
     assert total <= playout * 1e6 * 1.005 + 8 * 1000 / 2  # one packet over the 2 s window
     assert total == s["goodput_total_bps"]
+
+
+SIZES = """
+name: sizes
+defaults: {link: {rate: 100Mbps, delay: 1ms, buffer: 100}}
+nodes: {A: {kind: host}, B: {kind: host}, R1: {kind: switch}, R2: {kind: switch}, D: {kind: host}}
+links:
+  - {ends: [A, R1]}
+  - {ends: [B, R1]}
+  - {ends: [R1, R2], rate: 50Mbps}
+  - {ends: [R2, D]}
+flows:
+  - {name: small, src: A, dst: D, control: fixed, rate: 8Mbps, packet_size: 200B}
+  - {name: big, src: B, dst: D, control: fixed, rate: 6Mbps, packet_size: 1500B}
+events:
+  - {at: 2s, link: [R1, R2], rate: 10Mbps}
+"""
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(5000, 6000), st.integers(300, 450), st.integers(0, 200), st.floats(0.45, 0.6))
+def test_the_sources_reaction_counts_bits_not_packets(small_pps: int, big_pps: int, cut_ms: int, keep: float) -> None:
+    """A steady flow of 200-byte packets beside one of 1500-byte packets that cuts its packet rate by
+    half or so: in bits the sources cut by 10 % or more; counted in packets the cut was
+    under 5 % (the small packets outnumber the big ones ten to one) and went unseen."""
+    from topo.run.summary_reaction import source_reaction
+
+    topo = load_topology_text(SIZES, "user.yaml")
+    rec = Recorder()
+    cut = 2 * S + cut_ms * 1_000_000
+    small = [round(i * S / small_pps) for i in range(4 * small_pps)]
+    big, t = [], 0
+    while t < 4 * S:
+        big.append(t)
+        t += round(S / big_pps) if t < cut else round(S / (big_pps * keep))
+    rec.packets["small"] = [(i, t, t + 1_000_000) for i, t in enumerate(small)]
+    rec.packets["big"] = [(i, t, t + 1_000_000) for i, t in enumerate(big)]
+    (ev,) = topo.events
+    got = source_reaction(topo, rec, ev)
+    assert got["source_reaction_s"] is not None
+    assert cut_ms / 1000 <= got["source_reaction_s"] <= cut_ms / 1000 + got["source_reaction_window_s"] + 0.01
