@@ -158,15 +158,19 @@ class Forecast:
     # before explain, fraction: what reached the buffer in the gap less the drain over the gap, a packet nearer none
     # (controlplane/forecast.py, QueueForecast._committed_change; see unexplained; 0: none)
     committed_change: float = 0.0
+    # while the drain's window holds a starved report and the buffer holds no more than this node sent it over the
+    # newest report gap (QueueForecast.passing): the highest lower bound of what it takes, the newest gap's drain or
+    # the window's (QueueForecast._lower_bound_pps), b/s; the settled base is no lower (settled_base; 0: none)
+    passing_bps: float = 0.0
 
     def __init__(self, occupancy: float, drain_bps: float, approach_bps: float = 0.0, damp_scale: float = 1.0,
                  guessed_fall: bool = False, newest_bps: float = 0.0, starved: bool = False,
                  window_starved: bool = False, gap_bps: float = 0.0, arrival_bps: float = 0.0,
-                 committed_change: float = 0.0) -> None:
+                 committed_change: float = 0.0, passing_bps: float = 0.0) -> None:
         self.occupancy, self.drain_bps, self.approach_bps = occupancy, drain_bps, approach_bps
         self.damp_scale, self.guessed_fall, self.newest_bps = damp_scale, guessed_fall, newest_bps
         self.starved, self.window_starved, self.gap_bps = starved, window_starved, gap_bps
-        self.arrival_bps, self.committed_change = arrival_bps, committed_change
+        self.arrival_bps, self.committed_change, self.passing_bps = arrival_bps, committed_change, passing_bps
 
     def brake(self) -> Brake:
         """The start-up brake on this report: its drain the higher of the window's and the newest gap's
@@ -235,11 +239,34 @@ def unexplained(change: float, committed: float) -> float:
     return rest if rest < 0.0 else 0.0
 
 
-def settled_base(forecast: Forecast, rate: float = 0.0) -> float:
+def settled_base(forecast: Forecast, rate: float = 0.0, below: bool = True) -> float:
     """The settled law's base rate (b/s): the drain, or the newest drain when it has clearly fallen;
     on a starved buffer (``forecast.starved``) no less than the law's own ``rate``; while the drain's
     window holds a starved report (``forecast.window_starved``) the drain itself, or the law's own
-    ``rate`` if the window has not measured one yet (0).
+    ``rate`` if the window has not measured one yet (0), and, while the forecast is at or below the law's
+    target (``below``), no less than the lower bound of what the buffer takes while it holds no more than this
+    node sent it over the newest gap (``forecast.passing_bps``), up to the law's own ``rate``.
+
+    Why that bound: while the window holds a starved report, the drain is a lower bound too (what this node
+    sent, or the backlog's drain over gaps timed by the reports), and the law settled on it follows its own
+    rate down. A buffer that holds no more than the newest gap brought it turned over all it held within the
+    gap, so the gap's departures (and the window's) are what it took of all it was given, no more than it
+    takes: the base is the higher of the known lower bounds, as the start-up brake's drain is. Without it, S4's
+    law toward S3's 5-packet buffer in front of a 20 Mb/s exit (1500 B and 200 B frames, which read 1 and 3
+    packets by turns) sat at the window's backlog drain, 15.3 Mb/s, while each gap's drain read 17-21, and the
+    buffer of S4 behind it overflowed (tests/topo/random_cases/mixed-frame-exit-shortfall-long-link.yaml:
+    9/30/0 lost at seeds 1-3, 16.7 Mb/s at seed 2; with it 0/0/0, 19.9 Mb/s). Not while the buffer holds more
+    than a gap brought: its packets are then a backlog's, the gap's drain one report's count of what it takes
+    (the window's backlog drain measures that over more gaps); taken there too, S4's law toward H4's 20-packet
+    receive buffer rose from 0.94 to 1.00 Mb/s (its 1 Mb/s playout) at a report that found 2 packets there, one
+    a gap, and the floor's hole passing then overflowed the buffer: 3 lost at each of seeds 1-3, 0 without
+    (tests/topo/random_cases/hole-burst-receive-buffer-line.yaml). Nor above the target: the law then cuts, and a
+    base that errs low errs toward the cut the buffer asks for; taken there, S3's law toward S1, its forecast 66
+    packets of a 20-packet buffer, cut less deep, and the stamps at its floor trickled out more
+    (floor-stamped-trickle.yaml: 9 -> 27 lost at each of seeds 1-3). Up to the law's own rate: the bound keeps
+    the law from following a lower-bound drain below the rate it holds, it is no reason to raise it (the step
+    does that); above it, over tests/topo/random_cases/ at seeds 1-3, 7,566 lost where 7,501 were
+    (brake-guess-small-buffers-line.yaml 472 -> 541), 7,496 with it.
 
     Why not the newest drain while the window holds a starved report: the drain is then what this node
     sent, not what the buffer takes, and a newest drain below it is this node's own spacing (a few
@@ -276,7 +303,11 @@ def settled_base(forecast: Forecast, rate: float = 0.0) -> float:
     base, newest = forecast.drain_bps, forecast.newest_bps
     if forecast.starved or (forecast.window_starved and base <= 0.0):
         return rate if rate > base else base
-    if forecast.window_starved or forecast.guessed_fall or not 0.0 < newest < base * (1 - NEWEST_FALL):
+    if forecast.window_starved:
+        bound = forecast.passing_bps if below else 0.0
+        bound = bound if bound < rate else rate
+        return bound if bound > base else base
+    if forecast.guessed_fall or not 0.0 < newest < base * (1 - NEWEST_FALL):
         return base
     floor = base * (1 - NEWEST_CAP)
     return newest if newest > floor else floor
@@ -354,7 +385,7 @@ class AlineaLaw:
                 change = forecast.damp_scale * unexplained(measured - self.last_occupancy,  # type: ignore[operator]
                                                            forecast.committed_change)
                 damped = self._k_p * change
-                rate = settled_base(forecast, self.rate + self._damped) + step - damped
+                rate = settled_base(forecast, self.rate + self._damped, occ <= self.o) + step - damped
                 self._damped = damped
                 if forecast.starved and forecast.approach_bps and rate > self.rate:  # no windup (module docstring)
                     cap = forecast.brake().cap(self._o_max, occ, packet)

@@ -1173,7 +1173,8 @@ class QueueForecast:
                         self.approach_bps(capacity, held_bits or packet_bits), self.span_scale(), self.guessed_fall,
                         self.newest_pps * packet_bits, self.occupancy <= IDLE_PKTS, starved,
                         self._lower_bound_pps() * packet_bits if starved else 0.0, self.gap_arrival_pps * packet_bits,
-                        self._committed_change(drain) / capacity)
+                        self._committed_change(drain) / capacity,
+                        self._lower_bound_pps() * packet_bits if starved and self.passing else 0.0)
 
     def _committed_change(self, drain_pps: float) -> float:
         """What reached the buffer over the newest report gap less what it drains over the gap at ``drain_pps``, packets,

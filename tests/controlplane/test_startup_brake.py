@@ -1,6 +1,6 @@
 """The law on a buffer starved within the drain's window (controlplane/forecast.py, ``QueueForecast.law_forecast``;
-controlplane/alinea.py, ``Forecast.gap_bps`` and ``settled_base``): the window's drain is then what this hop sent,
-a lower bound of what the buffer takes."""
+controlplane/alinea.py, ``Forecast.gap_bps``, ``Forecast.passing_bps`` and ``settled_base``): the window's drain is
+then what this hop sent, a lower bound of what the buffer takes."""
 
 from __future__ import annotations
 
@@ -70,3 +70,27 @@ def test_a_settled_law_whose_window_has_not_measured_a_drain_keeps_its_own_rate(
     unmeasured = Forecast(0.9, 0.0, window_starved=True)
     assert settled_base(unmeasured, 9.5e6) == 9.5e6
     assert settled_base(Forecast(0.9, 0.0), 9.5e6) == 0.0  # a drain measured as 0 (no starved report) stays the base
+
+
+def test_a_settled_law_while_the_window_holds_starvation_is_no_lower_than_what_a_passing_buffer_drained() -> None:
+    """While the drain's window holds a starved report the drain is a lower bound of what the buffer takes, and a
+    buffer holding no more than the newest gap brought it took all it was given: the settled base is the higher of
+    the known lower bounds (``Forecast.passing_bps``: the newest gap's drain, the window's). Settled on the drain
+    alone, S4's law toward S3's 5-packet buffer sat at 15.3 Mb/s of a 20 Mb/s exit while each gap drained 17-21
+    (tests/topo/random_cases/mixed-frame-exit-shortfall-long-link.yaml). Not once the buffer holds more than the gap
+    brought (the gap's drain is then one report's count of a backlog's), nor while Ô is above the target, nor above
+    the law's own rate."""
+    _, f, _ = ramp_then_burst(5)
+    passing = f.law_forecast(f.forecast_pkts, CAPACITY, BITS)
+    assert f.passing and passing.window_starved and not passing.starved
+    assert passing.passing_bps == passing.gap_bps > passing.drain_bps
+    assert settled_base(passing, LAW.r_max) == passing.passing_bps
+    assert settled_base(passing, LAW.r_max, below=False) == passing.drain_bps  # Ô above the target: cut on the drain
+    own = (passing.drain_bps + passing.passing_bps) / 2  # the law's own rate between: the bound only keeps it
+    assert settled_base(passing, own) == own
+    assert settled_base(Forecast(0.6, 15e6, window_starved=True, passing_bps=12e6)) == 15e6  # a drain above it: kept
+    fwd = 10 * 40 * 41 // 2 + 2  # then 2 packets in a gap that finds 5 in the buffer
+    pkts = f.update(41 * GAP, 5, fwd, fwd, 0, drained=fwd - 4, drained_ns=41 * GAP)
+    held = f.law_forecast(pkts, CAPACITY, BITS)
+    assert not f.passing and held.window_starved and held.passing_bps == 0.0
+    assert settled_base(held) == held.drain_bps

@@ -105,11 +105,13 @@ def test_an_exit_idled_by_mixed_frames_behind_a_long_loop_is_warned(seed: int) -
     frame); at 0.8 s H5's link falls from 1 Gb/s to 20 Mb/s. S3's buffer, swung by the frame mix, empties between
     reports: H5's link carries 19.38/19.38/19.51 Mb/s over 0.8-0.9 s at seeds 1-3 while S2 -> S4 carries 19.9, and
     S4's 20-packet buffer from S2, behind a 20 ms link, gains the difference (3 -> 20 packets over 0.84-0.90 s at seed
-    1; 1/1/0 lost at seeds 1-3, S4's buffer peaking at 15 packets at seed 3). 9/30/0 since the damping leaves out a
+    1; 1/1/0 lost at seeds 1-3, S4's buffer peaking at 15 packets at seed 3). 9/30/0 once the damping left out a
     fall that what reached the buffer explains (controlplane/alinea.py, ``unexplained``): S3's buffer reads 1 and 3
     packets by turns, the reports that find 3 set S4's law at the window's drain, a lower bound of what S3 takes
-    while the window holds a starved report, and the damping of the falls no longer lifts it back (S4 -> S3 at
-    15.9-16.6 Mb/s over 1.0-1.6 s at seed 2, where it held 18.7-18.8). The fluid model has no frames: at the
+    while the window holds a starved report, and the damping of the falls no longer lifted it back (S4 -> S3 at
+    15.9-16.6 Mb/s over 1.0-1.6 s at seed 2, where it held 18.7-18.8). 0/0/0 (19.9 Mb/s at each seed) since the
+    settled base is no lower than what a buffer holding no more than the newest gap brought drained
+    (``Forecast.passing_bps``, ``settled_base``). The fluid model has no frames: at the
     links' rates it peaks S4's buffer at 9 %. The loop analysis warns S2 -> S4: S3's exit toward H5, which no law
     paces, held at 1412 B, runs dry for the rest of each 1500 B frame and carries about 97.1 % of its rate, and at
     that rate the model fills S4's buffer from S2 at 0.90 s (topo/analysis/exit_idle.py). Each of these alone loses
