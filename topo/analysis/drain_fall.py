@@ -39,7 +39,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from topo.analysis.floor_check import NS, _Stretch, stretches
+from topo.analysis.floor_check import NS, _Stretch, worst_per_law
 from topo.analysis.mix_step import _backlog_wait, _mean_frame
 from topo.analysis.report_gap import supply_bps
 from topo.net.model import Topology
@@ -81,15 +81,7 @@ def drain_falls(topo: Topology, duration_s: float) -> dict[DirectedLink, DrainFa
     paths = {name: tuple(zip(p, p[1:])) for name, p in routed_paths(topo).items()}
     keys = [k for k in topo.law if topo.nodes[k[0]].is_switch and topo.nodes[k[1]].is_switch
             and (k[1], k[0]) in topo.ports]
-    out: dict[DirectedLink, DrainFall] = {}
-    for t0, t1, rates, active in stretches(topo, alinea, duration_s):
-        stretch = _Stretch(topo, paths, active, rates, span=(t0, t1))
-        for key in keys:
-            found = _fall(stretch, key, t0)
-            was = out.get(key)
-            if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
-                out[key] = found
-    return out
+    return worst_per_law(topo, paths, alinea, duration_s, keys, _fall)
 
 
 def _fall(stretch: _Stretch, key: DirectedLink, t0: int) -> DrainFall | None:

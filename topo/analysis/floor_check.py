@@ -54,8 +54,9 @@ lifts its rate on each fall of the count while the floor clips each cut.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Protocol, TypeVar
 
 from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS, WINDOW_SAMPLES
@@ -182,6 +183,31 @@ def stretches(topo: Topology, alinea: list[Flow], duration_s: float
             if ev.kind == "link_rate" and ev.at_ns <= t0 and ev.link is not None and ev.rate_bps is not None:
                 rates[_key(*ev.link)] = ev.rate_bps
         yield t0, t1, rates, [f for f in alinea if f.start_ns <= t0 and (f.stop_ns is None or f.stop_ns > t0)]
+
+
+class _Gain(Protocol):
+    gained_pkts: float
+    room_pkts: float
+
+
+G = TypeVar("G", bound=_Gain)
+
+
+def worst_per_law(topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], alinea: list[Flow], duration_s: float,
+                  keys: list[DirectedLink], find: Callable[[_Stretch, DirectedLink, int], G | None]
+                  ) -> dict[DirectedLink, G]:
+    """Each law in ``keys``: ``find``'s finding in the stretch where it overfills the buffer the most (gained
+    packets beyond the room above the target), over :func:`stretches`. Why one place: the checks that look for a
+    law's worst moment alone (drain_fall.py's, wire_backlog.py's) keep it alike."""
+    out: dict[DirectedLink, G] = {}
+    for t0, t1, rates, active in stretches(topo, alinea, duration_s):
+        stretch = _Stretch(topo, paths, active, rates, span=(t0, t1))
+        for key in keys:
+            found = find(stretch, key, t0)
+            was = out.get(key)
+            if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
+                out[key] = found
+    return out
 
 
 def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, FloorOverflow]:

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from topo.analysis.floor_check import NS, _Stretch, _unit, stretches
+from topo.analysis.floor_check import NS, _Stretch, _unit, worst_per_law
 from topo.analysis.mix_step import _backlog_wait, _mean_frame, _sends_backlog_at_wire
 from topo.net.model import Topology
 from topo.net.plan import buffer_for_gain, flow_frame_bytes, room_above_target
@@ -84,15 +84,7 @@ def wire_backlogs(topo: Topology, duration_s: float) -> dict[DirectedLink, WireB
             and (k[1], k[0]) in topo.ports and _sends_backlog_at_wire(topo, paths, alinea, k)]
     if not alinea or not keys:
         return {}
-    out: dict[DirectedLink, WireBacklog] = {}
-    for t0, t1, rates, active in stretches(topo, alinea, duration_s):
-        stretch = _Stretch(topo, paths, active, rates, span=(t0, t1))
-        for key in keys:
-            found = _late_cut(stretch, key, t0)
-            was = out.get(key)
-            if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
-                out[key] = found
-    return out
+    return worst_per_law(topo, paths, alinea, duration_s, keys, _late_cut)
 
 
 def _late_cut(stretch: _Stretch, key: DirectedLink, t0: int) -> WireBacklog | None:
