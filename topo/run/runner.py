@@ -403,14 +403,21 @@ def _flow_lines(s: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _recovery(recovery_s: float | None) -> str:
+    """The buffer's way back, in the reaction's unit (ms): "-" read as a time, and a duration in seconds beside one
+    in ms, confused the users who met them (issue 46's audit)."""
+    if recovery_s is None:
+        return "not back within 3 points of its target by the run's end"
+    return f"back within 3 points after {1000 * recovery_s:.1f} ms"
+
+
 def _event_line(ev: dict[str, Any]) -> str:
     head = f"event at {ev['at_s']:g} s, link {ev['link']} -> {ev['rate_bps'] / 1e6:g} Mb/s:"
     parts = []
     if ev.get("reaction_s") is not None:
         parts.append(f"{ev['regulator']} cut its rate after {1000 * ev['reaction_s']:.1f} ms "
                      f"({ev['reaction_intervals']} report intervals); {ev['buffer']} peaked at "
-                     f"{100 * ev['max_occupancy_after']:.1f}%, back within 3 points after "
-                     f"{ev['recovery_s'] if ev['recovery_s'] is not None else '-'} s")
+                     f"{100 * ev['max_occupancy_after']:.1f}%, {_recovery(ev['recovery_s'])}")
     if ev.get("source_reaction_s") is not None:
         parts.append(f"the sources cut their sending rate after {1000 * ev['source_reaction_s']:.1f} ms "
                      f"(from the packets, {1000 * ev['source_reaction_window_s']:.0f} ms window)")

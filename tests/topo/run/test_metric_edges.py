@@ -189,3 +189,19 @@ def test_the_sources_reaction_counts_bits_not_packets(small_pps: int, big_pps: i
     got = source_reaction(topo, rec, ev)
     assert got["source_reaction_s"] is not None
     assert cut_ms / 1000 <= got["source_reaction_s"] <= cut_ms / 1000 + got["source_reaction_window_s"] + 0.01
+
+
+@given(st.one_of(st.none(), st.floats(0.0, 100.0)))
+def test_an_events_line_names_the_way_back_in_the_reactions_unit(recovery_s: float | None) -> None:
+    """``hbh run``'s event line: the reaction and the way back both in ms, or a sentence where the buffer never came
+    back (it printed "after - s")."""
+    from topo.run.runner import _event_line
+
+    ev = {"at_s": 30.0, "link": "R3-R4", "rate_bps": 1e6, "regulator": "R2", "reaction_s": 0.02,
+          "reaction_intervals": 2.0, "buffer": "R3<-R2", "max_occupancy_after": 0.83, "recovery_s": recovery_s}
+    line = _event_line(ev)
+    assert "- s" not in line and "cut its rate after 20.0 ms" in line
+    if recovery_s is None:
+        assert "not back within 3 points of its target by the run's end" in line
+    else:
+        assert f"back within 3 points after {1000 * recovery_s:.1f} ms" in line
