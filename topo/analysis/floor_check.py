@@ -198,16 +198,22 @@ def worst_per_law(topo: Topology, paths: dict[str, tuple[DirectedLink, ...]], al
                   ) -> dict[DirectedLink, G]:
     """Each law in ``keys``: ``find``'s finding in the stretch where it overfills the buffer the most (gained
     packets beyond the room above the target), over :func:`stretches`. Why one place: the checks that look for a
-    law's worst moment alone (drain_fall.py's, wire_backlog.py's) keep it alike."""
+    law's worst moment alone (drain_fall.py's, wire_backlog.py's) keep it alike; mix_step.py walks its own
+    stretches (with the stretch before) and keeps through :func:`keep_worst`."""
     out: dict[DirectedLink, G] = {}
     for t0, t1, rates, active in stretches(topo, alinea, duration_s):
         stretch = _Stretch(topo, paths, active, rates, span=(t0, t1))
         for key in keys:
-            found = find(stretch, key, t0)
-            was = out.get(key)
-            if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
-                out[key] = found
+            keep_worst(out, key, find(stretch, key, t0))
     return out
+
+
+def keep_worst(out: dict[DirectedLink, G], key: DirectedLink, found: G | None) -> None:
+    """Keep ``found`` for ``key`` if it overfills the buffer more (gained packets beyond the room above the
+    target) than the finding kept so far: one comparison for every check that keeps a law's worst stretch."""
+    was = out.get(key)
+    if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
+        out[key] = found
 
 
 def floor_overflows(topo: Topology, duration_s: float) -> dict[DirectedLink, FloorOverflow]:

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from controlplane.alinea import AlineaLaw
 from controlplane.frame_size import READ_PERIOD_NS
 from controlplane.params import LawParams
-from topo.analysis.floor_check import NS, _Stretch, _unit, stretches
+from topo.analysis.floor_check import NS, _Stretch, _unit, keep_worst, stretches
 from topo.net.model import Flow, Topology
 from topo.net.plan import buffer_for_gain, flow_frame_bytes, law_frames, room_above_target
 from topo.net.routes import routed_paths
@@ -101,19 +101,12 @@ def mix_steps(topo: Topology, duration_s: float, delays: dict[DirectedLink, floa
             for key in keys:
                 if key not in stretch.crossing or key not in prior.crossing:
                     continue
-                _keep(out, key, _step(stretch, prior, key, before, delays[key], t0, t1))
+                keep_worst(out, key, _step(stretch, prior, key, before, delays[key], t0, t1))
             for key in ramps:
                 if key in stretch.crossing:
-                    _keep(out, key, _ramp_step(stretch, prior, key, before, delays[key], t0, t1))
+                    keep_worst(out, key, _ramp_step(stretch, prior, key, before, delays[key], t0, t1))
         before, prior = active, stretch
     return out
-
-
-def _keep(out: dict[DirectedLink, MixStep], key: DirectedLink, found: MixStep | None) -> None:
-    """Keep for ``key`` the step that overfills v's buffer the most."""
-    was = out.get(key)
-    if found is not None and (was is None or found.gained_pkts - found.room_pkts > was.gained_pkts - was.room_pkts):
-        out[key] = found
 
 
 def _step(stretch: _Stretch, prior: _Stretch, key: DirectedLink, before: list[Flow], delay_s: float,
