@@ -21,13 +21,13 @@ from topo.file.points import Base, Point, point_topology
 from topo.file.schema import load_topology_text
 from topo.file.settings import parse_settings
 from topo.net.model import Topology
+from topo.results.cvihis_rows import NEVER, ROWS, in_link_units
 from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
 SEED = 1
 S = 1_000_000_000
 COMMAND = "make results-tcp  (hbh results --only tcp)"
-NEVER = "100000s"  # a flow started after the run is left out (docs/reference/topologies.md, "Variants")
 
 __all__ = ["sections", "scenario", "owd_stats", "share", "window", "rtm_topology"]
 
@@ -513,16 +513,9 @@ def grid_table(readings: list[str], seeds: list[int], seconds: float = RTM_SECON
     return out
 
 
-#: the two-bottleneck rows (SOURCES.md part B) as tests/topo/experiments/test_cvihis_published.py runs them: --set lines, published
-#: mean rate per flow (kb/s); rows 3 and 6 beside them as docs/results.md has them
-TARGET_ROWS = (
-    ("1", ("link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps", f"flow[f3].start={NEVER}"), (2008, 2050)),
-    ("2", ("link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6Mbps"), (2005, 2045, 2040)),
-    ("3", ("link[R1-R2].rate=4Mbps", "link[R2-R3].rate=6.5Mbps"), (1929, 2005, 2646)),
-    ("4", (f"flow[f3].start={NEVER}",), (3049, 3053)),
-    ("5", (), (3047, 3042, 3048)),
-    ("6", ("link[R2-R3].rate=10Mbps",), (3081, 3014, 3968)),
-)
+#: the two-bottleneck rows (SOURCES.md part B) as tests/topo/experiments/test_cvihis_published.py runs them: --set lines,
+#: each flow's published rate in the links' accounting (kb/s; topo/results/cvihis_rows.py says why it is converted)
+TARGET_ROWS = tuple((r.name, r.sets, in_link_units(r)) for r in ROWS)
 #: BLM against TCP as the test runs it (time scaled down: TCP from 10 s to 70 s of 100 s), and the capacity drops
 #: (topology, the drop's time, the new capacity, the run's length)
 TARGET_BLM_SETS, TARGET_BLM = ("flow[tcp].start=10s", "flow[tcp].stop=70s"), (10, 70, 100)
@@ -542,7 +535,7 @@ def _seeded(topo: Topology, seconds: float, seed: int) -> dict[str, Any]:
 def targets_table(readings: list[str], seeds: list[int], row_seeds: tuple[int, ...] = (SEED,)) -> list[str]:
     """Issue 48's other CVIHIS targets per reading (docs/background/cvihis.md, "Readings"), as the tests of
     tests/topo/experiments/test_cvihis_published.py measure them: the two-bottleneck rows (goodput over 60-120 s of 120 s; the
-    worst deviation from the published rate), three RTM flows (30-60 s of 60 s: Jain), BLM against RTM (RTM / BLM
+    worst deviation from the published rate in the links' accounting, topo/results/cvihis_rows.py), three RTM flows (30-60 s of 60 s: Jain), BLM against RTM (RTM / BLM
     over 35-50 s), each for every seed of ``row_seeds`` (a line each; seed 1 alone by default), then BLM against
     TCP over ``seeds`` (the largest share while TCP runs, the slowest return) and BLM after a capacity drop over
     ``seeds`` (the furthest from the new capacity), on the reading's first line."""
