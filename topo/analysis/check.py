@@ -55,7 +55,7 @@ from topo.analysis.mix_step import MixStep, mix_steps
 from topo.analysis.report_gap import with_sparse_reports
 from topo.analysis.wire_backlog import WireBacklog, wire_backlogs
 from topo.net.model import Topology
-from topo.net.plan import buffer_unit_bytes, law_frames
+from topo.net.plan import buffer_unit_bytes, law_frames, port_unit_bytes
 from topo.net.routes import routed_paths
 from topo.net.starts import with_drawn_starts
 
@@ -718,7 +718,7 @@ def check_topology(topo: Topology, duration_s: float = 60.0, seed: int | None = 
                      train=trains.get(key), step=steps.get(key), run=runs.get(key), wire=wires.get(key), fall=falls.get(key),
                      idle=idles.get(key), paced=_paced_only(topo, *key),
                      braked=pacing_law(topo, *key) is not None, margin=margins[key], frame_bytes=loop.packet_bits // 8,
-                     unit_bytes=buffer_unit_bytes(topo, key[1]))
+                     unit_bytes=port_unit_bytes(topo, *key))
             for key, loop, drop_at in loops]
 
 

@@ -84,7 +84,7 @@ from controlplane.frame_size import capacity_in_frames
 from runtime.fluid import FluidPlant
 from topo.analysis.fluid_control import HostControl, LawBatch, SwitchControl
 from topo.net.model import Flow, Topology
-from topo.net.plan import buffer_unit_bytes, expected_shares, flow_frame_bytes, host_classes, max_min_shares
+from topo.net.plan import expected_shares, flow_frame_bytes, host_classes, max_min_shares, port_unit_bytes
 from topo.net.routes import routed_paths
 
 
@@ -305,7 +305,7 @@ class _Network:
         self.topo = topo
         # the laws read their buffers in frames where the node's buffers are in bytes (``_law_capacity``)
         self.frames = frames
-        self._units: dict[str, int] = {}
+        self._units: dict[tuple[str, str], int] = {}
         # stop once a buffer has lost LOSS_PKTS (what ``smallest_scale`` asks needs no more)
         self.stop_at_loss = stop_at_loss
         self.duration_s = duration_s
@@ -517,7 +517,7 @@ class _Network:
 
     def _law_capacity(self, buf: _Buffer) -> int:
         """Buffer ``buf``'s capacity as its law reads it once its port sends its mean frame, in units: where
-        ``v``'s buffers are in bytes of the smallest frame entering ``v`` (``buffer_unit_bytes``), its packets
+        ``v``'s buffers are in bytes (``port_unit_bytes``: of the smallest frame entering ``v``, or a duration's), its packets
         in the law's frames of those bytes (``capacity_in_frames``, as controlplane/agent.py and hosts/sender.py
         read a report), else its capacity.
 
@@ -528,9 +528,9 @@ class _Network:
         it reads: the model's S2 never cut there, and S1 behind it never met the cuts that overflowed S2's
         38-packet buffer from S1 in the run (fuzz seed 2's merge: tests/topo/random_cases/merge-unit-capacity.yaml)."""
         v, u = buf.key[:2]
-        unit = self._units.get(v)
+        unit = self._units.get((u, v))
         if unit is None:
-            unit = self._units[v] = buffer_unit_bytes(self.topo, v)
+            unit = self._units[(u, v)] = port_unit_bytes(self.topo, u, v)
         frames = capacity_in_frames(buf.packets, unit, round(self._frame(u, v) / 8))
         return buf.capacity if frames == buf.packets else max(1, round(frames * buf.ratio))
 

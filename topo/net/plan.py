@@ -17,7 +17,7 @@ from topo.net.model import Flow, Topology
 from topo.net.routes import routed_paths
 
 __all__ = ["switch_plan", "room_above_target", "buffer_for_gain", "streams_over", "frame_sizes_over", "network_mode", "neighbour_mac", "packet_bytes_over", "expected_frame_bytes",
-           "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
+           "expected_shares", "flow_frame_bytes", "buffer_unit_bytes", "port_unit_bytes", "law_frames", "QUEUE_HEADROOM", "host_classes", "priority_queues"]
 
 #: Extra egress queue places beyond the modelled buffers: reports and unmodelled frames.
 QUEUE_HEADROOM = 64
@@ -134,11 +134,33 @@ def buffer_unit_bytes(topo: Topology, v: str) -> int:
     return min(sizes) if len(sizes) > 1 else 0
 
 
+def port_unit_bytes(topo: Topology, u: str, v: str) -> int:
+    """The unit of v's buffer from u (its capacity is read as capacity x unit bytes; 0: in packets): v's
+    unit (:func:`buffer_unit_bytes`), except where the u -- v link's buffer was given as a duration and the
+    frames entering v over it are all of one size, larger than v's unit: that size, so that the law reads
+    the buffer's packets, each one such frame, which hold the duration at the link's rate (rounded up to a
+    whole frame; docs/reference/topologies.md).
+
+    Why: equal durations on links feeding one switch are equal bytes but unequal packets (63, 13 and 9 for
+    200, 1000 and 1500 B flows over 20 Mb/s at 5 ms); read in v's smallest frame they were 5, 1 and 0.7 ms,
+    and the merge split 2.60 / 0.72 / 0.69 Mb/s (Jain 0.69; 1.32 / 1.33 / 1.34 read in their own frames).
+    Only where one size enters: where several do, the packets the buffer holds are of any of them, and the
+    agent turns b/s into a queue's packets/s at the mean frame the port has sent, which a queue that fixes
+    departures when it queues (BMv2) stamps on a backlog of another mix: read in bytes there, S1's law
+    filled S2 with 200 B frames stamped at the packets/s of the 1448 B ones that had left, and S2's
+    200 Mb/s line carried 4 Mb/s for a second (tests/topo/random_cases/stamped-mixed-backlog.yaml, seed 2)."""
+    unit = buffer_unit_bytes(topo, v)
+    if not unit or topo.link_between(u, v).buffer_time is None:
+        return unit
+    sizes = set(frame_sizes_over(topo, u, v))
+    return sizes.pop() if len(sizes) == 1 and max(sizes) > unit else unit
+
+
 def law_frames(topo: Topology, u: str, v: str, capacity: int) -> tuple[int, int]:
     """(v's buffer of ``capacity`` packets counted in u's frames, the bits of one): the loop u's law
-    toward v runs, as the agent runs it (buffer_unit_bytes, expected_frame_bytes); for the analysis."""
+    toward v runs, as the agent runs it (port_unit_bytes, expected_frame_bytes); for the analysis."""
     frame = expected_frame_bytes(topo, u, v)
-    return capacity_in_frames(capacity, buffer_unit_bytes(topo, v), frame), 8 * frame
+    return capacity_in_frames(capacity, port_unit_bytes(topo, u, v), frame), 8 * frame
 
 
 def room_above_target(topo: Topology, u: str, v: str, capacity: int) -> float:
@@ -260,7 +282,7 @@ def switch_plan(topo: Topology, name: str, fixed_departures: bool | None = None)
     cls = host_classes(topo) if classes > 1 else {}
     regulated = tuple(RegulatedPort(topo.port(name, v), topo.law[(name, v)], expected_frame_bytes(topo, name, v),
                                     limit_at_start=(name, v) in used, only_class=cls.get(v),
-                                    unit_bytes=buffer_unit_bytes(topo, v),
+                                    unit_bytes=port_unit_bytes(topo, name, v),
                                     frame_sizes=tuple(sorted(set(frame_sizes_over(topo, name, v)))))
                       for v in topo.neighbours(name) if (name, v) in topo.law)
     multicast = _multicast(topo, name)

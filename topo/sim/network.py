@@ -70,10 +70,10 @@ from topo.net.invariants import (
 )
 from topo.net.model import CVIHIS_CONTROLS, Event, Flow, Link, Node, Topology
 from topo.net.plan import (
-    buffer_unit_bytes,
     expected_frame_bytes,
     neighbour_mac,
     network_mode,
+    port_unit_bytes,
     priority_queues,
     switch_plan,
 )
@@ -255,7 +255,7 @@ class SimHostNode(HostReceiver):
             sizes = {f.packet_size for f in mine if f.control == "alinea"}
             # what the pacer is expected to send before it has: its one size, or the plan's mean
             frame = size if len(sizes) == 1 else expected_frame_bytes(self.net.topo, self.node.name, self.switch)
-            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea, buffer_unit_bytes(self.net.topo, self.switch),
+            self.alinea = self._paced_by(AlineaHostSender(law, size, alinea, port_unit_bytes(self.net.topo, self.node.name, self.switch),
                                                           frame))
         for f in mine:
             if f.control == "fixed":

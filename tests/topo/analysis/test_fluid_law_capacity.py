@@ -6,7 +6,7 @@ reading and takes the worse (topo/analysis/fluid_network.py, ``network_peaks``, 
 from __future__ import annotations
 
 from tests.paths import RANDOM_CASES
-from tests.topo.randomcheck import judge_case
+from tests.topo.randomcheck import case_seconds, judge
 from topo.analysis.fluid_network import _Network, network_peaks
 from topo.file.schema import load_topology_text
 from topo.net.plan import buffer_unit_bytes, law_frames
@@ -14,12 +14,21 @@ from topo.net.plan import buffer_unit_bytes, law_frames
 CASE = "merge-unit-capacity.yaml"
 
 
+def _case_text() -> str:
+    """The case with S2 -- S5's buffer in packets, 313, what its 50 ms made in 1,000 B frames: given as a duration
+    over a link whose frames into S5 are all of one size, the buffer is now read in that size, 313 frames
+    (topo.net.plan.port_unit_bytes), and the case no longer loses; in packets S5's 200 B unit reads it as 63
+    frames, as the run read it when the case was found."""
+    return (RANDOM_CASES / CASE).read_text().replace("{ends: [S2, S5], delay: 1ms, buffer: 50ms}",
+                                                     "{ends: [S2, S5], delay: 1ms, buffer: 313}")
+
+
 def test_each_law_of_the_framed_model_reads_its_buffer_in_the_frames_the_agent_reads_it_in() -> None:
     """S5 receives f1's 200 B frames and the others' 1,000 B: its buffers are in units of 200 B, and S2's law,
     whose port sends 1,000 B frames, reads S5's 313-packet buffer as 63 frames in the run. The model's law is
     told the same capacity (in the model's units: frames times the units per packet); laws toward a buffer of
     one frame size are told its packets."""
-    topo = load_topology_text((RANDOM_CASES / CASE).read_text(), CASE)
+    topo = load_topology_text(_case_text(), CASE)
     net = _Network(topo, 0.32, 1.0, frames=True)
     assert net.in_frames()
     mixed = 0
@@ -40,13 +49,13 @@ def test_a_merge_whose_upstream_law_meets_the_cuts_of_a_buffer_read_in_frames_is
     quarter of a Mb/s at a full buffer, overflows S2's 38-packet buffer from S1 (2 and 12 packets lost at seeds
     1 and 2 when found, at 0d3e842). The model read S5's buffer as 313 packets, S2 never cut there, and S1's
     buffer peaked at 67 %: no warning. Read as the run reads it, the model overflows that buffer, on S1 -> S2."""
-    topo = load_topology_text((RANDOM_CASES / CASE).read_text(), CASE)
+    topo = load_topology_text(_case_text(), CASE)
     framed = {p.buffer: p for p in network_peaks(topo, 0.32)}[("S2", "S1")]
     in_packets = {p.buffer: p for p in _Network(topo, 0.32, 1.0).run()}[("S2", "S1")]
     assert framed.peak >= in_packets.peak and framed.lost_pkts >= in_packets.lost_pkts  # the worse of the two
     lost = 0
     for seed in (1, 2, 3):
-        verdict = judge_case(CASE, seed=seed)
+        verdict = judge(_case_text(), case_seconds(_case_text()), True, seed, source=CASE)
         assert verdict.problems == [], (seed, verdict.problems)
         if verdict.lost:
             assert any(w.startswith("law S1->S2") for w in verdict.warned), (seed, verdict.warned)

@@ -10,7 +10,7 @@ from tests.paths import ROOT
 from tests.topo.helpers import capped_r_max
 from topo.file.schema import TopologyError, load_topology_text
 from topo.file.show import describe
-from topo.net.plan import buffer_unit_bytes
+from topo.net.plan import buffer_unit_bytes, port_unit_bytes
 
 DOC = ROOT / "docs" / "reference" / "topologies.md"
 
@@ -51,15 +51,18 @@ def test_the_buffer_duration_example_shows_what_the_doc_says():
 
 def test_the_mixed_frame_merge_example_resolves_the_capacities_the_doc_names() -> None:
     """docs/reference/topologies.md, "Buffers at a merge of mixed frame sizes": equal durations give the merging
-    ports 63, 13 and 9 packets (each link's largest frame), which the merge's laws read in its 200 B unit; in
-    packets, equal capacities, the same bytes for every port."""
+    ports 63, 13 and 9 packets (each link's largest frame), which each law reads in its own frame, the duration's
+    bytes; given in packets, equal capacities, read in the merge's 200 B unit, the same bytes for every port."""
     section = DOC.read_text(encoding="utf-8").split("### Buffers at a merge of mixed frame sizes", 1)[1]
     example = re.findall(r"```yaml\n(.*?)```", section.split("\n### ", 1)[0], re.S)[0]
     out = describe(load_topology_text(example, "t.yaml"))
     for host, packets, size in (("H1", 63, 200), ("H2", 13, 1000), ("H3", 9, 1500)):
         assert f"{host} -- R1: 20Mbps, 2ms, buffer {packets} packets (5ms at 20Mbps, {size} B)" in out
     assert "get 63, 13 and 9 packets" in section
+    timed = load_topology_text(example, "t.yaml")
+    assert [port_unit_bytes(timed, h, "R1") for h in ("H1", "H2", "H3")] == [200, 1000, 1500]
     topo = load_topology_text(example.replace("- {ends: [H2, R1]}", "- {ends: [H2, R1], buffer: 63}")
                               .replace("- {ends: [H3, R1]}", "- {ends: [H3, R1], buffer: 63}"), "t.yaml")
     assert buffer_unit_bytes(topo, "R1") == 200
     assert {topo.ports[("R1", h)].capacity for h in ("H1", "H2", "H3")} == {63}
+    assert {port_unit_bytes(topo, h, "R1") for h in ("H1", "H2", "H3")} == {200}
