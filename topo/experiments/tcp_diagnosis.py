@@ -43,6 +43,7 @@ from topo.experiments.tcp_validation import (
     rewrite_section,
     run_case,
 )
+from topo.net.stats import percentile
 
 __all__ = ["Diagnosis", "diagnose", "table", "main", "BUSY"]
 
@@ -77,10 +78,10 @@ def diagnose(points: list[TracePoint], from_s: float) -> Diagnosis:
     if not half:
         raise ValueError(f"no samples after {from_s:g} s")
     busy = [p.cwnd - p.occupancy for p in half if p.occupancy >= BUSY]
-    pipe = statistics.median(busy) if busy else None
+    pipe = percentile(busy, 0.5) if busy else None
     below = [p.occupancy for p in half if pipe is not None and p.cwnd < pipe]
     rtts = sorted(p.rtt_ms for p in half if p.rtt_ms > 0)
-    gap = 3 * rtts[len(rtts) // 2] / 1e3 if rtts else 0.6  # one recovery: retransmissions within 3 RTTs
+    gap = 3 * percentile(rtts, 0.5) / 1e3 if rtts else 0.6  # one recovery: retransmissions within 3 RTTs
     ratios = []
     for i in _losses(points, gap):
         if points[i].t_s < from_s:

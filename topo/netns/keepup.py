@@ -29,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from topo.net.stats import percentile
+
 __all__ = ["keepup_summary", "relay_summary", "verdict", "CpuMeter", "LATE_LIMIT_NS", "STALL_LIMIT_NS",
            "RELAY_STALL_NS"]
 
@@ -38,18 +40,13 @@ STALL_LIMIT_NS = 100_000_000
 RELAY_STALL_NS = 20_000_000
 
 
-def _percentile(values: list[int], q: float) -> int:
-    s = sorted(values)
-    return s[min(len(s) - 1, int(q * len(s)))]
-
-
 def keepup_summary(lateness_ns: list[int]) -> dict[str, Any]:
     """The summary's ``realtime`` block: the wake-ups' lateness (ms) and the load average at the end."""
     load = os.getloadavg()
     out: dict[str, Any] = {"wakeups": len(lateness_ns), "load_1min": round(load[0], 2), "cpus": os.cpu_count()}
     if lateness_ns:
-        out.update({"late_p50_ms": round(_percentile(lateness_ns, 0.5) / 1e6, 3),
-                    "late_p99_ms": round(_percentile(lateness_ns, 0.99) / 1e6, 3),
+        out.update({"late_p50_ms": round(percentile(lateness_ns, 0.5) / 1e6, 3),
+                    "late_p99_ms": round(percentile(lateness_ns, 0.99) / 1e6, 3),
                     "late_max_ms": round(max(lateness_ns) / 1e6, 3),
                     "late_over_limit": sum(1 for x in lateness_ns if x > LATE_LIMIT_NS)})
     out["kept_up"] = verdict(out) == "yes"

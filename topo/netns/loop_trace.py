@@ -36,6 +36,7 @@ from pathlib import Path
 from hosts.tcp import MSS
 from hosts.tcp.wire import data_frame_bytes
 from runtime.arguments import ValueParser
+from topo.net.stats import percentile
 from topo.netns.tcp_bursts import DATA_MIN_BYTES, Profile, profile
 
 __all__ = ["LoopTrace", "ENV", "load", "classify", "main", "WINDOW_NS", "KINDS"]
@@ -143,7 +144,7 @@ def classify(tr: LoopTrace, rate_mbps: float, delay_ms: float) -> Sorted:
     late = sorted(x[1] for x in outs)
     return Sorted(dict(frames), profile([t / 1e9 for t, _l in outs], gap_ns / 1e9),
                   profile([t / 1e9 for t in tr.ack if t >= middle], gap_ns / 1e9),
-                  late[int(0.99 * (len(late) - 1))] / 1e3, late[-1] / 1e3)
+                  percentile(late, 0.99) / 1e3, late[-1] / 1e3)
 
 
 def long_runs(tr: LoopTrace, rate_mbps: float, min_frames: int) -> list[tuple[float, int, float]]:

@@ -65,6 +65,7 @@ from topo.net.invariants import (
 from topo.net.model import Event, Topology
 from topo.net.plan import network_mode, priority_queues, switch_plan
 from topo.net.record import DropSample, FlowSample, LinkSample, Recorder
+from topo.net.stats import percentile
 from topo.netns.keepup import RELAY_STALL_NS, CpuMeter, keepup_summary, relay_summary, verdict
 from topo.netns.link_pacing import LinkPacing, ceilings, hidden_queue_notice, paced_ways
 from topo.netns.live import port_records
@@ -918,9 +919,8 @@ def latency_summary(samples: dict[str, list[int]]) -> dict[str, Any]:
     def stats(values: list[int]) -> dict[str, Any]:
         if not values:
             return {"samples": 0}
-        v = sorted(values)
-        return {"samples": len(v), "median_ms": round(v[len(v) // 2] / 1e6, 3),
-                "p99_ms": round(v[min(len(v) - 1, len(v) * 99 // 100)] / 1e6, 3)}
+        return {"samples": len(values), "median_ms": round(percentile(values, 0.5) / 1e6, 3),
+                "p99_ms": round(percentile(values, 0.99) / 1e6, 3)}
 
     every = [x for values in samples.values() for x in values]
     return {"measured": "packet-in read by the agent -> set_queue_rate returned", **stats(every),

@@ -22,6 +22,7 @@ from typing import Any
 from runtime.arguments import ValueParser
 from topo.file.schema import load_topology
 from topo.net.model import Topology
+from topo.net.stats import percentile
 from topo.run.runner import run_experiment
 
 __all__ = ["reaction_sections", "PHASES_MS", "reaction_runs", "latency_scan", "main"]
@@ -142,7 +143,7 @@ def reaction_sections(base: Topology | None = None) -> list[str]:
     for model, rows in runs.items():
         reactions = [r["reaction"] for r in rows if r["reaction"] is not None]
         cells = [f"{_fmt(r['reaction'])} ({_fmt(r['detection'])})" for r in rows]
-        lines.append(f"| {model} | " + " | ".join(cells) + f" | {_fmt(statistics.median(reactions) if reactions else None)}"
+        lines.append(f"| {model} | " + " | ".join(cells) + f" | {_fmt(percentile(reactions, 0.5) if reactions else None)}"
                      f" | {_fmt(max(reactions) if reactions else None)} | {sum(r['loss'] for r in rows)} |")
     lines.append("")
     return lines

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from runtime.arguments import ValueParser
 from topo.experiments.fabric import FabricSpec
 from topo.file.workload import FlowSpec, WorkloadError, cdf_named, poisson_flows
+from topo.net.stats import percentile
 from topo.results.fabric import CDF, SIZE_SCALE, SPEC
 
 __all__ = ["GapStats", "hash_gaps", "gap_stats", "WorkloadOdds", "workload_odds", "main"]
@@ -79,7 +80,7 @@ def gap_stats(seconds: float, seeds: int, load: float = 0.5, spec: FabricSpec = 
         flows.append(len(sizes))
         largest.append(100 * max(sizes) / sum(sizes))
     gaps.sort()
-    return GapStats(seconds, round(statistics.fmean(flows)), statistics.median(gaps), gaps[int(0.9 * len(gaps))],
+    return GapStats(seconds, round(statistics.fmean(flows)), percentile(gaps, 0.5), percentile(gaps, 0.9),
                     sum(g <= TARGET_PCT for g in gaps) / len(gaps), statistics.fmean(largest))
 
 
@@ -109,7 +110,7 @@ def workload_odds(flows: Sequence[FlowSpec], unit: str = "flow", draws: int = 10
             groups[key(f)] = groups.get(key(f), 0) + f.size_bytes
     sizes = list(groups.values())
     gaps = sorted(hash_gaps(sizes, draws, random.Random(f"{seed}:{unit}:workload-odds")))
-    return WorkloadOdds(unit, len(sizes), statistics.median(gaps), gaps[int(0.9 * len(gaps))],
+    return WorkloadOdds(unit, len(sizes), percentile(gaps, 0.5), percentile(gaps, 0.9),
                         sum(g <= TARGET_PCT for g in gaps) / len(gaps), 100 * max(sizes) / sum(sizes))
 
 

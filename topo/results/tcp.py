@@ -21,6 +21,7 @@ from topo.file.points import Base, Point, point_topology
 from topo.file.schema import load_topology_text
 from topo.file.settings import parse_settings
 from topo.net.model import Topology
+from topo.net.stats import percentile
 from topo.results.cvihis_rows import NEVER, ROWS, in_link_units
 from topo.run.runner import run_experiment
 
@@ -70,8 +71,7 @@ def owd_stats(rows: list[tuple[int, int, int]], start_ns: int) -> dict[str, floa
     owd = [(recv - sent) / 1e6 for _, sent, recv in sorted(rows, key=lambda r: r[2]) if recv > start_ns]
     if len(owd) < 2:
         return {"p50": 0.0, "p99": 0.0, "std": 0.0, "jitter": 0.0, "n": float(len(owd))}
-    q = statistics.quantiles(owd, n=100)
-    return {"p50": statistics.median(owd), "p99": q[98], "std": statistics.pstdev(owd),
+    return {"p50": percentile(owd, 0.5), "p99": percentile(owd, 0.99), "std": statistics.pstdev(owd),
             "jitter": statistics.fmean(abs(b - a) for a, b in zip(owd, owd[1:])), "n": float(len(owd))}
 
 
@@ -101,7 +101,7 @@ def cross_section() -> list[str]:
         s = _run(scenario("alinea-tcp-cross", sets), CROSS_SECONDS).summary
         f1, tcp = s["flows"]["f1"], [f for f in s["flows"].values() if f["control"] == "tcp" and f["received"]]
         full = [k for k, b in s["buffers"].items() if b["max"] >= 1.0] or ["none"]
-        rtt = statistics.median([f["tcp"]["rtt_ms"]["p50"] for f in tcp]) if tcp else None
+        rtt = percentile([f["tcp"]["rtt_ms"]["p50"] for f in tcp], 0.5) if tcp else None
         delay = f"{f1['owd_ms']['p50']:.0f} / {f1['owd_ms']['p99']:.0f}" if f1["received"] else "-"
         used.append(100 * s["links"]["R1->R2"]["utilisation"])
         out.append(f"| {label} | {f1['goodput_bps'] / 1e6:.3f} | {delay} "
@@ -188,7 +188,7 @@ def _chen_figure(runs: dict[str, Any], path: Path, half: int) -> None:
         rows = sorted(r.recorder.packets["f1"], key=lambda x: x[2])
         ax.plot([rv / 1e9 for _, _, rv in rows], [(rv - sn) / 1e6 for _, sn, rv in rows], lw=0.6, label=label)
         owd = sorted((rv - sn) / 1e6 for _, sn, rv in rows if rv > half)
-        mid = statistics.median(owd)
+        mid = percentile(owd, 0.5)
         cdf.plot([o - mid for o in owd], [i / len(owd) for i in range(len(owd))], label=label)
     ax.set(xlabel="time (s)", ylabel="one-way delay (ms)", title="paper-5router: one-way delay per packet")
     cdf.set(xlabel="OWD minus its median (ms)", ylabel="fraction of packets",

@@ -7,7 +7,7 @@ trip (three one-way propagation delays of the path) plus every data frame of the
 the path's slowest link. Slow start is not in it, so a small flow's slowdown also shows the
 handshake-free ideal it cannot reach; slowdown >= 1 always (a test holds the simulator to it).
 
-Buckets are decades of flow size (``[10^k, 10^(k+1))`` bytes); percentiles are nearest-rank.
+Buckets are decades of flow size (``[10^k, 10^(k+1))`` bytes); percentiles are nearest-rank (topo/net/stats.py, the one percentile of every metric).
 """
 
 from __future__ import annotations
@@ -22,8 +22,9 @@ from hosts.tcp.sender import MSS
 from hosts.tcp.wire import data_frame_bytes
 from topo.net.model import Flow, Topology
 from topo.net.record import LawRow
+from topo.net.stats import percentile
 
-__all__ = ["FctRow", "ideal_fct_ns", "fct_rows", "percentile", "bucket_of", "slowdown_table", "write_fct_csv",
+__all__ = ["FctRow", "ideal_fct_ns", "fct_rows", "bucket_of", "slowdown_table", "write_fct_csv",
            "port_occupancy", "FCT_FIELDS"]
 
 FCT_FIELDS = ("flow", "src", "dst", "size_bytes", "start_ns", "end_ns", "fct_ns", "ideal_ns", "slowdown",
@@ -74,12 +75,6 @@ def fct_rows(topo: Topology, completed_ns: dict[str, int | None]) -> list[FctRow
             for f in topo.flows if f.size_bytes is not None]
 
 
-def percentile(values: list[float], q: float) -> float:
-    """Nearest-rank percentile ``q`` (0..100) of a non-empty list."""
-    ordered = sorted(values)
-    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
-
-
 def bucket_of(size_bytes: int) -> int:
     """The decade of a size: k for 10^k <= size < 10^(k+1)."""
     return int(math.floor(math.log10(max(size_bytes, 1)) + 1e-12))
@@ -99,9 +94,9 @@ def slowdown_table(rows: Iterable[FctRow]) -> list[dict[str, float | int | str]]
             continue
         sd = [r.slowdown for r in rs if r.slowdown is not None]
         fct = [float(r.fct_ns) for r in rs if r.fct_ns is not None]
-        out.append({"bucket": label, "flows": len(rs), "p50_slowdown": percentile(sd, 50),
-                    "p99_slowdown": percentile(sd, 99), "p50_fct_ms": percentile(fct, 50) / 1e6,
-                    "p99_fct_ms": percentile(fct, 99) / 1e6})
+        out.append({"bucket": label, "flows": len(rs), "p50_slowdown": percentile(sd, 0.5),
+                    "p99_slowdown": percentile(sd, 0.99), "p50_fct_ms": percentile(fct, 0.5) / 1e6,
+                    "p99_fct_ms": percentile(fct, 0.99) / 1e6})
     return out
 
 

@@ -18,6 +18,7 @@ from topo.net.model import Flow, Topology
 from topo.net.multicast import multicast_block
 from topo.net.plan import network_mode
 from topo.net.record import FlowSample, Recorder
+from topo.net.stats import percentile
 from topo.run.summary_buffers import BAND, BufferRows, buffer_rows, buffer_stats
 from topo.run.summary_reaction import REACTION_DROP, crossing, reaction, source_reaction
 
@@ -45,16 +46,8 @@ def _owd_ms(owd: list[float]) -> dict[str, float | None]:
     None (a 0 would read as a delay of 0 ms in a table or a sweep's runs.csv)."""
     if not owd:
         return {"mean": None, "p50": None, "p99": None}
-    return {"mean": round(statistics.fmean(owd), 3), "p50": round(_percentile(owd, 0.5), 3),
-            "p99": round(_percentile(owd, 0.99), 3)}
-
-
-def _percentile(values: list[float], q: float) -> float:
-    if not values:
-        return 0.0
-    s = sorted(values)
-    k = min(len(s) - 1, max(0, round(q * (len(s) - 1))))
-    return s[k]
+    return {"mean": round(statistics.fmean(owd), 3), "p50": round(percentile(owd, 0.5), 3),
+            "p99": round(percentile(owd, 0.99), 3)}
 
 
 def _steady(topo: Topology, duration_ns: int) -> _Window:
@@ -254,8 +247,8 @@ def _tcp(f: Any, rec: Recorder, half: _Window, samples: list[Any]) -> dict[str, 
             "completion_s": None if completed is None else round((completed - f.start_ns) / 1e9, 4),
             "retransmissions": total("total_retrans"), "retransmissions_second_half": grew("total_retrans"),
             "bytes_retransmitted": total("bytes_retrans"),
-            "rtt_ms": {"samples": len(rtt), "p50": round(_percentile(rtt, 0.5), 3) if rtt else None,
-                       "p99": round(_percentile(rtt, 0.99), 3) if rtt else None,
+            "rtt_ms": {"samples": len(rtt), "p50": round(percentile(rtt, 0.5), 3) if rtt else None,
+                       "p99": round(percentile(rtt, 0.99), 3) if rtt else None,
                        "min": round(last.get("min_rtt_us") / 1000, 3) if last and last.get("min_rtt_us") else None},
             "cwnd_max_pkts": max((s.get("snd_cwnd") or 0 for s in samples), default=None),
             "errors": [e for e in (ends.get("sender_error"), ends.get("receiver_error")) if e]} \

@@ -20,7 +20,8 @@ from topo.file.workload import (
     load_cdf,
     poisson_flows,
 )
-from topo.run.fct import FctRow, bucket_of, percentile, slowdown_table, wire_bytes
+from topo.net.stats import percentile
+from topo.run.fct import FctRow, bucket_of, slowdown_table, wire_bytes
 
 HOSTS = [f"h{i}" for i in range(8)]
 
@@ -108,7 +109,7 @@ def test_slowdown_table_buckets_by_decade_and_counts_only_completed_flows():
     assert table["[1e2, 1e3)"]["flows"] == 2 and table["all"]["flows"] == 3
     assert table["[1e2, 1e3)"]["p50_slowdown"] == 4.0 and table["[1e2, 1e3)"]["p99_slowdown"] == 6.0
     assert [bucket_of(s) for s in (1, 9, 10, 999, 1000)] == [0, 0, 1, 2, 3]
-    assert percentile([3.0, 1.0, 2.0], 50) == 2.0 and percentile([3.0, 1.0, 2.0], 99) == 3.0
+    assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0 and percentile([3.0, 1.0, 2.0], 0.99) == 3.0
     assert wire_bytes(1448) < wire_bytes(1449) < 2 * wire_bytes(1448)
 
 
