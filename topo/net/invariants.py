@@ -18,6 +18,10 @@ summary.json and prints them (``hbh run --strict`` fails on any).
   played out fits its playout rate.
 * ``counters_agree`` -- the per-flow sums equal the per-link and per-port counters, and the
   summary's loss figures equal the counters they sum.
+* ``goodput_total`` -- the summary's ``goodput_total_bps`` is what the flows' counters say their
+  applications took over the run window (between the samples around its ends), at least the
+  goodputs of the flows measured over that window, and within what the receivers' links and
+  playouts allowed over it.
 """
 
 from __future__ import annotations
@@ -31,12 +35,14 @@ from typing import Any
 
 from topo.net.model import CONTROLS, Flow, Topology
 from topo.net.record import Recorder
+from topo.net.stats import bits_of_first
 
 __all__ = ["Violation", "Place", "FlowEnd", "QueueEnd", "EndState", "NAMES", "check_invariants", "flow_places",
-           "max_frame_bytes", "place_tx", "place_link", "place_in", "place_egress", "place_rx", "invariants_block"]
+           "max_frame_bytes", "place_tx", "place_link", "place_in", "place_egress", "place_rx", "invariants_block",
+           "goodput_total"]
 
 #: every invariant's stable id, in the order checked
-NAMES = ("conservation", "link_rate", "host_capacity", "counters_agree")
+NAMES = ("conservation", "link_rate", "host_capacity", "counters_agree", "goodput_total")
 #: datagram controls (every one but TCP): sequence-numbered packets, each counted at its arrival
 DATAGRAM_CONTROLS = frozenset(c for c in CONTROLS if c != "tcp")
 
@@ -162,7 +168,8 @@ def check_invariants(topo: Topology, recorder: Recorder, summary: Mapping[str, A
     checks = (("conservation", lambda: _conservation(topo, recorder, end_state, series)),
               ("link_rate", lambda: _link_rate(topo, recorder, end_state)),
               ("host_capacity", lambda: _host_capacity(topo, recorder, end_state, series)),
-              ("counters_agree", lambda: _counters_agree(topo, recorder, summary, end_state)))
+              ("counters_agree", lambda: _counters_agree(topo, recorder, summary, end_state)),
+              ("goodput_total", lambda: goodput_total(topo, recorder, summary, end_state)))
     for name, check in checks:
         try:
             out += check()
@@ -621,3 +628,104 @@ def _host_links_agree(topo: Topology, rec: Recorder, end: EndState, final: dict[
             out.append(Violation("counters_agree", f"link {sw}->{host.name}: delivered {delivered} frames, {host.name}'s "
                                                    f"flows counted {came} (received, plus {refused} its buffer refused)"))
     return out
+
+
+# ---- the total goodput ---------------------------------------------------------------------------
+def goodput_total(topo: Topology, rec: Recorder, summary: Mapping[str, Any], end: EndState | None) -> list[Violation]:
+    """summary.json's ``goodput_total_bps`` (hbh compare's total goodput row) against three things
+    it must agree with, over the run window ``windows.run_s`` (docs/reference/metrics.md, Invariants):
+
+    (1) the flows' own counters (flows.csv): per flow, its played count where its host plays a
+        buffer out, else its received count, taken between the samples around the window's ends
+        (a cumulative count at a time lies between the samples before and after it), so the total
+        lies between the sums of the narrowest and the widest of those spans;
+    (2) the goodputs of the flows measured over the run window itself (``flows.<f>.window`` not
+        ``lifetime``): their sum is at most the total (the others add what they took), and equal
+        to it when every flow is;
+    (3) the receivers: per destination host, what its link allowed over the window (plus what its
+        playout buffer held at the start), or, where its application plays every flow of it out,
+        the playout rate over the window."""
+    total = summary.get("goodput_total_bps")
+    run_s = summary.get("windows", {}).get("run_s")
+    if total is None or not run_s:
+        return []
+    start, stop = round(run_s[0] * 1e9), round(run_s[1] * 1e9)
+    secs = (stop - start) / 1e9
+    if secs <= 0:
+        return [] if total == 0 else [Violation("goodput_total", f"goodput_total_bps = {total} over an empty window")]
+    late = end.sample_lateness_ns if end else 0
+    by_flow = _group(rec.flows, "flow")
+    played = {f.name for f in topo.flows if by_flow.get(f.name) and by_flow[f.name][-1].played is not None}
+    lo, hi = _counted_bits(topo, rec, by_flow, played, (start, stop), late)
+    out = []
+    if not lo / secs - 1 <= total <= hi / secs + 1:  # + 1: the summary rounds to whole b/s
+        out.append(Violation("goodput_total", f"goodput_total_bps = {total}, the flows' counters say "
+                                              f"{lo / secs:.0f}-{hi / secs:.0f} b/s over {run_s[0]:g}-{run_s[1]:g} s"))
+    flows = summary.get("flows", {})
+    whole = [float(f["goodput_bps"]) for f in flows.values() if f.get("window") != "lifetime"]
+    if sum(whole) > total + len(whole) or (len(whole) == len(flows) and abs(sum(whole) - total) > len(whole) + 1):
+        out.append(Violation("goodput_total", f"goodput_total_bps = {total}, the {len(whole)} flows measured over the "
+                                              f"run window took {sum(whole):.0f} b/s "
+                                              + ("(the others add to it)" if len(whole) < len(flows) else "(all flows)")))
+    allowed = sum(_receiver_bits(topo, h, played, (start, stop), late) for h in {f.dst for f in topo.flows})
+    if total * secs > allowed:
+        out.append(Violation("goodput_total", f"goodput_total_bps = {total}, more than the receivers' links and "
+                                              f"playouts allowed over {run_s[0]:g}-{run_s[1]:g} s "
+                                              f"({allowed / secs:.0f} b/s)"))
+    return out
+
+
+def _counted_bits(topo: Topology, rec: Recorder, by_flow: Mapping[str, list[Any]], played: set[str],
+                  window: tuple[int, int], late: int) -> tuple[float, float]:
+    """The least and the most bits the flows' applications can have taken in [start, stop] by their
+    counters, each sample at the time its host read it (``Recorder.read_at``).
+
+    A played count: the summary interpolates it between those samples, so its value at a time lies
+    between the samples at or before and at or after it. A received count: the summary counts the
+    packets stamped start <= recv <= stop; a count read at r holds no packet stamped after r, and
+    every packet stamped ``late`` before r or earlier (a netns host takes a frame after its kernel
+    stamp; ``counters_agree`` (2)); a sample at a packet's own stamp may or may not count it; a netns
+    host's rows after its last sample count too."""
+    lo = hi = 0.0
+    start, stop = window
+    for f in topo.flows:
+        bits = bits_of_first(f)
+        pts = [(rec.read_at(f.dst, s.t_ns), s.played or 0 if f.name in played else s.received)
+               for s in by_flow.get(f.name, [])]
+        if f.name in played:
+            ceiling, wait, edge = (pts[-1][1] if pts else 0), 0, 1
+        else:
+            ceiling, wait, edge = max([len(rec.packets.get(f.name, []))] + [c for _, c in pts[-1:]]), late, 0
+        lo += max(0.0, bits(_count_at_or_before(pts, stop)) - bits(_count_after(pts, start + wait - 1, ceiling)))
+        hi += bits(_count_after(pts, stop + wait - edge, ceiling)) - bits(_count_at_or_before(pts, start - 1))
+    return lo, hi
+
+
+def _count_at_or_before(pts: list[tuple[int, int]], t: int) -> int:
+    """A cumulative count's last sample at or before ``t`` (0 before the first)."""
+    return max((c for at, c in pts if at <= t), default=0)
+
+
+def _count_after(pts: list[tuple[int, int]], t: int, ceiling: int) -> int:
+    """A cumulative count's first sample after ``t`` (``ceiling`` after the last)."""
+    return min((c for at, c in pts if at > t), default=ceiling)
+
+
+def _receiver_bits(topo: Topology, host: str, played: set[str], window: tuple[int, int], late: int) -> float:
+    """The most bits ``host``'s applications can take in [start, stop]: its link's rate integral one
+    propagation delay earlier, plus a frame per rate change and one more, what its playout buffer
+    held at the start and the netns lateness at the link's rate; or, where every flow into the host
+    is counted as played (``played``) out of its buffer, the playout rate over the window plus a packet at
+    each end (a played count is interpolated between samples)."""
+    start, stop = window
+    mine = [f for f in topo.flows if f.dst == host]
+    node = topo.nodes[host]
+    biggest = 8 * max(f.packet_size for f in mine)
+    if node.playout_bps and all(f.name in played for f in mine):
+        return node.playout_bps * (stop - start) / 1e9 + 2 * biggest
+    (sw,) = topo.neighbours(host)
+    allowed, changes = _rate_integral(topo, sw, host)
+    link = topo.link_between(sw, host)
+    held = biggest * (node.receive_buffer or 0)
+    return (allowed(max(0, stop - link.delay_ns + late)) - allowed(max(0, start - link.delay_ns - late))
+            + biggest * (2 + changes) + held)

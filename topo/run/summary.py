@@ -18,7 +18,7 @@ from topo.net.model import Flow, Topology
 from topo.net.multicast import multicast_block
 from topo.net.plan import network_mode
 from topo.net.record import FlowSample, Recorder
-from topo.net.stats import percentile
+from topo.net.stats import bits_of_first, percentile
 from topo.run.summary_buffers import BAND, BufferRows, buffer_rows, buffer_stats
 from topo.run.summary_reaction import REACTION_DROP, crossing, reaction, source_reaction
 
@@ -290,19 +290,6 @@ def flow_window(f: Flow, rec: Recorder, half: _Window) -> _Window:
     if end < duration_ns and rows:
         end = max(end, max(recv for _, _, recv in rows))
     return _Window(max(0, min(start, end)), end, "lifetime")
-
-
-def bits_of_first(f: Flow) -> Callable[[float], float]:
-    """The bits of a flow's first ``k`` packets (``k`` may be interpolated): ``k`` x its packet size,
-    except that a sized TCP flow's records together hold its size, its last record only what is
-    left of it (docs/reference/metrics.md, "TCP flows"; topo/netns/tcpflow.py and the model write
-    the same records): counting that record whole added up to 1447 bytes to the flow, 45 % of a
-    2 kB flow's goodput."""
-    bits = f.packet_size * 8
-    if f.control != "tcp" or f.size_bytes is None:
-        return lambda k: k * bits
-    size_bits = f.size_bytes * 8
-    return lambda k: min(k * bits, size_bits)
 
 
 def _at(samples: list[Any], t: int, value: Any, when: Callable[[Any], int] | None = None) -> float:

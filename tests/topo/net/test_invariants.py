@@ -89,7 +89,7 @@ def test_a_consistent_run_breaks_nothing_and_the_block_names_every_check() -> No
     assert check_invariants(t, rec, summary_of(rec), end) == []
     block = I.invariants_block([I.Violation("link_rate", "x")])
     assert block == {"checked": list(I.NAMES), "violations": [{"name": "link_rate", "detail": "x"}]}
-    assert set(I.NAMES) == {"conservation", "link_rate", "host_capacity", "counters_agree"}
+    assert set(I.NAMES) == {"conservation", "link_rate", "host_capacity", "counters_agree", "goodput_total"}
 
 
 def test_a_violation_is_frozen_and_one_line() -> None:
@@ -502,3 +502,56 @@ events:
     allowed, changes = I._rate_integral(topo, "H1", "S1")
     assert changes == 2
     assert allowed(2_000_000_000) - allowed(1_000_000_000) == pytest.approx(1_000_000)
+
+
+# ---- the total goodput (summary.json's goodput_total_bps) --------------------------------------------
+def goodput_summary(rec: Recorder, total: float, window: str = "second half") -> dict[str, Any]:
+    """The consistent recording's summary over the run window 0.5-1 s: a took 50 packets of 1000 B
+    (0.8 Mb/s), b 25 (0.4 Mb/s), both counted at their arrival (no played count)."""
+    return summary_of(rec) | {"windows": {"run_s": [0.5, 1.0]}, "goodput_total_bps": total,
+                              "flows": {"a": {"goodput_bps": 800_000, "window": window},
+                                        "b": {"goodput_bps": 400_000, "window": window}}}
+
+
+def goodput_violations(rec: Recorder, summary: dict[str, Any], text: str = MERGE) -> list[str]:
+    return [v.detail for v in I.goodput_total(topo(text), rec, summary, None)]
+
+
+def test_the_total_goodput_of_a_consistent_run_breaks_nothing() -> None:
+    rec = consistent_recorder(topo())
+    assert goodput_violations(rec, goodput_summary(rec, 1_200_000)) == []
+    assert check_invariants(topo(), rec, goodput_summary(rec, 1_200_000), None) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(-1_200_000, 20_000_000).filter(lambda d: abs(d) > 3))
+def test_a_total_off_the_flows_measured_over_the_run_window_is_caught(delta: int) -> None:
+    """Every flow measured over the run window: the total is their goodputs' sum, to the rounding."""
+    rec = consistent_recorder(topo())
+    assert goodput_violations(rec, goodput_summary(rec, 1_200_000 + delta))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1_440_002, 20_000_000))
+def test_a_total_above_what_the_counters_allow_is_caught_even_with_lifetime_flows(total: int) -> None:
+    """Flows over their lifetimes say nothing of the run window: the counters do. Between the samples
+    around its ends (a: 40-100 packets, b: 20-50 over 0.4-1 s) at most 90 packets, 1.44 Mb/s."""
+    rec = consistent_recorder(topo())
+    said = goodput_violations(rec, goodput_summary(rec, total, window="lifetime"))
+    assert any("the flows' counters say" in d for d in said)
+    assert goodput_violations(rec, goodput_summary(rec, 1_440_000, window="lifetime")) == []
+
+
+def test_a_total_above_the_receivers_playout_is_caught() -> None:
+    """The counters themselves over the playout: 600 packets of a into D in 1 s, played out at 4 Mb/s,
+    counted as played: 4.8 Mb/s is more than D's application can have taken."""
+    rec = Recorder()
+    for k in range(11):
+        rec.flows.append(FlowSample(k * 100 * MS, "a", 60 * k, 60 * k, 0, 1000, 60 * k))
+        rec.flows.append(FlowSample(k * 100 * MS, "b", 0, 0, 0, 1000, 0))
+    rec.packets = {"a": [(i, 0, 1) for i in range(600)], "b": []}
+    summary = summary_of(rec) | {"windows": {"run_s": [0.5, 1.0]}, "goodput_total_bps": 4_800_000,
+                                 "flows": {"a": {"goodput_bps": 4_800_000, "window": "second half"},
+                                           "b": {"goodput_bps": 0, "window": "second half"}}}
+    said = goodput_violations(rec, summary)
+    assert len(said) == 1 and "more than the receivers' links and playouts allowed" in said[0]

@@ -21,7 +21,10 @@ from topo.analysis.check import alinea_links, warnings
 from topo.experiments.hol import HolSetup, hol_topology
 from topo.experiments.hol import main as hol_main
 from topo.file.schema import load_topology_text
+from topo.net.invariants import goodput_total
 from topo.net.routes import IPPROTO_UDP, routed_path, selector_next_hop
+from topo.run.runner import run_experiment
+from topo.sim.network import sim_refusal
 
 EXAMPLES = int(os.environ.get("HBH_RANDOM_TOPOLOGIES", "5"))
 #: packet-hops a CI run may cost (about a second of the simulator's time on a loaded machine), and its
@@ -55,6 +58,26 @@ def test_a_random_multicast_tree_keeps_the_invariants(d: Drawn) -> None:
     """Issue 50: the random checks include multicast groups (a fifth of the shapes above draw one;
     this property always does, so CI's few examples are sure to)."""
     _passes(d)
+
+
+@RANDOM
+@given(topologies(budget=CI_BUDGET, max_seconds=CI_SECONDS))
+def test_a_random_topologys_total_goodput_is_checked_and_a_corrupted_one_fails(d: Drawn) -> None:
+    """Issue 46: the total goodput (hbh compare's row) has its invariant, which every random run above
+    keeps; here the same run's summary, corrupted, breaks it: a total no receiver's link or playout
+    could carry (1 Tb/s), and, where every flow is measured over the run window, a total off the sum
+    of their goodputs by more than the rounding."""
+    topo = load_topology_text(d.text, f"<random-{d.shape}>")
+    if sim_refusal(topo) is not None:
+        return
+    run = run_experiment(topo, round(d.seconds * 1e9), 1, plots=False)
+    s = run.summary
+    assert [v for v in s["invariants"]["violations"] if v["name"] == "goodput_total"] == [], f"{d!r}"
+    assert goodput_total(topo, run.recorder, s | {"goodput_total_bps": 10**12}, None)
+    flows = s["flows"].values()
+    if flows and s["windows"]["run_s"][1] > s["windows"]["run_s"][0] and all(f["window"] != "lifetime" for f in flows):
+        off = s["goodput_total_bps"] + 2 * len(flows) + 3
+        assert goodput_total(topo, run.recorder, s | {"goodput_total_bps": off}, None)
 
 
 # ---- the shapes the analysis missed ----------------------------------------------------------------

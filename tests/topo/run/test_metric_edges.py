@@ -150,6 +150,27 @@ def test_the_total_goodput_is_over_one_window_and_never_above_the_playout(playou
     assert total == s["goodput_total_bps"]
 
 
+@settings(max_examples=6, deadline=None)
+@given(st.integers(3, 6), st.sampled_from(["alinea", "fixed, rate: 3Mbps"]), st.integers(5, 35),
+       st.sampled_from([0.8, 1.3, 2.0]))
+def test_the_total_goodputs_invariant_holds_and_catches_a_total_off_by_a_fifth(playout: int, control: str,
+                                                                              stop_ds: int, factor: float) -> None:
+    """The run keeps the goodput_total invariant (issue 46); the same summary with its total scaled (the
+    playout saturated: the counters' 100 ms samples around the 2 s window's ends pin it within a tenth),
+    or set to the old sum of the flows' goodputs where that sum passes the playout, breaks it."""
+    from topo.net.invariants import goodput_total
+
+    text = SINK.replace("PLAYOUT", str(playout)).replace("CONTROL", control).replace("STOP", f"stop: {stop_ds / 10}s")
+    topo = load_topology_text(text, "user.yaml")
+    run = run_experiment(topo, 4 * S, 1, None, plots=False)
+    s = run.summary
+    assert [v for v in s["invariants"]["violations"] if v["name"] == "goodput_total"] == []
+    assert goodput_total(topo, run.recorder, s | {"goodput_total_bps": round(factor * s["goodput_total_bps"])}, None)
+    summed = sum(f["goodput_bps"] for f in s["flows"].values())
+    if summed > playout * 1e6 + 2 * 8 * 1000 / 2:
+        assert goodput_total(topo, run.recorder, s | {"goodput_total_bps": summed}, None)
+
+
 SIZES = """
 name: sizes
 defaults: {link: {rate: 100Mbps, delay: 1ms, buffer: 100}}
