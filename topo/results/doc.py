@@ -176,7 +176,8 @@ def _buffers_table(s: dict[str, Any]) -> list[str]:
     rows = ["| buffer | target | mean | std (points) | max | within 3 points from (s) |", "|---|---:|---:|---:|---:|---:|"]
     for name, b in s["buffers"].items():
         conv = "-" if b["convergence_s"] is None else f"{b['convergence_s']:.2f}"
-        rows.append(f"| {name} | {_pct(b['target'])} | {_pct(b['mean'])} | {100 * b['std']:.2f} | {_pct(b['max'])} "
+        mean, std = ("idle", "-") if "idle" in b else (_pct(b["mean"]), f"{100 * b['std']:.2f}")  # summary's ``idle``
+        rows.append(f"| {name} | {_pct(b['target'])} | {mean} | {std} | {_pct(b['max'])} "
                     f"| {conv} |")
     return rows
 

@@ -361,11 +361,14 @@ def _buffer_lines(s: dict[str, Any]) -> list[str]:
         elif "cannot_reach" in b:
             conv = "cannot"
         target = "-" if b["target"] is None else f"{100 * b['target']:.1f}%"
-        lines.append(f"{name:<{width}}{target:>8}{100 * b['mean']:>7.1f}%{100 * b['std']:>6.2f}"
-                     f"{100 * b['max']:>6.1f}%{conv:>10}")
+        # an idle buffer's mean of 0.0 % measured no traffic: the column says so (summary: ``idle``)
+        mean, std = ("idle", "-") if "idle" in b else (f"{100 * b['mean']:.1f}%", f"{100 * b['std']:.2f}")
+        lines.append(f"{name:<{width}}{target:>8}{mean:>8}{std:>6}{100 * b['max']:>6.1f}%{conv:>10}")
     conv = s.get("convergence") or {}
     for name, why in conv.get("cannot_reach", {}).items():
         lines.append(f"  {name} cannot reach its target: {why}")
+    lines += [f"  {name} idle: {b['idle']}" for name, b in s["buffers"].items()
+              if "idle" in b and not str(b.get("cannot_reach", "")).startswith("idle")]
     if conv.get("over"):
         said = f"{conv['s']:.2f} s" if conv.get("s") is not None else f"none ({conv.get('why')})"
         lines.append(f"convergence (over {', '.join(conv['over'])}): {said}")

@@ -75,7 +75,9 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
     out.update(extra or {})
     out["loss"] = _loss(topo, rec)
     buffers = buffer_rows(topo, rec)
-    out["buffers"] = {name: buffer_stats(topo, b, steady.start_ns, steady.end_ns) for name, b in buffers.items()}
+    carried = _carried_hops(topo, rec, steady)
+    out["buffers"] = {name: buffer_stats(topo, b, steady.start_ns, steady.end_ns, (b.fed_by, b.node) in carried)
+                      for name, b in buffers.items()}
     out["convergence"] = _run_convergence(topo, out["buffers"])
     out["convergence_s"] = out["convergence"]["s"]
     out["rates"] = {f"{b.fed_by}->{b.node}": {"max_bps": round(max(r.rate_bps for r in b.rows)),
@@ -97,6 +99,24 @@ def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, 
         ends = [round(t * 1e9) for t in t_s]
         f["rate_cv"] = _cv([v for p, e, v in zip([0] + ends[:-1], ends, out["series"]["flows"][name]["receive_bps"])
                             if w.start_ns <= p and e <= w.end_ns])
+    return out
+
+
+def _carried_hops(topo: Topology, rec: Recorder, w: _Window) -> set[tuple[str, str]]:
+    """The hops (u, v) of the flows a packet of which arrived at its destination within ``w`` (every
+    equal-cost path of theirs; back along it too for a control that sends feedback or ACKs): an
+    empty buffer v<-u off this set was idle, not kept empty by its law.
+    A flow without packet rows counts by its flows.csv received count moving within ``w``."""
+    out: set[tuple[str, str]] = set()
+    samples = _by_flow(rec.flows)
+    for f in topo.flows:
+        rows = rec.packets.get(f.name)
+        counts = [s.received for s in samples.get(f.name, []) if w.has(s.t_ns)]
+        if any(w.has(recv) for _, _, recv in rows) if rows else len(set(counts)) > 1:
+            for p in topo.all_paths(f.src, f.dst) if topo.options.ecmp else [f.path]:
+                out.update(zip(p, p[1:]))
+                if f.control not in ("alinea", "fixed"):  # its feedback or ACKs come back the other way
+                    out.update(zip(p[1:], p))
     return out
 
 

@@ -29,7 +29,7 @@ from topo.net.model import Topology
 from topo.net.plan import network_mode
 from topo.net.record import LawRow, Recorder
 
-__all__ = ["BAND", "BufferRows", "buffer_rows", "buffer_stats", "convergence", "in_band", "runs_law", "target_changes"]
+__all__ = ["BAND", "BufferRows", "buffer_rows", "buffer_stats", "convergence", "idle_why", "in_band", "runs_law", "target_changes"]
 
 BAND = 0.03  # 3 percentage points
 #: a law whose rate stays at this share of its R_max or above is not what limits its buffer's inflow
@@ -160,8 +160,11 @@ def convergence(rows: list[LawRow], targets: list[float | None], end_ns: int) ->
     return None if inside_since is None else inside_since / 1e9
 
 
-def buffer_stats(topo: Topology, b: BufferRows, start_ns: int, end_ns: int) -> dict[str, Any]:
-    """summary.json's entry of one buffer over the steady window [start_ns, end_ns]."""
+def buffer_stats(topo: Topology, b: BufferRows, start_ns: int, end_ns: int,
+                 carried: bool | None = None) -> dict[str, Any]:
+    """summary.json's entry of one buffer over the steady window [start_ns, end_ns]; ``carried``:
+    whether a packet of the flows through it arrived at its destination in the window (None: not
+    known, and an empty buffer is then not called idle)."""
     inside = [(r, t) for r, t in zip(b.rows, b.targets) if start_ns <= r.t_ns <= end_ns]
     window = [r.fraction for r, _ in inside]
     target = b.target_at(end_ns)
@@ -181,11 +184,25 @@ def buffer_stats(topo: Topology, b: BufferRows, start_ns: int, end_ns: int) -> d
     changes = target_changes(b)
     if len(changes) > 1:
         out["targets"] = changes
+    idle = idle_why([r for r, _ in inside], carried)
+    if idle is not None:
+        out["idle"] = idle
     if target is not None:
         why = _unreachable(topo, b, inside)
         if why is not None:
             out["cannot_reach"] = why
     return out
+
+
+def idle_why(inside: list[LawRow], carried: bool | None) -> str | None:
+    """Why the buffer's steady-window mean measured no traffic, or None. Its ``mean`` stays in the
+    summary (0.0 where no report came), but a 0.0 % read as "the law keeps it empty" for a buffer
+    nothing crossed: `hbh run` prints ``idle`` there, as convergence says ``cannot_reach: idle``."""
+    if not inside:
+        return "no report over the steady window"
+    if carried is False and all(r.fraction == 0 for r in inside):
+        return "empty at every report of the steady window, and no packet of its flows arrived then"
+    return None
 
 
 def _unreachable(topo: Topology, b: BufferRows, inside: list[tuple[LawRow, float | None]]) -> str | None:

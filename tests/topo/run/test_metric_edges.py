@@ -171,6 +171,43 @@ def test_the_total_goodputs_invariant_holds_and_catches_a_total_off_by_a_fifth(p
         assert goodput_total(topo, run.recorder, s | {"goodput_total_bps": summed}, None)
 
 
+IDLE = """
+name: idle
+defaults: {link: {rate: 10Mbps, delay: 1ms, buffer: 100}}
+nodes: {A: {kind: host}, B: {kind: host}, R1: {kind: switch}, R2: {kind: switch},
+        S: {kind: host, receive_buffer: 150, playout: 4Mbps}}
+links:
+  - {ends: [A, R1]}
+  - {ends: [B, R2]}
+  - {ends: [R2, R1]}
+  - {ends: [R1, S], rate: 8Mbps}
+flows:
+  - {name: a, src: A, dst: S, control: CONTROL}
+  - {name: b, src: B, dst: S, control: CONTROL, stop: STOPs}
+"""
+
+
+@settings(max_examples=4, deadline=None)
+@given(st.sampled_from(["alinea", "tfrc"]), st.integers(2, 9))
+def test_an_idle_buffer_says_so_where_its_mean_read_zero(control: str, stop_ds: int) -> None:
+    """b stops before the steady window (2-4 s): its buffers at R2 and R1 carry nothing then, and only
+    they are idle. Hop by hop they send no report (no report over the window), end to end their FIFOs
+    (and those its feedback took back) are sampled empty with no packet of their flows arriving
+    (a's feedback FIFO toward A, empty too, carried a's feedback: not idle); either way the summary keeps mean 0.0 and marks ``idle``, and
+    ``hbh run`` prints idle, where it printed a mean of 0.0 % as if a law kept them empty."""
+    from topo.run.runner import format_summary
+
+    text = IDLE.replace("CONTROL", control).replace("STOP", str(stop_ds / 10))
+    s = run_experiment(load_topology_text(text, "user.yaml"), 4 * S, 1, None, plots=False).summary
+    idle = ("R2<-B", "R1<-R2") if control == "alinea" else ("R1<-R2", "R2<-R1", "B<-R2")  # TFRC: its feedback's too
+    assert {n for n, b in s["buffers"].items() if "idle" in b} == set(idle)
+    for name in idle:
+        b = s["buffers"][name]
+        assert b["mean"] == 0.0 and b["idle"]
+        row = next(line for line in format_summary(s).splitlines() if line.startswith(name + " "))
+        assert row.split()[2] == "idle" and "0.0%" not in row.split()[2:4]
+
+
 SIZES = """
 name: sizes
 defaults: {link: {rate: 100Mbps, delay: 1ms, buffer: 100}}
