@@ -20,6 +20,7 @@ from topo.file.points import Point, load_base, point_topology
 from topo.file.schema import load_topology
 from topo.file.settings import parse_settings
 from topo.results.cvihis_rows import ACCOUNTING, ROWS, filled_shares, fullest, in_link_units
+from topo.results.tcp import window  # a flow's mean receive rate over (a, b]: one implementation
 from topo.run.runner import run_experiment
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,11 +40,6 @@ def _run(topo: Any, seconds: int, seed: int = 1) -> dict[str, Any]:
 #: the two-bottleneck rows' runs: the paper ran each row once, and phase effects scatter single runs, so the target
 #: is each flow's mean over these seeds (issue 48; docs/background/cvihis.md, "How the default was chosen")
 ROW_SEEDS, ROW_SECONDS = (1, 2, 3, 4, 5), 120
-
-
-def window_rate(summary: dict[str, Any], flow: str, a: float, b: float) -> float:
-    se = summary["series"]
-    return statistics.fmean(v for t, v in zip(se["t_s"], se["flows"][flow]["receive_bps"]) if a < t <= b)
 
 
 def cvihis_sections() -> list[str]:
@@ -83,7 +79,7 @@ def cvihis_sections() -> list[str]:
             f"{', '.join(f'{x / 1e3:.0f}' for x in g)} kb/s, Jain {jain(g):.4f}, utilisation "
             f"{sum(g) / 4e6:.3f} (published: Jain > 0.99, ~100 %).", ""]
     s = _run(load_topology(ROOT / "topo" / "cvihis-blm-vs-rtm.yaml"), 75)
-    w = {(f, a): window_rate(s, f, a, b) / 1e3 for f in ("blm", "rtm") for a, b in ((10, 20), (35, 50), (65, 75))}
+    w = {(f, a): window(s, f, a, b) / 1e3 for f in ("blm", "rtm") for a, b in ((10, 20), (35, 50), (65, 75))}
     out += ["### BLM against RTM", "",
             "One BLM flow alone on a 4 Mb/s, 40 ms bottleneck; an RTM flow joins at 20 s and stops at 50 s "
             "(tests/topo/experiments/test_cvihis_published.py); seed 1, 75 s. Mean receive rate (kb/s) per window:", "",

@@ -37,6 +37,7 @@ from topo.experiments.tcp_validation import rewrite_doc
 from topo.file.schema import load_topology_text
 from topo.file.settings import parse_seeds
 from topo.run.runner import run_experiment
+from topo.run.summary import jain  # the one Jain index (docs/reference/metrics.md)
 
 __all__ = ["scenario", "run_row", "table", "results_section", "main", "CAPACITIES", "CONTROLS", "base_delay_ms", "jain",
            "SECTION_SEEDS", "SECTION_SECONDS"]
@@ -83,10 +84,6 @@ def base_delay_ms(capacity_bps: float, packet: int = PACKET) -> float:
     return 2 * ACCESS_MS + NECK_MS + 1e3 * (2 * bits / ACCESS_BPS + bits / capacity_bps)
 
 
-def jain(values: list[float]) -> float:
-    return sum(values) ** 2 / (len(values) * sum(v * v for v in values)) if any(values) else 0.0
-
-
 def run(text: str, seconds: float, seed: int) -> dict[str, Any]:
     return run_experiment(load_topology_text(text, "<carlucci>"), int(seconds * 1e9), seed=seed, plots=False).summary
 
@@ -98,7 +95,7 @@ def measures(s: dict[str, Any], capacity_bps: float, flows: list[str]) -> dict[s
     total = sum(float(s["flows"][n]["receive_bps"]) for n in s["flows"])
     return {"utilisation": s["links"]["R1->R2"]["utilisation"] or 0.0,
             "queuing_ms": statistics.fmean(owd) - base_delay_ms(capacity_bps) if owd else float("nan"),
-            "jain": jain(goodputs), "share": float(s["flows"]["f1"]["receive_bps"]) / total if total else 0.0,
+            "jain": jain(goodputs) or 0.0, "share": float(s["flows"]["f1"]["receive_bps"]) / total if total else 0.0,
             "rate_cv": statistics.fmean(s["flows"][n]["rate_cv"] or 0.0 for n in flows),
             "loss_pct": 100 * s["loss"]["total"] / max(s["loss"]["data_packets_sent"], 1)}
 
