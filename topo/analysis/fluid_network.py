@@ -54,9 +54,12 @@ run would take more than ``MAX_STEPS``, or 2,000 a second of the run, at least 2
   flow capped at 2 Mb/s ran as 1500-byte packets, every buffer of the line 2.6 times its bits, and the wave
   after a capacity drop came 0.1 s late, its loss after the run's end (fuzz-topo seed 23's fail-3,
   tests/topo/random_cases/frames-capacity-drop-line.yaml);
-* buffer ``(v, u)`` reports every report interval (its occupancy, drops since the last report,
-  its cumulative departures); the report reaches ``u`` after the link's delay, plus the control
-  latency when ``u`` is a switch, and the rate it gives applies at once.
+* buffer ``(v, u)`` reports as the data plane's buffers do (p4src/alinea.p4's ``check_report_due``): at an
+  arrival once a report interval has passed since its last report, so its reports keep the phase of the
+  arrival that started them, and a report at the first arrival after a silent step reads the buffer as
+  that arrival found it (its occupancy, drops since the last report, its cumulative departures;
+  engine/src/analysis/fluid_loop.rs, ``report_due``); the report reaches ``u`` after the link's delay, plus
+  the control latency when ``u`` is a switch, and the rate it gives applies at once.
 
 Left out: packets (a rate here is exact, an occupancy a real number until it is reported), the
 reports' own bytes, flows other than ALINEA's. Timed link-rate events are played at their time, and

@@ -38,9 +38,11 @@ struct Buffer {
     dropped: bool,
     peak: f64,
     first_loss_s: Option<f64>,
-    drain_pps: f64,      // a receiver's playout (receivers only)
-    arrived: bool,       // packets arrived since its last report
-    last_arrival_s: f64, // when packets last arrived (-inf: never)
+    drain_pps: f64,              // a receiver's playout (receivers only)
+    last_arrival: Option<usize>, // the step packets last arrived in (None: never)
+    /// (step, held, drained): the buffer as the first packet of a step's arrivals after a step
+    /// without any found it (an onset: the data plane's report on that packet reads this)
+    onset: Option<(usize, f64, f64)>,
 }
 
 struct Chunk {
@@ -142,17 +144,18 @@ impl Plant for FluidPlant {
         self.overflowed
     }
 
-    fn take_report(&mut self, b: usize) -> (f64, f64, bool) {
+    fn take_report(&mut self, b: usize, k: usize) -> (f64, f64, bool) {
         let buf = &mut self.buffers[b];
         let dropped = buf.dropped;
         buf.dropped = false;
-        buf.arrived = false;
-        (buf.held, buf.drained, dropped)
+        match buf.onset {
+            Some((at, held, drained)) if at == k => (held, drained, dropped),
+            _ => (buf.held, buf.drained, dropped),
+        }
     }
 
-    fn arrivals(&self, b: usize) -> (bool, f64) {
-        let buf = &self.buffers[b];
-        (buf.arrived, buf.last_arrival_s)
+    fn last_arrival(&self, b: usize) -> Option<usize> {
+        self.buffers[b].last_arrival
     }
 
     fn queue_counters(&self, q: usize) -> (f64, f64) {
@@ -226,9 +229,13 @@ impl FluidPlant {
                 continue;
             }
             let buf = &mut buffers[b];
-            if amount > 1e-9 {
-                buf.arrived = true;
-                buf.last_arrival_s = now;
+            if amount > 1e-9 && buf.last_arrival != Some(k) {
+                // the step's first leg to bring packets: after a silent step, its first packet finds
+                // the buffer as the step before left it
+                if k == 0 || buf.last_arrival != Some(k - 1) {
+                    buf.onset = Some((k, buf.held, buf.drained));
+                }
+                buf.last_arrival = Some(k);
             }
             // the buffer counts the leg's fluid at its weight (the packets it is); the leg and its queue
             // keep the fluid's own units
@@ -508,8 +515,8 @@ impl FluidPlant {
             peak: 0.0,
             first_loss_s: None,
             drain_pps,
-            arrived: false,
-            last_arrival_s: f64::NEG_INFINITY,
+            last_arrival: None,
+            onset: None,
         });
         self.buffers.len() - 1
     }

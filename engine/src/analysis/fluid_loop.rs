@@ -26,10 +26,11 @@ pub trait Plant {
     fn step_dt(&self) -> f64;
     /// Step `k`; true when a buffer lost the plant's `stop_loss` (the run may stop).
     fn advance(&mut self, k: usize) -> bool;
-    /// Buffer `b`'s report: (held, drained, dropped since the last); clears dropped and arrived.
-    fn take_report(&mut self, b: usize) -> (f64, f64, bool);
-    /// Buffer `b`'s arrivals: (any since its last report, when the last came in s; -inf: never).
-    fn arrivals(&self, b: usize) -> (bool, f64);
+    /// Buffer `b`'s report at step `k`: (held, drained, dropped since the last); clears dropped.
+    /// At an arrival after a step without any, held and drained as the first packet found them.
+    fn take_report(&mut self, b: usize, k: usize) -> (f64, f64, bool);
+    /// The step buffer `b`'s packets last arrived in (None: never).
+    fn last_arrival(&self, b: usize) -> Option<usize>;
     fn queue_counters(&self, q: usize) -> (f64, f64);
     fn sender_sent(&self, s: usize) -> f64;
     fn put_queue_rate(&mut self, q: usize, pps: f64);
@@ -42,23 +43,33 @@ pub trait Plant {
     fn total_lost(&self) -> f64;
 }
 
-/// Whether buffer `r` reports at step `k` (one of its intervals' ends), as the data plane's
-/// buffers do (p4src/alinea.p4's `check_report_due`, hosts/receiver.py's reporter): after an
-/// arrival, at once; without one, a polled switch buffer (`options.report_polls` on BMv2's
-/// queues: the agents poll) on a poll two intervals after its last report while it saw an
-/// arrival in its last `POLL_LIVE_INTERVALS` intervals; else it is silent. Why: a law that hears
-/// nothing holds its rate. Reports of an idle buffer at every interval let the model's laws climb
-/// before their flows start (a host's to 235 Mb/s on a 20 Mb/s path, where the run's host starts
-/// at its initial rate), so the model started up from another state than the run.
-fn report_due(r: &Reporter, (arrived, last_s): (bool, f64), k: usize, dt: f64) -> bool {
-    if arrived {
-        return true;
+/// Whether buffer `r` reports at step `k`, as the data plane's buffers do (p4src/alinea.p4's
+/// `check_report_due`, hosts/receiver.py's reporter): at an arrival once a report interval has
+/// passed since its last report (the first arrival ever reports at once); without one, a polled
+/// switch buffer (`options.report_polls` on BMv2's queues: the agents poll) on a poll (`poll`:
+/// one of its intervals' ends) two intervals after its last report while it saw an arrival in its
+/// last `POLL_LIVE_INTERVALS` intervals; else it is silent. Why: a law that hears nothing holds
+/// its rate. Reports of an idle buffer at every interval let the model's laws climb before their
+/// flows start (a host's to 235 Mb/s on a 20 Mb/s path, where the run's host starts at its
+/// initial rate), so the model started up from another state than the run.
+///
+/// Why at the arrival and not at the intervals' ends: a buffer's reports keep the phase of the
+/// arrival that started them, and the first report of a flow's start-up reads the buffer as its
+/// first packet found it. At the intervals' ends, the model's first report of a ramp came up to an
+/// interval after the first arrival, found packets queued, and its law braked an interval before
+/// the run's (whose first report reads a starved buffer): the model's buffer peaked at 0.72 of 173
+/// packets where the run's overflowed (37 lost: tests/topo/random_cases/onset-report-tree.yaml).
+fn report_due(r: &Reporter, last_arrival: Option<usize>, k: usize, poll: bool, dt: f64) -> bool {
+    let since_report = |n: usize| r.last_report.is_none_or(|last| k - last >= n * r.interval);
+    if last_arrival == Some(k) {
+        return since_report(1);
     }
-    let live = (k as f64) * dt - last_s < (POLL_LIVE_INTERVALS * r.interval) as f64 * dt;
-    r.polls
-        && live
-        && r.last_report
-            .is_none_or(|last| k - last >= POLL_INTERVALS * r.interval)
+    let Some(last_k) = last_arrival else {
+        return false;
+    };
+    let live =
+        (k as f64) * dt - (last_k as f64) * dt < (POLL_LIVE_INTERVALS * r.interval) as f64 * dt;
+    poll && r.polls && live && since_report(POLL_INTERVALS)
 }
 
 /// Python's `round(x)` of a float (half to even), an error where Python's would raise.
@@ -308,22 +319,22 @@ impl Loop {
     ) -> PyResult<()> {
         let now_ns = (k as f64 * dt * 1e9) as i64;
         let ring = self.due.len();
-        if self.every > 0 && k % self.every == 0 {
-            for r in self.reporting.iter_mut() {
-                if k % r.interval != 0 || !report_due(r, plant.arrivals(r.buffer), k, dt) {
-                    continue;
-                }
-                r.last_report = Some(k);
-                let (held, drained, dropped) = plant.take_report(r.buffer);
-                let report = Report {
-                    law: r.law,
-                    occupancy: py_round(held)?,
-                    overflow: dropped,
-                    drained: py_round(drained)?,
-                    sampled_ns: now_ns,
-                };
-                self.due[(k + r.delay) % ring].push(report);
+        let polls = self.every > 0 && k % self.every == 0;
+        for r in self.reporting.iter_mut() {
+            let poll = polls && k % r.interval == 0;
+            if !report_due(r, plant.last_arrival(r.buffer), k, poll, dt) {
+                continue;
             }
+            r.last_report = Some(k);
+            let (held, drained, dropped) = plant.take_report(r.buffer, k);
+            let report = Report {
+                law: r.law,
+                occupancy: py_round(held)?,
+                overflow: dropped,
+                drained: py_round(drained)?,
+                sampled_ns: now_ns,
+            };
+            self.due[(k + r.delay) % ring].push(report);
         }
         let mut arrived = std::mem::take(&mut self.due[k % ring]);
         if arrived.is_empty() {
