@@ -55,7 +55,7 @@ from topo.analysis.mix_step import MixStep, mix_steps
 from topo.analysis.report_gap import with_sparse_reports
 from topo.analysis.wire_backlog import WireBacklog, wire_backlogs
 from topo.net.model import Topology
-from topo.net.plan import buffer_unit_bytes, law_frames, port_unit_bytes
+from topo.net.plan import buffer_unit_bytes, flow_frame_bytes, law_frames, port_unit_bytes
 from topo.net.routes import routed_paths
 from topo.net.starts import with_drawn_starts
 
@@ -104,7 +104,7 @@ class LawCheck:
     # v's law toward its next hop paces u's queue there (pacing_law, whether or not the path behind drains faster):
     # its start-up brake, which the laws-together model does not play, sets that queue's level
     braked: bool = False
-    margin: int = 1  # packets the model's peak must leave room for in v's buffer (packet_margin)
+    margin: float = 1  # packets the model's peak must leave room for in v's buffer (packet_margin)
     frame_bytes: int = 0  # u's frame the loop counts v's buffer in (law_frames); 0: not given
     unit_bytes: int = 0  # v's buffer unit (plan.buffer_unit_bytes; 0: its buffers count packets)
 
@@ -296,8 +296,11 @@ class LawCheck:
             peak = (f"fills ({n.lost_pkts:.2g} packets of fluid lost from {n.first_loss_s:.2f} s)" if n.first_loss_s
                     is not None else "reaches full" if room_at_peak(n) <= 0 else
                     f"comes within {room_at_peak(n):.2g} packets of full (its peak {n.peak:.1%})")
-            room = (f", leaving less than a packet for each link feeding its queue ({self.margin})" if self.margin else
-                    "")
+            room = ("" if not self.margin else
+                    f", leaving less than a packet for each link feeding its queue ({self.margin:g})"
+                    if self.margin == int(self.margin) else
+                    f", leaving less than the {self.margin:.2g} packets of room whole packets can need beyond the fluid "
+                    f"there")
             why.append(f"with every law running, {w}'s buffer of {n.capacity} packets {peak} in the fluid model"
                        f"{_twin(n)}{room}: in packets it overflows")
         elif n is not None and self.overflows:
@@ -512,7 +515,7 @@ def feeding_links(topo: Topology, u: str, v: str) -> int:
     return len(feeders) if path_drain(topo, u, v) <= feed_bps or pacing_law(topo, u, v) is not None else 0
 
 
-def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> int:
+def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> float:
     """The packets the laws-together model's peak must leave room for in v's buffer of u's law, whose queue ``inputs``
     links feed (:func:`feeding_links`): one for each; none where that queue drains faster than they feed it (0), one
     frame size enters v (its buffers count packets) and no law of v paces it: each packet leaves before the next
@@ -524,8 +527,9 @@ def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> int:
     links feed it: one (fuzz seed 37, draw 394: S3's buffer from S1, one of S1's 544 B frames, fed at 2 Mb/s and
     drained at 5 Mb/s, 18 % in the model, lost 55 packets).
 
-    A switch's queue that u's link alone feeds, with one frame size at v, keeps no packet beyond the fluid whether it
-    builds or not, paced or not (:func:`_single_feed_margin`): one fewer than the queues u's flows leave v by."""
+    Where u's link alone feeds the buffer and one frame size enters v, the margin is derived from the queue instead,
+    whether it builds or not, paced or not (:func:`_single_feed_margin`): at a switch one fewer than the queues u's
+    flows leave v by, at a receiver its playout over the link's rate, at most one."""
     _, onward, _ = _queue_feed(topo, u, v)
     paced = any((v, nxt) in topo.law for nxt in onward if nxt is not None)
     margin = inputs or (1 if paced or buffer_unit_bytes(topo, v) > 0 else 0)
@@ -533,35 +537,58 @@ def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> int:
     return margin if single is None else min(margin, single)
 
 
-def _single_feed_margin(topo: Topology, u: str, v: str) -> int | None:
-    """The packets of room v's buffer from u needs beyond the fluid's peak when v is a switch, one frame size enters
-    it, and u's link alone feeds the queues u's flows join there (:func:`feeding_links` 1): the number of those
-    queues less one; None where that does not hold.
+def _single_feed_margin(topo: Topology, u: str, v: str) -> float | None:
+    """The packets of room v's buffer from u needs beyond the fluid's peak where u's link alone feeds it and one frame
+    size enters v: at a switch whose queues of u's flows no other link feeds (:func:`feeding_links` 1), the number of
+    those queues less one; at a receiver its playout over the slowest rate u's link runs at, at most one packet;
+    None where that does not hold.
 
     Why (docs/background/analysis.md, "The hops together"): alinea.p4 frees a packet's slot when the queue releases
     it to the wire (``release``, at egress), so the buffer counts the packets waiting, not the one on the wire. A
     queue serves its packets one at a time at its rate (BMv2 stamps ``max(now, last + 1/rate)``; a shaper spaces
     them at service), a FIFO whose waiting count is the work it holds less the packet being served, rounded up:
-    C packets wait (the next is dropped) only when it holds more than C packets' work. Whole packets arrive no later than a
-    fluid of the same packets would, and that fluid has brought all of them each time the next packet arrives,
+    C packets wait (the next is dropped) only when it holds more than C packets' work. Whole packets arrive no later
+    than a fluid of the same packets would, and that fluid has brought all of them each time the next packet arrives,
     so at each arrival (when a packet is admitted or dropped) the packets' queue holds no more work than that
     fluid's (the queue's backlog is the largest arrivals-less-service over the past, and arrivals that came earlier
     only leave more time to serve them). A drop then needs the fluid itself above C: a peak at full, no packet of
     margin. Where u's flows leave by k queues of v, the count is their sum, and each queue other than the one a
     packet arrives at may hold the part of its last packet that its fluid has not yet brought: k - 1.
-    Not at a receiver (it holds a packet until its last bit has played out: the packet being served counts, one
-    packet), nor where frames of several sizes enter v (its queue rate in packets/s from a mean frame bounds
-    no packet count by the fluid), nor where another link feeds the queue (u's packets wait behind its packets,
-    which the fluid interleaves finer; any flow's, ALINEA's or not)."""
-    if not topo.nodes[v].is_switch or buffer_unit_bytes(topo, v) > 0:
-        return None
+
+    A receiver (engine/src/hosts/host.rs, PlayoutBuffer) keeps the frame playing out until its last bit has played:
+    C frames are held only from more than (C - 1) frames' work L. The packet arriving at t came at r over the L/r
+    before t, which the fluid of the same packets holds at t, and the window the packets' backlog is taken over may
+    begin inside an earlier frame's bits, which that fluid had partly brought; moving the window's start back to
+    that frame's first bit costs at most what the playout μ takes meanwhile, μ·L/r. So just before it joins, the
+    packets hold no more than the fluid's work at t less L·(1 - min(1, μ/r)), and a drop needs that fluid above
+    C·L - L·min(1, μ/r): a peak within min(1, μ/r) of a packet of full (tests/topo/analysis/test_packet_margin.py
+    checks it on packets drawn by hypothesis). The same bound at a switch gives the sum over its queues of
+    min(1, μ_i/r), less one, below k - 1 where an exit drains slower than u's link, but there the model's fluid is not
+    the packets' own closely enough: fuzz seed 83, draw 158, S2's buffer from S1 (two exits, 0.2 of a packet by that
+    bound) came within 0.43 packets of full in the model and lost 3 at seed 1; the k - 1 packets stay.
+    Not where frames of several sizes enter v (its queue rate in packets/s from a mean frame bounds no packet count
+    by the fluid, and a receiver plays each frame at its own bits), nor where another link feeds the queue (u's
+    packets wait behind its packets, which the fluid interleaves finer; any flow's, ALINEA's or not)."""
+    node = topo.nodes[v]
     paths = routed_paths(topo)
+    if not node.is_switch:
+        sizes = {flow_frame_bytes(f) for f in topo.flows if v in paths[f.name][1:]}
+        return min(1.0, node.playout_bps / min(_rates(topo, u, v))) if node.playout_bps and len(sizes) == 1 else None
+    if buffer_unit_bytes(topo, v) > 0:
+        return None
     pairs = {(path[i - 1], path[i + 1] if i + 1 < len(path) else None)  # every flow's, ALINEA's or not
              for path in (paths[f.name] for f in topo.flows) for i in range(1, len(path)) if path[i] == v}
     onward = {nxt for p, nxt in pairs if p == u}
     if None in onward or any(p != u for p, nxt in pairs if nxt in onward):
         return None
     return len(onward) - 1
+
+
+def _rates(topo: Topology, a: str, b: str) -> list[float]:
+    """The rates the link between a and b runs at over the run: its own and every link-rate event's."""
+    link = topo.link_between(a, b)
+    return [link.rate_bps] + [ev.rate_bps for ev in topo.events if ev.kind == "link_rate" and ev.rate_bps is not None
+                              and ev.link is not None and {ev.link[0], ev.link[1]} == {a, b}]
 
 
 def pacing_law(topo: Topology, u: str, v: str) -> tuple[str, float] | None:

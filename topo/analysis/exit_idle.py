@@ -109,7 +109,7 @@ def with_idle_exits(topo: Topology, exits: list[IdleExit]) -> Topology:
 
 
 def exit_shortfalls(topo: Topology, duration_s: float, plain: dict[DirectedLink, NetworkPeak],
-                    inputs: dict[DirectedLink, int]) -> dict[DirectedLink, ExitShortfall]:
+                    inputs: dict[DirectedLink, float]) -> dict[DirectedLink, ExitShortfall]:
     """For each law (u, v) (``inputs``: the packets of room its buffer must keep, check.packet_margin): its buffer overflows in the fluid model
     with the idle exits at the rates they carry (not the buffers that feed those exits), where at the links' rates (``plain``, keyed by buffer) it does not."""
     exits = idle_exits(topo)

@@ -233,11 +233,13 @@ def room_at_peak(peak: NetworkPeak) -> float:
     return round((1.0 - peak.peak) * peak.capacity, 9)
 
 
-def overflows(peak: NetworkPeak, packets: int = 1) -> bool:
+def overflows(peak: NetworkPeak, packets: float = 1) -> bool:
     """The model loses packets in ``peak``'s buffer: ``LOSS_PKTS`` or more of its fluid, or its peak
-    leaves room for fewer than ``packets`` packets: one from each link feeding its queue; with none (0: the
-    queue drains faster than its links feed it, no law of the node paces it and one frame size enters the node, or a
-    switch's queue one link alone feeds with one frame size, ``check.packet_margin``), its peak at full.
+    leaves room for fewer than ``packets`` packets: one from each link feeding its queue, or at a receiver one link
+    feeds with one frame size, its playout over the link's rate, a part of a packet (``check._single_feed_margin``);
+    with none (0: the queue drains faster than its links feed it, no law of the node paces it and one frame size
+    enters the node, or a switch's queue one link alone feeds with one frame size, ``check.packet_margin``), its
+    peak at full.
 
     Why the room at the peak: the model leaves packets out, and a packet is what a buffer takes or
     drops, as the analysis's room above the target says of the settled loop (docs/background/analysis.md, "Packets:
@@ -257,7 +259,7 @@ def overflows(peak: NetworkPeak, packets: int = 1) -> bool:
 
 
 def smallest_scale(topo: Topology, duration_s: float, limit: int = 6, refine: int = 1,
-                   packets: dict[DirectedLink, int] | None = None) -> float | None:
+                   packets: dict[DirectedLink, float] | None = None) -> float | None:
     """About the smallest factor (up to 2^limit) by which every buffer must grow for the model to
     lose nothing (no buffer ``overflows``; ``packets``: the packets each buffer (v, u) must keep room
     for, default 1): doubling until it holds, then ``refine`` bisections (one: to half the last
