@@ -129,7 +129,7 @@ def reaction_sections(base: Topology | None = None) -> list[str]:
 
     base = base or load_topology(ROOT / "topo" / "capacity-drop.yaml")
     runs = reaction_runs(base)
-    head = "| queue model | " + " | ".join(f"+{o} ms" for o in PHASES_MS) + " | median | max | loss |"
+    head = "| queue model | " + " | ".join(f"+{o} ms" for o in PHASES_MS) + " | p50 | max | loss |"
     lines = ["## capacity-drop: the reaction over the drop's phase", "",
              "The drop of capacity-drop (R3-R4 from 3 to 1 Mb/s) at 16 s plus the offset in each column, on "
              "BMv2's queues and on the shaper, each run 3 s past the drop (seed 1; `topo/results/reaction.py`). "
@@ -138,7 +138,9 @@ def reaction_sections(base: Topology | None = None) -> list[str]:
              "takes to gain a packet (one per 40 ms at this drop) plus the report's way back, which the drop's "
              "phase decides. On BMv2's queues R2 cuts earlier, at the first report whose two newest departures "
              "from R3's buffer show the drop (docs/background/alinea.md, \"The newest drain\"); the shaper's law has no "
-             "drain to follow and cuts at the detection.", "",
+             "drain to follow and cuts at the detection. p50: the nearest rank over the phases that reacted, as every "
+             "percentile here (docs/reference/metrics.md, \"Percentiles\"): of eight, the lower of the two middle "
+             "ones, not their mean.", "",
              head, "|" + "---|" * (len(PHASES_MS) + 4)]
     for model, rows in runs.items():
         reactions = [r["reaction"] for r in rows if r["reaction"] is not None]
