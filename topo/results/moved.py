@@ -90,11 +90,16 @@ def moved_section(new_doc: str, old_doc: str | None) -> list[str]:
             out.append(f"- **{section}**: new since then.")
             continue
         changes = _changes(old[section], rows)
+        # a row is matched under its table's header: a table whose columns changed matches nothing,
+        # and "unchanged" would then be a claim nothing checked
+        unmatched = sum(key not in old[section] for key in rows)
+        apart = f" {unmatched} rows under columns it did not have then, not compared." if unmatched else ""
         if not changes:
-            out.append(f"- **{section}**: unchanged ({len(rows)} rows).")
+            out.append(f"- **{section}**: unchanged ({len(rows) - unmatched} rows).{apart}" if unmatched < len(rows)
+                       else f"- **{section}**:{apart}")
             continue
         shown = "; ".join(changes[:ROWS_SHOWN]) + ("; ..." if len(changes) > ROWS_SHOWN else "")
-        out.append(f"- **{section}**: {len(changes)} of {len(rows)} rows moved. {shown}")
+        out.append(f"- **{section}**: {len(changes)} of {len(rows) - unmatched} rows moved. {shown}{apart}")
     gone = [s for s in old if s not in new]
     if gone:
         out.append(f"- No longer in this file: {', '.join(gone)}.")

@@ -63,3 +63,13 @@ def test_exactly_the_rows_changed_are_counted(values: list[int], data: st.DataOb
         assert f"**T**: {len(changed)} of {len(values)} rows moved." in text
     else:
         assert f"**T**: unchanged ({len(values)} rows)." in text
+
+
+def test_a_table_whose_columns_changed_is_not_called_unchanged() -> None:
+    """Rows are matched under their table's header: a renamed column (the reaction table's 'median' became 'p50'
+    with its definition) matched no row, and the section read "unchanged" though its numbers moved."""
+    new = OLD.replace("| run | loss | goodput |", "| run | loss | p50 goodput |").replace("| b | 3 | 0.900 |", "| b | 3 | 0.800 |")
+    text = "\n".join(moved_section(new, OLD))
+    assert "**Summary**: 2 rows under columns it did not have then, not compared." in text
+    assert "**Summary**: unchanged" not in text
+    assert "**Kept**: unchanged (1 rows)." in text
