@@ -667,9 +667,8 @@ def goodput_total(topo: Topology, rec: Recorder, summary: Mapping[str, Any], end
         out.append(Violation("goodput_total", f"goodput_total_bps = {total}, the {len(whole)} flows measured over the "
                                               f"run window took {sum(whole):.0f} b/s "
                                               + ("(the others add to it)" if len(whole) < len(flows) else "(all flows)")))
-    taken = {f.name: bits_of_first(f)(_count_at_or_before(
-        [(rec.read_at(f.dst, s.t_ns), s.played or 0 if f.name in played else s.received) for s in by_flow.get(f.name, [])],
-        start - 1)) for f in topo.flows}
+    taken = {f.name: bits_of_first(f)(_count_at_or_before(_taken_counts(rec, by_flow, played, f), start - 1))
+             for f in topo.flows}
     allowed = sum(_receiver_bits(topo, h, played, (start, stop), late, taken) for h in {f.dst for f in topo.flows})
     if total * secs > allowed:
         out.append(Violation("goodput_total", f"goodput_total_bps = {total}, more than the receivers' links and "
@@ -693,8 +692,7 @@ def _counted_bits(topo: Topology, rec: Recorder, by_flow: Mapping[str, list[Any]
     start, stop = window
     for f in topo.flows:
         bits = bits_of_first(f)
-        pts = [(rec.read_at(f.dst, s.t_ns), s.played or 0 if f.name in played else s.received)
-               for s in by_flow.get(f.name, [])]
+        pts = _taken_counts(rec, by_flow, played, f)
         if f.name in played:
             ceiling, wait, edge = (pts[-1][1] if pts else 0), 0, 1
         else:
@@ -702,6 +700,13 @@ def _counted_bits(topo: Topology, rec: Recorder, by_flow: Mapping[str, list[Any]
         lo += max(0.0, bits(_count_at_or_before(pts, stop)) - bits(_count_after(pts, start + wait - 1, ceiling)))
         hi += bits(_count_after(pts, stop + wait - edge, ceiling)) - bits(_count_at_or_before(pts, start - 1))
     return lo, hi
+
+
+def _taken_counts(rec: Recorder, by_flow: Mapping[str, list[Any]], played: set[str], f: Any) -> list[tuple[int, int]]:
+    """What ``f``'s application had taken by each flows.csv sample, at the time its host read it: its played
+    count where its host plays a buffer out (``played``), else its received count."""
+    return [(rec.read_at(f.dst, s.t_ns), s.played or 0 if f.name in played else s.received)
+            for s in by_flow.get(f.name, [])]
 
 
 def _count_at_or_before(pts: list[tuple[int, int]], t: int) -> int:
