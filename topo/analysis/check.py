@@ -529,7 +529,8 @@ def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> float:
 
     Where u's link alone feeds the buffer and one frame size enters v, the margin is derived from the queue instead,
     whether it builds or not, paced or not (:func:`_single_feed_margin`): at a switch one fewer than the queues u's
-    flows leave v by, at a receiver its playout over the link's rate, at most one."""
+    flows leave v by (none where they are one multicast group's, copied to each), at a receiver its playout over
+    the link's rate, at most one."""
     _, onward, _ = _queue_feed(topo, u, v)
     paced = any((v, nxt) in topo.law for nxt in onward if nxt is not None)
     margin = inputs or (1 if paced or buffer_unit_bytes(topo, v) > 0 else 0)
@@ -540,7 +541,7 @@ def packet_margin(topo: Topology, u: str, v: str, inputs: int) -> float:
 def _single_feed_margin(topo: Topology, u: str, v: str) -> float | None:
     """The packets of room v's buffer from u needs beyond the fluid's peak where u's link alone feeds it and one frame
     size enters v: at a switch whose queues of u's flows no other link feeds (:func:`feeding_links` 1), the number of
-    those queues less one; at a receiver its playout over the slowest rate u's link runs at, at most one packet;
+    those queues less one (none for one multicast group's packets, copied to each); at a receiver its playout over the slowest rate u's link runs at, at most one packet;
     None where that does not hold.
 
     Why (docs/background/analysis.md, "The hops together"): alinea.p4 frees a packet's slot when the queue releases
@@ -566,6 +567,12 @@ def _single_feed_margin(topo: Topology, u: str, v: str) -> float | None:
     min(1, μ_i/r), less one, below k - 1 where an exit drains slower than u's link, but there the model's fluid is not
     the packets' own closely enough: fuzz seed 83, draw 158, S2's buffer from S1 (two exits, 0.2 of a packet by that
     bound) came within 0.43 packets of full in the model and lost 3 at seed 1; the k - 1 packets stay.
+    Except where every flow over u -> v is a branch of one multicast group (:func:`_one_group`): alinea.p4 copies each
+    packet to every one of the k queues and holds its slot until its last copy leaves (``mcast_left``); the queues take
+    the same packets in the same order, so the packets with a copy still waiting are those the fullest queue has
+    waiting, each queue a FIFO one link alone feeds, as above; the fluid model frees what the slowest copy has sent
+    (engine/src/analysis/fluid.rs, ``pending``), so its level is the fullest queue's fluid: a peak at full, no margin
+    (tests/topo/analysis/test_packet_margin.py; counted per copy, the sum, it would not hold).
     Not where frames of several sizes enter v (its queue rate in packets/s from a mean frame bounds no packet count
     by the fluid, and a receiver plays each frame at its own bits), nor where another link feeds the queue (u's
     packets wait behind its packets, which the fluid interleaves finer; any flow's, ALINEA's or not)."""
@@ -581,7 +588,16 @@ def _single_feed_margin(topo: Topology, u: str, v: str) -> float | None:
     onward = {nxt for p, nxt in pairs if p == u}
     if None in onward or any(p != u for p, nxt in pairs if nxt in onward):
         return None
-    return len(onward) - 1
+    return 0 if _one_group(topo, u, v) else len(onward) - 1
+
+
+def _one_group(topo: Topology, u: str, v: str) -> bool:
+    """Every flow over u -> v (ALINEA's or not) is a branch of one multicast group: each of u's packets at v is
+    copied to every queue they leave by (:func:`_single_feed_margin`'s multicast case)."""
+    paths = routed_paths(topo)
+    groups = {f.group for f in topo.flows if any(p[i - 1:i + 1] == (u, v) for p in [paths[f.name]]
+                                                  for i in range(1, len(p)))}
+    return len(groups) == 1 and None not in groups
 
 
 def _rates(topo: Topology, a: str, b: str) -> list[float]:

@@ -116,3 +116,42 @@ def test_a_receiver_far_slower_than_its_link_needs_a_hundredth_of_a_packet_not_o
         verdict = judge(RECEIVER, 4.0, True, seed=seed, source="receiver.yaml")
         assert verdict.problems == [] and verdict.lost == 0 and verdict.warned == [], (seed, verdict.warned)
 
+
+
+def _multicast_excess(gaps: list[float], r: float, mus: list[float], per_copy: bool) -> float:
+    """The most packets a switch's buffer counts at an arrival beyond the fluid of the same packets, in frames, where
+    each packet is copied to every queue (mus: their rates): alinea.p4 holds a multicast packet's slot until its
+    last copy leaves the queue (``mcast_left``), so the buffer counts the packets some queue still has waiting, the
+    most any one queue has (each takes them in the same order); the fluid model frees what the slowest copy has
+    sent (engine/src/analysis/fluid.rs, ``pending``), the most any queue's fluid holds. ``per_copy``: the count a
+    switch that freed a slot per copy would keep, the sum over the queues."""
+    arrivals, t = [], 0.0
+    for gap in gaps:
+        t += L / r + gap
+        arrivals.append((t, 0))
+    starts: list[list[float]] = [[] for _ in mus]
+    excess = -float("inf")
+    for k, (a, _) in enumerate(arrivals):
+        waiting = [sum(1 for s in starts[i] if s > a + EPS) for i in range(len(mus))]
+        held = sum(waiting) if per_copy else max(waiting)
+        fluid = max(_fluid_work(arrivals[:k + 1], 0, r, mu, a) for mu in mus)
+        if held:
+            excess = max(excess, held - fluid / L)
+        for i, mu in enumerate(mus):
+            starts[i].append(max(a, starts[i][-1] + L / mu) if starts[i] else a)
+    return excess
+
+
+@given(st.lists(st.floats(0.0, 3.0), min_size=1, max_size=25), rates, st.lists(rates, min_size=2, max_size=4))
+def test_a_multicast_buffer_holds_no_packet_beyond_its_slowest_copys_fluid(gaps: list[float], r: float,
+                                                                          mus: list[float]) -> None:
+    """One group's packets copied to k queues are counted once, until the last copy leaves: a drop needs the fluid
+    itself at full, as at a queue one link alone feeds (``_single_feed_margin`` 0, not k - 1)."""
+    assert _multicast_excess(gaps, r, mus, per_copy=False) < 1e-6
+
+
+def test_a_multicast_buffer_counted_per_copy_would_need_more_than_the_fluid() -> None:
+    """What the zero rests on: four back-to-back packets copied to two queues that drain at a fifth of the link leave
+    two copies waiting in each as the fourth arrives; the fluid holds 3.2 frames; counted per copy, 4 packets."""
+    assert abs(_multicast_excess([0.0] * 4, 1.0, [0.2, 0.2], per_copy=True) - 0.8) < 1e-9
+    assert abs(_multicast_excess([0.0] * 4, 1.0, [0.2, 0.2], per_copy=False) + 1.2) < 1e-9
