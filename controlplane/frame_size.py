@@ -7,8 +7,10 @@ of one size (docs/background/alinea.md, "Bits, not packets"):
 * **The queue rate.** ``rate / (8 * frame)`` packets/s carries ``rate`` bits/s only if ``frame``
   is the mean size of the frames the queue actually sends. :class:`FrameSizeWindow` measures it
   from the port's counters (``MyEgress.tx_routed``, the routed frames that left the port: packets
-  and bytes, read through P4Runtime), over the last ``WINDOW_SAMPLES`` reads. Before the port has
-  sent, the smallest frame expected through it; and a law at its R_max converts at ``open_mean``, in
+  and bytes, read through P4Runtime), over the last ``WINDOW_SAMPLES`` reads; a second window the
+  frames queued for the port (``MyIngress.fwd_routed``), which a law at its R_max converts at when
+  they are smaller (BMv2 stamps a packet's departure when it is queued, at the rate set then). Before the port has
+  sent, the smallest frame expected through it; and a law at its R_max converts at no more than ``open_mean``, in
   which the bits of the rate the port did not send count as frames of the flows it has not seen, so
   that a flow that starts or joins is not sent slower than the rate's bits until a read sees it.
 * **What the port sent.** A neighbour's report counts this port's packets (in its buffer, drained
@@ -88,6 +90,11 @@ class FrameSizeWindow:
         self._span = (frames, sent, now_ns - t0)
         self.open_mean = self.open_frame(rate_bps)
         return self.mean
+
+    @property
+    def has_read(self) -> bool:
+        """Whether any read of the counters has reached the window."""
+        return self._span is not None
 
     def open_frame(self, rate_bps: float) -> int:
         """``open_mean`` for a queue that may send ``rate_bps``: the window of the last read, with the bits that rate

@@ -48,6 +48,8 @@ NOT_FOUND = 5  # google.rpc.Code: arbitration update "there is no primary"
 POLL_FRAME = bytes(12) + b"\x00\x00"
 #: The counter of the routed frames each egress port sent (alinea.p4): the agent's mean frame size.
 TX_ROUTED = "MyEgress.tx_routed"
+#: The counter of the routed frames queued for each egress port (alinea.p4): the frame its queue rate is in.
+FWD_ROUTED = "MyIngress.fwd_routed"
 #: Every frame each ingress port received: less the neighbour's reports, the data that makes this switch report.
 RX = "MyIngress.rx"
 
@@ -69,6 +71,7 @@ class SwitchAgent:
         self._inbox: list[tuple[pb.PacketIn, int]] = []
         self._inbox_lock = threading.Lock()
         self.read_frames = True  # False once the switch could not give its frame counters
+        self.read_queued = True  # False once the switch could not give FWD_ROUTED (an older alinea.p4)
 
     def install(self, p4info: Any, device_config: bytes) -> None:
         """Push the pipeline and everything the plan says; set the queues; start ticking."""
@@ -178,8 +181,8 @@ class SwitchAgent:
         ports = self.core.counters_due(now)
         if ports and self.read_frames:
             arrival_ports = self.core.arrival_ports()
-            frames, arrivals = self._frame_counters(ports, arrival_ports)
-            commands += self.core.on_frame_counters(frames)
+            frames, queued, arrivals = self._frame_counters(ports, arrival_ports)
+            commands += self.core.on_frame_counters(frames, queued)
             if arrivals:
                 commands += self.core.on_arrival_counters(now, arrivals)
         if commands:
@@ -187,21 +190,30 @@ class SwitchAgent:
         self._tick_handle = self.sched.call_later(self.tick_ns, self._tick)
 
     def _frame_counters(self, ports: tuple[int, ...], arrival_ports: tuple[int, ...] = ()
-                        ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int]]]:
-        """(port, packets, bytes) of each of ``ports``' routed frames sent, and (port, frames received) of each
-        of ``arrival_ports`` (one P4Runtime Read). A switch whose program has no such counter (an older
-        alinea.p4) is told once; its rates keep the topology's sizes and the reports' interval rate."""
-        cells = [(TX_ROUTED, p) for p in ports] + [(RX, p) for p in arrival_ports]
+                        ) -> tuple[list[tuple[int, int, int]], list[tuple[int, int, int]] | None, list[tuple[int, int]]]:
+        """(port, packets, bytes) of each of ``ports``' routed frames sent and queued (None: not read), and (port,
+        frames received) of each of ``arrival_ports`` (one P4Runtime Read). A switch whose program has no
+        ``FWD_ROUTED`` (an older alinea.p4) is read without it from then on: its queue rates are in the frames its
+        ports sent. One without the others is told once; its rates keep the topology's sizes and the reports'
+        interval rate."""
+        queued_cells = [(FWD_ROUTED, p) for p in ports] if self.read_queued else []
+        cells = [(TX_ROUTED, p) for p in ports] + [(RX, p) for p in arrival_ports] + queued_cells
         try:
             counts = self.client.read_counters(cells)
         except Exception as exc:  # noqa: BLE001 - a Read's error is the client's or gRPC's, either way the same
+            if queued_cells:
+                self.read_queued = False
+                log.warning("%s: cannot read %s (%s): queue rates in the frames each port sent", self.plan.name,
+                            FWD_ROUTED, exc)
+                return self._frame_counters(ports, arrival_ports)
             self.read_frames = False
             self.errors.append(f"{self.plan.name}: cannot read {TX_ROUTED}/{RX}: {exc}")
             log.error("%s", self.errors[-1])
-            return [], []
-        n = len(ports)
+            return [], None, []
+        n, m = len(ports), len(ports) + len(arrival_ports)
         frames = [(p, packets, nbytes) for p, (packets, nbytes) in zip(ports, counts[:n])]
-        return frames, [(p, counts[n + i][0]) for i, p in enumerate(arrival_ports)]
+        queued = [(p, packets, nbytes) for p, (packets, nbytes) in zip(ports, counts[m:])] if queued_cells else None
+        return frames, queued, [(p, counts[n + i][0]) for i, p in enumerate(arrival_ports)]
 
     def apply(self, commands: list[Command]) -> None:
         for cmd in commands:

@@ -479,6 +479,15 @@ control MyIngress(inout headers_t hdr,
     counter(PORT_COUNT, CounterType.packets_and_bytes) drop_ttl_expired;
     counter(PORT_COUNT, CounterType.packets_and_bytes) drop_overflow;
     counter(PORT_COUNT, CounterType.packets_and_bytes) drop_nak_repeat;  // pgmcc NAK aggregation
+    /* The routed IPv4 frames queued for each egress port (every class):
+       those count_forwarded and count_copy count in fwd_pkts, at the
+       length the frame arrived with (BMv2 counts a packet's ingress
+       length in either pipeline, and a routed frame keeps its length), so
+       that it pairs with MyEgress.tx_routed, their departures.  The switch
+       agent reads it (P4Runtime Read) for the mean frame its queue stamps
+       departures for now, which turns its law's b/s into the queue's
+       packets/s (docs/background/alinea.md, "Bits, not packets"). */
+    counter(PORT_COUNT, CounterType.packets_and_bytes) fwd_routed;
 
     /* --- drops, one action per reason --- */
 
@@ -719,6 +728,7 @@ control MyIngress(inout headers_t hdr,
             fwd_pkts.read(n, cell);
             fwd_pkts.write(cell, n + 1);
         }
+        fwd_routed.count((bit<32>)standard_metadata.egress_spec);
         meta.counted = 1;
     }
 
@@ -733,6 +743,7 @@ control MyIngress(inout headers_t hdr,
             fwd_pkts.read(n, cell);
             fwd_pkts.write(cell, n + 1);
         }
+        fwd_routed.count((bit<32>)meta.copy_port);
     }
 
     /* Hand the packet to the PRE: one copy per child port of its group. */

@@ -225,14 +225,15 @@ class _Queues:
 
 
 class _Client:
-    """Port 2 has sent 100 frames of ``size`` bytes more at each read; ``broken``: the Read fails."""
+    """Port 2 has sent and been queued 100 frames of ``size`` bytes more at each read; ``broken``: the Read fails;
+    ``older``: a program without MyIngress.fwd_routed (a Read naming it fails)."""
 
-    def __init__(self, size: int, broken: bool = False) -> None:
-        self.size, self.broken, self.reads = size, broken, []
+    def __init__(self, size: int, broken: bool = False, older: bool = False) -> None:
+        self.size, self.broken, self.older, self.reads = size, broken, older, []
 
     def read_counters(self, cells: list[tuple[str, int]]) -> list[tuple[int, int]]:
         self.reads.append(cells)
-        if self.broken:
+        if self.broken or (self.older and any(name == "MyIngress.fwd_routed" for name, _ in cells)):
             raise ClientError("unknown counter 'MyEgress.tx_routed' (known: MyEgress.tx)")
         n = 100 * len(self.reads)
         return [(n, n * self.size) for _ in cells]
@@ -252,7 +253,7 @@ def test_the_agent_reads_its_ports_frame_counters_and_sets_the_rate_they_imply()
     for i in range(2 * WINDOW_SAMPLES):
         sched.t = i * READ_PERIOD_NS
         agent._tick()
-    assert client.reads[0] == [("MyEgress.tx_routed", 2)]
+    assert client.reads[0] == [("MyEgress.tx_routed", 2), ("MyIngress.fwd_routed", 2)]
     assert len(client.reads) == 2 * WINDOW_SAMPLES
     assert queues.rates[0] == (2, rate_to_pps(LAW.r_max, 1000)) and queues.rates[-1] == (2, rate_to_pps(LAW.r_max, 1448))
     assert agent.errors == []
@@ -264,8 +265,19 @@ def test_a_switch_without_the_counter_is_told_once_and_keeps_the_planned_size() 
     for i in range(5):
         sched.t = i * READ_PERIOD_NS
         agent._tick()
-    assert len(client.reads) == 1 and len(agent.errors) == 1 and "tx_routed" in agent.errors[0]
+    assert len(client.reads) == 2 and len(agent.errors) == 1 and "tx_routed" in agent.errors[0]
+    assert client.reads[1] == [("MyEgress.tx_routed", 2)]  # tried once more without fwd_routed
     assert queues.rates == [(2, rate_to_pps(LAW.r_max, 1000))]
+
+
+def test_a_switch_without_the_queued_counter_is_read_without_it_and_converts_at_what_its_port_sent() -> None:
+    client = _Client(1448, older=True)
+    agent, sched, queues = _bound(client)
+    for i in range(2 * WINDOW_SAMPLES):
+        sched.t = i * READ_PERIOD_NS
+        agent._tick()
+    assert all(cells == [("MyEgress.tx_routed", 2)] for cells in client.reads[1:])
+    assert agent.errors == [] and queues.rates[-1] == (2, rate_to_pps(LAW.r_max, 1448))
 
 
 @given(st.integers(1, 5000), st.integers(1, 1500), st.integers(1, 9000))
@@ -274,3 +286,48 @@ def test_packets_for_frames_is_the_fewest_packets_counted_as_that_many_frames(fr
     packets = packets_for_frames(frames, unit, frame)
     assert capacity_in_frames(packets, unit, frame) >= frames
     assert packets == frames or capacity_in_frames(packets - 1, unit, frame) < frames
+
+
+# ---- the frame the queue stamps: what enters it, not what left (MyIngress.fwd_routed; issue 46) ---------------------
+
+@given(st.integers(64, 700), st.integers(800, 9000), st.integers(1, 20))
+def test_a_backlog_of_small_frames_behind_large_sent_ones_is_stamped_at_the_laws_bits(small, large, buffer_ms) -> None:
+    """BMv2 stamps a packet's departure when it is queued, at the rate set then: a port at its R_max that has sent
+    ``large`` B frames while ``small`` B ones are queued for it must be set in packets/s of the small ones, so that a
+    backlog of a ``buffer_ms`` buffer's bytes of them is stamped over that duration at the law's bits. At the frame
+    the port sent (the rule before) the horizon was up to ``large / small`` times the duration (issue 46)."""
+    c = core(1000)
+    pl = c.ports[(2, 0)]
+    for i in range(WINDOW_SAMPLES + 1):
+        c.read_ns = i * READ_PERIOD_NS
+        c.on_frame_counters([(2, 50 * i, 50 * i * large)], [(2, 60 * i, 60 * i * small)])
+    assert pl.law.rate == LAW.r_max
+    assert c.frame_sizes[2].mean == large and c.queued_sizes[2].mean == small
+    backlog = pl.law.rate * buffer_ms / 1e3 / (8 * small)  # the buffer's bytes of small frames, in packets
+    horizon_s = backlog / pl.pps
+    assert horizon_s <= buffer_ms / 1e3 * (1 + 8 * small / pl.law.rate + 1e-9)  # one packet/s of rounding
+    assert abs(pl.pps * 8 * small - pl.law.rate) <= 8 * small  # bits, not packets
+
+
+@given(st.integers(64, 1500), st.integers(64, 1500))
+def test_below_its_r_max_a_law_converts_at_what_the_port_sent_whatever_is_queued(sent, queued) -> None:
+    """Below the R_max the BMv2 forecast compares the queue's packets/s with the neighbour's drain in packets of what
+    the port sent: the queue stays in those frames (controlplane/agent.py, ``_queue_frame``)."""
+    plan = SwitchPlan(name="R1", node_id=1, regulated=(RegulatedPort(2, LAW, 1000),), fixed_departures=False)
+    c = SwitchAgentCore(plan)
+    c.start()
+    c.on_report(10**9, 2, {}, report(95))  # the neighbour's buffer near full: the law cuts below its R_max
+    pl = c.ports[(2, 0)]
+    for i in range(WINDOW_SAMPLES + 1):
+        c.read_ns = i * READ_PERIOD_NS
+        c.on_frame_counters([(2, 50 * i, 50 * i * sent)], [(2, 60 * i, 60 * i * queued)])
+    assert pl.law.rate < LAW.r_max and pl.pps == rate_to_pps(pl.law.rate, sent)
+
+
+def test_without_a_read_of_what_enters_the_queue_it_converts_at_what_the_port_sent() -> None:
+    """An older alinea.p4 (no MyIngress.fwd_routed): the queue is in the frames the port sent, as before."""
+    c = core(1000)
+    for i in range(WINDOW_SAMPLES + 1):
+        c.read_ns = i * READ_PERIOD_NS
+        c.on_frame_counters([(2, 100 * i, 100 * i * 1448)])
+    assert not c.queued_sizes[2].has_read and c.ports[(2, 0)].pps == rate_to_pps(LAW.r_max, 1448)

@@ -256,3 +256,25 @@ def test_a_reports_packet_in_carries_the_queue_counters_of_its_port() -> None:
     assert (last["fwd_pkts"], last["deq_pkts"]) == (8, 8)
     assert len(net.hosts[2].got) == 8
 
+
+
+def test_fwd_routed_counts_what_enters_a_queue_and_tx_routed_what_leaves_it_in_the_same_bytes() -> None:
+    """MyIngress.fwd_routed counts a routed frame when it is queued for its egress port, MyEgress.tx_routed when it
+    leaves, both at the length it arrived with (a routed frame keeps its length): while the queue holds a backlog
+    their difference is the backlog's frames and bytes, and once it has drained they agree (the agent's mean
+    frame of what its queue stamps, controlplane/frame_size.py)."""
+    net = sim_switch(options=SwitchOptions(seed=1, queue_model="bmv2"))
+    configure_alinea(net.ctl)
+    net.switch.tm.set_queue_depth(2, 1000)
+    net.switch.tm.set_queue_rate(2, 1000)  # 1 ms a packet: the burst waits
+    sizes = [1448] * 10 + [200] * 30
+    frames = [udp_frame(1, 2, payload=b"x" * (size - 42)) for size in sizes]
+    for i, frame in enumerate(frames):
+        net.hosts[1].send_at(i * 10 * US, frame)
+    net.sched.run_until(5 * MS)
+    entered, left = net.ctl.read_counter("MyIngress.fwd_routed", 2), net.ctl.read_counter("MyEgress.tx_routed", 2)
+    assert entered == (len(frames), sum(map(len, frames)))
+    backlog = (entered[0] - left[0], entered[1] - left[1])
+    assert backlog[0] > 20 and backlog[1] == sum(map(len, frames[left[0]:]))  # FIFO: the newest frames wait
+    net.sched.run()
+    assert net.ctl.read_counter("MyEgress.tx_routed", 2) == entered

@@ -175,7 +175,7 @@ def test_alinea_counters_and_registers(alinea):
     counters = by_name(alinea.counters)
     drops = ["parser_error", "bad_checksum", "unsupported", "spoofed_report", "no_route",
              "ttl_expired", "overflow", "nak_repeat"]
-    expected = {"MyIngress.rx", "MyEgress.tx", "MyEgress.tx_routed"} | {f"MyIngress.drop_{d}" for d in drops}
+    expected = {"MyIngress.rx", "MyIngress.fwd_routed", "MyEgress.tx", "MyEgress.tx_routed"} | {f"MyIngress.drop_{d}" for d in drops}
     assert set(counters) == expected
     for c in counters.values():
         assert c.spec.unit == p4info_pb2.CounterSpec.BOTH

@@ -118,7 +118,10 @@ def test_a_duration_buffer_holding_two_frame_sizes_loses_nothing_unless_warned()
     ~2,500 frames) toward S2 -> H5 at 1 Mb/s. S2 holds ~2,100 frames of both sizes; S1's law converts the buffer to
     frames of the mix it holds (controlplane/agent.py, ``_held_frame``), so the capacity it reads moves by a quarter
     from one report to the next and the law's rate toward S2 swings; S1's buffer from H1 (218 frames) fills and loses
-    33 packets at seed 1. The same family as the queue rate converted at the frames a port has sent rather than those
-    it holds (docs/reference/topologies.md, buffers): what remains is a count of the bytes entering each egress
-    queue, which alinea.p4 does not keep."""
+    33 packets at seed 1. Not the queue rate's frame (issue 46): with every law's queue rate in the frames queued for
+    its port (MyIngress.fwd_routed), not only at the R_max as controlplane/agent.py's ``_queue_frame`` has it, it lost
+    34 / 0 / 34 at seeds 1-3. Read in the bytes of its 20 ms (topo.net.plan.port_unit_bytes at the duration's own
+    frame, 576 B, where two sizes enter) it lost 0 / 0 / 0, but stamped-mixed-backlog.yaml then lost 0 / 276 (warned)
+    / 66 (unwarned) where it loses none: the swing of the buffer's capacity in frames is what remains
+    (docs/reference/topologies.md, buffers)."""
     assert judge_case("open-mixed-duration-stop-line.yaml").problems == []
