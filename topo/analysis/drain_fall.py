@@ -46,7 +46,7 @@ from topo.net.model import Topology
 from topo.net.plan import buffer_for_gain, room_above_target
 from topo.net.routes import routed_paths
 
-__all__ = ["DrainFall", "drain_falls"]
+__all__ = ["DrainFall", "drain_falls", "law_feeders"]
 
 DirectedLink = tuple[str, str]
 
@@ -84,14 +84,22 @@ def drain_falls(topo: Topology, duration_s: float) -> dict[DirectedLink, DrainFa
     return worst_per_law(topo, paths, alinea, duration_s, keys, _fall)
 
 
+def law_feeders(stretch: _Stretch, key: DirectedLink) -> tuple[str, ...]:
+    """The previous hops of u's flows toward v (``key``) whose laws toward u hold u's buffers from them: the nodes
+    whose targets in u are its backlog toward v."""
+    u = key[0]
+    hops = [stretch.paths[f.name] for f in stretch.crossing.get(key, [])]
+    return tuple(sorted({p[p.index(key) - 1][0] for p in hops if p.index(key) > 0}
+                        & {x for x, y in stretch.topo.law if y == u}))
+
+
 def _fall(stretch: _Stretch, key: DirectedLink, t0: int) -> DrainFall | None:
     """Whether v's drain of u's flows falls, in this stretch, under a backlog u stamped fast enough to overfill v's
     buffer."""
     u, v = key
     topo = stretch.topo
-    crossing = stretch.crossing.get(key, [])
-    hops = [stretch.paths[f.name] for f in crossing]
-    feeders = tuple(sorted({p[p.index(key) - 1][0] for p in hops if p.index(key) > 0} & {x for x, y in topo.law if y == u}))
+    feeders = law_feeders(stretch, key)
+    hops = [stretch.paths[f.name] for f in stretch.crossing.get(key, [])]
     if not feeders:
         return None
     stamp = min(topo.law[key].r_max, stretch.rate(u, v))
