@@ -41,6 +41,8 @@ class CvihisParams:
     md_per_packet: bool = False  # MD once per lost packet (True) or at most once per RTT (False)
     md_per_fill: int = 2  # > 0: one MD per lost packet, up to this many per fill of the queue (from a loss until a
     #                       decision below the target area, at least one RTT later); 0: as md_per_packet says
+    md_fill_overload: bool = True  # with md_per_fill: a loss 3 RTTs into a fill whose delay has stayed at its peak
+    #                                since its MDs reached the queue is a sustained overload: it starts the next fill
     ewma_weight: float = 0.5  # weight of the newest rate update; history gets 1 - weight
     area_edges: tuple[float, ...] = field(default=DEFAULT_AREA_EDGES)
     max_delay_gain: float = 1.0  # EWMA gain of maxDelay towards the OWD before a loss (1: the newest loss)
@@ -124,7 +126,8 @@ def _check_types(p: CvihisParams) -> None:
             if not isinstance(value, tuple):
                 raise ValueError(f"CvihisParams.area_edges: expected a tuple of 6 floats, got {value!r}")
             continue
-        if f.name in ("rtm_shift_areas", "md_per_packet", "rtm_shift_until_loss", "rtm_reprobe", "pf_per_rtt"):
+        if f.name in ("rtm_shift_areas", "md_per_packet", "md_fill_overload", "rtm_shift_until_loss", "rtm_reprobe",
+                      "pf_per_rtt"):
             if not isinstance(value, bool):
                 raise ValueError(f"CvihisParams.{f.name}: expected True or False, got {value!r}")
         elif f.name in _INT_FIELDS:

@@ -8,7 +8,8 @@ cancels out of every quantity the decisions use, bit for bit.
 Once per update interval (a third of the sender's RTT, clamped) it places the interval's
 mean OWD in one of 7 areas of [minDelay, maxDelay], reads the delay gradient, and emits a
 command; a loss (from sequence numbers) emits an MD command at once, one per lost packet up to two per fill of
-the queue (the default; ``md:`` in hosts/cvihis/variants.py: at most one per RTT, or one per lost packet).
+the queue, a sustained overload counted as the next fill (the default; ``md:`` in hosts/cvihis/variants.py: a fill
+until the queue drains whatever comes, at most one per RTT, or one per lost packet).
 In real-time mode (RTM) minDelay is pushed up by PF every update and falls back to any lower
 OWD, so the areas drift up and the flow competes (how the top of the areas moves with it is a
 reading the sources leave open: hosts/cvihis/variants.py); in
@@ -24,6 +25,13 @@ from hosts.cvihis.areas import AREAS, TARGET_AREA, Command, classify, decide, gr
 from hosts.cvihis.params import CvihisParams
 from hosts.cvihis.seqtrack import Arrival, SeqTracker
 from hosts.cvihis.wire import Feedback
+
+#: ``md: two-per-fill-overload``: a loss this many RTTs after a fill's first, its delay held at the fill's peak from
+#: one RTT on, starts the next fill: one RTT for the fill's MDs to reach the queue, two in which it has not begun to
+#: drain (a queue the flows share stays full until the others' MDs reach it too; docs/background/cvihis.md)
+OVERLOAD_RTTS = 3
+#: ... held: within this fraction of the peak's height above minDelay (the narrowest area's width, the target's)
+DRAIN_FRACTION = 0.10
 
 
 class Mode(Enum):
@@ -67,6 +75,9 @@ class CvihisReceiver:
         self._last_md_ns: int | None = None  # the newest loss event's (or fill's) first MD
         self._in_fill = False  # md_per_fill: losses since the newest fill began, and the queue not yet drained
         self._fill_lost = 0  # md_per_fill: packets lost in that fill
+        self._fill_held = 0  # md_fill_overload: decisions since the fill's MDs reached the queue that found the delay
+        #                      still at the fill's peak; -1 once one found it below (the queue has begun to drain)
+        self._fill_peak = 0.0  # md_fill_overload: the highest interval mean OWD (relative) since the fill began
         self._fb_seq = 0
         self._bytes = 0
         self._histogram = [0] * AREAS
@@ -212,8 +223,9 @@ class CvihisReceiver:
         if self.params.md_per_packet:
             return 1
         if self.params.md_per_fill:
-            if not self._in_fill:  # the first loss of a fill
-                self._in_fill, self._last_md_ns, self._fill_lost = True, now_ns, 0
+            if not self._in_fill or self._overloaded(now_ns):  # the first loss of a fill
+                self._in_fill, self._last_md_ns, self._fill_lost, self._fill_held = True, now_ns, 0, 0
+                self._fill_peak = float(self._min)
             count = max(0, min(newly_lost, self.params.md_per_fill - self._fill_lost))
             self._fill_lost += newly_lost
             return count
@@ -221,6 +233,28 @@ class CvihisReceiver:
             return 0
         self._last_md_ns = now_ns
         return 1
+
+    def _overloaded(self, now_ns: int) -> bool:
+        """``md: two-per-fill-overload``: a sustained overload, not one long fill. The fill's MDs reach the queue one
+        RTT after its first loss; if every decision since then has found the delay still at the fill's peak (the
+        queue has not begun to drain) and losses still come ``OVERLOAD_RTTS`` after its first, the rate after those
+        MDs still exceeds the path's: this loss starts the next fill. A fill whose queue drains, however slowly, or
+        whose losses stop by then (a shared queue held full a little longer by the other flows) stays one fill
+        (docs/background/cvihis.md, "Loss command")."""
+        return (self.params.md_fill_overload and self._fill_held > 0
+                and now_ns - (self._last_md_ns or 0) >= OVERLOAD_RTTS * self._md_guard())
+
+    def _hold_fill(self, now_ns: int, mean: float) -> None:
+        """Track the fill's peak delay, and count the decisions, from one RTT after its first loss, whose interval
+        mean OWD stays within ``DRAIN_FRACTION`` of the peak's height above minDelay (the smallest OWD: a queue's
+        delay, whatever RTM's push has done to its own areas); one below marks the fill as draining for good."""
+        if not self._in_fill:
+            return
+        self._fill_peak = max(self._fill_peak, mean)
+        if self._fill_held < 0 or now_ns - (self._last_md_ns or 0) < self._md_guard():
+            return
+        held = mean - self._min >= (1 - DRAIN_FRACTION) * (self._fill_peak - self._min)
+        self._fill_held = self._fill_held + 1 if held else -1
 
     def _md_guard(self) -> int:
         """One RTT (the sender's hint; ``initial_rtt_ns`` before one): a loss event's span."""
@@ -295,6 +329,8 @@ class CvihisReceiver:
         gradient = gradient_sign(self._grad_sum, self.params.gradient_deadband_ns)
         command = decide(area, gradient)
         self._histogram[area] += 1
+        if self.params.md_fill_overload:
+            self._hold_fill(now_ns, mean)
         self._end_fill(now_ns, area)
         if self._mode is Mode.RTM:
             self._push_min()

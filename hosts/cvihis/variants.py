@@ -3,16 +3,19 @@
 The papers fix the step sizes, MD = 1.10, PF = 1.05 and the 7 areas, but not how the areas move
 when RTM pushes minDelay, how often a decision is taken per RTT (and so whether PF applies per
 decision or per RTT), whether an MD applies per loss event or per lost packet (or, ``md: two-per-fill``, per lost packet up to
-two per fill of the queue: docs/background/cvihis.md, "How the default was chosen"), nor whether maxDelay
+two per fill of the queue, and ``two-per-fill-overload`` the same with a fill held at its loss point an RTT after its
+MDs counted as the next: docs/background/cvihis.md, "How the default was chosen"), nor whether maxDelay
 is the newest loss's delay or an average. Each
 choice is one key of a ``cvihis:`` mapping in a topology file (``cvihis: {variant: shifted}``,
 ``cvihis: {md: per-packet}``); a ``variant`` names a whole reading at once, and keys given beside
-it change that reading one choice at a time. The default, ``reprobe-fill``, is the reading that
+it change that reading one choice at a time. The default, ``reprobe-overload``, is the reading that
 reproduces the most of the published results (docs/background/cvihis.md, "How the default was chosen", has the
 measurements behind it); the other readings stay here so that a researcher can run them side by side. ``probe`` was
 the default until issue 48 under the name ``published``: a file naming ``published`` is refused in one line that
 names ``probe`` (``RENAMED``), rather than silently running another reading. ``reprobe-slow``, the default before
-``reprobe-fill`` (the same reading with one MD per loss event), keeps its name and runs as it did.
+``reprobe-fill`` (the same reading with one MD per loss event), and ``reprobe-fill``, the default before
+``reprobe-overload`` (a fill ends only when the queue drains, a capacity drop's sustained overload included), keep
+their names and run as they did.
 
 Why a table of overrides on :class:`CvihisParams` rather than code paths: a reading is a set of
 parameter values, so every reading is validated by the same ``CvihisParams`` checks, runs the
@@ -31,7 +34,7 @@ from hosts.cvihis.params import CvihisParams
 __all__ = ["AREAS", "CHOICE_KEYS", "DEFAULT_VARIANT", "MAX_DECISIONS_PER_RTT", "MAX_DELAY", "MAX_PUSHES_PER_RTT", "MD",
            "PUSH", "RENAMED", "RUN_KEYS", "VARIANTS", "CvihisReading", "ReadingError", "push_values"]
 
-DEFAULT_VARIANT = "reprobe-fill"
+DEFAULT_VARIANT = "reprobe-overload"
 MAX_DECISIONS_PER_RTT = 10
 
 #: how RTM's areas move when minDelay is pushed (``areas:``)
@@ -48,10 +51,15 @@ AREAS: Mapping[str, Mapping[str, object]] = MappingProxyType({
 })
 #: what an MD applies to (``md:``)
 MD: Mapping[str, Mapping[str, object]] = MappingProxyType({
-    "per-rtt": MappingProxyType({"md_per_packet": False, "md_per_fill": 0}),  # one per loss event: at most once per RTT
-    "per-packet": MappingProxyType({"md_per_packet": True, "md_per_fill": 0}),  # one per lost packet
+    # one per loss event: at most once per RTT
+    "per-rtt": MappingProxyType({"md_per_packet": False, "md_per_fill": 0, "md_fill_overload": False}),
+    # one per lost packet
+    "per-packet": MappingProxyType({"md_per_packet": True, "md_per_fill": 0, "md_fill_overload": False}),
     # one per lost packet, up to two per fill of the queue: from a loss until the delay is back below the target area
-    "two-per-fill": MappingProxyType({"md_per_packet": False, "md_per_fill": 2}),
+    "two-per-fill": MappingProxyType({"md_per_packet": False, "md_per_fill": 2, "md_fill_overload": False}),
+    # as two-per-fill, and a fill whose delay stays at the loss point an RTT after its MDs reached the queue, losses
+    # still coming, is a sustained overload (a capacity drop): that loss starts the next fill
+    "two-per-fill-overload": MappingProxyType({"md_per_packet": False, "md_per_fill": 2, "md_fill_overload": True}),
 })
 #: how often PF pushes RTM's minDelay (``push:``); a number k instead of a name: PF k times per RTT, spread over its
 #: decisions (PF^(k/n) at each of n), a push rate apart from the decision rate (``push_values``)
@@ -70,7 +78,11 @@ MAX_DELAY: Mapping[str, Mapping[str, object]] = MappingProxyType({
 VARIANTS: Mapping[str, Mapping[str, object]] = MappingProxyType({
     # the default (docs/background/cvihis.md, "How the default was chosen"): the top re-probed past a loss point the
     # delay has passed without a loss, PF pushing minDelay 1.25 times per RTT (PF^(1.25/3) at each of 3 decisions),
-    # and one MD per lost packet up to two per fill of the queue
+    # and one MD per lost packet up to two per fill of the queue, a fill held at its loss point counted as the next
+    "reprobe-overload": MappingProxyType({"areas": "reprobe", "decisions_per_rtt": 3, "push": 1.25,
+                                          "md": "two-per-fill-overload", "max_delay": "last-loss"}),
+    # the default before reprobe-overload (issue 48): a fill ends only when the queue drains, so a sustained
+    # overload (a capacity drop) is one fill with two MDs
     "reprobe-fill": MappingProxyType({"areas": "reprobe", "decisions_per_rtt": 3, "push": 1.25, "md": "two-per-fill",
                                       "max_delay": "last-loss"}),
     # the default before reprobe-fill (issue 48): the same reading with one MD per loss event (at most one per RTT)

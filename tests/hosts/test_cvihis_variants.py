@@ -1,6 +1,7 @@
 """The named readings of CVIHIS (hosts/cvihis/variants.py) and the choices they select in the cores:
 RTM's areas probing until the first loss, maxDelay from the newest loss, a loss without queueing delay
-teaching no maxDelay, an MD per lost packet, and up to two per fill of the queue."""
+teaching no maxDelay, an MD per lost packet, up to two per fill of the queue, and the next fill at a sustained
+overload."""
 
 from __future__ import annotations
 
@@ -32,13 +33,18 @@ def test_the_default_reading_is_the_parameters_defaults() -> None:
     assert CvihisReading().apply(CvihisParams()) == CvihisParams()
 
 
-def test_the_default_is_reprobe_slow_with_two_mds_per_fill() -> None:
-    """``reprobe-fill`` (the default since issue 48's adoption of ``md: two-per-fill``) is the former default,
-    ``reprobe-slow``, with one choice changed, the MD; ``reprobe-slow`` keeps running as it did."""
-    assert CvihisReading("reprobe-slow", (("md", "two-per-fill"),)).apply(CvihisParams()) == CvihisParams()
-    slow = _reading("reprobe-slow")
-    assert [f.name for f in dataclasses.fields(slow) if getattr(slow, f.name) != getattr(CvihisParams(), f.name)] == [
-        "md_per_fill"] and slow.md_per_fill == 0
+def test_the_default_is_reprobe_slow_with_two_mds_per_fill_and_sustained_overloads() -> None:
+    """``reprobe-overload`` (the default since issue 48's capacity drop) is ``reprobe-slow`` with one choice changed,
+    the MD (``two-per-fill-overload``); ``reprobe-fill``, the default before it, differs from it in the one
+    parameter that tells a sustained overload from a long fill; both former defaults keep running as they did."""
+    assert CvihisReading("reprobe-slow", (("md", "two-per-fill-overload"),)).apply(CvihisParams()) == CvihisParams()
+
+    def changed(p: CvihisParams) -> list[str]:
+        return [f.name for f in dataclasses.fields(p) if getattr(p, f.name) != getattr(CvihisParams(), f.name)]
+
+    slow, fill = _reading("reprobe-slow"), _reading("reprobe-fill")
+    assert changed(slow) == ["md_per_fill", "md_fill_overload"] and slow.md_per_fill == 0
+    assert changed(fill) == ["md_fill_overload"] and not fill.md_fill_overload
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -70,11 +76,12 @@ def test_a_reading_changes_only_its_choices(variant: str, areas: str, per_rtt: i
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-fill, reprobe-slow, probe, shifted, squeezed, reprobe, "
-                          "reprobe-ewma"),
+    ({"variant": "fast"}, "variant: 'fast' is not one of reprobe-overload, reprobe-fill, reprobe-slow, probe, shifted, "
+                          "squeezed, reprobe, reprobe-ewma"),
     ({"variant": "published"}, "variant: 'published' was the default until issue 48 and is now named 'probe'; the "
-                               "default is now 'reprobe-fill'"),
-    ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet, two-per-fill"),
+                               "default is now 'reprobe-overload'"),
+    ({"changes": (("md", "sometimes"),)}, "md: 'sometimes' is not one of per-rtt, per-packet, two-per-fill, "
+                                          "two-per-fill-overload"),
     ({"changes": (("decisions_per_rtt", 0),)}, "decisions_per_rtt: 0 is not an integer in 1..10"),
     ({"changes": (("decisions_per_rtt", True),)}, "decisions_per_rtt: True is not an integer"),
     ({"changes": (("colour", "red"),)}, "colour: unknown choice"),
@@ -89,7 +96,7 @@ def test_an_unknown_reading_is_refused_in_one_line_naming_the_key(kwargs: dict, 
 
 
 def test_describe_names_the_variant_and_its_changes() -> None:
-    assert CvihisReading().describe() == "reprobe-fill"
+    assert CvihisReading().describe() == "reprobe-overload"
     assert CvihisReading("shifted", (("md", "per-packet"),)).describe() == "shifted (md per-packet)"
 
 
@@ -298,3 +305,55 @@ def test_blm_decides_alike_whatever_rtms_push_and_areas(areas: str, push: str | 
     trace = _queue_trace(lost=tuple(lost), n=120, grow_ms=grow_ms)
     reference = _feed(CvihisReceiver(_reading("probe"), Mode.BLM), trace)
     assert _feed(CvihisReceiver(_reading("probe", areas=areas, push=push), Mode.BLM), trace) == reference
+
+
+def _overload_trace(first: int, last: int, lost_every: int, held_until: int | None = None) -> list[tuple[int, int, int]]:
+    """A packet every 5 ms (RTT hint 40 ms): the queue grows 1 ms per packet to a 50 ms FIFO, then stays full (a
+    sustained overload) or, from ``held_until`` on, drains 1 ms per packet; every ``lost_every``-th packet from
+    ``first`` to ``last`` is lost."""
+    def queue(s: int) -> int:
+        if s < 50:
+            return s
+        if held_until is None or s < held_until:
+            return 50
+        return max(0, 50 - (s - held_until))
+    lost = set(range(first, last, lost_every))
+    return [(s, BASE + 5 * s * MS, BASE + 5 * s * MS + 10 * MS + queue(s) * MS) for s in range(last + 40) if s not in lost]
+
+
+def _md_times(rx: CvihisReceiver, trace: list[tuple[int, int, int]]) -> list[int]:
+    times: list[int] = []
+    for seq, ts, arrival in trace:
+        feedback = rx.on_timer(arrival) + rx.on_data(arrival, seq, ts, 1000, 40 * MS)
+        times += [arrival for fb in feedback if fb.command is Command.MD]
+    return times
+
+
+@pytest.mark.parametrize("mode", list(Mode))
+def test_a_sustained_overload_keeps_bringing_mds_where_one_fill_brings_two(mode: Mode) -> None:
+    """md two-per-fill-overload (the default): a queue held full for 0.6 s (15 RTT hints) with losses all along is a
+    sustained overload (a capacity drop): two MDs at its first loss and two more every time losses still come
+    ``OVERLOAD_RTTS`` RTTs into a fill whose delay has stayed at its peak, so the MDs keep coming to the end.
+    ``md: two-per-fill`` (``reprobe-fill``, the default before) reads it as one fill: two MDs (RTM's push squeezes
+    its areas below the target later, ending the fill, where BLM's never end it)."""
+    from hosts.cvihis.receiver import OVERLOAD_RTTS  # noqa: PLC0415
+
+    trace = _overload_trace(60, 180, 10)
+    new = _md_times(CvihisReceiver(CvihisParams(), mode), trace)
+    assert len(_md_times(CvihisReceiver(_reading("reprobe-fill"), mode), trace)) == 2
+    fills = new[::2]  # two MDs per fill, at its first two losses (the last fill's second may fall past the end)
+    assert len(fills) >= 4 and len(new) >= 2 * len(fills) - 1
+    assert all(b - a >= OVERLOAD_RTTS * 40 * MS for a, b in zip(fills, fills[1:]))
+    assert new[-1] >= BASE + 5 * 150 * MS  # still coming at the end of the overload
+
+
+@settings(deadline=None, max_examples=40)
+@given(st.integers(59, 70), st.integers(2, 6), st.sampled_from(list(Mode)))
+def test_one_long_fill_whose_queue_drains_brings_two_mds(held: int, lost_every: int, mode: Mode) -> None:
+    """A fill whose queue stays full less than ``OVERLOAD_RTTS`` RTT hints after its first loss (packet 55; 8
+    packets an RTT) and then drains, losses still coming past those RTTs while it drains, still above the target
+    area (a shared queue the other flows keep full a little longer): one fill, two MDs, as under ``md:
+    two-per-fill``."""
+    trace = _overload_trace(55, held + 21, lost_every, held_until=held)
+    for params in (CvihisParams(), _reading("reprobe-fill")):
+        assert len(_md_times(CvihisReceiver(params, mode), trace)) == 2

@@ -52,10 +52,11 @@ def _run(topo: Topology, seconds: float) -> Any:
     return run_experiment(topo, int(seconds * S), seed=SEED, plots=False)
 
 
-def window(summary: dict[str, Any], flow: str, a: float, b: float) -> float:
-    """A flow's mean receive rate (b/s) over (a, b], from the summary's 0.5 s bins."""
+def window(summary: dict[str, Any], flow: str, a: float, b: float, series: str = "receive_bps") -> float:
+    """A flow's mean receive rate (b/s) over (a, b], from the summary's 0.5 s bins (``series="send_bps"``: its
+    sending rate)."""
     se = summary["series"]
-    xs = [v for t, v in zip(se["t_s"], se["flows"][flow]["receive_bps"]) if a < t <= b]
+    xs = [v for t, v in zip(se["t_s"], se["flows"][flow][series]) if a < t <= b]
     return statistics.fmean(xs) if xs else 0.0
 
 
@@ -537,11 +538,13 @@ def targets_table(readings: list[str], seeds: list[int], row_seeds: tuple[int, .
     tests/topo/experiments/test_cvihis_published.py measure them: the two-bottleneck rows (goodput over 60-120 s of 120 s; the
     worst deviation from the published rate in the links' accounting, topo/results/cvihis_rows.py), three RTM flows (30-60 s of 60 s: Jain), BLM against RTM (RTM / BLM
     over 35-50 s), each for every seed of ``row_seeds`` (a line each; seed 1 alone by default), then BLM against
-    TCP over ``seeds`` (the largest share while TCP runs, the slowest return) and BLM after a capacity drop over
-    ``seeds`` (the furthest from the new capacity), on the reading's first line."""
+    TCP over ``seeds`` (the largest share while TCP runs, the slowest return), BLM after a capacity drop over
+    ``seeds`` (the furthest from the new capacity) and RTM after it (its sending rate: what arrives is capped by the
+    link), on the reading's first line."""
     out = ["| reading | seed | rows 1-6: flow kb/s (deviation) | worst row | three RTM flows: Jain | BLM vs RTM: RTM / "
-           "BLM | BLM vs TCP: largest share, slowest back (s) | BLM after a drop: furthest from the capacity |",
-           "|---|---|---|---|---|---|---|---|"]
+           "BLM | BLM vs TCP: largest share, slowest back (s) | BLM after a drop: furthest from the capacity | RTM after a "
+           "drop: sending, furthest from the capacity |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for reading in readings:
         for i, seed in enumerate(row_seeds):
             out.append(_targets_line(reading, seed, seeds if i == 0 else []))
@@ -571,12 +574,15 @@ def _targets_line(reading: str, seed: int, seeds: list[int]) -> str:
                                                                   *TARGET_BLM_SETS)), seconds, blm_seed)
             most = max(most, share(s, "blm", a, b))
             slowest = max(slowest, back_within(s, "blm", b, BLM_BACK * CAPACITY_BPS))
-    furthest = 0.0
+    furthest, rtm_furthest = 0.0, 0.0
     for blm_seed in seeds:
         for name, at, capacity, length in TARGET_DROPS:
             s = _seeded(_with_reading(name, text, control="cvihis-blm"), length, blm_seed)
             furthest = max(furthest, abs(window(s, "f1", at + 10, length) / capacity - 1))
-    blm = f"{100 * most:.1f} %, {slowest:.1f} | {100 * furthest:.1f} %" if seeds else "- | -"
+            s = _seeded(_with_reading(name, text, control="cvihis-rtm"), length, blm_seed)
+            rtm_furthest = max(rtm_furthest, abs(window(s, "f1", at + 10, length, "send_bps") / capacity - 1))
+    blm = (f"{100 * most:.1f} %, {slowest:.1f} | {100 * furthest:.1f} % | {100 * rtm_furthest:.1f} %" if seeds
+           else "- | - | -")
     return (f"| `{reading}` | {seed} | {'; '.join(cells)} | {worst:.1f} % | {three:.4f} | {blm_rtm:.2f} "
             f"| {blm} |")
 

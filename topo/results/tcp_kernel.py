@@ -117,7 +117,7 @@ RTM_TCPS = (("kernel reno, SACK (netns)", "netns", ()),
 
 
 #: ``--reading``: the CVIHIS reading (a variant of hosts/cvihis/variants.py) the blm and rtm sections run;
-#: empty: the file's (the default, ``reprobe-fill``)
+#: empty: the file's (the default, ``reprobe-overload``)
 READING = {"variant": ""}
 
 
@@ -171,12 +171,15 @@ def reading_changes(variant: str, **choices: object) -> dict[str, object]:
 
     p = CvihisReading(variant, tuple(choices.items())).apply(CvihisParams())
     return {k: getattr(p, k) for k in ("rtm_shift_areas", "rtm_shift_until_loss", "rtm_reprobe", "pf_per_rtt",
-                                       "pf_pushes_per_rtt", "md_per_packet", "md_per_fill", "max_delay_gain",
+                                       "pf_pushes_per_rtt", "md_per_packet", "md_per_fill", "md_fill_overload", "max_delay_gain",
                                        "updates_per_rtt")}
 
 
-ABLATION = (("`reprobe-fill`, the default (areas re-probed, 3 decisions per RTT, PF 1.25 times per RTT, MD 1.10 per "
-              "lost packet, up to two per fill of the queue)", reading_changes("reprobe-fill")),
+ABLATION = (("`reprobe-overload`, the default (areas re-probed, 3 decisions per RTT, PF 1.25 times per RTT, MD 1.10 "
+              "per lost packet, up to two per fill of the queue, a sustained overload the next fill)",
+              reading_changes("reprobe-overload")),
+             ("`reprobe-fill`, the default before reprobe-overload (as it, a fill only until the queue drains)",
+              reading_changes("reprobe-fill")),
             ("`reprobe-slow`, the default before reprobe-fill (as it, one MD per loss event)",
              reading_changes("reprobe-slow")),
             ("`probe`, the default until issue 48 (areas probe then squeezed, 3 decisions per RTT, PF per decision)",
@@ -229,7 +232,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--backends", default="netns,sim", help="netns,sim (default), or one of them")
     p.add_argument("--doc", type=Path, help="rewrite this file's <!-- tcp-kernel-SECTION --> sections")
     p.add_argument("--reading", default="", help="the CVIHIS variant the blm and rtm sections run (default: the "
-                   "file's, reprobe-fill)")
+                   "file's, reprobe-overload)")
     args = p.parse_args(argv)
     from hosts.cvihis.variants import VARIANTS
 

@@ -24,7 +24,7 @@ def cvihis(top: str = "", flow: str = "", control: str = "cvihis-rtm") -> str:
 def test_without_the_key_every_cvihis_flow_runs_the_default_reading() -> None:
     topo = load_topology_text(cvihis(), SOURCE)
     (f,) = topo.flows
-    assert f.cvihis == CvihisReading() and f.cvihis.variant == "reprobe-fill"
+    assert f.cvihis == CvihisReading() and f.cvihis.variant == "reprobe-overload"
     p = cvihis_params(topo, f)
     assert (p.rtm_shift_areas, p.rtm_shift_until_loss, p.updates_per_rtt, p.md_per_packet, p.max_delay_gain) == (
         CvihisParams().rtm_shift_areas, CvihisParams().rtm_shift_until_loss, 3, False, CvihisParams().max_delay_gain)
@@ -68,7 +68,7 @@ def test_a_push_rate_in_a_file_reaches_the_cores_apart_from_the_decision_rate(pu
 
 
 def test_bad_readings_are_refused_with_the_line() -> None:
-    expect_error(cvihis("{variant: fast}"), "cvihis:", "cvihis.variant", "'fast' is not one of reprobe-fill, reprobe-slow, probe")
+    expect_error(cvihis("{variant: fast}"), "cvihis:", "cvihis.variant", "'fast' is not one of reprobe-overload, reprobe-fill, reprobe-slow, probe")
     expect_error(cvihis("{variant: published}"), "cvihis:", "cvihis.variant",
                  "'published' was the default until issue 48 and is now named 'probe'")
     expect_error(cvihis("{md: sometimes}"), "cvihis:", "cvihis.md", "'sometimes' is not one of per-rtt, per-packet, two-per-fill")
@@ -98,8 +98,8 @@ def test_a_start_rate_is_the_rate_the_sender_starts_at_capped_by_its_first_link(
     p = cvihis_params(topo, f)
     first_link = topo.link_between(f.path[0], f.path[1]).rate_bps
     assert p.initial_rate_bps == min(kbps * 1e3, first_link)
-    assert p.rtm_shift_until_loss == CvihisParams().rtm_shift_until_loss and f.cvihis.variant == "reprobe-fill"
-    assert f.cvihis.describe() == f"reprobe-fill (start_rate {kbps * 1e3})"
+    assert p.rtm_shift_until_loss == CvihisParams().rtm_shift_until_loss and f.cvihis.variant == "reprobe-overload"
+    assert f.cvihis.describe() == f"reprobe-overload (start_rate {kbps * 1e3})"
 
 
 def test_bad_start_rates_are_refused_with_the_line() -> None:

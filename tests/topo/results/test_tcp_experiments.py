@@ -88,7 +88,7 @@ def test_a_reading_the_loader_refuses_is_one_line_naming_the_file_and_key(mode: 
         R.main([mode, "{variant: nope}", "--starts", "default"])
     assert info.value.code == 2
     err = capsys.readouterr().err
-    assert "cvihis.variant: 'nope' is not one of reprobe-fill" in err and "Traceback" not in err
+    assert "cvihis.variant: 'nope' is not one of reprobe-overload" in err and "Traceback" not in err
 
 
 def test_grid_cells_by_name_and_a_cell_off_the_grid_is_one_line(capsys) -> None:

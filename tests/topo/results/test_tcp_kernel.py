@@ -22,7 +22,7 @@ def test_bad_input_is_one_line_and_exit_2(capsys, args: list[str], needle: str) 
 def test_rtm_variant_changes_the_flows_parameters_only_inside() -> None:
     topo = R.scenario("cvihis-rtm-vs-tcp")
     flow = topo.flows[0]
-    assert not simnet.cvihis_params(topo, flow).rtm_shift_areas  # the default reading, reprobe-fill
+    assert not simnet.cvihis_params(topo, flow).rtm_shift_areas  # the default reading, reprobe-overload
     with K.rtm_variant(rtm_shift_areas=True, updates_per_rtt=1):
         p = simnet.cvihis_params(topo, flow)
         assert p.rtm_shift_areas and p.updates_per_rtt == 1
