@@ -6,7 +6,7 @@ run's counts, but no test recomputed a random run's per-flow numbers from scratc
 simulator run of a drawn topology (tests/topo/topogen.py) writes its directory, and the reader below
 -- which imports nothing of topo/run or topo/net's statistics, and reads only the CSV files and the
 topology's own file -- computes each flow's window, received, goodput, receive and send rate, one-way
-delay mean/p50/p99, rate CV and FCT, the loss counters, the total goodput and Jain's index as
+delay mean/p50/p99, rate CV, FCT and TCP totals, the loss counters, the total goodput and Jain's index as
 docs/reference/metrics.md words them; summary.json must agree.
 
 Exact where both count the same packets. The files give times in µs (6 decimals) where the summary
@@ -218,6 +218,20 @@ def check_flow(f: Flow, files: RunFiles, run: Window) -> list[str]:
         fct = None if done is None else (done - f.start_ns) / 1e9
         if (s["fct_s"] is None) != (fct is None) or fct is not None and not close(s["fct_s"], fct, 0.00005 + 1e-6):
             bad.append(f"fct_s: printed {s['fct_s']}, from the records {fct}")
+    if f.control == "tcp":
+        bad += check_tcp(f, s, rows, samples, done)
+    return bad
+
+
+def check_tcp(f: Flow, s: dict[str, Any], rows: list[Packet], samples: list[Sample], done: int | None) -> list[str]:
+    """A TCP flow's totals: the bytes of the records received, of those written (flows.csv's last
+    sent count), and its completion, the same as ``fct_s``."""
+    t = s["tcp"]
+    mine = {"bytes_received": bytes_of(f, len(rows)), "bytes_sent": bytes_of(f, samples[-1].sent if samples else 0),
+            "completed": done is not None}
+    bad = [f"tcp.{k}: printed {t[k]}, from the files {v}" for k, v in mine.items() if t[k] != v]
+    if t["completion_s"] != s.get("fct_s"):
+        bad.append(f"tcp.completion_s: printed {t['completion_s']}, fct_s {s.get('fct_s')}")
     return bad
 
 
