@@ -6,7 +6,7 @@ run's counts, but no test recomputed a random run's per-flow numbers from scratc
 simulator run of a drawn topology (tests/topo/topogen.py) writes its directory, and the reader below
 -- which imports nothing of topo/run or topo/net's statistics, and reads only the CSV files and the
 topology's own file -- computes each flow's window, received, goodput, receive and send rate, one-way
-delay mean/p50/p99, rate CV, FCT and TCP totals, the loss counters, the total goodput and Jain's index as
+delay mean/p50/p99, rate CV, FCT and TCP totals, the loss counters, the links' utilisation, the bottleneck, the total goodput and Jain's index as
 docs/reference/metrics.md words them; summary.json must agree.
 
 Exact where both count the same packets. The files give times in µs (6 decimals) where the summary
@@ -79,6 +79,7 @@ class RunFiles:
     samples: dict[str, list[Sample]]
     buffers: list[dict[str, str]]
     drops: list[dict[str, str]]
+    links: list[dict[str, str]]
 
 
 def read_run(out: Path, topo: Topology) -> RunFiles:
@@ -92,7 +93,7 @@ def read_run(out: Path, topo: Topology) -> RunFiles:
         samples.setdefault(r["flow"], []).append(Sample(_ns(r["t_s"]), int(r["sent_pkts"]), int(r["received_pkts"]),
                                                         int(r["played_pkts"]) if r["played_pkts"] else None))
     return RunFiles(json.loads((out / "summary.json").read_text()), packets, samples,
-                    _rows(out / "buffers.csv"), _rows(out / "drops.csv"))
+                    _rows(out / "buffers.csv"), _rows(out / "drops.csv"), _rows(out / "links.csv"))
 
 
 # ---- metrics.md's definitions, literally -----------------------------------------------------------------
@@ -383,6 +384,71 @@ def check_multicast(topo: Topology, files: RunFiles) -> list[str]:
     return bad
 
 
+def link_utilisations(files: RunFiles, run: Window) -> dict[str, tuple[float, float]]:
+    """Per directed link that carried bytes over the run window: bits carried / what its rate allowed
+    (the rate in force at each 100 ms sample), and the bits carried per second, from links.csv."""
+    by: dict[str, list[tuple[int, int, float]]] = {}
+    for r in files.links:
+        t = _ns(r["t_s"])
+        if run.start_ns <= t <= run.end_ns:
+            by.setdefault(f"{r['from']}->{r['to']}", []).append((t, int(r["bytes"]), float(r["rate_bps"])))
+    out = {}
+    for name, rows in by.items():
+        if len(rows) > 1 and rows[-1][1] != rows[0][1]:
+            allowed = sum(a[2] * (b[0] - a[0]) / 1e9 for a, b in zip(rows, rows[1:]))
+            carried = 8 * (rows[-1][1] - rows[0][1])
+            out[name] = (carried / allowed, carried / ((rows[-1][0] - rows[0][0]) / 1e9))
+    return out
+
+
+def playout_utilisations(topo: Topology, files: RunFiles, run: Window) -> dict[str, float]:
+    """Per host whose playout datagram flows feed: the bits its application played over the run window,
+    each flow's packets at its own size, / what its playout rate allowed."""
+    out = {}
+    secs = (run.end_ns - run.start_ns) / 1e9
+    for host in sorted({r["host"] for r in files.buffers}):
+        into = [f for f in topo.flows if f.dst == host]
+        rate = topo.nodes[host].playout_bps
+        if not rate or secs <= 0 or not any(f.control != "tcp" for f in into):
+            continue
+        bits = 0.0
+        for f in into:
+            played = [(x.t_ns, x.played) for x in files.samples.get(f.name, []) if x.played is not None]
+            bits += 8 * f.packet_size * (interpolated(played, run.end_ns) - interpolated(played, run.start_ns))
+        out[host] = bits / (rate * secs)
+    return out
+
+
+def check_links(topo: Topology, files: RunFiles, run: Window) -> list[str]:
+    """links.<u->v> and the bottleneck: the slowest resource that carried traffic (a link at its rate at
+    the end of the run, or a host's playout), ties to the most utilised."""
+    s = files.summary
+    mine = link_utilisations(files, run)
+    if sorted(mine) != sorted(s["links"]):
+        return [f"links: printed {sorted(s['links'])}, carried bytes in the run window {sorted(mine)}"]
+    bad = [f"links.{n}: printed {s['links'][n]}, from links.csv {u:.6f}, {bps:.1f} b/s" for n, (u, bps) in mine.items()
+           if not close(s["links"][n]["utilisation"], u, 0.00005) or not close(s["links"][n]["carried_bps"], bps, 0.5)]
+    rates = {}
+    for link in topo.links:
+        rates[f"{link.a}->{link.b}"] = rates[f"{link.b}->{link.a}"] = link.rate_bps
+    for e in sorted((e for e in topo.events if e.kind == "link_rate"), key=lambda e: e.at_ns):
+        a, b = e.link or ("", "")
+        rates[f"{a}->{b}"] = rates[f"{b}->{a}"] = e.rate_bps or 0.0
+    resources = [(rates[n], -u, n, "link") for n, (u, _) in mine.items()]
+    resources += [(topo.nodes[h].playout_bps or 0.0, -u, f"{h} playout", "playout")
+                  for h, u in playout_utilisations(topo, files, run).items()]
+    b = s["bottleneck"]
+    if not resources:
+        return bad + ([] if b["link"] is None else [f"bottleneck: printed {b['link']}, no resource carried traffic"])
+    rate, neg, name, kind = min(resources)
+    # a utilisation within the rounding of another's is a tie the summary may break either way
+    near = {r[2:]: -r[1] for r in resources if r[0] == rate and abs(r[1] - neg) <= 0.0001}
+    if (b["link"], b["kind"]) not in near or not close(b["utilisation"], near[(b["link"], b["kind"])], 0.00005):
+        bad.append(f"bottleneck: printed {b['link']} ({b['kind']}) at {b['utilisation']}, from the files {name} at "
+                   f"{-neg:.6f}")
+    return bad
+
+
 def differences(topo: Topology, out: Path, duration_ns: int) -> list[str]:
     files = read_run(out, topo)
     run = run_window(topo, duration_ns)
@@ -395,6 +461,7 @@ def differences(topo: Topology, out: Path, duration_ns: int) -> list[str]:
                                                         duration_ns)]
     bad += check_loss(topo, files)
     bad += check_multicast(topo, files)
+    bad += check_links(topo, files, run)
     # Jain's index from the printed goodputs (each checked above against the files)
     bad += check_totals(topo, files, run, {n: float(v["goodput_bps"]) for n, v in files.summary["flows"].items()})
     return bad
