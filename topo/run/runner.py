@@ -150,6 +150,10 @@ def _drive_frozen(net: Any, topo: Any, duration_ns: int, seed: int, out: Path | 
                   plots: bool, backend: str, extra: dict[str, Any] | None = None) -> RunResult:
     wall0 = time.perf_counter()
     bar = _bar(duration_ns, topo.name, backend) if progress else None
+    if hasattr(net, "sample_flows_at"):  # the simulator: its flows' counters at the run window's start too
+        from topo.run.summary import run_window_start
+
+        net.sample_flows_at(run_window_start(topo, duration_ns))
     t = 0
     while t < duration_ns:
         t = min(duration_ns, t + SLICE_NS)

@@ -22,7 +22,7 @@ from topo.net.stats import bits_of_first, percentile
 from topo.run.summary_buffers import BAND, BufferRows, buffer_rows, buffer_stats
 from topo.run.summary_reaction import REACTION_DROP, crossing, reaction, source_reaction
 
-__all__ = ["summarize", "BAND", "REACTION_DROP", "SERIES_BIN_NS", "flow_window", "final_link_rates", "bits_of_first"]
+__all__ = ["summarize", "run_window_start", "BAND", "REACTION_DROP", "SERIES_BIN_NS", "flow_window", "final_link_rates", "bits_of_first"]
 
 SERIES_BIN_NS = 500_000_000  # 0.5 s
 
@@ -64,6 +64,12 @@ def _second_half(topo: Topology, duration_ns: int) -> _Window:
     if last > duration_ns // 2:
         return _Window(last, duration_ns, "after the last event")
     return _Window(duration_ns // 2, duration_ns)
+
+
+def run_window_start(topo: Topology, duration_ns: int) -> int:
+    """Where the run window opens (its second half, or the last event's time when later): the
+    simulator samples the flows' counters there too (SimNetwork.sample_flows_at)."""
+    return _second_half(topo, duration_ns).start_ns
 
 
 def summarize(topo: Topology, rec: Recorder, duration_ns: int, extra: dict[str, Any] | None = None) -> dict[str, Any]:

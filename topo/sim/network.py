@@ -806,23 +806,7 @@ class SimNetwork:
     def _sample(self) -> None:
         now = self.sched.now_ns()
         rec = self.recorder
-        played = {}  # host -> flow id -> packets its application took (a shared buffer, per flow)
-        for name, host in self.hosts.items():
-            if host.buffer is not None:
-                host.buffer.drain(now)
-                played[name] = host.buffer.played_by_flow
-        for f in self.topo.flows:
-            src, dst = self.hosts[f.src], self.hosts[f.dst]
-            fid = src.flow_ids[f.name]
-            if f.control == "tcp" and src.tcp is not None and dst.tcp is not None:
-                r, sent = dst.tcp.records[fid], src.tcp.senders[fid].written
-                rec.tcp.append(src.tcp.sample(now, fid))
-                took = None  # TCP's application reads its socket, not the playout buffer
-            else:
-                r, sent = dst.records.get(fid), src.sent.get(self.topo.sender_name(f), 0)
-                took = played[f.dst].get(fid, 0) if f.dst in played else None
-            rec.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
-                                        r.owd_sum_ns if r else 0, f.packet_size, took))
+        self._sample_flows(now, self._played(now), tcp=True)
         for host in self.hosts.values():
             if host.pgmcc is not None:
                 rec.pgmcc.extend(host.pgmcc.sample(now))
@@ -840,6 +824,45 @@ class SimNetwork:
             for u, v in ((link.a, link.b), (link.b, link.a)):
                 rec.links.append(LinkSample(now, u, v, self._carried_bytes(u, v, now), self.links[(u, v)].model.bitrate_bps))
         self.sched.call_later(SAMPLE_NS, self._sample)
+
+    def _sample_flows(self, now: int, played: dict[str, dict[int, int]], tcp: bool) -> None:
+        """Each flow's counters at ``now`` into flows.csv (and its sender's TCP_INFO, ``tcp``)."""
+        for f in self.topo.flows:
+            src, dst = self.hosts[f.src], self.hosts[f.dst]
+            fid = src.flow_ids[f.name]
+            if f.control == "tcp" and src.tcp is not None and dst.tcp is not None:
+                r, sent = dst.tcp.records[fid], src.tcp.senders[fid].written
+                if tcp:
+                    self.recorder.tcp.append(src.tcp.sample(now, fid))
+                took = None  # TCP's application reads its socket, not the playout buffer
+            else:
+                r, sent = dst.records.get(fid), src.sent.get(self.topo.sender_name(f), 0)
+                took = played[f.dst].get(fid, 0) if f.dst in played else None
+            self.recorder.flows.append(FlowSample(now, f.name, sent, r.received if r else 0,
+                                                  r.owd_sum_ns if r else 0, f.packet_size, took))
+
+    def sample_flows_at(self, t_ns: int) -> None:
+        """The flows' counters also at ``t_ns`` (the runner: the run window's start, when it is off the
+        100 ms grid -- an event at 2.05 s, half of a 2.5 s run): a flow's sent count over the run window
+        is then read there, not interpolated between the samples around it (docs/reference/metrics.md,
+        `send_bps`); its received and played counts too. Nothing else is sampled: the buffers' and
+        links' rows stay on the grid."""
+        if t_ns > 0 and t_ns % SAMPLE_NS:
+            self.sched.call_at(t_ns, self._sample_flows_now)
+
+    def _sample_flows_now(self) -> None:
+        now = self.sched.now_ns()
+        self._sample_flows(now, self._played(now), tcp=False)
+
+    def _played(self, now: int) -> dict[str, dict[int, int]]:
+        """Host -> flow id -> packets its application took by ``now`` (a shared buffer, per flow); a
+        drain plays what is due by then, its play times independent of when it is called."""
+        played = {}
+        for name, host in self.hosts.items():
+            if host.buffer is not None:
+                host.buffer.drain(now)
+                played[name] = host.buffer.played_by_flow
+        return played
 
     def _carried_bytes(self, u: str, v: str, now: int) -> int:
         """Bytes link u->v has serialized by ``now``: those handed to it less the backlog still
