@@ -5,8 +5,8 @@ One agent per switch. For every egress port that faces a reporting neighbour it 
 the occupancy of the neighbour's buffer *and* the law parameters the switch holds for that port
 (``MyIngress.report_ingress``), so a parameter written by anyone takes effect at the next report.
 The law's rate (bits/s) becomes that port's egress queue rate in packets per second, the unit of
-BMv2's ``set_queue_rate``, at the mean size of the frames queued for the port (BMv2 stamps a departure when the
-packet is queued; at its R_max no larger than the open frame, before a read the frames it sent): the binding reads each
+BMv2's ``set_queue_rate``, at the mean size of the frames the port actually sends (at its R_max, of those
+queued for it where smaller: BMv2 stamps a departure when the packet is queued): the binding reads each
 regulated port's ``MyEgress.tx_routed`` counter (sent) and ``MyIngress.fwd_routed`` counter (queued;
 P4Runtime) when :meth:`SwitchAgentCore.counters_due` says, and :meth:`SwitchAgentCore.on_frame_counters`
 keeps both means (docs/background/alinea.md, "Bits, not packets").
@@ -481,28 +481,31 @@ class SwitchAgentCore:
         """The frame every queue rate of the port is in: what turns a law's b/s into BMv2's packets/s, and a
         packets/s the queue must hold (the schedule bound's floor, the link's packets/s) back into b/s.
 
-        BMv2 stamps a packet's departure when it is queued, at the rate set then, so a rate set now spaces the frames
-        queued for the port from now on: the mean frame queued (``_queued_mean``, ``MyIngress.fwd_routed``), not the
-        frame the port sent, which lags it by the backlog ahead (issue 46: a backlog of small frames behind large sent
-        ones was stamped at the large ones' packets/s; mix-dip-fifo-wait.yaml lost 204 / 127 at seeds 2-3, none now).
-        The BMv2 forecast counts the neighbour's drain in the queue's packets for it (``_frame_ratio``), and the drain
-        of flows the port's reads have not seen yet is in the queued frames (``_sent_frame``): with the drain in the
-        packets sent alone, converting every law at the queued mean read the small frames' higher packets/s as a fill
-        (stamped-mixed-backlog.yaml's goodput fell from 60 / 44 / 48 to 34 / 9 / 13 Mb/s at seeds 1-3). At its R_max
-        (nothing downstream holds it back), never above ``FrameSizeWindow.open_frame`` at the rate its queues may send
-        now (``_sendable_bps``): the bits of that rate the port did not send count as frames of flows it has not seen,
-        so that a flow that starts is not sent slower than its bits until a read sees it. Not the open frame below the
-        R_max: there the bits the port did not send are not frames it sends, and a backlog of the frames it does send
-        would leave at several times the law's bits (tried for issue 46: stamped-mixed-backlog.yaml lost 716 / 139 /
-        19 at seeds 1-3). Before a read of what is queued (an older alinea.p4 has no such counter): below the R_max
-        the frame the port sent (``_sent_frame``), the rule before. Without a window: ``packet_bytes``."""
+        While the law is below its R_max it holds the port, and the port sends the frames it sent:
+        ``_sent_frame``, the frame its drain is read in, so that a law that sets its rate to the drain in bits
+        sets its queue to the drain in packets (the mean while the drain is no faster than the reads saw the
+        port send). At its R_max (nothing downstream holds it back), ``FrameSizeWindow.open_frame`` at the rate
+        its queues may send now (``_sendable_bps``): the bits of that rate the port did not send count as frames
+        of flows it has not seen, so that a flow that starts is not sent slower than its bits until a read sees
+        it; and never above the mean frame queued for the port (``_queued_mean``, ``MyIngress.fwd_routed``):
+        BMv2 stamps a packet's departure when it is queued, at the rate set then, so a backlog of small frames
+        queued behind large ones the port sent is stamped at the small frames' packets/s, the law's bits, not
+        at the sent mean's (issue 46: mix-dip-fifo-wait.yaml lost 127 at seed 3 at the sent mean, none now).
+        Not the open frame below the R_max: there the bits the port did not send are not frames it sends, and a
+        backlog of the frames it does send would leave at several times the law's bits (the open frame at any
+        rate, tried for issue 46: stamped-mixed-backlog.yaml lost 716 / 139 / 19 at seeds 1-3, unwarned at 1 and
+        3, where it loses 0 / 0 / 0). Nor the queued frame below the R_max: the BMv2 forecast counts this queue's
+        packets/s against the neighbour's drain in packets of the frames the port sent, and reads the small
+        frames' higher packets/s as a fill (stamped-mixed-backlog.yaml's goodput fell from 60 / 44 / 48 to
+        34 / 9 / 13 Mb/s at seeds 1-3, lagging-mean-brake-tree.yaml lost 20 unwarned at seed 1). Without a
+        window: ``packet_bytes``."""
         window = self.frame_sizes.get(port)
         if window is None:
             return pl.packet_bytes
-        queued = self._queued_mean(port)
         if pl.law.rate < pl.law.params.r_max:
-            return queued if queued > 0 else self._sent_frame(port, pl)
+            return self._sent_frame(port, pl)
         open_frame = window.open_frame(self._sendable_bps(port))
+        queued = self._queued_mean(port)
         return queued if 0 < queued < open_frame else open_frame
 
     def _sent_frame(self, port: int, pl: _PortLaw) -> int:
@@ -515,15 +518,11 @@ class SwitchAgentCore:
         not seen yet; at the mean of what the reads saw (S6 toward S3 in lagging-mean-brake-tree.yaml: f3's
         1500 B frames until the next read, while f2's 200 B frames joined at 30,000/s), S3's drain of S6's packets
         read 130-330 Mb/s, above S6's 100 Mb/s R_max, and S6's law never cut while S3's 79-packet buffer
-        overflowed. Those unseen flows' frames are the mean frame queued for the port once it is read (what the port
-        sends next): read as the smallest frame, a 1448 B flow's first drain at S2 in stamped-mixed-backlog.yaml read
-        a quarter of its bits, and with the queue converting at the queued 1448 B it was cut to a quarter of the
-        packets S5's buffer took (seed 1: goodput 60 -> 24 Mb/s; 62 with the queued frame). Without a forecast (no
-        drain) or a window: ``packet_bytes``, the mean."""
+        overflowed. Without a forecast (no drain) or a window: ``packet_bytes``, the mean."""
         window = self.frame_sizes.get(port)
         if window is None or pl.forecast is None:
             return pl.packet_bytes
-        return window.sent_frame(pl.forecast.drain_pps, self._queued_mean(port))
+        return window.sent_frame(pl.forecast.drain_pps)
 
     def _held_frame(self, port: int, pl: _PortLaw, frame: int) -> int:
         """The frame of the packets the neighbour's buffer holds, which a buffer read in bytes is counted in (its
@@ -672,18 +671,7 @@ class SwitchAgentCore:
         data_pps = pl.pps - round(self.report_pps.get(port, 0.0))
         return pl.forecast.update(t_ns, report.occupancy, metadata["fwd_pkts"], metadata["deq_pkts"],
                                   data_pps if data_pps > 0 else 0, now_ns, report.drained,
-                                  report.drained_ts_us * 1000, self._frame_ratio(port, pl))
-
-    def _frame_ratio(self, port: int, pl: _PortLaw) -> float:
-        """The frame the port's drain is counted in (``_sent_frame``) over the mean frame queued for it
-        (``MyIngress.fwd_routed``): the drain's packets/s times this is the same bits in the packets its queue holds,
-        which BMv2 spaces whatever their size (``QueueForecast.update``'s ``frame_ratio``). 1 with one frame size, and
-        on a switch without the queued counter (its queue is read as holding what the port sends)."""
-        queued = self._queued_mean(port)
-        if queued <= 0:
-            return 1.0
-        sent = self._sent_frame(port, pl)
-        return 1.0 if sent == queued else sent / queued
+                                  report.drained_ts_us * 1000)
 
     def counters_due(self, now_ns: int) -> tuple[int, ...]:
         """The regulated ports whose ``MyEgress.tx_routed`` counters the binding is to read now and hand

@@ -431,28 +431,15 @@ class QueueForecast:
     # stamped at the rate in force after the later of the newest stamp before and the report (see _note_stamps)
     stamps_end_ns: float = -1.0
     stamp_lag_s: float = 0.0  # how far the ledger's schedule ends after that (0: not behind; see _note_stamps)
-    # Packets of the frames queued per packet of the frames the buffer drained, for the same bits (1: one size): the
-    # drain is counted in the packets this hop sent, the ledger in those it queued (see ``update``'s ``frame_ratio``)
-    frame_ratio: float = 1.0
 
     def update(self, now_ns: int, occupancy: int, fwd: int, deq: int, pps: int, recv_ns: int | None = None,
-               drained: int | None = None, drained_ns: int = 0, frame_ratio: float = 1.0) -> float:
+               drained: int | None = None, drained_ns: int = 0) -> float:
         """One report: the downstream ``occupancy`` (packets), the packet-in's counters and the
         queue rate in force since the previous report (0: unlimited). ``now_ns`` is on the
         reporter's clock (steady), ``recv_ns`` when the agent got it (with the control channel's
         jitter); ``drained`` and ``drained_ns`` the report's drain (the buffer's departures so far
         and when the last left, on the reporter's clock; None: the report has none). Returns Ô in
-        packets.
-
-        ``frame_ratio``: the mean frame this hop sent (the drain's packets) over the mean frame queued for it now (the
-        ledger's packets), 1 with one frame size. BMv2 spaces a queue's packets whatever their size and the buffer
-        drains bits, so the drain projected over the ledger (``_committed_pkts``, the stamps' lag, ``hold_pps``) is
-        counted in the queued packets: the drain times the ratio. Why (issue 46, bits not packets): a law that converts
-        its b/s at the queued mean queues small frames behind large ones sent at more packets/s than the drain's
-        count, and ``O + Q - mu·h`` with the drain in the large frames' packets read the difference as a fill
-        (stamped-mixed-backlog.yaml's goodput fell 60/44/48 -> 34/9/13 Mb/s at seeds 1-3). Everything else stays in
-        the drain's packets: the law's drains in b/s at the sent frame, the occupancy, the arrivals at the buffer."""
-        self.frame_ratio = frame_ratio
+        packets."""
         # Every report of every regulated port comes through here (one per 10 ms per link at the
         # paper's rates, one per 0.2 ms at x50): the steps are written out with locals, each the
         # same expression as in its own method before, so the same integers and floats.
@@ -549,7 +536,7 @@ class QueueForecast:
         else:  # O + Q - μ·h, or more where a hole in the schedule empties the buffer before the stamps behind it
             self.forecast_pkts = self._committed_pkts(occupancy, self.expected_pps)
         if self.stamp_lag_s > 0.0 and not self.starved_in_window:
-            self.forecast_pkts += self.expected_pps * self.frame_ratio * self.stamp_lag_s
+            self.forecast_pkts += self.expected_pps * self.stamp_lag_s
         return self.forecast_pkts
 
     def _note_stamps(self, now_ns: int, stamped_ns: float, ledger_end_ns: int, queued: int) -> None:
@@ -788,8 +775,6 @@ class QueueForecast:
         hole refilled the buffer, and the jump overflowed it a horizon later
         (tests/topo/random_cases/hole-burst-receive-buffer-line.yaml, issue 46)."""
         counts, products = self._counts, self._products
-        if self.frame_ratio != 1.0:  # the drain in the ledger's packets (``update``'s frame_ratio)
-            mu = mu * self.frame_ratio
         n = 0.0
         span_ns = 0.0
         peak = 0.0
@@ -1225,9 +1210,9 @@ class QueueForecast:
     def hold_pps(self, link_pps: float) -> float:
         """What a rate must not fall below on BMv2's queues, so that a cut stamps no far-future
         schedule: the bound's floor, or once older stamps ran past it the expected drain (not the
-        link's rate: that would flood the buffer downstream), in the queue's packets (``frame_ratio``)."""
+        link's rate: that would flood the buffer downstream)."""
         floor = self.floor_pps(link_pps)
-        return self.expected_pps * self.frame_ratio if floor is None else floor
+        return self.expected_pps if floor is None else floor
 
     def brake(self, capacity: int, packet_bits: int) -> Brake:
         """The start-up brake of a law without a forecast (a host, whose packets leave as paced)."""

@@ -8,9 +8,8 @@ of one size (docs/background/alinea.md, "Bits, not packets"):
   is the mean size of the frames the queue actually sends. :class:`FrameSizeWindow` measures it
   from the port's counters (``MyEgress.tx_routed``, the routed frames that left the port: packets
   and bytes, read through P4Runtime), over the last ``WINDOW_SAMPLES`` reads; a second window the
-  frames queued for the port (``MyIngress.fwd_routed``), which every law converts at once read (BMv2
-  stamps a packet's departure when it is queued, at the rate set then; the forecast counts its drain in
-  them: ``QueueForecast.update``'s ``frame_ratio``). Before the port has
+  frames queued for the port (``MyIngress.fwd_routed``), which a law at its R_max converts at when
+  they are smaller (BMv2 stamps a packet's departure when it is queued, at the rate set then). Before the port has
   sent, the smallest frame expected through it; and a law at its R_max converts at no more than ``open_mean``, in
   which the bits of the rate the port did not send count as frames of the flows it has not seen, so
   that a flow that starts or joins is not sent slower than the rate's bits until a read sees it.
@@ -113,14 +112,13 @@ class FrameSizeWindow:
             return min(((sent + unused) * unit + whole // 2) // whole, self.mean)
         return self.mean if frames >= MIN_FRAMES else self.open_mean
 
-    def sent_frame(self, pps: float, unseen: int = 0) -> int:
+    def sent_frame(self, pps: float) -> int:
         """The mean frame of ``pps`` packets/s the port sent (a drain of its packets downstream, read in packets):
         as many per second as the window's reads saw the port send are frames of the window's mean, the rest frames
         of flows the reads have not seen, the frames ``open_frame`` counts the bits the port did not send in (the
         smallest until the window has held ``MIN_FRAMES`` frames, then the topology's expected mean); never above
         the mean. With one frame size, exactly that size. Without ``sizes``, before any read, or at ``pps`` no
-        higher than the window's: the mean. ``unseen`` (> 0): the frame of those flows, where the caller knows it (the
-        mean frame queued for the port, ``MyIngress.fwd_routed``: what the port sends next)."""
+        higher than the window's: the mean."""
         span = self._span
         if span is None or not self.smallest or pps <= 0:
             return self.mean
@@ -128,7 +126,7 @@ class FrameSizeWindow:
         seen = frames * 1e9 / span_ns if span_ns > 0 else 0.0
         if pps <= seen:
             return self.mean
-        unit = unseen if unseen > 0 else self.expected if self.measured else self.smallest
+        unit = self.expected if self.measured else self.smallest
         frame = round((seen * self.mean + (pps - seen) * unit) / pps)
         return frame if frame < self.mean else self.mean
 

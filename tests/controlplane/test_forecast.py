@@ -52,35 +52,6 @@ def test_at_equilibrium_the_forecast_is_the_occupancy() -> None:
     assert f.forecast_pkts == pytest.approx(140, abs=3)
 
 
-def drained_in_frames(sent: int, queued: int, ratio: float) -> QueueForecast:
-    """A buffer holding 140 packets drains 200 packets/s of ``sent`` B frames (the exact drain) while this hop's queue
-    holds 0.7 s of ``queued`` B frames, stamped at the drain's bits: ``200 * sent / queued`` packets/s."""
-    rate = 200 * sent / queued
-    queued_pkts = round(rate * 0.7)
-    f = QueueForecast()
-    t = deq = 0
-    for k in range(300):
-        deq += 2
-        fwd = round(rate * k / 100)  # the queue's departures so far, as many as enter it
-        f.update(t, 140, fwd + queued_pkts, fwd, round(rate), drained=deq, drained_ns=t + 1, frame_ratio=ratio)
-        t += 10 * MS
-    return f
-
-
-@given(st.sampled_from([200, 576, 1000, 1448]), st.sampled_from([200, 576, 1000, 1448]))
-def test_a_queue_of_other_frames_at_the_drains_bits_is_forecast_at_the_occupancy(sent: int, queued: int) -> None:
-    """With ``frame_ratio`` ``sent / queued`` the drain is counted in the queue's packets and the forecast is the
-    occupancy, whatever the two sizes (issue 46: in the drain's packets alone the small frames' packets/s read as a
-    fill, and the large ones' as a drain). With one size the ratio is 1: the forecast as before, to the bit."""
-    f = drained_in_frames(sent, queued, sent / queued)
-    assert f.drain_pps == pytest.approx(200, abs=2)
-    assert f.forecast_pkts == pytest.approx(140, abs=3 + 0.01 * f.queued)
-    if sent == queued:
-        assert f.forecast_pkts == drained_in_frames(sent, queued, 1.0).forecast_pkts
-    elif queued < sent:  # the drain in the drain's packets: the queue's extra packets/s read as a fill
-        assert drained_in_frames(sent, queued, 1.0).forecast_pkts > f.forecast_pkts + 0.2 * f.queued
-
-
 def test_a_slower_drain_downstream_raises_the_forecast_before_the_buffer_rises() -> None:
     f = QueueForecast()
     t = steady(f, 300, 200, 140, 140)

@@ -111,19 +111,17 @@ def test_the_tree_with_its_merge_law_under_its_link_keeps_the_backlog_in_its_sta
 
 @pytest.mark.xfail(strict=True, reason="S2's 20 ms buffer from S1 holds ~2,100 frames of two sizes; S1's law reads its "
                    "capacity at the frames it holds (2,024-2,546 report to report), the loop analysis does not model "
-                   "that swing (9/0/0 lost at seeds 1-3, unwarned; 33/2/1 before the forecast counted in the frames queued)")
+                   "that swing (33/2/1 lost at seeds 1-3, unwarned)")
 def test_a_duration_buffer_holding_two_frame_sizes_loses_nothing_unless_warned() -> None:
     """open-mixed-duration-stop-line.yaml (drawn by test_random_topologies.py's hypothesis property, issue 46): H1
     sends f1 (200 B) and H2 f2 (576 B, until 1 s) through S1 -> S2 (1 Gb/s; S2's buffer from S1 is 20 ms of it,
     ~2,500 frames) toward S2 -> H5 at 1 Mb/s. S2 holds ~2,100 frames of both sizes; S1's law converts the buffer to
     frames of the mix it holds (controlplane/agent.py, ``_held_frame``), so the capacity it reads moves by a quarter
     from one report to the next and the law's rate toward S2 swings; S1's buffer from H1 (218 frames) fills and loses
-    33 / 2 / 1 packets at seeds 1-3 with the queue below its R_max in the frames the port sent; with every law's queue
-    rate in the frames queued for its port (MyIngress.fwd_routed) and the BMv2 forecast's drain counted in them
-    (controlplane/agent.py ``_queue_frame``, ``_frame_ratio``; issue 46), 9 / 0 / 0. Read in the bytes of its 20 ms as
-    well (topo.net.plan.port_unit_bytes at the duration's own frame, 576 B, where two sizes enter) it loses 0 / 0 / 0,
-    but a duration read in the largest frame entering lets a buffer of small frames fill in packets past what the law
-    reads: mix-dip-behind-slow-link.yaml lost 546 / 830 / 718 (0 / 0 / 0 without), mixed-line-capacity-drop.yaml
-    ~2,150 a seed (~28 without; both warned), stamped-mixed-backlog.yaml's goodput fell 62 / 53 / 54 -> 60 / 28 / 28
-    Mb/s: the swing of the buffer's capacity in frames is what remains (docs/reference/topologies.md, buffers)."""
+    33 packets at seed 1. Not the queue rate's frame (issue 46): with every law's queue rate in the frames queued for
+    its port (MyIngress.fwd_routed), not only at the R_max as controlplane/agent.py's ``_queue_frame`` has it, it lost
+    34 / 0 / 34 at seeds 1-3. Read in the bytes of its 20 ms (topo.net.plan.port_unit_bytes at the duration's own
+    frame, 576 B, where two sizes enter) it lost 0 / 0 / 0, but stamped-mixed-backlog.yaml then lost 0 / 276 (warned)
+    / 66 (unwarned) where it loses none: the swing of the buffer's capacity in frames is what remains
+    (docs/reference/topologies.md, buffers)."""
     assert judge_case("open-mixed-duration-stop-line.yaml").problems == []
