@@ -2,7 +2,7 @@
 loaded from source, the same frames, the same table entries, rounds taken in turn.
 
 The JSON is tests/fixtures/bmv2-json/alinea.json (p4c 1.2.5.16) and the source the one it was
-compiled from (alinea.14f122a.p4 beside it), or build/alinea.json with p4src/alinea.p4 when
+compiled from (alinea.6accfac.p4 beside it), or build/alinea.json with p4src/alinea.p4 when
 ``make p4`` made one with p4c. Both run on p4c's P4Info; the modelled port (admission, report
 check) and a route are configured as in tests/bench/run.py's pipeline rows.
 
@@ -34,8 +34,8 @@ def sources() -> tuple[Path, Path, Path, str]:
     info = ROOT / "build" / "alinea.p4info.txtpb"
     if built.is_file() and info.is_file():
         return built, info, ROOT / "p4src" / "alinea.p4", "build/alinea.json (make p4)"
-    return (FIXTURES / "alinea.json", FIXTURES / "alinea.p4info.txtpb", FIXTURES / "alinea.14f122a.p4",
-            "tests/fixtures/bmv2-json/alinea.json (p4c 1.2.5.16) and its source alinea.14f122a.p4")
+    return (FIXTURES / "alinea.json", FIXTURES / "alinea.p4info.txtpb", FIXTURES / "alinea.6accfac.p4",
+            "tests/fixtures/bmv2-json/alinea.json (p4c 1.2.5.16) and its source alinea.6accfac.p4")
 
 
 def configure(state: Any) -> None:

@@ -36,7 +36,7 @@ ALPHABET = [0x00, 0x01, 0x45]
 def source_of(name: str) -> tuple[Path, list[str]]:
     """The source p4c compiled (alinea: as of the commit the fixture was made from)."""
     if name == "alinea":
-        return FIXTURES / "alinea.14f122a.p4", [str(ROOT / "p4src" / "include")]
+        return FIXTURES / "alinea.6accfac.p4", [str(ROOT / "p4src" / "include")]
     return ROOT / "tests" / "p4programs" / f"{name}.p4", []
 
 

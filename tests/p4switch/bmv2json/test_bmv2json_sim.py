@@ -20,7 +20,7 @@ from topo.file.schema import load_topology
 from topo.run.runner import run_experiment
 
 FIXTURES = ROOT / "tests" / "fixtures" / "bmv2-json"
-STORED_SOURCE = "alinea.14f122a.p4"
+STORED_SOURCE = "alinea.6accfac.p4"
 
 
 def _fixtures_source(info: object) -> CompiledProgram:
