@@ -504,9 +504,7 @@ class SwitchAgentCore:
             return pl.packet_bytes
         if pl.law.rate < pl.law.params.r_max:
             return self._sent_frame(port, pl)
-        open_frame = window.open_frame(self._sendable_bps(port))
-        queued = self._queued_mean(port)
-        return queued if 0 < queued < open_frame else open_frame
+        return self._within_queued(port, window.open_frame(self._sendable_bps(port)))
 
     def _sent_frame(self, port: int, pl: _PortLaw) -> int:
         """The frame every reading of what the port sent is in: the neighbour's buffer (its capacity in this port's
@@ -549,8 +547,7 @@ class SwitchAgentCore:
         """A port with a link ceiling and no law limiting it yet: every queue of it at the link's rate."""
         if port not in self.ceiling_bps or any(p == port and pl.pps for (p, _), pl in self.ports.items()):
             return []
-        mean, queued = self.frame_sizes[port].mean, self._queued_mean(port)  # as a law at its R_max: _queue_frame
-        frame = queued if 0 < queued < mean else mean
+        frame = self._within_queued(port, self.frame_sizes[port].mean)  # as a law at its R_max: _queue_frame
         pps = link_pps(self.ceiling_bps[port], frame, self.ceiling_reports.get(port, 0.0))
         if self.ceiling_sent.get(port) == pps:
             return []
@@ -705,6 +702,12 @@ class SwitchAgentCore:
                     pl.packet_bytes = window.mean
             cmds += self._requeue(port)
         return cmds
+
+    def _within_queued(self, port: int, frame: int) -> int:
+        """``frame``, or the mean frame queued for the port where that is smaller: the frames its queue stamps
+        departures for at the rate set now (a law at its R_max, a link ceiling)."""
+        queued = self._queued_mean(port)
+        return queued if 0 < queued < frame else frame
 
     def _queued_mean(self, port: int) -> int:
         """The mean frame queued for the port over the last reads of ``MyIngress.fwd_routed``, the frames a rate set
