@@ -616,8 +616,7 @@ def _one_group(topo: Topology, u: str, v: str) -> bool:
     """Every flow over u -> v (ALINEA's or not) is a branch of one multicast group: each of u's packets at v is
     copied to every queue they leave by (:func:`_single_feed_margin`'s multicast case)."""
     paths = routed_paths(topo)
-    groups = {f.group for f in topo.flows if any(p[i - 1:i + 1] == (u, v) for p in [paths[f.name]]
-                                                  for i in range(1, len(p)))}
+    groups = {f.group for f in topo.flows if (u, v) in zip(paths[f.name], paths[f.name][1:])}
     return len(groups) == 1 and None not in groups
 
 
